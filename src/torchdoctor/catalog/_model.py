@@ -1,0 +1,112 @@
+"""What a pitfall is: identity, bilingual explanation, and the detectors attached to it."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+LANGS = ("en", "zh")
+
+# Explanation headings, in display order. Entries write them in English in both languages;
+# the renderer shows the Chinese heading for --lang zh.
+SECTIONS = (
+    "What it catches",
+    "Why is this bad?",
+    "Example",
+    "Use instead:",
+    "Symptoms",
+    "Fix safety",
+    "Known problems",
+    "References",
+)
+REQUIRED_SECTIONS = ("What it catches", "Why is this bad?", "Example", "Use instead:")
+SECTION_TITLES_ZH = {
+    "What it catches": "检查什么",
+    "Why is this bad?": "为什么有问题？",
+    "Example": "示例",
+    "Use instead:": "应改为：",
+    "Symptoms": "症状",
+    "Fix safety": "修复的安全性",
+    "Known problems": "已知局限",
+    "References": "参考",
+}
+
+CODE_PATTERN = re.compile(r"^TD\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+# A user-visible text in every language: {"en": ..., "zh": ...}.
+Text = Mapping[str, str]
+
+
+def pick(text: Text, lang: str) -> str:
+    """The text in `lang`, falling back to English."""
+    return text.get(lang) or text["en"]
+
+
+@dataclass
+class StaticDetector:
+    node_types: tuple[type, ...]
+    check: Callable  # (node, ctx) -> Iterable[Finding]
+
+
+@dataclass
+class Pitfall:
+    """One catalog entry. Everything about one pitfall lives next to this object, in one file."""
+
+    code: str
+    name: str
+    title: Text
+    # Finding messages, keyed by variant ("" is the default); str.format placeholders allowed.
+    messages: Mapping[str, Text]
+    docs: Text
+    default: bool = True
+    fix_title: Text | None = None
+    fix_applicability: str | None = None  # "safe" | "unsafe" | "display": the best fix offered
+    static_detectors: list[StaticDetector] = field(default_factory=list)
+    # False only for entries whose Example cannot be linted as text (documented in the entry).
+    lint_example: bool = True
+    module: str = ""
+
+    def static(self, *node_types: type) -> Callable:
+        """Register a static detector called for every AST node of the given types."""
+
+        def register(func: Callable[..., Iterable]) -> Callable:
+            self.static_detectors.append(StaticDetector(node_types, func))
+            return func
+
+        return register
+
+    @property
+    def area(self) -> str:
+        return self.module.rsplit(".", 2)[-2] if self.module.count(".") >= 2 else ""
+
+    def detector_kinds(self) -> list[str]:
+        return ["static"] if self.static_detectors else []
+
+    def message(self, variant: str, lang: str, **fields: object) -> str:
+        return pick(self.messages[variant], lang).format(**fields)
+
+    def sections(self, lang: str) -> dict[str, str]:
+        """The explanation split into its `## Heading` sections, in source order."""
+        return split_sections(pick(self.docs, lang))
+
+
+def split_sections(doc: str) -> dict[str, str]:
+    sections: dict[str, str] = {}
+    current = None
+    lines: list[str] = []
+    for line in doc.strip("\n").splitlines():
+        if line.startswith("## "):
+            if current is not None:
+                sections[current] = "\n".join(lines).strip("\n")
+            current, lines = line[3:].strip(), []
+        else:
+            lines.append(line)
+    if current is not None:
+        sections[current] = "\n".join(lines).strip("\n")
+    return sections
+
+
+def code_blocks(section: str) -> list[str]:
+    """The fenced ```python blocks of one section."""
+    return [m.group(1) for m in re.finditer(r"```(?:python|py)?\n(.*?)```", section, re.S)]

@@ -1,0 +1,144 @@
+"""TD001 tensor-result-discarded: `x.cuda()` as a statement leaves `x` where it was."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD001",
+    name="tensor-result-discarded",
+    title={"en": "Out-of-place tensor method whose result is thrown away",
+           "zh": "非原地张量方法的返回值被丢弃"},
+    messages={"": {
+        "en": "`{call}` returns a new tensor and the result is thrown away: `{target}` is unchanged",
+        "zh": "`{call}` 返回一个新张量，但返回值被丢弃了：`{target}` 本身没有改变",
+    }},
+    fix_title={"en": "Assign the result back: `{target} = {target}.{method}(...)`",
+               "zh": "把结果赋值回去：`{target} = {target}.{method}(...)`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+A tensor method that returns a new tensor, called as a statement so that its result is lost:
+`x.cuda()`, `x.to(device)`, `x.cpu()`, `x.float()`, `x.view(...)`, `x.reshape(...)`,
+`x.permute(...)`, `x.contiguous()`, `x.detach()`, `x.clamp(...)` and friends.
+
+`model.cuda()` and `model.to(device)` on an `nn.Module` are fine and not reported: a module is
+moved in place. When the doctor cannot tell what a name holds, it reports device and dtype
+moves only for values it knows are tensors.
+
+## Why is this bad?
+`Tensor.cuda()` and `Tensor.to()` return a copy on the new device and leave the original where
+it was, unlike `Module.cuda()`, which moves the module's parameters in place. The line looks
+like it did something, and the next line that mixes the tensor with a GPU model fails, or the
+tensor silently stays un-reshaped, un-detached, un-clamped.
+
+## Example
+```python
+import torch
+
+images = torch.randn(8, 3, 32, 32)
+images.cuda()
+```
+
+## Use instead:
+```python
+import torch
+
+images = torch.randn(8, 3, 32, 32)
+images = images.cuda()
+```
+
+## Symptoms
+`RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should
+be the same`, or `Expected all tensors to be on the same device, but found at least two
+devices, cuda:0 and cpu!`
+
+## Fix safety
+The fix assigns the result back to the same name. It is unsafe: other names that still refer
+to the original tensor keep the old value, which may or may not be what you meant.
+""",
+        "zh": """
+## What it catches
+作为单独语句调用、返回值被丢弃的“返回新张量”的方法：`x.cuda()`、`x.to(device)`、`x.cpu()`、
+`x.float()`、`x.view(...)`、`x.reshape(...)`、`x.permute(...)`、`x.contiguous()`、`x.detach()`、
+`x.clamp(...)` 等。
+
+`nn.Module` 上的 `model.cuda()`、`model.to(device)` 没有问题，不会报告：模块是原地迁移的。
+当无法确定一个名字保存的是什么时，只对确定是张量的值报告设备和 dtype 的迁移。
+
+## Why is this bad?
+`Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
+这一行看起来做了事情，但下一行把该张量和 GPU 上的模型一起用时就会报错，或者张量悄悄地没有被
+reshape、没有 detach、没有 clamp。
+
+## Example
+```python
+import torch
+
+images = torch.randn(8, 3, 32, 32)
+images.cuda()
+```
+
+## Use instead:
+```python
+import torch
+
+images = torch.randn(8, 3, 32, 32)
+images = images.cuda()
+```
+
+## Symptoms
+`RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should
+be the same`，或 `Expected all tensors to be on the same device, but found at least two
+devices, cuda:0 and cpu!`
+
+## Fix safety
+修复会把结果赋值回同一个名字。它是不安全的：仍然指向原张量的其他变量保留旧值，这未必是你想要的。
+""",
+    },
+)
+
+# Methods that exist on nn.Module too, where they work in place: report only known tensors.
+MOVES = frozenset("cuda cpu to float half double bfloat16 type".split())
+# Methods only tensors (and arrays) have, with no side effect: a discarded call is always lost.
+PURE = frozenset("""
+long int short bool byte char view view_as reshape reshape_as permute transpose t contiguous
+detach clamp clip squeeze unsqueeze flatten expand expand_as repeat clone type_as narrow
+""".split())
+TENSOR_KINDS = (Kind.TENSOR, Kind.NDARRAY)
+ASSIGNABLE = (ast.Name, ast.Attribute, ast.Subscript)
+
+
+@PITFALL.static(ast.Expr)
+def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
+    call = node.value
+    method = ctx.method_name(call)
+    if method not in MOVES and method not in PURE:
+        return
+    receiver = call.func.value
+    kind = ctx.kind_of(receiver)
+    if kind is Kind.MODULE:  # model.cuda() moves the module in place: fine
+        return
+    if method in MOVES and kind is not Kind.TENSOR:
+        return
+    # An unknown receiver of a tensor-only method is reported only in torch code.
+    if kind not in TENSOR_KINDS and not (ctx.imports_torch and isinstance(receiver, ASSIGNABLE)):
+        return
+    target = ctx.text(receiver)
+    fix = None
+    if isinstance(receiver, ASSIGNABLE) and "\n" not in target:
+        call_text = ctx.text(call)
+        title = {lang: text.format(target=target, method=method)
+                 for lang, text in PITFALL.fix_title.items()}
+        fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
+    yield ctx.finding(PITFALL, call, fix=fix, call=_short(ctx.text(call)), target=_short(target))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,58 @@
+"""TD701 unreadable-file: a file given to the checker that is not Python source text."""
+from __future__ import annotations
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD701",
+    name="unreadable-file",
+    title={"en": "The file is not readable Python source", "zh": "文件不是可读取的 Python 源码"},
+    messages={"": {"en": "cannot check this file: {reason}", "zh": "无法检查该文件：{reason}"}},
+    # Its example would have to be binary data, which a docs code block cannot hold.
+    lint_example=False,
+    docs={
+        "en": """
+## What it catches
+A file that was given to the checker (or found with a `.py` name) but is not Python source
+text: binary data such as a checkpoint saved as `model.py`, or bytes that are not valid in the
+file's encoding (UTF-8 unless a `# -*- coding: ... -*-` line says otherwise).
+
+## Why is this bad?
+Python cannot import it either. The doctor skips it and checks the other files.
+
+## Example
+```python
+# a file whose bytes are b"PK\\x03\\x04..." (a zip, e.g. a torch.save output)
+```
+
+## Use instead:
+```python
+# keep weights in .pt/.pth/.safetensors files; keep source files UTF-8 text
+```
+""",
+        "zh": """
+## What it catches
+传给检查器（或以 `.py` 结尾被发现）的文件并不是 Python 源码文本：例如被存成 `model.py` 的检查点等二进制数据，
+或者在文件编码下不合法的字节（默认 UTF-8，除非有 `# -*- coding: ... -*-` 声明）。
+
+## Why is this bad?
+Python 同样无法导入它。会跳过该文件，继续检查其他文件。
+
+## Example
+```python
+# 一个内容为 b"PK\\x03\\x04..." 的文件（zip，例如 torch.save 的输出）
+```
+
+## Use instead:
+```python
+# 权重存为 .pt/.pth/.safetensors 文件；源码文件保持 UTF-8 文本
+```
+""",
+    },
+)
+
+
+def finding_for(reason: str, path: str, lang: str) -> Finding:
+    return Finding(code=PITFALL.code, name=PITFALL.name,
+                   message=PITFALL.message("", lang, reason=reason), path=path)

@@ -1,0 +1,126 @@
+"""The command line: subcommands and their options, nothing else."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from torchdoctor import __version__
+from torchdoctor._lang import LANGS, default_lang
+from torchdoctor.errors import UsageError
+from torchdoctor.report.render import FORMATS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchdoctor",
+        description="Catches the mistakes PyTorch users make again and again, and explains them.")
+    parser.add_argument("--version", action="version", version=f"torchdoctor {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="read code and report pitfalls (no torch needed)")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("--select", action="append", metavar="RULES",
+                       help="rules to enable: codes, code prefixes, names or ALL (comma-separated)")
+    check.add_argument("--extend-select", action="append", metavar="RULES",
+                       help="rules to enable on top of the default or configured set")
+    check.add_argument("--ignore", action="append", metavar="RULES", help="rules to disable")
+    check.add_argument("--exclude", action="append", metavar="PATTERNS",
+                       help="gitignore-style patterns of paths to skip")
+    check.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    check.add_argument("--statistics", action="store_true", help="show counts per rule")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes")
+    check.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    check.add_argument("--diff", action="store_true", help="show fixes as a diff, write nothing")
+    check.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+                       help="parallel workers (default: all cores)")
+    check.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    check.add_argument("--stdin-filename", metavar="NAME",
+                       help="check source read from stdin, reported as NAME")
+    check.add_argument("--config", metavar="FILE", help="pyproject.toml to read settings from")
+    _add_lang(check)
+
+    rule = commands.add_parser("rule", help="explain one pitfall")
+    rule.add_argument("rule", metavar="NAME|CODE")
+    rule.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _add_lang(rule)
+
+    rules = commands.add_parser("rules", help="list every pitfall in the catalog")
+    rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _add_lang(rules)
+    return parser
+
+
+def _add_lang(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lang", choices=LANGS, default=None,
+                        help="language of messages (default: TORCHDOCTOR_LANG or the locale)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    _survive_narrow_encodings()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "check":
+            from torchdoctor.lint.command import run_check
+
+            return run_check(args, default_lang())
+        if args.command == "rule":
+            return _rule(args)
+        return _rules(args)
+    except UsageError as error:
+        print(f"torchdoctor: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # the doctor's own bug: one clear line, exit 2
+        print(f"torchdoctor: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+
+
+def _rule(args) -> int:
+    from torchdoctor.catalog import _docs, get
+
+    pitfall = get(args.rule)
+    if pitfall is None:
+        raise UsageError(f"unknown rule {args.rule!r} (see `torchdoctor rules`)")
+    lang = args.lang or default_lang()
+    if args.format == "json":
+        print(json.dumps(_docs.as_json(pitfall, lang), indent=2, ensure_ascii=False))
+    elif args.format == "markdown":
+        sys.stdout.write(_docs.as_markdown(pitfall, lang))
+    else:
+        sys.stdout.write(_docs.as_text(pitfall, lang))
+    return 0
+
+
+def _rules(args) -> int:
+    from torchdoctor.catalog import _docs, all_pitfalls, pick
+
+    lang = args.lang or default_lang()
+    pitfalls = all_pitfalls()
+    if args.format == "json":
+        rows = [{k: v for k, v in _docs.as_json(p, lang).items() if k != "sections"} for p in pitfalls]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    elif args.format == "markdown":
+        sys.stdout.write("\n".join(_docs.as_markdown(p, lang) for p in pitfalls))
+    else:
+        width = max(len(p.name) for p in pitfalls)
+        print(f"{'code':6} {'name':{width}}  {'default':7}  {'detectors':9}  {'fix':6}  title")
+        for p in pitfalls:
+            print(f"{p.code:6} {p.name:{width}}  {'on' if p.default else 'off':7}  "
+                  f"{','.join(p.detector_kinds()) or '-':9}  {p.fix_applicability or '-':6}  "
+                  f"{pick(p.title, lang)}")
+    return 0
+
+
+def _survive_narrow_encodings() -> None:
+    """A GBK console cannot print every character of user code: replace, never crash."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError):
+            pass

@@ -1,0 +1,1 @@
+"""The static engine: reads code, never imports torch."""

@@ -1,0 +1,470 @@
+"""What detectors ask about the code: qualified names, coarse kinds of values, positions.
+
+The checker walks the tree once, in source order, and tells the context about each binding as
+it passes, so a detector that looks at a node sees the bindings made before it.
+"""
+from __future__ import annotations
+
+import ast
+import enum
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.report.finding import Edit, Fix, Finding
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    MODULE = "module"
+    OPTIMIZER = "optimizer"
+    LOADER = "loader"
+    SAMPLER = "sampler"
+    SCHEDULER = "scheduler"
+    NDARRAY = "ndarray"
+    UNKNOWN = "unknown"
+
+
+# torch functions that return a tensor (the common ones; unlisted functions are UNKNOWN).
+TENSOR_FUNCTIONS = frozenset("""
+tensor as_tensor from_numpy asarray frombuffer zeros ones empty full eye arange linspace logspace
+rand randn randint randperm rand_like randn_like randint_like zeros_like ones_like empty_like
+full_like normal bernoulli multinomial poisson stack cat concat concatenate hstack vstack
+where matmul mm bmm einsum softmax log_softmax sigmoid tanh relu exp log sqrt abs sum mean
+max min argmax argmin clamp clip flatten reshape transpose permute squeeze unsqueeze
+gather scatter index_select masked_select tril triu cumsum cumprod outer cdist sort topk
+chunk_cat diag diagonal flip roll repeat_interleave tile broadcast_to
+""".split())
+
+# Tensor methods whose result is again a tensor.
+TENSOR_METHODS = frozenset("""
+to cuda cpu float half double long int short bool byte char bfloat16 type type_as
+view view_as reshape reshape_as permute transpose t contiguous detach clone clamp clamp_
+squeeze unsqueeze flatten expand expand_as repeat narrow select index_select gather
+sum mean std var max min abs exp log sqrt pow softmax log_softmax sigmoid tanh relu
+argmax argmin masked_fill masked_fill_ add sub mul div matmul mm bmm neg round floor ceil
+requires_grad_ pin_memory unfold
+""".split())
+
+# Module methods that return the module itself.
+MODULE_SELF_METHODS = frozenset(
+    "to cuda cpu float half double bfloat16 train eval requires_grad_ share_memory type".split()
+)
+
+NUMPY_FACTORIES = frozenset(
+    "array asarray zeros ones empty full arange linspace eye load stack concatenate".split()
+)
+
+# torch.nn names that are not module classes.
+_NN_NON_MODULES = frozenset({"Parameter", "Buffer", "Module", "UninitializedParameter"})
+
+_ANNOTATION_KINDS = {
+    "torch.Tensor": Kind.TENSOR,
+    "torch.nn.Parameter": Kind.TENSOR,
+    "torch.nn.Module": Kind.MODULE,
+    "torch.optim.Optimizer": Kind.OPTIMIZER,
+    "torch.optim.optimizer.Optimizer": Kind.OPTIMIZER,
+    "torch.utils.data.DataLoader": Kind.LOADER,
+    "torch.utils.data.dataloader.DataLoader": Kind.LOADER,
+    "numpy.ndarray": Kind.NDARRAY,
+}
+
+
+@dataclass
+class Scope:
+    node: ast.AST | None
+    kinds: dict[str, Kind] = field(default_factory=dict)
+    # Local classes, by name: True when the class is an nn.Module.
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    # Names rebound to something other than an import: they shadow the import.
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
+class Context:
+    """Per-file knowledge shared by all detectors."""
+
+    def __init__(self, path: str, source: str, tree: ast.Module, lang: str = "en") -> None:
+        self.path = path
+        self.source = source
+        self.tree = tree
+        self.lang = lang
+        self.lines = source.splitlines(keepends=True)
+        self._line_starts = _line_starts(self.lines)
+        self._module_scope = Scope(tree)
+        self._scopes: list[Scope] = [self._module_scope]
+        self._module_classes: dict[str, bool] = {}
+        # `self.<attr>` kinds per class, learnt from assignments in its methods.
+        self._attribute_kinds: dict[ast.ClassDef, dict[str, Kind]] = {}
+        # Ancestors of the node being visited, outermost first (the checker keeps it current).
+        self.ancestors: list[ast.AST] = []
+        self.imports_torch = False
+
+    # ---- names -------------------------------------------------------------------------------
+
+    def qualname(self, expr: ast.AST) -> str | None:
+        """The dotted name `expr` refers to through imports: `F.relu` -> `torch.nn.functional.relu`."""
+        if isinstance(expr, ast.Name):
+            for scope in reversed(self._scopes):
+                if expr.id in scope.aliases:
+                    return scope.aliases[expr.id] or None
+            return None
+        if isinstance(expr, ast.Attribute):
+            base = self.qualname(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+    def call_qualname(self, call: ast.AST) -> str | None:
+        return self.qualname(call.func) if isinstance(call, ast.Call) else None
+
+    @staticmethod
+    def method_name(call: ast.AST) -> str | None:
+        """`x.cuda()` -> "cuda"; None when the call is not a method call."""
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+            return call.func.attr
+        return None
+
+    # ---- kinds -------------------------------------------------------------------------------
+
+    def kind_of(self, expr: ast.AST | None) -> Kind:
+        """A coarse guess of what `expr` holds, from how it was made; UNKNOWN when unsure."""
+        if expr is None:
+            return Kind.UNKNOWN
+        if isinstance(expr, ast.Name):
+            for scope in reversed(self._scopes):
+                if expr.id in scope.kinds:
+                    return scope.kinds[expr.id]
+                if expr.id in scope.aliases:
+                    return Kind.UNKNOWN
+            return Kind.UNKNOWN
+        if isinstance(expr, ast.Attribute):
+            return self._attribute_kind(expr)
+        if isinstance(expr, ast.Call):
+            return self._call_kind(expr)
+        if isinstance(expr, ast.BinOp):
+            left, right = self.kind_of(expr.left), self.kind_of(expr.right)
+            if Kind.TENSOR in (left, right):
+                return Kind.TENSOR
+            if Kind.NDARRAY in (left, right):
+                return Kind.NDARRAY
+            return Kind.UNKNOWN
+        if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+            return self._tensor_like(self.kind_of(expr.operand))
+        if isinstance(expr, ast.Subscript):
+            return self._tensor_like(self.kind_of(expr.value))
+        if isinstance(expr, ast.Await):
+            return self.kind_of(expr.value)
+        return Kind.UNKNOWN
+
+    @staticmethod
+    def _tensor_like(kind: Kind) -> Kind:
+        return kind if kind in (Kind.TENSOR, Kind.NDARRAY) else Kind.UNKNOWN
+
+    def _attribute_kind(self, expr: ast.Attribute) -> Kind:
+        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = self.enclosing_class()
+            if cls is not None:
+                return self._attribute_kinds.get(cls, {}).get(expr.attr, Kind.UNKNOWN)
+            return Kind.UNKNOWN
+        if expr.attr in ("T", "mT", "H", "data", "grad") and self.kind_of(expr.value) is Kind.TENSOR:
+            return Kind.TENSOR
+        if expr.attr == "module" and self.kind_of(expr.value) is Kind.MODULE:
+            return Kind.MODULE
+        return Kind.UNKNOWN
+
+    def _call_kind(self, call: ast.Call) -> Kind:
+        func = call.func
+        qualname = self.qualname(func)
+        if qualname:
+            kind = self._kind_from_qualname(qualname, call)
+            if kind is not Kind.UNKNOWN:
+                return kind
+        if isinstance(func, ast.Name):
+            cls = self._local_class(func.id)
+            if cls is not None and self.is_module_class(cls):
+                return Kind.MODULE
+            return self._callee_result(func)
+        if isinstance(func, ast.Attribute):
+            receiver = self.kind_of(func.value)
+            if receiver is Kind.TENSOR and func.attr in TENSOR_METHODS:
+                return Kind.TENSOR
+            if receiver is Kind.NDARRAY and func.attr in ("reshape", "astype", "copy", "transpose"):
+                return Kind.NDARRAY
+            if receiver is Kind.MODULE and func.attr in MODULE_SELF_METHODS:
+                return Kind.MODULE
+            return self._callee_result(func)
+        return Kind.UNKNOWN
+
+    def _callee_result(self, func: ast.AST) -> Kind:
+        # Calling a module runs its forward: the result is a tensor (or a structure of them).
+        return Kind.TENSOR if self.kind_of(func) is Kind.MODULE else Kind.UNKNOWN
+
+    def _kind_from_qualname(self, qualname: str, call: ast.Call) -> Kind:
+        head, _, last = qualname.rpartition(".")
+        if head == "torch" and last in TENSOR_FUNCTIONS:
+            return Kind.TENSOR
+        if head == "torch" and last.endswith("Tensor") and last[0].isupper():
+            return Kind.TENSOR  # torch.Tensor(...), torch.FloatTensor(...)
+        if head == "torch.nn.functional":
+            return Kind.TENSOR
+        if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return Kind.TENSOR
+        if head.startswith("torch.optim.lr_scheduler"):
+            return Kind.SCHEDULER if last[:1].isupper() else Kind.UNKNOWN
+        if head.startswith("torch.optim") and last[:1].isupper():
+            return Kind.OPTIMIZER
+        if last == "DataLoader" and head.startswith("torch.utils.data"):
+            return Kind.LOADER
+        if last.endswith("Sampler") and head.startswith("torch.utils.data"):
+            return Kind.SAMPLER
+        if head.startswith("torch.nn") and last[:1].isupper() and last not in _NN_NON_MODULES:
+            return Kind.MODULE
+        if head.startswith("torchvision.models") and last[:1].islower() and last != "get_weight":
+            return Kind.MODULE
+        if qualname in ("timm.create_model", "torch.hub.load"):
+            return Kind.MODULE
+        if qualname == "torch.compile" and call.args and self.kind_of(call.args[0]) is Kind.MODULE:
+            return Kind.MODULE
+        if head == "numpy" and last in NUMPY_FACTORIES or head == "numpy.random":
+            return Kind.NDARRAY
+        return Kind.UNKNOWN
+
+    def kind_from_annotation(self, annotation: ast.AST | None) -> Kind:
+        if annotation is None:
+            return Kind.UNKNOWN
+        qualname = self.qualname(annotation)
+        if qualname in _ANNOTATION_KINDS:
+            return _ANNOTATION_KINDS[qualname]
+        if qualname and qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] == "Module":
+            return Kind.MODULE
+        if isinstance(annotation, ast.Name):
+            cls = self._local_class(annotation.id)
+            if cls is not None and self.is_module_class(cls):
+                return Kind.MODULE
+        return Kind.UNKNOWN
+
+    # ---- classes -----------------------------------------------------------------------------
+
+    def _local_class(self, name: str) -> ast.ClassDef | None:
+        for scope in reversed(self._scopes):
+            if name in scope.classes:
+                return scope.classes[name]
+            if name in scope.kinds or name in scope.aliases:
+                return None
+        return None
+
+    def is_module_class(self, cls: ast.ClassDef) -> bool:
+        """True when `cls` subclasses nn.Module, directly or through local or torch.nn bases."""
+        return self.class_inherits(cls, _is_nn_module_qualname)
+
+    def class_inherits(self, cls: ast.ClassDef, accept, _seen: frozenset = frozenset()) -> bool:
+        """True when some base of `cls` (followed through local classes) has a qualname accepted."""
+        if cls in _seen:
+            return False
+        for base in cls.bases:
+            qualname = self.qualname(base)
+            if qualname and accept(qualname):
+                return True
+            if isinstance(base, ast.Name):
+                local = self._local_class(base.id)
+                if local is not None and self.class_inherits(local, accept, _seen | {cls}):
+                    return True
+        return False
+
+    # ---- where we are ------------------------------------------------------------------------
+
+    def enclosing_function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        for node in reversed(self.ancestors):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return node
+        return None
+
+    def enclosing_class(self) -> ast.ClassDef | None:
+        """The class whose method we are in (or whose body we are in)."""
+        for node in reversed(self.ancestors):
+            if isinstance(node, ast.ClassDef):
+                return node
+        return None
+
+    def parent(self) -> ast.AST | None:
+        return self.ancestors[-1] if self.ancestors else None
+
+    # ---- positions and findings --------------------------------------------------------------
+
+    def offset(self, line: int, byte_col: int) -> int:
+        """Character offset in the source of an `ast` (1-based line, UTF-8 byte column) position."""
+        if line - 1 >= len(self.lines):
+            return len(self.source)
+        text = self.lines[line - 1]
+        col = byte_col if text.isascii() else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        return self._line_starts[line - 1] + col
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return (self.offset(node.lineno, node.col_offset),
+                self.offset(node.end_lineno, node.end_col_offset))
+
+    def text(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.source[start:end]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column in characters) of a character offset."""
+        index = bisect_right(self._line_starts, offset) - 1
+        return index + 1, offset - self._line_starts[index] + 1
+
+    def edit(self, start: int, end: int, content: str) -> Edit:
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Edit(start, end, content, line, column, end_line, end_column)
+
+    def replace(self, node: ast.AST, content: str) -> Edit:
+        return self.edit(*self.span(node), content)
+
+    def fix(self, pitfall: Pitfall, applicability: str, *edits: Edit, title: dict | None = None) -> Fix:
+        from torchdoctor.catalog._model import pick
+
+        text = title or pitfall.fix_title or {"en": "Apply the suggested fix"}
+        return Fix(applicability, pick(text, self.lang), tuple(edits))
+
+    def finding(self, pitfall: Pitfall, node: ast.AST, variant: str = "", *, fix: Fix | None = None,
+                end_node: ast.AST | None = None, **fields: object) -> Finding:
+        start, _ = self.span(node)
+        _, end = self.span(end_node or node)
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Finding(
+            code=pitfall.code, name=pitfall.name,
+            message=pitfall.message(variant, self.lang, **fields),
+            path=self.path, line=line, column=column, end_line=end_line, end_column=end_column,
+            fix=fix,
+        )
+
+    # ---- bindings (called by the checker while it walks) -------------------------------------
+
+    def enter(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            scope = Scope(node)
+            self._scopes.append(scope)
+            args = node.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                kind = self.kind_from_annotation(arg.annotation)
+                scope.kinds[arg.arg] = kind
+            for arg in (args.vararg, args.kwarg):
+                if arg is not None:
+                    scope.kinds[arg.arg] = Kind.UNKNOWN
+        elif isinstance(node, ast.ClassDef):
+            self._forget(node.name)
+            self._scopes[-1].classes[node.name] = node
+            self._scopes.append(Scope(node))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._bind_import(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            self.bind_loop_target(node)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            self.bind_with(node)
+
+    def leave(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            self._scopes.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._forget(node.name)
+                self._scopes[-1].kinds[node.name] = Kind.UNKNOWN
+        elif isinstance(node, ast.Assign):
+            kind = self.kind_of(node.value)
+            for target in node.targets:
+                self._bind_target(target, kind)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            value_kind = self.kind_of(node.value) if node.value is not None else Kind.UNKNOWN
+            if isinstance(node, ast.AnnAssign):
+                kind = self.kind_from_annotation(node.annotation)
+                self._bind_target(node.target, kind if kind is not Kind.UNKNOWN else value_kind)
+            elif isinstance(node.target, ast.Name):
+                # `x += t` keeps x's kind when it was a tensor; otherwise we can't tell.
+                if self.kind_of(node.target) is not Kind.TENSOR:
+                    self._bind_target(node.target, Kind.UNKNOWN)
+        elif isinstance(node, ast.NamedExpr):
+            self._bind_target(node.target, self.kind_of(node.value))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self._scopes[-1].kinds[node.name] = Kind.UNKNOWN
+
+    def bind_loop_target(self, loop: ast.For | ast.AsyncFor | ast.comprehension) -> None:
+        """Bind a loop's target before its body runs: batches of a DataLoader are tensors."""
+        source = self.kind_of(loop.iter)
+        if source is Kind.LOADER and isinstance(loop.target, (ast.Tuple, ast.List)):
+            for element in loop.target.elts:
+                self._bind_target(element, Kind.TENSOR if isinstance(element, ast.Name) else Kind.UNKNOWN)
+        else:
+            self._bind_target(loop.target, Kind.UNKNOWN)
+
+    def bind_with(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._bind_target(item.optional_vars, Kind.UNKNOWN)
+
+    def _forget(self, name: str) -> None:
+        """Drop what the current scope knew about `name`; an outer import of it is shadowed."""
+        scope = self._scopes[-1]
+        scope.kinds.pop(name, None)
+        scope.aliases.pop(name, None)
+        scope.classes.pop(name, None)
+        if any(name in s.aliases and s.aliases[name] for s in self._scopes):
+            scope.aliases[name] = ""
+
+    def _bind_target(self, target: ast.AST, kind: Kind) -> None:
+        scope = self._scopes[-1]
+        if isinstance(target, ast.Name):
+            self._forget(target.id)
+            scope.kinds[target.id] = kind
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._bind_target(element, Kind.UNKNOWN)
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, Kind.UNKNOWN)
+        elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+              and target.value.id == "self"):
+            cls = self.enclosing_class()
+            if cls is not None:
+                kinds = self._attribute_kinds.setdefault(cls, {})
+                # Conflicting assignments make the attribute unknown.
+                if kinds.get(target.attr, kind) is not kind:
+                    kind = Kind.UNKNOWN
+                kinds[target.attr] = kind
+
+    def _bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        scope = self._scopes[-1]
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                self._forget(bound)
+                scope.aliases[bound] = alias.name if alias.asname else bound
+                if alias.name.partition(".")[0] == "torch":
+                    self.imports_torch = True
+            return
+        if node.level or not node.module:
+            for alias in node.names:
+                self._forget(alias.asname or alias.name)
+                scope.aliases[alias.asname or alias.name] = ""  # relative import: not torch's
+            return
+        if node.module.partition(".")[0] == "torch":
+            self.imports_torch = True
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            bound = alias.asname or alias.name
+            self._forget(bound)
+            scope.aliases[bound] = f"{node.module}.{alias.name}"
+
+
+def _is_nn_module_qualname(qualname: str) -> bool:
+    head, _, last = qualname.rpartition(".")
+    if not head.startswith("torch.nn") or not last[:1].isupper():
+        return False
+    return last not in ("Parameter", "Buffer", "UninitializedParameter")
+
+
+def _line_starts(lines: list[str]) -> list[int]:
+    starts, total = [], 0
+    for line in lines:
+        starts.append(total)
+        total += len(line)
+    starts.append(total)
+    return starts

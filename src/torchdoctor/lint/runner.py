@@ -1,0 +1,142 @@
+"""Check many files: cache look-ups in this process, the rest in parallel workers."""
+from __future__ import annotations
+
+import difflib
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from torchdoctor.catalog.tooling import td701_unreadable_file
+from torchdoctor.lint import cache as cache_module
+from torchdoctor.lint.checker import check_source, fix_source
+from torchdoctor.lint.config import Settings
+from torchdoctor.lint.source import SourceFile, UnreadableFile, decode, write_atomically
+from torchdoctor.report.finding import Finding
+
+FixMode = Literal["check", "fix", "diff"]
+# Below this many files a worker pool costs more than it saves.
+MIN_FILES_FOR_POOL = 8
+
+
+@dataclass
+class Job:
+    codes: frozenset[str]
+    lang: str = "en"
+    mode: FixMode = "check"
+    unsafe: bool = False
+
+
+@dataclass
+class FileOutcome:
+    path: str  # as shown to the user
+    findings: list[Finding]
+    internal_errors: list[str] = field(default_factory=list)
+    fixed: int = 0
+    diff: str = ""
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_cache: bool,
+                cwd: Path) -> list[FileOutcome]:
+    """Outcomes for every file, in the order given."""
+    cwd = cwd.resolve()
+    store = (cache_module.Cache(settings.root, cache_module.settings_key(job.codes, job.lang))
+             if use_cache and job.mode == "check" else None)
+    outcomes: dict[int, FileOutcome] = {}
+    pending: list[tuple[int, str, str, bytes, str]] = []
+    for index, path in enumerate(files):
+        shown = display_path(path, cwd)
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            outcomes[index] = _unreadable(shown, error.strerror or str(error), job.lang)
+            continue
+        file_digest = cache_module.digest(data)
+        cached = store.get(str(path), file_digest) if store else None
+        if cached is not None:
+            outcomes[index] = FileOutcome(shown, [_restore(item, shown) for item in cached])
+        else:
+            pending.append((index, str(path), shown, data, file_digest))
+
+    for (index, absolute, shown, _, file_digest), outcome in zip(
+            pending, _map(job, [(p[1], p[2], p[3]) for p in pending], jobs)):
+        outcomes[index] = outcome
+        if store is not None and not outcome.internal_errors:
+            store.put(absolute, file_digest, [_strip_path(f) for f in outcome.findings])
+    if store is not None:
+        store.save()
+
+    ignored_by = settings.per_file_ignore_matcher()
+    results = []
+    for index, path in enumerate(files):
+        outcome = outcomes[index]
+        if settings.per_file_ignores:
+            relative = display_path(path, settings.root.resolve())
+            ignored = ignored_by(relative)
+            outcome.findings = [f for f in outcome.findings if f.code not in ignored]
+        results.append(outcome)
+    return results
+
+
+def check_text(text: str, shown: str, job: Job) -> tuple[FileOutcome, str]:
+    """One source read from stdin: the outcome, and the fixed text (the input when not fixing)."""
+    return _process_source(SourceFile(text, "utf-8"), shown, job)
+
+
+def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int) -> list[FileOutcome]:
+    if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
+        return [_process(job, task) for task in tasks]
+    workers = min(jobs, len(tasks))
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        chunk = max(1, len(tasks) // (workers * 16))
+        return list(pool.map(_process, [job] * len(tasks), tasks, chunksize=chunk))
+
+
+def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
+    absolute, shown, data = task
+    try:
+        source = decode(data)
+    except UnreadableFile as error:
+        return _unreadable(shown, str(error), job.lang)
+    outcome, fixed_text = _process_source(source, shown, job)
+    if job.mode == "fix" and outcome.fixed:
+        write_atomically(Path(absolute), fixed_text, source.encoding)
+    return outcome
+
+
+def _process_source(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
+    if job.mode == "check":
+        result = check_source(source.text, shown, job.codes, job.lang)
+        return FileOutcome(shown, result.findings, result.internal_errors), source.text
+    fixed = fix_source(source.text, shown, job.codes, job.lang, job.unsafe)
+    outcome = FileOutcome(shown, fixed.remaining.findings, fixed.remaining.internal_errors,
+                          fixed=fixed.fixed)
+    if job.mode == "diff" and fixed.fixed:
+        outcome.diff = "".join(difflib.unified_diff(
+            source.text.splitlines(keepends=True), fixed.source.splitlines(keepends=True),
+            fromfile=f"a/{shown}", tofile=f"b/{shown}"))
+    return outcome, fixed.source
+
+
+def _unreadable(shown: str, reason: str, lang: str) -> FileOutcome:
+    return FileOutcome(shown, [td701_unreadable_file.finding_for(reason, shown, lang)])
+
+
+def _strip_path(finding: Finding) -> dict:
+    data = finding.to_json()
+    data.pop("path")
+    return data
+
+
+def _restore(data: dict, shown: str) -> Finding:
+    return Finding.from_json({**data, "path": shown})

@@ -1,0 +1,1 @@
+"""Findings and how they are shown."""

@@ -1,0 +1,165 @@
+"""One renderer for every engine's findings: text, json, sarif, github."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Callable, Sequence
+
+from torchdoctor import __version__
+from torchdoctor.report.finding import Finding
+
+FORMATS = ("text", "json", "sarif", "github")
+
+_BOLD, _RED, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\033[0m"
+
+_SUMMARY = {
+    "en": {
+        "none": "All checks passed.",
+        "found": "Found {n} problem{s}",
+        "fixable": "{n} fixable with --fix",
+        "unsafe": "{n} more with --unsafe-fixes",
+        "fixed": "Fixed {n} problem{s}.",
+        "see": "see `torchdoctor rule {name}`",
+    },
+    "zh": {
+        "none": "全部检查通过。",
+        "found": "发现 {n} 个问题",
+        "fixable": "其中 {n} 个可用 --fix 修复",
+        "unsafe": "另有 {n} 个可用 --unsafe-fixes 修复",
+        "fixed": "已修复 {n} 个问题。",
+        "see": "详见 `torchdoctor rule {name}`",
+    },
+}
+
+
+def summary_text(key: str, lang: str, **fields) -> str:
+    return _SUMMARY.get(lang, _SUMMARY["en"])[key].format(**fields)
+
+
+def render_text(findings: Sequence[Finding], source_line: Callable[[Finding], str | None],
+                lang: str = "en", color: bool = False, fixed: int = 0) -> str:
+    """ruff-like: `path:line:col: TD001 [*] message`, the source line, a `help:` line, a summary."""
+    def paint(text: str, style: str) -> str:
+        return f"{style}{text}{_RESET}" if color else text
+
+    out: list[str] = []
+    for f in findings:
+        where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
+        marker = " [*]" if f.fix and f.fix.applicability == "safe" else ""
+        out.append(f"{paint(where, _BOLD)}: {paint(f.code, _RED)}{marker} {f.message}")
+        line = source_line(f)
+        if line is not None:
+            number = str(f.line)
+            gutter = " " * len(number)
+            text = line.rstrip("\r\n").expandtabs(4)
+            out.append(f"  {paint(number + ' |', _DIM)} {text}")
+            width = (f.end_column - f.column) if f.end_line == f.line else len(text) - f.column + 1
+            out.append(f"  {paint(gutter + ' |', _DIM)} {' ' * (f.column - 1)}{paint('^' * max(1, width), _RED)}")
+        help_text = f.fix.title if f.fix else summary_text("see", lang, name=f.name)
+        out.append(f"  {paint('help:', _CYAN)} {help_text}")
+        out.append("")
+    out.append(summary(findings, lang, fixed))
+    return "\n".join(out) + "\n"
+
+
+def summary(findings: Sequence[Finding], lang: str, fixed: int = 0) -> str:
+    lines = []
+    if fixed:
+        lines.append(summary_text("fixed", lang, n=fixed, s="" if fixed == 1 else "s"))
+    if not findings:
+        if not fixed:
+            lines.append(summary_text("none", lang))
+        return "\n".join(lines)
+    n = len(findings)
+    text = summary_text("found", lang, n=n, s="" if n == 1 else "s")
+    safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
+    unsafe = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
+    extras = []
+    if safe:
+        extras.append(summary_text("fixable", lang, n=safe))
+    if unsafe:
+        extras.append(summary_text("unsafe", lang, n=unsafe))
+    if extras:
+        text += " (" + ", ".join(extras) + ")"
+    lines.append(text + ("." if lang == "en" else "。"))
+    return "\n".join(lines)
+
+
+def render_statistics(findings: Sequence[Finding]) -> str:
+    counts = Counter((f.code, f.name) for f in findings)
+    fixable = {f.code for f in findings if f.fix and f.fix.applicability == "safe"}
+    rows = [f"{n:5d}  {code}  {'[*]' if code in fixable else '   '} {name}"
+            for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return "\n".join(rows) + ("\n" if rows else "")
+
+
+def render_json(findings: Sequence[Finding]) -> str:
+    return json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False) + "\n"
+
+
+def render_github(findings: Sequence[Finding]) -> str:
+    """GitHub Actions workflow commands: one `::warning` annotation per finding."""
+    lines = []
+    for f in findings:
+        props = (f"file={_gh_prop(f.path)},line={f.line},col={f.column},"
+                 f"endLine={f.end_line},endColumn={f.end_column},title={_gh_prop(f.code + ' ' + f.name)}")
+        where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
+        lines.append(f"::warning {props}::{_gh_data(f'{where}: {f.code} {f.message}')}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en") -> str:
+    """SARIF 2.1.0, as GitHub code scanning reads it."""
+    from torchdoctor.catalog._model import pick
+
+    index = {p.code: i for i, p in enumerate(rules)}
+    driver_rules = []
+    for pitfall in rules:
+        sections = pitfall.sections(lang)
+        driver_rules.append({
+            "id": pitfall.code,
+            "name": pitfall.name,
+            "shortDescription": {"text": pick(pitfall.title, lang)},
+            "fullDescription": {"text": sections.get("What it catches", "")},
+            "help": {"text": pick(pitfall.docs, lang).strip(), "markdown": pick(pitfall.docs, lang).strip()},
+            "defaultConfiguration": {"level": "warning" if pitfall.default else "note"},
+            "properties": {"tags": [pitfall.area] if pitfall.area else []},
+        })
+    results = []
+    for f in findings:
+        result = {
+            "ruleId": f.code,
+            "level": "warning" if f.code != "TD700" else "error",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": f.path.replace("\\", "/"), "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": f.line, "startColumn": f.column,
+                           "endLine": f.end_line, "endColumn": max(f.end_column, 1)},
+            }}],
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        results.append(result)
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "torchdoctor",
+                "version": __version__,
+                "informationUri": "https://pypi.org/project/torchdoctor/",
+                "rules": driver_rules,
+            }},
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+        }],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
