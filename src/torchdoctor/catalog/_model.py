@@ -47,6 +47,8 @@ def pick(text: Text, lang: str) -> str:
 class StaticDetector:
     node_types: tuple[type, ...]
     check: Callable  # (node, ctx) -> Iterable[Finding]
+    # Only call `check` for nodes with one of these names (see lint.checker.node_name); None: all.
+    names: frozenset[str] | None = None
 
 
 @dataclass
@@ -67,11 +69,18 @@ class Pitfall:
     lint_example: bool = True
     module: str = ""
 
-    def static(self, *node_types: type) -> Callable:
-        """Register a static detector called for every AST node of the given types."""
+    def static(self, *node_types: type, names: Iterable[str] | None = None) -> Callable:
+        """Register a static detector called for every AST node of the given types.
+
+        With `names`, it is called only for nodes of that name: a call's function or method
+        name (`x.cuda()` -> "cuda", `Variable(x)` -> "Variable"), an expression statement's call
+        name, an attribute's `attr`, a name's `id`, a function's or class's `name`. The engine
+        dispatches on it with a dict, so a narrow detector costs nothing on other nodes.
+        """
 
         def register(func: Callable[..., Iterable]) -> Callable:
-            self.static_detectors.append(StaticDetector(node_types, func))
+            wanted = frozenset(names) if names is not None else None
+            self.static_detectors.append(StaticDetector(node_types, func, wanted))
             return func
 
         return register

@@ -98,6 +98,8 @@ class Context:
         # Ancestors of the node being visited, outermost first (the checker keeps it current).
         self.ancestors: list[ast.AST] = []
         self.imports_torch = False
+        # Every name bound by an import anywhere so far: rebinding others needs no alias work.
+        self._imported: set[str] = set()
 
     # ---- names -------------------------------------------------------------------------------
 
@@ -340,50 +342,49 @@ class Context:
 
     # ---- bindings (called by the checker while it walks) -------------------------------------
 
-    def enter(self, node: ast.AST) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            scope = Scope(node)
-            self._scopes.append(scope)
-            args = node.args
-            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-                kind = self.kind_from_annotation(arg.annotation)
-                scope.kinds[arg.arg] = kind
-            for arg in (args.vararg, args.kwarg):
-                if arg is not None:
-                    scope.kinds[arg.arg] = Kind.UNKNOWN
-        elif isinstance(node, ast.ClassDef):
-            self._forget(node.name)
-            self._scopes[-1].classes[node.name] = node
-            self._scopes.append(Scope(node))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            self._bind_import(node)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            self.bind_loop_target(node)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            self.bind_with(node)
+    def _enter_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        scope = Scope(node)
+        self._scopes.append(scope)
+        args = node.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            scope.kinds[arg.arg] = self.kind_from_annotation(arg.annotation)
+        for arg in (args.vararg, args.kwarg):
+            if arg is not None:
+                scope.kinds[arg.arg] = Kind.UNKNOWN
 
-    def leave(self, node: ast.AST) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            self._scopes.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._forget(node.name)
-                self._scopes[-1].kinds[node.name] = Kind.UNKNOWN
-        elif isinstance(node, ast.Assign):
+    def _enter_class(self, node: ast.ClassDef) -> None:
+        self._forget(node.name)
+        self._scopes[-1].classes[node.name] = node
+        self._scopes.append(Scope(node))
+
+    def _leave_scope(self, node: ast.AST) -> None:
+        self._scopes.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._forget(node.name)
+            self._scopes[-1].kinds[node.name] = Kind.UNKNOWN
+
+    def _leave_assign(self, node: ast.Assign) -> None:
+        kind = self.kind_of(node.value)
+        for target in node.targets:
+            self._bind_target(target, kind)
+
+    def _leave_ann_assign(self, node: ast.AnnAssign) -> None:
+        kind = self.kind_from_annotation(node.annotation)
+        if kind is Kind.UNKNOWN and node.value is not None:
             kind = self.kind_of(node.value)
-            for target in node.targets:
-                self._bind_target(target, kind)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            value_kind = self.kind_of(node.value) if node.value is not None else Kind.UNKNOWN
-            if isinstance(node, ast.AnnAssign):
-                kind = self.kind_from_annotation(node.annotation)
-                self._bind_target(node.target, kind if kind is not Kind.UNKNOWN else value_kind)
-            elif isinstance(node.target, ast.Name):
-                # `x += t` keeps x's kind when it was a tensor; otherwise we can't tell.
-                if self.kind_of(node.target) is not Kind.TENSOR:
-                    self._bind_target(node.target, Kind.UNKNOWN)
-        elif isinstance(node, ast.NamedExpr):
-            self._bind_target(node.target, self.kind_of(node.value))
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+        self._bind_target(node.target, kind)
+
+    def _leave_aug_assign(self, node: ast.AugAssign) -> None:
+        # `x += t` keeps x's kind when it was a tensor; otherwise we can't tell.
+        if isinstance(node.target, ast.Name) and self.kind_of(node.target) is not Kind.TENSOR:
+            self._bind_target(node.target, Kind.UNKNOWN)
+
+    def _leave_named_expr(self, node: ast.NamedExpr) -> None:
+        self._bind_target(node.target, self.kind_of(node.value))
+
+    def _leave_except(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self._forget(node.name)
             self._scopes[-1].kinds[node.name] = Kind.UNKNOWN
 
     def bind_loop_target(self, loop: ast.For | ast.AsyncFor | ast.comprehension) -> None:
@@ -404,10 +405,11 @@ class Context:
         """Drop what the current scope knew about `name`; an outer import of it is shadowed."""
         scope = self._scopes[-1]
         scope.kinds.pop(name, None)
-        scope.aliases.pop(name, None)
         scope.classes.pop(name, None)
-        if any(name in s.aliases and s.aliases[name] for s in self._scopes):
-            scope.aliases[name] = ""
+        if name in self._imported:
+            scope.aliases.pop(name, None)
+            if any(s.aliases.get(name) for s in self._scopes):
+                scope.aliases[name] = ""
 
     def _bind_target(self, target: ast.AST, kind: Kind) -> None:
         scope = self._scopes[-1]
@@ -435,6 +437,7 @@ class Context:
             for alias in node.names:
                 bound = alias.asname or alias.name.partition(".")[0]
                 self._forget(bound)
+                self._imported.add(bound)
                 scope.aliases[bound] = alias.name if alias.asname else bound
                 if alias.name.partition(".")[0] == "torch":
                     self.imports_torch = True
@@ -442,6 +445,7 @@ class Context:
         if node.level or not node.module:
             for alias in node.names:
                 self._forget(alias.asname or alias.name)
+                self._imported.add(alias.asname or alias.name)
                 scope.aliases[alias.asname or alias.name] = ""  # relative import: not torch's
             return
         if node.module.partition(".")[0] == "torch":
@@ -451,6 +455,7 @@ class Context:
                 continue
             bound = alias.asname or alias.name
             self._forget(bound)
+            self._imported.add(bound)
             scope.aliases[bound] = f"{node.module}.{alias.name}"
 
 
@@ -468,3 +473,30 @@ def _line_starts(lines: list[str]) -> list[int]:
         total += len(line)
     starts.append(total)
     return starts
+
+
+# Binding handlers by node class; the checker calls them directly on its way in and out.
+ENTER = {
+    ast.FunctionDef: Context._enter_function,
+    ast.AsyncFunctionDef: Context._enter_function,
+    ast.Lambda: Context._enter_function,
+    ast.ClassDef: Context._enter_class,
+    ast.Import: Context._bind_import,
+    ast.ImportFrom: Context._bind_import,
+    ast.For: Context.bind_loop_target,
+    ast.AsyncFor: Context.bind_loop_target,
+    ast.comprehension: Context.bind_loop_target,
+    ast.With: Context.bind_with,
+    ast.AsyncWith: Context.bind_with,
+}
+LEAVE = {
+    ast.FunctionDef: Context._leave_scope,
+    ast.AsyncFunctionDef: Context._leave_scope,
+    ast.Lambda: Context._leave_scope,
+    ast.ClassDef: Context._leave_scope,
+    ast.Assign: Context._leave_assign,
+    ast.AnnAssign: Context._leave_ann_assign,
+    ast.AugAssign: Context._leave_aug_assign,
+    ast.NamedExpr: Context._leave_named_expr,
+    ast.ExceptHandler: Context._leave_except,
+}

@@ -114,11 +114,11 @@ TENSOR_KINDS = (Kind.TENSOR, Kind.NDARRAY)
 ASSIGNABLE = (ast.Name, ast.Attribute, ast.Subscript)
 
 
-@PITFALL.static(ast.Expr)
+@PITFALL.static(ast.Expr, names=MOVES | PURE)
 def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     call = node.value
     method = ctx.method_name(call)
-    if method not in MOVES and method not in PURE:
+    if method is None:  # a plain function call of that name, not a method
         return
     receiver = call.func.value
     kind = ctx.kind_of(receiver)
