@@ -25,7 +25,9 @@ def decode(data: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise UnreadableFile(f"bad encoding declaration: {error.msg}") from None
+        if "invalid or missing" not in error.msg:
+            raise UnreadableFile(f"bad encoding declaration: {error.msg}") from None
+        encoding = "utf-8"  # no declaration and not UTF-8: say so below, with the byte
     try:
         # bytes.decode keeps '\r\n', so fixes write the file back with its own newlines.
         return SourceFile(data.decode(encoding), encoding)

@@ -1,0 +1,345 @@
+"""`torchdoctor check` as a user runs it: exit codes, formats, fixes, config, discovery, cache."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+DISCARDED = "import torch\nx = torch.randn(3)\nx.cuda()\n"
+CLEAN = "import torch\nx = torch.randn(3)\nx = x.cuda()\n"
+ASYNC = "import torch\nx = torch.randn(3)\nx = x.cuda(async=True)\n"
+
+
+def write(root: Path, name: str, text: str | bytes) -> Path:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def check_json(*args: str, cwd: Path) -> list[dict]:
+    result = run_cli("check", "--no-cache", "--format", "json", *args, cwd=cwd)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+# ---- exit codes and text output -----------------------------------------------------------
+
+def test_clean_file_exits_zero(tmp_path):
+    write(tmp_path, "ok.py", CLEAN)
+    result = run_cli("check", "ok.py", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "All checks passed." in result.stdout
+
+
+def test_finding_text_output_and_exit_one(tmp_path):
+    write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "bad.py", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("bad.py:3:1: TD001 ")
+    assert lines[1].strip() == "3 | x.cuda()"
+    assert lines[2].strip() == "| ^^^^^^^^"
+    assert lines[3].strip().startswith("help: Assign the result back")
+    assert "Found 1 problem (1 more with --unsafe-fixes)." in result.stdout
+    assert "\033[" not in result.stdout  # no colour when not a terminal
+
+
+def test_missing_path_is_a_usage_error(tmp_path):
+    result = run_cli("check", "nope.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "torchdoctor: error: nope.py: no such file or directory"
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_selector_is_a_usage_error(tmp_path):
+    write(tmp_path, "ok.py", CLEAN)
+    result = run_cli("check", "--select", "TD999x", "ok.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unknown rule selector 'TD999x'" in result.stderr
+
+
+def test_syntax_error_is_a_finding_and_other_files_are_checked(tmp_path):
+    write(tmp_path, "broken.py", "def f(:\n    pass\n")
+    write(tmp_path, "bad.py", DISCARDED)
+    findings = check_json(".", cwd=tmp_path)
+    by_path = {f["path"]: f for f in findings}
+    assert by_path["broken.py"]["name"] == "syntax-error"
+    assert by_path["broken.py"]["line"] == 1
+    assert "SyntaxError" in by_path["broken.py"]["message"]
+    assert by_path["bad.py"]["code"] == "TD001"
+
+
+def test_async_keyword_syntax_error_is_explained_and_fixed(tmp_path):
+    path = write(tmp_path, "old.py", ASYNC)
+    findings = check_json("old.py", cwd=tmp_path)
+    assert findings[0]["name"] == "syntax-error"
+    assert "non_blocking" in findings[0]["message"]
+    result = run_cli("check", "--no-cache", "--fix", "old.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert path.read_text() == ASYNC.replace("async=", "non_blocking=")
+    assert "Fixed 1 problem." in result.stdout
+
+
+def test_binary_and_undecodable_files_are_findings_not_tracebacks(tmp_path):
+    write(tmp_path, "weights.py", b"PK\x03\x04\x00\x00binary")
+    write(tmp_path, "latin.py", b"name = '\xe9t\xe9'\n")
+    write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "--no-cache", "--format", "json", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    findings = {f["path"]: f for f in json.loads(result.stdout)}
+    assert findings["weights.py"]["name"] == "unreadable-file"
+    assert "binary" in findings["weights.py"]["message"]
+    assert findings["latin.py"]["name"] == "unreadable-file"
+    assert "utf-8" in findings["latin.py"]["message"]
+    assert findings["bad.py"]["code"] == "TD001"
+
+
+def test_coding_declaration_is_respected(tmp_path):
+    write(tmp_path, "latin.py", b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\n"
+                                b"x = torch.randn(3)\nx.cuda()\n")
+    findings = check_json("latin.py", cwd=tmp_path)
+    assert [(f["code"], f["line"]) for f in findings] == [("TD001", 5)]
+
+
+# ---- output formats -----------------------------------------------------------------------
+
+def test_json_contract(tmp_path):
+    write(tmp_path, "bad.py", "import torch\nx = torch.randn(3)\nif True:\n    x.to('cuda')\n")
+    [finding] = check_json("bad.py", cwd=tmp_path)
+    for key in ("code", "name", "path", "line", "column", "end_line", "end_column", "message", "fix"):
+        assert key in finding
+    assert (finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (4, 5, 4, 17)
+    assert finding["fix"]["applicability"] == "unsafe"
+    [edit] = finding["fix"]["edits"]
+    assert edit["content"] == "x = x.to('cuda')"
+    assert edit["location"] == {"line": 4, "column": 5}
+
+
+def test_columns_count_characters_not_bytes(tmp_path):
+    write(tmp_path, "wide.py", "import torch\nx = torch.randn(3)\nname = '中文'; x.cuda()\n")
+    [finding] = check_json("wide.py", cwd=tmp_path)
+    assert finding["column"] == len("name = '中文'; ") + 1
+
+
+def test_sarif_output(tmp_path):
+    write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "--no-cache", "--format", "sarif", "bad.py", cwd=tmp_path)
+    log = json.loads(result.stdout)
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    rule_ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    [res] = run["results"]
+    assert res["ruleId"] == "TD001" and rule_ids[res["ruleIndex"]] == "TD001"
+    region = res["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == 3 and region["startColumn"] == 1
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad.py"
+
+
+def test_github_annotations(tmp_path):
+    write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "--no-cache", "--format", "github", "bad.py", cwd=tmp_path)
+    line = result.stdout.strip()
+    assert line.startswith("::warning file=bad.py,line=3,col=1,endLine=3,endColumn=9,"
+                           "title=TD001 tensor-result-discarded::bad.py:3:1: TD001 ")
+
+
+def test_statistics(tmp_path):
+    write(tmp_path, "a.py", DISCARDED)
+    write(tmp_path, "b.py", DISCARDED + "x.cpu()\n")
+    result = run_cli("check", "--no-cache", "--statistics", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.split() == ["3", "TD001", "tensor-result-discarded"]
+
+
+def test_chinese_messages(tmp_path):
+    write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "--no-cache", "--lang", "zh", "bad.py", cwd=tmp_path)
+    assert "返回一个新张量" in result.stdout
+    assert "发现 1 个问题" in result.stdout
+
+
+def test_gbk_terminal_does_not_crash(tmp_path):
+    write(tmp_path, "emoji.py", "import torch\nx = torch.randn(3)\nx.cuda()  # \U0001f525 fast\n")
+    result = run_cli("check", "--no-cache", "--lang", "zh", "emoji.py", cwd=tmp_path,
+                     env={"PYTHONIOENCODING": "gbk"}, encoding="gbk")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "返回一个新张量" in result.stdout
+    assert "x.cuda()  # ? fast" in result.stdout  # the emoji is replaced, not fatal
+
+
+# ---- fixes ------------------------------------------------------------------------------------
+
+def test_fix_applies_only_safe_fixes_by_default(tmp_path):
+    path = write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "--no-cache", "--fix", "bad.py", cwd=tmp_path)
+    assert result.returncode == 1  # the unsafe one is still there
+    assert path.read_text() == DISCARDED
+
+
+def test_unsafe_fixes_and_idempotence(tmp_path):
+    path = write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "bad.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert path.read_text() == CLEAN
+    again = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "bad.py", cwd=tmp_path)
+    assert again.returncode == 0 and path.read_text() == CLEAN
+    assert "Fixed" not in again.stdout
+
+
+def test_fix_keeps_crlf_newlines_and_file_mode(tmp_path):
+    path = write(tmp_path, "crlf.py", ASYNC.replace("\n", "\r\n").encode())
+    path.chmod(0o640)
+    run_cli("check", "--no-cache", "--fix", "crlf.py", cwd=tmp_path)
+    assert path.read_bytes() == ASYNC.replace("async=", "non_blocking=").replace("\n", "\r\n").encode()
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_diff_writes_nothing(tmp_path):
+    path = write(tmp_path, "bad.py", DISCARDED)
+    result = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", "bad.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "-x.cuda()\n+x = x.cuda()" in result.stdout
+    assert path.read_text() == DISCARDED
+
+
+def test_stdin_filename(tmp_path):
+    result = run_cli("check", "--stdin-filename", "editor.py", cwd=tmp_path, stdin=DISCARDED)
+    assert result.returncode == 1
+    assert result.stdout.startswith("editor.py:3:1: TD001")
+    fixed = run_cli("check", "--stdin-filename", "editor.py", "--fix", cwd=tmp_path, stdin=ASYNC)
+    assert fixed.stdout == ASYNC.replace("async=", "non_blocking=")
+
+
+# ---- selection, suppression, configuration ---------------------------------------------
+
+@pytest.mark.parametrize("selector", ["TD001", "TD0", "tensor-result-discarded", "ALL", "td001"])
+def test_select_accepts_codes_prefixes_names_and_all(tmp_path, selector):
+    write(tmp_path, "bad.py", DISCARDED)
+    assert [f["code"] for f in check_json("--select", selector, "bad.py", cwd=tmp_path)] == ["TD001"]
+
+
+@pytest.mark.parametrize("selector", ["TD001", "tensor-result-discarded", "TD0"])
+def test_ignore(tmp_path, selector):
+    write(tmp_path, "bad.py", DISCARDED)
+    assert check_json("--ignore", selector, "bad.py", cwd=tmp_path) == []
+
+
+@pytest.mark.parametrize("comment", ["# noqa", "# noqa: TD001", "# noqa: tensor-result-discarded",
+                                     "# NOQA:TD700,TD001"])
+def test_noqa(tmp_path, comment):
+    write(tmp_path, "bad.py", DISCARDED.replace("x.cuda()", f"x.cuda()  {comment}"))
+    assert check_json("bad.py", cwd=tmp_path) == []
+
+
+def test_noqa_for_another_rule_does_not_suppress(tmp_path):
+    write(tmp_path, "bad.py", DISCARDED.replace("x.cuda()", "x.cuda()  # noqa: TD700"))
+    assert len(check_json("bad.py", cwd=tmp_path)) == 1
+
+
+def test_pyproject_configuration(tmp_path):
+    write(tmp_path, "pyproject.toml", """
+        [tool.torchdoctor]
+        exclude = ["generated/"]
+        per-file-ignores = {"tests/*" = ["tensor-result-discarded"]}
+        """)
+    write(tmp_path, "src/bad.py", DISCARDED)
+    write(tmp_path, "tests/test_bad.py", DISCARDED)
+    write(tmp_path, "generated/bad.py", DISCARDED)
+    findings = check_json(".", cwd=tmp_path / "src")  # config found from a subdirectory
+    assert [f["path"] for f in findings] == ["bad.py"]
+    findings = check_json(".", cwd=tmp_path)
+    assert [f["path"] for f in findings] == ["src/bad.py"]
+
+
+def test_pyproject_select_and_command_line_override(tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.torchdoctor]\nignore = [\"TD001\"]\n")
+    write(tmp_path, "bad.py", DISCARDED)
+    assert check_json("bad.py", cwd=tmp_path) == []
+    assert len(check_json("--select", "ALL", "--extend-select", "TD001", "bad.py", cwd=tmp_path)) == 0
+    write(tmp_path, "pyproject.toml", "[tool.torchdoctor]\nselect = [\"TD7\"]\n")
+    assert check_json("bad.py", cwd=tmp_path) == []
+    assert len(check_json("--extend-select", "TD001", "bad.py", cwd=tmp_path)) == 1
+
+
+def test_bad_configuration_is_a_usage_error(tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.torchdoctor]\nselcet = [\"TD001\"]\n")
+    write(tmp_path, "ok.py", CLEAN)
+    result = run_cli("check", "ok.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unknown key(s) in [tool.torchdoctor]: selcet" in result.stderr
+
+
+# ---- discovery ------------------------------------------------------------------------------
+
+def test_discovery_respects_gitignore_and_skips_environments(tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, ".gitignore", "ignored_dir/\nscratch_*.py\n")
+    write(tmp_path, "train.py", DISCARDED)
+    write(tmp_path, "ignored_dir/a.py", DISCARDED)
+    write(tmp_path, "scratch_1.py", DISCARDED)
+    write(tmp_path, "sub/.gitignore", "local.py\n")
+    write(tmp_path, "sub/local.py", DISCARDED)
+    write(tmp_path, "sub/kept.py", DISCARDED)
+    write(tmp_path, "myenv/pyvenv.cfg", "home = /usr\n")
+    write(tmp_path, "myenv/lib/x.py", DISCARDED)
+    write(tmp_path, "build/lib/x.py", DISCARDED)
+    write(tmp_path, "notes.txt", "x.cuda()\n")
+    paths = sorted(f["path"] for f in check_json(".", cwd=tmp_path))
+    assert paths == ["sub/kept.py", "train.py"]
+    # Explicit file arguments are always checked.
+    assert [f["path"] for f in check_json("scratch_1.py", cwd=tmp_path)] == ["scratch_1.py"]
+
+
+def test_parallel_and_serial_agree(tmp_path):
+    for i in range(12):
+        write(tmp_path, f"m{i:02}.py", DISCARDED * (i % 3 + 1))
+    serial = check_json("--jobs", "1", ".", cwd=tmp_path)
+    parallel = check_json("--jobs", "2", ".", cwd=tmp_path)
+    assert serial == parallel
+    assert len(serial) == sum(i % 3 + 1 for i in range(12))
+
+
+# ---- cache --------------------------------------------------------------------------------
+
+def test_cache_is_used_and_invalidated_by_content(tmp_path):
+    path = write(tmp_path, "bad.py", DISCARDED)
+    first = run_cli("check", "--format", "json", "bad.py", cwd=tmp_path)
+    cache_files = list((tmp_path / ".torchdoctor_cache").glob("*.json"))
+    assert len(cache_files) == 1
+    assert (tmp_path / ".torchdoctor_cache" / ".gitignore").read_text().strip().endswith("*")
+    # Prove the second run reads the cache: a message planted there comes back.
+    data = json.loads(cache_files[0].read_text())
+    [(key, entry)] = data.items()
+    entry[1][0]["message"] = "from the cache"
+    cache_files[0].write_text(json.dumps(data))
+    second = run_cli("check", "--format", "json", "bad.py", cwd=tmp_path)
+    assert json.loads(second.stdout)[0]["message"] == "from the cache"
+    # A content change invalidates the entry.
+    path.write_text(DISCARDED + "x.cpu()\n")
+    third = json.loads(run_cli("check", "--format", "json", "bad.py", cwd=tmp_path).stdout)
+    assert [f["line"] for f in third] == [3, 4]
+    assert third[0]["message"] != "from the cache"
+    assert first.returncode == 1
+
+
+def test_no_cache_writes_nothing(tmp_path):
+    write(tmp_path, "bad.py", DISCARDED)
+    run_cli("check", "--no-cache", "bad.py", cwd=tmp_path)
+    assert not (tmp_path / ".torchdoctor_cache").exists()
+
+
+def test_cache_depends_on_selection(tmp_path):
+    write(tmp_path, "bad.py", DISCARDED)
+    run_cli("check", "bad.py", cwd=tmp_path)
+    result = run_cli("check", "--format", "json", "--ignore", "TD001", "bad.py", cwd=tmp_path)
+    assert json.loads(result.stdout) == []

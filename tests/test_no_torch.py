@@ -1,0 +1,42 @@
+"""`check`, `rule` and `rules` never import torch: they must work where torch is not installed."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import run_cli
+
+PROBE = """
+import sys
+from torchdoctor.cli import main
+code = main(sys.argv[1:])
+assert "torch" not in sys.modules, "torch was imported"
+print("exit", code)
+"""
+
+
+def run_probe(*args, cwd):
+    return subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True,
+                          text=True)
+
+
+def test_check_rule_and_rules_do_not_import_torch(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
+    for args, expected in ((["check", "--no-cache", "--select", "ALL", "train.py"], "exit 1"),
+                           (["rule", "TD001"], "exit 0"),
+                           (["rules"], "exit 0")):
+        result = run_probe(*args, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip().endswith(expected)
+
+
+def test_check_works_when_torch_cannot_be_imported(tmp_path):
+    """A `torch` package that raises on import stands in for a machine without torch."""
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
+    (tmp_path / "train.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
+    result = run_cli("check", "--no-cache", "--select", "ALL", "--jobs", "1", "train.py",
+                     cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "fake")})
+    assert result.returncode == 1, result.stderr
+    assert "TD001" in result.stdout
