@@ -76,8 +76,12 @@ class Scope:
     kinds: dict[str, Kind] = field(default_factory=dict)
     # Local classes, by name: True when the class is an nn.Module.
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
-    # Names rebound to something other than an import: they shadow the import.
+    # Names bound by imports, to their dotted origin; "" where a rebinding shadows an import.
     aliases: dict[str, str] = field(default_factory=dict)
+    # Local functions, by name: what they return (a Kind, or a tuple of Kinds for `return a, b`).
+    functions: dict[str, object] = field(default_factory=dict)
+    # For a function's own scope: what each `return` in it returned, as above.
+    returns: list = field(default_factory=list)
 
 
 class Context:
@@ -184,6 +188,9 @@ class Context:
             cls = self._local_class(func.id)
             if cls is not None and self.is_module_class(cls):
                 return Kind.MODULE
+            returned = self.returned_by(call)
+            if isinstance(returned, Kind) and returned is not Kind.UNKNOWN:
+                return returned
             return self._callee_result(func)
         if isinstance(func, ast.Attribute):
             receiver = self.kind_of(func.value)
@@ -210,6 +217,9 @@ class Context:
             return Kind.TENSOR
         if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             return Kind.TENSOR
+        if qualname in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
+            # A no-op wrapper since 0.4: it holds whatever it wraps.
+            return self.kind_of(call.args[0]) if call.args else Kind.UNKNOWN
         if head.startswith("torch.optim.lr_scheduler"):
             return Kind.SCHEDULER if last[:1].isupper() else Kind.UNKNOWN
         if head.startswith("torch.optim") and last[:1].isupper():
@@ -358,13 +368,54 @@ class Context:
         self._scopes.append(Scope(node))
 
     def _leave_scope(self, node: ast.AST) -> None:
-        self._scopes.pop()
+        scope = self._scopes.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self._forget(node.name)
             self._scopes[-1].kinds[node.name] = Kind.UNKNOWN
+            returned = set(scope.returns)
+            # Every return agrees: calls of it make that (async functions make coroutines).
+            if len(returned) == 1 and isinstance(node, ast.FunctionDef):
+                self._scopes[-1].functions[node.name] = (returned.pop(), node)
+
+    def _leave_return(self, node: ast.Return) -> None:
+        scope = self._scopes[-1]
+        if not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        value = node.value
+        if isinstance(value, ast.Tuple):
+            scope.returns.append(tuple(self.kind_of(e) for e in value.elts))
+        else:
+            scope.returns.append(self.kind_of(value))
+
+    def returned_by(self, call: ast.AST) -> object:
+        """What a call of a local function returns: a Kind, a tuple of Kinds, or UNKNOWN."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return Kind.UNKNOWN
+        name = call.func.id
+        for scope in reversed(self._scopes):
+            if name in scope.functions:
+                returned, function = scope.functions[name]
+                return Kind.UNKNOWN if _is_generator(function) else returned
+            if name in scope.kinds or name in scope.aliases or name in scope.classes:
+                return Kind.UNKNOWN
+        return Kind.UNKNOWN
 
     def _leave_assign(self, node: ast.Assign) -> None:
-        kind = self.kind_of(node.value)
+        value = node.value
+        returned = self.returned_by(value)
+        if isinstance(value, (ast.Tuple, ast.List)) or isinstance(returned, tuple):
+            # `images, labels = images.cuda(), labels.cuda()` or `a, b = make_pair()`:
+            # element by element.
+            kinds = returned if isinstance(returned, tuple) else [self.kind_of(e) for e in value.elts]
+            for target in node.targets:
+                if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(kinds) \
+                        and not any(isinstance(e, ast.Starred) for e in target.elts):
+                    for element, kind in zip(target.elts, kinds):
+                        self._bind_target(element, kind)
+                else:
+                    self._bind_target(target, Kind.UNKNOWN)
+            return
+        kind = self.kind_of(value)
         for target in node.targets:
             self._bind_target(target, kind)
 
@@ -406,6 +457,7 @@ class Context:
         scope = self._scopes[-1]
         scope.kinds.pop(name, None)
         scope.classes.pop(name, None)
+        scope.functions.pop(name, None)
         if name in self._imported:
             scope.aliases.pop(name, None)
             if any(s.aliases.get(name) for s in self._scopes):
@@ -466,6 +518,18 @@ def _is_nn_module_qualname(qualname: str) -> bool:
     return last not in ("Parameter", "Buffer", "UninitializedParameter")
 
 
+def _is_generator(function: ast.FunctionDef) -> bool:
+    """True when the function's own body yields (calling it makes a generator)."""
+    todo = list(function.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _line_starts(lines: list[str]) -> list[int]:
     starts, total = [], 0
     for line in lines:
@@ -499,4 +563,5 @@ LEAVE = {
     ast.AugAssign: Context._leave_aug_assign,
     ast.NamedExpr: Context._leave_named_expr,
     ast.ExceptHandler: Context._leave_except,
+    ast.Return: Context._leave_return,
 }

@@ -1,0 +1,184 @@
+"""The lint context: qualified names through imports and kinds inferred from how values were made."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchdoctor.lint.checker import _walk, CheckResult
+from torchdoctor.lint.context import Context, Kind
+
+
+def kinds_at_probe(source: str) -> dict[str, Kind]:
+    """Kinds of the names in `probe(a, b, ...)` calls, as the context sees them at that point."""
+    source = textwrap.dedent(source)
+    tree = ast.parse(source)
+    ctx = Context("t.py", source, tree)
+    seen: dict[str, Kind] = {}
+
+    def probe(node, ctx):
+        for arg in node.args:
+            seen[ast.unparse(arg)] = ctx.kind_of(arg)
+        return ()
+
+    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, frozenset(), CheckResult([]))
+    return seen
+
+
+def qualnames(source: str) -> dict[str, str | None]:
+    source = textwrap.dedent(source)
+    tree = ast.parse(source)
+    ctx = Context("t.py", source, tree)
+    found = {}
+
+    def probe(node, ctx):
+        for arg in node.args:
+            found[ast.unparse(arg)] = ctx.qualname(arg)
+        return ()
+
+    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, frozenset(), CheckResult([]))
+    return found
+
+
+def test_qualnames_through_imports_and_aliases():
+    found = qualnames("""
+        import torch as T
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.optim import SGD as Sgd
+        import numpy
+        probe(T.randn, F.relu, nn.Linear, nn.functional.sigmoid, Sgd, numpy.zeros, undefined.x)
+    """)
+    assert found == {
+        "T.randn": "torch.randn", "F.relu": "torch.nn.functional.relu", "nn.Linear": "torch.nn.Linear",
+        "nn.functional.sigmoid": "torch.nn.functional.sigmoid", "Sgd": "torch.optim.SGD",
+        "numpy.zeros": "numpy.zeros", "undefined.x": None,
+    }
+
+
+def test_rebinding_shadows_an_import():
+    found = qualnames("""
+        import torch.nn.functional as F
+        def f(F):
+            probe(F.relu)
+        F = object()
+        probe(F.relu)
+    """)
+    assert found == {"F.relu": None}
+
+
+def test_relative_imports_are_not_torch():
+    assert qualnames("from . import torch\nprobe(torch.randn)\n") == {"torch.randn": None}
+
+
+def test_kinds_from_how_values_were_made():
+    kinds = kinds_at_probe("""
+        import numpy as np
+        import torch
+        import torchvision
+        from torch import nn, optim
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        class Base(nn.Module):
+            pass
+
+        class Net(Base):
+            pass
+
+        class NotAModule:
+            pass
+
+        model = Net()
+        resnet = torchvision.models.resnet18()
+        seq = nn.Sequential(nn.Linear(2, 2))
+        x = torch.randn(3)
+        y = model(x)
+        z = x.cuda().float()
+        w = x * 2
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        sched = optim.lr_scheduler.StepLR(opt, 1)
+        loader = DataLoader([], batch_size=2)
+        sampler = DistributedSampler([])
+        arr = np.zeros(3)
+        plain = NotAModule()
+        moved = model.to("cuda")
+        compiled = torch.compile(model)
+        probe(model, resnet, seq, x, y, z, w, opt, sched, loader, sampler, arr, plain, moved, compiled)
+    """)
+    assert kinds == {
+        "model": Kind.MODULE, "resnet": Kind.MODULE, "seq": Kind.MODULE, "x": Kind.TENSOR,
+        "y": Kind.TENSOR, "z": Kind.TENSOR, "w": Kind.TENSOR, "opt": Kind.OPTIMIZER,
+        "sched": Kind.SCHEDULER, "loader": Kind.LOADER, "sampler": Kind.SAMPLER, "arr": Kind.NDARRAY,
+        "plain": Kind.UNKNOWN, "moved": Kind.MODULE, "compiled": Kind.MODULE,
+    }
+
+
+def test_kinds_from_annotations_loops_and_attributes():
+    kinds = kinds_at_probe("""
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader
+
+        def train(net: nn.Module, batch: torch.Tensor, other):
+            probe(net, batch, other)
+
+        for images, labels in DataLoader([]):
+            probe(images, labels)
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+                self.scale = torch.ones(2)
+
+            def forward(self, x):
+                probe(self.fc, self.scale)
+    """)
+    assert kinds == {"net": Kind.MODULE, "batch": Kind.TENSOR, "other": Kind.UNKNOWN,
+                     "images": Kind.TENSOR, "labels": Kind.TENSOR,
+                     "self.fc": Kind.MODULE, "self.scale": Kind.TENSOR}
+
+
+def test_kinds_through_local_functions_and_tuple_assignment():
+    kinds = kinds_at_probe("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def make_loaders():
+            return DataLoader([]), DataLoader([])
+
+        def make_tensor():
+            return torch.zeros(2)
+
+        def batches():
+            yield torch.zeros(2)
+            return torch.zeros(2)
+
+        train_loader, val_loader = make_loaders()
+        t = make_tensor()
+        g = batches()
+        a, b = t.cuda(), 3
+        probe(train_loader, val_loader, t, g, a, b)
+    """)
+    assert kinds == {"train_loader": Kind.LOADER, "val_loader": Kind.LOADER, "t": Kind.TENSOR,
+                     "g": Kind.UNKNOWN, "a": Kind.TENSOR, "b": Kind.UNKNOWN}
+
+
+def test_bindings_are_flow_sensitive():
+    kinds = kinds_at_probe("""
+        import torch
+        x = torch.zeros(2)
+        probe(x)
+        x = "text"
+        probe(x)
+    """)
+    assert kinds == {"x": Kind.UNKNOWN}  # the later probe wins in the dict
+
+
+@pytest.mark.parametrize("source, line, column", [("x = 1\n", 1, 1), ("a = '中'; b = 2\n", 1, 10)])
+def test_positions_are_character_based(source, line, column):
+    tree = ast.parse(source)
+    ctx = Context("t.py", source, tree)
+    node = tree.body[-1] if len(tree.body) == 1 else tree.body[1]
+    assert ctx.position(ctx.span(node)[0]) == (line, column)
