@@ -106,7 +106,7 @@ def _rules(args) -> int:
         rows = [{k: v for k, v in _docs.as_json(p, lang).items() if k != "sections"} for p in pitfalls]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     elif args.format == "markdown":
-        sys.stdout.write("\n".join(_docs.as_markdown(p, lang) for p in pitfalls))
+        sys.stdout.write(_docs.reference_markdown(pitfalls, lang))
     else:
         width = max(len(p.name) for p in pitfalls)
         print(f"{'code':6} {'name':{width}}  {'default':7}  {'detectors':9}  {'fix':6}  title")

@@ -52,3 +52,11 @@ def as_markdown(pitfall: Pitfall, lang: str) -> str:
     for section, body in pitfall.sections(lang).items():
         lines += ["", f"### {heading(section, lang)}", "", body]
     return "\n".join(lines) + "\n"
+
+
+def reference_markdown(pitfalls, lang: str) -> str:
+    """The whole catalog as one Markdown page (docs/rules.md is this, in English)."""
+    header = ("# Rules\n\nGenerated from the catalog by "
+              "`python -m torchdoctor rules --format markdown --lang en > docs/rules.md`.\n"
+              "Chinese: `torchdoctor rule NAME --lang zh`.\n\n")
+    return header + "\n".join(as_markdown(p, lang) for p in pitfalls)
