@@ -67,6 +67,9 @@ class Pitfall:
     static_detectors: list[StaticDetector] = field(default_factory=list)
     # False only for entries whose Example cannot be linted as text (documented in the entry).
     lint_example: bool = True
+    # True when the static detectors can only fire in code that mentions torch: files that
+    # never do are then parsed (for syntax errors) but not walked.
+    needs_torch: bool = True
     module: str = ""
 
     def static(self, *node_types: type, names: Iterable[str] | None = None) -> Callable:

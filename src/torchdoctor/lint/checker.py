@@ -20,9 +20,11 @@ Dispatch = dict[type, tuple[list[tuple[Pitfall, Callable]], dict[str, list[tuple
 
 # Fields that never hold nodes worth visiting: names, constants, operator singletons, and the
 # shared Load/Store markers (a quarter of all nodes). Skipping them is most of the walk's speed.
+# Annotations are skipped too: the context reads them directly, and no detector looks inside.
 _SKIPPED_FIELDS = frozenset({
     "ctx", "op", "ops", "id", "attr", "name", "arg", "module", "level", "asname", "conversion",
     "kind", "is_async", "type_comment", "type_ignores", "names", "kwd_attrs", "rest", "simple",
+    "annotation", "returns",
 })
 _VALUE_IS_CONSTANT = (ast.Constant, ast.MatchSingleton)
 # Nodes the context must see on the way in and out: statements, scopes, bindings.
@@ -53,6 +55,11 @@ def dispatch_for(codes: frozenset[str]) -> Dispatch:
                     for name in detector.names:
                         by_name[name].append((pitfall, detector.check))
     return {cls: (always, dict(by_name)) for cls, (always, by_name) in table.items()}
+
+
+@lru_cache(maxsize=None)
+def _all_need_torch(codes: frozenset[str]) -> bool:
+    return all(p.needs_torch for p in _registry.all_pitfalls() if p.code in codes)
 
 
 def node_name(node: ast.AST) -> str | None:
@@ -104,11 +111,14 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError) as error:  # ValueError: source with NUL bytes
         return CheckResult([td700_syntax_error.finding_for(error, source, path, lang)])
-    ctx = Context(path, source, tree, lang)
     result = CheckResult([])
+    if "torch" not in source and _all_need_torch(codes):
+        return result  # no PyTorch pitfall can show in code that never mentions torch
+    ctx = Context(path, source, tree, lang)
     _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result)
-    lines = ctx.lines
-    result.findings = [f for f in result.findings if not is_suppressed(f, lines)]
+    if result.findings:
+        lines = ctx.lines
+        result.findings = [f for f in result.findings if not is_suppressed(f, lines)]
     result.findings.sort(key=Finding.sort_key)
     return result
 
@@ -138,7 +148,14 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch, skip: frozenset[type]
             if always:
                 _run_detectors(node, ctx, always, result)
             if by_name:
-                named = by_name.get(node_name(node))
+                if kind is ast.Call:  # the common case, inlined: the walk's hottest line
+                    func = node.func
+                    func_type = type(func)
+                    key = (func.attr if func_type is ast.Attribute
+                           else func.id if func_type is ast.Name else None)
+                else:
+                    key = node_name(node)
+                named = by_name.get(key)
                 if named:
                     _run_detectors(node, ctx, named, result)
         if kind in tracked:

@@ -9,6 +9,7 @@ import ast
 import enum
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.report.finding import Edit, Fix, Finding
@@ -92,18 +93,27 @@ class Context:
         self.source = source
         self.tree = tree
         self.lang = lang
-        self.lines = source.splitlines(keepends=True)
-        self._line_starts = _line_starts(self.lines)
         self._module_scope = Scope(tree)
         self._scopes: list[Scope] = [self._module_scope]
         self._module_classes: dict[str, bool] = {}
         # `self.<attr>` kinds per class, learnt from assignments in its methods.
         self._attribute_kinds: dict[ast.ClassDef, dict[str, Kind]] = {}
-        # Ancestors of the node being visited, outermost first (the checker keeps it current).
+        # Enclosing statements and scopes of the node being visited, outermost first; no
+        # expressions. For an expression, ancestors[-1] is the statement that contains it.
         self.ancestors: list[ast.AST] = []
         self.imports_torch = False
         # Every name bound by an import anywhere so far: rebinding others needs no alias work.
         self._imported: set[str] = set()
+        self._generators: dict[ast.FunctionDef, bool] = {}
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """Source lines with their endings; computed only when a position is needed."""
+        return self.source.splitlines(keepends=True)
+
+    @cached_property
+    def _line_starts(self) -> list[int]:
+        return _line_starts(self.lines)
 
     # ---- names -------------------------------------------------------------------------------
 
@@ -395,7 +405,11 @@ class Context:
         for scope in reversed(self._scopes):
             if name in scope.functions:
                 returned, function = scope.functions[name]
-                return Kind.UNKNOWN if _is_generator(function) else returned
+                if returned is Kind.UNKNOWN:
+                    return returned
+                if function not in self._generators:
+                    self._generators[function] = _is_generator(function)
+                return Kind.UNKNOWN if self._generators[function] else returned
             if name in scope.kinds or name in scope.aliases or name in scope.classes:
                 return Kind.UNKNOWN
         return Kind.UNKNOWN
