@@ -343,3 +343,16 @@ def test_cache_depends_on_selection(tmp_path):
     run_cli("check", "bad.py", cwd=tmp_path)
     result = run_cli("check", "--format", "json", "--ignore", "TD001", "bad.py", cwd=tmp_path)
     assert json.loads(result.stdout) == []
+
+
+def test_pathologically_nested_code_does_not_crash_the_run(tmp_path):
+    chain = " + ".join(["x"] * 900)  # parses, but deep enough to break recursive analysis
+    write(tmp_path, "long.py", f"import torch\nx = torch.zeros(2)\ny = {chain}\ny.cuda()\n")
+    too_deep = " + ".join(["x"] * 5000)  # CPython's own parser gives up on this one
+    write(tmp_path, "deeper.py", f"x = 1\ny = {too_deep}\n")
+    write(tmp_path, "bad.py", DISCARDED)
+    findings = {f["path"]: f for f in check_json(".", cwd=tmp_path)}
+    assert findings["long.py"]["code"] == "TD001" and findings["long.py"]["line"] == 4
+    assert findings["deeper.py"]["name"] == "syntax-error"
+    assert "RecursionError" in findings["deeper.py"]["message"]
+    assert findings["bad.py"]["code"] == "TD001"

@@ -109,13 +109,18 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
     """All findings of the enabled rules in one file's source, noqa applied."""
     try:
         tree = ast.parse(source, filename=path)
-    except (SyntaxError, ValueError) as error:  # ValueError: source with NUL bytes
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        # ValueError: NUL bytes; RecursionError: nesting too deep for CPython's parser, which
+        # means Python cannot compile the file either.
         return CheckResult([td700_syntax_error.finding_for(error, source, path, lang)])
     result = CheckResult([])
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
     ctx = Context(path, source, tree, lang)
-    _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result)
+    try:
+        _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result)
+    except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
+        result.internal_errors.append(f"{path}: not fully checked: {type(error).__name__}")
     if result.findings:
         lines = ctx.lines
         result.findings = [f for f in result.findings if not is_suppressed(f, lines)]

@@ -157,12 +157,15 @@ class Context:
         if isinstance(expr, ast.Call):
             return self._call_kind(expr)
         if isinstance(expr, ast.BinOp):
-            left, right = self.kind_of(expr.left), self.kind_of(expr.right)
-            if Kind.TENSOR in (left, right):
+            # Long chains (`a + b + c + ...`) nest on the left: walk them without recursion.
+            operands = [expr.right]
+            while isinstance(expr, ast.BinOp):
+                operands.append(expr.right)
+                expr = expr.left
+            kinds = {self.kind_of(operand) for operand in (expr, *operands)}
+            if Kind.TENSOR in kinds:
                 return Kind.TENSOR
-            if Kind.NDARRAY in (left, right):
-                return Kind.NDARRAY
-            return Kind.UNKNOWN
+            return Kind.NDARRAY if Kind.NDARRAY in kinds else Kind.UNKNOWN
         if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
             return self._tensor_like(self.kind_of(expr.operand))
         if isinstance(expr, ast.Subscript):

@@ -79,13 +79,13 @@ images = images.cuda(non_blocking=True)
 _ASYNC_ARGUMENT = re.compile(r"\basync(\s*=)")
 
 
-def finding_for(error: SyntaxError | ValueError, source: str, path: str, lang: str) -> Finding:
+def finding_for(error: Exception, source: str, path: str, lang: str) -> Finding:
     """The finding for a file that does not parse (called by the checker, not by a walk)."""
     lines = source.splitlines(keepends=True)
     if isinstance(error, SyntaxError):
         line, column, text = error.lineno or 1, error.offset or 1, error.msg
     else:
-        line, column, text = 1, 1, str(error)
+        line, column, text = 1, 1, f"{type(error).__name__}: {error}"
     line = max(1, min(line, len(lines) or 1))
     code_line = lines[line - 1] if lines else ""
     fix = None
