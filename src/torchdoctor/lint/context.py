@@ -313,6 +313,35 @@ class Context:
     def parent(self) -> ast.AST | None:
         return self.ancestors[-1] if self.ancestors else None
 
+    def statement_parents(self) -> dict[ast.AST, ast.AST]:
+        """Parent of every expression node in the statement being visited (nested statements,
+        such as the body of an `if`, excluded). Computed on demand: call it only after cheap
+        checks have passed."""
+        if not self.ancestors:
+            return {}
+        parents: dict[ast.AST, ast.AST] = {}
+        todo = [self.ancestors[-1]]
+        while todo:
+            node = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if not isinstance(child, ast.stmt):
+                    parents[child] = node
+                    todo.append(child)
+        return parents
+
+    def statement_block(self) -> tuple[list[ast.stmt], int] | None:
+        """The statement list holding the statement being visited, and its index in it."""
+        if len(self.ancestors) < 2 or not isinstance(self.ancestors[-1], ast.stmt):
+            return None
+        statement, owner = self.ancestors[-1], self.ancestors[-2]
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(owner, name, None)
+            if isinstance(block, list):
+                for index, item in enumerate(block):
+                    if item is statement:
+                        return block, index
+        return None
+
     # ---- positions and findings --------------------------------------------------------------
 
     def offset(self, line: int, byte_col: int) -> int:
@@ -533,6 +562,18 @@ def _is_nn_module_qualname(qualname: str) -> bool:
     if not head.startswith("torch.nn") or not last[:1].isupper():
         return False
     return last not in ("Parameter", "Buffer", "UninitializedParameter")
+
+
+def subtree_parents(root: ast.AST) -> dict[ast.AST, ast.AST]:
+    """Parent of every node under `root`, nested statements included."""
+    parents: dict[ast.AST, ast.AST] = {}
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+            todo.append(child)
+    return parents
 
 
 def _is_generator(function: ast.FunctionDef) -> bool:

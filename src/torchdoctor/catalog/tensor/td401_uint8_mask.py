@@ -1,0 +1,425 @@
+"""TD401 uint8-mask: a uint8 tensor used as a mask (indexing, masked_fill, torch.where)."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind, subtree_parents
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD401",
+    name="uint8-mask",
+    title={"en": "uint8 tensor used as a mask", "zh": "把 uint8 张量当作掩码使用"},
+    messages={
+        "": {
+            "en": "`{source}` is a uint8 tensor used as a mask: uint8 masks are deprecated for "
+                  "indexing and rejected by masked_fill/masked_select; make it a bool mask "
+                  "(or `.long()` if its values are indices)",
+            "zh": "`{source}` 是 uint8 张量，却被当作掩码使用：uint8 掩码用于索引已被弃用，"
+                  "masked_fill/masked_select 会直接报错；请改用 bool 掩码（如果这些值是下标，请用 `.long()`）",
+        },
+        "name": {
+            "en": "`{name}` is made as a uint8 tensor by `{source}` and used as a mask on line "
+                  "{line}: uint8 masks are deprecated for indexing and rejected by "
+                  "masked_fill/masked_select; make it a bool mask (or `.long()` if its values "
+                  "are indices)",
+            "zh": "`{name}` 由 `{source}` 创建为 uint8 张量，并在第 {line} 行被当作掩码使用："
+                  "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请改用 bool 掩码"
+                  "（如果这些值是下标，请用 `.long()`）",
+        },
+    },
+    fix_title={"en": "Make the mask bool", "zh": "改为 bool 掩码"},
+    fix_applicability="safe",
+    docs={
+        "en": """
+## What it catches
+A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
+`.type(torch.uint8)` or `torch.ByteTensor(...)`, that is then used as a mask: as an index
+(`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
+or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
+same block.
+
+uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
+*into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
+
+## Why is this bad?
+Before PyTorch 1.2 masks were uint8, and code written then still builds them with `.byte()`.
+Masks are bool now. Indexing with a uint8 tensor still treats it as a mask, with a deprecation
+warning; `masked_fill`, `masked_select` and `masked_scatter` refuse it with a RuntimeError.
+A uint8 mask is also easy to get wrong: `~mask` on uint8 gives 254 and 255, both true, so the
+"inverted" mask selects everything, and a uint8 tensor meant as integer indices (a lookup
+table) is silently taken as a mask.
+
+## Example
+```python
+import torch
+
+scores = torch.randn(10)
+keep = (scores > 0).byte()
+positive = scores[keep]
+```
+
+## Use instead:
+```python
+import torch
+
+scores = torch.randn(10)
+keep = scores > 0
+positive = scores[keep]
+```
+
+## Symptoms
+`UserWarning: indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool
+instead.`, `UserWarning: masked_fill_ received a mask with dtype torch.uint8, this behavior is
+now deprecated,please use a mask with dtype torch.bool instead.`, and in recent versions
+`RuntimeError: masked_fill_ only supports boolean masks, but got mask with dtype unsigned char`,
+`RuntimeError: masked_select: expected BoolTensor for mask`, or
+`UserWarning: where received a uint8 condition tensor. This behavior is deprecated`.
+
+## Fix safety
+The fix makes the mask bool: `.byte()` becomes `.bool()`, `torch.uint8` becomes `torch.bool`,
+`torch.ByteTensor` becomes `torch.BoolTensor`. It is safe when the mask holds only 0 and 1 (it
+comes from a comparison, `zeros`/`ones`, or 0/1 literals) and is used only as a mask or filled
+with 0/1. Otherwise it is unsafe: converting a float to bool keeps 0.5 where `.byte()` made it 0,
+and arithmetic on the mask (`mask.sum()`, `1 - mask`, `~mask`) behaves differently on bool.
+
+## Known problems
+Only uses in the same function are followed: a mask built in one function and returned to be
+used elsewhere is not reported.
+""",
+        "zh": """
+## What it catches
+以 uint8 类型创建的张量——通过 `.byte()`、`dtype=torch.uint8`、`.to(torch.uint8)`、`.type(torch.uint8)`
+或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
+`masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
+也可以先赋给同一代码块中的变量再使用。
+
+作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
+只有出现在掩码位置上的 uint8 值才会被报告。
+
+## Why is this bad?
+PyTorch 1.2 之前掩码是 uint8 类型，那时写的代码至今还在用 `.byte()` 构造掩码。如今掩码应是 bool 类型。
+用 uint8 张量做索引仍会被当作掩码，但会给出弃用警告；`masked_fill`、`masked_select`、`masked_scatter`
+则会直接抛出 RuntimeError。uint8 掩码还很容易出错：对 uint8 做 `~mask` 得到的是 254 和 255，都是“真”，
+“取反”后的掩码会选中所有元素；而本意是整数下标（查找表）的 uint8 张量也会被悄悄当成掩码。
+
+## Example
+```python
+import torch
+
+scores = torch.randn(10)
+keep = (scores > 0).byte()
+positive = scores[keep]
+```
+
+## Use instead:
+```python
+import torch
+
+scores = torch.randn(10)
+keep = scores > 0
+positive = scores[keep]
+```
+
+## Symptoms
+`UserWarning: indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool
+instead.`、`UserWarning: masked_fill_ received a mask with dtype torch.uint8, this behavior is
+now deprecated,please use a mask with dtype torch.bool instead.`；新版本中则是
+`RuntimeError: masked_fill_ only supports boolean masks, but got mask with dtype unsigned char`、
+`RuntimeError: masked_select: expected BoolTensor for mask`，或
+`UserWarning: where received a uint8 condition tensor. This behavior is deprecated`。
+
+## Fix safety
+修复把掩码改成 bool 类型：`.byte()` 改为 `.bool()`，`torch.uint8` 改为 `torch.bool`，`torch.ByteTensor`
+改为 `torch.BoolTensor`。当掩码只含 0 和 1（来自比较运算、`zeros`/`ones` 或 0/1 字面量），并且只被当作
+掩码使用或只被填入 0/1 时，修复是安全的。否则是不安全的：浮点数转 bool 时 0.5 会变成 True，而
+`.byte()` 会把它变成 0；对掩码做算术（`mask.sum()`、`1 - mask`、`~mask`）在 bool 上的结果也不同。
+
+## Known problems
+只追踪同一函数内的使用：在一个函数里构造、返回后在别处使用的掩码不会被报告。
+""",
+    },
+)
+
+# The name each uint8 spelling takes in its bool form (mechanical renames: data, not code).
+BOOL_SPELLING = {"uint8": "bool", "ByteTensor": "BoolTensor", "byte": "bool"}
+UINT8_QUALNAMES = frozenset({"torch.uint8", "torch.ByteTensor", "torch.cuda.ByteTensor"})
+# Conversions that take a dtype (or tensor type) as their first argument.
+CONVERSIONS = frozenset({"to", "type"})
+
+# Masks are the first argument of these methods, and the second of the torch.* functions.
+MASK_METHODS = frozenset({"masked_fill", "masked_fill_", "masked_select", "masked_scatter",
+                          "masked_scatter_"})
+MASK_FUNCTIONS = frozenset({"torch.masked_fill", "torch.masked_select", "torch.masked_scatter"})
+# Tensor methods whose result has the receiver's dtype.
+DTYPE_KEEPING = frozenset("""
+cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flatten unflatten
+repeat t transpose permute narrow fill_ zero_ pin_memory
+""".split())
+DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
+# Calls whose result holds only 0 and 1 (True/False): `.byte()` of them is an exact mask.
+BOOLEAN_CALLS = frozenset("""
+eq ne lt le gt ge eq_ ne_ lt_ le_ gt_ ge_ logical_and logical_or logical_not logical_xor
+isnan isinf isfinite isposinf isneginf isclose isin bool any all
+""".split())
+ZERO_ONE_FACTORIES = frozenset({"zeros", "ones", "zeros_like", "ones_like", "new_zeros", "new_ones"})
+ZERO_ONE = (0, 1, True, False)
+
+
+@PITFALL.static(ast.Attribute, ast.Name, names={"uint8", "ByteTensor"})
+def check_dtype(node: ast.Attribute | ast.Name, ctx: Context) -> Iterator[Finding]:
+    if ctx.qualname(node) not in UINT8_QUALNAMES:
+        return
+    parents = ctx.statement_parents()
+    made = _made_by(node, parents, ctx)
+    if made is not None:
+        yield from _report(made, node, parents, ctx)
+
+
+@PITFALL.static(ast.Call, names={"byte"})
+def check_byte(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if ctx.method_name(call) != "byte" or call.args or call.keywords:
+        return
+    yield from _report(call, call.func, ctx.statement_parents(), ctx)
+
+
+def _made_by(spelling: ast.AST, parents: dict, ctx: Context) -> ast.Call | None:
+    """The call that makes a uint8 tensor from this `torch.uint8`/`torch.ByteTensor` spelling:
+    `torch.zeros(n, dtype=torch.uint8)`, `x.to(torch.uint8)`, `torch.ByteTensor(...)`."""
+    parent = parents.get(spelling)
+    if isinstance(parent, ast.keyword):
+        call = parents.get(parent)
+        return call if parent.arg == "dtype" and isinstance(call, ast.Call) else None
+    if not isinstance(parent, ast.Call):
+        return None
+    if parent.func is spelling:
+        return parent if _spelling_name(spelling) == "ByteTensor" else None
+    # x.to(torch.uint8), x.to(device, torch.uint8), x.type(torch.ByteTensor)
+    if ctx.method_name(parent) in CONVERSIONS and any(arg is spelling for arg in parent.args):
+        return parent
+    return None
+
+
+def _spelling_name(node: ast.AST) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> Iterator[Finding]:
+    value, mixed = _carried(made, parents, ctx)
+    exact = not mixed and _holds_zero_one(made)
+    source = _short(ctx.text(made))
+    if _in_mask_position(value, parents, ctx):
+        yield ctx.finding(PITFALL, made, fix=_fix(spelling, exact, ctx), source=source)
+        return
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    name = _assigned_name(statement, value)
+    if name is None:
+        return
+    line = _first_mask_use(name, ctx)
+    if line is None:
+        return
+    exact = exact and _only_mask_uses(name, ctx)
+    yield ctx.finding(PITFALL, made, "name", fix=_fix(spelling, exact, ctx), source=source,
+                      name=name, line=line)
+
+
+def _fix(spelling: ast.AST, exact: bool, ctx: Context):
+    if not isinstance(spelling, ast.Attribute):
+        return None  # `from torch import uint8`: a bare `bool` would be Python's
+    _, end = ctx.span(spelling)
+    edit = ctx.edit(end - len(spelling.attr), end, BOOL_SPELLING[spelling.attr])
+    return ctx.fix(PITFALL, "safe" if exact else "unsafe", edit)
+
+
+def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool]:
+    """The outermost expression that still holds `value` as a uint8 tensor: through `.cuda()`,
+    `.view(...)`, `~`, `&` ... True as second item when an operator changed the values."""
+    mixed = False
+    while True:
+        parent = parents.get(value)
+        if isinstance(parent, ast.Attribute) and parent.value is value:
+            call = parents.get(parent)
+            if not (isinstance(call, ast.Call) and call.func is parent and _keeps_dtype(call, ctx)):
+                return value, mixed
+            value = call
+        elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Invert):
+            value, mixed = parent, True
+        elif (isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
+              and _is_mask_like(parent.right if parent.left is value else parent.left)):
+            value, mixed = parent, True
+        else:
+            return value, mixed
+
+
+def _keeps_dtype(call: ast.Call, ctx: Context) -> bool:
+    method = call.func.attr
+    if method in DTYPE_KEEPING:
+        return True
+    if method == "view":  # view(torch.bool) reinterprets the bytes
+        return all(ctx.qualname(arg) is None for arg in call.args)
+    if method == "to":  # only a device move: to(torch.bool) or to(other_tensor) converts
+        return (all(_is_device(arg) for arg in call.args)
+                and all(k.arg in DEVICE_KEYWORDS for k in call.keywords))
+    return False
+
+
+def _is_device(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str)
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "device"
+    if isinstance(expr, ast.Name):
+        return "device" in expr.id
+    return isinstance(expr, ast.Call) and _spelling_name(expr.func) == "device"
+
+
+def _is_mask_like(expr: ast.AST) -> bool:
+    """A bool tensor or another `.byte()` mask: `&`/`|` with it keeps a uint8 result."""
+    return _is_boolean(expr) or (isinstance(expr, ast.Call) and _spelling_name(expr.func) == "byte")
+
+
+def _is_boolean(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Compare):
+        return True
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
+        return _is_boolean(expr.operand)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return _is_boolean(expr.left) and _is_boolean(expr.right)
+    return isinstance(expr, ast.Call) and _spelling_name(expr.func) in BOOLEAN_CALLS
+
+
+def _holds_zero_one(made: ast.Call) -> bool:
+    """True when the uint8 tensor can only hold 0 and 1, so bool keeps every value."""
+    name = _spelling_name(made.func)
+    if name in ("byte", *CONVERSIONS):
+        return isinstance(made.func, ast.Attribute) and _is_boolean(made.func.value)
+    if name == "ByteTensor":  # sizes (unfilled memory either way) or 0/1 data
+        return len(made.args) > 1 or all(_is_size(arg) or _is_zero_one_literal(arg) for arg in made.args)
+    if name in ZERO_ONE_FACTORIES:
+        return True
+    if name == "full" and len(made.args) == 2:
+        return _is_zero_one_literal(made.args[1])
+    if name == "tensor" and made.args:
+        return _is_zero_one_literal(made.args[0])
+    return False
+
+
+def _is_size(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and type(expr.value) is int
+
+
+def _is_zero_one_literal(expr: ast.AST) -> bool:
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return all(_is_zero_one_literal(e) for e in expr.elts)
+    return isinstance(expr, ast.Constant) and expr.value in ZERO_ONE and type(expr.value) in (int, bool)
+
+
+def _in_mask_position(node: ast.AST, parents: dict, ctx: Context) -> bool:
+    parent = parents.get(node)
+    if isinstance(parent, ast.Tuple):  # x[mask, 0]
+        outer = parents.get(parent)
+        if isinstance(outer, ast.Subscript) and outer.slice is parent:
+            node, parent = parent, outer
+    if isinstance(parent, ast.Subscript):
+        return parent.slice is node and _indexes_a_tensor(parent.value, ctx)
+    if isinstance(parent, ast.keyword):
+        parent = parents.get(parent)
+    return isinstance(parent, ast.Call) and _mask_argument(parent, ctx) is node
+
+
+def _indexes_a_tensor(value: ast.AST, ctx: Context) -> bool:
+    """Python containers and numpy arrays take a tensor index as integers, not as a mask."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Dict, ast.Constant, ast.JoinedStr)):
+        return False
+    return ctx.kind_of(value) is not Kind.NDARRAY
+
+
+def _mask_argument(call: ast.Call, ctx: Context) -> ast.AST | None:
+    qualname = ctx.qualname(call.func)
+    if qualname in MASK_FUNCTIONS:
+        return _argument(call, 1, "mask")
+    if qualname == "torch.where":
+        return call.args[0] if len(call.args) == 3 else None
+    if qualname is not None and qualname.startswith(("torch.", "numpy.")):
+        return None
+    method = ctx.method_name(call)
+    if method in MASK_METHODS:
+        return _argument(call, 0, "mask")
+    if method == "where" and ctx.kind_of(call.func.value) is Kind.TENSOR:
+        return _argument(call, 0, "condition")
+    return None
+
+
+def _argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
+    if len(call.args) > position:
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:
+    if isinstance(statement, ast.Assign) and statement.value is value and len(statement.targets) == 1:
+        target = statement.targets[0]
+    elif isinstance(statement, ast.AnnAssign) and statement.value is value:
+        target = statement.target
+    else:
+        return None
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _first_mask_use(name: str, ctx: Context) -> int | None:
+    """The line where `name` is first used as a mask later in this block, before it is rebound."""
+    found = ctx.statement_block()
+    if found is None:
+        return None
+    block, index = found
+    for statement in block[index + 1:]:
+        parents = subtree_parents(statement)
+        lines = [node.lineno for node in parents if _is_mask_use(node, name, parents, ctx)]
+        if lines:
+            return min(lines)
+        if _binds(statement, name):
+            return None
+    return None
+
+
+def _is_mask_use(node: ast.AST, name: str, parents: dict, ctx: Context) -> bool:
+    if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
+        return False
+    value, _ = _carried(node, parents, ctx)
+    return _in_mask_position(value, parents, ctx)
+
+
+def _only_mask_uses(name: str, ctx: Context) -> bool:
+    """True when every use of `name` in its scope is as a mask, or a 0/1 write into it, and it
+    is bound only once: then turning it into a bool tensor changes nothing else."""
+    scope = ctx.enclosing_function() or ctx.tree
+    parents = subtree_parents(scope)
+    bindings = 0
+    for node, parent in parents.items():
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            bindings += 1
+        elif not (_in_mask_position(node, parents, ctx) or _zero_one_write(node, parent, parents)):
+            return False
+    return bindings == 1
+
+
+def _zero_one_write(node: ast.Name, parent: ast.AST, parents: dict) -> bool:
+    """`mask[i] = 0` or `mask[i] = True`."""
+    if not (isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Store)):
+        return False
+    statement = parents.get(parent)
+    return isinstance(statement, ast.Assign) and _is_zero_one_literal(statement.value)
+
+
+def _binds(statement: ast.stmt, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+               for node in ast.walk(statement))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

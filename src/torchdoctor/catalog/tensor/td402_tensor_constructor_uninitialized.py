@@ -1,0 +1,355 @@
+"""TD402 tensor-constructor-uninitialized: `torch.Tensor(3, 4)` read before anything fills it."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind, subtree_parents
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD402",
+    name="tensor-constructor-uninitialized",
+    title={"en": "Uninitialized tensor from a legacy constructor is read",
+           "zh": "读取了旧式构造函数创建的未初始化张量"},
+    messages={"": {
+        "en": "`{call}` allocates a tensor of that size without initializing it, and `{use}` "
+              "reads those arbitrary values before anything fills them; use `torch.zeros(...)` "
+              "(or `torch.tensor(...)` if you meant the values)",
+        "zh": "`{call}` 按这个尺寸分配张量但不初始化，而 `{use}` 在填充之前就读取了这些任意值；"
+              "请使用 `torch.zeros(...)`（如果想要的是这些数值本身，请用 `torch.tensor(...)`）",
+    }},
+    fix_title={"en": "Allocate with `torch.zeros(...)`", "zh": "改用 `torch.zeros(...)` 分配"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+`torch.Tensor(...)`, `torch.FloatTensor(...)`, `torch.LongTensor(...)` and the other legacy
+typed constructors called with sizes (`torch.Tensor(3, 4)`, `torch.FloatTensor(n, m)`,
+`torch.Tensor(x.size())`), whose result is read before anything fills it: used in arithmetic,
+passed to a `torch` function, reduced, or returned, directly or through a name assigned
+just before.
+
+Called with data (`torch.Tensor([1, 2])`, `torch.FloatTensor(array)`) they copy the data and
+are not reported. Filling the tensor is fine: `torch.Tensor(3, 4).uniform_()`, `.zero_()`,
+`.fill_(v)`, `.normal_()`, `nn.init.*_(t)`, `t[i] = ...` or `t.copy_(...)`. A constructor
+stored on `self` (`self.weight = nn.Parameter(torch.Tensor(out, in))`) is not reported either:
+`reset_parameters()` or the model's weight initialization usually fills it elsewhere.
+
+## Why is this bad?
+With integer arguments these constructors allocate memory of that shape and leave whatever
+bytes were there: they behave like `torch.empty`, not like `torch.tensor`. `torch.Tensor(3)`
+is a tensor of three arbitrary numbers, not `tensor([3.])`. Results that depend on them differ
+from run to run and machine to machine, and may be huge, `nan` or `inf`; on a fresh process the
+memory is often zero, so the bug hides in tests.
+
+## Example
+```python
+import torch
+
+bias = torch.Tensor(16)
+logits = torch.randn(4, 16) + bias
+```
+
+## Use instead:
+```python
+import torch
+
+bias = torch.zeros(16)
+logits = torch.randn(4, 16) + bias
+```
+
+## Symptoms
+Losses or outputs that are `nan`, `inf` or absurdly large on the first step, and results that
+change between runs with the same seed.
+
+## Fix safety
+The fix allocates with `torch.zeros(...)`, keeping the constructor's dtype
+(`torch.FloatTensor(n)` becomes `torch.zeros(n, dtype=torch.float32)`) and device
+(`torch.cuda.*` adds `device="cuda"`). It is unsafe: the values change from arbitrary to zero,
+which is the point, but zero may not be the value the code meant (ones, random initialization,
+or the numbers passed as sizes).
+
+## Known problems
+A tensor filled by a function it is passed to (`fill(buf)`) or in another method is trusted to
+be initialized. A single name as the only argument (`torch.LongTensor(ids)`) may be a size or
+data, so it is not reported. A function that returns `torch.Tensor(n)` for its caller to fill
+is reported: write `torch.empty(n)` there, which says that the values are not set yet. A
+returned `nn.Parameter(torch.Tensor(...))` is not reported: the module initializes it.
+""",
+        "zh": """
+## What it catches
+用尺寸参数调用 `torch.Tensor(...)`、`torch.FloatTensor(...)`、`torch.LongTensor(...)` 等旧式带类型的构造函数
+（`torch.Tensor(3, 4)`、`torch.FloatTensor(n, m)`、`torch.Tensor(x.size())`），并且在任何填充之前就读取了结果：
+参与算术运算、传给 `torch` 函数、做归约或被返回。可以是直接使用，也可以是先赋给变量、紧接着使用。
+
+以数据调用（`torch.Tensor([1, 2])`、`torch.FloatTensor(array)`）时会复制数据，不会被报告。填充张量的写法
+没有问题：`torch.Tensor(3, 4).uniform_()`、`.zero_()`、`.fill_(v)`、`.normal_()`、`nn.init.*_(t)`、
+`t[i] = ...` 或 `t.copy_(...)`。保存在 `self` 上的构造结果（`self.weight = nn.Parameter(torch.Tensor(out, in))`）
+也不报告：通常由 `reset_parameters()` 或模型的权重初始化在别处填充。
+
+## Why is this bad?
+传入整数时，这些构造函数按该形状分配内存，但保留内存中原有的字节：它们的行为像 `torch.empty`，
+而不是 `torch.tensor`。`torch.Tensor(3)` 是三个任意数值组成的张量，而不是 `tensor([3.])`。依赖这些值的结果
+每次运行、每台机器都可能不同，可能极大，也可能是 `nan` 或 `inf`；新进程里这块内存往往恰好是 0，
+所以测试时问题常常被掩盖。
+
+## Example
+```python
+import torch
+
+bias = torch.Tensor(16)
+logits = torch.randn(4, 16) + bias
+```
+
+## Use instead:
+```python
+import torch
+
+bias = torch.zeros(16)
+logits = torch.randn(4, 16) + bias
+```
+
+## Symptoms
+第一步的 loss 或输出就是 `nan`、`inf` 或大得离谱的数；同样的随机种子，每次运行结果却不一样。
+
+## Fix safety
+修复改用 `torch.zeros(...)` 分配，并保留构造函数对应的 dtype（`torch.FloatTensor(n)` 变为
+`torch.zeros(n, dtype=torch.float32)`）和设备（`torch.cuda.*` 会加上 `device="cuda"`）。它是不安全的：
+数值从任意值变成了 0，这正是修复的目的，但 0 未必是代码本来想要的值（可能是 1、随机初始化，
+或者本想把这些参数当作数值）。
+
+## Known problems
+传给某个函数（`fill(buf)`）或在另一个方法里填充的张量，会被当作已经初始化。唯一的参数是单个变量名时
+（`torch.LongTensor(ids)`），它既可能是尺寸也可能是数据，因此不报告。返回 `torch.Tensor(n)`、
+由调用者负责填充的函数会被报告：这种情况请写成 `torch.empty(n)`，明确表示数值尚未设置。
+返回 `nn.Parameter(torch.Tensor(...))` 的函数不会被报告：通常由模块自己完成初始化。
+""",
+    },
+)
+
+# Legacy constructors and the dtype that keeps their meaning in `torch.zeros` (data, not code).
+CONSTRUCTOR_DTYPES = {
+    "Tensor": None, "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+CONSTRUCTOR_MODULES = {"torch": None, "torch.cuda": "cuda"}
+# Methods and wrappers that hand the same (still unfilled) memory on.
+PASS_THROUGH_METHODS = frozenset("""
+cuda cpu to float double half long int short bool byte char type view reshape t transpose permute
+contiguous requires_grad_ detach unsqueeze squeeze expand flatten pin_memory share_memory_ clone
+""".split())
+PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+WRAPPERS = PARAMETERS | {"torch.autograd.Variable"}
+IDENTITY_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+# Methods that read every value of their receiver.
+READING_METHODS = frozenset("""
+sum mean max min prod std var norm abs exp log sqrt item tolist numpy add sub mul div matmul mm
+bmm pow sigmoid tanh relu softmax log_softmax argmax argmin any all
+""".split())
+# Functions under these modules read their tensor arguments (no buffers filled by position),
+# except those that only look at the shape, dtype or device.
+READING_MODULES = frozenset({"torch", "torch.nn.functional"})
+METADATA_FUNCTIONS = frozenset({"numel", "is_tensor", "is_floating_point", "is_complex", "typename"})
+INTEGER_CALLS = frozenset({"len", "int"})
+INTEGER_METHODS = frozenset({"size", "numel", "dim"})
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
+# With a name on one side, `+`/`*` may repeat or join lists (data); these only work on numbers.
+NUMBER_ONLY = (ast.Sub, ast.FloorDiv, ast.Pow)
+NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@PITFALL.static(ast.Call, names=CONSTRUCTOR_DTYPES)
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    module, _, constructor = (ctx.qualname(call.func) or "").rpartition(".")
+    if module not in CONSTRUCTOR_MODULES or constructor not in CONSTRUCTOR_DTYPES:
+        return
+    if not _has_sizes(call):
+        return
+    parents = ctx.statement_parents()
+    value = _passed_on(call, parents, ctx)
+    # A returned nn.Parameter is a helper's product: the module initializes it later.
+    returns_read = not _through_parameter(call, value, parents, ctx)
+    reader = _reader(value, parents, ctx, returns_read)
+    if reader is None:
+        reader = _first_reader(_assigned_name(ctx, value), ctx, returns_read)
+    if reader is None:
+        return
+    fix = _zeros_fix(call, module, constructor, ctx)
+    yield ctx.finding(PITFALL, call, fix=fix, call=_short(ctx.text(call)), use=_short(ctx.text(reader)))
+
+
+def _has_sizes(call: ast.Call) -> bool:
+    """Sizes, not data: several arguments, `*shape`, one integer, or one `x.size()`/`x.shape`."""
+    args = call.args
+    if not args:
+        return False
+    if len(args) > 1 or isinstance(args[0], ast.Starred):
+        return True
+    return _is_integer(args[0]) or _is_shape(args[0])
+
+
+def _is_integer(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Constant):
+        return type(expr.value) is int
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
+        if _is_integer(expr.left) and _is_integer(expr.right):
+            return True
+        named = (ast.Name, ast.Attribute)
+        return isinstance(expr.op, NUMBER_ONLY) and all(
+            _is_integer(side) or isinstance(side, named) for side in (expr.left, expr.right))
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Name):
+            return func.id in INTEGER_CALLS
+        return isinstance(func, ast.Attribute) and func.attr in INTEGER_METHODS and bool(expr.args)
+    if isinstance(expr, ast.Subscript):  # x.shape[0]
+        return _is_shape(expr.value) and _is_integer(expr.slice)
+    return False
+
+
+def _is_shape(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "shape"
+    return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "size" and not expr.args)
+
+
+def _passed_on(value: ast.AST, parents: dict, ctx: Context) -> ast.AST:
+    """The outermost expression still holding the same unfilled memory (`.cuda()`, Parameter)."""
+    while True:
+        parent = parents.get(value)
+        if isinstance(parent, ast.Attribute) and parent.attr in PASS_THROUGH_METHODS:
+            call = parents.get(parent)
+            if not (isinstance(call, ast.Call) and call.func is parent):
+                return value
+            value = call
+        elif (isinstance(parent, ast.Call) and parent.args and parent.args[0] is value
+              and ctx.qualname(parent.func) in WRAPPERS):
+            value = parent
+        else:
+            return value
+
+
+def _through_parameter(call: ast.Call, value: ast.AST, parents: dict, ctx: Context) -> bool:
+    node = call
+    while node is not value:
+        node = parents[node]
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) in PARAMETERS:
+            return True
+    return False
+
+
+def _reader(value: ast.AST, parents: dict, ctx: Context, returns_read: bool = True) -> ast.AST | None:
+    """The expression or statement that reads the values of `value`, if it is one that surely
+    does: arithmetic, a comparison, a reducing method, a torch function, `return`."""
+    parent = parents.get(value)
+    if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+        return parent
+    if isinstance(parent, ast.Compare):  # `t is None` looks at the object only
+        return None if all(isinstance(op, IDENTITY_TESTS) for op in parent.ops) else parent
+    if isinstance(parent, ast.Return):
+        return parent if returns_read else None
+    if isinstance(parent, ast.AugAssign) and parent.value is value:
+        return parent
+    if isinstance(parent, ast.Attribute) and parent.attr in READING_METHODS:
+        call = parents.get(parent)
+        return call if isinstance(call, ast.Call) and call.func is parent else None
+    if isinstance(parent, ast.Call) and any(arg is value for arg in parent.args):
+        return parent if _reads_arguments(parent, ctx) else None
+    return None
+
+
+def _reads_arguments(call: ast.Call, ctx: Context) -> bool:
+    """`torch.matmul(a, b)`, `F.linear(x, w)`, `x.mm(w)` on a known tensor `x`."""
+    func = call.func
+    if (isinstance(func, ast.Attribute) and func.attr in READING_METHODS
+            and ctx.kind_of(func.value) is Kind.TENSOR):
+        return True
+    module, _, function = (ctx.qualname(func) or "").rpartition(".")
+    return module in READING_MODULES and _reads_values(function)
+
+
+def _reads_values(function: str) -> bool:
+    if not function[:1].islower() or function in METADATA_FUNCTIONS:
+        return False  # torch.Tensor/torch.Size are types; numel/... look at metadata only
+    return not function.endswith(("_", "_like"))  # in-place writers; zeros_like & co. read shapes
+
+
+def _assigned_name(ctx: Context, value: ast.AST) -> str | None:
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    if not (isinstance(statement, ast.Assign) and statement.value is value):
+        return None
+    targets = statement.targets
+    return targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else None
+
+
+def _first_reader(name: str | None, ctx: Context, returns_read: bool) -> ast.AST | None:
+    """The reader of `name` in the first later statement of this block that uses it, when every
+    use in that statement reads it; None when the first use may fill it (or nothing uses it)."""
+    found = ctx.statement_block() if name else None
+    if found is None:
+        return None
+    block, index = found
+    for statement in block[index + 1:]:
+        parents = subtree_parents(statement)
+        uses = [node for node in parents if isinstance(node, ast.Name) and node.id == name]
+        if not uses:
+            continue
+        if _only_marks_grad(statement, name):
+            continue
+        if isinstance(statement, NESTED_SCOPES):
+            return None
+        readers = [_use_reader(use, parents, ctx, returns_read) for use in uses]
+        if any(reader is None for reader in readers):
+            return None
+        return min(readers, key=lambda node: (node.lineno, node.col_offset))
+    return None
+
+
+def _use_reader(use: ast.Name, parents: dict, ctx: Context, returns_read: bool) -> ast.AST | None:
+    parent = parents.get(use)
+    if isinstance(parent, ast.AugAssign) and parent.target is use:
+        return parent  # `buf += x` reads buf first
+    if not isinstance(use.ctx, ast.Load):
+        return None
+    value = _passed_on(use, parents, ctx)
+    returns_read = returns_read and not _through_parameter(use, value, parents, ctx)
+    return _reader(value, parents, ctx, returns_read)
+
+
+def _only_marks_grad(statement: ast.stmt, name: str) -> bool:
+    """`t.requires_grad_()` as a statement: neither fills nor reads `t`."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "requires_grad_" and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == name)
+
+
+def _zeros_fix(call: ast.Call, module: str, constructor: str, ctx: Context):
+    root = _root_name(call.func)
+    if root is None or call.keywords or ctx.qualname(root) != "torch":
+        return None  # `from torch import FloatTensor`: no torch name to build the call on
+    torch_name = root.id
+    start, _ = ctx.span(call.args[0])
+    _, end = ctx.span(call.args[-1])
+    arguments = [ctx.source[start:end]]
+    if CONSTRUCTOR_DTYPES[constructor]:
+        arguments.append(f"dtype={torch_name}.{CONSTRUCTOR_DTYPES[constructor]}")
+    if CONSTRUCTOR_MODULES[module]:
+        arguments.append(f'device="{CONSTRUCTOR_MODULES[module]}"')
+    replacement = f"{torch_name}.zeros({', '.join(arguments)})"
+    return ctx.fix(PITFALL, "unsafe", ctx.replace(call, replacement))
+
+
+def _root_name(expr: ast.AST) -> ast.Name | None:
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr if isinstance(expr, ast.Name) else None
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

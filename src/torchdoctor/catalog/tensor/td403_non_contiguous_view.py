@@ -1,0 +1,401 @@
+"""TD403 non-contiguous-view: `.view()` that merges dimensions a permute/transpose has reordered."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD403",
+    name="non-contiguous-view",
+    title={"en": "`.view()` on a permuted or transposed tensor",
+           "zh": "在 permute/transpose 之后的张量上调用 `.view()`"},
+    messages={
+        "": {
+            "en": "`.view()` merges dimensions that `{permute}` has reordered: the tensor is not "
+                  "contiguous, so this raises at run time; use `.reshape(...)` or "
+                  "`.contiguous().view(...)`",
+            "zh": "`.view()` 要合并的维度已被 `{permute}` 打乱顺序：张量不连续，运行时会报错；"
+                  "请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
+        },
+        "name": {
+            "en": "`{name}` comes from `{permute}` (line {line}) and is not contiguous: `.view()` "
+                  "cannot merge its reordered dimensions and raises at run time; use "
+                  "`.reshape(...)` or `.contiguous().view(...)`",
+            "zh": "`{name}` 来自第 {line} 行的 `{permute}`，不是连续张量：`.view()` 无法合并被打乱的维度，"
+                  "运行时会报错；请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
+        },
+    },
+    fix_title={"en": "Use `.reshape(...)` instead of `.view(...)`",
+               "zh": "用 `.reshape(...)` 代替 `.view(...)`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+`.view(...)` applied to the result of `.permute(...)`, `.transpose(...)`, `.swapaxes(...)`,
+`.movedim(...)`, `.t()`, `.T` or `.mT`, either directly (`x.transpose(1, 2).view(b, -1)`) or
+through a name assigned just before in the same block, when the new shape has fewer
+dimensions than the reordered tensor has contiguous pieces. Then the view must merge two
+dimensions that are no longer next to each other in memory, which a view cannot do.
+
+It is reported only when the tensor being reordered is known to be contiguous: made by a
+factory (`torch.randn`, `torch.zeros` ...), `.view()`, `.reshape()`, `.flatten()` or
+`.contiguous()`, in the chain or in the assignment of its name just before. A function
+argument or a layer's output may already be permuted in memory (a `channels_last` feature map),
+and reordering it again can make it contiguous.
+
+Views that only split dimensions or merge dimensions that stayed in order work and are not
+reported, e.g. `x.transpose(1, 2).view(b, c, h, w)` (splits one dimension) or
+`x.permute(0, 2, 3, 1).view(1, -1, dim)` (merges two dimensions that kept their order).
+A `.contiguous()` between the two calls makes the view legal.
+
+## Why is this bad?
+`permute` and `transpose` do not move any data: they return a tensor with reordered strides.
+`view` also never copies, so it can only reinterpret memory whose layout already fits the new
+shape. Flattening a transposed matrix would need its elements in a different order, so the
+call raises. The error often appears late: with a batch size or a head count of 1 the merged
+dimension is trivial and the code works, then it fails on real data.
+
+## Example
+```python
+import torch
+
+x = torch.randn(8, 16, 32)
+y = x.transpose(1, 2).view(8, -1)
+```
+
+## Use instead:
+```python
+import torch
+
+x = torch.randn(8, 16, 32)
+y = x.transpose(1, 2).reshape(8, -1)
+```
+
+## Symptoms
+`RuntimeError: view size is not compatible with input tensor's size and stride (at least one
+dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
+In old PyTorch versions: `invalid argument 2: input is not contiguous`.
+
+## Fix safety
+The fix replaces `.view(` with `.reshape(`. It is unsafe because `reshape` copies when a view
+is impossible: the result no longer shares memory with the original, so an in-place write to
+one is not seen in the other. Code that relied on that sharing must call `.contiguous()` and
+keep the copy explicitly.
+
+## Known problems
+The check does not know the sizes. A dimension of size 1 makes any order contiguous, so a view
+that merges it works: `v.transpose(0, 1).view(-1)` is fine when `v` has one row. Such code still
+breaks as soon as that dimension grows (a batch of two). `.t()` and `.T` are assumed to be
+applied to matrices (on a 1-D tensor they do nothing). Views of function arguments are not
+checked, because their memory layout is unknown.
+""",
+        "zh": """
+## What it catches
+对 `.permute(...)`、`.transpose(...)`、`.swapaxes(...)`、`.movedim(...)`、`.t()`、`.T`、`.mT`
+的结果调用 `.view(...)`：可以是直接链式调用（`x.transpose(1, 2).view(b, -1)`），也可以是同一代码块中
+刚刚赋值的变量。当新形状的维数少于重排后张量的“连续片段”数时报告：这时 view 必须把内存中已经
+不相邻的两个维度合并，而 view 做不到。
+
+只有在被重排的张量确定是连续的时候才报告：它由工厂函数（`torch.randn`、`torch.zeros` 等）、`.view()`、
+`.reshape()`、`.flatten()` 或 `.contiguous()` 得到，出现在同一条链中，或出现在紧挨着的变量赋值中。
+函数参数或某一层的输出在内存中可能本来就是重排过的（例如 `channels_last` 的特征图），再重排一次反而可能变得连续。
+
+只拆分维度、或者只合并顺序未变的相邻维度的 view 是合法的，不会报告，例如
+`x.transpose(1, 2).view(b, c, h, w)`（拆分一个维度）和 `x.permute(0, 2, 3, 1).view(1, -1, dim)`
+（合并的两个维度保持原有顺序）。两次调用之间加上 `.contiguous()` 后 view 也是合法的。
+
+## Why is this bad?
+`permute` 和 `transpose` 不搬动数据，只返回步长（stride）重新排列后的张量。`view` 同样从不拷贝，
+只能在内存布局本身就符合新形状时重新解释这块内存。把转置后的矩阵展平需要换一种元素顺序，
+所以会直接报错。这个错误常常出现得很晚：batch size 或头数为 1 时被合并的维度是平凡的，代码能跑通，
+换成真实数据才崩溃。
+
+## Example
+```python
+import torch
+
+x = torch.randn(8, 16, 32)
+y = x.transpose(1, 2).view(8, -1)
+```
+
+## Use instead:
+```python
+import torch
+
+x = torch.randn(8, 16, 32)
+y = x.transpose(1, 2).reshape(8, -1)
+```
+
+## Symptoms
+`RuntimeError: view size is not compatible with input tensor's size and stride (at least one
+dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
+旧版本 PyTorch 中的报错是：`invalid argument 2: input is not contiguous`。
+
+## Fix safety
+修复把 `.view(` 改成 `.reshape(`。这是不安全的：无法做成视图时 `reshape` 会拷贝数据，结果不再与原张量
+共享内存，对其中一个的原地修改在另一个上看不到。如果代码依赖这种共享，应显式调用 `.contiguous()`
+并自己保留这份拷贝。
+
+## Known problems
+检查时并不知道各维度的大小。大小为 1 的维度放在任何顺序都是连续的，合并它的 view 可以成功：
+当 `v` 只有一行时，`v.transpose(0, 1).view(-1)` 没有问题，但只要这个维度变大（例如 batch 变成 2）
+就会报错。`.t()` 和 `.T` 被假定作用于矩阵（对一维张量它们什么也不做）。函数参数的内存布局未知，
+因此不检查对它们的 view。
+""",
+    },
+)
+
+# Methods and functions that reorder dimensions without copying.
+TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})
+MOVES = frozenset({"movedim", "moveaxis"})
+MATRIX_TRANSPOSES = frozenset({"t", "T", "mT", "H", "mH"})
+PERMUTING = TRANSPOSES | MOVES | MATRIX_TRANSPOSES | {"permute"}
+# Calls whose single argument is certainly one integer (a size), not a shape or a dtype.
+INT_METHODS = frozenset({"numel", "dim", "item"})
+# Results that are laid out contiguously whatever the input.
+CONTIGUOUS_METHODS = frozenset({"view", "reshape", "contiguous", "flatten", "unflatten"})
+CONTIGUOUS_FUNCTIONS = frozenset("""
+randn rand randint zeros ones empty full arange linspace eye tensor reshape flatten
+""".split())
+INT_FUNCTIONS = frozenset({"len", "int"})
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
+# `a + b` of two names may join two shape tuples: only these operators make a name a number.
+NUMERIC_ONLY = (ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
+
+
+@PITFALL.static(ast.Call, names={"view"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if receiver is None or call.keywords:
+        return
+    rank = _view_rank(call)
+    if rank is None:
+        return
+    block, index = ctx.statement_block() or ([], 0)
+    variant, fields = "", {}
+    permuted = receiver
+    if isinstance(receiver, ast.Name):
+        found = _assignment_before(receiver.id, block, index, _is_permuting, ctx)
+        if found is None:
+            return
+        statement, index = found
+        permuted = statement.value
+        variant, fields = "name", {"name": receiver.id, "line": statement.lineno}
+    parts = _permuting_parts(permuted, ctx)
+    if parts is None:
+        return
+    pieces = _contiguous_pieces(parts)
+    if pieces is None or rank >= pieces:
+        return
+    if not _is_contiguous(parts[1], block, index, ctx):
+        return
+    fix = ctx.fix(PITFALL, "unsafe", _rename_method(call, "reshape", ctx))
+    yield ctx.finding(PITFALL, call, variant, fix=fix, permute=_describe(permuted, ctx), **fields)
+
+
+def _view_rank(call: ast.Call) -> int | None:
+    """How many dimensions `.view(...)` asks for; None when it cannot be told (a shape variable)."""
+    args = call.args
+    if not args or any(isinstance(arg, ast.Starred) for arg in args):
+        return None
+    if len(args) > 1:
+        return len(args)
+    only = args[0]
+    if isinstance(only, (ast.Tuple, ast.List)):
+        starred = any(isinstance(e, ast.Starred) for e in only.elts)
+        return None if starred or not only.elts else len(only.elts)
+    return 1 if _is_integer(only) else None
+
+
+def _is_integer(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Constant):
+        return type(expr.value) is int
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        return _is_integer(expr.operand)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
+        if _is_integer(expr.left) and _is_integer(expr.right):
+            return True
+        return isinstance(expr.op, NUMERIC_ONLY) and _is_size_like(expr.left) and _is_size_like(expr.right)
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Name):
+            return func.id in INT_FUNCTIONS
+        if not isinstance(func, ast.Attribute):
+            return False
+        return func.attr in INT_METHODS or func.attr == "size" and bool(expr.args)
+    if isinstance(expr, ast.Subscript):  # x.shape[0]
+        return (isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape"
+                and _is_integer(expr.slice))
+    return False
+
+
+def _is_size_like(expr: ast.AST) -> bool:
+    """An operand of `a * b` that is a number: a literal, a size, or a plain name or attribute."""
+    return _is_integer(expr) or isinstance(expr, (ast.Name, ast.Attribute))
+
+
+def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx: Context):
+    """(statement, position) of the nearest `name = <value>` before `block[index]` when
+    `wanted(value, ctx)` holds and nothing between rebinds `name` or changes it in place."""
+    for position in range(index - 1, -1, -1):
+        statement = block[position]
+        if _assigns_only(statement, name):
+            if not wanted(statement.value, ctx):
+                return None
+            between = block[position + 1:index]
+            return None if any(_touches(s, name) for s in between) else (statement, position)
+    return None
+
+
+def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> bool:
+    """True when `tensor` is surely laid out contiguously (made by a factory, `.view()`,
+    `.contiguous()` ...), directly or through a name assigned just before in the block.
+    Anything else may already be permuted in memory (a channels_last activation): permuting
+    it again can make it contiguous, and the view then works."""
+    if isinstance(tensor, ast.Name):
+        return _assignment_before(tensor.id, block, index, _makes_contiguous, ctx) is not None
+    return _makes_contiguous(tensor, ctx)
+
+
+def _makes_contiguous(expr: ast.AST, ctx: Context) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    qualname = ctx.qualname(expr.func)
+    if qualname is None:
+        return ctx.method_name(expr) in CONTIGUOUS_METHODS
+    return qualname.startswith("torch.") and qualname[6:] in CONTIGUOUS_FUNCTIONS
+
+
+def _assigns_only(statement: ast.stmt, name: str) -> bool:
+    return (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name)
+
+
+def _touches(statement: ast.stmt, name: str) -> bool:
+    """True when `statement` may change what `name` is or how it is laid out."""
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        # y.transpose_(...), y.set_(...), y.data = ...: strides may change in place.
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name
+                and (node.attr.endswith("_") or not isinstance(node.ctx, ast.Load))):
+            return True
+    return False
+
+
+def _is_permuting(expr: ast.AST, ctx: Context) -> bool:
+    return _permuting_parts(expr, ctx) is not None
+
+
+def _permuting_parts(expr: ast.AST, ctx: Context) -> tuple[str, ast.AST, list[ast.AST]] | None:
+    """(operation, tensor, dimension arguments) of `x.transpose(0, 1)` / `torch.transpose(x, 0, 1)`
+    / `x.T`; None for anything else."""
+    if isinstance(expr, ast.Attribute):
+        return (expr.attr, expr.value, []) if expr.attr in MATRIX_TRANSPOSES - {"t"} else None
+    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute) or expr.keywords:
+        return None
+    operation = expr.func.attr
+    if operation not in PERMUTING:
+        return None
+    qualname = ctx.qualname(expr.func)
+    if qualname is None:
+        return operation, expr.func.value, expr.args
+    if qualname == f"torch.{operation}" and expr.args:
+        return operation, expr.args[0], expr.args[1:]
+    return None
+
+
+def _contiguous_pieces(parts: tuple[str, ast.AST, list[ast.AST]]) -> int | None:
+    """The fewest runs of memory-adjacent dimensions a reordering leaves, assuming its input
+    was contiguous and no dimension has size 1. A view to fewer dimensions than that must merge
+    two runs, which is impossible. None: not a reordering we can count."""
+    operation, _, args = parts
+    if operation in MATRIX_TRANSPOSES:
+        return None if args else 2
+    dims = _int_literals(args)
+    if dims is None:
+        return None
+    if operation == "permute":
+        return _permutation_pieces(dims[0] if len(dims) == 1 and isinstance(dims[0], tuple) else dims)
+    if len(dims) != 2 or not all(isinstance(d, int) for d in dims):
+        return None
+    first, second = dims
+    if operation in TRANSPOSES:
+        return _swap_pieces(first, second)
+    return _move_pieces(first, second)
+
+
+def _int_literals(args: list[ast.AST]) -> list | None:
+    """Integer literals (or one tuple/list of them) as Python values; None if any is not."""
+    values = []
+    for arg in args:
+        if isinstance(arg, (ast.Tuple, ast.List)):
+            inner = _int_literals(arg.elts)
+            if inner is None:
+                return None
+            values.append(tuple(inner))
+            continue
+        value = _int_value(arg)
+        if value is None:
+            return None
+        values.append(value)
+    return values
+
+
+def _int_value(expr: ast.AST) -> int | None:
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return expr.value
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        value = _int_value(expr.operand)
+        return None if value is None else -value
+    return None
+
+
+def _permutation_pieces(dims) -> int | None:
+    if not dims or not all(isinstance(d, int) for d in dims):
+        return None
+    rank = len(dims)
+    order = [d % rank for d in dims]
+    if sorted(order) != list(range(rank)):
+        return None
+    return 1 + sum(1 for a, b in zip(order, order[1:]) if b != a + 1)
+
+
+def _swap_pieces(first: int, second: int) -> int | None:
+    """Fewest runs after swapping two dimensions of a tensor of unknown rank."""
+    if first == second or (first < 0) != (second < 0):
+        return None  # the same dimension, or maybe the same (1 and -1 of a matrix)
+    low, high = sorted((first, second))
+    middle = 2 if high - low == 1 else 3
+    outside = low > 0 if low >= 0 else high < -1
+    return middle + outside
+
+
+def _move_pieces(source: int, destination: int) -> int | None:
+    """Fewest runs after moving one dimension of a tensor of unknown rank."""
+    if source == destination or (source < 0) != (destination < 0):
+        return None
+    low, high = sorted((source, destination))
+    outside = low > 0 if low >= 0 else high < -1
+    return 2 + outside
+
+
+def _rename_method(call: ast.Call, new: str, ctx: Context):
+    """An edit replacing the method name of `call` (the last characters of `call.func`)."""
+    _, end = ctx.span(call.func)
+    return ctx.edit(end - len(call.func.attr), end, new)
+
+
+def _describe(expr: ast.AST, ctx: Context) -> str:
+    """`.transpose(1, 2)`, `.T`: the reordering, without the tensor it applies to."""
+    operation, _, args = _permuting_parts(expr, ctx)
+    if isinstance(expr, ast.Attribute):
+        return f".{operation}"
+    text = f".{operation}({', '.join(ctx.text(arg) for arg in args)})"
+    return text if len(text) <= 40 else f".{operation}(...)"
