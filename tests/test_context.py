@@ -68,6 +68,17 @@ def test_rebinding_shadows_an_import():
     assert found == {"F.relu": None}
 
 
+def test_parameters_shadow_imports():
+    found = qualnames("""
+        from torch.nn.functional import sigmoid
+        import torch.nn.functional as F
+        def f(sigmoid, F=None):
+            probe(sigmoid, F.relu)
+        probe(sigmoid)
+    """)
+    assert found == {"sigmoid": "torch.nn.functional.sigmoid", "F.relu": None}
+
+
 def test_relative_imports_are_not_torch():
     assert qualnames("from . import torch\nprobe(torch.randn)\n") == {"torch.randn": None}
 

@@ -123,6 +123,8 @@ class Context:
             for scope in reversed(self._scopes):
                 if expr.id in scope.aliases:
                     return scope.aliases[expr.id] or None
+                if expr.id in scope.kinds or expr.id in scope.classes:
+                    return None  # a parameter or local binding shadows outer imports
             return None
         if isinstance(expr, ast.Attribute):
             base = self.qualname(expr.value)

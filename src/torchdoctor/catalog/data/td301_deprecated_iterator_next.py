@@ -1,0 +1,251 @@
+"""TD301 deprecated-iterator-next: `it.next()` on a DataLoader iterator, gone since PyTorch 1.13."""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD301",
+    name="deprecated-iterator-next",
+    title={"en": "Python 2 style `.next()` on a DataLoader iterator",
+           "zh": "在 DataLoader 迭代器上使用 Python 2 风格的 `.next()`"},
+    messages={"": {
+        "en": "DataLoader iterators have no `.next()` method since PyTorch 1.13: use `next({iterator})`",
+        "zh": "自 PyTorch 1.13 起 DataLoader 迭代器没有 `.next()` 方法：请改用 `next({iterator})`",
+    }},
+    fix_title={"en": "Use the built-in `next(...)`", "zh": "改用内置函数 `next(...)`"},
+    fix_applicability="safe",
+    docs={
+        "en": """
+## What it catches
+`.next()` called on an iterator of a `DataLoader`: `iter(loader).next()`,
+`loader.__iter__().next()`, or `it.next()` where every assignment to `it` (or to `self.it`
+in the class) is `iter(loader)` of a known DataLoader.
+
+Other objects have `.next()` methods of their own, so receivers the doctor cannot trace back
+to a DataLoader are not reported.
+
+## Why is this bad?
+`.next()` is the Python 2 iterator protocol. DataLoader iterators kept a `next` alias for
+Python 2 until PyTorch 1.13 removed it; since then the line fails with an `AttributeError`.
+The pattern is everywhere in older tutorials, often in the "fetch one batch to look at it"
+cell or inside a `try/except StopIteration` loop that restarts an iterator, so it tends to
+break an otherwise working script halfway through training.
+
+## Example
+```python
+from torch.utils.data import DataLoader
+
+loader = DataLoader(list(range(10)), batch_size=2)
+it = iter(loader)
+batch = it.next()
+```
+
+## Use instead:
+```python
+from torch.utils.data import DataLoader
+
+loader = DataLoader(list(range(10)), batch_size=2)
+it = iter(loader)
+batch = next(it)
+```
+
+## Symptoms
+`AttributeError: '_SingleProcessDataLoaderIter' object has no attribute 'next'`, or with
+`num_workers > 0`: `AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute 'next'`.
+
+## Fix safety
+`next(it)` calls the iterator's `__next__`, which is what the old `next` alias called. The
+fix is safe and offered only when the file does not define anything called `next` itself.
+
+## Known problems
+Iterators passed in as parameters, stored in containers, or made with `enumerate(loader)`
+are not followed.
+""",
+        "zh": """
+## What it catches
+在 `DataLoader` 的迭代器上调用 `.next()`：`iter(loader).next()`、`loader.__iter__().next()`，
+或者 `it.next()`，且对 `it`（或类中的 `self.it`）的每一次赋值都是对已知 DataLoader 调用 `iter(loader)`。
+
+很多其他对象也有自己的 `.next()` 方法，所以无法追溯到 DataLoader 的接收者不会被报告。
+
+## Why is this bad?
+`.next()` 是 Python 2 的迭代器协议。DataLoader 迭代器为了兼容 Python 2 保留了 `next` 这个别名，
+直到 PyTorch 1.13 把它删掉；从那以后这一行会直接抛出 `AttributeError`。老教程里到处是这种写法，
+常见于“取一个 batch 看看”的代码，或者在 `try/except StopIteration` 中重建迭代器的循环里，
+所以往往是原本能跑的脚本在训练到一半时突然崩溃。
+
+## Example
+```python
+from torch.utils.data import DataLoader
+
+loader = DataLoader(list(range(10)), batch_size=2)
+it = iter(loader)
+batch = it.next()
+```
+
+## Use instead:
+```python
+from torch.utils.data import DataLoader
+
+loader = DataLoader(list(range(10)), batch_size=2)
+it = iter(loader)
+batch = next(it)
+```
+
+## Symptoms
+`AttributeError: '_SingleProcessDataLoaderIter' object has no attribute 'next'`；当 `num_workers > 0` 时为
+`AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute 'next'`。
+
+## Fix safety
+`next(it)` 调用迭代器的 `__next__`，旧的 `next` 别名调用的也正是它。该修复是安全的，
+且只在文件自己没有定义名为 `next` 的东西时提供。
+
+## Known problems
+作为参数传入、存放在容器中，或者由 `enumerate(loader)` 得到的迭代器不会被追踪。
+""",
+    },
+)
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
+_SCOPES = (*_DEFINITIONS, ast.Lambda)
+
+
+@PITFALL.static(ast.Call, names={"next"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    func = call.func
+    # A DataLoader is only known through an import of torch: nothing to trace otherwise.
+    if not isinstance(func, ast.Attribute) or call.args or call.keywords or not ctx.imports_torch:
+        return
+    iterator = func.value
+    if not _is_loader_iterator(iterator, ctx):
+        return
+    text = ctx.text(iterator)
+    fix = None
+    if not _binds(ctx.tree, "next"):
+        fix = ctx.fix(PITFALL, "safe", ctx.replace(call, f"next({text})"))
+    yield ctx.finding(PITFALL, call, fix=fix, iterator=_short(text))
+
+
+def _is_loader_iterator(expr: ast.AST, ctx: Context) -> bool:
+    """`iter(loader)`, or a name / `self.` attribute only ever assigned such an iterator."""
+    if isinstance(expr, ast.Call):
+        return _iterates_loader(expr, ctx)
+    if isinstance(expr, ast.Name):
+        values = _name_assignments(expr.id, ctx)
+    elif _is_self_attribute(expr):
+        values = _self_attribute_assignments(expr.attr, ctx)
+    else:
+        return False
+    return bool(values) and all(_iterates_loader(value, ctx) for value in values)
+
+
+def _iterates_loader(value: ast.AST, ctx: Context) -> bool:
+    if not isinstance(value, ast.Call) or value.keywords:
+        return False
+    func = value.func
+    if isinstance(func, ast.Name) and func.id == "iter" and len(value.args) == 1:
+        return ctx.kind_of(value.args[0]) is Kind.LOADER and not _binds(ctx.tree, "iter")
+    if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
+        return ctx.kind_of(func.value) is Kind.LOADER
+    return False
+
+
+def _name_assignments(name: str, ctx: Context) -> list[ast.expr] | None:
+    """What `name` is assigned in the scope it belongs to; None when bound in another way."""
+    function = ctx.enclosing_function()
+    if function is not None:
+        values = _assignments(function, lambda t: isinstance(t, ast.Name) and t.id == name, name)
+        if values != []:  # bound in the function (or in a way we can't follow)
+            return values
+    return _assignments(ctx.tree, lambda t: isinstance(t, ast.Name) and t.id == name, name)
+
+
+def _self_attribute_assignments(attr: str, ctx: Context) -> list[ast.expr] | None:
+    cls = ctx.enclosing_class()
+    if cls is None:
+        return None
+    values: list[ast.expr] = []
+    for method in cls.body:
+        if isinstance(method, _FUNCTIONS):
+            found = _assignments(method, lambda t: _is_self_attribute(t) and t.attr == attr)
+            if found is None:
+                return None
+            values.extend(found)
+    return values
+
+
+def _assignments(scope: ast.AST, is_target: Callable[[ast.AST], bool],
+                 name: str | None = None) -> list[ast.expr] | None:
+    """Values of the plain `target = value` assignments in `scope` (nested scopes excluded).
+
+    None when a target is also bound any other way: a parameter, a loop, a tuple, `global`...
+    """
+    values, stores = [], 0
+    for node in _scope_nodes(scope):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and is_target(node.targets[0]):
+            values.append(node.value)
+        elif isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
+            stores += is_target(node)
+        elif name is not None and _binds_otherwise(node, name):
+            return None
+    return values if stores == len(values) else None
+
+
+def _binds_otherwise(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.arg):
+        return node.arg == name
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.partition(".")[0]) == name
+    if isinstance(node, _DEFINITIONS):
+        return node.name == name
+    return False
+
+
+def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of one scope; nested functions and classes are yielded but not entered."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _is_self_attribute(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
+
+
+def _binds(tree: ast.AST, name: str) -> bool:
+    """True when the file binds `name` anywhere, shadowing the builtin of that name.
+
+    Methods and class attributes (`def next(self)`, `next = __next__`) do not count: a class
+    body does not shadow names for the code around it.
+    """
+    in_class_body: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                in_class_body.add(id(statement))
+                if isinstance(statement, ast.Assign):
+                    in_class_body.update(id(target) for target in statement.targets)
+        if id(node) in in_class_body:
+            continue
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if _binds_otherwise(node, name):
+            return True
+    return False
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,251 @@
+"""TD802 deprecated-loss-reduction-args: `size_average=` / `reduce=` on a loss instead of `reduction=`."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Edit, Finding
+
+PITFALL = Pitfall(
+    code="TD802",
+    name="deprecated-loss-reduction-args",
+    title={"en": "Legacy `size_average=` / `reduce=` arguments of a loss",
+           "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数"},
+    messages={
+        "": {
+            "en": "legacy loss flags `{legacy}` (deprecated since PyTorch 0.4.1): "
+                  "use `reduction='{reduction}'`",
+            "zh": "旧版损失参数 `{legacy}`（自 PyTorch 0.4.1 起弃用）：请改用 `reduction='{reduction}'`",
+        },
+        "unknown": {
+            "en": "legacy loss flags `{legacy}` (deprecated since PyTorch 0.4.1): "
+                  "use `reduction=` ('mean', 'sum' or 'none')",
+            "zh": "旧版损失参数 `{legacy}`（自 PyTorch 0.4.1 起弃用）：请改用 `reduction=`"
+                  "（'mean'、'sum' 或 'none'）",
+        },
+        "override": {
+            "en": "legacy loss flags `{legacy}` win over `reduction=` in the same call: "
+                  "this loss uses `reduction='{reduction}'`",
+            "zh": "旧版损失参数 `{legacy}` 优先于同一调用中的 `reduction=`：这个损失实际使用的是 "
+                  "`reduction='{reduction}'`",
+        },
+        "override-unknown": {
+            "en": "legacy loss flags `{legacy}` win over `reduction=` in the same call: "
+                  "replace them with the `reduction=` you mean",
+            "zh": "旧版损失参数 `{legacy}` 优先于同一调用中的 `reduction=`：请用你真正想要的 `reduction=` 替换它们",
+        },
+    },
+    fix_title={"en": "Replace with `reduction=\"{reduction}\"`", "zh": "替换为 `reduction=\"{reduction}\"`"},
+    fix_applicability="safe",
+    docs={
+        "en": """
+## What it catches
+The legacy `size_average=` and `reduce=` keyword arguments of PyTorch's losses: the loss
+modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, `nn.BCELoss`, `nn.KLDivLoss`,
+`nn.SmoothL1Loss` and the other `torch.nn` losses that accept them) and the functional losses
+(`F.mse_loss`, `F.cross_entropy`, `F.nll_loss`, ...). Explicit `None` for both (their
+default) is not reported.
+
+## Why is this bad?
+PyTorch 0.4.1 replaced the two booleans with one `reduction=` argument, and every loss built
+with them prints a deprecation warning. The two flags are also easy to get wrong:
+`reduce=False` makes `size_average` meaningless, and when either flag is given, PyTorch ignores
+the `reduction=` argument of the same call entirely. Code such as
+`nn.MSELoss(size_average=False, reduction="mean")` quietly sums instead of averaging, so the
+loss and the gradients are larger than the author expects by the number of elements, and a
+learning rate tuned for the mean makes training diverge.
+
+The mapping PyTorch applies (a missing flag counts as `True`):
+- `reduce=False` -> `reduction='none'`
+- otherwise `size_average=True` -> `reduction='mean'`
+- otherwise -> `reduction='sum'`
+
+## Example
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss(size_average=False)
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss(reduction="sum")
+```
+
+## Symptoms
+`UserWarning: size_average and reduce args will be deprecated, please use reduction='sum' instead.`
+(with `'mean'` or `'none'` in place of `'sum'`, depending on the flags). A loss whose scale
+does not follow `reduction=` because legacy flags in the same call override it.
+
+## Fix safety
+The fix replaces the flags with the `reduction=` value PyTorch itself derives from them (and
+rewrites an existing `reduction=` to that value), so the loss computes exactly what it
+computed before. It is offered only when both flags are the literals `True`, `False` or
+`None`, and not when the call passes `**kwargs` or enough positional arguments to reach the
+flags.
+
+## Known problems
+Flags passed by position (`F.mse_loss(a, b, False)`) and loss classes derived from the
+`torch.nn` ones are not reported.
+
+## References
+- `torch/nn/_reduction.py`, `legacy_get_string`: the mapping above.
+""",
+        "zh": """
+## What it catches
+PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模块（`nn.MSELoss`、
+`nn.CrossEntropyLoss`、`nn.NLLLoss`、`nn.BCELoss`、`nn.KLDivLoss`、`nn.SmoothL1Loss` 以及其他接受这两个参数的
+`torch.nn` 损失）和函数式损失（`F.mse_loss`、`F.cross_entropy`、`F.nll_loss` 等）。两个参数都显式写成
+`None`（即默认值）时不报告。
+
+## Why is this bad?
+PyTorch 0.4.1 用一个 `reduction=` 参数取代了这两个布尔开关，用旧参数构造的损失都会打印弃用警告。
+这两个开关也很容易用错：`reduce=False` 时 `size_average` 不起作用；而只要给了其中任何一个，
+PyTorch 就会完全忽略同一调用里的 `reduction=`。像 `nn.MSELoss(size_average=False, reduction="mean")`
+这样的代码实际是在求和而不是求平均，损失和梯度都比作者以为的大了“元素个数”倍，按平均值调好的学习率
+会让训练发散，却没有任何报错。
+
+PyTorch 使用的对应关系（没给的开关按 `True` 处理）：
+- `reduce=False` -> `reduction='none'`
+- 否则 `size_average=True` -> `reduction='mean'`
+- 否则 -> `reduction='sum'`
+
+## Example
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss(size_average=False)
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss(reduction="sum")
+```
+
+## Symptoms
+`UserWarning: size_average and reduce args will be deprecated, please use reduction='sum' instead.`
+（根据开关的取值，`'sum'` 也可能是 `'mean'` 或 `'none'`）。也可能表现为损失的量级与 `reduction=`
+不符，因为同一调用中的旧参数覆盖了它。
+
+## Fix safety
+修复用 PyTorch 自己从这两个开关推导出的 `reduction=` 取值替换它们（若已有 `reduction=`，则把它改成这个值），
+所以损失的计算结果与修改前完全一致。只有当两个开关都是字面量 `True`、`False` 或 `None`，
+并且调用中没有 `**kwargs`、位置参数也没有多到覆盖这两个开关时，才提供修复。
+
+## Known problems
+按位置传入的开关（`F.mse_loss(a, b, False)`）以及继承自 `torch.nn` 损失的自定义类不会被报告。
+
+## References
+- `torch/nn/_reduction.py` 中的 `legacy_get_string`：即上面的对应关系。
+""",
+    },
+)
+
+LEGACY = ("size_average", "reduce")
+# Position of `size_average` among each loss's parameters (torch 2.13 signatures, self excluded):
+# positional arguments up to it are safe to keep when the flags become `reduction=`.
+LOSS_CLASSES = {
+    "BCELoss": 1, "BCEWithLogitsLoss": 1, "CosineEmbeddingLoss": 1, "CrossEntropyLoss": 1,
+    "HingeEmbeddingLoss": 1, "KLDivLoss": 0, "L1Loss": 0, "MSELoss": 0, "MarginRankingLoss": 1,
+    "MultiLabelMarginLoss": 0, "MultiLabelSoftMarginLoss": 1, "MultiMarginLoss": 3, "NLLLoss": 1,
+    "PoissonNLLLoss": 2, "SmoothL1Loss": 0, "SoftMarginLoss": 0, "TripletMarginLoss": 4,
+}
+LOSS_FUNCTIONS = {
+    "binary_cross_entropy": 3, "binary_cross_entropy_with_logits": 3, "cosine_embedding_loss": 4,
+    "cross_entropy": 3, "hinge_embedding_loss": 3, "kl_div": 2, "l1_loss": 2,
+    "margin_ranking_loss": 4, "mse_loss": 2, "multi_margin_loss": 5, "multilabel_margin_loss": 2,
+    "multilabel_soft_margin_loss": 3, "nll_loss": 3, "poisson_nll_loss": 4, "smooth_l1_loss": 2,
+    "soft_margin_loss": 2, "triplet_margin_loss": 7,
+}
+LEGACY_POSITION = {
+    **{f"torch.nn.{name}": index for name, index in LOSS_CLASSES.items()},
+    **{f"torch.nn.modules.loss.{name}": index for name, index in LOSS_CLASSES.items()},
+    **{f"torch.nn.functional.{name}": index for name, index in LOSS_FUNCTIONS.items()},
+}
+_MISSING = object()
+
+
+@PITFALL.static(ast.Call, names=set(LOSS_CLASSES) | set(LOSS_FUNCTIONS))
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    legacy = [k for k in call.keywords if k.arg in LEGACY]
+    if not legacy:
+        return
+    position = LEGACY_POSITION.get(ctx.qualname(call.func))
+    if position is None:
+        return
+    values = {k.arg: _flag(k.value) for k in legacy}
+    if all(v is None for v in values.values()):  # both at their default: no legacy path taken
+        return
+    reduction_keyword = next((k for k in call.keywords if k.arg == "reduction"), None)
+    reduction = _legacy_reduction(values.get("size_average"), values.get("reduce"))
+    variant = "override" if reduction_keyword else ""
+    if reduction is None:
+        variant = "override-unknown" if reduction_keyword else "unknown"
+    fix = None
+    if reduction is not None and _fixable(call, position):
+        title = {lang: text.format(reduction=reduction) for lang, text in PITFALL.fix_title.items()}
+        fix = ctx.fix(PITFALL, "safe", *_edits(call, legacy, reduction_keyword, reduction, ctx),
+                      title=title)
+    text = ", ".join(" ".join(ctx.text(k).split()) for k in legacy)
+    yield ctx.finding(PITFALL, legacy[0], variant, fix=fix, end_node=legacy[-1],
+                      legacy=text, reduction=reduction)
+
+
+def _flag(value: ast.AST) -> object:
+    """The literal True/False/None of a flag; _MISSING for anything else."""
+    if isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, bool)):
+        return value.value
+    return _MISSING
+
+
+def _legacy_reduction(size_average: object, reduce: object) -> str | None:
+    """What torch.nn._reduction.legacy_get_string returns; None when a flag is not a literal."""
+    if size_average is _MISSING or reduce is _MISSING:
+        return None
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _fixable(call: ast.Call, position: int) -> bool:
+    if any(k.arg is None for k in call.keywords):  # **kwargs may hold a reduction or a flag
+        return False
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    return len(call.args) <= position  # no positional argument lands on a flag
+
+
+def _edits(call: ast.Call, legacy: list[ast.keyword], reduction_keyword: ast.keyword | None,
+           reduction: str, ctx: Context) -> list[Edit]:
+    """The first of the flags and `reduction=` becomes `reduction="..."`; the others go."""
+    arguments = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    involved = sorted([*legacy, *([reduction_keyword] if reduction_keyword else [])],
+                      key=arguments.index)
+    edits = [ctx.replace(involved[0], f'reduction="{reduction}"')]
+    for keyword in involved[1:]:
+        previous = arguments[arguments.index(keyword) - 1]
+        edits.append(ctx.edit(*_deletion(previous, keyword, ctx), ""))
+    return edits
+
+
+def _deletion(previous: ast.AST, keyword: ast.keyword, ctx: Context) -> tuple[int, int]:
+    """The span that removes `keyword` and one comma, keeping the comments of other lines."""
+    start, end = ctx.span(keyword)
+    source = ctx.source
+    line_start = source.rfind("\n", 0, start) + 1
+    line_end = source.find("\n", end)
+    line_end = len(source) if line_end < 0 else line_end + 1
+    rest = source[end:line_end].strip()
+    if (keyword.lineno == keyword.end_lineno > previous.end_lineno
+            and not source[line_start:start].strip()
+            and (rest in ("", ",") or rest.lstrip(",").lstrip().startswith("#"))):
+        return line_start, line_end  # the keyword's own line, with its comma and comment
+    return ctx.span(previous)[1], end  # from the end of the previous argument: its comma goes

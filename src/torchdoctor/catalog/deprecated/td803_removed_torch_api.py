@@ -1,0 +1,373 @@
+"""TD803 removed-torch-api: PyTorch APIs that were renamed, removed, or that no longer do anything."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Edit, Finding, Fix
+
+PITFALL = Pitfall(
+    code="TD803",
+    name="removed-torch-api",
+    title={"en": "Renamed, removed or no-op PyTorch API",
+           "zh": "使用了已改名、已移除或已不起作用的 PyTorch API"},
+    messages={
+        "": {"en": "`{old}` is deprecated: use `{new}`",
+             "zh": "`{old}` 已弃用：请改用 `{new}`"},
+        "removed": {
+            "en": "`{old}` was removed from PyTorch and fails today: use `{new}`, "
+                  "whose arguments or results differ (check its documentation)",
+            "zh": "`{old}` 已从 PyTorch 中移除，如今调用会直接报错：请改用 `{new}`，"
+                  "注意它的参数或返回值有所不同（请查阅文档）",
+        },
+        "volatile": {
+            "en": "`volatile=True` has done nothing since PyTorch 0.4: gradients are still "
+                  "recorded; run the code under `with torch.no_grad():` instead",
+            "zh": "`volatile=True` 自 PyTorch 0.4 起不再起任何作用：梯度照样会被记录；"
+                  "请改为在 `with torch.no_grad():` 中运行这段代码",
+        },
+        "keyword": {"en": "`{old}=` is deprecated: it is called `{new}=`",
+                    "zh": "`{old}=` 已弃用：现在叫 `{new}=`"},
+        "keyword-removed": {
+            "en": "`{old}=` was removed and raises a TypeError today: "
+                  "it is called `{new}=` since PyTorch 0.4",
+            "zh": "`{old}=` 已被移除，如今会抛出 TypeError：自 PyTorch 0.4 起它叫 `{new}=`",
+        },
+    },
+    fix_title={"en": "Use `{new}`", "zh": "改用 `{new}`"},
+    fix_applicability="safe",
+    docs={
+        "en": """
+## What it catches
+PyTorch APIs from before 1.0 that were renamed, removed, or kept only as no-ops:
+- `Variable(x, volatile=True)`: `volatile` has no effect since PyTorch 0.4.
+- `loss.backward(retain_variables=True)`: renamed to `retain_graph=` in 0.4, removed since.
+- `torch.autograd.backward(..., grad_variables=...)`: renamed to `grad_tensors=`.
+- The in-place initialisers without their trailing underscore, `nn.init.xavier_uniform`,
+  `xavier_normal`, `kaiming_uniform`, `kaiming_normal`, `uniform`, `normal`, `constant`,
+  `orthogonal`, `sparse`, `eye`, `dirac`, and `nn.utils.clip_grad_norm`: deprecated aliases
+  of `xavier_uniform_` ... `clip_grad_norm_`.
+- `F.upsample`, `F.upsample_nearest`, `F.upsample_bilinear`: deprecated in favour of
+  `F.interpolate`.
+- Functions that are gone and fail when called: `torch.gels`, `torch.gesv`, `torch.potrf`,
+  `torch.potrs`, `torch.trtrs`, `torch.btrifact`, `torch.btrisolve`, `torch.symeig`,
+  `torch.eig`, `torch.solve`, `torch.lstsq`, `torch.matrix_rank`, `torch.rfft`,
+  `torch.irfft`, `torch.ifft` (the `torch.linalg` and `torch.fft` modules replace them).
+
+Names are resolved through imports, so `init.xavier_uniform`, `torch.nn.init.xavier_uniform`
+and `from torch.nn.init import xavier_uniform` are all found.
+
+## Why is this bad?
+Old tutorials and repositories are full of these names, and each fails differently. The
+removed functions and `retain_variables=` crash the script, often only after the first
+epoch, when the code path is reached. The deprecated aliases still work but print a warning
+on every call, burying warnings that matter. `volatile=True` is the worst: it used to turn off
+gradient recording for inference, and now it silently does nothing, so evaluation keeps the
+whole autograd graph in memory and runs out of GPU memory at a batch size that used to fit.
+
+## Example
+```python
+import torch.nn as nn
+
+layer = nn.Linear(128, 64)
+nn.init.xavier_uniform(layer.weight)
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+layer = nn.Linear(128, 64)
+nn.init.xavier_uniform_(layer.weight)
+```
+
+## Symptoms
+- `UserWarning: volatile was removed and now has no effect. Use `with torch.no_grad():` instead.`
+- `TypeError: Tensor.backward() got an unexpected keyword argument 'retain_variables'`
+- `FutureWarning: `nn.init.xavier_uniform` is now deprecated in favor of `nn.init.xavier_uniform_`.`
+- `FutureWarning: `torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.`
+- `UserWarning: `nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.`
+- `RuntimeError: This function was deprecated since version 1.9 and is now removed.` (for
+  `torch.symeig`, `torch.eig`, `torch.solve`, `torch.lstsq`, `torch.matrix_rank`)
+- `AttributeError: module 'torch' has no attribute 'gels'` (and the other removed names)
+- `CUDA out of memory` during evaluation that still passes `volatile=True`.
+
+## Fix safety
+Pure renames are fixed safely: the underscore initialisers, `clip_grad_norm_`,
+`F.interpolate` for `F.upsample` and `F.upsample_nearest` (the same parameters, and exactly
+what the old names call), `retain_graph=` and `grad_tensors=`. For a name imported with
+`from ... import`, the import becomes `new_name as old_name`, so every use keeps working.
+`F.upsample_bilinear(...)` becomes `F.interpolate(..., mode="bilinear", align_corners=True)`:
+that is what PyTorch runs for it, but the call changes shape, so the fix is unsafe; review
+it. Removed functions whose replacements take their arguments in another order or return
+something else (`torch.solve`, `torch.symeig`, ...) and `volatile=` are reported without a fix:
+they need a person.
+
+## Known problems
+Calling these as tensor methods (`x.symeig()`) is not reported, nor is `F.upsample_bilinear`
+passed as a value. `x.cuda(async=True)` from the same era is a syntax error since Python 3.7
+and is reported by `syntax-error` (TD700), which offers the rename to `non_blocking=True`.
+
+## References
+- PyTorch 0.4.0 migration guide: `volatile`, `retain_graph`.
+- `torch/nn/init.py` (`_make_deprecate`), `torch/nn/utils/clip_grad.py`,
+  `torch/nn/functional.py` (`upsample*`) in PyTorch 2.13.
+""",
+        "zh": """
+## What it catches
+1.0 之前的 PyTorch 中已经改名、被移除，或只剩一个空壳的 API：
+- `Variable(x, volatile=True)`：自 PyTorch 0.4 起 `volatile` 不再起作用。
+- `loss.backward(retain_variables=True)`：0.4 中改名为 `retain_graph=`，之后旧名被移除。
+- `torch.autograd.backward(..., grad_variables=...)`：已改名为 `grad_tensors=`。
+- 不带结尾下划线的原地初始化函数 `nn.init.xavier_uniform`、`xavier_normal`、`kaiming_uniform`、
+  `kaiming_normal`、`uniform`、`normal`、`constant`、`orthogonal`、`sparse`、`eye`、`dirac`，以及
+  `nn.utils.clip_grad_norm`：它们是 `xavier_uniform_` …… `clip_grad_norm_` 的已弃用别名。
+- `F.upsample`、`F.upsample_nearest`、`F.upsample_bilinear`：已弃用，请使用 `F.interpolate`。
+- 已经不存在、一调用就失败的函数：`torch.gels`、`torch.gesv`、`torch.potrf`、`torch.potrs`、
+  `torch.trtrs`、`torch.btrifact`、`torch.btrisolve`、`torch.symeig`、`torch.eig`、`torch.solve`、
+  `torch.lstsq`、`torch.matrix_rank`、`torch.rfft`、`torch.irfft`、`torch.ifft`（由 `torch.linalg`
+  和 `torch.fft` 模块取代）。
+
+名字会通过导入语句解析，所以 `init.xavier_uniform`、`torch.nn.init.xavier_uniform` 以及
+`from torch.nn.init import xavier_uniform` 都能被发现。
+
+## Why is this bad?
+老教程和老仓库里到处都是这些名字，而它们出问题的方式各不相同。被移除的函数和 `retain_variables=`
+会让脚本崩溃，而且往往要等到第一个 epoch 之后、真正走到那段代码时才崩。已弃用的别名虽然还能用，
+但每次调用都打印警告，把真正重要的警告淹没。最糟糕的是 `volatile=True`：它原本用于在推理时关闭梯度记录，
+现在却悄无声息地什么都不做，于是评估时整张计算图都留在显存里，原来能跑的 batch size 如今直接显存溢出。
+
+## Example
+```python
+import torch.nn as nn
+
+layer = nn.Linear(128, 64)
+nn.init.xavier_uniform(layer.weight)
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+layer = nn.Linear(128, 64)
+nn.init.xavier_uniform_(layer.weight)
+```
+
+## Symptoms
+- `UserWarning: volatile was removed and now has no effect. Use `with torch.no_grad():` instead.`
+- `TypeError: Tensor.backward() got an unexpected keyword argument 'retain_variables'`
+- `FutureWarning: `nn.init.xavier_uniform` is now deprecated in favor of `nn.init.xavier_uniform_`.`
+- `FutureWarning: `torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.`
+- `UserWarning: `nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.`
+- `RuntimeError: This function was deprecated since version 1.9 and is now removed.`（对应
+  `torch.symeig`、`torch.eig`、`torch.solve`、`torch.lstsq`、`torch.matrix_rank`）
+- `AttributeError: module 'torch' has no attribute 'gels'`（以及其他已移除的名字）
+- 评估代码仍在传 `volatile=True` 时出现 `CUDA out of memory`。
+
+## Fix safety
+纯改名的情况提供安全修复：带下划线的初始化函数、`clip_grad_norm_`、用 `F.interpolate` 替换 `F.upsample`
+和 `F.upsample_nearest`（参数相同，旧名字内部调用的正是它）、`retain_graph=` 和 `grad_tensors=`。
+对于通过 `from ... import` 导入的名字，导入语句会改成 `新名字 as 旧名字`，所有使用处都无需改动。
+`F.upsample_bilinear(...)` 会被改写为 `F.interpolate(..., mode="bilinear", align_corners=True)`：
+这正是 PyTorch 对它的实现，但调用的形式变了，所以该修复标记为不安全，请检查一遍。
+替代函数参数顺序不同或返回值不同的已移除函数（`torch.solve`、`torch.symeig` 等）以及 `volatile=`
+只报告、不修复：它们需要人来改。
+
+## Known problems
+以张量方法形式调用（`x.symeig()`）不会被报告；把 `F.upsample_bilinear` 当作值传递也不会被报告。
+同一时代的 `x.cuda(async=True)` 自 Python 3.7 起是语法错误，由 `syntax-error`（TD700）报告，
+并提供改为 `non_blocking=True` 的修复。
+
+## References
+- PyTorch 0.4.0 迁移指南：`volatile`、`retain_graph`。
+- PyTorch 2.13 中的 `torch/nn/init.py`（`_make_deprecate`）、`torch/nn/utils/clip_grad.py`、
+  `torch/nn/functional.py`（`upsample*`）。
+""",
+    },
+)
+
+
+@dataclass(frozen=True)
+class Replacement:
+    new: str  # qualified name of what to use instead
+    # "safe": same parameters and meaning, renaming is the fix; "unsafe": a rewrite to review;
+    # None: the replacement takes other arguments or returns something else, no fix.
+    fix: str | None = "safe"
+    removed: bool = False  # fails today, rather than a deprecated alias that still works
+    keywords: str = ""  # arguments the new call needs to mean the same
+
+    @property
+    def last_name(self) -> str:
+        """What replaces the old name's last part: renames that are fixed stay in their module."""
+        return self.new.rpartition(".")[2]
+
+
+def _gone(new: str) -> Replacement:
+    return Replacement(new, None, removed=True)
+
+
+_INIT = """uniform normal constant eye dirac xavier_uniform xavier_normal kaiming_uniform
+kaiming_normal orthogonal sparse""".split()
+# Checked against PyTorch 2.13: the aliases warn and forward, the removed names raise.
+RENAMES: dict[str, Replacement] = {
+    **{f"torch.nn.init.{name}": Replacement(f"torch.nn.init.{name}_") for name in _INIT},
+    "torch.nn.utils.clip_grad_norm": Replacement("torch.nn.utils.clip_grad_norm_"),
+    "torch.nn.utils.clip_grad.clip_grad_norm":
+        Replacement("torch.nn.utils.clip_grad.clip_grad_norm_"),
+    "torch.nn.functional.upsample": Replacement("torch.nn.functional.interpolate"),
+    "torch.nn.functional.upsample_nearest": Replacement("torch.nn.functional.interpolate"),
+    "torch.nn.functional.upsample_bilinear": Replacement(
+        "torch.nn.functional.interpolate", "unsafe",
+        keywords='mode="bilinear", align_corners=True'),
+    "torch.gels": _gone("torch.linalg.lstsq"),
+    "torch.gesv": _gone("torch.linalg.solve"),
+    "torch.potrf": _gone("torch.linalg.cholesky"),
+    "torch.potrs": _gone("torch.cholesky_solve"),
+    "torch.trtrs": _gone("torch.linalg.solve_triangular"),
+    "torch.btrifact": _gone("torch.linalg.lu_factor"),
+    "torch.btrisolve": _gone("torch.linalg.lu_solve"),
+    "torch.symeig": _gone("torch.linalg.eigh"),
+    "torch.eig": _gone("torch.linalg.eig"),
+    "torch.solve": _gone("torch.linalg.solve"),
+    "torch.lstsq": _gone("torch.linalg.lstsq"),
+    "torch.matrix_rank": _gone("torch.linalg.matrix_rank"),
+    "torch.rfft": _gone("torch.fft.rfft"),
+    "torch.irfft": _gone("torch.fft.irfft"),
+    "torch.ifft": _gone("torch.fft.ifft"),
+}
+# Renamed keyword arguments of backward: old -> (new, removed rather than deprecated).
+BACKWARD_KEYWORDS = {"retain_variables": ("retain_graph", True),
+                     "grad_variables": ("grad_tensors", False)}
+AUTOGRAD_BACKWARD = "torch.autograd.backward"
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+_LAST_NAMES = {qualname.rpartition(".")[2] for qualname in RENAMES}
+# A call rewrite needs the call: these are found on the call, not on the attribute.
+_CALL_REWRITES = {q.rpartition(".")[2] for q, r in RENAMES.items() if r.keywords}
+
+
+@PITFALL.static(ast.Attribute, names=_LAST_NAMES - _CALL_REWRITES)
+def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
+    """`nn.init.xavier_uniform`, `torch.symeig`: called or used as a value."""
+    if not isinstance(node.ctx, ast.Load):
+        return
+    old = ctx.qualname(node)
+    replacement = RENAMES.get(old)
+    if replacement is None:
+        return
+    written = " ".join(ctx.text(node).split())
+    if replacement.removed:
+        yield ctx.finding(PITFALL, node, "removed", old=written, new=replacement.new)
+        return
+    new_tail = replacement.last_name
+    new = written[: -len(node.attr)] + new_tail
+    end = ctx.span(node)[1]
+    fix = _fix(ctx, replacement.fix, new, ctx.edit(end - len(node.attr), end, new_tail))
+    yield ctx.finding(PITFALL, node, fix=fix, old=written, new=new)
+
+
+@PITFALL.static(ast.Call, names=_CALL_REWRITES)
+def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """`F.upsample_bilinear(x)` -> `F.interpolate(x, mode="bilinear", align_corners=True)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):  # a name imported from torch is reported at its import
+        return
+    old = ctx.qualname(func)
+    replacement = RENAMES.get(old)
+    if replacement is None:
+        return
+    new_tail = replacement.last_name
+    written = " ".join(ctx.text(func).split())
+    new = f"{written[: -len(func.attr)]}{new_tail}(..., {replacement.keywords})"
+    fix = None
+    arguments = [*call.args, *call.keywords]
+    if arguments and not any(k.arg is None for k in call.keywords):
+        end = ctx.span(func)[1]
+        last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
+        last_end = ctx.span(last)[1]
+        fix = _fix(ctx, replacement.fix, new,
+                   ctx.edit(end - len(func.attr), end, new_tail),
+                   ctx.edit(last_end, last_end, f", {replacement.keywords}"))
+    yield ctx.finding(PITFALL, func, fix=fix, old=written, new=new)
+
+
+@PITFALL.static(ast.ImportFrom)
+def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
+    """`from torch.nn.init import xavier_uniform`: fixed as `xavier_uniform_ as xavier_uniform`."""
+    module = node.module
+    if node.level or not module or module.partition(".")[0] != "torch":
+        return
+    for alias in node.names:
+        old = f"{module}.{alias.name}"
+        replacement = RENAMES.get(old)
+        if replacement is None:
+            continue
+        if replacement.removed:
+            yield ctx.finding(PITFALL, alias, "removed", old=old, new=replacement.new)
+            continue
+        new = replacement.last_name
+        if replacement.keywords:  # the calls need new arguments too: no fix at the import
+            yield ctx.finding(PITFALL, alias, old=alias.name, new=f"{new}(..., {replacement.keywords})")
+            continue
+        renamed = f"{new} as {alias.asname or alias.name}"
+        fix = _fix(ctx, replacement.fix, renamed, ctx.replace(alias, renamed))
+        yield ctx.finding(PITFALL, alias, fix=fix, old=alias.name, new=new)
+
+
+@PITFALL.static(ast.Call, names={"backward", "Variable"})
+def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """`volatile=` on a Variable, `retain_variables=` / `grad_variables=` on a backward call."""
+    if not call.keywords:
+        return
+    if ctx.qualname(call.func) in VARIABLE:
+        yield from _volatile(call, ctx)
+        return
+    renamed = [k for k in call.keywords if k.arg in BACKWARD_KEYWORDS]
+    if not renamed or not _is_backward(call, ctx):
+        return
+    present = {k.arg for k in call.keywords}
+    for keyword in renamed:
+        new, removed = BACKWARD_KEYWORDS[keyword.arg]
+        if keyword.arg == "grad_variables" and ctx.qualname(call.func) != AUTOGRAD_BACKWARD:
+            continue  # only torch.autograd.backward ever took it
+        fix = None
+        if new not in present:  # both given: a person must pick one
+            start = ctx.span(keyword)[0]
+            fix = _fix(ctx, "safe", f"{new}=", ctx.edit(start, start + len(keyword.arg), new))
+        yield ctx.finding(PITFALL, keyword, "keyword-removed" if removed else "keyword",
+                          fix=fix, old=keyword.arg, new=new)
+
+
+def _volatile(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    for keyword in call.keywords:
+        # `volatile=False` was the default: it neither warns nor loses anything.
+        if keyword.arg == "volatile" and not (
+                isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
+            yield ctx.finding(PITFALL, keyword, "volatile")
+
+
+def _is_backward(call: ast.Call, ctx: Context) -> bool:
+    """`torch.autograd.backward(...)`, or `loss.backward(...)` on a tensor or in torch code."""
+    if ctx.qualname(call.func) == AUTOGRAD_BACKWARD:
+        return True
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "backward":
+        return False
+    if ctx.kind_of(call.func.value) is Kind.TENSOR:
+        return True
+    # An unknown receiver: unless the file defines its own backward taking these keywords.
+    return ctx.imports_torch and not _has_parameter(ctx.tree, BACKWARD_KEYWORDS)
+
+
+def _has_parameter(tree: ast.AST, names) -> bool:
+    return any(isinstance(node, ast.arg) and node.arg in names for node in ast.walk(tree))
+
+
+def _fix(ctx: Context, applicability: str | None, new: str, *edits: Edit) -> Fix | None:
+    if applicability is None:
+        return None
+    title = {lang: text.format(new=new) for lang, text in PITFALL.fix_title.items()}
+    return ctx.fix(PITFALL, applicability, *edits, title=title)
+
