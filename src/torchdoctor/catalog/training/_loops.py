@@ -1,0 +1,102 @@
+"""Analysis shared by the training-loop rules: optimizers, their steps, loops and scopes."""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from torchdoctor.lint.context import Context, Kind
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# `opt`, `optim`, `optimizer`, `optimizers`, `g_optimizer`, `optimizer_d`, `opt_g`...
+_OPTIMIZER_NAME = re.compile(r"^(?:[a-z0-9]+_)?(?:opt|optim|optimizer|optimiser)s?(?:_[a-z0-9]+)?$",
+                             re.IGNORECASE)
+_SCHEDULER_WORD = "sched"
+
+
+def last_identifier(expr: ast.AST) -> str | None:
+    """`self.optimizer` -> "optimizer", `optimizers[i]` -> "optimizers"."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+def is_optimizer(expr: ast.AST, ctx: Context) -> bool:
+    kind = ctx.kind_of(expr)
+    if kind is not Kind.UNKNOWN:
+        return kind is Kind.OPTIMIZER
+    name = last_identifier(expr)
+    return bool(name and _OPTIMIZER_NAME.match(name))
+
+
+def stepped_optimizer(call: ast.AST, ctx: Context) -> ast.AST | None:
+    """The optimizer a `.step(...)` call updates: `opt.step()` -> opt, `scaler.step(opt)` -> opt."""
+    if ctx.method_name(call) != "step":
+        return None
+    receiver = call.func.value
+    if is_optimizer(receiver, ctx):
+        return receiver
+    # GradScaler.step(optimizer); not `self.step(optimizer)`, a helper that may do anything.
+    if (len(call.args) == 1 and not call.keywords and is_optimizer(call.args[0], ctx)
+            and "scaler" in (last_identifier(receiver) or "").lower()):
+        return call.args[0]
+    return None
+
+
+def is_scheduler_step(call: ast.Call, ctx: Context) -> bool:
+    """`scheduler.step()` of a learning-rate scheduler (which never touches gradients)."""
+    if ctx.method_name(call) != "step":
+        return False
+    receiver = call.func.value
+    kind = ctx.kind_of(receiver)
+    if kind is not Kind.UNKNOWN:
+        return kind is Kind.SCHEDULER
+    return _SCHEDULER_WORD in (last_identifier(receiver) or "").lower()
+
+
+def enclosing_loops(ctx: Context) -> list[ast.AST]:
+    """The loops around the current node, innermost first, within the current function."""
+    loops = []
+    for node in reversed(ctx.ancestors):
+        if isinstance(node, SCOPES):
+            break
+        if isinstance(node, LOOPS):
+            loops.append(node)
+    return loops
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def walk_body(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+    for statement in statements:
+        yield from ast.walk(statement)
+
+
+def scope_nodes(ctx: Context) -> list[ast.AST]:
+    """The nodes of the current function (or module), not those of functions nested in it."""
+    return local_nodes(list(ast.iter_child_nodes(ctx.enclosing_function() or ctx.tree)))
+
+
+def local_nodes(roots: list[ast.AST]) -> list[ast.AST]:
+    """Every node under `roots`, not entering nested functions or classes."""
+    found, todo = [], list(roots)
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if not isinstance(node, SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def optimizer_steps(statements: list[ast.stmt], ctx: Context) -> list[ast.Expr]:
+    """The `opt.step()` / `scaler.step(opt)` statements under `statements`, in source order."""
+    steps = [node for node in walk_body(statements)
+             if isinstance(node, ast.Expr) and stepped_optimizer(node.value, ctx) is not None]
+    return sorted(steps, key=position)

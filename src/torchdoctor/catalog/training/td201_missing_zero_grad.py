@@ -1,0 +1,289 @@
+"""TD201 missing-zero-grad: a training loop steps the optimizer but never clears gradients."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.training._loops import (
+    enclosing_loops, is_scheduler_step, optimizer_steps, stepped_optimizer, walk_body,
+)
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD201",
+    name="missing-zero-grad",
+    title={"en": "Training loop never clears gradients",
+           "zh": "训练循环从不清零梯度"},
+    messages={"": {
+        "en": "`{step}` runs in a loop that calls `.backward()` but never clears gradients: "
+              "every iteration adds to the gradients of all earlier ones",
+        "zh": "`{step}` 所在的循环调用了 `.backward()`，却从不清零梯度："
+              "每次迭代的梯度都会叠加到之前所有迭代的梯度上",
+    }},
+    fix_title={"en": "Clear gradients after the step: `{optimizer}.zero_grad()`",
+               "zh": "在更新之后清零梯度：`{optimizer}.zero_grad()`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+A loop that calls `.backward()` and `optimizer.step()` (or `scaler.step(optimizer)` with a
+`GradScaler`) but clears the gradients nowhere in the loop: no `optimizer.zero_grad()`, no
+`model.zero_grad()`, no `p.grad = None`, no `p.grad.zero_()`.
+
+Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
+loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
+`train_step(...)`, anything named like `*zero_grad*`), DeepSpeed's `engine.step()` (it clears
+the gradients itself), `optimizer.step(...)` with an argument (an LBFGS closure usually clears
+them; `DistributedOptimizer.step(context_id)` keeps gradients per context), loops that build a
+new model or optimizer every time round, and loops that `break` right after the step.
+
+## Why is this bad?
+`backward()` adds the new gradients to whatever is already stored in `.grad`; it never
+overwrites. Without clearing, the gradient used by the step at iteration `k` is the sum of the
+gradients of all `k` iterations so far, so the effective learning rate grows with every step.
+Training first looks fine, then the loss stops improving, oscillates or turns into `nan`.
+
+## Example
+```python
+import torch
+from torch import nn
+
+model = nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## Use instead:
+```python
+import torch
+from torch import nn
+
+model = nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
+    optimizer.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## Fix safety
+The fix adds `optimizer.zero_grad()` right after the step. It is unsafe because it changes what
+the loop computes, which is the point, but also because code after the step that still reads
+`.grad` (gradient logging, a second optimizer over shared parameters) now sees `None`. It is
+offered only when the loop has a single optimizer step.
+
+## Known problems
+The doctor looks at one loop at a time. A helper called in the loop that clears gradients
+under an unusual name, or clearing done by a hook, is not seen; such loops are reported.
+""",
+        "zh": """
+## What it catches
+循环里调用了 `.backward()` 和 `optimizer.step()`（或配合 `GradScaler` 的 `scaler.step(optimizer)`），
+但整个循环中没有任何清零梯度的操作：没有 `optimizer.zero_grad()`、`model.zero_grad()`，
+也没有 `p.grad = None` 或 `p.grad.zero_()`。
+
+梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
+清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；
+DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
+`DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
+以及 `step` 之后紧跟 `break` 的循环。
+
+## Why is this bad?
+`backward()` 会把新算出的梯度加到 `.grad` 里已有的值上，而不是覆盖。如果从不清零，第 `k` 次迭代
+更新时用的是前 `k` 次迭代梯度之和，相当于学习率随步数不断变大。训练一开始看起来正常，随后 loss
+停止下降、来回震荡，甚至变成 `nan`。
+
+## Example
+```python
+import torch
+from torch import nn
+
+model = nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## Use instead:
+```python
+import torch
+from torch import nn
+
+model = nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
+    optimizer.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## Fix safety
+修复会在 `step` 之后紧接着加上 `optimizer.zero_grad()`。它是不安全的：它本来就会改变循环的计算结果；
+此外，`step` 之后仍然读取 `.grad` 的代码（记录梯度范数、共享参数的第二个优化器）将看到 `None`。
+只有循环中只有一个优化器 `step` 时才提供这个修复。
+
+## Known problems
+一次只分析一个循环。如果循环调用的辅助函数用不常见的名字清零梯度，或者梯度是由钩子清零的，
+这些情况看不到，仍会报告。
+""",
+    },
+)
+
+BACKWARD_NAMES = frozenset({"backward", "manual_backward"})
+# Words that, next to "grad" in a helper's name, say it may clear gradients.
+_CLEARING_WORDS = ("zero", "clear", "reset", "none", "free")
+
+
+# ---- this rule ---------------------------------------------------------------------------------
+
+@PITFALL.static(ast.Expr, names={"step"})
+def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
+    call = node.value
+    optimizer = stepped_optimizer(call, ctx)
+    if optimizer is None:
+        return
+    if optimizer is call.func.value and (call.args or call.keywords):
+        return  # step(closure): the closure usually clears the gradients
+    if _exits_after(node, ctx):
+        return  # `opt.step(); break`: the loop does not go round after a step
+    loop = _training_loop(ctx, optimizer)
+    if loop is None or not _never_clears(loop, ctx):
+        return
+    steps = optimizer_steps(loop.body, ctx)
+    if steps[0] is not node:
+        return  # one finding per loop, on its first step
+    fix = _fix(node, optimizer, ctx) if len(steps) == 1 else None
+    yield ctx.finding(PITFALL, call, fix=fix, step=_short(ctx.text(call)))
+
+
+def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
+    """The innermost loop around the step that calls backward, skipping loops over optimizers."""
+    stepped = {n.id for n in ast.walk(optimizer) if isinstance(n, ast.Name)}
+    for loop in enclosing_loops(ctx):
+        target = getattr(loop, "target", None)
+        if target is not None and stepped & {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}:
+            continue  # `for opt in optimizers: opt.step()` goes round the optimizers, not the data
+        if any(_is_backward(n, ctx) for n in walk_body(loop.body)):
+            return loop
+    return None
+
+
+def _is_backward(node: ast.AST, ctx: Context) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    if ctx.method_name(node) in BACKWARD_NAMES:
+        return True
+    return ctx.qualname(node.func) == "torch.autograd.backward"
+
+
+def _never_clears(loop: ast.AST, ctx: Context) -> bool:
+    """True when nothing in the loop clears, or might clear, the gradients."""
+    for node in walk_body(loop.body):
+        if _may_clear(node, ctx):
+            return False
+    return True
+
+
+def _may_clear(node: ast.AST, ctx: Context) -> bool:
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        name = (node.id if isinstance(node, ast.Name) else node.attr).lower()
+        return "zero_grad" in name or "grad" in name and any(w in name for w in _CLEARING_WORDS)
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        # `p.grad = None`, `p.grad = torch.zeros_like(p)`, `del p.grad`; and a model or
+        # optimizer built inside the loop starts with fresh gradients every time round.
+        return (any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
+                or isinstance(node, ast.Assign) and _builds_model(node.value, ctx))
+    if isinstance(node, ast.Call):
+        return _is_grad_inplace(node) or _is_unknown_step(node, ctx)
+    return False
+
+
+def _builds_model(value: ast.AST, ctx: Context) -> bool:
+    """A model or optimizer made from scratch (a loss module has no parameters to clear)."""
+    if not isinstance(value, ast.Call):
+        return False
+    kind = ctx.kind_of(value)
+    if kind is Kind.OPTIMIZER:
+        return True
+    if kind is not Kind.MODULE:
+        return False
+    qualname = ctx.call_qualname(value)
+    if qualname:
+        return not qualname.endswith("Loss")
+    return isinstance(value.func, ast.Name)  # a local nn.Module class; not `model.to(device)`
+
+
+def _is_grad_inplace(call: ast.Call) -> bool:
+    """`p.grad.zero_()`, `p.grad.data.mul_(0)`: an in-place method on a gradient."""
+    method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    if not method.endswith("_"):
+        return False
+    receiver = call.func.value
+    while isinstance(receiver, (ast.Attribute, ast.Subscript)):
+        if isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
+            return True
+        receiver = receiver.value
+    return False
+
+
+def _is_unknown_step(call: ast.Call, ctx: Context) -> bool:
+    """A `*step*` call that is neither an optimizer's nor a scheduler's: it may clear gradients
+    out of sight (`self.optimizer_step()`, `train_step(batch)`, DeepSpeed's `engine.step()`)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if "step" not in name.lower():
+        return False
+    if name == "step" and (stepped_optimizer(call, ctx) is not None or is_scheduler_step(call, ctx)):
+        return False
+    return True
+
+
+def _exits_after(node: ast.Expr, ctx: Context) -> bool:
+    """A `break` or `return` follows the step in its own block."""
+    block = _block_of(node, ctx.parent())
+    following = block[block.index(node) + 1:] if block else []
+    return any(isinstance(s, (ast.Break, ast.Return)) for s in following)
+
+
+def _block_of(node: ast.stmt, parent: ast.AST | None) -> list[ast.stmt] | None:
+    if parent is None:
+        return None
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(s is node for s in block):
+            return block
+    return None
+
+
+def _fix(node: ast.Expr, optimizer: ast.AST, ctx: Context):
+    """Insert `<optimizer>.zero_grad()` on a new line after the step statement."""
+    target = ctx.text(optimizer)
+    line = ctx.lines[node.lineno - 1]
+    indent = line[:node.col_offset]
+    if "\n" in target or indent.strip():
+        return None
+    end = ctx.offset(node.end_lineno, node.end_col_offset)
+    last_line = ctx.lines[node.end_lineno - 1]
+    line_end = ctx.offset(node.end_lineno, 0) + len(last_line.rstrip("\r\n"))
+    rest = ctx.source[end:line_end].strip()
+    if rest and not rest.startswith("#"):
+        return None  # another statement follows on the same line
+    newline = last_line[len(last_line.rstrip("\r\n")):] or "\n"
+    title = {lang: text.format(optimizer=target) for lang, text in PITFALL.fix_title.items()}
+    edit = ctx.edit(line_end, line_end, f"{newline}{indent}{target}.zero_grad()")
+    return ctx.fix(PITFALL, "unsafe", edit, title=title)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,192 @@
+"""TD202 inverted-accumulation-condition: `if step % n:` steps the optimizer on the wrong steps."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.training._loops import (
+    LOOPS, SCOPES, optimizer_steps, walk_body,
+)
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD202",
+    name="inverted-accumulation-condition",
+    title={"en": "Gradient-accumulation test is inverted: `if step % n:`",
+           "zh": "梯度累积的条件写反了：`if step % n:`"},
+    messages={"": {
+        "en": "`if {test}:` is true when `{test}` is NOT zero, so the optimizer steps on every "
+              "step except the multiples of `{n}`; the update was meant for `{test} == 0`",
+        "zh": "`if {test}:` 在 `{test}` 不为零时成立，于是优化器恰恰在 `{n}` 的倍数之外的每一步都更新；"
+              "本意应是 `{test} == 0`",
+    }},
+    fix_title={"en": "Test for a multiple: `{test} == 0`", "zh": "改为判断整除：`{test} == 0`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+An `if` whose test is a bare remainder, `if step % n:` or `if (i + 1) % accum_steps:`,
+guarding an optimizer update (`optimizer.step()` or `scaler.step(optimizer)`).
+
+`if step % n == 0:` and `if not step % n:` are correct and not reported, and so is an update
+in the `else:` branch. Updates that take turns are not reported either: an `if` whose `else:`
+steps another optimizer, a remainder that another `if` of the loop tests against 0 (GAN
+training), or a remainder of the epoch number.
+
+## Why is this bad?
+A remainder is true when it is *not* zero. Gradient accumulation means "update once every `n`
+steps", i.e. when `step % n == 0`; the bare test does the opposite and updates on `n - 1` of
+every `n` steps, clearing the gradients each time, so almost nothing is accumulated. With
+`n = 1` the remainder is always 0 and the model never trains at all.
+
+## Example
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+accumulation_steps = 4
+for step in range(100):
+    model(torch.randn(8, 10)).sum().backward()
+    if (step + 1) % accumulation_steps:
+        optimizer.step()
+        optimizer.zero_grad()
+```
+
+## Use instead:
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+accumulation_steps = 4
+for step in range(100):
+    model(torch.randn(8, 10)).sum().backward()
+    if (step + 1) % accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+```
+
+## Fix safety
+The fix adds `== 0` to the test. It is unsafe because it changes when the model is updated,
+which is its purpose; review it if the bare test was really meant to skip every `n`-th update.
+""",
+        "zh": """
+## What it catches
+用裸余数作条件的 `if`，例如 `if step % n:` 或 `if (i + 1) % accum_steps:`，而它控制的正是优化器更新
+（`optimizer.step()` 或 `scaler.step(optimizer)`）。
+
+`if step % n == 0:` 和 `if not step % n:` 是正确写法，不会报告；更新写在 `else:` 分支里也不会报告。
+轮流更新的写法同样不报告：`else:` 分支更新另一个优化器、同一循环中另有 `if` 把同一个余数与 0 比较
+（如 GAN 训练），或者对 epoch 编号取余。
+
+## Why is this bad?
+余数不为零时才为真。梯度累积的意思是“每 `n` 步更新一次”，也就是 `step % n == 0` 时更新；
+裸余数条件恰好相反：每 `n` 步中有 `n - 1` 步都在更新并清零梯度，几乎没有累积。
+当 `n = 1` 时余数恒为 0，模型根本不会被更新。
+
+## Example
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+accumulation_steps = 4
+for step in range(100):
+    model(torch.randn(8, 10)).sum().backward()
+    if (step + 1) % accumulation_steps:
+        optimizer.step()
+        optimizer.zero_grad()
+```
+
+## Use instead:
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+accumulation_steps = 4
+for step in range(100):
+    model(torch.randn(8, 10)).sum().backward()
+    if (step + 1) % accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+```
+
+## Fix safety
+修复会在条件后加上 `== 0`。它是不安全的：它本来就会改变模型更新的时机；
+如果原来的写法确实是想跳过每第 `n` 次更新，请不要接受这个修复。
+""",
+    },
+)
+
+
+@PITFALL.static(ast.Expr, names={"step"})
+def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
+    guard = _inverted_guard(node, ctx)
+    if guard is None:
+        return
+    branch, remainder = guard
+    if optimizer_steps(branch.body, ctx)[0] is not node:
+        return  # one finding per `if`, on behalf of its first update
+    if optimizer_steps(branch.orelse, ctx) or _tested_elsewhere(remainder, branch, ctx):
+        return  # updates take turns: the remainder is chosen on purpose
+    test = ctx.text(remainder)
+    title = {lang: text.format(test=test) for lang, text in PITFALL.fix_title.items()}
+    end = ctx.span(remainder)[1]
+    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, " == 0"), title=title)
+    yield ctx.finding(PITFALL, remainder, fix=fix, test=test, n=ctx.text(remainder.right))
+
+
+def _inverted_guard(node: ast.Expr, ctx: Context) -> tuple[ast.If, ast.BinOp] | None:
+    """The `if x % n:` whose body holds this optimizer update, within the innermost loop."""
+    if not optimizer_steps([node], ctx):
+        return None
+    child: ast.AST = node
+    for ancestor in reversed(ctx.ancestors):
+        if isinstance(ancestor, LOOPS + SCOPES):
+            return None
+        if isinstance(ancestor, ast.If) and any(s is child for s in ancestor.body):
+            remainder = _bare_remainder(ancestor.test)
+            if remainder is not None:
+                return ancestor, remainder
+        child = ancestor
+    return None
+
+
+def _bare_remainder(test: ast.AST) -> ast.BinOp | None:
+    """`x % n` used as a truth value, alone or as one operand of `and`."""
+    operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for operand in operands:
+        if (isinstance(operand, ast.BinOp) and isinstance(operand.op, ast.Mod)
+                and not isinstance(operand.left, (ast.Constant, ast.JoinedStr))  # not "%s" % x
+                and not _mentions_epochs(operand.left)):
+            return operand
+    return None
+
+
+def _mentions_epochs(expr: ast.AST) -> bool:
+    """`epoch % 2` picks whole epochs (taking turns), it does not accumulate batches."""
+    return any("epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+               for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def _tested_elsewhere(remainder: ast.BinOp, branch: ast.If, ctx: Context) -> bool:
+    """Another `if` of the same loop tests the same remainder (`if i % n == 0:` for the other
+    optimizer): the two branches are meant to take turns."""
+    scope = _innermost_loop_or_scope(ctx)
+    wanted = ast.dump(remainder)
+    for node in walk_body(scope.body):
+        if isinstance(node, ast.If) and node is not branch:
+            if any(ast.dump(n) == wanted for n in ast.walk(node.test) if isinstance(n, ast.BinOp)):
+                return True
+    return False
+
+
+def _innermost_loop_or_scope(ctx: Context) -> ast.AST:
+    for ancestor in reversed(ctx.ancestors):
+        if isinstance(ancestor, LOOPS + SCOPES):
+            return ancestor
+    return ctx.tree

@@ -1,0 +1,373 @@
+"""TD203 scheduler-step-order: the LR scheduler is stepped before the optimizer, or too often."""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.training._loops import (
+    enclosing_loops, last_identifier, optimizer_steps, position, scope_nodes,
+)
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD203",
+    name="scheduler-step-order",
+    title={"en": "Learning-rate scheduler stepped before the optimizer, or every batch",
+           "zh": "学习率调度器在优化器之前 step，或每个 batch 都 step"},
+    messages={
+        "": {
+            "en": "`{scheduler}.step()` runs before `{step}` in this loop: since PyTorch 1.1 the "
+                  "optimizer steps first, otherwise the first learning rate of the schedule is skipped",
+            "zh": "`{scheduler}.step()` 在本循环中先于 `{step}` 执行：自 PyTorch 1.1 起应先更新优化器，"
+                  "否则学习率调度的第一个值会被跳过",
+        },
+        "per_batch": {
+            "en": "`{scheduler}.step()` runs once per batch, but its `{schedule}` schedule counts "
+                  "epochs: the learning rate moves through it as many times too fast as an epoch "
+                  "has batches",
+            "zh": "`{scheduler}.step()` 每个 batch 都执行一次，但它的 `{schedule}` 调度是按 epoch 计数的："
+                  "学习率走完调度的速度快了“每个 epoch 的 batch 数”倍",
+        },
+    },
+    docs={
+        "en": """
+## What it catches
+Two mistakes with `torch.optim.lr_scheduler`:
+
+- `scheduler.step()` called before `optimizer.step()` in the same loop. Since PyTorch 1.1 the
+  order is the other way round: update the weights, then move the schedule on.
+- A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
+  `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
+  epoch loop). It is reported only when the numbers say epochs: the milestones, `step_size` or
+  `T_max` are written in terms of the epoch count, or are no larger than the `range(...)` of
+  the epoch loop, or `ExponentialLR`'s `gamma` is below 0.99.
+
+A scheduler stepped under a condition (`if epoch > 0:`), inside `warnings.catch_warnings()`, or
+in a function that sets `scheduler.last_epoch` itself is left alone: those are deliberate.
+
+## Why is this bad?
+Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
+stepped after the optimizer. Code in the old order skips the first value of the schedule: the
+first epoch already trains at the second learning rate, and every milestone comes one epoch
+early. PyTorch warns about it once, and the warning is easy to miss in a long log.
+
+A scheduler built for epochs but stepped every batch moves through its whole schedule in the
+first few epochs: with `StepLR(step_size=30)` and 1,000 batches per epoch, the learning rate is
+divided by 10 every 30 batches and is effectively zero before the first epoch ends.
+
+## Example
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+for epoch in range(100):
+    scheduler.step()
+    optimizer.zero_grad()
+    model(torch.randn(8, 10)).sum().backward()
+    optimizer.step()
+```
+
+## Use instead:
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+for epoch in range(100):
+    optimizer.zero_grad()
+    model(torch.randn(8, 10)).sum().backward()
+    optimizer.step()
+    scheduler.step()
+```
+
+## Symptoms
+`UserWarning: Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch
+1.1.0 and later, you should call them in the opposite order: `optimizer.step()` before
+`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first value of
+the learning rate schedule.`
+
+For a per-batch epoch schedule: the loss stops improving after the first epoch, and the logged
+learning rate is already tiny.
+
+## Known problems
+Schedulers are recognised by how they were built (`torch.optim.lr_scheduler.*`) or, failing
+that, by a name like `scheduler` or `lr_scheduler`; a scheduler under another name is not
+checked. The per-batch case needs the scheduler to be built in the same function as the loop.
+""",
+        "zh": """
+## What it catches
+`torch.optim.lr_scheduler` 的两种错误用法：
+
+- 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用。自 PyTorch 1.1 起顺序相反：
+  先更新权重，再推进学习率调度。
+- 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
+  循环（位于 epoch 循环内、遍历 `DataLoader` 的循环）里 step。只有数字明确表明以 epoch 为单位时才报告：
+  里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环 `range(...)` 的上界，
+  或 `ExponentialLR` 的 `gamma` 小于 0.99。
+
+放在条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中，或所在函数自己设置了
+`scheduler.last_epoch` 的调度器调用不会报告：这些都是有意为之。
+
+## Why is this bad?
+PyTorch 1.1 之前，调度器在每个 epoch 开始时 step；此后必须在优化器之后 step。沿用旧顺序的代码会跳过
+调度的第一个值：第一个 epoch 就用上了第二个学习率，每个里程碑都提前一个 epoch 到来。
+PyTorch 只警告一次，在长长的日志里很容易被忽略。
+
+为 epoch 设计的调度器如果每个 batch 都 step，整个调度会在最初几个 epoch 内走完：例如
+`StepLR(step_size=30)`、每个 epoch 1000 个 batch 时，学习率每 30 个 batch 就除以 10，
+第一个 epoch 还没结束就几乎为零了。
+
+## Example
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+for epoch in range(100):
+    scheduler.step()
+    optimizer.zero_grad()
+    model(torch.randn(8, 10)).sum().backward()
+    optimizer.step()
+```
+
+## Use instead:
+```python
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+for epoch in range(100):
+    optimizer.zero_grad()
+    model(torch.randn(8, 10)).sum().backward()
+    optimizer.step()
+    scheduler.step()
+```
+
+## Symptoms
+`UserWarning: Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch
+1.1.0 and later, you should call them in the opposite order: `optimizer.step()` before
+`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first value of
+the learning rate schedule.`
+
+如果是按 epoch 设计的调度器每个 batch 都 step：第一个 epoch 之后 loss 不再下降，日志里的学习率已经非常小。
+
+## Known problems
+调度器通过它的构造方式（`torch.optim.lr_scheduler.*`）识别，否则只认 `scheduler`、`lr_scheduler`
+这类名字；换了别的名字的调度器不会被检查。每个 batch 都 step 的情况要求调度器与循环在同一个函数中创建。
+""",
+    },
+)
+
+# `scheduler`, `sched`, `lr_scheduler`, `scheduler_g`, `self.lr_scheduler`, `warmup_lr_scheduler`.
+_SCHEDULER_NAME = re.compile(r"^(?:lr_?)?sched(?:uler)?(?:_[a-z0-9]+)?$|lr_?sched", re.IGNORECASE)
+# Epoch schedules, and the argument (name, position) that says how long the schedule is.
+_EPOCH_SCHEDULES = {
+    "StepLR": ("step_size", 1),
+    "MultiStepLR": ("milestones", 1),
+    "CosineAnnealingLR": ("T_max", 1),
+    "ExponentialLR": ("gamma", 1),
+}
+# Below this, an ExponentialLR stepped every batch vanishes within a few hundred batches.
+_PER_BATCH_GAMMA = 0.99
+_BATCH_WORDS = ("step", "iter", "batch", "len", "sample")
+_NUMERIC_CALLS = frozenset({"int", "round", "float", "max", "min", "ceil", "floor"})
+# Wrappers around the DataLoader in `for batch in tqdm(enumerate(loader)):`.
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "track"})
+
+
+@PITFALL.static(ast.Expr, names={"step"})
+def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
+    call = node.value
+    if ctx.method_name(call) != "step" or call.args or call.keywords:
+        return  # ReduceLROnPlateau.step(metric) and non-torch schedulers take arguments
+    scheduler = call.func.value
+    if not _is_lr_scheduler(scheduler, ctx):
+        return
+    loops = enclosing_loops(ctx)
+    if not loops or not _unconditional(node, loops[0], scheduler, ctx):
+        return
+    name = ctx.text(scheduler)
+    later_step = _optimizer_step_after(node, loops[0], ctx)
+    if later_step is not None:
+        if not _compensated(ctx):
+            yield ctx.finding(PITFALL, call, scheduler=name, step=ctx.text(later_step.value))
+        return
+    schedule = _epoch_schedule_stepped_per_batch(scheduler, loops, ctx)
+    if schedule:
+        yield ctx.finding(PITFALL, call, "per_batch", scheduler=name, schedule=schedule)
+
+
+def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
+    kind = ctx.kind_of(expr)
+    if kind is not Kind.UNKNOWN:
+        return kind is Kind.SCHEDULER
+    name = last_identifier(expr)
+    if not (name and _SCHEDULER_NAME.search(name)):
+        return False
+    built = _constructor(expr, ctx)
+    return built is None or _builds_lr_scheduler(built, ctx)
+
+
+def _constructor(scheduler: ast.AST, ctx: Context) -> ast.AST | None:
+    """The value of the one assignment to this name in the current function (or module)."""
+    if not isinstance(scheduler, ast.Name):
+        return None
+    found = [node.value for node in scope_nodes(ctx) if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == scheduler.id for t in node.targets)]
+    return found[0] if len(found) == 1 else None
+
+
+def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
+    """False when the name holds something else, like Opacus' `scheduler = StepNoise(...)`."""
+    if not isinstance(value, ast.Call):
+        return True
+    qualname = ctx.call_qualname(value)
+    if qualname:
+        head, _, last = qualname.rpartition(".")
+        # transformers' and diffusers' get_scheduler(), get_cosine_schedule_with_warmup()...
+        return head.startswith("torch.optim.lr_scheduler") or last.startswith("get_") and "schedule" in last
+    if isinstance(value.func, ast.Name):
+        local = _module_class(value.func.id, ctx)
+        if local is not None:
+            return ctx.class_inherits(local, lambda q: q.startswith("torch.optim.lr_scheduler"))
+    return True  # a factory we cannot see into: trust the name
+
+
+def _module_class(name: str, ctx: Context) -> ast.ClassDef | None:
+    for node in ctx.tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node
+    return None
+
+
+def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Context) -> bool:
+    """The step runs every time round the loop: no `if` between them (but `if scheduler:`), and
+    not inside `warnings.catch_warnings()`, which says the order is deliberate."""
+    inner = ctx.ancestors[ctx.ancestors.index(loop) + 1:]
+    for statement in inner:
+        if isinstance(statement, ast.If) and not _tests_presence_of(statement.test, scheduler):
+            return False
+        if isinstance(statement, (ast.With, ast.AsyncWith)) and any(
+                ctx.call_qualname(item.context_expr) == "warnings.catch_warnings"
+                for item in statement.items):
+            return False
+        if not isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            return False
+    return True
+
+
+def _tests_presence_of(test: ast.AST, scheduler: ast.AST) -> bool:
+    """`if scheduler:` or `if scheduler is not None:`."""
+    wanted = ast.dump(scheduler)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        test = test.left
+    return ast.dump(test) == wanted
+
+
+def _optimizer_step_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Expr | None:
+    """The first optimizer update after the scheduler step in the loop, if none comes before."""
+    steps = optimizer_steps(loop.body, ctx)
+    if not steps or position(steps[0]) < position(node):
+        return None
+    return steps[0]
+
+
+def _compensated(ctx: Context) -> bool:
+    """The function sets `scheduler.last_epoch` itself: it has shifted the schedule on purpose."""
+    return any(isinstance(target, ast.Attribute) and target.attr == "last_epoch"
+               for node in scope_nodes(ctx) if isinstance(node, ast.Assign)
+               for target in node.targets)
+
+
+# ---- the per-batch variant ----------------------------------------------------------------
+
+def _epoch_schedule_stepped_per_batch(scheduler: ast.AST, loops: list[ast.AST], ctx: Context) -> str | None:
+    """The schedule's class name when an epoch schedule is stepped in a batch loop."""
+    if len(loops) < 2 or not _iterates_loader(loops[0], ctx):
+        return None
+    built = _construction(scheduler, ctx)
+    if built is None:
+        return None
+    schedule, length = built
+    if schedule == "ExponentialLR":
+        gamma = _number(length)
+        return schedule if gamma is not None and gamma < _PER_BATCH_GAMMA else None
+    if _counts_epochs(length) or _shorter_than_epoch_loop(length, loops[1]):
+        return schedule
+    return None
+
+
+def _iterates_loader(loop: ast.AST, ctx: Context) -> bool:
+    source = getattr(loop, "iter", None)
+    while isinstance(source, ast.Call) and source.args and last_identifier(source.func) in _ITERATION_WRAPPERS:
+        source = source.args[0]
+    if source is None:
+        return False
+    return ctx.kind_of(source) is Kind.LOADER or "loader" in (last_identifier(source) or "").lower()
+
+
+def _construction(scheduler: ast.AST, ctx: Context) -> tuple[str, ast.AST] | None:
+    """(class name, length argument) of the one epoch schedule bound to this name in scope."""
+    call = _constructor(scheduler, ctx)
+    if not isinstance(call, ast.Call):
+        return None
+    qualname = ctx.call_qualname(call) or ""
+    head, _, schedule = qualname.rpartition(".")
+    if not head.startswith("torch.optim.lr_scheduler") or schedule not in _EPOCH_SCHEDULES:
+        return None
+    keyword, index = _EPOCH_SCHEDULES[schedule]
+    for argument in call.keywords:
+        if argument.arg == keyword:
+            return schedule, argument.value
+    if len(call.args) > index:
+        return schedule, call.args[index]
+    return None
+
+
+def _counts_epochs(expr: ast.AST) -> bool:
+    """Written in epochs: `args.epochs // 3`, `[int(0.5 * num_epochs), 80]`."""
+    saw_epochs = False
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            if last_identifier(node.func) not in _NUMERIC_CALLS:
+                return False
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            word = (node.id if isinstance(node, ast.Name) else node.attr).lower()
+            if any(w in word for w in _BATCH_WORDS):
+                return False
+            saw_epochs |= "epoch" in word
+    return saw_epochs
+
+
+def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST) -> bool:
+    """The length is made of numbers no larger than the `range(E)` of the epoch loop."""
+    epochs = _range_stop(getattr(epoch_loop, "iter", None))
+    numbers = [n.value for n in ast.walk(expr) if isinstance(n, ast.Constant)]
+    if epochs is None or not numbers or not all(type(n) is int for n in numbers):
+        return False
+    if any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) for n in ast.walk(expr)):
+        return False
+    return max(numbers) <= epochs
+
+
+def _range_stop(source: ast.AST | None) -> int | None:
+    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Name)
+            and source.func.id == "range" and source.args):
+        return None
+    stop = source.args[1] if len(source.args) > 1 else source.args[0]
+    value = _number(stop)
+    return value if type(value) is int else None
+
+
+def _number(expr: ast.AST) -> int | float | None:
+    if isinstance(expr, ast.Constant) and type(expr.value) in (int, float):
+        return expr.value
+    return None

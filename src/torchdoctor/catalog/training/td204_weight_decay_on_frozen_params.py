@@ -1,0 +1,322 @@
+"""TD204 weight-decay-on-frozen-params: an optimizer with weight decay holds frozen parameters."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.training._loops import (
+    LOOPS, last_identifier, local_nodes, optimizer_steps, position, scope_nodes,
+)
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD204",
+    name="weight-decay-on-frozen-params",
+    title={"en": "Optimizer with weight decay built over frozen parameters",
+           "zh": "带权重衰减的优化器包含了被冻结的参数"},
+    messages={
+        "": {
+            "en": "`{optimizer}` applies weight_decay={decay} to all of `{model}.parameters()`, "
+                  "including the ones frozen here: they stay put only while their `.grad` is None",
+            "zh": "`{optimizer}` 对 `{model}.parameters()` 的全部参数施加 weight_decay={decay}，"
+                  "其中包括这里冻结的参数：只有当它们的 `.grad` 为 None 时才不会被改动",
+        },
+        "later": {
+            "en": "parameters of `{model}` are frozen after `{optimizer}` (weight_decay={decay}) was "
+                  "built over all of them: a frozen parameter that still has a gradient, even a zero "
+                  "one, keeps being decayed and moved by the optimizer",
+            "zh": "`{model}` 的参数在 `{optimizer}`（weight_decay={decay}）按全部参数创建之后才被冻结："
+                  "冻结的参数只要还带着梯度（哪怕是全零梯度），就仍会被优化器衰减和移动",
+        },
+    },
+    fix_title={"en": "Give the optimizer only trainable parameters",
+               "zh": "只把可训练的参数交给优化器"},
+    fix_applicability="unsafe",
+    default=False,
+    docs={
+        "en": """
+## What it catches
+An optimizer with weight decay (`weight_decay > 0`, or `AdamW`, whose default is 0.01) built
+over all of `model.parameters()`, in a function that also freezes some of those parameters
+(`p.requires_grad = False`, `model.backbone.requires_grad_(False)`).
+
+Two cases are told apart. Freezing *after* the optimizer was built, once training has run
+(progressive freezing, a second training stage), is the one that bites today. Freezing *before*
+building the optimizer is reported as a risk. A function that also unfreezes parameters, or
+that sets `p.grad = None` itself, is not reported.
+
+## Why is this bad?
+Weight decay does not need a gradient to move a weight: `AdamW` shrinks every weight it holds
+by `lr * weight_decay` per step, `SGD` adds `weight_decay * w` to the gradient, and momentum
+keeps pushing in the last direction. `requires_grad = False` only stops new gradients.
+
+Current PyTorch skips a parameter whose `.grad` is `None`, so a parameter frozen from the
+start, which never gets a gradient, is not decayed. It *is* decayed and moved when its `.grad`
+is a tensor, even an all-zero one: it was trained before being frozen and its gradient was
+kept, or it was zeroed with `zero_grad(set_to_none=False)` (the default before PyTorch 2.0).
+Measured with PyTorch 2.13: `AdamW(lr=0.1)` moved a layer frozen after one training step by
+about 0.2 in four more steps under `zero_grad(set_to_none=False)`, and not at all under
+`zero_grad()`. The layer you meant to keep slowly shrinks towards zero,
+and it shows only when you use it again.
+
+## Example
+```python
+import torch
+from torchvision.models import resnet50
+
+model = resnet50()
+for p in model.layer4.parameters():
+    p.requires_grad = False
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+```
+
+## Use instead:
+```python
+import torch
+from torchvision.models import resnet50
+
+model = resnet50()
+for p in model.layer4.parameters():
+    p.requires_grad = False
+optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-3)
+```
+
+## Fix safety
+The fix passes `filter(lambda p: p.requires_grad, model.parameters())` to the optimizer. It is
+offered only when the freezing comes first and nothing in the function unfreezes. It is unsafe:
+parameters unfrozen later, elsewhere, are then never trained, and the optimizer's state dict
+no longer matches checkpoints saved with all parameters.
+
+## Known problems
+Off by default: when the frozen parameters never get a gradient (frozen from the start, and
+`zero_grad()` sets gradients to `None`, as it does by default since PyTorch 2.0), nothing is
+decayed and the finding is only a warning about a fragile setup. Freezing done in another
+function (the model's `__init__`, a callback) is not seen.
+""",
+        "zh": """
+## What it catches
+带权重衰减（`weight_decay > 0`，或默认值为 0.01 的 `AdamW`）的优化器按 `model.parameters()` 的全部参数
+创建，而同一个函数里又冻结了其中一部分参数（`p.requires_grad = False`、`model.backbone.requires_grad_(False)`）。
+
+分两种情况：在优化器创建之后、训练已经进行过之后才冻结（逐步冻结、第二阶段训练），这是当前版本里
+真正会出问题的情况；在创建优化器之前就冻结，作为隐患报告。函数里如果又解冻了参数，或者自己把
+`p.grad` 设为 `None`，则不报告。
+
+## Why is this bad?
+权重衰减不需要梯度也能改变权重：`AdamW` 每一步都把它持有的权重缩小 `lr * weight_decay`，
+`SGD` 把 `weight_decay * w` 加到梯度上，动量也会沿着上一次的方向继续推动。
+`requires_grad = False` 只是不再产生新的梯度。
+
+当前版本的 PyTorch 会跳过 `.grad` 为 `None` 的参数，因此从一开始就冻结、从未得到梯度的参数不会被衰减。
+但只要它的 `.grad` 是一个张量，哪怕全为零，它就会被衰减和移动：例如冻结前训练过、梯度被保留了下来，
+或者用 `zero_grad(set_to_none=False)` 清零（PyTorch 2.0 之前的默认行为）。在 PyTorch 2.13 上实测：
+一个训练一步后被冻结的层，在 `AdamW(lr=0.1)` 和 `zero_grad(set_to_none=False)` 下又过四步就移动了约 0.2，
+而用 `zero_grad()` 时完全不动。
+本想保留的那一层会慢慢缩小到接近零，直到再次用到它时才会发现输出异常。
+
+## Example
+```python
+import torch
+from torchvision.models import resnet50
+
+model = resnet50()
+for p in model.layer4.parameters():
+    p.requires_grad = False
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+```
+
+## Use instead:
+```python
+import torch
+from torchvision.models import resnet50
+
+model = resnet50()
+for p in model.layer4.parameters():
+    p.requires_grad = False
+optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-3)
+```
+
+## Fix safety
+修复会把 `filter(lambda p: p.requires_grad, model.parameters())` 交给优化器。只有在冻结发生在前、
+且函数中没有解冻操作时才提供。它是不安全的：之后在别处解冻的参数将永远不会被训练，
+优化器的 state dict 也与按全部参数保存的检查点不再对应。
+
+## Known problems
+默认关闭：如果被冻结的参数从未得到梯度（从一开始就冻结，并且 `zero_grad()` 把梯度设为 `None`，
+这是 PyTorch 2.0 起的默认行为），就不会有任何衰减，此时的报告只是提醒这种写法很脆弱。
+在其他函数中完成的冻结（模型的 `__init__`、回调函数）看不到。
+""",
+    },
+)
+
+# Optimizers with weight decay: position of `weight_decay` in the call, and its default.
+WEIGHT_DECAY = {
+    "SGD": (4, 0), "Adam": (4, 0), "AdamW": (4, 0.01), "RMSprop": (4, 0), "Adagrad": (3, 0),
+    "Adadelta": (4, 0), "Adamax": (4, 0), "NAdam": (4, 0), "RAdam": (4, 0), "ASGD": (5, 0),
+    "Adafactor": (5, 0),
+}
+PARAMETER_ITERATORS = frozenset({"parameters", "named_parameters"})
+MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules"})
+# Calls that pass an iterable through: `list(model.parameters())`, `enumerate(...)`.
+_PASS_THROUGH = frozenset({"list", "tuple", "enumerate", "iter", "reversed", "sorted", "filter"})
+_TRAINING_CALLS = frozenset({"backward", "step", "fit", "train_one_epoch", "train_epoch"})
+
+
+@PITFALL.static(ast.Call, names=WEIGHT_DECAY)
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    qualname = ctx.call_qualname(call) or ""
+    head, _, name = qualname.rpartition(".")
+    if not head.startswith("torch.optim"):
+        return
+    decay = _weight_decay(call, name)
+    model = _all_parameters_of(call)
+    if not decay or model is None:
+        return
+    root = _dotted(model)
+    scope = scope_nodes(ctx)
+    if root is None or _unfreezes_or_clears(scope, root):
+        return
+    freezes = sorted(_freezes(scope, root), key=position)
+    if not freezes:
+        return
+    fields = {"optimizer": name, "model": root, "decay": decay}
+    later = [f for f in freezes if position(f) > position(call) and _trained_before(f, call, scope, ctx)]
+    if later:
+        yield ctx.finding(PITFALL, later[0], "later", **fields)
+    elif all(position(f) < position(call) for f in freezes):
+        argument = call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "params")
+        fix = ctx.fix(PITFALL, "unsafe",
+                      ctx.replace(argument, f"filter(lambda p: p.requires_grad, {ctx.text(argument)})"))
+        yield ctx.finding(PITFALL, call, fix=fix, **fields)
+
+
+def _weight_decay(call: ast.Call, name: str) -> float | None:
+    """The weight decay as a positive number; None when zero or not a plain number."""
+    index, default = WEIGHT_DECAY[name]
+    value: ast.AST | None = None
+    for keyword in call.keywords:
+        if keyword.arg == "weight_decay":
+            value = keyword.value
+        elif keyword.arg is None:
+            return None  # **kwargs may set it
+    if value is None and len(call.args) > index:
+        value = call.args[index]
+    if value is None:
+        return default or None
+    if isinstance(value, ast.Constant) and type(value.value) in (int, float) and value.value > 0:
+        return value.value
+    return None
+
+
+def _all_parameters_of(call: ast.Call) -> ast.AST | None:
+    """`model` in `SGD(model.parameters(), ...)`."""
+    argument = call.args[0] if call.args else next(
+        (k.value for k in call.keywords if k.arg == "params"), None)
+    if (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)
+            and argument.func.attr == "parameters" and not argument.args):
+        return argument.func.value
+    return None
+
+
+def _dotted(expr: ast.AST) -> str | None:
+    """`self.model.layers[0]` -> "self.model.layers" (indices do not change the owner)."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = _dotted(expr.value)
+        return f"{base}.{expr.attr}" if base else None
+    if isinstance(expr, ast.Subscript):
+        return _dotted(expr.value)
+    return None
+
+
+def _owned_by(expr: ast.AST, roots: set[str]) -> bool:
+    dotted = _dotted(expr)
+    return dotted is not None and any(dotted == r or dotted.startswith(r + ".") for r in roots)
+
+
+def _iterated(source: ast.AST, methods: frozenset[str], roots: set[str]) -> bool:
+    """`source` iterates `methods` of a module under `roots`: `model.layer4.parameters()`."""
+    while isinstance(source, ast.Subscript) or (
+            isinstance(source, ast.Call) and source.args and last_identifier(source.func) in _PASS_THROUGH):
+        source = source.value if isinstance(source, ast.Subscript) else source.args[-1]
+    return (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)
+            and source.func.attr in methods and _owned_by(source.func.value, roots))
+
+
+def _requires_grad_set(node: ast.AST, owners: set[str], value: bool) -> bool:
+    """`x.requires_grad = value` or `x.requires_grad_(value)` for an `x` under `owners`."""
+    if isinstance(node, ast.Assign):
+        return (isinstance(node.value, ast.Constant) and node.value.value is value
+                and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+                        and _owned_by(t.value, owners) for t in node.targets))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "requires_grad_" and _owned_by(node.func.value, owners):
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        if not arguments:
+            return value is True
+        return isinstance(arguments[0], ast.Constant) and arguments[0].value is value
+    return False
+
+
+def _settings(nodes: list[ast.AST], owners: set[str], value: bool) -> list[ast.AST]:
+    """Where `requires_grad` of parameters under `owners` is set to `value`: directly
+    (`model.fc.requires_grad_(False)`) or through loops over their parameters or submodules."""
+    found = [node for node in nodes if _requires_grad_set(node, owners, value)]
+    for source, name, body in _loops(nodes):
+        if _iterated(source, PARAMETER_ITERATORS, owners):
+            found += [node for node in body if _requires_grad_set(node, {name}, value)]
+        elif _iterated(source, MODULE_ITERATORS, owners):
+            found += _settings(body, {name}, value)
+    return found
+
+
+def _loops(nodes: list[ast.AST]) -> Iterator[tuple[ast.AST, str, list[ast.AST]]]:
+    """(iterated expression, loop variable, nodes of the body) of the loops and comprehensions;
+    for `for name, p in model.named_parameters()` the variable is `p`."""
+    for node in nodes:
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            source, target, body = node.iter, node.target, local_nodes(node.body)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and len(node.generators) == 1:
+            source, target, body = node.generators[0].iter, node.generators[0].target, local_nodes([node.elt])
+        else:
+            continue
+        if isinstance(target, ast.Tuple) and target.elts:
+            target = target.elts[-1]
+        if isinstance(target, ast.Name):
+            yield source, target.id, body
+
+
+def _freezes(scope: list[ast.AST], root: str) -> list[ast.AST]:
+    unique = {id(node): node for node in _settings(scope, {root}, False)}
+    return list(unique.values())
+
+
+def _unfreezes_or_clears(scope: list[ast.AST], root: str) -> bool:
+    """Staged training that unfreezes again, or code that drops the gradients it freezes."""
+    if _settings(scope, {root}, True):
+        return True
+    return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+               and node.value.value is None
+               and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)
+               for node in scope)
+
+
+def _trained_before(freeze: ast.AST, call: ast.Call, scope: list[ast.AST], ctx: Context) -> bool:
+    """Training ran between building the optimizer and freezing, or the freezing sits in the
+    training loop: the frozen parameters may already hold gradients."""
+    start, end = position(call), position(freeze)
+    for node in scope:
+        if isinstance(node, ast.Call) and start < position(node) < end \
+                and last_identifier(node.func) in _TRAINING_CALLS:
+            return True
+    for node in scope:
+        if isinstance(node, LOOPS) and position(node) < end <= _end(node) and optimizer_steps(node.body, ctx):
+            return True
+    return False
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno, node.end_col_offset
