@@ -1,0 +1,394 @@
+"""TD002 unregistered-tensor-attribute: a plain tensor attribute of an nn.Module stays behind."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD002",
+    name="unregistered-tensor-attribute",
+    title={"en": "Tensor stored as a plain attribute of an nn.Module",
+           "zh": "张量作为普通属性挂在 nn.Module 上"},
+    messages={
+        "": {
+            "en": "`self.{attr}` is a plain tensor, not a buffer: it stays where it was on "
+                  "`model.to(device)`/`.cuda()` and is missing from `state_dict()`",
+            "zh": "`self.{attr}` 是普通张量而不是 buffer：`model.to(device)`/`.cuda()` 时它不会跟着迁移，"
+                  "`state_dict()` 里也没有它",
+        },
+        "requires-grad": {
+            "en": "`self.{attr}` requires grad but is not an `nn.Parameter`: `model.parameters()` "
+                  "does not list it, so the optimizer never updates it",
+            "zh": "`self.{attr}` 需要梯度，但不是 `nn.Parameter`：`model.parameters()` 里没有它，"
+                  "优化器永远不会更新它",
+        },
+    },
+    fix_title={"en": "Register it: `self.register_buffer(\"{attr}\", ..., persistent=False)`",
+               "zh": "注册为 buffer：`self.register_buffer(\"{attr}\", ..., persistent=False)`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+An assignment `self.x = torch.zeros(...)` (or `torch.ones`, `torch.tensor`, `torch.arange`,
+`torch.eye`, `torch.randn`, `torch.Tensor(...)`... possibly followed by `.float()`, `.view(...)`,
+`.to(...)`) in the `__init__` of an `nn.Module` subclass, where the tensor is never registered
+with `register_buffer`/`register_parameter` nor wrapped in `nn.Parameter`.
+
+A tensor created with `requires_grad=True` (or `.requires_grad_()`) this way is reported with
+its own message: it was meant to be a learnable parameter.
+
+## Why is this bad?
+`nn.Module` only knows about the tensors it was told about: parameters, buffers and
+submodules. `model.to(device)`, `model.cuda()`, `model.half()` walk those and nothing else, so
+the plain attribute stays on the CPU in float32 while the rest of the model moves; the first
+forward on the GPU fails with a device mismatch. It is also missing from `state_dict()` (not
+saved, not loaded) and from `nn.DataParallel` replicas. A plain tensor with `requires_grad=True`
+is not in `model.parameters()`: the optimizer never sees it and it never learns.
+
+A constant that has to move with the model belongs in a buffer: `register_buffer(name,
+tensor)` (add `persistent=False` when it should not be saved in checkpoints). A learnable tensor
+belongs in `nn.Parameter`.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+class PositionalBias(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.bias = torch.zeros(n)
+
+    def forward(self, x):
+        return x + self.bias
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+
+class PositionalBias(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("bias", torch.zeros(n), persistent=False)
+
+    def forward(self, x):
+        return x + self.bias
+```
+
+## Symptoms
+`RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
+cuda:0 and cpu!`; the tensor is absent from `model.state_dict()`; a "learnable" tensor whose
+value never changes during training.
+
+## Fix safety
+The fix replaces the assignment with `self.register_buffer("x", ..., persistent=False)`. It is
+unsafe: the tensor now follows every `model.to(...)`, including dtype casts such as
+`model.half()`, which can change results; assigning a non-tensor to `self.x` later raises
+`TypeError`. `persistent=False` keeps `state_dict()` keys unchanged, so existing checkpoints
+still load with `strict=True`; drop it if the value should be saved (older checkpoints then
+miss the key). No fix is offered for tensors that require grad: they should become an
+`nn.Parameter`, which changes what the optimizer trains.
+
+## Known problems
+Tensors created with an explicit `device=` are not reported: such code usually places a
+runtime cache on purpose. Neither are classes that move their tensors by hand (overriding
+`_apply` or `to`, or calling `self.x.to(...)`), placeholders that another method replaces (a
+cache rebuilt on the input's device), and tensors that `forward` never uses as a whole (only
+`self.x[i]` or `self.x.shape`): a 0-dim CPU tensor mixes with CUDA tensors without error.
+""",
+        "zh": """
+## What it catches
+在 `nn.Module` 子类的 `__init__` 中写 `self.x = torch.zeros(...)`（或 `torch.ones`、`torch.tensor`、
+`torch.arange`、`torch.eye`、`torch.randn`、`torch.Tensor(...)` 等，后面可以再接 `.float()`、
+`.view(...)`、`.to(...)`），而这个张量既没有通过 `register_buffer`/`register_parameter` 注册，
+也没有包在 `nn.Parameter` 里。
+
+如果这样创建的张量带有 `requires_grad=True`（或调用了 `.requires_grad_()`），会给出单独的提示：
+作者本意是让它成为可学习参数。
+
+## Why is this bad?
+`nn.Module` 只管理它知道的张量：参数、buffer 和子模块。`model.to(device)`、`model.cuda()`、
+`model.half()` 只遍历这些，所以普通属性上的张量会留在 CPU 上、保持 float32，而模型其余部分都搬走了；
+在 GPU 上第一次前向就会因为设备不一致而报错。它也不在 `state_dict()` 里（既不会被保存也不会被加载），
+`nn.DataParallel` 的副本里也没有它。带 `requires_grad=True` 的普通张量不在 `model.parameters()`
+中：优化器看不到它，它永远学不到东西。
+
+需要跟着模型迁移的常量应当注册为 buffer：`register_buffer(name, tensor)`（不希望存进 checkpoint 时加
+`persistent=False`）。需要学习的张量应当用 `nn.Parameter`。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+class PositionalBias(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.bias = torch.zeros(n)
+
+    def forward(self, x):
+        return x + self.bias
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+
+class PositionalBias(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("bias", torch.zeros(n), persistent=False)
+
+    def forward(self, x):
+        return x + self.bias
+```
+
+## Symptoms
+`RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
+cuda:0 and cpu!`；`model.state_dict()` 里找不到这个张量；本该学习的张量在训练中数值始终不变。
+
+## Fix safety
+修复会把赋值改写为 `self.register_buffer("x", ..., persistent=False)`。它是不安全的：此后这个张量会跟随
+每一次 `model.to(...)`，包括 `model.half()` 这样的 dtype 转换，可能改变计算结果；之后再给 `self.x`
+赋非张量的值会抛出 `TypeError`。`persistent=False` 保证 `state_dict()` 的键不变，已有的 checkpoint
+仍能以 `strict=True` 加载；如果希望保存这个值，可以去掉它（但旧的 checkpoint 会缺少这个键）。
+对需要梯度的张量不提供修复：它应当改成 `nn.Parameter`，这会改变优化器训练的内容。
+
+## Known problems
+显式传了 `device=` 创建的张量不报告：这类代码通常是有意在运行时放置缓存。以下情况也不报告：自己处理迁移的类
+（重写了 `_apply` 或 `to`，或调用了 `self.x.to(...)`）；会被其他方法替换掉的占位张量（按输入所在设备重建的缓存）；
+`forward` 中从不整体使用的张量（只用到 `self.x[i]` 或 `self.x.shape`）：0 维的 CPU 张量可以和 CUDA 张量
+一起运算而不报错。
+""",
+    },
+)
+
+# torch functions that make a new tensor.
+FACTORIES = frozenset("""
+tensor as_tensor from_numpy zeros ones empty full eye arange linspace logspace rand randn
+randint randperm zeros_like ones_like empty_like full_like rand_like randn_like tril triu
+Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor ShortTensor
+ByteTensor CharTensor BoolTensor
+""".split())
+# Tensor methods that keep a freshly made tensor a tensor: `torch.arange(n).float()`.
+CHAINED_METHODS = frozenset("""
+to cuda float double half long int bool requires_grad_ unsqueeze view reshape expand contiguous t
+""".split())
+# Methods a class overrides when it moves or saves its tensors by hand.
+MANUAL_HANDLING = frozenset({"_apply", "to", "cuda", "_save_to_state_dict", "state_dict"})
+# Calls on `self.x` that move it by hand at use time.
+MANUAL_MOVES = frozenset({"to", "cuda", "cpu", "type_as"})
+# Uses of a tensor that work wherever it lives.
+METADATA = frozenset({"shape", "size", "numel", "dim", "ndim", "dtype", "device", "item", "tolist"})
+REGISTRATIONS = frozenset({"register_buffer", "register_parameter"})
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter",
+                               "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
+
+
+@PITFALL.static(ast.Call, names=FACTORIES | CHAINED_METHODS)
+def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
+    statement = ctx.parent()
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is not node:
+        return
+    init, cls = _module_init(ctx)
+    if init is None or not init.args.args:
+        return
+    target = _self_attribute(statement, init.args.args[0].arg)
+    if target is None:
+        return
+    factory = _factory_root(node, ctx)
+    if factory is None or _keyword(factory, "device") is not None:
+        return  # an explicit device: a runtime cache placed on purpose
+    if not ctx.is_module_class(cls) or _handled_by_hand(cls, target.attr, ctx):
+        return
+    if _requires_grad(node, factory):
+        if not _collected(cls, target.attr):
+            yield ctx.finding(PITFALL, statement, "requires-grad", attr=target.attr)
+        return
+    if not _mixed_in_forward(cls, target.attr):
+        return  # never meets the inputs: staying behind on the CPU breaks nothing
+    yield ctx.finding(PITFALL, statement, fix=_register_fix(statement, target, init, ctx),
+                      attr=target.attr)
+
+
+def _module_init(ctx: Context) -> tuple[ast.FunctionDef | None, ast.ClassDef | None]:
+    """The `__init__` we are directly in, and its class; (None, None) elsewhere."""
+    function = ctx.enclosing_function()
+    if function is None or function.name != "__init__":
+        return None, None
+    index = ctx.ancestors.index(function)
+    cls = ctx.ancestors[index - 1] if index else None
+    if not isinstance(cls, ast.ClassDef):
+        return None, None
+    return function, cls
+
+
+def _self_attribute(statement: ast.Assign | ast.AnnAssign, self_name: str) -> ast.Attribute | None:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    if len(targets) != 1:
+        return None
+    target = targets[0]
+    if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and target.value.id == self_name):
+        return target
+    return None
+
+
+def _factory_root(call: ast.Call, ctx: Context) -> ast.Call | None:
+    """The `torch.<factory>(...)` call at the root of `torch.zeros(3).float().view(...)`."""
+    while (isinstance(call.func, ast.Attribute) and call.func.attr in CHAINED_METHODS
+           and isinstance(call.func.value, ast.Call)):
+        call = call.func.value
+    head, _, last = (ctx.qualname(call.func) or "").rpartition(".")
+    return call if head == "torch" and last in FACTORIES else None
+
+
+def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def _requires_grad(call: ast.Call, factory: ast.Call) -> bool:
+    flag = _keyword(factory, "requires_grad")
+    if flag is not None and not (isinstance(flag.value, ast.Constant) and not flag.value.value):
+        return True
+    while call is not factory:
+        if call.func.attr == "requires_grad_":
+            return True
+        call = call.func.value
+    return False
+
+
+def _collected(cls: ast.ClassDef, attr: str) -> bool:
+    """True when `self.attr` is gathered into a list or tuple, as in `Adam([self.log_alpha])`."""
+    return any(isinstance(node, (ast.List, ast.Tuple))
+               and any(_is_self_attr(element, attr) for element in node.elts)
+               for node in ast.walk(cls))
+
+
+def _handled_by_hand(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
+    """True when the class registers, wraps, or moves `attr` itself, or moves all its tensors."""
+    if _overrides_moves(cls, ctx) or _recomputed_later(cls, attr):
+        return True
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method in REGISTRATIONS and node.args and _is_string(node.args[0], attr):
+                return True
+            if method in MANUAL_MOVES and _mentions(node.func.value, attr):
+                return True
+        elif isinstance(node, ast.Assign) and any(_is_self_attr(t, attr) for t in node.targets):
+            if ctx.call_qualname(node.value) in PARAMETER_CLASSES:
+                return True
+    return False
+
+
+def _overrides_moves(cls: ast.ClassDef, ctx: Context, _seen: frozenset = frozenset()) -> bool:
+    """True when the class or one of its local bases overrides how tensors are moved or saved."""
+    if cls in _seen:
+        return False
+    for statement in cls.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and statement.name in MANUAL_HANDLING:
+            return True
+    bases = (_top_level_class(ctx.tree, b.id) for b in cls.bases if isinstance(b, ast.Name))
+    return any(base is not None and _overrides_moves(base, ctx, _seen | {cls}) for base in bases)
+
+
+def _recomputed_later(cls: ast.ClassDef, attr: str) -> bool:
+    """True when another method reassigns `self.attr`: a lazily rebuilt cache, and the value in
+    `__init__` only a placeholder."""
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if method.name == "__init__":
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and any(_is_self_attr(t, attr) for t in node.targets):
+                return True
+    return False
+
+
+def _top_level_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
+    """The class of that name defined at the top of the file (Context could expose this)."""
+    return next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
+
+
+def _mixed_in_forward(cls: ast.ClassDef, attr: str) -> bool:
+    """True when `forward` uses `self.attr` as a whole tensor, not just its metadata or items.
+
+    An element (`self.stride[i]`) is fine on the CPU: a 0-dim CPU tensor mixes with CUDA ones.
+    """
+    forward = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"),
+                   None)
+    if forward is None:
+        return False
+    uses = harmless = 0
+    for node in ast.walk(forward):
+        if _is_self_attr(node, attr):
+            uses += 1
+        elif isinstance(node, ast.Subscript) and _is_self_attr(node.value, attr):
+            harmless += 1
+        elif (isinstance(node, ast.Attribute) and node.attr in METADATA
+              and _is_self_attr(node.value, attr)):
+            harmless += 1
+    return uses > harmless
+
+
+def _mentions(expr: ast.AST, attr: str) -> bool:
+    return any(_is_self_attr(node, attr) for node in ast.walk(expr))
+
+
+def _is_string(expr: ast.AST, value: str) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == value
+
+
+def _is_self_attr(expr: ast.AST, attr: str) -> bool:
+    return (isinstance(expr, ast.Attribute) and expr.attr == attr
+            and isinstance(expr.value, ast.Name) and expr.value.id == "self")
+
+
+def _register_fix(statement: ast.AST, target: ast.Attribute, init: ast.FunctionDef, ctx: Context):
+    """`self.register_buffer("x", <value>, persistent=False)`, when the swap is well-formed.
+
+    register_buffer fails before `Module.__init__` has run and on a name that is already a plain
+    attribute, so the fix is offered only after the base initialiser and for a first assignment.
+    """
+    if not isinstance(statement, ast.Assign) or not _after_base_init(statement, init):
+        return None
+    if _assigned_before(statement, target.attr, init):
+        return None
+    receiver = target.value.id
+    value = ctx.text(statement.value)
+    replacement = f'{receiver}.register_buffer("{target.attr}", {value}, persistent=False)'
+    title = {lang: text.format(attr=target.attr) for lang, text in PITFALL.fix_title.items()}
+    return ctx.fix(PITFALL, "unsafe", ctx.replace(statement, replacement), title=title)
+
+
+def _after_base_init(statement: ast.AST, init: ast.FunctionDef) -> bool:
+    for node in init.body:
+        if node.lineno >= statement.lineno:
+            return False
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                and Context.method_name(node.value) == "__init__"):
+            return True
+    return False
+
+
+def _assigned_before(statement: ast.AST, attr: str, init: ast.FunctionDef) -> bool:
+    for node in ast.walk(init):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(_is_self_attr(t, attr) for t in targets) and node.lineno < statement.lineno:
+            return True
+    return False

@@ -1,0 +1,460 @@
+"""TD205 eval-mode-missing: an evaluation loop in training mode, or recording gradients."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD205",
+    name="eval-mode-missing",
+    title={"en": "Evaluation loop without `model.eval()` or `torch.no_grad()`",
+           "zh": "评估循环缺少 `model.eval()` 或 `torch.no_grad()`"},
+    messages={
+        "": {
+            "en": "`{model}` runs in training mode in this evaluation loop: neither this function "
+                  "nor its callers call `{model}.eval()`, so Dropout stays active and BatchNorm "
+                  "updates its running statistics with evaluation data",
+            "zh": "这个评估循环中 `{model}` 处于训练模式：本函数和它的调用者都没有调用 `{model}.eval()`，"
+                  "Dropout 仍然生效，BatchNorm 还会用评估数据更新 running 统计量",
+        },
+        "no-grad": {
+            "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
+                  "batch: run the loop under `torch.no_grad()` or `torch.inference_mode()`",
+            "zh": "这个评估循环中的 `{model}(...)` 每个 batch 都在记录计算图：应在 `torch.no_grad()` 或 "
+                  "`torch.inference_mode()` 下运行",
+        },
+        "both": {
+            "en": "evaluation loop without `{model}.eval()` and without `torch.no_grad()`: Dropout "
+                  "and BatchNorm behave as in training, and every batch records an autograd graph",
+            "zh": "评估循环既没有 `{model}.eval()` 也没有 `torch.no_grad()`：Dropout 和 BatchNorm 仍按训练方式工作，"
+                  "每个 batch 还在记录计算图",
+        },
+    },
+    docs={
+        "en": """
+## What it catches
+A validation, test or inference loop (a function named like `validate`/`evaluate`/`test`/
+`infer`/`predict`, or a loop over a `val_loader`/`test_loader`) that calls the model on every
+batch and never trains (no `.backward()`, no `.step()`), when the code around it (the
+function, its callers in the same file, the functions those call, and the other methods of its
+class):
+
+- never switches to evaluation mode (no `.eval()` nor `.train(False)`) although the model is
+  certainly in training mode (`model.train()` is called, or the model is built right there); a
+  model built in the file only from layers that compute the same in both modes (no Dropout,
+  BatchNorm or Transformer layers) is not reported for this; or
+- never disables gradient recording (no `torch.no_grad()`, `torch.inference_mode()` or
+  `torch.set_grad_enabled(...)`).
+
+The message says which of the two is missing. To stay precise it only reports functions whose
+caller is in the same file, and loops at the top level of a script.
+
+## Why is this bad?
+`model.train()` and `model.eval()` switch how some layers compute. In training mode Dropout
+zeroes random activations, so predictions change from run to run and accuracy is too low, and
+BatchNorm normalises with the statistics of the current batch and updates its running mean and
+variance with the evaluation data, which pollutes the model you keep training and saving.
+
+Without `torch.no_grad()` every forward pass keeps its activations for a backward pass that
+never comes: evaluation needs several times more memory (often the "out of memory" you only
+get at validation time) and runs slower.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+def evaluate(model, val_loader):
+    correct = 0
+    for images, labels in val_loader:
+        outputs = model(images)
+        correct += (outputs.argmax(1) == labels).sum().item()
+    return correct
+
+
+def main(train_loader, val_loader):
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for images, labels in train_loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+    print(evaluate(model, val_loader))
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+
+@torch.no_grad()
+def evaluate(model, val_loader):
+    model.eval()
+    correct = 0
+    for images, labels in val_loader:
+        outputs = model(images)
+        correct += (outputs.argmax(1) == labels).sum().item()
+    return correct
+
+
+def main(train_loader, val_loader):
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for images, labels in train_loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+    print(evaluate(model, val_loader))
+```
+
+## Symptoms
+Validation accuracy that changes between two runs on the same weights and is lower than
+expected; a model that gets worse after each validation pass; `torch.OutOfMemoryError: CUDA out
+of memory` during validation although training fits.
+
+## Known problems
+Only the file that holds the loop is read, so a function is reported only when its caller is in
+the same file. Any `.eval()` or `no_grad` in that surrounding code counts as handled, whichever
+model it applies to, so some real mistakes are missed.
+""",
+        "zh": """
+## What it catches
+验证、测试或推理循环（函数名类似 `validate`/`evaluate`/`test`/`infer`/`predict`，或者遍历
+`val_loader`/`test_loader` 的循环）对每个 batch 调用模型且不做训练（没有 `.backward()`、没有 `.step()`），
+并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
+
+- 从未切换到评估模式（没有 `.eval()` 也没有 `.train(False)`），而模型又必然处于训练模式（调用过
+  `model.train()`，或者模型就是在这里新建的）；如果模型在本文件中完全由两种模式下计算相同的层构成
+  （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告；或者
+- 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`）。
+
+提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
+
+## Why is this bad?
+`model.train()` 和 `model.eval()` 会改变部分层的计算方式。训练模式下 Dropout 会随机置零激活值，
+预测结果每次都不一样、准确率偏低；BatchNorm 用当前 batch 的统计量做归一化，还会用评估数据更新
+running mean 和 running var，污染之后继续训练和保存的模型。
+
+没有 `torch.no_grad()` 时，每次前向都会为一个永远不会发生的反向传播保留激活值：评估阶段多占好几倍显存
+（训练能跑、一到验证就 "out of memory" 往往就是这个原因），速度也更慢。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+def evaluate(model, val_loader):
+    correct = 0
+    for images, labels in val_loader:
+        outputs = model(images)
+        correct += (outputs.argmax(1) == labels).sum().item()
+    return correct
+
+
+def main(train_loader, val_loader):
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for images, labels in train_loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+    print(evaluate(model, val_loader))
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+
+@torch.no_grad()
+def evaluate(model, val_loader):
+    model.eval()
+    correct = 0
+    for images, labels in val_loader:
+        outputs = model(images)
+        correct += (outputs.argmax(1) == labels).sum().item()
+    return correct
+
+
+def main(train_loader, val_loader):
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for images, labels in train_loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+    print(evaluate(model, val_loader))
+```
+
+## Symptoms
+同一份权重两次验证的准确率不一样，而且低于预期；每验证一次模型就变差一点；训练能跑，验证时却报
+`torch.OutOfMemoryError: CUDA out of memory`。
+
+## Known problems
+只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告。周围代码里出现任何 `.eval()` 或
+`no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。
+""",
+    },
+)
+
+# Words that name an evaluation function or loader: `validate`, `test_loader`, `valloader`.
+EVAL_WORDS = frozenset("""
+val valid validate validation eval evaluate evaluation test testing infer inference predict
+prediction
+""".split())
+# Calls that wrap an iterable without changing what it yields.
+ITERABLE_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "track"})
+MODEL_NAMES = frozenset({"model", "net", "network", "classifier"})
+MAKER_PREFIXES = ("load_", "build_", "get_", "create_", "make_", "init_", "save_", "setup_",
+                  "prepare_", "unwrap_", "wrap_")
+# Any call of these names means the code trains.
+TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
+# Names that turn gradient recording off (`smart_inference_mode` and friends included).
+NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
+# Layers that compute differently in train and eval mode (matched inside names, lower case).
+MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transformer", "rrelu")
+# Module methods that return the module: `Net().to(device)` is still a `Net`.
+MODULE_SELF_METHODS = frozenset("to cuda cpu float half double bfloat16 train eval".split())
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+SCOPES = (*FUNCTIONS, ast.ClassDef, ast.Lambda)
+
+
+@PITFALL.static(ast.For, ast.AsyncFor)
+def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
+    loader = _loader_name(node.iter, ctx)
+    if loader is None or not ctx.imports_torch:
+        return
+    function = ctx.enclosing_function()
+    if not _evaluation_intent(function, loader) or _trains(function or node):
+        return
+    call = _model_call(node, ctx)
+    if call is None:
+        return
+    program = _Program(ctx)
+    family = program.family(function)
+    if family is None:
+        return  # no caller in this file: whoever calls it may already have set the modes
+    models = [value for f in family for value in f.assigned.get(_name(call.func), ())]
+    in_training_mode = any(f.switches_to_train for f in family) or program.built_here(models)
+    eval_missing = (in_training_mode and not any(f.switches_to_eval for f in family)
+                    and not program.mode_free(models))
+    no_grad_missing = not any(f.disables_grad for f in family)
+    if not (eval_missing or no_grad_missing):
+        return
+    variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
+    yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(call.func)))
+
+
+def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
+    """The lower-case name of the data loader a loop iterates, or None when it is no loader."""
+    while isinstance(expr, ast.Call) and expr.args and _name(expr.func) in ITERABLE_WRAPPERS:
+        expr = expr.args[0]
+    name = (_name(expr) or "").lower()
+    if "loader" in name or name == "dl" or name.endswith("_dl"):
+        return name
+    return name if ctx.kind_of(expr) is Kind.LOADER else None
+
+
+def _evaluation_intent(function: ast.AST | None, loader: str) -> bool:
+    stem = loader.replace("dataloader", "").replace("loader", "")
+    if _words(stem) & EVAL_WORDS or stem in EVAL_WORDS:
+        return True
+    if function is None or function.name.startswith("test_"):  # a pytest test, not an evaluation
+        return False
+    return bool(_words(function.name.lower()) & EVAL_WORDS)
+
+
+def _words(name: str) -> set[str]:
+    return {word for word in name.split("_") if word}
+
+
+def _trains(scope: ast.AST) -> bool:
+    return any(isinstance(node, ast.Call) and _name(node.func) in TRAINING_CALLS
+               for node in _walk_body(scope))
+
+
+def _model_call(loop: ast.For, ctx: Context) -> ast.Call | None:
+    """The first call of a model in the loop body: `model(x)`, `self.net(x)`."""
+    calls = [node for node in _walk_body(loop)
+             if isinstance(node, ast.Call) and _is_model(node.func, ctx)]
+    return min(calls, key=lambda c: (c.lineno, c.col_offset), default=None)
+
+
+def _is_model(func: ast.AST, ctx: Context) -> bool:
+    name = (_name(func) or "").lower()
+    if name.startswith(MAKER_PREFIXES):  # `load_model(path)` makes a model, it does not run one
+        return False
+    if name in MODEL_NAMES or name.endswith(("model", "_net")):
+        return True
+    return isinstance(func, (ast.Name, ast.Attribute)) and ctx.kind_of(func) is Kind.MODULE
+
+
+class _ScopeFacts:
+    """What one function (or the module's top level) does with modes, gradients and names."""
+
+    def __init__(self) -> None:
+        self.switches_to_eval = self.switches_to_train = self.disables_grad = False
+        self.names: set[str] = set()  # names and attributes it refers to
+        self.assigned: dict[str, list[ast.AST]] = {}  # values assigned to each name or attribute
+
+    def see(self, node: ast.AST) -> None:
+        name = _name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if name is not None:
+            self.names.add(name)
+            if any(word in name for word in NO_GRAD_WORDS):
+                self.disables_grad = True  # `@torch.no_grad`, `with torch.inference_mode():`
+        elif isinstance(node, ast.Call):
+            self._see_call(node)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self.assigned.setdefault(_name(target), []).append(node.value)
+                if _name(target) == "requires_grad":
+                    self.disables_grad = True  # frozen parameters record no graph
+
+    def _see_call(self, call: ast.Call) -> None:
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        if method == "eval" and not call.args:
+            self.switches_to_eval = True
+        elif method == "train":
+            if _is_true_or_absent(call):
+                self.switches_to_train = True
+            else:
+                self.switches_to_eval = True  # `.train(False)`, `.train(mode=flag)`
+        elif method == "requires_grad_":
+            self.disables_grad = True
+
+
+class _Program:
+    """The file's functions and classes, read once when a candidate loop is found."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.facts: dict[ast.AST, _ScopeFacts] = {}
+        self.functions: dict[str, list[ast.AST]] = {}
+        self.methods: dict[ast.ClassDef, list[ast.AST]] = {}
+        self.owner: dict[ast.AST, ast.ClassDef] = {}
+        self.classes: dict[str, ast.ClassDef] = {}
+        self._read(ctx.tree, ctx.tree.body)
+
+    def _read(self, scope: ast.AST, nodes: list[ast.AST]) -> None:
+        facts = self.facts[scope] = _ScopeFacts()
+        todo = [(node, None) for node in nodes]
+        while todo:
+            node, cls = todo.pop()
+            if isinstance(node, FUNCTIONS):
+                self.functions.setdefault(node.name, []).append(node)
+                if cls is not None:
+                    self.owner[node] = cls
+                    self.methods.setdefault(cls, []).append(node)
+                self._read(node, [*node.decorator_list, *node.body])
+                continue
+            if isinstance(node, ast.ClassDef):
+                self.classes[node.name] = node
+                todo.extend((child, node) for child in ast.iter_child_nodes(node))
+                continue
+            facts.see(node)
+            todo.extend((child, cls) for child in ast.iter_child_nodes(node))
+
+    def family(self, function: ast.AST | None) -> list[_ScopeFacts] | None:
+        """Facts of the code that decides the loop's modes: the function, its callers in the file,
+        its class's methods, and whatever those call; None when no caller is in the file."""
+        if function is None:
+            scopes = [self.ctx.tree]
+        else:
+            callers = [scope for scope, facts in self.facts.items()
+                       if function.name in facts.names and scope is not function]
+            if not callers:
+                return None
+            scopes = [function, *callers, *self.methods.get(self.owner.get(function), ())]
+        callees = [callee for scope in scopes for name in self.facts[scope].names
+                   for callee in self.functions.get(name, ())]
+        return [self.facts[s] for s in {*scopes, *callees}]
+
+    def built_here(self, models: list[ast.AST]) -> bool:
+        """True when the model is only ever made by building it (a new module trains)."""
+        return bool(models) and all(self._builds_module(_unwrap_self_methods(v)) for v in models)
+
+    def _builds_module(self, value: ast.AST) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        if isinstance(value.func, ast.Name) and value.func.id in self.classes:
+            return self.ctx.is_module_class(self.classes[value.func.id])
+        return self.ctx.qualname(value.func) is not None and self.ctx.kind_of(value) is Kind.MODULE
+
+    def mode_free(self, models: list[ast.AST]) -> bool:
+        """True when every model built under this name has no Dropout/BatchNorm-like layer."""
+        return bool(models) and all(self._builds_mode_free(value, set()) for value in models)
+
+    def _builds_mode_free(self, value: ast.AST, seen: set[str]) -> bool:
+        value = _unwrap_self_methods(value)
+        if not isinstance(value, ast.Call):
+            return False
+        if isinstance(value.func, ast.Name) and value.func.id in self.classes:
+            return self._subtree_mode_free(self.classes[value.func.id], seen)
+        if (self.ctx.qualname(value.func) or "").startswith("torch.nn."):
+            return self._subtree_mode_free(value, seen)
+        return False
+
+    def _subtree_mode_free(self, root: ast.AST, seen: set[str]) -> bool:
+        """No mode-dependent layer named in `root`, nor in the local classes it uses."""
+        if isinstance(root, ast.ClassDef):
+            if root.name in seen:
+                return True
+            seen.add(root.name)
+        for node in ast.walk(root):
+            word = node.arg if isinstance(node, ast.keyword) else _name(node)
+            if not word:
+                continue
+            if any(w in word.lower() for w in MODE_DEPENDENT_WORDS):
+                return False
+            if isinstance(node, ast.Name) and node.id in self.classes:
+                if not self._subtree_mode_free(self.classes[node.id], seen):
+                    return False
+        return True
+
+
+def _unwrap_self_methods(value: ast.AST) -> ast.AST:
+    """`Net().to(device).float()` -> `Net()`."""
+    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+           and value.func.attr in MODULE_SELF_METHODS and isinstance(value.func.value, ast.Call)):
+        value = value.func.value
+    return value
+
+
+def _is_true_or_absent(call: ast.Call) -> bool:
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return not values or all(isinstance(v, ast.Constant) and v.value is True for v in values)
+
+
+def _walk_body(scope: ast.AST) -> Iterator[ast.AST]:
+    """Every node of a function or loop body, not descending into nested scopes."""
+    todo = list(scope.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, SCOPES))
+
+
+def _name(expr: ast.AST) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,478 @@
+"""TD206 train-mode-not-restored: `model.eval()` inside a training loop, never undone."""
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD206",
+    name="train-mode-not-restored",
+    title={"en": "`model.eval()` in the training loop without `model.train()` after it",
+           "zh": "训练循环中调用了 `model.eval()`，之后却没有恢复 `model.train()`"},
+    messages={
+        "": {
+            "en": "`{call}` switches `{model}` to eval mode inside the training loop and nothing "
+                  "in the loop switches it back: every later batch trains in eval mode",
+            "zh": "`{call}` 在训练循环中把 `{model}` 切换到了评估模式，而循环里没有任何地方切换回来："
+                  "之后的每个 batch 都在评估模式下训练",
+        },
+        "callee": {
+            "en": "`{call}` leaves `{model}` in eval mode (it calls `.eval()` and never "
+                  "`.train()`), and nothing in this training loop switches it back: every later "
+                  "batch trains in eval mode",
+            "zh": "`{call}` 会让 `{model}` 停留在评估模式（它调用了 `.eval()` 却没有调用 `.train()`），"
+                  "而这个训练循环里没有任何地方切换回来：之后的每个 batch 都在评估模式下训练",
+        },
+    },
+    fix_title={"en": "Switch back before training: `{model}.train()`",
+               "zh": "训练前切换回训练模式：`{model}.train()`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+A training loop (one that calls `.backward()`) that switches the trained model to evaluation
+mode, with `model.eval()` or `model.train(False)` or by calling a function of the same file
+that does so and never switches back, while nothing in the loop calls `model.train()` again.
+The usual shape: `model.train()` once before the epoch loop, then a validation pass with
+`model.eval()` at the end of every epoch.
+
+A model counts as trained when the file calls `model.train()` on it or passes its
+`parameters()` to an optimizer or gradient clipping; a frozen teacher that stays in eval mode
+is fine. An eval that is followed by `break`/`return`, or that only runs in one particular
+iteration (`if epoch == last:`), is not reported; neither is a bare `model.eval()` that opens
+every iteration before the training part, a deliberate way to fine-tune with frozen BatchNorm.
+
+## Why is this bad?
+`model.eval()` is a switch, not a scope: it stays on until `model.train()` is called. From the
+second epoch on, the model trains in evaluation mode: Dropout is off (no regularisation, more
+overfitting) and BatchNorm normalises with its frozen running statistics instead of batch
+statistics and stops updating them. Nothing fails; the model just trains differently than in
+the first epoch and usually ends up worse, which is very hard to notice.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    model.train()
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
+        print(epoch, val_loss)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
+        print(epoch, val_loss)
+```
+
+## Symptoms
+Training loss that behaves differently after the first validation pass (a jump, then slower
+progress); BatchNorm running statistics that stop changing after epoch 1; a model that
+overfits although it has Dropout.
+
+## Fix safety
+The fix inserts `model.train()` right before the training part of the loop body. It is unsafe:
+it also switches back every submodule that was deliberately left in eval mode (for example
+BatchNorm layers frozen with `m.eval()` after an earlier `model.train()`); re-freeze those
+after the call if you rely on it.
+
+## Known problems
+Only one level of calls in the same file is followed. A call the doctor cannot read (a function
+from another file that receives the model, or a method named like `*train*`) is assumed to
+restore the mode, so such loops are not reported.
+""",
+        "zh": """
+## What it catches
+训练循环（调用了 `.backward()` 的循环）把正在训练的模型切换到评估模式：调用 `model.eval()` 或
+`model.train(False)`，或者调用同一文件中会这么做且不切换回来的函数；而循环里再也没有调用 `model.train()`。
+典型写法是在 epoch 循环之前调用一次 `model.train()`，然后每个 epoch 结尾用 `model.eval()` 做一次验证。
+
+当文件对这个模型调用过 `model.train()`，或者把它的 `parameters()` 交给了优化器或梯度裁剪时，才认为它
+是被训练的模型；一直保持评估模式的冻结 teacher 模型没有问题。之后紧跟 `break`/`return` 的 eval，或只在某一次
+迭代执行的 eval（`if epoch == last:`），不会报告；在每次迭代开头、训练部分之前无条件调用的 `model.eval()`
+也不报告，这是冻结 BatchNorm 做微调的一种有意写法。
+
+## Why is this bad?
+`model.eval()` 是一个开关，而不是一个作用域：它会一直生效，直到调用 `model.train()`。从第二个 epoch
+开始，模型在评估模式下训练：Dropout 被关闭（失去正则化，更容易过拟合），BatchNorm 用冻结的 running
+统计量而不是当前 batch 的统计量做归一化，也不再更新这些统计量。程序不会报错，只是训练方式和第一个 epoch
+不同，结果通常更差，而且非常难以察觉。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    model.train()
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
+        print(epoch, val_loss)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
+        print(epoch, val_loss)
+```
+
+## Symptoms
+第一次验证之后训练 loss 的表现发生变化（先跳一下，然后下降变慢）；BatchNorm 的 running 统计量在第 1 个
+epoch 之后不再变化；模型明明有 Dropout 却严重过拟合。
+
+## Fix safety
+修复会在循环体中训练部分之前插入 `model.train()`。它是不安全的：这也会把那些被有意保持在评估模式的子模块
+切换回训练模式（例如在之前的 `model.train()` 之后用 `m.eval()` 冻结的 BatchNorm 层）；如果依赖这种冻结，
+需要在调用之后重新冻结。
+
+## Known problems
+只跟踪同一文件中的一层函数调用。无法读取的调用（来自其他文件、接收了该模型的函数，或名字类似 `*train*`
+的方法）会被认为可能恢复了训练模式，因此这类循环不会报告。
+""",
+    },
+)
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+SCOPES = (*FUNCTIONS, ast.ClassDef, ast.Lambda)
+# Calls that may give a model's parameters to something that trains them.
+TRAINING_USES = ("torch.optim.", "torch.nn.utils.clip_grad")
+# Statements after which the loop does not go on training.
+EXITS = (ast.Break, ast.Return, ast.Raise)
+BUILTINS = frozenset(dir(builtins))
+
+
+@PITFALL.static(ast.Expr, names={"backward"})
+def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
+    loops = _enclosing_loops(ctx)
+    if not loops or _first_backward(loops[-1]) is not node:
+        return  # one report per nest of training loops
+    local = _LocalFunctions(ctx)
+    for loop in loops:
+        switches = [s for s in _eval_switches(loop, local) if _trained(s.model, ctx)]
+        if not switches:
+            continue
+        if _restores_train(loop, local):
+            return
+        parents = _parents(loop)
+        switches = [s for s in switches if not _guarded(s.call, loop, parents)
+                    and not _before_training_on_purpose(s, loop, node, parents)
+                    and not _passed_away(s.model, loop, local, ctx)]
+        where = _training_start(loop, switches, node, parents)
+        for switch in switches:
+            model = ctx.text(switch.model)
+            yield ctx.finding(PITFALL, switch.call, switch.variant,
+                              fix=_train_fix(model, where, ctx), model=_short(model),
+                              call=_short(ctx.text(switch.call)))
+        return
+
+
+class _Switch:
+    """A call that leaves `model` in eval mode: `model.eval()` or a local function doing it."""
+
+    def __init__(self, call: ast.Call, model: ast.AST, variant: str) -> None:
+        self.call, self.model, self.variant = call, model, variant
+
+
+def _enclosing_loops(ctx: Context) -> list[ast.AST]:
+    """The loops around the current statement, innermost first, within its function."""
+    loops = []
+    for node in reversed(ctx.ancestors):
+        if isinstance(node, SCOPES):
+            break
+        if isinstance(node, LOOPS):
+            loops.append(node)
+    return loops
+
+
+def _first_backward(loop: ast.AST) -> ast.Expr | None:
+    found = [n for n in _walk_body(loop)
+             if isinstance(n, ast.Expr) and _method(n.value) == "backward"]
+    return min(found, key=lambda n: (n.lineno, n.col_offset), default=None)
+
+
+class _LocalFunctions:
+    """Functions of this file a call can be resolved to: top-level ones and methods of `self`."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.functions = {s.name: s for s in ctx.tree.body if isinstance(s, FUNCTIONS)}
+        cls = ctx.enclosing_class()
+        self.methods = {s.name: s for s in cls.body if isinstance(s, FUNCTIONS)} if cls else {}
+
+    def resolve(self, call: ast.Call) -> ast.AST | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.functions.get(func.id)
+        if isinstance(func, ast.Attribute) and _is_self(func.value):
+            return self.methods.get(func.attr)
+        return None
+
+
+def _eval_switches(loop: ast.AST, local: _LocalFunctions) -> Iterator[_Switch]:
+    for node in _walk_body(loop):
+        if not isinstance(node, ast.Call):
+            continue
+        receiver = _eval_receiver(node)
+        if receiver is not None:
+            yield _Switch(node, receiver, "")
+            continue
+        callee = local.resolve(node)
+        if callee is not None and not _restores_in(callee):
+            model = _model_left_in_eval(callee, node)
+            if model is not None:
+                yield _Switch(node, model, "callee")
+
+
+def _eval_receiver(call: ast.Call) -> ast.AST | None:
+    """`model` for `model.eval()` and `model.train(False)`."""
+    method = _method(call)
+    if method == "eval" and not call.args and not call.keywords:
+        return call.func.value
+    if method == "train" and _is_false(call):
+        return call.func.value
+    return None
+
+
+def _model_left_in_eval(callee: ast.AST, call: ast.Call) -> ast.AST | None:
+    """The caller's expression for the model `callee` switches to eval mode, if it is mapped."""
+    params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+    for node in _walk_body(callee):
+        receiver = _eval_receiver(node) if isinstance(node, ast.Call) else None
+        if receiver is None:
+            continue
+        if _is_self_attribute(receiver) and isinstance(call.func, ast.Attribute):
+            return receiver  # `self.model.eval()` in a method of the same class
+        if isinstance(receiver, ast.Name) and receiver.id in params:
+            is_method = isinstance(call.func, ast.Attribute)
+            return _argument(call, params, receiver.id, is_method)
+    return None
+
+
+def _argument(call: ast.Call, params: list[str], name: str, is_method: bool) -> ast.AST | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    index = params.index(name) - (1 if is_method else 0)
+    if 0 <= index < len(call.args) and not isinstance(call.args[index], ast.Starred):
+        return call.args[index]
+    return None
+
+
+def _restores_train(loop: ast.AST, local: _LocalFunctions) -> bool:
+    """True when something in the loop may switch back to training mode."""
+    for node in _walk_body(loop):
+        if isinstance(node, ast.Call):
+            if _may_train(node):
+                return True
+            callee = local.resolve(node)
+            if callee is not None and _restores_in(callee):
+                return True
+    return False
+
+
+def _restores_in(function: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and _may_train(n) for n in _walk_body(function))
+
+
+def _may_train(call: ast.Call) -> bool:
+    """`model.train()`, and anything named like it (`self.train_one_epoch()`, `set_train(m)`)."""
+    method = _method(call)
+    name = method or (call.func.id if isinstance(call.func, ast.Name) else "")
+    if "train" not in name.lower():
+        return False
+    return not (method == "train" and _is_false(call))
+
+
+def _trained(model: ast.AST, ctx: Context) -> bool:
+    """True when the file trains this model: `model.train()`, or an optimizer gets its
+    parameters."""
+    key = ast.dump(model)
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        if _method(node) == "train" and not _is_false(node) and ast.dump(node.func.value) == key:
+            return True
+        trains = (ctx.qualname(node.func) or "").startswith(TRAINING_USES)
+        if trains and _uses_parameters(node, key):
+            return True
+    return False
+
+
+def _uses_parameters(call: ast.Call, key: str) -> bool:
+    return any(isinstance(n, ast.Call) and _method(n) in ("parameters", "named_parameters")
+               and ast.dump(n.func.value) == key for n in ast.walk(call))
+
+
+def _guarded(call: ast.Call, loop: ast.AST, parents: dict) -> bool:
+    """True when the switch only runs once: before leaving the loop, or in one iteration."""
+    child, node = call, parents.get(call)
+    while node is not None and node is not loop:
+        if isinstance(node, ast.If) and child is not node.test:
+            branch = node.body if child in node.body else node.orelse
+            if _exits(branch) or _one_iteration(node.test):
+                return True
+        child, node = node, parents.get(node)
+    return False
+
+
+def _before_training_on_purpose(switch: _Switch, loop: ast.AST, backward: ast.Expr,
+                                parents: dict) -> bool:
+    """True for a bare `model.eval()` that opens every iteration before the training part: a
+    deliberate choice (fine-tuning with frozen BatchNorm), unlike a periodic evaluation."""
+    if switch.variant or any(isinstance(p, ast.If) for p in _path(switch.call, loop, parents)):
+        return False
+    switched = _body_statement(loop, switch.call, parents)
+    training = _body_statement(loop, backward, parents)
+    return training in loop.body and loop.body.index(switched) < loop.body.index(training)
+
+
+def _path(node: ast.AST, loop: ast.AST, parents: dict) -> Iterator[ast.AST]:
+    """The nodes between `loop` and `node`, innermost first."""
+    node = parents[node]
+    while node is not loop:
+        yield node
+        node = parents[node]
+
+
+def _exits(statements: list[ast.stmt]) -> bool:
+    return any(isinstance(n, EXITS) for s in statements for n in ast.walk(s))
+
+
+def _one_iteration(test: ast.AST) -> bool:
+    """`epoch == last` holds once; `step % 100 == 0` holds again and again."""
+    return (isinstance(test, ast.Compare) and isinstance(test.ops[0], (ast.Eq, ast.Is))
+            and not (isinstance(test.left, ast.BinOp) and isinstance(test.left.op, ast.Mod)))
+
+
+def _passed_away(model: ast.AST, loop: ast.AST, local: _LocalFunctions, ctx: Context) -> bool:
+    """True when the loop hands the model to a function this file does not show (it may train)."""
+    key = ast.dump(model)
+    for node in _walk_body(loop):
+        if not isinstance(node, ast.Call) or local.resolve(node) is not None:
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id in BUILTINS:
+            continue
+        if (ctx.qualname(node.func) or "").startswith("torch."):
+            continue
+        if any(ast.dump(arg) == key for arg in (*node.args, *(k.value for k in node.keywords))):
+            return True
+    return False
+
+
+def _training_start(loop: ast.AST, switches: list[_Switch], backward: ast.Expr,
+                    parents: dict) -> ast.stmt | None:
+    """The statement of the loop body before which `model.train()` restores training mode:
+    right after the last switch when the switches come before the training part, else the top
+    of the body (the next iteration); None when both share one statement."""
+    statement = _body_statement(loop, backward, parents)
+    if not switches or statement not in loop.body:
+        return None  # a `backward()` in the loop's `else:` block
+    training = loop.body.index(statement)
+    switched = max(loop.body.index(_body_statement(loop, s.call, parents)) for s in switches)
+    if switched < training:
+        return loop.body[switched + 1]
+    return loop.body[0] if switched > training else None
+
+
+def _body_statement(loop: ast.AST, node: ast.AST, parents: dict) -> ast.stmt:
+    while parents[node] is not loop:
+        node = parents[node]
+    return node
+
+
+def _train_fix(model: str, where: ast.stmt | None, ctx: Context):
+    """Insert `model.train()` on its own line before `where`, at the same indentation."""
+    if where is None or "\n" in model:
+        return None
+    start = ctx.offset(where.lineno, 0)
+    indent = ctx.source[start:ctx.offset(where.lineno, where.col_offset)]
+    if indent.strip():
+        return None  # `for ...: stmt` on one line
+    title = {lang: text.format(model=model) for lang, text in PITFALL.fix_title.items()}
+    edit = ctx.edit(start, start, f"{indent}{model}.train()\n")
+    return ctx.fix(PITFALL, "unsafe", edit, title=title)
+
+
+def _parents(root: ast.AST) -> dict:
+    return {child: parent for parent in ast.walk(root) for child in ast.iter_child_nodes(parent)}
+
+
+def _walk_body(scope: ast.AST) -> Iterator[ast.AST]:
+    """Every node of a function or loop body, not descending into nested scopes."""
+    todo = list(scope.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, SCOPES))
+
+
+def _method(call: ast.AST) -> str | None:
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def _is_false(call: ast.Call) -> bool:
+    """`train(False)`, `train(mode=flag)`: anything but a literal True may mean eval."""
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return bool(values) and not all(isinstance(v, ast.Constant) and v.value is True for v in values)
+
+
+def _is_self(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Name) and expr.id == "self"
+
+
+def _is_self_attribute(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Attribute) and _is_self(expr.value)
+
+
+def _short(text: str, limit: int = 50) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
