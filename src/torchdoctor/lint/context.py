@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ast
 import enum
+import weakref
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, wraps
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.report.finding import Edit, Fix, Finding
@@ -564,6 +565,24 @@ def _is_nn_module_qualname(qualname: str) -> bool:
     if not head.startswith("torch.nn") or not last[:1].isupper():
         return False
     return last not in ("Parameter", "Buffer", "UninitializedParameter")
+
+
+def per_file(func):
+    """Memoize `func(ctx, *args)` while one file is checked. The memo is emptied when that
+    file's Context goes away, so no tree outlives its check."""
+    memo: dict = {}
+    owner: list = [None]  # a weak reference to the Context the memo belongs to
+
+    @wraps(func)
+    def memoized(ctx: Context, *args):
+        if owner[0] is None or owner[0]() is not ctx:
+            memo.clear()
+            owner[0] = weakref.ref(ctx, lambda _: memo.clear())
+        if args not in memo:
+            memo[args] = func(ctx, *args)
+        return memo[args]
+
+    return memoized
 
 
 def subtree_parents(root: ast.AST) -> dict[ast.AST, ast.AST]:

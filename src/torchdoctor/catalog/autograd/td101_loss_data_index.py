@@ -1,0 +1,326 @@
+"""TD101 loss-data-index: `loss.data[0]` indexes a 0-dim tensor (an IndexError since 0.4)."""
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.bindings import bindings, scope_of
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD101",
+    name="loss-data-index",
+    title={"en": "Indexing a 0-dim tensor with `.data[0]`",
+           "zh": "用 `.data[0]` 索引 0 维张量"},
+    messages={"": {
+        "en": "`{expr}` indexes a 0-dim tensor, which raises IndexError since PyTorch 0.4: "
+              "use `.item()`",
+        "zh": "`{expr}` 在索引一个 0 维张量，从 PyTorch 0.4 起会抛出 IndexError：请改用 `.item()`",
+    }},
+    fix_title={"en": "Replace `.data[0]` with `.item()`",
+               "zh": "把 `.data[0]` 换成 `.item()`"},
+    fix_applicability="safe",
+    docs={
+        "en": """
+## What it catches
+`X.data[0]` where `X` is known to be a 0-dim tensor: the result of a loss (calling an
+`nn.*Loss` module such as `nn.CrossEntropyLoss()`, or a functional loss such as
+`F.cross_entropy` / `F.mse_loss`), a full reduction (`x.sum()`, `x.mean()`, `x.norm()`,
+`torch.sum(x)`, ...) or `torch.tensor(3.0)`, directly or through a name assigned only such
+values. Losses built with `reduction="none"` and reductions over a `dim` are not reported, nor
+is `out.data[0]` on a model output or any tensor whose shape the doctor cannot tell.
+
+## Why is this bad?
+Before PyTorch 0.4 a loss was a `Variable` holding a 1-element tensor, and `loss.data[0]` was
+the way to read it as a Python number. Since 0.4 losses and full reductions are 0-dim tensors
+(scalars): they have no dimension to index, so the old idiom found in many tutorials crashes.
+`.item()` returns the Python number and works on every version since 0.4.
+
+## Example
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_step(model, images, labels, total_loss):
+    loss = criterion(model(images), labels)
+    loss.backward()
+    return total_loss + loss.data[0]
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_step(model, images, labels, total_loss):
+    loss = criterion(model(images), labels)
+    loss.backward()
+    return total_loss + loss.item()
+```
+
+## Symptoms
+`IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python or
+`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`
+
+## Known problems
+Only values the doctor can prove to be 0-dim are reported: a loss returned by your own
+function or module (`loss = compute_loss(...)`) is not.
+""",
+        "zh": """
+## What it catches
+对已知是 0 维张量的 `X` 写 `X.data[0]`：`X` 是损失函数的结果（调用 `nn.CrossEntropyLoss()`
+这类 `nn.*Loss` 模块，或 `F.cross_entropy`、`F.mse_loss` 这类函数式损失），是对全部元素的归约
+（`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量。
+使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
+以及无法确定形状的张量同样不报告。
+
+## Why is this bad?
+PyTorch 0.4 之前，损失是一个包着单元素张量的 `Variable`，`loss.data[0]` 是把它读成 Python
+数字的标准写法。从 0.4 开始，损失和全局归约的结果都是 0 维张量（标量），没有可以索引的维度，
+于是很多老教程里的这个写法会直接报错。`.item()` 返回对应的 Python 数字，0.4 之后的所有版本都可用。
+
+## Example
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_step(model, images, labels, total_loss):
+    loss = criterion(model(images), labels)
+    loss.backward()
+    return total_loss + loss.data[0]
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_step(model, images, labels, total_loss):
+    loss = criterion(model(images), labels)
+    loss.backward()
+    return total_loss + loss.item()
+```
+
+## Symptoms
+`IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python or
+`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`
+
+## Known problems
+只报告能确定是 0 维的值：由你自己的函数或模块返回的损失（`loss = compute_loss(...)`）不会被报告。
+""",
+    },
+)
+
+# Functional losses and how many tensor arguments they take before the options; they return a
+# 0-dim tensor unless `reduction="none"` (or the legacy `reduce=False`) is passed.
+FUNCTIONAL_LOSSES = {
+    "cross_entropy": 2, "nll_loss": 2, "mse_loss": 2, "l1_loss": 2, "smooth_l1_loss": 2,
+    "huber_loss": 2, "binary_cross_entropy": 2, "binary_cross_entropy_with_logits": 2,
+    "kl_div": 2, "poisson_nll_loss": 2, "soft_margin_loss": 2, "multilabel_margin_loss": 2,
+    "multilabel_soft_margin_loss": 2, "multi_margin_loss": 2, "hinge_embedding_loss": 2,
+    "gaussian_nll_loss": 3, "cosine_embedding_loss": 3, "margin_ranking_loss": 3,
+    "triplet_margin_loss": 3, "triplet_margin_with_distance_loss": 3, "ctc_loss": 4,
+}
+SCALAR_REDUCTIONS = frozenset({"mean", "sum", "batchmean", "elementwise_mean"})
+# `nn.*Loss` classes whose call does not return one scalar.
+NON_SCALAR_LOSS_CLASSES = frozenset({"AdaptiveLogSoftmaxWithLoss"})
+LOSS_MODULE_PATHS = frozenset({"torch.nn", "torch.nn.modules", "torch.nn.modules.loss"})
+
+# Reductions over all elements when called without a dim: `x.sum()` is 0-dim, `x.sum(1)` is not.
+# Value: how many positional arguments still reduce everything (`x.norm(2)`: p; `x.dot(y)`).
+FULL_REDUCTION_METHODS = {
+    "sum": 0, "mean": 0, "prod": 0, "std": 0, "var": 0, "max": 0, "min": 0, "amax": 0,
+    "amin": 0, "all": 0, "any": 0, "median": 0, "nansum": 0, "nanmean": 0, "norm": 1, "dot": 1,
+}
+# The same as torch functions: the tensor argument(s) come first.
+FULL_REDUCTION_FUNCTIONS = {
+    "sum": 1, "mean": 1, "prod": 1, "std": 1, "var": 1, "max": 1, "min": 1, "amax": 1,
+    "amin": 1, "all": 1, "any": 1, "median": 1, "nansum": 1, "nanmean": 1, "norm": 2,
+    "dot": 2, "dist": 2,
+}
+# Keywords that keep a full reduction full.
+REDUCTION_OPTIONS = frozenset({"dtype", "p", "unbiased", "correction"})
+SCALAR_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+@PITFALL.static(ast.Subscript)
+def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
+    data = node.value
+    if type(data) is not ast.Attribute or data.attr != "data":
+        return None
+    index = node.slice
+    if type(index) is not ast.Constant or type(index.value) is not int or index.value != 0:
+        return None
+    if type(node.ctx) is not ast.Load:  # `x.data[0] = v` is a different story
+        return None
+    value = data.value
+    if not is_zero_dim(value, ctx):
+        return None
+    # Replace `data[0]` by `item()`: the text before it, parentheses included, stays.
+    data_end = ctx.span(data)[1]
+    fix = ctx.fix(PITFALL, "safe", ctx.edit(data_end - len("data"), ctx.span(node)[1], "item()"))
+    return [ctx.finding(PITFALL, node, fix=fix, expr=_short(ctx.text(node)))]
+
+
+# ---- what is 0-dim -------------------------------------------------------------------------
+
+def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozenset()) -> bool:
+    """True when `expr` is certainly a 0-dim tensor (a scalar loss, a full reduction...)."""
+    kind = type(expr)
+    if kind is ast.Call:
+        return _is_zero_dim_call(expr, ctx, resolving)
+    if kind is ast.Name:
+        if expr.id in resolving:  # `loss = loss * 2`: as 0-dim as its other assignments
+            return True
+        return _all_assigned(expr.id, ctx, lambda value: is_zero_dim(value, ctx, resolving | {expr.id}))
+    if kind is ast.BinOp and isinstance(expr.op, SCALAR_ARITHMETIC):
+        sides = (expr.left, expr.right)
+        if not all(_is_number(side) or is_zero_dim(side, ctx, resolving) for side in sides):
+            return False
+        return not all(_is_number(side) for side in sides)
+    if kind is ast.UnaryOp and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        return is_zero_dim(expr.operand, ctx, resolving)
+    return False
+
+
+def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -> bool:
+    func = call.func
+    qualname = ctx.qualname(func)
+    if qualname is not None:
+        return _is_zero_dim_torch_call(qualname, call)
+    if isinstance(func, ast.Call):  # nn.MSELoss()(a, b)
+        return is_scalar_loss_constructor(func, ctx)
+    if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTION_METHODS:
+        return _is_full_reduction_method(call, ctx)
+    return is_loss_module(func, ctx)
+
+
+def _is_zero_dim_torch_call(qualname: str, call: ast.Call) -> bool:
+    head, _, last = qualname.rpartition(".")
+    if head == "torch.nn.functional" and last in FUNCTIONAL_LOSSES:
+        return reduces_to_scalar(call, FUNCTIONAL_LOSSES[last])
+    if head == "torch" and last in FULL_REDUCTION_FUNCTIONS:
+        return _full_reduction_arguments(call, FULL_REDUCTION_FUNCTIONS[last], minimum=1)
+    if qualname in ("torch.tensor", "torch.scalar_tensor"):
+        return len(call.args) == 1 and _is_number(call.args[0])
+    return False
+
+
+def _is_full_reduction_method(call: ast.Call, ctx: Context) -> bool:
+    if not ctx.imports_torch:
+        return False
+    if ctx.kind_of(call.func.value) is Kind.NDARRAY:  # numpy's reductions give numpy scalars
+        return False
+    return _full_reduction_arguments(call, FULL_REDUCTION_METHODS[call.func.attr], minimum=0)
+
+
+def _full_reduction_arguments(call: ast.Call, most: int, minimum: int) -> bool:
+    if not minimum <= len(call.args) <= most:
+        return False
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return False
+    return all(kw.arg in REDUCTION_OPTIONS for kw in call.keywords)
+
+
+def reduces_to_scalar(call: ast.Call, tensor_arguments: int) -> bool:
+    """A loss call or constructor whose options keep the default scalar reduction."""
+    if len(call.args) > tensor_arguments or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    for keyword in call.keywords:
+        if keyword.arg is None:  # **options: could hold reduction="none"
+            return False
+        if keyword.arg == "reduction" and not _is_constant_in(keyword.value, SCALAR_REDUCTIONS):
+            return False
+        if keyword.arg == "reduce" and not _is_constant_in(keyword.value, {True}):
+            return False
+    return True
+
+
+def is_scalar_loss_constructor(call: ast.AST, ctx: Context) -> bool:
+    """`nn.CrossEntropyLoss()`: a loss module whose call returns a 0-dim tensor."""
+    if not isinstance(call, ast.Call):
+        return False
+    qualname = ctx.qualname(call.func)
+    if qualname is None:
+        return False
+    head, _, last = qualname.rpartition(".")
+    if head not in LOSS_MODULE_PATHS or not last.endswith("Loss") or last in NON_SCALAR_LOSS_CLASSES:
+        return False
+    # One positional option at most, and not a reduction string (HuberLoss takes it first).
+    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        if call.args[0].value not in SCALAR_REDUCTIONS:
+            return False
+    return reduces_to_scalar(call, tensor_arguments=1)
+
+
+def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
+    """`criterion` or `self.criterion`, assigned only scalar loss modules."""
+    if isinstance(expr, ast.Name):
+        return _all_assigned(expr.id, ctx, lambda value: is_scalar_loss_constructor(value, ctx))
+    if _is_self_attribute(expr):
+        cls = ctx.enclosing_class()
+        if cls is None:
+            return False
+        values = attribute_values(ctx, cls, expr.attr)
+        return bool(values) and all(is_scalar_loss_constructor(value, ctx) for value in values)
+    return False
+
+
+def _all_assigned(name: str, ctx: Context, accept) -> bool:
+    """True when `name` is bound only by plain assignments and `accept` holds for every value."""
+    found = bindings(ctx, scope_of(name, ctx), name)
+    if not found:
+        return False
+    return all(b.value is not None and (b.augmented or accept(b.value)) for b in found)
+
+
+# ---- bindings, looked up on demand (could move to Context) ---------------------------------
+
+@per_file
+def attribute_values(ctx: Context, cls: ast.ClassDef, attr: str) -> tuple[ast.expr, ...]:
+    """Values assigned to `self.<attr>` in the methods of `cls`; empty when some other
+    binding (unpacking, augmented assignment) makes them unreliable."""
+    values = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if _is_self_attribute(target) and target.attr == attr:
+                    values.append(node.value)
+                elif any(_is_self_attribute(t) and t.attr == attr for t in ast.walk(target)):
+                    return ()
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            if _is_self_attribute(node.target) and node.target.attr == attr:
+                return ()
+    return tuple(values)
+
+
+# ---- small predicates ----------------------------------------------------------------------
+
+def _is_self_attribute(expr: ast.AST) -> bool:
+    return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self")
+
+
+def _is_number(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        expr = expr.operand
+    return (isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float))
+            and not isinstance(expr.value, bool))
+
+
+def _is_constant_in(expr: ast.AST, allowed) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value in allowed
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,356 @@
+"""TD102 accumulated-loss-graph: `total += loss` across iterations keeps every graph alive."""
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.bindings import bindings, scope_of
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD102",
+    name="accumulated-loss-graph",
+    title={"en": "Loss tensor accumulated across iterations with its autograd graph",
+           "zh": "跨迭代累加带计算图的损失张量"},
+    messages={"": {
+        "en": "`{total}` collects the loss tensor `{loss}` of every iteration, and with it each "
+              "iteration's autograd graph: accumulate `{loss}.item()` (or `{loss}.detach()`)",
+        "zh": "`{total}` 收集了每次迭代的损失张量 `{loss}`，也就留住了每次迭代的计算图："
+              "请累加 `{loss}.item()`（或 `{loss}.detach()`）",
+    }},
+    fix_title={"en": "Accumulate `{loss}.item()`", "zh": "改为累加 `{loss}.item()`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+Inside a loop that calls `loss.backward()` (or `scaler.scale(loss).backward()`,
+`accelerator.backward(loss)`, ...), the same `loss` tensor added to a running total or
+appended to a list that was created before the loop: `total_loss += loss`,
+`total_loss = total_loss + loss`, `losses.append(loss)`.
+
+Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
+reset inside the loop) is fine and not reported.
+
+## Why is this bad?
+A loss tensor carries its `grad_fn`: the graph of the step that produced it. Adding it to a
+total that lives across iterations links each step's graph to the next one, and a list of
+losses holds every one of them, so nothing of the past iterations can be freed. Memory grows
+step after step until the run dies with an out-of-memory error, usually far into training,
+and the total itself becomes a tensor whose history spans the whole epoch. What you wanted is
+the number: `loss.item()` (or `loss.detach()` to stay on the GPU without a sync).
+
+## Example
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_epoch(model, loader, optimizer):
+    total_loss = 0.0
+    for images, labels in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss
+    return total_loss / len(loader)
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_epoch(model, loader, optimizer):
+    total_loss = 0.0
+    for images, labels in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item()
+    return total_loss / len(loader)
+```
+
+## Symptoms
+GPU memory that grows with every iteration, then
+`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...` (older versions:
+`RuntimeError: CUDA out of memory`) long after the first steps ran fine.
+
+## Fix safety
+The fix accumulates `loss.item()`, a Python float, instead of the tensor. It is unsafe because
+the type changes: code that later treats the total or the list as tensors (`torch.stack(losses)`,
+`total_loss.cpu()`) must be adapted. `.item()` also waits for the GPU at every step; use
+`loss.detach()` instead if that matters.
+
+## Known problems
+Only losses on which `backward` is called in the same loop are recognised: a loss summed without
+a backward in the loop (for example in an evaluation loop run without `torch.no_grad()`) is not
+reported, because a total that is itself backpropagated after the loop looks the same.
+""",
+        "zh": """
+## What it catches
+在调用了 `loss.backward()`（或 `scaler.scale(loss).backward()`、`accelerator.backward(loss)` 等）
+的循环里，把同一个 `loss` 张量累加到循环之前就创建好的总和上，或追加到循环之前创建的列表里：
+`total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`。
+
+在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
+是正常用法，不会报告。
+
+## Why is this bad?
+损失张量带着它的 `grad_fn`，也就是产生它的那一步的计算图。把它加到跨迭代存在的总和上，
+会把每一步的计算图和下一步串起来；保存损失的列表则把每一步都留住，之前迭代的东西都无法释放。
+显存一步步上涨，直到训练进行很久之后因显存不足而崩溃，而这个总和本身也成了一个历史贯穿整个
+epoch 的张量。你真正想要的只是那个数：`loss.item()`（如果想留在 GPU 上、避免同步，用 `loss.detach()`）。
+
+## Example
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_epoch(model, loader, optimizer):
+    total_loss = 0.0
+    for images, labels in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss
+    return total_loss / len(loader)
+```
+
+## Use instead:
+```python
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_epoch(model, loader, optimizer):
+    total_loss = 0.0
+    for images, labels in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item()
+    return total_loss / len(loader)
+```
+
+## Symptoms
+显存随着迭代不断增长，之后出现
+`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`（旧版本为
+`RuntimeError: CUDA out of memory`），而最初的若干步都运行正常。
+
+## Fix safety
+修复后累加的是 `loss.item()`（Python 浮点数）而不是张量。它是不安全的，因为类型变了：
+之后把总和或列表当作张量使用的代码（`torch.stack(losses)`、`total_loss.cpu()`）需要相应修改。
+另外 `.item()` 每一步都会等待 GPU；如果在意这一点，请改用 `loss.detach()`。
+
+## Known problems
+只识别在同一个循环里调用了 `backward` 的损失：循环里没有反向传播的累加（例如没有包在
+`torch.no_grad()` 里的验证循环）不会报告，因为“循环结束后对总和做反向传播”的写法看起来完全一样。
+""",
+    },
+)
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+# Methods and functions whose result no longer carries the graph.
+DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy"})
+DETACHING_FUNCTIONS = frozenset({"float", "int"})
+# Calls that run backward on their first argument.
+BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
+BACKWARD_RUNNERS = frozenset({"accelerate.Accelerator"})  # accelerator.backward(loss)
+# Methods that return their argument scaled for backward: scaler.scale(loss).backward().
+LOSS_WRAPPERS = frozenset({"scale"})
+
+
+@PITFALL.static(ast.AugAssign)
+def check_augmented(node: ast.AugAssign, ctx: Context) -> list[Finding] | None:
+    if type(node.op) is not ast.Add or type(node.target) is not ast.Name:
+        return None
+    return _check(node, node.target.id, node.value, ctx)
+
+
+@PITFALL.static(ast.Assign)
+def check_sum(node: ast.Assign, ctx: Context) -> list[Finding] | None:
+    """`total = total + loss`."""
+    value = node.value
+    if type(value) is not ast.BinOp or type(value.op) is not ast.Add or len(node.targets) != 1:
+        return None
+    target = node.targets[0]
+    if type(target) is not ast.Name:
+        return None
+    if _is_name(value.left, target.id):
+        return _check(node, target.id, value.right, ctx)
+    if _is_name(value.right, target.id):
+        return _check(node, target.id, value.left, ctx)
+    return None
+
+
+@PITFALL.static(ast.Expr, names={"append"})
+def check_append(node: ast.Expr, ctx: Context) -> list[Finding] | None:
+    call = node.value
+    if not isinstance(call.func, ast.Attribute) or type(call.func.value) is not ast.Name:
+        return None
+    if len(call.args) != 1 or call.keywords:
+        return None
+    return _check(node, call.func.value.id, call.args[0], ctx, appended=True)
+
+
+def _check(statement: ast.stmt, total: str, added: ast.expr, ctx: Context,
+           appended: bool = False) -> list[Finding] | None:
+    operands = [name for name in _bare_operands(added) if name.id != total]
+    if not operands:
+        return None
+    loop = _innermost_loop(ctx)
+    if loop is None:
+        return None
+    backpropagated = _backward_roots(ctx, loop)
+    losses = [name for name in operands if name.id in backpropagated]
+    if not losses:
+        return None
+    scope = scope_of(total, ctx)
+    if not _outlives_iteration(bindings(ctx, scope, total), total, loop, appended):
+        return None
+    loss = losses[0]
+    if _detached_in(bindings(ctx, scope_of(loss.id, ctx), loss.id), loop):
+        return None
+    title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
+    fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
+    return [ctx.finding(PITFALL, statement, fix=fix, total=total, loss=loss.id)]
+
+
+def _bare_operands(expr: ast.expr) -> list[ast.Name]:
+    """Names used as they are in a sum or product: `loss` in `loss * n`, not in `loss.item()`."""
+    if type(expr) is ast.Name:
+        return [expr]
+    if type(expr) is ast.BinOp and isinstance(expr.op, _ARITHMETIC):
+        return _bare_operands(expr.left) + _bare_operands(expr.right)
+    if type(expr) is ast.UnaryOp and isinstance(expr.op, ast.USub):
+        return _bare_operands(expr.operand)
+    return []
+
+
+def _innermost_loop(ctx: Context) -> ast.stmt | None:
+    for node in reversed(ctx.ancestors):
+        if isinstance(node, _LOOPS):
+            return node
+        if isinstance(node, _FUNCTIONS):
+            return None
+    return None
+
+
+@per_file
+def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
+    """Names whose value `backward` is run on in the loop. Backward returns nothing, so only
+    expression statements are looked at: far cheaper than every expression of the body."""
+    roots: set[str] = set()
+    for statement in _statements([*loop.body, *loop.orelse]):
+        if type(statement) is ast.Expr and type(statement.value) is ast.Call:
+            roots.update(_backward_target_names(statement.value, ctx))
+    return frozenset(roots)
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement in `body` and the blocks nested in it, not entering functions or classes."""
+    todo = list(body)
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, _FUNCTIONS):
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(statement, field, None)
+            if block:
+                todo.extend(block)
+
+
+def _backward_target_names(call: ast.Call, ctx: Context) -> set[str]:
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "backward":
+        names = _root_names(func.value)
+        if call.args and _is_backward_runner(func.value, ctx):
+            names |= _root_names(call.args[0])
+        return names
+    if isinstance(func, ast.Attribute) and func.attr == "manual_backward" and call.args:
+        return _root_names(call.args[0])  # Lightning's self.manual_backward(loss)
+    if call.args and ctx.qualname(func) in BACKWARD_FUNCTIONS:
+        return _root_names(call.args[0])
+    return set()
+
+
+def _root_names(expr: ast.expr) -> set[str]:
+    """The names a backward target is computed from: `loss` in `scaler.scale(loss / k)`."""
+    kind = type(expr)
+    if kind is ast.Name:
+        return {expr.id}
+    if kind is ast.BinOp:
+        return _root_names(expr.left) | _root_names(expr.right)
+    if kind is ast.UnaryOp:
+        return _root_names(expr.operand)
+    if kind is ast.Call and isinstance(expr.func, ast.Attribute):
+        names = _root_names(expr.func.value)  # loss.mean()
+        if expr.func.attr in LOSS_WRAPPERS and expr.args:
+            names |= _root_names(expr.args[0])
+        return names
+    return set()  # criterion(out, y).backward(): the arguments are inputs, not losses
+
+
+def _is_backward_runner(expr: ast.expr, ctx: Context) -> bool:
+    """`accelerator` in `accelerator.backward(loss)`: made by Accelerator(), not a tensor."""
+    if not isinstance(expr, ast.Name):
+        return False
+    found = bindings(ctx, scope_of(expr.id, ctx), expr.id)
+    return bool(found) and all(
+        isinstance(b.value, ast.Call) and ctx.qualname(b.value.func) in BACKWARD_RUNNERS
+        for b in found)
+
+
+def _outlives_iteration(found, total: str, loop: ast.stmt, appended: bool) -> bool:
+    """Bound before the loop and, inside it, only updated by accumulation."""
+    if not found or not any(b.node.lineno < loop.lineno for b in found):
+        return False
+    for binding in found:
+        if not _inside(binding.node, loop):
+            continue
+        if appended or binding.value is None:  # a list made anew, a loop variable...
+            return False
+        if not binding.augmented and not _is_accumulation(binding.value, total):
+            return False
+    return True
+
+
+def _is_accumulation(value: ast.expr, total: str) -> bool:
+    return (type(value) is ast.BinOp and type(value.op) is ast.Add
+            and (_is_name(value.left, total) or _is_name(value.right, total)))
+
+
+def _detached_in(found, loop: ast.stmt) -> bool:
+    """Whether the loss is rebound inside the loop to something without a graph."""
+    return any(_inside(b.node, loop) and _is_detaching(b.value) for b in found or ())
+
+
+def _is_detaching(value: ast.expr | None) -> bool:
+    if not isinstance(value, ast.Call):
+        return isinstance(value, ast.Attribute) and value.attr == "data"
+    func = value.func
+    if isinstance(func, ast.Attribute):
+        return func.attr in DETACHING_METHODS
+    return isinstance(func, ast.Name) and func.id in DETACHING_FUNCTIONS
+
+
+def _inside(node: ast.AST, loop: ast.stmt) -> bool:
+    return loop.lineno <= node.lineno <= loop.end_lineno
+
+
+def _is_name(expr: ast.expr, name: str) -> bool:
+    return type(expr) is ast.Name and expr.id == name

@@ -1,0 +1,209 @@
+"""TD104 legacy-autograd-function: a `torch.autograd.Function` with instance `forward`/`backward`."""
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD104",
+    name="legacy-autograd-function",
+    title={"en": "Autograd Function with a non-static `forward`/`backward` (legacy style)",
+           "zh": "`forward`/`backward` 不是静态方法的旧式 autograd Function"},
+    messages={"": {
+        "en": "`{method}` of autograd Function `{cls}` is not a `@staticmethod`: legacy "
+              "Functions raise RuntimeError since PyTorch 1.3; make it "
+              "`@staticmethod def {method}(ctx, ...)` and call `{cls}.apply(...)`",
+        "zh": "autograd Function `{cls}` 的 `{method}` 不是 `@staticmethod`：旧式 Function 从 "
+              "PyTorch 1.3 起会抛出 RuntimeError；请改成 `@staticmethod def {method}(ctx, ...)`，"
+              "并通过 `{cls}.apply(...)` 调用",
+    }},
+    docs={
+        "en": """
+## What it catches
+A subclass of `torch.autograd.Function` (also through `from torch.autograd import Function`
+and through your own subclasses of it) whose `forward`, `backward` (or `setup_context`, `jvp`,
+`vjp`) is a plain method instead of a `@staticmethod`.
+
+## Why is this bad?
+Until PyTorch 1.2 a custom Function could be written like a module: state in `__init__`,
+`forward(self, x)` and `backward(self, grad)` as instance methods, and `MyFn()(x)` to call it.
+That "legacy" style was removed in 1.3. In the new style the methods are static and receive a
+`ctx` object as their first argument instead of `self`: `forward(ctx, *inputs)` stores what
+backward needs with `ctx.save_for_backward(...)` (or plain attributes such as
+`ctx.scale = scale` for non-tensors), and `backward(ctx, *grad_outputs)` reads it back from
+`ctx.saved_tensors` and returns one gradient per input of `forward` (`None` for inputs that
+need none). The Function is never instantiated: `MyFn.apply(x, scale)` runs it and records it
+in the graph; options that used to go to `__init__` become extra arguments of `apply`.
+
+## Example
+```python
+import torch
+
+
+class ScaleGrad(torch.autograd.Function):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return x.view_as(x)
+
+    def backward(self, grad_output):
+        return grad_output * self.scale
+
+
+y = ScaleGrad(0.5)(torch.randn(3, requires_grad=True))
+```
+
+## Use instead:
+```python
+import torch
+
+
+class ScaleGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.scale, None
+
+
+y = ScaleGrad.apply(torch.randn(3, requires_grad=True), 0.5)
+```
+
+## Symptoms
+`RuntimeError: Legacy autograd function with non-static forward method is deprecated. Please
+use new-style autograd function with static forward method. (Example:
+https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)`, after the warning
+`DeprecationWarning: <class '...'> should not be instantiated. Methods on autograd functions
+are all static, so you should invoke them on the class itself.`
+
+## Known problems
+A method made static by a decorator the doctor does not know (anything but `staticmethod`,
+`classmethod`, `once_differentiable` and the `custom_fwd`/`custom_bwd` decorators) is assumed
+to be fine. A non-static method that is only ever reached through `.apply` happens to work
+(its `self` receives the `ctx`), but it is reported all the same.
+
+## References
+- https://pytorch.org/docs/stable/notes/extending.html
+""",
+        "zh": """
+## What it catches
+`torch.autograd.Function` 的子类（包括 `from torch.autograd import Function` 导入的，以及继承自你自己的
+Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`、`vjp`）是普通方法而不是 `@staticmethod`。
+
+## Why is this bad?
+在 PyTorch 1.2 及以前，自定义 Function 可以写得像模块一样：状态放在 `__init__` 里，`forward(self, x)`
+和 `backward(self, grad)` 是实例方法，用 `MyFn()(x)` 调用。这种“旧式”写法在 1.3 中被移除了。
+新式写法里这些方法都是静态方法，第一个参数是 `ctx` 对象而不是 `self`：`forward(ctx, *inputs)` 用
+`ctx.save_for_backward(...)` 保存反向传播要用的张量（非张量可直接存成属性，如 `ctx.scale = scale`），
+`backward(ctx, *grad_outputs)` 从 `ctx.saved_tensors` 取回它们，并为 `forward` 的每个输入返回一个梯度
+（不需要梯度的输入返回 `None`）。Function 不再实例化：用 `MyFn.apply(x, scale)` 运行它并把它记录到
+计算图中；以前传给 `__init__` 的选项改为 `apply` 的额外参数。
+
+## Example
+```python
+import torch
+
+
+class ScaleGrad(torch.autograd.Function):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return x.view_as(x)
+
+    def backward(self, grad_output):
+        return grad_output * self.scale
+
+
+y = ScaleGrad(0.5)(torch.randn(3, requires_grad=True))
+```
+
+## Use instead:
+```python
+import torch
+
+
+class ScaleGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.scale, None
+
+
+y = ScaleGrad.apply(torch.randn(3, requires_grad=True), 0.5)
+```
+
+## Symptoms
+`RuntimeError: Legacy autograd function with non-static forward method is deprecated. Please
+use new-style autograd function with static forward method. (Example:
+https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)`，在此之前还会有警告
+`DeprecationWarning: <class '...'> should not be instantiated. Methods on autograd functions
+are all static, so you should invoke them on the class itself.`
+
+## Known problems
+如果方法由本工具不认识的装饰器变成静态方法（除 `staticmethod`、`classmethod`、`once_differentiable`
+以及 `custom_fwd`/`custom_bwd` 之外的装饰器），会被当作没有问题。只通过 `.apply` 调用的非静态方法
+碰巧可以运行（它的 `self` 收到的是 `ctx`），但仍然会被报告。
+
+## References
+- https://pytorch.org/docs/stable/notes/extending.html
+""",
+    },
+)
+
+FUNCTION_CLASSES = frozenset({
+    "torch.autograd.Function", "torch.autograd.function.Function",
+    "torch.autograd.function.InplaceFunction",
+})
+# Methods autograd calls on the class itself, passing the ctx as first argument.
+STATIC_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
+STATIC_DECORATORS = frozenset({"staticmethod", "classmethod"})
+# Decorators that wrap the function and leave it an instance method.
+TRANSPARENT_DECORATORS = frozenset({
+    "torch.autograd.function.once_differentiable",
+    "torch.amp.custom_fwd", "torch.amp.custom_bwd",
+    "torch.amp.autocast_mode.custom_fwd", "torch.amp.autocast_mode.custom_bwd",
+    "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd",
+})
+
+
+@PITFALL.static(ast.FunctionDef, names=STATIC_METHODS)
+def check(node: ast.FunctionDef, ctx: Context) -> list[Finding] | None:
+    cls = ctx.parent()
+    if not isinstance(cls, ast.ClassDef):
+        return None
+    if not all(_is_transparent(decorator, ctx) for decorator in node.decorator_list):
+        return None
+    if not ctx.class_inherits(cls, FUNCTION_CLASSES.__contains__):
+        return None
+    return [ctx.finding(PITFALL, _def_header(node), method=node.name, cls=cls.name)]
+
+
+def _is_transparent(decorator: ast.expr, ctx: Context) -> bool:
+    """A decorator that certainly leaves the method an instance method."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(target, ast.Name) and target.id in STATIC_DECORATORS:
+        return False
+    return ctx.qualname(target) in TRANSPARENT_DECORATORS
+
+
+def _def_header(node: ast.FunctionDef) -> ast.AST:
+    """A node spanning `def forward`, so the finding points at the header, not the body."""
+    header = ast.Name(id=node.name)
+    header.lineno = header.end_lineno = node.lineno
+    header.col_offset = node.col_offset
+    header.end_col_offset = node.col_offset + len(f"def {node.name}")
+    return header

@@ -1,0 +1,399 @@
+"""TD105 parameter-reassigned: a parameter or submodule replaced or converted behind the optimizer."""
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD105",
+    name="parameter-reassigned",
+    title={"en": "Parameter or submodule replaced or converted after it was registered",
+           "zh": "已注册的参数或子模块被替换或转换"},
+    messages={
+        "": {
+            "en": "`{target} = {value}` in `forward` converts the registered {what} `{source}` on "
+                  "every call: convert the values used instead, e.g. "
+                  "`F.linear(x, self.fc.weight.float())`",
+            "zh": "在 `forward` 中 `{target} = {value}` 每次调用都会转换已注册的{what_zh} `{source}`："
+                  "请只转换参与计算的值，例如 `F.linear(x, self.fc.weight.float())`",
+        },
+        "new-parameter": {
+            "en": "`forward` replaces `{target}` with a new `nn.Parameter` on every call: the "
+                  "optimizer keeps updating the old one, and the new one starts from scratch",
+            "zh": "`forward` 每次调用都用新的 `nn.Parameter` 替换 `{target}`：优化器仍在更新旧参数，"
+                  "而新参数每次都从头开始",
+        },
+        "after-optimizer": {
+            "en": "`{target}` is replaced by a new `nn.Parameter` after the optimizer was built "
+                  "over `{model}.parameters()`: the optimizer keeps updating the old tensor; "
+                  "copy into the existing parameter under `torch.no_grad()` or build the "
+                  "optimizer afterwards",
+            "zh": "优化器基于 `{model}.parameters()` 创建之后，`{target}` 被替换成了新的 `nn.Parameter`："
+                  "优化器仍在更新旧张量；请在 `torch.no_grad()` 下把值拷贝进原参数，或之后再创建优化器",
+        },
+    },
+    docs={
+        "en": """
+## What it catches
+- In the `forward` of an `nn.Module`, an assignment that converts a registered parameter or
+  submodule and stores it back: `self.fc = self.fc.float()`, `self.weight =
+  self.weight.to(x.dtype)`.
+- In `forward`, an unconditional `self.<attr> = nn.Parameter(...)`.
+- Anywhere, `model.fc.weight = nn.Parameter(...)` after an optimizer was built over
+  `model.parameters()` in the same function (or at the top level of the same script), unless
+  an optimizer is built again afterwards.
+
+## Why is this bad?
+An optimizer holds references to the parameter tensors it was given when it was built.
+Replacing a parameter with a new `nn.Parameter` registers the new tensor in the model, but
+the optimizer keeps stepping the old one: the new weights are used in `forward` and never
+trained, and a new parameter created in `forward` is even re-initialised on every call.
+
+Converting in `forward` is the subtle variant. `Module.float()` or `.to(dtype)` changes the
+module's parameters in place (it swaps their `.data`), on every call: optimizer states keep the
+old dtype, mixed-precision and sharded training (DeepSpeed, FSDP) keep updating their own copy
+of the weights, so the module you run is no longer the one being trained. On a parameter,
+`self.weight = self.weight.float()` is a no-op when nothing changes and a `TypeError` when the
+dtype or device differs, because a plain tensor cannot replace a registered parameter. What
+you want is a converted value for this computation only: `F.linear(x, self.fc.weight.float(),
+self.fc.bias)`, or `self.fc(x.float())` after converting the module once, outside `forward`.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, dim, experts):
+        super().__init__()
+        self.wg = nn.Linear(dim, experts, bias=False)
+
+    def forward(self, x):
+        self.wg = self.wg.float()
+        return self.wg(x.float())
+
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model.weight = nn.Parameter(torch.zeros(2, 4))
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Gate(nn.Module):
+    def __init__(self, dim, experts):
+        super().__init__()
+        self.wg = nn.Linear(dim, experts, bias=False)
+
+    def forward(self, x):
+        return F.linear(x.float(), self.wg.weight.float())
+
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+with torch.no_grad():
+    model.weight.copy_(torch.zeros(2, 4))
+```
+
+## Symptoms
+No error, but weights that never change (loss stuck, the layer's values identical after
+training); or `TypeError: cannot assign 'torch.cuda.FloatTensor' as parameter 'weight'
+(torch.nn.Parameter or None expected)`.
+
+## Known problems
+The optimizer is matched only within one function or script body; a parameter created in
+`forward` under a condition (lazy initialisation before the optimizer exists) is not reported.
+
+## References
+- https://github.com/microsoft/DeepSpeed/pull/5156 (a router converting its gate in `forward`)
+""",
+        "zh": """
+## What it catches
+- 在 `nn.Module` 的 `forward` 里，把已注册的参数或子模块转换后再存回去：`self.fc = self.fc.float()`、
+  `self.weight = self.weight.to(x.dtype)`。
+- 在 `forward` 里无条件地执行 `self.<attr> = nn.Parameter(...)`。
+- 在同一个函数（或同一个脚本的顶层）中，优化器基于 `model.parameters()` 创建之后，又执行
+  `model.fc.weight = nn.Parameter(...)`，且之后没有重新创建优化器。
+
+## Why is this bad?
+优化器在创建时保存了它拿到的那些参数张量的引用。用新的 `nn.Parameter` 替换参数后，新张量注册到了
+模型里，但优化器仍然在更新旧的：`forward` 用的是新权重，它却永远得不到训练；在 `forward`
+里创建的新参数甚至每次调用都会被重新初始化。
+
+在 `forward` 中做转换是更隐蔽的情形。`Module.float()` 或 `.to(dtype)` 会原地修改模块的参数
+（替换它们的 `.data`），而且每次调用都会做一遍：优化器状态还是旧的 dtype，混合精度和分片训练
+（DeepSpeed、FSDP）继续更新它们自己保存的那份权重，于是实际运行的模块已经不是被训练的那个了。
+对参数本身，`self.weight = self.weight.float()` 在什么都不变时等于没做，在 dtype 或设备不同时则会抛出
+`TypeError`，因为普通张量不能替换已注册的参数。你真正需要的只是本次计算用的转换后的值：
+`F.linear(x, self.fc.weight.float(), self.fc.bias)`，或者在 `forward` 之外把模块转换一次，再调用 `self.fc(x.float())`。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, dim, experts):
+        super().__init__()
+        self.wg = nn.Linear(dim, experts, bias=False)
+
+    def forward(self, x):
+        self.wg = self.wg.float()
+        return self.wg(x.float())
+
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model.weight = nn.Parameter(torch.zeros(2, 4))
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Gate(nn.Module):
+    def __init__(self, dim, experts):
+        super().__init__()
+        self.wg = nn.Linear(dim, experts, bias=False)
+
+    def forward(self, x):
+        return F.linear(x.float(), self.wg.weight.float())
+
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+with torch.no_grad():
+    model.weight.copy_(torch.zeros(2, 4))
+```
+
+## Symptoms
+不报错，但权重始终不变（loss 不下降，训练后该层的值和初始时一模一样）；或者
+`TypeError: cannot assign 'torch.cuda.FloatTensor' as parameter 'weight'
+(torch.nn.Parameter or None expected)`。
+
+## Known problems
+只在同一个函数或同一个脚本体内匹配优化器；在 `forward` 中带条件创建的参数（优化器创建之前的延迟初始化）
+不会报告。
+
+## References
+- https://github.com/microsoft/DeepSpeed/pull/5156（一个在 `forward` 中转换门控层的路由模块）
+""",
+    },
+)
+
+PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Conversions: in place on a module (it returns itself), a new tensor on a parameter.
+CONVERSIONS = frozenset("float half double bfloat16 to cuda cpu type".split())
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_WHAT = {Kind.MODULE: ("submodule", "子模块"), Kind.TENSOR: ("parameter", "参数")}
+
+
+@PITFALL.static(ast.Assign)
+def check(node: ast.Assign, ctx: Context) -> list[Finding] | None:
+    value = node.value
+    if len(node.targets) != 1 or type(node.targets[0]) is not ast.Attribute or type(value) is not ast.Call:
+        return None
+    called = _called_name(value)
+    if called == "Parameter" and ctx.qualname(value.func) in PARAMETER:
+        return _new_parameter(node, ctx)
+    if called in CONVERSIONS:
+        return _converted_in_forward(node, ctx)
+    return None
+
+
+# ---- in forward ----------------------------------------------------------------------------
+
+def _module_forward(ctx: Context) -> ast.ClassDef | None:
+    """The module class when the node being visited is in its `forward`."""
+    function = ctx.enclosing_function()
+    if function is None or function.name != "forward":
+        return None
+    index = ctx.ancestors.index(function)
+    cls = ctx.ancestors[index - 1]
+    if not isinstance(cls, ast.ClassDef) or not ctx.is_module_class(cls):
+        return None
+    return cls
+
+
+def _converted_in_forward(node: ast.Assign, ctx: Context) -> list[Finding] | None:
+    target = node.targets[0]
+    if not _is_self_attribute(target):
+        return None
+    source = _converted_attribute(node.value)
+    if source is None:
+        return None
+    cls = _module_forward(ctx)
+    if cls is None:
+        return None
+    what = _registered_kind(source, cls, ctx)
+    # Converting a copy of a parameter under another name leaves the parameter alone.
+    if what is None or (what is Kind.TENSOR and source.attr != target.attr):
+        return None
+    en, zh = _WHAT[what]
+    return [ctx.finding(PITFALL, node, target=ctx.text(target), value=_short(ctx.text(node.value)),
+                        source=ctx.text(source), what=en, what_zh=zh)]
+
+
+def _converted_attribute(value: ast.Call) -> ast.Attribute | None:
+    """`self.fc` in `self.fc.float()` or `self.fc.to(device).half()`."""
+    expr = value
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr not in CONVERSIONS:
+            return None
+        expr = expr.func.value
+    return expr if _is_self_attribute(expr) else None
+
+
+def _registered_kind(attribute: ast.Attribute, cls: ast.ClassDef, ctx: Context) -> Kind | None:
+    """MODULE for a submodule, TENSOR for a registered parameter, None otherwise."""
+    if ctx.kind_of(attribute) is Kind.MODULE:
+        return Kind.MODULE
+    return Kind.TENSOR if attribute.attr in _parameters_of(ctx, cls) else None
+
+
+@per_file
+def _parameters_of(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
+    """Attributes the class registers as parameters: `self.w = nn.Parameter(...)`,
+    `self.register_parameter("w", ...)`."""
+    names = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if ctx.qualname(node.value.func) in PARAMETER:
+                names.update(t.attr for t in node.targets if _is_self_attribute(t))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "register_parameter" and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            names.add(node.args[0].value)
+    return frozenset(names)
+
+
+def _new_parameter(node: ast.Assign, ctx: Context) -> list[Finding] | None:
+    target = node.targets[0]
+    root = _root_name(target)
+    if root is None:
+        return None
+    if root == "self" and _module_forward(ctx) is not None:
+        if _is_conditional(ctx):  # lazy initialisation on the first call
+            return None
+        return [ctx.finding(PITFALL, node, "new-parameter", target=ctx.text(target))]
+    model = _optimized_prefix(node, _dotted(target), ctx)
+    if model is None:
+        return None
+    return [ctx.finding(PITFALL, node, "after-optimizer", target=ctx.text(target), model=model)]
+
+
+def _is_conditional(ctx: Context) -> bool:
+    function = ctx.enclosing_function()
+    inner = ctx.ancestors[ctx.ancestors.index(function) + 1:]
+    return any(isinstance(node, (ast.If, ast.Try, ast.Match)) for node in inner)
+
+
+# ---- after an optimizer was built ----------------------------------------------------------
+
+def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str | None:
+    """The model whose `.parameters()` an optimizer built earlier in this scope holds, when
+    `path` lies inside it and no optimizer is built again after `node`."""
+    if path is None:
+        return None
+    scope = ctx.enclosing_function() or ctx.tree
+    before = None
+    for line, model in _optimizers_in(ctx, scope):
+        covers = path.startswith(model + ".")
+        if line > node.lineno and (covers or not model):  # rebuilt or extended afterwards
+            return None
+        if line < node.lineno and covers:
+            before = model
+    return before
+
+
+@per_file
+def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
+    """(line, model) for each optimizer assigned from `Optimizer(model.parameters(), ...)` in
+    the scope, and for each `add_param_group` call (model "": it may add anything). Only
+    statements are looked at: an optimizer is assigned, `add_param_group` is a statement."""
+    found = []
+    for statement in _statements(scope.body):
+        value = getattr(statement, "value", None)
+        if type(value) is not ast.Call:
+            continue
+        if type(statement) is ast.Expr and _called_name(value) == "add_param_group":
+            found.append((statement.lineno, ""))
+        elif type(statement) in (ast.Assign, ast.AnnAssign):
+            found.extend((statement.lineno, model) for model in _optimized_models(value, ctx))
+    return tuple(found)
+
+
+def _optimized_models(call: ast.Call, ctx: Context) -> list[str]:
+    qualname = ctx.qualname(call.func) or ""
+    head, _, last = qualname.rpartition(".")
+    if not head.startswith("torch.optim") or "lr_scheduler" in head or not last[:1].isupper():
+        return []
+    models = []
+    for part in ast.walk(call):
+        if isinstance(part, ast.Call) and _called_name(part) in ("parameters", "named_parameters"):
+            model = _dotted(part.func.value)
+            if model is not None:
+                models.append(model)
+    return models
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement in `body` and the blocks nested in it, not entering functions or classes."""
+    todo = list(body)
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, _SCOPES):
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(statement, field, None)
+            if block:
+                todo.extend(block)
+
+
+# ---- small helpers -------------------------------------------------------------------------
+
+def _called_name(call: ast.Call) -> str | None:
+    """`f` in `f(...)` and in `obj.f(...)`."""
+    func = call.func
+    return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    """`model.fc.weight` for a chain of attributes on a name; None for anything else."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _root_name(expr: ast.expr) -> str | None:
+    dotted = _dotted(expr)
+    return dotted.partition(".")[0] if dotted else None
+
+
+def _is_self_attribute(expr: ast.expr) -> bool:
+    return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self")
+
+
+def _short(text: str, limit: int = 50) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
