@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, wraps
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.report.finding import Edit, Fix, Finding
+from torchdoctor.report.finding import Edit, Finding, Fix
 
 
 class Kind(enum.Enum):

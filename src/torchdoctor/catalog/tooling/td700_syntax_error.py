@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog._model import Pitfall, pick
-from torchdoctor.report.finding import Edit, Fix, Finding
+from torchdoctor.report.finding import Edit, Finding, Fix
 
 PITFALL = Pitfall(
     code="TD700",

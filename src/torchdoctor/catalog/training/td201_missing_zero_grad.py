@@ -6,7 +6,11 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
-    enclosing_loops, is_scheduler_step, optimizer_steps, stepped_optimizer, walk_body,
+    enclosing_loops,
+    is_scheduler_step,
+    optimizer_steps,
+    stepped_optimizer,
+    walk_body,
 )
 from torchdoctor.lint.context import Context, Kind
 from torchdoctor.report.finding import Finding

@@ -6,7 +6,10 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
-    LOOPS, SCOPES, optimizer_steps, walk_body,
+    LOOPS,
+    SCOPES,
+    optimizer_steps,
+    walk_body,
 )
 from torchdoctor.lint.context import Context
 from torchdoctor.report.finding import Finding

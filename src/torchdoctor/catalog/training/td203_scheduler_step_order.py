@@ -7,7 +7,11 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
-    enclosing_loops, last_identifier, optimizer_steps, position, scope_nodes,
+    enclosing_loops,
+    last_identifier,
+    optimizer_steps,
+    position,
+    scope_nodes,
 )
 from torchdoctor.lint.context import Context, Kind
 from torchdoctor.report.finding import Finding

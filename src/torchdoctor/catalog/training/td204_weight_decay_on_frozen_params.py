@@ -6,7 +6,12 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
-    LOOPS, last_identifier, local_nodes, optimizer_steps, position, scope_nodes,
+    LOOPS,
+    last_identifier,
+    local_nodes,
+    optimizer_steps,
+    position,
+    scope_nodes,
 )
 from torchdoctor.lint.context import Context
 from torchdoctor.report.finding import Finding
