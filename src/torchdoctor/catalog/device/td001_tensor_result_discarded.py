@@ -29,7 +29,9 @@ A tensor method that returns a new tensor, called as a statement so that its res
 
 `model.cuda()` and `model.to(device)` on an `nn.Module` are fine and not reported: a module is
 moved in place. When the doctor cannot tell what a name holds, it reports device and dtype
-moves only for values it knows are tensors.
+moves and most other methods only for values it knows are tensors; for values of unknown
+type it reports only methods no other common class has (`unsqueeze`, `permute`,
+`contiguous`, `view_as`...).
 
 ## Why is this bad?
 `Tensor.cuda()` and `Tensor.to()` return a copy on the new device and leave the original where
@@ -69,7 +71,8 @@ to the original tensor keep the old value, which may or may not be what you mean
 `x.clamp(...)` 等。
 
 `nn.Module` 上的 `model.cuda()`、`model.to(device)` 没有问题，不会报告：模块是原地迁移的。
-当无法确定一个名字保存的是什么时，只对确定是张量的值报告设备和 dtype 的迁移。
+当无法确定一个名字保存的是什么时，设备、dtype 迁移和大多数方法只对确定是张量的值报告；
+类型未知的值只报告其他常见类没有的方法（`unsqueeze`、`permute`、`contiguous`、`view_as` 等）。
 
 ## Why is this bad?
 `Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
@@ -110,6 +113,10 @@ PURE = frozenset("""
 long int short bool byte char view view_as reshape reshape_as permute transpose t contiguous
 detach clamp clip squeeze unsqueeze flatten expand expand_as repeat clone type_as narrow
 """.split())
+# The few of those no other popular class defines: reported even when the receiver's type is
+# unknown. (`clip`, `reshape`, `view`... are in-place methods elsewhere: ultralytics'
+# `Instances.clip()`, OpenVINO's `Model.reshape()`.)
+TENSOR_ONLY = frozenset("unsqueeze permute contiguous view_as reshape_as expand_as type_as".split())
 TENSOR_KINDS = (Kind.TENSOR, Kind.NDARRAY)
 ASSIGNABLE = (ast.Name, ast.Attribute, ast.Subscript)
 
@@ -127,7 +134,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if method in MOVES and kind is not Kind.TENSOR:
         return
     # An unknown receiver of a tensor-only method is reported only in torch code.
-    if kind not in TENSOR_KINDS and not (ctx.imports_torch and isinstance(receiver, ASSIGNABLE)):
+    if kind not in TENSOR_KINDS and not (method in TENSOR_ONLY and ctx.imports_torch
+                                         and isinstance(receiver, ASSIGNABLE)):
         return
     target = ctx.text(receiver)
     fix = None
