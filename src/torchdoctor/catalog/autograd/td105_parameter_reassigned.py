@@ -15,10 +15,15 @@ PITFALL = Pitfall(
     messages={
         "": {
             "en": "`{target} = {value}` in `forward` converts the registered {what} `{source}` on "
-                  "every call: convert the values used instead, e.g. "
-                  "`F.linear(x, self.fc.weight.float())`",
+                  "every call: where conversion makes new parameters (XLA, sharded DeepSpeed/FSDP "
+                  "parameters, `overwrite_module_params_on_conversion`) the optimizer keeps "
+                  "training the old ones; convert once in `__init__`, or convert the values "
+                  "used, e.g. `F.linear(x, self.fc.weight.float())`",
             "zh": "在 `forward` 中 `{target} = {value}` 每次调用都会转换已注册的{what_zh} `{source}`："
-                  "请只转换参与计算的值，例如 `F.linear(x, self.fc.weight.float())`",
+                  "当转换会生成新参数时（XLA、DeepSpeed/FSDP 的分片参数、"
+                  "`overwrite_module_params_on_conversion`），优化器仍在训练旧参数；"
+                  "请在 `__init__` 中转换一次，或只转换参与计算的值，例如 "
+                  "`F.linear(x, self.fc.weight.float())`",
         },
         "new-parameter": {
             "en": "`forward` replaces `{target}` with a new `nn.Parameter` on every call: the "
@@ -112,6 +117,10 @@ training); or `TypeError: cannot assign 'torch.cuda.FloatTensor' as parameter 'w
 ## Known problems
 The optimizer is matched only within one function or script body; a parameter created in
 `forward` under a condition (lazy initialisation before the optimizer exists) is not reported.
+Converting a submodule in `forward` keeps training in plain eager PyTorch on CPU/CUDA, where
+`Module.to()` swaps each parameter's `.data` and keeps the Parameter objects; it is still
+reported, because it silently stops training wherever conversion makes new parameters, and it
+converts the weights on every call.
 
 ## References
 - https://github.com/microsoft/DeepSpeed/pull/5156 (a router converting its gate in `forward`)
@@ -186,7 +195,8 @@ with torch.no_grad():
 
 ## Known problems
 只在同一个函数或同一个脚本体内匹配优化器；在 `forward` 中带条件创建的参数（优化器创建之前的延迟初始化）
-不会报告。
+不会报告。在普通 eager 模式的 CPU/CUDA 上，在 `forward` 中转换子模块仍能正常训练：`Module.to()` 只替换
+每个参数的 `.data`，参数对象不变；但仍会报告，因为只要转换会生成新参数，训练就会悄悄停止，而且每次调用都要转换一遍权重。
 
 ## References
 - https://github.com/microsoft/DeepSpeed/pull/5156（一个在 `forward` 中转换门控层的路由模块）
