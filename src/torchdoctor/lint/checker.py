@@ -98,11 +98,16 @@ _TRACKED_CLASSES = frozenset(cls for cls in _CHILD_FIELDS if issubclass(cls, _TR
 
 
 @lru_cache(maxsize=None)
-def _skippable(codes: frozenset[str]) -> frozenset[type]:
-    """Leaf classes (no children, not tracked) that no enabled detector looks at: never pushed."""
+def _skippable(codes: frozenset[str]) -> tuple[frozenset[type], frozenset[str]]:
+    """Leaf classes (no children, not tracked) never pushed on the walk's stack, and the ids of
+    the `Name` leaves pushed anyway because a detector is keyed on them."""
     wanted = dispatch_for(codes)
-    return frozenset(cls for cls, fields in _CHILD_FIELDS.items()
-                     if not fields and cls not in _TRACKED_CLASSES and cls not in wanted)
+    always, by_name = wanted.get(ast.Name, ([], {}))
+    names = frozenset(by_name) if not always else frozenset()
+    skipped = frozenset(cls for cls, fields in _CHILD_FIELDS.items()
+                        if not fields and cls not in _TRACKED_CLASSES
+                        and (cls not in wanted or (cls is ast.Name and not always)))
+    return skipped, names
 
 
 def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en") -> CheckResult:
@@ -128,8 +133,8 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
     return result
 
 
-def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch, skip: frozenset[type],
-          result: CheckResult) -> None:
+def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch,
+          skippable: tuple[frozenset[type], frozenset[str]], result: CheckResult) -> None:
     """Pre-order, in source order. Statements and scopes are entered and left on the context
     (so `ctx.ancestors` holds the enclosing statements); expressions are only dispatched."""
     ancestors = ctx.ancestors
@@ -137,6 +142,8 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch, skip: frozenset[type]
     pop, push, extend = stack.pop, stack.append, stack.extend
     fields_of, tracked, get = _CHILD_FIELDS, _TRACKED_CLASSES, dispatch.get
     on_enter, on_leave = ENTER.get, LEAVE.get
+    skip, wanted_ids = skippable
+    name_type = ast.Name
     while stack:
         node = pop()
         kind = type(node)
@@ -153,11 +160,16 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch, skip: frozenset[type]
             if always:
                 _run_detectors(node, ctx, always, result)
             if by_name:
-                if kind is ast.Call:  # the common case, inlined: the walk's hottest line
+                # The common cases inlined (see node_name): the walk's hottest lines.
+                if kind is ast.Call:
                     func = node.func
                     func_type = type(func)
                     key = (func.attr if func_type is ast.Attribute
-                           else func.id if func_type is ast.Name else None)
+                           else func.id if func_type is name_type else None)
+                elif kind is ast.Attribute:
+                    key = node.attr
+                elif kind is name_type:
+                    key = node.id
                 else:
                     key = node_name(node)
                 named = by_name.get(key)
@@ -169,13 +181,27 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch, skip: frozenset[type]
                 handler(ctx, node)
             ancestors.append(node)
             push((node,))
+        fields = fields_of[kind]
+        if len(fields) == 1:  # most nodes: one child field, no list to build
+            value = getattr(node, fields[0], None)
+            if type(value) is list:
+                children = [v for v in value if v is not None and (
+                    type(v) not in skip or type(v) is name_type and v.id in wanted_ids)]
+                children.reverse()
+                extend(children)
+            elif value is not None and (type(value) not in skip
+                                        or type(value) is name_type and value.id in wanted_ids):
+                push(value)
+            continue
         children = []
-        for name in fields_of[kind]:
+        for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
                 # None stands for a `**spread` entry's missing key in a dict display.
-                children.extend([v for v in value if v is not None and type(v) not in skip])
-            elif value is not None and type(value) not in skip:
+                children.extend([v for v in value if v is not None and (
+                    type(v) not in skip or type(v) is name_type and v.id in wanted_ids)])
+            elif value is not None and (type(value) not in skip
+                                        or type(value) is name_type and value.id in wanted_ids):
                 children.append(value)
         if children:
             children.reverse()

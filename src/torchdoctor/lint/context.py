@@ -146,36 +146,38 @@ class Context:
 
     def kind_of(self, expr: ast.AST | None) -> Kind:
         """A coarse guess of what `expr` holds, from how it was made; UNKNOWN when unsure."""
-        if expr is None:
-            return Kind.UNKNOWN
-        if isinstance(expr, ast.Name):
-            for scope in reversed(self._scopes):
-                if expr.id in scope.kinds:
-                    return scope.kinds[expr.id]
-                if expr.id in scope.aliases:
-                    return Kind.UNKNOWN
-            return Kind.UNKNOWN
-        if isinstance(expr, ast.Attribute):
-            return self._attribute_kind(expr)
-        if isinstance(expr, ast.Call):
-            return self._call_kind(expr)
-        if isinstance(expr, ast.BinOp):
-            # Long chains (`a + b + c + ...`) nest on the left: walk them without recursion.
-            operands = [expr.right]
-            while isinstance(expr, ast.BinOp):
-                operands.append(expr.right)
-                expr = expr.left
-            kinds = {self.kind_of(operand) for operand in (expr, *operands)}
-            if Kind.TENSOR in kinds:
-                return Kind.TENSOR
-            return Kind.NDARRAY if Kind.NDARRAY in kinds else Kind.UNKNOWN
-        if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
-            return self._tensor_like(self.kind_of(expr.operand))
-        if isinstance(expr, ast.Subscript):
-            return self._tensor_like(self.kind_of(expr.value))
-        if isinstance(expr, ast.Await):
-            return self.kind_of(expr.value)
+        handler = _KIND_OF.get(type(expr))
+        return handler(self, expr) if handler is not None else Kind.UNKNOWN
+
+    def _name_kind(self, expr: ast.Name) -> Kind:
+        name = expr.id
+        for scope in reversed(self._scopes):
+            kind = scope.kinds.get(name)
+            if kind is not None:
+                return kind
+            if name in scope.aliases:
+                return Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    def _binop_kind(self, expr: ast.BinOp) -> Kind:
+        # Long chains (`a + b + c + ...`) nest on the left: walk them without recursion.
+        operands = [expr.right]
+        while isinstance(expr, ast.BinOp):
+            operands.append(expr.right)
+            expr = expr.left
+        kinds = {self.kind_of(operand) for operand in (expr, *operands)}
+        if Kind.TENSOR in kinds:
+            return Kind.TENSOR
+        return Kind.NDARRAY if Kind.NDARRAY in kinds else Kind.UNKNOWN
+
+    def _unary_kind(self, expr: ast.UnaryOp) -> Kind:
+        return Kind.UNKNOWN if isinstance(expr.op, ast.Not) else self._tensor_like(self.kind_of(expr.operand))
+
+    def _subscript_kind(self, expr: ast.Subscript) -> Kind:
+        return self._tensor_like(self.kind_of(expr.value))
+
+    def _await_kind(self, expr: ast.Await) -> Kind:
+        return self.kind_of(expr.value)
 
     @staticmethod
     def _tensor_like(kind: Kind) -> Kind:
@@ -434,7 +436,7 @@ class Context:
 
     def returned_by(self, call: ast.AST) -> object:
         """What a call of a local function returns: a Kind, a tuple of Kinds, or UNKNOWN."""
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        if type(call) is not ast.Call or type(call.func) is not ast.Name:
             return Kind.UNKNOWN
         name = call.func.id
         for scope in reversed(self._scopes):
@@ -617,6 +619,16 @@ def _line_starts(lines: list[str]) -> list[int]:
     starts.append(total)
     return starts
 
+
+_KIND_OF = {
+    ast.Name: Context._name_kind,
+    ast.Attribute: Context._attribute_kind,
+    ast.Call: Context._call_kind,
+    ast.BinOp: Context._binop_kind,
+    ast.UnaryOp: Context._unary_kind,
+    ast.Subscript: Context._subscript_kind,
+    ast.Await: Context._await_kind,
+}
 
 # Binding handlers by node class; the checker calls them directly on its way in and out.
 ENTER = {
