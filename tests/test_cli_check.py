@@ -356,3 +356,34 @@ def test_pathologically_nested_code_does_not_crash_the_run(tmp_path):
     assert findings["deeper.py"]["name"] == "syntax-error"
     assert "RecursionError" in findings["deeper.py"]["message"]
     assert findings["bad.py"]["code"] == "TD001"
+
+
+def test_sigterm_stops_the_worker_processes(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    body = DISCARDED + "".join(f"y{i} = torch.randn({i} + 1)\ny{i}.view(-1)\n" for i in range(3000))
+    for i in range(40):
+        write(tmp_path, f"m{i:02}.py", body)
+    process = subprocess.Popen([sys.executable, "-m", "torchdoctor", "check", "--no-cache",
+                                "--jobs", "2", "."], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    deadline = time.monotonic() + 20
+    while not workers and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
+        children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True)
+        workers = [int(pid) for pid in children.stdout.split()]
+    assert workers, "the check finished before it could be interrupted"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 128 + signal.SIGTERM
+    time.sleep(0.5)
+    for pid in workers:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"worker {pid} outlived the check")

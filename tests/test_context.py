@@ -22,7 +22,7 @@ def kinds_at_probe(source: str) -> dict[str, Kind]:
             seen[ast.unparse(arg)] = ctx.kind_of(arg)
         return ()
 
-    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, frozenset(), CheckResult([]))
+    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, (frozenset(), frozenset()), CheckResult([]))
     return seen
 
 
@@ -37,7 +37,7 @@ def qualnames(source: str) -> dict[str, str | None]:
             found[ast.unparse(arg)] = ctx.qualname(arg)
         return ()
 
-    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, frozenset(), CheckResult([]))
+    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, (frozenset(), frozenset()), CheckResult([]))
     return found
 
 

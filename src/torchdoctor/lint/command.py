@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from torchdoctor.catalog import _registry
@@ -18,6 +20,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 def run_check(args, lang_default: str) -> int:
     _tune_garbage_collector()
+    _exit_cleanly_on_sigterm()
     cwd = Path.cwd()
     config_file = Path(args.config) if args.config else config.find_config(cwd)
     settings = config.load(config_file, cwd)
@@ -119,6 +122,12 @@ def _use_color(stream) -> bool:
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """A killed check still stops its worker processes (they are ended on the way out)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def _tune_garbage_collector() -> None:

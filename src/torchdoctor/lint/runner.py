@@ -4,7 +4,6 @@ from __future__ import annotations
 import difflib
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -97,9 +96,11 @@ def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int) -> list[FileO
         return [_process(job, task) for task in tasks]
     workers = min(jobs, len(tasks))
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        chunk = max(1, len(tasks) // (workers * 16))
-        return list(pool.map(_process, [job] * len(tasks), tasks, chunksize=chunk))
+    chunk = max(1, len(tasks) // (workers * 16))
+    # Pool's context manager terminates the workers on any exit, Ctrl-C and SIGTERM included
+    # (the CLI turns SIGTERM into SystemExit), so no worker outlives the check.
+    with context.Pool(workers) as pool:
+        return pool.starmap(_process, [(job, task) for task in tasks], chunksize=chunk)
 
 
 def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
