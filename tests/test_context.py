@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from torchdoctor.lint.checker import _walk, CheckResult
+from torchdoctor.lint.checker import CheckResult, _walk, with_context_hooks
 from torchdoctor.lint.context import Context, Kind
 
 
@@ -22,7 +22,8 @@ def kinds_at_probe(source: str) -> dict[str, Kind]:
             seen[ast.unparse(arg)] = ctx.kind_of(arg)
         return ()
 
-    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, (frozenset(), frozenset()), CheckResult([]))
+    _walk(tree, ctx, with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
+          (frozenset(), frozenset()), CheckResult([]))
     return seen
 
 
@@ -37,7 +38,8 @@ def qualnames(source: str) -> dict[str, str | None]:
             found[ast.unparse(arg)] = ctx.qualname(arg)
         return ()
 
-    _walk(tree, ctx, {ast.Call: ([], {"probe": [(None, probe)]})}, (frozenset(), frozenset()), CheckResult([]))
+    _walk(tree, ctx, with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
+          (frozenset(), frozenset()), CheckResult([]))
     return found
 
 

@@ -54,7 +54,28 @@ def dispatch_for(codes: frozenset[str]) -> Dispatch:
                 else:
                     for name in detector.names:
                         by_name[name].append((pitfall, detector.check))
-    return {cls: (always, dict(by_name)) for cls, (always, by_name) in table.items()}
+    return with_context_hooks({cls: (always, dict(by_name)) for cls, (always, by_name) in table.items()})
+
+
+def with_context_hooks(table: Dispatch) -> Dispatch:
+    """Add the context's own hooks: it learns which functions are generators from the walk."""
+    for node_type in (ast.Yield, ast.YieldFrom):
+        always, by_name = table.get(node_type, ([], {}))
+        table[node_type] = ([*always, (_CONTEXT, _mark_yield)], by_name)
+    return table
+
+
+class _ContextHook:
+    """Stands in for a pitfall in the dispatch table for the context's own hooks."""
+
+    name = "context"
+
+
+_CONTEXT = _ContextHook()
+
+
+def _mark_yield(node: ast.Yield | ast.YieldFrom, ctx: Context) -> None:
+    ctx.mark_yield(node)
 
 
 @lru_cache(maxsize=None)

@@ -84,6 +84,8 @@ class Scope:
     functions: dict[str, object] = field(default_factory=dict)
     # For a function's own scope: what each `return` in it returned, as above.
     returns: list = field(default_factory=list)
+    # A `yield` in the function's own body: calling it makes a generator.
+    yields: bool = False
 
 
 class Context:
@@ -105,7 +107,6 @@ class Context:
         self.imports_torch = False
         # Every name bound by an import anywhere so far: rebinding others needs no alias work.
         self._imported: set[str] = set()
-        self._generators: dict[ast.FunctionDef, bool] = {}
 
     @cached_property
     def lines(self) -> list[str]:
@@ -197,6 +198,8 @@ class Context:
 
     def _call_kind(self, call: ast.Call) -> Kind:
         func = call.func
+        if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+            return self._callee_result(func)  # `self.fc(x)`: never an imported name
         qualname = self.qualname(func)
         if qualname:
             kind = self._kind_from_qualname(qualname, call)
@@ -420,9 +423,16 @@ class Context:
             self._forget(node.name)
             self._scopes[-1].kinds[node.name] = Kind.UNKNOWN
             returned = set(scope.returns)
-            # Every return agrees: calls of it make that (async functions make coroutines).
-            if len(returned) == 1 and isinstance(node, ast.FunctionDef):
-                self._scopes[-1].functions[node.name] = (returned.pop(), node)
+            # Every return agrees: calls of it make that (async functions make coroutines,
+            # generator functions make generators).
+            if len(returned) == 1 and isinstance(node, ast.FunctionDef) and not scope.yields:
+                self._scopes[-1].functions[node.name] = returned.pop()
+
+    def mark_yield(self, node: ast.Yield | ast.YieldFrom) -> None:
+        """Called by the walk for every `yield`: the enclosing function is a generator."""
+        scope = self._scopes[-1]
+        if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope.yields = True
 
     def _leave_return(self, node: ast.Return) -> None:
         scope = self._scopes[-1]
@@ -441,12 +451,7 @@ class Context:
         name = call.func.id
         for scope in reversed(self._scopes):
             if name in scope.functions:
-                returned, function = scope.functions[name]
-                if returned is Kind.UNKNOWN:
-                    return returned
-                if function not in self._generators:
-                    self._generators[function] = _is_generator(function)
-                return Kind.UNKNOWN if self._generators[function] else returned
+                return scope.functions[name]
             if name in scope.kinds or name in scope.aliases or name in scope.classes:
                 return Kind.UNKNOWN
         return Kind.UNKNOWN
@@ -597,18 +602,6 @@ def subtree_parents(root: ast.AST) -> dict[ast.AST, ast.AST]:
             parents[child] = node
             todo.append(child)
     return parents
-
-
-def _is_generator(function: ast.FunctionDef) -> bool:
-    """True when the function's own body yields (calling it makes a generator)."""
-    todo = list(function.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _line_starts(lines: list[str]) -> list[int]:
