@@ -77,7 +77,8 @@ class Pitfall:
 
         With `names`, it is called only for nodes of that name: a call's function or method
         name (`x.cuda()` -> "cuda", `Variable(x)` -> "Variable"), an expression statement's call
-        name, an attribute's `attr`, a name's `id`, a function's or class's `name`. The engine
+        name, an attribute's `attr`, a name's `id`, the attribute a subscript indexes
+        (`loss.data[0]` -> "data"), a function's or class's `name`. The engine
         dispatches on it with a dict, so a narrow detector costs nothing on other nodes.
         """
 

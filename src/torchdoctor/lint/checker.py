@@ -97,6 +97,9 @@ def node_name(node: ast.AST) -> str | None:
         return node.attr
     if kind is ast.Name:
         return node.id
+    if kind is ast.Subscript:  # `loss.data[0]` -> "data"
+        value = node.value
+        return value.attr if type(value) is ast.Attribute else None
     return getattr(node, "name", None)
 
 

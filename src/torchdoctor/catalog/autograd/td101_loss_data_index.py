@@ -152,11 +152,9 @@ REDUCTION_OPTIONS = frozenset({"dtype", "p", "unbiased", "correction"})
 SCALAR_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
-@PITFALL.static(ast.Subscript)
+@PITFALL.static(ast.Subscript, names={"data"})
 def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     data = node.value
-    if type(data) is not ast.Attribute or data.attr != "data":
-        return None
     index = node.slice
     if type(index) is not ast.Constant or type(index.value) is not int or index.value != 0:
         return None
