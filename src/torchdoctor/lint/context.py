@@ -592,6 +592,23 @@ def per_file(func):
     return memoized
 
 
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def nested_statements(body: list[ast.stmt]):
+    """Every statement in `body` and the blocks nested in it, not entering functions or classes."""
+    todo = list(body)
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, _NESTED_SCOPES):
+            continue
+        yield statement
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(statement, name, None)
+            if block:
+                todo.extend(block)
+
+
 def subtree_parents(root: ast.AST) -> dict[ast.AST, ast.AST]:
     """Parent of every node under `root`, nested statements included."""
     parents: dict[ast.AST, ast.AST] = {}

@@ -5,7 +5,7 @@ import ast
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.context import Context, nested_statements, per_file
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -254,24 +254,12 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
     """Names whose value `backward` is run on in the loop. Backward returns nothing, so only
     expression statements are looked at: far cheaper than every expression of the body."""
     roots: set[str] = set()
-    for statement in _statements([*loop.body, *loop.orelse]):
+    for statement in nested_statements([*loop.body, *loop.orelse]):
         if type(statement) is ast.Expr and type(statement.value) is ast.Call:
             roots.update(_backward_target_names(statement.value, ctx))
     return frozenset(roots)
 
 
-def _statements(body: list[ast.stmt]):
-    """Every statement in `body` and the blocks nested in it, not entering functions or classes."""
-    todo = list(body)
-    while todo:
-        statement = todo.pop()
-        if isinstance(statement, _FUNCTIONS):
-            continue
-        yield statement
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(statement, field, None)
-            if block:
-                todo.extend(block)
 
 
 def _backward_target_names(call: ast.Call, ctx: Context) -> set[str]:

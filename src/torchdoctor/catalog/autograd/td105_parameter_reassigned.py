@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.context import Context, Kind, nested_statements, per_file
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -335,7 +335,7 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
     the scope, and for each `add_param_group` call (model "": it may add anything). Only
     statements are looked at: an optimizer is assigned, `add_param_group` is a statement."""
     found = []
-    for statement in _statements(scope.body):
+    for statement in nested_statements(scope.body):
         value = getattr(statement, "value", None)
         if type(value) is not ast.Call:
             continue
@@ -360,18 +360,6 @@ def _optimized_models(call: ast.Call, ctx: Context) -> list[str]:
     return models
 
 
-def _statements(body: list[ast.stmt]):
-    """Every statement in `body` and the blocks nested in it, not entering functions or classes."""
-    todo = list(body)
-    while todo:
-        statement = todo.pop()
-        if isinstance(statement, _SCOPES):
-            continue
-        yield statement
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(statement, field, None)
-            if block:
-                todo.extend(block)
 
 
 # ---- small helpers -------------------------------------------------------------------------

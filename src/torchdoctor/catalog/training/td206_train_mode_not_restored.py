@@ -6,6 +6,7 @@ import builtins
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.training._loops import SCOPES, enclosing_loops
 from torchdoctor.lint.context import Context
 from torchdoctor.report.finding import Finding
 
@@ -179,9 +180,7 @@ epoch 之后不再变化；模型明明有 Dropout 却严重过拟合。
     },
 )
 
-LOOPS = (ast.For, ast.AsyncFor, ast.While)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-SCOPES = (*FUNCTIONS, ast.ClassDef, ast.Lambda)
 # Calls that may give a model's parameters to something that trains them.
 TRAINING_USES = ("torch.optim.", "torch.nn.utils.clip_grad")
 # Statements after which the loop does not go on training.
@@ -191,7 +190,7 @@ BUILTINS = frozenset(dir(builtins))
 
 @PITFALL.static(ast.Expr, names={"backward"})
 def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
-    loops = _enclosing_loops(ctx)
+    loops = enclosing_loops(ctx)
     if not loops or _first_backward(loops[-1]) is not node:
         return  # one report per nest of training loops
     local = _LocalFunctions(ctx)
@@ -220,16 +219,6 @@ class _Switch:
     def __init__(self, call: ast.Call, model: ast.AST, variant: str) -> None:
         self.call, self.model, self.variant = call, model, variant
 
-
-def _enclosing_loops(ctx: Context) -> list[ast.AST]:
-    """The loops around the current statement, innermost first, within its function."""
-    loops = []
-    for node in reversed(ctx.ancestors):
-        if isinstance(node, SCOPES):
-            break
-        if isinstance(node, LOOPS):
-            loops.append(node)
-    return loops
 
 
 def _first_backward(loop: ast.AST) -> ast.Expr | None:
