@@ -37,6 +37,15 @@ class FileOutcome:
     diff: str = ""
 
 
+@dataclass
+class _Pending:
+    """A file the cache could not answer: checked by a worker."""
+
+    index: int
+    digest: str
+    task: tuple[str, str, bytes]  # absolute path, path as shown, contents
+
+
 def display_path(path: Path, cwd: Path) -> str:
     try:
         return path.relative_to(cwd).as_posix()
@@ -51,7 +60,7 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
     store = (cache_module.Cache(settings.root, cache_module.settings_key(job.codes, job.lang))
              if use_cache and job.mode == "check" else None)
     outcomes: dict[int, FileOutcome] = {}
-    pending: list[tuple[int, str, str, bytes, str]] = []
+    pending: list[_Pending] = []
     for index, path in enumerate(files):
         shown = display_path(path, cwd)
         try:
@@ -59,18 +68,17 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
         except OSError as error:
             outcomes[index] = _unreadable(shown, error.strerror or str(error), job.lang)
             continue
-        file_digest = cache_module.digest(data)
-        cached = store.get(str(path), file_digest) if store else None
+        file_digest = cache_module.digest(data) if store is not None else ""
+        cached = store.get(str(path), file_digest) if store is not None else None
         if cached is not None:
             outcomes[index] = FileOutcome(shown, [_restore(item, shown) for item in cached])
         else:
-            pending.append((index, str(path), shown, data, file_digest))
+            pending.append(_Pending(index, file_digest, (str(path), shown, data)))
 
-    for (index, absolute, shown, _, file_digest), outcome in zip(
-            pending, _map(job, [(p[1], p[2], p[3]) for p in pending], jobs)):
-        outcomes[index] = outcome
+    for item, outcome in zip(pending, _map(job, [item.task for item in pending], jobs)):
+        outcomes[item.index] = outcome
         if store is not None and not outcome.internal_errors:
-            store.put(absolute, file_digest, [_strip_path(f) for f in outcome.findings])
+            store.put(item.task[0], item.digest, [_strip_path(f) for f in outcome.findings])
     if store is not None:
         store.save()
 
