@@ -387,3 +387,11 @@ def test_sigterm_stops_the_worker_processes(tmp_path):
         except ProcessLookupError:
             continue
         raise AssertionError(f"worker {pid} outlived the check")
+
+
+def test_per_file_ignores_apply_to_stdin_filename(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.torchdoctor]\nper-file-ignores = {"tests/*" = ["TD001"]}\n')
+    ignored = run_cli("check", "--stdin-filename", "tests/test_x.py", cwd=tmp_path, stdin=DISCARDED)
+    assert ignored.returncode == 0, ignored.stdout
+    reported = run_cli("check", "--stdin-filename", "src/x.py", cwd=tmp_path, stdin=DISCARDED)
+    assert reported.returncode == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from torchdoctor.catalog import _registry
 from torchdoctor.lint import config, files
-from torchdoctor.lint.runner import FileOutcome, Job, check_files, check_text
+from torchdoctor.lint.runner import FileOutcome, Job, check_files, check_text, drop_per_file_ignores
 from torchdoctor.lint.source import decode
 from torchdoctor.report import render
 from torchdoctor.report.finding import Finding
@@ -47,10 +47,7 @@ def run_check(args, lang_default: str) -> int:
 def _check_stdin(args, job: Job, settings: config.Settings) -> int:
     text = sys.stdin.read()
     outcome, fixed_text = check_text(text, args.stdin_filename, job)
-    relative = files_relative(args.stdin_filename, settings.root)
-    if settings.per_file_ignores and relative is not None:
-        ignored = settings.per_file_ignore_matcher()(relative)
-        outcome.findings = [f for f in outcome.findings if f.code not in ignored]
+    drop_per_file_ignores(outcome, Path(args.stdin_filename), settings)
     if job.mode == "fix":
         sys.stdout.write(fixed_text)
         # Findings that remain go to stderr so stdout stays the file's new content.
@@ -58,13 +55,6 @@ def _check_stdin(args, job: Job, settings: config.Settings) -> int:
     else:
         stream = sys.stdout
     return _report([outcome], args, job.lang, {args.stdin_filename: text}, stream=stream)
-
-
-def files_relative(name: str, root: Path) -> str | None:
-    try:
-        return Path(name).resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return None
 
 
 def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str], stream=None) -> int:

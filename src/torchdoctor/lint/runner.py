@@ -82,16 +82,20 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
     if store is not None:
         store.save()
 
-    ignored_by = settings.per_file_ignore_matcher()
     results = []
     for index, path in enumerate(files):
         outcome = outcomes[index]
-        if settings.per_file_ignores:
-            relative = display_path(path, settings.root.resolve())
-            ignored = ignored_by(relative)
-            outcome.findings = [f for f in outcome.findings if f.code not in ignored]
+        drop_per_file_ignores(outcome, path, settings)
         results.append(outcome)
     return results
+
+
+def drop_per_file_ignores(outcome: FileOutcome, path: Path, settings: Settings) -> None:
+    """Remove the findings that `per-file-ignores` silences for this file."""
+    if not settings.per_file_ignores:
+        return
+    ignored = settings.per_file_ignore_matcher()(display_path(path.resolve(), settings.root.resolve()))
+    outcome.findings = [f for f in outcome.findings if f.code not in ignored]
 
 
 def check_text(text: str, shown: str, job: Job) -> tuple[FileOutcome, str]:
