@@ -96,6 +96,8 @@ class Context:
         self.source = source
         self.tree = tree
         self.lang = lang
+        # The code comes from a Jupyter notebook's cells (argparse, `display`... behave there).
+        self.is_notebook = path.endswith(".ipynb")
         self._module_scope = Scope(tree)
         self._scopes: list[Scope] = [self._module_scope]
         self._module_classes: dict[str, bool] = {}
