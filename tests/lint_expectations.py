@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import tokenize
 from collections import Counter
@@ -20,3 +21,21 @@ def expected_findings(source: str) -> Counter:
             for code in match.group("codes").split(","):
                 expected[(token.start[0], code.strip())] += 1
     return expected
+
+
+def expected_notebook_findings(text: str) -> Counter:
+    """(cell, line, code) from the `# expect:` comments of a notebook's code cells."""
+    expected: Counter = Counter()
+    for number, cell in enumerate(json.loads(text)["cells"], start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for (line, code), count in expected_findings(_without_magics(source)).items():
+            expected[(number, line, code)] += count
+    return expected
+
+
+def _without_magics(source: str) -> str:
+    """Magic lines are not Python: blank them so the comments of other lines can be read."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                      for line in source.splitlines())

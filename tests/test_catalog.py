@@ -100,7 +100,8 @@ def test_example_triggers_and_use_instead_does_not(pitfall, lang):
 
 @pytest.mark.parametrize("pitfall", [p for p in PITFALLS if p.static_detectors], ids=ids)
 def test_static_rules_have_a_fixture(pitfall):
-    fixture = FIXTURES / "lint" / f"{pitfall.name}.py"
+    candidates = [FIXTURES / "lint" / f"{pitfall.name}{suffix}" for suffix in (".py", ".ipynb")]
+    fixture = next((c for c in candidates if c.exists()), candidates[0])
     assert fixture.exists(), f"missing fixture {fixture.name}"
     if pitfall.fix_applicability:
         assert Path(str(fixture) + ".fixed").exists(), "a rule with a fix needs a fix snapshot"

@@ -1,22 +1,26 @@
 """Every lint fixture, matched both ways: a missing and an unexpected finding both fail.
 
-A fixture is named after its rule (`fixtures/lint/<rule-name>.py`) and checked with that rule
-alone. Rules with fixes also have `<rule-name>.py.fixed`: the fixture with every fix (safe and
-unsafe) applied. Set TORCHDOCTOR_UPDATE_SNAPSHOTS=1 to rewrite snapshots.
+A fixture is named after its rule (`fixtures/lint/<rule-name>.py`, or `.ipynb` for rules about
+notebooks, expectations then per cell) and checked with that rule alone. Rules with fixes also
+have `<fixture>.fixed`: the fixture with every fix (safe and unsafe) applied. Set
+TORCHDOCTOR_UPDATE_SNAPSHOTS=1 to rewrite snapshots.
 """
 from __future__ import annotations
 
 import ast
+import json
 from collections import Counter
 
 import pytest
 
 from conftest import FIXTURES, UPDATE_SNAPSHOTS
-from lint_expectations import expected_findings
+from lint_expectations import expected_findings, expected_notebook_findings
 from torchdoctor.catalog import get
 from torchdoctor.lint.checker import check_source, fix_source
+from torchdoctor.lint.runner import Job, _process_notebook
+from torchdoctor.lint.source import SourceFile
 
-LINT_FIXTURES = sorted((FIXTURES / "lint").glob("*.py"))
+LINT_FIXTURES = sorted([*(FIXTURES / "lint").glob("*.py"), *(FIXTURES / "lint").glob("*.ipynb")])
 
 
 def _pitfall(fixture):
@@ -25,14 +29,26 @@ def _pitfall(fixture):
     return pitfall
 
 
+def _notebook_outcome(fixture, codes, mode="check"):
+    text = fixture.read_text(encoding="utf-8")
+    return _process_notebook(SourceFile(text, "utf-8"), fixture.name,
+                             Job(codes=codes, mode=mode, unsafe=True))
+
+
 @pytest.mark.parametrize("fixture", LINT_FIXTURES, ids=lambda p: p.stem)
 def test_findings_match_expectations(fixture):
     pitfall = _pitfall(fixture)
     source = fixture.read_text(encoding="utf-8")
-    result = check_source(source, fixture.name, frozenset({pitfall.code}))
+    codes = frozenset({pitfall.code})
+    if fixture.suffix == ".ipynb":
+        result, _ = _notebook_outcome(fixture, codes)
+        found = Counter((f.cell, f.line, f.code) for f in result.findings)
+        expected = expected_notebook_findings(source)
+    else:
+        result = check_source(source, fixture.name, codes)
+        found = Counter((f.line, f.code) for f in result.findings)
+        expected = expected_findings(source)
     assert not result.internal_errors
-    found = Counter((f.line, f.code) for f in result.findings)
-    expected = expected_findings(source)
     missing = expected - found
     unexpected = found - expected
     assert not missing and not unexpected, (
@@ -50,18 +66,25 @@ def test_fixes_match_snapshot(fixture):
         return
     source = fixture.read_text(encoding="utf-8")
     codes = frozenset({pitfall.code})
-    fixed = fix_source(source, fixture.name, codes, "en", unsafe=True)
-    assert fixed.fixed > 0, "a rule with a fix must fix something in its fixture"
-    ast.parse(fixed.source)
-    again = fix_source(fixed.source, fixture.name, codes, "en", unsafe=True)
-    assert again.source == fixed.source, "fixing twice must change nothing"
+    if fixture.suffix == ".ipynb":
+        outcome, fixed_text = _notebook_outcome(fixture, codes, mode="fix")
+        assert outcome.fixed > 0, "a rule with a fix must fix something in its fixture"
+        json.loads(fixed_text)
+        again = fixed_text  # idempotence for notebooks is covered in tests/test_notebooks.py
+    else:
+        fixed = fix_source(source, fixture.name, codes, "en", unsafe=True)
+        assert fixed.fixed > 0, "a rule with a fix must fix something in its fixture"
+        ast.parse(fixed.source)
+        fixed_text = fixed.source
+        again = fix_source(fixed_text, fixture.name, codes, "en", unsafe=True).source
+    assert again == fixed_text, "fixing twice must change nothing"
     if UPDATE_SNAPSHOTS:
-        snapshot.write_text(fixed.source, encoding="utf-8")
+        snapshot.write_text(fixed_text, encoding="utf-8")
     assert snapshot.exists(), f"missing snapshot {snapshot.name} (TORCHDOCTOR_UPDATE_SNAPSHOTS=1)"
-    assert fixed.source == snapshot.read_text(encoding="utf-8")
+    assert fixed_text == snapshot.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("fixture", LINT_FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("fixture", [f for f in LINT_FIXTURES if f.suffix == ".py"], ids=lambda p: p.stem)
 def test_safe_fixes_only_without_unsafe_flag(fixture):
     pitfall = _pitfall(fixture)
     source = fixture.read_text(encoding="utf-8")

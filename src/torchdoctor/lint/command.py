@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from torchdoctor.catalog import _registry
-from torchdoctor.lint import config, files
+from torchdoctor.lint import config, files, notebook
 from torchdoctor.lint.runner import FileOutcome, Job, check_files, check_text, drop_per_file_ignores
 from torchdoctor.lint.source import decode
 from torchdoctor.report import render
@@ -92,20 +92,29 @@ def _exit_code(outcomes: list[FileOutcome], code: int) -> int:
 
 
 class _SourceLines:
-    """Source lines for excerpts, read once per file that has findings."""
+    """Source lines for excerpts, read once per file that has findings (by cell in notebooks)."""
 
     def __init__(self, texts: dict[str, str]) -> None:
-        self._lines = {path: text.splitlines() for path, text in texts.items()}
+        self._lines = {(path, None): text.splitlines() for path, text in texts.items()}
 
     def get(self, finding: Finding) -> str | None:
-        if finding.path not in self._lines:
-            try:
-                data = Path(finding.path).read_bytes()
-                self._lines[finding.path] = decode(data).text.splitlines()
-            except Exception:  # unreadable files have no excerpt
-                self._lines[finding.path] = []
-        lines = self._lines[finding.path]
+        key = (finding.path, finding.cell)
+        if key not in self._lines:
+            self._read(finding.path)
+        lines = self._lines.get(key, [])
         return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+
+    def _read(self, path: str) -> None:
+        try:
+            text = decode(Path(path).read_bytes()).text
+            if path.endswith(".ipynb"):
+                cells = notebook.load(text).data["cells"]
+                for number, cell in enumerate(cells, start=1):
+                    self._lines[(path, number)] = notebook.cell_source(cell).splitlines()
+            else:
+                self._lines[(path, None)] = text.splitlines()
+        except Exception:  # unreadable files and broken notebooks have no excerpt
+            pass
 
 
 def _use_color(stream) -> bool:

@@ -8,7 +8,7 @@ import pathspec
 
 from torchdoctor.errors import UsageError
 
-SOURCE_SUFFIXES = (".py",)
+SOURCE_SUFFIXES = (".py", ".ipynb")
 # Never worth descending into: VCS data, caches, virtualenvs, build output.
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",

@@ -10,6 +10,7 @@ from typing import Literal
 
 from torchdoctor.catalog.tooling import td701_unreadable_file
 from torchdoctor.lint import cache as cache_module
+from torchdoctor.lint import notebook
 from torchdoctor.lint.checker import check_source, fix_source
 from torchdoctor.lint.config import Settings
 from torchdoctor.lint.source import SourceFile, UnreadableFile, decode, write_atomically
@@ -119,9 +120,10 @@ def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
     absolute, shown, data = task
     try:
         source = decode(data)
+        process = _process_notebook if absolute.endswith(".ipynb") else _process_source
+        outcome, fixed_text = process(source, shown, job)
     except UnreadableFile as error:
         return _unreadable(shown, str(error), job.lang)
-    outcome, fixed_text = _process_source(source, shown, job)
     if job.mode == "fix" and outcome.fixed:
         write_atomically(Path(absolute), fixed_text, source.encoding)
     return outcome
@@ -135,10 +137,28 @@ def _process_source(source: SourceFile, shown: str, job: Job) -> tuple[FileOutco
     outcome = FileOutcome(shown, fixed.remaining.findings, fixed.remaining.internal_errors,
                           fixed=fixed.fixed)
     if job.mode == "diff" and fixed.fixed:
-        outcome.diff = "".join(difflib.unified_diff(
-            source.text.splitlines(keepends=True), fixed.source.splitlines(keepends=True),
-            fromfile=f"a/{shown}", tofile=f"b/{shown}"))
+        outcome.diff = _diff(source.text, fixed.source, shown)
     return outcome, fixed.source
+
+
+def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
+    """Check (or fix) a notebook's code cells as one program; cells that don't parse are
+    reported and left out. The fixed text is the notebook's JSON, only changed cells rewritten."""
+    book = notebook.load(source.text)
+    skipped, broken = notebook.broken_cells(book, shown, job.lang)
+    notebook.join_cells(book, skipped)
+    outcome, fixed_source = _process_source(SourceFile(book.source, "utf-8"), shown, job)
+    outcome.findings = broken + [notebook.locate(f, book) for f in outcome.findings]
+    outcome.findings.sort(key=Finding.sort_key)
+    fixed_text = notebook.split_cells(book, fixed_source) if outcome.fixed else source.text
+    if outcome.diff:
+        outcome.diff = _diff(source.text, fixed_text, shown)
+    return outcome, fixed_text
+
+
+def _diff(old: str, new: str, shown: str) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=f"a/{shown}", tofile=f"b/{shown}"))
 
 
 def _unreadable(shown: str, reason: str, lang: str) -> FileOutcome:

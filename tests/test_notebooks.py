@@ -1,0 +1,117 @@
+"""Notebooks as users have them: cells, magics, outputs, broken cells, broken JSON, --fix."""
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+
+def notebook(*cells, **extra) -> dict:
+    built = []
+    for number, cell in enumerate(cells, start=1):
+        if isinstance(cell, tuple):  # ("markdown", text)
+            built.append({"cell_type": cell[0], "metadata": {}, "source": cell[1]})
+            continue
+        built.append({"cell_type": "code", "execution_count": number, "metadata": {"id": f"c{number}"},
+                      "outputs": [{"name": "stdout", "output_type": "stream", "text": ["out\n"]}],
+                      "source": cell.splitlines(keepends=True)})
+    return {"cells": built, "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4,
+            "nbformat_minor": 5, **extra}
+
+
+def write_notebook(path, data) -> str:
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+TRAIN = notebook(
+    ("markdown", "# 训练 notes"),
+    "%matplotlib inline\n!pip install -q foo\nimport torch\nx = torch.randn(3)",
+    "files = !ls\nx.cuda()\ny = torch.ones(2)",
+    "%%bash\necho x.cuda()",
+    "%%time\ny.view(2, 1)",
+)
+
+
+def check_json(tmp_path, *args):
+    result = run_cli("check", "--no-cache", "--format", "json", *args, cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_findings_are_located_by_cell_and_line(tmp_path):
+    write_notebook(tmp_path / "train.ipynb", TRAIN)
+    findings = check_json(tmp_path, "train.ipynb")
+    # cell 3 uses `x` from cell 2; %%bash is not Python; %%time's body is.
+    assert [(f["cell"], f["line"], f["column"], f["code"]) for f in findings] == [
+        (3, 2, 1, "TD001"), (5, 2, 1, "TD001")]
+    text = run_cli("check", "--no-cache", "train.ipynb", cwd=tmp_path).stdout
+    assert text.startswith("train.ipynb:cell 3:2:1: TD001 ")
+    assert "  2 | x.cuda()" in text
+
+
+def test_directories_include_notebooks_but_not_checkpoints(tmp_path):
+    write_notebook(tmp_path / "a.ipynb", TRAIN)
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    write_notebook(tmp_path / ".ipynb_checkpoints" / "a-checkpoint.ipynb", TRAIN)
+    assert {f["path"] for f in check_json(tmp_path, ".")} == {"a.ipynb"}
+
+
+def test_a_broken_cell_is_reported_and_the_rest_still_checked(tmp_path):
+    data = notebook("import torch\nx = torch.randn(3)", "def broken(:\n    pass", "x.cuda()")
+    write_notebook(tmp_path / "nb.ipynb", data)
+    findings = check_json(tmp_path, "nb.ipynb")
+    assert [(f["cell"], f["line"], f["name"]) for f in findings] == [
+        (2, 1, "syntax-error"), (3, 1, "tensor-result-discarded")]
+
+
+def test_broken_json_is_a_finding_not_a_crash(tmp_path):
+    (tmp_path / "bad.ipynb").write_text('{"cells": [ {"cell_type": "code", ', encoding="utf-8")
+    write_notebook(tmp_path / "ok.ipynb", TRAIN)
+    result = run_cli("check", "--no-cache", "--format", "json", ".", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    by_path = {}
+    for f in json.loads(result.stdout):
+        by_path.setdefault(f["path"], []).append(f)
+    [bad] = by_path["bad.ipynb"]
+    assert bad["name"] == "unreadable-file" and "not valid JSON" in bad["message"]
+    assert len(by_path["ok.ipynb"]) == 2
+
+
+def test_noqa_in_a_cell(tmp_path):
+    data = notebook("import torch\nx = torch.randn(3)\nx.cuda()  # noqa: TD001")
+    write_notebook(tmp_path / "nb.ipynb", data)
+    assert check_json(tmp_path, "nb.ipynb") == []
+
+
+def test_fix_rewrites_only_the_fixed_cells(tmp_path):
+    path = tmp_path / "train.ipynb"
+    original = write_notebook(path, TRAIN)
+    result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    fixed = json.loads(path.read_text(encoding="utf-8"))
+    before = json.loads(original)
+    assert fixed["cells"][2]["source"] == ["files = !ls\n", "x = x.cuda()\n", "y = torch.ones(2)"]
+    assert fixed["cells"][4]["source"] == ["%%time\n", "y = y.view(2, 1)"]
+    for number in (0, 1, 3):
+        assert fixed["cells"][number] == before["cells"][number]
+    for number in (2, 4):  # outputs, metadata and counts untouched
+        for key in ("outputs", "metadata", "execution_count"):
+            assert fixed["cells"][number][key] == before["cells"][number][key]
+    assert fixed["metadata"] == before["metadata"]
+    # Same formatting: only the two fixed source lines differ.
+    changed = [(a, b) for a, b in zip(original.splitlines(), path.read_text().splitlines()) if a != b]
+    assert changed == [('    "x.cuda()\\n",', '    "x = x.cuda()\\n",'),
+                       ('    "y.view(2, 1)"', '    "y = y.view(2, 1)"')]
+    again = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    assert again.returncode == 0 and "Fixed" not in again.stdout
+
+
+def test_diff_on_a_notebook_writes_nothing(tmp_path):
+    path = tmp_path / "train.ipynb"
+    original = write_notebook(path, TRAIN)
+    result = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    assert result.returncode == 1
+    assert '-    "x.cuda()\\n",\n+    "x = x.cuda()\\n",' in result.stdout
+    assert path.read_text(encoding="utf-8") == original
