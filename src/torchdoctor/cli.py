@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", action="append", metavar="RULES", help="rules to disable")
     check.add_argument("--exclude", action="append", metavar="PATTERNS",
                        help="gitignore-style patterns of paths to skip")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclusions to files named on the command line too (pre-commit)")
     check.add_argument("--format", choices=FORMATS, default="text", help="output format")
     check.add_argument("--statistics", action="store_true", help="show counts per rule")
     check.add_argument("--fix", action="store_true", help="apply safe fixes")

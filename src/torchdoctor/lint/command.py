@@ -38,7 +38,7 @@ def run_check(args, lang_default: str) -> int:
         return _check_stdin(args, job, settings)
 
     paths = args.paths or ["."]
-    targets = files.discover(paths, settings.exclude, settings.root)
+    targets = files.discover(paths, settings.exclude, settings.root, force_exclude=args.force_exclude)
     jobs = args.jobs or os.cpu_count() or 1
     outcomes = check_files(targets, settings, job, jobs, use_cache=not args.no_cache, cwd=cwd)
     return _report(outcomes, args, lang, {})

@@ -17,8 +17,9 @@ SKIPPED_DIRS = frozenset({
 })
 
 
-def discover(paths: list[str], exclude: list[str], root: Path) -> list[Path]:
-    """Absolute paths of the files to check, sorted. Explicit file arguments are always checked."""
+def discover(paths: list[str], exclude: list[str], root: Path, force_exclude: bool = False) -> list[Path]:
+    """Absolute paths of the files to check, sorted. Explicit file arguments are always checked,
+    unless `force_exclude` (pre-commit passes every changed file by name)."""
     excluded = pathspec.PathSpec.from_lines("gitwildmatch", exclude)
     root = root.resolve()
     found: dict[Path, None] = {}
@@ -27,7 +28,8 @@ def discover(paths: list[str], exclude: list[str], root: Path) -> list[Path]:
         if not path.exists():
             raise UsageError(f"{raw}: no such file or directory")
         if path.is_file():
-            found[path] = None
+            if not (force_exclude and _ignored(path, False, [], excluded, root)):
+                found[path] = None
             continue
         for file in _walk(path, excluded, root):
             found[file] = None
