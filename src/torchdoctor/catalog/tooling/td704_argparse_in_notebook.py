@@ -1,0 +1,135 @@
+"""TD704 argparse-in-notebook: `parser.parse_args()` in a notebook reads the kernel's own argv."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD704",
+    name="argparse-in-notebook",
+    title={"en": "`parse_args()` without arguments in a Jupyter notebook",
+           "zh": "在 Jupyter notebook 中不带参数调用 `parse_args()`"},
+    messages={"": {
+        "en": "`{call}` in a notebook parses the kernel's command line (`-f kernel-....json`) "
+              "and exits with SystemExit: 2",
+        "zh": "在 notebook 中，`{call}` 会解析内核自己的命令行（`-f kernel-....json`），"
+              "随即以 SystemExit: 2 退出",
+    }},
+    fix_title={"en": "Parse an empty argument list: `parse_args(args=[])`",
+               "zh": "解析空参数列表：`parse_args(args=[])`"},
+    fix_applicability="safe",
+    # Its Example only goes wrong in a notebook cell; linted as a .py text it is fine.
+    lint_example=False,
+    docs={
+        "en": """
+## What it catches
+`parser.parse_args()` called with no argument list in a Jupyter notebook cell, where `parser`
+is an `argparse.ArgumentParser`. Only notebooks that use PyTorch are checked; in a script the
+same call is the normal way to read the command line.
+
+## Why is this bad?
+Without an argument list, `parse_args` reads `sys.argv[1:]`. In a Jupyter kernel that is the
+kernel's own command line, `-f /path/to/kernel-<id>.json`, which your parser does not know:
+argparse prints a usage error and raises `SystemExit`, so the cell stops before any of your
+code runs. Code copied from a training script into a notebook fails this way on its first cell.
+
+## Example
+```python
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+```
+
+## Use instead:
+```python
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args(args=[])
+```
+
+## Symptoms
+`error: unrecognized arguments: -f /root/.local/share/jupyter/runtime/kernel-<id>.json`
+followed by `SystemExit: 2` (and IPython's warning `To exit: use 'exit', 'quit', or Ctrl-D.`).
+
+## Fix safety
+The fix passes `args=[]`, so the parser uses only its defaults. In a notebook that is what
+the call can mean: the kernel's command line never holds arguments meant for your parser.
+To try other values, put them in the list: `parse_args(args=["--lr", "0.01"])`.
+""",
+        "zh": """
+## What it catches
+在 Jupyter notebook 的单元格里不带参数列表调用 `parser.parse_args()`（`parser` 是
+`argparse.ArgumentParser`）。只检查用到 PyTorch 的 notebook；在普通脚本里这正是读取命令行的常规写法。
+
+## Why is this bad?
+不传参数列表时，`parse_args` 读取 `sys.argv[1:]`。在 Jupyter 内核中，这是内核自己的启动参数
+`-f /path/to/kernel-<id>.json`，你的解析器并不认识它：argparse 打印用法错误并抛出 `SystemExit`，
+单元格在你的代码运行之前就停止了。把训练脚本原样复制到 notebook 里时，第一个单元格往往就这样失败。
+
+## Example
+```python
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+```
+
+## Use instead:
+```python
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args(args=[])
+```
+
+## Symptoms
+`error: unrecognized arguments: -f /root/.local/share/jupyter/runtime/kernel-<id>.json`，
+随后是 `SystemExit: 2`（以及 IPython 的提示 `To exit: use 'exit', 'quit', or Ctrl-D.`）。
+
+## Fix safety
+修复会传入 `args=[]`，解析器只使用各参数的默认值。在 notebook 里这正是该调用唯一合理的含义：
+内核的命令行里从来不会有给你的解析器的参数。想试别的取值，就把它们写进列表：
+`parse_args(args=["--lr", "0.01"])`。
+""",
+    },
+)
+
+
+@PITFALL.static(ast.Call, names={"parse_args"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if not ctx.is_notebook or call.args:
+        return
+    # `args=...` or `**options` (which may hold it) gives the parser its own list.
+    if any(keyword.arg in ("args", None) for keyword in call.keywords):
+        return
+    if ctx.method_name(call) is None or not _imports_argparse(ctx):
+        return
+    yield ctx.finding(PITFALL, call, fix=_pass_empty_args(call, ctx), call=ctx.text(call))
+
+
+def _pass_empty_args(call: ast.Call, ctx: Context):
+    """Insert `args=[]` first in the call's parentheses."""
+    paren = ctx.source.index("(", ctx.span(call.func)[1]) + 1
+    text = "args=[], " if call.keywords else "args=[]"
+    return ctx.fix(PITFALL, "safe", ctx.edit(paren, paren, text))
+
+
+@per_file
+def _imports_argparse(ctx: Context) -> bool:
+    """The notebook imports argparse somewhere: its `parse_args` is argparse's."""
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            return True
+    return False
