@@ -1,0 +1,123 @@
+"""TD505 load-state-dict-unchecked-non-strict: `strict=False` whose key report is thrown away."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD505",
+    name="load-state-dict-unchecked-non-strict",
+    title={"en": "load_state_dict(strict=False) whose missing/unexpected keys are never checked",
+           "zh": "load_state_dict(strict=False) 的缺失/多余键从未被检查"},
+    messages={"": {
+        "en": "`load_state_dict(..., strict=False)` result is discarded: keys that did not match are "
+              "silently skipped; check `result.missing_keys` and `result.unexpected_keys`",
+        "zh": "`load_state_dict(..., strict=False)` 的返回值被丢弃：没对上的键会被悄悄跳过；"
+              "请检查 `result.missing_keys` 和 `result.unexpected_keys`",
+    }},
+    # Opt-in: libraries load partial state dicts on purpose (shards, adapters, intersected
+    # dicts); every hit on transformers/timm/ultralytics was such a deliberate partial load.
+    default=False,
+    docs={
+        "en": """
+## What it catches
+`model.load_state_dict(state_dict, strict=False)` called as a statement, so the returned
+`missing_keys` / `unexpected_keys` report is never looked at. Opt-in.
+
+## Why is this bad?
+`strict=False` is often the quick way out of `Missing key(s) in state_dict` or
+`Unexpected key(s) in state_dict` errors, for example after a PyTorch upgrade added
+`num_batches_tracked` to BatchNorm layers. But it does not fix anything: every key that does not
+match is skipped without a word. When the checkpoint's keys all carry a `module.` prefix from
+`DataParallel`, *nothing* is loaded, and the model trains or evaluates from random weights
+while looking as if it was restored. The call returns the list of keys it skipped; look at it.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+model.load_state_dict(torch.load("model.pt"), strict=False)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+result = model.load_state_dict(torch.load("model.pt"), strict=False)
+if result.missing_keys or result.unexpected_keys:
+    print("missing:", result.missing_keys, "unexpected:", result.unexpected_keys)
+```
+
+## Symptoms
+No error at all: accuracy after "loading" is no better than chance, or fine-tuning starts from
+a loss as high as a fresh model's. With `strict=True` the same checkpoint would have raised
+`RuntimeError: Error(s) in loading state_dict for ...: Missing key(s) in state_dict: ...`.
+
+## Known problems
+Partial loading on purpose (a new classification head on a pretrained backbone, one shard of a
+sharded checkpoint, adapter weights) is a valid use and common in libraries, which is why the
+rule is opt-in; even then, logging the skipped keys catches a checkpoint that matches nothing.
+""",
+        "zh": """
+## What it catches
+作为单独语句调用的 `model.load_state_dict(state_dict, strict=False)`：返回的
+`missing_keys` / `unexpected_keys` 报告从来没人看。默认关闭，需手动启用。
+
+## Why is this bad?
+遇到 `Missing key(s) in state_dict` 或 `Unexpected key(s) in state_dict` 报错时（比如 PyTorch 升级后
+BatchNorm 多了 `num_batches_tracked`），`strict=False` 常被当作省事的绕过办法。但它什么也没修好：
+所有对不上的键都被一声不响地跳过。如果 checkpoint 的键全都带着 `DataParallel` 留下的 `module.` 前缀，
+那就*一个参数都没加载*，模型实际是用随机权重在训练或评估，表面上却像是恢复成功了。
+这个调用会返回被跳过的键的列表，请检查它。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+model.load_state_dict(torch.load("model.pt"), strict=False)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+result = model.load_state_dict(torch.load("model.pt"), strict=False)
+if result.missing_keys or result.unexpected_keys:
+    print("missing:", result.missing_keys, "unexpected:", result.unexpected_keys)
+```
+
+## Symptoms
+没有任何报错：“加载”后的准确率和瞎猜差不多，或者微调一开始的 loss 和全新模型一样高。
+如果用 `strict=True`，同一个 checkpoint 会报
+`RuntimeError: Error(s) in loading state_dict for ...: Missing key(s) in state_dict: ...`。
+
+## Known problems
+有意只加载一部分（在预训练骨干网络上换一个新的分类头、分片 checkpoint 的其中一片、adapter 权重）
+是合理用法，在库代码里很常见，因此这条规则默认关闭；即便如此，把跳过的键打印出来
+也能发现“一个键都没对上”的 checkpoint。
+""",
+    },
+)
+
+
+@PITFALL.static(ast.Expr, names={"load_state_dict"})
+def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
+    call = node.value
+    if ctx.method_name(call) != "load_state_dict":
+        return
+    strict = next((kw for kw in call.keywords if kw.arg == "strict"), None)
+    if strict is None or not (isinstance(strict.value, ast.Constant) and strict.value.value is False):
+        return
+    yield ctx.finding(PITFALL, call)
