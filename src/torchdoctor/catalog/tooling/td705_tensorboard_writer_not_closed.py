@@ -1,0 +1,154 @@
+"""TD705 tensorboard-writer-not-closed: a SummaryWriter whose buffered events are never flushed."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, subtree_parents
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD705",
+    name="tensorboard-writer-not-closed",
+    title={"en": "TensorBoard SummaryWriter never closed or flushed",
+           "zh": "TensorBoard 的 SummaryWriter 从未 close 或 flush"},
+    messages={"": {
+        "en": "`{name}` is never closed or flushed: the last events it buffers can be lost when the script ends",
+        "zh": "`{name}` 从未调用 close 或 flush：脚本结束时，缓冲区中最后的事件可能丢失",
+    }},
+    docs={
+        "en": """
+## What it catches
+A `SummaryWriter` from `torch.utils.tensorboard` or `tensorboardX`, assigned to a name that
+is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...), with no
+`writer.close()` or `writer.flush()` anywhere in the file.
+
+Writers used in a `with` block, stored on an object, returned, or passed to other code are
+not reported: someone else may close them. Notebook cells are not checked, since the kernel
+keeps running and the writer's periodic flush gets its chance.
+
+## Why is this bad?
+A `SummaryWriter` does not write each event to disk when you log it: events wait in a queue
+and a buffer, written every `flush_secs` (120 seconds by default) or when the queue fills.
+Its background writer thread does not flush on its own when the interpreter exits, so the
+last minutes of scalars, images and histograms of a run, or everything of a short run, may
+never reach the event file. The training seems to have logged nothing at the end, and
+TensorBoard shows curves that stop early.
+
+## Example
+```python
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter("runs/exp1")
+for step in range(100):
+    writer.add_scalar("loss", 1.0 / (step + 1), step)
+```
+
+## Use instead:
+```python
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter("runs/exp1")
+for step in range(100):
+    writer.add_scalar("loss", 1.0 / (step + 1), step)
+writer.close()
+```
+
+## Symptoms
+TensorBoard shows no data for the run, or curves that end before the training did.
+
+## Known problems
+A `close()` anywhere in the file counts, even on a path that never runs; a crash or Ctrl+C
+before it still loses the buffered events (use `with SummaryWriter(...) as writer:` or
+`try/finally`).
+""",
+        "zh": """
+## What it catches
+来自 `torch.utils.tensorboard` 或 `tensorboardX` 的 `SummaryWriter` 被赋给一个名字，而这个名字只用于记录日志
+（`writer.add_scalar(...)`、`writer.add_image(...)` 等），整个文件中都没有 `writer.close()` 或 `writer.flush()`。
+
+用在 `with` 语句中、保存到对象上、被返回或传给其他代码的 writer 不会报告：可能由别处负责关闭。
+Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷新有机会执行。
+
+## Why is this bad?
+`SummaryWriter` 不会在每次记录时立即写盘：事件先进入队列和缓冲区，每隔 `flush_secs`（默认 120 秒）
+或队列满时才写入。它的后台写线程在解释器退出时不会自己刷新，所以一次运行最后几分钟的标量、图片、
+直方图，甚至短时间运行的全部数据，都可能根本没有写进事件文件。结果看起来像是训练结束时什么都没记录，
+TensorBoard 里的曲线也比实际训练提前中断。
+
+## Example
+```python
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter("runs/exp1")
+for step in range(100):
+    writer.add_scalar("loss", 1.0 / (step + 1), step)
+```
+
+## Use instead:
+```python
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter("runs/exp1")
+for step in range(100):
+    writer.add_scalar("loss", 1.0 / (step + 1), step)
+writer.close()
+```
+
+## Symptoms
+TensorBoard 中这次运行没有任何数据，或者曲线在训练结束之前就断掉了。
+
+## Known problems
+文件中任何位置出现 `close()` 都算数，即使它所在的分支根本不会执行；在它之前崩溃或被 Ctrl+C 中断时，
+缓冲的事件仍然会丢失（请使用 `with SummaryWriter(...) as writer:` 或 `try/finally`）。
+""",
+    },
+)
+
+_WRITERS = frozenset({
+    "torch.utils.tensorboard.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter",
+    "tensorboardX.SummaryWriter", "tensorboardX.writer.SummaryWriter",
+})
+_FLUSHING = frozenset({"close", "flush"})
+
+
+@PITFALL.static(ast.Call, names={"SummaryWriter"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if ctx.is_notebook or ctx.qualname(call.func) not in _WRITERS:
+        return
+    statement = ctx.parent()
+    if not (isinstance(statement, ast.Assign) and statement.value is call
+            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+        return
+    name = statement.targets[0].id
+    scope = ctx.enclosing_function() or ctx.tree
+    if _flushed_anywhere(name, ctx.tree) or not _only_logged(name, scope, statement):
+        return
+    yield ctx.finding(PITFALL, call, name=name)
+
+
+def _flushed_anywhere(name: str, tree: ast.AST) -> bool:
+    """`name.close()` / `name.flush()` somewhere in the file, or `name` shared as a global."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return True
+        if (isinstance(node, ast.Attribute) and node.attr in _FLUSHING
+                and isinstance(node.value, ast.Name) and node.value.id == name):
+            return True
+    return False
+
+
+def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign) -> bool:
+    """Every other use of `name` in `scope` is a method call on it: the writer never escapes."""
+    parents = subtree_parents(scope)
+    for node in parents:
+        if not isinstance(node, ast.Name) or node.id != name or node is assignment.targets[0]:
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            return False  # rebound or deleted: another story, which this rule does not follow
+        attribute = parents[node]
+        if not (isinstance(attribute, ast.Attribute) and isinstance(parents.get(attribute), ast.Call)
+                and parents[attribute].func is attribute):
+            return False
+    return True
