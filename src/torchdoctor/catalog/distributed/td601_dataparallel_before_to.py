@@ -1,0 +1,176 @@
+"""TD601 dataparallel-before-to: a DataParallel model run while its parameters are still on the CPU."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD601",
+    name="dataparallel-before-to",
+    title={"en": "DataParallel model run before it is moved to the GPU",
+           "zh": "DataParallel 模型在移到 GPU 之前就被调用"},
+    messages={"": {
+        "en": "`{wrapper}` wraps `{model}` in DataParallel and runs it, but `{model}` is never moved "
+              "to the GPU before: call `.to(device)` or `.cuda()` first",
+        "zh": "`{wrapper}` 用 DataParallel 包装了 `{model}` 并运行它，但之前从未把 `{model}` 移到 GPU："
+              "请先调用 `.to(device)` 或 `.cuda()`",
+    }},
+    docs={
+        "en": """
+## What it catches
+`wrapper = nn.DataParallel(model)` followed, in the same block, by a forward call
+`wrapper(...)`, when neither `model` nor `wrapper` is moved with `.to(...)` or `.cuda()`
+anywhere before that call in the same function (or module), nor passed to another function
+that could move it.
+
+## Why is this bad?
+`nn.DataParallel` does not move the model. At every forward it checks that all parameters and
+buffers are on `device_ids[0]` (by default `cuda:0`), scatters the batch over the GPUs and
+copies the model to each of them from there. A model left on the CPU fails on the first
+batch. (Without any GPU, DataParallel only calls the model, so the same code passes on a
+CPU-only machine and fails on the training server.) Moving the wrapper afterwards,
+`model = nn.DataParallel(model); model.to(device)` as in the PyTorch tutorial, is fine: the
+wrapper moves the model it holds.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.DataParallel(nn.Linear(4, 2))
+out = model(torch.randn(8, 4))
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.DataParallel(nn.Linear(4, 2))
+model.to("cuda")
+out = model(torch.randn(8, 4).to("cuda"))
+```
+
+## Symptoms
+`RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0])
+but found one of them on device: cpu`
+
+## Known problems
+A model whose parameters are created on the GPU directly (`torch.set_default_device`, a
+`device=` argument to its constructor) is reported although it needs no move.
+""",
+        "zh": """
+## What it catches
+`wrapper = nn.DataParallel(model)` 之后，在同一个代码块里直接前向调用 `wrapper(...)`，
+而在这次调用之前，同一个函数（或模块顶层）里 `model` 和 `wrapper` 都没有用 `.to(...)` 或 `.cuda()`
+移动过，也没有交给其他可能移动它的函数。
+
+## Why is this bad?
+`nn.DataParallel` 不会替你移动模型。每次前向时它都会检查所有参数和 buffer 是否在 `device_ids[0]`
+（默认 `cuda:0`）上，然后把 batch 分到各张卡上，并从那里把模型复制到每张卡。模型还留在 CPU 上，
+第一个 batch 就会报错。（没有 GPU 时 DataParallel 只是直接调用模型，所以同样的代码在只有 CPU 的机器上能跑，
+到了训练服务器上才出错。）像 PyTorch 教程那样先包装再移动，`model = nn.DataParallel(model); model.to(device)`，
+是没有问题的：包装对象会移动它持有的模型。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.DataParallel(nn.Linear(4, 2))
+out = model(torch.randn(8, 4))
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.DataParallel(nn.Linear(4, 2))
+model.to("cuda")
+out = model(torch.randn(8, 4).to("cuda"))
+```
+
+## Symptoms
+`RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0])
+but found one of them on device: cpu`
+
+## Known problems
+参数直接创建在 GPU 上的模型（`torch.set_default_device`，或构造函数接收 `device=` 参数）不需要移动，
+但也会被报告。
+""",
+    },
+)
+
+DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                           "torch.nn.parallel.data_parallel.DataParallel"})
+MOVES = frozenset({"to", "cuda", "to_empty"})
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
+
+
+@PITFALL.static(ast.Call, names={"DataParallel", "DP"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if ctx.qualname(call.func) not in DATA_PARALLEL or not call.args:
+        return
+    model = call.args[0]
+    if ctx.kind_of(model) is not Kind.MODULE or _has_move(model, ctx):
+        return
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    if not (isinstance(statement, ast.Assign) and statement.value is call
+            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+        return
+    wrapper = statement.targets[0].id
+    names = {wrapper} | ({model.id} if isinstance(model, ast.Name) else set())
+    forward = _first_forward(ctx, statement, wrapper)
+    if forward is None or _touched_before(ctx, names, forward):
+        return
+    yield ctx.finding(PITFALL, forward, wrapper=wrapper, model=ctx.text(model))
+
+
+def _has_move(expr: ast.AST, ctx: Context) -> bool:
+    """`DataParallel(Net().cuda())`: the model was moved on its way in."""
+    return any(ctx.method_name(node) in MOVES for node in ast.walk(expr))
+
+
+def _first_forward(ctx: Context, statement: ast.stmt, wrapper: str) -> ast.Call | None:
+    """The first `wrapper(...)` in the statements after `statement` in its block, unless the
+    name is rebound first."""
+    located = ctx.statement_block()
+    if located is None:
+        return None
+    block, index = located
+    for later in block[index + 1:]:
+        for node in ast.walk(later):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == wrapper:
+                return node
+            if isinstance(node, ast.Name) and node.id == wrapper and not isinstance(node.ctx, ast.Load):
+                return None
+    return None
+
+
+def _touched_before(ctx: Context, names: set[str], forward: ast.Call) -> bool:
+    """Anything in the scope, before `forward`, that may move the model: a `.to()`/`.cuda()` on
+    one of `names`, or one of them handed to a function."""
+    scope = next((node for node in reversed(ctx.ancestors) if isinstance(node, SCOPES)), ctx.tree)
+    before = (forward.lineno, forward.col_offset)
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Call) or node is forward or (node.lineno, node.col_offset) >= before:
+            continue
+        if ctx.method_name(node) in MOVES and _root_name(node.func.value) in names:
+            return True
+        if any(isinstance(arg, ast.Name) and arg.id in names
+               for arg in (*node.args, *(k.value for k in node.keywords))) \
+                and ctx.qualname(node.func) not in DATA_PARALLEL:
+            return True
+    return False
+
+
+def _root_name(expr: ast.AST) -> str | None:
+    """`model.module.fc` -> "model"."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None

@@ -1,0 +1,152 @@
+"""TD603 local-rank-argument: `--local_rank` only, which today's launchers no longer pass."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD603",
+    name="local-rank-argument",
+    title={"en": "`--local_rank` argument without the `--local-rank` spelling or a LOCAL_RANK fallback",
+           "zh": "只定义了 `--local_rank` 参数，没有 `--local-rank` 写法，也没有读取 LOCAL_RANK 环境变量"},
+    messages={"": {
+        "en": "`--local_rank` is the only spelling: `torch.distributed.launch` passes `--local-rank` "
+              "since torch 2.0 and `torchrun` only sets the LOCAL_RANK environment variable",
+        "zh": "只接受 `--local_rank`：torch 2.0 起 `torch.distributed.launch` 传入的是 `--local-rank`，"
+              "而 `torchrun` 只设置 LOCAL_RANK 环境变量",
+    }},
+    fix_title={"en": "Accept both spellings: add `\"--local-rank\"`",
+               "zh": "同时接受两种写法：加上 `\"--local-rank\"`"},
+    fix_applicability="safe",
+    docs={
+        "en": """
+## What it catches
+An argparse option `--local_rank` declared without the `--local-rank` spelling, in a file that
+never reads the `LOCAL_RANK` environment variable.
+
+## Why is this bad?
+The old launcher `python -m torch.distributed.launch` used to pass `--local_rank=N` to every
+process. Since torch 2.0 it passes `--local-rank=N` instead, which argparse does not accept as
+`--local_rank`: every process exits at once. `torchrun` passes no argument at all by default;
+it sets the `LOCAL_RANK` environment variable, so the option keeps its default and every
+process picks the same GPU.
+
+## Example
+```python
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+args = parser.parse_args()
+torch.cuda.set_device(args.local_rank)
+```
+
+## Use instead:
+```python
+import argparse
+import os
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", "--local-rank", type=int,
+                    default=int(os.environ.get("LOCAL_RANK", 0)))
+args = parser.parse_args()
+torch.cuda.set_device(args.local_rank)
+```
+
+## Symptoms
+`error: unrecognized arguments: --local-rank=0`, or all processes on `cuda:0` with
+`out of memory` or NCCL errors such as `Duplicate GPU detected`.
+
+## Fix safety
+The fix adds `"--local-rank"` as a second option string. The destination stays `local_rank`
+(argparse names it after the first long option), so code reading `args.local_rank` keeps
+working. It does not add the `LOCAL_RANK` fallback that `torchrun` needs: use
+`default=int(os.environ.get("LOCAL_RANK", 0))` for that.
+""",
+        "zh": """
+## What it catches
+argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法，而且整个文件都没有读取
+`LOCAL_RANK` 环境变量。
+
+## Why is this bad?
+旧的启动方式 `python -m torch.distributed.launch` 以前会给每个进程传 `--local_rank=N`。
+从 torch 2.0 起它改为传 `--local-rank=N`，argparse 不会把它当作 `--local_rank`，所有进程一启动就退出。
+`torchrun` 默认根本不传这个参数，只设置 `LOCAL_RANK` 环境变量，于是该选项一直是默认值，
+所有进程都挤到同一块 GPU 上。
+
+## Example
+```python
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+args = parser.parse_args()
+torch.cuda.set_device(args.local_rank)
+```
+
+## Use instead:
+```python
+import argparse
+import os
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", "--local-rank", type=int,
+                    default=int(os.environ.get("LOCAL_RANK", 0)))
+args = parser.parse_args()
+torch.cuda.set_device(args.local_rank)
+```
+
+## Symptoms
+`error: unrecognized arguments: --local-rank=0`，或者所有进程都跑在 `cuda:0` 上，出现
+`out of memory`，或 `Duplicate GPU detected` 之类的 NCCL 错误。
+
+## Fix safety
+修复会加上第二个选项名 `"--local-rank"`。目标属性仍然是 `local_rank`（argparse 按第一个长选项命名），
+读取 `args.local_rank` 的代码不受影响。它不会补上 `torchrun` 需要的 `LOCAL_RANK` 回退，
+这需要自己写 `default=int(os.environ.get("LOCAL_RANK", 0))`。
+""",
+    },
+)
+
+OLD_SPELLING = "--local_rank"
+NEW_SPELLING = "--local-rank"
+ENV_VARIABLE = "LOCAL_RANK"
+
+
+@PITFALL.static(ast.Call, names={"add_argument"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    option = _option(call, OLD_SPELLING)
+    if option is None or _option(call, NEW_SPELLING) is not None:
+        return
+    if _reads_local_rank_env(ctx):  # torchrun's way is handled somewhere in the file
+        return
+    quote = '"' if ctx.text(option)[:1] != "'" else "'"
+    _, end = ctx.span(option)
+    fix = ctx.fix(PITFALL, "safe", ctx.edit(end, end, f", {quote}{NEW_SPELLING}{quote}"))
+    yield ctx.finding(PITFALL, option, fix=fix)
+
+
+def _option(call: ast.Call, spelling: str) -> ast.Constant | None:
+    for arg in call.args:
+        if isinstance(arg, ast.Constant) and arg.value == spelling:
+            return arg
+    return None
+
+
+@per_file
+def _reads_local_rank_env(ctx: Context) -> bool:
+    """The file names `LOCAL_RANK` somewhere (`os.environ["LOCAL_RANK"]`, `os.getenv(...)`)."""
+    return any(isinstance(node, ast.Constant) and node.value == ENV_VARIABLE
+               for node in ast.walk(ctx.tree))

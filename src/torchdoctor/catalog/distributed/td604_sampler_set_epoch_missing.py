@@ -1,0 +1,221 @@
+"""TD604 sampler-set-epoch-missing: a DistributedSampler that is never told the epoch."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD604",
+    name="sampler-set-epoch-missing",
+    title={"en": "DistributedSampler without `set_epoch` in the epoch loop",
+           "zh": "epoch 循环里没有调用 DistributedSampler 的 `set_epoch`"},
+    messages={"": {
+        "en": "`{loader}` uses a DistributedSampler but this epoch loop never calls "
+              "`{sampler}.set_epoch(...)`: every epoch gets the same shuffle order",
+        "zh": "`{loader}` 使用了 DistributedSampler，但这个 epoch 循环里没有调用 "
+              "`{sampler}.set_epoch(...)`：每个 epoch 的打乱顺序都一样",
+    }},
+    fix_title={"en": "Call `set_epoch(epoch)` at the start of each epoch",
+               "zh": "在每个 epoch 开始时调用 `set_epoch(epoch)`"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+A `DistributedSampler` (with the default `shuffle=True`) given to a `DataLoader` that is
+iterated inside an epoch loop, when the file never calls `set_epoch` (neither
+`sampler.set_epoch(epoch)` nor `loader.sampler.set_epoch(epoch)`). The sampler, the loader and
+the loops must be in the same function or at module level.
+
+## Why is this bad?
+`DistributedSampler` shuffles with a generator seeded by `seed + epoch`, and `epoch` is only
+changed by `set_epoch`. Without the call, every epoch uses the permutation of epoch 0: each
+rank sees exactly the same samples in the same order, epoch after epoch. Nothing fails; the
+model just trains worse than it should, which is hard to trace back.
+
+## Example
+```python
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+dataset = torch.utils.data.TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+for epoch in range(10):
+    for (batch,) in loader:
+        pass
+```
+
+## Use instead:
+```python
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+dataset = torch.utils.data.TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    for (batch,) in loader:
+        pass
+```
+
+## Fix safety
+The fix inserts `set_epoch(<loop variable>)` as the first statement of the epoch loop, guarded
+by `is not None` when the sampler is only made on some runs. It is unsafe: the data order of
+every epoch after the first changes, so results will no longer match earlier runs, and the
+loop variable is assumed to count epochs.
+
+## References
+- https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
+""",
+        "zh": """
+## What it catches
+把 `DistributedSampler`（默认 `shuffle=True`）交给 `DataLoader`，并在 epoch 循环里遍历这个 DataLoader，
+而整个文件都没有调用 `set_epoch`（既没有 `sampler.set_epoch(epoch)`，也没有
+`loader.sampler.set_epoch(epoch)`）。sampler、DataLoader 和循环需要在同一个函数里，或都在模块顶层。
+
+## Why is this bad?
+`DistributedSampler` 用 `seed + epoch` 作为随机种子来打乱数据，而 `epoch` 只有 `set_epoch` 会修改。
+不调用它，每个 epoch 用的都是第 0 个 epoch 的排列：每个进程一轮又一轮地以完全相同的顺序看到完全相同的样本。
+程序不会报错，只是模型训练得比应有的差，而且很难查到原因。
+
+## Example
+```python
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+dataset = torch.utils.data.TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+for epoch in range(10):
+    for (batch,) in loader:
+        pass
+```
+
+## Use instead:
+```python
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+dataset = torch.utils.data.TensorDataset(torch.randn(64, 4))
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    for (batch,) in loader:
+        pass
+```
+
+## Fix safety
+修复会在 epoch 循环体的第一行插入 `set_epoch(<循环变量>)`；如果 sampler 只在部分情况下创建，
+会加上 `is not None` 判断。它是不安全的：第一个 epoch 之后每个 epoch 的数据顺序都会改变，
+结果不再与之前的运行一致；而且它假定循环变量就是 epoch 编号。
+
+## References
+- https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
+""",
+    },
+)
+
+SAMPLERS = frozenset({"torch.utils.data.distributed.DistributedSampler",
+                      "torch.utils.data.DistributedSampler"})
+LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+LOOPS = (ast.For, ast.AsyncFor)
+# Wrappers a loader is often iterated through: `enumerate(loader)`, `tqdm(loader)`.
+ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
+
+
+@PITFALL.static(ast.Call, names={"DistributedSampler"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if ctx.qualname(call.func) not in SAMPLERS or _no_shuffle(call):
+        return
+    if _calls_set_epoch(ctx):  # set somewhere in the file, perhaps through a helper: trust it
+        return
+    located = ctx.statement_block()
+    if located is None:
+        return
+    block, index = located
+    found = _sampler_and_loader(call, ctx, block, index)
+    if found is None:
+        return
+    sampler, maybe_none, loader, loader_index = found
+    for loop in block[loader_index + 1:]:
+        if isinstance(loop, LOOPS) and _iterates(loop.body, loader):
+            target = sampler or f"{loader}.sampler"
+            yield ctx.finding(PITFALL, loop, end_node=loop.iter, loader=loader, sampler=target,
+                              fix=_fix(loop, target, maybe_none, ctx))
+
+
+def _no_shuffle(call: ast.Call) -> bool:
+    return any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
+               for k in call.keywords)
+
+
+@per_file
+def _calls_set_epoch(ctx: Context) -> bool:
+    return any(isinstance(node, ast.Attribute) and node.attr == "set_epoch"
+               for node in ast.walk(ctx.tree))
+
+
+def _sampler_and_loader(call: ast.Call, ctx: Context, block: list[ast.stmt], index: int):
+    """(sampler name or None, sampler may be None, loader name, index of the loader's statement)."""
+    statement = block[index]
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return None
+    name = statement.targets[0].id
+    value = statement.value
+    if _is_loader_call(value, ctx) and any(k.arg == "sampler" and k.value is call for k in value.keywords):
+        return None, False, name, index  # `DataLoader(ds, sampler=DistributedSampler(ds))`
+    maybe_none = isinstance(value, ast.IfExp) and value.body is call  # `... if distributed else None`
+    if value is not call and not maybe_none:
+        return None
+    for later in range(index + 1, len(block)):
+        loader = block[later]
+        if not (isinstance(loader, ast.Assign) and len(loader.targets) == 1
+                and isinstance(loader.targets[0], ast.Name)):
+            continue
+        if loader.targets[0].id == name:
+            return None  # the sampler name is rebound before any loader uses it
+        if _is_loader_call(loader.value, ctx) and any(
+                k.arg == "sampler" and isinstance(k.value, ast.Name) and k.value.id == name
+                for k in loader.value.keywords):
+            return name, maybe_none, loader.targets[0].id, later
+    return None
+
+
+def _is_loader_call(value: ast.AST, ctx: Context) -> bool:
+    return isinstance(value, ast.Call) and ctx.qualname(value.func) in LOADERS
+
+
+def _iterates(body: list[ast.stmt], loader: str) -> bool:
+    """A `for` in `body` (nested blocks included) iterates `loader`."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, LOOPS) and _is_iteration_of(node.iter, loader):
+                return True
+    return False
+
+
+def _is_iteration_of(expr: ast.AST, loader: str) -> bool:
+    while (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)
+           and expr.func.id in ITERATION_WRAPPERS and expr.args):
+        expr = expr.args[0]
+    return isinstance(expr, ast.Name) and expr.id == loader
+
+
+def _fix(loop: ast.For | ast.AsyncFor, sampler: str, maybe_none: bool, ctx: Context):
+    first = loop.body[0]
+    if not isinstance(loop.target, ast.Name) or first.lineno == loop.lineno:
+        return None
+    line = ctx.lines[first.lineno - 1]
+    indent = line[:len(line) - len(line.lstrip())]
+    call = f"{sampler}.set_epoch({loop.target.id})"
+    if maybe_none:
+        call = f"if {sampler} is not None:\n{indent}    {call}"
+    start = ctx.offset(first.lineno, 0)
+    return ctx.fix(PITFALL, "unsafe", ctx.edit(start, start, f"{indent}{call}\n"))

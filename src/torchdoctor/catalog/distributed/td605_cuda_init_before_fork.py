@@ -1,0 +1,223 @@
+"""TD605 cuda-init-before-fork: CUDA used in the parent, then a forked child that uses it too."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD605",
+    name="cuda-init-before-fork",
+    title={"en": "CUDA initialized in the parent before forking a process that uses CUDA",
+           "zh": "父进程已初始化 CUDA，之后又 fork 出使用 CUDA 的子进程"},
+    messages={"": {
+        "en": "this process is forked after the parent initialized CUDA (line {line}), and the child "
+              "uses CUDA: use the 'spawn' start method",
+        "zh": "父进程已经初始化了 CUDA（第 {line} 行）之后才 fork 出这个进程，而子进程也使用 CUDA："
+              "请改用 'spawn' 启动方式",
+    }},
+    default=False,
+    docs={
+        "en": """
+## What it catches
+A `multiprocessing.Process(target=f, ...)` (or `torch.multiprocessing.Process`) started with
+the default start method, in a file that never chooses one (`set_start_method`,
+`get_context`), when earlier in the same function the parent used CUDA (`x.cuda()`,
+`.to("cuda")`, `device="cuda"`, `torch.cuda.set_device(...)`, `torch.cuda.synchronize()`...)
+and the child uses it too: `f` is a function of the same file that uses CUDA, or a value
+moved to CUDA is passed to it. Opt-in: the start method may be set in another module.
+
+## Why is this bad?
+On Linux the default start method is `fork`: the child is a copy of the parent, including a
+CUDA context that cannot work in a forked process. The first CUDA call in the child fails.
+`torch.cuda.is_available()` and `torch.cuda.device_count()` do not initialize CUDA, so a
+parent that only asks these is fine.
+
+## Example
+```python
+import multiprocessing as mp
+
+import torch
+
+
+def worker(rank):
+    torch.ones(1).cuda()
+
+
+x = torch.ones(1).cuda()
+p = mp.Process(target=worker, args=(0,))
+p.start()
+```
+
+## Use instead:
+```python
+import torch
+import torch.multiprocessing as mp
+
+
+def worker(rank):
+    torch.ones(1).cuda()
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    x = torch.ones(1).cuda()
+    p = mp.Process(target=worker, args=(0,))
+    p.start()
+```
+
+## Symptoms
+`RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with
+multiprocessing, you must use the 'spawn' start method`
+
+## Known problems
+`Pool` and `ProcessPoolExecutor` are not checked: which function their workers run is only
+known at `map`/`submit` time.
+""",
+        "zh": """
+## What it catches
+在从未选择启动方式（`set_start_method`、`get_context`）的文件里，用默认启动方式创建
+`multiprocessing.Process(target=f, ...)`（或 `torch.multiprocessing.Process`），而同一个函数中在此之前
+父进程已经使用了 CUDA（`x.cuda()`、`.to("cuda")`、`device="cuda"`、`torch.cuda.set_device(...)`、
+`torch.cuda.synchronize()` 等），并且子进程也会用 CUDA：`f` 是本文件中使用 CUDA 的函数，
+或者传给它的参数是已经移到 CUDA 上的值。默认关闭：启动方式可能在别的模块里设置。
+
+## Why is this bad?
+Linux 上默认的启动方式是 `fork`：子进程是父进程的一份拷贝，连同一个在 fork 出的进程里无法使用的 CUDA 上下文。
+子进程里第一次调用 CUDA 就会失败。`torch.cuda.is_available()` 和 `torch.cuda.device_count()`
+不会初始化 CUDA，父进程只调用它们是没问题的。
+
+## Example
+```python
+import multiprocessing as mp
+
+import torch
+
+
+def worker(rank):
+    torch.ones(1).cuda()
+
+
+x = torch.ones(1).cuda()
+p = mp.Process(target=worker, args=(0,))
+p.start()
+```
+
+## Use instead:
+```python
+import torch
+import torch.multiprocessing as mp
+
+
+def worker(rank):
+    torch.ones(1).cuda()
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    x = torch.ones(1).cuda()
+    p = mp.Process(target=worker, args=(0,))
+    p.start()
+```
+
+## Symptoms
+`RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with
+multiprocessing, you must use the 'spawn' start method`
+
+## Known problems
+`Pool` 和 `ProcessPoolExecutor` 不检查：它们的工作进程运行哪个函数，要到 `map`/`submit` 时才知道。
+""",
+    },
+)
+
+PROCESSES = frozenset({"multiprocessing.Process", "torch.multiprocessing.Process",
+                       "multiprocessing.context.Process"})
+# Choosing a start method anywhere in the file: the author thought about it.
+START_METHOD_CALLS = frozenset({"set_start_method", "get_context"})
+# torch.cuda functions that create the CUDA context (is_available/device_count do not).
+CUDA_INITIALIZERS = frozenset("""
+init set_device synchronize empty_cache current_device get_device_name get_device_properties
+mem_get_info memory_allocated max_memory_allocated memory_reserved Stream Event
+""".split())
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+@PITFALL.static(ast.Call, names={"Process"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if ctx.qualname(call.func) not in PROCESSES or _chooses_start_method(ctx):
+        return
+    scope = next((node for node in reversed(ctx.ancestors)
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), ctx.tree)
+    before = (call.lineno, call.col_offset)
+    earlier = [node for node in _own_calls(scope) if (node.lineno, node.col_offset) < before]
+    first_use = next((node for node in earlier if _initializes_cuda(node, ctx)), None)
+    if first_use is None or not _child_uses_cuda(call, earlier, ctx):
+        return
+    yield ctx.finding(PITFALL, call, line=first_use.lineno)
+
+
+@per_file
+def _chooses_start_method(ctx: Context) -> bool:
+    return any(isinstance(node, ast.Call) and _called_name(node) in START_METHOD_CALLS
+               for node in ast.walk(ctx.tree))
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _own_calls(scope: ast.AST) -> list[ast.Call]:
+    """The calls in `scope`, not entering nested functions or classes, in source order."""
+    calls, todo = [], list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, SCOPES):
+            continue
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return sorted(calls, key=lambda node: (node.lineno, node.col_offset))
+
+
+def _initializes_cuda(call: ast.Call, ctx: Context) -> bool:
+    name = _called_name(call)
+    if name == "cuda" and isinstance(call.func, ast.Attribute):
+        return True
+    qualname = ctx.qualname(call.func) or ""
+    if qualname.startswith("torch.cuda.") and qualname.rpartition(".")[2] in CUDA_INITIALIZERS:
+        return True
+    if name == "to" and call.args and _is_cuda_string(call.args[0]):
+        return True
+    return any(k.arg == "device" and _is_cuda_string(k.value) for k in call.keywords)
+
+
+def _is_cuda_string(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value.startswith("cuda")
+
+
+def _child_uses_cuda(process: ast.Call, earlier: list[ast.Call], ctx: Context) -> bool:
+    """The target is a local function that uses CUDA, or a value moved to CUDA is passed to it."""
+    keywords = {k.arg: k.value for k in process.keywords}
+    target = keywords.get("target")
+    function = _module_functions(ctx).get(target.id) if isinstance(target, ast.Name) else None
+    if function is not None and any(_initializes_cuda(node, ctx) for node in _own_calls(function)):
+        return True
+    args = keywords.get("args")
+    passed = {e.id for e in args.elts if isinstance(e, ast.Name)} if isinstance(args, ast.Tuple) else set()
+    return bool(passed & _names_moved_to_cuda(earlier, ctx))
+
+
+def _names_moved_to_cuda(calls: list[ast.Call], ctx: Context) -> set[str]:
+    """Names a CUDA move was applied to: `model.cuda()`, `x.to("cuda")`."""
+    return {call.func.value.id for call in calls
+            if _initializes_cuda(call, ctx) and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)}
+
+
+@per_file
+def _module_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
+    return {node.name: node for node in ctx.tree.body if isinstance(node, ast.FunctionDef)}
