@@ -1,0 +1,155 @@
+"""TD406 boolean-operator-on-tensors: `and`/`or`/`not` on an element-wise mask."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD406",
+    name="boolean-operator-on-tensors",
+    title={"en": "`and` / `or` / `not` on an element-wise mask",
+           "zh": "对逐元素掩码使用 `and` / `or` / `not`"},
+    messages={
+        "": {
+            "en": "`{operator}` asks for the truth value of `{mask}`, an element-wise mask with more "
+                  "than one element, and raises; use `{instead}` to combine masks element by element",
+            "zh": "`{operator}` 需要 `{mask}` 的真值，而它是包含多个元素的逐元素掩码，运行时会报错；"
+                  "要逐元素组合掩码请使用 `{instead}`",
+        },
+    },
+    docs={
+        "en": """
+## What it catches
+`and`, `or` or `not` applied to an element-wise comparison of a slice of a tensor or numpy
+array, such as `x[:, 0] > 0 and x[:, 1] > 0` or `not (scores[1:] == 0)`. A slice
+(`x[:, 0]`, `x[1:]`, `x[..., 2:]`) is known to hold a whole row, column or range, so the
+comparison is a mask with many elements.
+
+## Why is this bad?
+`and`, `or` and `not` are Python's boolean operators: they call `bool()` on their operand.
+A mask with several elements has no single truth value, so PyTorch and numpy raise instead of
+guessing. The element-wise operators are `&`, `|` and `~` (or `torch.logical_and`,
+`torch.logical_or`, `torch.logical_not`, and the `np.logical_*` functions). Mind the
+precedence: `&` binds tighter than `<`, so each comparison needs its own parentheses.
+
+## Example
+```python
+import torch
+
+boxes = torch.rand(100, 4)
+valid = boxes[:, 2] > 0.1 and boxes[:, 3] > 0.1
+```
+
+## Use instead:
+```python
+import torch
+
+boxes = torch.rand(100, 4)
+valid = (boxes[:, 2] > 0.1) & (boxes[:, 3] > 0.1)
+```
+
+## Symptoms
+PyTorch: `RuntimeError: Boolean value of Tensor with more than one value is ambiguous`.
+numpy: `ValueError: The truth value of an array with more than one element is ambiguous. Use
+a.any() or a.all()`.
+
+## Known problems
+Only comparisons of slices are reported, because a whole tensor may hold a single element
+(a loss, a `.sum()`), and then `and` works. `if (x[:, 0] > 0).any() and ...` is fine and not
+reported. A slice that happens to select one element (`x[0:1] > 0` on purpose) is reported
+although it works.
+""",
+        "zh": """
+## What it catches
+对张量或 numpy 数组切片的逐元素比较使用 `and`、`or` 或 `not`，例如 `x[:, 0] > 0 and x[:, 1] > 0`
+或 `not (scores[1:] == 0)`。切片（`x[:, 0]`、`x[1:]`、`x[..., 2:]`）取出的是一整行、一整列或一段范围，
+所以比较的结果是包含多个元素的掩码。
+
+## Why is this bad?
+`and`、`or`、`not` 是 Python 的布尔运算符，会对操作数调用 `bool()`。包含多个元素的掩码没有唯一的真值，
+PyTorch 和 numpy 不会去猜，而是直接报错。逐元素的运算符是 `&`、`|`、`~`（或者 `torch.logical_and`、
+`torch.logical_or`、`torch.logical_not` 以及 numpy 的 `np.logical_*` 函数）。注意优先级：`&` 比 `<`
+结合得更紧，每个比较都要单独加括号。
+
+## Example
+```python
+import torch
+
+boxes = torch.rand(100, 4)
+valid = boxes[:, 2] > 0.1 and boxes[:, 3] > 0.1
+```
+
+## Use instead:
+```python
+import torch
+
+boxes = torch.rand(100, 4)
+valid = (boxes[:, 2] > 0.1) & (boxes[:, 3] > 0.1)
+```
+
+## Symptoms
+PyTorch：`RuntimeError: Boolean value of Tensor with more than one value is ambiguous`。
+numpy：`ValueError: The truth value of an array with more than one element is ambiguous. Use
+a.any() or a.all()`。
+
+## Known problems
+只报告对切片的比较，因为整个张量有可能只有一个元素（损失值、`.sum()` 的结果），这时 `and` 是可以用的。
+`if (x[:, 0] > 0).any() and ...` 没有问题，不会报告。恰好只选出一个元素的切片（有意写成 `x[0:1] > 0`）
+虽然能运行，也会被报告。
+""",
+    },
+)
+
+ELEMENTWISE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+INSTEAD = {ast.And: "&", ast.Or: "|"}
+# Statements whose test takes the truth value of the whole expression, last operand included.
+TESTING = (ast.If, ast.While, ast.Assert)
+
+
+@PITFALL.static(ast.BoolOp)
+def check_and_or(node: ast.BoolOp, ctx: Context) -> Iterator[Finding]:
+    # `a and b` returns `b` untouched: only earlier operands are truth-tested, unless the whole
+    # expression is itself a statement's test.
+    statement = ctx.parent()
+    tested = isinstance(statement, TESTING) and statement.test is node
+    operands = node.values if tested else node.values[:-1]
+    mask = next((operand for operand in operands if _is_slice_mask(operand, ctx)), None)
+    if mask is None:
+        return
+    operator = "and" if isinstance(node.op, ast.And) else "or"
+    yield ctx.finding(PITFALL, node, operator=operator, mask=_short(ctx.text(mask)),
+                      instead=INSTEAD[type(node.op)])
+
+
+@PITFALL.static(ast.UnaryOp)
+def check_not(node: ast.UnaryOp, ctx: Context) -> Iterator[Finding]:
+    if not isinstance(node.op, ast.Not) or not _is_slice_mask(node.operand, ctx):
+        return
+    yield ctx.finding(PITFALL, node, operator="not", mask=_short(ctx.text(node.operand)), instead="~")
+
+
+def _is_slice_mask(expr: ast.AST, ctx: Context) -> bool:
+    """`x[:, 0] > 0` on a tensor or array: an element-wise result with many elements."""
+    if not isinstance(expr, ast.Compare) or len(expr.ops) != 1 or not isinstance(expr.ops[0], ELEMENTWISE):
+        return False
+    return any(_is_array_slice(side, ctx) for side in (expr.left, expr.comparators[0]))
+
+
+def _is_array_slice(expr: ast.AST, ctx: Context) -> bool:
+    if not isinstance(expr, ast.Subscript):
+        return False
+    index = expr.slice
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    # `x[..., 2]` may be a single element (on a 1-D tensor); a slice keeps a whole range.
+    if not any(isinstance(part, ast.Slice) for part in parts):
+        return False
+    return ctx.kind_of(expr.value) in (Kind.TENSOR, Kind.NDARRAY)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."

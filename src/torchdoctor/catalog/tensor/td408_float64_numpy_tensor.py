@@ -1,0 +1,263 @@
+"""TD408 float64-numpy-tensor: a float64 numpy array converted with `torch.from_numpy` fed to a model."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD408",
+    name="float64-numpy-tensor",
+    title={"en": "float64 numpy data fed to a float32 model",
+           "zh": "把 float64 的 numpy 数据送入 float32 模型"},
+    messages={
+        "": {
+            "en": "`{source}` makes a float64 array, and `torch.from_numpy` keeps that dtype: "
+                  "`{model}` has float32 weights and raises; add `.float()`",
+            "zh": "`{source}` 生成的是 float64 数组，`torch.from_numpy` 会保留这个类型：`{model}` 的权重是 "
+                  "float32，运行时会报错；请加上 `.float()`",
+        },
+    },
+    fix_title={"en": "Convert the tensor with `.float()`", "zh": "用 `.float()` 转换张量"},
+    fix_applicability="unsafe",
+    docs={
+        "en": """
+## What it catches
+`torch.from_numpy(a)` where `a` is made by a numpy function that returns float64 by default
+(`np.random.rand`, `np.random.randn`, `np.random.normal` ..., `np.zeros`, `np.ones`, `np.empty`,
+`np.linspace`, `np.loadtxt`, `np.genfromtxt` without `dtype`, or `np.array` of a list holding
+float literals), whose result is passed to a model or layer call without a `.float()` in
+between: directly (`model(torch.from_numpy(a))`) or through a name assigned and used in the same
+block. Files that use double-precision models on purpose (`.double()`, `torch.float64`,
+`torch.set_default_dtype`) are skipped.
+
+## Why is this bad?
+numpy computes in float64 by default, PyTorch layers are created in float32, and
+`torch.from_numpy` (like `torch.as_tensor`) keeps the array's dtype to share its memory. The
+matrix product inside a layer then receives a double input and float weights and refuses to
+mix them. The same data loaded with `torch.tensor([...])` from a Python list would have been
+float32, which is why the bug appears only once the data comes from numpy.
+
+## Example
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+inputs = torch.from_numpy(np.random.rand(8, 3))
+outputs = model(inputs)
+```
+
+## Use instead:
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+inputs = torch.from_numpy(np.random.rand(8, 3)).float()
+outputs = model(inputs)
+```
+
+## Symptoms
+`RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`
+`RuntimeError: Input type (double) and bias type (float) should be the same`
+Older versions: `RuntimeError: expected scalar type Double but found Float`,
+`Input type (torch.cuda.DoubleTensor) and weight type (torch.cuda.FloatTensor) should be the same`.
+
+## Fix safety
+The fix appends `.float()` to the `torch.from_numpy(...)` call. It is unsafe because the tensor
+no longer shares memory with the array (`.float()` copies), so later in-place changes to one are
+not seen in the other, and float32 keeps fewer digits than the original data.
+
+## Known problems
+Only arrays made in the same expression, or assigned just before in the same block, are seen,
+and only model calls in that block. A model converted to double elsewhere (in another file)
+makes the float64 input correct; the rule cannot see that.
+""",
+        "zh": """
+## What it catches
+`torch.from_numpy(a)` 中的 `a` 由默认返回 float64 的 numpy 函数生成（`np.random.rand`、`np.random.randn`、
+`np.random.normal` 等，以及未指定 `dtype` 的 `np.zeros`、`np.ones`、`np.empty`、`np.linspace`、`np.loadtxt`、
+`np.genfromtxt`，或者由包含浮点字面量的列表构造的 `np.array`），并且结果在没有 `.float()` 的情况下被传给
+模型或层：可以是直接传入（`model(torch.from_numpy(a))`），也可以是在同一代码块中先赋值给变量再使用。
+有意使用双精度模型的文件（出现 `.double()`、`torch.float64` 或 `torch.set_default_dtype`）不做检查。
+
+## Why is this bad?
+numpy 默认用 float64 计算，而 PyTorch 的层默认以 float32 创建；`torch.from_numpy`（以及 `torch.as_tensor`）
+为了共享内存会保留数组的 dtype。于是层内部的矩阵乘法拿到了 double 类型的输入和 float 类型的权重，
+拒绝把两者混在一起计算。同样的数据如果用 `torch.tensor([...])` 从 Python 列表构造会是 float32，
+所以这个问题往往在数据改为来自 numpy 之后才出现。
+
+## Example
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+inputs = torch.from_numpy(np.random.rand(8, 3))
+outputs = model(inputs)
+```
+
+## Use instead:
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+inputs = torch.from_numpy(np.random.rand(8, 3)).float()
+outputs = model(inputs)
+```
+
+## Symptoms
+`RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`
+`RuntimeError: Input type (double) and bias type (float) should be the same`
+旧版本中的报错：`RuntimeError: expected scalar type Double but found Float`、
+`Input type (torch.cuda.DoubleTensor) and weight type (torch.cuda.FloatTensor) should be the same`。
+
+## Fix safety
+修复在 `torch.from_numpy(...)` 调用后加上 `.float()`。这是不安全的：`.float()` 会拷贝数据，张量不再与数组
+共享内存，之后对其中一个的原地修改在另一个上看不到；而且 float32 的有效位数比原始数据少。
+
+## Known problems
+只能识别在同一表达式中、或在同一代码块中刚刚赋值得到的数组，也只检查同一代码块中的模型调用。
+如果模型在别处（例如另一个文件中）被转换成了 double，float64 输入反而是正确的，本规则看不到这一点。
+""",
+    },
+)
+
+# numpy functions whose result is float64 unless a dtype is given.
+FLOAT64_DRAWS = frozenset("""
+rand randn random random_sample ranf sample normal uniform standard_normal beta gamma exponential
+""".split())
+FLOAT64_FACTORIES = frozenset({"zeros", "ones", "empty", "linspace", "loadtxt", "genfromtxt"})
+ARRAY_FACTORIES = frozenset({"array", "asarray"})
+# Tensor methods that keep the dtype on the way from `from_numpy` to the model.
+DTYPE_KEEPING = frozenset({"cuda", "cpu", "unsqueeze", "squeeze", "view", "reshape", "permute",
+                           "transpose", "contiguous", "clone", "detach", "requires_grad_"})
+# Attribute names that show double precision is used on purpose somewhere in the file.
+DOUBLE_MARKERS = frozenset({"double", "float64", "set_default_dtype", "DoubleTensor"})
+
+
+@PITFALL.static(ast.Call, names={"from_numpy"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if len(call.args) != 1 or ctx.qualname(call.func) != "torch.from_numpy":
+        return
+    block, index = ctx.statement_block() or ([], 0)
+    source = _float64_source(call.args[0], block, index, ctx)
+    if source is None or _uses_double(ctx):
+        return
+    model = _model_fed(call, block, index, ctx)
+    if model is None:
+        return
+    _, end = ctx.span(call)
+    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, ".float()"))
+    yield ctx.finding(PITFALL, call, fix=fix, source=_short(ctx.text(source)), model=_short(ctx.text(model)))
+
+
+def _float64_source(array: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> ast.AST | None:
+    """The numpy call that made `array` when it surely is float64."""
+    if isinstance(array, ast.Name):
+        array = _assigned_before(array.id, block, index)
+    if not isinstance(array, ast.Call) or any(k.arg == "dtype" for k in array.keywords):
+        return None
+    head, _, name = (ctx.qualname(array.func) or "").rpartition(".")
+    if head == "numpy.random" and name in FLOAT64_DRAWS:
+        return array
+    if head != "numpy" or len(array.args) != 1:  # a second positional argument may be the dtype
+        return None
+    if name in FLOAT64_FACTORIES or name in ARRAY_FACTORIES and _holds_floats(array.args[0]):
+        return array
+    return None
+
+
+def _holds_floats(literal: ast.AST) -> bool:
+    """A (nested) list or tuple of number literals, at least one of them a float."""
+    numbers = []
+    todo = [literal]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.List, ast.Tuple)):
+            todo.extend(node.elts)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            todo.append(node.operand)
+        elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            numbers.append(node.value)
+        else:
+            return False
+    return any(type(number) is float for number in numbers)
+
+
+def _model_fed(call: ast.Call, block: list[ast.stmt], index: int, ctx: Context) -> ast.AST | None:
+    """The module the tensor made by `call` is passed to, directly or through a name assigned
+    from it; None when it is not seen reaching a module or is converted first."""
+    parents = ctx.statement_parents()
+    tensor = _keep_dtype_upwards(call, parents)
+    parent = parents.get(tensor)
+    if isinstance(parent, ast.Call) and tensor in parent.args and _is_module_call(parent, ctx):
+        return parent.func
+    statement = block[index] if block else None
+    if not (isinstance(statement, ast.Assign) and statement.value is tensor and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return None
+    return _later_module_call(statement.targets[0].id, block[index + 1:], ctx)
+
+
+def _keep_dtype_upwards(node: ast.AST, parents: dict) -> ast.AST:
+    """From `from_numpy(...)` up through `.cuda()`, `.unsqueeze(0)` ...: the outermost expression
+    that still has its dtype."""
+    while True:
+        attribute = parents.get(node)
+        call = parents.get(attribute)
+        if not (isinstance(attribute, ast.Attribute) and attribute.attr in DTYPE_KEEPING
+                and isinstance(call, ast.Call) and call.func is attribute):
+            return node
+        node = call
+
+
+def _later_module_call(name: str, statements: list[ast.stmt], ctx: Context) -> ast.AST | None:
+    """The first module called with `name` as a positional argument in `statements`, before
+    `name` is bound again."""
+    for statement in statements:
+        for node in ast.walk(statement):
+            if (isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in node.args)
+                    and _is_module_call(node, ctx)):
+                return node.func
+        if any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+               for node in ast.walk(statement)):
+            return None
+    return None
+
+
+def _is_module_call(call: ast.Call, ctx: Context) -> bool:
+    return ctx.kind_of(call.func) is Kind.MODULE
+
+
+@per_file
+def _uses_double(ctx: Context) -> bool:
+    return any(isinstance(node, ast.Attribute) and node.attr in DOUBLE_MARKERS
+               for node in ast.walk(ctx.tree))
+
+
+def _assigned_before(name: str, block: list[ast.stmt], index: int) -> ast.AST | None:
+    """The value of the nearest `name = value` before `block[index]`, when no statement in
+    between binds `name` again."""
+    for statement in reversed(block[:index]):
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
+            return statement.value
+        if any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+               for node in ast.walk(statement)):
+            return None
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,298 @@
+"""TD409 numpy-on-grad-or-cuda-tensor: `.numpy()` on a tensor that requires grad or lives on the GPU."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD409",
+    name="numpy-on-grad-or-cuda-tensor",
+    title={"en": "`.numpy()` on a tensor that requires grad or is on the GPU",
+           "zh": "对需要梯度或位于 GPU 上的张量调用 `.numpy()`"},
+    messages={
+        "": {
+            "en": "`{tensor}` requires grad (it comes from {origin}): `.numpy()` raises; use "
+                  "`.detach().cpu().numpy()`",
+            "zh": "`{tensor}` 需要梯度（它来自{origin}）：`.numpy()` 会报错；请使用 "
+                  "`.detach().cpu().numpy()`",
+        },
+        "cuda": {
+            "en": "`{tensor}` is on the GPU (moved by `{move}`): `.numpy()` raises; use "
+                  "`.detach().cpu().numpy()`",
+            "zh": "`{tensor}` 位于 GPU 上（由 `{move}` 移过去）：`.numpy()` 会报错；请使用 "
+                  "`.detach().cpu().numpy()`",
+        },
+    },
+    fix_title={"en": "Use `.detach().cpu().numpy()`", "zh": "改用 `.detach().cpu().numpy()`"},
+    fix_applicability="safe",
+    docs={
+        "en": """
+## What it catches
+`.numpy()` called on a tensor that certainly requires grad or certainly lives on a CUDA device:
+- the output of a model or layer called directly (`model(x)`, `self.fc(x)`), a layer's
+  `.weight`/`.bias`, or an `nn.Parameter`, with no `.detach()` or `.data` in between, outside
+  `torch.no_grad()` / `torch.inference_mode()` (as a `with` block or a decorator);
+- a tensor moved with `.cuda()` or `.to("cuda")` and not brought back with `.cpu()`.
+The tensor may be the receiver itself or a name assigned just before in the same block.
+
+## Why is this bad?
+A numpy array is plain memory: it cannot record the autograd graph, and it cannot point into GPU
+memory. PyTorch therefore refuses to convert a tensor that requires grad (the array would
+silently cut the graph) and a CUDA tensor (numpy would read device memory). The error shows up
+the first time a training script logs or plots a prediction, or when code written on a CPU
+machine runs on a GPU.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+prediction = model(torch.randn(8, 4)).numpy()
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+prediction = model(torch.randn(8, 4)).detach().cpu().numpy()
+```
+
+## Symptoms
+`RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy()
+instead.`
+`TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the
+tensor to host memory first.`
+
+## Fix safety
+The fix inserts `.detach().cpu()` before `.numpy()`. It is safe: `.detach()` returns the same
+data without the graph, `.cpu()` does nothing for a tensor already on the CPU and copies a GPU
+tensor, which `.numpy()` could not read anyway. Where the original call would have worked
+(under a `no_grad` the rule could not see), both are no-ops and the result is the same.
+
+## Known problems
+A model whose parameters were all frozen, or code that only runs under a `torch.no_grad()`
+set up by its caller, produces outputs that do not require grad; files that freeze parameters
+or switch grad off globally (`requires_grad_(False)`, `set_grad_enabled`) are skipped for the
+grad case. Tensors whose origin is not visible in the same block are not checked.
+""",
+        "zh": """
+## What it catches
+对确定需要梯度、或确定位于 CUDA 设备上的张量调用 `.numpy()`：
+- 直接调用模型或层得到的输出（`model(x)`、`self.fc(x)`）、层的 `.weight`/`.bias` 或 `nn.Parameter`，
+  中间没有 `.detach()` 或 `.data`，并且不在 `torch.no_grad()` / `torch.inference_mode()`
+  （`with` 代码块或装饰器）之内；
+- 用 `.cuda()` 或 `.to("cuda")` 移到 GPU、之后没有用 `.cpu()` 移回来的张量。
+张量可以就是调用 `.numpy()` 的对象，也可以是同一代码块中刚刚赋值的变量。
+
+## Why is this bad?
+numpy 数组只是一块普通内存：它无法记录自动求导的计算图，也无法指向显存。因此 PyTorch 拒绝转换需要梯度的
+张量（否则数组会悄悄切断计算图），也拒绝转换 CUDA 张量（numpy 读不了显存）。这个错误往往在训练脚本第一次
+记录或绘制预测结果时出现，或者在 CPU 机器上写好的代码放到 GPU 上运行时出现。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+prediction = model(torch.randn(8, 4)).numpy()
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+prediction = model(torch.randn(8, 4)).detach().cpu().numpy()
+```
+
+## Symptoms
+`RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy()
+instead.`
+`TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the
+tensor to host memory first.`
+
+## Fix safety
+修复在 `.numpy()` 之前插入 `.detach().cpu()`。这是安全的：`.detach()` 返回同样的数据但不带计算图；
+对已经在 CPU 上的张量 `.cpu()` 什么也不做，对 GPU 张量则拷贝一份，而 `.numpy()` 本来就读不了 GPU 张量。
+如果原来的调用其实能运行（处在规则看不到的 `no_grad` 之下），这两步都不起作用，结果完全相同。
+
+## Known problems
+所有参数都被冻结的模型，或者只会在调用方设置的 `torch.no_grad()` 之下运行的代码，其输出并不需要梯度；
+冻结参数或全局关闭梯度（`requires_grad_(False)`、`set_grad_enabled`）的文件不做梯度方面的检查。
+来源不在同一代码块中可见的张量不检查。
+""",
+    },
+)
+
+# Methods whose result keeps both `requires_grad` and the device of the tensor (integer results
+# such as `.long()` or `.argmax()` never require grad).
+KEEPING_METHODS = frozenset("""
+float half double bfloat16 view view_as reshape reshape_as permute transpose t contiguous clone
+squeeze unsqueeze flatten expand expand_as repeat narrow softmax log_softmax sigmoid tanh relu
+exp log sqrt abs neg sum mean
+""".split())
+# torch.nn classes without parameters: their output requires grad only if their input does.
+PARAMETER_FREE = frozenset("""
+ReLU ReLU6 LeakyReLU GELU SiLU Sigmoid Tanh Softmax LogSoftmax Softplus Mish Hardswish ELU
+Identity Flatten Unflatten Dropout Dropout2d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d
+AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool2d Upsample PixelShuffle
+""".split())
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled",
+                              "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
+# Names that turn grad off for parameters or globally: the grad case is then unknowable.
+GRAD_SWITCHES = frozenset({"requires_grad_", "set_grad_enabled", "requires_grad"})
+MAX_HOPS = 8
+
+
+@PITFALL.static(ast.Call, names={"numpy"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if call.args or call.keywords or not isinstance(call.func, ast.Attribute):
+        return  # `.numpy(force=True)` detaches and copies to the CPU itself
+    receiver = call.func.value
+    origin = _origin(receiver, ctx)
+    if origin is None:
+        return
+    variant, fields = origin
+    _, end = ctx.span(call.func)
+    insert_at = end - len("numpy")
+    fix = ctx.fix(PITFALL, "safe", ctx.edit(insert_at, insert_at, "detach().cpu()."))
+    yield ctx.finding(PITFALL, call, variant, fix=fix, tensor=_short(ctx.text(receiver)), **fields)
+
+
+def _origin(expr: ast.AST, ctx: Context) -> tuple[str, dict] | None:
+    """("cuda", {"move": ...}) or ("", {"origin": ...}) when `expr` surely is on the GPU or
+    requires grad; None when unsure. Walks back through methods that keep both properties."""
+    detached = device_known = False
+    block, index = ctx.statement_block() or ([], 0)
+    for _ in range(MAX_HOPS):
+        if isinstance(expr, ast.Name):
+            expr, index = _assigned_before(expr.id, block, index)
+            continue
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in ("weight", "bias") and ctx.kind_of(expr.value) is Kind.MODULE:
+                return _grad(detached, ctx, f"`{_short(ctx.text(expr))}`, a layer parameter")
+            if expr.attr not in ("data", "T", "mT"):
+                return None
+            detached = detached or expr.attr == "data"
+            expr = expr.value
+            continue
+        if not isinstance(expr, ast.Call):
+            return None
+        if _calls_module(expr, ctx):
+            return _grad(detached, ctx, f"`{_short(ctx.text(expr.func))}(...)`, a module call")
+        if ctx.qualname(expr.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            if any(k.arg == "requires_grad" for k in expr.keywords) or len(expr.args) > 1:
+                return None
+            return _grad(detached, ctx, "`nn.Parameter(...)`")
+        method = ctx.method_name(expr)
+        if method == "detach":
+            detached = True
+        elif method in ("cuda", "to"):
+            on_cuda = method == "cuda" or _moves_to_cuda(expr)
+            if on_cuda and not device_known:
+                return "cuda", {"move": _short(ctx.text(expr.func.value)) + _call_suffix(expr, ctx)}
+            device_known = device_known or _sets_device(expr, ctx)
+        elif method == "cpu":
+            device_known = True
+        elif method not in KEEPING_METHODS:
+            return None
+        expr = expr.func.value
+    return None
+
+
+def _grad(detached: bool, ctx: Context, origin: str) -> tuple[str, dict] | None:
+    if detached or _grad_off_here(ctx) or _grad_switched_in_file(ctx):
+        return None
+    return "", {"origin": origin}
+
+
+def _calls_module(call: ast.Call, ctx: Context) -> bool:
+    func = call.func
+    if ctx.kind_of(func) is not Kind.MODULE:
+        return False
+    # `nn.Softmax(dim=1)(x)`: no parameters, the output requires grad only if x does.
+    if isinstance(func, ast.Call):
+        qualname = ctx.qualname(func.func) or ""
+        return not (qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] in PARAMETER_FREE)
+    return True
+
+
+def _moves_to_cuda(call: ast.Call) -> bool:
+    device = call.args[0] if call.args else next(
+        (k.value for k in call.keywords if k.arg == "device"), None)
+    return isinstance(device, ast.Constant) and isinstance(device.value, str) \
+        and device.value.startswith("cuda")
+
+
+def _sets_device(call: ast.Call, ctx: Context) -> bool:
+    """True unless `.to(...)` surely only changes the dtype (`.to(torch.float32)`)."""
+    if call.keywords and all(k.arg in ("dtype", "non_blocking", "copy") for k in call.keywords) \
+            and not call.args:
+        return False
+    if len(call.args) == 1 and not call.keywords:
+        qualname = ctx.qualname(call.args[0]) or ""
+        return not qualname.startswith("torch.") or qualname.rpartition(".")[2][:1].isupper()
+    return True
+
+
+def _call_suffix(call: ast.Call, ctx: Context) -> str:
+    _, receiver_end = ctx.span(call.func.value)
+    _, end = ctx.span(call)
+    return _short(ctx.source[receiver_end:end])
+
+
+def _grad_off_here(ctx: Context) -> bool:
+    """Inside `with torch.no_grad():` or a function decorated with it (or inference_mode)."""
+    for node in ctx.ancestors:
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            if any(_is_no_grad(item.context_expr, ctx) for item in node.items):
+                return True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_is_no_grad(decorator, ctx) for decorator in node.decorator_list):
+                return True
+    return False
+
+
+def _is_no_grad(expr: ast.AST, ctx: Context) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    return ctx.qualname(target) in NO_GRAD_CONTEXTS
+
+
+@per_file
+def _grad_switched_in_file(ctx: Context) -> bool:
+    """The file freezes parameters or switches grad globally somewhere."""
+    return any(isinstance(node, ast.Attribute) and node.attr in GRAD_SWITCHES
+               for node in ast.walk(ctx.tree))
+
+
+def _assigned_before(name: str, block: list[ast.stmt], index: int) -> tuple[ast.AST | None, int]:
+    """(value, position) of the nearest `name = value` before `block[index]`, when no
+    statement in between binds `name` again; (None, index) otherwise."""
+    for position in range(index - 1, -1, -1):
+        statement = block[position]
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
+            return statement.value, position
+        if _binds(statement, name):
+            break
+    return None, index
+
+
+def _binds(statement: ast.stmt, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+               or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
+               for node in ast.walk(statement))
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
