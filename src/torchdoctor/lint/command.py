@@ -134,7 +134,7 @@ def _tune_garbage_collector() -> None:
     what start-up loaded out of the collector's sight and collect young objects less often
     (as mypy does). Worker processes inherit this through fork."""
     gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
+    gc.set_threshold(200_000, 50, 100)
 
 
 def _split(values: list[str] | None) -> list[str]:
