@@ -90,3 +90,22 @@ def _outer_parts(scope: ast.AST) -> list[ast.AST]:
     args = scope.args
     parts = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
     return parts if isinstance(scope, ast.Lambda) else [*scope.decorator_list, *parts]
+
+
+def assigned_before(name: str, block: list[ast.stmt], index: int) -> tuple[ast.expr | None, int]:
+    """(value, position) of the nearest plain `name = value` before `block[index]`, when no
+    statement in between binds `name` again; (None, index) otherwise."""
+    for position in range(index - 1, -1, -1):
+        statement = block[position]
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
+            return statement.value, position
+        if _rebinds(statement, name):
+            break
+    return None, index
+
+
+def _rebinds(statement: ast.stmt, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+               or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
+               for node in ast.walk(statement))

@@ -10,7 +10,13 @@ from pathlib import Path
 
 from torchdoctor.catalog import _registry
 from torchdoctor.lint import config, files, notebook
-from torchdoctor.lint.runner import FileOutcome, Job, check_files, check_text, drop_per_file_ignores
+from torchdoctor.lint.runner import (
+    FileOutcome,
+    Job,
+    check_files,
+    check_text,
+    drop_per_file_ignores,
+)
 from torchdoctor.lint.source import decode
 from torchdoctor.report import render
 from torchdoctor.report.finding import Finding

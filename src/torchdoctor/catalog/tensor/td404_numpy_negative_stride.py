@@ -5,6 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.bindings import assigned_before
 from torchdoctor.lint.context import Context, Kind
 from torchdoctor.report.finding import Finding
 
@@ -206,26 +207,13 @@ def _int_value(expr: ast.AST) -> int | None:
     return None
 
 
+
+
+
+
 def _assigned_just_before(name: str, ctx: Context) -> ast.AST | None:
-    """The value of the nearest `name = value` before the current statement in its block,
-    when no statement in between binds `name` again."""
     found = ctx.statement_block()
-    if found is None:
-        return None
-    block, index = found
-    for statement in reversed(block[:index]):
-        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
-            return statement.value
-        if _binds(statement, name):
-            return None
-    return None
-
-
-def _binds(statement: ast.stmt, name: str) -> bool:
-    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-               or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
-               for node in ast.walk(statement))
+    return assigned_before(name, *found)[0] if found is not None else None
 
 
 def _short(text: str) -> str:

@@ -5,6 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.bindings import assigned_before
 from torchdoctor.lint.context import Context, Kind, per_file
 from torchdoctor.report.finding import Finding
 
@@ -164,7 +165,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _float64_source(array: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> ast.AST | None:
     """The numpy call that made `array` when it surely is float64."""
     if isinstance(array, ast.Name):
-        array = _assigned_before(array.id, block, index)
+        array, _ = assigned_before(array.id, block, index)
     if not isinstance(array, ast.Call) or any(k.arg == "dtype" for k in array.keywords):
         return None
     head, _, name = (ctx.qualname(array.func) or "").rpartition(".")
@@ -245,17 +246,6 @@ def _uses_double(ctx: Context) -> bool:
                for node in ast.walk(ctx.tree))
 
 
-def _assigned_before(name: str, block: list[ast.stmt], index: int) -> ast.AST | None:
-    """The value of the nearest `name = value` before `block[index]`, when no statement in
-    between binds `name` again."""
-    for statement in reversed(block[:index]):
-        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
-            return statement.value
-        if any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-               for node in ast.walk(statement)):
-            return None
-    return None
 
 
 def _short(text: str) -> str:

@@ -5,6 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.bindings import assigned_before
 from torchdoctor.lint.context import Context, Kind, per_file
 from torchdoctor.report.finding import Finding
 
@@ -175,7 +176,7 @@ def _origin(expr: ast.AST, ctx: Context) -> tuple[str, dict] | None:
     block, index = ctx.statement_block() or ([], 0)
     for _ in range(MAX_HOPS):
         if isinstance(expr, ast.Name):
-            expr, index = _assigned_before(expr.id, block, index)
+            expr, index = assigned_before(expr.id, block, index)
             continue
         if isinstance(expr, ast.Attribute):
             if expr.attr in ("weight", "bias") and ctx.kind_of(expr.value) is Kind.MODULE:
@@ -274,23 +275,8 @@ def _grad_switched_in_file(ctx: Context) -> bool:
                for node in ast.walk(ctx.tree))
 
 
-def _assigned_before(name: str, block: list[ast.stmt], index: int) -> tuple[ast.AST | None, int]:
-    """(value, position) of the nearest `name = value` before `block[index]`, when no
-    statement in between binds `name` again; (None, index) otherwise."""
-    for position in range(index - 1, -1, -1):
-        statement = block[position]
-        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
-            return statement.value, position
-        if _binds(statement, name):
-            break
-    return None, index
 
 
-def _binds(statement: ast.stmt, name: str) -> bool:
-    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-               or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
-               for node in ast.walk(statement))
 
 
 def _short(text: str) -> str:
