@@ -594,6 +594,12 @@ def per_file(func):
     return memoized
 
 
+def shorten(text: str, limit: int = 60) -> str:
+    """Source text for a one-line message: whitespace folded, cut to `limit` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 

@@ -5,7 +5,7 @@ import ast
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -166,7 +166,7 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     # Replace `data[0]` by `item()`: the text before it, parentheses included, stays.
     data_end = ctx.span(data)[1]
     fix = ctx.fix(PITFALL, "safe", ctx.edit(data_end - len("data"), ctx.span(node)[1], "item()"))
-    return [ctx.finding(PITFALL, node, fix=fix, expr=_short(ctx.text(node)))]
+    return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
 
 
 # ---- what is 0-dim -------------------------------------------------------------------------
@@ -319,6 +319,3 @@ def _is_constant_in(expr: ast.AST, allowed) -> bool:
     return isinstance(expr, ast.Constant) and expr.value in allowed
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

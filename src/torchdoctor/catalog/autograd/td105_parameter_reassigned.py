@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, nested_statements, per_file
+from torchdoctor.lint.context import Context, Kind, nested_statements, per_file, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 50 characters of source.
+_short = partial(shorten, limit=50)
 
 PITFALL = Pitfall(
     code="TD105",
@@ -390,8 +394,3 @@ def _root_name(expr: ast.expr) -> str | None:
 def _is_self_attribute(expr: ast.expr) -> bool:
     return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
             and expr.value.id == "self")
-
-
-def _short(text: str, limit: int = 50) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Callable, Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 40 characters of source.
+_short = partial(shorten, limit=40)
 
 PITFALL = Pitfall(
     code="TD301",
@@ -244,8 +248,3 @@ def _binds(tree: ast.AST, name: str) -> bool:
         if _binds_otherwise(node, name):
             return True
     return False
-
-
-def _short(text: str, limit: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

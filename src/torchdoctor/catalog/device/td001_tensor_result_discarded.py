@@ -5,7 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -144,9 +144,6 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         title = {lang: text.format(target=target, method=method)
                  for lang, text in PITFALL.fix_title.items()}
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
-    yield ctx.finding(PITFALL, call, fix=fix, call=_short(ctx.text(call)), target=_short(target))
+    yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

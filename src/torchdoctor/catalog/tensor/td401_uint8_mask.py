@@ -5,7 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, subtree_parents
+from torchdoctor.lint.context import Context, Kind, shorten, subtree_parents
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -209,7 +209,7 @@ def _spelling_name(node: ast.AST) -> str:
 def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> Iterator[Finding]:
     value, mixed = _carried(made, parents, ctx)
     exact = not mixed and _holds_zero_one(made)
-    source = _short(ctx.text(made))
+    source = shorten(ctx.text(made))
     if _in_mask_position(value, parents, ctx):
         yield ctx.finding(PITFALL, made, fix=_fix(spelling, exact, ctx), source=source)
         return
@@ -420,6 +420,3 @@ def _binds(statement: ast.stmt, name: str) -> bool:
                for node in ast.walk(statement))
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

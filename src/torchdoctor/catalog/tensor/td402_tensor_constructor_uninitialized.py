@@ -5,7 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, subtree_parents
+from torchdoctor.lint.context import Context, Kind, shorten, subtree_parents
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -178,7 +178,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if reader is None:
         return
     fix = _zeros_fix(call, module, constructor, ctx)
-    yield ctx.finding(PITFALL, call, fix=fix, call=_short(ctx.text(call)), use=_short(ctx.text(reader)))
+    yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), use=shorten(ctx.text(reader)))
 
 
 def _has_sizes(call: ast.Call) -> bool:
@@ -350,6 +350,3 @@ def _root_name(expr: ast.AST) -> ast.Name | None:
     return expr if isinstance(expr, ast.Name) else None
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

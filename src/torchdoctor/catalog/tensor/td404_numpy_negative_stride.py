@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import assigned_before
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 40 characters of source.
+_short = partial(shorten, limit=40)
 
 PITFALL = Pitfall(
     code="TD404",
@@ -214,8 +218,3 @@ def _int_value(expr: ast.AST) -> int | None:
 def _assigned_just_before(name: str, ctx: Context) -> ast.AST | None:
     found = ctx.statement_block()
     return assigned_before(name, *found)[0] if found is not None else None
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."

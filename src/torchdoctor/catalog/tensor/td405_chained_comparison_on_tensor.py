@@ -5,7 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -129,8 +129,8 @@ def check(compare: ast.Compare, ctx: Context) -> Iterator[Finding]:
         return
     fixed = _split(compare, ctx)
     fix = ctx.fix(PITFALL, "unsafe", ctx.replace(compare, fixed)) if fixed else None
-    yield ctx.finding(PITFALL, compare, fix=fix, text=_short(ctx.text(compare)),
-                      fixed=_short(fixed or "(a < t) & (t < b)"))
+    yield ctx.finding(PITFALL, compare, fix=fix, text=shorten(ctx.text(compare)),
+                      fixed=shorten(fixed or "(a < t) & (t < b)"))
 
 
 def _is_array(expr: ast.AST, ctx: Context) -> bool:
@@ -155,6 +155,3 @@ def _is_plain_unary(expr: ast.AST) -> bool:
     return isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not)
 
 
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 40 characters of source.
+_short = partial(shorten, limit=40)
 
 PITFALL = Pitfall(
     code="TD406",
@@ -148,8 +152,3 @@ def _is_array_slice(expr: ast.AST, ctx: Context) -> bool:
     if not any(isinstance(part, ast.Slice) for part in parts):
         return False
     return ctx.kind_of(expr.value) in (Kind.TENSOR, Kind.NDARRAY)
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 40 characters of source.
+_short = partial(shorten, limit=40)
 
 PITFALL = Pitfall(
     code="TD407",
@@ -177,8 +181,3 @@ def _draws_array(call: ast.Call, ctx: Context) -> bool:
         return True
     name = ctx.qualname(call.func).rpartition(".")[2]
     return name in ARRAY_DRAWS or name in SHAPE_DRAWS and bool(call.args)
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import assigned_before
-from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 40 characters of source.
+_short = partial(shorten, limit=40)
 
 PITFALL = Pitfall(
     code="TD408",
@@ -244,10 +248,3 @@ def _is_module_call(call: ast.Call, ctx: Context) -> bool:
 def _uses_double(ctx: Context) -> bool:
     return any(isinstance(node, ast.Attribute) and node.attr in DOUBLE_MARKERS
                for node in ast.walk(ctx.tree))
-
-
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."

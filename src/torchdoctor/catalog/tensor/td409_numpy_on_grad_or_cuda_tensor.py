@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import assigned_before
-from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 40 characters of source.
+_short = partial(shorten, limit=40)
 
 PITFALL = Pitfall(
     code="TD409",
@@ -273,12 +277,3 @@ def _grad_switched_in_file(ctx: Context) -> bool:
     """The file freezes parameters or switches grad globally somewhere."""
     return any(isinstance(node, ast.Attribute) and node.attr in GRAD_SWITCHES
                for node in ast.walk(ctx.tree))
-
-
-
-
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."

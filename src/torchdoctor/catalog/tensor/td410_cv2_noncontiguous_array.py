@@ -5,7 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context
+from torchdoctor.lint.context import Context, shorten
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -127,7 +127,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     view = image if isinstance(image, ast.Subscript) else _last_value(image.id, call, ctx)
     if not _is_noncontiguous_view(view):
         return
-    yield ctx.finding(PITFALL, image, function=function, view=_short(ctx.text(view)))
+    yield ctx.finding(PITFALL, image, function=function, view=shorten(ctx.text(view)))
 
 
 def _image_argument(call: ast.Call) -> ast.AST | None:
@@ -193,6 +193,3 @@ def _is_name(target: ast.AST, name: str) -> bool:
     return isinstance(target, ast.Name) and target.id == name
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

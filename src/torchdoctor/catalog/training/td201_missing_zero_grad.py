@@ -12,7 +12,7 @@ from torchdoctor.catalog.training._loops import (
     stepped_optimizer,
     walk_body,
 )
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -166,7 +166,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if steps[0] is not node:
         return  # one finding per loop, on its first step
     fix = _fix(node, optimizer, ctx) if len(steps) == 1 else None
-    yield ctx.finding(PITFALL, call, fix=fix, step=_short(ctx.text(call)))
+    yield ctx.finding(PITFALL, call, fix=fix, step=shorten(ctx.text(call)))
 
 
 def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
@@ -288,6 +288,3 @@ def _fix(node: ast.Expr, optimizer: ast.AST, ctx: Context):
     return ctx.fix(PITFALL, "unsafe", edit, title=title)
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

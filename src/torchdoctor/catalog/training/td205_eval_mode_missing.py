@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 40 characters of source.
+_short = partial(shorten, limit=40)
 
 PITFALL = Pitfall(
     code="TD205",
@@ -453,8 +457,3 @@ def _name(expr: ast.AST) -> str | None:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return None
-
-
-def _short(text: str, limit: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import SCOPES, enclosing_loops
-from torchdoctor.lint.context import Context
+from torchdoctor.lint.context import Context, shorten
 from torchdoctor.report.finding import Finding
+
+# Messages quote at most 50 characters of source.
+_short = partial(shorten, limit=50)
 
 PITFALL = Pitfall(
     code="TD206",
@@ -460,8 +464,3 @@ def _is_self(expr: ast.AST) -> bool:
 
 def _is_self_attribute(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Attribute) and _is_self(expr.value)
-
-
-def _short(text: str, limit: int = 50) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
