@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pathspec
@@ -38,8 +39,9 @@ class Settings:
             codes = resolve(self.select)
         return frozenset((codes | resolve(self.extend_select)) - resolve(self.ignore))
 
+    @cached_property
     def per_file_ignore_matcher(self):
-        """(path relative to root) -> codes ignored there."""
+        """(path relative to root) -> codes ignored there; built once per run."""
         rules = [(pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), resolve(selectors))
                  for pattern, selectors in self.per_file_ignores.items()]
 
@@ -108,7 +110,7 @@ def load(config_file: Path | None, cwd: Path) -> Settings:
     settings.lang = table.get("lang")
     # Validate selectors now, so a typo in the config is a clear usage error.
     settings.enabled_codes()
-    settings.per_file_ignore_matcher()
+    settings.per_file_ignore_matcher  # built now, so a bad selector is a usage error at once
     return settings
 
 

@@ -95,7 +95,7 @@ def drop_per_file_ignores(outcome: FileOutcome, path: Path, settings: Settings) 
     """Remove the findings that `per-file-ignores` silences for this file."""
     if not settings.per_file_ignores:
         return
-    ignored = settings.per_file_ignore_matcher()(display_path(path.resolve(), settings.root.resolve()))
+    ignored = settings.per_file_ignore_matcher(display_path(path.resolve(), settings.root.resolve()))
     outcome.findings = [f for f in outcome.findings if f.code not in ignored]
 
 

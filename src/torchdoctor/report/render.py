@@ -44,7 +44,7 @@ def render_text(findings: Sequence[Finding], source_line: Callable[[Finding], st
 
     out: list[str] = []
     for f in findings:
-        where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
+        where = _where(f)
         marker = " [*]" if f.fix and f.fix.applicability == "safe" else ""
         out.append(f"{paint(where, _BOLD)}: {paint(f.code, _RED)}{marker} {f.message}")
         line = source_line(f)
@@ -60,6 +60,11 @@ def render_text(findings: Sequence[Finding], source_line: Callable[[Finding], st
         out.append("")
     out.append(summary(findings, lang, fixed))
     return "\n".join(out) + "\n"
+
+
+def _where(f: Finding) -> str:
+    """`path:line:col`, or `path:cell N:line:col` in a notebook."""
+    return f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
 
 
 def summary(findings: Sequence[Finding], lang: str, fixed: int = 0) -> str:
@@ -103,8 +108,7 @@ def render_github(findings: Sequence[Finding]) -> str:
     for f in findings:
         props = (f"file={_gh_prop(f.path)},line={f.line},col={f.column},"
                  f"endLine={f.end_line},endColumn={f.end_column},title={_gh_prop(f.code + ' ' + f.name)}")
-        where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
-        lines.append(f"::warning {props}::{_gh_data(f'{where}: {f.code} {f.message}')}")
+        lines.append(f"::warning {props}::{_gh_data(f'{_where(f)}: {f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
