@@ -395,3 +395,31 @@ def test_per_file_ignores_apply_to_stdin_filename(tmp_path):
     assert ignored.returncode == 0, ignored.stdout
     reported = run_cli("check", "--stdin-filename", "src/x.py", cwd=tmp_path, stdin=DISCARDED)
     assert reported.returncode == 1
+
+
+# ---- rules that look at the files next to the checked one -----------------------------------
+
+def test_stdlib_shadowing_file_in_a_script_directory(tmp_path):
+    write(tmp_path, "random.py", "import random\n\ndef randint(a, b):\n    return a\n")
+    write(tmp_path, "train.py", "import random\nimport torch\nprint(random.randint(0, 1))\n")
+    found = check_json(".", cwd=tmp_path)
+    where = sorted((f["path"], f["line"], f["code"]) for f in found)
+    # train.py gets the wrong module, and random.py imports itself (a circular import).
+    assert where == [("random.py", 1, "TD703"), ("train.py", 1, "TD703")]
+    assert "random.py" in found[0]["message"] and "rename" in found[0]["message"]
+
+
+def test_stdlib_shadowing_file_not_reported_inside_a_package(tmp_path):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/logging.py", "LEVEL = 1\n")
+    write(tmp_path, "pkg/model.py", "import logging\nimport torch\nlogging.info('x')\n")
+    assert check_json(".", cwd=tmp_path) == []
+
+
+def test_cache_notices_a_new_neighbour(tmp_path):
+    write(tmp_path, "train.py", "import copy\nimport torch\nm = copy.deepcopy(torch.nn.Linear(1, 1))\n")
+    first = run_cli("check", "--format", "json", "train.py", cwd=tmp_path)
+    assert json.loads(first.stdout) == []
+    write(tmp_path, "copy.py", "def deepcopy(x):\n    return x\n")
+    second = run_cli("check", "--format", "json", "train.py", cwd=tmp_path)
+    assert [f["code"] for f in json.loads(second.stdout)] == ["TD703"]

@@ -23,6 +23,15 @@ from torchdoctor.lint.source import SourceFile
 LINT_FIXTURES = sorted([*(FIXTURES / "lint").glob("*.py"), *(FIXTURES / "lint").glob("*.ipynb")])
 
 
+def _checked_path(fixture, source: str) -> str:
+    """The path a fixture is checked as: its name, or `# checked-as: DIR/NAME` (relative to the
+    fixture) for rules that look at the files next to the checked one."""
+    for line in source.splitlines()[:5]:
+        if line.startswith("# checked-as: "):
+            return str(fixture.parent / line.split(":", 1)[1].strip())
+    return fixture.name
+
+
 def _pitfall(fixture):
     pitfall = get(fixture.stem)
     assert pitfall is not None, f"{fixture.name} is not named after a rule"
@@ -45,7 +54,7 @@ def test_findings_match_expectations(fixture):
         found = Counter((f.cell, f.line, f.code) for f in result.findings)
         expected = expected_notebook_findings(source)
     else:
-        result = check_source(source, fixture.name, codes)
+        result = check_source(source, _checked_path(fixture, source), codes)
         found = Counter((f.line, f.code) for f in result.findings)
         expected = expected_findings(source)
     assert not result.internal_errors

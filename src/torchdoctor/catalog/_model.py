@@ -52,6 +52,36 @@ class StaticDetector:
 
 
 @dataclass
+class Clue:
+    """What an error signature concluded: how sure it is, and the cause/fix texts to show.
+
+    `cause`/`fix` may use str.format fields filled from `fields` (a regex's named groups).
+    None falls back to the entry's title (cause) and `fix_hint` (fix)."""
+
+    confidence: float
+    cause: Text | None = None
+    fix: Text | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ErrorSignature:
+    """Recognises an error, warning or log line as this pitfall.
+
+    With `pattern`, the block's message is searched with it (case-sensitive, re.S); with
+    `check`, the function decides: `check(block, report) -> Clue | None`. `types` are exception
+    or warning class names without module (`RuntimeError`, `OutOfMemoryError`, `UserWarning`);
+    empty means any block, log lines included, and the whole input text as a last resort."""
+
+    types: frozenset[str]
+    pattern: re.Pattern | None = None
+    check: Callable | None = None
+    confidence: float = 0.9
+    cause: Text | None = None
+    fix: Text | None = None
+
+
+@dataclass
 class Pitfall:
     """One catalog entry. Everything about one pitfall lives next to this object, in one file."""
 
@@ -70,6 +100,16 @@ class Pitfall:
     # True when the static detectors can only fire in code that mentions torch: files that
     # never do are then parsed (for syntax errors) but not walked.
     needs_torch: bool = True
+    # True when static findings depend on the files next to the checked one (not only on its
+    # text): the cache then keys on the directory listing too.
+    reads_neighbours: bool = False
+    # What to do about it, shown by the explainer when a signature gives no specific fix.
+    fix_hint: Text | None = None
+    error_signatures: list[ErrorSignature] = field(default_factory=list)
+    # Names of entries whose static findings in the user's code are likely roots of this error
+    # (a device mismatch rooted in `x.cuda()` whose result is discarded). The entry's own
+    # static findings are always linked.
+    root_causes: tuple[str, ...] = ()
     module: str = ""
 
     def static(self, *node_types: type, names: Iterable[str] | None = None) -> Callable:
@@ -89,12 +129,33 @@ class Pitfall:
 
         return register
 
+    def error(self, pattern: str, *, types: Iterable[str] = ("RuntimeError",),
+              confidence: float = 0.9, cause: Text | None = None,
+              fix: Text | None = None) -> None:
+        """Register an error signature: a regex searched in messages of the given types.
+
+        Named groups become fields of `cause`/`fix` (`{device}`)."""
+        self.error_signatures.append(ErrorSignature(
+            frozenset(types), re.compile(pattern, re.S), None, confidence, cause, fix))
+
+    def error_check(self, *, types: Iterable[str] = ("RuntimeError",)) -> Callable:
+        """Register a function signature: `check(block, report) -> Clue | None`."""
+
+        def register(func: Callable) -> Callable:
+            self.error_signatures.append(ErrorSignature(frozenset(types), None, func))
+            return func
+
+        return register
+
     @property
     def area(self) -> str:
         return self.module.rsplit(".", 2)[-2] if self.module.count(".") >= 2 else ""
 
     def detector_kinds(self) -> list[str]:
-        return ["static"] if self.static_detectors else []
+        kinds = ["static"] if self.static_detectors else []
+        if self.error_signatures:
+            kinds.append("explain")
+        return kinds
 
     def message(self, variant: str, lang: str, **fields: object) -> str:
         return pick(self.messages[variant], lang).format(**fields)

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from torchdoctor.catalog import all_pitfalls
 from torchdoctor.catalog.tooling import td701_unreadable_file
 from torchdoctor.lint import cache as cache_module
 from torchdoctor.lint import notebook
 from torchdoctor.lint.checker import check_source, fix_source
 from torchdoctor.lint.config import Settings
+from torchdoctor.lint.files import directory_listing
 from torchdoctor.lint.source import SourceFile, UnreadableFile, decode, write_atomically
 from torchdoctor.report.finding import Finding
 
@@ -54,6 +56,14 @@ def display_path(path: Path, cwd: Path) -> str:
         return str(path)
 
 
+def _neighbours(path: Path, job: Job) -> bytes:
+    """The names next to a file, for the rules whose findings depend on them: a cached result
+    is stale when they change."""
+    if not any(p.reads_neighbours for p in all_pitfalls() if p.code in job.codes):
+        return b""
+    return "\0".join(sorted(directory_listing(str(path.parent)) or ())).encode()
+
+
 def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_cache: bool,
                 cwd: Path) -> list[FileOutcome]:
     """Outcomes for every file, in the order given."""
@@ -69,7 +79,7 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
         except OSError as error:
             outcomes[index] = _unreadable(shown, error.strerror or str(error), job.lang)
             continue
-        file_digest = cache_module.digest(data) if store is not None else ""
+        file_digest = cache_module.digest(data + _neighbours(path, job)) if store is not None else ""
         cached = store.get(str(path), file_digest) if store is not None else None
         if cached is not None:
             outcomes[index] = FileOutcome(shown, [_restore(item, shown) for item in cached])

@@ -1,0 +1,174 @@
+"""TD703 stdlib-shadowing-file: `import random` next to the user's own `random.py`."""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.context import Context
+from torchdoctor.lint.files import directory_listing
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD703",
+    name="stdlib-shadowing-file",
+    title={"en": "A project file named like a standard-library or well-known module",
+           "zh": "项目文件与标准库或常用第三方模块同名"},
+    messages={"": {
+        "en": "`{module}` here imports the project's own `{file}` (it sits next to this script), "
+              "not the {origin} module: rename `{file}`",
+        "zh": "这里的 `{module}` 导入的是脚本旁边项目自己的 `{file}`，而不是{origin}模块："
+              "请给 `{file}` 改名",
+    }},
+    fix_hint={"en": "Rename the file (e.g. `random.py` -> `random_utils.py`), update the imports of "
+                    "it, and delete the stale `__pycache__/<name>.*.pyc` next to it.",
+              "zh": "给该文件改名（例如 `random.py` -> `random_utils.py`），同步修改导入它的地方，"
+                    "并删除旁边 `__pycache__` 里残留的 `<name>.*.pyc`。"},
+    reads_neighbours=True,
+    needs_torch=False,  # `random.py` helpers and the scripts importing them often never say torch
+    # Its Example needs a second file beside it; the fixture directory has one.
+    lint_example=False,
+    docs={
+        "en": """
+## What it catches
+An `import X` / `from X import ...` in a script directory (a directory without `__init__.py`,
+which Python puts first on `sys.path` when you run a script from it, as does Jupyter for a
+notebook's directory) that also holds a file `X.py` or a package `X/`, where `X` is a
+standard-library module (`random`, `copy`, `math`, `typing`, `test`, `inspect`...) or a
+well-known library (`torch`, `numpy`, `cv2`, `tqdm`, `yaml`...). A file importing its own name
+(`random.py` containing `import random`) is reported too.
+
+## Why is this bad?
+The script's directory comes before the standard library and site-packages on `sys.path`, so
+`import random` loads your `random.py` instead of Python's. Every module that imports it after
+that gets your file too, including PyTorch and NumPy internals. The error then appears far
+from its cause: `module 'random' has no attribute 'randint'`, or a "partially initialized
+module" circular-import error raised inside `import torch`.
+
+## Example
+```python
+# train.py, next to the project's own random.py
+import random
+
+import torch
+
+seed = random.randint(0, 1000)
+torch.manual_seed(seed)
+```
+
+## Use instead:
+```python
+# train.py, next to random_utils.py (renamed)
+import random
+
+import torch
+
+seed = random.randint(0, 1000)
+torch.manual_seed(seed)
+```
+
+## Symptoms
+`AttributeError: module 'random' has no attribute 'randint'`,
+`AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
+a circular import)`, `ImportError: cannot import name 'deepcopy' from partially initialized
+module 'copy'`, and errors raised deep inside `import torch` or `import numpy`.
+
+## Known problems
+Only directories without `__init__.py` are checked: inside a package, absolute imports do not
+see sibling modules unless the package directory itself is run as a script directory. Modules
+that the interpreter has already loaded at start-up (`os`, `sys`, `io`, `abc`...) cannot be
+shadowed and are not reported.
+""",
+        "zh": """
+## What it catches
+在脚本目录（没有 `__init__.py` 的目录：从这里运行脚本时 Python 会把它放在 `sys.path` 的最前面，
+Jupyter 对 notebook 所在目录也是如此）中出现 `import X` / `from X import ...`，而同一目录里恰好有
+文件 `X.py` 或包 `X/`，且 `X` 是标准库模块（`random`、`copy`、`math`、`typing`、`test`、
+`inspect` 等）或常用第三方库（`torch`、`numpy`、`cv2`、`tqdm`、`yaml` 等）。文件导入与自己同名的
+模块（`random.py` 里写 `import random`）也会报告。
+
+## Why is this bad?
+脚本所在目录在 `sys.path` 中排在标准库和 site-packages 之前，于是 `import random` 加载的是你自己的
+`random.py`，而不是 Python 的。此后所有导入它的模块拿到的都是你的文件，PyTorch 和 NumPy 的内部代码
+也不例外。报错往往出现在离病根很远的地方：`module 'random' has no attribute 'randint'`，或者在
+`import torch` 内部抛出“partially initialized module”的循环导入错误。
+
+## Example
+```python
+# train.py，旁边有项目自己的 random.py
+import random
+
+import torch
+
+seed = random.randint(0, 1000)
+torch.manual_seed(seed)
+```
+
+## Use instead:
+```python
+# train.py，旁边的文件已改名为 random_utils.py
+import random
+
+import torch
+
+seed = random.randint(0, 1000)
+torch.manual_seed(seed)
+```
+
+## Symptoms
+`AttributeError: module 'random' has no attribute 'randint'`、
+`AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
+a circular import)`、`ImportError: cannot import name 'deepcopy' from partially initialized
+module 'copy'`，以及在 `import torch`、`import numpy` 深处抛出的各种错误。
+
+## Known problems
+只检查没有 `__init__.py` 的目录：在包内部，绝对导入看不到同目录的模块，除非把包目录本身当作脚本目录
+运行。解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）无法被遮蔽，不会报告。
+""",
+    },
+)
+
+# Loaded by every interpreter before the script runs: a file of that name is never imported.
+_LOADED_AT_STARTUP = frozenset({
+    "abc", "builtins", "codecs", "encodings", "io", "marshal", "posix", "nt", "sys", "time",
+    "zipimport", "os", "stat", "posixpath", "ntpath", "genericpath", "site",
+})
+_WELL_KNOWN = frozenset({
+    "torch", "torchvision", "torchaudio", "numpy", "scipy", "pandas", "matplotlib", "sklearn",
+    "cv2", "PIL", "tqdm", "yaml", "transformers", "timm", "tensorboard", "wandb", "einops",
+})
+_SHADOWABLE = frozenset(
+    name for name in sys.stdlib_module_names
+    if not name.startswith("_") and name not in _LOADED_AT_STARTUP) | _WELL_KNOWN
+
+
+@PITFALL.static(ast.Import, ast.ImportFrom)
+def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
+    if isinstance(node, ast.ImportFrom):
+        if node.level or not node.module:
+            return
+        targets = [(node.module, node)]
+    else:
+        targets = [(alias.name, alias) for alias in node.names]
+    for module, where in targets:
+        top = module.partition(".")[0]
+        if top not in _SHADOWABLE:
+            continue
+        shadow = _shadowing_file(os.path.dirname(os.path.abspath(ctx.path)), top)
+        if shadow is not None:
+            origin = ({"en": "installed", "zh": "已安装的"} if top in _WELL_KNOWN
+                      else {"en": "standard-library", "zh": "标准库"})[ctx.lang]
+            yield ctx.finding(PITFALL, where, module=top, file=shadow, origin=origin)
+
+
+def _shadowing_file(directory: str, module: str) -> str | None:
+    names = directory_listing(directory)
+    if names is None or "__init__.py" in names:
+        return None
+    if f"{module}.py" in names:
+        return f"{module}.py"
+    if module in names and os.path.isfile(os.path.join(directory, module, "__init__.py")):
+        return f"{module}/"
+    return None
