@@ -7,6 +7,7 @@ import re
 import tokenize
 from collections import Counter
 
+_EXPECT_NATIVE = re.compile(r"//\s*expect:\s*(?P<codes>TD\d{3}(?:\s*,\s*TD\d{3})*)")
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TD\d{3}(?:\s*,\s*TD\d{3})*)")
 
 
@@ -20,6 +21,17 @@ def expected_findings(source: str) -> Counter:
         if match:
             for code in match.group("codes").split(","):
                 expected[(token.start[0], code.strip())] += 1
+    return expected
+
+
+def expected_native_findings(source: str) -> Counter:
+    """(line, code) from `// expect: TD707` comments of a C++/CUDA fixture."""
+    expected: Counter = Counter()
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = _EXPECT_NATIVE.search(line)
+        if match:
+            for code in match.group("codes").split(","):
+                expected[(number, code.strip())] += 1
     return expected
 
 

@@ -99,9 +99,11 @@ def test_example_triggers_and_use_instead_does_not(pitfall, lang):
         assert pitfall.code not in _lint(fixed, pitfall), f"Use instead: triggers:\n{fixed}"
 
 
-@pytest.mark.parametrize("pitfall", [p for p in PITFALLS if p.static_detectors], ids=ids)
+@pytest.mark.parametrize("pitfall", [p for p in PITFALLS if p.static_detectors or p.native_scanners],
+                         ids=ids)
 def test_static_rules_have_a_fixture(pitfall):
-    candidates = [FIXTURES / "lint" / f"{pitfall.name}{suffix}" for suffix in (".py", ".ipynb")]
+    suffixes = (".cu", ".cpp") if pitfall.native_scanners else (".py", ".ipynb")
+    candidates = [FIXTURES / "lint" / f"{pitfall.name}{suffix}" for suffix in suffixes]
     fixture = next((c for c in candidates if c.exists()), candidates[0])
     assert fixture.exists(), f"missing fixture {fixture.name}"
     if pitfall.fix_applicability:

@@ -423,3 +423,44 @@ def test_cache_notices_a_new_neighbour(tmp_path):
     write(tmp_path, "copy.py", "def deepcopy(x):\n    return x\n")
     second = run_cli("check", "--format", "json", "train.py", cwd=tmp_path)
     assert [f["code"] for f in json.loads(second.stdout)] == ["TD703"]
+
+
+# ---- C++/CUDA extension sources -------------------------------------------------------------
+
+OLD_EXTENSION = """\
+#include <torch/extension.h>
+#include <THC/THC.h>
+// AT_CHECK in a comment is not code
+at::Tensor f(at::Tensor x) {
+  AT_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+  return x;
+}
+"""
+
+
+def test_extension_sources_are_discovered_next_to_python_code(tmp_path):
+    write(tmp_path, "setup.py", "from torch.utils.cpp_extension import CUDAExtension\n")
+    write(tmp_path, "csrc/ext.cu", OLD_EXTENSION)
+    # A C++ file that does not use PyTorch's API: `type()` and `data<T>()` mean other things.
+    write(tmp_path, "third_party/json.hpp", "struct J { int type() const; };\n#define AT_X 1\n")
+    found = check_json(".", cwd=tmp_path)
+    assert [(f["path"], f["line"], f["code"]) for f in found] == [
+        ("csrc/ext.cu", 2, "TD707"), ("csrc/ext.cu", 5, "TD707")]
+
+
+def test_extension_fix_renames_and_keeps_other_bytes(tmp_path):
+    path = write(tmp_path, "ext.cpp", OLD_EXTENSION.encode() + b"// caf\xe9 (Latin-1)\n")
+    result = run_cli("check", "--no-cache", "--fix", "ext.cpp", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    fixed = path.read_bytes()
+    assert b"#include <ATen/cuda/CUDAContext.h>" in fixed and b"TORCH_CHECK(x.is_cuda()" in fixed
+    assert b"// AT_CHECK in a comment" in fixed and fixed.endswith(b"caf\xe9 (Latin-1)\n")
+    again = run_cli("check", "--no-cache", "--fix", "ext.cpp", cwd=tmp_path)
+    assert again.returncode == 0 and path.read_bytes() == fixed
+
+
+def test_extension_source_from_stdin(tmp_path):
+    result = run_cli("check", "--no-cache", "--stdin-filename", "ext.cu", "-", cwd=tmp_path,
+                     stdin=OLD_EXTENSION)
+    assert result.returncode == 1
+    assert "ext.cu:5:3: TD707" in result.stdout

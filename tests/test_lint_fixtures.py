@@ -14,13 +14,17 @@ from collections import Counter
 import pytest
 
 from conftest import FIXTURES, UPDATE_SNAPSHOTS
-from lint_expectations import expected_findings, expected_notebook_findings
+from lint_expectations import (
+    expected_findings, expected_native_findings, expected_notebook_findings,
+)
 from torchdoctor.catalog import get
 from torchdoctor.lint.checker import check_source, fix_source
+from torchdoctor.lint.native import check_native, fix_native, is_native
 from torchdoctor.lint.runner import Job, _process_notebook
 from torchdoctor.lint.source import SourceFile
 
-LINT_FIXTURES = sorted([*(FIXTURES / "lint").glob("*.py"), *(FIXTURES / "lint").glob("*.ipynb")])
+FIXTURE_SUFFIXES = (".py", ".ipynb", ".cpp", ".cu")
+LINT_FIXTURES = sorted(p for p in (FIXTURES / "lint").iterdir() if p.suffix in FIXTURE_SUFFIXES)
 
 
 def _checked_path(fixture, source: str) -> str:
@@ -53,6 +57,10 @@ def test_findings_match_expectations(fixture):
         result, _ = _notebook_outcome(fixture, codes)
         found = Counter((f.cell, f.line, f.code) for f in result.findings)
         expected = expected_notebook_findings(source)
+    elif is_native(fixture.name):
+        result = check_native(source, fixture.name, codes)
+        found = Counter((f.line, f.code) for f in result.findings)
+        expected = expected_native_findings(source)
     else:
         result = check_source(source, _checked_path(fixture, source), codes)
         found = Counter((f.line, f.code) for f in result.findings)
@@ -80,6 +88,11 @@ def test_fixes_match_snapshot(fixture):
         assert outcome.fixed > 0, "a rule with a fix must fix something in its fixture"
         json.loads(fixed_text)
         again = fixed_text  # idempotence for notebooks is covered in tests/test_notebooks.py
+    elif is_native(fixture.name):
+        fixed = fix_native(source, fixture.name, codes, "en", unsafe=True)
+        assert fixed.fixed > 0, "a rule with a fix must fix something in its fixture"
+        fixed_text = fixed.source
+        again = fix_native(fixed_text, fixture.name, codes, "en", unsafe=True).source
     else:
         fixed = fix_source(source, fixture.name, codes, "en", unsafe=True)
         assert fixed.fixed > 0, "a rule with a fix must fix something in its fixture"

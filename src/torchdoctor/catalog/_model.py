@@ -95,6 +95,8 @@ class Pitfall:
     fix_title: Text | None = None
     fix_applicability: str | None = None  # "safe" | "unsafe" | "display": the best fix offered
     static_detectors: list[StaticDetector] = field(default_factory=list)
+    # Scanners of C++/CUDA extension sources: `scan(source: NativeSource) -> Iterable[Finding]`.
+    native_scanners: list[Callable] = field(default_factory=list)
     # False only for entries whose Example cannot be linted as text (documented in the entry).
     lint_example: bool = True
     # True when the static detectors can only fire in code that mentions torch: files that
@@ -129,6 +131,11 @@ class Pitfall:
 
         return register
 
+    def native(self, func: Callable) -> Callable:
+        """Register a scanner of C++/CUDA sources (see lint.native.NativeSource)."""
+        self.native_scanners.append(func)
+        return func
+
     def error(self, pattern: str, *, types: Iterable[str] = ("RuntimeError",),
               confidence: float = 0.9, cause: Text | None = None,
               fix: Text | None = None) -> None:
@@ -152,7 +159,7 @@ class Pitfall:
         return self.module.rsplit(".", 2)[-2] if self.module.count(".") >= 2 else ""
 
     def detector_kinds(self) -> list[str]:
-        kinds = ["static"] if self.static_detectors else []
+        kinds = ["static"] if self.static_detectors or self.native_scanners else []
         if self.error_signatures:
             kinds.append("explain")
         return kinds

@@ -9,7 +9,8 @@ import pathspec
 
 from torchdoctor.errors import UsageError
 
-SOURCE_SUFFIXES = (".py", ".ipynb")
+# Python, notebooks, and the C++/CUDA sources of extensions that live next to Python code.
+SOURCE_SUFFIXES = (".py", ".ipynb", ".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 # Never worth descending into: VCS data, caches, virtualenvs, build output.
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",

@@ -1,11 +1,12 @@
-"""Inline suppression: `# noqa`, `# noqa: TD001`, `# noqa: tensor-result-discarded, TD201`."""
+"""Inline suppression: `# noqa`, `# noqa: TD001`, `# noqa: tensor-result-discarded, TD201`
+(`// noqa: TD707` in C++/CUDA sources)."""
 from __future__ import annotations
 
 import re
 
 from torchdoctor.report.finding import Finding
 
-_NOQA = re.compile(r"#\s*noqa(?:\s*:\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE)
+_NOQA = re.compile(r"(?:#|//)\s*noqa(?:\s*:\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE)
 
 
 def suppressions(line: str) -> set[str] | None:

@@ -15,7 +15,10 @@ from torchdoctor.lint import notebook
 from torchdoctor.lint.checker import check_source, fix_source
 from torchdoctor.lint.config import Settings
 from torchdoctor.lint.files import directory_listing
-from torchdoctor.lint.source import SourceFile, UnreadableFile, decode, write_atomically
+from torchdoctor.lint.native import check_native, fix_native, is_native
+from torchdoctor.lint.source import (
+    SourceFile, UnreadableFile, decode, decode_native, write_atomically,
+)
 from torchdoctor.report.finding import Finding
 
 FixMode = Literal["check", "fix", "diff"]
@@ -111,7 +114,8 @@ def drop_per_file_ignores(outcome: FileOutcome, path: Path, settings: Settings) 
 
 def check_text(text: str, shown: str, job: Job) -> tuple[FileOutcome, str]:
     """One source read from stdin: the outcome, and the fixed text (the input when not fixing)."""
-    return _process_source(SourceFile(text, "utf-8"), shown, job)
+    process = _process_native if is_native(shown) else _process_source
+    return process(SourceFile(text, "utf-8"), shown, job)
 
 
 def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int) -> list[FileOutcome]:
@@ -129,8 +133,12 @@ def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int) -> list[FileO
 def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
     absolute, shown, data = task
     try:
-        source = decode(data)
-        process = _process_notebook if absolute.endswith(".ipynb") else _process_source
+        if is_native(absolute):
+            source = decode_native(data)
+            process = _process_native
+        else:
+            source = decode(data)
+            process = _process_notebook if absolute.endswith(".ipynb") else _process_source
         outcome, fixed_text = process(source, shown, job)
     except UnreadableFile as error:
         return _unreadable(shown, str(error), job.lang)
@@ -144,6 +152,19 @@ def _process_source(source: SourceFile, shown: str, job: Job) -> tuple[FileOutco
         result = check_source(source.text, shown, job.codes, job.lang)
         return FileOutcome(shown, result.findings, result.internal_errors), source.text
     fixed = fix_source(source.text, shown, job.codes, job.lang, job.unsafe)
+    outcome = FileOutcome(shown, fixed.remaining.findings, fixed.remaining.internal_errors,
+                          fixed=fixed.fixed)
+    if job.mode == "diff" and fixed.fixed:
+        outcome.diff = _diff(source.text, fixed.source, shown)
+    return outcome, fixed.source
+
+
+def _process_native(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
+    """A C++/CUDA extension source: scanned as text, fixed without a re-parse."""
+    if job.mode == "check":
+        result = check_native(source.text, shown, job.codes, job.lang)
+        return FileOutcome(shown, result.findings, result.internal_errors), source.text
+    fixed = fix_native(source.text, shown, job.codes, job.lang, job.unsafe)
     outcome = FileOutcome(shown, fixed.remaining.findings, fixed.remaining.internal_errors,
                           fixed=fixed.fixed)
     if job.mode == "diff" and fixed.fixed:

@@ -38,13 +38,21 @@ def decode(data: bytes) -> SourceFile:
         raise UnreadableFile(f"unknown encoding {encoding!r}") from None
 
 
+def decode_native(data: bytes) -> SourceFile:
+    """A C/C++/CUDA source: UTF-8, with any other byte kept as is (old sources carry Latin-1
+    comments), so that writing a fix back changes only the fixed text."""
+    if b"\0" in data:
+        raise UnreadableFile("binary file (contains NUL bytes), not C++/CUDA source")
+    return SourceFile(data.decode("utf-8", "surrogateescape"), "utf-8")
+
+
 def write_atomically(path: Path, text: str, encoding: str) -> None:
     """Replace `path` with `text` so that a crash never leaves a half-written file."""
     mode = path.stat().st_mode & 0o7777
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode(encoding))
+            handle.write(text.encode(encoding, "surrogateescape"))
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

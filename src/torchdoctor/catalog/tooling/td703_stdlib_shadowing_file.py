@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.lint.context import Context
 from torchdoctor.lint.files import directory_listing
 from torchdoctor.report.finding import Finding
@@ -172,3 +173,67 @@ def _shadowing_file(directory: str, module: str) -> str | None:
     if module in names and os.path.isfile(os.path.join(directory, module, "__init__.py")):
         return f"{module}/"
     return None
+
+
+# Explaining the errors it causes ------------------------------------------------------------
+
+_PARTIAL = re.compile(r"partially initialized module '(?P<module>[\w.]+)'")
+_NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'")
+_CAUSE = {
+    "en": "A file of your project named `{module}.py` (or a `{module}/` package) sits in the "
+          "script's directory and is imported instead of the real `{module}` module.",
+    "zh": "项目里有一个名为 `{module}.py` 的文件（或 `{module}/` 包）位于脚本所在目录，"
+          "导入的是它而不是真正的 `{module}` 模块。",
+}
+_STANDARD_DIRS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\", "<frozen")
+
+
+@PITFALL.error_check(types=("AttributeError", "ImportError"))
+def explain(block, report) -> Clue | None:
+    shadow = _shadowing_frame(block)
+    if shadow is not None:
+        return Clue(0.95, _CAUSE, fields={"module": shadow})
+    partial = _PARTIAL.search(block.message)
+    if partial is not None:
+        module = partial.group("module").partition(".")[0]
+        if module in _SHADOWABLE:
+            return Clue(0.9, _CAUSE, fields={"module": module})
+        return None  # a circular import between the user's own modules
+    missing = _NO_ATTRIBUTE.search(block.message)
+    if missing is not None and missing.group("module") in _EVERYDAY_MODULES:
+        if missing.group("attr") in _EVERYDAY_MODULES[missing.group("module")]:
+            return Clue(0.85, _CAUSE, fields={"module": missing.group("module")})
+    return None
+
+
+def _shadowing_frame(block) -> str | None:
+    """A traceback frame running a user file named like a library module: the shadow itself."""
+    for frame in block.frames:
+        path = frame.path.replace("\\", "/")
+        name = path.rsplit("/", 1)[-1]
+        if not name.endswith(".py") or any(d in path for d in _STANDARD_DIRS):
+            continue
+        module = name[:-3]
+        if module in _SHADOWABLE and module not in ("test", "parser"):
+            return module
+    return None
+
+
+# Attributes everybody uses: missing from these modules, the module is not the real one.
+_EVERYDAY_MODULES = {
+    "random": {"randint", "random", "seed", "shuffle", "choice", "sample", "uniform"},
+    "copy": {"deepcopy", "copy"},
+    "math": {"sqrt", "pi", "log", "exp", "ceil", "floor", "inf", "cos", "sin"},
+    "json": {"load", "loads", "dump", "dumps"},
+    "logging": {"getLogger", "info", "basicConfig", "INFO", "warning"},
+    "time": {"time", "sleep", "perf_counter"},
+    "inspect": {"signature", "getfullargspec", "isclass"},
+    "typing": {"List", "Dict", "Optional", "Tuple", "Any", "Union"},
+    "queue": {"Queue", "Empty"},
+    "numpy": {"array", "zeros", "ones", "float32", "ndarray", "random", "arange"},
+    "torch": {"nn", "tensor", "Tensor", "zeros", "ones", "cuda", "device", "float32", "load",
+              "save", "randn", "optim", "utils"},
+    "cv2": {"imread", "imwrite", "resize", "cvtColor"},
+    "yaml": {"safe_load", "load", "dump"},
+    "tqdm": {"tqdm"},
+}

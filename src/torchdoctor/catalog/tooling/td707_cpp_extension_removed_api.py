@@ -1,0 +1,352 @@
+"""TD707 cpp-extension-removed-api: C++/CUDA extension code written for the old THC/ATen API."""
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.native import NativeSource
+from torchdoctor.report.finding import Finding
+
+PITFALL = Pitfall(
+    code="TD707",
+    name="cpp-extension-removed-api",
+    title={"en": "C++/CUDA extension uses an API removed from PyTorch",
+           "zh": "C++/CUDA 扩展使用了 PyTorch 已移除的 API"},
+    messages={
+        "": {"en": "`{old}` was removed from PyTorch; use `{new}`",
+             "zh": "`{old}` 已从 PyTorch 中移除；请改用 `{new}`"},
+        "thc-header": {"en": "`#include <{old}>`: the THC library was removed in PyTorch 1.11; "
+                             "{new}",
+                       "zh": "`#include <{old}>`：THC 库已在 PyTorch 1.11 中移除；{new}"},
+        "dispatch": {"en": "`{old}`: the `AT_DISPATCH_*` macros no longer accept `Tensor::type()` "
+                           "(torch >= 2.6 fails to compile); use `{new}`",
+                     "zh": "`{old}`：`AT_DISPATCH_*` 宏不再接受 `Tensor::type()`（torch >= 2.6 "
+                           "编译失败）；请改用 `{new}`"},
+        "deprecated": {"en": "`{old}` is deprecated (a compiler warning today, an error once it is "
+                             "removed); use `{new}`",
+                       "zh": "`{old}` 已弃用（现在是编译警告，移除后就是编译错误）；请改用 `{new}`"},
+    },
+    fix_title={"en": "Use the current API name", "zh": "改用现行的 API"},
+    fix_applicability="safe",
+    fix_hint={"en": "Rename `AT_CHECK` to `TORCH_CHECK`, `.data<T>()` to `.data_ptr<T>()`, "
+                    "`x.type()` in `AT_DISPATCH_*` to `x.scalar_type()`, drop THC headers and "
+                    "`THCState` for `<ATen/cuda/CUDAContext.h>` and "
+                    "`at::cuda::getCurrentCUDAStream()`. `torchdoctor check --fix` does the "
+                    "mechanical renames in .cpp/.cu files.",
+              "zh": "把 `AT_CHECK` 改为 `TORCH_CHECK`，`.data<T>()` 改为 `.data_ptr<T>()`，"
+                    "`AT_DISPATCH_*` 中的 `x.type()` 改为 `x.scalar_type()`，去掉 THC 头文件和 "
+                    "`THCState`，改用 `<ATen/cuda/CUDAContext.h>` 与 "
+                    "`at::cuda::getCurrentCUDAStream()`。`torchdoctor check --fix` 会在 .cpp/.cu "
+                    "文件中完成这些机械的改名。"},
+    # Its Example is C++ source, which the Python checker cannot read.
+    lint_example=False,
+    docs={
+        "en": """
+## What it catches
+C++ and CUDA extension sources (`.cpp`, `.cc`, `.cu`, `.cuh`, `.h`, `.hpp`) that use APIs
+removed from PyTorch: `AT_CHECK` (now `TORCH_CHECK`), the THC headers (`THC/THC.h`,
+`THC/THCGeneral.h`, ...) and `THCState` / `THCState_getCurrentStream` / `THCudaCheck`, and the
+deprecated spellings on their way out: `tensor.data<T>()` (now `data_ptr<T>()`) and
+`tensor.type()` used for dispatch (an error since torch 2.6) or for the scalar type (`AT_DISPATCH_FLOATING_TYPES(x.type(), ...)`, `x.type().scalarType()`,
+`x.type().is_cuda()`, `at::zeros(size, x.type())`). Comments and string literals are ignored;
+only files that use PyTorch's C++ API are read.
+
+## Why is this bad?
+Extensions written for PyTorch 0.4-1.x (many research repositories: DCN, RoIAlign, NMS,
+correspondence layers, CUDA samplers) stop compiling on current releases. The THC library was
+deleted in 1.11 and `AT_CHECK` in 1.5; since 2.6 the dispatch macros reject `x.type()`, and
+`data<T>()` and `type()` only compile with deprecation warnings until they go too. The build fails with a long compiler log in which the actual reason is one line among
+hundreds, and `pip install` of such a repository just says the extension failed to build.
+
+## Example
+```cpp
+#include <torch/extension.h>
+#include <THC/THC.h>
+
+extern THCState *state;
+
+void forward(at::Tensor input) {
+  AT_CHECK(input.is_cuda(), "input must be a CUDA tensor");
+  cudaStream_t stream = THCState_getCurrentStream(state);
+  AT_DISPATCH_FLOATING_TYPES(input.type(), "forward", ([&] {
+    kernel<<<1, 1, 0, stream>>>(input.data<scalar_t>());
+  }));
+}
+```
+
+## Use instead:
+```cpp
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+void forward(at::Tensor input) {
+  TORCH_CHECK(input.is_cuda(), "input must be a CUDA tensor");
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "forward", ([&] {
+    kernel<<<1, 1, 0, stream>>>(input.data_ptr<scalar_t>());
+  }));
+}
+```
+
+## Symptoms
+`error: 'AT_CHECK' was not declared in this scope`, `fatal error: THC/THC.h: No such file or
+directory`, `error: 'THCState' does not name a type`, `error: identifier
+"THCState_getCurrentStream" is undefined`, `cannot convert 'const
+at::DeprecatedTypeProperties' to 'c10::ScalarType'`, and the deprecation warning
+`Tensor.data<T>() is deprecated. Please use Tensor.data_ptr<T>() instead.`, ending in
+`RuntimeError: Error building extension`.
+
+## Fix safety
+The fixes are the renames PyTorch itself made: `AT_CHECK` -> `TORCH_CHECK`, `THCudaCheck` ->
+`C10_CUDA_CHECK`, `data<T>()` -> `data_ptr<T>()`, `x.type()` -> `x.scalar_type()` where a
+scalar type is expected, `THCState_getCurrentStream(state)` -> `at::cuda::getCurrentCUDAStream()`
+and the THC headers that have a direct ATen successor. `at::zeros(size, x.type())` becomes
+`x.options()` only with `--unsafe-fixes`: the options also carry `x`'s device, which is usually
+what was meant. `THCState` declarations and other THC calls are reported without a fix: remove
+them by hand.
+
+## Known problems
+The scan reads tokens, not C++: a project that defines its own `AT_CHECK` macro for
+compatibility is reported anyway (add `// noqa: TD707` on that line). `THC/THCAtomics.cuh` and
+`THC/THCDeviceUtils.cuh` are not reported: PyTorch still ships them as forwarding headers.
+""",
+        "zh": """
+## What it catches
+C++ 与 CUDA 扩展源文件（`.cpp`、`.cc`、`.cu`、`.cuh`、`.h`、`.hpp`）中使用了已从 PyTorch 移除的
+API：`AT_CHECK`（现为 `TORCH_CHECK`）、THC 头文件（`THC/THC.h`、`THC/THCGeneral.h` 等）以及
+`THCState` / `THCState_getCurrentStream` / `THCudaCheck`；以及即将移除的已弃用写法：
+`tensor.data<T>()`（现为 `data_ptr<T>()`），和用于分派（torch 2.6 起直接报错）或取标量类型的
+`tensor.type()`
+（`AT_DISPATCH_FLOATING_TYPES(x.type(), ...)`、`x.type().scalarType()`、`x.type().is_cuda()`、
+`at::zeros(size, x.type())`）。注释和字符串字面量会被忽略；只读取使用了 PyTorch C++ API 的文件。
+
+## Why is this bad?
+为 PyTorch 0.4-1.x 编写的扩展（大量研究代码仓库里的 DCN、RoIAlign、NMS、相关层、CUDA 采样器等）
+在当前版本上无法编译。THC 库在 1.11 中被删除，`AT_CHECK` 在 1.5 中被删除；从 2.6 起分派宏不再
+接受 `x.type()`，而 `data<T>()` 和 `type()` 目前只是带着弃用警告还能编译，迟早也会被移除。编译失败时会输出很长的编译日志，真正的原因只是几百行中的一行；
+而 `pip install` 这类仓库时只会告诉你扩展构建失败。
+
+## Example
+```cpp
+#include <torch/extension.h>
+#include <THC/THC.h>
+
+extern THCState *state;
+
+void forward(at::Tensor input) {
+  AT_CHECK(input.is_cuda(), "input must be a CUDA tensor");
+  cudaStream_t stream = THCState_getCurrentStream(state);
+  AT_DISPATCH_FLOATING_TYPES(input.type(), "forward", ([&] {
+    kernel<<<1, 1, 0, stream>>>(input.data<scalar_t>());
+  }));
+}
+```
+
+## Use instead:
+```cpp
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+void forward(at::Tensor input) {
+  TORCH_CHECK(input.is_cuda(), "input must be a CUDA tensor");
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "forward", ([&] {
+    kernel<<<1, 1, 0, stream>>>(input.data_ptr<scalar_t>());
+  }));
+}
+```
+
+## Symptoms
+`error: 'AT_CHECK' was not declared in this scope`、`fatal error: THC/THC.h: No such file or
+directory`、`error: 'THCState' does not name a type`、`error: identifier
+"THCState_getCurrentStream" is undefined`、`cannot convert 'const
+at::DeprecatedTypeProperties' to 'c10::ScalarType'`，以及弃用警告
+`Tensor.data<T>() is deprecated. Please use Tensor.data_ptr<T>() instead.`，最后是
+`RuntimeError: Error building extension`。
+
+## Fix safety
+这些修复就是 PyTorch 自己做过的改名：`AT_CHECK` -> `TORCH_CHECK`、`THCudaCheck` ->
+`C10_CUDA_CHECK`、`data<T>()` -> `data_ptr<T>()`、需要标量类型处的 `x.type()` ->
+`x.scalar_type()`、`THCState_getCurrentStream(state)` -> `at::cuda::getCurrentCUDAStream()`，
+以及有直接 ATen 替代的 THC 头文件。`at::zeros(size, x.type())` 改成 `x.options()` 只在
+`--unsafe-fixes` 下进行：options 还带有 `x` 所在的设备，这通常正是原意。`THCState` 声明和其他
+THC 调用只报告、不自动修复：请手动删除。
+
+## Known problems
+扫描看的是记号而不是 C++ 语法：如果项目为了兼容自己定义了 `AT_CHECK` 宏，也会被报告
+（在那一行加 `// noqa: TD707`）。`THC/THCAtomics.cuh` 与 `THC/THCDeviceUtils.cuh` 不会被报告：
+PyTorch 仍然以转发头文件的形式提供它们。
+""",
+    },
+)
+
+_BUILD_ERROR_CAUSE = {
+    "en": "The extension's C++/CUDA source uses `{api}`, which current PyTorch no longer has: "
+          "the code was written for an older release.",
+    "zh": "扩展的 C++/CUDA 源码使用了 `{api}`，而当前的 PyTorch 已经没有它：这些代码是为旧版本写的。",
+}
+for _pattern in (
+    r"'(?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCudaMalloc|THCudaFree|THCState_getCurrentStream)'"
+    r" was not declared",
+    r'identifier "(?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCState_getCurrentStream|THCState)" '
+    r"is undefined",
+    r"'(?P<api>THCState)' (?:does not name a type|was not declared)",
+    r"(?P<api>THC/\w+\.c?uh?): (?:No such file or directory|没有那个文件或目录)",
+    r"cannot open source file \"(?P<api>THC/\w+\.c?uh?)\"",
+    r"(?P<api>DeprecatedTypeProperties)\W{1,4}\s*to\W{1,4}(?:c10::)?ScalarType",
+):
+    PITFALL.error(_pattern, types=(), confidence=0.95, cause=_BUILD_ERROR_CAUSE)
+
+# Only files that use PyTorch's C++ API are read: `.type()` and `data<T>()` mean nothing else.
+_USES_TORCH = re.compile(r"torch/|ATen|THC|\bat::|\btorch::|\bc10::|AT_CHECK|AT_DISPATCH")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?P<header>THC/[\w./]+)[>"]', re.M)
+# Removed header -> its ATen successor (other THC headers: reported without a fix).
+_HEADERS = {
+    "THC/THC.h": "ATen/cuda/CUDAContext.h",
+    "THC/THCGeneral.h": "ATen/cuda/CUDAContext.h",
+}
+# Kept by PyTorch as forwarding headers (for torchvision): they still compile, not reported.
+_SHIMS = frozenset({"THC/THCAtomics.cuh", "THC/THCDeviceUtils.cuh"})
+# Renamed identifiers: old -> (new, fix applicability or None for report-only).
+_RENAMED = {
+    "AT_CHECK": ("TORCH_CHECK", "safe"),
+    "THCudaCheck": ("C10_CUDA_CHECK", "safe"),
+    "THCState": ("at::cuda::getCurrentCUDAStream() (drop the THCState)", None),
+    "THCudaMalloc": ("c10::cuda::CUDACachingAllocator::raw_alloc", None),
+    "THCudaFree": ("c10::cuda::CUDACachingAllocator::raw_delete", None),
+    "THCCeilDiv": ("at::ceil_div (ATen/ceil_div.h)", None),
+    "THCNumerics": ("at::_isnan / std:: functions", None),
+}
+_IDENTIFIER = re.compile(r"\b(?:" + "|".join(_RENAMED) + r")\b")
+_GET_STREAM = re.compile(r"\bTHCState_getCurrentStream\s*\(")
+_DATA = re.compile(r"(?:\.|->)\s*(?P<name>data)\s*<\s*(?P<type>[\w:]+(?:\s*\*)?)\s*>\s*\(\s*\)")
+_DISPATCH = re.compile(r"\bAT_DISPATCH_\w+\s*\(")
+_TYPE_PROPERTY = re.compile(r"\.\s*type\s*\(\s*\)\s*\.\s*(?P<prop>scalarType|is_cuda)\s*\(\s*\)")
+_FACTORY = re.compile(r"\b(?:at|torch)::(?:zeros|ones|empty|full|rand|randn|arange)\s*\(")
+_TYPE_CALL = re.compile(r"\.\s*type\s*\(\s*\)")
+
+
+@PITFALL.native
+def scan(source: NativeSource) -> Iterator[Finding]:
+    if not _USES_TORCH.search(source.code):
+        return
+    yield from _headers(source)
+    yield from _identifiers(source)
+    yield from _get_stream(source)
+    yield from _data_template(source)
+    yield from _type_uses(source)
+
+
+def _headers(source: NativeSource) -> Iterator[Finding]:
+    # Matched on the text (a quoted header is a literal, blanked in `code`), but only where the
+    # directive itself is code, not a commented-out include.
+    for match in _INCLUDE.finditer(source.text):
+        hash_at = source.text.index("#", match.start())
+        if source.code[hash_at] != "#":
+            continue
+        header = match.group("header")
+        if header in _SHIMS or not header.endswith((".h", ".cuh")):
+            continue  # `.muh` and friends belong to other vendors' ports
+        successor = _HEADERS.get(header)
+        start, end = match.span("header")
+        if successor is None:
+            advice = {"en": "remove it and use the ATen/c10 CUDA headers",
+                      "zh": "请删除它，改用 ATen/c10 的 CUDA 头文件"}[source.lang]
+            yield source.finding(PITFALL, match.start(), match.end(), "thc-header",
+                                 old=header, new=advice)
+            continue
+        advice = {"en": f"include <{successor}> instead",
+                  "zh": f"请改为包含 <{successor}>"}[source.lang]
+        fix = source.fix(PITFALL, "safe", source.edit(start, end, successor))
+        yield source.finding(PITFALL, match.start(), match.end(), "thc-header", fix=fix,
+                             old=header, new=advice)
+
+
+def _identifiers(source: NativeSource) -> Iterator[Finding]:
+    for match in _IDENTIFIER.finditer(source.code):
+        old = match.group()
+        new, applicability = _RENAMED[old]
+        fix = (source.fix(PITFALL, applicability, source.edit(*match.span(), new))
+               if applicability else None)
+        yield source.finding(PITFALL, *match.span(), fix=fix, old=old, new=new)
+
+
+def _get_stream(source: NativeSource) -> Iterator[Finding]:
+    new = "at::cuda::getCurrentCUDAStream()"
+    for match in _GET_STREAM.finditer(source.code):
+        end = _closing_paren(source.code, match.end() - 1)
+        if end is None:
+            continue
+        fix = source.fix(PITFALL, "safe", source.edit(match.start(), end, new))
+        yield source.finding(PITFALL, match.start(), end, fix=fix,
+                             old=source.text[match.start():end], new=new)
+
+
+def _data_template(source: NativeSource) -> Iterator[Finding]:
+    for match in _DATA.finditer(source.code):
+        start, end = match.span("name")
+        fix = source.fix(PITFALL, "safe", source.edit(start, end, "data_ptr"))
+        yield source.finding(PITFALL, start, match.end(), "deprecated", fix=fix,
+                             old=f"data<{match.group('type')}>()",
+                             new=f"data_ptr<{match.group('type')}>()")
+
+
+def _type_uses(source: NativeSource) -> Iterator[Finding]:
+    code = source.code
+    for match in _TYPE_PROPERTY.finditer(code):
+        new = ".scalar_type()" if match.group("prop") == "scalarType" else ".is_cuda()"
+        fix = source.fix(PITFALL, "safe", source.edit(*match.span(), new))
+        yield source.finding(PITFALL, *match.span(), "deprecated", fix=fix,
+                             old=code[match.start():match.end()].replace(" ", ""), new=new)
+    for match in _DISPATCH.finditer(code):
+        first = _first_argument(code, match.end())
+        if first is None:
+            continue
+        call = _TYPE_CALL.search(code, *first)
+        if call is not None and call.end() == first[1]:
+            fix = source.fix(PITFALL, "safe", source.edit(*call.span(), ".scalar_type()"))
+            yield source.finding(PITFALL, *call.span(), "dispatch", fix=fix,
+                                 old=code[first[0]:first[1]], new=".scalar_type()")
+    for match in _FACTORY.finditer(code):
+        end = _closing_paren(code, match.end() - 1)
+        if end is None:
+            continue
+        for call in _TYPE_CALL.finditer(code, match.end(), end):
+            if _TYPE_PROPERTY.match(code, call.start()):
+                continue  # `.type().scalarType()`: reported above
+            fix = source.fix(PITFALL, "unsafe", source.edit(*call.span(), ".options()"))
+            yield source.finding(PITFALL, *call.span(), "deprecated", fix=fix, old=".type()",
+                                 new=".options()")
+
+
+def _closing_paren(code: str, opening: int) -> int | None:
+    """The offset just past the parenthesis matching the one at `opening`."""
+    depth = 0
+    for index in range(opening, min(len(code), opening + 5000)):
+        char = code[index]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return None
+
+
+def _first_argument(code: str, start: int) -> tuple[int, int] | None:
+    """(start, end) of a call's first argument, whitespace trimmed; `start` is past the '('."""
+    depth = 0
+    for index in range(start, min(len(code), start + 2000)):
+        char = code[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return None
+            depth -= 1
+        elif char == "," and depth == 0:
+            text = code[start:index]
+            left = start + len(text) - len(text.lstrip())
+            return left, start + len(text.rstrip())
+    return None

@@ -1,0 +1,119 @@
+"""C++/CUDA extension sources: scanned as text, with comments and literals blanked out.
+
+There is no C++ parser here on purpose: the pitfalls are removed API names, which a token
+scan finds reliably once comments and string literals can no longer match.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from torchdoctor.catalog import _registry
+from torchdoctor.catalog._model import pick
+from torchdoctor.lint.edits import apply_edits, select_fixes
+from torchdoctor.lint.noqa import is_suppressed
+from torchdoctor.report.finding import Edit, Finding, Fix
+
+if TYPE_CHECKING:
+    from torchdoctor.catalog._model import Pitfall
+    from torchdoctor.lint.checker import CheckResult, FixResult
+
+NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
+MAX_FIX_PASSES = 10
+
+# A comment, a string or character literal (raw strings included), each matched whole, and
+# the <header> of an include directive (a path, not code).
+_NOISE = re.compile(r"""
+      (?P<include>^[ \t]*\#[ \t]*include[ \t]*)<[^>\n]*>
+    | //[^\n]*
+    | /\*.*?(?:\*/|\Z)
+    | R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)"
+    | "(?:\\.|[^"\\\n])*"?
+    | '(?:\\.|[^'\\\n])*'?
+""", re.S | re.X | re.M)
+
+
+def is_native(path: str) -> bool:
+    return path.lower().endswith(NATIVE_SUFFIXES)
+
+
+def blank_noise(text: str) -> str:
+    """`text` with comments and literals replaced by spaces (newlines kept): same length, same
+    offsets, so a match in the result is a position in the file."""
+    def blank(match: re.Match) -> str:
+        keep = match.group("include") or ""
+        return keep + re.sub(r"[^\n]", " ", match.group()[len(keep):])
+
+    return _NOISE.sub(blank, text)
+
+
+@dataclass
+class NativeSource:
+    """One C++/CUDA file as scanners see it."""
+
+    path: str
+    text: str
+    code: str  # comments and literals blanked
+    lang: str
+
+    def __post_init__(self) -> None:
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def position(self, offset: int) -> tuple[int, int]:
+        index = bisect_right(self._line_starts, offset) - 1
+        return index + 1, offset - self._line_starts[index] + 1
+
+    def edit(self, start: int, end: int, content: str) -> Edit:
+        return Edit(start, end, content, *self.position(start), *self.position(end))
+
+    def fix(self, pitfall: Pitfall, applicability: str, *edits: Edit) -> Fix:
+        return Fix(applicability, pick(pitfall.fix_title, self.lang), edits)
+
+    def finding(self, pitfall: Pitfall, start: int, end: int, variant: str = "", *,
+                fix: Fix | None = None, **fields: object) -> Finding:
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Finding(pitfall.code, pitfall.name, pitfall.message(variant, self.lang, **fields),
+                       path=self.path, line=line, column=column, end_line=end_line,
+                       end_column=end_column, fix=fix)
+
+
+def check_native(text: str, path: str, codes: frozenset[str], lang: str = "en") -> CheckResult:
+    from torchdoctor.lint.checker import CheckResult
+
+    result = CheckResult([])
+    scanners = [(p, scan) for p in _registry.all_pitfalls() if p.code in codes
+                for scan in p.native_scanners]
+    if not scanners:
+        return result
+    source = NativeSource(path, text, blank_noise(text), lang)
+    for pitfall, scan in scanners:
+        try:
+            result.findings.extend(scan(source))
+        except Exception as error:  # a scanner's bug must not cost the other findings
+            result.internal_errors.append(f"{path}: {pitfall.code} failed: {error!r}")
+    lines = source.lines
+    result.findings = [f for f in result.findings if not is_suppressed(f, lines)]
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def fix_native(text: str, path: str, codes: frozenset[str], lang: str, unsafe: bool) -> FixResult:
+    from torchdoctor.lint.checker import FixResult
+
+    fixed = 0
+    result = check_native(text, path, codes, lang)
+    for _ in range(MAX_FIX_PASSES):
+        chosen = select_fixes(result.findings, unsafe)
+        candidate = apply_edits(text, chosen) if chosen else text
+        if candidate == text:
+            break
+        text, fixed = candidate, fixed + len(chosen)
+        result = check_native(text, path, codes, lang)
+    return FixResult(text, fixed, result)
