@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from pathlib import Path
 
 import pathspec
@@ -90,12 +89,3 @@ def _gitignores_above(top: Path):
         spec = _read_gitignore(parent)
         if spec is not None:
             yield parent, spec
-
-
-@lru_cache(maxsize=4096)
-def directory_listing(directory: str) -> frozenset[str] | None:
-    """The names in a directory, read once per process; None when it cannot be listed."""
-    try:
-        return frozenset(os.listdir(directory))
-    except OSError:
-        return None

@@ -14,7 +14,7 @@ from torchdoctor.lint import cache as cache_module
 from torchdoctor.lint import notebook
 from torchdoctor.lint.checker import check_source, fix_source
 from torchdoctor.lint.config import Settings
-from torchdoctor.lint.files import directory_listing
+from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.native import check_native, fix_native, is_native
 from torchdoctor.lint.source import (
     SourceFile, UnreadableFile, decode, decode_native, write_atomically,
@@ -64,7 +64,11 @@ def _neighbours(path: Path, job: Job) -> bytes:
     is stale when they change."""
     if not any(p.reads_neighbours for p in all_pitfalls() if p.code in job.codes):
         return b""
-    return "\0".join(sorted(directory_listing(str(path.parent)) or ())).encode()
+    # Only what can be imported matters: modules and package directories, not dot-files (the
+    # cache directory itself appears after the first run).
+    names = [name for name in directory_listing(str(path.parent)) or ()
+             if not name.startswith(".") and (name.endswith(".py") or "." not in name)]
+    return "\0".join(sorted(names)).encode()
 
 
 def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_cache: bool,

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.lint.context import Context
-from torchdoctor.lint.files import directory_listing
+from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
