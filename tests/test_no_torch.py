@@ -1,4 +1,4 @@
-"""`check`, `rule` and `rules` never import torch: they must work where torch is not installed."""
+"""`check`, `explain`, `rule` and `rules` never import torch: they must work where torch is not installed."""
 from __future__ import annotations
 
 import subprocess
@@ -20,9 +20,19 @@ def run_probe(*args, cwd):
                           text=True)
 
 
-def test_check_rule_and_rules_do_not_import_torch(tmp_path):
+TRACEBACK = """Traceback (most recent call last):
+  File "train.py", line 3, in <module>
+    y = model(x)
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, \
+cuda:0 and cpu!
+"""
+
+
+def test_check_explain_rule_and_rules_do_not_import_torch(tmp_path):
     (tmp_path / "train.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
+    (tmp_path / "error.txt").write_text(TRACEBACK)
     for args, expected in ((["check", "--no-cache", "--select", "ALL", "train.py"], "exit 1"),
+                           (["explain", "error.txt"], "exit 0"),
                            (["rule", "TD001"], "exit 0"),
                            (["rules"], "exit 0")):
         result = run_probe(*args, cwd=tmp_path)

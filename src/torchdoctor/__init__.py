@@ -1,3 +1,30 @@
 """torchdoctor: catches the mistakes PyTorch users make again and again."""
 
 __version__ = "0.1.0"
+
+# `torchdoctor.explain(error)` calls the explain package itself (see explain/__init__.py), so
+# that the function and `import torchdoctor.explain.parse` can share the name.
+from torchdoctor import explain  # noqa: E402
+
+__all__ = ["__version__", "explain", "install", "load_ipython_extension",
+           "unload_ipython_extension"]
+
+
+def install(lang=None) -> None:
+    """Explain the uncaught exceptions of this program after their normal traceback."""
+    from torchdoctor.explain.hooks import install as _install
+
+    _install(lang)
+
+
+def load_ipython_extension(shell) -> None:
+    """`%load_ext torchdoctor`: explain exceptions raised in notebook cells."""
+    from torchdoctor.explain.hooks import load_ipython_extension as _load
+
+    _load(shell)
+
+
+def unload_ipython_extension(shell) -> None:
+    from torchdoctor.explain.hooks import unload_ipython_extension as _unload
+
+    _unload(shell)

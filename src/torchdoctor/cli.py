@@ -42,6 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--config", metavar="FILE", help="pyproject.toml to read settings from")
     _add_lang(check)
 
+    explain = commands.add_parser(
+        "explain", help="read a traceback or log and explain the error (no torch needed)")
+    explain.add_argument("file", nargs="?", metavar="FILE|-",
+                         help="file holding the traceback or log (default: stdin)")
+    explain.add_argument("--format", choices=("text", "json"), default="text",
+                         help="output format")
+    explain.add_argument("--no-link", action="store_true",
+                         help="do not read the user files named in the traceback")
+    _add_lang(explain)
+
     rule = commands.add_parser("rule", help="explain one pitfall")
     rule.add_argument("rule", metavar="NAME|CODE")
     rule.add_argument("--format", choices=("text", "json", "markdown"), default="text")
@@ -70,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             from torchdoctor.lint.command import run_check
 
             return run_check(args, default_lang())
+        if args.command == "explain":
+            from torchdoctor.explain.command import run_explain
+
+            return run_explain(args, args.lang or default_lang())
         if args.command == "rule":
             return _rule(args)
         return _rules(args)

@@ -68,17 +68,117 @@ class Clue:
 class ErrorSignature:
     """Recognises an error, warning or log line as this pitfall.
 
-    With `pattern`, the block's message is searched with it (case-sensitive, re.S); with
+    With `regex`, the block's message is searched with it (case-sensitive, re.S); with
     `check`, the function decides: `check(block, report) -> Clue | None`. `types` are exception
     or warning class names without module (`RuntimeError`, `OutOfMemoryError`, `UserWarning`);
-    empty means any block, log lines included, and the whole input text as a last resort."""
+    empty means any block, log lines included, and the whole input text as a last resort.
+
+    The regex is compiled on first use, and only for a message that holds the literal text the
+    regex cannot match without: `explain` starts in a fresh process, and compiling every
+    signature of the catalog would be most of its run time."""
 
     types: frozenset[str]
-    pattern: re.Pattern | None = None
+    regex: str | None = None
     check: Callable | None = None
     confidence: float = 0.9
     cause: Text | None = None
     fix: Text | None = None
+
+    def __post_init__(self) -> None:
+        self.literal = required_literal(self.regex) if self.regex else None
+        self._compiled: re.Pattern | None = None
+
+    @property
+    def pattern(self) -> re.Pattern:
+        if self._compiled is None:
+            self._compiled = re.compile(self.regex, re.S)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match | None:
+        if self.literal is not None and self.literal not in text:
+            return None
+        return self.pattern.search(text)
+
+
+_QUANTIFIERS = "?*+{"
+_BREAKS = ".^$|"
+_ESCAPED_CLASSES = "wWdDsSbBAZzGnrtfv0123456789xuUN"
+
+
+def required_literal(regex: str, shortest: int = 4) -> str | None:
+    """The longest run of plain characters that every match of `regex` contains, or None.
+
+    Conservative: a regex with a top-level `|` or inline flags has none; text inside groups and
+    classes is skipped; a character followed by a quantifier is not counted."""
+    if regex.startswith("(?") and regex[2:3] in "aiLmsux" or _top_level_alternation(regex):
+        return None
+    runs, run, depth, index = [], [], 0, 0
+    while index < len(regex):
+        char = regex[index]
+        literal = None
+        if char == "\\" and index + 1 < len(regex):
+            escaped = regex[index + 1]
+            index += 1
+            if escaped not in _ESCAPED_CLASSES and not escaped.isalnum():
+                literal = escaped
+        elif char == "[":
+            index = _class_end(regex, index)
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char not in _BREAKS and char not in _QUANTIFIERS and char != "}":
+            literal = char
+        if char in _QUANTIFIERS and run:
+            run.pop()  # the quantified character may be absent
+        if char == "{":
+            index = regex.find("}", index) if "}" in regex[index:] else len(regex)
+        if literal is not None and depth == 0:
+            following = regex[index + 1:index + 2]
+            run.append(literal)
+            if following and following in _QUANTIFIERS:
+                run.pop()
+                runs.append("".join(run))
+                run = []
+        else:
+            if run:
+                runs.append("".join(run))
+            run = []
+        index += 1
+    runs.append("".join(run))
+    best = max(runs, key=len)
+    return best if len(best) >= shortest else None
+
+
+def _class_end(regex: str, start: int) -> int:
+    index = start + 1
+    if regex[index:index + 1] == "^":
+        index += 1
+    if regex[index:index + 1] == "]":
+        index += 1
+    while index < len(regex) and regex[index] != "]":
+        index += 2 if regex[index] == "\\" else 1
+    return index
+
+
+def _top_level_alternation(regex: str) -> bool:
+    depth, index = 0, 0
+    while index < len(regex):
+        char = regex[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":
+            index = _class_end(regex, index) + 1
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return True
+        index += 1
+    return False
 
 
 @dataclass
@@ -143,7 +243,7 @@ class Pitfall:
 
         Named groups become fields of `cause`/`fix` (`{device}`)."""
         self.error_signatures.append(ErrorSignature(
-            frozenset(types), re.compile(pattern, re.S), None, confidence, cause, fix))
+            frozenset(types), pattern, None, confidence, cause, fix))
 
     def error_check(self, *, types: Iterable[str] = ("RuntimeError",)) -> Callable:
         """Register a function signature: `check(block, report) -> Clue | None`."""

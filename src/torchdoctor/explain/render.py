@@ -1,0 +1,78 @@
+"""Explanations as text for people (the JSON form is Explanation.to_json)."""
+from __future__ import annotations
+
+from torchdoctor.explain.match import Diagnosis, Explanation
+from torchdoctor.explain.parse import user_frame_of
+
+_LABELS = {
+    "en": {"header": "torchdoctor", "at": "at", "cause": "cause", "fix": "fix",
+           "root": "likely root of", "linked": "likely cause", "more": "more",
+           "confidence": "confidence", "unknown": "not recognised: no pitfall in the catalog "
+           "matches this error.", "parsed": "parsed", "nothing": "no error found in the input.",
+           "others": "other possible causes"},
+    "zh": {"header": "torchdoctor", "at": "位置", "cause": "原因", "fix": "修复", "root": "可能是此错误的根源：",
+           "linked": "可能的根源", "more": "详见", "confidence": "置信度",
+           "unknown": "未能识别：目录中没有与此错误匹配的问题。", "parsed": "解析结果",
+           "nothing": "输入中没有找到错误。", "others": "其他可能的原因"},
+}
+# Causes shown in full; the rest are listed by name only.
+_SHOWN_IN_FULL = 3
+
+
+def as_text(explanation: Explanation) -> str:
+    labels = _LABELS.get(explanation.lang, _LABELS["en"])
+    report = explanation.report
+    lines: list[str] = []
+    final = report.final or (report.blocks[-1] if report.blocks else None)
+    if final is None:
+        lines.append(f"{labels['header']}: {labels['nothing']}")
+        return "\n".join(lines) + "\n"
+    lines.append(f"{labels['header']}: {_headline(final.type, final.message)}")
+    frame = user_frame_of(report)
+    if frame is not None:
+        where = f"{frame.path}:{frame.line}" if frame.line else frame.path
+        lines.append(f"  {labels['at']} {where}" + (f": {frame.source}" if frame.source else ""))
+    if not explanation.diagnoses:
+        lines.append("")
+        lines.append(labels["unknown"])
+        lines.append(f"  {labels['parsed']}: {final.type or '(log)'}: {_headline('', final.message)}")
+        return "\n".join(lines) + "\n"
+    for diagnosis in explanation.diagnoses[:_SHOWN_IN_FULL]:
+        lines.append("")
+        lines.extend(_diagnosis(diagnosis, labels, explanation.lang))
+    rest = explanation.diagnoses[_SHOWN_IN_FULL:]
+    if rest:
+        lines.append("")
+        lines.append(f"{labels['others']}: " + ", ".join(
+            f"{d.pitfall.name} ({d.confidence:.0%})" for d in rest))
+    return "\n".join(lines) + "\n"
+
+
+def _diagnosis(diagnosis: Diagnosis, labels: dict, lang: str) -> list[str]:
+    from torchdoctor.catalog import pick
+
+    pitfall = diagnosis.pitfall
+    lines = [f"{pitfall.code} {pitfall.name} ({labels['confidence']} {diagnosis.confidence:.0%}): "
+             f"{pick(pitfall.title, lang)}"]
+    if diagnosis.location is not None:
+        location = diagnosis.location
+        where = f"{location.path}:{location.line}" if location.line else location.path
+        lines.append(f"  {labels['at']} {where}" + (f": {location.source}" if location.source else ""))
+    if diagnosis.root_of:
+        lines.append(f"  {labels['root']} {diagnosis.root_of}")
+    lines.append(f"  {labels['cause']}: {diagnosis.cause}")
+    for location, name, message in diagnosis.linked:
+        if name == pitfall.name and diagnosis.location == location:
+            continue
+        lines.append(f"  {labels['linked']}: {location.path}:{location.line}"
+                     + (f" `{location.source}`" if location.source else "") + f" ({name})")
+    lines.append(f"  {labels['fix']}: {diagnosis.fix}")
+    lines.append(f"  {labels['more']}: torchdoctor rule {pitfall.name}")
+    return lines
+
+
+def _headline(kind: str, message: str, limit: int = 300) -> str:
+    first = " ".join(message.strip().splitlines()[:1]) if message else ""
+    if len(first) > limit:
+        first = first[:limit - 3] + "..."
+    return f"{kind}: {first}" if kind else first
