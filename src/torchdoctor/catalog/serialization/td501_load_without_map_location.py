@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.lint.context import Context, per_file
 from torchdoctor.report.finding import Finding
 
@@ -24,6 +24,13 @@ PITFALL = Pitfall(
     # Opt-in: a static check cannot see whether the file holds CUDA tensors (RNG, scheduler and
     # scaler states never do), and such loads are common in library code.
     default=False,
+    fix_hint={
+        "en": "Pass `map_location` to `torch.load`: `map_location=\"cpu\"` on a machine "
+              "without a GPU, or the `device` your script picked; `load_state_dict` then "
+              "copies the weights to the model's device.",
+        "zh": "给 `torch.load` 传入 `map_location`：没有 GPU 的机器上用 `map_location=\"cpu\"`，"
+              "否则用脚本选好的 `device`；之后 `load_state_dict` 会把权重拷到模型所在的设备。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -57,7 +64,11 @@ state = torch.load("model.pt", map_location=device)
 ## Symptoms
 `RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available()
 is False. If you are running on a CPU-only machine, please use torch.load with
-map_location=torch.device('cpu') to map your storages to the CPU.`
+map_location=torch.device('cpu') to map your storages to the CPU.`, or with CUDA built in but
+no GPU visible (`CUDA_VISIBLE_DEVICES=""`) `Attempting to deserialize object on CUDA device 0
+but torch.cuda.device_count() is 0`; a checkpoint saved on `cuda:1` loaded on a one-GPU machine:
+`Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1`. Very old
+CPU-only builds: `AttributeError: module 'torch._C' has no attribute '_cuda_getDevice'`.
 
 ## Fix safety
 The fix adds `map_location="cpu"`. It is unsafe: tensors that used to come back on the GPU now
@@ -100,7 +111,11 @@ state = torch.load("model.pt", map_location=device)
 ## Symptoms
 `RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available()
 is False. If you are running on a CPU-only machine, please use torch.load with
-map_location=torch.device('cpu') to map your storages to the CPU.`
+map_location=torch.device('cpu') to map your storages to the CPU.`；编译了 CUDA 但看不到 GPU
+（`CUDA_VISIBLE_DEVICES=""`）时为 `Attempting to deserialize object on CUDA device 0 but
+torch.cuda.device_count() is 0`；在 `cuda:1` 上保存的 checkpoint 拿到单卡机器上加载时为
+`Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1`。
+很老的纯 CPU 版本则报 `AttributeError: module 'torch._C' has no attribute '_cuda_getDevice'`。
 
 ## Fix safety
 修复会加上 `map_location="cpu"`。它是不安全的：原来加载到 GPU 上的张量现在会加载到 CPU 上；
@@ -142,3 +157,48 @@ def _checks_cuda(ctx: Context, scope: ast.AST) -> bool:
                 and node.func.value.attr == "cuda"):
             return True
     return False
+
+
+# Explaining errors ----------------------------------------------------------------------------
+
+NO_CUDA = {
+    "en": "The checkpoint holds tensors saved on a GPU, and this PyTorch has no CUDA (a CPU-only "
+          "build or machine): `torch.load` tries to put them back on `cuda` because no "
+          "`map_location` says otherwise.",
+    "zh": "checkpoint 里的张量是在 GPU 上保存的，而当前的 PyTorch 没有可用的 CUDA（纯 CPU 版本或"
+          "没有 GPU 的机器）：由于没有 `map_location`，`torch.load` 试图把它们放回 `cuda` 上。",
+}
+PITFALL.error(r"Attempting to deserialize object on a CUDA\s+device but\s+"
+              r"torch\.cuda\.is_available\(\) is False", types=(), confidence=0.95,
+              cause=NO_CUDA)
+PITFALL.error(
+    r"Attempting to deserialize object on CUDA device (?P<device>\d+) but\s+"
+    r"torch\.cuda\.device_count\(\) is 0\b", types=(), confidence=0.95,
+    cause={"en": "The checkpoint was saved on `cuda:{device}` and no GPU is visible here "
+                 "(`torch.cuda.device_count()` is 0: no GPU, a driver problem, or "
+                 "`CUDA_VISIBLE_DEVICES` empty), and `torch.load` has no `map_location`.",
+           "zh": "checkpoint 是在 `cuda:{device}` 上保存的，而这里看不到任何 GPU"
+                 "（`torch.cuda.device_count()` 为 0：没有 GPU、驱动有问题，或 "
+                 "`CUDA_VISIBLE_DEVICES` 为空），`torch.load` 又没有指定 `map_location`。"})
+PITFALL.error(
+    r"Attempting to deserialize object on CUDA device (?P<device>\d+) but\s+"
+    r"torch\.cuda\.device_count\(\) is (?P<count>[1-9]\d*)", types=(), confidence=0.95,
+    cause={"en": "The checkpoint was saved on `cuda:{device}`, but this machine (or "
+                 "`CUDA_VISIBLE_DEVICES`) shows only {count} GPU(s): `torch.load` restores "
+                 "each tensor on the device it was saved from.",
+           "zh": "checkpoint 是在 `cuda:{device}` 上保存的，而这台机器（或 `CUDA_VISIBLE_DEVICES`）"
+                 "只能看到 {count} 块 GPU：`torch.load` 会把每个张量恢复到它保存时所在的设备。"},
+    fix={"en": "Remap the devices when loading: `torch.load(path, map_location=\"cuda:0\")` (or "
+               "`map_location={{\"cuda:{device}\": \"cuda:0\"}}`, or `\"cpu\"`).",
+         "zh": "加载时重新映射设备：`torch.load(path, map_location=\"cuda:0\")`（或 "
+               "`map_location={{\"cuda:{device}\": \"cuda:0\"}}`，或 `\"cpu\"`）。"})
+
+
+@PITFALL.error_check(types=("AttributeError",))
+def cpu_build(block, report) -> Clue | None:
+    """Old CPU-only builds failed inside torch.load's CUDA restore with this attribute error."""
+    if "has no attribute '_cuda_getDevice'" not in block.message:
+        return None
+    loading = any("serialization" in frame.path or "torch.load" in (frame.source or "")
+                  for frame in block.frames)
+    return Clue(0.9 if loading else 0.7, NO_CUDA)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.serialization import _weights_only
 from torchdoctor.lint.context import Context
 from torchdoctor.report.finding import Finding
 
@@ -20,6 +21,17 @@ PITFALL = Pitfall(
         "zh": "`torch.load(..., weights_only=False)` 会反序列化任意对象，文件里藏的任何代码都可能被执行："
               "只对可信文件这样做，或者用 `torch.serialization.add_safe_globals` 放行需要的类",
     }},
+    fix_hint={
+        "en": "For a file you trust, allow exactly the classes it needs: "
+              "`torch.serialization.add_safe_globals([...])` or `with "
+              "torch.serialization.safe_globals([...]): torch.load(path)`; "
+              "`weights_only=False` only for files you trust completely. `torchdoctor ckpt fix` "
+              "can rewrite the checkpoint as plain tensors and built-in types.",
+        "zh": "对可信的文件，只放行它需要的类：`torch.serialization.add_safe_globals([...])`，或 "
+              "`with torch.serialization.safe_globals([...]): torch.load(path)`；只有完全可信的文件"
+              "才用 `weights_only=False`。`torchdoctor ckpt fix` 可以把 checkpoint 改写成只含张量和"
+              "内置类型的文件。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -62,9 +74,10 @@ checkpoint = torch.load("downloaded.pt", weights_only=True)
 Without the flag, on PyTorch 2.6 and later: `_pickle.UnpicklingError: Weights only load failed.
 ... WeightsUnpickler error: Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an
 allowed global by default. Please use torch.serialization.add_safe_globals([scalar]) ...`.
-On older versions, loading without the flag warns: `FutureWarning: You are using torch.load
-with weights_only=False (the current default value), which uses the default pickle module
-implicitly.`
+Older 2.x releases read `WeightsUnpickler error: Unsupported class
+numpy.core.multiarray._reconstruct`. On older versions, loading without the flag warns:
+`FutureWarning: You are using torch.load with weights_only=False (the current default value),
+which uses the default pickle module implicitly.`
 
 ## Known problems
 A file you wrote yourself on the same machine is as trusted as your code; there the finding is
@@ -112,7 +125,9 @@ checkpoint = torch.load("downloaded.pt", weights_only=True)
 不加该参数时，PyTorch 2.6 及以上版本会报：`_pickle.UnpicklingError: Weights only load failed.
 ... WeightsUnpickler error: Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an
 allowed global by default. Please use torch.serialization.add_safe_globals([scalar]) ...`。
-更早的版本不加该参数时会警告：`FutureWarning: You are using torch.load with weights_only=False
+较早的 2.x 版本报的是 `WeightsUnpickler error: Unsupported class
+numpy.core.multiarray._reconstruct`。更早的版本不加该参数时会警告：
+`FutureWarning: You are using torch.load with weights_only=False
 (the current default value), which uses the default pickle module implicitly.`
 
 ## Known problems
@@ -134,3 +149,85 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if ctx.qualname(call.func) != "torch.load":
         return
     yield ctx.finding(PITFALL, flag)
+
+
+# Explaining errors ----------------------------------------------------------------------------
+
+CAUSES = {
+    "numpy": {"en": "The checkpoint stores NumPy objects (`{name}`), e.g. a metric or an array "
+                    "saved next to the weights; PyTorch >= 2.6 loads with `weights_only=True` "
+                    "and refuses them.",
+              "zh": "checkpoint 里存了 NumPy 对象（`{name}`），比如和权重一起保存的指标或数组；"
+                    "PyTorch >= 2.6 默认以 `weights_only=True` 加载，会拒绝它们。"},
+    "namespace": {"en": "The checkpoint stores the training arguments as an `argparse.Namespace` "
+                        "(`{name}`); PyTorch >= 2.6 loads with `weights_only=True` and refuses "
+                        "it.",
+                  "zh": "checkpoint 里以 `argparse.Namespace`（`{name}`）保存了训练参数；"
+                        "PyTorch >= 2.6 默认以 `weights_only=True` 加载，会拒绝它。"},
+    "config": {"en": "The checkpoint stores a config object (`{name}`); PyTorch >= 2.6 loads "
+                     "with `weights_only=True` and refuses it.",
+               "zh": "checkpoint 里存了一个配置对象（`{name}`）；PyTorch >= 2.6 默认以 "
+                     "`weights_only=True` 加载，会拒绝它。"},
+    "lightning": {"en": "The checkpoint stores Lightning's hyperparameters (`{name}`); PyTorch "
+                        ">= 2.6 loads with `weights_only=True` and refuses them.",
+                  "zh": "checkpoint 里存了 Lightning 的超参数对象（`{name}`）；PyTorch >= 2.6 默认以 "
+                        "`weights_only=True` 加载，会拒绝它。"},
+    "container": {"en": "The checkpoint uses `{name}`, which `weights_only=True` (the default "
+                        "since PyTorch 2.6) does not allow by default.",
+                  "zh": "checkpoint 用到了 `{name}`，而 `weights_only=True`（PyTorch 2.6 起的默认值）"
+                        "默认不允许它。"},
+    "class": {"en": "The checkpoint stores `{name}` (an object kept next to the weights); PyTorch "
+                    ">= 2.6 loads with `weights_only=True` and refuses classes it was not told "
+                    "to trust.",
+              "zh": "checkpoint 里除了权重还存了 `{name}` 的对象；PyTorch >= 2.6 默认以 "
+                    "`weights_only=True` 加载，会拒绝没有被声明为可信的类。"},
+    "module": {"en": "The checkpoint stores a whole model object (`{name}`), not just its "
+                     "`state_dict`, and PyTorch >= 2.6 loads with `weights_only=True` "
+                     "(see `torchdoctor rule whole-module-saved`).",
+               "zh": "checkpoint 里存的是整个模型对象（`{name}`），而不只是它的 `state_dict`，"
+                     "而 PyTorch >= 2.6 默认以 `weights_only=True` 加载"
+                     "（参见 `torchdoctor rule whole-module-saved`）。"},
+}
+FIX = {
+    "en": "If you trust the file, allow the class: "
+          "`torch.serialization.add_safe_globals([{short}])` (or the "
+          "`torch.serialization.safe_globals([{short}])` context manager), or pass "
+          "`weights_only=False` only for files you trust; `torchdoctor ckpt fix` converts such "
+          "metadata to plain types once.",
+    "zh": "如果信任这个文件，就放行这个类：`torch.serialization.add_safe_globals([{short}])`"
+          "（或上下文管理器 `torch.serialization.safe_globals([{short}])`），只有对可信文件才传 "
+          "`weights_only=False`；`torchdoctor ckpt fix` 可以把这类元数据一次性转换成普通类型。",
+}
+GENERIC = {
+    "en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the file holds an object "
+          "that is not a tensor or a built-in type (the part of the message naming it is not "
+          "shown).",
+    "zh": "PyTorch >= 2.6 默认以 `weights_only=True` 加载，而文件里有一个既不是张量也不是内置类型的"
+          "对象（报错中点名它的那部分没有显示出来）。",
+}
+
+
+# The whole text, when no exception line was parsed (pytest's `E` lines, a tool's log).
+PITFALL.error(r"(?:Weights only load failed|WeightsUnpickler error: Unsupported (?:global|class))"
+              r"(?![\s\S]*Unsupported operand)", types=(), confidence=0.8,
+              cause={"en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the "
+                           "file holds an object that is not a tensor or a built-in type.",
+                     "zh": "PyTorch >= 2.6 默认以 `weights_only=True` 加载，而文件里有一个既不是"
+                           "张量也不是内置类型的对象。"})
+
+
+@PITFALL.error_check(types=())
+def refused_global(block, report) -> Clue | None:
+    if not _weights_only.refused(block.message):
+        return None
+    # torch's message has blank lines: the part naming the global may lie past the block.
+    if "Unsupported operand" in block.message or "Unsupported operand" in report.text:
+        return None  # not a pickle at all: corrupted-checkpoint
+    name = (_weights_only.unsupported_global(block.message)
+            or _weights_only.unsupported_global(report.text))
+    if name is None:
+        return Clue(0.85, GENERIC)
+    kind = _weights_only.kind_of(name)
+    # A pickled model is whole-module-saved's story first; this entry's fix still applies.
+    confidence = 0.85 if kind == "module" else 0.95
+    return Clue(confidence, CAUSES[kind], FIX, {"name": name, "short": name.rpartition(".")[2]})

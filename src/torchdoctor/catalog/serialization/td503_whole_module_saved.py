@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.serialization import _weights_only
 from torchdoctor.lint.context import Context, Kind
 from torchdoctor.report.finding import Finding
 
@@ -19,6 +21,14 @@ PITFALL = Pitfall(
     }},
     fix_title={"en": "Save `{module}.state_dict()`", "zh": "改为保存 `{module}.state_dict()`"},
     fix_applicability="unsafe",
+    fix_hint={
+        "en": "To load the file, make the pickled class importable under its old path (run from "
+              "the project that saved it, or import the class before `torch.load`); then re-save "
+              "`model.state_dict()` once and load weights into a freshly built model from then on.",
+        "zh": "要加载这个文件，先让被 pickle 的类能按原来的路径导入（在保存它的项目中运行，或在 "
+              "`torch.load` 之前导入该类）；然后一次性改存 `model.state_dict()`，以后都把权重加载进"
+              "新构建的模型。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -124,3 +134,96 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _wrapped(expr: ast.AST, text: str) -> str:
     """`text` ready to take an attribute: names, attributes and calls as they are, others in ()."""
     return text if isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
+
+
+# Explaining errors ----------------------------------------------------------------------------
+
+MISSING_CLASS = {
+    "en": "The checkpoint is a pickled object whose class `{name}` was defined in `{module}` of "
+          "the script that saved it (`torch.save(model, ...)` pickles the class's import path); "
+          "the loading program has no `{name}` there.",
+    "zh": "checkpoint 是一个 pickle 过的对象，它的类 `{name}` 定义在保存它的脚本的 `{module}` 中"
+          "（`torch.save(model, ...)` 会记录类的导入路径）；而加载它的程序里那里没有 `{name}`。",
+}
+MISSING_MODULE = {
+    "en": "The checkpoint is a pickled object whose class lives in the module `{module}` of the "
+          "code that saved it (`torch.save(model, ...)` pickles the import path); `{module}` "
+          "cannot be imported here.",
+    "zh": "checkpoint 是一个 pickle 过的对象，它的类位于保存它的代码中的模块 `{module}` 里"
+          "（`torch.save(model, ...)` 会记录导入路径）；而这里无法导入 `{module}`。",
+}
+MISSING_CLASS_FIX = {
+    "en": "Define or import `{name}` in the loading script before `torch.load` (in a notebook "
+          "or script run as `__main__`: `from train import {name}`, or define it at top level), "
+          "then re-save `model.state_dict()` and load weights into a freshly built model.",
+    "zh": "在 `torch.load` 之前于加载脚本中定义或导入 `{name}`（脚本作为 `__main__` 运行或在 "
+          "notebook 中时：`from train import {name}`，或在顶层定义它），然后改存 "
+          "`model.state_dict()`，以后把权重加载进新构建的模型。",
+}
+MISSING_MODULE_FIX = {
+    "en": "Run from the project that saved the file so that `{module}` is importable (add its "
+          "root to `sys.path`), then re-save `model.state_dict()` and load weights into a "
+          "freshly built model.",
+    "zh": "在保存该文件的项目中运行，使 `{module}` 可以被导入（把项目根目录加入 `sys.path`），"
+          "然后改存 `model.state_dict()`，以后把权重加载进新构建的模型。",
+}
+REFUSED_MODULE = {
+    "en": "The checkpoint is a whole pickled model (`{module}.{name}`), saved with "
+          "`torch.save(model, ...)`; PyTorch >= 2.6 loads with `weights_only=True` and refuses "
+          "to import model classes.",
+    "zh": "checkpoint 是用 `torch.save(model, ...)` 保存的整个模型（`{module}.{name}`）；"
+          "PyTorch >= 2.6 默认以 `weights_only=True` 加载，拒绝导入模型类。",
+}
+REFUSED_FIX = {
+    "en": "If you trust the file, load it once with `weights_only=False` (or "
+          "`torch.serialization.safe_globals([{name}])`) and re-save `model.state_dict()`; load "
+          "that into a freshly built model from then on.",
+    "zh": "如果信任这个文件，就用 `weights_only=False`（或 "
+          "`torch.serialization.safe_globals([{name}])`）加载一次，再改存 `model.state_dict()`；"
+          "以后都把它加载进新构建的模型。",
+}
+
+
+def _unpickling(block) -> bool | None:
+    """True when the frames show torch.load / pickle, False when a DataLoader worker or
+    multiprocessing unpickles (dataloader-worker-pickle's story), None without frames."""
+    if not block.frames:
+        return None
+    text = " ".join(f"{f.path} {f.function or ''} {f.source or ''}" for f in block.frames)
+    if re.search(r"multiprocessing|dataloader|spawn\.py|popen_", text, re.I):
+        return False
+    return bool(re.search(r"serialization\.pyc?\b|torch\.load|pickle|\bload\(|_load\b", text))
+
+
+@PITFALL.error_check(types=("AttributeError",))
+def missing_class(block, report) -> Clue | None:
+    found = re.search(r"Can't get attribute '(?P<name>\w+)' on <module '(?P<module>[\w.]+)'",
+                      block.message)
+    if found is None:
+        return None
+    loading = _unpickling(block)
+    if loading is False:
+        return None
+    confidence = 0.95 if loading else (0.8 if re.search(r"torch\.load", report.text) else 0.6)
+    return Clue(confidence, MISSING_CLASS, MISSING_CLASS_FIX, found.groupdict())
+
+
+@PITFALL.error_check(types=("ModuleNotFoundError", "ImportError"))
+def missing_module(block, report) -> Clue | None:
+    found = re.search(r"No module named '?(?P<module>[\w.]+)'?", block.message)
+    if found is None or not _unpickling(block):
+        return None
+    return Clue(0.9, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
+
+
+@PITFALL.error_check(types=())
+def refused_module(block, report) -> Clue | None:
+    if not _weights_only.refused(block.message):
+        return None
+    # torch's message has blank lines: the part naming the global may lie past the block.
+    name = (_weights_only.unsupported_global(block.message)
+            or _weights_only.unsupported_global(report.text))
+    if name is None or _weights_only.kind_of(name) != "module":
+        return None
+    module, _, short = name.rpartition(".")
+    return Clue(0.95, REFUSED_MODULE, REFUSED_FIX, {"module": module, "name": short})

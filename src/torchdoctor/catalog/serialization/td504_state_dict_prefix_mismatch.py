@@ -4,7 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
 from torchdoctor.lint.context import Context, nested_statements
 from torchdoctor.report.finding import Finding
 
@@ -19,6 +20,16 @@ PITFALL = Pitfall(
         "zh": "`{surgery}` 手工去掉键前缀，可能会破坏其他键；请使用 "
               "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`",
     }},
+    fix_hint={
+        "en": "Remove the wrapper prefix only where it is present: "
+              "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
+              "\"module.\")` before `load_state_dict`, and save `model.module.state_dict()` "
+              "next time; `torchdoctor ckpt` can list and rewrite the checkpoint's keys.",
+        "zh": "只在前缀存在时去掉它：`load_state_dict` 之前调用 "
+              "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
+              "\"module.\")`；以后保存时改存 `model.module.state_dict()`。"
+              "`torchdoctor ckpt` 可以列出并改写 checkpoint 的键。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -57,6 +68,10 @@ consume_prefix_in_state_dict_if_present(state_dict, "module.")
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ...: Missing key(s) in state_dict:
 "encoder.submodule.weight" ... Unexpected key(s) in state_dict: "encoder.subweight"`.
+Without any surgery, a checkpoint saved from a wrapped model fails with every key listed twice:
+`Missing key(s) in state_dict: "conv1.weight", ... Unexpected key(s) in state_dict:
+"module.conv1.weight", ...` (torch 0.3: `KeyError: 'unexpected key "module.conv1.weight" in
+state_dict'`).
 """,
         "zh": """
 ## What it catches
@@ -92,6 +107,10 @@ consume_prefix_in_state_dict_if_present(state_dict, "module.")
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ...: Missing key(s) in state_dict:
 "encoder.submodule.weight" ... Unexpected key(s) in state_dict: "encoder.subweight"`。
+即使没做任何手工处理，从包装过的模型保存的 checkpoint 加载到裸模型时，每个键都会出现两次：
+`Missing key(s) in state_dict: "conv1.weight", ... Unexpected key(s) in state_dict:
+"module.conv1.weight", ...`（torch 0.3 中为 `KeyError: 'unexpected key "module.conv1.weight" in
+state_dict'`）。
 """,
     },
 )
@@ -191,3 +210,84 @@ def _prefix_argument(call: ast.Call) -> str | None:
 def _is_text(node: ast.AST, value: str | None = None) -> bool:
     return (isinstance(node, ast.Constant) and isinstance(node.value, str)
             and (value is None or node.value == value))
+
+
+# Explaining load_state_dict errors ----------------------------------------------------------
+
+WRAPPERS = {"module.": "`DataParallel` / `DistributedDataParallel`",
+            "_orig_mod.": "`torch.compile`"}
+
+CAUSES = {
+    ("checkpoint", True): {
+        "en": "The checkpoint's keys start with `{prefix}` and the model's do not (keys that "
+              "differ only by it: {matched}, e.g. `{example}`): it was saved from a model "
+              "wrapped in {wrapper} and is loaded into the bare model.",
+        "zh": "checkpoint 的键都以 `{prefix}` 开头，而模型的键没有（{matched} 个键只差这个前缀，"
+              "如 `{example}`）：它是从 {wrapper} 包装过的模型保存的，现在却加载进裸模型。",
+    },
+    ("model", True): {
+        "en": "The model's keys start with `{prefix}` and the checkpoint's do not (keys that "
+              "differ only by it: {matched}, e.g. `{example}`): the model is wrapped in {wrapper} "
+              "before loading a checkpoint saved from the bare model.",
+        "zh": "模型的键都以 `{prefix}` 开头，而 checkpoint 的键没有（{matched} 个键只差这个前缀，"
+              "如 `{example}`）：模型在加载之前已被 {wrapper} 包装，而 checkpoint 是从裸模型保存的。",
+    },
+    ("checkpoint", False): {
+        "en": "The checkpoint's keys carry an extra `{prefix}` prefix (keys: {matched}, "
+              "e.g. `{example}`): it was saved from an object that held your network as its "
+              "attribute `{attribute}` (a LightningModule, a training wrapper, a bigger model).",
+        "zh": "checkpoint 的键多了一个 `{prefix}` 前缀（{matched} 个键，如 `{example}`）："
+              "它是从一个把你的网络作为属性 `{attribute}` 的对象保存的"
+              "（LightningModule、训练用的包装类或更大的模型）。",
+    },
+    ("model", False): {
+        "en": "The model's keys carry an extra `{prefix}` prefix that the checkpoint's lack "
+              "(keys: {matched}, e.g. `{example}`): the checkpoint holds only the sub-network "
+              "`{attribute}`.",
+        "zh": "模型的键多了一个 checkpoint 里没有的 `{prefix}` 前缀（{matched} 个键，如 "
+              "`{example}`）：checkpoint 只保存了子网络 `{attribute}`。",
+    },
+}
+FIXES = {
+    "checkpoint": {
+        "en": "Strip it before loading: `torch.nn.modules.utils."
+              "consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`, then "
+              "`model.load_state_dict(state_dict)`; when saving a wrapped model, save "
+              "`model.module.state_dict()` (`model._orig_mod` for torch.compile). "
+              "`torchdoctor ckpt` can rewrite the file's keys once and for all.",
+        "zh": "加载前去掉前缀：`torch.nn.modules.utils."
+              "consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`，再 "
+              "`model.load_state_dict(state_dict)`；保存包装过的模型时，改存 "
+              "`model.module.state_dict()`（torch.compile 则是 `model._orig_mod`）。"
+              "也可以用 `torchdoctor ckpt` 把文件里的键一次性改好。",
+    },
+    "model": {
+        "en": "Load into the inner module: `model.{inner}load_state_dict(state_dict)`, or "
+              "load the weights before wrapping the model.",
+        "zh": "加载到内部模块：`model.{inner}load_state_dict(state_dict)`，"
+              "或者先加载权重再包装模型。",
+    },
+}
+
+
+@PITFALL.error_check(types=())
+def explain(block, report) -> Clue | None:
+    error = sd_errors.from_block(block, report)
+    if error is None or sd_errors.kind(error) != "prefix":
+        return None
+    prefix = sd_errors.prefix_of(error)
+    prefixed = error.unexpected if prefix.side == "checkpoint" else error.missing
+    example = next(k for k in prefixed if k.startswith(prefix.prefix))
+    smaller = min(len(error.other_missing), len(error.other_unexpected))
+    if not smaller:  # one side only (torch 0.3's KeyError, a cut-off message)
+        confidence = 0.85 if prefix.side == "checkpoint" else 0.75
+    elif prefix.matched >= 0.9 * smaller:
+        confidence = 0.95 if prefix.wrapper else 0.9
+    else:
+        confidence = 0.8
+    wrapper = " + ".join(WRAPPERS[w] for w in WRAPPERS if w in prefix.prefix)
+    inner = prefix.prefix if prefix.side == "model" and not prefix.wrapper else (
+        "module." if prefix.prefix.startswith("module.") else "_orig_mod.")
+    fields = {"prefix": prefix.prefix, "matched": str(prefix.matched), "example": example,
+              "wrapper": wrapper, "attribute": prefix.prefix.rstrip("."), "inner": inner}
+    return Clue(confidence, CAUSES[prefix.side, prefix.wrapper], FIXES[prefix.side], fields)

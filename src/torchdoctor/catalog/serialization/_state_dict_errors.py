@@ -1,0 +1,307 @@
+"""Reads `load_state_dict` error messages: which keys are missing, unexpected or mis-shaped.
+
+Shared by the state-dict entries (TD504, TD506, TD507, TD508), which each classify the same
+parsed message; `kind()` says which of them it belongs to, so exactly one wins.
+Covers every phrasing since torch 0.3, and messages cut short ("...", a line wrapped by a
+terminal or an issue tracker, a log that stops in the middle of a key).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+# Prefixes that wrappers add to every key: DataParallel/DDP (and AveragedModel), torch.compile.
+WRAPPER_PREFIXES = ("module.", "_orig_mod.")
+BATCHES_TRACKED = "num_batches_tracked"
+# Top-level entries of a training checkpoint dict that hold the weights ...
+CONTAINERS = ("state_dict", "model_state_dict", "model_state", "model", "net", "network",
+              "state", "ema", "model_ema", "ema_state_dict", "state_dict_ema", "params",
+              "params_ema", "g_ema", "generator", "weights", "module", "shadow")
+# ... and those that sit next to them.
+METADATA = ("epoch", "epochs", "optimizer", "optimizer_state_dict", "optim", "scheduler",
+            "lr_scheduler", "step", "global_step", "iteration", "iter", "best_acc", "best_acc1",
+            "best_loss", "best_prec1", "arch", "args", "config", "cfg",
+            "hyper_parameters", "pytorch-lightning_version", "callbacks", "loops", "amp",
+            "scaler", "meta",
+            "hparams", "opt", "loss", "acc", "accuracy", "train_loss", "val_loss", "version")
+HEAD_NAMES = re.compile(
+    r"(?:^|[._])(?:fc|head|heads|classifier|cls|cls_score|logits?|last_linear|out|output|"
+    r"pred|predictor|score|class_embed|lm_head|final|last_layer)\d*(?:$|[._])")
+EMBEDDING_NAMES = re.compile(
+    r"(?:^|[._])(?:\w*embed\w*|wte|word_embeddings|lut|vocab\w*)(?:$|[._])")
+
+_MARKERS = re.compile(
+    r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:|missing\s+keys\s+in\s+state_dict:)"
+    r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict:|unexpected\s+key\s+(?=\\?\"))"
+    r"|(?P<size>size\s+mismatch\s+for\s+"
+    r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+)")
+_KEY = re.compile(r"[A-Za-z0-9_.\-/:]+")
+_SIZE = r"(?:torch\.Size\(\s*)?\[(?P<{}>[\d,\s]*)\]\)?"
+
+
+def _words(text: str) -> str:
+    """A phrase as a regex that also matches when a terminal wrapped it across lines."""
+    return r"\s+".join(text.split(" "))
+
+
+_SHAPES = [re.compile(pattern) for pattern in (
+    # torch >= 1.1: the checkpoint's shape first, then the model's.
+    r"(?P<key>\S+?):\s+" + _words("copying a param with shape") + r"\s+"
+    + _SIZE.format("checkpoint") + r"\s+"
+    + _words("from checkpoint, the shape in current model is") + r"\s+" + _SIZE.format("model"),
+    # torch 0.4 - 1.0.
+    r"(?P<key>\S+?):\s+" + _words("copying a param of") + r"\s+" + _SIZE.format("checkpoint")
+    + r"\s+" + _words("from checkpoint, where the shape is") + r"\s+" + _SIZE.format("model")
+    + r"\s+" + _words("in current model"),
+    # torch 0.3 (and the 0.4 list): the model's shape first.
+    r"\"?(?P<key>[^\",\s]+)\"?,\s+" + _words("whose dimensions in the model are") + r"\s+"
+    + _SIZE.format("model") + r"\s+" + _words("and whose dimensions in the checkpoint are")
+    + r"\s+" + _SIZE.format("checkpoint"),
+)]
+
+
+@dataclass(frozen=True)
+class ShapeMismatch:
+    key: str
+    checkpoint: tuple[int, ...]
+    model: tuple[int, ...]
+
+    @property
+    def layer(self) -> str:
+        return self.key.rpartition(".")[0] or self.key
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Keys of one side are the other side's keys with `prefix` in front."""
+
+    prefix: str
+    side: str  # "checkpoint": the checkpoint's keys carry it; "model": the model's keys do
+    matched: int  # how many keys it explains
+    wrapper: bool  # a DataParallel/DDP/torch.compile prefix, not some other module name
+
+
+@dataclass(frozen=True)
+class StateDictError:
+    model: str | None  # the class named in "Error(s) in loading state_dict for X"
+    missing: tuple[str, ...] = ()
+    unexpected: tuple[str, ...] = ()
+    mismatched: tuple[ShapeMismatch, ...] = field(default_factory=tuple)
+
+    @property
+    def other_missing(self) -> tuple[str, ...]:
+        return tuple(k for k in self.missing if not _is_batches_tracked(k))
+
+    @property
+    def other_unexpected(self) -> tuple[str, ...]:
+        return tuple(k for k in self.unexpected if not _is_batches_tracked(k))
+
+
+def parse(message: str) -> StateDictError | None:
+    """The keys a load_state_dict error lists, or None when `message` is not one."""
+    found = list(_MARKERS.finditer(message))
+    if not found:
+        return None
+    missing: list[str] = []
+    unexpected: list[str] = []
+    mismatched: list[ShapeMismatch] = []
+    for index, marker in enumerate(found):
+        end = found[index + 1].start() if index + 1 < len(found) else len(message)
+        segment = message[marker.end():end]
+        if marker.lastgroup == "missing":
+            missing.extend(_keys(segment))
+        elif marker.lastgroup == "unexpected":
+            unexpected.extend(_keys(segment, first_only=not marker.group().endswith(":")))
+        else:
+            mismatch = _shape(segment)
+            if mismatch is not None and mismatch.checkpoint != mismatch.model:
+                mismatched.append(mismatch)
+    if not (missing or unexpected or mismatched):
+        return None
+    owner = re.search(r"Error\(s\)\s+in\s+loading\s+state_dict\s+for\s+(\w+)", message)
+    return StateDictError(owner.group(1) if owner else None, _unique(missing),
+                          _unique(unexpected), _unique(mismatched))
+
+
+def from_block(block, report) -> StateDictError | None:
+    """The error of `block`, read from the whole input: a log or an issue often splits the
+    lists across paragraphs that the block's message does not reach."""
+    if parse(block.message) is None:
+        return None
+    return parse(report.text) or parse(block.message)
+
+
+def _keys(segment: str, first_only: bool = False) -> list[str]:
+    """Quoted keys of one list. Keys hold no spaces, so whitespace inside quotes is a wrapped
+    line; a key cut off by truncation has no closing quote and is dropped."""
+    segment = segment.replace("\\'", "'").replace('\\"', '"')
+    if segment.lstrip().startswith('"{'):  # torch 0.3: a set's repr in quotes
+        quoted = re.findall(r"'([^']*)'", segment.split("}", 1)[0])
+    else:
+        quoted = re.findall(r'"([^"]*)"', segment)
+    keys = []
+    for text in quoted:
+        key = re.sub(r"\s+", "", text)
+        if _KEY.fullmatch(key) and not key.endswith("..."):
+            keys.append(key)
+        if first_only:
+            break
+    return keys
+
+
+def _shape(segment: str) -> ShapeMismatch | None:
+    for pattern in _SHAPES:
+        found = pattern.match(segment)
+        if found:
+            return ShapeMismatch(found["key"].strip('"'), _dims(found["checkpoint"]),
+                                 _dims(found["model"]))
+    return None
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in re.findall(r"\d+", text))
+
+
+def _unique(items: list) -> tuple:
+    return tuple(dict.fromkeys(items))
+
+
+def _is_batches_tracked(key: str) -> bool:
+    return key.rpartition(".")[2] == BATCHES_TRACKED
+
+
+# Classification ---------------------------------------------------------------------------
+
+def kind(error: StateDictError) -> str:
+    """The entry the message belongs to: "prefix", "batches-tracked", "shape" or "keys"."""
+    if prefix_of(error) is not None:
+        return "prefix"
+    if error.mismatched:
+        # Next to many missing/unexpected keys, a few shapes are symptoms of another network.
+        others = len(error.other_missing) + len(error.other_unexpected)
+        return "keys" if others > len(error.mismatched) else "shape"
+    only_counters = not (error.other_missing or error.other_unexpected)
+    if (error.missing or error.unexpected) and only_counters:
+        return "batches-tracked"
+    return "keys"
+
+
+def prefix_of(error: StateDictError) -> Prefix | None:
+    """The prefix that one side's keys carry and the other's lack, when that explains most of
+    the mismatch; with only one side listed (an old KeyError, a cut-off message), a wrapper
+    prefix on every listed key."""
+    missing, unexpected = error.other_missing, error.other_unexpected
+    if missing and unexpected:
+        found = [_shared_prefix(unexpected, missing, "checkpoint"),
+                 _shared_prefix(missing, unexpected, "model")]
+        found = [p for p in found if p is not None]
+        if not found:
+            return None
+        best = max(found, key=lambda p: p.matched)
+        # Most of the smaller list must be explained, or it is a different model that happens
+        # to share a few names.
+        return best if best.matched >= 0.5 * min(len(missing), len(unexpected)) else None
+    for keys, side in ((unexpected, "checkpoint"), (missing, "model")):
+        if keys and not (missing and unexpected):
+            wrappers = {wrapper_prefix(k) for k in keys}
+            if len(wrappers) == 1 and "" not in wrappers:
+                return Prefix(wrappers.pop(), side, len(keys), True)
+    return None
+
+
+def wrapper_prefix(key: str) -> str:
+    """The run of wrapper prefixes `key` starts with ("module._orig_mod." ...), or ""."""
+    prefix = ""
+    while True:
+        for wrapper in WRAPPER_PREFIXES:
+            if key.startswith(prefix + wrapper):
+                prefix += wrapper
+                break
+        else:
+            return prefix
+
+
+def _shared_prefix(longer: tuple[str, ...], shorter: tuple[str, ...], side: str) -> Prefix | None:
+    """The prefix most keys of `longer` have in front of a key of `shorter`."""
+    wanted = set(shorter)
+    counts: Counter[str] = Counter()
+    for key in longer:
+        wrapper = wrapper_prefix(key)
+        if wrapper and key[len(wrapper):] in wanted:
+            counts[wrapper] += 1
+            continue
+        parts = key.split(".")
+        for cut in range(1, len(parts)):
+            if ".".join(parts[cut:]) in wanted:
+                counts[".".join(parts[:cut]) + "."] += 1
+                break
+    if not counts:
+        return None
+    prefix, matched = counts.most_common(1)[0]
+    return Prefix(prefix, side, matched, wrapper_prefix(prefix) == prefix)
+
+
+def container_of(error: StateDictError) -> tuple[str, tuple[str, ...]] | None:
+    """(container, its neighbours) when the unexpected keys are a training checkpoint's
+    top-level entries ("state_dict", "optimizer", "epoch"): the weights are nested one level
+    down."""
+    top = [k for k in error.unexpected if "." not in k]
+    if not top or len(top) < 0.5 * len(error.unexpected):
+        return None
+    containers = [c for c in CONTAINERS if c in top]
+    if containers:
+        return containers[0], tuple(k for k in top if k != containers[0])
+    if all(k in METADATA for k in top) and error.missing:
+        return "", tuple(top)
+    return None
+
+
+def head_change(error: StateDictError) -> tuple[int, int] | None:
+    """(checkpoint size, model size) when only the output size of the last layer(s) differs:
+    every mismatch is in the first dimension of a head-like layer (fc, head, classifier)."""
+    if not error.mismatched or error.other_missing or error.other_unexpected:
+        return None
+    sizes = set()
+    for mismatch in error.mismatched:
+        same_rank = len(mismatch.checkpoint) == len(mismatch.model) > 0
+        if not (same_rank and mismatch.checkpoint[1:] == mismatch.model[1:]):
+            return None
+        sizes.add((mismatch.checkpoint[0], mismatch.model[0]))
+    layers = {m.layer for m in error.mismatched}
+    if len(sizes) != 1 or len(layers) > 2:
+        return None
+    if not all(HEAD_NAMES.search(layer) for layer in layers):
+        return None
+    return sizes.pop()
+
+
+def embedding_change(error: StateDictError) -> tuple[int, int] | None:
+    """(checkpoint rows, model rows) when an embedding's (vocabulary's) first dimension differs."""
+    for mismatch in error.mismatched:
+        if (EMBEDDING_NAMES.search(mismatch.layer) and len(mismatch.checkpoint) == 2
+                and mismatch.checkpoint[1:] == mismatch.model[1:]):
+            return mismatch.checkpoint[0], mismatch.model[0]
+    return None
+
+
+def groups(keys: tuple[str, ...], limit: int = 3) -> str:
+    """The top-level modules `keys` belong to, largest first: "`backbone.*` (120), `fc.*` (2)"."""
+    counts = Counter(k.split(".", 1)[0] if "." in k else k for k in keys)
+    shown = [f"`{name}.*` ({count})" if count > 1 or any(k.startswith(name + ".") for k in keys)
+             else f"`{name}`" for name, count in counts.most_common(limit)]
+    if len(counts) > limit:
+        shown.append("...")
+    return ", ".join(shown)
+
+
+def sample(keys: tuple[str, ...], limit: int = 3) -> str:
+    """A few keys, quoted: "`conv1.weight`, `bn1.weight`, ..."."""
+    shown = [f"`{k}`" for k in keys[:limit]]
+    if len(keys) > limit:
+        shown.append("...")
+    return ", ".join(shown)
+
+
+def size(dims: tuple[int, ...]) -> str:
+    return f"[{', '.join(str(d) for d in dims)}]"

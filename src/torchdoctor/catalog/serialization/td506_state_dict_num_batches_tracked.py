@@ -1,0 +1,174 @@
+"""TD506 state-dict-num-batches-tracked: only BatchNorm's `num_batches_tracked` keys differ."""
+from __future__ import annotations
+
+from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
+
+PITFALL = Pitfall(
+    code="TD506",
+    name="state-dict-num-batches-tracked",
+    title={"en": "State dict and model disagree only on BatchNorm's `num_batches_tracked`",
+           "zh": "state_dict 与模型只在 BatchNorm 的 `num_batches_tracked` 上对不上"},
+    messages={"": {
+        "en": "`load_state_dict` fails only because of BatchNorm's `num_batches_tracked` "
+              "counters: every weight matches",
+        "zh": "`load_state_dict` 失败仅仅是因为 BatchNorm 的 `num_batches_tracked` 计数器："
+              "所有权重其实都对得上",
+    }},
+    fix_hint={
+        "en": "Add the missing counters from the model (`state_dict.setdefault(key, buffer)` "
+              "for each `*.num_batches_tracked` of `model.state_dict()`) or drop the unexpected "
+              "ones, then load with `strict=True`; `torchdoctor ckpt` can rewrite the file.",
+        "zh": "从模型补上缺少的计数器（对 `model.state_dict()` 中每个 `*.num_batches_tracked` 执行 "
+              "`state_dict.setdefault(key, buffer)`），或删掉多出来的计数器，再用 `strict=True` "
+              "加载；`torchdoctor ckpt` 可以直接改写文件。",
+    },
+    docs={
+        "en": """
+## What it catches
+A `load_state_dict` error whose only missing or unexpected keys are BatchNorm's
+`*.num_batches_tracked` buffers: every weight and running statistic matches.
+
+## Why is this bad?
+PyTorch 0.4.1 added the `num_batches_tracked` counter to BatchNorm. `load_state_dict` fills it
+in for checkpoints whose metadata says they come from an older BatchNorm, but not when the
+dict claims to be current: a `state_dict()` whose counters were filtered out by a conversion
+or pruning script, or a dict copied key by key while keeping `_metadata`. The reverse happens
+when the model's normalization layers have no counter (a custom `FrozenBatchNorm2d`, a very old
+PyTorch) and the checkpoint has one. The usual way out, `strict=False`, also hides every real
+mismatch; the counter itself only matters for BatchNorm with `momentum=None`.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
+state_dict = model.state_dict()
+for key in [k for k in state_dict if k.endswith("num_batches_tracked")]:
+    del state_dict[key]
+model.load_state_dict(state_dict)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
+state_dict = torch.load("converted.pt")
+for key, buffer in model.state_dict().items():
+    if key.endswith("num_batches_tracked"):
+        state_dict.setdefault(key, buffer)
+model.load_state_dict(state_dict)
+```
+
+## Symptoms
+`RuntimeError: Error(s) in loading state_dict for ResNet: Missing key(s) in state_dict:
+"bn1.num_batches_tracked", "layer1.0.bn1.num_batches_tracked", ...` or
+`Unexpected key(s) in state_dict: "bn1.num_batches_tracked", ...`.
+
+## References
+- https://github.com/pytorch/pytorch/pull/6445
+""",
+        "zh": """
+## What it catches
+`load_state_dict` 报错，而缺少或多出的键只有 BatchNorm 的 `*.num_batches_tracked` 缓冲区：
+所有权重和滑动统计量其实都对得上。
+
+## Why is this bad?
+PyTorch 0.4.1 给 BatchNorm 加了 `num_batches_tracked` 计数器。如果 checkpoint 的元数据表明它来自旧版
+BatchNorm，`load_state_dict` 会自动补上这个键；但如果字典自称是新版的，就不会补：比如转换或剪枝脚本
+从 `state_dict()` 里删掉了计数器，或者逐个键复制时保留了 `_metadata`。反过来，如果模型的归一化层没有
+计数器（自己写的 `FrozenBatchNorm2d`、很老的 PyTorch），而 checkpoint 里有，就会报多余的键。
+常见的绕过办法 `strict=False` 会把真正的不匹配一起藏起来；而计数器本身只在 BatchNorm 使用
+`momentum=None` 时才有作用。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
+state_dict = model.state_dict()
+for key in [k for k in state_dict if k.endswith("num_batches_tracked")]:
+    del state_dict[key]
+model.load_state_dict(state_dict)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
+state_dict = torch.load("converted.pt")
+for key, buffer in model.state_dict().items():
+    if key.endswith("num_batches_tracked"):
+        state_dict.setdefault(key, buffer)
+model.load_state_dict(state_dict)
+```
+
+## Symptoms
+`RuntimeError: Error(s) in loading state_dict for ResNet: Missing key(s) in state_dict:
+"bn1.num_batches_tracked", "layer1.0.bn1.num_batches_tracked", ...` 或
+`Unexpected key(s) in state_dict: "bn1.num_batches_tracked", ...`。
+
+## References
+- https://github.com/pytorch/pytorch/pull/6445
+""",
+    },
+)
+
+CAUSES = {
+    "missing": {
+        "en": "Only BatchNorm counters are missing (keys: {count}, e.g. `{example}`): the "
+              "checkpoint's weights all match, but it lacks `num_batches_tracked` while its "
+              "metadata says the BatchNorm is current: counters filtered out by a conversion "
+              "script, or a dict copied from a `state_dict()` with its `_metadata`.",
+        "zh": "缺少的只有 BatchNorm 的计数器（{count} 个键，如 `{example}`）：权重全都对得上，"
+              "但 checkpoint 里没有 `num_batches_tracked`，而它的元数据又表明 BatchNorm 是新版的："
+              "可能是转换脚本删掉了计数器，或者从 `state_dict()` 复制字典时连 `_metadata` 一起带上了。",
+    },
+    "unexpected": {
+        "en": "Only BatchNorm counters are unexpected (keys: {count}, e.g. `{example}`): the "
+              "checkpoint comes from `nn.BatchNorm` layers (PyTorch >= 0.4.1) but your model's "
+              "normalization layers keep no counter (a custom FrozenBatchNorm, an older "
+              "PyTorch).",
+        "zh": "多出来的只有 BatchNorm 的计数器（{count} 个键，如 `{example}`）：checkpoint 来自 "
+              "`nn.BatchNorm` 层（PyTorch >= 0.4.1），而你的模型的归一化层没有计数器"
+              "（自定义的 FrozenBatchNorm，或较老的 PyTorch）。",
+    },
+}
+FIXES = {
+    "missing": {
+        "en": "Fill them in from the model before loading: `for k, v in "
+              "model.state_dict().items(): if k.endswith(\"num_batches_tracked\"): "
+              "state_dict.setdefault(k, v)`; or `torchdoctor ckpt` to rewrite the file.",
+        "zh": "加载前从模型补上：`for k, v in model.state_dict().items(): if "
+              "k.endswith(\"num_batches_tracked\"): state_dict.setdefault(k, v)`；"
+              "或用 `torchdoctor ckpt` 改写文件。",
+    },
+    "unexpected": {
+        "en": "Drop them before loading: `state_dict = {{k: v for k, v in state_dict.items() "
+              "if not k.endswith(\"num_batches_tracked\")}}`; or `torchdoctor ckpt` to rewrite "
+              "the file.",
+        "zh": "加载前删掉它们：`state_dict = {{k: v for k, v in state_dict.items() "
+              "if not k.endswith(\"num_batches_tracked\")}}`；或用 `torchdoctor ckpt` 改写文件。",
+    },
+}
+
+
+@PITFALL.error_check(types=())
+def explain(block, report) -> Clue | None:
+    error = sd_errors.from_block(block, report)
+    if error is None or error.other_missing or error.other_unexpected:
+        return None
+    if not (error.missing or error.unexpected):
+        return None
+    side = "missing" if error.missing else "unexpected"
+    keys = error.missing or error.unexpected
+    # Next to a size mismatch the counters are a footnote: the shapes are the story.
+    confidence = 0.95 if sd_errors.kind(error) == "batches-tracked" else 0.5
+    return Clue(confidence, CAUSES[side], FIXES[side],
+                {"count": str(len(keys)), "example": keys[0]})
