@@ -20,6 +20,13 @@ PITFALL = Pitfall(
     fix_title={"en": "Assign the result back: `{target} = {target}.{method}(...)`",
                "zh": "把结果赋值回去：`{target} = {target}.{method}(...)`"},
     fix_applicability="unsafe",
+    fix_hint={
+        "en": "Assign the result back: `x = x.to(device)`, `x = x.cuda()`, `x = x.float()`. "
+              "Tensor methods return a new tensor; only `Module.to`/`Module.cuda` and methods "
+              "ending in `_` change their object in place.",
+        "zh": "把结果赋值回去：`x = x.to(device)`、`x = x.cuda()`、`x = x.float()`。张量方法返回的是新张量；"
+              "只有 `Module.to`/`Module.cuda` 和以 `_` 结尾的方法才会原地修改对象本身。",
+    },
     docs={
         "en": """
 ## What it catches

@@ -30,6 +30,15 @@ PITFALL = Pitfall(
     fix_title={"en": "Register it: `self.register_buffer(\"{attr}\", ..., persistent=False)`",
                "zh": "注册为 buffer：`self.register_buffer(\"{attr}\", ..., persistent=False)`"},
     fix_applicability="unsafe",
+    fix_hint={
+        "en": "Register the tensor in `__init__`: `self.register_buffer(\"name\", tensor, "
+              "persistent=False)` for a constant that must follow `model.to(device)`, "
+              "`nn.Parameter(tensor)` for a learnable one; keep sub-layers in `nn.ModuleList`/"
+              "`nn.ModuleDict`, not in plain lists or dicts.",
+        "zh": "在 `__init__` 中注册这个张量：需要跟随 `model.to(device)` 的常量用 "
+              "`self.register_buffer(\"name\", tensor, persistent=False)`，可学习的用 "
+              "`nn.Parameter(tensor)`；子层放进 `nn.ModuleList`/`nn.ModuleDict`，不要放在普通的 list 或 dict 里。",
+    },
     docs={
         "en": """
 ## What it catches

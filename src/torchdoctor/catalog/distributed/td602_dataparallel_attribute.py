@@ -21,6 +21,14 @@ PITFALL = Pitfall(
     fix_title={"en": "Go through the wrapped model: `.module.`",
                "zh": "通过被包装的模型访问：`.module.`"},
     fix_applicability="unsafe",
+    fix_hint={
+        "en": "Reach the model through the wrapper's `.module`: `model.module.predict(x)`, "
+              "`model.module.fc`; or keep a reference to the unwrapped model "
+              "(`net = Net(); model = nn.DataParallel(net)`) and use `net` for anything but "
+              "the forward call.",
+        "zh": "通过包装对象的 `.module` 访问模型：`model.module.predict(x)`、`model.module.fc`；或者保留一个"
+              "指向原模型的引用（`net = Net(); model = nn.DataParallel(net)`），除了前向调用之外都用 `net`。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -283,3 +291,17 @@ def _attribute_uses(statements: list[ast.stmt], wrapper: str) -> list[ast.Attrib
             else:
                 assigned.add(node.attr)
     return [use for use in uses if use.attr not in assigned]
+
+
+# Error signatures ---------------------------------------------------------------------------
+
+PITFALL.error(
+    r"'(?P<wrapper>DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has "
+    r"no attribute '(?P<attr>\w+)'",
+    types=("AttributeError", "ModuleAttributeError"), confidence=0.9,
+    cause={"en": "`{attr}` was looked up on the `{wrapper}` wrapper, which only forwards "
+                 "`forward`: the model's own attributes and methods live on `.module`.",
+           "zh": "在 `{wrapper}` 包装对象上查找 `{attr}`，而包装对象只转发 `forward`：模型自己的属性和方法"
+                 "都在 `.module` 上。"},
+    fix={"en": "Use `.module.{attr}` on the wrapper (or the unwrapped model).",
+         "zh": "在包装对象上改用 `.module.{attr}`（或者直接用未包装的模型）。"})

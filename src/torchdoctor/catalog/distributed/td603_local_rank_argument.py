@@ -22,6 +22,14 @@ PITFALL = Pitfall(
     fix_title={"en": "Accept both spellings: add `\"--local-rank\"`",
                "zh": "同时接受两种写法：加上 `\"--local-rank\"`"},
     fix_applicability="safe",
+    fix_hint={
+        "en": "Declare both spellings, `parser.add_argument(\"--local_rank\", \"--local-rank\", "
+              "type=int, default=int(os.environ.get(\"LOCAL_RANK\", 0)))`, or launch with "
+              "`torchrun` and read `LOCAL_RANK` from the environment.",
+        "zh": "同时声明两种写法：`parser.add_argument(\"--local_rank\", \"--local-rank\", type=int, "
+              "default=int(os.environ.get(\"LOCAL_RANK\", 0)))`；或者用 `torchrun` 启动，"
+              "从环境变量读取 `LOCAL_RANK`。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -150,3 +158,21 @@ def _reads_local_rank_env(ctx: Context) -> bool:
     """The file names `LOCAL_RANK` somewhere (`os.environ["LOCAL_RANK"]`, `os.getenv(...)`)."""
     return any(isinstance(node, ast.Constant) and node.value == ENV_VARIABLE
                for node in ast.walk(ctx.tree))
+
+
+# Error signatures ---------------------------------------------------------------------------
+
+PITFALL.error(
+    r"unrecognized arguments:[^\n]*?(?P<option>--local-rank)\b", types=(), confidence=0.95,
+    cause={"en": "The launcher (`torch.distributed.launch` since torch 2.0) passes "
+                 "`--local-rank=N` to each process, and the script's argparse does not declare "
+                 "that spelling, so every process exits.",
+           "zh": "启动器（torch 2.0 起的 `torch.distributed.launch`）给每个进程传入 `--local-rank=N`，"
+                 "而脚本的 argparse 没有声明这种写法，于是所有进程都退出了。"})
+PITFALL.error(
+    r"unrecognized arguments:[^\n]*?(?P<option>--local_rank)\b", types=(), confidence=0.9,
+    cause={"en": "`python -m torch.distributed.launch` passes `--local_rank=N` to each process "
+                 "and the script's argparse does not declare it: the script expects `torchrun` "
+                 "(which sets the LOCAL_RANK variable instead), or lacks the option.",
+           "zh": "`python -m torch.distributed.launch` 给每个进程传入 `--local_rank=N`，而脚本的 argparse "
+                 "没有声明它：脚本是按 `torchrun`（它改为设置 LOCAL_RANK 环境变量）写的，或者缺少这个选项。"})

@@ -20,6 +20,16 @@ PITFALL = Pitfall(
               "请改用 'spawn' 启动方式",
     }},
     default=False,
+    fix_hint={
+        "en": "Start processes with the 'spawn' method: `torch.multiprocessing.set_start_method("
+              "\"spawn\")` under `if __name__ == \"__main__\":`, `mp.get_context(\"spawn\")`, or "
+              "`DataLoader(..., multiprocessing_context=\"spawn\")`; better, keep CUDA out of "
+              "Dataset and worker code and move batches to the GPU in the main process.",
+        "zh": "用 'spawn' 方式启动子进程：在 `if __name__ == \"__main__\":` 下调用 "
+              "`torch.multiprocessing.set_start_method(\"spawn\")`，或用 `mp.get_context(\"spawn\")`、"
+              "`DataLoader(..., multiprocessing_context=\"spawn\")`；更好的做法是 Dataset 和工作进程里不碰 "
+              "CUDA，在主进程中再把 batch 移到 GPU。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -221,3 +231,14 @@ def _names_moved_to_cuda(calls: list[ast.Call], ctx: Context) -> set[str]:
 @per_file
 def _module_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
     return {node.name: node for node in ctx.tree.body if isinstance(node, ast.FunctionDef)}
+
+
+# Error signatures ---------------------------------------------------------------------------
+
+PITFALL.error(
+    r"Cannot re-initialize CUDA in forked subprocess", types=(), confidence=0.95,
+    cause={"en": "A forked child process (a multiprocessing worker or a DataLoader worker with "
+                 "`num_workers > 0`) used CUDA after the parent had initialized it; a CUDA "
+                 "context cannot be used across `fork`.",
+           "zh": "父进程初始化 CUDA 之后，fork 出的子进程（multiprocessing 的工作进程，或 `num_workers > 0` "
+                 "的 DataLoader 工作进程）又使用了 CUDA；CUDA 上下文不能跨 `fork` 使用。"})

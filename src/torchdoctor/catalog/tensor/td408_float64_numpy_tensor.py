@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
+import re
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.device.td004_dtype_mismatch import dtype_pair
 from torchdoctor.lint.bindings import assigned_before
 from torchdoctor.lint.context import Context, Kind, per_file, shorten
 from torchdoctor.report.finding import Finding
@@ -28,6 +30,14 @@ PITFALL = Pitfall(
     },
     fix_title={"en": "Convert the tensor with `.float()`", "zh": "用 `.float()` 转换张量"},
     fix_applicability="unsafe",
+    fix_hint={
+        "en": "Convert numpy data to float32 where it becomes a tensor: "
+              "`torch.from_numpy(a).float()`, or `a.astype(np.float32)` in the Dataset's "
+              "`__getitem__` (targets too); use `model.double()` only if you need float64.",
+        "zh": "在 numpy 数据变成张量的地方转换为 float32：`torch.from_numpy(a).float()`，或在 Dataset "
+              "的 `__getitem__` 中使用 `a.astype(np.float32)`（标签也一样）；只有确实需要 float64 时"
+              "才用 `model.double()`。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -248,3 +258,61 @@ def _is_module_call(call: ast.Call, ctx: Context) -> bool:
 def _uses_double(ctx: Context) -> bool:
     return any(isinstance(node, ast.Attribute) and node.attr in DOUBLE_MARKERS
                for node in ast.walk(ctx.tree))
+
+
+# Error signatures ---------------------------------------------------------------------------
+
+# Arguments of layers and matrix products: a float64 tensor there is data fed to a model.
+# (`other` of an elementwise op or `tensors` of torch.cat are anyone's tensors.)
+LAYER_ARGUMENTS = frozenset({"mat1", "mat2", "self", "input", "weight", "bias", "batch1",
+                             "batch2", "vec", "mat"})
+LAYER_MESSAGE = re.compile(r"mat1 and mat2|m1 and m2|Input type|expected scalar type|"
+                           r"RNN input dtype|Expected object of scalar type")
+NUMPY_EVIDENCE = ("numpy", "np.", "from_numpy", "pandas", "pd.", ".values", "astype(")
+NOTEBOOK_PATHS = ("<ipython-input", "ipykernel_", "Cell In[")
+
+_CAUSE = {
+    "en": "A float64 (Double) tensor met float32 (Float) weights. float64 is numpy's default: "
+          "arrays from `np.random`, `np.loadtxt`, pandas or a Dataset returning numpy keep it "
+          "through `torch.from_numpy`/`torch.as_tensor`, while layers are created in float32.",
+    "zh": "一个 float64（Double）张量遇上了 float32（Float）的权重。float64 是 numpy 的默认类型："
+          "来自 `np.random`、`np.loadtxt`、pandas 或返回 numpy 数组的 Dataset 的数据，经过 "
+          "`torch.from_numpy`/`torch.as_tensor` 后仍是 float64，而层默认以 float32 创建。",
+}
+_TARGET_CAUSE = {
+    "en": "The loss got a float64 (Double) target for a float32 prediction: the labels were "
+          "built with numpy (float64 by default) and converted with `torch.from_numpy` or by "
+          "the DataLoader's collate.",
+    "zh": "损失函数收到了 float64（Double）的 target，而预测值是 float32：标签是用 numpy 生成的"
+          "（默认 float64），经 `torch.from_numpy` 或 DataLoader 的 collate 转成了张量。",
+}
+
+
+@PITFALL.error_check(types=("RuntimeError", "ValueError"))
+def check_error(block, report) -> Clue | None:
+    pair = dtype_pair(block.message)
+    if pair is None or {pair[0], pair[1]} != {"Double", "Float"}:
+        return None
+    if "Found dtype Double but expected Float" in block.message:
+        # A loss's target in float64: regression labels built with numpy, almost always.
+        return Clue(0.9, _TARGET_CAUSE)
+    return Clue(_numpy_likelihood(block, pair[2].get("arg")), _CAUSE)
+
+
+def _numpy_likelihood(block, arg: str | None) -> float:
+    """How likely the float64 side is numpy data: dtype-mismatch (0.8) is the general answer."""
+    sources = " ".join(frame.source or "" for frame in block.frames)
+    if any(word in sources for word in NUMPY_EVIDENCE):
+        return 0.92
+    if not LAYER_MESSAGE.search(block.message) or (arg is not None
+                                                   and arg not in LAYER_ARGUMENTS):
+        return 0.7  # an elementwise op, torch.cat, index_add_...: anyone's tensors
+    if not block.frames:
+        return 0.85  # the bare message: numpy data is by far the most common origin
+    if any(word in sources for word in ("double()", "float64", "DoubleTensor")):
+        return 0.6  # made double on purpose in the user's code
+    paths = [frame.path for frame in block.frames]
+    if any(path.startswith(NOTEBOOK_PATHS) or "/nn/modules/" in path.replace("\\", "/")
+           for path in paths):
+        return 0.85  # data fed to a model, or notebook code building its data with numpy
+    return 0.7  # the user's own functional code mixing two of its tensors

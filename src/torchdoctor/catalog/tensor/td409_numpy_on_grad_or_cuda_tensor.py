@@ -34,6 +34,13 @@ PITFALL = Pitfall(
     },
     fix_title={"en": "Use `.detach().cpu().numpy()`", "zh": "改用 `.detach().cpu().numpy()`"},
     fix_applicability="safe",
+    fix_hint={
+        "en": "Convert with `tensor.detach().cpu().numpy()`; for a single number use "
+              "`tensor.item()`. Plotting and logging libraries call `.numpy()` for you, so pass "
+              "them the detached CPU tensor too.",
+        "zh": "用 `tensor.detach().cpu().numpy()` 转换；只要一个数时用 `tensor.item()`。绘图和日志库会在内部"
+              "调用 `.numpy()`，所以传给它们的也应该是 detach 过、位于 CPU 上的张量。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -277,3 +284,21 @@ def _grad_switched_in_file(ctx: Context) -> bool:
     """The file freezes parameters or switches grad globally somewhere."""
     return any(isinstance(node, ast.Attribute) and node.attr in GRAD_SWITCHES
                for node in ast.walk(ctx.tree))
+
+
+# Error signatures ---------------------------------------------------------------------------
+
+PITFALL.error(
+    r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad", confidence=0.95,
+    cause={"en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "
+                 "tensor that is part of the autograd graph: a model output, a loss or a "
+                 "parameter.",
+           "zh": "对计算图中的张量（模型输出、损失或参数）调用了 `.numpy()`（直接调用，或由 numpy、matplotlib、"
+                 "日志库间接调用）。"})
+PITFALL.error(
+    r"can't convert (?:(?P<device>\w+:\d+) device type|CUDA) tensor to numpy",
+    types=("TypeError",), confidence=0.95,
+    cause={"en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "
+                 "tensor in GPU memory, which numpy cannot read.",
+           "zh": "对位于显存中的张量调用了 `.numpy()`（直接调用，或由 numpy、matplotlib、日志库间接调用），"
+                 "而 numpy 读不了显存。"})

@@ -22,6 +22,12 @@ PITFALL = Pitfall(
     fix_title={"en": "Parse an empty argument list: `parse_args(args=[])`",
                "zh": "解析空参数列表：`parse_args(args=[])`"},
     fix_applicability="safe",
+    fix_hint={
+        "en": "In the notebook, parse an explicit list: `args = parser.parse_args(args=[])` (or "
+              "`parser.parse_known_args()[0]`), putting the options you want in the list.",
+        "zh": "在 notebook 中解析显式给出的列表：`args = parser.parse_args(args=[])`（或 "
+              "`parser.parse_known_args()[0]`），需要的选项写进这个列表里。",
+    },
     # Its Example only goes wrong in a notebook cell; linted as a .py text it is fine.
     lint_example=False,
     docs={
@@ -133,3 +139,22 @@ def _imports_argparse(ctx: Context) -> bool:
         if isinstance(node, ast.ImportFrom) and node.module == "argparse":
             return True
     return False
+
+
+# Error signatures ---------------------------------------------------------------------------
+
+PITFALL.error(
+    r"unrecognized arguments:[^\n]*?(?:-f |--f=)\S*(?:kernel|jupyter|runtime)\S*\.json",
+    types=(), confidence=0.95,
+    cause={"en": "`parse_args()` ran inside a Jupyter kernel and read the kernel's own command "
+                 "line (`-f .../kernel-....json`) instead of options meant for the script.",
+           "zh": "`parse_args()` 在 Jupyter 内核中运行，读到的是内核自己的命令行（`-f .../kernel-....json`），"
+                 "而不是给脚本的选项。"})
+# VS Code and some IDE consoles start the kernel with its ports and session key as options.
+PITFALL.error(
+    r"unrecognized arguments:[^\n]*?--(?:Session\.key|iopub|hb|control)=", types=(),
+    confidence=0.9,
+    cause={"en": "`parse_args()` ran inside an IPython kernel started by an editor and read the "
+                 "kernel's own options (`--iopub=...`, `--Session.key=...`).",
+           "zh": "`parse_args()` 在编辑器启动的 IPython 内核中运行，读到的是内核自己的选项"
+                 "（`--iopub=...`、`--Session.key=...`）。"})
