@@ -23,6 +23,10 @@ PITFALL = Pitfall(
     }},
     fix_title={"en": "Use the built-in `next(...)`", "zh": "改用内置函数 `next(...)`"},
     fix_applicability="safe",
+    fix_hint={"en": "Call the built-in `next(it)` instead of `it.next()` (the Python 2 method "
+                    "was removed from DataLoader iterators in PyTorch 1.13).",
+              "zh": "把 `it.next()` 改为内置函数 `next(it)`（PyTorch 1.13 已从 DataLoader "
+                    "迭代器上移除了这个 Python 2 风格的方法）。"},
     docs={
         "en": """
 ## What it catches
@@ -61,6 +65,7 @@ batch = next(it)
 ## Symptoms
 `AttributeError: '_SingleProcessDataLoaderIter' object has no attribute 'next'`, or with
 `num_workers > 0`: `AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute 'next'`.
+(Before PyTorch 1.3 the iterator class was `_DataLoaderIter`.)
 
 ## Fix safety
 `next(it)` calls the iterator's `__next__`, which is what the old `next` alias called. The
@@ -103,7 +108,8 @@ batch = next(it)
 
 ## Symptoms
 `AttributeError: '_SingleProcessDataLoaderIter' object has no attribute 'next'`；当 `num_workers > 0` 时为
-`AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute 'next'`。
+`AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute 'next'`。（PyTorch 1.3
+之前迭代器类名为 `_DataLoaderIter`。）
 
 ## Fix safety
 `next(it)` 调用迭代器的 `__next__`，旧的 `next` 别名调用的也正是它。该修复是安全的，
@@ -114,6 +120,15 @@ batch = next(it)
 """,
     },
 )
+
+PITFALL.error(
+    r"'(?P<iterator>_SingleProcessDataLoaderIter|_MultiProcessingDataLoaderIter|_DataLoaderIter)'"
+    r" object has no attribute 'next'",
+    types=("AttributeError",), confidence=0.95,
+    cause={"en": "`.next()` was called on a DataLoader iterator ({iterator}); that Python 2 "
+                 "alias was removed in PyTorch 1.13.",
+           "zh": "在 DataLoader 迭代器（{iterator}）上调用了 `.next()`；这个 Python 2 风格的别名已在 "
+                 "PyTorch 1.13 中移除。"})
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)

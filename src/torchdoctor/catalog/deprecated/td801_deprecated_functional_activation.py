@@ -19,6 +19,10 @@ PITFALL = Pitfall(
     }},
     fix_title={"en": "Use `torch.{function}`", "zh": "改用 `torch.{function}`"},
     fix_applicability="safe",
+    fix_hint={"en": "Call `torch.sigmoid` / `torch.tanh` (or `x.sigmoid()` / `x.tanh()`) "
+                    "instead of `F.sigmoid` / `F.tanh`; the result is identical.",
+              "zh": "用 `torch.sigmoid` / `torch.tanh`（或 `x.sigmoid()` / `x.tanh()`）代替 "
+                    "`F.sigmoid` / `F.tanh`，结果完全相同。"},
     # Current PyTorch dropped the warning and keeps F.sigmoid/F.tanh as plain aliases: opt-in.
     default=False,
     docs={
@@ -125,6 +129,16 @@ probs = torch.sigmoid(logits)
 """,
     },
 )
+
+PITFALL.error(
+    r"nn\.functional\.(?P<function>sigmoid|tanh) is deprecated\. Use torch\.(?P=function) "
+    r"instead", types=(), confidence=0.95,
+    cause={"en": "The code calls `F.{function}` (torch.nn.functional.{function}), which "
+                 "PyTorch 0.4.1-1.x deprecate with a warning on every call.",
+           "zh": "代码调用了 `F.{function}`（torch.nn.functional.{function}），PyTorch 0.4.1-1.x "
+                 "已将其弃用，每次调用都会警告。"},
+    fix={"en": "Use `torch.{function}(x)` (or `x.{function}()`) instead of `F.{function}(x)`.",
+         "zh": "用 `torch.{function}(x)`（或 `x.{function}()`）代替 `F.{function}(x)`。"})
 
 FUNCTIONS = {f"torch.nn.functional.{name}": name for name in ("sigmoid", "tanh")}
 _TORCH = ast.Name(id="torch", ctx=ast.Load())

@@ -39,6 +39,10 @@ PITFALL = Pitfall(
     },
     fix_title={"en": "Replace with `reduction=\"{reduction}\"`", "zh": "替换为 `reduction=\"{reduction}\"`"},
     fix_applicability="safe",
+    fix_hint={"en": "Replace `size_average=` / `reduce=` with one `reduction=` argument: "
+                    "`'mean'` (the default), `'sum'`, or `'none'` (for `reduce=False`).",
+              "zh": "用一个 `reduction=` 参数替换 `size_average=` / `reduce=`：`'mean'`（默认）、"
+                    "`'sum'`，或 `'none'`（对应 `reduce=False`）。"},
     docs={
         "en": """
 ## What it catches
@@ -146,6 +150,17 @@ criterion = nn.CrossEntropyLoss(reduction="sum")
 """,
     },
 )
+
+PITFALL.error(
+    r"size_average and reduce args will be deprecated, please use reduction='(?P<reduction>\w+)'"
+    r" instead", types=(), confidence=0.95,
+    cause={"en": "A loss is built with the legacy `size_average=` / `reduce=` flags; PyTorch "
+                 "maps them to `reduction='{reduction}'`.",
+           "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数；PyTorch 把它们换算成 "
+                 "`reduction='{reduction}'`。"},
+    fix={"en": "Replace the flags with `reduction='{reduction}'` in the loss's constructor or "
+               "call.",
+         "zh": "在损失函数的构造或调用中，用 `reduction='{reduction}'` 替换这两个参数。"})
 
 LEGACY = ("size_average", "reduce")
 # Position of `size_average` among each loss's parameters (torch 2.13 signatures, self excluded):

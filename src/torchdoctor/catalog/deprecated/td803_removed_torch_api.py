@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.lint.context import Context, Kind
 from torchdoctor.report.finding import Edit, Finding, Fix
 
@@ -39,6 +40,11 @@ PITFALL = Pitfall(
     },
     fix_title={"en": "Use `{new}`", "zh": "改用 `{new}`"},
     fix_applicability="safe",
+    fix_hint={"en": "Replace the removed name with its successor (the cause names it); when the "
+                    "import is inside an installed package, upgrade that package instead of "
+                    "editing it.",
+              "zh": "用后继 API 替换已移除的名字（原因中已给出）；如果这条导入位于已安装的第三方包中，"
+                    "请升级该包，而不是修改它的源码。"},
     docs={
         "en": """
 ## What it catches
@@ -93,6 +99,10 @@ nn.init.xavier_uniform_(layer.weight)
 - `RuntimeError: This function was deprecated since version 1.9 and is now removed.` (for
   `torch.symeig`, `torch.eig`, `torch.solve`, `torch.lstsq`, `torch.matrix_rank`)
 - `AttributeError: module 'torch' has no attribute 'gels'` (and the other removed names)
+- `ImportError: cannot import name 'container_abcs' from 'torch._six'` (PyTorch 1.9+),
+  `ModuleNotFoundError: No module named 'torch._six'`, `AttributeError: module 'torch' has no
+  attribute '_six'` (PyTorch 2.0+): the Python 2 compatibility module is gone, usually
+  imported by an old release of a library (apex, timm, mmcv...).
 - `CUDA out of memory` during evaluation that still passes `volatile=True`.
 
 ## Fix safety
@@ -165,6 +175,10 @@ nn.init.xavier_uniform_(layer.weight)
 - `RuntimeError: This function was deprecated since version 1.9 and is now removed.`（对应
   `torch.symeig`、`torch.eig`、`torch.solve`、`torch.lstsq`、`torch.matrix_rank`）
 - `AttributeError: module 'torch' has no attribute 'gels'`（以及其他已移除的名字）
+- `ImportError: cannot import name 'container_abcs' from 'torch._six'`（PyTorch 1.9+）、
+  `ModuleNotFoundError: No module named 'torch._six'`、`AttributeError: module 'torch' has no
+  attribute '_six'`（PyTorch 2.0+）：这个 Python 2 兼容模块已被删除，导入它的通常是某个库的旧版本
+  （apex、timm、mmcv 等）。
 - 评估代码仍在传 `volatile=True` 时出现 `CUDA out of memory`。
 
 ## Fix safety
@@ -371,3 +385,131 @@ def _fix(ctx: Context, applicability: str | None, new: str, *edits: Edit) -> Fix
     title = {lang: text.format(new=new) for lang, text in PITFALL.fix_title.items()}
     return ctx.fix(PITFALL, applicability, *edits, title=title)
 
+
+# What `from torch._six import X` should become; torch._six was removed in PyTorch 2.0
+# (container_abcs, int_classes and string_classes already in 1.9).
+SIX_REPLACEMENTS = {
+    "container_abcs": "import collections.abc as container_abcs",
+    "string_classes": "string_classes = (str, bytes)",
+    "int_classes": "int_classes = int",
+    "inf": "from math import inf",
+    "nan": "from math import nan",
+    "PY3": "PY3 = True",
+    "PY37": "PY37 = True",
+    "FileNotFoundError": "the built-in FileNotFoundError (drop the import)",
+}
+_SIX_CAUSE = {
+    "en": "`torch._six` (Python 2 compatibility helpers) was removed in PyTorch 2.0, and "
+          "`{name}` with it; {where}.",
+    "zh": "`torch._six`（Python 2 兼容工具）已在 PyTorch 2.0 中移除，`{name}` 也随之消失；{where_zh}。",
+}
+_SIX_MODULE_CAUSE = {
+    "en": "`torch._six` (Python 2 compatibility helpers) was removed in PyTorch 2.0; {where}.",
+    "zh": "`torch._six`（Python 2 兼容工具）已在 PyTorch 2.0 中移除；{where_zh}。",
+}
+_SIX_FIX = {
+    "en": "Replace `from torch._six import {name}` with `{replacement}`, or upgrade the package "
+          "that imports it.",
+    "zh": "把 `from torch._six import {name}` 改为 `{replacement}`，或者升级导入它的第三方包。",
+}
+_SIX_IMPORT = re.compile(r"cannot import name '(?P<name>\w+)' from 'torch\._six'")
+_SIX_MODULE = re.compile(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'")
+_NO_ATTRIBUTE = re.compile(r"module '(?P<module>torch(?:\.\w+)*)' has no attribute '(?P<name>\w+)'")
+_SITE_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w.-]*)")
+
+
+@PITFALL.error_check(types=("ImportError", "ModuleNotFoundError", "AttributeError"))
+def removed_name(block, report) -> Clue | None:
+    """`torch._six` imports, and `module 'torch' has no attribute 'gels'` for names in RENAMES."""
+    six = _SIX_IMPORT.search(block.message)
+    if six is not None or _SIX_MODULE.search(block.message):
+        name = six.group("name") if six else "_six"
+        fields = {"name": name, **_importer(block),
+                  "replacement": SIX_REPLACEMENTS.get(name, "the standard-library equivalent")}
+        fix = _SIX_FIX if six else {
+            "en": "Upgrade the package that imports `torch._six`, or in your own code replace "
+                  "its names (`container_abcs` -> `collections.abc`, `string_classes` -> "
+                  "`(str, bytes)`, `inf` -> `math.inf`).",
+            "zh": "升级导入 `torch._six` 的第三方包；如果是自己的代码，替换其中的名字（`container_abcs` -> "
+                  "`collections.abc`，`string_classes` -> `(str, bytes)`，`inf` -> `math.inf`）。"}
+        return Clue(0.95, _SIX_CAUSE if six else _SIX_MODULE_CAUSE, fix, fields)
+    found = _NO_ATTRIBUTE.search(block.message)
+    if found is None:
+        return None
+    old = f"{found.group('module')}.{found.group('name')}"
+    replacement = RENAMES.get(old)
+    if replacement is None or not replacement.removed:
+        return None
+    return Clue(0.95, {
+        "en": "`{old}` was removed from PyTorch; its successor is `{new}`, whose arguments or "
+              "results differ.",
+        "zh": "`{old}` 已从 PyTorch 中移除；它的后继是 `{new}`，但参数或返回值有所不同。",
+    }, {
+        "en": "Rewrite the call with `{new}` (check its documentation for the new arguments).",
+        "zh": "改用 `{new}` 重写这次调用（请查阅文档了解新的参数）。",
+    }, {"old": old, "new": replacement.new})
+
+
+def _importer(block) -> dict[str, str]:
+    """Who imports the removed name: an installed package (upgrade it) or the user's code."""
+    for frame in reversed(block.frames):
+        found = _SITE_PACKAGE.search(frame.path)
+        if found is not None:
+            package = found.group("package").removesuffix(".py")
+            return {"where": f"the import is in the installed package `{package}`",
+                    "where_zh": f"这条导入位于已安装的包 `{package}` 中"}
+    return {"where": "the code still imports it", "where_zh": "代码仍在导入它"}
+
+
+# Output the parser could not split into blocks: the texts alone.
+_SIX_TEXT_CAUSE = {
+    "en": "`torch._six` (Python 2 compatibility helpers) was removed in PyTorch 2.0; code "
+          "written for PyTorch 1.x, often an old release of a library, still imports it.",
+    "zh": "`torch._six`（Python 2 兼容工具）已在 PyTorch 2.0 中移除；为 PyTorch 1.x 编写的代码"
+          "（常常是某个库的旧版本）仍在导入它。",
+}
+PITFALL.error(r"cannot import name '(?P<name>\w+)' from 'torch\._six'", types=(),
+              confidence=0.9, cause=_SIX_TEXT_CAUSE, fix={
+                  "en": "Replace `from torch._six import {name}` with its standard-library "
+                        "equivalent, or upgrade the package that imports it.",
+                  "zh": "把 `from torch._six import {name}` 换成标准库中的对应写法，或者升级导入它的第三方包。"})
+PITFALL.error(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'",
+              types=(), confidence=0.9, cause=_SIX_TEXT_CAUSE)
+PITFALL.error(
+    r"This function was deprecated since version 1\.9 and is now removed", confidence=0.9,
+    cause={"en": "A linear-algebra function removed in PyTorch 1.13 was called (`torch.symeig`, "
+                 "`torch.eig`, `torch.solve`, `torch.lstsq`, `torch.matrix_rank`); the message "
+                 "shows the `torch.linalg` call that replaces it.",
+           "zh": "调用了在 PyTorch 1.13 中移除的线性代数函数（`torch.symeig`、`torch.eig`、`torch.solve`、"
+                 "`torch.lstsq`、`torch.matrix_rank`）；报错信息中给出了替代它的 `torch.linalg` 调用。"})
+PITFALL.error(
+    r"unexpected keyword argument '(?P<old>retain_variables|grad_variables)'",
+    types=("TypeError",), confidence=0.95,
+    cause={"en": "`{old}=` is the pre-0.4 name of a backward argument and no longer exists.",
+           "zh": "`{old}=` 是 0.4 之前 backward 参数的旧名字，如今已不存在。"},
+    fix={"en": "Rename it: `retain_variables=` -> `retain_graph=`, `grad_variables=` -> "
+               "`grad_tensors=`.",
+         "zh": "改名：`retain_variables=` -> `retain_graph=`，`grad_variables=` -> `grad_tensors=`。"})
+PITFALL.error(
+    r"volatile was removed and now has no effect", types=(), confidence=0.9,
+    cause={"en": "`Variable(..., volatile=True)` does nothing since PyTorch 0.4: gradients "
+                 "are recorded, and evaluation keeps the whole graph in memory.",
+           "zh": "自 PyTorch 0.4 起 `Variable(..., volatile=True)` 不再起作用：梯度照样被记录，"
+                 "评估时整张计算图都留在内存中。"},
+    fix={"en": "Drop `volatile=True` and run the evaluation under `with torch.no_grad():`.",
+         "zh": "去掉 `volatile=True`，把评估代码放进 `with torch.no_grad():` 中运行。"})
+PITFALL.error(
+    r"`?(?P<old>(?:torch\.)?nn\.(?:init|utils)\.\w+)`? is now deprecated in favor of "
+    r"`?(?P<new>(?:torch\.)?nn\.(?:init|utils)\.\w+_)`?", types=(), confidence=0.9,
+    cause={"en": "`{old}` is a deprecated alias of the in-place `{new}`.",
+           "zh": "`{old}` 是原地版本 `{new}` 的已弃用别名。"},
+    fix={"en": "Call `{new}` instead.", "zh": "改为调用 `{new}`。"})
+PITFALL.error(
+    r"nn\.functional\.(?P<old>upsample(?:_nearest|_bilinear)?) is deprecated\. Use "
+    r"nn\.functional\.interpolate instead", types=(), confidence=0.9,
+    cause={"en": "`F.{old}` is a deprecated alias of `F.interpolate`.",
+           "zh": "`F.{old}` 是 `F.interpolate` 的已弃用别名。"},
+    fix={"en": "Call `F.interpolate` (for `upsample_bilinear` add `mode=\"bilinear\", "
+               "align_corners=True`).",
+         "zh": "改为调用 `F.interpolate`（替换 `upsample_bilinear` 时加上 `mode=\"bilinear\", "
+               "align_corners=True`）。"})

@@ -32,6 +32,10 @@ PITFALL = Pitfall(
     },
     fix_title={"en": "Make the mask bool", "zh": "改为 bool 掩码"},
     fix_applicability="safe",
+    fix_hint={"en": "Build the mask as bool: a comparison already is one (`x > 0`); replace "
+                    "`.byte()` with `.bool()` and `dtype=torch.uint8` with `dtype=torch.bool`.",
+              "zh": "把掩码构造成 bool 类型：比较运算的结果本来就是 bool（`x > 0`）；把 `.byte()` 改为 "
+                    "`.bool()`，`dtype=torch.uint8` 改为 `dtype=torch.bool`。"},
     docs={
         "en": """
 ## What it catches
@@ -142,6 +146,24 @@ now deprecated,please use a mask with dtype torch.bool instead.`；新版本中�
 """,
     },
 )
+
+_UINT8_CAUSE = {
+    "en": "A uint8 (byte) tensor is used as a mask; masks must be bool since PyTorch 1.2.",
+    "zh": "把 uint8（byte）张量当作掩码使用；自 PyTorch 1.2 起掩码必须是 bool 类型。",
+}
+PITFALL.error(r"indexing with dtype torch\.uint8 is now deprecated", types=(), confidence=0.95,
+              cause=_UINT8_CAUSE)
+PITFALL.error(r"(?P<op>masked_\w+|where) received a (?:mask with dtype torch\.uint8|uint8 "
+              r"condition tensor)", types=(), confidence=0.95,
+              cause={"en": "`{op}` got a uint8 mask; masks must be bool since PyTorch 1.2.",
+                     "zh": "`{op}` 收到了 uint8 掩码；自 PyTorch 1.2 起掩码必须是 bool 类型。"})
+PITFALL.error(r"(?P<op>masked_\w+) only supports boolean masks, but got mask with dtype "
+              r"(?:unsigned char|Byte|uint8)", confidence=0.95,
+              cause={"en": "`{op}` got a uint8 mask; current PyTorch accepts only bool masks.",
+                     "zh": "`{op}` 收到了 uint8 掩码；当前版本的 PyTorch 只接受 bool 掩码。"})
+PITFALL.error(r"(?P<op>masked_\w+): expected BoolTensor for mask", confidence=0.9,
+              cause={"en": "`{op}` got a mask that is not bool, most often a uint8 one.",
+                     "zh": "`{op}` 收到的掩码不是 bool 类型，最常见的是 uint8 掩码。"})
 
 # The name each uint8 spelling takes in its bool form (mechanical renames: data, not code).
 BOOL_SPELLING = {"uint8": "bool", "ByteTensor": "BoolTensor", "byte": "bool"}

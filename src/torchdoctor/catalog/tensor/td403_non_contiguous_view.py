@@ -32,6 +32,10 @@ PITFALL = Pitfall(
     fix_title={"en": "Use `.reshape(...)` instead of `.view(...)`",
                "zh": "用 `.reshape(...)` 代替 `.view(...)`"},
     fix_applicability="unsafe",
+    fix_hint={"en": "Use `.reshape(...)` instead of `.view(...)` (it copies only when it must), "
+                    "or call `.contiguous()` before `.view(...)`.",
+              "zh": "把 `.view(...)` 换成 `.reshape(...)`（只在必要时拷贝），或者在 `.view(...)` "
+                    "之前先调用 `.contiguous()`。"},
     docs={
         "en": """
 ## What it catches
@@ -148,6 +152,21 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 """,
     },
 )
+
+PITFALL.error(
+    r"view size is not compatible with input tensor's size and stride", confidence=0.95,
+    cause={"en": "`.view()` was called on a tensor that is not contiguous in memory (after "
+                 "`transpose`, `permute`, `.T`, `expand` or slicing with a step), and the new "
+                 "shape would have to merge dimensions that are not adjacent in memory.",
+           "zh": "对内存中不连续的张量（经过 `transpose`、`permute`、`.T`、`expand` 或带步长的切片）调用了 "
+                 "`.view()`，而新形状需要合并在内存中并不相邻的维度。"})
+# PyTorch 0.3/0.4: "input is not contiguous at /pytorch/torch/lib/TH/generic/THTensor.c:231".
+PITFALL.error(
+    r"^(?:invalid argument \d+: )?input is not contiguous(?: at |$)", confidence=0.7,
+    cause={"en": "An old PyTorch refused an operation, most often `.view()`, on a tensor that "
+                 "is not contiguous in memory (after `transpose` or `permute`).",
+           "zh": "旧版 PyTorch 拒绝对内存中不连续的张量（经过 `transpose` 或 `permute`）执行某个操作，"
+                 "最常见的是 `.view()`。"})
 
 # Methods and functions that reorder dimensions without copying.
 TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})

@@ -28,6 +28,10 @@ PITFALL = Pitfall(
     },
     fix_title={"en": "Add `.copy()` to the array", "zh": "给数组加上 `.copy()`"},
     fix_applicability="safe",
+    fix_hint={"en": "Copy the array before converting it: `torch.from_numpy(arr.copy())` "
+                    "(or `np.ascontiguousarray(arr)`).",
+              "zh": "转换之前先拷贝数组：`torch.from_numpy(arr.copy())`（或 "
+                    "`np.ascontiguousarray(arr)`）。"},
     docs={
         "en": """
 ## What it catches
@@ -128,6 +132,19 @@ This is currently not supported, but will be added in future releases.`
 """,
     },
 )
+
+_NEGATIVE_STRIDE_CAUSE = {
+    "en": "A numpy array with a negative stride (a view made by `[::-1]`, `np.flip`, "
+          "`np.fliplr/flipud` or `np.rot90`, e.g. a BGR->RGB `img[..., ::-1]`) was converted to "
+          "a tensor; tensors cannot have negative strides.",
+    "zh": "把步长为负的 numpy 数组（由 `[::-1]`、`np.flip`、`np.fliplr/flipud` 或 `np.rot90` 得到的视图，"
+          "例如 BGR->RGB 的 `img[..., ::-1]`）转换成了张量；张量不支持负步长。",
+}
+PITFALL.error(r"At least one stride in the given numpy array is negative", types=(),
+              confidence=0.95, cause=_NEGATIVE_STRIDE_CAUSE)
+# PyTorch before 1.1.
+PITFALL.error(r"some of the strides of a given numpy array are negative", types=(),
+              confidence=0.95, cause=_NEGATIVE_STRIDE_CAUSE)
 
 CONVERSIONS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.tensor"})
 FLIPS = frozenset({"numpy.flip", "numpy.fliplr", "numpy.flipud", "numpy.rot90"})

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.lint.context import MODULE_SELF_METHODS, Context
 from torchdoctor.report.finding import Finding
 
@@ -21,6 +22,10 @@ PITFALL = Pitfall(
     }},
     fix_title={"en": "Export with `opset_version=11`", "zh": "改用 `opset_version=11` 导出"},
     fix_applicability="unsafe",
+    fix_hint={"en": "Export with `opset_version=11` or later: ONNX `Resize` matches PyTorch's "
+                    "interpolation (`align_corners`, half-pixel centres) only from opset 11.",
+              "zh": "使用 `opset_version=11` 或更高版本导出：ONNX 的 `Resize` 从 opset 11 起才与 "
+                    "PyTorch 的插值（`align_corners`、半像素中心）一致。"},
     docs={
         "en": """
 ## What it catches
@@ -77,6 +82,10 @@ torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_versi
 `UserWarning: You are trying to export the model with onnx:Resize for ONNX opset version 10.
 This operator might cause results to not match the expected results by PyTorch. ONNX's
 Upsample/Resize operator did not match Pytorch's Interpolation until opset 11.`
+Older PyTorch releases refuse the export instead: `RuntimeError: ONNX export failed: Couldn't
+export operator aten::upsample_bilinear2d` (after `UserWarning: ONNX export failed on
+upsample_bilinear2d because align_corners == True not supported`), or
+`Exporting the operator upsample_bilinear2d to ONNX opset version 9 is not supported`.
 
 ## Fix safety
 The fix raises the opset to 11. It is unsafe: an older runtime that only supports the old
@@ -136,6 +145,10 @@ torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_versi
 `UserWarning: You are trying to export the model with onnx:Resize for ONNX opset version 10.
 This operator might cause results to not match the expected results by PyTorch. ONNX's
 Upsample/Resize operator did not match Pytorch's Interpolation until opset 11.`
+较早的 PyTorch 版本则直接拒绝导出：`RuntimeError: ONNX export failed: Couldn't
+export operator aten::upsample_bilinear2d`（之前还有 `UserWarning: ONNX export failed on
+upsample_bilinear2d because align_corners == True not supported`），或
+`Exporting the operator upsample_bilinear2d to ONNX opset version 9 is not supported`。
 
 ## Fix safety
 修复会把 opset 提高到 11。它是不安全的：只支持旧 opset 的旧版推理运行时将无法再加载导出的文件。
@@ -234,3 +247,43 @@ def _resize_op(cls: ast.ClassDef, ctx: Context, seen: set[str]) -> str | None:
             if op is not None:
                 return op
     return None
+
+
+_RESIZE_CAUSE = {
+    "en": "The model interpolates (`F.interpolate` / `nn.Upsample`) and is exported with ONNX "
+          "opset {opset}; ONNX Upsample/Resize cannot express PyTorch's interpolation before "
+          "opset 11.",
+    "zh": "模型中有插值（`F.interpolate` / `nn.Upsample`），却以 ONNX opset {opset} 导出；opset 11 "
+          "之前的 ONNX Upsample/Resize 无法表达 PyTorch 的插值方式。",
+}
+PITFALL.error(
+    r"You are trying to export the model with onnx:(?:Upsample|Resize) for ONNX opset version "
+    r"(?P<opset>\d+)", types=(), confidence=0.95, cause=_RESIZE_CAUSE)
+PITFALL.error(
+    r"ONNX export failed on (?:ATen operator )?(?P<op>upsample_\w+) because "
+    r"(?:align_corners == True not supported|torch\.onnx\.symbolic_opset(?P<opset>\d+)\.)",
+    types=(), confidence=0.9,
+    cause={"en": "`{op}` (from `F.interpolate` / `nn.Upsample`) cannot be exported with this "
+                 "opset; ONNX supports PyTorch's interpolation modes from opset 11.",
+           "zh": "`{op}`（来自 `F.interpolate` / `nn.Upsample`）无法用当前 opset 导出；ONNX 从 opset 11 "
+                 "起才支持 PyTorch 的插值方式。"})
+PITFALL.error(
+    r"Couldn't export operator aten::(?P<op>upsample_\w+)", types=(), confidence=0.8,
+    cause={"en": "`{op}` (from `F.interpolate` / `nn.Upsample`) could not be exported; with "
+                 "an opset below 11 that is expected.",
+           "zh": "`{op}`（来自 `F.interpolate` / `nn.Upsample`）无法导出；opset 低于 11 时这是预料之中的。"})
+
+
+@PITFALL.error_check(types=("UnsupportedOperatorError", "RuntimeError"))
+def unsupported_resize(block, report) -> Clue | None:
+    """`Exporting the operator upsample_bilinear2d to ONNX opset version 9 is not supported`:
+    ours only below opset 11; above, raising the opset is no fix (antialiased resizes...)."""
+    found = _UNSUPPORTED.search(block.message)
+    if found is None or int(found.group("opset")) >= FIRST_RESIZE_OPSET:
+        return None
+    return Clue(0.95, _RESIZE_CAUSE, None, found.groupdict())
+
+
+_UNSUPPORTED = re.compile(
+    r"Exporting the operator '?(?:aten::)?(?P<op>_?upsample_\w+|interpolate|resize)'? to ONNX "
+    r"opset version (?P<opset>\d+) is not supported")

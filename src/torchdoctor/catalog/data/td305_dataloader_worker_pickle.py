@@ -1,0 +1,270 @@
+"""TD305 dataloader-worker-pickle: a Dataset or function that spawned DataLoader workers can't
+receive (lambdas, local functions, classes defined in a notebook, open file handles)."""
+from __future__ import annotations
+
+import re
+
+from torchdoctor.catalog._model import Clue, Pitfall
+
+PITFALL = Pitfall(
+    code="TD305",
+    name="dataloader-worker-pickle",
+    title={"en": "DataLoader workers cannot receive an unpicklable dataset, transform or function",
+           "zh": "DataLoader worker 无法接收不可 pickle 的数据集、变换或函数"},
+    messages={"": {
+        "en": "with the spawn start method (Windows, macOS, or `multiprocessing_context='spawn'`) "
+              "the Dataset, its transforms, `collate_fn` and `worker_init_fn` are pickled for "
+              "each worker, and one of them cannot be",
+        "zh": "在 spawn 启动方式下（Windows、macOS 或 `multiprocessing_context='spawn'`），数据集、"
+              "其中的变换、`collate_fn` 和 `worker_init_fn` 都要 pickle 后传给每个 worker，其中有一个无法 pickle",
+    }},
+    fix_hint={
+        "en": "Define transforms, `collate_fn` and `worker_init_fn` as top-level functions (not "
+              "lambdas or nested functions), put the Dataset class in a `.py` module and import "
+              "it, open files / LMDB / HDF5 handles lazily in `__getitem__`, and guard the "
+              "script with `if __name__ == \"__main__\":`. `num_workers=0` confirms the cause.",
+        "zh": "把变换、`collate_fn` 和 `worker_init_fn` 定义为模块顶层函数（不要用 lambda 或嵌套函数），"
+              "把 Dataset 类放进 `.py` 模块再导入，文件 / LMDB / HDF5 句柄在 `__getitem__` 中按需打开，"
+              "并用 `if __name__ == \"__main__\":` 保护脚本入口。设 `num_workers=0` 可以确认原因。",
+    },
+    docs={
+        "en": """
+## What it catches
+A DataLoader with `num_workers > 0` that fails to start its workers because something it
+must send them cannot be pickled: a `lambda` or a function nested in another function used as
+a transform, `collate_fn` or `worker_init_fn`; a Dataset class defined in a Jupyter notebook
+or an interactive session; a Dataset holding an open file, LMDB environment, HDF5 file or
+database connection.
+
+## Why is this bad?
+On Linux, workers are forked and inherit the dataset as it is in memory. On Windows and
+macOS (since Python 3.8), and whenever the `spawn` start method is chosen, each worker is a
+fresh Python process: the DataLoader pickles the dataset and the functions it uses and sends
+them over. Pickle stores functions and classes by their import path, so anything without
+one (a lambda, a nested function, a class living only in a notebook's `__main__`) fails, as
+do OS handles. The code works on a Linux server and fails on a laptop, or the reverse.
+
+## Example
+```python
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def main():
+    to_gray = transforms.Lambda(lambda img: img.convert("L"))
+    data = datasets.MNIST("data", transform=transforms.Compose([to_gray, transforms.ToTensor()]))
+    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
+        pass
+
+
+main()
+```
+
+## Use instead:
+```python
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def to_gray(img):
+    return img.convert("L")
+
+
+def main():
+    transform = transforms.Compose([transforms.Lambda(to_gray), transforms.ToTensor()])
+    data = datasets.MNIST("data", transform=transform)
+    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
+        pass
+
+
+if __name__ == "__main__":
+    main()
+```
+
+## Symptoms
+`AttributeError: Can't pickle local object 'main.<locals>.<lambda>'` (Python 3.13: `Can't
+get local object ...`), `_pickle.PicklingError: Can't pickle <function <lambda> at
+0x7f...>: attribute lookup <lambda> on __main__ failed`, in the worker:
+`AttributeError: Can't get attribute 'MyDataset' on <module '__main__' (built-in)>`,
+`TypeError: cannot pickle '_io.TextIOWrapper' object`, `TypeError: cannot pickle
+'Environment' object` (lmdb), `TypeError: h5py objects cannot be pickled`, and often a
+second, misleading error from the child process: `EOFError: Ran out of input` or
+`BrokenPipeError: [Errno 32] Broken pipe`.
+
+## Known problems
+`Can't get attribute 'Net' on <module '__main__'>` also comes from `torch.load` of a model
+saved whole; that case, recognised by `torch.load` frames, belongs to `whole-module-saved`.
+
+## References
+- PyTorch documentation, `torch.utils.data`: "Platform-specific behaviors".
+""",
+        "zh": """
+## What it catches
+`num_workers > 0` 的 DataLoader 启动 worker 失败，因为要传给 worker 的某样东西无法被 pickle：
+用作变换、`collate_fn` 或 `worker_init_fn` 的 `lambda` 或嵌套在其他函数里的函数；在 Jupyter notebook
+或交互式会话中定义的 Dataset 类；持有打开的文件、LMDB 环境、HDF5 文件或数据库连接的 Dataset。
+
+## Why is this bad?
+在 Linux 上 worker 是 fork 出来的，直接继承内存中的数据集。在 Windows 和 macOS（Python 3.8 起）上，
+以及选择了 `spawn` 启动方式时，每个 worker 都是全新的 Python 进程：DataLoader 把数据集和它用到的函数
+pickle 后发过去。pickle 按导入路径保存函数和类，所以没有导入路径的东西（lambda、嵌套函数、只存在于
+notebook `__main__` 中的类）都会失败，操作系统句柄也一样。于是代码在 Linux 服务器上能跑，换到笔记本上就报错，
+或者反过来。
+
+## Example
+```python
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def main():
+    to_gray = transforms.Lambda(lambda img: img.convert("L"))
+    data = datasets.MNIST("data", transform=transforms.Compose([to_gray, transforms.ToTensor()]))
+    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
+        pass
+
+
+main()
+```
+
+## Use instead:
+```python
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def to_gray(img):
+    return img.convert("L")
+
+
+def main():
+    transform = transforms.Compose([transforms.Lambda(to_gray), transforms.ToTensor()])
+    data = datasets.MNIST("data", transform=transform)
+    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
+        pass
+
+
+if __name__ == "__main__":
+    main()
+```
+
+## Symptoms
+`AttributeError: Can't pickle local object 'main.<locals>.<lambda>'`（Python 3.13 中为 `Can't
+get local object ...`），`_pickle.PicklingError: Can't pickle <function <lambda> at
+0x7f...>: attribute lookup <lambda> on __main__ failed`，worker 中的
+`AttributeError: Can't get attribute 'MyDataset' on <module '__main__' (built-in)>`，
+`TypeError: cannot pickle '_io.TextIOWrapper' object`、`TypeError: cannot pickle
+'Environment' object`（lmdb）、`TypeError: h5py objects cannot be pickled`；子进程还常常再报一个
+误导性的错误：`EOFError: Ran out of input` 或 `BrokenPipeError: [Errno 32] Broken pipe`。
+
+## Known problems
+`Can't get attribute 'Net' on <module '__main__'>` 也可能来自对整个模型保存的文件调用 `torch.load`；
+这种情况可以从 `torch.load` 的调用栈认出来，属于 `whole-module-saved`。
+
+## References
+- PyTorch 文档 `torch.utils.data` 中的 “Platform-specific behaviors” 一节。
+""",
+    },
+)
+
+_LOCAL = re.compile(r"Can't (?:pickle|get) local object '?(?:<function )?(?P<object>[^'\s]+)")
+_LAMBDA = re.compile(r"Can't pickle <function (?P<object><lambda>|[\w.]+) at 0x[0-9a-f]+>")
+_MAIN_ATTRIBUTE = re.compile(
+    r"Can't get attribute '(?P<object>[\w.]+)' on <module '__main__' (?P<where>[^>]*)>")
+_HANDLE = re.compile(
+    r"(?:cannot|can't) (?:pickle|serialize) '?(?P<object>[\w.]+)'? (?:object|instances)"
+    r"|can't pickle (?P<old>\w+) objects"
+    r"|(?P<h5py>h5py objects cannot be pickled)")
+# Frames of the DataLoader starting workers, or of the worker process unpickling what it got.
+_WORKER_FRAMES = re.compile(
+    r"dataloader\.py|[/\\]multiprocessing[/\\]|popen_spawn|spawn\.py|reduction\.py|worker\.py")
+# Frames of torch.save / torch.load: the object is a saved model, not a DataLoader's payload.
+_SERIALIZATION_FRAMES = re.compile(r"serialization\.py|torch[/\\]hub\.py")
+
+_LOCAL_CAUSE = {
+    "en": "`{object}` is a lambda, or a function or class defined inside a function: pickle "
+          "cannot send it to the spawned DataLoader workers (Windows, macOS, Jupyter, or "
+          "`spawn`).",
+    "zh": "`{object}` 是 lambda，或定义在函数内部的函数或类：pickle 无法把它发送给以 spawn 方式"
+          "启动的 DataLoader worker（Windows、macOS、Jupyter 或 `spawn`）。",
+}
+_LOCAL_FIX = {
+    "en": "Define `{object}` at the top level of a module (a named `def` instead of a "
+          "lambda, or `functools.partial` of a top-level function), or set `num_workers=0`.",
+    "zh": "把 `{object}` 定义在模块顶层（用具名的 `def` 代替 lambda，或对顶层函数使用 "
+          "`functools.partial`），或者设 `num_workers=0`。",
+}
+_MAIN_CAUSE = {
+    "en": "The spawned DataLoader worker could not find `{object}`: it is defined in the "
+          "notebook or the interactive `__main__`, which a fresh worker process does not run.",
+    "zh": "以 spawn 方式启动的 DataLoader worker 找不到 `{object}`：它定义在 notebook 或交互式的 "
+          "`__main__` 中，而新启动的 worker 进程不会执行那里的代码。",
+}
+_MAIN_FIX = {
+    "en": "Move `{object}` into a `.py` file next to the notebook and import it from there, "
+          "or set `num_workers=0`.",
+    "zh": "把 `{object}` 移到 notebook 旁边的 `.py` 文件中再导入，或者设 `num_workers=0`。",
+}
+_HANDLE_CAUSE = {
+    "en": "The Dataset holds an object of type `{object}` (an open file, LMDB environment, "
+          "HDF5 file, lock or connection) created in `__init__`; it cannot be pickled for the "
+          "spawned DataLoader workers.",
+    "zh": "Dataset 在 `__init__` 中创建并持有一个 `{object}` 类型的对象（打开的文件、LMDB 环境、"
+          "HDF5 文件、锁或连接），它无法被 pickle 后传给以 spawn 方式启动的 DataLoader worker。",
+}
+_HANDLE_FIX = {
+    "en": "Store only the path in `__init__` and open the handle lazily in `__getitem__` "
+          "(once per worker, e.g. `if self.env is None: self.env = lmdb.open(self.path)`).",
+    "zh": "在 `__init__` 中只保存路径，在 `__getitem__` 中按需打开句柄（每个 worker 打开一次，例如 "
+          "`if self.env is None: self.env = lmdb.open(self.path)`）。",
+}
+
+
+# Output the parser could not split into blocks (a bare quoted line): no frames to go by.
+PITFALL.error(r"Can't (?:pickle|get) local object '(?P<object>[^'\s]+)'", types=(),
+              confidence=0.55, cause=_LOCAL_CAUSE, fix=_LOCAL_FIX)
+
+
+@PITFALL.error_check(types=("AttributeError", "PicklingError", "TypeError"))
+def unpicklable(block, report) -> Clue | None:
+    """Pickling errors, placed by their frames: DataLoader / multiprocessing ones are ours,
+    torch.save / torch.load ones are a saved model's (`whole-module-saved`)."""
+    message = block.message
+    found, cause, fix, generic = _LOCAL.search(message), _LOCAL_CAUSE, _LOCAL_FIX, 0.6
+    if found is None:
+        found = _LAMBDA.search(message)
+    if found is None:
+        found, cause, fix, generic = _MAIN_ATTRIBUTE.search(message), _MAIN_CAUSE, _MAIN_FIX, 0.0
+    if found is None:
+        found, cause, fix, generic = _HANDLE.search(message), _HANDLE_CAUSE, _HANDLE_FIX, 0.45
+    if found is None:
+        return None
+    fields = {"object": found.group("object") or found.groupdict().get("old") or "h5py object"}
+    paths = " ".join(frame.path for frame in block.frames)
+    if _SERIALIZATION_FRAMES.search(paths):
+        return None
+    if _WORKER_FRAMES.search(paths):
+        return Clue(0.95, cause, fix, fields)
+    if cause is _MAIN_CAUSE:
+        # No frames to go by: "(built-in)" is the __main__ of a notebook or a REPL, which is
+        # what a spawned worker sees; `from 'train.py'` is more often a torch.load.
+        return Clue(0.75, cause, fix, fields) if found.group("where") == "(built-in)" else None
+    loader_nearby = "DataLoader" in report.text or "dataloader" in report.text
+    return Clue(0.8 if loader_nearby else generic, cause, fix, fields)
+
+
+@PITFALL.error_check(types=("EOFError", "BrokenPipeError"))
+def spawned_child_got_nothing(block, report) -> Clue | None:
+    """The spawned child's side of a failed pickle: `EOFError: Ran out of input` in
+    `spawn_main`, or the parent's `BrokenPipeError`; misleading surfaces of this pitfall."""
+    paths = " ".join(frame.path for frame in block.frames)
+    if not re.search(r"spawn\.py|popen_spawn", paths):
+        return None
+    pickled = re.search(r"Can't (?:pickle|get)|cannot pickle|can't pickle", report.text or "")
+    return Clue(0.95 if pickled else 0.75, {
+        "en": "This error is only the spawned DataLoader worker's side: the main process failed "
+              "to pickle the Dataset or a function for it (look for `Can't pickle` above), so "
+              "the worker received nothing.",
+        "zh": "这个错误只是以 spawn 方式启动的 DataLoader worker 一侧的表现：主进程没能把 Dataset "
+              "或某个函数 pickle 给它（请在上文查找 `Can't pickle`），所以 worker 什么也没收到。",
+    })

@@ -1,0 +1,213 @@
+"""TD306 collate-size-mismatch: the default collate cannot stack samples of different sizes."""
+from __future__ import annotations
+
+import re
+
+from torchdoctor.catalog._model import Clue, Pitfall
+
+PITFALL = Pitfall(
+    code="TD306",
+    name="collate-size-mismatch",
+    title={"en": "DataLoader batches samples of different sizes with the default collate",
+           "zh": "DataLoader 用默认的 collate 把大小不同的样本拼成 batch"},
+    messages={"": {
+        "en": "the default `collate_fn` stacks the samples of a batch into one tensor, and they "
+              "do not all have the same shape",
+        "zh": "默认的 `collate_fn` 会把一个 batch 中的样本堆叠成一个张量，而这些样本的形状并不都相同",
+    }},
+    fix_hint={
+        "en": "Give every sample the same shape (e.g. `transforms.Resize((224, 224))` or a "
+              "crop to a fixed size), or pass a `collate_fn` that pads variable-length data "
+              "(`torch.nn.utils.rnn.pad_sequence`) or returns a list. `batch_size=1` runs "
+              "if this is the cause.",
+        "zh": "让每个样本的形状一致（例如 `transforms.Resize((224, 224))`，或裁剪到固定大小），"
+              "或者传入一个 `collate_fn`，对变长数据做填充（`torch.nn.utils.rnn.pad_sequence`）"
+              "或直接返回列表。若确是此原因，`batch_size=1` 时可以正常运行。",
+    },
+    docs={
+        "en": """
+## What it catches
+A DataLoader whose samples differ in shape, batched by the default `collate_fn`, which calls
+`torch.stack` on the samples' tensors. Typical cases: images of different sizes resized by
+their shorter side (`transforms.Resize(256)`) but never cropped, sentences or audio clips of
+different lengths, a variable number of boxes per image in detection.
+
+## Why is this bad?
+`torch.stack` needs tensors of one shape. The error comes from inside a DataLoader worker,
+names no file and no sample, and appears only when two different sizes first meet in one
+batch, so it can take a while (or a shuffle) to show up. It often hides the real design
+question: should the samples be resized, padded, or kept as a list?
+
+## Example
+```python
+import torch
+from torch.utils.data import DataLoader
+
+sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
+loader = DataLoader(sentences, batch_size=2)
+for batch in loader:
+    pass
+```
+
+## Use instead:
+```python
+import torch
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader
+
+sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
+loader = DataLoader(sentences, batch_size=2,
+                    collate_fn=lambda batch: pad_sequence(batch, batch_first=True))
+for batch in loader:
+    pass
+```
+
+## Symptoms
+`RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0
+and [3, 224, 199] at entry 3`, often wrapped as `RuntimeError: Caught RuntimeError in
+DataLoader worker process 0.` with `default_collate` / `collate.py` in the original
+traceback. With workers, when the first sample of the batch is the largest, the same mistake
+surfaces as `RuntimeError: Trying to resize storage that is not resizable` in
+`collate_tensor_fn`. Older releases: `RuntimeError: invalid argument 0: Sizes of tensors must match
+except in dimension 0. Got 224 and 199 in dimension 2 at
+/pytorch/aten/src/TH/generic/THTensorMath.cpp:...`, or `Sizes of tensors must match except in
+dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`.
+
+## Known problems
+`torch.stack` and `torch.cat` raise the same messages in model code (a U-Net skip
+connection of an odd-sized image, for example); without collate frames in the traceback
+that is shown only as a weak guess. With `num_workers > 0` on Windows or macOS, a lambda
+`collate_fn` as above must become a top-level function (see `dataloader-worker-pickle`).
+""",
+        "zh": """
+## What it catches
+样本形状各不相同的 DataLoader，却使用默认的 `collate_fn` 组 batch，而它会对样本中的张量调用 `torch.stack`。
+典型情况：按短边缩放（`transforms.Resize(256)`）却没有裁剪、尺寸不一的图像，长度不同的句子或音频片段，
+目标检测中每张图像数量不等的框。
+
+## Why is this bad?
+`torch.stack` 要求所有张量形状相同。这个错误发生在 DataLoader worker 内部，不指出文件也不指出是哪个样本，
+而且只有当两种不同尺寸第一次出现在同一个 batch 中时才会触发，所以可能要运行一阵（或换一次打乱顺序）才会出现。
+它背后往往是一个需要想清楚的设计问题：这些样本应该缩放、填充，还是保持为列表？
+
+## Example
+```python
+import torch
+from torch.utils.data import DataLoader
+
+sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
+loader = DataLoader(sentences, batch_size=2)
+for batch in loader:
+    pass
+```
+
+## Use instead:
+```python
+import torch
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader
+
+sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
+loader = DataLoader(sentences, batch_size=2,
+                    collate_fn=lambda batch: pad_sequence(batch, batch_first=True))
+for batch in loader:
+    pass
+```
+
+## Symptoms
+`RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0
+and [3, 224, 199] at entry 3`，常被包装成 `RuntimeError: Caught RuntimeError in
+DataLoader worker process 0.`，原始调用栈中可以看到 `default_collate` / `collate.py`。
+使用 worker 且 batch 中第一个样本最大时，同一个错误会表现为 `collate_tensor_fn` 中的
+`RuntimeError: Trying to resize storage that is not resizable`。
+旧版本：`RuntimeError: invalid argument 0: Sizes of tensors must match
+except in dimension 0. Got 224 and 199 in dimension 2 at
+/pytorch/aten/src/TH/generic/THTensorMath.cpp:...`，或 `Sizes of tensors must match except in
+dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`。
+
+## Known problems
+模型代码中的 `torch.stack` 和 `torch.cat` 也会给出同样的报错（例如尺寸为奇数的图像经过 U-Net 的跳跃连接）；
+如果调用栈里没有 collate 相关的帧，只会作为较弱的猜测给出。在 Windows 或 macOS 上使用 `num_workers > 0` 时，
+上面那样的 lambda `collate_fn` 需要改成模块顶层函数（参见 `dataloader-worker-pickle`）。
+""",
+    },
+)
+
+_STACK = re.compile(
+    r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
+    r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)")
+_CAT = re.compile(
+    r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\. "
+    r"(?:Got (?P<size>\d+) and (?P<other_size>\d+) in dimension (?P<dim>\d+)"
+    r"|Expected size (?P<size2>\d+) but got size (?P<other_size2>\d+) for tensor number "
+    r"(?P<other_entry>\d+))")
+_COLLATE_TEXT = re.compile(r"in DataLoader worker process|default_collate|collate\.py")
+
+_STACK_CAUSE = {
+    "en": "Collating a batch stacks its samples, which must have one shape: sample "
+          "{first_entry} has [{first}] but sample {other_entry} has [{other}].",
+    "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同：第 {first_entry} 个样本是 "
+          "[{first}]，第 {other_entry} 个却是 [{other}]。",
+}
+_CAT_CAUSE = {
+    "en": "Collating a batch stacks its samples, which must have one shape, and they differ in "
+          "size ({size} vs {other_size}).",
+    "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同，而这些样本的大小不同"
+          "（{size} 与 {other_size}）。",
+}
+_RESIZE = "Trying to resize storage that is not resizable"
+_RESIZE_CAUSE = {
+    "en": "The samples of a batch differ in size: with workers, the collate stacks them into "
+          "shared memory sized for all of them, and reshaping it to batch x (first sample's "
+          "shape) fails. The message hides the real error, a stack of unequal shapes.",
+    "zh": "一个 batch 中样本的大小不一致：使用 worker 时，collate 会把样本堆叠到按总大小分配的共享内存中，"
+          "再按“batch x 第一个样本的形状”改变其大小，于是失败。这条报错掩盖了真正的问题：堆叠形状不同的张量。",
+}
+_STACK_GUESS = {
+    "en": "torch.stack got tensors of different shapes ([{first}] and [{other}]); if this "
+          "comes from a DataLoader, its samples differ in size.",
+    "zh": "torch.stack 收到了形状不同的张量（[{first}] 与 [{other}]）；如果它来自 DataLoader，"
+          "说明各个样本的大小不一致。",
+}
+
+
+# Output the parser could not split into blocks (a worker's traceback logged as one escaped
+# line): the DataLoader's worker wrapper and the stack error in the same text.
+PITFALL.error(r"in DataLoader worker process.*?" + _STACK.pattern, types=(), confidence=0.9,
+              cause=_STACK_CAUSE)
+
+
+@PITFALL.error_check()
+def stacked_samples(block, report) -> Clue | None:
+    """Surely the collate when its frames, or the DataLoader's worker wrapper, are present;
+    otherwise a guess, since model code stacks and concatenates too."""
+    in_collate = _in_collate(block, report)
+    found = _STACK.search(block.message)
+    if found is not None:
+        return Clue(0.95 if in_collate else 0.6, _STACK_CAUSE if in_collate else _STACK_GUESS,
+                    None, found.groupdict())
+    if _RESIZE in block.message:
+        # In a worker the collate stacks into shared memory sized by the samples' total size;
+        # when the first sample is the largest, resizing that storage fails before stack runs.
+        return Clue(0.9, _RESIZE_CAUSE) if in_collate else None
+    found = _CAT.search(block.message)
+    if found is None:
+        return None
+    fields = {k: v for k, v in found.groupdict().items() if v is not None}
+    fields.setdefault("size", fields.get("size2", "?"))
+    fields.setdefault("other_size", fields.get("other_size2", "?"))
+    if in_collate:
+        return Clue(0.95, _CAT_CAUSE, None, fields)
+    if fields["cat_dim"] != "0":
+        return None  # a torch.cat along a feature dimension in model code: not a batch
+    # Before PyTorch 1.5, default_collate's torch.stack reported this cat error; then it was
+    # nearly always the collate. In newer code a bare cat along dim 0 is only a guess.
+    old = "invalid argument 0" in block.message or "offending index" in block.message
+    return Clue(0.75 if old else 0.45, _CAT_CAUSE, None, fields)
+
+
+def _in_collate(block, report) -> bool:
+    for frame in block.frames:
+        if "collate" in (frame.function or "") or frame.path.endswith("collate.py"):
+            return True
+    return bool(_COLLATE_TEXT.search(block.message) or _COLLATE_TEXT.search(report.text or ""))
