@@ -187,16 +187,24 @@ _BUILD_ERROR_CAUSE = {
     "zh": "扩展的 C++/CUDA 源码使用了 `{api}`，而当前的 PyTorch 已经没有它：这些代码是为旧版本写的。",
 }
 for _pattern in (
-    r"'(?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCudaMalloc|THCudaFree|THCState_getCurrentStream)'"
-    r" was not declared",
+    # gcc quotes names with '...' or, in a UTF-8 locale, with typographic quotes.
+    r"['\u2018](?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCudaMalloc|THCudaFree"
+    r"|THCState_getCurrentStream)['\u2019] was not declared",
     r'identifier "(?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCState_getCurrentStream|THCState)" '
     r"is undefined",
-    r"'(?P<api>THCState)' (?:does not name a type|was not declared)",
-    r"(?P<api>THC/\w+\.c?uh?): (?:No such file or directory|没有那个文件或目录)",
-    r"cannot open source file \"(?P<api>THC/\w+\.c?uh?)\"",
+    r"['\u2018](?P<api>THCState)['\u2019] (?:does not name a type|was not declared)",
+    r"(?P<api>THC/\w+\.(?:h|cuh|hpp)): (?:No such file or directory|没有那个文件或目录)",
+    r"cannot open source file \"(?P<api>THC/\w+\.(?:h|cuh|hpp))\"",
     r"(?P<api>DeprecatedTypeProperties)\W{1,4}\s*to\W{1,4}(?:c10::)?ScalarType",
 ):
     PITFALL.error(_pattern, types=(), confidence=0.95, cause=_BUILD_ERROR_CAUSE)
+# The deprecation of `data<T>()`: gcc points at its declaration in torch's TensorBody.h.
+PITFALL.error(r"(?:Tensor\.data<T>\(\) is deprecated|declared here\s+T \* data\(\) const)",
+              types=(), confidence=0.8,
+              cause={"en": "The extension calls `tensor.data<T>()`, deprecated in favour of "
+                           "`tensor.data_ptr<T>()`: code written for an older PyTorch.",
+                     "zh": "扩展调用了已弃用的 `tensor.data<T>()`（应改用 `tensor.data_ptr<T>()`）："
+                           "这是为旧版 PyTorch 写的代码。"})
 
 # Only files that use PyTorch's C++ API are read: `.type()` and `data<T>()` mean nothing else.
 _USES_TORCH = re.compile(r"torch/|ATen|THC|\bat::|\btorch::|\bc10::|AT_CHECK|AT_DISPATCH")
