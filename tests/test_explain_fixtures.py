@@ -44,3 +44,20 @@ def test_chinese_explanation(path):
     explanation = diagnose(parse_text(text), "zh", link=False)
     top = explanation.diagnoses[0]
     assert any("\u4e00" <= ch <= "\u9fff" for ch in top.cause + top.fix)
+
+
+# The link to the user's code: error outputs next to the files that produced them ------------
+
+LINKS = sorted(p for p in (FIXTURES / "explain_links").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("case", LINKS, ids=lambda p: p.name)
+def test_links_the_error_to_its_root_line(case):
+    headers, text = read_fixture(case / "error.txt")
+    explanation = diagnose(parse_text(text.replace("{DIR}", str(case))), "en", link=True)
+    top = explanation.diagnoses[0]
+    assert top.pitfall.name == headers["expect"], [d.pitfall.name for d in explanation.diagnoses]
+    root_file, root_line = headers["root"].split(":")
+    assert top.location.path == str(case / root_file)
+    assert top.location.line == int(root_line)
+    assert top.location.source  # the user's line, shown

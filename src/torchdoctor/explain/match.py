@@ -200,7 +200,11 @@ def _link_user_code(report: ErrorReport, diagnoses: list[Diagnosis], lang: str) 
             for diagnosis in wanted[finding.code]:
                 diagnosis.linked.append((location, finding.name, finding.message))
                 if finding.code == diagnosis.pitfall.code:
-                    continue  # its own finding: the link above says where
+                    # Its own finding in the user's code is where the error was made: the
+                    # crash line stays in `error.user_frame`.
+                    if not any(name == finding.name for _, name, _ in diagnosis.linked[:-1]):
+                        diagnosis.location = location
+                    continue
                 root = _registry.get(finding.code)
                 confidence = min(diagnosis.confidence + _LINK_BONUS, 0.99)
                 if root.name not in roots or roots[root.name].confidence < confidence:
