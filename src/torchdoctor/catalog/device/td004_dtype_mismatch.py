@@ -331,3 +331,15 @@ PITFALL.error(r"\w+ and \w+ must have the same dtype(?!, but got)", confidence=0
                            "reverse).",
                      "zh": "层的输入与权重 dtype 不同（float64 或半精度的输入送进了 float32 的"
                            "模型，或者反过来）。"})
+# scatter/gather/index_add keep one dtype: `counts.scatter_add_(0, labels, torch.ones_like(labels))`
+# on a float `counts` adds Long ones.
+PITFALL.error(r"(?P<op>\w+)\(\): Expected self\.dtype to be equal to src\.dtype", confidence=0.85,
+              cause={"en": "`{op}` writes `src` into `self`, and both must have the same dtype: "
+                           "here they differ (often a float tensor filled from integer labels "
+                           "with `torch.ones_like(labels)`).",
+                     "zh": "`{op}` 把 `src` 写入 `self`，两者的 dtype 必须相同：这里不同（常见的是用 "
+                           "`torch.ones_like(labels)` 这样的整型张量去填一个浮点张量）。"},
+              fix={"en": "Convert `src` to `self.dtype` (`src.to(self.dtype)`), or create it "
+                         "with the right dtype (`torch.ones_like(labels, dtype=counts.dtype)`).",
+                   "zh": "把 `src` 转成 `self.dtype`（`src.to(self.dtype)`），或者一开始就用正确的 "
+                         "dtype 创建它（`torch.ones_like(labels, dtype=counts.dtype)`）。"})

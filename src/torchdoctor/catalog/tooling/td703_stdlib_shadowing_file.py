@@ -177,6 +177,8 @@ def _shadowing_file(directory: str, module: str) -> str | None:
 
 # Explaining the errors it causes ------------------------------------------------------------
 
+# `cannot import name 'deepcopy' from 'copy' (/home/me/project/copy.py)`: Python names the file.
+_FROM_FILE = re.compile(r"from '(?P<module>[\w.]+)' \((?P<path>[^)]+)\)")
 _PARTIAL = re.compile(r"partially initialized module '(?P<module>[\w.]+)'")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'")
 _CAUSE = {
@@ -190,7 +192,7 @@ _STANDARD_DIRS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\", "<
 
 @PITFALL.error_check(types=("AttributeError", "ImportError"))
 def explain(block, report) -> Clue | None:
-    shadow = _shadowing_frame(block)
+    shadow = _shadowing_frame(block) or _shadowing_file_named(block.message)
     if shadow is not None:
         return Clue(0.95, _CAUSE, fields={"module": shadow})
     partial = _PARTIAL.search(block.message)
@@ -203,6 +205,17 @@ def explain(block, report) -> Clue | None:
     if missing is not None and missing.group("module") in _EVERYDAY_MODULES:
         if missing.group("attr") in _EVERYDAY_MODULES[missing.group("module")]:
             return Clue(0.85, _CAUSE, fields={"module": missing.group("module")})
+    return None
+
+
+def _shadowing_file_named(message: str) -> str | None:
+    found = _FROM_FILE.search(message)
+    if found is None:
+        return None
+    module = found.group("module").partition(".")[0]
+    path = found.group("path").replace("\\", "/")
+    if module in _SHADOWABLE and not any(d in path for d in _STANDARD_DIRS):
+        return module
     return None
 
 

@@ -193,8 +193,8 @@ for _pattern in (
     r'identifier "(?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCState_getCurrentStream|THCState)" '
     r"is undefined",
     r"['\u2018](?P<api>THCState)['\u2019] (?:does not name a type|was not declared)",
-    r"(?P<api>THC/\w+\.(?:h|cuh|hpp)): (?:No such file or directory|没有那个文件或目录)",
-    r"cannot open source file \"(?P<api>THC/\w+\.(?:h|cuh|hpp))\"",
+    r"(?P<api>THC?/\w+\.(?:h|cuh|hpp)): (?:No such file or directory|没有那个文件或目录)",
+    r"cannot open source file \"(?P<api>THC?/\w+\.(?:h|cuh|hpp))\"",
     r"(?P<api>DeprecatedTypeProperties)\W{1,4}\s*to\W{1,4}(?:c10::)?ScalarType",
 ):
     PITFALL.error(_pattern, types=(), confidence=0.95, cause=_BUILD_ERROR_CAUSE)
