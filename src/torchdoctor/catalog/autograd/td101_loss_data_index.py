@@ -21,6 +21,12 @@ PITFALL = Pitfall(
     fix_title={"en": "Replace `.data[0]` with `.item()`",
                "zh": "把 `.data[0]` 换成 `.item()`"},
     fix_applicability="safe",
+    fix_hint={
+        "en": "Replace `loss.data[0]` (or `loss[0]`) with `loss.item()` to get the Python "
+              "number; `.item()` works on every version since PyTorch 0.4.",
+        "zh": "把 `loss.data[0]`（或 `loss[0]`）换成 `loss.item()` 来取得 Python 数字；"
+              "`.item()` 在 PyTorch 0.4 之后的所有版本中都可用。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -119,6 +125,16 @@ def train_step(model, images, labels, total_loss):
 """,
     },
 )
+
+PITFALL.error(
+    r"invalid index of a 0-dim tensor", types=("IndexError",), confidence=0.95,
+    cause={
+        "en": "A 0-dim tensor (a loss, a `.sum()` or `.mean()`, a scalar) was indexed, usually "
+              "with the pre-0.4 idiom `loss.data[0]`: since PyTorch 0.4 these are scalars "
+              "with no dimension to index.",
+        "zh": "对一个 0 维张量（损失、`.sum()` 或 `.mean()` 的结果、标量）做了索引，通常是 0.4 之前的写法 "
+              "`loss.data[0]`：从 PyTorch 0.4 起它们是标量，没有可索引的维度。",
+    })
 
 # Functional losses and how many tensor arguments they take before the options; they return a
 # 0-dim tensor unless `reduction="none"` (or the legacy `reduce=False`) is passed.

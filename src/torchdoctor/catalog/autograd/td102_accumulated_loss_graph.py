@@ -21,6 +21,12 @@ PITFALL = Pitfall(
     }},
     fix_title={"en": "Accumulate `{loss}.item()`", "zh": "改为累加 `{loss}.item()`"},
     fix_applicability="unsafe",
+    fix_hint={
+        "en": "Accumulate numbers, not graphs: `total_loss += loss.item()` (or "
+              "`loss.detach()` to stay on the GPU), and `losses.append(loss.item())`.",
+        "zh": "累加数值而不是计算图：`total_loss += loss.item()`（想留在 GPU 上就用 "
+              "`loss.detach()`），以及 `losses.append(loss.item())`。",
+    },
     docs={
         "en": """
 ## What it catches

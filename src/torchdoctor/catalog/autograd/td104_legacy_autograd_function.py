@@ -20,6 +20,15 @@ PITFALL = Pitfall(
               "PyTorch 1.3 起会抛出 RuntimeError；请改成 `@staticmethod def {method}(ctx, ...)`，"
               "并通过 `{cls}.apply(...)` 调用",
     }},
+    fix_hint={
+        "en": "Make `forward` and `backward` `@staticmethod`s taking `ctx` instead of `self`, "
+              "move `__init__` options to extra arguments of `forward` (with a `None` "
+              "gradient each in `backward`), and call `MyFn.apply(x, ...)` instead of "
+              "`MyFn()(x)`.",
+        "zh": "把 `forward` 和 `backward` 改成以 `ctx` 代替 `self` 的 `@staticmethod`，把 `__init__` "
+              "的选项改为 `forward` 的额外参数（在 `backward` 中各自返回 `None` 梯度），并用 "
+              "`MyFn.apply(x, ...)` 代替 `MyFn()(x)` 调用。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -163,6 +172,26 @@ are all static, so you should invoke them on the class itself.`
 """,
     },
 )
+
+PITFALL.error(
+    r"Legacy autograd function with non-static forward method is deprecated",
+    types=("RuntimeError", "UserWarning", "DeprecationWarning"), confidence=0.95,
+    cause={
+        "en": "A custom `torch.autograd.Function` is written in the legacy style (instance "
+              "`forward`/`backward`, called as `MyFn()(x)`), which PyTorch no longer runs "
+              "since 1.3.",
+        "zh": "某个自定义 `torch.autograd.Function` 用的是旧式写法（实例方法 `forward`/`backward`，"
+              "以 `MyFn()(x)` 调用），PyTorch 从 1.3 起已不再支持。",
+    })
+PITFALL.error(
+    r"should not be instantiated\. Methods on autograd functions are all static",
+    types=("DeprecationWarning", "UserWarning"), confidence=0.85,
+    cause={
+        "en": "A `torch.autograd.Function` subclass is instantiated (`MyFn()(x)`): autograd "
+              "Functions are used through `MyFn.apply(x)`, with static methods.",
+        "zh": "对 `torch.autograd.Function` 的子类做了实例化（`MyFn()(x)`）：autograd Function "
+              "应通过 `MyFn.apply(x)` 使用，其方法都是静态方法。",
+    })
 
 FUNCTION_CLASSES = frozenset({
     "torch.autograd.Function", "torch.autograd.function.Function",

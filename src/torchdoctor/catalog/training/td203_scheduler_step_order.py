@@ -36,6 +36,14 @@ PITFALL = Pitfall(
                   "学习率走完调度的速度快了“每个 epoch 的 batch 数”倍",
         },
     },
+    fix_hint={
+        "en": "Call `optimizer.step()` first and `scheduler.step()` after it, once per epoch "
+              "for epoch-based schedules (`StepLR`, `MultiStepLR`, `CosineAnnealingLR`); per "
+              "batch only for schedules counted in steps (`OneCycleLR`, warmup schedules).",
+        "zh": "先调用 `optimizer.step()`，再调用 `scheduler.step()`；按 epoch 计数的调度器（`StepLR`、"
+              "`MultiStepLR`、`CosineAnnealingLR`）每个 epoch 调用一次，只有按步数计数的调度器"
+              "（`OneCycleLR`、warmup 调度）才每个 batch 调用。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -169,6 +177,19 @@ the learning rate schedule.`
 """,
     },
 )
+
+PITFALL.error(
+    r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`",
+    types=("UserWarning",), confidence=0.9,
+    cause={
+        "en": "`scheduler.step()` ran before the first `optimizer.step()`: the first value of "
+              "the learning-rate schedule is skipped. With a `GradScaler` this warning can also "
+              "appear when the first optimizer step was skipped for inf/NaN gradients; then it "
+              "is harmless.",
+        "zh": "`scheduler.step()` 在第一次 `optimizer.step()` 之前执行了：学习率调度的第一个值被跳过。"
+              "使用 `GradScaler` 时，如果第一次优化器更新因梯度出现 inf/NaN 而被跳过，也会出现这条警告，"
+              "此时它无害。",
+    })
 
 # `scheduler`, `sched`, `lr_scheduler`, `scheduler_g`, `self.lr_scheduler`, `warmup_lr_scheduler`.
 _SCHEDULER_NAME = re.compile(r"^(?:lr_?)?sched(?:uler)?(?:_[a-z0-9]+)?$|lr_?sched", re.IGNORECASE)

@@ -1,0 +1,221 @@
+"""TD207 cross-entropy-target-dtype: class-index targets of a classification loss are not int64."""
+from __future__ import annotations
+
+import re
+
+from torchdoctor.catalog._model import Clue, Pitfall
+
+PITFALL = Pitfall(
+    code="TD207",
+    name="cross-entropy-target-dtype",
+    title={"en": "Class-index target of `cross_entropy`/`nll_loss` is not int64",
+           "zh": "`cross_entropy`/`nll_loss` 的类别索引标签不是 int64"},
+    messages={"": {
+        "en": "The target of `CrossEntropyLoss`/`NLLLoss` holds class indices and must be an "
+              "int64 (`torch.long`) tensor",
+        "zh": "`CrossEntropyLoss`/`NLLLoss` 的 target 是类别索引，必须是 int64（`torch.long`）张量",
+    }},
+    fix_hint={
+        "en": "Convert the labels to int64 where they are made or right before the loss: "
+              "`loss = criterion(logits, labels.long())`. Float labels usually come from numpy "
+              "(`torch.from_numpy` of a float array, `torch.Tensor(labels)`); int32 labels from "
+              "`np.int32`/pandas columns or `torch.IntTensor`.",
+        "zh": "在生成标签的地方或紧挨着损失函数之前把它转成 int64：`loss = criterion(logits, "
+              "labels.long())`。float 标签通常来自 numpy（对 float 数组做 `torch.from_numpy`，"
+              "或用 `torch.Tensor(labels)`）；int32 标签来自 `np.int32`、pandas 的列或 `torch.IntTensor`。",
+    },
+    docs={
+        "en": """
+## What it catches
+The dtype errors of `nn.CrossEntropyLoss`, `nn.NLLLoss`, `F.cross_entropy` and `F.nll_loss`
+when the target holds class indices of a dtype other than int64: `expected scalar type Long but
+found Float` (or `Int`), `expected target dtype to be Long or Byte, but got Float`,
+`"nll_loss_forward_reduce_cuda_kernel_2d_index" not implemented for 'Int'` and the older
+`Expected object of scalar type Long but got scalar type Float for argument #2 'target'`.
+
+## Why is this bad?
+With class-index targets, `cross_entropy` uses each target value to pick one column of the
+logits, and its kernels are written for int64 indices only. Labels are often built by code
+that does not care about dtypes: `torch.Tensor(labels)` and `torch.from_numpy` of a float array
+give float32/float64, pandas and `np.int32` give int32, and `torch.tensor` of a list of Python
+floats gives float32. Since PyTorch 1.10 a float target with the same shape as the input is
+read as class probabilities (soft labels); the reverse mistake, one-hot labels stored as
+int64, fails with `Expected floating point type for target with class probabilities, got
+Long`.
+
+## Example
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+logits = torch.randn(4, 3, requires_grad=True)
+labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
+loss = criterion(logits, labels)
+```
+
+## Use instead:
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+logits = torch.randn(4, 3, requires_grad=True)
+labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
+loss = criterion(logits, labels.long())
+```
+
+## Symptoms
+- PyTorch 2.13: `RuntimeError: expected target dtype to be Long or Byte, but got Float`
+- earlier 2.x and late 1.x: `RuntimeError: expected scalar type Long but found Float` (or
+  `found Int`),
+  on CUDA `RuntimeError: "nll_loss_forward_reduce_cuda_kernel_2d_index" not implemented for
+  'Int'`
+- early 1.x: `RuntimeError: Expected object of scalar type Long but got scalar type Float for
+  argument #2 'target' in call to _thnn_nll_loss_forward`
+- 0.4: `RuntimeError: Expected object of type torch.LongTensor but found type
+  torch.FloatTensor for argument #2 'target'`
+- one-hot int64 target: `RuntimeError: Expected floating point type for target with class
+  probabilities, got Long`
+
+## Known problems
+`expected scalar type Long but found Float` is also raised by other operations fed an int64
+tensor (a matrix product of integer inputs with float weights): without a loss function in the
+traceback the explainer ranks this entry lower.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
+""",
+        "zh": """
+## What it catches
+`nn.CrossEntropyLoss`、`nn.NLLLoss`、`F.cross_entropy`、`F.nll_loss` 的 target 是类别索引、
+但 dtype 不是 int64 时的报错：`expected scalar type Long but found Float`（或 `Int`）、
+`expected target dtype to be Long or Byte, but got Float`、
+`"nll_loss_forward_reduce_cuda_kernel_2d_index" not implemented for 'Int'`，以及较早版本的
+`Expected object of scalar type Long but got scalar type Float for argument #2 'target'`。
+
+## Why is this bad?
+当 target 是类别索引时，`cross_entropy` 用每个 target 值去取 logits 中的某一列，它的内核只支持
+int64 索引。标签往往由不关心 dtype 的代码生成：`torch.Tensor(labels)` 和对 float 数组做
+`torch.from_numpy` 得到的是 float32/float64，pandas 和 `np.int32` 给出的是 int32，对 Python
+浮点数列表调用 `torch.tensor` 得到的是 float32。从 PyTorch 1.10 起，与输入形状相同的 float target
+会被当作类别概率（软标签）；反过来，把 one-hot 标签存成 int64，则会报
+`Expected floating point type for target with class probabilities, got Long`。
+
+## Example
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+logits = torch.randn(4, 3, requires_grad=True)
+labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
+loss = criterion(logits, labels)
+```
+
+## Use instead:
+```python
+import numpy as np
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+logits = torch.randn(4, 3, requires_grad=True)
+labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
+loss = criterion(logits, labels.long())
+```
+
+## Symptoms
+- PyTorch 2.13：`RuntimeError: expected target dtype to be Long or Byte, but got Float`
+- 较早的 2.x 和较晚的 1.x：`RuntimeError: expected scalar type Long but found Float`（或 `found Int`），
+  CUDA 上为 `RuntimeError: "nll_loss_forward_reduce_cuda_kernel_2d_index" not implemented for
+  'Int'`
+- 早期的 1.x：`RuntimeError: Expected object of scalar type Long but got scalar type Float for
+  argument #2 'target' in call to _thnn_nll_loss_forward`
+- 0.4：`RuntimeError: Expected object of type torch.LongTensor but found type
+  torch.FloatTensor for argument #2 'target'`
+- one-hot 的 int64 标签：`RuntimeError: Expected floating point type for target with class
+  probabilities, got Long`
+
+## Known problems
+其他运算收到 int64 张量时（例如整数输入与浮点权重做矩阵乘法）也会报 `expected scalar type Long
+but found Float`：调用栈中没有损失函数时，解释器会降低这一条的排名。
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
+""",
+    },
+)
+
+_CAUSE = {
+    "en": "The target passed to `cross_entropy`/`nll_loss` holds class indices as {dtype}; "
+          "the loss indexes the logits with it and accepts only int64 (`torch.long`).",
+    "zh": "传给 `cross_entropy`/`nll_loss` 的 target 是 {dtype} 类型的类别索引；损失函数要用它去索引 "
+          "logits，只接受 int64（`torch.long`）。",
+}
+_CAUSE_UNSURE = {
+    "en": "An operation expected an int64 (Long) tensor and got {dtype}. Most often this is the "
+          "target of `CrossEntropyLoss`/`NLLLoss` holding class indices as {dtype}; if no "
+          "loss is involved, an integer tensor is mixed with float ones.",
+    "zh": "某个运算需要 int64（Long）张量，却收到了 {dtype}。最常见的情况是 "
+          "`CrossEntropyLoss`/`NLLLoss` 的 target 以 {dtype} 保存类别索引；如果不涉及损失函数，"
+          "则是整数张量与浮点张量混用了。",
+}
+_CAUSE_ONE_HOT = {
+    "en": "The target has the same shape as the logits, so `cross_entropy` reads it as class "
+          "probabilities, which must be floating point: these are one-hot (or multi-hot) "
+          "labels stored as int64.",
+    "zh": "target 与 logits 形状相同，`cross_entropy` 因此把它当作类别概率，而概率必须是浮点数："
+          "这是以 int64 保存的 one-hot（或 multi-hot）标签。",
+}
+_FIX_ONE_HOT = {
+    "en": "Pass class indices instead, `criterion(logits, labels.argmax(dim=1))`, or keep the "
+          "soft labels and make them float: `labels.float()`.",
+    "zh": "改为传入类别索引 `criterion(logits, labels.argmax(dim=1))`，或者保留软标签并把它转成浮点："
+          "`labels.float()`。",
+}
+
+# Messages that name the target of a classification loss.
+_NAMED = [re.compile(p) for p in (
+    r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)",
+    r"Expected object of scalar type Long but got scalar type (?P<dtype>\w+) "
+    r"for argument #\d+ 'target'",
+    r"Expected object of type (?:Variable\[)?torch\.(?:cuda\.)?LongTensor\]? but found type "
+    r"(?:Variable\[)?torch\.(?:cuda\.)?(?P<dtype>\w+?)Tensor\]? for argument #\d+ 'target'",
+    # Quotes as printed, and as curly quotes when pasted through a blog or a word processor.
+    r"[\"“”](?:nll_loss|cross_entropy)\w*[\"“”] not implemented for ['‘’](?P<dtype>\w+)['‘’]",
+)]
+_LONG_EXPECTED = re.compile(r"expected scalar type Long but found (?P<dtype>\w+)")
+_ONE_HOT = "Expected floating point type for target with class probabilities, got Long"
+_LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss")
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def check_target_dtype(block, report):
+    for pattern in _NAMED:
+        found = pattern.search(block.message)
+        if found is not None:
+            return Clue(0.95, _CAUSE, None, {"dtype": found.group("dtype")})
+    if _ONE_HOT in block.message:
+        return Clue(0.9, _CAUSE_ONE_HOT, _FIX_ONE_HOT)
+    found = _LONG_EXPECTED.search(block.message)
+    if found is None:
+        return None
+    fields = {"dtype": found.group("dtype")}
+    if _near_a_loss(block, report):
+        return Clue(0.95, _CAUSE, None, fields)
+    return Clue(0.7, _CAUSE_UNSURE, None, fields)
+
+
+def _near_a_loss(block, report) -> bool:
+    """The traceback passes through a classification loss, or the message speaks of one."""
+    if "target" in block.message or "nll" in block.message:
+        return True
+    for frame in block.frames:
+        text = f"{frame.function or ''} {frame.source or ''}"
+        if any(name in text for name in _LOSS_FUNCTIONS):
+            return True
+    return False

@@ -1,0 +1,193 @@
+"""TD210 loss-target-shape-mismatch: loss input and target shapes differ (or silently broadcast)."""
+from __future__ import annotations
+
+from torchdoctor.catalog._model import Pitfall
+
+PITFALL = Pitfall(
+    code="TD210",
+    name="loss-target-shape-mismatch",
+    title={"en": "Loss input and target have different shapes",
+           "zh": "损失函数的输入与 target 形状不一致"},
+    messages={"": {
+        "en": "The loss got an input and a target of different shapes, typically `[N, 1]` "
+              "predictions against `[N]` targets",
+        "zh": "损失函数收到的输入与 target 形状不同，典型情况是 `[N, 1]` 的预测配 `[N]` 的 target",
+    }},
+    fix_hint={
+        "en": "Give both the same shape before the loss: `criterion(output.squeeze(1), target)` "
+              "or `criterion(output, target.unsqueeze(1).float())`. Do not rely on "
+              "broadcasting: an `[N, 1]` input minus an `[N]` target is an `[N, N]` matrix.",
+        "zh": "在调用损失函数之前让两者形状一致：`criterion(output.squeeze(1), target)` 或 "
+              "`criterion(output, target.unsqueeze(1).float())`。不要依赖广播：`[N, 1]` 的输入减去 "
+              "`[N]` 的 target 会得到 `[N, N]` 的矩阵。",
+    },
+    docs={
+        "en": """
+## What it catches
+Losses that compare predictions and targets element by element (`BCELoss`,
+`BCEWithLogitsLoss`, `MSELoss`, `L1Loss`, `SmoothL1Loss`, ...) called with tensors of different
+shapes: the `ValueError: Target size (torch.Size([16])) must be the same as input size
+(torch.Size([16, 1]))` of the BCE losses, and the `UserWarning: Using a target size ... that is
+different to the input size ...` of the regression losses, which do not stop the run. Also
+the shape errors of `cross_entropy` on segmentation or sequence outputs (`Expected target
+size ...`, `input and target batch or spatial sizes don't match`).
+
+## Why is this bad?
+A model with one output unit returns `[N, 1]`, while labels from a dataset are usually `[N]`.
+The BCE losses refuse the pair. The regression losses broadcast it instead: `[N, 1] - [N]` is
+an `[N, N]` matrix that compares every prediction with every target, so the loss is the
+distance to the batch mean. Training runs, the loss goes down a little and stalls, and the
+only sign is a warning printed once at the start. For `cross_entropy` over images or
+sequences the class dimension must be dimension 1 (`[N, C, H, W]` against `[N, H, W]`, `[N, C,
+T]` against `[N, T]`), and the spatial sizes must match the mask's.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(8, 1)
+inputs, targets = torch.randn(16, 8), torch.randn(16)
+loss = nn.MSELoss()(model(inputs), targets)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(8, 1)
+inputs, targets = torch.randn(16, 8), torch.randn(16)
+loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
+```
+
+## Symptoms
+- `ValueError: Target size (torch.Size([16])) must be the same as input size
+  (torch.Size([16, 1]))` (`BCEWithLogitsLoss`)
+- `ValueError: Using a target size (torch.Size([16])) that is different to the input size
+  (torch.Size([16, 1])) is deprecated. Please ensure they have the same size.` (`BCELoss`; a
+  `UserWarning` in old versions)
+- `UserWarning: Using a target size (torch.Size([16])) that is different to the input size
+  (torch.Size([16, 1])). This will likely lead to incorrect results due to broadcasting.
+  Please ensure they have the same size.` (`MSELoss`, `L1Loss`, `SmoothL1Loss`)
+- PyTorch 0.4: `RuntimeError: input and target shapes do not match: input [1 x 10], target
+  [10] at .../THNN/generic/MSECriterion.c:12`
+- `cross_entropy`: `RuntimeError: Expected target size [32, 9490], got [32, 51]`,
+  `RuntimeError: input and target batch or spatial sizes don't match: target [4 x 512 x 512],
+  input [4 x 21 x 128 x 128]`
+
+## References
+- https://pytorch.org/docs/stable/notes/broadcasting.html
+""",
+        "zh": """
+## What it catches
+逐元素比较预测与 target 的损失（`BCELoss`、`BCEWithLogitsLoss`、`MSELoss`、`L1Loss`、
+`SmoothL1Loss` 等）收到形状不同的张量：BCE 类损失的 `ValueError: Target size
+(torch.Size([16])) must be the same as input size (torch.Size([16, 1]))`，以及回归类损失的
+`UserWarning: Using a target size ... that is different to the input size ...`，后者不会中断运行。
+也包括 `cross_entropy` 在分割或序列输出上的形状错误（`Expected target size ...`、
+`input and target batch or spatial sizes don't match`）。
+
+## Why is this bad?
+只有一个输出单元的模型返回 `[N, 1]`，而数据集给出的标签通常是 `[N]`。BCE 类损失会拒绝这样的组合；
+回归类损失则会广播：`[N, 1] - [N]` 是一个 `[N, N]` 矩阵，把每个预测与每个 target 都比较一遍，
+损失于是变成了到 batch 均值的距离。训练照常进行，损失略有下降便停滞不前，唯一的迹象是开始时打印过一次的警告。
+对图像或序列上的 `cross_entropy`，类别维必须是第 1 维（`[N, C, H, W]` 对 `[N, H, W]`，
+`[N, C, T]` 对 `[N, T]`），空间尺寸也必须与标注掩码一致。
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(8, 1)
+inputs, targets = torch.randn(16, 8), torch.randn(16)
+loss = nn.MSELoss()(model(inputs), targets)
+```
+
+## Use instead:
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Linear(8, 1)
+inputs, targets = torch.randn(16, 8), torch.randn(16)
+loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
+```
+
+## Symptoms
+- `ValueError: Target size (torch.Size([16])) must be the same as input size
+  (torch.Size([16, 1]))`（`BCEWithLogitsLoss`）
+- `ValueError: Using a target size (torch.Size([16])) that is different to the input size
+  (torch.Size([16, 1])) is deprecated. Please ensure they have the same size.`（`BCELoss`；
+  旧版本中是 `UserWarning`）
+- `UserWarning: Using a target size (torch.Size([16])) that is different to the input size
+  (torch.Size([16, 1])). This will likely lead to incorrect results due to broadcasting.
+  Please ensure they have the same size.`（`MSELoss`、`L1Loss`、`SmoothL1Loss`）
+- PyTorch 0.4：`RuntimeError: input and target shapes do not match: input [1 x 10], target
+  [10] at .../THNN/generic/MSECriterion.c:12`
+- `cross_entropy`：`RuntimeError: Expected target size [32, 9490], got [32, 51]`、
+  `RuntimeError: input and target batch or spatial sizes don't match: target [4 x 512 x 512],
+  input [4 x 21 x 128 x 128]`
+
+## References
+- https://pytorch.org/docs/stable/notes/broadcasting.html
+""",
+    },
+)
+
+_SIZE = r"torch\.Size\(\[[^\]]*\]\)"
+_CAUSE_ELEMENTWISE = {
+    "en": "The loss compares input {input} with target {target} element by element, and the "
+          "shapes differ: usually an `[N, 1]` model output against `[N]` labels.",
+    "zh": "损失函数逐元素比较输入 {input} 与 target {target}，而两者形状不同：通常是 `[N, 1]` 的模型输出"
+          "配上了 `[N]` 的标签。",
+}
+
+PITFALL.error(
+    rf"Target size \((?P<target>{_SIZE})\) must be the same as input size \((?P<input>{_SIZE})\)",
+    types=("ValueError",), confidence=0.95, cause=_CAUSE_ELEMENTWISE)
+PITFALL.error(
+    rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
+    rf"\((?P<input>{_SIZE})\)\. This will likely lead to incorrect results due to broadcasting",
+    types=("UserWarning",), confidence=0.95,
+    cause={
+        "en": "The loss got input {input} and target {target}: with different shapes, "
+              "`MSELoss`/`L1Loss` broadcast them, comparing every prediction with every target, "
+              "and the loss no longer measures what you meant (`BCELoss` refuses the pair).",
+        "zh": "损失函数收到的输入为 {input}，target 为 {target}：形状不同时，`MSELoss`/`L1Loss` "
+              "会广播两者，把每个预测与每个 target 都比较一遍，损失就不再是你想要的含义"
+              "（`BCELoss` 则直接拒绝）。",
+    })
+# `BCELoss`: a ValueError, a UserWarning in old versions.
+PITFALL.error(
+    rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
+    rf"\((?P<input>{_SIZE})\)",
+    types=("ValueError", "UserWarning"), confidence=0.95, cause=_CAUSE_ELEMENTWISE)
+PITFALL.error(
+    r"input and target shapes do not match: input \[(?P<input>[^\]]*)\], "
+    r"target \[(?P<target>[^\]]*)\]",
+    confidence=0.9, cause=_CAUSE_ELEMENTWISE)
+PITFALL.error(
+    r"Expected target size \[(?P<expected>[^\]]*)\], got \[(?P<got>[^\]]*)\]",
+    confidence=0.8,
+    cause={
+        "en": "`cross_entropy` expected a target of shape [{expected}] from the logits' shape "
+              "and got [{got}]: with more than two dimensions the classes must be dimension 1 "
+              "(`logits.permute(0, 2, 1)` for `[N, T, C]` outputs), or the logits and targets "
+              "come from sequences of different lengths.",
+        "zh": "`cross_entropy` 根据 logits 的形状期望 target 为 [{expected}]，实际收到 [{got}]："
+              "多于两维时类别必须在第 1 维（`[N, T, C]` 的输出要先 `logits.permute(0, 2, 1)`），"
+              "或者 logits 与 target 来自长度不同的序列。",
+    })
+PITFALL.error(
+    r"input and target batch or spatial sizes don't match: target \[(?P<target>[^\]]*)\], "
+    r"input \[(?P<input>[^\]]*)\]",
+    confidence=0.85,
+    cause={
+        "en": "The segmentation loss got logits [{input}] and a mask [{target}] whose batch or "
+              "spatial sizes differ: the output was downsampled (upsample it with "
+              "`F.interpolate` to the mask's size) or the mask was resized differently.",
+        "zh": "分割损失收到的 logits 为 [{input}]，掩码为 [{target}]，两者的 batch 或空间尺寸不同："
+              "输出被下采样了（用 `F.interpolate` 上采样到掩码的尺寸），或者掩码的缩放方式不同。",
+    })

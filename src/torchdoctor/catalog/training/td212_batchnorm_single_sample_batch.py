@@ -1,0 +1,145 @@
+"""TD212 batchnorm-single-sample-batch: BatchNorm in training mode gets one value per channel."""
+from __future__ import annotations
+
+from torchdoctor.catalog._model import Pitfall
+
+PITFALL = Pitfall(
+    code="TD212",
+    name="batchnorm-single-sample-batch",
+    title={"en": "BatchNorm in training mode on a batch of one sample",
+           "zh": "训练模式下的 BatchNorm 收到只有一个样本的 batch"},
+    messages={"": {
+        "en": "A BatchNorm layer in training mode received a single value per channel (a "
+              "batch of one sample), from which no batch statistics can be computed",
+        "zh": "训练模式下的 BatchNorm 层每个通道只收到一个值（batch 里只有一个样本），无法计算 batch 统计量",
+    }},
+    fix_hint={
+        "en": "Drop the incomplete last batch with `DataLoader(..., drop_last=True)` (it has one "
+              "sample when `len(dataset) % batch_size == 1`), train with `batch_size >= 2`, and "
+              "call `model.eval()` before predicting on a single sample.",
+        "zh": "用 `DataLoader(..., drop_last=True)` 丢弃不完整的最后一个 batch（当 "
+              "`len(dataset) % batch_size == 1` 时它只有一个样本），训练时使用 `batch_size >= 2`，"
+              "对单个样本做预测前先调用 `model.eval()`。",
+    },
+    docs={
+        "en": """
+## What it catches
+The error of `nn.BatchNorm1d`/`nn.BatchNorm2d`/`nn.BatchNorm3d` (and `F.batch_norm`) in
+training mode when every channel has a single value: `ValueError: Expected more than 1 value
+per channel when training, got input size torch.Size([1, 256])`.
+
+## Why is this bad?
+In training mode, BatchNorm normalises each channel with the mean and variance of the current
+batch. With one value per channel the variance is undefined, so PyTorch refuses. That happens
+when:
+
+- the last batch of an epoch holds one sample, because `len(dataset) % batch_size == 1`: the
+  run crashes at the end of an epoch, sometimes only after the dataset changed size;
+- training runs with `batch_size=1`, or per-GPU batches shrink to one sample under
+  `DataParallel`/DDP;
+- a single image is passed through a model still in training mode for a prediction;
+- a layer after global pooling (`[N, C, 1, 1]`, such as the image-pooling branch of ASPP)
+  sees one value per channel and per sample, so a batch of one is enough to fail.
+
+Even batches of 2 to 4 samples give very noisy statistics; consider `GroupNorm` for models
+that must train with tiny batches.
+
+## Example
+```python
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
+loader = DataLoader(dataset, batch_size=32, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
+for inputs, labels in loader:
+    model(inputs)
+```
+
+## Use instead:
+```python
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
+loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)
+model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
+for inputs, labels in loader:
+    model(inputs)
+```
+
+## Symptoms
+`ValueError: Expected more than 1 value per channel when training, got input size
+torch.Size([1, 256])` (`got input size [1, 256]` in old versions).
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html
+- https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
+""",
+        "zh": """
+## What it catches
+`nn.BatchNorm1d`/`nn.BatchNorm2d`/`nn.BatchNorm3d`（以及 `F.batch_norm`）在训练模式下每个通道只有一个值时的报错：
+`ValueError: Expected more than 1 value per channel when training, got input size
+torch.Size([1, 256])`。
+
+## Why is this bad?
+训练模式下，BatchNorm 用当前 batch 的均值和方差对每个通道做归一化。每个通道只有一个值时方差没有定义，
+PyTorch 因此拒绝计算。出现这种情况的场景有：
+
+- 由于 `len(dataset) % batch_size == 1`，一个 epoch 的最后一个 batch 只有一个样本：程序在 epoch 末尾崩溃，
+  有时是在数据集大小变了之后才出现；
+- 用 `batch_size=1` 训练，或者在 `DataParallel`/DDP 下每块 GPU 分到的 batch 只剩一个样本；
+- 模型还处在训练模式，就拿单张图片去做预测；
+- 全局池化之后的层（形状为 `[N, C, 1, 1]`，例如 ASPP 的图像池化分支）每个样本每个通道只有一个值，
+  batch 里只有一个样本就足以出错。
+
+即使 batch 有 2 到 4 个样本，统计量的噪声也非常大；必须用极小 batch 训练的模型可以考虑 `GroupNorm`。
+
+## Example
+```python
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
+loader = DataLoader(dataset, batch_size=32, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
+for inputs, labels in loader:
+    model(inputs)
+```
+
+## Use instead:
+```python
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
+loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)
+model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
+for inputs, labels in loader:
+    model(inputs)
+```
+
+## Symptoms
+`ValueError: Expected more than 1 value per channel when training, got input size
+torch.Size([1, 256])`（旧版本中为 `got input size [1, 256]`）。
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html
+- https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
+""",
+    },
+)
+
+PITFALL.error(
+    r"Expected more than 1 value per channel when training, got input size "
+    r"(?P<size>torch\.Size\(\[[^\]]*\]\)|\[[^\]]*\])",
+    types=("ValueError",), confidence=0.95,
+    cause={
+        "en": "A BatchNorm layer in training mode got an input of size {size}: one value per "
+              "channel, so no batch statistics. Usually the last batch of the epoch has a "
+              "single sample (`len(dataset) % batch_size == 1`), training runs with "
+              "`batch_size=1`, or a single sample is predicted without `model.eval()`.",
+        "zh": "训练模式下的 BatchNorm 层收到大小为 {size} 的输入：每个通道只有一个值，无法计算 batch "
+              "统计量。通常是 epoch 的最后一个 batch 只有一个样本（`len(dataset) % batch_size == 1`）、"
+              "用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
+    })
