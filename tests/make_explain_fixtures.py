@@ -707,6 +707,25 @@ case("load-weights-only", "argparse-namespace-in-checkpoint", "Unsupported globa
         print(ckpt["args"])
     """}, pre=[["python", "train.py"]], cmd=["python", "evaluate.py"])
 
+case("load-weights-only", "pathlib-path-in-checkpoint", "Unsupported global: GLOBAL pathlib.PosixPath", files={
+    "train.py": """
+        from pathlib import Path
+        import torch
+        import torch.nn as nn
+
+        out_dir = Path("runs") / "exp1"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        model = nn.Linear(8, 2)
+        torch.save({"model": model.state_dict(), "data_root": Path("data/train"), "out_dir": out_dir},
+                   out_dir / "last.pt")
+    """,
+    "eval.py": """
+        import torch
+
+        ckpt = torch.load("runs/exp1/last.pt")
+        print(ckpt["data_root"])
+    """}, pre=[["python", "train.py"]], cmd=["python", "eval.py"])
+
 case("whole-module-saved", "whole-model-default-load", note="torch >= 2.6 refuses the pickled class with weights_only=True; the root cause is torch.save(model): save the state_dict",
      must="Unsupported global: GLOBAL torch.nn.modules.container.Sequential", files={
     "train.py": """
