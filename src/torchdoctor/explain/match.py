@@ -194,9 +194,13 @@ def _link_user_code(report: ErrorReport, diagnoses: list[Diagnosis], lang: str) 
         return []
     roots: dict[str, Diagnosis] = {}
     for path, shown_as in _user_files(report):
-        for finding in _static_findings(path, frozenset(wanted), lang):
-            location = Location(shown_as, finding.line, _line_text(path, finding.line),
-                                finding.column)
+        source = _source_of(path)
+        if source is None:
+            continue
+        lines = source.splitlines()
+        for finding in _static_findings(source, path, frozenset(wanted), lang):
+            text = lines[finding.line - 1].strip() if 0 < finding.line <= len(lines) else None
+            location = Location(shown_as, finding.line, text, finding.column)
             for diagnosis in wanted[finding.code]:
                 diagnosis.linked.append((location, finding.name, finding.message))
                 if finding.code == diagnosis.pitfall.code:
@@ -255,19 +259,10 @@ def _source_of(path: Path) -> str | None:
         return "".join(linecache.getlines(os.fspath(path))) or None
 
 
-def _static_findings(path: Path, codes: frozenset[str], lang: str):
+def _static_findings(source: str, path: Path, codes: frozenset[str], lang: str):
     from torchdoctor.lint.checker import check_source
 
-    source = _source_of(path)
-    if source is None:
-        return []
     return check_source(source, os.fspath(path), codes, lang).findings
-
-
-def _line_text(path: Path, line: int) -> str | None:
-    source = _source_of(path)
-    lines = source.splitlines() if source else []
-    return lines[line - 1].strip() if 0 < line <= len(lines) else None
 
 
 def _without_duplicates(diagnoses: list[Diagnosis]) -> list[Diagnosis]:
