@@ -11,7 +11,7 @@ from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.tooling import td700_syntax_error
 from torchdoctor.lint.context import ENTER, LEAVE, Context
-from torchdoctor.lint.edits import apply_edits, select_fixes
+from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.noqa import is_suppressed
 from torchdoctor.report.finding import Finding
 
@@ -252,28 +252,20 @@ class FixResult:
 
 
 def fix_source(source: str, path: str, codes: frozenset[str], lang: str, unsafe: bool) -> FixResult:
-    """Apply fixes until none is left (overlapping ones wait for a later pass)."""
-    fixed = 0
-    result = check_source(source, path, codes, lang)
-    for _ in range(MAX_FIX_PASSES):
-        chosen = select_fixes(result.findings, unsafe)
-        if not chosen:
-            break
-        candidate = apply_edits(source, chosen)
+    """Apply fixes until none is left; a pass whose result does not parse is not applied."""
+    def parses(candidate: str, chosen: list[Finding], result: CheckResult) -> bool:
         try:
             ast.parse(candidate, filename=path)
         except (SyntaxError, ValueError):
             result.internal_errors.append(
                 f"{path}: fixes by {', '.join(sorted({f.name for f in chosen}))} produced code "
                 "that does not parse; left unchanged")
-            break
-        if candidate == source:
-            break
-        source, fixed = candidate, fixed + len(chosen)
-        result = check_source(source, path, codes, lang)
-    return FixResult(source, fixed, result)
+            return False
+        return True
+
+    return FixResult(*fix_until_stable(source, lambda text: check_source(text, path, codes, lang),
+                                       unsafe, MAX_FIX_PASSES, parses))
 
 
 def all_codes() -> frozenset[str]:
     return frozenset(p.code for p in _registry.all_pitfalls())
-

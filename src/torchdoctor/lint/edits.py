@@ -35,3 +35,22 @@ def apply_edits(source: str, findings: list[Finding]) -> str:
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     # Two insertions at the same point also conflict: their order would be arbitrary.
     return a[0] < b[1] and b[0] < a[1] or a == b or (a[0] == a[1] == b[0]) or (b[0] == b[1] == a[0])
+
+
+def fix_until_stable(source: str, check, unsafe: bool, passes: int, accept=None):
+    """Apply fixes until none is left (overlapping ones wait for a later pass).
+
+    `check(source) -> CheckResult`; `accept(candidate) -> bool` may refuse a pass's result (the
+    Python checker re-parses it), which ends fixing there. Returns (source, fixed, result)."""
+    fixed = 0
+    result = check(source)
+    for _ in range(passes):
+        chosen = select_fixes(result.findings, unsafe)
+        if not chosen:
+            break
+        candidate = apply_edits(source, chosen)
+        if candidate == source or (accept is not None and not accept(candidate, chosen, result)):
+            break
+        source, fixed = candidate, fixed + len(chosen)
+        result = check(source)
+    return source, fixed, result

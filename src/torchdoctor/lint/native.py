@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import pick
-from torchdoctor.lint.edits import apply_edits, select_fixes
+from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.noqa import is_suppressed
 from torchdoctor.report.finding import Edit, Finding, Fix
 
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from torchdoctor.lint.checker import CheckResult, FixResult
 
 NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
-MAX_FIX_PASSES = 10
 
 # A comment, a string or character literal (raw strings included), each matched whole, and
 # the <header> of an include directive (a path, not code).
@@ -105,15 +104,8 @@ def check_native(text: str, path: str, codes: frozenset[str], lang: str = "en") 
 
 
 def fix_native(text: str, path: str, codes: frozenset[str], lang: str, unsafe: bool) -> FixResult:
-    from torchdoctor.lint.checker import FixResult
+    """Apply fixes until none is left. C++ is not re-parsed: the fixes are token renames."""
+    from torchdoctor.lint.checker import MAX_FIX_PASSES, FixResult
 
-    fixed = 0
-    result = check_native(text, path, codes, lang)
-    for _ in range(MAX_FIX_PASSES):
-        chosen = select_fixes(result.findings, unsafe)
-        candidate = apply_edits(text, chosen) if chosen else text
-        if candidate == text:
-            break
-        text, fixed = candidate, fixed + len(chosen)
-        result = check_native(text, path, codes, lang)
-    return FixResult(text, fixed, result)
+    return FixResult(*fix_until_stable(text, lambda source: check_native(source, path, codes, lang),
+                                       unsafe, MAX_FIX_PASSES))

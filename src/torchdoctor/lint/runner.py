@@ -151,11 +151,12 @@ def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
     return outcome
 
 
-def _process_source(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
+def _process_source(source: SourceFile, shown: str, job: Job, check=check_source,
+                    fix=fix_source) -> tuple[FileOutcome, str]:
     if job.mode == "check":
-        result = check_source(source.text, shown, job.codes, job.lang)
+        result = check(source.text, shown, job.codes, job.lang)
         return FileOutcome(shown, result.findings, result.internal_errors), source.text
-    fixed = fix_source(source.text, shown, job.codes, job.lang, job.unsafe)
+    fixed = fix(source.text, shown, job.codes, job.lang, job.unsafe)
     outcome = FileOutcome(shown, fixed.remaining.findings, fixed.remaining.internal_errors,
                           fixed=fixed.fixed)
     if job.mode == "diff" and fixed.fixed:
@@ -165,15 +166,7 @@ def _process_source(source: SourceFile, shown: str, job: Job) -> tuple[FileOutco
 
 def _process_native(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
     """A C++/CUDA extension source: scanned as text, fixed without a re-parse."""
-    if job.mode == "check":
-        result = check_native(source.text, shown, job.codes, job.lang)
-        return FileOutcome(shown, result.findings, result.internal_errors), source.text
-    fixed = fix_native(source.text, shown, job.codes, job.lang, job.unsafe)
-    outcome = FileOutcome(shown, fixed.remaining.findings, fixed.remaining.internal_errors,
-                          fixed=fixed.fixed)
-    if job.mode == "diff" and fixed.fixed:
-        outcome.diff = _diff(source.text, fixed.source, shown)
-    return outcome, fixed.source
+    return _process_source(source, shown, job, check_native, fix_native)
 
 
 def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
