@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 
-__all__ = ["from_exception", "parse_text", "user_frame", "user_frame_of"]
+__all__ = ["from_exception", "is_user_path", "parse_text", "user_frame", "user_frame_of"]
 
 # --- cleaning: terminal codes, progress bars, rank / logging / pytest prefixes ----------------
 
@@ -188,6 +188,11 @@ def user_frame(frames) -> Frame | None:
         if origin == "scratch" and scratch is None:
             scratch = frame
     return scratch
+
+
+def is_user_path(path: str) -> bool:
+    """A file of the user's own code: not a library, the stdlib, torch or a `<string>`."""
+    return _origin(path) == "user"
 
 
 def user_frame_of(report: ErrorReport) -> Frame | None:

@@ -23,8 +23,8 @@ PITFALL = Pitfall(
         "zh": "这里的 `{module}` 导入的是脚本旁边项目自己的 `{file}`，而不是{origin}模块："
               "请给 `{file}` 改名",
     }},
-    fix_hint={"en": "Rename the file (e.g. `random.py` -> `random_utils.py`), update the imports of "
-                    "it, and delete the stale `__pycache__/<name>.*.pyc` next to it.",
+    fix_hint={"en": "Rename the file (e.g. `random.py` -> `random_utils.py`), update the imports "
+                    "of it, and delete the stale `__pycache__/<name>.*.pyc` next to it.",
               "zh": "给该文件改名（例如 `random.py` -> `random_utils.py`），同步修改导入它的地方，"
                     "并删除旁边 `__pycache__` 里残留的 `<name>.*.pyc`。"},
     reads_neighbours=True,
@@ -187,7 +187,6 @@ _CAUSE = {
     "zh": "项目里有一个名为 `{module}.py` 的文件（或 `{module}/` 包）位于脚本所在目录，"
           "导入的是它而不是真正的 `{module}` 模块。",
 }
-_STANDARD_DIRS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\", "<frozen")
 
 
 @PITFALL.error_check(types=("AttributeError", "ImportError"))
@@ -209,22 +208,24 @@ def explain(block, report) -> Clue | None:
 
 
 def _shadowing_file_named(message: str) -> str | None:
+    from torchdoctor.explain.parse import is_user_path  # explain-time only: `check` skips it
+
     found = _FROM_FILE.search(message)
     if found is None:
         return None
     module = found.group("module").partition(".")[0]
-    path = found.group("path").replace("\\", "/")
-    if module in _SHADOWABLE and not any(d in path for d in _STANDARD_DIRS):
+    if module in _SHADOWABLE and is_user_path(found.group("path")):
         return module
     return None
 
 
 def _shadowing_frame(block) -> str | None:
     """A traceback frame running a user file named like a library module: the shadow itself."""
+    from torchdoctor.explain.parse import is_user_path
+
     for frame in block.frames:
-        path = frame.path.replace("\\", "/")
-        name = path.rsplit("/", 1)[-1]
-        if not name.endswith(".py") or any(d in path for d in _STANDARD_DIRS):
+        name = frame.path.replace("\\", "/").rsplit("/", 1)[-1]
+        if not name.endswith(".py") or not is_user_path(frame.path):
             continue
         module = name[:-3]
         if module in _SHADOWABLE and module not in ("test", "parser"):
