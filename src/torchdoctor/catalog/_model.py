@@ -212,6 +212,10 @@ class Pitfall:
     # (a device mismatch rooted in `x.cuda()` whose result is discarded). The entry's own
     # static findings are always linked.
     root_causes: tuple[str, ...] = ()
+    # Runtime monitors (watch/): classes built once per watched run, see watch.monitor.Monitor.
+    monitors: list[type] = field(default_factory=list)
+    # Checkpoint checks (ckpt/): `check(diff_or_listing) -> Iterable[Finding]`, see ckpt/.
+    checkpoint_checks: list[Callable] = field(default_factory=list)
     module: str = ""
 
     def static(self, *node_types: type, names: Iterable[str] | None = None) -> Callable:
@@ -254,6 +258,16 @@ class Pitfall:
 
         return register
 
+    def monitor(self, cls: type) -> type:
+        """Register a runtime monitor class (a watch.monitor.Monitor subclass)."""
+        self.monitors.append(cls)
+        return cls
+
+    def checkpoint(self, func: Callable) -> Callable:
+        """Register a checkpoint check used by `torchdoctor ckpt`."""
+        self.checkpoint_checks.append(func)
+        return func
+
     @property
     def area(self) -> str:
         return self.module.rsplit(".", 2)[-2] if self.module.count(".") >= 2 else ""
@@ -262,6 +276,10 @@ class Pitfall:
         kinds = ["static"] if self.static_detectors or self.native_scanners else []
         if self.error_signatures:
             kinds.append("explain")
+        if self.monitors:
+            kinds.append("runtime")
+        if self.checkpoint_checks:
+            kinds.append("ckpt")
         return kinds
 
     def message(self, variant: str, lang: str, **fields: object) -> str:
