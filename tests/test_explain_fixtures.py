@@ -31,14 +31,20 @@ def read_fixture(path):
 def test_top_cause(path):
     headers, text = read_fixture(path)
     expected = headers.get("expect", path.parent.name)
-    assert get(expected) is not None, f"unknown catalog name {expected!r}"
     assert "source" in headers, "every fixture says where its text comes from"
     explanation = diagnose(parse_text(text), "en", link=False)
     names = [d.pitfall.name for d in explanation.diagnoses]
+    if expected == "none":  # real errors that are none of ours: no guess dressed as an answer
+        assert names == [], f"ranked: {names}"
+        return
+    assert get(expected) is not None, f"unknown catalog name {expected!r}"
     assert names and names[0] == expected, f"ranked: {names}"
 
 
-@pytest.mark.parametrize("path", CASES[::7], ids=lambda p: f"{p.parent.name}/{p.stem}")
+RECOGNISED = [p for p in CASES if p.parent.name != "_unrecognised"]
+
+
+@pytest.mark.parametrize("path", RECOGNISED[::7], ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_chinese_explanation(path):
     _, text = read_fixture(path)
     explanation = diagnose(parse_text(text), "zh", link=False)

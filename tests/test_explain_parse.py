@@ -277,6 +277,18 @@ def test_warnings_with_their_source_lines():
     assert user_frame_of(report).line == 52  # the last warning in the user's code
 
 
+def test_warning_pasted_without_its_location():
+    report = parse_text(
+        "UserWarning: Detected call of `lr_scheduler.step()` before `optimizer.step()`. \n"
+        "In PyTorch 1.1.0 and later, \n"
+        "Is this warning OK?\n")
+    [block] = report.blocks
+    assert (block.kind, block.type, block.frames) == ("warning", "UserWarning", ())
+    assert block.message.startswith("Detected call of `lr_scheduler.step()`")
+    # A sentence that merely names a warning class is not a warning.
+    assert parse_text("I get a UserWarning: it says nothing\n").blocks == []
+
+
 # --- 9. other log errors ---------------------------------------------------------------------
 
 def test_crashes_and_cpp_terminate():

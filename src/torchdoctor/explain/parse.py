@@ -91,6 +91,9 @@ _USAGE_ERROR = re.compile(r".*?[\w.-]+: error: .+$")  # argparse: `train.py: err
 _WARNING = re.compile(
     r"(?P<path>\S.*?):(?P<line>\d+): (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): ?"
     r"(?P<message>.*)$")
+# A warning pasted without its `path:line:` (cut off, or copied from a notebook's output).
+_BARE_WARNING = re.compile(
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): (?P<message>\S.*)$")
 # c10's `[W socket.cpp:663] msg`, and glog's `E0102 12:00:00.1 42 f.cpp:3] msg`
 _CPP_LOG = re.compile(
     r"(?:\[[WEF](?:\d{4} [\d:.]+ +\d+)? |[WEF]\d{4} [\d:.]+ +\d+ )"
@@ -497,8 +500,9 @@ class _StreamParser:
                 frame = Frame(m["path"].strip(), int(m["line"] or m["line2"]))
         elif tag == "warning":
             kind, type_, message = "warning", m["type"], m["message"]
-            source, end = self._warning_source(end)
-            frame = Frame(m["path"], int(m["line"]), None, source)
+            if m.groupdict().get("path"):
+                source, end = self._warning_source(end)
+                frame = Frame(m["path"], int(m["line"]), None, source)
         elif tag == "cpp":
             if not any(c.isalnum() for c in m["message"]):
                 return end  # torchrun's banner rules: `W... run.py:793] *****`
@@ -577,7 +581,7 @@ def _match_log(s: str) -> tuple[str, re.Match] | None:
             if m:
                 return "usage", m
     if "Warning" in s:
-        m = _WARNING.match(s)
+        m = _WARNING.match(s) or _BARE_WARNING.match(s)
         if m:
             return "warning", m
     first = s[:1]
