@@ -386,6 +386,21 @@ def test_pytest_e_lines():
     report = parse("pytest_output.txt")
     assert [(b.type, b.line) for b in report.blocks] == [("RuntimeError", 10)]
     assert report.final.message.startswith("Given groups=1, weight of size [16, 1, 3, 3]")
+    # pytest prints locations, not `File "..."` lines: they are the exception's frames.
+    assert [(f.path, f.line) for f in report.final.frames] == [
+        ("tests/test_model.py", 14), (".venv/lib/python3.12/site-packages/torch/nn/modules/conv.py",
+                                      549)]
+    assert user_frame_of(report) == Frame("tests/test_model.py", 14, None,
+                                          "out = model(torch.randn(2, 3, 32, 32))")
+
+
+def test_pytest_short_tracebacks():
+    report = parse("pytest_short.txt")
+    assert [b.type for b in report.blocks] == ["RuntimeError"]
+    assert [f.function for f in report.final.frames] == [
+        "test_train_step", "_wrapped_call_impl", "forward"]
+    assert user_frame_of(report) == Frame("tests/test_train.py", 22, "test_train_step",
+                                          "loss = criterion(model(x), y)")
 
 
 def test_windows_paths():

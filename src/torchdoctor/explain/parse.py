@@ -31,6 +31,11 @@ _LEVEL = re.compile(
 _LEVEL_NAME = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:")  # logging's default
 _LEVEL_INITIALS = ("D", "I", "W", "E", "C")
 _PYTEST_E = re.compile(r"E(?: {3,}|\t|$)")
+# pytest's report of one traceback entry: `tests/test_x.py:14: ` (long), `f.py:3: in fn`
+# (short), and under the last entry the exception's class: `conv.py:543: RuntimeError`.
+_PYTEST_LOCATION = re.compile(
+    r"(?P<path>[^\s:>][^:]*\.py):(?P<line>\d+):(?: in (?P<function>[\w<>.]+)| [\w.]+)?\s*$")
+_PYTEST_SECTION = re.compile(r"_{3,} .+ _{3,}$")  # `____ test_train_step ____`
 _FENCE = re.compile(r" {0,3}(?:```|~~~)[\w+-]*$")  # not a 3.11 `~~~^^^` marker: indented
 _QUOTE = re.compile(r"> ?")  # a Markdown quote, as tracebacks are pasted into issues
 _QUOTES = ("`", "“", "”")
@@ -149,6 +154,7 @@ class _Line:
     text: str  # without rank, logging and pytest prefixes
     logged: bool = False  # a logging prefix started a new record on this line
     group: int = 0  # which exception-group box the line is in; 0: none
+    arrow: bool = False  # pytest's `>   ` marks the line each traceback entry stopped at
 
 
 # --- public API ------------------------------------------------------------------------------
@@ -284,6 +290,7 @@ def _prepare(lines: list[_Line]) -> list[_Line]:
     for line in lines:
         text, line.logged = _strip_logging(line.text)
         if text.startswith(">"):
+            line.arrow = text.startswith(">   ")
             text = text[_QUOTE.match(text).end():]
         if ("`" in text or "~" in text) and _FENCE.match(text):
             text = ""
@@ -360,7 +367,35 @@ class _StreamParser:
             i = max(i + 1, self._step(i))
 
     def finished(self) -> list[ErrorBlock]:
+        self._add_pytest_frames()
         return _nest_groups(self.blocks, self.groups)
+
+    def _add_pytest_frames(self) -> None:
+        """pytest prints no `File "..."` frames: its location lines are the frames of the one
+        exception in their test's section, which is otherwise frameless."""
+        sections: list[list[Frame]] = [[]]
+        bounds: list[int] = [0]  # first line number of each section
+        arrow = None
+        for index, line in enumerate(self.lines):
+            text = line.text.strip()
+            if _PYTEST_SECTION.match(text):
+                sections.append([])
+                bounds.append(line.no)
+            elif "py:" in text and (m := _PYTEST_LOCATION.match(text)):
+                following = self.lines[index + 1].text if index + 1 < len(self.lines) else ""
+                source = (following.strip() if m["function"] and following[:1].isspace()
+                          else arrow)
+                sections[-1].append(Frame(m["path"], int(m["line"]), m["function"], source))
+                arrow = None
+            elif line.arrow:
+                arrow = text
+        if not any(sections):
+            return
+        for k, block in enumerate(self.blocks):
+            if block.kind != "exception" or block.frames:
+                continue
+            at = max(i for i, start in enumerate(bounds) if start <= block.line)
+            self.blocks[k] = replace(block, frames=tuple(sections[at]))
 
     def _step(self, i: int) -> int:
         text = self.lines[i].text
