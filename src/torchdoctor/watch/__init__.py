@@ -1,0 +1,1 @@
+"""Watching a training run: hooks, runtime monitors and the run report."""
