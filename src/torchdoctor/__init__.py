@@ -5,8 +5,10 @@ __version__ = "0.1.0"
 # `torchdoctor.explain(error)` calls the explain package itself (see explain/__init__.py), so
 # that the function and `import torchdoctor.explain.parse` can share the name.
 from torchdoctor import explain  # noqa: E402
+# `torchdoctor.watch(...)` likewise calls the watch package (watch/__init__.py); no torch import.
+from torchdoctor import watch  # noqa: E402
 
-__all__ = ["__version__", "explain", "install", "load_ipython_extension",
+__all__ = ["__version__", "explain", "install", "watch", "load_ipython_extension",
            "unload_ipython_extension"]
 
 

@@ -60,6 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
     rules = commands.add_parser("rules", help="list every pitfall in the catalog")
     rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     _add_lang(rules)
+
+    run = commands.add_parser(
+        "run", help="run a training script with the watcher (needs torch)",
+        usage="torchdoctor run [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]",
+        description="Runs the program as `python SCRIPT ARGS` / `python -m MODULE ARGS` would, "
+                    "watching the training for pitfalls. Everything after the script or module "
+                    "belongs to the program.")
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
+    run.add_argument("program", nargs="?", metavar="SCRIPT", help="the script to run")
+    run.add_argument("--report-json", metavar="FILE", help="write the JSON report "
+                     "(under torchrun: FILE with .rankN before the extension)")
+    run.add_argument("--report-html", metavar="FILE", help="write the HTML report")
+    run.add_argument("--select", action="append", metavar="RULES",
+                     help="runtime checks to enable (default: the default-on ones)")
+    run.add_argument("--ignore", action="append", metavar="RULES", help="checks to disable")
+    _add_lang(run)
     return parser
 
 
@@ -71,6 +87,10 @@ def _add_lang(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     _survive_narrow_encodings()
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    program: list[str] = []
+    if argv[:1] == ["run"]:  # everything after the script (or -m MODULE) is the program's
+        argv, program = _split_run(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -86,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_explain(args, args.lang or default_lang())
         if args.command == "rule":
             return _rule(args)
+        if args.command == "run":
+            return _run(args, program)
         return _rules(args)
     except UsageError as error:
         print(f"torchdoctor: error: {error}", file=sys.stderr)
@@ -131,6 +153,34 @@ def _rules(args) -> int:
                   f"{','.join(p.detector_kinds()) or '-':9}  {p.fix_applicability or '-':6}  "
                   f"{pick(p.title, lang)}")
     return 0
+
+
+_RUN_VALUE_OPTIONS = ("--report-json", "--report-html", "--select", "--ignore", "--lang")
+
+
+def _split_run(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`run [OPTIONS] SCRIPT ARGS...` -> (`run [OPTIONS] SCRIPT`, ARGS); `-m MODULE` likewise."""
+    index = 1
+    while index < len(argv):
+        token = argv[index]
+        if token == "-m" or not token.startswith("-") or token == "-":
+            end = index + 2 if token == "-m" else index + 1
+            return argv[:end], argv[end:]
+        if token in _RUN_VALUE_OPTIONS:
+            index += 1
+        index += 1
+    return argv, []
+
+
+def _run(args, program: list[str]) -> int:
+    from torchdoctor.watch.runner import run
+
+    target = args.module or args.program
+    if target is None:
+        raise UsageError("run: give a script or -m MODULE")
+    return run(target, program, module=bool(args.module), select=args.select,
+               ignore=args.ignore, lang=args.lang or default_lang(),
+               report_json=args.report_json, report_html=args.report_html)
 
 
 def _survive_narrow_encodings() -> None:

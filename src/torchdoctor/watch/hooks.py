@@ -1,0 +1,149 @@
+"""Install and remove the watcher's hooks: PyTorch's official global hooks where they exist,
+thin wrappers where none does, every one undone on exit (after a crash too).
+
+Official hooks: a global module forward pre-hook (finds the top-level models), a forward
+pre-hook on each model (sees its inputs, keyword arguments too), optimizer step pre/post
+hooks. Wrappers (class or module attributes replaced, the
+original kept and put back): `Tensor.backward`, `torch.autograd.backward`,
+`DataLoader.__iter__`, `step` of the LR schedulers, `GradScaler.step`, and the loss functions of
+`torch.nn.functional` (loss modules call these too). A wrapper always calls the original with
+the same arguments and returns its result unchanged; what it tells the session is guarded, so
+a bug of the doctor never reaches the user's code.
+
+A name bound before the wrapper was installed (`from torch.nn.functional import cross_entropy`
+in a module imported earlier) keeps the original: `torchdoctor run` installs before the user's
+code runs; `watch()` inside a program cannot reach such names (loss modules still work).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+# Loss functions of torch.nn.functional seen by `on_loss`: (input, target, ...) signatures.
+LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "binary_cross_entropy",
+                  "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
+                  "huber_loss", "kl_div", "soft_margin_loss", "multilabel_soft_margin_loss",
+                  "poisson_nll_loss", "gaussian_nll_loss")
+
+
+class Installed:
+    """The hooks and patches of one session; `remove()` undoes them all, in reverse order."""
+
+    def __init__(self) -> None:
+        self._handles: list = []
+        self._patches: list[tuple[object, str, object, bool]] = []
+
+    def handle(self, handle) -> None:
+        self._handles.append(handle)
+
+    def patch(self, owner: object, name: str, replacement: Callable) -> None:
+        had_own = name in vars(owner) if isinstance(owner, type) else True
+        original = vars(owner).get(name) if isinstance(owner, type) else getattr(owner, name)
+        self._patches.append((owner, name, original, had_own))
+        setattr(owner, name, replacement)
+
+    def remove(self) -> None:
+        while self._handles:
+            self._handles.pop().remove()
+        while self._patches:
+            owner, name, original, had_own = self._patches.pop()
+            if had_own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+
+
+def install(session) -> Installed:
+    """Install every hook of `session`; on any failure, what was installed is removed again."""
+    import torch
+    from torch.nn.modules import module as module_hooks
+    from torch.optim import lr_scheduler
+    from torch.optim import optimizer as optimizer_hooks
+
+    installed = Installed()
+    session.installed = installed
+    try:
+        installed.handle(module_hooks.register_module_forward_pre_hook(session.module_pre_hook))
+        installed.handle(optimizer_hooks.register_optimizer_step_pre_hook(session.step_pre_hook))
+        installed.handle(optimizer_hooks.register_optimizer_step_post_hook(session.step_post_hook))
+
+        installed.patch(torch.Tensor, "backward", _backward_wrapper(torch.Tensor.backward, session))
+        installed.patch(torch.autograd, "backward",
+                        _backward_wrapper(torch.autograd.backward, session))
+        loader = torch.utils.data.DataLoader
+        installed.patch(loader, "__iter__", _before(loader.__iter__, session.dataloader_iter))
+        for cls in _scheduler_classes(lr_scheduler):
+            installed.patch(cls, "step", _scheduler_step_wrapper(cls.step, session))
+        scaler = torch.amp.grad_scaler.GradScaler
+        installed.patch(scaler, "step", _before(scaler.step, session.scaler_step))
+        functional = torch.nn.functional
+        for name in LOSS_FUNCTIONS:
+            original = getattr(functional, name, None)
+            if original is not None:
+                installed.patch(functional, name, _loss_wrapper(original, name, session))
+    except BaseException:
+        installed.remove()
+        raise
+    return installed
+
+
+def _scheduler_classes(lr_scheduler) -> list[type]:
+    """LRScheduler and every scheduler class of torch that defines its own `step`."""
+    return [cls for cls in vars(lr_scheduler).values()
+            if isinstance(cls, type) and issubclass(cls, lr_scheduler.LRScheduler)
+            and "step" in vars(cls)]
+
+
+def _backward_wrapper(original: Callable, session) -> Callable:
+    @functools.wraps(original)
+    def backward(tensor, *args, **kwargs):
+        # Tensor.backward calls torch.autograd.backward: only the outer call is an event.
+        if session.in_backward:
+            return original(tensor, *args, **kwargs)
+        session.in_backward = True
+        try:
+            session.backward_starts(tensor)
+            result = original(tensor, *args, **kwargs)
+            session.backward_ends(tensor)
+        finally:
+            session.in_backward = False
+        return result
+
+    return backward
+
+
+def _scheduler_step_wrapper(original: Callable, session) -> Callable:
+    @functools.wraps(original)
+    def step(scheduler, *args, **kwargs):
+        # The constructor's own first step (step count 0) and the sub-schedulers that
+        # SequentialLR/ChainedScheduler step are not the user's calls.
+        if getattr(scheduler, "_step_count", 1) and not session.in_scheduler_step:
+            session.in_scheduler_step = True
+            try:
+                session.scheduler_step(scheduler)
+                return original(scheduler, *args, **kwargs)
+            finally:
+                session.in_scheduler_step = False
+        return original(scheduler, *args, **kwargs)
+
+    return step
+
+
+def _loss_wrapper(original: Callable, name: str, session) -> Callable:
+    @functools.wraps(original)
+    def loss(input, target, *args, **kwargs):
+        session.loss_starts(name, input, target, kwargs)
+        result = original(input, target, *args, **kwargs)
+        session.loss_ends(name, result)
+        return result
+
+    return loss
+
+
+def _before(original: Callable, notify: Callable) -> Callable:
+    @functools.wraps(original)
+    def wrapper(obj, *args, **kwargs):
+        notify(obj)
+        return original(obj, *args, **kwargs)
+
+    return wrapper

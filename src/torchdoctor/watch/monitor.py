@@ -1,0 +1,108 @@
+"""The base class of runtime checks: one concern per class, no-op hook methods.
+
+A catalog entry attaches a monitor to its pitfall:
+
+    @PITFALL.monitor
+    class StaleGradients(Monitor):
+        def after_step(self, optimizer):
+            ...
+            self.report(place=id(optimizer), step="optimizer.step()")
+
+The watcher (watch.session.Session) builds one instance per watched run, for every enabled
+entry, and calls only the hook methods a class overrides, so an unused hook costs nothing.
+This module must not import torch: catalog entries import it, and `check` never loads torch.
+
+Hook points, in the order a training step meets them. `session.step` counts the optimizer
+steps that have run (0 before the first); every hook may read the session (see Session):
+
+- `setup()`: once, when the watch starts.
+- `on_model(model)`: a top-level module seen for the first time (its first forward call, or
+  given to `watch(model, ...)`). Submodules and loss modules are not models.
+- `on_forward(model, args, kwargs)`: before each forward of a top-level model.
+- `on_dataloader_iter(loader)`: `iter(DataLoader)` (an epoch starts), before workers start.
+- `on_loss(name, input, target, kwargs)`: before a loss function of `torch.nn.functional`
+  runs (`name` e.g. "cross_entropy"; loss modules call these too). May inspect, never modify.
+- `on_loss_result(name, loss)`: the tensor a loss function returned.
+- `on_backward(tensor)`: before `tensor.backward()` / `torch.autograd.backward(tensor)`.
+- `after_backward(tensor)`: after it returned.
+- `on_step(optimizer)`: optimizer step pre-hook, gradients final, parameters not yet changed.
+  Not called for steps a GradScaler skips. `self.session.grad_norms(optimizer)` gives the
+  per-parameter gradient norms of this step, computed once and shared by all monitors.
+- `after_step(optimizer)`: optimizer step post-hook.
+- `on_scheduler_step(scheduler)`: before a user's `lr_scheduler.step()` (not the one the
+  scheduler's constructor makes).
+- `teardown()`: once, when the watch ends (normal exit or crash).
+
+A monitor reports with `self.report(place, variant="", module=None, **fields)`: a Finding of
+its pitfall, message variant `variant` formatted with `fields`, at most once per place. A
+monitor that raises is reported once as the doctor's own error and disabled; training goes on.
+Monitors never change values, RNG state, data order or dtypes: they only look.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Hashable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchdoctor.catalog._model import Pitfall
+    from torchdoctor.watch.session import Session
+
+HOOKS = ("setup", "on_model", "on_forward", "on_dataloader_iter", "on_loss", "on_loss_result",
+         "on_backward", "after_backward", "on_step", "after_step", "on_scheduler_step",
+         "teardown")
+
+
+class Monitor:
+    """One runtime check. Subclasses override the hooks they need; see the module docstring."""
+
+    # False: opt-in (statistical symptoms); enabled only by --select.
+    default = True
+
+    def __init__(self, session: Session, pitfall: Pitfall) -> None:
+        self.session = session
+        self.pitfall = pitfall
+
+    def report(self, place: Hashable, variant: str = "", module: str | None = None,
+               **fields: Any) -> None:
+        """Report this monitor's pitfall at `place` (once per place), with message `variant`."""
+        self.session.report(self.pitfall, place, variant, module=module, **fields)
+
+    def setup(self) -> None:
+        pass
+
+    def on_model(self, model) -> None:
+        pass
+
+    def on_forward(self, model, args: tuple, kwargs: dict) -> None:
+        pass
+
+    def on_dataloader_iter(self, loader) -> None:
+        pass
+
+    def on_loss(self, name: str, input, target, kwargs: dict) -> None:
+        pass
+
+    def on_loss_result(self, name: str, loss) -> None:
+        pass
+
+    def on_backward(self, tensor) -> None:
+        pass
+
+    def after_backward(self, tensor) -> None:
+        pass
+
+    def on_step(self, optimizer) -> None:
+        pass
+
+    def after_step(self, optimizer) -> None:
+        pass
+
+    def on_scheduler_step(self, scheduler) -> None:
+        pass
+
+    def teardown(self) -> None:
+        pass
+
+
+def overridden_hooks(cls: type) -> list[str]:
+    """The hook methods `cls` defines itself or inherits from a Monitor subclass."""
+    return [name for name in HOOKS if getattr(cls, name) is not getattr(Monitor, name)]

@@ -1,0 +1,110 @@
+"""What a watched run reports: live lines, the summary at exit, the JSON and HTML reports.
+
+JSON report (`--report-json`), one object per process:
+    {"findings": [...], "crash": null | {explain result, "context": [...]},
+     "exit_code": N, "rank": null | N, "internal_errors": ["..."],
+     "metrics": {"step": [...], "loss": [...], "lr": [...],
+                 "grad_norm_step": [...], "grad_norm": {"<module>": [...]}}}
+Each finding is a Finding's JSON (origin "runtime") with `step`, `rank` and `module` added.
+`loss`/`lr` line up with `step`; each `grad_norm` series lines up with `grad_norm_step`
+(gradient norms are sampled). Non-finite values are null.
+
+Under torchrun (RANK set) every rank writes its own files: `report.json` becomes
+`report.rank0.json`, `report.rank1.json`, ... (the suffix goes before the extension).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+_TEXT = {
+    "en": {"none": "torchdoctor: watched {steps} step(s): no findings",
+           "some": "torchdoctor: watched {steps} step(s): {count} finding(s)",
+           "html": "torchdoctor: the HTML report is not available in this version"},
+    "zh": {"none": "torchdoctor：共监视 {steps} 步：未发现问题",
+           "some": "torchdoctor：共监视 {steps} 步：发现 {count} 个问题",
+           "html": "torchdoctor：此版本不支持 HTML 报告"},
+}
+
+
+def _text(lang: str, key: str) -> str:
+    return _TEXT.get(lang, _TEXT["en"])[key]
+
+
+def _where(finding) -> str:
+    rank = finding.extra.get("rank")
+    parts = [f"[rank {rank}] " if rank is not None else ""]
+    if finding.path:
+        parts.append(f"{finding.path}:{finding.line}: ")
+    return "".join(parts)
+
+
+def live_line(finding, lang: str) -> str:
+    """One line printed when a finding happens."""
+    step = finding.extra.get("step")
+    return (f"torchdoctor: {_where(finding)}{finding.code} {finding.name} "
+            f"(step {step}): {finding.message}\n")
+
+
+def summary_text(session, lang: str) -> str:
+    steps = session.step - 1
+    if not session.findings:
+        return _text(lang, "none").format(steps=steps) + "\n"
+    lines = [_text(lang, "some").format(steps=steps, count=len(session.findings))]
+    for finding in session.findings:
+        module = finding.extra.get("module")
+        at = f" [{module}]" if module else ""
+        lines.append(f"  {_where(finding)}{finding.code} {finding.name}{at} "
+                     f"(step {finding.extra.get('step')}): {finding.message}")
+    return "\n".join(lines) + "\n"
+
+
+def print_summary(session, lang: str) -> None:
+    try:
+        sys.stderr.write(summary_text(session, lang))
+        sys.stderr.flush()
+    except Exception:  # a closed stream at exit
+        pass
+
+
+def build(session, crash: dict | None = None, exit_code: int | None = None) -> dict:
+    return {
+        "findings": [f.to_json() for f in session.findings],
+        "crash": crash,
+        "exit_code": exit_code,
+        "rank": session.rank,
+        "internal_errors": list(session.internal_errors),
+        "metrics": session.metrics.to_json() if session.metrics is not None else None,
+    }
+
+
+def rank_path(path: str, rank: int | None) -> str:
+    """`report.json` -> `report.rank1.json` under torchrun; unchanged otherwise."""
+    if rank is None:
+        return path
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}.rank{rank}{p.suffix}"))
+
+
+def write(result: dict, session, json_path: str | None, html_path: str | None,
+          lang: str) -> None:
+    if json_path:
+        _write_file(rank_path(json_path, session.rank),
+                    json.dumps(result, indent=2, ensure_ascii=False))
+    if html_path:
+        try:
+            from torchdoctor.watch.html import render_html
+        except ImportError:
+            sys.stderr.write(_text(lang, "html") + "\n")
+            return
+        _write_file(rank_path(html_path, session.rank), render_html(result, lang))
+
+
+def _write_file(path: str, text: str) -> None:
+    """Write atomically: a crash while writing leaves no half report."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)

@@ -1,0 +1,119 @@
+"""`torchdoctor.watch(...)`: start and stop a watched run from inside a program."""
+from __future__ import annotations
+
+import atexit
+
+from torchdoctor.watch.session import Session
+
+# The sessions started and not yet stopped, outermost first. Only the outermost installs hooks;
+# a nested watch() joins it, so nesting never installs anything twice.
+_ACTIVE: list[Watch] = []
+
+
+class Watch:
+    """A running watch. A context manager; `stop()` ends it (also called at interpreter exit)."""
+
+    def __init__(self, objects: tuple, select=None, ignore=None, lang: str | None = None,
+                 report_json: str | None = None, report_html: str | None = None,
+                 summary: bool = True, live: bool = True) -> None:
+        from torchdoctor._lang import default_lang
+
+        self.lang = lang or default_lang()
+        self.report_json = report_json
+        self.report_html = report_html
+        self.summary = summary
+        self.owner = not _ACTIVE
+        self._installed = None
+        self.stopped = False
+        if self.owner:
+            self.session = Session(enabled_monitors(select, ignore), self.lang, live=live)
+            self.session.start()
+            from torchdoctor.watch.hooks import install
+
+            self._installed = install(self.session)
+            atexit.register(self.stop)
+        else:
+            self.session = _ACTIVE[0].session
+        _ACTIVE.append(self)
+        for obj in objects:
+            self.add(obj)
+
+    @property
+    def findings(self) -> list:
+        return self.session.findings
+
+    def add(self, obj) -> None:
+        """Watch a model or optimizer from now on (others are found as they are used)."""
+        import torch
+
+        if isinstance(obj, torch.nn.Module):
+            self.session.add_model(obj)
+        elif isinstance(obj, torch.optim.Optimizer):
+            self.session.add_optimizer(obj)
+        else:
+            raise TypeError(f"watch() takes models and optimizers, not {type(obj).__name__}")
+
+    def stop(self, crash: dict | None = None, exit_code: int | None = None) -> dict | None:
+        """Remove every hook; print the summary and write the reports (outermost watch only).
+        Returns the report, or None for a nested watch or a second call."""
+        if self.stopped:
+            return None
+        self.stopped = True
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        if not self.owner:
+            return None
+        atexit.unregister(self.stop)
+        try:
+            self.session.finish()
+        finally:
+            self._installed.remove()
+        from torchdoctor.watch import report
+
+        result = report.build(self.session, crash, exit_code)
+        report.write(result, self.session, self.report_json, self.report_html, self.lang)
+        if self.summary:
+            report.print_summary(self.session, self.lang)
+        return result
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stop()
+
+
+def watch(*objects, select=None, ignore=None, lang: str | None = None,
+          report_json: str | None = None, report_html: str | None = None,
+          summary: bool = True, live: bool = True) -> Watch:
+    """Watch training from now on: `with torchdoctor.watch(): ...`, or
+    `torchdoctor.watch(model, optimizer)` (stops at exit, or with `.stop()`).
+
+    `select`/`ignore`: rule codes, prefixes, names or ALL, as for `check`; without `select`,
+    the default-on monitors run. `live`: print each finding when it happens (stderr);
+    `summary`: print a summary when the watch stops."""
+    return Watch(objects, select=select, ignore=ignore, lang=lang, report_json=report_json,
+                 report_html=report_html, summary=summary, live=live)
+
+
+def enabled_monitors(select=None, ignore=None) -> list[tuple]:
+    """(pitfall, monitor class) of every enabled runtime check, in catalog order."""
+    from torchdoctor.catalog import all_pitfalls
+    from torchdoctor.lint.config import resolve
+
+    selected = resolve(_as_list(select)) if select is not None else None
+    ignored = resolve(_as_list(ignore)) if ignore else set()
+    entries = []
+    for pitfall in all_pitfalls():
+        if pitfall.code in ignored:
+            continue
+        for cls in pitfall.monitors:
+            if (cls.default if selected is None else pitfall.code in selected):
+                entries.append((pitfall, cls))
+    return entries
+
+
+def _as_list(selectors) -> list[str]:
+    if isinstance(selectors, str):
+        selectors = [selectors]
+    return [part for item in selectors for part in item.split(",")]
