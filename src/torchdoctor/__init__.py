@@ -9,7 +9,7 @@ from torchdoctor import explain  # noqa: E402
 from torchdoctor import watch  # noqa: E402
 
 __all__ = ["__version__", "explain", "install", "watch", "load_ipython_extension",
-           "unload_ipython_extension"]
+           "unload_ipython_extension", "load_state_dict"]
 
 
 def install(lang=None) -> None:
@@ -30,3 +30,11 @@ def unload_ipython_extension(shell) -> None:
     from torchdoctor.explain.hooks import unload_ipython_extension as _unload
 
     _unload(shell)
+
+
+def load_state_dict(model, path_or_dict, *, strict=True, **options):
+    """Load a checkpoint into `model` after the safe repairs (nesting, `module.`/`_orig_mod.`
+    prefixes, `num_batches_tracked`); raises an error listing what still does not fit."""
+    from torchdoctor.ckpt.api import load_state_dict as _load
+
+    return _load(model, path_or_dict, strict=strict, **options)

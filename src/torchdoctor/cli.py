@@ -61,6 +61,38 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     _add_lang(rules)
 
+    ckpt = commands.add_parser(
+        "ckpt", help="inspect, diff and repair checkpoint files (inspect needs no torch)")
+    ckpt_commands = ckpt.add_subparsers(dest="ckpt_command", metavar="inspect|diff|fix",
+                                        required=True)
+    inspect = ckpt_commands.add_parser(
+        "inspect", help="what the file is and holds; never runs code from it")
+    inspect.add_argument("file", metavar="FILE")
+    inspect.add_argument("--keys", action="store_true", help="list every key")
+    inspect.add_argument("--format", choices=("text", "json"), default="text")
+    _add_lang(inspect)
+    diff = ckpt_commands.add_parser(
+        "diff", help="keys that differ from another checkpoint or a model, by cause")
+    diff.add_argument("file", metavar="FILE")
+    diff.add_argument("other", nargs="?", metavar="OTHER", help="a checkpoint to compare with")
+    diff.add_argument("--model", metavar="SPEC", help="path/to/file.py:factory or "
+                      "package.module:factory returning the nn.Module (imports your code)")
+    diff.add_argument("--format", choices=("text", "json"), default="text")
+    _add_lang(diff)
+    fix = ckpt_commands.add_parser(
+        "fix", help="write a repaired copy (the input is never modified)")
+    fix.add_argument("file", metavar="FILE")
+    fix.add_argument("-o", "--output", required=True, metavar="OUT", help="the new file")
+    fix.add_argument("--model", metavar="SPEC", help="repair against this model and prove the "
+                     "result loads into it with strict=True")
+    fix.add_argument("--to-safetensors", action="store_true",
+                     help="write the weights in the safetensors format")
+    fix.add_argument("--dtype", choices=("float32", "float16", "bfloat16", "float64"),
+                     help="convert floating-point tensors")
+    fix.add_argument("--trust", action="store_true", help="allow a full unpickle (runs code "
+                     "from the file): needed for whole pickled modules and unknown classes")
+    _add_lang(fix)
+
     run = commands.add_parser(
         "run", help="run a training script with the watcher (needs torch)",
         usage="torchdoctor run [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]",
@@ -104,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
             from torchdoctor.explain.command import run_explain
 
             return run_explain(args, args.lang or default_lang())
+        if args.command == "ckpt":
+            from torchdoctor.ckpt.command import run_ckpt
+
+            return run_ckpt(args, args.lang or default_lang())
         if args.command == "rule":
             return _rule(args)
         if args.command == "run":

@@ -65,3 +65,21 @@ def kind_of(name: str) -> str:
     if _MODEL_CLASS.search(attribute) or set(module.split(".")) & _MODEL_PACKAGES:
         return "module"
     return "class"
+
+# Globals a hostile pickle calls to run code; a checkpoint has no reason to name any of them.
+_DANGEROUS_MODULES = {"os", "posix", "nt", "subprocess", "sys", "runpy", "shutil", "socket",
+                      "pty", "importlib", "pickle", "_pickle", "marshal", "code", "codeop",
+                      "ctypes", "webbrowser", "commands", "multiprocessing", "asyncio", "pdb",
+                      "timeit", "platform", "http", "urllib", "requests", "ftplib", "telnetlib"}
+_DANGEROUS_BUILTINS = {"eval", "exec", "compile", "__import__", "getattr", "setattr",
+                       "delattr", "open", "input", "breakpoint", "globals", "locals", "vars",
+                       "apply", "execfile", "file", "reload"}
+
+
+def dangerous(name: str) -> bool:
+    """`name` (module.attribute) is a way to run code or touch the system, not a data class."""
+    module, _, attribute = name.rpartition(".")
+    root = module.split(".", 1)[0]
+    if root in ("builtins", "__builtin__"):
+        return attribute in _DANGEROUS_BUILTINS
+    return root in _DANGEROUS_MODULES

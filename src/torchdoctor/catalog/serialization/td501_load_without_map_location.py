@@ -18,7 +18,14 @@ PITFALL = Pitfall(
               "on a GPU fails to load on a CPU-only machine; pass `map_location=\"cpu\"` or your device",
         "zh": "这段代码会检查 CUDA 是否可用，但 `torch.load` 没有指定 `map_location`：在 GPU 上保存的 "
               "checkpoint 在只有 CPU 的机器上会加载失败；请传入 `map_location=\"cpu\"` 或你的 device",
-    }},
+    },
+    "ckpt": {
+        "en": "{count} tensors were saved on {devices}: on a machine without that device "
+              "`torch.load` fails unless given `map_location=\"cpu\"` (or your device)",
+        "zh": "{count} 个张量保存在 {devices} 上：在没有该设备的机器上，`torch.load` 必须传入 "
+              "`map_location=\"cpu\"`（或你的 device）才能加载",
+    },
+    },
     fix_title={"en": "Add `map_location=\"cpu\"`", "zh": "添加 `map_location=\"cpu\"`"},
     fix_applicability="unsafe",
     # Opt-in: a static check cannot see whether the file holds CUDA tensors (RNG, scheduler and
@@ -202,3 +209,13 @@ def cpu_build(block, report) -> Clue | None:
     loading = any("serialization" in frame.path or "torch.load" in (frame.source or "")
                   for frame in block.frames)
     return Clue(0.9 if loading else 0.7, NO_CUDA)
+
+
+@PITFALL.checkpoint
+def check_checkpoint(subject) -> Iterator[Finding]:
+    if subject.listing is None:
+        return
+    devices = {d: n for d, n in subject.listing.devices.items() if d not in ("cpu", "meta")}
+    if devices:
+        yield subject.finding(PITFALL, "ckpt", repairable=True, count=sum(devices.values()),
+                              devices=", ".join(f"`{d}`" for d in sorted(devices)))

@@ -20,7 +20,23 @@ PITFALL = Pitfall(
               "`torch.serialization.add_safe_globals`",
         "zh": "`torch.load(..., weights_only=False)` 会反序列化任意对象，文件里藏的任何代码都可能被执行："
               "只对可信文件这样做，或者用 `torch.serialization.add_safe_globals` 放行需要的类",
-    }},
+    },
+    "ckpt": {
+        "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
+              "it needs {globals}; if you trust the file, allow exactly these with "
+              "`torch.serialization.add_safe_globals`, or write a copy that holds plain values",
+        "zh": "`torch.load(weights_only=True)`（torch 2.6 起的默认值）会拒绝这个文件：它需要 "
+              "{globals}；如果信任这个文件，用 `torch.serialization.add_safe_globals` 只放行这几个，"
+              "或者另存一份只含普通值的副本",
+    },
+    "ckpt-dangerous": {
+        "en": "the pickle names {globals}, which a full unpickle (`weights_only=False`) would "
+              "call: this file can run commands on your machine; never load it with "
+              "`weights_only=False`",
+        "zh": "pickle 中引用了 {globals}，完整反序列化（`weights_only=False`）时会调用它们："
+              "这个文件可以在你的机器上执行命令；绝不要用 `weights_only=False` 加载它",
+    },
+    },
     fix_hint={
         "en": "For a file you trust, allow exactly the classes it needs: "
               "`torch.serialization.add_safe_globals([...])` or `with "
@@ -231,3 +247,21 @@ def refused_global(block, report) -> Clue | None:
     # A pickled model is whole-module-saved's story first; this entry's fix still applies.
     confidence = 0.85 if kind == "module" else 0.95
     return Clue(confidence, CAUSES[kind], FIX, {"name": name, "short": name.rpartition(".")[2]})
+
+
+@PITFALL.checkpoint
+def check_checkpoint(subject) -> Iterator[Finding]:
+    listing = subject.listing
+    if listing is None or not listing.refused:
+        return
+    hostile = [g for g in listing.refused if _weights_only.dangerous(g)]
+    if hostile:
+        yield subject.finding(PITFALL, "ckpt-dangerous", keys=hostile,
+                              globals=", ".join(f"`{g}`" for g in hostile))
+    # A pickled module needs its classes: whole-module-saved says so.
+    metadata = [g for g in listing.refused if g not in hostile and not (
+        listing.module_classes and _weights_only.kind_of(g) == "module")
+        and g not in listing.module_classes]
+    if metadata:
+        yield subject.finding(PITFALL, "ckpt", keys=metadata, repairable=not hostile,
+                              globals=", ".join(f"`{g}`" for g in metadata))

@@ -18,7 +18,15 @@ PITFALL = Pitfall(
     messages={"": {
         "en": "`torch.save({module}, ...)` pickles the whole module: save `{module}.state_dict()` instead",
         "zh": "`torch.save({module}, ...)` 会 pickle 整个模块：应改为保存 `{module}.state_dict()`",
-    }},
+    },
+    "ckpt": {
+        "en": "the file is a whole pickled `{cls}`, not a state_dict: loading it imports and "
+              "runs that class's code (`weights_only=True` refuses it) and breaks when the class "
+              "moves; convert it once to a state_dict",
+        "zh": "这个文件是整个被 pickle 的 `{cls}`，而不是 state_dict：加载它会导入并运行这个类的代码"
+              "（`weights_only=True` 会拒绝），类一旦移动位置就加载不了；请一次性转换成 state_dict",
+    },
+    },
     fix_title={"en": "Save `{module}.state_dict()`", "zh": "改为保存 `{module}.state_dict()`"},
     fix_applicability="unsafe",
     fix_hint={
@@ -227,3 +235,14 @@ def refused_module(block, report) -> Clue | None:
         return None
     module, _, short = name.rpartition(".")
     return Clue(0.95, REFUSED_MODULE, REFUSED_FIX, {"module": module, "name": short})
+
+
+@PITFALL.checkpoint
+def check_checkpoint(subject) -> Iterator[Finding]:
+    listing = subject.listing
+    if listing is None or not listing.module_classes:
+        return
+    weights = listing.weights
+    owner = weights.module_class if weights and weights.module_class else listing.module_classes[0]
+    yield subject.finding(PITFALL, "ckpt", keys=listing.module_classes, repairable=True,
+                          options=" --trust", cls=owner)

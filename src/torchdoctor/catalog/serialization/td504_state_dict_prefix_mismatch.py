@@ -19,7 +19,25 @@ PITFALL = Pitfall(
               "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`",
         "zh": "`{surgery}` 手工去掉键前缀，可能会破坏其他键；请使用 "
               "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`",
-    }},
+    },
+    "ckpt": {
+        "en": "every key starts with `{prefix}`{origin}: loading into the bare model fails with "
+              "every key both missing and unexpected",
+        "zh": "每个键都以 `{prefix}` 开头{origin}：加载进裸模型时，每个键都会既缺失又多余",
+    },
+    "ckpt-checkpoint": {
+        "en": "the checkpoint's keys carry the prefix `{prefix}` that {reference}'s lack "
+              "({count} keys, e.g. `{example}`){origin}",
+        "zh": "checkpoint 的键带有 {reference}的键没有的前缀 `{prefix}`（{count} 个键，如 "
+              "`{example}`）{origin}",
+    },
+    "ckpt-model": {
+        "en": "{reference}'s keys carry the prefix `{prefix}` that the checkpoint's lack "
+              "({count} keys, e.g. `{example}`){origin}",
+        "zh": "{reference}的键带有 checkpoint 的键没有的前缀 `{prefix}`（{count} 个键，如 "
+              "`{example}`）{origin}",
+    },
+    },
     fix_hint={
         "en": "Remove the wrapper prefix only where it is present: "
               "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
@@ -291,3 +309,31 @@ def explain(block, report) -> Clue | None:
     fields = {"prefix": prefix.prefix, "matched": str(prefix.matched), "example": example,
               "wrapper": wrapper, "attribute": prefix.prefix.rstrip("."), "inner": inner}
     return Clue(confidence, CAUSES[prefix.side, prefix.wrapper], FIXES[prefix.side], fields)
+
+
+# Checking checkpoints ------------------------------------------------------------------------
+
+ORIGIN = {"en": " (saved from a model wrapped in {wrapper})",
+          "zh": "（它是从 {wrapper} 包装过的模型保存的）"}
+
+
+@PITFALL.checkpoint
+def check_checkpoint(subject) -> Iterator[Finding]:
+    if subject.diff is not None:
+        for difference in subject.diff.differences:
+            if difference.kind != "prefix":
+                continue
+            fields = difference.fields
+            origin = (subject.text(ORIGIN).format(wrapper=fields["wrapper"])
+                      if fields["wrapper"] else "")
+            yield subject.finding(PITFALL, f"ckpt-{fields['side']}", keys=difference.keys,
+                                  repairable=True, prefix=fields["prefix"], origin=origin,
+                                  count=fields["count"], example=difference.keys[0])
+        return
+    listing = subject.listing
+    if listing is not None and listing.prefix:
+        from torchdoctor.ckpt.diff import wrapper_name
+
+        origin = subject.text(ORIGIN).format(wrapper=wrapper_name(listing.prefix))
+        yield subject.finding(PITFALL, "ckpt", repairable=True, prefix=listing.prefix,
+                              origin=origin)

@@ -14,7 +14,30 @@ PITFALL = Pitfall(
               "counters: every weight matches",
         "zh": "`load_state_dict` 失败仅仅是因为 BatchNorm 的 `num_batches_tracked` 计数器："
               "所有权重其实都对得上",
-    }},
+    },
+    "ckpt": {
+        "en": "{count} BatchNorm layers have no `num_batches_tracked` (e.g. `{example}`) while "
+              "the state dict's version metadata says they should: "
+              "`load_state_dict(strict=True)` reports them missing",
+        "zh": "{count} 个 BatchNorm 层没有 `num_batches_tracked`（如 `{example}`），而 state dict "
+              "的版本元数据表明应该有：`load_state_dict(strict=True)` 会报告它们缺失",
+    },
+    "ckpt-missing": {
+        "en": "{reference} has `num_batches_tracked` counters that the checkpoint lacks ({count}, "
+              "e.g. `{example}`): saved by an old PyTorch (< 0.4.1) or with the counters "
+              "removed; the repair adds them as 0, as `load_state_dict` does for old files",
+        "zh": "{reference}有 checkpoint 中没有的 `num_batches_tracked` 计数器（{count} 个，如 "
+              "`{example}`）：由旧版 PyTorch（< 0.4.1）保存，或计数器被删掉了；修复时补为 0，"
+              "与 `load_state_dict` 处理旧文件的做法相同",
+    },
+    "ckpt-unexpected": {
+        "en": "the checkpoint has `num_batches_tracked` counters that {reference} does not "
+              "({count}, e.g. `{example}`): its BatchNorm keeps none (FrozenBatchNorm2d, an old "
+              "version); the repair drops them",
+        "zh": "checkpoint 中有{reference}没有的 `num_batches_tracked` 计数器（{count} 个，如 "
+              "`{example}`）：模型的 BatchNorm 不保存它们（FrozenBatchNorm2d、旧版本）；修复时删掉",
+    },
+    },
     fix_hint={
         "en": "Add the missing counters from the model (`state_dict.setdefault(key, buffer)` "
               "for each `*.num_batches_tracked` of `model.state_dict()`) or drop the unexpected "
@@ -172,3 +195,19 @@ def explain(block, report) -> Clue | None:
     confidence = 0.95 if sd_errors.kind(error) == "batches-tracked" else 0.5
     return Clue(confidence, CAUSES[side], FIXES[side],
                 {"count": str(len(keys)), "example": keys[0]})
+
+
+@PITFALL.checkpoint
+def check_checkpoint(subject):
+    if subject.diff is not None:
+        for difference in subject.diff.differences:
+            if difference.kind == "batches-tracked":
+                yield subject.finding(PITFALL, f"ckpt-{difference.fields['side']}",
+                                      keys=difference.keys, repairable=True,
+                                      count=len(difference.keys), example=difference.keys[0])
+        return
+    listing = subject.listing
+    if listing is not None and listing.counters_required:
+        keys = [f"{layer}.{sd_errors.BATCHES_TRACKED}" for layer in listing.missing_counters]
+        yield subject.finding(PITFALL, "ckpt", keys=keys, repairable=True, count=len(keys),
+                              example=keys[0])

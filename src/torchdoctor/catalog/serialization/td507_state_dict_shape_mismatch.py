@@ -14,7 +14,24 @@ PITFALL = Pitfall(
               "other hyperparameters than the checkpoint (classes, width, vocabulary)",
         "zh": "`load_state_dict` 找到了相同的键，但形状不同：模型的超参数（类别数、宽度、词表）"
               "与训练 checkpoint 时不一样",
-    }},
+    },
+    "ckpt-head": {
+        "en": "the output layer differs in size: {layers} has {checkpoint} outputs in the "
+              "checkpoint and {model} in {reference} (fine-tuning to another number of "
+              "classes?): drop these keys and load the rest, or build the model with "
+              "{checkpoint} outputs",
+        "zh": "输出层的大小不同：{layers} 在 checkpoint 中有 {checkpoint} 个输出，在{reference}中有 "
+              "{model} 个（换了类别数做微调？）：删掉这些键再加载其余部分，或者按 {checkpoint} 个"
+              "输出构建模型",
+    },
+    "ckpt-shape": {
+        "en": "{count} tensors have other shapes than in {reference}, e.g. `{key}`: {checkpoint} "
+              "in the checkpoint, {model} in {reference}: the model was built with other "
+              "hyper-parameters (width, vocabulary, classes)",
+        "zh": "{count} 个张量的形状与{reference}不同，如 `{key}`：checkpoint 中是 {checkpoint}，"
+              "{reference}中是 {model}：模型构建时用了不同的超参数（宽度、词表、类别数）",
+    },
+    },
     fix_hint={
         "en": "Build the model with the checkpoint's configuration; to fine-tune with another "
               "number of classes, drop the head's keys from the state dict and load with "
@@ -190,3 +207,12 @@ def explain(block, report) -> Clue | None:
                  for lang, text in ALSO_KEYS.items()}
     cause = {lang: text.replace("{extra}", extra[lang]) for lang, text in GENERIC.items()}
     return Clue(confidence, cause, None, {**fields, "layers": layers})
+
+
+@PITFALL.checkpoint
+def check_checkpoint(subject):
+    for difference in subject.diff.differences if subject.diff is not None else ():
+        fields = {k: v for k, v in difference.fields.items() if k != "shapes"}
+        if difference.kind in ("head", "shape"):
+            yield subject.finding(PITFALL, f"ckpt-{difference.kind}", keys=difference.keys,
+                                  **fields)

@@ -14,7 +14,31 @@ PITFALL = Pitfall(
               "weights are nested, renamed, or from another architecture",
         "zh": "`load_state_dict` 发现了模型没有的键，或缺少模型需要的键：权重被嵌套了一层、"
               "被改了名，或者来自另一种架构",
-    }},
+    },
+    "ckpt-nesting": {
+        "en": "the weights are nested in a training checkpoint: `load_state_dict` needs "
+              "`{access}`, not the whole dict (next to it: {others})",
+        "zh": "权重嵌套在训练 checkpoint 里：`load_state_dict` 需要的是 `{access}`，而不是整个字典"
+              "（与它并列的还有：{others}）",
+    },
+    "ckpt-renamed": {
+        "en": "layer `{old}` of the checkpoint looks renamed to `{new}` in {reference} ({count} "
+              "keys with the same shapes, in the same order): rename its keys if it is the same "
+              "layer",
+        "zh": "checkpoint 中的层 `{old}` 看起来在{reference}中改名成了 `{new}`（{count} 个键形状相同、"
+              "顺序一致）：如果确实是同一层，请重命名这些键",
+    },
+    "ckpt-missing": {
+        "en": "{count} keys of {reference} are not in the checkpoint: {groups}; with "
+              "`strict=False` these weights would silently keep their initial values",
+        "zh": "{reference}的 {count} 个键不在 checkpoint 中：{groups}；用 `strict=False` 加载时，"
+              "这些权重会悄悄保持初始值",
+    },
+    "ckpt-unexpected": {
+        "en": "{count} keys of the checkpoint are not in {reference}: {groups}",
+        "zh": "checkpoint 中有 {count} 个键不在{reference}中：{groups}",
+    },
+    },
     fix_hint={
         "en": "Compare the checkpoint's keys with `model.state_dict().keys()` (`torchdoctor "
               "ckpt inspect FILE` lists them without loading the file): take the nested entry "
@@ -254,3 +278,23 @@ def _same_leaves(error: sd_errors.StateDictError) -> bool:
     """Missing and unexpected keys pair up in order by their last part (weight, bias ...)."""
     pairs = zip(error.other_missing, error.other_unexpected)
     return all(m.rpartition(".")[2] == u.rpartition(".")[2] for m, u in pairs)
+
+
+# Checking checkpoints ------------------------------------------------------------------------
+
+@PITFALL.checkpoint
+def check_checkpoint(subject):
+    for difference in subject.diff.differences if subject.diff is not None else ():
+        kind, fields = difference.kind, difference.fields
+        if kind == "nesting":
+            where = fields["container"].split("/")
+            access = "checkpoint" + "".join(f"[\"{part}\"]" for part in where)
+            listing = subject.listing
+            others = [name for name, _ in listing.entries if name != where[0]] if listing else []
+            yield subject.finding(PITFALL, "ckpt-nesting", repairable=True, access=access,
+                                  others=", ".join(f"`{o}`" for o in others[:6]) or "-")
+        elif kind == "renamed":
+            yield subject.finding(PITFALL, "ckpt-renamed", keys=difference.keys, **fields)
+        elif kind in ("missing", "unexpected"):
+            yield subject.finding(PITFALL, f"ckpt-{kind}", keys=difference.keys,
+                                  count=len(difference.keys), groups=fields["groups"])

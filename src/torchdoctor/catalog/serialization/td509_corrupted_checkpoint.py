@@ -15,7 +15,12 @@ PITFALL = Pitfall(
               "saved under a checkpoint's name (a Git LFS pointer, an HTML page)",
         "zh": "`torch.load` 读不了这个文件：它不完整、已损坏，或者是别的东西顶着 checkpoint 的名字"
               "（Git LFS 指针文件、HTML 网页）",
-    }},
+    },
+    "ckpt": {
+        "en": "not a readable checkpoint: {what}",
+        "zh": "不是可读取的 checkpoint：{what}",
+    },
+    },
     fix_hint={
         "en": "Check the file before blaming the code: compare its size with the source, look "
               "at its first bytes (`head -c 200 FILE`) or run `torchdoctor ckpt inspect FILE`; "
@@ -280,3 +285,39 @@ PITFALL.error(r"Invalid magic number; corrupt file\?", confidence=0.9, cause=TRU
 # Misleading: a file of zeros is taken for the legacy tar format, under weights_only=True too.
 PITFALL.error(r"Cannot use ``weights_only=True`` with files saved in the legacy \.tar format",
               confidence=0.6, cause=ZEROS)
+
+
+# Checking checkpoints ------------------------------------------------------------------------
+
+# What `torchdoctor ckpt` found the file to be, by the reader's kind.
+KIND_ORIGINS = {"lfs-pointer": "v", "html": "<", "json": "{", "gzip": "\x1f", "zeros": "\x00",
+                "numpy": "\x93", "hdf5": "\x89"}
+KINDS = {
+    "truncated": ("the file is cut short (an interrupted download, copy or save): download "
+                  "or save it again",
+                  "文件被截断了（下载、拷贝或保存中断）：请重新下载或重新保存"),
+    "empty": ("the file is empty (0 bytes): a save that crashed or ran out of disk space",
+              "文件是空的（0 字节）：保存时崩溃或磁盘已满"),
+    "damaged": ("the data is damaged ({detail})", "数据已损坏（{detail}）"),
+    "zip-not-torch": ("a zip archive without `data.pkl` ({detail}...): not a `torch.save` "
+                      "checkpoint",
+                      "没有 `data.pkl` 的 zip 归档（{detail}...）：不是 `torch.save` 保存的 checkpoint"),
+    "text": TEXT_ORIGIN,
+    "unknown": UNKNOWN_ORIGIN,
+}
+LFS_SIZE = (" (the real file has {detail} bytes)", "（真正的文件有 {detail} 字节）")
+
+
+@PITFALL.checkpoint
+def check_checkpoint(subject):
+    problem = subject.problem
+    if problem is None:
+        return
+    index = 0 if subject.lang != "zh" else 1
+    if problem.kind in KIND_ORIGINS:
+        what = ORIGINS[KIND_ORIGINS[problem.kind]][index]
+        if problem.kind == "lfs-pointer" and problem.detail.isdigit():
+            what += LFS_SIZE[index].format(detail=problem.detail)
+    else:
+        what = KINDS.get(problem.kind, UNKNOWN_ORIGIN)[index].format(detail=problem.detail)
+    yield subject.finding(PITFALL, "ckpt", what=what.replace("{{", "{").replace("}}", "}"))

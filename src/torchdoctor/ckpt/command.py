@@ -1,0 +1,465 @@
+"""`torchdoctor ckpt inspect|diff|fix`: exit 0 fine, 1 findings, 2 unusable input."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from torchdoctor.ckpt import reader
+from torchdoctor.ckpt.findings import Subject, findings
+from torchdoctor.ckpt.inspect import WRAPPER_NAMES, Listing, listing
+from torchdoctor.errors import UsageError
+
+LABELS = {
+    "en": {
+        "zip": "PyTorch checkpoint (zip format, torch >= 1.6)",
+        "legacy": "PyTorch checkpoint (legacy format, torch < 1.6 or "
+                  "_use_new_zipfile_serialization=False)",
+        "pickle": "plain pickle (not written by torch.save)",
+        "safetensors": "safetensors",
+        "bare": "a bare state_dict",
+        "nested": "a training checkpoint; the weights are under {where}",
+        "module": "a whole pickled nn.Module ({cls}); its state_dict keys are listed",
+        "none": "no state dict found",
+        "structure": "structure", "tensors": "tensors", "params": "parameters",
+        "dtypes": "dtypes", "devices": "saved on", "prefix": "key prefix",
+        "batchnorm": "BatchNorm", "counters_ok": "{n} layers, num_batches_tracked present",
+        "counters_missing": "{n} layers, num_batches_tracked missing in {m} "
+                            "(load_state_dict fills them in: {fills})",
+        "yes": "yes", "no": "no",
+        "weights_only": "weights_only=True", "accepted": "accepted",
+        "refused": "refused, needs {names}",
+        "keys": "keys", "more": "... {n} more (--keys lists all)",
+        "clean": "Nothing to report.", "found": "Found {n} problem(s).",
+        "see": "see `torchdoctor rule {name}`",
+        "vs": "{a} vs {b}: {n} keys match",
+        "after": "After the safe repairs ({kinds}) it loads with strict=True: "
+                 "`torchdoctor ckpt fix`.",
+        "still": "Still does not fit after the safe repairs: {kinds}.",
+        "dtype_note": "note: {n} tensors are {a} in the checkpoint and {b} in the reference "
+                      "(load_state_dict casts them)",
+        "wrote": "Wrote {out}: {n} tensors, {size}.",
+        "repairs": "repairs", "none_needed": "no repair needed",
+        "proved": "Loaded into the model with strict=True: every key and shape fits.",
+        "reloaded": "Read back with torch.load(weights_only=True): OK.",
+        "reloaded_st": "Read back as safetensors: OK.",
+        "not_written": "Nothing written to {out}.",
+    },
+    "zh": {
+        "zip": "PyTorch checkpoint（zip 格式，torch >= 1.6）",
+        "legacy": "PyTorch checkpoint（旧格式，torch < 1.6 或 _use_new_zipfile_serialization=False）",
+        "pickle": "普通 pickle（不是 torch.save 写的）",
+        "safetensors": "safetensors",
+        "bare": "一个单纯的 state_dict",
+        "nested": "训练 checkpoint；权重在 {where} 下",
+        "module": "整个被 pickle 的 nn.Module（{cls}）；下面列出它的 state_dict 键",
+        "none": "没有找到 state dict",
+        "structure": "结构", "tensors": "张量", "params": "参数",
+        "dtypes": "数据类型", "devices": "保存时所在设备", "prefix": "键前缀",
+        "batchnorm": "BatchNorm", "counters_ok": "{n} 层，num_batches_tracked 齐全",
+        "counters_missing": "{n} 层，其中 {m} 层缺少 num_batches_tracked"
+                            "（load_state_dict 会自动补上：{fills}）",
+        "yes": "是", "no": "否",
+        "weights_only": "weights_only=True", "accepted": "可以加载",
+        "refused": "会被拒绝，需要 {names}",
+        "keys": "键", "more": "……还有 {n} 个（--keys 列出全部）",
+        "clean": "没有发现问题。", "found": "发现 {n} 个问题。",
+        "see": "详见 `torchdoctor rule {name}`",
+        "vs": "{a} 对比 {b}：{n} 个键一致",
+        "after": "经过安全修复（{kinds}）后可以用 strict=True 加载：`torchdoctor ckpt fix`。",
+        "still": "安全修复之后仍然对不上：{kinds}。",
+        "dtype_note": "注意：{n} 个张量在 checkpoint 中是 {a}，在参照中是 {b}"
+                      "（load_state_dict 会自动转换）",
+        "wrote": "已写入 {out}：{n} 个张量，{size}。",
+        "repairs": "修复", "none_needed": "不需要修复",
+        "proved": "已用 strict=True 加载进模型：所有键和形状都对得上。",
+        "reloaded": "已用 torch.load(weights_only=True) 重新读取：正常。",
+        "reloaded_st": "已按 safetensors 重新读取：正常。",
+        "not_written": "没有写入 {out}。",
+    },
+}
+KEYS_SHOWN = 10
+# Entries that say what the safe repairs cannot fix.
+STILL_WRONG = ("state-dict-shape-mismatch", "state-dict-key-mismatch")
+
+
+def run_ckpt(args, lang: str) -> int:
+    labels = LABELS[lang if lang in LABELS else "en"]
+    if args.ckpt_command == "inspect":
+        return _inspect(args, lang, labels)
+    if args.ckpt_command == "diff":
+        return _diff(args, lang, labels)
+    return _fix(args, lang, labels)
+
+
+def _read(path: str) -> reader.Checkpoint:
+    """The checkpoint; OSError becomes a usage error (exit 2)."""
+    try:
+        return reader.read(path)
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror or error}") from None
+
+
+def _unusable(path: str, problem: reader.Unreadable, lang: str) -> UsageError:
+    """One line saying what the file is, for commands that cannot go on without it."""
+    found = findings(Subject(path, lang, problem=problem))
+    return UsageError(f"{path}: {found[0].message}")
+
+
+# inspect ----------------------------------------------------------------------------------
+
+def _inspect(args, lang: str, labels: dict) -> int:
+    subject = Subject(args.file, lang)
+    try:
+        subject.listing = listing(_read(args.file))
+    except reader.Unreadable as problem:
+        subject.problem = problem
+    found = findings(subject)
+    if args.format == "json":
+        print(json.dumps(_inspect_json(subject, found), indent=2, ensure_ascii=False))
+    else:
+        lines = [] if subject.listing is None else _inspect_text(subject.listing, labels,
+                                                                 args.keys)
+        lines += _findings_text(found, labels)
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if found else 0
+
+
+def _inspect_text(result: Listing, labels: dict, all_keys: bool) -> list[str]:
+    checkpoint = result.checkpoint
+    lines = [f"{checkpoint.path}: {labels[checkpoint.format]}, {_size(checkpoint.size)}"]
+    weights = result.weights
+    if weights is None:
+        structure = labels["none"]
+    elif weights.module_class:
+        structure = labels["module"].format(cls=weights.module_class)
+    elif weights.where:
+        structure = labels["nested"].format(where=_access(weights.where))
+    else:
+        structure = labels["bare"]
+    lines.append(f"{labels['structure']}: {structure}")
+    width = max((len(name) for name, _ in result.entries), default=0)
+    lines += [f"  {name:{width}}  {description}" for name, description in result.entries]
+    if checkpoint.metadata:
+        lines.append(f"  __metadata__  {json.dumps(checkpoint.metadata)[:100]}")
+    if result.tensors:
+        lines.append(f"{labels['tensors']}: {len(result.tensors)}, "
+                     f"{result.parameters:,} {labels['params']}, {_size(result.nbytes)}")
+        lines.append(f"{labels['dtypes']}: {_counts(result.dtypes)}")
+        lines.append(f"{labels['devices']}: {_counts(result.devices)}")
+        prefix = result.prefix or "-"
+        if result.prefix:
+            prefix += " (" + " + ".join(WRAPPER_NAMES[w] for w in WRAPPER_NAMES
+                                        if w in result.prefix) + ")"
+        lines.append(f"{labels['prefix']}: {prefix}")
+        if result.batchnorm_layers:
+            n, m = len(result.batchnorm_layers), len(result.missing_counters)
+            text = (labels["counters_missing"].format(
+                n=n, m=m, fills=labels["no" if result.counters_required else "yes"]) if m
+                else labels["counters_ok"].format(n=n))
+            lines.append(f"{labels['batchnorm']}: {text}")
+    if checkpoint.format != "safetensors":
+        refused = checkpoint.refused_globals
+        verdict = (labels["refused"].format(names=", ".join(refused)) if refused
+                   else labels["accepted"])
+        lines.append(f"{labels['weights_only']}: {verdict}")
+    if result.tensors:
+        keys = list(result.tensors.items())
+        shown = keys if all_keys else keys[:KEYS_SHOWN]
+        lines.append(f"{labels['keys']}:")
+        width = min(60, max(len(k) for k, _ in shown))
+        lines += [f"  {k:{width}}  {t.dtype:9} {list(t.shape)}" +
+                  (f"  {t.device}" if t.device != "cpu" else "") for k, t in shown]
+        if len(shown) < len(keys):
+            lines.append("  " + labels["more"].format(n=len(keys) - len(shown)))
+    return lines
+
+
+def _inspect_json(subject: Subject, found) -> dict:
+    data: dict = {"path": subject.path, "format": None, "problem": None}
+    if subject.problem is not None:
+        data["problem"] = {"kind": subject.problem.kind, "detail": subject.problem.detail}
+    result = subject.listing
+    if result is not None:
+        checkpoint = result.checkpoint
+        weights = result.weights
+        data.update({
+            "format": checkpoint.format,
+            "size": checkpoint.size,
+            "entries": [{"name": n, "description": d} for n, d in result.entries],
+            "weights": None if weights is None else {
+                "where": list(weights.where), "module_class": weights.module_class,
+                "count": len(result.tensors), "parameters": result.parameters,
+                "bytes": result.nbytes, "dtypes": dict(result.dtypes),
+                "devices": dict(result.devices), "prefix": result.prefix,
+                "batchnorm": {"layers": len(result.batchnorm_layers),
+                              "missing_num_batches_tracked": result.missing_counters,
+                              "strict_load_fails": result.counters_required},
+                "keys": [{"key": k, "shape": list(t.shape), "dtype": t.dtype,
+                          "device": t.device} for k, t in result.tensors.items()],
+            },
+            "globals": list(checkpoint.globals),
+            "weights_only": {"accepted": not checkpoint.refused_globals,
+                             "needs": checkpoint.refused_globals},
+            "metadata": checkpoint.metadata,
+        })
+    data["findings"] = [f.to_json() for f in found]
+    return data
+
+
+# diff -------------------------------------------------------------------------------------
+
+def _diff(args, lang: str, labels: dict) -> int:
+    from torchdoctor.ckpt.diff import compare
+
+    if (args.other is None) == (args.model is None):
+        raise UsageError("ckpt diff: give either a second FILE or --model SPEC")
+    first = _listing_or_fail(args.file, lang)
+    if args.model is not None:
+        model = _build(args.model)
+        from torchdoctor.ckpt.diff import reference_of_model
+
+        reference = reference_of_model(model.state_dict())
+        name = {"en": "the model", "zh": "模型"}
+        other_label = f"--model {args.model}"
+        spec = args.model
+    else:
+        second = _listing_or_fail(args.other, lang)
+        reference = second.tensors
+        name = {"en": f"`{args.other}`", "zh": f" `{args.other}` "}
+        other_label = args.other
+        spec = args.other
+    result = compare(first.tensors, reference, first.weights.where)
+    subject = Subject(args.file, lang, listing=first, diff=result, model=spec, reference=name)
+    found = [f for f in findings(subject) if f.origin == "ckpt"]
+    if args.format == "json":
+        print(json.dumps({
+            "checkpoint": args.file, "reference": other_label, "matched": result.matched,
+            "differences": [d.to_json() for d in result.differences],
+            "loads_after_repair": not result.remaining,
+            "findings": [f.to_json() for f in found]}, indent=2, ensure_ascii=False))
+    else:
+        lines = [labels["vs"].format(a=args.file, b=other_label, n=result.matched)]
+        lines += _findings_text(found, labels, summary=False)
+        for difference in result.differences:
+            if difference.kind == "dtype":
+                lines.append(labels["dtype_note"].format(
+                    n=len(difference.keys), a=difference.fields["checkpoint"],
+                    b=difference.fields["model"]))
+        repairable = [d.kind for d in result.blocking if d.repairable]
+        if result.remaining:
+            kinds = ", ".join(dict.fromkeys(d.kind for d in result.remaining))
+            lines.append(labels["still"].format(kinds=kinds))
+        elif repairable:
+            lines.append(labels["after"].format(kinds=", ".join(dict.fromkeys(repairable))))
+        if not found:
+            lines.append(labels["clean"])
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if found else 0
+
+
+def _listing_or_fail(path: str, lang: str) -> Listing:
+    try:
+        result = listing(_read(path))
+    except reader.Unreadable as problem:
+        raise _unusable(path, problem, lang) from None
+    if result.weights is None:
+        raise UsageError(f"{path}: no state dict (a dict of tensors) found in the file")
+    return result
+
+
+def _build(spec: str):
+    _need_torch("--model")
+    from torchdoctor.ckpt.model_spec import build_model
+
+    return build_model(spec)
+
+
+def _need_torch(what: str) -> None:
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise UsageError(f"{what} needs PyTorch, which is not installed here "
+                         "(pip install torch)")
+    try:
+        import torch  # noqa: F401
+    except Exception as error:
+        raise UsageError(f"{what} needs PyTorch, which fails to import: "
+                         f"{type(error).__name__}: {error}") from None
+
+
+# fix --------------------------------------------------------------------------------------
+
+def _fix(args, lang: str, labels: dict) -> int:
+    source, out = Path(args.file), Path(args.output)
+    checkpoint = _checkpoint_or_fail(args.file, lang)
+    if out.exists() and out.resolve() == source.resolve():
+        raise UsageError(f"{args.output}: the output must be a new file; the input is never "
+                         "modified")
+    if out.is_dir():
+        raise UsageError(f"{args.output}: is a directory")
+    _need_torch("ckpt fix")
+    from torchdoctor.ckpt import repair
+
+    model = _build(args.model) if args.model else None
+    try:
+        loaded, result, reference = repair.plan(args.file, checkpoint, model, args.trust)
+    except repair.NeedsTrust as error:
+        raise UsageError(
+            f"{args.file}: rebuilding it needs {', '.join(error.names)}, which only a full "
+            "unpickle can create: that runs code from the file. If you trust the file, add "
+            "--trust") from None
+    except ValueError as error:
+        raise UsageError(f"{args.file}: {error}") from None
+    except Exception as error:  # torch.load refused what the reader could list
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise UsageError(f"{args.file}: torch.load failed: {type(error).__name__}: "
+                         f"{first[:200]}") from None
+    if model is not None and result.remaining:
+        subject = Subject(args.file, lang, listing=listing(checkpoint), diff=result,
+                          model=args.model)
+        left = [f for f in findings(subject) if f.name in STILL_WRONG and f.fix is None]
+        sys.stdout.write("\n".join(_findings_text(left, labels, summary=False)) + "\n")
+        kinds = ", ".join(dict.fromkeys(d.kind for d in result.remaining))
+        print(labels["still"].format(kinds=kinds))
+        print(labels["not_written"].format(out=args.output))
+        return 1
+    weights = repair.repaired(loaded.weights, result, reference if model else None, args.dtype)
+    unwrap = model is not None or args.to_safetensors
+
+    def write(temp: str) -> None:
+        if args.to_safetensors:
+            repair.save_safetensors(weights, temp)
+            reloaded = repair.read_safetensors(temp)
+        else:
+            import torch
+
+            root = weights if unwrap else repair.with_weights(loaded.root, loaded.weights.where,
+                                                              weights)
+            torch.save(root, temp)
+            reloaded = torch.load(temp, map_location="cpu", weights_only=True)
+            if not unwrap:
+                reloaded = _at(reloaded, loaded.weights.where)
+        if model is not None:
+            model.load_state_dict(reloaded, strict=True)
+
+    repair.write_atomically(out, write)
+    lines = [labels["repairs"] + ":"]
+    repairs = _repair_lines(result, loaded, checkpoint, args, lang)
+    lines += [f"  - {line}" for line in repairs] or [f"  {labels['none_needed']}"]
+    lines.append(labels["wrote"].format(out=args.output, n=len(weights),
+                                        size=_size(os.path.getsize(out))))
+    if model is not None:
+        lines.append(labels["proved"])
+    else:
+        lines.append(labels["reloaded_st" if args.to_safetensors else "reloaded"])
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _checkpoint_or_fail(path: str, lang: str) -> reader.Checkpoint:
+    try:
+        return _read(path)
+    except reader.Unreadable as problem:
+        raise _unusable(path, problem, lang) from None
+
+
+def _at(root, where):
+    for part in where:
+        root = root[part]
+    return root
+
+
+REPAIRS = {
+    "en": {"nesting": "unwrapped {access} (the rest of the checkpoint is not in the output)",
+           "nesting-taken": "took the weights from {access}",
+           "nesting-kept": "repaired the weights inside {access}; the rest is kept",
+           "prefix-checkpoint": "stripped the prefix `{prefix}` from {count} keys",
+           "prefix-model": "added the prefix `{prefix}` to {count} keys",
+           "batches-tracked-missing": "added {count} `num_batches_tracked` counters (0)",
+           "batches-tracked-unexpected": "dropped {count} `num_batches_tracked` counters",
+           "cpu": "moved {count} tensors from {devices} to the CPU",
+           "dtype": "converted floating-point tensors to {dtype}",
+           "plain": "turned metadata into plain values: {what}",
+           "safetensors": "wrote the weights as safetensors"},
+    "zh": {"nesting": "取出了 {access}（checkpoint 的其余部分不在输出里）",
+           "nesting-taken": "从 {access} 中取出了权重",
+           "nesting-kept": "修复了 {access} 中的权重；其余部分保留",
+           "prefix-checkpoint": "从 {count} 个键上去掉了前缀 `{prefix}`",
+           "prefix-model": "给 {count} 个键加上了前缀 `{prefix}`",
+           "batches-tracked-missing": "补上了 {count} 个 `num_batches_tracked` 计数器（0）",
+           "batches-tracked-unexpected": "删掉了 {count} 个 `num_batches_tracked` 计数器",
+           "cpu": "把 {count} 个张量从 {devices} 移到了 CPU",
+           "dtype": "把浮点张量转换成了 {dtype}",
+           "plain": "把元数据转换成了普通值：{what}",
+           "safetensors": "以 safetensors 格式写出权重"},
+}
+
+
+def repair_lines(diff, where, unwrap: bool | None, lang: str) -> list[str]:
+    """One line per safe repair the diff applies."""
+    texts = REPAIRS[lang if lang in REPAIRS else "en"]
+    lines = []
+    for difference in diff.differences:
+        fields = difference.fields
+        if difference.kind == "nesting":
+            key = {True: "nesting", False: "nesting-kept", None: "nesting-taken"}[unwrap]
+            lines.append(texts[key].format(access=_access(where)))
+        elif difference.kind == "prefix":
+            lines.append(texts[f"prefix-{fields['side']}"].format(**fields))
+        elif difference.kind == "batches-tracked":
+            lines.append(texts[f"batches-tracked-{fields['side']}"].format(**fields))
+    return lines
+
+
+def _repair_lines(result, loaded, checkpoint, args, lang) -> list[str]:
+    texts = REPAIRS[lang if lang in REPAIRS else "en"]
+    unwrap = bool(args.model) or args.to_safetensors
+    lines = repair_lines(result, loaded.weights.where, unwrap, lang)
+    result_listing = listing(checkpoint)
+    devices = {d: n for d, n in result_listing.devices.items() if d not in ("cpu", "meta")}
+    if devices:
+        lines.append(texts["cpu"].format(count=sum(devices.values()),
+                                         devices=", ".join(sorted(devices))))
+    if args.dtype:
+        lines.append(texts["dtype"].format(dtype=args.dtype))
+    if loaded.converted and not unwrap:
+        lines.append(texts["plain"].format(what=", ".join(dict.fromkeys(loaded.converted))))
+    if args.to_safetensors:
+        lines.append(texts["safetensors"])
+    return lines
+
+
+# text helpers -----------------------------------------------------------------------------
+
+def _findings_text(found, labels: dict, summary: bool = True) -> list[str]:
+    lines = []
+    for finding in found:
+        lines.append(f"{finding.code} {finding.name}: {finding.message}")
+        help_text = finding.fix.title if finding.fix else labels["see"].format(name=finding.name)
+        lines.append(f"  help: {help_text}")
+    if summary:
+        lines.append(labels["found"].format(n=len(found)) if found else labels["clean"])
+    return lines
+
+
+def _access(where: tuple[str, ...]) -> str:
+    return "checkpoint" + "".join(f'["{part}"]' for part in where)
+
+
+def _counts(counter) -> str:
+    return ", ".join(f"{name} ({count})" for name, count in counter.most_common())
+
+
+def _size(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{nbytes} B"

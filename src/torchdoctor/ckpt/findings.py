@@ -1,0 +1,55 @@
+"""Runs the catalog's checkpoint checks: each entry turns the facts it owns into findings."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchdoctor.catalog._model import Pitfall, Text, pick
+from torchdoctor.ckpt.diff import Diff
+from torchdoctor.ckpt.inspect import Listing
+from torchdoctor.ckpt.reader import Unreadable
+from torchdoctor.report.finding import Finding, Fix
+
+FIX_COMMAND = {"en": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` repairs this",
+               "zh": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` 可以修复"}
+
+
+@dataclass
+class Subject:
+    """What the checks look at: a file that could not be read, its listing, maybe a diff."""
+
+    path: str
+    lang: str
+    problem: Unreadable | None = None
+    listing: Listing | None = None
+    diff: Diff | None = None
+    model: str = ""  # the --model SPEC of a diff, or the other file's path
+    # How the reference side is called in messages ("the model", "`b.pth`").
+    reference: Text | None = None
+
+    def text(self, text: Text) -> str:
+        return pick(text, self.lang)
+
+    def finding(self, pitfall: Pitfall, variant: str, *, keys=(), repairable: bool = False,
+                options: str = "", **fields) -> Finding:
+        fields.setdefault("reference", self.text(self.reference or
+                                                 {"en": "the model", "zh": "模型"}))
+        message = pitfall.message(variant, self.lang, **fields)
+        fix = None
+        if repairable:
+            if self.model and ":" in self.model:
+                options = f" --model {self.model}{options}"
+            title = self.text(FIX_COMMAND).format(path=self.path, model=options)
+            fix = Fix("safe", title, ())
+        extra = {"keys": list(keys)} if keys else {}
+        return Finding(pitfall.code, pitfall.name, message, origin="ckpt", path=self.path,
+                       fix=fix, extra=extra)
+
+
+def findings(subject: Subject) -> list[Finding]:
+    from torchdoctor.catalog import all_pitfalls
+
+    found: list[Finding] = []
+    for pitfall in all_pitfalls():
+        for check in pitfall.checkpoint_checks:
+            found.extend(check(subject))
+    return found
