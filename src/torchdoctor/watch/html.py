@@ -355,8 +355,14 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {seconds:02d} s"
 
 
-_W, _H = 960, 250
-_FRAME = (64, 26, _W - 64 - 16, _H - 26 - 30)  # left, top, width, height of the plot area
+_W = 960
+_HEIGHTS = {"loss": 260, "lr": 160}  # the learning rate says less: a flatter plot
+_TOPS = {"loss": 40, "lr": 12}  # room above the loss plot for the findings' codes
+
+
+def _frame(key: str) -> tuple[int, int, int, int]:
+    """Left, top, width and height of the plot area inside the SVG."""
+    return 64, _TOPS[key], _W - 64 - 16, _HEIGHTS[key] - _TOPS[key] - 30
 
 
 def _line_section(key: str, title: str, steps: list[float], values: list, colour: str,
@@ -367,13 +373,14 @@ def _line_section(key: str, title: str, steps: list[float], values: list, colour
         return (f'<section><h2>{escape(title)}</h2>'
                 f'<p class="note">{escape(labels["no_series"])}</p></section>\n')
     y_range, log_y = _y_range(finite, key == "lr") if finite else ((0.0, 1.0), False)
-    axes = _Axes((steps[0], steps[-1]), y_range, log_y, _FRAME)
+    frame = _frame(key)
+    axes = _Axes((steps[0], steps[-1]), y_range, log_y, frame)
     points, means, bad = _downsample(steps, values)
-    left, top, width, height = _FRAME
-    svg = [f'<svg viewBox="0 0 {_W} {_H}" role="img" aria-label="{escape(title)}">',
+    left, top, width, height = frame
+    svg = [f'<svg viewBox="0 0 {_W} {_HEIGHTS[key]}" role="img" aria-label="{escape(title)}">',
            f'<defs><clipPath id="clip-{key}"><rect x="{left}" y="{top - 4}" width="{width}" '
            f'height="{height + 8}"/></clipPath></defs>',
-           _frame_and_axes(axes, log_y, labels)]
+           _frame_and_axes(axes, log_y, labels, frame)]
     svg.append(_finding_marks(axes, findings, labels))
     clip = f'fill="none" stroke="{colour}" stroke-linejoin="round" clip-path="url(#clip-{key})"'
     if means:  # many steps per pixel: the spread of each bin, faint, under its mean
@@ -396,12 +403,13 @@ def _line_section(key: str, title: str, steps: list[float], values: list, colour
             f'<div class="legend">{"".join(legend)}</div></section>\n')
 
 
-def _frame_and_axes(axes: _Axes, log_y: bool, labels: dict) -> str:
-    left, top, width, height = _FRAME
+def _frame_and_axes(axes: _Axes, log_y: bool, labels: dict, frame: tuple) -> str:
+    left, top, width, height = frame
     out = [f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="#fff" '
            f'stroke="#cbd5e1"/>']
     lo, hi = (10 ** axes.y0, 10 ** axes.y1) if log_y else (axes.y0, axes.y1)
-    for tick in (_log_ticks(lo, hi) if log_y else _nice_ticks(lo, hi)):
+    count = max(3, height // 40)
+    for tick in (_log_ticks(lo, hi) if log_y else _nice_ticks(lo, hi, count)):
         y = axes.py(tick)
         out.append(f'<line x1="{left}" x2="{left + width}" y1="{y:.1f}" y2="{y:.1f}" '
                    f'stroke="#eef2f7"/><text x="{left - 6}" y="{y + 4:.1f}" '
@@ -411,7 +419,7 @@ def _frame_and_axes(axes: _Axes, log_y: bool, labels: dict) -> str:
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + height}" y2="{top + height + 4}" '
                    f'stroke="#94a3b8"/><text x="{x:.1f}" y="{top + height + 17}" '
                    f'text-anchor="middle">{_fmt_step(round(tick, 6))}</text>')
-    out.append(f'<text x="{left + width}" y="{top + height + 28}" text-anchor="end">'
+    out.append(f'<text x="{left + width}" y="{top + height + 26}" text-anchor="end">'
                f'{escape(labels["step"])}</text>')
     return "".join(out)
 
@@ -459,7 +467,7 @@ def _finding_marks(axes: _Axes, findings: list, labels: dict) -> str:
     if not by_step:
         return ""
     top, bottom = axes.top, axes.top + axes.height
-    label_rows = [-1e9, -1e9]  # right edge of the last label in each row
+    label_rows = [-1e9, -1e9, -1e9]  # right edge of the last label in each row
     out = []
     for step in sorted(by_step):
         group = by_step[step]
@@ -471,13 +479,13 @@ def _finding_marks(axes: _Axes, findings: list, labels: dict) -> str:
         label = ""
         text_width = 6.2 * len(codes)
         for row, right in enumerate(label_rows):
-            if x + 3 > right + 4:
+            if x + 3 > right + 16:  # a clear gap, so no two codes read as one label
                 label_rows[row] = x + 3 + text_width
-                label = (f'<text x="{x + 3:.1f}" y="{top - 14 + 11 * row}" '
+                label = (f'<text x="{x + 3:.1f}" y="{top - 28 + 11 * row}" '
                          f'style="fill:{FINDING_COLOUR};font-weight:600">{escape(codes)}</text>')
                 break
         out.append(f'<g><title>{escape(tip)}</title><line x1="{x:.1f}" x2="{x:.1f}" '
-                   f'y1="{top - 2 if label else top}" y2="{bottom}" stroke="{FINDING_COLOUR}" '
+                   f'y1="{top - 36 + 11 * row if label else top}" y2="{bottom}" stroke="{FINDING_COLOUR}" '
                    f'stroke-width="1.2" stroke-dasharray="4 3"/>{label}</g>')
     return "".join(out)
 
