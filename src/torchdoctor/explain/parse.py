@@ -62,7 +62,7 @@ _EXCEPTION_WORDS = ("Error", "Exception", "Interrupt", "Exit", "Group")
 _STANDALONE = re.compile(
     r"(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Group)(?::.*)?$")
 # ... or after other text: `temp_x = x.cuda(i) RuntimeError: CUDA error (10): invalid device`.
-_EMBEDDED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception): ")
+_EMBEDDED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception):(?: |$)")
 # Lines that end a multi-line message although no blank line came: a C++ stack follows.
 # Lines that end a multi-line message although no blank line came: a C++ stack follows, or
 # wandb's exit report.

@@ -413,6 +413,7 @@ _SIX_FIX = {
     "zh": "把 `from torch._six import {name}` 改为 `{replacement}`，或者升级导入它的第三方包。",
 }
 _SIX_IMPORT = re.compile(r"cannot import name '(?P<name>\w+)' from 'torch\._six'")
+_SIX_ATTRIBUTE = re.compile(r"module 'torch\._six' has no attribute '(?P<name>\w+)'")
 _SIX_MODULE = re.compile(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>torch(?:\.\w+)*)' has no attribute '(?P<name>\w+)'")
 _SITE_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w.-]*)")
@@ -421,7 +422,7 @@ _SITE_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w
 @PITFALL.error_check(types=("ImportError", "ModuleNotFoundError", "AttributeError"))
 def removed_name(block, report) -> Clue | None:
     """`torch._six` imports, and `module 'torch' has no attribute 'gels'` for names in RENAMES."""
-    six = _SIX_IMPORT.search(block.message)
+    six = _SIX_IMPORT.search(block.message) or _SIX_ATTRIBUTE.search(block.message)
     if six is not None or _SIX_MODULE.search(block.message):
         name = six.group("name") if six else "_six"
         fields = {"name": name, **_importer(block),

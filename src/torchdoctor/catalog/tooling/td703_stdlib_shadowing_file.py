@@ -178,7 +178,18 @@ def _shadowing_file(directory: str, module: str) -> str | None:
 # Explaining the errors it causes ------------------------------------------------------------
 
 # `cannot import name 'deepcopy' from 'copy' (/home/me/project/copy.py)`: Python names the file.
-_FROM_FILE = re.compile(r"from '(?P<module>[\w.]+)' \((?P<path>[^)]+)\)")
+_FROM_FILE = re.compile(
+    r"from (?:partially initialized module )?'(?P<module>[\w.]+)' "
+    r"(?:\(most likely due to a circular import\) )?\((?P<path>[^)]+)\)")
+# Once the error happened, more installed packages are worth naming than the static rule
+# dares to (a project's own `datasets.py` is usually meant): the PyTorch ecosystem's.
+_ECOSYSTEM = frozenset({
+    "lightning", "pytorch_lightning", "accelerate", "datasets", "diffusers", "peft",
+    "safetensors", "tokenizers", "huggingface_hub", "onnx", "onnxruntime", "tensordict",
+    "torchrl", "torchdata", "torchtext", "torchmetrics", "ultralytics", "albumentations",
+    "open_clip", "gym", "gymnasium", "h5py", "skimage", "seaborn", "tensorflow", "keras",
+    "jax", "sentencepiece", "triton", "xformers", "deepspeed", "apex",
+})
 _PARTIAL = re.compile(r"partially initialized module '(?P<module>[\w.]+)'")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'")
 _CAUSE = {
@@ -197,7 +208,7 @@ def explain(block, report) -> Clue | None:
     partial = _PARTIAL.search(block.message)
     if partial is not None:
         module = partial.group("module").partition(".")[0]
-        if module in _SHADOWABLE:
+        if module in _SHADOWABLE or module in _ECOSYSTEM:
             return Clue(0.9, _CAUSE, fields={"module": module})
         return None  # a circular import between the user's own modules
     missing = _NO_ATTRIBUTE.search(block.message)
@@ -214,7 +225,7 @@ def _shadowing_file_named(message: str) -> str | None:
     if found is None:
         return None
     module = found.group("module").partition(".")[0]
-    if module in _SHADOWABLE and is_user_path(found.group("path")):
+    if (module in _SHADOWABLE or module in _ECOSYSTEM) and is_user_path(found.group("path")):
         return module
     return None
 

@@ -144,7 +144,8 @@ def _imports_argparse(ctx: Context) -> bool:
 # Error signatures ---------------------------------------------------------------------------
 
 PITFALL.error(
-    r"unrecognized arguments:[^\n]*?(?:-f |--f=)\S*(?:kernel|jupyter|runtime)\S*\.json",
+    r"unrecognized arguments:[^\n]*?(?:(?:-f |--f=)\S*(?:kernel|jupyter|runtime)\S*"
+    r"|\S*jupyter[\\/]runtime[\\/]kernel-[\w-]+)\.json",
     types=(), confidence=0.95,
     cause={"en": "`parse_args()` ran inside a Jupyter kernel and read the kernel's own command "
                  "line (`-f .../kernel-....json`) instead of options meant for the script.",
