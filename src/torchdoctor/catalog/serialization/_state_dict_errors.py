@@ -136,6 +136,7 @@ def _keys(segment: str, first_only: bool = False) -> list[str]:
     """Quoted keys of one list. Keys hold no spaces, so whitespace inside quotes is a wrapped
     line; a key cut off by truncation has no closing quote and is dropped."""
     segment = segment.replace("\\'", "'").replace('\\"', '"')
+    segment = segment.replace("\u201c", '"').replace("\u201d", '"')  # pasted via a forum/editor
     if segment.lstrip().startswith('"{'):  # torch 0.3: a set's repr in quotes
         quoted = re.findall(r"'([^']*)'", segment.split("}", 1)[0])
     else:

@@ -207,7 +207,8 @@ def _unpickling(block) -> bool | None:
 def missing_class(block, report) -> Clue | None:
     found = re.search(r"Can't get attribute '(?P<name>\w+)' on <module '(?P<module>[\w.]+)'",
                       block.message)
-    if found is None:
+    if found is None or found["module"].partition(".")[0] == "torch":
+        # torch's own `_rebuild_tensor_v2` missing: a file from a newer torch, not a class.
         return None
     loading = _unpickling(block)
     if loading is False:

@@ -204,3 +204,11 @@ def check_user_nan_check(block, report):
     if _CHECK_SOURCE.search(source):
         return Clue(0.85 if "loss" in source.lower() else 0.7, _CAUSE_USER_CHECK)
     return None
+# A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`.
+PITFALL.error(r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b",
+              types=(), confidence=0.75, cause={
+                  "en": "The loss printed in the log turned NaN/Inf: training diverged. Usual "
+                        "origins: a learning rate too high for the batch size, `log` of 0 or "
+                        "division by 0, bad samples in the data, or fp16 overflow.",
+                  "zh": "日志中打印的损失变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、"
+                        "对 0 取 `log` 或除以 0、数据中的坏样本，或 fp16 溢出。"})
