@@ -221,16 +221,20 @@ def _diff(args, lang: str, labels: dict) -> int:
         from torchdoctor.ckpt.diff import reference_of_model
 
         reference = reference_of_model(model.state_dict())
+        where = first.weights.where
         name = {"en": "the model", "zh": "模型"}
         other_label = f"--model {args.model}"
         spec = args.model
     else:
         second = _listing_or_fail(args.other, lang)
         reference = second.tensors
+        where = first.weights.where
         name = {"en": f"`{args.other}`", "zh": f" `{args.other}` "}
         other_label = args.other
         spec = args.other
-    result = compare(first.tensors, reference, first.weights.where)
+        if second.weights.where == first.weights.where:
+            where = ()  # both nested alike: not a difference between them
+    result = compare(first.tensors, reference, where)
     subject = Subject(args.file, lang, listing=first, diff=result, model=spec, reference=name)
     found = [f for f in findings(subject) if f.origin == "ckpt"]
     if args.format == "json":

@@ -106,19 +106,18 @@ def _resolve(name: str):
 def plain(value, converted: list[str], depth: int = 0):
     """`value` with numpy values, Namespaces, paths and modules turned into plain Python values
     and state dicts, so that `torch.load(weights_only=True)` accepts it."""
+    kind = type(value)
+    if kind.__module__.split(".", 1)[0] == "numpy":  # before float: numpy.float64 is one
+        converted.append(f"numpy.{kind.__name__}")
+        if getattr(value, "ndim", 0) and value.size > LIST_LIMIT:
+            return torch.from_numpy(value.copy())
+        return value.tolist() if hasattr(value, "tolist") else str(value)
     if depth > 50 or isinstance(value, (torch.Tensor, str, bytes, int, float, bool, complex,
                                         type(None), torch.dtype, torch.device, torch.Size)):
         return value
     if isinstance(value, torch.nn.Module):
         converted.append(f"{type(value).__name__} -> state_dict")
         return value.state_dict()
-    kind = type(value)
-    module = kind.__module__.split(".", 1)[0]
-    if module == "numpy":
-        converted.append(f"numpy.{kind.__name__}")
-        if hasattr(value, "ndim") and getattr(value, "ndim", 0) and value.size > LIST_LIMIT:
-            return torch.from_numpy(value.copy())
-        return value.tolist() if hasattr(value, "tolist") else str(value)
     if isinstance(value, dict):
         items = [(k, plain(v, converted, depth + 1)) for k, v in value.items()]
         if kind in (dict, OrderedDict):
