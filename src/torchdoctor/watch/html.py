@@ -88,14 +88,15 @@ color:#fff;margin-left:8px;vertical-align:2px}
 svg{display:block;width:100%;height:auto}
 svg text{font-size:11px;fill:#475569}
 .legend{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12.5px;color:#475569;margin-top:4px}
-.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin-right:5px}
+.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;
+margin-right:5px}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;vertical-align:top;padding:5px 8px;border-bottom:1px solid #e2e8f0}
 th{color:#475569;font-weight:600;background:#f8fafc}
 td.code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:nowrap}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-pre{white-space:pre-wrap;word-break:break-word;background:#f1f5f9;padding:8px 10px;border-radius:6px;
-margin:6px 0}
+pre{white-space:pre-wrap;word-break:break-word;background:#f1f5f9;padding:8px 10px;
+border-radius:6px;margin:6px 0}
 .cause{border-left:3px solid #cbd5e1;padding:2px 0 2px 12px;margin:10px 0}
 .bar{display:inline-block;width:60px;height:6px;background:#e2e8f0;border-radius:3px;
 vertical-align:middle;margin:0 6px}
@@ -476,16 +477,17 @@ def _finding_marks(axes: _Axes, findings: list, labels: dict) -> str:
         tip = "\n".join(f'{f.get("code", "")} {f.get("name", "")} '
                         f'({labels["step"]} {_fmt_step(step)}): {f.get("message", "")}'
                         for f in group[:10])
-        label = ""
+        label, line_top = "", top
         text_width = 6.2 * len(codes)
         for row, right in enumerate(label_rows):
             if x + 3 > right + 16:  # a clear gap, so no two codes read as one label
                 label_rows[row] = x + 3 + text_width
                 label = (f'<text x="{x + 3:.1f}" y="{top - 28 + 11 * row}" '
                          f'style="fill:{FINDING_COLOUR};font-weight:600">{escape(codes)}</text>')
+                line_top = top - 36 + 11 * row
                 break
         out.append(f'<g><title>{escape(tip)}</title><line x1="{x:.1f}" x2="{x:.1f}" '
-                   f'y1="{top - 36 + 11 * row if label else top}" y2="{bottom}" stroke="{FINDING_COLOUR}" '
+                   f'y1="{line_top}" y2="{bottom}" stroke="{FINDING_COLOUR}" '
                    f'stroke-width="1.2" stroke-dasharray="4 3"/>{label}</g>')
     return "".join(out)
 
