@@ -195,6 +195,15 @@ def test_fifty_thousand_steps_stay_small_and_keep_spikes_and_nans():
     assert "Each column is the maximum over 250 steps." in page
 
 
+def test_sampled_gradient_norms_are_drawn_at_their_own_steps():
+    run = {"metrics": {"step": list(range(100)), "loss": [1.0] * 100,
+                       "grad_norm_step": list(range(0, 100, 10)),
+                       "grad_norm": {"fc": [0.5] * 10, "late": [None] * 5 + [2.0] * 5}}}
+    page = render_html(run)
+    parse(page)
+    assert ">90<" in page  # the heatmap's step axis runs to the last sampled step, 90
+
+
 def test_chinese_labels():
     page = render_html(nan_run(), lang="zh")
     parse(page)

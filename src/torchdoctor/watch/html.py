@@ -111,19 +111,19 @@ def render_html(report: dict, lang: str = "en") -> str:
     findings = [f for f in _list(report.get("findings")) if isinstance(f, dict)]
     crash = report.get("crash") if isinstance(report.get("crash"), dict) else None
     metrics = report.get("metrics") if isinstance(report.get("metrics"), dict) else {}
-    steps, loss, lr, grads = _metrics(metrics)
+    steps, loss, lr, grad_steps, grads = _metrics(metrics)
 
     parts = [_header(report, findings, crash, len(steps), labels)]
     if crash:
         parts.append(_crash_section(crash, labels))
-    if not steps:
+    if not steps and not grads:
         parts.append(f'<section><p class="note">{escape(labels["no_metrics"])}</p></section>')
     else:
         parts.append(_line_section("loss", labels["loss"], steps, loss, LOSS_COLOUR, findings,
                                    labels))
         parts.append(_line_section("lr", labels["lr"], steps, lr, LR_COLOUR, [], labels))
         if grads:
-            parts.append(_heatmap_section(steps, grads, labels))
+            parts.append(_heatmap_section(grad_steps, grads, labels))
     parts.append(_findings_section(findings, labels))
     html_lang = "zh-CN" if lang == "zh" else "en"
     return (
@@ -157,28 +157,39 @@ def _number(value) -> float | None:
     return None
 
 
-def _metrics(metrics: dict) -> tuple[list[float], list, list, dict[str, list]]:
-    """Steps, loss, lr and per-layer gradient norms, all aligned to the same length."""
+def _metrics(metrics: dict) -> tuple[list[float], list, list, list[float], dict[str, list]]:
+    """Steps with loss and lr aligned to them, and the gradient norms' own steps with the
+    per-layer norms (sampled less often when `grad_norm_step` says so; else on `step`)."""
     loss = [_number(v) for v in _list(metrics.get("loss"))]
     lr = [_number(v) for v in _list(metrics.get("lr"))]
     raw_grads = metrics.get("grad_norm") if isinstance(metrics.get("grad_norm"), dict) else {}
     # Left raw: hundreds of layers x tens of thousands of steps are only read once, by _bin_layer.
     grads = {str(name): values for name, values in raw_grads.items()
              if isinstance(values, list) and values}
-    length = max([len(loss), len(lr), *(len(v) for v in grads.values())], default=0)
-    raw_steps = [_number(v) for v in _list(metrics.get("step"))]
-    length = max(length, len(raw_steps))
-    steps = []
-    for i in range(length):
-        step = raw_steps[i] if i < len(raw_steps) else None
-        if step is None or not math.isfinite(step):
-            step = steps[-1] + 1 if steps else float(i)
-        steps.append(step)
+    grads_length = max((len(v) for v in grads.values()), default=0)
+    raw_grad_steps = _list(metrics.get("grad_norm_step"))
+    own_steps = bool(raw_grad_steps)
+    length = max(len(loss), len(lr), len(_list(metrics.get("step"))),
+                 0 if own_steps else grads_length)
+    steps = _axis(_list(metrics.get("step")), length)
+    grad_steps = _axis(raw_grad_steps, max(grads_length, len(raw_grad_steps))) if own_steps \
+        else steps
 
     def pad(series: list) -> list:
         return series + [None] * (length - len(series))
 
-    return steps, pad(loss), pad(lr), grads
+    return steps, pad(loss), pad(lr), grad_steps, grads
+
+
+def _axis(raw: list, length: int) -> list[float]:
+    """`length` step numbers: the recorded ones, counting on where they are missing."""
+    steps: list[float] = []
+    for i in range(length):
+        step = _number(raw[i]) if i < len(raw) else None
+        if step is None or not math.isfinite(step):
+            step = steps[-1] + 1 if steps else float(i)
+        steps.append(step)
+    return steps
 
 
 def _finding_step(finding: dict) -> float | None:
