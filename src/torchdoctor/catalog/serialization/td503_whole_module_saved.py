@@ -32,10 +32,11 @@ PITFALL = Pitfall(
     fix_hint={
         "en": "To load the file, make the pickled class importable under its old path (run from "
               "the project that saved it, or import the class before `torch.load`); then re-save "
-              "`model.state_dict()` once and load weights into a freshly built model from then on.",
+              "`model.state_dict()` once and load weights into a freshly built model from then on ("
+              "`torchdoctor ckpt fix FILE -o weights.pth --trust` converts it).",
         "zh": "要加载这个文件，先让被 pickle 的类能按原来的路径导入（在保存它的项目中运行，或在 "
               "`torch.load` 之前导入该类）；然后一次性改存 `model.state_dict()`，以后都把权重加载进"
-              "新构建的模型。",
+              "新构建的模型（`torchdoctor ckpt fix FILE -o weights.pth --trust` 可以完成转换）。",
     },
     docs={
         "en": """

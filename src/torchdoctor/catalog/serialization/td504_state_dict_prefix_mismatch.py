@@ -42,11 +42,11 @@ PITFALL = Pitfall(
         "en": "Remove the wrapper prefix only where it is present: "
               "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
               "\"module.\")` before `load_state_dict`, and save `model.module.state_dict()` "
-              "next time; `torchdoctor ckpt` can list and rewrite the checkpoint's keys.",
+              "next time; `torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the checkpoint's keys.",
         "zh": "只在前缀存在时去掉它：`load_state_dict` 之前调用 "
               "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
               "\"module.\")`；以后保存时改存 `model.module.state_dict()`。"
-              "`torchdoctor ckpt` 可以列出并改写 checkpoint 的键。",
+              "`torchdoctor ckpt fix FILE -o FIXED.pth` 可以改写 checkpoint 的键。",
     },
     docs={
         "en": """
@@ -272,12 +272,12 @@ FIXES = {
               "consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`, then "
               "`model.load_state_dict(state_dict)`; when saving a wrapped model, save "
               "`model.module.state_dict()` (`model._orig_mod` for torch.compile). "
-              "`torchdoctor ckpt` can rewrite the file's keys once and for all.",
+              "`torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the file's keys once and for all.",
         "zh": "加载前去掉前缀：`torch.nn.modules.utils."
               "consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`，再 "
               "`model.load_state_dict(state_dict)`；保存包装过的模型时，改存 "
               "`model.module.state_dict()`（torch.compile 则是 `model._orig_mod`）。"
-              "也可以用 `torchdoctor ckpt` 把文件里的键一次性改好。",
+              "也可以用 `torchdoctor ckpt fix FILE -o FIXED.pth` 把文件里的键一次性改好。",
     },
     "model": {
         "en": "Load into the inner module: `model.{inner}load_state_dict(state_dict)`, or "

@@ -41,10 +41,11 @@ PITFALL = Pitfall(
     fix_hint={
         "en": "Add the missing counters from the model (`state_dict.setdefault(key, buffer)` "
               "for each `*.num_batches_tracked` of `model.state_dict()`) or drop the unexpected "
-              "ones, then load with `strict=True`; `torchdoctor ckpt` can rewrite the file.",
+              "ones, then load with `strict=True`; "
+              "`torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the file.",
         "zh": "从模型补上缺少的计数器（对 `model.state_dict()` 中每个 `*.num_batches_tracked` 执行 "
               "`state_dict.setdefault(key, buffer)`），或删掉多出来的计数器，再用 `strict=True` "
-              "加载；`torchdoctor ckpt` 可以直接改写文件。",
+              "加载；`torchdoctor ckpt fix FILE -o FIXED.pth` 可以直接改写文件。",
     },
     docs={
         "en": """

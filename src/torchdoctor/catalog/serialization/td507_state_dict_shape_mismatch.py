@@ -35,9 +35,11 @@ PITFALL = Pitfall(
     fix_hint={
         "en": "Build the model with the checkpoint's configuration; to fine-tune with another "
               "number of classes, drop the head's keys from the state dict and load with "
-              "`strict=False`, checking that only those keys are reported missing.",
+              "`strict=False`, checking that only those keys are reported missing; "
+              "`torchdoctor ckpt diff FILE --model model.py:build` lists which layers differ.",
         "zh": "用 checkpoint 训练时的配置构建模型；如果是换了类别数做微调，先从 state dict 中删掉"
-              "分类头的键，再用 `strict=False` 加载，并确认报告缺失的只有这些键。",
+              "分类头的键，再用 `strict=False` 加载，并确认报告缺失的只有这些键；"
+              "`torchdoctor ckpt diff FILE --model model.py:build` 会列出哪些层不同。",
     },
     docs={
         "en": """
