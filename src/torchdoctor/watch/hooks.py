@@ -5,7 +5,7 @@ Official hooks: a global module forward pre-hook (finds the top-level models), a
 pre-hook on each model (sees its inputs, keyword arguments too), optimizer step pre/post
 hooks. Wrappers (class or module attributes replaced, the
 original kept and put back): `Tensor.backward`, `torch.autograd.backward`,
-`DataLoader.__iter__`, `step` of the LR schedulers, `GradScaler.step`, and the loss functions of
+`DataLoader.__iter__` (and its iterators' `__next__`, only when a monitor wants first batches), `step` of the LR schedulers, `GradScaler.step`, and the loss functions of
 `torch.nn.functional` (loss modules call these too). A wrapper always calls the original with
 the same arguments and returns its result unchanged; what it tells the session is guarded, so
 a bug of the doctor never reaches the user's code.
@@ -71,7 +71,10 @@ def install(session) -> Installed:
         installed.patch(torch.autograd, "backward",
                         _backward_wrapper(torch.autograd.backward, session))
         loader = torch.utils.data.DataLoader
-        installed.patch(loader, "__iter__", _before(loader.__iter__, session.dataloader_iter))
+        installed.patch(loader, "__iter__", _iter_wrapper(loader.__iter__, session))
+        if session.wants("on_first_batch"):  # a wrapper on every batch only when needed
+            iterator = torch.utils.data.dataloader._BaseDataLoaderIter
+            installed.patch(iterator, "__next__", _first_batch_wrapper(iterator.__next__, session))
         for cls in _scheduler_classes(lr_scheduler):
             installed.patch(cls, "step", _scheduler_step_wrapper(cls.step, session))
         scaler = torch.amp.grad_scaler.GradScaler
@@ -127,6 +130,28 @@ def _scheduler_step_wrapper(original: Callable, session) -> Callable:
         return original(scheduler, *args, **kwargs)
 
     return step
+
+
+def _iter_wrapper(original: Callable, session) -> Callable:
+    @functools.wraps(original)
+    def __iter__(loader):
+        session.dataloader_iter(loader)
+        iterator = original(loader)
+        session.dataloader_iterator(loader, iterator)
+        return iterator
+
+    return __iter__
+
+
+def _first_batch_wrapper(original: Callable, session) -> Callable:
+    @functools.wraps(original)
+    def __next__(iterator):
+        batch = original(iterator)
+        if getattr(iterator, "_num_yielded", 0) == 1:  # counted afresh by every iteration
+            session.first_batch(iterator, batch)
+        return batch
+
+    return __next__
 
 
 def _loss_wrapper(original: Callable, name: str, session) -> Callable:

@@ -20,6 +20,9 @@ steps that have run (0 before the first); every hook may read the session (see S
   given to `watch(model, ...)`). Submodules and loss modules are not models.
 - `on_forward(model, args, kwargs)`: before each forward of a top-level model.
 - `on_dataloader_iter(loader)`: `iter(DataLoader)` (an epoch starts), before workers start.
+- `on_first_batch(loader, batch)`: the first batch of each iteration of a DataLoader, as the
+  user's loop receives it (never fetched by the doctor). Only monitors that define it make
+  the watcher wrap the iterators' `__next__`.
 - `on_loss(name, input, target, kwargs)`: before a loss function of `torch.nn.functional`
   runs (`name` e.g. "cross_entropy"; loss modules call these too). May inspect, never modify.
 - `on_loss_result(name, loss)`: the tensor a loss function returned.
@@ -46,9 +49,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchdoctor.catalog._model import Pitfall
     from torchdoctor.watch.session import Session
 
-HOOKS = ("setup", "on_model", "on_forward", "on_dataloader_iter", "on_loss", "on_loss_result",
-         "on_backward", "after_backward", "on_step", "after_step", "on_scheduler_step",
-         "teardown")
+HOOKS = ("setup", "on_model", "on_forward", "on_dataloader_iter", "on_first_batch", "on_loss",
+         "on_loss_result", "on_backward", "after_backward", "on_step", "after_step",
+         "on_scheduler_step", "teardown")
 
 
 class Monitor:
@@ -82,6 +85,9 @@ class Monitor:
         pass
 
     def on_loss_result(self, name: str, loss) -> None:
+        pass
+
+    def on_first_batch(self, loader, batch) -> None:
         pass
 
     def on_backward(self, tensor) -> None:

@@ -59,6 +59,7 @@ class Session:
         self._param_names: dict[int, tuple] = {}
         self._grad_norms: dict[int, tuple[int, list]] = {}
         self.monitors: list[Monitor] = [cls(self, pitfall) for pitfall, cls in entries]
+        self._iterators = weakref.WeakKeyDictionary()  # DataLoader iterator -> its loader
         self._hooks: dict[str, list] = {name: [] for name in HOOKS}
         for monitor in self.monitors:
             for name in overridden_hooks(type(monitor)):
@@ -110,6 +111,10 @@ class Session:
 
     def add_model(self, model) -> None:
         if self._kinds.get(model) is None:
+    def wants(self, hook: str) -> bool:
+        """Whether an enabled monitor defines `hook` (costly wrappers are installed only then)."""
+        return bool(self._hooks[hook])
+
             self._new_model(model)
 
     def add_optimizer(self, optimizer) -> None:
@@ -211,6 +216,21 @@ class Session:
 
     def scaler_step(self, scaler) -> None:
         self.scaler = scaler
+
+    def dataloader_iterator(self, loader, iterator) -> None:
+        try:
+            if self._hooks["on_first_batch"]:
+                self._iterators[iterator] = loader
+        except Exception as error:
+            self._internal("DataLoader wrapper", error)
+
+    def first_batch(self, iterator, batch) -> None:
+        try:
+            loader = self._iterators.get(iterator)
+            if loader is not None:
+                self._emit("on_first_batch", loader, batch)
+        except Exception as error:
+            self._internal("DataLoader iterator wrapper", error)
 
     def start(self) -> None:
         self._emit("setup")
