@@ -65,9 +65,15 @@ class Monitor:
         self.pitfall = pitfall
 
     def report(self, place: Hashable, variant: str = "", module: str | None = None,
+               at: tuple[str, int] | None = None, at_step: int | None = None,
                **fields: Any) -> None:
-        """Report this monitor's pitfall at `place` (once per place), with message `variant`."""
-        self.session.report(self.pitfall, place, variant, module=module, **fields)
+        """Report this monitor's pitfall at `place` (once per place), with message `variant`.
+
+        `module`: qualified name of the module concerned. The finding's file and line are the
+        user's innermost frame now, and its step the current one, unless a deferred report
+        gives them (`at=(path, line)` from `self.session.where()`, `at_step`)."""
+        self.session.report(self.pitfall, place, variant, module=module, at=at,
+                            at_step=at_step, **fields)
 
     def setup(self) -> None:
         pass
@@ -81,13 +87,13 @@ class Monitor:
     def on_dataloader_iter(self, loader) -> None:
         pass
 
+    def on_first_batch(self, loader, batch) -> None:
+        pass
+
     def on_loss(self, name: str, input, target, kwargs: dict) -> None:
         pass
 
     def on_loss_result(self, name: str, loss) -> None:
-        pass
-
-    def on_first_batch(self, loader, batch) -> None:
         pass
 
     def on_backward(self, tensor) -> None:

@@ -49,6 +49,7 @@ class Session:
         self.in_backward = False
         self.in_scheduler_step = False
         self.installed = None  # hooks.Installed, where per-model hooks are added
+        self.replaying = False  # a monitor re-runs a model: its forwards are not events
         self.findings: list[Finding] = []
         self.internal_errors: list[str] = []
         self.metrics = Metrics() if metrics else None
@@ -58,8 +59,8 @@ class Session:
         # id(param) -> (weak reference, name): tensors compare by value, not usable as weak keys
         self._param_names: dict[int, tuple] = {}
         self._grad_norms: dict[int, tuple[int, list]] = {}
-        self.monitors: list[Monitor] = [cls(self, pitfall) for pitfall, cls in entries]
         self._iterators = weakref.WeakKeyDictionary()  # DataLoader iterator -> its loader
+        self.monitors: list[Monitor] = [cls(self, pitfall) for pitfall, cls in entries]
         self._hooks: dict[str, list] = {name: [] for name in HOOKS}
         for monitor in self.monitors:
             for name in overridden_hooks(type(monitor)):
@@ -68,14 +69,16 @@ class Session:
     # ---- what monitors call ----------------------------------------------------------------
 
     def report(self, pitfall, place: Hashable, variant: str = "", module: str | None = None,
+               at: tuple[str, int] | None = None, at_step: int | None = None,
                **fields: Any) -> None:
         key = (pitfall.code, place)
         if key in self._reported:
             return
         self._reported.add(key)
         message = pitfall.message(variant, self.lang, **fields)
-        path, line = user_location()
-        extra = {"step": self.step, "rank": self.rank, "module": module}
+        path, line = at or user_location()
+        step = self.step if at_step is None else at_step
+        extra = {"step": step, "rank": self.rank, "module": module}
         finding = Finding(pitfall.code, pitfall.name, message, origin="runtime", path=path,
                           line=line, column=1, end_line=line, end_column=1, extra=extra)
         self.findings.append(finding)
@@ -83,6 +86,10 @@ class Session:
             from torchdoctor.watch.report import live_line
 
             _write(live_line(finding, self.lang))
+
+    def where(self) -> tuple[str, int]:
+        """The user's file and line now, for a report made later."""
+        return user_location()
 
     def module_name(self, module) -> str | None:
         return self._module_names.get(module)
@@ -104,6 +111,10 @@ class Session:
         self._grad_norms[id(optimizer)] = (self.step, result)
         return result
 
+    def wants(self, hook: str) -> bool:
+        """Whether an enabled monitor defines `hook` (costly wrappers are installed only then)."""
+        return bool(self._hooks[hook])
+
     def trainable_models(self) -> list:
         """Models with a parameter in some optimizer."""
         held = {id(p) for opt in self.optimizers for g in opt.param_groups for p in g["params"]}
@@ -111,10 +122,6 @@ class Session:
 
     def add_model(self, model) -> None:
         if self._kinds.get(model) is None:
-    def wants(self, hook: str) -> bool:
-        """Whether an enabled monitor defines `hook` (costly wrappers are installed only then)."""
-        return bool(self._hooks[hook])
-
             self._new_model(model)
 
     def add_optimizer(self, optimizer) -> None:
@@ -151,6 +158,8 @@ class Session:
         return None
 
     def _forward(self, module, args, kwargs) -> None:
+        if self.replaying:
+            return
         self.last_forward = (module, args, kwargs)
         if self._hooks["on_forward"]:
             self._emit("on_forward", module, args, kwargs)
@@ -208,15 +217,6 @@ class Session:
         except Exception as error:
             self._internal("DataLoader wrapper", error)
 
-    def scheduler_step(self, scheduler) -> None:
-        try:
-            self._emit("on_scheduler_step", scheduler)
-        except Exception as error:
-            self._internal("scheduler wrapper", error)
-
-    def scaler_step(self, scaler) -> None:
-        self.scaler = scaler
-
     def dataloader_iterator(self, loader, iterator) -> None:
         try:
             if self._hooks["on_first_batch"]:
@@ -231,6 +231,15 @@ class Session:
                 self._emit("on_first_batch", loader, batch)
         except Exception as error:
             self._internal("DataLoader iterator wrapper", error)
+
+    def scheduler_step(self, scheduler) -> None:
+        try:
+            self._emit("on_scheduler_step", scheduler)
+        except Exception as error:
+            self._internal("scheduler wrapper", error)
+
+    def scaler_step(self, scaler) -> None:
+        self.scaler = scaler
 
     def start(self) -> None:
         self._emit("setup")

@@ -7,6 +7,7 @@ from functools import partial
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, Kind, nested_statements, per_file, shorten
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 # Messages quote at most 50 characters of source.
 _short = partial(shorten, limit=50)
@@ -17,6 +18,16 @@ PITFALL = Pitfall(
     title={"en": "Parameter or submodule replaced or converted after it was registered",
            "zh": "已注册的参数或子模块被替换或转换"},
     messages={
+        "runtime": {
+            "en": "`{optimizer}` no longer holds `{param}` of `{model}`: the parameter was "
+                  "replaced after the optimizer was built (the optimizer holds {orphans} "
+                  "tensor(s) that belong to no model, e.g. one of shape {shape}), so it is "
+                  "never updated; build the optimizer after changing the model, or copy into "
+                  "the existing parameter",
+            "zh": "`{optimizer}` 中已经没有 `{model}` 的 `{param}`：该参数在优化器创建之后被替换了"
+                  "（优化器持有 {orphans} 个不属于任何模型的张量，例如形状为 {shape} 的那个），"
+                  "因此它永远不会被更新；请在修改模型之后再创建优化器，或把值拷贝进原参数",
+        },
         "": {
             "en": "`{target} = {value}` in `forward` converts the registered {what} `{source}` on "
                   "every call: where conversion makes new parameters (XLA, sharded DeepSpeed/FSDP "
@@ -394,3 +405,38 @@ def _root_name(expr: ast.expr) -> str | None:
 def _is_self_attribute(expr: ast.expr) -> bool:
     return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
             and expr.value.id == "self")
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class OptimizerHoldsStaleParameters(Monitor):
+    """A model parameter that gets gradients but is in no optimizer, while an optimizer holds
+    tensors that belong to no model and get no gradient: the signature of a parameter (or a
+    layer) replaced after the optimizer was built. Either half alone is normal (a head-only
+    optimizer; a parameter outside any module). Checked at steps 1, 2, 4, 8, ... and every
+    64th, when a replacement would have happened by then."""
+
+    def on_step(self, optimizer) -> None:
+        step = self.session.step
+        if step & (step - 1) and step % 64:
+            return
+        models = self.session.models
+        if not models:
+            return
+        owned = {id(p) for model in models for p in model.parameters()}
+        orphans = [p for group in optimizer.param_groups for p in group["params"]
+                   if id(p) not in owned and p.grad is None]
+        if not orphans:
+            return
+        held = {id(p) for opt in self.session.optimizers
+                for group in opt.param_groups for p in group["params"]}
+        for model in models:
+            for name, param in model.named_parameters():
+                if id(param) not in held and param.requires_grad and param.grad is not None:
+                    self.session.rename(model)
+                    self.report(id(param), "runtime", module=name.rpartition(".")[0] or None,
+                                optimizer=type(optimizer).__name__, model=type(model).__name__,
+                                param=name, orphans=len(orphans),
+                                shape=tuple(orphans[0].shape))
+                    return

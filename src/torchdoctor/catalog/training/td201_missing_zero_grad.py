@@ -14,6 +14,7 @@ from torchdoctor.catalog.training._loops import (
 )
 from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD201",
@@ -25,6 +26,12 @@ PITFALL = Pitfall(
               "every iteration adds to the gradients of all earlier ones",
         "zh": "`{step}` 所在的循环调用了 `.backward()`，却从不清零梯度："
               "每次迭代的梯度都会叠加到之前所有迭代的梯度上",
+    }, "runtime": {
+        "en": "gradients are never cleared: `{optimizer}.step()` applies gradients that still "
+              "hold the ones it already applied at step {previous} (e.g. `{param}`); call "
+              "`optimizer.zero_grad()` once per step",
+        "zh": "梯度从未清零：`{optimizer}.step()` 使用的梯度里仍包含它在第 {previous} 步已经用过的"
+              "梯度（例如 `{param}`）；请每步调用一次 `optimizer.zero_grad()`",
     }},
     fix_title={"en": "Clear gradients after the step: `{optimizer}.zero_grad()`",
                "zh": "在更新之后清零梯度：`{optimizer}.zero_grad()`"},
@@ -288,3 +295,55 @@ def _fix(node: ast.Expr, optimizer: ast.AST, ctx: Context):
     return ctx.fix(PITFALL, "unsafe", edit, title=title)
 
 
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class GradientsNeverCleared(Monitor):
+    """A backward adds onto gradients an optimizer step already applied: nothing cleared them.
+
+    Deliberate accumulation (several backwards, then one step, then clearing) never adds onto
+    an applied gradient, so it is not reported. After each step a few parameters' gradients are
+    remembered (the tensor and its version counter); clearing replaces them (None) or changes
+    them in place (`zero_()` bumps the version). The check is made on the first backward that
+    reaches them, so a GAN's discriminator backward does not judge the generator's gradients,
+    and reported when that optimizer steps again: stale gradients nobody applies are harmless."""
+
+    SAMPLE = 4
+
+    def setup(self) -> None:
+        self._applied: dict[int, tuple] = {}  # id(optimizer) -> (optimizer, step, sample)
+        self._watching: list[tuple] = []
+        self._stale: dict[int, tuple] = {}  # id(optimizer) -> (step, param) found stale
+
+    def on_step(self, optimizer) -> None:
+        stale = self._stale.pop(id(optimizer), None)
+        if stale is not None:
+            step, param = stale
+            self.report(id(optimizer), "runtime", optimizer=type(optimizer).__name__,
+                        previous=step, param=self.session.param_name(param) or "?")
+
+    def after_step(self, optimizer) -> None:
+        sample = []
+        for group in optimizer.param_groups:
+            sample += [(p, p.grad, p.grad._version) for p in group["params"]
+                       if p.grad is not None][:self.SAMPLE - len(sample)]
+        self._applied[id(optimizer)] = (optimizer, self.session.step, sample)
+
+    def on_backward(self, tensor) -> None:
+        self._watching = []
+        for key, (optimizer, step, sample) in list(self._applied.items()):
+            stale = [(p, g, v) for p, g, v in sample if p.grad is g and g._version == v]
+            if not stale:
+                del self._applied[key]  # cleared since the step
+                continue
+            self._watching.append((key, optimizer, step, stale))
+
+    def after_backward(self, tensor) -> None:
+        for key, optimizer, step, stale in self._watching:
+            grown = [p for p, g, v in stale if p.grad is g and g._version != v]
+            if grown:
+                del self._applied[key]
+                self._stale[key] = (step, grown[0])
+        self._watching = []

@@ -15,6 +15,7 @@ from torchdoctor.catalog.training._loops import (
 )
 from torchdoctor.lint.context import Context, Kind
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD203",
@@ -22,6 +23,12 @@ PITFALL = Pitfall(
     title={"en": "Learning-rate scheduler stepped before the optimizer, or every batch",
            "zh": "学习率调度器在优化器之前 step，或每个 batch 都 step"},
     messages={
+        "runtime": {
+            "en": "`{scheduler}.step()` runs before the first `{optimizer}.step()`: the first "
+                  "learning rate of the schedule is skipped; step the optimizer first",
+            "zh": "`{scheduler}.step()` 在第一次 `{optimizer}.step()` 之前执行：学习率调度的第一个值"
+                  "被跳过了；应先更新优化器",
+        },
         "": {
             "en": "`{scheduler}.step()` runs before `{step}` in this loop: since PyTorch 1.1 the "
                   "optimizer steps first, otherwise the first learning rate of the schedule is skipped",
@@ -396,3 +403,29 @@ def _number(expr: ast.AST) -> int | float | None:
     if isinstance(expr, ast.Constant) and type(expr.value) in (int, float):
         return expr.value
     return None
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class SchedulerBeforeOptimizer(Monitor):
+    """`scheduler.step()` called while its optimizer has never stepped. Under a GradScaler
+    whose first steps were skipped (inf/NaN gradients at the initial scale) the optimizer
+    legitimately has not stepped yet after a backward: that case is left alone."""
+
+    def setup(self) -> None:
+        self._stepped: set[int] = set()
+
+    def after_step(self, optimizer) -> None:
+        self._stepped.add(id(optimizer))
+
+    def on_scheduler_step(self, scheduler) -> None:
+        optimizer = getattr(scheduler, "optimizer", None)
+        if optimizer is None or id(optimizer) in self._stepped:
+            return
+        if getattr(optimizer, "_opt_called", False):  # stepped before the watch started
+            return
+        if self.session.scaler is not None and self.session.backward_calls:
+            return
+        self.report(id(scheduler), "runtime", scheduler=type(scheduler).__name__,
+                    optimizer=type(optimizer).__name__)

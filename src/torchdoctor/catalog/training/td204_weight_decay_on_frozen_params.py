@@ -15,6 +15,7 @@ from torchdoctor.catalog.training._loops import (
 )
 from torchdoctor.lint.context import Context
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD204",
@@ -22,6 +23,14 @@ PITFALL = Pitfall(
     title={"en": "Optimizer with weight decay built over frozen parameters",
            "zh": "带权重衰减的优化器包含了被冻结的参数"},
     messages={
+        "runtime": {
+            "en": "`{param}`{more} is not learning (it is {why}) but `{optimizer}.step()` "
+                  "still changed it by up to {delta:.3g} (weight decay or momentum): give the "
+                  "optimizer only trainable parameters, or set their `.grad` to None",
+            "zh": "`{param}`{more_zh} 并没有在学习（{why_zh}），但 `{optimizer}.step()` 仍把它改动了"
+                  "最多 {delta:.3g}（权重衰减或动量）：只把可训练参数交给优化器，或把它们的 `.grad` "
+                  "设为 None",
+        },
         "": {
             "en": "`{optimizer}` applies weight_decay={decay} to all of `{model}.parameters()`, "
                   "including the ones frozen here: they stay put only while their `.grad` is None",
@@ -325,3 +334,52 @@ def _trained_before(freeze: ast.AST, call: ast.Call, scope: list[ast.AST], ctx: 
 
 def _end(node: ast.AST) -> tuple[int, int]:
     return node.end_lineno, node.end_col_offset
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+_WHY_ZH = {"frozen (requires_grad=False) with a stale gradient": "已冻结（requires_grad=False）却仍带着旧梯度",
+           "given an all-zero gradient": "它的梯度全为零"}
+
+
+@PITFALL.monitor
+class FrozenParametersMoved(Monitor):
+    """An optimizer step changes parameters that do not learn: frozen ones
+    (requires_grad=False) that still hold a gradient, every step, and ones whose gradient is
+    exactly zero, on the steps whose gradient norms are computed anyway. torch.optim skips
+    parameters whose `.grad` is None, so those are never suspects. The values are copied
+    before the step only for suspects, and compared after it."""
+
+    def setup(self) -> None:
+        self._before: list[tuple] = []
+        self._done: set[int] = set()
+
+    def on_step(self, optimizer) -> None:
+        session = self.session
+        suspects = [(p, "frozen (requires_grad=False) with a stale gradient")
+                    for group in optimizer.param_groups for p in group["params"]
+                    if not p.requires_grad and p.grad is not None and id(p) not in self._done]
+        if session.metrics is not None and session.metrics.wants_grad_norms(session.step):
+            suspects += [(p, "given an all-zero gradient")
+                         for p, norm in session.grad_norms(optimizer)
+                         if norm == 0.0 and p.requires_grad and id(p) not in self._done]
+        self._before = [(p, why, p.detach().clone()) for p, why in suspects]
+
+    def after_step(self, optimizer) -> None:
+        before, self._before = self._before, []
+        moved = []
+        for param, why, value in before:
+            delta = float((param.detach() - value).abs().max()) if param.numel() else 0.0
+            if delta > 0:
+                self._done.add(id(param))
+                moved.append((param, why, delta))
+        if not moved:
+            return
+        param, why, delta = moved[0]
+        name = self.session.param_name(param) or f"tensor of shape {tuple(param.shape)}"
+        others = len(moved) - 1
+        self.report((id(optimizer), why), "runtime", module=name.rpartition(".")[0] or None,
+                    param=name, more=f" (and {others} more)" if others else "",
+                    more_zh=f"（以及另外 {others} 个）" if others else "", why=why,
+                    why_zh=_WHY_ZH[why], delta=max(d for _, _, d in moved),
+                    optimizer=type(optimizer).__name__)

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, Kind, shorten
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -18,6 +19,14 @@ PITFALL = Pitfall(
     title={"en": "Evaluation loop without `model.eval()` or `torch.no_grad()`",
            "zh": "评估循环缺少 `model.eval()` 或 `torch.no_grad()`"},
     messages={
+        "runtime": {
+            "en": "`{model}` is evaluated (forward under no_grad/inference_mode) in training "
+                  "mode: {layers} behave as in training (Dropout drops, BatchNorm uses and "
+                  "updates batch statistics); call `model.eval()` before evaluating",
+            "zh": "`{model}` 在训练模式下被评估（在 no_grad/inference_mode 下做前向）：{layers} "
+                  "仍按训练方式工作（Dropout 仍在丢弃，BatchNorm 使用并更新 batch 统计量）；"
+                  "评估前请调用 `model.eval()`",
+        },
         "": {
             "en": "`{model}` runs in training mode in this evaluation loop: neither this function "
                   "nor its callers call `{model}.eval()`, so Dropout stays active and BatchNorm "
@@ -457,3 +466,52 @@ def _name(expr: ast.AST) -> str | None:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return None
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class EvaluatedInTrainingMode(Monitor):
+    """A forward of a trained model under no_grad/inference_mode (an evaluation) while its
+    BatchNorm or Dropout layers are in training mode.
+
+    Only models that an optimizer trains are judged: a momentum encoder or an EMA teacher run
+    under no_grad in training mode on purpose. Before the first optimizer step it is not yet
+    known which models are trained, so such forwards are kept and judged at the first step."""
+
+    def setup(self) -> None:
+        self._layers: dict[int, list] = {}
+        self._pending: list[tuple] = []
+
+    def on_forward(self, model, args, kwargs) -> None:
+        import torch
+
+        if torch.is_grad_enabled():
+            return
+        layers = self._layers.get(id(model))
+        if layers is None:
+            from torchdoctor.watch.layers import mode_dependent_layers
+
+            layers = self._layers[id(model)] = mode_dependent_layers(model)
+        active = [name for name, layer in layers if layer.training]
+        if not active:
+            return
+        event = (model, active, self.session.where(), self.session.step)
+        if self.session.optimizers:
+            self._judge(event)
+        elif len(self._pending) < 8:
+            self._pending.append(event)
+
+    def on_step(self, optimizer) -> None:
+        pending, self._pending = self._pending, []
+        for event in pending:
+            self._judge(event)
+
+    def _judge(self, event) -> None:
+        model, active, at, step = event
+        if not any(m is model for m in self.session.trainable_models()):
+            return
+        shown = ", ".join(f"`{name}`" for name in active[:3])
+        more = f" (+{len(active) - 3})" if len(active) > 3 else ""
+        self.report(id(model), "runtime", module=active[0], at=at, at_step=step,
+                    model=type(model).__name__, layers=shown + more)

@@ -10,6 +10,7 @@ from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import SCOPES, enclosing_loops
 from torchdoctor.lint.context import Context, shorten
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 # Messages quote at most 50 characters of source.
 _short = partial(shorten, limit=50)
@@ -20,6 +21,14 @@ PITFALL = Pitfall(
     title={"en": "`model.eval()` in the training loop without `model.train()` after it",
            "zh": "训练循环中调用了 `model.eval()`，之后却没有恢复 `model.train()`"},
     messages={
+        "runtime": {
+            "en": "`{optimizer}.step()` trains `{model}` while it is in eval mode: {layers} "
+                  "do not train as they should (BatchNorm keeps its running statistics frozen, "
+                  "Dropout is off); call `model.train()` after evaluating",
+            "zh": "`{optimizer}.step()` 在训练处于评估模式的 `{model}`：{layers} 没有按训练方式工作"
+                  "（BatchNorm 的 running 统计量不再更新，Dropout 被关闭）；评估之后请调用 "
+                  "`model.train()`",
+        },
         "": {
             "en": "`{call}` switches `{model}` to eval mode inside the training loop and nothing "
                   "in the loop switches it back: every later batch trains in eval mode",
@@ -464,3 +473,39 @@ def _is_self(expr: ast.AST) -> bool:
 
 def _is_self_attribute(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Attribute) and _is_self(expr.value)
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class TrainedInEvalMode(Monitor):
+    """An optimizer step trains a model that is in eval mode (`model.training` is False) and
+    has Dropout, or BatchNorm layers with trained parameters. Freezing on purpose is left
+    alone: BatchNorm in eval mode with frozen parameters, or only some layers put in eval mode
+    while the model itself is in training mode."""
+
+    def setup(self) -> None:
+        self._layers: dict[int, list] = {}
+
+    def on_step(self, optimizer) -> None:
+        from torchdoctor.watch.layers import is_frozen, mode_dependent_layers
+
+        held = None
+        for model in self.session.models:
+            if model.training:
+                continue
+            if held is None:
+                held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+            if not any(id(p) in held for p in model.parameters()):
+                continue
+            layers = self._layers.get(id(model))
+            if layers is None:
+                layers = self._layers[id(model)] = mode_dependent_layers(model)
+            stuck = [name for name, layer in layers if not layer.training and not (
+                not hasattr(layer, "p") and is_frozen(layer))]
+            if stuck:
+                shown = ", ".join(f"`{name}`" for name in stuck[:3])
+                more = f" (+{len(stuck) - 3})" if len(stuck) > 3 else ""
+                self.report(id(model), "runtime", module=stuck[0],
+                            optimizer=type(optimizer).__name__, model=type(model).__name__,
+                            layers=shown + more)

@@ -1,9 +1,12 @@
 """TD211 nan-loss: the loss (or a gradient) became NaN or infinite during training."""
 from __future__ import annotations
 
+import math
+import os
 import re
 
 from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD211",
@@ -14,6 +17,36 @@ PITFALL = Pitfall(
         "en": "A non-finite value (NaN or Inf) appeared in the loss or the gradients, and "
               "everything computed from it is NaN too",
         "zh": "损失或梯度中出现了非有限值（NaN 或 Inf），之后由它算出的一切也都是 NaN",
+    }, "input": {
+        "en": "the {what} is non-finite at step {step}, before the optimizer applies it: the "
+              "input batch of `{model}` already holds NaN/Inf (`{arg}`): look at the data",
+        "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前）：`{model}` 的输入 batch "
+              "本身就含有 NaN/Inf（`{arg}`）：请检查数据",
+    }, "module": {
+        "en": "the {what} is non-finite at step {step}, before the optimizer applies it: the "
+              "first module whose output is NaN/Inf is `{layer}` ({type}), with finite inputs "
+              "and parameters",
+        "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前）：第一个输出 NaN/Inf 的模块是 "
+              "`{layer}`（{type}），它的输入和参数都是有限值",
+    }, "backward": {
+        "en": "the gradients are non-finite at step {step} (e.g. `{param}`) while the loss is "
+              "finite: the backward of `{op}` made the first NaN/Inf{where}",
+        "zh": "第 {step} 步的梯度是非有限值（例如 `{param}`），而损失是有限的：`{op}` 的反向传播"
+              "最先产生了 NaN/Inf{where}",
+    }, "loss-function": {
+        "en": "the loss is non-finite at step {step}, before the optimizer applies it, while "
+              "the outputs of `{model}` are finite: the loss computation makes it (log of 0, "
+              "division by 0, an invalid target?)",
+        "zh": "第 {step} 步的损失是非有限值（在优化器应用它之前），而 `{model}` 的输出是有限的："
+              "问题出在损失的计算中（对 0 取 log、除以 0、无效的标签？）",
+    }, "parameters": {
+        "en": "the {what} is non-finite at step {step}: the parameters are already non-finite "
+              "(e.g. `{param}`)",
+        "zh": "第 {step} 步的{what_zh}是非有限值：参数已经是非有限值（例如 `{param}`）",
+    }, "runtime": {
+        "en": "the {what} is non-finite at step {step}, before the optimizer applies it "
+              "(the doctor could not tell where it was born)",
+        "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前；无法确定它产生的位置）",
     }},
     fix_hint={
         "en": "Find the first non-finite value: run with `torchdoctor run script.py` or under "
@@ -185,6 +218,14 @@ PITFALL.error(r"probability tensor contains either `?inf`?, `?nan`? or element <
               confidence=0.6, cause=_CAUSE_DOWNSTREAM)
 PITFALL.error(r"Input contains NaN", types=("ValueError",), confidence=0.6,
               cause=_CAUSE_DOWNSTREAM)
+# A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`.
+PITFALL.error(r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b",
+              types=(), confidence=0.75, cause={
+                  "en": "The loss printed in the log turned NaN/Inf: training diverged. Usual "
+                        "origins: a learning rate too high for the batch size, `log` of 0 or "
+                        "division by 0, bad samples in the data, or fp16 overflow.",
+                  "zh": "日志中打印的损失变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、"
+                        "对 0 取 `log` 或除以 0、数据中的坏样本，或 fp16 溢出。"})
 
 # A message of the user's own check: "loss is nan", "NaN loss detected", "Loss is NaN".
 _LOSS_NAN = re.compile(r"(?i)\bloss\b[^\n]{0,60}\b(?:nan|inf)\b"
@@ -204,11 +245,196 @@ def check_user_nan_check(block, report):
     if _CHECK_SOURCE.search(source):
         return Clue(0.85 if "loss" in source.lower() else 0.7, _CAUSE_USER_CHECK)
     return None
-# A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`.
-PITFALL.error(r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b",
-              types=(), confidence=0.75, cause={
-                  "en": "The loss printed in the log turned NaN/Inf: training diverged. Usual "
-                        "origins: a learning rate too high for the batch size, `log` of 0 or "
-                        "division by 0, bad samples in the data, or fp16 overflow.",
-                  "zh": "日志中打印的损失变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、"
-                        "对 0 取 `log` 或除以 0、数据中的坏样本，或 fp16 溢出。"})
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+_WHAT_ZH = {"loss": "损失", "gradients": "梯度"}
+# Parameters this small are checked every step; the others only on steps whose gradient norms
+# are computed anyway. A NaN made in backward flows into every earlier layer's output
+# gradient, hence into the small bias/norm gradients of those layers.
+_SENTINEL_NUMEL = 4096
+
+
+@PITFALL.monitor
+class NonFiniteValues(Monitor):
+    """The first non-finite loss or gradient, caught in the optimizer step pre-hook (before the
+    step applies it; never on steps a GradScaler skips), then localised: the input batch, the
+    first module whose output is non-finite, or the backward op (replayed under anomaly mode).
+
+    Always on: the loss value (read once per backward anyway) and one foreach norm over the
+    small gradients. Replays run only once something is non-finite, with the RNG state and the
+    model's buffers restored, so the run goes on computing what it would have."""
+
+    def setup(self) -> None:
+        self._loss_bad = False
+        self._done = False
+
+    def on_backward(self, tensor) -> None:
+        loss = self.session.last_loss
+        if loss is not None and not math.isfinite(loss):
+            self._loss_bad = True
+
+    def after_step(self, optimizer) -> None:
+        self._loss_bad = False
+
+    def on_step(self, optimizer) -> None:
+        if self._done:
+            return
+        bad_param = None if self._loss_bad else self._non_finite_grad(optimizer)
+        if not self._loss_bad and bad_param is None:
+            return
+        self._done = True
+        what = "loss" if self._loss_bad else "gradients"
+        variant, fields, module = self._localise(what, bad_param)
+        self.report("first", variant, module=module, what=what, what_zh=_WHAT_ZH[what],
+                    **fields)
+
+    def _non_finite_grad(self, optimizer):
+        session = self.session
+        if session.metrics is not None and session.metrics.wants_grad_norms(session.step):
+            checked = session.grad_norms(optimizer)
+            return next((p for p, norm in checked if not math.isfinite(norm)), None)
+        import torch
+
+        params = [p for group in optimizer.param_groups for p in group["params"]
+                  if p.grad is not None and p.numel() <= _SENTINEL_NUMEL]
+        if not params:
+            checked = session.grad_norms(optimizer)
+            return next((p for p, norm in checked if not math.isfinite(norm)), None)
+        total = torch.stack(torch._foreach_norm([p.grad for p in params])).sum()
+        if math.isfinite(float(total)):
+            return None
+        return next(p for p in params if not torch.isfinite(p.grad).all())
+
+    def _localise(self, what: str, bad_param) -> tuple[str, dict, str | None]:
+        import torch
+
+        session = self.session
+        step = {"step": session.step}
+        if bad_param is not None:
+            step["param"] = session.param_name(bad_param) or "?"
+        if session.last_forward is None:
+            return "runtime", step, None
+        model, args, kwargs = session.last_forward
+        name = type(model).__name__
+        for arg, value in _tensors(args, kwargs):
+            if value.is_floating_point() and not torch.isfinite(value).all():
+                return "input", {**step, "model": name, "arg": arg}, None
+        for pname, param in model.named_parameters():
+            if not torch.isfinite(param).all():
+                return "parameters", {**step, "param": pname}, pname
+        eager = getattr(model, "_orig_mod", model)
+        with _replaying(eager, session):
+            culprit = _first_non_finite_module(eager, args, kwargs)
+            if culprit is not None:
+                qualified, module = culprit
+                return "module", {**step, "layer": qualified or name,
+                                  "type": type(module).__name__}, qualified
+            if what == "loss":
+                return "loss-function", {**step, "model": name}, None
+            op, where = _backward_culprit(eager, args, kwargs)
+        if op is None:
+            return "runtime", step, None
+        return "backward", {**step, "op": op, "where": f" ({where})" if where else ""}, None
+
+
+def _tensors(args: tuple, kwargs: dict):
+    import torch
+
+    for index, value in enumerate(args):
+        if isinstance(value, torch.Tensor):
+            yield f"args[{index}]", value
+    for key, value in kwargs.items():
+        if isinstance(value, torch.Tensor):
+            yield key, value
+
+
+class _replaying:
+    """Run the model again without a trace: RNG state and buffers are restored afterwards."""
+
+    def __init__(self, model, session) -> None:
+        self.model = model
+        self.session = session
+
+    def __enter__(self):
+        import torch
+
+        self.session.replaying = True
+        self._rng = torch.random.fork_rng(devices=[])
+        self._rng.__enter__()
+        self._buffers = [(b, b.detach().clone()) for b in self.model.buffers()]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import torch
+
+        with torch.no_grad():
+            for buffer, saved in self._buffers:
+                buffer.copy_(saved)
+        self._rng.__exit__(None, None, None)
+        self.session.replaying = False
+
+
+def _first_non_finite_module(model, args, kwargs):
+    """(qualified name, module) of the first module whose forward output is non-finite."""
+    import torch
+
+    names = {m: n for n, m in model.named_modules()}
+    found = []
+
+    def check(module, inputs, output) -> None:
+        if found:
+            return
+        outputs = output if isinstance(output, (tuple, list)) else (output,)
+        for value in outputs:
+            if (isinstance(value, torch.Tensor) and value.is_floating_point()
+                    and not torch.isfinite(value).all()):
+                found.append((names.get(module, ""), module))
+                return
+
+    handles = [m.register_forward_hook(check) for m in model.modules()]
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    except Exception:  # a replay that cannot run tells nothing
+        return None
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found[0] if found else None
+
+
+def _backward_culprit(model, args, kwargs) -> tuple[str | None, str]:
+    """The backward op that first returns NaN, from a replay under anomaly mode, and the user's
+    line that made its forward."""
+    import warnings
+
+    import torch
+
+    from torchdoctor.explain.parse import is_user_path
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    try:
+        with warnings.catch_warnings(record=True) as caught, \
+                torch.autograd.detect_anomaly(check_nan=True):
+            warnings.simplefilter("always")
+            output = model(*args, **kwargs)
+            outputs = output if isinstance(output, (tuple, list)) else (output,)
+            total = sum(o.float().sum() for o in outputs
+                        if isinstance(o, torch.Tensor) and o.requires_grad)
+            torch.autograd.grad(total, params, allow_unused=True)
+    except RuntimeError as error:
+        match = re.search(r"Function '(\w+)' returned nan", str(error))
+        if match is None:
+            return None, ""
+        where = ""
+        for warning in caught:
+            lines = re.findall(r'File "([^"]+)", line (\d+)', str(warning.message))
+            users = [(path, line) for path, line in lines if is_user_path(path)]
+            if users:
+                where = f"{os.path.relpath(users[-1][0])}:{users[-1][1]}"
+        return match.group(1), where
+    except Exception:
+        return None, ""
+    return None, ""
