@@ -229,3 +229,20 @@ def test_load_state_dict_api_raises_with_what_does_not_fit():
                                          verbose=False)
     assert set(result.skipped_keys) == {"fc.weight", "fc.bias"}
     assert torch.equal(model.conv.weight, source.conv.weight)
+
+
+def test_commands_that_need_torch_say_so_in_one_line(tmp_path):
+    """A `torch` package that raises on import stands in for a machine without torch."""
+    from conftest import run_cli
+
+    path = tmp_path / "model.pth"
+    torch.save(Net().state_dict(), path)
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
+    env = {"PYTHONPATH": str(tmp_path / "fake")}
+    fixed = run_cli("ckpt", "fix", str(path), "-o", str(tmp_path / "out.pth"), env=env)
+    assert fixed.returncode == 2 and "needs PyTorch" in fixed.stderr
+    assert len(fixed.stderr.strip().splitlines()) == 1
+    inspected = run_cli("ckpt", "inspect", str(path), env=env)
+    assert inspected.returncode == 0 and "conv.weight" in inspected.stdout
