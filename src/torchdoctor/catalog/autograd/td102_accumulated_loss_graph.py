@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import ast
+import weakref
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, nested_statements, per_file
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD102",
@@ -18,6 +20,14 @@ PITFALL = Pitfall(
               "iteration's autograd graph: accumulate `{loss}.item()` (or `{loss}.detach()`)",
         "zh": "`{total}` 收集了每次迭代的损失张量 `{loss}`，也就留住了每次迭代的计算图："
               "请累加 `{loss}.item()`（或 `{loss}.detach()`）",
+    }, "runtime": {
+        "en": "the autograd graphs of the losses of {count} earlier steps (steps {first} to "
+              "{last}) are still alive after their optimizer steps: something keeps those loss "
+              "tensors (`total_loss += loss`, `losses.append(loss)`), and memory grows every "
+              "step; keep `loss.item()` or `loss.detach()` instead",
+        "zh": "之前 {count} 步（第 {first} 步到第 {last} 步）的损失的计算图在各自的优化器更新之后仍然存活："
+              "有代码留住了这些损失张量（`total_loss += loss`、`losses.append(loss)`），内存每一步都在增长；"
+              "请改为保存 `loss.item()` 或 `loss.detach()`",
     }},
     fix_title={"en": "Accumulate `{loss}.item()`", "zh": "改为累加 `{loss}.item()`"},
     fix_applicability="unsafe",
@@ -348,3 +358,60 @@ def _inside(node: ast.AST, loop: ast.stmt) -> bool:
 
 def _is_name(expr: ast.expr, name: str) -> bool:
     return type(expr) is ast.Name and expr.id == name
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+class _GraphTag:
+    """Stored in a loss's `grad_fn.metadata`: it lives exactly as long as that graph node."""
+
+    __slots__ = ("__weakref__",)
+
+
+_TAG_KEY = "torchdoctor.loss-step"
+
+
+@PITFALL.monitor
+class LossGraphsKeptAlive(Monitor):
+    """Graphs of the losses of several earlier steps still alive after their optimizer steps.
+
+    Autograd nodes cannot be weakly referenced, but an object in `grad_fn.metadata` lives as
+    long as the node: each loss (what a loss function returns, and what backward is called on)
+    gets a tag there, and a weak reference to it says whether anything still holds the graph.
+    After each step of the first optimizer, the distinct earlier steps whose losses are alive
+    are counted: a `total += loss` or a list of losses keeps one more every step, while
+    `loss.item()`, `loss.detach()` and the micro-batches of gradient accumulation (all of the
+    current step) keep none. One loss kept from the step before (`previous = loss`) is fine."""
+
+    THRESHOLD = 3  # earlier steps with a live graph
+
+    def setup(self) -> None:
+        self._tags: list[tuple[weakref.ref, int]] = []
+        self._done = False
+
+    def on_loss_result(self, name: str, loss) -> None:
+        self._tag(loss)
+
+    def on_backward(self, tensor) -> None:
+        self._tag(tensor)
+
+    def _tag(self, tensor) -> None:
+        node = getattr(tensor, "grad_fn", None)
+        if self._done or node is None:
+            return
+        metadata = node.metadata
+        if _TAG_KEY not in metadata:
+            tag = _GraphTag()
+            metadata[_TAG_KEY] = tag
+            self._tags.append((weakref.ref(tag), self.session.step))
+
+    def after_step(self, optimizer) -> None:
+        if self._done or optimizer is not self.session.optimizers[0]:
+            return
+        step = self.session.step
+        self._tags = [(ref, born) for ref, born in self._tags if ref() is not None]
+        earlier = sorted({born for _, born in self._tags if born < step})
+        if len(earlier) >= self.THRESHOLD:
+            self._done, self._tags = True, []
+            self.report("graphs", "runtime", count=len(earlier), first=earlier[0],
+                        last=earlier[-1])

@@ -1,9 +1,12 @@
 """TD303 dataloader-shm-exhausted: DataLoader workers run out of shared memory (/dev/shm)."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 
 from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD303",
@@ -15,6 +18,16 @@ PITFALL = Pitfall(
               "carries batches from the workers to the main process is full",
         "zh": "DataLoader 的 worker 因总线错误（bus error）崩溃：在 worker 与主进程之间传递 batch "
               "的共享内存（/dev/shm）已满",
+    }, "runtime": {
+        "en": "this DataLoader keeps up to {batches} batches of {batch} in shared memory "
+              "(num_workers={workers} x prefetch_factor={prefetch}), about {total}, but {path} "
+              "has only {free} free: its workers will die with a bus error; give the process "
+              "more shared memory (Docker: `--shm-size=8g` or `--ipc=host`) or lower "
+              "`num_workers`/`prefetch_factor`/`batch_size`",
+        "zh": "这个 DataLoader 最多会在共享内存中保留 {batches} 个 {batch} 的 batch（num_workers={workers} "
+              "x prefetch_factor={prefetch}），约 {total}，而 {path} 只剩 {free} 可用：它的 worker 会因总线错误"
+              "崩溃；请给进程更多共享内存（Docker：`--shm-size=8g` 或 `--ipc=host`），或调小 "
+              "`num_workers`/`prefetch_factor`/`batch_size`",
     }},
     fix_hint={
         "en": "Give the process more shared memory: in Docker run with `--shm-size=8g` (or "
@@ -221,3 +234,70 @@ def bus_error_in_loader(block, report) -> Clue | None:
 def _other_errors(report) -> bool:
     """An exception besides the DataLoader's own "worker exited" ones: it says why."""
     return any("DataLoader worker" not in block.message for block in report.exceptions)
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+SHM_PATH = "/dev/shm"
+# Testing hook: a number of bytes taken as the free space of SHM_PATH (a test cannot mount a
+# small tmpfs). Not meant for users.
+SHM_FREE_ENV = "TORCHDOCTOR_SHM_FREE"
+
+
+def shm_free() -> int | None:
+    """Free bytes of the shared-memory filesystem; None where there is none (macOS, Windows)."""
+    override = os.environ.get(SHM_FREE_ENV, "")
+    if override.isdigit():
+        return int(override)
+    try:
+        return shutil.disk_usage(SHM_PATH).free
+    except OSError:
+        return None
+
+
+@PITFALL.monitor
+class SharedMemoryTooSmall(Monitor):
+    """Batches in flight from the workers larger than the free shared memory: reported at the
+    first batch, before a worker touches a page past the end and dies of SIGBUS.
+
+    Workers hand batches over in shared memory; up to `num_workers * prefetch_factor` of them
+    are in flight. The first batch's tensor bytes (the batch the user's loop receives, never
+    one fetched by the doctor) times that is compared with the free space of /dev/shm plus the
+    batch already there. Once per loader."""
+
+    def on_first_batch(self, loader, batch) -> None:
+        workers = loader.num_workers
+        if workers <= 0:
+            return
+        size = _tensor_bytes(batch)
+        free = shm_free()
+        if not size or free is None:
+            return
+        prefetch = loader.prefetch_factor or 2
+        in_flight = size * workers * prefetch
+        if in_flight <= free + size:  # this batch is already in shared memory
+            return
+        self.report(id(loader), "runtime", batches=workers * prefetch, batch=_bytes(size),
+                    workers=workers, prefetch=prefetch, total=_bytes(in_flight),
+                    path=SHM_PATH, free=_bytes(free))
+
+
+def _tensor_bytes(batch, depth: int = 0) -> int:
+    """Bytes of the tensors in a (nested) batch: one multiplication per tensor."""
+    if hasattr(batch, "element_size") and hasattr(batch, "numel"):
+        return batch.element_size() * batch.numel()
+    if depth > 3:
+        return 0
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        return sum(_tensor_bytes(item, depth + 1) for item in batch[:1000])
+    return 0
+
+
+def _bytes(count: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if count < 1024 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} GB"

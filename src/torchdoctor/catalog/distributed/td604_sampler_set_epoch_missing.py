@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, per_file
 from torchdoctor.report.finding import Finding
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD604",
@@ -18,6 +20,13 @@ PITFALL = Pitfall(
               "`{sampler}.set_epoch(...)`: every epoch gets the same shuffle order",
         "zh": "`{loader}` 使用了 DistributedSampler，但这个 epoch 循环里没有调用 "
               "`{sampler}.set_epoch(...)`：每个 epoch 的打乱顺序都一样",
+    }, "runtime": {
+        "en": "a shuffling DistributedSampler is iterated again with epoch {epoch}, the same "
+              "as its previous iteration: this epoch repeats the previous one's order (every "
+              "epoch does); call `sampler.set_epoch(epoch)` before each epoch",
+        "zh": "一个会打乱顺序的 DistributedSampler 再次以 epoch {epoch} 被遍历，与上一次遍历相同："
+              "这个 epoch 重复了上一个 epoch 的顺序（每个 epoch 都如此）；请在每个 epoch 之前调用 "
+              "`sampler.set_epoch(epoch)`",
     }},
     fix_title={"en": "Call `set_epoch(epoch)` at the start of each epoch",
                "zh": "在每个 epoch 开始时调用 `set_epoch(epoch)`"},
@@ -219,3 +228,32 @@ def _fix(loop: ast.For | ast.AsyncFor, sampler: str, maybe_none: bool, ctx: Cont
         call = f"if {sampler} is not None:\n{indent}    {call}"
     start = ctx.offset(first.lineno, 0)
     return ctx.fix(PITFALL, "unsafe", ctx.edit(start, start, f"{indent}{call}\n"))
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class SameEpochAgain(Monitor):
+    """A shuffling DistributedSampler iterated with the epoch value of its previous iteration.
+
+    Its order is a function of `seed + epoch` alone, so the same epoch twice is the same order
+    twice. The sampler is the loader's own or the one inside its batch sampler."""
+
+    def setup(self) -> None:
+        self._epochs = weakref.WeakKeyDictionary()  # sampler -> epoch of its last iteration
+
+    def on_dataloader_iter(self, loader) -> None:
+        from torch.utils.data.distributed import DistributedSampler
+
+        sampler = loader.sampler
+        if not isinstance(sampler, DistributedSampler):
+            sampler = getattr(loader.batch_sampler, "sampler", None)
+            if not isinstance(sampler, DistributedSampler):
+                return
+        if not sampler.shuffle:
+            return
+        previous = self._epochs.get(sampler)
+        self._epochs[sampler] = sampler.epoch
+        if previous is not None and previous == sampler.epoch:
+            where = self.session.where()
+            self.report(where, "runtime", at=where, epoch=sampler.epoch)

@@ -1,7 +1,11 @@
 """TD212 batchnorm-single-sample-batch: BatchNorm in training mode gets one value per channel."""
 from __future__ import annotations
 
+import math
+import weakref
+
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD212",
@@ -12,6 +16,16 @@ PITFALL = Pitfall(
         "en": "A BatchNorm layer in training mode received a single value per channel (a "
               "batch of one sample), from which no batch statistics can be computed",
         "zh": "训练模式下的 BatchNorm 层每个通道只收到一个值（batch 里只有一个样本），无法计算 batch 统计量",
+    }, "last-batch": {
+        "en": "the last batch of every epoch will hold 1 sample ({samples} samples, "
+              "batch_size={batch_size}, drop_last=False) and `{layer}` ({type}) gets one value "
+              "per channel per sample: training will crash at the end of the epoch with "
+              "`Expected more than 1 value per channel when training`; pass `drop_last=True` "
+              "to the DataLoader",
+        "zh": "每个 epoch 的最后一个 batch 只有 1 个样本（{samples} 个样本，batch_size={batch_size}，"
+              "drop_last=False），而 `{layer}`（{type}）每个样本每个通道只有一个值：训练会在 epoch 末尾以 "
+              "`Expected more than 1 value per channel when training` 崩溃；请给 DataLoader 传 "
+              "`drop_last=True`",
     }},
     fix_hint={
         "en": "Drop the incomplete last batch with `DataLoader(..., drop_last=True)` (it has one "
@@ -143,3 +157,80 @@ PITFALL.error(
               "统计量。通常是 epoch 的最后一个 batch 只有一个样本（`len(dataset) % batch_size == 1`）、"
               "用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
     })
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class LastBatchOfOne(Monitor):
+    """A training loader whose last batch holds one sample, feeding a BatchNorm that has one
+    value per channel per sample: reported at the first epoch, long before the crash.
+
+    The loader is known at `iter(loader)`; a model's BatchNorm layers are known at its first
+    forward, where a one-shot pre-hook on each reads its input shape (a BatchNorm2d with more
+    than one pixel normalises a single sample without error, so it is not reported). Whichever
+    comes second reports, at the loop over the loader. A loader iterated while the BatchNorm is
+    in eval mode (validation) is not reported."""
+
+    def setup(self) -> None:
+        self._fragile = weakref.WeakKeyDictionary()  # BatchNorm with 1 value/channel -> name
+        self._pending = None  # (loader details, where, step) of the latest loader iterated
+
+    def on_dataloader_iter(self, loader) -> None:
+        details = _single_sample_last_batch(loader)
+        self._pending = None
+        if details:
+            self._pending = (details, self.session.where(), self.session.step)
+            for module in list(self._fragile.keys()):
+                if module.training:
+                    self._report(module)
+                    return
+
+    def on_model(self, model) -> None:
+        from torch.nn.modules.batchnorm import _BatchNorm
+
+        for name, module in model.named_modules():
+            if isinstance(module, _BatchNorm):
+                self._watch_first_input(module, name)
+
+    def _watch_first_input(self, module, name: str) -> None:
+        def hook(batchnorm, args):
+            handle.remove()
+            try:
+                self._look(batchnorm, name, args)
+            except Exception as error:  # outside the session's guarded events: contain it
+                self.session._internal(f"monitor {self.pitfall.name}", error)
+
+        handle = module.register_forward_pre_hook(hook)
+        if self.session.installed is not None:
+            self.session.installed.handle(handle)  # removed at the end of the watch too
+
+    def _look(self, module, name: str, args) -> None:
+        shape = getattr(args[0], "shape", None) if args else None
+        if shape is None or len(shape) < 2 or math.prod(shape[2:]) != 1:
+            return
+        self._fragile[module] = name
+        if self._pending is not None and module.training:
+            self._report(module)
+
+    def _report(self, module) -> None:
+        (samples, batch_size), where, step = self._pending
+        self.report(where, "last-batch", module=self._fragile[module], at=where, at_step=step,
+                    samples=samples, batch_size=batch_size, layer=self._fragile[module],
+                    type=type(module).__name__)
+
+
+def _single_sample_last_batch(loader) -> tuple[int, int] | None:
+    """(samples per epoch, batch size) when the loader's last batch holds one sample."""
+    from torch.utils.data import BatchSampler, IterableDataset
+
+    batch_size = loader.batch_size
+    if (batch_size is None or batch_size < 2 or loader.drop_last
+            or isinstance(loader.dataset, IterableDataset)
+            or type(loader.batch_sampler) is not BatchSampler):  # a custom batch_sampler
+        return None
+    try:
+        samples = len(loader.sampler)  # a DistributedSampler's: this rank's share
+    except TypeError:
+        return None
+    return (samples, batch_size) if samples % batch_size == 1 else None
