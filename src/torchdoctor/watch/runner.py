@@ -36,7 +36,8 @@ def run(target: str, args: list[str], module: bool = False, select=None, ignore=
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            runpy.run_path(target, run_name="__main__")
+            # python compiles a script under its absolute path (tracebacks show that).
+            runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as stop:
         exit_code = _exit_code(stop.code)
     except KeyboardInterrupt:

@@ -139,7 +139,7 @@ class Session:
 
     def module_pre_hook(self, module, args):
         """Global forward pre-hook: finds new models (a dict lookup for every other call)."""
-        if self._kinds.get(module) is not None:
+        if _compiling() or self._kinds.get(module) is not None:
             return None
         try:
             if self._new_model(module):
@@ -150,6 +150,8 @@ class Session:
 
     def model_pre_hook(self, module, args, kwargs):
         """A model's own forward pre-hook (with keyword arguments, which global hooks lack)."""
+        if _compiling():
+            return None
         try:
             if self._kinds.get(module):
                 self._forward(module, args, kwargs)
@@ -200,12 +202,16 @@ class Session:
             self._internal("backward wrapper", error)
 
     def loss_starts(self, name: str, input, target, kwargs: dict) -> None:
+        if _compiling():
+            return
         try:
             self._emit("on_loss", name, input, target, kwargs)
         except Exception as error:
             self._internal("loss wrapper", error)
 
     def loss_ends(self, name: str, loss) -> None:
+        if _compiling():
+            return
         try:
             self._emit("on_loss_result", name, loss)
         except Exception as error:
@@ -289,6 +295,14 @@ class Session:
         self.internal_errors.append(text)
         tail = "; it is disabled" if disabled else ""
         _write(f"torchdoctor: internal error in {text}{tail}; training goes on\n")
+
+
+def _compiling() -> bool:
+    """True while torch.compile traces: the hooks then do nothing (they are not part of the
+    graph), so compiled code sees no events from inside it; what runs eagerly still does."""
+    import torch
+
+    return torch.compiler.is_compiling()
 
 
 def _norms(grads: list) -> list[float]:

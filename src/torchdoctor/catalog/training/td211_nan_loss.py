@@ -272,8 +272,12 @@ class NonFiniteValues(Monitor):
 
     def on_backward(self, tensor) -> None:
         loss = self.session.last_loss
-        if loss is not None and not math.isfinite(loss):
-            self._loss_bad = True
+        bad = loss is not None and not math.isfinite(loss)
+        if self.session.scaler is not None:
+            # A step the scaler skipped never reaches after_step: each backward starts afresh.
+            self._loss_bad = bad
+        else:
+            self._loss_bad = self._loss_bad or bad
 
     def after_step(self, optimizer) -> None:
         self._loss_bad = False
