@@ -1,0 +1,95 @@
+"""Step-time overhead of watching a training run (`torchdoctor run` / `torchdoctor.watch()`).
+
+Three CPU workloads (a small CNN, an MLP, a deep MLP of ~50 modules), batch 64. In one
+process, blocks of steps alternate between plain, watched, and under
+`torch.autograd.set_detect_anomaly(True)` (for reference), so that drift of the machine hits
+every mode alike; the table shows the median step time of each mode over its blocks, as a
+ratio to plain. Usage: python benchmarks/bench_watch.py [--blocks N] [--steps N]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+import torchdoctor
+
+
+def cnn() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+
+
+def mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def deep_mlp() -> nn.Module:
+    layers: list[nn.Module] = []
+    for _ in range(25):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(256, 10))
+
+
+WORKLOADS = {"small CNN": (cnn, (64, 3, 32, 32)), "MLP": (mlp, (64, 784)),
+             "deep MLP (51 modules)": (deep_mlp, (64, 256))}
+MODES = ("plain", "watched", "anomaly")
+
+
+def measure(make, shape, blocks: int, steps: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    model = make()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(*shape), torch.randint(0, 10, (shape[0],))
+
+    def step() -> None:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(10):
+        step()
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for _ in range(blocks):
+        for mode in MODES:
+            watch = torchdoctor.watch(summary=False, live=False) if mode == "watched" else None
+            torch.autograd.set_detect_anomaly(mode == "anomaly")
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            times[mode].append((time.perf_counter() - start) / steps)
+            torch.autograd.set_detect_anomaly(False)
+            if watch is not None:
+                watch.stop()
+    return {mode: statistics.median(values) for mode, values in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{args.blocks} blocks of {args.steps} steps per mode\n")
+    print("| workload | plain step | watched | set_detect_anomaly(True) |")
+    print("|---|---|---|---|")
+    overheads = []
+    for name, (make, shape) in WORKLOADS.items():
+        result = measure(make, shape, args.blocks, args.steps)
+        plain = result["plain"]
+        overheads.append(result["watched"] / plain - 1)
+        print(f"| {name} | {plain * 1e3:.2f} ms | {result['watched'] / plain:.3f}x | "
+              f"{result['anomaly'] / plain:.2f}x |")
+    print(f"\nwatch overhead: median {statistics.median(overheads):+.1%}, "
+          f"worst {max(overheads):+.1%} (target: median <= 3 %, worst <= 10 %)")
+
+
+if __name__ == "__main__":
+    main()
