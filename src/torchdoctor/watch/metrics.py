@@ -71,11 +71,12 @@ class Metrics:
                 "grad_norm_step": self.grad_steps, "grad_norm": self.grad_norms}
 
 
-def _finite(value: float | None) -> float | None:
-    """JSON has no NaN or Infinity: non-finite values become null."""
-    if value is None or not math.isfinite(value):
-        return None
-    return value
+def _finite(value: float | None) -> float | str | None:
+    """Strict JSON has no NaN or Infinity: non-finite values become the strings "NaN",
+    "Infinity", "-Infinity" (the HTML report marks them); null means not recorded."""
+    if value is None or math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def _scale(scaler) -> float:

@@ -7,7 +7,8 @@ JSON report (`--report-json`), one object per process:
                  "grad_norm_step": [...], "grad_norm": {"<module>": [...]}}}
 Each finding is a Finding's JSON (origin "runtime") with `step`, `rank` and `module` added.
 `loss`/`lr` line up with `step`; each `grad_norm` series lines up with `grad_norm_step`
-(gradient norms are sampled). Non-finite values are null.
+(gradient norms are sampled). Non-finite values are the strings "NaN", "Infinity",
+"-Infinity"; null means not recorded.
 
 Under torchrun (RANK set) every rank writes its own files: `report.json` becomes
 `report.rank0.json`, `report.rank1.json`, ... (the suffix goes before the extension).
