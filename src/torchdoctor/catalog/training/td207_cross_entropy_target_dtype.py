@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD207",
@@ -14,6 +15,12 @@ PITFALL = Pitfall(
         "en": "The target of `CrossEntropyLoss`/`NLLLoss` holds class indices and must be an "
               "int64 (`torch.long`) tensor",
         "zh": "`CrossEntropyLoss`/`NLLLoss` 的 target 是类别索引，必须是 int64（`torch.long`）张量",
+    }, "runtime": {
+        "en": "`{loss}` got class-index targets of dtype {dtype} (shape {target}, input "
+              "{input}): the loss indexes the input with them and accepts only int64 "
+              "(`torch.long`); convert with `target.long()`",
+        "zh": "`{loss}` 收到的类别索引 target 的 dtype 是 {dtype}（形状 {target}，输入 {input}）："
+              "损失函数要用它去索引输入，只接受 int64（`torch.long`）；请用 `target.long()` 转换",
     }},
     fix_hint={
         "en": "Convert the labels to int64 where they are made or right before the loss: "
@@ -219,3 +226,34 @@ def _near_a_loss(block, report) -> bool:
         if any(name in text for name in _LOSS_FUNCTIONS):
             return True
     return False
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class TargetNotInt64(Monitor):
+    """Class-index targets (the input's shape without its class dimension) that are not int64,
+    seen before the loss raises. Free: dtypes and shapes only, no tensor is read.
+
+    Left alone: float targets of the input's own shape (class probabilities, soft labels,
+    legal since 1.10); targets of any other shape (the loss raises a shape error, not this
+    one); and uint8 targets of an `(N, C)` or `(C,)` input, which the NLL kernel accepts
+    ("Long or Byte"); with spatial dimensions (`(N, C, H, W)`) uint8 fails."""
+
+    def on_loss(self, name: str, input, target, kwargs: dict) -> None:
+        import torch
+
+        if name not in ("cross_entropy", "nll_loss"):
+            return
+        if not (isinstance(input, torch.Tensor) and isinstance(target, torch.Tensor)):
+            return
+        if target.dtype is torch.int64 or input.dim() == 0:
+            return
+        class_dim = 0 if input.dim() == 1 else 1
+        if target.shape != input.shape[:class_dim] + input.shape[class_dim + 1:]:
+            return
+        if target.dtype is torch.uint8 and input.dim() <= 2:
+            return
+        self.report(self.session.where(), "runtime", loss=name,
+                    dtype=str(target.dtype).removeprefix("torch."),
+                    target=list(target.shape), input=list(input.shape))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD208",
@@ -15,6 +16,16 @@ PITFALL = Pitfall(
               "label must be in `[0, num_classes)` or equal to `ignore_index`",
         "zh": "`CrossEntropyLoss`/`NLLLoss` 的某个 target 不是合法的类别索引：每个标签都必须在 "
               "`[0, num_classes)` 内，或等于 `ignore_index`",
+    }, "runtime": {
+        "en": "`{loss}` got class labels from {low} to {high} for an input with {classes} "
+              "classes: every label must be in `[0, {classes})` or equal to "
+              "`ignore_index` ({ignore_index}). On the CPU the loss raises `IndexError: Target "
+              "... is out of bounds`; on a GPU it trips a device-side assert that breaks every "
+              "later CUDA call",
+        "zh": "`{loss}` 收到的类别标签从 {low} 到 {high}，而输入只有 {classes} 个类别：每个标签都必须在 "
+              "`[0, {classes})` 内，或等于 `ignore_index`（{ignore_index}）。在 CPU 上损失函数会抛出 "
+              "`IndexError: Target ... is out of bounds`；在 GPU 上会触发 device-side assert，"
+              "之后的每个 CUDA 调用都会失败",
     }},
     fix_hint={
         "en": "Check the labels against the model's output size: `print(labels.min(), "
@@ -223,3 +234,52 @@ def check_device_assert(block, report):
     if any(frame.function in _LOSS_FUNCTIONS for frame in block.frames):
         return Clue(0.85, _CAUSE_ASSERT)
     return None
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+@PITFALL.monitor
+class TargetOutOfRange(Monitor):
+    """Class-index targets of `cross_entropy`/`nll_loss` outside `[0, C)`, seen before the loss
+    kernel runs: on a GPU the kernel's assertion would poison the CUDA context.
+
+    Cost: one `aminmax` of the target per call and one copy of its two values to the host (on
+    a GPU, a synchronisation). Only when the range holds `ignore_index` (padding with -100)
+    are the ignored positions masked out and the range taken again. Float targets (class
+    probabilities) and targets whose shape is not the class-index shape are left alone: the
+    loss reads no index from them."""
+
+    def on_loss(self, name: str, input, target, kwargs: dict) -> None:
+        if name not in _LOSS_FUNCTIONS:
+            return
+        classes = _class_count(input, target)
+        if classes is None or target.is_floating_point() or target.is_complex():
+            return
+        import torch
+
+        if target.dtype is torch.bool or target.numel() == 0:
+            return
+        ignore_index = kwargs.get("ignore_index", -100)
+        low, high = torch.aminmax(target)
+        low, high = torch.stack((low, high)).tolist()  # one copy to the host
+        if low <= ignore_index <= high:
+            # Padding marked with ignore_index: the range of the other labels decides.
+            labels = target.masked_fill(target == ignore_index, 0)
+            low, high = torch.stack(torch.aminmax(labels)).tolist()
+        if 0 <= low and high < classes:
+            return
+        self.report(self.session.where(), "runtime", loss=name, low=low, high=high,
+                    classes=classes, ignore_index=ignore_index)
+
+
+def _class_count(input, target) -> int | None:
+    """C, the class dimension of `input`, when `target` has the class-index shape."""
+    import torch
+
+    if not (isinstance(input, torch.Tensor) and isinstance(target, torch.Tensor)):
+        return None
+    if input.is_meta or target.is_meta or input.dim() == 0:
+        return None
+    class_dim = 0 if input.dim() == 1 else 1
+    expected = input.shape[:class_dim] + input.shape[class_dim + 1:]
+    return input.shape[class_dim] if target.shape == expected else None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD210",
@@ -12,6 +13,21 @@ PITFALL = Pitfall(
         "en": "The loss got an input and a target of different shapes, typically `[N, 1]` "
               "predictions against `[N]` targets",
         "zh": "损失函数收到的输入与 target 形状不同，典型情况是 `[N, 1]` 的预测配 `[N]` 的 target",
+    }, "broadcast": {
+        "en": "`{loss}` got input {input} and target {target}: they broadcast to {result}, so "
+              "every prediction is compared with the targets of other samples and the loss is "
+              "wrong, without an error; give both the same shape (`output.squeeze(1)` or "
+              "`target.unsqueeze(1)`)",
+        "zh": "`{loss}` 收到的输入为 {input}，target 为 {target}：两者广播成 {result}，每个预测都与其他样本的 "
+              "target 相比较，损失是错的，却不会报错；请让两者形状一致（`output.squeeze(1)` 或 "
+              "`target.unsqueeze(1)`）",
+    }, "refused": {
+        "en": "`{loss}` got input {input} and target {target}: the binary cross-entropy losses "
+              "require the same shape and raise `ValueError`; give both the same shape "
+              "(`output.squeeze(1)` or `target.unsqueeze(1).float()`)",
+        "zh": "`{loss}` 收到的输入为 {input}，target 为 {target}：二元交叉熵损失要求两者形状相同，"
+              "否则抛出 `ValueError`；请让两者形状一致（`output.squeeze(1)` 或 "
+              "`target.unsqueeze(1).float()`）",
     }},
     fix_hint={
         "en": "Give both the same shape before the loss: `criterion(output.squeeze(1), target)` "
@@ -191,3 +207,41 @@ PITFALL.error(
         "zh": "分割损失收到的 logits 为 [{input}]，掩码为 [{target}]，两者的 batch 或空间尺寸不同："
               "输出被下采样了（用 `F.interpolate` 上采样到掩码的尺寸），或者掩码的缩放方式不同。",
     })
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+_REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
+_BINARY = ("binary_cross_entropy", "binary_cross_entropy_with_logits")
+
+
+@PITFALL.monitor
+class ShapesBroadcast(Monitor):
+    """Element-wise losses fed an input and a target of different shapes. Free: shapes only.
+
+    The regression losses only warn and broadcast: reported when both tensors are expanded
+    (`[N, 1]` against `[N]` gives `[N, N]`, every prediction against every target). A target
+    that broadcasts up to the input's shape (a scalar, one value per feature) compares each
+    prediction with its own target and is left alone, as are shapes that do not broadcast
+    (the loss raises). The binary cross-entropy losses raise on any difference: reported
+    before they do."""
+
+    def on_loss(self, name: str, input, target, kwargs: dict) -> None:
+        import torch
+
+        if name not in _REGRESSION and name not in _BINARY:
+            return
+        if not (isinstance(input, torch.Tensor) and isinstance(target, torch.Tensor)):
+            return
+        if input.shape == target.shape:
+            return
+        shapes = {"loss": name, "input": list(input.shape), "target": list(target.shape)}
+        if name in _BINARY:
+            self.report(self.session.where(), "refused", **shapes)
+            return
+        try:
+            result = torch.broadcast_shapes(input.shape, target.shape)
+        except RuntimeError:
+            return  # the loss raises its own error
+        if result != input.shape and result != target.shape:
+            self.report(self.session.where(), "broadcast", result=list(result), **shapes)
