@@ -1,7 +1,8 @@
 """What a watched run reports: live lines, the summary at exit, the JSON and HTML reports.
 
 JSON report (`--report-json`), one object per process:
-    {"findings": [...], "crash": null | {explain result, "context": [...]},
+    {"script": "train.py", "argv": [...], "torch_version": "2.13.0", "duration_s": 12.3,
+     "findings": [...], "crash": null | {explain result, "context": [...]},
      "exit_code": N, "rank": null | N, "internal_errors": ["..."],
      "metrics": {"step": [...], "loss": [...], "lr": [...],
                  "grad_norm_step": [...], "grad_norm": {"<module>": [...]}}}
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 _TEXT = {
@@ -71,7 +73,12 @@ def print_summary(session, lang: str) -> None:
 
 
 def build(session, crash: dict | None = None, exit_code: int | None = None) -> dict:
+    torch = sys.modules.get("torch")
     return {
+        "script": os.path.basename(session.argv[0]) if session.argv else None,
+        "argv": session.argv,
+        "torch_version": getattr(torch, "__version__", None),
+        "duration_s": round(time.monotonic() - session.started, 3),
         "findings": [f.to_json() for f in session.findings],
         "crash": crash,
         "exit_code": exit_code,

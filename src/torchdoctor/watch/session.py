@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import weakref
 from pathlib import Path
 from typing import Any, Hashable
@@ -38,6 +39,8 @@ class Session:
                  metrics: bool = True) -> None:
         self.lang = lang
         self.live = live
+        self.argv = list(sys.argv)  # the user's command line, for the report
+        self.started = time.monotonic()
         self.step = 1
         self.rank = _env_int("RANK")
         self.models: list = []
@@ -338,10 +341,12 @@ def user_location() -> tuple[str, int]:
 
 
 def _relative(path: str) -> str:
+    """Relative to the working directory when the file is below it; else as it is."""
     try:
-        return os.path.relpath(path)
+        relative = os.path.relpath(path)
     except ValueError:  # another drive on Windows
         return path
+    return path if relative.startswith(os.pardir) else relative
 
 
 def _env_int(name: str) -> int | None:

@@ -493,7 +493,7 @@ class EvaluatedInTrainingMode(Monitor):
             from torchdoctor.watch.layers import mode_dependent_layers
 
             layers = self._layers[id(model)] = mode_dependent_layers(model)
-        active = [name for name, layer in layers if layer.training]
+        active = [(name, layer) for name, layer in layers if layer.training]
         if not active:
             return
         event = (model, active, self.session.where(), self.session.step)
@@ -511,7 +511,7 @@ class EvaluatedInTrainingMode(Monitor):
         model, active, at, step = event
         if not any(m is model for m in self.session.trainable_models()):
             return
-        shown = ", ".join(f"`{name}`" for name in active[:3])
+        shown = ", ".join(f"`{name}` ({type(layer).__name__})" for name, layer in active[:3])
         more = f" (+{len(active) - 3})" if len(active) > 3 else ""
-        self.report(id(model), "runtime", module=active[0], at=at, at_step=step,
+        self.report(id(model), "runtime", module=active[0][0], at=at, at_step=step,
                     model=type(model).__name__, layers=shown + more)
