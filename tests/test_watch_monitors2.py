@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -254,11 +253,13 @@ def test_set_epoch_cases():
     assert _epochs(sampler(), never, epochs=1) == []
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not installed")
 def test_set_epoch_under_torchrun(tmp_path):
     """Two ranks with gloo: one report per rank, each with the finding."""
     report = tmp_path / "report.json"
-    command = ["torchrun", "--standalone", "--nproc_per_node=2", "-m", "torchdoctor", "run",
+    # This interpreter's torchrun (a `torchrun` on PATH may belong to another Python);
+    # --standalone: the rendezvous store binds a free port itself, no fixed port to collide on.
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node=2", "-m", "torchdoctor", "run",
                "--report-json", str(report), str(WATCH / "sampler_set_epoch_missing.py")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"})

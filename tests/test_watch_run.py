@@ -185,8 +185,10 @@ def test_torchrun_writes_one_rank_tagged_report_per_rank(tmp_path):
     (tmp_path / "ddp.py").write_text(TORCHRUN)
     env = {**os.environ, "TORCHDOCTOR_LANG": "en", "OMP_NUM_THREADS": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-         "--master_port", "29517", "-m", "torchdoctor", "run", "--report-json", "r.json",
+        # --standalone: the rendezvous store binds a free port itself (a fixed port collided
+        # with other runs in flight)
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         "-m", "torchdoctor", "run", "--report-json", "r.json",
          "ddp.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     for rank in (0, 1):
