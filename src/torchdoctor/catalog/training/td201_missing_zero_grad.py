@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
@@ -325,16 +326,24 @@ class GradientsNeverCleared(Monitor):
                         previous=step, param=self.session.param_name(param) or "?")
 
     def after_step(self, optimizer) -> None:
+        # Weak references: holding the applied gradients would keep their memory alive past
+        # `zero_grad(set_to_none=True)`, and the allocator would pay for it every step.
         sample = []
         for group in optimizer.param_groups:
-            sample += [(p, p.grad, p.grad._version) for p in group["params"]
-                       if p.grad is not None][:self.SAMPLE - len(sample)]
+            for p in group["params"]:
+                if p.grad is not None:
+                    sample.append((p, weakref.ref(p.grad), p.grad._version))
+                    if len(sample) == self.SAMPLE:
+                        break
+            if len(sample) == self.SAMPLE:
+                break
         self._applied[id(optimizer)] = (optimizer, self.session.step, sample)
 
     def on_backward(self, tensor) -> None:
         self._watching = []
         for key, (optimizer, step, sample) in list(self._applied.items()):
-            stale = [(p, g, v) for p, g, v in sample if p.grad is g and g._version == v]
+            stale = [(p, g, v) for p, g, v in sample
+                     if p.grad is not None and p.grad is g() and p.grad._version == v]
             if not stale:
                 del self._applied[key]  # cleared since the step
                 continue
@@ -342,7 +351,8 @@ class GradientsNeverCleared(Monitor):
 
     def after_backward(self, tensor) -> None:
         for key, optimizer, step, stale in self._watching:
-            grown = [p for p, g, v in stale if p.grad is g and g._version != v]
+            grown = [p for p, g, v in stale
+                     if p.grad is not None and p.grad is g() and p.grad._version != v]
             if grown:
                 del self._applied[key]
                 self._stale[key] = (step, grown[0])
