@@ -17,6 +17,8 @@ code runs; `watch()` inside a program cannot reach such names (loss modules stil
 from __future__ import annotations
 
 import functools
+import warnings
+import sys
 from typing import Callable
 
 # Loss functions of torch.nn.functional seen by `on_loss`: (input, target, ...) signatures.
@@ -124,10 +126,10 @@ def _scheduler_step_wrapper(original: Callable, session) -> Callable:
             session.in_scheduler_step = True
             try:
                 session.scheduler_step(scheduler)
-                return original(scheduler, *args, **kwargs)
+                return call_in_callers_place(original, scheduler, *args, **kwargs)
             finally:
                 session.in_scheduler_step = False
-        return original(scheduler, *args, **kwargs)
+        return call_in_callers_place(original, scheduler, *args, **kwargs)
 
     return step
 
@@ -154,15 +156,75 @@ def _first_batch_wrapper(original: Callable, session) -> Callable:
     return __next__
 
 
+# The loss functions that warn their caller (`stacklevel=2`); the others need no care for it
+# (the care costs ~10 us a call).
+_WARNING_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"})
+
+
 def _loss_wrapper(original: Callable, name: str, session) -> Callable:
     @functools.wraps(original)
     def loss(input, target, *args, **kwargs):
         session.loss_starts(name, input, target, kwargs)
-        result = original(input, target, *args, **kwargs)
+        if name in _WARNING_LOSSES:
+            result = call_in_callers_place(original, input, target, *args, **kwargs)
+        else:
+            result = original(input, target, *args, **kwargs)
         session.loss_ends(name, result)
         return result
 
     return loss
+
+
+def call_in_callers_place(original: Callable, *args, **kwargs):
+    """Call `original` as if our wrapper were not on the stack for the warnings it raises.
+
+    torch warns with `stacklevel=2` ("Using a target size ...", "Detected call of
+    `lr_scheduler.step()` ..."): through a wrapper that would name this file instead of the
+    line that called it. The warnings are caught and re-issued once the call returns, at the
+    caller's line for those that named the wrapper, through the registries and the user's
+    filters, so they show as Python would have shown them."""
+    caller = sys._getframe(2)  # the user's call of the wrapper
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            return original(*args, **kwargs)
+    finally:
+        for warning in caught:
+            _reissue(warning, caller)
+
+
+# What was already shown for the "default"/"module"/"once" actions. Python's own registries
+# cannot serve: `catch_warnings` mutates the filters, which empties them on every call.
+_SHOWN: set[tuple] = set()
+
+
+def _reissue(warning, caller) -> None:
+    filename, lineno, module = warning.filename, warning.lineno, None
+    if filename == __file__:
+        filename, lineno = caller.f_code.co_filename, caller.f_lineno
+        module = caller.f_globals.get("__name__")
+    module = module or filename.rsplit("/", 1)[-1].removesuffix(".py")
+    text = str(warning.message)
+    action = _action(text, warning.category, module, lineno)
+    if action == "ignore":
+        return
+    key = {"default": (text, warning.category, filename, lineno),
+           "module": (text, warning.category, filename),
+           "once": (text, warning.category)}.get(action)
+    if key is not None:
+        if key in _SHOWN:
+            return
+        _SHOWN.add(key)
+    warnings.warn_explicit(warning.message, warning.category, filename, lineno, module=module)
+
+
+def _action(text: str, category: type, module: str, lineno: int) -> str:
+    """The action the user's warning filters take, matched as `warnings` matches them."""
+    for action, message, kind, pattern, line in warnings.filters:
+        if ((message is None or message.match(text)) and issubclass(category, kind)
+                and (pattern is None or pattern.match(module)) and line in (0, lineno)):
+            return action
+    return warnings.defaultaction
 
 
 def _before(original: Callable, notify: Callable) -> Callable:
