@@ -177,6 +177,7 @@ for _ in range(3):
     loss = model(torch.randn(8, 4)).pow(2).mean()
     loss.backward()  # never cleared: missing-zero-grad on every rank
     optimizer.step()
+dist.barrier()  # without it a rank can tear gloo down under the other: SIGABRT at exit
 dist.destroy_process_group()
 """
 

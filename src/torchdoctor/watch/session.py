@@ -256,6 +256,17 @@ class Session:
     def finish(self) -> None:
         self._emit("teardown")
 
+    def release(self) -> None:
+        """Let go of the user's objects once the reports are written. The program may still
+        be alive (a notebook), and at exit a model kept here would outlive the interpreter's
+        orderly teardown: a DDP model's gloo threads destroyed that late abort the process
+        ("terminate called without an active exception")."""
+        self.models, self.optimizers, self.monitors = [], [], []
+        self._hooks = {name: [] for name in HOOKS}
+        self.last_forward = self.scaler = self.installed = None
+        self._grad_norms.clear()
+        self._param_names.clear()
+
     # ---- inside ----------------------------------------------------------------------------
 
     def _new_model(self, module) -> bool:

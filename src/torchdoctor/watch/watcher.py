@@ -74,6 +74,7 @@ class Watch:
         report.write(result, self.session, self.report_json, self.report_html, self.lang)
         if self.summary:
             report.print_summary(self.session, self.lang)
+        self.session.release()
         return result
 
     def __enter__(self) -> Watch:
