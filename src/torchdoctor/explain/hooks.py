@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 import traceback
 
+from torchdoctor.report.stream import write_stderr
+
 # Exceptions that are the user's deliberate way out, not errors to explain.
 _NOT_ERRORS = (KeyboardInterrupt, SystemExit, GeneratorExit)
 _RULE = "-" * 72
@@ -17,14 +19,20 @@ def diagnosis_text(error: BaseException, lang: str | None = None) -> str:
     """The explanation printed after a traceback; never raises."""
     try:
         from torchdoctor.explain.api import explanation_of
-        from torchdoctor.explain.render import as_text
 
-        explanation = explanation_of(error, lang)
-        if explanation.internal_error:
-            return _internal(explanation.internal_error)
-        return f"{_RULE}\n{as_text(explanation)}"
+        return explanation_text(explanation_of(error, lang))
     except Exception as problem:  # the doctor's own bug: one line, the traceback stays
         return _internal(f"{type(problem).__name__}: {problem}")
+
+
+def explanation_text(explanation) -> str:
+    """What follows the traceback: a rule and the explanation, or one line saying the
+    explainer failed (an Explanation carrying `internal_error`)."""
+    from torchdoctor.explain.render import as_text
+
+    if explanation.internal_error:
+        return _internal(explanation.internal_error)
+    return f"{_RULE}\n{as_text(explanation)}"
 
 
 def _internal(what: str) -> str:
@@ -40,7 +48,7 @@ def install(lang: str | None = None) -> None:
     def excepthook(exc_type, exc, tb):
         previous(exc_type, exc, tb)
         if exc is not None and not isinstance(exc, _NOT_ERRORS):
-            _write(sys.stderr, diagnosis_text(exc, lang))
+            write_stderr(diagnosis_text(exc, lang))
 
     excepthook._torchdoctor = True
     excepthook._previous = previous
@@ -64,7 +72,7 @@ def load_ipython_extension(shell) -> None:
         except Exception:  # IPython could not format it: Python's own format still can
             traceback.print_exception(exc_type, exc, tb)
         if not isinstance(exc, _NOT_ERRORS):
-            _write(sys.stderr, diagnosis_text(exc))
+            write_stderr(diagnosis_text(exc))
         return None
 
     shell.set_custom_exc((Exception,), handler)
@@ -72,11 +80,3 @@ def load_ipython_extension(shell) -> None:
 
 def unload_ipython_extension(shell) -> None:
     shell.set_custom_exc((), None)
-
-
-def _write(stream, text: str) -> None:
-    try:
-        stream.write(text)
-        stream.flush()
-    except Exception:  # a closed or narrow stream must not turn into a second traceback
-        pass

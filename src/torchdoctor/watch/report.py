@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from torchdoctor.report.stream import write_stderr
+
 _TEXT = {
     "en": {"none": "torchdoctor: watched {steps} step(s): no findings",
            "some": "torchdoctor: watched {steps} step(s): {count} finding(s)",
@@ -65,11 +67,7 @@ def summary_text(session, lang: str) -> str:
 
 
 def print_summary(session, lang: str) -> None:
-    try:
-        sys.stderr.write(summary_text(session, lang))
-        sys.stderr.flush()
-    except Exception:  # a closed stream at exit
-        pass
+    write_stderr(summary_text(session, lang))
 
 
 def build(session, crash: dict | None = None, exit_code: int | None = None) -> dict:
@@ -105,7 +103,7 @@ def write(result: dict, session, json_path: str | None, html_path: str | None,
         try:
             from torchdoctor.watch.html import render_html
         except ImportError:
-            sys.stderr.write(_text(lang, "html") + "\n")
+            write_stderr(_text(lang, "html") + "\n")
             return
         _write_file(rank_path(html_path, session.rank), render_html(result, lang))
 

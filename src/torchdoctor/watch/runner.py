@@ -9,8 +9,9 @@ import sys
 import traceback
 from pathlib import Path
 
+from torchdoctor.report.stream import write_stderr
+
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
-_RULE = "-" * 72
 _CONTEXT_TITLE = {"en": "Tensors in the failing frames (shape, dtype, device):",
                   "zh": "出错帧中的张量（形状、数据类型、设备）："}
 MAX_FRAMES = 3
@@ -87,25 +88,25 @@ def _explain(error: BaseException, lang: str) -> dict | None:
     """Print the explanation with live context; return the crash part of the JSON report."""
     try:
         from torchdoctor.explain.api import explanation_of
-        from torchdoctor.explain.render import as_text
+        from torchdoctor.explain.hooks import explanation_text
 
         context = live_context(error.__traceback__)
         explanation = explanation_of(error, lang)
-        text = f"{_RULE}\n{as_text(explanation)}"
-        if context:
+        text = explanation_text(explanation)
+        if context and not explanation.internal_error:
             lines = [_CONTEXT_TITLE.get(lang, _CONTEXT_TITLE["en"])]
             for frame in context:
                 lines.append(f"  {frame['path']}:{frame['line']} in {frame['function']}:")
                 lines += [f"    {t['name']}: {tuple(t['shape'])} {t['dtype']} {t['device']}"
                           for t in frame["tensors"]]
             text += "\n".join(lines) + "\n"
-        sys.stderr.write(text)
+        write_stderr(text)
         crash = explanation.to_json()
         crash["context"] = context
         return crash
     except Exception as problem:  # the doctor's own bug: one line, the traceback stays
-        sys.stderr.write(f"torchdoctor: internal error while explaining this exception "
-                         f"({type(problem).__name__}: {problem})\n")
+        write_stderr(f"torchdoctor: internal error while explaining this exception "
+                     f"({type(problem).__name__}: {problem})\n")
         return None
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Hashable
 
 from torchdoctor.report.finding import Finding
+from torchdoctor.report.stream import write_stderr
 from torchdoctor.watch.metrics import Metrics
 from torchdoctor.watch.monitor import HOOKS, Monitor, overridden_hooks
 
@@ -88,7 +89,7 @@ class Session:
         if self.live:
             from torchdoctor.watch.report import live_line
 
-            _write(live_line(finding, self.lang))
+            write_stderr(live_line(finding, self.lang))
 
     def where(self) -> tuple[str, int]:
         """The user's file and line now, for a report made later."""
@@ -113,6 +114,21 @@ class Session:
         result = list(zip(params, norms))
         self._grad_norms[id(optimizer)] = (self.step, result)
         return result
+
+    def add_module_hook(self, monitor: Monitor, register, hook):
+        """Register a monitor's own hook on one module (`register`: e.g.
+        `module.register_forward_hook`). It is removed when the watch ends, its failures are
+        reported as the monitor's, and it returns None: it may look, never change values."""
+        def guarded(*args):
+            try:
+                hook(*args)
+            except Exception as error:
+                self._internal(f"monitor {monitor.pitfall.name}", error)
+
+        handle = register(guarded)
+        if self.installed is not None:
+            self.installed.handle(handle)
+        return handle
 
     def wants(self, hook: str) -> bool:
         """Whether an enabled monitor defines `hook` (costly wrappers are installed only then)."""
@@ -308,7 +324,7 @@ class Session:
             return
         self.internal_errors.append(text)
         tail = "; it is disabled" if disabled else ""
-        _write(f"torchdoctor: internal error in {text}{tail}; training goes on\n")
+        write_stderr(f"torchdoctor: internal error in {text}{tail}; training goes on\n")
 
 
 def _compiling() -> bool:
@@ -363,11 +379,3 @@ def _relative(path: str) -> str:
 def _env_int(name: str) -> int | None:
     value = os.environ.get(name, "")
     return int(value) if value.isdigit() else None
-
-
-def _write(text: str) -> None:
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except Exception:  # a closed or narrow stream must not break the user's run
-        pass
