@@ -3,10 +3,11 @@ thin wrappers where none does, every one undone on exit (after a crash too).
 
 Official hooks: a global module forward pre-hook (finds the top-level models), a forward
 pre-hook on each model (sees its inputs, keyword arguments too), optimizer step pre/post
-hooks. Wrappers (class or module attributes replaced, the
-original kept and put back): `Tensor.backward`, `torch.autograd.backward`,
-`DataLoader.__iter__` (and its iterators' `__next__`, only when a monitor wants first batches), `step` of the LR schedulers, `GradScaler.step`, and the loss functions of
-`torch.nn.functional` (loss modules call these too). A wrapper always calls the original with
+hooks. Wrappers (class or module attributes replaced, the original kept and put back):
+`Tensor.backward`, `torch.autograd.backward`, `DataLoader.__iter__` (and its iterators'
+`__next__`, only when a monitor wants first batches), `step` of the LR schedulers,
+`GradScaler.step`, and the loss functions of `torch.nn.functional` (loss modules call these
+too). A wrapper always calls the original with
 the same arguments and returns its result unchanged; what it tells the session is guarded, so
 a bug of the doctor never reaches the user's code.
 

@@ -36,6 +36,10 @@ steps that have run (0 before the first); every hook may read the session (see S
   scheduler's constructor makes).
 - `teardown()`: once, when the watch ends (normal exit or crash).
 
+A monitor that needs a hook on particular modules (a ReLU's output, a BatchNorm's input)
+registers it with `self.session.add_module_hook(self, module.register_forward_hook, fn)`:
+removed when the watch ends, its failures reported as the monitor's.
+
 A monitor reports with `self.report(place, variant="", module=None, **fields)`: a Finding of
 its pitfall, message variant `variant` formatted with `fields`, at most once per place. A
 monitor that raises is reported once as the doctor's own error and disabled; training goes on.

@@ -111,9 +111,8 @@ class UnitsNeverFire(Monitor):
 
         for name, module in model.named_modules():
             if type(module) in (nn.ReLU, nn.ReLU6):
-                handle = module.register_forward_hook(self._sampler(name))
-                if self.session.installed is not None:
-                    self.session.installed.handle(handle)
+                self.session.add_module_hook(self, module.register_forward_hook,
+                                             self._sampler(name))
 
     def _sampler(self, name: str):
         def hook(module, args, output):
@@ -123,10 +122,7 @@ class UnitsNeverFire(Monitor):
             history = self._history.setdefault(id(module), [])
             if history and history[-1][0] == step:
                 return None  # a ReLU module used twice in one forward: its first use
-            try:
-                self._sample(module, name, output, step, history)
-            except Exception as error:  # outside the session's guarded events: contain it
-                self.session._internal(f"monitor {self.pitfall.name}", error)
+            self._sample(module, name, output, step, history)
             return None
         return hook
 

@@ -196,14 +196,9 @@ class LastBatchOfOne(Monitor):
     def _watch_first_input(self, module, name: str) -> None:
         def hook(batchnorm, args):
             handle.remove()
-            try:
-                self._look(batchnorm, name, args)
-            except Exception as error:  # outside the session's guarded events: contain it
-                self.session._internal(f"monitor {self.pitfall.name}", error)
+            self._look(batchnorm, name, args)
 
-        handle = module.register_forward_pre_hook(hook)
-        if self.session.installed is not None:
-            self.session.installed.handle(handle)  # removed at the end of the watch too
+        handle = self.session.add_module_hook(self, module.register_forward_pre_hook, hook)
 
     def _look(self, module, name: str, args) -> None:
         shape = getattr(args[0], "shape", None) if args else None
