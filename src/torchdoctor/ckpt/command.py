@@ -8,7 +8,8 @@ from pathlib import Path
 
 from torchdoctor.ckpt import reader
 from torchdoctor.ckpt.findings import Subject, findings
-from torchdoctor.ckpt.inspect import WRAPPER_NAMES, Listing, listing
+from torchdoctor.ckpt.diff import wrapper_name
+from torchdoctor.ckpt.inspect import Listing, listing
 from torchdoctor.errors import UsageError
 
 LABELS = {
@@ -150,8 +151,7 @@ def _inspect_text(result: Listing, labels: dict, all_keys: bool) -> list[str]:
         lines.append(f"{labels['devices']}: {_counts(result.devices)}")
         prefix = result.prefix or "-"
         if result.prefix:
-            prefix += " (" + " + ".join(WRAPPER_NAMES[w] for w in WRAPPER_NAMES
-                                        if w in result.prefix) + ")"
+            prefix += f" ({wrapper_name(result.prefix)})"
         lines.append(f"{labels['prefix']}: {prefix}")
         if result.batchnorm_layers:
             n, m = len(result.batchnorm_layers), len(result.missing_counters)

@@ -120,7 +120,7 @@ def _repair_prefixes(renames: dict[str, str | None], reference: dict[str, Tensor
 
 def wrapper_name(prefix: str) -> str:
     """"DataParallel/DDP + torch.compile" for "module._orig_mod.", "" for another prefix."""
-    names = {"module.": "DataParallel/DistributedDataParallel", "_orig_mod.": "torch.compile"}
+    names = sd_errors.WRAPPER_NAMES
     if sd_errors.wrapper_prefix(prefix) != prefix:
         return ""
     parts, rest = [], prefix

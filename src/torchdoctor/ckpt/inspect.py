@@ -10,7 +10,6 @@ from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
 from torchdoctor.ckpt.reader import Checkpoint, Opaque, TensorInfo
 
 BATCHES_TRACKED = sd_errors.BATCHES_TRACKED
-WRAPPER_NAMES = {"module.": "DataParallel/DistributedDataParallel", "_orig_mod.": "torch.compile"}
 
 
 @dataclass

@@ -12,7 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 # Prefixes that wrappers add to every key: DataParallel/DDP (and AveragedModel), torch.compile.
-WRAPPER_PREFIXES = ("module.", "_orig_mod.")
+WRAPPER_NAMES = {"module.": "DataParallel/DistributedDataParallel", "_orig_mod.": "torch.compile"}
+WRAPPER_PREFIXES = tuple(WRAPPER_NAMES)
 BATCHES_TRACKED = "num_batches_tracked"
 # Top-level entries of a training checkpoint dict that hold the weights ...
 CONTAINERS = ("state_dict", "model_state_dict", "model_state", "model", "net", "network",
