@@ -41,7 +41,7 @@ class Metrics:
         self.grad_steps.append(session.step)
         for module, square in squares.items():
             series = self.grad_norms.setdefault(module, [None] * index)
-            series.append(_finite(math.sqrt(square)))
+            series.append(_json_number(math.sqrt(square)))
         for series in self.grad_norms.values():
             if len(series) < index + 1:
                 series.append(None)
@@ -55,8 +55,8 @@ class Metrics:
             loss = loss / _scale(session.scaler)
         lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
         self.steps.append(session.step)
-        self.losses.append(_finite(loss))
-        self.lrs.append(_finite(float(lr)) if lr is not None else None)
+        self.losses.append(_json_number(loss))
+        self.lrs.append(_json_number(float(lr)) if lr is not None else None)
         if len(self.steps) >= self.limit:
             self._thin()
 
@@ -71,7 +71,7 @@ class Metrics:
                 "grad_norm_step": self.grad_steps, "grad_norm": self.grad_norms}
 
 
-def _finite(value: float | None) -> float | str | None:
+def _json_number(value: float | None) -> float | str | None:
     """Strict JSON has no NaN or Infinity: non-finite values become the strings "NaN",
     "Infinity", "-Infinity" (the HTML report marks them); null means not recorded."""
     if value is None or math.isfinite(value):
