@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections import Counter
 from typing import Callable, Sequence
 
@@ -11,6 +13,12 @@ from torchdoctor.report.finding import Finding
 FORMATS = ("text", "json", "sarif", "github")
 
 _BOLD, _RED, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\033[0m"
+
+# What a terminal would act on instead of showing, when it comes from checked files: C0 and C1
+# controls but the tab (ESC starts colour, window-title and screen-clearing sequences), DEL, the
+# line and paragraph separators, and the bidi overrides and isolates that reorder what is shown.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_TAB_WIDTH = 4
 
 _SUMMARY = {
     "en": {
@@ -44,22 +52,62 @@ def render_text(findings: Sequence[Finding], source_line: Callable[[Finding], st
 
     out: list[str] = []
     for f in findings:
-        where = _where(f)
+        where = printable(_where(f))
         marker = " [*]" if f.fix and f.fix.applicability == "safe" else ""
-        out.append(f"{paint(where, _BOLD)}: {paint(f.code, _RED)}{marker} {f.message}")
+        out.append(f"{paint(where, _BOLD)}: {paint(f.code, _RED)}{marker} {printable(f.message)}")
         line = source_line(f)
         if line is not None:
             number = str(f.line)
             gutter = " " * len(number)
-            text = line.rstrip("\r\n").expandtabs(4)
+            text, start, width = _excerpt(line.rstrip("\r\n"), f)
             out.append(f"  {paint(number + ' |', _DIM)} {text}")
-            width = (f.end_column - f.column) if f.end_line == f.line else len(text) - f.column + 1
-            out.append(f"  {paint(gutter + ' |', _DIM)} {' ' * (f.column - 1)}{paint('^' * max(1, width), _RED)}")
+            out.append(f"  {paint(gutter + ' |', _DIM)} {' ' * start}{paint('^' * width, _RED)}")
         help_text = f.fix.title if f.fix else summary_text("see", lang, name=f.name)
-        out.append(f"  {paint('help:', _CYAN)} {help_text}")
+        out.append(f"  {paint('help:', _CYAN)} {printable(help_text)}")
         out.append("")
     out.append(summary(findings, lang, fixed))
     return "\n".join(out) + "\n"
+
+
+def printable(text: str) -> str:
+    """`text` with each character a terminal would act on shown escaped, as `\\x1b`."""
+    return _UNPRINTABLE.sub(lambda match: _escape(match.group()), text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _excerpt(line: str, f: Finding) -> tuple[str, int, int]:
+    """The source line as shown (tabs expanded, unprintable characters escaped), the terminal
+    column where the finding's carets start, and how many carets cover it."""
+    first = min(max(f.column - 1, 0), len(line))
+    last = min(max(f.end_column - 1, first), len(line)) if f.end_line == f.line else len(line)
+    if line.isascii() and line.isprintable():  # the common case: one column per character
+        return line, first, max(1, last - first)
+    pieces, starts, column = [], [], 0
+    for char in line:
+        starts.append(column)
+        if char == "\t":
+            piece = " " * (_TAB_WIDTH - column % _TAB_WIDTH)
+            column += len(piece)
+        elif _UNPRINTABLE.match(char):
+            piece = _escape(char)
+            column += len(piece)
+        else:
+            piece = char
+            column += _cells(char)
+        pieces.append(piece)
+    starts.append(column)
+    return "".join(pieces), starts[first], max(1, starts[last] - starts[first])
+
+
+def _cells(char: str) -> int:
+    """Terminal columns a printable character takes: two for wide CJK, none for combining."""
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 def _where(f: Finding) -> str:
@@ -107,13 +155,16 @@ def render_github(findings: Sequence[Finding]) -> str:
     lines = []
     for f in findings:
         props = (f"file={_gh_prop(f.path)},line={f.line},col={f.column},"
-                 f"endLine={f.end_line},endColumn={f.end_column},title={_gh_prop(f.code + ' ' + f.name)}")
+                 f"endLine={f.end_line},endColumn={f.end_column},"
+                 f"title={_gh_prop(f.code + ' ' + f.name)}")
         lines.append(f"::warning {props}::{_gh_data(f'{_where(f)}: {f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _gh_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # Control characters, line breaks included, are escaped as in text output: none reaches
+    # the log raw (a path holding one then names no file, which is the lesser harm).
+    return printable(text).replace("%", "%25")
 
 
 def _gh_prop(text: str) -> str:
