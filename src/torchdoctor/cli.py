@@ -7,8 +7,10 @@ import sys
 
 from torchdoctor import __version__
 from torchdoctor._lang import LANGS, default_lang
+from torchdoctor._output import OutputError, ReaderGone, end_quietly, guarded_stdout
 from torchdoctor.errors import UsageError
 from torchdoctor.report.render import FORMATS
+from torchdoctor.report.stream import write_stderr
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fix", help="write a repaired copy (the input is never modified)")
     fix.add_argument("file", metavar="FILE")
     fix.add_argument("-o", "--output", required=True, metavar="OUT", help="the new file")
+    fix.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     fix.add_argument("--model", metavar="SPEC", help="repair against this model and prove the "
                      "result loads into it with strict=True")
     fix.add_argument("--to-safetensors", action="store_true",
@@ -123,36 +126,46 @@ def main(argv: list[str] | None = None) -> int:
     program: list[str] = []
     if argv[:1] == ["run"]:  # everything after the script (or -m MODULE) is the program's
         argv, program = _split_run(argv)
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
     try:
-        if args.command == "check":
-            from torchdoctor.lint.command import run_check
-
-            return run_check(args, default_lang())
-        if args.command == "explain":
-            from torchdoctor.explain.command import run_explain
-
-            return run_explain(args, args.lang or default_lang())
-        if args.command == "ckpt":
-            from torchdoctor.ckpt.command import run_ckpt
-
-            return run_ckpt(args, args.lang or default_lang())
-        if args.command == "rule":
-            return _rule(args)
-        if args.command == "run":
-            return _run(args, program)
-        return _rules(args)
+        with guarded_stdout():
+            args = parser.parse_args(argv)
+            if args.command != "run":
+                return _command(args, parser)
+        return _run(args, program)  # the program's stdout is its own, as under python
+    except ReaderGone:
+        return end_quietly()
+    except OutputError as error:
+        write_stderr(f"torchdoctor: error: cannot write the output: {error}\n")
+        return 2
     except UsageError as error:
-        print(f"torchdoctor: error: {error}", file=sys.stderr)
+        write_stderr(f"torchdoctor: error: {error}\n")
         return 2
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # the doctor's own bug: one clear line, exit 2
-        print(f"torchdoctor: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        write_stderr(f"torchdoctor: internal error: {type(error).__name__}: {error}\n")
         return 2
+
+
+def _command(args, parser: argparse.ArgumentParser) -> int:
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if args.command == "check":
+        from torchdoctor.lint.command import run_check
+
+        return run_check(args, default_lang())
+    if args.command == "explain":
+        from torchdoctor.explain.command import run_explain
+
+        return run_explain(args, args.lang or default_lang())
+    if args.command == "ckpt":
+        from torchdoctor.ckpt.command import run_ckpt
+
+        return run_ckpt(args, args.lang or default_lang())
+    if args.command == "rule":
+        return _rule(args)
+    return _rules(args)
 
 
 def _rule(args) -> int:
@@ -211,10 +224,10 @@ def _split_run(argv: list[str]) -> tuple[list[str], list[str]]:
 def _run(args, program: list[str]) -> int:
     from torchdoctor.watch.runner import run
 
-    target = args.module or args.program
+    target = args.program if args.module is None else args.module
     if target is None:
         raise UsageError("run: give a script or -m MODULE")
-    return run(target, program, module=bool(args.module), select=args.select,
+    return run(target, program, module=args.module is not None, select=args.select,
                ignore=args.ignore, lang=args.lang or default_lang(),
                report_json=args.report_json, report_html=args.report_html)
 
