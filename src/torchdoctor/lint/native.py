@@ -6,13 +6,13 @@ scan finds reliably once comments and string literals can no longer match.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import pick
 from torchdoctor.lint.edits import fix_until_stable
+from torchdoctor.lint.lines import line_starts, position, split_lines
 from torchdoctor.lint.noqa import is_suppressed
 from torchdoctor.report.finding import Edit, Finding, Fix
 
@@ -23,12 +23,14 @@ if TYPE_CHECKING:
 NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 
 # A comment, a string or character literal (raw strings included), each matched whole, and
-# the <header> of an include directive (a path, not code).
+# the <header> of an include directive (a path, not code). An unterminated comment or raw string
+# runs to the end of the file, as the compiler reads it: matching it whole keeps the scan linear
+# (a failed match for each `R"(` would rescan the rest of the file).
 _NOISE = re.compile(r"""
       (?P<include>^[ \t]*\#[ \t]*include[ \t]*)<[^>\n]*>
     | //[^\n]*
     | /\*.*?(?:\*/|\Z)
-    | R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)"
+    | R"(?P<delim>[^()\\\s]{0,16})\(.*?(?:\)(?P=delim)"|\Z)
     | "(?:\\.|[^"\\\n])*"?
     | '(?:\\.|[^'\\\n])*'?
 """, re.S | re.X | re.M)
@@ -39,11 +41,11 @@ def is_native(path: str) -> bool:
 
 
 def blank_noise(text: str) -> str:
-    """`text` with comments and literals replaced by spaces (newlines kept): same length, same
+    """`text` with comments and literals replaced by spaces (line breaks kept): same length, same
     offsets, so a match in the result is a position in the file."""
     def blank(match: re.Match) -> str:
         keep = match.group("include") or ""
-        return keep + re.sub(r"[^\n]", " ", match.group()[len(keep):])
+        return keep + re.sub(r"[^\r\n]", " ", match.group()[len(keep):])
 
     return _NOISE.sub(blank, text)
 
@@ -58,15 +60,14 @@ class NativeSource:
     lang: str
 
     def __post_init__(self) -> None:
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        self._line_starts = line_starts(split_lines(self.text, keepends=True))
 
     @property
     def lines(self) -> list[str]:
-        return self.text.splitlines()
+        return split_lines(self.text)
 
     def position(self, offset: int) -> tuple[int, int]:
-        index = bisect_right(self._line_starts, offset) - 1
-        return index + 1, offset - self._line_starts[index] + 1
+        return position(self._line_starts, offset)
 
     def edit(self, start: int, end: int, content: str) -> Edit:
         return Edit(start, end, content, *self.position(start), *self.position(end))

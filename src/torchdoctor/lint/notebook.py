@@ -1,9 +1,11 @@
 """Jupyter notebooks: code cells checked as one program, findings located by cell.
 
-Code cells are joined in order (names defined in one cell are known in later ones), with a
-comment line between cells so the join can be split again after fixes. IPython magics and
-`!shell` lines become `pass` placeholders that are put back verbatim when the notebook is
-written. Cells are numbered from 1 among all cells, as they appear in the notebook.
+Code cells are joined in order (names defined in one cell are known in later ones), each line
+with its own line break, and a comment line between cells so the join can be split again after
+fixes. IPython magics and `!shell` lines become `pass` placeholders that are put back verbatim
+when the notebook is written. Cells are numbered from 1 among all cells, as they appear in the
+notebook. A fix rewrites only the `"source"` values of the cells it changed, spliced into the
+file's own JSON text: every other byte of the file stays as it was.
 """
 from __future__ import annotations
 
@@ -11,28 +13,49 @@ import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
+from json.decoder import scanstring
 
-from torchdoctor.catalog.tooling import td700_syntax_error
+from torchdoctor.catalog.tooling import td700_syntax_error, td701_unreadable_file
+from torchdoctor.lint.lines import ending, split_lines
 from torchdoctor.lint.source import UnreadableFile
 from torchdoctor.report.finding import Finding
 
-_BOUNDARY = "# torchdoctor: cell boundary"
-_PLACEHOLDER = re.compile(r"^(\s*)pass  # torchdoctor: magic (\d+)$")
-# `%time x`, `%%writefile f`, `!pip install`, `files = !ls`, `x = %env`, `obj?`, `??obj`.
-_MAGIC = re.compile(r"^\s*(?:[%!]|\?\?|\w[\w.]*\?\??\s*$|[\w,\s]+=\s*[%!])")
-MAX_BROKEN_CELLS = 50
+# `%time x`, `%%writefile f`, `!pip install`, `files = !ls`, `x = %env`, `obj?`, `??obj`, matched
+# after the indentation. No two quantifiers can take the same characters: linear in the line.
+_MAGIC = re.compile(r"[%!]|\?\?|\w[\w.]*\?\??\s*$|[\w,\s]+=\s*[%!]")
+_INDENT = " \t\f"  # what Python itself takes as indentation
 # Cell magics whose body is Python; the body of any other (%%bash, %%writefile...) is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+_MARKER = re.compile(r"torchdoctor(-*)")
+# Where nbformat ends the lines of a list-valued "source": wherever str.splitlines does.
+_LIST_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_JSON_VALUE = json.JSONDecoder()
 
 
 @dataclass
 class Notebook:
     data: dict
     text: str
+    # The source of each code cell that can be read, by cell number, and its lines as Python
+    # reads them (magics replaced by placeholders), each with its own line break.
+    sources: dict[int, str] = field(default_factory=dict)
+    python_lines: dict[int, list[str]] = field(default_factory=dict)
+    # Cells that cannot be read, by number: why.
+    unreadable: dict[int, str] = field(default_factory=dict)
     # For each line of the joined source (1-based index - 1): (cell number, line in cell).
     line_map: list[tuple[int, int]] = field(default_factory=list)
     magics: list[str] = field(default_factory=list)
     source: str = ""
+    # Written in the comments that stand for cell boundaries and magics; never in a cell.
+    marker: str = "torchdoctor"
+
+    @property
+    def boundary(self) -> str:
+        return f"# {self.marker}: cell boundary\n"
+
+    def placeholder(self, index: int) -> str:
+        return f"pass  # {self.marker}: magic {index}"
 
 
 def load(text: str) -> Notebook:
@@ -41,37 +64,91 @@ def load(text: str) -> Notebook:
     except json.JSONDecodeError as error:
         raise UnreadableFile(f"notebook is not valid JSON (line {error.lineno}, column "
                              f"{error.colno}: {error.msg})") from None
+    except RecursionError:
+        raise UnreadableFile("notebook JSON is nested too deeply to read") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise UnreadableFile("notebook JSON has no list of cells")
-    return Notebook(data, text)
+    notebook = Notebook(data, text)
+    for number, cell in enumerate(data["cells"], start=1):
+        if not isinstance(cell, dict):
+            notebook.unreadable[number] = "it is not a JSON object"
+        elif cell.get("cell_type") == "code":
+            source = _text(cell.get("source"))
+            if source is None:
+                notebook.unreadable[number] = "its `source` is not a string or a list of strings"
+            else:
+                notebook.sources[number] = source
+    found = [len(m.group(1)) for m in _MARKER.finditer("\n".join(notebook.sources.values()))]
+    notebook.marker = "torchdoctor" + "-" * (max(found) + 1 if found else 0)
+    for number, source in notebook.sources.items():
+        notebook.python_lines[number] = _python_lines(source, notebook)
+    return notebook
+
+
+def _text(source: object) -> str | None:
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return None
+
+
+def cell_source(cell: object) -> str:
+    """A cell's source text; empty when it has none that can be read."""
+    return (_text(cell.get("source", "")) if isinstance(cell, dict) else None) or ""
+
+
+def _python_lines(source: str, notebook: Notebook) -> list[str]:
+    """The cell's lines with their breaks, magics replaced by numbered `pass` placeholders."""
+    stripped = source.lstrip()
+    name = (stripped[2:].split(maxsplit=1) or [""])[0] if stripped.startswith("%%") else None
+    whole_cell_magic = name is not None and name not in PYTHON_CELL_MAGICS
+    lines = []
+    for line in split_lines(source, keepends=True):
+        end = ending(line)
+        content = line[: len(line) - len(end)]
+        code = content.lstrip(_INDENT)
+        if whole_cell_magic or _MAGIC.match(code):
+            indent = "" if whole_cell_magic else content[: len(content) - len(code)]
+            line = indent + notebook.placeholder(len(notebook.magics)) + end
+            notebook.magics.append(content)
+        lines.append(line)
+    return lines
+
+
+def broken_cells(notebook: Notebook, path: str, lang: str) -> tuple[frozenset[int], list[Finding]]:
+    """Cells that cannot be checked, each reported once: code cells that cannot be read, and
+    cells that do not parse (each parsed alone, once). The rest of the notebook is still checked."""
+    findings = [td701_unreadable_file.finding_for(reason, path, lang, cell=number)
+                for number, reason in notebook.unreadable.items()]
+    skipped = set(notebook.unreadable)
+    for number, lines in notebook.python_lines.items():
+        code = "".join(lines)
+        try:
+            ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            finding = td700_syntax_error.finding_for(error, code, path, lang)
+            finding.cell = number
+            finding.fix = None  # its offsets are the cell's, not the file's
+            findings.append(finding)
+            skipped.add(number)
+    return frozenset(skipped), findings
 
 
 def join_cells(notebook: Notebook, skipped: frozenset[int] = frozenset()) -> None:
     """Build the joined source and its line map; cells in `skipped` (broken) are left out."""
     lines: list[str] = []
-    notebook.line_map, notebook.magics = [], []
-    for number, cell in enumerate(notebook.data["cells"], start=1):
-        if cell.get("cell_type") != "code" or number in skipped:
+    notebook.line_map = []
+    for number, cell_lines in notebook.python_lines.items():
+        if number in skipped:
             continue
-        source = cell_source(cell)
-        is_cell_magic = source.lstrip().startswith("%%")
-        if is_cell_magic and source.lstrip()[2:].split(maxsplit=1)[0] in PYTHON_CELL_MAGICS:
-            is_cell_magic = False  # only its first line is a magic
-        for index, line in enumerate(source.splitlines(), start=1):
-            if is_cell_magic or _MAGIC.match(line):
-                indent = line[: len(line) - len(line.lstrip())] if not is_cell_magic else ""
-                line = f"{indent}pass  # torchdoctor: magic {len(notebook.magics)}"
-                notebook.magics.append(source.splitlines()[index - 1])
-            lines.append(line)
-            notebook.line_map.append((number, index))
-        lines.append(_BOUNDARY)
+        lines.extend(cell_lines)
+        notebook.line_map.extend((number, index) for index in range(1, len(cell_lines) + 1))
+        if cell_lines and not ending(cell_lines[-1]):
+            lines[-1] += "\n"  # taken off again by split_cells
+        lines.append(notebook.boundary)
         notebook.line_map.append((number, 0))
-    notebook.source = "\n".join(lines) + "\n"
-
-
-def cell_source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    notebook.source = "".join(lines)
 
 
 def locate(finding: Finding, notebook: Notebook) -> Finding:
@@ -94,59 +171,116 @@ def _cell_line(notebook: Notebook, line: int) -> tuple[int, int]:
     return notebook.line_map[max(1, min(line, len(notebook.line_map))) - 1]
 
 
-def broken_cells(notebook: Notebook, path: str, lang: str) -> tuple[frozenset[int], list[Finding]]:
-    """Cells that do not parse, each reported once; the rest of the notebook is still checked."""
-    skipped: set[int] = set()
-    findings: list[Finding] = []
-    for _ in range(MAX_BROKEN_CELLS):
-        join_cells(notebook, frozenset(skipped))
-        try:
-            ast.parse(notebook.source)
-            break
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            line = getattr(error, "lineno", None) or 1
-            cell = notebook.line_map[min(line, len(notebook.line_map)) - 1][0] if notebook.line_map else 0
-            finding = locate(td700_syntax_error.finding_for(error, notebook.source, path, lang), notebook)
-            if cell in skipped or not cell:
-                break
-            finding.fix = None  # offsets of the joined source mean nothing in the JSON file
-            findings.append(finding)
-            skipped.add(cell)
-    return frozenset(skipped), findings
-
-
 def split_cells(notebook: Notebook, fixed_source: str) -> str:
-    """The notebook's JSON text with each code cell's source replaced by its fixed version."""
-    chunks = fixed_source.split(_BOUNDARY + "\n")
-    code_cells = [n for n, c in enumerate(notebook.data["cells"], start=1)
-                  if c.get("cell_type") == "code"]
-    present = sorted({cell for cell, line in notebook.line_map})
-    changed = False
-    for number, chunk in zip(present, chunks):
-        cell = notebook.data["cells"][number - 1]
-        new = _restore_magics(chunk, notebook.magics)
-        old = cell_source(cell)
-        new = new if old.endswith("\n") else new[:-1] if new.endswith("\n") else new
-        if new != old:
-            cell["source"] = new.splitlines(keepends=True) if isinstance(cell.get("source"), list) else new
-            changed = True
-    if not changed or not code_cells:
+    """The notebook's JSON text with each changed code cell's source replaced by its fixed
+    version; the original text when the fixes touched what joins the cells."""
+    chunks = fixed_source.split(notebook.boundary)
+    present = list(dict.fromkeys(cell for cell, _ in notebook.line_map))
+    if len(chunks) != len(present) + 1 or chunks[-1]:
         return notebook.text
-    return _dumps_like(notebook.data, notebook.text)
+    changed = {}
+    for number, chunk in zip(present, chunks):
+        new = _restore_magics(chunk, notebook)
+        old = notebook.sources[number]
+        if notebook.python_lines[number] and not ending(notebook.python_lines[number][-1]):
+            new = new[:-1] if new.endswith("\n") else new
+        if new != old:
+            changed[number] = new
+    return _splice_sources(notebook.text, changed) if changed else notebook.text
 
 
-def _restore_magics(chunk: str, magics: list[str]) -> str:
+def _restore_magics(chunk: str, notebook: Notebook) -> str:
+    placeholder = re.compile(rf"[{_INDENT}]*pass  # {re.escape(notebook.marker)}: magic (\d+)")
     lines = []
-    for line in chunk.splitlines(keepends=True):
-        match = _PLACEHOLDER.match(line.rstrip("\n"))
-        lines.append(magics[int(match.group(2))] + "\n" if match else line)
+    for line in split_lines(chunk, keepends=True):
+        end = ending(line)
+        match = placeholder.fullmatch(line, 0, len(line) - len(end))
+        index = int(match.group(1)) if match else len(notebook.magics)
+        lines.append(notebook.magics[index] + end if index < len(notebook.magics) else line)
     return "".join(lines)
 
 
-def _dumps_like(data: dict, original: str) -> str:
-    """Serialise as the original file was: its indent, key order and escaping, trailing newline."""
-    indent_match = re.search(r"\n( +)\"", original)
-    indent = len(indent_match.group(1)) if indent_match else 1
-    ascii_only = "\\u" in original and original.isascii()
-    text = json.dumps(data, indent=indent, ensure_ascii=ascii_only)
-    return text + "\n" if original.endswith("\n") else text
+# ---- writing: only the changed "source" values, in the file's own JSON text ----------------
+
+def _splice_sources(text: str, changed: dict[int, str]) -> str:
+    """`text` with the `"source"` value of each changed cell (by number) replaced."""
+    ascii_only = text.isascii()  # a file written with \\u escapes keeps them
+    cells = _object_members(text, _skip_space(text, 0))["cells"][0]
+    elements = _array_elements(text, cells)
+    parts, cursor = [], 0
+    for number in sorted(changed):
+        start, end = _object_members(text, elements[number - 1][0])["source"]
+        parts += [text[cursor:start], _encode_source(changed[number], text[start:end], ascii_only)]
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
+
+
+def _encode_source(new: str, old: str, ascii_only: bool) -> str:
+    """`new` as a JSON value laid out like `old` (the value it replaces): a string stays a
+    string; a list keeps its unchanged leading and trailing lines byte for byte, and the
+    spacing between elements."""
+    if not old.startswith("["):
+        return json.dumps(new, ensure_ascii=ascii_only)
+    spans = _array_elements(old, 0)
+    elements = [scanstring(old, start + 1)[0] for start, _ in spans]
+    head, cursor = 0, 0  # whole leading lines kept
+    while (head < len(elements) and new.startswith(elements[head], cursor)
+           and (elements[head][-1:] in _LIST_BREAKS or cursor + len(elements[head]) == len(new))):
+        cursor += len(elements[head])
+        head += 1
+    tail, stop = 0, len(new)  # whole trailing lines kept
+    for element in reversed(elements[head:]):
+        start = stop - len(element)
+        if (start < cursor or not new.startswith(element, start)
+                or start and new[start - 1] not in _LIST_BREAKS):
+            break
+        stop, tail = start, tail + 1
+    # The changed lines split as nbformat splits them (str.splitlines).
+    middle = [json.dumps(line, ensure_ascii=ascii_only)
+              for line in new[cursor:stop].splitlines(keepends=True)]
+    pieces = ([old[start:end] for start, end in spans[:head]] + middle
+              + [old[start:end] for start, end in spans[len(spans) - tail:]])
+    if not pieces:
+        return "[]"
+    opening = old[1:spans[0][0]] if spans else ""
+    closing = old[spans[-1][1]:-1] if spans else ""
+    separator = old[spans[0][1]:spans[1][0]] if len(spans) > 1 else "," + opening
+    return "[" + opening + separator.join(pieces) + closing + "]"
+
+
+def _skip_space(text: str, index: int) -> int:
+    return _JSON_SPACE.match(text, index).end()
+
+
+def _value_end(text: str, index: int) -> int:
+    return _JSON_VALUE.raw_decode(text, index)[1]
+
+
+def _object_members(text: str, index: int) -> dict[str, tuple[int, int]]:
+    """The span of each member's value in the object at `index` of valid JSON text; of a
+    repeated key, the last (as json.loads keeps it)."""
+    members: dict[str, tuple[int, int]] = {}
+    index = _skip_space(text, index + 1)
+    while text[index] != "}":
+        key, index = scanstring(text, index + 1)
+        start = _skip_space(text, _skip_space(text, index) + 1)  # past the colon
+        end = _value_end(text, start)
+        members[key] = (start, end)
+        index = _skip_space(text, end)
+        if text[index] == ",":
+            index = _skip_space(text, index + 1)
+    return members
+
+
+def _array_elements(text: str, index: int) -> list[tuple[int, int]]:
+    """The span of each element of the array at `index` of valid JSON text."""
+    spans: list[tuple[int, int]] = []
+    index = _skip_space(text, index + 1)
+    while text[index] != "]":
+        end = _value_end(text, index)
+        spans.append((index, end))
+        index = _skip_space(text, end)
+        if text[index] == ",":
+            index = _skip_space(text, index + 1)
+    return spans

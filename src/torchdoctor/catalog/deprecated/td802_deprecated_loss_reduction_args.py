@@ -255,9 +255,9 @@ def _deletion(previous: ast.AST, keyword: ast.keyword, ctx: Context) -> tuple[in
     """The span that removes `keyword` and one comma, keeping the comments of other lines."""
     start, end = ctx.span(keyword)
     source = ctx.source
-    line_start = source.rfind("\n", 0, start) + 1
-    line_end = source.find("\n", end)
-    line_end = len(source) if line_end < 0 else line_end + 1
+    # Line bounds as Python counts lines: a form feed or U+2028 does not end one.
+    line_start = ctx.offset(keyword.lineno, 0)
+    line_end = ctx.offset(keyword.end_lineno + 1, 0)
     rest = source[end:line_end].strip()
     if (keyword.lineno == keyword.end_lineno > previous.end_lineno
             and not source[line_start:start].strip()

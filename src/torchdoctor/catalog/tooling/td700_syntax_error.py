@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog._model import Pitfall, pick
+from torchdoctor.lint.lines import split_lines
 from torchdoctor.report.finding import Edit, Finding, Fix
 
 PITFALL = Pitfall(
@@ -81,7 +82,7 @@ _ASYNC_ARGUMENT = re.compile(r"\basync(\s*=)")
 
 def finding_for(error: Exception, source: str, path: str, lang: str) -> Finding:
     """The finding for a file that does not parse (called by the checker, not by a walk)."""
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source, keepends=True)  # SyntaxError counts lines as Python does
     if isinstance(error, SyntaxError):
         line, column, text = error.lineno or 1, error.offset or 1, error.msg
     else:
