@@ -5,6 +5,7 @@ import ast
 from dataclasses import dataclass
 
 from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import FileIndex, block_names, index_of
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -32,55 +33,85 @@ def scope_of(name: str, ctx: Context) -> ast.AST:
 @per_file
 def bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | None:
     """Every binding of `name` local to `scope`, in source order; None when the scope declares
-    it `global` or `nonlocal` (its bindings live elsewhere)."""
-    found: list[Binding] = []
-    handled: set[int] = set()
+    it `global` or `nonlocal` (its bindings live elsewhere).
+
+    Local to the scope: in its body, and in the parts of the functions, lambdas and classes
+    nested in it that run in it (decorators, defaults, bases), but not in their bodies."""
+    found = index_of(ctx, scope)
+    other = _other_bindings(ctx, scope)
+    if name in other.shared:
+        return None
+    result = list(other.bindings.get(name, ()))
     if isinstance(scope, _FUNCTIONS):
         args = scope.args
-        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-            if arg is not None and arg.arg == name:
-                found.append(Binding(arg, None))
-    todo = list(scope.body) if isinstance(scope.body, list) else [scope.body]
-    while todo:
-        node = todo.pop()
-        kind = type(node)
-        if kind in (ast.Global, ast.Nonlocal) and name in node.names:
-            return None
-        if isinstance(node, _NESTED_SCOPES):
-            if getattr(node, "name", None) == name:
-                found.append(Binding(node, None))
-            todo.extend(_outer_parts(node))
+        result += [Binding(arg, None) for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                                  args.vararg, args.kwarg)
+                   if arg is not None and arg.arg == name]
+    statements: set[int] = set()
+    for node in found.names_in(scope, name):
+        if isinstance(node.ctx, ast.Load) or not _local_to(scope, node, found):
             continue
-        if kind is ast.Name:
-            if node.id == name and type(node.ctx) is not ast.Load and id(node) not in handled:
-                found.append(Binding(node, None))
-            continue
-        binding = _plain_binding(node, name, handled)
-        if binding is not None:
-            found.append(binding)
-        elif kind in (ast.Import, ast.ImportFrom):
-            if any((a.asname or a.name.partition(".")[0]) == name for a in node.names):
-                found.append(Binding(node, None))
-        elif kind in (ast.ExceptHandler, ast.MatchAs, ast.MatchStar) and node.name == name:
-            found.append(Binding(node, None))
-        todo.extend(ast.iter_child_nodes(node))
-    found.sort(key=lambda b: (b.node.lineno, b.node.col_offset))
-    return tuple(found)
+        statement = found.parents[node]
+        kind = type(statement)
+        if kind is ast.Assign and any(target is node for target in statement.targets):
+            if id(statement) not in statements:  # `a = a = 0` binds once
+                statements.add(id(statement))
+                result.append(Binding(statement, statement.value))
+        elif kind in (ast.AnnAssign, ast.AugAssign) and statement.target is node and statement.value is not None:
+            result.append(Binding(statement, statement.value, augmented=kind is ast.AugAssign))
+        else:
+            result.append(Binding(node, None))
+    result.sort(key=lambda b: (b.node.lineno, b.node.col_offset))
+    return tuple(result)
 
 
-def _plain_binding(node: ast.AST, name: str, handled: set[int]) -> Binding | None:
-    """`name = v`, `name: T = v`, `name += v`; marks the target so it is not counted again."""
-    kind = type(node)
-    if kind is ast.Assign:
-        targets = [t for t in node.targets if type(t) is ast.Name and t.id == name]
-        handled.update(id(t) for t in targets)
-        return Binding(node, node.value) if targets else None
-    if kind in (ast.AnnAssign, ast.AugAssign):
-        target = node.target
-        if type(target) is ast.Name and target.id == name and node.value is not None:
-            handled.add(id(target))
-            return Binding(node, node.value, augmented=kind is ast.AugAssign)
-    return None
+class _OtherBindings:
+    """What binds names in a scope other than a `Name` or a parameter: imports, definitions,
+    `except ... as`, `case ... as`; and the names declared `global` or `nonlocal`."""
+
+    def __init__(self, scope: ast.AST, found: FileIndex) -> None:
+        self.bindings: dict[str, list[Binding]] = {}
+        self.shared: set[str] = set()
+        for node in found.under(scope, *_OTHER_BINDERS):
+            if node is scope or not _local_to(scope, node, found):
+                continue
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.shared.update(node.names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in dict.fromkeys(a.asname or a.name.partition(".")[0] for a in node.names):
+                    self.bindings.setdefault(name, []).append(Binding(node, None))
+            elif getattr(node, "name", None) is not None:
+                self.bindings.setdefault(node.name, []).append(Binding(node, None))
+
+
+_OTHER_BINDERS = (ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.ExceptHandler,
+                  ast.MatchAs, ast.MatchStar, *_NESTED_SCOPES)
+
+
+@per_file
+def _other_bindings(ctx: Context, scope: ast.AST) -> _OtherBindings:
+    return _OtherBindings(scope, index_of(ctx, scope))
+
+
+def _local_to(scope: ast.AST, node: ast.AST, found: FileIndex) -> bool:
+    """True when `node` (under `scope`) runs in `scope`: in its body, or in the outer parts of
+    the scopes nested in it that do."""
+    while True:
+        owner = found.scopes[found.number[node]]
+        if owner is scope:
+            return isinstance(scope, ast.Module) or _under_any(_body(scope), node, found)
+        if not _under_any(_outer_parts(owner), node, found):
+            return False
+        node = owner
+
+
+def _body(scope: ast.AST) -> list[ast.AST]:
+    return scope.body if isinstance(scope.body, list) else [scope.body]
+
+
+def _under_any(roots: list[ast.AST], node: ast.AST, found: FileIndex) -> bool:
+    at = found.number[node]
+    return any(start <= at < end for start, end in map(found.span, roots))
 
 
 def _outer_parts(scope: ast.AST) -> list[ast.AST]:
@@ -92,20 +123,15 @@ def _outer_parts(scope: ast.AST) -> list[ast.AST]:
     return parts if isinstance(scope, ast.Lambda) else [*scope.decorator_list, *parts]
 
 
-def assigned_before(name: str, block: list[ast.stmt], index: int) -> tuple[ast.expr | None, int]:
+def assigned_before(name: str, block: list[ast.stmt], index: int,
+                    ctx: Context) -> tuple[ast.expr | None, int]:
     """(value, position) of the nearest plain `name = value` before `block[index]`, when no
     statement in between binds `name` again; (None, index) otherwise."""
-    for position in range(index - 1, -1, -1):
-        statement = block[position]
-        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
-            return statement.value, position
-        if _rebinds(statement, name):
-            break
+    position = block_names(ctx, block).last_bound_before(name, index)
+    if position is None:
+        return None, index
+    statement = block[position]
+    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
+        return statement.value, position
     return None, index
-
-
-def _rebinds(statement: ast.stmt, name: str) -> bool:
-    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-               or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
-               for node in ast.walk(statement))

@@ -8,11 +8,11 @@ from __future__ import annotations
 import ast
 import enum
 import weakref
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
 
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.lines import line_starts, position, split_lines
 from torchdoctor.report.finding import Edit, Finding, Fix
 
 
@@ -109,15 +109,20 @@ class Context:
         self.imports_torch = False
         # Every name bound by an import anywhere so far: rebinding others needs no alias work.
         self._imported: set[str] = set()
+        # Per statement owner: where each of its statements sits in its blocks (built on demand).
+        self._block_positions: dict[ast.AST, dict[ast.AST, tuple[list[ast.stmt], int]]] = {}
+        # statement_parents() of the last statement it was asked about.
+        self._parents_of: tuple[ast.AST | None, dict[ast.AST, ast.AST]] = (None, {})
 
     @cached_property
     def lines(self) -> list[str]:
-        """Source lines with their endings; computed only when a position is needed."""
-        return self.source.splitlines(keepends=True)
+        """Source lines with their endings, as Python counts them (see lint/lines.py); computed
+        only when a position is needed."""
+        return split_lines(self.source, keepends=True)
 
     @cached_property
     def _line_starts(self) -> list[int]:
-        return _line_starts(self.lines)
+        return line_starts(self.lines)
 
     # ---- names -------------------------------------------------------------------------------
 
@@ -326,31 +331,41 @@ class Context:
     def statement_parents(self) -> dict[ast.AST, ast.AST]:
         """Parent of every expression node in the statement being visited (nested statements,
         such as the body of an `if`, excluded). Computed on demand: call it only after cheap
-        checks have passed."""
+        checks have passed. Read it, never change it: it is shared until the next statement."""
         if not self.ancestors:
             return {}
+        statement = self.ancestors[-1]
+        if self._parents_of[0] is statement:  # many nodes of one statement ask in turn
+            return self._parents_of[1]
         parents: dict[ast.AST, ast.AST] = {}
-        todo = [self.ancestors[-1]]
+        todo = [statement]
         while todo:
             node = todo.pop()
             for child in ast.iter_child_nodes(node):
                 if not isinstance(child, ast.stmt):
                     parents[child] = node
                     todo.append(child)
+        self._parents_of = (statement, parents)
         return parents
 
     def statement_block(self) -> tuple[list[ast.stmt], int] | None:
         """The statement list holding the statement being visited, and its index in it."""
         if len(self.ancestors) < 2 or not isinstance(self.ancestors[-1], ast.stmt):
             return None
-        statement, owner = self.ancestors[-1], self.ancestors[-2]
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(owner, name, None)
-            if isinstance(block, list):
-                for index, item in enumerate(block):
-                    if item is statement:
-                        return block, index
-        return None
+        return self.block_position(self.ancestors[-1], self.ancestors[-2])
+
+    def block_position(self, statement: ast.AST, owner: ast.AST) -> tuple[list[ast.stmt], int] | None:
+        """The statement list of `owner` (its body, else or finally block) holding `statement`,
+        and its index in it. Each owner's blocks are indexed once, not searched per question."""
+        positions = self._block_positions.get(owner)
+        if positions is None:
+            positions = self._block_positions[owner] = {}
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(owner, name, None)
+                if isinstance(block, list):
+                    for index, item in enumerate(block):
+                        positions[item] = (block, index)
+        return positions.get(statement)
 
     # ---- positions and findings --------------------------------------------------------------
 
@@ -372,8 +387,7 @@ class Context:
 
     def position(self, offset: int) -> tuple[int, int]:
         """1-based (line, column in characters) of a character offset."""
-        index = bisect_right(self._line_starts, offset) - 1
-        return index + 1, offset - self._line_starts[index] + 1
+        return position(self._line_starts, offset)
 
     def edit(self, start: int, end: int, content: str) -> Edit:
         line, column = self.position(start)
@@ -627,15 +641,6 @@ def subtree_parents(root: ast.AST) -> dict[ast.AST, ast.AST]:
             parents[child] = node
             todo.append(child)
     return parents
-
-
-def _line_starts(lines: list[str]) -> list[int]:
-    starts, total = [], 0
-    for line in lines:
-        starts.append(total)
-        total += len(line)
-    starts.append(total)
-    return starts
 
 
 _KIND_OF = {

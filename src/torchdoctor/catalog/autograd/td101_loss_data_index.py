@@ -6,6 +6,7 @@ import ast
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -195,6 +196,8 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
     if kind is ast.Name:
         if expr.id in resolving:  # `loss = loss * 2`: as 0-dim as its other assignments
             return True
+        if not resolving:  # a name used many times is looked into once
+            return _zero_dim_name(ctx, scope_of(expr.id, ctx), expr.id)
         return _all_assigned(expr.id, ctx, lambda value: is_zero_dim(value, ctx, resolving | {expr.id}))
     if kind is ast.BinOp and isinstance(expr.op, SCALAR_ARITHMETIC):
         sides = (expr.left, expr.right)
@@ -279,19 +282,38 @@ def is_scalar_loss_constructor(call: ast.AST, ctx: Context) -> bool:
 def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
     """`criterion` or `self.criterion`, assigned only scalar loss modules."""
     if isinstance(expr, ast.Name):
-        return _all_assigned(expr.id, ctx, lambda value: is_scalar_loss_constructor(value, ctx))
+        return _loss_module_name(ctx, scope_of(expr.id, ctx), expr.id)
     if _is_self_attribute(expr):
         cls = ctx.enclosing_class()
-        if cls is None:
-            return False
-        values = attribute_values(ctx, cls, expr.attr)
-        return bool(values) and all(is_scalar_loss_constructor(value, ctx) for value in values)
+        return cls is not None and _loss_module_attribute(ctx, cls, expr.attr)
     return False
+
+
+# Each name (or attribute) is looked into once per file, not once per use: a name assigned
+# in many places and used in as many would cost their product.
+
+@per_file
+def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
+    return _all_bound_to(bindings(ctx, scope, name), lambda value: is_zero_dim(value, ctx, frozenset({name})))
+
+
+@per_file
+def _loss_module_name(ctx: Context, scope: ast.AST, name: str) -> bool:
+    return _all_bound_to(bindings(ctx, scope, name), lambda value: is_scalar_loss_constructor(value, ctx))
+
+
+@per_file
+def _loss_module_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
+    values = attribute_values(ctx, cls, attr)
+    return bool(values) and all(is_scalar_loss_constructor(value, ctx) for value in values)
 
 
 def _all_assigned(name: str, ctx: Context, accept) -> bool:
     """True when `name` is bound only by plain assignments and `accept` holds for every value."""
-    found = bindings(ctx, scope_of(name, ctx), name)
+    return _all_bound_to(bindings(ctx, scope_of(name, ctx), name), accept)
+
+
+def _all_bound_to(found, accept) -> bool:
     if not found:
         return False
     return all(b.value is not None and (b.augmented or accept(b.value)) for b in found)
@@ -299,22 +321,29 @@ def _all_assigned(name: str, ctx: Context, accept) -> bool:
 
 # ---- bindings, looked up on demand (could move to Context) ---------------------------------
 
-@per_file
 def attribute_values(ctx: Context, cls: ast.ClassDef, attr: str) -> tuple[ast.expr, ...]:
     """Values assigned to `self.<attr>` in the methods of `cls`; empty when some other
     binding (unpacking, augmented assignment) makes them unreliable."""
-    values = []
-    for node in ast.walk(cls):
+    values, unreliable = _attribute_assignments(ctx, cls)
+    return () if attr in unreliable else tuple(values.get(attr, ()))
+
+
+@per_file
+def _attribute_assignments(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, list[ast.expr]], set[str]]:
+    """The values assigned to each `self.<attr>` in `cls`, and the attributes bound otherwise."""
+    values: dict[str, list[ast.expr]] = {}
+    unreliable: set[str] = set()
+    for node in index_of(ctx, cls).under(cls, ast.Assign, ast.AugAssign, ast.AnnAssign):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if _is_self_attribute(target) and target.attr == attr:
-                    values.append(node.value)
-                elif any(_is_self_attribute(t) and t.attr == attr for t in ast.walk(target)):
-                    return ()
+                if _is_self_attribute(target):
+                    values.setdefault(target.attr, []).append(node.value)
+                else:
+                    unreliable.update(t.attr for t in ast.walk(target) if _is_self_attribute(t))
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            if _is_self_attribute(node.target) and node.target.attr == attr:
-                return ()
-    return tuple(values)
+            if _is_self_attribute(node.target):
+                unreliable.add(node.target.attr)
+    return values, unreliable
 
 
 # ---- small predicates ----------------------------------------------------------------------

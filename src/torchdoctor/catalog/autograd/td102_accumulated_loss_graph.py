@@ -234,11 +234,10 @@ def _check(statement: ast.stmt, total: str, added: ast.expr, ctx: Context,
     losses = [name for name in operands if name.id in backpropagated]
     if not losses:
         return None
-    scope = scope_of(total, ctx)
-    if not _outlives_iteration(bindings(ctx, scope, total), total, loop, appended):
+    if not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, appended):
         return None
     loss = losses[0]
-    if _detached_in(bindings(ctx, scope_of(loss.id, ctx), loss.id), loop):
+    if _detached_in(ctx, scope_of(loss.id, ctx), loss.id, loop):
         return None
     title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
     fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
@@ -311,16 +310,24 @@ def _root_names(expr: ast.expr) -> set[str]:
 
 def _is_backward_runner(expr: ast.expr, ctx: Context) -> bool:
     """`accelerator` in `accelerator.backward(loss)`: made by Accelerator(), not a tensor."""
-    if not isinstance(expr, ast.Name):
-        return False
-    found = bindings(ctx, scope_of(expr.id, ctx), expr.id)
+    return isinstance(expr, ast.Name) and _made_by_runner(ctx, scope_of(expr.id, ctx), expr.id)
+
+
+# Asked once per name (and loop), not once per use: a name bound in many places and used in
+# as many would cost their product.
+
+@per_file
+def _made_by_runner(ctx: Context, scope: ast.AST, name: str) -> bool:
+    found = bindings(ctx, scope, name)
     return bool(found) and all(
         isinstance(b.value, ast.Call) and ctx.qualname(b.value.func) in BACKWARD_RUNNERS
         for b in found)
 
 
-def _outlives_iteration(found, total: str, loop: ast.stmt, appended: bool) -> bool:
+@per_file
+def _outlives_iteration(ctx: Context, scope: ast.AST, total: str, loop: ast.stmt, appended: bool) -> bool:
     """Bound before the loop and, inside it, only updated by accumulation."""
+    found = bindings(ctx, scope, total)
     if not found or not any(b.node.lineno < loop.lineno for b in found):
         return False
     for binding in found:
@@ -338,9 +345,10 @@ def _is_accumulation(value: ast.expr, total: str) -> bool:
             and (_is_name(value.left, total) or _is_name(value.right, total)))
 
 
-def _detached_in(found, loop: ast.stmt) -> bool:
+@per_file
+def _detached_in(ctx: Context, scope: ast.AST, loss: str, loop: ast.stmt) -> bool:
     """Whether the loss is rebound inside the loop to something without a graph."""
-    return any(_inside(b.node, loop) and _is_detaching(b.value) for b in found or ())
+    return any(_inside(b.node, loop) and _is_detaching(b.value) for b in bindings(ctx, scope, loss) or ())
 
 
 def _is_detaching(value: ast.expr | None) -> bool:

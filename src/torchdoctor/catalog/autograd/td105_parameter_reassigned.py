@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from functools import partial
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, Kind, nested_statements, per_file, shorten
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -294,7 +296,7 @@ def _parameters_of(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
     """Attributes the class registers as parameters: `self.w = nn.Parameter(...)`,
     `self.register_parameter("w", ...)`."""
     names = set()
-    for node in ast.walk(cls):
+    for node in index_of(ctx, cls).under(cls, ast.Assign, ast.Call):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             if ctx.qualname(node.value.func) in PARAMETER:
                 names.update(t.attr for t in node.targets if _is_self_attribute(t))
@@ -330,18 +332,40 @@ def _is_conditional(ctx: Context) -> bool:
 
 def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str | None:
     """The model whose `.parameters()` an optimizer built earlier in this scope holds, when
-    `path` lies inside it and no optimizer is built again after `node`."""
+    `path` lies inside it and no optimizer is built again after `node` (of the optimizers built
+    earlier over models around `path`, the one read last)."""
     if path is None:
         return None
-    scope = ctx.enclosing_function() or ctx.tree
-    before = None
-    for line, model in _optimizers_in(ctx, scope):
-        covers = path.startswith(model + ".")
-        if line > node.lineno and (covers or not model):  # rebuilt or extended afterwards
+    built = _optimizers_by_model(ctx, ctx.enclosing_function() or ctx.tree)
+    parts = path.split(".")
+    latest, before = -1, None
+    for model in ("", *(".".join(parts[:end]) for end in range(1, len(parts)))):
+        lines, last_read = built.get(model, ((), ()))
+        if lines and lines[-1] > node.lineno:  # rebuilt or extended afterwards
             return None
-        if line < node.lineno and covers:
-            before = model
+        earlier = bisect_left(lines, node.lineno)
+        if model and earlier and last_read[earlier - 1] > latest:
+            latest, before = last_read[earlier - 1], model
     return before
+
+
+@per_file
+def _optimizers_by_model(ctx: Context, scope: ast.AST) -> dict[str, tuple[list[int], list[int]]]:
+    """Per model ("" for `add_param_group`): the lines of the optimizers built over it, sorted,
+    and for each line the highest position in `_optimizers_in`'s order among the optimizers
+    built on it or on an earlier line."""
+    entries: dict[str, list[tuple[int, int]]] = {}
+    for order, (line, model) in enumerate(_optimizers_in(ctx, scope)):
+        entries.setdefault(model, []).append((line, order))
+    table = {}
+    for model, found in entries.items():
+        found.sort()
+        last_read, latest = [], -1
+        for _, order in found:
+            latest = max(latest, order)
+            last_read.append(latest)
+        table[model] = ([line for line, _ in found], last_read)
+    return table
 
 
 @per_file
@@ -362,6 +386,8 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
 
 
 def _optimized_models(call: ast.Call, ctx: Context) -> list[str]:
+    if isinstance(call.func, ast.Attribute) and not call.func.attr[:1].isupper():
+        return []  # the common case, answered before resolving the name
     qualname = ctx.qualname(call.func) or ""
     head, _, last = qualname.rpartition(".")
     if not head.startswith("torch.optim") or "lr_scheduler" in head or not last[:1].isupper():

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import ast
 from functools import partial
-from typing import Callable, Iterator
+from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, shorten
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import FileIndex, index, index_of
 from torchdoctor.report.finding import Finding
 
 # Messages quote at most 40 characters of source.
@@ -132,7 +133,6 @@ PITFALL.error(
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
-_SCOPES = (*_DEFINITIONS, ast.Lambda)
 
 
 @PITFALL.static(ast.Call, names={"next"})
@@ -146,7 +146,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     text = ctx.text(iterator)
     fix = None
-    if not _binds(ctx.tree, "next"):
+    if not _binds(ctx, "next"):
         fix = ctx.fix(PITFALL, "safe", ctx.replace(call, f"next({text})"))
     yield ctx.finding(PITFALL, call, fix=fix, iterator=_short(text))
 
@@ -169,7 +169,7 @@ def _iterates_loader(value: ast.AST, ctx: Context) -> bool:
         return False
     func = value.func
     if isinstance(func, ast.Name) and func.id == "iter" and len(value.args) == 1:
-        return ctx.kind_of(value.args[0]) is Kind.LOADER and not _binds(ctx.tree, "iter")
+        return ctx.kind_of(value.args[0]) is Kind.LOADER and not _binds(ctx, "iter")
     if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
         return ctx.kind_of(func.value) is Kind.LOADER
     return False
@@ -179,63 +179,90 @@ def _name_assignments(name: str, ctx: Context) -> list[ast.expr] | None:
     """What `name` is assigned in the scope it belongs to; None when bound in another way."""
     function = ctx.enclosing_function()
     if function is not None:
-        values = _assignments(function, lambda t: isinstance(t, ast.Name) and t.id == name, name)
+        values = _scope_assignments(ctx, function).of_name(name)
         if values != []:  # bound in the function (or in a way we can't follow)
             return values
-    return _assignments(ctx.tree, lambda t: isinstance(t, ast.Name) and t.id == name, name)
+    return _scope_assignments(ctx, ctx.tree).of_name(name)
 
 
 def _self_attribute_assignments(attr: str, ctx: Context) -> list[ast.expr] | None:
     cls = ctx.enclosing_class()
-    if cls is None:
-        return None
+    return None if cls is None else _class_attribute_assignments(ctx, cls, attr)
+
+
+@per_file
+def _class_attribute_assignments(ctx: Context, cls: ast.ClassDef, attr: str) -> list[ast.expr] | None:
+    """What the methods of `cls` assign to `self.attr`; None when it is bound another way."""
     values: list[ast.expr] = []
     for method in cls.body:
         if isinstance(method, _FUNCTIONS):
-            found = _assignments(method, lambda t: _is_self_attribute(t) and t.attr == attr)
+            found = _scope_assignments(ctx, method).of_attribute(attr)
             if found is None:
                 return None
             values.extend(found)
     return values
 
 
-def _assignments(scope: ast.AST, is_target: Callable[[ast.AST], bool],
-                 name: str | None = None) -> list[ast.expr] | None:
-    """Values of the plain `target = value` assignments in `scope` (nested scopes excluded).
+class _Assignments:
+    """The plain `target = value` assignments of one scope (nested scopes excluded), looked up
+    one name or `self.` attribute at a time, and how else names are bound there."""
 
-    None when a target is also bound any other way: a parameter, a loop, a tuple, `global`...
-    """
-    values, stores = [], 0
-    for node in _scope_nodes(scope):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and is_target(node.targets[0]):
-            values.append(node.value)
-        elif isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
-            stores += is_target(node)
-        elif name is not None and _binds_otherwise(node, name):
+    def __init__(self, scope: ast.AST, found: FileIndex) -> None:
+        self._scope, self._found = scope, found
+        # Names bound as parameters, by imports, `global`, definitions.
+        self.otherwise = {name for node in found.local(scope, *_OTHER_BINDERS)
+                          for name in _bound_otherwise(node)}
+        self._attributes: dict[str, list[ast.Attribute]] | None = None
+
+    def of_name(self, name: str) -> list[ast.expr] | None:
+        """Values of the plain `name = value`; None when `name` is also bound any other way:
+        a parameter, a loop, a tuple, `global`..."""
+        if name in self.otherwise:
             return None
-    return values if stores == len(values) else None
+        found = self._found
+        return _plain([node for node in found.names_in(self._scope, name)
+                       if not isinstance(node.ctx, ast.Load)
+                       and found.scopes[found.number[node]] is self._scope], found.parents)
+
+    def of_attribute(self, attr: str) -> list[ast.expr] | None:
+        """Values of the plain `self.attr = value`; None when it is also bound another way."""
+        if self._attributes is None:
+            self._attributes = {}
+            for node in self._found.local(self._scope, ast.Attribute):
+                if not isinstance(node.ctx, ast.Load) and _is_self_attribute(node):
+                    self._attributes.setdefault(node.attr, []).append(node)
+        return _plain(self._attributes.get(attr, []), self._found.parents)
 
 
-def _binds_otherwise(node: ast.AST, name: str) -> bool:
+def _plain(targets: list[ast.AST], parents: dict) -> list[ast.expr] | None:
+    """The values assigned to `targets` (the stores of one name) when each is the one target
+    of an assignment."""
+    values = [parents[target].value for target in targets if isinstance(parents[target], ast.Assign)
+              and len(parents[target].targets) == 1 and parents[target].targets[0] is target]
+    return values if len(values) == len(targets) else None
+
+
+@per_file
+def _scope_assignments(ctx: Context, scope: ast.AST) -> _Assignments:
+    return _Assignments(scope, index_of(ctx, scope))
+
+
+# The nodes that bind a name other than by an assignment.
+_OTHER_BINDERS = (ast.arg, ast.Global, ast.Nonlocal, ast.alias, *_DEFINITIONS)
+
+
+def _bound_otherwise(node: ast.AST) -> list[str]:
+    """The names `node` binds other than by assignment: a parameter, a `global`, an import, a
+    definition."""
     if isinstance(node, ast.arg):
-        return node.arg == name
+        return [node.arg]
     if isinstance(node, (ast.Global, ast.Nonlocal)):
-        return name in node.names
+        return node.names
     if isinstance(node, ast.alias):
-        return (node.asname or node.name.partition(".")[0]) == name
+        return [node.asname or node.name.partition(".")[0]]
     if isinstance(node, _DEFINITIONS):
-        return node.name == name
-    return False
-
-
-def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of one scope; nested functions and classes are yielded but not entered."""
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            todo.extend(ast.iter_child_nodes(node))
+        return [node.name]
+    return []
 
 
 def _is_self_attribute(node: ast.AST) -> bool:
@@ -243,23 +270,22 @@ def _is_self_attribute(node: ast.AST) -> bool:
             and node.value.id == "self")
 
 
-def _binds(tree: ast.AST, name: str) -> bool:
+@per_file
+def _binds(ctx: Context, name: str) -> bool:
     """True when the file binds `name` anywhere, shadowing the builtin of that name.
 
     Methods and class attributes (`def next(self)`, `next = __next__`) do not count: a class
     body does not shadow names for the code around it.
     """
-    in_class_body: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for statement in node.body:
-                in_class_body.add(id(statement))
-                if isinstance(statement, ast.Assign):
-                    in_class_body.update(id(target) for target in statement.targets)
-        if id(node) in in_class_body:
-            continue
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            return True
-        if _binds_otherwise(node, name):
-            return True
-    return False
+    found = index(ctx)
+    binders = [found.nodes[at] for at in found.stored.get(name, ())]
+    binders += [node for node in found.everywhere(*_OTHER_BINDERS) if name in _bound_otherwise(node)]
+    return any(not _in_class_body(node, found.parents) for node in binders)
+
+
+def _in_class_body(node: ast.AST, parents: dict) -> bool:
+    """A statement of a class body, or the target of an assignment that is one."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.Assign) and any(target is node for target in parent.targets):
+        node, parent = parent, parents.get(parent)
+    return isinstance(parent, ast.ClassDef) and any(statement is node for statement in parent.body)

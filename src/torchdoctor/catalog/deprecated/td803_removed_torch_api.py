@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.occurrences import index
 from torchdoctor.report.finding import Edit, Finding, Fix
 
 PITFALL = Pitfall(
@@ -372,11 +373,13 @@ def _is_backward(call: ast.Call, ctx: Context) -> bool:
     if ctx.kind_of(call.func.value) is Kind.TENSOR:
         return True
     # An unknown receiver: unless the file defines its own backward taking these keywords.
-    return ctx.imports_torch and not _has_parameter(ctx.tree, BACKWARD_KEYWORDS)
+    return ctx.imports_torch and not _defines_backward_keywords(ctx)
 
 
-def _has_parameter(tree: ast.AST, names) -> bool:
-    return any(isinstance(node, ast.arg) and node.arg in names for node in ast.walk(tree))
+@per_file
+def _defines_backward_keywords(ctx: Context) -> bool:
+    """A parameter of the file is named like one of the old backward keywords."""
+    return any(node.arg in BACKWARD_KEYWORDS for node in index(ctx).everywhere(ast.arg))
 
 
 def _fix(ctx: Context, applicability: str | None, new: str, *edits: Edit) -> Fix | None:

@@ -5,7 +5,8 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, shorten
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import statements
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -70,6 +71,11 @@ devices, cuda:0 and cpu!`
 ## Fix safety
 The fix assigns the result back to the same name. It is unsafe: other names that still refer
 to the original tensor keep the old value, which may or may not be what you meant.
+
+## Known problems
+Only methods are looked at. A function of the same name called through a module,
+`torch.unsqueeze(x, 0)` or `np.reshape(a, shape)` as a statement, loses its result too but is
+not reported: what it is called on is a module, not the value to assign back to.
 """,
         "zh": """
 ## What it catches
@@ -109,6 +115,10 @@ devices, cuda:0 and cpu!`
 
 ## Fix safety
 修复会把结果赋值回同一个名字。它是不安全的：仍然指向原张量的其他变量保留旧值，这未必是你想要的。
+
+## Known problems
+只检查方法调用。通过模块调用的同名函数，例如单独一行的 `torch.unsqueeze(x, 0)` 或 `np.reshape(a, shape)`，
+返回值同样被丢弃，但不会报告：它调用在模块上，而模块不是应当赋值回去的那个值。
 """,
     },
 )
@@ -135,6 +145,10 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if method is None:  # a plain function call of that name, not a method
         return
     receiver = call.func.value
+    if _root_name(receiver) in _imported_names(ctx):
+        # `torch.unsqueeze(x, 0)`, `np.reshape(a, s)`, `utils.permute(...)`: a function of an
+        # imported module (or class), not a method of a tensor; its receiver is no target.
+        return
     kind = ctx.kind_of(receiver)
     if kind is Kind.MODULE:  # model.cuda() moves the module in place: fine
         return
@@ -146,7 +160,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     target = ctx.text(receiver)
     fix = None
-    if isinstance(receiver, ASSIGNABLE) and "\n" not in target:
+    if isinstance(receiver, ASSIGNABLE) and "\n" not in target and "\r" not in target:
         call_text = ctx.text(call)
         title = {lang: text.format(target=target, method=method)
                  for lang, text in PITFALL.fix_title.items()}
@@ -154,3 +168,16 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
 
 
+def _root_name(expr: ast.AST) -> str | None:
+    """`torch` for `torch.nn.functional`; None when the chain does not start at a name."""
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+@per_file
+def _imported_names(ctx: Context) -> frozenset[str]:
+    """Every name an import binds anywhere in the file, relative imports included."""
+    return frozenset(alias.asname or alias.name.partition(".")[0]
+                     for node in statements(ctx, ast.Import, ast.ImportFrom)
+                     for alias in node.names)

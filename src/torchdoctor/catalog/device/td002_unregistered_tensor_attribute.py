@@ -5,7 +5,8 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -222,10 +223,10 @@ def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not ctx.is_module_class(cls) or _handled_by_hand(cls, target.attr, ctx):
         return
     if _requires_grad(node, factory):
-        if not _collected(cls, target.attr):
+        if not _collected(cls, target.attr, ctx):
             yield ctx.finding(PITFALL, statement, "requires-grad", attr=target.attr)
         return
-    if not _mixed_in_forward(cls, target.attr):
+    if not _mixed_in_forward(cls, target.attr, ctx):
         return  # never meets the inputs: staying behind on the CPU breaks nothing
     yield ctx.finding(PITFALL, statement, fix=_register_fix(statement, target, init, ctx),
                       attr=target.attr)
@@ -278,93 +279,109 @@ def _requires_grad(call: ast.Call, factory: ast.Call) -> bool:
     return False
 
 
-def _collected(cls: ast.ClassDef, attr: str) -> bool:
+def _collected(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
     """True when `self.attr` is gathered into a list or tuple, as in `Adam([self.log_alpha])`."""
-    return any(isinstance(node, (ast.List, ast.Tuple))
-               and any(_is_self_attr(element, attr) for element in node.elts)
-               for node in ast.walk(cls))
+    return attr in _class_facts(ctx, cls).collected
 
 
 def _handled_by_hand(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
     """True when the class registers, wraps, or moves `attr` itself, or moves all its tensors."""
-    if _overrides_moves(cls, ctx) or _recomputed_later(cls, attr):
+    if _overrides_moves(ctx, cls):
         return True
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            method = node.func.attr
-            if method in REGISTRATIONS and node.args and _is_string(node.args[0], attr):
-                return True
-            if method in MANUAL_MOVES and _mentions(node.func.value, attr):
-                return True
-        elif isinstance(node, ast.Assign) and any(_is_self_attr(t, attr) for t in node.targets):
-            if ctx.call_qualname(node.value) in PARAMETER_CLASSES:
-                return True
-    return False
+    return attr in _class_facts(ctx, cls).by_hand
 
 
-def _overrides_moves(cls: ast.ClassDef, ctx: Context, _seen: frozenset = frozenset()) -> bool:
+class _ClassFacts:
+    """What one class does with its `self.<attr>` tensors, read in one pass over it."""
+
+    def __init__(self, cls: ast.ClassDef, ctx: Context) -> None:
+        # Attributes registered, wrapped in a Parameter or Buffer, moved at use time (`.to()`
+        # on them), or reassigned by another method than `__init__` (a lazily rebuilt cache,
+        # the value in `__init__` only a placeholder).
+        self.by_hand: set[str] = set()
+        self.collected: set[str] = set()  # gathered into a list or tuple
+        found = index_of(ctx, cls)
+        for node in found.under(cls, ast.Call, ast.Assign, ast.List, ast.Tuple):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                method = node.func.attr
+                first = node.args[0] if node.args else None
+                if method in REGISTRATIONS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    self.by_hand.add(first.value)
+                if method in MANUAL_MOVES:
+                    self.by_hand.update(_self_attributes(node.func.value))
+            elif isinstance(node, ast.Assign) and ctx.call_qualname(node.value) in PARAMETER_CLASSES:
+                self.by_hand.update(t.attr for t in node.targets if _is_self_attribute(t))
+            elif isinstance(node, (ast.List, ast.Tuple)):
+                self.collected.update(e.attr for e in node.elts if _is_self_attribute(e))
+        for method in cls.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name != "__init__":
+                self.by_hand.update(t.attr for node in found.under(method, ast.Assign)
+                                    for t in node.targets if _is_self_attribute(t))
+        # Per attribute, in `forward`: uses of `self.attr` as a whole, and harmless ones (an
+        # element, or metadata).
+        self.forward_uses: dict[str, list[int]] = {}
+        forward = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"),
+                       None)
+        for node in found.under(forward, ast.Attribute, ast.Subscript) if forward is not None else ():
+            if _is_self_attribute(node):
+                self.forward_uses.setdefault(node.attr, [0, 0])[0] += 1
+            elif isinstance(node, ast.Subscript) and _is_self_attribute(node.value):
+                self.forward_uses.setdefault(node.value.attr, [0, 0])[1] += 1
+            elif (isinstance(node, ast.Attribute) and node.attr in METADATA
+                  and _is_self_attribute(node.value)):
+                self.forward_uses.setdefault(node.value.attr, [0, 0])[1] += 1
+
+
+@per_file
+def _class_facts(ctx: Context, cls: ast.ClassDef) -> _ClassFacts:
+    return _ClassFacts(cls, ctx)
+
+
+@per_file
+def _overrides_moves(ctx: Context, cls: ast.ClassDef) -> bool:
     """True when the class or one of its local bases overrides how tensors are moved or saved."""
-    if cls in _seen:
+    return _overrides_moves_below(cls, ctx, frozenset())
+
+
+def _overrides_moves_below(cls: ast.ClassDef, ctx: Context, seen: frozenset) -> bool:
+    if cls in seen:
         return False
     for statement in cls.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and statement.name in MANUAL_HANDLING:
             return True
-    bases = (_top_level_class(ctx.tree, b.id) for b in cls.bases if isinstance(b, ast.Name))
-    return any(base is not None and _overrides_moves(base, ctx, _seen | {cls}) for base in bases)
+    classes = _top_level_classes(ctx)
+    bases = (classes.get(b.id) for b in cls.bases if isinstance(b, ast.Name))
+    return any(base is not None and _overrides_moves_below(base, ctx, seen | {cls}) for base in bases)
 
 
-def _recomputed_later(cls: ast.ClassDef, attr: str) -> bool:
-    """True when another method reassigns `self.attr`: a lazily rebuilt cache, and the value in
-    `__init__` only a placeholder."""
-    for method in cls.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        if method.name == "__init__":
-            continue
-        for node in ast.walk(method):
-            if isinstance(node, ast.Assign) and any(_is_self_attr(t, attr) for t in node.targets):
-                return True
-    return False
+@per_file
+def _top_level_classes(ctx: Context) -> dict[str, ast.ClassDef]:
+    """The classes defined at the top of the file, by name (the first of a name)."""
+    classes: dict[str, ast.ClassDef] = {}
+    for statement in ctx.tree.body:
+        if isinstance(statement, ast.ClassDef):
+            classes.setdefault(statement.name, statement)
+    return classes
 
 
-def _top_level_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
-    """The class of that name defined at the top of the file (Context could expose this)."""
-    return next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
-
-
-def _mixed_in_forward(cls: ast.ClassDef, attr: str) -> bool:
+def _mixed_in_forward(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
     """True when `forward` uses `self.attr` as a whole tensor, not just its metadata or items.
 
     An element (`self.stride[i]`) is fine on the CPU: a 0-dim CPU tensor mixes with CUDA ones.
     """
-    forward = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"),
-                   None)
-    if forward is None:
-        return False
-    uses = harmless = 0
-    for node in ast.walk(forward):
-        if _is_self_attr(node, attr):
-            uses += 1
-        elif isinstance(node, ast.Subscript) and _is_self_attr(node.value, attr):
-            harmless += 1
-        elif (isinstance(node, ast.Attribute) and node.attr in METADATA
-              and _is_self_attr(node.value, attr)):
-            harmless += 1
+    uses, harmless = _class_facts(ctx, cls).forward_uses.get(attr, (0, 0))
     return uses > harmless
 
 
-def _mentions(expr: ast.AST, attr: str) -> bool:
-    return any(_is_self_attr(node, attr) for node in ast.walk(expr))
+def _self_attributes(expr: ast.AST) -> set[str]:
+    """The `x` of every `self.x` in `expr`."""
+    return {node.attr for node in ast.walk(expr) if _is_self_attribute(node)}
 
 
-def _is_string(expr: ast.AST, value: str) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value == value
-
-
-def _is_self_attr(expr: ast.AST, attr: str) -> bool:
-    return (isinstance(expr, ast.Attribute) and expr.attr == attr
-            and isinstance(expr.value, ast.Name) and expr.value.id == "self")
+def _is_self_attribute(expr: ast.AST) -> bool:
+    return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self")
 
 
 def _register_fix(statement: ast.AST, target: ast.Attribute, init: ast.FunctionDef, ctx: Context):
@@ -373,9 +390,9 @@ def _register_fix(statement: ast.AST, target: ast.Attribute, init: ast.FunctionD
     register_buffer fails before `Module.__init__` has run and on a name that is already a plain
     attribute, so the fix is offered only after the base initialiser and for a first assignment.
     """
-    if not isinstance(statement, ast.Assign) or not _after_base_init(statement, init):
+    if not isinstance(statement, ast.Assign) or not _after_base_init(statement, init, ctx):
         return None
-    if _assigned_before(statement, target.attr, init):
+    if _assigned_before(statement, target.attr, init, ctx):
         return None
     receiver = target.value.id
     value = ctx.text(statement.value)
@@ -384,20 +401,34 @@ def _register_fix(statement: ast.AST, target: ast.Attribute, init: ast.FunctionD
     return ctx.fix(PITFALL, "unsafe", ctx.replace(statement, replacement), title=title)
 
 
-def _after_base_init(statement: ast.AST, init: ast.FunctionDef) -> bool:
-    for node in init.body:
-        if node.lineno >= statement.lineno:
-            return False
-        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-                and Context.method_name(node.value) == "__init__"):
-            return True
-    return False
+def _after_base_init(statement: ast.AST, init: ast.FunctionDef, ctx: Context) -> bool:
+    first = _init_facts(ctx, init).base_init_line
+    return first is not None and first < statement.lineno
 
 
-def _assigned_before(statement: ast.AST, attr: str, init: ast.FunctionDef) -> bool:
-    for node in ast.walk(init):
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
-        if any(_is_self_attr(t, attr) for t in targets) and node.lineno < statement.lineno:
-            return True
-    return False
+def _assigned_before(statement: ast.AST, attr: str, init: ast.FunctionDef, ctx: Context) -> bool:
+    first = _init_facts(ctx, init).first_assigned.get(attr)
+    return first is not None and first < statement.lineno
+
+
+class _InitFacts:
+    """Where `__init__` calls its base class's `__init__`, and first assigns each attribute."""
+
+    def __init__(self, init: ast.FunctionDef) -> None:
+        self.base_init_line = next(
+            (node.lineno for node in init.body if isinstance(node, ast.Expr)
+             and isinstance(node.value, ast.Call) and Context.method_name(node.value) == "__init__"),
+            None)
+        self.first_assigned: dict[str, int] = {}
+        for node in ast.walk(init):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if _is_self_attribute(target):
+                    line = self.first_assigned.get(target.attr, node.lineno)
+                    self.first_assigned[target.attr] = min(line, node.lineno)
+
+
+@per_file
+def _init_facts(ctx: Context, init: ast.FunctionDef) -> _InitFacts:
+    return _InitFacts(init)

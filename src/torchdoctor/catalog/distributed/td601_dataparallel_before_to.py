@@ -5,7 +5,8 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.occurrences import block_names, first_in_walk, index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -143,12 +144,15 @@ def _first_forward(ctx: Context, statement: ast.stmt, wrapper: str) -> ast.Call 
     if located is None:
         return None
     block, index = located
-    for later in block[index + 1:]:
-        for node in ast.walk(later):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == wrapper:
-                return node
-            if isinstance(node, ast.Name) and node.id == wrapper and not isinstance(node.ctx, ast.Load):
-                return None
+    names = block_names(ctx, block)
+    tree_parents = names.index.parents
+    for position, nodes in names.mentions_after(wrapper, index):
+        calls = [tree_parents[node] for node in nodes
+                 if isinstance(tree_parents[node], ast.Call) and tree_parents[node].func is node]
+        stores = [node for node in nodes if not isinstance(node.ctx, ast.Load)]
+        if calls or stores:
+            first = first_in_walk(ctx, block[position], [*calls, *stores])
+            return first if isinstance(first, ast.Call) else None
     return None
 
 
@@ -156,17 +160,29 @@ def _touched_before(ctx: Context, names: set[str], forward: ast.Call) -> bool:
     """Anything in the scope, before `forward`, that may move the model: a `.to()`/`.cuda()` on
     one of `names`, or one of them handed to a function."""
     scope = next((node for node in reversed(ctx.ancestors) if isinstance(node, SCOPES)), ctx.tree)
+    first = _first_touches(ctx, scope)
     before = (forward.lineno, forward.col_offset)
-    for node in ast.walk(scope):
-        if not isinstance(node, ast.Call) or node is forward or (node.lineno, node.col_offset) >= before:
-            continue
-        if ctx.method_name(node) in MOVES and _root_name(node.func.value) in names:
-            return True
-        if any(isinstance(arg, ast.Name) and arg.id in names
-               for arg in (*node.args, *(k.value for k in node.keywords))) \
-                and ctx.qualname(node.func) not in DATA_PARALLEL:
-            return True
-    return False
+    return any(name in first and first[name] < before for name in names)
+
+
+@per_file
+def _first_touches(ctx: Context, scope: ast.AST) -> dict[str, tuple[int, int]]:
+    """Per name, where the scope first calls something that may move it: `name.to(...)`,
+    `name.cuda()`, or any call but DataParallel's that takes `name` as an argument."""
+    first: dict[str, tuple[int, int]] = {}
+    for node in index_of(ctx, scope).under(scope, ast.Call):
+        touched = set()
+        if ctx.method_name(node) in MOVES:
+            touched.add(_root_name(node.func.value))
+        passed = {arg.id for arg in (*node.args, *(k.value for k in node.keywords))
+                  if isinstance(arg, ast.Name)}
+        if passed and ctx.qualname(node.func) not in DATA_PARALLEL:
+            touched |= passed
+        where = (node.lineno, node.col_offset)
+        for name in touched:
+            if name is not None and where < first.get(name, (float("inf"), 0)):
+                first[name] = where
+    return first
 
 
 def _root_name(expr: ast.AST) -> str | None:

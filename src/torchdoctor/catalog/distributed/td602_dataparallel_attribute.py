@@ -6,6 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import MODULE_SELF_METHODS, Context, Kind, per_file
+from torchdoctor.lint.occurrences import block_names
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -196,7 +197,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     block, index = located
     wrapper = statement.targets[0].id
     own = _class_attributes(ctx, cls) - WRAPPER_ATTRIBUTES
-    for use in _attribute_uses(block[index + 1:], wrapper):
+    for use in _attribute_uses(block, index, wrapper, ctx):
         if use.attr in own:
             fix = ctx.fix(PITFALL, "unsafe", ctx.replace(use.value, f"{wrapper}.module"))
             yield ctx.finding(PITFALL, use, fix=fix, wrapper=wrapper, parallel=parallel, attr=use.attr)
@@ -227,11 +228,8 @@ def _last_assigned_value(name: str, ctx: Context) -> ast.AST | None:
     if located is None:
         return None
     block, index = located
-    for statement in reversed(block[:index]):
-        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
-            return statement.value
-    return None
+    position = block_names(ctx, block).last_assigned_before(name, index)
+    return block[position].value if position is not None else None
 
 
 @per_file
@@ -252,14 +250,20 @@ def _class_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
         if current.name in seen:
             continue
         seen.add(current.name)
-        for statement in current.body:
-            names.update(_bound_names(statement))
-        names.update(node.attr for node in ast.walk(current)
-                     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
-                     and isinstance(node.value, ast.Name) and node.value.id == "self")
+        names.update(_own_attributes(ctx, current))
         todo.extend(classes[base.id] for base in current.bases
                     if isinstance(base, ast.Name) and base.id in classes)
     return frozenset(name for name in names if not name.startswith("__"))
+
+
+@per_file
+def _own_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
+    """The names one class defines itself (a class read once however many subclass it)."""
+    names = {name for statement in cls.body for name in _bound_names(statement)}
+    names.update(node.attr for node in ast.walk(cls)
+                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                 and isinstance(node.value, ast.Name) and node.value.id == "self")
+    return frozenset(names)
 
 
 def _bound_names(statement: ast.stmt) -> list[str]:
@@ -271,25 +275,27 @@ def _bound_names(statement: ast.stmt) -> list[str]:
     return [target.id for target in targets if isinstance(target, ast.Name)]
 
 
-def _attribute_uses(statements: list[ast.stmt], wrapper: str) -> list[ast.Attribute]:
-    """Reads of `wrapper.<attr>` in `statements`; none when the name is rebound or inspected,
-    and none of an attribute that is also set on the wrapper."""
+def _attribute_uses(block: list[ast.stmt], index: int, wrapper: str,
+                    ctx: Context) -> list[ast.Attribute]:
+    """Reads of `wrapper.<attr>` in the statements after `block[index]`; none when the name is
+    rebound or inspected, and none of an attribute that is also set on the wrapper."""
+    names = block_names(ctx, block)
+    tree_parents = names.index.parents
     uses, assigned = [], set()
-    for statement in statements:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and node.id == wrapper and not isinstance(node.ctx, ast.Load):
+    for _, nodes in names.mentions_after(wrapper, index):
+        for node in nodes:
+            if not isinstance(node.ctx, ast.Load):
                 return []
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in INTROSPECTION and node.args
-                    and isinstance(node.args[0], ast.Name) and node.args[0].id == wrapper):
+            parent = tree_parents[node]
+            if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                    and parent.func.id in INTROSPECTION and parent.args and parent.args[0] is node):
                 return []
-            if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                    and node.value.id == wrapper):
+            if not (isinstance(parent, ast.Attribute) and parent.value is node):
                 continue
-            if isinstance(node.ctx, ast.Load):
-                uses.append(node)
+            if isinstance(parent.ctx, ast.Load):
+                uses.append(parent)
             else:
-                assigned.add(node.attr)
+                assigned.add(parent.attr)
     return [use for use in uses if use.attr not in assigned]
 
 

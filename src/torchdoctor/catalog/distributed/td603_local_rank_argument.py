@@ -6,6 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -156,21 +157,24 @@ def _option(call: ast.Call, spelling: str) -> ast.Constant | None:
 @per_file
 def _reads_local_rank_env(ctx: Context) -> bool:
     """The file names `LOCAL_RANK` somewhere (`os.environ["LOCAL_RANK"]`, `os.getenv(...)`)."""
-    return any(isinstance(node, ast.Constant) and node.value == ENV_VARIABLE
-               for node in ast.walk(ctx.tree))
+    return any(node.value == ENV_VARIABLE for node in index(ctx).everywhere(ast.Constant))
 
 
 # Error signatures ---------------------------------------------------------------------------
 
+# The arguments are read up to the next `unrecognized arguments:`: a line repeating it is read
+# once, not once from each repetition.
 PITFALL.error(
-    r"unrecognized arguments:[^\n]*?(?P<option>--local-rank)\b", types=(), confidence=0.95,
+    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>--local-rank)\b",
+    types=(), confidence=0.95,
     cause={"en": "The launcher (`torch.distributed.launch` since torch 2.0) passes "
                  "`--local-rank=N` to each process, and the script's argparse does not declare "
                  "that spelling, so every process exits.",
            "zh": "启动器（torch 2.0 起的 `torch.distributed.launch`）给每个进程传入 `--local-rank=N`，"
                  "而脚本的 argparse 没有声明这种写法，于是所有进程都退出了。"})
 PITFALL.error(
-    r"unrecognized arguments:[^\n]*?(?P<option>--local_rank)\b", types=(), confidence=0.9,
+    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>--local_rank)\b",
+    types=(), confidence=0.9,
     cause={"en": "`python -m torch.distributed.launch` passes `--local_rank=N` to each process "
                  "and the script's argparse does not declare it: the script expects `torchrun` "
                  "(which sets the LOCAL_RANK variable instead), or lacks the option.",

@@ -7,6 +7,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import block_names, index, index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -152,8 +153,9 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if found is None:
         return
     sampler, maybe_none, loader, loader_index = found
-    for loop in block[loader_index + 1:]:
-        if isinstance(loop, LOOPS) and _iterates(loop.body, loader):
+    for position, _ in block_names(ctx, block).mentions_after(loader, loader_index):
+        loop = block[position]
+        if isinstance(loop, LOOPS) and _iterates(loop, loader, ctx):
             target = sampler or f"{loader}.sampler"
             yield ctx.finding(PITFALL, loop, end_node=loop.iter, loader=loader, sampler=target,
                               fix=_fix(loop, target, maybe_none, ctx))
@@ -166,8 +168,7 @@ def _no_shuffle(call: ast.Call) -> bool:
 
 @per_file
 def _calls_set_epoch(ctx: Context) -> bool:
-    return any(isinstance(node, ast.Attribute) and node.attr == "set_epoch"
-               for node in ast.walk(ctx.tree))
+    return any(node.attr == "set_epoch" for node in index(ctx).everywhere(ast.Attribute))
 
 
 def _sampler_and_loader(call: ast.Call, ctx: Context, block: list[ast.stmt], index: int):
@@ -183,7 +184,7 @@ def _sampler_and_loader(call: ast.Call, ctx: Context, block: list[ast.stmt], ind
     maybe_none = isinstance(value, ast.IfExp) and value.body is call  # `... if distributed else None`
     if value is not call and not maybe_none:
         return None
-    for later in range(index + 1, len(block)):
+    for later, _ in block_names(ctx, block).mentions_after(name, index):
         loader = block[later]
         if not (isinstance(loader, ast.Assign) and len(loader.targets) == 1
                 and isinstance(loader.targets[0], ast.Name)):
@@ -201,20 +202,32 @@ def _is_loader_call(value: ast.AST, ctx: Context) -> bool:
     return isinstance(value, ast.Call) and ctx.qualname(value.func) in LOADERS
 
 
-def _iterates(body: list[ast.stmt], loader: str) -> bool:
-    """A `for` in `body` (nested blocks included) iterates `loader`."""
-    for statement in body:
-        for node in ast.walk(statement):
-            if isinstance(node, LOOPS) and _is_iteration_of(node.iter, loader):
-                return True
+def _iterates(loop: ast.For | ast.AsyncFor, loader: str, ctx: Context) -> bool:
+    """A `for` in the body of `loop` (nested blocks included) iterates `loader`."""
+    found = index_of(ctx, loop)
+    tree_parents = found.parents
+    for name in found.names_in(loop, loader):
+        inner = _loop_iterating(name, tree_parents)
+        if inner is not None and inner is not loop and _in_body(inner, loop, tree_parents, ctx):
+            return True
     return False
 
 
-def _is_iteration_of(expr: ast.AST, loader: str) -> bool:
-    while (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)
-           and expr.func.id in ITERATION_WRAPPERS and expr.args):
-        expr = expr.args[0]
-    return isinstance(expr, ast.Name) and expr.id == loader
+def _loop_iterating(name: ast.Name, parents: dict) -> ast.AST | None:
+    """The loop whose iterable is `name`, perhaps wrapped: `enumerate(name)`, `tqdm(name)`."""
+    expr, parent = name, parents.get(name)
+    while (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+           and parent.func.id in ITERATION_WRAPPERS and parent.args and parent.args[0] is expr):
+        expr, parent = parent, parents.get(parent)
+    return parent if isinstance(parent, LOOPS) and parent.iter is expr else None
+
+
+def _in_body(node: ast.AST, loop: ast.AST, parents: dict, ctx: Context) -> bool:
+    """`node` lies in the body of `loop` (not in its `else:` block)."""
+    while parents.get(node) is not loop:
+        node = parents[node]
+    located = ctx.block_position(node, loop)
+    return located is not None and located[0] is loop.body
 
 
 def _fix(loop: ast.For | ast.AsyncFor, sampler: str, maybe_none: bool, ctx: Context):

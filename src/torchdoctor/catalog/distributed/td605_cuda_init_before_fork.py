@@ -6,6 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index, index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -152,7 +153,6 @@ CUDA_INITIALIZERS = frozenset("""
 init set_device synchronize empty_cache current_device get_device_name get_device_properties
 mem_get_info memory_allocated max_memory_allocated memory_reserved Stream Event
 """.split())
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 @PITFALL.static(ast.Call, names={"Process"})
@@ -162,17 +162,15 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     scope = next((node for node in reversed(ctx.ancestors)
                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), ctx.tree)
     before = (call.lineno, call.col_offset)
-    earlier = [node for node in _own_calls(scope) if (node.lineno, node.col_offset) < before]
-    first_use = next((node for node in earlier if _initializes_cuda(node, ctx)), None)
-    if first_use is None or not _child_uses_cuda(call, earlier, ctx):
+    cuda = _cuda_uses(ctx, scope)
+    if not cuda.calls or _position(cuda.calls[0]) >= before or not _child_uses_cuda(call, cuda, ctx):
         return
-    yield ctx.finding(PITFALL, call, line=first_use.lineno)
+    yield ctx.finding(PITFALL, call, line=cuda.calls[0].lineno)
 
 
 @per_file
 def _chooses_start_method(ctx: Context) -> bool:
-    return any(isinstance(node, ast.Call) and _called_name(node) in START_METHOD_CALLS
-               for node in ast.walk(ctx.tree))
+    return any(_called_name(node) in START_METHOD_CALLS for node in index(ctx).everywhere(ast.Call))
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -180,26 +178,41 @@ def _called_name(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-def _own_calls(scope: ast.AST) -> list[ast.Call]:
+def _own_calls(scope: ast.AST, ctx: Context) -> list[ast.Call]:
     """The calls in `scope`, not entering nested functions or classes, in source order."""
-    calls, todo = [], list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, SCOPES):
-            continue
-        if isinstance(node, ast.Call):
-            calls.append(node)
-        todo.extend(ast.iter_child_nodes(node))
-    return sorted(calls, key=lambda node: (node.lineno, node.col_offset))
+    return sorted(index_of(ctx, scope).local(scope, ast.Call), key=_position)
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+class _CudaUses:
+    """Where one scope initializes CUDA, read once: its calls that do, in source order, and
+    where each name is first moved to CUDA (`model.cuda()`, `x.to("cuda")`)."""
+
+    def __init__(self, scope: ast.AST, ctx: Context) -> None:
+        self.calls = [call for call in _own_calls(scope, ctx) if _initializes_cuda(call, ctx)]
+        self.first_move: dict[str, tuple[int, int]] = {}
+        for call in self.calls:
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+                self.first_move.setdefault(call.func.value.id, _position(call))
+
+
+@per_file
+def _cuda_uses(ctx: Context, scope: ast.AST) -> _CudaUses:
+    return _CudaUses(scope, ctx)
 
 
 def _initializes_cuda(call: ast.Call, ctx: Context) -> bool:
     name = _called_name(call)
     if name == "cuda" and isinstance(call.func, ast.Attribute):
         return True
-    qualname = ctx.qualname(call.func) or ""
-    if qualname.startswith("torch.cuda.") and qualname.rpartition(".")[2] in CUDA_INITIALIZERS:
-        return True
+    # `torch.cuda.<name>`; a bare name may be an import alias of one.
+    if name in CUDA_INITIALIZERS or isinstance(call.func, ast.Name):
+        qualname = ctx.qualname(call.func) or ""
+        if qualname.startswith("torch.cuda.") and qualname.rpartition(".")[2] in CUDA_INITIALIZERS:
+            return True
     if name == "to" and call.args and _is_cuda_string(call.args[0]):
         return True
     return any(k.arg == "device" and _is_cuda_string(k.value) for k in call.keywords)
@@ -209,23 +222,18 @@ def _is_cuda_string(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value.startswith("cuda")
 
 
-def _child_uses_cuda(process: ast.Call, earlier: list[ast.Call], ctx: Context) -> bool:
-    """The target is a local function that uses CUDA, or a value moved to CUDA is passed to it."""
+def _child_uses_cuda(process: ast.Call, cuda: _CudaUses, ctx: Context) -> bool:
+    """The target is a local function that uses CUDA, or a value moved to CUDA before the
+    process starts is passed to it."""
     keywords = {k.arg: k.value for k in process.keywords}
     target = keywords.get("target")
     function = _module_functions(ctx).get(target.id) if isinstance(target, ast.Name) else None
-    if function is not None and any(_initializes_cuda(node, ctx) for node in _own_calls(function)):
+    if function is not None and _cuda_uses(ctx, function).calls:
         return True
     args = keywords.get("args")
     passed = {e.id for e in args.elts if isinstance(e, ast.Name)} if isinstance(args, ast.Tuple) else set()
-    return bool(passed & _names_moved_to_cuda(earlier, ctx))
-
-
-def _names_moved_to_cuda(calls: list[ast.Call], ctx: Context) -> set[str]:
-    """Names a CUDA move was applied to: `model.cuda()`, `x.to("cuda")`."""
-    return {call.func.value.id for call in calls
-            if _initializes_cuda(call, ctx) and isinstance(call.func, ast.Attribute)
-            and isinstance(call.func.value, ast.Name)}
+    before = _position(process)
+    return any(name in cuda.first_move and cuda.first_move[name] < before for name in passed)
 
 
 @per_file

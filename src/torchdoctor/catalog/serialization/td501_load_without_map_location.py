@@ -6,6 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -158,8 +159,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 @per_file
 def _checks_cuda(ctx: Context, scope: ast.AST) -> bool:
     """`scope` calls `<...>.cuda.is_available()`: it is meant to run without a GPU too."""
-    for node in ast.walk(scope):
-        if (type(node) is ast.Call and type(node.func) is ast.Attribute
+    for node in index_of(ctx, scope).under(scope, ast.Call):
+        if (type(node.func) is ast.Attribute
                 and node.func.attr == "is_available" and type(node.func.value) is ast.Attribute
                 and node.func.value.attr == "cuda"):
             return True

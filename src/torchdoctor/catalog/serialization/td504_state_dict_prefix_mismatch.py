@@ -6,7 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
-from torchdoctor.lint.context import Context, nested_statements
+from torchdoctor.lint.context import Context, nested_statements, per_file
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -185,11 +185,28 @@ def _is_state_dict(expr: ast.expr, ctx: Context, follow_names: bool = True) -> b
 
 def _assigned_state_dict(name: ast.Name, ctx: Context) -> bool:
     """Every assignment to `name` before it, in its function (or module), is a state dict."""
-    scope = ctx.enclosing_function() or ctx.tree
-    values = [statement.value for statement in nested_statements(scope.body)
-              if isinstance(statement, ast.Assign) and statement.lineno < name.lineno
-              and any(isinstance(t, ast.Name) and t.id == name.id for t in statement.targets)]
-    return bool(values) and all(_is_state_dict(value, ctx, follow_names=False) for value in values)
+    first, first_other = _state_dict_lines(ctx, ctx.enclosing_function() or ctx.tree, name.id)
+    return first is not None and first < name.lineno and (first_other is None or first_other >= name.lineno)
+
+
+@per_file
+def _state_dict_lines(ctx: Context, scope: ast.AST, name: str) -> tuple[int | None, int | None]:
+    """The first line that assigns `name` in the scope, and the first that assigns it something
+    else than a state dict."""
+    assignments = _assignments(ctx, scope).get(name, ())
+    others = [line for line, value in assignments if not _is_state_dict(value, ctx, follow_names=False)]
+    return min((line for line, _ in assignments), default=None), min(others, default=None)
+
+
+@per_file
+def _assignments(ctx: Context, scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
+    """The (line, value) of each assignment to each name in the scope, read once."""
+    found: dict[str, list[tuple[int, ast.expr]]] = {}
+    for statement in nested_statements(scope.body):
+        if isinstance(statement, ast.Assign):
+            for name in dict.fromkeys(t.id for t in statement.targets if isinstance(t, ast.Name)):
+                found.setdefault(name, []).append((statement.lineno, statement.value))
+    return found
 
 
 def _surgeries(nodes: list[ast.AST], key: str, ctx: Context) -> Iterator[Finding]:

@@ -5,7 +5,8 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, shorten, subtree_parents
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import block_names, index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -153,15 +154,16 @@ _UINT8_CAUSE = {
 }
 PITFALL.error(r"indexing with dtype torch\.uint8 is now deprecated", types=(), confidence=0.95,
               cause=_UINT8_CAUSE)
-PITFALL.error(r"(?P<op>masked_\w+|where) received a (?:mask with dtype torch\.uint8|uint8 "
+# `\bmasked_`: the op's name starts a word, or `masked_masked_...` would be rescanned from each.
+PITFALL.error(r"(?P<op>\bmasked_\w+|where) received a (?:mask with dtype torch\.uint8|uint8 "
               r"condition tensor)", types=(), confidence=0.95,
               cause={"en": "`{op}` got a uint8 mask; masks must be bool since PyTorch 1.2.",
                      "zh": "`{op}` 收到了 uint8 掩码；自 PyTorch 1.2 起掩码必须是 bool 类型。"})
-PITFALL.error(r"(?P<op>masked_\w+) only supports boolean masks, but got mask with dtype "
+PITFALL.error(r"\b(?P<op>masked_\w+) only supports boolean masks, but got mask with dtype "
               r"(?:unsigned char|Byte|uint8)", confidence=0.95,
               cause={"en": "`{op}` got a uint8 mask; current PyTorch accepts only bool masks.",
                      "zh": "`{op}` 收到了 uint8 掩码；当前版本的 PyTorch 只接受 bool 掩码。"})
-PITFALL.error(r"(?P<op>masked_\w+): expected BoolTensor for mask", confidence=0.9,
+PITFALL.error(r"\b(?P<op>masked_\w+): expected BoolTensor for mask", confidence=0.9,
               cause={"en": "`{op}` got a mask that is not bool, most often a uint8 one.",
                      "zh": "`{op}` 收到的掩码不是 bool 类型，最常见的是 uint8 掩码。"})
 
@@ -242,7 +244,7 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
     line = _first_mask_use(name, ctx)
     if line is None:
         return
-    exact = exact and _only_mask_uses(name, ctx)
+    exact = exact and _only_mask_uses(ctx, ctx.enclosing_function() or ctx.tree, name)
     yield ctx.finding(PITFALL, made, "name", fix=_fix(spelling, exact, ctx), source=source,
                       name=name, line=line)
 
@@ -396,12 +398,13 @@ def _first_mask_use(name: str, ctx: Context) -> int | None:
     if found is None:
         return None
     block, index = found
-    for statement in block[index + 1:]:
-        parents = subtree_parents(statement)
-        lines = [node.lineno for node in parents if _is_mask_use(node, name, parents, ctx)]
+    names = block_names(ctx, block)
+    tree_parents = names.index.parents
+    for _, nodes in names.mentions_after(name, index):
+        lines = [node.lineno for node in nodes if _is_mask_use(node, name, tree_parents, ctx)]
         if lines:
             return min(lines)
-        if _binds(statement, name):
+        if any(not isinstance(node.ctx, ast.Load) for node in nodes):
             return None
     return None
 
@@ -413,18 +416,18 @@ def _is_mask_use(node: ast.AST, name: str, parents: dict, ctx: Context) -> bool:
     return _in_mask_position(value, parents, ctx)
 
 
-def _only_mask_uses(name: str, ctx: Context) -> bool:
+@per_file
+def _only_mask_uses(ctx: Context, scope: ast.AST, name: str) -> bool:
     """True when every use of `name` in its scope is as a mask, or a 0/1 write into it, and it
     is bound only once: then turning it into a bool tensor changes nothing else."""
-    scope = ctx.enclosing_function() or ctx.tree
-    parents = subtree_parents(scope)
+    found = index_of(ctx, scope)
+    tree_parents = found.parents
     bindings = 0
-    for node, parent in parents.items():
-        if not (isinstance(node, ast.Name) and node.id == name):
-            continue
+    for node in found.names_in(scope, name):
         if not isinstance(node.ctx, ast.Load):
             bindings += 1
-        elif not (_in_mask_position(node, parents, ctx) or _zero_one_write(node, parent, parents)):
+        elif not (_in_mask_position(node, tree_parents, ctx)
+                  or _zero_one_write(node, tree_parents[node], tree_parents)):
             return False
     return bindings == 1
 
@@ -435,10 +438,3 @@ def _zero_one_write(node: ast.Name, parent: ast.AST, parents: dict) -> bool:
         return False
     statement = parents.get(parent)
     return isinstance(statement, ast.Assign) and _is_zero_one_literal(statement.value)
-
-
-def _binds(statement: ast.stmt, name: str) -> bool:
-    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-               for node in ast.walk(statement))
-
-

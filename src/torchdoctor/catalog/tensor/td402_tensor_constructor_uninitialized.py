@@ -5,7 +5,8 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, shorten, subtree_parents
+from torchdoctor.lint.context import Context, Kind, per_file, shorten, subtree_parents
+from torchdoctor.lint.occurrences import block_names
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -293,20 +294,34 @@ def _first_reader(name: str | None, ctx: Context, returns_read: bool) -> ast.AST
     if found is None:
         return None
     block, index = found
-    for statement in block[index + 1:]:
-        parents = subtree_parents(statement)
-        uses = [node for node in parents if isinstance(node, ast.Name) and node.id == name]
-        if not uses:
-            continue
-        if _only_marks_grad(statement, name):
+    names = block_names(ctx, block)
+    tree_parents = names.index.parents
+    for position, uses in names.mentions_after(name, index):
+        statement = block[position]
+        if not uses or _only_marks_grad(statement, name):
             continue
         if isinstance(statement, NESTED_SCOPES):
             return None
-        readers = [_use_reader(use, parents, ctx, returns_read) for use in uses]
+        readers = [_use_reader(use, tree_parents, ctx, returns_read) for use in uses]
         if any(reader is None for reader in readers):
             return None
-        return min(readers, key=lambda node: (node.lineno, node.col_offset))
+        first = min(_position(reader) for reader in readers)
+        if len({id(r) for r in readers if _position(r) == first}) > 1:
+            # Readers starting at one place (`buf * 2 > buf`): the one of the use a scan of
+            # the statement meets first, as ever.
+            order = _scan_order(ctx, statement)
+            readers = [reader for _, reader in sorted(zip(uses, readers), key=lambda p: order[p[0]])]
+        return min(readers, key=_position)
     return None
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+@per_file
+def _scan_order(ctx: Context, statement: ast.stmt) -> dict[ast.AST, int]:
+    return {node: rank for rank, node in enumerate(subtree_parents(statement))}
 
 
 def _use_reader(use: ast.Name, parents: dict, ctx: Context, returns_read: bool) -> ast.AST | None:

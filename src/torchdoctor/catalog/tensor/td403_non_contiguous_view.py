@@ -6,6 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context
+from torchdoctor.lint.occurrences import block_names
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -259,15 +260,15 @@ def _is_size_like(expr: ast.AST) -> bool:
 
 def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx: Context):
     """(statement, position) of the nearest `name = <value>` before `block[index]` when
-    `wanted(value, ctx)` holds and nothing between rebinds `name` or changes it in place."""
-    for position in range(index - 1, -1, -1):
-        statement = block[position]
-        if _assigns_only(statement, name):
-            if not wanted(statement.value, ctx):
-                return None
-            between = block[position + 1:index]
-            return None if any(_touches(s, name) for s in between) else (statement, position)
-    return None
+    `wanted(value, ctx)` holds and nothing between rebinds `name` or changes it in place
+    (`y.transpose_(...)`, `y.set_(...)`, `y.data = ...`: strides may change in place)."""
+    position = block_names(ctx, block).last_changed_before(name, index)
+    if position is None:
+        return None
+    statement = block[position]
+    if not _assigns_only(statement, name) or not wanted(statement.value, ctx):
+        return None
+    return statement, position
 
 
 def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> bool:
@@ -292,20 +293,6 @@ def _makes_contiguous(expr: ast.AST, ctx: Context) -> bool:
 def _assigns_only(statement: ast.stmt, name: str) -> bool:
     return (isinstance(statement, ast.Assign) and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name)
-
-
-def _touches(statement: ast.stmt, name: str) -> bool:
-    """True when `statement` may change what `name` is or how it is laid out."""
-    for node in ast.walk(statement):
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            return True
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return True
-        # y.transpose_(...), y.set_(...), y.data = ...: strides may change in place.
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name
-                and (node.attr.endswith("_") or not isinstance(node.ctx, ast.Load))):
-            return True
-    return False
 
 
 def _is_permuting(expr: ast.AST, ctx: Context) -> bool:

@@ -234,4 +234,4 @@ def _int_value(expr: ast.AST) -> int | None:
 
 def _assigned_just_before(name: str, ctx: Context) -> ast.AST | None:
     found = ctx.statement_block()
-    return assigned_before(name, *found)[0] if found is not None else None
+    return assigned_before(name, *found, ctx)[0] if found is not None else None

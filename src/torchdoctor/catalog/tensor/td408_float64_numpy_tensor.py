@@ -10,6 +10,7 @@ from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.catalog.device.td004_dtype_mismatch import dtype_pair
 from torchdoctor.lint.bindings import assigned_before
 from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import block_names, first_in_walk, index
 from torchdoctor.report.finding import Finding
 
 # Messages quote at most 40 characters of source.
@@ -179,7 +180,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _float64_source(array: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> ast.AST | None:
     """The numpy call that made `array` when it surely is float64."""
     if isinstance(array, ast.Name):
-        array, _ = assigned_before(array.id, block, index)
+        array, _ = assigned_before(array.id, block, index, ctx)
     if not isinstance(array, ast.Call) or any(k.arg == "dtype" for k in array.keywords):
         return None
     head, _, name = (ctx.qualname(array.func) or "").rpartition(".")
@@ -221,7 +222,7 @@ def _model_fed(call: ast.Call, block: list[ast.stmt], index: int, ctx: Context) 
     if not (isinstance(statement, ast.Assign) and statement.value is tensor and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)):
         return None
-    return _later_module_call(statement.targets[0].id, block[index + 1:], ctx)
+    return _later_module_call(statement.targets[0].id, block, index, ctx)
 
 
 def _keep_dtype_upwards(node: ast.AST, parents: dict) -> ast.AST:
@@ -236,16 +237,21 @@ def _keep_dtype_upwards(node: ast.AST, parents: dict) -> ast.AST:
         node = call
 
 
-def _later_module_call(name: str, statements: list[ast.stmt], ctx: Context) -> ast.AST | None:
-    """The first module called with `name` as a positional argument in `statements`, before
-    `name` is bound again."""
-    for statement in statements:
-        for node in ast.walk(statement):
-            if (isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in node.args)
-                    and _is_module_call(node, ctx)):
-                return node.func
-        if any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
-               for node in ast.walk(statement)):
+def _later_module_call(name: str, block: list[ast.stmt], index: int, ctx: Context) -> ast.AST | None:
+    """The first module called with `name` as a positional argument in the statements after
+    `block[index]`, before `name` is bound again."""
+    names = block_names(ctx, block)
+    tree_parents = names.index.parents
+    for position, nodes in names.mentions_after(name, index):
+        calls: dict[int, ast.Call] = {}
+        for node in nodes:
+            call = tree_parents[node]
+            if (isinstance(call, ast.Call) and any(arg is node for arg in call.args)
+                    and _is_module_call(call, ctx)):
+                calls[id(call)] = call
+        if calls:
+            return first_in_walk(ctx, block[position], list(calls.values())).func
+        if any(not isinstance(node.ctx, ast.Load) for node in nodes):
             return None
     return None
 
@@ -256,8 +262,7 @@ def _is_module_call(call: ast.Call, ctx: Context) -> bool:
 
 @per_file
 def _uses_double(ctx: Context) -> bool:
-    return any(isinstance(node, ast.Attribute) and node.attr in DOUBLE_MARKERS
-               for node in ast.walk(ctx.tree))
+    return any(node.attr in DOUBLE_MARKERS for node in index(ctx).everywhere(ast.Attribute))
 
 
 # Error signatures ---------------------------------------------------------------------------

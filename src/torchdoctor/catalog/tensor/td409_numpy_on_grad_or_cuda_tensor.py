@@ -8,6 +8,7 @@ from typing import Iterator
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.bindings import assigned_before
 from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import index
 from torchdoctor.report.finding import Finding
 
 # Messages quote at most 40 characters of source.
@@ -187,7 +188,7 @@ def _origin(expr: ast.AST, ctx: Context) -> tuple[str, dict] | None:
     block, index = ctx.statement_block() or ([], 0)
     for _ in range(MAX_HOPS):
         if isinstance(expr, ast.Name):
-            expr, index = assigned_before(expr.id, block, index)
+            expr, index = assigned_before(expr.id, block, index, ctx)
             continue
         if isinstance(expr, ast.Attribute):
             if expr.attr in ("weight", "bias") and ctx.kind_of(expr.value) is Kind.MODULE:
@@ -282,8 +283,7 @@ def _is_no_grad(expr: ast.AST, ctx: Context) -> bool:
 @per_file
 def _grad_switched_in_file(ctx: Context) -> bool:
     """The file freezes parameters or switches grad globally somewhere."""
-    return any(isinstance(node, ast.Attribute) and node.attr in GRAD_SWITCHES
-               for node in ast.walk(ctx.tree))
+    return any(node.attr in GRAD_SWITCHES for node in index(ctx).everywhere(ast.Attribute))
 
 
 # Error signatures ---------------------------------------------------------------------------

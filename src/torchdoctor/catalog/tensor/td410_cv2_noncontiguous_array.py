@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, shorten
+from torchdoctor.lint.context import Context, per_file, shorten
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -113,7 +115,6 @@ DRAWING = frozenset("""
 rectangle circle line arrowedLine putText polylines fillPoly fillConvexPoly ellipse
 drawContours drawMarker
 """.split())
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 @PITFALL.static(ast.Call, names=DRAWING)
@@ -161,35 +162,30 @@ def _is_int_list(part: ast.AST) -> bool:
 def _last_value(name: str, call: ast.Call, ctx: Context) -> ast.AST | None:
     """The value of the last binding of `name` before `call` in its scope, when that binding
     is a plain `name = value`; None for any other kind of binding (loop, `with`, unpacking)."""
-    scope = ctx.enclosing_function() or ctx.tree
-    latest, value = None, None
-    for statement, store, assigned in _bindings(scope, name):
-        if (store.lineno, store.col_offset) >= (call.lineno, call.col_offset):
+    stores, latest = _bindings(ctx, ctx.enclosing_function() or ctx.tree, name)
+    before = bisect_left(stores, (call.lineno, call.col_offset))
+    return latest[before - 1] if before else None
+
+
+@per_file
+def _bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[list, list]:
+    """Where `name` is stored in `scope` (not in nested scopes), sorted; and for each store
+    the value of the latest binding statement among it and those before it (None when that
+    one is not a plain `name = value`)."""
+    found = index_of(ctx, scope)
+    bindings = []
+    for node in found.names_in(scope, name):
+        if not isinstance(node.ctx, ast.Store) or found.scopes[found.number[node]] is not scope:
             continue
-        if latest is None or (statement.lineno, statement.col_offset) > (latest.lineno, latest.col_offset):
-            latest, value = statement, assigned
-    return value
-
-
-def _bindings(scope: ast.AST, name: str) -> Iterator[tuple[ast.AST, ast.Name, ast.AST | None]]:
-    """(statement or node, stored name, assigned value or None) for each binding of `name`
-    in `scope`, not entering nested scopes."""
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _SCOPES):
-            continue
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-            yield node, node, None
-            continue
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _is_name(node.targets[0], name):
-            yield node, node.targets[0], node.value
-            todo.append(node.value)
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-
-
-def _is_name(target: ast.AST, name: str) -> bool:
-    return isinstance(target, ast.Name) and target.id == name
-
-
+        statement, value = node, None
+        parent = found.parents[node]
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
+            statement, value = parent, parent.value
+        bindings.append(((node.lineno, node.col_offset), (statement.lineno, statement.col_offset), value))
+    bindings.sort(key=lambda binding: binding[0])
+    latest, best = [], None
+    for binding in bindings:
+        if best is None or binding[1] > best[1]:
+            best = binding
+        latest.append(best[2])
+    return [binding[0] for binding in bindings], latest

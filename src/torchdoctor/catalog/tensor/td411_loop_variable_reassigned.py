@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import FileIndex, index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -105,7 +107,7 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
     if not names:
         return
     for assignment, name in _assignments_to(names, loop.body):
-        if _read_later_in(loop, name, assignment) or _read_elsewhere(name, loop, assignment, ctx):
+        if _read_later_in(loop, name, assignment, ctx) or _read_elsewhere(name, loop, assignment, ctx):
             continue
         yield ctx.finding(PITFALL, assignment, name=name, iterable=ctx.text(loop.iter))
 
@@ -135,68 +137,109 @@ def _assignments_to(names: set[str], body: list[ast.stmt]) -> Iterator[tuple[ast
             todo.extend(statement.body)
 
 
-def _after(node: ast.AST, statement: ast.stmt) -> bool:
-    return (node.lineno, node.col_offset) > (statement.end_lineno, statement.end_col_offset)
-
-
-def _uses(root: ast.AST, name: str) -> Iterator[ast.Name]:
-    """Reads (and deletions) of `name` under `root`; a comprehension that binds its own `name`
-    reads ours only in its first iterable."""
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Name):
-            if node.id == name and not isinstance(node.ctx, ast.Store):
-                yield node
-        elif isinstance(node, _COMPREHENSIONS) and _binds(node, name):
-            todo.append(node.generators[0].iter)
-        else:
-            todo.extend(ast.iter_child_nodes(node))
-
-
-def _binds(comprehension: ast.AST, name: str) -> bool:
-    return any(name in _target_names(generator.target) for generator in comprehension.generators)
-
-
-def _read_later_in(loop: ast.AST, name: str, assignment: ast.Assign) -> bool:
-    return any(_after(use, assignment) for use in _uses(loop, name))
+def _read_later_in(loop: ast.AST, name: str, assignment: ast.Assign, ctx: Context) -> bool:
+    reads = _reads(ctx, _scope(ctx), name).everywhere
+    return bisect_right(reads, _end(assignment)) < bisect_right(reads, _end(loop))
 
 
 def _read_elsewhere(name: str, loop: ast.AST, assignment: ast.Assign, ctx: Context) -> bool:
     """A read after the loop, in an enclosing loop, in a nested scope, or one the doctor
     cannot see: the value may be used there."""
     function = ctx.enclosing_function()
-    scope = function if function is not None else ctx.tree
-    if _declared_shared(name, scope) or _reads_dynamically(scope):
+    scope = _scope(ctx)
+    shared, dynamic = _scope_facts(ctx, scope)
+    if name in shared or dynamic:
         return True
+    reads = _reads(ctx, scope, name)
     # The outermost loop around ours in the same scope runs our loop again after any read.
     enclosing = ctx.ancestors[ctx.ancestors.index(scope) + 1:] if function is not None else ctx.ancestors
     outer_loop = next((node for node in enclosing if isinstance(node, _LOOPS) and node is not loop), None)
-    if outer_loop is not None and _is_used(outer_loop, name):
+    everywhere = reads.everywhere
+    if outer_loop is not None and (bisect_left(everywhere, _start(outer_loop))
+                                   < bisect_right(everywhere, _end(outer_loop))):
         return True
-    if any(isinstance(node, _SCOPES) and node is not scope and _is_used(node, name)
-           for node in ast.walk(scope)):
+    if reads.in_nested_scope:
         return True
-    return any(_after(use, assignment) for use in _uses(scope, name))
+    return bool(everywhere) and everywhere[-1] > _end(assignment)
 
 
-def _is_used(root: ast.AST, name: str) -> bool:
-    return next(_uses(root, name), None) is not None
+def _scope(ctx: Context) -> ast.AST:
+    return ctx.enclosing_function() or ctx.tree
 
 
-def _declared_shared(name: str, scope: ast.AST) -> bool:
-    return any(isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
-               for node in ast.walk(scope))
+def _start(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
 
 
-def _reads_dynamically(scope: ast.AST) -> bool:
-    """`locals()`, `eval(...)`... in the scope itself (nested scopes have their own locals)."""
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _SCOPES):
-            continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_READS:
-            return True
-        todo.extend(ast.iter_child_nodes(node))
-    return False
+def _end(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno, node.end_col_offset
+
+
+@per_file
+def _scope_facts(ctx: Context, scope: ast.AST) -> tuple[set[str], bool]:
+    """The names declared global or nonlocal anywhere in the scope, and whether the scope itself
+    reads its variables dynamically (`locals()`, `eval(...)`...)."""
+    found = index_of(ctx, scope)
+    shared = {name for node in found.under(scope, ast.Global, ast.Nonlocal) for name in node.names}
+    dynamic = any(isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_READS
+                  for node in found.local(scope, ast.Call))
+    return shared, dynamic
+
+
+class _Reads:
+    """Where a scope reads one name (a `Name` node not stored to), in source order.
+
+    A comprehension that binds the same name hides the reads in it, but for its first
+    iterable. (Such a comprehension always lies inside any loop around the read, so the reads
+    of a loop are those of the scope within it.)"""
+
+    def __init__(self, scope: ast.AST, name: str, found: FileIndex,
+                 hiders: list[ast.AST]) -> None:
+        # Where the comprehensions hide the name (all of each but its first iterable), as
+        # ranges of node numbers: nested or apart, so one sweep finds those around a read.
+        hidden = []
+        for comprehension in hiders:
+            start, end = found.span(comprehension)
+            iterable_start, iterable_end = found.span(comprehension.generators[0].iter)
+            hidden += [(start, iterable_start, comprehension), (iterable_end, end, comprehension)]
+        hidden.sort(key=lambda part: (part[0], -part[1]))
+        everywhere = []
+        self.in_nested_scope = False  # read in a nested function, class or lambda
+        around: list[tuple[int, int, ast.AST]] = []  # the hiding ranges around the read, inmost last
+        next_part = 0
+        for node in found.names_in(scope, name):
+            at = found.number[node]
+            while around and around[-1][1] <= at:
+                around.pop()
+            while next_part < len(hidden) and hidden[next_part][0] <= at:
+                part = hidden[next_part]
+                next_part += 1
+                while around and around[-1][1] <= part[0]:
+                    around.pop()
+                if part[1] > at:
+                    around.append(part)
+            if isinstance(node.ctx, ast.Store):
+                continue
+            if not around:
+                everywhere.append(_start(node))
+            owner = found.scopes[at]
+            # Seen from the innermost nested scope around it, the comprehensions outside that
+            # scope hide nothing.
+            if owner is not scope and not (around and found.number[around[-1][2]] > found.number[owner]):
+                self.in_nested_scope = True
+        self.everywhere = sorted(everywhere)
+
+
+@per_file
+def _reads(ctx: Context, scope: ast.AST, name: str) -> _Reads:
+    return _Reads(scope, name, index_of(ctx, scope), _hiders(ctx, scope).get(name, []))
+
+
+@per_file
+def _hiders(ctx: Context, scope: ast.AST) -> dict[str, list[ast.AST]]:
+    """The comprehensions under the scope, by each name they bind."""
+    found: dict[str, list[ast.AST]] = {}
+    for node in index_of(ctx, scope).under(scope, *_COMPREHENSIONS):
+        for name in {name for generator in node.generators for name in _target_names(generator.target)}:
+            found.setdefault(name, []).append(node)
+    return found

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index, statements
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -179,10 +180,10 @@ class _Usage:
 def _file_usage(ctx: Context) -> _Usage | None:
     """Which global generators the file seeds and draws from; None when a seeding helper is
     called, since it may seed the others."""
-    aliases = _module_aliases(ctx.tree)
+    found = index(ctx)
+    aliases = _module_aliases(statements(ctx, ast.Import, ast.ImportFrom))
     usage = _Usage()
-    calls = sorted((n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)),
-                   key=lambda n: (n.lineno, n.col_offset))
+    calls = sorted(found.everywhere(ast.Call), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
         name = _dotted(call.func, aliases)
         if name is None:
@@ -231,12 +232,12 @@ def _dotted(func: ast.AST, aliases: dict[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _module_aliases(tree: ast.Module) -> dict[str, str]:
+def _module_aliases(imports: list[ast.Import | ast.ImportFrom]) -> dict[str, str]:
     """Names bound by the file's imports (in any scope), to their dotted origin. A name bound
     to two different origins is left out: which one a call means is unknown."""
     aliases: dict[str, str] = {}
     ambiguous: set[str] = set()
-    for node in ast.walk(tree):
+    for node in imports:
         if isinstance(node, ast.Import):
             pairs = [(a.asname or a.name.partition(".")[0], a.name if a.asname else a.name.partition(".")[0])
                      for a in node.names]

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import statements
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -133,7 +134,7 @@ def _pass_empty_args(call: ast.Call, ctx: Context):
 @per_file
 def _imports_argparse(ctx: Context) -> bool:
     """The notebook imports argparse somewhere: its `parse_args` is argparse's."""
-    for node in ast.walk(ctx.tree):
+    for node in statements(ctx, ast.Import, ast.ImportFrom):
         if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
             return True
         if isinstance(node, ast.ImportFrom) and node.module == "argparse":
@@ -143,9 +144,13 @@ def _imports_argparse(ctx: Context) -> bool:
 
 # Error signatures ---------------------------------------------------------------------------
 
+# Linear in the line: the arguments are read up to the next `unrecognized arguments:` (a line
+# repeating it is read once), each from its start only, and the path after `-f` once for its
+# word (a lookahead) and once for `.json`.
 PITFALL.error(
-    r"unrecognized arguments:[^\n]*?(?:(?:-f |--f=)\S*(?:kernel|jupyter|runtime)\S*"
-    r"|\S*jupyter[\\/]runtime[\\/]kernel-[\w-]+)\.json",
+    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?"
+    r"(?:(?<!\S)(?:-f |--f=)(?=\S*?(?:kernel|jupyter|runtime))\S*?"
+    r"|(?<!\S)\S*?jupyter[\\/]runtime[\\/]kernel-[\w-]+)\.json",
     types=(), confidence=0.95,
     cause={"en": "`parse_args()` ran inside a Jupyter kernel and read the kernel's own command "
                  "line (`-f .../kernel-....json`) instead of options meant for the script.",
@@ -153,7 +158,8 @@ PITFALL.error(
                  "而不是给脚本的选项。"})
 # VS Code and some IDE consoles start the kernel with its ports and session key as options.
 PITFALL.error(
-    r"unrecognized arguments:[^\n]*?--(?:Session\.key|iopub|hb|control)=", types=(),
+    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?"
+    r"--(?:Session\.key|iopub|hb|control)=", types=(),
     confidence=0.9,
     cause={"en": "`parse_args()` ran inside an IPython kernel started by an editor and read the "
                  "kernel's own options (`--iopub=...`, `--Session.key=...`).",

@@ -5,7 +5,8 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, subtree_parents
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index, index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -123,32 +124,40 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     name = statement.targets[0].id
     scope = ctx.enclosing_function() or ctx.tree
-    if _flushed_anywhere(name, ctx.tree) or not _only_logged(name, scope, statement):
+    if name in _flushed_anywhere(ctx) or not _only_logged(name, scope, statement, ctx):
         return
     yield ctx.finding(PITFALL, call, name=name)
 
 
-def _flushed_anywhere(name: str, tree: ast.AST) -> bool:
-    """`name.close()` / `name.flush()` somewhere in the file, or `name` shared as a global."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Global) and name in node.names:
-            return True
-        if (isinstance(node, ast.Attribute) and node.attr in _FLUSHING
-                and isinstance(node.value, ast.Name) and node.value.id == name):
-            return True
-    return False
+@per_file
+def _flushed_anywhere(ctx: Context) -> frozenset[str]:
+    """The names closed or flushed somewhere in the file (`name.close()`, `name.flush()`), or
+    shared as globals."""
+    found = set()
+    for node in index(ctx).everywhere(ast.Global, ast.Attribute):
+        if isinstance(node, ast.Global):
+            found.update(node.names)
+        elif (isinstance(node, ast.Attribute) and node.attr in _FLUSHING
+              and isinstance(node.value, ast.Name)):
+            found.add(node.value.id)
+    return frozenset(found)
 
 
-def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign) -> bool:
+def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context) -> bool:
     """Every other use of `name` in `scope` is a method call on it: the writer never escapes."""
-    parents = subtree_parents(scope)
-    for node in parents:
-        if not isinstance(node, ast.Name) or node.id != name or node is assignment.targets[0]:
-            continue
-        if not isinstance(node.ctx, ast.Load):
-            return False  # rebound or deleted: another story, which this rule does not follow
-        attribute = parents[node]
-        if not (isinstance(attribute, ast.Attribute) and isinstance(parents.get(attribute), ast.Call)
-                and parents[attribute].func is attribute):
-            return False
-    return True
+    others = _other_uses(ctx, scope, name)
+    return not others or len(others) == 1 and others[0] is assignment.targets[0]
+
+
+@per_file
+def _other_uses(ctx: Context, scope: ast.AST, name: str) -> list[ast.Name]:
+    """The uses of `name` in `scope` that are not method calls on it: bindings, arguments..."""
+    found = index_of(ctx, scope)
+    others = []
+    for node in found.names_in(scope, name):
+        attribute = found.parents[node]
+        if not (isinstance(node.ctx, ast.Load) and isinstance(attribute, ast.Attribute)
+                and isinstance(found.parents.get(attribute), ast.Call)
+                and found.parents[attribute].func is attribute):
+            others.append(node)
+    return others

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 import re
 from typing import Iterator
 
 from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.lint.context import MODULE_SELF_METHODS, Context
+from torchdoctor.lint.context import MODULE_SELF_METHODS, Context, per_file
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -174,7 +176,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     cls = _model_class(call.args[0], call, ctx)
     if cls is None:
         return
-    op = _resize_op(cls, ctx, set())
+    op = _class_resize_op(ctx, cls)
     if op is None:
         return
     fix = ctx.fix(PITFALL, "unsafe", ctx.replace(opset, str(FIRST_RESIZE_OPSET)))
@@ -209,21 +211,40 @@ def _strip_module_methods(value: ast.AST | None) -> ast.AST | None:
 
 
 def _last_assignment(name: str, call: ast.Call, ctx: Context) -> ast.AST | None:
-    """The value of the last plain `name = ...` before `call` in the same scope."""
-    scope = ctx.enclosing_function() or ctx.tree
-    latest = None
-    for node in ast.walk(scope):
-        if not isinstance(node, ast.Assign) or node.lineno >= call.lineno:
-            continue
-        assigns_name = any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        if assigns_name and (latest is None or node.lineno > latest.lineno):
-            latest = node
-    return latest.value if latest is not None else None
+    """The value of the last plain `name = ...` before `call` in the same scope (of several on
+    that line, the first)."""
+    lines, values = _assignments(ctx, ctx.enclosing_function() or ctx.tree).get(name, ((), ()))
+    before = bisect_left(lines, call.lineno)
+    if not before:
+        return None
+    return values[bisect_left(lines, lines[before - 1])]
 
 
+@per_file
+def _assignments(ctx: Context, scope: ast.AST) -> dict[str, tuple[list[int], list[ast.AST]]]:
+    """Per name assigned in the scope (nested scopes included): the lines of its assignments,
+    sorted, and their values, equal lines in source order."""
+    found: dict[str, list[tuple[int, int, ast.AST]]] = {}
+    for rank, node in enumerate(index_of(ctx, scope).under(scope, ast.Assign)):
+        for name in dict.fromkeys(t.id for t in node.targets if isinstance(t, ast.Name)):
+            found.setdefault(name, []).append((node.lineno, rank, node.value))
+    table = {}
+    for name, assignments in found.items():
+        assignments.sort(key=lambda assignment: assignment[:2])
+        table[name] = ([line for line, _, _ in assignments], [value for _, _, value in assignments])
+    return table
+
+
+@per_file
 def _classes(ctx: Context) -> dict[str, ast.ClassDef]:
     """Classes defined at the top level of the file, by name."""
     return {node.name: node for node in ctx.tree.body if isinstance(node, ast.ClassDef)}
+
+
+@per_file
+def _class_resize_op(ctx: Context, cls: ast.ClassDef) -> str | None:
+    """`_resize_op` of a class, found once however many exports name it."""
+    return _resize_op(cls, ctx, set())
 
 
 def _resize_op(cls: ast.ClassDef, ctx: Context, seen: set[str]) -> str | None:
@@ -231,6 +252,21 @@ def _resize_op(cls: ast.ClassDef, ctx: Context, seen: set[str]) -> str | None:
     classes it instantiates; None when there is none."""
     seen.add(cls.name)
     local = _classes(ctx)
+    own, used = _own_resize_op(ctx, cls)
+    if own is not None:
+        return own
+    for name in used:
+        if name in local and name not in seen:
+            op = _resize_op(local[name], ctx, seen)
+            if op is not None:
+                return op
+    return None
+
+
+@per_file
+def _own_resize_op(ctx: Context, cls: ast.ClassDef) -> tuple[str | None, list[str]]:
+    """The first torch resize call in the class itself, else the names of the classes it may
+    build on (its bases, then what it calls by name)."""
     used = [base.id for base in cls.bases if isinstance(base, ast.Name)]
     for node in ast.walk(cls):
         if not isinstance(node, ast.Call):
@@ -238,15 +274,10 @@ def _resize_op(cls: ast.ClassDef, ctx: Context, seen: set[str]) -> str | None:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         if name in _RESIZE_NAMES and (ctx.qualname(func) or "").startswith("torch.nn"):
-            return ctx.text(func)
+            return ctx.text(func), used
         if isinstance(func, ast.Name):
             used.append(func.id)
-    for name in used:
-        if name in local and name not in seen:
-            op = _resize_op(local[name], ctx, seen)
-            if op is not None:
-                return op
-    return None
+    return None, used
 
 
 _RESIZE_CAUSE = {

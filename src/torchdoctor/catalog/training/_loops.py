@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator
 
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.occurrences import children, index_of
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -74,16 +74,6 @@ def position(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
 
-def walk_body(statements: list[ast.stmt]) -> Iterator[ast.AST]:
-    for statement in statements:
-        yield from ast.walk(statement)
-
-
-def scope_nodes(ctx: Context) -> list[ast.AST]:
-    """The nodes of the current function (or module), not those of functions nested in it."""
-    return local_nodes(list(ast.iter_child_nodes(ctx.enclosing_function() or ctx.tree)))
-
-
 def local_nodes(roots: list[ast.AST]) -> list[ast.AST]:
     """Every node under `roots`, not entering nested functions or classes."""
     found, todo = [], list(roots)
@@ -91,12 +81,14 @@ def local_nodes(roots: list[ast.AST]) -> list[ast.AST]:
         node = todo.pop()
         found.append(node)
         if not isinstance(node, SCOPES):
-            todo.extend(ast.iter_child_nodes(node))
+            todo.extend(children(node))
     return found
 
 
-def optimizer_steps(statements: list[ast.stmt], ctx: Context) -> list[ast.Expr]:
-    """The `opt.step()` / `scaler.step(opt)` statements under `statements`, in source order."""
-    steps = [node for node in walk_body(statements)
-             if isinstance(node, ast.Expr) and stepped_optimizer(node.value, ctx) is not None]
+@per_file
+def block_steps(ctx: Context, owner: ast.AST, block: str = "body") -> list[ast.Expr]:
+    """The `opt.step()` / `scaler.step(opt)` statements in one block (`body` or `orelse`) of a
+    loop or an `if`, nested blocks included, in source order; found once."""
+    steps = [node for node in index_of(ctx, owner).in_block(getattr(owner, block), ast.Expr)
+             if stepped_optimizer(node.value, ctx) is not None]
     return sorted(steps, key=position)

@@ -7,13 +7,13 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
+    block_steps,
     enclosing_loops,
     is_scheduler_step,
-    optimizer_steps,
     stepped_optimizer,
-    walk_body,
 )
-from torchdoctor.lint.context import Context, Kind, shorten
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -168,9 +168,9 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if _exits_after(node, ctx):
         return  # `opt.step(); break`: the loop does not go round after a step
     loop = _training_loop(ctx, optimizer)
-    if loop is None or not _never_clears(loop, ctx):
+    if loop is None or not _never_clears(ctx, loop):
         return
-    steps = optimizer_steps(loop.body, ctx)
+    steps = block_steps(ctx, loop)
     if steps[0] is not node:
         return  # one finding per loop, on its first step
     fix = _fix(node, optimizer, ctx) if len(steps) == 1 else None
@@ -184,9 +184,14 @@ def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
         target = getattr(loop, "target", None)
         if target is not None and stepped & {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}:
             continue  # `for opt in optimizers: opt.step()` goes round the optimizers, not the data
-        if any(_is_backward(n, ctx) for n in walk_body(loop.body)):
+        if _calls_backward(ctx, loop):
             return loop
     return None
+
+
+@per_file
+def _calls_backward(ctx: Context, loop: ast.AST) -> bool:
+    return any(_is_backward(n, ctx) for n in index_of(ctx, loop).in_block(loop.body, ast.Call))
 
 
 def _is_backward(node: ast.AST, ctx: Context) -> bool:
@@ -197,12 +202,18 @@ def _is_backward(node: ast.AST, ctx: Context) -> bool:
     return ctx.qualname(node.func) == "torch.autograd.backward"
 
 
-def _never_clears(loop: ast.AST, ctx: Context) -> bool:
+@per_file
+def _never_clears(ctx: Context, loop: ast.AST) -> bool:
     """True when nothing in the loop clears, or might clear, the gradients."""
-    for node in walk_body(loop.body):
+    for node in index_of(ctx, loop).in_block(loop.body, *_CLEARING_NODES):
         if _may_clear(node, ctx):
             return False
     return True
+
+
+# The nodes `_may_clear` looks at.
+_CLEARING_NODES = (ast.Name, ast.Attribute, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete,
+                   ast.Call)
 
 
 def _may_clear(node: ast.AST, ctx: Context) -> bool:
@@ -262,19 +273,25 @@ def _is_unknown_step(call: ast.Call, ctx: Context) -> bool:
 
 def _exits_after(node: ast.Expr, ctx: Context) -> bool:
     """A `break` or `return` follows the step in its own block."""
-    block = _block_of(node, ctx.parent())
-    following = block[block.index(node) + 1:] if block else []
-    return any(isinstance(s, (ast.Break, ast.Return)) for s in following)
+    parent = ctx.parent()
+    located = ctx.block_position(node, parent) if parent is not None else None
+    if located is None:
+        return False
+    block, index = located
+    return _last_exit(ctx, parent).get(id(block), -1) > index
 
 
-def _block_of(node: ast.stmt, parent: ast.AST | None) -> list[ast.stmt] | None:
-    if parent is None:
-        return None
+@per_file
+def _last_exit(ctx: Context, owner: ast.AST) -> dict[int, int]:
+    """Per block of `owner` (by identity): the position of its last `break` or `return`."""
+    found = {}
     for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(s is node for s in block):
-            return block
-    return None
+        block = getattr(owner, field, None)
+        if isinstance(block, list):
+            exits = [i for i, s in enumerate(block) if isinstance(s, (ast.Break, ast.Return))]
+            if exits:
+                found[id(block)] = exits[-1]
+    return found
 
 
 def _fix(node: ast.Expr, optimizer: ast.AST, ctx: Context):

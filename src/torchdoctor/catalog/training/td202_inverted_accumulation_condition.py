@@ -8,10 +8,11 @@ from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
     LOOPS,
     SCOPES,
-    optimizer_steps,
-    walk_body,
+    block_steps,
+    stepped_optimizer,
 )
-from torchdoctor.lint.context import Context
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -132,9 +133,9 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if guard is None:
         return
     branch, remainder = guard
-    if optimizer_steps(branch.body, ctx)[0] is not node:
+    if block_steps(ctx, branch)[0] is not node:
         return  # one finding per `if`, on behalf of its first update
-    if optimizer_steps(branch.orelse, ctx) or _tested_elsewhere(remainder, branch, ctx):
+    if block_steps(ctx, branch, "orelse") or _tested_elsewhere(remainder, branch, ctx):
         return  # updates take turns: the remainder is chosen on purpose
     test = ctx.text(remainder)
     title = {lang: text.format(test=test) for lang, text in PITFALL.fix_title.items()}
@@ -145,13 +146,14 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
 
 def _inverted_guard(node: ast.Expr, ctx: Context) -> tuple[ast.If, ast.BinOp] | None:
     """The `if x % n:` whose body holds this optimizer update, within the innermost loop."""
-    if not optimizer_steps([node], ctx):
+    if stepped_optimizer(node.value, ctx) is None:
         return None
     child: ast.AST = node
     for ancestor in reversed(ctx.ancestors):
         if isinstance(ancestor, LOOPS + SCOPES):
             return None
-        if isinstance(ancestor, ast.If) and any(s is child for s in ancestor.body):
+        located = ctx.block_position(child, ancestor) if isinstance(ancestor, ast.If) else None
+        if located is not None and located[0] is ancestor.body:
             remainder = _bare_remainder(ancestor.test)
             if remainder is not None:
                 return ancestor, remainder
@@ -179,13 +181,20 @@ def _mentions_epochs(expr: ast.AST) -> bool:
 def _tested_elsewhere(remainder: ast.BinOp, branch: ast.If, ctx: Context) -> bool:
     """Another `if` of the same loop tests the same remainder (`if i % n == 0:` for the other
     optimizer): the two branches are meant to take turns."""
-    scope = _innermost_loop_or_scope(ctx)
-    wanted = ast.dump(remainder)
-    for node in walk_body(scope.body):
-        if isinstance(node, ast.If) and node is not branch:
-            if any(ast.dump(n) == wanted for n in ast.walk(node.test) if isinstance(n, ast.BinOp)):
-                return True
-    return False
+    tests = _remainder_tests(ctx, _innermost_loop_or_scope(ctx))
+    return any(test is not branch for test in tests.get(ast.dump(remainder), ()))
+
+
+@per_file
+def _remainder_tests(ctx: Context, scope: ast.AST) -> dict[str, list[ast.If]]:
+    """The `if`s under `scope` by each remainder (`x % n`) their tests compute, read once."""
+    tests: dict[str, list[ast.If]] = {}
+    for node in index_of(ctx, scope).in_block(scope.body, ast.If):
+        remainders = {ast.dump(n) for n in ast.walk(node.test)
+                      if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)}
+        for remainder in remainders:
+            tests.setdefault(remainder, []).append(node)
+    return tests
 
 
 def _innermost_loop_or_scope(ctx: Context) -> ast.AST:

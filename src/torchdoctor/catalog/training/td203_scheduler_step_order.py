@@ -7,13 +7,13 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
+    block_steps,
     enclosing_loops,
     last_identifier,
-    optimizer_steps,
     position,
-    scope_nodes,
 )
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -252,9 +252,18 @@ def _constructor(scheduler: ast.AST, ctx: Context) -> ast.AST | None:
     """The value of the one assignment to this name in the current function (or module)."""
     if not isinstance(scheduler, ast.Name):
         return None
-    found = [node.value for node in scope_nodes(ctx) if isinstance(node, ast.Assign) and any(
-        isinstance(t, ast.Name) and t.id == scheduler.id for t in node.targets)]
+    found = _assigned_values(ctx, ctx.enclosing_function() or ctx.tree).get(scheduler.id, ())
     return found[0] if len(found) == 1 else None
+
+
+@per_file
+def _assigned_values(ctx: Context, scope: ast.AST) -> dict[str, list[ast.AST]]:
+    """The values assigned to each name in the scope, read once."""
+    found: dict[str, list[ast.AST]] = {}
+    for node in index_of(ctx, scope).local(scope, ast.Assign):
+        for name in dict.fromkeys(t.id for t in node.targets if isinstance(t, ast.Name)):
+            found.setdefault(name, []).append(node.value)
+    return found
 
 
 def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
@@ -274,10 +283,17 @@ def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
 
 
 def _module_class(name: str, ctx: Context) -> ast.ClassDef | None:
+    return _module_classes(ctx).get(name)
+
+
+@per_file
+def _module_classes(ctx: Context) -> dict[str, ast.ClassDef]:
+    """The classes at the top of the file, by name (the first of a name)."""
+    classes: dict[str, ast.ClassDef] = {}
     for node in ctx.tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return node
-    return None
+        if isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, node)
+    return classes
 
 
 def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Context) -> bool:
@@ -306,7 +322,7 @@ def _tests_presence_of(test: ast.AST, scheduler: ast.AST) -> bool:
 
 def _optimizer_step_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Expr | None:
     """The first optimizer update after the scheduler step in the loop, if none comes before."""
-    steps = optimizer_steps(loop.body, ctx)
+    steps = block_steps(ctx, loop)
     if not steps or position(steps[0]) < position(node):
         return None
     return steps[0]
@@ -314,9 +330,13 @@ def _optimizer_step_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Ex
 
 def _compensated(ctx: Context) -> bool:
     """The function sets `scheduler.last_epoch` itself: it has shifted the schedule on purpose."""
+    return _sets_last_epoch(ctx, ctx.enclosing_function() or ctx.tree)
+
+
+@per_file
+def _sets_last_epoch(ctx: Context, scope: ast.AST) -> bool:
     return any(isinstance(target, ast.Attribute) and target.attr == "last_epoch"
-               for node in scope_nodes(ctx) if isinstance(node, ast.Assign)
-               for target in node.targets)
+               for node in index_of(ctx, scope).local(scope, ast.Assign) for target in node.targets)
 
 
 # ---- the per-batch variant ----------------------------------------------------------------

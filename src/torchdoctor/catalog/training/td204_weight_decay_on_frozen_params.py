@@ -2,18 +2,20 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import (
     LOOPS,
+    SCOPES,
+    block_steps,
     last_identifier,
     local_nodes,
-    optimizer_steps,
     position,
-    scope_nodes,
 )
-from torchdoctor.lint.context import Context
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -189,10 +191,10 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not decay or model is None:
         return
     root = _dotted(model)
-    scope = scope_nodes(ctx)
-    if root is None or _unfreezes_or_clears(scope, root):
+    scope = ctx.enclosing_function() or ctx.tree
+    if root is None or _unfreezes_or_clears(ctx, scope, root):
         return
-    freezes = sorted(_freezes(scope, root), key=position)
+    freezes = sorted(_freezes(ctx, scope, root), key=position)
     if not freezes:
         return
     fields = {"optimizer": name, "model": root, "decay": decay}
@@ -291,45 +293,142 @@ def _loops(nodes: list[ast.AST]) -> Iterator[tuple[ast.AST, str, list[ast.AST]]]
     """(iterated expression, loop variable, nodes of the body) of the loops and comprehensions;
     for `for name, p in model.named_parameters()` the variable is `p`."""
     for node in nodes:
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            source, target, body = node.iter, node.target, local_nodes(node.body)
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and len(node.generators) == 1:
-            source, target, body = node.generators[0].iter, node.generators[0].target, local_nodes([node.elt])
-        else:
-            continue
-        if isinstance(target, ast.Tuple) and target.elts:
-            target = target.elts[-1]
-        if isinstance(target, ast.Name):
-            yield source, target.id, body
+        found = _loop_parts(node)
+        if found is not None:
+            source, name, body = found
+            yield source, name, body()
 
 
-def _freezes(scope: list[ast.AST], root: str) -> list[ast.AST]:
-    unique = {id(node): node for node in _settings(scope, {root}, False)}
+def _loop_parts(node: ast.AST):
+    """(iterated expression, loop variable, a function giving the nodes of the body) of a loop
+    or comprehension; None for other nodes."""
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        source, target, body = node.iter, node.target, lambda: local_nodes(node.body)
+    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and len(node.generators) == 1:
+        source, target, body = node.generators[0].iter, node.generators[0].target, lambda: local_nodes([node.elt])
+    else:
+        return None
+    if isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[-1]
+    return (source, target.id, body) if isinstance(target, ast.Name) else None
+
+
+class _ScopeSettings:
+    """Where one scope sets `requires_grad`, read once: per owner (`model`, `model.fc`...) and
+    value, the direct settings on it or under it, and the loops over its parameters or
+    submodules. A question about one model then looks at its own settings only."""
+
+    def __init__(self, nodes: list[ast.AST]) -> None:
+        self.direct: dict[tuple[str, bool], list[ast.AST]] = {}
+        self.loops: dict[str, list[tuple[ast.AST, str, object]]] = {}
+        # `p.grad = None`: code that drops the gradients it freezes.
+        self.clears_grads = False
+        for node in nodes:
+            for owner, value in _direct_settings(node):
+                for prefix in _prefixes(owner):
+                    found = self.direct.setdefault((prefix, value), [])
+                    if not found or found[-1] is not node:
+                        found.append(node)
+            self.clears_grads = self.clears_grads or (
+                isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                and node.value.value is None
+                and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets))
+            parts = _loop_parts(node)
+            owner = _iterated_owner(parts[0]) if parts is not None else None
+            for prefix in _prefixes(owner) if owner is not None else ():
+                self.loops.setdefault(prefix, []).append(parts)
+
+
+def _direct_settings(node: ast.AST) -> list[tuple[str, bool]]:
+    """(owner, value) of `owner.requires_grad = value` and `owner.requires_grad_(value)`."""
+    if isinstance(node, ast.Assign):
+        value = node.value.value if isinstance(node.value, ast.Constant) else None
+        if value is not True and value is not False:
+            return []
+        owners = (_dotted(t.value) for t in node.targets
+                  if isinstance(t, ast.Attribute) and t.attr == "requires_grad")
+        return [(owner, value) for owner in owners if owner is not None]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "requires_grad_":
+        owner = _dotted(node.func.value)
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        value = True if not arguments else (
+            arguments[0].value if isinstance(arguments[0], ast.Constant) else None)
+        if owner is not None and (value is True or value is False):
+            return [(owner, value)]
+    return []
+
+
+def _iterated_owner(source: ast.AST) -> str | None:
+    """The module whose parameters or submodules `source` iterates: `model.layer4` for
+    `model.layer4.parameters()`; None when it iterates something else."""
+    while isinstance(source, ast.Subscript) or (
+            isinstance(source, ast.Call) and source.args and last_identifier(source.func) in _PASS_THROUGH):
+        source = source.value if isinstance(source, ast.Subscript) else source.args[-1]
+    if (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)
+            and source.func.attr in PARAMETER_ITERATORS | MODULE_ITERATORS):
+        return _dotted(source.func.value)
+    return None
+
+
+def _prefixes(dotted: str) -> list[str]:
+    """`a.b.c` -> `a`, `a.b`, `a.b.c`: the owners it lies under."""
+    parts = dotted.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
+
+
+@per_file
+def _scope_settings(ctx: Context, scope: ast.AST) -> _ScopeSettings:
+    return _ScopeSettings(index_of(ctx, scope).local(scope, ast.Assign, ast.Call, *_LOOP_NODES))
+
+
+_LOOP_NODES = (ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.GeneratorExp)
+
+
+@per_file
+def _settings_under(ctx: Context, scope: ast.AST, root: str, value: bool) -> list[ast.AST]:
+    """`_settings(<the scope's nodes>, {root}, value)`, from the scope's index."""
+    settings = _scope_settings(ctx, scope)
+    found = list(settings.direct.get((root, value), ()))
+    for source, name, body in settings.loops.get(root, ()):
+        if _iterated(source, PARAMETER_ITERATORS, {root}):
+            found += [node for node in body() if _requires_grad_set(node, {name}, value)]
+        elif _iterated(source, MODULE_ITERATORS, {root}):
+            found += _settings(body(), {name}, value)
+    return found
+
+
+def _freezes(ctx: Context, scope: ast.AST, root: str) -> list[ast.AST]:
+    unique = {id(node): node for node in _settings_under(ctx, scope, root, False)}
     return list(unique.values())
 
 
-def _unfreezes_or_clears(scope: list[ast.AST], root: str) -> bool:
+def _unfreezes_or_clears(ctx: Context, scope: ast.AST, root: str) -> bool:
     """Staged training that unfreezes again, or code that drops the gradients it freezes."""
-    if _settings(scope, {root}, True):
-        return True
-    return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-               and node.value.value is None
-               and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)
-               for node in scope)
+    return bool(_settings_under(ctx, scope, root, True)) or _scope_settings(ctx, scope).clears_grads
 
 
-def _trained_before(freeze: ast.AST, call: ast.Call, scope: list[ast.AST], ctx: Context) -> bool:
+def _trained_before(freeze: ast.AST, call: ast.Call, scope: ast.AST, ctx: Context) -> bool:
     """Training ran between building the optimizer and freezing, or the freezing sits in the
     training loop: the frozen parameters may already hold gradients."""
+    starts = _training_calls(ctx, scope)
     start, end = position(call), position(freeze)
-    for node in scope:
-        if isinstance(node, ast.Call) and start < position(node) < end \
-                and last_identifier(node.func) in _TRAINING_CALLS:
+    if bisect_left(starts, end) > bisect_right(starts, start):
+        return True
+    tree_parents = index_of(ctx, freeze).parents
+    node = tree_parents.get(freeze)
+    while node is not None and not isinstance(node, SCOPES):
+        if isinstance(node, LOOPS) and block_steps(ctx, node):
             return True
-    for node in scope:
-        if isinstance(node, LOOPS) and position(node) < end <= _end(node) and optimizer_steps(node.body, ctx):
-            return True
+        node = tree_parents.get(node)
     return False
+
+
+@per_file
+def _training_calls(ctx: Context, scope: ast.AST) -> list[tuple[int, int]]:
+    """Where the scope calls `backward`, `step`, `fit`... in order."""
+    return sorted(position(node) for node in index_of(ctx, scope).local(scope, ast.Call)
+                  if last_identifier(node.func) in _TRAINING_CALLS)
 
 
 def _end(node: ast.AST) -> tuple[int, int]:

@@ -6,7 +6,8 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, shorten
+from torchdoctor.lint.context import Context, Kind, per_file, shorten
+from torchdoctor.lint.occurrences import FileIndex, index, index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -241,7 +242,6 @@ MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transfo
 # Module methods that return the module: `Net().to(device)` is still a `Net`.
 MODULE_SELF_METHODS = frozenset("to cuda cpu float half double bfloat16 train eval".split())
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-SCOPES = (*FUNCTIONS, ast.ClassDef, ast.Lambda)
 
 
 @PITFALL.static(ast.For, ast.AsyncFor)
@@ -250,20 +250,21 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     if loader is None or not ctx.imports_torch:
         return
     function = ctx.enclosing_function()
-    if not _evaluation_intent(function, loader) or _trains(function or node):
+    if not _evaluation_intent(function, loader) or _trains(ctx, function or node):
         return
     call = _model_call(node, ctx)
     if call is None:
         return
-    program = _Program(ctx)
+    program = _program(ctx)
     family = program.family(function)
     if family is None:
         return  # no caller in this file: whoever calls it may already have set the modes
-    models = [value for f in family for value in f.assigned.get(_name(call.func), ())]
-    in_training_mode = any(f.switches_to_train for f in family) or program.built_here(models)
-    eval_missing = (in_training_mode and not any(f.switches_to_eval for f in family)
+    models = program.assigned(family, _name(call.func))
+    flags = [program.flags(scope) for scope in family]
+    in_training_mode = any(f.switches_to_train for f in flags) or program.built_here(models)
+    eval_missing = (in_training_mode and not any(f.switches_to_eval for f in flags)
                     and not program.mode_free(models))
-    no_grad_missing = not any(f.disables_grad for f in family)
+    no_grad_missing = not any(f.disables_grad for f in flags)
     if not (eval_missing or no_grad_missing):
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
@@ -293,15 +294,14 @@ def _words(name: str) -> set[str]:
     return {word for word in name.split("_") if word}
 
 
-def _trains(scope: ast.AST) -> bool:
-    return any(isinstance(node, ast.Call) and _name(node.func) in TRAINING_CALLS
-               for node in _walk_body(scope))
+@per_file
+def _trains(ctx: Context, scope: ast.AST) -> bool:
+    return any(_name(node.func) in TRAINING_CALLS for node in _body_calls(ctx, scope))
 
 
 def _model_call(loop: ast.For, ctx: Context) -> ast.Call | None:
     """The first call of a model in the loop body: `model(x)`, `self.net(x)`."""
-    calls = [node for node in _walk_body(loop)
-             if isinstance(node, ast.Call) and _is_model(node.func, ctx)]
+    calls = [node for node in _body_calls(ctx, loop) if _is_model(node.func, ctx)]
     return min(calls, key=lambda c: (c.lineno, c.col_offset), default=None)
 
 
@@ -354,46 +354,81 @@ class _Program:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.facts: dict[ast.AST, _ScopeFacts] = {}
+        self.facts: dict[ast.AST, _ScopeFacts] = {ctx.tree: _ScopeFacts()}
         self.functions: dict[str, list[ast.AST]] = {}
         self.methods: dict[ast.ClassDef, list[ast.AST]] = {}
         self.owner: dict[ast.AST, ast.ClassDef] = {}
         self.classes: dict[str, ast.ClassDef] = {}
-        self._read(ctx.tree, ctx.tree.body)
+        found = index(ctx)
+        for function in found.everywhere(*FUNCTIONS):
+            self.facts[function] = _ScopeFacts()
+            self.functions.setdefault(function.name, []).append(function)
+            cls = found.scopes[found.number[function]]
+            if isinstance(cls, ast.ClassDef):
+                self.owner[function] = cls
+                self.methods.setdefault(cls, []).append(function)
+        # Of two classes of one name, the one a walk popping the last node first meets last.
+        for cls in sorted(found.everywhere(ast.ClassDef), key=found.walk_order):
+            self.classes[cls.name] = cls
+        owners: dict[ast.AST | None, tuple] = {}  # scope -> (its function, parts to skip)
+        for node in found.everywhere(ast.Name, ast.Attribute, ast.Call, ast.Assign):
+            at = found.number[node]
+            scope = found.scopes[at]
+            owner = owners.get(scope)
+            if owner is None:
+                owner = owners[scope] = _function_of(scope, found)
+            function, skipped = owner
+            if not any(start <= at < end for start, end in skipped):
+                self.facts[function].see(node)
+        # Per name: the scopes that refer to it (call it, perhaps), and those that assign it.
+        self.referrers: dict[str, list[ast.AST]] = {}
+        self.assigners: dict[str | None, list[ast.AST]] = {}
+        for scope, facts in self.facts.items():
+            for name in facts.names:
+                self.referrers.setdefault(name, []).append(scope)
+            for name in facts.assigned:
+                self.assigners.setdefault(name, []).append(scope)
+        self._reach: dict[ast.AST, set[ast.AST]] = {}
+        self._flags: dict[ast.AST, _ScopeFacts] = {}
+        self._mode_free: dict[ast.AST, bool] = {}
+        self._words: dict[ast.AST, tuple[bool, list[str]]] = {}
 
-    def _read(self, scope: ast.AST, nodes: list[ast.AST]) -> None:
-        facts = self.facts[scope] = _ScopeFacts()
-        todo = [(node, None) for node in nodes]
-        while todo:
-            node, cls = todo.pop()
-            if isinstance(node, FUNCTIONS):
-                self.functions.setdefault(node.name, []).append(node)
-                if cls is not None:
-                    self.owner[node] = cls
-                    self.methods.setdefault(cls, []).append(node)
-                self._read(node, [*node.decorator_list, *node.body])
-                continue
-            if isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
-                todo.extend((child, node) for child in ast.iter_child_nodes(node))
-                continue
-            facts.see(node)
-            todo.extend((child, cls) for child in ast.iter_child_nodes(node))
-
-    def family(self, function: ast.AST | None) -> list[_ScopeFacts] | None:
-        """Facts of the code that decides the loop's modes: the function, its callers in the file,
-        its class's methods, and whatever those call; None when no caller is in the file."""
+    def family(self, function: ast.AST | None) -> list[ast.AST] | None:
+        """The code that decides the loop's modes: the function, its callers in the file, its
+        class's methods, and whatever those call (see `flags` and `assigned`); None when no
+        caller is in the file."""
         if function is None:
-            scopes = [self.ctx.tree]
-        else:
-            callers = [scope for scope, facts in self.facts.items()
-                       if function.name in facts.names and scope is not function]
-            if not callers:
-                return None
-            scopes = [function, *callers, *self.methods.get(self.owner.get(function), ())]
-        callees = [callee for scope in scopes for name in self.facts[scope].names
-                   for callee in self.functions.get(name, ())]
-        return [self.facts[s] for s in {*scopes, *callees}]
+            return [self.ctx.tree]
+        callers = [scope for scope in self.referrers.get(function.name, ()) if scope is not function]
+        if not callers:
+            return None
+        return [function, *callers, *self.methods.get(self.owner.get(function), ())]
+
+    def reach(self, scope: ast.AST) -> set[ast.AST]:
+        """`scope` and the functions it calls by name, found once per scope."""
+        found = self._reach.get(scope)
+        if found is None:
+            found = self._reach[scope] = {scope, *(callee for name in self.facts[scope].names
+                                                   for callee in self.functions.get(name, ()))}
+        return found
+
+    def flags(self, scope: ast.AST) -> _ScopeFacts:
+        """Whether `scope` or what it calls switches to eval or train mode, or disables grad."""
+        found = self._flags.get(scope)
+        if found is None:
+            found = self._flags[scope] = _ScopeFacts()
+            for member in self.reach(scope):
+                facts = self.facts[member]
+                found.switches_to_eval |= facts.switches_to_eval
+                found.switches_to_train |= facts.switches_to_train
+                found.disables_grad |= facts.disables_grad
+        return found
+
+    def assigned(self, family: list[ast.AST], name: str | None) -> list[ast.AST]:
+        """The values assigned to `name` in the family's code."""
+        return [value for scope in self.assigners.get(name, ())
+                if any(scope in self.reach(member) for member in family)
+                for value in self.facts[scope].assigned[name]]
 
     def built_here(self, models: list[ast.AST]) -> bool:
         """True when the model is only ever made by building it (a new module trains)."""
@@ -408,7 +443,13 @@ class _Program:
 
     def mode_free(self, models: list[ast.AST]) -> bool:
         """True when every model built under this name has no Dropout/BatchNorm-like layer."""
-        return bool(models) and all(self._builds_mode_free(value, set()) for value in models)
+        return bool(models) and all(self._value_mode_free(value) for value in models)
+
+    def _value_mode_free(self, value: ast.AST) -> bool:
+        found = self._mode_free.get(value)
+        if found is None:  # a class is read once however many loops run its instances
+            found = self._mode_free[value] = self._builds_mode_free(value, set())
+        return found
 
     def _builds_mode_free(self, value: ast.AST, seen: set[str]) -> bool:
         value = _unwrap_self_methods(value)
@@ -426,16 +467,40 @@ class _Program:
             if root.name in seen:
                 return True
             seen.add(root.name)
-        for node in ast.walk(root):
-            word = node.arg if isinstance(node, ast.keyword) else _name(node)
-            if not word:
-                continue
-            if any(w in word.lower() for w in MODE_DEPENDENT_WORDS):
-                return False
-            if isinstance(node, ast.Name) and node.id in self.classes:
-                if not self._subtree_mode_free(self.classes[node.id], seen):
-                    return False
-        return True
+        names_mode, used = self._layer_words(root)
+        return not names_mode and all(self._subtree_mode_free(self.classes[name], seen) for name in used)
+
+    def _layer_words(self, root: ast.AST) -> tuple[bool, list[str]]:
+        """Whether `root` names a mode-dependent layer, and the local classes it names; read
+        once however many models are built from it."""
+        found = self._words.get(root)
+        if found is None:
+            names_mode, used = False, []
+            for node in ast.walk(root):
+                word = node.arg if isinstance(node, ast.keyword) else _name(node)
+                if word and any(w in word.lower() for w in MODE_DEPENDENT_WORDS):
+                    names_mode = True
+                    break
+                if isinstance(node, ast.Name) and node.id in self.classes:
+                    used.append(node.id)
+            found = self._words[root] = (names_mode, used)
+        return found
+
+
+@per_file
+def _program(ctx: Context) -> _Program:
+    return _Program(ctx)
+
+
+def _function_of(scope: ast.AST, found: FileIndex) -> tuple[ast.AST, list[tuple[int, int]]]:
+    """The function (or module) whose facts the nodes of `scope` belong to (classes and lambdas
+    belong to the code around them), and the spans of that function's parameters and return
+    annotation, which are no part of what it does."""
+    while isinstance(scope, (ast.Lambda, ast.ClassDef)):
+        scope = found.scopes[found.number[scope]]
+    if not isinstance(scope, FUNCTIONS):
+        return scope, []
+    return scope, [found.span(part) for part in (scope.args, scope.returns) if part is not None]
 
 
 def _unwrap_self_methods(value: ast.AST) -> ast.AST:
@@ -451,13 +516,9 @@ def _is_true_or_absent(call: ast.Call) -> bool:
     return not values or all(isinstance(v, ast.Constant) and v.value is True for v in values)
 
 
-def _walk_body(scope: ast.AST) -> Iterator[ast.AST]:
-    """Every node of a function or loop body, not descending into nested scopes."""
-    todo = list(scope.body)
-    while todo:
-        node = todo.pop()
-        yield node
-        todo.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, SCOPES))
+def _body_calls(ctx: Context, scope: ast.AST) -> list[ast.Call]:
+    """The calls in a function or loop body (see `FileIndex.in_block` for nested scopes)."""
+    return index_of(ctx, scope).in_block(scope.body, ast.Call, local=True)
 
 
 def _name(expr: ast.AST) -> str | None:

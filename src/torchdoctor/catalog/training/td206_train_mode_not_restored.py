@@ -7,8 +7,9 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.catalog.training._loops import SCOPES, enclosing_loops
-from torchdoctor.lint.context import Context, shorten
+from torchdoctor.catalog.training._loops import enclosing_loops
+from torchdoctor.lint.context import Context, per_file, shorten
+from torchdoctor.lint.occurrences import index, index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -204,20 +205,20 @@ BUILTINS = frozenset(dir(builtins))
 @PITFALL.static(ast.Expr, names={"backward"})
 def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     loops = enclosing_loops(ctx)
-    if not loops or _first_backward(loops[-1]) is not node:
+    if not loops or _first_backward(ctx, loops[-1]) is not node:
         return  # one report per nest of training loops
-    local = _LocalFunctions(ctx)
+    local = _local_functions(ctx, ctx.enclosing_class())
     for loop in loops:
-        switches = [s for s in _eval_switches(loop, local) if _trained(s.model, ctx)]
+        switches = [s for s in _eval_switches(ctx, loop, local) if _trained(s.model, ctx)]
         if not switches:
             continue
-        if _restores_train(loop, local):
+        if _restores_train(ctx, loop, local):
             return
-        parents = _parents(loop)
-        switches = [s for s in switches if not _guarded(s.call, loop, parents)
-                    and not _before_training_on_purpose(s, loop, node, parents)
+        tree_parents = index_of(ctx, loop).parents
+        switches = [s for s in switches if not _guarded(s.call, loop, tree_parents, ctx)
+                    and not _before_training_on_purpose(s, loop, node, tree_parents, ctx)
                     and not _passed_away(s.model, loop, local, ctx)]
-        where = _training_start(loop, switches, node, parents)
+        where = _training_start(loop, switches, node, tree_parents, ctx)
         for switch in switches:
             model = ctx.text(switch.model)
             yield ctx.finding(PITFALL, switch.call, switch.variant,
@@ -234,18 +235,17 @@ class _Switch:
 
 
 
-def _first_backward(loop: ast.AST) -> ast.Expr | None:
-    found = [n for n in _walk_body(loop)
-             if isinstance(n, ast.Expr) and _method(n.value) == "backward"]
+@per_file
+def _first_backward(ctx: Context, loop: ast.AST) -> ast.Expr | None:
+    found = [n for n in _body_nodes(ctx, loop, ast.Expr) if _method(n.value) == "backward"]
     return min(found, key=lambda n: (n.lineno, n.col_offset), default=None)
 
 
 class _LocalFunctions:
     """Functions of this file a call can be resolved to: top-level ones and methods of `self`."""
 
-    def __init__(self, ctx: Context) -> None:
-        self.functions = {s.name: s for s in ctx.tree.body if isinstance(s, FUNCTIONS)}
-        cls = ctx.enclosing_class()
+    def __init__(self, functions: dict[str, ast.AST], cls: ast.ClassDef | None) -> None:
+        self.functions = functions
         self.methods = {s.name: s for s in cls.body if isinstance(s, FUNCTIONS)} if cls else {}
 
     def resolve(self, call: ast.Call) -> ast.AST | None:
@@ -257,19 +257,30 @@ class _LocalFunctions:
         return None
 
 
-def _eval_switches(loop: ast.AST, local: _LocalFunctions) -> Iterator[_Switch]:
-    for node in _walk_body(loop):
-        if not isinstance(node, ast.Call):
-            continue
+@per_file
+def _local_functions(ctx: Context, cls: ast.ClassDef | None) -> _LocalFunctions:
+    return _LocalFunctions(_top_level_functions(ctx), cls)
+
+
+@per_file
+def _top_level_functions(ctx: Context) -> dict[str, ast.AST]:
+    return {s.name: s for s in ctx.tree.body if isinstance(s, FUNCTIONS)}
+
+
+@per_file
+def _eval_switches(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> list[_Switch]:
+    switches = []
+    for node in _body_nodes(ctx, loop, ast.Call):
         receiver = _eval_receiver(node)
         if receiver is not None:
-            yield _Switch(node, receiver, "")
+            switches.append(_Switch(node, receiver, ""))
             continue
         callee = local.resolve(node)
-        if callee is not None and not _restores_in(callee):
-            model = _model_left_in_eval(callee, node)
+        if callee is not None and not _restores_in(ctx, callee):
+            model = _model_left_in_eval(ctx, callee, node)
             if model is not None:
-                yield _Switch(node, model, "callee")
+                switches.append(_Switch(node, model, "callee"))
+    return switches
 
 
 def _eval_receiver(call: ast.Call) -> ast.AST | None:
@@ -282,13 +293,10 @@ def _eval_receiver(call: ast.Call) -> ast.AST | None:
     return None
 
 
-def _model_left_in_eval(callee: ast.AST, call: ast.Call) -> ast.AST | None:
+def _model_left_in_eval(ctx: Context, callee: ast.AST, call: ast.Call) -> ast.AST | None:
     """The caller's expression for the model `callee` switches to eval mode, if it is mapped."""
     params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
-    for node in _walk_body(callee):
-        receiver = _eval_receiver(node) if isinstance(node, ast.Call) else None
-        if receiver is None:
-            continue
+    for receiver in _eval_receivers(ctx, callee):
         if _is_self_attribute(receiver) and isinstance(call.func, ast.Attribute):
             return receiver  # `self.model.eval()` in a method of the same class
         if isinstance(receiver, ast.Name) and receiver.id in params:
@@ -307,20 +315,29 @@ def _argument(call: ast.Call, params: list[str], name: str, is_method: bool) -> 
     return None
 
 
-def _restores_train(loop: ast.AST, local: _LocalFunctions) -> bool:
+@per_file
+def _eval_receivers(ctx: Context, function: ast.AST) -> list[ast.AST]:
+    """The models `function` itself switches to eval mode, in the order of a walk."""
+    found = index_of(ctx, function)
+    calls = sorted(found.in_block(function.body, ast.Call, local=True), key=found.walk_order)
+    return [receiver for receiver in map(_eval_receiver, calls) if receiver is not None]
+
+
+@per_file
+def _restores_train(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> bool:
     """True when something in the loop may switch back to training mode."""
-    for node in _walk_body(loop):
-        if isinstance(node, ast.Call):
-            if _may_train(node):
-                return True
-            callee = local.resolve(node)
-            if callee is not None and _restores_in(callee):
-                return True
+    for node in _body_nodes(ctx, loop, ast.Call):
+        if _may_train(node):
+            return True
+        callee = local.resolve(node)
+        if callee is not None and _restores_in(ctx, callee):
+            return True
     return False
 
 
-def _restores_in(function: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and _may_train(n) for n in _walk_body(function))
+@per_file
+def _restores_in(ctx: Context, function: ast.AST) -> bool:
+    return any(_may_train(n) for n in _body_nodes(ctx, function, ast.Call))
 
 
 def _may_train(call: ast.Call) -> bool:
@@ -335,44 +352,44 @@ def _may_train(call: ast.Call) -> bool:
 def _trained(model: ast.AST, ctx: Context) -> bool:
     """True when the file trains this model: `model.train()`, or an optimizer gets its
     parameters."""
-    key = ast.dump(model)
-    for node in ast.walk(ctx.tree):
-        if not isinstance(node, ast.Call):
-            continue
-        if _method(node) == "train" and not _is_false(node) and ast.dump(node.func.value) == key:
-            return True
-        trains = (ctx.qualname(node.func) or "").startswith(TRAINING_USES)
-        if trains and _uses_parameters(node, key):
-            return True
-    return False
+    return ast.dump(model) in _trained_models(ctx)
 
 
-def _uses_parameters(call: ast.Call, key: str) -> bool:
-    return any(isinstance(n, ast.Call) and _method(n) in ("parameters", "named_parameters")
-               and ast.dump(n.func.value) == key for n in ast.walk(call))
+@per_file
+def _trained_models(ctx: Context) -> frozenset[str]:
+    """The models the file trains, as `ast.dump`s, found in one walk."""
+    found = set()
+    for node in index(ctx).everywhere(ast.Call):
+        if _method(node) == "train" and not _is_false(node):
+            found.add(ast.dump(node.func.value))
+        if (ctx.qualname(node.func) or "").startswith(TRAINING_USES):
+            found.update(ast.dump(n.func.value) for n in index(ctx).under(node, ast.Call)
+                         if _method(n) in ("parameters", "named_parameters"))
+    return frozenset(found)
 
 
-def _guarded(call: ast.Call, loop: ast.AST, parents: dict) -> bool:
+def _guarded(call: ast.Call, loop: ast.AST, parents: dict, ctx: Context) -> bool:
     """True when the switch only runs once: before leaving the loop, or in one iteration."""
     child, node = call, parents.get(call)
     while node is not None and node is not loop:
         if isinstance(node, ast.If) and child is not node.test:
-            branch = node.body if child in node.body else node.orelse
-            if _exits(branch) or _one_iteration(node.test):
+            located = ctx.block_position(child, node)
+            branch = "body" if located is not None and located[0] is node.body else "orelse"
+            if _exits(ctx, node, branch) or _one_iteration(node.test):
                 return True
         child, node = node, parents.get(node)
     return False
 
 
 def _before_training_on_purpose(switch: _Switch, loop: ast.AST, backward: ast.Expr,
-                                parents: dict) -> bool:
+                                parents: dict, ctx: Context) -> bool:
     """True for a bare `model.eval()` that opens every iteration before the training part: a
     deliberate choice (fine-tuning with frozen BatchNorm), unlike a periodic evaluation."""
     if switch.variant or any(isinstance(p, ast.If) for p in _path(switch.call, loop, parents)):
         return False
-    switched = _body_statement(loop, switch.call, parents)
-    training = _body_statement(loop, backward, parents)
-    return training in loop.body and loop.body.index(switched) < loop.body.index(training)
+    switched = _body_index(loop, switch.call, parents, ctx)
+    training = _body_index(loop, backward, parents, ctx)
+    return training is not None and switched is not None and switched < training
 
 
 def _path(node: ast.AST, loop: ast.AST, parents: dict) -> Iterator[ast.AST]:
@@ -383,8 +400,10 @@ def _path(node: ast.AST, loop: ast.AST, parents: dict) -> Iterator[ast.AST]:
         node = parents[node]
 
 
-def _exits(statements: list[ast.stmt]) -> bool:
-    return any(isinstance(n, EXITS) for s in statements for n in ast.walk(s))
+@per_file
+def _exits(ctx: Context, branch: ast.If, block: str) -> bool:
+    """A `break`, `return` or `raise` in one branch of an `if`, found once."""
+    return any(isinstance(n, EXITS) for s in getattr(branch, block) for n in ast.walk(s))
 
 
 def _one_iteration(test: ast.AST) -> bool:
@@ -396,37 +415,51 @@ def _one_iteration(test: ast.AST) -> bool:
 def _passed_away(model: ast.AST, loop: ast.AST, local: _LocalFunctions, ctx: Context) -> bool:
     """True when the loop hands the model to a function this file does not show (it may train)."""
     key = ast.dump(model)
-    for node in _walk_body(loop):
-        if not isinstance(node, ast.Call) or local.resolve(node) is not None:
+    return any(ast.dump(arg) == key for arg in _handed_over(ctx, loop, local).get(_sketch(model), ()))
+
+
+@per_file
+def _handed_over(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> dict[tuple, list[ast.AST]]:
+    """What the loop passes to functions this file does not show, by `_sketch`."""
+    found: dict[tuple, list[ast.AST]] = {}
+    for node in _body_nodes(ctx, loop, ast.Call):
+        if local.resolve(node) is not None:
             continue
         if isinstance(node.func, ast.Name) and node.func.id in BUILTINS:
             continue
         if (ctx.qualname(node.func) or "").startswith("torch."):
             continue
-        if any(ast.dump(arg) == key for arg in (*node.args, *(k.value for k in node.keywords))):
-            return True
-    return False
+        for arg in (*node.args, *(k.value for k in node.keywords)):
+            found.setdefault(_sketch(arg), []).append(arg)
+    return found
+
+
+def _sketch(expr: ast.AST) -> tuple:
+    """What two equal expressions share, cheap to compute: only those alike are compared."""
+    return type(expr), getattr(expr, "id", None) or getattr(expr, "attr", None)
 
 
 def _training_start(loop: ast.AST, switches: list[_Switch], backward: ast.Expr,
-                    parents: dict) -> ast.stmt | None:
+                    parents: dict, ctx: Context) -> ast.stmt | None:
     """The statement of the loop body before which `model.train()` restores training mode:
     right after the last switch when the switches come before the training part, else the top
     of the body (the next iteration); None when both share one statement."""
-    statement = _body_statement(loop, backward, parents)
-    if not switches or statement not in loop.body:
+    training = _body_index(loop, backward, parents, ctx)
+    if not switches or training is None:
         return None  # a `backward()` in the loop's `else:` block
-    training = loop.body.index(statement)
-    switched = max(loop.body.index(_body_statement(loop, s.call, parents)) for s in switches)
+    switched = max(_body_index(loop, s.call, parents, ctx) for s in switches)
     if switched < training:
         return loop.body[switched + 1]
     return loop.body[0] if switched > training else None
 
 
-def _body_statement(loop: ast.AST, node: ast.AST, parents: dict) -> ast.stmt:
+def _body_index(loop: ast.AST, node: ast.AST, parents: dict, ctx: Context) -> int | None:
+    """The position in the loop's body of the statement holding `node`; None when that
+    statement is in the loop's `else:` block."""
     while parents[node] is not loop:
         node = parents[node]
-    return node
+    located = ctx.block_position(node, loop)
+    return located[1] if located is not None and located[0] is loop.body else None
 
 
 def _train_fix(model: str, where: ast.stmt | None, ctx: Context):
@@ -442,17 +475,10 @@ def _train_fix(model: str, where: ast.stmt | None, ctx: Context):
     return ctx.fix(PITFALL, "unsafe", edit, title=title)
 
 
-def _parents(root: ast.AST) -> dict:
-    return {child: parent for parent in ast.walk(root) for child in ast.iter_child_nodes(parent)}
-
-
-def _walk_body(scope: ast.AST) -> Iterator[ast.AST]:
-    """Every node of a function or loop body, not descending into nested scopes."""
-    todo = list(scope.body)
-    while todo:
-        node = todo.pop()
-        yield node
-        todo.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, SCOPES))
+def _body_nodes(ctx: Context, scope: ast.AST, kind: type) -> list[ast.AST]:
+    """The nodes of a class in a function or loop body (see `FileIndex.in_block` for nested
+    scopes)."""
+    return index_of(ctx, scope).in_block(scope.body, kind, local=True)
 
 
 def _method(call: ast.AST) -> str | None:

@@ -1,0 +1,396 @@
+"""Where nodes and names occur, indexed once per file in one walk: a rule asking about the
+statements after the one it looks at, every call of a scope or every use of a name reads a
+slice of the index instead of walking the tree again, so that no check grows quadratically
+with the size of a block or a file, and rules that each need such facts share one walk."""
+from __future__ import annotations
+
+import ast
+import heapq
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from functools import cached_property
+from typing import Iterator
+
+from torchdoctor.lint.context import Context, per_file
+
+# Fields that never hold a node with a name in it: identifiers, constants, operators and the
+# Load/Store markers. (`names` holds nodes only in imports; `name` only in 3.12's `type X`.)
+_NO_NAMES = frozenset({
+    "ctx", "op", "ops", "id", "attr", "arg", "module", "level", "asname", "conversion", "kind",
+    "is_async", "type_comment", "type_ignores", "kwd_attrs", "rest", "simple", "tag",
+})
+_VALUE_IS_CONSTANT = (ast.Constant, ast.MatchSingleton)
+# Nodes whose inside is a scope of its own: the node itself belongs to the scope around it.
+SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _classes() -> list[type]:
+    found, todo = [], [ast.AST]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    if issubclass(cls, _VALUE_IS_CONSTANT):
+        return ()
+    return tuple(f for f in cls._fields if f not in _NO_NAMES
+                 and (f != "name" or cls.__name__ == "TypeAlias")
+                 and (f != "names" or cls in (ast.Import, ast.ImportFrom)))
+
+
+# Per node class, computed once: the fields a walk descends into.
+_FIELDS = {cls: _node_fields(cls) for cls in _classes()}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of `node`, as `ast.iter_child_nodes` but without operator and
+    Load/Store nodes, and much faster."""
+    found = []
+    for name in _FIELDS[type(node)]:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            found.extend([item for item in value if item is not None])
+        elif value is not None:
+            found.append(value)
+    return found
+
+
+class FileIndex:
+    """Every node under some roots (a file's module, or one function, loop...) numbered in
+    depth-first source order, so that the nodes under any node have consecutive numbers; with
+    each node's parent and scope, and the numbers of the nodes of each class and of each name,
+    in order."""
+
+    def __init__(self, roots: list[ast.AST], scope: ast.AST | None) -> None:
+        self.nodes: list[ast.AST] = []
+        self.number: dict[ast.AST, int] = {}
+        self.above: list[int] = []  # the number of each node's parent (-1 for the roots)
+        self.by_class: dict[type, list[int]] = defaultdict(list)
+        self.names: dict[str, list[int]] = defaultdict(list)  # the `Name` nodes of each identifier
+        self.stored: dict[str, list[int]] = {}  # ... those that store or delete it
+        self.declared: dict[str, list[int]] = {}  # `global`/`nonlocal` statements naming it
+        # `x.add_(...)`, `x.data = ...`: attributes that may change `x` in place.
+        self.changed: dict[str, list[int]] = {}
+        self._scope = scope  # the scope the roots belong to
+        self._read(roots)
+
+    def _read(self, roots: list[ast.AST]) -> None:
+        # The hottest loop of the checker after its own walk: the common cases are inlined.
+        nodes, number, above, by_class, fields = self.nodes, self.number, self.above, self.by_class, _FIELDS
+        todo, ups = list(reversed(roots)), [-1] * len(roots)
+        pop, push, extend = todo.pop, todo.append, todo.extend
+        up_pop, up_push, up_extend = ups.pop, ups.append, ups.extend
+        at = -1
+        while todo:
+            node = pop()
+            at += 1
+            nodes.append(node)
+            number[node] = at
+            above.append(up_pop())
+            kind = type(node)
+            by_class[kind].append(at)
+            names_below = fields[kind]
+            if not names_below:
+                if kind is ast.Name:
+                    self.names[node.id].append(at)
+                    if type(node.ctx) is not ast.Load:
+                        self.stored.setdefault(node.id, []).append(at)
+                elif kind is ast.Global or kind is ast.Nonlocal:
+                    for name in node.names:
+                        self.declared.setdefault(name, []).append(at)
+                continue
+            if kind is ast.Attribute:
+                value = node.value
+                if type(value) is ast.Name and (node.attr.endswith("_") or type(node.ctx) is not ast.Load):
+                    self.changed.setdefault(value.id, []).append(at)
+                push(value)
+                up_push(at)
+                continue
+            below = []
+            for name in names_below:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    below.extend([item for item in value if item is not None])
+                elif value is not None:
+                    below.append(value)
+            below.reverse()
+            extend(below)
+            up_extend([at] * len(below))
+        sizes = [1] * len(nodes)
+        for at in range(len(nodes) - 1, -1, -1):
+            up = above[at]
+            if up >= 0:
+                sizes[up] += sizes[at]
+        self.ends = [at + size for at, size in enumerate(sizes)]
+
+    @cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        """The parent of every node (operators and Load/Store markers left out)."""
+        nodes = self.nodes
+        return {node: nodes[up] for node, up in zip(nodes, self.above) if up >= 0}
+
+    @cached_property
+    def scopes(self) -> list[ast.AST | None]:
+        """The function, lambda, class or module each node belongs to, by number: a nested
+        scope's own node belongs to the scope around it; its decorators, arguments and body
+        to itself."""
+        nodes, above, scope_classes = self.nodes, self.above, _SCOPE_CLASSES
+        scopes: list[ast.AST | None] = []
+        for at, up in enumerate(above):
+            if up < 0:
+                scopes.append(self._scope)
+            else:
+                parent = nodes[up]
+                scopes.append(parent if type(parent) in scope_classes else scopes[up])
+        return scopes
+
+    def span(self, root: ast.AST) -> tuple[int, int]:
+        """The numbers of `root` and the nodes under it: [start, end)."""
+        at = self.number[root]
+        return at, self.ends[at]
+
+    def under(self, root: ast.AST, *kinds: type) -> list[ast.AST]:
+        """The nodes of these classes under `root` (itself included), in source order."""
+        start, end = self.span(root)
+        return self._of_classes(kinds, start, end)
+
+    def local(self, root: ast.AST, *kinds: type) -> list[ast.AST]:
+        """The nodes of these classes under `root` (itself excluded) that belong to its scope
+        (to `root` itself when it is a function, lambda, class or module): nested scopes are
+        not entered, but their own nodes are included."""
+        start, end = self.span(root)
+        scope = root if isinstance(root, SCOPES) else self.scopes[start]
+        scopes = self.scopes
+        return [node for node in self._of_classes(kinds, start + 1, end)
+                if scopes[self.number[node]] is scope]
+
+    def everywhere(self, *kinds: type) -> list[ast.AST]:
+        """The nodes of these classes in the whole file, in source order."""
+        return self._of_classes(kinds, 0, len(self.nodes))
+
+    def in_block(self, statements: list[ast.stmt], *kinds: type, local: bool = False) -> list[ast.AST]:
+        """The nodes of these classes under consecutive statements of one block (the statements
+        themselves included), in source order. With `local`, only those of the block's scope
+        and of the functions and classes defined right in the block, as the loop rules have
+        always read a body: the scopes nested deeper are not entered."""
+        if not statements:
+            return []
+        start = self.number[statements[0]]
+        found = self._of_classes(kinds, start, self.ends[self.number[statements[-1]]])
+        if local:
+            kept = {self.scopes[start], *(s for s in statements if isinstance(s, SCOPES))}
+            scopes, number = self.scopes, self.number
+            found = [node for node in found if scopes[number[node]] in kept]
+        return found
+
+    def walk_order(self, node: ast.AST) -> tuple[int, int]:
+        """A sort key giving the order in which a stack-based walk that pops the last node
+        first (`todo.pop()`, children pushed in order) meets nodes: a node before the nodes
+        under it, and of two apart, the later one first."""
+        at = self.number[node]
+        return -self.ends[at], at
+
+    def names_in(self, root: ast.AST, name: str) -> list[ast.Name]:
+        """The `Name` nodes of `name` under `root`, in source order."""
+        start, end = self.span(root)
+        found = self.names.get(name, [])
+        return [self.nodes[at] for at in found[bisect_left(found, start):bisect_left(found, end)]]
+
+    def _of_classes(self, kinds: tuple[type, ...], start: int, end: int) -> list[ast.AST]:
+        nodes = self.nodes
+        if len(kinds) == 1:
+            found = self.by_class.get(kinds[0], [])
+            return [nodes[at] for at in found[bisect_left(found, start):bisect_left(found, end)]]
+        numbers = sorted(at for kind in kinds for at in _between(self.by_class.get(kind, []), start, end))
+        return [nodes[at] for at in numbers]
+
+
+_SCOPE_CLASSES = frozenset(SCOPES)
+
+
+def _between(numbers: list[int], start: int, end: int) -> list[int]:
+    return numbers[bisect_left(numbers, start):bisect_left(numbers, end)]
+
+
+def _numbers(table: dict[str, list[int]], name: str, start: int, end: int) -> Iterator[int]:
+    """The numbers of `table[name]` in [start, end), one at a time (a caller may stop early)."""
+    numbers = table.get(name, [])
+    for at in range(bisect_left(numbers, start), bisect_left(numbers, end)):
+        yield numbers[at]
+
+
+class _Indexes:
+    """The indexes of one file: the whole file's, built on the first question that needs it;
+    until then, those of the nodes asked about (a function, a class, a loop...), so that a
+    question about one function reads that function only; and its statements alone."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.whole: FileIndex | None = None
+        self.near: dict[ast.AST, FileIndex] = {}
+        self.statements: list[ast.AST] | None = None
+
+
+@per_file
+def _indexes(ctx: Context) -> _Indexes:
+    return _Indexes(ctx.tree)
+
+
+def index(ctx: Context) -> FileIndex:
+    """The whole file's index."""
+    found = _indexes(ctx)
+    if found.whole is None:
+        found.whole = FileIndex([ctx.tree], ctx.tree)
+    return found.whole
+
+
+def index_of(ctx: Context, root: ast.AST) -> FileIndex:
+    """An index holding `root` and the nodes under it: the whole file's once it exists; until
+    then the index of an enclosing statement of the node being checked that holds it, or else
+    of `root` alone (unless `root` is most of the file: then the whole file's, which other
+    questions are likely to need too)."""
+    found = _indexes(ctx)
+    if found.whole is not None or root is ctx.tree:
+        return index(ctx)
+    for ancestor in ctx.ancestors:
+        near = found.near.get(ancestor)
+        if near is not None and root in near.number:
+            return near
+    near = found.near.get(root)
+    if near is None:
+        body, lines = ctx.tree.body, getattr(root, "end_lineno", 0) - getattr(root, "lineno", 0)
+        if 2 * lines > body[-1].end_lineno - body[0].lineno:
+            return index(ctx)
+        near = found.near[root] = FileIndex([root], None)
+    return near
+
+
+def statements(ctx: Context, *kinds: type) -> list[ast.AST]:
+    """The statements (or `except` handlers, `case`s) of these classes anywhere in the file, in
+    source order; read by a walk that skips expressions, until the whole file's index exists."""
+    found = _indexes(ctx)
+    if found.whole is not None:
+        return found.whole.everywhere(*kinds)
+    if found.statements is None:
+        found.statements = []
+        todo = [ctx.tree]
+        while todo:
+            node = todo.pop()
+            found.statements.append(node)
+            for name in ("cases", "finalbody", "orelse", "handlers", "body"):
+                block = getattr(node, name, None)
+                if type(block) is list:
+                    todo.extend(reversed(block))
+    return [node for node in found.statements if type(node) in kinds]
+
+
+class BlockNames:
+    """Which statements of one block (a statement list) use each name, and how."""
+
+    def __init__(self, block: list[ast.stmt], index: FileIndex) -> None:
+        self.block = block
+        self.index = index  # the index it reads, which holds the parents of its nodes
+        self._starts = [index.number[statement] for statement in block]
+        self._end = index.ends[self._starts[-1]] if block else 0
+        # Plain `name = value` statements (one target).
+        self._assigned: dict[str, list[int]] = {}
+        for position, statement in enumerate(block):
+            if (type(statement) is ast.Assign and len(statement.targets) == 1
+                    and type(statement.targets[0]) is ast.Name):
+                self._assigned.setdefault(statement.targets[0].id, []).append(position)
+
+    def mentions_after(self, name: str, index: int) -> Iterator[tuple[int, list[ast.Name]]]:
+        """(position, `Name` nodes of `name` in it) for each later statement that mentions it
+        (a `Name` node anywhere in it, or a global/nonlocal declaration), in order."""
+        if index + 1 >= len(self.block):
+            return
+        start, end, nodes = self._starts[index + 1], self._end, self.index.nodes
+        uses = ((at, nodes[at]) for at in _numbers(self.index.names, name, start, end))
+        declarations = ((at, None) for at in _numbers(self.index.declared, name, start, end))
+        position, found = None, []
+        for at, node in heapq.merge(uses, declarations, key=lambda item: item[0]):
+            here = bisect_right(self._starts, at) - 1
+            if here != position:
+                if position is not None:
+                    yield position, found
+                position, found = here, []
+            if node is not None:
+                found.append(node)
+        if position is not None:
+            yield position, found
+
+    def last_bound_before(self, name: str, index: int) -> int | None:
+        """The last statement before `index` that binds `name` (assigns, deletes, loops over
+        it, declares it global...)."""
+        return self._last_before(index, self.index.stored, self.index.declared, name=name)
+
+    def last_changed_before(self, name: str, index: int) -> int | None:
+        """The last statement before `index` that binds `name` or changes it in place."""
+        return self._last_before(index, self.index.stored, self.index.declared,
+                                 self.index.changed, name=name)
+
+    def last_assigned_before(self, name: str, index: int) -> int | None:
+        """The last plain `name = value` statement before `index`."""
+        found = self._assigned.get(name, [])
+        at = bisect_left(found, index)
+        return found[at - 1] if at else None
+
+    def _last_before(self, index: int, *tables: dict[str, list[int]], name: str) -> int | None:
+        if not self.block:
+            return None
+        start, end = self._starts[0], self._starts[index]
+        last = None
+        for table in tables:
+            numbers = table.get(name, [])
+            at = bisect_left(numbers, end)
+            if at and numbers[at - 1] >= start and (last is None or numbers[at - 1] > last):
+                last = numbers[at - 1]
+        return None if last is None else bisect_right(self._starts, last) - 1
+
+
+class _Identity:
+    """A statement list as a memo key: lists are compared by identity, never by content."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: list[ast.stmt]) -> None:
+        self.block = block
+
+    def __hash__(self) -> int:
+        return id(self.block)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.block is self.block
+
+
+def block_names(ctx: Context, block: list[ast.stmt]) -> BlockNames:
+    """The names of a block of the statement being checked (or of the module)."""
+    return _block_names(ctx, _Identity(block))
+
+
+@per_file
+def _block_names(ctx: Context, key: _Identity) -> BlockNames:
+    block = key.block
+    owner = next((node for node in reversed(ctx.ancestors)
+                  if any(getattr(node, field, None) is block for field in _BLOCKS)), None)
+    return BlockNames(block, index_of(ctx, owner) if owner is not None else index(ctx))
+
+
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
+def first_in_walk(ctx: Context, root: ast.AST, nodes: list[ast.AST]) -> ast.AST:
+    """The one of `nodes` (all under `root`) that `ast.walk(root)` yields first: rules that
+    once scanned a statement breadth-first keep their choice among several candidates."""
+    if len(nodes) == 1:
+        return nodes[0]
+    order = _walk_order(ctx, root)
+    return min(nodes, key=order.__getitem__)
+
+
+@per_file
+def _walk_order(ctx: Context, root: ast.AST) -> dict[ast.AST, int]:
+    return {node: rank for rank, node in enumerate(ast.walk(root))}
