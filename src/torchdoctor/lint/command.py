@@ -3,23 +3,30 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import signal
 import sys
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 
+from torchdoctor._output import OutputError, ReaderGone
 from torchdoctor.catalog import _registry
+from torchdoctor.errors import UsageError
 from torchdoctor.lint import config, files, notebook
 from torchdoctor.lint.runner import (
     FileOutcome,
     Job,
+    check_bytes,
     check_files,
-    check_text,
     drop_per_file_ignores,
 )
+from torchdoctor.lint.lines import split_lines
+from torchdoctor.lint.progress import Progress
 from torchdoctor.lint.source import decode
 from torchdoctor.report import render
 from torchdoctor.report.finding import Finding
+from torchdoctor.user_files import limit_for, read_regular_file
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -44,23 +51,49 @@ def run_check(args, lang_default: str) -> int:
         return _check_stdin(args, job, settings)
 
     paths = args.paths or ["."]
-    targets = files.discover(paths, settings.exclude, settings.root, force_exclude=args.force_exclude)
+    found = files.discover(paths, settings.exclude, settings.root, force_exclude=args.force_exclude)
+    for error in found.errors:  # the rest is still checked; the exit code says it was not all
+        print(f"torchdoctor: error: {error}", file=sys.stderr)
+    if found.errors and not found.files:
+        return EXIT_ERROR
     jobs = args.jobs or os.cpu_count() or 1
-    outcomes = check_files(targets, settings, job, jobs, use_cache=not args.no_cache, cwd=cwd)
-    return _report(outcomes, args, lang, {})
+    with _progress_line(args, len(found.files)) as on_done:
+        outcomes = check_files(found.files, settings, job, jobs, use_cache=not args.no_cache,
+                               cwd=cwd, scopes=found.scopes, on_done=on_done)
+    code = _report(outcomes, args, lang, {})
+    return EXIT_ERROR if found.errors else code
 
 
 def _check_stdin(args, job: Job, settings: config.Settings) -> int:
-    text = sys.stdin.read()
-    outcome, fixed_text = check_text(text, args.stdin_filename, job)
-    drop_per_file_ignores(outcome, Path(args.stdin_filename), settings)
+    """Source from stdin, read as bytes and decoded like the file it names (coding cookie, BOM);
+    with --fix, stdout is the fixed source in the input's own encoding."""
+    shown = args.stdin_filename
+    if sys.stdin is None:  # `<&-`: python has no stdin to give
+        raise UsageError(f"--stdin-filename {shown}: stdin is closed; pipe the source into it")
+    data = sys.stdin.buffer.read(limit_for(shown) + 1)  # past the limit is too large: not read
+    outcome, text, fixed = check_bytes(data, shown, job)
+    drop_per_file_ignores(outcome, Path(shown), settings)
     if job.mode == "fix":
-        sys.stdout.write(fixed_text)
+        _write_stdout_bytes(fixed, sys.stdin.buffer)
         # Findings that remain go to stderr so stdout stays the file's new content.
         stream = sys.stderr
     else:
         stream = sys.stdout
-    return _report([outcome], args, job.lang, {args.stdin_filename: text}, stream=stream)
+    return _report([outcome], args, job.lang, {shown: text}, stream=stream)
+
+
+def _write_stdout_bytes(data: bytes, rest) -> None:
+    """Bytes as they are (the source's own encoding), then what is left in `rest` unchanged
+    (the input beyond the size limit)."""
+    sys.stdout.flush()
+    try:
+        sys.stdout.buffer.write(data)
+        shutil.copyfileobj(rest, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise ReaderGone from None
+    except (OSError, ValueError) as error:
+        raise OutputError(getattr(error, "strerror", None) or str(error)) from None
 
 
 def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str], stream=None) -> int:
@@ -68,8 +101,10 @@ def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str],
     findings: list[Finding] = [f for o in outcomes for f in o.findings]
     fixed = sum(o.fixed for o in outcomes)
     for outcome in outcomes:
-        for error in outcome.internal_errors:
-            print(f"torchdoctor: warning: {error}", file=sys.stderr)
+        for error in outcome.internal_errors:  # a file not (fully) checked: exit 2
+            print(f"torchdoctor: error: {error}", file=sys.stderr)
+        for warning in outcome.warnings:
+            print(f"torchdoctor: warning: {warning}", file=sys.stderr)
 
     if args.diff:
         diffs = "".join(o.diff for o in outcomes)
@@ -101,7 +136,7 @@ class _SourceLines:
     """Source lines for excerpts, read once per file that has findings (by cell in notebooks)."""
 
     def __init__(self, texts: dict[str, str]) -> None:
-        self._lines = {(path, None): text.splitlines() for path, text in texts.items()}
+        self._lines = {(path, None): split_lines(text) for path, text in texts.items()}
 
     def get(self, finding: Finding) -> str | None:
         key = (finding.path, finding.cell)
@@ -112,13 +147,13 @@ class _SourceLines:
 
     def _read(self, path: str) -> None:
         try:
-            text = decode(Path(path).read_bytes()).text
+            text = decode(read_regular_file(path)).text
             if path.endswith(".ipynb"):
                 cells = notebook.load(text).data["cells"]
                 for number, cell in enumerate(cells, start=1):
-                    self._lines[(path, number)] = notebook.cell_source(cell).splitlines()
+                    self._lines[(path, number)] = split_lines(notebook.cell_source(cell))
             else:
-                self._lines[(path, None)] = text.splitlines()
+                self._lines[(path, None)] = split_lines(text)
         except Exception:  # unreadable files and broken notebooks have no excerpt
             pass
 
@@ -129,8 +164,25 @@ def _use_color(stream) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
+def _progress_line(args, total: int):
+    """A context giving the callback told of files done: a progress line on stderr when a
+    person watches it, else nothing."""
+    if shows_progress(args, sys.stderr):
+        return Progress(sys.stderr, total)
+    return nullcontext(lambda count: None)
+
+
+def shows_progress(args, stream) -> bool:
+    """Progress is for a person at a terminal: never in a pipe, a file or a CI log, and not
+    beside output meant for a program (json, sarif, github), which may be read from a pty."""
+    if args.format != "text" or os.environ.get("TERM") == "dumb":
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
 def _exit_cleanly_on_sigterm() -> None:
-    """A killed check still stops its worker processes (they are ended on the way out)."""
+    """SIGTERM ends the check as Ctrl-C does: workers stopped on the way out, exit 143, no
+    traceback. Workers do not inherit this: they take SIGTERM's default action (lint/pool.py)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import difflib
-import multiprocessing
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from functools import partial
+from typing import Callable, Literal
 
 from torchdoctor.catalog import all_pitfalls
 from torchdoctor.catalog.tooling import td701_unreadable_file
@@ -15,15 +15,20 @@ from torchdoctor.lint import notebook
 from torchdoctor.lint.checker import check_source, fix_source
 from torchdoctor.lint.config import Settings
 from torchdoctor.lint.neighbours import directory_listing
+from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import check_native, fix_native, is_native
+from torchdoctor.lint.pool import Failure, attempt, map_in_workers
 from torchdoctor.lint.source import (
-    SourceFile, UnreadableFile, decode, decode_native, write_atomically,
+    SourceFile, UnreadableFile, UnwritableFile, decode, decode_native, encode, write_in_place,
 )
 from torchdoctor.report.finding import Finding
+from torchdoctor.user_files import limit_for, read_regular_file
 
 FixMode = Literal["check", "fix", "diff"]
 # Below this many files a worker pool costs more than it saves.
 MIN_FILES_FOR_POOL = 8
+# How long a check interrupted during --fix waits for its workers to finish the file at hand.
+FIX_WRITE_GRACE_SECONDS = 5.0
 
 
 @dataclass
@@ -32,6 +37,9 @@ class Job:
     lang: str = "en"
     mode: FixMode = "check"
     unsafe: bool = False
+    # Where --fix may write through a symbolic link: the checked directories and the
+    # directories of the checked files (see `_write_fix`).
+    write_roots: tuple[str, ...] = ()
 
 
 @dataclass
@@ -41,6 +49,7 @@ class FileOutcome:
     internal_errors: list[str] = field(default_factory=list)
     fixed: int = 0
     diff: str = ""
+    warnings: list[str] = field(default_factory=list)  # one line each, e.g. a fix not written
 
 
 @dataclass
@@ -72,31 +81,41 @@ def _neighbours(path: Path, job: Job) -> bytes:
 
 
 def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_cache: bool,
-                cwd: Path) -> list[FileOutcome]:
-    """Outcomes for every file, in the order given."""
+                cwd: Path, scopes: list[Path] | None = None,
+                on_done: Callable[[int], None] = lambda count: None) -> list[FileOutcome]:
+    """Outcomes for every file, in the order given. `scopes`: the directories and files the user
+    named (resolved as by discovery; default: the files), which place the cache and bound
+    where fixes may be written. `on_done(n)`: n more files are done (for a progress line)."""
     cwd = cwd.resolve()
-    store = (cache_module.Cache(settings.root, cache_module.settings_key(job.codes, job.lang))
+    scopes = files if scopes is None else scopes
+    if job.mode == "fix":
+        job = replace(job, write_roots=tuple(os.path.realpath(s if os.path.isdir(s) else s.parent)
+                                             for s in scopes))
+    config_dir = settings.root if settings.config_file is not None else None
+    store = (cache_module.ProjectCaches(scopes, config_dir,
+                                        cache_module.settings_key(job.codes, job.lang))
              if use_cache and job.mode == "check" else None)
     outcomes: dict[int, FileOutcome] = {}
     pending: list[_Pending] = []
     for index, path in enumerate(files):
         shown = display_path(path, cwd)
         try:
-            data = path.read_bytes()
-        except OSError as error:
+            data = read_regular_file(path)
+        except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
             outcomes[index] = _unreadable(shown, error.strerror or str(error), job.lang)
             continue
         file_digest = cache_module.digest(data + _neighbours(path, job)) if store is not None else ""
-        cached = store.get(str(path), file_digest) if store is not None else None
+        cached = store.get(path, file_digest, shown, len(data)) if store is not None else None
         if cached is not None:
-            outcomes[index] = FileOutcome(shown, [_restore(item, shown) for item in cached])
+            outcomes[index] = FileOutcome(shown, cached)
         else:
             pending.append(_Pending(index, file_digest, (str(path), shown, data)))
 
-    for item, outcome in zip(pending, _map(job, [item.task for item in pending], jobs)):
+    on_done(len(files) - len(pending))
+    for item, outcome in zip(pending, _map(job, [item.task for item in pending], jobs, on_done)):
         outcomes[item.index] = outcome
         if store is not None and not outcome.internal_errors:
-            store.put(item.task[0], item.digest, [_strip_path(f) for f in outcome.findings])
+            store.put(Path(item.task[0]), item.digest, outcome.findings)
     if store is not None:
         store.save()
 
@@ -116,39 +135,97 @@ def drop_per_file_ignores(outcome: FileOutcome, path: Path, settings: Settings) 
     outcome.findings = [f for f in outcome.findings if f.code not in ignored]
 
 
-def check_text(text: str, shown: str, job: Job) -> tuple[FileOutcome, str]:
-    """One source read from stdin: the outcome, and the fixed text (the input when not fixing)."""
-    process = _process_native if is_native(shown) else _process_source
-    return process(SourceFile(text, "utf-8"), shown, job)
+def check_bytes(data: bytes, shown: str, job: Job) -> tuple[FileOutcome, str, bytes]:
+    """A source read from stdin, decoded like a file named `shown`: the outcome, the decoded
+    text (for excerpts), and the bytes after the fixes, in the input's encoding (the input
+    itself when nothing was fixed). More than the size limit for such a file is not checked."""
+    limit = limit_for(shown)
+    if len(data) > limit:
+        return _unreadable(shown, f"too large to check (over {limit // (1024 * 1024)} MiB)",
+                           job.lang), "", data
+    try:
+        outcome, source, fixed_text = _check_decoded(job, shown, shown, data)
+    except UnreadableFile as error:
+        return _unreadable(shown, str(error), job.lang), "", data
+    if not outcome.fixed:
+        return outcome, source.text, data
+    try:
+        return outcome, source.text, encode(fixed_text, source.encoding)
+    except UnwritableFile as error:
+        return _unfixed(job, shown, shown, data, str(error)), source.text, data
 
 
-def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int) -> list[FileOutcome]:
+def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int,
+         on_done: Callable[[int], None]) -> list[FileOutcome]:
+    """The outcome of every task; a file whose check failed (a bug, a worker killed) is an
+    internal error of its own, and the others are still checked."""
+    work = partial(_process, job)
     if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
-        return [_process(job, task) for task in tasks]
-    workers = min(jobs, len(tasks))
-    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    chunk = max(1, len(tasks) // (workers * 16))
-    # Pool's context manager terminates the workers on any exit, Ctrl-C and SIGTERM included
-    # (the CLI turns SIGTERM into SystemExit), so no worker outlives the check.
-    with context.Pool(workers) as pool:
-        return pool.starmap(_process, [(job, task) for task in tasks], chunksize=chunk)
+        results = []
+        for task in tasks:
+            results.append(attempt(work, task))
+            on_done(1)
+    else:
+        # A worker stopped in the middle of --fix may be writing a file: it may finish that.
+        grace = FIX_WRITE_GRACE_SECONDS if job.mode == "fix" else 0.0
+        results = map_in_workers(work, tasks, min(jobs, len(tasks)), grace=grace,
+                                 on_done=on_done)
+    return [_not_checked(task[1], result.reason) if isinstance(result, Failure) else result
+            for task, result in zip(tasks, results)]
+
+
+def _not_checked(shown: str, reason: str) -> FileOutcome:
+    return FileOutcome(shown, [], internal_errors=[f"{shown}: not checked: {reason}"])
 
 
 def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
     absolute, shown, data = task
     try:
-        if is_native(absolute):
-            source = decode_native(data)
-            process = _process_native
-        else:
-            source = decode(data)
-            process = _process_notebook if absolute.endswith(".ipynb") else _process_source
-        outcome, fixed_text = process(source, shown, job)
+        outcome, source, fixed_text = _check_decoded(job, absolute, shown, data)
     except UnreadableFile as error:
         return _unreadable(shown, str(error), job.lang)
     if job.mode == "fix" and outcome.fixed:
-        write_atomically(Path(absolute), fixed_text, source.encoding)
+        refusal = _write_fix(absolute, data, fixed_text, source.encoding, job.write_roots)
+        if refusal is not None:
+            return _unfixed(job, absolute, shown, data, refusal)
     return outcome
+
+
+def _check_decoded(job: Job, name: str, shown: str, data: bytes) -> tuple[FileOutcome, SourceFile, str]:
+    """Decode a file's bytes by its kind (`name`) and check or fix it: the outcome, the source
+    and the fixed text. Raises UnreadableFile."""
+    if is_native(name):
+        source = decode_native(data)
+        process = _process_native
+    else:
+        source = decode(data)
+        process = _process_notebook if name.endswith(".ipynb") else _process_source
+    outcome, fixed_text = process(source, shown, job)
+    return outcome, source, fixed_text
+
+
+def _unfixed(job: Job, name: str, shown: str, data: bytes, reason: str) -> FileOutcome:
+    """A file whose fixes were not written: all of its findings, and why in one line."""
+    outcome, _, _ = _check_decoded(replace(job, mode="check"), name, shown, data)
+    outcome.warnings.append(f"{shown}: not fixed: {reason}")
+    return outcome
+
+
+def _write_fix(absolute: str, original: bytes, text: str, encoding: str,
+               write_roots: tuple[str, ...]) -> str | None:
+    """Write a fixed file in place; the reason in a few words when it was not written. A
+    symbolic link is written through only to a file inside `write_roots`."""
+    if os.path.islink(absolute):
+        target = os.path.realpath(absolute)
+        if not any(target.startswith(os.path.join(root, "")) for root in write_roots):
+            return f"a symbolic link to {target}, outside the checked paths"
+    try:
+        write_in_place(Path(absolute), original, encode(text, encoding))
+    except UnwritableFile as error:
+        return str(error)
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def _process_source(source: SourceFile, shown: str, job: Job, check=check_source,
@@ -185,19 +262,10 @@ def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOut
 
 
 def _diff(old: str, new: str, shown: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+    return "".join(difflib.unified_diff(split_lines(old, keepends=True),
+                                        split_lines(new, keepends=True),
                                         fromfile=f"a/{shown}", tofile=f"b/{shown}"))
 
 
 def _unreadable(shown: str, reason: str, lang: str) -> FileOutcome:
     return FileOutcome(shown, [td701_unreadable_file.finding_for(reason, shown, lang)])
-
-
-def _strip_path(finding: Finding) -> dict:
-    data = finding.to_json()
-    data.pop("path")
-    return data
-
-
-def _restore(data: dict, shown: str) -> Finding:
-    return Finding.from_json({**data, "path": shown})
