@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torchdoctor
 from torchdoctor import __version__
-from torchdoctor.lint.cache import CACHE_DIR_NAME
+from torchdoctor.lint.cache import CACHE_DIR_NAME, project_root
 from torchdoctor.lint.files import discover
 
 HERE = Path(__file__).resolve().parent
@@ -137,7 +137,7 @@ def find_corpus(given: str | None) -> Path | None:
 
 def run_all(args: argparse.Namespace, corpus_path: Path, torchfix_path: Path, scratch: Path) -> Report:
     # Every checker run starts here, with the corpus as argument: no pyproject.toml with
-    # [tool.torchdoctor] is found from here, so this is the project root and holds the cache.
+    # [tool.torchdoctor] is found from here, so the corpus's own settings play no part.
     project = scratch / "project"
     project.mkdir()
     load_at_start = os.getloadavg()[0]
@@ -194,7 +194,7 @@ def source_revision(package: Path) -> str:
 
 def load_corpus(path: Path, project: Path, scratch: Path) -> Corpus:
     """The files the checker would check, listed by its own discovery, so both sides parse the same set."""
-    files = discover([str(path)], [], project)
+    files = discover([str(path)], [], project).files
     if not files:
         raise BenchmarkError(f"{path}: no Python files")
     lines = 0
@@ -251,14 +251,24 @@ def measure_once(command: list[str], cwd: Path, timeout: float) -> dict:
 
 
 def measure_warm(corpus: Corpus, project: Path, repeat: int, cold: Row) -> tuple[Row, list[str]]:
-    """Fill the cache with one default run, then time re-runs of the unchanged tree."""
+    """Fill the cache with one default run, then time re-runs of the unchanged tree. The cache
+    lives at the corpus's project root, as it would for its users; if the benchmark made it
+    there, it removes it afterwards."""
+    cache_dir = project_root(corpus.path, None) / CACHE_DIR_NAME
+    made_here = not cache_dir.exists()
+    try:
+        return _measure_warm(corpus, project, repeat, cold, cache_dir)
+    finally:
+        if made_here:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _measure_warm(corpus: Corpus, project: Path, repeat: int, cold: Row,
+                  cache_dir: Path) -> tuple[Row, list[str]]:
     command = check_command(str(corpus.path))
     populate = measure_row("populate cache", corpus, command, project, 1, ok_codes=CHECK_OK)
-    cache_dir = project / CACHE_DIR_NAME
     if not cache_dir.is_dir():
         raise BenchmarkError(f"the cache was not written to {cache_dir}")
-    if (corpus.path / CACHE_DIR_NAME).exists():
-        raise BenchmarkError(f"the cache was written into the corpus: {corpus.path / CACHE_DIR_NAME}")
     before = cache_files(cache_dir)
     warm = measure_row(WARM, corpus, command, project, repeat, ok_codes=CHECK_OK)
 

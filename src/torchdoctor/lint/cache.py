@@ -1,19 +1,39 @@
 """Content-hash cache of findings, so an unchanged tree re-checks near-instantly.
 
-One JSON file per (doctor build, enabled rules, language): a change to any of them starts a
-fresh file. Entries are keyed by absolute path and validated by a hash of the file's bytes.
+The cache lives in `.torchdoctor_cache/` at the project root of the checked paths
+(`project_root`), one JSON file per (doctor build, enabled rules, language): a change to any of
+them starts a fresh file. Entries are keyed by the path relative to that root and validated by
+a hash of the file's bytes; an entry of the wrong shape is a miss, and entries of files that
+were not seen where they should have been are dropped when the file is written.
+
+The cache touches nothing but its own directory: a `.torchdoctor_cache` (or cache file) that is
+a symbolic link or not what it should be is not used, and the only files it deletes are its
+own, by their exact names.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 
 from torchdoctor import __version__
+from torchdoctor.report.finding import Finding
+from torchdoctor.report.stream import write_stderr
+from torchdoctor.user_files import read_regular_file
 
 CACHE_DIR_NAME = ".torchdoctor_cache"
+# What marks a project root when no configuration file does.
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+# The names of the cache's own files: one per settings key, and the temporary file of a write.
+_SETTINGS_FILE = re.compile(r"[0-9a-f]{16}\.json")
+# A few settings files stay, this run's included (e.g. default rules and ALL); older ones go.
+_KEPT_SETTINGS_FILES = 7
+# Far above a real cache (transformers' 3,000 files: 0.4 MB): a larger file is not read.
+MAX_CACHE_BYTES = 256 * 1024 * 1024
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -26,54 +46,218 @@ def settings_key(codes: frozenset[str], lang: str) -> str:
     fingerprint = hashlib.blake2b(digest_size=8)
     fingerprint.update(f"{__version__}|{','.join(sorted(codes))}|{lang}".encode())
     for source in sorted(_PACKAGE_DIR.rglob("*.py")):
-        stat = source.stat()
-        fingerprint.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        info = source.stat()
+        fingerprint.update(f"{source.name}:{info.st_size}:{info.st_mtime_ns}".encode())
     return fingerprint.hexdigest()
 
 
-class Cache:
-    def __init__(self, root: Path, key: str) -> None:
-        self.directory = root / CACHE_DIR_NAME
-        self.file = self.directory / f"{key}.json"
-        self.entries: dict[str, list] = {}
-        self.dirty = False
-        try:
-            with open(self.file, encoding="utf-8") as handle:
-                loaded = json.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
-        except (OSError, ValueError):
-            pass  # no cache yet, or a damaged one: start afresh
+def project_root(scope: Path, config_dir: Path | None) -> Path:
+    """Where the cache of a checked path (a resolved directory, or a file) lives: the
+    configuration file's directory when the path is inside it, else the nearest enclosing
+    directory with a project marker, else the checked directory (a file's own directory)."""
+    directory = scope if os.path.isdir(scope) else scope.parent
+    if config_dir is not None and (directory == config_dir or config_dir in directory.parents):
+        return config_dir
+    for candidate in (directory, *directory.parents):
+        if any(os.path.exists(candidate / marker) for marker in PROJECT_MARKERS):
+            return candidate
+    return directory
 
-    def get(self, path: str, file_digest: str) -> list[dict] | None:
-        entry = self.entries.get(path)
-        if entry and entry[0] == file_digest:
-            return entry[1]
-        return None
 
-    def put(self, path: str, file_digest: str, findings: list[dict]) -> None:
-        self.entries[path] = [file_digest, findings]
-        self.dirty = True
+class ProjectCaches:
+    """The caches of the project roots of the checked paths: usually one."""
+
+    def __init__(self, scopes: list[Path], config_dir: Path | None, key: str) -> None:
+        roots = {project_root(scope, config_dir) for scope in scopes}
+        # Innermost first: a file belongs to the nearest root that holds it.
+        self._caches = [Cache(root, key) for root in sorted(roots, key=lambda r: len(r.parts),
+                                                            reverse=True)]
+        self._scopes = scopes
+
+    def get(self, path: Path, file_digest: str, shown: str, size: int) -> list[Finding] | None:
+        cache = self._cache_for(path)
+        return cache.get(path, file_digest, shown, size) if cache else None
+
+    def put(self, path: Path, file_digest: str, findings: list[Finding]) -> None:
+        cache = self._cache_for(path)
+        if cache:
+            cache.put(path, file_digest, findings)
 
     def save(self) -> None:
-        """Write atomically; a cache that cannot be written is silently skipped."""
-        if not self.dirty:
+        for cache in self._caches:
+            cache.save(self._scopes)
+
+    def _cache_for(self, path: Path) -> Cache | None:
+        text = str(path)
+        return next((cache for cache in self._caches if text.startswith(cache.prefix)), None)
+
+
+class Cache:
+    """The cache file of one project root and one settings key."""
+
+    def __init__(self, root: Path, key: str) -> None:
+        self.root = root
+        self.prefix = os.path.join(str(root), "")
+        self.directory = root / CACHE_DIR_NAME
+        self.file = self.directory / f"{key}.json"
+        self.entries: dict = {}
+        self.seen: set[str] = set()
+        self.dirty = False
+        self.usable = self._load()
+
+    def get(self, path: Path, file_digest: str, shown: str, size: int) -> list[Finding] | None:
+        """The findings stored for this content, or None (also for an entry of the wrong shape:
+        it is checked again and replaced). `size` bounds the positions a finding can have."""
+        key = self._key(path)
+        self.seen.add(key)
+        entry = self.entries.get(key)
+        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == file_digest
+                and isinstance(entry[1], list)):
+            return None
+        try:
+            return [_restore(item, shown, size) for item in entry[1]]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def put(self, path: Path, file_digest: str, findings: list[Finding]) -> None:
+        self.entries[self._key(path)] = [file_digest, [_strip_path(f) for f in findings]]
+        self.dirty = True
+
+    def save(self, scopes: list[Path]) -> None:
+        """Write the entries, without those of files gone or no longer checked; a cache that
+        cannot be written is silently skipped."""
+        if not self.usable:
+            return
+        entries = self._pruned(scopes)
+        if entries is None:
             return
         try:
-            self.directory.mkdir(exist_ok=True)
-            ignore = self.directory / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by torchdoctor\n*\n", encoding="utf-8")
-            self._remove_stale()
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self.entries, handle, separators=(",", ":"))
-            os.replace(tmp, self.file)
+            self._write(entries)
         except OSError:
             pass
 
-    def _remove_stale(self) -> None:
-        # Keep a few settings files (e.g. default rules and ALL); drop the oldest beyond that.
-        files = sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in files[7:]:
-            old.unlink(missing_ok=True)
+    def _key(self, path: Path) -> str:
+        return str(path)[len(self.prefix):].replace(os.sep, "/")
+
+    def _load(self) -> bool:
+        """Read the cache file; False when the cache must not be used at all."""
+        try:
+            directory = os.lstat(self.directory)
+        except FileNotFoundError:
+            return True  # the first run here
+        except OSError:
+            return False
+        if not stat.S_ISDIR(directory.st_mode):
+            write_stderr(f"torchdoctor: warning: {self.directory} is {_kind(directory.st_mode)}, "
+                         "not a directory: the cache is not used\n")
+            return False
+        try:
+            file = os.lstat(self.file)
+        except OSError:
+            return True  # no cache for these settings yet
+        if not stat.S_ISREG(file.st_mode):
+            write_stderr(f"torchdoctor: warning: {self.file} is {_kind(file.st_mode)}, "
+                         "not a regular file: the cache is not used\n")
+            return False
+        try:
+            loaded = json.loads(read_regular_file(self.file, MAX_CACHE_BYTES))
+        except (OSError, ValueError, RecursionError):
+            return True  # unreadable or damaged: start afresh, it is rewritten
+        if isinstance(loaded, dict):
+            self.entries = loaded
+        else:
+            self.dirty = True
+        return True
+
+    def _pruned(self, scopes: list[Path]) -> dict | None:
+        """The entries to write, or None when the file on disk is already right. An entry not
+        looked up in this run is dropped when its file lies in a checked directory (it was
+        deleted or excluded) or no longer exists."""
+        directories, files = [], []
+        for scope in scopes:
+            if (str(scope) + os.sep).startswith(self.prefix):
+                (directories if os.path.isdir(scope) else files).append(self._key(scope))
+        in_scope = _scope_test(directories, files)
+        unseen = [key for key in self.entries if key not in self.seen]
+        gone = {key for key in unseen if in_scope(key)}
+        if not self.dirty and not gone:
+            return None
+        gone |= {key for key in unseen if key not in gone and not os.path.exists(self.prefix + key)}
+        return {key: entry for key, entry in self.entries.items() if key not in gone}
+
+    def _write(self, entries: dict) -> None:
+        try:
+            os.mkdir(self.directory)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(self.directory).st_mode):
+                return  # something took its place since it was read
+        _create_once(self.directory / ".gitignore", b"# Created by torchdoctor\n*\n")
+        self._remove_old_settings_files()
+        # mkstemp creates a new file (O_EXCL: never through a link); os.replace swaps names.
+        fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=f"{self.file.name}.",
+                                         suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entries, handle, separators=(",", ":"))
+            os.replace(temporary, self.file)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+
+    def _remove_old_settings_files(self) -> None:
+        others = []
+        with os.scandir(self.directory) as listing:
+            for entry in listing:
+                if (_SETTINGS_FILE.fullmatch(entry.name) and entry.name != self.file.name
+                        and entry.is_file(follow_symlinks=False)):
+                    others.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
+        for _, path in sorted(others, reverse=True)[_KEPT_SETTINGS_FILES - 1:]:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass  # another run removed it first
+
+
+def _scope_test(directories: list[str], files: list[str]):
+    """key -> whether it lies in one of the checked directories or is a checked file."""
+    if "" in directories:
+        return lambda key: True
+    prefixes = tuple(directory + "/" for directory in directories)
+    named = frozenset(files)
+    return lambda key: key in named or key.startswith(prefixes)
+
+
+def _create_once(path: Path, content: bytes) -> None:
+    """Write a new file; one that exists (or a link in its place) is left alone."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(content)
+
+
+def _kind(mode: int) -> str:
+    return "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) \
+        else "a regular file" if stat.S_ISREG(mode) else "a special file"
+
+
+def _strip_path(finding: Finding) -> dict:
+    data = finding.to_json()
+    data.pop("path")
+    return data
+
+
+def _restore(data: dict, shown: str, size: int) -> Finding:
+    """A finding read back from the cache; ValueError (or KeyError, TypeError) when it is not
+    one the checker could have written for a file of `size` bytes."""
+    finding = Finding.from_json({**data, "path": shown})
+    positions = (finding.line, finding.column, finding.end_line, finding.end_column,
+                 finding.cell or 0)
+    texts = (finding.code, finding.name, finding.message)
+    if not (all(type(n) is int and 0 <= n <= size + 1 for n in positions)
+            and all(isinstance(t, str) for t in texts)
+            and (finding.fix is None or isinstance(finding.fix.title, str)
+                 and finding.fix.applicability in ("safe", "unsafe", "display"))):
+        raise ValueError("not a finding")
+    return finding

@@ -1,6 +1,7 @@
 """Settings for `check`: `[tool.torchdoctor]` in pyproject.toml, then the command line."""
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -8,14 +9,21 @@ from pathlib import Path
 
 import pathspec
 
+from torchdoctor._lang import LANGS
 from torchdoctor.catalog import _registry
 from torchdoctor.errors import UsageError
+from torchdoctor.lint.files import compile_patterns
+from torchdoctor.user_files import read_regular_file
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+# A pyproject.toml that configures torchdoctor: `[tool.torchdoctor...]`, `tool.torchdoctor.x = `,
+# or `torchdoctor = ` / `torchdoctor.x = ` under [tool] (not a dependency like "torchdoctor==1").
+_MENTIONS_TORCHDOCTOR = re.compile(
+    rb"tool\s*\.\s*[\"']?torchdoctor\b|^[ \t]*[\"']?torchdoctor[\"']?[ \t]*(\.|=(?!=))", re.MULTILINE)
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
               "lang"}
 
@@ -80,11 +88,25 @@ def resolve(selectors: list[str]) -> set[str]:
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a [tool.torchdoctor] table, from `start` upwards."""
+    """The nearest pyproject.toml with a [tool.torchdoctor] table, from `start` upwards. One that
+    cannot be read or parsed is passed over unless it mentions torchdoctor: a broken file of an
+    unrelated project above this one is not ours to report."""
     start = start.resolve()
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file() and "torchdoctor" in _read_tool_tables(candidate):
+        if not candidate.is_file():
+            continue
+        try:
+            data = read_regular_file(candidate)
+        except OSError:
+            continue
+        try:
+            tables = _parse_tool_tables(data, candidate)
+        except UsageError:
+            if _MENTIONS_TORCHDOCTOR.search(data):
+                raise
+            continue
+        if "torchdoctor" in tables:
             return candidate
     return None
 
@@ -93,6 +115,8 @@ def load(config_file: Path | None, cwd: Path) -> Settings:
     if config_file is None:
         return Settings(root=cwd.resolve())
     table = _read_tool_tables(config_file).get("torchdoctor", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{config_file}: [tool.torchdoctor] must be a table, not {_toml_type(table)}")
     unknown = set(table) - KNOWN_KEYS
     if unknown:
         raise UsageError(f"{config_file}: unknown key(s) in [tool.torchdoctor]: {', '.join(sorted(unknown))}")
@@ -101,13 +125,12 @@ def load(config_file: Path | None, cwd: Path) -> Settings:
         settings.select = _string_list(table, "select", config_file)
     settings.extend_select = _string_list(table, "extend-select", config_file)
     settings.ignore = _string_list(table, "ignore", config_file)
-    settings.exclude = (_string_list(table, "exclude", config_file)
-                        + _string_list(table, "extend-exclude", config_file))
-    pfi = table.get("per-file-ignores", {})
-    if not isinstance(pfi, dict) or not all(isinstance(v, list) for v in pfi.values()):
-        raise UsageError(f"{config_file}: per-file-ignores must map glob patterns to lists of rules")
-    settings.per_file_ignores = {str(k): [str(x) for x in v] for k, v in pfi.items()}
-    settings.lang = table.get("lang")
+    for key in ("exclude", "extend-exclude"):
+        patterns = _string_list(table, key, config_file)
+        compile_patterns(patterns, f"{config_file}: [tool.torchdoctor] {key}")
+        settings.exclude += patterns
+    settings.per_file_ignores = _per_file_ignores(table, config_file)
+    settings.lang = _lang(table, config_file)
     # Validate selectors now, so a typo in the config is a clear usage error.
     settings.enabled_codes()
     settings.per_file_ignore_matcher  # built now, so a bad selector is a usage error at once
@@ -116,20 +139,66 @@ def load(config_file: Path | None, cwd: Path) -> Settings:
 
 def _read_tool_tables(path: Path) -> dict:
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+        data = read_regular_file(path)
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror or error}") from None
+    return _parse_tool_tables(data, path)
+
+
+def _parse_tool_tables(data: bytes, path: Path) -> dict:
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: invalid TOML: not UTF-8 (byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path}: invalid TOML: {error}") from None
-    except OSError as error:
-        raise UsageError(f"{path}: {error.strerror}") from None
-    tool = data.get("tool", {})
+    tool = parsed.get("tool", {})
     return tool if isinstance(tool, dict) else {}
 
 
 def _string_list(table: dict, key: str, path: Path) -> list[str]:
-    value = table.get(key, [])
+    return _strings(table.get(key, []), key, path)
+
+
+def _strings(value: object, key: str, path: Path) -> list[str]:
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{path}: [tool.torchdoctor] {key} must be a list of strings")
+    if not isinstance(value, list):
+        raise UsageError(f"{path}: [tool.torchdoctor] {key} must be a list of strings, "
+                         f"not {_toml_type(value)}")
+    wrong = next((v for v in value if not isinstance(v, str)), None)
+    if wrong is not None:
+        raise UsageError(f"{path}: [tool.torchdoctor] {key} must be a list of strings, "
+                         f"not a list holding {_toml_type(wrong)}")
     return value
+
+
+def _per_file_ignores(table: dict, path: Path) -> dict[str, list[str]]:
+    value = table.get("per-file-ignores", {})
+    expected = "a table of glob patterns to lists of rules"
+    if not isinstance(value, dict):
+        raise UsageError(f"{path}: [tool.torchdoctor] per-file-ignores must be {expected}, "
+                         f"not {_toml_type(value)}")
+    ignores = {}
+    for pattern, rules in value.items():
+        compile_patterns([pattern], f"{path}: [tool.torchdoctor] per-file-ignores")
+        ignores[pattern] = _strings(rules, f"per-file-ignores.{pattern!r}", path)
+    return ignores
+
+
+def _lang(table: dict, path: Path) -> str | None:
+    value = table.get("lang")
+    if value is not None and value not in LANGS:
+        shown = repr(value) if isinstance(value, str) else _toml_type(value)
+        raise UsageError(f"{path}: [tool.torchdoctor] lang must be one of "
+                         f"{', '.join(map(repr, LANGS))}, not {shown}")
+    return value
+
+
+def _toml_type(value: object) -> str:
+    """What a TOML value is, in TOML's words."""
+    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
+                       (str, "a string"), (list, "an array"), (dict, "a table")):
+        if isinstance(value, kind):
+            return name
+    return "a date or time"

@@ -1,16 +1,25 @@
-"""Reading and writing user files: encoding-aware, binary-safe, atomic."""
+"""Decoding user files and writing fixes back into them: encoding-aware, binary-safe, in place."""
 from __future__ import annotations
 
 import io
 import os
-import tempfile
+import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
 
+# Never block on a FIFO swapped in since the read, never make a terminal ours.
+_WRITE_FLAGS = (os.O_RDWR | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+
+
 class UnreadableFile(Exception):
     """A file that is not Python source text; the message says why, in one line."""
+
+
+class UnwritableFile(Exception):
+    """A fix that was not written; the message says why, in one line."""
 
 
 @dataclass
@@ -34,8 +43,11 @@ def decode(data: bytes) -> SourceFile:
     except UnicodeDecodeError as error:
         raise UnreadableFile(f"not valid {encoding} text (byte {error.start}: "
                              f"{data[error.start:error.start + 1]!r})") from None
-    except LookupError:
-        raise UnreadableFile(f"unknown encoding {encoding!r}") from None
+    except LookupError as error:  # an unknown name, or a codec that is not text (rot13, hex)
+        raise UnreadableFile(f"cannot decode as {encoding!r}: {error}") from None
+    except Exception as error:  # a cookie can name any codec; what it raises is up to the codec
+        raise UnreadableFile(f"cannot decode as {encoding!r}: "
+                             f"{type(error).__name__}: {error}") from None
 
 
 def decode_native(data: bytes) -> SourceFile:
@@ -46,15 +58,42 @@ def decode_native(data: bytes) -> SourceFile:
     return SourceFile(data.decode("utf-8", "surrogateescape"), "utf-8")
 
 
-def write_atomically(path: Path, text: str, encoding: str) -> None:
-    """Replace `path` with `text` so that a crash never leaves a half-written file."""
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def encode(text: str, encoding: str) -> bytes:
+    """`text` in the encoding it was read in (bytes that were not UTF-8 kept as they were)."""
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode(encoding, "surrogateescape"))
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        return text.encode(encoding, "surrogateescape")
+    except Exception as error:  # as in decode: the codec is whatever the file's cookie named
+        raise UnwritableFile(f"cannot encode the fixed source as {encoding!r}: {error}") from None
+
+
+def write_in_place(path: Path, original: bytes, new: bytes) -> None:
+    """Overwrite the file `original` was read from with `new`, keeping the file itself: its
+    inode (so hard links), owner and permissions. Refused (UnwritableFile) when the file is no
+    longer what was read. An in-place write cannot be atomic: the new content is written in one
+    go, then the file is truncated and synced, so only a crash inside that one write can leave
+    a mixed file."""
+    fd = os.open(path, _WRITE_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnwritableFile("no longer a regular file")
+        if _read_to_end(fd, len(original) + 1) != original:
+            raise UnwritableFile("changed on disk since it was read")
+        os.lseek(fd, 0, os.SEEK_SET)
+        view = memoryview(new)
+        while view:
+            view = view[os.write(fd, view):]
+        os.ftruncate(fd, len(new))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_to_end(fd: int, limit: int) -> bytes:
+    chunks, total = [], 0
+    while total < limit:
+        chunk = os.read(fd, min(1 << 20, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
