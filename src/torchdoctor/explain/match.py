@@ -4,12 +4,12 @@ from __future__ import annotations
 import linecache
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 from torchdoctor.explain.parse import user_frame, user_frame_of
+from torchdoctor.user_files import read_regular_file
 
 # Below this, a cause is not shown: "not recognised" is better than a guess dressed as an answer.
 MIN_CONFIDENCE = 0.3
@@ -68,6 +68,8 @@ class Explanation:
     diagnoses: list[Diagnosis]
     lang: str
     internal_error: str | None = None
+    # Why a user file named in the error was not linked to it (one line), when one was not.
+    link_problem: str | None = None
 
     def to_json(self) -> dict:
         frame = user_frame_of(self.report)
@@ -76,6 +78,8 @@ class Explanation:
         data = {"findings": [d.to_json(self.lang) for d in self.diagnoses], "error": error}
         if self.internal_error:
             data["internal_error"] = self.internal_error
+        if self.link_problem:
+            data["link_problem"] = self.link_problem
         return data
 
 
@@ -84,9 +88,10 @@ def diagnose(report: ErrorReport, lang: str = "en", link: bool = True) -> Explan
     best: dict[str, Diagnosis] = {}
     has_exception = bool(report.exceptions)
     final = report.final
+    signatures = _signatures()
     for block in _distinct(report.blocks):
         weight = _weight(block, final, has_exception)
-        for pitfall, signature in _signatures():
+        for pitfall, signature in signatures:
             clue = _match(signature, block, report)
             if clue is None:
                 continue
@@ -97,10 +102,15 @@ def diagnose(report: ErrorReport, lang: str = "en", link: bool = True) -> Explan
                                                 report, lang)
     _match_whole_text(report, best, lang)
     diagnoses = [d for d in best.values() if d.confidence >= MIN_CONFIDENCE]
+    link_problem = None
     if link and diagnoses:
-        diagnoses.extend(_link_user_code(report, diagnoses, lang))
+        try:
+            roots, link_problem = _link_user_code(report, diagnoses, lang)
+        except Exception as error:  # the link is a bonus: never the cost of the answer
+            roots, link_problem = [], f"could not link the error to your code: {_why(error)}"
+        diagnoses.extend(roots)
     diagnoses.sort(key=lambda d: -d.confidence)
-    return Explanation(report, _without_duplicates(diagnoses), lang)
+    return Explanation(report, _without_duplicates(diagnoses), lang, link_problem=link_problem)
 
 
 def _signatures() -> list[tuple[Pitfall, ErrorSignature]]:
@@ -181,9 +191,13 @@ def _location_of(block: ErrorBlock | None, report: ErrorReport) -> Location | No
 
 # Linking to the user's code ----------------------------------------------------------------
 
-def _link_user_code(report: ErrorReport, diagnoses: list[Diagnosis], lang: str) -> list[Diagnosis]:
+def _link_user_code(report: ErrorReport, diagnoses: list[Diagnosis],
+                    lang: str) -> tuple[list[Diagnosis], str | None]:
     """Run the static checker on the user's files in the traceback; a finding of the matched
-    entry itself pins its location, a finding of one of its root causes becomes a cause."""
+    entry itself pins its location, a finding of one of its root causes becomes a cause.
+
+    Returns the root causes found, and why the first file that could not be linked was not.
+    The link is a bonus: whatever goes wrong with a file, the diagnosis stands without it."""
     wanted: dict[str, list[Diagnosis]] = {}
     for diagnosis in diagnoses:
         for name in (diagnosis.pitfall.name, *diagnosis.pitfall.root_causes):
@@ -191,37 +205,61 @@ def _link_user_code(report: ErrorReport, diagnoses: list[Diagnosis], lang: str) 
             if entry is not None and entry.static_detectors:
                 wanted.setdefault(entry.code, []).append(diagnosis)
     if not wanted:
-        return []
+        return [], None
     roots: dict[str, Diagnosis] = {}
-    for path, shown_as in _user_files(report):
+    problem = None
+    for path in _user_files(report):
+        try:
+            why = _link_file(path, wanted, roots, lang)
+        except Exception as error:  # the checker's own failure: this file is not linked
+            why = _why(error)
+        if why and problem is None:
+            problem = f"could not link the error to {path}: {why}"
+    return list(roots.values()), problem
+
+
+def _link_file(path: str, wanted: dict[str, list[Diagnosis]], roots: dict[str, Diagnosis],
+               lang: str) -> str | None:
+    """Link the findings of one file to the diagnoses that want them; None, or why not."""
+    from torchdoctor.lint.lines import split_lines
+    from torchdoctor.lint.source import UnreadableFile
+
+    try:
         source = _source_of(path)
-        if source is None:
+    except FileNotFoundError:  # a traceback from another machine: nothing to say
+        return None
+    except (UnreadableFile, OSError) as error:
+        return getattr(error, "strerror", None) or str(error)
+    result = _static_findings(source, path, frozenset(wanted), lang)
+    why = result.internal_errors[0] if result.internal_errors else None
+    lines = split_lines(source)
+    for finding in result.findings:
+        if finding.code not in wanted:  # the engine's own finding: the file does not parse
+            why = why or f"line {finding.line}: {finding.message}"
             continue
-        lines = source.splitlines()
-        for finding in _static_findings(source, path, frozenset(wanted), lang):
-            text = lines[finding.line - 1].strip() if 0 < finding.line <= len(lines) else None
-            location = Location(shown_as, finding.line, text, finding.column)
-            for diagnosis in wanted[finding.code]:
-                diagnosis.linked.append((location, finding.name, finding.message))
-                if finding.code == diagnosis.pitfall.code:
-                    # Its own finding in the user's code is where the error was made: the
-                    # crash line stays in `error.user_frame`.
-                    if not any(name == finding.name for _, name, _ in diagnosis.linked[:-1]):
-                        diagnosis.location = location
-                    continue
-                root = _registry.get(finding.code)
-                confidence = min(diagnosis.confidence + _LINK_BONUS, 0.99)
-                if root.name not in roots or roots[root.name].confidence < confidence:
-                    fix = (finding.fix.title if finding.fix else
-                           pick(root.fix_hint or root.title, lang))
-                    roots[root.name] = Diagnosis(
-                        root, confidence, finding.message, fix, location,
-                        diagnosis.block, root_of=diagnosis.pitfall.name)
-    return list(roots.values())
+        text = lines[finding.line - 1].strip() if 0 < finding.line <= len(lines) else None
+        location = Location(path, finding.line, text, finding.column)
+        for diagnosis in wanted[finding.code]:
+            diagnosis.linked.append((location, finding.name, finding.message))
+            if finding.code == diagnosis.pitfall.code:
+                # Its own finding in the user's code is where the error was made: the
+                # crash line stays in `error.user_frame`.
+                if not any(name == finding.name for _, name, _ in diagnosis.linked[:-1]):
+                    diagnosis.location = location
+                continue
+            root = _registry.get(finding.code)
+            confidence = min(diagnosis.confidence + _LINK_BONUS, 0.99)
+            if root.name not in roots or roots[root.name].confidence < confidence:
+                fix = (finding.fix.title if finding.fix else
+                       pick(root.fix_hint or root.title, lang))
+                roots[root.name] = Diagnosis(
+                    root, confidence, finding.message, fix, location,
+                    diagnosis.block, root_of=diagnosis.pitfall.name)
+    return why
 
 
-def _user_files(report: ErrorReport) -> list[tuple[Path, str]]:
-    """Readable files of the user's frames, most relevant first, each once."""
+def _user_files(report: ErrorReport) -> list[str]:
+    """Files of the user's frames that may be read, most relevant first, each once."""
     frames: list[Frame] = []
     primary = user_frame_of(report)
     if primary is not None:
@@ -230,39 +268,62 @@ def _user_files(report: ErrorReport) -> list[tuple[Path, str]]:
         frame = user_frame(block.frames) if block.frames else None
         if frame is not None:
             frames.append(frame)
-    found: list[tuple[Path, str]] = []
+    found: list[str] = []
+    seen: set[str] = set()
     for frame in frames:
-        path = Path(frame.path)
-        if not _readable(frame.path):
+        if not _may_read(frame.path):
             continue
-        if all(path.resolve() != known.resolve() for known, _ in found):
-            found.append((path, frame.path))
+        identity = _identity(frame.path)
+        if identity not in seen:
+            seen.add(identity)
+            found.append(frame.path)
         if len(found) == _MAX_LINKED_FILES:
             break
     return found
 
 
-def _readable(path: str) -> bool:
-    """A Python file on disk, or code that only lives in memory (an IPython cell, registered in
-    linecache under a name like `<ipython-input-3-...>` or `/tmp/ipykernel_1/2.py`)."""
-    if path.endswith(".py") and os.path.isfile(path):
-        return True
-    return bool(linecache.getlines(path))
+def _may_read(path: str) -> bool:
+    """A Python file on disk (anything under that name: `_source_of` reads only a regular file),
+    or code that only lives in memory (an IPython cell)."""
+    return _in_memory(path) is not None or (path.endswith(".py") and os.path.lexists(path))
 
 
-def _source_of(path: Path) -> str | None:
-    from torchdoctor.lint.source import UnreadableFile, decode
-
+def _identity(path: str) -> str:
     try:
-        return decode(path.read_bytes()).text
-    except (UnreadableFile, OSError):
-        return "".join(linecache.getlines(os.fspath(path))) or None
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # a name the system cannot resolve: itself
+        return path
 
 
-def _static_findings(source: str, path: Path, codes: frozenset[str], lang: str):
+def _in_memory(path: str) -> list[str] | None:
+    """The lines IPython keeps in linecache for a cell (`<ipython-input-3-...>`, or
+    `/tmp/ipykernel_1/2.py`): entries without a modification time, never read from disk."""
+    entry = linecache.cache.get(path)
+    if isinstance(entry, tuple) and len(entry) == 4 and entry[1] is None:
+        return entry[2]
+    return None
+
+
+def _source_of(path: str) -> str:
+    """The text of a user file: a cell kept in memory, or a regular file read with the
+    checker's size limit (a FIFO would block, a device never end). Raises OSError or
+    UnreadableFile."""
+    from torchdoctor.lint.source import decode
+
+    lines = _in_memory(path)
+    if lines is not None:
+        return "".join(lines)
+    return decode(read_regular_file(path)).text
+
+
+def _static_findings(source: str, path: str, codes: frozenset[str], lang: str):
     from torchdoctor.lint.checker import check_source
 
-    return check_source(source, os.fspath(path), codes, lang).findings
+    return check_source(source, path, codes, lang)
+
+
+def _why(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"
 
 
 def _without_duplicates(diagnoses: list[Diagnosis]) -> list[Diagnosis]:

@@ -1,8 +1,11 @@
 """What the explainer reads out of an error: the exceptions, warnings and log errors in it."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal, TypeVar
+
+_T = TypeVar("_T")
 
 # exception: a Python traceback's final "Type: message" (or a live exception);
 # warning: a `file:line: SomeWarning: message` line; log: an error line outside any traceback
@@ -52,12 +55,29 @@ class ErrorBlock:
 
 @dataclass
 class ErrorReport:
-    """Everything parsed from one input. `blocks` in input order; the last exception is final."""
+    """Everything parsed from one input. `blocks` in input order; the last exception is final.
+
+    Read-only once parsed: what `search` and `once` compute is kept for the next asker."""
 
     blocks: list[ErrorBlock] = field(default_factory=list)
     text: str = ""  # the input, cleaned (no ANSI, no rank prefixes, \r progress bars resolved)
     torch_version: str | None = None
     python_version: str | None = None
+    _known: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def search(self, pattern: str | re.Pattern) -> re.Match | None:
+        """`pattern` searched in the whole input, once: signatures run for every block of a
+        log, and reading all of it for each would be quadratic."""
+        key = ("search", pattern)
+        if key not in self._known:
+            self._known[key] = re.search(pattern, self.text or "")
+        return self._known[key]
+
+    def once(self, compute: Callable[[ErrorReport], _T]) -> _T:
+        """`compute(self)`, computed once (see `search`)."""
+        if compute not in self._known:
+            self._known[compute] = compute(self)
+        return self._known[compute]
 
     @property
     def exceptions(self) -> list[ErrorBlock]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from bisect import bisect_right
 import sys
 import traceback
 from dataclasses import dataclass, replace
@@ -51,9 +52,11 @@ _CHAIN = {
     "During handling of the above exception, another exception occurred:": "context",
     "The above exception was the direct cause of the following exception:": "cause",
 }
-# `,? in`: faulthandler's dump has no comma.
-_FILE = re.compile(r'\s*File "(?P<path>[^"]*)", line (?P<line>\d+)(?:,? in (?P<function>.+?))?\s*$')
-_CARET = re.compile(r"\s*[\^~]+[\s\^~]*$")  # Python 3.11+ position markers, SyntaxError carets
+# `,? in`: faulthandler's dump has no comma. The function name ends at the line's last
+# non-space (`.*\S`): a lazy `.+?` followed by `\s*$` would rescan trailing spaces at each step.
+_FILE = re.compile(
+    r'\s*File "(?P<path>[^"]*)", line (?P<line>\d+)(?:,? in (?P<function>.*\S))?\s*$')
+_CARET = re.compile(r"\s*[\^~][\s\^~]*$")  # Python 3.11+ position markers, SyntaxError carets
 _ELIDED = re.compile(r"\s*(?:\[Previous line repeated \d+ more times?\]|\.\.\.<\d+ lines>\.\.\.)$")
 _EXCEPTION = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::(?P<message>.*))?$")
 _CLASS_NAME = re.compile(r"_?[A-Z]\w*$")
@@ -85,14 +88,17 @@ _IPY_CONTEXT = re.compile(r"\s+\d+(?:\s.*)?$")
 
 # --- errors in logs, outside tracebacks ------------------------------------------------------
 
+# `Assertion ` is looked for once, ahead: `.*Assertion .* failed` would retry each occurrence.
 _DEVICE_ASSERT = re.compile(
-    r"(?P<path>\S+?\.cuh?):(?P<line>\d+): (?P<message>.*Assertion .* failed\.)$")
+    r"(?P<path>\S+?\.cuh?):(?P<line>\d+): (?P<message>(?=.*Assertion ).* failed\.)$")
 _BLOCK_THREAD = re.compile(r"block: \[[\d, ]*\], thread: \[[\d, ]*\] ")
 _COMPILER = re.compile(  # gcc/clang `f.cpp:12:5: error:`, nvcc/MSVC `f.cu(34): error:`
     r"(?P<path>(?:[A-Za-z]:)?[^:()]+?)(?::(?P<line>\d+)(?::\d+)?:|\((?P<line2>\d+)\):) "
     r"(?:fatal )?error(?: [A-Z]+\d+)?: (?P<message>.*)$")
 _BARE_FATAL = re.compile(r"fatal error: (?P<message>.*)$")  # the compiler's path cut off
-_USAGE_ERROR = re.compile(r".*?[\w.-]+: error: .+$")  # argparse: `train.py: error: unrecognized`
+# argparse: `train.py: error: unrecognized`. The program's name starts after a non-name
+# character, so that a long word is not rescanned from each of its letters.
+_USAGE_ERROR = re.compile(r".*?(?<![\w.-])[\w.-]+: error: .+$")
 _WARNING = re.compile(
     r"(?P<path>\S.*?):(?P<line>\d+): (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): ?"
     r"(?P<message>.*)$")
@@ -173,10 +179,12 @@ def from_exception(exc: BaseException) -> ErrorReport:
     """The report of a live exception and its chain, as `parse_text` reads it printed."""
     report = ErrorReport()
     try:
-        report.text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        # Formatted once: formatting each link of a long chain would walk the chain each time.
+        printed = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
+        report.text = "".join(printed.format())
         end = 0
-        for link, relation in _chain(exc):
-            end += _printed_lines(link)
+        for (link, relation), (shown, _) in zip(_chain(exc), _chain(printed)):
+            end += "".join(shown.format(chain=False)).count("\n")
             report.blocks.extend(_live_blocks(link, relation, end))
             end += 3  # blank line, "The above exception ...", blank line
     except Exception:  # never lose the user's error to ours
@@ -394,7 +402,7 @@ class _StreamParser:
         for k, block in enumerate(self.blocks):
             if block.kind != "exception" or block.frames:
                 continue
-            at = max(i for i, start in enumerate(bounds) if start <= block.line)
+            at = bisect_right(bounds, block.line) - 1  # the last section starting before it
             self.blocks[k] = replace(block, frames=tuple(sections[at]))
 
     def _step(self, i: int) -> int:
@@ -753,11 +761,13 @@ def _preceded(pattern: re.Pattern, text: str, letter: str, not_before: str | Non
 
 # --- live exceptions -------------------------------------------------------------------------
 
-def _chain(exc: BaseException) -> list[tuple[BaseException, str | None]]:
-    """The chain as Python prints it, first cause first, each with how it follows the one before."""
-    chain: list[tuple[BaseException, str | None]] = []
+def _chain(exc):
+    """The chain as Python prints it, first cause first, each with how it follows the one before.
+
+    `exc`: an exception, or its traceback.TracebackException (which links its chain alike)."""
+    chain: list[tuple] = []
     seen: set[int] = set()
-    current: BaseException | None = exc
+    current = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if current.__cause__ is not None:
@@ -769,11 +779,6 @@ def _chain(exc: BaseException) -> list[tuple[BaseException, str | None]]:
         chain.append((current, relation))
         current = following
     return chain[::-1]
-
-
-def _printed_lines(exc: BaseException) -> int:
-    printed = traceback.format_exception(type(exc), exc, exc.__traceback__, chain=False)
-    return "".join(printed).count("\n")
 
 
 def _live_blocks(exc: BaseException, relation: str | None, line: int) -> list[ErrorBlock]:

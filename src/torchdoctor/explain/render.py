@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from torchdoctor.explain.match import Diagnosis, Explanation
 from torchdoctor.explain.parse import user_frame_of
+from torchdoctor.report.render import printable
 
 _LABELS = {
     "en": {"header": "torchdoctor", "at": "at", "cause": "cause", "fix": "fix",
@@ -41,7 +42,7 @@ def as_text(explanation: Explanation) -> str:
         lines.append("")
         lines.append(labels["unknown"])
         lines.append(f"  {labels['parsed']}: {final.type or '(log)'}: {_headline('', final.message)}")
-        return "\n".join(lines) + "\n"
+        return _shown(lines)
     for diagnosis in explanation.diagnoses[:_SHOWN_IN_FULL]:
         lines.append("")
         lines.extend(_diagnosis(diagnosis, labels, explanation.lang))
@@ -50,7 +51,13 @@ def as_text(explanation: Explanation) -> str:
         lines.append("")
         lines.append(f"{labels['others']}: " + ", ".join(
             f"{d.pitfall.name} ({d.confidence:.0%})" for d in rest))
-    return "\n".join(lines) + "\n"
+    return _shown(lines)
+
+
+def _shown(lines: list[str]) -> str:
+    """The lines as a terminal may show them: the error's own text can hold control characters
+    (a stray escape sequence, a carriage return, a binary log), shown escaped."""
+    return "".join(printable(line) + "\n" for text in lines for line in text.split("\n"))
 
 
 def _diagnosis(diagnosis: Diagnosis, labels: dict, lang: str) -> list[str]:

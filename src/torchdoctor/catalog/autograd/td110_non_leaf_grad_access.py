@@ -149,7 +149,7 @@ def check_none_grad(block, report):
     """An error on None counts only when the non-leaf warning was printed in the same run."""
     if "NoneType" not in block.message:
         return None
-    if _WARNING not in report.text and not any(_WARNING in b.message for b in report.blocks):
+    if not report.once(_warned):
         return None
     return Clue(0.9, {
         "en": "The `None` here is the `.grad` of a non-leaf tensor (see the warning above): "
@@ -162,3 +162,8 @@ def check_none_grad(block, report):
               "`.retain_grad()`），也可能是在 `requires_grad=True` 之后又做了迁移或缩放（`.cuda()`、"
               "`.to(device)`、`* scale`）的张量。",
     })
+
+
+def _warned(report) -> bool:
+    """The non-leaf warning is in the input (`report.once`: asked for every block)."""
+    return _WARNING in report.text or any(_WARNING in b.message for b in report.blocks)

@@ -191,10 +191,12 @@ _EXITED = "exited unexpectedly"
 def bus_error_in_loader(block, report) -> Clue | None:
     """`Bus error (core dumped)` or "worker exited unexpectedly" next to a DataLoader: shm;
     "killed by signal: Killed" is the out-of-memory killer, shown only as a weak guess."""
-    text = report.text or block.message
-    if not _LOADER_CONTEXT.search(text):
+    def in_text(pattern):  # the whole input (read once for all blocks), else the message
+        return report.search(pattern) if report.text else pattern.search(block.message)
+
+    if not in_text(_LOADER_CONTEXT):
         return None
-    if _BUS_ERROR.search(block.message) or (_EXITED in block.message and _BUS_ERROR.search(text)):
+    if _BUS_ERROR.search(block.message) or (_EXITED in block.message and in_text(_BUS_ERROR)):
         return Clue(0.85, {
             "en": "A DataLoader worker crashed with a bus error: most likely /dev/shm, which "
                   "carries batches from the workers, is full.",
@@ -215,7 +217,7 @@ def bus_error_in_loader(block, report) -> Clue | None:
             "zh": "减小 `num_workers` 和 `batch_size`，避免在 Dataset 中保存大型 Python 列表（改用 "
                   "numpy 数组），并用 `dmesg` 查看是否有 `Out of memory: Killed process`。",
         }, killed.groupdict())
-    if _EXITED in block.message and not _other_errors(report):
+    if _EXITED in block.message and not report.once(_other_errors):
         return Clue(0.35, {
             "en": "A DataLoader worker exited without a Python error; full shared memory "
                   "(/dev/shm) is a common cause, a crash in a C extension or the OOM killer are "

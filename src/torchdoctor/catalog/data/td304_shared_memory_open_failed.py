@@ -213,7 +213,7 @@ def too_many_open_files(block, report) -> Clue | None:
     if "Too many open files" not in block.message:
         return None
     frames = " ".join(frame.path for frame in block.frames)
-    if _LOADER_CONTEXT.search(frames) or _LOADER_CONTEXT.search(report.text or ""):
+    if _LOADER_CONTEXT.search(frames) or report.search(_LOADER_CONTEXT):
         return Clue(0.85, {
             "en": "The process ran out of file descriptors while DataLoader workers were "
                   "sharing tensors with it (one descriptor per tensor).",

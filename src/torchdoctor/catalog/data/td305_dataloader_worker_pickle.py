@@ -180,6 +180,8 @@ _WORKER_FRAMES = re.compile(
     r"dataloader\.py|[/\\]multiprocessing[/\\]|popen_spawn|spawn\.py|reduction\.py|worker\.py")
 # Frames of torch.save / torch.load: the object is a saved model, not a DataLoader's payload.
 _SERIALIZATION_FRAMES = re.compile(r"serialization\.py|torch[/\\]hub\.py")
+_LOADER = re.compile("DataLoader|dataloader")
+_PICKLE_FAILED = re.compile(r"Can't (?:pickle|get)|cannot pickle|can't pickle")
 
 _LOCAL_CAUSE = {
     "en": "`{object}` is a lambda, or a function or class defined inside a function: pickle "
@@ -249,7 +251,7 @@ def unpicklable(block, report) -> Clue | None:
         # No frames to go by: "(built-in)" is the __main__ of a notebook or a REPL, which is
         # what a spawned worker sees; `from 'train.py'` is more often a torch.load.
         return Clue(0.75, cause, fix, fields) if found.group("where") == "(built-in)" else None
-    loader_nearby = "DataLoader" in report.text or "dataloader" in report.text
+    loader_nearby = report.search(_LOADER) is not None
     return Clue(0.8 if loader_nearby else generic, cause, fix, fields)
 
 
@@ -260,7 +262,7 @@ def spawned_child_got_nothing(block, report) -> Clue | None:
     paths = " ".join(frame.path for frame in block.frames)
     if not re.search(r"spawn\.py|popen_spawn", paths):
         return None
-    pickled = re.search(r"Can't (?:pickle|get)|cannot pickle|can't pickle", report.text or "")
+    pickled = report.search(_PICKLE_FAILED)
     return Clue(0.95 if pickled else 0.75, {
         "en": "This error is only the spawned DataLoader worker's side: the main process failed "
               "to pickle the Dataset or a function for it (look for `Can't pickle` above), so "

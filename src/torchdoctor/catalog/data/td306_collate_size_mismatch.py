@@ -210,4 +210,4 @@ def _in_collate(block, report) -> bool:
     for frame in block.frames:
         if "collate" in (frame.function or "") or frame.path.endswith("collate.py"):
             return True
-    return bool(_COLLATE_TEXT.search(block.message) or _COLLATE_TEXT.search(report.text or ""))
+    return bool(_COLLATE_TEXT.search(block.message) or report.search(_COLLATE_TEXT))

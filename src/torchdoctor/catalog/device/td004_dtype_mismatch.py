@@ -189,13 +189,14 @@ def dtype_name(text: str) -> str | None:
 
 
 # Messages naming two dtypes, as groups a/b, or expected/found when they say which one the
-# operation wanted.
+# operation wanted. A pattern that starts with `\w+` starts at a word boundary (`\b`): searched
+# in a long word, it would otherwise rescan the word from each of its letters.
 _PAIRS = [
     re.compile(r"expected scalar type (?P<expected>\w+) but found (?P<found>\w+)"),
     re.compile(r"Expected object of scalar type (?P<expected>\w+) but got scalar type "
                r"(?P<found>\w+) for (?:argument|sequence element \d+ in sequence argument at "
                r"position) (?:#\d+ )?'(?P<arg>\w+)'"),
-    re.compile(r"\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
+    re.compile(r"\b\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
     re.compile(r"expected \w+ and \w+ to have the same dtype, but got: (?P<a>\w+) != "
                r"(?P<b>\w+)"),
     re.compile(r"Input type \((?P<a>[^()]+)\) and (?:weight|bias) type \((?P<b>[^()]+)\) "
@@ -208,7 +209,7 @@ _PAIRS = [
     re.compile(r"to have the same type as tensor for argument #\d+ '\w+'; but type "
                r"(?P<a>[\w.]+) does not equal (?P<b>[\w.]+)"),
     re.compile(r"have same dtype, but found (?P<a>\w+) and (?P<b>\w+)"),
-    re.compile(r"\w+ \((?P<a>\w+)\) and \w+ \((?P<b>\w+)\) must have the same scalar type"),
+    re.compile(r"\b\w+ \((?P<a>\w+)\) and \w+ \((?P<b>\w+)\) must have the same scalar type"),
     re.compile(r"dtypes match, got (?P<a>\w+) for the destination and (?P<b>\w+) for the "
                r"source"),
 ]
@@ -325,7 +326,7 @@ PITFALL.error(
            "zh": "归一化层（LayerNorm、BatchNorm、GroupNorm）收到的输入与其权重的 dtype 不同，"
                  "典型情况是 float64 的数据送进了 float32 的模型。"})
 # Messages without the dtypes (torch 2.0-2.1 said only "mat1 and mat2 must have the same dtype").
-PITFALL.error(r"\w+ and \w+ must have the same dtype(?!, but got)", confidence=0.85,
+PITFALL.error(r"\b\w+ and \w+ must have the same dtype(?!, but got)", confidence=0.85,
               cause={"en": "The input and the weights of a layer have different dtypes "
                            "(float64 or half-precision input into a float32 model, or the "
                            "reverse).",
@@ -333,7 +334,8 @@ PITFALL.error(r"\w+ and \w+ must have the same dtype(?!, but got)", confidence=0
                            "模型，或者反过来）。"})
 # scatter/gather/index_add keep one dtype: `counts.scatter_add_(0, labels, torch.ones_like(labels))`
 # on a float `counts` adds Long ones.
-PITFALL.error(r"(?P<op>\w+)\(\): Expected self\.dtype to be equal to src\.dtype", confidence=0.85,
+PITFALL.error(r"\b(?P<op>\w+)\(\): Expected self\.dtype to be equal to src\.dtype",
+              confidence=0.85,
               cause={"en": "`{op}` writes `src` into `self`, and both must have the same dtype: "
                            "here they differ (often a float tensor filled from integer labels "
                            "with `torch.ones_like(labels)`).",

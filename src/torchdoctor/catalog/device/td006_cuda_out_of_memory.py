@@ -170,8 +170,9 @@ _GENERIC_CAUSE = {
           "其他进程占用了显存（`nvidia-smi`）；缓存碎片化（保留的显存远大于已分配的）。",
 }
 
-# The allocator's numbers, in every message format since torch 1.0.
-_SIZE = r"(\d+(?:\.\d+)?) ?(bytes|[KMGT]iB|B)\b"
+# The allocator's numbers, in every message format since torch 1.0. A number starts after a
+# non-digit: searched in a long run of digits, it would otherwise rescan the run from each one.
+_SIZE = r"(?<!\d)(\d+(?:\.\d+)?) ?(bytes|[KMGT]iB|B)\b"
 _NUMBER_PATTERNS = {
     "tried": [rf"Tried to allocate {_SIZE}"],
     "total": [rf"{_SIZE} total capacity", rf"total capac\w+ of {_SIZE}"],

@@ -140,10 +140,11 @@ PITFALL.error(
            "zh": "某个 CUDA 内核里的检查失败了，但输出里没有说明是哪一个；由于内核异步执行，调用栈里的那一行"
                  "未必是出错的地方。最常见的是：类别标签不在 [0, num_classes) 内、token id 超出 "
                  "embedding 的大小，或者索引越界。"})
-# A kernel assertion line whose text no more specific entry recognises.
+# A kernel assertion line whose text no more specific entry recognises. Read from `block:` on,
+# the assertion up to its closing backtick: linear in the input, which is the whole log.
 PITFALL.error(
-    r"\.cuh?:\d+: .*?block: \[[\d, ]*\], thread: \[[\d, ]*\] Assertion `(?P<assertion>.+?)` "
-    r"failed", types=(), confidence=0.65,
+    r"block: \[[\d, ]*\], thread: \[[\d, ]*\] Assertion `(?P<assertion>[^`]+)` failed",
+    types=(), confidence=0.65,
     cause={"en": "The CUDA kernel assertion `{assertion}` failed: an input of that operation "
                  "is outside the range it accepts. The Python traceback may point at a later "
                  "line, since kernels run asynchronously.",

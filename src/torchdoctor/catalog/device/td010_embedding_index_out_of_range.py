@@ -156,7 +156,8 @@ _CAUSE = {
 # The CUDA kernels behind embedding lookups (and index_select, rarer in user code).
 PITFALL.error(r"srcIndex < srcSelectDimSize", types=(), confidence=0.95, cause=_CAUSE)
 
-_OUT_OF_RANGE = re.compile(r"^index out of range in self|^index out of range at \S*TH\S*Math")
+# TH is looked for once, ahead: `\S*TH\S*Math` would retry each TH in a long path.
+_OUT_OF_RANGE = re.compile(r"^index out of range in self|^index out of range at (?=\S*?TH)\S*Math")
 _EMBEDDING = re.compile(r"embedding", re.I)
 
 
