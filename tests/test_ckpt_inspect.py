@@ -208,9 +208,9 @@ def test_malicious_pickle_is_reported_and_never_run(tmp_path):
     malicious_checkpoint(path, marker)
     inspected = run_cli("ckpt", "inspect", str(path))
     assert inspected.returncode == 1
-    assert "system" in inspected.stdout and "run commands" in inspected.stdout
-    fixed = run_cli("ckpt", "fix", str(path), "-o", str(tmp_path / "out.pth"))
-    assert fixed.returncode == 2 and "--trust" in fixed.stderr
+    assert "DANGER" in inspected.stdout and ".system`" in inspected.stdout
+    fixed = run_cli("ckpt", "fix", str(path), "-o", str(tmp_path / "out.pth"), "--trust")
+    assert fixed.returncode == 2 and "never loads" in fixed.stderr
     diffed = run_cli("ckpt", "diff", str(path), str(path))
     assert diffed.returncode in (0, 1)
     assert not marker.exists()

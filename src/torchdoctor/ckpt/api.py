@@ -31,7 +31,7 @@ def load_state_dict(model, path_or_dict, *, strict: bool = True, trust: bool = F
     from torchdoctor.ckpt import reader, repair
     from torchdoctor.ckpt.command import repair_lines
     from torchdoctor.ckpt.diff import compare, reference_of_model
-    from torchdoctor.ckpt.findings import Subject, findings
+    from torchdoctor.ckpt.findings import Subject, findings, problem_message
     from torchdoctor.ckpt.inspect import locate
 
     if isinstance(path_or_dict, (str, os.PathLike)):
@@ -39,10 +39,14 @@ def load_state_dict(model, path_or_dict, *, strict: bool = True, trust: bool = F
         try:
             checkpoint = reader.read(path)
         except reader.Unreadable as problem:
-            message = findings(Subject(path, lang, problem=problem))[0].message
+            message = problem_message(Subject(path, lang, problem=problem))
             raise CheckpointMismatchError(f"{path}: {message}") from None
         try:
             loaded = repair.load(path, checkpoint, trust)
+        except repair.Dangerous as error:
+            raise CheckpointMismatchError(
+                f"{path} holds code to run while loading ({', '.join(error.names)}): it is not "
+                "loaded, not even with trust=True") from None
         except repair.NeedsTrust as error:
             raise CheckpointMismatchError(
                 f"{path} needs {', '.join(error.names)}: only a full unpickle, which runs code "

@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from torchdoctor.ckpt import reader
-from torchdoctor.ckpt.findings import Subject, findings
+from torchdoctor.ckpt.findings import Subject, findings, problem_message
 from torchdoctor.ckpt.diff import wrapper_name
 from torchdoctor.ckpt.inspect import Listing, listing
 from torchdoctor.errors import UsageError
+from torchdoctor.report.render import printable
 
 LABELS = {
     "en": {
@@ -31,6 +34,7 @@ LABELS = {
         "yes": "yes", "no": "no",
         "weights_only": "weights_only=True", "accepted": "accepted",
         "refused": "refused, needs {names}",
+        "data": "data", "class": "class: trust", "code": "code: DANGER",
         "keys": "keys", "more": "... {n} more (--keys lists all)",
         "clean": "Nothing to report.", "found": "Found {n} problem(s).",
         "see": "see `torchdoctor rule {name}`",
@@ -64,6 +68,7 @@ LABELS = {
         "yes": "是", "no": "否",
         "weights_only": "weights_only=True", "accepted": "可以加载",
         "refused": "会被拒绝，需要 {names}",
+        "data": "数据", "class": "类：需要信任", "code": "代码：危险",
         "keys": "键", "more": "……还有 {n} 个（--keys 列出全部）",
         "clean": "没有发现问题。", "found": "发现 {n} 个问题。",
         "see": "详见 `torchdoctor rule {name}`",
@@ -104,8 +109,8 @@ def _read(path: str) -> reader.Checkpoint:
 
 def _unusable(path: str, problem: reader.Unreadable, lang: str) -> UsageError:
     """One line saying what the file is, for commands that cannot go on without it."""
-    found = findings(Subject(path, lang, problem=problem))
-    return UsageError(f"{path}: {found[0].message}")
+    message = problem_message(Subject(path, lang, problem=problem))
+    return UsageError(printable(f"{path}: {message}"))
 
 
 # inspect ----------------------------------------------------------------------------------
@@ -123,7 +128,7 @@ def _inspect(args, lang: str, labels: dict) -> int:
         lines = [] if subject.listing is None else _inspect_text(subject.listing, labels,
                                                                  args.keys)
         lines += _findings_text(found, labels)
-        sys.stdout.write("\n".join(lines) + "\n")
+        _write(lines)
     return 1 if found else 0
 
 
@@ -160,9 +165,8 @@ def _inspect_text(result: Listing, labels: dict, all_keys: bool) -> list[str]:
                 else labels["counters_ok"].format(n=n))
             lines.append(f"{labels['batchnorm']}: {text}")
     if checkpoint.format != "safetensors":
-        refused = checkpoint.refused_globals
-        verdict = (labels["refused"].format(names=", ".join(refused)) if refused
-                   else labels["accepted"])
+        needs = ", ".join(f"{name} ({labels[group]})" for name, group in result.groups.items())
+        verdict = labels["refused"].format(names=needs) if needs else labels["accepted"]
         lines.append(f"{labels['weights_only']}: {verdict}")
     if result.tensors:
         keys = list(result.tensors.items())
@@ -201,7 +205,7 @@ def _inspect_json(subject: Subject, found) -> dict:
             },
             "globals": list(checkpoint.globals),
             "weights_only": {"accepted": not checkpoint.refused_globals,
-                             "needs": checkpoint.refused_globals},
+                             "needs": checkpoint.refused_globals, "groups": result.groups},
             "metadata": checkpoint.metadata,
         })
     data["findings"] = [f.to_json() for f in found]
@@ -259,7 +263,7 @@ def _diff(args, lang: str, labels: dict) -> int:
             lines.append(labels["after"].format(kinds=", ".join(dict.fromkeys(repairable))))
         if not found:
             lines.append(labels["clean"])
-        sys.stdout.write("\n".join(lines) + "\n")
+        _write(lines)
     return 1 if found else 0
 
 
@@ -300,24 +304,36 @@ def _need_torch(what: str) -> None:
 # fix --------------------------------------------------------------------------------------
 
 def _fix(args, lang: str, labels: dict) -> int:
-    source, out = Path(args.file), Path(args.output)
+    out = Path(args.output)
     checkpoint = _checkpoint_or_fail(args.file, lang)
-    if out.exists() and out.resolve() == source.resolve():
-        raise UsageError(f"{args.output}: the output must be a new file; the input is never "
-                         "modified")
-    if out.is_dir():
-        raise UsageError(f"{args.output}: is a directory")
+    try:
+        checked = listing(checkpoint)  # what the reader will not list, nothing may load
+    except reader.Unreadable as problem:
+        raise _unusable(args.file, problem, lang) from None
+    _check_output(Path(args.file), out, args.output, args.force)
+    code = [name for name, group in checked.groups.items() if group == "code"]
+    if code:
+        raise _dangerous(args.file, code)
     _need_torch("ckpt fix")
     from torchdoctor.ckpt import repair
 
     model = _build(args.model) if args.model else None
     try:
-        loaded, result, reference = repair.plan(args.file, checkpoint, model, args.trust)
+        with _script_imports():
+            loaded, result, reference = repair.plan(args.file, checkpoint, model, args.trust)
+    except repair.Dangerous as error:
+        raise _dangerous(args.file, error.names) from None
     except repair.NeedsTrust as error:
         raise UsageError(
             f"{args.file}: rebuilding it needs {', '.join(error.names)}, which only a full "
             "unpickle can create: that runs code from the file. If you trust the file, add "
             "--trust") from None
+    except ModuleNotFoundError as error:  # a pickled class's module, with --trust
+        raise UsageError(
+            f"{args.file}: its pickled classes need the module `{error.name}`, which cannot be "
+            "imported here: run this from the directory your training script ran in (the "
+            "current directory is searched first, as `python script.py` does), or add the "
+            "module's directory to PYTHONPATH") from None
     except ValueError as error:
         raise UsageError(f"{args.file}: {error}") from None
     except Exception as error:  # torch.load refused what the reader could list
@@ -328,10 +344,9 @@ def _fix(args, lang: str, labels: dict) -> int:
         subject = Subject(args.file, lang, listing=listing(checkpoint), diff=result,
                           model=args.model)
         left = [f for f in findings(subject) if f.name in STILL_WRONG and f.fix is None]
-        sys.stdout.write("\n".join(_findings_text(left, labels, summary=False)) + "\n")
         kinds = ", ".join(dict.fromkeys(d.kind for d in result.remaining))
-        print(labels["still"].format(kinds=kinds))
-        print(labels["not_written"].format(out=args.output))
+        _write(_findings_text(left, labels, summary=False) + [
+            labels["still"].format(kinds=kinds), labels["not_written"].format(out=args.output)])
         return 1
     weights = repair.repaired(loaded.weights, result, reference if model else None, args.dtype)
     unwrap = model is not None or args.to_safetensors
@@ -352,7 +367,14 @@ def _fix(args, lang: str, labels: dict) -> int:
         if model is not None:
             model.load_state_dict(reloaded, strict=True)
 
-    repair.write_atomically(out, write)
+    try:
+        repair.write_atomically(out, write, replace=args.force)
+    except repair.OutputExists:
+        raise UsageError(f"{args.output}: exists; pass --force to overwrite it") from None
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename and error.filename != args.output else ""
+        raise UsageError(f"{args.output}: cannot write it: {where}{error.strerror or error}") \
+            from None
     lines = [labels["repairs"] + ":"]
     repairs = _repair_lines(result, loaded, checkpoint, args, lang)
     lines += [f"  - {line}" for line in repairs] or [f"  {labels['none_needed']}"]
@@ -362,8 +384,40 @@ def _fix(args, lang: str, labels: dict) -> int:
         lines.append(labels["proved"])
     else:
         lines.append(labels["reloaded_st" if args.to_safetensors else "reloaded"])
-    sys.stdout.write("\n".join(lines) + "\n")
+    _write(lines)
     return 0
+
+
+def _dangerous(path: str, names: list[str]) -> UsageError:
+    return UsageError(printable(
+        f"{path}: the pickle holds code to run while loading ({', '.join(names)}): torchdoctor "
+        "never loads such a file, not even with --trust"))
+
+
+def _check_output(source: Path, out: Path, name: str, force: bool) -> None:
+    """The output is a new file (or one to overwrite with --force), never the input."""
+    if out.is_dir():
+        raise UsageError(f"{name}: is a directory")
+    if not os.path.lexists(out):
+        return
+    if out.exists() and os.path.samefile(out, source):
+        raise UsageError(f"{name}: the output must be a new file; the input is never modified")
+    if not force:
+        raise UsageError(f"{name}: exists; pass --force to overwrite it")
+    if not stat.S_ISREG(os.lstat(out).st_mode):  # a link, a device: replacing it is no overwrite
+        raise UsageError(f"{name}: not a regular file; --force replaces only regular files")
+
+
+@contextmanager
+def _script_imports():
+    """Classes a pickle names resolve as in the user's own script: `python train.py` run from
+    this directory puts it first on sys.path (the `torchdoctor` launcher does not)."""
+    directory = os.getcwd()
+    sys.path.insert(0, directory)
+    try:
+        yield
+    finally:
+        sys.path.remove(directory)
 
 
 def _checkpoint_or_fail(path: str, lang: str) -> reader.Checkpoint:
@@ -440,6 +494,12 @@ def _repair_lines(result, loaded, checkpoint, args, lang) -> list[str]:
 
 
 # text helpers -----------------------------------------------------------------------------
+
+def _write(lines: list[str]) -> None:
+    """Text output: what comes from the file (keys, names) shown escaped where a terminal
+    would act on it."""
+    sys.stdout.write("".join(printable(line) + "\n" for line in lines))
+
 
 def _findings_text(found, labels: dict, summary: bool = True) -> list[str]:
     lines = []

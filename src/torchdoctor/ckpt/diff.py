@@ -7,6 +7,7 @@ The classifiers are the explainer's own (`_state_dict_errors`), fed with the com
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
@@ -168,12 +169,15 @@ def _renamed(missing: list[str], unexpected: list[str], current: dict[str, Tenso
     layers: dict[tuple[str, str], list[str]] = {}
     for old, new in pairs:
         layers.setdefault((old.rpartition(".")[0], new.rpartition(".")[0]), []).append(old)
+    unexpected_by_layer = Counter(k.rpartition(".")[0] for k in unexpected)
+    missing_by_layer: dict[str, list[str]] = {}
+    for key in missing:
+        missing_by_layer.setdefault(key.rpartition(".")[0], []).append(key)
     kept = set()
     for (old_layer, new_layer), keys in layers.items():
         # A whole layer (all its keys) must move: one coincidental shape is not a rename.
-        old_keys = [k for k in unexpected if k.rpartition(".")[0] == old_layer]
-        new_keys = [k for k in missing if k.rpartition(".")[0] == new_layer]
-        if len(keys) == len(old_keys) == len(new_keys):
+        new_keys = missing_by_layer[new_layer]
+        if len(keys) == unexpected_by_layer[old_layer] == len(new_keys):
             differences.append(Difference("renamed", tuple(keys), {
                 "old": old_layer or "(top)", "new": new_layer or "(top)", "count": len(keys)}))
             kept.update(keys)

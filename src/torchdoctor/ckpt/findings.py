@@ -53,3 +53,10 @@ def findings(subject: Subject) -> list[Finding]:
         for check in pitfall.checkpoint_checks:
             found.extend(check(subject))
     return found
+
+
+def problem_message(subject: Subject) -> str:
+    """One line for a file that cannot be read: what it is, then any danger it still holds."""
+    found = findings(subject)
+    found.sort(key=lambda f: f.name != "corrupted-checkpoint")
+    return "; ".join(f.message for f in found)

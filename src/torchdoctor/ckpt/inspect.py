@@ -7,9 +7,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
-from torchdoctor.ckpt.reader import Checkpoint, Opaque, TensorInfo
+from torchdoctor.catalog.serialization import _weights_only
+from torchdoctor.ckpt.reader import Checkpoint
+from torchdoctor.ckpt.unpickler import Global, Opaque, TensorInfo, Unreadable
 
 BATCHES_TRACKED = sd_errors.BATCHES_TRACKED
+# More modules than any real model has (a large language model has a few thousand).
+MAX_MODULE_VISITS = 200_000
 
 
 @dataclass
@@ -32,6 +36,8 @@ class Listing:
     missing_counters: list[str] = field(default_factory=list)  # layers without the counter
     counters_required: bool = False  # the missing counters make strict loading fail
     refused: list[str] = field(default_factory=list)  # globals weights_only=True refuses
+    # Each refused global's group: "data", "class" or "code" (_weights_only.group).
+    groups: dict[str, str] = field(default_factory=dict)
     module_classes: list[str] = field(default_factory=list)  # pickled nn.Module classes
 
     @property
@@ -65,39 +71,51 @@ def listing(checkpoint: Checkpoint) -> Listing:
         result.batchnorm_layers, result.missing_counters = batchnorm(keys)
         result.counters_required = bool(result.missing_counters) and _counters_required(
             result.missing_counters, weights.metadata)
-    classes = {o.class_name for o in _opaques(checkpoint.root) if is_module(o)}
+    classes = {o.class_name for o in _objects(checkpoint.root)
+               if isinstance(o, Opaque) and is_module(o)}
     result.module_classes = sorted(classes)
     result.refused = checkpoint.refused_globals
+    result.groups = {name: _weights_only.group(name, checkpoint.uses.get(name, ()))
+                     for name in result.refused}
     return result
 
 
 def locate(root, is_tensor: Callable, module_tensors: Callable | None = None,
-           depth: int = 0) -> Weights | None:
-    """The state dict in `root`: itself, nested under a container key, or a pickled module's."""
+           depth: int = 0, seen: set[int] | None = None) -> Weights | None:
+    """The state dict in `root`: itself, nested under a container key, or a pickled module's.
+    Each dict is looked into once, however often the pickle shares it."""
     if module_tensors is not None and is_module(root):
         return Weights((), module_tensors(root), root.class_name)
-    if not isinstance(root, dict):
+    seen = set() if seen is None else seen
+    if not isinstance(root, dict) or id(root) in seen:
         return None
+    seen.add(id(root))
     values = list(root.values())
     tensors = sum(1 for v in values if is_tensor(v))
     if tensors and tensors >= 0.5 * len(values):
-        return Weights((), {k: v for k, v in root.items() if is_tensor(v)},
+        return Weights((), {k: v for k, v in root.items() if is_tensor(v) and isinstance(k, str)},
                        metadata=getattr(root, "_metadata", None))
     if depth >= 2:
         return None
+    counts: dict[int, int] = {}
     names = [c for c in sd_errors.CONTAINERS if c in root]
     names += sorted((k for k in root if isinstance(k, str) and k not in names),
-                    key=lambda k: -_count(root[k], is_tensor))
+                    key=lambda k: -_count(root[k], is_tensor, counts))
     for name in names:
-        found = locate(root[name], is_tensor, module_tensors, depth + 1)
+        found = locate(root[name], is_tensor, module_tensors, depth + 1, seen)
         if found is not None and found.tensors:
             found.where = (str(name),) + found.where
             return found
     return None
 
 
-def _count(value, is_tensor: Callable) -> int:
-    return sum(1 for v in value.values() if is_tensor(v)) if isinstance(value, dict) else 0
+def _count(value, is_tensor: Callable, counts: dict[int, int]) -> int:
+    """How many tensors the dict `value` holds (counted once per dict)."""
+    if not isinstance(value, dict):
+        return 0
+    if id(value) not in counts:
+        counts[id(value)] = sum(1 for v in value.values() if is_tensor(v))
+    return counts[id(value)]
 
 
 def is_module(value) -> bool:
@@ -106,19 +124,39 @@ def is_module(value) -> bool:
     return "_parameters" in attributes and "_modules" in attributes
 
 
-def module_tensors(module: Opaque, prefix: str = "") -> dict[str, TensorInfo]:
-    """The keys `module.state_dict()` would have, from a pickled module's attributes."""
-    attributes = module.attributes
+def module_tensors(module: Opaque) -> dict[str, TensorInfo]:
+    """The keys `module.state_dict()` would have, from a pickled module's attributes.
+
+    A pickle can share one module in many places or nest a module in itself: past
+    MAX_MODULE_VISITS modules (or keys of 1000 characters each on average) the state dict is
+    not worth listing (Unreadable)."""
     found: dict[str, TensorInfo] = {}
-    skipped = attributes.get("_non_persistent_buffers_set") or ()
-    for group in ("_parameters", "_buffers"):
-        for name, value in (attributes.get(group) or {}).items():
-            if isinstance(value, TensorInfo) and name not in skipped:
-                found[prefix + name] = value
-    for name, child in (attributes.get("_modules") or {}).items():
-        if is_module(child):
-            found.update(module_tensors(child, f"{prefix}{name}."))
+    pending = [(module, "")]
+    visits = characters = 0
+    while pending:
+        module, prefix = pending.pop()
+        visits += 1
+        characters += len(prefix)  # a module nested in itself makes ever longer keys
+        if visits > MAX_MODULE_VISITS or characters > MAX_MODULE_VISITS * 1000:
+            raise Unreadable("budget", f"the pickled model holds more than "
+                                       f"{MAX_MODULE_VISITS:,} modules")
+        attributes = module.attributes
+        skipped = attributes.get("_non_persistent_buffers_set")
+        skipped = skipped if isinstance(skipped, (set, frozenset, list, tuple)) else ()
+        for group in ("_parameters", "_buffers"):
+            for name, value in _named(attributes.get(group)):
+                if isinstance(value, TensorInfo) and name not in skipped:
+                    found[prefix + name] = value
+        children = [(child, f"{prefix}{name}.") for name, child
+                    in _named(attributes.get("_modules")) if is_module(child)]
+        pending.extend(reversed(children))  # depth first, in order: state_dict()'s key order
     return found
+
+
+def _named(group) -> list:
+    """A module's `_parameters`/`_buffers`/`_modules` entries that have names."""
+    return [(k, v) for k, v in group.items() if isinstance(k, str)] if isinstance(
+        group, dict) else []
 
 
 def batchnorm(keys: list[str]) -> tuple[list[str], list[str]]:
@@ -142,51 +180,54 @@ def _counters_required(layers: list[str], metadata: Mapping | None) -> bool:
     return False
 
 
-def _opaques(root, depth: int = 0):
-    """Every Opaque object in the tree (bounded depth: pickles can be built to loop)."""
-    if depth > 12:
-        return
-    if isinstance(root, Opaque):
-        yield root
-        children = list(root.args) + list(root.attributes.values()) + list(root.items.values())
-    elif isinstance(root, dict):
-        children = list(root.values())
-    elif isinstance(root, (list, tuple)):
-        children = list(root)
-    else:
-        return
-    for child in children:
-        if isinstance(child, (dict, list, tuple, Opaque)):
-            yield from _opaques(child, depth + 1)
+def _objects(root, seen: set[int] | None = None):
+    """Every object in the tree not in `seen`, each once: a pickle can share one list in a
+    thousand places (walking each path would take exponential time) or hold itself."""
+    seen = set() if seen is None else seen
+    pending = [root]
+    while pending:
+        value = pending.pop()
+        if not isinstance(value, (dict, list, tuple, Opaque)) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        yield value
+        if isinstance(value, Opaque):
+            pending.extend(value.args)
+            pending.extend(value.attributes.values())
+            pending.extend((value.items or {}).values())
+            pending.extend(value.elements or ())
+        else:
+            pending.extend(value.values() if isinstance(value, dict) else value)
 
 
-def describe(value) -> str:
-    """A short description of a value in the checkpoint."""
+def describe(value, seen: set[int] | None = None) -> str:
+    """A short description of a value in the checkpoint; `seen`: the objects already counted
+    (a pickle can share one dict in a million entries)."""
     if isinstance(value, TensorInfo):
         return f"tensor {value.dtype}{list(value.shape)} on {value.device}"
     if isinstance(value, Opaque):
         kind = "nn.Module" if is_module(value) else "object"
         return f"{kind} {value.class_name}"
+    if isinstance(value, Global):
+        return f"global {value.name}"
     if isinstance(value, dict):
-        tensors = sum(1 for v in _leaves(value) if isinstance(v, TensorInfo))
+        tensors = sum(1 for v in _objects(value, seen) if isinstance(v, dict)
+                      for t in v.values() if isinstance(t, TensorInfo))
         return f"dict of {len(value)} entries" + (f", {tensors} tensors" if tensors else "")
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return f"{type(value).__name__} of {len(value)}"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return short(value)
 
 
-def _leaves(value, depth: int = 0):
-    if depth > 6:
-        return
-    if isinstance(value, dict):
-        for child in value.values():
-            yield from _leaves(child, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for child in value:
-            yield from _leaves(child, depth + 1)
-    else:
-        yield value
+def short(value) -> str:
+    """A plain value (number, string, bytes...) in at most 60 characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    if isinstance(value, (str, bytes)) and len(value) > 60:
+        return repr(value[:57]) + "..."
+    if isinstance(value, (str, bytes, int, float, complex, type(None))):
+        return repr(value)
+    return type(value).__name__
 
 
 def _entries(root) -> list[tuple[str, str]]:
@@ -195,4 +236,5 @@ def _entries(root) -> list[tuple[str, str]]:
     values = list(root.values())
     if values and sum(isinstance(v, TensorInfo) for v in values) >= 0.5 * len(values):
         return []  # a bare state dict: its keys are the tensors
-    return [(str(k), describe(v)) for k, v in root.items()]
+    seen: set[int] = set()
+    return [(k if isinstance(k, str) else short(k), describe(v, seen)) for k, v in root.items()]

@@ -32,9 +32,11 @@ def build_model(spec: str):
         target = getattr(target, part, None)
         if target is None:
             raise UsageError(f"--model {spec}: {source} has no {factory!r}")
+    if not callable(target):
+        raise UsageError(f"--model {spec}: {factory} is not callable (a "
+                         f"{type(target).__name__}), not a factory or class")
     try:
-        model = target() if callable(target) and not isinstance(target, torch.nn.Module) \
-            else target
+        model = target if isinstance(target, torch.nn.Module) else target()
     except BaseException as error:
         raise UsageError(f"--model {spec}: {factory}() failed: "
                          f"{type(error).__name__}: {error}") from None
@@ -47,8 +49,10 @@ def build_model(spec: str):
 def _import(source: str):
     if source.endswith(".py") or "/" in source or "\\" in source:
         path = Path(source).resolve()
-        if not path.is_file():
+        if not path.exists():
             raise UsageError(f"--model: no such file {source}")
+        if not path.is_file():  # a directory, a FIFO (reading one would wait forever)
+            raise UsageError(f"--model: {source} is not a regular file")
         # Its own directory first, as when the user runs the file: it imports its neighbours.
         sys.path.insert(0, str(path.parent))
         name = f"_torchdoctor_model_{path.stem}"

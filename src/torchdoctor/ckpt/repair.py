@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import secrets
 import struct
-import tempfile
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -20,16 +20,8 @@ from torchdoctor.ckpt.diff import Diff, compare, reference_of_model
 from torchdoctor.ckpt.inspect import Weights, batchnorm, locate
 from torchdoctor.ckpt.reader import TensorInfo
 from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
+from torchdoctor.catalog.serialization import _weights_only
 
-# Classes that hold data only: loading them with weights_only=True runs no code of the file.
-DATA_GLOBALS = {
-    "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar",
-    "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
-    "numpy.ndarray", "numpy.dtype", "argparse.Namespace", "pathlib.PosixPath",
-    "pathlib.WindowsPath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath", "pathlib.Path",
-    "datetime.datetime", "datetime.date", "datetime.time", "datetime.timedelta",
-    "builtins.slice", "builtins.range",
-}
 SAFETENSORS_CODES = {v: k for k, v in reader.SAFETENSORS_DTYPES.items()}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "float64": torch.float64}
@@ -45,6 +37,18 @@ class NeedsTrust(Exception):
         self.names = names
 
 
+class Dangerous(Exception):
+    """The file holds code to run while loading: it is never loaded, trusted or not."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(", ".join(names))
+        self.names = names
+
+
+class OutputExists(Exception):
+    """The file to write exists, and replacing it was not asked for."""
+
+
 @dataclass
 class Loaded:
     root: object
@@ -52,20 +56,20 @@ class Loaded:
     converted: list[str] = field(default_factory=list)  # what became plain values
 
 
-def is_data_global(name: str) -> bool:
-    return name in DATA_GLOBALS or (name.startswith("numpy.dtypes.") and name.endswith("DType"))
-
-
 def load(path: str, checkpoint: reader.Checkpoint, trust: bool = False) -> Loaded:
-    """The file's objects on the CPU; runs no code of the file unless `trust`."""
+    """The file's objects on the CPU. Runs no code of the file unless it needs classes of the
+    user's code and `trust`; never loads a file that holds code to run (Dangerous)."""
     if checkpoint.format == "safetensors":
         root = read_safetensors(path)
     else:
-        needed = checkpoint.refused_globals
-        unknown = [n for n in needed if not is_data_global(n)]
-        if unknown and not trust:
-            raise NeedsTrust(unknown)
-        if trust:
+        needed, uses = checkpoint.refused_globals, checkpoint.uses
+        code = _weights_only.code_globals(needed, uses)
+        if code:
+            raise Dangerous(code)
+        classes = [n for n in needed if not _weights_only.is_data(n)]
+        if classes and not trust:
+            raise NeedsTrust(classes)
+        if classes:
             root = torch.load(path, map_location="cpu", weights_only=False)
         else:
             allowed = [(_resolve(n), n) for n in needed]
@@ -223,20 +227,35 @@ def with_weights(root, where: tuple[str, ...], weights: dict):
     return copy
 
 
-def write_atomically(out: Path, write) -> None:
-    """`write(temp_path)`, then rename over `out`: a crash leaves the old `out` or nothing."""
+def write_atomically(out: Path, write, replace: bool = False) -> None:
+    """`write(temp_path)`, then rename it to `out`: a crash leaves the old `out` or nothing.
+    The new file gets the mode any new file gets (0666 less the umask). An `out` that exists
+    (made meanwhile) is replaced only with `replace` (OutputExists)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(handle)
+    temp = _new_file(out)
     try:
-        write(temp)
+        write(str(temp))
         with open(temp, "rb") as written:
             os.fsync(written.fileno())
+        if not replace and os.path.lexists(out):
+            raise OutputExists(str(out))
         os.replace(temp, out)
     except BaseException:
-        if os.path.exists(temp):
+        if os.path.lexists(temp):
             os.unlink(temp)
         raise
+
+
+def _new_file(out: Path) -> Path:
+    """An empty file next to `out`, created as `open(..., "w")` would create it (mkstemp's are
+    private to the user: 0600)."""
+    while True:
+        temp = out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return temp
+        except FileExistsError:
+            continue
 
 
 def save_safetensors(tensors: dict, path: str, metadata: dict | None = None) -> None:

@@ -29,8 +29,11 @@ METADATA = ("epoch", "epochs", "optimizer", "optimizer_state_dict", "optim", "sc
 HEAD_NAMES = re.compile(
     r"(?:^|[._])(?:fc|head|heads|classifier|cls|cls_score|logits?|last_linear|out|output|"
     r"pred|predictor|score|class_embed|lm_head|final|last_layer)\d*(?:$|[._])")
+# A name part holding `embed` (`embed_tokens`, `pos_embedding`, `word_embeddings`), `wte`, `lut`
+# or `vocab...`. Parts are read between `.` and `_` and the part's end is checked once, ahead: a
+# `\w*embed\w*` would rescan a long name from each `_` in it.
 EMBEDDING_NAMES = re.compile(
-    r"(?:^|[._])(?:\w*embed\w*|wte|word_embeddings|lut|vocab\w*)(?:$|[._])")
+    r"(?:^|[._])(?:(?=[^\W_]*(?:$|[._]))[^\W_]*?embed|(?:wte|lut|vocab[^\W_]*)(?:$|[._]))")
 
 _MARKERS = re.compile(
     r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:|missing\s+keys\s+in\s+state_dict:)"
@@ -46,17 +49,20 @@ def _words(text: str) -> str:
     return r"\s+".join(text.split(" "))
 
 
+# A key starts where a run of non-spaces does: searched in a long run, a key starting at each of
+# its characters would rescan the run from each.
 _SHAPES = [re.compile(pattern) for pattern in (
     # torch >= 1.1: the checkpoint's shape first, then the model's.
-    r"(?P<key>\S+?):\s+" + _words("copying a param with shape") + r"\s+"
+    r"(?<!\S)(?P<key>\S+?):\s+" + _words("copying a param with shape") + r"\s+"
     + _SIZE.format("checkpoint") + r"\s+"
     + _words("from checkpoint, the shape in current model is") + r"\s+" + _SIZE.format("model"),
     # torch 0.4 - 1.0.
-    r"(?P<key>\S+?):\s+" + _words("copying a param of") + r"\s+" + _SIZE.format("checkpoint")
-    + r"\s+" + _words("from checkpoint, where the shape is") + r"\s+" + _SIZE.format("model")
-    + r"\s+" + _words("in current model"),
+    r"(?<!\S)(?P<key>\S+?):\s+" + _words("copying a param of") + r"\s+"
+    + _SIZE.format("checkpoint") + r"\s+" + _words("from checkpoint, where the shape is")
+    + r"\s+" + _SIZE.format("model") + r"\s+" + _words("in current model"),
     # torch 0.3 (and the 0.4 list): the model's shape first.
-    r"\"?(?P<key>[^\",\s]+)\"?,\s+" + _words("whose dimensions in the model are") + r"\s+"
+    r"(?:\"|(?<![^\",\s]))(?P<key>[^\",\s]+)\"?,\s+"
+    + _words("whose dimensions in the model are") + r"\s+"
     + _SIZE.format("model") + r"\s+" + _words("and whose dimensions in the checkpoint are")
     + r"\s+" + _SIZE.format("checkpoint"),
 )]
@@ -130,7 +136,11 @@ def from_block(block, report) -> StateDictError | None:
     lists across paragraphs that the block's message does not reach."""
     if parse(block.message) is None:
         return None
-    return parse(report.text) or parse(block.message)
+    return report.once(_parse_text) or parse(block.message)
+
+
+def _parse_text(report) -> StateDictError | None:
+    return parse(report.text)
 
 
 def _keys(segment: str, first_only: bool = False) -> list[str]:
@@ -214,14 +224,14 @@ def prefix_of(error: StateDictError) -> Prefix | None:
 
 def wrapper_prefix(key: str) -> str:
     """The run of wrapper prefixes `key` starts with ("module._orig_mod." ...), or ""."""
-    prefix = ""
+    position = 0
     while True:
         for wrapper in WRAPPER_PREFIXES:
-            if key.startswith(prefix + wrapper):
-                prefix += wrapper
+            if key.startswith(wrapper, position):
+                position += len(wrapper)
                 break
         else:
-            return prefix
+            return key[:position]
 
 
 def _shared_prefix(longer: tuple[str, ...], shorter: tuple[str, ...], side: str) -> Prefix | None:

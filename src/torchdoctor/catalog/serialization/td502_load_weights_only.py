@@ -23,18 +23,29 @@ PITFALL = Pitfall(
     },
     "ckpt": {
         "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
-              "it needs {globals}; if you trust the file, allow exactly these with "
+              "it needs {globals}, which hold data only: allow exactly these with "
               "`torch.serialization.add_safe_globals`, or write a copy that holds plain values",
         "zh": "`torch.load(weights_only=True)`（torch 2.6 起的默认值）会拒绝这个文件：它需要 "
-              "{globals}；如果信任这个文件，用 `torch.serialization.add_safe_globals` 只放行这几个，"
+              "{globals}，它们只保存数据：用 `torch.serialization.add_safe_globals` 只放行这几个，"
               "或者另存一份只含普通值的副本",
     },
+    "ckpt-classes": {
+        "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
+              "it needs {globals}, classes of your code or of a library that a full unpickle "
+              "imports and runs: load it that way only if you trust the file, and write a copy "
+              "that holds plain values once",
+        "zh": "`torch.load(weights_only=True)`（torch 2.6 起的默认值）会拒绝这个文件：它需要 "
+              "{globals}，这些是你的代码或某个库里的类，完整反序列化会导入并运行它们的代码："
+              "只有信任这个文件时才这样加载，并一次性另存一份只含普通值的副本",
+    },
     "ckpt-dangerous": {
-        "en": "the pickle names {globals}, which a full unpickle (`weights_only=False`) would "
-              "call: this file can run commands on your machine; never load it with "
-              "`weights_only=False`",
-        "zh": "pickle 中引用了 {globals}，完整反序列化（`weights_only=False`）时会调用它们："
-              "这个文件可以在你的机器上执行命令；绝不要用 `weights_only=False` 加载它",
+        "en": "DANGER: the pickle holds code to run while loading: {globals}; a full unpickle "
+              "(`weights_only=False`) would run it, with your permissions. Do not load this file "
+              "with `weights_only=False` and do not allow these with `add_safe_globals`; get the "
+              "weights from a source you trust",
+        "zh": "危险：pickle 中藏有加载时会执行的代码：{globals}；完整反序列化（`weights_only=False`）"
+              "会以你的权限执行它。不要用 `weights_only=False` 加载这个文件，也不要用 "
+              "`add_safe_globals` 放行它们；请从可信的来源获取权重",
     },
     },
     fix_hint={
@@ -66,8 +77,11 @@ The reverse trap is why people write `weights_only=False`: on PyTorch 2.6 and la
 checkpoints that also contain numpy scalars, an `argparse.Namespace` of the training options or
 a whole pickled module fail to load with the new default. Prefer allowing exactly those classes
 with `torch.serialization.add_safe_globals([...])` (or the `torch.serialization.safe_globals`
-context manager), or re-save the checkpoint once as a plain `state_dict`. The planned
-`torchdoctor ckpt` command lists what a full load of a file would import without running it.
+context manager), or re-save the checkpoint once as a plain `state_dict`.
+`torchdoctor ckpt inspect FILE` lists what a full load of a file would import, without running
+it, and tells data (safe to allow) from classes of your code (load only a file you trust) and
+from code the pickle would run (`os.system`, `builtins.eval`, `cProfile.run`...): never allow
+those and never load the file.
 
 ## Example
 ```python
@@ -118,7 +132,9 @@ checkpoint 本质是一个 pickle。`weights_only=False` 时 `torch.load` 使用
 numpy 标量、训练参数的 `argparse.Namespace` 或者整个 pickle 的模块，用新的默认值就会加载失败。
 更好的做法是用 `torch.serialization.add_safe_globals([...])`（或上下文管理器
 `torch.serialization.safe_globals`）只放行这些类，或者把 checkpoint 一次性重新保存成纯 `state_dict`。
-计划中的 `torchdoctor ckpt` 命令可以在不执行的情况下列出完整加载一个文件时会导入哪些东西。
+`torchdoctor ckpt inspect FILE` 可以在不执行的情况下列出完整加载一个文件时会导入哪些东西，并区分
+只保存数据的类（可以放行）、你自己代码里的类（只对可信文件这样加载）和 pickle 会执行的代码
+（`os.system`、`builtins.eval`、`cProfile.run` 等）：后者绝不要放行，也绝不要加载这个文件。
 
 ## Example
 ```python
@@ -237,10 +253,10 @@ def refused_global(block, report) -> Clue | None:
     if not _weights_only.refused(block.message):
         return None
     # torch's message has blank lines: the part naming the global may lie past the block.
-    if "Unsupported operand" in block.message or "Unsupported operand" in report.text:
+    if "Unsupported operand" in block.message or report.search("Unsupported operand"):
         return None  # not a pickle at all: corrupted-checkpoint
     name = (_weights_only.unsupported_global(block.message)
-            or _weights_only.unsupported_global(report.text))
+            or report.once(_weights_only.unsupported_global_in))
     if name is None:
         return Clue(0.85, GENERIC)
     kind = _weights_only.kind_of(name)
@@ -251,17 +267,32 @@ def refused_global(block, report) -> Clue | None:
 
 @PITFALL.checkpoint
 def check_checkpoint(subject) -> Iterator[Finding]:
-    listing = subject.listing
-    if listing is None or not listing.refused:
+    listing, problem = subject.listing, subject.problem
+    if listing is not None:
+        groups, modules = listing.groups, listing.module_classes
+    elif problem is not None:  # a damaged file can still be a hostile one
+        groups = {g: _weights_only.group(g, problem.uses.get(g, ())) for g in problem.globals
+                  if not _weights_only.weights_only_allows(g)}
+        modules = []
+    else:
         return
-    hostile = [g for g in listing.refused if _weights_only.dangerous(g)]
-    if hostile:
-        yield subject.finding(PITFALL, "ckpt-dangerous", keys=hostile,
-                              globals=", ".join(f"`{g}`" for g in hostile))
+    code = [g for g, kind in groups.items() if kind == "code"]
+    if code:
+        yield subject.finding(PITFALL, "ckpt-dangerous", keys=code, globals=_names(code))
+    if listing is None:
+        return
     # A pickled module needs its classes: whole-module-saved says so.
-    metadata = [g for g in listing.refused if g not in hostile and not (
-        listing.module_classes and _weights_only.kind_of(g) == "module")
-        and g not in listing.module_classes]
-    if metadata:
-        yield subject.finding(PITFALL, "ckpt", keys=metadata, repairable=not hostile,
-                              globals=", ".join(f"`{g}`" for g in metadata))
+    classes = [g for g, kind in groups.items() if kind == "class" and g not in modules
+               and not (modules and _weights_only.kind_of(g) == "module")]
+    data = [g for g, kind in groups.items() if kind == "data"]
+    trust = " --trust" if classes or modules else ""
+    if classes:
+        yield subject.finding(PITFALL, "ckpt-classes", keys=classes, repairable=not code,
+                              options=trust, globals=_names(classes))
+    if data:
+        yield subject.finding(PITFALL, "ckpt", keys=data, repairable=not code, options=trust,
+                              globals=_names(data))
+
+
+def _names(globals_: list[str]) -> str:
+    return ", ".join(f"`{g}`" for g in globals_)

@@ -214,7 +214,7 @@ def missing_class(block, report) -> Clue | None:
     loading = _unpickling(block)
     if loading is False:
         return None
-    confidence = 0.95 if loading else (0.8 if re.search(r"torch\.load", report.text) else 0.6)
+    confidence = 0.95 if loading else (0.8 if report.search(r"torch\.load") else 0.6)
     return Clue(confidence, MISSING_CLASS, MISSING_CLASS_FIX, found.groupdict())
 
 
@@ -232,7 +232,7 @@ def refused_module(block, report) -> Clue | None:
         return None
     # torch's message has blank lines: the part naming the global may lie past the block.
     name = (_weights_only.unsupported_global(block.message)
-            or _weights_only.unsupported_global(report.text))
+            or report.once(_weights_only.unsupported_global_in))
     if name is None or _weights_only.kind_of(name) != "module":
         return None
     module, _, short = name.rpartition(".")
@@ -246,5 +246,7 @@ def check_checkpoint(subject) -> Iterator[Finding]:
         return
     weights = listing.weights
     owner = weights.module_class if weights and weights.module_class else listing.module_classes[0]
-    yield subject.finding(PITFALL, "ckpt", keys=listing.module_classes, repairable=True,
+    # `ckpt fix --trust` is no advice for a file that also holds code to run (load-weights-only).
+    hostile = "code" in listing.groups.values()
+    yield subject.finding(PITFALL, "ckpt", keys=listing.module_classes, repairable=not hostile,
                           options=" --trust", cls=owner)

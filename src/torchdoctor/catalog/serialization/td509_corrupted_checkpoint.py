@@ -228,14 +228,16 @@ def invalid_load_key(block, report) -> Clue | None:
     return _load_key_clue(char, f"`{key}`")
 
 
+_OPERAND = re.compile(r"Unsupported operand (\d+)")
+
+
 @PITFALL.error_check(types=("UnpicklingError",))
 def weights_only_operand(block, report) -> Clue | None:
     """Since 2.6 the weights-only unpickler reports the first byte as an opcode number."""
     if "Weights only load failed" not in block.message:
         return None
     # torch's message has blank lines: the opcode may lie past the block's message.
-    found = (re.search(r"Unsupported operand (\d+)", block.message)
-             or re.search(r"Unsupported operand (\d+)", report.text))
+    found = _OPERAND.search(block.message) or report.search(_OPERAND)
     if found is None:
         return None
     code = int(found.group(1))
@@ -299,6 +301,11 @@ KINDS = {
     "empty": ("the file is empty (0 bytes): a save that crashed or ran out of disk space",
               "文件是空的（0 字节）：保存时崩溃或磁盘已满"),
     "damaged": ("the data is damaged ({detail})", "数据已损坏（{detail}）"),
+    "budget": ("not fully read: {detail}, the reader's limit (it stops there so that a hostile "
+               "file cannot exhaust time or memory: a pickle bomb, or a checkpoint far larger "
+               "than usual); nothing of it was loaded",
+               "没有完整读取：{detail}，超出了读取器的上限（读取器在此停止，以免恶意文件耗尽时间或内存："
+               "可能是 pickle 炸弹，或者是远超常规大小的 checkpoint）；其中的内容都没有被加载"),
     "zip-not-torch": ("a zip archive without `data.pkl` ({detail}...): not a `torch.save` "
                       "checkpoint",
                       "没有 `data.pkl` 的 zip 归档（{detail}...）：不是 `torch.save` 保存的 checkpoint"),
