@@ -16,12 +16,15 @@ Under torchrun (RANK set) every rank writes its own files: `report.json` becomes
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+from torchdoctor.errors import UsageError
 from torchdoctor.report.stream import write_stderr
 
 _TEXT = {
@@ -94,8 +97,32 @@ def rank_path(path: str, rank: int | None) -> str:
     return str(p.with_name(f"{p.stem}.rank{rank}{p.suffix}"))
 
 
+def prepare_path(path: str | None, rank: int | None) -> str | None:
+    """The report's path made absolute (the program may change directory), once a file is
+    known to be writable there; UsageError otherwise, before the program starts."""
+    if path is None:
+        return None
+    absolute = os.path.abspath(path)
+    target = rank_path(absolute, rank)
+    directory = os.path.dirname(target)
+    if os.path.isdir(target):
+        problem = "it is a directory"
+    elif not os.path.isdir(directory):
+        problem = f"no directory {os.path.dirname(path) or directory}"
+    else:
+        try:
+            with tempfile.TemporaryFile(dir=directory):
+                problem = None
+        except OSError as error:
+            problem = error.strerror or str(error)
+    if problem:
+        raise UsageError(f"cannot write the report {path}: {problem}")
+    return absolute
+
+
 def write(result: dict, session, json_path: str | None, html_path: str | None,
           lang: str) -> None:
+    """Write the reports; a failure is one line on stderr, and the run's exit code stays."""
     if json_path:
         _write_file(rank_path(json_path, session.rank),
                     json.dumps(result, indent=2, ensure_ascii=False))
@@ -111,6 +138,12 @@ def write(result: dict, session, json_path: str | None, html_path: str | None,
 def _write_file(path: str, text: str) -> None:
     """Write atomically: a crash while writing leaves no half report."""
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError as error:
+        write_stderr(f"torchdoctor: error: cannot write the report {path}: "
+                     f"{error.strerror or error}\n")
+        with contextlib.suppress(OSError):
+            os.remove(tmp)

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import atexit
+import os
 
+from torchdoctor.watch import report
+from torchdoctor.watch.exits import ExitHooks
 from torchdoctor.watch.session import Session
 
 # The sessions started and not yet stopped, outermost first. Only the outermost installs hooks;
@@ -19,19 +22,26 @@ class Watch:
         from torchdoctor._lang import default_lang
 
         self.lang = lang or default_lang()
-        self.report_json = report_json
-        self.report_html = report_html
         self.summary = summary
         self.owner = not _ACTIVE
+        self.pid = os.getpid()  # only this process writes the report, not a forked child
         self._installed = None
+        self._exits = None
         self.stopped = False
+        self.report_json = self.report_html = None
         if self.owner:
             self.session = Session(enabled_monitors(select, ignore), self.lang, live=live)
+            # Resolved now: the program may change directory; checked now: a run is not wasted
+            # on a report that cannot be written.
+            self.report_json = report.prepare_path(report_json, self.session.rank)
+            self.report_html = report.prepare_path(report_html, self.session.rank)
             self.session.start()
             from torchdoctor.watch.hooks import install
 
             self._installed = install(self.session)
             atexit.register(self.stop)
+            self._exits = ExitHooks(lambda code: self.stop(exit_code=code))
+            self._exits.install()
         else:
             self.session = _ACTIVE[0].session
         _ACTIVE.append(self)
@@ -56,26 +66,38 @@ class Watch:
     def stop(self, crash: dict | None = None, exit_code: int | None = None) -> dict | None:
         """Remove every hook; print the summary and write the reports (outermost watch only).
         Returns the report, or None for a nested watch or a second call."""
-        if self.stopped:
+        if not self._end():
             return None
-        self.stopped = True
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
-        if not self.owner:
-            return None
-        atexit.unregister(self.stop)
         try:
             self.session.finish()
         finally:
             self._installed.remove()
-        from torchdoctor.watch import report
-
         result = report.build(self.session, crash, exit_code)
         report.write(result, self.session, self.report_json, self.report_html, self.lang)
         if self.summary:
             report.print_summary(self.session, self.lang)
         self.session.release()
         return result
+
+    def cancel(self) -> None:
+        """Remove every hook; no summary, no report (the program never started)."""
+        if self._end():
+            self._installed.remove()
+            self.session.release()
+
+    def _end(self) -> bool:
+        """Mark the watch stopped; True when this is the outermost watch in its own process,
+        which has hooks to remove and a report to write."""
+        if self.stopped:
+            return False
+        self.stopped = True
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        if not self.owner or os.getpid() != self.pid:
+            return False
+        atexit.unregister(self.stop)
+        self._exits.remove()
+        return True
 
     def __enter__(self) -> Watch:
         return self
