@@ -442,3 +442,12 @@ def test_stdin_that_cannot_be_decoded_is_a_finding_and_fix_echoes_it(tmp_path):
     assert [f["name"] for f in json.loads(result.stdout)] == ["unreadable-file"]
     fixed = check("--no-cache", "--fix", "--stdin-filename", "a.py", cwd=tmp_path, stdin=source)
     assert fixed.stdout == source
+
+
+def test_a_clean_but_incomplete_check_never_says_all_checks_passed(tmp_path):
+    write(tmp_path / "clean.py", "import torch\n")
+    result = check("--no-cache", "nope.py", "clean.py", cwd=tmp_path)
+    assert result.returncode == 2
+    out = result.stdout.decode()
+    assert "All checks passed" not in out
+    assert out.strip() == "No problems found, but the check is incomplete: 1 error above."

@@ -166,15 +166,23 @@ def test_relative_report_paths_do_not_follow_the_programs_chdir(tmp_path):
 
 
 @pytest.mark.parametrize("option", ["--report-json", "--report-html"])
-@pytest.mark.parametrize("where,problem", [("nodir/r.out", "no directory nodir"),
+@pytest.mark.parametrize("where,problem", [("afile/r.out", "File exists"),
                                            ("adir", "it is a directory")])
 def test_unwritable_report_is_found_before_the_program_runs(option, where, problem, tmp_path):
     (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("")
     (tmp_path / "s.py").write_text("open('ran', 'w').close()\nraise SystemExit(3)\n")
     result = doctor("run", option, where, "s.py", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == f"torchdoctor: error: cannot write the report {where}: {problem}\n"
     assert not (tmp_path / "ran").exists()
+
+
+def test_missing_report_directory_is_made_and_the_exit_code_kept(tmp_path):
+    (tmp_path / "s.py").write_text(STEPS + "import sys\nsys.exit(3)\n")
+    result = doctor("run", "--report-json", "nodir/deeper/r.json", "s.py", cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    assert json.loads((tmp_path / "nodir/deeper/r.json").read_text())["exit_code"] == 3
 
 
 def test_report_that_cannot_be_written_after_the_run_keeps_the_exit_code(tmp_path):

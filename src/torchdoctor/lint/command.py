@@ -60,7 +60,7 @@ def run_check(args, lang_default: str) -> int:
     with _progress_line(args, len(found.files)) as on_done:
         outcomes = check_files(found.files, settings, job, jobs, use_cache=not args.no_cache,
                                cwd=cwd, scopes=found.scopes, on_done=on_done)
-    code = _report(outcomes, args, lang, {})
+    code = _report(outcomes, args, lang, {}, errors=len(found.errors))
     return EXIT_ERROR if found.errors else code
 
 
@@ -96,8 +96,11 @@ def _write_stdout_bytes(data: bytes, rest) -> None:
         raise OutputError(getattr(error, "strerror", None) or str(error)) from None
 
 
-def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str], stream=None) -> int:
+def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str], stream=None,
+            errors: int = 0) -> int:
+    """Print the findings; `errors` counts the paths that could not be checked at all."""
     stream = stream or sys.stdout
+    errors += sum(len(o.internal_errors) for o in outcomes)
     findings: list[Finding] = [f for o in outcomes for f in o.findings]
     fixed = sum(o.fixed for o in outcomes)
     for outcome in outcomes:
@@ -110,7 +113,7 @@ def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str],
         diffs = "".join(o.diff for o in outcomes)
         stream.write(diffs)
         if not diffs:
-            print(render.summary_text("none", lang), file=sys.stderr)
+            print(render.summary([], lang, errors=errors), file=sys.stderr)
         return _exit_code(outcomes, EXIT_FINDINGS if diffs else EXIT_CLEAN)
 
     if args.statistics:
@@ -124,7 +127,8 @@ def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str],
     else:
         lines = _SourceLines(texts)
         color = _use_color(stream)
-        stream.write(render.render_text(findings, lines.get, lang, color=color, fixed=fixed))
+        stream.write(render.render_text(findings, lines.get, lang, color=color, fixed=fixed,
+                                        errors=errors))
     return _exit_code(outcomes, EXIT_FINDINGS if findings else EXIT_CLEAN)
 
 

@@ -23,6 +23,7 @@ _TAB_WIDTH = 4
 _SUMMARY = {
     "en": {
         "none": "All checks passed.",
+        "incomplete": "No problems found, but the check is incomplete: {n} error{s} above.",
         "found": "Found {n} problem{s}",
         "fixable": "{n} fixable with --fix",
         "unsafe": "{n} more with --unsafe-fixes",
@@ -31,6 +32,7 @@ _SUMMARY = {
     },
     "zh": {
         "none": "全部检查通过。",
+        "incomplete": "未发现问题，但检查不完整：见上方 {n} 条错误。",
         "found": "发现 {n} 个问题",
         "fixable": "其中 {n} 个可用 --fix 修复",
         "unsafe": "另有 {n} 个可用 --unsafe-fixes 修复",
@@ -45,7 +47,7 @@ def summary_text(key: str, lang: str, **fields) -> str:
 
 
 def render_text(findings: Sequence[Finding], source_line: Callable[[Finding], str | None],
-                lang: str = "en", color: bool = False, fixed: int = 0) -> str:
+                lang: str = "en", color: bool = False, fixed: int = 0, errors: int = 0) -> str:
     """ruff-like: `path:line:col: TD001 [*] message`, the source line, a `help:` line, a summary."""
     def paint(text: str, style: str) -> str:
         return f"{style}{text}{_RESET}" if color else text
@@ -65,7 +67,7 @@ def render_text(findings: Sequence[Finding], source_line: Callable[[Finding], st
         help_text = f.fix.title if f.fix else summary_text("see", lang, name=f.name)
         out.append(f"  {paint('help:', _CYAN)} {printable(help_text)}")
         out.append("")
-    out.append(summary(findings, lang, fixed))
+    out.append(summary(findings, lang, fixed, errors))
     return "\n".join(out) + "\n"
 
 
@@ -115,12 +117,15 @@ def _where(f: Finding) -> str:
     return f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
 
 
-def summary(findings: Sequence[Finding], lang: str, fixed: int = 0) -> str:
+def summary(findings: Sequence[Finding], lang: str, fixed: int = 0, errors: int = 0) -> str:
+    """The closing lines; `errors` counts what could not be checked (never "All checks passed")."""
     lines = []
     if fixed:
         lines.append(summary_text("fixed", lang, n=fixed, s="" if fixed == 1 else "s"))
     if not findings:
-        if not fixed:
+        if errors:
+            lines.append(summary_text("incomplete", lang, n=errors, s="" if errors == 1 else "s"))
+        elif not fixed:
             lines.append(summary_text("none", lang))
         return "\n".join(lines)
     n = len(findings)

@@ -99,7 +99,8 @@ def rank_path(path: str, rank: int | None) -> str:
 
 def prepare_path(path: str | None, rank: int | None) -> str | None:
     """The report's path made absolute (the program may change directory), once a file is
-    known to be writable there; UsageError otherwise, before the program starts."""
+    known to be writable there; UsageError otherwise, before the program starts. A missing
+    directory is made, as pytest does for --junitxml: the run keeps its exit code."""
     if path is None:
         return None
     absolute = os.path.abspath(path)
@@ -107,10 +108,9 @@ def prepare_path(path: str | None, rank: int | None) -> str | None:
     directory = os.path.dirname(target)
     if os.path.isdir(target):
         problem = "it is a directory"
-    elif not os.path.isdir(directory):
-        problem = f"no directory {os.path.dirname(path) or directory}"
     else:
         try:
+            os.makedirs(directory, exist_ok=True)
             with tempfile.TemporaryFile(dir=directory):
                 problem = None
         except OSError as error:
