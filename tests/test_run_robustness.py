@@ -166,7 +166,7 @@ def test_relative_report_paths_do_not_follow_the_programs_chdir(tmp_path):
 
 
 @pytest.mark.parametrize("option", ["--report-json", "--report-html"])
-@pytest.mark.parametrize("where,problem", [("afile/r.out", "File exists"),
+@pytest.mark.parametrize("where,problem", [("afile/r.out", "afile is not a directory"),
                                            ("adir", "it is a directory")])
 def test_unwritable_report_is_found_before_the_program_runs(option, where, problem, tmp_path):
     (tmp_path / "adir").mkdir()

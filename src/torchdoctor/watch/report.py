@@ -113,6 +113,8 @@ def prepare_path(path: str | None, rank: int | None) -> str | None:
             os.makedirs(directory, exist_ok=True)
             with tempfile.TemporaryFile(dir=directory):
                 problem = None
+        except (FileExistsError, NotADirectoryError):  # a file stands where a directory must
+            problem = f"{os.path.dirname(path)} is not a directory"
         except OSError as error:
             problem = error.strerror or str(error)
     if problem:
