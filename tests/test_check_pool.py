@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 
-from torchdoctor.lint import command, progress
+from torchdoctor.lint import command, pool, progress
 from torchdoctor.lint.command import shows_progress
 from torchdoctor.lint.pool import Failure, map_in_workers
 
@@ -181,6 +181,12 @@ def signal_handling(task):
     return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
 
 
+def stuck_on_two(task):
+    while task == 2:
+        time.sleep(0.1)
+    return task
+
+
 def write_marker(task):
     time.sleep(0.2)
     (task[0] / f"{task[1]}.done").write_text("")
@@ -219,6 +225,14 @@ def test_when_every_worker_dies_the_rest_is_done_here():
     assert dead and all("a worker process died (killed by signal 9, SIGKILL)" in f.reason
                         for f in dead)
     assert [r for r in results if not isinstance(r, Failure)] == list(range(len(dead), 40))
+    assert not multiprocessing.active_children()
+
+
+def test_a_worker_stuck_on_one_task_is_stopped_and_the_others_are_done(monkeypatch):
+    monkeypatch.setattr(pool, "TASK_SECONDS", 1.0)
+    results = map_in_workers(stuck_on_two, list(range(20)), 2)
+    assert results[2] == Failure("took longer than 1 s, so its worker process was stopped")
+    assert results[:2] + results[3:] == [n for n in range(20) if n != 2]
     assert not multiprocessing.active_children()
 
 

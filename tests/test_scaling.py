@@ -32,19 +32,7 @@ bench = _load_benchmark()
 def _calls(source: str) -> int:
     """Python and built-in calls made by checking `source` with every rule, caches warm."""
     codes = all_codes()
-    check_source(source, "generated.py", codes)
-    count = 0
-
-    def profile(frame, event, arg):
-        nonlocal count
-        count += 1
-
-    sys.setprofile(profile)
-    try:
-        check_source(source, "generated.py", codes)
-    finally:
-        sys.setprofile(None)
-    return count
+    return bench._calls(lambda: check_source(source, "generated.py", codes))
 
 
 @pytest.mark.parametrize("make, size", [

@@ -10,7 +10,8 @@ task; the parent hands out the next chunk only once a worker has answered the la
 - nobody waits on a full pipe: a worker only writes while the parent reads, and the parent only
   writes to a worker that waits for its next chunk.
 Workers take the default action for SIGTERM and ignore SIGINT (Ctrl-C reaches the parent once,
-which stops them), and die with the parent.
+which stops them), and die with the parent. A worker that spends longer than `TASK_SECONDS` on
+one task (a bug in a rule meeting a pathological file) is killed, and that task reported.
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ from typing import Any, Callable
 POLL_SECONDS = 0.5
 # Chunks per worker: enough to even out the load, few enough that handing out costs nothing.
 CHUNKS_PER_WORKER = 16
+# One task may take this long: far beyond any real file (the largest, a few MB, take seconds),
+# short enough that a CI job notices a stuck check as a failure rather than a timeout.
+TASK_SECONDS = 120.0
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
@@ -74,6 +78,8 @@ def map_in_workers(work: Callable[[Any], Any], tasks: list, workers: int, *, gra
                 break
             busy = {worker.connection: worker for worker in pool if worker.held}
             on_done(0)
+            for worker in [w for w in busy.values() if w.overdue()]:
+                worker.process.kill()  # its pipe closes: buried below, its task reported as slow
             for connection in wait(list(busy), timeout=POLL_SECONDS):
                 worker = busy[connection]
                 answer = worker.receive()
@@ -134,6 +140,8 @@ class _Worker:
     process: Any
     connection: Connection
     held: deque = field(default_factory=deque)  # indices handed out and not answered yet
+    started: float = 0.0  # when the task now at the head of `held` began
+    killed_as_stuck: bool = False
 
     def give(self, chunk: list[int], tasks: list) -> bool:
         """Hand out a chunk; False when the worker is gone."""
@@ -142,6 +150,8 @@ class _Worker:
                 pickle.dumps([(index, tasks[index]) for index in chunk], pickle.HIGHEST_PROTOCOL))
         except OSError:
             return False
+        if not self.held:
+            self.started = time.monotonic()
         self.held.extend(chunk)
         return True
 
@@ -152,7 +162,15 @@ class _Worker:
         except (EOFError, OSError):
             return None
         self.held.remove(index)
+        self.started = time.monotonic()
         return index, result
+
+    def overdue(self) -> bool:
+        """True (once) when the task at hand has run past TASK_SECONDS."""
+        if self.killed_as_stuck or time.monotonic() - self.started <= TASK_SECONDS:
+            return False
+        self.killed_as_stuck = True
+        return True
 
     def end(self) -> str:
         """Reap a worker whose pipe is closed; how it ended, in a few words."""
@@ -181,8 +199,9 @@ def _bury(worker: _Worker, pool: list[_Worker], queue: deque, results: list,
     pool.remove(worker)
     how = worker.end()
     if worker.held:
-        results[worker.held.popleft()] = Failure(f"a worker process died ({how}) while "
-                                                 "checking it")
+        reason = (f"took longer than {TASK_SECONDS:g} s, so its worker process was stopped"
+                  if worker.killed_as_stuck else f"a worker process died ({how}) while checking it")
+        results[worker.held.popleft()] = Failure(reason)
         on_done(1)
     if worker.held:
         queue.appendleft(list(worker.held))
