@@ -8,6 +8,11 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 UPDATE_SNAPSHOTS = os.environ.get("TORCHDOCTOR_UPDATE_SNAPSHOTS") == "1"
 
+# The programs the tests start see python's defaults, whatever the shell that runs pytest sets:
+# unbuffered output hid a failure that only showed on a machine without it (CI).
+for _variable in ("PYTHONUNBUFFERED",):
+    os.environ.pop(_variable, None)
+
 
 def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None,
             env: dict | None = None, encoding: str = "utf-8") -> subprocess.CompletedProcess:
@@ -20,3 +25,12 @@ def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None,
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """A short id for a long parameter (the hostile inputs of the robustness tests run to
+    megabytes). Older pytest puts the whole id in PYTEST_CURRENT_TEST, which every program a
+    test starts inherits, and exec fails on an environment string over 128 KiB (E2BIG)."""
+    if isinstance(val, (str, bytes)) and len(val) > 60:
+        return f"{argname}-{len(val)}-{type(val).__name__}"
+    return None
