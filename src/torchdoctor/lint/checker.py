@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -13,6 +14,7 @@ from torchdoctor.catalog.tooling import td700_syntax_error
 from torchdoctor.lint.context import ENTER, LEAVE, Context
 from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.noqa import is_suppressed
+from torchdoctor.lint.occurrences import FileIndex, indexed_fields, node_classes
 from torchdoctor.report.finding import Finding
 
 # Per node class: detectors for every node, and detectors keyed by the node's name.
@@ -103,22 +105,16 @@ def node_name(node: ast.AST) -> str | None:
     return getattr(node, "name", None)
 
 
-def _node_classes() -> list[type]:
-    found, todo = [], [ast.AST]
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
-    return found
-
-
 # Per node class, computed once: which fields to descend into.
 _CHILD_FIELDS = {
     cls: () if issubclass(cls, _VALUE_IS_CONSTANT)
     else tuple(f for f in cls._fields if f not in _SKIPPED_FIELDS)
-    for cls in _node_classes()
+    for cls in node_classes()
 }
 _TRACKED_CLASSES = frozenset(cls for cls in _CHILD_FIELDS if issubclass(cls, _TRACKED))
+# Per node class: the fields the file index reads that the walk does not enter.
+_INDEX_ONLY_FIELDS = {cls: extra for cls in _CHILD_FIELDS
+                      if (extra := tuple(f for f in indexed_fields(cls) if f not in _CHILD_FIELDS[cls]))}
 
 
 @lru_cache(maxsize=None)
@@ -134,10 +130,13 @@ def _skippable(codes: frozenset[str]) -> tuple[frozenset[type], frozenset[str]]:
     return skipped, names
 
 
-def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en") -> CheckResult:
-    """All findings of the enabled rules in one file's source, noqa applied."""
+def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en",
+                 tree: ast.Module | None = None) -> CheckResult:
+    """All findings of the enabled rules in one file's source, noqa applied. `tree`: the
+    source's, when the caller has parsed it already."""
     try:
-        tree = ast.parse(source, filename=path)
+        if tree is None:
+            tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         # ValueError: NUL bytes; RecursionError: nesting too deep for CPython's parser, which
         # means Python cannot compile the file either.
@@ -160,7 +159,8 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
 def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch,
           skippable: tuple[frozenset[type], frozenset[str]], result: CheckResult) -> None:
     """Pre-order, in source order. Statements and scopes are entered and left on the context
-    (so `ctx.ancestors` holds the enclosing statements); expressions are only dispatched."""
+    (so `ctx.ancestors` holds the enclosing statements); expressions are only dispatched. Once
+    a rule has built the whole file's index, the rest of the walk reads it (`_walk_index`)."""
     ancestors = ctx.ancestors
     stack: list = [tree]
     pop, push, extend = stack.pop, stack.append, stack.extend
@@ -180,25 +180,10 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch,
             continue
         detectors = get(kind)
         if detectors is not None:
-            always, by_name = detectors
-            if always:
-                _run_detectors(node, ctx, always, result)
-            if by_name:
-                # The common cases inlined (see node_name): the walk's hottest lines.
-                if kind is ast.Call:
-                    func = node.func
-                    func_type = type(func)
-                    key = (func.attr if func_type is ast.Attribute
-                           else func.id if func_type is name_type else None)
-                elif kind is ast.Attribute:
-                    key = node.attr
-                elif kind is name_type:
-                    key = node.id
-                else:
-                    key = node_name(node)
-                named = by_name.get(key)
-                if named:
-                    _run_detectors(node, ctx, named, result)
+            _dispatch(node, kind, detectors, ctx, result)
+            if ctx.file_index is not None:
+                _walk_index(ctx.file_index, node, ctx, dispatch, skippable, result)
+                return
         if kind in tracked:
             handler = on_enter(kind)
             if handler is not None:
@@ -230,6 +215,104 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch,
         if children:
             children.reverse()
             extend(children)
+
+
+def _dispatch(node: ast.AST, kind: type, detectors: tuple, ctx: Context, result: CheckResult) -> None:
+    """Run the detectors of `node`'s class: those for every node, and those for its name."""
+    always, by_name = detectors
+    if always:
+        _run_detectors(node, ctx, always, result)
+    if by_name:
+        # The common cases inlined (see node_name): the walk's hottest lines.
+        if kind is ast.Call:
+            func = node.func
+            func_type = type(func)
+            key = (func.attr if func_type is ast.Attribute
+                   else func.id if func_type is ast.Name else None)
+        elif kind is ast.Attribute:
+            key = node.attr
+        elif kind is ast.Name:
+            key = node.id
+        else:
+            key = node_name(node)
+        named = by_name.get(key)
+        if named:
+            _run_detectors(node, ctx, named, result)
+
+
+def _walk_index(found: FileIndex, current: ast.AST, ctx: Context, dispatch: Dispatch,
+                skippable: tuple[frozenset[type], frozenset[str]], result: CheckResult) -> None:
+    """The rest of `_walk` after the detectors of `current` have run, read from the whole
+    file's index: its nodes are numbered in the order the walk meets them, and the nodes under
+    each have consecutive numbers, so that a tracked node is left when the walk passes its end.
+    The nodes it would not stop at (no detector, not tracked) are not read at all."""
+    nodes, ends, number, ancestors = found.nodes, found.ends, found.number, ctx.ancestors
+    get, tracked, on_enter, on_leave = dispatch.get, _TRACKED_CLASSES, ENTER.get, LEAVE.get
+    open_ends = [ends[number[node]] for node in ancestors]  # where each ancestor is left
+    at = number[current]
+    numbers = _walked_after(found, at, dispatch, skippable)
+    node, kind = current, type(current)
+    while True:
+        if kind in tracked:
+            handler = on_enter(kind)
+            if handler is not None:
+                handler(ctx, node)
+            ancestors.append(node)
+            open_ends.append(ends[at])
+        if not numbers:
+            break
+        at = numbers.pop()
+        while open_ends and open_ends[-1] <= at:
+            _leave(ctx, ancestors, open_ends, on_leave)
+        node = nodes[at]
+        kind = type(node)
+        detectors = get(kind)
+        if detectors is not None:
+            _dispatch(node, kind, detectors, ctx, result)
+    while ancestors:
+        _leave(ctx, ancestors, open_ends, on_leave)
+
+
+def _leave(ctx: Context, ancestors: list, open_ends: list, on_leave: Callable) -> None:
+    open_ends.pop()
+    node = ancestors.pop()
+    handler = on_leave(type(node))
+    if handler is not None:
+        handler(ctx, node)
+
+
+def _walked_after(found: FileIndex, start: int, dispatch: Dispatch,
+                  skippable: tuple[frozenset[type], frozenset[str]]) -> list[int]:
+    """The numbers after `start` of the nodes `_walk` stops at (those with detectors, those the
+    context tracks), last first, leaving out the parts of the tree it never enters."""
+    skip, wanted_ids = skippable
+    lists = [numbers for cls, numbers in found.by_class.items()
+             if (cls in dispatch or cls in _TRACKED_CLASSES) and cls not in skip]
+    if ast.Name in skip:  # `Name`s are walked for the names detectors are keyed on only
+        lists += [found.names[name] for name in wanted_ids if name in found.names]
+    numbers = sorted(at for numbers in lists for at in numbers[bisect_right(numbers, start):])
+    unwalked = _unwalked(found, start)
+    if unwalked:
+        numbers = [at for at in numbers if at not in unwalked]
+    numbers.reverse()
+    return numbers
+
+
+def _unwalked(found: FileIndex, start: int) -> set[int]:
+    """The numbers after `start` of the nodes in fields the index reads and `_walk` does not
+    (annotations, the names of imports)."""
+    unwalked: set[int] = set()
+    for cls, fields in _INDEX_ONLY_FIELDS.items():
+        for at in found.by_class.get(cls, ()):
+            node = found.nodes[at]
+            for name in fields:
+                value = getattr(node, name, None)
+                for item in value if type(value) is list else (value,):
+                    if item is not None:
+                        first, end = found.span(item)
+                        if end > start:
+                            unwalked.update(range(max(first, start + 1), end))
+    return unwalked
 
 
 def _run_detectors(node: ast.AST, ctx: Context, detectors: list, result: CheckResult) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import enum
-import weakref
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
 
@@ -107,12 +106,18 @@ class Context:
         # expressions. For an expression, ancestors[-1] is the statement that contains it.
         self.ancestors: list[ast.AST] = []
         self.imports_torch = False
-        # Every name bound by an import anywhere so far: rebinding others needs no alias work.
-        self._imported: set[str] = set()
+        # Every name bound by an import anywhere so far: rebinding others needs no alias work,
+        # and only these names can have a qualname. Read it, never change it.
+        self.imported: set[str] = set()
         # Per statement owner: where each of its statements sits in its blocks (built on demand).
         self._block_positions: dict[ast.AST, dict[ast.AST, tuple[list[ast.stmt], int]]] = {}
         # statement_parents() of the last statement it was asked about.
         self._parents_of: tuple[ast.AST | None, dict[ast.AST, ast.AST]] = (None, {})
+        # The memos of `per_file` functions for this file, by function.
+        self.memos: dict = {}
+        # The whole file's index (lint/occurrences.py), once a rule has needed it: the checker
+        # then walks it rather than the tree.
+        self.file_index = None
 
     @cached_property
     def lines(self) -> list[str]:
@@ -124,21 +129,36 @@ class Context:
     def _line_starts(self) -> list[int]:
         return line_starts(self.lines)
 
+    @cached_property
+    def _ascii(self) -> bool:
+        return self.source.isascii()
+
+    def may_name(self, word: str) -> bool:
+        """False when no name in the file can be `word` (its source text does not contain it):
+        a rule asking whether the file mentions a name anywhere answers at once. (Python reads
+        names NFKC-normalized, so a source with other than ASCII may spell it otherwise.)"""
+        return word in self.source or not self._ascii
+
     # ---- names -------------------------------------------------------------------------------
 
     def qualname(self, expr: ast.AST) -> str | None:
         """The dotted name `expr` refers to through imports: `F.relu` -> `torch.nn.functional.relu`."""
-        if isinstance(expr, ast.Name):
-            for scope in reversed(self._scopes):
-                if expr.id in scope.aliases:
-                    return scope.aliases[expr.id] or None
-                if expr.id in scope.kinds or expr.id in scope.classes:
-                    return None  # a parameter or local binding shadows outer imports
-            return None
-        if isinstance(expr, ast.Attribute):
-            base = self.qualname(expr.value)
-            return f"{base}.{expr.attr}" if base else None
-        return None
+        attributes = []
+        while type(expr) is ast.Attribute:
+            attributes.append(expr.attr)
+            expr = expr.value
+        if type(expr) is not ast.Name or expr.id not in self.imported:
+            return None  # most names: no import ever bound them
+        base = None
+        for scope in reversed(self._scopes):
+            if expr.id in scope.aliases:
+                base = scope.aliases[expr.id] or None
+                break
+            if expr.id in scope.kinds or expr.id in scope.classes:
+                return None  # a parameter or local binding shadows outer imports
+        if base is None or not attributes:
+            return base
+        return ".".join([base, *reversed(attributes)])
 
     def call_qualname(self, call: ast.AST) -> str | None:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
@@ -173,10 +193,14 @@ class Context:
         while isinstance(expr, ast.BinOp):
             operands.append(expr.right)
             expr = expr.left
-        kinds = {self.kind_of(operand) for operand in (expr, *operands)}
-        if Kind.TENSOR in kinds:
-            return Kind.TENSOR
-        return Kind.NDARRAY if Kind.NDARRAY in kinds else Kind.UNKNOWN
+        found = Kind.UNKNOWN
+        for operand in (expr, *operands):
+            kind = self.kind_of(operand)
+            if kind is Kind.TENSOR:
+                return kind
+            if kind is Kind.NDARRAY:
+                found = kind
+        return found
 
     def _unary_kind(self, expr: ast.UnaryOp) -> Kind:
         return Kind.UNKNOWN if isinstance(expr.op, ast.Not) else self._tensor_like(self.kind_of(expr.operand))
@@ -405,8 +429,9 @@ class Context:
 
     def finding(self, pitfall: Pitfall, node: ast.AST, variant: str = "", *, fix: Fix | None = None,
                 end_node: ast.AST | None = None, **fields: object) -> Finding:
-        start, _ = self.span(node)
-        _, end = self.span(end_node or node)
+        last = end_node or node
+        start = self.offset(node.lineno, node.col_offset)
+        end = self.offset(last.end_lineno, last.end_col_offset)
         line, column = self.position(start)
         end_line, end_column = self.position(end)
         return Finding(
@@ -530,7 +555,7 @@ class Context:
         scope.kinds.pop(name, None)
         scope.classes.pop(name, None)
         scope.functions.pop(name, None)
-        if name in self._imported:
+        if name in self.imported:
             scope.aliases.pop(name, None)
             if any(s.aliases.get(name) for s in self._scopes):
                 scope.aliases[name] = ""
@@ -561,7 +586,7 @@ class Context:
             for alias in node.names:
                 bound = alias.asname or alias.name.partition(".")[0]
                 self._forget(bound)
-                self._imported.add(bound)
+                self.imported.add(bound)
                 scope.aliases[bound] = alias.name if alias.asname else bound
                 if alias.name.partition(".")[0] == "torch":
                     self.imports_torch = True
@@ -569,7 +594,7 @@ class Context:
         if node.level or not node.module:
             for alias in node.names:
                 self._forget(alias.asname or alias.name)
-                self._imported.add(alias.asname or alias.name)
+                self.imported.add(alias.asname or alias.name)
                 scope.aliases[alias.asname or alias.name] = ""  # relative import: not torch's
             return
         if node.module.partition(".")[0] == "torch":
@@ -579,7 +604,7 @@ class Context:
                 continue
             bound = alias.asname or alias.name
             self._forget(bound)
-            self._imported.add(bound)
+            self.imported.add(bound)
             scope.aliases[bound] = f"{node.module}.{alias.name}"
 
 
@@ -591,19 +616,19 @@ def _is_nn_module_qualname(qualname: str) -> bool:
 
 
 def per_file(func):
-    """Memoize `func(ctx, *args)` while one file is checked. The memo is emptied when that
-    file's Context goes away, so no tree outlives its check."""
-    memo: dict = {}
-    owner: list = [None]  # a weak reference to the Context the memo belongs to
-
+    """Memoize `func(ctx, *args)` while one file is checked. The memo lives on that file's
+    Context, so no tree outlives its check. (Rules call these memos for most nodes they look
+    at: a hit is one attribute and two dictionary look-ups.)"""
     @wraps(func)
     def memoized(ctx: Context, *args):
-        if owner[0] is None or owner[0]() is not ctx:
-            memo.clear()
-            owner[0] = weakref.ref(ctx, lambda _: memo.clear())
-        if args not in memo:
-            memo[args] = func(ctx, *args)
-        return memo[args]
+        memo = ctx.memos.get(memoized)
+        if memo is None:
+            memo = ctx.memos[memoized] = {}
+        try:
+            return memo[args]
+        except KeyError:
+            found = memo[args] = func(ctx, *args)
+            return found
 
     return memoized
 
@@ -614,7 +639,33 @@ def shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+@per_file
+def top_level_classes(ctx: Context) -> dict[str, ast.ClassDef]:
+    """The classes defined at the top of the file, by name (the first of a name)."""
+    classes: dict[str, ast.ClassDef] = {}
+    for statement in ctx.tree.body:
+        if isinstance(statement, ast.ClassDef):
+            classes.setdefault(statement.name, statement)
+    return classes
+
+
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _classes_with_blocks() -> dict[type, tuple[str, ...]]:
+    found, todo = {}, [ast.AST]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        blocks = tuple(name for name in ("body", "orelse", "finalbody", "handlers", "cases")
+                       if name in cls._fields)
+        if blocks and not issubclass(cls, _NESTED_SCOPES):
+            found[cls] = blocks
+    return found
+
+
+# Per statement class (and `except` handlers, `case`s): the fields that hold statement lists.
+_BLOCK_FIELDS = _classes_with_blocks()
 
 
 def nested_statements(body: list[ast.stmt]):
@@ -625,8 +676,8 @@ def nested_statements(body: list[ast.stmt]):
         if isinstance(statement, _NESTED_SCOPES):
             continue
         yield statement
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(statement, name, None)
+        for name in _BLOCK_FIELDS.get(type(statement), ()):
+            block = getattr(statement, name)
             if block:
                 todo.extend(block)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 
@@ -116,12 +117,17 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
     return lines
 
 
-def broken_cells(notebook: Notebook, path: str, lang: str) -> tuple[frozenset[int], list[Finding]]:
+def broken_cells(notebook: Notebook, path: str,
+                 lang: str) -> tuple[frozenset[int], list[Finding], ast.Module | None]:
     """Cells that cannot be checked, each reported once: code cells that cannot be read, and
-    cells that do not parse (each parsed alone, once). The rest of the notebook is still checked."""
+    cells that do not parse (each parsed alone, once). The rest of the notebook is still checked.
+    When every cell parses, one parse of them all shows it, and its tree is given too."""
     findings = [td701_unreadable_file.finding_for(reason, path, lang, cell=number)
                 for number, reason in notebook.unreadable.items()]
     skipped = set(notebook.unreadable)
+    tree = _tree_if_every_cell_parses(notebook)
+    if tree is not None:
+        return frozenset(skipped), findings, tree
     for number, lines in notebook.python_lines.items():
         code = "".join(lines)
         try:
@@ -132,7 +138,29 @@ def broken_cells(notebook: Notebook, path: str, lang: str) -> tuple[frozenset[in
             finding.fix = None  # its offsets are the cell's, not the file's
             findings.append(finding)
             skipped.add(number)
-    return frozenset(skipped), findings
+    return frozenset(skipped), findings, None
+
+
+def _tree_if_every_cell_parses(notebook: Notebook) -> ast.Module | None:
+    """The tree of the readable cells joined, when it parses and no statement runs on from one
+    cell into the next: each cell boundary then lies between two statements of the top level,
+    where the parser starts afresh as at the start of a file, so every cell parses alone too.
+    None otherwise, or when a cell ends in a backslash, which would continue its last line
+    into the next cell."""
+    join_cells(notebook)
+    if any(lines and lines[-1].rstrip("\r\n").endswith("\\") for lines in notebook.python_lines.values()):
+        return None
+    try:
+        tree = ast.parse(notebook.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    boundaries = [line for line, (_, index) in enumerate(notebook.line_map, start=1) if index == 0]
+    for statement in tree.body:
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        after = bisect_right(boundaries, first)
+        if after < len(boundaries) and boundaries[after] < statement.end_lineno:
+            return None
+    return tree
 
 
 def join_cells(notebook: Notebook, skipped: frozenset[int] = frozenset()) -> None:

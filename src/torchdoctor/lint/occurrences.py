@@ -9,7 +9,8 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from functools import cached_property
-from typing import Iterator
+from operator import attrgetter
+from typing import Iterable, Iterator
 
 from torchdoctor.lint.context import Context, per_file
 
@@ -24,7 +25,8 @@ _VALUE_IS_CONSTANT = (ast.Constant, ast.MatchSingleton)
 SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
-def _classes() -> list[type]:
+def node_classes() -> list[type]:
+    """Every class of AST node (and the abstract ones above them)."""
     found, todo = [], [ast.AST]
     while todo:
         cls = todo.pop()
@@ -41,8 +43,24 @@ def _node_fields(cls: type) -> tuple[str, ...]:
                  and (f != "names" or cls in (ast.Import, ast.ImportFrom)))
 
 
-# Per node class, computed once: the fields a walk descends into.
-_FIELDS = {cls: _node_fields(cls) for cls in _classes()}
+# Per node class, computed once: the fields a walk descends into; and for the classes that
+# have some, a function reading them all (a tuple, or the value of the only one), and whether
+# there is only one.
+_FIELDS = {cls: _node_fields(cls) for cls in node_classes()}
+_GETTERS = {cls: (attrgetter(*fields), len(fields) == 1) for cls, fields in _FIELDS.items() if fields}
+
+
+def indexed_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that the index reads (it skips those that hold no node with a
+    name in it)."""
+    return _FIELDS[cls]
+
+
+def call_name(call: ast.Call) -> str | None:
+    """The name a call is indexed by: `f` in `f(...)` and in `x.f(...)`, else None."""
+    func = call.func
+    kind = type(func)
+    return func.attr if kind is ast.Attribute else func.id if kind is ast.Name else None
 
 
 def children(node: ast.AST) -> list[ast.AST]:
@@ -66,59 +84,85 @@ class FileIndex:
 
     def __init__(self, roots: list[ast.AST], scope: ast.AST | None) -> None:
         self.nodes: list[ast.AST] = []
-        self.number: dict[ast.AST, int] = {}
+        self.number: dict[ast.AST, int] = {}  # the number of each node
         self.above: list[int] = []  # the number of each node's parent (-1 for the roots)
         self.by_class: dict[type, list[int]] = defaultdict(list)
         self.names: dict[str, list[int]] = defaultdict(list)  # the `Name` nodes of each identifier
+        self.attributes: dict[str, list[int]] = defaultdict(list)  # ... `Attribute` nodes of each name
         self.stored: dict[str, list[int]] = {}  # ... those that store or delete it
         self.declared: dict[str, list[int]] = {}  # `global`/`nonlocal` statements naming it
         # `x.add_(...)`, `x.data = ...`: attributes that may change `x` in place.
         self.changed: dict[str, list[int]] = {}
+        # The calls of each name (`name(...)` and `x.name(...)`; None: calls of anything
+        # else): a rule looking for a few functions reads their calls only.
+        self.calls: dict[str | None, list[int]] = defaultdict(list)
         self._scope = scope  # the scope the roots belong to
+        self._kept: dict[tuple[int, int], set[ast.AST]] = {}  # see `_block_scopes`
+        self._statements: dict[int, int] = {}  # see `statement_of`
         self._read(roots)
 
     def _read(self, roots: list[ast.AST]) -> None:
-        # The hottest loop of the checker after its own walk: the common cases are inlined.
-        nodes, number, above, by_class, fields = self.nodes, self.number, self.above, self.by_class, _FIELDS
+        # The hottest loop of the checker after its own walk: the common cases are inlined, the
+        # fields of a node are read by one call, and `number` is made at the end in one go.
+        nodes, above, by_class, getters = self.nodes, self.above, self.by_class, _GETTERS
+        names, stored, declared = self.names, self.stored, self.declared
+        attributes, changed, calls = self.attributes, self.changed, self.calls
         todo, ups = list(reversed(roots)), [-1] * len(roots)
         pop, push, extend = todo.pop, todo.append, todo.extend
         up_pop, up_push, up_extend = ups.pop, ups.append, ups.extend
+        add_node, add_above = nodes.append, above.append
         at = -1
         while todo:
             node = pop()
             at += 1
-            nodes.append(node)
-            number[node] = at
-            above.append(up_pop())
+            add_node(node)
+            add_above(up_pop())
             kind = type(node)
             by_class[kind].append(at)
-            names_below = fields[kind]
-            if not names_below:
+            getter = getters.get(kind)
+            if getter is None:  # a leaf
                 if kind is ast.Name:
-                    self.names[node.id].append(at)
+                    names[node.id].append(at)
                     if type(node.ctx) is not ast.Load:
-                        self.stored.setdefault(node.id, []).append(at)
+                        stored.setdefault(node.id, []).append(at)
                 elif kind is ast.Global or kind is ast.Nonlocal:
                     for name in node.names:
-                        self.declared.setdefault(name, []).append(at)
+                        declared.setdefault(name, []).append(at)
                 continue
             if kind is ast.Attribute:
+                attributes[node.attr].append(at)
                 value = node.value
                 if type(value) is ast.Name and (node.attr.endswith("_") or type(node.ctx) is not ast.Load):
-                    self.changed.setdefault(value.id, []).append(at)
+                    changed.setdefault(value.id, []).append(at)
                 push(value)
                 up_push(at)
                 continue
-            below = []
-            for name in names_below:
-                value = getattr(node, name, None)
+            if kind is ast.Call:
+                calls[call_name(node)].append(at)
+            read, one_field = getter
+            if one_field:
+                value = read(node)
                 if type(value) is list:
-                    below.extend([item for item in value if item is not None])
+                    below = [item for item in value if item is not None]
+                    below.reverse()
+                    extend(below)
+                    up_extend([at] * len(below))
+                elif value is not None:
+                    push(value)
+                    up_push(at)
+                continue
+            below = []
+            for value in read(node):
+                if type(value) is list:
+                    below += value
                 elif value is not None:
                     below.append(value)
+            if None in below:  # a `**spread` entry's missing key in a dict display
+                below = [item for item in below if item is not None]
             below.reverse()
             extend(below)
             up_extend([at] * len(below))
+        self.number = dict(zip(nodes, range(len(nodes))))
         sizes = [1] * len(nodes)
         for at in range(len(nodes) - 1, -1, -1):
             up = above[at]
@@ -127,10 +171,10 @@ class FileIndex:
         self.ends = [at + size for at, size in enumerate(sizes)]
 
     @cached_property
-    def parents(self) -> dict[ast.AST, ast.AST]:
-        """The parent of every node (operators and Load/Store markers left out)."""
-        nodes = self.nodes
-        return {node: nodes[up] for node, up in zip(nodes, self.above) if up >= 0}
+    def parents(self) -> _Parents:
+        """The parent of every node (operators and Load/Store markers left out), as a read-only
+        mapping."""
+        return _Parents(self)
 
     @cached_property
     def scopes(self) -> list[ast.AST | None]:
@@ -146,6 +190,52 @@ class FileIndex:
                 parent = nodes[up]
                 scopes.append(parent if type(parent) in scope_classes else scopes[up])
         return scopes
+
+    def calls_named(self, root: ast.AST, names: Iterable[str | None], local: bool = False) -> list[ast.Call]:
+        """The calls of these names (see `calls`) under `root` (itself included), in source
+        order; with `local`, those that belong to its scope only (as `local` reads them)."""
+        start, end = self.span(root)
+        nodes = [self.nodes[at] for at in self._calls_between(names, start, end)]
+        return [node for node in nodes if self.is_local(root, node)] if local else nodes
+
+    def _calls_between(self, names: Iterable[str | None], start: int, end: int) -> list[int]:
+        """The numbers in [start, end) of the calls of these names, in order: looked up by
+        name, or when there are more names than calls there, by reading those calls (so that
+        the names of a file's functions asked about each of its loops cost no more than the
+        loop's own calls)."""
+        names = set(names)
+        calls = _between(self.by_class.get(ast.Call, []), start, end)
+        if len(names) > len(calls):
+            nodes = self.nodes
+            return [at for at in calls if call_name(nodes[at]) in names]
+        return sorted(at for name in names for at in _between(self.calls.get(name, []), start, end))
+
+    def is_local(self, root: ast.AST, node: ast.AST) -> bool:
+        """`node` is under `root` (not `root` itself) and belongs to its scope, as `local`
+        reads it."""
+        start, end = self.span(root)
+        at = self.number.get(node, -1)
+        if not start < at < end:
+            return False
+        return self.scopes[at] is (root if isinstance(root, SCOPES) else self.scopes[start])
+
+    def statement_of(self, node: ast.AST) -> ast.AST | None:
+        """The innermost statement holding `node` (itself, if it is one); None above the
+        statements. Remembered for each node on the way up, so that asking about every node
+        of a statement climbs it once."""
+        at, path, found = self.number[node], [], -1
+        while at >= 0:
+            if at in self._statements:
+                found = self._statements[at]
+                break
+            path.append(at)
+            if isinstance(self.nodes[at], ast.stmt):
+                found = at
+                break
+            at = self.above[at]
+        for visited in path:
+            self._statements[visited] = found
+        return self.nodes[found] if found >= 0 else None
 
     def span(self, root: ast.AST) -> tuple[int, int]:
         """The numbers of `root` and the nodes under it: [start, end)."""
@@ -163,9 +253,8 @@ class FileIndex:
         not entered, but their own nodes are included."""
         start, end = self.span(root)
         scope = root if isinstance(root, SCOPES) else self.scopes[start]
-        scopes = self.scopes
-        return [node for node in self._of_classes(kinds, start + 1, end)
-                if scopes[self.number[node]] is scope]
+        scopes, nodes = self.scopes, self.nodes
+        return [nodes[at] for at in self._numbers_of_classes(kinds, start + 1, end) if scopes[at] is scope]
 
     def everywhere(self, *kinds: type) -> list[ast.AST]:
         """The nodes of these classes in the whole file, in source order."""
@@ -178,13 +267,33 @@ class FileIndex:
         always read a body: the scopes nested deeper are not entered."""
         if not statements:
             return []
-        start = self.number[statements[0]]
-        found = self._of_classes(kinds, start, self.ends[self.number[statements[-1]]])
+        start, end = self.number[statements[0]], self.ends[self.number[statements[-1]]]
+        return self._in_block(statements, self._numbers_of_classes(kinds, start, end), local)
+
+    def calls_in_block(self, statements: list[ast.stmt], names: Iterable[str | None],
+                       local: bool = False) -> list[ast.Call]:
+        """The calls of these names (see `calls`) in a block, as `in_block` reads it."""
+        if not statements:
+            return []
+        start, end = self.number[statements[0]], self.ends[self.number[statements[-1]]]
+        return self._in_block(statements, self._calls_between(names, start, end), local)
+
+    def _in_block(self, statements: list[ast.stmt], numbers: list[int], local: bool) -> list[ast.AST]:
         if local:
-            kept = {self.scopes[start], *(s for s in statements if isinstance(s, SCOPES))}
-            scopes, number = self.scopes, self.number
-            found = [node for node in found if scopes[number[node]] in kept]
-        return found
+            scopes = self.scopes
+            kept = self._block_scopes(statements)
+            numbers = [at for at in numbers if scopes[at] in kept]
+        nodes = self.nodes
+        return [nodes[at] for at in numbers]
+
+    def _block_scopes(self, statements: list[ast.stmt]) -> set[ast.AST]:
+        """The block's scope and the functions and classes defined right in it; found once
+        per block however many questions are asked about it."""
+        key = (self.number[statements[0]], self.number[statements[-1]])
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = self._kept[key] = {self.scopes[key[0]], *(s for s in statements if isinstance(s, SCOPES))}
+        return kept
 
     def walk_order(self, node: ast.AST) -> tuple[int, int]:
         """A sort key giving the order in which a stack-based walk that pops the last node
@@ -199,16 +308,58 @@ class FileIndex:
         found = self.names.get(name, [])
         return [self.nodes[at] for at in found[bisect_left(found, start):bisect_left(found, end)]]
 
+    def assignments(self, root: ast.AST, name: str, attribute: bool = False) -> list[ast.Assign]:
+        """The `Assign` statements under `root` with `name` as one of their targets (`name =
+        ...`; with `attribute`, `x.name = ...`; never `a, name = ...`), each once, in source
+        order."""
+        found = {}
+        nodes, above = self.nodes, self.above
+        for at in self.numbers_in(self.attributes if attribute else self.stored, root, name):
+            up = above[at]
+            statement = nodes[up] if up >= 0 else None
+            # A name stored under an assignment is one of its targets; an attribute may be read.
+            if type(statement) is ast.Assign and type(nodes[at].ctx) is not ast.Load:
+                found[up] = statement
+        return list(found.values())
+
+    def numbers_in(self, table: dict[str, list[int]], root: ast.AST, name: str) -> list[int]:
+        """The numbers of `table[name]` (`names`, `stored`, `attributes`...) under `root`."""
+        start, end = self.span(root)
+        return _between(table.get(name, []), start, end)
+
     def _of_classes(self, kinds: tuple[type, ...], start: int, end: int) -> list[ast.AST]:
         nodes = self.nodes
+        return [nodes[at] for at in self._numbers_of_classes(kinds, start, end)]
+
+    def _numbers_of_classes(self, kinds: tuple[type, ...], start: int, end: int) -> list[int]:
         if len(kinds) == 1:
-            found = self.by_class.get(kinds[0], [])
-            return [nodes[at] for at in found[bisect_left(found, start):bisect_left(found, end)]]
-        numbers = sorted(at for kind in kinds for at in _between(self.by_class.get(kind, []), start, end))
-        return [nodes[at] for at in numbers]
+            return _between(self.by_class.get(kinds[0], []), start, end)
+        return sorted(at for kind in kinds for at in _between(self.by_class.get(kind, []), start, end))
 
 
 _SCOPE_CLASSES = frozenset(SCOPES)
+
+
+class _Parents:
+    """The parents of an index's nodes, found from their numbers when asked: a dictionary of
+    every node's parent would cost more to build than most files ever ask of it."""
+
+    __slots__ = ("_index",)
+
+    def __init__(self, index: FileIndex) -> None:
+        self._index = index
+
+    def __getitem__(self, node: ast.AST) -> ast.AST:
+        up = self._index.above[self._index.number[node]]
+        if up < 0:
+            raise KeyError(node)  # a root
+        return self._index.nodes[up]
+
+    def get(self, node: ast.AST, default: ast.AST | None = None) -> ast.AST | None:
+        try:
+            return self[node]
+        except KeyError:
+            return default
 
 
 def _between(numbers: list[int], start: int, end: int) -> list[int]:
@@ -243,7 +394,7 @@ def index(ctx: Context) -> FileIndex:
     """The whole file's index."""
     found = _indexes(ctx)
     if found.whole is None:
-        found.whole = FileIndex([ctx.tree], ctx.tree)
+        found.whole = ctx.file_index = FileIndex([ctx.tree], ctx.tree)
     return found.whole
 
 

@@ -250,9 +250,10 @@ def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOut
     """Check (or fix) a notebook's code cells as one program; cells that don't parse are
     reported and left out. The fixed text is the notebook's JSON, only changed cells rewritten."""
     book = notebook.load(source.text)
-    skipped, broken = notebook.broken_cells(book, shown, job.lang)
+    skipped, broken, tree = notebook.broken_cells(book, shown, job.lang)
     notebook.join_cells(book, skipped)
-    outcome, fixed_source = _process_source(SourceFile(book.source, "utf-8"), shown, job)
+    check = partial(check_source, tree=tree)  # parsed once, not again
+    outcome, fixed_source = _process_source(SourceFile(book.source, "utf-8"), shown, job, check)
     outcome.findings = broken + [notebook.locate(f, book) for f in outcome.findings]
     outcome.findings.sort(key=Finding.sort_key)
     fixed_text = notebook.split_cells(book, fixed_source) if outcome.fixed else source.text

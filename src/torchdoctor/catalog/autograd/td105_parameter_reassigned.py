@@ -374,9 +374,13 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
     the scope, and for each `add_param_group` call (model "": it may add anything). Only
     statements are looked at: an optimizer is assigned, `add_param_group` is a statement."""
     found = []
+    index = index_of(ctx, scope)
+    # The statements that can build an optimizer (its `.parameters()` in them) or add to one.
+    wanted = {id(index.statement_of(call))
+              for call in index.calls_named(scope, ["parameters", "named_parameters", "add_param_group"])}
     for statement in nested_statements(scope.body):
         value = getattr(statement, "value", None)
-        if type(value) is not ast.Call:
+        if type(value) is not ast.Call or id(statement) not in wanted:
             continue
         if type(statement) is ast.Expr and _called_name(value) == "add_param_group":
             found.append((statement.lineno, ""))

@@ -5,7 +5,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.context import Context, per_file, top_level_classes
 from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
@@ -292,7 +292,8 @@ def _handled_by_hand(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
 
 
 class _ClassFacts:
-    """What one class does with its `self.<attr>` tensors, read in one pass over it."""
+    """What one class does with its `self.<attr>` tensors, read once from the class's index:
+    the calls and assignments that can say so, not every node."""
 
     def __init__(self, cls: ast.ClassDef, ctx: Context) -> None:
         # Attributes registered, wrapped in a Parameter or Buffer, moved at use time (`.to()`
@@ -300,36 +301,50 @@ class _ClassFacts:
         # the value in `__init__` only a placeholder).
         self.by_hand: set[str] = set()
         self.collected: set[str] = set()  # gathered into a list or tuple
-        found = index_of(ctx, cls)
-        for node in found.under(cls, ast.Call, ast.Assign, ast.List, ast.Tuple):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        self.found = found = index_of(ctx, cls)
+        for node in found.calls_named(cls, REGISTRATIONS | MANUAL_MOVES):
+            if isinstance(node.func, ast.Attribute):
                 method = node.func.attr
                 first = node.args[0] if node.args else None
                 if method in REGISTRATIONS and isinstance(first, ast.Constant) and isinstance(first.value, str):
                     self.by_hand.add(first.value)
                 if method in MANUAL_MOVES:
                     self.by_hand.update(_self_attributes(node.func.value))
-            elif isinstance(node, ast.Assign) and ctx.call_qualname(node.value) in PARAMETER_CLASSES:
-                self.by_hand.update(t.attr for t in node.targets if _is_self_attribute(t))
-            elif isinstance(node, (ast.List, ast.Tuple)):
-                self.collected.update(e.attr for e in node.elts if _is_self_attribute(e))
+        # `self.w = nn.Parameter(...)`, also through an alias of the class.
+        for call in found.calls_named(cls, {*_PARAMETER_NAMES, *ctx.imported}):
+            statement = found.parents.get(call)
+            if (type(statement) is ast.Assign and statement.value is call
+                    and ctx.call_qualname(call) in PARAMETER_CLASSES):
+                self.by_hand.update(t.attr for t in statement.targets if _is_self_attribute(t))
+        for node in found.under(cls, ast.List, ast.Tuple):
+            self.collected.update(e.attr for e in node.elts if _is_self_attribute(e))
         for method in cls.body:
             if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name != "__init__":
                 self.by_hand.update(t.attr for node in found.under(method, ast.Assign)
                                     for t in node.targets if _is_self_attribute(t))
-        # Per attribute, in `forward`: uses of `self.attr` as a whole, and harmless ones (an
-        # element, or metadata).
-        self.forward_uses: dict[str, list[int]] = {}
-        forward = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"),
-                       None)
-        for node in found.under(forward, ast.Attribute, ast.Subscript) if forward is not None else ():
-            if _is_self_attribute(node):
-                self.forward_uses.setdefault(node.attr, [0, 0])[0] += 1
-            elif isinstance(node, ast.Subscript) and _is_self_attribute(node.value):
-                self.forward_uses.setdefault(node.value.attr, [0, 0])[1] += 1
-            elif (isinstance(node, ast.Attribute) and node.attr in METADATA
-                  and _is_self_attribute(node.value)):
-                self.forward_uses.setdefault(node.value.attr, [0, 0])[1] += 1
+        self.forward = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"),
+                            None)
+
+    def forward_uses(self, attr: str) -> tuple[int, int]:
+        """The uses of `self.attr` in `forward`: as a whole, and harmless ones (an element, or
+        metadata)."""
+        if self.forward is None:
+            return 0, 0
+        uses = harmless = 0
+        for at in self.found.numbers_in(self.found.attributes, self.forward, attr):
+            node = self.found.nodes[at]
+            if not _is_self_attribute(node):
+                continue
+            uses += 1
+            parent = self.found.parents[node]
+            if (type(parent) is ast.Subscript and parent.value is node
+                    or type(parent) is ast.Attribute and parent.attr in METADATA):
+                harmless += 1
+        return uses, harmless
+
+
+# The last names of PARAMETER_CLASSES.
+_PARAMETER_NAMES = frozenset(name.rpartition(".")[2] for name in PARAMETER_CLASSES)
 
 
 @per_file
@@ -350,19 +365,9 @@ def _overrides_moves_below(cls: ast.ClassDef, ctx: Context, seen: frozenset) -> 
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and statement.name in MANUAL_HANDLING:
             return True
-    classes = _top_level_classes(ctx)
+    classes = top_level_classes(ctx)
     bases = (classes.get(b.id) for b in cls.bases if isinstance(b, ast.Name))
     return any(base is not None and _overrides_moves_below(base, ctx, seen | {cls}) for base in bases)
-
-
-@per_file
-def _top_level_classes(ctx: Context) -> dict[str, ast.ClassDef]:
-    """The classes defined at the top of the file, by name (the first of a name)."""
-    classes: dict[str, ast.ClassDef] = {}
-    for statement in ctx.tree.body:
-        if isinstance(statement, ast.ClassDef):
-            classes.setdefault(statement.name, statement)
-    return classes
 
 
 def _mixed_in_forward(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
@@ -370,7 +375,7 @@ def _mixed_in_forward(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
 
     An element (`self.stride[i]`) is fine on the CPU: a 0-dim CPU tensor mixes with CUDA ones.
     """
-    uses, harmless = _class_facts(ctx, cls).forward_uses.get(attr, (0, 0))
+    uses, harmless = _class_facts(ctx, cls).forward_uses(attr)
     return uses > harmless
 
 
@@ -414,13 +419,13 @@ def _assigned_before(statement: ast.AST, attr: str, init: ast.FunctionDef, ctx: 
 class _InitFacts:
     """Where `__init__` calls its base class's `__init__`, and first assigns each attribute."""
 
-    def __init__(self, init: ast.FunctionDef) -> None:
+    def __init__(self, init: ast.FunctionDef, ctx: Context) -> None:
         self.base_init_line = next(
             (node.lineno for node in init.body if isinstance(node, ast.Expr)
              and isinstance(node.value, ast.Call) and Context.method_name(node.value) == "__init__"),
             None)
         self.first_assigned: dict[str, int] = {}
-        for node in ast.walk(init):
+        for node in index_of(ctx, init).under(init, ast.Assign, ast.AnnAssign, ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
             for target in targets:
@@ -431,4 +436,4 @@ class _InitFacts:
 
 @per_file
 def _init_facts(ctx: Context, init: ast.FunctionDef) -> _InitFacts:
-    return _InitFacts(init)
+    return _InitFacts(init, ctx)

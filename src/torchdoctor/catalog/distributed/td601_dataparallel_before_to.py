@@ -145,10 +145,9 @@ def _first_forward(ctx: Context, statement: ast.stmt, wrapper: str) -> ast.Call 
         return None
     block, index = located
     names = block_names(ctx, block)
-    tree_parents = names.index.parents
     for position, nodes in names.mentions_after(wrapper, index):
-        calls = [tree_parents[node] for node in nodes
-                 if isinstance(tree_parents[node], ast.Call) and tree_parents[node].func is node]
+        calls = [call for node in nodes
+                 if isinstance(call := names.index.parents[node], ast.Call) and call.func is node]
         stores = [node for node in nodes if not isinstance(node.ctx, ast.Load)]
         if calls or stores:
             first = first_in_walk(ctx, block[position], [*calls, *stores])
@@ -160,29 +159,57 @@ def _touched_before(ctx: Context, names: set[str], forward: ast.Call) -> bool:
     """Anything in the scope, before `forward`, that may move the model: a `.to()`/`.cuda()` on
     one of `names`, or one of them handed to a function."""
     scope = next((node for node in reversed(ctx.ancestors) if isinstance(node, SCOPES)), ctx.tree)
-    first = _first_touches(ctx, scope)
+    touches = _touches(ctx, scope)
     before = (forward.lineno, forward.col_offset)
-    return any(name in first and first[name] < before for name in names)
+    return any(touches.first(name) < before for name in names)
+
+
+class _Touches:
+    """Per name, where one scope first calls something that may move it: `name.to(...)`,
+    `name.cuda()`, or any call but DataParallel's that takes `name` as an argument. Read per
+    name from the index: the calls of the moves, and the uses of the name."""
+
+    def __init__(self, ctx: Context, scope: ast.AST) -> None:
+        self.found = found = index_of(ctx, scope)
+        self.scope = scope
+        # The only calls whose function matters: those of DataParallel, which move nothing.
+        self.wrapping = {id(call) for call in found.calls_named(scope, {"DataParallel", *ctx.imported})
+                         if ctx.qualname(call.func) in DATA_PARALLEL}
+        self.moved: dict[str | None, tuple[int, int]] = {}
+        for call in found.calls_named(scope, MOVES):
+            if isinstance(call.func, ast.Attribute):
+                self._touch(self.moved, _root_name(call.func.value), call)
+        self._first: dict[str, tuple[int, int]] = {}
+
+    def first(self, name: str) -> tuple[float, int]:
+        """Where the scope first touches `name`; (inf, 0) when it never does."""
+        if name not in self._first:
+            first = {name: self.moved[name]} if name in self.moved else {}
+            for node in self.found.names_in(self.scope, name):
+                call = self._call_taking(node)
+                if call is not None and id(call) not in self.wrapping:
+                    self._touch(first, name, call)
+            self._first[name] = first.get(name, (float("inf"), 0))
+        return self._first[name]
+
+    def _call_taking(self, node: ast.Name) -> ast.Call | None:
+        """The call `node` is an argument of (`f(node)`, `f(x=node)`), if any."""
+        parent = self.found.parents[node]
+        if type(parent) is ast.keyword:
+            parent = self.found.parents[parent]
+            return parent if type(parent) is ast.Call else None
+        return parent if type(parent) is ast.Call and parent.func is not node else None
+
+    @staticmethod
+    def _touch(first: dict, name: str | None, call: ast.Call) -> None:
+        where = (call.lineno, call.col_offset)
+        if name is not None and where < first.get(name, (float("inf"), 0)):
+            first[name] = where
 
 
 @per_file
-def _first_touches(ctx: Context, scope: ast.AST) -> dict[str, tuple[int, int]]:
-    """Per name, where the scope first calls something that may move it: `name.to(...)`,
-    `name.cuda()`, or any call but DataParallel's that takes `name` as an argument."""
-    first: dict[str, tuple[int, int]] = {}
-    for node in index_of(ctx, scope).under(scope, ast.Call):
-        touched = set()
-        if ctx.method_name(node) in MOVES:
-            touched.add(_root_name(node.func.value))
-        passed = {arg.id for arg in (*node.args, *(k.value for k in node.keywords))
-                  if isinstance(arg, ast.Name)}
-        if passed and ctx.qualname(node.func) not in DATA_PARALLEL:
-            touched |= passed
-        where = (node.lineno, node.col_offset)
-        for name in touched:
-            if name is not None and where < first.get(name, (float("inf"), 0)):
-                first[name] = where
-    return first
+def _touches(ctx: Context, scope: ast.AST) -> _Touches:
+    return _Touches(ctx, scope)
 
 
 def _root_name(expr: ast.AST) -> str | None:

@@ -170,7 +170,10 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 @per_file
 def _chooses_start_method(ctx: Context) -> bool:
-    return any(_called_name(node) in START_METHOD_CALLS for node in index(ctx).everywhere(ast.Call))
+    if not any(ctx.may_name(name) for name in START_METHOD_CALLS):
+        return False
+    calls = index(ctx).calls
+    return any(calls.get(name) for name in START_METHOD_CALLS)
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -179,8 +182,17 @@ def _called_name(call: ast.Call) -> str | None:
 
 
 def _own_calls(scope: ast.AST, ctx: Context) -> list[ast.Call]:
-    """The calls in `scope`, not entering nested functions or classes, in source order."""
-    return sorted(index_of(ctx, scope).local(scope, ast.Call), key=_position)
+    """The calls in `scope` that may initialize CUDA (see `_initializes_cuda`), not entering
+    nested functions or classes, in source order: those of its names, of names bound by
+    imports (aliases of `torch.cuda` functions), and those with a `device=` argument."""
+    found = index_of(ctx, scope)
+    calls = found.calls_named(scope, {"cuda", "to", *CUDA_INITIALIZERS, *ctx.imported}, local=True)
+    for keyword in found.under(scope, ast.keyword):
+        call = found.parents[keyword]
+        if keyword.arg == "device" and type(call) is ast.Call and found.is_local(scope, call):
+            calls.append(call)
+    return sorted({id(call): call for call in calls}.values(),
+                  key=lambda call: (_position(call), found.number[call]))
 
 
 def _position(node: ast.AST) -> tuple[int, int]:

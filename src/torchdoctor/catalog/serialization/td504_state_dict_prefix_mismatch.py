@@ -6,7 +6,8 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Clue, Pitfall
 from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
-from torchdoctor.lint.context import Context, nested_statements, per_file
+from torchdoctor.lint.context import Context, per_file
+from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -191,22 +192,13 @@ def _assigned_state_dict(name: ast.Name, ctx: Context) -> bool:
 
 @per_file
 def _state_dict_lines(ctx: Context, scope: ast.AST, name: str) -> tuple[int | None, int | None]:
-    """The first line that assigns `name` in the scope, and the first that assigns it something
-    else than a state dict."""
-    assignments = _assignments(ctx, scope).get(name, ())
+    """The first line that assigns `name` in the scope (not in the functions and classes nested
+    in it), and the first that assigns it something else than a state dict."""
+    found = index_of(ctx, scope)
+    assignments = [(node.lineno, node.value) for node in found.assignments(scope, name)
+                   if found.is_local(scope, node)]
     others = [line for line, value in assignments if not _is_state_dict(value, ctx, follow_names=False)]
     return min((line for line, _ in assignments), default=None), min(others, default=None)
-
-
-@per_file
-def _assignments(ctx: Context, scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
-    """The (line, value) of each assignment to each name in the scope, read once."""
-    found: dict[str, list[tuple[int, ast.expr]]] = {}
-    for statement in nested_statements(scope.body):
-        if isinstance(statement, ast.Assign):
-            for name in dict.fromkeys(t.id for t in statement.targets if isinstance(t, ast.Name)):
-                found.setdefault(name, []).append((statement.lineno, statement.value))
-    return found
 
 
 def _surgeries(nodes: list[ast.AST], key: str, ctx: Context) -> Iterator[Finding]:

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import index, statements
+from torchdoctor.lint.occurrences import FileIndex, index, statements
 from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
@@ -183,7 +183,7 @@ def _file_usage(ctx: Context) -> _Usage | None:
     found = index(ctx)
     aliases = _module_aliases(statements(ctx, ast.Import, ast.ImportFrom))
     usage = _Usage()
-    calls = sorted(found.everywhere(ast.Call), key=lambda n: (n.lineno, n.col_offset))
+    calls = sorted(_candidate_calls(found, aliases), key=lambda n: (n.lineno, n.col_offset, found.number[n]))
     for call in calls:
         name = _dotted(call.func, aliases)
         if name is None:
@@ -198,6 +198,26 @@ def _file_usage(ctx: Context) -> _Usage | None:
         if drawn:
             usage.drawn.add(drawn)
     return usage
+
+
+def _candidate_calls(found: FileIndex, aliases: dict[str, str]) -> list[ast.Call]:
+    """The calls that may seed or draw (the others change nothing in `_file_usage`): those of a
+    name with "seed" in it, of a drawing function, of an imported name, and of a function of
+    `torch.nn.init` (`nn.init.normal_(w)`, `init.normal_(w)`)."""
+    keys = [key for key in found.calls
+            if key is not None and ("seed" in key.lower() or key in _DRAW_NAMES or key in aliases)]
+    candidates = {at for key in keys for at in found.calls[key]}
+    for module in ["init", *(name for name, origin in aliases.items() if origin == "torch.nn.init")]:
+        for at in [*found.names.get(module, ()), *found.attributes.get(module, ())]:
+            attribute = found.parents.get(found.nodes[at])
+            call = found.parents.get(attribute)
+            if type(call) is ast.Call and call.func is attribute and attribute.value is found.nodes[at]:
+                candidates.add(found.number[call])
+    return [found.nodes[at] for at in candidates]
+
+
+# The functions of DRAWS_BY_MODULE, whatever their module.
+_DRAW_NAMES = frozenset(name for _, names in DRAWS_BY_MODULE.values() for name in names)
 
 
 def _is_seed_helper(name: str) -> bool:

@@ -213,7 +213,7 @@ def _strip_module_methods(value: ast.AST | None) -> ast.AST | None:
 def _last_assignment(name: str, call: ast.Call, ctx: Context) -> ast.AST | None:
     """The value of the last plain `name = ...` before `call` in the same scope (of several on
     that line, the first)."""
-    lines, values = _assignments(ctx, ctx.enclosing_function() or ctx.tree).get(name, ((), ()))
+    lines, values = _assignments(ctx, ctx.enclosing_function() or ctx.tree, name)
     before = bisect_left(lines, call.lineno)
     if not before:
         return None
@@ -221,18 +221,11 @@ def _last_assignment(name: str, call: ast.Call, ctx: Context) -> ast.AST | None:
 
 
 @per_file
-def _assignments(ctx: Context, scope: ast.AST) -> dict[str, tuple[list[int], list[ast.AST]]]:
-    """Per name assigned in the scope (nested scopes included): the lines of its assignments,
-    sorted, and their values, equal lines in source order."""
-    found: dict[str, list[tuple[int, int, ast.AST]]] = {}
-    for rank, node in enumerate(index_of(ctx, scope).under(scope, ast.Assign)):
-        for name in dict.fromkeys(t.id for t in node.targets if isinstance(t, ast.Name)):
-            found.setdefault(name, []).append((node.lineno, rank, node.value))
-    table = {}
-    for name, assignments in found.items():
-        assignments.sort(key=lambda assignment: assignment[:2])
-        table[name] = ([line for line, _, _ in assignments], [value for _, _, value in assignments])
-    return table
+def _assignments(ctx: Context, scope: ast.AST, name: str) -> tuple[list[int], list[ast.AST]]:
+    """The lines of the assignments of `name` in the scope (nested scopes included), sorted,
+    and their values, equal lines in source order."""
+    assignments = sorted(index_of(ctx, scope).assignments(scope, name), key=lambda node: node.lineno)
+    return [node.lineno for node in assignments], [node.value for node in assignments]
 
 
 @per_file

@@ -12,7 +12,7 @@ from torchdoctor.catalog.training._loops import (
     last_identifier,
     position,
 )
-from torchdoctor.lint.context import Context, Kind, per_file
+from torchdoctor.lint.context import Context, Kind, per_file, top_level_classes
 from torchdoctor.lint.occurrences import index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
@@ -252,18 +252,15 @@ def _constructor(scheduler: ast.AST, ctx: Context) -> ast.AST | None:
     """The value of the one assignment to this name in the current function (or module)."""
     if not isinstance(scheduler, ast.Name):
         return None
-    found = _assigned_values(ctx, ctx.enclosing_function() or ctx.tree).get(scheduler.id, ())
+    found = _assigned_values(ctx, ctx.enclosing_function() or ctx.tree, scheduler.id)
     return found[0] if len(found) == 1 else None
 
 
 @per_file
-def _assigned_values(ctx: Context, scope: ast.AST) -> dict[str, list[ast.AST]]:
-    """The values assigned to each name in the scope, read once."""
-    found: dict[str, list[ast.AST]] = {}
-    for node in index_of(ctx, scope).local(scope, ast.Assign):
-        for name in dict.fromkeys(t.id for t in node.targets if isinstance(t, ast.Name)):
-            found.setdefault(name, []).append(node.value)
-    return found
+def _assigned_values(ctx: Context, scope: ast.AST, name: str) -> list[ast.AST]:
+    """The values assigned to `name` in the scope (not in the scopes nested in it)."""
+    found = index_of(ctx, scope)
+    return [node.value for node in found.assignments(scope, name) if found.is_local(scope, node)]
 
 
 def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
@@ -283,17 +280,7 @@ def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
 
 
 def _module_class(name: str, ctx: Context) -> ast.ClassDef | None:
-    return _module_classes(ctx).get(name)
-
-
-@per_file
-def _module_classes(ctx: Context) -> dict[str, ast.ClassDef]:
-    """The classes at the top of the file, by name (the first of a name)."""
-    classes: dict[str, ast.ClassDef] = {}
-    for node in ctx.tree.body:
-        if isinstance(node, ast.ClassDef):
-            classes.setdefault(node.name, node)
-    return classes
+    return top_level_classes(ctx).get(name)
 
 
 def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Context) -> bool:
@@ -335,8 +322,8 @@ def _compensated(ctx: Context) -> bool:
 
 @per_file
 def _sets_last_epoch(ctx: Context, scope: ast.AST) -> bool:
-    return any(isinstance(target, ast.Attribute) and target.attr == "last_epoch"
-               for node in index_of(ctx, scope).local(scope, ast.Assign) for target in node.targets)
+    found = index_of(ctx, scope)
+    return any(found.is_local(scope, node) for node in found.assignments(scope, "last_epoch", attribute=True))
 
 
 # ---- the per-batch variant ----------------------------------------------------------------

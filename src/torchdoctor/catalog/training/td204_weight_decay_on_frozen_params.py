@@ -379,7 +379,15 @@ def _prefixes(dotted: str) -> list[str]:
 
 @per_file
 def _scope_settings(ctx: Context, scope: ast.AST) -> _ScopeSettings:
-    return _ScopeSettings(index_of(ctx, scope).local(scope, ast.Assign, ast.Call, *_LOOP_NODES))
+    """The settings of the scope, from the nodes that can hold one (`_ScopeSettings` finds
+    nothing in the others): assignments to a `requires_grad` or `grad` attribute, calls of
+    `requires_grad_`, and loops."""
+    found = index_of(ctx, scope)
+    nodes = [*found.local(scope, *_LOOP_NODES), *found.calls_named(scope, ["requires_grad_"], local=True),
+             *(node for attribute in ("requires_grad", "grad")
+               for node in found.assignments(scope, attribute, attribute=True) if found.is_local(scope, node))]
+    unique = {found.number[node]: node for node in nodes}
+    return _ScopeSettings([unique[at] for at in sorted(unique)])
 
 
 _LOOP_NODES = (ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.GeneratorExp)
@@ -427,8 +435,8 @@ def _trained_before(freeze: ast.AST, call: ast.Call, scope: ast.AST, ctx: Contex
 @per_file
 def _training_calls(ctx: Context, scope: ast.AST) -> list[tuple[int, int]]:
     """Where the scope calls `backward`, `step`, `fit`... in order."""
-    return sorted(position(node) for node in index_of(ctx, scope).local(scope, ast.Call)
-                  if last_identifier(node.func) in _TRAINING_CALLS)
+    calls = index_of(ctx, scope).calls_named(scope, {*_TRAINING_CALLS, None}, local=True)
+    return sorted(position(node) for node in calls if last_identifier(node.func) in _TRAINING_CALLS)
 
 
 def _end(node: ast.AST) -> tuple[int, int]:

@@ -315,51 +315,26 @@ def _is_model(func: ast.AST, ctx: Context) -> bool:
 
 
 class _ScopeFacts:
-    """What one function (or the module's top level) does with modes, gradients and names."""
+    """What one function (or the module's top level) does with modes and gradients."""
 
     def __init__(self) -> None:
         self.switches_to_eval = self.switches_to_train = self.disables_grad = False
-        self.names: set[str] = set()  # names and attributes it refers to
-        self.assigned: dict[str, list[ast.AST]] = {}  # values assigned to each name or attribute
-
-    def see(self, node: ast.AST) -> None:
-        name = _name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        if name is not None:
-            self.names.add(name)
-            if any(word in name for word in NO_GRAD_WORDS):
-                self.disables_grad = True  # `@torch.no_grad`, `with torch.inference_mode():`
-        elif isinstance(node, ast.Call):
-            self._see_call(node)
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                self.assigned.setdefault(_name(target), []).append(node.value)
-                if _name(target) == "requires_grad":
-                    self.disables_grad = True  # frozen parameters record no graph
-
-    def _see_call(self, call: ast.Call) -> None:
-        method = call.func.attr if isinstance(call.func, ast.Attribute) else None
-        if method == "eval" and not call.args:
-            self.switches_to_eval = True
-        elif method == "train":
-            if _is_true_or_absent(call):
-                self.switches_to_train = True
-            else:
-                self.switches_to_eval = True  # `.train(False)`, `.train(mode=flag)`
-        elif method == "requires_grad_":
-            self.disables_grad = True
+        self.names: set[str] = set()  # the names of the file's functions it refers to
 
 
 class _Program:
-    """The file's functions and classes, read once when a candidate loop is found."""
+    """The file's functions and classes, read once when a candidate loop is found. What each
+    function does is read from the uses of the few names that matter (`eval`, `train`,
+    `no_grad`..., the functions' own names), found in the file's index, never from every node."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self.found = found = index(ctx)
         self.facts: dict[ast.AST, _ScopeFacts] = {ctx.tree: _ScopeFacts()}
         self.functions: dict[str, list[ast.AST]] = {}
         self.methods: dict[ast.ClassDef, list[ast.AST]] = {}
         self.owner: dict[ast.AST, ast.ClassDef] = {}
         self.classes: dict[str, ast.ClassDef] = {}
-        found = index(ctx)
         for function in found.everywhere(*FUNCTIONS):
             self.facts[function] = _ScopeFacts()
             self.functions.setdefault(function.name, []).append(function)
@@ -370,28 +345,81 @@ class _Program:
         # Of two classes of one name, the one a walk popping the last node first meets last.
         for cls in sorted(found.everywhere(ast.ClassDef), key=found.walk_order):
             self.classes[cls.name] = cls
-        owners: dict[ast.AST | None, tuple] = {}  # scope -> (its function, parts to skip)
-        for node in found.everywhere(ast.Name, ast.Attribute, ast.Call, ast.Assign):
-            at = found.number[node]
-            scope = found.scopes[at]
-            owner = owners.get(scope)
-            if owner is None:
-                owner = owners[scope] = _function_of(scope, found)
-            function, skipped = owner
-            if not any(start <= at < end for start, end in skipped):
-                self.facts[function].see(node)
-        # Per name: the scopes that refer to it (call it, perhaps), and those that assign it.
+        self._owners: dict[ast.AST | None, tuple] = {}  # scope -> (its function, parts to skip)
+        self._read_modes_and_gradients()
+        # Per function name: the scopes that refer to it (call it, perhaps).
         self.referrers: dict[str, list[ast.AST]] = {}
-        self.assigners: dict[str | None, list[ast.AST]] = {}
-        for scope, facts in self.facts.items():
-            for name in facts.names:
-                self.referrers.setdefault(name, []).append(scope)
-            for name in facts.assigned:
-                self.assigners.setdefault(name, []).append(scope)
+        for name in self.functions:
+            for at in self._mentions(name):
+                function = self._function_at(at)
+                if function is not None and name not in self.facts[function].names:
+                    self.facts[function].names.add(name)
+                    self.referrers.setdefault(name, []).append(function)
+        self._assigned: dict[str, dict[ast.AST, list[ast.AST]]] = {}
         self._reach: dict[ast.AST, set[ast.AST]] = {}
         self._flags: dict[ast.AST, _ScopeFacts] = {}
         self._mode_free: dict[ast.AST, bool] = {}
         self._words: dict[ast.AST, tuple[bool, list[str]]] = {}
+
+    def _read_modes_and_gradients(self) -> None:
+        """Which functions switch a mode (`.eval()`, `.train()`) or turn gradients off (a
+        `no_grad`-like name, `requires_grad = ...`, `.requires_grad_()`)."""
+        found, source = self.found, self.ctx.source
+        if not source.isascii() or any(word in source for word in NO_GRAD_WORDS):
+            for table in (found.names, found.attributes):
+                for name in [name for name in table if any(word in name for word in NO_GRAD_WORDS)]:
+                    self._set(table[name], "disables_grad")
+        self._set([at for at, target in self._assignments("requires_grad")], "disables_grad")
+        for at in found.attributes.get("requires_grad_", ()):
+            if self._called_method(at) is not None:
+                self._set([at], "disables_grad")
+        for at in found.attributes.get("eval", ()):
+            call = self._called_method(at)
+            if call is not None and not call.args:
+                self._set([at], "switches_to_eval")
+        for at in found.attributes.get("train", ()):
+            call = self._called_method(at)
+            if call is not None:
+                # `.train(False)`, `.train(mode=flag)` switch to eval mode.
+                self._set([at], "switches_to_train" if _is_true_or_absent(call) else "switches_to_eval")
+
+    def _set(self, numbers: list[int], flag: str) -> None:
+        for at in numbers:
+            facts = self._facts_at(at)
+            if facts is not None:
+                setattr(facts, flag, True)
+
+    def _called_method(self, at: int) -> ast.Call | None:
+        """The call of the `Attribute` node numbered `at`, when it is the function called."""
+        parent = self.found.nodes[self.found.above[at]] if self.found.above[at] >= 0 else None
+        if type(parent) is ast.Call and parent.func is self.found.nodes[at]:
+            return parent
+        return None
+
+    def _mentions(self, name: str) -> list[int]:
+        """The numbers of the `Name` and `Attribute` nodes of `name`."""
+        return [*self.found.names.get(name, ()), *self.found.attributes.get(name, ())]
+
+    def _assignments(self, name: str) -> list[tuple[int, ast.Assign]]:
+        """The `Assign` statements with a target named `name` (`name = ...`, `x.name = ...`),
+        with their numbers."""
+        found, tree = self.found, self.ctx.tree
+        return [(found.number[node], node) for attribute in (False, True)
+                for node in found.assignments(tree, name, attribute)]
+
+    def _function_at(self, at: int) -> ast.AST | None:
+        """The function (or module) whose facts the node numbered `at` belongs to; None for a
+        node of a function's parameters or return annotation, no part of what it does."""
+        scope = self.found.scopes[at]
+        owner = self._owners.get(scope)
+        if owner is None:
+            owner = self._owners[scope] = _function_of(scope, self.found)
+        function, skipped = owner
+        return None if any(start <= at < end for start, end in skipped) else function
+
+    def _facts_at(self, at: int) -> _ScopeFacts | None:
+        function = self._function_at(at)
+        return None if function is None else self.facts[function]
 
     def family(self, function: ast.AST | None) -> list[ast.AST] | None:
         """The code that decides the loop's modes: the function, its callers in the file, its
@@ -424,11 +452,16 @@ class _Program:
                 found.disables_grad |= facts.disables_grad
         return found
 
-    def assigned(self, family: list[ast.AST], name: str | None) -> list[ast.AST]:
+    def assigned(self, family: list[ast.AST], name: str) -> list[ast.AST]:
         """The values assigned to `name` in the family's code."""
-        return [value for scope in self.assigners.get(name, ())
+        by_scope = self._assigned.get(name)
+        if by_scope is None:
+            by_scope = self._assigned[name] = {}
+            for at, statement in self._assignments(name):
+                by_scope.setdefault(self._function_at(at), []).append(statement.value)
+        return [value for scope, values in by_scope.items()
                 if any(scope in self.reach(member) for member in family)
-                for value in self.facts[scope].assigned[name]]
+                for value in values]
 
     def built_here(self, models: list[ast.AST]) -> bool:
         """True when the model is only ever made by building it (a new module trains)."""

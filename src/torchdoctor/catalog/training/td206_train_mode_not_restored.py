@@ -9,7 +9,7 @@ from typing import Iterator
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.catalog.training._loops import enclosing_loops
 from torchdoctor.lint.context import Context, per_file, shorten
-from torchdoctor.lint.occurrences import index, index_of
+from torchdoctor.lint.occurrences import FileIndex, index, index_of
 from torchdoctor.report.finding import Finding
 from torchdoctor.watch.monitor import Monitor
 
@@ -237,8 +237,11 @@ class _Switch:
 
 @per_file
 def _first_backward(ctx: Context, loop: ast.AST) -> ast.Expr | None:
-    found = [n for n in _body_nodes(ctx, loop, ast.Expr) if _method(n.value) == "backward"]
-    return min(found, key=lambda n: (n.lineno, n.col_offset), default=None)
+    found = index_of(ctx, loop)
+    statements = [found.parents[call] for call in found.calls_in_block(loop.body, ["backward"], local=True)
+                  if _method(call) == "backward"]
+    return min((s for s in statements if type(s) is ast.Expr), key=lambda n: (n.lineno, n.col_offset),
+               default=None)
 
 
 class _LocalFunctions:
@@ -247,6 +250,10 @@ class _LocalFunctions:
     def __init__(self, functions: dict[str, ast.AST], cls: ast.ClassDef | None) -> None:
         self.functions = functions
         self.methods = {s.name: s for s in cls.body if isinstance(s, FUNCTIONS)} if cls else {}
+
+    def names(self) -> set[str]:
+        """The names of the calls `resolve` may resolve."""
+        return {*self.functions, *self.methods}
 
     def resolve(self, call: ast.Call) -> ast.AST | None:
         func = call.func
@@ -270,7 +277,7 @@ def _top_level_functions(ctx: Context) -> dict[str, ast.AST]:
 @per_file
 def _eval_switches(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> list[_Switch]:
     switches = []
-    for node in _body_nodes(ctx, loop, ast.Call):
+    for node in _body_calls(ctx, loop, {"eval", "train", *local.names()}):
         receiver = _eval_receiver(node)
         if receiver is not None:
             switches.append(_Switch(node, receiver, ""))
@@ -326,7 +333,7 @@ def _eval_receivers(ctx: Context, function: ast.AST) -> list[ast.AST]:
 @per_file
 def _restores_train(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> bool:
     """True when something in the loop may switch back to training mode."""
-    for node in _body_nodes(ctx, loop, ast.Call):
+    for node in _body_calls(ctx, loop, {*_training_names(ctx, index_of(ctx, loop)), *local.names()}):
         if _may_train(node):
             return True
         callee = local.resolve(node)
@@ -337,7 +344,14 @@ def _restores_train(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> bool
 
 @per_file
 def _restores_in(ctx: Context, function: ast.AST) -> bool:
-    return any(_may_train(n) for n in _body_nodes(ctx, function, ast.Call))
+    names = _training_names(ctx, index_of(ctx, function))
+    return any(_may_train(n) for n in _body_calls(ctx, function, names))
+
+
+@per_file
+def _training_names(ctx: Context, found: FileIndex) -> frozenset[str]:
+    """The names of the calls in an index that `_may_train` may accept."""
+    return frozenset(name for name in found.calls if name is not None and "train" in name.lower())
 
 
 def _may_train(call: ast.Call) -> bool:
@@ -357,15 +371,40 @@ def _trained(model: ast.AST, ctx: Context) -> bool:
 
 @per_file
 def _trained_models(ctx: Context) -> frozenset[str]:
-    """The models the file trains, as `ast.dump`s, found in one walk."""
-    found = set()
-    for node in index(ctx).everywhere(ast.Call):
-        if _method(node) == "train" and not _is_false(node):
-            found.add(ast.dump(node.func.value))
-        if (ctx.qualname(node.func) or "").startswith(TRAINING_USES):
-            found.update(ast.dump(n.func.value) for n in index(ctx).under(node, ast.Call)
-                         if _method(n) in ("parameters", "named_parameters"))
-    return frozenset(found)
+    """The models the file trains, as `ast.dump`s: read from the calls of `train`,
+    `parameters` and `named_parameters` in the file's index."""
+    found = index(ctx)
+    models = set()
+    for call in found.calls_named(ctx.tree, ["train"]):
+        if _method(call) == "train" and not _is_false(call):
+            models.add(ast.dump(call.func.value))
+    given: dict[int, bool] = {}
+    for call in found.calls_named(ctx.tree, ["parameters", "named_parameters"]):
+        if _method(call) in ("parameters", "named_parameters") and _given_to_training(ctx, found, call, given):
+            models.add(ast.dump(call.func.value))
+    return frozenset(models)
+
+
+def _given_to_training(ctx: Context, found: FileIndex, node: ast.AST, given: dict[int, bool]) -> bool:
+    """`node` is in (or is) a call that may train what it is given (see TRAINING_USES), in its
+    statement. `given` remembers the answer for each node on the way up, so that the calls of
+    one statement are each looked at once."""
+    at, path, answer = found.number[node], [], False
+    while at >= 0:
+        if at in given:
+            answer = given[at]
+            break
+        node = found.nodes[at]
+        if isinstance(node, ast.stmt):
+            break
+        path.append(at)
+        if type(node) is ast.Call and (ctx.qualname(node.func) or "").startswith(TRAINING_USES):
+            answer = True
+            break
+        at = found.above[at]
+    for at in path:
+        given[at] = answer
+    return answer
 
 
 def _guarded(call: ast.Call, loop: ast.AST, parents: dict, ctx: Context) -> bool:
@@ -436,7 +475,8 @@ def _handed_over(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> dict[tu
 
 def _sketch(expr: ast.AST) -> tuple:
     """What two equal expressions share, cheap to compute: only those alike are compared."""
-    return type(expr), getattr(expr, "id", None) or getattr(expr, "attr", None)
+    kind = type(expr)
+    return kind, expr.id if kind is ast.Name else expr.attr if kind is ast.Attribute else None
 
 
 def _training_start(loop: ast.AST, switches: list[_Switch], backward: ast.Expr,
@@ -475,10 +515,16 @@ def _train_fix(model: str, where: ast.stmt | None, ctx: Context):
     return ctx.fix(PITFALL, "unsafe", edit, title=title)
 
 
+@per_file
 def _body_nodes(ctx: Context, scope: ast.AST, kind: type) -> list[ast.AST]:
     """The nodes of a class in a function or loop body (see `FileIndex.in_block` for nested
     scopes)."""
     return index_of(ctx, scope).in_block(scope.body, kind, local=True)
+
+
+def _body_calls(ctx: Context, scope: ast.AST, names: set[str] | frozenset[str]) -> list[ast.Call]:
+    """The calls of these names in a function or loop body, as `_body_nodes` reads it."""
+    return index_of(ctx, scope).calls_in_block(scope.body, names, local=True)
 
 
 def _method(call: ast.AST) -> str | None:
