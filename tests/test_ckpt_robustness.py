@@ -25,9 +25,9 @@ import pytest
 import torch
 
 from ckpt_builders import Net, safetensors_bytes, training_checkpoint
-from torchdoctor.catalog.serialization import _weights_only
 from torchdoctor.ckpt import reader
 from torchdoctor.cli import main
+from torchdoctor.knowledge import weights_only as _weights_only
 
 TIMEOUT = 60  # seconds: catches a hang, never a slow run
 

@@ -317,7 +317,7 @@ def test_the_collection_finds_the_patterns_that_read_user_text():
     assert len(REGEXES) > 200
     assert {"torchdoctor.explain.parse._FILE", "torchdoctor.explain.parse._EXCEPTION",
             "torchdoctor.lint.noqa._NOQA", "torchdoctor.lint.notebook._MAGIC",
-            "torchdoctor.catalog.serialization._state_dict_errors._SHAPES"} <= where
+            "torchdoctor.knowledge.state_dicts._SHAPES"} <= where
     assert any(w.endswith("error signature") for w in where)
     assert any(w.startswith("torchdoctor/catalog/") and ":" in w for w in where)
     anchored = {r.where for r in REGEXES if r.anchored}

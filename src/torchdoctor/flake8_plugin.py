@@ -8,7 +8,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor import __version__
-from torchdoctor.catalog import all_pitfalls
+from torchdoctor.catalog._registry import all_pitfalls, for_role
 from torchdoctor.lint.checker import check_source
 
 
@@ -23,7 +23,8 @@ class Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         codes = frozenset(p.code for p in all_pitfalls() if p.default)
         result = check_source("".join(self.lines), self.filename, codes)
+        unparsable = for_role("unparsable-source").code
         for finding in result.findings:
-            if finding.name == "syntax-error":
+            if finding.code == unparsable:
                 continue  # flake8 reports syntax errors itself (E999)
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)

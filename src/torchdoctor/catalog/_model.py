@@ -1,6 +1,7 @@
 """What a pitfall is: identity, bilingual explanation, and the detectors attached to it."""
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
@@ -20,6 +21,9 @@ SECTIONS = (
     "References",
 )
 REQUIRED_SECTIONS = ("What it catches", "Why is this bad?", "Example", "Use instead:")
+# The sections made of code alone: an entry writes their code once (`Pitfall.example` and
+# `Pitfall.use_instead`) and each language's prose leaves them out.
+CODE_SECTIONS = ("Example", "Use instead:")
 SECTION_TITLES_ZH = {
     "What it catches": "检查什么",
     "Why is this bad?": "为什么有问题？",
@@ -36,6 +40,19 @@ NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 # A user-visible text in every language: {"en": ..., "zh": ...}.
 Text = Mapping[str, str]
+
+# Findings an engine makes itself, about input it could not examine. One entry takes each role
+# (see Pitfall.engine_finding); engines ask the registry for it by role, never by code or name.
+ROLES = {
+    "unparsable-source": "a Python file or notebook cell that does not parse: "
+                         "make(error, source, path, lang) -> Finding",
+    "unreadable-source": "a file or notebook cell given to `check` that is not readable source: "
+                         "make(reason, path, lang, cell=None) -> Finding",
+    "unreadable-checkpoint": "says what a checkpoint the reader cannot read is; `ckpt` shows it "
+                             "first (the entry's checkpoint check makes the finding)",
+}
+# Methods named like a monitor hook; each must be one the Monitor base declares.
+_HOOK_LIKE = re.compile(r"^(?:on|after|before)_\w+$")
 
 
 def pick(text: Text, lang: str) -> str:
@@ -190,8 +207,15 @@ class Pitfall:
     title: Text
     # Finding messages, keyed by variant ("" is the default); str.format placeholders allowed.
     messages: Mapping[str, Text]
+    # The explanation's prose, `## Heading` sections in each language; the code sections are
+    # not in it (see CODE_SECTIONS).
     docs: Text
     default: bool = True
+    # The code of the `Example` (triggers the entry) and of `Use instead:` (does not), shown in
+    # every language; `example_syntax` is their Markdown fence ("cpp" for extension sources).
+    example: str = ""
+    use_instead: str = ""
+    example_syntax: str = "python"
     fix_title: Text | None = None
     fix_applicability: str | None = None  # "safe" | "unsafe" | "display": the best fix offered
     static_detectors: list[StaticDetector] = field(default_factory=list)
@@ -216,7 +240,15 @@ class Pitfall:
     monitors: list[type] = field(default_factory=list)
     # Checkpoint checks (ckpt/): `check(diff_or_listing) -> Iterable[Finding]`, see ckpt/.
     checkpoint_checks: list[Callable] = field(default_factory=list)
+    # The engine-made findings this entry stands for (a key of ROLES), and the function that
+    # makes them, when the role has one.
+    role: str | None = None
+    make_finding: Callable | None = None
     module: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role is not None and self.role not in ROLES:
+            raise ValueError(f"{self.code}: unknown role {self.role!r} (known: {', '.join(ROLES)})")
 
     def static(self, *node_types: type, names: Iterable[str] | None = None) -> Callable:
         """Register a static detector called for every AST node of the given types.
@@ -259,9 +291,32 @@ class Pitfall:
         return register
 
     def monitor(self, cls: type) -> type:
-        """Register a runtime monitor class (a watch.monitor.Monitor subclass)."""
+        """Register a runtime monitor class (a watch.monitor.Monitor subclass).
+
+        A method named like a hook that the base class does not declare is a typo that would
+        never be called: refused here, at import, as pluggy refuses an unknown hookimpl."""
+        base = cls.__mro__[-2]  # the root below `object`: Monitor, which declares every hook
+        for klass in cls.__mro__[:-2]:
+            for name in klass.__dict__:
+                if _HOOK_LIKE.match(name) and name not in base.__dict__:
+                    hooks = [h for h in base.__dict__ if _HOOK_LIKE.match(h)]
+                    close = difflib.get_close_matches(name, hooks, n=1)
+                    hint = f"; did you mean `{close[0]}`?" if close else ""
+                    raise TypeError(f"{self.code}: {klass.__qualname__}.{name} is not a monitor "
+                                    f"hook{hint} (hooks: {', '.join(hooks)})")
         self.monitors.append(cls)
         return cls
+
+    def engine_finding(self, role: str) -> Callable:
+        """Register the function an engine calls to make this entry's finding for `role`."""
+        if role not in ROLES:
+            raise ValueError(f"{self.code}: unknown role {role!r} (known: {', '.join(ROLES)})")
+
+        def register(func: Callable) -> Callable:
+            self.role, self.make_finding = role, func
+            return func
+
+        return register
 
     def checkpoint(self, func: Callable) -> Callable:
         """Register a checkpoint check used by `torchdoctor ckpt`."""
@@ -286,8 +341,23 @@ class Pitfall:
         return pick(self.messages[variant], lang).format(**fields)
 
     def sections(self, lang: str) -> dict[str, str]:
-        """The explanation split into its `## Heading` sections, in source order."""
-        return split_sections(pick(self.docs, lang))
+        """The explanation's `## Heading` sections in display order: the prose in `lang`, with
+        the code sections placed after the prose sections that come before them."""
+        prose = list(split_sections(pick(self.docs, lang)).items())
+        if not self.example:  # an entry that still writes its code in each language's prose
+            return dict(prose)
+        code = [(CODE_SECTIONS[0], self._fenced(self.example)),
+                (CODE_SECTIONS[1], self._fenced(self.use_instead))]
+        earlier = SECTIONS[:SECTIONS.index(CODE_SECTIONS[0])]
+        at = next((i for i, (heading, _) in enumerate(prose) if heading not in earlier), len(prose))
+        return dict(prose[:at] + code + prose[at:])
+
+    def explanation(self, lang: str) -> str:
+        """The whole explanation in `lang` as Markdown, code sections included."""
+        return "\n\n".join(f"## {heading}\n{body}" for heading, body in self.sections(lang).items())
+
+    def _fenced(self, code: str) -> str:
+        return f"```{self.example_syntax}\n{code.strip(chr(10))}\n```"
 
 
 def split_sections(doc: str) -> dict[str, str]:
@@ -304,8 +374,3 @@ def split_sections(doc: str) -> dict[str, str]:
     if current is not None:
         sections[current] = "\n".join(lines).strip("\n")
     return sections
-
-
-def code_blocks(section: str) -> list[str]:
-    """The fenced ```python blocks of one section."""
-    return [m.group(1) for m in re.finditer(r"```(?:python|py)?\n(.*?)```", section, re.S)]

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from torchdoctor.ckpt import reader
 from torchdoctor.ckpt.findings import Subject, findings, problem_message
-from torchdoctor.ckpt.diff import wrapper_name
 from torchdoctor.ckpt.inspect import Listing, listing
+from torchdoctor.ckpt.repair_text import REPAIRS, access, repair_lines
 from torchdoctor.errors import UsageError
+from torchdoctor.knowledge.state_dicts import wrapper_name
 from torchdoctor.report.render import printable
 
 LABELS = {
@@ -86,8 +87,6 @@ LABELS = {
     },
 }
 KEYS_SHOWN = 10
-# Entries that say what the safe repairs cannot fix.
-STILL_WRONG = ("state-dict-shape-mismatch", "state-dict-key-mismatch")
 
 
 def run_ckpt(args, lang: str) -> int:
@@ -141,7 +140,7 @@ def _inspect_text(result: Listing, labels: dict, all_keys: bool) -> list[str]:
     elif weights.module_class:
         structure = labels["module"].format(cls=weights.module_class)
     elif weights.where:
-        structure = labels["nested"].format(where=_access(weights.where))
+        structure = labels["nested"].format(where=access(weights.where))
     else:
         structure = labels["bare"]
     lines.append(f"{labels['structure']}: {structure}")
@@ -343,7 +342,7 @@ def _fix(args, lang: str, labels: dict) -> int:
     if model is not None and result.remaining:
         subject = Subject(args.file, lang, listing=listing(checkpoint), diff=result,
                           model=args.model)
-        left = [f for f in findings(subject) if f.name in STILL_WRONG and f.fix is None]
+        left = _about(findings(subject), result.remaining)
         kinds = ", ".join(dict.fromkeys(d.kind for d in result.remaining))
         _write(_findings_text(left, labels, summary=False) + [
             labels["still"].format(kinds=kinds), labels["not_written"].format(out=args.output)])
@@ -433,48 +432,6 @@ def _at(root, where):
     return root
 
 
-REPAIRS = {
-    "en": {"nesting": "unwrapped {access} (the rest of the checkpoint is not in the output)",
-           "nesting-taken": "took the weights from {access}",
-           "nesting-kept": "repaired the weights inside {access}; the rest is kept",
-           "prefix-checkpoint": "stripped the prefix `{prefix}` from {count} keys",
-           "prefix-model": "added the prefix `{prefix}` to {count} keys",
-           "batches-tracked-missing": "added {count} `num_batches_tracked` counters (0)",
-           "batches-tracked-unexpected": "dropped {count} `num_batches_tracked` counters",
-           "cpu": "moved {count} tensors from {devices} to the CPU",
-           "dtype": "converted floating-point tensors to {dtype}",
-           "plain": "turned metadata into plain values: {what}",
-           "safetensors": "wrote the weights as safetensors"},
-    "zh": {"nesting": "取出了 {access}（checkpoint 的其余部分不在输出里）",
-           "nesting-taken": "从 {access} 中取出了权重",
-           "nesting-kept": "修复了 {access} 中的权重；其余部分保留",
-           "prefix-checkpoint": "从 {count} 个键上去掉了前缀 `{prefix}`",
-           "prefix-model": "给 {count} 个键加上了前缀 `{prefix}`",
-           "batches-tracked-missing": "补上了 {count} 个 `num_batches_tracked` 计数器（0）",
-           "batches-tracked-unexpected": "删掉了 {count} 个 `num_batches_tracked` 计数器",
-           "cpu": "把 {count} 个张量从 {devices} 移到了 CPU",
-           "dtype": "把浮点张量转换成了 {dtype}",
-           "plain": "把元数据转换成了普通值：{what}",
-           "safetensors": "以 safetensors 格式写出权重"},
-}
-
-
-def repair_lines(diff, where, unwrap: bool | None, lang: str) -> list[str]:
-    """One line per safe repair the diff applies."""
-    texts = REPAIRS[lang if lang in REPAIRS else "en"]
-    lines = []
-    for difference in diff.differences:
-        fields = difference.fields
-        if difference.kind == "nesting":
-            key = {True: "nesting", False: "nesting-kept", None: "nesting-taken"}[unwrap]
-            lines.append(texts[key].format(access=_access(where)))
-        elif difference.kind == "prefix":
-            lines.append(texts[f"prefix-{fields['side']}"].format(**fields))
-        elif difference.kind == "batches-tracked":
-            lines.append(texts[f"batches-tracked-{fields['side']}"].format(**fields))
-    return lines
-
-
 def _repair_lines(result, loaded, checkpoint, args, lang) -> list[str]:
     texts = REPAIRS[lang if lang in REPAIRS else "en"]
     unwrap = bool(args.model) or args.to_safetensors
@@ -495,6 +452,12 @@ def _repair_lines(result, loaded, checkpoint, args, lang) -> list[str]:
 
 # text helpers -----------------------------------------------------------------------------
 
+def _about(found, differences) -> list:
+    """The findings that name the keys of one of `differences` and offer no repair."""
+    keys = {d.keys for d in differences if d.keys}
+    return [f for f in found if f.fix is None and tuple(f.extra.get("keys", ())) in keys]
+
+
 def _write(lines: list[str]) -> None:
     """Text output: what comes from the file (keys, names) shown escaped where a terminal
     would act on it."""
@@ -510,10 +473,6 @@ def _findings_text(found, labels: dict, summary: bool = True) -> list[str]:
     if summary:
         lines.append(labels["found"].format(n=len(found)) if found else labels["clean"])
     return lines
-
-
-def _access(where: tuple[str, ...]) -> str:
-    return "checkpoint" + "".join(f'["{part}"]' for part in where)
 
 
 def _counts(counter) -> str:

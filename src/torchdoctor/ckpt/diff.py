@@ -3,15 +3,15 @@ every difference by its cause. Works on key -> TensorInfo maps: no torch needed.
 
 Order matters: the safe repairs (nesting, prefix, `num_batches_tracked`) are applied to the key
 map first, then what remains is classified (shapes, renamed layers, real missing/unexpected).
-The classifiers are the explainer's own (`_state_dict_errors`), fed with the computed lists.
+The classifiers are the explainer's own (`knowledge.state_dicts`), fed with the computed lists.
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 
-from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
 from torchdoctor.ckpt.reader import TensorInfo
+from torchdoctor.knowledge import state_dicts as sd_errors
 
 BATCHES_TRACKED = sd_errors.BATCHES_TRACKED
 # Causes in display order; `repairable` ones are what `fix` and `load_state_dict` apply.
@@ -116,20 +116,7 @@ def _repair_prefixes(renames: dict[str, str | None], reference: dict[str, Tensor
             return
         differences.append(Difference("prefix", tuple(changed), {
             "prefix": prefix.prefix, "side": prefix.side, "count": len(changed),
-            "wrapper": wrapper_name(prefix.prefix)}))
-
-
-def wrapper_name(prefix: str) -> str:
-    """"DataParallel/DDP + torch.compile" for "module._orig_mod.", "" for another prefix."""
-    names = sd_errors.WRAPPER_NAMES
-    if sd_errors.wrapper_prefix(prefix) != prefix:
-        return ""
-    parts, rest = [], prefix
-    while rest:
-        wrapper = next(w for w in names if rest.startswith(w))
-        parts.append(names[wrapper])
-        rest = rest[len(wrapper):]
-    return " + ".join(parts)
+            "wrapper": sd_errors.wrapper_name(prefix.prefix)}))
 
 
 def _repair_counters(renames: dict[str, str | None], reference: dict[str, TensorInfo],

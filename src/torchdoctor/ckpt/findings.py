@@ -57,6 +57,9 @@ def findings(subject: Subject) -> list[Finding]:
 
 def problem_message(subject: Subject) -> str:
     """One line for a file that cannot be read: what it is, then any danger it still holds."""
+    from torchdoctor.catalog._registry import for_role
+
     found = findings(subject)
-    found.sort(key=lambda f: f.name != "corrupted-checkpoint")
+    first = for_role("unreadable-checkpoint").code
+    found.sort(key=lambda f: f.code != first)
     return "; ".join(f.message for f in found)

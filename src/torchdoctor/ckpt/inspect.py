@@ -6,10 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
-from torchdoctor.catalog.serialization import _weights_only
 from torchdoctor.ckpt.reader import Checkpoint
 from torchdoctor.ckpt.unpickler import Global, Opaque, TensorInfo, Unreadable
+from torchdoctor.knowledge import state_dicts as sd_errors
+from torchdoctor.knowledge import weights_only as _weights_only
 
 BATCHES_TRACKED = sd_errors.BATCHES_TRACKED
 # More modules than any real model has (a large language model has a few thousand).

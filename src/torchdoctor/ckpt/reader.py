@@ -16,9 +16,9 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from torchdoctor.catalog.serialization._weights_only import weights_only_allows
 from torchdoctor.ckpt.unpickler import (BASE_BUDGET, ITEMSIZE, PER_STORAGE, SafeUnpickler,
                                         TensorInfo, Unreadable, damaged, shape_of)
+from torchdoctor.knowledge.weights_only import weights_only_allows
 from torchdoctor.user_files import open_regular_file
 
 # torch.save's legacy (non-zip) format starts with this number, pickled.

@@ -19,8 +19,8 @@ from torchdoctor.ckpt import reader
 from torchdoctor.ckpt.diff import Diff, compare, reference_of_model
 from torchdoctor.ckpt.inspect import Weights, batchnorm, locate
 from torchdoctor.ckpt.reader import TensorInfo
-from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
-from torchdoctor.catalog.serialization import _weights_only
+from torchdoctor.knowledge import state_dicts as sd_errors
+from torchdoctor.knowledge import weights_only as _weights_only
 
 SAFETENSORS_CODES = {v: k for k, v in reader.SAFETENSORS_DTYPES.items()}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,

@@ -20,7 +20,7 @@ import struct
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
-from torchdoctor.catalog.serialization._weights_only import TORCH_DTYPES
+from torchdoctor.knowledge.weights_only import TORCH_DTYPES
 
 # Opcodes a pickle may run before the reader stops: a typical checkpoint spends about 55 per
 # tensor, and no opcode makes more than one object (at most ~250 bytes: an empty set).

@@ -10,7 +10,6 @@ from typing import Callable, Iterable
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Pitfall
-from torchdoctor.catalog.tooling import td700_syntax_error
 from torchdoctor.lint.context import ENTER, LEAVE, Context
 from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.noqa import is_suppressed
@@ -140,7 +139,8 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         # ValueError: NUL bytes; RecursionError: nesting too deep for CPython's parser, which
         # means Python cannot compile the file either.
-        return CheckResult([td700_syntax_error.finding_for(error, source, path, lang)])
+        return CheckResult([_registry.engine_finding("unparsable-source", error, source, path,
+                                                     lang)])
     result = CheckResult([])
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
@@ -348,7 +348,3 @@ def fix_source(source: str, path: str, codes: frozenset[str], lang: str, unsafe:
 
     return FixResult(*fix_until_stable(source, lambda text: check_source(text, path, codes, lang),
                                        unsafe, MAX_FIX_PASSES, parses))
-
-
-def all_codes() -> frozenset[str]:
-    return frozenset(p.code for p in _registry.all_pitfalls())

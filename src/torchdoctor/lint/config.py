@@ -11,6 +11,7 @@ import pathspec
 
 from torchdoctor._lang import LANGS
 from torchdoctor.catalog import _registry
+from torchdoctor.catalog._registry import resolve
 from torchdoctor.errors import UsageError
 from torchdoctor.lint.files import compile_patterns
 from torchdoctor.user_files import read_regular_file
@@ -61,30 +62,6 @@ class Settings:
             return frozenset(codes)
 
         return ignored
-
-
-def resolve(selectors: list[str]) -> set[str]:
-    """Codes named by selectors: `ALL`, a code, a code prefix (`TD2`), or a rule name."""
-    pitfalls = _registry.all_pitfalls()
-    codes: set[str] = set()
-    for raw in selectors:
-        selector = raw.strip()
-        if not selector:
-            continue
-        if selector.upper() == "ALL":
-            codes |= {p.code for p in pitfalls}
-            continue
-        by_name = _registry.get(selector)
-        if by_name is not None:
-            codes.add(by_name.code)
-            continue
-        prefix = selector.upper()
-        matched = {p.code for p in pitfalls if p.code.startswith(prefix)} if prefix.startswith("TD") else set()
-        if not matched:
-            raise UsageError(f"unknown rule selector {raw!r} (expected a code, a code prefix, "
-                             "a rule name or ALL; see `torchdoctor rules`)")
-        codes |= matched
-    return codes
 
 
 def find_config(start: Path) -> Path | None:

@@ -16,7 +16,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 
-from torchdoctor.catalog.tooling import td700_syntax_error, td701_unreadable_file
+from torchdoctor.catalog._registry import engine_finding
 from torchdoctor.lint.lines import ending, split_lines
 from torchdoctor.lint.source import UnreadableFile
 from torchdoctor.report.finding import Finding
@@ -122,7 +122,7 @@ def broken_cells(notebook: Notebook, path: str,
     """Cells that cannot be checked, each reported once: code cells that cannot be read, and
     cells that do not parse (each parsed alone, once). The rest of the notebook is still checked.
     When every cell parses, one parse of them all shows it, and its tree is given too."""
-    findings = [td701_unreadable_file.finding_for(reason, path, lang, cell=number)
+    findings = [engine_finding("unreadable-source", reason, path, lang, cell=number)
                 for number, reason in notebook.unreadable.items()]
     skipped = set(notebook.unreadable)
     tree = _tree_if_every_cell_parses(notebook)
@@ -133,7 +133,7 @@ def broken_cells(notebook: Notebook, path: str,
         try:
             ast.parse(code)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            finding = td700_syntax_error.finding_for(error, code, path, lang)
+            finding = engine_finding("unparsable-source", error, code, path, lang)
             finding.cell = number
             finding.fix = None  # its offsets are the cell's, not the file's
             findings.append(finding)

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Callable, Literal
 
 from torchdoctor.catalog import all_pitfalls
-from torchdoctor.catalog.tooling import td701_unreadable_file
+from torchdoctor.catalog._registry import engine_finding
 from torchdoctor.lint import cache as cache_module
 from torchdoctor.lint import notebook
 from torchdoctor.lint.checker import check_source, fix_source
@@ -269,4 +269,4 @@ def _diff(old: str, new: str, shown: str) -> str:
 
 
 def _unreadable(shown: str, reason: str, lang: str) -> FileOutcome:
-    return FileOutcome(shown, [td701_unreadable_file.finding_for(reason, shown, lang)])
+    return FileOutcome(shown, [engine_finding("unreadable-source", reason, shown, lang)])

@@ -179,8 +179,10 @@ def _gh_prop(text: str) -> str:
 def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en") -> str:
     """SARIF 2.1.0, as GitHub code scanning reads it."""
     from torchdoctor.catalog._model import pick
+    from torchdoctor.catalog._registry import for_role
 
     index = {p.code: i for i, p in enumerate(rules)}
+    unparsable = for_role("unparsable-source").code  # nothing in the file was checked
     driver_rules = []
     for pitfall in rules:
         sections = pitfall.sections(lang)
@@ -189,7 +191,7 @@ def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en")
             "name": pitfall.name,
             "shortDescription": {"text": pick(pitfall.title, lang)},
             "fullDescription": {"text": sections.get("What it catches", "")},
-            "help": {"text": pick(pitfall.docs, lang).strip(), "markdown": pick(pitfall.docs, lang).strip()},
+            "help": {"text": pitfall.explanation(lang), "markdown": pitfall.explanation(lang)},
             "defaultConfiguration": {"level": "warning" if pitfall.default else "note"},
             "properties": {"tags": [pitfall.area] if pitfall.area else []},
         })
@@ -197,7 +199,7 @@ def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en")
     for f in findings:
         result = {
             "ruleId": f.code,
-            "level": "warning" if f.code != "TD700" else "error",
+            "level": "error" if f.code == unparsable else "warning",
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
                 "artifactLocation": {"uri": f.path.replace("\\", "/"), "uriBaseId": "%SRCROOT%"},

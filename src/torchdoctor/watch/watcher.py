@@ -121,8 +121,7 @@ def watch(*objects, select=None, ignore=None, lang: str | None = None,
 
 def enabled_monitors(select=None, ignore=None) -> list[tuple]:
     """(pitfall, monitor class) of every enabled runtime check, in catalog order."""
-    from torchdoctor.catalog import all_pitfalls
-    from torchdoctor.lint.config import resolve
+    from torchdoctor.catalog._registry import all_pitfalls, resolve
 
     selected = resolve(_as_list(select)) if select is not None else None
     ignored = resolve(_as_list(ignore)) if ignore else set()

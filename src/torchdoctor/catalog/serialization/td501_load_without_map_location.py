@@ -53,22 +53,6 @@ error instead of falling back to the CPU. On a multi-GPU machine it also piles e
 copy onto GPU 0. `map_location="cpu"` (or the `device` the script picked) loads the tensors where
 you want them; `model.load_state_dict` then copies them to the model's own device anyway.
 
-## Example
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-state = torch.load("model.pt")
-```
-
-## Use instead:
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-state = torch.load("model.pt", map_location=device)
-```
-
 ## Symptoms
 `RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available()
 is False. If you are running on a CPU-only machine, please use torch.load with
@@ -100,22 +84,6 @@ and load fine anywhere, which is why the rule is opt-in.
 每个进程加载的副本还会全部挤到 0 号 GPU 上。`map_location="cpu"`（或脚本选好的 `device`）
 让张量加载到你想要的位置；之后 `model.load_state_dict` 本来就会把它们拷到模型所在的设备。
 
-## Example
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-state = torch.load("model.pt")
-```
-
-## Use instead:
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-state = torch.load("model.pt", map_location=device)
-```
-
 ## Symptoms
 `RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available()
 is False. If you are running on a CPU-only machine, please use torch.load with
@@ -136,6 +104,18 @@ torch.cuda.device_count() is 0`；在 `cuda:1` 上保存的 checkpoint 拿到单
 因此这条规则默认关闭。
 """,
     },
+    example="""
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+state = torch.load("model.pt")
+""",
+    use_instead="""
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+state = torch.load("model.pt", map_location=device)
+""",
 )
 
 

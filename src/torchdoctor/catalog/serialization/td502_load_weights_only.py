@@ -4,10 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.catalog.serialization import _weights_only
-from torchdoctor.lint.context import Context
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import weights_only as _weights_only
 
 PITFALL = Pitfall(
     code="TD502",
@@ -83,23 +81,6 @@ it, and tells data (safe to allow) from classes of your code (load only a file y
 from code the pickle would run (`os.system`, `builtins.eval`, `cProfile.run`...): never allow
 those and never load the file.
 
-## Example
-```python
-import torch
-
-checkpoint = torch.load("downloaded.pt", weights_only=False)
-```
-
-## Use instead:
-```python
-import argparse
-
-import torch
-
-torch.serialization.add_safe_globals([argparse.Namespace])
-checkpoint = torch.load("downloaded.pt", weights_only=True)
-```
-
 ## Symptoms
 Without the flag, on PyTorch 2.6 and later: `_pickle.UnpicklingError: Weights only load failed.
 ... WeightsUnpickler error: Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an
@@ -136,23 +117,6 @@ numpy 标量、训练参数的 `argparse.Namespace` 或者整个 pickle 的模�
 只保存数据的类（可以放行）、你自己代码里的类（只对可信文件这样加载）和 pickle 会执行的代码
 （`os.system`、`builtins.eval`、`cProfile.run` 等）：后者绝不要放行，也绝不要加载这个文件。
 
-## Example
-```python
-import torch
-
-checkpoint = torch.load("downloaded.pt", weights_only=False)
-```
-
-## Use instead:
-```python
-import argparse
-
-import torch
-
-torch.serialization.add_safe_globals([argparse.Namespace])
-checkpoint = torch.load("downloaded.pt", weights_only=True)
-```
-
 ## Symptoms
 不加该参数时，PyTorch 2.6 及以上版本会报：`_pickle.UnpicklingError: Weights only load failed.
 ... WeightsUnpickler error: Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an
@@ -170,6 +134,19 @@ numpy.core.multiarray._reconstruct`。更早的版本不加该参数时会警告
 - https://pytorch.org/docs/stable/notes/serialization.html#weights-only
 """,
     },
+    example="""
+import torch
+
+checkpoint = torch.load("downloaded.pt", weights_only=False)
+""",
+    use_instead="""
+import argparse
+
+import torch
+
+torch.serialization.add_safe_globals([argparse.Namespace])
+checkpoint = torch.load("downloaded.pt", weights_only=True)
+""",
 )
 
 

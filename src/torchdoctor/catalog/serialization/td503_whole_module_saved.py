@@ -5,10 +5,8 @@ import ast
 import re
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.catalog.serialization import _weights_only
-from torchdoctor.lint.context import Context, Kind
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Kind, Pitfall
+from torchdoctor.catalog.sdk import weights_only as _weights_only
 
 PITFALL = Pitfall(
     code="TD503",
@@ -52,24 +50,6 @@ the very same code at the very same import path; renaming a file, moving the cla
 `weights_only=True`, which refuses such files altogether. The `state_dict()` is a plain dict of
 tensors: portable, loadable with `weights_only=True`, and independent of how the code evolves.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-torch.save(model, "model.pt")
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-torch.save(model.state_dict(), "model.pt")
-```
-
 ## Symptoms
 Loading the file elsewhere fails with `AttributeError: Can't get attribute 'Net' on <module
 '__main__'>` or `ModuleNotFoundError: No module named 'models'`; on PyTorch 2.6 and later,
@@ -92,24 +72,6 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 会直接拒绝这种文件。`state_dict()` 只是一个张量字典：可移植，能用 `weights_only=True` 安全加载，
 也不受代码后续改动的影响。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-torch.save(model, "model.pt")
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-torch.save(model.state_dict(), "model.pt")
-```
-
 ## Symptoms
 在别处加载时报 `AttributeError: Can't get attribute 'Net' on <module '__main__'>` 或
 `ModuleNotFoundError: No module named 'models'`；PyTorch 2.6 及以上版本则报
@@ -121,6 +83,20 @@ torch.nn.modules.linear.Linear was not an allowed global by default`。
 跟着改（先构建模型，再 `model.load_state_dict(torch.load(path))`）。
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+torch.save(model, "model.pt")
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+torch.save(model.state_dict(), "model.pt")
+""",
 )
 
 

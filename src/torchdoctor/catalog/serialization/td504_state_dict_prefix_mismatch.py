@@ -4,11 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
-from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index_of, per_file
+from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
 PITFALL = Pitfall(
     code="TD504",
@@ -67,23 +64,6 @@ removes the text anywhere in the key: `encoder.submodule.weight` becomes `encode
 prefix only where it is present, in place:
 `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present`.
 
-## Example
-```python
-import torch
-
-state_dict = torch.load("model.pt")
-clean = {k.replace("module.", ""): v for k, v in state_dict.items()}
-```
-
-## Use instead:
-```python
-import torch
-from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
-
-state_dict = torch.load("model.pt")
-consume_prefix_in_state_dict_if_present(state_dict, "module.")
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ...: Missing key(s) in state_dict:
 "encoder.submodule.weight" ... Unexpected key(s) in state_dict: "encoder.subweight"`.
@@ -106,23 +86,6 @@ state_dict'`).
 要么在 `strict=False` 时模型悄悄保留了随机权重。PyTorch 自带一个只在前缀存在时才原地去掉它的函数：
 `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present`。
 
-## Example
-```python
-import torch
-
-state_dict = torch.load("model.pt")
-clean = {k.replace("module.", ""): v for k, v in state_dict.items()}
-```
-
-## Use instead:
-```python
-import torch
-from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
-
-state_dict = torch.load("model.pt")
-consume_prefix_in_state_dict_if_present(state_dict, "module.")
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ...: Missing key(s) in state_dict:
 "encoder.submodule.weight" ... Unexpected key(s) in state_dict: "encoder.subweight"`。
@@ -132,6 +95,19 @@ consume_prefix_in_state_dict_if_present(state_dict, "module.")
 state_dict'`）。
 """,
     },
+    example="""
+import torch
+
+state_dict = torch.load("model.pt")
+clean = {k.replace("module.", ""): v for k, v in state_dict.items()}
+""",
+    use_instead="""
+import torch
+from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
+
+state_dict = torch.load("model.pt")
+consume_prefix_in_state_dict_if_present(state_dict, "module.")
+""",
 )
 
 # Wrapper prefixes, by the length a slice `k[N:]` cuts.
@@ -341,8 +317,6 @@ def check_checkpoint(subject) -> Iterator[Finding]:
         return
     listing = subject.listing
     if listing is not None and listing.prefix:
-        from torchdoctor.ckpt.diff import wrapper_name
-
-        origin = subject.text(ORIGIN).format(wrapper=wrapper_name(listing.prefix))
+        origin = subject.text(ORIGIN).format(wrapper=sd_errors.wrapper_name(listing.prefix))
         yield subject.finding(PITFALL, "ckpt", repairable=True, prefix=listing.prefix,
                               origin=origin)

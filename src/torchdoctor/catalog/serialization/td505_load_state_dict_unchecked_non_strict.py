@@ -36,26 +36,6 @@ match is skipped without a word. When the checkpoint's keys all carry a `module.
 `DataParallel`, *nothing* is loaded, and the model trains or evaluates from random weights
 while looking as if it was restored. The call returns the list of keys it skipped; look at it.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-model.load_state_dict(torch.load("model.pt"), strict=False)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-result = model.load_state_dict(torch.load("model.pt"), strict=False)
-if result.missing_keys or result.unexpected_keys:
-    print("missing:", result.missing_keys, "unexpected:", result.unexpected_keys)
-```
-
 ## Symptoms
 No error at all: accuracy after "loading" is no better than chance, or fine-tuning starts from
 a loss as high as a fresh model's. With `strict=True` the same checkpoint would have raised
@@ -78,26 +58,6 @@ BatchNorm 多了 `num_batches_tracked`），`strict=False` 常被当作省事的
 那就*一个参数都没加载*，模型实际是用随机权重在训练或评估，表面上却像是恢复成功了。
 这个调用会返回被跳过的键的列表，请检查它。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-model.load_state_dict(torch.load("model.pt"), strict=False)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-result = model.load_state_dict(torch.load("model.pt"), strict=False)
-if result.missing_keys or result.unexpected_keys:
-    print("missing:", result.missing_keys, "unexpected:", result.unexpected_keys)
-```
-
 ## Symptoms
 没有任何报错：“加载”后的准确率和瞎猜差不多，或者微调一开始的 loss 和全新模型一样高。
 如果用 `strict=True`，同一个 checkpoint 会报
@@ -109,6 +69,22 @@ if result.missing_keys or result.unexpected_keys:
 也能发现“一个键都没对上”的 checkpoint。
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+model.load_state_dict(torch.load("model.pt"), strict=False)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+result = model.load_state_dict(torch.load("model.pt"), strict=False)
+if result.missing_keys or result.unexpected_keys:
+    print("missing:", result.missing_keys, "unexpected:", result.unexpected_keys)
+""",
 )
 
 

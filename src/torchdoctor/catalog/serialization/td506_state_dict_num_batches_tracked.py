@@ -1,8 +1,8 @@
 """TD506 state-dict-num-batches-tracked: only BatchNorm's `num_batches_tracked` keys differ."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
+from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
 PITFALL = Pitfall(
     code="TD506",
@@ -62,31 +62,6 @@ when the model's normalization layers have no counter (a custom `FrozenBatchNorm
 PyTorch) and the checkpoint has one. The usual way out, `strict=False`, also hides every real
 mismatch; the counter itself only matters for BatchNorm with `momentum=None`.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
-state_dict = model.state_dict()
-for key in [k for k in state_dict if k.endswith("num_batches_tracked")]:
-    del state_dict[key]
-model.load_state_dict(state_dict)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
-state_dict = torch.load("converted.pt")
-for key, buffer in model.state_dict().items():
-    if key.endswith("num_batches_tracked"):
-        state_dict.setdefault(key, buffer)
-model.load_state_dict(state_dict)
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ResNet: Missing key(s) in state_dict:
 "bn1.num_batches_tracked", "layer1.0.bn1.num_batches_tracked", ...` or
@@ -108,31 +83,6 @@ BatchNorm，`load_state_dict` 会自动补上这个键；但如果字典自称�
 常见的绕过办法 `strict=False` 会把真正的不匹配一起藏起来；而计数器本身只在 BatchNorm 使用
 `momentum=None` 时才有作用。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
-state_dict = model.state_dict()
-for key in [k for k in state_dict if k.endswith("num_batches_tracked")]:
-    del state_dict[key]
-model.load_state_dict(state_dict)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
-state_dict = torch.load("converted.pt")
-for key, buffer in model.state_dict().items():
-    if key.endswith("num_batches_tracked"):
-        state_dict.setdefault(key, buffer)
-model.load_state_dict(state_dict)
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ResNet: Missing key(s) in state_dict:
 "bn1.num_batches_tracked", "layer1.0.bn1.num_batches_tracked", ...` 或
@@ -142,6 +92,27 @@ model.load_state_dict(state_dict)
 - https://github.com/pytorch/pytorch/pull/6445
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
+state_dict = model.state_dict()
+for key in [k for k in state_dict if k.endswith("num_batches_tracked")]:
+    del state_dict[key]
+model.load_state_dict(state_dict)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
+state_dict = torch.load("converted.pt")
+for key, buffer in model.state_dict().items():
+    if key.endswith("num_batches_tracked"):
+        state_dict.setdefault(key, buffer)
+model.load_state_dict(state_dict)
+""",
 )
 
 CAUSES = {

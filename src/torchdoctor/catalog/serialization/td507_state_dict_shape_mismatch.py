@@ -1,8 +1,8 @@
 """TD507 state-dict-shape-mismatch: a checkpoint's tensor has another shape than the model's."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
+from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
 PITFALL = Pitfall(
     code="TD507",
@@ -55,29 +55,6 @@ anchors, or input channels. When only the classification head differs, that is u
 intended fine-tuning, and the head's weights must be left out rather than loaded; otherwise the
 fix is to construct the model with the same configuration the checkpoint was trained with.
 
-## Example
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18(num_classes=10)
-state_dict = torch.load("resnet18-imagenet.pth")
-model.load_state_dict(state_dict)
-```
-
-## Use instead:
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18(num_classes=10)
-state_dict = torch.load("resnet18-imagenet.pth")
-for key in ("fc.weight", "fc.bias"):
-    state_dict.pop(key)
-result = model.load_state_dict(state_dict, strict=False)
-assert set(result.missing_keys) == {"fc.weight", "fc.bias"}, result
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ResNet: size mismatch for fc.weight: copying a
 param with shape torch.Size([1000, 512]) from checkpoint, the shape in current model is
@@ -97,29 +74,6 @@ torch.Size([1000, 512]).`
 词表大小、anchor 数量、输入通道数不同。如果只有分类头不同，通常是有意的微调，此时应该跳过分类头的
 权重而不是加载它；其他情况下，应当按照 checkpoint 训练时的配置来构建模型。
 
-## Example
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18(num_classes=10)
-state_dict = torch.load("resnet18-imagenet.pth")
-model.load_state_dict(state_dict)
-```
-
-## Use instead:
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18(num_classes=10)
-state_dict = torch.load("resnet18-imagenet.pth")
-for key in ("fc.weight", "fc.bias"):
-    state_dict.pop(key)
-result = model.load_state_dict(state_dict, strict=False)
-assert set(result.missing_keys) == {"fc.weight", "fc.bias"}, result
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ResNet: size mismatch for fc.weight: copying a
 param with shape torch.Size([1000, 512]) from checkpoint, the shape in current model is
@@ -130,6 +84,25 @@ dimensions in the model are torch.Size([10, 512]) and whose dimensions in the ch
 torch.Size([1000, 512]).`
 """,
     },
+    example="""
+import torch
+import torchvision
+
+model = torchvision.models.resnet18(num_classes=10)
+state_dict = torch.load("resnet18-imagenet.pth")
+model.load_state_dict(state_dict)
+""",
+    use_instead="""
+import torch
+import torchvision
+
+model = torchvision.models.resnet18(num_classes=10)
+state_dict = torch.load("resnet18-imagenet.pth")
+for key in ("fc.weight", "fc.bias"):
+    state_dict.pop(key)
+result = model.load_state_dict(state_dict, strict=False)
+assert set(result.missing_keys) == {"fc.weight", "fc.bias"}, result
+""",
 )
 
 HEAD = {

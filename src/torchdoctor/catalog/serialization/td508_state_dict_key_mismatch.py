@@ -1,8 +1,8 @@
 """TD508 state-dict-key-mismatch: the checkpoint's keys are not the model's keys."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.catalog.serialization import _state_dict_errors as sd_errors
+from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
 PITFALL = Pitfall(
     code="TD508",
@@ -64,26 +64,6 @@ checkpoints of another model or variant (resnet50 weights for a resnet18). Switc
 `strict=False` silences the error and loads nothing of what did not match: the model then runs
 on random weights.
 
-## Example
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18()
-checkpoint = torch.load("checkpoint.pth")
-model.load_state_dict(checkpoint)
-```
-
-## Use instead:
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18()
-checkpoint = torch.load("checkpoint.pth")
-model.load_state_dict(checkpoint["state_dict"])
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ResNet: Missing key(s) in state_dict:
 "conv1.weight", "bn1.weight", ... Unexpected key(s) in state_dict: "state_dict", "optimizer",
@@ -105,26 +85,6 @@ checkpoint，形如 `{"state_dict": ..., "optimizer": ..., "epoch": ...}`，而�
 模型或变体（把 resnet50 的权重加载进 resnet18）。改用 `strict=False` 只会让报错消失，没对上的
 键一个都不会加载：模型实际上在用随机权重运行。
 
-## Example
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18()
-checkpoint = torch.load("checkpoint.pth")
-model.load_state_dict(checkpoint)
-```
-
-## Use instead:
-```python
-import torch
-import torchvision
-
-model = torchvision.models.resnet18()
-checkpoint = torch.load("checkpoint.pth")
-model.load_state_dict(checkpoint["state_dict"])
-```
-
 ## Symptoms
 `RuntimeError: Error(s) in loading state_dict for ResNet: Missing key(s) in state_dict:
 "conv1.weight", "bn1.weight", ... Unexpected key(s) in state_dict: "state_dict", "optimizer",
@@ -134,6 +94,22 @@ InstanceNorm checkpoint 时为 `Unexpected running stats buffer(s) "in1.running_
 "in1.running_var" for InstanceNorm2d with track_running_stats=False.`
 """,
     },
+    example="""
+import torch
+import torchvision
+
+model = torchvision.models.resnet18()
+checkpoint = torch.load("checkpoint.pth")
+model.load_state_dict(checkpoint)
+""",
+    use_instead="""
+import torch
+import torchvision
+
+model = torchvision.models.resnet18()
+checkpoint = torch.load("checkpoint.pth")
+model.load_state_dict(checkpoint["state_dict"])
+""",
 )
 
 NESTED = {

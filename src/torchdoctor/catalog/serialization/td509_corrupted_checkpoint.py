@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall
 
 PITFALL = Pitfall(
     code="TD509",
     name="corrupted-checkpoint",
+    role="unreadable-checkpoint",
     title={"en": "The checkpoint file is truncated, corrupted, or not a checkpoint at all",
            "zh": "checkpoint 文件不完整、已损坏，或者根本不是 checkpoint"},
     messages={"": {
@@ -44,27 +45,6 @@ three-line pointer, a save killed halfway (out of disk space, a preempted job, t
 writing the same file), or a copy that was still being written. Reinstalling PyTorch does not
 help; getting a complete file does.
 
-## Example
-```python
-import subprocess
-
-import torch
-
-subprocess.run(["git", "clone", "https://huggingface.co/org/model"], check=True)
-state_dict = torch.load("model/pytorch_model.bin")
-```
-
-## Use instead:
-```python
-import subprocess
-
-import torch
-
-subprocess.run(["git", "lfs", "install"], check=True)
-subprocess.run(["git", "clone", "https://huggingface.co/org/model"], check=True)
-state_dict = torch.load("model/pytorch_model.bin")
-```
-
 ## Symptoms
 `RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory`,
 `PytorchStreamReader failed reading file data/3: invalid header or archive is corrupted`,
@@ -87,27 +67,6 @@ state_dict = torch.load("model/pytorch_model.bin")
 里只有三行指针；保存到一半被杀掉（磁盘满、任务被抢占、两个进程写同一个文件）；或者拷贝时文件还在写。
 重装 PyTorch 没用，拿到完整的文件才有用。
 
-## Example
-```python
-import subprocess
-
-import torch
-
-subprocess.run(["git", "clone", "https://huggingface.co/org/model"], check=True)
-state_dict = torch.load("model/pytorch_model.bin")
-```
-
-## Use instead:
-```python
-import subprocess
-
-import torch
-
-subprocess.run(["git", "lfs", "install"], check=True)
-subprocess.run(["git", "clone", "https://huggingface.co/org/model"], check=True)
-state_dict = torch.load("model/pytorch_model.bin")
-```
-
 ## Symptoms
 `RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory`、
 `PytorchStreamReader failed reading file data/3: invalid header or archive is corrupted`、
@@ -120,6 +79,23 @@ state_dict = torch.load("model/pytorch_model.bin")
 （118 是 `v` 的字节值，60 是 `<`）。
 """,
     },
+    example="""
+import subprocess
+
+import torch
+
+subprocess.run(["git", "clone", "https://huggingface.co/org/model"], check=True)
+state_dict = torch.load("model/pytorch_model.bin")
+""",
+    use_instead="""
+import subprocess
+
+import torch
+
+subprocess.run(["git", "lfs", "install"], check=True)
+subprocess.run(["git", "clone", "https://huggingface.co/org/model"], check=True)
+state_dict = torch.load("model/pytorch_model.bin")
+""",
 )
 
 INSPECT = {"en": " `torchdoctor ckpt inspect FILE` shows what the file holds.",

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog._model import Pitfall, pick
-from torchdoctor.lint.lines import split_lines
-from torchdoctor.report.finding import Edit, Finding, Fix
+from torchdoctor.catalog.sdk import Edit, Finding, Fix, Pitfall, pick, split_lines
 
 PITFALL = Pitfall(
     code="TD700",
@@ -80,6 +78,7 @@ images = images.cuda(non_blocking=True)
 _ASYNC_ARGUMENT = re.compile(r"\basync(\s*=)")
 
 
+@PITFALL.engine_finding("unparsable-source")
 def finding_for(error: Exception, source: str, path: str, lang: str) -> Finding:
     """The finding for a file that does not parse (called by the checker, not by a walk)."""
     lines = split_lines(source, keepends=True)  # SyntaxError counts lines as Python does

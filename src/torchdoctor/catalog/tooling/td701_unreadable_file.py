@@ -1,8 +1,7 @@
 """TD701 unreadable-file: a file given to the checker that is not Python source text."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Finding, Pitfall
 
 PITFALL = Pitfall(
     code="TD701",
@@ -60,6 +59,7 @@ Python 同样无法导入它。会跳过该文件，继续检查其他文件。
 )
 
 
+@PITFALL.engine_finding("unreadable-source")
 def finding_for(reason: str, path: str, lang: str, cell: int | None = None) -> Finding:
     """The file cannot be read; with `cell`, only that cell of a notebook."""
     return Finding(code=PITFALL.code, name=PITFALL.name,

@@ -1,7 +1,8 @@
 """Reads `load_state_dict` error messages: which keys are missing, unexpected or mis-shaped.
 
 Shared by the state-dict entries (TD504, TD506, TD507, TD508), which each classify the same
-parsed message; `kind()` says which of them it belongs to, so exactly one wins.
+parsed message (`kind()` says which of them it belongs to, so exactly one wins), and by
+`torchdoctor ckpt`, which feeds the same classifiers the key lists it computes.
 Covers every phrasing since torch 0.3, and messages cut short ("...", a line wrapped by a
 terminal or an issue tracker, a log that stops in the middle of a key).
 """
@@ -232,6 +233,19 @@ def wrapper_prefix(key: str) -> str:
                 break
         else:
             return key[:position]
+
+
+def wrapper_name(prefix: str) -> str:
+    """"DataParallel/DDP + torch.compile" for "module._orig_mod.", "" for another prefix."""
+    names = WRAPPER_NAMES
+    if wrapper_prefix(prefix) != prefix:
+        return ""
+    parts, rest = [], prefix
+    while rest:
+        wrapper = next(w for w in names if rest.startswith(w))
+        parts.append(names[wrapper])
+        rest = rest[len(wrapper):]
+    return " + ".join(parts)
 
 
 def _shared_prefix(longer: tuple[str, ...], shorter: tuple[str, ...], side: str) -> Prefix | None:

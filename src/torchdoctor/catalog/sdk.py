@@ -1,0 +1,103 @@
+"""Everything a catalog entry uses from outside its own area, in one place.
+
+An entry imports this module and its area's private helpers (`catalog/<area>/_*.py`), nothing
+else of torchdoctor; engines never import an entry (tests/test_import_contracts.py keeps both
+so). The names are re-exported from where they live. What is only needed at explain, watch or
+ckpt time is imported on first use, so `check` pays nothing for it and never loads torch.
+
+The facets an entry registers on its `PITFALL`, and the contract each function keeps:
+
+- `@PITFALL.static(*node_types, names=...)`: a `StaticCheck`, fed every matching AST node.
+- `@PITFALL.native`: a `NativeScan` of C++/CUDA extension sources.
+- `PITFALL.error(regex, ...)` / `@PITFALL.error_check(types=...)`: an `ErrorCheck` that reads
+  one block of a parsed traceback or log and returns a `Clue`, or None for "not mine".
+- `@PITFALL.monitor`: a `Monitor` subclass overriding some of `HOOKS`; a method named like a
+  hook that is not one is refused at import.
+- `@PITFALL.checkpoint`: a `CheckpointCheck` reading a `Subject` (the checkpoint's listing,
+  its difference from a model, or why it cannot be read).
+- `@PITFALL.engine_finding(role)`: the finding an engine makes itself for one of `ROLES`
+  (`UnparsableSource`, `UnreadableSource`).
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+from typing import TYPE_CHECKING, Iterable, Protocol
+
+from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
+from torchdoctor.knowledge import state_dicts, weights_only
+from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
+from torchdoctor.lint.context import (MODULE_SELF_METHODS, Context, Kind, nested_statements,
+                                      per_file, shorten, subtree_parents, top_level_classes)
+from torchdoctor.lint.lines import split_lines
+from torchdoctor.lint.native import NativeSource
+from torchdoctor.lint.neighbours import directory_listing
+from torchdoctor.lint.occurrences import (FileIndex, block_names, children, first_in_walk, index,
+                                          index_of, statements)
+from torchdoctor.report.finding import Edit, Finding, Fix
+from torchdoctor.watch.monitor import HOOKS, Monitor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchdoctor.ckpt.diff import Diff, Difference
+    from torchdoctor.ckpt.findings import Subject
+    from torchdoctor.ckpt.inspect import Listing
+    from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
+
+# Name -> module, imported when an entry first asks for the name.
+_ON_FIRST_USE = {
+    "is_user_path": "torchdoctor.explain.parse",
+    "ErrorBlock": "torchdoctor.explain.model",
+    "ErrorReport": "torchdoctor.explain.model",
+    "Frame": "torchdoctor.explain.model",
+    "is_frozen": "torchdoctor.watch.layers",
+    "mode_dependent_layers": "torchdoctor.watch.layers",
+    "Subject": "torchdoctor.ckpt.findings",
+    "Listing": "torchdoctor.ckpt.inspect",
+    "Diff": "torchdoctor.ckpt.diff",
+    "Difference": "torchdoctor.ckpt.diff",
+}
+
+
+def __getattr__(name: str):
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+
+
+class StaticCheck(Protocol):
+    def __call__(self, node: ast.AST, ctx: Context) -> Iterable[Finding]: ...
+
+
+class NativeScan(Protocol):
+    def __call__(self, source: NativeSource) -> Iterable[Finding]: ...
+
+
+class ErrorCheck(Protocol):
+    def __call__(self, block: ErrorBlock, report: ErrorReport) -> Clue | None: ...
+
+
+class CheckpointCheck(Protocol):
+    def __call__(self, subject: Subject) -> Iterable[Finding]: ...
+
+
+class UnparsableSource(Protocol):
+    def __call__(self, error: Exception, source: str, path: str, lang: str) -> Finding: ...
+
+
+class UnreadableSource(Protocol):
+    def __call__(self, reason: str, path: str, lang: str, cell: int | None = None) -> Finding: ...
+
+
+# The contract of each role's `make_finding` (roles without one have their finding made by a
+# facet above).
+ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": UnreadableSource}
+
+__all__ = [
+    "HOOKS", "MODULE_SELF_METHODS", "ROLES", "ROLE_CONTRACTS", "CheckpointCheck", "Clue",
+    "Context", "Edit", "ErrorCheck", "FileIndex", "Finding", "Fix", "Kind", "Monitor",
+    "NativeScan", "NativeSource", "Pitfall", "StaticCheck", "Text", "UnparsableSource",
+    "UnreadableSource", "assigned_before", "bindings", "block_names", "children",
+    "directory_listing", "first_in_walk", "index", "index_of", "nested_statements", "per_file",
+    "pick", "scope_of", "shorten", "split_lines", "state_dicts", "statements", "subtree_parents",
+    "top_level_classes", "weights_only", *_ON_FIRST_USE,
+]
