@@ -44,32 +44,6 @@ the way to read it as a Python number. Since 0.4 losses and full reductions are 
 (scalars): they have no dimension to index, so the old idiom found in many tutorials crashes.
 `.item()` returns the Python number and works on every version since 0.4.
 
-## Example
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-
-
-def train_step(model, images, labels, total_loss):
-    loss = criterion(model(images), labels)
-    loss.backward()
-    return total_loss + loss.data[0]
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-
-
-def train_step(model, images, labels, total_loss):
-    loss = criterion(model(images), labels)
-    loss.backward()
-    return total_loss + loss.item()
-```
-
 ## Symptoms
 `IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python or
 `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`
@@ -91,8 +65,15 @@ PyTorch 0.4 之前，损失是一个包着单元素张量的 `Variable`，`loss.
 数字的标准写法。从 0.4 开始，损失和全局归约的结果都是 0 维张量（标量），没有可以索引的维度，
 于是很多老教程里的这个写法会直接报错。`.item()` 返回对应的 Python 数字，0.4 之后的所有版本都可用。
 
-## Example
-```python
+## Symptoms
+`IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python or
+`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`
+
+## Known problems
+只报告能确定是 0 维的值：由你自己的函数或模块返回的损失（`loss = compute_loss(...)`）不会被报告。
+""",
+    },
+    example="""
 import torch.nn as nn
 
 criterion = nn.CrossEntropyLoss()
@@ -102,10 +83,8 @@ def train_step(model, images, labels, total_loss):
     loss = criterion(model(images), labels)
     loss.backward()
     return total_loss + loss.data[0]
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch.nn as nn
 
 criterion = nn.CrossEntropyLoss()
@@ -115,16 +94,7 @@ def train_step(model, images, labels, total_loss):
     loss = criterion(model(images), labels)
     loss.backward()
     return total_loss + loss.item()
-```
-
-## Symptoms
-`IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python or
-`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`
-
-## Known problems
-只报告能确定是 0 维的值：由你自己的函数或模块返回的损失（`loss = compute_loss(...)`）不会被报告。
 """,
-    },
 )
 
 PITFALL.error(

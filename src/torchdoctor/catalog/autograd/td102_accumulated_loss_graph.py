@@ -56,42 +56,6 @@ step after step until the run dies with an out-of-memory error, usually far into
 and the total itself becomes a tensor whose history spans the whole epoch. What you wanted is
 the number: `loss.item()` (or `loss.detach()` to stay on the GPU without a sync).
 
-## Example
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-
-
-def train_epoch(model, loader, optimizer):
-    total_loss = 0.0
-    for images, labels in loader:
-        optimizer.zero_grad()
-        loss = criterion(model(images), labels)
-        loss.backward()
-        optimizer.step()
-        total_loss += loss
-    return total_loss / len(loader)
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-
-
-def train_epoch(model, loader, optimizer):
-    total_loss = 0.0
-    for images, labels in loader:
-        optimizer.zero_grad()
-        loss = criterion(model(images), labels)
-        loss.backward()
-        optimizer.step()
-        total_loss += loss.item()
-    return total_loss / len(loader)
-```
-
 ## Symptoms
 GPU memory that grows with every iteration, then
 `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...` (older versions:
@@ -123,42 +87,6 @@ reported, because a total that is itself backpropagated after the loop looks the
 显存一步步上涨，直到训练进行很久之后因显存不足而崩溃，而这个总和本身也成了一个历史贯穿整个
 epoch 的张量。你真正想要的只是那个数：`loss.item()`（如果想留在 GPU 上、避免同步，用 `loss.detach()`）。
 
-## Example
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-
-
-def train_epoch(model, loader, optimizer):
-    total_loss = 0.0
-    for images, labels in loader:
-        optimizer.zero_grad()
-        loss = criterion(model(images), labels)
-        loss.backward()
-        optimizer.step()
-        total_loss += loss
-    return total_loss / len(loader)
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-
-
-def train_epoch(model, loader, optimizer):
-    total_loss = 0.0
-    for images, labels in loader:
-        optimizer.zero_grad()
-        loss = criterion(model(images), labels)
-        loss.backward()
-        optimizer.step()
-        total_loss += loss.item()
-    return total_loss / len(loader)
-```
-
 ## Symptoms
 显存随着迭代不断增长，之后出现
 `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`（旧版本为
@@ -174,6 +102,38 @@ def train_epoch(model, loader, optimizer):
 `torch.no_grad()` 里的验证循环）不会报告，因为“循环结束后对总和做反向传播”的写法看起来完全一样。
 """,
     },
+    example="""
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_epoch(model, loader, optimizer):
+    total_loss = 0.0
+    for images, labels in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss
+    return total_loss / len(loader)
+""",
+    use_instead="""
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def train_epoch(model, loader, optimizer):
+    total_loss = 0.0
+    for images, labels in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item()
+    return total_loss / len(loader)
+""",
 )
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)

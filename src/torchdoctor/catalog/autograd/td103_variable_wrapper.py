@@ -44,23 +44,6 @@ therefore cuts the graph and gradients silently stop there; `Variable(w, require
 makes a new leaf, so `w.grad` stays `None`. `volatile=True` no longer disables gradients at all
 (it only warns): that takes `with torch.no_grad():` now.
 
-## Example
-```python
-import torch
-from torch.autograd import Variable
-
-inputs = Variable(torch.randn(8, 3))
-weights = Variable(torch.zeros(3, 2), requires_grad=True)
-```
-
-## Use instead:
-```python
-import torch
-
-inputs = torch.randn(8, 3)
-weights = torch.zeros(3, 2).requires_grad_()
-```
-
 ## Symptoms
 `UserWarning: volatile was removed and now has no effect. Use `with torch.no_grad():` instead.`;
 gradients that are `None` or stop at the wrapped value; more memory than expected in
@@ -94,23 +77,6 @@ recognised.
 `Variable(w, requires_grad=True)` 会生成一个新的叶子张量，`w.grad` 始终是 `None`。
 `volatile=True` 也已经完全不能关闭梯度了（只会给出警告），现在要用 `with torch.no_grad():`。
 
-## Example
-```python
-import torch
-from torch.autograd import Variable
-
-inputs = Variable(torch.randn(8, 3))
-weights = Variable(torch.zeros(3, 2), requires_grad=True)
-```
-
-## Use instead:
-```python
-import torch
-
-inputs = torch.randn(8, 3)
-weights = torch.zeros(3, 2).requires_grad_()
-```
-
 ## Symptoms
 `UserWarning: volatile was removed and now has no effect. Use `with torch.no_grad():` instead.`；
 梯度为 `None` 或在被包装的值处中断；依赖 `volatile=True` 的推理代码占用的显存比预期多。
@@ -129,6 +95,19 @@ weights = torch.zeros(3, 2).requires_grad_()
 以别名导入的 `Variable`（`from torch.autograd import Variable as V`）不会被识别。
 """,
     },
+    example="""
+import torch
+from torch.autograd import Variable
+
+inputs = Variable(torch.randn(8, 3))
+weights = Variable(torch.zeros(3, 2), requires_grad=True)
+""",
+    use_instead="""
+import torch
+
+inputs = torch.randn(8, 3)
+weights = torch.zeros(3, 2).requires_grad_()
+""",
 )
 
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})

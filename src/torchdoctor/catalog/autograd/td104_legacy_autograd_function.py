@@ -47,45 +47,6 @@ backward needs with `ctx.save_for_backward(...)` (or plain attributes such as
 need none). The Function is never instantiated: `MyFn.apply(x, scale)` runs it and records it
 in the graph; options that used to go to `__init__` become extra arguments of `apply`.
 
-## Example
-```python
-import torch
-
-
-class ScaleGrad(torch.autograd.Function):
-    def __init__(self, scale):
-        super().__init__()
-        self.scale = scale
-
-    def forward(self, x):
-        return x.view_as(x)
-
-    def backward(self, grad_output):
-        return grad_output * self.scale
-
-
-y = ScaleGrad(0.5)(torch.randn(3, requires_grad=True))
-```
-
-## Use instead:
-```python
-import torch
-
-
-class ScaleGrad(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, scale):
-        ctx.scale = scale
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return grad_output * ctx.scale, None
-
-
-y = ScaleGrad.apply(torch.randn(3, requires_grad=True), 0.5)
-```
-
 ## Symptoms
 `RuntimeError: Legacy autograd function with non-static forward method is deprecated. Please
 use new-style autograd function with static forward method. (Example:
@@ -116,45 +77,6 @@ Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`
 （不需要梯度的输入返回 `None`）。Function 不再实例化：用 `MyFn.apply(x, scale)` 运行它并把它记录到
 计算图中；以前传给 `__init__` 的选项改为 `apply` 的额外参数。
 
-## Example
-```python
-import torch
-
-
-class ScaleGrad(torch.autograd.Function):
-    def __init__(self, scale):
-        super().__init__()
-        self.scale = scale
-
-    def forward(self, x):
-        return x.view_as(x)
-
-    def backward(self, grad_output):
-        return grad_output * self.scale
-
-
-y = ScaleGrad(0.5)(torch.randn(3, requires_grad=True))
-```
-
-## Use instead:
-```python
-import torch
-
-
-class ScaleGrad(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, scale):
-        ctx.scale = scale
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return grad_output * ctx.scale, None
-
-
-y = ScaleGrad.apply(torch.randn(3, requires_grad=True), 0.5)
-```
-
 ## Symptoms
 `RuntimeError: Legacy autograd function with non-static forward method is deprecated. Please
 use new-style autograd function with static forward method. (Example:
@@ -171,6 +93,41 @@ are all static, so you should invoke them on the class itself.`
 - https://pytorch.org/docs/stable/notes/extending.html
 """,
     },
+    example="""
+import torch
+
+
+class ScaleGrad(torch.autograd.Function):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return x.view_as(x)
+
+    def backward(self, grad_output):
+        return grad_output * self.scale
+
+
+y = ScaleGrad(0.5)(torch.randn(3, requires_grad=True))
+""",
+    use_instead="""
+import torch
+
+
+class ScaleGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.scale, None
+
+
+y = ScaleGrad.apply(torch.randn(3, requires_grad=True), 0.5)
+""",
 )
 
 PITFALL.error(

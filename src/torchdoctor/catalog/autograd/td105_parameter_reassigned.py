@@ -83,49 +83,6 @@ dtype or device differs, because a plain tensor cannot replace a registered para
 you want is a converted value for this computation only: `F.linear(x, self.fc.weight.float(),
 self.fc.bias)`, or `self.fc(x.float())` after converting the module once, outside `forward`.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-
-class Gate(nn.Module):
-    def __init__(self, dim, experts):
-        super().__init__()
-        self.wg = nn.Linear(dim, experts, bias=False)
-
-    def forward(self, x):
-        self.wg = self.wg.float()
-        return self.wg(x.float())
-
-
-model = nn.Linear(4, 2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-model.weight = nn.Parameter(torch.zeros(2, 4))
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Gate(nn.Module):
-    def __init__(self, dim, experts):
-        super().__init__()
-        self.wg = nn.Linear(dim, experts, bias=False)
-
-    def forward(self, x):
-        return F.linear(x.float(), self.wg.weight.float())
-
-
-model = nn.Linear(4, 2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-with torch.no_grad():
-    model.weight.copy_(torch.zeros(2, 4))
-```
-
 ## Symptoms
 No error, but weights that never change (loss stuck, the layer's values identical after
 training); or `TypeError: cannot assign 'torch.cuda.FloatTensor' as parameter 'weight'
@@ -162,8 +119,21 @@ converts the weights on every call.
 `TypeError`，因为普通张量不能替换已注册的参数。你真正需要的只是本次计算用的转换后的值：
 `F.linear(x, self.fc.weight.float(), self.fc.bias)`，或者在 `forward` 之外把模块转换一次，再调用 `self.fc(x.float())`。
 
-## Example
-```python
+## Symptoms
+不报错，但权重始终不变（loss 不下降，训练后该层的值和初始时一模一样）；或者
+`TypeError: cannot assign 'torch.cuda.FloatTensor' as parameter 'weight'
+(torch.nn.Parameter or None expected)`。
+
+## Known problems
+只在同一个函数或同一个脚本体内匹配优化器；在 `forward` 中带条件创建的参数（优化器创建之前的延迟初始化）
+不会报告。在普通 eager 模式的 CPU/CUDA 上，在 `forward` 中转换子模块仍能正常训练：`Module.to()` 只替换
+每个参数的 `.data`，参数对象不变；但仍会报告，因为只要转换会生成新参数，训练就会悄悄停止，而且每次调用都要转换一遍权重。
+
+## References
+- https://github.com/microsoft/DeepSpeed/pull/5156（一个在 `forward` 中转换门控层的路由模块）
+""",
+    },
+    example="""
 import torch
 import torch.nn as nn
 
@@ -181,10 +151,8 @@ class Gate(nn.Module):
 model = nn.Linear(4, 2)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 model.weight = nn.Parameter(torch.zeros(2, 4))
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -203,22 +171,7 @@ model = nn.Linear(4, 2)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 with torch.no_grad():
     model.weight.copy_(torch.zeros(2, 4))
-```
-
-## Symptoms
-不报错，但权重始终不变（loss 不下降，训练后该层的值和初始时一模一样）；或者
-`TypeError: cannot assign 'torch.cuda.FloatTensor' as parameter 'weight'
-(torch.nn.Parameter or None expected)`。
-
-## Known problems
-只在同一个函数或同一个脚本体内匹配优化器；在 `forward` 中带条件创建的参数（优化器创建之前的延迟初始化）
-不会报告。在普通 eager 模式的 CPU/CUDA 上，在 `forward` 中转换子模块仍能正常训练：`Module.to()` 只替换
-每个参数的 `.data`，参数对象不变；但仍会报告，因为只要转换会生成新参数，训练就会悄悄停止，而且每次调用都要转换一遍权重。
-
-## References
-- https://github.com/microsoft/DeepSpeed/pull/5156（一个在 `forward` 中转换门控层的路由模块）
 """,
-    },
 )
 
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

@@ -55,28 +55,6 @@ operation whose output it is (`output 0 of ReluBackward0`; `output 0 of Relu` in
 releases). `torch.autograd.set_detect_anomaly(True)` prints the forward traceback of the
 operation whose backward failed, which points at the line to change.
 
-## Example
-```python
-import torch
-
-x = torch.randn(64, 128, requires_grad=True)
-hidden = torch.relu(x)
-out = hidden * 2
-hidden += 1
-out.sum().backward()
-```
-
-## Use instead:
-```python
-import torch
-
-x = torch.randn(64, 128, requires_grad=True)
-hidden = torch.relu(x)
-out = hidden * 2
-hidden = hidden + 1
-out.sum().backward()
-```
-
 ## Symptoms
 `RuntimeError: one of the variables needed for gradient computation has been modified by an
 inplace operation: [torch.cuda.FloatTensor [64, 128]], which is output 0 of ReluBackward0, is
@@ -116,28 +94,6 @@ operation`。解释器会从报错信息中读出该张量的类型和形状、�
 `torch.autograd.set_detect_anomaly(True)` 后，PyTorch 会打印反向计算失败的那个运算在前向时的调用栈，
 据此就能找到需要修改的代码行。
 
-## Example
-```python
-import torch
-
-x = torch.randn(64, 128, requires_grad=True)
-hidden = torch.relu(x)
-out = hidden * 2
-hidden += 1
-out.sum().backward()
-```
-
-## Use instead:
-```python
-import torch
-
-x = torch.randn(64, 128, requires_grad=True)
-hidden = torch.relu(x)
-out = hidden * 2
-hidden = hidden + 1
-out.sum().backward()
-```
-
 ## Symptoms
 `RuntimeError: one of the variables needed for gradient computation has been modified by an
 inplace operation: [torch.cuda.FloatTensor [64, 128]], which is output 0 of ReluBackward0, is
@@ -154,6 +110,24 @@ the error: ...`。PyTorch 0.4 和 1.0 只打印第一句，不包含张量信息
 - https://pytorch.org/docs/stable/autograd.html#torch.autograd.detect_anomaly
 """,
     },
+    example="""
+import torch
+
+x = torch.randn(64, 128, requires_grad=True)
+hidden = torch.relu(x)
+out = hidden * 2
+hidden += 1
+out.sum().backward()
+""",
+    use_instead="""
+import torch
+
+x = torch.randn(64, 128, requires_grad=True)
+hidden = torch.relu(x)
+out = hidden * 2
+hidden = hidden + 1
+out.sum().backward()
+""",
 )
 
 _MESSAGE = "needed for gradient computation has been modified by an inplace operation"

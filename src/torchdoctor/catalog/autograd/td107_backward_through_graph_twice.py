@@ -51,39 +51,6 @@ previous iteration still carries that iteration's graph into the current one:
 each step and gradients flow into iterations that are long over (truncated backpropagation
 through time becomes untruncated).
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-rnn = nn.RNN(8, 16, batch_first=True)
-optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
-hidden = torch.zeros(1, 4, 16)
-for step in range(3):
-    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
-    loss = out.pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-rnn = nn.RNN(8, 16, batch_first=True)
-optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
-hidden = torch.zeros(1, 4, 16)
-for step in range(3):
-    hidden = hidden.detach()
-    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
-    loss = out.pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-```
-
 ## Symptoms
 `RuntimeError: Trying to backward through the graph a second time (or directly access saved
 tensors after they have already been freed). Saved intermediate values of the graph are freed
@@ -119,39 +86,6 @@ autograd 抛出的错误：`Trying to backward through the graph a second time`�
 `retain_graph=True` 能让报错消失，却会把之前所有的计算图都留在内存里：显存每一步都在增长，
 梯度还会流回早已结束的迭代（截断的时间反向传播变成了不截断）。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-rnn = nn.RNN(8, 16, batch_first=True)
-optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
-hidden = torch.zeros(1, 4, 16)
-for step in range(3):
-    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
-    loss = out.pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-rnn = nn.RNN(8, 16, batch_first=True)
-optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
-hidden = torch.zeros(1, 4, 16)
-for step in range(3):
-    hidden = hidden.detach()
-    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
-    loss = out.pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-```
-
 ## Symptoms
 `RuntimeError: Trying to backward through the graph a second time (or directly access saved
 tensors after they have already been freed). Saved intermediate values of the graph are freed
@@ -168,6 +102,35 @@ freed. Please specify retain_variables=True when calling backward for the first 
 - https://pytorch.org/docs/stable/generated/torch.Tensor.backward.html
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+rnn = nn.RNN(8, 16, batch_first=True)
+optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
+hidden = torch.zeros(1, 4, 16)
+for step in range(3):
+    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
+    loss = out.pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+rnn = nn.RNN(8, 16, batch_first=True)
+optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
+hidden = torch.zeros(1, 4, 16)
+for step in range(3):
+    hidden = hidden.detach()
+    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
+    loss = out.pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
 )
 
 PITFALL.error(

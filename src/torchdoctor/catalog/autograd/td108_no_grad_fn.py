@@ -47,31 +47,6 @@ requires grad, so there is nothing to differentiate. Common ways to get there:
 Setting `loss.requires_grad = True` makes the error go away, but the loss is still
 disconnected from the model: the run "trains" and the weights never change.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 1)
-x, y = torch.randn(8, 4), torch.randn(8, 1)
-with torch.no_grad():
-    prediction = model(x)
-loss = nn.functional.mse_loss(prediction, y)
-loss.backward()
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 1)
-x, y = torch.randn(8, 4), torch.randn(8, 1)
-prediction = model(x)
-loss = nn.functional.mse_loss(prediction, y)
-loss.backward()
-```
-
 ## Symptoms
 `RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn`
 (PyTorch 0.3: `element 0 of variables does not require grad and does not have a grad_fn`).
@@ -99,8 +74,15 @@ require grad and does not have a grad_fn`。
 设置 `loss.requires_grad = True` 能让错误消失，但损失和模型之间仍然是断开的：训练照常“运行”，
 权重却一点都不会变。
 
-## Example
-```python
+## Symptoms
+`RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn`
+（PyTorch 0.3：`element 0 of variables does not require grad and does not have a grad_fn`）。
+
+## References
+- https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
+""",
+    },
+    example="""
 import torch
 import torch.nn as nn
 
@@ -110,10 +92,8 @@ with torch.no_grad():
     prediction = model(x)
 loss = nn.functional.mse_loss(prediction, y)
 loss.backward()
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 import torch.nn as nn
 
@@ -122,16 +102,7 @@ x, y = torch.randn(8, 4), torch.randn(8, 1)
 prediction = model(x)
 loss = nn.functional.mse_loss(prediction, y)
 loss.backward()
-```
-
-## Symptoms
-`RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn`
-（PyTorch 0.3：`element 0 of variables does not require grad and does not have a grad_fn`）。
-
-## References
-- https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
 """,
-    },
 )
 
 PITFALL.error(

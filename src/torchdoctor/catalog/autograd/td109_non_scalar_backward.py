@@ -37,28 +37,6 @@ starting point. Reduce it the way you mean it, usually with `.mean()` so the lea
 does not depend on the batch size, or `.sum()`. Passing `torch.ones_like(loss)` as `gradient`
 is the same as `.sum()`.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 1)
-criterion = nn.MSELoss(reduction="none")
-loss = criterion(model(torch.randn(8, 4)), torch.randn(8, 1))
-loss.backward()
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 1)
-criterion = nn.MSELoss(reduction="none")
-loss = criterion(model(torch.randn(8, 4)), torch.randn(8, 1))
-loss.mean().backward()
-```
-
 ## Symptoms
 `RuntimeError: grad can be implicitly created only for scalar outputs`
 
@@ -78,28 +56,6 @@ loss.mean().backward()
 这样学习率不受 batch 大小影响；也可以用 `.sum()`。把 `torch.ones_like(loss)` 作为 `gradient`
 传入，效果等同于 `.sum()`。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 1)
-criterion = nn.MSELoss(reduction="none")
-loss = criterion(model(torch.randn(8, 4)), torch.randn(8, 1))
-loss.backward()
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 1)
-criterion = nn.MSELoss(reduction="none")
-loss = criterion(model(torch.randn(8, 4)), torch.randn(8, 1))
-loss.mean().backward()
-```
-
 ## Symptoms
 `RuntimeError: grad can be implicitly created only for scalar outputs`
 
@@ -107,6 +63,24 @@ loss.mean().backward()
 - https://pytorch.org/docs/stable/generated/torch.Tensor.backward.html
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+criterion = nn.MSELoss(reduction="none")
+loss = criterion(model(torch.randn(8, 4)), torch.randn(8, 1))
+loss.backward()
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+criterion = nn.MSELoss(reduction="none")
+loss = criterion(model(torch.randn(8, 4)), torch.randn(8, 1))
+loss.mean().backward()
+""",
 )
 
 _MESSAGE = "grad can be implicitly created only for scalar outputs"

@@ -41,26 +41,6 @@ and the leaf you meant to train is the temporary one that was thrown away. Code 
 updates the tensor by hand (`w -= lr * w.grad`) or clears its gradient (`w.grad.zero_()`)
 crashes on `None`.
 
-## Example
-```python
-import torch
-
-w = torch.randn(3, requires_grad=True) * 0.01
-loss = (w * torch.randn(3)).sum()
-loss.backward()
-print(w.grad)
-```
-
-## Use instead:
-```python
-import torch
-
-w = (torch.randn(3) * 0.01).requires_grad_()
-loss = (w * torch.randn(3)).sum()
-loss.backward()
-print(w.grad)
-```
-
 ## Symptoms
 `UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its
 .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad
@@ -90,26 +70,6 @@ leaf Tensor is being accessed`，以及同一段输出中通常紧随其后的�
 `.double()` 或 `* 0.01`，得到的都是新的非叶子张量，而你本想训练的那个叶子只是一个被丢弃的临时张量。
 之后手动更新它（`w -= lr * w.grad`）或清零梯度（`w.grad.zero_()`）的代码就会因为 `None` 而崩溃。
 
-## Example
-```python
-import torch
-
-w = torch.randn(3, requires_grad=True) * 0.01
-loss = (w * torch.randn(3)).sum()
-loss.backward()
-print(w.grad)
-```
-
-## Use instead:
-```python
-import torch
-
-w = (torch.randn(3) * 0.01).requires_grad_()
-loss = (w * torch.randn(3)).sum()
-loss.backward()
-print(w.grad)
-```
-
 ## Symptoms
 `UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its
 .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad
@@ -126,6 +86,22 @@ github.com/pytorch/pytorch/pull/30531 for more information.`
 - https://pytorch.org/docs/stable/generated/torch.Tensor.retain_grad.html
 """,
     },
+    example="""
+import torch
+
+w = torch.randn(3, requires_grad=True) * 0.01
+loss = (w * torch.randn(3)).sum()
+loss.backward()
+print(w.grad)
+""",
+    use_instead="""
+import torch
+
+w = (torch.randn(3) * 0.01).requires_grad_()
+loss = (w * torch.randn(3)).sum()
+loss.backward()
+print(w.grad)
+""",
 )
 
 _WARNING = "attribute of a Tensor that is not a leaf Tensor is being accessed"

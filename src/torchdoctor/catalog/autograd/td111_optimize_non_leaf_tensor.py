@@ -37,24 +37,6 @@ and the GPU copy is a non-leaf whose `.grad` would always be `None`. The same ha
 `.to(device)`, `.double()`, `.view(...)` or arithmetic (`torch.randn(3, requires_grad=True) *
 0.01`) after `requires_grad=True`. PyTorch refuses the tensor rather than train nothing.
 
-## Example
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-weights = torch.randn(10, 3, requires_grad=True).to(device, torch.float64)
-optimizer = torch.optim.SGD([weights], lr=0.1)
-```
-
-## Use instead:
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-weights = torch.randn(10, 3, device=device, dtype=torch.float64, requires_grad=True)
-optimizer = torch.optim.SGD([weights], lr=0.1)
-```
-
 ## Symptoms
 `ValueError: can't optimize a non-leaf Tensor` (PyTorch 0.3: `can't optimize a non-leaf
 Variable`).
@@ -74,24 +56,6 @@ Variable`).
 或算术运算（`torch.randn(3, requires_grad=True) * 0.01`）也是一样。与其什么都训练不了，PyTorch
 选择直接拒绝这个张量。
 
-## Example
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-weights = torch.randn(10, 3, requires_grad=True).to(device, torch.float64)
-optimizer = torch.optim.SGD([weights], lr=0.1)
-```
-
-## Use instead:
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-weights = torch.randn(10, 3, device=device, dtype=torch.float64, requires_grad=True)
-optimizer = torch.optim.SGD([weights], lr=0.1)
-```
-
 ## Symptoms
 `ValueError: can't optimize a non-leaf Tensor`（PyTorch 0.3：`can't optimize a non-leaf
 Variable`）。
@@ -100,6 +64,20 @@ Variable`）。
 - https://pytorch.org/docs/stable/generated/torch.Tensor.is_leaf.html
 """,
     },
+    example="""
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+weights = torch.randn(10, 3, requires_grad=True).to(device, torch.float64)
+optimizer = torch.optim.SGD([weights], lr=0.1)
+""",
+    use_instead="""
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+weights = torch.randn(10, 3, device=device, dtype=torch.float64, requires_grad=True)
+optimizer = torch.optim.SGD([weights], lr=0.1)
+""",
 )
 
 PITFALL.error(

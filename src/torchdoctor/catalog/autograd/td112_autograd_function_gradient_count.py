@@ -40,46 +40,6 @@ tensor: those get `None`. Returning only the gradient of the tensor you care abo
 forgetting an argument added to `forward` later, breaks the whole backward pass. The name in
 the message is the Function's class name followed by `Backward`.
 
-## Example
-```python
-import torch
-
-
-class ScaleGrad(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, scale):
-        ctx.scale = scale
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return grad_output * ctx.scale
-
-
-x = torch.randn(3, requires_grad=True)
-ScaleGrad.apply(x, 0.5).sum().backward()
-```
-
-## Use instead:
-```python
-import torch
-
-
-class ScaleGrad(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, scale):
-        ctx.scale = scale
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return grad_output * ctx.scale, None
-
-
-x = torch.randn(3, requires_grad=True)
-ScaleGrad.apply(x, 0.5).sum().backward()
-```
-
 ## Symptoms
 `RuntimeError: function ScaleGradBackward returned an incorrect number of gradients (expected
 2, got 1)`; for a gradient returned for a non-tensor argument: `RuntimeError: function
@@ -102,8 +62,17 @@ autograd 按位置把 `backward` 的返回值与 `forward` 的输入对应起来
 只返回你关心的那个张量的梯度，或者后来给 `forward` 加了参数却忘了改 `backward`，都会让整个反向传播失败。
 报错中的名字是 Function 的类名加上 `Backward`。
 
-## Example
-```python
+## Symptoms
+`RuntimeError: function ScaleGradBackward returned an incorrect number of gradients (expected
+2, got 1)`；为非张量参数返回了梯度时：`RuntimeError: function ScaleGradBackward returned a
+gradient different than None at position 2, but the corresponding forward input was not a
+Variable`。
+
+## References
+- https://pytorch.org/docs/stable/notes/extending.html
+""",
+    },
+    example="""
 import torch
 
 
@@ -120,10 +89,8 @@ class ScaleGrad(torch.autograd.Function):
 
 x = torch.randn(3, requires_grad=True)
 ScaleGrad.apply(x, 0.5).sum().backward()
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 
 
@@ -140,18 +107,7 @@ class ScaleGrad(torch.autograd.Function):
 
 x = torch.randn(3, requires_grad=True)
 ScaleGrad.apply(x, 0.5).sum().backward()
-```
-
-## Symptoms
-`RuntimeError: function ScaleGradBackward returned an incorrect number of gradients (expected
-2, got 1)`；为非张量参数返回了梯度时：`RuntimeError: function ScaleGradBackward returned a
-gradient different than None at position 2, but the corresponding forward input was not a
-Variable`。
-
-## References
-- https://pytorch.org/docs/stable/notes/extending.html
 """,
-    },
 )
 
 _COUNT = re.compile(r"function (?P<backward>\w+) returned an incorrect number of gradients "

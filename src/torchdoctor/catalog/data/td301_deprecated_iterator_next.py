@@ -45,24 +45,6 @@ The pattern is everywhere in older tutorials, often in the "fetch one batch to l
 cell or inside a `try/except StopIteration` loop that restarts an iterator, so it tends to
 break an otherwise working script halfway through training.
 
-## Example
-```python
-from torch.utils.data import DataLoader
-
-loader = DataLoader(list(range(10)), batch_size=2)
-it = iter(loader)
-batch = it.next()
-```
-
-## Use instead:
-```python
-from torch.utils.data import DataLoader
-
-loader = DataLoader(list(range(10)), batch_size=2)
-it = iter(loader)
-batch = next(it)
-```
-
 ## Symptoms
 `AttributeError: '_SingleProcessDataLoaderIter' object has no attribute 'next'`, or with
 `num_workers > 0`: `AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute 'next'`.
@@ -89,24 +71,6 @@ are not followed.
 常见于“取一个 batch 看看”的代码，或者在 `try/except StopIteration` 中重建迭代器的循环里，
 所以往往是原本能跑的脚本在训练到一半时突然崩溃。
 
-## Example
-```python
-from torch.utils.data import DataLoader
-
-loader = DataLoader(list(range(10)), batch_size=2)
-it = iter(loader)
-batch = it.next()
-```
-
-## Use instead:
-```python
-from torch.utils.data import DataLoader
-
-loader = DataLoader(list(range(10)), batch_size=2)
-it = iter(loader)
-batch = next(it)
-```
-
 ## Symptoms
 `AttributeError: '_SingleProcessDataLoaderIter' object has no attribute 'next'`；当 `num_workers > 0` 时为
 `AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute 'next'`。（PyTorch 1.3
@@ -120,6 +84,20 @@ batch = next(it)
 作为参数传入、存放在容器中，或者由 `enumerate(loader)` 得到的迭代器不会被追踪。
 """,
     },
+    example="""
+from torch.utils.data import DataLoader
+
+loader = DataLoader(list(range(10)), batch_size=2)
+it = iter(loader)
+batch = it.next()
+""",
+    use_instead="""
+from torch.utils.data import DataLoader
+
+loader = DataLoader(list(range(10)), batch_size=2)
+it = iter(loader)
+batch = next(it)
+""",
 )
 
 PITFALL.error(

@@ -41,24 +41,6 @@ and what happens to the last incomplete batch. A sampler yields the indices in i
 it is built. The mistake is typical when a custom or distributed sampler is added to a
 loader that used to shuffle: the script now stops before the first epoch.
 
-## Example
-```python
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler
-
-dataset = list(range(100))
-batches = BatchSampler(RandomSampler(dataset), batch_size=8, drop_last=False)
-loader = DataLoader(dataset, batch_sampler=batches, shuffle=True)
-```
-
-## Use instead:
-```python
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler
-
-dataset = list(range(100))
-batches = BatchSampler(RandomSampler(dataset), batch_size=8, drop_last=False)
-loader = DataLoader(dataset, batch_sampler=batches)
-```
-
 ## Symptoms
 `ValueError: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler,
 and drop_last`, or `ValueError: sampler option is mutually exclusive with shuffle`.
@@ -76,29 +58,25 @@ batch sampler 每次产出一整个 batch 的下标：batch 大小、顺序以�
 sampler 则按自己的顺序产出下标。`DataLoader` 不会去猜你到底想要哪一个，在构造时就直接报错。
 这种错误常见于给原本 `shuffle=True` 的 loader 加上自定义或分布式 sampler 之后：脚本在第一个 epoch 开始前就停下了。
 
-## Example
-```python
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler
-
-dataset = list(range(100))
-batches = BatchSampler(RandomSampler(dataset), batch_size=8, drop_last=False)
-loader = DataLoader(dataset, batch_sampler=batches, shuffle=True)
-```
-
-## Use instead:
-```python
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler
-
-dataset = list(range(100))
-batches = BatchSampler(RandomSampler(dataset), batch_size=8, drop_last=False)
-loader = DataLoader(dataset, batch_sampler=batches)
-```
-
 ## Symptoms
 `ValueError: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler,
 and drop_last`，或 `ValueError: sampler option is mutually exclusive with shuffle`。
 """,
     },
+    example="""
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
+
+dataset = list(range(100))
+batches = BatchSampler(RandomSampler(dataset), batch_size=8, drop_last=False)
+loader = DataLoader(dataset, batch_sampler=batches, shuffle=True)
+""",
+    use_instead="""
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
+
+dataset = list(range(100))
+batches = BatchSampler(RandomSampler(dataset), batch_size=8, drop_last=False)
+loader = DataLoader(dataset, batch_sampler=batches)
+""",
 )
 
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})

@@ -52,30 +52,6 @@ samples (images, video, point clouds), that is easily gigabytes. When `/dev/shm`
 worker touching a new page gets `SIGBUS` and dies; the main process only sees that a worker
 exited. The same script runs fine outside the container, and fine with `num_workers=0`.
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-# run inside `docker run --gpus all image python train.py` (64 MB of /dev/shm)
-dataset = TensorDataset(torch.randn(10_000, 3, 224, 224))
-loader = DataLoader(dataset, batch_size=64, num_workers=8)
-for (images,) in loader:
-    pass
-```
-
-## Use instead:
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-# run with `docker run --gpus all --shm-size=8g image python train.py` (or --ipc=host)
-dataset = TensorDataset(torch.randn(10_000, 3, 224, 224))
-loader = DataLoader(dataset, batch_size=64, num_workers=8)
-for (images,) in loader:
-    pass
-```
-
 ## Symptoms
 `ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient
 shared memory (shm).`, followed by `RuntimeError: DataLoader worker (pid 1234) is killed by
@@ -105,30 +81,6 @@ memory. It is shown with low confidence; reduce `num_workers`, the memory each w
 写满后，访问新内存页的 worker 收到 `SIGBUS` 直接退出，主进程只知道有 worker 意外退出了。
 同一个脚本在容器外、或者 `num_workers=0` 时都能正常运行。
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-# run inside `docker run --gpus all image python train.py` (64 MB of /dev/shm)
-dataset = TensorDataset(torch.randn(10_000, 3, 224, 224))
-loader = DataLoader(dataset, batch_size=64, num_workers=8)
-for (images,) in loader:
-    pass
-```
-
-## Use instead:
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-# run with `docker run --gpus all --shm-size=8g image python train.py` (or --ipc=host)
-dataset = TensorDataset(torch.randn(10_000, 3, 224, 224))
-loader = DataLoader(dataset, batch_size=64, num_workers=8)
-for (images,) in loader:
-    pass
-```
-
 ## Symptoms
 `ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient
 shared memory (shm).`，随后是 `RuntimeError: DataLoader worker (pid 1234) is killed by
@@ -148,6 +100,26 @@ try to raise your shared memory limit.`（旧版本只有 `... is killed by sign
 - PyTorch issue #5040（bus error 报错信息的由来）以及 `docker run --shm-size` 的文档。
 """,
     },
+    example="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+# run inside `docker run --gpus all image python train.py` (64 MB of /dev/shm)
+dataset = TensorDataset(torch.randn(10_000, 3, 224, 224))
+loader = DataLoader(dataset, batch_size=64, num_workers=8)
+for (images,) in loader:
+    pass
+""",
+    use_instead="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+# run with `docker run --gpus all --shm-size=8g image python train.py` (or --ipc=host)
+dataset = TensorDataset(torch.randn(10_000, 3, 224, 224))
+loader = DataLoader(dataset, batch_size=64, num_workers=8)
+for (images,) in loader:
+    pass
+""",
 )
 
 PITFALL.error(

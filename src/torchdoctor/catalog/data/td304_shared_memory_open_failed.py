@@ -37,45 +37,6 @@ small tensors (a list of boxes, one tensor per token or per frame), many workers
 descriptors in use until the process hits `ulimit -n`, often 1024. Training then dies at a
 random step, often late in an epoch.
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-
-class Boxes(Dataset):
-    def __len__(self):
-        return 100_000
-
-    def __getitem__(self, i):
-        return [torch.rand(4) for _ in range(50)]  # 50 small tensors per sample
-
-
-loader = DataLoader(Boxes(), batch_size=None, num_workers=8)
-kept = [sample for sample in loader]  # every tensor keeps a descriptor open
-```
-
-## Use instead:
-```python
-import torch
-import torch.multiprocessing
-from torch.utils.data import DataLoader, Dataset
-
-torch.multiprocessing.set_sharing_strategy("file_system")
-
-
-class Boxes(Dataset):
-    def __len__(self):
-        return 100_000
-
-    def __getitem__(self, i):
-        return torch.rand(50, 4)  # one tensor per sample
-
-
-loader = DataLoader(Boxes(), batch_size=None, num_workers=8)
-kept = [sample for sample in loader]
-```
-
 ## Symptoms
 `RuntimeError: unable to open shared memory object </torch_1234_5678> in read-write mode`
 (newer releases add `: Too many open files (24)`), `RuntimeError: received 0 items of
@@ -104,45 +65,6 @@ Linux 上 DataLoader 跨进程共享张量时的错误：主进程打不开 work
 很大，或者 batch 被保存在列表里（用于统计指标或缓存），占用的描述符就会不断累积，直到达到 `ulimit -n`
 （通常是 1024）。训练会在某个随机的步骤崩溃，常常是一个 epoch 快结束的时候。
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-
-class Boxes(Dataset):
-    def __len__(self):
-        return 100_000
-
-    def __getitem__(self, i):
-        return [torch.rand(4) for _ in range(50)]  # 50 small tensors per sample
-
-
-loader = DataLoader(Boxes(), batch_size=None, num_workers=8)
-kept = [sample for sample in loader]  # every tensor keeps a descriptor open
-```
-
-## Use instead:
-```python
-import torch
-import torch.multiprocessing
-from torch.utils.data import DataLoader, Dataset
-
-torch.multiprocessing.set_sharing_strategy("file_system")
-
-
-class Boxes(Dataset):
-    def __len__(self):
-        return 100_000
-
-    def __getitem__(self, i):
-        return torch.rand(50, 4)  # one tensor per sample
-
-
-loader = DataLoader(Boxes(), batch_size=None, num_workers=8)
-kept = [sample for sample in loader]
-```
-
 ## Symptoms
 `RuntimeError: unable to open shared memory object </torch_1234_5678> in read-write mode`
 （新版本末尾还有 `: Too many open files (24)`），`RuntimeError: received 0 items of
@@ -161,6 +83,41 @@ beginning of your code`，以及 `OSError: [Errno 24] Too many open files`。
 - PyTorch issue #973 和 #11201。
 """,
     },
+    example="""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Boxes(Dataset):
+    def __len__(self):
+        return 100_000
+
+    def __getitem__(self, i):
+        return [torch.rand(4) for _ in range(50)]  # 50 small tensors per sample
+
+
+loader = DataLoader(Boxes(), batch_size=None, num_workers=8)
+kept = [sample for sample in loader]  # every tensor keeps a descriptor open
+""",
+    use_instead="""
+import torch
+import torch.multiprocessing
+from torch.utils.data import DataLoader, Dataset
+
+torch.multiprocessing.set_sharing_strategy("file_system")
+
+
+class Boxes(Dataset):
+    def __len__(self):
+        return 100_000
+
+    def __getitem__(self, i):
+        return torch.rand(50, 4)  # one tensor per sample
+
+
+loader = DataLoader(Boxes(), batch_size=None, num_workers=8)
+kept = [sample for sample in loader]
+""",
 )
 
 PITFALL.error(

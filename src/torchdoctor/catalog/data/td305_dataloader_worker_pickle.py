@@ -44,43 +44,6 @@ them over. Pickle stores functions and classes by their import path, so anything
 one (a lambda, a nested function, a class living only in a notebook's `__main__`) fails, as
 do OS handles. The code works on a Linux server and fails on a laptop, or the reverse.
 
-## Example
-```python
-from torch.utils.data import DataLoader
-from torchvision import datasets, transforms
-
-
-def main():
-    to_gray = transforms.Lambda(lambda img: img.convert("L"))
-    data = datasets.MNIST("data", transform=transforms.Compose([to_gray, transforms.ToTensor()]))
-    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
-        pass
-
-
-main()
-```
-
-## Use instead:
-```python
-from torch.utils.data import DataLoader
-from torchvision import datasets, transforms
-
-
-def to_gray(img):
-    return img.convert("L")
-
-
-def main():
-    transform = transforms.Compose([transforms.Lambda(to_gray), transforms.ToTensor()])
-    data = datasets.MNIST("data", transform=transform)
-    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
-        pass
-
-
-if __name__ == "__main__":
-    main()
-```
-
 ## Symptoms
 `AttributeError: Can't pickle local object 'main.<locals>.<lambda>'` (Python 3.13: `Can't
 get local object ...`), `_pickle.PicklingError: Can't pickle <function <lambda> at
@@ -111,43 +74,6 @@ pickle 后发过去。pickle 按导入路径保存函数和类，所以没有导
 notebook `__main__` 中的类）都会失败，操作系统句柄也一样。于是代码在 Linux 服务器上能跑，换到笔记本上就报错，
 或者反过来。
 
-## Example
-```python
-from torch.utils.data import DataLoader
-from torchvision import datasets, transforms
-
-
-def main():
-    to_gray = transforms.Lambda(lambda img: img.convert("L"))
-    data = datasets.MNIST("data", transform=transforms.Compose([to_gray, transforms.ToTensor()]))
-    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
-        pass
-
-
-main()
-```
-
-## Use instead:
-```python
-from torch.utils.data import DataLoader
-from torchvision import datasets, transforms
-
-
-def to_gray(img):
-    return img.convert("L")
-
-
-def main():
-    transform = transforms.Compose([transforms.Lambda(to_gray), transforms.ToTensor()])
-    data = datasets.MNIST("data", transform=transform)
-    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
-        pass
-
-
-if __name__ == "__main__":
-    main()
-```
-
 ## Symptoms
 `AttributeError: Can't pickle local object 'main.<locals>.<lambda>'`（Python 3.13 中为 `Can't
 get local object ...`），`_pickle.PicklingError: Can't pickle <function <lambda> at
@@ -165,6 +91,39 @@ get local object ...`），`_pickle.PicklingError: Can't pickle <function <lambd
 - PyTorch 文档 `torch.utils.data` 中的 “Platform-specific behaviors” 一节。
 """,
     },
+    example="""
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def main():
+    to_gray = transforms.Lambda(lambda img: img.convert("L"))
+    data = datasets.MNIST("data", transform=transforms.Compose([to_gray, transforms.ToTensor()]))
+    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
+        pass
+
+
+main()
+""",
+    use_instead="""
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def to_gray(img):
+    return img.convert("L")
+
+
+def main():
+    transform = transforms.Compose([transforms.Lambda(to_gray), transforms.ToTensor()])
+    data = datasets.MNIST("data", transform=transform)
+    for images, labels in DataLoader(data, batch_size=64, num_workers=4):
+        pass
+
+
+if __name__ == "__main__":
+    main()
+""",
 )
 
 _LOCAL = re.compile(r"Can't (?:pickle|get) local object '?(?:<function )?(?P<object>[^'\s]+)")

@@ -38,30 +38,6 @@ names no file and no sample, and appears only when two different sizes first mee
 batch, so it can take a while (or a shuffle) to show up. It often hides the real design
 question: should the samples be resized, padded, or kept as a list?
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader
-
-sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
-loader = DataLoader(sentences, batch_size=2)
-for batch in loader:
-    pass
-```
-
-## Use instead:
-```python
-import torch
-from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import DataLoader
-
-sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
-loader = DataLoader(sentences, batch_size=2,
-                    collate_fn=lambda batch: pad_sequence(batch, batch_first=True))
-for batch in loader:
-    pass
-```
-
 ## Symptoms
 `RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0
 and [3, 224, 199] at entry 3`, often wrapped as `RuntimeError: Caught RuntimeError in
@@ -90,30 +66,6 @@ that is shown only as a weak guess. With `num_workers > 0` on Windows or macOS, 
 而且只有当两种不同尺寸第一次出现在同一个 batch 中时才会触发，所以可能要运行一阵（或换一次打乱顺序）才会出现。
 它背后往往是一个需要想清楚的设计问题：这些样本应该缩放、填充，还是保持为列表？
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader
-
-sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
-loader = DataLoader(sentences, batch_size=2)
-for batch in loader:
-    pass
-```
-
-## Use instead:
-```python
-import torch
-from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import DataLoader
-
-sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
-loader = DataLoader(sentences, batch_size=2,
-                    collate_fn=lambda batch: pad_sequence(batch, batch_first=True))
-for batch in loader:
-    pass
-```
-
 ## Symptoms
 `RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0
 and [3, 224, 199] at entry 3`，常被包装成 `RuntimeError: Caught RuntimeError in
@@ -131,6 +83,26 @@ dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`。
 上面那样的 lambda `collate_fn` 需要改成模块顶层函数（参见 `dataloader-worker-pickle`）。
 """,
     },
+    example="""
+import torch
+from torch.utils.data import DataLoader
+
+sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
+loader = DataLoader(sentences, batch_size=2)
+for batch in loader:
+    pass
+""",
+    use_instead="""
+import torch
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader
+
+sentences = [torch.randint(0, 1000, (n,)) for n in (5, 9, 7, 12)]
+loader = DataLoader(sentences, batch_size=2,
+                    collate_fn=lambda batch: pad_sequence(batch, batch_first=True))
+for batch in loader:
+    pass
+""",
 )
 
 _STACK = re.compile(

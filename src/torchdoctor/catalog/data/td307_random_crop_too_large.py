@@ -34,27 +34,6 @@ until one of them is drawn, possibly hours into training, and the error then tal
 `randrange()` or `random_` instead of image sizes. It also shows up when a crop size is
 raised (224 -> 256) without changing the resize before it.
 
-## Example
-```python
-from torchvision import transforms
-
-transform = transforms.Compose([
-    transforms.RandomCrop(224),  # fails on any image smaller than 224 pixels
-    transforms.ToTensor(),
-])
-```
-
-## Use instead:
-```python
-from torchvision import transforms
-
-transform = transforms.Compose([
-    transforms.Resize(256),
-    transforms.RandomCrop(224, pad_if_needed=True),
-    transforms.ToTensor(),
-])
-```
-
 ## Symptoms
 `ValueError: Required crop size (224, 224) is larger then input image size (200, 300)`
 (torchvision; "than" in its v2 transforms), `RuntimeError: random_ expects 'from' to be less
@@ -77,27 +56,6 @@ len(items) - 1)`); without a crop in the traceback that is shown only as a weak 
 而且报错说的是 `randrange()` 或 `random_`，完全不提图像尺寸。把裁剪尺寸调大（224 -> 256）
 却没有同步修改前面的缩放时，也会出现这个问题。
 
-## Example
-```python
-from torchvision import transforms
-
-transform = transforms.Compose([
-    transforms.RandomCrop(224),  # fails on any image smaller than 224 pixels
-    transforms.ToTensor(),
-])
-```
-
-## Use instead:
-```python
-from torchvision import transforms
-
-transform = transforms.Compose([
-    transforms.Resize(256),
-    transforms.RandomCrop(224, pad_if_needed=True),
-    transforms.ToTensor(),
-])
-```
-
 ## Symptoms
 `ValueError: Required crop size (224, 224) is larger then input image size (200, 300)`
 （torchvision；其 v2 变换中拼写为 "than"），`RuntimeError: random_ expects 'from' to be less
@@ -110,6 +68,23 @@ than 'to', but got from=0 >= to=-23`（torchvision 0.8 之前），以及使用 
 如果调用栈中没有裁剪相关的代码，只会作为较弱的猜测给出。
 """,
     },
+    example="""
+from torchvision import transforms
+
+transform = transforms.Compose([
+    transforms.RandomCrop(224),  # fails on any image smaller than 224 pixels
+    transforms.ToTensor(),
+])
+""",
+    use_instead="""
+from torchvision import transforms
+
+transform = transforms.Compose([
+    transforms.Resize(256),
+    transforms.RandomCrop(224, pad_if_needed=True),
+    transforms.ToTensor(),
+])
+""",
 )
 
 PITFALL.error(

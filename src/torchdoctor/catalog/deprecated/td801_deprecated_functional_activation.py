@@ -44,23 +44,6 @@ compute exactly the same thing.
 Current 2.x releases took the warning back and keep the `nn.functional` names as aliases, so
 the rule is off by default: turn it on for code that must also run on PyTorch 1.x.
 
-## Example
-```python
-import torch
-import torch.nn.functional as F
-
-logits = torch.randn(4, 10)
-probs = F.sigmoid(logits)
-```
-
-## Use instead:
-```python
-import torch
-
-logits = torch.randn(4, 10)
-probs = torch.sigmoid(logits)
-```
-
 ## Symptoms
 `UserWarning: nn.functional.sigmoid is deprecated. Use torch.sigmoid instead.`
 `UserWarning: nn.functional.tanh is deprecated. Use torch.tanh instead.`
@@ -94,23 +77,6 @@ PyTorch 0.4 把 Tensor 和 Variable 合并之后，`torch.sigmoid`、`torch.tanh
 目前的 2.x 版本已经撤回了这条警告，把 `nn.functional` 中的名字保留为别名，所以本规则默认关闭：
 如果代码还要在 PyTorch 1.x 上运行，再把它打开。
 
-## Example
-```python
-import torch
-import torch.nn.functional as F
-
-logits = torch.randn(4, 10)
-probs = F.sigmoid(logits)
-```
-
-## Use instead:
-```python
-import torch
-
-logits = torch.randn(4, 10)
-probs = torch.sigmoid(logits)
-```
-
 ## Symptoms
 `UserWarning: nn.functional.sigmoid is deprecated. Use torch.sigmoid instead.`
 `UserWarning: nn.functional.tanh is deprecated. Use torch.tanh instead.`
@@ -128,6 +94,19 @@ probs = torch.sigmoid(logits)
 - PyTorch issue #6245（引入弃用）与 #65909（后来撤回）
 """,
     },
+    example="""
+import torch
+import torch.nn.functional as F
+
+logits = torch.randn(4, 10)
+probs = F.sigmoid(logits)
+""",
+    use_instead="""
+import torch
+
+logits = torch.randn(4, 10)
+probs = torch.sigmoid(logits)
+""",
 )
 
 PITFALL.error(

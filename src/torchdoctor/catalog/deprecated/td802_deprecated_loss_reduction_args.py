@@ -66,20 +66,6 @@ The mapping PyTorch applies (a missing flag counts as `True`):
 - otherwise `size_average=True` -> `reduction='mean'`
 - otherwise -> `reduction='sum'`
 
-## Example
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss(size_average=False)
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss(reduction="sum")
-```
-
 ## Symptoms
 `UserWarning: size_average and reduce args will be deprecated, please use reduction='sum' instead.`
 (with `'mean'` or `'none'` in place of `'sum'`, depending on the flags). A loss whose scale
@@ -118,20 +104,6 @@ PyTorch 使用的对应关系（没给的开关按 `True` 处理）：
 - 否则 `size_average=True` -> `reduction='mean'`
 - 否则 -> `reduction='sum'`
 
-## Example
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss(size_average=False)
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss(reduction="sum")
-```
-
 ## Symptoms
 `UserWarning: size_average and reduce args will be deprecated, please use reduction='sum' instead.`
 （根据开关的取值，`'sum'` 也可能是 `'mean'` 或 `'none'`）。也可能表现为损失的量级与 `reduction=`
@@ -149,6 +121,16 @@ criterion = nn.CrossEntropyLoss(reduction="sum")
 - `torch/nn/_reduction.py` 中的 `legacy_get_string`：即上面的对应关系。
 """,
     },
+    example="""
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss(size_average=False)
+""",
+    use_instead="""
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss(reduction="sum")
+""",
 )
 
 PITFALL.error(

@@ -75,22 +75,6 @@ on every call, burying warnings that matter. `volatile=True` is the worst: it us
 gradient recording for inference, and now it silently does nothing, so evaluation keeps the
 whole autograd graph in memory and runs out of GPU memory at a batch size that used to fit.
 
-## Example
-```python
-import torch.nn as nn
-
-layer = nn.Linear(128, 64)
-nn.init.xavier_uniform(layer.weight)
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-layer = nn.Linear(128, 64)
-nn.init.xavier_uniform_(layer.weight)
-```
-
 ## Symptoms
 - `UserWarning: volatile was removed and now has no effect. Use `with torch.no_grad():` instead.`
 - `TypeError: Tensor.backward() got an unexpected keyword argument 'retain_variables'`
@@ -151,22 +135,6 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
 但每次调用都打印警告，把真正重要的警告淹没。最糟糕的是 `volatile=True`：它原本用于在推理时关闭梯度记录，
 现在却悄无声息地什么都不做，于是评估时整张计算图都留在显存里，原来能跑的 batch size 如今直接显存溢出。
 
-## Example
-```python
-import torch.nn as nn
-
-layer = nn.Linear(128, 64)
-nn.init.xavier_uniform(layer.weight)
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-layer = nn.Linear(128, 64)
-nn.init.xavier_uniform_(layer.weight)
-```
-
 ## Symptoms
 - `UserWarning: volatile was removed and now has no effect. Use `with torch.no_grad():` instead.`
 - `TypeError: Tensor.backward() got an unexpected keyword argument 'retain_variables'`
@@ -202,6 +170,18 @@ nn.init.xavier_uniform_(layer.weight)
   `torch/nn/functional.py`（`upsample*`）。
 """,
     },
+    example="""
+import torch.nn as nn
+
+layer = nn.Linear(128, 64)
+nn.init.xavier_uniform(layer.weight)
+""",
+    use_instead="""
+import torch.nn as nn
+
+layer = nn.Linear(128, 64)
+nn.init.xavier_uniform_(layer.weight)
+""",
 )
 
 

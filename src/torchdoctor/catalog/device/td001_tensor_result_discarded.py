@@ -47,22 +47,6 @@ it was, unlike `Module.cuda()`, which moves the module's parameters in place. Th
 like it did something, and the next line that mixes the tensor with a GPU model fails, or the
 tensor silently stays un-reshaped, un-detached, un-clamped.
 
-## Example
-```python
-import torch
-
-images = torch.randn(8, 3, 32, 32)
-images.cuda()
-```
-
-## Use instead:
-```python
-import torch
-
-images = torch.randn(8, 3, 32, 32)
-images = images.cuda()
-```
-
 ## Symptoms
 `RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should
 be the same`, or `Expected all tensors to be on the same device, but found at least two
@@ -92,22 +76,6 @@ not reported: what it is called on is a module, not the value to assign back to.
 这一行看起来做了事情，但下一行把该张量和 GPU 上的模型一起用时就会报错，或者张量悄悄地没有被
 reshape、没有 detach、没有 clamp。
 
-## Example
-```python
-import torch
-
-images = torch.randn(8, 3, 32, 32)
-images.cuda()
-```
-
-## Use instead:
-```python
-import torch
-
-images = torch.randn(8, 3, 32, 32)
-images = images.cuda()
-```
-
 ## Symptoms
 `RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should
 be the same`，或 `Expected all tensors to be on the same device, but found at least two
@@ -121,6 +89,18 @@ devices, cuda:0 and cpu!`
 返回值同样被丢弃，但不会报告：它调用在模块上，而模块不是应当赋值回去的那个值。
 """,
     },
+    example="""
+import torch
+
+images = torch.randn(8, 3, 32, 32)
+images.cuda()
+""",
+    use_instead="""
+import torch
+
+images = torch.randn(8, 3, 32, 32)
+images = images.cuda()
+""",
 )
 
 # Methods that exist on nn.Module too, where they work in place: report only known tensors.

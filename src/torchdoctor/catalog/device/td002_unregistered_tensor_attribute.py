@@ -63,36 +63,6 @@ A constant that has to move with the model belongs in a buffer: `register_buffer
 tensor)` (add `persistent=False` when it should not be saved in checkpoints). A learnable tensor
 belongs in `nn.Parameter`.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-
-class PositionalBias(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.bias = torch.zeros(n)
-
-    def forward(self, x):
-        return x + self.bias
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-
-class PositionalBias(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.register_buffer("bias", torch.zeros(n), persistent=False)
-
-    def forward(self, x):
-        return x + self.bias
-```
-
 ## Symptoms
 `RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
 cuda:0 and cpu!`; the tensor is absent from `model.state_dict()`; a "learnable" tensor whose
@@ -134,36 +104,6 @@ cache rebuilt on the input's device), and tensors that `forward` never uses as a
 需要跟着模型迁移的常量应当注册为 buffer：`register_buffer(name, tensor)`（不希望存进 checkpoint 时加
 `persistent=False`）。需要学习的张量应当用 `nn.Parameter`。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-
-class PositionalBias(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.bias = torch.zeros(n)
-
-    def forward(self, x):
-        return x + self.bias
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-
-class PositionalBias(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.register_buffer("bias", torch.zeros(n), persistent=False)
-
-    def forward(self, x):
-        return x + self.bias
-```
-
 ## Symptoms
 `RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
 cuda:0 and cpu!`；`model.state_dict()` 里找不到这个张量；本该学习的张量在训练中数值始终不变。
@@ -182,6 +122,32 @@ cuda:0 and cpu!`；`model.state_dict()` 里找不到这个张量；本该学习�
 一起运算而不报错。
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+
+class PositionalBias(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.bias = torch.zeros(n)
+
+    def forward(self, x):
+        return x + self.bias
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+
+class PositionalBias(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("bias", torch.zeros(n), persistent=False)
+
+    def forward(self, x):
+        return x + self.bias
+""",
 )
 
 # torch functions that make a new tensor.

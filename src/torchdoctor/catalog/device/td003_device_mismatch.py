@@ -46,30 +46,6 @@ devices behind your back. The usual ways to end up with a tensor on the wrong de
 - labels, masks or token ids left on the CPU while the images or the model went to the GPU;
 - a checkpoint loaded with `map_location="cpu"` after the model was moved.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-device = torch.device("cuda")
-model = nn.Linear(10, 2).to(device)
-x = torch.randn(4, 10)
-x.to(device)
-y = model(x)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-device = torch.device("cuda")
-model = nn.Linear(10, 2).to(device)
-x = torch.randn(4, 10)
-x = x.to(device)
-y = model(x)
-```
-
 ## Symptoms
 `RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
 cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)`;
@@ -112,30 +88,6 @@ GPU (while checking arguments for addmm)`, `expected device cuda:0 but got devic
 - 图像或模型已经移到 GPU，标签、mask 或 token id 却还留在 CPU 上；
 - 模型移到 GPU 之后，又用 `map_location="cpu"` 加载了 checkpoint。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-device = torch.device("cuda")
-model = nn.Linear(10, 2).to(device)
-x = torch.randn(4, 10)
-x.to(device)
-y = model(x)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-device = torch.device("cuda")
-model = nn.Linear(10, 2).to(device)
-x = torch.randn(4, 10)
-x = x.to(device)
-y = model(x)
-```
-
 ## Symptoms
 `RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
 cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)`；
@@ -161,6 +113,26 @@ argument #2 'mat1'`、`Tensor for argument #2 'mat1' is on CPU, but expected it 
 - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda")
+model = nn.Linear(10, 2).to(device)
+x = torch.randn(4, 10)
+x.to(device)
+y = model(x)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda")
+model = nn.Linear(10, 2).to(device)
+x = torch.randn(4, 10)
+x = x.to(device)
+y = model(x)
+""",
 )
 
 _DEVICE = r"[A-Za-z]+(?::\d+)?"

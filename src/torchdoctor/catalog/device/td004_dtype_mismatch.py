@@ -45,28 +45,6 @@ from somewhere else than the failing line:
 - in-place arithmetic on integer tensors (`x /= n`, `avg += p * w`), typical when averaging
   state dicts or metrics that contain counters such as `num_batches_tracked`.
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-features = torch.from_numpy(np.random.rand(8, 3))
-outputs = model(features)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-features = torch.from_numpy(np.random.rand(8, 3)).float()
-outputs = model(features)
-```
-
 ## Symptoms
 `RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`,
 `expected mat1 and mat2 to have the same dtype, but got: double != float`,
@@ -109,28 +87,6 @@ the float64 side most likely comes from numpy; this entry is the general answer.
 - 对整数张量做原地运算（`x /= n`、`avg += p * w`），在对 state dict 或指标求平均时很常见，
   因为其中有 `num_batches_tracked` 这样的计数器。
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-features = torch.from_numpy(np.random.rand(8, 3))
-outputs = model(features)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-features = torch.from_numpy(np.random.rand(8, 3)).float()
-outputs = model(features)
-```
-
 ## Symptoms
 `RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`、
 `expected mat1 and mat2 to have the same dtype, but got: double != float`、
@@ -157,6 +113,24 @@ float64 与 float32 不一致、而 float64 多半来自 numpy 时，由 `float6
 - https://pytorch.org/docs/stable/amp.html
 """,
     },
+    example="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+features = torch.from_numpy(np.random.rand(8, 3))
+outputs = model(features)
+""",
+    use_instead="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+features = torch.from_numpy(np.random.rand(8, 3)).float()
+outputs = model(features)
+""",
 )
 
 # Every spelling of a dtype in error messages -> its ScalarType name.

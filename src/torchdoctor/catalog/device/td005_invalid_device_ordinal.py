@@ -37,27 +37,6 @@ GPU numbers are not global: they count the GPUs visible to the process, from 0.
 under a scheduler that sets `CUDA_VISIBLE_DEVICES`, or with `--nproc_per_node` larger than the
 number of GPUs.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-device = torch.device("cuda:1")
-model = nn.Linear(10, 2).to(device)
-```
-
-## Use instead:
-```python
-import os
-
-import torch
-import torch.nn as nn
-
-local_rank = int(os.environ.get("LOCAL_RANK", 0))
-device = torch.device("cuda", local_rank % torch.cuda.device_count())
-model = nn.Linear(10, 2).to(device)
-```
-
 ## Symptoms
 `RuntimeError: CUDA error: invalid device ordinal` (often followed by `CUDA kernel errors might
 be asynchronously reported at some other API call`); older versions:
@@ -82,27 +61,6 @@ GPU 编号不是全局的：它是对当前进程可见的 GPU 从 0 开始计�
 因此写死的编号一换机器就会出错，在会设置 `CUDA_VISIBLE_DEVICES` 的作业调度系统下、或者
 `--nproc_per_node` 大于 GPU 数时也会出错。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-device = torch.device("cuda:1")
-model = nn.Linear(10, 2).to(device)
-```
-
-## Use instead:
-```python
-import os
-
-import torch
-import torch.nn as nn
-
-local_rank = int(os.environ.get("LOCAL_RANK", 0))
-device = torch.device("cuda", local_rank % torch.cuda.device_count())
-model = nn.Linear(10, 2).to(device)
-```
-
 ## Symptoms
 `RuntimeError: CUDA error: invalid device ordinal`（后面常跟着 `CUDA kernel errors might be
 asynchronously reported at some other API call`）；旧版本：
@@ -116,6 +74,23 @@ asynchronously reported at some other API call`）；旧版本：
 - https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda:1")
+model = nn.Linear(10, 2).to(device)
+""",
+    use_instead="""
+import os
+
+import torch
+import torch.nn as nn
+
+local_rank = int(os.environ.get("LOCAL_RANK", 0))
+device = torch.device("cuda", local_rank % torch.cuda.device_count())
+model = nn.Linear(10, 2).to(device)
+""",
 )
 
 _CAUSE = {

@@ -47,31 +47,6 @@ causes, most likely first:
 5. fragmentation: PyTorch's cache reserves much more than it has allocated, but in pieces too
    small for the request; `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` avoids it.
 
-## Example
-```python
-import torch
-
-def evaluate(model, loader):
-    total_loss = 0
-    for images, labels in loader:
-        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
-        total_loss += loss
-    return total_loss / len(loader)
-```
-
-## Use instead:
-```python
-import torch
-
-@torch.no_grad()
-def evaluate(model, loader):
-    total_loss = 0.0
-    for images, labels in loader:
-        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
-        total_loss += loss.item()
-    return total_loss / len(loader)
-```
-
 ## Symptoms
 `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total
 capacity of 7.79 GiB of which 3.12 MiB is free. Including non-PyTorch memory, this process has
@@ -110,31 +85,6 @@ GPU 分配显存失败的各种报错：带或不带数字的 `CUDA out of memor
 5. 碎片化：PyTorch 的缓存保留的显存远多于实际分配的，但都是放不下这次请求的小块；
    `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` 可以避免。
 
-## Example
-```python
-import torch
-
-def evaluate(model, loader):
-    total_loss = 0
-    for images, labels in loader:
-        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
-        total_loss += loss
-    return total_loss / len(loader)
-```
-
-## Use instead:
-```python
-import torch
-
-@torch.no_grad()
-def evaluate(model, loader):
-    total_loss = 0.0
-    for images, labels in loader:
-        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
-        total_loss += loss.item()
-    return total_loss / len(loader)
-```
-
 ## Symptoms
 `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total
 capacity of 7.79 GiB of which 3.12 MiB is free. Including non-PyTorch memory, this process has
@@ -157,6 +107,27 @@ memory`；还有 `RuntimeError: CUDA error: out of memory` 和
 - https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory
 """,
     },
+    example="""
+import torch
+
+def evaluate(model, loader):
+    total_loss = 0
+    for images, labels in loader:
+        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
+        total_loss += loss
+    return total_loss / len(loader)
+""",
+    use_instead="""
+import torch
+
+@torch.no_grad()
+def evaluate(model, loader):
+    total_loss = 0.0
+    for images, labels in loader:
+        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
+        total_loss += loss.item()
+    return total_loss / len(loader)
+""",
 )
 
 _GENERIC_CAUSE = {

@@ -41,29 +41,6 @@ Typical causes: a classification target outside `[0, num_classes)` (labels start
 `-1` used for padding without `ignore_index`), token ids larger than the embedding, a
 gather/scatter/indexing with an index out of range, `BCELoss` inputs outside `[0, 1]`.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-logits = torch.randn(4, 3, device="cuda")
-labels = torch.tensor([1, 2, 3, 0], device="cuda")
-loss = nn.CrossEntropyLoss()(logits, labels)
-print(loss.item())
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-logits = torch.randn(4, 3, device="cuda")
-labels = torch.tensor([1, 2, 3, 0], device="cuda")
-assert 0 <= labels.min() and labels.max() < logits.shape[1], "labels out of range"
-loss = nn.CrossEntropyLoss()(logits, labels)
-print(loss.item())
-```
-
 ## Symptoms
 `RuntimeError: CUDA error: device-side assert triggered`, followed by `CUDA kernel errors
 might be asynchronously reported at some other API call, so the stacktrace below might be
@@ -93,29 +70,6 @@ CUDA 内核是异步执行的：断言是在之前某个时刻启动的内核里
 `ignore_index`），token id 大于 embedding 的大小，gather/scatter/索引时下标越界，`BCELoss`
 的输入不在 `[0, 1]` 之间。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-logits = torch.randn(4, 3, device="cuda")
-labels = torch.tensor([1, 2, 3, 0], device="cuda")
-loss = nn.CrossEntropyLoss()(logits, labels)
-print(loss.item())
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-logits = torch.randn(4, 3, device="cuda")
-labels = torch.tensor([1, 2, 3, 0], device="cuda")
-assert 0 <= labels.min() and labels.max() < logits.shape[1], "labels out of range"
-loss = nn.CrossEntropyLoss()(logits, labels)
-print(loss.item())
-```
-
 ## Symptoms
 `RuntimeError: CUDA error: device-side assert triggered`，随后是 `CUDA kernel errors might be
 asynchronously reported at some other API call, so the stacktrace below might be incorrect.
@@ -129,6 +83,25 @@ CUDA error: device-side assert triggered`。
 - https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+logits = torch.randn(4, 3, device="cuda")
+labels = torch.tensor([1, 2, 3, 0], device="cuda")
+loss = nn.CrossEntropyLoss()(logits, labels)
+print(loss.item())
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+logits = torch.randn(4, 3, device="cuda")
+labels = torch.tensor([1, 2, 3, 0], device="cuda")
+assert 0 <= labels.min() and labels.max() < logits.shape[1], "labels out of range"
+loss = nn.CrossEntropyLoss()(logits, labels)
+print(loss.item())
+""",
 )
 
 PITFALL.error(

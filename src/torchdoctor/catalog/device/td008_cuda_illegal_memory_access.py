@@ -42,24 +42,6 @@ CUDA context unusable. In PyTorch programs the usual causes are:
   in a multi-GPU process);
 - bugs in PyTorch, cuDNN or the driver, fixed by upgrading.
 
-## Example
-```python
-import torch
-
-def scores(features, index, kernel):
-    return kernel(features.t(), index)
-```
-
-## Use instead:
-```python
-import torch
-
-def scores(features, index, kernel):
-    features = features.t().contiguous()
-    assert index.max() < features.shape[0], "index out of range"
-    return kernel(features, index)
-```
-
 ## Symptoms
 `RuntimeError: CUDA error: an illegal memory access was encountered` followed by `CUDA kernel
 errors might be asynchronously reported at some other API call`; older versions:
@@ -85,24 +67,6 @@ fail with `CUBLAS_STATUS_EXECUTION_FAILED` or `CUDNN_STATUS_MAPPING_ERROR`.
 - 一块 GPU 上的张量被运行在另一块 GPU 上的内核使用（多 GPU 进程中没有调用 `torch.cuda.set_device`）；
 - PyTorch、cuDNN 或驱动本身的 bug，升级即可解决。
 
-## Example
-```python
-import torch
-
-def scores(features, index, kernel):
-    return kernel(features.t(), index)
-```
-
-## Use instead:
-```python
-import torch
-
-def scores(features, index, kernel):
-    features = features.t().contiguous()
-    assert index.max() < features.shape[0], "index out of range"
-    return kernel(features, index)
-```
-
 ## Symptoms
 `RuntimeError: CUDA error: an illegal memory access was encountered`，随后是 `CUDA kernel errors
 might be asynchronously reported at some other API call`；旧版本：`cuda runtime error (77) : an
@@ -115,6 +79,20 @@ illegal memory access was encountered at /pytorch/aten/src/THC/...`；C++ 日志
 - https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html
 """,
     },
+    example="""
+import torch
+
+def scores(features, index, kernel):
+    return kernel(features.t(), index)
+""",
+    use_instead="""
+import torch
+
+def scores(features, index, kernel):
+    features = features.t().contiguous()
+    assert index.max() < features.shape[0], "index out of range"
+    return kernel(features, index)
+""",
 )
 
 _CAUSE = {

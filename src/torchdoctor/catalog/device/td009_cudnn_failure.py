@@ -44,26 +44,6 @@ The status says where cuDNN gave up, rarely why. By status, the usual reasons ar
   not support for this operation, a batch too large for 32-bit indexing, an RNN input with
   the wrong shape or hidden state.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, 3).cuda()
-images = torch.randn(8, 224, 224, 3, device="cuda").permute(0, 3, 1, 2)
-features = conv(images)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, 3).cuda()
-images = torch.randn(8, 224, 224, 3, device="cuda").permute(0, 3, 1, 2).contiguous()
-features = conv(images)
-```
-
 ## Symptoms
 `RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR`, `cuDNN error:
 CUDNN_STATUS_EXECUTION_FAILED`, `cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear
@@ -93,26 +73,6 @@ cuDNN 报出的错误。cuDNN 是 PyTorch 在 GPU 上做卷积、RNN 和 batch n
 - `NOT_SUPPORTED`、`BAD_PARAM`：cuDNN 处理不了的输入：非连续张量、该运算不支持的 dtype、
   超出 32 位索引范围的大 batch、形状或隐状态不对的 RNN 输入。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, 3).cuda()
-images = torch.randn(8, 224, 224, 3, device="cuda").permute(0, 3, 1, 2)
-features = conv(images)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, 3).cuda()
-images = torch.randn(8, 224, 224, 3, device="cuda").permute(0, 3, 1, 2).contiguous()
-features = conv(images)
-```
-
 ## Symptoms
 `RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR`、`cuDNN error:
 CUDNN_STATUS_EXECUTION_FAILED`、`cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear
@@ -125,6 +85,22 @@ if you passed in a non-contiguous input.`、`cuDNN error: CUDNN_STATUS_MAPPING_E
 - https://docs.nvidia.com/deeplearning/cudnn/latest/api/overview.html#cudnnstatus-t
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+conv = nn.Conv2d(3, 64, 3).cuda()
+images = torch.randn(8, 224, 224, 3, device="cuda").permute(0, 3, 1, 2)
+features = conv(images)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+conv = nn.Conv2d(3, 64, 3).cuda()
+images = torch.randn(8, 224, 224, 3, device="cuda").permute(0, 3, 1, 2).contiguous()
+features = conv(images)
+""",
 )
 
 _MEMORY_OR_INSTALL = (

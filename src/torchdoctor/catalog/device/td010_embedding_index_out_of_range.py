@@ -49,30 +49,6 @@ no row. The ids and the table come from different places, so they drift apart:
 On the GPU the failure is a device-side assert: reported asynchronously, at a later line, and
 the CUDA context cannot be used any more.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-vocab = {"<pad>": 0, "hello": 1, "world": 2}
-embedding = nn.Embedding(len(vocab), 16)
-unknown_id = len(vocab)
-ids = torch.tensor([vocab["hello"], unknown_id])
-vectors = embedding(ids)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-vocab = {"<pad>": 0, "hello": 1, "world": 2}
-unknown_id = len(vocab)
-embedding = nn.Embedding(len(vocab) + 1, 16)
-ids = torch.tensor([vocab["hello"], unknown_id])
-vectors = embedding(ids)
-```
-
 ## Symptoms
 CPU: `IndexError: index out of range in self` from `torch.embedding`; before torch 1.5:
 `RuntimeError: index out of range at ../aten/src/TH/generic/THTensorEvenMoreMath.cpp:191`.
@@ -104,30 +80,6 @@ embedding 是一张每个 id 占一行的表；等于或大于行数的 id 没�
 
 在 GPU 上，这表现为 device-side assert：错误异步报告，出现在后面的某一行，并且 CUDA 上下文无法再使用。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-vocab = {"<pad>": 0, "hello": 1, "world": 2}
-embedding = nn.Embedding(len(vocab), 16)
-unknown_id = len(vocab)
-ids = torch.tensor([vocab["hello"], unknown_id])
-vectors = embedding(ids)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-vocab = {"<pad>": 0, "hello": 1, "world": 2}
-unknown_id = len(vocab)
-embedding = nn.Embedding(len(vocab) + 1, 16)
-ids = torch.tensor([vocab["hello"], unknown_id])
-vectors = embedding(ids)
-```
-
 ## Symptoms
 CPU：`torch.embedding` 抛出 `IndexError: index out of range in self`；torch 1.5 之前：
 `RuntimeError: index out of range at ../aten/src/TH/generic/THTensorEvenMoreMath.cpp:191`。
@@ -141,6 +93,26 @@ srcIndex < srcSelectDimSize failed.`（torch 0.x 中是 `THCTensorIndex.cu`）�
 - https://huggingface.co/docs/transformers/main_classes/model
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+vocab = {"<pad>": 0, "hello": 1, "world": 2}
+embedding = nn.Embedding(len(vocab), 16)
+unknown_id = len(vocab)
+ids = torch.tensor([vocab["hello"], unknown_id])
+vectors = embedding(ids)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+vocab = {"<pad>": 0, "hello": 1, "world": 2}
+unknown_id = len(vocab)
+embedding = nn.Embedding(len(vocab) + 1, 16)
+ids = torch.tensor([vocab["hello"], unknown_id])
+vectors = embedding(ids)
+""",
 )
 
 _CAUSE = {

@@ -41,25 +41,6 @@ indices computed for one tensor and applied to a smaller one (after filtering or
 or a batch whose last element is shorter. On the GPU the check is a device-side assert:
 reported asynchronously, at a later line, and the process must be restarted.
 
-## Example
-```python
-import torch
-
-scores = torch.randn(4, 10)
-labels = torch.tensor([1, 10, 3, 7])
-picked = scores.gather(1, labels.unsqueeze(1))
-```
-
-## Use instead:
-```python
-import torch
-
-scores = torch.randn(4, 10)
-labels = torch.tensor([1, 10, 3, 7]) - 1
-assert labels.min() >= 0 and labels.max() < scores.shape[1]
-picked = scores.gather(1, labels.unsqueeze(1))
-```
-
 ## Symptoms
 `IndexError: index 5 is out of bounds for dimension 0 with size 3`,
 `RuntimeError: index 7 is out of bounds for dimension 1 with size 3` (gather/scatter);
@@ -86,25 +67,6 @@ scatter/gather 内核的 `"index out of bounds"` 断言。损失函数中的类�
 （过滤或裁剪之后），或者最后一个 batch 比较短。在 GPU 上，这个检查是 device-side assert：
 错误异步报告，出现在后面的某一行，而且进程必须重启。
 
-## Example
-```python
-import torch
-
-scores = torch.randn(4, 10)
-labels = torch.tensor([1, 10, 3, 7])
-picked = scores.gather(1, labels.unsqueeze(1))
-```
-
-## Use instead:
-```python
-import torch
-
-scores = torch.randn(4, 10)
-labels = torch.tensor([1, 10, 3, 7]) - 1
-assert labels.min() >= 0 and labels.max() < scores.shape[1]
-picked = scores.gather(1, labels.unsqueeze(1))
-```
-
 ## Symptoms
 `IndexError: index 5 is out of bounds for dimension 0 with size 3`、
 `RuntimeError: index 7 is out of bounds for dimension 1 with size 3`（gather/scatter）；
@@ -119,6 +81,21 @@ bounds" failed.`，随后是 `CUDA error: device-side assert triggered`。
 - https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution
 """,
     },
+    example="""
+import torch
+
+scores = torch.randn(4, 10)
+labels = torch.tensor([1, 10, 3, 7])
+picked = scores.gather(1, labels.unsqueeze(1))
+""",
+    use_instead="""
+import torch
+
+scores = torch.randn(4, 10)
+labels = torch.tensor([1, 10, 3, 7]) - 1
+assert labels.min() >= 0 and labels.max() < scores.shape[1]
+picked = scores.gather(1, labels.unsqueeze(1))
+""",
 )
 
 PITFALL.error(

@@ -37,25 +37,6 @@ CPU-only machine and fails on the training server.) Moving the wrapper afterward
 `model = nn.DataParallel(model); model.to(device)` as in the PyTorch tutorial, is fine: the
 wrapper moves the model it holds.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.DataParallel(nn.Linear(4, 2))
-out = model(torch.randn(8, 4))
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.DataParallel(nn.Linear(4, 2))
-model.to("cuda")
-out = model(torch.randn(8, 4).to("cuda"))
-```
-
 ## Symptoms
 `RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0])
 but found one of them on device: cpu`
@@ -77,25 +58,6 @@ A model whose parameters are created on the GPU directly (`torch.set_default_dev
 到了训练服务器上才出错。）像 PyTorch 教程那样先包装再移动，`model = nn.DataParallel(model); model.to(device)`，
 是没有问题的：包装对象会移动它持有的模型。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.DataParallel(nn.Linear(4, 2))
-out = model(torch.randn(8, 4))
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.DataParallel(nn.Linear(4, 2))
-model.to("cuda")
-out = model(torch.randn(8, 4).to("cuda"))
-```
-
 ## Symptoms
 `RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0])
 but found one of them on device: cpu`
@@ -105,6 +67,21 @@ but found one of them on device: cpu`
 但也会被报告。
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.DataParallel(nn.Linear(4, 2))
+out = model(torch.randn(8, 4))
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.DataParallel(nn.Linear(4, 2))
+model.to("cuda")
+out = model(torch.randn(8, 4).to("cuda"))
+""",
 )
 
 DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",

@@ -43,42 +43,6 @@ The wrapper is a new `nn.Module` that holds the model as `.module`. It forwards 
 `forward`, and has the `nn.Module` API of its own (`parameters()`, `state_dict()`, `train()`,
 `to()`...), but none of the model's other methods, attributes or submodules.
 
-## Example
-```python
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 2)
-
-    def predict(self, x):
-        return self.fc(x).argmax(-1)
-
-
-model = nn.DataParallel(Net())
-labels = model.predict(None)
-```
-
-## Use instead:
-```python
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 2)
-
-    def predict(self, x):
-        return self.fc(x).argmax(-1)
-
-
-model = nn.DataParallel(Net())
-labels = model.module.predict(None)
-```
-
 ## Symptoms
 `AttributeError: 'DataParallel' object has no attribute 'predict'`, or
 `AttributeError: 'DistributedDataParallel' object has no attribute 'predict'`.
@@ -100,8 +64,17 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 自身也有 `nn.Module` 的接口（`parameters()`、`state_dict()`、`train()`、`to()` 等），
 但没有原模型的其他方法、属性和子模块。
 
-## Example
-```python
+## Symptoms
+`AttributeError: 'DataParallel' object has no attribute 'predict'`，或
+`AttributeError: 'DistributedDataParallel' object has no attribute 'predict'`。
+
+## Fix safety
+修复会插入 `.module`。它是不安全的：在 `.module` 上调用的方法只在一张卡上运行，不再由 DataParallel
+拆分 batch，包装对象上注册的 forward hook、`no_sync` 上下文也不再作用于它。像 `predict`、`generate`
+这样的辅助方法通常正需要这样，但请确认。
+""",
+    },
+    example="""
 import torch.nn as nn
 
 
@@ -116,10 +89,8 @@ class Net(nn.Module):
 
 model = nn.DataParallel(Net())
 labels = model.predict(None)
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch.nn as nn
 
 
@@ -134,18 +105,7 @@ class Net(nn.Module):
 
 model = nn.DataParallel(Net())
 labels = model.module.predict(None)
-```
-
-## Symptoms
-`AttributeError: 'DataParallel' object has no attribute 'predict'`，或
-`AttributeError: 'DistributedDataParallel' object has no attribute 'predict'`。
-
-## Fix safety
-修复会插入 `.module`。它是不安全的：在 `.module` 上调用的方法只在一张卡上运行，不再由 DataParallel
-拆分 batch，包装对象上注册的 forward hook、`no_sync` 上下文也不再作用于它。像 `predict`、`generate`
-这样的辅助方法通常正需要这样，但请确认。
 """,
-    },
 )
 
 WRAPPERS = {

@@ -44,32 +44,6 @@ process. Since torch 2.0 it passes `--local-rank=N` instead, which argparse does
 it sets the `LOCAL_RANK` environment variable, so the option keeps its default and every
 process picks the same GPU.
 
-## Example
-```python
-import argparse
-
-import torch
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--local_rank", type=int, default=0)
-args = parser.parse_args()
-torch.cuda.set_device(args.local_rank)
-```
-
-## Use instead:
-```python
-import argparse
-import os
-
-import torch
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--local_rank", "--local-rank", type=int,
-                    default=int(os.environ.get("LOCAL_RANK", 0)))
-args = parser.parse_args()
-torch.cuda.set_device(args.local_rank)
-```
-
 ## Symptoms
 `error: unrecognized arguments: --local-rank=0`, or all processes on `cuda:0` with
 `out of memory` or NCCL errors such as `Duplicate GPU detected`.
@@ -91,32 +65,6 @@ argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法
 `torchrun` 默认根本不传这个参数，只设置 `LOCAL_RANK` 环境变量，于是该选项一直是默认值，
 所有进程都挤到同一块 GPU 上。
 
-## Example
-```python
-import argparse
-
-import torch
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--local_rank", type=int, default=0)
-args = parser.parse_args()
-torch.cuda.set_device(args.local_rank)
-```
-
-## Use instead:
-```python
-import argparse
-import os
-
-import torch
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--local_rank", "--local-rank", type=int,
-                    default=int(os.environ.get("LOCAL_RANK", 0)))
-args = parser.parse_args()
-torch.cuda.set_device(args.local_rank)
-```
-
 ## Symptoms
 `error: unrecognized arguments: --local-rank=0`，或者所有进程都跑在 `cuda:0` 上，出现
 `out of memory`，或 `Duplicate GPU detected` 之类的 NCCL 错误。
@@ -127,6 +75,28 @@ torch.cuda.set_device(args.local_rank)
 这需要自己写 `default=int(os.environ.get("LOCAL_RANK", 0))`。
 """,
     },
+    example="""
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+args = parser.parse_args()
+torch.cuda.set_device(args.local_rank)
+""",
+    use_instead="""
+import argparse
+import os
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", "--local-rank", type=int,
+                    default=int(os.environ.get("LOCAL_RANK", 0)))
+args = parser.parse_args()
+torch.cuda.set_device(args.local_rank)
+""",
 )
 
 OLD_SPELLING = "--local_rank"

@@ -46,33 +46,6 @@ changed by `set_epoch`. Without the call, every epoch uses the permutation of ep
 rank sees exactly the same samples in the same order, epoch after epoch. Nothing fails; the
 model just trains worse than it should, which is hard to trace back.
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader, DistributedSampler
-
-dataset = torch.utils.data.TensorDataset(torch.randn(64, 4))
-sampler = DistributedSampler(dataset)
-loader = DataLoader(dataset, batch_size=8, sampler=sampler)
-for epoch in range(10):
-    for (batch,) in loader:
-        pass
-```
-
-## Use instead:
-```python
-import torch
-from torch.utils.data import DataLoader, DistributedSampler
-
-dataset = torch.utils.data.TensorDataset(torch.randn(64, 4))
-sampler = DistributedSampler(dataset)
-loader = DataLoader(dataset, batch_size=8, sampler=sampler)
-for epoch in range(10):
-    sampler.set_epoch(epoch)
-    for (batch,) in loader:
-        pass
-```
-
 ## Fix safety
 The fix inserts `set_epoch(<loop variable>)` as the first statement of the epoch loop, guarded
 by `is not None` when the sampler is only made on some runs. It is unsafe: the data order of
@@ -93,8 +66,16 @@ loop variable is assumed to count epochs.
 不调用它，每个 epoch 用的都是第 0 个 epoch 的排列：每个进程一轮又一轮地以完全相同的顺序看到完全相同的样本。
 程序不会报错，只是模型训练得比应有的差，而且很难查到原因。
 
-## Example
-```python
+## Fix safety
+修复会在 epoch 循环体的第一行插入 `set_epoch(<循环变量>)`；如果 sampler 只在部分情况下创建，
+会加上 `is not None` 判断。它是不安全的：第一个 epoch 之后每个 epoch 的数据顺序都会改变，
+结果不再与之前的运行一致；而且它假定循环变量就是 epoch 编号。
+
+## References
+- https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
+""",
+    },
+    example="""
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
@@ -104,10 +85,8 @@ loader = DataLoader(dataset, batch_size=8, sampler=sampler)
 for epoch in range(10):
     for (batch,) in loader:
         pass
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
@@ -118,17 +97,7 @@ for epoch in range(10):
     sampler.set_epoch(epoch)
     for (batch,) in loader:
         pass
-```
-
-## Fix safety
-修复会在 epoch 循环体的第一行插入 `set_epoch(<循环变量>)`；如果 sampler 只在部分情况下创建，
-会加上 `is not None` 判断。它是不安全的：第一个 epoch 之后每个 epoch 的数据顺序都会改变，
-结果不再与之前的运行一致；而且它假定循环变量就是 epoch 编号。
-
-## References
-- https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
 """,
-    },
 )
 
 SAMPLERS = frozenset({"torch.utils.data.distributed.DistributedSampler",

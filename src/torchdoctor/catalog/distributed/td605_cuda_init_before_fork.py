@@ -47,39 +47,6 @@ CUDA context that cannot work in a forked process. The first CUDA call in the ch
 `torch.cuda.is_available()` and `torch.cuda.device_count()` do not initialize CUDA, so a
 parent that only asks these is fine.
 
-## Example
-```python
-import multiprocessing as mp
-
-import torch
-
-
-def worker(rank):
-    torch.ones(1).cuda()
-
-
-x = torch.ones(1).cuda()
-p = mp.Process(target=worker, args=(0,))
-p.start()
-```
-
-## Use instead:
-```python
-import torch
-import torch.multiprocessing as mp
-
-
-def worker(rank):
-    torch.ones(1).cuda()
-
-
-if __name__ == "__main__":
-    mp.set_start_method("spawn")
-    x = torch.ones(1).cuda()
-    p = mp.Process(target=worker, args=(0,))
-    p.start()
-```
-
 ## Symptoms
 `RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with
 multiprocessing, you must use the 'spawn' start method`
@@ -101,8 +68,15 @@ Linux 上默认的启动方式是 `fork`：子进程是父进程的一份拷贝�
 子进程里第一次调用 CUDA 就会失败。`torch.cuda.is_available()` 和 `torch.cuda.device_count()`
 不会初始化 CUDA，父进程只调用它们是没问题的。
 
-## Example
-```python
+## Symptoms
+`RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with
+multiprocessing, you must use the 'spawn' start method`
+
+## Known problems
+`Pool` 和 `ProcessPoolExecutor` 不检查：它们的工作进程运行哪个函数，要到 `map`/`submit` 时才知道。
+""",
+    },
+    example="""
 import multiprocessing as mp
 
 import torch
@@ -115,10 +89,8 @@ def worker(rank):
 x = torch.ones(1).cuda()
 p = mp.Process(target=worker, args=(0,))
 p.start()
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 import torch.multiprocessing as mp
 
@@ -132,16 +104,7 @@ if __name__ == "__main__":
     x = torch.ones(1).cuda()
     p = mp.Process(target=worker, args=(0,))
     p.start()
-```
-
-## Symptoms
-`RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with
-multiprocessing, you must use the 'spawn' start method`
-
-## Known problems
-`Pool` 和 `ProcessPoolExecutor` 不检查：它们的工作进程运行哪个函数，要到 `map`/`submit` 时才知道。
 """,
-    },
 )
 
 PROCESSES = frozenset({"multiprocessing.Process", "torch.multiprocessing.Process",

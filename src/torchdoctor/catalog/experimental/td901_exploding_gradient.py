@@ -34,35 +34,6 @@ becomes `inf` or `nan`, and the run is lost. The usual causes are a learning rat
 the model and batch size, no gradient clipping in a recurrent or very deep network, a loss
 that is summed instead of averaged over a large batch, or a missing normalisation layer.
 
-## Example
-```python
-import torch
-
-model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
-optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-for step in range(100):
-    x = torch.randn(32, 16)
-    loss = torch.nn.functional.mse_loss(model(x), x.sum(1, keepdim=True))
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for step in range(100):
-    x = torch.randn(32, 16)
-    loss = torch.nn.functional.mse_loss(model(x), x.sum(1, keepdim=True))
-    optimizer.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-    optimizer.step()
-```
-
 ## Known problems
 The norms are read in the optimizer step pre-hook, after `clip_grad_norm_` has run: a run that
 clips is judged on its clipped gradients and is rarely reported (clipping is the remedy). A
@@ -83,8 +54,14 @@ respect to the logits is bounded): its ReLUs die and its loss stalls instead, wh
 这次训练就废了。常见原因：相对模型和 batch 大小而言学习率过高，循环网络或很深的网络没有做梯度裁剪，
 大 batch 上的损失是求和而不是求平均，或者缺少归一化层。
 
-## Example
-```python
+## Known problems
+范数在优化器 step 的 pre-hook 中读取，此时 `clip_grad_norm_` 已经裁剪过梯度：做了裁剪的训练按裁剪后的梯度判断，
+很少会被报告。梯度合理地增长一百倍的训练（例如损失从接近 0 开始）也会被报告；所以这个检查需要显式启用。
+用交叉熵训练、学习率远远过高的分类器很少出现梯度爆炸（交叉熵对 logits 的梯度是有界的）：
+它的 ReLU 会死亡、损失会停滞，由 `dead-relu` 和 `loss-plateau` 报告。
+""",
+    },
+    example="""
 import torch
 
 model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
@@ -95,10 +72,8 @@ for step in range(100):
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 
 model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
@@ -110,15 +85,7 @@ for step in range(100):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
     optimizer.step()
-```
-
-## Known problems
-范数在优化器 step 的 pre-hook 中读取，此时 `clip_grad_norm_` 已经裁剪过梯度：做了裁剪的训练按裁剪后的梯度判断，
-很少会被报告。梯度合理地增长一百倍的训练（例如损失从接近 0 开始）也会被报告；所以这个检查需要显式启用。
-用交叉熵训练、学习率远远过高的分类器很少出现梯度爆炸（交叉熵对 logits 的梯度是有界的）：
-它的 ReLU 会死亡、损失会停滞，由 `dead-relu` 和 `loss-plateau` 报告。
 """,
-    },
 )
 
 

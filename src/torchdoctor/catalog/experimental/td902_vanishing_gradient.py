@@ -33,26 +33,6 @@ Backpropagation multiplies one factor per layer. With saturating activations (`s
 connections, the product shrinks geometrically: the layers near the input receive almost no
 gradient and keep their random weights, while the loss stalls at a poor value.
 
-## Example
-```python
-import torch
-
-layers = []
-for _ in range(12):
-    layers += [torch.nn.Linear(32, 32), torch.nn.Sigmoid()]
-model = torch.nn.Sequential(*layers, torch.nn.Linear(32, 2))
-```
-
-## Use instead:
-```python
-import torch
-
-layers = []
-for _ in range(12):
-    layers += [torch.nn.Linear(32, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU()]
-model = torch.nn.Sequential(*layers, torch.nn.Linear(32, 2))
-```
-
 ## Known problems
 "First" and "last" are the order of the optimizer's parameters, which is the order the model
 registers them in: a model that defines its head before its body is judged backwards. An
@@ -71,31 +51,27 @@ starting with one can be reported.
 或者很深却没有归一化层和残差连接时，这个乘积按几何级数缩小：靠近输入的层几乎得不到梯度，
 一直保持随机初始化的权重，而损失停在一个很差的值上。
 
-## Example
-```python
+## Known problems
+“第一层”和“最后一层”按优化器中参数的顺序判断，也就是模型注册参数的顺序：先定义输出头、后定义主体的模型会被反过来判断。
+embedding 在一个 batch 中大部分行没有出现，梯度天然很小；以 embedding 开头的模型可能被报告。
+""",
+    },
+    example="""
 import torch
 
 layers = []
 for _ in range(12):
     layers += [torch.nn.Linear(32, 32), torch.nn.Sigmoid()]
 model = torch.nn.Sequential(*layers, torch.nn.Linear(32, 2))
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 
 layers = []
 for _ in range(12):
     layers += [torch.nn.Linear(32, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU()]
 model = torch.nn.Sequential(*layers, torch.nn.Linear(32, 2))
-```
-
-## Known problems
-“第一层”和“最后一层”按优化器中参数的顺序判断，也就是模型注册参数的顺序：先定义输出头、后定义主体的模型会被反过来判断。
-embedding 在一个 batch 中大部分行没有出现，梯度天然很小；以 embedding 开头的模型可能被报告。
 """,
-    },
 )
 
 

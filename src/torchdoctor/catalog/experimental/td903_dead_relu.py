@@ -34,22 +34,6 @@ negative bias (from initialisation or a bad update) or inputs that are not norma
 most units of a layer at once; the network then has far less capacity than it seems, or
 stops learning altogether.
 
-## Example
-```python
-import torch
-
-model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
-torch.nn.init.constant_(model[0].bias, -5.0)
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
-torch.nn.init.zeros_(model[0].bias)
-```
-
 ## Known problems
 Only ReLU modules are watched: `F.relu`/`torch.relu` called in `forward` are not (a forward
 hook needs a module). Only models seen while the check is enabled get the hooks. A ReLU
@@ -67,27 +51,23 @@ followed by max-pooling over sparse features can legitimately leave many channel
 过大的学习率步长、过大的负偏置（来自初始化或一次糟糕的更新）或没有归一化的输入，都可能一下子让一层中的
 大多数单元死亡；网络的实际容量因此远小于看上去的大小，甚至完全停止学习。
 
-## Example
-```python
-import torch
-
-model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
-torch.nn.init.constant_(model[0].bias, -5.0)
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
-torch.nn.init.zeros_(model[0].bias)
-```
-
 ## Known problems
 只监视 ReLU 模块：在 `forward` 中调用的 `F.relu`/`torch.relu` 不在其中（前向 hook 需要模块）。
 只有启用检查之后才见到的模型会被挂上 hook。ReLU 之后接在稀疏特征上做最大池化时，很多通道为 0 也可能是正常的。
 """,
     },
+    example="""
+import torch
+
+model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
+torch.nn.init.constant_(model[0].bias, -5.0)
+""",
+    use_instead="""
+import torch
+
+model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
+torch.nn.init.zeros_(model[0].bias)
+""",
 )
 
 

@@ -39,22 +39,6 @@ rebuilt after the optimizer), parameters frozen by `requires_grad=False`, a `det
 cuts the graph, or dead units that pass no gradient. Such a run can burn hours before anyone
 looks at the curve.
 
-## Example
-```python
-import torch
-
-model = torch.nn.Linear(16, 2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Linear(16, 2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-```
-
 ## Known problems
 A plateau reached after the loss first went down (a learning rate that decayed too early) is
 not reported. Under a `GradScaler` the loss seen is the scaled one and the scale moves, so
@@ -73,28 +57,24 @@ the start) cannot improve by 1% and is skipped only when its loss is below 1e-6.
 优化器管理的不是正在训练的模型的参数（在创建优化器之后又重建了模型），参数被 `requires_grad=False` 冻结，
 某个 `detach()` 切断了计算图，或者死亡的单元传不回梯度。这样的训练可能白白跑上几个小时才有人去看曲线。
 
-## Example
-```python
-import torch
-
-model = torch.nn.Linear(16, 2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Linear(16, 2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-```
-
 ## Known problems
 损失先下降、之后才停滞的情况（学习率衰减得太早）不会被报告。使用 `GradScaler` 时看到的是缩放后的损失，
 而且缩放系数会变化，所以此时不做检查。在最初几步就学会的任务（损失一开始就接近 0）无法再改善 1%，
 只有当损失低于 1e-6 时才会被跳过。
 """,
     },
+    example="""
+import torch
+
+model = torch.nn.Linear(16, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+""",
+    use_instead="""
+import torch
+
+model = torch.nn.Linear(16, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+""",
 )
 
 

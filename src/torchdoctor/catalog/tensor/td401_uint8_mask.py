@@ -57,24 +57,6 @@ A uint8 mask is also easy to get wrong: `~mask` on uint8 gives 254 and 255, both
 "inverted" mask selects everything, and a uint8 tensor meant as integer indices (a lookup
 table) is silently taken as a mask.
 
-## Example
-```python
-import torch
-
-scores = torch.randn(10)
-keep = (scores > 0).byte()
-positive = scores[keep]
-```
-
-## Use instead:
-```python
-import torch
-
-scores = torch.randn(10)
-keep = scores > 0
-positive = scores[keep]
-```
-
 ## Symptoms
 `UserWarning: indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool
 instead.`, `UserWarning: masked_fill_ received a mask with dtype torch.uint8, this behavior is
@@ -110,24 +92,6 @@ PyTorch 1.2 之前掩码是 uint8 类型，那时写的代码至今还在用 `.b
 则会直接抛出 RuntimeError。uint8 掩码还很容易出错：对 uint8 做 `~mask` 得到的是 254 和 255，都是“真”，
 “取反”后的掩码会选中所有元素；而本意是整数下标（查找表）的 uint8 张量也会被悄悄当成掩码。
 
-## Example
-```python
-import torch
-
-scores = torch.randn(10)
-keep = (scores > 0).byte()
-positive = scores[keep]
-```
-
-## Use instead:
-```python
-import torch
-
-scores = torch.randn(10)
-keep = scores > 0
-positive = scores[keep]
-```
-
 ## Symptoms
 `UserWarning: indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool
 instead.`、`UserWarning: masked_fill_ received a mask with dtype torch.uint8, this behavior is
@@ -146,6 +110,20 @@ now deprecated,please use a mask with dtype torch.bool instead.`；新版本中�
 只追踪同一函数内的使用：在一个函数里构造、返回后在别处使用的掩码不会被报告。
 """,
     },
+    example="""
+import torch
+
+scores = torch.randn(10)
+keep = (scores > 0).byte()
+positive = scores[keep]
+""",
+    use_instead="""
+import torch
+
+scores = torch.randn(10)
+keep = scores > 0
+positive = scores[keep]
+""",
 )
 
 _UINT8_CAUSE = {

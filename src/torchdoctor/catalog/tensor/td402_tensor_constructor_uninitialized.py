@@ -45,22 +45,6 @@ is a tensor of three arbitrary numbers, not `tensor([3.])`. Results that depend 
 from run to run and machine to machine, and may be huge, `nan` or `inf`; on a fresh process the
 memory is often zero, so the bug hides in tests.
 
-## Example
-```python
-import torch
-
-bias = torch.Tensor(16)
-logits = torch.randn(4, 16) + bias
-```
-
-## Use instead:
-```python
-import torch
-
-bias = torch.zeros(16)
-logits = torch.randn(4, 16) + bias
-```
-
 ## Symptoms
 Losses or outputs that are `nan`, `inf` or absurdly large on the first step, and results that
 change between runs with the same seed.
@@ -96,22 +80,6 @@ returned `nn.Parameter(torch.Tensor(...))` is not reported: the module initializ
 每次运行、每台机器都可能不同，可能极大，也可能是 `nan` 或 `inf`；新进程里这块内存往往恰好是 0，
 所以测试时问题常常被掩盖。
 
-## Example
-```python
-import torch
-
-bias = torch.Tensor(16)
-logits = torch.randn(4, 16) + bias
-```
-
-## Use instead:
-```python
-import torch
-
-bias = torch.zeros(16)
-logits = torch.randn(4, 16) + bias
-```
-
 ## Symptoms
 第一步的 loss 或输出就是 `nan`、`inf` 或大得离谱的数；同样的随机种子，每次运行结果却不一样。
 
@@ -128,6 +96,18 @@ logits = torch.randn(4, 16) + bias
 返回 `nn.Parameter(torch.Tensor(...))` 的函数不会被报告：通常由模块自己完成初始化。
 """,
     },
+    example="""
+import torch
+
+bias = torch.Tensor(16)
+logits = torch.randn(4, 16) + bias
+""",
+    use_instead="""
+import torch
+
+bias = torch.zeros(16)
+logits = torch.randn(4, 16) + bias
+""",
 )
 
 # Legacy constructors and the dtype that keeps their meaning in `torch.zeros` (data, not code).

@@ -64,22 +64,6 @@ shape. Flattening a transposed matrix would need its elements in a different ord
 call raises. The error often appears late: with a batch size or a head count of 1 the merged
 dimension is trivial and the code works, then it fails on real data.
 
-## Example
-```python
-import torch
-
-x = torch.randn(8, 16, 32)
-y = x.transpose(1, 2).view(8, -1)
-```
-
-## Use instead:
-```python
-import torch
-
-x = torch.randn(8, 16, 32)
-y = x.transpose(1, 2).reshape(8, -1)
-```
-
 ## Symptoms
 `RuntimeError: view size is not compatible with input tensor's size and stride (at least one
 dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
@@ -119,22 +103,6 @@ checked, because their memory layout is unknown.
 所以会直接报错。这个错误常常出现得很晚：batch size 或头数为 1 时被合并的维度是平凡的，代码能跑通，
 换成真实数据才崩溃。
 
-## Example
-```python
-import torch
-
-x = torch.randn(8, 16, 32)
-y = x.transpose(1, 2).view(8, -1)
-```
-
-## Use instead:
-```python
-import torch
-
-x = torch.randn(8, 16, 32)
-y = x.transpose(1, 2).reshape(8, -1)
-```
-
 ## Symptoms
 `RuntimeError: view size is not compatible with input tensor's size and stride (at least one
 dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
@@ -152,6 +120,18 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 因此不检查对它们的 view。
 """,
     },
+    example="""
+import torch
+
+x = torch.randn(8, 16, 32)
+y = x.transpose(1, 2).view(8, -1)
+""",
+    use_instead="""
+import torch
+
+x = torch.randn(8, 16, 32)
+y = x.transpose(1, 2).reshape(8, -1)
+""",
 )
 
 PITFALL.error(

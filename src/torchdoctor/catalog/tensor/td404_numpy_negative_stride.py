@@ -48,24 +48,6 @@ such a view fails, even `torch.tensor`, which copies anyway. The classic case is
 OpenCV image from BGR to RGB with `img[..., ::-1]` right before `torch.from_numpy`, or a
 flip used as data augmentation.
 
-## Example
-```python
-import numpy as np
-import torch
-
-image = np.random.rand(32, 32, 3)
-tensor = torch.from_numpy(image[..., ::-1])
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-
-image = np.random.rand(32, 32, 3)
-tensor = torch.from_numpy(image[..., ::-1].copy())
-```
-
 ## Symptoms
 `ValueError: At least one stride in the given numpy array is negative, and tensors with
 negative strides are not currently supported. (You can probably work around this by making a
@@ -96,24 +78,6 @@ PyTorch 张量不支持负步长，所以这种视图的任何转换都会失败
 也不例外。最常见的场景是在 `torch.from_numpy` 之前用 `img[..., ::-1]` 把 OpenCV 图像从 BGR 转成 RGB，
 或者在数据增强里做翻转。
 
-## Example
-```python
-import numpy as np
-import torch
-
-image = np.random.rand(32, 32, 3)
-tensor = torch.from_numpy(image[..., ::-1])
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-
-image = np.random.rand(32, 32, 3)
-tensor = torch.from_numpy(image[..., ::-1].copy())
-```
-
 ## Symptoms
 `ValueError: At least one stride in the given numpy array is negative, and tensors with
 negative strides are not currently supported. (You can probably work around this by making a
@@ -131,6 +95,20 @@ This is currently not supported, but will be added in future releases.`
 才报告，因为翻转一个列表是无害的。
 """,
     },
+    example="""
+import numpy as np
+import torch
+
+image = np.random.rand(32, 32, 3)
+tensor = torch.from_numpy(image[..., ::-1])
+""",
+    use_instead="""
+import numpy as np
+import torch
+
+image = np.random.rand(32, 32, 3)
+tensor = torch.from_numpy(image[..., ::-1].copy())
+""",
 )
 
 _NEGATIVE_STRIDE_CAUSE = {

@@ -38,22 +38,6 @@ element-wise mask, and `and` needs its truth value, which is ambiguous as soon a
 than one element. The intent is almost always a range mask: both comparisons combined element
 by element with `&`.
 
-## Example
-```python
-import torch
-
-x = torch.randn(100, 2)
-inside = x[0 < x[:, 1] < 1]
-```
-
-## Use instead:
-```python
-import torch
-
-x = torch.randn(100, 2)
-inside = x[(0 < x[:, 1]) & (x[:, 1] < 1)]
-```
-
 ## Symptoms
 PyTorch: `RuntimeError: Boolean value of Tensor with more than one value is ambiguous`.
 numpy: `ValueError: The truth value of an array with more than one element is ambiguous. Use
@@ -79,22 +63,6 @@ Python 会把 `a < t < b` 变成 `(a < t) and (t < b)`。对张量或数组来�
 而 `and` 需要它的真值；只要元素多于一个，这个真值就是有歧义的。代码的本意几乎总是取一个区间掩码：
 用 `&` 把两个比较逐元素地组合起来。
 
-## Example
-```python
-import torch
-
-x = torch.randn(100, 2)
-inside = x[0 < x[:, 1] < 1]
-```
-
-## Use instead:
-```python
-import torch
-
-x = torch.randn(100, 2)
-inside = x[(0 < x[:, 1]) & (x[:, 1] < 1)]
-```
-
 ## Symptoms
 PyTorch：`RuntimeError: Boolean value of Tensor with more than one value is ambiguous`。
 numpy：`ValueError: The truth value of an array with more than one element is ambiguous. Use
@@ -109,6 +77,18 @@ a.any() or a.all()`。
 类型未知的操作数（函数参数、大多数属性）不检查。
 """,
     },
+    example="""
+import torch
+
+x = torch.randn(100, 2)
+inside = x[0 < x[:, 1] < 1]
+""",
+    use_instead="""
+import torch
+
+x = torch.randn(100, 2)
+inside = x[(0 < x[:, 1]) & (x[:, 1] < 1)]
+""",
 )
 
 # Comparisons that return an element-wise result for tensors and arrays (`is`/`in` do not).

@@ -40,22 +40,6 @@ guessing. The element-wise operators are `&`, `|` and `~` (or `torch.logical_and
 `torch.logical_or`, `torch.logical_not`, and the `np.logical_*` functions). Mind the
 precedence: `&` binds tighter than `<`, so each comparison needs its own parentheses.
 
-## Example
-```python
-import torch
-
-boxes = torch.rand(100, 4)
-valid = boxes[:, 2] > 0.1 and boxes[:, 3] > 0.1
-```
-
-## Use instead:
-```python
-import torch
-
-boxes = torch.rand(100, 4)
-valid = (boxes[:, 2] > 0.1) & (boxes[:, 3] > 0.1)
-```
-
 ## Symptoms
 PyTorch: `RuntimeError: Boolean value of Tensor with more than one value is ambiguous`.
 numpy: `ValueError: The truth value of an array with more than one element is ambiguous. Use
@@ -79,22 +63,6 @@ PyTorch 和 numpy 不会去猜，而是直接报错。逐元素的运算符是 `
 `torch.logical_or`、`torch.logical_not` 以及 numpy 的 `np.logical_*` 函数）。注意优先级：`&` 比 `<`
 结合得更紧，每个比较都要单独加括号。
 
-## Example
-```python
-import torch
-
-boxes = torch.rand(100, 4)
-valid = boxes[:, 2] > 0.1 and boxes[:, 3] > 0.1
-```
-
-## Use instead:
-```python
-import torch
-
-boxes = torch.rand(100, 4)
-valid = (boxes[:, 2] > 0.1) & (boxes[:, 3] > 0.1)
-```
-
 ## Symptoms
 PyTorch：`RuntimeError: Boolean value of Tensor with more than one value is ambiguous`。
 numpy：`ValueError: The truth value of an array with more than one element is ambiguous. Use
@@ -106,6 +74,18 @@ a.any() or a.all()`。
 虽然能运行，也会被报告。
 """,
     },
+    example="""
+import torch
+
+boxes = torch.rand(100, 4)
+valid = boxes[:, 2] > 0.1 and boxes[:, 3] > 0.1
+""",
+    use_instead="""
+import torch
+
+boxes = torch.rand(100, 4)
+valid = (boxes[:, 2] > 0.1) & (boxes[:, 3] > 0.1)
+""",
 )
 
 ELEMENTWISE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)

@@ -50,22 +50,6 @@ scalar even for one-element arrays. Code that then indexes or reshapes the resul
 for some inputs. `array.astype(dtype)` always returns an array. Besides, the aliases
 `np.float_` and `np.complex_` were removed in NumPy 2.0, so such calls fail outright there.
 
-## Example
-```python
-import numpy as np
-
-boxes = np.array([0.0])
-indices = np.int_(boxes)
-```
-
-## Use instead:
-```python
-import numpy as np
-
-boxes = np.array([0.0])
-indices = boxes.astype(np.int_)
-```
-
 ## Symptoms
 `AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` instead.`
 Later errors on the scalar result, e.g. `IndexError: invalid index to scalar variable.` or
@@ -94,22 +78,6 @@ array.
 也会返回标量。之后对结果做索引或 reshape 的代码只会在某些输入下出错。`array.astype(dtype)` 总是返回数组。
 此外，`np.float_` 和 `np.complex_` 这些别名已在 NumPy 2.0 中移除，这样的调用在新版本上会直接失败。
 
-## Example
-```python
-import numpy as np
-
-boxes = np.array([0.0])
-indices = np.int_(boxes)
-```
-
-## Use instead:
-```python
-import numpy as np
-
-boxes = np.array([0.0])
-indices = boxes.astype(np.int_)
-```
-
 ## Symptoms
 `AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` instead.`
 以及之后在标量结果上出现的错误，例如 `IndexError: invalid index to scalar variable.` 或
@@ -125,6 +93,18 @@ indices = boxes.astype(np.int_)
 `np.random` 采样结果的变量其实是浮点数，但会被当作数组。
 """,
     },
+    example="""
+import numpy as np
+
+boxes = np.array([0.0])
+indices = np.int_(boxes)
+""",
+    use_instead="""
+import numpy as np
+
+boxes = np.array([0.0])
+indices = boxes.astype(np.int_)
+""",
 )
 
 # Scalar types that still exist in NumPy 2.

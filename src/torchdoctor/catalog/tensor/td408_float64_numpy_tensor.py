@@ -57,28 +57,6 @@ matrix product inside a layer then receives a double input and float weights and
 mix them. The same data loaded with `torch.tensor([...])` from a Python list would have been
 float32, which is why the bug appears only once the data comes from numpy.
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-inputs = torch.from_numpy(np.random.rand(8, 3))
-outputs = model(inputs)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-inputs = torch.from_numpy(np.random.rand(8, 3)).float()
-outputs = model(inputs)
-```
-
 ## Symptoms
 `RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`
 `RuntimeError: Input type (double) and bias type (float) should be the same`
@@ -109,28 +87,6 @@ numpy 默认用 float64 计算，而 PyTorch 的层默认以 float32 创建；`t
 拒绝把两者混在一起计算。同样的数据如果用 `torch.tensor([...])` 从 Python 列表构造会是 float32，
 所以这个问题往往在数据改为来自 numpy 之后才出现。
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-inputs = torch.from_numpy(np.random.rand(8, 3))
-outputs = model(inputs)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-model = nn.Linear(3, 1)
-inputs = torch.from_numpy(np.random.rand(8, 3)).float()
-outputs = model(inputs)
-```
-
 ## Symptoms
 `RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`
 `RuntimeError: Input type (double) and bias type (float) should be the same`
@@ -146,6 +102,24 @@ outputs = model(inputs)
 如果模型在别处（例如另一个文件中）被转换成了 double，float64 输入反而是正确的，本规则看不到这一点。
 """,
     },
+    example="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+inputs = torch.from_numpy(np.random.rand(8, 3))
+outputs = model(inputs)
+""",
+    use_instead="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 1)
+inputs = torch.from_numpy(np.random.rand(8, 3)).float()
+outputs = model(inputs)
+""",
 )
 
 # numpy functions whose result is float64 unless a dtype is given.

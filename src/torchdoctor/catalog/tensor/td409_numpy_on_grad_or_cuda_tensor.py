@@ -59,24 +59,6 @@ silently cut the graph) and a CUDA tensor (numpy would read device memory). The 
 the first time a training script logs or plots a prediction, or when code written on a CPU
 machine runs on a GPU.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-prediction = model(torch.randn(8, 4)).numpy()
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-prediction = model(torch.randn(8, 4)).detach().cpu().numpy()
-```
-
 ## Symptoms
 `RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy()
 instead.`
@@ -109,24 +91,6 @@ numpy 数组只是一块普通内存：它无法记录自动求导的计算图�
 张量（否则数组会悄悄切断计算图），也拒绝转换 CUDA 张量（numpy 读不了显存）。这个错误往往在训练脚本第一次
 记录或绘制预测结果时出现，或者在 CPU 机器上写好的代码放到 GPU 上运行时出现。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-prediction = model(torch.randn(8, 4)).numpy()
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(4, 2)
-prediction = model(torch.randn(8, 4)).detach().cpu().numpy()
-```
-
 ## Symptoms
 `RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy()
 instead.`
@@ -144,6 +108,20 @@ tensor to host memory first.`
 来源不在同一代码块中可见的张量不检查。
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+prediction = model(torch.randn(8, 4)).numpy()
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+prediction = model(torch.randn(8, 4)).detach().cpu().numpy()
+""",
 )
 
 # Methods whose result keeps both `requires_grad` and the device of the tensor (integer results

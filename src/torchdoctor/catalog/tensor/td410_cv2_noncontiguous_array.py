@@ -40,24 +40,6 @@ Neither array is C-contiguous, so OpenCV cannot wrap it as a `cv::Mat` to draw i
 Current OpenCV versions reject it with an error; older ones drew into a temporary copy, so
 the boxes and labels silently never appeared on the image you display or save.
 
-## Example
-```python
-import cv2
-
-image = cv2.imread("photo.jpg")
-rgb = image[:, :, ::-1]
-cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
-```
-
-## Use instead:
-```python
-import cv2
-
-image = cv2.imread("photo.jpg")
-rgb = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
-```
-
 ## Symptoms
 `cv2.error: OpenCV(4.x) :-1: error: (-5:Bad argument) in function 'rectangle'`
 `> Overload resolution failed:` `>  - Layout of the output array img is incompatible with cv::Mat`
@@ -81,24 +63,6 @@ by `transpose` or by `Tensor.permute(...).numpy()` are not recognized.
 这两种数组都不是 C 连续的，OpenCV 无法把它们包装成 `cv::Mat` 在上面绘图。
 新版 OpenCV 会直接报错；旧版会画在一个临时副本上，于是你显示或保存的图像上，框和文字都悄无声息地消失了。
 
-## Example
-```python
-import cv2
-
-image = cv2.imread("photo.jpg")
-rgb = image[:, :, ::-1]
-cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
-```
-
-## Use instead:
-```python
-import cv2
-
-image = cv2.imread("photo.jpg")
-rgb = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
-```
-
 ## Symptoms
 `cv2.error: OpenCV(4.x) :-1: error: (-5:Bad argument) in function 'rectangle'`
 `> Overload resolution failed:` `>  - Layout of the output array img is incompatible with cv::Mat`
@@ -108,6 +72,20 @@ cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
 只追踪同一函数（或模块）中生成的视图；由 `transpose` 或 `Tensor.permute(...).numpy()` 造成的不连续数组无法识别。
 """,
     },
+    example="""
+import cv2
+
+image = cv2.imread("photo.jpg")
+rgb = image[:, :, ::-1]
+cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
+""",
+    use_instead="""
+import cv2
+
+image = cv2.imread("photo.jpg")
+rgb = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
+""",
 )
 
 # OpenCV functions that draw into their first argument in place.

@@ -37,23 +37,6 @@ the new value is never read, the assignment does nothing at all, and the code th
 move every tensor to the GPU, clip every value or normalize every image silently leaves them
 as they were.
 
-## Example
-```python
-import torch
-
-batch = [torch.randn(3), torch.randn(3)]
-for tensor in batch:
-    tensor = tensor.cuda()
-```
-
-## Use instead:
-```python
-import torch
-
-batch = [torch.randn(3), torch.randn(3)]
-batch = [tensor.cuda() for tensor in batch]
-```
-
 ## Known problems
 A new value read only through `locals()` or `eval` is not seen; such files are skipped.
 """,
@@ -70,27 +53,23 @@ A new value read only through `locals()` or `eval` is not seen; such files are s
 被遍历的列表、张量或数组中的元素并没有改变。如果新值之后从未被读取，这次赋值就完全没有作用：
 本想把每个张量搬到 GPU、裁剪每个值或归一化每张图片的代码，悄无声息地什么都没改。
 
-## Example
-```python
+## Known problems
+只通过 `locals()` 或 `eval` 读取新值的情况无法识别，这样的文件会被跳过。
+""",
+    },
+    example="""
 import torch
 
 batch = [torch.randn(3), torch.randn(3)]
 for tensor in batch:
     tensor = tensor.cuda()
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 
 batch = [torch.randn(3), torch.randn(3)]
 batch = [tensor.cuda() for tensor in batch]
-```
-
-## Known problems
-只通过 `locals()` 或 `eval` 读取新值的情况无法识别，这样的文件会被跳过。
 """,
-    },
 )
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)

@@ -34,34 +34,6 @@ image size and the layers before it. Change the input resolution, add a pooling 
 change a stride or a padding, or copy a model written for 28x28 MNIST to 32x32 CIFAR, and the
 hand-computed number is wrong. The model builds fine and fails at its first forward pass.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(
-    nn.Conv2d(3, 16, 3),          # 32x32 -> 30x30
-    nn.MaxPool2d(2),              # -> 15x15
-    nn.Flatten(),                 # 16 * 15 * 15 = 3600 features
-    nn.Linear(16 * 16 * 16, 10),  # expects 4096
-)
-model(torch.randn(8, 3, 32, 32))
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(
-    nn.Conv2d(3, 16, 3),
-    nn.MaxPool2d(2),
-    nn.Flatten(),
-    nn.Linear(16 * 15 * 15, 10),  # or nn.LazyLinear(10)
-)
-model(torch.randn(8, 3, 32, 32))
-```
-
 ## Symptoms
 `RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x3600 and 4096x10)` (PyTorch 1.8
 and later), `RuntimeError: size mismatch, m1: [8 x 3600], m2: [4096 x 10] at
@@ -87,34 +59,6 @@ flatten 之后第一个 Linear 的 `in_features` 通常是根据图像尺寸和�
 加了一个池化层、改了 stride 或 padding，或者把为 28x28 的 MNIST 写的模型拿去跑 32x32 的 CIFAR，
 这个手算的数就不对了。模型能正常构建，第一次前向传播时才报错。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(
-    nn.Conv2d(3, 16, 3),          # 32x32 -> 30x30
-    nn.MaxPool2d(2),              # -> 15x15
-    nn.Flatten(),                 # 16 * 15 * 15 = 3600 features
-    nn.Linear(16 * 16 * 16, 10),  # expects 4096
-)
-model(torch.randn(8, 3, 32, 32))
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Sequential(
-    nn.Conv2d(3, 16, 3),
-    nn.MaxPool2d(2),
-    nn.Flatten(),
-    nn.Linear(16 * 15 * 15, 10),  # or nn.LazyLinear(10)
-)
-model(torch.randn(8, 3, 32, 32))
-```
-
 ## Symptoms
 `RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x3600 and 4096x10)`（PyTorch 1.8 及以后），
 `RuntimeError: size mismatch, m1: [8 x 3600], m2: [4096 x 10] at
@@ -128,6 +72,30 @@ model(torch.randn(8, 3, 32, 32))
 用错误的 `view(-1, K)` 把特征折进 batch 维时这里不会报错，而是之后在损失函数里表现为 batch 大小不一致。
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(
+    nn.Conv2d(3, 16, 3),          # 32x32 -> 30x30
+    nn.MaxPool2d(2),              # -> 15x15
+    nn.Flatten(),                 # 16 * 15 * 15 = 3600 features
+    nn.Linear(16 * 16 * 16, 10),  # expects 4096
+)
+model(torch.randn(8, 3, 32, 32))
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(
+    nn.Conv2d(3, 16, 3),
+    nn.MaxPool2d(2),
+    nn.Flatten(),
+    nn.Linear(16 * 15 * 15, 10),  # or nn.LazyLinear(10)
+)
+model(torch.randn(8, 3, 32, 32))
+""",
 )
 
 _LINEAR_CAUSE = {

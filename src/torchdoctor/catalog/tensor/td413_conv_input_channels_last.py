@@ -39,28 +39,6 @@ last, and `torch.from_numpy` keeps whatever layout the array had: it never reord
 dimensions. `transforms.ToTensor()` does reorder them (HWC -> CHW), so code that builds tensors
 by hand from numpy or OpenCV is where this appears.
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, kernel_size=7)
-images = np.random.rand(8, 224, 224, 3).astype(np.float32)  # N, H, W, C
-out = conv(torch.from_numpy(images))
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, kernel_size=7)
-images = np.random.rand(8, 224, 224, 3).astype(np.float32)
-out = conv(torch.from_numpy(images).permute(0, 3, 1, 2))  # N, C, H, W
-```
-
 ## Symptoms
 `RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[8, 224, 224, 3]
 to have 3 channels, but got 224 channels instead` (the last number of `input[...]` equals the
@@ -87,28 +65,6 @@ PyTorch 的卷积层总是把第 1 维当作通道。图像库都把通道放在
 从不调整维度顺序。`transforms.ToTensor()` 会做 HWC -> CHW 的转换，所以这个问题多出现在直接用 numpy
 或 OpenCV 手工构造张量的代码里。
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, kernel_size=7)
-images = np.random.rand(8, 224, 224, 3).astype(np.float32)  # N, H, W, C
-out = conv(torch.from_numpy(images))
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-conv = nn.Conv2d(3, 64, kernel_size=7)
-images = np.random.rand(8, 224, 224, 3).astype(np.float32)
-out = conv(torch.from_numpy(images).permute(0, 3, 1, 2))  # N, C, H, W
-```
-
 ## Symptoms
 `RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[8, 224, 224, 3]
 to have 3 channels, but got 224 channels instead`（`input[...]` 的最后一个数恰好等于期望的通道数：
@@ -122,6 +78,24 @@ channels instead`（灰度图送进 RGB 模型），`Expected 4-dimensional inpu
 但之后对它调用 `.view()` 可能需要先 `.contiguous()` 或改用 `.reshape()`。
 """,
     },
+    example="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+conv = nn.Conv2d(3, 64, kernel_size=7)
+images = np.random.rand(8, 224, 224, 3).astype(np.float32)  # N, H, W, C
+out = conv(torch.from_numpy(images))
+""",
+    use_instead="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+conv = nn.Conv2d(3, 64, kernel_size=7)
+images = np.random.rand(8, 224, 224, 3).astype(np.float32)
+out = conv(torch.from_numpy(images).permute(0, 3, 1, 2))  # N, C, H, W
+""",
 )
 
 _CHANNELS = re.compile(

@@ -42,27 +42,6 @@ or the OS, so the data order, the augmentations or the initial weights still cha
 to run, while the `seed` in the code suggests that the run can be repeated. Differences between
 two "identical" runs then look like the effect of the change you made.
 
-## Example
-```python
-import numpy as np
-import torch
-
-torch.manual_seed(0)
-indices = np.arange(100)
-np.random.shuffle(indices)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-
-torch.manual_seed(0)
-np.random.seed(0)
-indices = np.arange(100)
-np.random.shuffle(indices)
-```
-
 ## Known problems
 Only what is written in the file is seen: a generator seeded in another module that this file
 does not call by a seeding helper's name is reported. Full determinism on GPU also needs
@@ -88,27 +67,6 @@ check those. Files that never mention torch are not checked.
 数据顺序、数据增强或初始权重每次运行都会变化，而代码里的 `seed` 却让人以为结果可以复现。
 于是两次“相同”的运行之间的差异，看起来就像是你所做改动带来的效果。
 
-## Example
-```python
-import numpy as np
-import torch
-
-torch.manual_seed(0)
-indices = np.arange(100)
-np.random.shuffle(indices)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-
-torch.manual_seed(0)
-np.random.seed(0)
-indices = np.arange(100)
-np.random.shuffle(indices)
-```
-
 ## Known problems
 只能看到本文件中写出的内容：在其他模块里设置了种子、而本文件又没有通过设种子辅助函数名调用它时，
 仍会被报告。GPU 上的完全确定性还需要 `torch.backends.cudnn.deterministic = True`、
@@ -116,6 +74,23 @@ np.random.shuffle(indices)
 DataLoader 的 worker 设置种子；本规则不检查这些。完全没有提到 torch 的文件不会被检查。
 """,
     },
+    example="""
+import numpy as np
+import torch
+
+torch.manual_seed(0)
+indices = np.arange(100)
+np.random.shuffle(indices)
+""",
+    use_instead="""
+import numpy as np
+import torch
+
+torch.manual_seed(0)
+np.random.seed(0)
+indices = np.arange(100)
+np.random.shuffle(indices)
+""",
 )
 
 # The global generators, by the qualified name of the call that seeds them.

@@ -48,28 +48,6 @@ that gets your file too, including PyTorch and NumPy internals. The error then a
 from its cause: `module 'random' has no attribute 'randint'`, or a "partially initialized
 module" circular-import error raised inside `import torch`.
 
-## Example
-```python
-# train.py, next to the project's own random.py
-import random
-
-import torch
-
-seed = random.randint(0, 1000)
-torch.manual_seed(seed)
-```
-
-## Use instead:
-```python
-# train.py, next to random_utils.py (renamed)
-import random
-
-import torch
-
-seed = random.randint(0, 1000)
-torch.manual_seed(seed)
-```
-
 ## Symptoms
 `AttributeError: module 'random' has no attribute 'randint'`,
 `AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
@@ -96,28 +74,6 @@ Jupyter 对 notebook 所在目录也是如此）中出现 `import X` / `from X i
 也不例外。报错往往出现在离病根很远的地方：`module 'random' has no attribute 'randint'`，或者在
 `import torch` 内部抛出“partially initialized module”的循环导入错误。
 
-## Example
-```python
-# train.py，旁边有项目自己的 random.py
-import random
-
-import torch
-
-seed = random.randint(0, 1000)
-torch.manual_seed(seed)
-```
-
-## Use instead:
-```python
-# train.py，旁边的文件已改名为 random_utils.py
-import random
-
-import torch
-
-seed = random.randint(0, 1000)
-torch.manual_seed(seed)
-```
-
 ## Symptoms
 `AttributeError: module 'random' has no attribute 'randint'`、
 `AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
@@ -129,6 +85,24 @@ module 'copy'`，以及在 `import torch`、`import numpy` 深处抛出的各种
 运行。解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）无法被遮蔽，不会报告。
 """,
     },
+    example="""
+# train.py, next to the project's own random.py
+import random
+
+import torch
+
+seed = random.randint(0, 1000)
+torch.manual_seed(seed)
+""",
+    use_instead="""
+# train.py, next to random_utils.py (renamed)
+import random
+
+import torch
+
+seed = random.randint(0, 1000)
+torch.manual_seed(seed)
+""",
 )
 
 # Loaded by every interpreter before the script runs: a file of that name is never imported.

@@ -44,24 +44,6 @@ kernel's own command line, `-f /path/to/kernel-<id>.json`, which your parser doe
 argparse prints a usage error and raises `SystemExit`, so the cell stops before any of your
 code runs. Code copied from a training script into a notebook fails this way on its first cell.
 
-## Example
-```python
-import argparse
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--lr", type=float, default=0.1)
-args = parser.parse_args()
-```
-
-## Use instead:
-```python
-import argparse
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--lr", type=float, default=0.1)
-args = parser.parse_args(args=[])
-```
-
 ## Symptoms
 `error: unrecognized arguments: -f /root/.local/share/jupyter/runtime/kernel-<id>.json`
 followed by `SystemExit: 2` (and IPython's warning `To exit: use 'exit', 'quit', or Ctrl-D.`).
@@ -81,24 +63,6 @@ To try other values, put them in the list: `parse_args(args=["--lr", "0.01"])`.
 `-f /path/to/kernel-<id>.json`，你的解析器并不认识它：argparse 打印用法错误并抛出 `SystemExit`，
 单元格在你的代码运行之前就停止了。把训练脚本原样复制到 notebook 里时，第一个单元格往往就这样失败。
 
-## Example
-```python
-import argparse
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--lr", type=float, default=0.1)
-args = parser.parse_args()
-```
-
-## Use instead:
-```python
-import argparse
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--lr", type=float, default=0.1)
-args = parser.parse_args(args=[])
-```
-
 ## Symptoms
 `error: unrecognized arguments: -f /root/.local/share/jupyter/runtime/kernel-<id>.json`，
 随后是 `SystemExit: 2`（以及 IPython 的提示 `To exit: use 'exit', 'quit', or Ctrl-D.`）。
@@ -109,6 +73,20 @@ args = parser.parse_args(args=[])
 `parse_args(args=["--lr", "0.01"])`。
 """,
     },
+    example="""
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+""",
+    use_instead="""
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args(args=[])
+""",
 )
 
 

@@ -37,25 +37,6 @@ last minutes of scalars, images and histograms of a run, or everything of a shor
 never reach the event file. The training seems to have logged nothing at the end, and
 TensorBoard shows curves that stop early.
 
-## Example
-```python
-from torch.utils.tensorboard import SummaryWriter
-
-writer = SummaryWriter("runs/exp1")
-for step in range(100):
-    writer.add_scalar("loss", 1.0 / (step + 1), step)
-```
-
-## Use instead:
-```python
-from torch.utils.tensorboard import SummaryWriter
-
-writer = SummaryWriter("runs/exp1")
-for step in range(100):
-    writer.add_scalar("loss", 1.0 / (step + 1), step)
-writer.close()
-```
-
 ## Symptoms
 TensorBoard shows no data for the run, or curves that end before the training did.
 
@@ -78,25 +59,6 @@ Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷�
 直方图，甚至短时间运行的全部数据，都可能根本没有写进事件文件。结果看起来像是训练结束时什么都没记录，
 TensorBoard 里的曲线也比实际训练提前中断。
 
-## Example
-```python
-from torch.utils.tensorboard import SummaryWriter
-
-writer = SummaryWriter("runs/exp1")
-for step in range(100):
-    writer.add_scalar("loss", 1.0 / (step + 1), step)
-```
-
-## Use instead:
-```python
-from torch.utils.tensorboard import SummaryWriter
-
-writer = SummaryWriter("runs/exp1")
-for step in range(100):
-    writer.add_scalar("loss", 1.0 / (step + 1), step)
-writer.close()
-```
-
 ## Symptoms
 TensorBoard 中这次运行没有任何数据，或者曲线在训练结束之前就断掉了。
 
@@ -105,6 +67,21 @@ TensorBoard 中这次运行没有任何数据，或者曲线在训练结束之�
 缓冲的事件仍然会丢失（请使用 `with SummaryWriter(...) as writer:` 或 `try/finally`）。
 """,
     },
+    example="""
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter("runs/exp1")
+for step in range(100):
+    writer.add_scalar("loss", 1.0 / (step + 1), step)
+""",
+    use_instead="""
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter("runs/exp1")
+for step in range(100):
+    writer.add_scalar("loss", 1.0 / (step + 1), step)
+writer.close()
+""",
 )
 
 _WRITERS = frozenset({

@@ -48,38 +48,6 @@ half-pixel conventions, and the ONNX model returns values that differ from the P
 at the borders or everywhere, depending on the mode. The export itself succeeds with only a
 warning, so the difference shows up later as worse accuracy in deployment.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Decoder(nn.Module):
-    def forward(self, x):
-        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
-
-
-model = Decoder().eval()
-torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_version=10)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Decoder(nn.Module):
-    def forward(self, x):
-        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
-
-
-model = Decoder().eval()
-torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_version=11)
-```
-
 ## Symptoms
 `UserWarning: You are trying to export the model with onnx:Resize for ONNX opset version 10.
 This operator might cause results to not match the expected results by PyTorch. ONNX's
@@ -111,38 +79,6 @@ opset 11 之前 ONNX 的 `Upsample`/`Resize` 算子没有描述输入输出像�
 和半像素约定，ONNX 模型的输出会在边缘甚至所有位置上与 PyTorch 模型不同（取决于插值模式）。
 导出本身只给出一条警告就成功了，所以问题往往到部署后才以精度下降的形式暴露出来。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Decoder(nn.Module):
-    def forward(self, x):
-        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
-
-
-model = Decoder().eval()
-torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_version=10)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Decoder(nn.Module):
-    def forward(self, x):
-        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
-
-
-model = Decoder().eval()
-torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_version=11)
-```
-
 ## Symptoms
 `UserWarning: You are trying to export the model with onnx:Resize for ONNX opset version 10.
 This operator might cause results to not match the expected results by PyTorch. ONNX's
@@ -159,6 +95,34 @@ upsample_bilinear2d because align_corners == True not supported`），或
 在别处构建的模型（从其他模块导入、从 checkpoint 加载、作为参数传入）不会被追踪。
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Decoder(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+
+
+model = Decoder().eval()
+torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_version=10)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Decoder(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+
+
+model = Decoder().eval()
+torch.onnx.export(model, (torch.randn(1, 3, 8, 8),), "decoder.onnx", opset_version=11)
+""",
 )
 
 FIRST_RESIZE_OPSET = 11

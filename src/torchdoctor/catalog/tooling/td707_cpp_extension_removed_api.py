@@ -59,36 +59,6 @@ deleted in 1.11 and `AT_CHECK` in 1.5; since 2.6 the dispatch macros reject `x.t
 `data<T>()` and `type()` only compile with deprecation warnings until they go too. The build fails with a long compiler log in which the actual reason is one line among
 hundreds, and `pip install` of such a repository just says the extension failed to build.
 
-## Example
-```cpp
-#include <torch/extension.h>
-#include <THC/THC.h>
-
-extern THCState *state;
-
-void forward(at::Tensor input) {
-  AT_CHECK(input.is_cuda(), "input must be a CUDA tensor");
-  cudaStream_t stream = THCState_getCurrentStream(state);
-  AT_DISPATCH_FLOATING_TYPES(input.type(), "forward", ([&] {
-    kernel<<<1, 1, 0, stream>>>(input.data<scalar_t>());
-  }));
-}
-```
-
-## Use instead:
-```cpp
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-
-void forward(at::Tensor input) {
-  TORCH_CHECK(input.is_cuda(), "input must be a CUDA tensor");
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "forward", ([&] {
-    kernel<<<1, 1, 0, stream>>>(input.data_ptr<scalar_t>());
-  }));
-}
-```
-
 ## Symptoms
 `error: 'AT_CHECK' was not declared in this scope`, `fatal error: THC/THC.h: No such file or
 directory`, `error: 'THCState' does not name a type`, `error: identifier
@@ -127,36 +97,6 @@ API：`AT_CHECK`（现为 `TORCH_CHECK`）、THC 头文件（`THC/THC.h`、`THC/
 接受 `x.type()`，而 `data<T>()` 和 `type()` 目前只是带着弃用警告还能编译，迟早也会被移除。编译失败时会输出很长的编译日志，真正的原因只是几百行中的一行；
 而 `pip install` 这类仓库时只会告诉你扩展构建失败。
 
-## Example
-```cpp
-#include <torch/extension.h>
-#include <THC/THC.h>
-
-extern THCState *state;
-
-void forward(at::Tensor input) {
-  AT_CHECK(input.is_cuda(), "input must be a CUDA tensor");
-  cudaStream_t stream = THCState_getCurrentStream(state);
-  AT_DISPATCH_FLOATING_TYPES(input.type(), "forward", ([&] {
-    kernel<<<1, 1, 0, stream>>>(input.data<scalar_t>());
-  }));
-}
-```
-
-## Use instead:
-```cpp
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-
-void forward(at::Tensor input) {
-  TORCH_CHECK(input.is_cuda(), "input must be a CUDA tensor");
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "forward", ([&] {
-    kernel<<<1, 1, 0, stream>>>(input.data_ptr<scalar_t>());
-  }));
-}
-```
-
 ## Symptoms
 `error: 'AT_CHECK' was not declared in this scope`、`fatal error: THC/THC.h: No such file or
 directory`、`error: 'THCState' does not name a type`、`error: identifier
@@ -179,6 +119,33 @@ THC 调用只报告、不自动修复：请手动删除。
 PyTorch 仍然以转发头文件的形式提供它们。
 """,
     },
+    example="""
+#include <torch/extension.h>
+#include <THC/THC.h>
+
+extern THCState *state;
+
+void forward(at::Tensor input) {
+  AT_CHECK(input.is_cuda(), "input must be a CUDA tensor");
+  cudaStream_t stream = THCState_getCurrentStream(state);
+  AT_DISPATCH_FLOATING_TYPES(input.type(), "forward", ([&] {
+    kernel<<<1, 1, 0, stream>>>(input.data<scalar_t>());
+  }));
+}
+""",
+    use_instead="""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+void forward(at::Tensor input) {
+  TORCH_CHECK(input.is_cuda(), "input must be a CUDA tensor");
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "forward", ([&] {
+    kernel<<<1, 1, 0, stream>>>(input.data_ptr<scalar_t>());
+  }));
+}
+""",
+    example_syntax="cpp",
 )
 
 _BUILD_ERROR_CAUSE = {

@@ -57,33 +57,6 @@ overwrites. Without clearing, the gradient used by the step at iteration `k` is 
 gradients of all `k` iterations so far, so the effective learning rate grows with every step.
 Training first looks fine, then the loss stops improving, oscillates or turns into `nan`.
 
-## Example
-```python
-import torch
-from torch import nn
-
-model = nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    optimizer.step()
-```
-
-## Use instead:
-```python
-import torch
-from torch import nn
-
-model = nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
-    optimizer.zero_grad()
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    optimizer.step()
-```
-
 ## Fix safety
 The fix adds `optimizer.zero_grad()` right after the step. It is unsafe because it changes what
 the loop computes, which is the point, but also because code after the step that still reads
@@ -111,33 +84,6 @@ DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.
 更新时用的是前 `k` 次迭代梯度之和，相当于学习率随步数不断变大。训练一开始看起来正常，随后 loss
 停止下降、来回震荡，甚至变成 `nan`。
 
-## Example
-```python
-import torch
-from torch import nn
-
-model = nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    optimizer.step()
-```
-
-## Use instead:
-```python
-import torch
-from torch import nn
-
-model = nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
-    optimizer.zero_grad()
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    optimizer.step()
-```
-
 ## Fix safety
 修复会在 `step` 之后紧接着加上 `optimizer.zero_grad()`。它是不安全的：它本来就会改变循环的计算结果；
 此外，`step` 之后仍然读取 `.grad` 的代码（记录梯度范数、共享参数的第二个优化器）将看到 `None`。
@@ -148,6 +94,29 @@ for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
 这些情况看不到，仍会报告。
 """,
     },
+    example="""
+import torch
+from torch import nn
+
+model = nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+    use_instead="""
+import torch
+from torch import nn
+
+model = nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in [(torch.randn(4, 10), torch.randn(4, 1))] * 100:
+    optimizer.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
 )
 
 BACKWARD_NAMES = frozenset({"backward", "manual_backward"})

@@ -45,34 +45,6 @@ steps", i.e. when `step % n == 0`; the bare test does the opposite and updates o
 every `n` steps, clearing the gradients each time, so almost nothing is accumulated. With
 `n = 1` the remainder is always 0 and the model never trains at all.
 
-## Example
-```python
-import torch
-
-model = torch.nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-accumulation_steps = 4
-for step in range(100):
-    model(torch.randn(8, 10)).sum().backward()
-    if (step + 1) % accumulation_steps:
-        optimizer.step()
-        optimizer.zero_grad()
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-accumulation_steps = 4
-for step in range(100):
-    model(torch.randn(8, 10)).sum().backward()
-    if (step + 1) % accumulation_steps == 0:
-        optimizer.step()
-        optimizer.zero_grad()
-```
-
 ## Fix safety
 The fix adds `== 0` to the test. It is unsafe because it changes when the model is updated,
 which is its purpose; review it if the bare test was really meant to skip every `n`-th update.
@@ -91,8 +63,12 @@ which is its purpose; review it if the bare test was really meant to skip every 
 裸余数条件恰好相反：每 `n` 步中有 `n - 1` 步都在更新并清零梯度，几乎没有累积。
 当 `n = 1` 时余数恒为 0，模型根本不会被更新。
 
-## Example
-```python
+## Fix safety
+修复会在条件后加上 `== 0`。它是不安全的：它本来就会改变模型更新的时机；
+如果原来的写法确实是想跳过每第 `n` 次更新，请不要接受这个修复。
+""",
+    },
+    example="""
 import torch
 
 model = torch.nn.Linear(10, 1)
@@ -103,10 +79,8 @@ for step in range(100):
     if (step + 1) % accumulation_steps:
         optimizer.step()
         optimizer.zero_grad()
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 
 model = torch.nn.Linear(10, 1)
@@ -117,13 +91,7 @@ for step in range(100):
     if (step + 1) % accumulation_steps == 0:
         optimizer.step()
         optimizer.zero_grad()
-```
-
-## Fix safety
-修复会在条件后加上 `== 0`。它是不安全的：它本来就会改变模型更新的时机；
-如果原来的写法确实是想跳过每第 `n` 次更新，请不要接受这个修复。
 """,
-    },
 )
 
 

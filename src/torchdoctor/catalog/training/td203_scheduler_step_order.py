@@ -77,34 +77,6 @@ A scheduler built for epochs but stepped every batch moves through its whole sch
 first few epochs: with `StepLR(step_size=30)` and 1,000 batches per epoch, the learning rate is
 divided by 10 every 30 batches and is effectively zero before the first epoch ends.
 
-## Example
-```python
-import torch
-
-model = torch.nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
-for epoch in range(100):
-    scheduler.step()
-    optimizer.zero_grad()
-    model(torch.randn(8, 10)).sum().backward()
-    optimizer.step()
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
-for epoch in range(100):
-    optimizer.zero_grad()
-    model(torch.randn(8, 10)).sum().backward()
-    optimizer.step()
-    scheduler.step()
-```
-
 ## Symptoms
 `UserWarning: Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch
 1.1.0 and later, you should call them in the opposite order: `optimizer.step()` before
@@ -142,34 +114,6 @@ PyTorch 只警告一次，在长长的日志里很容易被忽略。
 `StepLR(step_size=30)`、每个 epoch 1000 个 batch 时，学习率每 30 个 batch 就除以 10，
 第一个 epoch 还没结束就几乎为零了。
 
-## Example
-```python
-import torch
-
-model = torch.nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
-for epoch in range(100):
-    scheduler.step()
-    optimizer.zero_grad()
-    model(torch.randn(8, 10)).sum().backward()
-    optimizer.step()
-```
-
-## Use instead:
-```python
-import torch
-
-model = torch.nn.Linear(10, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
-for epoch in range(100):
-    optimizer.zero_grad()
-    model(torch.randn(8, 10)).sum().backward()
-    optimizer.step()
-    scheduler.step()
-```
-
 ## Symptoms
 `UserWarning: Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch
 1.1.0 and later, you should call them in the opposite order: `optimizer.step()` before
@@ -183,6 +127,30 @@ the learning rate schedule.`
 这类名字；换了别的名字的调度器不会被检查。每个 batch 都 step 的情况要求调度器与循环在同一个函数中创建。
 """,
     },
+    example="""
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+for epoch in range(100):
+    scheduler.step()
+    optimizer.zero_grad()
+    model(torch.randn(8, 10)).sum().backward()
+    optimizer.step()
+""",
+    use_instead="""
+import torch
+
+model = torch.nn.Linear(10, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+for epoch in range(100):
+    optimizer.zero_grad()
+    model(torch.randn(8, 10)).sum().backward()
+    optimizer.step()
+    scheduler.step()
+""",
 )
 
 PITFALL.error(

@@ -77,28 +77,6 @@ about 0.2 in four more steps under `zero_grad(set_to_none=False)`, and not at al
 `zero_grad()`. The layer you meant to keep slowly shrinks towards zero,
 and it shows only when you use it again.
 
-## Example
-```python
-import torch
-from torchvision.models import resnet50
-
-model = resnet50()
-for p in model.layer4.parameters():
-    p.requires_grad = False
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-```
-
-## Use instead:
-```python
-import torch
-from torchvision.models import resnet50
-
-model = resnet50()
-for p in model.layer4.parameters():
-    p.requires_grad = False
-optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-3)
-```
-
 ## Fix safety
 The fix passes `filter(lambda p: p.requires_grad, model.parameters())` to the optimizer. It is
 offered only when the freezing comes first and nothing in the function unfreezes. It is unsafe:
@@ -132,28 +110,6 @@ function (the model's `__init__`, a callback) is not seen.
 而用 `zero_grad()` 时完全不动。
 本想保留的那一层会慢慢缩小到接近零，直到再次用到它时才会发现输出异常。
 
-## Example
-```python
-import torch
-from torchvision.models import resnet50
-
-model = resnet50()
-for p in model.layer4.parameters():
-    p.requires_grad = False
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-```
-
-## Use instead:
-```python
-import torch
-from torchvision.models import resnet50
-
-model = resnet50()
-for p in model.layer4.parameters():
-    p.requires_grad = False
-optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-3)
-```
-
 ## Fix safety
 修复会把 `filter(lambda p: p.requires_grad, model.parameters())` 交给优化器。只有在冻结发生在前、
 且函数中没有解冻操作时才提供。它是不安全的：之后在别处解冻的参数将永远不会被训练，
@@ -165,6 +121,24 @@ optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters
 在其他函数中完成的冻结（模型的 `__init__`、回调函数）看不到。
 """,
     },
+    example="""
+import torch
+from torchvision.models import resnet50
+
+model = resnet50()
+for p in model.layer4.parameters():
+    p.requires_grad = False
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+""",
+    use_instead="""
+import torch
+from torchvision.models import resnet50
+
+model = resnet50()
+for p in model.layer4.parameters():
+    p.requires_grad = False
+optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-3)
+""",
 )
 
 # Optimizers with weight decay: position of `weight_decay` in the call, and its default.

@@ -77,58 +77,6 @@ Without `torch.no_grad()` every forward pass keeps its activations for a backwar
 never comes: evaluation needs several times more memory (often the "out of memory" you only
 get at validation time) and runs slower.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-
-def evaluate(model, val_loader):
-    correct = 0
-    for images, labels in val_loader:
-        outputs = model(images)
-        correct += (outputs.argmax(1) == labels).sum().item()
-    return correct
-
-
-def main(train_loader, val_loader):
-    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    model.train()
-    for images, labels in train_loader:
-        optimizer.zero_grad()
-        nn.functional.cross_entropy(model(images), labels).backward()
-        optimizer.step()
-    print(evaluate(model, val_loader))
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-
-@torch.no_grad()
-def evaluate(model, val_loader):
-    model.eval()
-    correct = 0
-    for images, labels in val_loader:
-        outputs = model(images)
-        correct += (outputs.argmax(1) == labels).sum().item()
-    return correct
-
-
-def main(train_loader, val_loader):
-    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    model.train()
-    for images, labels in train_loader:
-        optimizer.zero_grad()
-        nn.functional.cross_entropy(model(images), labels).backward()
-        optimizer.step()
-    print(evaluate(model, val_loader))
-```
-
 ## Symptoms
 Validation accuracy that changes between two runs on the same weights and is lower than
 expected; a model that gets worse after each validation pass; `torch.OutOfMemoryError: CUDA out
@@ -160,8 +108,16 @@ running mean 和 running var，污染之后继续训练和保存的模型。
 没有 `torch.no_grad()` 时，每次前向都会为一个永远不会发生的反向传播保留激活值：评估阶段多占好几倍显存
 （训练能跑、一到验证就 "out of memory" 往往就是这个原因），速度也更慢。
 
-## Example
-```python
+## Symptoms
+同一份权重两次验证的准确率不一样，而且低于预期；每验证一次模型就变差一点；训练能跑，验证时却报
+`torch.OutOfMemoryError: CUDA out of memory`。
+
+## Known problems
+只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告。周围代码里出现任何 `.eval()` 或
+`no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。
+""",
+    },
+    example="""
 import torch
 import torch.nn as nn
 
@@ -183,10 +139,8 @@ def main(train_loader, val_loader):
         nn.functional.cross_entropy(model(images), labels).backward()
         optimizer.step()
     print(evaluate(model, val_loader))
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 import torch.nn as nn
 
@@ -210,17 +164,7 @@ def main(train_loader, val_loader):
         nn.functional.cross_entropy(model(images), labels).backward()
         optimizer.step()
     print(evaluate(model, val_loader))
-```
-
-## Symptoms
-同一份权重两次验证的准确率不一样，而且低于预期；每验证一次模型就变差一点；训练能跑，验证时却报
-`torch.OutOfMemoryError: CUDA out of memory`。
-
-## Known problems
-只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告。周围代码里出现任何 `.eval()` 或
-`no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。
 """,
-    },
 )
 
 # Words that name an evaluation function or loader: `validate`, `test_loader`, `valloader`.

@@ -69,44 +69,6 @@ overfitting) and BatchNorm normalises with its frozen running statistics instead
 statistics and stops updating them. Nothing fails; the model just trains differently than in
 the first epoch and usually ends up worse, which is very hard to notice.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-
-def fit(model, optimizer, train_loader, val_loader, epochs):
-    model.train()
-    for epoch in range(epochs):
-        for x, y in train_loader:
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            optimizer.step()
-        model.eval()
-        with torch.no_grad():
-            val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
-        print(epoch, val_loss)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-
-def fit(model, optimizer, train_loader, val_loader, epochs):
-    for epoch in range(epochs):
-        model.train()
-        for x, y in train_loader:
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            optimizer.step()
-        model.eval()
-        with torch.no_grad():
-            val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
-        print(epoch, val_loss)
-```
-
 ## Symptoms
 Training loss that behaves differently after the first validation pass (a jump, then slower
 progress); BatchNorm running statistics that stop changing after epoch 1; a model that
@@ -140,8 +102,21 @@ restore the mode, so such loops are not reported.
 统计量而不是当前 batch 的统计量做归一化，也不再更新这些统计量。程序不会报错，只是训练方式和第一个 epoch
 不同，结果通常更差，而且非常难以察觉。
 
-## Example
-```python
+## Symptoms
+第一次验证之后训练 loss 的表现发生变化（先跳一下，然后下降变慢）；BatchNorm 的 running 统计量在第 1 个
+epoch 之后不再变化；模型明明有 Dropout 却严重过拟合。
+
+## Fix safety
+修复会在循环体中训练部分之前插入 `model.train()`。它是不安全的：这也会把那些被有意保持在评估模式的子模块
+切换回训练模式（例如在之前的 `model.train()` 之后用 `m.eval()` 冻结的 BatchNorm 层）；如果依赖这种冻结，
+需要在调用之后重新冻结。
+
+## Known problems
+只跟踪同一文件中的一层函数调用。无法读取的调用（来自其他文件、接收了该模型的函数，或名字类似 `*train*`
+的方法）会被认为可能恢复了训练模式，因此这类循环不会报告。
+""",
+    },
+    example="""
 import torch
 import torch.nn as nn
 
@@ -157,10 +132,8 @@ def fit(model, optimizer, train_loader, val_loader, epochs):
         with torch.no_grad():
             val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
         print(epoch, val_loss)
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 import torch.nn as nn
 
@@ -176,22 +149,7 @@ def fit(model, optimizer, train_loader, val_loader, epochs):
         with torch.no_grad():
             val_loss = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in val_loader)
         print(epoch, val_loss)
-```
-
-## Symptoms
-第一次验证之后训练 loss 的表现发生变化（先跳一下，然后下降变慢）；BatchNorm 的 running 统计量在第 1 个
-epoch 之后不再变化；模型明明有 Dropout 却严重过拟合。
-
-## Fix safety
-修复会在循环体中训练部分之前插入 `model.train()`。它是不安全的：这也会把那些被有意保持在评估模式的子模块
-切换回训练模式（例如在之前的 `model.train()` 之后用 `m.eval()` 冻结的 BatchNorm 层）；如果依赖这种冻结，
-需要在调用之后重新冻结。
-
-## Known problems
-只跟踪同一文件中的一层函数调用。无法读取的调用（来自其他文件、接收了该模型的函数，或名字类似 `*train*`
-的方法）会被认为可能恢复了训练模式，因此这类循环不会报告。
 """,
-    },
 )
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

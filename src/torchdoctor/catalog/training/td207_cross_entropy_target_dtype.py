@@ -50,30 +50,6 @@ read as class probabilities (soft labels); the reverse mistake, one-hot labels s
 int64, fails with `Expected floating point type for target with class probabilities, got
 Long`.
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-logits = torch.randn(4, 3, requires_grad=True)
-labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
-loss = criterion(logits, labels)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-logits = torch.randn(4, 3, requires_grad=True)
-labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
-loss = criterion(logits, labels.long())
-```
-
 ## Symptoms
 - PyTorch 2.13: `RuntimeError: expected target dtype to be Long or Byte, but got Float`
 - earlier 2.x and late 1.x: `RuntimeError: expected scalar type Long but found Float` (or
@@ -111,30 +87,6 @@ int64 索引。标签往往由不关心 dtype 的代码生成：`torch.Tensor(la
 会被当作类别概率（软标签）；反过来，把 one-hot 标签存成 int64，则会报
 `Expected floating point type for target with class probabilities, got Long`。
 
-## Example
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-logits = torch.randn(4, 3, requires_grad=True)
-labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
-loss = criterion(logits, labels)
-```
-
-## Use instead:
-```python
-import numpy as np
-import torch
-import torch.nn as nn
-
-criterion = nn.CrossEntropyLoss()
-logits = torch.randn(4, 3, requires_grad=True)
-labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
-loss = criterion(logits, labels.long())
-```
-
 ## Symptoms
 - PyTorch 2.13：`RuntimeError: expected target dtype to be Long or Byte, but got Float`
 - 较早的 2.x 和较晚的 1.x：`RuntimeError: expected scalar type Long but found Float`（或 `found Int`），
@@ -155,6 +107,26 @@ but found Float`：调用栈中没有损失函数时，解释器会降低这一�
 - https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
 """,
     },
+    example="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+logits = torch.randn(4, 3, requires_grad=True)
+labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
+loss = criterion(logits, labels)
+""",
+    use_instead="""
+import numpy as np
+import torch
+import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+logits = torch.randn(4, 3, requires_grad=True)
+labels = torch.from_numpy(np.array([0.0, 2.0, 1.0, 0.0]))
+loss = criterion(logits, labels.long())
+""",
 )
 
 _CAUSE = {

@@ -62,28 +62,6 @@ message. Usual causes:
 - padding or "unknown" labels such as -1 or 255 without `ignore_index=-1`/`ignore_index=255`;
 - labels that were remapped for the training set but not for the validation set.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-num_classes = 10
-model = nn.Linear(32, num_classes)
-labels = torch.tensor([1, 5, 10, 3])
-loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-num_classes = 10
-model = nn.Linear(32, num_classes)
-labels = torch.tensor([1, 5, 10, 3]) - 1
-loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
-```
-
 ## Symptoms
 - CPU, PyTorch 1.5 and later: `IndexError: Target 10 is out of bounds.`
 - CUDA: `` .../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d:
@@ -115,28 +93,6 @@ CPU 上是 `IndexError: Target 10 is out of bounds.`；CUDA 上是以日志行�
 - 填充或“未知”标签（如 -1、255）没有设置 `ignore_index=-1`/`ignore_index=255`；
 - 训练集的标签重新映射过，验证集却没有。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-num_classes = 10
-model = nn.Linear(32, num_classes)
-labels = torch.tensor([1, 5, 10, 3])
-loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-num_classes = 10
-model = nn.Linear(32, num_classes)
-labels = torch.tensor([1, 5, 10, 3]) - 1
-loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
-```
-
 ## Symptoms
 - CPU，PyTorch 1.5 及以后：`IndexError: Target 10 is out of bounds.`
 - CUDA：`` .../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d:
@@ -151,6 +107,24 @@ loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
 - https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+num_classes = 10
+model = nn.Linear(32, num_classes)
+labels = torch.tensor([1, 5, 10, 3])
+loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+num_classes = 10
+model = nn.Linear(32, num_classes)
+labels = torch.tensor([1, 5, 10, 3]) - 1
+loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
+""",
 )
 
 _CAUSE_ASSERT = {

@@ -42,48 +42,6 @@ comes out as 64 or 128 "samples". Flattening with the batch dimension kept, `x.v
 models hit it when logits of shape `(batch * time, C)` meet targets of shape `(batch, time)`,
 or when the output is `(time, batch, C)` and the targets are batch-first.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 16, 3, padding=1)
-        self.fc = nn.Linear(16 * 8 * 8, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(self.conv(x), 2)
-        return self.fc(x.view(-1, 16 * 8 * 8))
-
-
-images, labels = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
-loss = nn.CrossEntropyLoss()(Net()(images), labels)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 16, 3, padding=1)
-        self.fc = nn.Linear(16 * 16 * 16, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(self.conv(x), 2)
-        return self.fc(torch.flatten(x, 1))
-
-
-images, labels = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
-loss = nn.CrossEntropyLoss()(Net()(images), labels)
-```
-
 ## Symptoms
 `ValueError: Expected input batch_size (128) to match target batch_size (32).`; for unbatched
 input: `RuntimeError: size mismatch (got input: [10], target:
@@ -106,8 +64,16 @@ input: `RuntimeError: size mismatch (got input: [10], target:
 `(batch * time, C)` 而 target 形状为 `(batch, time)` 时，或者输出是 `(time, batch, C)` 而 target
 是 batch 在前时，也会遇到这个错误。
 
-## Example
-```python
+## Symptoms
+`ValueError: Expected input batch_size (128) to match target batch_size (32).`；
+输入不带 batch 维时：`RuntimeError: size mismatch (got input: [10], target:
+[256])`。
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
+""",
+    },
+    example="""
 import torch
 import torch.nn as nn
 
@@ -125,10 +91,8 @@ class Net(nn.Module):
 
 images, labels = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
 loss = nn.CrossEntropyLoss()(Net()(images), labels)
-```
-
-## Use instead:
-```python
+""",
+    use_instead="""
 import torch
 import torch.nn as nn
 
@@ -146,17 +110,7 @@ class Net(nn.Module):
 
 images, labels = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
 loss = nn.CrossEntropyLoss()(Net()(images), labels)
-```
-
-## Symptoms
-`ValueError: Expected input batch_size (128) to match target batch_size (32).`；
-输入不带 batch 维时：`RuntimeError: size mismatch (got input: [10], target:
-[256])`。
-
-## References
-- https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html
 """,
-    },
 )
 
 PITFALL.error(

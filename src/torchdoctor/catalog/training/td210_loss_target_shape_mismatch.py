@@ -57,26 +57,6 @@ only sign is a warning printed once at the start. For `cross_entropy` over image
 sequences the class dimension must be dimension 1 (`[N, C, H, W]` against `[N, H, W]`, `[N, C,
 T]` against `[N, T]`), and the spatial sizes must match the mask's.
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(8, 1)
-inputs, targets = torch.randn(16, 8), torch.randn(16)
-loss = nn.MSELoss()(model(inputs), targets)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(8, 1)
-inputs, targets = torch.randn(16, 8), torch.randn(16)
-loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
-```
-
 ## Symptoms
 - `ValueError: Target size (torch.Size([16])) must be the same as input size
   (torch.Size([16, 1]))` (`BCEWithLogitsLoss`)
@@ -111,26 +91,6 @@ loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
 对图像或序列上的 `cross_entropy`，类别维必须是第 1 维（`[N, C, H, W]` 对 `[N, H, W]`，
 `[N, C, T]` 对 `[N, T]`），空间尺寸也必须与标注掩码一致。
 
-## Example
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(8, 1)
-inputs, targets = torch.randn(16, 8), torch.randn(16)
-loss = nn.MSELoss()(model(inputs), targets)
-```
-
-## Use instead:
-```python
-import torch
-import torch.nn as nn
-
-model = nn.Linear(8, 1)
-inputs, targets = torch.randn(16, 8), torch.randn(16)
-loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
-```
-
 ## Symptoms
 - `ValueError: Target size (torch.Size([16])) must be the same as input size
   (torch.Size([16, 1]))`（`BCEWithLogitsLoss`）
@@ -150,6 +110,22 @@ loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
 - https://pytorch.org/docs/stable/notes/broadcasting.html
 """,
     },
+    example="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(8, 1)
+inputs, targets = torch.randn(16, 8), torch.randn(16)
+loss = nn.MSELoss()(model(inputs), targets)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+model = nn.Linear(8, 1)
+inputs, targets = torch.randn(16, 8), torch.randn(16)
+loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
+""",
 )
 
 _SIZE = r"torch\.Size\(\[[^\]]*\]\)"

@@ -88,26 +88,6 @@ far from its origin. The first non-finite value typically comes from:
 that produces NaN and prints where it was called in the forward pass; `torchdoctor run` checks
 losses, gradients and outputs step by step and reports the first non-finite one.
 
-## Example
-```python
-import torch
-
-logits = torch.tensor([[0.0, 200.0], [300.0, 0.0]], requires_grad=True)
-probs = torch.softmax(logits, dim=1)
-loss = -torch.log(probs[:, 0]).mean()
-loss.backward()
-```
-
-## Use instead:
-```python
-import torch
-
-logits = torch.tensor([[0.0, 200.0], [300.0, 0.0]], requires_grad=True)
-log_probs = torch.log_softmax(logits, dim=1)
-loss = -log_probs[:, 0].mean()
-loss.backward()
-```
-
 ## Symptoms
 - anomaly mode: `RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.`
   (`'LogBackward'` in older versions), after `UserWarning: Error detected in LogBackward0.
@@ -145,26 +125,6 @@ or element < 0`、指标库的 `Input contains NaN`）。
 `torch.autograd.set_detect_anomaly(True)` 会让反向传播停在第一个产生 NaN 的运算处，并打印它在前向计算中的调用位置；
 `torchdoctor run` 会逐步检查损失、梯度和输出，报告第一个非有限值。
 
-## Example
-```python
-import torch
-
-logits = torch.tensor([[0.0, 200.0], [300.0, 0.0]], requires_grad=True)
-probs = torch.softmax(logits, dim=1)
-loss = -torch.log(probs[:, 0]).mean()
-loss.backward()
-```
-
-## Use instead:
-```python
-import torch
-
-logits = torch.tensor([[0.0, 200.0], [300.0, 0.0]], requires_grad=True)
-log_probs = torch.log_softmax(logits, dim=1)
-loss = -log_probs[:, 0].mean()
-loss.backward()
-```
-
 ## Symptoms
 - 异常检测模式：`RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.`
   （旧版本中为 `'LogBackward'`），之前有 `UserWarning: Error detected in LogBackward0.
@@ -182,6 +142,22 @@ loss.backward()
 - https://pytorch.org/docs/stable/amp.html#gradient-scaling
 """,
     },
+    example="""
+import torch
+
+logits = torch.tensor([[0.0, 200.0], [300.0, 0.0]], requires_grad=True)
+probs = torch.softmax(logits, dim=1)
+loss = -torch.log(probs[:, 0]).mean()
+loss.backward()
+""",
+    use_instead="""
+import torch
+
+logits = torch.tensor([[0.0, 200.0], [300.0, 0.0]], requires_grad=True)
+log_probs = torch.log_softmax(logits, dim=1)
+loss = -log_probs[:, 0].mean()
+loss.backward()
+""",
 )
 
 _CAUSE_USER_CHECK = {

@@ -58,30 +58,6 @@ when:
 Even batches of 2 to 4 samples give very noisy statistics; consider `GroupNorm` for models
 that must train with tiny batches.
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
-loader = DataLoader(dataset, batch_size=32, shuffle=True)
-model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
-for inputs, labels in loader:
-    model(inputs)
-```
-
-## Use instead:
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
-loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)
-model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
-for inputs, labels in loader:
-    model(inputs)
-```
-
 ## Symptoms
 `ValueError: Expected more than 1 value per channel when training, got input size
 torch.Size([1, 256])` (`got input size [1, 256]` in old versions).
@@ -109,30 +85,6 @@ PyTorch 因此拒绝计算。出现这种情况的场景有：
 
 即使 batch 有 2 到 4 个样本，统计量的噪声也非常大；必须用极小 batch 训练的模型可以考虑 `GroupNorm`。
 
-## Example
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
-loader = DataLoader(dataset, batch_size=32, shuffle=True)
-model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
-for inputs, labels in loader:
-    model(inputs)
-```
-
-## Use instead:
-```python
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
-loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)
-model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
-for inputs, labels in loader:
-    model(inputs)
-```
-
 ## Symptoms
 `ValueError: Expected more than 1 value per channel when training, got input size
 torch.Size([1, 256])`（旧版本中为 `got input size [1, 256]`）。
@@ -142,6 +94,26 @@ torch.Size([1, 256])`（旧版本中为 `got input size [1, 256]`）。
 - https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
 """,
     },
+    example="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
+loader = DataLoader(dataset, batch_size=32, shuffle=True)
+model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
+for inputs, labels in loader:
+    model(inputs)
+""",
+    use_instead="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+dataset = TensorDataset(torch.randn(65, 16), torch.randint(0, 2, (65,)))
+loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)
+model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))
+for inputs, labels in loader:
+    model(inputs)
+""",
 )
 
 PITFALL.error(
