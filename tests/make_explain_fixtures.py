@@ -16,7 +16,7 @@ the project directory becomes `/home/user/project`, `$HOME` `/home/user`, site-p
 `/usr/lib/python3.11/site-packages`, the stdlib `/usr/lib/python3.11` and the interpreter's
 bin directory `/usr/bin`. Memory addresses, timings and pids are left as printed.
 
-Every fixture starts with `#| ` header lines (see /work/brief/EXPLAIN_FIXTURES.md):
+Every fixture starts with `#| ` header lines (the format: tests/fixtures/README.md):
 
     #| source: reproduced with torch 2.13.0 CPU by tests/make_explain_fixtures.py (case <what>)
     #| expect: <catalog name that must be the top answer of `torchdoctor explain`>

@@ -53,9 +53,9 @@ def test_a_failure_inside_the_doctor_keeps_the_traceback_and_adds_one_line(tmp_p
     broken = SCRIPT.replace(
         'torchdoctor.install(lang="en")',
         'torchdoctor.install(lang="en")\n'
-        'import torchdoctor.explain.match as m\n'
+        'from torchdoctor.explain import match as m\n'
         'def boom(*a, **k):\n    raise MemoryError("doctor is ill")\n'
-        'm.diagnose = boom\nimport torchdoctor.explain.api as api\napi.diagnose = boom')
+        'm.diagnose = boom\nfrom torchdoctor.explain import api\napi.diagnose = boom')
     result = run_script(tmp_path, broken)
     assert "RuntimeError: Expected all tensors" in result.stderr
     last = result.stderr.strip().splitlines()[-1]
@@ -106,7 +106,7 @@ def test_load_ext_explains_cell_exceptions_after_the_traceback(shell, capsys, mo
 
 def test_handler_survives_its_own_failure(shell, capsys, monkeypatch):
     """IPython unregisters a custom handler that raises: ours must never raise."""
-    import torchdoctor.explain.api as api
+    from torchdoctor.explain import api
 
     shell.run_line_magic("load_ext", "torchdoctor")
 

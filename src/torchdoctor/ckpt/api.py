@@ -23,16 +23,18 @@ def load_state_dict(model, path_or_dict, *, strict: bool = True, trust: bool = F
     """Load a checkpoint (a path or an already loaded object) into `model` after the safe
     repairs: unwrap nesting, strip/add wrapper prefixes, add/drop `num_batches_tracked`.
 
-    Prints what it repaired to stderr (unless `verbose=False`). With `strict=True` it raises
-    CheckpointMismatchError listing, by cause, what still does not fit, and leaves the model
-    untouched; with `strict=False` it loads what fits and reports the rest in the result."""
+    Prints what it repaired to stderr (unless `verbose=False`), in `lang` ("en" or "zh").
+    With `strict=True` it raises CheckpointMismatchError listing, by cause, what still does not
+    fit, and leaves the model untouched; with `strict=False` it loads what fits and reports the
+    rest in the result. `trust=True` allows a full unpickle of a file that needs one (it runs
+    code from the file); a file that holds code to run is refused even then."""
     import torch
 
     from torchdoctor.ckpt import reader, repair
-    from torchdoctor.ckpt.command import repair_lines
     from torchdoctor.ckpt.diff import compare, reference_of_model
     from torchdoctor.ckpt.findings import Subject, findings, problem_message
     from torchdoctor.ckpt.inspect import locate
+    from torchdoctor.ckpt.repair_text import repair_lines
 
     if isinstance(path_or_dict, (str, os.PathLike)):
         path = os.fspath(path_or_dict)

@@ -51,14 +51,7 @@ def install(lang: str | None = None) -> None:
             write_stderr(diagnosis_text(exc, lang))
 
     excepthook._torchdoctor = True
-    excepthook._previous = previous
     sys.excepthook = excepthook
-
-
-def uninstall() -> None:
-    hook = sys.excepthook
-    if getattr(hook, "_torchdoctor", False):
-        sys.excepthook = hook._previous
 
 
 def load_ipython_extension(shell) -> None:

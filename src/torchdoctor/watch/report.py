@@ -29,11 +29,9 @@ from torchdoctor.report.stream import write_stderr
 
 _TEXT = {
     "en": {"none": "torchdoctor: watched {steps} step(s): no findings",
-           "some": "torchdoctor: watched {steps} step(s): {count} finding(s)",
-           "html": "torchdoctor: the HTML report is not available in this version"},
+           "some": "torchdoctor: watched {steps} step(s): {count} finding(s)"},
     "zh": {"none": "torchdoctor：共监视 {steps} 步：未发现问题",
-           "some": "torchdoctor：共监视 {steps} 步：发现 {count} 个问题",
-           "html": "torchdoctor：此版本不支持 HTML 报告"},
+           "some": "torchdoctor：共监视 {steps} 步：发现 {count} 个问题"},
 }
 
 
@@ -129,11 +127,8 @@ def write(result: dict, session, json_path: str | None, html_path: str | None,
         _write_file(rank_path(json_path, session.rank),
                     json.dumps(result, indent=2, ensure_ascii=False))
     if html_path:
-        try:
-            from torchdoctor.watch.html import render_html
-        except ImportError:
-            write_stderr(_text(lang, "html") + "\n")
-            return
+        from torchdoctor.watch.html import render_html
+
         _write_file(rank_path(html_path, session.rank), render_html(result, lang))
 
 
