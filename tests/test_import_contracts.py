@@ -237,21 +237,7 @@ def test_no_engine_names_a_pitfall():
     assert found == []
 
 
-# Entries that still import engine modules directly, counted when the SDK arrived. The count may
-# only go down: lower it as entries move to the SDK (issue 12), and at 0 make the test strict.
-ENTRY_OFFENDERS_AT_MOST = 76
-
-
 def test_entries_import_only_the_sdk_and_their_area():
     offenders = entry_offenders()
-    for name in sorted(offenders):
-        print(f"{name}: {', '.join(sorted(offenders[name]))}")
-    # An entry that uses the SDK uses it for everything: no half-converted module.
-    mixed = sorted(name for name, outside in offenders.items()
-                   if SDK in modules()[name].imports)
-    assert mixed == []
-    assert len(offenders) <= ENTRY_OFFENDERS_AT_MOST, (
-        f"{len(offenders)} entry modules import outside the SDK (printed above); the count may "
-        "only go down")
-    assert len(offenders) == ENTRY_OFFENDERS_AT_MOST, (
-        f"only {len(offenders)} offenders left: lower ENTRY_OFFENDERS_AT_MOST to that")
+    assert offenders == {}, "entries that import outside catalog.sdk and their own area:\n" + "\n".join(
+        f"  {name}: {', '.join(sorted(outside))}" for name, outside in sorted(offenders.items()))

@@ -25,7 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Iterable, Protocol
 
 from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
-from torchdoctor.knowledge import state_dicts, weights_only
+from torchdoctor.knowledge import dtypes, state_dicts, weights_only
 from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
 from torchdoctor.lint.context import (MODULE_SELF_METHODS, Context, Kind, nested_statements,
                                       per_file, shorten, subtree_parents, top_level_classes)
@@ -97,7 +97,7 @@ __all__ = [
     "Context", "Edit", "ErrorCheck", "FileIndex", "Finding", "Fix", "Kind", "Monitor",
     "NativeScan", "NativeSource", "Pitfall", "StaticCheck", "Text", "UnparsableSource",
     "UnreadableSource", "assigned_before", "bindings", "block_names", "children",
-    "directory_listing", "first_in_walk", "index", "index_of", "nested_statements", "per_file",
+    "directory_listing", "dtypes", "first_in_walk", "index", "index_of", "nested_statements", "per_file",
     "pick", "scope_of", "shorten", "split_lines", "state_dicts", "statements", "subtree_parents",
     "top_level_classes", "weights_only", *_ON_FIRST_USE,
 ]

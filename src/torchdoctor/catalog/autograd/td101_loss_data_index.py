@@ -3,11 +3,8 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, Kind, per_file, shorten
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import (Context, Finding, Kind, Pitfall, bindings, index_of, per_file,
+                                     scope_of, shorten)
 
 PITFALL = Pitfall(
     code="TD101",

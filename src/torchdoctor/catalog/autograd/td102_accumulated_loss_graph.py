@@ -4,11 +4,8 @@ from __future__ import annotations
 import ast
 import weakref
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, nested_statements, per_file
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import (Context, Finding, Monitor, Pitfall, bindings,
+                                     nested_statements, per_file, scope_of)
 
 PITFALL = Pitfall(
     code="TD102",

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall
 
 PITFALL = Pitfall(
     code="TD103",

@@ -5,11 +5,8 @@ import ast
 from bisect import bisect_left
 from functools import partial
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, nested_statements, per_file, shorten
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import (Context, Finding, Kind, Monitor, Pitfall, index_of,
+                                     nested_statements, per_file, shorten)
 
 # Messages quote at most 50 characters of source.
 _short = partial(shorten, limit=50)

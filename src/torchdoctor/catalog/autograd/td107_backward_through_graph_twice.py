@@ -1,7 +1,7 @@
 """TD107 backward-through-graph-twice: `backward()` reaches a graph an earlier backward freed."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD107",

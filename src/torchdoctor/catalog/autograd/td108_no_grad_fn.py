@@ -1,7 +1,7 @@
 """TD108 no-grad-fn: `backward()` on a tensor that is not connected to any parameter."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD108",

@@ -1,7 +1,7 @@
 """TD109 non-scalar-backward: `backward()` without a gradient on a tensor of several elements."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall
 
 PITFALL = Pitfall(
     code="TD109",

@@ -1,7 +1,7 @@
 """TD110 non-leaf-grad-access: `.grad` read on a tensor autograd never fills in (it stays None)."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall
 
 PITFALL = Pitfall(
     code="TD110",

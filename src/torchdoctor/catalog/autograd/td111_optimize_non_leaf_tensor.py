@@ -1,7 +1,7 @@
 """TD111 optimize-non-leaf-tensor: an optimizer given a tensor made by an operation."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD111",

@@ -5,8 +5,7 @@ import os
 import re
 import shutil
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD303",

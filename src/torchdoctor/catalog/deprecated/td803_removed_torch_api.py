@@ -6,10 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.lint.context import Context, Kind, per_file
-from torchdoctor.lint.occurrences import index
-from torchdoctor.report.finding import Edit, Finding, Fix
+from torchdoctor.catalog.sdk import (Clue, Context, Edit, Finding, Fix, Kind, Pitfall, index,
+                                     per_file)
 
 PITFALL = Pitfall(
     code="TD803",

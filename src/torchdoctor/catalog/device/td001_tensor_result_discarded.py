@@ -4,10 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, per_file, shorten
-from torchdoctor.lint.occurrences import statements
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, per_file, shorten, statements
 
 PITFALL = Pitfall(
     code="TD001",

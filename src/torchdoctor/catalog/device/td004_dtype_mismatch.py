@@ -1,9 +1,7 @@
 """TD004 dtype-mismatch: one operation gets tensors of different dtypes (Double vs Float...)."""
 from __future__ import annotations
 
-import re
-
-from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, dtypes
 
 PITFALL = Pitfall(
     code="TD004",
@@ -133,79 +131,6 @@ outputs = model(features)
 """,
 )
 
-# Every spelling of a dtype in error messages -> its ScalarType name.
-_DTYPES = {
-    "float": "Float", "float32": "Float", "Float": "Float",
-    "double": "Double", "float64": "Double", "Double": "Double",
-    "half": "Half", "float16": "Half", "Half": "Half", "c10::Half": "Half",
-    "bfloat16": "BFloat16", "BFloat16": "BFloat16", "c10::BFloat16": "BFloat16",
-    "long": "Long", "int64": "Long", "Long": "Long",
-    "int": "Int", "int32": "Int", "Int": "Int",
-    "short": "Short", "int16": "Short", "Short": "Short",
-    "char": "Char", "int8": "Char", "Char": "Char",
-    "byte": "Byte", "uint8": "Byte", "unsigned char": "Byte", "Byte": "Byte",
-    "bool": "Bool", "Bool": "Bool",
-    "ComplexFloat": "ComplexFloat", "complex64": "ComplexFloat",
-    "ComplexDouble": "ComplexDouble", "complex128": "ComplexDouble",
-}
-INTEGERS = frozenset({"Long", "Int", "Short", "Char", "Byte", "Bool"})
-HALVES = frozenset({"Half", "BFloat16"})
-
-
-def dtype_name(text: str) -> str | None:
-    """`torch.cuda.HalfTensor`, `CUDAFloatType`, `c10::Half`, `torch.float64`, `double`... ->
-    `Half`, `Float`, `Half`, `Double`, `Double`; None for what is not a dtype."""
-    name = text.strip().removeprefix("torch.")
-    tensor_type = re.fullmatch(r"(?:cuda\.|mps\.)?(\w+)Tensor|(?:CPU|CUDA|MPS|XPU)(\w+)Type", name)
-    if tensor_type is not None:
-        name = tensor_type.group(1) or tensor_type.group(2)
-    return _DTYPES.get(name)
-
-
-# Messages naming two dtypes, as groups a/b, or expected/found when they say which one the
-# operation wanted. A pattern that starts with `\w+` starts at a word boundary (`\b`): searched
-# in a long word, it would otherwise rescan the word from each of its letters.
-_PAIRS = [
-    re.compile(r"expected scalar type (?P<expected>\w+) but found (?P<found>\w+)"),
-    re.compile(r"Expected object of scalar type (?P<expected>\w+) but got scalar type "
-               r"(?P<found>\w+) for (?:argument|sequence element \d+ in sequence argument at "
-               r"position) (?:#\d+ )?'(?P<arg>\w+)'"),
-    re.compile(r"\b\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
-    re.compile(r"expected \w+ and \w+ to have the same dtype, but got: (?P<a>\w+) != "
-               r"(?P<b>\w+)"),
-    re.compile(r"Input type \((?P<a>[^()]+)\) and (?:weight|bias) type \((?P<b>[^()]+)\) "
-               r"should be the same"),
-    re.compile(r"Found dtype (?P<found>\w+) but expected (?P<expected>\w+)"),
-    re.compile(r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype "
-               r"\((?P<b>[\w.]+)\)"),
-    re.compile(r"Expected object of type (?P<expected>[\w.]+) but found type (?P<found>[\w.]+) "
-               r"for argument #\d+ '(?P<arg>\w+)'"),
-    re.compile(r"to have the same type as tensor for argument #\d+ '\w+'; but type "
-               r"(?P<a>[\w.]+) does not equal (?P<b>[\w.]+)"),
-    re.compile(r"have same dtype, but found (?P<a>\w+) and (?P<b>\w+)"),
-    re.compile(r"\b\w+ \((?P<a>\w+)\) and \w+ \((?P<b>\w+)\) must have the same scalar type"),
-    re.compile(r"dtypes match, got (?P<a>\w+) for the destination and (?P<b>\w+) for the "
-               r"source"),
-]
-
-
-def dtype_pair(message: str) -> tuple[str, str, dict] | None:
-    """The two different dtypes a mismatch message names, as (first, second, groups); for
-    messages that say which one was expected, first is the expected one."""
-    for pattern in _PAIRS:
-        found = pattern.search(message)
-        if found is None:
-            continue
-        groups = found.groupdict()
-        first = groups.get("expected") or groups.get("a")
-        second = groups.get("found") or groups.get("b")
-        first, second = dtype_name(first), dtype_name(second)
-        if first and second and first != second:
-            return first, second, groups
-        return None
-    return None
-
-
 _CAUSE = {
     "en": "One operation got a {first} tensor and a {second} tensor, and PyTorch does not "
           "convert between the inputs of a layer: one side was made with another dtype than "
@@ -248,18 +173,18 @@ _HALF_FIX = {
 
 @PITFALL.error_check(types=("RuntimeError", "ValueError", "TypeError"))
 def check(block, report) -> Clue | None:
-    pair = dtype_pair(block.message)
+    pair = dtypes.dtype_pair(block.message)
     if pair is None:
         return None
     first, second, groups = pair
     fields = {"first": first, "second": second}
-    if groups.get("arg") == "target" or (groups.get("expected") and first in INTEGERS):
+    if groups.get("arg") == "target" or (groups.get("expected") and first in dtypes.INTEGERS):
         # Usually a classification loss's target of the wrong type: cross-entropy-target-dtype.
         return Clue(0.5, _CAUSE, None, fields)
     if {first, second} == {"Double", "Float"}:
         # float64-numpy-tensor ranks above with the likelier root.
         return Clue(0.8, _DOUBLE_CAUSE, _DOUBLE_FIX, fields)
-    halves = {first, second} & HALVES
+    halves = {first, second} & dtypes.HALVES
     if halves:
         half = sorted(halves)[0]
         other = second if first == half else first

@@ -1,7 +1,7 @@
 """TD005 invalid-device-ordinal: a GPU index that this process cannot see."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD005",

@@ -1,7 +1,7 @@
 """TD007 device-side-assert: a CUDA kernel assertion failed; the real error is elsewhere."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD007",

@@ -1,7 +1,7 @@
 """TD008 cuda-illegal-memory-access: a CUDA kernel read or wrote outside its memory."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD008",

@@ -1,7 +1,7 @@
 """TD009 cudnn-failure: a cuDNN call failed (CUDNN_STATUS_*), usually for a reason outside cuDNN."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD009",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog._model import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall
 
 PITFALL = Pitfall(
     code="TD011",

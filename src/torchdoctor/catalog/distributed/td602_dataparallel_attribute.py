@@ -4,10 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import MODULE_SELF_METHODS, Context, Kind, per_file
-from torchdoctor.lint.occurrences import block_names
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import (MODULE_SELF_METHODS, Context, Finding, Kind, Pitfall,
+                                     block_names, per_file)
 
 PITFALL = Pitfall(
     code="TD602",

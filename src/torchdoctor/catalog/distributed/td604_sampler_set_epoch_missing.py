@@ -5,11 +5,8 @@ import ast
 import weakref
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import block_names, index, index_of
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import (Context, Finding, Monitor, Pitfall, block_names, index,
+                                     index_of, per_file)
 
 PITFALL = Pitfall(
     code="TD604",

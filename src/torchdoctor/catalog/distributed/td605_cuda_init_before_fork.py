@@ -4,10 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import index, index_of
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, index_of, per_file
 
 PITFALL = Pitfall(
     code="TD605",

@@ -1,8 +1,7 @@
 """TD902 vanishing-gradient: the first layers get gradients orders of magnitude below the last."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD902",

@@ -1,8 +1,7 @@
 """TD903 dead-relu: most units of a ReLU output zero for every sample, step after step."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD903",

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import math
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD904",

@@ -4,10 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index_of, per_file
 
 PITFALL = Pitfall(
     code="TD501",

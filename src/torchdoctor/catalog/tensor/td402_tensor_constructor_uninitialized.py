@@ -4,10 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, per_file, shorten, subtree_parents
-from torchdoctor.lint.occurrences import block_names
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import (Context, Finding, Kind, Pitfall, block_names, per_file,
+                                     shorten, subtree_parents)
 
 PITFALL = Pitfall(
     code="TD402",

@@ -4,10 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context
-from torchdoctor.lint.occurrences import block_names
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, block_names
 
 PITFALL = Pitfall(
     code="TD403",

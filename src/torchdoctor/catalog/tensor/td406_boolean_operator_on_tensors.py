@@ -5,9 +5,7 @@ import ast
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, shorten
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, shorten
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)

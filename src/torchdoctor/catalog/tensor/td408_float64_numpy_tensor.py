@@ -6,12 +6,8 @@ import re
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.catalog.device.td004_dtype_mismatch import dtype_pair
-from torchdoctor.lint.bindings import assigned_before
-from torchdoctor.lint.context import Context, Kind, per_file, shorten
-from torchdoctor.lint.occurrences import block_names, first_in_walk, index
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import (Clue, Context, Finding, Kind, Pitfall, assigned_before,
+                                     block_names, dtypes, first_in_walk, index, per_file, shorten)
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -269,7 +265,7 @@ _TARGET_CAUSE = {
 
 @PITFALL.error_check(types=("RuntimeError", "ValueError"))
 def check_error(block, report) -> Clue | None:
-    pair = dtype_pair(block.message)
+    pair = dtypes.dtype_pair(block.message)
     if pair is None or {pair[0], pair[1]} != {"Double", "Float"}:
         return None
     if "Found dtype Double but expected Float" in block.message:

@@ -5,10 +5,7 @@ import ast
 from bisect import bisect_left
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, per_file, shorten
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_file, shorten
 
 PITFALL = Pitfall(
     code="TD410",

@@ -5,10 +5,7 @@ import ast
 from bisect import bisect_left, bisect_right
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import FileIndex, index_of
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Context, FileIndex, Finding, Pitfall, index_of, per_file
 
 PITFALL = Pitfall(
     code="TD411",

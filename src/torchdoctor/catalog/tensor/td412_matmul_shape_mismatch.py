@@ -1,7 +1,7 @@
 """TD412 matmul-shape-mismatch: the features reaching a Linear layer are not its `in_features`."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD412",

@@ -7,10 +7,7 @@ import re
 import sys
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.lint.context import Context
-from torchdoctor.lint.neighbours import directory_listing
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, directory_listing
 
 PITFALL = Pitfall(
     code="TD703",
@@ -193,7 +190,7 @@ def explain(block, report) -> Clue | None:
 
 
 def _shadowing_file_named(message: str) -> str | None:
-    from torchdoctor.explain.parse import is_user_path  # explain-time only: `check` skips it
+    from torchdoctor.catalog.sdk import is_user_path  # explain-time only: `check` skips it
 
     found = _FROM_FILE.search(message)
     if found is None:
@@ -206,7 +203,7 @@ def _shadowing_file_named(message: str) -> str | None:
 
 def _shadowing_frame(block) -> str | None:
     """A traceback frame running a user file named like a library module: the shadow itself."""
-    from torchdoctor.explain.parse import is_user_path
+    from torchdoctor.catalog.sdk import is_user_path
 
     for frame in block.frames:
         name = frame.path.replace("\\", "/").rsplit("/", 1)[-1]

@@ -6,10 +6,8 @@ from bisect import bisect_left
 import re
 from typing import Iterator
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.lint.context import MODULE_SELF_METHODS, Context, per_file
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import (MODULE_SELF_METHODS, Clue, Context, Finding, Pitfall, index_of,
+                                     per_file)
 
 PITFALL = Pitfall(
     code="TD706",

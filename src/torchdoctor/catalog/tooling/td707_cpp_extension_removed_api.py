@@ -4,9 +4,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.native import NativeSource
-from torchdoctor.report.finding import Finding
+from torchdoctor.catalog.sdk import Finding, NativeSource, Pitfall
 
 PITFALL = Pitfall(
     code="TD707",

@@ -4,8 +4,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchdoctor.lint.context import Context, Kind, per_file
-from torchdoctor.lint.occurrences import children, index_of
+from torchdoctor.catalog.sdk import Context, Kind, children, index_of, per_file
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -5,17 +5,14 @@ import ast
 import weakref
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import (Context, Finding, Kind, Monitor, Pitfall, index_of, per_file,
+                                     shorten)
 from torchdoctor.catalog.training._loops import (
     block_steps,
     enclosing_loops,
     is_scheduler_step,
     stepped_optimizer,
 )
-from torchdoctor.lint.context import Context, Kind, per_file, shorten
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD201",

@@ -4,16 +4,13 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_file
 from torchdoctor.catalog.training._loops import (
     LOOPS,
     SCOPES,
     block_steps,
     stepped_optimizer,
 )
-from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
 
 PITFALL = Pitfall(
     code="TD202",

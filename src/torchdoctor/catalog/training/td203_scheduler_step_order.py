@@ -5,17 +5,14 @@ import ast
 import re
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import (Context, Finding, Kind, Monitor, Pitfall, index_of, per_file,
+                                     top_level_classes)
 from torchdoctor.catalog.training._loops import (
     block_steps,
     enclosing_loops,
     last_identifier,
     position,
 )
-from torchdoctor.lint.context import Context, Kind, per_file, top_level_classes
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD203",

@@ -5,7 +5,7 @@ import ast
 from bisect import bisect_left, bisect_right
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Context, Finding, Monitor, Pitfall, index_of, per_file
 from torchdoctor.catalog.training._loops import (
     LOOPS,
     SCOPES,
@@ -14,10 +14,6 @@ from torchdoctor.catalog.training._loops import (
     local_nodes,
     position,
 )
-from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import index_of
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
 
 PITFALL = Pitfall(
     code="TD204",

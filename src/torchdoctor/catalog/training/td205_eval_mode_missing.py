@@ -5,11 +5,8 @@ import ast
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.lint.context import Context, Kind, per_file, shorten
-from torchdoctor.lint.occurrences import FileIndex, index, index_of
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import (Context, FileIndex, Finding, Kind, Monitor, Pitfall, index,
+                                     index_of, per_file, shorten)
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -528,7 +525,7 @@ class EvaluatedInTrainingMode(Monitor):
             return
         layers = self._layers.get(id(model))
         if layers is None:
-            from torchdoctor.watch.layers import mode_dependent_layers
+            from torchdoctor.catalog.sdk import mode_dependent_layers
 
             layers = self._layers[id(model)] = mode_dependent_layers(model)
         active = [(name, layer) for name, layer in layers if layer.training]

@@ -6,12 +6,9 @@ import builtins
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import (Context, FileIndex, Finding, Monitor, Pitfall, index, index_of,
+                                     per_file, shorten)
 from torchdoctor.catalog.training._loops import enclosing_loops
-from torchdoctor.lint.context import Context, per_file, shorten
-from torchdoctor.lint.occurrences import FileIndex, index, index_of
-from torchdoctor.report.finding import Finding
-from torchdoctor.watch.monitor import Monitor
 
 # Messages quote at most 50 characters of source.
 _short = partial(shorten, limit=50)
@@ -518,7 +515,7 @@ class TrainedInEvalMode(Monitor):
         self._layers: dict[int, list] = {}
 
     def on_step(self, optimizer) -> None:
-        from torchdoctor.watch.layers import is_frozen, mode_dependent_layers
+        from torchdoctor.catalog.sdk import is_frozen, mode_dependent_layers
 
         held = None
         for model in self.session.models:

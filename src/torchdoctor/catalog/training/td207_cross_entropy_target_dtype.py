@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD207",

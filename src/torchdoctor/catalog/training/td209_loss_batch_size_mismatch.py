@@ -1,7 +1,7 @@
 """TD209 loss-batch-size-mismatch: the loss gets a different number of predictions and targets."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
+from torchdoctor.catalog.sdk import Pitfall
 
 PITFALL = Pitfall(
     code="TD209",

@@ -1,8 +1,7 @@
 """TD210 loss-target-shape-mismatch: loss input and target shapes differ (or silently broadcast)."""
 from __future__ import annotations
 
-from torchdoctor.catalog._model import Pitfall
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD210",

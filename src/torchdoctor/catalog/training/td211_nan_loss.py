@@ -5,8 +5,7 @@ import math
 import os
 import re
 
-from torchdoctor.catalog._model import Clue, Pitfall
-from torchdoctor.watch.monitor import Monitor
+from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD211",
@@ -408,7 +407,7 @@ def _backward_culprit(model, args, kwargs) -> tuple[str | None, str]:
 
     import torch
 
-    from torchdoctor.explain.parse import is_user_path
+    from torchdoctor.catalog.sdk import is_user_path
 
     params = [p for p in model.parameters() if p.requires_grad]
     try:
