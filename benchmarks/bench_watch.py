@@ -5,7 +5,8 @@ process, blocks of steps alternate between plain, watched, and under
 `torch.autograd.set_detect_anomaly(True)` (for reference), so that drift of the machine hits
 every mode alike; the table shows the median step time of each mode over its blocks, as a
 ratio to plain. Each block's first 5 steps are untimed (a run is watched by one session for
-thousands of steps); the watch session's start-up is shown on its own, in milliseconds. Usage: python benchmarks/bench_watch.py [--blocks N] [--steps N]
+thousands of steps); the watch session's start-up is shown on its own, in milliseconds.
+Usage: python benchmarks/bench_watch.py [--blocks N] [--steps N]
 """
 from __future__ import annotations
 

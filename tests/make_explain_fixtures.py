@@ -29,9 +29,7 @@ writing a useless fixture.
 from __future__ import annotations
 
 import os
-import re
 import resource
-import shutil
 import subprocess
 import sys
 import sysconfig

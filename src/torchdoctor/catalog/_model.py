@@ -129,7 +129,9 @@ def required_literal(regex: str, shortest: int = 4) -> str | None:
     classes is skipped; a character followed by a quantifier is not counted."""
     if regex.startswith("(?") and regex[2:3] in "aiLmsux" or _top_level_alternation(regex):
         return None
-    runs, run, depth, index = [], [], 0, 0
+    runs: list[str] = []
+    run: list[str] = []
+    depth = index = 0
     while index < len(regex):
         char = regex[index]
         literal = None

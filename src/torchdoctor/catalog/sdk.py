@@ -37,11 +37,11 @@ from torchdoctor.lint.occurrences import (FileIndex, block_names, children, firs
 from torchdoctor.report.finding import Edit, Finding, Fix
 from torchdoctor.watch.monitor import HOOKS, Monitor
 
-if TYPE_CHECKING:  # pragma: no cover
-    from torchdoctor.ckpt.diff import Diff, Difference
+if TYPE_CHECKING:  # pragma: no cover; re-exported on first use (below), named here for checkers
+    from torchdoctor.ckpt.diff import Diff, Difference  # noqa: F401
     from torchdoctor.ckpt.findings import Subject
-    from torchdoctor.ckpt.inspect import Listing
-    from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
+    from torchdoctor.ckpt.inspect import Listing  # noqa: F401
+    from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame  # noqa: F401
 
 # Name -> module, imported when an entry first asks for the name.
 _ON_FIRST_USE = {
