@@ -65,7 +65,7 @@ def test_links_the_error_to_the_root_line_in_the_users_file(tmp_path):
     names = [f["name"] for f in data["findings"]]
     assert names[:2] == ["tensor-result-discarded", "device-mismatch"]
     root = data["findings"][0]
-    assert root["location"] == {"path": "train.py", "line": 7, "column": 5,
+    assert root["location"] == {"kind": "span", "path": "train.py", "line": 7, "column": 5,
                                 "source": "images.cuda()"}
     assert root["root_of"] == "device-mismatch"
     assert "images = images.cuda(" in root["fix"]

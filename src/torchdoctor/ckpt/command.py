@@ -14,6 +14,7 @@ from torchdoctor.ckpt.inspect import Listing, listing
 from torchdoctor.ckpt.repair_text import REPAIRS, access, repair_lines
 from torchdoctor.errors import UsageError
 from torchdoctor.knowledge.state_dicts import wrapper_name
+from torchdoctor.report import json_output
 from torchdoctor.report.render import printable
 
 LABELS = {
@@ -122,7 +123,8 @@ def _inspect(args, lang: str, labels: dict) -> int:
         subject.problem = problem
     found = findings(subject)
     if args.format == "json":
-        print(json.dumps(_inspect_json(subject, found), indent=2, ensure_ascii=False))
+        print(json_output.dumps(json_output.envelope("ckpt inspect",
+                                                     _inspect_json(subject, found))))
     else:
         lines = [] if subject.listing is None else _inspect_text(subject.listing, labels,
                                                                  args.keys)
@@ -207,7 +209,7 @@ def _inspect_json(subject: Subject, found) -> dict:
                              "needs": checkpoint.refused_globals, "groups": result.groups},
             "metadata": checkpoint.metadata,
         })
-    data["findings"] = [f.to_json() for f in found]
+    data["findings"] = json_output.findings_json(found)
     return data
 
 
@@ -241,11 +243,11 @@ def _diff(args, lang: str, labels: dict) -> int:
     subject = Subject(args.file, lang, listing=first, diff=result, model=spec, reference=name)
     found = [f for f in findings(subject) if f.origin == "ckpt"]
     if args.format == "json":
-        print(json.dumps({
+        print(json_output.dumps(json_output.envelope("ckpt diff", {
             "checkpoint": args.file, "reference": other_label, "matched": result.matched,
             "differences": [d.to_json() for d in result.differences],
             "loads_after_repair": not result.remaining,
-            "findings": [f.to_json() for f in found]}, indent=2, ensure_ascii=False))
+            "findings": json_output.findings_json(found)})))
     else:
         lines = [labels["vs"].format(a=args.file, b=other_label, n=result.matched)]
         lines += _findings_text(found, labels, summary=False)

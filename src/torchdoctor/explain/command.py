@@ -1,13 +1,13 @@
 """`torchdoctor explain [FILE|-]`: read a traceback or a log, print its causes and fixes."""
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
 from collections import deque
 
 from torchdoctor.errors import UsageError
+from torchdoctor.report import json_output
 from torchdoctor.report.stream import write_stderr
 
 # Logs can be large; the error is near the end. Of a larger input only its end is read: this
@@ -24,7 +24,7 @@ def run_explain(args, lang: str) -> int:
     text = _read_input(args.file)
     explanation = explanation_of(text, lang, link=not args.no_link)
     if args.format == "json":
-        print(json.dumps(explanation.to_json(), indent=2, ensure_ascii=False))
+        print(json_output.dumps(json_output.envelope("explain", explanation.to_json())))
     else:
         sys.stdout.write(as_text(explanation))
         if explanation.link_problem:

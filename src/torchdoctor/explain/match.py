@@ -9,6 +9,7 @@ from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 from torchdoctor.explain.parse import user_frame, user_frame_of
+from torchdoctor.report import json_output
 from torchdoctor.user_files import read_regular_file
 
 # Below this, a cause is not shown: "not recognised" is better than a guess dressed as an answer.
@@ -26,11 +27,13 @@ class Location:
     path: str
     line: int | None
     source: str | None = None
-    column: int | None = None
+    column: int | None = None  # known for a line the static checker found: a span
+    function: str | None = None
 
     def to_json(self) -> dict:
-        return {"path": self.path, "line": self.line, "column": self.column,
-                "source": self.source}
+        if self.column is None:
+            return json_output.frame(self.path, self.line, self.function, self.source)
+        return json_output.span(self.path, self.line, self.column, source=self.source)
 
 
 @dataclass
@@ -48,17 +51,20 @@ class Diagnosis:
     root_of: str | None = None  # for a linked root cause: the name of the error it explains
 
     def to_json(self, lang: str) -> dict:
+        # `fix` is the text of what to do, as before: an explanation edits nothing.
         return {
             "code": self.pitfall.code,
             "name": self.pitfall.name,
             "title": pick(self.pitfall.title, lang),
-            "confidence": round(self.confidence, 2),
-            "cause": self.cause,
+            "message": self.cause,
+            "origin": "explain",
             "fix": self.fix,
-            "location": self.location.to_json() if self.location else None,
             "root_of": self.root_of,
             "linked": [{"location": loc.to_json(), "name": name, "message": message}
                        for loc, name, message in self.linked],
+            **json_output.shared_fields(self.location.to_json() if self.location else None,
+                                        confidence=round(self.confidence, 2),
+                                        cause=self.cause),
         }
 
 
@@ -186,7 +192,7 @@ def _location_of(block: ErrorBlock | None, report: ErrorReport) -> Location | No
     frame = frame or user_frame_of(report)
     if frame is None:
         return None
-    return Location(frame.path, frame.line, frame.source)
+    return Location(frame.path, frame.line, frame.source, function=frame.function)
 
 
 # Linking to the user's code ----------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from torchdoctor import __version__
+from torchdoctor.report import json_output
 from torchdoctor.report.finding import Finding
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -152,7 +153,8 @@ def render_statistics(findings: Sequence[Finding]) -> str:
 
 
 def render_json(findings: Sequence[Finding]) -> str:
-    return json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False) + "\n"
+    """`check`'s JSON: an array of findings (the one command without an envelope, as before)."""
+    return json_output.dumps(json_output.findings_json(findings)) + "\n"
 
 
 def render_github(findings: Sequence[Finding]) -> str:
@@ -197,7 +199,7 @@ def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en")
         })
     results = []
     for f in findings:
-        result = {
+        result: dict[str, object] = {
             "ruleId": f.code,
             "level": "error" if f.code == unparsable else "warning",
             "message": {"text": f.message},

@@ -1,12 +1,14 @@
 """What a watched run reports: live lines, the summary at exit, the JSON and HTML reports.
 
-JSON report (`--report-json`), one object per process:
-    {"script": "train.py", "argv": [...], "torch_version": "2.13.0", "duration_s": 12.3,
+JSON report (`--report-json`), one object per process (schema: docs/json.md):
+    {"tool": "torchdoctor", "version": "...", "command": "run",
+     "script": "train.py", "argv": [...], "torch_version": "2.13.0", "duration_s": 12.3,
      "findings": [...], "crash": null | {explain result, "context": [...]},
      "exit_code": N, "rank": null | N, "internal_errors": ["..."],
      "metrics": {"step": [...], "loss": [...], "lr": [...],
                  "grad_norm_step": [...], "grad_norm": {"<module>": [...]}}}
-Each finding is a Finding's JSON (origin "runtime") with `step`, `rank` and `module` added.
+Each finding is a Finding's JSON (origin "runtime") with `step`, `rank` and `module` added,
+and a `location` of kind "run".
 `loss`/`lr` line up with `step`; each `grad_norm` series lines up with `grad_norm_step`
 (gradient norms are sampled). Non-finite values are the strings "NaN", "Infinity",
 "-Infinity"; null means not recorded.
@@ -17,7 +19,6 @@ Under torchrun (RANK set) every rank writes its own files: `report.json` becomes
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import tempfile
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 from torchdoctor.errors import UsageError
+from torchdoctor.report import json_output
 from torchdoctor.report.stream import write_stderr
 
 _TEXT = {
@@ -73,18 +75,18 @@ def print_summary(session, lang: str) -> None:
 
 def build(session, crash: dict | None = None, exit_code: int | None = None) -> dict:
     torch = sys.modules.get("torch")
-    return {
+    return json_output.envelope("run", {
         "script": os.path.basename(session.argv[0]) if session.argv else None,
         "argv": session.argv,
         "torch_version": getattr(torch, "__version__", None),
         "duration_s": round(time.monotonic() - session.started, 3),
-        "findings": [f.to_json() for f in session.findings],
+        "findings": json_output.findings_json(session.findings),
         "crash": crash,
         "exit_code": exit_code,
         "rank": session.rank,
         "internal_errors": list(session.internal_errors),
         "metrics": session.metrics.to_json() if session.metrics is not None else None,
-    }
+    })
 
 
 def rank_path(path: str, rank: int | None) -> str:
@@ -125,7 +127,7 @@ def write(result: dict, session, json_path: str | None, html_path: str | None,
     """Write the reports; a failure is one line on stderr, and the run's exit code stays."""
     if json_path:
         _write_file(rank_path(json_path, session.rank),
-                    json.dumps(result, indent=2, ensure_ascii=False))
+                    json_output.dumps(result))
     if html_path:
         from torchdoctor.watch.html import render_html
 
