@@ -317,19 +317,50 @@ def test_cache_is_used_and_invalidated_by_content(tmp_path):
     cache_files = list((tmp_path / ".torchdoctor_cache").glob("*.json"))
     assert len(cache_files) == 1
     assert (tmp_path / ".torchdoctor_cache" / ".gitignore").read_text().strip().endswith("*")
-    # Prove the second run reads the cache: a message planted there comes back.
+    # Prove the second run reads the cache: a field planted in a stored message comes back
+    # (messages are written again from their fields, in the language asked for).
     data = json.loads(cache_files[0].read_text())
     [(key, entry)] = data.items()
-    entry[1][0]["message"] = "from the cache"
+    variant, fields = entry[1][0]["_template"]
+    planted = {name: "from_the_cache" if isinstance(value, str) else value
+               for name, value in fields.items()}
+    entry[1][0]["_template"] = [variant, planted]
     cache_files[0].write_text(json.dumps(data))
     second = run_cli("check", "--format", "json", "bad.py", cwd=tmp_path)
-    assert json.loads(second.stdout)[0]["message"] == "from the cache"
+    assert "from_the_cache" in json.loads(second.stdout)[0]["message"]
     # A content change invalidates the entry.
     path.write_text(DISCARDED + "x.cpu()\n")
     third = json.loads(run_cli("check", "--format", "json", "bad.py", cwd=tmp_path).stdout)
     assert [f["line"] for f in third] == [3, 4]
-    assert third[0]["message"] != "from the cache"
+    assert "from_the_cache" not in third[0]["message"]
     assert first.returncode == 1
+
+
+def test_one_cache_serves_every_language(tmp_path):
+    """The cache is not keyed by language: findings are stored with what their text is made of
+    and written in the language asked for. A finding an engine wrote in the language of its
+    run (a syntax error) binds its file's entry to that language."""
+    write(tmp_path, "bad.py", DISCARDED)
+    write(tmp_path, "broken.py", "def f(:\n")
+    english = json.loads(run_cli("check", "--format", "json", ".", cwd=tmp_path).stdout)
+    [cache_file] = (tmp_path / ".torchdoctor_cache").glob("*.json")
+    data = json.loads(cache_file.read_text())
+    [bad] = [entry for key, entry in data.items() if key.endswith("bad.py")]
+    variant, fields = bad[1][0]["_template"]
+    bad[1][0]["_template"] = [variant, {name: "planted" if isinstance(value, str) else value
+                                        for name, value in fields.items()}]
+    cache_file.write_text(json.dumps(data))
+
+    chinese = json.loads(run_cli("check", "--format", "json", "--lang", "zh", ".", cwd=tmp_path).stdout)
+    assert list((tmp_path / ".torchdoctor_cache").glob("*.json")) == [cache_file]
+    by_path = {f["path"]: f for f in chinese}
+    assert "planted" in by_path["bad.py"]["message"]  # from the cache ...
+    assert by_path["bad.py"]["message"] != english[0]["message"]  # ... written in Chinese
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in by_path["bad.py"]["message"])
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in by_path["bad.py"]["fix"]["title"])
+    # The syntax error was written in English: checked again for the Chinese run.
+    [english_syntax] = [f for f in english if f["path"] == "broken.py"]
+    assert by_path["broken.py"]["message"] != english_syntax["message"]
 
 
 def test_no_cache_writes_nothing(tmp_path):

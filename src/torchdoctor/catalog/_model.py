@@ -340,6 +340,10 @@ class Pitfall:
         return kinds
 
     def message(self, variant: str, lang: str, **fields: object) -> str:
+        """The message of `variant` in `lang`; a field given in every language (a dict with an
+        "en" key) is given in `lang` too."""
+        fields = {name: pick(value, lang) if isinstance(value, dict) and "en" in value else value
+                  for name, value in fields.items()}
         return pick(self.messages[variant], lang).format(**fields)
 
     def sections(self, lang: str) -> dict[str, str]:

@@ -1,10 +1,15 @@
 """Content-hash cache of findings, so an unchanged tree re-checks near-instantly.
 
 The cache lives in `.torchdoctor_cache/` at the project root of the checked paths
-(`project_root`), one JSON file per (doctor build, enabled rules, language): a change to any of
-them starts a fresh file. Entries are keyed by the path relative to that root and validated by
-a hash of the file's bytes; an entry of the wrong shape is a miss, and entries of files that
-were not seen where they should have been are dropped when the file is written.
+(`project_root`), one JSON file per (doctor build, enabled rules): a change to either starts a
+fresh file. Entries are keyed by the path relative to that root and validated by a hash of the
+file's bytes; an entry of the wrong shape is a miss, and entries of files that were not seen
+where they should have been are dropped when the file is written.
+
+The language is not part of the key: a finding is stored with what its text is made from
+(report/localize.py) and written in the language asked for when it is shown. An entry with a
+finding whose text cannot be made again (an engine's, in the language of its run) records that
+language, and is a miss for the others.
 
 The cache touches nothing but its own directory: a `.torchdoctor_cache` (or cache file) that is
 a symbolic link or not what it should be is not used, and the only files it deletes are its
@@ -18,10 +23,12 @@ import os
 import re
 import stat
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from torchdoctor import __version__
 from torchdoctor.report.finding import Finding
+from torchdoctor.report.localize import portable
 from torchdoctor.report.stream import write_stderr
 from torchdoctor.user_files import read_regular_file
 
@@ -41,10 +48,10 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def settings_key(codes: frozenset[str], lang: str) -> str:
-    """Changes with the version, the rules and language, and any edit to the doctor's own code."""
+def settings_key(codes: frozenset[str]) -> str:
+    """Changes with the version, the rules, and any edit to the doctor's own code."""
     fingerprint = hashlib.blake2b(digest_size=8)
-    fingerprint.update(f"{__version__}|{','.join(sorted(codes))}|{lang}".encode())
+    fingerprint.update(f"{__version__}|{','.join(sorted(codes))}".encode())
     for source in sorted(_PACKAGE_DIR.rglob("*.py")):
         info = source.stat()
         fingerprint.update(f"{source.name}:{info.st_size}:{info.st_mtime_ns}".encode())
@@ -67,11 +74,11 @@ def project_root(scope: Path, config_dir: Path | None) -> Path:
 class ProjectCaches:
     """The caches of the project roots of the checked paths: usually one."""
 
-    def __init__(self, scopes: list[Path], config_dir: Path | None, key: str) -> None:
+    def __init__(self, scopes: list[Path], config_dir: Path | None, key: str, lang: str) -> None:
         roots = {project_root(scope, config_dir) for scope in scopes}
         # Innermost first: a file belongs to the nearest root that holds it.
-        self._caches = [Cache(root, key) for root in sorted(roots, key=lambda r: len(r.parts),
-                                                            reverse=True)]
+        self._caches = [Cache(root, key, lang) for root in sorted(roots, key=lambda r: len(r.parts),
+                                                                  reverse=True)]
         self._scopes = scopes
 
     def get(self, path: Path, file_digest: str, shown: str, size: int) -> list[Finding] | None:
@@ -95,8 +102,9 @@ class ProjectCaches:
 class Cache:
     """The cache file of one project root and one settings key."""
 
-    def __init__(self, root: Path, key: str) -> None:
+    def __init__(self, root: Path, key: str, lang: str) -> None:
         self.root = root
+        self.lang = lang  # of this run: entries bound to another language are misses
         self.prefix = os.path.join(str(root), "")
         self.directory = root / CACHE_DIR_NAME
         self.file = self.directory / f"{key}.json"
@@ -111,8 +119,8 @@ class Cache:
         key = self._key(path)
         self.seen.add(key)
         entry = self.entries.get(key)
-        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == file_digest
-                and isinstance(entry[1], list)):
+        if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == file_digest
+                and isinstance(entry[1], list) and entry[2] in (None, self.lang)):
             return None
         try:
             return [_restore(item, shown, size) for item in entry[1]]
@@ -120,7 +128,8 @@ class Cache:
             return None
 
     def put(self, path: Path, file_digest: str, findings: list[Finding]) -> None:
-        self.entries[self._key(path)] = [file_digest, [_strip_path(f) for f in findings]]
+        bound = None if all(portable(f) for f in findings) else self.lang
+        self.entries[self._key(path)] = [file_digest, [_strip_path(f) for f in findings], bound]
         self.dirty = True
 
     def save(self, scopes: list[Path]) -> None:
@@ -242,15 +251,29 @@ def _kind(mode: int) -> str:
         else "a regular file" if stat.S_ISREG(mode) else "a special file"
 
 
+# What a stored finding's text is made from (see report/localize.py): cache-only keys.
+_TEMPLATE, _TITLES = "_template", "_titles"
+
+
 def _strip_path(finding: Finding) -> dict:
     data = finding.to_json()
     data.pop("path")
+    if portable(finding):
+        data[_TEMPLATE] = list(finding.template)
+        if finding.fix is not None and finding.fix.titles:
+            data["fix"][_TITLES] = finding.fix.titles
     return data
 
 
 def _restore(data: dict, shown: str, size: int) -> Finding:
     """A finding read back from the cache; ValueError (or KeyError, TypeError) when it is not
     one the checker could have written for a file of `size` bytes."""
+    data = dict(data)
+    template = data.pop(_TEMPLATE, None)
+    titles = None
+    if isinstance(data.get("fix"), dict) and _TITLES in data["fix"]:
+        data["fix"] = dict(data["fix"])
+        titles = data["fix"].pop(_TITLES)
     finding = Finding.from_json({**data, "path": shown})
     positions = (finding.line, finding.column, finding.end_line, finding.end_column,
                  finding.cell or 0)
@@ -260,4 +283,14 @@ def _restore(data: dict, shown: str, size: int) -> Finding:
             and (finding.fix is None or isinstance(finding.fix.title, str)
                  and finding.fix.applicability in ("safe", "unsafe", "display"))):
         raise ValueError("not a finding")
+    if template is not None:
+        variant, fields = template
+        if not (isinstance(variant, str) and isinstance(fields, dict)):
+            raise ValueError("not a template")
+        finding.template = (variant, fields)
+    if titles is not None:
+        if not (isinstance(titles, dict) and finding.fix is not None
+                and all(isinstance(text, str) for text in titles.values())):
+            raise ValueError("not a title")
+        finding.fix = replace(finding.fix, titles=titles)
     return finding

@@ -425,7 +425,7 @@ class Context:
         from torchdoctor.catalog._model import pick
 
         text = title or pitfall.fix_title or {"en": "Apply the suggested fix"}
-        return Fix(applicability, pick(text, self.lang), tuple(edits))
+        return Fix(applicability, pick(text, self.lang), tuple(edits), titles=text)
 
     def finding(self, pitfall: Pitfall, node: ast.AST, variant: str = "", *, fix: Fix | None = None,
                 end_node: ast.AST | None = None, **fields: object) -> Finding:
@@ -438,7 +438,7 @@ class Context:
             code=pitfall.code, name=pitfall.name,
             message=pitfall.message(variant, self.lang, **fields),
             path=self.path, line=line, column=column, end_line=end_line, end_column=end_column,
-            fix=fix,
+            fix=fix, template=(variant, fields),
         )
 
     # ---- bindings (called by the checker while it walks) -------------------------------------

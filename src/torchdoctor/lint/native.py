@@ -73,7 +73,7 @@ class NativeSource:
         return Edit(start, end, content, *self.position(start), *self.position(end))
 
     def fix(self, pitfall: Pitfall, applicability: str, *edits: Edit) -> Fix:
-        return Fix(applicability, pick(pitfall.fix_title, self.lang), edits)
+        return Fix(applicability, pick(pitfall.fix_title, self.lang), edits, titles=pitfall.fix_title)
 
     def finding(self, pitfall: Pitfall, start: int, end: int, variant: str = "", *,
                 fix: Fix | None = None, **fields: object) -> Finding:
@@ -81,7 +81,7 @@ class NativeSource:
         end_line, end_column = self.position(end)
         return Finding(pitfall.code, pitfall.name, pitfall.message(variant, self.lang, **fields),
                        path=self.path, line=line, column=column, end_line=end_line,
-                       end_column=end_column, fix=fix)
+                       end_column=end_column, fix=fix, template=(variant, fields))
 
 
 def check_native(text: str, path: str, codes: frozenset[str], lang: str = "en") -> CheckResult:

@@ -22,6 +22,7 @@ from torchdoctor.lint.source import (
     SourceFile, UnreadableFile, UnwritableFile, decode, decode_native, encode, write_in_place,
 )
 from torchdoctor.report.finding import Finding
+from torchdoctor.report.localize import localize
 from torchdoctor.user_files import limit_for, read_regular_file
 
 FixMode = Literal["check", "fix", "diff"]
@@ -93,7 +94,7 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
                                              for s in scopes))
     config_dir = settings.root if settings.config_file is not None else None
     store = (cache_module.ProjectCaches(scopes, config_dir,
-                                        cache_module.settings_key(job.codes, job.lang))
+                                        cache_module.settings_key(job.codes), job.lang)
              if use_cache and job.mode == "check" else None)
     outcomes: dict[int, FileOutcome] = {}
     pending: list[_Pending] = []
@@ -122,6 +123,7 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
     results = []
     for index, path in enumerate(files):
         outcome = outcomes[index]
+        localize(outcome.findings, job.lang)  # a cached finding may have been stored in another
         drop_per_file_ignores(outcome, path, settings)
         results.append(outcome)
     return results

@@ -38,6 +38,9 @@ class Fix:
     applicability: Applicability
     title: str
     edits: tuple[Edit, ...]
+    # The title in every language ({"en": ..., "zh": ...}), when it comes from the catalog: the
+    # title is then given in the language asked for when the finding is shown.
+    titles: dict | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict:
         return {
@@ -69,6 +72,9 @@ class Finding:
     fix: Fix | None = None
     confidence: float | None = None
     extra: dict = field(default_factory=dict)
+    # What `message` is made from, when it is a catalog message: (variant, fields). The message
+    # is then written again in the language asked for when the finding is shown (localize.py).
+    template: tuple[str, dict] | None = field(default=None, compare=False, repr=False)
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code)

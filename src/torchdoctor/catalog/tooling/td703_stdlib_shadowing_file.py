@@ -131,7 +131,7 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         shadow = _shadowing_file(os.path.dirname(os.path.abspath(ctx.path)), top)
         if shadow is not None:
             origin = ({"en": "installed", "zh": "已安装的"} if top in _WELL_KNOWN
-                      else {"en": "standard-library", "zh": "标准库"})[ctx.lang]
+                      else {"en": "standard-library", "zh": "标准库"})
             yield ctx.finding(PITFALL, where, module=top, file=shadow, origin=origin)
 
 
