@@ -56,6 +56,23 @@ def test_check_a_source_text(tmp_path, monkeypatch):
     assert torchdoctor.check(source="x = 1\n", select="ALL") == []
 
 
+def test_check_leaves_the_garbage_collector_as_it_found_it():
+    """The collector is paused while a file is checked (its tree holds no cycles) and resumed
+    after, also when the check fails; a program that turned it off keeps it off."""
+    import gc
+
+    source = "import torch\nx = torch.randn(3)\nx.cuda()\n"
+    assert gc.isenabled()
+    assert [f.code for f in torchdoctor.check(source=source)] == ["TD001"]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        torchdoctor.check(source=source)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_check_paths_as_the_command_does_and_writes_nothing(tmp_path, monkeypatch):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "train.py").write_text(BAD)

@@ -12,7 +12,7 @@ from torchdoctor.catalog import all_pitfalls
 from torchdoctor.catalog._registry import engine_finding
 from torchdoctor.lint import cache as cache_module
 from torchdoctor.lint import notebook
-from torchdoctor.lint.checker import check_source, fix_source
+from torchdoctor.lint.checker import check_source, fix_source, without_cyclic_gc
 from torchdoctor.lint.config import Settings
 from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.lines import split_lines
@@ -180,6 +180,7 @@ def _not_checked(shown: str, reason: str) -> FileOutcome:
     return FileOutcome(shown, [], internal_errors=[f"{shown}: not checked: {reason}"])
 
 
+@without_cyclic_gc  # the notebook's parse and the fixes too, not only the check
 def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
     absolute, shown, data = task
     try:
