@@ -10,7 +10,6 @@ from torch import nn  # noqa: E402
 import torchdoctor  # noqa: E402
 from torchdoctor.catalog import get  # noqa: E402
 from torchdoctor.watch.monitor import Monitor  # noqa: E402
-from torchdoctor.watch.session import Session  # noqa: E402
 
 
 def train(steps=4, crash_at=None, scaler=None):
@@ -147,16 +146,3 @@ def test_torch_compile_raises_no_false_alarm():
     assert watch.findings == []
     assert watch.session.internal_errors == []
 
-
-def test_a_synthetic_event_reaches_only_overriding_monitors():
-    class Counting(Monitor):
-        seen = []
-
-        def on_scheduler_step(self, scheduler):
-            self.seen.append(scheduler)
-
-    session = Session([(get("scheduler-step-order"), Counting)], live=False)
-    session.scheduler_step("sched")
-    session.dataloader_iter("loader")  # no monitor overrides it: nothing happens
-    assert Counting.seen == ["sched"]
-    assert session._hooks["on_dataloader_iter"] == []

@@ -12,7 +12,8 @@ The facets an entry registers on its `PITFALL`, and the contract each function k
 - `PITFALL.error(regex, ...)` / `@PITFALL.error_check(types=...)`: an `ErrorCheck` that reads
   one block of a parsed traceback or log and returns a `Clue`, or None for "not mine".
 - `@PITFALL.monitor`: a `Monitor` subclass overriding some of `HOOKS`; a method named like a
-  hook that is not one is refused at import.
+  hook that is not one is refused at import. It reads the run through `self.session`, a
+  `RunState`.
 - `@PITFALL.checkpoint`: a `CheckpointCheck` reading a `Subject` (the checkpoint's listing,
   its difference from a model, or why it cannot be read).
 - `@PITFALL.engine_finding(role)`: the finding an engine makes itself for one of `ROLES`
@@ -51,6 +52,7 @@ _ON_FIRST_USE = {
     "Frame": "torchdoctor.explain.model",
     "is_frozen": "torchdoctor.watch.layers",
     "mode_dependent_layers": "torchdoctor.watch.layers",
+    "RunState": "torchdoctor.watch.state",
     "Subject": "torchdoctor.ckpt.findings",
     "Listing": "torchdoctor.ckpt.inspect",
     "Diff": "torchdoctor.ckpt.diff",

@@ -30,22 +30,43 @@ LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "binary_cross_entropy",
 
 
 class Installed:
-    """The hooks and patches of one session; `remove()` undoes them all, in reverse order."""
+    """The owner of every hook handle and patch of one session: `remove()` undoes them all,
+    in reverse order, and may be called again (nothing is left to undo). A context manager
+    that removes on exit, after a crash too. A handle given once it is removed is removed at
+    once: nothing outlives the session.
+
+    It also holds the warnings its wrappers have re-issued (see `call_in_callers_place`)."""
 
     def __init__(self) -> None:
         self._handles: list = []
         self._patches: list[tuple[object, str, object, bool]] = []
+        self.removed = False
+        # What was already shown for the "default"/"module"/"once" actions. Python's own
+        # registries cannot serve: `catch_warnings` mutates the filters, which empties them.
+        self.shown_warnings: set[tuple] = set()
+
+    def __enter__(self) -> Installed:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
 
     def handle(self, handle) -> None:
-        self._handles.append(handle)
+        if self.removed:
+            handle.remove()
+        else:
+            self._handles.append(handle)
 
     def patch(self, owner: object, name: str, replacement: Callable) -> None:
+        if self.removed:
+            raise RuntimeError(f"patching {name} after the watch's hooks were removed")
         had_own = name in vars(owner) if isinstance(owner, type) else True
         original = vars(owner).get(name) if isinstance(owner, type) else getattr(owner, name)
         self._patches.append((owner, name, original, had_own))
         setattr(owner, name, replacement)
 
     def remove(self) -> None:
+        self.removed = True
         while self._handles:
             self._handles.pop().remove()
         while self._patches:
@@ -56,15 +77,16 @@ class Installed:
                 delattr(owner, name)
 
 
-def install(session) -> Installed:
-    """Install every hook of `session`; on any failure, what was installed is removed again."""
+def install(session) -> None:
+    """Install every hook of `session` into its owner of handles, `session.hooks`; on any
+    failure, what was installed is removed again."""
     import torch
     from torch.nn.modules import module as module_hooks
     from torch.optim import lr_scheduler
     from torch.optim import optimizer as optimizer_hooks
 
-    installed = Installed()
-    session.installed = installed
+    installed = session.hooks
+    shown = installed.shown_warnings
     try:
         installed.handle(module_hooks.register_module_forward_pre_hook(session.module_pre_hook))
         installed.handle(optimizer_hooks.register_optimizer_step_pre_hook(session.step_pre_hook))
@@ -79,18 +101,17 @@ def install(session) -> Installed:
             iterator = torch.utils.data.dataloader._BaseDataLoaderIter
             installed.patch(iterator, "__next__", _first_batch_wrapper(iterator.__next__, session))
         for cls in _scheduler_classes(lr_scheduler):
-            installed.patch(cls, "step", _scheduler_step_wrapper(cls.step, session))
+            installed.patch(cls, "step", _scheduler_step_wrapper(cls.step, session, shown))
         scaler = torch.amp.grad_scaler.GradScaler
         installed.patch(scaler, "step", _before(scaler.step, session.scaler_step))
         functional = torch.nn.functional
         for name in LOSS_FUNCTIONS:
             original = getattr(functional, name, None)
             if original is not None:
-                installed.patch(functional, name, _loss_wrapper(original, name, session))
+                installed.patch(functional, name, _loss_wrapper(original, name, session, shown))
     except BaseException:
         installed.remove()
         raise
-    return installed
 
 
 def _scheduler_classes(lr_scheduler) -> list[type]:
@@ -118,7 +139,7 @@ def _backward_wrapper(original: Callable, session) -> Callable:
     return backward
 
 
-def _scheduler_step_wrapper(original: Callable, session) -> Callable:
+def _scheduler_step_wrapper(original: Callable, session, shown: set) -> Callable:
     @functools.wraps(original)
     def step(scheduler, *args, **kwargs):
         # The constructor's own first step (step count 0) and the sub-schedulers that
@@ -127,10 +148,10 @@ def _scheduler_step_wrapper(original: Callable, session) -> Callable:
             session.in_scheduler_step = True
             try:
                 session.scheduler_step(scheduler)
-                return call_in_callers_place(original, scheduler, *args, **kwargs)
+                return call_in_callers_place(original, shown, scheduler, *args, **kwargs)
             finally:
                 session.in_scheduler_step = False
-        return call_in_callers_place(original, scheduler, *args, **kwargs)
+        return call_in_callers_place(original, shown, scheduler, *args, **kwargs)
 
     return step
 
@@ -162,12 +183,12 @@ def _first_batch_wrapper(original: Callable, session) -> Callable:
 _WARNING_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"})
 
 
-def _loss_wrapper(original: Callable, name: str, session) -> Callable:
+def _loss_wrapper(original: Callable, name: str, session, shown: set) -> Callable:
     @functools.wraps(original)
     def loss(input, target, *args, **kwargs):
         session.loss_starts(name, input, target, kwargs)
         if name in _WARNING_LOSSES:
-            result = call_in_callers_place(original, input, target, *args, **kwargs)
+            result = call_in_callers_place(original, shown, input, target, *args, **kwargs)
         else:
             result = original(input, target, *args, **kwargs)
         session.loss_ends(name, result)
@@ -176,14 +197,15 @@ def _loss_wrapper(original: Callable, name: str, session) -> Callable:
     return loss
 
 
-def call_in_callers_place(original: Callable, *args, **kwargs):
+def call_in_callers_place(original: Callable, shown: set, *args, **kwargs):
     """Call `original` as if our wrapper were not on the stack for the warnings it raises.
 
     torch warns with `stacklevel=2` ("Using a target size ...", "Detected call of
     `lr_scheduler.step()` ..."): through a wrapper that would name this file instead of the
     line that called it. The warnings are caught and re-issued once the call returns, at the
     caller's line for those that named the wrapper, through the registries and the user's
-    filters, so they show as Python would have shown them."""
+    filters, so they show as Python would have shown them (`shown`: what the session
+    already showed once)."""
     caller = sys._getframe(2)  # the user's call of the wrapper
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -191,15 +213,10 @@ def call_in_callers_place(original: Callable, *args, **kwargs):
             return original(*args, **kwargs)
     finally:
         for warning in caught:
-            _reissue(warning, caller)
+            _reissue(warning, caller, shown)
 
 
-# What was already shown for the "default"/"module"/"once" actions. Python's own registries
-# cannot serve: `catch_warnings` mutates the filters, which empties them on every call.
-_SHOWN: set[tuple] = set()
-
-
-def _reissue(warning, caller) -> None:
+def _reissue(warning, caller, shown: set) -> None:
     filename, lineno, module = warning.filename, warning.lineno, None
     if filename == __file__:
         filename, lineno = caller.f_code.co_filename, caller.f_lineno
@@ -213,9 +230,9 @@ def _reissue(warning, caller) -> None:
            "module": (text, warning.category, filename),
            "once": (text, warning.category)}.get(action)
     if key is not None:
-        if key in _SHOWN:
+        if key in shown:
             return
-        _SHOWN.add(key)
+        shown.add(key)
     warnings.warn_explicit(warning.message, warning.category, filename, lineno, module=module)
 
 

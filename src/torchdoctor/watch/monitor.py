@@ -9,11 +9,12 @@ A catalog entry attaches a monitor to its pitfall:
             self.report(place=id(optimizer), step="optimizer.step()")
 
 The watcher (watch.session.Session) builds one instance per watched run, for every enabled
-entry, and calls only the hook methods a class overrides, so an unused hook costs nothing.
+entry; its dispatcher (watch.dispatch) calls only the hook methods a class overrides, so an
+unused hook costs nothing.
 This module must not import torch: catalog entries import it, and `check` never loads torch.
 
-Hook points, in the order a training step meets them. `session.step` counts the optimizer
-steps that have run (0 before the first); every hook may read the session (see Session):
+Hook points, in the order a training step meets them. Every hook may read the run,
+`self.session` (a `RunState`: step, models, optimizers, names, rank; see watch.state):
 
 - `setup()`: once, when the watch starts.
 - `on_model(model)`: a top-level module seen for the first time (its first forward call, or
@@ -51,7 +52,8 @@ from typing import TYPE_CHECKING, Any, Hashable
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdoctor.catalog._model import Pitfall
-    from torchdoctor.watch.session import Session
+    from torchdoctor.watch.reporter import Reporter
+    from torchdoctor.watch.state import RunState
 
 HOOKS = ("setup", "on_model", "on_forward", "on_dataloader_iter", "on_first_batch", "on_loss",
          "on_loss_result", "on_backward", "after_backward", "on_step", "after_step",
@@ -64,9 +66,10 @@ class Monitor:
     # False: opt-in (statistical symptoms); enabled only by --select.
     default = True
 
-    def __init__(self, session: Session, pitfall: Pitfall) -> None:
+    def __init__(self, session: RunState, pitfall: Pitfall, reporter: Reporter) -> None:
         self.session = session
         self.pitfall = pitfall
+        self._reporter = reporter
 
     def report(self, place: Hashable, variant: str = "", module: str | None = None,
                at: tuple[str, int] | None = None, at_step: int | None = None,
@@ -76,8 +79,8 @@ class Monitor:
         `module`: qualified name of the module concerned. The finding's file and line are the
         user's innermost frame now, and its step the current one, unless a deferred report
         gives them (`at=(path, line)` from `self.session.where()`, `at_step`)."""
-        self.session.report(self.pitfall, place, variant, module=module, at=at,
-                            at_step=at_step, **fields)
+        self._reporter.report(self.pitfall, place, variant, module=module, at=at,
+                              at_step=at_step, **fields)
 
     def setup(self) -> None:
         pass

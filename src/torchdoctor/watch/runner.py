@@ -238,7 +238,7 @@ def live_context(tb) -> list[dict]:
     import torch
 
     from torchdoctor.explain.parse import is_user_path
-    from torchdoctor.watch.session import _relative
+    from torchdoctor.watch.reporter import relative_path
 
     frames = []
     while tb is not None:
@@ -255,7 +255,7 @@ def live_context(tb) -> list[dict]:
                                 "dtype": str(value.dtype).replace("torch.", ""),
                                 "device": str(value.device)})
         if tensors:
-            context.append({"path": _relative(frame.f_code.co_filename),
+            context.append({"path": relative_path(frame.f_code.co_filename),
                             "line": line, "function": frame.f_code.co_name,
                             "tensors": tensors})
     return context

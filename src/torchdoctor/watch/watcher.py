@@ -25,7 +25,6 @@ class Watch:
         self.summary = summary
         self.owner = not _ACTIVE
         self.pid = os.getpid()  # only this process writes the report, not a forked child
-        self._installed = None
         self._exits = None
         self.stopped = False
         self.report_json = self.report_html = None
@@ -38,7 +37,7 @@ class Watch:
             self.session.start()
             from torchdoctor.watch.hooks import install
 
-            self._installed = install(self.session)
+            install(self.session)
             atexit.register(self.stop)
             self._exits = ExitHooks(lambda code: self.stop(exit_code=code))
             self._exits.install()
@@ -68,10 +67,8 @@ class Watch:
         Returns the report, or None for a nested watch or a second call."""
         if not self._end():
             return None
-        try:
+        with self.session.hooks:
             self.session.finish()
-        finally:
-            self._installed.remove()
         result = report.build(self.session, crash, exit_code)
         report.write(result, self.session, self.report_json, self.report_html, self.lang)
         if self.summary:
@@ -82,7 +79,7 @@ class Watch:
     def cancel(self) -> None:
         """Remove every hook; no summary, no report (the program never started)."""
         if self._end():
-            self._installed.remove()
+            self.session.hooks.remove()
             self.session.release()
 
     def _end(self) -> bool:
