@@ -20,18 +20,11 @@ WATCH = FIXTURES / "watch"
 # A watch fixture names the entries it shows in a header line, `#| expect: TD201 ...`.
 _WATCH_EXPECT = re.compile(r"^#\| expect: (.*)$", re.M)
 
-_OTHER_NAME = "a fixture exists under another name, without a `#| expect:` header naming it"
 WATCH_GAPS = {
     "accumulated-loss-graph": "no fixed twin",
-    "parameter-reassigned": _OTHER_NAME + " (param_reassigned.py)",
-    "scheduler-step-order": _OTHER_NAME + " (scheduler_order.py)",
-    "weight-decay-on-frozen-params": _OTHER_NAME + " (frozen_decay.py)",
-    "eval-mode-missing": _OTHER_NAME + " (eval_mode.py)",
-    "train-mode-not-restored": _OTHER_NAME + " (train_mode.py)",
     "cross-entropy-target-dtype": "the fixed twin is the same script run with --fixed",
     "cross-entropy-target-range": "the fixed twin is the same script run with --fixed",
     "loss-target-shape-mismatch": "the fixed twin is the same script run with --fixed",
-    "nan-loss": _OTHER_NAME + " (nan_loss_log.py and others)",
     "batchnorm-single-sample-batch": "no fixed twin",
     "dataloader-shm-exhausted": "no fixed twin",
     "sampler-set-epoch-missing": "no fixed twin",

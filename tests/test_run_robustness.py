@@ -54,6 +54,22 @@ def doctor(*args, cwd, stdin=None, launcher="python -m torchdoctor", env=None):
 
 
 @pytest.fixture
+def doctor_here(monkeypatch, capsys):
+    """The command line in this process, for what needs no interpreter of its own (torch is
+    imported once): (exit code, stdout, stderr)."""
+    from torchdoctor.cli import main
+
+    def run(*args, cwd):
+        monkeypatch.chdir(cwd)
+        monkeypatch.setenv("TORCHDOCTOR_LANG", "en")
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+@pytest.fixture
 def tree(tmp_path):
     """A script, a package, a directory and a zip file with __main__.py, a symlink, a .pyc."""
     (tmp_path / "s.py").write_text(PROBE)
@@ -155,11 +171,11 @@ def test_run_where_torch_is_not_installed(tmp_path):
 
 # ---- the report --------------------------------------------------------------------------------
 
-def test_relative_report_paths_do_not_follow_the_programs_chdir(tmp_path):
+def test_relative_report_paths_do_not_follow_the_programs_chdir(tmp_path, doctor_here):
     (tmp_path / "s.py").write_text(STEPS + "import os\nos.makedirs('sub')\nos.chdir('sub')\n")
-    result = doctor("run", "--report-json", "r.json", "--report-html", "r.html", "s.py",
-                    cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    code, out, err = doctor_here("run", "--report-json", "r.json", "--report-html", "r.html",
+                                 "s.py", cwd=tmp_path)
+    assert code == 0, err
     assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 0
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == []
@@ -168,33 +184,36 @@ def test_relative_report_paths_do_not_follow_the_programs_chdir(tmp_path):
 @pytest.mark.parametrize("option", ["--report-json", "--report-html"])
 @pytest.mark.parametrize("where,problem", [("afile/r.out", "afile is not a directory"),
                                            ("adir", "it is a directory")])
-def test_unwritable_report_is_found_before_the_program_runs(option, where, problem, tmp_path):
+def test_unwritable_report_is_found_before_the_program_runs(option, where, problem, tmp_path,
+                                                            doctor_here):
     (tmp_path / "adir").mkdir()
     (tmp_path / "afile").write_text("")
     (tmp_path / "s.py").write_text("open('ran', 'w').close()\nraise SystemExit(3)\n")
-    result = doctor("run", option, where, "s.py", cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr == f"torchdoctor: error: cannot write the report {where}: {problem}\n"
+    code, out, err = doctor_here("run", option, where, "s.py", cwd=tmp_path)
+    assert code == 2
+    assert err == f"torchdoctor: error: cannot write the report {where}: {problem}\n"
     assert not (tmp_path / "ran").exists()
 
 
-def test_missing_report_directory_is_made_and_the_exit_code_kept(tmp_path):
+def test_missing_report_directory_is_made_and_the_exit_code_kept(tmp_path, doctor_here):
     (tmp_path / "s.py").write_text(STEPS + "import sys\nsys.exit(3)\n")
-    result = doctor("run", "--report-json", "nodir/deeper/r.json", "s.py", cwd=tmp_path)
-    assert result.returncode == 3, result.stderr
+    code, out, err = doctor_here("run", "--report-json", "nodir/deeper/r.json", "s.py",
+                                 cwd=tmp_path)
+    assert code == 3, err
     assert json.loads((tmp_path / "nodir/deeper/r.json").read_text())["exit_code"] == 3
 
 
-def test_report_that_cannot_be_written_after_the_run_keeps_the_exit_code(tmp_path):
+def test_report_that_cannot_be_written_after_the_run_keeps_the_exit_code(tmp_path,
+                                                                         doctor_here):
     (tmp_path / "out").mkdir()
     (tmp_path / "s.py").write_text(
         STEPS + "import shutil, sys\nshutil.rmtree('out')\nsys.exit(3)\n")
-    result = doctor("run", "--report-json", "out/r.json", "s.py", cwd=tmp_path)
-    assert result.returncode == 3
-    lines = [line for line in result.stderr.splitlines() if "out/r.json" in line]
+    code, out, err = doctor_here("run", "--report-json", "out/r.json", "s.py", cwd=tmp_path)
+    assert code == 3
+    lines = [line for line in err.splitlines() if "out/r.json" in line]
     assert lines == [f"torchdoctor: error: cannot write the report {tmp_path}/out/r.json: "
                      "No such file or directory"]
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in err
 
 
 def _report(tmp_path) -> dict:
@@ -277,24 +296,22 @@ def test_os_exit_writes_the_report_and_keeps_its_code(tmp_path):
     assert _report(tmp_path)["exit_code"] == 7
 
 
-def test_watch_api_restores_os_exit_and_sigterm(tmp_path):
-    probe = ("import os, signal, torchdoctor\n"
-             "before = (os._exit, signal.getsignal(signal.SIGTERM))\n"
-             "with torchdoctor.watch(summary=False):\n"
-             "    assert os._exit is not before[0]\n"
-             "assert (os._exit, signal.getsignal(signal.SIGTERM)) == before\n"
-             "print('restored')\n")
-    result = python("-c", probe, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "restored\n"
+def test_watch_api_restores_os_exit_and_sigterm():
+    import torchdoctor
+
+    before = (os._exit, signal.getsignal(signal.SIGTERM))
+    with torchdoctor.watch(summary=False):
+        assert os._exit is not before[0]
+    assert (os._exit, signal.getsignal(signal.SIGTERM)) == before
 
 
-def test_report_path_of_the_watch_api_is_resolved_at_start(tmp_path):
-    probe = ("import os, torchdoctor\n"
-             "watch = torchdoctor.watch(report_json='r.json', summary=False)\n"
-             "os.makedirs('sub'); os.chdir('sub')\n"
-             "watch.stop()\n")
-    result = python("-c", probe, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+def test_report_path_of_the_watch_api_is_resolved_at_start(tmp_path, monkeypatch):
+    import torchdoctor
+
+    monkeypatch.chdir(tmp_path)
+    watch = torchdoctor.watch(report_json="r.json", summary=False)
+    os.makedirs("sub")
+    os.chdir("sub")
+    watch.stop()
     assert (tmp_path / "r.json").exists()
     assert not (tmp_path / "sub" / "r.json").exists()

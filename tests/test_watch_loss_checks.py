@@ -1,12 +1,8 @@
 """Runtime checks of loss arguments: cross-entropy-target-range (TD208), cross-entropy-target-dtype
-(TD207), loss-target-shape-mismatch (TD210). End to end through `torchdoctor run` on a buggy
-script and its fixed twin, then the edge cases in process with `torchdoctor.watch()`."""
+(TD207), loss-target-shape-mismatch (TD210). End to end through `torchdoctor run`'s runner on a
+buggy script and its fixed twin, then the edge cases in process with `torchdoctor.watch()`."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import warnings
 
 import pytest
@@ -15,11 +11,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import torchdoctor
-from conftest import FIXTURES
+from test_watch_fixtures import run_watched
 
 # torch's own warning for the broadcasting cases these tests make on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")
-WATCH = FIXTURES / "watch"
 MINE = "TD207,TD208,TD210"
 # name -> (fixture, program arguments)
 RUNS = {
@@ -33,65 +28,52 @@ RUNS = {
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Every end-to-end run, started together (each pays the import of torch)."""
-    tmp = tmp_path_factory.mktemp("loss-runs")
-    env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
-    started = {}
-    for name, (fixture, args) in RUNS.items():
-        report = tmp / f"{name}.json"
-        command = [sys.executable, "-m", "torchdoctor", "run", "--report-json", str(report),
-                   fixture, *args]
-        started[name] = (subprocess.Popen(command, cwd=WATCH, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True, env=env), report)
-    results = {}
-    for name, (process, report) in started.items():
-        stdout, stderr = process.communicate(timeout=300)
-        results[name] = (process.returncode, stdout, stderr, json.loads(report.read_text()))
-    return results
+def runs():
+    """Every end-to-end run, through the runner in this process."""
+    return {name: run_watched(fixture, *args) for name, (fixture, args) in RUNS.items()}
 
 
-def names(result):
-    return [f["name"] for f in result[3]["findings"]]
+def names(run):
+    return [f["name"] for f in run.findings()]
 
 
 @pytest.mark.parametrize("name", ["range", "dtype", "shape"])
 def test_fixed_twins_are_clean(runs, name):
-    code, stdout, stderr, report = runs[f"{name}-fixed"]
-    assert code == 0, stderr
-    assert report["findings"] == [] and report["internal_errors"] == [], stderr
-    assert "final loss" in stdout
+    run = runs[f"{name}-fixed"]
+    assert run.exit_code == 0, run.stderr
+    assert run.findings() == [] and run.report["internal_errors"] == [], run.stderr
+    assert "final loss" in run.stdout
 
 
 def test_range_end_to_end_reported_before_the_crash(runs):
-    code, stdout, stderr, report = runs["range"]
-    assert code == 1  # the user's IndexError, unchanged
-    assert "IndexError: Target 5 is out of bounds." in stderr
-    [finding] = report["findings"]
+    run = runs["range"]
+    assert run.exit_code == 1  # the user's IndexError, unchanged
+    assert "IndexError: Target 5 is out of bounds." in run.stderr
+    [finding] = run.findings()
     assert finding["name"] == "cross-entropy-target-range" and finding["step"] == 1
     # `cross_entropy` was imported by name at the top of the script: `run` patches first.
-    assert finding["path"] == "cross_entropy_target_range.py" and finding["line"] == 26
+    assert finding["path"] == "cross_entropy_target_range.py" and finding["line"] == 28
     assert "from 0 to 5 for an input with 5 classes" in finding["message"]
     assert "`ignore_index` (-100)" in finding["message"]
     # the live line comes before Python's traceback, and the crash is explained too
-    assert stderr.index("TD208 cross-entropy-target-range") < stderr.index("Traceback")
-    assert report["crash"]["findings"][0]["name"] == "cross-entropy-target-range"
+    assert run.stderr.index("TD208 cross-entropy-target-range") < run.stderr.index("Traceback")
+    assert run.report["crash"]["findings"][0]["name"] == "cross-entropy-target-range"
 
 
 def test_dtype_end_to_end(runs):
-    code, stdout, stderr, report = runs["dtype"]
-    assert code == 1
-    assert "expected target dtype to be Long or Byte, but got Float" in stderr
-    [finding] = report["findings"]
-    assert finding["name"] == "cross-entropy-target-dtype" and finding["line"] == 23
+    run = runs["dtype"]
+    assert run.exit_code == 1
+    assert "expected target dtype to be Long or Byte, but got Float" in run.stderr
+    [finding] = run.findings()
+    assert finding["name"] == "cross-entropy-target-dtype" and finding["line"] == 25
     assert "dtype float32 (shape [16], input [16, 3])" in finding["message"]
 
 
 def test_shape_end_to_end(runs):
-    code, stdout, stderr, report = runs["shape"]
-    assert code == 0, stderr  # torch only warns: the run finishes with a wrong loss
-    [finding] = report["findings"]
-    assert finding["name"] == "loss-target-shape-mismatch" and finding["line"] == 23
+    run = runs["shape"]
+    assert run.exit_code == 0, run.stderr  # torch only warns: the run finishes with a wrong loss
+    [finding] = run.findings()
+    assert finding["name"] == "loss-target-shape-mismatch" and finding["line"] == 24
     assert "input [32, 1] and target [32]: they broadcast to [32, 32]" in finding["message"]
 
 

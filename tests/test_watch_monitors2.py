@@ -1,7 +1,8 @@
 """Runtime checks of batchnorm-single-sample-batch, accumulated-loss-graph,
 sampler-set-epoch-missing and dataloader-shm-exhausted: each end to end through
-`python -m torchdoctor run` on a small training script with the bug and on its fixed twin,
-and in process on the cases around them (no false alarm, same losses watched or not)."""
+`torchdoctor run`'s runner on a small training script with the bug and on its fixed twin,
+under torchrun where ranks matter, and with `torchdoctor.watch()` on the cases around them (no
+false alarm, same losses watched or not)."""
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 import torchdoctor
 from conftest import FIXTURES
+from test_watch_fixtures import run_watched
 from torchdoctor.catalog.data import td303_dataloader_shm_exhausted as td303
 
 WATCH = FIXTURES / "watch"
@@ -36,47 +38,31 @@ RUNS = {
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Every end-to-end run, started together (each pays the import of torch)."""
-    tmp = tmp_path_factory.mktemp("runs")
-    started = {}
-    for name, (fixture, args, env) in RUNS.items():
-        report = tmp / f"{name}.json"
-        command = [sys.executable, "-m", "torchdoctor", "run", "--report-json", str(report),
-                   str(WATCH / fixture), *args]
-        full_env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en", **env}
-        started[name] = (subprocess.Popen(command, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True, env=full_env),
-                         report)
-    results = {}
-    for name, (process, report) in started.items():
-        stdout, stderr = process.communicate(timeout=300)
-        results[name] = (process.returncode, stdout, stderr, json.loads(report.read_text()))
-    return results
-
-
-def findings(result, code=None):
-    return [f for f in result[3]["findings"] if code is None or f["code"] == code]
+def runs():
+    """Every end-to-end run, through the runner in this process."""
+    return {name: run_watched(fixture, *args, env=env)
+            for name, (fixture, args, env) in RUNS.items()}
 
 
 # ---- batchnorm-single-sample-batch ---------------------------------------------------------
 
 def test_batchnorm_last_batch_warned_at_first_step_before_the_crash(runs):
-    code, stdout, stderr, report = runs["batchnorm"]
-    assert code == 1 and "Expected more than 1 value per channel" in stderr
-    [finding] = findings(runs["batchnorm"])
+    run = runs["batchnorm"]
+    assert run.exit_code == 1 and "Expected more than 1 value per channel" in run.stderr
+    [finding] = run.findings()
     assert finding["name"] == "batchnorm-single-sample-batch"
-    assert finding["step"] == 1 and finding["line"] == 19 and finding["module"] == "1"
+    assert finding["step"] == 1 and finding["line"] == 21 and finding["module"] == "1"
     assert "last batch of every epoch will hold 1 sample (161 samples, batch_size=32" \
         in finding["message"]
     # the warning came live, before the traceback of the crash
-    assert stderr.index("TD212 batchnorm-single-sample-batch") < stderr.index("Traceback")
+    assert (run.stderr.index("TD212 batchnorm-single-sample-batch")
+            < run.stderr.index("Traceback"))
 
 
 def test_batchnorm_fixed_twin(runs):
-    code, stdout, stderr, report = runs["batchnorm-fixed"]
-    assert code == 0 and "epoch 1" in stdout
-    assert findings(runs["batchnorm-fixed"]) == []
+    run = runs["batchnorm-fixed"]
+    assert run.exit_code == 0 and "epoch 1" in run.stdout
+    assert run.findings() == []
 
 
 def _train_batches(loader, model, epochs=1, select=MINE):
@@ -143,16 +129,16 @@ def test_batchnorm_no_false_alarms():
 # ---- accumulated-loss-graph -----------------------------------------------------------------
 
 def test_loss_graph_end_to_end(runs):
-    code, stdout, stderr, report = runs["loss-graph"]
-    assert code == 0
-    [finding] = findings(runs["loss-graph"])
+    run = runs["loss-graph"]
+    assert run.exit_code == 0
+    [finding] = run.findings()
     assert finding["name"] == "accumulated-loss-graph" and finding["step"] == 4
     assert "graphs of the losses of 3 earlier steps (steps 1 to 3) are still alive" \
         in finding["message"]
     fixed = runs["loss-graph-fixed"]
-    assert fixed[0] == 0 and findings(fixed) == []
+    assert fixed.exit_code == 0 and fixed.findings() == []
     # watched, both compute the same losses
-    assert stdout.splitlines()[:2] == fixed[1].splitlines()[:2]
+    assert run.stdout.splitlines()[:2] == fixed.stdout.splitlines()[:2]
 
 
 def _steps(keep, steps=6, micro=1):
@@ -213,13 +199,13 @@ def test_loss_graph_watched_run_computes_the_same():
 # ---- sampler-set-epoch-missing --------------------------------------------------------------
 
 def test_set_epoch_end_to_end(runs):
-    code, stdout, stderr, report = runs["set-epoch"]
-    [finding] = findings(runs["set-epoch"])
-    assert code == 0 and finding["name"] == "sampler-set-epoch-missing"
-    assert finding["line"] == 28 and finding["step"] == 5  # the second epoch's loop
+    run = runs["set-epoch"]
+    [finding] = run.findings()
+    assert run.exit_code == 0 and finding["name"] == "sampler-set-epoch-missing"
+    assert finding["line"] == 29 and finding["step"] == 5  # the second epoch's loop
     assert "iterated again with epoch 0" in finding["message"]
     fixed = runs["set-epoch-fixed"]
-    assert fixed[0] == 0 and findings(fixed) == []
+    assert fixed.exit_code == 0 and fixed.findings() == []
 
 
 def _epochs(sampler, set_epoch, epochs=3, batch_sampler=False):
@@ -273,16 +259,16 @@ def test_set_epoch_under_torchrun(tmp_path):
 # ---- dataloader-shm-exhausted ---------------------------------------------------------------
 
 def test_shm_end_to_end(runs):
-    code, stdout, stderr, report = runs["shm"]
-    [finding] = findings(runs["shm"])
-    assert code == 0 and finding["name"] == "dataloader-shm-exhausted"
-    assert finding["step"] == 1 and finding["line"] == 17  # the loop over the loader
+    run = runs["shm"]
+    [finding] = run.findings()
+    assert run.exit_code == 0 and finding["name"] == "dataloader-shm-exhausted"
+    assert finding["step"] == 1 and finding["line"] == 19  # the loop over the loader
     assert ("keeps up to 4 batches of 3.0 MB in shared memory (num_workers=2 x "
             "prefetch_factor=2), about 12.0 MB, but /dev/shm has only 8.0 MB free") \
         in finding["message"]
     fixed = runs["shm-fixed"]
-    assert fixed[0] == 0 and findings(fixed) == []
-    assert stdout == fixed[1]  # same loss: the first batch is observed, never fetched
+    assert fixed.exit_code == 0 and fixed.findings() == []
+    assert run.stdout == fixed.stdout  # same loss: the first batch is observed, never fetched
 
 
 def _first_batches(loader, epochs=2):

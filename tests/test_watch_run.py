@@ -1,4 +1,5 @@
-"""`torchdoctor run` end to end: each check on a buggy script and on its fixed twin, and the
+"""`torchdoctor run` end to end: through the command line on a buggy script
+(test_watch_fixtures.py runs every fixture script and its fixed twin), NaN findings that say where, and the
 program runs exactly as under `python` (argv, __main__, exit code, stdin, crash output)."""
 from __future__ import annotations
 
@@ -10,18 +11,9 @@ import sys
 import pytest
 
 from conftest import FIXTURES, run_cli
+from test_watch_fixtures import run_watched
 
 WATCH = FIXTURES / "watch"
-# buggy script -> the check it must raise; its fixed twin (<name>_fixed.py) must raise nothing
-CASES = {
-    "missing_zero_grad": "missing-zero-grad",
-    "eval_mode": "eval-mode-missing",
-    "train_mode": "train-mode-not-restored",
-    "scheduler_order": "scheduler-step-order",
-    "frozen_decay": "weight-decay-on-frozen-params",
-    "param_reassigned": "parameter-reassigned",
-    "nan_loss_log": "nan-loss",
-}
 
 
 def watched(script, tmp_path, *args):
@@ -31,60 +23,28 @@ def watched(script, tmp_path, *args):
     return result, json.loads(report.read_text(encoding="utf-8"))
 
 
-def watched_here(script, tmp_path, capsys, monkeypatch):
-    """Through the runner, in this process (torch is imported once for all of them)."""
-    from torchdoctor.watch.runner import run
-
-    monkeypatch.chdir(WATCH)
-    report = tmp_path / "report.json"
-    code = run(str(script), [], lang="en", report_json=str(report))
-    captured = capsys.readouterr()
-    return code, captured.err, json.loads(report.read_text(encoding="utf-8"))
-
-
-def test_bug_and_fixed_twin_through_the_command_line(tmp_path):
+def test_a_bug_through_the_command_line(tmp_path):
     result, report = watched(WATCH / "missing_zero_grad.py", tmp_path)
     assert result.returncode == 0, result.stderr
     assert [f["name"] for f in report["findings"]] == ["missing-zero-grad"]
     assert "TD201 missing-zero-grad (step 2)" in result.stderr  # the live line and the summary
-    result, report = watched(WATCH / "missing_zero_grad_fixed.py", tmp_path)
-    assert result.returncode == 0 and report["findings"] == [], result.stderr
-    assert "watched 10 step(s): no findings" in result.stderr
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_bug_is_found_and_fixed_twin_is_clean(name, tmp_path, capsys, monkeypatch):
-    code, err, report = watched_here(WATCH / f"{name}.py", tmp_path, capsys, monkeypatch)
-    assert code == 0, err
-    assert [f["name"] for f in report["findings"]] == [CASES[name]], err
-    finding = report["findings"][0]
-    assert finding["origin"] == "runtime" and finding["path"].endswith(f"{name}.py")
-    assert finding["step"] >= 1 and finding["rank"] is None
-    assert CASES[name] in err
-    code, err, report = watched_here(WATCH / f"{name}_fixed.py", tmp_path, capsys, monkeypatch)
-    assert code == 0, err
-    assert report["findings"] == [], err
-    assert "no findings" in err
+    assert "watched 6 step(s): 1 finding(s)" in result.stderr
 
 
 @pytest.mark.parametrize("name, where", [
     ("nan_input", "input batch of `Sequential` already holds NaN/Inf (`args[0]`)"),
     ("nan_module", "first module whose output is NaN/Inf is `2` (Normalize)"),
-    ("nan_backward", "backward of `PowBackward0` made the first NaN/Inf (nan_backward.py:12)"),
+    ("nan_backward", "backward of `PowBackward0` made the first NaN/Inf (nan_backward.py:13)"),
     ("nan_loss_log", "outputs of `Sequential` are finite: the loss computation makes it"),
 ])
-def test_nan_is_localised(name, where, tmp_path, capsys, monkeypatch):
-    code, err, report = watched_here(WATCH / f"{name}.py", tmp_path, capsys, monkeypatch)
-    [finding] = report["findings"]
+def test_nan_is_localised(name, where):
+    [finding] = run_watched(f"{name}.py").findings()
     assert finding["name"] == "nan-loss"
     assert where in finding["message"]
-    expected_step = {"nan_input": 3, "nan_module": 3, "nan_backward": 2, "nan_loss_log": 4}
-    assert finding["step"] == expected_step[name]
 
 
-def test_report_has_metrics(tmp_path, capsys, monkeypatch):
-    code, err, report = watched_here(WATCH / "missing_zero_grad_fixed.py", tmp_path, capsys,
-                                     monkeypatch)
+def test_report_has_metrics():
+    report = run_watched("missing_zero_grad_fixed.py").report
     metrics = report["metrics"]
     assert metrics["step"] == list(range(1, 11))
     assert len(metrics["loss"]) == len(metrics["lr"]) == 10

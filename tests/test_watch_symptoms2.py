@@ -4,17 +4,12 @@ symptom and silent on a healthy one. Their precision and recall are measured by
 benchmarks/eval_watch_symptoms.py (docs/watch.md)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 from torch import nn
 
 import torchdoctor
-from conftest import FIXTURES
+from test_watch_fixtures import run_watched
 from torchdoctor.watch.watcher import enabled_monitors
 
 SYMPTOMS = "TD901,TD902,TD903,TD904"
@@ -106,24 +101,11 @@ def test_exploding_gradient_in_process():
     assert "exploding-gradient" in [f.name for f in found]
 
 
-def _run(*args):
-    env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
-    return subprocess.Popen([sys.executable, "-m", "torchdoctor", "run", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def test_exploding_gradient_end_to_end(tmp_path):
-    script = str(FIXTURES / "watch" / "exploding_gradient.py")
-    bug = _run("--select", SYMPTOMS, "--report-json", str(tmp_path / "bug.json"), script)
-    fixed = _run("--select", SYMPTOMS, "--report-json", str(tmp_path / "fixed.json"), script,
-                 "--lr", "0.01")
-    for process in (bug, fixed):
-        process.communicate(timeout=300)
-        assert process.returncode == 0
-    [finding] = json.loads((tmp_path / "bug.json").read_text())["findings"]
+def test_exploding_gradient_end_to_end():
+    [finding] = run_watched("exploding_gradient.py", select=SYMPTOMS).findings()
     assert finding["name"] == "exploding-gradient" and finding["step"] == 5
     assert "times its norm at the first step" in finding["message"]
-    assert json.loads((tmp_path / "fixed.json").read_text())["findings"] == []
+    assert run_watched("exploding_gradient.py", "--lr", "0.01", select=SYMPTOMS).findings() == []
 
 
 @pytest.mark.parametrize("code", SYMPTOMS.split(","))

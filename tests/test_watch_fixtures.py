@@ -1,0 +1,125 @@
+"""Every watch fixture script, run through `torchdoctor run`'s runner in this process (torch is
+imported once for all of them), gives exactly the findings its header names; a fixed twin
+(`<name>_fixed.py`) gives none. The header, at the top of the script:
+
+    #| expect: TD201 step=2 line=13 module=1   one line per finding, in order; the fields
+                                              after the code are optional (`none`: nothing)
+    #| exit: 1                                the exit code, when not 0
+    #| select: TD901,TD902                    the checks to run, when not the default ones
+    #| env: NAME=VALUE                        set while the script runs
+
+The command line itself, and what needs a fresh interpreter, is tested in test_watch_run.py
+and test_run_robustness.py.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+
+import pytest
+
+from conftest import FIXTURES
+
+torch = pytest.importorskip("torch")
+# The scripts' own warnings (torch's, about the pitfalls they show) are theirs, not the test's.
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+WATCH = FIXTURES / "watch"
+_HEADER = re.compile(r"^#\| (expect|exit|select|env): (.*)$", re.M)
+
+
+@dataclass
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+    report: dict
+
+    def findings(self, code: str | None = None) -> list[dict]:
+        return [f for f in self.report["findings"] if code is None or f["code"] == code]
+
+
+def run_watched(script: str, *args: str, select=None, env: dict | None = None) -> Run:
+    """Run a fixture script (a name under tests/fixtures/watch, run from there) as
+    `torchdoctor run` runs it, in this process; its output and JSON report."""
+    from torchdoctor.watch.runner import run
+
+    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        try:
+            os.chdir(WATCH)
+            os.environ.update(env or {})
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                code = run(script, list(args), select=select, lang="en", report_json=report)
+        finally:
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+        with open(report, encoding="utf-8") as handle:
+            return Run(code, stdout.getvalue(), stderr.getvalue(), json.load(handle))
+
+
+def header(script) -> dict:
+    """The expectations of a fixture script: findings (dicts of the fields given), exit code,
+    selection, environment."""
+    expected = {"expect": [], "exit": 0, "select": None, "env": {}}
+    for key, value in _HEADER.findall(script.read_text(encoding="utf-8")):
+        if key == "expect" and value.strip() == "none":  # a fixed twin says so
+            continue
+        if key == "expect":
+            code, *fields = value.split()
+            finding = {"code": code}
+            for field in fields:
+                name, _, text = field.partition("=")
+                finding[name] = int(text) if name in ("step", "line") else text
+            expected["expect"].append(finding)
+        elif key == "exit":
+            expected["exit"] = int(value)
+        elif key == "select":
+            expected["select"] = value
+        else:
+            name, _, text = value.partition("=")
+            expected["env"][name] = text
+    return expected
+
+
+def _hooks_in_place() -> tuple:
+    from torch.nn.modules import module
+    from torch.optim import optimizer
+
+    return (dict(module._global_forward_pre_hooks), dict(optimizer._global_optimizer_pre_hooks),
+            torch.Tensor.backward, torch.utils.data.DataLoader.__iter__,
+            torch.nn.functional.cross_entropy)
+
+
+SCRIPTS = sorted(WATCH.glob("*.py"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.stem)
+def test_fixture_script_gives_the_findings_its_header_names(script):
+    expected = header(script)
+    fixed = script.stem.endswith("_fixed")
+    assert fixed == (not expected["expect"]), \
+        "a fixed twin expects nothing; any other script names its findings in a header"
+    before = _hooks_in_place()
+    run = run_watched(script.name, select=expected["select"], env=expected["env"])
+    assert _hooks_in_place() == before  # nothing left behind, after a crash too
+    assert run.exit_code == expected["exit"], run.stderr
+    assert run.report["internal_errors"] == [], run.stderr
+    found = run.findings()
+    assert [f["code"] for f in found] == [e["code"] for e in expected["expect"]], run.stderr
+    for finding, want in zip(found, expected["expect"]):
+        assert {key: finding[key] for key in want} == want
+        assert finding["origin"] == "runtime" and finding["path"] == script.name
+        assert finding["rank"] is None
+        assert (f"torchdoctor: {script.name}:{finding['line']}: {finding['code']} "
+                f"{finding['name']} (step {finding['step']}): ") in run.stderr  # printed live
+    summary = f"{len(found)} finding(s)" if found else "no findings"
+    assert summary in run.stderr
