@@ -59,7 +59,7 @@ def test_bad_cells_are_reported_and_the_other_cells_checked(tmp_path):
         {"cell_type": "code"},                         # no source
         "text",
         code_cell("%%\nx.cuda()\n"),                   # an empty cell magic: not Python
-        code_cell("x.cuda()\n"),
+        code_cell("x.cuda()\nprint(x)\n"),
     )
     (tmp_path / "n.ipynb").write_text(json.dumps(data), encoding="utf-8")
     code, found = findings(tmp_path, "n.ipynb")
@@ -84,7 +84,7 @@ def test_a_notebook_that_cannot_be_read_is_one_finding(tmp_path, content):
 def test_every_broken_cell_is_reported_once(tmp_path):
     cells = [code_cell("import torch\nx = torch.randn(3)\n")]
     cells += [code_cell(f"def broken{i}(:\n") for i in range(200)]
-    cells.append(code_cell("x.cuda()\n"))
+    cells.append(code_cell("x.cuda()\nprint(x)\n"))
     (tmp_path / "n.ipynb").write_text(json.dumps(notebook(*cells)), encoding="utf-8")
     code, found = findings(tmp_path, "n.ipynb")
     assert found == [(n, 1, "syntax-error") for n in range(2, 202)] + [(202, 1, "tensor-result-discarded")]
@@ -147,13 +147,13 @@ def test_fix_keeps_a_minified_ascii_notebook_minified_and_escaped(tmp_path):
 
 
 def test_a_string_source_stays_a_string_and_keeps_its_missing_final_newline(tmp_path):
-    source = "import torch\nx = torch.randn(3)\nx.cuda()"
+    source = "import torch\nx = torch.randn(3)\nx.cuda()\nprint(x)"
     path = tmp_path / "n.ipynb"
     path.write_text(json.dumps(notebook(code_cell(source), code_cell("%time x.cuda()"))), encoding="utf-8")
     result = td("check", "--no-cache", "--fix", "--unsafe-fixes", "n.ipynb", cwd=tmp_path)
     assert result.returncode == 0, result.stdout
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    assert cells[0]["source"] == "import torch\nx = torch.randn(3)\nx = x.cuda()"
+    assert cells[0]["source"] == "import torch\nx = torch.randn(3)\nx = x.cuda()\nprint(x)"
     assert cells[1]["source"] == "%time x.cuda()"
 
 
@@ -161,12 +161,13 @@ def test_text_like_the_doctors_own_markers_is_left_alone(tmp_path):
     # The joined cells are split again at boundary comments, and magics come back from `pass`
     # placeholders: a cell that already holds such text must not be cut or replaced.
     first = ["import torch\n", "# torchdoctor: cell boundary\n", "%matplotlib inline\n",
-             "x = torch.randn(3)\n", "x.cuda()\n"]
-    second = ["pass  # torchdoctor: magic 0\n", "# torchdoctor-: cell boundary\n", "x.cuda()\n"]
+             "x = torch.randn(3)\n", "x.cuda()\n", "print(x)\n"]
+    second = ["pass  # torchdoctor: magic 0\n", "# torchdoctor-: cell boundary\n", "x.cuda()\n",
+              "print(x)\n"]
     path = tmp_path / "n.ipynb"
     path.write_text(json.dumps(notebook(code_cell(first), code_cell(second)), indent=1), encoding="utf-8")
     result = td("check", "--no-cache", "--fix", "--unsafe-fixes", "n.ipynb", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    assert cells[0]["source"] == [*first[:4], "x = x.cuda()\n"]
-    assert cells[1]["source"] == [*second[:2], "x = x.cuda()\n"]
+    assert cells[0]["source"] == [*first[:4], "x = x.cuda()\n", "print(x)\n"]
+    assert cells[1]["source"] == [*second[:2], "x = x.cuda()\n", "print(x)\n"]

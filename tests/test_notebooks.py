@@ -30,7 +30,7 @@ TRAIN = notebook(
     "%matplotlib inline\n!pip install -q foo\nimport torch\nx = torch.randn(3)",
     "files = !ls\nx.cuda()\ny = torch.ones(2)",
     "%%bash\necho x.cuda()",
-    "%%time\ny.view(2, 1)",
+    "%%time\ny.view(2, 1)\nprint(y)",
 )
 
 
@@ -59,7 +59,7 @@ def test_directories_include_notebooks_but_not_checkpoints(tmp_path):
 
 
 def test_a_broken_cell_is_reported_and_the_rest_still_checked(tmp_path):
-    data = notebook("import torch\nx = torch.randn(3)", "def broken(:\n    pass", "x.cuda()")
+    data = notebook("import torch\nx = torch.randn(3)", "def broken(:\n    pass", "x.cuda()\nprint(x)")
     write_notebook(tmp_path / "nb.ipynb", data)
     findings = check_json(tmp_path, "nb.ipynb")
     assert [(f["cell"], f["line"], f["name"]) for f in findings] == [
@@ -79,6 +79,21 @@ def test_broken_json_is_a_finding_not_a_crash(tmp_path):
     assert len(by_path["ok.ipynb"]) == 2
 
 
+def test_the_value_a_cell_shows_is_not_thrown_away(tmp_path):
+    """Jupyter shows the value of a cell's last expression: `x.float()` there is the user
+    looking at the result. Not so before the end of the cell, nor when `;` hides it."""
+    data = notebook("import torch\nx = torch.randn(3)\nx.float()",
+                    "x.cuda()\nx.float()  # have a look",
+                    "x.half();",
+                    "x.double()\nif True:\n    x.cpu()")
+    write_notebook(tmp_path / "nb.ipynb", data)
+    assert [(f["cell"], f["line"]) for f in check_json(tmp_path, "nb.ipynb")] == [
+        (2, 1), (3, 1), (4, 1), (4, 3)]
+    # A script's last line shows nothing.
+    (tmp_path / "s.py").write_text("import torch\nx = torch.randn(3)\nx.float()\n")
+    assert [f["line"] for f in check_json(tmp_path, "s.py")] == [3]
+
+
 def test_noqa_in_a_cell(tmp_path):
     data = notebook("import torch\nx = torch.randn(3)\nx.cuda()  # noqa: TD001")
     write_notebook(tmp_path / "nb.ipynb", data)
@@ -93,7 +108,7 @@ def test_fix_rewrites_only_the_fixed_cells(tmp_path):
     fixed = json.loads(path.read_text(encoding="utf-8"))
     before = json.loads(original)
     assert fixed["cells"][2]["source"] == ["files = !ls\n", "x = x.cuda()\n", "y = torch.ones(2)"]
-    assert fixed["cells"][4]["source"] == ["%%time\n", "y = y.view(2, 1)"]
+    assert fixed["cells"][4]["source"] == ["%%time\n", "y = y.view(2, 1)\n", "print(y)"]
     for number in (0, 1, 3):
         assert fixed["cells"][number] == before["cells"][number]
     for number in (2, 4):  # outputs, metadata and counts untouched
@@ -103,7 +118,7 @@ def test_fix_rewrites_only_the_fixed_cells(tmp_path):
     # Same formatting: only the two fixed source lines differ.
     changed = [(a, b) for a, b in zip(original.splitlines(), path.read_text().splitlines()) if a != b]
     assert changed == [('    "x.cuda()\\n",', '    "x = x.cuda()\\n",'),
-                       ('    "y.view(2, 1)"', '    "y = y.view(2, 1)"')]
+                       ('    "y.view(2, 1)\\n",', '    "y = y.view(2, 1)\\n",')]
     again = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
     assert again.returncode == 0 and "Fixed" not in again.stdout
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache, wraps
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Pitfall
@@ -157,9 +157,10 @@ def _cyclic_gc_paused():
 
 @without_cyclic_gc
 def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en",
-                 tree: ast.Module | None = None) -> CheckResult:
+                 tree: ast.Module | None = None, cells: Sequence[int] | None = None) -> CheckResult:
     """All findings of the enabled rules in one file's source, noqa applied. `tree`: the
-    source's, when the caller has parsed it already."""
+    source's, when the caller has parsed it already; `cells`: for a notebook's joined cells,
+    the cell of each line."""
     try:
         if tree is None:
             tree = ast.parse(source, filename=path)
@@ -171,7 +172,7 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
     result = CheckResult([])
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
-    ctx = Context(path, source, tree, lang)
+    ctx = Context(path, source, tree, lang, cells)
     try:
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result)
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
@@ -361,7 +362,8 @@ class FixResult:
     remaining: CheckResult
 
 
-def fix_source(source: str, path: str, codes: frozenset[str], lang: str, unsafe: bool) -> FixResult:
+def fix_source(source: str, path: str, codes: frozenset[str], lang: str, unsafe: bool,
+               cells: Sequence[int] | None = None) -> FixResult:
     """Apply fixes until none is left; a pass whose result does not parse is not applied."""
     def parses(candidate: str, chosen: list[Finding], result: CheckResult) -> bool:
         try:
@@ -373,5 +375,7 @@ def fix_source(source: str, path: str, codes: frozenset[str], lang: str, unsafe:
             return False
         return True
 
-    return FixResult(*fix_until_stable(source, lambda text: check_source(text, path, codes, lang),
-                                       unsafe, MAX_FIX_PASSES, parses))
+    def check(text: str) -> CheckResult:
+        return check_source(text, path, codes, lang, cells=cells)
+
+    return FixResult(*fix_until_stable(source, check, unsafe, MAX_FIX_PASSES, parses))

@@ -9,6 +9,7 @@ import ast
 import enum
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
+from typing import Sequence
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.lines import line_starts, position, split_lines
@@ -90,13 +91,16 @@ class Scope:
 class Context:
     """Per-file knowledge shared by all detectors."""
 
-    def __init__(self, path: str, source: str, tree: ast.Module, lang: str = "en") -> None:
+    def __init__(self, path: str, source: str, tree: ast.Module, lang: str = "en",
+                 cells: Sequence[int] | None = None) -> None:
         self.path = path
         self.source = source
         self.tree = tree
         self.lang = lang
         # The code comes from a Jupyter notebook's cells (argparse, `display`... behave there).
         self.is_notebook = path.endswith(".ipynb")
+        # For a notebook's joined cells: the cell number of each line (see `is_displayed`).
+        self.cells = cells
         self._module_scope = Scope(tree)
         self._scopes: list[Scope] = [self._module_scope]
         self._module_classes: dict[str, bool] = {}
@@ -392,6 +396,30 @@ class Context:
         return positions.get(statement)
 
     # ---- positions and findings --------------------------------------------------------------
+
+    def is_displayed(self, statement: ast.stmt) -> bool:
+        """True for an expression statement whose value Jupyter shows: the last statement of a
+        notebook cell, not closed by `;`. Its value is not thrown away."""
+        return id(statement) in self._displayed
+
+    @cached_property
+    def _displayed(self) -> frozenset[int]:
+        cells, body = self.cells, self.tree.body
+        if not cells:
+            return frozenset()
+
+        def cell(statement: ast.stmt) -> int | None:
+            return cells[statement.lineno - 1] if 0 < statement.lineno <= len(cells) else None
+
+        shown = set()
+        for statement, following in zip(body, [*body[1:], None]):
+            if type(statement) is not ast.Expr or (following is not None
+                                                   and cell(following) == cell(statement)):
+                continue
+            end = self.offset(statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+            if not self.source[end:].partition("\n")[0].lstrip().startswith(";"):
+                shown.add(id(statement))
+        return frozenset(shown)
 
     def offset(self, line: int, byte_col: int) -> int:
         """Character offset in the source of an `ast` (1-based line, UTF-8 byte column) position."""

@@ -255,8 +255,10 @@ def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOut
     book = notebook.load(source.text)
     skipped, broken, tree = notebook.broken_cells(book, shown, job.lang)
     notebook.join_cells(book, skipped)
-    check = partial(check_source, tree=tree)  # parsed once, not again
-    outcome, fixed_source = _process_source(SourceFile(book.source, "utf-8"), shown, job, check)
+    cells = [cell for cell, _ in book.line_map]  # what a cell's last statement shows
+    check = partial(check_source, tree=tree, cells=cells)  # parsed once, not again
+    outcome, fixed_source = _process_source(SourceFile(book.source, "utf-8"), shown, job, check,
+                                            partial(fix_source, cells=cells))
     outcome.findings = broken + [notebook.locate(f, book) for f in outcome.findings]
     outcome.findings.sort(key=Finding.sort_key)
     fixed_text = notebook.split_cells(book, fixed_source) if outcome.fixed else source.text

@@ -121,7 +121,11 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     method = ctx.method_name(call)
     if method is None:  # a plain function call of that name, not a method
         return
+    if ctx.is_displayed(node):  # a notebook cell's last line: Jupyter shows the new tensor
+        return
     receiver = call.func.value
+    if _root_name(receiver) == "_":  # the throwaway name (or the REPL's last result)
+        return
     if _root_name(receiver) in _imported_names(ctx):
         # `torch.unsqueeze(x, 0)`, `np.reshape(a, s)`, `utils.permute(...)`: a function of an
         # imported module (or class), not a method of a tensor; its receiver is no target.
