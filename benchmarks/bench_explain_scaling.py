@@ -19,8 +19,9 @@ import argparse
 import platform
 import re
 import sys
-import time
 from typing import Callable
+
+from _timing import best_cpu_seconds
 
 import torchdoctor
 from torchdoctor.explain.match import diagnose
@@ -61,15 +62,6 @@ SHAPES: dict[str, tuple[int, Callable[[int], str]]] = {
 }
 
 
-def _cpu(function: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        function()
-        best = min(best, time.process_time() - start)
-    return best
-
-
 def _explain(text: str) -> None:
     as_text(diagnose(parse_text(text), "en", link=False))
 
@@ -91,8 +83,8 @@ def main() -> None:
         previous = None
         for scale in SCALES:
             text = make(base * scale)
-            explain = _cpu(lambda: _explain(text), args.repeat)
-            floor = max(_cpu(lambda: _baseline(text), args.repeat), 1e-6)
+            explain = best_cpu_seconds(lambda: _explain(text), args.repeat)
+            floor = max(best_cpu_seconds(lambda: _baseline(text), args.repeat), 1e-6)
             ratio = explain / floor
             growth = ratio / previous if previous else None
             worst = max(worst, growth or 0.0)

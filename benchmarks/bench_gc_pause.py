@@ -11,24 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _timing import best_cpu_seconds  # noqa: E402
 from bench_scaling import flat_module  # noqa: E402
 
 from torchdoctor.catalog import _registry  # noqa: E402
 from torchdoctor.lint.checker import check_source  # noqa: E402
-
-
-def _best(action, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        action()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def main() -> None:
@@ -39,8 +30,8 @@ def main() -> None:
     source = flat_module(args.lines)
     codes = frozenset(p.code for p in _registry.all_pitfalls())
     check_source(source, "generated.py", codes)  # warm the rule tables
-    running = _best(lambda: check_source.__wrapped__(source, "generated.py", codes), args.repeat)
-    paused = _best(lambda: check_source(source, "generated.py", codes), args.repeat)
+    running = best_cpu_seconds(lambda: check_source.__wrapped__(source, "generated.py", codes), args.repeat)
+    paused = best_cpu_seconds(lambda: check_source(source, "generated.py", codes), args.repeat)
     print(f"flat module of {args.lines:,} lines, every rule, CPU s best of {args.repeat}")
     print(f"collector running: {running:.3f}  paused: {paused:.3f}  paused / running: {paused / running:.2f}")
 

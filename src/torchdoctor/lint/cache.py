@@ -28,7 +28,7 @@ from pathlib import Path
 
 from torchdoctor import __version__
 from torchdoctor.report.finding import Finding
-from torchdoctor.report.localize import portable
+from torchdoctor.report.localize import localize, portable
 from torchdoctor.report.stream import write_stderr
 from torchdoctor.user_files import read_regular_file
 
@@ -123,9 +123,11 @@ class Cache:
                 and isinstance(entry[1], list) and entry[2] in (None, self.lang)):
             return None
         try:
-            return [_restore(item, shown, size) for item in entry[1]]
+            found = [_restore(item, shown, size) for item in entry[1]]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+        localize(found, self.lang)  # perhaps stored by a run in another language
+        return found
 
     def put(self, path: Path, file_digest: str, findings: list[Finding]) -> None:
         bound = None if all(portable(f) for f in findings) else self.lang

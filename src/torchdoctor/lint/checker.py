@@ -5,7 +5,6 @@ import ast
 import gc
 from bisect import bisect_right
 from collections import defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache, wraps
 from typing import Callable, Iterable, Sequence
@@ -138,21 +137,15 @@ def without_cyclic_gc(func: Callable) -> Callable:
     the time of a large file). It resumes afterwards, and collects any cycle then."""
     @wraps(func)
     def paused(*args, **kwargs):
-        with _cyclic_gc_paused():
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
             return func(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
 
     return paused
-
-
-@contextmanager
-def _cyclic_gc_paused():
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @without_cyclic_gc

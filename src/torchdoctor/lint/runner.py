@@ -22,7 +22,6 @@ from torchdoctor.lint.source import (
     SourceFile, UnreadableFile, UnwritableFile, decode, decode_native, encode, write_in_place,
 )
 from torchdoctor.report.finding import Finding
-from torchdoctor.report.localize import localize
 from torchdoctor.user_files import limit_for, read_regular_file
 
 FixMode = Literal["check", "fix", "diff"]
@@ -123,7 +122,6 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
     results = []
     for index, path in enumerate(files):
         outcome = outcomes[index]
-        localize(outcome.findings, job.lang)  # a cached finding may have been stored in another
         drop_per_file_ignores(outcome, path, settings)
         results.append(outcome)
     return results

@@ -28,9 +28,9 @@ def localize(findings: Iterable[Finding], lang: str) -> None:
 
 
 def portable(finding: Finding) -> bool:
-    """True when the finding's text can be written in any language after a round trip through
-    JSON: a template whose fields are plain values (JSON gives the same text back), or no text
-    of the catalog at all is not portable (it stays in the language it was made in)."""
+    """True when the finding's text can be written again in any language after a round trip
+    through JSON: it has a template, and its fields are plain values that JSON gives back as
+    they were. Without one, the text stays in the language it was made in."""
     if finding.template is None:
         return False
     try:

@@ -124,9 +124,10 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if ctx.is_displayed(node):  # a notebook cell's last line: Jupyter shows the new tensor
         return
     receiver = call.func.value
-    if _root_name(receiver) == "_":  # the throwaway name (or the REPL's last result)
+    root = _root_name(receiver)
+    if root == "_":  # the throwaway name (or the REPL's last result)
         return
-    if _root_name(receiver) in _imported_names(ctx):
+    if root in _imported_names(ctx):
         # `torch.unsqueeze(x, 0)`, `np.reshape(a, s)`, `utils.permute(...)`: a function of an
         # imported module (or class), not a method of a tensor; its receiver is no target.
         return
