@@ -2,6 +2,7 @@
 
 Usage: python _parse_all.py FILE_LIST.json
 """
+
 from __future__ import annotations
 
 import ast

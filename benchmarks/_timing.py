@@ -1,4 +1,5 @@
 """Timing shared by the benchmarks."""
+
 from __future__ import annotations
 
 import time

@@ -3,6 +3,7 @@
 Every measurement is a whole fresh process timed by benchmarks/_measure.py, repeated --repeat
 times; the table shows the median. See benchmarks/README.md for getting corpora and running.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,9 @@ TORCHFIX_OK = (0, 1)  # 1 means some files failed to process
 FLOOR = "ast.parse floor"
 COLD_ONE_JOB = "check, 1 job, cold, ALL rules"
 WARM = "check, warm re-run"
-DOC_START = "<!-- bench_check results: start (written by benchmarks/bench_check.py --update-doc) -->"
+DOC_START = (
+    "<!-- bench_check results: start (written by benchmarks/bench_check.py --update-doc) -->"
+)
 DOC_END = "<!-- bench_check results: end -->"
 CORPUS_HELP = """\
 no corpus found. Get one, outside the repository (never commit a corpus):
@@ -110,15 +113,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", help="directory of Python sources (default: $TORCHDOCTOR_CORPUS, "
-                                         f"else the newest {DEFAULT_CORPUS_GLOB})")
+    parser.add_argument(
+        "--corpus",
+        help="directory of Python sources (default: $TORCHDOCTOR_CORPUS, "
+        f"else the newest {DEFAULT_CORPUS_GLOB})",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median shown)")
-    parser.add_argument("--torchfix-corpus", help="run TorchFix on this smaller corpus instead "
-                                                  "(it is ~200x slower than parsing)")
+    parser.add_argument(
+        "--torchfix-corpus",
+        help="run TorchFix on this smaller corpus instead (it is ~200x slower than parsing)",
+    )
     parser.add_argument("--torchfix-timeout", type=float, default=600, help="seconds (default 600)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
-    parser.add_argument("--update-doc", metavar="FILE",
-                        help="also replace the results block of FILE (docs/benchmarks.md)")
+    parser.add_argument(
+        "--update-doc",
+        metavar="FILE",
+        help="also replace the results block of FILE (docs/benchmarks.md)",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -135,7 +146,9 @@ def find_corpus(given: str | None) -> Path | None:
     return candidates[-1] if candidates else None
 
 
-def run_all(args: argparse.Namespace, corpus_path: Path, torchfix_path: Path, scratch: Path) -> Report:
+def run_all(
+    args: argparse.Namespace, corpus_path: Path, torchfix_path: Path, scratch: Path
+) -> Report:
     # Every checker run starts here, with the corpus as argument: no pyproject.toml with
     # [tool.torchdoctor] is found from here, so the corpus's own settings play no part.
     project = scratch / "project"
@@ -145,7 +158,9 @@ def run_all(args: argparse.Namespace, corpus_path: Path, torchfix_path: Path, sc
     snapshot = snapshot_package(package, scratch)
     # Children inherit these. PYTHONPATH comes before the editable install's path entry. Cached
     # bytecode is what an installed checker runs with, and it goes to the private copy only.
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(snapshot), os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(snapshot), os.environ.get("PYTHONPATH")])
+    )
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     corpus = load_corpus(corpus_path, project, scratch)
     compile_torchdoctor(corpus, project, snapshot)
@@ -154,16 +169,25 @@ def run_all(args: argparse.Namespace, corpus_path: Path, torchfix_path: Path, sc
     one_job = check_command("--jobs", "1", "--no-cache", "--select", "ALL", str(corpus.path))
     cold_one = measure_row(COLD_ONE_JOB, corpus, one_job, project, args.repeat, ok_codes=CHECK_OK)
     all_cores = check_command("--no-cache", str(corpus.path))
-    cold_all = measure_row(f"check, {os.cpu_count()} jobs, cold", corpus, all_cores, project, args.repeat,
-                           ok_codes=CHECK_OK)
+    cold_all = measure_row(
+        f"check, {os.cpu_count()} jobs, cold",
+        corpus,
+        all_cores,
+        project,
+        args.repeat,
+        ok_codes=CHECK_OK,
+    )
     warm, notes = measure_warm(corpus, project, args.repeat, cold_all)
     rows = [floor, cold_one, cold_all, warm, ruff_row(corpus, scratch, args.repeat)]
 
     torchfix_corpus = corpus
     if torchfix_path != corpus.path:
         torchfix_corpus = load_corpus(torchfix_path, project, scratch)
-        rows.append(measure_row(FLOOR, torchfix_corpus, floor_command(torchfix_corpus), scratch,
-                                args.repeat))
+        rows.append(
+            measure_row(
+                FLOOR, torchfix_corpus, floor_command(torchfix_corpus), scratch, args.repeat
+            )
+        )
     rows.append(torchfix_row(torchfix_corpus, scratch, args.torchfix_timeout))
     return Report(corpus, rows, notes, load_at_start, source_revision(package))
 
@@ -181,9 +205,11 @@ def snapshot_package(package: Path, scratch: Path) -> Path:
 
 def source_revision(package: Path) -> str:
     """The git commit the measured code comes from, marked when it has uncommitted changes."""
+
     def git(*arguments: str) -> str:
-        done = subprocess.run(["git", "-C", str(package), *arguments], capture_output=True, text=True,
-                              check=False)
+        done = subprocess.run(
+            ["git", "-C", str(package), *arguments], capture_output=True, text=True, check=False
+        )
         return done.stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD")
@@ -221,19 +247,31 @@ def check_command(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "torchdoctor", "check", *arguments]
 
 
-def measure_row(label: str, corpus: Corpus, command: list[str], cwd: Path, repeat: int, *,
-                ok_codes: tuple[int, ...] = (0,), timeout: float = 0) -> Row:
+def measure_row(
+    label: str,
+    corpus: Corpus,
+    command: list[str],
+    cwd: Path,
+    repeat: int,
+    *,
+    ok_codes: tuple[int, ...] = (0,),
+    timeout: float = 0,
+) -> Row:
     """Run `command` `repeat` times; a run that times out ends the repeats."""
     row = Row(label, corpus, command)
     for run in range(1, repeat + 1):
         result = measure_once(command, cwd, timeout)
         if result["timed_out"]:
             row.timed_out_after = timeout
-            progress(f"{label} [{corpus.path.name}] run {run}/{repeat}: timed out after {timeout:g} s")
+            progress(
+                f"{label} [{corpus.path.name}] run {run}/{repeat}: timed out after {timeout:g} s"
+            )
             break
         if result["returncode"] not in ok_codes:
-            raise BenchmarkError(f"`{shown_command(command)}` exited with {result['returncode']}:\n"
-                                 f"{result['stderr_tail']}")
+            raise BenchmarkError(
+                f"`{shown_command(command)}` exited with {result['returncode']}:\n"
+                f"{result['stderr_tail']}"
+            )
         row.seconds.append(result["wall_s"])
         row.cpu_seconds.append(result["cpu_s"])
         row.peak_bytes = max(row.peak_bytes, result["peak_rss_bytes"])
@@ -246,7 +284,9 @@ def measure_once(command: list[str], cwd: Path, timeout: float) -> dict:
     wrapper = [sys.executable, str(MEASURE), "--timeout", str(timeout), "--", *command]
     done = subprocess.run(wrapper, cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise BenchmarkError(f"the measuring wrapper failed on `{shown_command(command)}`:\n{done.stderr}")
+        raise BenchmarkError(
+            f"the measuring wrapper failed on `{shown_command(command)}`:\n{done.stderr}"
+        )
     return json.loads(done.stdout)
 
 
@@ -263,8 +303,9 @@ def measure_warm(corpus: Corpus, project: Path, repeat: int, cold: Row) -> tuple
             shutil.rmtree(cache_dir, ignore_errors=True)
 
 
-def _measure_warm(corpus: Corpus, project: Path, repeat: int, cold: Row,
-                  cache_dir: Path) -> tuple[Row, list[str]]:
+def _measure_warm(
+    corpus: Corpus, project: Path, repeat: int, cold: Row, cache_dir: Path
+) -> tuple[Row, list[str]]:
     command = check_command(str(corpus.path))
     populate = measure_row("populate cache", corpus, command, project, 1, ok_codes=CHECK_OK)
     if not cache_dir.is_dir():
@@ -275,8 +316,10 @@ def _measure_warm(corpus: Corpus, project: Path, repeat: int, cold: Row,
     notes = []
     # A fully warm run writes nothing: the cache is saved only after a miss.
     if cache_files(cache_dir) != before:
-        notes.append("the warm re-runs rewrote the cache: some files missed it although neither "
-                     "the corpus nor the checker changed")
+        notes.append(
+            "the warm re-runs rewrote the cache: some files missed it although neither "
+            "the corpus nor the checker changed"
+        )
     if len(cold.outputs | populate.outputs | warm.outputs) > 1:
         notes.append("cold and warm runs with the same rules printed different findings")
     return warm, notes
@@ -295,20 +338,30 @@ def ruff_row(corpus: Corpus, cwd: Path, repeat: int) -> Row:
 def torchfix_row(corpus: Corpus, cwd: Path, timeout: float) -> Row:
     # Timed once: it is two orders of magnitude slower than the others, so noise does not matter.
     # It only parses the files that contain "torch", with all cores.
-    return reference_row("torchfix", [str(corpus.path)], corpus, cwd, 1, ok_codes=TORCHFIX_OK,
-                         timeout=timeout)
+    return reference_row(
+        "torchfix", [str(corpus.path)], corpus, cwd, 1, ok_codes=TORCHFIX_OK, timeout=timeout
+    )
 
 
-def reference_row(tool: str, arguments: list[str], corpus: Corpus, cwd: Path, repeat: int, *,
-                  ok_codes: tuple[int, ...], timeout: float) -> Row:
+def reference_row(
+    tool: str,
+    arguments: list[str],
+    corpus: Corpus,
+    cwd: Path,
+    repeat: int,
+    *,
+    ok_codes: tuple[int, ...],
+    timeout: float,
+) -> Row:
     """Another linter with its default rules, for reference; missing or failing is a note, not an error."""
     executable = shutil.which(tool)
     if executable is None:
         return Row(f"{tool} (default rules)", corpus, [tool, *arguments], note="not installed")
     label = f"{tool_version(tool, executable)} (default rules)"
     try:
-        return measure_row(label, corpus, [executable, *arguments], cwd, repeat, ok_codes=ok_codes,
-                           timeout=timeout)
+        return measure_row(
+            label, corpus, [executable, *arguments], cwd, repeat, ok_codes=ok_codes, timeout=timeout
+        )
     except BenchmarkError as error:
         progress(str(error))
         return Row(label, corpus, [executable, *arguments], note="failed (see stderr of the run)")
@@ -344,8 +397,18 @@ def progress(message: str) -> None:
 
 # --- output ---------------------------------------------------------------------------------
 
-COLUMNS = ("measurement", "corpus", "files", "runs", "wall s", "x floor", "CPU s", "CPU x floor",
-           "peak RSS MB", "command")
+COLUMNS = (
+    "measurement",
+    "corpus",
+    "files",
+    "runs",
+    "wall s",
+    "x floor",
+    "CPU s",
+    "CPU x floor",
+    "peak RSS MB",
+    "command",
+)
 NUMERIC_COLUMNS = range(2, 9)
 
 
@@ -358,20 +421,34 @@ def table_cells(report: Report) -> list[list[str]]:
             seconds = f"> {row.timed_out_after:g}" if row.timed_out_after else row.note
             numbers = [seconds, "-", "-", "-", "-"]
         else:
-            numbers = [f"{row.median:.2f}", f"{row.median / floor.median:.2f}",
-                       f"{row.cpu_median:.2f}", f"{row.cpu_median / floor.cpu_median:.2f}",
-                       f"{row.peak_bytes / 2**20:.0f}"]
-        cells.append([row.label, row.corpus.path.name, f"{len(row.corpus.files):,}", str(len(row.seconds)),
-                      *numbers, shown_command(row.command)])
+            numbers = [
+                f"{row.median:.2f}",
+                f"{row.median / floor.median:.2f}",
+                f"{row.cpu_median:.2f}",
+                f"{row.cpu_median / floor.cpu_median:.2f}",
+                f"{row.peak_bytes / 2**20:.0f}",
+            ]
+        cells.append(
+            [
+                row.label,
+                row.corpus.path.name,
+                f"{len(row.corpus.files):,}",
+                str(len(row.seconds)),
+                *numbers,
+                shown_command(row.command),
+            ]
+        )
     return cells
 
 
 def environment_line(report: Report) -> str:
     corpus = report.corpus
-    return (f"{date.today().isoformat()}, torchdoctor {__version__} ({report.revision}), "
-            f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.system()} "
-            f"{platform.machine()}, load average {report.load_at_start:.1f} at start; "
-            f"corpus {corpus.path.name}: {len(corpus.files):,} files, {corpus.lines:,} lines")
+    return (
+        f"{date.today().isoformat()}, torchdoctor {__version__} ({report.revision}), "
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.system()} "
+        f"{platform.machine()}, load average {report.load_at_start:.1f} at start; "
+        f"corpus {corpus.path.name}: {len(corpus.files):,} files, {corpus.lines:,} lines"
+    )
 
 
 def target_lines(report: Report) -> list[str]:
@@ -380,29 +457,41 @@ def target_lines(report: Report) -> list[str]:
     cold, warm = rows[COLD_ONE_JOB], rows[WARM].median
     ratio = cold.median / floor.median
     lines = [
-        (f"single-job cold, ALL rules: {ratio:.2f}x the floor by wall time "
-         f"({cold.cpu_median / floor.cpu_median:.2f}x by CPU time) (target <= {COLD_RATIO_TARGET}x "
-         f"wall): {'met' if ratio <= COLD_RATIO_TARGET else 'NOT met'}"),
-        (f"warm re-run: {warm:.2f} s (target <= {WARM_SECONDS_TARGET:g} s): "
-         f"{'met' if warm <= WARM_SECONDS_TARGET else 'NOT met'}"),
-        ("peak RSS: the largest single process (main or one worker); "
-         f"the parallel run has {os.cpu_count()} workers; CPU s sums all of a run's processes"),
+        (
+            f"single-job cold, ALL rules: {ratio:.2f}x the floor by wall time "
+            f"({cold.cpu_median / floor.cpu_median:.2f}x by CPU time) (target <= {COLD_RATIO_TARGET}x "
+            f"wall): {'met' if ratio <= COLD_RATIO_TARGET else 'NOT met'}"
+        ),
+        (
+            f"warm re-run: {warm:.2f} s (target <= {WARM_SECONDS_TARGET:g} s): "
+            f"{'met' if warm <= WARM_SECONDS_TARGET else 'NOT met'}"
+        ),
+        (
+            "peak RSS: the largest single process (main or one worker); "
+            f"the parallel run has {os.cpu_count()} workers; CPU s sums all of a run's processes"
+        ),
     ]
     notes = list(report.notes)
     # A single-threaded process that got less CPU than wall time waited for other work.
     if min(floor.cpu_median / floor.median, cold.cpu_median / cold.median) < BUSY_CPU_SHARE:
-        notes.append("the machine was busy with other work: wall times are inflated and noisy; "
-                     "CPU times are steadier")
+        notes.append(
+            "the machine was busy with other work: wall times are inflated and noisy; "
+            "CPU times are steadier"
+        )
     return lines + [f"warning: {note}" for note in notes]
 
 
 def render_text(report: Report) -> str:
     cells = table_cells(report)
-    widths = [max(len(COLUMNS[i]), *(len(row[i]) for row in cells)) for i in range(len(COLUMNS) - 1)]
+    widths = [
+        max(len(COLUMNS[i]), *(len(row[i]) for row in cells)) for i in range(len(COLUMNS) - 1)
+    ]
 
     def line(values: list[str]) -> str:
-        padded = [value.rjust(width) if i in NUMERIC_COLUMNS else value.ljust(width)
-                  for i, (value, width) in enumerate(zip(values[:-1], widths, strict=True))]
+        padded = [
+            value.rjust(width) if i in NUMERIC_COLUMNS else value.ljust(width)
+            for i, (value, width) in enumerate(zip(values[:-1], widths, strict=True))
+        ]
         return "  ".join(padded + [values[-1]])  # the command, last, is not padded
 
     out = [environment_line(report), "", line(list(COLUMNS)), *(line(row) for row in cells), ""]
@@ -411,9 +500,14 @@ def render_text(report: Report) -> str:
 
 def render_markdown(report: Report) -> str:
     cells = table_cells(report)
-    out = [environment_line(report) + ".", "",
-           "| " + " | ".join(COLUMNS) + " |",
-           "|" + "|".join("---:" if i in NUMERIC_COLUMNS else "---" for i in range(len(COLUMNS))) + "|"]
+    out = [
+        environment_line(report) + ".",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|"
+        + "|".join("---:" if i in NUMERIC_COLUMNS else "---" for i in range(len(COLUMNS)))
+        + "|",
+    ]
     for row in cells:
         out.append("| " + " | ".join(row[:-1] + [f"`{row[-1]}`"]) + " |")
     out.append("")
@@ -426,7 +520,9 @@ def update_doc(path: Path, block: str) -> None:
     start, end = text.find(DOC_START), text.find(DOC_END)
     if start < 0 or end < start:
         raise SystemExit(f"bench_check: {path} has no results block ({DOC_START} ... {DOC_END})")
-    path.write_text(text[:start + len(DOC_START)] + "\n" + block + "\n" + text[end:], encoding="utf-8")
+    path.write_text(
+        text[: start + len(DOC_START)] + "\n" + block + "\n" + text[end:], encoding="utf-8"
+    )
     progress(f"updated {path}")
 
 

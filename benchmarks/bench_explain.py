@@ -12,6 +12,7 @@ costs the look-up). The baseline is `python -c pass` measured in the same run; t
 Bytecode is allowed and a first, untimed run writes it, as `pip install` does (it compiles the
 package): with PYTHONDONTWRITEBYTECODE=1 every run would recompile the catalog's sources.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 def wall_time(command: list[str], stdin: bytes) -> float:
     start = time.perf_counter()
-    subprocess.run(command, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=ENV)
+    subprocess.run(
+        command, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
+    )
     return time.perf_counter() - start
 
 
@@ -54,10 +56,14 @@ def main() -> None:
     runs = {
         "python -c pass (baseline)": ([sys.executable, "-c", "pass"], b""),
         f"explain < {short.parent.name}/{short.name}": (explain, body(short)),
-        f"explain --no-link < {short.parent.name}/{short.name}": (explain + ["--no-link"],
-                                                                body(short)),
-        f"explain < {longest.parent.name}/{longest.name} ({longest.stat().st_size} B)":
-            (explain, body(longest)),
+        f"explain --no-link < {short.parent.name}/{short.name}": (
+            explain + ["--no-link"],
+            body(short),
+        ),
+        f"explain < {longest.parent.name}/{longest.name} ({longest.stat().st_size} B)": (
+            explain,
+            body(longest),
+        ),
     }
     for command, stdin in runs.values():
         wall_time(command, stdin)  # writes the bytecode
@@ -71,11 +77,15 @@ def main() -> None:
         print("| command | median ms | min ms | x baseline |")
         print("|---|---|---|---|")
         for name, median, best in rows:
-            print(f"| `{name}` | {median * 1000:.0f} | {best * 1000:.0f} | {median / baseline:.2f} |")
+            print(
+                f"| `{name}` | {median * 1000:.0f} | {best * 1000:.0f} | {median / baseline:.2f} |"
+            )
     else:
         for name, median, best in rows:
-            print(f"{name:70} median {median * 1000:6.0f} ms  min {best * 1000:6.0f} ms  "
-                  f"{median / baseline:5.2f}x")
+            print(
+                f"{name:70} median {median * 1000:6.0f} ms  min {best * 1000:6.0f} ms  "
+                f"{median / baseline:5.2f}x"
+            )
 
 
 if __name__ == "__main__":

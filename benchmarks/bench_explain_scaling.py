@@ -13,6 +13,7 @@ the size doubles: the target is that it grows by less than 1.5x per doubling (qu
 
     python benchmarks/bench_explain_scaling.py [--repeat 5] [--markdown]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,34 +32,55 @@ from torchdoctor.explain.render import as_text
 SCALES = (1, 2, 4)
 _WORDS = re.compile(r"\S+")
 GROWTH_TARGET = 1.5
-DEVICE = ("RuntimeError: Expected all tensors to be on the same device, but found at least two "
-          "devices, cuda:{k} and cpu!")
+DEVICE = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+    "devices, cuda:{k} and cpu!"
+)
 
 
 def _traceback(k: int) -> str:
-    return ('Traceback (most recent call last):\n  File "train.py", line 8, in <module>\n'
-            f"    out = model(images)\n{DEVICE.format(k=k)}\n")
+    return (
+        'Traceback (most recent call last):\n  File "train.py", line 8, in <module>\n'
+        f"    out = model(images)\n{DEVICE.format(k=k)}\n"
+    )
 
 
 SHAPES: dict[str, tuple[int, Callable[[int], str]]] = {
     "one long token (chars)": (250_000, lambda n: "RuntimeError: " + "x" * n + "\n"),
-    "spaces in a frame line (chars)": (250_000, lambda n: (
-        'Traceback (most recent call last):\n  File "a.py", line 1, in f' + " " * n
-        + "x\nValueError: x\n")),
+    "spaces in a frame line (chars)": (
+        250_000,
+        lambda n: (
+            'Traceback (most recent call last):\n  File "a.py", line 1, in f'
+            + " " * n
+            + "x\nValueError: x\n"
+        ),
+    ),
     "tracebacks in one log": (1_000, lambda n: "".join(_traceback(k) for k in range(n))),
-    "exception chain (links)": (2_500, lambda n: (
-        "\nDuring handling of the above exception, another exception occurred:\n\n".join(
+    "exception chain (links)": (
+        2_500,
+        lambda n: "\nDuring handling of the above exception, another exception occurred:\n\n".join(
             f'Traceback (most recent call last):\n  File "a.py", line {k}, in f\n    x\n'
-            f"ValueError: v{k}\n" for k in range(n)))),
-    "frames in one traceback": (25_000, lambda n: (
-        "Traceback (most recent call last):\n"
-        + "".join(f'  File "/w/m{k}.py", line {k}, in f{k}\n    g()\n' for k in range(n))
-        + "RecursionError: too deep\n")),
+            f"ValueError: v{k}\n"
+            for k in range(n)
+        ),
+    ),
+    "frames in one traceback": (
+        25_000,
+        lambda n: (
+            "Traceback (most recent call last):\n"
+            + "".join(f'  File "/w/m{k}.py", line {k}, in f{k}\n    g()\n' for k in range(n))
+            + "RecursionError: too deep\n"
+        ),
+    ),
     "one enormous line (words)": (100_000, lambda n: "RuntimeError: " + "ab cd, " * n + "\n"),
-    "pytest failures": (2_000, lambda n: "".join(
-        f"____ test_{k} ____\n\n    def test_{k}():\n>       assert f()\n"
-        f"E       AssertionError: bad {k}\n\ntests/test_x.py:{k}: AssertionError\n"
-        for k in range(n))),
+    "pytest failures": (
+        2_000,
+        lambda n: "".join(
+            f"____ test_{k} ____\n\n    def test_{k}():\n>       assert f()\n"
+            f"E       AssertionError: bad {k}\n\ntests/test_x.py:{k}: AssertionError\n"
+            for k in range(n)
+        ),
+    ),
 }
 
 
@@ -90,22 +112,28 @@ def main() -> None:
             worst = max(worst, growth or 0.0)
             rows.append((name, base * scale, len(text), explain, floor, ratio, growth))
             previous = ratio
-    print(f"torchdoctor {torchdoctor.__version__}, Python {platform.python_version()}, "
-          f"{platform.system()} {platform.machine()}; best of {args.repeat} runs (CPU time)")
+    print(
+        f"torchdoctor {torchdoctor.__version__}, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.machine()}; best of {args.repeat} runs (CPU time)"
+    )
     if args.markdown:
         print("\n| shape | size | text bytes | explain s | baseline s | x baseline | growth |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for name, size, chars, explain, floor, ratio, growth in rows:
             grown = f"{growth:.2f}" if growth else ""
-            print(f"| {name} | {size:,} | {chars:,} | {explain:.3f} | {floor:.4f} | {ratio:.1f} "
-                  f"| {grown} |")
+            print(
+                f"| {name} | {size:,} | {chars:,} | {explain:.3f} | {floor:.4f} | {ratio:.1f} "
+                f"| {grown} |"
+            )
     else:
         for name, size, chars, explain, floor, ratio, growth in rows:
             grown = f"{growth:.2f}" if growth else "-"
             print(f"{name:32} {size:>8,} {explain:8.3f} s  x{ratio:7.1f}  growth {grown}")
     verdict = "met" if worst < GROWTH_TARGET else "NOT met"
-    print(f"\nlargest growth of the ratio per doubling: {worst:.2f} "
-          f"(target < {GROWTH_TARGET}): {verdict}")
+    print(
+        f"\nlargest growth of the ratio per doubling: {worst:.2f} "
+        f"(target < {GROWTH_TARGET}): {verdict}"
+    )
     sys.exit(0 if worst < GROWTH_TARGET else 1)
 
 

@@ -7,6 +7,7 @@ default collector settings, once through `check_source` as shipped (collector pa
 through the function it wraps (collector running); CPU seconds, best of --repeat, in one process.
 Usage: python benchmarks/bench_gc_pause.py [--lines N] [--repeat N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,10 +31,14 @@ def main() -> None:
     source = flat_module(args.lines)
     codes = frozenset(p.code for p in _registry.all_pitfalls())
     check_source(source, "generated.py", codes)  # warm the rule tables
-    running = best_cpu_seconds(lambda: check_source.__wrapped__(source, "generated.py", codes), args.repeat)
+    running = best_cpu_seconds(
+        lambda: check_source.__wrapped__(source, "generated.py", codes), args.repeat
+    )
     paused = best_cpu_seconds(lambda: check_source(source, "generated.py", codes), args.repeat)
     print(f"flat module of {args.lines:,} lines, every rule, CPU s best of {args.repeat}")
-    print(f"collector running: {running:.3f}  paused: {paused:.3f}  paused / running: {paused / running:.2f}")
+    print(
+        f"collector running: {running:.3f}  paused: {paused:.3f}  paused / running: {paused / running:.2f}"
+    )
 
 
 if __name__ == "__main__":

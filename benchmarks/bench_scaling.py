@@ -14,6 +14,7 @@ size doubles.
 rule selected, counted in calls rather than timed (exact on a busy machine): a linear rule
 doubles it, a quadratic one quadruples it. See docs/benchmarks.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -270,17 +271,20 @@ def loop_body(statements: int) -> str:
     ]
     start, i = len(out), 0
     while len(out) - start < statements:
-        out += _indented([
-            f"out_{i} = model(data)",
-            f"loss_{i} = criterion(out_{i}, target)",
-            f"loss_{i}.backward()",
-            "optimizer.step()",
-            "scheduler.step()",
-            "total_loss += loss_" + str(i),
-            "if batch_idx % 4:",
-            "    optimizer.step()",
-            "model.eval()",
-        ], " " * 8)
+        out += _indented(
+            [
+                f"out_{i} = model(data)",
+                f"loss_{i} = criterion(out_{i}, target)",
+                f"loss_{i}.backward()",
+                "optimizer.step()",
+                "scheduler.step()",
+                "total_loss += loss_" + str(i),
+                "if batch_idx % 4:",
+                "    optimizer.step()",
+                "model.eval()",
+            ],
+            " " * 8,
+        )
         for snippet in _snippets(i, definitions=False):
             out += _indented(snippet, " " * 8)
         i += 1
@@ -289,14 +293,15 @@ def loop_body(statements: int) -> str:
 
 def view_function(calls: int) -> str:
     """One function making about `calls` `.view()` calls on permuted tensors."""
-    out = HEADER.splitlines() + ["", "", "def reshape_all(batch):",
-                                 "    x = torch.randn(4, 8, 16)"]
+    out = HEADER.splitlines() + ["", "", "def reshape_all(batch):", "    x = torch.randn(4, 8, 16)"]
     for i in range(calls):
         name = f"v_{i}"
         out += [
             f"    {name} = x.transpose(1, 2)" if i % 2 else f"    {name} = batch.permute(0, 2, 1)",
             f"    flat_{i} = {name}.view(4, -1)",
-            f"    x.view(-1)[{i % 8}] += 1" if i % 5 == 0 else f"    joined_{i} = flat_{i}.view(-1, 8)",
+            f"    x.view(-1)[{i % 8}] += 1"
+            if i % 5 == 0
+            else f"    joined_{i} = flat_{i}.view(-1, 8)",
         ]
     out.append("    return x")
     return "\n".join(out) + "\n"
@@ -304,15 +309,24 @@ def view_function(calls: int) -> str:
 
 def module_init(attributes: int) -> str:
     """One nn.Module whose `__init__` creates about `attributes` tensors and layers."""
-    out = HEADER.splitlines() + ["", "", "class Big(nn.Module):", "    def __init__(self):",
-                                 "        super().__init__()"]
+    out = HEADER.splitlines() + [
+        "",
+        "",
+        "class Big(nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+    ]
     for i in range(attributes):
-        out += [f"        self.scale_{i} = torch.ones(8)",
-                f"        self.layer_{i} = nn.Linear(8, 8)"]
+        out += [
+            f"        self.scale_{i} = torch.ones(8)",
+            f"        self.layer_{i} = nn.Linear(8, 8)",
+        ]
     out += ["", "    def forward(self, x):"]
     for i in range(0, attributes, 2):
-        out += [f"        x = self.layer_{i}(x) * self.scale_{i}",
-                f"        self.layer_{i + 1} = self.layer_{i + 1}.half()"]
+        out += [
+            f"        x = self.layer_{i}(x) * self.scale_{i}",
+            f"        self.layer_{i + 1} = self.layer_{i + 1}.half()",
+        ]
     out.append("        return x")
     return "\n".join(out) + "\n"
 
@@ -329,18 +343,31 @@ def notebook(cells: int) -> str:
     data = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     for number, source in enumerate(sources):
         if number % 10 == 9:
-            data["cells"].append({"cell_type": "markdown", "metadata": {},
-                                  "source": [f"## Step {number}\n"]})
-        data["cells"].append({"cell_type": "code", "execution_count": None, "metadata": {},
-                              "outputs": [], "source": source.splitlines(keepends=True)})
+            data["cells"].append(
+                {"cell_type": "markdown", "metadata": {}, "source": [f"## Step {number}\n"]}
+            )
+        data["cells"].append(
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "metadata": {},
+                "outputs": [],
+                "source": source.splitlines(keepends=True),
+            }
+        )
     return json.dumps(data, indent=1) + "\n"
 
 
 def notebook_program(text: str) -> str:
     """The Python program of a generated notebook: its code cells joined, magics left out."""
     cells = json.loads(text)["cells"]
-    lines = [line for cell in cells if cell["cell_type"] == "code"
-             for line in "".join(cell["source"]).splitlines() if not line.startswith("%")]
+    lines = [
+        line
+        for cell in cells
+        if cell["cell_type"] == "code"
+        for line in "".join(cell["source"]).splitlines()
+        if not line.startswith("%")
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -408,8 +435,9 @@ class Measurement:
         return self.check_s / self.parse_s if self.parse_s else None
 
 
-def measure(shape: Shape, size: int, codes: frozenset[str], scratch: Path, repeat: int,
-            limit: float) -> Measurement:
+def measure(
+    shape: Shape, size: int, codes: frozenset[str], scratch: Path, repeat: int, limit: float
+) -> Measurement:
     text = shape.make(size)
     program = notebook_program(text) if shape.suffix == ".ipynb" else text
     path = scratch / f"generated{shape.suffix}"
@@ -451,8 +479,10 @@ def run_table(shapes, scales, codes, scratch, repeat, limit, out) -> list[Measur
 def _table_line(row: Measurement) -> str:
     check = f"{row.check_s:.2f}" if row.check_s is not None else "over limit"
     ratio = "-" if row.ratio is None or row.check_s is None else f"{row.ratio:.2f}"
-    return (f"| {row.shape.name} | {row.size:,} {row.shape.unit} | {row.lines:,} | "
-            f"{row.parse_s:.3f} | {check} | {ratio} | {len(row.findings)} |")
+    return (
+        f"| {row.shape.name} | {row.size:,} {row.shape.unit} | {row.lines:,} | "
+        f"{row.parse_s:.3f} | {check} | {ratio} | {len(row.findings)} |"
+    )
 
 
 def _calls(action: Callable[[], object]) -> int:
@@ -487,11 +517,16 @@ def per_rule(shapes, codes, scratch, out) -> list[str]:
             paths[-1].write_text(shape.make(size), encoding="utf-8")
         engine = [_calls(_checker(path, frozenset(), scratch)) for path in paths]
         for code in sorted(codes):
-            extra = [max(_calls(_checker(path, frozenset({code}), scratch)) - bare, 0)
-                     for path, bare in zip(paths, engine)]
+            extra = [
+                max(_calls(_checker(path, frozenset({code}), scratch)) - bare, 0)
+                for path, bare in zip(paths, engine)
+            ]
             growth = extra[1] / max(extra[0], 1)
-            print(f"| {shape.name} | {code} | {extra[0]:,} | {extra[1]:,} | {growth:.2f} |",
-                  file=out, flush=True)
+            print(
+                f"| {shape.name} | {code} | {extra[0]:,} | {extra[1]:,} | {growth:.2f} |",
+                file=out,
+                flush=True,
+            )
             if growth > SUPERLINEAR_GROWTH and extra[1] > SUPERLINEAR_SHARE * engine[1]:
                 superlinear.append(f"{code} on {shape.name}")
     return superlinear
@@ -504,35 +539,54 @@ def _checker(path: Path, codes: frozenset[str], scratch: Path) -> Callable[[], o
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shape", action="append", choices=[s.name for s in SHAPES],
-                        help="only this shape (repeatable)")
-    parser.add_argument("--per-rule", action="store_true",
-                        help="count the work of each rule alone at 1x and 2x (slow: use --divide)")
+    parser.add_argument(
+        "--shape",
+        action="append",
+        choices=[s.name for s in SHAPES],
+        help="only this shape (repeatable)",
+    )
+    parser.add_argument(
+        "--per-rule",
+        action="store_true",
+        help="count the work of each rule alone at 1x and 2x (slow: use --divide)",
+    )
     parser.add_argument("--rule", action="append", help="with --per-rule: only this code")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (least kept)")
-    parser.add_argument("--limit", type=float, default=120,
-                        help="CPU seconds after which a check is given up (default 120)")
-    parser.add_argument("--divide", type=int, default=1,
-                        help="divide every size by this (a quick run: --divide 50)")
-    parser.add_argument("--min-batch", type=float, default=OPTIONS["min_batch"],
-                        help="repeat a measured action until this many CPU seconds "
-                             f"(default {OPTIONS['min_batch']}: longer than a clock tick)")
+    parser.add_argument(
+        "--limit",
+        type=float,
+        default=120,
+        help="CPU seconds after which a check is given up (default 120)",
+    )
+    parser.add_argument(
+        "--divide", type=int, default=1, help="divide every size by this (a quick run: --divide 50)"
+    )
+    parser.add_argument(
+        "--min-batch",
+        type=float,
+        default=OPTIONS["min_batch"],
+        help="repeat a measured action until this many CPU seconds "
+        f"(default {OPTIONS['min_batch']}: longer than a clock tick)",
+    )
     args = parser.parse_args(argv)
     OPTIONS["min_batch"] = args.min_batch
     shapes = [s for s in SHAPES if not args.shape or s.name in args.shape]
-    shapes = [Shape(s.name, s.unit, max(1, s.base // args.divide), s.make, s.suffix) for s in shapes]
+    shapes = [
+        Shape(s.name, s.unit, max(1, s.base // args.divide), s.make, s.suffix) for s in shapes
+    ]
     codes = frozenset(p.code for p in _registry.all_pitfalls())
     if args.per_rule:  # the others have nothing to run in `check`
-        codes = frozenset(p.code for p in _registry.all_pitfalls()
-                          if p.static_detectors)
+        codes = frozenset(p.code for p in _registry.all_pitfalls() if p.static_detectors)
     if args.rule:
         codes = frozenset(args.rule)
     # As `torchdoctor check` does (lint/command.py): the collector sees only young objects.
     gc.freeze()
     gc.set_threshold(200_000, 50, 100)
     signal.signal(signal.SIGPROF, _on_limit)
-    print(f"torchdoctor {torchdoctor.__version__}, Python {platform.python_version()}, "
-          f"{platform.machine()}; CPU seconds, best of {args.repeat}")
+    print(
+        f"torchdoctor {torchdoctor.__version__}, Python {platform.python_version()}, "
+        f"{platform.machine()}; CPU seconds, best of {args.repeat}"
+    )
     start = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="torchdoctor-scaling-") as scratch:
         # Checked from there, as by `torchdoctor check` run in that directory (TD703 looks at
@@ -542,17 +596,25 @@ def main(argv: list[str] | None = None) -> int:
             if args.per_rule:
                 (Path(scratch) / "random.py").touch()  # as in `measure`
                 superlinear = per_rule(shapes, codes, Path(scratch), sys.stdout)
-                print(f"\nsuperlinear (the work a rule adds grows more than {SUPERLINEAR_GROWTH}x "
-                      f"as the input doubles): {', '.join(superlinear) or 'none'}")
+                print(
+                    f"\nsuperlinear (the work a rule adds grows more than {SUPERLINEAR_GROWTH}x "
+                    f"as the input doubles): {', '.join(superlinear) or 'none'}"
+                )
                 return 1 if superlinear else 0
-            print("| shape | size | lines parsed | parse s | check s | check / parse | rules found |")
+            print(
+                "| shape | size | lines parsed | parse s | check s | check / parse | rules found |"
+            )
             print("|---|---|---:|---:|---:|---:|---:|")
-            rows = run_table(shapes, SCALES, codes, Path(scratch), args.repeat, args.limit, sys.stdout)
+            rows = run_table(
+                shapes, SCALES, codes, Path(scratch), args.repeat, args.limit, sys.stdout
+            )
         finally:
             os.chdir(start)
     worst = max((r.ratio for r in rows if r.ratio is not None), default=0.0)
-    print(f"\nworst check / parse: {worst:.2f} (target <= {RATIO_TARGET}): "
-          f"{'met' if worst <= RATIO_TARGET else 'NOT met'}")
+    print(
+        f"\nworst check / parse: {worst:.2f} (target <= {RATIO_TARGET}): "
+        f"{'met' if worst <= RATIO_TARGET else 'NOT met'}"
+    )
     return 0 if worst <= RATIO_TARGET else 1
 
 

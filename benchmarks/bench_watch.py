@@ -8,6 +8,7 @@ ratio to plain. Each block's first 5 steps are untimed (a run is watched by one 
 thousands of steps); the watch session's start-up is shown on its own, in milliseconds.
 Usage: python benchmarks/bench_watch.py [--blocks N] [--steps N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,14 +23,23 @@ import torchdoctor
 
 def cnn() -> nn.Module:
     return nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    )
 
 
 def mlp() -> nn.Module:
-    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-                         nn.Linear(256, 10))
+    return nn.Sequential(
+        nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10)
+    )
 
 
 def deep_mlp() -> nn.Module:
@@ -39,8 +49,11 @@ def deep_mlp() -> nn.Module:
     return nn.Sequential(*layers, nn.Linear(256, 10))
 
 
-WORKLOADS = {"small CNN": (cnn, (64, 3, 32, 32)), "MLP": (mlp, (64, 784)),
-             "deep MLP (51 modules)": (deep_mlp, (64, 256))}
+WORKLOADS = {
+    "small CNN": (cnn, (64, 3, 32, 32)),
+    "MLP": (mlp, (64, 784)),
+    "deep MLP (51 modules)": (deep_mlp, (64, 256)),
+}
 MODES = ("plain", "watched", "anomaly")
 WARMUP = 5
 
@@ -90,8 +103,10 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=15)
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{args.blocks} blocks of {args.steps} steps per mode\n")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{args.blocks} blocks of {args.steps} steps per mode\n"
+    )
     print("| workload | plain step | watched | set_detect_anomaly(True) | session start |")
     print("|---|---|---|---|---|")
     overheads = []
@@ -99,10 +114,14 @@ def main() -> None:
         result = measure(make, shape, args.blocks, args.steps)
         plain = result["plain"]
         overheads.append(result["watched"] / plain - 1)
-        print(f"| {name} | {plain * 1e3:.2f} ms | {result['watched'] / plain:.3f}x | "
-              f"{result['anomaly'] / plain:.2f}x | {result['start'] * 1e3:.1f} ms |")
-    print(f"\nwatch overhead: median {statistics.median(overheads):+.1%}, "
-          f"worst {max(overheads):+.1%} (target: median <= 3 %, worst <= 10 %)")
+        print(
+            f"| {name} | {plain * 1e3:.2f} ms | {result['watched'] / plain:.3f}x | "
+            f"{result['anomaly'] / plain:.2f}x | {result['start'] * 1e3:.1f} ms |"
+        )
+    print(
+        f"\nwatch overhead: median {statistics.median(overheads):+.1%}, "
+        f"worst {max(overheads):+.1%} (target: median <= 3 %, worst <= 10 %)"
+    )
 
 
 if __name__ == "__main__":

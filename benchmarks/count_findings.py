@@ -6,6 +6,7 @@ Runs `torchdoctor check --select ALL --format json` on each corpus (no cache) an
 Markdown table: one row per rule, one column per corpus, and whether the rule is on by default.
 `--show RULE` also prints every finding of that rule, to read them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,16 +21,31 @@ from torchdoctor.catalog import all_pitfalls
 
 def findings_of(corpus: Path) -> list[dict]:
     result = subprocess.run(
-        [sys.executable, "-m", "torchdoctor", "check", "--no-cache", "--select", "ALL",
-         "--format", "json", str(corpus)],
-        capture_output=True, text=True, encoding="utf-8")
+        [
+            sys.executable,
+            "-m",
+            "torchdoctor",
+            "check",
+            "--no-cache",
+            "--select",
+            "ALL",
+            "--format",
+            "json",
+            str(corpus),
+        ],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    )
     if result.returncode not in (0, 1):
         sys.exit(f"check failed on {corpus}: {result.stderr.strip()}")
     return json.loads(result.stdout)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("corpora", nargs="+", type=Path)
     parser.add_argument("--show", action="append", default=[], metavar="RULE")
     args = parser.parse_args()
@@ -47,7 +63,9 @@ def main() -> int:
     print("|---|---|" + "---|" * len(names))
     for pitfall in all_pitfalls():
         cells = " | ".join(str(counts[n][pitfall.code]) for n in names)
-        print(f"| {pitfall.code} `{pitfall.name}` | {'on' if pitfall.default else 'off'} | {cells} |")
+        print(
+            f"| {pitfall.code} `{pitfall.name}` | {'on' if pitfall.default else 'off'} | {cells} |"
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ user pasted it. A case counts as right when the top-ranked cause is the expected
 Use it on a held-out set, collected without looking at the matcher, to estimate how often the
 right cause comes first on errors this project has not tuned for (docs/precision.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,11 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     recognised = [r for r in results if r[1] != "none"]
     top1 = sum(is_right(e, n) for _, e, n in recognised)
     quiet = sum(is_right(e, n) for _, e, n in results if e == "none")
-    print(f"cases: {len(results)} ({len(recognised)} with an expected cause, "
-          f"{len(results) - len(recognised)} that are none of ours)")
+    print(
+        f"cases: {len(results)} ({len(recognised)} with an expected cause, "
+        f"{len(results) - len(recognised)} that are none of ours)"
+    )
     if recognised:
-        print(f"right cause ranked first: {top1}/{len(recognised)} "
-              f"({100 * top1 / len(recognised):.1f} %)")
+        print(
+            f"right cause ranked first: {top1}/{len(recognised)} "
+            f"({100 * top1 / len(recognised):.1f} %)"
+        )
     if len(results) > len(recognised):
         print(f"no answer where none is right: {quiet}/{len(results) - len(recognised)}")
     if args.markdown:
@@ -82,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.show_misses:
         for path, expected, names in results:
             if not is_right(expected, names):
-                print(f"MISS {path.relative_to(args.root)}: expected {expected}, "
-                      f"ranked {names[:3]}")
+                print(
+                    f"MISS {path.relative_to(args.root)}: expected {expected}, ranked {names[:3]}"
+                )
     return 0
 
 

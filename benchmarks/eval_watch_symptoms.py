@@ -16,6 +16,7 @@ kills ReLUs (then stalls the loss) as often as it makes gradients explode. Usage
 
     python benchmarks/eval_watch_symptoms.py [--seeds N] [--steps N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,12 +27,19 @@ from torch import nn
 
 import torchdoctor
 
-CHECKS = {"exploding": "exploding-gradient", "vanishing": "vanishing-gradient",
-          "dead": "dead-relu", "plateau": "loss-plateau"}
+CHECKS = {
+    "exploding": "exploding-gradient",
+    "vanishing": "vanishing-gradient",
+    "dead": "dead-relu",
+    "plateau": "loss-plateau",
+}
 CODES = "TD901,TD902,TD903,TD904"
 # What a symptom really causes too: firing there is right, not a false positive.
-CO_SYMPTOMS = {"dead": {"loss-plateau"}, "vanishing": {"loss-plateau"},
-               "exploding": {"dead-relu", "loss-plateau"}}  # a huge step kills ReLUs
+CO_SYMPTOMS = {
+    "dead": {"loss-plateau"},
+    "vanishing": {"loss-plateau"},
+    "exploding": {"dead-relu", "loss-plateau"},
+}  # a huge step kills ReLUs
 ARCHS = ("mlp", "cnn", "deep", "regression")
 SCENARIOS = ("healthy-adam", "healthy-sgd", "exploding", "vanishing", "dead", "plateau")
 
@@ -91,8 +99,11 @@ def run(arch: str, scenario: str, seed: int, steps: int) -> set[str]:
         for _ in range(steps):
             x, y = data(arch, generator)
             out = model(x)
-            loss = (nn.functional.mse_loss(out, y) if loss_kind == "mse"
-                    else nn.functional.cross_entropy(out, y))
+            loss = (
+                nn.functional.mse_loss(out, y)
+                if loss_kind == "mse"
+                else nn.functional.cross_entropy(out, y)
+            )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -105,30 +116,45 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
     started = time.perf_counter()
-    results = [(arch, scenario, seed, run(arch, scenario, seed, args.steps))
-               for arch in ARCHS for scenario in SCENARIOS for seed in range(args.seeds)]
-    print(f"{len(results)} runs ({len(ARCHS)} architectures x {len(SCENARIOS)} scenarios x "
-          f"{args.seeds} seeds, {args.steps} steps each) in {time.perf_counter() - started:.0f} s")
+    results = [
+        (arch, scenario, seed, run(arch, scenario, seed, args.steps))
+        for arch in ARCHS
+        for scenario in SCENARIOS
+        for seed in range(args.seeds)
+    ]
+    print(
+        f"{len(results)} runs ({len(ARCHS)} architectures x {len(SCENARIOS)} scenarios x "
+        f"{args.seeds} seeds, {args.steps} steps each) in {time.perf_counter() - started:.0f} s"
+    )
     print()
-    print("| check | runs with the symptom | recall | fired elsewhere | precision "
-          "| fired on healthy runs |")
+    print(
+        "| check | runs with the symptom | recall | fired elsewhere | precision "
+        "| fired on healthy runs |"
+    )
     print("|---|---|---|---|---|---|")
     healthy_runs = sum(s.startswith("healthy") for _, s, _, _ in results)
     for scenario, name in CHECKS.items():
         positives = [fired for _, s, _, fired in results if s == scenario]
         true = sum(name in fired for fired in positives)
-        false = sum(name in fired for _, s, _, fired in results
-                    if s != scenario and name not in CO_SYMPTOMS.get(s, ()))
+        false = sum(
+            name in fired
+            for _, s, _, fired in results
+            if s != scenario and name not in CO_SYMPTOMS.get(s, ())
+        )
         healthy = sum(name in fired for _, s, _, fired in results if s.startswith("healthy"))
         fired = true + false
         precision = f"{true / fired:.0%}" if fired else "-"
-        print(f"| {name} | {len(positives)} | {true / len(positives):.0%} ({true}) | {false} "
-              f"| {precision} | {healthy} of {healthy_runs} |")
+        print(
+            f"| {name} | {len(positives)} | {true / len(positives):.0%} ({true}) | {false} "
+            f"| {precision} | {healthy} of {healthy_runs} |"
+        )
     print()
-    misses = [(a, s, seed, sorted(f)) for a, s, seed, f in results
-              if (s in CHECKS and CHECKS[s] not in f)
-              or any(CHECKS[c] in f for c in CHECKS if c != s
-                     and CHECKS[c] not in CO_SYMPTOMS.get(s, ()))]
+    misses = [
+        (a, s, seed, sorted(f))
+        for a, s, seed, f in results
+        if (s in CHECKS and CHECKS[s] not in f)
+        or any(CHECKS[c] in f for c in CHECKS if c != s and CHECKS[c] not in CO_SYMPTOMS.get(s, ()))
+    ]
     for miss in misses:
         print("miss or false alarm:", *miss)
 

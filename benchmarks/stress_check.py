@@ -11,6 +11,7 @@ hung or misbehaved.
 
     python benchmarks/stress_check.py --runs 200 --corpus /work/corpus/timm-1.0.31
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,27 +49,44 @@ class Tally:
         self.exit_codes[code] += 1
         self.seconds.append(seconds)
         if "Traceback" in stderr or "internal error" in stderr or code not in CHECK_OK:
-            self.bad_stderr.append(stderr.strip().splitlines()[-1] if stderr.strip() else
-                                   f"exit {code}, nothing on stderr")
+            self.bad_stderr.append(
+                stderr.strip().splitlines()[-1]
+                if stderr.strip()
+                else f"exit {code}, nothing on stderr"
+            )
 
 
 def flat_tree(root: Path) -> Path:
     """One flat module of FLAT_LINES lines (a long script: views, train/eval switches,
     optimizer steps) and SMALL_FILES small files."""
-    lines = ["import torch", "import torch.nn as nn", "", "model = nn.Linear(4, 4)",
-             "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", "x = torch.randn(8, 4)"]
+    lines = [
+        "import torch",
+        "import torch.nn as nn",
+        "",
+        "model = nn.Linear(4, 4)",
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+        "x = torch.randn(8, 4)",
+    ]
     step = 0
     while len(lines) < FLAT_LINES:
-        lines += [f"y{step} = x.view(-1, 4)",
-                  f"z{step} = y{step}.transpose(0, 1).contiguous().view(4, -1)",
-                  "model.eval()", f"out{step} = model(z{step}.t())", "model.train()",
-                  f"loss{step} = out{step}.sum()", f"loss{step}.backward()", "optimizer.step()",
-                  "optimizer.zero_grad()", ""]
+        lines += [
+            f"y{step} = x.view(-1, 4)",
+            f"z{step} = y{step}.transpose(0, 1).contiguous().view(4, -1)",
+            "model.eval()",
+            f"out{step} = model(z{step}.t())",
+            "model.train()",
+            f"loss{step} = out{step}.sum()",
+            f"loss{step}.backward()",
+            "optimizer.step()",
+            "optimizer.zero_grad()",
+            "",
+        ]
         step += 1
     (root / "flat.py").write_text("\n".join(lines[:FLAT_LINES]) + "\n", encoding="utf-8")
     for number in range(SMALL_FILES):
         (root / f"small{number}.py").write_text(
-            "import torch\nx = torch.zeros(3)\nx.cuda()\n", encoding="utf-8")
+            "import torch\nx = torch.zeros(3)\nx.cuda()\n", encoding="utf-8"
+        )
     return root
 
 
@@ -77,8 +95,12 @@ def run_once(tree: Path, limit: float, scratch: Path) -> tuple[int | None, float
     start = time.perf_counter()
     check = subprocess.Popen(
         [sys.executable, "-m", "torchdoctor", "check", "--jobs", "2", "--no-cache", str(tree)],
-        cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)  # its own group: a hung check is killed with its workers
+        cwd=scratch,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )  # its own group: a hung check is killed with its workers
     try:
         _, stderr = check.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -88,58 +110,79 @@ def run_once(tree: Path, limit: float, scratch: Path) -> tuple[int | None, float
     return check.returncode, time.perf_counter() - start, stderr
 
 
-def stress(name: str, tree: Path, runs: int, concurrency: int, limit: float,
-           scratch: Path) -> Tally:
+def stress(
+    name: str, tree: Path, runs: int, concurrency: int, limit: float, scratch: Path
+) -> Tally:
     tally = Tally()
     with ThreadPoolExecutor(concurrency) as threads:
-        for code, seconds, stderr in threads.map(lambda _: run_once(tree, limit, scratch),
-                                                 range(runs)):
+        for code, seconds, stderr in threads.map(
+            lambda _: run_once(tree, limit, scratch), range(runs)
+        ):
             tally.add(code, seconds, stderr)
             if tally.runs % 20 == 0:
-                print(f"  {name}: {tally.runs}/{runs} runs, {tally.hangs} hangs",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {name}: {tally.runs}/{runs} runs, {tally.hangs} hangs",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return tally
 
 
 def report(rows: list[tuple[str, Tally]]) -> str:
-    header = f"{'tree':46} {'hangs/runs':>10}  {'exit codes':16} {'bad stderr':>10}  " \
-             f"{'median s':>8}  {'max s':>6}"
+    header = (
+        f"{'tree':46} {'hangs/runs':>10}  {'exit codes':16} {'bad stderr':>10}  "
+        f"{'median s':>8}  {'max s':>6}"
+    )
     lines = [header, "-" * len(header)]
     for name, tally in rows:
         codes = ", ".join(f"{code}: {count}" for code, count in sorted(tally.exit_codes.items()))
         median = f"{statistics.median(tally.seconds):.2f}" if tally.seconds else "-"
         longest = f"{max(tally.seconds):.2f}" if tally.seconds else "-"
-        lines.append(f"{name:46} {f'{tally.hangs}/{tally.runs}':>10}  {codes:16} "
-                     f"{len(tally.bad_stderr):>10}  {median:>8}  {longest:>6}")
+        lines.append(
+            f"{name:46} {f'{tally.hangs}/{tally.runs}':>10}  {codes:16} "
+            f"{len(tally.bad_stderr):>10}  {median:>8}  {longest:>6}"
+        )
         lines += [f"    {line}" for line in sorted(set(tally.bad_stderr))]
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default=os.environ.get("TORCHDOCTOR_CORPUS", DEFAULT_CORPUS),
-                        help=f"a real tree of about 300 files (default: {DEFAULT_CORPUS})")
+    parser.add_argument(
+        "--corpus",
+        default=os.environ.get("TORCHDOCTOR_CORPUS", DEFAULT_CORPUS),
+        help=f"a real tree of about 300 files (default: {DEFAULT_CORPUS})",
+    )
     parser.add_argument("--runs", type=int, default=200, help="runs per tree (default: 200)")
-    parser.add_argument("--concurrency", type=int, default=4,
-                        help="runs at a time, for contention (default: 4)")
-    parser.add_argument("--limit", type=float, default=120.0,
-                        help="seconds after which a run counts as hung (default: 120)")
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="runs at a time, for contention (default: 4)"
+    )
+    parser.add_argument(
+        "--limit",
+        type=float,
+        default=120.0,
+        help="seconds after which a run counts as hung (default: 120)",
+    )
     args = parser.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():
         print(f"stress_check: no corpus at {corpus} (see benchmarks/README.md)", file=sys.stderr)
         return 2
-    print(f"{sys.executable} -m torchdoctor check --jobs 2 --no-cache TREE; {args.runs} runs per "
-          f"tree, {args.concurrency} at a time, {args.limit:g} s limit; {os.cpu_count()} CPUs")
+    print(
+        f"{sys.executable} -m torchdoctor check --jobs 2 --no-cache TREE; {args.runs} runs per "
+        f"tree, {args.concurrency} at a time, {args.limit:g} s limit; {os.cpu_count()} CPUs"
+    )
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
         flat = flat_tree(Path(tempfile.mkdtemp(dir=scratch)))
         rows = []
-        for name, tree in ((f"{corpus.name} (real)", corpus),
-                           (f"flat {FLAT_LINES:,}-line module + {SMALL_FILES} small files",
-                            flat)):
-            rows.append((name, stress(name, tree, args.runs, args.concurrency, args.limit,
-                                      scratch)))
+        for name, tree in (
+            (f"{corpus.name} (real)", corpus),
+            (f"flat {FLAT_LINES:,}-line module + {SMALL_FILES} small files", flat),
+        ):
+            rows.append(
+                (name, stress(name, tree, args.runs, args.concurrency, args.limit, scratch))
+            )
     print(report(rows))
     return 1 if any(tally.hangs or tally.bad_stderr for _, tally in rows) else 0
 

@@ -8,6 +8,7 @@ but is off by default (`default=False`, monitors too) and its detectors find not
 in, with the texts, before turning it on. Nothing that exists is overwritten. See
 docs/contributing.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,19 +57,33 @@ TODO（中文）
 '''
 
 FACETS = {
-    "static": (("ast",), ("Iterator",), ("Context", "Finding"), '''
+    "static": (
+        ("ast",),
+        ("Iterator",),
+        ("Context", "Finding"),
+        """
 
 @PITFALL.static(ast.Call, names={{"TODO"}})
 def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
     return iter(())  # TODO: yield ctx.finding(PITFALL, node) for the bad pattern
-'''),
-    "explain": ((), (), ("Clue", "ErrorBlock", "ErrorReport"), '''
+""",
+    ),
+    "explain": (
+        (),
+        (),
+        ("Clue", "ErrorBlock", "ErrorReport"),
+        """
 
 @PITFALL.error_check(types=("RuntimeError",))
 def recognise(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return None  # TODO: a Clue when block.message is this pitfall's error (or PITFALL.error(regex))
-'''),
-    "watch": ((), (), ("Monitor",), '''
+""",
+    ),
+    "watch": (
+        (),
+        (),
+        ("Monitor",),
+        """
 
 @PITFALL.monitor
 class {cls}(Monitor):
@@ -76,13 +91,19 @@ class {cls}(Monitor):
 
     def after_step(self, optimizer) -> None:
         return None  # TODO: self.report(place, ...) when the run shows the pitfall
-'''),
-    "ckpt": ((), ("Iterable",), ("Finding", "Subject"), '''
+""",
+    ),
+    "ckpt": (
+        (),
+        ("Iterable",),
+        ("Finding", "Subject"),
+        """
 
 @PITFALL.checkpoint
 def check_checkpoint(subject: Subject) -> Iterable[Finding]:
     return []  # TODO: findings read from subject.listing / subject.diff
-'''),
+""",
+    ),
 }
 
 
@@ -90,20 +111,29 @@ def stubs(name: str, code: str) -> dict[str, dict[str, str]]:
     """Facet -> {path under tests/fixtures: contents}: where the fixture tests look."""
     module = name.replace("-", "_")
     return {
-        "static": {f"lint/{name}.py": (
-            f"# {code} {name}: bad cases and clean look-alikes side by side; end the line of\n"
-            f"# each expected finding with an expect comment for {code} (docs/contributing.md).\n"
-            "import torch\n")},
-        "explain": {f"explain/{name}/TODO.txt": (
-            "#| source: TODO the issue URL this output comes from, or how it was reproduced\n"
-            f"#| expect: {name}\n"
-            "TODO: the error output exactly as printed (tests/fixtures/README.md)\n")},
-        "watch": {f"watch/{module}.py": (
-            f'"""{code} {name}: TODO a tiny training run that shows the pitfall."""\n'
-            f"#| expect: {code}\n"),
-                  f"watch/{module}_fixed.py": (
-            f'"""{code} {name}: the same run, fixed: nothing is reported."""\n'
-            "#| expect: none\n")},
+        "static": {
+            f"lint/{name}.py": (
+                f"# {code} {name}: bad cases and clean look-alikes side by side; end the line of\n"
+                f"# each expected finding with an expect comment for {code} (docs/contributing.md).\n"
+                "import torch\n"
+            )
+        },
+        "explain": {
+            f"explain/{name}/TODO.txt": (
+                "#| source: TODO the issue URL this output comes from, or how it was reproduced\n"
+                f"#| expect: {name}\n"
+                "TODO: the error output exactly as printed (tests/fixtures/README.md)\n"
+            )
+        },
+        "watch": {
+            f"watch/{module}.py": (
+                f'"""{code} {name}: TODO a tiny training run that shows the pitfall."""\n'
+                f"#| expect: {code}\n"
+            ),
+            f"watch/{module}_fixed.py": (
+                f'"""{code} {name}: the same run, fixed: nothing is reported."""\n#| expect: none\n'
+            ),
+        },
         "ckpt": {},  # a case is a test in tests/test_ckpt_*.py that asserts the finding's name
     }
 
@@ -142,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name")
     for facet in FACETS:
         parser.add_argument(f"--{facet}", action="store_true", help=f"a {facet} facet")
-    parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the repository (default: this one)"
+    )
     args = parser.parse_args(argv)
     facets = [facet for facet in FACETS if getattr(args, facet)]
     if not facets:
@@ -158,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: not overwriting: {taken[0]} has that name", file=sys.stderr)
         return 1
     code = next_code(area_dir)
-    files = {area_dir / f"td{code[2:]}_{module}.py":
-             entry_text(args.name, code, facets)}
+    files = {area_dir / f"td{code[2:]}_{module}.py": entry_text(args.name, code, facets)}
     for facet in facets:
         for relative, text in stubs(args.name, code)[facet].items():
             files[args.root / "tests" / "fixtures" / relative] = text

@@ -1,4 +1,5 @@
 """Checkpoints built the way training code builds them, for the ckpt tests."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ class Net(nn.Module):
         return self.fc(self.bn(self.conv(x)).mean((2, 3)))
 
 
-MODEL_SOURCE = '''
+MODEL_SOURCE = """
 from torch import nn
 
 
@@ -51,7 +52,7 @@ def build_five():
 
 def broken():
     raise RuntimeError("no GPU here")
-'''
+"""
 
 
 def write_models(directory) -> str:
@@ -70,11 +71,15 @@ def training_checkpoint(model: nn.Module) -> dict:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     model(torch.randn(2, 3, 8, 8)).sum().backward()
     optimizer.step()
-    return {"epoch": np.int64(12), "best_acc1": np.float64(0.75),
-            "arch": "net", "state_dict": data_parallel_state(model),
-            "optimizer": optimizer.state_dict(),
-            "args": argparse.Namespace(lr=0.1, data="/data", seed=np.int32(1)),
-            "history": np.arange(5.0)}
+    return {
+        "epoch": np.int64(12),
+        "best_acc1": np.float64(0.75),
+        "arch": "net",
+        "state_dict": data_parallel_state(model),
+        "optimizer": optimizer.state_dict(),
+        "args": argparse.Namespace(lr=0.1, data="/data", seed=np.int32(1)),
+        "history": np.arange(5.0),
+    }
 
 
 def old_batchnorm_state(model: nn.Module) -> dict:
@@ -91,8 +96,11 @@ def safetensors_bytes(tensors: dict) -> bytes:
     header, blobs, offset = {}, [], 0
     for key, tensor in tensors.items():
         data = tensor.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-        header[key] = {"dtype": {torch.float32: "F32", torch.int64: "I64"}[tensor.dtype],
-                       "shape": list(tensor.shape), "data_offsets": [offset, offset + len(data)]}
+        header[key] = {
+            "dtype": {torch.float32: "F32", torch.int64: "I64"}[tensor.dtype],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     text = json.dumps(header).encode()

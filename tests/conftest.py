@@ -14,12 +14,24 @@ for _variable in ("PYTHONUNBUFFERED",):
     os.environ.pop(_variable, None)
 
 
-def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None,
-            env: dict | None = None, encoding: str = "utf-8") -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str,
+    cwd: Path | None = None,
+    stdin: str | None = None,
+    env: dict | None = None,
+    encoding: str = "utf-8",
+) -> subprocess.CompletedProcess:
     """Run `python -m torchdoctor` as a user would, in a fresh interpreter."""
     full_env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "torchdoctor", *args], cwd=cwd, input=stdin,
-                          capture_output=True, text=True, encoding=encoding, env=full_env)
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding=encoding,
+        env=full_env,
+    )
 
 
 @pytest.fixture

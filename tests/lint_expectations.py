@@ -1,4 +1,5 @@
 """Inline expectations of lint fixtures: `code()  # expect: TD001` or `# expect: TD001, TD201`."""
+
 from __future__ import annotations
 
 import io
@@ -49,5 +50,6 @@ def expected_notebook_findings(text: str) -> Counter:
 
 def _without_magics(source: str) -> str:
     """Magic lines are not Python: blank them so the comments of other lines can be read."""
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                      for line in source.splitlines())
+    return "\n".join(
+        "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+    )

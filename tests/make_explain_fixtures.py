@@ -69,13 +69,23 @@ def case(expect, what, must, files=None, note=None, **kw):
     if isinstance(files, str):
         files = {"train.py": files}
     assert what not in CASES, what
-    CASES[what] = Case(expect, what, {k: textwrap.dedent(v).lstrip("\n") for k, v in files.items()},
-                       [must] if isinstance(must, str) else must, note=note, **kw)
+    CASES[what] = Case(
+        expect,
+        what,
+        {k: textwrap.dedent(v).lstrip("\n") for k, v in files.items()},
+        [must] if isinstance(must, str) else must,
+        note=note,
+        **kw,
+    )
 
 
 # --------------------------------------------------------------------------- dtype-mismatch
 
-case("dtype-mismatch", "linear-half-input", "mat1 and mat2 must have the same dtype", """
+case(
+    "dtype-mismatch",
+    "linear-half-input",
+    "mat1 and mat2 must have the same dtype",
+    """
     import torch
     import torch.nn as nn
 
@@ -83,9 +93,14 @@ case("dtype-mismatch", "linear-half-input", "mat1 and mat2 must have the same dt
     x = torch.randn(32, 128).half()  # "save memory"
     logits = model(x)
     print(logits.shape)
-""")
+""",
+)
 
-case("dtype-mismatch", "bf16-model-float-input", "mat1 and mat2 must have the same dtype", """
+case(
+    "dtype-mismatch",
+    "bf16-model-float-input",
+    "mat1 and mat2 must have the same dtype",
+    """
     import torch
     import torch.nn as nn
 
@@ -96,9 +111,14 @@ case("dtype-mismatch", "bf16-model-float-input", "mat1 and mat2 must have the sa
     with torch.no_grad():
         out = model(batch)
     print(out.argmax(-1))
-""")
+""",
+)
 
-case("dtype-mismatch", "conv-half-input", "Input type (c10::Half) and bias type (float) should be the same", """
+case(
+    "dtype-mismatch",
+    "conv-half-input",
+    "Input type (c10::Half) and bias type (float) should be the same",
+    """
     import torch
     import torch.nn as nn
 
@@ -115,18 +135,28 @@ case("dtype-mismatch", "conv-half-input", "Input type (c10::Half) and bias type 
     net = Net()
     images = torch.rand(4, 1, 28, 28).half()   # dataset cached in fp16 to save RAM
     print(net(images).shape)
-""")
+""",
+)
 
-case("dtype-mismatch", "scatter-add-long-counts", "scatter(): Expected self.dtype to be equal to src.dtype", """
+case(
+    "dtype-mismatch",
+    "scatter-add-long-counts",
+    "scatter(): Expected self.dtype to be equal to src.dtype",
+    """
     import torch
 
     labels = torch.randint(0, 10, (1000,))
     counts = torch.zeros(10)
     counts.scatter_add_(0, labels, torch.ones_like(labels))   # class histogram
     print(counts / counts.sum())
-""")
+""",
+)
 
-case("dtype-mismatch", "index-add-half-source", "must have the same scalar type", """
+case(
+    "dtype-mismatch",
+    "index-add-half-source",
+    "must have the same scalar type",
+    """
     import torch
 
     num_nodes, dim = 5, 4
@@ -136,9 +166,14 @@ case("dtype-mismatch", "index-add-half-source", "must have the same scalar type"
     agg = torch.zeros(num_nodes, dim)
     agg.index_add_(0, dst, messages)
     print(agg)
-""")
+""",
+)
 
-case("dtype-mismatch", "lstm-half-input", "RNN input dtype (torch.float16) does not match weight dtype", """
+case(
+    "dtype-mismatch",
+    "lstm-half-input",
+    "RNN input dtype (torch.float16) does not match weight dtype",
+    """
     import torch
     import torch.nn as nn
 
@@ -146,11 +181,16 @@ case("dtype-mismatch", "lstm-half-input", "RNN input dtype (torch.float16) does 
     mel = torch.randn(4, 200, 40).to(torch.float16)   # features stored as fp16
     outputs, (h, c) = encoder(mel)
     print(h.shape)
-""")
+""",
+)
 
 # ------------------------------------------------------------------- float64-numpy-tensor
 
-case("float64-numpy-tensor", "numpy-linear", "mat1 and mat2 must have the same dtype, but got Double and Float", """
+case(
+    "float64-numpy-tensor",
+    "numpy-linear",
+    "mat1 and mat2 must have the same dtype, but got Double and Float",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -166,9 +206,14 @@ case("float64-numpy-tensor", "numpy-linear", "mat1 and mat2 must have the same d
         loss = nn.functional.mse_loss(model(torch.from_numpy(X)), torch.from_numpy(y))
         loss.backward()
         opt.step()
-""")
+""",
+)
 
-case("float64-numpy-tensor", "numpy-conv2d", "Input type (double) and bias type (float) should be the same", """
+case(
+    "float64-numpy-tensor",
+    "numpy-conv2d",
+    "Input type (double) and bias type (float) should be the same",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -180,9 +225,14 @@ case("float64-numpy-tensor", "numpy-conv2d", "Input type (double) and bias type 
     img = np.random.rand(64, 64, 3)        # image normalised to [0, 1]
     x = torch.from_numpy(img.transpose(2, 0, 1)).unsqueeze(0)
     print(model(x).softmax(-1))
-""")
+""",
+)
 
-case("float64-numpy-tensor", "numpy-target-bce-backward", "Found dtype Double but expected Float", """
+case(
+    "float64-numpy-tensor",
+    "numpy-target-bce-backward",
+    "Found dtype Double but expected Float",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -204,9 +254,14 @@ case("float64-numpy-tensor", "numpy-target-bce-backward", "Found dtype Double bu
         loss.backward()
         optimizer.step()
     print("done")
-""")
+""",
+)
 
-case("float64-numpy-tensor", "numpy-class-weights", "expected scalar type Float but found Double", """
+case(
+    "float64-numpy-tensor",
+    "numpy-class-weights",
+    "expected scalar type Float but found Double",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -220,9 +275,14 @@ case("float64-numpy-tensor", "numpy-class-weights", "expected scalar type Float 
     x = torch.randn(500, 16)
     loss = criterion(model(x), torch.from_numpy(labels))
     loss.backward()
-""")
+""",
+)
 
-case("float64-numpy-tensor", "numpy-bmm-projection", "expected scalar type Double but found Float", """
+case(
+    "float64-numpy-tensor",
+    "numpy-bmm-projection",
+    "expected scalar type Double but found Float",
+    """
     import numpy as np
     import torch
 
@@ -230,9 +290,21 @@ case("float64-numpy-tensor", "numpy-bmm-projection", "expected scalar type Doubl
     feats = torch.randn(8, 10, 64)
     reduced = torch.bmm(feats, torch.from_numpy(proj))
     print(reduced.shape)
-""", pre=[["python", "-c", "import numpy as np; np.save('pca_projection.npy', np.random.randn(8, 64, 16))"]])
+""",
+    pre=[
+        [
+            "python",
+            "-c",
+            "import numpy as np; np.save('pca_projection.npy', np.random.randn(8, 64, 16))",
+        ]
+    ],
+)
 
-case("float64-numpy-tensor", "numpy-lstm", "RNN input dtype (torch.float64) does not match weight dtype", """
+case(
+    "float64-numpy-tensor",
+    "numpy-lstm",
+    "RNN input dtype (torch.float64) does not match weight dtype",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -247,11 +319,16 @@ case("float64-numpy-tensor", "numpy-lstm", "RNN input dtype (torch.float64) does
     out, _ = lstm(x)
     pred = head(out[:, -1])
     print(pred.shape)
-""")
+""",
+)
 
 # -------------------------------------------------------------- cross-entropy-target-dtype
 
-case("cross-entropy-target-dtype", "ce-float-labels", "expected target dtype to be Long or Byte, but got Float", """
+case(
+    "cross-entropy-target-dtype",
+    "ce-float-labels",
+    "expected target dtype to be Long or Byte, but got Float",
+    """
     import torch
     import torch.nn as nn
 
@@ -262,9 +339,14 @@ case("cross-entropy-target-dtype", "ce-float-labels", "expected target dtype to 
     labels = torch.tensor([0, 3, 1, 4, 2, 2, 0, 1], dtype=torch.float32)
     loss = criterion(model(x), labels)
     loss.backward()
-""")
+""",
+)
 
-case("cross-entropy-target-dtype", "nll-int32-numpy-labels", "expected target dtype to be Long or Byte, but got Int", """
+case(
+    "cross-entropy-target-dtype",
+    "nll-int32-numpy-labels",
+    "expected target dtype to be Long or Byte, but got Int",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -277,9 +359,14 @@ case("cross-entropy-target-dtype", "nll-int32-numpy-labels", "expected target dt
     out = model(torch.from_numpy(feats))
     loss = F.nll_loss(out, torch.from_numpy(labels))
     print(loss.item())
-""")
+""",
+)
 
-case("cross-entropy-target-dtype", "segmentation-float-mask", "expected target dtype to be Long or Byte, but got Float", """
+case(
+    "cross-entropy-target-dtype",
+    "segmentation-float-mask",
+    "expected target dtype to be Long or Byte, but got Float",
+    """
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -291,11 +378,16 @@ case("cross-entropy-target-dtype", "segmentation-float-mask", "expected target d
     logits = net(image)
     loss = F.cross_entropy(logits, mask)
     loss.backward()
-""")
+""",
+)
 
 # -------------------------------------------------------------- cross-entropy-target-range
 
-case("cross-entropy-target-range", "ce-labels-1-based", "Target 10 is out of bounds", """
+case(
+    "cross-entropy-target-range",
+    "ce-labels-1-based",
+    "Target 10 is out of bounds",
+    """
     import torch
     import torch.nn as nn
 
@@ -308,9 +400,14 @@ case("cross-entropy-target-range", "ce-labels-1-based", "Target 10 is out of bou
     labels[0] = NUM_CLASSES
     loss = criterion(model(images), labels)
     print(loss.item())
-""")
+""",
+)
 
-case("cross-entropy-target-range", "nll-negative-label", "Target -1 is out of bounds", """
+case(
+    "cross-entropy-target-range",
+    "nll-negative-label",
+    "Target -1 is out of bounds",
+    """
     import torch
     import torch.nn as nn
 
@@ -322,9 +419,14 @@ case("cross-entropy-target-range", "nll-negative-label", "Target -1 is out of bo
     loss_fn = nn.NLLLoss()
     loss = loss_fn(model(torch.randn(4, 12)), targets)
     print(loss)
-""")
+""",
+)
 
-case("cross-entropy-target-range", "segmentation-ignore-255", "Target 255 is out of bounds", """
+case(
+    "cross-entropy-target-range",
+    "segmentation-ignore-255",
+    "Target 255 is out of bounds",
+    """
     import torch
     import torch.nn.functional as F
 
@@ -335,11 +437,16 @@ case("cross-entropy-target-range", "segmentation-ignore-255", "Target 255 is out
 
     loss = F.cross_entropy(logits, target, ignore_index=-100)
     loss.backward()
-""")
+""",
+)
 
 # ---------------------------------------------------------- embedding-index-out-of-range
 
-case("embedding-index-out-of-range", "vocab-too-small", "index out of range in self", """
+case(
+    "embedding-index-out-of-range",
+    "vocab-too-small",
+    "index out of range in self",
+    """
     import torch
     import torch.nn as nn
 
@@ -358,9 +465,14 @@ case("embedding-index-out-of-range", "vocab-too-small", "index out of range in s
 
     model = Classifier(len(vocab))
     print(model(torch.tensor(ids)))
-""")
+""",
+)
 
-case("embedding-index-out-of-range", "tokenizer-vocab-mismatch", "index out of range in self", """
+case(
+    "embedding-index-out-of-range",
+    "tokenizer-vocab-mismatch",
+    "index out of range in self",
+    """
     import torch
     import torch.nn as nn
 
@@ -371,9 +483,14 @@ case("embedding-index-out-of-range", "tokenizer-vocab-mismatch", "index out of r
     encoder = nn.Sequential(nn.Embedding(VOCAB_SIZE, 64), nn.TransformerEncoderLayer(64, 4, batch_first=True))
     hidden = encoder(token_ids)
     print(hidden.shape)
-""")
+""",
+)
 
-case("embedding-index-out-of-range", "f-embedding-position-ids", "index out of range in self", """
+case(
+    "embedding-index-out-of-range",
+    "f-embedding-position-ids",
+    "index out of range in self",
+    """
     import torch
     import torch.nn.functional as F
 
@@ -384,20 +501,30 @@ case("embedding-index-out-of-range", "f-embedding-position-ids", "index out of r
     positions = torch.arange(seq.size(1))
     x = seq + F.embedding(positions, pos_table)
     print(x.shape)
-""")
+""",
+)
 
 # -------------------------------------------------------------------- index-out-of-range
 
-case("index-out-of-range", "tensor-index-out-of-bounds", "index 10 is out of bounds for dimension 0 with size 10", """
+case(
+    "index-out-of-range",
+    "tensor-index-out-of-bounds",
+    "index 10 is out of bounds for dimension 0 with size 10",
+    """
     import torch
 
     scores = torch.rand(10)
     topk = [3, 7, 10]  # 1-based ids from an annotation file
     for i in topk:
         print(i, scores[i].item())
-""")
+""",
+)
 
-case("index-out-of-range", "gather-out-of-bounds", "is out of bounds for dimension 1 with size 5", """
+case(
+    "index-out-of-range",
+    "gather-out-of-bounds",
+    "is out of bounds for dimension 1 with size 5",
+    """
     import torch
 
     q_values = torch.randn(32, 5)          # 5 actions
@@ -405,10 +532,15 @@ case("index-out-of-range", "gather-out-of-bounds", "is out of bounds for dimensi
     actions[0] = 5
     chosen = q_values.gather(1, actions)
     print(chosen.mean())
-""")
+""",
+)
 
-case("index-out-of-range", "index-select-out-of-range", "index out of range in self",
-     note="surface message is the embedding one; this is a plain index_select with a bad index", files="""
+case(
+    "index-out-of-range",
+    "index-select-out-of-range",
+    "index out of range in self",
+    note="surface message is the embedding one; this is a plain index_select with a bad index",
+    files="""
     import torch
 
     features = torch.randn(100, 16)       # 100 nodes
@@ -416,7 +548,8 @@ case("index-out-of-range", "index-select-out-of-range", "index out of range in s
     edge_index[0, 0] = 100
     src = features.index_select(0, edge_index[0])
     print(src.shape)
-""")
+""",
+)
 
 # ------------------------------------------------------------------- state-dict-prefix-mismatch
 
@@ -436,10 +569,14 @@ _MODEL = """
             return self.fc(self.features(x).flatten(1))
 """
 
-case("state-dict-prefix-mismatch", "dataparallel-module-prefix", 'Unexpected key(s) in state_dict: "module.', files={
-    "model.py": _MODEL,
-    # nn.DataParallel(model).state_dict() on a GPU box has the same `module.` keys
-    "save.py": """
+case(
+    "state-dict-prefix-mismatch",
+    "dataparallel-module-prefix",
+    'Unexpected key(s) in state_dict: "module.',
+    files={
+        "model.py": _MODEL,
+        # nn.DataParallel(model).state_dict() on a GPU box has the same `module.` keys
+        "save.py": """
         import torch
         from model import Net
 
@@ -447,7 +584,7 @@ case("state-dict-prefix-mismatch", "dataparallel-module-prefix", 'Unexpected key
         state = {"module." + k: v for k, v in model.state_dict().items()}
         torch.save(state, "checkpoint.pth")
     """,
-    "eval.py": """
+        "eval.py": """
         import torch
         from model import Net
 
@@ -455,11 +592,19 @@ case("state-dict-prefix-mismatch", "dataparallel-module-prefix", 'Unexpected key
         model.load_state_dict(torch.load("checkpoint.pth", map_location="cpu"))
         model.eval()
         print("loaded")
-    """}, pre=[["python", "save.py"]], cmd=["python", "eval.py"])
+    """,
+    },
+    pre=[["python", "save.py"]],
+    cmd=["python", "eval.py"],
+)
 
-case("state-dict-prefix-mismatch", "compile-orig-mod-prefix", 'Unexpected key(s) in state_dict: "_orig_mod.', files={
-    "model.py": _MODEL,
-    "train.py": """
+case(
+    "state-dict-prefix-mismatch",
+    "compile-orig-mod-prefix",
+    'Unexpected key(s) in state_dict: "_orig_mod.',
+    files={
+        "model.py": _MODEL,
+        "train.py": """
         import torch
         from model import Net
 
@@ -467,19 +612,27 @@ case("state-dict-prefix-mismatch", "compile-orig-mod-prefix", 'Unexpected key(s)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         torch.save(model.state_dict(), "best.pt")
     """,
-    "predict.py": """
+        "predict.py": """
         import torch
         from model import Net
 
         net = Net()
         net.load_state_dict(torch.load("best.pt"))
         print(net(torch.rand(1, 3, 32, 32)).argmax())
-    """}, pre=[["python", "train.py"]], cmd=["python", "predict.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "predict.py"],
+)
 
-case("state-dict-prefix-mismatch", "lightning-model-prefix", 'Unexpected key(s) in state_dict: "model.', files={
-    "model.py": _MODEL,
-    # a Lightning checkpoint keeps the LightningModule's `self.model` under "model."
-    "save.py": """
+case(
+    "state-dict-prefix-mismatch",
+    "lightning-model-prefix",
+    'Unexpected key(s) in state_dict: "model.',
+    files={
+        "model.py": _MODEL,
+        # a Lightning checkpoint keeps the LightningModule's `self.model` under "model."
+        "save.py": """
         import torch
         from model import Net
 
@@ -488,7 +641,7 @@ case("state-dict-prefix-mismatch", "lightning-model-prefix", 'Unexpected key(s) 
                 "state_dict": {"model." + k: v for k, v in net.state_dict().items()}}
         torch.save(ckpt, "last.ckpt")
     """,
-    "export.py": """
+        "export.py": """
         import torch
         from model import Net
 
@@ -496,11 +649,19 @@ case("state-dict-prefix-mismatch", "lightning-model-prefix", 'Unexpected key(s) 
         net = Net()
         net.load_state_dict(ckpt["state_dict"])
         torch.save(net.state_dict(), "net.pt")
-    """}, pre=[["python", "save.py"]], cmd=["python", "export.py"])
+    """,
+    },
+    pre=[["python", "save.py"]],
+    cmd=["python", "export.py"],
+)
 
 # --------------------------------------------------------- state-dict-num-batches-tracked
 
-case("state-dict-num-batches-tracked", "frozen-bn-unexpected", 'Unexpected key(s) in state_dict: "bn1.num_batches_tracked"', """
+case(
+    "state-dict-num-batches-tracked",
+    "frozen-bn-unexpected",
+    'Unexpected key(s) in state_dict: "bn1.num_batches_tracked"',
+    """
     import torch
     import torch.nn as nn
 
@@ -529,9 +690,14 @@ case("state-dict-num-batches-tracked", "frozen-bn-unexpected", 'Unexpected key(s
     pretrained = Backbone().state_dict()          # trained with regular BatchNorm
     detector_backbone = Backbone(norm=FrozenBatchNorm2d)
     detector_backbone.load_state_dict(pretrained)
-""")
+""",
+)
 
-case("state-dict-num-batches-tracked", "ema-dropped-counters", 'Missing key(s) in state_dict: "1.num_batches_tracked"', """
+case(
+    "state-dict-num-batches-tracked",
+    "ema-dropped-counters",
+    'Missing key(s) in state_dict: "1.num_batches_tracked"',
+    """
     import torch
     import torch.nn as nn
 
@@ -548,26 +714,39 @@ case("state-dict-num-batches-tracked", "ema-dropped-counters", 'Missing key(s) i
 
     eval_model = make_model()
     eval_model.load_state_dict(torch.load("ema.pth"))
-""")
+""",
+)
 
 # ------------------------------------------------------------- state-dict-shape-mismatch
 
-case("state-dict-shape-mismatch", "resized-classifier-head", "size mismatch for fc.weight: copying a param with shape", files={
-    "model.py": _MODEL,
-    "save.py": """
+case(
+    "state-dict-shape-mismatch",
+    "resized-classifier-head",
+    "size mismatch for fc.weight: copying a param with shape",
+    files={
+        "model.py": _MODEL,
+        "save.py": """
         import torch
         from model import Net
         torch.save(Net(num_classes=1000).state_dict(), "pretrained.pth")
     """,
-    "finetune.py": """
+        "finetune.py": """
         import torch
         from model import Net
 
         model = Net(num_classes=5)   # my dataset has 5 classes
         model.load_state_dict(torch.load("pretrained.pth"))
-    """}, pre=[["python", "save.py"]], cmd=["python", "finetune.py"])
+    """,
+    },
+    pre=[["python", "save.py"]],
+    cmd=["python", "finetune.py"],
+)
 
-case("state-dict-shape-mismatch", "vocab-size-changed", "size mismatch for embedding.weight", """
+case(
+    "state-dict-shape-mismatch",
+    "vocab-size-changed",
+    "size mismatch for embedding.weight",
+    """
     import torch
     import torch.nn as nn
 
@@ -583,11 +762,16 @@ case("state-dict-shape-mismatch", "vocab-size-changed", "size mismatch for embed
     vocab = [f"tok{i}" for i in range(10004)]   # rebuilt vocab after adding special tokens
     model = LM(vocab_size=len(vocab))
     model.load_state_dict(torch.load("lm.pt"))
-""")
+""",
+)
 
-case("state-dict-shape-mismatch", "grayscale-first-conv", "size mismatch for features.0.weight", files={
-    "model.py": _MODEL,
-    "train.py": """
+case(
+    "state-dict-shape-mismatch",
+    "grayscale-first-conv",
+    "size mismatch for features.0.weight",
+    files={
+        "model.py": _MODEL,
+        "train.py": """
         import torch
         import torch.nn as nn
         from model import Net
@@ -597,13 +781,19 @@ case("state-dict-shape-mismatch", "grayscale-first-conv", "size mismatch for fea
         model = Net()
         model.features[0] = nn.Conv2d(1, 16, 3, padding=1)   # grayscale X-rays
         model.load_state_dict(torch.load("rgb.pth"), strict=False)
-    """})
+    """,
+    },
+)
 
 # --------------------------------------------------------------- state-dict-key-mismatch
 
-case("state-dict-key-mismatch", "full-checkpoint-dict", 'Unexpected key(s) in state_dict: "epoch"', files={
-    "model.py": _MODEL,
-    "train.py": """
+case(
+    "state-dict-key-mismatch",
+    "full-checkpoint-dict",
+    'Unexpected key(s) in state_dict: "epoch"',
+    files={
+        "model.py": _MODEL,
+        "train.py": """
         import torch
         from model import Net
 
@@ -612,16 +802,24 @@ case("state-dict-key-mismatch", "full-checkpoint-dict", 'Unexpected key(s) in st
         torch.save({"epoch": 20, "model_state_dict": model.state_dict(),
                     "optimizer_state_dict": optimizer.state_dict(), "loss": 0.31}, "ckpt.pth")
     """,
-    "test.py": """
+        "test.py": """
         import torch
         from model import Net
 
         model = Net()
         model.load_state_dict(torch.load("ckpt.pth"))
         model.eval()
-    """}, pre=[["python", "train.py"]], cmd=["python", "test.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "test.py"],
+)
 
-case("state-dict-key-mismatch", "renamed-layer", 'Missing key(s) in state_dict: "classifier.weight"', """
+case(
+    "state-dict-key-mismatch",
+    "renamed-layer",
+    'Missing key(s) in state_dict: "classifier.weight"',
+    """
     import torch
     import torch.nn as nn
 
@@ -639,9 +837,14 @@ case("state-dict-key-mismatch", "renamed-layer", 'Missing key(s) in state_dict: 
 
     torch.save(Old().state_dict(), "v1.pt")
     New().load_state_dict(torch.load("v1.pt"))
-""")
+""",
+)
 
-case("state-dict-key-mismatch", "encoder-only-checkpoint", 'Missing key(s) in state_dict: "decoder.', """
+case(
+    "state-dict-key-mismatch",
+    "encoder-only-checkpoint",
+    'Missing key(s) in state_dict: "decoder.',
+    """
     import torch
     import torch.nn as nn
 
@@ -656,12 +859,17 @@ case("state-dict-key-mismatch", "encoder-only-checkpoint", 'Missing key(s) in st
 
     model = AutoEncoder()
     model.load_state_dict(torch.load("encoder.pt"))
-""")
+""",
+)
 
 # -------------------------------------------------------------------- load-weights-only
 
-case("load-weights-only", "numpy-scalar-in-checkpoint", "Unsupported global: GLOBAL numpy", files={
-    "train.py": """
+case(
+    "load-weights-only",
+    "numpy-scalar-in-checkpoint",
+    "Unsupported global: GLOBAL numpy",
+    files={
+        "train.py": """
         import numpy as np
         import torch
         import torch.nn as nn
@@ -674,7 +882,7 @@ case("load-weights-only", "numpy-scalar-in-checkpoint", "Unsupported global: GLO
                 best_acc = acc
                 torch.save({"epoch": epoch, "best_acc": best_acc, "state_dict": model.state_dict()}, "best.pth")
     """,
-    "resume.py": """
+        "resume.py": """
         import torch
         import torch.nn as nn
 
@@ -682,10 +890,18 @@ case("load-weights-only", "numpy-scalar-in-checkpoint", "Unsupported global: GLO
         ckpt = torch.load("best.pth")
         model.load_state_dict(ckpt["state_dict"])
         print("resuming from epoch", ckpt["epoch"])
-    """}, pre=[["python", "train.py"]], cmd=["python", "resume.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "resume.py"],
+)
 
-case("load-weights-only", "argparse-namespace-in-checkpoint", "Unsupported global: GLOBAL argparse.Namespace", files={
-    "train.py": """
+case(
+    "load-weights-only",
+    "argparse-namespace-in-checkpoint",
+    "Unsupported global: GLOBAL argparse.Namespace",
+    files={
+        "train.py": """
         import argparse
         import torch
         import torch.nn as nn
@@ -698,15 +914,23 @@ case("load-weights-only", "argparse-namespace-in-checkpoint", "Unsupported globa
         model = nn.Linear(args.hidden, 1)
         torch.save({"args": args, "model": model.state_dict()}, "run.ckpt")
     """,
-    "evaluate.py": """
+        "evaluate.py": """
         import torch
 
         ckpt = torch.load("run.ckpt", map_location="cpu")
         print(ckpt["args"])
-    """}, pre=[["python", "train.py"]], cmd=["python", "evaluate.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "evaluate.py"],
+)
 
-case("load-weights-only", "pathlib-path-in-checkpoint", "Unsupported global: GLOBAL pathlib.PosixPath", files={
-    "train.py": """
+case(
+    "load-weights-only",
+    "pathlib-path-in-checkpoint",
+    "Unsupported global: GLOBAL pathlib.PosixPath",
+    files={
+        "train.py": """
         from pathlib import Path
         import torch
         import torch.nn as nn
@@ -717,50 +941,74 @@ case("load-weights-only", "pathlib-path-in-checkpoint", "Unsupported global: GLO
         torch.save({"model": model.state_dict(), "data_root": Path("data/train"), "out_dir": out_dir},
                    out_dir / "last.pt")
     """,
-    "eval.py": """
+        "eval.py": """
         import torch
 
         ckpt = torch.load("runs/exp1/last.pt")
         print(ckpt["data_root"])
-    """}, pre=[["python", "train.py"]], cmd=["python", "eval.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "eval.py"],
+)
 
-case("whole-module-saved", "whole-model-default-load", note="torch >= 2.6 refuses the pickled class with weights_only=True; the root cause is torch.save(model): save the state_dict",
-     must="Unsupported global: GLOBAL torch.nn.modules.container.Sequential", files={
-    "train.py": """
+case(
+    "whole-module-saved",
+    "whole-model-default-load",
+    note="torch >= 2.6 refuses the pickled class with weights_only=True; the root cause is torch.save(model): save the state_dict",
+    must="Unsupported global: GLOBAL torch.nn.modules.container.Sequential",
+    files={
+        "train.py": """
         import torch
         import torch.nn as nn
 
         model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
         torch.save(model, "iris_model.pt")
     """,
-    "serve.py": """
+        "serve.py": """
         import torch
 
         model = torch.load("iris_model.pt")
         model.eval()
         print(model(torch.tensor([[5.1, 3.5, 1.4, 0.2]])))
-    """}, pre=[["python", "train.py"]], cmd=["python", "serve.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "serve.py"],
+)
 
-case("whole-module-saved", "custom-class-default-load", note="torch >= 2.6 refuses the pickled class with weights_only=True; the root cause is torch.save(model): save the state_dict",
-     must="Unsupported global: GLOBAL model.Net", files={
-    "model.py": _MODEL,
-    "train.py": """
+case(
+    "whole-module-saved",
+    "custom-class-default-load",
+    note="torch >= 2.6 refuses the pickled class with weights_only=True; the root cause is torch.save(model): save the state_dict",
+    must="Unsupported global: GLOBAL model.Net",
+    files={
+        "model.py": _MODEL,
+        "train.py": """
         import torch
         from model import Net
         torch.save(Net(), "net.pth")
     """,
-    "infer.py": """
+        "infer.py": """
         import torch
         from model import Net
 
         net = torch.load("net.pth", map_location="cpu")
         print(net)
-    """}, pre=[["python", "train.py"]], cmd=["python", "infer.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "infer.py"],
+)
 
 # --------------------------------------------------------------------- whole-module-saved
 
-case("whole-module-saved", "cant-get-attribute-net", "Can't get attribute 'Net' on <module '__main__'", files={
-    "train.py": """
+case(
+    "whole-module-saved",
+    "cant-get-attribute-net",
+    "Can't get attribute 'Net' on <module '__main__'",
+    files={
+        "train.py": """
         import torch
         import torch.nn as nn
 
@@ -776,49 +1024,68 @@ case("whole-module-saved", "cant-get-attribute-net", "Can't get attribute 'Net' 
         model = Net()
         torch.save(model, "mnist_net.pt")
     """,
-    "predict.py": """
+        "predict.py": """
         import torch
 
         model = torch.load("mnist_net.pt", weights_only=False)
         model.eval()
         print(model(torch.rand(1, 1, 28, 28)).argmax())
-    """}, pre=[["python", "train.py"]], cmd=["python", "predict.py"])
+    """,
+    },
+    pre=[["python", "train.py"]],
+    cmd=["python", "predict.py"],
+)
 
-case("whole-module-saved", "no-module-named-models", "No module named 'models'", files={
-    "models/__init__.py": "",
-    "models/resnet.py": _MODEL,
-    "train.py": """
+case(
+    "whole-module-saved",
+    "no-module-named-models",
+    "No module named 'models'",
+    files={
+        "models/__init__.py": "",
+        "models/resnet.py": _MODEL,
+        "train.py": """
         import torch
         from models.resnet import Net
 
         torch.save(Net(), "deploy/model.pth")
     """,
-    "deploy/app.py": """
+        "deploy/app.py": """
         import torch
 
         model = torch.load("model.pth", map_location="cpu", weights_only=False)
         model.eval()
-    """}, pre=[["mkdir", "-p", "deploy"], ["python", "train.py"]],
-    cmd=["sh", "-c", "cd deploy && python app.py"])
+    """,
+    },
+    pre=[["mkdir", "-p", "deploy"], ["python", "train.py"]],
+    cmd=["sh", "-c", "cd deploy && python app.py"],
+)
 
-case("whole-module-saved", "class-renamed-since-save", "Can't get attribute 'Net' on <module 'model'", files={
-    "model.py": _MODEL,
-    "train.py": """
+case(
+    "whole-module-saved",
+    "class-renamed-since-save",
+    "Can't get attribute 'Net' on <module 'model'",
+    files={
+        "model.py": _MODEL,
+        "train.py": """
         import torch
         from model import Net
         torch.save(Net(), "model_full.pth")
     """,
-    "rename.py": """
+        "rename.py": """
         import pathlib
         p = pathlib.Path("model.py")
         p.write_text(p.read_text().replace("class Net(", "class SmallNet("))
     """,
-    "eval.py": """
+        "eval.py": """
         import torch
         import model  # now defines SmallNet
 
         net = torch.load("model_full.pth", weights_only=False)
-    """}, pre=[["python", "train.py"], ["python", "rename.py"]], cmd=["python", "eval.py"])
+    """,
+    },
+    pre=[["python", "train.py"], ["python", "rename.py"]],
+    cmd=["python", "eval.py"],
+)
 
 # ------------------------------------------------------------------- corrupted-checkpoint
 
@@ -839,55 +1106,112 @@ _LOAD = """
     print("ok")
 """
 
-case("corrupted-checkpoint", "truncated-download", "failed finding central directory", files={
-    "save.py": _SAVE_BIG,
-    # an interrupted copy / download: only the first part of the file arrived
-    "cut.py": """
+case(
+    "corrupted-checkpoint",
+    "truncated-download",
+    "failed finding central directory",
+    files={
+        "save.py": _SAVE_BIG,
+        # an interrupted copy / download: only the first part of the file arrived
+        "cut.py": """
         import os
         os.truncate("model.pth", os.path.getsize("model.pth") // 3)
     """,
-    "load.py": _LOAD.format(extra="")}, pre=[["python", "save.py"], ["python", "cut.py"]], cmd=["python", "load.py"])
+        "load.py": _LOAD.format(extra=""),
+    },
+    pre=[["python", "save.py"], ["python", "cut.py"]],
+    cmd=["python", "load.py"],
+)
 
-_LFS = ("version https://git-lfs.github.com/spec/v1\n"
-        "oid sha256:9c1a5c6f1e0d2b4d8b0c4b1f7a9b3f1d2e4c6a8b0d2f4e6a8c0e2a4c6e8a0c2e\nsize 1048576\n")
-_HTML = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"/><title>Google Drive - Virus scan warning"
-         "</title></head><body><p>Google Drive can't scan this file for viruses.</p></body></html>\n")
+_LFS = (
+    "version https://git-lfs.github.com/spec/v1\n"
+    "oid sha256:9c1a5c6f1e0d2b4d8b0c4b1f7a9b3f1d2e4c6a8b0d2f4e6a8c0e2a4c6e8a0c2e\nsize 1048576\n"
+)
+_HTML = (
+    '<!DOCTYPE html><html><head><meta charset="utf-8"/><title>Google Drive - Virus scan warning'
+    "</title></head><body><p>Google Drive can't scan this file for viruses.</p></body></html>\n"
+)
 
-case("corrupted-checkpoint", "git-lfs-pointer", "invalid load key, 'v'", files={
-    "model.pth": _LFS, "load.py": _LOAD.format(extra=", weights_only=False")}, cmd=["python", "load.py"],
-    note="model.pth is the Git LFS pointer text (repository cloned without git lfs pull)")
+case(
+    "corrupted-checkpoint",
+    "git-lfs-pointer",
+    "invalid load key, 'v'",
+    files={"model.pth": _LFS, "load.py": _LOAD.format(extra=", weights_only=False")},
+    cmd=["python", "load.py"],
+    note="model.pth is the Git LFS pointer text (repository cloned without git lfs pull)",
+)
 
-case("corrupted-checkpoint", "git-lfs-pointer-weights-only", "Unsupported operand 118", files={
-    "model.pth": _LFS, "load.py": _LOAD.format(extra="")}, cmd=["python", "load.py"],
-    note="surface says weights-only load failed; model.pth is really a Git LFS pointer (operand 118 = 'v')")
+case(
+    "corrupted-checkpoint",
+    "git-lfs-pointer-weights-only",
+    "Unsupported operand 118",
+    files={"model.pth": _LFS, "load.py": _LOAD.format(extra="")},
+    cmd=["python", "load.py"],
+    note="surface says weights-only load failed; model.pth is really a Git LFS pointer (operand 118 = 'v')",
+)
 
-case("corrupted-checkpoint", "html-page", "invalid load key, '<'", files={
-    "model.pth": _HTML, "load.py": _LOAD.format(extra=", weights_only=False")}, cmd=["python", "load.py"],
-    note="model.pth is an HTML page (download link returned a web page)")
+case(
+    "corrupted-checkpoint",
+    "html-page",
+    "invalid load key, '<'",
+    files={"model.pth": _HTML, "load.py": _LOAD.format(extra=", weights_only=False")},
+    cmd=["python", "load.py"],
+    note="model.pth is an HTML page (download link returned a web page)",
+)
 
-case("corrupted-checkpoint", "html-page-weights-only", "Unsupported operand 60", files={
-    "model.pth": _HTML, "load.py": _LOAD.format(extra="")}, cmd=["python", "load.py"],
-    note="surface says weights-only load failed; model.pth is an HTML page (operand 60 = '<')")
+case(
+    "corrupted-checkpoint",
+    "html-page-weights-only",
+    "Unsupported operand 60",
+    files={"model.pth": _HTML, "load.py": _LOAD.format(extra="")},
+    cmd=["python", "load.py"],
+    note="surface says weights-only load failed; model.pth is an HTML page (operand 60 = '<')",
+)
 
-case("corrupted-checkpoint", "empty-file", "Ran out of input", files={
-    "load.py": _LOAD.format(extra=", weights_only=False")}, pre=[["touch", "model.pth"]], cmd=["python", "load.py"])
+case(
+    "corrupted-checkpoint",
+    "empty-file",
+    "Ran out of input",
+    files={"load.py": _LOAD.format(extra=", weights_only=False")},
+    pre=[["touch", "model.pth"]],
+    cmd=["python", "load.py"],
+)
 
-case("corrupted-checkpoint", "empty-file-weights-only", "EOFError", files={
-    "load.py": _LOAD.format(extra="")}, pre=[["touch", "model.pth"]], cmd=["python", "load.py"],
-    note="model.pth is an empty (0-byte) file")
+case(
+    "corrupted-checkpoint",
+    "empty-file-weights-only",
+    "EOFError",
+    files={"load.py": _LOAD.format(extra="")},
+    pre=[["touch", "model.pth"]],
+    cmd=["python", "load.py"],
+    note="model.pth is an empty (0-byte) file",
+)
 
-case("corrupted-checkpoint", "legacy-format-truncated", "unexpected EOF, expected", files={
-    "save.py": _SAVE_BIG.replace('"model.pth")', '"model.pth", _use_new_zipfile_serialization=False)'),
-    "cut.py": """
+case(
+    "corrupted-checkpoint",
+    "legacy-format-truncated",
+    "unexpected EOF, expected",
+    files={
+        "save.py": _SAVE_BIG.replace(
+            '"model.pth")', '"model.pth", _use_new_zipfile_serialization=False)'
+        ),
+        "cut.py": """
         import os
         os.truncate("model.pth", os.path.getsize("model.pth") // 2)
     """,
-    "load.py": _LOAD.format(extra=", weights_only=False")},
-    pre=[["python", "save.py"], ["python", "cut.py"]], cmd=["python", "load.py"])
+        "load.py": _LOAD.format(extra=", weights_only=False"),
+    },
+    pre=[["python", "save.py"], ["python", "cut.py"]],
+    cmd=["python", "load.py"],
+)
 
 # ------------------------------------------------------------------------ loss-data-index
 
-case("loss-data-index", "loss-data-0", "invalid index of a 0-dim tensor", """
+case(
+    "loss-data-index",
+    "loss-data-0",
+    "invalid index of a 0-dim tensor",
+    """
     import torch
     import torch.nn as nn
 
@@ -904,9 +1228,14 @@ case("loss-data-index", "loss-data-0", "invalid index of a 0-dim tensor", """
         optimizer.step()
         running_loss += loss.data[0]
     print(running_loss / 100)
-""")
+""",
+)
 
-case("loss-data-index", "correct-count-index", "invalid index of a 0-dim tensor", """
+case(
+    "loss-data-index",
+    "correct-count-index",
+    "invalid index of a 0-dim tensor",
+    """
     import torch
 
     outputs = torch.randn(64, 10)
@@ -914,9 +1243,14 @@ case("loss-data-index", "correct-count-index", "invalid index of a 0-dim tensor"
     _, predicted = torch.max(outputs, 1)
     correct = (predicted == labels).sum()
     print("Accuracy: %.2f %%" % (100.0 * correct[0] / labels.size(0)))
-""")
+""",
+)
 
-case("loss-data-index", "loss-index-0-logging", "invalid index of a 0-dim tensor", """
+case(
+    "loss-data-index",
+    "loss-index-0-logging",
+    "invalid index of a 0-dim tensor",
+    """
     import torch
     import torch.nn.functional as F
 
@@ -925,11 +1259,16 @@ case("loss-data-index", "loss-index-0-logging", "invalid index of a 0-dim tensor
     loss = F.cross_entropy(logits, target)
     loss.backward()
     print("train loss: {:.4f}".format(loss[0]))
-""")
+""",
+)
 
 # ---------------------------------------------------------- batchnorm-single-sample-batch
 
-case("batchnorm-single-sample-batch", "last-batch-of-one", "Expected more than 1 value per channel when training", """
+case(
+    "batchnorm-single-sample-batch",
+    "last-batch-of-one",
+    "Expected more than 1 value per channel when training",
+    """
     import torch
     import torch.nn as nn
     from torch.utils.data import TensorDataset, DataLoader
@@ -946,9 +1285,14 @@ case("batchnorm-single-sample-batch", "last-batch-of-one", "Expected more than 1
             loss.backward()
             opt.step()
             print(f"epoch {epoch} step {step} loss {loss.item():.4f}")
-""")
+""",
+)
 
-case("batchnorm-single-sample-batch", "pooled-features-batch-size-1", "got input size torch.Size([1, 32, 1, 1])", """
+case(
+    "batchnorm-single-sample-batch",
+    "pooled-features-batch-size-1",
+    "got input size torch.Size([1, 32, 1, 1])",
+    """
     import torch
     import torch.nn as nn
 
@@ -960,9 +1304,14 @@ case("batchnorm-single-sample-batch", "pooled-features-batch-size-1", "got input
     )
     image = torch.rand(1, 3, 224, 224)   # predict one image, forgot net.eval()
     print(net(image).argmax(1))
-""")
+""",
+)
 
-case("batchnorm-single-sample-batch", "batch-size-1-mlp", "got input size torch.Size([1, 128])", """
+case(
+    "batchnorm-single-sample-batch",
+    "batch-size-1-mlp",
+    "got input size torch.Size([1, 128])",
+    """
     import torch
     import torch.nn as nn
 
@@ -978,11 +1327,16 @@ case("batchnorm-single-sample-batch", "batch-size-1-mlp", "got input size torch.
     policy = Policy()
     obs = [0.0] * 8
     print(policy.act(obs))
-""")
+""",
+)
 
 # -------------------------------------------------------------- dataloader-worker-pickle
 
-case("dataloader-worker-pickle", "spawn-local-lambda", "Can't pickle local object", """
+case(
+    "dataloader-worker-pickle",
+    "spawn-local-lambda",
+    "Can't pickle local object",
+    """
     import torch
     import torch.multiprocessing as mp
     from torch.utils.data import Dataset, DataLoader
@@ -1004,9 +1358,14 @@ case("dataloader-worker-pickle", "spawn-local-lambda", "Can't pickle local objec
         mp.set_start_method("spawn")
         for batch in build_loader():
             print(batch.shape)
-""")
+""",
+)
 
-case("dataloader-worker-pickle", "spawn-module-lambda", "Can't pickle <function <lambda>", """
+case(
+    "dataloader-worker-pickle",
+    "spawn-module-lambda",
+    "Can't pickle <function <lambda>",
+    """
     import torch
     from torch.utils.data import Dataset, DataLoader
 
@@ -1024,9 +1383,14 @@ case("dataloader-worker-pickle", "spawn-module-lambda", "Can't pickle <function 
         loader = DataLoader(Noise(normalize), batch_size=10, num_workers=2, multiprocessing_context="spawn")
         for x in loader:
             print(x.mean())
-""")
+""",
+)
 
-case("dataloader-worker-pickle", "spawn-sqlite-connection", "cannot pickle 'sqlite3.Connection' object", """
+case(
+    "dataloader-worker-pickle",
+    "spawn-sqlite-connection",
+    "cannot pickle 'sqlite3.Connection' object",
+    """
     import sqlite3
     import torch
     from torch.utils.data import Dataset, DataLoader
@@ -1047,7 +1411,8 @@ case("dataloader-worker-pickle", "spawn-sqlite-connection", "cannot pickle 'sqli
         loader = DataLoader(SQLDataset("data.db"), batch_size=4, num_workers=2)
         for batch in loader:
             print(batch)
-""")
+""",
+)
 
 # ------------------------------------------------------------ shared-memory-open-failed
 
@@ -1070,8 +1435,15 @@ _PATCHES = """
             print(f"step {step}: {len(bag)} patches")
 """
 
-case("shared-memory-open-failed", "ancdata-low-ulimit", "received 0 items of ancdata", _PATCHES, nofile=256, timeout=120,
-     note="run with `ulimit -n 256`; worker tensors are shared as file descriptors and the limit runs out")
+case(
+    "shared-memory-open-failed",
+    "ancdata-low-ulimit",
+    "received 0 items of ancdata",
+    _PATCHES,
+    nofile=256,
+    timeout=120,
+    note="run with `ulimit -n 256`; worker tensors are shared as file descriptors and the limit runs out",
+)
 
 # ---------------------------------------------------------------- collate-size-mismatch
 
@@ -1094,12 +1466,24 @@ _IMAGES = """
             print(images.shape)
 """
 
-case("collate-size-mismatch", "images-num-workers-0", "stack expects each tensor to be equal size",
-     _IMAGES.format(workers=0))
-case("collate-size-mismatch", "images-num-workers-2", "Caught RuntimeError in DataLoader worker process 0",
-     _IMAGES.format(workers=2))
+case(
+    "collate-size-mismatch",
+    "images-num-workers-0",
+    "stack expects each tensor to be equal size",
+    _IMAGES.format(workers=0),
+)
+case(
+    "collate-size-mismatch",
+    "images-num-workers-2",
+    "Caught RuntimeError in DataLoader worker process 0",
+    _IMAGES.format(workers=2),
+)
 
-case("collate-size-mismatch", "token-sequences", "stack expects each tensor to be equal size", """
+case(
+    "collate-size-mismatch",
+    "token-sequences",
+    "stack expects each tensor to be equal size",
+    """
     import torch
     from torch.utils.data import Dataset, DataLoader
 
@@ -1115,11 +1499,16 @@ case("collate-size-mismatch", "token-sequences", "stack expects each tensor to b
     loader = DataLoader(TextDataset(), batch_size=3)
     batch = next(iter(loader))
     print(batch["input_ids"].shape)
-""")
+""",
+)
 
 # ---------------------------------------------------------------- matmul-shape-mismatch
 
-case("matmul-shape-mismatch", "cnn-flatten-wrong-in-features", "mat1 and mat2 shapes cannot be multiplied", """
+case(
+    "matmul-shape-mismatch",
+    "cnn-flatten-wrong-in-features",
+    "mat1 and mat2 shapes cannot be multiplied",
+    """
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -1145,9 +1534,14 @@ case("matmul-shape-mismatch", "cnn-flatten-wrong-in-features", "mat1 and mat2 sh
     net = Net()
     images = torch.rand(4, 3, 64, 64)   # my own dataset, 64x64 images
     print(net(images).shape)
-""")
+""",
+)
 
-case("matmul-shape-mismatch", "linear-3d-sequence", "mat1 and mat2 shapes cannot be multiplied", """
+case(
+    "matmul-shape-mismatch",
+    "linear-3d-sequence",
+    "mat1 and mat2 shapes cannot be multiplied",
+    """
     import torch
     import torch.nn as nn
 
@@ -1157,20 +1551,30 @@ case("matmul-shape-mismatch", "linear-3d-sequence", "mat1 and mat2 shapes cannot
     tokens = torch.randint(0, 1000, (8, 40))   # sequences padded to 40, not 50
     x = embed(tokens).view(8, -1)
     print(classifier(x).shape)
-""")
+""",
+)
 
-case("matmul-shape-mismatch", "torch-matmul-features", "shapes cannot be multiplied", """
+case(
+    "matmul-shape-mismatch",
+    "torch-matmul-features",
+    "shapes cannot be multiplied",
+    """
     import torch
 
     X = torch.randn(100, 3)   # samples x features
     w = torch.randn(100, 1)
     y_hat = torch.mm(X, w)
     print(y_hat.shape)
-""")
+""",
+)
 
 # ----------------------------------------------------------------- conv-input-channels-last
 
-case("conv-input-channels-last", "hwc-image-batch", "to have 3 channels, but got 224 channels instead", """
+case(
+    "conv-input-channels-last",
+    "hwc-image-batch",
+    "to have 3 channels, but got 224 channels instead",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -1180,9 +1584,14 @@ case("conv-input-channels-last", "hwc-image-batch", "to have 3 channels, but got
     img = (np.random.rand(224, 224, 3) * 255).astype(np.uint8)   # as returned by cv2.imread / PIL
     x = torch.from_numpy(img).float().div(255).unsqueeze(0)
     print(model(x))
-""")
+""",
+)
 
-case("conv-input-channels-last", "dataloader-nhwc", "to have 3 channels, but got 64 channels instead", """
+case(
+    "conv-input-channels-last",
+    "dataloader-nhwc",
+    "to have 3 channels, but got 64 channels instead",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -1195,9 +1604,14 @@ case("conv-input-channels-last", "dataloader-nhwc", "to have 3 channels, but got
     model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.LazyLinear(5))
     for x, y in loader:
         loss = nn.functional.cross_entropy(model(x), y)
-""")
+""",
+)
 
-case("conv-input-channels-last", "grayscale-missing-channel-dim", "expected input[1, 28, 28, 1] to have 1 channels", """
+case(
+    "conv-input-channels-last",
+    "grayscale-missing-channel-dim",
+    "expected input[1, 28, 28, 1] to have 1 channels",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -1205,11 +1619,16 @@ case("conv-input-channels-last", "grayscale-missing-channel-dim", "expected inpu
     model = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 26 * 26, 10))
     digit = np.random.rand(1, 28, 28, 1).astype(np.float32)   # keras-style NHWC
     print(model(torch.from_numpy(digit)).argmax())
-""")
+""",
+)
 
 # ----------------------------------------------------------------- loss-batch-size-mismatch
 
-case("loss-batch-size-mismatch", "flatten-with-wrong-view", "Expected input batch_size (8) to match target batch_size (32)", """
+case(
+    "loss-batch-size-mismatch",
+    "flatten-with-wrong-view",
+    "Expected input batch_size (8) to match target batch_size (32)",
+    """
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -1228,9 +1647,14 @@ case("loss-batch-size-mismatch", "flatten-with-wrong-view", "Expected input batc
     net = Net()
     images, labels = torch.rand(32, 1, 28, 28), torch.randint(0, 10, (32,))
     loss = nn.CrossEntropyLoss()(net(images), labels)
-""")
+""",
+)
 
-case("loss-batch-size-mismatch", "seq-logits-flattened-targets-not", "to match target batch_size", """
+case(
+    "loss-batch-size-mismatch",
+    "seq-logits-flattened-targets-not",
+    "to match target batch_size",
+    """
     import torch
     import torch.nn as nn
 
@@ -1241,9 +1665,14 @@ case("loss-batch-size-mismatch", "seq-logits-flattened-targets-not", "to match t
 
     logits = model(inputs)                     # B, T, vocab
     loss = nn.functional.cross_entropy(logits.view(-1, vocab), targets[:, -1])
-""")
+""",
+)
 
-case("loss-batch-size-mismatch", "nll-targets-one-hot", "Expected input batch_size (16) to match target batch_size (48)", """
+case(
+    "loss-batch-size-mismatch",
+    "nll-targets-one-hot",
+    "Expected input batch_size (16) to match target batch_size (48)",
+    """
     import torch
     import torch.nn as nn
 
@@ -1251,11 +1680,16 @@ case("loss-batch-size-mismatch", "nll-targets-one-hot", "Expected input batch_si
     x = torch.randn(16, 10)
     y = nn.functional.one_hot(torch.randint(0, 3, (16,)), 3)
     loss = nn.NLLLoss()(model(x), y.view(-1))
-""")
+""",
+)
 
 # ------------------------------------------------------------- loss-target-shape-mismatch
 
-case("loss-target-shape-mismatch", "bce-logits-extra-dim", "Target size (torch.Size([32])) must be the same as input size (torch.Size([32, 1]))", """
+case(
+    "loss-target-shape-mismatch",
+    "bce-logits-extra-dim",
+    "Target size (torch.Size([32])) must be the same as input size (torch.Size([32, 1]))",
+    """
     import torch
     import torch.nn as nn
 
@@ -1264,9 +1698,14 @@ case("loss-target-shape-mismatch", "bce-logits-extra-dim", "Target size (torch.S
     x = torch.randn(32, 20)
     y = torch.randint(0, 2, (32,)).float()
     loss = criterion(model(x), y)
-""")
+""",
+)
 
-case("loss-target-shape-mismatch", "bce-sigmoid-extra-dim", "Using a target size (torch.Size([32])) that is different to the input size", """
+case(
+    "loss-target-shape-mismatch",
+    "bce-sigmoid-extra-dim",
+    "Using a target size (torch.Size([32])) that is different to the input size",
+    """
     import torch
     import torch.nn as nn
 
@@ -1274,9 +1713,14 @@ case("loss-target-shape-mismatch", "bce-sigmoid-extra-dim", "Using a target size
     criterion = nn.BCELoss()
     x, y = torch.randn(32, 20), torch.randint(0, 2, (32,)).float()
     loss = criterion(model(x), y)
-""")
+""",
+)
 
-case("loss-target-shape-mismatch", "mse-broadcast-warning", "This will likely lead to incorrect results due to broadcasting", """
+case(
+    "loss-target-shape-mismatch",
+    "mse-broadcast-warning",
+    "This will likely lead to incorrect results due to broadcasting",
+    """
     import torch
     import torch.nn as nn
 
@@ -1289,9 +1733,14 @@ case("loss-target-shape-mismatch", "mse-broadcast-warning", "This will likely le
         loss.backward()
         optimizer.step()
         print(f"epoch {epoch}: loss {loss.item():.4f}")
-""")
+""",
+)
 
-case("loss-target-shape-mismatch", "l1-broadcast-warning", "Using a target size", """
+case(
+    "loss-target-shape-mismatch",
+    "l1-broadcast-warning",
+    "Using a target size",
+    """
     import torch
     import torch.nn.functional as F
 
@@ -1300,11 +1749,16 @@ case("loss-target-shape-mismatch", "l1-broadcast-warning", "Using a target size"
     loss = F.l1_loss(pred, target)
     loss.backward()
     print(loss.item())
-""")
+""",
+)
 
 # ---------------------------------------------------------- numpy-on-grad-or-cuda-tensor
 
-case("numpy-on-grad-or-cuda-tensor", "plot-predictions", "Can't call numpy() on Tensor that requires grad", """
+case(
+    "numpy-on-grad-or-cuda-tensor",
+    "plot-predictions",
+    "Can't call numpy() on Tensor that requires grad",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -1313,9 +1767,14 @@ case("numpy-on-grad-or-cuda-tensor", "plot-predictions", "Can't call numpy() on 
     xs = torch.linspace(-1, 1, 50).unsqueeze(1)
     preds = model(xs)
     np.savetxt("preds.csv", preds.numpy())
-""")
+""",
+)
 
-case("numpy-on-grad-or-cuda-tensor", "np-array-of-output", "Can't call numpy() on Tensor that requires grad", """
+case(
+    "numpy-on-grad-or-cuda-tensor",
+    "np-array-of-output",
+    "Can't call numpy() on Tensor that requires grad",
+    """
     import numpy as np
     import torch
     import torch.nn as nn
@@ -1324,9 +1783,14 @@ case("numpy-on-grad-or-cuda-tensor", "np-array-of-output", "Can't call numpy() o
     embeddings = encoder(torch.randn(10, 64))
     sims = np.array(embeddings) @ np.array(embeddings).T
     print(sims.shape)
-""")
+""",
+)
 
-case("numpy-on-grad-or-cuda-tensor", "loss-history-numpy", "Can't call numpy() on Tensor that requires grad", """
+case(
+    "numpy-on-grad-or-cuda-tensor",
+    "loss-history-numpy",
+    "Can't call numpy() on Tensor that requires grad",
+    """
     import torch
 
     w = torch.zeros(3, requires_grad=True)
@@ -1339,11 +1803,16 @@ case("numpy-on-grad-or-cuda-tensor", "loss-history-numpy", "Can't call numpy() o
         w.grad.zero_()
         history.append(w.numpy().copy())
     print(history[-1])
-""")
+""",
+)
 
 # ----------------------------------------------------------------- dataparallel-attribute
 
-case("dataparallel-attribute", "dp-custom-method", "'DataParallel' object has no attribute 'predict'", """
+case(
+    "dataparallel-attribute",
+    "dp-custom-method",
+    "'DataParallel' object has no attribute 'predict'",
+    """
     import torch
     import torch.nn as nn
 
@@ -1358,9 +1827,14 @@ case("dataparallel-attribute", "dp-custom-method", "'DataParallel' object has no
 
     model = nn.DataParallel(Classifier())
     print(model.predict(torch.randn(4, 10)))
-""")
+""",
+)
 
-case("dataparallel-attribute", "dp-replace-head", "'DataParallel' object has no attribute 'fc'", """
+case(
+    "dataparallel-attribute",
+    "dp-replace-head",
+    "'DataParallel' object has no attribute 'fc'",
+    """
     import torch
     import torch.nn as nn
 
@@ -1372,9 +1846,14 @@ case("dataparallel-attribute", "dp-replace-head", "'DataParallel' object has no 
 
     model = nn.DataParallel(Backbone())
     model.fc = nn.Linear(model.fc.in_features, 5)
-""")
+""",
+)
 
-case("dataparallel-attribute", "dp-save-config", "'DataParallel' object has no attribute 'config'", """
+case(
+    "dataparallel-attribute",
+    "dp-save-config",
+    "'DataParallel' object has no attribute 'config'",
+    """
     import torch
     import torch.nn as nn
 
@@ -1387,11 +1866,16 @@ case("dataparallel-attribute", "dp-save-config", "'DataParallel' object has no a
     model = Transformer({"hidden": 64, "layers": 2})
     model = torch.nn.DataParallel(model)
     torch.save({"config": model.config, "state_dict": model.state_dict()}, "out.bin")
-""")
+""",
+)
 
 # ------------------------------------------------------------------------------- uint8-mask
 
-case("uint8-mask", "numpy-uint8-mask-index", "indexing with dtype torch.uint8 is now deprecated", """
+case(
+    "uint8-mask",
+    "numpy-uint8-mask-index",
+    "indexing with dtype torch.uint8 is now deprecated",
+    """
     import numpy as np
     import torch
 
@@ -1399,29 +1883,44 @@ case("uint8-mask", "numpy-uint8-mask-index", "indexing with dtype torch.uint8 is
     valid = (np.random.rand(240, 320) > 0.1).astype(np.uint8)   # mask PNG, 0/1
     mean_depth = depth[torch.from_numpy(valid)].mean()
     print(f"mean depth {mean_depth:.3f}")
-""")
+""",
+)
 
-case("uint8-mask", "byte-mask-assign", "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char", """
+case(
+    "uint8-mask",
+    "byte-mask-assign",
+    "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char",
+    """
     import torch
 
     scores = torch.randn(100)
     keep = (scores > 0).byte()
     scores[keep] = 0.0
     print(scores[:5])
-""")
+""",
+)
 
 # ------------------------------------------------------------- deprecated-loss-reduction-args
 
-case("deprecated-loss-reduction-args", "mse-size-average-false", "size_average and reduce args will be deprecated", """
+case(
+    "deprecated-loss-reduction-args",
+    "mse-size-average-false",
+    "size_average and reduce args will be deprecated",
+    """
     import torch
     import torch.nn as nn
 
     criterion = nn.MSELoss(size_average=False)
     pred, target = torch.randn(8, 2), torch.randn(8, 2)
     print(criterion(pred, target))
-""")
+""",
+)
 
-case("deprecated-loss-reduction-args", "ce-reduce-false", "please use reduction='none' instead", """
+case(
+    "deprecated-loss-reduction-args",
+    "ce-reduce-false",
+    "please use reduction='none' instead",
+    """
     import torch
     import torch.nn as nn
 
@@ -1429,9 +1928,14 @@ case("deprecated-loss-reduction-args", "ce-reduce-false", "please use reduction=
     losses = criterion(torch.randn(32, 10), torch.randint(0, 10, (32,)))
     hard = losses.topk(8).indices
     print(hard)
-""")
+""",
+)
 
-case("deprecated-loss-reduction-args", "functional-size-average", "size_average and reduce args will be deprecated", """
+case(
+    "deprecated-loss-reduction-args",
+    "functional-size-average",
+    "size_average and reduce args will be deprecated",
+    """
     import torch
     import torch.nn.functional as F
 
@@ -1440,11 +1944,16 @@ case("deprecated-loss-reduction-args", "functional-size-average", "size_average 
     bce = F.binary_cross_entropy(recon, x, size_average=False)
     kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
     print((bce + kld).item())
-""")
+""",
+)
 
 # -------------------------------------------------------------------- scheduler-step-order
 
-case("scheduler-step-order", "scheduler-at-epoch-start", "Detected call of `lr_scheduler.step()` before `optimizer.step()`", """
+case(
+    "scheduler-step-order",
+    "scheduler-at-epoch-start",
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`",
+    """
     import torch
     import torch.nn as nn
 
@@ -1460,9 +1969,14 @@ case("scheduler-step-order", "scheduler-at-epoch-start", "Detected call of `lr_s
             loss.backward()
             optimizer.step()
         print(epoch, scheduler.get_last_lr())
-""")
+""",
+)
 
-case("scheduler-step-order", "onecycle-before-optimizer", "Detected call of `lr_scheduler.step()` before `optimizer.step()`", """
+case(
+    "scheduler-step-order",
+    "onecycle-before-optimizer",
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`",
+    """
     import torch
     import torch.nn as nn
 
@@ -1478,11 +1992,16 @@ case("scheduler-step-order", "onecycle-before-optimizer", "Detected call of `lr_
         loss.backward()
         optimizer.step()
     print("final lr", scheduler.get_last_lr())
-""")
+""",
+)
 
 # ----------------------------------------------------------------------------------- nan-loss
 
-case("nan-loss", "anomaly-manual-bce", "Function 'LogBackward0' returned nan values in its 0th output", """
+case(
+    "nan-loss",
+    "anomaly-manual-bce",
+    "Function 'LogBackward0' returned nan values in its 0th output",
+    """
     import torch
     import torch.nn as nn
 
@@ -1496,9 +2015,14 @@ case("nan-loss", "anomaly-manual-bce", "Function 'LogBackward0' returned nan val
     loss = -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
     print("loss:", loss.item())
     loss.backward()
-""")
+""",
+)
 
-case("nan-loss", "anomaly-sqrt-negative", "returned nan values in its 0th output", """
+case(
+    "nan-loss",
+    "anomaly-sqrt-negative",
+    "returned nan values in its 0th output",
+    """
     import torch
 
     torch.autograd.set_detect_anomaly(True)
@@ -1508,9 +2032,14 @@ case("nan-loss", "anomaly-sqrt-negative", "returned nan values in its 0th output
     var = pred[:, 1] - target[:, 1] ** 2        # predicted variance, can go negative
     loss = ((pred[:, 0] - target[:, 0]) ** 2 / var.sqrt()).mean()
     loss.backward()
-""")
+""",
+)
 
-case("nan-loss", "anomaly-div-zero-norm", "returned nan values in its", """
+case(
+    "nan-loss",
+    "anomaly-div-zero-norm",
+    "returned nan values in its",
+    """
     import torch
 
     torch.autograd.set_detect_anomaly(True)
@@ -1519,9 +2048,14 @@ case("nan-loss", "anomaly-div-zero-norm", "returned nan values in its", """
     normed = emb / emb.norm(dim=1, keepdim=True)
     loss = (normed @ normed.T).sum()
     loss.backward()
-""")
+""",
+)
 
-case("nan-loss", "assert-loss-not-nan", "AssertionError: loss is nan", """
+case(
+    "nan-loss",
+    "assert-loss-not-nan",
+    "AssertionError: loss is nan",
+    """
     import torch
     import torch.nn as nn
 
@@ -1537,11 +2071,16 @@ case("nan-loss", "assert-loss-not-nan", "AssertionError: loss is nan", """
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-""")
+""",
+)
 
 # ------------------------------------------------------------------ inplace-modified-for-grad
 
-case("inplace-modified-for-grad", "sigmoid-output-scaled-inplace", "modified by an inplace operation", """
+case(
+    "inplace-modified-for-grad",
+    "sigmoid-output-scaled-inplace",
+    "modified by an inplace operation",
+    """
     import torch
     import torch.nn as nn
 
@@ -1557,9 +2096,14 @@ case("inplace-modified-for-grad", "sigmoid-output-scaled-inplace", "modified by 
 
     m = Gate()
     m(torch.randn(4, 16)).sum().backward()
-""")
+""",
+)
 
-case("inplace-modified-for-grad", "gan-step-between-backwards", "which is output 0 of", """
+case(
+    "inplace-modified-for-grad",
+    "gan-step-between-backwards",
+    "which is output 0 of",
+    """
     import torch
     import torch.nn as nn
 
@@ -1582,9 +2126,14 @@ case("inplace-modified-for-grad", "gan-step-between-backwards", "which is output
     opt_g.zero_grad()
     loss_g.backward()
     opt_g.step()
-""")
+""",
+)
 
-case("inplace-modified-for-grad", "relu-inplace-residual", "modified by an inplace operation", """
+case(
+    "inplace-modified-for-grad",
+    "relu-inplace-residual",
+    "modified by an inplace operation",
+    """
     import torch
     import torch.nn as nn
 
@@ -1602,11 +2151,16 @@ case("inplace-modified-for-grad", "relu-inplace-residual", "modified by an inpla
     blk = Block(8)
     y = blk(torch.randn(2, 8, 16, 16))
     y.mean().backward()
-""")
+""",
+)
 
 # --------------------------------------------------------------- backward-through-graph-twice
 
-case("backward-through-graph-twice", "rnn-hidden-not-detached", "Trying to backward through the graph a second time", """
+case(
+    "backward-through-graph-twice",
+    "rnn-hidden-not-detached",
+    "Trying to backward through the graph a second time",
+    """
     import torch
     import torch.nn as nn
 
@@ -1623,9 +2177,14 @@ case("backward-through-graph-twice", "rnn-hidden-not-detached", "Trying to backw
         loss.backward()
         opt.step()
         print(f"chunk {chunk} loss {loss.item():.4f}")
-""")
+""",
+)
 
-case("backward-through-graph-twice", "two-losses-shared-graph", "Trying to backward through the graph a second time", """
+case(
+    "backward-through-graph-twice",
+    "two-losses-shared-graph",
+    "Trying to backward through the graph a second time",
+    """
     import torch
     import torch.nn as nn
 
@@ -1638,9 +2197,14 @@ case("backward-through-graph-twice", "two-losses-shared-graph", "Trying to backw
     reg_loss = reg_head(feat).pow(2).mean()
     cls_loss.backward()
     reg_loss.backward()
-""")
+""",
+)
 
-case("backward-through-graph-twice", "cached-features-reused", "Trying to backward through the graph a second time", """
+case(
+    "backward-through-graph-twice",
+    "cached-features-reused",
+    "Trying to backward through the graph a second time",
+    """
     import torch
     import torch.nn as nn
 
@@ -1657,11 +2221,16 @@ case("backward-through-graph-twice", "cached-features-reused", "Trying to backwa
         loss.backward()
         opt.step()
         print(epoch, loss.item())
-""")
+""",
+)
 
 # ------------------------------------------------------------------------------- no-grad-fn
 
-case("no-grad-fn", "loss-under-no-grad", "element 0 of tensors does not require grad and does not have a grad_fn", """
+case(
+    "no-grad-fn",
+    "loss-under-no-grad",
+    "element 0 of tensors does not require grad and does not have a grad_fn",
+    """
     import torch
     import torch.nn as nn
 
@@ -1671,9 +2240,14 @@ case("no-grad-fn", "loss-under-no-grad", "element 0 of tensors does not require 
         out = model(torch.randn(4, 10))
     loss = nn.functional.cross_entropy(out, torch.tensor([0, 1, 1, 0]))
     loss.backward()
-""")
+""",
+)
 
-case("no-grad-fn", "loss-rebuilt-from-item", "element 0 of tensors does not require grad", """
+case(
+    "no-grad-fn",
+    "loss-rebuilt-from-item",
+    "element 0 of tensors does not require grad",
+    """
     import torch
     import torch.nn as nn
 
@@ -1682,9 +2256,14 @@ case("no-grad-fn", "loss-rebuilt-from-item", "element 0 of tensors does not requ
     targets = torch.randn(16, 1)
     mae = torch.tensor(sum(abs(p.item() - t.item()) for p, t in zip(preds, targets)) / 16)
     mae.backward()
-""")
+""",
+)
 
-case("no-grad-fn", "all-params-frozen", "element 0 of tensors does not require grad", """
+case(
+    "no-grad-fn",
+    "all-params-frozen",
+    "element 0 of tensors does not require grad",
+    """
     import torch
     import torch.nn as nn
 
@@ -1694,11 +2273,16 @@ case("no-grad-fn", "all-params-frozen", "element 0 of tensors does not require g
     head = model[2]                    # ... and "unfreeze" the head (forgot requires_grad=True)
     loss = model(torch.randn(8, 32)).logsumexp(1).mean()
     loss.backward()
-""")
+""",
+)
 
 # ----------------------------------------------------------------------- non-scalar-backward
 
-case("non-scalar-backward", "reduction-none-backward", "grad can be implicitly created only for scalar outputs", """
+case(
+    "non-scalar-backward",
+    "reduction-none-backward",
+    "grad can be implicitly created only for scalar outputs",
+    """
     import torch
     import torch.nn as nn
 
@@ -1706,9 +2290,14 @@ case("non-scalar-backward", "reduction-none-backward", "grad can be implicitly c
     criterion = nn.CrossEntropyLoss(reduction="none")
     loss = criterion(model(torch.randn(8, 10)), torch.randint(0, 3, (8,)))
     loss.backward()
-""")
+""",
+)
 
-case("non-scalar-backward", "output-backward-for-saliency", "grad can be implicitly created only for scalar outputs", """
+case(
+    "non-scalar-backward",
+    "output-backward-for-saliency",
+    "grad can be implicitly created only for scalar outputs",
+    """
     import torch
     import torch.nn as nn
 
@@ -1717,11 +2306,16 @@ case("non-scalar-backward", "output-backward-for-saliency", "grad can be implici
     scores = model(image)
     scores.backward()
     saliency = image.grad.abs().max(1).values
-""")
+""",
+)
 
 # -------------------------------------------------------------------- non-leaf-grad-access
 
-case("non-leaf-grad-access", "scaled-weight-grad-none", "is not a leaf Tensor is being accessed", """
+case(
+    "non-leaf-grad-access",
+    "scaled-weight-grad-none",
+    "is not a leaf Tensor is being accessed",
+    """
     import torch
 
     w = torch.randn(3, 1, requires_grad=True) * 0.01
@@ -1730,9 +2324,14 @@ case("non-leaf-grad-access", "scaled-weight-grad-none", "is not a leaf Tensor is
     loss = ((x @ w + b - y) ** 2).mean()
     loss.backward()
     print("grad of w:", w.grad)
-""")
+""",
+)
 
-case("non-leaf-grad-access", "input-moved-to-device", "is not a leaf Tensor is being accessed", """
+case(
+    "non-leaf-grad-access",
+    "input-moved-to-device",
+    "is not a leaf Tensor is being accessed",
+    """
     import torch
     import torch.nn as nn
 
@@ -1741,37 +2340,57 @@ case("non-leaf-grad-access", "input-moved-to-device", "is not a leaf Tensor is b
     x = torch.randn(4, 8, requires_grad=True).to(device, torch.float64)
     model(x).sum().backward()
     print(x.grad)   # input gradient for attribution
-""")
+""",
+)
 
 # ------------------------------------------------------------------ optimize-non-leaf-tensor
 
-case("optimize-non-leaf-tensor", "scaled-init-param", "can't optimize a non-leaf Tensor", """
+case(
+    "optimize-non-leaf-tensor",
+    "scaled-init-param",
+    "can't optimize a non-leaf Tensor",
+    """
     import torch
 
     W = torch.randn(784, 10, requires_grad=True) * 0.01
     b = torch.zeros(10, requires_grad=True)
     optimizer = torch.optim.SGD([W, b], lr=0.1)
-""")
+""",
+)
 
-case("optimize-non-leaf-tensor", "reshaped-param", "can't optimize a non-leaf Tensor", """
+case(
+    "optimize-non-leaf-tensor",
+    "reshaped-param",
+    "can't optimize a non-leaf Tensor",
+    """
     import torch
 
     latent = torch.zeros(1, 512, requires_grad=True).view(1, 512, 1, 1)   # GAN inversion
     optimizer = torch.optim.Adam([latent], lr=0.01)
-""")
+""",
+)
 
-case("optimize-non-leaf-tensor", "double-cast-param", "can't optimize a non-leaf Tensor", """
+case(
+    "optimize-non-leaf-tensor",
+    "double-cast-param",
+    "can't optimize a non-leaf Tensor",
+    """
     import torch
     import torch.nn as nn
 
     scale = torch.ones(1, requires_grad=True).double()
     model = nn.Linear(4, 4)
     optimizer = torch.optim.Adam([{"params": model.parameters()}, {"params": [scale], "lr": 1e-2}])
-""")
+""",
+)
 
 # ------------------------------------------------------------ autograd-function-gradient-count
 
-case("autograd-function-gradient-count", "grad-reverse-alpha", "returned an incorrect number of gradients (expected 2, got 1)", """
+case(
+    "autograd-function-gradient-count",
+    "grad-reverse-alpha",
+    "returned an incorrect number of gradients (expected 2, got 1)",
+    """
     import torch
     import torch.nn as nn
 
@@ -1788,9 +2407,14 @@ case("autograd-function-gradient-count", "grad-reverse-alpha", "returned an inco
     feat = nn.Linear(16, 16)(torch.randn(4, 16))
     domain_logits = nn.Linear(16, 2)(GradReverse.apply(feat, 0.1))
     domain_logits.sum().backward()
-""")
+""",
+)
 
-case("autograd-function-gradient-count", "linear-function-no-bias-grad", "returned an incorrect number of gradients (expected 3, got 2)", """
+case(
+    "autograd-function-gradient-count",
+    "linear-function-no-bias-grad",
+    "returned an incorrect number of gradients (expected 3, got 2)",
+    """
     import torch
 
     class LinearFunction(torch.autograd.Function):
@@ -1808,11 +2432,16 @@ case("autograd-function-gradient-count", "linear-function-no-bias-grad", "return
     w = torch.randn(3, 8, requires_grad=True)
     b = torch.zeros(3, requires_grad=True)
     LinearFunction.apply(x, w, b).sum().backward()
-""")
+""",
+)
 
 # ---------------------------------------------------------------- legacy-autograd-function
 
-case("legacy-autograd-function", "grad-reverse-init-arg", "Legacy autograd function with non-static forward method is deprecated", """
+case(
+    "legacy-autograd-function",
+    "grad-reverse-init-arg",
+    "Legacy autograd function with non-static forward method is deprecated",
+    """
     import torch
 
     class GradReverse(torch.autograd.Function):
@@ -1830,9 +2459,14 @@ case("legacy-autograd-function", "grad-reverse-init-arg", "Legacy autograd funct
 
     features = torch.randn(4, 8, requires_grad=True)
     out = grad_reverse(features)
-""")
+""",
+)
 
-case("legacy-autograd-function", "binarize-legacy", "Legacy autograd function with non-static forward method is deprecated", """
+case(
+    "legacy-autograd-function",
+    "binarize-legacy",
+    "Legacy autograd function with non-static forward method is deprecated",
+    """
     import torch
     import torch.nn as nn
 
@@ -1851,11 +2485,16 @@ case("legacy-autograd-function", "binarize-legacy", "Legacy autograd function wi
 
     layer = BinaryLinear(16, 4)
     print(layer(torch.randn(2, 16)))
-""")
+""",
+)
 
 # ------------------------------------------------------------------------ non-contiguous-view
 
-case("non-contiguous-view", "attention-merge-heads", "view size is not compatible with input tensor's size and stride", """
+case(
+    "non-contiguous-view",
+    "attention-merge-heads",
+    "view size is not compatible with input tensor's size and stride",
+    """
     import torch
     import torch.nn as nn
 
@@ -1875,9 +2514,14 @@ case("non-contiguous-view", "attention-merge-heads", "view size is not compatibl
             return self.proj(out)
 
     print(SelfAttention()(torch.randn(2, 10, 64)).shape)
-""")
+""",
+)
 
-case("non-contiguous-view", "permute-then-view", "Use .reshape(...) instead", """
+case(
+    "non-contiguous-view",
+    "permute-then-view",
+    "Use .reshape(...) instead",
+    """
     import torch
     import torch.nn as nn
 
@@ -1885,20 +2529,30 @@ case("non-contiguous-view", "permute-then-view", "Use .reshape(...) instead", ""
     feat = conv(torch.randn(2, 3, 8, 8))          # B, C, H, W
     pixels = feat.permute(0, 2, 3, 1).view(-1, 16)   # one row per pixel for the classifier
     print(pixels.shape)
-""")
+""",
+)
 
-case("non-contiguous-view", "transposed-matrix-flatten", "view size is not compatible", """
+case(
+    "non-contiguous-view",
+    "transposed-matrix-flatten",
+    "view size is not compatible",
+    """
     import torch
 
     similarity = torch.randn(32, 32)
     sym = (similarity + similarity.t()) / 2
     flat = similarity.t().view(-1)
     print(flat.shape)
-""")
+""",
+)
 
 # ---------------------------------------------------------------------- numpy-negative-stride
 
-case("numpy-negative-stride", "bgr-to-rgb-slice", "At least one stride in the given numpy array is negative", """
+case(
+    "numpy-negative-stride",
+    "bgr-to-rgb-slice",
+    "At least one stride in the given numpy array is negative",
+    """
     import numpy as np
     import torch
 
@@ -1906,9 +2560,14 @@ case("numpy-negative-stride", "bgr-to-rgb-slice", "At least one stride in the gi
     rgb = bgr[:, :, ::-1]
     tensor = torch.from_numpy(rgb).permute(2, 0, 1).float() / 255
     print(tensor.shape)
-""")
+""",
+)
 
-case("numpy-negative-stride", "flip-augmentation-dataset", "At least one stride in the given numpy array is negative", """
+case(
+    "numpy-negative-stride",
+    "flip-augmentation-dataset",
+    "At least one stride in the given numpy array is negative",
+    """
     import random
     import numpy as np
     import torch
@@ -1927,20 +2586,30 @@ case("numpy-negative-stride", "flip-augmentation-dataset", "At least one stride 
 
     for batch in DataLoader(Augmented(), batch_size=4):
         print(batch.shape)
-""")
+""",
+)
 
-case("numpy-negative-stride", "torch-tensor-reversed-audio", "At least one stride in the given numpy array is negative", """
+case(
+    "numpy-negative-stride",
+    "torch-tensor-reversed-audio",
+    "At least one stride in the given numpy array is negative",
+    """
     import numpy as np
     import torch
 
     wave = np.random.randn(16000).astype(np.float32)
     reversed_wave = torch.tensor(wave[::-1])
     print(reversed_wave.shape)
-""")
+""",
+)
 
 # ----------------------------------------------------------------- deprecated-iterator-next
 
-case("deprecated-iterator-next", "dataiter-next-tutorial", "'_SingleProcessDataLoaderIter' object has no attribute 'next'", """
+case(
+    "deprecated-iterator-next",
+    "dataiter-next-tutorial",
+    "'_SingleProcessDataLoaderIter' object has no attribute 'next'",
+    """
     import torch
     from torch.utils.data import TensorDataset, DataLoader
 
@@ -1951,9 +2620,14 @@ case("deprecated-iterator-next", "dataiter-next-tutorial", "'_SingleProcessDataL
     dataiter = iter(trainloader)
     images, labels = dataiter.next()
     print(images.shape)
-""")
+""",
+)
 
-case("deprecated-iterator-next", "dataiter-next-workers", "'_MultiProcessingDataLoaderIter' object has no attribute 'next'", """
+case(
+    "deprecated-iterator-next",
+    "dataiter-next-workers",
+    "'_MultiProcessingDataLoaderIter' object has no attribute 'next'",
+    """
     import torch
     from torch.utils.data import TensorDataset, DataLoader
 
@@ -1962,11 +2636,16 @@ case("deprecated-iterator-next", "dataiter-next-workers", "'_MultiProcessingData
         loader = DataLoader(ds, batch_size=16, num_workers=2)
         images, labels = iter(loader).next()
         print(images.shape, labels[:8])
-""")
+""",
+)
 
 # ------------------------------------------------------------------------- removed-torch-api
 
-case("removed-torch-api", "torch-six-container-abcs", "No module named 'torch._six'", """
+case(
+    "removed-torch-api",
+    "torch-six-container-abcs",
+    "No module named 'torch._six'",
+    """
     import torch
     from torch._six import container_abcs
 
@@ -1974,46 +2653,71 @@ case("removed-torch-api", "torch-six-container-abcs", "No module named 'torch._s
         if isinstance(batch, container_abcs.Mapping):
             return {k: to_device(v, device) for k, v in batch.items()}
         return batch.to(device)
-""")
+""",
+)
 
-case("removed-torch-api", "torch-six-string-classes", "module 'torch' has no attribute '_six'", """
+case(
+    "removed-torch-api",
+    "torch-six-string-classes",
+    "module 'torch' has no attribute '_six'",
+    """
     import torch
 
     def is_path(obj):
         return isinstance(obj, torch._six.string_classes)
 
     print(is_path("weights.pth"))
-""")
+""",
+)
 
-case("removed-torch-api", "torch-symeig", "This function was deprecated since version 1.9 and is now removed", """
+case(
+    "removed-torch-api",
+    "torch-symeig",
+    "This function was deprecated since version 1.9 and is now removed",
+    """
     import torch
 
     X = torch.randn(100, 5)
     cov = X.T @ X / 99
     eigvals, eigvecs = torch.symeig(cov, eigenvectors=True)
     print(eigvals)
-""")
+""",
+)
 
-case("removed-torch-api", "torch-rfft", "module 'torch' has no attribute 'rfft'", """
+case(
+    "removed-torch-api",
+    "torch-rfft",
+    "module 'torch' has no attribute 'rfft'",
+    """
     import torch
 
     signal = torch.randn(8, 1024)
     spectrum = torch.rfft(signal, 1, onesided=True)
     print(spectrum.shape)
-""")
+""",
+)
 
-case("removed-torch-api", "torch-solve", "`torch.solve` is deprecated in favor of `torch.linalg.solve`", """
+case(
+    "removed-torch-api",
+    "torch-solve",
+    "`torch.solve` is deprecated in favor of `torch.linalg.solve`",
+    """
     import torch
 
     A = torch.randn(3, 3) + 3 * torch.eye(3)
     B = torch.randn(3, 1)
     X, LU = torch.solve(B, A)
     print(X)
-""")
+""",
+)
 
 # ------------------------------------------------------------------------ random-crop-too-large
 
-case("random-crop-too-large", "random-crop-helper", "empty range for randrange()", """
+case(
+    "random-crop-too-large",
+    "random-crop-helper",
+    "empty range for randrange()",
+    """
     import random
     import numpy as np
     import torch
@@ -2035,9 +2739,14 @@ case("random-crop-too-large", "random-crop-helper", "empty range for randrange()
 
     for batch in DataLoader(Crops(), batch_size=1):
         print(batch.shape)
-""")
+""",
+)
 
-case("random-crop-too-large", "audio-segment-too-short", "empty range for randrange()", """
+case(
+    "random-crop-too-large",
+    "audio-segment-too-short",
+    "empty range for randrange()",
+    """
     import random
     import torch
 
@@ -2050,11 +2759,16 @@ case("random-crop-too-large", "audio-segment-too-short", "empty range for randra
     clips = [torch.randn(1, 16000 * 5), torch.randn(1, 16000 * 2)]
     for clip in clips:
         print(sample_segment(clip).shape)
-""")
+""",
+)
 
 # ---------------------------------------------------------------------- local-rank-argument
 
-case("local-rank-argument", "launch-local-rank-dash", "unrecognized arguments: --local-rank=", """
+case(
+    "local-rank-argument",
+    "launch-local-rank-dash",
+    "unrecognized arguments: --local-rank=",
+    """
     import argparse
     import torch.distributed as dist
 
@@ -2065,9 +2779,24 @@ case("local-rank-argument", "launch-local-rank-dash", "unrecognized arguments: -
 
     dist.init_process_group("gloo")
     print(f"rank {dist.get_rank()} local_rank {args.local_rank}")
-""", cmd=["python", "-m", "torch.distributed.launch", "--nproc_per_node", "2", "train.py", "--epochs", "1"])
+""",
+    cmd=[
+        "python",
+        "-m",
+        "torch.distributed.launch",
+        "--nproc_per_node",
+        "2",
+        "train.py",
+        "--epochs",
+        "1",
+    ],
+)
 
-case("local-rank-argument", "local-rank-passed-by-launcher", "unrecognized arguments: --local-rank=0", """
+case(
+    "local-rank-argument",
+    "local-rank-passed-by-launcher",
+    "unrecognized arguments: --local-rank=0",
+    """
     import argparse
 
     def parse():
@@ -2078,14 +2807,23 @@ case("local-rank-argument", "local-rank-passed-by-launcher", "unrecognized argum
 
     args = parse()
     print(args)
-""", cmd=["python", "train.py", "--local-rank=0", "--batch-size", "32"],
-    note="argv as torch.distributed.launch (torch>=2.0) passes it to each worker")
+""",
+    cmd=["python", "train.py", "--local-rank=0", "--batch-size", "32"],
+    note="argv as torch.distributed.launch (torch>=2.0) passes it to each worker",
+)
 
 # ---------------------------------------------------------------------- argparse-in-notebook
 
-_KERNEL = ["-f", "/root/.local/share/jupyter/runtime/kernel-3f2d1c9e-8b7a-4c21-9e0f-5a6b7c8d9e0f.json"]
+_KERNEL = [
+    "-f",
+    "/root/.local/share/jupyter/runtime/kernel-3f2d1c9e-8b7a-4c21-9e0f-5a6b7c8d9e0f.json",
+]
 
-case("argparse-in-notebook", "parse-args-kernel-argv", "unrecognized arguments: -f", """
+case(
+    "argparse-in-notebook",
+    "parse-args-kernel-argv",
+    "unrecognized arguments: -f",
+    """
     import argparse
     import torch
 
@@ -2096,10 +2834,17 @@ case("argparse-in-notebook", "parse-args-kernel-argv", "unrecognized arguments: 
     args = parser.parse_args()
     torch.manual_seed(1)
     print(args)
-""", cmd=["python", "train.py", *_KERNEL], note="argv simulated as in a Jupyter kernel (`-f <connection file>`)")
+""",
+    cmd=["python", "train.py", *_KERNEL],
+    note="argv simulated as in a Jupyter kernel (`-f <connection file>`)",
+)
 
-case("argparse-in-notebook", "config-helper-kernel-argv", "unrecognized arguments: -f", files={
-    "config.py": """
+case(
+    "argparse-in-notebook",
+    "config-helper-kernel-argv",
+    "unrecognized arguments: -f",
+    files={
+        "config.py": """
         import argparse
 
         def get_config():
@@ -2108,59 +2853,88 @@ case("argparse-in-notebook", "config-helper-kernel-argv", "unrecognized argument
             parser.add_argument("--model", default="resnet18")
             return parser.parse_args()
     """,
-    "train.py": """
+        "train.py": """
         from config import get_config
 
         cfg = get_config()
         print(cfg.model)
-    """}, cmd=["python", "train.py", *_KERNEL], note="argv simulated as in a Jupyter kernel (`-f <connection file>`)")
+    """,
+    },
+    cmd=["python", "train.py", *_KERNEL],
+    note="argv simulated as in a Jupyter kernel (`-f <connection file>`)",
+)
 
 # -------------------------------------------------------------------- stdlib-shadowing-file
 
-case("stdlib-shadowing-file", "user-random-py", "cannot import name 'Random' from 'random'", files={
-    "random.py": """
+case(
+    "stdlib-shadowing-file",
+    "user-random-py",
+    "cannot import name 'Random' from 'random'",
+    files={
+        "random.py": """
         # my helpers for random augmentations
         import numpy as np
 
         def random_flip(img):
             return img[:, ::-1] if np.random.rand() < 0.5 else img
     """,
-    "train.py": """
+        "train.py": """
         import random
         import torch
 
         random.seed(0)
         print(torch.rand(2))
-    """}, note="random.py in the project shadows the stdlib module")
+    """,
+    },
+    note="random.py in the project shadows the stdlib module",
+)
 
-case("stdlib-shadowing-file", "user-torch-py", "partially initialized module 'torch' has no attribute", files={
-    "torch.py": """
+case(
+    "stdlib-shadowing-file",
+    "user-torch-py",
+    "partially initialized module 'torch' has no attribute",
+    files={
+        "torch.py": """
         # quick test of my pytorch install
         import torch
 
         x = torch.rand(5, 3)
         print(x)
-    """}, cmd=["python", "torch.py"])
+    """
+    },
+    cmd=["python", "torch.py"],
+)
 
-case("stdlib-shadowing-file", "user-copy-py", "cannot import name 'deepcopy' from 'copy'", files={
-    "copy.py": """
+case(
+    "stdlib-shadowing-file",
+    "user-copy-py",
+    "cannot import name 'deepcopy' from 'copy'",
+    files={
+        "copy.py": """
         # helpers to copy checkpoints around
         import shutil
 
         def copy_checkpoint(src, dst):
             shutil.copy2(src, dst)
     """,
-    "train.py": """
+        "train.py": """
         import torch
         import torch.nn as nn
 
         model = nn.Linear(2, 2)
         print(model)
-    """}, note="copy.py in the project shadows the stdlib module")
+    """,
+    },
+    note="copy.py in the project shadows the stdlib module",
+)
 
 # ---------------------------------------------------------------------- noisy outputs
 
-case("collate-size-mismatch", "progress-bar-then-crash", "stack expects each tensor to be equal size", """
+case(
+    "collate-size-mismatch",
+    "progress-bar-then-crash",
+    "stack expects each tensor to be equal size",
+    """
     import sys
     import time
     import torch
@@ -2192,9 +2966,14 @@ case("collate-size-mismatch", "progress-bar-then-crash", "stack expects each ten
     for epoch in range(1):
         for clip in Bar(loader, f"Epoch {epoch}"):
             time.sleep(0.02)
-""")
+""",
+)
 
-case("state-dict-shape-mismatch", "logging-then-crash", "size mismatch for head.weight", """
+case(
+    "state-dict-shape-mismatch",
+    "logging-then-crash",
+    "size mismatch for head.weight",
+    """
     import logging
     import torch
     import torch.nn as nn
@@ -2214,9 +2993,14 @@ case("state-dict-shape-mismatch", "logging-then-crash", "size mismatch for head.
     logger.info("Loading weights from sst2.bin")
     model.load_state_dict(torch.load("sst2.bin"))
     logger.info("Weights loaded")
-""")
+""",
+)
 
-case("matmul-shape-mismatch", "torchrun-ddp-two-ranks", "[rank0]:", """
+case(
+    "matmul-shape-mismatch",
+    "torchrun-ddp-two-ranks",
+    "[rank0]:",
+    """
     import os
     import torch
     import torch.distributed as dist
@@ -2235,12 +3019,19 @@ case("matmul-shape-mismatch", "torchrun-ddp-two-ranks", "[rank0]:", """
 
     if __name__ == "__main__":
         main()
-""", cmd=["torchrun", "--nproc_per_node", "2", "train.py"], timeout=600)
+""",
+    cmd=["torchrun", "--nproc_per_node", "2", "train.py"],
+    timeout=600,
+)
 
 
 # ------------------------------------------------------------------ more variants
 
-case("uint8-mask", "masked-select-uint8", "masked_select: expected BoolTensor for mask", """
+case(
+    "uint8-mask",
+    "masked-select-uint8",
+    "masked_select: expected BoolTensor for mask",
+    """
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -2250,18 +3041,28 @@ case("uint8-mask", "masked-select-uint8", "masked_select: expected BoolTensor fo
     valid = torch.from_numpy((np.random.rand(2, 1, 64, 64) > 0.2).astype(np.uint8))
     loss = F.l1_loss(torch.masked_select(pred, valid), torch.masked_select(gt, valid))
     loss.backward()
-""")
+""",
+)
 
-case("uint8-mask", "where-uint8-condition", "where received a uint8 condition tensor", """
+case(
+    "uint8-mask",
+    "where-uint8-condition",
+    "where received a uint8 condition tensor",
+    """
     import torch
 
     logits = torch.randn(4, 10)
     padding = torch.tensor([[1] * 7 + [0] * 3] * 4, dtype=torch.uint8)
     masked = torch.where(padding, logits, torch.tensor(float("-inf")))
     print(masked.softmax(-1)[0])
-""")
+""",
+)
 
-case("non-scalar-backward", "gradient-penalty-autograd-grad", "grad can be implicitly created only for scalar outputs", """
+case(
+    "non-scalar-backward",
+    "gradient-penalty-autograd-grad",
+    "grad can be implicitly created only for scalar outputs",
+    """
     import torch
     import torch.nn as nn
 
@@ -2272,9 +3073,14 @@ case("non-scalar-backward", "gradient-penalty-autograd-grad", "grad can be impli
     d_out = D(interp)
     grads = torch.autograd.grad(outputs=d_out, inputs=interp, create_graph=True)[0]
     gp = ((grads.norm(2, dim=1) - 1) ** 2).mean()
-""")
+""",
+)
 
-case("non-leaf-grad-access", "activation-grad-inspection", "is not a leaf Tensor is being accessed", """
+case(
+    "non-leaf-grad-access",
+    "activation-grad-inspection",
+    "is not a leaf Tensor is being accessed",
+    """
     import torch
     import torch.nn as nn
 
@@ -2285,9 +3091,14 @@ case("non-leaf-grad-access", "activation-grad-inspection", "is not a leaf Tensor
     score = head(fmap.mean((2, 3)))[0, 1]
     score.backward()
     cam = (fmap.grad.mean((2, 3), keepdim=True) * fmap).sum(1)   # Grad-CAM
-""")
+""",
+)
 
-case("autograd-function-gradient-count", "loss-function-no-target-grad", "returned an incorrect number of gradients (expected 2, got 1)", """
+case(
+    "autograd-function-gradient-count",
+    "loss-function-no-target-grad",
+    "returned an incorrect number of gradients (expected 2, got 1)",
+    """
     import torch
 
     class SoftmaxCrossEntropy(torch.autograd.Function):
@@ -2307,9 +3118,14 @@ case("autograd-function-gradient-count", "loss-function-no-target-grad", "return
     logits = torch.randn(8, 5, requires_grad=True)
     loss = SoftmaxCrossEntropy.apply(logits, torch.randint(0, 5, (8,)))
     loss.backward()
-""")
+""",
+)
 
-case("random-crop-too-large", "volume-patch-sampler", "empty range for randrange()", """
+case(
+    "random-crop-too-large",
+    "volume-patch-sampler",
+    "empty range for randrange()",
+    """
     import random
     import numpy as np
 
@@ -2325,7 +3141,8 @@ case("random-crop-too-large", "volume-patch-sampler", "empty range for randrange
     ct_scans = [np.zeros((128, 160, 160), np.float32), np.zeros((64, 160, 160), np.float32)]
     for scan in ct_scans:
         print(sample_patch(scan).shape)
-""")
+""",
+)
 
 # A checkpoint written by torch.save on a GPU machine records its storages as "cuda:0". This
 # machine has no GPU, so save_gpu.py tags the storages the same way through torch's public
@@ -2342,20 +3159,33 @@ _SAVE_GPU = """
 """
 _GPU_NOTE = "checkpoint storages tagged cuda:0 as torch.save on a GPU machine writes them"
 
-case("load-without-map-location", "state-dict-default-load", "Attempting to deserialize object on a CUDA device", files={
-    "save_gpu.py": _SAVE_GPU.replace("{STATE}", "model.state_dict()"),
-    "predict.py": """
+case(
+    "load-without-map-location",
+    "state-dict-default-load",
+    "Attempting to deserialize object on a CUDA device",
+    files={
+        "save_gpu.py": _SAVE_GPU.replace("{STATE}", "model.state_dict()"),
+        "predict.py": """
         import torch
         import torch.nn as nn
 
         model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
         model.load_state_dict(torch.load("gpu_model.pth"))
         print(model(torch.randn(1, 16)))
-    """}, pre=[["python", "save_gpu.py"]], cmd=["python", "predict.py"], note=_GPU_NOTE)
+    """,
+    },
+    pre=[["python", "save_gpu.py"]],
+    cmd=["python", "predict.py"],
+    note=_GPU_NOTE,
+)
 
-case("load-without-map-location", "full-checkpoint-weights-only-false", "Attempting to deserialize object on a CUDA device", files={
-    "save_gpu.py": _SAVE_GPU.replace("{STATE}", '{"epoch": 30, "model": model.state_dict()}'),
-    "resume.py": """
+case(
+    "load-without-map-location",
+    "full-checkpoint-weights-only-false",
+    "Attempting to deserialize object on a CUDA device",
+    files={
+        "save_gpu.py": _SAVE_GPU.replace("{STATE}", '{"epoch": 30, "model": model.state_dict()}'),
+        "resume.py": """
         import torch
         import torch.nn as nn
 
@@ -2363,7 +3193,12 @@ case("load-without-map-location", "full-checkpoint-weights-only-false", "Attempt
         checkpoint = torch.load("gpu_model.pth", weights_only=False)
         model.load_state_dict(checkpoint["model"])
         start_epoch = checkpoint["epoch"] + 1
-    """}, pre=[["python", "save_gpu.py"]], cmd=["python", "resume.py"], note=_GPU_NOTE)
+    """,
+    },
+    pre=[["python", "save_gpu.py"]],
+    cmd=["python", "resume.py"],
+    note=_GPU_NOTE,
+)
 
 # ------------------------------------------------------------- cpp-extension-removed-api
 
@@ -2374,8 +3209,12 @@ _EXT_LOAD = """
     print(roi_ext)
 """
 
-case("cpp-extension-removed-api", "at-check-jit-load", ["AT_CHECK", "was not declared in this scope"], files={
-    "roi_pool.cpp": """
+case(
+    "cpp-extension-removed-api",
+    "at-check-jit-load",
+    ["AT_CHECK", "was not declared in this scope"],
+    files={
+        "roi_pool.cpp": """
         #include <torch/extension.h>
 
         at::Tensor roi_pool_forward(const at::Tensor& input, const at::Tensor& rois, int pooled) {
@@ -2387,10 +3226,18 @@ case("cpp-extension-removed-api", "at-check-jit-load", ["AT_CHECK", "was not dec
         PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           m.def("forward", &roi_pool_forward, "RoI pooling forward");
         }
-    """, "train.py": _EXT_LOAD}, timeout=600)
+    """,
+        "train.py": _EXT_LOAD,
+    },
+    timeout=600,
+)
 
-case("cpp-extension-removed-api", "th-header-jit-load", "TH/TH.h: No such file or directory", files={
-    "roi_pool.cpp": """
+case(
+    "cpp-extension-removed-api",
+    "th-header-jit-load",
+    "TH/TH.h: No such file or directory",
+    files={
+        "roi_pool.cpp": """
         #include <torch/extension.h>
         #include <TH/TH.h>
 
@@ -2402,10 +3249,18 @@ case("cpp-extension-removed-api", "th-header-jit-load", "TH/TH.h: No such file o
         PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           m.def("forward", &roi_pool_forward, "RoI pooling forward");
         }
-    """, "train.py": _EXT_LOAD}, timeout=600)
+    """,
+        "train.py": _EXT_LOAD,
+    },
+    timeout=600,
+)
 
-case("cpp-extension-removed-api", "thc-header-setup-py", "THC/THC.h: No such file or directory", files={
-    "src/nms.cpp": """
+case(
+    "cpp-extension-removed-api",
+    "thc-header-setup-py",
+    "THC/THC.h: No such file or directory",
+    files={
+        "src/nms.cpp": """
         #include <torch/extension.h>
         #include <THC/THC.h>
 
@@ -2419,7 +3274,7 @@ case("cpp-extension-removed-api", "thc-header-setup-py", "THC/THC.h: No such fil
           m.def("nms", &nms, "non-maximum suppression");
         }
     """,
-    "setup.py": """
+        "setup.py": """
         from setuptools import setup
         from torch.utils.cpp_extension import BuildExtension, CppExtension
 
@@ -2428,9 +3283,14 @@ case("cpp-extension-removed-api", "thc-header-setup-py", "THC/THC.h: No such fil
             ext_modules=[CppExtension("nms_ext", ["src/nms.cpp"])],
             cmdclass={"build_ext": BuildExtension},
         )
-    """}, cmd=["python", "setup.py", "build_ext", "--inplace"], timeout=600)
+    """,
+    },
+    cmd=["python", "setup.py", "build_ext", "--inplace"],
+    timeout=600,
+)
 
 # --------------------------------------------------------------------------------- runner
+
 
 def _replacements(project: Path, home: Path) -> list[tuple[str, str]]:
     paths = sysconfig.get_paths()
@@ -2460,22 +3320,39 @@ def _run(c: Case) -> str:
         bindir = Path(sysconfig.get_paths()["scripts"])
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TORCH", "OMP_"))}
         site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-        env.update(PYTHONUNBUFFERED="1", HOME=str(home), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
-                   PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=os.pathsep.join(site))
+        env.update(
+            PYTHONUNBUFFERED="1",
+            HOME=str(home),
+            PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONPATH=os.pathsep.join(site),
+        )
 
         def limit():
             if c.nofile:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (c.nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+                resource.setrlimit(
+                    resource.RLIMIT_NOFILE,
+                    (c.nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]),
+                )
 
         def run(cmd, check):
             # -S + PYTHONPATH: this machine's .pth files (which pre-import e.g. `random`) stay out
             cmd = [sys.executable, "-S", *cmd[1:]] if cmd[0] == "python" else list(cmd)
             if cmd[0] == "torchrun":
                 cmd[0] = str(bindir / "torchrun")
-            r = subprocess.run(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=c.timeout, preexec_fn=limit)
+            r = subprocess.run(
+                cmd,
+                cwd=project,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=c.timeout,
+                preexec_fn=limit,
+            )
             if check and r.returncode:
-                raise CaseFailed(f"case {c.what}: setup {cmd} failed:\n{r.stdout.decode(errors='replace')}")
+                raise CaseFailed(
+                    f"case {c.what}: setup {cmd} failed:\n{r.stdout.decode(errors='replace')}"
+                )
             return r.stdout.decode("utf-8", errors="replace")
 
         for cmd in c.pre:
@@ -2499,9 +3376,13 @@ def generate(c: Case) -> Path:
     out = _run(c)
     missing = [m for m in c.must if m not in out]
     if missing:
-        raise CaseFailed(f"case {c.what}: output lacks {missing!r}; not written. Output was:\n{out}")
-    header = [f"#| source: reproduced with torch 2.13.0 CPU by tests/make_explain_fixtures.py (case {c.what})",
-              f"#| expect: {c.expect}"]
+        raise CaseFailed(
+            f"case {c.what}: output lacks {missing!r}; not written. Output was:\n{out}"
+        )
+    header = [
+        f"#| source: reproduced with torch 2.13.0 CPU by tests/make_explain_fixtures.py (case {c.what})",
+        f"#| expect: {c.expect}",
+    ]
     if c.note:
         header.append(f"#| note: {c.note}")
     path = _fixture_path(c)
@@ -2518,7 +3399,9 @@ def main(argv: list[str]) -> int:
     import torch  # only to check the version the fixtures claim
 
     if not torch.__version__.startswith("2.13."):
-        raise SystemExit(f"fixtures are named torch213-*: run with torch 2.13, not {torch.__version__}")
+        raise SystemExit(
+            f"fixtures are named torch213-*: run with torch 2.13, not {torch.__version__}"
+        )
     selected = [c for c in CASES.values() if not argv or c.what in argv or c.expect in argv]
     unknown = set(argv) - {c.what for c in CASES.values()} - {c.expect for c in CASES.values()}
     if unknown:

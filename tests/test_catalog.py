@@ -1,4 +1,5 @@
 """Every catalog entry is complete and consistent: identity, both languages, sections, examples."""
+
 from __future__ import annotations
 
 import re
@@ -10,16 +11,32 @@ import pytest
 from conftest import FIXTURES
 from torchdoctor.catalog import all_pitfalls
 from torchdoctor.catalog._model import (
-    CODE_PATTERN, CODE_SECTIONS, LANGS, NAME_PATTERN, REQUIRED_SECTIONS, SECTIONS, Pitfall, pick,
+    CODE_PATTERN,
+    CODE_SECTIONS,
+    LANGS,
+    NAME_PATTERN,
+    REQUIRED_SECTIONS,
+    SECTIONS,
+    Pitfall,
+    pick,
     split_sections,
 )
 from torchdoctor.lint.checker import check_source
 
 PITFALLS = all_pitfalls()
 # The hundreds of a code say its area; the area is the entry's directory.
-AREA_HUNDREDS = {"device": 0, "autograd": 1, "training": 2, "data": 3, "tensor": 4,
-                 "serialization": 5, "distributed": 6, "tooling": 7, "deprecated": 8,
-                 "experimental": 9}
+AREA_HUNDREDS = {
+    "device": 0,
+    "autograd": 1,
+    "training": 2,
+    "data": 3,
+    "tensor": 4,
+    "serialization": 5,
+    "distributed": 6,
+    "tooling": 7,
+    "deprecated": 8,
+    "experimental": 9,
+}
 # Entries that still write their Example / Use instead: code in each language's prose, until the
 # change that reworks them (engine-made findings) writes it once.
 CODE_IN_PROSE = {"TD700", "TD701"}
@@ -101,27 +118,37 @@ def test_code_is_written_once(pitfall):
 
 
 def test_code_sections_follow_the_prose_before_them():
-    pitfall = Pitfall(code="TD999", name="made-up", title={"en": "t"}, messages={"": {"en": "m"}},
-                      docs={"en": "## What it catches\nc\n\n## Why is this bad?\nw\n\n"
-                                  "## Symptoms\ns\n"},
-                      example="\nx.cuda()\n", use_instead="\nx = x.cuda()\n")
+    pitfall = Pitfall(
+        code="TD999",
+        name="made-up",
+        title={"en": "t"},
+        messages={"": {"en": "m"}},
+        docs={"en": "## What it catches\nc\n\n## Why is this bad?\nw\n\n## Symptoms\ns\n"},
+        example="\nx.cuda()\n",
+        use_instead="\nx = x.cuda()\n",
+    )
     assert list(pitfall.sections("en")) == list(SECTIONS[:5])
     assert pitfall.explanation("en") == (
         "## What it catches\nc\n\n## Why is this bad?\nw\n\n## Example\n```python\nx.cuda()\n```"
-        "\n\n## Use instead:\n```python\nx = x.cuda()\n```\n\n## Symptoms\ns")
+        "\n\n## Use instead:\n```python\nx = x.cuda()\n```\n\n## Symptoms\ns"
+    )
 
 
-@pytest.mark.parametrize("pitfall", [p for p in PITFALLS if p.lint_example and p.static_detectors],
-                         ids=ids)
+@pytest.mark.parametrize(
+    "pitfall", [p for p in PITFALLS if p.lint_example and p.static_detectors], ids=ids
+)
 def test_example_triggers_and_use_instead_does_not(pitfall):
-    assert pitfall.code in _lint(pitfall.example, pitfall), \
+    assert pitfall.code in _lint(pitfall.example, pitfall), (
         f"Example does not trigger:\n{pitfall.example}"
-    assert pitfall.code not in _lint(pitfall.use_instead, pitfall), \
+    )
+    assert pitfall.code not in _lint(pitfall.use_instead, pitfall), (
         f"Use instead: triggers:\n{pitfall.use_instead}"
+    )
 
 
-@pytest.mark.parametrize("pitfall", [p for p in PITFALLS if p.static_detectors or p.native_scanners],
-                         ids=ids)
+@pytest.mark.parametrize(
+    "pitfall", [p for p in PITFALLS if p.static_detectors or p.native_scanners], ids=ids
+)
 def test_static_rules_have_a_fixture(pitfall):
     suffixes = (".cu", ".cpp") if pitfall.native_scanners else (".py", ".ipynb")
     candidates = [FIXTURES / "lint" / f"{pitfall.name}{suffix}" for suffix in suffixes]

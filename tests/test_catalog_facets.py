@@ -2,6 +2,7 @@
 each monitor a fixture script and its fixed twin, each checkpoint check a ckpt case. Entries
 that lack one are listed below with the reason, and show as skipped in the test output.
 (Static rules: tests/test_catalog.py::test_static_rules_have_a_fixture.)"""
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,7 @@ WATCH_GAPS = {
 }
 CKPT_GAPS = {
     "state-dict-key-mismatch": "no ckpt test asserts this finding (explain fixtures cover the "
-                               "error, test_ckpt_diff_fix.py only the repaired nesting)",
+    "error, test_ckpt_diff_fix.py only the repaired nesting)",
 }
 
 
@@ -54,15 +55,22 @@ def test_error_signatures_have_a_real_fixture(pitfall):
     assert fixtures, f"no tests/fixtures/explain/{pitfall.name}/*.txt"
     headers = [read_fixture(path)[0] for path in fixtures]
     assert all(h.get("source") for h in headers), "every fixture says where its text comes from"
-    assert any(h.get("expect", pitfall.name) == pitfall.name for h in headers), \
+    assert any(h.get("expect", pitfall.name) == pitfall.name for h in headers), (
         "no fixture expects this entry as the top cause"
+    )
 
 
 def _watch_scripts(pitfall) -> list[Path]:
     named = WATCH / f"{pitfall.name.replace('-', '_')}.py"
-    declared = [path for path in sorted(WATCH.glob("*.py")) if not path.stem.endswith("_fixed")
-                and any(pitfall.code in line.split()
-                        for line in _WATCH_EXPECT.findall(path.read_text(encoding="utf-8")))]
+    declared = [
+        path
+        for path in sorted(WATCH.glob("*.py"))
+        if not path.stem.endswith("_fixed")
+        and any(
+            pitfall.code in line.split()
+            for line in _WATCH_EXPECT.findall(path.read_text(encoding="utf-8"))
+        )
+    ]
     return ([named] if named.exists() else []) + [p for p in declared if p != named]
 
 
@@ -70,22 +78,28 @@ def _watch_scripts(pitfall) -> list[Path]:
 def test_monitors_have_a_fixture_script_and_its_fixed_twin(pitfall):
     _skip_if_known_gap(pitfall, WATCH_GAPS)
     scripts = _watch_scripts(pitfall)
-    assert scripts, (f"no tests/fixtures/watch/{pitfall.name.replace('-', '_')}.py and no "
-                     f"script with a `#| expect: {pitfall.code}` header")
-    assert any(script.with_name(f"{script.stem}_fixed.py").exists() for script in scripts), \
+    assert scripts, (
+        f"no tests/fixtures/watch/{pitfall.name.replace('-', '_')}.py and no "
+        f"script with a `#| expect: {pitfall.code}` header"
+    )
+    assert any(script.with_name(f"{script.stem}_fixed.py").exists() for script in scripts), (
         f"no fixed twin of {', '.join(s.name for s in scripts)}"
+    )
 
 
 def _ckpt_tests() -> str:
-    return "".join(path.read_text(encoding="utf-8") for path in sorted(TESTS.glob("test_ckpt_*.py")))
+    return "".join(
+        path.read_text(encoding="utf-8") for path in sorted(TESTS.glob("test_ckpt_*.py"))
+    )
 
 
 @pytest.mark.parametrize("pitfall", [p for p in PITFALLS if p.checkpoint_checks], ids=ids)
 def test_checkpoint_checks_have_a_case(pitfall):
     _skip_if_known_gap(pitfall, CKPT_GAPS)
     text = _ckpt_tests()
-    assert f'"{pitfall.name}"' in text or f"'{pitfall.name}'" in text, \
+    assert f'"{pitfall.name}"' in text or f"'{pitfall.name}'" in text, (
         "no test in tests/test_ckpt_*.py asserts this finding by name"
+    )
 
 
 def test_the_gap_lists_hold_only_real_gaps():
@@ -93,8 +107,11 @@ def test_the_gap_lists_hold_only_real_gaps():
     by_name = {p.name: p for p in PITFALLS}
     assert set(WATCH_GAPS) <= {name for name, p in by_name.items() if p.monitors}
     assert set(CKPT_GAPS) <= {name for name, p in by_name.items() if p.checkpoint_checks}
-    covered = [name for name in WATCH_GAPS if any(
-        s.with_name(f"{s.stem}_fixed.py").exists() for s in _watch_scripts(by_name[name]))]
+    covered = [
+        name
+        for name in WATCH_GAPS
+        if any(s.with_name(f"{s.stem}_fixed.py").exists() for s in _watch_scripts(by_name[name]))
+    ]
     assert covered == [], f"remove from WATCH_GAPS: {covered}"
     text = _ckpt_tests()
     covered = [name for name in CKPT_GAPS if f'"{name}"' in text or f"'{name}'" in text]

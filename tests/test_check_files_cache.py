@@ -5,6 +5,7 @@ a link to /dev/zero named *.py, a directory it may not list, an exotic coding co
 directory that is a symbolic link (or a cache file of the wrong shape), a broken pyproject.toml
 of another project, fixes written through links, or over a file's owner and mode.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,14 @@ def write(path: Path, text: str | bytes) -> Path:
 def check(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     """`torchdoctor check ARGS` with bytes in and out, killed if it hangs."""
     env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
-    return subprocess.run([sys.executable, "-m", "torchdoctor", "check", *args], cwd=cwd,
-                          input=stdin, capture_output=True, env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "check", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def findings_of(result: subprocess.CompletedProcess) -> dict[str, list[dict]]:
@@ -59,6 +66,7 @@ def assert_clean_stderr(result: subprocess.CompletedProcess) -> None:
 
 
 # ---- reading only regular files -------------------------------------------------------------
+
 
 @needs_fifo
 def test_fifo_in_the_tree_or_named_is_a_finding_and_the_rest_is_checked(tmp_path):
@@ -126,6 +134,7 @@ def test_gitignore_pattern_git_cannot_parse_is_skipped(tmp_path):
 
 # ---- directories that cannot be listed ------------------------------------------------------
 
+
 def test_unlistable_directory_is_one_error_and_the_rest_is_found(tmp_path, monkeypatch):
     write(tmp_path / "a.py", DISCARDED)
     write(tmp_path / "sub" / "hidden.py", DISCARDED)
@@ -142,7 +151,8 @@ def test_unlistable_directory_is_one_error_and_the_rest_is_found(tmp_path, monke
     assert found.files == [tmp_path / "a.py"]
     assert found.errors == [  # once each, though `other` was searched twice
         f"{tmp_path / name}: cannot list this directory (permission denied); "
-        "the files under it were not checked" for name in ("other", "sub")
+        "the files under it were not checked"
+        for name in ("other", "sub")
     ]
 
 
@@ -150,9 +160,21 @@ def _nobody_can_run_the_doctor(directory: Path) -> str | None:
     """Why a check as user 65534 cannot run here, or None when it can."""
     if not IS_ROOT or shutil.which("setpriv") is None:
         return "needs root and setpriv to run the check as another user"
-    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                            sys.executable, "-c", "import pathspec, torchdoctor.lint.command"],
-                           cwd=directory, capture_output=True, env=_pythonpath(), timeout=60)
+    probe = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "import pathspec, torchdoctor.lint.command",
+        ],
+        cwd=directory,
+        capture_output=True,
+        env=_pythonpath(),
+        timeout=60,
+    )
     if probe.returncode != 0:
         return "this interpreter or the package cannot be read by user 65534"
     return None
@@ -162,7 +184,10 @@ def _pythonpath() -> dict:
     import pathspec
 
     import torchdoctor
-    roots = [str(Path(module.__file__).resolve().parent.parent) for module in (torchdoctor, pathspec)]
+
+    roots = [
+        str(Path(module.__file__).resolve().parent.parent) for module in (torchdoctor, pathspec)
+    ]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(roots), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -177,13 +202,30 @@ def test_unreadable_subdirectory_as_a_user_is_reported_and_the_rest_checked():
         (directory / "sub").mkdir(mode=0)
         for path in (directory, directory / "a.py", directory / "sub"):
             os.chown(path, 65534, 65534)
-        result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                 sys.executable, "-m", "torchdoctor", "check", "--no-cache", "."],
-                                cwd=directory, capture_output=True, text=True, env=_pythonpath(),
-                                timeout=60)
+        result = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-m",
+                "torchdoctor",
+                "check",
+                "--no-cache",
+                ".",
+            ],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            env=_pythonpath(),
+            timeout=60,
+        )
         assert result.returncode == 2
-        assert result.stderr == ("torchdoctor: error: sub: cannot list this directory (permission "
-                                 "denied); the files under it were not checked\n")
+        assert result.stderr == (
+            "torchdoctor: error: sub: cannot list this directory (permission "
+            "denied); the files under it were not checked\n"
+        )
         assert "a.py:3:1: TD001" in result.stdout
     finally:
         if (directory / "sub").exists():
@@ -192,6 +234,7 @@ def test_unreadable_subdirectory_as_a_user_is_reported_and_the_rest_checked():
 
 
 # ---- the cache: only its own directory, only its own files ----------------------------------
+
 
 def test_cache_directory_that_is_a_link_is_not_used(tmp_path):
     victim = tmp_path / "victim"
@@ -244,15 +287,19 @@ def test_cache_deletes_only_its_own_old_files(tmp_path):
     assert remaining == own_old[-6:]  # six old ones and the new file: seven settings files
 
 
-@pytest.mark.parametrize("damage", [
-    lambda data, key: {key: 5},
-    lambda data, key: [1, 2],
-    lambda data, key: {key: [data[key][0], 5]},
-    lambda data, key: {key: [data[key][0], [{"code": 5}]]},
-    lambda data, key: {key: [data[key][0], [{**data[key][1][0], "line": "3"}]]},
-    lambda data, key: {key: [data[key][0], [{**data[key][1][0], "column": 10 ** 12}]]},
-    lambda data, key: {key: [data[key][0], [{**data[key][1][0], "fix": {"edits": 1}}]]},
-], ids=["int", "array", "findings-int", "finding-shape", "line-type", "huge-column", "fix-shape"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data, key: {key: 5},
+        lambda data, key: [1, 2],
+        lambda data, key: {key: [data[key][0], 5]},
+        lambda data, key: {key: [data[key][0], [{"code": 5}]]},
+        lambda data, key: {key: [data[key][0], [{**data[key][1][0], "line": "3"}]]},
+        lambda data, key: {key: [data[key][0], [{**data[key][1][0], "column": 10**12}]]},
+        lambda data, key: {key: [data[key][0], [{**data[key][1][0], "fix": {"edits": 1}}]]},
+    ],
+    ids=["int", "array", "findings-int", "finding-shape", "line-type", "huge-column", "fix-shape"],
+)
 def test_cache_entry_of_the_wrong_shape_is_a_miss_and_rewritten(tmp_path, damage):
     write(tmp_path / "a.py", DISCARDED)
     check("a.py", cwd=tmp_path)
@@ -268,6 +315,7 @@ def test_cache_entry_of_the_wrong_shape_is_a_miss_and_rewritten(tmp_path, damage
 
 
 # ---- the cache: where it lives, and that it does not grow -----------------------------------
+
 
 @pytest.mark.parametrize("marker", [".git", "pyproject.toml", "setup.py", "setup.cfg", None])
 def test_cache_lives_at_the_project_root_not_in_the_current_directory(tmp_path, marker):
@@ -316,23 +364,35 @@ def test_cache_drops_entries_of_files_gone_and_keeps_those_not_checked(tmp_path)
 
 # ---- configuration: one line per mistake ----------------------------------------------------
 
-@pytest.mark.parametrize("config, message", [
-    ('[tool.torchdoctor]\nlang = ["en"]\n', "lang must be one of 'en', 'zh', not an array"),
-    ('[tool.torchdoctor]\nlang = "fr"\n', "lang must be one of 'en', 'zh', not 'fr'"),
-    ("[tool]\ntorchdoctor = 5\n", "[tool.torchdoctor] must be a table, not an integer"),
-    ('[tool.torchdoctor]\nexclude = ["\\\\"]\n', "exclude: invalid pattern '\\\\'"),
-    ("[tool.torchdoctor]\nexclude = 5\n", "exclude must be a list of strings, not an integer"),
-    ("[tool.torchdoctor]\nextend-exclude = [true]\n", "extend-exclude must be a list of strings, "
-                                                       "not a list holding a boolean"),
-    ("[tool.torchdoctor]\nselect = [1]\n", "select must be a list of strings"),
-    ("[tool.torchdoctor]\nignore = {a = 1}\n", "ignore must be a list of strings, not a table"),
-    ("[tool.torchdoctor]\nper-file-ignores = 5\n", "per-file-ignores must be a table of glob "
-                                                    "patterns to lists of rules, not an integer"),
-    ('[tool.torchdoctor]\nper-file-ignores = {"t/*" = 5}\n',
-     "per-file-ignores.'t/*' must be a list of strings, not an integer"),
-    ('[tool.torchdoctor]\nper-file-ignores = {"\\\\" = ["TD001"]}\n',
-     "per-file-ignores: invalid pattern '\\\\'"),
-])
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ('[tool.torchdoctor]\nlang = ["en"]\n', "lang must be one of 'en', 'zh', not an array"),
+        ('[tool.torchdoctor]\nlang = "fr"\n', "lang must be one of 'en', 'zh', not 'fr'"),
+        ("[tool]\ntorchdoctor = 5\n", "[tool.torchdoctor] must be a table, not an integer"),
+        ('[tool.torchdoctor]\nexclude = ["\\\\"]\n', "exclude: invalid pattern '\\\\'"),
+        ("[tool.torchdoctor]\nexclude = 5\n", "exclude must be a list of strings, not an integer"),
+        (
+            "[tool.torchdoctor]\nextend-exclude = [true]\n",
+            "extend-exclude must be a list of strings, not a list holding a boolean",
+        ),
+        ("[tool.torchdoctor]\nselect = [1]\n", "select must be a list of strings"),
+        ("[tool.torchdoctor]\nignore = {a = 1}\n", "ignore must be a list of strings, not a table"),
+        (
+            "[tool.torchdoctor]\nper-file-ignores = 5\n",
+            "per-file-ignores must be a table of glob patterns to lists of rules, not an integer",
+        ),
+        (
+            '[tool.torchdoctor]\nper-file-ignores = {"t/*" = 5}\n',
+            "per-file-ignores.'t/*' must be a list of strings, not an integer",
+        ),
+        (
+            '[tool.torchdoctor]\nper-file-ignores = {"\\\\" = ["TD001"]}\n',
+            "per-file-ignores: invalid pattern '\\\\'",
+        ),
+    ],
+)
 def test_configuration_of_the_wrong_type_is_one_usage_error(tmp_path, config, message):
     write(tmp_path / "pyproject.toml", config)
     write(tmp_path / "a.py", DISCARDED)
@@ -366,6 +426,7 @@ def test_broken_pyproject_of_an_unrelated_parent_is_passed_over(tmp_path):
 
 # ---- fixes: in place, inside the checked paths, only over what was read -----------------------
 
+
 def test_fix_keeps_the_files_identity_mode_and_owner(tmp_path):
     path = write(tmp_path / "a.py", LEGACY_LOSS)
     os.chmod(path, 0o640)
@@ -377,8 +438,14 @@ def test_fix_keeps_the_files_identity_mode_and_owner(tmp_path):
     assert result.returncode == 0, result.stdout
     after = os.stat(path)
     assert path.read_text() == LEGACY_FIXED
-    assert (tmp_path / "hard.py.txt").read_text() == LEGACY_FIXED  # the same file, by its other name
-    assert (after.st_ino, after.st_uid, after.st_gid) == (before.st_ino, before.st_uid, before.st_gid)
+    assert (
+        tmp_path / "hard.py.txt"
+    ).read_text() == LEGACY_FIXED  # the same file, by its other name
+    assert (after.st_ino, after.st_uid, after.st_gid) == (
+        before.st_ino,
+        before.st_uid,
+        before.st_gid,
+    )
     assert stat.S_IMODE(after.st_mode) == 0o640
 
 
@@ -399,8 +466,10 @@ def test_fix_never_writes_through_a_link_out_of_the_checked_paths(tmp_path, name
     link.symlink_to("../shared/real.py")
     result = check("--no-cache", "--fix", named, cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.decode() == (f"torchdoctor: warning: proj/link.py: not fixed: a symbolic "
-                                      f"link to {shared.resolve()}, outside the checked paths\n")
+    assert result.stderr.decode() == (
+        f"torchdoctor: warning: proj/link.py: not fixed: a symbolic "
+        f"link to {shared.resolve()}, outside the checked paths\n"
+    )
     assert b"proj/link.py:3:16: TD802" in result.stdout
     assert link.is_symlink() and shared.read_text() == LEGACY_LOSS
 
@@ -416,10 +485,12 @@ def test_fix_is_not_written_over_a_file_changed_since_it_was_read(tmp_path):
 
 # ---- stdin: decoded like a file -------------------------------------------------------------
 
+
 def test_stdin_honours_a_utf8_bom_and_keeps_it_when_fixing(tmp_path):
     source = b"\xef\xbb\xbf" + LEGACY_LOSS.encode()
-    result = check("--no-cache", "--format", "json", "--stdin-filename", "a.py", cwd=tmp_path,
-                   stdin=source)
+    result = check(
+        "--no-cache", "--format", "json", "--stdin-filename", "a.py", cwd=tmp_path, stdin=source
+    )
     assert [f["code"] for f in json.loads(result.stdout)] == ["TD802"]
     fixed = check("--no-cache", "--fix", "--stdin-filename", "a.py", cwd=tmp_path, stdin=source)
     assert fixed.returncode == 0, fixed.stderr
@@ -428,8 +499,9 @@ def test_stdin_honours_a_utf8_bom_and_keeps_it_when_fixing(tmp_path):
 
 def test_stdin_honours_a_coding_cookie_and_fixes_in_that_encoding(tmp_path):
     source = ("# -*- coding: latin-1 -*-\n# café\n" + LEGACY_LOSS).encode("latin-1")
-    result = check("--no-cache", "--format", "json", "--stdin-filename", "a.py", cwd=tmp_path,
-                   stdin=source)
+    result = check(
+        "--no-cache", "--format", "json", "--stdin-filename", "a.py", cwd=tmp_path, stdin=source
+    )
     assert [(f["code"], f["line"]) for f in json.loads(result.stdout)] == [("TD802", 5)]
     fixed = check("--no-cache", "--fix", "--stdin-filename", "a.py", cwd=tmp_path, stdin=source)
     assert fixed.stdout == ("# -*- coding: latin-1 -*-\n# café\n" + LEGACY_FIXED).encode("latin-1")
@@ -437,8 +509,9 @@ def test_stdin_honours_a_coding_cookie_and_fixes_in_that_encoding(tmp_path):
 
 def test_stdin_that_cannot_be_decoded_is_a_finding_and_fix_echoes_it(tmp_path):
     source = b"# coding: punycode\nimport torch\n"
-    result = check("--no-cache", "--format", "json", "--stdin-filename", "a.py", cwd=tmp_path,
-                   stdin=source)
+    result = check(
+        "--no-cache", "--format", "json", "--stdin-filename", "a.py", cwd=tmp_path, stdin=source
+    )
     assert [f["name"] for f in json.loads(result.stdout)] == ["unreadable-file"]
     fixed = check("--no-cache", "--fix", "--stdin-filename", "a.py", cwd=tmp_path, stdin=source)
     assert fixed.stdout == source

@@ -1,5 +1,6 @@
 """`check` never hangs on its worker processes: a worker killed, Ctrl-C, SIGTERM, the check
 itself killed; a task that raises or returns what cannot be sent back; the progress line."""
+
 from __future__ import annotations
 
 import io
@@ -21,16 +22,18 @@ from torchdoctor.lint import command, pool, progress
 from torchdoctor.lint.command import shows_progress
 from torchdoctor.lint.pool import Failure, map_in_workers
 
-linux_only = pytest.mark.skipif(not Path("/proc/self/stat").is_file(),
-                                reason="finds worker processes through /proc")
+linux_only = pytest.mark.skipif(
+    not Path("/proc/self/stat").is_file(), reason="finds worker processes through /proc"
+)
 
 
 def slow_tree(root: Path, files: int = 8, functions: int = 2000) -> Path:
     """Files that take a worker a good fraction of a second each, one finding (TD001) each."""
     body = "".join(f"def f{j}(x):\n    y = x.cuda()\n    return y\n" for j in range(functions))
     for number in range(files):
-        (root / f"m{number}.py").write_text(f"import torch\nx = torch.zeros(3)\nx.cuda()\n{body}",
-                                            encoding="utf-8")
+        (root / f"m{number}.py").write_text(
+            f"import torch\nx = torch.zeros(3)\nx.cuda()\n{body}", encoding="utf-8"
+        )
     return root
 
 
@@ -41,11 +44,16 @@ def running_check(root: Path, *args: str) -> Iterator[subprocess.Popen]:
     env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
     check = subprocess.Popen(
         [sys.executable, "-m", "torchdoctor", "check", "--no-cache", "--jobs", "2", *args, "."],
-        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,  # its own process group, as a shell job has
         # Ctrl-C as at a terminal, even when the tests run where SIGINT is ignored (a
         # background job of a script): python keeps an ignored SIGINT ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         yield check
     finally:
@@ -98,6 +106,7 @@ def gone(pid: int) -> bool:
 
 # ---- a worker killed, the check stopped, the check killed ---------------------------------
 
+
 @linux_only
 def test_a_killed_worker_is_one_error_and_the_other_files_are_still_checked(tmp_path):
     with running_check(slow_tree(tmp_path), "--format", "json") as check:
@@ -109,19 +118,23 @@ def test_a_killed_worker_is_one_error_and_the_other_files_are_still_checked(tmp_
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr
     assert lines[0].startswith("torchdoctor: error: m")
-    assert lines[0].endswith(": not checked: a worker process died (killed by signal 9, SIGKILL)"
-                             " while checking it")
+    assert lines[0].endswith(
+        ": not checked: a worker process died (killed by signal 9, SIGKILL) while checking it"
+    )
     lost = lines[0].split()[2].rstrip(":")
     checked = {finding["path"] for finding in json.loads(stdout)}
     assert checked == {f"m{number}.py" for number in range(8)} - {lost}
 
 
 @linux_only
-@pytest.mark.parametrize("sig, to_group, code", [
-    (signal.SIGINT, True, 130),    # Ctrl-C in a terminal: the whole foreground group
-    (signal.SIGTERM, False, 143),  # kill PID, timeout(1)
-    (signal.SIGTERM, True, 143),   # a container or CI job being stopped
-])
+@pytest.mark.parametrize(
+    "sig, to_group, code",
+    [
+        (signal.SIGINT, True, 130),  # Ctrl-C in a terminal: the whole foreground group
+        (signal.SIGTERM, False, 143),  # kill PID, timeout(1)
+        (signal.SIGTERM, True, 143),  # a container or CI job being stopped
+    ],
+)
 def test_a_stopped_check_exits_cleanly_and_leaves_no_worker(tmp_path, sig, to_group, code):
     with running_check(slow_tree(tmp_path)) as check:
         workers = busy_workers(check)
@@ -195,8 +208,9 @@ def write_marker(task):
 
 def test_results_come_back_in_order_and_every_task_is_counted():
     done = []
-    assert map_in_workers(double, list(range(100)), 2, on_done=done.append) == \
-        [2 * n for n in range(100)]
+    assert map_in_workers(double, list(range(100)), 2, on_done=done.append) == [
+        2 * n for n in range(100)
+    ]
     assert sum(done) == 100
     assert not multiprocessing.active_children()
 
@@ -222,8 +236,9 @@ def test_a_large_result_comes_back_whole():
 def test_when_every_worker_dies_the_rest_is_done_here():
     results = map_in_workers(die_in_worker_on_small, list(range(40)), 2)
     dead = [r for r in results if isinstance(r, Failure)]
-    assert dead and all("a worker process died (killed by signal 9, SIGKILL)" in f.reason
-                        for f in dead)
+    assert dead and all(
+        "a worker process died (killed by signal 9, SIGKILL)" in f.reason for f in dead
+    )
     assert [r for r in results if not isinstance(r, Failure)] == list(range(len(dead), 40))
     assert not multiprocessing.active_children()
 
@@ -248,17 +263,20 @@ def test_workers_ignore_ctrl_c_and_take_the_default_action_for_sigterm():
 def test_a_stopped_pool_lets_busy_workers_finish_the_task_at_hand(tmp_path):
     """What --fix relies on when Ctrl-C comes: a file being written is written whole; nothing
     more is started."""
+
     def interrupt(count):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        map_in_workers(write_marker, [(tmp_path, n) for n in range(4)], 2, grace=30.0,
-                       on_done=interrupt)
+        map_in_workers(
+            write_marker, [(tmp_path, n) for n in range(4)], 2, grace=30.0, on_done=interrupt
+        )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["0.done", "1.done"]
     assert not multiprocessing.active_children()
 
 
 # ---- progress -----------------------------------------------------------------------------
+
 
 class FakeTerminal(io.StringIO):
     def isatty(self) -> bool:

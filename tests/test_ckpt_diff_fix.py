@@ -1,4 +1,5 @@
 """`torchdoctor ckpt diff` and `fix`, and `torchdoctor.load_state_dict`, on real checkpoints."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,8 +12,13 @@ import torch
 from torch import nn
 
 import torchdoctor
-from ckpt_builders import (Net, data_parallel_state, old_batchnorm_state, training_checkpoint,
-                           write_models)
+from ckpt_builders import (
+    Net,
+    data_parallel_state,
+    old_batchnorm_state,
+    training_checkpoint,
+    write_models,
+)
 from torchdoctor.ckpt.api import CheckpointMismatchError
 from torchdoctor.cli import main
 
@@ -35,8 +41,9 @@ def models(tmp_path):
 def test_diff_against_model_classifies_prefix_nesting_and_counters(tmp_path, capsys, models):
     path = tmp_path / "ckpt.pth"
     checkpoint = training_checkpoint(Net())
-    checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items()
-                                if not k.endswith("num_batches_tracked")}
+    checkpoint["state_dict"] = {
+        k: v for k, v in checkpoint["state_dict"].items() if not k.endswith("num_batches_tracked")
+    }
     torch.save(checkpoint, path)
     code, out, _ = ckpt(capsys, "diff", path, "--model", f"{models}:build")
     assert code == 1
@@ -49,8 +56,7 @@ def test_diff_against_model_classifies_prefix_nesting_and_counters(tmp_path, cap
 def test_diff_head_of_another_size(tmp_path, capsys, models):
     path = tmp_path / "imagenet.pth"
     torch.save(Net(classes=10).state_dict(), path)
-    code = main(["ckpt", "diff", str(path), "--model", f"{models}:build_five", "--format",
-                 "json"])
+    code = main(["ckpt", "diff", str(path), "--model", f"{models}:build_five", "--format", "json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and not data["loads_after_repair"]
     head = [d for d in data["differences"] if d["kind"] == "head"]
@@ -135,8 +141,9 @@ def test_fix_whole_module_needs_trust(tmp_path, capsys):
     out = tmp_path / "weights.safetensors"
     code, _, err = ckpt(capsys, "fix", source, "-o", out)
     assert code == 2 and "--trust" in err and not out.exists()
-    code, text, err = ckpt(capsys, "fix", source, "-o", out, "--trust", "--to-safetensors",
-                           "--dtype", "float16")
+    code, text, err = ckpt(
+        capsys, "fix", source, "-o", out, "--trust", "--to-safetensors", "--dtype", "float16"
+    )
     assert code == 0, err
     from torchdoctor.ckpt.repair import read_safetensors
 
@@ -169,18 +176,24 @@ def test_fix_never_overwrites_its_input(tmp_path, capsys):
     assert digest(source) == before
 
 
-@pytest.mark.parametrize("spec, words", [
-    ("{models}:broken", "RuntimeError: no GPU here"),
-    ("{tmp}/absent.py:build", "no such file"),
-    ("{models}:nothing", "has no 'nothing'"),
-    ("not_a_spec", "expected path/to/file.py:factory"),
-])
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("{models}:broken", "RuntimeError: no GPU here"),
+        ("{tmp}/absent.py:build", "no such file"),
+        ("{models}:nothing", "has no 'nothing'"),
+        ("not_a_spec", "expected path/to/file.py:factory"),
+    ],
+)
 def test_bad_model_spec_is_one_line(tmp_path, models, spec, words):
     path = tmp_path / "m.pth"
     torch.save(Net().state_dict(), path)
     spec = spec.format(models=models, tmp=tmp_path)
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "ckpt", "diff", str(path),
-                             "--model", spec], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "ckpt", "diff", str(path), "--model", spec],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert words in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -225,8 +238,7 @@ def test_load_state_dict_api_raises_with_what_does_not_fit():
     with pytest.raises(CheckpointMismatchError, match="state-dict-shape-mismatch"):
         torchdoctor.load_state_dict(model, {"model": source.state_dict()}, verbose=False)
     assert torch.equal(model.fc.weight, before)  # untouched
-    result = torchdoctor.load_state_dict(model, source.state_dict(), strict=False,
-                                         verbose=False)
+    result = torchdoctor.load_state_dict(model, source.state_dict(), strict=False, verbose=False)
     assert set(result.skipped_keys) == {"fc.weight", "fc.bias"}
     assert torch.equal(model.conv.weight, source.conv.weight)
 

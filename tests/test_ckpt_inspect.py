@@ -1,4 +1,5 @@
 """`torchdoctor ckpt inspect`: what a checkpoint is and holds, read without running it."""
+
 from __future__ import annotations
 
 import io
@@ -11,8 +12,15 @@ import pytest
 import torch
 from torch import nn
 
-from ckpt_builders import (Net, data_parallel_state, malicious_checkpoint, old_batchnorm_state,
-                           plain_pickle, safetensors_bytes, training_checkpoint)
+from ckpt_builders import (
+    Net,
+    data_parallel_state,
+    malicious_checkpoint,
+    old_batchnorm_state,
+    plain_pickle,
+    safetensors_bytes,
+    training_checkpoint,
+)
 from conftest import run_cli
 from torchdoctor.cli import main
 
@@ -104,19 +112,29 @@ def test_batchnorm_counters_missing_from_a_plain_dict_load_fine(tmp_path, capsys
 
 def test_whole_pickled_module(tmp_path, capsys):
     source = tmp_path / "mymodels.py"
-    source.write_text("from torch import nn\n\nclass Tiny(nn.Module):\n"
-                      "    def __init__(self):\n        super().__init__()\n"
-                      "        self.body = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n")
-    script = ("import sys, torch; sys.path.insert(0, sys.argv[1]); import mymodels; "
-              "torch.save(mymodels.Tiny(), sys.argv[2])")
+    source.write_text(
+        "from torch import nn\n\nclass Tiny(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+    )
+    script = (
+        "import sys, torch; sys.path.insert(0, sys.argv[1]); import mymodels; "
+        "torch.save(mymodels.Tiny(), sys.argv[2])"
+    )
     path = tmp_path / "whole.pt"
     subprocess.run([sys.executable, "-c", script, str(tmp_path), str(path)], check=True)
     code, data = inspect_json(capsys, path)
     assert code == 1
     assert data["weights"]["module_class"] == "mymodels.Tiny"
     assert [k["key"] for k in data["weights"]["keys"]] == [
-        "body.0.weight", "body.0.bias", "body.1.weight", "body.1.bias", "body.1.running_mean",
-        "body.1.running_var", "body.1.num_batches_tracked"]
+        "body.0.weight",
+        "body.0.bias",
+        "body.1.weight",
+        "body.1.bias",
+        "body.1.running_mean",
+        "body.1.running_var",
+        "body.1.num_batches_tracked",
+    ]
     assert codes(data) == ["whole-module-saved"]
     assert "--trust" in data["findings"][0]["fix"]["title"]
 
@@ -157,14 +175,23 @@ def test_saved_on_gpu(tmp_path, capsys):
     assert codes(data) == ["load-without-map-location"]
 
 
-@pytest.mark.parametrize("content, kind, words", [
-    (b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 102502400\n",
-     "lfs-pointer", ["Git LFS", "102502400 bytes"]),
-    (b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head></html>\n", "html",
-     ["HTML page"]),
-    (b"", "empty", ["empty (0 bytes)"]),
-    (b"\x00" * 4096, "zeros", ["zero bytes"]),
-])
+@pytest.mark.parametrize(
+    "content, kind, words",
+    [
+        (
+            b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 102502400\n",
+            "lfs-pointer",
+            ["Git LFS", "102502400 bytes"],
+        ),
+        (
+            b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head></html>\n",
+            "html",
+            ["HTML page"],
+        ),
+        (b"", "empty", ["empty (0 bytes)"]),
+        (b"\x00" * 4096, "zeros", ["zero bytes"]),
+    ],
+)
 def test_not_a_checkpoint(tmp_path, capsys, content, kind, words):
     path = tmp_path / "model.pth"
     path.write_bytes(content)
@@ -220,11 +247,15 @@ def test_malicious_pickle_is_reported_and_never_run(tmp_path):
 def test_inspect_does_not_import_torch_and_prints_on_gbk(tmp_path):
     path = tmp_path / "ckpt.pth"
     torch.save(training_checkpoint(Net()), path)
-    probe = ("import sys; from torchdoctor.cli import main; code = main(sys.argv[1:]); "
-             "assert 'torch' not in sys.modules, 'torch imported'; print('exit', code)")
-    result = subprocess.run([sys.executable, "-c", probe, "ckpt", "inspect", str(path),
-                             "--lang", "zh"], capture_output=True,
-                            env={"PYTHONIOENCODING": "gbk", "PATH": "/usr/bin:/bin"})
+    probe = (
+        "import sys; from torchdoctor.cli import main; code = main(sys.argv[1:]); "
+        "assert 'torch' not in sys.modules, 'torch imported'; print('exit', code)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "ckpt", "inspect", str(path), "--lang", "zh"],
+        capture_output=True,
+        env={"PYTHONIOENCODING": "gbk", "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr.decode("gbk", "replace")
     out = result.stdout.decode("gbk")
     assert out.strip().endswith("exit 1")
@@ -241,5 +272,4 @@ def test_reader_never_reads_tensor_data():
     with zipfile.ZipFile(buffer) as archive:
         pickled = archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
     unpickler = reader.SafeUnpickler(io.BytesIO(pickled), {})
-    assert unpickler.load_safely() == {"w": reader.TensorInfo((1000, 1000), "float32", "cpu",
-                                                               "0")}
+    assert unpickler.load_safely() == {"w": reader.TensorInfo((1000, 1000), "float32", "cpu", "0")}

@@ -4,6 +4,7 @@ hangs or runs out of memory, never shows a traceback, and never writes over what
 Run as a script (`python test_ckpt_robustness.py fuzz SEED COUNT`) it is the fuzz driver that
 `test_fuzzed_checkpoints_never_crash_the_reader` starts under a timeout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,14 +35,19 @@ TIMEOUT = 60  # seconds: catches a hang, never a slow run
 
 def cli(*args, cwd=None) -> subprocess.CompletedProcess:
     full = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
-    return subprocess.run([sys.executable, "-m", "torchdoctor", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=TIMEOUT, env=full)
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=full,
+    )
 
 
 def clean_exit(result: subprocess.CompletedProcess) -> None:
     """No traceback, no internal error: what every bad input must end with."""
-    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, \
-        result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -59,12 +65,23 @@ def text(value: str) -> bytes:
 
 # Safety: a pickle that runs code is a danger, named, never allowlisted, never loaded ----------
 
+
 def hidden_system_pickle(marker: Path) -> bytes:
     """{'a': posix.system('touch MARKER'), 'b': getattr(__import__('os'), 'getcwd')()}: the
     second call is on an object the pickle built (the repro `ckpthidden`)."""
-    return (b"\x80\x02}(" + text("a") + b"cposix\nsystem\n" + text(f"touch {marker}") +
-            b"\x85R" + text("b") + b"cbuiltins\ngetattr\ncbuiltins\n__import__\n" + text("os") +
-            b"\x85R" + text("getcwd") + b"\x86R)Ru.")
+    return (
+        b"\x80\x02}("
+        + text("a")
+        + b"cposix\nsystem\n"
+        + text(f"touch {marker}")
+        + b"\x85R"
+        + text("b")
+        + b"cbuiltins\ngetattr\ncbuiltins\n__import__\n"
+        + text("os")
+        + b"\x85R"
+        + text("getcwd")
+        + b"\x86R)Ru."
+    )
 
 
 class ProfilerGadget:
@@ -103,8 +120,10 @@ def test_profiler_gadget_is_a_danger_and_never_allowlisted_or_loaded(tmp_path):
     assert result.returncode == 1
     assert "DANGER" in result.stdout and "`cProfile.run`" in result.stdout
     assert "allow exactly these" not in result.stdout and "repairs this" not in result.stdout
-    for command in (["fix", path, "-o", tmp_path / "out.pth"],
-                    ["fix", path, "-o", tmp_path / "out.pth", "--trust"]):
+    for command in (
+        ["fix", path, "-o", tmp_path / "out.pth"],
+        ["fix", path, "-o", tmp_path / "out.pth", "--trust"],
+    ):
         refused = one_line_error(cli("ckpt", *command))
         assert "never loads" in refused and "cProfile.run" in refused
     with pytest.raises(torchdoctor_api().CheckpointMismatchError, match="not even with trust"):
@@ -132,8 +151,15 @@ def test_whole_module_with_a_gadget_gets_no_trust_advice(tmp_path):
 
 def test_a_damaged_pickle_still_reports_the_code_it_holds(tmp_path):
     path = tmp_path / "cut.pkl"
-    path.write_bytes(b"\x80\x02}(" + text("a") + b"cposix\nsystem\n" + text("rm -rf ~") +
-                     b"\x85R" + text("b") + b"\xff")
+    path.write_bytes(
+        b"\x80\x02}("
+        + text("a")
+        + b"cposix\nsystem\n"
+        + text("rm -rf ~")
+        + b"\x85R"
+        + text("b")
+        + b"\xff"
+    )
     result = cli("ckpt", "inspect", path)
     clean_exit(result)
     assert "corrupted-checkpoint" in result.stdout and "`posix.system`" in result.stdout
@@ -141,40 +167,46 @@ def test_a_damaged_pickle_still_reports_the_code_it_holds(tmp_path):
     assert "not a readable checkpoint" in refused and "DANGER" in refused
 
 
-@pytest.mark.parametrize("name, uses, group", [
-    ("numpy.core.multiarray._reconstruct", {"call"}, "data"),
-    ("numpy.dtypes.Float64DType", set(), "data"),
-    ("argparse.Namespace", {"new"}, "data"),
-    ("collections.defaultdict", {"call"}, "data"),
-    ("model.Net", {"new"}, "class"),  # a pickled model of the user's own
-    ("config.Mode", {"call-scalar"}, "class"),  # an enum member: Mode("train")
-    ("torch.nn.functional.relu", set(), "class"),  # only named, never called
-    ("evil.run", {"call-scalar"}, "code"),  # a function called while loading
-    ("model.Builder", {"call"}, "code"),  # a class called with built arguments
-    ("logging.FileHandler", {"call-scalar"}, "code"),  # the standard library's: opens a file
-    ("numpy.dtype", {"call-result"}, "code"),  # calling what the pickle built: a gadget
-    ("os.system", set(), "code"),
-    ("posix.system", {"call"}, "code"),
-    ("subprocess.Popen", {"new"}, "code"),
-    ("builtins.eval", {"call"}, "code"),
-    ("builtins.getattr", {"call"}, "code"),
-    ("cProfile.run", {"call"}, "code"),
-    ("pdb.run", {"call"}, "code"),
-    ("runpy.run_path", {"call"}, "code"),
-    ("importlib.import_module", {"call"}, "code"),
-    ("pickle.loads", {"call"}, "code"),
-    ("marshal.loads", {"call"}, "code"),
-    ("torch.storage._load_from_bytes", {"call"}, "code"),  # torch.load(weights_only=False)
-])
+@pytest.mark.parametrize(
+    "name, uses, group",
+    [
+        ("numpy.core.multiarray._reconstruct", {"call"}, "data"),
+        ("numpy.dtypes.Float64DType", set(), "data"),
+        ("argparse.Namespace", {"new"}, "data"),
+        ("collections.defaultdict", {"call"}, "data"),
+        ("model.Net", {"new"}, "class"),  # a pickled model of the user's own
+        ("config.Mode", {"call-scalar"}, "class"),  # an enum member: Mode("train")
+        ("torch.nn.functional.relu", set(), "class"),  # only named, never called
+        ("evil.run", {"call-scalar"}, "code"),  # a function called while loading
+        ("model.Builder", {"call"}, "code"),  # a class called with built arguments
+        ("logging.FileHandler", {"call-scalar"}, "code"),  # the standard library's: opens a file
+        ("numpy.dtype", {"call-result"}, "code"),  # calling what the pickle built: a gadget
+        ("os.system", set(), "code"),
+        ("posix.system", {"call"}, "code"),
+        ("subprocess.Popen", {"new"}, "code"),
+        ("builtins.eval", {"call"}, "code"),
+        ("builtins.getattr", {"call"}, "code"),
+        ("cProfile.run", {"call"}, "code"),
+        ("pdb.run", {"call"}, "code"),
+        ("runpy.run_path", {"call"}, "code"),
+        ("importlib.import_module", {"call"}, "code"),
+        ("pickle.loads", {"call"}, "code"),
+        ("marshal.loads", {"call"}, "code"),
+        ("torch.storage._load_from_bytes", {"call"}, "code"),  # torch.load(weights_only=False)
+    ],
+)
 def test_globals_are_judged_by_name_and_use(name, uses, group):
     assert _weights_only.group(name, uses) == group
 
 
 def test_an_enum_of_the_users_code_needs_trust_but_is_no_danger(tmp_path):
     (tmp_path / "settings.py").write_text(
-        "import enum\n\nclass Mode(enum.Enum):\n    TRAIN = 'train'\n")
-    save = ("import sys, torch; sys.path.insert(0, sys.argv[1]); import settings; "
-            "torch.save({'w': torch.zeros(2), 'mode': settings.Mode.TRAIN}, sys.argv[2])")
+        "import enum\n\nclass Mode(enum.Enum):\n    TRAIN = 'train'\n"
+    )
+    save = (
+        "import sys, torch; sys.path.insert(0, sys.argv[1]); import settings; "
+        "torch.save({'w': torch.zeros(2), 'mode': settings.Mode.TRAIN}, sys.argv[2])"
+    )
     path = tmp_path / "ckpt.pth"
     subprocess.run([sys.executable, "-c", save, str(tmp_path), str(path)], check=True)
     result = cli("ckpt", "inspect", path)
@@ -185,6 +217,7 @@ def test_an_enum_of_the_users_code_needs_trust_but_is_no_danger(tmp_path):
 
 
 # Budgets: time and memory in proportion to what is reported -------------------------------
+
 
 def laughs() -> bytes:
     """268 bytes: nine levels of lists, each holding the level below ten times (the repro)."""
@@ -199,8 +232,13 @@ def dict_laughs() -> bytes:
     keys = [text(f"k{i}") for i in range(10)]
     pickled = b"\x80\x02}q\x00(" + b"".join(k + text("x") for k in keys) + b"u0"
     for level in range(1, 9):
-        pickled += (b"}q" + bytes([level]) + b"(" +
-                    b"".join(k + b"h" + bytes([level - 1]) for k in keys) + b"u0")
+        pickled += (
+            b"}q"
+            + bytes([level])
+            + b"("
+            + b"".join(k + b"h" + bytes([level - 1]) for k in keys)
+            + b"u0"
+        )
     return pickled + b"}(" + text("a") + b"h\x08u."
 
 
@@ -216,35 +254,88 @@ def shared_tuples(depth: int) -> bytes:
 
 def module_state(key: bytes, children: bytes) -> bytes:
     """BUILD of a pickled module (memo 0 is its class) whose `_modules` are `children`."""
-    return (b"h\x00)\x81q" + key + b"}(" + text("_parameters") + b"}" + text("_modules") +
-            b"}(" + children + b"uub")
+    return (
+        b"h\x00)\x81q"
+        + key
+        + b"}("
+        + text("_parameters")
+        + b"}"
+        + text("_modules")
+        + b"}("
+        + children
+        + b"uub"
+    )
 
 
-@pytest.mark.parametrize("name, pickled, words", [
-    ("laughs", laughs(), "Nothing to report."),
-    ("laughs of dicts", dict_laughs(), "dict of 10 entries"),
-    ("hash of shared tuples as a dict key", b"\x80\x02}" + shared_tuples(60) + b"K\x01s.",
-     "nested too deeply"),
-    ("hash of shared tuples in a set", b"\x80\x04\x8f(" + shared_tuples(60) + b"\x90.",
-     "nested too deeply"),
-    ("keys that share one large tuple, each counted once", b"\x80\x02(" + b"K\x07" * 250 +
-     b"tq\x00}" + b"".join(b"h\x00J" + struct.pack("<i", i) + b"\x86K\x01s"
-                           for i in range(50_000)) + b".", "Nothing to report."),
-    ("hash of shared tuples in an OrderedDict", b"\x80\x02ccollections\nOrderedDict\n]((" +
-     shared_tuples(60) + b"K\x01te\x85R.", "nested too deeply"),
-    ("a module nested in itself", b"\x80\x02cmodel\nNet\nq\x00" +
-     module_state(b"\x01", text("a") + b"h\x01") + b".", "not fully read"),
-    ("modules shared 2**40 times", b"\x80\x02cmodel\nNet\nq\x00" + module_state(b"\x01", b"") +
-     b"0".join(module_state(bytes([level]), text("a") + b"h" + bytes([level - 1]) + text("b") +
-                            b"h" + bytes([level - 1])) for level in range(2, 42)) + b".",
-     "not fully read"),
-    ("a tensor of 100,000 dimensions", b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(" +
-     text("x") + b"K\x00(" + b"K\x02" * 100_000 + b"tNtR.", "100,000 dimensions"),
-    ("a size claimed larger than the file", b"\x80\x05\x96" + struct.pack("<Q", 2 ** 60) +
-     b"x.", "cut short"),
-    ("3,000,000 references to one object", b"\x80\x02K\x01" + b"2" * 3_000_000 + b".",
-     "not fully read: the pickle runs more than 2,000,000 operations"),
-])
+@pytest.mark.parametrize(
+    "name, pickled, words",
+    [
+        ("laughs", laughs(), "Nothing to report."),
+        ("laughs of dicts", dict_laughs(), "dict of 10 entries"),
+        (
+            "hash of shared tuples as a dict key",
+            b"\x80\x02}" + shared_tuples(60) + b"K\x01s.",
+            "nested too deeply",
+        ),
+        (
+            "hash of shared tuples in a set",
+            b"\x80\x04\x8f(" + shared_tuples(60) + b"\x90.",
+            "nested too deeply",
+        ),
+        (
+            "keys that share one large tuple, each counted once",
+            b"\x80\x02("
+            + b"K\x07" * 250
+            + b"tq\x00}"
+            + b"".join(b"h\x00J" + struct.pack("<i", i) + b"\x86K\x01s" for i in range(50_000))
+            + b".",
+            "Nothing to report.",
+        ),
+        (
+            "hash of shared tuples in an OrderedDict",
+            b"\x80\x02ccollections\nOrderedDict\n]((" + shared_tuples(60) + b"K\x01te\x85R.",
+            "nested too deeply",
+        ),
+        (
+            "a module nested in itself",
+            b"\x80\x02cmodel\nNet\nq\x00" + module_state(b"\x01", text("a") + b"h\x01") + b".",
+            "not fully read",
+        ),
+        (
+            "modules shared 2**40 times",
+            b"\x80\x02cmodel\nNet\nq\x00"
+            + module_state(b"\x01", b"")
+            + b"0".join(
+                module_state(
+                    bytes([level]),
+                    text("a") + b"h" + bytes([level - 1]) + text("b") + b"h" + bytes([level - 1]),
+                )
+                for level in range(2, 42)
+            )
+            + b".",
+            "not fully read",
+        ),
+        (
+            "a tensor of 100,000 dimensions",
+            b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n("
+            + text("x")
+            + b"K\x00("
+            + b"K\x02" * 100_000
+            + b"tNtR.",
+            "100,000 dimensions",
+        ),
+        (
+            "a size claimed larger than the file",
+            b"\x80\x05\x96" + struct.pack("<Q", 2**60) + b"x.",
+            "cut short",
+        ),
+        (
+            "3,000,000 references to one object",
+            b"\x80\x02K\x01" + b"2" * 3_000_000 + b".",
+            "not fully read: the pickle runs more than 2,000,000 operations",
+        ),
+    ],
+)
 def test_hostile_pickles_are_read_within_budgets(tmp_path, name, pickled, words):
     path = tmp_path / "hostile.pkl"
     path.write_bytes(pickled)
@@ -273,9 +364,13 @@ def test_pickle_bomb_stops_at_the_budget_in_bounded_memory(tmp_path):
     def limit_memory():
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "ckpt", "inspect", str(path)],
-                            capture_output=True, text=True, timeout=TIMEOUT,
-                            preexec_fn=limit_memory)
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "ckpt", "inspect", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        preexec_fn=limit_memory,
+    )
     clean_exit(result)
     assert result.returncode == 1
     assert "not fully read: the pickle runs more than" in result.stdout
@@ -284,6 +379,7 @@ def test_pickle_bomb_stops_at_the_budget_in_bounded_memory(tmp_path):
 
 
 # Malformed safetensors headers: a corrupted-checkpoint finding with the reason ---------------
+
 
 def safetensors_file(header: bytes, data: bytes = b"\0" * 16, length: int | None = None) -> bytes:
     return struct.pack("<Q", len(header) if length is None else length) + header + data
@@ -298,34 +394,52 @@ def header(a: dict | None = None, b: dict | None = None) -> bytes:
     return json.dumps({"a": first, "b": second}).encode()
 
 
-@pytest.mark.parametrize("content, kind, words", [
-    (safetensors_file(header({"dtype": 5})), "damaged", "dtype of 'a' is not a string"),
-    (safetensors_file(header().replace(b"[2]", b"[1e400]", 1)), "damaged",
-     "shape of 'a' is not a list of sizes"),
-    (safetensors_file(header({"shape": [-2]})), "damaged", "shape of 'a'"),
-    (safetensors_file(header({"shape": "2"})), "damaged", "shape of 'a'"),
-    (safetensors_file(header({"data_offsets": [-8, 0]})), "damaged", "data_offsets of 'a'"),
-    (safetensors_file(header({"data_offsets": [8, 0]})), "damaged", "data_offsets of 'a'"),
-    (safetensors_file(header({"data_offsets": [0, 8, 16]})), "damaged", "data_offsets of 'a'"),
-    (safetensors_file(header({"data_offsets": [0, 1e400]}).replace(b"Infinity", b"1e400")),
-     "damaged", "data_offsets of 'a'"),
-    (safetensors_file(header(b={"data_offsets": [4, 12]})), "damaged", "overlaps"),
-    (safetensors_file(header({"data_offsets": [0, 4]})), "damaged",
-     "4 bytes for 2 float32 values"),
-    (safetensors_file(header({"data_offsets": [16, 24]})), "damaged", "leaves a gap"),
-    (safetensors_file(header(), data=b"\0" * 12), "truncated", "cut short"),
-    (safetensors_file(header(), data=b"\0" * 20), "damaged", "4 bytes after the last tensor"),
-    (safetensors_file(header(), length=10 ** 6), "truncated", "cut short"),
-    (safetensors_file(header(), length=2 ** 31), "damaged", "format's limit"),
-    (safetensors_file(b"[1, 2]", data=b""), "damaged", "not a JSON object"),
-    (safetensors_file(b'{"a": [1, 2]}'), "damaged", "entry 'a' is not an object"),
-    (safetensors_file(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"), "damaged",
-     "not valid JSON"),
-    (safetensors_file(b'{"a": "\xff\xfe"}'), "damaged", "not UTF-8"),
-    (safetensors_file(b'{"a": 1,'), "damaged", "not valid JSON"),
-    (safetensors_file(b'{"__metadata__": {"n": 5}}', data=b""), "damaged",
-     "__metadata__ is not a map of strings"),
-])
+@pytest.mark.parametrize(
+    "content, kind, words",
+    [
+        (safetensors_file(header({"dtype": 5})), "damaged", "dtype of 'a' is not a string"),
+        (
+            safetensors_file(header().replace(b"[2]", b"[1e400]", 1)),
+            "damaged",
+            "shape of 'a' is not a list of sizes",
+        ),
+        (safetensors_file(header({"shape": [-2]})), "damaged", "shape of 'a'"),
+        (safetensors_file(header({"shape": "2"})), "damaged", "shape of 'a'"),
+        (safetensors_file(header({"data_offsets": [-8, 0]})), "damaged", "data_offsets of 'a'"),
+        (safetensors_file(header({"data_offsets": [8, 0]})), "damaged", "data_offsets of 'a'"),
+        (safetensors_file(header({"data_offsets": [0, 8, 16]})), "damaged", "data_offsets of 'a'"),
+        (
+            safetensors_file(header({"data_offsets": [0, 1e400]}).replace(b"Infinity", b"1e400")),
+            "damaged",
+            "data_offsets of 'a'",
+        ),
+        (safetensors_file(header(b={"data_offsets": [4, 12]})), "damaged", "overlaps"),
+        (
+            safetensors_file(header({"data_offsets": [0, 4]})),
+            "damaged",
+            "4 bytes for 2 float32 values",
+        ),
+        (safetensors_file(header({"data_offsets": [16, 24]})), "damaged", "leaves a gap"),
+        (safetensors_file(header(), data=b"\0" * 12), "truncated", "cut short"),
+        (safetensors_file(header(), data=b"\0" * 20), "damaged", "4 bytes after the last tensor"),
+        (safetensors_file(header(), length=10**6), "truncated", "cut short"),
+        (safetensors_file(header(), length=2**31), "damaged", "format's limit"),
+        (safetensors_file(b"[1, 2]", data=b""), "damaged", "not a JSON object"),
+        (safetensors_file(b'{"a": [1, 2]}'), "damaged", "entry 'a' is not an object"),
+        (
+            safetensors_file(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+            "damaged",
+            "not valid JSON",
+        ),
+        (safetensors_file(b'{"a": "\xff\xfe"}'), "damaged", "not UTF-8"),
+        (safetensors_file(b'{"a": 1,'), "damaged", "not valid JSON"),
+        (
+            safetensors_file(b'{"__metadata__": {"n": 5}}', data=b""),
+            "damaged",
+            "__metadata__ is not a map of strings",
+        ),
+    ],
+)
 def test_malformed_safetensors_is_a_corrupted_checkpoint(tmp_path, content, kind, words):
     import json
 
@@ -350,6 +464,7 @@ def test_the_safetensors_file_the_cases_start_from_is_valid(tmp_path):
 
 # Fuzzing: truncations and bit flips of real checkpoints ------------------------------------
 
+
 def seed_files() -> dict[str, bytes]:
     files = {}
     buffer = io.BytesIO()
@@ -362,8 +477,13 @@ def seed_files() -> dict[str, bytes]:
     torch.save(Net().state_dict(), buffer, _use_new_zipfile_serialization=False)
     files["legacy"] = buffer.getvalue()
     files["safetensors"] = safetensors_bytes(Net().state_dict())
-    value = {"a": [1, 2.5, "x", (1, (2, 3))], "b": collections.OrderedDict(k=b"z"),
-             "c": {frozenset({1}), 3}, "n": argparse.Namespace(x=1), "arr": np.arange(3)}
+    value = {
+        "a": [1, 2.5, "x", (1, (2, 3))],
+        "b": collections.OrderedDict(k=b"z"),
+        "c": {frozenset({1}), 3},
+        "n": argparse.Namespace(x=1),
+        "arr": np.arange(3),
+    }
     for protocol in range(6):
         files[f"pickle{protocol}"] = pickle.dumps(value, protocol=protocol)
     return files
@@ -388,7 +508,7 @@ def with_pickle(archive_bytes: bytes, pickled: bytes) -> bytes:
 
 def mutated(data: bytes, rng: random.Random) -> bytes:
     if rng.random() < 0.3:
-        return data[:rng.randrange(len(data))]
+        return data[: rng.randrange(len(data))]
     changed = bytearray(data)
     for _ in range(rng.randint(1, 4)):
         position = rng.randrange(len(changed))
@@ -411,9 +531,14 @@ def fuzz(seed: int, count: int, directory: Path) -> None:
     files = seed_files()
     pickles = {name: data_pkl(files[name]) for name in ("zip", "whole")}
     cases = [(name, lambda data=data: mutated(data, rng)) for name, data in files.items()]
-    cases += [(f"{name} data.pkl", lambda name=name: with_pickle(files[name],
-                                                                 mutated(pickles[name], rng)))
-              for name in pickles for _ in range(3)]
+    cases += [
+        (
+            f"{name} data.pkl",
+            lambda name=name: with_pickle(files[name], mutated(pickles[name], rng)),
+        )
+        for name in pickles
+        for _ in range(3)
+    ]
     path = directory / "mutant.bin"
     for name, make in cases:
         for _ in range(count):
@@ -433,14 +558,17 @@ def fuzz(seed: int, count: int, directory: Path) -> None:
             except Exception as error:
                 keep = directory / f"crash-{name.replace(' ', '-')}.bin"
                 keep.write_bytes(path.read_bytes())
-                raise AssertionError(f"{name}: {type(error).__name__}: {error} ({keep})") \
-                    from error
+                raise AssertionError(f"{name}: {type(error).__name__}: {error} ({keep})") from error
 
 
 def test_fuzzed_checkpoints_never_crash_the_reader(tmp_path):
-    result = subprocess.run([sys.executable, __file__, "fuzz", "1", "60", str(tmp_path)],
-                            capture_output=True, text=True, timeout=600,
-                            cwd=Path(__file__).parent)
+    result = subprocess.run(
+        [sys.executable, __file__, "fuzz", "1", "60", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).parent,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -471,26 +599,44 @@ def project_with_whole_model(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     project.mkdir()
     (project / "model.py").write_text(MODEL_PY)
-    subprocess.run([sys.executable, "-c", "import torch, model; torch.manual_seed(0); "
-                    "torch.save(model.Net(), 'whole.pth')"], cwd=project, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch, model; torch.manual_seed(0); torch.save(model.Net(), 'whole.pth')",
+        ],
+        cwd=project,
+        check=True,
+    )
     return project
 
 
 def test_fix_trust_finds_the_model_class_in_the_current_directory(tmp_path):
     project = project_with_whole_model(tmp_path)
     launcher = console_script(tmp_path)
-    inspected = subprocess.run([sys.executable, str(launcher), "ckpt", "inspect", "whole.pth"],
-                               cwd=project, capture_output=True, text=True, timeout=TIMEOUT)
+    inspected = subprocess.run(
+        [sys.executable, str(launcher), "ckpt", "inspect", "whole.pth"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert "`torchdoctor ckpt fix whole.pth -o FIXED.pth --trust`" in inspected.stdout
-    fixed = subprocess.run([sys.executable, str(launcher), "ckpt", "fix", "whole.pth", "-o",
-                            "weights.pth", "--trust"], cwd=project, capture_output=True,
-                           text=True, timeout=TIMEOUT)
+    fixed = subprocess.run(
+        [sys.executable, str(launcher), "ckpt", "fix", "whole.pth", "-o", "weights.pth", "--trust"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     clean_exit(fixed)
     assert fixed.returncode == 0, fixed.stderr
-    check = ("import torch, model; net = model.Net(); whole = torch.load('whole.pth', "
-             "weights_only=False); net.load_state_dict(torch.load('weights.pth', "
-             "weights_only=True), strict=True); assert torch.equal(net.fc.weight, "
-             "whole.fc.weight)")
+    check = (
+        "import torch, model; net = model.Net(); whole = torch.load('whole.pth', "
+        "weights_only=False); net.load_state_dict(torch.load('weights.pth', "
+        "weights_only=True), strict=True); assert torch.equal(net.fc.weight, "
+        "whole.fc.weight)"
+    )
     subprocess.run([sys.executable, "-c", check], cwd=project, check=True)
 
 
@@ -498,9 +644,22 @@ def test_fix_trust_without_the_class_says_where_to_run_it(tmp_path):
     project = project_with_whole_model(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    result = subprocess.run([sys.executable, str(console_script(tmp_path)), "ckpt", "fix",
-                             str(project / "whole.pth"), "-o", "weights.pth", "--trust"],
-                            cwd=elsewhere, capture_output=True, text=True, timeout=TIMEOUT)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(console_script(tmp_path)),
+            "ckpt",
+            "fix",
+            str(project / "whole.pth"),
+            "-o",
+            "weights.pth",
+            "--trust",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     error = one_line_error(result)
     assert "the module `model`" in error and "directory your training script ran in" in error
     assert not (elsewhere / "weights.pth").exists()
@@ -553,16 +712,23 @@ def test_fix_force_never_replaces_links_devices_or_the_input(tmp_path, capsys):
 
 # Files that are not checkpoints at all: one line each, never a hang ------------------------
 
+
 @pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev/zero")
-@pytest.mark.parametrize("make, words, code", [
-    (lambda p: p.mkdir(), "a directory, not a regular file", 2),
-    (lambda p: os.mkfifo(p), "a FIFO, not a regular file", 2),
-    (lambda p: p.symlink_to("/dev/zero"), "a character device", 2),
-    (lambda p: p.write_bytes(b""), "empty (0 bytes)", 1),
-    (lambda p: p.write_bytes(zip_of({"readme.txt": b"hi"})), "a zip archive without", 1),
-    (lambda p: p.write_bytes(zip_of({"archive/data.pkl": b"\x80\x02K\x01."})[:60]),
-     "cut short", 1),
-])
+@pytest.mark.parametrize(
+    "make, words, code",
+    [
+        (lambda p: p.mkdir(), "a directory, not a regular file", 2),
+        (lambda p: os.mkfifo(p), "a FIFO, not a regular file", 2),
+        (lambda p: p.symlink_to("/dev/zero"), "a character device", 2),
+        (lambda p: p.write_bytes(b""), "empty (0 bytes)", 1),
+        (lambda p: p.write_bytes(zip_of({"readme.txt": b"hi"})), "a zip archive without", 1),
+        (
+            lambda p: p.write_bytes(zip_of({"archive/data.pkl": b"\x80\x02K\x01."})[:60]),
+            "cut short",
+            1,
+        ),
+    ],
+)
 def test_inspect_and_diff_of_what_is_not_a_checkpoint(tmp_path, make, words, code):
     path = tmp_path / "model.pth"
     make(path)
@@ -592,16 +758,23 @@ def test_terminal_escapes_in_keys_are_shown_escaped(tmp_path):
     assert "fc.weight\\x1b]0;owned\\x07" in result.stdout
 
 
-@pytest.mark.parametrize("source, spec, words", [
-    ("import nonexistent_module_xyz\n", "m.py:build", "No module named"),
-    ("import sys\nsys.exit(3)\n", "m.py:build", "SystemExit: 3"),
-    ("def build(:\n", "m.py:build", "SyntaxError"),
-    ("build = 5\n", "m.py:build", "not callable"),
-    ("def build():\n    raise ValueError('bad width')\n", "m.py:build", "ValueError: bad width"),
-    ("def build():\n    return 5\n", "m.py:build", "not an nn.Module"),
-    ("", "absent_package_xyz.models:build", "No module named"),
-    ("", "fifo.py:build", "not a regular file"),
-])
+@pytest.mark.parametrize(
+    "source, spec, words",
+    [
+        ("import nonexistent_module_xyz\n", "m.py:build", "No module named"),
+        ("import sys\nsys.exit(3)\n", "m.py:build", "SystemExit: 3"),
+        ("def build(:\n", "m.py:build", "SyntaxError"),
+        ("build = 5\n", "m.py:build", "not callable"),
+        (
+            "def build():\n    raise ValueError('bad width')\n",
+            "m.py:build",
+            "ValueError: bad width",
+        ),
+        ("def build():\n    return 5\n", "m.py:build", "not an nn.Module"),
+        ("", "absent_package_xyz.models:build", "No module named"),
+        ("", "fifo.py:build", "not a regular file"),
+    ],
+)
 def test_a_model_spec_that_fails_is_one_line(tmp_path, capsys, monkeypatch, source, spec, words):
     if sys.platform == "win32" and spec.startswith("fifo"):
         pytest.skip("FIFOs")
@@ -612,8 +785,10 @@ def test_a_model_spec_that_fails_is_one_line(tmp_path, capsys, monkeypatch, sour
         os.mkfifo(tmp_path / "fifo.py")
     path = tmp_path / "w.pth"
     torch.save(Net().state_dict(), path)
-    for command in (["diff", path, "--model", spec],
-                    ["fix", path, "-o", tmp_path / "out.pth", "--model", spec]):
+    for command in (
+        ["diff", path, "--model", spec],
+        ["fix", path, "-o", tmp_path / "out.pth", "--model", spec],
+    ):
         code, err = in_process(capsys, *command)
         assert code == 2 and words in err
     assert not (tmp_path / "out.pth").exists()

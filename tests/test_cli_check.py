@@ -1,4 +1,5 @@
 """`torchdoctor check` as a user runs it: exit codes, formats, fixes, config, discovery, cache."""
+
 from __future__ import annotations
 
 import json
@@ -31,6 +32,7 @@ def check_json(*args: str, cwd: Path) -> list[dict]:
 
 
 # ---- exit codes and text output -----------------------------------------------------------
+
 
 def test_clean_file_exits_zero(tmp_path):
     write(tmp_path, "ok.py", CLEAN)
@@ -104,20 +106,39 @@ def test_binary_and_undecodable_files_are_findings_not_tracebacks(tmp_path):
 
 
 def test_coding_declaration_is_respected(tmp_path):
-    write(tmp_path, "latin.py", b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\n"
-                                b"x = torch.randn(3)\nx.cuda()\n")
+    write(
+        tmp_path,
+        "latin.py",
+        b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\nx = torch.randn(3)\nx.cuda()\n",
+    )
     findings = check_json("latin.py", cwd=tmp_path)
     assert [(f["code"], f["line"]) for f in findings] == [("TD001", 5)]
 
 
 # ---- output formats -----------------------------------------------------------------------
 
+
 def test_json_contract(tmp_path):
     write(tmp_path, "bad.py", "import torch\nx = torch.randn(3)\nif True:\n    x.to('cuda')\n")
     [finding] = check_json("bad.py", cwd=tmp_path)
-    for key in ("code", "name", "path", "line", "column", "end_line", "end_column", "message", "fix"):
+    for key in (
+        "code",
+        "name",
+        "path",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "message",
+        "fix",
+    ):
         assert key in finding
-    assert (finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (4, 5, 4, 17)
+    assert (finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (
+        4,
+        5,
+        4,
+        17,
+    )
     assert finding["fix"]["applicability"] == "unsafe"
     [edit] = finding["fix"]["edits"]
     assert edit["content"] == "x = x.to('cuda')"
@@ -148,8 +169,10 @@ def test_github_annotations(tmp_path):
     write(tmp_path, "bad.py", DISCARDED)
     result = run_cli("check", "--no-cache", "--format", "github", "bad.py", cwd=tmp_path)
     line = result.stdout.strip()
-    assert line.startswith("::warning file=bad.py,line=3,col=1,endLine=3,endColumn=9,"
-                           "title=TD001 tensor-result-discarded::bad.py:3:1: TD001 ")
+    assert line.startswith(
+        "::warning file=bad.py,line=3,col=1,endLine=3,endColumn=9,"
+        "title=TD001 tensor-result-discarded::bad.py:3:1: TD001 "
+    )
 
 
 def test_statistics(tmp_path):
@@ -169,8 +192,16 @@ def test_chinese_messages(tmp_path):
 
 def test_gbk_terminal_does_not_crash(tmp_path):
     write(tmp_path, "emoji.py", "import torch\nx = torch.randn(3)\nx.cuda()  # \U0001f525 fast\n")
-    result = run_cli("check", "--no-cache", "--lang", "zh", "emoji.py", cwd=tmp_path,
-                     env={"PYTHONIOENCODING": "gbk"}, encoding="gbk")
+    result = run_cli(
+        "check",
+        "--no-cache",
+        "--lang",
+        "zh",
+        "emoji.py",
+        cwd=tmp_path,
+        env={"PYTHONIOENCODING": "gbk"},
+        encoding="gbk",
+    )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "返回一个新张量" in result.stdout
@@ -178,6 +209,7 @@ def test_gbk_terminal_does_not_crash(tmp_path):
 
 
 # ---- fixes ------------------------------------------------------------------------------------
+
 
 def test_fix_applies_only_safe_fixes_by_default(tmp_path):
     path = write(tmp_path, "bad.py", DISCARDED)
@@ -200,7 +232,9 @@ def test_fix_keeps_crlf_newlines_and_file_mode(tmp_path):
     path = write(tmp_path, "crlf.py", ASYNC.replace("\n", "\r\n").encode())
     path.chmod(0o640)
     run_cli("check", "--no-cache", "--fix", "crlf.py", cwd=tmp_path)
-    assert path.read_bytes() == ASYNC.replace("async=", "non_blocking=").replace("\n", "\r\n").encode()
+    assert (
+        path.read_bytes() == ASYNC.replace("async=", "non_blocking=").replace("\n", "\r\n").encode()
+    )
     assert path.stat().st_mode & 0o777 == 0o640
 
 
@@ -222,10 +256,13 @@ def test_stdin_filename(tmp_path):
 
 # ---- selection, suppression, configuration ---------------------------------------------
 
+
 @pytest.mark.parametrize("selector", ["TD001", "TD0", "tensor-result-discarded", "ALL", "td001"])
 def test_select_accepts_codes_prefixes_names_and_all(tmp_path, selector):
     write(tmp_path, "bad.py", DISCARDED)
-    assert [f["code"] for f in check_json("--select", selector, "bad.py", cwd=tmp_path)] == ["TD001"]
+    assert [f["code"] for f in check_json("--select", selector, "bad.py", cwd=tmp_path)] == [
+        "TD001"
+    ]
 
 
 @pytest.mark.parametrize("selector", ["TD001", "tensor-result-discarded", "TD0"])
@@ -234,8 +271,9 @@ def test_ignore(tmp_path, selector):
     assert check_json("--ignore", selector, "bad.py", cwd=tmp_path) == []
 
 
-@pytest.mark.parametrize("comment", ["# noqa", "# noqa: TD001", "# noqa: tensor-result-discarded",
-                                     "# NOQA:TD700,TD001"])
+@pytest.mark.parametrize(
+    "comment", ["# noqa", "# noqa: TD001", "# noqa: tensor-result-discarded", "# NOQA:TD700,TD001"]
+)
 def test_noqa(tmp_path, comment):
     write(tmp_path, "bad.py", DISCARDED.replace("x.cuda()", f"x.cuda()  {comment}"))
     assert check_json("bad.py", cwd=tmp_path) == []
@@ -247,11 +285,15 @@ def test_noqa_for_another_rule_does_not_suppress(tmp_path):
 
 
 def test_pyproject_configuration(tmp_path):
-    write(tmp_path, "pyproject.toml", """
+    write(
+        tmp_path,
+        "pyproject.toml",
+        """
         [tool.torchdoctor]
         exclude = ["generated/"]
         per-file-ignores = {"tests/*" = ["tensor-result-discarded"]}
-        """)
+        """,
+    )
     write(tmp_path, "src/bad.py", DISCARDED)
     write(tmp_path, "tests/test_bad.py", DISCARDED)
     write(tmp_path, "generated/bad.py", DISCARDED)
@@ -262,17 +304,19 @@ def test_pyproject_configuration(tmp_path):
 
 
 def test_pyproject_select_and_command_line_override(tmp_path):
-    write(tmp_path, "pyproject.toml", "[tool.torchdoctor]\nignore = [\"TD001\"]\n")
+    write(tmp_path, "pyproject.toml", '[tool.torchdoctor]\nignore = ["TD001"]\n')
     write(tmp_path, "bad.py", DISCARDED)
     assert check_json("bad.py", cwd=tmp_path) == []
-    assert len(check_json("--select", "ALL", "--extend-select", "TD001", "bad.py", cwd=tmp_path)) == 0
-    write(tmp_path, "pyproject.toml", "[tool.torchdoctor]\nselect = [\"TD7\"]\n")
+    assert (
+        len(check_json("--select", "ALL", "--extend-select", "TD001", "bad.py", cwd=tmp_path)) == 0
+    )
+    write(tmp_path, "pyproject.toml", '[tool.torchdoctor]\nselect = ["TD7"]\n')
     assert check_json("bad.py", cwd=tmp_path) == []
     assert len(check_json("--extend-select", "TD001", "bad.py", cwd=tmp_path)) == 1
 
 
 def test_bad_configuration_is_a_usage_error(tmp_path):
-    write(tmp_path, "pyproject.toml", "[tool.torchdoctor]\nselcet = [\"TD001\"]\n")
+    write(tmp_path, "pyproject.toml", '[tool.torchdoctor]\nselcet = ["TD001"]\n')
     write(tmp_path, "ok.py", CLEAN)
     result = run_cli("check", "ok.py", cwd=tmp_path)
     assert result.returncode == 2
@@ -280,6 +324,7 @@ def test_bad_configuration_is_a_usage_error(tmp_path):
 
 
 # ---- discovery ------------------------------------------------------------------------------
+
 
 def test_discovery_respects_gitignore_and_skips_environments(tmp_path):
     (tmp_path / ".git").mkdir()
@@ -311,6 +356,7 @@ def test_parallel_and_serial_agree(tmp_path):
 
 # ---- cache --------------------------------------------------------------------------------
 
+
 def test_cache_is_used_and_invalidated_by_content(tmp_path):
     path = write(tmp_path, "bad.py", DISCARDED)
     first = run_cli("check", "--format", "json", "bad.py", cwd=tmp_path)
@@ -322,8 +368,10 @@ def test_cache_is_used_and_invalidated_by_content(tmp_path):
     data = json.loads(cache_files[0].read_text())
     [(key, entry)] = data.items()
     variant, fields = entry[1][0]["_template"]
-    planted = {name: "from_the_cache" if isinstance(value, str) else value
-               for name, value in fields.items()}
+    planted = {
+        name: "from_the_cache" if isinstance(value, str) else value
+        for name, value in fields.items()
+    }
     entry[1][0]["_template"] = [variant, planted]
     cache_files[0].write_text(json.dumps(data))
     second = run_cli("check", "--format", "json", "bad.py", cwd=tmp_path)
@@ -347,11 +395,15 @@ def test_one_cache_serves_every_language(tmp_path):
     data = json.loads(cache_file.read_text())
     [bad] = [entry for key, entry in data.items() if key.endswith("bad.py")]
     variant, fields = bad[1][0]["_template"]
-    bad[1][0]["_template"] = [variant, {name: "planted" if isinstance(value, str) else value
-                                        for name, value in fields.items()}]
+    bad[1][0]["_template"] = [
+        variant,
+        {name: "planted" if isinstance(value, str) else value for name, value in fields.items()},
+    ]
     cache_file.write_text(json.dumps(data))
 
-    chinese = json.loads(run_cli("check", "--format", "json", "--lang", "zh", ".", cwd=tmp_path).stdout)
+    chinese = json.loads(
+        run_cli("check", "--format", "json", "--lang", "zh", ".", cwd=tmp_path).stdout
+    )
     assert list((tmp_path / ".torchdoctor_cache").glob("*.json")) == [cache_file]
     by_path = {f["path"]: f for f in chinese}
     assert "planted" in by_path["bad.py"]["message"]  # from the cache ...
@@ -399,9 +451,12 @@ def test_sigterm_stops_the_worker_processes(tmp_path):
     body = DISCARDED + "".join(f"y{i} = torch.randn({i} + 1)\ny{i}.view(-1)\n" for i in range(3000))
     for i in range(40):
         write(tmp_path, f"m{i:02}.py", body)
-    process = subprocess.Popen([sys.executable, "-m", "torchdoctor", "check", "--no-cache",
-                                "--jobs", "2", "."], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "torchdoctor", "check", "--no-cache", "--jobs", "2", "."],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers: list[int] = []
     deadline = time.monotonic() + 20
     while not workers and time.monotonic() < deadline and process.poll() is None:
@@ -421,7 +476,11 @@ def test_sigterm_stops_the_worker_processes(tmp_path):
 
 
 def test_per_file_ignores_apply_to_stdin_filename(tmp_path):
-    write(tmp_path, "pyproject.toml", '[tool.torchdoctor]\nper-file-ignores = {"tests/*" = ["TD001"]}\n')
+    write(
+        tmp_path,
+        "pyproject.toml",
+        '[tool.torchdoctor]\nper-file-ignores = {"tests/*" = ["TD001"]}\n',
+    )
     ignored = run_cli("check", "--stdin-filename", "tests/test_x.py", cwd=tmp_path, stdin=DISCARDED)
     assert ignored.returncode == 0, ignored.stdout
     reported = run_cli("check", "--stdin-filename", "src/x.py", cwd=tmp_path, stdin=DISCARDED)
@@ -429,6 +488,7 @@ def test_per_file_ignores_apply_to_stdin_filename(tmp_path):
 
 
 # ---- rules that look at the files next to the checked one -----------------------------------
+
 
 def test_stdlib_shadowing_file_in_a_script_directory(tmp_path):
     write(tmp_path, "random.py", "import random\n\ndef randint(a, b):\n    return a\n")
@@ -448,7 +508,11 @@ def test_stdlib_shadowing_file_not_reported_inside_a_package(tmp_path):
 
 
 def test_cache_notices_a_new_neighbour(tmp_path):
-    write(tmp_path, "train.py", "import copy\nimport torch\nm = copy.deepcopy(torch.nn.Linear(1, 1))\n")
+    write(
+        tmp_path,
+        "train.py",
+        "import copy\nimport torch\nm = copy.deepcopy(torch.nn.Linear(1, 1))\n",
+    )
     first = run_cli("check", "--format", "json", "train.py", cwd=tmp_path)
     assert json.loads(first.stdout) == []
     write(tmp_path, "copy.py", "def deepcopy(x):\n    return x\n")
@@ -476,7 +540,9 @@ def test_extension_sources_are_discovered_next_to_python_code(tmp_path):
     write(tmp_path, "third_party/json.hpp", "struct J { int type() const; };\n#define AT_X 1\n")
     found = check_json(".", cwd=tmp_path)
     assert [(f["path"], f["line"], f["code"]) for f in found] == [
-        ("csrc/ext.cu", 2, "TD707"), ("csrc/ext.cu", 5, "TD707")]
+        ("csrc/ext.cu", 2, "TD707"),
+        ("csrc/ext.cu", 5, "TD707"),
+    ]
 
 
 def test_extension_fix_renames_and_keeps_other_bytes(tmp_path):
@@ -491,7 +557,8 @@ def test_extension_fix_renames_and_keeps_other_bytes(tmp_path):
 
 
 def test_extension_source_from_stdin(tmp_path):
-    result = run_cli("check", "--no-cache", "--stdin-filename", "ext.cu", "-", cwd=tmp_path,
-                     stdin=OLD_EXTENSION)
+    result = run_cli(
+        "check", "--no-cache", "--stdin-filename", "ext.cu", "-", cwd=tmp_path, stdin=OLD_EXTENSION
+    )
     assert result.returncode == 1
     assert "ext.cu:5:3: TD707" in result.stdout

@@ -1,6 +1,7 @@
 """Every command treats its stdout as Unix tools do: a reader that goes away ends it quietly
 (killed by SIGPIPE, as `grep` or `cat`), a closed stdout or a full disk is one line and exit 2;
 odd arguments are one line and a usage exit code, never an internal error."""
+
 from __future__ import annotations
 
 import os
@@ -53,7 +54,8 @@ def inputs(tmp_path_factory):
     (root / "src").mkdir()
     for number in range(40):  # enough output to fill a pipe
         (root / "src" / f"f{number}.py").write_text(
-            "import torch\nx = torch.zeros(3)\nx.cuda()\ny = torch.zeros(3)\ny.cuda()\n")
+            "import torch\nx = torch.zeros(3)\nx.cuda()\ny = torch.zeros(3)\ny.cuda()\n"
+        )
     (root / "error.txt").write_text(TRACEBACK)
     weights = {f"layer{i}.weight": torch.zeros(2) for i in range(200)}
     torch.save(weights, root / "a.pth")
@@ -63,8 +65,13 @@ def inputs(tmp_path_factory):
 
 def _start(args, cwd, **options) -> subprocess.Popen:
     env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
-    return subprocess.Popen([sys.executable, "-m", "torchdoctor", *args], cwd=cwd, env=env,
-                            stderr=subprocess.PIPE, **options)
+    return subprocess.Popen(
+        [sys.executable, "-m", "torchdoctor", *args],
+        cwd=cwd,
+        env=env,
+        stderr=subprocess.PIPE,
+        **options,
+    )
 
 
 @pytest.mark.parametrize("args,code", COMMANDS, ids=IDS)
@@ -92,8 +99,9 @@ def test_reader_reads_one_line_then_goes_away(args, code, inputs):
 
 @pytest.mark.parametrize("args,code", COMMANDS, ids=IDS)
 def test_closed_stdout_is_one_line_and_exit_2(args, code, inputs):
-    process = _start(args, inputs, stdout=subprocess.DEVNULL,
-                     preexec_fn=lambda: os.close(1))  # as `>&-` in a shell
+    process = _start(
+        args, inputs, stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1)
+    )  # as `>&-` in a shell
     _, stderr = process.communicate(timeout=60)
     assert stderr.decode() == "torchdoctor: error: cannot write the output: stdout is closed\n"
     assert process.returncode == 2
@@ -105,8 +113,9 @@ def test_full_disk_is_one_line_and_exit_2(args, code, inputs):
     with open("/dev/full", "w") as full:
         process = _start(args, inputs, stdout=full)
         _, stderr = process.communicate(timeout=60)
-    assert stderr.decode() == ("torchdoctor: error: cannot write the output: "
-                               "No space left on device\n")
+    assert stderr.decode() == (
+        "torchdoctor: error: cannot write the output: No space left on device\n"
+    )
     assert process.returncode == 2
 
 
@@ -117,8 +126,9 @@ def test_run_summary_to_a_closed_stderr_keeps_the_programs_exit_code(tmp_path):
     (tmp_path / "s.py").write_text("import sys\nprint('out')\nsys.exit(3)\n")
     results = []
     for command in ([sys.executable, "s.py"], [sys.executable, "-m", "torchdoctor", "run", "s.py"]):
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         process.stderr.close()
         stdout, _ = process.communicate(timeout=60)
         results.append((process.returncode, stdout))
@@ -131,8 +141,9 @@ def test_run_program_writing_to_a_gone_reader_ends_as_under_python(tmp_path):
     (tmp_path / "s.py").write_text("for i in range(200000):\n    print(i)\n")
     codes = []
     for command in ([sys.executable, "s.py"], [sys.executable, "-m", "torchdoctor", "run", "s.py"]):
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         process.stdout.readline()
         process.stdout.close()
         _, stderr = process.communicate(timeout=60)
@@ -144,11 +155,15 @@ def test_run_program_writing_to_a_gone_reader_ends_as_under_python(tmp_path):
 
 # ---- odd arguments: one line, a usage exit code -----------------------------------------------
 
-@pytest.mark.parametrize("args,message", [
-    (["run"], "torchdoctor: error: run: give a script or -m MODULE\n"),
-    (["rule", ""], "torchdoctor: error: unknown rule '' (see `torchdoctor rules`)\n"),
-    (["rule", "TD"], "torchdoctor: error: unknown rule 'TD' (see `torchdoctor rules`)\n"),
-])
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run"], "torchdoctor: error: run: give a script or -m MODULE\n"),
+        (["rule", ""], "torchdoctor: error: unknown rule '' (see `torchdoctor rules`)\n"),
+        (["rule", "TD"], "torchdoctor: error: unknown rule 'TD' (see `torchdoctor rules`)\n"),
+    ],
+)
 def test_odd_arguments_are_one_line(args, message, tmp_path):
     result = run_cli(*args, cwd=tmp_path)
     assert result.stderr == message
@@ -158,19 +173,30 @@ def test_odd_arguments_are_one_line(args, message, tmp_path):
 @pytest.mark.parametrize("value", ["", "xx", "ZH_cn", "\u00e9", "zh\udcff"])
 def test_odd_language_settings_fall_back(value, tmp_path):
     env = {**os.environ, "TORCHDOCTOR_LANG": value, "LANG": value, "LC_ALL": value}
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "rule", "TD001"], cwd=tmp_path,
-                            capture_output=True, env=env, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "rule", "TD001"],
+        cwd=tmp_path,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == b""
     assert result.stdout.startswith(b"TD001 tensor-result-discarded")
 
 
-@pytest.mark.parametrize("args", [["check", "--stdin-filename", "a.py"], ["explain"],
-                                  ["explain", "-"]])
+@pytest.mark.parametrize(
+    "args", [["check", "--stdin-filename", "a.py"], ["explain"], ["explain", "-"]]
+)
 def test_reading_a_closed_stdin_is_one_line(args, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", *args], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60,
-                            preexec_fn=lambda: os.close(0))  # as `<&-` in a shell
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )  # as `<&-` in a shell
     assert result.stderr.startswith("torchdoctor: error: ")
     assert result.stderr.count("\n") == 1
     assert result.returncode == 2

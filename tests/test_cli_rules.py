@@ -1,4 +1,5 @@
 """`torchdoctor rule` and `torchdoctor rules`: the catalog as users read it."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ def test_rule_in_chinese(tmp_path):
 
 
 def test_language_follows_the_locale(tmp_path):
-    result = run_cli("rule", "TD001", cwd=tmp_path,
-                     env={"TORCHDOCTOR_LANG": "", "LC_ALL": "zh_CN.UTF-8"})
+    result = run_cli(
+        "rule", "TD001", cwd=tmp_path, env={"TORCHDOCTOR_LANG": "", "LC_ALL": "zh_CN.UTF-8"}
+    )
     assert "为什么有问题？" in result.stdout
 
 

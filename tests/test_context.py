@@ -1,4 +1,5 @@
 """The lint context: qualified names through imports and kinds inferred from how values were made."""
+
 from __future__ import annotations
 
 import ast
@@ -22,8 +23,13 @@ def kinds_at_probe(source: str) -> dict[str, Kind]:
             seen[ast.unparse(arg)] = ctx.kind_of(arg)
         return ()
 
-    _walk(tree, ctx, with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
-          (frozenset(), frozenset()), CheckResult([]))
+    _walk(
+        tree,
+        ctx,
+        with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
+        (frozenset(), frozenset()),
+        CheckResult([]),
+    )
     return seen
 
 
@@ -38,8 +44,13 @@ def qualnames(source: str) -> dict[str, str | None]:
             found[ast.unparse(arg)] = ctx.qualname(arg)
         return ()
 
-    _walk(tree, ctx, with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
-          (frozenset(), frozenset()), CheckResult([]))
+    _walk(
+        tree,
+        ctx,
+        with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
+        (frozenset(), frozenset()),
+        CheckResult([]),
+    )
     return found
 
 
@@ -53,9 +64,13 @@ def test_qualnames_through_imports_and_aliases():
         probe(T.randn, F.relu, nn.Linear, nn.functional.sigmoid, Sgd, numpy.zeros, undefined.x)
     """)
     assert found == {
-        "T.randn": "torch.randn", "F.relu": "torch.nn.functional.relu", "nn.Linear": "torch.nn.Linear",
-        "nn.functional.sigmoid": "torch.nn.functional.sigmoid", "Sgd": "torch.optim.SGD",
-        "numpy.zeros": "numpy.zeros", "undefined.x": None,
+        "T.randn": "torch.randn",
+        "F.relu": "torch.nn.functional.relu",
+        "nn.Linear": "torch.nn.Linear",
+        "nn.functional.sigmoid": "torch.nn.functional.sigmoid",
+        "Sgd": "torch.optim.SGD",
+        "numpy.zeros": "numpy.zeros",
+        "undefined.x": None,
     }
 
 
@@ -120,10 +135,21 @@ def test_kinds_from_how_values_were_made():
         probe(model, resnet, seq, x, y, z, w, opt, sched, loader, sampler, arr, plain, moved, compiled)
     """)
     assert kinds == {
-        "model": Kind.MODULE, "resnet": Kind.MODULE, "seq": Kind.MODULE, "x": Kind.TENSOR,
-        "y": Kind.TENSOR, "z": Kind.TENSOR, "w": Kind.TENSOR, "opt": Kind.OPTIMIZER,
-        "sched": Kind.SCHEDULER, "loader": Kind.LOADER, "sampler": Kind.SAMPLER, "arr": Kind.NDARRAY,
-        "plain": Kind.UNKNOWN, "moved": Kind.MODULE, "compiled": Kind.MODULE,
+        "model": Kind.MODULE,
+        "resnet": Kind.MODULE,
+        "seq": Kind.MODULE,
+        "x": Kind.TENSOR,
+        "y": Kind.TENSOR,
+        "z": Kind.TENSOR,
+        "w": Kind.TENSOR,
+        "opt": Kind.OPTIMIZER,
+        "sched": Kind.SCHEDULER,
+        "loader": Kind.LOADER,
+        "sampler": Kind.SAMPLER,
+        "arr": Kind.NDARRAY,
+        "plain": Kind.UNKNOWN,
+        "moved": Kind.MODULE,
+        "compiled": Kind.MODULE,
     }
 
 
@@ -148,9 +174,15 @@ def test_kinds_from_annotations_loops_and_attributes():
             def forward(self, x):
                 probe(self.fc, self.scale)
     """)
-    assert kinds == {"net": Kind.MODULE, "batch": Kind.TENSOR, "other": Kind.UNKNOWN,
-                     "images": Kind.TENSOR, "labels": Kind.TENSOR,
-                     "self.fc": Kind.MODULE, "self.scale": Kind.TENSOR}
+    assert kinds == {
+        "net": Kind.MODULE,
+        "batch": Kind.TENSOR,
+        "other": Kind.UNKNOWN,
+        "images": Kind.TENSOR,
+        "labels": Kind.TENSOR,
+        "self.fc": Kind.MODULE,
+        "self.scale": Kind.TENSOR,
+    }
 
 
 def test_kinds_through_local_functions_and_tuple_assignment():
@@ -174,8 +206,14 @@ def test_kinds_through_local_functions_and_tuple_assignment():
         a, b = t.cuda(), 3
         probe(train_loader, val_loader, t, g, a, b)
     """)
-    assert kinds == {"train_loader": Kind.LOADER, "val_loader": Kind.LOADER, "t": Kind.TENSOR,
-                     "g": Kind.UNKNOWN, "a": Kind.TENSOR, "b": Kind.UNKNOWN}
+    assert kinds == {
+        "train_loader": Kind.LOADER,
+        "val_loader": Kind.LOADER,
+        "t": Kind.TENSOR,
+        "g": Kind.UNKNOWN,
+        "a": Kind.TENSOR,
+        "b": Kind.UNKNOWN,
+    }
 
 
 def test_bindings_are_flow_sensitive():

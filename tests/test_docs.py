@@ -1,4 +1,5 @@
 """The docs that are generated from the catalog are up to date."""
+
 from pathlib import Path
 
 from torchdoctor.catalog import _docs, all_pitfalls
@@ -9,7 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_rules_reference_is_current():
     current = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     assert current == _docs.reference_markdown(all_pitfalls(), "en"), (
-        "docs/rules.md is stale: python -m torchdoctor rules --format markdown --lang en > docs/rules.md")
+        "docs/rules.md is stale: python -m torchdoctor rules --format markdown --lang en > docs/rules.md"
+    )
 
 
 def test_readme_quick_start_has_exactly_two_commands():

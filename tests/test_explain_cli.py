@@ -1,5 +1,6 @@
 """`torchdoctor explain` as a user runs it: files, stdin, JSON contract, languages, bad input,
 and the link from an error to the line of the user's code that caused it."""
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,13 @@ def test_links_the_error_to_the_root_line_in_the_users_file(tmp_path):
     names = [f["name"] for f in data["findings"]]
     assert names[:2] == ["tensor-result-discarded", "device-mismatch"]
     root = data["findings"][0]
-    assert root["location"] == {"kind": "span", "path": "train.py", "line": 7, "column": 5,
-                                "source": "images.cuda()"}
+    assert root["location"] == {
+        "kind": "span",
+        "path": "train.py",
+        "line": 7,
+        "column": 5,
+        "source": "images.cuda()",
+    }
     assert root["root_of"] == "device-mismatch"
     assert "images = images.cuda(" in root["fix"]
     text = run_cli("explain", cwd=tmp_path, stdin=DEVICE_ERROR.format(path="train.py")).stdout
@@ -80,14 +86,17 @@ def test_no_link_reads_no_user_file(tmp_path):
 
 
 def test_chinese(tmp_path):
-    result = run_cli("explain", "--lang", "zh", cwd=tmp_path,
-                     stdin=DEVICE_ERROR.format(path="train.py"))
+    result = run_cli(
+        "explain", "--lang", "zh", cwd=tmp_path, stdin=DEVICE_ERROR.format(path="train.py")
+    )
     assert "原因" in result.stdout and "修复" in result.stdout
 
 
 def test_unrecognised_error_says_so_and_shows_what_was_parsed(tmp_path):
-    text = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n" \
-           "    frobnicate()\nWidgetError: the widget is sad\n"
+    text = (
+        'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n'
+        "    frobnicate()\nWidgetError: the widget is sad\n"
+    )
     result = run_cli("explain", cwd=tmp_path, stdin=text)
     assert result.returncode == 1
     assert "not recognised" in result.stdout
@@ -109,8 +118,15 @@ def test_missing_file_is_a_usage_error(tmp_path):
 
 
 def test_gbk_terminal(tmp_path):
-    result = run_cli("explain", "--lang", "zh", cwd=tmp_path, encoding="gbk",
-                     env={"PYTHONIOENCODING": "gbk"}, stdin=DEVICE_ERROR.format(path="train.py"))
+    result = run_cli(
+        "explain",
+        "--lang",
+        "zh",
+        cwd=tmp_path,
+        encoding="gbk",
+        env={"PYTHONIOENCODING": "gbk"},
+        stdin=DEVICE_ERROR.format(path="train.py"),
+    )
     assert result.returncode == 0, result.stderr
     assert "原因" in result.stdout
 
@@ -121,8 +137,10 @@ def test_python_api_takes_text_and_live_exceptions():
     from_text = torchdoctor.explain(DEVICE_ERROR.format(path="x.py"), lang="en")
     assert from_text["findings"][0]["name"] == "device-mismatch"
     try:
-        raise RuntimeError("Expected all tensors to be on the same device, but found at least "
-                           "two devices, cuda:0 and cpu!")
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least "
+            "two devices, cuda:0 and cpu!"
+        )
     except RuntimeError as error:
         live = torchdoctor.explain(error, lang="en")
     assert live["findings"][0]["name"] == "device-mismatch"

@@ -1,4 +1,5 @@
 """Every real error output in tests/fixtures/explain is explained with the right top cause."""
+
 from __future__ import annotations
 
 import pytest

@@ -6,6 +6,7 @@ user file that no longer parses, thousands of tracebacks in one log, a long exce
 The timeouts only catch a hang or a quadratic run (which takes minutes on these inputs); the
 commands finish in seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,18 +29,27 @@ from torchdoctor.explain.parse import _read_text
 from torchdoctor.explain.render import as_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "explain"
-DEVICE_ERROR = ("RuntimeError: Expected all tensors to be on the same device, but found at least "
-                "two devices, cuda:0 and cpu!")
+DEVICE_ERROR = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least "
+    "two devices, cuda:0 and cpu!"
+)
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 
 
-def explain(*args: str, cwd: Path, stdin: str | bytes | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess:
+def explain(
+    *args: str, cwd: Path, stdin: str | bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     """`torchdoctor explain ARGS` in a fresh interpreter; a hang fails the test."""
     env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
     data = stdin.encode() if isinstance(stdin, str) else stdin
-    result = subprocess.run([sys.executable, "-m", "torchdoctor", "explain", *args], cwd=cwd,
-                            input=data, capture_output=True, env=env, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "explain", *args],
+        cwd=cwd,
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=timeout,
+    )
     result.stdout = result.stdout.decode("utf-8", "replace")
     result.stderr = result.stderr.decode("utf-8", "replace")
     assert "Traceback (most recent call last)" not in result.stderr, result.stderr
@@ -48,11 +58,14 @@ def explain(*args: str, cwd: Path, stdin: str | bytes | None = None,
 
 
 def traceback_naming(path: Path | str, error: str = DEVICE_ERROR) -> str:
-    return (f'Traceback (most recent call last):\n  File "{path}", line 2, in <module>\n'
-            f"    y = model(x)\n{error}\n")
+    return (
+        f'Traceback (most recent call last):\n  File "{path}", line 2, in <module>\n'
+        f"    y = model(x)\n{error}\n"
+    )
 
 
 # --- quadratic regexes ------------------------------------------------------------------------
+
 
 def test_a_long_token_in_a_message(tmp_path):
     (tmp_path / "log.txt").write_text("RuntimeError: " + "x" * 200_000 + "\n")
@@ -64,13 +77,15 @@ def test_a_long_token_in_a_message(tmp_path):
 def test_trailing_whitespace_in_a_frame_line(tmp_path):
     frame = '  File "a.py", line 1, in f' + " " * 200_000 + "x"
     (tmp_path / "log.txt").write_text(
-        f"Traceback (most recent call last):\n{frame}\nValueError: x\n")
+        f"Traceback (most recent call last):\n{frame}\nValueError: x\n"
+    )
     result = explain("--no-link", "log.txt", cwd=tmp_path)
     assert result.returncode == 1
     assert "ValueError: x" in result.stdout
 
 
 # --- files named in a traceback ---------------------------------------------------------------
+
 
 @needs_fifo
 def test_a_traceback_naming_a_fifo_is_explained_without_reading_it(tmp_path):
@@ -81,7 +96,8 @@ def test_a_traceback_naming_a_fifo_is_explained_without_reading_it(tmp_path):
     assert "TD003 device-mismatch" in result.stdout
     assert result.stderr.splitlines() == [
         f"torchdoctor: could not link the error to {tmp_path / 'p.py'}: a FIFO, not a regular "
-        "file: not read"]
+        "file: not read"
+    ]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
@@ -104,14 +120,21 @@ def test_a_user_file_that_no_longer_parses_keeps_the_diagnosis(tmp_path):
     assert "TD003 device-mismatch" in result.stdout
     assert result.stderr.splitlines() == [
         f"torchdoctor: could not link the error to {tmp_path / 'b.py'}: line 3: "
-        "SyntaxError: invalid syntax"]
+        "SyntaxError: invalid syntax"
+    ]
     data = json.loads(explain("--format", "json", "log.txt", cwd=tmp_path).stdout)
     assert data["findings"][0]["name"] == "device-mismatch"
     assert "SyntaxError" in data["link_problem"]
 
 
-@pytest.mark.parametrize("content", [b"import torch\x00\n", b"# -*- coding: klingon -*-\nx = 1\n",
-                                     b"import torch\nx = '\xff\xfe'\n"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"import torch\x00\n",
+        b"# -*- coding: klingon -*-\nx = 1\n",
+        b"import torch\nx = '\xff\xfe'\n",
+    ],
+)
 def test_an_unreadable_user_file_keeps_the_diagnosis(tmp_path, content):
     (tmp_path / "b.py").write_bytes(content)
     report = explanation_of(traceback_naming(tmp_path / "b.py"), "en")
@@ -132,12 +155,14 @@ def test_a_failing_checker_costs_the_link_not_the_diagnosis(tmp_path, monkeypatc
     assert explanation.internal_error is None
     assert explanation.diagnoses[0].pitfall.name == "device-mismatch"
     assert explanation.link_problem.startswith(
-        f"could not link the error to {tmp_path / 'b.py'}: {failure.__name__}: ")
+        f"could not link the error to {tmp_path / 'b.py'}: {failure.__name__}: "
+    )
 
 
 def test_the_link_still_works(tmp_path):
     (tmp_path / "train.py").write_text(
-        "import torch\nimages = torch.zeros(3)\nimages.cuda()\nout = model(images)\n")
+        "import torch\nimages = torch.zeros(3)\nimages.cuda()\nout = model(images)\n"
+    )
     text = traceback_naming(tmp_path / "train.py").replace("line 2", "line 4")
     explanation = explanation_of(text, "en")
     assert explanation.link_problem is None
@@ -145,6 +170,7 @@ def test_the_link_still_works(tmp_path):
 
 
 # --- the input itself -------------------------------------------------------------------------
+
 
 def test_a_directory_is_one_line_and_exit_2(tmp_path):
     result = explain(str(tmp_path), cwd=tmp_path)
@@ -156,9 +182,14 @@ def test_a_directory_is_one_line_and_exit_2(tmp_path):
 def test_a_fifo_named_explicitly_is_read(tmp_path):
     os.mkfifo(tmp_path / "in")
     env = {**os.environ, "TORCHDOCTOR_LANG": "en"}
-    process = subprocess.Popen([sys.executable, "-m", "torchdoctor", "explain", "in"],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=env, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "torchdoctor", "explain", "in"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     try:
         writer = _open_writer(tmp_path / "in", process)
         with os.fdopen(writer, "w") as fifo:
@@ -193,8 +224,9 @@ def test_only_the_end_of_a_huge_input_is_read_and_that_is_said(tmp_path, monkeyp
     assert text.endswith(traceback_naming("train.py"))
     assert text.startswith("epoch 1 loss 0.5\n")  # whole lines: the one cut in two is dropped
     assert len(text) <= 1024 * 1024
-    assert capsys.readouterr().err == (f"torchdoctor: {tmp_path / 'log.txt'} is larger than 1 MiB: "
-                                       "only its last 1 MiB were read\n")
+    assert capsys.readouterr().err == (
+        f"torchdoctor: {tmp_path / 'log.txt'} is larger than 1 MiB: only its last 1 MiB were read\n"
+    )
 
 
 def test_a_huge_stream_is_read_to_its_end_keeping_only_the_end(monkeypatch):
@@ -208,8 +240,12 @@ def test_a_huge_stream_is_read_to_its_end_keeping_only_the_end(monkeypatch):
 
 
 def test_binary_input_with_nul_bytes_and_invalid_utf8(tmp_path):
-    data = (b"\x00\xff\xfe garbage \x1b]0;title\x07\x9b2J\r\n" + os.urandom(4096)
-            + traceback_naming("train.py").encode() + b"\xc3\x28\x00\n")
+    data = (
+        b"\x00\xff\xfe garbage \x1b]0;title\x07\x9b2J\r\n"
+        + os.urandom(4096)
+        + traceback_naming("train.py").encode()
+        + b"\xc3\x28\x00\n"
+    )
     (tmp_path / "log.bin").write_bytes(data)
     result = explain("log.bin", cwd=tmp_path)
     assert result.returncode == 0
@@ -226,19 +262,24 @@ def test_control_characters_of_the_error_are_shown_escaped(tmp_path):
 
 # --- large inputs: linear, not quadratic --------------------------------------------------------
 
+
 def test_a_traceback_with_100k_frames(tmp_path):
-    frames = "".join(f'  File "/work/m{i}.py", line {i}, in f{i}\n    g()\n'
-                     for i in range(100_000))
+    frames = "".join(
+        f'  File "/work/m{i}.py", line {i}, in f{i}\n    g()\n' for i in range(100_000)
+    )
     (tmp_path / "log.txt").write_text(
-        f"Traceback (most recent call last):\n{frames}RecursionError: too deep\n")
+        f"Traceback (most recent call last):\n{frames}RecursionError: too deep\n"
+    )
     result = explain("--no-link", "log.txt", cwd=tmp_path, timeout=120)
     assert "RecursionError: too deep" in result.stdout
     assert "/work/m99999.py:99999" in result.stdout
 
 
 def test_a_log_with_thousands_of_tracebacks(tmp_path):
-    log = "".join(traceback_naming("train.py", DEVICE_ERROR.replace("cuda:0", f"cuda:{i}"))
-                  for i in range(5000))
+    log = "".join(
+        traceback_naming("train.py", DEVICE_ERROR.replace("cuda:0", f"cuda:{i}"))
+        for i in range(5000)
+    )
     (tmp_path / "log.txt").write_text(log)
     result = explain("--no-link", "log.txt", cwd=tmp_path, timeout=90)
     assert result.returncode == 0
@@ -247,8 +288,11 @@ def test_a_log_with_thousands_of_tracebacks(tmp_path):
 
 def test_a_long_exception_chain(tmp_path):
     separator = "\nDuring handling of the above exception, another exception occurred:\n\n"
-    chain = separator.join(f'Traceback (most recent call last):\n  File "a.py", line {i}, in f\n'
-                           f"    x\nValueError: v{i}\n" for i in range(10_000))
+    chain = separator.join(
+        f'Traceback (most recent call last):\n  File "a.py", line {i}, in f\n'
+        f"    x\nValueError: v{i}\n"
+        for i in range(10_000)
+    )
     (tmp_path / "log.txt").write_text(chain)
     result = explain("--no-link", "log.txt", cwd=tmp_path, timeout=90)
     assert "ValueError: v9999" in result.stdout
@@ -262,15 +306,18 @@ def test_a_single_enormous_line(tmp_path):
 
 
 def test_many_pytest_sections(tmp_path):
-    log = "".join(f"____ test_{i} ____\n\n    def test_{i}():\n>       assert f()\n"
-                  f"E       AssertionError: bad {i}\n\ntests/test_x.py:{i}: AssertionError\n"
-                  for i in range(20_000))
+    log = "".join(
+        f"____ test_{i} ____\n\n    def test_{i}():\n>       assert f()\n"
+        f"E       AssertionError: bad {i}\n\ntests/test_x.py:{i}: AssertionError\n"
+        for i in range(20_000)
+    )
     (tmp_path / "log.txt").write_text(log)
     result = explain("--no-link", "log.txt", cwd=tmp_path, timeout=90)
     assert "AssertionError: bad 19999" in result.stdout
 
 
 # --- the Python API ---------------------------------------------------------------------------
+
 
 class _BrokenStr(Exception):
     def __str__(self):
@@ -300,9 +347,23 @@ def _nested_groups(depth: int) -> BaseException:
     return error
 
 
-ODD_OBJECTS = [None, 42, 3.5, object(), ["a list"], b"bytes", bytearray(b"x"), ValueError,
-               Path("log.txt"), _BrokenStr(), _cyclic(), _long_chain(3000), "",
-               traceback_naming("t.py").encode(), "\x00" * 100]
+ODD_OBJECTS = [
+    None,
+    42,
+    3.5,
+    object(),
+    ["a list"],
+    b"bytes",
+    bytearray(b"x"),
+    ValueError,
+    Path("log.txt"),
+    _BrokenStr(),
+    _cyclic(),
+    _long_chain(3000),
+    "",
+    traceback_naming("t.py").encode(),
+    "\x00" * 100,
+]
 if sys.version_info >= (3, 11):
     ODD_OBJECTS.append(_nested_groups(2000))
 
@@ -322,11 +383,29 @@ def test_bytes_are_read_as_text():
 
 # --- fuzz: mutations of the real fixtures ---------------------------------------------------
 
-_NOISE = ["\x00", "\r", "\x1b[31m", "\x1b]0;t\x07", "\u2028", "\ufffd", "\udcff", "\t",
-          "Traceback (most recent call last):\n", '  File "', "\n\n", "E   ", "[rank3]: ",
-          "During handling of the above exception, another exception occurred:\n",
-          "Original Traceback (most recent call last):\n", "  + Exception Group Traceback",
-          "-" * 75 + "\n", ">   ", "Error: ", "Warning: ", "```\n"]
+_NOISE = [
+    "\x00",
+    "\r",
+    "\x1b[31m",
+    "\x1b]0;t\x07",
+    "\u2028",
+    "\ufffd",
+    "\udcff",
+    "\t",
+    "Traceback (most recent call last):\n",
+    '  File "',
+    "\n\n",
+    "E   ",
+    "[rank3]: ",
+    "During handling of the above exception, another exception occurred:\n",
+    "Original Traceback (most recent call last):\n",
+    "  + Exception Group Traceback",
+    "-" * 75 + "\n",
+    ">   ",
+    "Error: ",
+    "Warning: ",
+    "```\n",
+]
 
 
 def _mutate(text: str, rnd: random.Random) -> str:
@@ -349,8 +428,7 @@ def _mutate(text: str, rnd: random.Random) -> str:
         elif choice == 5:
             text = text[:cut]  # cut short
         else:
-            text = "".join(chr(rnd.randrange(0x110000)) if rnd.random() < 0.01 else c
-                           for c in text)
+            text = "".join(chr(rnd.randrange(0x110000)) if rnd.random() < 0.01 else c for c in text)
     return text
 
 

@@ -1,4 +1,5 @@
 """Real load_state_dict / torch.load errors, produced here by torch, get the right explanation."""
+
 from __future__ import annotations
 
 import traceback
@@ -97,8 +98,9 @@ def test_wider_model_is_not_a_head_change():
     wide = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
     narrow = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
     ranked = explain(lambda: narrow.load_state_dict(wide.state_dict()))
-    assert_top(ranked, "state-dict-shape-mismatch", "[16, 3, 3, 3]", "[8, 3, 3, 3]",
-               "hyperparameters")
+    assert_top(
+        ranked, "state-dict-shape-mismatch", "[16, 3, 3, 3]", "[8, 3, 3, 3]", "hyperparameters"
+    )
 
 
 def test_training_checkpoint_passed_whole():
@@ -125,11 +127,17 @@ def test_other_architecture():
     assert_top(ranked, "state-dict-key-mismatch")
 
 
-@pytest.mark.parametrize("content, fragment", [
-    (b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n", "git lfs pull"),
-    (b"<!DOCTYPE html><html><body>Sign in</body></html>", "HTML page"),
-    (b"", "empty"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (
+            b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n",
+            "git lfs pull",
+        ),
+        (b"<!DOCTYPE html><html><body>Sign in</body></html>", "HTML page"),
+        (b"", "empty"),
+    ],
+)
 @pytest.mark.parametrize("weights_only", [True, False])
 def test_not_a_checkpoint(tmp_path, content, fragment, weights_only):
     path = tmp_path / "model.pth"

@@ -3,6 +3,7 @@
 Read from the sources with ast (no import, no dependency), so a violation anywhere in src/ fails
 here, in a lazy import inside a function as much as at the top of a module.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,16 +21,20 @@ ENGINES = ("lint", "explain", "watch", "ckpt", "report")
 FRONT_ENDS = ("torchdoctor.cli", "torchdoctor.flake8_plugin", "torchdoctor.__main__")
 # The public API: `import torchdoctor`, `torchdoctor.auto`.
 API = ("torchdoctor", "torchdoctor.auto")
-CATALOG_CORE = ("torchdoctor.catalog", "torchdoctor.catalog._model",
-                "torchdoctor.catalog._registry", "torchdoctor.catalog._docs")
+CATALOG_CORE = (
+    "torchdoctor.catalog",
+    "torchdoctor.catalog._model",
+    "torchdoctor.catalog._registry",
+    "torchdoctor.catalog._docs",
+)
 SDK = "torchdoctor.catalog.sdk"
 # Engines that import another engine, and why. A pair not listed here fails the test, and so
 # does one listed here that no longer imports the other (remove it then).
 ENGINE_TO_ENGINE = {
     ("explain", "lint"): "explain reads the failing file as check does (decode, split_lines) "
-                         "and runs the static checks on it to find a root cause",
+    "and runs the static checks on it to find a root cause",
     ("watch", "explain"): "a crashed run is explained with the explainer; watch reads user "
-                          "frames with explain.parse.is_user_path",
+    "frames with explain.parse.is_user_path",
     ("lint", "report"): "check's findings and fixes are report.finding objects",
     ("explain", "report"): "explain renders through report (Finding)",
     ("watch", "report"): "watch's findings are report.finding objects",
@@ -84,8 +89,12 @@ def _imports(module: Module, known: set[str]) -> set[str]:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
-            or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (
+        isinstance(test, ast.Name)
+        and test.id == "TYPE_CHECKING"
+        or isinstance(test, ast.Attribute)
+        and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _absolute(name: str, is_package: bool, level: int, target: str | None) -> str:
@@ -93,15 +102,18 @@ def _absolute(name: str, is_package: bool, level: int, target: str | None) -> st
         return target or ""
     parts = name.split(".")
     base = parts if is_package else parts[:-1]
-    base = base[:len(base) - (level - 1)]
+    base = base[: len(base) - (level - 1)]
     return ".".join(base + ([target] if target else []))
 
 
 def area_of(name: str) -> str | None:
     """The catalog area a module belongs to (an entry or an area's private helper), else None."""
     parts = name.split(".")
-    if len(parts) >= 3 and parts[:2] == ["torchdoctor", "catalog"] \
-            and (PACKAGE / "catalog" / parts[2]).is_dir():
+    if (
+        len(parts) >= 3
+        and parts[:2] == ["torchdoctor", "catalog"]
+        and (PACKAGE / "catalog" / parts[2]).is_dir()
+    ):
         return parts[2]
     return None
 
@@ -133,15 +145,18 @@ def entry_offenders() -> dict[str, set[str]]:
         if area is None:
             continue
         own = f"torchdoctor.catalog.{area}"
-        outside = {t for t in module.imports
-                   if t != SDK and t != own and not t.startswith(own + ".")
-                   and t.startswith("torchdoctor")}
+        outside = {
+            t
+            for t in module.imports
+            if t != SDK and t != own and not t.startswith(own + ".") and t.startswith("torchdoctor")
+        }
         if outside:
             offenders[name] = outside
     return offenders
 
 
 # --- tests ----------------------------------------------------------------------------------
+
 
 def test_the_module_graph_sees_the_known_imports():
     graph = modules()
@@ -155,21 +170,31 @@ def test_the_module_graph_sees_the_known_imports():
 
 
 def test_engines_never_import_an_entry():
-    wrong = {name: sorted(t for t in module.imports if area_of(t))
-             for name, module in modules().items() if not area_of(name)}
+    wrong = {
+        name: sorted(t for t in module.imports if area_of(t))
+        for name, module in modules().items()
+        if not area_of(name)
+    }
     assert {name: found for name, found in wrong.items() if found} == {}
 
 
 def test_engines_import_from_the_catalog_only_its_core():
-    wrong = {name: sorted(t for t in module.imports if t == SDK)
-             for name, module in modules().items() if engine_of(name)}
+    wrong = {
+        name: sorted(t for t in module.imports if t == SDK)
+        for name, module in modules().items()
+        if engine_of(name)
+    }
     assert {name: found for name, found in wrong.items() if found} == {}
 
 
 def test_engines_import_other_engines_only_where_a_reason_is_written():
-    pairs = {(engine_of(name), engine_of(target))
-             for name, module in modules().items() if engine_of(name) in ENGINES
-             for target in module.imports if engine_of(target) in ENGINES}
+    pairs = {
+        (engine_of(name), engine_of(target))
+        for name, module in modules().items()
+        if engine_of(name) in ENGINES
+        for target in module.imports
+        if engine_of(target) in ENGINES
+    }
     pairs = {(a, b) for a, b in pairs if a != b}
     assert pairs - set(ENGINE_TO_ENGINE) == set(), "an engine imports another: say why here"
     assert set(ENGINE_TO_ENGINE) - pairs == set(), "no longer imported: remove the reason"
@@ -180,8 +205,7 @@ def test_no_import_cycle_between_parts_of_the_house():
     for name, module in modules().items():
         unit = unit_of(name)
         edges.setdefault(unit, set()).update(unit_of(t) for t in module.imports)
-    cycles = [sorted(component) for component in _strongly_connected(edges)
-              if len(component) > 1]
+    cycles = [sorted(component) for component in _strongly_connected(edges) if len(component) > 1]
     assert cycles == []
 
 
@@ -225,19 +249,29 @@ def test_no_engine_names_a_pitfall():
     for name, module in modules().items():
         if not engine_of(name):
             continue
-        docstrings = {id(node.body[0].value) for node in ast.walk(module.tree)
-                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef,
-                                           ast.ClassDef))
-                      and node.body and isinstance(node.body[0], ast.Expr)}
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(module.tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
         for node in ast.walk(module.tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                    and id(node) not in docstrings \
-                    and (code.search(node.value) or node.value in names):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and (code.search(node.value) or node.value in names)
+            ):
                 found.append(f"{module.path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
     assert found == []
 
 
 def test_entries_import_only_the_sdk_and_their_area():
     offenders = entry_offenders()
-    assert offenders == {}, "entries that import outside catalog.sdk and their own area:\n" + "\n".join(
-        f"  {name}: {', '.join(sorted(outside))}" for name, outside in sorted(offenders.items()))
+    assert offenders == {}, (
+        "entries that import outside catalog.sdk and their own area:\n"
+        + "\n".join(
+            f"  {name}: {', '.join(sorted(outside))}" for name, outside in sorted(offenders.items())
+        )
+    )

@@ -5,6 +5,7 @@ notebooks, expectations then per cell) and checked with that rule alone. Rules w
 have `<fixture>.fixed`: the fixture with every fix (safe and unsafe) applied. Set
 TORCHDOCTOR_UPDATE_SNAPSHOTS=1 to rewrite snapshots.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,7 +16,9 @@ import pytest
 
 from conftest import FIXTURES, UPDATE_SNAPSHOTS
 from lint_expectations import (
-    expected_findings, expected_native_findings, expected_notebook_findings,
+    expected_findings,
+    expected_native_findings,
+    expected_notebook_findings,
 )
 from torchdoctor.catalog import get
 from torchdoctor.lint.checker import check_source, fix_source
@@ -44,8 +47,9 @@ def _pitfall(fixture):
 
 def _notebook_outcome(fixture, codes, mode="check"):
     text = fixture.read_text(encoding="utf-8")
-    return _process_notebook(SourceFile(text, "utf-8"), fixture.name,
-                             Job(codes=codes, mode=mode, unsafe=True))
+    return _process_notebook(
+        SourceFile(text, "utf-8"), fixture.name, Job(codes=codes, mode=mode, unsafe=True)
+    )
 
 
 @pytest.mark.parametrize("fixture", LINT_FIXTURES, ids=lambda p: p.stem)
@@ -70,7 +74,8 @@ def test_findings_match_expectations(fixture):
     unexpected = found - expected
     assert not missing and not unexpected, (
         f"missing: {sorted(missing.elements())}\nunexpected: {sorted(unexpected.elements())}\n"
-        + "\n".join(f"  {f.line}:{f.column} {f.code} {f.message}" for f in result.findings))
+        + "\n".join(f"  {f.line}:{f.column} {f.code} {f.message}" for f in result.findings)
+    )
     assert found, "a fixture must contain at least one positive case"
 
 
@@ -106,7 +111,9 @@ def test_fixes_match_snapshot(fixture):
     assert fixed_text == snapshot.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("fixture", [f for f in LINT_FIXTURES if f.suffix == ".py"], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "fixture", [f for f in LINT_FIXTURES if f.suffix == ".py"], ids=lambda p: p.stem
+)
 def test_safe_fixes_only_without_unsafe_flag(fixture):
     pitfall = _pitfall(fixture)
     source = fixture.read_text(encoding="utf-8")

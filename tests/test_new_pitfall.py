@@ -1,5 +1,6 @@
 """scripts/new_pitfall.py writes an entry skeleton that imports and registers but stays off,
 and fixture stubs where the fixture tests look; it never overwrites."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -28,8 +29,12 @@ def _repository_copy(tmp_path: Path, area: str) -> int:
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "new_pitfall.py"), *args,
-                           "--root", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "new_pitfall.py"), *args, "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _load(path: Path):
@@ -41,8 +46,9 @@ def _load(path: Path):
 
 def test_skeleton_and_stubs_for_every_facet(tmp_path):
     highest = _repository_copy(tmp_path, "training")
-    result = _run(tmp_path, "training", "clip-before-unscale", "--static", "--explain",
-                  "--watch", "--ckpt")
+    result = _run(
+        tmp_path, "training", "clip-before-unscale", "--static", "--explain", "--watch", "--ckpt"
+    )
     assert result.returncode == 0, result.stderr
     code = f"TD{highest + 1:03d}"
     entry = tmp_path / "src/torchdoctor/catalog/training" / f"td{code[2:]}_clip_before_unscale.py"
@@ -64,9 +70,16 @@ def test_skeleton_and_stubs_for_every_facet(tmp_path):
     assert read_fixture(explain[0])[0]["expect"] == "clip-before-unscale"
     assert (fixtures / "watch" / "clip_before_unscale.py").exists()
     assert (fixtures / "watch" / "clip_before_unscale_fixed.py").exists()
-    assert result.stdout.split() == [str(p.relative_to(tmp_path)) for p in (
-        entry, lint, explain[0], fixtures / "watch" / "clip_before_unscale.py",
-        fixtures / "watch" / "clip_before_unscale_fixed.py")]
+    assert result.stdout.split() == [
+        str(p.relative_to(tmp_path))
+        for p in (
+            entry,
+            lint,
+            explain[0],
+            fixtures / "watch" / "clip_before_unscale.py",
+            fixtures / "watch" / "clip_before_unscale_fixed.py",
+        )
+    ]
 
 
 def test_only_the_facets_asked_for(tmp_path):
@@ -87,7 +100,10 @@ def test_refuses_to_overwrite_and_bad_arguments(tmp_path):
     assert again.returncode == 1 and "not overwriting" in again.stderr
     assert entry.read_text() == "# written by hand\n"
     assert len(list(entry.parent.glob("td*_odd_view.py"))) == 1
-    for args in (["tensor", "Odd_View", "--static"], ["nowhere", "odd", "--static"],
-                 ["tensor", "odd"]):
+    for args in (
+        ["tensor", "Odd_View", "--static"],
+        ["nowhere", "odd", "--static"],
+        ["tensor", "odd"],
+    ):
         bad = _run(tmp_path, *args)
         assert bad.returncode == 2 and "error:" in bad.stderr, args

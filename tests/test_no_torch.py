@@ -1,4 +1,5 @@
 """`check`, `explain`, `rule` and `rules` never import torch: they must work where torch is not installed."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,8 +17,9 @@ print("exit", code)
 
 
 def run_probe(*args, cwd):
-    return subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 TRACEBACK = """Traceback (most recent call last):
@@ -31,10 +33,12 @@ cuda:0 and cpu!
 def test_check_explain_rule_and_rules_do_not_import_torch(tmp_path):
     (tmp_path / "train.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
     (tmp_path / "error.txt").write_text(TRACEBACK)
-    for args, expected in ((["check", "--no-cache", "--select", "ALL", "train.py"], "exit 1"),
-                           (["explain", "error.txt"], "exit 0"),
-                           (["rule", "TD001"], "exit 0"),
-                           (["rules"], "exit 0")):
+    for args, expected in (
+        (["check", "--no-cache", "--select", "ALL", "train.py"], "exit 1"),
+        (["explain", "error.txt"], "exit 0"),
+        (["rule", "TD001"], "exit 0"),
+        (["rules"], "exit 0"),
+    ):
         result = run_probe(*args, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip().endswith(expected)
@@ -46,7 +50,16 @@ def test_check_works_when_torch_cannot_be_imported(tmp_path):
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
     (tmp_path / "train.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
-    result = run_cli("check", "--no-cache", "--select", "ALL", "--jobs", "1", "train.py",
-                     cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "fake")})
+    result = run_cli(
+        "check",
+        "--no-cache",
+        "--select",
+        "ALL",
+        "--jobs",
+        "1",
+        "train.py",
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "fake")},
+    )
     assert result.returncode == 1, result.stderr
     assert "TD001" in result.stdout

@@ -5,6 +5,7 @@ read at all is one finding and the rest of the files are checked. A fix rewrites
 cells' `"source"` values in the file's own text: newlines, indentation, escapes and numbers
 elsewhere stay byte for byte.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,12 +23,25 @@ FIXED_LOSS = 'c = nn.MSELoss(reduction="none")\n'
 
 def td(*args: str, cwd) -> subprocess.CompletedProcess:
     env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
-    return subprocess.run([sys.executable, "-m", "torchdoctor", *args], cwd=cwd, capture_output=True,
-                          text=True, encoding="utf-8", env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+    )
 
 
 def code_cell(source) -> dict:
-    return {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [], "source": source}
+    return {
+        "cell_type": "code",
+        "execution_count": 1,
+        "metadata": {},
+        "outputs": [],
+        "source": source,
+    }
 
 
 def notebook(*cells) -> dict:
@@ -49,24 +63,30 @@ def changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
 
 # ---- cells that cannot be read --------------------------------------------------------------
 
+
 def test_bad_cells_are_reported_and_the_other_cells_checked(tmp_path):
     data = notebook(
-        1,                                             # not an object
+        1,  # not an object
         code_cell("import torch\nx = torch.randn(3)\n"),
-        code_cell(42),                                 # source not text
-        code_cell(["x.cuda()\n", 7]),                  # a line that is not text
+        code_cell(42),  # source not text
+        code_cell(["x.cuda()\n", 7]),  # a line that is not text
         {"cell_type": ["code"], "source": "x.cuda()"},  # an odd cell type: not code
-        {"cell_type": "code"},                         # no source
+        {"cell_type": "code"},  # no source
         "text",
-        code_cell("%%\nx.cuda()\n"),                   # an empty cell magic: not Python
+        code_cell("%%\nx.cuda()\n"),  # an empty cell magic: not Python
         code_cell("x.cuda()\nprint(x)\n"),
     )
     (tmp_path / "n.ipynb").write_text(json.dumps(data), encoding="utf-8")
     code, found = findings(tmp_path, "n.ipynb")
     assert code == 1
-    assert found == [(1, 1, "unreadable-file"), (3, 1, "unreadable-file"),
-                     (4, 1, "unreadable-file"), (6, 1, "unreadable-file"),
-                     (7, 1, "unreadable-file"), (9, 1, "tensor-result-discarded")]
+    assert found == [
+        (1, 1, "unreadable-file"),
+        (3, 1, "unreadable-file"),
+        (4, 1, "unreadable-file"),
+        (6, 1, "unreadable-file"),
+        (7, 1, "unreadable-file"),
+        (9, 1, "tensor-result-discarded"),
+    ]
     text = td("check", "--no-cache", "n.ipynb", cwd=tmp_path).stdout
     assert "n.ipynb:cell 3:1:1: TD701 cannot check this cell: its `source` is not a string" in text
 
@@ -87,16 +107,25 @@ def test_every_broken_cell_is_reported_once(tmp_path):
     cells.append(code_cell("x.cuda()\nprint(x)\n"))
     (tmp_path / "n.ipynb").write_text(json.dumps(notebook(*cells)), encoding="utf-8")
     code, found = findings(tmp_path, "n.ipynb")
-    assert found == [(n, 1, "syntax-error") for n in range(2, 202)] + [(202, 1, "tensor-result-discarded")]
+    assert found == [(n, 1, "syntax-error") for n in range(2, 202)] + [
+        (202, 1, "tensor-result-discarded")
+    ]
 
 
 # ---- long lines: every pattern that reads a line is linear in its length --------------------
 
+
 def test_long_lines_in_cells_do_not_stall_the_check(tmp_path):
     # Indentation, and long runs that almost make a magic (`a = %x`, `obj?`), were quadratic.
     n = 200_000
-    lines = [" " * n + "x\n", "a " * n + "\n", "a," * n + "\n", "a" * n + "?x\n", "\t" * n + "y\n",
-             " " * n + "\n"]
+    lines = [
+        " " * n + "x\n",
+        "a " * n + "\n",
+        "a," * n + "\n",
+        "a" * n + "?x\n",
+        "\t" * n + "y\n",
+        " " * n + "\n",
+    ]
     cells = [code_cell(["import torch\n", line]) for line in lines]
     (tmp_path / "n.ipynb").write_text(json.dumps(notebook(*cells)), encoding="utf-8")
     code, found = findings(tmp_path, "n.ipynb")  # the timeout catches a stall
@@ -104,6 +133,7 @@ def test_long_lines_in_cells_do_not_stall_the_check(tmp_path):
 
 
 # ---- --fix keeps the file's own bytes outside the fixed lines -------------------------------
+
 
 @pytest.mark.parametrize("char", NOT_LINE_BREAKS, ids=IDS)
 def test_a_line_holding_a_character_python_does_not_break_at_stays_one_line(tmp_path, char):
@@ -115,16 +145,27 @@ def test_a_line_holding_a_character_python_does_not_break_at_stays_one_line(tmp_
     assert found == [(1, 4, "deprecated-loss-reduction-args")]
     result = td("check", "--no-cache", "--fix", "n.ipynb", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"] == [*source[:3], FIXED_LOSS]
+    assert json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"] == [
+        *source[:3],
+        FIXED_LOSS,
+    ]
     assert changed_lines(before, path.read_bytes()) == [
-        (b'    "c = nn.MSELoss(reduce=False)\\n"', b'    "c = nn.MSELoss(reduction=\\"none\\")\\n"')]
+        (b'    "c = nn.MSELoss(reduce=False)\\n"', b'    "c = nn.MSELoss(reduction=\\"none\\")\\n"')
+    ]
 
 
 def test_fix_keeps_crlf_newlines_and_numbers_the_json_module_would_rewrite(tmp_path):
-    data = notebook(code_cell(["import torch\n", "import torch.nn as nn\n", LEGACY_LOSS]),
-                    code_cell(["y = 1\n"]))
-    text = json.dumps(data, indent=2).replace("\n", "\r\n").replace(
-        '"metadata": {}', '"metadata": {"scale": 1E400, "pi": 3.14159265358979323846264}', 1)
+    data = notebook(
+        code_cell(["import torch\n", "import torch.nn as nn\n", LEGACY_LOSS]),
+        code_cell(["y = 1\n"]),
+    )
+    text = (
+        json.dumps(data, indent=2)
+        .replace("\n", "\r\n")
+        .replace(
+            '"metadata": {}', '"metadata": {"scale": 1E400, "pi": 3.14159265358979323846264}', 1
+        )
+    )
     path = tmp_path / "n.ipynb"
     path.write_bytes(text.encode("utf-8"))
     assert td("check", "--no-cache", "--fix", "n.ipynb", cwd=tmp_path).returncode == 0
@@ -134,9 +175,11 @@ def test_fix_keeps_crlf_newlines_and_numbers_the_json_module_would_rewrite(tmp_p
 
 
 def test_fix_keeps_a_minified_ascii_notebook_minified_and_escaped(tmp_path):
-    data = notebook({"cell_type": "markdown", "metadata": {}, "source": "# café ☕"},
-                    code_cell(["import torch  # 模型\n", "import torch.nn as nn\n", LEGACY_LOSS]),
-                    code_cell("y = 'é'\n"))
+    data = notebook(
+        {"cell_type": "markdown", "metadata": {}, "source": "# café ☕"},
+        code_cell(["import torch  # 模型\n", "import torch.nn as nn\n", LEGACY_LOSS]),
+        code_cell("y = 'é'\n"),
+    )
     text = json.dumps(data, separators=(",", ":"))  # one line, non-ASCII as \\u escapes
     path = tmp_path / "n.ipynb"
     path.write_text(text, encoding="utf-8")
@@ -149,7 +192,9 @@ def test_fix_keeps_a_minified_ascii_notebook_minified_and_escaped(tmp_path):
 def test_a_string_source_stays_a_string_and_keeps_its_missing_final_newline(tmp_path):
     source = "import torch\nx = torch.randn(3)\nx.cuda()\nprint(x)"
     path = tmp_path / "n.ipynb"
-    path.write_text(json.dumps(notebook(code_cell(source), code_cell("%time x.cuda()"))), encoding="utf-8")
+    path.write_text(
+        json.dumps(notebook(code_cell(source), code_cell("%time x.cuda()"))), encoding="utf-8"
+    )
     result = td("check", "--no-cache", "--fix", "--unsafe-fixes", "n.ipynb", cwd=tmp_path)
     assert result.returncode == 0, result.stdout
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -160,12 +205,24 @@ def test_a_string_source_stays_a_string_and_keeps_its_missing_final_newline(tmp_
 def test_text_like_the_doctors_own_markers_is_left_alone(tmp_path):
     # The joined cells are split again at boundary comments, and magics come back from `pass`
     # placeholders: a cell that already holds such text must not be cut or replaced.
-    first = ["import torch\n", "# torchdoctor: cell boundary\n", "%matplotlib inline\n",
-             "x = torch.randn(3)\n", "x.cuda()\n", "print(x)\n"]
-    second = ["pass  # torchdoctor: magic 0\n", "# torchdoctor-: cell boundary\n", "x.cuda()\n",
-              "print(x)\n"]
+    first = [
+        "import torch\n",
+        "# torchdoctor: cell boundary\n",
+        "%matplotlib inline\n",
+        "x = torch.randn(3)\n",
+        "x.cuda()\n",
+        "print(x)\n",
+    ]
+    second = [
+        "pass  # torchdoctor: magic 0\n",
+        "# torchdoctor-: cell boundary\n",
+        "x.cuda()\n",
+        "print(x)\n",
+    ]
     path = tmp_path / "n.ipynb"
-    path.write_text(json.dumps(notebook(code_cell(first), code_cell(second)), indent=1), encoding="utf-8")
+    path.write_text(
+        json.dumps(notebook(code_cell(first), code_cell(second)), indent=1), encoding="utf-8"
+    )
     result = td("check", "--no-cache", "--fix", "--unsafe-fixes", "n.ipynb", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]

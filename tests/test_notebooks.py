@@ -1,4 +1,5 @@
 """Notebooks as users have them: cells, magics, outputs, broken cells, broken JSON, --fix."""
+
 from __future__ import annotations
 
 import json
@@ -12,11 +13,22 @@ def notebook(*cells, **extra) -> dict:
         if isinstance(cell, tuple):  # ("markdown", text)
             built.append({"cell_type": cell[0], "metadata": {}, "source": cell[1]})
             continue
-        built.append({"cell_type": "code", "execution_count": number, "metadata": {"id": f"c{number}"},
-                      "outputs": [{"name": "stdout", "output_type": "stream", "text": ["out\n"]}],
-                      "source": cell.splitlines(keepends=True)})
-    return {"cells": built, "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4,
-            "nbformat_minor": 5, **extra}
+        built.append(
+            {
+                "cell_type": "code",
+                "execution_count": number,
+                "metadata": {"id": f"c{number}"},
+                "outputs": [{"name": "stdout", "output_type": "stream", "text": ["out\n"]}],
+                "source": cell.splitlines(keepends=True),
+            }
+        )
+    return {
+        "cells": built,
+        "metadata": {"kernelspec": {"name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        **extra,
+    }
 
 
 def write_notebook(path, data) -> str:
@@ -45,7 +57,9 @@ def test_findings_are_located_by_cell_and_line(tmp_path):
     findings = check_json(tmp_path, "train.ipynb")
     # cell 3 uses `x` from cell 2; %%bash is not Python; %%time's body is.
     assert [(f["cell"], f["line"], f["column"], f["code"]) for f in findings] == [
-        (3, 2, 1, "TD001"), (5, 2, 1, "TD001")]
+        (3, 2, 1, "TD001"),
+        (5, 2, 1, "TD001"),
+    ]
     text = run_cli("check", "--no-cache", "train.ipynb", cwd=tmp_path).stdout
     assert text.startswith("train.ipynb:cell 3:2:1: TD001 ")
     assert "  2 | x.cuda()" in text
@@ -59,11 +73,15 @@ def test_directories_include_notebooks_but_not_checkpoints(tmp_path):
 
 
 def test_a_broken_cell_is_reported_and_the_rest_still_checked(tmp_path):
-    data = notebook("import torch\nx = torch.randn(3)", "def broken(:\n    pass", "x.cuda()\nprint(x)")
+    data = notebook(
+        "import torch\nx = torch.randn(3)", "def broken(:\n    pass", "x.cuda()\nprint(x)"
+    )
     write_notebook(tmp_path / "nb.ipynb", data)
     findings = check_json(tmp_path, "nb.ipynb")
     assert [(f["cell"], f["line"], f["name"]) for f in findings] == [
-        (2, 1, "syntax-error"), (3, 1, "tensor-result-discarded")]
+        (2, 1, "syntax-error"),
+        (3, 1, "tensor-result-discarded"),
+    ]
 
 
 def test_broken_json_is_a_finding_not_a_crash(tmp_path):
@@ -82,13 +100,19 @@ def test_broken_json_is_a_finding_not_a_crash(tmp_path):
 def test_the_value_a_cell_shows_is_not_thrown_away(tmp_path):
     """Jupyter shows the value of a cell's last expression: `x.float()` there is the user
     looking at the result. Not so before the end of the cell, nor when `;` hides it."""
-    data = notebook("import torch\nx = torch.randn(3)\nx.float()",
-                    "x.cuda()\nx.float()  # have a look",
-                    "x.half();",
-                    "x.double()\nif True:\n    x.cpu()")
+    data = notebook(
+        "import torch\nx = torch.randn(3)\nx.float()",
+        "x.cuda()\nx.float()  # have a look",
+        "x.half();",
+        "x.double()\nif True:\n    x.cpu()",
+    )
     write_notebook(tmp_path / "nb.ipynb", data)
     assert [(f["cell"], f["line"]) for f in check_json(tmp_path, "nb.ipynb")] == [
-        (2, 1), (3, 1), (4, 1), (4, 3)]
+        (2, 1),
+        (3, 1),
+        (4, 1),
+        (4, 3),
+    ]
     # A script's last line shows nothing.
     (tmp_path / "s.py").write_text("import torch\nx = torch.randn(3)\nx.float()\n")
     assert [f["line"] for f in check_json(tmp_path, "s.py")] == [3]
@@ -116,9 +140,13 @@ def test_fix_rewrites_only_the_fixed_cells(tmp_path):
             assert fixed["cells"][number][key] == before["cells"][number][key]
     assert fixed["metadata"] == before["metadata"]
     # Same formatting: only the two fixed source lines differ.
-    changed = [(a, b) for a, b in zip(original.splitlines(), path.read_text().splitlines()) if a != b]
-    assert changed == [('    "x.cuda()\\n",', '    "x = x.cuda()\\n",'),
-                       ('    "y.view(2, 1)\\n",', '    "y = y.view(2, 1)\\n",')]
+    changed = [
+        (a, b) for a, b in zip(original.splitlines(), path.read_text().splitlines()) if a != b
+    ]
+    assert changed == [
+        ('    "x.cuda()\\n",', '    "x = x.cuda()\\n",'),
+        ('    "y.view(2, 1)\\n",', '    "y = y.view(2, 1)\\n",'),
+    ]
     again = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
     assert again.returncode == 0 and "Fixed" not in again.stdout
 

@@ -3,6 +3,7 @@
 A comment holding `ESC ] 0 ; TITLE BEL ESC [ 2 J` once retitled the terminal and cleared the
 screen when `check` printed its excerpt; bidi overrides can reorder what a line appears to say.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,15 @@ RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\u2066")
 
 def td(*args: str, cwd) -> subprocess.CompletedProcess:
     env = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
-    return subprocess.run([sys.executable, "-m", "torchdoctor", *args], cwd=cwd, capture_output=True,
-                          text=True, encoding="utf-8", env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+    )
 
 
 def write(path, text: str) -> None:
@@ -31,7 +39,9 @@ def excerpt(output: str) -> tuple[str, str]:
 
 
 def test_terminal_sequences_in_a_checked_file_are_shown_escaped(tmp_path):
-    write(tmp_path / "a.py", "import torch\nx = torch.zeros(3)\nx.cuda()  # \x1b]0;TITLE\x07\x1b[2J\n")
+    write(
+        tmp_path / "a.py", "import torch\nx = torch.zeros(3)\nx.cuda()  # \x1b]0;TITLE\x07\x1b[2J\n"
+    )
     result = td("check", "--no-cache", "a.py", cwd=tmp_path)
     assert result.returncode == 1
     assert not any(char in result.stdout for char in RAW)
@@ -44,7 +54,9 @@ def test_messages_help_and_paths_are_escaped_too(tmp_path):
     result = td("check", "--no-cache", name, cwd=tmp_path)
     assert not any(char in result.stdout for char in RAW)
     header = result.stdout.split("\n")[0]
-    assert header.startswith("e\\x1b[2J.py:3:1: TD001 `x.to(\"\\x1b[31m\\u202e\")` returns a new tensor")
+    assert header.startswith(
+        'e\\x1b[2J.py:3:1: TD001 `x.to("\\x1b[31m\\u202e")` returns a new tensor'
+    )
 
     github = td("check", "--no-cache", "--format", "github", name, cwd=tmp_path).stdout
     assert not any(char in github for char in RAW)
@@ -65,7 +77,9 @@ def test_carets_stay_under_the_finding_after_tabs_escapes_and_wide_characters(tm
 
 
 def test_a_finding_after_a_form_feed_shows_its_own_line(tmp_path):
-    write(tmp_path / "a.py", "import torch\nx = torch.zeros(3)\n# page\x0cbreak\u2028here\nx.cuda()\n")
+    write(
+        tmp_path / "a.py", "import torch\nx = torch.zeros(3)\n# page\x0cbreak\u2028here\nx.cuda()\n"
+    )
     result = td("check", "--no-cache", "a.py", cwd=tmp_path)
     assert result.stdout.startswith("a.py:4:1: TD001 ")
     assert excerpt(result.stdout) == ("x.cuda()", "^^^^^^^^")

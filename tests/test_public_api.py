@@ -1,6 +1,7 @@
 """The Python API: `torchdoctor.check/explain/watch/load_state_dict` are plain functions with
 their real signatures, the error classes are exported, and `import torchdoctor`, `check` and
 `explain` never import torch."""
+
 from __future__ import annotations
 
 import inspect
@@ -30,14 +31,19 @@ def test_signatures_are_the_real_ones():
     from torchdoctor.watch.watcher import watch
 
     def parameters(function):
-        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+        return [
+            (p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()
+        ]
 
     assert parameters(torchdoctor.explain) == parameters(explain)
     assert parameters(torchdoctor.watch) == parameters(watch)
     parameters = inspect.signature(torchdoctor.load_state_dict).parameters
     assert list(parameters) == ["model", "path_or_dict", "strict", "trust", "verbose", "lang"]
-    assert all(p.kind is p.KEYWORD_ONLY for name, p in parameters.items()
-               if name not in ("model", "path_or_dict"))
+    assert all(
+        p.kind is p.KEYWORD_ONLY
+        for name, p in parameters.items()
+        if name not in ("model", "path_or_dict")
+    )
 
 
 def test_engine_modules_still_import_by_name():
@@ -114,8 +120,9 @@ assert "torch" not in sys.modules, "check or explain imported torch"
 
 
 def test_import_check_and_explain_do_not_import_torch(tmp_path):
-    result = subprocess.run([sys.executable, "-c", PROBE, BAD], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, BAD], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["['TD001']", "cuda-out-of-memory"]
 

@@ -19,6 +19,7 @@ times longer, a quadratic one 64 times; the bar is 32 times, and 50 ms at least,
 a busy machine cannot fail it. Only inputs slower than 0.5 ms at 1,000 characters (a linear
 search takes microseconds) are measured twice. A search still running after 2 s fails at once.
 """
+
 from __future__ import annotations
 
 import ast
@@ -51,8 +52,10 @@ PACKAGE = Path(torchdoctor.__file__).parent
 NOT_IMPORTED = ("torchdoctor.watch", "torchdoctor.__main__")
 # Patterns applied with `.match` only (anchored at one position), passed around in a
 # collection, so the source scan cannot see how they are used.
-ANCHORED_COLLECTIONS = {"torchdoctor.explain.parse._IPY_FRAMES",
-                        "torchdoctor.explain.parse._LOG_STARTS"}
+ANCHORED_COLLECTIONS = {
+    "torchdoctor.explain.parse._IPY_FRAMES",
+    "torchdoctor.explain.parse._LOG_STARTS",
+}
 SEARCHING = {"search", "finditer", "findall", "sub", "subn", "split"}
 ANCHORING = {"match", "fullmatch"}
 
@@ -100,29 +103,51 @@ def _uses(source: str) -> dict[str, set[str]]:
 
 
 def _flags(call: ast.Call) -> int:
-    positional = {"compile": 1, "search": 2, "match": 2, "fullmatch": 2, "findall": 2,
-                  "finditer": 2, "split": 3, "sub": 4, "subn": 4}.get(call.func.attr)
+    positional = {
+        "compile": 1,
+        "search": 2,
+        "match": 2,
+        "fullmatch": 2,
+        "findall": 2,
+        "finditer": 2,
+        "split": 3,
+        "sub": 4,
+        "subn": 4,
+    }.get(call.func.attr)
     node = next((k.value for k in call.keywords if k.arg == "flags"), None)
     if node is None and positional is not None and len(call.args) > positional:
         node = call.args[positional]
     if node is None:
         return 0
-    return sum({getattr(re, n.attr) for n in ast.walk(node)
-                if isinstance(n, ast.Attribute) and n.attr.isupper() and hasattr(re, n.attr)})
+    return sum(
+        {
+            getattr(re, n.attr)
+            for n in ast.walk(node)
+            if isinstance(n, ast.Attribute) and n.attr.isupper() and hasattr(re, n.attr)
+        }
+    )
 
 
 def _literal_calls(tree: ast.Module):
     """`re.search("...", ...)` and the like; `re.compile("...")` inside functions only: a
     module-level pattern is collected compiled, with how it is used."""
-    in_functions = {id(node) for function in ast.walk(tree)
-                    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                    for node in ast.walk(function)}
+    in_functions = {
+        id(node)
+        for function in ast.walk(tree)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for node in ast.walk(function)
+    }
     for call in ast.walk(tree):
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Name) and call.func.value.id == "re"
-                and call.args and isinstance(call.args[0], ast.Constant)
-                and isinstance(call.args[0].value, str)
-                and (call.func.attr != "compile" or id(call) in in_functions)):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "re"
+            and call.args
+            and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+            and (call.func.attr != "compile" or id(call) in in_functions)
+        ):
             yield call
 
 
@@ -139,31 +164,48 @@ def collect() -> list[Regex]:
         for attr, value in vars(module).items():
             qualified = f"{name}.{attr}"
             used = uses.get(attr, set())
-            anchored = (qualified in ANCHORED_COLLECTIONS
-                        or (used & ANCHORING and not used & SEARCHING))
+            anchored = qualified in ANCHORED_COLLECTIONS or (
+                used & ANCHORING and not used & SEARCHING
+            )
             for compiled in _patterns_in(value):
                 add(compiled.pattern, compiled.flags, bool(anchored), qualified)
     for pitfall in _registry.all_pitfalls():
         for signature in pitfall.error_signatures:
             if signature.regex:
-                add(signature.regex, signature.pattern.flags, False,
-                    f"{pitfall.name} error signature")
+                add(
+                    signature.regex,
+                    signature.pattern.flags,
+                    False,
+                    f"{pitfall.name} error signature",
+                )
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in _literal_calls(ast.parse(path.read_text(encoding="utf-8"))):
             flags = re.compile(node.args[0].value, _flags(node)).flags
-            add(node.args[0].value, flags, node.func.attr in ANCHORING,
-                f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+            add(
+                node.args[0].value,
+                flags,
+                node.func.attr in ANCHORING,
+                f"{path.relative_to(PACKAGE.parent)}:{node.lineno}",
+            )
     return sorted(found.values(), key=lambda r: r.where)
 
 
 # --- inputs ---------------------------------------------------------------------------------
 
 _PROBES = "xa0 _.:,'\"/()[]-<>#=\t"
-_CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D",
-               sre.CATEGORY_SPACE: r"\s", sre.CATEGORY_NOT_SPACE: r"\S",
-               sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W"}
-_REPEATS = tuple(op for op in (sre.MAX_REPEAT, sre.MIN_REPEAT,
-                               getattr(sre, "POSSESSIVE_REPEAT", None)) if op is not None)
+_CATEGORIES = {
+    sre.CATEGORY_DIGIT: r"\d",
+    sre.CATEGORY_NOT_DIGIT: r"\D",
+    sre.CATEGORY_SPACE: r"\s",
+    sre.CATEGORY_NOT_SPACE: r"\S",
+    sre.CATEGORY_WORD: r"\w",
+    sre.CATEGORY_NOT_WORD: r"\W",
+}
+_REPEATS = tuple(
+    op
+    for op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None))
+    if op is not None
+)
 
 
 def _in_class(items, char: str) -> bool:
@@ -239,7 +281,7 @@ def adversarial_shapes(regex: Regex) -> list[tuple[str, str, str]]:
         shapes.add(("", text + " ", ""))
         cuts = [0]
         for part in parts:  # a part repeated: `.*X.*Y` retries each X
-            shapes.add((text[:cuts[-1]], part, "\x00"))
+            shapes.add((text[: cuts[-1]], part, "\x00"))
             cuts.append(cuts[-1] + len(part))
         if len(cuts) > 16:
             cuts = [cuts[round(k * (len(cuts) - 1) / 15)] for k in range(16)]
@@ -259,6 +301,7 @@ def _built(shape: tuple[str, str, str], length: int) -> str:
 
 
 # --- timing ---------------------------------------------------------------------------------
+
 
 class _Hang(Exception):
     pass
@@ -315,9 +358,13 @@ REGEXES = collect()
 def test_the_collection_finds_the_patterns_that_read_user_text():
     where = {r.where for r in REGEXES}
     assert len(REGEXES) > 200
-    assert {"torchdoctor.explain.parse._FILE", "torchdoctor.explain.parse._EXCEPTION",
-            "torchdoctor.lint.noqa._NOQA", "torchdoctor.lint.notebook._MAGIC",
-            "torchdoctor.knowledge.state_dicts._SHAPES"} <= where
+    assert {
+        "torchdoctor.explain.parse._FILE",
+        "torchdoctor.explain.parse._EXCEPTION",
+        "torchdoctor.lint.noqa._NOQA",
+        "torchdoctor.lint.notebook._MAGIC",
+        "torchdoctor.knowledge.state_dicts._SHAPES",
+    } <= where
     assert any(w.endswith("error signature") for w in where)
     assert any(w.startswith("torchdoctor/catalog/") and ":" in w for w in where)
     anchored = {r.where for r in REGEXES if r.anchored}
@@ -345,4 +392,5 @@ def test_regex_is_linear(regex):
     text = superlinear_input(regex)
     assert text is None, (
         f"{regex.where}: {regex.pattern!r} takes time growing with the square of its input, "
-        f"e.g. {text[:40]!r}...{text[-40:]!r} ({len(text)} characters)")
+        f"e.g. {text[:40]!r}...{text[-40:]!r} ({len(text)} characters)"
+    )

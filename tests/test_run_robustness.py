@@ -1,6 +1,7 @@
 """`torchdoctor run` behaves like python: the same `sys.argv[0]`, `__file__`, `sys.path`, the same
 one-line refusals and exit codes; its report lands where it was asked for, from the process that
 started the watch, also when the program is ended by SIGTERM or os._exit."""
+
 from __future__ import annotations
 
 import json
@@ -44,13 +45,27 @@ for _ in range(3):
 
 
 def python(*args, cwd, stdin=None):
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          input=stdin, env=ENV, timeout=120)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=ENV,
+        timeout=120,
+    )
 
 
 def doctor(*args, cwd, stdin=None, launcher="python -m torchdoctor", env=None):
-    return subprocess.run([*LAUNCHERS[launcher], *args], cwd=cwd, capture_output=True,
-                          text=True, input=stdin, env={**ENV, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [*LAUNCHERS[launcher], *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env={**ENV, **(env or {})},
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -90,13 +105,27 @@ def tree(tmp_path):
     return tmp_path
 
 
-FORMS = ["s.py", "./s.py", "sub/../s.py", "ABS/s.py", "linked/t.py", "app", "app/", "app.zip",
-         "compiled.pyc", "-m pkg.mod", "-m pkg", "-", "CWD ."]
+FORMS = [
+    "s.py",
+    "./s.py",
+    "sub/../s.py",
+    "ABS/s.py",
+    "linked/t.py",
+    "app",
+    "app/",
+    "app.zip",
+    "compiled.pyc",
+    "-m pkg.mod",
+    "-m pkg",
+    "-",
+    "CWD .",
+]
 
 
 # The launcher decides what sys.path[0] was before the program's entry took its place.
 CASES = [(form, "python -m torchdoctor") for form in FORMS] + [
-    (form, "torchdoctor") for form in ("s.py", "app", "-m pkg.mod") if "torchdoctor" in LAUNCHERS]
+    (form, "torchdoctor") for form in ("s.py", "app", "-m pkg.mod") if "torchdoctor" in LAUNCHERS
+]
 
 
 @pytest.mark.parametrize("form,launcher", CASES)
@@ -115,9 +144,20 @@ def test_program_sees_what_python_gives(form, launcher, tree):
     assert json.loads(result.stdout) == json.loads(expected.stdout)
 
 
-@pytest.mark.parametrize("form,code", [
-    ("nope.py", 2), ("./nope.py", 2), ("sub", 1), ("", 1), ("-m nosuchmodule", 1), ("-m ", 1),
-    ("-m pkg.nosuch", 1), ("-m sub", 1), ("-m .relative", 1)])
+@pytest.mark.parametrize(
+    "form,code",
+    [
+        ("nope.py", 2),
+        ("./nope.py", 2),
+        ("sub", 1),
+        ("", 1),
+        ("-m nosuchmodule", 1),
+        ("-m ", 1),
+        ("-m pkg.nosuch", 1),
+        ("-m sub", 1),
+        ("-m .relative", 1),
+    ],
+)
 def test_program_that_cannot_start_is_python_s_one_line(form, code, tree):
     """Python's own message (after the program's name) and exit code; nothing is watched,
     no summary, no report."""
@@ -160,21 +200,26 @@ def test_run_without_torch_says_what_to_install(tmp_path):
 
 def test_run_where_torch_is_not_installed(tmp_path):
     (tmp_path / "s.py").write_text("open('ran', 'w').close()\n")
-    probe = ("import sys; sys.modules['torch'] = None\n"  # what python does for a missing package
-             "from torchdoctor.cli import main; sys.exit(main(['run', 's.py']))")
+    probe = (
+        "import sys; sys.modules['torch'] = None\n"  # what python does for a missing package
+        "from torchdoctor.cli import main; sys.exit(main(['run', 's.py']))"
+    )
     result = python("-c", probe, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == ("torchdoctor: error: run needs PyTorch, which is not installed here "
-                             "(pip install torch)\n")
+    assert result.stderr == (
+        "torchdoctor: error: run needs PyTorch, which is not installed here (pip install torch)\n"
+    )
     assert not (tmp_path / "ran").exists()
 
 
 # ---- the report --------------------------------------------------------------------------------
 
+
 def test_relative_report_paths_do_not_follow_the_programs_chdir(tmp_path, doctor_here):
     (tmp_path / "s.py").write_text(STEPS + "import os\nos.makedirs('sub')\nos.chdir('sub')\n")
-    code, out, err = doctor_here("run", "--report-json", "r.json", "--report-html", "r.html",
-                                 "s.py", cwd=tmp_path)
+    code, out, err = doctor_here(
+        "run", "--report-json", "r.json", "--report-html", "r.html", "s.py", cwd=tmp_path
+    )
     assert code == 0, err
     assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 0
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
@@ -182,10 +227,12 @@ def test_relative_report_paths_do_not_follow_the_programs_chdir(tmp_path, doctor
 
 
 @pytest.mark.parametrize("option", ["--report-json", "--report-html"])
-@pytest.mark.parametrize("where,problem", [("afile/r.out", "afile is not a directory"),
-                                           ("adir", "it is a directory")])
-def test_unwritable_report_is_found_before_the_program_runs(option, where, problem, tmp_path,
-                                                            doctor_here):
+@pytest.mark.parametrize(
+    "where,problem", [("afile/r.out", "afile is not a directory"), ("adir", "it is a directory")]
+)
+def test_unwritable_report_is_found_before_the_program_runs(
+    option, where, problem, tmp_path, doctor_here
+):
     (tmp_path / "adir").mkdir()
     (tmp_path / "afile").write_text("")
     (tmp_path / "s.py").write_text("open('ran', 'w').close()\nraise SystemExit(3)\n")
@@ -197,22 +244,25 @@ def test_unwritable_report_is_found_before_the_program_runs(option, where, probl
 
 def test_missing_report_directory_is_made_and_the_exit_code_kept(tmp_path, doctor_here):
     (tmp_path / "s.py").write_text(STEPS + "import sys\nsys.exit(3)\n")
-    code, out, err = doctor_here("run", "--report-json", "nodir/deeper/r.json", "s.py",
-                                 cwd=tmp_path)
+    code, out, err = doctor_here(
+        "run", "--report-json", "nodir/deeper/r.json", "s.py", cwd=tmp_path
+    )
     assert code == 3, err
     assert json.loads((tmp_path / "nodir/deeper/r.json").read_text())["exit_code"] == 3
 
 
-def test_report_that_cannot_be_written_after_the_run_keeps_the_exit_code(tmp_path,
-                                                                         doctor_here):
+def test_report_that_cannot_be_written_after_the_run_keeps_the_exit_code(tmp_path, doctor_here):
     (tmp_path / "out").mkdir()
     (tmp_path / "s.py").write_text(
-        STEPS + "import shutil, sys\nshutil.rmtree('out')\nsys.exit(3)\n")
+        STEPS + "import shutil, sys\nshutil.rmtree('out')\nsys.exit(3)\n"
+    )
     code, out, err = doctor_here("run", "--report-json", "out/r.json", "s.py", cwd=tmp_path)
     assert code == 3
     lines = [line for line in err.splitlines() if "out/r.json" in line]
-    assert lines == [f"torchdoctor: error: cannot write the report {tmp_path}/out/r.json: "
-                     "No such file or directory"]
+    assert lines == [
+        f"torchdoctor: error: cannot write the report {tmp_path}/out/r.json: "
+        "No such file or directory"
+    ]
     assert "Traceback" not in err
 
 
@@ -225,8 +275,8 @@ def test_forked_child_does_not_overwrite_the_report(tmp_path):
     """The child ends after the parent wrote its report; capture waits for it (it holds the
     pipes), so a second summary or report would be seen."""
     (tmp_path / "s.py").write_text(
-        STEPS + "import os, sys, time\n"
-        "if os.fork() == 0:\n    time.sleep(1)\n    sys.exit(5)\n")
+        STEPS + "import os, sys, time\nif os.fork() == 0:\n    time.sleep(1)\n    sys.exit(5)\n"
+    )
     result = doctor("run", "--report-json", "r.json", "s.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("torchdoctor: watched") == 1
@@ -241,7 +291,8 @@ def test_dataloader_fork_workers_write_no_report(tmp_path):
         STEPS + "from torch.utils.data import DataLoader\n"
         "loader = DataLoader(list(range(8)), batch_size=2, num_workers=2,\n"
         "                    multiprocessing_context='fork')\n"
-        "print(sum(int(b.sum()) for b in loader))\n")
+        "print(sum(int(b.sum()) for b in loader))\n"
+    )
     result = doctor("run", "--report-json", "r.json", "s.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "28\n"
@@ -253,7 +304,8 @@ def test_dataloader_fork_workers_write_no_report(tmp_path):
 def test_sigterm_writes_the_report_then_ends_by_the_signal(tmp_path):
     (tmp_path / "s.py").write_text(
         STEPS + "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n"
-        "print('not reached')\n")
+        "print('not reached')\n"
+    )
     expected = python("s.py", cwd=tmp_path)
     result = doctor("run", "--report-json", "r.json", "s.py", cwd=tmp_path)
     assert result.returncode == expected.returncode == -signal.SIGTERM
@@ -267,7 +319,8 @@ def test_programs_own_sigterm_handler_decides(tmp_path):
     (tmp_path / "s.py").write_text(
         STEPS + "import os, signal, sys, time\n"
         "signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(9))\n"
-        "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n")
+        "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n"
+    )
     result = doctor("run", "--report-json", "r.json", "s.py", cwd=tmp_path)
     assert result.returncode == 9
     assert _report(tmp_path)["exit_code"] == 9
@@ -281,7 +334,8 @@ def test_programs_handler_that_chains_reaches_the_doctors(tmp_path):
         "def handler(signum, frame):\n    print('cleanup', flush=True)\n"
         "    previous(signum, frame)\n"
         "signal.signal(signal.SIGTERM, handler)\n"
-        "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n")
+        "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n"
+    )
     result = doctor("run", "--report-json", "r.json", "s.py", cwd=tmp_path)
     assert result.returncode == -signal.SIGTERM
     assert result.stdout == "cleanup\n"

@@ -1,6 +1,7 @@
 """`check` does work in proportion to the code it reads (issue 11: two default rules rescanned
 a block per node and took minutes on long files). The inputs are those of
 benchmarks/bench_scaling.py; the work is counted (Python calls), never timed."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,7 +20,9 @@ MOST_GROWTH = 2.5
 
 
 def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("bench_scaling", ROOT / "benchmarks" / "bench_scaling.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_scaling", ROOT / "benchmarks" / "bench_scaling.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up while being made
     spec.loader.exec_module(module)
@@ -35,13 +38,17 @@ def _calls(source: str) -> int:
     return bench._calls(lambda: check_source(source, "generated.py", codes))
 
 
-@pytest.mark.parametrize("make, size", [
-    (bench.flat_module, 600),
-    (bench.loop_body, 400),
-    (bench.view_function, 150),
-    (bench.module_init, 150),
-    (lambda cells: bench.notebook_program(bench.notebook(cells)), 60),
-], ids=["flat module", "loop body", "view calls", "module __init__", "notebook"])
+@pytest.mark.parametrize(
+    "make, size",
+    [
+        (bench.flat_module, 600),
+        (bench.loop_body, 400),
+        (bench.view_function, 150),
+        (bench.module_init, 150),
+        (lambda cells: bench.notebook_program(bench.notebook(cells)), 60),
+    ],
+    ids=["flat module", "loop body", "view calls", "module __init__", "notebook"],
+)
 def test_doubling_the_input_at_most_doubles_the_work(make, size):
     small, large = _calls(make(size)), _calls(make(2 * size))
     assert large < MOST_GROWTH * small, f"work grew {large / small:.2f}x for twice the input"
@@ -59,10 +66,24 @@ def test_generated_inputs_reach_every_static_rule(tmp_path, monkeypatch):
 
 
 def test_benchmark_runs_on_tiny_inputs():
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scaling.py"),
-                             "--divide", "200", "--repeat", "1", "--min-batch", "0"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_scaling.py"),
+            "--divide",
+            "200",
+            "--repeat",
+            "1",
+            "--min-batch",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode in (0, 1), result.stderr  # 1: the ratio target is not met
-    rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and " s |" not in line]
+    rows = [
+        line for line in result.stdout.splitlines() if line.startswith("| ") and " s |" not in line
+    ]
     assert len(rows) == len(bench.SHAPES) * len(bench.SCALES)
     assert "worst check / parse:" in result.stdout

@@ -1,5 +1,6 @@
 """The contracts between entries and engines: facet signatures, monitor hooks checked at
 registration, engine-made findings found by role, and an SDK that costs `check` nothing."""
+
 from __future__ import annotations
 
 import inspect
@@ -21,12 +22,17 @@ def _pitfall() -> Pitfall:
 
 def test_a_misspelled_monitor_hook_is_refused_at_registration():
     pitfall = _pitfall()
-    with pytest.raises(TypeError, match=r"TD999: .*Late\.after_stpe is not a monitor hook; "
-                                        r"did you mean `after_step`\?"):
+    with pytest.raises(
+        TypeError,
+        match=r"TD999: .*Late\.after_stpe is not a monitor hook; "
+        r"did you mean `after_step`\?",
+    ):
+
         @pitfall.monitor
         class Late(sdk.Monitor):
             def after_stpe(self, optimizer):
                 pass
+
     assert pitfall.monitors == []
 
 
@@ -73,10 +79,15 @@ def test_an_unknown_role_is_an_error_where_it_is_named():
         _registry.for_role("syntax-eror")
 
 
-@pytest.mark.parametrize("facet, contract", [
-    ("static", sdk.StaticCheck), ("native", sdk.NativeScan), ("error", sdk.ErrorCheck),
-    ("checkpoint", sdk.CheckpointCheck),
-])
+@pytest.mark.parametrize(
+    "facet, contract",
+    [
+        ("static", sdk.StaticCheck),
+        ("native", sdk.NativeScan),
+        ("error", sdk.ErrorCheck),
+        ("checkpoint", sdk.CheckpointCheck),
+    ],
+)
 def test_every_registered_function_takes_its_facets_arguments(facet, contract):
     functions = {
         "static": lambda p: [d.check for d in p.static_detectors],
@@ -96,11 +107,14 @@ def test_every_registered_function_takes_its_facets_arguments(facet, contract):
 
 
 def test_the_sdk_loads_neither_torch_nor_the_explain_watch_and_ckpt_engines():
-    code = ("import sys, torchdoctor.catalog.sdk as sdk; "
-            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith("
-            "('torchdoctor.ckpt', 'torchdoctor.explain.parse', 'torchdoctor.watch.layers'))))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60)
+    code = (
+        "import sys, torchdoctor.catalog.sdk as sdk; "
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith("
+        "('torchdoctor.ckpt', 'torchdoctor.explain.parse', 'torchdoctor.watch.layers'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -118,8 +132,10 @@ def test_a_file_that_does_not_parse_is_an_error_in_sarif_and_left_to_flake8(tmp_
     (tmp_path / "bad.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
     (tmp_path / "broken.py").write_text("def f(:\n")
     result = run_cli("check", "--no-cache", "--format", "sarif", ".", cwd=tmp_path)
-    levels = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r["level"]
-              for r in json.loads(result.stdout)["runs"][0]["results"]}
+    levels = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r["level"]
+        for r in json.loads(result.stdout)["runs"][0]["results"]
+    }
     assert levels == {"bad.py": "warning", "broken.py": "error"}
     lines = ["import torch\n", "x = torch.randn(3)\n", "x.cuda()\n", "def f(:\n"]
     assert list(Plugin(None, "broken.py", lines).run()) == []  # flake8 says E999 itself

@@ -1,4 +1,5 @@
 """Reading user files never blocks and never reads without end."""
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 define a hook and disables one that fails, the owner of the hook handles removes each once,
 and monitors fed synthetic events (a tiny model and optimizer, no global hook installed)
 report what they do in a real run."""
+
 from __future__ import annotations
 
 import warnings
@@ -28,6 +29,7 @@ def names(session):
 
 
 # ---- the dispatcher ---------------------------------------------------------------------------
+
 
 def test_an_event_reaches_only_the_monitors_that_define_it():
     class Counting(Monitor):
@@ -105,6 +107,7 @@ def test_a_monitors_own_module_hook_is_guarded_owned_and_goes_quiet_once_it_fail
 
 # ---- the owner of the hook handles ------------------------------------------------------------
 
+
 def test_removal_is_idempotent_and_a_late_handle_is_removed_at_once():
     model = nn.Linear(2, 1)
     owner = Installed()
@@ -133,6 +136,7 @@ def test_the_owner_removes_everything_when_the_block_raises():
 def test_each_watch_shows_a_warning_python_would_show_again():
     """What the loss wrapper re-issued is the session's: a later watch, under filters set
     afresh, shows the warning again, as python does."""
+
     def twice():
         for _ in range(2):
             nn.functional.mse_loss(torch.zeros(4, 1), torch.zeros(4))  # "Using a target size"
@@ -146,6 +150,7 @@ def test_each_watch_shows_a_warning_python_would_show_again():
 
 
 # ---- monitors fed synthetic events ------------------------------------------------------------
+
 
 def training_steps(session, model, optimizer, steps, clear=True):
     """What the hooks would tell the session about a plain training loop."""
@@ -184,8 +189,9 @@ class FakeScheduler:
         self.optimizer = optimizer
 
 
-@pytest.mark.parametrize("optimizer_first, expected", [(False, ["scheduler-step-order"]),
-                                                      (True, [])])
+@pytest.mark.parametrize(
+    "optimizer_first, expected", [(False, ["scheduler-step-order"]), (True, [])]
+)
 def test_scheduler_step_order(optimizer_first, expected):
     pitfall = get("scheduler-step-order")
     session = Session([(pitfall, cls) for cls in pitfall.monitors], live=False)
@@ -199,8 +205,9 @@ def test_scheduler_step_order(optimizer_first, expected):
     assert names(session) == expected
 
 
-@pytest.mark.parametrize("frozen_decayed, expected", [
-    (True, ["weight-decay-on-frozen-params"]), (False, [])])
+@pytest.mark.parametrize(
+    "frozen_decayed, expected", [(True, ["weight-decay-on-frozen-params"]), (False, [])]
+)
 def test_weight_decay_on_frozen_params(frozen_decayed, expected):
     pitfall = get("weight-decay-on-frozen-params")
     session = Session([(pitfall, cls) for cls in pitfall.monitors], live=False)

@@ -11,6 +11,7 @@ imported once for all of them), gives exactly the findings its header names; a f
 The command line itself, and what needs a fresh interpreter, is tested in test_watch_run.py
 and test_run_robustness.py.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -94,9 +95,13 @@ def _hooks_in_place() -> tuple:
     from torch.nn.modules import module
     from torch.optim import optimizer
 
-    return (dict(module._global_forward_pre_hooks), dict(optimizer._global_optimizer_pre_hooks),
-            torch.Tensor.backward, torch.utils.data.DataLoader.__iter__,
-            torch.nn.functional.cross_entropy)
+    return (
+        dict(module._global_forward_pre_hooks),
+        dict(optimizer._global_optimizer_pre_hooks),
+        torch.Tensor.backward,
+        torch.utils.data.DataLoader.__iter__,
+        torch.nn.functional.cross_entropy,
+    )
 
 
 SCRIPTS = sorted(WATCH.glob("*.py"))
@@ -106,8 +111,9 @@ SCRIPTS = sorted(WATCH.glob("*.py"))
 def test_fixture_script_gives_the_findings_its_header_names(script):
     expected = header(script)
     fixed = script.stem.endswith("_fixed")
-    assert fixed == (not expected["expect"]), \
+    assert fixed == (not expected["expect"]), (
         "a fixed twin expects nothing; any other script names its findings in a header"
+    )
     before = _hooks_in_place()
     run = run_watched(script.name, select=expected["select"], env=expected["env"])
     assert _hooks_in_place() == before  # nothing left behind, after a crash too
@@ -119,7 +125,9 @@ def test_fixture_script_gives_the_findings_its_header_names(script):
         assert {key: finding[key] for key in want} == want
         assert finding["origin"] == "runtime" and finding["path"] == script.name
         assert finding["rank"] is None
-        assert (f"torchdoctor: {script.name}:{finding['line']}: {finding['code']} "
-                f"{finding['name']} (step {finding['step']}): ") in run.stderr  # printed live
+        assert (
+            f"torchdoctor: {script.name}:{finding['line']}: {finding['code']} "
+            f"{finding['name']} (step {finding['step']}): "
+        ) in run.stderr  # printed live
     summary = f"{len(found)} finding(s)" if found else "no findings"
     assert summary in run.stderr

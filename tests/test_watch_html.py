@@ -1,4 +1,5 @@
 """The HTML report of a watched run: well-formed, self-contained, escaped, and really drawn."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,10 @@ MALICIOUS = "<script>alert(1)</script>"
 def nan_run(n: int = 60, nan_at: int = 40, module: str = "fc2") -> dict:
     """A run whose loss explodes and goes NaN at `nan_at`, caught at that step on `module`."""
     steps = list(range(n))
-    loss = [2.3 * math.exp(-s / 12) + 0.1 if s < nan_at - 4 else 10.0 ** (s - nan_at + 5)
-            for s in steps[:nan_at]] + [math.nan] * (n - nan_at)
+    loss = [
+        2.3 * math.exp(-s / 12) + 0.1 if s < nan_at - 4 else 10.0 ** (s - nan_at + 5)
+        for s in steps[:nan_at]
+    ] + [math.nan] * (n - nan_at)
     lr = [1e-3 * min(1.0, (s + 1) / 10) for s in steps]
     # conv1 sits at the bottom of the colour scale and fc2 at its top for ten steps, so both
     # ends of the scale cover whole columns of cells.
@@ -34,32 +37,65 @@ def nan_run(n: int = 60, nan_at: int = 40, module: str = "fc2") -> dict:
     }
     return {
         "findings": [
-            {"code": "TD211", "name": "nan-loss", "message": f"loss became NaN at step {nan_at}",
-             "origin": "runtime", "confidence": None, "fix": None, "path": "train.py", "line": 37,
-             "step": nan_at, "rank": 0, "module": module},
-            {"code": "TD301", "name": "dataloader-bottleneck", "message": "data loading took 60%",
-             "origin": "runtime", "confidence": None, "fix": None, "path": "train.py",
-             "line": 12, "rank": None, "module": None},
+            {
+                "code": "TD211",
+                "name": "nan-loss",
+                "message": f"loss became NaN at step {nan_at}",
+                "origin": "runtime",
+                "confidence": None,
+                "fix": None,
+                "path": "train.py",
+                "line": 37,
+                "step": nan_at,
+                "rank": 0,
+                "module": module,
+            },
+            {
+                "code": "TD301",
+                "name": "dataloader-bottleneck",
+                "message": "data loading took 60%",
+                "origin": "runtime",
+                "confidence": None,
+                "fix": None,
+                "path": "train.py",
+                "line": 12,
+                "rank": None,
+                "module": None,
+            },
         ],
-        "crash": None, "exit_code": 0, "rank": 0, "script": "train.py",
-        "argv": ["train.py", "--lr", "1e-3"], "torch_version": "2.13.0", "duration_s": 12.3,
+        "crash": None,
+        "exit_code": 0,
+        "rank": 0,
+        "script": "train.py",
+        "argv": ["train.py", "--lr", "1e-3"],
+        "torch_version": "2.13.0",
+        "duration_s": 12.3,
         "metrics": {"step": steps, "loss": loss, "lr": lr, "grad_norm": grads},
     }
 
 
 def crash_run() -> dict:
     return {
-        "findings": [], "exit_code": 1, "script": "train.py",
+        "findings": [],
+        "exit_code": 1,
+        "script": "train.py",
         "crash": {
-            "findings": [{"code": "TD001", "name": "device-mismatch",
-                          "title": "Tensors on different devices", "confidence": 0.92,
-                          "cause": "the model is on cuda:0 but the batch is on cpu",
-                          "fix": "images = images.to(device)",
-                          "location": {"path": "train.py", "line": 41}}],
-            "error": {"type": "RuntimeError",
-                      "message": "Expected all tensors to be on the same device",
-                      "user_frame": {"path": "train.py", "line": 44,
-                                     "source": "out = model(images)"}},
+            "findings": [
+                {
+                    "code": "TD001",
+                    "name": "device-mismatch",
+                    "title": "Tensors on different devices",
+                    "confidence": 0.92,
+                    "cause": "the model is on cuda:0 but the batch is on cpu",
+                    "fix": "images = images.to(device)",
+                    "location": {"path": "train.py", "line": 41},
+                }
+            ],
+            "error": {
+                "type": "RuntimeError",
+                "message": "Expected all tensors to be on the same device",
+                "user_frame": {"path": "train.py", "line": 44, "source": "out = model(images)"},
+            },
         },
     }
 
@@ -111,8 +147,16 @@ def test_nan_run_is_well_formed_and_shows_every_part():
     assert page.startswith("<!DOCTYPE html>")
     assert parsed.tags.count("svg") == 3  # loss, learning rate, gradient heatmap
     text = "".join(parsed.text)
-    for words in ("Loss", "Learning rate", "Gradient norm per layer", "Findings", "TD211",
-                  "nan-loss", "loss became NaN at step 40", "data loading took 60%"):
+    for words in (
+        "Loss",
+        "Learning rate",
+        "Gradient norm per layer",
+        "Findings",
+        "TD211",
+        "nan-loss",
+        "loss became NaN at step 40",
+        "data loading took 60%",
+    ):
         assert words in text
     assert report_html.NONFINITE_COLOUR in page  # NaN markers and NaN heatmap cells
     assert "log scale" in text  # the loss spans seven decades
@@ -145,20 +189,23 @@ def test_user_strings_are_escaped():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
-@pytest.mark.parametrize("report", [
-    {},
-    {"findings": None, "crash": None, "metrics": None},
-    {"metrics": {"step": [], "loss": [], "lr": [], "grad_norm": {}}},
-    {"metrics": {"loss": [None, None]}},
-    {"metrics": {"loss": [math.nan, math.inf, -math.inf]}},
-    {"metrics": {"loss": [1.0], "lr": [0.1], "grad_norm": {"fc": [2.0]}}},
-    {"metrics": {"step": [0, 1, 2], "loss": ["NaN", "Infinity", 3], "grad_norm": ["junk"]}},
-    {"metrics": {"grad_norm": {"fc": [None, math.nan], "conv": [0.0, 0.0]}}},
-    {"findings": [{"code": "TD211"}, "junk", {"message": "no code, no step"}]},
-    {"findings": [{"code": "TD211", "step": 99}], "metrics": {"loss": [1.0, 0.5]}},
-    crash_run(),
-    {"crash": {"error": {}, "findings": []}, "exit_code": 1},
-])
+@pytest.mark.parametrize(
+    "report",
+    [
+        {},
+        {"findings": None, "crash": None, "metrics": None},
+        {"metrics": {"step": [], "loss": [], "lr": [], "grad_norm": {}}},
+        {"metrics": {"loss": [None, None]}},
+        {"metrics": {"loss": [math.nan, math.inf, -math.inf]}},
+        {"metrics": {"loss": [1.0], "lr": [0.1], "grad_norm": {"fc": [2.0]}}},
+        {"metrics": {"step": [0, 1, 2], "loss": ["NaN", "Infinity", 3], "grad_norm": ["junk"]}},
+        {"metrics": {"grad_norm": {"fc": [None, math.nan], "conv": [0.0, 0.0]}}},
+        {"findings": [{"code": "TD211"}, "junk", {"message": "no code, no step"}]},
+        {"findings": [{"code": "TD211", "step": 99}], "metrics": {"loss": [1.0, 0.5]}},
+        crash_run(),
+        {"crash": {"error": {}, "findings": []}, "exit_code": 1},
+    ],
+)
 def test_missing_and_odd_values_still_render(report):
     page = render_html(report)
     parse(page)
@@ -180,9 +227,15 @@ def test_fifty_thousand_steps_stay_small_and_keep_spikes_and_nans():
     loss[45_000] = math.nan
     layers = {f"blocks.{i}.mlp": [0.1 + i / 100] * n for i in range(300)}
     layers["blocks.250.mlp"][44_000] = math.inf  # small norm, but non-finite: must stay
-    run = {"findings": [{"code": "TD211", "name": "nan-loss", "message": "NaN", "step": 45_000}],
-           "metrics": {"step": list(range(n)), "loss": loss,
-                       "lr": [0.1 * 0.5 ** (s // 10_000) for s in range(n)], "grad_norm": layers}}
+    run = {
+        "findings": [{"code": "TD211", "name": "nan-loss", "message": "NaN", "step": 45_000}],
+        "metrics": {
+            "step": list(range(n)),
+            "loss": loss,
+            "lr": [0.1 * 0.5 ** (s // 10_000) for s in range(n)],
+            "grad_norm": layers,
+        },
+    }
     page = render_html(run)
     parse(page)
     assert len(page.encode()) < 400_000
@@ -196,12 +249,17 @@ def test_fifty_thousand_steps_stay_small_and_keep_spikes_and_nans():
 
 
 def test_sampled_gradient_norms_are_drawn_at_their_own_steps():
-    run = {"metrics": {"step": list(range(100)), "loss": [1.0] * 100,
-                       "grad_norm_step": list(range(0, 100, 10)),
-                       "grad_norm": {"fc": [0.5] * 10, "late": [None] * 5 + [2.0] * 5}}}
+    run = {
+        "metrics": {
+            "step": list(range(100)),
+            "loss": [1.0] * 100,
+            "grad_norm_step": list(range(0, 100, 10)),
+            "grad_norm": {"fc": [0.5] * 10, "late": [None] * 5 + [2.0] * 5},
+        }
+    }
     page = render_html(run)
     parse(page)
-    heatmap = page[page.index("Gradient norm per layer"):]
+    heatmap = page[page.index("Gradient norm per layer") :]
     ticks = [int(t) for t in re.findall(r'text-anchor="middle">(\d+)<', heatmap)]
     assert max(ticks) == 80  # its step axis runs to the last sampled step (90), not to 9
 
@@ -225,6 +283,7 @@ def test_command_line_writes_the_page(tmp_path):
 
 # -- the page as a browser draws it -----------------------------------------------------------
 
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         found = shutil.which(name)
@@ -239,8 +298,8 @@ def decode_png(data: bytes) -> np.ndarray:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat = 8, []
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         pos += 12 + length
         if kind == b"IHDR":
             width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
@@ -287,23 +346,41 @@ def screenshot(chromium: str, page: str, tmp_path, name: str) -> np.ndarray:
     source.write_text(page, encoding="utf-8")
     png = tmp_path / f"{name}.png"
     subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}",
-         f"--screenshot={png}", "--window-size=1200,2400", source.as_uri()],
-        check=True, capture_output=True, timeout=120)
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={png}",
+            "--window-size=1200,2400",
+            source.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return decode_png(png.read_bytes())[:, :, :3].astype(np.int16)
 
 
 def pixels_of(image: np.ndarray, colour: str, tolerance: int = 0) -> int:
     """How many pixels are within `tolerance` of `colour` in every channel."""
-    distance = np.abs(image - np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], np.int16))
-    return int(((distance[..., 0] <= tolerance) & (distance[..., 1] <= tolerance)
-                & (distance[..., 2] <= tolerance)).sum())
+    distance = np.abs(image - np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)], np.int16))
+    return int(
+        (
+            (distance[..., 0] <= tolerance)
+            & (distance[..., 1] <= tolerance)
+            & (distance[..., 2] <= tolerance)
+        ).sum()
+    )
 
 
-@pytest.mark.skipif(_chromium() is None,
-                    reason="SCREENSHOT TEST SKIPPED: no chromium binary found "
-                           "(apt-get install chromium)")
+@pytest.mark.skipif(
+    _chromium() is None,
+    reason="SCREENSHOT TEST SKIPPED: no chromium binary found (apt-get install chromium)",
+)
 def test_screenshot_in_headless_chromium_shows_the_plots(tmp_path):
     chromium = _chromium()
     page = render_html(nan_run())

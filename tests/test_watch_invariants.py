@@ -1,5 +1,6 @@
 """What watching promises: the run computes the same values, every hook goes away, nesting is
 safe, the doctor's own failures never stop training, AMP and torch.compile raise no alarm."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,13 +15,16 @@ from torchdoctor.watch.monitor import Monitor  # noqa: E402
 
 def train(steps=4, crash_at=None, scaler=None):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(10, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.5),
-                          nn.Linear(32, 3))
+    model = nn.Sequential(
+        nn.Linear(10, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 3)
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2)
     loader = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(torch.randn(64, 10), torch.randint(0, 3, (64,))),
-        batch_size=16, shuffle=True)
+        batch_size=16,
+        shuffle=True,
+    )
     losses = []
     for step, (x, y) in zip(range(steps), loader):
         if step == crash_at:
@@ -43,13 +47,20 @@ def global_state():
     from torch.nn.modules import module
     from torch.optim import lr_scheduler, optimizer
 
-    return (dict(module._global_forward_pre_hooks), dict(module._global_forward_hooks),
-            dict(optimizer._global_optimizer_pre_hooks),
-            dict(optimizer._global_optimizer_post_hooks),
-            torch.Tensor.backward, torch.autograd.backward, torch.utils.data.DataLoader.__iter__,
-            torch.nn.functional.cross_entropy, torch.nn.functional.mse_loss,
-            vars(lr_scheduler.LRScheduler)["step"], vars(lr_scheduler.ReduceLROnPlateau)["step"],
-            torch.amp.GradScaler.step)
+    return (
+        dict(module._global_forward_pre_hooks),
+        dict(module._global_forward_hooks),
+        dict(optimizer._global_optimizer_pre_hooks),
+        dict(optimizer._global_optimizer_post_hooks),
+        torch.Tensor.backward,
+        torch.autograd.backward,
+        torch.utils.data.DataLoader.__iter__,
+        torch.nn.functional.cross_entropy,
+        torch.nn.functional.mse_loss,
+        vars(lr_scheduler.LRScheduler)["step"],
+        vars(lr_scheduler.ReduceLROnPlateau)["step"],
+        torch.amp.GradScaler.step,
+    )
 
 
 def test_watched_run_computes_the_same_values_bit_for_bit():
@@ -119,7 +130,7 @@ def test_gradscaler_skipped_steps_are_not_nan_alarms():
     torch.manual_seed(0)
     model = nn.Linear(4, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 100, growth_interval=1000)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**100, growth_interval=1000)
     with torchdoctor.watch(summary=False) as watch:
         for _ in range(40):
             optimizer.zero_grad()
@@ -127,7 +138,7 @@ def test_gradscaler_skipped_steps_are_not_nan_alarms():
             scaler.scale(loss).backward()  # inf gradients until the scale has come down
             scaler.step(optimizer)
             scaler.update()
-    assert scaler.get_scale() < 2.0 ** 100  # steps were skipped
+    assert scaler.get_scale() < 2.0**100  # steps were skipped
     assert 1 < watch.session.step < 41  # and later ones were taken
     assert watch.findings == []
 
@@ -135,8 +146,9 @@ def test_gradscaler_skipped_steps_are_not_nan_alarms():
 def test_torch_compile_raises_no_false_alarm():
     torch.manual_seed(0)
     with torchdoctor.watch(summary=False) as watch:
-        model = torch.compile(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)),
-                              backend="aot_eager")
+        model = torch.compile(
+            nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)), backend="aot_eager"
+        )
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         for _ in range(3):
             optimizer.zero_grad()
@@ -145,4 +157,3 @@ def test_torch_compile_raises_no_false_alarm():
             optimizer.step()
     assert watch.findings == []
     assert watch.session.internal_errors == []
-

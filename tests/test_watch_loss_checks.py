@@ -1,6 +1,7 @@
 """Runtime checks of loss arguments: cross-entropy-target-range (TD208), cross-entropy-target-dtype
 (TD207), loss-target-shape-mismatch (TD210). End to end through `torchdoctor run`'s runner on a
 buggy script and its fixed twin, then the edge cases in process with `torchdoctor.watch()`."""
+
 from __future__ import annotations
 
 import warnings
@@ -79,6 +80,7 @@ def test_shape_end_to_end(runs):
 
 # ---- in process -------------------------------------------------------------------------------
 
+
 def watched(loss_calls, select=MINE):
     """Run `loss_calls()` under a watch; return (what it returned or raised, findings)."""
     with torchdoctor.watch(select=select, live=False, summary=False) as watcher:
@@ -96,25 +98,28 @@ def found(loss_calls, select=MINE):
 LOGITS = torch.randn(6, 4)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: F.cross_entropy(LOGITS, torch.tensor([0, 1, 2, 3, -100, -100])),  # default ignore
-    lambda: F.cross_entropy(LOGITS, torch.tensor([0, 255, 3, 255, 1, 2]), ignore_index=255),
-    lambda: nn.CrossEntropyLoss(ignore_index=-1)(LOGITS, torch.tensor([-1, 0, 3, -1, 2, 1])),
-    lambda: F.cross_entropy(LOGITS, torch.tensor([-100] * 6)),  # every position ignored
-    lambda: F.cross_entropy(LOGITS, torch.softmax(torch.randn(6, 4), 1)),  # soft labels
-    lambda: F.cross_entropy(LOGITS, torch.softmax(torch.randn(6, 4, dtype=torch.float64), 1)),
-    lambda: F.cross_entropy(torch.randn(4), torch.tensor(3)),  # unbatched: classes in dim 0
-    lambda: F.cross_entropy(torch.randn(4), torch.softmax(torch.randn(4), 0)),
-    lambda: F.nll_loss(F.log_softmax(LOGITS, 1), torch.tensor([3, 2, 1, 0, 0, 1])),
-    lambda: F.cross_entropy(torch.randn(2, 4, 3, 3), torch.randint(0, 4, (2, 3, 3))),
-    lambda: F.cross_entropy(LOGITS, torch.tensor([0, 1, 2, 3, 0, 1], dtype=torch.uint8)),
-    lambda: F.cross_entropy(LOGITS[:0], torch.zeros(0, dtype=torch.long)),  # empty batch
-    lambda: F.mse_loss(torch.randn(8, 3), torch.randn(3)),  # one target per feature
-    lambda: F.mse_loss(torch.randn(8, 1), torch.tensor(0.5)),  # a scalar target
-    lambda: F.l1_loss(torch.randn(1, 1), torch.randn(1)),  # one sample: nothing is mixed
-    lambda: F.mse_loss(torch.randn(8, 1), torch.randn(8, 1)),
-    lambda: F.binary_cross_entropy_with_logits(torch.randn(8), torch.rand(8)),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: F.cross_entropy(LOGITS, torch.tensor([0, 1, 2, 3, -100, -100])),  # default ignore
+        lambda: F.cross_entropy(LOGITS, torch.tensor([0, 255, 3, 255, 1, 2]), ignore_index=255),
+        lambda: nn.CrossEntropyLoss(ignore_index=-1)(LOGITS, torch.tensor([-1, 0, 3, -1, 2, 1])),
+        lambda: F.cross_entropy(LOGITS, torch.tensor([-100] * 6)),  # every position ignored
+        lambda: F.cross_entropy(LOGITS, torch.softmax(torch.randn(6, 4), 1)),  # soft labels
+        lambda: F.cross_entropy(LOGITS, torch.softmax(torch.randn(6, 4, dtype=torch.float64), 1)),
+        lambda: F.cross_entropy(torch.randn(4), torch.tensor(3)),  # unbatched: classes in dim 0
+        lambda: F.cross_entropy(torch.randn(4), torch.softmax(torch.randn(4), 0)),
+        lambda: F.nll_loss(F.log_softmax(LOGITS, 1), torch.tensor([3, 2, 1, 0, 0, 1])),
+        lambda: F.cross_entropy(torch.randn(2, 4, 3, 3), torch.randint(0, 4, (2, 3, 3))),
+        lambda: F.cross_entropy(LOGITS, torch.tensor([0, 1, 2, 3, 0, 1], dtype=torch.uint8)),
+        lambda: F.cross_entropy(LOGITS[:0], torch.zeros(0, dtype=torch.long)),  # empty batch
+        lambda: F.mse_loss(torch.randn(8, 3), torch.randn(3)),  # one target per feature
+        lambda: F.mse_loss(torch.randn(8, 1), torch.tensor(0.5)),  # a scalar target
+        lambda: F.l1_loss(torch.randn(1, 1), torch.randn(1)),  # one sample: nothing is mixed
+        lambda: F.mse_loss(torch.randn(8, 1), torch.randn(8, 1)),
+        lambda: F.binary_cross_entropy_with_logits(torch.randn(8), torch.rand(8)),
+    ],
+)
 def test_correct_calls_are_not_reported(call):
     result, findings = watched(call)
     assert isinstance(result, torch.Tensor), result
@@ -123,23 +128,33 @@ def test_correct_calls_are_not_reported(call):
 
 def test_range_cases():
     assert found(lambda: F.cross_entropy(LOGITS, torch.tensor([0, 1, 4, 3, 2, 1]))) == [
-        ("cross-entropy-target-range", "`cross_entropy` got class labels from 0 to 4 for an "
-         "input with 4 classes: every label must be in `[0, 4)` or equal to `ignore_index` "
-         "(-100). On the CPU the loss raises `IndexError: Target ... is out of bounds`; on a "
-         "GPU it trips a device-side assert that breaks every later CUDA call")]
+        (
+            "cross-entropy-target-range",
+            "`cross_entropy` got class labels from 0 to 4 for an "
+            "input with 4 classes: every label must be in `[0, 4)` or equal to `ignore_index` "
+            "(-100). On the CPU the loss raises `IndexError: Target ... is out of bounds`; on a "
+            "GPU it trips a device-side assert that breaks every later CUDA call",
+        )
+    ]
     # -1 padding without ignore_index=-1; the -100 padding next to it is fine
     [(_, message)] = found(lambda: F.cross_entropy(LOGITS, torch.tensor([-1, 0, -100, 3, 2, 1])))
     assert "from -1 to 3 for an input with 4 classes" in message
     # 255 "void" pixels of a uint8 segmentation mask
-    [(_, message)] = found(lambda: F.nll_loss(
-        F.log_softmax(LOGITS, 1), torch.tensor([0, 255, 1, 2, 3, 0], dtype=torch.uint8)))
+    [(_, message)] = found(
+        lambda: F.nll_loss(
+            F.log_softmax(LOGITS, 1), torch.tensor([0, 255, 1, 2, 3, 0], dtype=torch.uint8)
+        )
+    )
     assert message.startswith("`nll_loss` got class labels from 0 to 255")
     # unbatched: C is dimension 0
     [(_, message)] = found(lambda: F.cross_entropy(torch.randn(4), torch.tensor(4)))
     assert "from 4 to 4 for an input with 4 classes" in message
     # the loss module, with an ignore_index that does not cover the bad label
-    [(_, message)] = found(lambda: nn.CrossEntropyLoss(ignore_index=255)(
-        torch.randn(2, 3, 4, 4), torch.full((2, 4, 4), 3)))
+    [(_, message)] = found(
+        lambda: nn.CrossEntropyLoss(ignore_index=255)(
+            torch.randn(2, 3, 4, 4), torch.full((2, 4, 4), 3)
+        )
+    )
     assert "from 3 to 3 for an input with 3 classes" in message and "(255)" in message
 
 
@@ -156,18 +171,22 @@ def test_reported_once_per_place():
                 F.cross_entropy(LOGITS, torch.tensor([5] * 6))
             except IndexError:
                 pass
+
     assert len(found(loop)) == 1
 
 
-@pytest.mark.parametrize("dtype, input_shape, target_shape", [
-    (torch.float32, (6, 4), (6,)),
-    (torch.float64, (6, 4), (6,)),
-    (torch.int32, (6, 4), (6,)),
-    (torch.int16, (6, 4), (6,)),
-    (torch.bool, (6, 4), (6,)),
-    (torch.int32, (4,), ()),  # unbatched
-    (torch.uint8, (2, 4, 3, 3), (2, 3, 3)),  # uint8 works for (N, C), not with spatial dims
-])
+@pytest.mark.parametrize(
+    "dtype, input_shape, target_shape",
+    [
+        (torch.float32, (6, 4), (6,)),
+        (torch.float64, (6, 4), (6,)),
+        (torch.int32, (6, 4), (6,)),
+        (torch.int16, (6, 4), (6,)),
+        (torch.bool, (6, 4), (6,)),
+        (torch.int32, (4,), ()),  # unbatched
+        (torch.uint8, (2, 4, 3, 3), (2, 3, 3)),  # uint8 works for (N, C), not with spatial dims
+    ],
+)
 def test_dtype_reported_when_the_loss_fails(dtype, input_shape, target_shape):
     target = torch.zeros(target_shape, dtype=dtype)
     result, findings = watched(lambda: F.cross_entropy(torch.randn(input_shape), target))
@@ -187,16 +206,19 @@ def test_dtype_not_reported_where_the_shape_is_the_problem():
 def test_nll_loss_with_log_softmax_and_modules():
     target = torch.tensor([0, 1, 2, 3, 0, 1], dtype=torch.int32)
     assert [n for n, _ in found(lambda: nn.NLLLoss()(F.log_softmax(LOGITS, 1), target))] == [
-        "cross-entropy-target-dtype"]
+        "cross-entropy-target-dtype"
+    ]
     assert [n for n, _ in found(lambda: nn.CrossEntropyLoss()(LOGITS, target.float()))] == [
-        "cross-entropy-target-dtype"]
+        "cross-entropy-target-dtype"
+    ]
 
 
 def test_shape_cases():
     [(name, message)] = found(lambda: nn.MSELoss()(torch.randn(8, 1), torch.randn(8)))
     assert name == "loss-target-shape-mismatch"
-    assert message.startswith("`mse_loss` got input [8, 1] and target [8]: they broadcast "
-                              "to [8, 8]")
+    assert message.startswith(
+        "`mse_loss` got input [8, 1] and target [8]: they broadcast to [8, 8]"
+    )
     for loss in (nn.L1Loss(), nn.SmoothL1Loss(), nn.HuberLoss()):
         [(_, message)] = found(lambda: loss(torch.randn(8), torch.randn(8, 1)))
         assert "input [8] and target [8, 1]: they broadcast to [8, 8]" in message
@@ -243,9 +265,12 @@ def _train(seed=0):
         x, y = torch.randn(8, 6), torch.randint(0, 3, (8,))
         y[0] = -100  # padding, ignored
         optimizer.zero_grad()
-        loss = (F.cross_entropy(model(x), y) + F.nll_loss(F.log_softmax(model(x), 1), y)
-                + F.mse_loss(model(x), torch.randn(8, 3))
-                + F.binary_cross_entropy_with_logits(model(x), torch.rand(8, 3)))
+        loss = (
+            F.cross_entropy(model(x), y)
+            + F.nll_loss(F.log_softmax(model(x), 1), y)
+            + F.mse_loss(model(x), torch.randn(8, 3))
+            + F.binary_cross_entropy_with_logits(model(x), torch.rand(8, 3))
+        )
         loss.backward()
         optimizer.step()
         losses.append(loss.item())

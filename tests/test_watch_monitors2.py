@@ -3,6 +3,7 @@ sampler-set-epoch-missing and dataloader-shm-exhausted: each end to end through
 `torchdoctor run`'s runner on a small training script with the bug and on its fixed twin,
 under torchrun where ranks matter, and with `torchdoctor.watch()` on the cases around them (no
 false alarm, same losses watched or not)."""
+
 from __future__ import annotations
 
 import json
@@ -40,11 +41,13 @@ RUNS = {
 @pytest.fixture(scope="module")
 def runs():
     """Every end-to-end run, through the runner in this process."""
-    return {name: run_watched(fixture, *args, env=env)
-            for name, (fixture, args, env) in RUNS.items()}
+    return {
+        name: run_watched(fixture, *args, env=env) for name, (fixture, args, env) in RUNS.items()
+    }
 
 
 # ---- batchnorm-single-sample-batch ---------------------------------------------------------
+
 
 def test_batchnorm_last_batch_warned_at_first_step_before_the_crash(runs):
     run = runs["batchnorm"]
@@ -52,11 +55,12 @@ def test_batchnorm_last_batch_warned_at_first_step_before_the_crash(runs):
     [finding] = run.findings()
     assert finding["name"] == "batchnorm-single-sample-batch"
     assert finding["step"] == 1 and finding["line"] == 21 and finding["module"] == "1"
-    assert "last batch of every epoch will hold 1 sample (161 samples, batch_size=32" \
+    assert (
+        "last batch of every epoch will hold 1 sample (161 samples, batch_size=32"
         in finding["message"]
+    )
     # the warning came live, before the traceback of the crash
-    assert (run.stderr.index("TD212 batchnorm-single-sample-batch")
-            < run.stderr.index("Traceback"))
+    assert run.stderr.index("TD212 batchnorm-single-sample-batch") < run.stderr.index("Traceback")
 
 
 def test_batchnorm_fixed_twin(runs):
@@ -119,8 +123,7 @@ def test_batchnorm_no_false_alarms():
     loader = DataLoader(_dataset(33), batch_size=32, drop_last=True)
     assert _train_batches(loader, mlp) == []
     mlp.eval()
-    with torchdoctor.watch(select="TD212", live=False, summary=False) as watcher, \
-            torch.no_grad():
+    with torchdoctor.watch(select="TD212", live=False, summary=False) as watcher, torch.no_grad():
         for x, _ in DataLoader(_dataset(33), batch_size=32):
             mlp(x)
     assert watcher.findings == []
@@ -128,13 +131,16 @@ def test_batchnorm_no_false_alarms():
 
 # ---- accumulated-loss-graph -----------------------------------------------------------------
 
+
 def test_loss_graph_end_to_end(runs):
     run = runs["loss-graph"]
     assert run.exit_code == 0
     [finding] = run.findings()
     assert finding["name"] == "accumulated-loss-graph" and finding["step"] == 4
-    assert "graphs of the losses of 3 earlier steps (steps 1 to 3) are still alive" \
+    assert (
+        "graphs of the losses of 3 earlier steps (steps 1 to 3) are still alive"
         in finding["message"]
+    )
     fixed = runs["loss-graph-fixed"]
     assert fixed.exit_code == 0 and fixed.findings() == []
     # watched, both compute the same losses
@@ -198,6 +204,7 @@ def test_loss_graph_watched_run_computes_the_same():
 
 # ---- sampler-set-epoch-missing --------------------------------------------------------------
 
+
 def test_set_epoch_end_to_end(runs):
     run = runs["set-epoch"]
     [finding] = run.findings()
@@ -244,28 +251,46 @@ def test_set_epoch_under_torchrun(tmp_path):
     report = tmp_path / "report.json"
     # This interpreter's torchrun (a `torchrun` on PATH may belong to another Python);
     # --standalone: the rendezvous store binds a free port itself, no fixed port to collide on.
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc_per_node=2", "-m", "torchdoctor", "run",
-               "--report-json", str(report), str(WATCH / "sampler_set_epoch_missing.py")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"})
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "torchdoctor",
+        "run",
+        "--report-json",
+        str(report),
+        str(WATCH / "sampler_set_epoch_missing.py"),
+    ]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     for rank in (0, 1):
         data = json.loads((tmp_path / f"report.rank{rank}.json").read_text())
-        assert [(f["name"], f["rank"]) for f in data["findings"]] == \
-            [("sampler-set-epoch-missing", rank)]
+        assert [(f["name"], f["rank"]) for f in data["findings"]] == [
+            ("sampler-set-epoch-missing", rank)
+        ]
 
 
 # ---- dataloader-shm-exhausted ---------------------------------------------------------------
+
 
 def test_shm_end_to_end(runs):
     run = runs["shm"]
     [finding] = run.findings()
     assert run.exit_code == 0 and finding["name"] == "dataloader-shm-exhausted"
     assert finding["step"] == 1 and finding["line"] == 19  # the loop over the loader
-    assert ("keeps up to 4 batches of 3.0 MB in shared memory (num_workers=2 x "
-            "prefetch_factor=2), about 12.0 MB, but /dev/shm has only 8.0 MB free") \
-        in finding["message"]
+    assert (
+        "keeps up to 4 batches of 3.0 MB in shared memory (num_workers=2 x "
+        "prefetch_factor=2), about 12.0 MB, but /dev/shm has only 8.0 MB free"
+    ) in finding["message"]
     fixed = runs["shm-fixed"]
     assert fixed.exit_code == 0 and fixed.findings() == []
     assert run.stdout == fixed.stdout  # same loss: the first batch is observed, never fetched

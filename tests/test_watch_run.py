@@ -1,6 +1,7 @@
 """`torchdoctor run` end to end: through the command line on a buggy script
 (test_watch_fixtures.py runs every fixture script and its fixed twin), NaN findings that say where, and the
 program runs exactly as under `python` (argv, __main__, exit code, stdin, crash output)."""
+
 from __future__ import annotations
 
 import json
@@ -31,12 +32,15 @@ def test_a_bug_through_the_command_line(tmp_path):
     assert "watched 6 step(s): 1 finding(s)" in result.stderr
 
 
-@pytest.mark.parametrize("name, where", [
-    ("nan_input", "input batch of `Sequential` already holds NaN/Inf (`args[0]`)"),
-    ("nan_module", "first module whose output is NaN/Inf is `2` (Normalize)"),
-    ("nan_backward", "backward of `PowBackward0` made the first NaN/Inf (nan_backward.py:13)"),
-    ("nan_loss_log", "outputs of `Sequential` are finite: the loss computation makes it"),
-])
+@pytest.mark.parametrize(
+    "name, where",
+    [
+        ("nan_input", "input batch of `Sequential` already holds NaN/Inf (`args[0]`)"),
+        ("nan_module", "first module whose output is NaN/Inf is `2` (Normalize)"),
+        ("nan_backward", "backward of `PowBackward0` made the first NaN/Inf (nan_backward.py:13)"),
+        ("nan_loss_log", "outputs of `Sequential` are finite: the loss computation makes it"),
+    ],
+)
 def test_nan_is_localised(name, where):
     [finding] = run_watched(f"{name}.py").findings()
     assert finding["name"] == "nan-loss"
@@ -67,8 +71,13 @@ def test_program_runs_as_under_python(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text(PROGRAM.format(cwd=str(tmp_path), dir=str(tmp_path)))
     result = run_cli("run", str(script), "7", "--lr", "3", cwd=tmp_path, stdin="hello\n")
-    plain = subprocess.run([sys.executable, str(script), "7", "--lr", "3"], cwd=tmp_path,
-                           input="hello\n", capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, str(script), "7", "--lr", "3"],
+        cwd=tmp_path,
+        input="hello\n",
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == plain.returncode == 7
     assert result.stdout == plain.stdout
     assert "argv ['7', '--lr', '3'] name __main__ cwd True" in result.stdout
@@ -79,7 +88,8 @@ def test_module_mode(tmp_path):
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "train.py").write_text(
-        "import sys\nprint('module', __name__, sys.argv[1:], sys.argv[0].endswith('train.py'))\n")
+        "import sys\nprint('module', __name__, sys.argv[1:], sys.argv[0].endswith('train.py'))\n"
+    )
     result = run_cli("run", "-m", "pkg.train", "--epochs", "2", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "module __main__ ['--epochs', '2'] True\n"
@@ -102,12 +112,13 @@ def test_crash_traceback_unchanged_then_explained_with_live_context(tmp_path):
     script.write_text(CRASH)
     report = tmp_path / "r.json"
     result = run_cli("run", "--report-json", str(report), "crash.py", cwd=tmp_path)
-    plain = subprocess.run([sys.executable, "crash.py"], cwd=tmp_path, capture_output=True,
-                           text=True)
+    plain = subprocess.run(
+        [sys.executable, "crash.py"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert result.returncode == plain.returncode == 1
     assert result.stderr.startswith(plain.stderr)  # python's traceback first, unchanged
     assert "torchdoctor" not in plain.stderr
-    explained = result.stderr[len(plain.stderr):]
+    explained = result.stderr[len(plain.stderr) :]
     assert "images: (4, 10) float32 cpu" in explained
     assert "logits: (4, 3) float32 cpu" in explained
     data = json.loads(report.read_text())
@@ -120,8 +131,15 @@ def test_crash_traceback_unchanged_then_explained_with_live_context(tmp_path):
 
 def test_options_before_the_script_and_ignore(tmp_path):
     report = tmp_path / "r.json"
-    result = run_cli("run", "--ignore", "missing-zero-grad", "--report-json", str(report),
-                     str(WATCH / "missing_zero_grad.py"), cwd=WATCH)
+    result = run_cli(
+        "run",
+        "--ignore",
+        "missing-zero-grad",
+        "--report-json",
+        str(report),
+        str(WATCH / "missing_zero_grad.py"),
+        cwd=WATCH,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(report.read_text())["findings"] == []
 
@@ -148,9 +166,26 @@ def test_torchrun_writes_one_rank_tagged_report_per_rank(tmp_path):
     result = subprocess.run(
         # --standalone: the rendezvous store binds a free port itself (a fixed port collided
         # with other runs in flight)
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "-m", "torchdoctor", "run", "--report-json", "r.json",
-         "ddp.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "torchdoctor",
+            "run",
+            "--report-json",
+            "r.json",
+            "ddp.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     for rank in (0, 1):
         data = json.loads((tmp_path / f"r.rank{rank}.json").read_text())

@@ -2,6 +2,7 @@
 TD903 dead-relu, TD904 loss-plateau): off by default, each found on a small seeded run with the
 symptom and silent on a healthy one. Their precision and recall are measured by
 benchmarks/eval_watch_symptoms.py (docs/watch.md)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Warnings that torch raises for the caller's line keep that line under `torchdoctor run`:
 the loss and scheduler wrappers are invisible to them, and they show as often as under python."""
+
 from __future__ import annotations
 
 import subprocess
@@ -29,14 +30,18 @@ def warning_lines(command: list[str], cwd) -> list[str]:
     return [line for line in result.stderr.splitlines() if "Warning: " in line]
 
 
-@pytest.mark.parametrize("flags", [[], ["-W", "always"], ["-W", "ignore"]],
-                         ids=["default", "always", "ignore"])
+@pytest.mark.parametrize(
+    "flags", [[], ["-W", "always"], ["-W", "ignore"]], ids=["default", "always", "ignore"]
+)
 def test_warnings_name_the_users_line_as_under_python(tmp_path, flags):
     (tmp_path / "train.py").write_text(SCRIPT, encoding="utf-8")
     plain = warning_lines([sys.executable, *flags, "train.py"], tmp_path)
-    watched = warning_lines([sys.executable, *flags, "-m", "torchdoctor", "run", "train.py"],
-                            tmp_path)
+    watched = warning_lines(
+        [sys.executable, *flags, "-m", "torchdoctor", "run", "train.py"], tmp_path
+    )
     assert watched == plain
     if not flags:
         assert [line.split(": ")[0] for line in plain] == [
-            f"{tmp_path / 'train.py'}:7", f"{tmp_path / 'train.py'}:9"]
+            f"{tmp_path / 'train.py'}:7",
+            f"{tmp_path / 'train.py'}:9",
+        ]

@@ -13,13 +13,27 @@ __version__ = "0.1.0"
 from torchdoctor import explain as _explain_engine, watch as _watch_engine  # noqa: E402,F401
 
 # The rest is imported on first use (PEP 562): `import torchdoctor` stays light.
-_LAZY = {"check": "torchdoctor.lint.api", "IncompleteCheck": "torchdoctor.errors",
-         "load_state_dict": "torchdoctor.ckpt.api", "LoadResult": "torchdoctor.ckpt.api",
-         "CheckpointMismatchError": "torchdoctor.ckpt.api"}
+_LAZY = {
+    "check": "torchdoctor.lint.api",
+    "IncompleteCheck": "torchdoctor.errors",
+    "load_state_dict": "torchdoctor.ckpt.api",
+    "LoadResult": "torchdoctor.ckpt.api",
+    "CheckpointMismatchError": "torchdoctor.ckpt.api",
+}
 
-__all__ = ["__version__", "check", "explain", "install", "watch", "load_ipython_extension",
-           "unload_ipython_extension", "load_state_dict", "LoadResult", "CheckpointMismatchError",
-           "IncompleteCheck"]
+__all__ = [
+    "__version__",
+    "check",
+    "explain",
+    "install",
+    "watch",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "load_state_dict",
+    "LoadResult",
+    "CheckpointMismatchError",
+    "IncompleteCheck",
+]
 
 
 def __getattr__(name: str):
@@ -42,9 +56,16 @@ def explain(error, lang: str | None = None) -> dict:
     return _explain(error, lang)
 
 
-def watch(*objects, select=None, ignore=None, lang: str | None = None,
-          report_json: str | None = None, report_html: str | None = None,
-          summary: bool = True, live: bool = True):
+def watch(
+    *objects,
+    select=None,
+    ignore=None,
+    lang: str | None = None,
+    report_json: str | None = None,
+    report_html: str | None = None,
+    summary: bool = True,
+    live: bool = True,
+):
     """Watch training from now on: `with torchdoctor.watch(): ...`, or
     `torchdoctor.watch(model, optimizer)` (stops at exit, or with `.stop()`).
 
@@ -54,8 +75,16 @@ def watch(*objects, select=None, ignore=None, lang: str | None = None,
     written when it stops."""
     from torchdoctor.watch.watcher import watch as _watch
 
-    return _watch(*objects, select=select, ignore=ignore, lang=lang, report_json=report_json,
-                  report_html=report_html, summary=summary, live=live)
+    return _watch(
+        *objects,
+        select=select,
+        ignore=ignore,
+        lang=lang,
+        report_json=report_json,
+        report_html=report_html,
+        summary=summary,
+        live=live,
+    )
 
 
 def install(lang: str | None = None) -> None:

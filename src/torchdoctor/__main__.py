@@ -1,4 +1,5 @@
 """`python -m torchdoctor`."""
+
 import os
 import sys
 

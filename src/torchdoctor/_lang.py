@@ -1,4 +1,5 @@
 """Which language to speak: --lang, then TORCHDOCTOR_LANG, then the locale."""
+
 from __future__ import annotations
 
 import locale

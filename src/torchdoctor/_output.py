@@ -7,6 +7,7 @@ because its 0 means "no findings", which an unread report cannot claim.) Where t
 SIGPIPE (Windows), it exits 1, as Python's documentation suggests. A closed stdout (`>&-`) or
 a full disk (`> /dev/full`) is one line and exit 2, as for `grep`.
 """
+
 from __future__ import annotations
 
 import errno

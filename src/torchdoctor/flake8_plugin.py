@@ -2,6 +2,7 @@
 
 Registered as a `flake8.extension` entry point; flake8's own select/ignore/noqa apply.
 """
+
 from __future__ import annotations
 
 import ast

@@ -6,6 +6,7 @@ file the doctor reads on its own initiative (files found by `check`, sources nam
 traceback, excerpts) goes through `read_regular_file`: it opens without blocking, refuses what
 is not a regular file, and reads at most `limit` bytes.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,11 +18,20 @@ from typing import BinaryIO
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
 MAX_NOTEBOOK_BYTES = 128 * 1024 * 1024
 
-_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISDIR, "a directory"))
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 class RefusedFile(OSError):
@@ -52,8 +62,9 @@ def read_regular_file(path: str | os.PathLike, limit: int | None = None) -> byte
             kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
             raise RefusedFile(f"{kind}, not a regular file: not read")
         if info.st_size > limit:
-            raise RefusedFile(f"too large to check ({_size(info.st_size)}, the limit is "
-                              f"{_size(limit)})")
+            raise RefusedFile(
+                f"too large to check ({_size(info.st_size)}, the limit is {_size(limit)})"
+            )
         chunks, total = [], 0
         while total <= limit:  # the size can change under us: read to the end, never past limit
             # Ask for what fstat said is left (os.read allocates what is asked for: 1 MiB per

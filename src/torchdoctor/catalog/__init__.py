@@ -5,6 +5,7 @@ TD0xx device & dtype · TD1xx autograd · TD2xx training loop · TD3xx data ·
 TD4xx tensor semantics · TD5xx serialization · TD6xx parallel & distributed ·
 TD7xx environment & tooling · TD8xx removed and deprecated APIs · TD9xx experimental.
 """
+
 from torchdoctor.catalog._model import Pitfall, pick
 from torchdoctor.catalog._registry import all_pitfalls, get
 

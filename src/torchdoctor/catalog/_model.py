@@ -1,4 +1,5 @@
 """What a pitfall is: identity, bilingual explanation, and the detectors attached to it."""
+
 from __future__ import annotations
 
 import difflib
@@ -45,11 +46,11 @@ Text = Mapping[str, str]
 # (see Pitfall.engine_finding); engines ask the registry for it by role, never by code or name.
 ROLES = {
     "unparsable-source": "a Python file or notebook cell that does not parse: "
-                         "make(error, source, path, lang) -> Finding",
+    "make(error, source, path, lang) -> Finding",
     "unreadable-source": "a file or notebook cell given to `check` that is not readable source: "
-                         "make(reason, path, lang, cell=None) -> Finding",
+    "make(reason, path, lang, cell=None) -> Finding",
     "unreadable-checkpoint": "says what a checkpoint the reader cannot read is; `ckpt` shows it "
-                             "first (the entry's checkpoint check makes the finding)",
+    "first (the entry's checkpoint check makes the finding)",
 }
 # Methods named like a monitor hook; each must be one the Monitor base declares.
 _HOOK_LIKE = re.compile(r"^(?:on|after|before)_\w+$")
@@ -153,7 +154,7 @@ def required_literal(regex: str, shortest: int = 4) -> str | None:
         if char == "{":
             index = regex.find("}", index) if "}" in regex[index:] else len(regex)
         if literal is not None and depth == 0:
-            following = regex[index + 1:index + 2]
+            following = regex[index + 1 : index + 2]
             run.append(literal)
             if following and following in _QUANTIFIERS:
                 run.pop()
@@ -171,9 +172,9 @@ def required_literal(regex: str, shortest: int = 4) -> str | None:
 
 def _class_end(regex: str, start: int) -> int:
     index = start + 1
-    if regex[index:index + 1] == "^":
+    if regex[index : index + 1] == "^":
         index += 1
-    if regex[index:index + 1] == "]":
+    if regex[index : index + 1] == "]":
         index += 1
     while index < len(regex) and regex[index] != "]":
         index += 2 if regex[index] == "\\" else 1
@@ -274,14 +275,21 @@ class Pitfall:
         self.native_scanners.append(func)
         return func
 
-    def error(self, pattern: str, *, types: Iterable[str] = ("RuntimeError",),
-              confidence: float = 0.9, cause: Text | None = None,
-              fix: Text | None = None) -> None:
+    def error(
+        self,
+        pattern: str,
+        *,
+        types: Iterable[str] = ("RuntimeError",),
+        confidence: float = 0.9,
+        cause: Text | None = None,
+        fix: Text | None = None,
+    ) -> None:
         """Register an error signature: a regex searched in messages of the given types.
 
         Named groups become fields of `cause`/`fix` (`{device}`)."""
-        self.error_signatures.append(ErrorSignature(
-            frozenset(types), pattern, None, confidence, cause, fix))
+        self.error_signatures.append(
+            ErrorSignature(frozenset(types), pattern, None, confidence, cause, fix)
+        )
 
     def error_check(self, *, types: Iterable[str] = ("RuntimeError",)) -> Callable:
         """Register a function signature: `check(block, report) -> Clue | None`."""
@@ -304,8 +312,10 @@ class Pitfall:
                     hooks = [h for h in base.__dict__ if _HOOK_LIKE.match(h)]
                     close = difflib.get_close_matches(name, hooks, n=1)
                     hint = f"; did you mean `{close[0]}`?" if close else ""
-                    raise TypeError(f"{self.code}: {klass.__qualname__}.{name} is not a monitor "
-                                    f"hook{hint} (hooks: {', '.join(hooks)})")
+                    raise TypeError(
+                        f"{self.code}: {klass.__qualname__}.{name} is not a monitor "
+                        f"hook{hint} (hooks: {', '.join(hooks)})"
+                    )
         self.monitors.append(cls)
         return cls
 
@@ -342,8 +352,10 @@ class Pitfall:
     def message(self, variant: str, lang: str, **fields: object) -> str:
         """The message of `variant` in `lang`; a field given in every language (a dict with an
         "en" key) is given in `lang` too."""
-        fields = {name: pick(value, lang) if isinstance(value, dict) and "en" in value else value
-                  for name, value in fields.items()}
+        fields = {
+            name: pick(value, lang) if isinstance(value, dict) and "en" in value else value
+            for name, value in fields.items()
+        }
         return pick(self.messages[variant], lang).format(**fields)
 
     def sections(self, lang: str) -> dict[str, str]:
@@ -352,9 +364,11 @@ class Pitfall:
         prose = list(split_sections(pick(self.docs, lang)).items())
         if not self.example:  # an entry that still writes its code in each language's prose
             return dict(prose)
-        code = [(CODE_SECTIONS[0], self._fenced(self.example)),
-                (CODE_SECTIONS[1], self._fenced(self.use_instead))]
-        earlier = SECTIONS[:SECTIONS.index(CODE_SECTIONS[0])]
+        code = [
+            (CODE_SECTIONS[0], self._fenced(self.example)),
+            (CODE_SECTIONS[1], self._fenced(self.use_instead)),
+        ]
+        earlier = SECTIONS[: SECTIONS.index(CODE_SECTIONS[0])]
         at = next((i for i, (heading, _) in enumerate(prose) if heading not in earlier), len(prose))
         return dict(prose[:at] + code + prose[at:])
 

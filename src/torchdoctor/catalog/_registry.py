@@ -1,5 +1,6 @@
 """Discovers catalog entries (every `catalog/<area>/td*.py` module that defines `PITFALL`) and
 finds them by code or name, by role, or by the selectors of `--select`/`--ignore`."""
+
 from __future__ import annotations
 
 import importlib
@@ -78,9 +79,15 @@ def resolve(selectors: list[str]) -> set[str]:
             codes.add(by_name.code)
             continue
         prefix = selector.upper()
-        matched = {p.code for p in pitfalls if p.code.startswith(prefix)} if prefix.startswith("TD") else set()
+        matched = (
+            {p.code for p in pitfalls if p.code.startswith(prefix)}
+            if prefix.startswith("TD")
+            else set()
+        )
         if not matched:
-            raise UsageError(f"unknown rule selector {raw!r} (expected a code, a code prefix, "
-                             "a rule name or ALL; see `torchdoctor rules`)")
+            raise UsageError(
+                f"unknown rule selector {raw!r} (expected a code, a code prefix, "
+                "a rule name or ALL; see `torchdoctor rules`)"
+            )
         codes |= matched
     return codes

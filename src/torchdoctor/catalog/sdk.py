@@ -19,6 +19,7 @@ The facets an entry registers on its `PITFALL`, and the contract each function k
 - `@PITFALL.engine_finding(role)`: the finding an engine makes itself for one of `ROLES`
   (`UnparsableSource`, `UnreadableSource`).
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,13 +29,28 @@ from typing import TYPE_CHECKING, Iterable, Protocol
 from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
 from torchdoctor.knowledge import dtypes, state_dicts, weights_only
 from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
-from torchdoctor.lint.context import (MODULE_SELF_METHODS, Context, Kind, nested_statements,
-                                      per_file, shorten, subtree_parents, top_level_classes)
+from torchdoctor.lint.context import (
+    MODULE_SELF_METHODS,
+    Context,
+    Kind,
+    nested_statements,
+    per_file,
+    shorten,
+    subtree_parents,
+    top_level_classes,
+)
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import NativeSource
 from torchdoctor.lint.neighbours import directory_listing
-from torchdoctor.lint.occurrences import (FileIndex, block_names, children, first_in_walk, index,
-                                          index_of, statements)
+from torchdoctor.lint.occurrences import (
+    FileIndex,
+    block_names,
+    children,
+    first_in_walk,
+    index,
+    index_of,
+    statements,
+)
 from torchdoctor.report.finding import Edit, Finding, Fix
 from torchdoctor.watch.monitor import HOOKS, Monitor
 
@@ -95,11 +111,46 @@ class UnreadableSource(Protocol):
 ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": UnreadableSource}
 
 __all__ = [
-    "HOOKS", "MODULE_SELF_METHODS", "ROLES", "ROLE_CONTRACTS", "CheckpointCheck", "Clue",
-    "Context", "Edit", "ErrorCheck", "FileIndex", "Finding", "Fix", "Kind", "Monitor",
-    "NativeScan", "NativeSource", "Pitfall", "StaticCheck", "Text", "UnparsableSource",
-    "UnreadableSource", "assigned_before", "bindings", "block_names", "children",
-    "directory_listing", "dtypes", "first_in_walk", "index", "index_of", "nested_statements", "per_file",
-    "pick", "scope_of", "shorten", "split_lines", "state_dicts", "statements", "subtree_parents",
-    "top_level_classes", "weights_only", *_ON_FIRST_USE,
+    "HOOKS",
+    "MODULE_SELF_METHODS",
+    "ROLES",
+    "ROLE_CONTRACTS",
+    "CheckpointCheck",
+    "Clue",
+    "Context",
+    "Edit",
+    "ErrorCheck",
+    "FileIndex",
+    "Finding",
+    "Fix",
+    "Kind",
+    "Monitor",
+    "NativeScan",
+    "NativeSource",
+    "Pitfall",
+    "StaticCheck",
+    "Text",
+    "UnparsableSource",
+    "UnreadableSource",
+    "assigned_before",
+    "bindings",
+    "block_names",
+    "children",
+    "directory_listing",
+    "dtypes",
+    "first_in_walk",
+    "index",
+    "index_of",
+    "nested_statements",
+    "per_file",
+    "pick",
+    "scope_of",
+    "shorten",
+    "split_lines",
+    "state_dicts",
+    "statements",
+    "subtree_parents",
+    "top_level_classes",
+    "weights_only",
+    *_ON_FIRST_USE,
 ]

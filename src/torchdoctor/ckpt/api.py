@@ -1,4 +1,5 @@
 """`torchdoctor.load_state_dict(model, path_or_dict)`: the safe repairs, then a strict load."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,15 @@ class LoadResult:
     skipped_keys: list[str] = field(default_factory=list)  # other shapes (strict=False only)
 
 
-def load_state_dict(model, path_or_dict, *, strict: bool = True, trust: bool = False,
-                    verbose: bool = True, lang: str = "en") -> LoadResult:
+def load_state_dict(
+    model,
+    path_or_dict,
+    *,
+    strict: bool = True,
+    trust: bool = False,
+    verbose: bool = True,
+    lang: str = "en",
+) -> LoadResult:
     """Load a checkpoint (a path or an already loaded object) into `model` after the safe
     repairs: unwrap nesting, strip/add wrapper prefixes, add/drop `num_batches_tracked`.
 
@@ -48,18 +56,21 @@ def load_state_dict(model, path_or_dict, *, strict: bool = True, trust: bool = F
         except repair.Dangerous as error:
             raise CheckpointMismatchError(
                 f"{path} holds code to run while loading ({', '.join(error.names)}): it is not "
-                "loaded, not even with trust=True") from None
+                "loaded, not even with trust=True"
+            ) from None
         except repair.NeedsTrust as error:
             raise CheckpointMismatchError(
                 f"{path} needs {', '.join(error.names)}: only a full unpickle, which runs code "
-                "from the file, can rebuild it; pass trust=True if you trust the file") from None
+                "from the file, can rebuild it; pass trust=True if you trust the file"
+            ) from None
         except ValueError as error:
             raise CheckpointMismatchError(f"{path}: {error}") from None
         weights = loaded.weights
     else:
         path = "<state_dict>"
-        root = path_or_dict.state_dict() if isinstance(path_or_dict, torch.nn.Module) \
-            else path_or_dict
+        root = (
+            path_or_dict.state_dict() if isinstance(path_or_dict, torch.nn.Module) else path_or_dict
+        )
         weights = locate(root, lambda v: isinstance(v, torch.Tensor))
         if weights is None:
             raise CheckpointMismatchError("no state dict (a dict of tensors) in the object given")
@@ -68,11 +79,15 @@ def load_state_dict(model, path_or_dict, *, strict: bool = True, trust: bool = F
     result = LoadResult(repairs=repair_lines(diff, weights.where, None, lang))
     if diff.remaining and strict:
         subject = Subject(path, lang, diff=diff)
-        lines = [f"- {f.name}: {f.message}" for f in findings(subject)
-                 if f.fix is None and f.origin == "ckpt"]
+        lines = [
+            f"- {f.name}: {f.message}"
+            for f in findings(subject)
+            if f.fix is None and f.origin == "ckpt"
+        ]
         raise CheckpointMismatchError(
             f"the state dict does not fit {type(model).__name__} even after the safe repairs:\n"
-            + "\n".join(lines))
+            + "\n".join(lines)
+        )
     fixed = repair.repaired(weights, diff, reference)
     for difference in diff.remaining:
         if difference.kind in ("head", "shape"):
@@ -86,8 +101,10 @@ def load_state_dict(model, path_or_dict, *, strict: bool = True, trust: bool = F
         for line in result.repairs:
             print(f"torchdoctor: {line}", file=sys.stderr)
         if result.skipped_keys:
-            print(f"torchdoctor: skipped {len(result.skipped_keys)} keys of other shapes",
-                  file=sys.stderr)
+            print(
+                f"torchdoctor: skipped {len(result.skipped_keys)} keys of other shapes",
+                file=sys.stderr,
+            )
     return result
 
 

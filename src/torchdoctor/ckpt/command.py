@@ -1,4 +1,5 @@
 """`torchdoctor ckpt inspect|diff|fix`: exit 0 fine, 1 findings, 2 unusable input."""
+
 from __future__ import annotations
 
 import json
@@ -21,33 +22,45 @@ LABELS = {
     "en": {
         "zip": "PyTorch checkpoint (zip format, torch >= 1.6)",
         "legacy": "PyTorch checkpoint (legacy format, torch < 1.6 or "
-                  "_use_new_zipfile_serialization=False)",
+        "_use_new_zipfile_serialization=False)",
         "pickle": "plain pickle (not written by torch.save)",
         "safetensors": "safetensors",
         "bare": "a bare state_dict",
         "nested": "a training checkpoint; the weights are under {where}",
         "module": "a whole pickled nn.Module ({cls}); its state_dict keys are listed",
         "none": "no state dict found",
-        "structure": "structure", "tensors": "tensors", "params": "parameters",
-        "dtypes": "dtypes", "devices": "saved on", "prefix": "key prefix",
-        "batchnorm": "BatchNorm", "counters_ok": "{n} layers, num_batches_tracked present",
+        "structure": "structure",
+        "tensors": "tensors",
+        "params": "parameters",
+        "dtypes": "dtypes",
+        "devices": "saved on",
+        "prefix": "key prefix",
+        "batchnorm": "BatchNorm",
+        "counters_ok": "{n} layers, num_batches_tracked present",
         "counters_missing": "{n} layers, num_batches_tracked missing in {m} "
-                            "(load_state_dict fills them in: {fills})",
-        "yes": "yes", "no": "no",
-        "weights_only": "weights_only=True", "accepted": "accepted",
+        "(load_state_dict fills them in: {fills})",
+        "yes": "yes",
+        "no": "no",
+        "weights_only": "weights_only=True",
+        "accepted": "accepted",
         "refused": "refused, needs {names}",
-        "data": "data", "class": "class: trust", "code": "code: DANGER",
-        "keys": "keys", "more": "... {n} more (--keys lists all)",
-        "clean": "Nothing to report.", "found": "Found {n} problem(s).",
+        "data": "data",
+        "class": "class: trust",
+        "code": "code: DANGER",
+        "keys": "keys",
+        "more": "... {n} more (--keys lists all)",
+        "clean": "Nothing to report.",
+        "found": "Found {n} problem(s).",
         "see": "see `torchdoctor rule {name}`",
         "vs": "{a} vs {b}: {n} keys match",
         "after": "After the safe repairs ({kinds}) it loads with strict=True: "
-                 "`torchdoctor ckpt fix`.",
+        "`torchdoctor ckpt fix`.",
         "still": "Still does not fit after the safe repairs: {kinds}.",
         "dtype_note": "note: {n} tensors are {a} in the checkpoint and {b} in the reference "
-                      "(load_state_dict casts them)",
+        "(load_state_dict casts them)",
         "wrote": "Wrote {out}: {n} tensors, {size}.",
-        "repairs": "repairs", "none_needed": "no repair needed",
+        "repairs": "repairs",
+        "none_needed": "no repair needed",
         "proved": "Loaded into the model with strict=True: every key and shape fits.",
         "reloaded": "Read back with torch.load(weights_only=True): OK.",
         "reloaded_st": "Read back as safetensors: OK.",
@@ -62,25 +75,37 @@ LABELS = {
         "nested": "训练 checkpoint；权重在 {where} 下",
         "module": "整个被 pickle 的 nn.Module（{cls}）；下面列出它的 state_dict 键",
         "none": "没有找到 state dict",
-        "structure": "结构", "tensors": "张量", "params": "参数",
-        "dtypes": "数据类型", "devices": "保存时所在设备", "prefix": "键前缀",
-        "batchnorm": "BatchNorm", "counters_ok": "{n} 层，num_batches_tracked 齐全",
+        "structure": "结构",
+        "tensors": "张量",
+        "params": "参数",
+        "dtypes": "数据类型",
+        "devices": "保存时所在设备",
+        "prefix": "键前缀",
+        "batchnorm": "BatchNorm",
+        "counters_ok": "{n} 层，num_batches_tracked 齐全",
         "counters_missing": "{n} 层，其中 {m} 层缺少 num_batches_tracked"
-                            "（load_state_dict 会自动补上：{fills}）",
-        "yes": "是", "no": "否",
-        "weights_only": "weights_only=True", "accepted": "可以加载",
+        "（load_state_dict 会自动补上：{fills}）",
+        "yes": "是",
+        "no": "否",
+        "weights_only": "weights_only=True",
+        "accepted": "可以加载",
         "refused": "会被拒绝，需要 {names}",
-        "data": "数据", "class": "类：需要信任", "code": "代码：危险",
-        "keys": "键", "more": "……还有 {n} 个（--keys 列出全部）",
-        "clean": "没有发现问题。", "found": "发现 {n} 个问题。",
+        "data": "数据",
+        "class": "类：需要信任",
+        "code": "代码：危险",
+        "keys": "键",
+        "more": "……还有 {n} 个（--keys 列出全部）",
+        "clean": "没有发现问题。",
+        "found": "发现 {n} 个问题。",
         "see": "详见 `torchdoctor rule {name}`",
         "vs": "{a} 对比 {b}：{n} 个键一致",
         "after": "经过安全修复（{kinds}）后可以用 strict=True 加载：`torchdoctor ckpt fix`。",
         "still": "安全修复之后仍然对不上：{kinds}。",
         "dtype_note": "注意：{n} 个张量在 checkpoint 中是 {a}，在参照中是 {b}"
-                      "（load_state_dict 会自动转换）",
+        "（load_state_dict 会自动转换）",
         "wrote": "已写入 {out}：{n} 个张量，{size}。",
-        "repairs": "修复", "none_needed": "不需要修复",
+        "repairs": "修复",
+        "none_needed": "不需要修复",
         "proved": "已用 strict=True 加载进模型：所有键和形状都对得上。",
         "reloaded": "已用 torch.load(weights_only=True) 重新读取：正常。",
         "reloaded_st": "已按 safetensors 重新读取：正常。",
@@ -115,6 +140,7 @@ def _unusable(path: str, problem: reader.Unreadable, lang: str) -> UsageError:
 
 # inspect ----------------------------------------------------------------------------------
 
+
 def _inspect(args, lang: str, labels: dict) -> int:
     subject = Subject(args.file, lang)
     try:
@@ -123,11 +149,11 @@ def _inspect(args, lang: str, labels: dict) -> int:
         subject.problem = problem
     found = findings(subject)
     if args.format == "json":
-        print(json_output.dumps(json_output.envelope("ckpt inspect",
-                                                     _inspect_json(subject, found))))
+        print(
+            json_output.dumps(json_output.envelope("ckpt inspect", _inspect_json(subject, found)))
+        )
     else:
-        lines = [] if subject.listing is None else _inspect_text(subject.listing, labels,
-                                                                 args.keys)
+        lines = [] if subject.listing is None else _inspect_text(subject.listing, labels, args.keys)
         lines += _findings_text(found, labels)
         _write(lines)
     return 1 if found else 0
@@ -151,8 +177,10 @@ def _inspect_text(result: Listing, labels: dict, all_keys: bool) -> list[str]:
     if checkpoint.metadata:
         lines.append(f"  __metadata__  {json.dumps(checkpoint.metadata)[:100]}")
     if result.tensors:
-        lines.append(f"{labels['tensors']}: {len(result.tensors)}, "
-                     f"{result.parameters:,} {labels['params']}, {_size(result.nbytes)}")
+        lines.append(
+            f"{labels['tensors']}: {len(result.tensors)}, "
+            f"{result.parameters:,} {labels['params']}, {_size(result.nbytes)}"
+        )
         lines.append(f"{labels['dtypes']}: {_counts(result.dtypes)}")
         lines.append(f"{labels['devices']}: {_counts(result.devices)}")
         prefix = result.prefix or "-"
@@ -161,9 +189,13 @@ def _inspect_text(result: Listing, labels: dict, all_keys: bool) -> list[str]:
         lines.append(f"{labels['prefix']}: {prefix}")
         if result.batchnorm_layers:
             n, m = len(result.batchnorm_layers), len(result.missing_counters)
-            text = (labels["counters_missing"].format(
-                n=n, m=m, fills=labels["no" if result.counters_required else "yes"]) if m
-                else labels["counters_ok"].format(n=n))
+            text = (
+                labels["counters_missing"].format(
+                    n=n, m=m, fills=labels["no" if result.counters_required else "yes"]
+                )
+                if m
+                else labels["counters_ok"].format(n=n)
+            )
             lines.append(f"{labels['batchnorm']}: {text}")
     if checkpoint.format != "safetensors":
         needs = ", ".join(f"{name} ({labels[group]})" for name, group in result.groups.items())
@@ -174,8 +206,11 @@ def _inspect_text(result: Listing, labels: dict, all_keys: bool) -> list[str]:
         shown = keys if all_keys else keys[:KEYS_SHOWN]
         lines.append(f"{labels['keys']}:")
         width = min(60, max(len(k) for k, _ in shown))
-        lines += [f"  {k:{width}}  {t.dtype:9} {list(t.shape)}" +
-                  (f"  {t.device}" if t.device != "cpu" else "") for k, t in shown]
+        lines += [
+            f"  {k:{width}}  {t.dtype:9} {list(t.shape)}"
+            + (f"  {t.device}" if t.device != "cpu" else "")
+            for k, t in shown
+        ]
         if len(shown) < len(keys):
             lines.append("  " + labels["more"].format(n=len(keys) - len(shown)))
     return lines
@@ -189,31 +224,47 @@ def _inspect_json(subject: Subject, found) -> dict:
     if result is not None:
         checkpoint = result.checkpoint
         weights = result.weights
-        data.update({
-            "format": checkpoint.format,
-            "size": checkpoint.size,
-            "entries": [{"name": n, "description": d} for n, d in result.entries],
-            "weights": None if weights is None else {
-                "where": list(weights.where), "module_class": weights.module_class,
-                "count": len(result.tensors), "parameters": result.parameters,
-                "bytes": result.nbytes, "dtypes": dict(result.dtypes),
-                "devices": dict(result.devices), "prefix": result.prefix,
-                "batchnorm": {"layers": len(result.batchnorm_layers),
-                              "missing_num_batches_tracked": result.missing_counters,
-                              "strict_load_fails": result.counters_required},
-                "keys": [{"key": k, "shape": list(t.shape), "dtype": t.dtype,
-                          "device": t.device} for k, t in result.tensors.items()],
-            },
-            "globals": list(checkpoint.globals),
-            "weights_only": {"accepted": not checkpoint.refused_globals,
-                             "needs": checkpoint.refused_globals, "groups": result.groups},
-            "metadata": checkpoint.metadata,
-        })
+        data.update(
+            {
+                "format": checkpoint.format,
+                "size": checkpoint.size,
+                "entries": [{"name": n, "description": d} for n, d in result.entries],
+                "weights": None
+                if weights is None
+                else {
+                    "where": list(weights.where),
+                    "module_class": weights.module_class,
+                    "count": len(result.tensors),
+                    "parameters": result.parameters,
+                    "bytes": result.nbytes,
+                    "dtypes": dict(result.dtypes),
+                    "devices": dict(result.devices),
+                    "prefix": result.prefix,
+                    "batchnorm": {
+                        "layers": len(result.batchnorm_layers),
+                        "missing_num_batches_tracked": result.missing_counters,
+                        "strict_load_fails": result.counters_required,
+                    },
+                    "keys": [
+                        {"key": k, "shape": list(t.shape), "dtype": t.dtype, "device": t.device}
+                        for k, t in result.tensors.items()
+                    ],
+                },
+                "globals": list(checkpoint.globals),
+                "weights_only": {
+                    "accepted": not checkpoint.refused_globals,
+                    "needs": checkpoint.refused_globals,
+                    "groups": result.groups,
+                },
+                "metadata": checkpoint.metadata,
+            }
+        )
     data["findings"] = json_output.findings_json(found)
     return data
 
 
 # diff -------------------------------------------------------------------------------------
+
 
 def _diff(args, lang: str, labels: dict) -> int:
     from torchdoctor.ckpt.diff import compare
@@ -243,19 +294,33 @@ def _diff(args, lang: str, labels: dict) -> int:
     subject = Subject(args.file, lang, listing=first, diff=result, model=spec, reference=name)
     found = [f for f in findings(subject) if f.origin == "ckpt"]
     if args.format == "json":
-        print(json_output.dumps(json_output.envelope("ckpt diff", {
-            "checkpoint": args.file, "reference": other_label, "matched": result.matched,
-            "differences": [d.to_json() for d in result.differences],
-            "loads_after_repair": not result.remaining,
-            "findings": json_output.findings_json(found)})))
+        print(
+            json_output.dumps(
+                json_output.envelope(
+                    "ckpt diff",
+                    {
+                        "checkpoint": args.file,
+                        "reference": other_label,
+                        "matched": result.matched,
+                        "differences": [d.to_json() for d in result.differences],
+                        "loads_after_repair": not result.remaining,
+                        "findings": json_output.findings_json(found),
+                    },
+                )
+            )
+        )
     else:
         lines = [labels["vs"].format(a=args.file, b=other_label, n=result.matched)]
         lines += _findings_text(found, labels, summary=False)
         for difference in result.differences:
             if difference.kind == "dtype":
-                lines.append(labels["dtype_note"].format(
-                    n=len(difference.keys), a=difference.fields["checkpoint"],
-                    b=difference.fields["model"]))
+                lines.append(
+                    labels["dtype_note"].format(
+                        n=len(difference.keys),
+                        a=difference.fields["checkpoint"],
+                        b=difference.fields["model"],
+                    )
+                )
         repairable = [d.kind for d in result.blocking if d.repairable]
         if result.remaining:
             kinds = ", ".join(dict.fromkeys(d.kind for d in result.remaining))
@@ -293,16 +358,17 @@ def _need_torch(what: str) -> None:
     except (ImportError, ValueError):
         found = False
     if not found:
-        raise UsageError(f"{what} needs PyTorch, which is not installed here "
-                         "(pip install torch)")
+        raise UsageError(f"{what} needs PyTorch, which is not installed here (pip install torch)")
     try:
         import torch  # noqa: F401
     except Exception as error:
-        raise UsageError(f"{what} needs PyTorch, which fails to import: "
-                         f"{type(error).__name__}: {error}") from None
+        raise UsageError(
+            f"{what} needs PyTorch, which fails to import: {type(error).__name__}: {error}"
+        ) from None
 
 
 # fix --------------------------------------------------------------------------------------
+
 
 def _fix(args, lang: str, labels: dict) -> int:
     out = Path(args.output)
@@ -328,26 +394,32 @@ def _fix(args, lang: str, labels: dict) -> int:
         raise UsageError(
             f"{args.file}: rebuilding it needs {', '.join(error.names)}, which only a full "
             "unpickle can create: that runs code from the file. If you trust the file, add "
-            "--trust") from None
+            "--trust"
+        ) from None
     except ModuleNotFoundError as error:  # a pickled class's module, with --trust
         raise UsageError(
             f"{args.file}: its pickled classes need the module `{error.name}`, which cannot be "
             "imported here: run this from the directory your training script ran in (the "
             "current directory is searched first, as `python script.py` does), or add the "
-            "module's directory to PYTHONPATH") from None
+            "module's directory to PYTHONPATH"
+        ) from None
     except ValueError as error:
         raise UsageError(f"{args.file}: {error}") from None
     except Exception as error:  # torch.load refused what the reader could list
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise UsageError(f"{args.file}: torch.load failed: {type(error).__name__}: "
-                         f"{first[:200]}") from None
+        raise UsageError(
+            f"{args.file}: torch.load failed: {type(error).__name__}: {first[:200]}"
+        ) from None
     if model is not None and result.remaining:
-        subject = Subject(args.file, lang, listing=listing(checkpoint), diff=result,
-                          model=args.model)
+        subject = Subject(
+            args.file, lang, listing=listing(checkpoint), diff=result, model=args.model
+        )
         left = _about(findings(subject), result.remaining)
         kinds = ", ".join(dict.fromkeys(d.kind for d in result.remaining))
-        _write(_findings_text(left, labels, summary=False) + [
-            labels["still"].format(kinds=kinds), labels["not_written"].format(out=args.output)])
+        _write(
+            _findings_text(left, labels, summary=False)
+            + [labels["still"].format(kinds=kinds), labels["not_written"].format(out=args.output)]
+        )
         return 1
     weights = repair.repaired(loaded.weights, result, reference if model else None, args.dtype)
     unwrap = model is not None or args.to_safetensors
@@ -359,8 +431,11 @@ def _fix(args, lang: str, labels: dict) -> int:
         else:
             import torch
 
-            root = weights if unwrap else repair.with_weights(loaded.root, loaded.weights.where,
-                                                              weights)
+            root = (
+                weights
+                if unwrap
+                else repair.with_weights(loaded.root, loaded.weights.where, weights)
+            )
             torch.save(root, temp)
             reloaded = torch.load(temp, map_location="cpu", weights_only=True)
             if not unwrap:
@@ -374,13 +449,15 @@ def _fix(args, lang: str, labels: dict) -> int:
         raise UsageError(f"{args.output}: exists; pass --force to overwrite it") from None
     except OSError as error:
         where = f"{error.filename}: " if error.filename and error.filename != args.output else ""
-        raise UsageError(f"{args.output}: cannot write it: {where}{error.strerror or error}") \
-            from None
+        raise UsageError(
+            f"{args.output}: cannot write it: {where}{error.strerror or error}"
+        ) from None
     lines = [labels["repairs"] + ":"]
     repairs = _repair_lines(result, loaded, checkpoint, args, lang)
     lines += [f"  - {line}" for line in repairs] or [f"  {labels['none_needed']}"]
-    lines.append(labels["wrote"].format(out=args.output, n=len(weights),
-                                        size=_size(os.path.getsize(out))))
+    lines.append(
+        labels["wrote"].format(out=args.output, n=len(weights), size=_size(os.path.getsize(out)))
+    )
     if model is not None:
         lines.append(labels["proved"])
     else:
@@ -390,9 +467,12 @@ def _fix(args, lang: str, labels: dict) -> int:
 
 
 def _dangerous(path: str, names: list[str]) -> UsageError:
-    return UsageError(printable(
-        f"{path}: the pickle holds code to run while loading ({', '.join(names)}): torchdoctor "
-        "never loads such a file, not even with --trust"))
+    return UsageError(
+        printable(
+            f"{path}: the pickle holds code to run while loading ({', '.join(names)}): torchdoctor "
+            "never loads such a file, not even with --trust"
+        )
+    )
 
 
 def _check_output(source: Path, out: Path, name: str, force: bool) -> None:
@@ -441,8 +521,9 @@ def _repair_lines(result, loaded, checkpoint, args, lang) -> list[str]:
     result_listing = listing(checkpoint)
     devices = {d: n for d, n in result_listing.devices.items() if d not in ("cpu", "meta")}
     if devices:
-        lines.append(texts["cpu"].format(count=sum(devices.values()),
-                                         devices=", ".join(sorted(devices))))
+        lines.append(
+            texts["cpu"].format(count=sum(devices.values()), devices=", ".join(sorted(devices)))
+        )
     if args.dtype:
         lines.append(texts["dtype"].format(dtype=args.dtype))
     if loaded.converted and not unwrap:
@@ -453,6 +534,7 @@ def _repair_lines(result, loaded, checkpoint, args, lang) -> list[str]:
 
 
 # text helpers -----------------------------------------------------------------------------
+
 
 def _about(found, differences) -> list:
     """The findings that name the keys of one of `differences` and offer no repair."""

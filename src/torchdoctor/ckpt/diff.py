@@ -5,6 +5,7 @@ Order matters: the safe repairs (nesting, prefix, `num_batches_tracked`) are app
 map first, then what remains is classified (shapes, renamed layers, real missing/unexpected).
 The classifiers are the explainer's own (`knowledge.state_dicts`), fed with the computed lists.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -15,8 +16,17 @@ from torchdoctor.knowledge import state_dicts as sd_errors
 
 BATCHES_TRACKED = sd_errors.BATCHES_TRACKED
 # Causes in display order; `repairable` ones are what `fix` and `load_state_dict` apply.
-KINDS = ("nesting", "prefix", "batches-tracked", "renamed", "head", "shape", "missing",
-         "unexpected", "dtype")
+KINDS = (
+    "nesting",
+    "prefix",
+    "batches-tracked",
+    "renamed",
+    "head",
+    "shape",
+    "missing",
+    "unexpected",
+    "dtype",
+)
 REPAIRABLE = frozenset({"nesting", "prefix", "batches-tracked"})
 # Differences that load_state_dict(strict=True) does not mind.
 HARMLESS = frozenset({"dtype"})
@@ -33,8 +43,12 @@ class Difference:
         return self.kind in REPAIRABLE
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "repairable": self.repairable, "keys": list(self.keys),
-                **{k: v for k, v in self.fields.items() if not k.startswith("_")}}
+        return {
+            "kind": self.kind,
+            "repairable": self.repairable,
+            "keys": list(self.keys),
+            **{k: v for k, v in self.fields.items() if not k.startswith("_")},
+        }
 
 
 @dataclass
@@ -57,8 +71,9 @@ class Diff:
         return [d for d in self.blocking if not d.repairable]
 
 
-def compare(checkpoint: dict[str, TensorInfo], reference: dict[str, TensorInfo],
-            where: tuple[str, ...] = ()) -> Diff:
+def compare(
+    checkpoint: dict[str, TensorInfo], reference: dict[str, TensorInfo], where: tuple[str, ...] = ()
+) -> Diff:
     differences: list[Difference] = []
     if where:
         differences.append(Difference("nesting", (), {"container": "/".join(where)}))
@@ -70,29 +85,41 @@ def compare(checkpoint: dict[str, TensorInfo], reference: dict[str, TensorInfo],
     missing = [k for k in reference if k not in current and k not in added]
     unexpected = [k for k in current if k not in reference]
     common = [k for k in reference if k in current]
-    mismatched = [sd_errors.ShapeMismatch(k, current[k].shape, reference[k].shape)
-                  for k in common if current[k].shape != reference[k].shape]
+    mismatched = [
+        sd_errors.ShapeMismatch(k, current[k].shape, reference[k].shape)
+        for k in common
+        if current[k].shape != reference[k].shape
+    ]
     missing, unexpected = _renamed(missing, unexpected, current, reference, differences)
     _shapes(mismatched, differences)
     if missing:
-        differences.append(Difference("missing", tuple(missing),
-                                      {"groups": sd_errors.groups(tuple(missing))}))
+        differences.append(
+            Difference("missing", tuple(missing), {"groups": sd_errors.groups(tuple(missing))})
+        )
     if unexpected:
-        differences.append(Difference("unexpected", tuple(unexpected),
-                                      {"groups": sd_errors.groups(tuple(unexpected))}))
-    dtypes = [k for k in common if current[k].shape == reference[k].shape
-              and current[k].dtype != reference[k].dtype]
+        differences.append(
+            Difference(
+                "unexpected", tuple(unexpected), {"groups": sd_errors.groups(tuple(unexpected))}
+            )
+        )
+    dtypes = [
+        k
+        for k in common
+        if current[k].shape == reference[k].shape and current[k].dtype != reference[k].dtype
+    ]
     if dtypes:
         pairs = sorted({(current[k].dtype, reference[k].dtype) for k in dtypes})
-        differences.append(Difference("dtype", tuple(dtypes), {
-            "checkpoint": pairs[0][0], "model": pairs[0][1]}))
+        differences.append(
+            Difference("dtype", tuple(dtypes), {"checkpoint": pairs[0][0], "model": pairs[0][1]})
+        )
     matched = len(common) - len(mismatched)
     differences.sort(key=lambda d: KINDS.index(d.kind))
     return Diff(differences, renames, added, matched)
 
 
-def _repair_prefixes(renames: dict[str, str | None], reference: dict[str, TensorInfo],
-                     differences: list[Difference]) -> None:
+def _repair_prefixes(
+    renames: dict[str, str | None], reference: dict[str, TensorInfo], differences: list[Difference]
+) -> None:
     for _ in range(3):  # "module." then "_orig_mod.", in either order, or another module name
         current = {new for new in renames.values() if new is not None}
         missing = tuple(k for k in reference if k not in current)
@@ -107,40 +134,68 @@ def _repair_prefixes(renames: dict[str, str | None], reference: dict[str, Tensor
             if new is None:
                 continue
             if prefix.side == "checkpoint" and new.startswith(prefix.prefix):
-                renames[old] = new[len(prefix.prefix):]
+                renames[old] = new[len(prefix.prefix) :]
                 changed.append(old)
             elif prefix.side == "model" and prefix.prefix + new in reference:
                 renames[old] = prefix.prefix + new
                 changed.append(old)
         if not changed:
             return
-        differences.append(Difference("prefix", tuple(changed), {
-            "prefix": prefix.prefix, "side": prefix.side, "count": len(changed),
-            "wrapper": sd_errors.wrapper_name(prefix.prefix)}))
+        differences.append(
+            Difference(
+                "prefix",
+                tuple(changed),
+                {
+                    "prefix": prefix.prefix,
+                    "side": prefix.side,
+                    "count": len(changed),
+                    "wrapper": sd_errors.wrapper_name(prefix.prefix),
+                },
+            )
+        )
 
 
-def _repair_counters(renames: dict[str, str | None], reference: dict[str, TensorInfo],
-                     differences: list[Difference]) -> dict[str, TensorInfo]:
+def _repair_counters(
+    renames: dict[str, str | None], reference: dict[str, TensorInfo], differences: list[Difference]
+) -> dict[str, TensorInfo]:
     current = {new for new in renames.values() if new is not None}
-    added = {k: reference[k] for k in reference
-             if k.endswith("." + BATCHES_TRACKED) and k not in current
-             and k[: -len(BATCHES_TRACKED)] + "running_mean" in current}
-    dropped = [old for old, new in renames.items() if new is not None
-               and new.endswith("." + BATCHES_TRACKED) and new not in reference
-               and new[: -len(BATCHES_TRACKED)] + "running_mean" in reference]
+    added = {
+        k: reference[k]
+        for k in reference
+        if k.endswith("." + BATCHES_TRACKED)
+        and k not in current
+        and k[: -len(BATCHES_TRACKED)] + "running_mean" in current
+    }
+    dropped = [
+        old
+        for old, new in renames.items()
+        if new is not None
+        and new.endswith("." + BATCHES_TRACKED)
+        and new not in reference
+        and new[: -len(BATCHES_TRACKED)] + "running_mean" in reference
+    ]
     for old in dropped:
         renames[old] = None
     if added:
-        differences.append(Difference("batches-tracked", tuple(added), {"side": "missing",
-                                                                         "count": len(added)}))
+        differences.append(
+            Difference("batches-tracked", tuple(added), {"side": "missing", "count": len(added)})
+        )
     if dropped:
-        differences.append(Difference("batches-tracked", tuple(dropped),
-                                      {"side": "unexpected", "count": len(dropped)}))
+        differences.append(
+            Difference(
+                "batches-tracked", tuple(dropped), {"side": "unexpected", "count": len(dropped)}
+            )
+        )
     return added
 
 
-def _renamed(missing: list[str], unexpected: list[str], current: dict[str, TensorInfo],
-             reference: dict[str, TensorInfo], differences: list[Difference]):
+def _renamed(
+    missing: list[str],
+    unexpected: list[str],
+    current: dict[str, TensorInfo],
+    reference: dict[str, TensorInfo],
+    differences: list[Difference],
+):
     """Pairs of (unexpected, missing) keys with the same shape and leaf name, in the same order:
     a layer renamed between the checkpoint and the model (`fc` -> `classifier`)."""
     pairs: list[tuple[str, str]] = []
@@ -148,8 +203,10 @@ def _renamed(missing: list[str], unexpected: list[str], current: dict[str, Tenso
     for key in missing:
         for index in range(start, min(start + 4, len(unexpected))):
             candidate = unexpected[index]
-            if (candidate.rpartition(".")[2] == key.rpartition(".")[2]
-                    and current[candidate].shape == reference[key].shape):
+            if (
+                candidate.rpartition(".")[2] == key.rpartition(".")[2]
+                and current[candidate].shape == reference[key].shape
+            ):
                 pairs.append((candidate, key))
                 start = index + 1
                 break
@@ -165,8 +222,13 @@ def _renamed(missing: list[str], unexpected: list[str], current: dict[str, Tenso
         # A whole layer (all its keys) must move: one coincidental shape is not a rename.
         new_keys = missing_by_layer[new_layer]
         if len(keys) == unexpected_by_layer[old_layer] == len(new_keys):
-            differences.append(Difference("renamed", tuple(keys), {
-                "old": old_layer or "(top)", "new": new_layer or "(top)", "count": len(keys)}))
+            differences.append(
+                Difference(
+                    "renamed",
+                    tuple(keys),
+                    {"old": old_layer or "(top)", "new": new_layer or "(top)", "count": len(keys)},
+                )
+            )
             kept.update(keys)
             kept.update(new_keys)
     return ([k for k in missing if k not in kept], [k for k in unexpected if k not in kept])
@@ -177,18 +239,36 @@ def _shapes(mismatched: list[sd_errors.ShapeMismatch], differences: list[Differe
         return
     error = sd_errors.StateDictError(None, mismatched=tuple(mismatched))
     keys = tuple(m.key for m in mismatched)
-    shapes = {m.key: {"checkpoint": list(m.checkpoint), "model": list(m.model)}
-              for m in mismatched}
+    shapes = {m.key: {"checkpoint": list(m.checkpoint), "model": list(m.model)} for m in mismatched}
     head = sd_errors.head_change(error)
     if head is not None:
-        differences.append(Difference("head", keys, {
-            "checkpoint": head[0], "model": head[1], "layers": _layers(mismatched),
-            "shapes": shapes}))
+        differences.append(
+            Difference(
+                "head",
+                keys,
+                {
+                    "checkpoint": head[0],
+                    "model": head[1],
+                    "layers": _layers(mismatched),
+                    "shapes": shapes,
+                },
+            )
+        )
         return
     first = mismatched[0]
-    differences.append(Difference("shape", keys, {
-        "count": len(keys), "key": first.key, "checkpoint": sd_errors.size(first.checkpoint),
-        "model": sd_errors.size(first.model), "shapes": shapes}))
+    differences.append(
+        Difference(
+            "shape",
+            keys,
+            {
+                "count": len(keys),
+                "key": first.key,
+                "checkpoint": sd_errors.size(first.checkpoint),
+                "model": sd_errors.size(first.model),
+                "shapes": shapes,
+            },
+        )
+    )
 
 
 def _layers(mismatched: list[sd_errors.ShapeMismatch]) -> str:
@@ -197,5 +277,8 @@ def _layers(mismatched: list[sd_errors.ShapeMismatch]) -> str:
 
 def reference_of_model(state_dict) -> dict[str, TensorInfo]:
     """A model's state_dict as key -> TensorInfo (takes torch tensors; imports nothing)."""
-    return {k: TensorInfo(tuple(v.shape), str(v.dtype).replace("torch.", ""), str(v.device))
-            for k, v in state_dict.items() if hasattr(v, "shape")}
+    return {
+        k: TensorInfo(tuple(v.shape), str(v.dtype).replace("torch.", ""), str(v.device))
+        for k, v in state_dict.items()
+        if hasattr(v, "shape")
+    }

@@ -1,4 +1,5 @@
 """Runs the catalog's checkpoint checks: each entry turns the facts it owns into findings."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,8 +10,10 @@ from torchdoctor.ckpt.inspect import Listing
 from torchdoctor.ckpt.reader import Unreadable
 from torchdoctor.report.finding import Finding, Fix
 
-FIX_COMMAND = {"en": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` repairs this",
-               "zh": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` 可以修复"}
+FIX_COMMAND = {
+    "en": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` repairs this",
+    "zh": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` 可以修复",
+}
 
 
 @dataclass
@@ -29,10 +32,19 @@ class Subject:
     def text(self, text: Text) -> str:
         return pick(text, self.lang)
 
-    def finding(self, pitfall: Pitfall, variant: str, *, keys=(), repairable: bool = False,
-                options: str = "", **fields) -> Finding:
-        fields.setdefault("reference", self.text(self.reference or
-                                                 {"en": "the model", "zh": "模型"}))
+    def finding(
+        self,
+        pitfall: Pitfall,
+        variant: str,
+        *,
+        keys=(),
+        repairable: bool = False,
+        options: str = "",
+        **fields,
+    ) -> Finding:
+        fields.setdefault(
+            "reference", self.text(self.reference or {"en": "the model", "zh": "模型"})
+        )
         message = pitfall.message(variant, self.lang, **fields)
         fix = None
         if repairable:
@@ -41,8 +53,9 @@ class Subject:
             title = self.text(FIX_COMMAND).format(path=self.path, model=options)
             fix = Fix("safe", title, ())
         extra = {"keys": list(keys)} if keys else {}
-        return Finding(pitfall.code, pitfall.name, message, origin="ckpt", path=self.path,
-                       fix=fix, extra=extra)
+        return Finding(
+            pitfall.code, pitfall.name, message, origin="ckpt", path=self.path, fix=fix, extra=extra
+        )
 
 
 def findings(subject: Subject) -> list[Finding]:

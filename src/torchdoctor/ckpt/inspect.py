@@ -1,5 +1,6 @@
 """What a checkpoint holds: where its weights are, their keys, prefixes, BatchNorm counters,
 devices, and what a full unpickle would import. Works on the reader's object tree (no torch)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -70,18 +71,26 @@ def listing(checkpoint: Checkpoint) -> Listing:
         result.prefix = prefixes.pop() if len(prefixes) == 1 else ""
         result.batchnorm_layers, result.missing_counters = batchnorm(keys)
         result.counters_required = bool(result.missing_counters) and _counters_required(
-            result.missing_counters, weights.metadata)
-    classes = {o.class_name for o in _objects(checkpoint.root)
-               if isinstance(o, Opaque) and is_module(o)}
+            result.missing_counters, weights.metadata
+        )
+    classes = {
+        o.class_name for o in _objects(checkpoint.root) if isinstance(o, Opaque) and is_module(o)
+    }
     result.module_classes = sorted(classes)
     result.refused = checkpoint.refused_globals
-    result.groups = {name: _weights_only.group(name, checkpoint.uses.get(name, ()))
-                     for name in result.refused}
+    result.groups = {
+        name: _weights_only.group(name, checkpoint.uses.get(name, ())) for name in result.refused
+    }
     return result
 
 
-def locate(root, is_tensor: Callable, module_tensors: Callable | None = None,
-           depth: int = 0, seen: set[int] | None = None) -> Weights | None:
+def locate(
+    root,
+    is_tensor: Callable,
+    module_tensors: Callable | None = None,
+    depth: int = 0,
+    seen: set[int] | None = None,
+) -> Weights | None:
     """The state dict in `root`: itself, nested under a container key, or a pickled module's.
     Each dict is looked into once, however often the pickle shares it."""
     if module_tensors is not None and is_module(root):
@@ -93,14 +102,19 @@ def locate(root, is_tensor: Callable, module_tensors: Callable | None = None,
     values = list(root.values())
     tensors = sum(1 for v in values if is_tensor(v))
     if tensors and tensors >= 0.5 * len(values):
-        return Weights((), {k: v for k, v in root.items() if is_tensor(v) and isinstance(k, str)},
-                       metadata=getattr(root, "_metadata", None))
+        return Weights(
+            (),
+            {k: v for k, v in root.items() if is_tensor(v) and isinstance(k, str)},
+            metadata=getattr(root, "_metadata", None),
+        )
     if depth >= 2:
         return None
     counts: dict[int, int] = {}
     names = [c for c in sd_errors.CONTAINERS if c in root]
-    names += sorted((k for k in root if isinstance(k, str) and k not in names),
-                    key=lambda k: -_count(root[k], is_tensor, counts))
+    names += sorted(
+        (k for k in root if isinstance(k, str) and k not in names),
+        key=lambda k: -_count(root[k], is_tensor, counts),
+    )
     for name in names:
         found = locate(root[name], is_tensor, module_tensors, depth + 1, seen)
         if found is not None and found.tensors:
@@ -138,8 +152,9 @@ def module_tensors(module: Opaque) -> dict[str, TensorInfo]:
         visits += 1
         characters += len(prefix)  # a module nested in itself makes ever longer keys
         if visits > MAX_MODULE_VISITS or characters > MAX_MODULE_VISITS * 1000:
-            raise Unreadable("budget", f"the pickled model holds more than "
-                                       f"{MAX_MODULE_VISITS:,} modules")
+            raise Unreadable(
+                "budget", f"the pickled model holds more than {MAX_MODULE_VISITS:,} modules"
+            )
         attributes = module.attributes
         skipped = attributes.get("_non_persistent_buffers_set")
         skipped = skipped if isinstance(skipped, (set, frozenset, list, tuple)) else ()
@@ -147,16 +162,20 @@ def module_tensors(module: Opaque) -> dict[str, TensorInfo]:
             for name, value in _named(attributes.get(group)):
                 if isinstance(value, TensorInfo) and name not in skipped:
                     found[prefix + name] = value
-        children = [(child, f"{prefix}{name}.") for name, child
-                    in _named(attributes.get("_modules")) if is_module(child)]
+        children = [
+            (child, f"{prefix}{name}.")
+            for name, child in _named(attributes.get("_modules"))
+            if is_module(child)
+        ]
         pending.extend(reversed(children))  # depth first, in order: state_dict()'s key order
     return found
 
 
 def _named(group) -> list:
     """A module's `_parameters`/`_buffers`/`_modules` entries that have names."""
-    return [(k, v) for k, v in group.items() if isinstance(k, str)] if isinstance(
-        group, dict) else []
+    return (
+        [(k, v) for k, v in group.items() if isinstance(k, str)] if isinstance(group, dict) else []
+    )
 
 
 def batchnorm(keys: list[str]) -> tuple[list[str], list[str]]:
@@ -211,8 +230,13 @@ def describe(value, seen: set[int] | None = None) -> str:
     if isinstance(value, Global):
         return f"global {value.name}"
     if isinstance(value, dict):
-        tensors = sum(1 for v in _objects(value, seen) if isinstance(v, dict)
-                      for t in v.values() if isinstance(t, TensorInfo))
+        tensors = sum(
+            1
+            for v in _objects(value, seen)
+            if isinstance(v, dict)
+            for t in v.values()
+            if isinstance(t, TensorInfo)
+        )
         return f"dict of {len(value)} entries" + (f", {tensors} tensors" if tensors else "")
     if isinstance(value, (list, tuple, set, frozenset)):
         return f"{type(value).__name__} of {len(value)}"

@@ -1,6 +1,7 @@
 """Builds the user's model from `path/to/file.py:factory` or `package.module:factory`.
 
 This is the only place `torchdoctor ckpt` runs user code, and only for `--model`."""
+
 from __future__ import annotations
 
 import importlib
@@ -18,31 +19,37 @@ def build_model(spec: str):
 
     source, _, factory = spec.rpartition(":")
     if not source or not factory:
-        raise UsageError(f"--model {spec!r}: expected path/to/file.py:factory or "
-                         "package.module:factory")
+        raise UsageError(
+            f"--model {spec!r}: expected path/to/file.py:factory or package.module:factory"
+        )
     try:
         module = _import(source)
     except UsageError:
         raise
     except BaseException as error:  # the user's module failed: say so, no traceback
-        raise UsageError(f"--model {spec}: importing {source} failed: "
-                         f"{type(error).__name__}: {error}") from None
+        raise UsageError(
+            f"--model {spec}: importing {source} failed: {type(error).__name__}: {error}"
+        ) from None
     target = module
     for part in factory.split("."):
         target = getattr(target, part, None)
         if target is None:
             raise UsageError(f"--model {spec}: {source} has no {factory!r}")
     if not callable(target):
-        raise UsageError(f"--model {spec}: {factory} is not callable (a "
-                         f"{type(target).__name__}), not a factory or class")
+        raise UsageError(
+            f"--model {spec}: {factory} is not callable (a "
+            f"{type(target).__name__}), not a factory or class"
+        )
     try:
         model = target if isinstance(target, torch.nn.Module) else target()
     except BaseException as error:
-        raise UsageError(f"--model {spec}: {factory}() failed: "
-                         f"{type(error).__name__}: {error}") from None
+        raise UsageError(
+            f"--model {spec}: {factory}() failed: {type(error).__name__}: {error}"
+        ) from None
     if not isinstance(model, torch.nn.Module):
-        raise UsageError(f"--model {spec}: {factory}() returned {type(model).__name__}, "
-                         "not an nn.Module")
+        raise UsageError(
+            f"--model {spec}: {factory}() returned {type(model).__name__}, not an nn.Module"
+        )
     return model
 
 

@@ -5,6 +5,7 @@ The file is opened without blocking and only if it is a regular file. Its pickle
 a safetensors header is checked as the safetensors library checks it. Tensor data is never
 read: listing a large file costs the size of its pickle, not of its weights.
 """
+
 from __future__ import annotations
 
 import io
@@ -16,23 +17,44 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from torchdoctor.ckpt.unpickler import (BASE_BUDGET, ITEMSIZE, PER_STORAGE, SafeUnpickler,
-                                        TensorInfo, Unreadable, damaged, shape_of)
+from torchdoctor.ckpt.unpickler import (
+    BASE_BUDGET,
+    ITEMSIZE,
+    PER_STORAGE,
+    SafeUnpickler,
+    TensorInfo,
+    Unreadable,
+    damaged,
+    shape_of,
+)
 from torchdoctor.knowledge.weights_only import weights_only_allows
 from torchdoctor.user_files import open_regular_file
 
 # torch.save's legacy (non-zip) format starts with this number, pickled.
-LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 # A pickle holds at most this much before we call it hostile (data.pkl of real checkpoints with
 # 100k tensors is a few MB).
 MAX_PICKLE_BYTES = 512 * 1024 * 1024
 # What the safetensors library accepts as a header.
 MAX_SAFETENSORS_HEADER = 100_000_000
 SAFETENSORS_DTYPES = {
-    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
-    "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
-    "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu",
-    "U16": "uint16", "U32": "uint32", "U64": "uint64", "C64": "complex64",
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "BOOL": "bool",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E8M0": "float8_e8m0fnu",
+    "U16": "uint16",
+    "U32": "uint32",
+    "U64": "uint64",
+    "C64": "complex64",
 }
 
 
@@ -114,8 +136,18 @@ def _first_line(head: bytes, handle) -> str:
 # zip (torch >= 1.6) ------------------------------------------------------------------------
 
 # What zipfile raises on a damaged archive or member, decompressors' errors included.
-_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, RuntimeError,
-               NotImplementedError, struct.error, IndexError, KeyError)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    OSError,
+    EOFError,
+    ValueError,
+    RuntimeError,
+    NotImplementedError,
+    struct.error,
+    IndexError,
+    KeyError,
+)
 
 
 def _read_zip(path: str, handle, size: int) -> Checkpoint:
@@ -140,16 +172,19 @@ def _read_zip(path: str, handle, size: int) -> Checkpoint:
             raise damaged(f"{record}: {error}"[:200]) from None
         if len(data) > MAX_PICKLE_BYTES:
             raise Unreadable("budget", f"{record} holds more than {MAX_PICKLE_BYTES:,} bytes")
-        storages = {n[len(prefix) + len("data/"):]: archive.getinfo(n).file_size
-                    for n in names if n.startswith(prefix + "data/")}
-    unpickler = SafeUnpickler(io.BytesIO(data), storages,
-                              BASE_BUDGET + PER_STORAGE * len(storages))
+        storages = {
+            n[len(prefix) + len("data/") :]: archive.getinfo(n).file_size
+            for n in names
+            if n.startswith(prefix + "data/")
+        }
+    unpickler = SafeUnpickler(io.BytesIO(data), storages, BASE_BUDGET + PER_STORAGE * len(storages))
     root = unpickler.load_safely()
     return Checkpoint(path, size, "zip", root, unpickler.globals, uses=unpickler.uses)
 
 
 # legacy torch.save format (torch < 1.6, or _use_new_zipfile_serialization=False) and plain
 # pickles ----------------------------------------------------------------------------------
+
 
 class _Bounded:
     """A file read by a pickle: at most MAX_PICKLE_BYTES of it."""
@@ -159,8 +194,9 @@ class _Bounded:
         self._left = MAX_PICKLE_BYTES
 
     def read(self, size: int = -1) -> bytes:
-        return self._spent(self._handle.read(self._left + 1 if size < 0 else
-                                             min(size, self._left + 1)))
+        return self._spent(
+            self._handle.read(self._left + 1 if size < 0 else min(size, self._left + 1))
+        )
 
     def readline(self) -> bytes:
         return self._spent(self._handle.readline(self._left + 1))
@@ -211,12 +247,15 @@ def _load(stream, budget: int):
 
 # safetensors ------------------------------------------------------------------------------
 
+
 def _read_safetensors(path: str, handle, size: int) -> Checkpoint:
     handle.seek(0)
     length = struct.unpack("<Q", handle.read(8))[0]
     if length > MAX_SAFETENSORS_HEADER:
-        raise damaged(f"a safetensors header of {length:,} bytes (the format's limit is "
-                      f"{MAX_SAFETENSORS_HEADER:,})")
+        raise damaged(
+            f"a safetensors header of {length:,} bytes (the format's limit is "
+            f"{MAX_SAFETENSORS_HEADER:,})"
+        )
     if 8 + length > size:
         raise Unreadable("truncated")
     try:
@@ -228,8 +267,7 @@ def _read_safetensors(path: str, handle, size: int) -> Checkpoint:
     if not isinstance(header, dict):
         raise damaged("the safetensors header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
-    if not (isinstance(metadata, dict) and
-            all(isinstance(v, str) for v in metadata.values())):
+    if not (isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())):
         raise damaged("the safetensors __metadata__ is not a map of strings")
     root = {key: _safetensors_tensor(key, entry) for key, entry in header.items()}
     _check_offsets(header, root, size - 8 - length)
@@ -247,8 +285,12 @@ def _safetensors_tensor(key: str, entry) -> TensorInfo:
         shape = shape_of(entry.get("shape"))
     except Unreadable:
         raise damaged(f"the shape of {name} is not a list of sizes") from None
-    if not (isinstance(offsets, list) and len(offsets) == 2 and
-            all(type(o) is int for o in offsets) and 0 <= offsets[0] <= offsets[1]):
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(type(o) is int for o in offsets)
+        and 0 <= offsets[0] <= offsets[1]
+    ):
         raise damaged(f"the data_offsets of {name} are not two increasing byte offsets")
     return TensorInfo(shape, SAFETENSORS_DTYPES.get(dtype, dtype.lower()[:20]), "cpu", key)
 
@@ -261,11 +303,15 @@ def _check_offsets(header: dict, root: dict[str, TensorInfo], data_size: int) ->
         begin, stop = header[key]["data_offsets"]
         tensor = root[key]
         if begin != end:
-            raise damaged(f"the data of {key[:60]!r} " + ("overlaps another tensor's" if
-                                                          begin < end else "leaves a gap"))
+            raise damaged(
+                f"the data of {key[:60]!r} "
+                + ("overlaps another tensor's" if begin < end else "leaves a gap")
+            )
         if tensor.dtype in ITEMSIZE and stop - begin != tensor.nbytes:
-            raise damaged(f"{key[:60]!r} has {stop - begin:,} bytes for {tensor.numel:,} "
-                          f"{tensor.dtype} values")
+            raise damaged(
+                f"{key[:60]!r} has {stop - begin:,} bytes for {tensor.numel:,} "
+                f"{tensor.dtype} values"
+            )
         end = stop
     if end > data_size:
         raise Unreadable("truncated")

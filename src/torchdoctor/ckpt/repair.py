@@ -1,6 +1,7 @@
 """The safe repairs, on real tensors: load without running the file's code, unwrap, rename
 prefixes, add or drop `num_batches_tracked`, move to CPU, turn metadata into plain values, and
 write a NEW file atomically. Imports torch."""
+
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,12 @@ from torchdoctor.knowledge import state_dicts as sd_errors
 from torchdoctor.knowledge import weights_only as _weights_only
 
 SAFETENSORS_CODES = {v: k for k, v in reader.SAFETENSORS_DTYPES.items()}
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-          "float64": torch.float64}
+DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+}
 # Arrays up to this many elements become lists; larger ones become tensors.
 LIST_LIMIT = 4096
 
@@ -116,8 +121,22 @@ def plain(value, converted: list[str], depth: int = 0):
         if getattr(value, "ndim", 0) and value.size > LIST_LIMIT:
             return torch.from_numpy(value.copy())
         return value.tolist() if hasattr(value, "tolist") else str(value)
-    if depth > 50 or isinstance(value, (torch.Tensor, str, bytes, int, float, bool, complex,
-                                        type(None), torch.dtype, torch.device, torch.Size)):
+    if depth > 50 or isinstance(
+        value,
+        (
+            torch.Tensor,
+            str,
+            bytes,
+            int,
+            float,
+            bool,
+            complex,
+            type(None),
+            torch.dtype,
+            torch.device,
+            torch.Size,
+        ),
+    ):
         return value
     if isinstance(value, torch.nn.Module):
         converted.append(f"{type(value).__name__} -> state_dict")
@@ -159,15 +178,19 @@ def self_reference(tensors: dict[str, TensorInfo]) -> dict[str, TensorInfo]:
     every key, and a `num_batches_tracked` for every BatchNorm layer."""
     prefixes = {sd_errors.wrapper_prefix(k) for k in tensors}
     prefix = prefixes.pop() if len(prefixes) == 1 else ""
-    reference = {k[len(prefix):]: v for k, v in tensors.items()}
+    reference = {k[len(prefix) :]: v for k, v in tensors.items()}
     _, missing = batchnorm(list(reference))
     for layer in missing:
         reference[f"{layer}.{sd_errors.BATCHES_TRACKED}"] = TensorInfo((), "int64", "cpu")
     return reference
 
 
-def repaired(weights: Weights, diff: Diff, reference: dict[str, TensorInfo] | None = None,
-             dtype: str | None = None) -> OrderedDict:
+def repaired(
+    weights: Weights,
+    diff: Diff,
+    reference: dict[str, TensorInfo] | None = None,
+    dtype: str | None = None,
+) -> OrderedDict:
     """The state dict with the diff's safe repairs applied, in the reference's key order."""
     tensors = weights.tensors
     result: OrderedDict = OrderedDict()
@@ -181,8 +204,9 @@ def repaired(weights: Weights, diff: Diff, reference: dict[str, TensorInfo] | No
         result = OrderedDict(sorted(result.items(), key=lambda kv: order.get(kv[0], len(order))))
     if dtype is not None:
         target = DTYPES[dtype]
-        result = OrderedDict((k, v.to(target) if v.is_floating_point() else v)
-                             for k, v in result.items())
+        result = OrderedDict(
+            (k, v.to(target) if v.is_floating_point() else v) for k, v in result.items()
+        )
     metadata = weights.metadata
     if metadata is not None:
         result._metadata = _renamed_metadata(metadata, diff)
@@ -199,7 +223,7 @@ def _renamed_metadata(metadata, diff: Diff) -> OrderedDict:
         update = OrderedDict()
         for key, value in renamed.items():
             if side == "checkpoint" and (key + ".").startswith(prefix):
-                key = key[len(prefix):] if len(key) >= len(prefix) else ""
+                key = key[len(prefix) :] if len(key) >= len(prefix) else ""
             elif side == "model":
                 key = (prefix + key).rstrip(".") if key else prefix.rstrip(".")
             update[key] = value
@@ -269,8 +293,11 @@ def save_safetensors(tensors: dict, path: str, metadata: dict | None = None) -> 
         if code is None:
             raise ValueError(f"{key}: dtype {tensor.dtype} has no safetensors code")
         data = tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
-        header[key] = {"dtype": code, "shape": list(tensor.shape),
-                       "data_offsets": [offset, offset + len(data)]}
+        header[key] = {
+            "dtype": code,
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
@@ -296,7 +323,6 @@ def read_safetensors(path: str) -> OrderedDict:
             data = bytearray(handle.read(end - begin))
             dtype = getattr(torch, reader.SAFETENSORS_DTYPES[entry["dtype"]])
             shape = tuple(entry["shape"])
-            tensor = (torch.frombuffer(data, dtype=dtype) if data
-                      else torch.empty(0, dtype=dtype))
+            tensor = torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype)
             result[key] = tensor.reshape(shape)
     return result

@@ -1,30 +1,35 @@
 """The lines that say which safe repairs were made to a checkpoint, in the user's language:
 shared by `torchdoctor ckpt fix` and `torchdoctor.load_state_dict`."""
+
 from __future__ import annotations
 
 REPAIRS = {
-    "en": {"nesting": "unwrapped {access} (the rest of the checkpoint is not in the output)",
-           "nesting-taken": "took the weights from {access}",
-           "nesting-kept": "repaired the weights inside {access}; the rest is kept",
-           "prefix-checkpoint": "stripped the prefix `{prefix}` from {count} keys",
-           "prefix-model": "added the prefix `{prefix}` to {count} keys",
-           "batches-tracked-missing": "added {count} `num_batches_tracked` counters (0)",
-           "batches-tracked-unexpected": "dropped {count} `num_batches_tracked` counters",
-           "cpu": "moved {count} tensors from {devices} to the CPU",
-           "dtype": "converted floating-point tensors to {dtype}",
-           "plain": "turned metadata into plain values: {what}",
-           "safetensors": "wrote the weights as safetensors"},
-    "zh": {"nesting": "取出了 {access}（checkpoint 的其余部分不在输出里）",
-           "nesting-taken": "从 {access} 中取出了权重",
-           "nesting-kept": "修复了 {access} 中的权重；其余部分保留",
-           "prefix-checkpoint": "从 {count} 个键上去掉了前缀 `{prefix}`",
-           "prefix-model": "给 {count} 个键加上了前缀 `{prefix}`",
-           "batches-tracked-missing": "补上了 {count} 个 `num_batches_tracked` 计数器（0）",
-           "batches-tracked-unexpected": "删掉了 {count} 个 `num_batches_tracked` 计数器",
-           "cpu": "把 {count} 个张量从 {devices} 移到了 CPU",
-           "dtype": "把浮点张量转换成了 {dtype}",
-           "plain": "把元数据转换成了普通值：{what}",
-           "safetensors": "以 safetensors 格式写出权重"},
+    "en": {
+        "nesting": "unwrapped {access} (the rest of the checkpoint is not in the output)",
+        "nesting-taken": "took the weights from {access}",
+        "nesting-kept": "repaired the weights inside {access}; the rest is kept",
+        "prefix-checkpoint": "stripped the prefix `{prefix}` from {count} keys",
+        "prefix-model": "added the prefix `{prefix}` to {count} keys",
+        "batches-tracked-missing": "added {count} `num_batches_tracked` counters (0)",
+        "batches-tracked-unexpected": "dropped {count} `num_batches_tracked` counters",
+        "cpu": "moved {count} tensors from {devices} to the CPU",
+        "dtype": "converted floating-point tensors to {dtype}",
+        "plain": "turned metadata into plain values: {what}",
+        "safetensors": "wrote the weights as safetensors",
+    },
+    "zh": {
+        "nesting": "取出了 {access}（checkpoint 的其余部分不在输出里）",
+        "nesting-taken": "从 {access} 中取出了权重",
+        "nesting-kept": "修复了 {access} 中的权重；其余部分保留",
+        "prefix-checkpoint": "从 {count} 个键上去掉了前缀 `{prefix}`",
+        "prefix-model": "给 {count} 个键加上了前缀 `{prefix}`",
+        "batches-tracked-missing": "补上了 {count} 个 `num_batches_tracked` 计数器（0）",
+        "batches-tracked-unexpected": "删掉了 {count} 个 `num_batches_tracked` 计数器",
+        "cpu": "把 {count} 个张量从 {devices} 移到了 CPU",
+        "dtype": "把浮点张量转换成了 {dtype}",
+        "plain": "把元数据转换成了普通值：{what}",
+        "safetensors": "以 safetensors 格式写出权重",
+    },
 }
 
 

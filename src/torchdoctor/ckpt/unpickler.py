@@ -12,6 +12,7 @@ reader reports: at most `budget` opcodes (each makes at most one object), dict k
 elements that hash cheaply (hashing a tuple of shared tuples takes time exponential in its
 depth), shapes of at most MAX_DIMS sizes. The C unpickler cannot be bounded this way.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,23 +30,58 @@ BASE_BUDGET = 2_000_000
 # least 76 bytes of zip headers, so the budget stays in proportion to the file's size).
 PER_STORAGE = 100
 MAX_DIMS = 1024
-MAX_SIZE = 2 ** 63  # a size no tensor reaches (torch's sizes are int64)
+MAX_SIZE = 2**63  # a size no tensor reaches (torch's sizes are int64)
 # What hash() may visit in one dict key or set element: real keys are strings, numbers and
 # short tuples, while a tuple of shared tuples costs hash() time exponential in its depth.
 MAX_KEY_PARTS = 256
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
-            "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex128": 16, "complex64": 8,
-            "complex32": 4, "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
-            "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
-            "float8_e8m0fnu": 1, "uint16": 2, "uint32": 4, "uint64": 8}
+ITEMSIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "complex128": 16,
+    "complex64": 8,
+    "complex32": 4,
+    "qint8": 1,
+    "quint8": 1,
+    "qint32": 4,
+    "quint4x2": 1,
+    "quint2x4": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+}
 STORAGE_DTYPES = {
-    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
-    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
-    "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
-    "ComplexDoubleStorage": "complex128", "QInt8Storage": "qint8", "QUInt8Storage": "quint8",
-    "QInt32Storage": "qint32", "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4",
-    "UntypedStorage": "uint8", "TypedStorage": "uint8",
+    "FloatStorage": "float32",
+    "DoubleStorage": "float64",
+    "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16",
+    "LongStorage": "int64",
+    "IntStorage": "int32",
+    "ShortStorage": "int16",
+    "CharStorage": "int8",
+    "ByteStorage": "uint8",
+    "BoolStorage": "bool",
+    "ComplexFloatStorage": "complex64",
+    "ComplexDoubleStorage": "complex128",
+    "QInt8Storage": "qint8",
+    "QUInt8Storage": "quint8",
+    "QInt32Storage": "qint32",
+    "QUInt4x2Storage": "quint4x2",
+    "QUInt2x4Storage": "quint2x4",
+    "UntypedStorage": "uint8",
+    "TypedStorage": "uint8",
 }
 # Python 2 module names that protocol-2 pickles use (what pickle's fix_imports maps).
 _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
@@ -58,8 +94,9 @@ class Unreadable(Exception):
     `globals` and `uses`: what the pickle named before reading stopped, since a damaged file can
     still be a hostile one."""
 
-    def __init__(self, kind: str, detail: str = "", globals: Counter | None = None,
-                 uses: dict | None = None):
+    def __init__(
+        self, kind: str, detail: str = "", globals: Counter | None = None, uses: dict | None = None
+    ):
         super().__init__(kind, detail)
         self.kind = kind
         self.detail = detail
@@ -217,15 +254,22 @@ class SafeUnpickler(pickle._Unpickler):
         except RecursionError:
             raise self._unreadable("damaged", "nested too deeply") from None
         except MemoryError:
-            raise self._unreadable("damaged", "the pickle claims more memory than exists") \
-                from None
+            raise self._unreadable("damaged", "the pickle claims more memory than exists") from None
         except (EOFError, pickle.UnpicklingError, struct.error) as error:
             text = str(error)
             if isinstance(error, EOFError) or "truncated" in text or "underflow" in text:
                 raise self._unreadable("truncated") from None
             raise self._unreadable("damaged", text) from None
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, LookupError,
-                UnicodeDecodeError, OverflowError) as error:
+        except (
+            ValueError,
+            TypeError,
+            KeyError,
+            IndexError,
+            AttributeError,
+            LookupError,
+            UnicodeDecodeError,
+            OverflowError,
+        ) as error:
             raise self._unreadable("damaged", f"{type(error).__name__}: {error}") from None
 
     def _unreadable(self, kind: str, detail: str = "") -> Unreadable:
@@ -281,10 +325,13 @@ class SafeUnpickler(pickle._Unpickler):
             return Storage("uint8", "", "")
         if module == "torch" and name in TORCH_DTYPES:
             return TorchDtype(name)
-        methods = {"copyreg._reconstructor": self._reconstruct,
-                   "torch._tensor._rebuild_from_type_v2": self._rebuild_from_type,
-                   "collections.OrderedDict": self._ordered_dict,
-                   "builtins.set": self._set, "builtins.frozenset": self._frozenset}
+        methods = {
+            "copyreg._reconstructor": self._reconstruct,
+            "torch._tensor._rebuild_from_type_v2": self._rebuild_from_type,
+            "collections.OrderedDict": self._ordered_dict,
+            "builtins.set": self._set,
+            "builtins.frozenset": self._frozenset,
+        }
         return Global(full, REBUILDERS.get(full) or methods.get(full))
 
     def persistent_load(self, pid):
@@ -444,7 +491,7 @@ class SafeUnpickler(pickle._Unpickler):
         self.append(frozenset(self._key(item) for item in self.pop_mark()))
 
     def load_bytearray8(self):  # pickle's own allocates the claimed size before reading
-        size, = struct.unpack("<Q", self.read(8))
+        (size,) = struct.unpack("<Q", self.read(8))
         self.append(bytearray(self.read(size)))
 
     dispatch[pickle.REDUCE[0]] = load_reduce
@@ -462,6 +509,7 @@ class SafeUnpickler(pickle._Unpickler):
 
 
 # The pure-data rebuilders: what the reader makes of the globals it knows ------------------------
+
 
 def _tensor(storage, offset=0, size=(), stride=None, *rest):
     shape = shape_of(size)

@@ -1,4 +1,5 @@
 """`torchdoctor.explain(...)`: the explainer for Python callers, never raising."""
+
 from __future__ import annotations
 
 from torchdoctor.explain.match import Explanation, diagnose
@@ -6,8 +7,9 @@ from torchdoctor.explain.model import ErrorReport
 from torchdoctor.explain.parse import _safe_str, from_exception, parse_text
 
 
-def explanation_of(error: BaseException | str | bytes, lang: str | None = None,
-                   link: bool = True) -> Explanation:
+def explanation_of(
+    error: BaseException | str | bytes, lang: str | None = None, link: bool = True
+) -> Explanation:
     """The ranked causes of a live exception or of the text of a traceback or log (bytes are
     decoded as UTF-8; any other object is read as its `str()`).
 
@@ -17,8 +19,11 @@ def explanation_of(error: BaseException | str | bytes, lang: str | None = None,
 
     lang = lang or default_lang()
     try:
-        report = (from_exception(error) if isinstance(error, BaseException)
-                  else parse_text(_text_of(error)))
+        report = (
+            from_exception(error)
+            if isinstance(error, BaseException)
+            else parse_text(_text_of(error))
+        )
     except Exception as problem:  # the parser promises not to raise; be sure of it
         return Explanation(ErrorReport(), [], lang, _describe(problem))
     try:

@@ -1,4 +1,5 @@
 """`torchdoctor explain [FILE|-]`: read a traceback or a log, print its causes and fixes."""
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,10 @@ def _read_input(name: str | None) -> str:
         if sys.stdin is None:
             raise UsageError("no input: give a FILE or pipe a traceback into stdin")
         if sys.stdin.isatty():
-            print("Paste the traceback or log, then press Ctrl-D (Ctrl-Z Enter on Windows):",
-                  file=sys.stderr)
+            print(
+                "Paste the traceback or log, then press Ctrl-D (Ctrl-Z Enter on Windows):",
+                file=sys.stderr,
+            )
         data, cut = _tail(sys.stdin.buffer)
         what = "the input"
     else:
@@ -50,9 +53,11 @@ def _read_input(name: str | None) -> str:
             raise UsageError(f"{name}: {error.strerror or error}") from None
         what = name
     if cut:
-        write_stderr(f"torchdoctor: {what} is larger than {MAX_INPUT_BYTES >> 20} MiB: only its "
-                     f"last {MAX_INPUT_BYTES >> 20} MiB were read\n")
-        data = data[data.find(b"\n") + 1:]  # the first line read is cut: drop it
+        write_stderr(
+            f"torchdoctor: {what} is larger than {MAX_INPUT_BYTES >> 20} MiB: only its "
+            f"last {MAX_INPUT_BYTES >> 20} MiB were read\n"
+        )
+        data = data[data.find(b"\n") + 1 :]  # the first line read is cut: drop it
     # Logs mix encodings (a GBK console, a UTF-8 program): never fail on a byte.
     return data.decode("utf-8", errors="replace")
 

@@ -3,6 +3,7 @@
 The user's traceback is always shown first and unchanged; the diagnosis follows. Nothing the
 doctor does here may hide the original error: any failure of its own is one line at the end.
 """
+
 from __future__ import annotations
 
 import sys

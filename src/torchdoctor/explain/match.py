@@ -1,4 +1,5 @@
 """Rank the causes of a parsed error: every catalog signature votes, user code is linked."""
+
 from __future__ import annotations
 
 import linecache
@@ -60,11 +61,15 @@ class Diagnosis:
             "origin": "explain",
             "fix": self.fix,
             "root_of": self.root_of,
-            "linked": [{"location": loc.to_json(), "name": name, "message": message}
-                       for loc, name, message in self.linked],
-            **json_output.shared_fields(self.location.to_json() if self.location else None,
-                                        confidence=round(self.confidence, 2),
-                                        cause=self.cause),
+            "linked": [
+                {"location": loc.to_json(), "name": name, "message": message}
+                for loc, name, message in self.linked
+            ],
+            **json_output.shared_fields(
+                self.location.to_json() if self.location else None,
+                confidence=round(self.confidence, 2),
+                cause=self.cause,
+            ),
         }
 
 
@@ -104,8 +109,9 @@ def diagnose(report: ErrorReport, lang: str = "en", link: bool = True) -> Explan
             confidence = min(clue.confidence * weight, 1.0)
             current = best.get(pitfall.name)
             if current is None or confidence > current.confidence:
-                best[pitfall.name] = _diagnosis(pitfall, signature, clue, confidence, block,
-                                                report, lang)
+                best[pitfall.name] = _diagnosis(
+                    pitfall, signature, clue, confidence, block, report, lang
+                )
     _match_whole_text(report, best, lang)
     diagnoses = [d for d in best.values() if d.confidence >= MIN_CONFIDENCE]
     link_problem = None
@@ -149,8 +155,12 @@ def _match(signature: ErrorSignature, block: ErrorBlock, report: ErrorReport) ->
     found = signature.search(block.message)
     if found is None:
         return None
-    return Clue(signature.confidence, signature.cause, signature.fix,
-                {k: v for k, v in found.groupdict().items() if v is not None})
+    return Clue(
+        signature.confidence,
+        signature.cause,
+        signature.fix,
+        {k: v for k, v in found.groupdict().items() if v is not None},
+    )
 
 
 def _match_whole_text(report: ErrorReport, best: dict[str, Diagnosis], lang: str) -> None:
@@ -163,16 +173,33 @@ def _match_whole_text(report: ErrorReport, best: dict[str, Diagnosis], lang: str
             continue
         clue = _match(signature, whole, report)
         if clue is not None:
-            best[pitfall.name] = _diagnosis(pitfall, signature, clue, clue.confidence, None,
-                                            report, lang)
+            best[pitfall.name] = _diagnosis(
+                pitfall, signature, clue, clue.confidence, None, report, lang
+            )
 
 
-def _diagnosis(pitfall: Pitfall, signature: ErrorSignature, clue: Clue, confidence: float,
-               block: ErrorBlock | None, report: ErrorReport, lang: str) -> Diagnosis:
+def _diagnosis(
+    pitfall: Pitfall,
+    signature: ErrorSignature,
+    clue: Clue,
+    confidence: float,
+    block: ErrorBlock | None,
+    report: ErrorReport,
+    lang: str,
+) -> Diagnosis:
     cause = _fill(clue.cause or signature.cause or pitfall.title, lang, clue.fields)
-    fix = _fill(clue.fix or signature.fix or pitfall.fix_hint or pitfall.fix_title
-                or {"en": f"See `torchdoctor rule {pitfall.name}`.",
-                    "zh": f"详见 `torchdoctor rule {pitfall.name}`。"}, lang, clue.fields)
+    fix = _fill(
+        clue.fix
+        or signature.fix
+        or pitfall.fix_hint
+        or pitfall.fix_title
+        or {
+            "en": f"See `torchdoctor rule {pitfall.name}`.",
+            "zh": f"详见 `torchdoctor rule {pitfall.name}`。",
+        },
+        lang,
+        clue.fields,
+    )
     return Diagnosis(pitfall, confidence, cause, fix, _location_of(block, report), block)
 
 
@@ -187,8 +214,11 @@ def _fill(text: Text, lang: str, fields: dict) -> str:
 def _location_of(block: ErrorBlock | None, report: ErrorReport) -> Location | None:
     frame = None
     if block is not None:
-        frame = user_frame(block.frames) if block.kind == "exception" else (
-            block.frames[-1] if block.frames else None)
+        frame = (
+            user_frame(block.frames)
+            if block.kind == "exception"
+            else (block.frames[-1] if block.frames else None)
+        )
     frame = frame or user_frame_of(report)
     if frame is None:
         return None
@@ -197,8 +227,10 @@ def _location_of(block: ErrorBlock | None, report: ErrorReport) -> Location | No
 
 # Linking to the user's code ----------------------------------------------------------------
 
-def _link_user_code(report: ErrorReport, diagnoses: list[Diagnosis],
-                    lang: str) -> tuple[list[Diagnosis], str | None]:
+
+def _link_user_code(
+    report: ErrorReport, diagnoses: list[Diagnosis], lang: str
+) -> tuple[list[Diagnosis], str | None]:
     """Run the static checker on the user's files in the traceback; a finding of the matched
     entry itself pins its location, a finding of one of its root causes becomes a cause.
 
@@ -224,8 +256,9 @@ def _link_user_code(report: ErrorReport, diagnoses: list[Diagnosis],
     return list(roots.values()), problem
 
 
-def _link_file(path: str, wanted: dict[str, list[Diagnosis]], roots: dict[str, Diagnosis],
-               lang: str) -> str | None:
+def _link_file(
+    path: str, wanted: dict[str, list[Diagnosis]], roots: dict[str, Diagnosis], lang: str
+) -> str | None:
     """Link the findings of one file to the diagnoses that want them; None, or why not."""
     from torchdoctor.lint.lines import split_lines
     from torchdoctor.lint.source import UnreadableFile
@@ -256,11 +289,16 @@ def _link_file(path: str, wanted: dict[str, list[Diagnosis]], roots: dict[str, D
             root = _registry.get(finding.code)
             confidence = min(diagnosis.confidence + _LINK_BONUS, 0.99)
             if root.name not in roots or roots[root.name].confidence < confidence:
-                fix = (finding.fix.title if finding.fix else
-                       pick(root.fix_hint or root.title, lang))
+                fix = finding.fix.title if finding.fix else pick(root.fix_hint or root.title, lang)
                 roots[root.name] = Diagnosis(
-                    root, confidence, finding.message, fix, location,
-                    diagnosis.block, root_of=diagnosis.pitfall.name)
+                    root,
+                    confidence,
+                    finding.message,
+                    fix,
+                    location,
+                    diagnosis.block,
+                    root_of=diagnosis.pitfall.name,
+                )
     return why
 
 

@@ -1,4 +1,5 @@
 """What the explainer reads out of an error: the exceptions, warnings and log errors in it."""
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,12 @@ class Frame:
     source: str | None = None  # the source line the traceback shows, stripped
 
     def to_json(self) -> dict:
-        return {"path": self.path, "line": self.line, "function": self.function,
-                "source": self.source}
+        return {
+            "path": self.path,
+            "line": self.line,
+            "function": self.function,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
@@ -48,9 +53,14 @@ class ErrorBlock:
         return self.type.rsplit(".", 1)[-1]
 
     def to_json(self) -> dict:
-        return {"type": self.type, "message": self.message, "kind": self.kind,
-                "frames": [f.to_json() for f in self.frames], "rank": self.rank,
-                "relation": self.relation}
+        return {
+            "type": self.type,
+            "message": self.message,
+            "kind": self.kind,
+            "frames": [f.to_json() for f in self.frames],
+            "rank": self.rank,
+            "relation": self.relation,
+        }
 
 
 @dataclass

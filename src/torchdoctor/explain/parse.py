@@ -4,6 +4,7 @@ Text is read line by line, one pass per output stream (torchrun ranks are read a
 log costs linear time. Nothing here imports torch, and nothing here raises: a bug in the doctor
 must never cost the user their error.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -26,16 +27,19 @@ _RANK = re.compile(r"\[(?:rank|default)(\d+)\]: ?|\[\d+,(\d+)\]<std(?:out|err)>:
 _TASK_LABEL = re.compile(r" {0,2}(\d{1,5}): ")
 _RAY = re.compile(r"\((\w+ pid=\d+)(?:, ip=[\d.]+)?\) ")
 _TIMESTAMP = re.compile(
-    r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? ?")
+    r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? ?"
+)
 _LEVEL = re.compile(
-    r".{0,60}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b\]?(?: ?[-:|])? ?")
+    r".{0,60}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b\]?(?: ?[-:|])? ?"
+)
 _LEVEL_NAME = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:")  # logging's default
 _LEVEL_INITIALS = ("D", "I", "W", "E", "C")
 _PYTEST_E = re.compile(r"E(?: {3,}|\t|$)")
 # pytest's report of one traceback entry: `tests/test_x.py:14: ` (long), `f.py:3: in fn`
 # (short), and under the last entry the exception's class: `conv.py:543: RuntimeError`.
 _PYTEST_LOCATION = re.compile(
-    r"(?P<path>[^\s:>][^:]*\.py):(?P<line>\d+):(?: in (?P<function>[\w<>.]+)| [\w.]+)?\s*$")
+    r"(?P<path>[^\s:>][^:]*\.py):(?P<line>\d+):(?: in (?P<function>[\w<>.]+)| [\w.]+)?\s*$"
+)
 _PYTEST_SECTION = re.compile(r"_{3,} .+ _{3,}$")  # `____ test_train_step ____`
 _FENCE = re.compile(r" {0,3}(?:```|~~~)[\w+-]*$")  # not a 3.11 `~~~^^^` marker: indented
 _QUOTE = re.compile(r"> ?")  # a Markdown quote, as tracebacks are pasted into issues
@@ -55,7 +59,8 @@ _CHAIN = {
 # `,? in`: faulthandler's dump has no comma. The function name ends at the line's last
 # non-space (`.*\S`): a lazy `.+?` followed by `\s*$` would rescan trailing spaces at each step.
 _FILE = re.compile(
-    r'\s*File "(?P<path>[^"]*)", line (?P<line>\d+)(?:,? in (?P<function>.*\S))?\s*$')
+    r'\s*File "(?P<path>[^"]*)", line (?P<line>\d+)(?:,? in (?P<function>.*\S))?\s*$'
+)
 _CARET = re.compile(r"\s*[\^~][\s\^~]*$")  # Python 3.11+ position markers, SyntaxError carets
 _ELIDED = re.compile(r"\s*(?:\[Previous line repeated \d+ more times?\]|\.\.\.<\d+ lines>\.\.\.)$")
 _EXCEPTION = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::(?P<message>.*))?$")
@@ -63,7 +68,8 @@ _CLASS_NAME = re.compile(r"_?[A-Z]\w*$")
 # An exception line found outside any traceback must look like an exception class.
 _EXCEPTION_WORDS = ("Error", "Exception", "Interrupt", "Exit", "Group")
 _STANDALONE = re.compile(
-    r"(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Group)(?::.*)?$")
+    r"(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Group)(?::.*)?$"
+)
 # ... or after other text: `temp_x = x.cuda(i) RuntimeError: CUDA error (10): invalid device`.
 _EMBEDDED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception):(?: |$)")
 # Lines that end a multi-line message although no blank line came: a C++ stack follows.
@@ -75,7 +81,8 @@ _MESSAGE_STOPS = ("Exception raised from ", "frame #", "wandb: ")
 
 _IPY_RULE = re.compile(r"-{70,}$")
 _IPY_HEADER = re.compile(
-    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s+Traceback \(most recent call last\)$")
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s+Traceback \(most recent call last\)$"
+)
 _IPY_FUNCTION = r"(?:, in (?P<function><[^>]*>|[^\s(]+))?"
 _IPY_FRAMES = (
     re.compile(r"(?P<path>Cell In ?\[\d+\]), line (?P<line>\d+)" + _IPY_FUNCTION),
@@ -90,25 +97,28 @@ _IPY_CONTEXT = re.compile(r"\s+\d+(?:\s.*)?$")
 
 # `Assertion ` is looked for once, ahead: `.*Assertion .* failed` would retry each occurrence.
 _DEVICE_ASSERT = re.compile(
-    r"(?P<path>\S+?\.cuh?):(?P<line>\d+): (?P<message>(?=.*Assertion ).* failed\.)$")
+    r"(?P<path>\S+?\.cuh?):(?P<line>\d+): (?P<message>(?=.*Assertion ).* failed\.)$"
+)
 _BLOCK_THREAD = re.compile(r"block: \[[\d, ]*\], thread: \[[\d, ]*\] ")
 _COMPILER = re.compile(  # gcc/clang `f.cpp:12:5: error:`, nvcc/MSVC `f.cu(34): error:`
     r"(?P<path>(?:[A-Za-z]:)?[^:()]+?)(?::(?P<line>\d+)(?::\d+)?:|\((?P<line2>\d+)\):) "
-    r"(?:fatal )?error(?: [A-Z]+\d+)?: (?P<message>.*)$")
+    r"(?:fatal )?error(?: [A-Z]+\d+)?: (?P<message>.*)$"
+)
 _BARE_FATAL = re.compile(r"fatal error: (?P<message>.*)$")  # the compiler's path cut off
 # argparse: `train.py: error: unrecognized`. The program's name starts after a non-name
 # character, so that a long word is not rescanned from each of its letters.
 _USAGE_ERROR = re.compile(r".*?(?<![\w.-])[\w.-]+: error: .+$")
 _WARNING = re.compile(
     r"(?P<path>\S.*?):(?P<line>\d+): (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): ?"
-    r"(?P<message>.*)$")
+    r"(?P<message>.*)$"
+)
 # A warning pasted without its `path:line:` (cut off, or copied from a notebook's output).
-_BARE_WARNING = re.compile(
-    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): (?P<message>\S.*)$")
+_BARE_WARNING = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): (?P<message>\S.*)$")
 # c10's `[W socket.cpp:663] msg`, and glog's `E0102 12:00:00.1 42 f.cpp:3] msg`
 _CPP_LOG = re.compile(
     r"(?:\[[WEF](?:\d{4} [\d:.]+ +\d+)? |[WEF]\d{4} [\d:.]+ +\d+ )"
-    r"(?P<path>[^\s\]]+?):(?P<line>\d+)\] ?(?P<message>.*)$")
+    r"(?P<path>[^\s\]]+?):(?P<line>\d+)\] ?(?P<message>.*)$"
+)
 _TERMINATE = re.compile(r"terminate called\b")
 _WHAT = re.compile(r"\s*what\(\):\s*(?P<message>.*)$")
 _WORKER_SIGNAL = re.compile(r"ERROR: Unexpected .+ encountered in worker\b")
@@ -116,17 +126,29 @@ _THC_FAIL = re.compile(r"THCudaCheck FAIL file=(?P<path>\S+) line=(?P<line>\d+) 
 _ELASTIC_FAILED = re.compile(r".*\bfailed \(exitcode: -?\d+\) local_rank: \d+")
 _FATAL_PYTHON = re.compile(r"Fatal Python error: ")
 _FAULT_THREAD = re.compile(
-    r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):$")
+    r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):$"
+)
 _IGNORED = "Exception ignored in"  # an unraisable exception, printed; the program went on
-_LOG_STARTS = (("terminate", _TERMINATE), ("signal", _WORKER_SIGNAL), ("thc", _THC_FAIL),
-               ("fatal", _FATAL_PYTHON))
-_SIGNALS = ("segmentation fault", "bus error", "aborted", "illegal instruction",
-            "floating point exception", "killed")
+_LOG_STARTS = (
+    ("terminate", _TERMINATE),
+    ("signal", _WORKER_SIGNAL),
+    ("thc", _THC_FAIL),
+    ("fatal", _FATAL_PYTHON),
+)
+_SIGNALS = (
+    "segmentation fault",
+    "bus error",
+    "aborted",
+    "illegal instruction",
+    "floating point exception",
+    "killed",
+)
 # As the shell reports it: `Bus error (core dumped)`, `bash: line 1: 42 Killed   python x.py`
 _CRASH = re.compile(
     r"(?P<prefix>zsh: |.*?: line \d+: +\d+ +)?"
     r"(?i:segmentation fault|bus error|aborted|illegal instruction|floating point exception|killed)"
-    r"(?: +\(core dumped\))?(?(prefix) +.*|)$")
+    r"(?: +\(core dumped\))?(?(prefix) +.*|)$"
+)
 
 # --- versions --------------------------------------------------------------------------------
 
@@ -134,8 +156,10 @@ _VERSION = r"(\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc|\.dev|\.post)\d+)?(?:\+[\w.]+)?)"
 _PYTORCH_VERSION = re.compile(r"PyTorch version: " + _VERSION)  # collect_env
 # These start with a literal so that `search` skips ahead fast; what comes before the match is
 # checked by `_preceded`: `torch`, not `libtorch`; `/python3.10/`.
-_TORCH_VERSION = re.compile(r"orch(?:\.__version__\)?| version)?"
-                            r"(?:==|[ \t]*[:=][ \t]*|[ \t]+|-|[ \t]*\n[ \t]*)['\"]?v?" + _VERSION)
+_TORCH_VERSION = re.compile(
+    r"orch(?:\.__version__\)?| version)?"
+    r"(?:==|[ \t]*[:=][ \t]*|[ \t]+|-|[ \t]*\n[ \t]*)['\"]?v?" + _VERSION
+)
 _PYTHON_VERSION = re.compile(r"Python(?: version)?:?[ \t]+(\d\.\d{1,2}(?:\.\d+)?)\b")
 _PYTHON_PATH = re.compile(r"ython(\d\.\d{1,2})[/\\]|ython(3)(\d{1,2})[/\\]")
 
@@ -145,7 +169,9 @@ _NOTEBOOK = re.compile(r"<ipython-input-|^Cell In ?\[|^Input In ?\[|[/\\]ipykern
 _SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]", re.I)
 _STDLIB = re.compile(
     r"[/\\]lib(?:64)?[/\\]python\d(?:\.\d+)?[/\\]"
-    r"|(?:[/\\]python\d*|conda\d*|[/\\]envs[/\\][^/\\]+)[/\\]lib[/\\]", re.I)
+    r"|(?:[/\\]python\d*|conda\d*|[/\\]envs[/\\][^/\\]+)[/\\]lib[/\\]",
+    re.I,
+)
 _WINDOWS_STDLIB = re.compile(r"\\Lib\\")
 _TORCH_PATH = re.compile(r"(?:^|[/\\])(?:torch|aten|c10)[/\\]|torchinductor_")
 _ENTRY_POINT = re.compile(r"[/\\](?:bin|Scripts)[/\\][^/\\.]+(?:\.exe)?$", re.I)  # torchrun, ...
@@ -164,6 +190,7 @@ class _Line:
 
 
 # --- public API ------------------------------------------------------------------------------
+
 
 def parse_text(text: str) -> ErrorReport:
     """Every exception, warning and log error in a traceback or a whole log. Never raises."""
@@ -221,8 +248,12 @@ def user_frame_of(report: ErrorReport) -> Frame | None:
     ordered += [b for b in reversed(report.blocks) if b.kind == "warning"]
     # Log lines point into torch's C++/CUDA sources, but for a compiler error (the user's
     # extension) and faulthandler's Python frames.
-    ordered += [b for b in reversed(report.blocks) if b.kind == "log" and (
-        b.type == "CompilerError" or any(f.path.endswith(".py") for f in b.frames))]
+    ordered += [
+        b
+        for b in reversed(report.blocks)
+        if b.kind == "log"
+        and (b.type == "CompilerError" or any(f.path.endswith(".py") for f in b.frames))
+    ]
     seen = set()
     for block in ordered:
         if id(block) in seen:
@@ -235,6 +266,7 @@ def user_frame_of(report: ErrorReport) -> Frame | None:
 
 
 # --- text ------------------------------------------------------------------------------------
+
 
 def _read_text(report: ErrorReport, text: str) -> None:
     cleaned, streams = _clean(text)
@@ -270,15 +302,15 @@ def _process_prefix(line: str) -> tuple[str, str, int | None]:
         m = _RANK.match(line)
         if m:
             rank = int(m[1] or m[2])
-            return line[m.end():], f"rank{rank}", rank
+            return line[m.end() :], f"rank{rank}", rank
     elif first == "(":
         m = _RAY.match(line)
         if m:
-            return line[m.end():], m[1], None
+            return line[m.end() :], m[1], None
     elif first.isdigit() or first == " ":
         m = _TASK_LABEL.match(line)
         if m:
-            return line[m.end():], f"rank{int(m[1])}", int(m[1])
+            return line[m.end() :], f"rank{int(m[1])}", int(m[1])
     return line, "", None
 
 
@@ -299,7 +331,7 @@ def _prepare(lines: list[_Line]) -> list[_Line]:
         text, line.logged = _strip_logging(line.text)
         if text.startswith(">"):
             line.arrow = text.startswith(">   ")
-            text = text[_QUOTE.match(text).end():]
+            text = text[_QUOTE.match(text).end() :]
         if ("`" in text or "~" in text) and _FENCE.match(text):
             text = ""
         elif "Exception Group" in text and _GROUP_HEADER.match(text):
@@ -309,7 +341,7 @@ def _prepare(lines: list[_Line]) -> list[_Line]:
         elif group:
             bar = _GROUP_BAR.match(text)
             if bar:
-                text = text[bar.end():]
+                text = text[bar.end() :]
             elif _GROUP_RULE.match(text):
                 text = ""
             else:
@@ -334,12 +366,12 @@ def _strip_logging(text: str) -> tuple[str, bool]:
     # Each line passes here: the regexes only run where a prefix can start.
     m = _TIMESTAMP.match(text) if text[:1].isdigit() or text[:2] == "[2" else None
     if m:
-        rest = text[m.end():]
+        rest = text[m.end() :]
         level = _LEVEL.match(rest)
-        return (rest[level.end():] if level else rest), True
+        return (rest[level.end() :] if level else rest), True
     m = _LEVEL_NAME.match(text) if text[:1] in _LEVEL_INITIALS else None
     if m:
-        return text[m.end():], True
+        return text[m.end() :], True
     return text, False
 
 
@@ -391,8 +423,7 @@ class _StreamParser:
                 bounds.append(line.no)
             elif "py:" in text and (m := _PYTEST_LOCATION.match(text)):
                 following = self.lines[index + 1].text if index + 1 < len(self.lines) else ""
-                source = (following.strip() if m["function"] and following[:1].isspace()
-                          else arrow)
+                source = following.strip() if m["function"] and following[:1].isspace() else arrow
                 sections[-1].append(Frame(m["path"], int(m["line"]), m["function"], source))
                 arrow = None
             elif line.arrow:
@@ -432,7 +463,7 @@ class _StreamParser:
                 return self._exception(i, [], _indent(text))
             m = _EMBEDDED.search(s)
             if m:
-                return self._exception(i, [], _indent(text), s[m.start():])
+                return self._exception(i, [], _indent(text), s[m.start() :])
         return i
 
     def _traceback(self, i: int, base: int) -> int:
@@ -448,8 +479,12 @@ class _StreamParser:
                 i += 1
                 continue
             if _indent(text) > base:
-                if (frames and frames[-1].source is None and not _CARET.match(text)
-                        and not _ELIDED.match(text)):
+                if (
+                    frames
+                    and frames[-1].source is None
+                    and not _CARET.match(text)
+                    and not _ELIDED.match(text)
+                ):
                     frames[-1] = replace(frames[-1], source=s)
                 i += 1
                 continue
@@ -499,8 +534,15 @@ class _StreamParser:
         texts, workers = _split_worker(body, self.rank)
         for worker in workers:
             self._add(worker, head.group)
-        block = ErrorBlock(m["type"], "\n".join(texts).strip(), tuple(frames), "exception",
-                           body[-1].no, self.rank, self.relation)
+        block = ErrorBlock(
+            m["type"],
+            "\n".join(texts).strip(),
+            tuple(frames),
+            "exception",
+            body[-1].no,
+            self.rank,
+            self.relation,
+        )
         self.relation = None
         self._add(block, head.group)
         return j
@@ -513,8 +555,9 @@ class _StreamParser:
         if s:
             return False
         before = self.lines[j - 1].text.strip()
-        after = next((line.text.strip() for line in self.lines[j + 1:j + 3] if line.text.strip()),
-                     "")
+        after = next(
+            (line.text.strip() for line in self.lines[j + 1 : j + 3] if line.text.strip()), ""
+        )
         return before in _CHAIN or after in _CHAIN
 
     def _ends_message(self, line: _Line, head: _Line) -> bool:
@@ -667,7 +710,7 @@ def _split_worker(body: list[_Line], rank: int | None) -> tuple[list[str], list[
     if at is None:
         return texts, []
     inner = [_Line(body[at].no, "Traceback (most recent call last):")]
-    inner += [_Line(line.no, line.text) for line in body[at + 1:]]
+    inner += [_Line(line.no, line.text) for line in body[at + 1 :]]
     parser = _StreamParser(inner, rank)
     parser.run()
     blocks = parser.finished()
@@ -691,10 +734,10 @@ def _nest_groups(blocks: list[ErrorBlock], groups: list[int]) -> list[ErrorBlock
         end = k
         while end + 1 < len(blocks) and groups[end + 1] == g:
             end += 1
-        for sub in blocks[k + 1:end + 1]:
+        for sub in blocks[k + 1 : end + 1]:
             grouped = sub.kind == "exception" and sub.relation is None
             out.append(replace(sub, relation="group") if grouped else sub)
-        out.append(replace(blocks[k], line=max(b.line for b in blocks[k:end + 1])))
+        out.append(replace(blocks[k], line=max(b.line for b in blocks[k : end + 1])))
         k = end + 1
     return out
 
@@ -723,7 +766,7 @@ def _indent(text: str) -> int:
 
 
 def _dedent(text: str, base: int) -> str:
-    return text[min(base, _indent(text)):]
+    return text[min(base, _indent(text)) :]
 
 
 def _versions(text: str) -> tuple[str | None, str | None]:
@@ -761,6 +804,7 @@ def _preceded(pattern: re.Pattern, text: str, letter: str, not_before: str | Non
 
 # --- live exceptions -------------------------------------------------------------------------
 
+
 def _chain(exc):
     """The chain as Python prints it, first cause first, each with how it follows the one before.
 
@@ -788,8 +832,10 @@ def _live_blocks(exc: BaseException, relation: str | None, line: int) -> list[Er
         for sub in exc.exceptions:
             for link, sub_relation in _chain(sub):
                 blocks += _live_blocks(link, sub_relation or "group", line)
-    frames = [Frame(fs.filename, fs.lineno, fs.name, (fs.line or "").strip() or None)
-              for fs in traceback.extract_tb(exc.__traceback__)]
+    frames = [
+        Frame(fs.filename, fs.lineno, fs.name, (fs.line or "").strip() or None)
+        for fs in traceback.extract_tb(exc.__traceback__)
+    ]
     message = _safe_str(exc)
     if isinstance(exc, SyntaxError):  # printed as its own frame, then the bare message
         message = str(exc.msg or "")
@@ -801,8 +847,17 @@ def _live_blocks(exc: BaseException, relation: str | None, line: int) -> list[Er
     body = [_Line(line, text) for text in message.split("\n")]
     texts, workers = _split_worker(body, None)
     blocks += [replace(w, line=line) for w in workers]
-    blocks.append(ErrorBlock(_type_name(type(exc)), "\n".join(texts).strip(), tuple(frames),
-                             "exception", line, None, relation))
+    blocks.append(
+        ErrorBlock(
+            _type_name(type(exc)),
+            "\n".join(texts).strip(),
+            tuple(frames),
+            "exception",
+            line,
+            None,
+            relation,
+        )
+    )
     return blocks
 
 
@@ -822,13 +877,19 @@ def _safe_str(value: object) -> str:
 
 # --- whose frame -----------------------------------------------------------------------------
 
+
 def _origin(path: str) -> str:
-    """"user", "scratch" (`<string>`, `<stdin>`: user code of last resort) or "library"."""
+    """ "user", "scratch" (`<string>`, `<stdin>`: user code of last resort) or "library"."""
     if _NOTEBOOK.search(path):
         return "user"
     if path.startswith("<"):
         return "scratch" if path in _SCRATCH else "library"
-    if (_SITE_PACKAGES.search(path) or _STDLIB.search(path) or _WINDOWS_STDLIB.search(path)
-            or _TORCH_PATH.search(path) or _ENTRY_POINT.search(path)):
+    if (
+        _SITE_PACKAGES.search(path)
+        or _STDLIB.search(path)
+        or _WINDOWS_STDLIB.search(path)
+        or _TORCH_PATH.search(path)
+        or _ENTRY_POINT.search(path)
+    ):
         return "library"
     return "user"

@@ -1,4 +1,5 @@
 """Explanations as text for people (the JSON form is Explanation.to_json)."""
+
 from __future__ import annotations
 
 from torchdoctor.explain.match import Diagnosis, Explanation
@@ -6,17 +7,36 @@ from torchdoctor.explain.parse import user_frame_of
 from torchdoctor.report.render import printable
 
 _LABELS = {
-    "en": {"header": "torchdoctor", "at": "at", "cause": "cause", "fix": "fix",
-           "root": "likely root of", "linked": "likely cause", "more": "more",
-           "confidence": "confidence", "unknown": "not recognised: no pitfall in the catalog "
-           "matches this error.", "parsed": "parsed", "nothing": "no error found in the input.",
-           "others": "other possible causes",
-           "log": "no exception in the input; read as a log"},
-    "zh": {"header": "torchdoctor", "at": "位置", "cause": "原因", "fix": "修复", "root": "可能是此错误的根源：",
-           "linked": "可能的根源", "more": "详见", "confidence": "置信度",
-           "unknown": "未能识别：目录中没有与此错误匹配的问题。", "parsed": "解析结果",
-           "nothing": "输入中没有找到错误。", "others": "其他可能的原因",
-           "log": "输入中没有异常，按日志读取"},
+    "en": {
+        "header": "torchdoctor",
+        "at": "at",
+        "cause": "cause",
+        "fix": "fix",
+        "root": "likely root of",
+        "linked": "likely cause",
+        "more": "more",
+        "confidence": "confidence",
+        "unknown": "not recognised: no pitfall in the catalog matches this error.",
+        "parsed": "parsed",
+        "nothing": "no error found in the input.",
+        "others": "other possible causes",
+        "log": "no exception in the input; read as a log",
+    },
+    "zh": {
+        "header": "torchdoctor",
+        "at": "位置",
+        "cause": "原因",
+        "fix": "修复",
+        "root": "可能是此错误的根源：",
+        "linked": "可能的根源",
+        "more": "详见",
+        "confidence": "置信度",
+        "unknown": "未能识别：目录中没有与此错误匹配的问题。",
+        "parsed": "解析结果",
+        "nothing": "输入中没有找到错误。",
+        "others": "其他可能的原因",
+        "log": "输入中没有异常，按日志读取",
+    },
 }
 # Causes shown in full; the rest are listed by name only.
 _SHOWN_IN_FULL = 3
@@ -41,7 +61,9 @@ def as_text(explanation: Explanation) -> str:
     if not explanation.diagnoses:
         lines.append("")
         lines.append(labels["unknown"])
-        lines.append(f"  {labels['parsed']}: {final.type or '(log)'}: {_headline('', final.message)}")
+        lines.append(
+            f"  {labels['parsed']}: {final.type or '(log)'}: {_headline('', final.message)}"
+        )
         return _shown(lines)
     for diagnosis in explanation.diagnoses[:_SHOWN_IN_FULL]:
         lines.append("")
@@ -49,8 +71,10 @@ def as_text(explanation: Explanation) -> str:
     rest = explanation.diagnoses[_SHOWN_IN_FULL:]
     if rest:
         lines.append("")
-        lines.append(f"{labels['others']}: " + ", ".join(
-            f"{d.pitfall.name} ({d.confidence:.0%})" for d in rest))
+        lines.append(
+            f"{labels['others']}: "
+            + ", ".join(f"{d.pitfall.name} ({d.confidence:.0%})" for d in rest)
+        )
     return _shown(lines)
 
 
@@ -64,20 +88,27 @@ def _diagnosis(diagnosis: Diagnosis, labels: dict, lang: str) -> list[str]:
     from torchdoctor.catalog import pick
 
     pitfall = diagnosis.pitfall
-    lines = [f"{pitfall.code} {pitfall.name} ({labels['confidence']} {diagnosis.confidence:.0%}): "
-             f"{pick(pitfall.title, lang)}"]
+    lines = [
+        f"{pitfall.code} {pitfall.name} ({labels['confidence']} {diagnosis.confidence:.0%}): "
+        f"{pick(pitfall.title, lang)}"
+    ]
     if diagnosis.location is not None:
         location = diagnosis.location
         where = f"{location.path}:{location.line}" if location.line else location.path
-        lines.append(f"  {labels['at']} {where}" + (f": {location.source}" if location.source else ""))
+        lines.append(
+            f"  {labels['at']} {where}" + (f": {location.source}" if location.source else "")
+        )
     if diagnosis.root_of:
         lines.append(f"  {labels['root']} {diagnosis.root_of}")
     lines.append(f"  {labels['cause']}: {diagnosis.cause}")
     for location, name, message in diagnosis.linked:
         if name == pitfall.name and diagnosis.location == location:
             continue
-        lines.append(f"  {labels['linked']}: {location.path}:{location.line}"
-                     + (f" `{location.source}`" if location.source else "") + f" ({name})")
+        lines.append(
+            f"  {labels['linked']}: {location.path}:{location.line}"
+            + (f" `{location.source}`" if location.source else "")
+            + f" ({name})"
+        )
     lines.append(f"  {labels['fix']}: {diagnosis.fix}")
     lines.append(f"  {labels['more']}: torchdoctor rule {pitfall.name}")
     return lines
@@ -86,5 +117,5 @@ def _diagnosis(diagnosis: Diagnosis, labels: dict, lang: str) -> list[str]:
 def _headline(kind: str, message: str, limit: int = 300) -> str:
     first = " ".join(message.strip().splitlines()[:1]) if message else ""
     if len(first) > limit:
-        first = first[:limit - 3] + "..."
+        first = first[: limit - 3] + "..."
     return f"{kind}: {first}" if kind else first

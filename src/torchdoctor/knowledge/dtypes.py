@@ -1,23 +1,47 @@
 """The dtypes PyTorch's error messages name, and the pairs of them a mismatch message reports:
 read by the dtype-mismatch entries and, through them, by `explain`."""
+
 from __future__ import annotations
 
 import re
 
 # Every spelling of a dtype in error messages -> its ScalarType name.
 _DTYPES = {
-    "float": "Float", "float32": "Float", "Float": "Float",
-    "double": "Double", "float64": "Double", "Double": "Double",
-    "half": "Half", "float16": "Half", "Half": "Half", "c10::Half": "Half",
-    "bfloat16": "BFloat16", "BFloat16": "BFloat16", "c10::BFloat16": "BFloat16",
-    "long": "Long", "int64": "Long", "Long": "Long",
-    "int": "Int", "int32": "Int", "Int": "Int",
-    "short": "Short", "int16": "Short", "Short": "Short",
-    "char": "Char", "int8": "Char", "Char": "Char",
-    "byte": "Byte", "uint8": "Byte", "unsigned char": "Byte", "Byte": "Byte",
-    "bool": "Bool", "Bool": "Bool",
-    "ComplexFloat": "ComplexFloat", "complex64": "ComplexFloat",
-    "ComplexDouble": "ComplexDouble", "complex128": "ComplexDouble",
+    "float": "Float",
+    "float32": "Float",
+    "Float": "Float",
+    "double": "Double",
+    "float64": "Double",
+    "Double": "Double",
+    "half": "Half",
+    "float16": "Half",
+    "Half": "Half",
+    "c10::Half": "Half",
+    "bfloat16": "BFloat16",
+    "BFloat16": "BFloat16",
+    "c10::BFloat16": "BFloat16",
+    "long": "Long",
+    "int64": "Long",
+    "Long": "Long",
+    "int": "Int",
+    "int32": "Int",
+    "Int": "Int",
+    "short": "Short",
+    "int16": "Short",
+    "Short": "Short",
+    "char": "Char",
+    "int8": "Char",
+    "Char": "Char",
+    "byte": "Byte",
+    "uint8": "Byte",
+    "unsigned char": "Byte",
+    "Byte": "Byte",
+    "bool": "Bool",
+    "Bool": "Bool",
+    "ComplexFloat": "ComplexFloat",
+    "complex64": "ComplexFloat",
+    "ComplexDouble": "ComplexDouble",
+    "complex128": "ComplexDouble",
 }
 INTEGERS = frozenset({"Long", "Int", "Short", "Char", "Byte", "Bool"})
 HALVES = frozenset({"Half", "BFloat16"})
@@ -38,25 +62,39 @@ def dtype_name(text: str) -> str | None:
 # in a long word, it would otherwise rescan the word from each of its letters.
 _PAIRS = [
     re.compile(r"expected scalar type (?P<expected>\w+) but found (?P<found>\w+)"),
-    re.compile(r"Expected object of scalar type (?P<expected>\w+) but got scalar type "
-               r"(?P<found>\w+) for (?:argument|sequence element \d+ in sequence argument at "
-               r"position) (?:#\d+ )?'(?P<arg>\w+)'"),
+    re.compile(
+        r"Expected object of scalar type (?P<expected>\w+) but got scalar type "
+        r"(?P<found>\w+) for (?:argument|sequence element \d+ in sequence argument at "
+        r"position) (?:#\d+ )?'(?P<arg>\w+)'"
+    ),
     re.compile(r"\b\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
-    re.compile(r"expected \w+ and \w+ to have the same dtype, but got: (?P<a>\w+) != "
-               r"(?P<b>\w+)"),
-    re.compile(r"Input type \((?P<a>[^()]+)\) and (?:weight|bias) type \((?P<b>[^()]+)\) "
-               r"should be the same"),
+    re.compile(
+        r"expected \w+ and \w+ to have the same dtype, but got: (?P<a>\w+) != "
+        r"(?P<b>\w+)"
+    ),
+    re.compile(
+        r"Input type \((?P<a>[^()]+)\) and (?:weight|bias) type \((?P<b>[^()]+)\) "
+        r"should be the same"
+    ),
     re.compile(r"Found dtype (?P<found>\w+) but expected (?P<expected>\w+)"),
-    re.compile(r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype "
-               r"\((?P<b>[\w.]+)\)"),
-    re.compile(r"Expected object of type (?P<expected>[\w.]+) but found type (?P<found>[\w.]+) "
-               r"for argument #\d+ '(?P<arg>\w+)'"),
-    re.compile(r"to have the same type as tensor for argument #\d+ '\w+'; but type "
-               r"(?P<a>[\w.]+) does not equal (?P<b>[\w.]+)"),
+    re.compile(
+        r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype "
+        r"\((?P<b>[\w.]+)\)"
+    ),
+    re.compile(
+        r"Expected object of type (?P<expected>[\w.]+) but found type (?P<found>[\w.]+) "
+        r"for argument #\d+ '(?P<arg>\w+)'"
+    ),
+    re.compile(
+        r"to have the same type as tensor for argument #\d+ '\w+'; but type "
+        r"(?P<a>[\w.]+) does not equal (?P<b>[\w.]+)"
+    ),
     re.compile(r"have same dtype, but found (?P<a>\w+) and (?P<b>\w+)"),
     re.compile(r"\b\w+ \((?P<a>\w+)\) and \w+ \((?P<b>\w+)\) must have the same scalar type"),
-    re.compile(r"dtypes match, got (?P<a>\w+) for the destination and (?P<b>\w+) for the "
-               r"source"),
+    re.compile(
+        r"dtypes match, got (?P<a>\w+) for the destination and (?P<b>\w+) for the "
+        r"source"
+    ),
 ]
 
 

@@ -6,6 +6,7 @@ parsed message (`kind()` says which of them it belongs to, so exactly one wins),
 Covers every phrasing since torch 0.3, and messages cut short ("...", a line wrapped by a
 terminal or an issue tracker, a log that stops in the middle of a key).
 """
+
 from __future__ import annotations
 
 import re
@@ -17,30 +18,80 @@ WRAPPER_NAMES = {"module.": "DataParallel/DistributedDataParallel", "_orig_mod."
 WRAPPER_PREFIXES = tuple(WRAPPER_NAMES)
 BATCHES_TRACKED = "num_batches_tracked"
 # Top-level entries of a training checkpoint dict that hold the weights ...
-CONTAINERS = ("state_dict", "model_state_dict", "model_state", "model", "net", "network",
-              "state", "ema", "model_ema", "ema_state_dict", "state_dict_ema", "params",
-              "params_ema", "g_ema", "generator", "weights", "module", "shadow")
+CONTAINERS = (
+    "state_dict",
+    "model_state_dict",
+    "model_state",
+    "model",
+    "net",
+    "network",
+    "state",
+    "ema",
+    "model_ema",
+    "ema_state_dict",
+    "state_dict_ema",
+    "params",
+    "params_ema",
+    "g_ema",
+    "generator",
+    "weights",
+    "module",
+    "shadow",
+)
 # ... and those that sit next to them.
-METADATA = ("epoch", "epochs", "optimizer", "optimizer_state_dict", "optim", "scheduler",
-            "lr_scheduler", "step", "global_step", "iteration", "iter", "best_acc", "best_acc1",
-            "best_loss", "best_prec1", "arch", "args", "config", "cfg",
-            "hyper_parameters", "pytorch-lightning_version", "callbacks", "loops", "amp",
-            "scaler", "meta",
-            "hparams", "opt", "loss", "acc", "accuracy", "train_loss", "val_loss", "version")
+METADATA = (
+    "epoch",
+    "epochs",
+    "optimizer",
+    "optimizer_state_dict",
+    "optim",
+    "scheduler",
+    "lr_scheduler",
+    "step",
+    "global_step",
+    "iteration",
+    "iter",
+    "best_acc",
+    "best_acc1",
+    "best_loss",
+    "best_prec1",
+    "arch",
+    "args",
+    "config",
+    "cfg",
+    "hyper_parameters",
+    "pytorch-lightning_version",
+    "callbacks",
+    "loops",
+    "amp",
+    "scaler",
+    "meta",
+    "hparams",
+    "opt",
+    "loss",
+    "acc",
+    "accuracy",
+    "train_loss",
+    "val_loss",
+    "version",
+)
 HEAD_NAMES = re.compile(
     r"(?:^|[._])(?:fc|head|heads|classifier|cls|cls_score|logits?|last_linear|out|output|"
-    r"pred|predictor|score|class_embed|lm_head|final|last_layer)\d*(?:$|[._])")
+    r"pred|predictor|score|class_embed|lm_head|final|last_layer)\d*(?:$|[._])"
+)
 # A name part holding `embed` (`embed_tokens`, `pos_embedding`, `word_embeddings`), `wte`, `lut`
 # or `vocab...`. Parts are read between `.` and `_` and the part's end is checked once, ahead: a
 # `\w*embed\w*` would rescan a long name from each `_` in it.
 EMBEDDING_NAMES = re.compile(
-    r"(?:^|[._])(?:(?=[^\W_]*(?:$|[._]))[^\W_]*?embed|(?:wte|lut|vocab[^\W_]*)(?:$|[._]))")
+    r"(?:^|[._])(?:(?=[^\W_]*(?:$|[._]))[^\W_]*?embed|(?:wte|lut|vocab[^\W_]*)(?:$|[._]))"
+)
 
 _MARKERS = re.compile(
     r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:|missing\s+keys\s+in\s+state_dict:)"
     r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict:|unexpected\s+key\s+(?=\\?\"))"
     r"|(?P<size>size\s+mismatch\s+for\s+"
-    r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+)")
+    r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+)"
+)
 _KEY = re.compile(r"[A-Za-z0-9_.\-/:]+")
 _SIZE = r"(?:torch\.Size\(\s*)?\[(?P<{}>[\d,\s]*)\]\)?"
 
@@ -52,21 +103,40 @@ def _words(text: str) -> str:
 
 # A key starts where a run of non-spaces does: searched in a long run, a key starting at each of
 # its characters would rescan the run from each.
-_SHAPES = [re.compile(pattern) for pattern in (
-    # torch >= 1.1: the checkpoint's shape first, then the model's.
-    r"(?<!\S)(?P<key>\S+?):\s+" + _words("copying a param with shape") + r"\s+"
-    + _SIZE.format("checkpoint") + r"\s+"
-    + _words("from checkpoint, the shape in current model is") + r"\s+" + _SIZE.format("model"),
-    # torch 0.4 - 1.0.
-    r"(?<!\S)(?P<key>\S+?):\s+" + _words("copying a param of") + r"\s+"
-    + _SIZE.format("checkpoint") + r"\s+" + _words("from checkpoint, where the shape is")
-    + r"\s+" + _SIZE.format("model") + r"\s+" + _words("in current model"),
-    # torch 0.3 (and the 0.4 list): the model's shape first.
-    r"(?:\"|(?<![^\",\s]))(?P<key>[^\",\s]+)\"?,\s+"
-    + _words("whose dimensions in the model are") + r"\s+"
-    + _SIZE.format("model") + r"\s+" + _words("and whose dimensions in the checkpoint are")
-    + r"\s+" + _SIZE.format("checkpoint"),
-)]
+_SHAPES = [
+    re.compile(pattern)
+    for pattern in (
+        # torch >= 1.1: the checkpoint's shape first, then the model's.
+        r"(?<!\S)(?P<key>\S+?):\s+"
+        + _words("copying a param with shape")
+        + r"\s+"
+        + _SIZE.format("checkpoint")
+        + r"\s+"
+        + _words("from checkpoint, the shape in current model is")
+        + r"\s+"
+        + _SIZE.format("model"),
+        # torch 0.4 - 1.0.
+        r"(?<!\S)(?P<key>\S+?):\s+"
+        + _words("copying a param of")
+        + r"\s+"
+        + _SIZE.format("checkpoint")
+        + r"\s+"
+        + _words("from checkpoint, where the shape is")
+        + r"\s+"
+        + _SIZE.format("model")
+        + r"\s+"
+        + _words("in current model"),
+        # torch 0.3 (and the 0.4 list): the model's shape first.
+        r"(?:\"|(?<![^\",\s]))(?P<key>[^\",\s]+)\"?,\s+"
+        + _words("whose dimensions in the model are")
+        + r"\s+"
+        + _SIZE.format("model")
+        + r"\s+"
+        + _words("and whose dimensions in the checkpoint are")
+        + r"\s+"
+        + _SIZE.format("checkpoint"),
+    )
+]
 
 
 @dataclass(frozen=True)
@@ -116,7 +186,7 @@ def parse(message: str) -> StateDictError | None:
     mismatched: list[ShapeMismatch] = []
     for index, marker in enumerate(found):
         end = found[index + 1].start() if index + 1 < len(found) else len(message)
-        segment = message[marker.end():end]
+        segment = message[marker.end() : end]
         if marker.lastgroup == "missing":
             missing.extend(_keys(segment))
         elif marker.lastgroup == "unexpected":
@@ -128,8 +198,12 @@ def parse(message: str) -> StateDictError | None:
     if not (missing or unexpected or mismatched):
         return None
     owner = re.search(r"Error\(s\)\s+in\s+loading\s+state_dict\s+for\s+(\w+)", message)
-    return StateDictError(owner.group(1) if owner else None, _unique(missing),
-                          _unique(unexpected), _unique(mismatched))
+    return StateDictError(
+        owner.group(1) if owner else None,
+        _unique(missing),
+        _unique(unexpected),
+        _unique(mismatched),
+    )
 
 
 def from_block(block, report) -> StateDictError | None:
@@ -167,8 +241,9 @@ def _shape(segment: str) -> ShapeMismatch | None:
     for pattern in _SHAPES:
         found = pattern.match(segment)
         if found:
-            return ShapeMismatch(found["key"].strip('"'), _dims(found["checkpoint"]),
-                                 _dims(found["model"]))
+            return ShapeMismatch(
+                found["key"].strip('"'), _dims(found["checkpoint"]), _dims(found["model"])
+            )
     return None
 
 
@@ -185,6 +260,7 @@ def _is_batches_tracked(key: str) -> bool:
 
 
 # Classification ---------------------------------------------------------------------------
+
 
 def kind(error: StateDictError) -> str:
     """The entry the message belongs to: "prefix", "batches-tracked", "shape" or "keys"."""
@@ -206,8 +282,10 @@ def prefix_of(error: StateDictError) -> Prefix | None:
     prefix on every listed key."""
     missing, unexpected = error.other_missing, error.other_unexpected
     if missing and unexpected:
-        found = [_shared_prefix(unexpected, missing, "checkpoint"),
-                 _shared_prefix(missing, unexpected, "model")]
+        found = [
+            _shared_prefix(unexpected, missing, "checkpoint"),
+            _shared_prefix(missing, unexpected, "model"),
+        ]
         found = [p for p in found if p is not None]
         if not found:
             return None
@@ -236,7 +314,7 @@ def wrapper_prefix(key: str) -> str:
 
 
 def wrapper_name(prefix: str) -> str:
-    """"DataParallel/DDP + torch.compile" for "module._orig_mod.", "" for another prefix."""
+    """ "DataParallel/DDP + torch.compile" for "module._orig_mod.", "" for another prefix."""
     names = WRAPPER_NAMES
     if wrapper_prefix(prefix) != prefix:
         return ""
@@ -244,7 +322,7 @@ def wrapper_name(prefix: str) -> str:
     while rest:
         wrapper = next(w for w in names if rest.startswith(w))
         parts.append(names[wrapper])
-        rest = rest[len(wrapper):]
+        rest = rest[len(wrapper) :]
     return " + ".join(parts)
 
 
@@ -254,7 +332,7 @@ def _shared_prefix(longer: tuple[str, ...], shorter: tuple[str, ...], side: str)
     counts: Counter[str] = Counter()
     for key in longer:
         wrapper = wrapper_prefix(key)
-        if wrapper and key[len(wrapper):] in wanted:
+        if wrapper and key[len(wrapper) :] in wanted:
             counts[wrapper] += 1
             continue
         parts = key.split(".")
@@ -305,8 +383,11 @@ def head_change(error: StateDictError) -> tuple[int, int] | None:
 def embedding_change(error: StateDictError) -> tuple[int, int] | None:
     """(checkpoint rows, model rows) when an embedding's (vocabulary's) first dimension differs."""
     for mismatch in error.mismatched:
-        if (EMBEDDING_NAMES.search(mismatch.layer) and len(mismatch.checkpoint) == 2
-                and mismatch.checkpoint[1:] == mismatch.model[1:]):
+        if (
+            EMBEDDING_NAMES.search(mismatch.layer)
+            and len(mismatch.checkpoint) == 2
+            and mismatch.checkpoint[1:] == mismatch.model[1:]
+        ):
             return mismatch.checkpoint[0], mismatch.model[0]
     return None
 
@@ -314,8 +395,12 @@ def embedding_change(error: StateDictError) -> tuple[int, int] | None:
 def groups(keys: tuple[str, ...], limit: int = 3) -> str:
     """The top-level modules `keys` belong to, largest first: "`backbone.*` (120), `fc.*` (2)"."""
     counts = Counter(k.split(".", 1)[0] if "." in k else k for k in keys)
-    shown = [f"`{name}.*` ({count})" if count > 1 or any(k.startswith(name + ".") for k in keys)
-             else f"`{name}`" for name, count in counts.most_common(limit)]
+    shown = [
+        f"`{name}.*` ({count})"
+        if count > 1 or any(k.startswith(name + ".") for k in keys)
+        else f"`{name}`"
+        for name, count in counts.most_common(limit)
+    ]
     if len(counts) > limit:
         shown.append("...")
     return ", ".join(shown)

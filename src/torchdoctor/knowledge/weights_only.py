@@ -3,6 +3,7 @@
 Shared by load-weights-only (TD502), which explains metadata in a checkpoint, and
 whole-module-saved (TD503), which explains a pickled model class; `torchdoctor ckpt` judges the
 globals a file names with `group` (data, a class needing trust, or code never to load)."""
+
 from __future__ import annotations
 
 import re
@@ -31,11 +32,23 @@ _METADATA = {
     "sklearn": "container",
 }
 # A package of model definitions, and a class name that reads as a network.
-_MODEL_PACKAGES = {"models", "model", "nets", "net", "networks", "network", "arch", "archs",
-                   "modeling", "modules", "nn"}
+_MODEL_PACKAGES = {
+    "models",
+    "model",
+    "nets",
+    "net",
+    "networks",
+    "network",
+    "arch",
+    "archs",
+    "modeling",
+    "modules",
+    "nn",
+}
 _MODEL_CLASS = re.compile(
     r"(?:Net|Model|Network|Module|Classifier|Detector|Detect|Generator|Discriminator|Encoder|"
-    r"Decoder|Backbone|Transformer|GAN|CNN|RNN|LSTM|MLP)\d*$|^(?:ResNet|VGG|UNet|YOLO|Yolo)")
+    r"Decoder|Backbone|Transformer|GAN|CNN|RNN|LSTM|MLP)\d*$|^(?:ResNet|VGG|UNet|YOLO|Yolo)"
+)
 
 
 def refused(message: str) -> bool:
@@ -77,52 +90,199 @@ def kind_of(name: str) -> str:
 
 # Modules whose names a hostile pickle uses to run code, touch files or the network, or import
 # more code; a checkpoint has no reason to name any of them.
-_CODE_MODULES = {"os", "posix", "nt", "subprocess", "sys", "runpy", "shutil", "socket", "pty",
-                 "importlib", "imp", "zipimport", "pickle", "_pickle", "marshal", "code", "codeop",
-                 "ctypes", "webbrowser", "commands", "multiprocessing", "concurrent", "threading",
-                 "_thread", "asyncio", "signal", "pdb", "bdb", "cProfile", "profile", "trace",
-                 "timeit", "doctest", "pydoc", "idlelib", "tkinter", "turtle", "site", "platform",
-                 "http", "urllib", "requests", "ftplib", "telnetlib", "smtplib", "poplib",
-                 "imaplib", "socketserver", "xmlrpc", "tempfile", "glob", "io", "_io", "dbm",
-                 "shelve", "antigravity", "this"}
-_CODE_BUILTINS = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr",
-                  "open", "input", "breakpoint", "globals", "locals", "vars", "apply",
-                  "execfile", "file", "reload", "exit", "quit", "help"}
+_CODE_MODULES = {
+    "os",
+    "posix",
+    "nt",
+    "subprocess",
+    "sys",
+    "runpy",
+    "shutil",
+    "socket",
+    "pty",
+    "importlib",
+    "imp",
+    "zipimport",
+    "pickle",
+    "_pickle",
+    "marshal",
+    "code",
+    "codeop",
+    "ctypes",
+    "webbrowser",
+    "commands",
+    "multiprocessing",
+    "concurrent",
+    "threading",
+    "_thread",
+    "asyncio",
+    "signal",
+    "pdb",
+    "bdb",
+    "cProfile",
+    "profile",
+    "trace",
+    "timeit",
+    "doctest",
+    "pydoc",
+    "idlelib",
+    "tkinter",
+    "turtle",
+    "site",
+    "platform",
+    "http",
+    "urllib",
+    "requests",
+    "ftplib",
+    "telnetlib",
+    "smtplib",
+    "poplib",
+    "imaplib",
+    "socketserver",
+    "xmlrpc",
+    "tempfile",
+    "glob",
+    "io",
+    "_io",
+    "dbm",
+    "shelve",
+    "antigravity",
+    "this",
+}
+_CODE_BUILTINS = {
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "getattr",
+    "setattr",
+    "delattr",
+    "open",
+    "input",
+    "breakpoint",
+    "globals",
+    "locals",
+    "vars",
+    "apply",
+    "execfile",
+    "file",
+    "reload",
+    "exit",
+    "quit",
+    "help",
+}
 # Globals that hold data only, beyond what weights_only=True allows by default: allowing them
 # with add_safe_globals runs nothing of the file's, and `torchdoctor ckpt fix` turns them into
 # plain values without trusting the file.
-DATA_GLOBALS = frozenset({
-    "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar",
-    "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
-    "numpy.ndarray", "numpy.dtype", "numpy.random._pickle.__randomstate_ctor",
-    "numpy.random._pickle.__bit_generator_ctor", "numpy.random._pickle.__generator_ctor",
-    "argparse.Namespace", "types.SimpleNamespace", "collections.defaultdict",
-    "collections.deque", "copyreg._reconstructor", "pathlib.Path", "pathlib.PosixPath",
-    "pathlib.WindowsPath", "pathlib.PurePath", "pathlib.PurePosixPath",
-    "pathlib.PureWindowsPath", "datetime.datetime", "datetime.date", "datetime.time",
-    "datetime.timedelta", "datetime.timezone", "decimal.Decimal", "fractions.Fraction",
-    "uuid.UUID", "random.Random", "builtins.object", "builtins.int", "builtins.float",
-    "builtins.str", "builtins.bytes", "builtins.bool", "builtins.list", "builtins.dict",
-    "builtins.tuple", "builtins.frozenset", "builtins.slice", "builtins.range",
-    "torch.torch_version.TorchVersion", "logging.getLogger",
-})
+DATA_GLOBALS = frozenset(
+    {
+        "numpy.core.multiarray.scalar",
+        "numpy._core.multiarray.scalar",
+        "numpy.core.multiarray._reconstruct",
+        "numpy._core.multiarray._reconstruct",
+        "numpy.ndarray",
+        "numpy.dtype",
+        "numpy.random._pickle.__randomstate_ctor",
+        "numpy.random._pickle.__bit_generator_ctor",
+        "numpy.random._pickle.__generator_ctor",
+        "argparse.Namespace",
+        "types.SimpleNamespace",
+        "collections.defaultdict",
+        "collections.deque",
+        "copyreg._reconstructor",
+        "pathlib.Path",
+        "pathlib.PosixPath",
+        "pathlib.WindowsPath",
+        "pathlib.PurePath",
+        "pathlib.PurePosixPath",
+        "pathlib.PureWindowsPath",
+        "datetime.datetime",
+        "datetime.date",
+        "datetime.time",
+        "datetime.timedelta",
+        "datetime.timezone",
+        "decimal.Decimal",
+        "fractions.Fraction",
+        "uuid.UUID",
+        "random.Random",
+        "builtins.object",
+        "builtins.int",
+        "builtins.float",
+        "builtins.str",
+        "builtins.bytes",
+        "builtins.bool",
+        "builtins.list",
+        "builtins.dict",
+        "builtins.tuple",
+        "builtins.frozenset",
+        "builtins.slice",
+        "builtins.range",
+        "torch.torch_version.TorchVersion",
+        "logging.getLogger",
+    }
+)
 # Globals that torch.load(weights_only=True) accepts without add_safe_globals (torch 2.6+).
-_ALLOWED_EXACT = frozenset({
-    "collections.OrderedDict", "collections.Counter", "builtins.set", "builtins.complex",
-    "builtins.bytearray", "_codecs.encode", "torch.Size", "torch.device", "torch.Tensor",
-    "torch.nn.parameter.Parameter", "torch.serialization._get_layout",
-    "torch._tensor._rebuild_from_type_v2", "torch.storage.TypedStorage",
-    "torch.storage.UntypedStorage",
-})
+_ALLOWED_EXACT = frozenset(
+    {
+        "collections.OrderedDict",
+        "collections.Counter",
+        "builtins.set",
+        "builtins.complex",
+        "builtins.bytearray",
+        "_codecs.encode",
+        "torch.Size",
+        "torch.device",
+        "torch.Tensor",
+        "torch.nn.parameter.Parameter",
+        "torch.serialization._get_layout",
+        "torch._tensor._rebuild_from_type_v2",
+        "torch.storage.TypedStorage",
+        "torch.storage.UntypedStorage",
+    }
+)
 # torch.<name> globals that are dtypes (and quantization schemes).
-TORCH_DTYPES = frozenset({
-    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
-    "bool", "complex128", "complex64", "complex32", "qint8", "quint8", "qint32", "quint4x2",
-    "quint2x4", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-    "float8_e8m0fnu", "uint16", "uint32", "uint64", "bits8", "bits16", "bits1x8", "bits2x4",
-    "bits4x2", "float4_e2m1fn_x2", "per_tensor_affine", "per_channel_affine",
-    "per_tensor_symmetric", "per_channel_symmetric", "per_channel_affine_float_qparams",
-    *(f"{kind}{bits}" for kind in ("int", "uint") for bits in range(1, 8))})
+TORCH_DTYPES = frozenset(
+    {
+        "float64",
+        "float32",
+        "float16",
+        "bfloat16",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint8",
+        "bool",
+        "complex128",
+        "complex64",
+        "complex32",
+        "qint8",
+        "quint8",
+        "qint32",
+        "quint4x2",
+        "quint2x4",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "uint16",
+        "uint32",
+        "uint64",
+        "bits8",
+        "bits16",
+        "bits1x8",
+        "bits2x4",
+        "bits4x2",
+        "float4_e2m1fn_x2",
+        "per_tensor_affine",
+        "per_channel_affine",
+        "per_tensor_symmetric",
+        "per_channel_symmetric",
+        "per_channel_affine_float_qparams",
+        *(f"{kind}{bits}" for kind in ("int", "uint") for bits in range(1, 8)),
+    }
+)
 
 
 def weights_only_allows(name: str) -> bool:
@@ -131,8 +291,9 @@ def weights_only_allows(name: str) -> bool:
         return True
     module, _, attribute = name.rpartition(".")
     if module in ("torch", "torch.cuda", "torch.sparse", "torch.cuda.sparse"):
-        return (attribute.endswith(("Storage", "Tensor")) or
-                (module == "torch" and attribute in TORCH_DTYPES))
+        return attribute.endswith(("Storage", "Tensor")) or (
+            module == "torch" and attribute in TORCH_DTYPES
+        )
     return False
 
 
@@ -179,5 +340,7 @@ def code_globals(names, uses: dict) -> list[str]:
 def _outside_stdlib_class(name: str) -> bool:
     """A class (CapWords, by convention) of the user's code or a third-party library."""
     module, _, attribute = name.rpartition(".")
-    return (attribute.lstrip("_")[:1].isupper()
-            and module.split(".", 1)[0] not in sys.stdlib_module_names)
+    return (
+        attribute.lstrip("_")[:1].isupper()
+        and module.split(".", 1)[0] not in sys.stdlib_module_names
+    )

@@ -1,4 +1,5 @@
 """`torchdoctor.check(...)`: the static checker for Python callers; never imports torch."""
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,14 @@ from torchdoctor.lint.runner import Job, check_bytes, check_files, drop_per_file
 from torchdoctor.report.finding import Finding
 
 
-def check(*paths: str | os.PathLike, source: str | bytes | None = None,
-          filename: str = "<source>.py", select: str | list[str] | None = None,
-          ignore: str | list[str] | None = None, lang: str | None = None) -> list[Finding]:
+def check(
+    *paths: str | os.PathLike,
+    source: str | bytes | None = None,
+    filename: str = "<source>.py",
+    select: str | list[str] | None = None,
+    ignore: str | list[str] | None = None,
+    lang: str | None = None,
+) -> list[Finding]:
     """The findings of `torchdoctor check` on files and directories, or on a `source` text
     read as a file named `filename` (`.ipynb` for a notebook's JSON), sorted by place.
 
@@ -39,8 +45,9 @@ def check(*paths: str | os.PathLike, source: str | bytes | None = None,
         outcomes, problems = [outcome], []
     else:
         found = files.discover([os.fspath(p) for p in paths], settings.exclude, settings.root)
-        outcomes = check_files(found.files, settings, job, jobs=1, use_cache=False, cwd=cwd,
-                               scopes=found.scopes)
+        outcomes = check_files(
+            found.files, settings, job, jobs=1, use_cache=False, cwd=cwd, scopes=found.scopes
+        )
         problems = list(found.errors)
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     problems += [error for o in outcomes for error in o.internal_errors]

@@ -1,4 +1,5 @@
 """On-demand binding lookup: every place a name is bound in a scope ("what was it assigned?")."""
+
 from __future__ import annotations
 
 import ast
@@ -44,9 +45,11 @@ def bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | N
     result = list(other.bindings.get(name, ()))
     if isinstance(scope, _FUNCTIONS):
         args = scope.args
-        result += [Binding(arg, None) for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs,
-                                                  args.vararg, args.kwarg)
-                   if arg is not None and arg.arg == name]
+        result += [
+            Binding(arg, None)
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+            if arg is not None and arg.arg == name
+        ]
     statements: set[int] = set()
     for node in found.names_in(scope, name):
         if isinstance(node.ctx, ast.Load) or not _local_to(scope, node, found):
@@ -57,7 +60,11 @@ def bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | N
             if id(statement) not in statements:  # `a = a = 0` binds once
                 statements.add(id(statement))
                 result.append(Binding(statement, statement.value))
-        elif kind in (ast.AnnAssign, ast.AugAssign) and statement.target is node and statement.value is not None:
+        elif (
+            kind in (ast.AnnAssign, ast.AugAssign)
+            and statement.target is node
+            and statement.value is not None
+        ):
             result.append(Binding(statement, statement.value, augmented=kind is ast.AugAssign))
         else:
             result.append(Binding(node, None))
@@ -84,8 +91,16 @@ class _OtherBindings:
                 self.bindings.setdefault(node.name, []).append(Binding(node, None))
 
 
-_OTHER_BINDERS = (ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.ExceptHandler,
-                  ast.MatchAs, ast.MatchStar, *_NESTED_SCOPES)
+_OTHER_BINDERS = (
+    ast.Global,
+    ast.Nonlocal,
+    ast.Import,
+    ast.ImportFrom,
+    ast.ExceptHandler,
+    ast.MatchAs,
+    ast.MatchStar,
+    *_NESTED_SCOPES,
+)
 
 
 @per_file
@@ -123,15 +138,20 @@ def _outer_parts(scope: ast.AST) -> list[ast.AST]:
     return parts if isinstance(scope, ast.Lambda) else [*scope.decorator_list, *parts]
 
 
-def assigned_before(name: str, block: list[ast.stmt], index: int,
-                    ctx: Context) -> tuple[ast.expr | None, int]:
+def assigned_before(
+    name: str, block: list[ast.stmt], index: int, ctx: Context
+) -> tuple[ast.expr | None, int]:
     """(value, position) of the nearest plain `name = value` before `block[index]`, when no
     statement in between binds `name` again; (None, index) otherwise."""
     position = block_names(ctx, block).last_bound_before(name, index)
     if position is None:
         return None, index
     statement = block[position]
-    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == name
+    ):
         return statement.value, position
     return None, index

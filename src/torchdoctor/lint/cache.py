@@ -15,6 +15,7 @@ The cache touches nothing but its own directory: a `.torchdoctor_cache` (or cach
 a symbolic link or not what it should be is not used, and the only files it deletes are its
 own, by their exact names.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,8 +78,10 @@ class ProjectCaches:
     def __init__(self, scopes: list[Path], config_dir: Path | None, key: str, lang: str) -> None:
         roots = {project_root(scope, config_dir) for scope in scopes}
         # Innermost first: a file belongs to the nearest root that holds it.
-        self._caches = [Cache(root, key, lang) for root in sorted(roots, key=lambda r: len(r.parts),
-                                                                  reverse=True)]
+        self._caches = [
+            Cache(root, key, lang)
+            for root in sorted(roots, key=lambda r: len(r.parts), reverse=True)
+        ]
         self._scopes = scopes
 
     def get(self, path: Path, file_digest: str, shown: str, size: int) -> list[Finding] | None:
@@ -119,8 +122,13 @@ class Cache:
         key = self._key(path)
         self.seen.add(key)
         entry = self.entries.get(key)
-        if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == file_digest
-                and isinstance(entry[1], list) and entry[2] in (None, self.lang)):
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 3
+            and entry[0] == file_digest
+            and isinstance(entry[1], list)
+            and entry[2] in (None, self.lang)
+        ):
             return None
         try:
             found = [_restore(item, shown, size) for item in entry[1]]
@@ -148,7 +156,7 @@ class Cache:
             pass
 
     def _key(self, path: Path) -> str:
-        return str(path)[len(self.prefix):].replace(os.sep, "/")
+        return str(path)[len(self.prefix) :].replace(os.sep, "/")
 
     def _load(self) -> bool:
         """Read the cache file; False when the cache must not be used at all."""
@@ -159,16 +167,20 @@ class Cache:
         except OSError:
             return False
         if not stat.S_ISDIR(directory.st_mode):
-            write_stderr(f"torchdoctor: warning: {self.directory} is {_kind(directory.st_mode)}, "
-                         "not a directory: the cache is not used\n")
+            write_stderr(
+                f"torchdoctor: warning: {self.directory} is {_kind(directory.st_mode)}, "
+                "not a directory: the cache is not used\n"
+            )
             return False
         try:
             file = os.lstat(self.file)
         except OSError:
             return True  # no cache for these settings yet
         if not stat.S_ISREG(file.st_mode):
-            write_stderr(f"torchdoctor: warning: {self.file} is {_kind(file.st_mode)}, "
-                         "not a regular file: the cache is not used\n")
+            write_stderr(
+                f"torchdoctor: warning: {self.file} is {_kind(file.st_mode)}, "
+                "not a regular file: the cache is not used\n"
+            )
             return False
         try:
             loaded = json.loads(read_regular_file(self.file, MAX_CACHE_BYTES))
@@ -205,8 +217,9 @@ class Cache:
         _create_once(self.directory / ".gitignore", b"# Created by torchdoctor\n*\n")
         self._remove_old_settings_files()
         # mkstemp creates a new file (O_EXCL: never through a link); os.replace swaps names.
-        fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=f"{self.file.name}.",
-                                         suffix=".tmp")
+        fd, temporary = tempfile.mkstemp(
+            dir=self.directory, prefix=f"{self.file.name}.", suffix=".tmp"
+        )
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(entries, handle, separators=(",", ":"))
@@ -219,10 +232,13 @@ class Cache:
         others = []
         with os.scandir(self.directory) as listing:
             for entry in listing:
-                if (_SETTINGS_FILE.fullmatch(entry.name) and entry.name != self.file.name
-                        and entry.is_file(follow_symlinks=False)):
+                if (
+                    _SETTINGS_FILE.fullmatch(entry.name)
+                    and entry.name != self.file.name
+                    and entry.is_file(follow_symlinks=False)
+                ):
                     others.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
-        for _, path in sorted(others, reverse=True)[_KEPT_SETTINGS_FILES - 1:]:
+        for _, path in sorted(others, reverse=True)[_KEPT_SETTINGS_FILES - 1 :]:
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -241,7 +257,9 @@ def _scope_test(directories: list[str], files: list[str]):
 def _create_once(path: Path, content: bytes) -> None:
     """Write a new file; one that exists (or a link in its place) is left alone."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
     except FileExistsError:
         return
     with os.fdopen(fd, "wb") as handle:
@@ -249,8 +267,15 @@ def _create_once(path: Path, content: bytes) -> None:
 
 
 def _kind(mode: int) -> str:
-    return "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) \
-        else "a regular file" if stat.S_ISREG(mode) else "a special file"
+    return (
+        "a symbolic link"
+        if stat.S_ISLNK(mode)
+        else "a directory"
+        if stat.S_ISDIR(mode)
+        else "a regular file"
+        if stat.S_ISREG(mode)
+        else "a special file"
+    )
 
 
 # What a stored finding's text is made from (see report/localize.py): cache-only keys.
@@ -277,13 +302,23 @@ def _restore(data: dict, shown: str, size: int) -> Finding:
         data["fix"] = dict(data["fix"])
         titles = data["fix"].pop(_TITLES)
     finding = Finding.from_json({**data, "path": shown})
-    positions = (finding.line, finding.column, finding.end_line, finding.end_column,
-                 finding.cell or 0)
+    positions = (
+        finding.line,
+        finding.column,
+        finding.end_line,
+        finding.end_column,
+        finding.cell or 0,
+    )
     texts = (finding.code, finding.name, finding.message)
-    if not (all(type(n) is int and 0 <= n <= size + 1 for n in positions)
-            and all(isinstance(t, str) for t in texts)
-            and (finding.fix is None or isinstance(finding.fix.title, str)
-                 and finding.fix.applicability in ("safe", "unsafe", "display"))):
+    if not (
+        all(type(n) is int and 0 <= n <= size + 1 for n in positions)
+        and all(isinstance(t, str) for t in texts)
+        and (
+            finding.fix is None
+            or isinstance(finding.fix.title, str)
+            and finding.fix.applicability in ("safe", "unsafe", "display")
+        )
+    ):
         raise ValueError("not a finding")
     if template is not None:
         variant, fields = template
@@ -291,8 +326,11 @@ def _restore(data: dict, shown: str, size: int) -> Finding:
             raise ValueError("not a template")
         finding.template = (variant, fields)
     if titles is not None:
-        if not (isinstance(titles, dict) and finding.fix is not None
-                and all(isinstance(text, str) for text in titles.values())):
+        if not (
+            isinstance(titles, dict)
+            and finding.fix is not None
+            and all(isinstance(text, str) for text in titles.values())
+        ):
             raise ValueError("not a title")
         finding.fix = replace(finding.fix, titles=titles)
     return finding

@@ -1,4 +1,5 @@
 """Parse once, walk once, dispatch each node to the detectors registered for its type."""
+
 from __future__ import annotations
 
 import ast
@@ -18,20 +19,49 @@ from torchdoctor.lint.occurrences import FileIndex, indexed_fields, node_classes
 from torchdoctor.report.finding import Finding
 
 # Per node class: detectors for every node, and detectors keyed by the node's name.
-Dispatch = dict[type, tuple[list[tuple[Pitfall, Callable]], dict[str, list[tuple[Pitfall, Callable]]]]]
+Dispatch = dict[
+    type, tuple[list[tuple[Pitfall, Callable]], dict[str, list[tuple[Pitfall, Callable]]]]
+]
 
 # Fields that never hold nodes worth visiting: names, constants, operator singletons, and the
 # shared Load/Store markers (a quarter of all nodes). Skipping them is most of the walk's speed.
 # Annotations are skipped too: the context reads them directly, and no detector looks inside.
-_SKIPPED_FIELDS = frozenset({
-    "ctx", "op", "ops", "id", "attr", "name", "arg", "module", "level", "asname", "conversion",
-    "kind", "is_async", "type_comment", "type_ignores", "names", "kwd_attrs", "rest", "simple",
-    "annotation", "returns",
-})
+_SKIPPED_FIELDS = frozenset(
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "attr",
+        "name",
+        "arg",
+        "module",
+        "level",
+        "asname",
+        "conversion",
+        "kind",
+        "is_async",
+        "type_comment",
+        "type_ignores",
+        "names",
+        "kwd_attrs",
+        "rest",
+        "simple",
+        "annotation",
+        "returns",
+    }
+)
 _VALUE_IS_CONSTANT = (ast.Constant, ast.MatchSingleton)
 # Nodes the context must see on the way in and out: statements, scopes, bindings.
-_TRACKED = (ast.stmt, ast.mod, ast.excepthandler, ast.Lambda, ast.comprehension, ast.NamedExpr,
-            ast.match_case)
+_TRACKED = (
+    ast.stmt,
+    ast.mod,
+    ast.excepthandler,
+    ast.Lambda,
+    ast.comprehension,
+    ast.NamedExpr,
+    ast.match_case,
+)
 MAX_FIX_PASSES = 10
 
 
@@ -56,7 +86,9 @@ def dispatch_for(codes: frozenset[str]) -> Dispatch:
                 else:
                     for name in detector.names:
                         by_name[name].append((pitfall, detector.check))
-    return with_context_hooks({cls: (always, dict(by_name)) for cls, (always, by_name) in table.items()})
+    return with_context_hooks(
+        {cls: (always, dict(by_name)) for cls, (always, by_name) in table.items()}
+    )
 
 
 def with_context_hooks(table: Dispatch) -> Dispatch:
@@ -107,14 +139,18 @@ def node_name(node: ast.AST) -> str | None:
 
 # Per node class, computed once: which fields to descend into.
 _CHILD_FIELDS = {
-    cls: () if issubclass(cls, _VALUE_IS_CONSTANT)
+    cls: ()
+    if issubclass(cls, _VALUE_IS_CONSTANT)
     else tuple(f for f in cls._fields if f not in _SKIPPED_FIELDS)
     for cls in node_classes()
 }
 _TRACKED_CLASSES = frozenset(cls for cls in _CHILD_FIELDS if issubclass(cls, _TRACKED))
 # Per node class: the fields the file index reads that the walk does not enter.
-_INDEX_ONLY_FIELDS = {cls: extra for cls in _CHILD_FIELDS
-                      if (extra := tuple(f for f in indexed_fields(cls) if f not in _CHILD_FIELDS[cls]))}
+_INDEX_ONLY_FIELDS = {
+    cls: extra
+    for cls in _CHILD_FIELDS
+    if (extra := tuple(f for f in indexed_fields(cls) if f not in _CHILD_FIELDS[cls]))
+}
 
 
 @lru_cache(maxsize=None)
@@ -124,9 +160,13 @@ def _skippable(codes: frozenset[str]) -> tuple[frozenset[type], frozenset[str]]:
     wanted = dispatch_for(codes)
     always, by_name = wanted.get(ast.Name, ([], {}))
     names = frozenset(by_name) if not always else frozenset()
-    skipped = frozenset(cls for cls, fields in _CHILD_FIELDS.items()
-                        if not fields and cls not in _TRACKED_CLASSES
-                        and (cls not in wanted or (cls is ast.Name and not always)))
+    skipped = frozenset(
+        cls
+        for cls, fields in _CHILD_FIELDS.items()
+        if not fields
+        and cls not in _TRACKED_CLASSES
+        and (cls not in wanted or (cls is ast.Name and not always))
+    )
     return skipped, names
 
 
@@ -135,6 +175,7 @@ def without_cyclic_gc(func: Callable) -> Callable:
     thousands of objects that hold no cycles (the tree, the file's index) and reference counting
     frees them; the collector would only walk them again and again while they live (a third of
     the time of a large file). It resumes afterwards, and collects any cycle then."""
+
     @wraps(func)
     def paused(*args, **kwargs):
         enabled = gc.isenabled()
@@ -149,8 +190,14 @@ def without_cyclic_gc(func: Callable) -> Callable:
 
 
 @without_cyclic_gc
-def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en",
-                 tree: ast.Module | None = None, cells: Sequence[int] | None = None) -> CheckResult:
+def check_source(
+    source: str,
+    path: str,
+    codes: frozenset[str],
+    lang: str = "en",
+    tree: ast.Module | None = None,
+    cells: Sequence[int] | None = None,
+) -> CheckResult:
     """All findings of the enabled rules in one file's source, noqa applied. `tree`: the
     source's, when the caller has parsed it already; `cells`: for a notebook's joined cells,
     the cell of each line."""
@@ -160,8 +207,9 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         # ValueError: NUL bytes; RecursionError: nesting too deep for CPython's parser, which
         # means Python cannot compile the file either.
-        return CheckResult([_registry.engine_finding("unparsable-source", error, source, path,
-                                                     lang)])
+        return CheckResult(
+            [_registry.engine_finding("unparsable-source", error, source, path, lang)]
+        )
     result = CheckResult([])
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
@@ -177,8 +225,13 @@ def check_source(source: str, path: str, codes: frozenset[str], lang: str = "en"
     return result
 
 
-def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch,
-          skippable: tuple[frozenset[type], frozenset[str]], result: CheckResult) -> None:
+def _walk(
+    tree: ast.AST,
+    ctx: Context,
+    dispatch: Dispatch,
+    skippable: tuple[frozenset[type], frozenset[str]],
+    result: CheckResult,
+) -> None:
     """Pre-order, in source order. Statements and scopes are entered and left on the context
     (so `ctx.ancestors` holds the enclosing statements); expressions are only dispatched. Once
     a rule has built the whole file's index, the rest of the walk reads it (`_walk_index`)."""
@@ -215,12 +268,17 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch,
         if len(fields) == 1:  # most nodes: one child field, no list to build
             value = getattr(node, fields[0], None)
             if type(value) is list:
-                children = [v for v in value if v is not None and (
-                    type(v) not in skip or type(v) is name_type and v.id in wanted_ids)]
+                children = [
+                    v
+                    for v in value
+                    if v is not None
+                    and (type(v) not in skip or type(v) is name_type and v.id in wanted_ids)
+                ]
                 children.reverse()
                 extend(children)
-            elif value is not None and (type(value) not in skip
-                                        or type(value) is name_type and value.id in wanted_ids):
+            elif value is not None and (
+                type(value) not in skip or type(value) is name_type and value.id in wanted_ids
+            ):
                 push(value)
             continue
         children = []
@@ -228,17 +286,26 @@ def _walk(tree: ast.AST, ctx: Context, dispatch: Dispatch,
             value = getattr(node, name, None)
             if type(value) is list:
                 # None stands for a `**spread` entry's missing key in a dict display.
-                children.extend([v for v in value if v is not None and (
-                    type(v) not in skip or type(v) is name_type and v.id in wanted_ids)])
-            elif value is not None and (type(value) not in skip
-                                        or type(value) is name_type and value.id in wanted_ids):
+                children.extend(
+                    [
+                        v
+                        for v in value
+                        if v is not None
+                        and (type(v) not in skip or type(v) is name_type and v.id in wanted_ids)
+                    ]
+                )
+            elif value is not None and (
+                type(value) not in skip or type(value) is name_type and value.id in wanted_ids
+            ):
                 children.append(value)
         if children:
             children.reverse()
             extend(children)
 
 
-def _dispatch(node: ast.AST, kind: type, detectors: tuple, ctx: Context, result: CheckResult) -> None:
+def _dispatch(
+    node: ast.AST, kind: type, detectors: tuple, ctx: Context, result: CheckResult
+) -> None:
     """Run the detectors of `node`'s class: those for every node, and those for its name."""
     always, by_name = detectors
     if always:
@@ -248,8 +315,13 @@ def _dispatch(node: ast.AST, kind: type, detectors: tuple, ctx: Context, result:
         if kind is ast.Call:
             func = node.func
             func_type = type(func)
-            key = (func.attr if func_type is ast.Attribute
-                   else func.id if func_type is ast.Name else None)
+            key = (
+                func.attr
+                if func_type is ast.Attribute
+                else func.id
+                if func_type is ast.Name
+                else None
+            )
         elif kind is ast.Attribute:
             key = node.attr
         elif kind is ast.Name:
@@ -261,8 +333,14 @@ def _dispatch(node: ast.AST, kind: type, detectors: tuple, ctx: Context, result:
             _run_detectors(node, ctx, named, result)
 
 
-def _walk_index(found: FileIndex, current: ast.AST, ctx: Context, dispatch: Dispatch,
-                skippable: tuple[frozenset[type], frozenset[str]], result: CheckResult) -> None:
+def _walk_index(
+    found: FileIndex,
+    current: ast.AST,
+    ctx: Context,
+    dispatch: Dispatch,
+    skippable: tuple[frozenset[type], frozenset[str]],
+    result: CheckResult,
+) -> None:
     """The rest of `_walk` after the detectors of `current` have run, read from the whole
     file's index: its nodes are numbered in the order the walk meets them, and the nodes under
     each have consecutive numbers, so that a tracked node is left when the walk passes its end.
@@ -302,16 +380,23 @@ def _leave(ctx: Context, ancestors: list, open_ends: list, on_leave: Callable) -
         handler(ctx, node)
 
 
-def _walked_after(found: FileIndex, start: int, dispatch: Dispatch,
-                  skippable: tuple[frozenset[type], frozenset[str]]) -> list[int]:
+def _walked_after(
+    found: FileIndex,
+    start: int,
+    dispatch: Dispatch,
+    skippable: tuple[frozenset[type], frozenset[str]],
+) -> list[int]:
     """The numbers after `start` of the nodes `_walk` stops at (those with detectors, those the
     context tracks), last first, leaving out the parts of the tree it never enters."""
     skip, wanted_ids = skippable
-    lists = [numbers for cls, numbers in found.by_class.items()
-             if (cls in dispatch or cls in _TRACKED_CLASSES) and cls not in skip]
+    lists = [
+        numbers
+        for cls, numbers in found.by_class.items()
+        if (cls in dispatch or cls in _TRACKED_CLASSES) and cls not in skip
+    ]
     if ast.Name in skip:  # `Name`s are walked for the names detectors are keyed on only
         lists += [found.names[name] for name in wanted_ids if name in found.names]
-    numbers = sorted(at for numbers in lists for at in numbers[bisect_right(numbers, start):])
+    numbers = sorted(at for numbers in lists for at in numbers[bisect_right(numbers, start) :])
     unwalked = _unwalked(found, start)
     if unwalked:
         numbers = [at for at in numbers if at not in unwalked]
@@ -345,7 +430,8 @@ def _run_detectors(node: ast.AST, ctx: Context, detectors: list, result: CheckRe
         except Exception as error:  # a bug in one detector must not stop the others
             result.internal_errors.append(
                 f"{ctx.path}:{getattr(node, 'lineno', 0)}: internal error in {pitfall.name}: "
-                f"{type(error).__name__}: {error}")
+                f"{type(error).__name__}: {error}"
+            )
 
 
 @dataclass
@@ -355,16 +441,24 @@ class FixResult:
     remaining: CheckResult
 
 
-def fix_source(source: str, path: str, codes: frozenset[str], lang: str, unsafe: bool,
-               cells: Sequence[int] | None = None) -> FixResult:
+def fix_source(
+    source: str,
+    path: str,
+    codes: frozenset[str],
+    lang: str,
+    unsafe: bool,
+    cells: Sequence[int] | None = None,
+) -> FixResult:
     """Apply fixes until none is left; a pass whose result does not parse is not applied."""
+
     def parses(candidate: str, chosen: list[Finding], result: CheckResult) -> bool:
         try:
             ast.parse(candidate, filename=path)
         except (SyntaxError, ValueError):
             result.internal_errors.append(
                 f"{path}: fixes by {', '.join(sorted({f.name for f in chosen}))} produced code "
-                "that does not parse; left unchanged")
+                "that does not parse; left unchanged"
+            )
             return False
         return True
 

@@ -1,4 +1,5 @@
 """`torchdoctor check`: settings, discovery, checking, fixing and output, with exit codes."""
+
 from __future__ import annotations
 
 import gc
@@ -58,8 +59,16 @@ def run_check(args, lang_default: str) -> int:
         return EXIT_ERROR
     jobs = args.jobs or os.cpu_count() or 1
     with _progress_line(args, len(found.files)) as on_done:
-        outcomes = check_files(found.files, settings, job, jobs, use_cache=not args.no_cache,
-                               cwd=cwd, scopes=found.scopes, on_done=on_done)
+        outcomes = check_files(
+            found.files,
+            settings,
+            job,
+            jobs,
+            use_cache=not args.no_cache,
+            cwd=cwd,
+            scopes=found.scopes,
+            on_done=on_done,
+        )
     code = _report(outcomes, args, lang, {}, errors=len(found.errors))
     return EXIT_ERROR if found.errors else code
 
@@ -96,8 +105,14 @@ def _write_stdout_bytes(data: bytes, rest) -> None:
         raise OutputError(getattr(error, "strerror", None) or str(error)) from None
 
 
-def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str], stream=None,
-            errors: int = 0) -> int:
+def _report(
+    outcomes: list[FileOutcome],
+    args,
+    lang: str,
+    texts: dict[str, str],
+    stream=None,
+    errors: int = 0,
+) -> int:
     """Print the findings; `errors` counts the paths that could not be checked at all."""
     stream = stream or sys.stdout
     errors += sum(len(o.internal_errors) for o in outcomes)
@@ -127,8 +142,9 @@ def _report(outcomes: list[FileOutcome], args, lang: str, texts: dict[str, str],
     else:
         lines = _SourceLines(texts)
         color = _use_color(stream)
-        stream.write(render.render_text(findings, lines.get, lang, color=color, fixed=fixed,
-                                        errors=errors))
+        stream.write(
+            render.render_text(findings, lines.get, lang, color=color, fixed=fixed, errors=errors)
+        )
     return _exit_code(outcomes, EXIT_FINDINGS if findings else EXIT_CLEAN)
 
 
@@ -205,4 +221,3 @@ def _split(values: list[str] | None) -> list[str]:
     for value in values or []:
         out += [v.strip() for v in value.split(",") if v.strip()]
     return out
-

@@ -1,4 +1,5 @@
 """Settings for `check`: `[tool.torchdoctor]` in pyproject.toml, then the command line."""
+
 from __future__ import annotations
 
 import re
@@ -24,9 +25,18 @@ else:  # pragma: no cover - Python 3.10
 # A pyproject.toml that configures torchdoctor: `[tool.torchdoctor...]`, `tool.torchdoctor.x = `,
 # or `torchdoctor = ` / `torchdoctor.x = ` under [tool] (not a dependency like "torchdoctor==1").
 _MENTIONS_TORCHDOCTOR = re.compile(
-    rb"tool\s*\.\s*[\"']?torchdoctor\b|^[ \t]*[\"']?torchdoctor[\"']?[ \t]*(\.|=(?!=))", re.MULTILINE)
-KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-              "lang"}
+    rb"tool\s*\.\s*[\"']?torchdoctor\b|^[ \t]*[\"']?torchdoctor[\"']?[ \t]*(\.|=(?!=))",
+    re.MULTILINE,
+)
+KNOWN_KEYS = {
+    "select",
+    "ignore",
+    "extend-select",
+    "exclude",
+    "extend-exclude",
+    "per-file-ignores",
+    "lang",
+}
 
 
 @dataclass
@@ -51,8 +61,10 @@ class Settings:
     @cached_property
     def per_file_ignore_matcher(self):
         """(path relative to root) -> codes ignored there; built once per run."""
-        rules = [(pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), resolve(selectors))
-                 for pattern, selectors in self.per_file_ignores.items()]
+        rules = [
+            (pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), resolve(selectors))
+            for pattern, selectors in self.per_file_ignores.items()
+        ]
 
         def ignored(relative_path: str) -> frozenset[str]:
             codes: set[str] = set()
@@ -93,10 +105,14 @@ def load(config_file: Path | None, cwd: Path) -> Settings:
         return Settings(root=cwd.resolve())
     table = _read_tool_tables(config_file).get("torchdoctor", {})
     if not isinstance(table, dict):
-        raise UsageError(f"{config_file}: [tool.torchdoctor] must be a table, not {_toml_type(table)}")
+        raise UsageError(
+            f"{config_file}: [tool.torchdoctor] must be a table, not {_toml_type(table)}"
+        )
     unknown = set(table) - KNOWN_KEYS
     if unknown:
-        raise UsageError(f"{config_file}: unknown key(s) in [tool.torchdoctor]: {', '.join(sorted(unknown))}")
+        raise UsageError(
+            f"{config_file}: unknown key(s) in [tool.torchdoctor]: {', '.join(sorted(unknown))}"
+        )
     settings = Settings(root=config_file.parent.resolve(), config_file=config_file)
     if "select" in table:
         settings.select = _string_list(table, "select", config_file)
@@ -141,12 +157,15 @@ def _strings(value: object, key: str, path: Path) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list):
-        raise UsageError(f"{path}: [tool.torchdoctor] {key} must be a list of strings, "
-                         f"not {_toml_type(value)}")
+        raise UsageError(
+            f"{path}: [tool.torchdoctor] {key} must be a list of strings, not {_toml_type(value)}"
+        )
     wrong = next((v for v in value if not isinstance(v, str)), None)
     if wrong is not None:
-        raise UsageError(f"{path}: [tool.torchdoctor] {key} must be a list of strings, "
-                         f"not a list holding {_toml_type(wrong)}")
+        raise UsageError(
+            f"{path}: [tool.torchdoctor] {key} must be a list of strings, "
+            f"not a list holding {_toml_type(wrong)}"
+        )
     return value
 
 
@@ -154,8 +173,10 @@ def _per_file_ignores(table: dict, path: Path) -> dict[str, list[str]]:
     value = table.get("per-file-ignores", {})
     expected = "a table of glob patterns to lists of rules"
     if not isinstance(value, dict):
-        raise UsageError(f"{path}: [tool.torchdoctor] per-file-ignores must be {expected}, "
-                         f"not {_toml_type(value)}")
+        raise UsageError(
+            f"{path}: [tool.torchdoctor] per-file-ignores must be {expected}, "
+            f"not {_toml_type(value)}"
+        )
     ignores = {}
     for pattern, rules in value.items():
         compile_patterns([pattern], f"{path}: [tool.torchdoctor] per-file-ignores")
@@ -167,15 +188,23 @@ def _lang(table: dict, path: Path) -> str | None:
     value = table.get("lang")
     if value is not None and value not in LANGS:
         shown = repr(value) if isinstance(value, str) else _toml_type(value)
-        raise UsageError(f"{path}: [tool.torchdoctor] lang must be one of "
-                         f"{', '.join(map(repr, LANGS))}, not {shown}")
+        raise UsageError(
+            f"{path}: [tool.torchdoctor] lang must be one of "
+            f"{', '.join(map(repr, LANGS))}, not {shown}"
+        )
     return value
 
 
 def _toml_type(value: object) -> str:
     """What a TOML value is, in TOML's words."""
-    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
-                       (str, "a string"), (list, "an array"), (dict, "a table")):
+    for kind, name in (
+        (bool, "a boolean"),
+        (int, "an integer"),
+        (float, "a float"),
+        (str, "a string"),
+        (list, "an array"),
+        (dict, "a table"),
+    ):
         if isinstance(value, kind):
             return name
     return "a date or time"

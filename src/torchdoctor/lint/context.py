@@ -3,6 +3,7 @@
 The checker walks the tree once, in source order, and tells the context about each binding as
 it passes, so a detector that looks at a node sees the bindings made before it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,7 +29,8 @@ class Kind(enum.Enum):
 
 
 # torch functions that return a tensor (the common ones; unlisted functions are UNKNOWN).
-TENSOR_FUNCTIONS = frozenset("""
+TENSOR_FUNCTIONS = frozenset(
+    """
 tensor as_tensor from_numpy asarray frombuffer zeros ones empty full eye arange linspace logspace
 rand randn randint randperm rand_like randn_like randint_like zeros_like ones_like empty_like
 full_like normal bernoulli multinomial poisson stack cat concat concatenate hstack vstack
@@ -36,17 +38,20 @@ where matmul mm bmm einsum softmax log_softmax sigmoid tanh relu exp log sqrt ab
 max min argmax argmin clamp clip flatten reshape transpose permute squeeze unsqueeze
 gather scatter index_select masked_select tril triu cumsum cumprod outer cdist sort topk
 chunk_cat diag diagonal flip roll repeat_interleave tile broadcast_to
-""".split())
+""".split()
+)
 
 # Tensor methods whose result is again a tensor.
-TENSOR_METHODS = frozenset("""
+TENSOR_METHODS = frozenset(
+    """
 to cuda cpu float half double long int short bool byte char bfloat16 type type_as
 view view_as reshape reshape_as permute transpose t contiguous detach clone clamp clamp_
 squeeze unsqueeze flatten expand expand_as repeat narrow select index_select gather
 sum mean std var max min abs exp log sqrt pow softmax log_softmax sigmoid tanh relu
 argmax argmin masked_fill masked_fill_ add sub mul div matmul mm bmm neg round floor ceil
 requires_grad_ pin_memory unfold
-""".split())
+""".split()
+)
 
 # Module methods that return the module itself.
 MODULE_SELF_METHODS = frozenset(
@@ -91,8 +96,14 @@ class Scope:
 class Context:
     """Per-file knowledge shared by all detectors."""
 
-    def __init__(self, path: str, source: str, tree: ast.Module, lang: str = "en",
-                 cells: Sequence[int] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        source: str,
+        tree: ast.Module,
+        lang: str = "en",
+        cells: Sequence[int] | None = None,
+    ) -> None:
         self.path = path
         self.source = source
         self.tree = tree
@@ -207,7 +218,11 @@ class Context:
         return found
 
     def _unary_kind(self, expr: ast.UnaryOp) -> Kind:
-        return Kind.UNKNOWN if isinstance(expr.op, ast.Not) else self._tensor_like(self.kind_of(expr.operand))
+        return (
+            Kind.UNKNOWN
+            if isinstance(expr.op, ast.Not)
+            else self._tensor_like(self.kind_of(expr.operand))
+        )
 
     def _subscript_kind(self, expr: ast.Subscript) -> Kind:
         return self._tensor_like(self.kind_of(expr.value))
@@ -225,7 +240,10 @@ class Context:
             if cls is not None:
                 return self._attribute_kinds.get(cls, {}).get(expr.attr, Kind.UNKNOWN)
             return Kind.UNKNOWN
-        if expr.attr in ("T", "mT", "H", "data", "grad") and self.kind_of(expr.value) is Kind.TENSOR:
+        if (
+            expr.attr in ("T", "mT", "H", "data", "grad")
+            and self.kind_of(expr.value) is Kind.TENSOR
+        ):
             return Kind.TENSOR
         if expr.attr == "module" and self.kind_of(expr.value) is Kind.MODULE:
             return Kind.MODULE
@@ -302,7 +320,11 @@ class Context:
         qualname = self.qualname(annotation)
         if qualname in _ANNOTATION_KINDS:
             return _ANNOTATION_KINDS[qualname]
-        if qualname and qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] == "Module":
+        if (
+            qualname
+            and qualname.startswith("torch.nn.")
+            and qualname.rpartition(".")[2] == "Module"
+        ):
             return Kind.MODULE
         if isinstance(annotation, ast.Name):
             cls = self._local_class(annotation.id)
@@ -382,7 +404,9 @@ class Context:
             return None
         return self.block_position(self.ancestors[-1], self.ancestors[-2])
 
-    def block_position(self, statement: ast.AST, owner: ast.AST) -> tuple[list[ast.stmt], int] | None:
+    def block_position(
+        self, statement: ast.AST, owner: ast.AST
+    ) -> tuple[list[ast.stmt], int] | None:
         """The statement list of `owner` (its body, else or finally block) holding `statement`,
         and its index in it. Each owner's blocks are indexed once, not searched per question."""
         positions = self._block_positions.get(owner)
@@ -413,10 +437,13 @@ class Context:
 
         shown = set()
         for statement, following in zip(body, [*body[1:], None]):
-            if type(statement) is not ast.Expr or (following is not None
-                                                   and cell(following) == cell(statement)):
+            if type(statement) is not ast.Expr or (
+                following is not None and cell(following) == cell(statement)
+            ):
                 continue
-            end = self.offset(statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+            end = self.offset(
+                statement.end_lineno or statement.lineno, statement.end_col_offset or 0
+            )
             if not self.source[end:].partition("\n")[0].lstrip().startswith(";"):
                 shown.add(id(statement))
         return frozenset(shown)
@@ -426,12 +453,18 @@ class Context:
         if line - 1 >= len(self.lines):
             return len(self.source)
         text = self.lines[line - 1]
-        col = byte_col if text.isascii() else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        col = (
+            byte_col
+            if text.isascii()
+            else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        )
         return self._line_starts[line - 1] + col
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.offset(node.lineno, node.col_offset),
-                self.offset(node.end_lineno, node.end_col_offset))
+        return (
+            self.offset(node.lineno, node.col_offset),
+            self.offset(node.end_lineno, node.end_col_offset),
+        )
 
     def text(self, node: ast.AST) -> str:
         start, end = self.span(node)
@@ -449,24 +482,40 @@ class Context:
     def replace(self, node: ast.AST, content: str) -> Edit:
         return self.edit(*self.span(node), content)
 
-    def fix(self, pitfall: Pitfall, applicability: str, *edits: Edit, title: dict | None = None) -> Fix:
+    def fix(
+        self, pitfall: Pitfall, applicability: str, *edits: Edit, title: dict | None = None
+    ) -> Fix:
         from torchdoctor.catalog._model import pick
 
         text = title or pitfall.fix_title or {"en": "Apply the suggested fix"}
         return Fix(applicability, pick(text, self.lang), tuple(edits), titles=text)
 
-    def finding(self, pitfall: Pitfall, node: ast.AST, variant: str = "", *, fix: Fix | None = None,
-                end_node: ast.AST | None = None, **fields: object) -> Finding:
+    def finding(
+        self,
+        pitfall: Pitfall,
+        node: ast.AST,
+        variant: str = "",
+        *,
+        fix: Fix | None = None,
+        end_node: ast.AST | None = None,
+        **fields: object,
+    ) -> Finding:
         last = end_node or node
         start = self.offset(node.lineno, node.col_offset)
         end = self.offset(last.end_lineno, last.end_col_offset)
         line, column = self.position(start)
         end_line, end_column = self.position(end)
         return Finding(
-            code=pitfall.code, name=pitfall.name,
+            code=pitfall.code,
+            name=pitfall.name,
             message=pitfall.message(variant, self.lang, **fields),
-            path=self.path, line=line, column=column, end_line=end_line, end_column=end_column,
-            fix=fix, template=(variant, fields),
+            path=self.path,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            fix=fix,
+            template=(variant, fields),
         )
 
     # ---- bindings (called by the checker while it walks) -------------------------------------
@@ -531,10 +580,15 @@ class Context:
         if isinstance(value, (ast.Tuple, ast.List)) or isinstance(returned, tuple):
             # `images, labels = images.cuda(), labels.cuda()` or `a, b = make_pair()`:
             # element by element.
-            kinds = returned if isinstance(returned, tuple) else [self.kind_of(e) for e in value.elts]
+            kinds = (
+                returned if isinstance(returned, tuple) else [self.kind_of(e) for e in value.elts]
+            )
             for target in node.targets:
-                if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(kinds) \
-                        and not any(isinstance(e, ast.Starred) for e in target.elts):
+                if (
+                    isinstance(target, (ast.Tuple, ast.List))
+                    and len(target.elts) == len(kinds)
+                    and not any(isinstance(e, ast.Starred) for e in target.elts)
+                ):
                     for element, kind in zip(target.elts, kinds):
                         self._bind_target(element, kind)
                 else:
@@ -568,7 +622,9 @@ class Context:
         source = self.kind_of(loop.iter)
         if source is Kind.LOADER and isinstance(loop.target, (ast.Tuple, ast.List)):
             for element in loop.target.elts:
-                self._bind_target(element, Kind.TENSOR if isinstance(element, ast.Name) else Kind.UNKNOWN)
+                self._bind_target(
+                    element, Kind.TENSOR if isinstance(element, ast.Name) else Kind.UNKNOWN
+                )
         else:
             self._bind_target(loop.target, Kind.UNKNOWN)
 
@@ -598,8 +654,11 @@ class Context:
                 self._bind_target(element, Kind.UNKNOWN)
         elif isinstance(target, ast.Starred):
             self._bind_target(target.value, Kind.UNKNOWN)
-        elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-              and target.value.id == "self"):
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
             cls = self.enclosing_class()
             if cls is not None:
                 kinds = self._attribute_kinds.setdefault(cls, {})
@@ -647,6 +706,7 @@ def per_file(func):
     """Memoize `func(ctx, *args)` while one file is checked. The memo lives on that file's
     Context, so no tree outlives its check. (Rules call these memos for most nodes they look
     at: a hit is one attribute and two dictionary look-ups.)"""
+
     @wraps(func)
     def memoized(ctx: Context, *args):
         memo = ctx.memos.get(memoized)
@@ -685,8 +745,11 @@ def _classes_with_blocks() -> dict[type, tuple[str, ...]]:
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
-        blocks = tuple(name for name in ("body", "orelse", "finalbody", "handlers", "cases")
-                       if name in cls._fields)
+        blocks = tuple(
+            name
+            for name in ("body", "orelse", "finalbody", "handlers", "cases")
+            if name in cls._fields
+        )
         if blocks and not issubclass(cls, _NESTED_SCOPES):
             found[cls] = blocks
     return found

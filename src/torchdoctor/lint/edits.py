@@ -1,4 +1,5 @@
 """Applying fixes: text edits over source spans, never overlapping, re-parsed after."""
+
 from __future__ import annotations
 
 from torchdoctor.report.finding import Finding
@@ -11,8 +12,10 @@ def select_fixes(findings: list[Finding], unsafe: bool) -> list[Finding]:
     allowed = APPLICABLE[unsafe]
     chosen: list[Finding] = []
     taken: list[tuple[int, int]] = []
-    for finding in sorted((f for f in findings if f.fix and f.fix.applicability in allowed),
-                          key=lambda f: min(e.start for e in f.fix.edits)):
+    for finding in sorted(
+        (f for f in findings if f.fix and f.fix.applicability in allowed),
+        key=lambda f: min(e.start for e in f.fix.edits),
+    ):
         spans = [(e.start, e.end) for e in finding.fix.edits]
         if any(_overlaps(span, other) for span in spans for other in taken):
             continue  # applied on a later pass, once the first fix is in
@@ -25,7 +28,7 @@ def apply_edits(source: str, findings: list[Finding]) -> str:
     edits = sorted((e for f in findings for e in f.fix.edits), key=lambda e: (e.start, e.end))
     parts, cursor = [], 0
     for edit in edits:
-        parts.append(source[cursor:edit.start])
+        parts.append(source[cursor : edit.start])
         parts.append(edit.content)
         cursor = edit.end
     parts.append(source[cursor:])

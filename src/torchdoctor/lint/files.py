@@ -1,4 +1,5 @@
 """Which files to check: discovery under directories, respecting .gitignore and excludes."""
+
 from __future__ import annotations
 
 import os
@@ -14,11 +15,27 @@ from torchdoctor.user_files import read_regular_file
 # Python, notebooks, and the C++/CUDA sources of extensions that live next to Python code.
 SOURCE_SUFFIXES = (".py", ".ipynb", ".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 # Never worth descending into: VCS data, caches, virtualenvs, build output.
-SKIPPED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".torchdoctor_cache", ".tox", ".nox", ".venv", "venv", ".eggs", "node_modules",
-    "build", "site-packages", ".ipynb_checkpoints",
-})
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".torchdoctor_cache",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        ".eggs",
+        "node_modules",
+        "build",
+        "site-packages",
+        ".ipynb_checkpoints",
+    }
+)
 
 
 @dataclass
@@ -43,7 +60,9 @@ def compile_patterns(patterns: list[str], what: str) -> pathspec.PathSpec:
         raise UsageError(f"{what}: invalid pattern {bad!r}") from None
 
 
-def discover(paths: list[str], exclude: list[str], root: Path, force_exclude: bool = False) -> Discovery:
+def discover(
+    paths: list[str], exclude: list[str], root: Path, force_exclude: bool = False
+) -> Discovery:
     """The files to check. Explicit file arguments are always checked, unless `force_exclude`
     (pre-commit passes every changed file by name); what is not a regular file (a FIFO, a
     device) is kept for the reader to report."""
@@ -91,8 +110,10 @@ def _walk(top: Path, raw: str, excluded: pathspec.PathSpec, root: Path, errors: 
                 entries = list(listing)
         except OSError as error:
             shown = os.path.normpath(os.path.join(raw, os.path.relpath(here, top)))
-            errors.append(f"{shown}: cannot list this directory ({_reason(error)}); "
-                          "the files under it were not checked")
+            errors.append(
+                f"{shown}: cannot list this directory ({_reason(error)}); "
+                "the files under it were not checked"
+            )
             continue
         spec = _read_gitignore(here)
         if spec is not None:
@@ -100,12 +121,16 @@ def _walk(top: Path, raw: str, excluded: pathspec.PathSpec, root: Path, errors: 
         for entry in entries:
             child = here / entry.name
             if _is_directory(entry):  # a link to a directory is neither walked nor checked
-                if (not entry.is_symlink() and entry.name not in SKIPPED_DIRS
-                        and not os.path.exists(child / "pyvenv.cfg")
-                        and not _ignored(child, True, ignores, excluded, root)):
+                if (
+                    not entry.is_symlink()
+                    and entry.name not in SKIPPED_DIRS
+                    and not os.path.exists(child / "pyvenv.cfg")
+                    and not _ignored(child, True, ignores, excluded, root)
+                ):
                     pending.append((child, ignores))
-            elif entry.name.endswith(SOURCE_SUFFIXES) and not _ignored(child, False, ignores,
-                                                                        excluded, root):
+            elif entry.name.endswith(SOURCE_SUFFIXES) and not _ignored(
+                child, False, ignores, excluded, root
+            ):
                 yield child, entry.is_symlink()
 
 
@@ -126,7 +151,9 @@ def _ignored(path: Path, is_dir: bool, ignores, excluded: pathspec.PathSpec, roo
     if root == path or root in path.parents:
         if excluded.match_file(path.relative_to(root).as_posix() + suffix):
             return True
-    return any(spec.match_file(path.relative_to(base).as_posix() + suffix) for base, spec in ignores)
+    return any(
+        spec.match_file(path.relative_to(base).as_posix() + suffix) for base, spec in ignores
+    )
 
 
 def _read_gitignore(directory: Path) -> pathspec.PathSpec | None:
@@ -137,7 +164,9 @@ def _read_gitignore(directory: Path) -> pathspec.PathSpec | None:
     try:
         return pathspec.PathSpec.from_lines("gitwildmatch", lines)
     except ValueError:  # git skips the patterns it cannot parse; so do we
-        return pathspec.PathSpec.from_lines("gitwildmatch", [line for line in lines if _parses(line)])
+        return pathspec.PathSpec.from_lines(
+            "gitwildmatch", [line for line in lines if _parses(line)]
+        )
 
 
 def _parses(pattern: str) -> bool:

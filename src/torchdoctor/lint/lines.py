@@ -6,6 +6,7 @@ which Python reads as ordinary characters (in comments and strings, or \\f as in
 position mapped through it points at the wrong text, and a fix lands on the wrong line. Every
 mapping between (line, column) and offsets, and every excerpt, splits lines here.
 """
+
 from __future__ import annotations
 
 import io

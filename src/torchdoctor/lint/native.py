@@ -3,6 +3,7 @@
 There is no C++ parser here on purpose: the pitfalls are removed API names, which a token
 scan finds reliably once comments and string literals can no longer match.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,14 +27,17 @@ NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 # the <header> of an include directive (a path, not code). An unterminated comment or raw string
 # runs to the end of the file, as the compiler reads it: matching it whole keeps the scan linear
 # (a failed match for each `R"(` would rescan the rest of the file).
-_NOISE = re.compile(r"""
+_NOISE = re.compile(
+    r"""
       (?P<include>^[ \t]*\#[ \t]*include[ \t]*)<[^>\n]*>
     | //[^\n]*
     | /\*.*?(?:\*/|\Z)
     | R"(?P<delim>[^()\\\s]{0,16})\(.*?(?:\)(?P=delim)"|\Z)
     | "(?:\\.|[^"\\\n])*"?
     | '(?:\\.|[^'\\\n])*'?
-""", re.S | re.X | re.M)
+""",
+    re.S | re.X | re.M,
+)
 
 
 def is_native(path: str) -> bool:
@@ -43,9 +47,10 @@ def is_native(path: str) -> bool:
 def blank_noise(text: str) -> str:
     """`text` with comments and literals replaced by spaces (line breaks kept): same length, same
     offsets, so a match in the result is a position in the file."""
+
     def blank(match: re.Match) -> str:
         keep = match.group("include") or ""
-        return keep + re.sub(r"[^\r\n]", " ", match.group()[len(keep):])
+        return keep + re.sub(r"[^\r\n]", " ", match.group()[len(keep) :])
 
     return _NOISE.sub(blank, text)
 
@@ -73,23 +78,43 @@ class NativeSource:
         return Edit(start, end, content, *self.position(start), *self.position(end))
 
     def fix(self, pitfall: Pitfall, applicability: str, *edits: Edit) -> Fix:
-        return Fix(applicability, pick(pitfall.fix_title, self.lang), edits, titles=pitfall.fix_title)
+        return Fix(
+            applicability, pick(pitfall.fix_title, self.lang), edits, titles=pitfall.fix_title
+        )
 
-    def finding(self, pitfall: Pitfall, start: int, end: int, variant: str = "", *,
-                fix: Fix | None = None, **fields: object) -> Finding:
+    def finding(
+        self,
+        pitfall: Pitfall,
+        start: int,
+        end: int,
+        variant: str = "",
+        *,
+        fix: Fix | None = None,
+        **fields: object,
+    ) -> Finding:
         line, column = self.position(start)
         end_line, end_column = self.position(end)
-        return Finding(pitfall.code, pitfall.name, pitfall.message(variant, self.lang, **fields),
-                       path=self.path, line=line, column=column, end_line=end_line,
-                       end_column=end_column, fix=fix, template=(variant, fields))
+        return Finding(
+            pitfall.code,
+            pitfall.name,
+            pitfall.message(variant, self.lang, **fields),
+            path=self.path,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            fix=fix,
+            template=(variant, fields),
+        )
 
 
 def check_native(text: str, path: str, codes: frozenset[str], lang: str = "en") -> CheckResult:
     from torchdoctor.lint.checker import CheckResult
 
     result = CheckResult([])
-    scanners = [(p, scan) for p in _registry.all_pitfalls() if p.code in codes
-                for scan in p.native_scanners]
+    scanners = [
+        (p, scan) for p in _registry.all_pitfalls() if p.code in codes for scan in p.native_scanners
+    ]
     if not scanners:
         return result
     source = NativeSource(path, text, blank_noise(text), lang)
@@ -108,5 +133,8 @@ def fix_native(text: str, path: str, codes: frozenset[str], lang: str, unsafe: b
     """Apply fixes until none is left. C++ is not re-parsed: the fixes are token renames."""
     from torchdoctor.lint.checker import MAX_FIX_PASSES, FixResult
 
-    return FixResult(*fix_until_stable(text, lambda source: check_native(source, path, codes, lang),
-                                       unsafe, MAX_FIX_PASSES))
+    return FixResult(
+        *fix_until_stable(
+            text, lambda source: check_native(source, path, codes, lang), unsafe, MAX_FIX_PASSES
+        )
+    )

@@ -1,4 +1,5 @@
 """What lies next to a checked file, for rules whose findings depend on it (TD703)."""
+
 from __future__ import annotations
 
 import os

@@ -1,12 +1,15 @@
 """Inline suppression: `# noqa`, `# noqa: TD001`, `# noqa: tensor-result-discarded, TD201`
 (`// noqa: TD707` in C++/CUDA sources)."""
+
 from __future__ import annotations
 
 import re
 
 from torchdoctor.report.finding import Finding
 
-_NOQA = re.compile(r"(?:#|//)\s*noqa(?:\s*:\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE)
+_NOQA = re.compile(
+    r"(?:#|//)\s*noqa(?:\s*:\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE
+)
 
 
 def suppressions(line: str) -> set[str] | None:
@@ -19,8 +22,10 @@ def suppressions(line: str) -> set[str] | None:
     codes = match.group("codes")
     if not codes:
         return set()
-    return {c.strip().upper() if c.strip().upper().startswith("TD") else c.strip()
-            for c in codes.split(",")}
+    return {
+        c.strip().upper() if c.strip().upper().startswith("TD") else c.strip()
+        for c in codes.split(",")
+    }
 
 
 def is_suppressed(finding: Finding, lines: list[str]) -> bool:

@@ -7,6 +7,7 @@ when the notebook is written. Cells are numbered from 1 among all cells, as they
 notebook. A fix rewrites only the `"source"` values of the cells it changed, spliced into the
 file's own JSON text: every other byte of the file stays as it was.
 """
+
 from __future__ import annotations
 
 import ast
@@ -63,8 +64,9 @@ def load(text: str) -> Notebook:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise UnreadableFile(f"notebook is not valid JSON (line {error.lineno}, column "
-                             f"{error.colno}: {error.msg})") from None
+        raise UnreadableFile(
+            f"notebook is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        ) from None
     except RecursionError:
         raise UnreadableFile("notebook JSON is nested too deeply to read") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
@@ -117,13 +119,16 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
     return lines
 
 
-def broken_cells(notebook: Notebook, path: str,
-                 lang: str) -> tuple[frozenset[int], list[Finding], ast.Module | None]:
+def broken_cells(
+    notebook: Notebook, path: str, lang: str
+) -> tuple[frozenset[int], list[Finding], ast.Module | None]:
     """Cells that cannot be checked, each reported once: code cells that cannot be read, and
     cells that do not parse (each parsed alone, once). The rest of the notebook is still checked.
     When every cell parses, one parse of them all shows it, and its tree is given too."""
-    findings = [engine_finding("unreadable-source", reason, path, lang, cell=number)
-                for number, reason in notebook.unreadable.items()]
+    findings = [
+        engine_finding("unreadable-source", reason, path, lang, cell=number)
+        for number, reason in notebook.unreadable.items()
+    ]
     skipped = set(notebook.unreadable)
     tree = _tree_if_every_cell_parses(notebook)
     if tree is not None:
@@ -148,7 +153,10 @@ def _tree_if_every_cell_parses(notebook: Notebook) -> ast.Module | None:
     None otherwise, or when a cell ends in a backslash, which would continue its last line
     into the next cell."""
     join_cells(notebook)
-    if any(lines and lines[-1].rstrip("\r\n").endswith("\\") for lines in notebook.python_lines.values()):
+    if any(
+        lines and lines[-1].rstrip("\r\n").endswith("\\")
+        for lines in notebook.python_lines.values()
+    ):
         return None
     try:
         tree = ast.parse(notebook.source)
@@ -156,7 +164,9 @@ def _tree_if_every_cell_parses(notebook: Notebook) -> ast.Module | None:
         return None
     boundaries = [line for line, (_, index) in enumerate(notebook.line_map, start=1) if index == 0]
     for statement in tree.body:
-        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        first = min(
+            [statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))]
+        )
         after = bisect_right(boundaries, first)
         if after < len(boundaries) and boundaries[after] < statement.end_lineno:
             return None
@@ -189,8 +199,14 @@ def locate(finding: Finding, notebook: Notebook) -> Finding:
     finding.end_line = end[1] if end[0] == start[0] and end[1] else finding.line
     if finding.fix:
         # Offsets stay those of the joined cells; lines are given within the cell.
-        edits = tuple(replace(e, line=_cell_line(notebook, e.line)[1],
-                              end_line=_cell_line(notebook, e.end_line)[1]) for e in finding.fix.edits)
+        edits = tuple(
+            replace(
+                e,
+                line=_cell_line(notebook, e.line)[1],
+                end_line=_cell_line(notebook, e.end_line)[1],
+            )
+            for e in finding.fix.edits
+        )
         finding.fix = replace(finding.fix, edits=edits)
     return finding
 
@@ -230,6 +246,7 @@ def _restore_magics(chunk: str, notebook: Notebook) -> str:
 
 # ---- writing: only the changed "source" values, in the file's own JSON text ----------------
 
+
 def _splice_sources(text: str, changed: dict[int, str]) -> str:
     """`text` with the `"source"` value of each changed cell (by number) replaced."""
     ascii_only = text.isascii()  # a file written with \\u escapes keeps them
@@ -253,27 +270,39 @@ def _encode_source(new: str, old: str, ascii_only: bool) -> str:
     spans = _array_elements(old, 0)
     elements = [scanstring(old, start + 1)[0] for start, _ in spans]
     head, cursor = 0, 0  # whole leading lines kept
-    while (head < len(elements) and new.startswith(elements[head], cursor)
-           and (elements[head][-1:] in _LIST_BREAKS or cursor + len(elements[head]) == len(new))):
+    while (
+        head < len(elements)
+        and new.startswith(elements[head], cursor)
+        and (elements[head][-1:] in _LIST_BREAKS or cursor + len(elements[head]) == len(new))
+    ):
         cursor += len(elements[head])
         head += 1
     tail, stop = 0, len(new)  # whole trailing lines kept
     for element in reversed(elements[head:]):
         start = stop - len(element)
-        if (start < cursor or not new.startswith(element, start)
-                or start and new[start - 1] not in _LIST_BREAKS):
+        if (
+            start < cursor
+            or not new.startswith(element, start)
+            or start
+            and new[start - 1] not in _LIST_BREAKS
+        ):
             break
         stop, tail = start, tail + 1
     # The changed lines split as nbformat splits them (str.splitlines).
-    middle = [json.dumps(line, ensure_ascii=ascii_only)
-              for line in new[cursor:stop].splitlines(keepends=True)]
-    pieces = ([old[start:end] for start, end in spans[:head]] + middle
-              + [old[start:end] for start, end in spans[len(spans) - tail:]])
+    middle = [
+        json.dumps(line, ensure_ascii=ascii_only)
+        for line in new[cursor:stop].splitlines(keepends=True)
+    ]
+    pieces = (
+        [old[start:end] for start, end in spans[:head]]
+        + middle
+        + [old[start:end] for start, end in spans[len(spans) - tail :]]
+    )
     if not pieces:
         return "[]"
-    opening = old[1:spans[0][0]] if spans else ""
-    closing = old[spans[-1][1]:-1] if spans else ""
-    separator = old[spans[0][1]:spans[1][0]] if len(spans) > 1 else "," + opening
+    opening = old[1 : spans[0][0]] if spans else ""
+    closing = old[spans[-1][1] : -1] if spans else ""
+    separator = old[spans[0][1] : spans[1][0]] if len(spans) > 1 else "," + opening
     return "[" + opening + separator.join(pieces) + closing + "]"
 
 

@@ -2,6 +2,7 @@
 statements after the one it looks at, every call of a scope or every use of a name reads a
 slice of the index instead of walking the tree again, so that no check grows quadratically
 with the size of a block or a file, and rules that each need such facts share one walk."""
+
 from __future__ import annotations
 
 import ast
@@ -16,10 +17,28 @@ from torchdoctor.lint.context import Context, per_file
 
 # Fields that never hold a node with a name in it: identifiers, constants, operators and the
 # Load/Store markers. (`names` holds nodes only in imports; `name` only in 3.12's `type X`.)
-_NO_NAMES = frozenset({
-    "ctx", "op", "ops", "id", "attr", "arg", "module", "level", "asname", "conversion", "kind",
-    "is_async", "type_comment", "type_ignores", "kwd_attrs", "rest", "simple", "tag",
-})
+_NO_NAMES = frozenset(
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "attr",
+        "arg",
+        "module",
+        "level",
+        "asname",
+        "conversion",
+        "kind",
+        "is_async",
+        "type_comment",
+        "type_ignores",
+        "kwd_attrs",
+        "rest",
+        "simple",
+        "tag",
+    }
+)
 _VALUE_IS_CONSTANT = (ast.Constant, ast.MatchSingleton)
 # Nodes whose inside is a scope of its own: the node itself belongs to the scope around it.
 SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -38,16 +57,22 @@ def node_classes() -> list[type]:
 def _node_fields(cls: type) -> tuple[str, ...]:
     if issubclass(cls, _VALUE_IS_CONSTANT):
         return ()
-    return tuple(f for f in cls._fields if f not in _NO_NAMES
-                 and (f != "name" or cls.__name__ == "TypeAlias")
-                 and (f != "names" or cls in (ast.Import, ast.ImportFrom)))
+    return tuple(
+        f
+        for f in cls._fields
+        if f not in _NO_NAMES
+        and (f != "name" or cls.__name__ == "TypeAlias")
+        and (f != "names" or cls in (ast.Import, ast.ImportFrom))
+    )
 
 
 # Per node class, computed once: the fields a walk descends into; and for the classes that
 # have some, a function reading them all (a tuple, or the value of the only one), and whether
 # there is only one.
 _FIELDS = {cls: _node_fields(cls) for cls in node_classes()}
-_GETTERS = {cls: (attrgetter(*fields), len(fields) == 1) for cls, fields in _FIELDS.items() if fields}
+_GETTERS = {
+    cls: (attrgetter(*fields), len(fields) == 1) for cls, fields in _FIELDS.items() if fields
+}
 
 
 def indexed_fields(cls: type) -> tuple[str, ...]:
@@ -88,7 +113,9 @@ class FileIndex:
         self.above: list[int] = []  # the number of each node's parent (-1 for the roots)
         self.by_class: dict[type, list[int]] = defaultdict(list)
         self.names: dict[str, list[int]] = defaultdict(list)  # the `Name` nodes of each identifier
-        self.attributes: dict[str, list[int]] = defaultdict(list)  # ... `Attribute` nodes of each name
+        self.attributes: dict[str, list[int]] = defaultdict(
+            list
+        )  # ... `Attribute` nodes of each name
         self.stored: dict[str, list[int]] = {}  # ... those that store or delete it
         self.declared: dict[str, list[int]] = {}  # `global`/`nonlocal` statements naming it
         # `x.add_(...)`, `x.data = ...`: attributes that may change `x` in place.
@@ -132,7 +159,9 @@ class FileIndex:
             if kind is ast.Attribute:
                 attributes[node.attr].append(at)
                 value = node.value
-                if type(value) is ast.Name and (node.attr.endswith("_") or type(node.ctx) is not ast.Load):
+                if type(value) is ast.Name and (
+                    node.attr.endswith("_") or type(node.ctx) is not ast.Load
+                ):
                     changed.setdefault(value.id, []).append(at)
                 push(value)
                 up_push(at)
@@ -191,7 +220,9 @@ class FileIndex:
                 scopes.append(parent if type(parent) in scope_classes else scopes[up])
         return scopes
 
-    def calls_named(self, root: ast.AST, names: Iterable[str | None], local: bool = False) -> list[ast.Call]:
+    def calls_named(
+        self, root: ast.AST, names: Iterable[str | None], local: bool = False
+    ) -> list[ast.Call]:
         """The calls of these names (see `calls`) under `root` (itself included), in source
         order; with `local`, those that belong to its scope only (as `local` reads them)."""
         start, end = self.span(root)
@@ -254,13 +285,19 @@ class FileIndex:
         start, end = self.span(root)
         scope = root if isinstance(root, SCOPES) else self.scopes[start]
         scopes, nodes = self.scopes, self.nodes
-        return [nodes[at] for at in self._numbers_of_classes(kinds, start + 1, end) if scopes[at] is scope]
+        return [
+            nodes[at]
+            for at in self._numbers_of_classes(kinds, start + 1, end)
+            if scopes[at] is scope
+        ]
 
     def everywhere(self, *kinds: type) -> list[ast.AST]:
         """The nodes of these classes in the whole file, in source order."""
         return self._of_classes(kinds, 0, len(self.nodes))
 
-    def in_block(self, statements: list[ast.stmt], *kinds: type, local: bool = False) -> list[ast.AST]:
+    def in_block(
+        self, statements: list[ast.stmt], *kinds: type, local: bool = False
+    ) -> list[ast.AST]:
         """The nodes of these classes under consecutive statements of one block (the statements
         themselves included), in source order. With `local`, only those of the block's scope
         and of the functions and classes defined right in the block, as the loop rules have
@@ -270,15 +307,18 @@ class FileIndex:
         start, end = self.number[statements[0]], self.ends[self.number[statements[-1]]]
         return self._in_block(statements, self._numbers_of_classes(kinds, start, end), local)
 
-    def calls_in_block(self, statements: list[ast.stmt], names: Iterable[str | None],
-                       local: bool = False) -> list[ast.Call]:
+    def calls_in_block(
+        self, statements: list[ast.stmt], names: Iterable[str | None], local: bool = False
+    ) -> list[ast.Call]:
         """The calls of these names (see `calls`) in a block, as `in_block` reads it."""
         if not statements:
             return []
         start, end = self.number[statements[0]], self.ends[self.number[statements[-1]]]
         return self._in_block(statements, self._calls_between(names, start, end), local)
 
-    def _in_block(self, statements: list[ast.stmt], numbers: list[int], local: bool) -> list[ast.AST]:
+    def _in_block(
+        self, statements: list[ast.stmt], numbers: list[int], local: bool
+    ) -> list[ast.AST]:
         if local:
             scopes = self.scopes
             kept = self._block_scopes(statements)
@@ -292,7 +332,10 @@ class FileIndex:
         key = (self.number[statements[0]], self.number[statements[-1]])
         kept = self._kept.get(key)
         if kept is None:
-            kept = self._kept[key] = {self.scopes[key[0]], *(s for s in statements if isinstance(s, SCOPES))}
+            kept = self._kept[key] = {
+                self.scopes[key[0]],
+                *(s for s in statements if isinstance(s, SCOPES)),
+            }
         return kept
 
     def walk_order(self, node: ast.AST) -> tuple[int, int]:
@@ -306,7 +349,7 @@ class FileIndex:
         """The `Name` nodes of `name` under `root`, in source order."""
         start, end = self.span(root)
         found = self.names.get(name, [])
-        return [self.nodes[at] for at in found[bisect_left(found, start):bisect_left(found, end)]]
+        return [self.nodes[at] for at in found[bisect_left(found, start) : bisect_left(found, end)]]
 
     def assignments(self, root: ast.AST, name: str, attribute: bool = False) -> list[ast.Assign]:
         """The `Assign` statements under `root` with `name` as one of their targets (`name =
@@ -334,7 +377,9 @@ class FileIndex:
     def _numbers_of_classes(self, kinds: tuple[type, ...], start: int, end: int) -> list[int]:
         if len(kinds) == 1:
             return _between(self.by_class.get(kinds[0], []), start, end)
-        return sorted(at for kind in kinds for at in _between(self.by_class.get(kind, []), start, end))
+        return sorted(
+            at for kind in kinds for at in _between(self.by_class.get(kind, []), start, end)
+        )
 
 
 _SCOPE_CLASSES = frozenset(SCOPES)
@@ -363,7 +408,7 @@ class _Parents:
 
 
 def _between(numbers: list[int], start: int, end: int) -> list[int]:
-    return numbers[bisect_left(numbers, start):bisect_left(numbers, end)]
+    return numbers[bisect_left(numbers, start) : bisect_left(numbers, end)]
 
 
 def _numbers(table: dict[str, list[int]], name: str, start: int, end: int) -> Iterator[int]:
@@ -449,8 +494,11 @@ class BlockNames:
         # Plain `name = value` statements (one target).
         self._assigned: dict[str, list[int]] = {}
         for position, statement in enumerate(block):
-            if (type(statement) is ast.Assign and len(statement.targets) == 1
-                    and type(statement.targets[0]) is ast.Name):
+            if (
+                type(statement) is ast.Assign
+                and len(statement.targets) == 1
+                and type(statement.targets[0]) is ast.Name
+            ):
                 self._assigned.setdefault(statement.targets[0].id, []).append(position)
 
     def mentions_after(self, name: str, index: int) -> Iterator[tuple[int, list[ast.Name]]]:
@@ -480,8 +528,9 @@ class BlockNames:
 
     def last_changed_before(self, name: str, index: int) -> int | None:
         """The last statement before `index` that binds `name` or changes it in place."""
-        return self._last_before(index, self.index.stored, self.index.declared,
-                                 self.index.changed, name=name)
+        return self._last_before(
+            index, self.index.stored, self.index.declared, self.index.changed, name=name
+        )
 
     def last_assigned_before(self, name: str, index: int) -> int | None:
         """The last plain `name = value` statement before `index`."""
@@ -525,8 +574,14 @@ def block_names(ctx: Context, block: list[ast.stmt]) -> BlockNames:
 @per_file
 def _block_names(ctx: Context, key: _Identity) -> BlockNames:
     block = key.block
-    owner = next((node for node in reversed(ctx.ancestors)
-                  if any(getattr(node, field, None) is block for field in _BLOCKS)), None)
+    owner = next(
+        (
+            node
+            for node in reversed(ctx.ancestors)
+            if any(getattr(node, field, None) is block for field in _BLOCKS)
+        ),
+        None,
+    )
     return BlockNames(block, index_of(ctx, owner) if owner is not None else index(ctx))
 
 

@@ -13,6 +13,7 @@ Workers take the default action for SIGTERM and ignore SIGINT (Ctrl-C reaches th
 which stops them), and die with the parent. A worker that spends longer than `TASK_SECONDS` on
 one task (a bug in a rule meeting a pathological file) is killed, and that task reported.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -54,8 +55,14 @@ def attempt(work: Callable[[Any], Any], task: Any) -> Any:
         return Failure(f"internal error: {type(error).__name__}: {error}")
 
 
-def map_in_workers(work: Callable[[Any], Any], tasks: list, workers: int, *, grace: float = 0.0,
-                   on_done: Callable[[int], None] = lambda count: None) -> list:
+def map_in_workers(
+    work: Callable[[Any], Any],
+    tasks: list,
+    workers: int,
+    *,
+    grace: float = 0.0,
+    on_done: Callable[[int], None] = lambda count: None,
+) -> list:
     """`[attempt(work, task) for task in tasks]` in `workers` processes. A task whose worker
     died is a Failure; the rest are still done, by the workers left (here when none is).
     `on_done(n)` is told of every n tasks finished (n = 0: nothing new, now and then).
@@ -114,8 +121,9 @@ def _start_workers(count: int, work: Callable[[Any], Any], pool: list[_Worker]) 
         # A forked child holds the parent's ends of every pipe made so far: it closes them, or
         # it would keep its siblings from seeing their pipe close.
         parents_ends = [worker.connection for worker in pool] + [ours]
-        process = context.Process(target=_serve, args=(theirs, parents_ends, work, os.getpid()),
-                                  daemon=True)
+        process = context.Process(
+            target=_serve, args=(theirs, parents_ends, work, os.getpid()), daemon=True
+        )
         # A signal that comes while forking waits until the child has set its own handling
         # (ignore SIGINT, die on SIGTERM) and the worker is in the pool, to be stopped.
         blocked = _block_stop_signals()
@@ -147,7 +155,8 @@ class _Worker:
         """Hand out a chunk; False when the worker is gone."""
         try:
             self.connection.send_bytes(
-                pickle.dumps([(index, tasks[index]) for index in chunk], pickle.HIGHEST_PROTOCOL))
+                pickle.dumps([(index, tasks[index]) for index in chunk], pickle.HIGHEST_PROTOCOL)
+            )
         except OSError:
             return False
         if not self.held:
@@ -193,22 +202,35 @@ def _how_ended(exitcode: int) -> str:
     return f"exited with status {exitcode}"
 
 
-def _bury(worker: _Worker, pool: list[_Worker], queue: deque, results: list,
-          on_done: Callable[[int], None]) -> None:
+def _bury(
+    worker: _Worker,
+    pool: list[_Worker],
+    queue: deque,
+    results: list,
+    on_done: Callable[[int], None],
+) -> None:
     """A worker died: the task it was on failed, the rest of its chunk goes back to the queue."""
     pool.remove(worker)
     how = worker.end()
     if worker.held:
-        reason = (f"took longer than {TASK_SECONDS:g} s, so its worker process was stopped"
-                  if worker.killed_as_stuck else f"a worker process died ({how}) while checking it")
+        reason = (
+            f"took longer than {TASK_SECONDS:g} s, so its worker process was stopped"
+            if worker.killed_as_stuck
+            else f"a worker process died ({how}) while checking it"
+        )
         results[worker.held.popleft()] = Failure(reason)
         on_done(1)
     if worker.held:
         queue.appendleft(list(worker.held))
 
 
-def _finish_here(work: Callable[[Any], Any], tasks: list, queue: deque, results: list,
-                 on_done: Callable[[int], None]) -> None:
+def _finish_here(
+    work: Callable[[Any], Any],
+    tasks: list,
+    queue: deque,
+    results: list,
+    on_done: Callable[[int], None],
+) -> None:
     """Every worker died: what is left is done in this process."""
     while queue:
         for index in queue.popleft():
@@ -233,8 +255,9 @@ def _stop(pool: list[_Worker], grace: float) -> None:
             worker.process.join()
 
 
-def _serve(connection: Connection, parents_ends: list[Connection], work: Callable[[Any], Any],
-           parent: int) -> None:
+def _serve(
+    connection: Connection, parents_ends: list[Connection], work: Callable[[Any], Any], parent: int
+) -> None:
     """A worker's life: chunks in, one answer per task out, until the parent closes its end."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -258,8 +281,15 @@ def _answer(index: int, result: Any) -> bytes:
     try:
         return pickle.dumps((index, result), pickle.HIGHEST_PROTOCOL)
     except Exception as error:  # a result that cannot be sent back is that task's failure
-        return pickle.dumps((index, Failure(f"internal error: its result cannot be sent back: "
-                                            f"{type(error).__name__}: {error}")))
+        return pickle.dumps(
+            (
+                index,
+                Failure(
+                    f"internal error: its result cannot be sent back: "
+                    f"{type(error).__name__}: {error}"
+                ),
+            )
+        )
 
 
 def _die_with(parent: int) -> None:

@@ -1,4 +1,5 @@
 """`files done / total` on one line of a terminal, for checks long enough to need it."""
+
 from __future__ import annotations
 
 import time
@@ -15,8 +16,9 @@ class Progress:
     rewritten in place after a carriage return, and erased at the end (no escape sequences:
     any terminal can show it)."""
 
-    def __init__(self, stream: TextIO, total: int,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, stream: TextIO, total: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._stream = stream
         self._total = total
         self._clock = clock

@@ -1,4 +1,5 @@
 """Check many files: cache look-ups in this process, the rest in parallel workers."""
+
 from __future__ import annotations
 
 import difflib
@@ -19,7 +20,13 @@ from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import check_native, fix_native, is_native
 from torchdoctor.lint.pool import Failure, attempt, map_in_workers
 from torchdoctor.lint.source import (
-    SourceFile, UnreadableFile, UnwritableFile, decode, decode_native, encode, write_in_place,
+    SourceFile,
+    UnreadableFile,
+    UnwritableFile,
+    decode,
+    decode_native,
+    encode,
+    write_in_place,
 )
 from torchdoctor.report.finding import Finding
 from torchdoctor.user_files import limit_for, read_regular_file
@@ -75,26 +82,44 @@ def _neighbours(path: Path, job: Job) -> bytes:
         return b""
     # Only what can be imported matters: modules and package directories, not dot-files (the
     # cache directory itself appears after the first run).
-    names = [name for name in directory_listing(str(path.parent)) or ()
-             if not name.startswith(".") and (name.endswith(".py") or "." not in name)]
+    names = [
+        name
+        for name in directory_listing(str(path.parent)) or ()
+        if not name.startswith(".") and (name.endswith(".py") or "." not in name)
+    ]
     return "\0".join(sorted(names)).encode()
 
 
-def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_cache: bool,
-                cwd: Path, scopes: list[Path] | None = None,
-                on_done: Callable[[int], None] = lambda count: None) -> list[FileOutcome]:
+def check_files(
+    files: list[Path],
+    settings: Settings,
+    job: Job,
+    jobs: int,
+    use_cache: bool,
+    cwd: Path,
+    scopes: list[Path] | None = None,
+    on_done: Callable[[int], None] = lambda count: None,
+) -> list[FileOutcome]:
     """Outcomes for every file, in the order given. `scopes`: the directories and files the user
     named (resolved as by discovery; default: the files), which place the cache and bound
     where fixes may be written. `on_done(n)`: n more files are done (for a progress line)."""
     cwd = cwd.resolve()
     scopes = files if scopes is None else scopes
     if job.mode == "fix":
-        job = replace(job, write_roots=tuple(os.path.realpath(s if os.path.isdir(s) else s.parent)
-                                             for s in scopes))
+        job = replace(
+            job,
+            write_roots=tuple(
+                os.path.realpath(s if os.path.isdir(s) else s.parent) for s in scopes
+            ),
+        )
     config_dir = settings.root if settings.config_file is not None else None
-    store = (cache_module.ProjectCaches(scopes, config_dir,
-                                        cache_module.settings_key(job.codes), job.lang)
-             if use_cache and job.mode == "check" else None)
+    store = (
+        cache_module.ProjectCaches(
+            scopes, config_dir, cache_module.settings_key(job.codes), job.lang
+        )
+        if use_cache and job.mode == "check"
+        else None
+    )
     outcomes: dict[int, FileOutcome] = {}
     pending: list[_Pending] = []
     for index, path in enumerate(files):
@@ -104,7 +129,9 @@ def check_files(files: list[Path], settings: Settings, job: Job, jobs: int, use_
         except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
             outcomes[index] = _unreadable(shown, error.strerror or str(error), job.lang)
             continue
-        file_digest = cache_module.digest(data + _neighbours(path, job)) if store is not None else ""
+        file_digest = (
+            cache_module.digest(data + _neighbours(path, job)) if store is not None else ""
+        )
         cached = store.get(path, file_digest, shown, len(data)) if store is not None else None
         if cached is not None:
             outcomes[index] = FileOutcome(shown, cached)
@@ -131,7 +158,9 @@ def drop_per_file_ignores(outcome: FileOutcome, path: Path, settings: Settings) 
     """Remove the findings that `per-file-ignores` silences for this file."""
     if not settings.per_file_ignores:
         return
-    ignored = settings.per_file_ignore_matcher(display_path(path.resolve(), settings.root.resolve()))
+    ignored = settings.per_file_ignore_matcher(
+        display_path(path.resolve(), settings.root.resolve())
+    )
     outcome.findings = [f for f in outcome.findings if f.code not in ignored]
 
 
@@ -141,8 +170,11 @@ def check_bytes(data: bytes, shown: str, job: Job) -> tuple[FileOutcome, str, by
     itself when nothing was fixed). More than the size limit for such a file is not checked."""
     limit = limit_for(shown)
     if len(data) > limit:
-        return _unreadable(shown, f"too large to check (over {limit // (1024 * 1024)} MiB)",
-                           job.lang), "", data
+        return (
+            _unreadable(shown, f"too large to check (over {limit // (1024 * 1024)} MiB)", job.lang),
+            "",
+            data,
+        )
     try:
         outcome, source, fixed_text = _check_decoded(job, shown, shown, data)
     except UnreadableFile as error:
@@ -155,8 +187,9 @@ def check_bytes(data: bytes, shown: str, job: Job) -> tuple[FileOutcome, str, by
         return _unfixed(job, shown, shown, data, str(error)), source.text, data
 
 
-def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int,
-         on_done: Callable[[int], None]) -> list[FileOutcome]:
+def _map(
+    job: Job, tasks: list[tuple[str, str, bytes]], jobs: int, on_done: Callable[[int], None]
+) -> list[FileOutcome]:
     """The outcome of every task; a file whose check failed (a bug, a worker killed) is an
     internal error of its own, and the others are still checked."""
     work = partial(_process, job)
@@ -168,10 +201,11 @@ def _map(job: Job, tasks: list[tuple[str, str, bytes]], jobs: int,
     else:
         # A worker stopped in the middle of --fix may be writing a file: it may finish that.
         grace = FIX_WRITE_GRACE_SECONDS if job.mode == "fix" else 0.0
-        results = map_in_workers(work, tasks, min(jobs, len(tasks)), grace=grace,
-                                 on_done=on_done)
-    return [_not_checked(task[1], result.reason) if isinstance(result, Failure) else result
-            for task, result in zip(tasks, results)]
+        results = map_in_workers(work, tasks, min(jobs, len(tasks)), grace=grace, on_done=on_done)
+    return [
+        _not_checked(task[1], result.reason) if isinstance(result, Failure) else result
+        for task, result in zip(tasks, results)
+    ]
 
 
 def _not_checked(shown: str, reason: str) -> FileOutcome:
@@ -192,7 +226,9 @@ def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
     return outcome
 
 
-def _check_decoded(job: Job, name: str, shown: str, data: bytes) -> tuple[FileOutcome, SourceFile, str]:
+def _check_decoded(
+    job: Job, name: str, shown: str, data: bytes
+) -> tuple[FileOutcome, SourceFile, str]:
     """Decode a file's bytes by its kind (`name`) and check or fix it: the outcome, the source
     and the fixed text. Raises UnreadableFile."""
     if is_native(name):
@@ -212,8 +248,9 @@ def _unfixed(job: Job, name: str, shown: str, data: bytes, reason: str) -> FileO
     return outcome
 
 
-def _write_fix(absolute: str, original: bytes, text: str, encoding: str,
-               write_roots: tuple[str, ...]) -> str | None:
+def _write_fix(
+    absolute: str, original: bytes, text: str, encoding: str, write_roots: tuple[str, ...]
+) -> str | None:
     """Write a fixed file in place; the reason in a few words when it was not written. A
     symbolic link is written through only to a file inside `write_roots`."""
     if os.path.islink(absolute):
@@ -229,14 +266,16 @@ def _write_fix(absolute: str, original: bytes, text: str, encoding: str,
     return None
 
 
-def _process_source(source: SourceFile, shown: str, job: Job, check=check_source,
-                    fix=fix_source) -> tuple[FileOutcome, str]:
+def _process_source(
+    source: SourceFile, shown: str, job: Job, check=check_source, fix=fix_source
+) -> tuple[FileOutcome, str]:
     if job.mode == "check":
         result = check(source.text, shown, job.codes, job.lang)
         return FileOutcome(shown, result.findings, result.internal_errors), source.text
     fixed = fix(source.text, shown, job.codes, job.lang, job.unsafe)
-    outcome = FileOutcome(shown, fixed.remaining.findings, fixed.remaining.internal_errors,
-                          fixed=fixed.fixed)
+    outcome = FileOutcome(
+        shown, fixed.remaining.findings, fixed.remaining.internal_errors, fixed=fixed.fixed
+    )
     if job.mode == "diff" and fixed.fixed:
         outcome.diff = _diff(source.text, fixed.source, shown)
     return outcome, fixed.source
@@ -255,8 +294,9 @@ def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOut
     notebook.join_cells(book, skipped)
     cells = [cell for cell, _ in book.line_map]  # what a cell's last statement shows
     check = partial(check_source, tree=tree, cells=cells)  # parsed once, not again
-    outcome, fixed_source = _process_source(SourceFile(book.source, "utf-8"), shown, job, check,
-                                            partial(fix_source, cells=cells))
+    outcome, fixed_source = _process_source(
+        SourceFile(book.source, "utf-8"), shown, job, check, partial(fix_source, cells=cells)
+    )
     outcome.findings = broken + [notebook.locate(f, book) for f in outcome.findings]
     outcome.findings.sort(key=Finding.sort_key)
     fixed_text = notebook.split_cells(book, fixed_source) if outcome.fixed else source.text
@@ -266,9 +306,14 @@ def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOut
 
 
 def _diff(old: str, new: str, shown: str) -> str:
-    return "".join(difflib.unified_diff(split_lines(old, keepends=True),
-                                        split_lines(new, keepends=True),
-                                        fromfile=f"a/{shown}", tofile=f"b/{shown}"))
+    return "".join(
+        difflib.unified_diff(
+            split_lines(old, keepends=True),
+            split_lines(new, keepends=True),
+            fromfile=f"a/{shown}",
+            tofile=f"b/{shown}",
+        )
+    )
 
 
 def _unreadable(shown: str, reason: str, lang: str) -> FileOutcome:

@@ -1,4 +1,5 @@
 """Decoding user files and writing fixes back into them: encoding-aware, binary-safe, in place."""
+
 from __future__ import annotations
 
 import io
@@ -10,8 +11,13 @@ from pathlib import Path
 
 
 # Never block on a FIFO swapped in since the read, never make a terminal ours.
-_WRITE_FLAGS = (os.O_RDWR | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_WRITE_FLAGS = (
+    os.O_RDWR
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 class UnreadableFile(Exception):
@@ -41,13 +47,16 @@ def decode(data: bytes) -> SourceFile:
         # bytes.decode keeps '\r\n', so fixes write the file back with its own newlines.
         return SourceFile(data.decode(encoding), encoding)
     except UnicodeDecodeError as error:
-        raise UnreadableFile(f"not valid {encoding} text (byte {error.start}: "
-                             f"{data[error.start:error.start + 1]!r})") from None
+        raise UnreadableFile(
+            f"not valid {encoding} text (byte {error.start}: "
+            f"{data[error.start : error.start + 1]!r})"
+        ) from None
     except LookupError as error:  # an unknown name, or a codec that is not text (rot13, hex)
         raise UnreadableFile(f"cannot decode as {encoding!r}: {error}") from None
     except Exception as error:  # a cookie can name any codec; what it raises is up to the codec
-        raise UnreadableFile(f"cannot decode as {encoding!r}: "
-                             f"{type(error).__name__}: {error}") from None
+        raise UnreadableFile(
+            f"cannot decode as {encoding!r}: {type(error).__name__}: {error}"
+        ) from None
 
 
 def decode_native(data: bytes) -> SourceFile:
@@ -81,7 +90,7 @@ def write_in_place(path: Path, original: bytes, new: bytes) -> None:
         os.lseek(fd, 0, os.SEEK_SET)
         view = memoryview(new)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.ftruncate(fd, len(new))
         os.fsync(fd)
     finally:

@@ -1,4 +1,5 @@
 """The one result type every engine produces."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,15 +23,25 @@ class Edit:
     end_column: int = 0
 
     def to_json(self) -> dict:
-        return {"content": self.content, "start": self.start, "end": self.end,
-                "location": {"line": self.line, "column": self.column},
-                "end_location": {"line": self.end_line, "column": self.end_column}}
+        return {
+            "content": self.content,
+            "start": self.start,
+            "end": self.end,
+            "location": {"line": self.line, "column": self.column},
+            "end_location": {"line": self.end_line, "column": self.end_column},
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Edit:
-        return cls(data["start"], data["end"], data["content"],
-                   data["location"]["line"], data["location"]["column"],
-                   data["end_location"]["line"], data["end_location"]["column"])
+        return cls(
+            data["start"],
+            data["end"],
+            data["content"],
+            data["location"]["line"],
+            data["location"]["column"],
+            data["end_location"]["line"],
+            data["end_location"]["column"],
+        )
 
 
 @dataclass(frozen=True)
@@ -51,8 +62,9 @@ class Fix:
 
     @classmethod
     def from_json(cls, data: dict) -> Fix:
-        return cls(data["applicability"], data["title"],
-                   tuple(Edit.from_json(e) for e in data["edits"]))
+        return cls(
+            data["applicability"], data["title"], tuple(Edit.from_json(e) for e in data["edits"])
+        )
 
 
 @dataclass
@@ -102,13 +114,30 @@ class Finding:
 
     @classmethod
     def from_json(cls, data: dict) -> Finding:
-        known = {"code", "name", "message", "origin", "path", "line", "column", "end_line",
-                 "end_column", "cell", "fix", "confidence"}
+        known = {
+            "code",
+            "name",
+            "message",
+            "origin",
+            "path",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "cell",
+            "fix",
+            "confidence",
+        }
         return cls(
-            code=data["code"], name=data["name"], message=data["message"],
-            origin=data.get("origin", "static"), path=data.get("path", ""),
-            line=data["line"], column=data["column"],
-            end_line=data["end_line"], end_column=data["end_column"],
+            code=data["code"],
+            name=data["name"],
+            message=data["message"],
+            origin=data.get("origin", "static"),
+            path=data.get("path", ""),
+            line=data["line"],
+            column=data["column"],
+            end_line=data["end_line"],
+            end_column=data["end_column"],
             cell=data.get("cell"),
             fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
             confidence=data.get("confidence"),

@@ -3,6 +3,7 @@
 A finding the catalog wrote keeps its (variant, fields) and its fix's titles in every language,
 so the same findings (from the cache, say) can be shown in English or Chinese: the text is
 formatted again here, when it is shown, rather than fixed when the check ran."""
+
 from __future__ import annotations
 
 import json
@@ -36,6 +37,7 @@ def portable(finding: Finding) -> bool:
     try:
         fields = finding.template[1]
         return json.loads(json.dumps(fields)) == fields and all(
-            type(value) in (str, int, float, bool, type(None), dict) for value in fields.values())
+            type(value) in (str, int, float, bool, type(None), dict) for value in fields.values()
+        )
     except (TypeError, ValueError):
         return False

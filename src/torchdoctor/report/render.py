@@ -1,4 +1,5 @@
 """One renderer for every engine's findings: text, json, sarif, github."""
+
 from __future__ import annotations
 
 import json
@@ -47,9 +48,16 @@ def summary_text(key: str, lang: str, **fields) -> str:
     return _SUMMARY.get(lang, _SUMMARY["en"])[key].format(**fields)
 
 
-def render_text(findings: Sequence[Finding], source_line: Callable[[Finding], str | None],
-                lang: str = "en", color: bool = False, fixed: int = 0, errors: int = 0) -> str:
+def render_text(
+    findings: Sequence[Finding],
+    source_line: Callable[[Finding], str | None],
+    lang: str = "en",
+    color: bool = False,
+    fixed: int = 0,
+    errors: int = 0,
+) -> str:
     """ruff-like: `path:line:col: TD001 [*] message`, the source line, a `help:` line, a summary."""
+
     def paint(text: str, style: str) -> str:
         return f"{style}{text}{_RESET}" if color else text
 
@@ -115,7 +123,9 @@ def _cells(char: str) -> int:
 
 def _where(f: Finding) -> str:
     """`path:line:col`, or `path:cell N:line:col` in a notebook."""
-    return f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
+    return (
+        f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{f.path}:{f.line}:{f.column}"
+    )
 
 
 def summary(findings: Sequence[Finding], lang: str, fixed: int = 0, errors: int = 0) -> str:
@@ -147,8 +157,10 @@ def summary(findings: Sequence[Finding], lang: str, fixed: int = 0, errors: int 
 def render_statistics(findings: Sequence[Finding]) -> str:
     counts = Counter((f.code, f.name) for f in findings)
     fixable = {f.code for f in findings if f.fix and f.fix.applicability == "safe"}
-    rows = [f"{n:5d}  {code}  {'[*]' if code in fixable else '   '} {name}"
-            for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    rows = [
+        f"{n:5d}  {code}  {'[*]' if code in fixable else '   '} {name}"
+        for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     return "\n".join(rows) + ("\n" if rows else "")
 
 
@@ -161,9 +173,11 @@ def render_github(findings: Sequence[Finding]) -> str:
     """GitHub Actions workflow commands: one `::warning` annotation per finding."""
     lines = []
     for f in findings:
-        props = (f"file={_gh_prop(f.path)},line={f.line},col={f.column},"
-                 f"endLine={f.end_line},endColumn={f.end_column},"
-                 f"title={_gh_prop(f.code + ' ' + f.name)}")
+        props = (
+            f"file={_gh_prop(f.path)},line={f.line},col={f.column},"
+            f"endLine={f.end_line},endColumn={f.end_column},"
+            f"title={_gh_prop(f.code + ' ' + f.name)}"
+        )
         lines.append(f"::warning {props}::{_gh_data(f'{_where(f)}: {f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -188,26 +202,39 @@ def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en")
     driver_rules = []
     for pitfall in rules:
         sections = pitfall.sections(lang)
-        driver_rules.append({
-            "id": pitfall.code,
-            "name": pitfall.name,
-            "shortDescription": {"text": pick(pitfall.title, lang)},
-            "fullDescription": {"text": sections.get("What it catches", "")},
-            "help": {"text": pitfall.explanation(lang), "markdown": pitfall.explanation(lang)},
-            "defaultConfiguration": {"level": "warning" if pitfall.default else "note"},
-            "properties": {"tags": [pitfall.area] if pitfall.area else []},
-        })
+        driver_rules.append(
+            {
+                "id": pitfall.code,
+                "name": pitfall.name,
+                "shortDescription": {"text": pick(pitfall.title, lang)},
+                "fullDescription": {"text": sections.get("What it catches", "")},
+                "help": {"text": pitfall.explanation(lang), "markdown": pitfall.explanation(lang)},
+                "defaultConfiguration": {"level": "warning" if pitfall.default else "note"},
+                "properties": {"tags": [pitfall.area] if pitfall.area else []},
+            }
+        )
     results = []
     for f in findings:
         result: dict[str, object] = {
             "ruleId": f.code,
             "level": "error" if f.code == unparsable else "warning",
             "message": {"text": f.message},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": f.path.replace("\\", "/"), "uriBaseId": "%SRCROOT%"},
-                "region": {"startLine": f.line, "startColumn": f.column,
-                           "endLine": f.end_line, "endColumn": max(f.end_column, 1)},
-            }}],
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {
+                            "uri": f.path.replace("\\", "/"),
+                            "uriBaseId": "%SRCROOT%",
+                        },
+                        "region": {
+                            "startLine": f.line,
+                            "startColumn": f.column,
+                            "endLine": f.end_line,
+                            "endColumn": max(f.end_column, 1),
+                        },
+                    }
+                }
+            ],
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
@@ -215,15 +242,19 @@ def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en")
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "torchdoctor",
-                "version": __version__,
-                "informationUri": "https://pypi.org/project/torchdoctor/",
-                "rules": driver_rules,
-            }},
-            "results": results,
-            "columnKind": "unicodeCodePoints",
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "torchdoctor",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/torchdoctor/",
+                        "rules": driver_rules,
+                    }
+                },
+                "results": results,
+                "columnKind": "unicodeCodePoints",
+            }
+        ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

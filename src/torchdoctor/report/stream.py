@@ -1,4 +1,5 @@
 """Writing the doctor's own lines next to the user's output, without ever failing."""
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,7 @@ def write_stderr(text: str) -> None:
             return
         data = text.encode(getattr(stream, "encoding", None) or "utf-8", "backslashreplace")
         while data:
-            data = data[os.write(descriptor, data):]
+            data = data[os.write(descriptor, data) :]
     except Exception:
         pass
 

@@ -6,6 +6,7 @@ the doctor's own error and disabled: its methods leave the lists, its module hoo
 and the user's program goes on as if nothing was watched (as pluggy's hook caller and
 `torch.utils.hooks` keep one list per hook).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -38,6 +39,7 @@ class Dispatcher:
     def guard(self, monitor: Monitor, hook: Callable) -> Callable[..., None]:
         """`hook` as the monitor's own module hook: silent once the monitor is disabled, its
         failures the monitor's, and it returns None: it may look, never change values."""
+
         def guarded(*args) -> None:
             if id(monitor) not in self._disabled:
                 self._call(monitor, hook, args)
@@ -61,7 +63,9 @@ class Dispatcher:
         self._disabled.add(id(monitor))
         # New lists, not edited in place: an `emit` in progress goes on over the old one and
         # still calls every monitor after this one.
-        self._hooks = {name: [m for m in methods if m.__self__ is not monitor]
-                       for name, methods in self._hooks.items()}
+        self._hooks = {
+            name: [m for m in methods if m.__self__ is not monitor]
+            for name, methods in self._hooks.items()
+        }
         name = f"{monitor.pitfall.name} ({type(monitor).__name__})"
         self._on_error(f"monitor {name}", error, True)

@@ -7,6 +7,7 @@ it decides how the program ends (a handler that exits, or lets the program finis
 report written at exit as usual; one that calls the handler it replaced gets ours). Forked
 children (DataLoader workers) get SIGTERM's default action back: they write no report.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,11 @@ class ExitHooks:
         global _current
         if os._exit is self._exit:
             os._exit = self._real_exit
-        if (self._owns_sigterm and _in_main_thread()
-                and signal.getsignal(signal.SIGTERM) is self._on_sigterm):
+        if (
+            self._owns_sigterm
+            and _in_main_thread()
+            and signal.getsignal(signal.SIGTERM) is self._on_sigterm
+        ):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if _current is self:
             _current = None

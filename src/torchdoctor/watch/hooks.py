@@ -15,6 +15,7 @@ A name bound before the wrapper was installed (`from torch.nn.functional import 
 in a module imported earlier) keeps the original: `torchdoctor run` installs before the user's
 code runs; `watch()` inside a program cannot reach such names (loss modules still work).
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,10 +24,21 @@ import sys
 from typing import Callable
 
 # Loss functions of torch.nn.functional seen by `on_loss`: (input, target, ...) signatures.
-LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "binary_cross_entropy",
-                  "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
-                  "huber_loss", "kl_div", "soft_margin_loss", "multilabel_soft_margin_loss",
-                  "poisson_nll_loss", "gaussian_nll_loss")
+LOSS_FUNCTIONS = (
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "kl_div",
+    "soft_margin_loss",
+    "multilabel_soft_margin_loss",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+)
 
 
 class Installed:
@@ -93,8 +105,9 @@ def install(session) -> None:
         installed.handle(optimizer_hooks.register_optimizer_step_post_hook(session.step_post_hook))
 
         installed.patch(torch.Tensor, "backward", _backward_wrapper(torch.Tensor.backward, session))
-        installed.patch(torch.autograd, "backward",
-                        _backward_wrapper(torch.autograd.backward, session))
+        installed.patch(
+            torch.autograd, "backward", _backward_wrapper(torch.autograd.backward, session)
+        )
         loader = torch.utils.data.DataLoader
         installed.patch(loader, "__iter__", _iter_wrapper(loader.__iter__, session))
         if session.wants("on_first_batch"):  # a wrapper on every batch only when needed
@@ -116,9 +129,13 @@ def install(session) -> None:
 
 def _scheduler_classes(lr_scheduler) -> list[type]:
     """LRScheduler and every scheduler class of torch that defines its own `step`."""
-    return [cls for cls in vars(lr_scheduler).values()
-            if isinstance(cls, type) and issubclass(cls, lr_scheduler.LRScheduler)
-            and "step" in vars(cls)]
+    return [
+        cls
+        for cls in vars(lr_scheduler).values()
+        if isinstance(cls, type)
+        and issubclass(cls, lr_scheduler.LRScheduler)
+        and "step" in vars(cls)
+    ]
 
 
 def _backward_wrapper(original: Callable, session) -> Callable:
@@ -226,9 +243,11 @@ def _reissue(warning, caller, shown: set) -> None:
     action = _action(text, warning.category, module, lineno)
     if action == "ignore":
         return
-    key = {"default": (text, warning.category, filename, lineno),
-           "module": (text, warning.category, filename),
-           "once": (text, warning.category)}.get(action)
+    key = {
+        "default": (text, warning.category, filename, lineno),
+        "module": (text, warning.category, filename),
+        "once": (text, warning.category),
+    }.get(action)
     if key is not None:
         if key in shown:
             return
@@ -239,8 +258,12 @@ def _reissue(warning, caller, shown: set) -> None:
 def _action(text: str, category: type, module: str, lineno: int) -> str:
     """The action the user's warning filters take, matched as `warnings` matches them."""
     for action, message, kind, pattern, line in warnings.filters:
-        if ((message is None or message.match(text)) and issubclass(category, kind)
-                and (pattern is None or pattern.match(module)) and line in (0, lineno)):
+        if (
+            (message is None or message.match(text))
+            and issubclass(category, kind)
+            and (pattern is None or pattern.match(module))
+            and line in (0, lineno)
+        ):
             return action
     return warnings.defaultaction
 

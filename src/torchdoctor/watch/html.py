@@ -4,6 +4,7 @@ Nothing is loaded from the network and no script runs: the page is opened from d
 a CI artifact or mailed around, and must look the same everywhere. Every string that came from
 the user's run (module names, messages, paths, argv) is escaped.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,17 @@ NONFINITE_COLOUR = "#e11d48"
 FINDING_COLOUR = "#d97706"
 MISSING_COLOUR = "#e2e8f0"
 # viridis, sampled at 9 points; cells interpolate between them.
-_VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
-            "#28ae80", "#5ec962", "#addc30", "#fde725"]
+_VIRIDIS = [
+    "#440154",
+    "#472d7b",
+    "#3b528b",
+    "#2c728e",
+    "#21918c",
+    "#28ae80",
+    "#5ec962",
+    "#addc30",
+    "#fde725",
+]
 _LEVELS = 48  # colour levels of the heatmap: one SVG path per level keeps the page small
 
 MAX_LINE_POINTS = 2000  # per plotted line, min and max of each bin are kept
@@ -31,44 +41,90 @@ MAX_TABLE_ROWS = 500
 
 _LABELS = {
     "en": {
-        "title": "torchdoctor: training run report", "script": "script", "args": "arguments",
-        "torch": "torch", "duration": "duration", "exit": "exit code", "rank": "rank",
-        "steps": "steps", "clean": "no problems found", "crashed": "crashed",
-        "findings_n": "{n} findings", "finding_1": "1 finding",
-        "loss": "Loss", "lr": "Learning rate", "grad": "Gradient norm per layer",
-        "findings": "Findings", "crash": "Crash", "step": "step", "log": "log scale",
-        "nonfinite": "non-finite (NaN/Inf)", "missing": "not recorded",
+        "title": "torchdoctor: training run report",
+        "script": "script",
+        "args": "arguments",
+        "torch": "torch",
+        "duration": "duration",
+        "exit": "exit code",
+        "rank": "rank",
+        "steps": "steps",
+        "clean": "no problems found",
+        "crashed": "crashed",
+        "findings_n": "{n} findings",
+        "finding_1": "1 finding",
+        "loss": "Loss",
+        "lr": "Learning rate",
+        "grad": "Gradient norm per layer",
+        "findings": "Findings",
+        "crash": "Crash",
+        "step": "step",
+        "log": "log scale",
+        "nonfinite": "non-finite (NaN/Inf)",
+        "missing": "not recorded",
         "finding_marker": "finding",
         "no_metrics": "No training metrics were recorded for this run.",
         "no_series": "Not recorded.",
         "no_findings": "No findings.",
-        "code": "code", "name": "name", "module": "module", "message": "message", "fix": "fix",
-        "where": "where", "layers_shown": "{shown} of {total} layers shown: those whose "
+        "code": "code",
+        "name": "name",
+        "module": "module",
+        "message": "message",
+        "fix": "fix",
+        "where": "where",
+        "layers_shown": "{shown} of {total} layers shown: those whose "
         "gradients went non-finite first, then the largest norms. {left} left out.",
         "columns": "Each column is the maximum over {n} steps.",
         "rows_left": "{n} more findings not shown.",
-        "error": "error", "at": "at", "causes": "Likely causes", "cause": "cause",
-        "confidence": "confidence", "unknown": "No pitfall in the catalog matches this error.",
+        "error": "error",
+        "at": "at",
+        "causes": "Likely causes",
+        "cause": "cause",
+        "confidence": "confidence",
+        "unknown": "No pitfall in the catalog matches this error.",
     },
     "zh": {
-        "title": "torchdoctor：训练运行报告", "script": "脚本", "args": "参数",
-        "torch": "torch", "duration": "用时", "exit": "退出码", "rank": "rank",
-        "steps": "步数", "clean": "未发现问题", "crashed": "已崩溃",
-        "findings_n": "{n} 个问题", "finding_1": "1 个问题",
-        "loss": "损失 (loss)", "lr": "学习率", "grad": "各层梯度范数",
-        "findings": "发现的问题", "crash": "崩溃", "step": "步", "log": "对数刻度",
-        "nonfinite": "非有限值 (NaN/Inf)", "missing": "未记录",
+        "title": "torchdoctor：训练运行报告",
+        "script": "脚本",
+        "args": "参数",
+        "torch": "torch",
+        "duration": "用时",
+        "exit": "退出码",
+        "rank": "rank",
+        "steps": "步数",
+        "clean": "未发现问题",
+        "crashed": "已崩溃",
+        "findings_n": "{n} 个问题",
+        "finding_1": "1 个问题",
+        "loss": "损失 (loss)",
+        "lr": "学习率",
+        "grad": "各层梯度范数",
+        "findings": "发现的问题",
+        "crash": "崩溃",
+        "step": "步",
+        "log": "对数刻度",
+        "nonfinite": "非有限值 (NaN/Inf)",
+        "missing": "未记录",
         "finding_marker": "问题",
         "no_metrics": "本次运行没有记录训练指标。",
         "no_series": "未记录。",
         "no_findings": "没有发现问题。",
-        "code": "代码", "name": "名称", "module": "模块", "message": "说明", "fix": "修复",
-        "where": "位置", "layers_shown": "显示 {shown} / {total} 层：先是梯度最早变为非有限值的层，"
+        "code": "代码",
+        "name": "名称",
+        "module": "模块",
+        "message": "说明",
+        "fix": "修复",
+        "where": "位置",
+        "layers_shown": "显示 {shown} / {total} 层：先是梯度最早变为非有限值的层，"
         "再是范数最大的层。另有 {left} 层未显示。",
         "columns": "每一列是 {n} 步中的最大值。",
         "rows_left": "另有 {n} 个问题未显示。",
-        "error": "错误", "at": "位置", "causes": "可能的原因", "cause": "原因",
-        "confidence": "置信度", "unknown": "目录中没有与此错误匹配的问题。",
+        "error": "错误",
+        "at": "位置",
+        "causes": "可能的原因",
+        "cause": "原因",
+        "confidence": "置信度",
+        "unknown": "目录中没有与此错误匹配的问题。",
     },
 }
 
@@ -119,8 +175,9 @@ def render_html(report: dict, lang: str = "en") -> str:
     if not steps and not grads:
         parts.append(f'<section><p class="note">{escape(labels["no_metrics"])}</p></section>')
     else:
-        parts.append(_line_section("loss", labels["loss"], steps, loss, LOSS_COLOUR, findings,
-                                   labels))
+        parts.append(
+            _line_section("loss", labels["loss"], steps, loss, LOSS_COLOUR, findings, labels)
+        )
         parts.append(_line_section("lr", labels["lr"], steps, lr, LR_COLOUR, [], labels))
         if grads:
             parts.append(_heatmap_section(grad_steps, grads, labels))
@@ -130,14 +187,15 @@ def render_html(report: dict, lang: str = "en") -> str:
         f'<!DOCTYPE html>\n<html lang="{html_lang}">\n<head>\n<meta charset="utf-8">\n'
         # The page must never reach out: no fonts, images or scripts from anywhere.
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        'style-src \'unsafe-inline\'; img-src data:">\n'
+        "style-src 'unsafe-inline'; img-src data:\">\n"
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<title>{escape(labels["title"])}</title>\n<style>{_CSS}</style>\n</head>\n'
-        f'<body>\n<main>\n{"".join(parts)}</main>\n</body>\n</html>\n'
+        f"<title>{escape(labels['title'])}</title>\n<style>{_CSS}</style>\n</head>\n"
+        f"<body>\n<main>\n{''.join(parts)}</main>\n</body>\n</html>\n"
     )
 
 
 # -- reading the report ---------------------------------------------------------------------
+
 
 def _list(value) -> list:
     return value if isinstance(value, list) else []
@@ -164,16 +222,21 @@ def _metrics(metrics: dict) -> tuple[list[float], list, list, list[float], dict[
     lr = [_number(v) for v in _list(metrics.get("lr"))]
     raw_grads = metrics.get("grad_norm") if isinstance(metrics.get("grad_norm"), dict) else {}
     # Left raw: hundreds of layers x tens of thousands of steps are only read once, by _bin_layer.
-    grads = {str(name): values for name, values in raw_grads.items()
-             if isinstance(values, list) and values}
+    grads = {
+        str(name): values
+        for name, values in raw_grads.items()
+        if isinstance(values, list) and values
+    }
     grads_length = max((len(v) for v in grads.values()), default=0)
     raw_grad_steps = _list(metrics.get("grad_norm_step"))
     own_steps = bool(raw_grad_steps)
-    length = max(len(loss), len(lr), len(_list(metrics.get("step"))),
-                 0 if own_steps else grads_length)
+    length = max(
+        len(loss), len(lr), len(_list(metrics.get("step"))), 0 if own_steps else grads_length
+    )
     steps = _axis(_list(metrics.get("step")), length)
-    grad_steps = _axis(raw_grad_steps, max(grads_length, len(raw_grad_steps))) if own_steps \
-        else steps
+    grad_steps = (
+        _axis(raw_grad_steps, max(grads_length, len(raw_grad_steps))) if own_steps else steps
+    )
 
     def pad(series: list) -> list:
         return series + [None] * (length - len(series))
@@ -198,6 +261,7 @@ def _finding_step(finding: dict) -> float | None:
 
 
 # -- numbers and scales -----------------------------------------------------------------------
+
 
 def _fmt(value: float) -> str:
     if value == 0:
@@ -233,10 +297,16 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     first, last = math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9)
     decades = list(range(first, last + 1))
     stride = max(1, math.ceil(len(decades) / 7))
-    ticks = [10.0 ** d for d in decades[::stride]]
+    ticks = [10.0**d for d in decades[::stride]]
     if len(ticks) < 3:  # a narrow range: 2 and 5 between the powers of ten
-        ticks = sorted({m * 10.0 ** d for d in range(first - 1, last + 1) for m in (1, 2, 5)
-                        if lo <= m * 10.0 ** d <= hi})
+        ticks = sorted(
+            {
+                m * 10.0**d
+                for d in range(first - 1, last + 1)
+                for m in (1, 2, 5)
+                if lo <= m * 10.0**d <= hi
+            }
+        )
     return ticks
 
 
@@ -270,7 +340,7 @@ def _y_range(values: list[float], log_by_bulk: bool) -> tuple[tuple[float, float
     if log_by_bulk and lo > 0:
         ordered = sorted(values)
         spread_lo, spread_hi = ordered[len(ordered) // 10], ordered[-1 - len(ordered) // 10]
-    if lo > 0 and spread_hi / spread_lo > 10 ** 2.3:
+    if lo > 0 and spread_hi / spread_lo > 10**2.3:
         pad = (math.log10(hi) - math.log10(lo)) * 0.05
         return (10 ** (math.log10(lo) - pad), 10 ** (math.log10(hi) + pad)), True
     if hi == lo:
@@ -325,14 +395,18 @@ def _downsample(steps: list[float], values: list) -> tuple[list, list, list]:
 
 # -- sections ---------------------------------------------------------------------------------
 
+
 def _header(report: dict, findings: list, crash: dict | None, n_steps: int, labels: dict) -> str:
     exit_code = report.get("exit_code")
     crashed = crash is not None or (isinstance(exit_code, int) and exit_code != 0)
     if crashed:
         badge = f'<span class="badge bad">{escape(labels["crashed"])}</span>'
     elif findings:
-        text = labels["finding_1"] if len(findings) == 1 else labels["findings_n"].format(
-            n=len(findings))
+        text = (
+            labels["finding_1"]
+            if len(findings) == 1
+            else labels["findings_n"].format(n=len(findings))
+        )
         badge = f'<span class="badge warn">{escape(text)}</span>'
     else:
         badge = f'<span class="badge ok">{escape(labels["clean"])}</span>'
@@ -355,8 +429,7 @@ def _header(report: dict, findings: list, crash: dict | None, n_steps: int, labe
     if report.get("rank") is not None:
         meta.append((labels["rank"], escape(str(report["rank"]))))
     items = "".join(f"<span>{escape(k)} <b>{v}</b></span>" for k, v in meta)
-    return (f'<h1>{escape(labels["title"])}{badge}</h1>\n'
-            f'<div class="meta">{items}</div>\n')
+    return f'<h1>{escape(labels["title"])}{badge}</h1>\n<div class="meta">{items}</div>\n'
 
 
 def _duration(seconds: float) -> str:
@@ -377,62 +450,88 @@ def _frame(key: str) -> tuple[int, int, int, int]:
     return 64, _TOPS[key], _W - 64 - 16, _HEIGHTS[key] - _TOPS[key] - 30
 
 
-def _line_section(key: str, title: str, steps: list[float], values: list, colour: str,
-                  findings: list, labels: dict) -> str:
+def _line_section(
+    key: str,
+    title: str,
+    steps: list[float],
+    values: list,
+    colour: str,
+    findings: list,
+    labels: dict,
+) -> str:
     finite = [v for v in values if v is not None and math.isfinite(v)]
     has_bad = any(v is not None and not math.isfinite(v) for v in values)
     if not finite and not has_bad:
-        return (f'<section><h2>{escape(title)}</h2>'
-                f'<p class="note">{escape(labels["no_series"])}</p></section>\n')
+        return (
+            f"<section><h2>{escape(title)}</h2>"
+            f'<p class="note">{escape(labels["no_series"])}</p></section>\n'
+        )
     y_range, log_y = _y_range(finite, key == "lr") if finite else ((0.0, 1.0), False)
     frame = _frame(key)
     axes = _Axes((steps[0], steps[-1]), y_range, log_y, frame)
     points, means, bad = _downsample(steps, values)
     left, top, width, height = frame
-    svg = [f'<svg viewBox="0 0 {_W} {_HEIGHTS[key]}" role="img" aria-label="{escape(title)}">',
-           f'<defs><clipPath id="clip-{key}"><rect x="{left}" y="{top - 4}" width="{width}" '
-           f'height="{height + 8}"/></clipPath></defs>',
-           _frame_and_axes(axes, log_y, labels, frame)]
+    svg = [
+        f'<svg viewBox="0 0 {_W} {_HEIGHTS[key]}" role="img" aria-label="{escape(title)}">',
+        f'<defs><clipPath id="clip-{key}"><rect x="{left}" y="{top - 4}" width="{width}" '
+        f'height="{height + 8}"/></clipPath></defs>',
+        _frame_and_axes(axes, log_y, labels, frame),
+    ]
     svg.append(_finding_marks(axes, findings, labels))
     clip = f'fill="none" stroke="{colour}" stroke-linejoin="round" clip-path="url(#clip-{key})"'
     if means:  # many steps per pixel: the spread of each bin, faint, under its mean
-        svg.append(f'<path d="{_path(axes, points)}" {clip} stroke-width="1" '
-                   f'stroke-opacity="0.3"/>')
+        svg.append(
+            f'<path d="{_path(axes, points)}" {clip} stroke-width="1" stroke-opacity="0.3"/>'
+        )
         points = means
     svg.append(f'<path d="{_path(axes, points)}" {clip} stroke-width="1.8"/>')
     svg.append(_nonfinite_marks(axes, bad))
     svg.append("</svg>")
     legend = [f'<span><i class="sw" style="background:{colour}"></i>{escape(title)}</span>']
     if bad:
-        legend.append(f'<span><i class="sw" style="background:{NONFINITE_COLOUR}"></i>'
-                      f'{escape(labels["nonfinite"])}</span>')
+        legend.append(
+            f'<span><i class="sw" style="background:{NONFINITE_COLOUR}"></i>'
+            f"{escape(labels['nonfinite'])}</span>"
+        )
     if findings and any(_finding_step(f) is not None for f in findings):
-        legend.append(f'<span><i class="sw" style="background:{FINDING_COLOUR}"></i>'
-                      f'{escape(labels["finding_marker"])}</span>')
+        legend.append(
+            f'<span><i class="sw" style="background:{FINDING_COLOUR}"></i>'
+            f"{escape(labels['finding_marker'])}</span>"
+        )
     if log_y:
-        legend.append(f'<span>{escape(labels["log"])}</span>')
-    return (f'<section><h2>{escape(title)}</h2>{"".join(svg)}'
-            f'<div class="legend">{"".join(legend)}</div></section>\n')
+        legend.append(f"<span>{escape(labels['log'])}</span>")
+    return (
+        f"<section><h2>{escape(title)}</h2>{''.join(svg)}"
+        f'<div class="legend">{"".join(legend)}</div></section>\n'
+    )
 
 
 def _frame_and_axes(axes: _Axes, log_y: bool, labels: dict, frame: tuple) -> str:
     left, top, width, height = frame
-    out = [f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="#fff" '
-           f'stroke="#cbd5e1"/>']
-    lo, hi = (10 ** axes.y0, 10 ** axes.y1) if log_y else (axes.y0, axes.y1)
+    out = [
+        f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="#fff" '
+        f'stroke="#cbd5e1"/>'
+    ]
+    lo, hi = (10**axes.y0, 10**axes.y1) if log_y else (axes.y0, axes.y1)
     count = max(3, height // 40)
-    for tick in (_log_ticks(lo, hi) if log_y else _nice_ticks(lo, hi, count)):
+    for tick in _log_ticks(lo, hi) if log_y else _nice_ticks(lo, hi, count):
         y = axes.py(tick)
-        out.append(f'<line x1="{left}" x2="{left + width}" y1="{y:.1f}" y2="{y:.1f}" '
-                   f'stroke="#eef2f7"/><text x="{left - 6}" y="{y + 4:.1f}" '
-                   f'text-anchor="end">{_fmt(tick)}</text>')
+        out.append(
+            f'<line x1="{left}" x2="{left + width}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="#eef2f7"/><text x="{left - 6}" y="{y + 4:.1f}" '
+            f'text-anchor="end">{_fmt(tick)}</text>'
+        )
     for tick in _nice_ticks(axes.x0, axes.x1, 8):
         x = axes.px(tick)
-        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + height}" y2="{top + height + 4}" '
-                   f'stroke="#94a3b8"/><text x="{x:.1f}" y="{top + height + 17}" '
-                   f'text-anchor="middle">{_fmt_step(round(tick, 6))}</text>')
-    out.append(f'<text x="{left + width}" y="{top + height + 26}" text-anchor="end">'
-               f'{escape(labels["step"])}</text>')
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + height}" y2="{top + height + 4}" '
+            f'stroke="#94a3b8"/><text x="{x:.1f}" y="{top + height + 17}" '
+            f'text-anchor="middle">{_fmt_step(round(tick, 6))}</text>'
+        )
+    out.append(
+        f'<text x="{left + width}" y="{top + height + 26}" text-anchor="end">'
+        f"{escape(labels['step'])}</text>"
+    )
     return "".join(out)
 
 
@@ -443,7 +542,7 @@ def _path(axes: _Axes, points: list) -> str:
         if y is None:
             move = True
             continue
-        out.append(f'{"M" if move else "L"}{axes.px(x):.1f} {axes.py(y):.1f}')
+        out.append(f"{'M' if move else 'L'}{axes.px(x):.1f} {axes.py(y):.1f}")
         move = False
     return "".join(out)
 
@@ -466,8 +565,10 @@ def _nonfinite_marks(axes: _Axes, bad: list) -> str:
             shapes.append(f"M{x - 4:.1f} {top}L{x + 4:.1f} {top}L{x:.1f} {top + 8}Z")
     first_step, first_value = bad[0]
     tip = f"{_fmt_step(first_step)}: {first_value}"
-    return (f'<g><title>{escape(tip)} ({len(bad)})</title>'
-            f'<path d="{"".join(shapes)}" fill="{NONFINITE_COLOUR}"/></g>')
+    return (
+        f"<g><title>{escape(tip)} ({len(bad)})</title>"
+        f'<path d="{"".join(shapes)}" fill="{NONFINITE_COLOUR}"/></g>'
+    )
 
 
 def _finding_marks(axes: _Axes, findings: list, labels: dict) -> str:
@@ -485,21 +586,27 @@ def _finding_marks(axes: _Axes, findings: list, labels: dict) -> str:
         group = by_step[step]
         x = axes.px(step)
         codes = " ".join(dict.fromkeys(str(f.get("code", "")) for f in group))
-        tip = "\n".join(f'{f.get("code", "")} {f.get("name", "")} '
-                        f'({labels["step"]} {_fmt_step(step)}): {f.get("message", "")}'
-                        for f in group[:10])
+        tip = "\n".join(
+            f"{f.get('code', '')} {f.get('name', '')} "
+            f"({labels['step']} {_fmt_step(step)}): {f.get('message', '')}"
+            for f in group[:10]
+        )
         label, line_top = "", top
         text_width = 6.2 * len(codes)
         for row, right in enumerate(label_rows):
             if x + 3 > right + 16:  # a clear gap, so no two codes read as one label
                 label_rows[row] = x + 3 + text_width
-                label = (f'<text x="{x + 3:.1f}" y="{top - 28 + 11 * row}" '
-                         f'style="fill:{FINDING_COLOUR};font-weight:600">{escape(codes)}</text>')
+                label = (
+                    f'<text x="{x + 3:.1f}" y="{top - 28 + 11 * row}" '
+                    f'style="fill:{FINDING_COLOUR};font-weight:600">{escape(codes)}</text>'
+                )
                 line_top = top - 36 + 11 * row
                 break
-        out.append(f'<g><title>{escape(tip)}</title><line x1="{x:.1f}" x2="{x:.1f}" '
-                   f'y1="{line_top}" y2="{bottom}" stroke="{FINDING_COLOUR}" '
-                   f'stroke-width="1.2" stroke-dasharray="4 3"/>{label}</g>')
+        out.append(
+            f'<g><title>{escape(tip)}</title><line x1="{x:.1f}" x2="{x:.1f}" '
+            f'y1="{line_top}" y2="{bottom}" stroke="{FINDING_COLOUR}" '
+            f'stroke-width="1.2" stroke-dasharray="4 3"/>{label}</g>'
+        )
     return "".join(out)
 
 
@@ -512,7 +619,7 @@ def _bin_layer(raw: list, per_bin: int, columns: int) -> list:
     """Per column: the largest finite norm, _NONFINITE if any value was NaN/Inf, None if none."""
     cells = []
     for start in range(0, min(len(raw), columns * per_bin), per_bin):
-        chunk = raw[start:start + per_bin]
+        chunk = raw[start : start + per_bin]
         try:  # the common case, all plain finite numbers, at C speed
             if math.isfinite(sum(chunk)):
                 cells.append(float(max(chunk)))
@@ -564,7 +671,7 @@ def _colour_at(t: float) -> str:
 
 
 def _short_name(name: str, limit: int = 30) -> str:
-    return name if len(name) <= limit else "\u2026" + name[-(limit - 1):]
+    return name if len(name) <= limit else "\u2026" + name[-(limit - 1) :]
 
 
 def _heatmap_section(steps: list[float], grads: dict[str, list], labels: dict) -> str:
@@ -574,8 +681,12 @@ def _heatmap_section(steps: list[float], grads: dict[str, list], labels: dict) -
     all_rows = {name: _bin_layer(raw, per_bin, columns) for name, raw in grads.items()}
     names = _pick_layers(all_rows)
     rows = {name: all_rows[name] for name in names}
-    positive = [c for cells in rows.values() for c in cells
-                if c is not None and c is not _NONFINITE and c > 0]
+    positive = [
+        c
+        for cells in rows.values()
+        for c in cells
+        if c is not None and c is not _NONFINITE and c > 0
+    ]
     hi = math.log10(max(positive)) if positive else 0.0
     lo = math.log10(min(positive)) if positive else -1.0
     lo = max(lo, hi - 12)  # a stray 1e-30 would wash out every other colour
@@ -600,48 +711,61 @@ def _heatmap_section(steps: list[float], grads: dict[str, list], labels: dict) -
                 end += 1
             x0 = label_width + c * cell_width
             paths.setdefault(fill, []).append(
-                f"M{x0:.2f} {y}h{(end - c) * cell_width:.2f}v{row_height}H{x0:.2f}Z")
+                f"M{x0:.2f} {y}h{(end - c) * cell_width:.2f}v{row_height}H{x0:.2f}Z"
+            )
             c = end
         largest = _largest(cells)
         tip = f"{name}: max {_fmt(largest)}" if largest is not None else name
         if _NONFINITE in cells:
             tip += f" ({labels['nonfinite']})"
-        texts.append(f'<g><title>{escape(tip)}</title><text x="{label_width - 6}" '
-                     f'y="{y + row_height - 3.5}" text-anchor="end">'
-                     f'{escape(_short_name(name))}</text></g>')
+        texts.append(
+            f'<g><title>{escape(tip)}</title><text x="{label_width - 6}" '
+            f'y="{y + row_height - 3.5}" text-anchor="end">'
+            f"{escape(_short_name(name))}</text></g>"
+        )
     axis_y = top + height
     total_height = axis_y + 34
-    svg = [f'<svg viewBox="0 0 {_W} {total_height}" role="img" aria-label="'
-           f'{escape(labels["grad"])}"><g shape-rendering="crispEdges">']
+    svg = [
+        f'<svg viewBox="0 0 {_W} {total_height}" role="img" aria-label="'
+        f'{escape(labels["grad"])}"><g shape-rendering="crispEdges">'
+    ]
     svg.extend(f'<path d="{"".join(d)}" fill="{fill}"/>' for fill, d in paths.items())
     svg.append("</g>")
     svg.extend(texts)
     axes = _Axes((steps[0], steps[-1]), (0, 1), False, (label_width, top, width, height))
     for tick in _nice_ticks(steps[0], steps[-1], 8):
         x = axes.px(tick)
-        svg.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axis_y}" y2="{axis_y + 4}" '
-                   f'stroke="#94a3b8"/><text x="{x:.1f}" y="{axis_y + 17}" '
-                   f'text-anchor="middle">{_fmt_step(round(tick, 6))}</text>')
-    svg.append(f'<text x="{label_width + width}" y="{axis_y + 30}" text-anchor="end">'
-               f'{escape(labels["step"])}</text></svg>')
+        svg.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axis_y}" y2="{axis_y + 4}" '
+            f'stroke="#94a3b8"/><text x="{x:.1f}" y="{axis_y + 17}" '
+            f'text-anchor="middle">{_fmt_step(round(tick, 6))}</text>'
+        )
+    svg.append(
+        f'<text x="{label_width + width}" y="{axis_y + 30}" text-anchor="end">'
+        f"{escape(labels['step'])}</text></svg>"
+    )
 
     gradient = ",".join(_colour_at(i / 8) for i in range(9))
-    legend = (f'<div class="legend"><span>{_fmt(10 ** lo)} <i class="sw" style="width:120px;'
-              f'background:linear-gradient(90deg,{gradient})"></i>{_fmt(10 ** hi)} '
-              f'({escape(labels["log"])})</span>'
-              f'<span><i class="sw" style="background:{NONFINITE_COLOUR}"></i>'
-              f'{escape(labels["nonfinite"])}</span>'
-              f'<span><i class="sw" style="background:{MISSING_COLOUR}"></i>'
-              f'{escape(labels["missing"])}</span></div>')
+    legend = (
+        f'<div class="legend"><span>{_fmt(10**lo)} <i class="sw" style="width:120px;'
+        f'background:linear-gradient(90deg,{gradient})"></i>{_fmt(10**hi)} '
+        f"({escape(labels['log'])})</span>"
+        f'<span><i class="sw" style="background:{NONFINITE_COLOUR}"></i>'
+        f"{escape(labels['nonfinite'])}</span>"
+        f'<span><i class="sw" style="background:{MISSING_COLOUR}"></i>'
+        f"{escape(labels['missing'])}</span></div>"
+    )
     notes = []
     if per_bin > 1:
         notes.append(labels["columns"].format(n=per_bin))
     if len(names) < len(grads):
-        notes.append(labels["layers_shown"].format(shown=len(names), total=len(grads),
-                                                   left=len(grads) - len(names)))
+        notes.append(
+            labels["layers_shown"].format(
+                shown=len(names), total=len(grads), left=len(grads) - len(names)
+            )
+        )
     note = "".join(f'<p class="note">{escape(text)}</p>' for text in notes)
-    return (f'<section><h2>{escape(labels["grad"])}</h2>{"".join(svg)}{legend}{note}'
-            f'</section>\n')
+    return f"<section><h2>{escape(labels['grad'])}</h2>{''.join(svg)}{legend}{note}</section>\n"
 
 
 def _cell_colour(cell, lo: float, hi: float) -> str:
@@ -657,6 +781,7 @@ def _cell_colour(cell, lo: float, hi: float) -> str:
 
 # -- findings and crash -------------------------------------------------------------------------
 
+
 def _fix_text(fix) -> str:
     if isinstance(fix, dict):
         return str(fix.get("title") or fix.get("applicability") or "")
@@ -669,12 +794,18 @@ def _cell(value) -> str:
 
 def _findings_section(findings: list, labels: dict) -> str:
     if not findings:
-        return (f'<section><h2>{escape(labels["findings"])}</h2>'
-                f'<p class="note">{escape(labels["no_findings"])}</p></section>\n')
-    ordered = sorted(findings, key=lambda f: (_finding_step(f) is None, _finding_step(f) or 0,
-                                              str(f.get("code", ""))))
-    head = "".join(f"<th>{escape(labels[k])}</th>" for k in
-                   ("code", "name", "step", "rank", "module", "message", "fix"))
+        return (
+            f"<section><h2>{escape(labels['findings'])}</h2>"
+            f'<p class="note">{escape(labels["no_findings"])}</p></section>\n'
+        )
+    ordered = sorted(
+        findings,
+        key=lambda f: (_finding_step(f) is None, _finding_step(f) or 0, str(f.get("code", ""))),
+    )
+    head = "".join(
+        f"<th>{escape(labels[k])}</th>"
+        for k in ("code", "name", "step", "rank", "module", "message", "fix")
+    )
     rows = []
     for f in ordered[:MAX_TABLE_ROWS]:
         step = _finding_step(f)
@@ -683,37 +814,45 @@ def _findings_section(findings: list, labels: dict) -> str:
         if where:
             line = f.get("line")
             where = f"{where}:{line}" if line else str(where)
-            message += f'<br><span class="note">{escape(labels["where"])} ' \
-                       f'<code>{escape(where)}</code></span>'
+            message += (
+                f'<br><span class="note">{escape(labels["where"])} '
+                f"<code>{escape(where)}</code></span>"
+            )
         rows.append(
             f'<tr><td class="code">{_cell(f.get("code"))}</td><td>{_cell(f.get("name"))}</td>'
-            f'<td>{"" if step is None else _fmt_step(step)}</td><td>{_cell(f.get("rank"))}</td>'
-            f'<td><code>{_cell(f.get("module"))}</code></td><td>{message}</td>'
-            f'<td>{escape(_fix_text(f.get("fix")))}</td></tr>')
+            f"<td>{'' if step is None else _fmt_step(step)}</td><td>{_cell(f.get('rank'))}</td>"
+            f"<td><code>{_cell(f.get('module'))}</code></td><td>{message}</td>"
+            f"<td>{escape(_fix_text(f.get('fix')))}</td></tr>"
+        )
     more = ""
     if len(ordered) > MAX_TABLE_ROWS:
-        more = (f'<p class="note">'
-                f'{escape(labels["rows_left"].format(n=len(ordered) - MAX_TABLE_ROWS))}</p>')
-    return (f'<section><h2>{escape(labels["findings"])}</h2><table><thead><tr>{head}</tr>'
-            f'</thead><tbody>{"".join(rows)}</tbody></table>{more}</section>\n')
+        more = (
+            f'<p class="note">'
+            f"{escape(labels['rows_left'].format(n=len(ordered) - MAX_TABLE_ROWS))}</p>"
+        )
+    return (
+        f"<section><h2>{escape(labels['findings'])}</h2><table><thead><tr>{head}</tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table>{more}</section>\n"
+    )
 
 
 def _crash_section(crash: dict, labels: dict) -> str:
     error = crash.get("error") if isinstance(crash.get("error"), dict) else {}
-    parts = [f'<section><h2>{escape(labels["crash"])}</h2>']
+    parts = [f"<section><h2>{escape(labels['crash'])}</h2>"]
     kind, message = error.get("type"), error.get("message")
     if kind or message:
         text = f"{kind}: {message}" if kind and message else str(kind or message)
         parts.append(f"<pre>{escape(text)}</pre>")
     frame = error.get("user_frame") if isinstance(error.get("user_frame"), dict) else None
     if frame and frame.get("path"):
-        where = f'{frame["path"]}:{frame["line"]}' if frame.get("line") else str(frame["path"])
-        source = f' &nbsp; <code>{escape(str(frame["source"]))}</code>' if frame.get(
-            "source") else ""
-        parts.append(f'<p>{escape(labels["at"])} <code>{escape(where)}</code>{source}</p>')
+        where = f"{frame['path']}:{frame['line']}" if frame.get("line") else str(frame["path"])
+        source = (
+            f" &nbsp; <code>{escape(str(frame['source']))}</code>" if frame.get("source") else ""
+        )
+        parts.append(f"<p>{escape(labels['at'])} <code>{escape(where)}</code>{source}</p>")
     causes = [c for c in _list(crash.get("findings")) if isinstance(c, dict)]
     if causes:
-        parts.append(f'<h2>{escape(labels["causes"])}</h2>')
+        parts.append(f"<h2>{escape(labels['causes'])}</h2>")
     else:
         parts.append(f'<p class="note">{escape(labels["unknown"])}</p>')
     for cause in causes:
@@ -721,21 +860,27 @@ def _crash_section(crash: dict, labels: dict) -> str:
         bar = ""
         if confidence is not None and math.isfinite(confidence):
             share = min(max(confidence, 0.0), 1.0)
-            bar = (f'<span class="bar" title="{escape(labels["confidence"])}">'
-                   f'<i style="width:{share * 100:.0f}%"></i></span>'
-                   f'<span class="note">{share:.0%}</span>')
-        heading = (f'<b><code>{_cell(cause.get("code"))}</code> '
-                   f'{_cell(cause.get("title") or cause.get("name"))}</b>{bar}')
+            bar = (
+                f'<span class="bar" title="{escape(labels["confidence"])}">'
+                f'<i style="width:{share * 100:.0f}%"></i></span>'
+                f'<span class="note">{share:.0%}</span>'
+            )
+        heading = (
+            f"<b><code>{_cell(cause.get('code'))}</code> "
+            f"{_cell(cause.get('title') or cause.get('name'))}</b>{bar}"
+        )
         body = []
         if cause.get("cause"):
-            body.append(f'<div>{escape(labels["cause"])}: {_cell(cause["cause"])}</div>')
+            body.append(f"<div>{escape(labels['cause'])}: {_cell(cause['cause'])}</div>")
         if cause.get("fix"):
-            body.append(f'<div>{escape(labels["fix"])}: {escape(_fix_text(cause["fix"]))}</div>')
+            body.append(f"<div>{escape(labels['fix'])}: {escape(_fix_text(cause['fix']))}</div>")
         location = cause.get("location") if isinstance(cause.get("location"), dict) else None
         if location and location.get("path"):
-            where = location["path"] + (f':{location["line"]}' if location.get("line") else "")
-            body.append(f'<div class="note">{escape(labels["where"])} <code>{escape(str(where))}'
-                        f'</code></div>')
+            where = location["path"] + (f":{location['line']}" if location.get("line") else "")
+            body.append(
+                f'<div class="note">{escape(labels["where"])} <code>{escape(str(where))}'
+                f"</code></div>"
+            )
         parts.append(f'<div class="cause">{heading}{"".join(body)}</div>')
     parts.append("</section>\n")
     return "".join(parts)
@@ -743,16 +888,20 @@ def _crash_section(crash: dict, labels: dict) -> str:
 
 # -- command line -----------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
     """python -m torchdoctor.watch.html report.json -o report.html"""
-    parser = argparse.ArgumentParser(prog="python -m torchdoctor.watch.html",
-                                     description="Render a watched run's JSON report as HTML.")
+    parser = argparse.ArgumentParser(
+        prog="python -m torchdoctor.watch.html",
+        description="Render a watched run's JSON report as HTML.",
+    )
     parser.add_argument("report", help="the file written by `torchdoctor run --report-json`")
     parser.add_argument("-o", "--output", help="HTML file to write (default: stdout)")
     parser.add_argument("--lang", choices=sorted(_LABELS), default=None)
     args = parser.parse_args(argv)
     if args.lang is None:
         from torchdoctor._lang import default_lang
+
         args.lang = default_lang()
     report = json.loads(Path(args.report).read_text(encoding="utf-8"))
     page = render_html(report, args.lang)

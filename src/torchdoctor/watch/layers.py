@@ -1,4 +1,5 @@
 """Layers whose behaviour depends on train/eval mode, as the mode monitors need them."""
+
 from __future__ import annotations
 
 
@@ -10,7 +11,8 @@ def mode_dependent_layers(model) -> list[tuple[str, object]]:
     found = []
     for name, layer in model.named_modules():
         if isinstance(layer, _BatchNorm) or (
-                isinstance(layer, nn.modules.dropout._DropoutNd) and layer.p > 0):
+            isinstance(layer, nn.modules.dropout._DropoutNd) and layer.p > 0
+        ):
             found.append((name, layer))
     return found
 

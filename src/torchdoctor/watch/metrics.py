@@ -5,6 +5,7 @@ the learning rate is a dict lookup, and gradient norms cost one foreach kernel o
 only (every `grad_every` steps). Long runs are thinned: when a series holds `limit` points,
 every other point is dropped and the sampling stride doubles.
 """
+
 from __future__ import annotations
 
 import math
@@ -67,8 +68,13 @@ class Metrics:
         self.grad_norms = {name: series[::2] for name, series in self.grad_norms.items()}
 
     def to_json(self) -> dict:
-        return {"step": self.steps, "loss": self.losses, "lr": self.lrs,
-                "grad_norm_step": self.grad_steps, "grad_norm": self.grad_norms}
+        return {
+            "step": self.steps,
+            "loss": self.losses,
+            "lr": self.lrs,
+            "grad_norm_step": self.grad_steps,
+            "grad_norm": self.grad_norms,
+        }
 
 
 def _json_number(value: float | None) -> float | str | None:

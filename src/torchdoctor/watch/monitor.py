@@ -46,6 +46,7 @@ its pitfall, message variant `variant` formatted with `fields`, at most once per
 monitor that raises is reported once as the doctor's own error and disabled; training goes on.
 Monitors never change values, RNG state, data order or dtypes: they only look.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Hashable
@@ -55,9 +56,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchdoctor.watch.reporter import Reporter
     from torchdoctor.watch.state import RunState
 
-HOOKS = ("setup", "on_model", "on_forward", "on_dataloader_iter", "on_first_batch", "on_loss",
-         "on_loss_result", "on_backward", "after_backward", "on_step", "after_step",
-         "on_scheduler_step", "teardown")
+HOOKS = (
+    "setup",
+    "on_model",
+    "on_forward",
+    "on_dataloader_iter",
+    "on_first_batch",
+    "on_loss",
+    "on_loss_result",
+    "on_backward",
+    "after_backward",
+    "on_step",
+    "after_step",
+    "on_scheduler_step",
+    "teardown",
+)
 
 
 class Monitor:
@@ -71,16 +84,23 @@ class Monitor:
         self.pitfall = pitfall
         self._reporter = reporter
 
-    def report(self, place: Hashable, variant: str = "", module: str | None = None,
-               at: tuple[str, int] | None = None, at_step: int | None = None,
-               **fields: Any) -> None:
+    def report(
+        self,
+        place: Hashable,
+        variant: str = "",
+        module: str | None = None,
+        at: tuple[str, int] | None = None,
+        at_step: int | None = None,
+        **fields: Any,
+    ) -> None:
         """Report this monitor's pitfall at `place` (once per place), with message `variant`.
 
         `module`: qualified name of the module concerned. The finding's file and line are the
         user's innermost frame now, and its step the current one, unless a deferred report
         gives them (`at=(path, line)` from `self.session.where()`, `at_step`)."""
-        self._reporter.report(self.pitfall, place, variant, module=module, at=at,
-                              at_step=at_step, **fields)
+        self._reporter.report(
+            self.pitfall, place, variant, module=module, at=at, at_step=at_step, **fields
+        )
 
     def setup(self) -> None:
         pass

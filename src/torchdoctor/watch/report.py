@@ -16,6 +16,7 @@ and a `location` of kind "run".
 Under torchrun (RANK set) every rank writes its own files: `report.json` becomes
 `report.rank0.json`, `report.rank1.json`, ... (the suffix goes before the extension).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,10 +31,14 @@ from torchdoctor.report import json_output
 from torchdoctor.report.stream import write_stderr
 
 _TEXT = {
-    "en": {"none": "torchdoctor: watched {steps} step(s): no findings",
-           "some": "torchdoctor: watched {steps} step(s): {count} finding(s)"},
-    "zh": {"none": "torchdoctor：共监视 {steps} 步：未发现问题",
-           "some": "torchdoctor：共监视 {steps} 步：发现 {count} 个问题"},
+    "en": {
+        "none": "torchdoctor: watched {steps} step(s): no findings",
+        "some": "torchdoctor: watched {steps} step(s): {count} finding(s)",
+    },
+    "zh": {
+        "none": "torchdoctor：共监视 {steps} 步：未发现问题",
+        "some": "torchdoctor：共监视 {steps} 步：发现 {count} 个问题",
+    },
 }
 
 
@@ -52,8 +57,10 @@ def _where(finding) -> str:
 def live_line(finding, lang: str) -> str:
     """One line printed when a finding happens."""
     step = finding.extra.get("step")
-    return (f"torchdoctor: {_where(finding)}{finding.code} {finding.name} "
-            f"(step {step}): {finding.message}\n")
+    return (
+        f"torchdoctor: {_where(finding)}{finding.code} {finding.name} "
+        f"(step {step}): {finding.message}\n"
+    )
 
 
 def summary_text(session, lang: str) -> str:
@@ -64,8 +71,10 @@ def summary_text(session, lang: str) -> str:
     for finding in session.findings:
         module = finding.extra.get("module")
         at = f" [{module}]" if module else ""
-        lines.append(f"  {_where(finding)}{finding.code} {finding.name}{at} "
-                     f"(step {finding.extra.get('step')}): {finding.message}")
+        lines.append(
+            f"  {_where(finding)}{finding.code} {finding.name}{at} "
+            f"(step {finding.extra.get('step')}): {finding.message}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -75,18 +84,21 @@ def print_summary(session, lang: str) -> None:
 
 def build(session, crash: dict | None = None, exit_code: int | None = None) -> dict:
     torch = sys.modules.get("torch")
-    return json_output.envelope("run", {
-        "script": os.path.basename(session.argv[0]) if session.argv else None,
-        "argv": session.argv,
-        "torch_version": getattr(torch, "__version__", None),
-        "duration_s": round(time.monotonic() - session.started, 3),
-        "findings": json_output.findings_json(session.findings),
-        "crash": crash,
-        "exit_code": exit_code,
-        "rank": session.rank,
-        "internal_errors": list(session.internal_errors),
-        "metrics": session.metrics.to_json() if session.metrics is not None else None,
-    })
+    return json_output.envelope(
+        "run",
+        {
+            "script": os.path.basename(session.argv[0]) if session.argv else None,
+            "argv": session.argv,
+            "torch_version": getattr(torch, "__version__", None),
+            "duration_s": round(time.monotonic() - session.started, 3),
+            "findings": json_output.findings_json(session.findings),
+            "crash": crash,
+            "exit_code": exit_code,
+            "rank": session.rank,
+            "internal_errors": list(session.internal_errors),
+            "metrics": session.metrics.to_json() if session.metrics is not None else None,
+        },
+    )
 
 
 def rank_path(path: str, rank: int | None) -> str:
@@ -122,12 +134,10 @@ def prepare_path(path: str | None, rank: int | None) -> str | None:
     return absolute
 
 
-def write(result: dict, session, json_path: str | None, html_path: str | None,
-          lang: str) -> None:
+def write(result: dict, session, json_path: str | None, html_path: str | None, lang: str) -> None:
     """Write the reports; a failure is one line on stderr, and the run's exit code stays."""
     if json_path:
-        _write_file(rank_path(json_path, session.rank),
-                    json_output.dumps(result))
+        _write_file(rank_path(json_path, session.rank), json_output.dumps(result))
     if html_path:
         from torchdoctor.watch.html import render_html
 
@@ -142,7 +152,8 @@ def _write_file(path: str, text: str) -> None:
             handle.write(text)
         os.replace(tmp, path)
     except OSError as error:
-        write_stderr(f"torchdoctor: error: cannot write the report {path}: "
-                     f"{error.strerror or error}\n")
+        write_stderr(
+            f"torchdoctor: error: cannot write the report {path}: {error.strerror or error}\n"
+        )
         with contextlib.suppress(OSError):
             os.remove(tmp)

@@ -1,5 +1,6 @@
 """The reporter of a watched run: the findings (at most one per pitfall and place), each
 printed live when it happens, and the doctor's own errors, each printed once."""
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,16 @@ class Reporter:
         self.internal_errors: list[str] = []
         self._reported: set[tuple[str, Hashable]] = set()
 
-    def report(self, pitfall, place: Hashable, variant: str = "", module: str | None = None,
-               at: tuple[str, int] | None = None, at_step: int | None = None,
-               **fields: Any) -> None:
+    def report(
+        self,
+        pitfall,
+        place: Hashable,
+        variant: str = "",
+        module: str | None = None,
+        at: tuple[str, int] | None = None,
+        at_step: int | None = None,
+        **fields: Any,
+    ) -> None:
         """A finding of `pitfall` at `place`, unless one was made there already; at the user's
         innermost frame now and the current step unless `at`/`at_step` say otherwise."""
         key = (pitfall.code, place)
@@ -39,8 +47,18 @@ class Reporter:
         path, line = at or user_location()
         step = self.run.step if at_step is None else at_step
         extra = {"step": step, "rank": self.run.rank, "module": module}
-        finding = Finding(pitfall.code, pitfall.name, message, origin="runtime", path=path,
-                          line=line, column=1, end_line=line, end_column=1, extra=extra)
+        finding = Finding(
+            pitfall.code,
+            pitfall.name,
+            message,
+            origin="runtime",
+            path=path,
+            line=line,
+            column=1,
+            end_line=line,
+            end_column=1,
+            extra=extra,
+        )
         self.findings.append(finding)
         if self.live:
             from torchdoctor.watch.report import live_line

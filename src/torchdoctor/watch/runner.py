@@ -2,6 +2,7 @@
 `python` would (same sys.argv, `__main__`, `__file__`, sys.path[0], cwd, stdin, output, exit
 code, and python's own one-line refusals) with the watcher installed before its first line,
 and explain a crash with the live values around it."""
+
 from __future__ import annotations
 
 import builtins
@@ -20,8 +21,10 @@ from torchdoctor.errors import UsageError
 from torchdoctor.report.stream import write_stderr
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
-_CONTEXT_TITLE = {"en": "Tensors in the failing frames (shape, dtype, device):",
-                  "zh": "出错帧中的张量（形状、数据类型、设备）："}
+_CONTEXT_TITLE = {
+    "en": "Tensors in the failing frames (shape, dtype, device):",
+    "zh": "出错帧中的张量（形状、数据类型、设备）：",
+}
 MAX_FRAMES = 3
 MAX_TENSORS = 12
 
@@ -36,9 +39,16 @@ class _CannotOpen(CannotStart):
     exit_code = 2
 
 
-def run(target: str, args: list[str], module: bool = False, select=None, ignore=None,
-        lang: str = "en", report_json: str | None = None,
-        report_html: str | None = None) -> int:
+def run(
+    target: str,
+    args: list[str],
+    module: bool = False,
+    select=None,
+    ignore=None,
+    lang: str = "en",
+    report_json: str | None = None,
+    report_html: str | None = None,
+) -> int:
     """Run the program; return the exit code `python` would have given."""
     _need_torch()
     from torchdoctor.watch.watcher import watch
@@ -46,8 +56,13 @@ def run(target: str, args: list[str], module: bool = False, select=None, ignore=
     saved_argv, saved_path = sys.argv, sys.path[:]
     sys.argv = [target, *args]
     try:
-        watcher = watch(select=select, ignore=ignore, lang=lang, report_json=report_json,
-                        report_html=report_html)
+        watcher = watch(
+            select=select,
+            ignore=ignore,
+            lang=lang,
+            report_json=report_json,
+            report_html=report_html,
+        )
         # After the watch is in place: the doctor's own imports never see the program's files.
         _set_path0(_path0(target, module), launcher=saved_argv[0] if saved_argv else "")
         return _run_watched(target, module, lang, watcher)
@@ -85,14 +100,19 @@ def _need_torch() -> None:
         import torch  # noqa: F401
     except ModuleNotFoundError as error:
         if error.name != "torch":
-            raise UsageError(f"run needs PyTorch, which fails to import ({error}): "
-                             "reinstall it (pip install torch)") from None
-        raise UsageError("run needs PyTorch, which is not installed here "
-                         "(pip install torch)") from None
+            raise UsageError(
+                f"run needs PyTorch, which fails to import ({error}): "
+                "reinstall it (pip install torch)"
+            ) from None
+        raise UsageError(
+            "run needs PyTorch, which is not installed here (pip install torch)"
+        ) from None
     except Exception as error:  # a broken install: a missing library, a failed import inside
-        raise UsageError(f"run needs PyTorch, which fails to import "
-                         f"({type(error).__name__}: {error}): reinstall it "
-                         "(pip install torch)") from None
+        raise UsageError(
+            f"run needs PyTorch, which fails to import "
+            f"({type(error).__name__}: {error}): reinstall it "
+            "(pip install torch)"
+        ) from None
 
 
 def _path0(target: str, module: bool) -> str:
@@ -150,8 +170,9 @@ def _load(target: str, module: bool) -> tuple[types.CodeType, dict]:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
-        raise _CannotOpen(f"can't open file {path!r}: [Errno {error.errno}] "
-                          f"{error.strerror}") from None
+        raise _CannotOpen(
+            f"can't open file {path!r}: [Errno {error.errno}] {error.strerror}"
+        ) from None
     if data[:4] == MAGIC_NUMBER:  # a compiled file (16-byte header): python runs it too
         loader = SourcelessFileLoader("__main__", path)
         return marshal.loads(data[16:]), {"__file__": path, "__loader__": loader}
@@ -160,16 +181,28 @@ def _load(target: str, module: bool) -> tuple[types.CodeType, dict]:
 
 
 def _spec_attributes(spec) -> dict:
-    return {"__file__": spec.origin, "__cached__": spec.cached, "__loader__": spec.loader,
-            "__package__": spec.parent, "__spec__": spec}
+    return {
+        "__file__": spec.origin,
+        "__cached__": spec.cached,
+        "__loader__": spec.loader,
+        "__package__": spec.parent,
+        "__spec__": spec,
+    }
 
 
 def _run_as_main(code: types.CodeType, attributes: dict) -> None:
     """Run code as a fresh `__main__` module, as python does (pickle and multiprocessing look
     for the program's classes there); the doctor's own `__main__` is put back after."""
     main = types.ModuleType("__main__")
-    main.__dict__.update({"__builtins__": builtins, "__cached__": None, "__package__": None,
-                          "__spec__": None, **attributes})
+    main.__dict__.update(
+        {
+            "__builtins__": builtins,
+            "__cached__": None,
+            "__package__": None,
+            "__spec__": None,
+            **attributes,
+        }
+    )
     saved = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     try:
@@ -220,16 +253,20 @@ def _explain(error: BaseException, lang: str) -> dict | None:
             lines = [_CONTEXT_TITLE.get(lang, _CONTEXT_TITLE["en"])]
             for frame in context:
                 lines.append(f"  {frame['path']}:{frame['line']} in {frame['function']}:")
-                lines += [f"    {t['name']}: {tuple(t['shape'])} {t['dtype']} {t['device']}"
-                          for t in frame["tensors"]]
+                lines += [
+                    f"    {t['name']}: {tuple(t['shape'])} {t['dtype']} {t['device']}"
+                    for t in frame["tensors"]
+                ]
             text += "\n".join(lines) + "\n"
         write_stderr(text)
         crash = explanation.to_json()
         crash["context"] = context
         return crash
     except Exception as problem:  # the doctor's own bug: one line, the traceback stays
-        write_stderr(f"torchdoctor: internal error while explaining this exception "
-                     f"({type(problem).__name__}: {problem})\n")
+        write_stderr(
+            f"torchdoctor: internal error while explaining this exception "
+            f"({type(problem).__name__}: {problem})\n"
+        )
         return None
 
 
@@ -251,13 +288,23 @@ def live_context(tb) -> list[dict]:
         tensors = []
         for name, value in list(frame.f_locals.items()):
             if isinstance(value, torch.Tensor) and len(tensors) < MAX_TENSORS:
-                tensors.append({"name": name, "shape": list(value.shape),
-                                "dtype": str(value.dtype).replace("torch.", ""),
-                                "device": str(value.device)})
+                tensors.append(
+                    {
+                        "name": name,
+                        "shape": list(value.shape),
+                        "dtype": str(value.dtype).replace("torch.", ""),
+                        "device": str(value.device),
+                    }
+                )
         if tensors:
-            context.append({"path": relative_path(frame.f_code.co_filename),
-                            "line": line, "function": frame.f_code.co_name,
-                            "tensors": tensors})
+            context.append(
+                {
+                    "path": relative_path(frame.f_code.co_filename),
+                    "line": line,
+                    "function": frame.f_code.co_name,
+                    "tensors": tensors,
+                }
+            )
     return context
 
 

@@ -6,6 +6,7 @@ monitors through one guard (watch.dispatch), the reporter that collects findings
 Every entry point from a hook is guarded: an exception of the doctor is recorded once and the
 user's program goes on as if nothing was watched.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,6 +24,7 @@ from torchdoctor.watch.state import RunState
 def _event(where: str, skip_when_compiling: bool = False) -> Callable:
     """A hook's entry point into the session: the doctor's own failure inside it is reported
     (once, as an error in `where`) and swallowed; it returns None, as hooks that only look."""
+
     def decorate(method: Callable) -> Callable:
         @functools.wraps(method)
         def event(self, *args) -> None:
@@ -42,8 +44,9 @@ class Session:
     """The events of one watched run, and what the report reads (`step`, `findings`,
     `internal_errors`, `rank`, `metrics`, `argv`, `started`)."""
 
-    def __init__(self, entries: list, lang: str = "en", live: bool = True,
-                 metrics: bool = True) -> None:
+    def __init__(
+        self, entries: list, lang: str = "en", live: bool = True, metrics: bool = True
+    ) -> None:
         self.argv = list(sys.argv)  # the user's command line, for the report
         self.started = time.monotonic()
         self.hooks = Installed()
@@ -204,8 +207,7 @@ class Session:
         self.run.models = [m for m in self.run.models if self._kinds.get(m)]
         self.run.models.append(module)
         self.run.rename(module)
-        self.hooks.handle(module.register_forward_pre_hook(self.model_pre_hook,
-                                                           with_kwargs=True))
+        self.hooks.handle(module.register_forward_pre_hook(self.model_pre_hook, with_kwargs=True))
         self.dispatcher.emit("on_model", module)
         return True
 

@@ -17,6 +17,7 @@ What a monitor may do to it: `rename(model)` after the model's parameters were r
 set `replaying` while it re-runs a model (those forwards are not events), and
 `add_module_hook(...)` (see Monitor).
 """
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,9 @@ class RunState:
         cached = self._grad_norms.get(id(optimizer))
         if cached is not None and cached[0] == self.step:
             return cached[1]
-        params = [p for group in optimizer.param_groups for p in group["params"]
-                  if p.grad is not None]
+        params = [
+            p for group in optimizer.param_groups for p in group["params"] if p.grad is not None
+        ]
         norms = _norms([p.grad for p in params])
         result = list(zip(params, norms))
         self._grad_norms[id(optimizer)] = (self.step, result)

@@ -1,4 +1,5 @@
 """`torchdoctor.watch(...)`: start and stop a watched run from inside a program."""
+
 from __future__ import annotations
 
 import atexit
@@ -16,9 +17,17 @@ _ACTIVE: list[Watch] = []
 class Watch:
     """A running watch. A context manager; `stop()` ends it (also called at interpreter exit)."""
 
-    def __init__(self, objects: tuple, select=None, ignore=None, lang: str | None = None,
-                 report_json: str | None = None, report_html: str | None = None,
-                 summary: bool = True, live: bool = True) -> None:
+    def __init__(
+        self,
+        objects: tuple,
+        select=None,
+        ignore=None,
+        lang: str | None = None,
+        report_json: str | None = None,
+        report_html: str | None = None,
+        summary: bool = True,
+        live: bool = True,
+    ) -> None:
         from torchdoctor._lang import default_lang
 
         self.lang = lang or default_lang()
@@ -103,17 +112,32 @@ class Watch:
         self.stop()
 
 
-def watch(*objects, select=None, ignore=None, lang: str | None = None,
-          report_json: str | None = None, report_html: str | None = None,
-          summary: bool = True, live: bool = True) -> Watch:
+def watch(
+    *objects,
+    select=None,
+    ignore=None,
+    lang: str | None = None,
+    report_json: str | None = None,
+    report_html: str | None = None,
+    summary: bool = True,
+    live: bool = True,
+) -> Watch:
     """Watch training from now on: `with torchdoctor.watch(): ...`, or
     `torchdoctor.watch(model, optimizer)` (stops at exit, or with `.stop()`).
 
     `select`/`ignore`: rule codes, prefixes, names or ALL, as for `check`; without `select`,
     the default-on monitors run. `live`: print each finding when it happens (stderr);
     `summary`: print a summary when the watch stops."""
-    return Watch(objects, select=select, ignore=ignore, lang=lang, report_json=report_json,
-                 report_html=report_html, summary=summary, live=live)
+    return Watch(
+        objects,
+        select=select,
+        ignore=ignore,
+        lang=lang,
+        report_json=report_json,
+        report_html=report_html,
+        summary=summary,
+        live=live,
+    )
 
 
 def enabled_monitors(select=None, ignore=None) -> list[tuple]:
@@ -127,7 +151,7 @@ def enabled_monitors(select=None, ignore=None) -> list[tuple]:
         if pitfall.code in ignored:
             continue
         for cls in pitfall.monitors:
-            if (cls.default if selected is None else pitfall.code in selected):
+            if cls.default if selected is None else pitfall.code in selected:
                 entries.append((pitfall, cls))
     return entries
 

@@ -1,29 +1,39 @@
 """TD101 loss-data-index: `loss.data[0]` indexes a 0-dim tensor (an IndexError since 0.4)."""
+
 from __future__ import annotations
 
 import ast
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Pitfall, bindings, index_of, per_file,
-                                     scope_of, shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    bindings,
+    index_of,
+    per_file,
+    scope_of,
+    shorten,
+)
 
 PITFALL = Pitfall(
     code="TD101",
     name="loss-data-index",
-    title={"en": "Indexing a 0-dim tensor with `.data[0]`",
-           "zh": "用 `.data[0]` 索引 0 维张量"},
-    messages={"": {
-        "en": "`{expr}` indexes a 0-dim tensor, which raises IndexError since PyTorch 0.4: "
-              "use `.item()`",
-        "zh": "`{expr}` 在索引一个 0 维张量，从 PyTorch 0.4 起会抛出 IndexError：请改用 `.item()`",
-    }},
-    fix_title={"en": "Replace `.data[0]` with `.item()`",
-               "zh": "把 `.data[0]` 换成 `.item()`"},
+    title={"en": "Indexing a 0-dim tensor with `.data[0]`", "zh": "用 `.data[0]` 索引 0 维张量"},
+    messages={
+        "": {
+            "en": "`{expr}` indexes a 0-dim tensor, which raises IndexError since PyTorch 0.4: "
+            "use `.item()`",
+            "zh": "`{expr}` 在索引一个 0 维张量，从 PyTorch 0.4 起会抛出 IndexError：请改用 `.item()`",
+        }
+    },
+    fix_title={"en": "Replace `.data[0]` with `.item()`", "zh": "把 `.data[0]` 换成 `.item()`"},
     fix_applicability="safe",
     fix_hint={
         "en": "Replace `loss.data[0]` (or `loss[0]`) with `loss.item()` to get the Python "
-              "number; `.item()` works on every version since PyTorch 0.4.",
+        "number; `.item()` works on every version since PyTorch 0.4.",
         "zh": "把 `loss.data[0]`（或 `loss[0]`）换成 `loss.item()` 来取得 Python 数字；"
-              "`.item()` 在 PyTorch 0.4 之后的所有版本中都可用。",
+        "`.item()` 在 PyTorch 0.4 之后的所有版本中都可用。",
     },
     docs={
         "en": """
@@ -95,24 +105,42 @@ def train_step(model, images, labels, total_loss):
 )
 
 PITFALL.error(
-    r"invalid index of a 0-dim tensor", types=("IndexError",), confidence=0.95,
+    r"invalid index of a 0-dim tensor",
+    types=("IndexError",),
+    confidence=0.95,
     cause={
         "en": "A 0-dim tensor (a loss, a `.sum()` or `.mean()`, a scalar) was indexed, usually "
-              "with the pre-0.4 idiom `loss.data[0]`: since PyTorch 0.4 these are scalars "
-              "with no dimension to index.",
+        "with the pre-0.4 idiom `loss.data[0]`: since PyTorch 0.4 these are scalars "
+        "with no dimension to index.",
         "zh": "对一个 0 维张量（损失、`.sum()` 或 `.mean()` 的结果、标量）做了索引，通常是 0.4 之前的写法 "
-              "`loss.data[0]`：从 PyTorch 0.4 起它们是标量，没有可索引的维度。",
-    })
+        "`loss.data[0]`：从 PyTorch 0.4 起它们是标量，没有可索引的维度。",
+    },
+)
 
 # Functional losses and how many tensor arguments they take before the options; they return a
 # 0-dim tensor unless `reduction="none"` (or the legacy `reduce=False`) is passed.
 FUNCTIONAL_LOSSES = {
-    "cross_entropy": 2, "nll_loss": 2, "mse_loss": 2, "l1_loss": 2, "smooth_l1_loss": 2,
-    "huber_loss": 2, "binary_cross_entropy": 2, "binary_cross_entropy_with_logits": 2,
-    "kl_div": 2, "poisson_nll_loss": 2, "soft_margin_loss": 2, "multilabel_margin_loss": 2,
-    "multilabel_soft_margin_loss": 2, "multi_margin_loss": 2, "hinge_embedding_loss": 2,
-    "gaussian_nll_loss": 3, "cosine_embedding_loss": 3, "margin_ranking_loss": 3,
-    "triplet_margin_loss": 3, "triplet_margin_with_distance_loss": 3, "ctc_loss": 4,
+    "cross_entropy": 2,
+    "nll_loss": 2,
+    "mse_loss": 2,
+    "l1_loss": 2,
+    "smooth_l1_loss": 2,
+    "huber_loss": 2,
+    "binary_cross_entropy": 2,
+    "binary_cross_entropy_with_logits": 2,
+    "kl_div": 2,
+    "poisson_nll_loss": 2,
+    "soft_margin_loss": 2,
+    "multilabel_margin_loss": 2,
+    "multilabel_soft_margin_loss": 2,
+    "multi_margin_loss": 2,
+    "hinge_embedding_loss": 2,
+    "gaussian_nll_loss": 3,
+    "cosine_embedding_loss": 3,
+    "margin_ranking_loss": 3,
+    "triplet_margin_loss": 3,
+    "triplet_margin_with_distance_loss": 3,
+    "ctc_loss": 4,
 }
 SCALAR_REDUCTIONS = frozenset({"mean", "sum", "batchmean", "elementwise_mean"})
 # `nn.*Loss` classes whose call does not return one scalar.
@@ -122,14 +150,42 @@ LOSS_MODULE_PATHS = frozenset({"torch.nn", "torch.nn.modules", "torch.nn.modules
 # Reductions over all elements when called without a dim: `x.sum()` is 0-dim, `x.sum(1)` is not.
 # Value: how many positional arguments still reduce everything (`x.norm(2)`: p; `x.dot(y)`).
 FULL_REDUCTION_METHODS = {
-    "sum": 0, "mean": 0, "prod": 0, "std": 0, "var": 0, "max": 0, "min": 0, "amax": 0,
-    "amin": 0, "all": 0, "any": 0, "median": 0, "nansum": 0, "nanmean": 0, "norm": 1, "dot": 1,
+    "sum": 0,
+    "mean": 0,
+    "prod": 0,
+    "std": 0,
+    "var": 0,
+    "max": 0,
+    "min": 0,
+    "amax": 0,
+    "amin": 0,
+    "all": 0,
+    "any": 0,
+    "median": 0,
+    "nansum": 0,
+    "nanmean": 0,
+    "norm": 1,
+    "dot": 1,
 }
 # The same as torch functions: the tensor argument(s) come first.
 FULL_REDUCTION_FUNCTIONS = {
-    "sum": 1, "mean": 1, "prod": 1, "std": 1, "var": 1, "max": 1, "min": 1, "amax": 1,
-    "amin": 1, "all": 1, "any": 1, "median": 1, "nansum": 1, "nanmean": 1, "norm": 2,
-    "dot": 2, "dist": 2,
+    "sum": 1,
+    "mean": 1,
+    "prod": 1,
+    "std": 1,
+    "var": 1,
+    "max": 1,
+    "min": 1,
+    "amax": 1,
+    "amin": 1,
+    "all": 1,
+    "any": 1,
+    "median": 1,
+    "nansum": 1,
+    "nanmean": 1,
+    "norm": 2,
+    "dot": 2,
+    "dist": 2,
 }
 # Keywords that keep a full reduction full.
 REDUCTION_OPTIONS = frozenset({"dtype", "p", "unbiased", "correction"})
@@ -155,6 +211,7 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
 
 # ---- what is 0-dim -------------------------------------------------------------------------
 
+
 def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozenset()) -> bool:
     """True when `expr` is certainly a 0-dim tensor (a scalar loss, a full reduction...)."""
     kind = type(expr)
@@ -165,7 +222,9 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
             return True
         if not resolving:  # a name used many times is looked into once
             return _zero_dim_name(ctx, scope_of(expr.id, ctx), expr.id)
-        return _all_assigned(expr.id, ctx, lambda value: is_zero_dim(value, ctx, resolving | {expr.id}))
+        return _all_assigned(
+            expr.id, ctx, lambda value: is_zero_dim(value, ctx, resolving | {expr.id})
+        )
     if kind is ast.BinOp and isinstance(expr.op, SCALAR_ARITHMETIC):
         sides = (expr.left, expr.right)
         if not all(_is_number(side) or is_zero_dim(side, ctx, resolving) for side in sides):
@@ -237,7 +296,11 @@ def is_scalar_loss_constructor(call: ast.AST, ctx: Context) -> bool:
     if qualname is None:
         return False
     head, _, last = qualname.rpartition(".")
-    if head not in LOSS_MODULE_PATHS or not last.endswith("Loss") or last in NON_SCALAR_LOSS_CLASSES:
+    if (
+        head not in LOSS_MODULE_PATHS
+        or not last.endswith("Loss")
+        or last in NON_SCALAR_LOSS_CLASSES
+    ):
         return False
     # One positional option at most, and not a reduction string (HuberLoss takes it first).
     if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
@@ -259,14 +322,19 @@ def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
 # Each name (or attribute) is looked into once per file, not once per use: a name assigned
 # in many places and used in as many would cost their product.
 
+
 @per_file
 def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
-    return _all_bound_to(bindings(ctx, scope, name), lambda value: is_zero_dim(value, ctx, frozenset({name})))
+    return _all_bound_to(
+        bindings(ctx, scope, name), lambda value: is_zero_dim(value, ctx, frozenset({name}))
+    )
 
 
 @per_file
 def _loss_module_name(ctx: Context, scope: ast.AST, name: str) -> bool:
-    return _all_bound_to(bindings(ctx, scope, name), lambda value: is_scalar_loss_constructor(value, ctx))
+    return _all_bound_to(
+        bindings(ctx, scope, name), lambda value: is_scalar_loss_constructor(value, ctx)
+    )
 
 
 @per_file
@@ -288,6 +356,7 @@ def _all_bound_to(found, accept) -> bool:
 
 # ---- bindings, looked up on demand (could move to Context) ---------------------------------
 
+
 def attribute_values(ctx: Context, cls: ast.ClassDef, attr: str) -> tuple[ast.expr, ...]:
     """Values assigned to `self.<attr>` in the methods of `cls`; empty when some other
     binding (unpacking, augmented assignment) makes them unreliable."""
@@ -296,7 +365,9 @@ def attribute_values(ctx: Context, cls: ast.ClassDef, attr: str) -> tuple[ast.ex
 
 
 @per_file
-def _attribute_assignments(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, list[ast.expr]], set[str]]:
+def _attribute_assignments(
+    ctx: Context, cls: ast.ClassDef
+) -> tuple[dict[str, list[ast.expr]], set[str]]:
     """The values assigned to each `self.<attr>` in `cls`, and the attributes bound otherwise."""
     values: dict[str, list[ast.expr]] = {}
     unreliable: set[str] = set()
@@ -315,19 +386,24 @@ def _attribute_assignments(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, l
 
 # ---- small predicates ----------------------------------------------------------------------
 
+
 def _is_self_attribute(expr: ast.AST) -> bool:
-    return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
-            and expr.value.id == "self")
+    return (
+        isinstance(expr, ast.Attribute)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == "self"
+    )
 
 
 def _is_number(expr: ast.AST) -> bool:
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
         expr = expr.operand
-    return (isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float))
-            and not isinstance(expr.value, bool))
+    return (
+        isinstance(expr, ast.Constant)
+        and isinstance(expr.value, (int, float))
+        and not isinstance(expr.value, bool)
+    )
 
 
 def _is_constant_in(expr: ast.AST, allowed) -> bool:
     return isinstance(expr, ast.Constant) and expr.value in allowed
-
-

@@ -1,38 +1,52 @@
 """TD102 accumulated-loss-graph: `total += loss` across iterations keeps every graph alive."""
+
 from __future__ import annotations
 
 import ast
 import weakref
 
-from torchdoctor.catalog.sdk import (Context, Finding, Monitor, Pitfall, bindings,
-                                     nested_statements, per_file, scope_of)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Monitor,
+    Pitfall,
+    bindings,
+    nested_statements,
+    per_file,
+    scope_of,
+)
 
 PITFALL = Pitfall(
     code="TD102",
     name="accumulated-loss-graph",
-    title={"en": "Loss tensor accumulated across iterations with its autograd graph",
-           "zh": "跨迭代累加带计算图的损失张量"},
-    messages={"": {
-        "en": "`{total}` collects the loss tensor `{loss}` of every iteration, and with it each "
-              "iteration's autograd graph: accumulate `{loss}.item()` (or `{loss}.detach()`)",
-        "zh": "`{total}` 收集了每次迭代的损失张量 `{loss}`，也就留住了每次迭代的计算图："
-              "请累加 `{loss}.item()`（或 `{loss}.detach()`）",
-    }, "runtime": {
-        "en": "the autograd graphs of the losses of {count} earlier steps (steps {first} to "
-              "{last}) are still alive after their optimizer steps: something keeps those loss "
-              "tensors (`total_loss += loss`, `losses.append(loss)`), and memory grows every "
-              "step; keep `loss.item()` or `loss.detach()` instead",
-        "zh": "之前 {count} 步（第 {first} 步到第 {last} 步）的损失的计算图在各自的优化器更新之后仍然存活："
-              "有代码留住了这些损失张量（`total_loss += loss`、`losses.append(loss)`），内存每一步都在增长；"
-              "请改为保存 `loss.item()` 或 `loss.detach()`",
-    }},
+    title={
+        "en": "Loss tensor accumulated across iterations with its autograd graph",
+        "zh": "跨迭代累加带计算图的损失张量",
+    },
+    messages={
+        "": {
+            "en": "`{total}` collects the loss tensor `{loss}` of every iteration, and with it each "
+            "iteration's autograd graph: accumulate `{loss}.item()` (or `{loss}.detach()`)",
+            "zh": "`{total}` 收集了每次迭代的损失张量 `{loss}`，也就留住了每次迭代的计算图："
+            "请累加 `{loss}.item()`（或 `{loss}.detach()`）",
+        },
+        "runtime": {
+            "en": "the autograd graphs of the losses of {count} earlier steps (steps {first} to "
+            "{last}) are still alive after their optimizer steps: something keeps those loss "
+            "tensors (`total_loss += loss`, `losses.append(loss)`), and memory grows every "
+            "step; keep `loss.item()` or `loss.detach()` instead",
+            "zh": "之前 {count} 步（第 {first} 步到第 {last} 步）的损失的计算图在各自的优化器更新之后仍然存活："
+            "有代码留住了这些损失张量（`total_loss += loss`、`losses.append(loss)`），内存每一步都在增长；"
+            "请改为保存 `loss.item()` 或 `loss.detach()`",
+        },
+    },
     fix_title={"en": "Accumulate `{loss}.item()`", "zh": "改为累加 `{loss}.item()`"},
     fix_applicability="unsafe",
     fix_hint={
         "en": "Accumulate numbers, not graphs: `total_loss += loss.item()` (or "
-              "`loss.detach()` to stay on the GPU), and `losses.append(loss.item())`.",
+        "`loss.detach()` to stay on the GPU), and `losses.append(loss.item())`.",
         "zh": "累加数值而不是计算图：`total_loss += loss.item()`（想留在 GPU 上就用 "
-              "`loss.detach()`），以及 `losses.append(loss.item())`。",
+        "`loss.detach()`），以及 `losses.append(loss.item())`。",
     },
     docs={
         "en": """
@@ -179,8 +193,9 @@ def check_append(node: ast.Expr, ctx: Context) -> list[Finding] | None:
     return _check(node, call.func.value.id, call.args[0], ctx, appended=True)
 
 
-def _check(statement: ast.stmt, total: str, added: ast.expr, ctx: Context,
-           appended: bool = False) -> list[Finding] | None:
+def _check(
+    statement: ast.stmt, total: str, added: ast.expr, ctx: Context, appended: bool = False
+) -> list[Finding] | None:
     operands = [name for name in _bare_operands(added) if name.id != total]
     if not operands:
         return None
@@ -232,8 +247,6 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
     return frozenset(roots)
 
 
-
-
 def _backward_target_names(call: ast.Call, ctx: Context) -> set[str]:
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "backward":
@@ -273,16 +286,20 @@ def _is_backward_runner(expr: ast.expr, ctx: Context) -> bool:
 # Asked once per name (and loop), not once per use: a name bound in many places and used in
 # as many would cost their product.
 
+
 @per_file
 def _made_by_runner(ctx: Context, scope: ast.AST, name: str) -> bool:
     found = bindings(ctx, scope, name)
     return bool(found) and all(
         isinstance(b.value, ast.Call) and ctx.qualname(b.value.func) in BACKWARD_RUNNERS
-        for b in found)
+        for b in found
+    )
 
 
 @per_file
-def _outlives_iteration(ctx: Context, scope: ast.AST, total: str, loop: ast.stmt, appended: bool) -> bool:
+def _outlives_iteration(
+    ctx: Context, scope: ast.AST, total: str, loop: ast.stmt, appended: bool
+) -> bool:
     """Bound before the loop and, inside it, only updated by accumulation."""
     found = bindings(ctx, scope, total)
     if not found or not any(b.node.lineno < loop.lineno for b in found):
@@ -298,14 +315,19 @@ def _outlives_iteration(ctx: Context, scope: ast.AST, total: str, loop: ast.stmt
 
 
 def _is_accumulation(value: ast.expr, total: str) -> bool:
-    return (type(value) is ast.BinOp and type(value.op) is ast.Add
-            and (_is_name(value.left, total) or _is_name(value.right, total)))
+    return (
+        type(value) is ast.BinOp
+        and type(value.op) is ast.Add
+        and (_is_name(value.left, total) or _is_name(value.right, total))
+    )
 
 
 @per_file
 def _detached_in(ctx: Context, scope: ast.AST, loss: str, loop: ast.stmt) -> bool:
     """Whether the loss is rebound inside the loop to something without a graph."""
-    return any(_inside(b.node, loop) and _is_detaching(b.value) for b in bindings(ctx, scope, loss) or ())
+    return any(
+        _inside(b.node, loop) and _is_detaching(b.value) for b in bindings(ctx, scope, loss) or ()
+    )
 
 
 def _is_detaching(value: ast.expr | None) -> bool:
@@ -326,6 +348,7 @@ def _is_name(expr: ast.expr, name: str) -> bool:
 
 
 # ---- at run time -------------------------------------------------------------------------------
+
 
 class _GraphTag:
     """Stored in a loss's `grad_fn.metadata`: it lives exactly as long as that graph node."""
@@ -378,5 +401,4 @@ class LossGraphsKeptAlive(Monitor):
         earlier = sorted({born for _, born in self._tags if born < step})
         if len(earlier) >= self.THRESHOLD:
             self._done, self._tags = True, []
-            self.report("graphs", "runtime", count=len(earlier), first=earlier[0],
-                        last=earlier[-1])
+            self.report("graphs", "runtime", count=len(earlier), first=earlier[0], last=earlier[-1])

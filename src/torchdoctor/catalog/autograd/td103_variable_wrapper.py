@@ -1,4 +1,5 @@
 """TD103 variable-wrapper: `Variable(x)` is a leftover of PyTorch 0.3 that silently detaches."""
+
 from __future__ import annotations
 
 import ast
@@ -8,20 +9,22 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall
 PITFALL = Pitfall(
     code="TD103",
     name="variable-wrapper",
-    title={"en": "`torch.autograd.Variable(...)` wrapper, obsolete since PyTorch 0.4",
-           "zh": "PyTorch 0.4 起已过时的 `torch.autograd.Variable(...)` 包装"},
+    title={
+        "en": "`torch.autograd.Variable(...)` wrapper, obsolete since PyTorch 0.4",
+        "zh": "PyTorch 0.4 起已过时的 `torch.autograd.Variable(...)` 包装",
+    },
     messages={
         "": {
             "en": "`Variable(...)` is obsolete since PyTorch 0.4: tensors track gradients "
-                  "themselves, and the wrapper only returns a detached alias",
+            "themselves, and the wrapper only returns a detached alias",
             "zh": "`Variable(...)` 从 PyTorch 0.4 起已过时：张量自己就能记录梯度，"
-                  "这个包装只会返回一个 detach 过的别名",
+            "这个包装只会返回一个 detach 过的别名",
         },
         "volatile": {
             "en": "`Variable(...)` is obsolete and its `volatile` flag has had no effect since "
-                  "PyTorch 0.4: gradients are still tracked; use `with torch.no_grad():`",
+            "PyTorch 0.4: gradients are still tracked; use `with torch.no_grad():`",
             "zh": "`Variable(...)` 已过时，它的 `volatile` 参数从 PyTorch 0.4 起不再起作用："
-                  "梯度仍然会被记录；请使用 `with torch.no_grad():`",
+            "梯度仍然会被记录；请使用 `with torch.no_grad():`",
         },
     },
     fix_title={"en": "Remove the `Variable(...)` wrapper", "zh": "去掉 `Variable(...)` 包装"},
@@ -110,18 +113,35 @@ weights = torch.zeros(3, 2).requires_grad_()
 
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # torch functions that return a new tensor with no autograd history (unless requires_grad=).
-FRESH_FACTORIES = frozenset("""
+FRESH_FACTORIES = frozenset(
+    """
 tensor zeros ones empty full rand randn randint randperm arange linspace logspace eye
 from_numpy zeros_like ones_like empty_like full_like rand_like randn_like randint_like
-""".split())
+""".split()
+)
 # Tensor methods that keep "no history" when applied to a tensor without one.
-HISTORY_KEEPING_METHODS = frozenset("""
+HISTORY_KEEPING_METHODS = frozenset(
+    """
 to cuda cpu float double half bfloat16 long int short bool byte char type contiguous
 view reshape unsqueeze squeeze permute transpose t clone pin_memory
-""".split())
+""".split()
+)
 # Expressions that can stand where a call stood without parentheses.
-ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple,
-         ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+ATOMS = (
+    ast.Name,
+    ast.Attribute,
+    ast.Call,
+    ast.Subscript,
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 FIXABLE_KEYWORDS = frozenset({"requires_grad", "volatile"})
 
 

@@ -1,4 +1,5 @@
 """TD104 legacy-autograd-function: a `torch.autograd.Function` with instance `forward`/`backward`."""
+
 from __future__ import annotations
 
 import ast
@@ -8,24 +9,28 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall
 PITFALL = Pitfall(
     code="TD104",
     name="legacy-autograd-function",
-    title={"en": "Autograd Function with a non-static `forward`/`backward` (legacy style)",
-           "zh": "`forward`/`backward` 不是静态方法的旧式 autograd Function"},
-    messages={"": {
-        "en": "`{method}` of autograd Function `{cls}` is not a `@staticmethod`: legacy "
-              "Functions raise RuntimeError since PyTorch 1.3; make it "
-              "`@staticmethod def {method}(ctx, ...)` and call `{cls}.apply(...)`",
-        "zh": "autograd Function `{cls}` 的 `{method}` 不是 `@staticmethod`：旧式 Function 从 "
-              "PyTorch 1.3 起会抛出 RuntimeError；请改成 `@staticmethod def {method}(ctx, ...)`，"
-              "并通过 `{cls}.apply(...)` 调用",
-    }},
+    title={
+        "en": "Autograd Function with a non-static `forward`/`backward` (legacy style)",
+        "zh": "`forward`/`backward` 不是静态方法的旧式 autograd Function",
+    },
+    messages={
+        "": {
+            "en": "`{method}` of autograd Function `{cls}` is not a `@staticmethod`: legacy "
+            "Functions raise RuntimeError since PyTorch 1.3; make it "
+            "`@staticmethod def {method}(ctx, ...)` and call `{cls}.apply(...)`",
+            "zh": "autograd Function `{cls}` 的 `{method}` 不是 `@staticmethod`：旧式 Function 从 "
+            "PyTorch 1.3 起会抛出 RuntimeError；请改成 `@staticmethod def {method}(ctx, ...)`，"
+            "并通过 `{cls}.apply(...)` 调用",
+        }
+    },
     fix_hint={
         "en": "Make `forward` and `backward` `@staticmethod`s taking `ctx` instead of `self`, "
-              "move `__init__` options to extra arguments of `forward` (with a `None` "
-              "gradient each in `backward`), and call `MyFn.apply(x, ...)` instead of "
-              "`MyFn()(x)`.",
+        "move `__init__` options to extra arguments of `forward` (with a `None` "
+        "gradient each in `backward`), and call `MyFn.apply(x, ...)` instead of "
+        "`MyFn()(x)`.",
         "zh": "把 `forward` 和 `backward` 改成以 `ctx` 代替 `self` 的 `@staticmethod`，把 `__init__` "
-              "的选项改为 `forward` 的额外参数（在 `backward` 中各自返回 `None` 梯度），并用 "
-              "`MyFn.apply(x, ...)` 代替 `MyFn()(x)` 调用。",
+        "的选项改为 `forward` 的额外参数（在 `backward` 中各自返回 `None` 梯度），并用 "
+        "`MyFn.apply(x, ...)` 代替 `MyFn()(x)` 调用。",
     },
     docs={
         "en": """
@@ -130,38 +135,50 @@ y = ScaleGrad.apply(torch.randn(3, requires_grad=True), 0.5)
 
 PITFALL.error(
     r"Legacy autograd function with non-static forward method is deprecated",
-    types=("RuntimeError", "UserWarning", "DeprecationWarning"), confidence=0.95,
+    types=("RuntimeError", "UserWarning", "DeprecationWarning"),
+    confidence=0.95,
     cause={
         "en": "A custom `torch.autograd.Function` is written in the legacy style (instance "
-              "`forward`/`backward`, called as `MyFn()(x)`), which PyTorch no longer runs "
-              "since 1.3.",
+        "`forward`/`backward`, called as `MyFn()(x)`), which PyTorch no longer runs "
+        "since 1.3.",
         "zh": "某个自定义 `torch.autograd.Function` 用的是旧式写法（实例方法 `forward`/`backward`，"
-              "以 `MyFn()(x)` 调用），PyTorch 从 1.3 起已不再支持。",
-    })
+        "以 `MyFn()(x)` 调用），PyTorch 从 1.3 起已不再支持。",
+    },
+)
 PITFALL.error(
     r"should not be instantiated\. Methods on autograd functions are all static",
-    types=("DeprecationWarning", "UserWarning"), confidence=0.85,
+    types=("DeprecationWarning", "UserWarning"),
+    confidence=0.85,
     cause={
         "en": "A `torch.autograd.Function` subclass is instantiated (`MyFn()(x)`): autograd "
-              "Functions are used through `MyFn.apply(x)`, with static methods.",
+        "Functions are used through `MyFn.apply(x)`, with static methods.",
         "zh": "对 `torch.autograd.Function` 的子类做了实例化（`MyFn()(x)`）：autograd Function "
-              "应通过 `MyFn.apply(x)` 使用，其方法都是静态方法。",
-    })
+        "应通过 `MyFn.apply(x)` 使用，其方法都是静态方法。",
+    },
+)
 
-FUNCTION_CLASSES = frozenset({
-    "torch.autograd.Function", "torch.autograd.function.Function",
-    "torch.autograd.function.InplaceFunction",
-})
+FUNCTION_CLASSES = frozenset(
+    {
+        "torch.autograd.Function",
+        "torch.autograd.function.Function",
+        "torch.autograd.function.InplaceFunction",
+    }
+)
 # Methods autograd calls on the class itself, passing the ctx as first argument.
 STATIC_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
 STATIC_DECORATORS = frozenset({"staticmethod", "classmethod"})
 # Decorators that wrap the function and leave it an instance method.
-TRANSPARENT_DECORATORS = frozenset({
-    "torch.autograd.function.once_differentiable",
-    "torch.amp.custom_fwd", "torch.amp.custom_bwd",
-    "torch.amp.autocast_mode.custom_fwd", "torch.amp.autocast_mode.custom_bwd",
-    "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd",
-})
+TRANSPARENT_DECORATORS = frozenset(
+    {
+        "torch.autograd.function.once_differentiable",
+        "torch.amp.custom_fwd",
+        "torch.amp.custom_bwd",
+        "torch.amp.autocast_mode.custom_fwd",
+        "torch.amp.autocast_mode.custom_bwd",
+        "torch.cuda.amp.custom_fwd",
+        "torch.cuda.amp.custom_bwd",
+    }
+)
 
 
 @PITFALL.static(ast.FunctionDef, names=STATIC_METHODS)

@@ -1,12 +1,22 @@
 """TD105 parameter-reassigned: a parameter or submodule replaced or converted behind the optimizer."""
+
 from __future__ import annotations
 
 import ast
 from bisect import bisect_left
 from functools import partial
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Monitor, Pitfall, index_of,
-                                     nested_statements, per_file, shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Monitor,
+    Pitfall,
+    index_of,
+    nested_statements,
+    per_file,
+    shorten,
+)
 
 # Messages quote at most 50 characters of source.
 _short = partial(shorten, limit=50)
@@ -14,44 +24,46 @@ _short = partial(shorten, limit=50)
 PITFALL = Pitfall(
     code="TD105",
     name="parameter-reassigned",
-    title={"en": "Parameter or submodule replaced or converted after it was registered",
-           "zh": "已注册的参数或子模块被替换或转换"},
+    title={
+        "en": "Parameter or submodule replaced or converted after it was registered",
+        "zh": "已注册的参数或子模块被替换或转换",
+    },
     messages={
         "runtime": {
             "en": "`{optimizer}` no longer holds `{param}` of `{model}`: the parameter was "
-                  "replaced after the optimizer was built (the optimizer holds {orphans} "
-                  "tensor(s) that belong to no model, e.g. one of shape {shape}), so it is "
-                  "never updated; build the optimizer after changing the model, or copy into "
-                  "the existing parameter",
+            "replaced after the optimizer was built (the optimizer holds {orphans} "
+            "tensor(s) that belong to no model, e.g. one of shape {shape}), so it is "
+            "never updated; build the optimizer after changing the model, or copy into "
+            "the existing parameter",
             "zh": "`{optimizer}` 中已经没有 `{model}` 的 `{param}`：该参数在优化器创建之后被替换了"
-                  "（优化器持有 {orphans} 个不属于任何模型的张量，例如形状为 {shape} 的那个），"
-                  "因此它永远不会被更新；请在修改模型之后再创建优化器，或把值拷贝进原参数",
+            "（优化器持有 {orphans} 个不属于任何模型的张量，例如形状为 {shape} 的那个），"
+            "因此它永远不会被更新；请在修改模型之后再创建优化器，或把值拷贝进原参数",
         },
         "": {
             "en": "`{target} = {value}` in `forward` converts the registered {what} `{source}` on "
-                  "every call: where conversion makes new parameters (XLA, sharded DeepSpeed/FSDP "
-                  "parameters, `overwrite_module_params_on_conversion`) the optimizer keeps "
-                  "training the old ones; convert once in `__init__`, or convert the values "
-                  "used, e.g. `F.linear(x, self.fc.weight.float())`",
+            "every call: where conversion makes new parameters (XLA, sharded DeepSpeed/FSDP "
+            "parameters, `overwrite_module_params_on_conversion`) the optimizer keeps "
+            "training the old ones; convert once in `__init__`, or convert the values "
+            "used, e.g. `F.linear(x, self.fc.weight.float())`",
             "zh": "在 `forward` 中 `{target} = {value}` 每次调用都会转换已注册的{what_zh} `{source}`："
-                  "当转换会生成新参数时（XLA、DeepSpeed/FSDP 的分片参数、"
-                  "`overwrite_module_params_on_conversion`），优化器仍在训练旧参数；"
-                  "请在 `__init__` 中转换一次，或只转换参与计算的值，例如 "
-                  "`F.linear(x, self.fc.weight.float())`",
+            "当转换会生成新参数时（XLA、DeepSpeed/FSDP 的分片参数、"
+            "`overwrite_module_params_on_conversion`），优化器仍在训练旧参数；"
+            "请在 `__init__` 中转换一次，或只转换参与计算的值，例如 "
+            "`F.linear(x, self.fc.weight.float())`",
         },
         "new-parameter": {
             "en": "`forward` replaces `{target}` with a new `nn.Parameter` on every call: the "
-                  "optimizer keeps updating the old one, and the new one starts from scratch",
+            "optimizer keeps updating the old one, and the new one starts from scratch",
             "zh": "`forward` 每次调用都用新的 `nn.Parameter` 替换 `{target}`：优化器仍在更新旧参数，"
-                  "而新参数每次都从头开始",
+            "而新参数每次都从头开始",
         },
         "after-optimizer": {
             "en": "`{target}` is replaced by a new `nn.Parameter` after the optimizer was built "
-                  "over `{model}.parameters()`: the optimizer keeps updating the old tensor; "
-                  "copy into the existing parameter under `torch.no_grad()` or build the "
-                  "optimizer afterwards",
+            "over `{model}.parameters()`: the optimizer keeps updating the old tensor; "
+            "copy into the existing parameter under `torch.no_grad()` or build the "
+            "optimizer afterwards",
             "zh": "优化器基于 `{model}.parameters()` 创建之后，`{target}` 被替换成了新的 `nn.Parameter`："
-                  "优化器仍在更新旧张量；请在 `torch.no_grad()` 下把值拷贝进原参数，或之后再创建优化器",
+            "优化器仍在更新旧张量；请在 `torch.no_grad()` 下把值拷贝进原参数，或之后再创建优化器",
         },
     },
     docs={
@@ -181,7 +193,11 @@ _WHAT = {Kind.MODULE: ("submodule", "子模块"), Kind.TENSOR: ("parameter", "�
 @PITFALL.static(ast.Assign)
 def check(node: ast.Assign, ctx: Context) -> list[Finding] | None:
     value = node.value
-    if len(node.targets) != 1 or type(node.targets[0]) is not ast.Attribute or type(value) is not ast.Call:
+    if (
+        len(node.targets) != 1
+        or type(node.targets[0]) is not ast.Attribute
+        or type(value) is not ast.Call
+    ):
         return None
     called = _called_name(value)
     if called == "Parameter" and ctx.qualname(value.func) in PARAMETER:
@@ -192,6 +208,7 @@ def check(node: ast.Assign, ctx: Context) -> list[Finding] | None:
 
 
 # ---- in forward ----------------------------------------------------------------------------
+
 
 def _module_forward(ctx: Context) -> ast.ClassDef | None:
     """The module class when the node being visited is in its `forward`."""
@@ -220,8 +237,17 @@ def _converted_in_forward(node: ast.Assign, ctx: Context) -> list[Finding] | Non
     if what is None or (what is Kind.TENSOR and source.attr != target.attr):
         return None
     en, zh = _WHAT[what]
-    return [ctx.finding(PITFALL, node, target=ctx.text(target), value=_short(ctx.text(node.value)),
-                        source=ctx.text(source), what=en, what_zh=zh)]
+    return [
+        ctx.finding(
+            PITFALL,
+            node,
+            target=ctx.text(target),
+            value=_short(ctx.text(node.value)),
+            source=ctx.text(source),
+            what=en,
+            what_zh=zh,
+        )
+    ]
 
 
 def _converted_attribute(value: ast.Call) -> ast.Attribute | None:
@@ -250,9 +276,14 @@ def _parameters_of(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             if ctx.qualname(node.value.func) in PARAMETER:
                 names.update(t.attr for t in node.targets if _is_self_attribute(t))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "register_parameter" and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "register_parameter"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             names.add(node.args[0].value)
     return frozenset(names)
 
@@ -274,11 +305,12 @@ def _new_parameter(node: ast.Assign, ctx: Context) -> list[Finding] | None:
 
 def _is_conditional(ctx: Context) -> bool:
     function = ctx.enclosing_function()
-    inner = ctx.ancestors[ctx.ancestors.index(function) + 1:]
+    inner = ctx.ancestors[ctx.ancestors.index(function) + 1 :]
     return any(isinstance(node, (ast.If, ast.Try, ast.Match)) for node in inner)
 
 
 # ---- after an optimizer was built ----------------------------------------------------------
+
 
 def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str | None:
     """The model whose `.parameters()` an optimizer built earlier in this scope holds, when
@@ -326,8 +358,10 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
     found = []
     index = index_of(ctx, scope)
     # The statements that can build an optimizer (its `.parameters()` in them) or add to one.
-    wanted = {id(index.statement_of(call))
-              for call in index.calls_named(scope, ["parameters", "named_parameters", "add_param_group"])}
+    wanted = {
+        id(index.statement_of(call))
+        for call in index.calls_named(scope, ["parameters", "named_parameters", "add_param_group"])
+    }
     for statement in nested_statements(scope.body):
         value = getattr(statement, "value", None)
         if type(value) is not ast.Call or id(statement) not in wanted:
@@ -355,9 +389,8 @@ def _optimized_models(call: ast.Call, ctx: Context) -> list[str]:
     return models
 
 
-
-
 # ---- small helpers -------------------------------------------------------------------------
+
 
 def _called_name(call: ast.Call) -> str | None:
     """`f` in `f(...)` and in `obj.f(...)`."""
@@ -383,11 +416,15 @@ def _root_name(expr: ast.expr) -> str | None:
 
 
 def _is_self_attribute(expr: ast.expr) -> bool:
-    return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
-            and expr.value.id == "self")
+    return (
+        isinstance(expr, ast.Attribute)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == "self"
+    )
 
 
 # ---- at run time -------------------------------------------------------------------------------
+
 
 @PITFALL.monitor
 class OptimizerHoldsStaleParameters(Monitor):
@@ -405,18 +442,32 @@ class OptimizerHoldsStaleParameters(Monitor):
         if not models:
             return
         owned = {id(p) for model in models for p in model.parameters()}
-        orphans = [p for group in optimizer.param_groups for p in group["params"]
-                   if id(p) not in owned and p.grad is None]
+        orphans = [
+            p
+            for group in optimizer.param_groups
+            for p in group["params"]
+            if id(p) not in owned and p.grad is None
+        ]
         if not orphans:
             return
-        held = {id(p) for opt in self.session.optimizers
-                for group in opt.param_groups for p in group["params"]}
+        held = {
+            id(p)
+            for opt in self.session.optimizers
+            for group in opt.param_groups
+            for p in group["params"]
+        }
         for model in models:
             for name, param in model.named_parameters():
                 if id(param) not in held and param.requires_grad and param.grad is not None:
                     self.session.rename(model)
-                    self.report(id(param), "runtime", module=name.rpartition(".")[0] or None,
-                                optimizer=type(optimizer).__name__, model=type(model).__name__,
-                                param=name, orphans=len(orphans),
-                                shape=tuple(orphans[0].shape))
+                    self.report(
+                        id(param),
+                        "runtime",
+                        module=name.rpartition(".")[0] or None,
+                        optimizer=type(optimizer).__name__,
+                        model=type(model).__name__,
+                        param=name,
+                        orphans=len(orphans),
+                        shape=tuple(orphans[0].shape),
+                    )
                     return

@@ -1,4 +1,5 @@
 """TD106 inplace-modified-for-grad: a tensor saved for backward was changed in place."""
+
 from __future__ import annotations
 
 import re
@@ -8,24 +9,28 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD106",
     name="inplace-modified-for-grad",
-    title={"en": "A tensor saved for the backward pass was modified in place",
-           "zh": "反向传播需要的张量被原地修改了"},
-    messages={"": {
-        "en": "A tensor that autograd saved for the backward pass was changed by an in-place "
-              "operation before `backward()` ran, so its gradient cannot be computed",
-        "zh": "autograd 为反向传播保存的某个张量在 `backward()` 之前被原地操作修改了，"
-              "因此无法计算梯度",
-    }},
+    title={
+        "en": "A tensor saved for the backward pass was modified in place",
+        "zh": "反向传播需要的张量被原地修改了",
+    },
+    messages={
+        "": {
+            "en": "A tensor that autograd saved for the backward pass was changed by an in-place "
+            "operation before `backward()` ran, so its gradient cannot be computed",
+            "zh": "autograd 为反向传播保存的某个张量在 `backward()` 之前被原地操作修改了，"
+            "因此无法计算梯度",
+        }
+    },
     fix_hint={
         "en": "Run once under `torch.autograd.set_detect_anomaly(True)` to see the forward line "
-              "whose saved tensor was changed, then make the change out of place there "
-              "(`x = x + y` instead of `x += y`, `inplace=False`, `x = x.clone()` before "
-              "`x[idx] = ...`); in a GAN, call `optimizer.step()` only after every backward "
-              "that uses the same forward pass.",
+        "whose saved tensor was changed, then make the change out of place there "
+        "(`x = x + y` instead of `x += y`, `inplace=False`, `x = x.clone()` before "
+        "`x[idx] = ...`); in a GAN, call `optimizer.step()` only after every backward "
+        "that uses the same forward pass.",
         "zh": "在 `torch.autograd.set_detect_anomaly(True)` 下运行一次，找到其保存的张量被改动的那行"
-              "前向代码，把那里的原地操作改成非原地（用 `x = x + y` 代替 `x += y`，设 "
-              "`inplace=False`，在 `x[idx] = ...` 之前先 `x = x.clone()`）；训练 GAN 时，"
-              "要等用到同一次前向计算的所有 backward 都完成后再调用 `optimizer.step()`。",
+        "前向代码，把那里的原地操作改成非原地（用 `x = x + y` 代替 `x += y`，设 "
+        "`inplace=False`，在 `x[idx] = ...` 之前先 `x = x.clone()`）；训练 GAN 时，"
+        "要等用到同一次前向计算的所有 backward 都完成后再调用 `optimizer.step()`。",
     },
     docs={
         "en": """
@@ -134,43 +139,44 @@ _MESSAGE = "needed for gradient computation has been modified by an inplace oper
 _DETAIL = re.compile(
     r"modified by an inplace operation:\s*\[(?P<type>[\w.]+) \[(?P<shape>[^\]]*)\]\]"
     r"(?:,\s+which is output (?P<index>\d+) of (?P<op>\w+),)?"
-    r"\s+is at version (?P<version>\d+); expected version (?P<expected>\d+) instead")
+    r"\s+is at version (?P<version>\d+); expected version (?P<expected>\d+) instead"
+)
 # "Good luck!": anomaly detection is already on, its warning above shows the forward line.
 _ANOMALY_ON = "backtrace further above shows the operation"
 
 _CAUSE_OP = {
     "en": "A {type} of shape [{shape}], output {index} of `{op}`, was saved for the backward "
-          "pass and then changed in place (it is at version {version}, autograd expected "
-          "{expected}): look for `+=`, `inplace=True`, an indexed assignment or an "
-          "`optimizer.step()` between the `{op}` line and `backward()`.",
+    "pass and then changed in place (it is at version {version}, autograd expected "
+    "{expected}): look for `+=`, `inplace=True`, an indexed assignment or an "
+    "`optimizer.step()` between the `{op}` line and `backward()`.",
     "zh": "一个形状为 [{shape}] 的 {type}（`{op}` 的第 {index} 个输出）被保存下来供反向传播使用，"
-          "之后又被原地修改了（当前版本为 {version}，autograd 期望的是 {expected}）：请检查 `{op}` "
-          "那一行与 `backward()` 之间的 `+=`、`inplace=True`、索引赋值或 `optimizer.step()`。",
+    "之后又被原地修改了（当前版本为 {version}，autograd 期望的是 {expected}）：请检查 `{op}` "
+    "那一行与 `backward()` 之间的 `+=`、`inplace=True`、索引赋值或 `optimizer.step()`。",
 }
 _CAUSE_TENSOR = {
     "en": "A {type} of shape [{shape}] that autograd saved for the backward pass was changed "
-          "in place before `backward()` (it is at version {version}, autograd expected "
-          "{expected}): an input or a weight used in the forward pass was modified by `+=`, "
-          "an indexed assignment, `inplace=True` or an `optimizer.step()`.",
+    "in place before `backward()` (it is at version {version}, autograd expected "
+    "{expected}): an input or a weight used in the forward pass was modified by `+=`, "
+    "an indexed assignment, `inplace=True` or an `optimizer.step()`.",
     "zh": "autograd 为反向传播保存的一个形状为 [{shape}] 的 {type} 在 `backward()` 之前被原地修改了"
-          "（当前版本为 {version}，autograd 期望的是 {expected}）：前向计算用到的某个输入或权重被 "
-          "`+=`、索引赋值、`inplace=True` 或 `optimizer.step()` 改动过。",
+    "（当前版本为 {version}，autograd 期望的是 {expected}）：前向计算用到的某个输入或权重被 "
+    "`+=`、索引赋值、`inplace=True` 或 `optimizer.step()` 改动过。",
 }
 _CAUSE_PLAIN = {
     "en": "A tensor that autograd saved for the backward pass was changed in place before "
-          "`backward()`: an intermediate result modified by `+=`, `inplace=True` or an "
-          "indexed assignment, or weights updated by `optimizer.step()` between two backward "
-          "passes over the same forward.",
+    "`backward()`: an intermediate result modified by `+=`, `inplace=True` or an "
+    "indexed assignment, or weights updated by `optimizer.step()` between two backward "
+    "passes over the same forward.",
     "zh": "autograd 为反向传播保存的某个张量在 `backward()` 之前被原地修改了：中间结果被 `+=`、"
-          "`inplace=True` 或索引赋值改动，或者在对同一次前向计算做两次反向传播之间，参数被 "
-          "`optimizer.step()` 更新了。",
+    "`inplace=True` 或索引赋值改动，或者在对同一次前向计算做两次反向传播之间，参数被 "
+    "`optimizer.step()` 更新了。",
 }
 _FIX_ANOMALY_ON = {
     "en": "Anomaly detection is already on: the warning `Error detected in ...` above shows the "
-          "forward line of the operation that saved the tensor; make the in-place change to "
-          "that tensor after it out of place (`x = x + y`, `inplace=False`, `x.clone()`).",
+    "forward line of the operation that saved the tensor; make the in-place change to "
+    "that tensor after it out of place (`x = x + y`, `inplace=False`, `x.clone()`).",
     "zh": "异常检测已经打开：上方的警告 `Error detected in ...` 给出了保存该张量的运算在前向时的代码行；"
-          "把之后对这个张量的原地修改改成非原地（`x = x + y`、`inplace=False`、`x.clone()`）。",
+    "把之后对这个张量的原地修改改成非原地（`x = x + y`、`inplace=False`、`x.clone()`）。",
 }
 
 
@@ -191,5 +197,9 @@ def check_message(block, report):
 PITFALL.error(
     r"modified by an inplace operation:\s*\[(?P<type>[\w.]+) \[(?P<shape>[^\]]*)\]\],\s+which "
     r"is output (?P<index>\d+) of (?P<op>\w+),\s+is at version (?P<version>\d+); expected "
-    r"version (?P<expected>\d+) instead", types=(), confidence=0.9, cause=_CAUSE_OP)
+    r"version (?P<expected>\d+) instead",
+    types=(),
+    confidence=0.9,
+    cause=_CAUSE_OP,
+)
 PITFALL.error(_MESSAGE, types=(), confidence=0.9, cause=_CAUSE_PLAIN)

@@ -1,4 +1,5 @@
 """TD107 backward-through-graph-twice: `backward()` reaches a graph an earlier backward freed."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -6,24 +7,28 @@ from torchdoctor.catalog.sdk import Pitfall
 PITFALL = Pitfall(
     code="TD107",
     name="backward-through-graph-twice",
-    title={"en": "Backward through a graph whose saved tensors were already freed",
-           "zh": "对已释放中间结果的计算图再次做反向传播"},
-    messages={"": {
-        "en": "`backward()` reached a part of the graph that an earlier `backward()` already "
-              "freed: some tensor still links this step to a graph that was used before",
-        "zh": "`backward()` 走到了一段已经被之前的 `backward()` 释放的计算图："
-              "某个张量仍把这一步和之前用过的计算图连在一起",
-    }},
+    title={
+        "en": "Backward through a graph whose saved tensors were already freed",
+        "zh": "对已释放中间结果的计算图再次做反向传播",
+    },
+    messages={
+        "": {
+            "en": "`backward()` reached a part of the graph that an earlier `backward()` already "
+            "freed: some tensor still links this step to a graph that was used before",
+            "zh": "`backward()` 走到了一段已经被之前的 `backward()` 释放的计算图："
+            "某个张量仍把这一步和之前用过的计算图连在一起",
+        }
+    },
     fix_hint={
         "en": "Cut the link to the previous graph instead of adding `retain_graph=True`: "
-              "`hidden = hidden.detach()` for an RNN state carried between batches, "
-              "`total += loss.item()` for a running loss, `fake.detach()` for the "
-              "discriminator step of a GAN. Use `retain_graph=True` only when you really "
-              "backpropagate twice through the same forward pass.",
+        "`hidden = hidden.detach()` for an RNN state carried between batches, "
+        "`total += loss.item()` for a running loss, `fake.detach()` for the "
+        "discriminator step of a GAN. Use `retain_graph=True` only when you really "
+        "backpropagate twice through the same forward pass.",
         "zh": "不要急着加 `retain_graph=True`，而是切断与上一张计算图的联系：跨 batch 传递的 RNN "
-              "隐状态用 `hidden = hidden.detach()`，累计损失用 `total += loss.item()`，GAN 的判别器"
-              "那一步用 `fake.detach()`。只有确实要对同一次前向计算反向传播两次时，才使用 "
-              "`retain_graph=True`。",
+        "隐状态用 `hidden = hidden.detach()`，累计损失用 `total += loss.item()`，GAN 的判别器"
+        "那一步用 `fake.detach()`。只有确实要对同一次前向计算反向传播两次时，才使用 "
+        "`retain_graph=True`。",
     },
     root_causes=("accumulated-loss-graph",),
     docs={
@@ -134,14 +139,16 @@ for step in range(3):
 )
 
 PITFALL.error(
-    r"Trying to backward through the graph (?:a )?second time", confidence=0.95,
+    r"Trying to backward through the graph (?:a )?second time",
+    confidence=0.95,
     cause={
         "en": "`backward()` went through operations whose saved tensors an earlier backward "
-              "had already freed. In a training loop this is usually a tensor carried over "
-              "from the previous iteration (an RNN hidden state that is not detached, a "
-              "running loss sum, a GAN's `fake` used without `.detach()`), not a real need "
-              "for `retain_graph=True`.",
+        "had already freed. In a training loop this is usually a tensor carried over "
+        "from the previous iteration (an RNN hidden state that is not detached, a "
+        "running loss sum, a GAN's `fake` used without `.detach()`), not a real need "
+        "for `retain_graph=True`.",
         "zh": "`backward()` 经过的运算所保存的中间结果已被之前的一次反向传播释放。在训练循环里，"
-              "这通常是某个从上一次迭代带过来的张量（没有 detach 的 RNN 隐状态、累加的损失、"
-              "GAN 中没有 `.detach()` 的 `fake`）造成的，而不是真的需要 `retain_graph=True`。",
-    })
+        "这通常是某个从上一次迭代带过来的张量（没有 detach 的 RNN 隐状态、累加的损失、"
+        "GAN 中没有 `.detach()` 的 `fake`）造成的，而不是真的需要 `retain_graph=True`。",
+    },
+)

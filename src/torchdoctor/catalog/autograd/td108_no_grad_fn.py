@@ -1,4 +1,5 @@
 """TD108 no-grad-fn: `backward()` on a tensor that is not connected to any parameter."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -6,23 +7,27 @@ from torchdoctor.catalog.sdk import Pitfall
 PITFALL = Pitfall(
     code="TD108",
     name="no-grad-fn",
-    title={"en": "`backward()` on a tensor with no autograd graph",
-           "zh": "对没有计算图的张量调用 `backward()`"},
-    messages={"": {
-        "en": "The tensor passed to `backward()` does not require grad and has no `grad_fn`: "
-              "nothing that requires grad was used to compute it",
-        "zh": "传给 `backward()` 的张量不需要梯度，也没有 `grad_fn`：计算它时没有用到任何需要梯度的张量",
-    }},
+    title={
+        "en": "`backward()` on a tensor with no autograd graph",
+        "zh": "对没有计算图的张量调用 `backward()`",
+    },
+    messages={
+        "": {
+            "en": "The tensor passed to `backward()` does not require grad and has no `grad_fn`: "
+            "nothing that requires grad was used to compute it",
+            "zh": "传给 `backward()` 的张量不需要梯度，也没有 `grad_fn`：计算它时没有用到任何需要梯度的张量",
+        }
+    },
     fix_hint={
         "en": "Find where the loss lost its graph: compute it outside `torch.no_grad()` / "
-              "`torch.inference_mode()`, keep it a tensor (no `.item()`, `.detach()`, `.numpy()` "
-              "or `torch.tensor(...)` round trip), and check that some parameters still have "
-              "`requires_grad=True`. Setting `loss.requires_grad = True` only hides the "
-              "error: nothing gets trained.",
+        "`torch.inference_mode()`, keep it a tensor (no `.item()`, `.detach()`, `.numpy()` "
+        "or `torch.tensor(...)` round trip), and check that some parameters still have "
+        "`requires_grad=True`. Setting `loss.requires_grad = True` only hides the "
+        "error: nothing gets trained.",
         "zh": "找出损失在哪里丢掉了计算图：不要在 `torch.no_grad()` / `torch.inference_mode()` 里计算它，"
-              "让它始终是张量（不要经过 `.item()`、`.detach()`、`.numpy()` 或 `torch.tensor(...)` "
-              "再转回来），并确认还有参数的 `requires_grad=True`。设置 `loss.requires_grad = True` "
-              "只会掩盖错误：什么都没有被训练。",
+        "让它始终是张量（不要经过 `.item()`、`.detach()`、`.numpy()` 或 `torch.tensor(...)` "
+        "再转回来），并确认还有参数的 `requires_grad=True`。设置 `loss.requires_grad = True` "
+        "只会掩盖错误：什么都没有被训练。",
     },
     docs={
         "en": """
@@ -110,10 +115,11 @@ PITFALL.error(
     confidence=0.95,
     cause={
         "en": "The tensor passed to `backward()` was computed from nothing that requires grad: "
-              "the forward pass or the loss ran under `torch.no_grad()`/`inference_mode()`, "
-              "the loss went through `.item()`/`.detach()`/`.numpy()` and back, or all "
-              "parameters are frozen (`requires_grad=False`).",
+        "the forward pass or the loss ran under `torch.no_grad()`/`inference_mode()`, "
+        "the loss went through `.item()`/`.detach()`/`.numpy()` and back, or all "
+        "parameters are frozen (`requires_grad=False`).",
         "zh": "传给 `backward()` 的张量不是由任何需要梯度的张量算出来的：前向计算或损失是在 "
-              "`torch.no_grad()`/`inference_mode()` 中算的，损失经过 `.item()`/`.detach()`/"
-              "`.numpy()` 又转了回来，或者所有参数都被冻结了（`requires_grad=False`）。",
-    })
+        "`torch.no_grad()`/`inference_mode()` 中算的，损失经过 `.item()`/`.detach()`/"
+        "`.numpy()` 又转了回来，或者所有参数都被冻结了（`requires_grad=False`）。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD109 non-scalar-backward: `backward()` without a gradient on a tensor of several elements."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
@@ -6,19 +7,23 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD109",
     name="non-scalar-backward",
-    title={"en": "`backward()` on a loss that is not a scalar",
-           "zh": "对非标量的损失调用 `backward()`"},
-    messages={"": {
-        "en": "`backward()` was called without a gradient argument on a tensor with more than "
-              "one element: reduce it to a scalar first",
-        "zh": "对包含多个元素的张量调用了不带梯度参数的 `backward()`：请先把它归约成标量",
-    }},
+    title={
+        "en": "`backward()` on a loss that is not a scalar",
+        "zh": "对非标量的损失调用 `backward()`",
+    },
+    messages={
+        "": {
+            "en": "`backward()` was called without a gradient argument on a tensor with more than "
+            "one element: reduce it to a scalar first",
+            "zh": "对包含多个元素的张量调用了不带梯度参数的 `backward()`：请先把它归约成标量",
+        }
+    },
     fix_hint={
         "en": "Reduce the loss to one number before `backward()`: `loss.mean().backward()` (or "
-              "`.sum()`), or drop `reduction='none'` from the loss. Pass `gradient=` only when "
-              "you really want a vector-Jacobian product.",
+        "`.sum()`), or drop `reduction='none'` from the loss. Pass `gradient=` only when "
+        "you really want a vector-Jacobian product.",
         "zh": "在 `backward()` 之前把损失归约成一个数：`loss.mean().backward()`（或 `.sum()`），"
-              "或者去掉损失函数的 `reduction='none'`。只有确实要计算向量-雅可比积时才传入 `gradient=`。",
+        "或者去掉损失函数的 `reduction='none'`。只有确实要计算向量-雅可比积时才传入 `gradient=`。",
     },
     docs={
         "en": """
@@ -93,26 +98,32 @@ def check_autograd_grad(block, report):
         return None
     if not any(frame.function == "grad" and "autograd" in frame.path for frame in block.frames):
         return None
-    return Clue(0.95, {
-        "en": "`torch.autograd.grad` was called on outputs with several elements without "
-              "`grad_outputs=`: autograd can only assume a gradient of 1 for a scalar.",
-        "zh": "对包含多个元素的输出调用 `torch.autograd.grad` 时没有传入 `grad_outputs=`："
-              "autograd 只能为标量假定梯度为 1。",
-    }, {
-        "en": "Pass `grad_outputs=torch.ones_like(outputs)` (what a gradient penalty needs: the "
-              "gradient of `outputs.sum()`), or reduce the outputs to a scalar first.",
-        "zh": "传入 `grad_outputs=torch.ones_like(outputs)`（梯度惩罚需要的正是 `outputs.sum()` 的梯度），"
-              "或者先把输出归约成标量。",
-    })
+    return Clue(
+        0.95,
+        {
+            "en": "`torch.autograd.grad` was called on outputs with several elements without "
+            "`grad_outputs=`: autograd can only assume a gradient of 1 for a scalar.",
+            "zh": "对包含多个元素的输出调用 `torch.autograd.grad` 时没有传入 `grad_outputs=`："
+            "autograd 只能为标量假定梯度为 1。",
+        },
+        {
+            "en": "Pass `grad_outputs=torch.ones_like(outputs)` (what a gradient penalty needs: the "
+            "gradient of `outputs.sum()`), or reduce the outputs to a scalar first.",
+            "zh": "传入 `grad_outputs=torch.ones_like(outputs)`（梯度惩罚需要的正是 `outputs.sum()` 的梯度），"
+            "或者先把输出归约成标量。",
+        },
+    )
 
 
 PITFALL.error(
-    _MESSAGE, confidence=0.95,
+    _MESSAGE,
+    confidence=0.95,
     cause={
         "en": "`backward()` was called without `gradient=` on a tensor with several elements: "
-              "a loss with `reduction='none'`, a per-sample loss, or one loss per GPU under "
-              "`DataParallel`, not reduced to a scalar.",
+        "a loss with `reduction='none'`, a per-sample loss, or one loss per GPU under "
+        "`DataParallel`, not reduced to a scalar.",
         "zh": "对包含多个元素的张量调用了不带 `gradient=` 的 `backward()`：使用了 "
-              "`reduction='none'` 的损失、逐样本的损失，或 `DataParallel` 下每块 GPU 一个的损失，"
-              "没有归约成标量。",
-    })
+        "`reduction='none'` 的损失、逐样本的损失，或 `DataParallel` 下每块 GPU 一个的损失，"
+        "没有归约成标量。",
+    },
+)

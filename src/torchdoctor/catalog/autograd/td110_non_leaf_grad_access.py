@@ -1,4 +1,5 @@
 """TD110 non-leaf-grad-access: `.grad` read on a tensor autograd never fills in (it stays None)."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
@@ -6,21 +7,25 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD110",
     name="non-leaf-grad-access",
-    title={"en": "`.grad` read on a non-leaf tensor, which stays `None`",
-           "zh": "读取非叶子张量的 `.grad`，它始终是 `None`"},
-    messages={"": {
-        "en": "`.grad` is read on a tensor that is the result of an operation (not a leaf): "
-              "autograd does not store its gradient, so it is `None`",
-        "zh": "读取了一个由运算得到的张量（非叶子张量）的 `.grad`：autograd 不保存它的梯度，所以它是 `None`",
-    }},
+    title={
+        "en": "`.grad` read on a non-leaf tensor, which stays `None`",
+        "zh": "读取非叶子张量的 `.grad`，它始终是 `None`",
+    },
+    messages={
+        "": {
+            "en": "`.grad` is read on a tensor that is the result of an operation (not a leaf): "
+            "autograd does not store its gradient, so it is `None`",
+            "zh": "读取了一个由运算得到的张量（非叶子张量）的 `.grad`：autograd 不保存它的梯度，所以它是 `None`",
+        }
+    },
     fix_hint={
         "en": "Read `.grad` on the leaf tensor you created: make the tensor with "
-              "`requires_grad=True` after any `.to(device)`/`.cuda()`/`* scale` (e.g. "
-              "`torch.randn(3, device=device, requires_grad=True)`), or call `t.retain_grad()` "
-              "before `backward()` if you want the gradient of an intermediate result.",
+        "`requires_grad=True` after any `.to(device)`/`.cuda()`/`* scale` (e.g. "
+        "`torch.randn(3, device=device, requires_grad=True)`), or call `t.retain_grad()` "
+        "before `backward()` if you want the gradient of an intermediate result.",
         "zh": "读取你自己创建的叶子张量的 `.grad`：在 `.to(device)`/`.cuda()`/`* scale` 之后再设置 "
-              "`requires_grad=True`（例如 `torch.randn(3, device=device, requires_grad=True)`）；"
-              "如果确实需要中间结果的梯度，请在 `backward()` 之前调用 `t.retain_grad()`。",
+        "`requires_grad=True`（例如 `torch.randn(3, device=device, requires_grad=True)`）；"
+        "如果确实需要中间结果的梯度，请在 `backward()` 之前调用 `t.retain_grad()`。",
     },
     docs={
         "en": """
@@ -108,16 +113,18 @@ _WARNING = "attribute of a Tensor that is not a leaf Tensor is being accessed"
 
 PITFALL.error(
     r"The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed",
-    types=("UserWarning",), confidence=0.95,
+    types=("UserWarning",),
+    confidence=0.95,
     cause={
         "en": "`.grad` was read on a tensor produced by an operation, not on a leaf, so it is "
-              "`None`: an intermediate activation without `.retain_grad()`, or a tensor made "
-              "with `requires_grad=True` and then moved or scaled (`.cuda()`, `.to(device)`, "
-              "`* 0.01`), which returns a new non-leaf tensor.",
+        "`None`: an intermediate activation without `.retain_grad()`, or a tensor made "
+        "with `requires_grad=True` and then moved or scaled (`.cuda()`, `.to(device)`, "
+        "`* 0.01`), which returns a new non-leaf tensor.",
         "zh": "读取了由运算得到的张量（而非叶子张量）的 `.grad`，所以它是 `None`：可能是没有调用 "
-              "`.retain_grad()` 的中间激活，也可能是创建时设了 `requires_grad=True`、之后又做了迁移或缩放"
-              "（`.cuda()`、`.to(device)`、`* 0.01`）的张量，这些操作返回的是新的非叶子张量。",
-    })
+        "`.retain_grad()` 的中间激活，也可能是创建时设了 `requires_grad=True`、之后又做了迁移或缩放"
+        "（`.cuda()`、`.to(device)`、`* 0.01`）的张量，这些操作返回的是新的非叶子张量。",
+    },
+)
 
 
 @PITFALL.error_check(types=("TypeError", "AttributeError"))
@@ -127,17 +134,20 @@ def check_none_grad(block, report):
         return None
     if not report.once(_warned):
         return None
-    return Clue(0.9, {
-        "en": "The `None` here is the `.grad` of a non-leaf tensor (see the warning above): "
-              "autograd only fills `.grad` of leaf tensors, and this one is the result of an "
-              "operation: an intermediate activation (call `.retain_grad()` on it before "
-              "`backward()`), or a tensor moved or scaled (`.cuda()`, `.to(device)`, "
-              "`* scale`) after `requires_grad=True`.",
-        "zh": "这里的 `None` 是一个非叶子张量的 `.grad`（见上方警告）：autograd 只填充叶子张量的 "
-              "`.grad`，而这个张量是某个运算的结果：可能是中间激活（需在 `backward()` 之前对它调用 "
-              "`.retain_grad()`），也可能是在 `requires_grad=True` 之后又做了迁移或缩放（`.cuda()`、"
-              "`.to(device)`、`* scale`）的张量。",
-    })
+    return Clue(
+        0.9,
+        {
+            "en": "The `None` here is the `.grad` of a non-leaf tensor (see the warning above): "
+            "autograd only fills `.grad` of leaf tensors, and this one is the result of an "
+            "operation: an intermediate activation (call `.retain_grad()` on it before "
+            "`backward()`), or a tensor moved or scaled (`.cuda()`, `.to(device)`, "
+            "`* scale`) after `requires_grad=True`.",
+            "zh": "这里的 `None` 是一个非叶子张量的 `.grad`（见上方警告）：autograd 只填充叶子张量的 "
+            "`.grad`，而这个张量是某个运算的结果：可能是中间激活（需在 `backward()` 之前对它调用 "
+            "`.retain_grad()`），也可能是在 `requires_grad=True` 之后又做了迁移或缩放（`.cuda()`、"
+            "`.to(device)`、`* scale`）的张量。",
+        },
+    )
 
 
 def _warned(report) -> bool:

@@ -1,4 +1,5 @@
 """TD111 optimize-non-leaf-tensor: an optimizer given a tensor made by an operation."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -6,22 +7,23 @@ from torchdoctor.catalog.sdk import Pitfall
 PITFALL = Pitfall(
     code="TD111",
     name="optimize-non-leaf-tensor",
-    title={"en": "Optimizer built over a non-leaf tensor",
-           "zh": "用非叶子张量构造优化器"},
-    messages={"": {
-        "en": "The optimizer was given a tensor produced by an operation (a non-leaf), "
-              "typically `requires_grad=True` followed by `.cuda()` or `.to(device)`",
-        "zh": "传给优化器的是一个由运算得到的张量（非叶子张量），通常是先 `requires_grad=True` "
-              "再 `.cuda()` 或 `.to(device)`",
-    }},
+    title={"en": "Optimizer built over a non-leaf tensor", "zh": "用非叶子张量构造优化器"},
+    messages={
+        "": {
+            "en": "The optimizer was given a tensor produced by an operation (a non-leaf), "
+            "typically `requires_grad=True` followed by `.cuda()` or `.to(device)`",
+            "zh": "传给优化器的是一个由运算得到的张量（非叶子张量），通常是先 `requires_grad=True` "
+            "再 `.cuda()` 或 `.to(device)`",
+        }
+    },
     fix_hint={
         "en": "Create the tensor where it will live and only then make it require grad: "
-              "`torch.randn(3, device=device, requires_grad=True)`, or "
-              "`x = x.to(device).requires_grad_()`; for module weights, wrap them in "
-              "`nn.Parameter` and move the module with `model.to(device)`.",
+        "`torch.randn(3, device=device, requires_grad=True)`, or "
+        "`x = x.to(device).requires_grad_()`; for module weights, wrap them in "
+        "`nn.Parameter` and move the module with `model.to(device)`.",
         "zh": "直接在目标设备上创建张量，然后再让它需要梯度：`torch.randn(3, device=device, "
-              "requires_grad=True)`，或 `x = x.to(device).requires_grad_()`；模块的权重请用 "
-              "`nn.Parameter` 包装，再通过 `model.to(device)` 迁移整个模块。",
+        "requires_grad=True)`，或 `x = x.to(device).requires_grad_()`；模块的权重请用 "
+        "`nn.Parameter` 包装，再通过 `model.to(device)` 迁移整个模块。",
     },
     docs={
         "en": """
@@ -81,13 +83,16 @@ optimizer = torch.optim.SGD([weights], lr=0.1)
 )
 
 PITFALL.error(
-    r"can't optimize a non-leaf (?:Tensor|Variable)", types=("ValueError",), confidence=0.95,
+    r"can't optimize a non-leaf (?:Tensor|Variable)",
+    types=("ValueError",),
+    confidence=0.95,
     cause={
         "en": "A tensor given to the optimizer is the result of an operation, not a leaf: "
-              "usually `requires_grad=True` set before `.cuda()`/`.to(device)`/`.double()` or "
-              "an arithmetic operation, which return a new tensor that autograd never fills "
-              "`.grad` for.",
+        "usually `requires_grad=True` set before `.cuda()`/`.to(device)`/`.double()` or "
+        "an arithmetic operation, which return a new tensor that autograd never fills "
+        "`.grad` for.",
         "zh": "传给优化器的某个张量是运算的结果而不是叶子张量：通常是先设了 `requires_grad=True`，"
-              "再做 `.cuda()`/`.to(device)`/`.double()` 或算术运算，这些操作返回的新张量 "
-              "autograd 永远不会为它填充 `.grad`。",
-    })
+        "再做 `.cuda()`/`.to(device)`/`.double()` 或算术运算，这些操作返回的新张量 "
+        "autograd 永远不会为它填充 `.grad`。",
+    },
+)

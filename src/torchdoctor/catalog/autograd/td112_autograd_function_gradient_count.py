@@ -1,4 +1,5 @@
 """TD112 autograd-function-gradient-count: a custom `backward` returns too few or too many grads."""
+
 from __future__ import annotations
 
 import re
@@ -8,20 +9,24 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD112",
     name="autograd-function-gradient-count",
-    title={"en": "Custom autograd Function returns the wrong number of gradients",
-           "zh": "自定义 autograd Function 返回的梯度个数不对"},
-    messages={"": {
-        "en": "The `backward` of a custom `torch.autograd.Function` must return one gradient "
-              "per argument of `forward`, `None` for those that need none",
-        "zh": "自定义 `torch.autograd.Function` 的 `backward` 必须为 `forward` 的每个参数各返回一个梯度，"
-              "不需要梯度的参数返回 `None`",
-    }},
+    title={
+        "en": "Custom autograd Function returns the wrong number of gradients",
+        "zh": "自定义 autograd Function 返回的梯度个数不对",
+    },
+    messages={
+        "": {
+            "en": "The `backward` of a custom `torch.autograd.Function` must return one gradient "
+            "per argument of `forward`, `None` for those that need none",
+            "zh": "自定义 `torch.autograd.Function` 的 `backward` 必须为 `forward` 的每个参数各返回一个梯度，"
+            "不需要梯度的参数返回 `None`",
+        }
+    },
     fix_hint={
         "en": "Make `backward` return a tuple with exactly one entry per argument of `forward` "
-              "(after `ctx`), in the same order, using `None` for arguments that are not "
-              "tensors or need no gradient: `return grad_x, None`.",
+        "(after `ctx`), in the same order, using `None` for arguments that are not "
+        "tensors or need no gradient: `return grad_x, None`.",
         "zh": "让 `backward` 返回一个元组，元素个数与 `forward` 的参数（`ctx` 之后）一一对应、顺序相同，"
-              "非张量或不需要梯度的参数对应 `None`：`return grad_x, None`。",
+        "非张量或不需要梯度的参数对应 `None`：`return grad_x, None`。",
     },
     root_causes=("legacy-autograd-function",),
     docs={
@@ -110,31 +115,37 @@ ScaleGrad.apply(x, 0.5).sum().backward()
 """,
 )
 
-_COUNT = re.compile(r"function (?P<backward>\w+) returned an incorrect number of gradients "
-                    r"\(expected (?P<expected>\d+), got (?P<got>\d+)\)")
-_NOT_NONE = re.compile(r"function (?P<backward>\w+) returned a gradient different than None "
-                       r"at position (?P<position>\d+), but the corresponding forward input "
-                       r"was not a Variable")
+_COUNT = re.compile(
+    r"function (?P<backward>\w+) returned an incorrect number of gradients "
+    r"\(expected (?P<expected>\d+), got (?P<got>\d+)\)"
+)
+_NOT_NONE = re.compile(
+    r"function (?P<backward>\w+) returned a gradient different than None "
+    r"at position (?P<position>\d+), but the corresponding forward input "
+    r"was not a Variable"
+)
 
 _CAUSE_COUNT = {
     "en": "The `backward` of `{function}` returned {got} value(s), but its `forward` takes "
-          "{expected} argument(s) after `ctx`: `backward` must return one gradient per "
-          "argument, `None` for options and non-differentiable inputs.",
+    "{expected} argument(s) after `ctx`: `backward` must return one gradient per "
+    "argument, `None` for options and non-differentiable inputs.",
     "zh": "`{function}` 的 `backward` 返回了 {got} 个值，但它的 `forward` 在 `ctx` 之后有 {expected} "
-          "个参数：`backward` 必须为每个参数返回一个梯度，选项和不可导的输入返回 `None`。",
+    "个参数：`backward` 必须为每个参数返回一个梯度，选项和不可导的输入返回 `None`。",
 }
 _CAUSE_NOT_NONE = {
     "en": "The `backward` of `{function}` returned a gradient at position {position} for a "
-          "`forward` argument that is not a tensor: return `None` there.",
+    "`forward` argument that is not a tensor: return `None` there.",
     "zh": "`{function}` 的 `backward` 在第 {position} 个位置为一个不是张量的 `forward` 参数返回了梯度："
-          "那里应返回 `None`。",
+    "那里应返回 `None`。",
 }
 
 
 @PITFALL.error_check(types=("RuntimeError",))
 def check_gradient_count(block, report):
-    for pattern, confidence, cause in ((_COUNT, 0.95, _CAUSE_COUNT),
-                                       (_NOT_NONE, 0.85, _CAUSE_NOT_NONE)):
+    for pattern, confidence, cause in (
+        (_COUNT, 0.95, _CAUSE_COUNT),
+        (_NOT_NONE, 0.85, _CAUSE_NOT_NONE),
+    ):
         found = pattern.search(block.message)
         if found is not None:
             fields = found.groupdict()

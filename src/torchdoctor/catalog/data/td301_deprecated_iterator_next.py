@@ -1,12 +1,22 @@
 """TD301 deprecated-iterator-next: `it.next()` on a DataLoader iterator, gone since PyTorch 1.13."""
+
 from __future__ import annotations
 
 import ast
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, FileIndex, Finding, Kind, Pitfall, index, index_of,
-                                     per_file, shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    FileIndex,
+    Finding,
+    Kind,
+    Pitfall,
+    index,
+    index_of,
+    per_file,
+    shorten,
+)
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -14,18 +24,24 @@ _short = partial(shorten, limit=40)
 PITFALL = Pitfall(
     code="TD301",
     name="deprecated-iterator-next",
-    title={"en": "Python 2 style `.next()` on a DataLoader iterator",
-           "zh": "在 DataLoader 迭代器上使用 Python 2 风格的 `.next()`"},
-    messages={"": {
-        "en": "DataLoader iterators have no `.next()` method since PyTorch 1.13: use `next({iterator})`",
-        "zh": "自 PyTorch 1.13 起 DataLoader 迭代器没有 `.next()` 方法：请改用 `next({iterator})`",
-    }},
+    title={
+        "en": "Python 2 style `.next()` on a DataLoader iterator",
+        "zh": "在 DataLoader 迭代器上使用 Python 2 风格的 `.next()`",
+    },
+    messages={
+        "": {
+            "en": "DataLoader iterators have no `.next()` method since PyTorch 1.13: use `next({iterator})`",
+            "zh": "自 PyTorch 1.13 起 DataLoader 迭代器没有 `.next()` 方法：请改用 `next({iterator})`",
+        }
+    },
     fix_title={"en": "Use the built-in `next(...)`", "zh": "改用内置函数 `next(...)`"},
     fix_applicability="safe",
-    fix_hint={"en": "Call the built-in `next(it)` instead of `it.next()` (the Python 2 method "
-                    "was removed from DataLoader iterators in PyTorch 1.13).",
-              "zh": "把 `it.next()` 改为内置函数 `next(it)`（PyTorch 1.13 已从 DataLoader "
-                    "迭代器上移除了这个 Python 2 风格的方法）。"},
+    fix_hint={
+        "en": "Call the built-in `next(it)` instead of `it.next()` (the Python 2 method "
+        "was removed from DataLoader iterators in PyTorch 1.13).",
+        "zh": "把 `it.next()` 改为内置函数 `next(it)`（PyTorch 1.13 已从 DataLoader "
+        "迭代器上移除了这个 Python 2 风格的方法）。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -101,11 +117,15 @@ batch = next(it)
 PITFALL.error(
     r"'(?P<iterator>_SingleProcessDataLoaderIter|_MultiProcessingDataLoaderIter|_DataLoaderIter)'"
     r" object has no attribute 'next'",
-    types=("AttributeError",), confidence=0.95,
-    cause={"en": "`.next()` was called on a DataLoader iterator ({iterator}); that Python 2 "
-                 "alias was removed in PyTorch 1.13.",
-           "zh": "在 DataLoader 迭代器（{iterator}）上调用了 `.next()`；这个 Python 2 风格的别名已在 "
-                 "PyTorch 1.13 中移除。"})
+    types=("AttributeError",),
+    confidence=0.95,
+    cause={
+        "en": "`.next()` was called on a DataLoader iterator ({iterator}); that Python 2 "
+        "alias was removed in PyTorch 1.13.",
+        "zh": "在 DataLoader 迭代器（{iterator}）上调用了 `.next()`；这个 Python 2 风格的别名已在 "
+        "PyTorch 1.13 中移除。",
+    },
+)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
@@ -167,7 +187,9 @@ def _self_attribute_assignments(attr: str, ctx: Context) -> list[ast.expr] | Non
 
 
 @per_file
-def _class_attribute_assignments(ctx: Context, cls: ast.ClassDef, attr: str) -> list[ast.expr] | None:
+def _class_attribute_assignments(
+    ctx: Context, cls: ast.ClassDef, attr: str
+) -> list[ast.expr] | None:
     """What the methods of `cls` assign to `self.attr`; None when it is bound another way."""
     values: list[ast.expr] = []
     for method in cls.body:
@@ -186,8 +208,9 @@ class _Assignments:
     def __init__(self, scope: ast.AST, found: FileIndex) -> None:
         self._scope, self._found = scope, found
         # Names bound as parameters, by imports, `global`, definitions.
-        self.otherwise = {name for node in found.local(scope, *_OTHER_BINDERS)
-                          for name in _bound_otherwise(node)}
+        self.otherwise = {
+            name for node in found.local(scope, *_OTHER_BINDERS) for name in _bound_otherwise(node)
+        }
         self._attributes: dict[str, list[ast.Attribute]] | None = None
 
     def of_name(self, name: str) -> list[ast.expr] | None:
@@ -196,9 +219,15 @@ class _Assignments:
         if name in self.otherwise:
             return None
         found = self._found
-        return _plain([node for node in found.names_in(self._scope, name)
-                       if not isinstance(node.ctx, ast.Load)
-                       and found.scopes[found.number[node]] is self._scope], found.parents)
+        return _plain(
+            [
+                node
+                for node in found.names_in(self._scope, name)
+                if not isinstance(node.ctx, ast.Load)
+                and found.scopes[found.number[node]] is self._scope
+            ],
+            found.parents,
+        )
 
     def of_attribute(self, attr: str) -> list[ast.expr] | None:
         """Values of the plain `self.attr = value`; None when it is also bound another way."""
@@ -213,8 +242,13 @@ class _Assignments:
 def _plain(targets: list[ast.AST], parents: dict) -> list[ast.expr] | None:
     """The values assigned to `targets` (the stores of one name) when each is the one target
     of an assignment."""
-    values = [parents[target].value for target in targets if isinstance(parents[target], ast.Assign)
-              and len(parents[target].targets) == 1 and parents[target].targets[0] is target]
+    values = [
+        parents[target].value
+        for target in targets
+        if isinstance(parents[target], ast.Assign)
+        and len(parents[target].targets) == 1
+        and parents[target].targets[0] is target
+    ]
     return values if len(values) == len(targets) else None
 
 
@@ -242,8 +276,11 @@ def _bound_otherwise(node: ast.AST) -> list[str]:
 
 
 def _is_self_attribute(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
 
 
 @per_file
@@ -255,7 +292,9 @@ def _binds(ctx: Context, name: str) -> bool:
     """
     found = index(ctx)
     binders = [found.nodes[at] for at in found.stored.get(name, ())]
-    binders += [node for node in found.everywhere(*_OTHER_BINDERS) if name in _bound_otherwise(node)]
+    binders += [
+        node for node in found.everywhere(*_OTHER_BINDERS) if name in _bound_otherwise(node)
+    ]
     return any(not _in_class_body(node, found.parents) for node in binders)
 
 

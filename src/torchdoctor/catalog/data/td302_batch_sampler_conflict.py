@@ -1,4 +1,5 @@
 """TD302 batch-sampler-conflict: DataLoader options that its constructor rejects together."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,10 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall
 PITFALL = Pitfall(
     code="TD302",
     name="batch-sampler-conflict",
-    title={"en": "DataLoader options that are mutually exclusive",
-           "zh": "DataLoader 中互斥的参数组合"},
+    title={
+        "en": "DataLoader options that are mutually exclusive",
+        "zh": "DataLoader 中互斥的参数组合",
+    },
     messages={
         "": {
             "en": "`batch_sampler=` already decides the batches: `DataLoader` rejects it together with `{option}`",
@@ -79,8 +82,17 @@ loader = DataLoader(dataset, batch_sampler=batches)
 
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...): positional slots.
-_POSITIONS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
-              "collate_fn", "pin_memory", "drop_last")
+_POSITIONS = (
+    "dataset",
+    "batch_size",
+    "shuffle",
+    "sampler",
+    "batch_sampler",
+    "num_workers",
+    "collate_fn",
+    "pin_memory",
+    "drop_last",
+)
 
 
 @PITFALL.static(ast.Call, names={"DataLoader"})

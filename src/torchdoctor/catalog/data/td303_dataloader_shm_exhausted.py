@@ -1,4 +1,5 @@
 """TD303 dataloader-shm-exhausted: DataLoader workers run out of shared memory (/dev/shm)."""
+
 from __future__ import annotations
 
 import os
@@ -10,32 +11,37 @@ from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD303",
     name="dataloader-shm-exhausted",
-    title={"en": "DataLoader workers ran out of shared memory (/dev/shm)",
-           "zh": "DataLoader 的 worker 进程耗尽了共享内存（/dev/shm）"},
-    messages={"": {
-        "en": "a DataLoader worker crashed with a bus error: the shared memory (/dev/shm) that "
-              "carries batches from the workers to the main process is full",
-        "zh": "DataLoader 的 worker 因总线错误（bus error）崩溃：在 worker 与主进程之间传递 batch "
-              "的共享内存（/dev/shm）已满",
-    }, "runtime": {
-        "en": "this DataLoader keeps up to {batches} batches of {batch} in shared memory "
-              "(num_workers={workers} x prefetch_factor={prefetch}), about {total}, but {path} "
-              "has only {free} free: its workers will die with a bus error; give the process "
-              "more shared memory (Docker: `--shm-size=8g` or `--ipc=host`) or lower "
-              "`num_workers`/`prefetch_factor`/`batch_size`",
-        "zh": "这个 DataLoader 最多会在共享内存中保留 {batches} 个 {batch} 的 batch（num_workers={workers} "
-              "x prefetch_factor={prefetch}），约 {total}，而 {path} 只剩 {free} 可用：它的 worker 会因总线错误"
-              "崩溃；请给进程更多共享内存（Docker：`--shm-size=8g` 或 `--ipc=host`），或调小 "
-              "`num_workers`/`prefetch_factor`/`batch_size`",
-    }},
+    title={
+        "en": "DataLoader workers ran out of shared memory (/dev/shm)",
+        "zh": "DataLoader 的 worker 进程耗尽了共享内存（/dev/shm）",
+    },
+    messages={
+        "": {
+            "en": "a DataLoader worker crashed with a bus error: the shared memory (/dev/shm) that "
+            "carries batches from the workers to the main process is full",
+            "zh": "DataLoader 的 worker 因总线错误（bus error）崩溃：在 worker 与主进程之间传递 batch "
+            "的共享内存（/dev/shm）已满",
+        },
+        "runtime": {
+            "en": "this DataLoader keeps up to {batches} batches of {batch} in shared memory "
+            "(num_workers={workers} x prefetch_factor={prefetch}), about {total}, but {path} "
+            "has only {free} free: its workers will die with a bus error; give the process "
+            "more shared memory (Docker: `--shm-size=8g` or `--ipc=host`) or lower "
+            "`num_workers`/`prefetch_factor`/`batch_size`",
+            "zh": "这个 DataLoader 最多会在共享内存中保留 {batches} 个 {batch} 的 batch（num_workers={workers} "
+            "x prefetch_factor={prefetch}），约 {total}，而 {path} 只剩 {free} 可用：它的 worker 会因总线错误"
+            "崩溃；请给进程更多共享内存（Docker：`--shm-size=8g` 或 `--ipc=host`），或调小 "
+            "`num_workers`/`prefetch_factor`/`batch_size`",
+        },
+    },
     fix_hint={
         "en": "Give the process more shared memory: in Docker run with `--shm-size=8g` (or "
-              "`--ipc=host`), in Kubernetes mount an `emptyDir` with `medium: Memory` at "
-              "/dev/shm. To confirm, set `num_workers=0`; fewer workers or a smaller "
-              "`batch_size` / `prefetch_factor` also lower the peak.",
+        "`--ipc=host`), in Kubernetes mount an `emptyDir` with `medium: Memory` at "
+        "/dev/shm. To confirm, set `num_workers=0`; fewer workers or a smaller "
+        "`batch_size` / `prefetch_factor` also lower the peak.",
         "zh": "给进程更多共享内存：Docker 中用 `--shm-size=8g`（或 `--ipc=host`）启动容器，"
-              "Kubernetes 中在 /dev/shm 挂载 `medium: Memory` 的 `emptyDir`。可先设 `num_workers=0` "
-              "确认问题；减少 worker 数、调小 `batch_size` 或 `prefetch_factor` 也能降低峰值占用。",
+        "Kubernetes 中在 /dev/shm 挂载 `medium: Memory` 的 `emptyDir`。可先设 `num_workers=0` "
+        "确认问题；减少 worker 数、调小 `batch_size` 或 `prefetch_factor` 也能降低峰值占用。",
     },
     docs={
         "en": """
@@ -123,34 +129,50 @@ for (images,) in loader:
 
 PITFALL.error(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Bus error",
-    types=(), confidence=0.95,
-    cause={"en": "DataLoader worker {pid} died of SIGBUS: the shared memory (/dev/shm) that "
-                 "carries batches to the main process is full, typical of a Docker container "
-                 "started without `--shm-size`.",
-           "zh": "DataLoader 的 worker {pid} 因 SIGBUS 退出：在 worker 与主进程之间传递 batch 的共享内存"
-                 "（/dev/shm）已满，这在未指定 `--shm-size` 启动的 Docker 容器中很常见。"})
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "DataLoader worker {pid} died of SIGBUS: the shared memory (/dev/shm) that "
+        "carries batches to the main process is full, typical of a Docker container "
+        "started without `--shm-size`.",
+        "zh": "DataLoader 的 worker {pid} 因 SIGBUS 退出：在 worker 与主进程之间传递 batch 的共享内存"
+        "（/dev/shm）已满，这在未指定 `--shm-size` 启动的 Docker 容器中很常见。",
+    },
+)
 PITFALL.error(
     r"Unexpected bus error encountered in worker\. This might be caused by insufficient "
     r"shared memory \(shm\)",
-    types=(), confidence=0.95,
-    cause={"en": "A DataLoader worker hit a bus error while writing a batch into shared memory: "
-                 "/dev/shm is too small for num_workers x prefetch_factor batches.",
-           "zh": "DataLoader 的 worker 在把 batch 写入共享内存时遇到总线错误：/dev/shm 容纳不下 "
-                 "num_workers x prefetch_factor 个 batch。"})
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "A DataLoader worker hit a bus error while writing a batch into shared memory: "
+        "/dev/shm is too small for num_workers x prefetch_factor batches.",
+        "zh": "DataLoader 的 worker 在把 batch 写入共享内存时遇到总线错误：/dev/shm 容纳不下 "
+        "num_workers x prefetch_factor 个 batch。",
+    },
+)
 PITFALL.error(
     r"unable to write to file <(?P<handle>/?torch_[\w]+)>: No space left on device",
-    types=(), confidence=0.9,
-    cause={"en": "Writing a batch into shared memory ({handle}) failed because /dev/shm is "
-                 "full.",
-           "zh": "把 batch 写入共享内存（{handle}）失败：/dev/shm 已满。"})
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "Writing a batch into shared memory ({handle}) failed because /dev/shm is full.",
+        "zh": "把 batch 写入共享内存（{handle}）失败：/dev/shm 已满。",
+    },
+)
 
 # A bare crash line with nothing around it: a guess, SIGBUS has other causes.
 PITFALL.error(
-    r"(?m)^Bus error \(core dumped\)", types=(), confidence=0.4,
-    cause={"en": "A process died of SIGBUS. In training scripts that is most often a DataLoader "
-                 "worker writing into a full /dev/shm (shared memory).",
-           "zh": "某个进程因 SIGBUS 退出。在训练脚本中，最常见的原因是 DataLoader 的 worker "
-                 "向已满的 /dev/shm（共享内存）写入数据。"})
+    r"(?m)^Bus error \(core dumped\)",
+    types=(),
+    confidence=0.4,
+    cause={
+        "en": "A process died of SIGBUS. In training scripts that is most often a DataLoader "
+        "worker writing into a full /dev/shm (shared memory).",
+        "zh": "某个进程因 SIGBUS 退出。在训练脚本中，最常见的原因是 DataLoader 的 worker "
+        "向已满的 /dev/shm（共享内存）写入数据。",
+    },
+)
 
 _BUS_ERROR = re.compile(r"(?m)^.{0,80}\bBus error\b")
 _LOADER_CONTEXT = re.compile(r"DataLoader|dataloader|num_workers|_worker_loop")
@@ -162,45 +184,58 @@ _EXITED = "exited unexpectedly"
 def bus_error_in_loader(block, report) -> Clue | None:
     """`Bus error (core dumped)` or "worker exited unexpectedly" next to a DataLoader: shm;
     "killed by signal: Killed" is the out-of-memory killer, shown only as a weak guess."""
+
     def in_text(pattern):  # the whole input (read once for all blocks), else the message
         return report.search(pattern) if report.text else pattern.search(block.message)
 
     if not in_text(_LOADER_CONTEXT):
         return None
     if _BUS_ERROR.search(block.message) or (_EXITED in block.message and in_text(_BUS_ERROR)):
-        return Clue(0.85, {
-            "en": "A DataLoader worker crashed with a bus error: most likely /dev/shm, which "
-                  "carries batches from the workers, is full.",
-            "zh": "DataLoader 的 worker 因总线错误崩溃：最可能是用于传递 batch 的 /dev/shm 已满。",
-        })
+        return Clue(
+            0.85,
+            {
+                "en": "A DataLoader worker crashed with a bus error: most likely /dev/shm, which "
+                "carries batches from the workers, is full.",
+                "zh": "DataLoader 的 worker 因总线错误崩溃：最可能是用于传递 batch 的 /dev/shm 已满。",
+            },
+        )
     killed = _KILLED.search(block.message)
     if killed is not None:
-        return Clue(0.35, {
-            "en": "Worker {pid} was killed by SIGKILL, usually the kernel's out-of-memory "
-                  "killer: the machine ran out of RAM (not shared memory). Use fewer workers or "
-                  "less memory per worker.",
-            "zh": "worker {pid} 被 SIGKILL 杀掉，通常是内核的 OOM killer：机器的内存（RAM）耗尽了，"
-                  "而不是共享内存。请减少 worker 数或每个 worker 占用的内存。",
-        }, {
-            "en": "Lower `num_workers` and `batch_size`, avoid large Python lists in the Dataset "
-                  "(store numpy arrays instead), and check `dmesg` for `Out of memory: Killed "
-                  "process`.",
-            "zh": "减小 `num_workers` 和 `batch_size`，避免在 Dataset 中保存大型 Python 列表（改用 "
-                  "numpy 数组），并用 `dmesg` 查看是否有 `Out of memory: Killed process`。",
-        }, killed.groupdict())
+        return Clue(
+            0.35,
+            {
+                "en": "Worker {pid} was killed by SIGKILL, usually the kernel's out-of-memory "
+                "killer: the machine ran out of RAM (not shared memory). Use fewer workers or "
+                "less memory per worker.",
+                "zh": "worker {pid} 被 SIGKILL 杀掉，通常是内核的 OOM killer：机器的内存（RAM）耗尽了，"
+                "而不是共享内存。请减少 worker 数或每个 worker 占用的内存。",
+            },
+            {
+                "en": "Lower `num_workers` and `batch_size`, avoid large Python lists in the Dataset "
+                "(store numpy arrays instead), and check `dmesg` for `Out of memory: Killed "
+                "process`.",
+                "zh": "减小 `num_workers` 和 `batch_size`，避免在 Dataset 中保存大型 Python 列表（改用 "
+                "numpy 数组），并用 `dmesg` 查看是否有 `Out of memory: Killed process`。",
+            },
+            killed.groupdict(),
+        )
     if _EXITED in block.message and not report.once(_other_errors):
-        return Clue(0.35, {
-            "en": "A DataLoader worker exited without a Python error; full shared memory "
-                  "(/dev/shm) is a common cause, a crash in a C extension or the OOM killer are "
-                  "others. Run with `num_workers=0` to see the real error.",
-            "zh": "DataLoader 的 worker 没有抛出 Python 异常就退出了；常见原因是共享内存（/dev/shm）"
-                  "已满，也可能是 C 扩展崩溃或被 OOM killer 杀掉。用 `num_workers=0` 运行可看到真正的错误。",
-        }, {
-            "en": "Run once with `num_workers=0`: if it then works, raise the shared memory "
-                  "(Docker: `--shm-size=8g` or `--ipc=host`) or lower `num_workers`.",
-            "zh": "先用 `num_workers=0` 运行一次：如果这样能正常运行，就增大共享内存（Docker："
-                  "`--shm-size=8g` 或 `--ipc=host`）或减小 `num_workers`。",
-        })
+        return Clue(
+            0.35,
+            {
+                "en": "A DataLoader worker exited without a Python error; full shared memory "
+                "(/dev/shm) is a common cause, a crash in a C extension or the OOM killer are "
+                "others. Run with `num_workers=0` to see the real error.",
+                "zh": "DataLoader 的 worker 没有抛出 Python 异常就退出了；常见原因是共享内存（/dev/shm）"
+                "已满，也可能是 C 扩展崩溃或被 OOM killer 杀掉。用 `num_workers=0` 运行可看到真正的错误。",
+            },
+            {
+                "en": "Run once with `num_workers=0`: if it then works, raise the shared memory "
+                "(Docker: `--shm-size=8g` or `--ipc=host`) or lower `num_workers`.",
+                "zh": "先用 `num_workers=0` 运行一次：如果这样能正常运行，就增大共享内存（Docker："
+                "`--shm-size=8g` 或 `--ipc=host`）或减小 `num_workers`。",
+            },
+        )
     return None
 
 
@@ -250,9 +285,17 @@ class SharedMemoryTooSmall(Monitor):
         in_flight = size * workers * prefetch
         if in_flight <= free + size:  # this batch is already in shared memory
             return
-        self.report(id(loader), "runtime", batches=workers * prefetch, batch=_bytes(size),
-                    workers=workers, prefetch=prefetch, total=_bytes(in_flight),
-                    path=SHM_PATH, free=_bytes(free))
+        self.report(
+            id(loader),
+            "runtime",
+            batches=workers * prefetch,
+            batch=_bytes(size),
+            workers=workers,
+            prefetch=prefetch,
+            total=_bytes(in_flight),
+            path=SHM_PATH,
+            free=_bytes(free),
+        )
 
 
 def _tensor_bytes(batch, depth: int = 0) -> int:

@@ -1,4 +1,5 @@
 """TD304 shared-memory-open-failed: DataLoader tensors shared by file descriptor hit `ulimit -n`."""
+
 from __future__ import annotations
 
 import re
@@ -8,20 +9,24 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD304",
     name="shared-memory-open-failed",
-    title={"en": "DataLoader cannot open shared memory: too many open file descriptors",
-           "zh": "DataLoader 无法打开共享内存：打开的文件描述符过多"},
-    messages={"": {
-        "en": "tensors passed between DataLoader workers and the main process each hold a file "
-              "descriptor, and the process hit its open-files limit",
-        "zh": "DataLoader worker 与主进程之间传递的每个张量都占用一个文件描述符，进程已达到打开文件数的上限",
-    }},
+    title={
+        "en": "DataLoader cannot open shared memory: too many open file descriptors",
+        "zh": "DataLoader 无法打开共享内存：打开的文件描述符过多",
+    },
+    messages={
+        "": {
+            "en": "tensors passed between DataLoader workers and the main process each hold a file "
+            "descriptor, and the process hit its open-files limit",
+            "zh": "DataLoader worker 与主进程之间传递的每个张量都占用一个文件描述符，进程已达到打开文件数的上限",
+        }
+    },
     fix_hint={
         "en": "Call `torch.multiprocessing.set_sharing_strategy('file_system')` at the start of "
-              "the script, or raise the limit (`ulimit -n 65535` in the shell that starts "
-              "training). Returning numpy arrays or fewer, larger tensors per sample also helps.",
+        "the script, or raise the limit (`ulimit -n 65535` in the shell that starts "
+        "training). Returning numpy arrays or fewer, larger tensors per sample also helps.",
         "zh": "在脚本开头调用 `torch.multiprocessing.set_sharing_strategy('file_system')`，"
-              "或者提高上限（在启动训练的 shell 中执行 `ulimit -n 65535`）。让每个样本返回 numpy 数组，"
-              "或返回更少但更大的张量，也有帮助。",
+        "或者提高上限（在启动训练的 shell 中执行 `ulimit -n 65535`）。让每个样本返回 numpy 数组，"
+        "或返回更少但更大的张量，也有帮助。",
     },
     docs={
         "en": """
@@ -123,43 +128,66 @@ kept = [sample for sample in loader]
 PITFALL.error(
     r"unable to open shared memory object <(?P<handle>[^>\n]+)> in read-write mode"
     r"(?!: No space left)",
-    types=(), confidence=0.95,
-    cause={"en": "A process could not open the shared memory segment {handle} that another "
-                 "(a DataLoader worker, a torch.multiprocessing child) sent a tensor in: too "
-                 "many file descriptors are open, one per shared tensor.",
-           "zh": "进程打不开另一个进程（DataLoader worker 或 torch.multiprocessing 子进程）用来传递张量的"
-                 "共享内存段 {handle}：打开的文件描述符过多，每个共享张量占用一个。"})
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "A process could not open the shared memory segment {handle} that another "
+        "(a DataLoader worker, a torch.multiprocessing child) sent a tensor in: too "
+        "many file descriptors are open, one per shared tensor.",
+        "zh": "进程打不开另一个进程（DataLoader worker 或 torch.multiprocessing 子进程）用来传递张量的"
+        "共享内存段 {handle}：打开的文件描述符过多，每个共享张量占用一个。",
+    },
+)
 PITFALL.error(
     r"unable to open shared memory object <(?P<handle>[^>\n]+)> in read-write mode: "
     r"No space left on device",
-    types=(), confidence=0.9,
-    cause={"en": "The shared memory segment {handle} could not be created: /dev/shm is full.",
-           "zh": "无法创建共享内存段 {handle}：/dev/shm 已满。"},
-    fix={"en": "Give the process more shared memory (Docker: `--shm-size=8g` or `--ipc=host`), "
-               "or lower `num_workers` / `batch_size`.",
-         "zh": "给进程更多共享内存（Docker：`--shm-size=8g` 或 `--ipc=host`），或减小 `num_workers` / "
-               "`batch_size`。"})
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "The shared memory segment {handle} could not be created: /dev/shm is full.",
+        "zh": "无法创建共享内存段 {handle}：/dev/shm 已满。",
+    },
+    fix={
+        "en": "Give the process more shared memory (Docker: `--shm-size=8g` or `--ipc=host`), "
+        "or lower `num_workers` / `batch_size`.",
+        "zh": "给进程更多共享内存（Docker：`--shm-size=8g` 或 `--ipc=host`），或减小 `num_workers` / "
+        "`batch_size`。",
+    },
+)
 PITFALL.error(
     r"received (?P<items>\d+) items of ancdata",
-    types=(), confidence=0.95,
-    cause={"en": "A DataLoader worker sent a tensor's file descriptor and none arrived: the "
-                 "main process is at its open-files limit (`ulimit -n`).",
-           "zh": "DataLoader 的 worker 发送了张量的文件描述符，主进程却一个也没收到：主进程打开的文件数"
-                 "已达上限（`ulimit -n`）。"})
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "A DataLoader worker sent a tensor's file descriptor and none arrived: the "
+        "main process is at its open-files limit (`ulimit -n`).",
+        "zh": "DataLoader 的 worker 发送了张量的文件描述符，主进程却一个也没收到：主进程打开的文件数"
+        "已达上限（`ulimit -n`）。",
+    },
+)
 PITFALL.error(
     r"Too many open files\. Communication with the workers is no longer possible",
-    types=(), confidence=0.95,
-    cause={"en": "The main process reached its open-files limit: each tensor shared by a "
-                 "DataLoader worker holds a file descriptor.",
-           "zh": "主进程达到了打开文件数的上限：DataLoader worker 共享的每个张量都占用一个文件描述符。"})
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "The main process reached its open-files limit: each tensor shared by a "
+        "DataLoader worker holds a file descriptor.",
+        "zh": "主进程达到了打开文件数的上限：DataLoader worker 共享的每个张量都占用一个文件描述符。",
+    },
+)
 
 # Output the parser could not split into blocks (quoted): no context to go by.
 PITFALL.error(
-    r"\[Errno 24\] Too many open files", types=(), confidence=0.45,
-    cause={"en": "The process hit its open-files limit (`ulimit -n`); with DataLoader workers, "
-                 "shared tensors are the usual consumer of descriptors.",
-           "zh": "进程达到了打开文件数上限（`ulimit -n`）；使用 DataLoader worker 时，共享张量通常是"
-                 "描述符的主要消耗者。"})
+    r"\[Errno 24\] Too many open files",
+    types=(),
+    confidence=0.45,
+    cause={
+        "en": "The process hit its open-files limit (`ulimit -n`); with DataLoader workers, "
+        "shared tensors are the usual consumer of descriptors.",
+        "zh": "进程达到了打开文件数上限（`ulimit -n`）；使用 DataLoader worker 时，共享张量通常是"
+        "描述符的主要消耗者。",
+    },
+)
 
 _LOADER_CONTEXT = re.compile(r"DataLoader|dataloader|num_workers|multiprocessing")
 
@@ -171,14 +199,20 @@ def too_many_open_files(block, report) -> Clue | None:
         return None
     frames = " ".join(frame.path for frame in block.frames)
     if _LOADER_CONTEXT.search(frames) or report.search(_LOADER_CONTEXT):
-        return Clue(0.85, {
-            "en": "The process ran out of file descriptors while DataLoader workers were "
-                  "sharing tensors with it (one descriptor per tensor).",
-            "zh": "DataLoader worker 与主进程共享张量时（每个张量一个描述符），进程耗尽了文件描述符。",
-        })
-    return Clue(0.45, {
-        "en": "The process hit its open-files limit (`ulimit -n`); with DataLoader workers, "
-              "shared tensors are the usual consumer of descriptors.",
-        "zh": "进程达到了打开文件数上限（`ulimit -n`）；使用 DataLoader worker 时，共享张量通常是"
-              "描述符的主要消耗者。",
-    })
+        return Clue(
+            0.85,
+            {
+                "en": "The process ran out of file descriptors while DataLoader workers were "
+                "sharing tensors with it (one descriptor per tensor).",
+                "zh": "DataLoader worker 与主进程共享张量时（每个张量一个描述符），进程耗尽了文件描述符。",
+            },
+        )
+    return Clue(
+        0.45,
+        {
+            "en": "The process hit its open-files limit (`ulimit -n`); with DataLoader workers, "
+            "shared tensors are the usual consumer of descriptors.",
+            "zh": "进程达到了打开文件数上限（`ulimit -n`）；使用 DataLoader worker 时，共享张量通常是"
+            "描述符的主要消耗者。",
+        },
+    )

@@ -1,5 +1,6 @@
 """TD305 dataloader-worker-pickle: a Dataset or function that spawned DataLoader workers can't
 receive (lambdas, local functions, classes defined in a notebook, open file handles)."""
+
 from __future__ import annotations
 
 import re
@@ -9,23 +10,27 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD305",
     name="dataloader-worker-pickle",
-    title={"en": "DataLoader workers cannot receive an unpicklable dataset, transform or function",
-           "zh": "DataLoader worker 无法接收不可 pickle 的数据集、变换或函数"},
-    messages={"": {
-        "en": "with the spawn start method (Windows, macOS, or `multiprocessing_context='spawn'`) "
-              "the Dataset, its transforms, `collate_fn` and `worker_init_fn` are pickled for "
-              "each worker, and one of them cannot be",
-        "zh": "在 spawn 启动方式下（Windows、macOS 或 `multiprocessing_context='spawn'`），数据集、"
-              "其中的变换、`collate_fn` 和 `worker_init_fn` 都要 pickle 后传给每个 worker，其中有一个无法 pickle",
-    }},
+    title={
+        "en": "DataLoader workers cannot receive an unpicklable dataset, transform or function",
+        "zh": "DataLoader worker 无法接收不可 pickle 的数据集、变换或函数",
+    },
+    messages={
+        "": {
+            "en": "with the spawn start method (Windows, macOS, or `multiprocessing_context='spawn'`) "
+            "the Dataset, its transforms, `collate_fn` and `worker_init_fn` are pickled for "
+            "each worker, and one of them cannot be",
+            "zh": "在 spawn 启动方式下（Windows、macOS 或 `multiprocessing_context='spawn'`），数据集、"
+            "其中的变换、`collate_fn` 和 `worker_init_fn` 都要 pickle 后传给每个 worker，其中有一个无法 pickle",
+        }
+    },
     fix_hint={
         "en": "Define transforms, `collate_fn` and `worker_init_fn` as top-level functions (not "
-              "lambdas or nested functions), put the Dataset class in a `.py` module and import "
-              "it, open files / LMDB / HDF5 handles lazily in `__getitem__`, and guard the "
-              "script with `if __name__ == \"__main__\":`. `num_workers=0` confirms the cause.",
+        "lambdas or nested functions), put the Dataset class in a `.py` module and import "
+        "it, open files / LMDB / HDF5 handles lazily in `__getitem__`, and guard the "
+        'script with `if __name__ == "__main__":`. `num_workers=0` confirms the cause.',
         "zh": "把变换、`collate_fn` 和 `worker_init_fn` 定义为模块顶层函数（不要用 lambda 或嵌套函数），"
-              "把 Dataset 类放进 `.py` 模块再导入，文件 / LMDB / HDF5 句柄在 `__getitem__` 中按需打开，"
-              "并用 `if __name__ == \"__main__\":` 保护脚本入口。设 `num_workers=0` 可以确认原因。",
+        "把 Dataset 类放进 `.py` 模块再导入，文件 / LMDB / HDF5 句柄在 `__getitem__` 中按需打开，"
+        '并用 `if __name__ == "__main__":` 保护脚本入口。设 `num_workers=0` 可以确认原因。',
     },
     docs={
         "en": """
@@ -129,14 +134,17 @@ if __name__ == "__main__":
 _LOCAL = re.compile(r"Can't (?:pickle|get) local object '?(?:<function )?(?P<object>[^'\s]+)")
 _LAMBDA = re.compile(r"Can't pickle <function (?P<object><lambda>|[\w.]+) at 0x[0-9a-f]+>")
 _MAIN_ATTRIBUTE = re.compile(
-    r"Can't get attribute '(?P<object>[\w.]+)' on <module '__main__' (?P<where>[^>]*)>")
+    r"Can't get attribute '(?P<object>[\w.]+)' on <module '__main__' (?P<where>[^>]*)>"
+)
 _HANDLE = re.compile(
     r"(?:cannot|can't) (?:pickle|serialize) '?(?P<object>[\w.]+)'? (?:object|instances)"
     r"|can't pickle (?P<old>\w+) objects"
-    r"|(?P<h5py>h5py objects cannot be pickled)")
+    r"|(?P<h5py>h5py objects cannot be pickled)"
+)
 # Frames of the DataLoader starting workers, or of the worker process unpickling what it got.
 _WORKER_FRAMES = re.compile(
-    r"dataloader\.py|[/\\]multiprocessing[/\\]|popen_spawn|spawn\.py|reduction\.py|worker\.py")
+    r"dataloader\.py|[/\\]multiprocessing[/\\]|popen_spawn|spawn\.py|reduction\.py|worker\.py"
+)
 # Frames of torch.save / torch.load: the object is a saved model, not a DataLoader's payload.
 _SERIALIZATION_FRAMES = re.compile(r"serialization\.py|torch[/\\]hub\.py")
 _LOADER = re.compile("DataLoader|dataloader")
@@ -144,46 +152,51 @@ _PICKLE_FAILED = re.compile(r"Can't (?:pickle|get)|cannot pickle|can't pickle")
 
 _LOCAL_CAUSE = {
     "en": "`{object}` is a lambda, or a function or class defined inside a function: pickle "
-          "cannot send it to the spawned DataLoader workers (Windows, macOS, Jupyter, or "
-          "`spawn`).",
+    "cannot send it to the spawned DataLoader workers (Windows, macOS, Jupyter, or "
+    "`spawn`).",
     "zh": "`{object}` 是 lambda，或定义在函数内部的函数或类：pickle 无法把它发送给以 spawn 方式"
-          "启动的 DataLoader worker（Windows、macOS、Jupyter 或 `spawn`）。",
+    "启动的 DataLoader worker（Windows、macOS、Jupyter 或 `spawn`）。",
 }
 _LOCAL_FIX = {
     "en": "Define `{object}` at the top level of a module (a named `def` instead of a "
-          "lambda, or `functools.partial` of a top-level function), or set `num_workers=0`.",
+    "lambda, or `functools.partial` of a top-level function), or set `num_workers=0`.",
     "zh": "把 `{object}` 定义在模块顶层（用具名的 `def` 代替 lambda，或对顶层函数使用 "
-          "`functools.partial`），或者设 `num_workers=0`。",
+    "`functools.partial`），或者设 `num_workers=0`。",
 }
 _MAIN_CAUSE = {
     "en": "The spawned DataLoader worker could not find `{object}`: it is defined in the "
-          "notebook or the interactive `__main__`, which a fresh worker process does not run.",
+    "notebook or the interactive `__main__`, which a fresh worker process does not run.",
     "zh": "以 spawn 方式启动的 DataLoader worker 找不到 `{object}`：它定义在 notebook 或交互式的 "
-          "`__main__` 中，而新启动的 worker 进程不会执行那里的代码。",
+    "`__main__` 中，而新启动的 worker 进程不会执行那里的代码。",
 }
 _MAIN_FIX = {
     "en": "Move `{object}` into a `.py` file next to the notebook and import it from there, "
-          "or set `num_workers=0`.",
+    "or set `num_workers=0`.",
     "zh": "把 `{object}` 移到 notebook 旁边的 `.py` 文件中再导入，或者设 `num_workers=0`。",
 }
 _HANDLE_CAUSE = {
     "en": "The Dataset holds an object of type `{object}` (an open file, LMDB environment, "
-          "HDF5 file, lock or connection) created in `__init__`; it cannot be pickled for the "
-          "spawned DataLoader workers.",
+    "HDF5 file, lock or connection) created in `__init__`; it cannot be pickled for the "
+    "spawned DataLoader workers.",
     "zh": "Dataset 在 `__init__` 中创建并持有一个 `{object}` 类型的对象（打开的文件、LMDB 环境、"
-          "HDF5 文件、锁或连接），它无法被 pickle 后传给以 spawn 方式启动的 DataLoader worker。",
+    "HDF5 文件、锁或连接），它无法被 pickle 后传给以 spawn 方式启动的 DataLoader worker。",
 }
 _HANDLE_FIX = {
     "en": "Store only the path in `__init__` and open the handle lazily in `__getitem__` "
-          "(once per worker, e.g. `if self.env is None: self.env = lmdb.open(self.path)`).",
+    "(once per worker, e.g. `if self.env is None: self.env = lmdb.open(self.path)`).",
     "zh": "在 `__init__` 中只保存路径，在 `__getitem__` 中按需打开句柄（每个 worker 打开一次，例如 "
-          "`if self.env is None: self.env = lmdb.open(self.path)`）。",
+    "`if self.env is None: self.env = lmdb.open(self.path)`）。",
 }
 
 
 # Output the parser could not split into blocks (a bare quoted line): no frames to go by.
-PITFALL.error(r"Can't (?:pickle|get) local object '(?P<object>[^'\s]+)'", types=(),
-              confidence=0.55, cause=_LOCAL_CAUSE, fix=_LOCAL_FIX)
+PITFALL.error(
+    r"Can't (?:pickle|get) local object '(?P<object>[^'\s]+)'",
+    types=(),
+    confidence=0.55,
+    cause=_LOCAL_CAUSE,
+    fix=_LOCAL_FIX,
+)
 
 
 @PITFALL.error_check(types=("AttributeError", "PicklingError", "TypeError"))
@@ -222,10 +235,13 @@ def spawned_child_got_nothing(block, report) -> Clue | None:
     if not re.search(r"spawn\.py|popen_spawn", paths):
         return None
     pickled = report.search(_PICKLE_FAILED)
-    return Clue(0.95 if pickled else 0.75, {
-        "en": "This error is only the spawned DataLoader worker's side: the main process failed "
-              "to pickle the Dataset or a function for it (look for `Can't pickle` above), so "
-              "the worker received nothing.",
-        "zh": "这个错误只是以 spawn 方式启动的 DataLoader worker 一侧的表现：主进程没能把 Dataset "
-              "或某个函数 pickle 给它（请在上文查找 `Can't pickle`），所以 worker 什么也没收到。",
-    })
+    return Clue(
+        0.95 if pickled else 0.75,
+        {
+            "en": "This error is only the spawned DataLoader worker's side: the main process failed "
+            "to pickle the Dataset or a function for it (look for `Can't pickle` above), so "
+            "the worker received nothing.",
+            "zh": "这个错误只是以 spawn 方式启动的 DataLoader worker 一侧的表现：主进程没能把 Dataset "
+            "或某个函数 pickle 给它（请在上文查找 `Can't pickle`），所以 worker 什么也没收到。",
+        },
+    )

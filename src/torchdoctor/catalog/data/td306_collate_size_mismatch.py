@@ -1,4 +1,5 @@
 """TD306 collate-size-mismatch: the default collate cannot stack samples of different sizes."""
+
 from __future__ import annotations
 
 import re
@@ -8,21 +9,25 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD306",
     name="collate-size-mismatch",
-    title={"en": "DataLoader batches samples of different sizes with the default collate",
-           "zh": "DataLoader 用默认的 collate 把大小不同的样本拼成 batch"},
-    messages={"": {
-        "en": "the default `collate_fn` stacks the samples of a batch into one tensor, and they "
-              "do not all have the same shape",
-        "zh": "默认的 `collate_fn` 会把一个 batch 中的样本堆叠成一个张量，而这些样本的形状并不都相同",
-    }},
+    title={
+        "en": "DataLoader batches samples of different sizes with the default collate",
+        "zh": "DataLoader 用默认的 collate 把大小不同的样本拼成 batch",
+    },
+    messages={
+        "": {
+            "en": "the default `collate_fn` stacks the samples of a batch into one tensor, and they "
+            "do not all have the same shape",
+            "zh": "默认的 `collate_fn` 会把一个 batch 中的样本堆叠成一个张量，而这些样本的形状并不都相同",
+        }
+    },
     fix_hint={
         "en": "Give every sample the same shape (e.g. `transforms.Resize((224, 224))` or a "
-              "crop to a fixed size), or pass a `collate_fn` that pads variable-length data "
-              "(`torch.nn.utils.rnn.pad_sequence`) or returns a list. `batch_size=1` runs "
-              "if this is the cause.",
+        "crop to a fixed size), or pass a `collate_fn` that pads variable-length data "
+        "(`torch.nn.utils.rnn.pad_sequence`) or returns a list. `batch_size=1` runs "
+        "if this is the cause.",
         "zh": "让每个样本的形状一致（例如 `transforms.Resize((224, 224))`，或裁剪到固定大小），"
-              "或者传入一个 `collate_fn`，对变长数据做填充（`torch.nn.utils.rnn.pad_sequence`）"
-              "或直接返回列表。若确是此原因，`batch_size=1` 时可以正常运行。",
+        "或者传入一个 `collate_fn`，对变长数据做填充（`torch.nn.utils.rnn.pad_sequence`）"
+        "或直接返回列表。若确是此原因，`batch_size=1` 时可以正常运行。",
     },
     docs={
         "en": """
@@ -107,46 +112,52 @@ for batch in loader:
 
 _STACK = re.compile(
     r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
-    r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)")
+    r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
+)
 _CAT = re.compile(
     r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\. "
     r"(?:Got (?P<size>\d+) and (?P<other_size>\d+) in dimension (?P<dim>\d+)"
     r"|Expected size (?P<size2>\d+) but got size (?P<other_size2>\d+) for tensor number "
-    r"(?P<other_entry>\d+))")
+    r"(?P<other_entry>\d+))"
+)
 _COLLATE_TEXT = re.compile(r"in DataLoader worker process|default_collate|collate\.py")
 
 _STACK_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape: sample "
-          "{first_entry} has [{first}] but sample {other_entry} has [{other}].",
+    "{first_entry} has [{first}] but sample {other_entry} has [{other}].",
     "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同：第 {first_entry} 个样本是 "
-          "[{first}]，第 {other_entry} 个却是 [{other}]。",
+    "[{first}]，第 {other_entry} 个却是 [{other}]。",
 }
 _CAT_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape, and they differ in "
-          "size ({size} vs {other_size}).",
+    "size ({size} vs {other_size}).",
     "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同，而这些样本的大小不同"
-          "（{size} 与 {other_size}）。",
+    "（{size} 与 {other_size}）。",
 }
 _RESIZE = "Trying to resize storage that is not resizable"
 _RESIZE_CAUSE = {
     "en": "The samples of a batch differ in size: with workers, the collate stacks them into "
-          "shared memory sized for all of them, and reshaping it to batch x (first sample's "
-          "shape) fails. The message hides the real error, a stack of unequal shapes.",
+    "shared memory sized for all of them, and reshaping it to batch x (first sample's "
+    "shape) fails. The message hides the real error, a stack of unequal shapes.",
     "zh": "一个 batch 中样本的大小不一致：使用 worker 时，collate 会把样本堆叠到按总大小分配的共享内存中，"
-          "再按“batch x 第一个样本的形状”改变其大小，于是失败。这条报错掩盖了真正的问题：堆叠形状不同的张量。",
+    "再按“batch x 第一个样本的形状”改变其大小，于是失败。这条报错掩盖了真正的问题：堆叠形状不同的张量。",
 }
 _STACK_GUESS = {
     "en": "torch.stack got tensors of different shapes ([{first}] and [{other}]); if this "
-          "comes from a DataLoader, its samples differ in size.",
+    "comes from a DataLoader, its samples differ in size.",
     "zh": "torch.stack 收到了形状不同的张量（[{first}] 与 [{other}]）；如果它来自 DataLoader，"
-          "说明各个样本的大小不一致。",
+    "说明各个样本的大小不一致。",
 }
 
 
 # Output the parser could not split into blocks (a worker's traceback logged as one escaped
 # line): the DataLoader's worker wrapper and the stack error in the same text.
-PITFALL.error(r"in DataLoader worker process.*?" + _STACK.pattern, types=(), confidence=0.9,
-              cause=_STACK_CAUSE)
+PITFALL.error(
+    r"in DataLoader worker process.*?" + _STACK.pattern,
+    types=(),
+    confidence=0.9,
+    cause=_STACK_CAUSE,
+)
 
 
 @PITFALL.error_check()
@@ -156,8 +167,12 @@ def stacked_samples(block, report) -> Clue | None:
     in_collate = _in_collate(block, report)
     found = _STACK.search(block.message)
     if found is not None:
-        return Clue(0.95 if in_collate else 0.6, _STACK_CAUSE if in_collate else _STACK_GUESS,
-                    None, found.groupdict())
+        return Clue(
+            0.95 if in_collate else 0.6,
+            _STACK_CAUSE if in_collate else _STACK_GUESS,
+            None,
+            found.groupdict(),
+        )
     if _RESIZE in block.message:
         # In a worker the collate stacks into shared memory sized by the samples' total size;
         # when the first sample is the largest, resizing that storage fails before stack runs.

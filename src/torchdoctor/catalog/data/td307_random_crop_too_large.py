@@ -1,4 +1,5 @@
 """TD307 random-crop-too-large: a random crop asked for a size larger than the image."""
+
 from __future__ import annotations
 
 import re
@@ -9,17 +10,19 @@ PITFALL = Pitfall(
     code="TD307",
     name="random-crop-too-large",
     title={"en": "Random crop larger than the image", "zh": "随机裁剪的尺寸大于图像本身"},
-    messages={"": {
-        "en": "a random crop is larger than the image it is applied to, so there is no "
-              "position to pick the crop from",
-        "zh": "随机裁剪的尺寸大于被裁剪的图像，因此找不到可以选取的裁剪位置",
-    }},
+    messages={
+        "": {
+            "en": "a random crop is larger than the image it is applied to, so there is no "
+            "position to pick the crop from",
+            "zh": "随机裁剪的尺寸大于被裁剪的图像，因此找不到可以选取的裁剪位置",
+        }
+    },
     fix_hint={
         "en": "Resize before cropping so the shorter side is at least the crop size "
-              "(`transforms.Resize(256)` then `RandomCrop(224)`), use "
-              "`RandomCrop(size, pad_if_needed=True)`, or `RandomResizedCrop(size)`.",
+        "(`transforms.Resize(256)` then `RandomCrop(224)`), use "
+        "`RandomCrop(size, pad_if_needed=True)`, or `RandomResizedCrop(size)`.",
         "zh": "先缩放再裁剪，保证短边不小于裁剪尺寸（先 `transforms.Resize(256)` 再 `RandomCrop(224)`），"
-              "或者使用 `RandomCrop(size, pad_if_needed=True)`，或 `RandomResizedCrop(size)`。",
+        "或者使用 `RandomCrop(size, pad_if_needed=True)`，或 `RandomResizedCrop(size)`。",
     },
     docs={
         "en": """
@@ -90,35 +93,42 @@ transform = transforms.Compose([
 PITFALL.error(
     r"Required crop size \((?P<crop>\d+, \d+)\) is larger th[ae]n (?:padded )?input image "
     r"size \((?P<image>\d+, \d+)\)",
-    types=("ValueError",), confidence=0.95,
-    cause={"en": "The crop ({crop}) is larger than this image ({image}): one of the images in "
-                 "the dataset is smaller than the crop size.",
-           "zh": "裁剪尺寸（{crop}）大于这张图像（{image}）：数据集中有图像比裁剪尺寸还小。"})
+    types=("ValueError",),
+    confidence=0.95,
+    cause={
+        "en": "The crop ({crop}) is larger than this image ({image}): one of the images in "
+        "the dataset is smaller than the crop size.",
+        "zh": "裁剪尺寸（{crop}）大于这张图像（{image}）：数据集中有图像比裁剪尺寸还小。",
+    },
+)
 
 _EMPTY_RANGE = re.compile(
     r"empty range (?:for randrange\(\) \((?P<start>-?\d+), ?(?P<stop>-?\d+), ?-?\d+\)"
-    r"|in randrange\((?P<start2>-?\d+), (?P<stop2>-?\d+)\))")
-_RANDOM_ = re.compile(r"random_ expects 'from' to be less than 'to', but got "
-                      r"from=(?P<start>-?\d+) >= to=(?P<stop>-?\d+)")
+    r"|in randrange\((?P<start2>-?\d+), (?P<stop2>-?\d+)\))"
+)
+_RANDOM_ = re.compile(
+    r"random_ expects 'from' to be less than 'to', but got "
+    r"from=(?P<start>-?\d+) >= to=(?P<stop>-?\d+)"
+)
 _NUMPY = re.compile(r"^(?:low >= high|high <= 0|low is out of bounds)")
 _CROP = re.compile(r"crop", re.I)
 
 _CAUSE = {
     "en": "A random crop drew its offset from an empty range (up to {stop}): the crop is "
-          "larger than the image by about {excess} pixels in one dimension.",
+    "larger than the image by about {excess} pixels in one dimension.",
     "zh": "随机裁剪从一个空区间（上限 {stop}）中选取偏移量：裁剪尺寸在某个维度上比图像大了约 "
-          "{excess} 个像素。",
+    "{excess} 个像素。",
 }
 _NUMPY_CAUSE = {
     "en": "A random crop drew its offset with numpy from an empty range: the crop is larger "
-          "than the image in one dimension.",
+    "than the image in one dimension.",
     "zh": "随机裁剪用 numpy 从一个空区间中选取偏移量：裁剪尺寸在某个维度上大于图像。",
 }
 _GUESS = {
     "en": "A random integer was drawn from an empty range (up to {stop}). In data loading that "
-          "is usually a random crop larger than the image, or a pick from an empty list.",
+    "is usually a random crop larger than the image, or a pick from an empty list.",
     "zh": "从一个空区间（上限 {stop}）中抽取随机整数。在数据加载中，这通常是随机裁剪大于图像，"
-          "或者从空列表中随机选取。",
+    "或者从空列表中随机选取。",
 }
 
 
@@ -134,8 +144,10 @@ def empty_offset_range(block, report) -> Clue | None:
         groups = found.groupdict()
         stop = int(groups.get("stop") or groups.get("stop2"))
         fields = {"stop": str(stop), "excess": str(max(1, 1 - stop))}
-    in_crop = any(_CROP.search(f"{frame.path} {frame.function or ''} {frame.source or ''}")
-                  for frame in block.frames)
+    in_crop = any(
+        _CROP.search(f"{frame.path} {frame.function or ''} {frame.source or ''}")
+        for frame in block.frames
+    )
     if in_crop:
         return Clue(0.95, _CAUSE, None, fields) if fields else Clue(0.85, _NUMPY_CAUSE)
     if numpy or "stop" not in fields:

@@ -1,4 +1,5 @@
 """TD801 deprecated-functional-activation: `F.sigmoid` / `F.tanh` rather than `torch.sigmoid`."""
+
 from __future__ import annotations
 
 import ast
@@ -9,18 +10,24 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall
 PITFALL = Pitfall(
     code="TD801",
     name="deprecated-functional-activation",
-    title={"en": "`nn.functional.sigmoid` / `nn.functional.tanh` instead of `torch.sigmoid` / `torch.tanh`",
-           "zh": "使用了 `nn.functional.sigmoid` / `nn.functional.tanh`，而不是 `torch.sigmoid` / `torch.tanh`"},
-    messages={"": {
-        "en": "`{old}` is deprecated since PyTorch 0.4.1 (1.x releases warn on every call): use `torch.{function}`",
-        "zh": "`{old}` 自 PyTorch 0.4.1 起已弃用（1.x 版本每次调用都会警告）：请改用 `torch.{function}`",
-    }},
+    title={
+        "en": "`nn.functional.sigmoid` / `nn.functional.tanh` instead of `torch.sigmoid` / `torch.tanh`",
+        "zh": "使用了 `nn.functional.sigmoid` / `nn.functional.tanh`，而不是 `torch.sigmoid` / `torch.tanh`",
+    },
+    messages={
+        "": {
+            "en": "`{old}` is deprecated since PyTorch 0.4.1 (1.x releases warn on every call): use `torch.{function}`",
+            "zh": "`{old}` 自 PyTorch 0.4.1 起已弃用（1.x 版本每次调用都会警告）：请改用 `torch.{function}`",
+        }
+    },
     fix_title={"en": "Use `torch.{function}`", "zh": "改用 `torch.{function}`"},
     fix_applicability="safe",
-    fix_hint={"en": "Call `torch.sigmoid` / `torch.tanh` (or `x.sigmoid()` / `x.tanh()`) "
-                    "instead of `F.sigmoid` / `F.tanh`; the result is identical.",
-              "zh": "用 `torch.sigmoid` / `torch.tanh`（或 `x.sigmoid()` / `x.tanh()`）代替 "
-                    "`F.sigmoid` / `F.tanh`，结果完全相同。"},
+    fix_hint={
+        "en": "Call `torch.sigmoid` / `torch.tanh` (or `x.sigmoid()` / `x.tanh()`) "
+        "instead of `F.sigmoid` / `F.tanh`; the result is identical.",
+        "zh": "用 `torch.sigmoid` / `torch.tanh`（或 `x.sigmoid()` / `x.tanh()`）代替 "
+        "`F.sigmoid` / `F.tanh`，结果完全相同。",
+    },
     # Current PyTorch dropped the warning and keeps F.sigmoid/F.tanh as plain aliases: opt-in.
     default=False,
     docs={
@@ -109,13 +116,20 @@ probs = torch.sigmoid(logits)
 
 PITFALL.error(
     r"nn\.functional\.(?P<function>sigmoid|tanh) is deprecated\. Use torch\.(?P=function) "
-    r"instead", types=(), confidence=0.95,
-    cause={"en": "The code calls `F.{function}` (torch.nn.functional.{function}), which "
-                 "PyTorch 0.4.1-1.x deprecate with a warning on every call.",
-           "zh": "代码调用了 `F.{function}`（torch.nn.functional.{function}），PyTorch 0.4.1-1.x "
-                 "已将其弃用，每次调用都会警告。"},
-    fix={"en": "Use `torch.{function}(x)` (or `x.{function}()`) instead of `F.{function}(x)`.",
-         "zh": "用 `torch.{function}(x)`（或 `x.{function}()`）代替 `F.{function}(x)`。"})
+    r"instead",
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "The code calls `F.{function}` (torch.nn.functional.{function}), which "
+        "PyTorch 0.4.1-1.x deprecate with a warning on every call.",
+        "zh": "代码调用了 `F.{function}`（torch.nn.functional.{function}），PyTorch 0.4.1-1.x "
+        "已将其弃用，每次调用都会警告。",
+    },
+    fix={
+        "en": "Use `torch.{function}(x)` (or `x.{function}()`) instead of `F.{function}(x)`.",
+        "zh": "用 `torch.{function}(x)`（或 `x.{function}()`）代替 `F.{function}(x)`。",
+    },
+)
 
 FUNCTIONS = {f"torch.nn.functional.{name}": name for name in ("sigmoid", "tanh")}
 _TORCH = ast.Name(id="torch", ctx=ast.Load())
@@ -145,4 +159,3 @@ def _report(node: ast.Attribute | ast.Name, ctx: Context) -> Iterator[Finding]:
         fix = ctx.fix(PITFALL, "safe", ctx.replace(node, f"torch.{function}"), title=title)
     written = " ".join(ctx.text(node).split())
     yield ctx.finding(PITFALL, node, fix=fix, old=written, function=function)
-

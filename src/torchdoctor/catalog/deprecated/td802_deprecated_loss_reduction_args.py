@@ -1,4 +1,5 @@
 """TD802 deprecated-loss-reduction-args: `size_average=` / `reduce=` on a loss instead of `reduction=`."""
+
 from __future__ import annotations
 
 import ast
@@ -9,38 +10,45 @@ from torchdoctor.catalog.sdk import Context, Edit, Finding, Pitfall
 PITFALL = Pitfall(
     code="TD802",
     name="deprecated-loss-reduction-args",
-    title={"en": "Legacy `size_average=` / `reduce=` arguments of a loss",
-           "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数"},
+    title={
+        "en": "Legacy `size_average=` / `reduce=` arguments of a loss",
+        "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数",
+    },
     messages={
         "": {
             "en": "legacy loss flags `{legacy}` (deprecated since PyTorch 0.4.1): "
-                  "use `reduction='{reduction}'`",
+            "use `reduction='{reduction}'`",
             "zh": "旧版损失参数 `{legacy}`（自 PyTorch 0.4.1 起弃用）：请改用 `reduction='{reduction}'`",
         },
         "unknown": {
             "en": "legacy loss flags `{legacy}` (deprecated since PyTorch 0.4.1): "
-                  "use `reduction=` ('mean', 'sum' or 'none')",
+            "use `reduction=` ('mean', 'sum' or 'none')",
             "zh": "旧版损失参数 `{legacy}`（自 PyTorch 0.4.1 起弃用）：请改用 `reduction=`"
-                  "（'mean'、'sum' 或 'none'）",
+            "（'mean'、'sum' 或 'none'）",
         },
         "override": {
             "en": "legacy loss flags `{legacy}` win over `reduction=` in the same call: "
-                  "this loss uses `reduction='{reduction}'`",
+            "this loss uses `reduction='{reduction}'`",
             "zh": "旧版损失参数 `{legacy}` 优先于同一调用中的 `reduction=`：这个损失实际使用的是 "
-                  "`reduction='{reduction}'`",
+            "`reduction='{reduction}'`",
         },
         "override-unknown": {
             "en": "legacy loss flags `{legacy}` win over `reduction=` in the same call: "
-                  "replace them with the `reduction=` you mean",
+            "replace them with the `reduction=` you mean",
             "zh": "旧版损失参数 `{legacy}` 优先于同一调用中的 `reduction=`：请用你真正想要的 `reduction=` 替换它们",
         },
     },
-    fix_title={"en": "Replace with `reduction=\"{reduction}\"`", "zh": "替换为 `reduction=\"{reduction}\"`"},
+    fix_title={
+        "en": 'Replace with `reduction="{reduction}"`',
+        "zh": '替换为 `reduction="{reduction}"`',
+    },
     fix_applicability="safe",
-    fix_hint={"en": "Replace `size_average=` / `reduce=` with one `reduction=` argument: "
-                    "`'mean'` (the default), `'sum'`, or `'none'` (for `reduce=False`).",
-              "zh": "用一个 `reduction=` 参数替换 `size_average=` / `reduce=`：`'mean'`（默认）、"
-                    "`'sum'`，或 `'none'`（对应 `reduce=False`）。"},
+    fix_hint={
+        "en": "Replace `size_average=` / `reduce=` with one `reduction=` argument: "
+        "`'mean'` (the default), `'sum'`, or `'none'` (for `reduce=False`).",
+        "zh": "用一个 `reduction=` 参数替换 `size_average=` / `reduce=`：`'mean'`（默认）、"
+        "`'sum'`，或 `'none'`（对应 `reduce=False`）。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -133,30 +141,61 @@ criterion = nn.CrossEntropyLoss(reduction="sum")
 
 PITFALL.error(
     r"size_average and reduce args will be deprecated, please use reduction='(?P<reduction>\w+)'"
-    r" instead", types=(), confidence=0.95,
-    cause={"en": "A loss is built with the legacy `size_average=` / `reduce=` flags; PyTorch "
-                 "maps them to `reduction='{reduction}'`.",
-           "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数；PyTorch 把它们换算成 "
-                 "`reduction='{reduction}'`。"},
-    fix={"en": "Replace the flags with `reduction='{reduction}'` in the loss's constructor or "
-               "call.",
-         "zh": "在损失函数的构造或调用中，用 `reduction='{reduction}'` 替换这两个参数。"})
+    r" instead",
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "A loss is built with the legacy `size_average=` / `reduce=` flags; PyTorch "
+        "maps them to `reduction='{reduction}'`.",
+        "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数；PyTorch 把它们换算成 "
+        "`reduction='{reduction}'`。",
+    },
+    fix={
+        "en": "Replace the flags with `reduction='{reduction}'` in the loss's constructor or call.",
+        "zh": "在损失函数的构造或调用中，用 `reduction='{reduction}'` 替换这两个参数。",
+    },
+)
 
 LEGACY = ("size_average", "reduce")
 # Position of `size_average` among each loss's parameters (torch 2.13 signatures, self excluded):
 # positional arguments up to it are safe to keep when the flags become `reduction=`.
 LOSS_CLASSES = {
-    "BCELoss": 1, "BCEWithLogitsLoss": 1, "CosineEmbeddingLoss": 1, "CrossEntropyLoss": 1,
-    "HingeEmbeddingLoss": 1, "KLDivLoss": 0, "L1Loss": 0, "MSELoss": 0, "MarginRankingLoss": 1,
-    "MultiLabelMarginLoss": 0, "MultiLabelSoftMarginLoss": 1, "MultiMarginLoss": 3, "NLLLoss": 1,
-    "PoissonNLLLoss": 2, "SmoothL1Loss": 0, "SoftMarginLoss": 0, "TripletMarginLoss": 4,
+    "BCELoss": 1,
+    "BCEWithLogitsLoss": 1,
+    "CosineEmbeddingLoss": 1,
+    "CrossEntropyLoss": 1,
+    "HingeEmbeddingLoss": 1,
+    "KLDivLoss": 0,
+    "L1Loss": 0,
+    "MSELoss": 0,
+    "MarginRankingLoss": 1,
+    "MultiLabelMarginLoss": 0,
+    "MultiLabelSoftMarginLoss": 1,
+    "MultiMarginLoss": 3,
+    "NLLLoss": 1,
+    "PoissonNLLLoss": 2,
+    "SmoothL1Loss": 0,
+    "SoftMarginLoss": 0,
+    "TripletMarginLoss": 4,
 }
 LOSS_FUNCTIONS = {
-    "binary_cross_entropy": 3, "binary_cross_entropy_with_logits": 3, "cosine_embedding_loss": 4,
-    "cross_entropy": 3, "hinge_embedding_loss": 3, "kl_div": 2, "l1_loss": 2,
-    "margin_ranking_loss": 4, "mse_loss": 2, "multi_margin_loss": 5, "multilabel_margin_loss": 2,
-    "multilabel_soft_margin_loss": 3, "nll_loss": 3, "poisson_nll_loss": 4, "smooth_l1_loss": 2,
-    "soft_margin_loss": 2, "triplet_margin_loss": 7,
+    "binary_cross_entropy": 3,
+    "binary_cross_entropy_with_logits": 3,
+    "cosine_embedding_loss": 4,
+    "cross_entropy": 3,
+    "hinge_embedding_loss": 3,
+    "kl_div": 2,
+    "l1_loss": 2,
+    "margin_ranking_loss": 4,
+    "mse_loss": 2,
+    "multi_margin_loss": 5,
+    "multilabel_margin_loss": 2,
+    "multilabel_soft_margin_loss": 3,
+    "nll_loss": 3,
+    "poisson_nll_loss": 4,
+    "smooth_l1_loss": 2,
+    "soft_margin_loss": 2,
+    "triplet_margin_loss": 7,
 }
 LEGACY_POSITION = {
     **{f"torch.nn.{name}": index for name, index in LOSS_CLASSES.items()},
@@ -185,11 +224,13 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     fix = None
     if reduction is not None and _fixable(call, position):
         title = {lang: text.format(reduction=reduction) for lang, text in PITFALL.fix_title.items()}
-        fix = ctx.fix(PITFALL, "safe", *_edits(call, legacy, reduction_keyword, reduction, ctx),
-                      title=title)
+        fix = ctx.fix(
+            PITFALL, "safe", *_edits(call, legacy, reduction_keyword, reduction, ctx), title=title
+        )
     text = ", ".join(" ".join(ctx.text(k).split()) for k in legacy)
-    yield ctx.finding(PITFALL, legacy[0], variant, fix=fix, end_node=legacy[-1],
-                      legacy=text, reduction=reduction)
+    yield ctx.finding(
+        PITFALL, legacy[0], variant, fix=fix, end_node=legacy[-1], legacy=text, reduction=reduction
+    )
 
 
 def _flag(value: ast.AST) -> object:
@@ -218,12 +259,18 @@ def _fixable(call: ast.Call, position: int) -> bool:
     return len(call.args) <= position  # no positional argument lands on a flag
 
 
-def _edits(call: ast.Call, legacy: list[ast.keyword], reduction_keyword: ast.keyword | None,
-           reduction: str, ctx: Context) -> list[Edit]:
+def _edits(
+    call: ast.Call,
+    legacy: list[ast.keyword],
+    reduction_keyword: ast.keyword | None,
+    reduction: str,
+    ctx: Context,
+) -> list[Edit]:
     """The first of the flags and `reduction=` becomes `reduction="..."`; the others go."""
     arguments = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
-    involved = sorted([*legacy, *([reduction_keyword] if reduction_keyword else [])],
-                      key=arguments.index)
+    involved = sorted(
+        [*legacy, *([reduction_keyword] if reduction_keyword else [])], key=arguments.index
+    )
     edits = [ctx.replace(involved[0], f'reduction="{reduction}"')]
     for keyword in involved[1:]:
         previous = arguments[arguments.index(keyword) - 1]
@@ -239,8 +286,10 @@ def _deletion(previous: ast.AST, keyword: ast.keyword, ctx: Context) -> tuple[in
     line_start = ctx.offset(keyword.lineno, 0)
     line_end = ctx.offset(keyword.end_lineno + 1, 0)
     rest = source[end:line_end].strip()
-    if (keyword.lineno == keyword.end_lineno > previous.end_lineno
-            and not source[line_start:start].strip()
-            and (rest in ("", ",") or rest.lstrip(",").lstrip().startswith("#"))):
+    if (
+        keyword.lineno == keyword.end_lineno > previous.end_lineno
+        and not source[line_start:start].strip()
+        and (rest in ("", ",") or rest.lstrip(",").lstrip().startswith("#"))
+    ):
         return line_start, line_end  # the keyword's own line, with its comma and comment
     return ctx.span(previous)[1], end  # from the end of the previous argument: its comma goes

@@ -1,4 +1,5 @@
 """TD803 removed-torch-api: PyTorch APIs that were renamed, removed, or that no longer do anything."""
+
 from __future__ import annotations
 
 import ast
@@ -6,44 +7,58 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Clue, Context, Edit, Finding, Fix, Kind, Pitfall, index,
-                                     per_file)
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Edit,
+    Finding,
+    Fix,
+    Kind,
+    Pitfall,
+    index,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD803",
     name="removed-torch-api",
-    title={"en": "Renamed, removed or no-op PyTorch API",
-           "zh": "使用了已改名、已移除或已不起作用的 PyTorch API"},
+    title={
+        "en": "Renamed, removed or no-op PyTorch API",
+        "zh": "使用了已改名、已移除或已不起作用的 PyTorch API",
+    },
     messages={
-        "": {"en": "`{old}` is deprecated: use `{new}`",
-             "zh": "`{old}` 已弃用：请改用 `{new}`"},
+        "": {"en": "`{old}` is deprecated: use `{new}`", "zh": "`{old}` 已弃用：请改用 `{new}`"},
         "removed": {
             "en": "`{old}` was removed from PyTorch and fails today: use `{new}`, "
-                  "whose arguments or results differ (check its documentation)",
+            "whose arguments or results differ (check its documentation)",
             "zh": "`{old}` 已从 PyTorch 中移除，如今调用会直接报错：请改用 `{new}`，"
-                  "注意它的参数或返回值有所不同（请查阅文档）",
+            "注意它的参数或返回值有所不同（请查阅文档）",
         },
         "volatile": {
             "en": "`volatile=True` has done nothing since PyTorch 0.4: gradients are still "
-                  "recorded; run the code under `with torch.no_grad():` instead",
+            "recorded; run the code under `with torch.no_grad():` instead",
             "zh": "`volatile=True` 自 PyTorch 0.4 起不再起任何作用：梯度照样会被记录；"
-                  "请改为在 `with torch.no_grad():` 中运行这段代码",
+            "请改为在 `with torch.no_grad():` 中运行这段代码",
         },
-        "keyword": {"en": "`{old}=` is deprecated: it is called `{new}=`",
-                    "zh": "`{old}=` 已弃用：现在叫 `{new}=`"},
+        "keyword": {
+            "en": "`{old}=` is deprecated: it is called `{new}=`",
+            "zh": "`{old}=` 已弃用：现在叫 `{new}=`",
+        },
         "keyword-removed": {
             "en": "`{old}=` was removed and raises a TypeError today: "
-                  "it is called `{new}=` since PyTorch 0.4",
+            "it is called `{new}=` since PyTorch 0.4",
             "zh": "`{old}=` 已被移除，如今会抛出 TypeError：自 PyTorch 0.4 起它叫 `{new}=`",
         },
     },
     fix_title={"en": "Use `{new}`", "zh": "改用 `{new}`"},
     fix_applicability="safe",
-    fix_hint={"en": "Replace the removed name with its successor (the cause names it); when the "
-                    "import is inside an installed package, upgrade that package instead of "
-                    "editing it.",
-              "zh": "用后继 API 替换已移除的名字（原因中已给出）；如果这条导入位于已安装的第三方包中，"
-                    "请升级该包，而不是修改它的源码。"},
+    fix_hint={
+        "en": "Replace the removed name with its successor (the cause names it); when the "
+        "import is inside an installed package, upgrade that package instead of "
+        "editing it.",
+        "zh": "用后继 API 替换已移除的名字（原因中已给出）；如果这条导入位于已安装的第三方包中，"
+        "请升级该包，而不是修改它的源码。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -208,13 +223,14 @@ kaiming_normal orthogonal sparse""".split()
 RENAMES: dict[str, Replacement] = {
     **{f"torch.nn.init.{name}": Replacement(f"torch.nn.init.{name}_") for name in _INIT},
     "torch.nn.utils.clip_grad_norm": Replacement("torch.nn.utils.clip_grad_norm_"),
-    "torch.nn.utils.clip_grad.clip_grad_norm":
-        Replacement("torch.nn.utils.clip_grad.clip_grad_norm_"),
+    "torch.nn.utils.clip_grad.clip_grad_norm": Replacement(
+        "torch.nn.utils.clip_grad.clip_grad_norm_"
+    ),
     "torch.nn.functional.upsample": Replacement("torch.nn.functional.interpolate"),
     "torch.nn.functional.upsample_nearest": Replacement("torch.nn.functional.interpolate"),
     "torch.nn.functional.upsample_bilinear": Replacement(
-        "torch.nn.functional.interpolate", "unsafe",
-        keywords='mode="bilinear", align_corners=True'),
+        "torch.nn.functional.interpolate", "unsafe", keywords='mode="bilinear", align_corners=True'
+    ),
     "torch.gels": _gone("torch.linalg.lstsq"),
     "torch.gesv": _gone("torch.linalg.solve"),
     "torch.potrf": _gone("torch.linalg.cholesky"),
@@ -232,8 +248,10 @@ RENAMES: dict[str, Replacement] = {
     "torch.ifft": _gone("torch.fft.ifft"),
 }
 # Renamed keyword arguments of backward: old -> (new, removed rather than deprecated).
-BACKWARD_KEYWORDS = {"retain_variables": ("retain_graph", True),
-                     "grad_variables": ("grad_tensors", False)}
+BACKWARD_KEYWORDS = {
+    "retain_variables": ("retain_graph", True),
+    "grad_variables": ("grad_tensors", False),
+}
 AUTOGRAD_BACKWARD = "torch.autograd.backward"
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
@@ -281,9 +299,13 @@ def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         end = ctx.span(func)[1]
         last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
         last_end = ctx.span(last)[1]
-        fix = _fix(ctx, replacement.fix, new,
-                   ctx.edit(end - len(func.attr), end, new_tail),
-                   ctx.edit(last_end, last_end, f", {replacement.keywords}"))
+        fix = _fix(
+            ctx,
+            replacement.fix,
+            new,
+            ctx.edit(end - len(func.attr), end, new_tail),
+            ctx.edit(last_end, last_end, f", {replacement.keywords}"),
+        )
     yield ctx.finding(PITFALL, func, fix=fix, old=written, new=new)
 
 
@@ -303,7 +325,9 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
             continue
         new = replacement.last_name
         if replacement.keywords:  # the calls need new arguments too: no fix at the import
-            yield ctx.finding(PITFALL, alias, old=alias.name, new=f"{new}(..., {replacement.keywords})")
+            yield ctx.finding(
+                PITFALL, alias, old=alias.name, new=f"{new}(..., {replacement.keywords})"
+            )
             continue
         renamed = f"{new} as {alias.asname or alias.name}"
         fix = _fix(ctx, replacement.fix, renamed, ctx.replace(alias, renamed))
@@ -330,15 +354,22 @@ def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         if new not in present:  # both given: a person must pick one
             start = ctx.span(keyword)[0]
             fix = _fix(ctx, "safe", f"{new}=", ctx.edit(start, start + len(keyword.arg), new))
-        yield ctx.finding(PITFALL, keyword, "keyword-removed" if removed else "keyword",
-                          fix=fix, old=keyword.arg, new=new)
+        yield ctx.finding(
+            PITFALL,
+            keyword,
+            "keyword-removed" if removed else "keyword",
+            fix=fix,
+            old=keyword.arg,
+            new=new,
+        )
 
 
 def _volatile(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     for keyword in call.keywords:
         # `volatile=False` was the default: it neither warns nor loses anything.
         if keyword.arg == "volatile" and not (
-                isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
+            isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+        ):
             yield ctx.finding(PITFALL, keyword, "volatile")
 
 
@@ -381,7 +412,7 @@ SIX_REPLACEMENTS = {
 }
 _SIX_CAUSE = {
     "en": "`torch._six` (Python 2 compatibility helpers) was removed in PyTorch 2.0, and "
-          "`{name}` with it; {where}.",
+    "`{name}` with it; {where}.",
     "zh": "`torch._six`（Python 2 兼容工具）已在 PyTorch 2.0 中移除，`{name}` 也随之消失；{where_zh}。",
 }
 _SIX_MODULE_CAUSE = {
@@ -390,7 +421,7 @@ _SIX_MODULE_CAUSE = {
 }
 _SIX_FIX = {
     "en": "Replace `from torch._six import {name}` with `{replacement}`, or upgrade the package "
-          "that imports it.",
+    "that imports it.",
     "zh": "把 `from torch._six import {name}` 改为 `{replacement}`，或者升级导入它的第三方包。",
 }
 _SIX_IMPORT = re.compile(r"cannot import name '(?P<name>\w+)' from 'torch\._six'")
@@ -406,14 +437,22 @@ def removed_name(block, report) -> Clue | None:
     six = _SIX_IMPORT.search(block.message) or _SIX_ATTRIBUTE.search(block.message)
     if six is not None or _SIX_MODULE.search(block.message):
         name = six.group("name") if six else "_six"
-        fields = {"name": name, **_importer(block),
-                  "replacement": SIX_REPLACEMENTS.get(name, "the standard-library equivalent")}
-        fix = _SIX_FIX if six else {
-            "en": "Upgrade the package that imports `torch._six`, or in your own code replace "
-                  "its names (`container_abcs` -> `collections.abc`, `string_classes` -> "
-                  "`(str, bytes)`, `inf` -> `math.inf`).",
-            "zh": "升级导入 `torch._six` 的第三方包；如果是自己的代码，替换其中的名字（`container_abcs` -> "
-                  "`collections.abc`，`string_classes` -> `(str, bytes)`，`inf` -> `math.inf`）。"}
+        fields = {
+            "name": name,
+            **_importer(block),
+            "replacement": SIX_REPLACEMENTS.get(name, "the standard-library equivalent"),
+        }
+        fix = (
+            _SIX_FIX
+            if six
+            else {
+                "en": "Upgrade the package that imports `torch._six`, or in your own code replace "
+                "its names (`container_abcs` -> `collections.abc`, `string_classes` -> "
+                "`(str, bytes)`, `inf` -> `math.inf`).",
+                "zh": "升级导入 `torch._six` 的第三方包；如果是自己的代码，替换其中的名字（`container_abcs` -> "
+                "`collections.abc`，`string_classes` -> `(str, bytes)`，`inf` -> `math.inf`）。",
+            }
+        )
         return Clue(0.95, _SIX_CAUSE if six else _SIX_MODULE_CAUSE, fix, fields)
     found = _NO_ATTRIBUTE.search(block.message)
     if found is None:
@@ -422,14 +461,19 @@ def removed_name(block, report) -> Clue | None:
     replacement = RENAMES.get(old)
     if replacement is None or not replacement.removed:
         return None
-    return Clue(0.95, {
-        "en": "`{old}` was removed from PyTorch; its successor is `{new}`, whose arguments or "
-              "results differ.",
-        "zh": "`{old}` 已从 PyTorch 中移除；它的后继是 `{new}`，但参数或返回值有所不同。",
-    }, {
-        "en": "Rewrite the call with `{new}` (check its documentation for the new arguments).",
-        "zh": "改用 `{new}` 重写这次调用（请查阅文档了解新的参数）。",
-    }, {"old": old, "new": replacement.new})
+    return Clue(
+        0.95,
+        {
+            "en": "`{old}` was removed from PyTorch; its successor is `{new}`, whose arguments or "
+            "results differ.",
+            "zh": "`{old}` 已从 PyTorch 中移除；它的后继是 `{new}`，但参数或返回值有所不同。",
+        },
+        {
+            "en": "Rewrite the call with `{new}` (check its documentation for the new arguments).",
+            "zh": "改用 `{new}` 重写这次调用（请查阅文档了解新的参数）。",
+        },
+        {"old": old, "new": replacement.new},
+    )
 
 
 def _importer(block) -> dict[str, str]:
@@ -438,60 +482,101 @@ def _importer(block) -> dict[str, str]:
         found = _SITE_PACKAGE.search(frame.path)
         if found is not None:
             package = found.group("package").removesuffix(".py")
-            return {"where": f"the import is in the installed package `{package}`",
-                    "where_zh": f"这条导入位于已安装的包 `{package}` 中"}
+            return {
+                "where": f"the import is in the installed package `{package}`",
+                "where_zh": f"这条导入位于已安装的包 `{package}` 中",
+            }
     return {"where": "the code still imports it", "where_zh": "代码仍在导入它"}
 
 
 # Output the parser could not split into blocks: the texts alone.
 _SIX_TEXT_CAUSE = {
     "en": "`torch._six` (Python 2 compatibility helpers) was removed in PyTorch 2.0; code "
-          "written for PyTorch 1.x, often an old release of a library, still imports it.",
+    "written for PyTorch 1.x, often an old release of a library, still imports it.",
     "zh": "`torch._six`（Python 2 兼容工具）已在 PyTorch 2.0 中移除；为 PyTorch 1.x 编写的代码"
-          "（常常是某个库的旧版本）仍在导入它。",
+    "（常常是某个库的旧版本）仍在导入它。",
 }
-PITFALL.error(r"cannot import name '(?P<name>\w+)' from 'torch\._six'", types=(),
-              confidence=0.9, cause=_SIX_TEXT_CAUSE, fix={
-                  "en": "Replace `from torch._six import {name}` with its standard-library "
-                        "equivalent, or upgrade the package that imports it.",
-                  "zh": "把 `from torch._six import {name}` 换成标准库中的对应写法，或者升级导入它的第三方包。"})
-PITFALL.error(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'",
-              types=(), confidence=0.9, cause=_SIX_TEXT_CAUSE)
 PITFALL.error(
-    r"This function was deprecated since version 1\.9 and is now removed", confidence=0.9,
-    cause={"en": "A linear-algebra function removed in PyTorch 1.13 was called (`torch.symeig`, "
-                 "`torch.eig`, `torch.solve`, `torch.lstsq`, `torch.matrix_rank`); the message "
-                 "shows the `torch.linalg` call that replaces it.",
-           "zh": "调用了在 PyTorch 1.13 中移除的线性代数函数（`torch.symeig`、`torch.eig`、`torch.solve`、"
-                 "`torch.lstsq`、`torch.matrix_rank`）；报错信息中给出了替代它的 `torch.linalg` 调用。"})
+    r"cannot import name '(?P<name>\w+)' from 'torch\._six'",
+    types=(),
+    confidence=0.9,
+    cause=_SIX_TEXT_CAUSE,
+    fix={
+        "en": "Replace `from torch._six import {name}` with its standard-library "
+        "equivalent, or upgrade the package that imports it.",
+        "zh": "把 `from torch._six import {name}` 换成标准库中的对应写法，或者升级导入它的第三方包。",
+    },
+)
+PITFALL.error(
+    r"No module named 'torch\._six'|module 'torch' has no attribute '_six'",
+    types=(),
+    confidence=0.9,
+    cause=_SIX_TEXT_CAUSE,
+)
+PITFALL.error(
+    r"This function was deprecated since version 1\.9 and is now removed",
+    confidence=0.9,
+    cause={
+        "en": "A linear-algebra function removed in PyTorch 1.13 was called (`torch.symeig`, "
+        "`torch.eig`, `torch.solve`, `torch.lstsq`, `torch.matrix_rank`); the message "
+        "shows the `torch.linalg` call that replaces it.",
+        "zh": "调用了在 PyTorch 1.13 中移除的线性代数函数（`torch.symeig`、`torch.eig`、`torch.solve`、"
+        "`torch.lstsq`、`torch.matrix_rank`）；报错信息中给出了替代它的 `torch.linalg` 调用。",
+    },
+)
 PITFALL.error(
     r"unexpected keyword argument '(?P<old>retain_variables|grad_variables)'",
-    types=("TypeError",), confidence=0.95,
-    cause={"en": "`{old}=` is the pre-0.4 name of a backward argument and no longer exists.",
-           "zh": "`{old}=` 是 0.4 之前 backward 参数的旧名字，如今已不存在。"},
-    fix={"en": "Rename it: `retain_variables=` -> `retain_graph=`, `grad_variables=` -> "
-               "`grad_tensors=`.",
-         "zh": "改名：`retain_variables=` -> `retain_graph=`，`grad_variables=` -> `grad_tensors=`。"})
+    types=("TypeError",),
+    confidence=0.95,
+    cause={
+        "en": "`{old}=` is the pre-0.4 name of a backward argument and no longer exists.",
+        "zh": "`{old}=` 是 0.4 之前 backward 参数的旧名字，如今已不存在。",
+    },
+    fix={
+        "en": "Rename it: `retain_variables=` -> `retain_graph=`, `grad_variables=` -> "
+        "`grad_tensors=`.",
+        "zh": "改名：`retain_variables=` -> `retain_graph=`，`grad_variables=` -> `grad_tensors=`。",
+    },
+)
 PITFALL.error(
-    r"volatile was removed and now has no effect", types=(), confidence=0.9,
-    cause={"en": "`Variable(..., volatile=True)` does nothing since PyTorch 0.4: gradients "
-                 "are recorded, and evaluation keeps the whole graph in memory.",
-           "zh": "自 PyTorch 0.4 起 `Variable(..., volatile=True)` 不再起作用：梯度照样被记录，"
-                 "评估时整张计算图都留在内存中。"},
-    fix={"en": "Drop `volatile=True` and run the evaluation under `with torch.no_grad():`.",
-         "zh": "去掉 `volatile=True`，把评估代码放进 `with torch.no_grad():` 中运行。"})
+    r"volatile was removed and now has no effect",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "`Variable(..., volatile=True)` does nothing since PyTorch 0.4: gradients "
+        "are recorded, and evaluation keeps the whole graph in memory.",
+        "zh": "自 PyTorch 0.4 起 `Variable(..., volatile=True)` 不再起作用：梯度照样被记录，"
+        "评估时整张计算图都留在内存中。",
+    },
+    fix={
+        "en": "Drop `volatile=True` and run the evaluation under `with torch.no_grad():`.",
+        "zh": "去掉 `volatile=True`，把评估代码放进 `with torch.no_grad():` 中运行。",
+    },
+)
 PITFALL.error(
     r"`?(?P<old>(?:torch\.)?nn\.(?:init|utils)\.\w+)`? is now deprecated in favor of "
-    r"`?(?P<new>(?:torch\.)?nn\.(?:init|utils)\.\w+_)`?", types=(), confidence=0.9,
-    cause={"en": "`{old}` is a deprecated alias of the in-place `{new}`.",
-           "zh": "`{old}` 是原地版本 `{new}` 的已弃用别名。"},
-    fix={"en": "Call `{new}` instead.", "zh": "改为调用 `{new}`。"})
+    r"`?(?P<new>(?:torch\.)?nn\.(?:init|utils)\.\w+_)`?",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "`{old}` is a deprecated alias of the in-place `{new}`.",
+        "zh": "`{old}` 是原地版本 `{new}` 的已弃用别名。",
+    },
+    fix={"en": "Call `{new}` instead.", "zh": "改为调用 `{new}`。"},
+)
 PITFALL.error(
     r"nn\.functional\.(?P<old>upsample(?:_nearest|_bilinear)?) is deprecated\. Use "
-    r"nn\.functional\.interpolate instead", types=(), confidence=0.9,
-    cause={"en": "`F.{old}` is a deprecated alias of `F.interpolate`.",
-           "zh": "`F.{old}` 是 `F.interpolate` 的已弃用别名。"},
-    fix={"en": "Call `F.interpolate` (for `upsample_bilinear` add `mode=\"bilinear\", "
-               "align_corners=True`).",
-         "zh": "改为调用 `F.interpolate`（替换 `upsample_bilinear` 时加上 `mode=\"bilinear\", "
-               "align_corners=True`）。"})
+    r"nn\.functional\.interpolate instead",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "`F.{old}` is a deprecated alias of `F.interpolate`.",
+        "zh": "`F.{old}` 是 `F.interpolate` 的已弃用别名。",
+    },
+    fix={
+        "en": 'Call `F.interpolate` (for `upsample_bilinear` add `mode="bilinear", '
+        "align_corners=True`).",
+        "zh": '改为调用 `F.interpolate`（替换 `upsample_bilinear` 时加上 `mode="bilinear", '
+        "align_corners=True`）。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD001 tensor-result-discarded: `x.cuda()` as a statement leaves `x` where it was."""
+
 from __future__ import annotations
 
 import ast
@@ -9,21 +10,27 @@ from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, per_file, s
 PITFALL = Pitfall(
     code="TD001",
     name="tensor-result-discarded",
-    title={"en": "Out-of-place tensor method whose result is thrown away",
-           "zh": "非原地张量方法的返回值被丢弃"},
-    messages={"": {
-        "en": "`{call}` returns a new tensor and the result is thrown away: `{target}` is unchanged",
-        "zh": "`{call}` 返回一个新张量，但返回值被丢弃了：`{target}` 本身没有改变",
-    }},
-    fix_title={"en": "Assign the result back: `{target} = {target}.{method}(...)`",
-               "zh": "把结果赋值回去：`{target} = {target}.{method}(...)`"},
+    title={
+        "en": "Out-of-place tensor method whose result is thrown away",
+        "zh": "非原地张量方法的返回值被丢弃",
+    },
+    messages={
+        "": {
+            "en": "`{call}` returns a new tensor and the result is thrown away: `{target}` is unchanged",
+            "zh": "`{call}` 返回一个新张量，但返回值被丢弃了：`{target}` 本身没有改变",
+        }
+    },
+    fix_title={
+        "en": "Assign the result back: `{target} = {target}.{method}(...)`",
+        "zh": "把结果赋值回去：`{target} = {target}.{method}(...)`",
+    },
     fix_applicability="unsafe",
     fix_hint={
         "en": "Assign the result back: `x = x.to(device)`, `x = x.cuda()`, `x = x.float()`. "
-              "Tensor methods return a new tensor; only `Module.to`/`Module.cuda` and methods "
-              "ending in `_` change their object in place.",
+        "Tensor methods return a new tensor; only `Module.to`/`Module.cuda` and methods "
+        "ending in `_` change their object in place.",
         "zh": "把结果赋值回去：`x = x.to(device)`、`x = x.cuda()`、`x = x.float()`。张量方法返回的是新张量；"
-              "只有 `Module.to`/`Module.cuda` 和以 `_` 结尾的方法才会原地修改对象本身。",
+        "只有 `Module.to`/`Module.cuda` 和以 `_` 结尾的方法才会原地修改对象本身。",
     },
     docs={
         "en": """
@@ -103,10 +110,12 @@ images = images.cuda()
 # Methods that exist on nn.Module too, where they work in place: report only known tensors.
 MOVES = frozenset("cuda cpu to float half double bfloat16 type".split())
 # Methods only tensors (and arrays) have, with no side effect: a discarded call is always lost.
-PURE = frozenset("""
+PURE = frozenset(
+    """
 long int short bool byte char view view_as reshape reshape_as permute transpose t contiguous
 detach clamp clip squeeze unsqueeze flatten expand expand_as repeat clone type_as narrow
-""".split())
+""".split()
+)
 # The few of those no other popular class defines: reported even when the receiver's type is
 # unknown. (`clip`, `reshape`, `view`... are in-place methods elsewhere: ultralytics'
 # `Instances.clip()`, OpenVINO's `Model.reshape()`.)
@@ -137,15 +146,18 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if method in MOVES and kind is not Kind.TENSOR:
         return
     # An unknown receiver of a tensor-only method is reported only in torch code.
-    if kind not in TENSOR_KINDS and not (method in TENSOR_ONLY and ctx.imports_torch
-                                         and isinstance(receiver, ASSIGNABLE)):
+    if kind not in TENSOR_KINDS and not (
+        method in TENSOR_ONLY and ctx.imports_torch and isinstance(receiver, ASSIGNABLE)
+    ):
         return
     target = ctx.text(receiver)
     fix = None
     if isinstance(receiver, ASSIGNABLE) and "\n" not in target and "\r" not in target:
         call_text = ctx.text(call)
-        title = {lang: text.format(target=target, method=method)
-                 for lang, text in PITFALL.fix_title.items()}
+        title = {
+            lang: text.format(target=target, method=method)
+            for lang, text in PITFALL.fix_title.items()
+        }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
 
@@ -160,6 +172,8 @@ def _root_name(expr: ast.AST) -> str | None:
 @per_file
 def _imported_names(ctx: Context) -> frozenset[str]:
     """Every name an import binds anywhere in the file, relative imports included."""
-    return frozenset(alias.asname or alias.name.partition(".")[0]
-                     for node in statements(ctx, ast.Import, ast.ImportFrom)
-                     for alias in node.names)
+    return frozenset(
+        alias.asname or alias.name.partition(".")[0]
+        for node in statements(ctx, ast.Import, ast.ImportFrom)
+        for alias in node.names
+    )

@@ -1,4 +1,5 @@
 """TD002 unregistered-tensor-attribute: a plain tensor attribute of an nn.Module stays behind."""
+
 from __future__ import annotations
 
 import ast
@@ -9,33 +10,37 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_fil
 PITFALL = Pitfall(
     code="TD002",
     name="unregistered-tensor-attribute",
-    title={"en": "Tensor stored as a plain attribute of an nn.Module",
-           "zh": "张量作为普通属性挂在 nn.Module 上"},
+    title={
+        "en": "Tensor stored as a plain attribute of an nn.Module",
+        "zh": "张量作为普通属性挂在 nn.Module 上",
+    },
     messages={
         "": {
             "en": "`self.{attr}` is a plain tensor, not a buffer: it stays where it was on "
-                  "`model.to(device)`/`.cuda()` and is missing from `state_dict()`",
+            "`model.to(device)`/`.cuda()` and is missing from `state_dict()`",
             "zh": "`self.{attr}` 是普通张量而不是 buffer：`model.to(device)`/`.cuda()` 时它不会跟着迁移，"
-                  "`state_dict()` 里也没有它",
+            "`state_dict()` 里也没有它",
         },
         "requires-grad": {
             "en": "`self.{attr}` requires grad but is not an `nn.Parameter`: `model.parameters()` "
-                  "does not list it, so the optimizer never updates it",
+            "does not list it, so the optimizer never updates it",
             "zh": "`self.{attr}` 需要梯度，但不是 `nn.Parameter`：`model.parameters()` 里没有它，"
-                  "优化器永远不会更新它",
+            "优化器永远不会更新它",
         },
     },
-    fix_title={"en": "Register it: `self.register_buffer(\"{attr}\", ..., persistent=False)`",
-               "zh": "注册为 buffer：`self.register_buffer(\"{attr}\", ..., persistent=False)`"},
+    fix_title={
+        "en": 'Register it: `self.register_buffer("{attr}", ..., persistent=False)`',
+        "zh": '注册为 buffer：`self.register_buffer("{attr}", ..., persistent=False)`',
+    },
     fix_applicability="unsafe",
     fix_hint={
-        "en": "Register the tensor in `__init__`: `self.register_buffer(\"name\", tensor, "
-              "persistent=False)` for a constant that must follow `model.to(device)`, "
-              "`nn.Parameter(tensor)` for a learnable one; keep sub-layers in `nn.ModuleList`/"
-              "`nn.ModuleDict`, not in plain lists or dicts.",
+        "en": 'Register the tensor in `__init__`: `self.register_buffer("name", tensor, '
+        "persistent=False)` for a constant that must follow `model.to(device)`, "
+        "`nn.Parameter(tensor)` for a learnable one; keep sub-layers in `nn.ModuleList`/"
+        "`nn.ModuleDict`, not in plain lists or dicts.",
         "zh": "在 `__init__` 中注册这个张量：需要跟随 `model.to(device)` 的常量用 "
-              "`self.register_buffer(\"name\", tensor, persistent=False)`，可学习的用 "
-              "`nn.Parameter(tensor)`；子层放进 `nn.ModuleList`/`nn.ModuleDict`，不要放在普通的 list 或 dict 里。",
+        '`self.register_buffer("name", tensor, persistent=False)`，可学习的用 '
+        "`nn.Parameter(tensor)`；子层放进 `nn.ModuleList`/`nn.ModuleDict`，不要放在普通的 list 或 dict 里。",
     },
     docs={
         "en": """
@@ -148,16 +153,20 @@ class PositionalBias(nn.Module):
 )
 
 # torch functions that make a new tensor.
-FACTORIES = frozenset("""
+FACTORIES = frozenset(
+    """
 tensor as_tensor from_numpy zeros ones empty full eye arange linspace logspace rand randn
 randint randperm zeros_like ones_like empty_like full_like rand_like randn_like tril triu
 Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor ShortTensor
 ByteTensor CharTensor BoolTensor
-""".split())
+""".split()
+)
 # Tensor methods that keep a freshly made tensor a tensor: `torch.arange(n).float()`.
-CHAINED_METHODS = frozenset("""
+CHAINED_METHODS = frozenset(
+    """
 to cuda float double half long int bool requires_grad_ unsqueeze view reshape expand contiguous t
-""".split())
+""".split()
+)
 # Methods a class overrides when it moves or saves its tensors by hand.
 MANUAL_HANDLING = frozenset({"_apply", "to", "cuda", "_save_to_state_dict", "state_dict"})
 # Calls on `self.x` that move it by hand at use time.
@@ -165,8 +174,14 @@ MANUAL_MOVES = frozenset({"to", "cuda", "cpu", "type_as"})
 # Uses of a tensor that work wherever it lives.
 METADATA = frozenset({"shape", "size", "numel", "dim", "ndim", "dtype", "device", "item", "tolist"})
 REGISTRATIONS = frozenset({"register_buffer", "register_parameter"})
-PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter",
-                               "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
+PARAMETER_CLASSES = frozenset(
+    {
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+        "torch.nn.Buffer",
+        "torch.nn.parameter.Buffer",
+    }
+)
 
 
 @PITFALL.static(ast.Call, names=FACTORIES | CHAINED_METHODS)
@@ -191,8 +206,9 @@ def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if not _mixed_in_forward(cls, target.attr, ctx):
         return  # never meets the inputs: staying behind on the CPU breaks nothing
-    yield ctx.finding(PITFALL, statement, fix=_register_fix(statement, target, init, ctx),
-                      attr=target.attr)
+    yield ctx.finding(
+        PITFALL, statement, fix=_register_fix(statement, target, init, ctx), attr=target.attr
+    )
 
 
 def _module_init(ctx: Context) -> tuple[ast.FunctionDef | None, ast.ClassDef | None]:
@@ -212,16 +228,22 @@ def _self_attribute(statement: ast.Assign | ast.AnnAssign, self_name: str) -> as
     if len(targets) != 1:
         return None
     target = targets[0]
-    if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and target.value.id == self_name):
+    if (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == self_name
+    ):
         return target
     return None
 
 
 def _factory_root(call: ast.Call, ctx: Context) -> ast.Call | None:
     """The `torch.<factory>(...)` call at the root of `torch.zeros(3).float().view(...)`."""
-    while (isinstance(call.func, ast.Attribute) and call.func.attr in CHAINED_METHODS
-           and isinstance(call.func.value, ast.Call)):
+    while (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in CHAINED_METHODS
+        and isinstance(call.func.value, ast.Call)
+    ):
         call = call.func.value
     head, _, last = (ctx.qualname(call.func) or "").rpartition(".")
     return call if head == "torch" and last in FACTORIES else None
@@ -269,24 +291,39 @@ class _ClassFacts:
             if isinstance(node.func, ast.Attribute):
                 method = node.func.attr
                 first = node.args[0] if node.args else None
-                if method in REGISTRATIONS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                if (
+                    method in REGISTRATIONS
+                    and isinstance(first, ast.Constant)
+                    and isinstance(first.value, str)
+                ):
                     self.by_hand.add(first.value)
                 if method in MANUAL_MOVES:
                     self.by_hand.update(_self_attributes(node.func.value))
         # `self.w = nn.Parameter(...)`, also through an alias of the class.
         for call in found.calls_named(cls, {*_PARAMETER_NAMES, *ctx.imported}):
             statement = found.parents.get(call)
-            if (type(statement) is ast.Assign and statement.value is call
-                    and ctx.call_qualname(call) in PARAMETER_CLASSES):
+            if (
+                type(statement) is ast.Assign
+                and statement.value is call
+                and ctx.call_qualname(call) in PARAMETER_CLASSES
+            ):
                 self.by_hand.update(t.attr for t in statement.targets if _is_self_attribute(t))
         for node in found.under(cls, ast.List, ast.Tuple):
             self.collected.update(e.attr for e in node.elts if _is_self_attribute(e))
         for method in cls.body:
-            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name != "__init__":
-                self.by_hand.update(t.attr for node in found.under(method, ast.Assign)
-                                    for t in node.targets if _is_self_attribute(t))
-        self.forward = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"),
-                            None)
+            if (
+                isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and method.name != "__init__"
+            ):
+                self.by_hand.update(
+                    t.attr
+                    for node in found.under(method, ast.Assign)
+                    for t in node.targets
+                    if _is_self_attribute(t)
+                )
+        self.forward = next(
+            (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None
+        )
 
     def forward_uses(self, attr: str) -> tuple[int, int]:
         """The uses of `self.attr` in `forward`: as a whole, and harmless ones (an element, or
@@ -300,8 +337,12 @@ class _ClassFacts:
                 continue
             uses += 1
             parent = self.found.parents[node]
-            if (type(parent) is ast.Subscript and parent.value is node
-                    or type(parent) is ast.Attribute and parent.attr in METADATA):
+            if (
+                type(parent) is ast.Subscript
+                and parent.value is node
+                or type(parent) is ast.Attribute
+                and parent.attr in METADATA
+            ):
                 harmless += 1
         return uses, harmless
 
@@ -325,12 +366,16 @@ def _overrides_moves_below(cls: ast.ClassDef, ctx: Context, seen: frozenset) -> 
     if cls in seen:
         return False
     for statement in cls.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                and statement.name in MANUAL_HANDLING:
+        if (
+            isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and statement.name in MANUAL_HANDLING
+        ):
             return True
     classes = top_level_classes(ctx)
     bases = (classes.get(b.id) for b in cls.bases if isinstance(b, ast.Name))
-    return any(base is not None and _overrides_moves_below(base, ctx, seen | {cls}) for base in bases)
+    return any(
+        base is not None and _overrides_moves_below(base, ctx, seen | {cls}) for base in bases
+    )
 
 
 def _mixed_in_forward(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
@@ -348,8 +393,11 @@ def _self_attributes(expr: ast.AST) -> set[str]:
 
 
 def _is_self_attribute(expr: ast.AST) -> bool:
-    return (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
-            and expr.value.id == "self")
+    return (
+        isinstance(expr, ast.Attribute)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == "self"
+    )
 
 
 def _register_fix(statement: ast.AST, target: ast.Attribute, init: ast.FunctionDef, ctx: Context):
@@ -384,13 +432,24 @@ class _InitFacts:
 
     def __init__(self, init: ast.FunctionDef, ctx: Context) -> None:
         self.base_init_line = next(
-            (node.lineno for node in init.body if isinstance(node, ast.Expr)
-             and isinstance(node.value, ast.Call) and Context.method_name(node.value) == "__init__"),
-            None)
+            (
+                node.lineno
+                for node in init.body
+                if isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and Context.method_name(node.value) == "__init__"
+            ),
+            None,
+        )
         self.first_assigned: dict[str, int] = {}
         for node in index_of(ctx, init).under(init, ast.Assign, ast.AnnAssign, ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+                else []
+            )
             for target in targets:
                 if _is_self_attribute(target):
                     line = self.first_assigned.get(target.attr, node.lineno)

@@ -1,4 +1,5 @@
 """TD003 device-mismatch: one operation gets tensors that live on different devices."""
+
 from __future__ import annotations
 
 import re
@@ -8,22 +9,26 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD003",
     name="device-mismatch",
-    title={"en": "Tensors on different devices in one operation",
-           "zh": "同一个运算中的张量位于不同设备上"},
-    messages={"": {
-        "en": "an operation received tensors on two devices (for example `cuda:0` and `cpu`): "
-              "every input, weight and buffer must be on the same device",
-        "zh": "一个运算收到了位于两个设备上的张量（例如 `cuda:0` 和 `cpu`）：输入、权重和 buffer "
-              "必须在同一个设备上",
-    }},
+    title={
+        "en": "Tensors on different devices in one operation",
+        "zh": "同一个运算中的张量位于不同设备上",
+    },
+    messages={
+        "": {
+            "en": "an operation received tensors on two devices (for example `cuda:0` and `cpu`): "
+            "every input, weight and buffer must be on the same device",
+            "zh": "一个运算收到了位于两个设备上的张量（例如 `cuda:0` 和 `cpu`）：输入、权重和 buffer "
+            "必须在同一个设备上",
+        }
+    },
     fix_hint={
         "en": "Move the model once with `model.to(device)` and every batch with "
-              "`x = x.to(device)` (assign the result: `Tensor.to` is not in place); create new "
-              "tensors inside `forward` with `device=x.device`, and register constant tensors "
-              "of a module with `register_buffer` so that they move with it.",
+        "`x = x.to(device)` (assign the result: `Tensor.to` is not in place); create new "
+        "tensors inside `forward` with `device=x.device`, and register constant tensors "
+        "of a module with `register_buffer` so that they move with it.",
         "zh": "用 `model.to(device)` 把模型移过去一次，每个 batch 都写成 `x = x.to(device)`（要把结果赋值"
-              "回去：`Tensor.to` 不是原地操作）；在 `forward` 里新建张量时传 `device=x.device`，"
-              "模块里的常量张量用 `register_buffer` 注册，这样它们会跟着模块一起迁移。",
+        "回去：`Tensor.to` 不是原地操作）；在 `forward` 里新建张量时传 `device=x.device`，"
+        "模块里的常量张量用 `register_buffer` 注册，这样它们会跟着模块一起迁移。",
     },
     root_causes=("tensor-result-discarded", "unregistered-tensor-attribute"),
     docs={
@@ -139,46 +144,72 @@ _DEVICE = r"[A-Za-z]+(?::\d+)?"
 # What the message says about the two sides: (odd, common, arg, op) groups.
 _MESSAGES = [
     # 1.7+: the named argument is the one that differs from the device seen first.
-    re.compile(r"Expected all tensors to be on the same device, but found at least two "
-               rf"devices,\s+(?P<common>{_DEVICE})\s+and\s+(?P<odd>{_DEVICE})!"
-               r"(?:\s*\(when checking ar(?:gu|ug)ment for argument (?P<arg>\w+) in method "
-               r"(?P<op>\w+)\))?"),
+    re.compile(
+        r"Expected all tensors to be on the same device, but found at least two "
+        rf"devices,\s+(?P<common>{_DEVICE})\s+and\s+(?P<odd>{_DEVICE})!"
+        r"(?:\s*\(when checking ar(?:gu|ug)ment for argument (?P<arg>\w+) in method "
+        r"(?P<op>\w+)\))?"
+    ),
     # 2.x: "but got index is on cpu, different from other tensors on cuda:0".
-    re.compile(rf"Expected all tensors to be on the same device, but got (?P<arg>\w+) is on "
-               rf"(?P<odd>{_DEVICE}),\s+different from other tensors on (?P<common>{_DEVICE})"
-               r"(?:\s*\(when checking argument in method (?P<op>\w+)\))?"),
-    re.compile(r"Expected all tensors to be on the same device\. (?P<op>\w+):? expected "
-               r"'(?P<arg>\w+)' to be (?:a )?(?P<common>\w+) tensor, but got tensor on "
-               rf"(?P<odd>{_DEVICE})"),
+    re.compile(
+        rf"Expected all tensors to be on the same device, but got (?P<arg>\w+) is on "
+        rf"(?P<odd>{_DEVICE}),\s+different from other tensors on (?P<common>{_DEVICE})"
+        r"(?:\s*\(when checking argument in method (?P<op>\w+)\))?"
+    ),
+    re.compile(
+        r"Expected all tensors to be on the same device\. (?P<op>\w+):? expected "
+        r"'(?P<arg>\w+)' to be (?:a )?(?P<common>\w+) tensor, but got tensor on "
+        rf"(?P<odd>{_DEVICE})"
+    ),
     # 1.0-1.4.
-    re.compile(r"Expected object of device type (?P<common>\w+) but got device type "
-               r"(?P<odd>\w+) for argument #\d+ '(?P<arg>\w+)'(?: in call to (?P<op>\w+))?"),
+    re.compile(
+        r"Expected object of device type (?P<common>\w+) but got device type "
+        r"(?P<odd>\w+) for argument #\d+ '(?P<arg>\w+)'(?: in call to (?P<op>\w+))?"
+    ),
     # 0.4-1.0.
-    re.compile(r"Expected object of backend (?P<common>\w+) but got backend (?P<odd>\w+) "
-               r"for argument #\d+ '(?P<arg>\w+)'"),
-    re.compile(r"Tensor for argument #\d+ '(?P<arg>\w+)' is on (?P<odd>\w+), but expected "
-               r"(?:it|them) to be on (?P<common>\w+)(?: \(while checking arguments for "
-               r"(?P<op>\w+)\))?"),
-    re.compile(r"Expected tensor to have (?P<common>\w+) Backend, but got tensor with "
-               r"(?P<odd>\w+) Backend(?: \(while checking arguments for (?P<op>\w+)\))?"),
+    re.compile(
+        r"Expected object of backend (?P<common>\w+) but got backend (?P<odd>\w+) "
+        r"for argument #\d+ '(?P<arg>\w+)'"
+    ),
+    re.compile(
+        r"Tensor for argument #\d+ '(?P<arg>\w+)' is on (?P<odd>\w+), but expected "
+        r"(?:it|them) to be on (?P<common>\w+)(?: \(while checking arguments for "
+        r"(?P<op>\w+)\))?"
+    ),
+    re.compile(
+        r"Expected tensor to have (?P<common>\w+) Backend, but got tensor with "
+        r"(?P<odd>\w+) Backend(?: \(while checking arguments for (?P<op>\w+)\))?"
+    ),
     re.compile(rf"expected device (?P<common>{_DEVICE}) but got device (?P<odd>{_DEVICE})"),
-    re.compile(r"All input tensors must be on the same device\. Received "
-               rf"(?P<common>{_DEVICE}) and (?P<odd>{_DEVICE})"),
-    re.compile(r"Expected tensor for '?(?:argument #\d+ )?'?(?P<arg>\w+)'? to have the same "
-               r"device as tensor for argument #\d+ '(?P<other>\w+)'; but device "
-               r"(?P<odd>-?\d+) does not equal (?P<common>-?\d+)"
-               r"(?: \(while checking arguments for (?P<op>\w+)\))?"),
+    re.compile(
+        r"All input tensors must be on the same device\. Received "
+        rf"(?P<common>{_DEVICE}) and (?P<odd>{_DEVICE})"
+    ),
+    re.compile(
+        r"Expected tensor for '?(?:argument #\d+ )?'?(?P<arg>\w+)'? to have the same "
+        r"device as tensor for argument #\d+ '(?P<other>\w+)'; but device "
+        r"(?P<odd>-?\d+) does not equal (?P<common>-?\d+)"
+        r"(?: \(while checking arguments for (?P<op>\w+)\))?"
+    ),
 ]
-_INPUT_TYPE = re.compile(r"Input type \((?P<input>[^()]+)\) and (?P<param>weight|bias) type "
-                         r"\((?P<weight>[^()]+)\) should be the same")
+_INPUT_TYPE = re.compile(
+    r"Input type \((?P<input>[^()]+)\) and (?P<param>weight|bias) type "
+    r"\((?P<weight>[^()]+)\) should be the same"
+)
 # 0.4: "Expected object of type torch.cuda.FloatTensor but found type torch.FloatTensor ...".
-_OLD_TYPES = re.compile(r"Expected object of type (?P<common>[\w.]+) but found type "
-                        r"(?P<odd>[\w.]+) for argument #\d+ '(?P<arg>\w+)'")
-_RNN = re.compile(r"Input and (?P<what>hidden|parameter) tensors are not at the same device, "
-                  rf"found input tensor at (?P<input>{_DEVICE}) and (?:hidden|parameter) "
-                  rf"tensor at (?P<other>{_DEVICE})")
-_INDICES = re.compile(r"indices should be either on (?:cpu|CPU) or on the same device as the "
-                      rf"indexed tensor \((?P<indexed>{_DEVICE})\)")
+_OLD_TYPES = re.compile(
+    r"Expected object of type (?P<common>[\w.]+) but found type "
+    r"(?P<odd>[\w.]+) for argument #\d+ '(?P<arg>\w+)'"
+)
+_RNN = re.compile(
+    r"Input and (?P<what>hidden|parameter) tensors are not at the same device, "
+    rf"found input tensor at (?P<input>{_DEVICE}) and (?:hidden|parameter) "
+    rf"tensor at (?P<other>{_DEVICE})"
+)
+_INDICES = re.compile(
+    r"indices should be either on (?:cpu|CPU) or on the same device as the "
+    rf"indexed tensor \((?P<indexed>{_DEVICE})\)"
+)
 
 
 def device_of(type_name: str) -> str | None:
@@ -215,37 +246,39 @@ _WHERE = {
 }
 _DATA_LEFT_BEHIND = {
     "en": "it was never moved to the model's device (a batch, label, mask or a tensor created "
-          "in `forward` without `device=`), or `x.to(device)` was called without assigning "
-          "the result.",
+    "in `forward` without `device=`), or `x.to(device)` was called without assigning "
+    "the result.",
     "zh": "它从未被移到模型所在的设备（一个 batch、标签、mask，或在 `forward` 里新建却没有传 `device=` "
-          "的张量），或者调用了 `x.to(device)` 却没有把结果赋值回去。",
+    "的张量），或者调用了 `x.to(device)` 却没有把结果赋值回去。",
 }
 _MODEL_LEFT_BEHIND = {
     "en": "the model, or part of it, stayed on the CPU (`model.to(device)` forgotten, layers "
-          "kept in a plain list or dict instead of `nn.ModuleList`/`nn.ModuleDict`, or a tensor "
-          "stored as a plain module attribute instead of a buffer).",
+    "kept in a plain list or dict instead of `nn.ModuleList`/`nn.ModuleDict`, or a tensor "
+    "stored as a plain module attribute instead of a buffer).",
     "zh": "模型或其中一部分留在了 CPU 上（忘了 `model.to(device)`，子层放在普通 list/dict 而不是 "
-          "`nn.ModuleList`/`nn.ModuleDict` 里，或者张量作为普通属性而不是 buffer 挂在模块上）。",
+    "`nn.ModuleList`/`nn.ModuleDict` 里，或者张量作为普通属性而不是 buffer 挂在模块上）。",
 }
 _TWO_GPUS = {
-    "en": "two GPUs are mixed, usually a hard-coded `.cuda()`/`\"cuda:0\"` next to a model placed "
-          "on another GPU (`device_map=\"auto\"`, DataParallel replicas, "
-          "`torch.cuda.set_device` not called in each process).",
-    "zh": "混用了两块 GPU，通常是代码里写死了 `.cuda()` 或 `\"cuda:0\"`，而模型被放在另一块 GPU 上"
-          "（`device_map=\"auto\"`、DataParallel 的副本，或者每个进程没有调用 `torch.cuda.set_device`）。",
+    "en": 'two GPUs are mixed, usually a hard-coded `.cuda()`/`"cuda:0"` next to a model placed '
+    'on another GPU (`device_map="auto"`, DataParallel replicas, '
+    "`torch.cuda.set_device` not called in each process).",
+    "zh": '混用了两块 GPU，通常是代码里写死了 `.cuda()` 或 `"cuda:0"`，而模型被放在另一块 GPU 上'
+    '（`device_map="auto"`、DataParallel 的副本，或者每个进程没有调用 `torch.cuda.set_device`）。',
 }
 # Arguments that hold a layer's parameters rather than data.
 _WEIGHT_ARGUMENTS = frozenset({"mat2", "weight", "bias"})
 _GENERIC_CAUSE = {
     "en": "One operation got tensors on different devices: the input batch, a label, a tensor "
-          "created in `forward`, or part of the model was not moved to the same device as the "
-          "rest.",
+    "created in `forward`, or part of the model was not moved to the same device as the "
+    "rest.",
     "zh": "一个运算收到了位于不同设备上的张量：输入 batch、标签、`forward` 中新建的张量或模型的某一部分"
-          "没有和其余部分移到同一个设备上。",
+    "没有和其余部分移到同一个设备上。",
 }
 _WHAT = {
-    "index": {"en": "the index tensor (for an embedding: the token ids)",
-              "zh": "索引张量（对 embedding 来说就是 token id）"},
+    "index": {
+        "en": "the index tensor (for an embedding: the token ids)",
+        "zh": "索引张量（对 embedding 来说就是 token id）",
+    },
     "mat1": {"en": "the layer's input (`mat1`)", "zh": "该层的输入（`mat1`）"},
     "mat2": {"en": "the layer's weight (`mat2`)", "zh": "该层的权重（`mat2`）"},
     "input": {"en": "the input", "zh": "输入"},
@@ -292,8 +325,7 @@ def check(block, report) -> Clue | None:
         found = pattern.search(message)
         if found is not None:
             fields = found.groupdict()
-            return _side_clue(fields["odd"], fields["common"], fields.get("arg"),
-                              fields.get("op"))
+            return _side_clue(fields["odd"], fields["common"], fields.get("arg"), fields.get("op"))
     found = _INPUT_TYPE.search(message)
     if found is not None:
         source, weight = device_of(found["input"]), device_of(found["weight"])
@@ -309,22 +341,32 @@ def check(block, report) -> Clue | None:
     found = _RNN.search(message)
     if found is not None:
         if found["what"] == "hidden":
-            return Clue(0.95, {
-                "en": "The RNN's input is on {input} but the initial hidden state is on "
-                      "{other}: `h0 = torch.zeros(...)` was created without `device=`.",
-                "zh": "RNN 的输入在 {input} 上，初始隐状态却在 {other} 上："
-                      "`h0 = torch.zeros(...)` 创建时没有传 `device=`。"},
-                {"en": "Create the state on the input's device: "
-                       "`torch.zeros(num_layers, batch, hidden, device=x.device)`, or omit "
-                       "`h0` to let the RNN create zeros itself.",
-                 "zh": "在输入所在的设备上创建隐状态：`torch.zeros(num_layers, batch, hidden, "
-                       "device=x.device)`，或者干脆不传 `h0`，让 RNN 自己创建全零状态。"},
-                {"input": _normal(found["input"]), "other": _normal(found["other"])})
+            return Clue(
+                0.95,
+                {
+                    "en": "The RNN's input is on {input} but the initial hidden state is on "
+                    "{other}: `h0 = torch.zeros(...)` was created without `device=`.",
+                    "zh": "RNN 的输入在 {input} 上，初始隐状态却在 {other} 上："
+                    "`h0 = torch.zeros(...)` 创建时没有传 `device=`。",
+                },
+                {
+                    "en": "Create the state on the input's device: "
+                    "`torch.zeros(num_layers, batch, hidden, device=x.device)`, or omit "
+                    "`h0` to let the RNN create zeros itself.",
+                    "zh": "在输入所在的设备上创建隐状态：`torch.zeros(num_layers, batch, hidden, "
+                    "device=x.device)`，或者干脆不传 `h0`，让 RNN 自己创建全零状态。",
+                },
+                {"input": _normal(found["input"]), "other": _normal(found["other"])},
+            )
         return _side_clue(found["input"], found["other"], "input", "rnn")
     found = _INDICES.search(message)
     if found is not None:
-        return _side_clue("cuda" if found["indexed"].lower() == "cpu" else "cpu",
-                          found["indexed"], "index", "index")
+        return _side_clue(
+            "cuda" if found["indexed"].lower() == "cpu" else "cpu",
+            found["indexed"],
+            "index",
+            "index",
+        )
     if "Expected all tensors to be on the same device" in message:
         return Clue(0.9, _GENERIC_CAUSE)
     return None
@@ -335,33 +377,46 @@ PITFALL.error(
     r"Expected all tensors to be on the same device|Expected object of (?:device type|backend) "
     r"\w+ but got (?:device type|backend) \w+|Tensor for argument #\d+ '\w+' is on \w+, but "
     r"expected it to be on|tensors are not at the same device, found input tensor at",
-    types=(), confidence=0.9, cause=_GENERIC_CAUSE)
+    types=(),
+    confidence=0.9,
+    cause=_GENERIC_CAUSE,
+)
 # A CUDA default device (`torch.set_default_device("cuda")`) makes DataLoader's shuffling,
 # `random_split` and `randperm` fail against their CPU generator.
 PITFALL.error(
     r"Expected a '(?P<wanted>\w+)' device type for generator but found '(?P<found>\w+)'",
     confidence=0.85,
-    cause={"en": "A random sampler got a generator on {found} while tensors are created on "
-                 "{wanted}: the default device was set to the GPU (`torch.set_default_device`, "
-                 "`torch.set_default_tensor_type(torch.cuda.FloatTensor)`), so DataLoader "
-                 "shuffling or `random_split` builds its indices there.",
-           "zh": "随机采样器拿到的生成器在 {found} 上，而新建张量默认在 {wanted} 上：默认设备被设成了 GPU"
-                 "（`torch.set_default_device`、`torch.set_default_tensor_type(torch.cuda."
-                 "FloatTensor)`），于是 DataLoader 的 shuffle 或 `random_split` 在那里生成索引。"},
-    fix={"en": "Keep the default device on the CPU and move tensors explicitly, or pass a "
-               "matching generator: `DataLoader(..., generator=torch.Generator(device=\"cuda\"))`.",
-         "zh": "默认设备保持为 CPU，显式迁移张量；或者传入匹配的生成器："
-               "`DataLoader(..., generator=torch.Generator(device=\"cuda\"))`。"})
+    cause={
+        "en": "A random sampler got a generator on {found} while tensors are created on "
+        "{wanted}: the default device was set to the GPU (`torch.set_default_device`, "
+        "`torch.set_default_tensor_type(torch.cuda.FloatTensor)`), so DataLoader "
+        "shuffling or `random_split` builds its indices there.",
+        "zh": "随机采样器拿到的生成器在 {found} 上，而新建张量默认在 {wanted} 上：默认设备被设成了 GPU"
+        "（`torch.set_default_device`、`torch.set_default_tensor_type(torch.cuda."
+        "FloatTensor)`），于是 DataLoader 的 shuffle 或 `random_split` 在那里生成索引。",
+    },
+    fix={
+        "en": "Keep the default device on the CPU and move tensors explicitly, or pass a "
+        'matching generator: `DataLoader(..., generator=torch.Generator(device="cuda"))`.',
+        "zh": "默认设备保持为 CPU，显式迁移张量；或者传入匹配的生成器："
+        '`DataLoader(..., generator=torch.Generator(device="cuda"))`。',
+    },
+)
 PITFALL.error(
     r"module must have its parameters and buffers on device (?P<wanted>\S+) \(device_ids\[0\]\) "
     r"but found one of them on device: (?P<found>\S+)",
     confidence=0.85,
-    cause={"en": "DataParallel needs the model on {wanted} (its first device) before the first "
-                 "forward, but a parameter or buffer is on {found}: `.to(device)` was not "
-                 "called, or called on the wrapper's copy after the fact.",
-           "zh": "DataParallel 要求在第一次前向之前模型就在 {wanted}（它的第一块设备）上，但有参数或 "
-                 "buffer 在 {found} 上：没有调用 `.to(device)`，或者调用得太晚。"},
-    fix={"en": "Call `model.to(device)` before (or right after) wrapping it: "
-               "`model = nn.DataParallel(model).to(\"cuda:0\")`.",
-         "zh": "在包装之前（或紧接着）调用 `model.to(device)`："
-               "`model = nn.DataParallel(model).to(\"cuda:0\")`。"})
+    cause={
+        "en": "DataParallel needs the model on {wanted} (its first device) before the first "
+        "forward, but a parameter or buffer is on {found}: `.to(device)` was not "
+        "called, or called on the wrapper's copy after the fact.",
+        "zh": "DataParallel 要求在第一次前向之前模型就在 {wanted}（它的第一块设备）上，但有参数或 "
+        "buffer 在 {found} 上：没有调用 `.to(device)`，或者调用得太晚。",
+    },
+    fix={
+        "en": "Call `model.to(device)` before (or right after) wrapping it: "
+        '`model = nn.DataParallel(model).to("cuda:0")`.',
+        "zh": "在包装之前（或紧接着）调用 `model.to(device)`："
+        '`model = nn.DataParallel(model).to("cuda:0")`。',
+    },
+)

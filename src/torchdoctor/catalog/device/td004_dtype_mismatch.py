@@ -1,4 +1,5 @@
 """TD004 dtype-mismatch: one operation gets tensors of different dtypes (Double vs Float...)."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Clue, Pitfall, dtypes
@@ -6,21 +7,25 @@ from torchdoctor.catalog.sdk import Clue, Pitfall, dtypes
 PITFALL = Pitfall(
     code="TD004",
     name="dtype-mismatch",
-    title={"en": "Tensors of different dtypes in one operation",
-           "zh": "同一个运算中的张量 dtype 不一致"},
-    messages={"": {
-        "en": "an operation received tensors of two dtypes (for example float64 input and "
-              "float32 weights): convert one side so that they match",
-        "zh": "一个运算收到了两种 dtype 的张量（例如 float64 的输入和 float32 的权重）："
-              "请转换其中一边，使二者一致",
-    }},
+    title={
+        "en": "Tensors of different dtypes in one operation",
+        "zh": "同一个运算中的张量 dtype 不一致",
+    },
+    messages={
+        "": {
+            "en": "an operation received tensors of two dtypes (for example float64 input and "
+            "float32 weights): convert one side so that they match",
+            "zh": "一个运算收到了两种 dtype 的张量（例如 float64 的输入和 float32 的权重）："
+            "请转换其中一边，使二者一致",
+        }
+    },
     fix_hint={
         "en": "Convert the input to the model's dtype where it enters the model "
-              "(`x = x.float()`, or `x.to(next(model.parameters()).dtype)`); for mixed "
-              "precision use `torch.autocast` instead of calling `.half()` on some tensors.",
+        "(`x = x.float()`, or `x.to(next(model.parameters()).dtype)`); for mixed "
+        "precision use `torch.autocast` instead of calling `.half()` on some tensors.",
         "zh": "在输入进入模型的地方把它转换成模型的 dtype（`x = x.float()`，或 "
-              "`x.to(next(model.parameters()).dtype)`）；混合精度请用 `torch.autocast`，"
-              "而不是手动对部分张量调用 `.half()`。",
+        "`x.to(next(model.parameters()).dtype)`）；混合精度请用 `torch.autocast`，"
+        "而不是手动对部分张量调用 `.half()`。",
     },
     root_causes=("float64-numpy-tensor",),
     docs={
@@ -133,41 +138,41 @@ outputs = model(features)
 
 _CAUSE = {
     "en": "One operation got a {first} tensor and a {second} tensor, and PyTorch does not "
-          "convert between the inputs of a layer: one side was made with another dtype than "
-          "the model's weights.",
+    "convert between the inputs of a layer: one side was made with another dtype than "
+    "the model's weights.",
     "zh": "一个运算同时收到了 {first} 和 {second} 两种张量，而 PyTorch 不会在层的输入之间自动转换类型："
-          "其中一边创建时用的 dtype 与模型权重不同。",
+    "其中一边创建时用的 dtype 与模型权重不同。",
 }
 _DOUBLE_CAUSE = {
     "en": "One operation got a Double (float64) tensor and a Float (float32) one. float64 "
-          "tensors usually come from numpy (`torch.from_numpy`, a Dataset returning numpy "
-          "arrays, pandas) or an explicit `.double()`, while layers are float32.",
+    "tensors usually come from numpy (`torch.from_numpy`, a Dataset returning numpy "
+    "arrays, pandas) or an explicit `.double()`, while layers are float32.",
     "zh": "一个运算同时收到了 Double（float64）和 Float（float32）张量。float64 张量通常来自 numpy"
-          "（`torch.from_numpy`、返回 numpy 数组的 Dataset、pandas）或显式的 `.double()`，"
-          "而层的参数是 float32。",
+    "（`torch.from_numpy`、返回 numpy 数组的 Dataset、pandas）或显式的 `.double()`，"
+    "而层的参数是 float32。",
 }
 _DOUBLE_FIX = {
     "en": "Convert the data to float32 where it enters the model: `x = x.float()`, "
-          "`torch.from_numpy(a).float()` or `a.astype(np.float32)` in the Dataset "
-          "(or `model.double()` if you really need float64).",
+    "`torch.from_numpy(a).float()` or `a.astype(np.float32)` in the Dataset "
+    "(or `model.double()` if you really need float64).",
     "zh": "在数据进入模型的地方转换成 float32：`x = x.float()`、`torch.from_numpy(a).float()`，"
-          "或在 Dataset 中使用 `a.astype(np.float32)`（确实需要 float64 时再用 `model.double()`）。",
+    "或在 Dataset 中使用 `a.astype(np.float32)`（确实需要 float64 时再用 `model.double()`）。",
 }
 _HALF_CAUSE = {
     "en": "One operation got a {half} tensor and a {other} one: the model was converted with "
-          "`.half()`/`.to(torch.bfloat16)` but its input was not (or the reverse), or a "
-          "half-precision tensor made under `torch.autocast` reached code that runs outside it.",
+    "`.half()`/`.to(torch.bfloat16)` but its input was not (or the reverse), or a "
+    "half-precision tensor made under `torch.autocast` reached code that runs outside it.",
     "zh": "一个运算同时收到了 {half} 和 {other} 张量：模型用 `.half()`/`.to(torch.bfloat16)` 转换过，"
-          "输入却没有（或者反过来），或者在 `torch.autocast` 中产生的半精度张量被传到了 autocast "
-          "之外的代码里。",
+    "输入却没有（或者反过来），或者在 `torch.autocast` 中产生的半精度张量被传到了 autocast "
+    "之外的代码里。",
 }
 _HALF_FIX = {
-    "en": "Let `torch.autocast(device_type=\"cuda\", dtype=torch.float16)` choose the dtypes "
-          "instead of calling `.half()` by hand, or convert the input to the model's dtype: "
-          "`x = x.to(next(model.parameters()).dtype)`.",
-    "zh": "用 `torch.autocast(device_type=\"cuda\", dtype=torch.float16)` 来决定各处的 dtype，"
-          "不要手动调用 `.half()`；或者把输入转换成模型的 dtype："
-          "`x = x.to(next(model.parameters()).dtype)`。",
+    "en": 'Let `torch.autocast(device_type="cuda", dtype=torch.float16)` choose the dtypes '
+    "instead of calling `.half()` by hand, or convert the input to the model's dtype: "
+    "`x = x.to(next(model.parameters()).dtype)`.",
+    "zh": '用 `torch.autocast(device_type="cuda", dtype=torch.float16)` 来决定各处的 dtype，'
+    "不要手动调用 `.half()`；或者把输入转换成模型的 dtype："
+    "`x = x.to(next(model.parameters()).dtype)`。",
 }
 
 
@@ -194,53 +199,79 @@ def check(block, report) -> Clue | None:
 
 PITFALL.error(
     r"result type (?P<result>\w+) can't be cast to the desired output type (?P<output>\w+)",
-    types=("RuntimeError", "TypeError"), confidence=0.9,
-    cause={"en": "An in-place operation (`+=`, `/=`, `add_`, `mul_`...) or an `out=` "
-                 "computes a {result} result but must store it into a {output} tensor. "
-                 "Typical: averaging state dicts or metrics that contain integer tensors "
-                 "(`num_batches_tracked`, counters, labels), or `x /= n` on an integer tensor.",
-           "zh": "一个原地运算（`+=`、`/=`、`add_`、`mul_` 等）或 `out=` 算出的是 {result}，"
-                 "却要存进 {output} 类型的张量。典型场景：对包含整数张量（`num_batches_tracked`、"
-                 "计数器、标签）的 state dict 或指标求平均，或者对整数张量做 `x /= n`。"},
-    fix={"en": "Compute out of place (`x = x / n`) or convert first (`x = x.float()`); when "
-               "averaging state dicts, copy integer entries such as `num_batches_tracked` "
-               "instead of averaging them.",
-         "zh": "改为非原地运算（`x = x / n`）或先转换类型（`x = x.float()`）；对 state dict 求平均时，"
-               "`num_batches_tracked` 这类整数项直接复制，不要参与平均。"})
+    types=("RuntimeError", "TypeError"),
+    confidence=0.9,
+    cause={
+        "en": "An in-place operation (`+=`, `/=`, `add_`, `mul_`...) or an `out=` "
+        "computes a {result} result but must store it into a {output} tensor. "
+        "Typical: averaging state dicts or metrics that contain integer tensors "
+        "(`num_batches_tracked`, counters, labels), or `x /= n` on an integer tensor.",
+        "zh": "一个原地运算（`+=`、`/=`、`add_`、`mul_` 等）或 `out=` 算出的是 {result}，"
+        "却要存进 {output} 类型的张量。典型场景：对包含整数张量（`num_batches_tracked`、"
+        "计数器、标签）的 state dict 或指标求平均，或者对整数张量做 `x /= n`。",
+    },
+    fix={
+        "en": "Compute out of place (`x = x / n`) or convert first (`x = x.float()`); when "
+        "averaging state dicts, copy integer entries such as `num_batches_tracked` "
+        "instead of averaging them.",
+        "zh": "改为非原地运算（`x = x / n`）或先转换类型（`x = x.float()`）；对 state dict 求平均时，"
+        "`num_batches_tracked` 这类整数项直接复制，不要参与平均。",
+    },
+)
 PITFALL.error(
     r"Expected tensor for argument #\d+ 'indices' to have (?:one of the following )?scalar "
     r"types?:? (?P<wanted>[\w, ]+?);? but got (?P<got>[\w.]+) instead",
     confidence=0.9,
-    cause={"en": "The embedding got indices of type {got}: token ids must be integers "
-                 "({wanted}), but these were made as floats (`torch.Tensor(ids)`, a numpy "
-                 "float array, or arithmetic that produced floats).",
-           "zh": "embedding 收到的索引类型是 {got}：token id 必须是整数（{wanted}），但它们被创建成了浮点数"
-                 "（`torch.Tensor(ids)`、numpy 浮点数组，或者某次运算产生了浮点结果）。"},
-    fix={"en": "Make the ids integers: `torch.tensor(ids, dtype=torch.long)` or `ids.long()`.",
-         "zh": "把 id 转成整数：`torch.tensor(ids, dtype=torch.long)` 或 `ids.long()`。"})
+    cause={
+        "en": "The embedding got indices of type {got}: token ids must be integers "
+        "({wanted}), but these were made as floats (`torch.Tensor(ids)`, a numpy "
+        "float array, or arithmetic that produced floats).",
+        "zh": "embedding 收到的索引类型是 {got}：token id 必须是整数（{wanted}），但它们被创建成了浮点数"
+        "（`torch.Tensor(ids)`、numpy 浮点数组，或者某次运算产生了浮点结果）。",
+    },
+    fix={
+        "en": "Make the ids integers: `torch.tensor(ids, dtype=torch.long)` or `ids.long()`.",
+        "zh": "把 id 转成整数：`torch.tensor(ids, dtype=torch.long)` 或 `ids.long()`。",
+    },
+)
 PITFALL.error(
-    r"mixed dtype \(CPU\): all inputs must share same datatype", confidence=0.85,
-    cause={"en": "A normalization layer (LayerNorm, BatchNorm, GroupNorm) got an input whose "
-                 "dtype differs from its weights, typically float64 data into a float32 model.",
-           "zh": "归一化层（LayerNorm、BatchNorm、GroupNorm）收到的输入与其权重的 dtype 不同，"
-                 "典型情况是 float64 的数据送进了 float32 的模型。"})
+    r"mixed dtype \(CPU\): all inputs must share same datatype",
+    confidence=0.85,
+    cause={
+        "en": "A normalization layer (LayerNorm, BatchNorm, GroupNorm) got an input whose "
+        "dtype differs from its weights, typically float64 data into a float32 model.",
+        "zh": "归一化层（LayerNorm、BatchNorm、GroupNorm）收到的输入与其权重的 dtype 不同，"
+        "典型情况是 float64 的数据送进了 float32 的模型。",
+    },
+)
 # Messages without the dtypes (torch 2.0-2.1 said only "mat1 and mat2 must have the same dtype").
-PITFALL.error(r"\b\w+ and \w+ must have the same dtype(?!, but got)", confidence=0.85,
-              cause={"en": "The input and the weights of a layer have different dtypes "
-                           "(float64 or half-precision input into a float32 model, or the "
-                           "reverse).",
-                     "zh": "层的输入与权重 dtype 不同（float64 或半精度的输入送进了 float32 的"
-                           "模型，或者反过来）。"})
+PITFALL.error(
+    r"\b\w+ and \w+ must have the same dtype(?!, but got)",
+    confidence=0.85,
+    cause={
+        "en": "The input and the weights of a layer have different dtypes "
+        "(float64 or half-precision input into a float32 model, or the "
+        "reverse).",
+        "zh": "层的输入与权重 dtype 不同（float64 或半精度的输入送进了 float32 的"
+        "模型，或者反过来）。",
+    },
+)
 # scatter/gather/index_add keep one dtype: `counts.scatter_add_(0, labels, torch.ones_like(labels))`
 # on a float `counts` adds Long ones.
-PITFALL.error(r"\b(?P<op>\w+)\(\): Expected self\.dtype to be equal to src\.dtype",
-              confidence=0.85,
-              cause={"en": "`{op}` writes `src` into `self`, and both must have the same dtype: "
-                           "here they differ (often a float tensor filled from integer labels "
-                           "with `torch.ones_like(labels)`).",
-                     "zh": "`{op}` 把 `src` 写入 `self`，两者的 dtype 必须相同：这里不同（常见的是用 "
-                           "`torch.ones_like(labels)` 这样的整型张量去填一个浮点张量）。"},
-              fix={"en": "Convert `src` to `self.dtype` (`src.to(self.dtype)`), or create it "
-                         "with the right dtype (`torch.ones_like(labels, dtype=counts.dtype)`).",
-                   "zh": "把 `src` 转成 `self.dtype`（`src.to(self.dtype)`），或者一开始就用正确的 "
-                         "dtype 创建它（`torch.ones_like(labels, dtype=counts.dtype)`）。"})
+PITFALL.error(
+    r"\b(?P<op>\w+)\(\): Expected self\.dtype to be equal to src\.dtype",
+    confidence=0.85,
+    cause={
+        "en": "`{op}` writes `src` into `self`, and both must have the same dtype: "
+        "here they differ (often a float tensor filled from integer labels "
+        "with `torch.ones_like(labels)`).",
+        "zh": "`{op}` 把 `src` 写入 `self`，两者的 dtype 必须相同：这里不同（常见的是用 "
+        "`torch.ones_like(labels)` 这样的整型张量去填一个浮点张量）。",
+    },
+    fix={
+        "en": "Convert `src` to `self.dtype` (`src.to(self.dtype)`), or create it "
+        "with the right dtype (`torch.ones_like(labels, dtype=counts.dtype)`).",
+        "zh": "把 `src` 转成 `self.dtype`（`src.to(self.dtype)`），或者一开始就用正确的 "
+        "dtype 创建它（`torch.ones_like(labels, dtype=counts.dtype)`）。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD005 invalid-device-ordinal: a GPU index that this process cannot see."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -6,21 +7,25 @@ from torchdoctor.catalog.sdk import Pitfall
 PITFALL = Pitfall(
     code="TD005",
     name="invalid-device-ordinal",
-    title={"en": "GPU index beyond the GPUs this process can see",
-           "zh": "GPU 编号超出了当前进程可见的 GPU 范围"},
-    messages={"": {
-        "en": "the code asks for a GPU number (`cuda:1`, `.cuda(2)`, `device_ids=[...]`) that "
-              "does not exist in this process: GPUs are numbered from 0 among the visible ones",
-        "zh": "代码请求的 GPU 编号（`cuda:1`、`.cuda(2)`、`device_ids=[...]`）在当前进程中不存在："
-              "GPU 是在可见设备中从 0 开始编号的",
-    }},
+    title={
+        "en": "GPU index beyond the GPUs this process can see",
+        "zh": "GPU 编号超出了当前进程可见的 GPU 范围",
+    },
+    messages={
+        "": {
+            "en": "the code asks for a GPU number (`cuda:1`, `.cuda(2)`, `device_ids=[...]`) that "
+            "does not exist in this process: GPUs are numbered from 0 among the visible ones",
+            "zh": "代码请求的 GPU 编号（`cuda:1`、`.cuda(2)`、`device_ids=[...]`）在当前进程中不存在："
+            "GPU 是在可见设备中从 0 开始编号的",
+        }
+    },
     fix_hint={
         "en": "Use an index below `torch.cuda.device_count()`: with "
-              "`CUDA_VISIBLE_DEVICES=2` the only GPU is `cuda:0`. Take the device from "
-              "`LOCAL_RANK` under torchrun, and launch no more processes per node than GPUs.",
+        "`CUDA_VISIBLE_DEVICES=2` the only GPU is `cuda:0`. Take the device from "
+        "`LOCAL_RANK` under torchrun, and launch no more processes per node than GPUs.",
         "zh": "使用小于 `torch.cuda.device_count()` 的编号：设置 `CUDA_VISIBLE_DEVICES=2` 后，"
-              "唯一的 GPU 就是 `cuda:0`。用 torchrun 时从 `LOCAL_RANK` 取设备编号，"
-              "每个节点启动的进程数不要超过 GPU 数。",
+        "唯一的 GPU 就是 `cuda:0`。用 torchrun 时从 `LOCAL_RANK` 取设备编号，"
+        "每个节点启动的进程数不要超过 GPU 数。",
     },
     docs={
         "en": """
@@ -95,22 +100,30 @@ model = nn.Linear(10, 2).to(device)
 
 _CAUSE = {
     "en": "The code selects a GPU index that this process does not have: a hard-coded "
-          "`cuda:1`/`.cuda(1)`/`device_ids`, a rank used as a device with more processes than "
-          "GPUs, or `CUDA_VISIBLE_DEVICES` leaving fewer GPUs (renumbered from 0) than the "
-          "code expects.",
+    "`cuda:1`/`.cuda(1)`/`device_ids`, a rank used as a device with more processes than "
+    "GPUs, or `CUDA_VISIBLE_DEVICES` leaving fewer GPUs (renumbered from 0) than the "
+    "code expects.",
     "zh": "代码选择了当前进程没有的 GPU 编号：写死的 `cuda:1`/`.cuda(1)`/`device_ids`，进程数多于 GPU "
-          "数时把 rank 当作设备编号，或者 `CUDA_VISIBLE_DEVICES` 留下的 GPU（从 0 重新编号）比代码"
-          "预期的少。",
+    "数时把 rank 当作设备编号，或者 `CUDA_VISIBLE_DEVICES` 留下的 GPU（从 0 重新编号）比代码"
+    "预期的少。",
 }
 
 PITFALL.error(r"invalid device ordinal", types=(), confidence=0.95, cause=_CAUSE)
 PITFALL.error(r"device >= 0 && device < num_gpus", types=(), confidence=0.9, cause=_CAUSE)
-PITFALL.error(r"^Invalid device id", types=("AssertionError",), confidence=0.85,
-              cause={"en": "`nn.DataParallel` got a `device_ids` entry that is not among the "
-                           "visible GPUs (`torch.cuda.device_count()`).",
-                     "zh": "`nn.DataParallel` 的 `device_ids` 里有不在可见 GPU 范围"
-                           "（`torch.cuda.device_count()`）内的编号。"},
-              fix={"en": "Drop `device_ids` to use every visible GPU, or list only indices "
-                         "below `torch.cuda.device_count()`.",
-                   "zh": "去掉 `device_ids`，使用所有可见的 GPU；或者只列出小于 "
-                         "`torch.cuda.device_count()` 的编号。"})
+PITFALL.error(
+    r"^Invalid device id",
+    types=("AssertionError",),
+    confidence=0.85,
+    cause={
+        "en": "`nn.DataParallel` got a `device_ids` entry that is not among the "
+        "visible GPUs (`torch.cuda.device_count()`).",
+        "zh": "`nn.DataParallel` 的 `device_ids` 里有不在可见 GPU 范围"
+        "（`torch.cuda.device_count()`）内的编号。",
+    },
+    fix={
+        "en": "Drop `device_ids` to use every visible GPU, or list only indices "
+        "below `torch.cuda.device_count()`.",
+        "zh": "去掉 `device_ids`，使用所有可见的 GPU；或者只列出小于 "
+        "`torch.cuda.device_count()` 的编号。",
+    },
+)

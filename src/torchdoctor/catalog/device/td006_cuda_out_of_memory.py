@@ -1,4 +1,5 @@
 """TD006 cuda-out-of-memory: the GPU ran out of memory, and what the numbers say about why."""
+
 from __future__ import annotations
 
 import re
@@ -9,19 +10,21 @@ PITFALL = Pitfall(
     code="TD006",
     name="cuda-out-of-memory",
     title={"en": "CUDA out of memory", "zh": "CUDA 显存不足"},
-    messages={"": {
-        "en": "the GPU ran out of memory: the batch or model is too big, memory grows across "
-              "steps, another process holds it, or the cache is fragmented",
-        "zh": "GPU 显存不足：batch 或模型太大，显存随训练步数增长，被其他进程占用，或者缓存碎片化",
-    }},
+    messages={
+        "": {
+            "en": "the GPU ran out of memory: the batch or model is too big, memory grows across "
+            "steps, another process holds it, or the cache is fragmented",
+            "zh": "GPU 显存不足：batch 或模型太大，显存随训练步数增长，被其他进程占用，或者缓存碎片化",
+        }
+    },
     fix_hint={
         "en": "Lower the batch size (keep the effective batch with gradient accumulation), wrap "
-              "evaluation in `torch.no_grad()`, accumulate `loss.item()` rather than `loss`, "
-              "check `nvidia-smi` for other processes, and if reserved memory is much larger "
-              "than allocated set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.",
+        "evaluation in `torch.no_grad()`, accumulate `loss.item()` rather than `loss`, "
+        "check `nvidia-smi` for other processes, and if reserved memory is much larger "
+        "than allocated set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.",
         "zh": "减小 batch size（用梯度累积保持等效 batch），评估代码放进 `torch.no_grad()`，累加 "
-              "`loss.item()` 而不是 `loss`，用 `nvidia-smi` 查看是否有其他进程占用显存；如果保留的显存"
-              "远大于已分配的显存，设置 `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`。",
+        "`loss.item()` 而不是 `loss`，用 `nvidia-smi` 查看是否有其他进程占用显存；如果保留的显存"
+        "远大于已分配的显存，设置 `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`。",
     },
     root_causes=("accumulated-loss-graph", "eval-mode-missing"),
     docs={
@@ -132,13 +135,13 @@ def evaluate(model, loader):
 
 _GENERIC_CAUSE = {
     "en": "The GPU ran out of memory. Usual causes, most likely first: the batch, input size or "
-          "model is too big for this GPU; evaluation runs without `torch.no_grad()`, keeping "
-          "every batch's activations; loss tensors are accumulated across steps "
-          "(`total_loss += loss`); another process holds GPU memory (`nvidia-smi`); the cache "
-          "is fragmented (reserved >> allocated).",
+    "model is too big for this GPU; evaluation runs without `torch.no_grad()`, keeping "
+    "every batch's activations; loss tensors are accumulated across steps "
+    "(`total_loss += loss`); another process holds GPU memory (`nvidia-smi`); the cache "
+    "is fragmented (reserved >> allocated).",
     "zh": "GPU 显存不足。常见原因，按可能性从高到低：batch、输入尺寸或模型对这块 GPU 太大；评估时没有用 "
-          "`torch.no_grad()`，每个 batch 的激活值都被保留；跨步累加了损失张量（`total_loss += loss`）；"
-          "其他进程占用了显存（`nvidia-smi`）；缓存碎片化（保留的显存远大于已分配的）。",
+    "`torch.no_grad()`，每个 batch 的激活值都被保留；跨步累加了损失张量（`total_loss += loss`）；"
+    "其他进程占用了显存（`nvidia-smi`）；缓存碎片化（保留的显存远大于已分配的）。",
 }
 
 # The allocator's numbers, in every message format since torch 1.0. A number starts after a
@@ -154,10 +157,9 @@ _NUMBER_PATTERNS = {
     "cached": [rf"{_SIZE} cached\)"],
     "process": [rf"this process has {_SIZE} memory in use"],
 }
-_NUMBERS = {name: [re.compile(p) for p in patterns]
-            for name, patterns in _NUMBER_PATTERNS.items()}
-_UNITS = {"bytes": 1, "B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
-_GIB = 2 ** 30
+_NUMBERS = {name: [re.compile(p) for p in patterns] for name, patterns in _NUMBER_PATTERNS.items()}
+_UNITS = {"bytes": 1, "B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_GIB = 2**30
 
 
 def memory_numbers(message: str) -> dict[str, float]:
@@ -175,69 +177,92 @@ def memory_numbers(message: str) -> dict[str, float]:
 def _size(value: float) -> str:
     if value >= _GIB:
         return f"{value / _GIB:.2f} GiB"
-    return f"{value / 2 ** 20:.0f} MiB"
+    return f"{value / 2**20:.0f} MiB"
 
 
 # What the numbers can point at, each with its cause and fix.
 _VERDICTS = {
     "too-big": (
-        {"en": "The numbers point at an input or batch too big for the GPU: this single "
-               "allocation of {tried} is larger than the whole GPU ({total}), so freeing other "
-               "memory cannot help.",
-         "zh": "这些数字指向输入或 batch 对这块 GPU 来说太大：单次就要分配 {tried}，比整块 GPU（{total}）"
-               "还大，释放别的显存也无济于事。"},
-        {"en": "Make that tensor smaller: lower the batch size, image resolution or sequence "
-               "length, or process it in chunks; mixed precision (`torch.autocast`) halves "
-               "activations.",
-         "zh": "把这个张量变小：减小 batch size、图像分辨率或序列长度，或者分块处理；混合精度"
-               "（`torch.autocast`）能让激活值减半。"}),
+        {
+            "en": "The numbers point at an input or batch too big for the GPU: this single "
+            "allocation of {tried} is larger than the whole GPU ({total}), so freeing other "
+            "memory cannot help.",
+            "zh": "这些数字指向输入或 batch 对这块 GPU 来说太大：单次就要分配 {tried}，比整块 GPU（{total}）"
+            "还大，释放别的显存也无济于事。",
+        },
+        {
+            "en": "Make that tensor smaller: lower the batch size, image resolution or sequence "
+            "length, or process it in chunks; mixed precision (`torch.autocast`) halves "
+            "activations.",
+            "zh": "把这个张量变小：减小 batch size、图像分辨率或序列长度，或者分块处理；混合精度"
+            "（`torch.autocast`）能让激活值减半。",
+        },
+    ),
     "large-request": (
-        {"en": "The numbers point at an input or batch too big for the GPU: this single "
-               "allocation of {tried} is a large share of the GPU's {total}.",
-         "zh": "这些数字指向输入或 batch 对这块 GPU 来说太大：单次分配 {tried}，占了 GPU 总量 "
-               "{total} 的一大块。"},
-        None),
+        {
+            "en": "The numbers point at an input or batch too big for the GPU: this single "
+            "allocation of {tried} is a large share of the GPU's {total}.",
+            "zh": "这些数字指向输入或 batch 对这块 GPU 来说太大：单次分配 {tried}，占了 GPU 总量 "
+            "{total} 的一大块。",
+        },
+        None,
+    ),
     "other-process": (
-        {"en": "The numbers point at another process: of the GPU's {total}, only {free} is free "
-               "but PyTorch in this process reserved just {reserved}; about {others} is held "
-               "elsewhere (another run, a notebook kernel, another rank on the same GPU, or "
-               "non-PyTorch libraries).",
-         "zh": "这些数字指向其他进程：GPU 共 {total}，只剩 {free}，而本进程中 PyTorch 只保留了 {reserved}；"
-               "大约 {others} 被别处占用（另一次运行、notebook 内核、同一块 GPU 上的其他 rank，"
-               "或者非 PyTorch 的库）。"},
-        {"en": "Run `nvidia-smi` and stop what holds the GPU (or restart the notebook kernel); "
-               "pick a free GPU with `CUDA_VISIBLE_DEVICES`, and make each rank call "
-               "`torch.cuda.set_device(local_rank)`.",
-         "zh": "运行 `nvidia-smi`，结束占用这块 GPU 的进程（或重启 notebook 内核）；用 "
-               "`CUDA_VISIBLE_DEVICES` 选一块空闲的 GPU，并让每个 rank 调用 "
-               "`torch.cuda.set_device(local_rank)`。"}),
+        {
+            "en": "The numbers point at another process: of the GPU's {total}, only {free} is free "
+            "but PyTorch in this process reserved just {reserved}; about {others} is held "
+            "elsewhere (another run, a notebook kernel, another rank on the same GPU, or "
+            "non-PyTorch libraries).",
+            "zh": "这些数字指向其他进程：GPU 共 {total}，只剩 {free}，而本进程中 PyTorch 只保留了 {reserved}；"
+            "大约 {others} 被别处占用（另一次运行、notebook 内核、同一块 GPU 上的其他 rank，"
+            "或者非 PyTorch 的库）。",
+        },
+        {
+            "en": "Run `nvidia-smi` and stop what holds the GPU (or restart the notebook kernel); "
+            "pick a free GPU with `CUDA_VISIBLE_DEVICES`, and make each rank call "
+            "`torch.cuda.set_device(local_rank)`.",
+            "zh": "运行 `nvidia-smi`，结束占用这块 GPU 的进程（或重启 notebook 内核）；用 "
+            "`CUDA_VISIBLE_DEVICES` 选一块空闲的 GPU，并让每个 rank 调用 "
+            "`torch.cuda.set_device(local_rank)`。",
+        },
+    ),
     "fragmentation": (
-        {"en": "The numbers point at fragmentation: PyTorch reserved {reserved} but only "
-               "{allocated} is in use; the {unallocated} cached but unallocated would hold the "
-               "{tried} requested, yet not in one piece.",
-         "zh": "这些数字指向碎片化：PyTorch 保留了 {reserved}，实际只用了 {allocated}；缓存中未分配的 "
-               "{unallocated} 本来够这次请求的 {tried}，但不是连续的一整块。"},
-        {"en": "Start the program with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` "
-               "(older torch: `max_split_size_mb:128`); tensor shapes that change every step "
-               "(variable sequence lengths) fragment the cache, so pad them to a few fixed sizes.",
-         "zh": "用 `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` 启动程序（较旧的 torch："
-               "`max_split_size_mb:128`）；每一步形状都在变的张量（变长序列）会让缓存碎片化，"
-               "可以把它们补齐到几个固定的长度。"}),
+        {
+            "en": "The numbers point at fragmentation: PyTorch reserved {reserved} but only "
+            "{allocated} is in use; the {unallocated} cached but unallocated would hold the "
+            "{tried} requested, yet not in one piece.",
+            "zh": "这些数字指向碎片化：PyTorch 保留了 {reserved}，实际只用了 {allocated}；缓存中未分配的 "
+            "{unallocated} 本来够这次请求的 {tried}，但不是连续的一整块。",
+        },
+        {
+            "en": "Start the program with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` "
+            "(older torch: `max_split_size_mb:128`); tensor shapes that change every step "
+            "(variable sequence lengths) fragment the cache, so pad them to a few fixed sizes.",
+            "zh": "用 `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` 启动程序（较旧的 torch："
+            "`max_split_size_mb:128`）；每一步形状都在变的张量（变长序列）会让缓存碎片化，"
+            "可以把它们补齐到几个固定的长度。",
+        },
+    ),
     "own-tensors": (
-        {"en": "The numbers point at this program's own tensors: PyTorch has {allocated} "
-               "allocated of the GPU's {total}. Either the batch or model is too big, or memory "
-               "grows step after step: evaluation without `torch.no_grad()`, or losses "
-               "accumulated as tensors (`total_loss += loss`).",
-         "zh": "这些数字指向本程序自己的张量：GPU 共 {total}，PyTorch 已分配 {allocated}。要么 batch "
-               "或模型太大，要么显存一步步增长：评估时没有用 `torch.no_grad()`，或者以张量形式累加损失"
-               "（`total_loss += loss`）。"},
-        {"en": "Lower the batch size (gradient accumulation keeps the effective batch), wrap "
-               "evaluation in `torch.no_grad()`, accumulate `loss.item()`, and drop references to "
-               "large tensors you no longer need; `torch.autocast` or gradient checkpointing "
-               "save activation memory.",
-         "zh": "减小 batch size（用梯度累积保持等效 batch），评估放进 `torch.no_grad()`，累加 "
-               "`loss.item()`，不再需要的大张量及时释放引用；`torch.autocast` 或梯度检查点"
-               "（gradient checkpointing）可以节省激活值的显存。"}),
+        {
+            "en": "The numbers point at this program's own tensors: PyTorch has {allocated} "
+            "allocated of the GPU's {total}. Either the batch or model is too big, or memory "
+            "grows step after step: evaluation without `torch.no_grad()`, or losses "
+            "accumulated as tensors (`total_loss += loss`).",
+            "zh": "这些数字指向本程序自己的张量：GPU 共 {total}，PyTorch 已分配 {allocated}。要么 batch "
+            "或模型太大，要么显存一步步增长：评估时没有用 `torch.no_grad()`，或者以张量形式累加损失"
+            "（`total_loss += loss`）。",
+        },
+        {
+            "en": "Lower the batch size (gradient accumulation keeps the effective batch), wrap "
+            "evaluation in `torch.no_grad()`, accumulate `loss.item()`, and drop references to "
+            "large tensors you no longer need; `torch.autocast` or gradient checkpointing "
+            "save activation memory.",
+            "zh": "减小 batch size（用梯度累积保持等效 batch），评估放进 `torch.no_grad()`，累加 "
+            "`loss.item()`，不再需要的大张量及时释放引用；`torch.autocast` 或梯度检查点"
+            "（gradient checkpointing）可以节省激活值的显存。",
+        },
+    ),
 }
 
 
@@ -262,9 +287,15 @@ def verdict(numbers: dict[str, float]) -> tuple[str, dict[str, str]] | None:
     unallocated = reserved - allocated
     own = max(numbers.get("process", 0.0), reserved)
     others = total - numbers["free"] - own
-    sizes = {"tried": _size(tried), "total": _size(total), "free": _size(numbers["free"]),
-             "allocated": _size(allocated), "reserved": _size(reserved),
-             "unallocated": _size(unallocated), "others": _size(max(others, 0.0))}
+    sizes = {
+        "tried": _size(tried),
+        "total": _size(total),
+        "free": _size(numbers["free"]),
+        "allocated": _size(allocated),
+        "reserved": _size(reserved),
+        "unallocated": _size(unallocated),
+        "others": _size(max(others, 0.0)),
+    }
     if others >= max(_GIB, 0.2 * total):
         return "other-process", sizes
     if unallocated >= tried and unallocated >= 0.25 * allocated:
@@ -279,22 +310,26 @@ def verdict(numbers: dict[str, float]) -> tuple[str, dict[str, str]] | None:
 _EVALUATION = re.compile(r"(?i)(?:^|_)(?:valid|eval|test|infer|predict)")
 _EVALUATION_CAUSE = {
     "en": "The GPU ran out of memory in `{function}`, an evaluation function: without "
-          "`torch.no_grad()`, evaluation keeps every batch's activations for a backward pass "
-          "that never comes (also check for losses accumulated as tensors there). Otherwise "
-          "the batch or model is too big, or another process holds memory (`nvidia-smi`).",
+    "`torch.no_grad()`, evaluation keeps every batch's activations for a backward pass "
+    "that never comes (also check for losses accumulated as tensors there). Otherwise "
+    "the batch or model is too big, or another process holds memory (`nvidia-smi`).",
     "zh": "显存在评估函数 `{function}` 中耗尽：没有 `torch.no_grad()` 时，评估会为一次永远不会发生的反向"
-          "传播保留每个 batch 的激活值（也检查一下那里是否以张量形式累加了损失）。否则就是 batch 或"
-          "模型太大，或者其他进程占用了显存（`nvidia-smi`）。",
+    "传播保留每个 batch 的激活值（也检查一下那里是否以张量形式累加了损失）。否则就是 batch 或"
+    "模型太大，或者其他进程占用了显存（`nvidia-smi`）。",
 }
 _EVALUATION_FIX = {
     "en": "Run `{function}` under `torch.no_grad()` (or decorate it with `@torch.no_grad()`) "
-          "and accumulate `loss.item()`; evaluation can then use a larger batch than training.",
+    "and accumulate `loss.item()`; evaluation can then use a larger batch than training.",
     "zh": "在 `torch.no_grad()` 下运行 `{function}`（或给它加上 `@torch.no_grad()` 装饰器），"
-          "并累加 `loss.item()`；这样评估时甚至可以用比训练更大的 batch。",
+    "并累加 `loss.item()`；这样评估时甚至可以用比训练更大的 batch。",
 }
-_PHRASINGS = (r"(?:CUDA|HIP|XPU) out of memory", r"cuda runtime error \(2\) : out of memory",
-              r"CUDA error(?: \(2\))?: out of memory", r"error=2 : out of memory",
-              r"CUBLAS_STATUS_ALLOC_FAILED")
+_PHRASINGS = (
+    r"(?:CUDA|HIP|XPU) out of memory",
+    r"cuda runtime error \(2\) : out of memory",
+    r"CUDA error(?: \(2\))?: out of memory",
+    r"error=2 : out of memory",
+    r"CUBLAS_STATUS_ALLOC_FAILED",
+)
 _OUT_OF_MEMORY = re.compile("|".join(_PHRASINGS))
 
 
@@ -303,8 +338,14 @@ def check(block, report) -> Clue | None:
     if not _OUT_OF_MEMORY.search(block.message):
         return None
     found = verdict(memory_numbers(block.message))
-    evaluation = next((frame.function for frame in reversed(block.frames)
-                       if frame.function and _EVALUATION.search(frame.function)), None)
+    evaluation = next(
+        (
+            frame.function
+            for frame in reversed(block.frames)
+            if frame.function and _EVALUATION.search(frame.function)
+        ),
+        None,
+    )
     if evaluation is not None and (found is None or found[0] == "own-tensors"):
         return Clue(0.97, _EVALUATION_CAUSE, _EVALUATION_FIX, {"function": evaluation})
     if found is None:
@@ -316,12 +357,21 @@ def check(block, report) -> Clue | None:
 
 # Messages without numbers, and log lines or text the parser could not split.
 PITFALL.error(_OUT_OF_MEMORY.pattern, types=(), confidence=0.95, cause=_GENERIC_CAUSE)
-PITFALL.error(r"MPS backend out of memory", types=(), confidence=0.9, cause={
-    "en": "The Apple GPU (MPS) ran out of memory: the batch, input size or model is too big, "
-          "or memory grows across steps (evaluation without `torch.no_grad()`, losses "
-          "accumulated as tensors).",
-    "zh": "Apple GPU（MPS）显存不足：batch、输入尺寸或模型太大，或者显存随步数增长"
-          "（评估时没有用 `torch.no_grad()`、以张量形式累加损失）。"})
+PITFALL.error(
+    r"MPS backend out of memory",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "The Apple GPU (MPS) ran out of memory: the batch, input size or model is too big, "
+        "or memory grows across steps (evaluation without `torch.no_grad()`, losses "
+        "accumulated as tensors).",
+        "zh": "Apple GPU（MPS）显存不足：batch、输入尺寸或模型太大，或者显存随步数增长"
+        "（评估时没有用 `torch.no_grad()`、以张量形式累加损失）。",
+    },
+)
 # cuDNN gives up on its convolution algorithms when it cannot get workspace memory.
-PITFALL.error(r"Unable to find a valid cuDNN algorithm to run convolution", confidence=0.6,
-              cause=_GENERIC_CAUSE)
+PITFALL.error(
+    r"Unable to find a valid cuDNN algorithm to run convolution",
+    confidence=0.6,
+    cause=_GENERIC_CAUSE,
+)

@@ -1,4 +1,5 @@
 """TD007 device-side-assert: a CUDA kernel assertion failed; the real error is elsewhere."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -6,21 +7,25 @@ from torchdoctor.catalog.sdk import Pitfall
 PITFALL = Pitfall(
     code="TD007",
     name="device-side-assert",
-    title={"en": "CUDA device-side assert triggered",
-           "zh": "CUDA 设备端断言失败（device-side assert triggered）"},
-    messages={"": {
-        "en": "a check inside a CUDA kernel failed; the Python traceback may point at a later, "
-              "innocent line because kernels run asynchronously",
-        "zh": "某个 CUDA 内核里的检查失败了；由于内核是异步执行的，Python 调用栈可能指向后面一行无辜的代码",
-    }},
+    title={
+        "en": "CUDA device-side assert triggered",
+        "zh": "CUDA 设备端断言失败（device-side assert triggered）",
+    },
+    messages={
+        "": {
+            "en": "a check inside a CUDA kernel failed; the Python traceback may point at a later, "
+            "innocent line because kernels run asynchronously",
+            "zh": "某个 CUDA 内核里的检查失败了；由于内核是异步执行的，Python 调用栈可能指向后面一行无辜的代码",
+        }
+    },
     fix_hint={
         "en": "Rerun with `CUDA_LAUNCH_BLOCKING=1` (the traceback then stops at the failing "
-              "operation), or run the same batch on the CPU, where the operation raises a "
-              "readable error. Most often a class label is >= the number of classes (or "
-              "negative), a token id is >= the embedding size, or an index is out of range.",
+        "operation), or run the same batch on the CPU, where the operation raises a "
+        "readable error. Most often a class label is >= the number of classes (or "
+        "negative), a token id is >= the embedding size, or an index is out of range.",
         "zh": "设置 `CUDA_LAUNCH_BLOCKING=1` 重新运行（调用栈会停在真正出错的运算上），或者把同一个 batch "
-              "放到 CPU 上运行，CPU 上会报出可读的错误。最常见的是类别标签 >= 类别数（或为负数）、"
-              "token id >= embedding 的大小，或者索引越界。",
+        "放到 CPU 上运行，CPU 上会报出可读的错误。最常见的是类别标签 >= 类别数（或为负数）、"
+        "token id >= embedding 的大小，或者索引越界。",
     },
     docs={
         "en": """
@@ -105,27 +110,41 @@ print(loss.item())
 )
 
 PITFALL.error(
-    r"device-side assert triggered", types=(), confidence=0.6,
-    cause={"en": "A check inside a CUDA kernel failed, and nothing in the output says which "
-                 "one; because kernels run asynchronously, the line in the traceback may not "
-                 "be the one that failed. Most often: a class label outside [0, num_classes), "
-                 "a token id beyond the embedding size, or an index out of range.",
-           "zh": "某个 CUDA 内核里的检查失败了，但输出里没有说明是哪一个；由于内核异步执行，调用栈里的那一行"
-                 "未必是出错的地方。最常见的是：类别标签不在 [0, num_classes) 内、token id 超出 "
-                 "embedding 的大小，或者索引越界。"})
+    r"device-side assert triggered",
+    types=(),
+    confidence=0.6,
+    cause={
+        "en": "A check inside a CUDA kernel failed, and nothing in the output says which "
+        "one; because kernels run asynchronously, the line in the traceback may not "
+        "be the one that failed. Most often: a class label outside [0, num_classes), "
+        "a token id beyond the embedding size, or an index out of range.",
+        "zh": "某个 CUDA 内核里的检查失败了，但输出里没有说明是哪一个；由于内核异步执行，调用栈里的那一行"
+        "未必是出错的地方。最常见的是：类别标签不在 [0, num_classes) 内、token id 超出 "
+        "embedding 的大小，或者索引越界。",
+    },
+)
 # A kernel assertion line whose text no more specific entry recognises. Read from `block:` on,
 # the assertion up to its closing backtick: linear in the input, which is the whole log.
 PITFALL.error(
     r"block: \[[\d, ]*\], thread: \[[\d, ]*\] Assertion `(?P<assertion>[^`]+)` failed",
-    types=(), confidence=0.65,
-    cause={"en": "The CUDA kernel assertion `{assertion}` failed: an input of that operation "
-                 "is outside the range it accepts. The Python traceback may point at a later "
-                 "line, since kernels run asynchronously.",
-           "zh": "CUDA 内核断言 `{assertion}` 失败：该运算的某个输入超出了它接受的范围。由于内核异步执行，"
-                 "Python 调用栈可能指向后面的某一行。"})
+    types=(),
+    confidence=0.65,
+    cause={
+        "en": "The CUDA kernel assertion `{assertion}` failed: an input of that operation "
+        "is outside the range it accepts. The Python traceback may point at a later "
+        "line, since kernels run asynchronously.",
+        "zh": "CUDA 内核断言 `{assertion}` 失败：该运算的某个输入超出了它接受的范围。由于内核异步执行，"
+        "Python 调用栈可能指向后面的某一行。",
+    },
+)
 # The asynchronous-error note alone: some kernel failed with an error this catalog lacks.
 PITFALL.error(
-    r"CUDA kernel errors might be asynchronously reported", types=(), confidence=0.45,
-    cause={"en": "A CUDA kernel failed, and the error was reported at a later call: the line in "
-                 "the traceback is probably not the one that failed.",
-           "zh": "某个 CUDA 内核执行失败，错误在之后的调用中才被报告出来：调用栈里的那一行多半不是出错的地方。"})
+    r"CUDA kernel errors might be asynchronously reported",
+    types=(),
+    confidence=0.45,
+    cause={
+        "en": "A CUDA kernel failed, and the error was reported at a later call: the line in "
+        "the traceback is probably not the one that failed.",
+        "zh": "某个 CUDA 内核执行失败，错误在之后的调用中才被报告出来：调用栈里的那一行多半不是出错的地方。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD008 cuda-illegal-memory-access: a CUDA kernel read or wrote outside its memory."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -7,20 +8,22 @@ PITFALL = Pitfall(
     code="TD008",
     name="cuda-illegal-memory-access",
     title={"en": "CUDA illegal memory access", "zh": "CUDA 非法内存访问"},
-    messages={"": {
-        "en": "a CUDA kernel accessed memory it does not own; the traceback may point at a later "
-              "line, and the process must be restarted",
-        "zh": "某个 CUDA 内核访问了不属于它的显存；调用栈可能指向后面的某一行，并且进程必须重启",
-    }},
+    messages={
+        "": {
+            "en": "a CUDA kernel accessed memory it does not own; the traceback may point at a later "
+            "line, and the process must be restarted",
+            "zh": "某个 CUDA 内核访问了不属于它的显存；调用栈可能指向后面的某一行，并且进程必须重启",
+        }
+    },
     fix_hint={
         "en": "Rerun with `CUDA_LAUNCH_BLOCKING=1` to find the failing operation, then check its "
-              "inputs: indices in range, `.contiguous()` tensors passed to custom CUDA "
-              "extensions, all tensors on the same GPU. `compute-sanitizer python train.py` "
-              "names the faulty kernel; if it is inside PyTorch, update torch and the driver.",
+        "inputs: indices in range, `.contiguous()` tensors passed to custom CUDA "
+        "extensions, all tensors on the same GPU. `compute-sanitizer python train.py` "
+        "names the faulty kernel; if it is inside PyTorch, update torch and the driver.",
         "zh": "设置 `CUDA_LAUNCH_BLOCKING=1` 重新运行，找到出错的运算，再检查它的输入：索引是否越界，"
-              "传给自定义 CUDA 扩展的张量是否 `.contiguous()`，所有张量是否在同一块 GPU 上。"
-              "`compute-sanitizer python train.py` 能指出出错的内核；如果它在 PyTorch 内部，"
-              "请升级 torch 和显卡驱动。",
+        "传给自定义 CUDA 扩展的张量是否 `.contiguous()`，所有张量是否在同一块 GPU 上。"
+        "`compute-sanitizer python train.py` 能指出出错的内核；如果它在 PyTorch 内部，"
+        "请升级 torch 和显卡驱动。",
     },
     docs={
         "en": """
@@ -97,19 +100,28 @@ def scores(features, index, kernel):
 
 _CAUSE = {
     "en": "A CUDA kernel accessed memory outside its tensors. Usually a custom CUDA extension "
-          "given non-contiguous or wrongly typed tensors, an unchecked index out of range, or "
-          "tensors of two GPUs mixed; the traceback may point at a later line because the "
-          "error is reported asynchronously.",
+    "given non-contiguous or wrongly typed tensors, an unchecked index out of range, or "
+    "tensors of two GPUs mixed; the traceback may point at a later line because the "
+    "error is reported asynchronously.",
     "zh": "某个 CUDA 内核访问了张量之外的显存。通常是自定义 CUDA 扩展收到了非连续或类型不对的张量、"
-          "未经检查的索引越界，或者混用了两块 GPU 上的张量；由于错误是异步报告的，调用栈可能指向后面的某一行。",
+    "未经检查的索引越界，或者混用了两块 GPU 上的张量；由于错误是异步报告的，调用栈可能指向后面的某一行。",
 }
 
-PITFALL.error(r"an illegal memory access was encountered|cudaErrorIllegalAddress", types=(),
-              confidence=0.9, cause=_CAUSE)
-PITFALL.error(r"CUDA error: misaligned address|cudaErrorMisalignedAddress", types=(),
-              confidence=0.7,
-              cause={"en": "A CUDA kernel read memory at an address not aligned for its data "
-                           "type: usually a custom kernel or extension given a tensor view "
-                           "with an odd offset or stride (call `.contiguous()` first).",
-                     "zh": "某个 CUDA 内核读取的地址没有按其数据类型对齐：通常是自定义内核或扩展收到了"
-                           "偏移或步长不规整的张量视图（先调用 `.contiguous()`）。"})
+PITFALL.error(
+    r"an illegal memory access was encountered|cudaErrorIllegalAddress",
+    types=(),
+    confidence=0.9,
+    cause=_CAUSE,
+)
+PITFALL.error(
+    r"CUDA error: misaligned address|cudaErrorMisalignedAddress",
+    types=(),
+    confidence=0.7,
+    cause={
+        "en": "A CUDA kernel read memory at an address not aligned for its data "
+        "type: usually a custom kernel or extension given a tensor view "
+        "with an odd offset or stride (call `.contiguous()` first).",
+        "zh": "某个 CUDA 内核读取的地址没有按其数据类型对齐：通常是自定义内核或扩展收到了"
+        "偏移或步长不规整的张量视图（先调用 `.contiguous()`）。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD009 cudnn-failure: a cuDNN call failed (CUDNN_STATUS_*), usually for a reason outside cuDNN."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -7,19 +8,21 @@ PITFALL = Pitfall(
     code="TD009",
     name="cudnn-failure",
     title={"en": "cuDNN call failed (CUDNN_STATUS_*)", "zh": "cuDNN 调用失败（CUDNN_STATUS_*）"},
-    messages={"": {
-        "en": "a cuDNN convolution, RNN or normalization failed; the status names the symptom, "
-              "the cause is usually memory, the input, or the installation",
-        "zh": "cuDNN 的卷积、RNN 或归一化运算失败了；状态码只描述了现象，原因通常在显存、输入或安装环境",
-    }},
+    messages={
+        "": {
+            "en": "a cuDNN convolution, RNN or normalization failed; the status names the symptom, "
+            "the cause is usually memory, the input, or the installation",
+            "zh": "cuDNN 的卷积、RNN 或归一化运算失败了；状态码只描述了现象，原因通常在显存、输入或安装环境",
+        }
+    },
     fix_hint={
         "en": "Set `torch.backends.cudnn.enabled = False` once to see PyTorch's own, clearer "
-              "error for the same input; then check free GPU memory (`nvidia-smi`), make inputs "
-              "`.contiguous()`, and make sure the installed torch build supports this GPU and "
-              "driver (`python -m torch.utils.collect_env`).",
+        "error for the same input; then check free GPU memory (`nvidia-smi`), make inputs "
+        "`.contiguous()`, and make sure the installed torch build supports this GPU and "
+        "driver (`python -m torch.utils.collect_env`).",
         "zh": "先临时设置 `torch.backends.cudnn.enabled = False`，看看同样的输入下 PyTorch 自己报出的、"
-              "更清楚的错误；然后检查剩余显存（`nvidia-smi`），把输入变成 `.contiguous()`，并确认安装的 "
-              "torch 版本支持这块 GPU 和驱动（`python -m torch.utils.collect_env`）。",
+        "更清楚的错误；然后检查剩余显存（`nvidia-smi`），把输入变成 `.contiguous()`，并确认安装的 "
+        "torch 版本支持这块 GPU 和驱动（`python -m torch.utils.collect_env`）。",
     },
     docs={
         "en": """
@@ -104,43 +107,55 @@ features = conv(images)
 )
 
 _MEMORY_OR_INSTALL = (
-    {"en": "cuDNN failed with {status}. Most often it could not get GPU memory for its "
-           "workspace (an out-of-memory in disguise; another process may hold the GPU), or the "
-           "installed torch/CUDA/cuDNN build does not support this GPU or driver.",
-     "zh": "cuDNN 以 {status} 失败。最常见的是它拿不到工作区所需的显存（其实是换了个说法的显存不足，"
-           "可能有其他进程占着 GPU），或者安装的 torch/CUDA/cuDNN 版本不支持这块 GPU 或驱动。"},
-    {"en": "Lower the batch size and check `nvidia-smi` for other processes; if memory is "
-           "plentiful, install a torch build for this GPU's CUDA version and driver. "
-           "`torch.backends.cudnn.benchmark = False` also lowers workspace needs.",
-     "zh": "减小 batch size，用 `nvidia-smi` 查看有没有其他进程；如果显存充足，就安装与这块 GPU 的 CUDA "
-           "版本和驱动匹配的 torch。`torch.backends.cudnn.benchmark = False` 也能减少工作区的需求。"},
+    {
+        "en": "cuDNN failed with {status}. Most often it could not get GPU memory for its "
+        "workspace (an out-of-memory in disguise; another process may hold the GPU), or the "
+        "installed torch/CUDA/cuDNN build does not support this GPU or driver.",
+        "zh": "cuDNN 以 {status} 失败。最常见的是它拿不到工作区所需的显存（其实是换了个说法的显存不足，"
+        "可能有其他进程占着 GPU），或者安装的 torch/CUDA/cuDNN 版本不支持这块 GPU 或驱动。",
+    },
+    {
+        "en": "Lower the batch size and check `nvidia-smi` for other processes; if memory is "
+        "plentiful, install a torch build for this GPU's CUDA version and driver. "
+        "`torch.backends.cudnn.benchmark = False` also lowers workspace needs.",
+        "zh": "减小 batch size，用 `nvidia-smi` 查看有没有其他进程；如果显存充足，就安装与这块 GPU 的 CUDA "
+        "版本和驱动匹配的 torch。`torch.backends.cudnn.benchmark = False` 也能减少工作区的需求。",
+    },
 )
 _EARLIER_ERROR = (
-    {"en": "cuDNN failed with {status} while running a kernel. Usually an earlier asynchronous "
-           "CUDA error surfacing here (an index out of range, an illegal memory access), "
-           "tensors on another GPU than the current device, or a driver too old for the "
-           "installed CUDA.",
-     "zh": "cuDNN 在执行内核时以 {status} 失败。通常是之前某个异步的 CUDA 错误在这里才暴露出来"
-           "（索引越界、非法内存访问），张量所在的 GPU 不是当前设备，或者驱动版本低于安装的 CUDA "
-           "所要求的版本。"},
-    {"en": "Rerun with `CUDA_LAUNCH_BLOCKING=1` (or with `torch.backends.cudnn.enabled = False`) "
-           "to see the first real error; call `torch.cuda.set_device(rank)` in multi-GPU "
-           "processes; update the NVIDIA driver.",
-     "zh": "设置 `CUDA_LAUNCH_BLOCKING=1`（或 `torch.backends.cudnn.enabled = False`）重新运行，"
-           "找到第一个真正的错误；多 GPU 进程中调用 `torch.cuda.set_device(rank)`；更新 NVIDIA 驱动。"},
+    {
+        "en": "cuDNN failed with {status} while running a kernel. Usually an earlier asynchronous "
+        "CUDA error surfacing here (an index out of range, an illegal memory access), "
+        "tensors on another GPU than the current device, or a driver too old for the "
+        "installed CUDA.",
+        "zh": "cuDNN 在执行内核时以 {status} 失败。通常是之前某个异步的 CUDA 错误在这里才暴露出来"
+        "（索引越界、非法内存访问），张量所在的 GPU 不是当前设备，或者驱动版本低于安装的 CUDA "
+        "所要求的版本。",
+    },
+    {
+        "en": "Rerun with `CUDA_LAUNCH_BLOCKING=1` (or with `torch.backends.cudnn.enabled = False`) "
+        "to see the first real error; call `torch.cuda.set_device(rank)` in multi-GPU "
+        "processes; update the NVIDIA driver.",
+        "zh": "设置 `CUDA_LAUNCH_BLOCKING=1`（或 `torch.backends.cudnn.enabled = False`）重新运行，"
+        "找到第一个真正的错误；多 GPU 进程中调用 `torch.cuda.set_device(rank)`；更新 NVIDIA 驱动。",
+    },
 )
 _BAD_INPUT = (
-    {"en": "cuDNN rejected the input with {status}: a non-contiguous tensor (after `permute`, "
-           "`transpose` or slicing), a dtype it does not support here, a batch too large for "
-           "32-bit indexing, or an RNN input or hidden state of the wrong shape.",
-     "zh": "cuDNN 以 {status} 拒绝了输入：非连续的张量（`permute`、`transpose` 或切片之后），"
-           "这里不支持的 dtype，超出 32 位索引范围的大 batch，或者形状不对的 RNN 输入或隐状态。"},
-    {"en": "Pass `.contiguous()` inputs, split very large batches, check the RNN's input "
-           "`(seq, batch, feature)` (or `batch_first=True`) and `h0` shapes; "
-           "`torch.backends.cudnn.enabled = False` shows PyTorch's own error.",
-     "zh": "传入 `.contiguous()` 的张量，拆分超大的 batch，检查 RNN 的输入 `(seq, batch, feature)`"
-           "（或 `batch_first=True`）和 `h0` 的形状；`torch.backends.cudnn.enabled = False` 可以看到 "
-           "PyTorch 自己的报错。"},
+    {
+        "en": "cuDNN rejected the input with {status}: a non-contiguous tensor (after `permute`, "
+        "`transpose` or slicing), a dtype it does not support here, a batch too large for "
+        "32-bit indexing, or an RNN input or hidden state of the wrong shape.",
+        "zh": "cuDNN 以 {status} 拒绝了输入：非连续的张量（`permute`、`transpose` 或切片之后），"
+        "这里不支持的 dtype，超出 32 位索引范围的大 batch，或者形状不对的 RNN 输入或隐状态。",
+    },
+    {
+        "en": "Pass `.contiguous()` inputs, split very large batches, check the RNN's input "
+        "`(seq, batch, feature)` (or `batch_first=True`) and `h0` shapes; "
+        "`torch.backends.cudnn.enabled = False` shows PyTorch's own error.",
+        "zh": "传入 `.contiguous()` 的张量，拆分超大的 batch，检查 RNN 的输入 `(seq, batch, feature)`"
+        "（或 `batch_first=True`）和 `h0` 的形状；`torch.backends.cudnn.enabled = False` 可以看到 "
+        "PyTorch 自己的报错。",
+    },
 )
 _STATUSES = {
     "INTERNAL_ERROR": _MEMORY_OR_INSTALL,
@@ -155,26 +170,44 @@ _STATUSES = {
 }
 
 for _status, (_cause, _fix) in _STATUSES.items():
-    PITFALL.error(rf"(?P<status>CUDNN_STATUS_{_status})\b", types=(), confidence=0.9,
-                  cause=_cause, fix=_fix)
-PITFALL.error(r"(?P<status>CUDNN_STATUS_[A-Z_]+)", types=(), confidence=0.85,
-              cause={"en": "cuDNN failed with {status}.", "zh": "cuDNN 以 {status} 失败。"})
-PITFALL.error(r"Unable to find a valid cuDNN algorithm to run convolution", confidence=0.9,
-              cause={"en": "cuDNN found no convolution algorithm it could run. Almost always "
-                           "an out-of-memory in disguise: no algorithm's workspace fits in the "
-                           "free GPU memory (another process may hold it); more rarely a "
-                           "torch/CUDA build that does not support this GPU.",
-                     "zh": "cuDNN 找不到能运行的卷积算法。几乎总是换了个说法的显存不足：没有哪个算法的工作区"
-                           "放得进剩余显存（可能有其他进程占着）；少数情况下是 torch/CUDA 版本不支持这块 GPU。"},
-              fix=_MEMORY_OR_INSTALL[1])
-PITFALL.error(r"cuDNN Frontend error", types=(), confidence=0.8,
-              cause={"en": "cuDNN's graph API found no way to run this operation for these "
-                           "shapes and dtypes (often attention with an unusual head size or "
-                           "dtype).",
-                     "zh": "cuDNN 的图 API 找不到能在这些形状和 dtype 下运行该运算的方式（常见于 head "
-                           "大小或 dtype 不常见的注意力运算）。"},
-              fix={"en": "Disable cuDNN for it (`torch.backends.cudnn.enabled = False`, or "
-                         "`torch.backends.cuda.enable_cudnn_sdp(False)` for attention) or "
-                         "update torch.",
-                   "zh": "为它禁用 cuDNN（`torch.backends.cudnn.enabled = False`，注意力运算可用 "
-                         "`torch.backends.cuda.enable_cudnn_sdp(False)`），或者升级 torch。"})
+    PITFALL.error(
+        rf"(?P<status>CUDNN_STATUS_{_status})\b", types=(), confidence=0.9, cause=_cause, fix=_fix
+    )
+PITFALL.error(
+    r"(?P<status>CUDNN_STATUS_[A-Z_]+)",
+    types=(),
+    confidence=0.85,
+    cause={"en": "cuDNN failed with {status}.", "zh": "cuDNN 以 {status} 失败。"},
+)
+PITFALL.error(
+    r"Unable to find a valid cuDNN algorithm to run convolution",
+    confidence=0.9,
+    cause={
+        "en": "cuDNN found no convolution algorithm it could run. Almost always "
+        "an out-of-memory in disguise: no algorithm's workspace fits in the "
+        "free GPU memory (another process may hold it); more rarely a "
+        "torch/CUDA build that does not support this GPU.",
+        "zh": "cuDNN 找不到能运行的卷积算法。几乎总是换了个说法的显存不足：没有哪个算法的工作区"
+        "放得进剩余显存（可能有其他进程占着）；少数情况下是 torch/CUDA 版本不支持这块 GPU。",
+    },
+    fix=_MEMORY_OR_INSTALL[1],
+)
+PITFALL.error(
+    r"cuDNN Frontend error",
+    types=(),
+    confidence=0.8,
+    cause={
+        "en": "cuDNN's graph API found no way to run this operation for these "
+        "shapes and dtypes (often attention with an unusual head size or "
+        "dtype).",
+        "zh": "cuDNN 的图 API 找不到能在这些形状和 dtype 下运行该运算的方式（常见于 head "
+        "大小或 dtype 不常见的注意力运算）。",
+    },
+    fix={
+        "en": "Disable cuDNN for it (`torch.backends.cudnn.enabled = False`, or "
+        "`torch.backends.cuda.enable_cudnn_sdp(False)` for attention) or "
+        "update torch.",
+        "zh": "为它禁用 cuDNN（`torch.backends.cudnn.enabled = False`，注意力运算可用 "
+        "`torch.backends.cuda.enable_cudnn_sdp(False)`），或者升级 torch。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD010 embedding-index-out-of-range: a token id at or beyond the embedding's size."""
+
 from __future__ import annotations
 
 import re
@@ -8,23 +9,27 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD010",
     name="embedding-index-out-of-range",
-    title={"en": "Embedding index out of range (token id >= num_embeddings)",
-           "zh": "Embedding 索引越界（token id >= num_embeddings）"},
-    messages={"": {
-        "en": "an id passed to an embedding is negative or not smaller than its "
-              "`num_embeddings`: the vocabulary and the embedding table disagree",
-        "zh": "传给 embedding 的某个 id 为负数，或者不小于它的 `num_embeddings`：词表和 embedding 表的大小不一致",
-    }},
+    title={
+        "en": "Embedding index out of range (token id >= num_embeddings)",
+        "zh": "Embedding 索引越界（token id >= num_embeddings）",
+    },
+    messages={
+        "": {
+            "en": "an id passed to an embedding is negative or not smaller than its "
+            "`num_embeddings`: the vocabulary and the embedding table disagree",
+            "zh": "传给 embedding 的某个 id 为负数，或者不小于它的 `num_embeddings`：词表和 embedding 表的大小不一致",
+        }
+    },
     fix_hint={
         "en": "Check `ids.min() >= 0 and ids.max() < embedding.num_embeddings` on a batch. "
-              "After adding tokens to a tokenizer call `model.resize_token_embeddings("
-              "len(tokenizer))`; build `nn.Embedding(vocab_size, ...)` from the real vocabulary "
-              "size (padding and unknown ids included); truncate inputs to the model's maximum "
-              "length so position ids stay in range.",
+        "After adding tokens to a tokenizer call `model.resize_token_embeddings("
+        "len(tokenizer))`; build `nn.Embedding(vocab_size, ...)` from the real vocabulary "
+        "size (padding and unknown ids included); truncate inputs to the model's maximum "
+        "length so position ids stay in range.",
         "zh": "拿一个 batch 检查 `ids.min() >= 0 and ids.max() < embedding.num_embeddings`。"
-              "给 tokenizer 加了新 token 之后要调用 `model.resize_token_embeddings(len(tokenizer))`；"
-              "`nn.Embedding(vocab_size, ...)` 要按真实的词表大小创建（包括 padding 和 unknown 的 id）；"
-              "把输入截断到模型支持的最大长度，使位置 id 不越界。",
+        "给 tokenizer 加了新 token 之后要调用 `model.resize_token_embeddings(len(tokenizer))`；"
+        "`nn.Embedding(vocab_size, ...)` 要按真实的词表大小创建（包括 padding 和 unknown 的 id）；"
+        "把输入截断到模型支持的最大长度，使位置 id 不越界。",
     },
     docs={
         "en": """
@@ -117,12 +122,12 @@ vectors = embedding(ids)
 
 _CAUSE = {
     "en": "An id passed to an embedding is >= its `num_embeddings` (or negative): the "
-          "tokenizer's vocabulary is larger than the model's embedding (tokens added without "
-          "`resize_token_embeddings`), a padding/unknown id equals the vocabulary size, or a "
-          "sequence is longer than the model's position embeddings.",
+    "tokenizer's vocabulary is larger than the model's embedding (tokens added without "
+    "`resize_token_embeddings`), a padding/unknown id equals the vocabulary size, or a "
+    "sequence is longer than the model's position embeddings.",
     "zh": "传给 embedding 的某个 id >= 它的 `num_embeddings`（或为负数）：tokenizer 的词表比模型的 "
-          "embedding 大（加了 token 却没有 `resize_token_embeddings`），padding/unknown 的 id 等于"
-          "词表大小，或者序列长度超过了模型的位置 embedding。",
+    "embedding 大（加了 token 却没有 `resize_token_embeddings`），padding/unknown 的 id 等于"
+    "词表大小，或者序列长度超过了模型的位置 embedding。",
 }
 
 # The CUDA kernels behind embedding lookups (and index_select, rarer in user code).
@@ -154,7 +159,8 @@ def check_async(block, report) -> Clue | None:
     """A device-side assert whose traceback runs through an embedding (CUDA_LAUNCH_BLOCKING=1)."""
     if "device-side assert triggered" not in block.message:
         return None
-    if not any(_EMBEDDING.search(f"{frame.function} {frame.source or ''}")
-               for frame in block.frames[-3:]):
+    if not any(
+        _EMBEDDING.search(f"{frame.function} {frame.source or ''}") for frame in block.frames[-3:]
+    ):
         return None
     return Clue(0.7, _CAUSE)

@@ -1,4 +1,5 @@
 """TD011 index-out-of-range: an index beyond a tensor dimension (indexing, gather, scatter)."""
+
 from __future__ import annotations
 
 import re
@@ -9,20 +10,22 @@ PITFALL = Pitfall(
     code="TD011",
     name="index-out-of-range",
     title={"en": "Tensor index out of bounds", "zh": "张量索引越界"},
-    messages={"": {
-        "en": "an index used for indexing, `gather`, `scatter` or `index_select` is outside "
-              "the size of the dimension it indexes",
-        "zh": "用于索引、`gather`、`scatter` 或 `index_select` 的某个下标超出了它所索引的那一维的大小",
-    }},
+    messages={
+        "": {
+            "en": "an index used for indexing, `gather`, `scatter` or `index_select` is outside "
+            "the size of the dimension it indexes",
+            "zh": "用于索引、`gather`、`scatter` 或 `index_select` 的某个下标超出了它所索引的那一维的大小",
+        }
+    },
     fix_hint={
         "en": "Print the index tensor's min and max next to the indexed size "
-              "(`idx.min(), idx.max(), x.shape[dim]`); on the GPU rerun with "
-              "`CUDA_LAUNCH_BLOCKING=1` or on the CPU to get the plain `IndexError` at the "
-              "right line. Look for off-by-one ranges, 1-based ids, and `-1` used as a "
-              "placeholder.",
+        "(`idx.min(), idx.max(), x.shape[dim]`); on the GPU rerun with "
+        "`CUDA_LAUNCH_BLOCKING=1` or on the CPU to get the plain `IndexError` at the "
+        "right line. Look for off-by-one ranges, 1-based ids, and `-1` used as a "
+        "placeholder.",
         "zh": "把索引张量的最小值、最大值和被索引的那一维的大小一起打印出来（`idx.min(), idx.max(), "
-              "x.shape[dim]`）；在 GPU 上则设置 `CUDA_LAUNCH_BLOCKING=1` 或改到 CPU 上重新运行，"
-              "在正确的行得到普通的 `IndexError`。重点找差一错误、从 1 开始的编号，以及被当作占位符的 `-1`。",
+        "x.shape[dim]`）；在 GPU 上则设置 `CUDA_LAUNCH_BLOCKING=1` 或改到 CPU 上重新运行，"
+        "在正确的行得到普通的 `IndexError`。重点找差一错误、从 1 开始的编号，以及被当作占位符的 `-1`。",
     },
     docs={
         "en": """
@@ -100,34 +103,50 @@ picked = scores.gather(1, labels.unsqueeze(1))
 
 PITFALL.error(
     r"index (?P<index>-?\d+) is out of bounds for dimension (?P<dim>\d+) with size (?P<size>\d+)",
-    types=("IndexError", "RuntimeError"), confidence=0.9,
-    cause={"en": "Index {index} is used on dimension {dim}, which has only {size} elements "
-                 "(indices must be smaller than {size}): the index data and the indexed tensor "
-                 "disagree.",
-           "zh": "下标 {index} 用在了第 {dim} 维上，而这一维只有 {size} 个元素（下标必须小于 {size}）："
-                 "索引数据和被索引的张量对不上。"})
+    types=("IndexError", "RuntimeError"),
+    confidence=0.9,
+    cause={
+        "en": "Index {index} is used on dimension {dim}, which has only {size} elements "
+        "(indices must be smaller than {size}): the index data and the indexed tensor "
+        "disagree.",
+        "zh": "下标 {index} 用在了第 {dim} 维上，而这一维只有 {size} 个元素（下标必须小于 {size}）："
+        "索引数据和被索引的张量对不上。",
+    },
+)
 PITFALL.error(
     r"index contains (?P<index>-?\d+) that is out of range for tensor of size",
-    types=("IndexError", "RuntimeError"), confidence=0.9,
-    cause={"en": "The index tensor contains {index}, outside the indexed dimension.",
-           "zh": "索引张量中含有 {index}，超出了被索引的那一维。"})
+    types=("IndexError", "RuntimeError"),
+    confidence=0.9,
+    cause={
+        "en": "The index tensor contains {index}, outside the indexed dimension.",
+        "zh": "索引张量中含有 {index}，超出了被索引的那一维。",
+    },
+)
 # CUDA indexing and scatter/gather kernels: the check that failed names itself.
 PITFALL.error(
     r"Assertion `?[^`\n]*index out of bounds\"|idx_dim >= 0 && idx_dim < index_size|"
     r"index >= -sizes\[i\] && index < sizes\[i\]|-sizes\[i\] <= index && index < sizes\[i\]",
-    types=(), confidence=0.9,
-    cause={"en": "A CUDA indexing, gather or scatter kernel got an index outside the size of the "
-                 "dimension it indexes; the Python traceback may point at a later line since "
-                 "kernels run asynchronously.",
-           "zh": "CUDA 的索引、gather 或 scatter 内核收到了超出所索引那一维大小的下标；由于内核异步执行，"
-                 "Python 调用栈可能指向后面的某一行。"})
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "A CUDA indexing, gather or scatter kernel got an index outside the size of the "
+        "dimension it indexes; the Python traceback may point at a later line since "
+        "kernels run asynchronously.",
+        "zh": "CUDA 的索引、gather 或 scatter 内核收到了超出所索引那一维大小的下标；由于内核异步执行，"
+        "Python 调用栈可能指向后面的某一行。",
+    },
+)
 PITFALL.error(
     r"index (?P<index>-?\d+) is out of bounds for axis (?P<dim>\d+) with size (?P<size>\d+)",
-    types=("IndexError",), confidence=0.7,
-    cause={"en": "A numpy array was indexed with {index} on axis {dim}, which has {size} "
-                 "elements; in a Dataset this is often an index computed for a larger array.",
-           "zh": "对 numpy 数组在第 {dim} 轴上用了下标 {index}，而这一轴只有 {size} 个元素；在 Dataset "
-                 "中这往往是按更大的数组算出来的下标。"})
+    types=("IndexError",),
+    confidence=0.7,
+    cause={
+        "en": "A numpy array was indexed with {index} on axis {dim}, which has {size} "
+        "elements; in a Dataset this is often an index computed for a larger array.",
+        "zh": "对 numpy 数组在第 {dim} 轴上用了下标 {index}，而这一轴只有 {size} 个元素；在 Dataset "
+        "中这往往是按更大的数组算出来的下标。",
+    },
+)
 
 _INDEX_SELECT = re.compile(r"^index out of range in self")
 
@@ -142,7 +161,11 @@ def check(block, report) -> Clue | None:
     if any("embedding" in text.lower() for text in sources):
         return Clue(0.5, None)
     if any("index_select" in text for text in sources):
-        return Clue(0.85, {
-            "en": "`index_select` got an index outside the dimension it selects from.",
-            "zh": "`index_select` 收到的下标超出了它所选取的那一维。"})
+        return Clue(
+            0.85,
+            {
+                "en": "`index_select` got an index outside the dimension it selects from.",
+                "zh": "`index_select` 收到的下标超出了它所选取的那一维。",
+            },
+        )
     return Clue(0.55, None)

@@ -1,23 +1,36 @@
 """TD601 dataparallel-before-to: a DataParallel model run while its parameters are still on the CPU."""
+
 from __future__ import annotations
 
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Pitfall, block_names, first_in_walk,
-                                     index_of, per_file)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    block_names,
+    first_in_walk,
+    index_of,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD601",
     name="dataparallel-before-to",
-    title={"en": "DataParallel model run before it is moved to the GPU",
-           "zh": "DataParallel 模型在移到 GPU 之前就被调用"},
-    messages={"": {
-        "en": "`{wrapper}` wraps `{model}` in DataParallel and runs it, but `{model}` is never moved "
-              "to the GPU before: call `.to(device)` or `.cuda()` first",
-        "zh": "`{wrapper}` 用 DataParallel 包装了 `{model}` 并运行它，但之前从未把 `{model}` 移到 GPU："
-              "请先调用 `.to(device)` 或 `.cuda()`",
-    }},
+    title={
+        "en": "DataParallel model run before it is moved to the GPU",
+        "zh": "DataParallel 模型在移到 GPU 之前就被调用",
+    },
+    messages={
+        "": {
+            "en": "`{wrapper}` wraps `{model}` in DataParallel and runs it, but `{model}` is never moved "
+            "to the GPU before: call `.to(device)` or `.cuda()` first",
+            "zh": "`{wrapper}` 用 DataParallel 包装了 `{model}` 并运行它，但之前从未把 `{model}` 移到 GPU："
+            "请先调用 `.to(device)` 或 `.cuda()`",
+        }
+    },
     docs={
         "en": """
 ## What it catches
@@ -82,8 +95,13 @@ out = model(torch.randn(8, 4).to("cuda"))
 """,
 )
 
-DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
-                           "torch.nn.parallel.data_parallel.DataParallel"})
+DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+    }
+)
 MOVES = frozenset({"to", "cuda", "to_empty"})
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
 
@@ -96,8 +114,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if ctx.kind_of(model) is not Kind.MODULE or _has_move(model, ctx):
         return
     statement = ctx.ancestors[-1] if ctx.ancestors else None
-    if not (isinstance(statement, ast.Assign) and statement.value is call
-            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.value is call
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return
     wrapper = statement.targets[0].id
     names = {wrapper} | ({model.id} if isinstance(model, ast.Name) else set())
@@ -121,8 +143,11 @@ def _first_forward(ctx: Context, statement: ast.stmt, wrapper: str) -> ast.Call 
     block, index = located
     names = block_names(ctx, block)
     for position, nodes in names.mentions_after(wrapper, index):
-        calls = [call for node in nodes
-                 if isinstance(call := names.index.parents[node], ast.Call) and call.func is node]
+        calls = [
+            call
+            for node in nodes
+            if isinstance(call := names.index.parents[node], ast.Call) and call.func is node
+        ]
         stores = [node for node in nodes if not isinstance(node.ctx, ast.Load)]
         if calls or stores:
             first = first_in_walk(ctx, block[position], [*calls, *stores])
@@ -148,8 +173,11 @@ class _Touches:
         self.found = found = index_of(ctx, scope)
         self.scope = scope
         # The only calls whose function matters: those of DataParallel, which move nothing.
-        self.wrapping = {id(call) for call in found.calls_named(scope, {"DataParallel", *ctx.imported})
-                         if ctx.qualname(call.func) in DATA_PARALLEL}
+        self.wrapping = {
+            id(call)
+            for call in found.calls_named(scope, {"DataParallel", *ctx.imported})
+            if ctx.qualname(call.func) in DATA_PARALLEL
+        }
         self.moved: dict[str | None, tuple[int, int]] = {}
         for call in found.calls_named(scope, MOVES):
             if isinstance(call.func, ast.Attribute):

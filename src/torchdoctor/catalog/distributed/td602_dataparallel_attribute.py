@@ -1,32 +1,46 @@
 """TD602 dataparallel-attribute: the wrapped model's own attribute read on the DataParallel wrapper."""
+
 from __future__ import annotations
 
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (MODULE_SELF_METHODS, Context, Finding, Kind, Pitfall,
-                                     block_names, per_file)
+from torchdoctor.catalog.sdk import (
+    MODULE_SELF_METHODS,
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    block_names,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD602",
     name="dataparallel-attribute",
-    title={"en": "Custom attribute of the wrapped model read on its DataParallel wrapper",
-           "zh": "在 DataParallel 包装对象上访问被包装模型自己的属性"},
-    messages={"": {
-        "en": "`{wrapper}` is a `{parallel}` wrapper: it has no attribute `{attr}`; "
-              "use `{wrapper}.module.{attr}`",
-        "zh": "`{wrapper}` 是 `{parallel}` 包装对象，没有属性 `{attr}`；应写 `{wrapper}.module.{attr}`",
-    }},
-    fix_title={"en": "Go through the wrapped model: `.module.`",
-               "zh": "通过被包装的模型访问：`.module.`"},
+    title={
+        "en": "Custom attribute of the wrapped model read on its DataParallel wrapper",
+        "zh": "在 DataParallel 包装对象上访问被包装模型自己的属性",
+    },
+    messages={
+        "": {
+            "en": "`{wrapper}` is a `{parallel}` wrapper: it has no attribute `{attr}`; "
+            "use `{wrapper}.module.{attr}`",
+            "zh": "`{wrapper}` 是 `{parallel}` 包装对象，没有属性 `{attr}`；应写 `{wrapper}.module.{attr}`",
+        }
+    },
+    fix_title={
+        "en": "Go through the wrapped model: `.module.`",
+        "zh": "通过被包装的模型访问：`.module.`",
+    },
     fix_applicability="unsafe",
     fix_hint={
         "en": "Reach the model through the wrapper's `.module`: `model.module.predict(x)`, "
-              "`model.module.fc`; or keep a reference to the unwrapped model "
-              "(`net = Net(); model = nn.DataParallel(net)`) and use `net` for anything but "
-              "the forward call.",
+        "`model.module.fc`; or keep a reference to the unwrapped model "
+        "(`net = Net(); model = nn.DataParallel(net)`) and use `net` for anything but "
+        "the forward call.",
         "zh": "通过包装对象的 `.module` 访问模型：`model.module.predict(x)`、`model.module.fc`；或者保留一个"
-              "指向原模型的引用（`net = Net(); model = nn.DataParallel(net)`），除了前向调用之外都用 `net`。",
+        "指向原模型的引用（`net = Net(); model = nn.DataParallel(net)`），除了前向调用之外都用 `net`。",
     },
     docs={
         "en": """
@@ -114,7 +128,8 @@ WRAPPERS = {
     "torch.nn.parallel.distributed.DistributedDataParallel": "DistributedDataParallel",
 }
 # What the wrappers answer themselves: the nn.Module API and their own attributes.
-WRAPPER_ATTRIBUTES = frozenset("""
+WRAPPER_ATTRIBUTES = frozenset(
+    """
 add_module apply bfloat16 buffers call_super_init children compile cpu cuda double dump_patches
 eval extra_repr float forward get_buffer get_extra_state get_parameter get_submodule half ipu
 load_state_dict modules mtia named_buffers named_children named_modules named_parameters
@@ -129,7 +144,8 @@ register_comm_hook to_kwargs will_sync_module_buffers device device_type device_
 process_group find_unused_parameters gradient_as_bucket_view static_graph mixed_precision
 bucket_bytes_cap parameters_to_ignore require_backward_grad_sync require_forward_param_sync
 is_multi_device_module logger reducer
-""".split())
+""".split()
+)
 # Calls that ask what the object is: code after them may handle both wrapped and bare models.
 INTROSPECTION = frozenset({"hasattr", "getattr", "isinstance", "type"})
 
@@ -145,8 +161,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if parallel is None or wrapped is None:
         return
     statement = ctx.ancestors[-1] if ctx.ancestors else None
-    if not (isinstance(statement, ast.Assign) and statement.value is call
-            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.value is call
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return
     cls = _model_class(wrapped, ctx)
     located = ctx.statement_block()
@@ -158,7 +178,9 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     for use in _attribute_uses(block, index, wrapper, ctx):
         if use.attr in own:
             fix = ctx.fix(PITFALL, "unsafe", ctx.replace(use.value, f"{wrapper}.module"))
-            yield ctx.finding(PITFALL, use, fix=fix, wrapper=wrapper, parallel=parallel, attr=use.attr)
+            yield ctx.finding(
+                PITFALL, use, fix=fix, wrapper=wrapper, parallel=parallel, attr=use.attr
+            )
 
 
 def _wrapped_model(call: ast.Call) -> ast.AST | None:
@@ -193,8 +215,11 @@ def _last_assigned_value(name: str, ctx: Context) -> ast.AST | None:
 @per_file
 def _module_classes(ctx: Context) -> dict[str, ast.ClassDef]:
     """Module-level classes that are nn.Modules, by name."""
-    return {node.name: node for node in ctx.tree.body
-            if isinstance(node, ast.ClassDef) and ctx.is_module_class(node)}
+    return {
+        node.name: node
+        for node in ctx.tree.body
+        if isinstance(node, ast.ClassDef) and ctx.is_module_class(node)
+    }
 
 
 @per_file
@@ -209,8 +234,11 @@ def _class_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
             continue
         seen.add(current.name)
         names.update(_own_attributes(ctx, current))
-        todo.extend(classes[base.id] for base in current.bases
-                    if isinstance(base, ast.Name) and base.id in classes)
+        todo.extend(
+            classes[base.id]
+            for base in current.bases
+            if isinstance(base, ast.Name) and base.id in classes
+        )
     return frozenset(name for name in names if not name.startswith("__"))
 
 
@@ -218,9 +246,14 @@ def _class_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
 def _own_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
     """The names one class defines itself (a class read once however many subclass it)."""
     names = {name for statement in cls.body for name in _bound_names(statement)}
-    names.update(node.attr for node in ast.walk(cls)
-                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
-                 and isinstance(node.value, ast.Name) and node.value.id == "self")
+    names.update(
+        node.attr
+        for node in ast.walk(cls)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
     return frozenset(names)
 
 
@@ -228,13 +261,17 @@ def _bound_names(statement: ast.stmt) -> list[str]:
     """Names a class-level statement binds: `def predict`, `scale = 2.0`, `eps: float = 1e-5`."""
     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return [statement.name]
-    targets = statement.targets if isinstance(statement, ast.Assign) else (
-        [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+    targets = (
+        statement.targets
+        if isinstance(statement, ast.Assign)
+        else ([statement.target] if isinstance(statement, ast.AnnAssign) else [])
+    )
     return [target.id for target in targets if isinstance(target, ast.Name)]
 
 
-def _attribute_uses(block: list[ast.stmt], index: int, wrapper: str,
-                    ctx: Context) -> list[ast.Attribute]:
+def _attribute_uses(
+    block: list[ast.stmt], index: int, wrapper: str, ctx: Context
+) -> list[ast.Attribute]:
     """Reads of `wrapper.<attr>` in the statements after `block[index]`; none when the name is
     rebound or inspected, and none of an attribute that is also set on the wrapper."""
     names = block_names(ctx, block)
@@ -245,8 +282,13 @@ def _attribute_uses(block: list[ast.stmt], index: int, wrapper: str,
             if not isinstance(node.ctx, ast.Load):
                 return []
             parent = tree_parents[node]
-            if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
-                    and parent.func.id in INTROSPECTION and parent.args and parent.args[0] is node):
+            if (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Name)
+                and parent.func.id in INTROSPECTION
+                and parent.args
+                and parent.args[0] is node
+            ):
                 return []
             if not (isinstance(parent, ast.Attribute) and parent.value is node):
                 continue
@@ -262,10 +304,16 @@ def _attribute_uses(block: list[ast.stmt], index: int, wrapper: str,
 PITFALL.error(
     r"'(?P<wrapper>DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has "
     r"no attribute '(?P<attr>\w+)'",
-    types=("AttributeError", "ModuleAttributeError"), confidence=0.9,
-    cause={"en": "`{attr}` was looked up on the `{wrapper}` wrapper, which only forwards "
-                 "`forward`: the model's own attributes and methods live on `.module`.",
-           "zh": "在 `{wrapper}` 包装对象上查找 `{attr}`，而包装对象只转发 `forward`：模型自己的属性和方法"
-                 "都在 `.module` 上。"},
-    fix={"en": "Use `.module.{attr}` on the wrapper (or the unwrapped model).",
-         "zh": "在包装对象上改用 `.module.{attr}`（或者直接用未包装的模型）。"})
+    types=("AttributeError", "ModuleAttributeError"),
+    confidence=0.9,
+    cause={
+        "en": "`{attr}` was looked up on the `{wrapper}` wrapper, which only forwards "
+        "`forward`: the model's own attributes and methods live on `.module`.",
+        "zh": "在 `{wrapper}` 包装对象上查找 `{attr}`，而包装对象只转发 `forward`：模型自己的属性和方法"
+        "都在 `.module` 上。",
+    },
+    fix={
+        "en": "Use `.module.{attr}` on the wrapper (or the unwrapped model).",
+        "zh": "在包装对象上改用 `.module.{attr}`（或者直接用未包装的模型）。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD603 local-rank-argument: `--local_rank` only, which today's launchers no longer pass."""
+
 from __future__ import annotations
 
 import ast
@@ -9,27 +10,33 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, per_file
 PITFALL = Pitfall(
     code="TD603",
     name="local-rank-argument",
-    title={"en": "`--local_rank` argument without the `--local-rank` spelling or a LOCAL_RANK fallback",
-           "zh": "只定义了 `--local_rank` 参数，没有 `--local-rank` 写法，也没有读取 LOCAL_RANK 环境变量"},
-    messages={"": {
-        "en": "`--local_rank` is the only spelling: `torch.distributed.launch` passes `--local-rank` "
-              "since torch 2.0 and `torchrun` only sets the LOCAL_RANK environment variable",
-        "zh": "只接受 `--local_rank`：torch 2.0 起 `torch.distributed.launch` 传入的是 `--local-rank`，"
-              "而 `torchrun` 只设置 LOCAL_RANK 环境变量",
-    }},
-    fix_title={"en": "Accept both spellings: add `\"--local-rank\"`",
-               "zh": "同时接受两种写法：加上 `\"--local-rank\"`"},
+    title={
+        "en": "`--local_rank` argument without the `--local-rank` spelling or a LOCAL_RANK fallback",
+        "zh": "只定义了 `--local_rank` 参数，没有 `--local-rank` 写法，也没有读取 LOCAL_RANK 环境变量",
+    },
+    messages={
+        "": {
+            "en": "`--local_rank` is the only spelling: `torch.distributed.launch` passes `--local-rank` "
+            "since torch 2.0 and `torchrun` only sets the LOCAL_RANK environment variable",
+            "zh": "只接受 `--local_rank`：torch 2.0 起 `torch.distributed.launch` 传入的是 `--local-rank`，"
+            "而 `torchrun` 只设置 LOCAL_RANK 环境变量",
+        }
+    },
+    fix_title={
+        "en": 'Accept both spellings: add `"--local-rank"`',
+        "zh": '同时接受两种写法：加上 `"--local-rank"`',
+    },
     fix_applicability="safe",
     # Off by default: wrong on all 3 findings in 38 real corpora (issue 13's measurement; the
     # projects read LOCAL_RANK in another module) until the project index sees other files.
     default=False,
     fix_hint={
-        "en": "Declare both spellings, `parser.add_argument(\"--local_rank\", \"--local-rank\", "
-              "type=int, default=int(os.environ.get(\"LOCAL_RANK\", 0)))`, or launch with "
-              "`torchrun` and read `LOCAL_RANK` from the environment.",
-        "zh": "同时声明两种写法：`parser.add_argument(\"--local_rank\", \"--local-rank\", type=int, "
-              "default=int(os.environ.get(\"LOCAL_RANK\", 0)))`；或者用 `torchrun` 启动，"
-              "从环境变量读取 `LOCAL_RANK`。",
+        "en": 'Declare both spellings, `parser.add_argument("--local_rank", "--local-rank", '
+        'type=int, default=int(os.environ.get("LOCAL_RANK", 0)))`, or launch with '
+        "`torchrun` and read `LOCAL_RANK` from the environment.",
+        "zh": '同时声明两种写法：`parser.add_argument("--local_rank", "--local-rank", type=int, '
+        'default=int(os.environ.get("LOCAL_RANK", 0)))`；或者用 `torchrun` 启动，'
+        "从环境变量读取 `LOCAL_RANK`。",
     },
     docs={
         "en": """
@@ -136,17 +143,25 @@ def _reads_local_rank_env(ctx: Context) -> bool:
 # once, not once from each repetition.
 PITFALL.error(
     r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>--local-rank)\b",
-    types=(), confidence=0.95,
-    cause={"en": "The launcher (`torch.distributed.launch` since torch 2.0) passes "
-                 "`--local-rank=N` to each process, and the script's argparse does not declare "
-                 "that spelling, so every process exits.",
-           "zh": "启动器（torch 2.0 起的 `torch.distributed.launch`）给每个进程传入 `--local-rank=N`，"
-                 "而脚本的 argparse 没有声明这种写法，于是所有进程都退出了。"})
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "The launcher (`torch.distributed.launch` since torch 2.0) passes "
+        "`--local-rank=N` to each process, and the script's argparse does not declare "
+        "that spelling, so every process exits.",
+        "zh": "启动器（torch 2.0 起的 `torch.distributed.launch`）给每个进程传入 `--local-rank=N`，"
+        "而脚本的 argparse 没有声明这种写法，于是所有进程都退出了。",
+    },
+)
 PITFALL.error(
     r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>--local_rank)\b",
-    types=(), confidence=0.9,
-    cause={"en": "`python -m torch.distributed.launch` passes `--local_rank=N` to each process "
-                 "and the script's argparse does not declare it: the script expects `torchrun` "
-                 "(which sets the LOCAL_RANK variable instead), or lacks the option.",
-           "zh": "`python -m torch.distributed.launch` 给每个进程传入 `--local_rank=N`，而脚本的 argparse "
-                 "没有声明它：脚本是按 `torchrun`（它改为设置 LOCAL_RANK 环境变量）写的，或者缺少这个选项。"})
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "`python -m torch.distributed.launch` passes `--local_rank=N` to each process "
+        "and the script's argparse does not declare it: the script expects `torchrun` "
+        "(which sets the LOCAL_RANK variable instead), or lacks the option.",
+        "zh": "`python -m torch.distributed.launch` 给每个进程传入 `--local_rank=N`，而脚本的 argparse "
+        "没有声明它：脚本是按 `torchrun`（它改为设置 LOCAL_RANK 环境变量）写的，或者缺少这个选项。",
+    },
+)

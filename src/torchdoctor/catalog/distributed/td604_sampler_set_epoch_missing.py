@@ -1,33 +1,49 @@
 """TD604 sampler-set-epoch-missing: a DistributedSampler that is never told the epoch."""
+
 from __future__ import annotations
 
 import ast
 import weakref
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, Finding, Monitor, Pitfall, block_names, index,
-                                     index_of, per_file)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Monitor,
+    Pitfall,
+    block_names,
+    index,
+    index_of,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD604",
     name="sampler-set-epoch-missing",
-    title={"en": "DistributedSampler without `set_epoch` in the epoch loop",
-           "zh": "epoch 循环里没有调用 DistributedSampler 的 `set_epoch`"},
-    messages={"": {
-        "en": "`{loader}` uses a DistributedSampler but this epoch loop never calls "
-              "`{sampler}.set_epoch(...)`: every epoch gets the same shuffle order",
-        "zh": "`{loader}` 使用了 DistributedSampler，但这个 epoch 循环里没有调用 "
-              "`{sampler}.set_epoch(...)`：每个 epoch 的打乱顺序都一样",
-    }, "runtime": {
-        "en": "a shuffling DistributedSampler is iterated again with epoch {epoch}, the same "
-              "as its previous iteration: this epoch repeats the previous one's order (every "
-              "epoch does); call `sampler.set_epoch(epoch)` before each epoch",
-        "zh": "一个会打乱顺序的 DistributedSampler 再次以 epoch {epoch} 被遍历，与上一次遍历相同："
-              "这个 epoch 重复了上一个 epoch 的顺序（每个 epoch 都如此）；请在每个 epoch 之前调用 "
-              "`sampler.set_epoch(epoch)`",
-    }},
-    fix_title={"en": "Call `set_epoch(epoch)` at the start of each epoch",
-               "zh": "在每个 epoch 开始时调用 `set_epoch(epoch)`"},
+    title={
+        "en": "DistributedSampler without `set_epoch` in the epoch loop",
+        "zh": "epoch 循环里没有调用 DistributedSampler 的 `set_epoch`",
+    },
+    messages={
+        "": {
+            "en": "`{loader}` uses a DistributedSampler but this epoch loop never calls "
+            "`{sampler}.set_epoch(...)`: every epoch gets the same shuffle order",
+            "zh": "`{loader}` 使用了 DistributedSampler，但这个 epoch 循环里没有调用 "
+            "`{sampler}.set_epoch(...)`：每个 epoch 的打乱顺序都一样",
+        },
+        "runtime": {
+            "en": "a shuffling DistributedSampler is iterated again with epoch {epoch}, the same "
+            "as its previous iteration: this epoch repeats the previous one's order (every "
+            "epoch does); call `sampler.set_epoch(epoch)` before each epoch",
+            "zh": "一个会打乱顺序的 DistributedSampler 再次以 epoch {epoch} 被遍历，与上一次遍历相同："
+            "这个 epoch 重复了上一个 epoch 的顺序（每个 epoch 都如此）；请在每个 epoch 之前调用 "
+            "`sampler.set_epoch(epoch)`",
+        },
+    },
+    fix_title={
+        "en": "Call `set_epoch(epoch)` at the start of each epoch",
+        "zh": "在每个 epoch 开始时调用 `set_epoch(epoch)`",
+    },
     fix_applicability="unsafe",
     docs={
         "en": """
@@ -97,8 +113,9 @@ for epoch in range(10):
 """,
 )
 
-SAMPLERS = frozenset({"torch.utils.data.distributed.DistributedSampler",
-                      "torch.utils.data.DistributedSampler"})
+SAMPLERS = frozenset(
+    {"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"}
+)
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 LOOPS = (ast.For, ast.AsyncFor)
 # Wrappers a loader is often iterated through: `enumerate(loader)`, `tqdm(loader)`.
@@ -123,13 +140,21 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         loop = block[position]
         if isinstance(loop, LOOPS) and _iterates(loop, loader, ctx):
             target = sampler or f"{loader}.sampler"
-            yield ctx.finding(PITFALL, loop, end_node=loop.iter, loader=loader, sampler=target,
-                              fix=_fix(loop, target, maybe_none, ctx))
+            yield ctx.finding(
+                PITFALL,
+                loop,
+                end_node=loop.iter,
+                loader=loader,
+                sampler=target,
+                fix=_fix(loop, target, maybe_none, ctx),
+            )
 
 
 def _no_shuffle(call: ast.Call) -> bool:
-    return any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
-               for k in call.keywords)
+    return any(
+        k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
+        for k in call.keywords
+    )
 
 
 @per_file
@@ -140,26 +165,37 @@ def _calls_set_epoch(ctx: Context) -> bool:
 def _sampler_and_loader(call: ast.Call, ctx: Context, block: list[ast.stmt], index: int):
     """(sampler name or None, sampler may be None, loader name, index of the loader's statement)."""
     statement = block[index]
-    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)):
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return None
     name = statement.targets[0].id
     value = statement.value
-    if _is_loader_call(value, ctx) and any(k.arg == "sampler" and k.value is call for k in value.keywords):
+    if _is_loader_call(value, ctx) and any(
+        k.arg == "sampler" and k.value is call for k in value.keywords
+    ):
         return None, False, name, index  # `DataLoader(ds, sampler=DistributedSampler(ds))`
-    maybe_none = isinstance(value, ast.IfExp) and value.body is call  # `... if distributed else None`
+    maybe_none = (
+        isinstance(value, ast.IfExp) and value.body is call
+    )  # `... if distributed else None`
     if value is not call and not maybe_none:
         return None
     for later, _ in block_names(ctx, block).mentions_after(name, index):
         loader = block[later]
-        if not (isinstance(loader, ast.Assign) and len(loader.targets) == 1
-                and isinstance(loader.targets[0], ast.Name)):
+        if not (
+            isinstance(loader, ast.Assign)
+            and len(loader.targets) == 1
+            and isinstance(loader.targets[0], ast.Name)
+        ):
             continue
         if loader.targets[0].id == name:
             return None  # the sampler name is rebound before any loader uses it
         if _is_loader_call(loader.value, ctx) and any(
-                k.arg == "sampler" and isinstance(k.value, ast.Name) and k.value.id == name
-                for k in loader.value.keywords):
+            k.arg == "sampler" and isinstance(k.value, ast.Name) and k.value.id == name
+            for k in loader.value.keywords
+        ):
             return name, maybe_none, loader.targets[0].id, later
     return None
 
@@ -182,8 +218,13 @@ def _iterates(loop: ast.For | ast.AsyncFor, loader: str, ctx: Context) -> bool:
 def _loop_iterating(name: ast.Name, parents: dict) -> ast.AST | None:
     """The loop whose iterable is `name`, perhaps wrapped: `enumerate(name)`, `tqdm(name)`."""
     expr, parent = name, parents.get(name)
-    while (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
-           and parent.func.id in ITERATION_WRAPPERS and parent.args and parent.args[0] is expr):
+    while (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id in ITERATION_WRAPPERS
+        and parent.args
+        and parent.args[0] is expr
+    ):
         expr, parent = parent, parents.get(parent)
     return parent if isinstance(parent, LOOPS) and parent.iter is expr else None
 
@@ -201,7 +242,7 @@ def _fix(loop: ast.For | ast.AsyncFor, sampler: str, maybe_none: bool, ctx: Cont
     if not isinstance(loop.target, ast.Name) or first.lineno == loop.lineno:
         return None
     line = ctx.lines[first.lineno - 1]
-    indent = line[:len(line) - len(line.lstrip())]
+    indent = line[: len(line) - len(line.lstrip())]
     call = f"{sampler}.set_epoch({loop.target.id})"
     if maybe_none:
         call = f"if {sampler} is not None:\n{indent}    {call}"
@@ -210,6 +251,7 @@ def _fix(loop: ast.For | ast.AsyncFor, sampler: str, maybe_none: bool, ctx: Cont
 
 
 # ---- at run time -------------------------------------------------------------------------------
+
 
 @PITFALL.monitor
 class SameEpochAgain(Monitor):

@@ -1,4 +1,5 @@
 """TD605 cuda-init-before-fork: CUDA used in the parent, then a forked child that uses it too."""
+
 from __future__ import annotations
 
 import ast
@@ -9,24 +10,28 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, index_of, 
 PITFALL = Pitfall(
     code="TD605",
     name="cuda-init-before-fork",
-    title={"en": "CUDA initialized in the parent before forking a process that uses CUDA",
-           "zh": "父进程已初始化 CUDA，之后又 fork 出使用 CUDA 的子进程"},
-    messages={"": {
-        "en": "this process is forked after the parent initialized CUDA (line {line}), and the child "
-              "uses CUDA: use the 'spawn' start method",
-        "zh": "父进程已经初始化了 CUDA（第 {line} 行）之后才 fork 出这个进程，而子进程也使用 CUDA："
-              "请改用 'spawn' 启动方式",
-    }},
+    title={
+        "en": "CUDA initialized in the parent before forking a process that uses CUDA",
+        "zh": "父进程已初始化 CUDA，之后又 fork 出使用 CUDA 的子进程",
+    },
+    messages={
+        "": {
+            "en": "this process is forked after the parent initialized CUDA (line {line}), and the child "
+            "uses CUDA: use the 'spawn' start method",
+            "zh": "父进程已经初始化了 CUDA（第 {line} 行）之后才 fork 出这个进程，而子进程也使用 CUDA："
+            "请改用 'spawn' 启动方式",
+        }
+    },
     default=False,
     fix_hint={
         "en": "Start processes with the 'spawn' method: `torch.multiprocessing.set_start_method("
-              "\"spawn\")` under `if __name__ == \"__main__\":`, `mp.get_context(\"spawn\")`, or "
-              "`DataLoader(..., multiprocessing_context=\"spawn\")`; better, keep CUDA out of "
-              "Dataset and worker code and move batches to the GPU in the main process.",
+        '"spawn")` under `if __name__ == "__main__":`, `mp.get_context("spawn")`, or '
+        '`DataLoader(..., multiprocessing_context="spawn")`; better, keep CUDA out of '
+        "Dataset and worker code and move batches to the GPU in the main process.",
         "zh": "用 'spawn' 方式启动子进程：在 `if __name__ == \"__main__\":` 下调用 "
-              "`torch.multiprocessing.set_start_method(\"spawn\")`，或用 `mp.get_context(\"spawn\")`、"
-              "`DataLoader(..., multiprocessing_context=\"spawn\")`；更好的做法是 Dataset 和工作进程里不碰 "
-              "CUDA，在主进程中再把 batch 移到 GPU。",
+        '`torch.multiprocessing.set_start_method("spawn")`，或用 `mp.get_context("spawn")`、'
+        '`DataLoader(..., multiprocessing_context="spawn")`；更好的做法是 Dataset 和工作进程里不碰 '
+        "CUDA，在主进程中再把 batch 移到 GPU。",
     },
     docs={
         "en": """
@@ -104,26 +109,39 @@ if __name__ == "__main__":
 """,
 )
 
-PROCESSES = frozenset({"multiprocessing.Process", "torch.multiprocessing.Process",
-                       "multiprocessing.context.Process"})
+PROCESSES = frozenset(
+    {"multiprocessing.Process", "torch.multiprocessing.Process", "multiprocessing.context.Process"}
+)
 # Choosing a start method anywhere in the file: the author thought about it.
 START_METHOD_CALLS = frozenset({"set_start_method", "get_context"})
 # torch.cuda functions that create the CUDA context (is_available/device_count do not).
-CUDA_INITIALIZERS = frozenset("""
+CUDA_INITIALIZERS = frozenset(
+    """
 init set_device synchronize empty_cache current_device get_device_name get_device_properties
 mem_get_info memory_allocated max_memory_allocated memory_reserved Stream Event
-""".split())
+""".split()
+)
 
 
 @PITFALL.static(ast.Call, names={"Process"})
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if ctx.qualname(call.func) not in PROCESSES or _chooses_start_method(ctx):
         return
-    scope = next((node for node in reversed(ctx.ancestors)
-                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), ctx.tree)
+    scope = next(
+        (
+            node
+            for node in reversed(ctx.ancestors)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ),
+        ctx.tree,
+    )
     before = (call.lineno, call.col_offset)
     cuda = _cuda_uses(ctx, scope)
-    if not cuda.calls or _position(cuda.calls[0]) >= before or not _child_uses_cuda(call, cuda, ctx):
+    if (
+        not cuda.calls
+        or _position(cuda.calls[0]) >= before
+        or not _child_uses_cuda(call, cuda, ctx)
+    ):
         return
     yield ctx.finding(PITFALL, call, line=cuda.calls[0].lineno)
 
@@ -138,7 +156,13 @@ def _chooses_start_method(ctx: Context) -> bool:
 
 def _called_name(call: ast.Call) -> str | None:
     func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else None
+    )
 
 
 def _own_calls(scope: ast.AST, ctx: Context) -> list[ast.Call]:
@@ -151,8 +175,10 @@ def _own_calls(scope: ast.AST, ctx: Context) -> list[ast.Call]:
         call = found.parents[keyword]
         if keyword.arg == "device" and type(call) is ast.Call and found.is_local(scope, call):
             calls.append(call)
-    return sorted({id(call): call for call in calls}.values(),
-                  key=lambda call: (_position(call), found.number[call]))
+    return sorted(
+        {id(call): call for call in calls}.values(),
+        key=lambda call: (_position(call), found.number[call]),
+    )
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
@@ -191,7 +217,11 @@ def _initializes_cuda(call: ast.Call, ctx: Context) -> bool:
 
 
 def _is_cuda_string(expr: ast.AST) -> bool:
-    return isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value.startswith("cuda")
+    return (
+        isinstance(expr, ast.Constant)
+        and isinstance(expr.value, str)
+        and expr.value.startswith("cuda")
+    )
 
 
 def _child_uses_cuda(process: ast.Call, cuda: _CudaUses, ctx: Context) -> bool:
@@ -203,7 +233,11 @@ def _child_uses_cuda(process: ast.Call, cuda: _CudaUses, ctx: Context) -> bool:
     if function is not None and _cuda_uses(ctx, function).calls:
         return True
     args = keywords.get("args")
-    passed = {e.id for e in args.elts if isinstance(e, ast.Name)} if isinstance(args, ast.Tuple) else set()
+    passed = (
+        {e.id for e in args.elts if isinstance(e, ast.Name)}
+        if isinstance(args, ast.Tuple)
+        else set()
+    )
     before = _position(process)
     return any(name in cuda.first_move and cuda.first_move[name] < before for name in passed)
 
@@ -216,9 +250,14 @@ def _module_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
 # Error signatures ---------------------------------------------------------------------------
 
 PITFALL.error(
-    r"Cannot re-initialize CUDA in forked subprocess", types=(), confidence=0.95,
-    cause={"en": "A forked child process (a multiprocessing worker or a DataLoader worker with "
-                 "`num_workers > 0`) used CUDA after the parent had initialized it; a CUDA "
-                 "context cannot be used across `fork`.",
-           "zh": "父进程初始化 CUDA 之后，fork 出的子进程（multiprocessing 的工作进程，或 `num_workers > 0` "
-                 "的 DataLoader 工作进程）又使用了 CUDA；CUDA 上下文不能跨 `fork` 使用。"})
+    r"Cannot re-initialize CUDA in forked subprocess",
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "A forked child process (a multiprocessing worker or a DataLoader worker with "
+        "`num_workers > 0`) used CUDA after the parent had initialized it; a CUDA "
+        "context cannot be used across `fork`.",
+        "zh": "父进程初始化 CUDA 之后，fork 出的子进程（multiprocessing 的工作进程，或 `num_workers > 0` "
+        "的 DataLoader 工作进程）又使用了 CUDA；CUDA 上下文不能跨 `fork` 使用。",
+    },
+)

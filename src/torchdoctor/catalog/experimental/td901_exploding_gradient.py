@@ -1,4 +1,5 @@
 """TD901 exploding-gradient: the gradient norm grows by orders of magnitude during training."""
+
 from __future__ import annotations
 
 import math
@@ -8,15 +9,19 @@ from torchdoctor.catalog.sdk import Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD901",
     name="exploding-gradient",
-    title={"en": "Gradients explode: their norm grows by orders of magnitude",
-           "zh": "梯度爆炸：梯度范数增长了几个数量级"},
-    messages={"": {
-        "en": "the total gradient norm reached {norm:.3g} at step {step}, {factor:.0f} times "
-              "its norm at the first step ({start:.3g}): training is diverging; lower the "
-              "learning rate or clip gradients with `torch.nn.utils.clip_grad_norm_`",
-        "zh": "第 {step} 步的梯度总范数达到 {norm:.3g}，是第一步（{start:.3g}）的 {factor:.0f} 倍："
-              "训练正在发散；请降低学习率，或用 `torch.nn.utils.clip_grad_norm_` 裁剪梯度",
-    }},
+    title={
+        "en": "Gradients explode: their norm grows by orders of magnitude",
+        "zh": "梯度爆炸：梯度范数增长了几个数量级",
+    },
+    messages={
+        "": {
+            "en": "the total gradient norm reached {norm:.3g} at step {step}, {factor:.0f} times "
+            "its norm at the first step ({start:.3g}): training is diverging; lower the "
+            "learning rate or clip gradients with `torch.nn.utils.clip_grad_norm_`",
+            "zh": "第 {step} 步的梯度总范数达到 {norm:.3g}，是第一步（{start:.3g}）的 {factor:.0f} 倍："
+            "训练正在发散；请降低学习率，或用 `torch.nn.utils.clip_grad_norm_` 裁剪梯度",
+        }
+    },
     default=False,
     docs={
         "en": """
@@ -122,5 +127,6 @@ class GradientNormRunsAway(Monitor):
 
     def _report(self, total: float) -> None:
         factor = (total if math.isfinite(total) else self._peak) / self._start
-        self.report("gradient-norm", norm=total, factor=factor, start=self._start,
-                    step=self.session.step)
+        self.report(
+            "gradient-norm", norm=total, factor=factor, start=self._start, step=self.session.step
+        )

@@ -1,4 +1,5 @@
 """TD902 vanishing-gradient: the first layers get gradients orders of magnitude below the last."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Monitor, Pitfall
@@ -6,16 +7,20 @@ from torchdoctor.catalog.sdk import Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD902",
     name="vanishing-gradient",
-    title={"en": "Gradients vanish: the first layers barely learn",
-           "zh": "梯度消失：前面的层几乎学不到东西"},
-    messages={"": {
-        "en": "the gradients of the first layer `{first}` are {ratio:.1e} times those of the "
-              "last layer `{last}` (median over steps {start} to {end}): the first layers "
-              "barely learn; use ReLU-like activations, a normalisation layer, residual "
-              "connections, or a better initialisation",
-        "zh": "第一层 `{first}` 的梯度只有最后一层 `{last}` 的 {ratio:.1e} 倍（第 {start} 到第 {end} 步的中位数）："
-              "前面的层几乎学不到东西；请使用 ReLU 类激活函数、归一化层、残差连接或更好的初始化",
-    }},
+    title={
+        "en": "Gradients vanish: the first layers barely learn",
+        "zh": "梯度消失：前面的层几乎学不到东西",
+    },
+    messages={
+        "": {
+            "en": "the gradients of the first layer `{first}` are {ratio:.1e} times those of the "
+            "last layer `{last}` (median over steps {start} to {end}): the first layers "
+            "barely learn; use ReLU-like activations, a normalisation layer, residual "
+            "connections, or a better initialisation",
+            "zh": "第一层 `{first}` 的梯度只有最后一层 `{last}` 的 {ratio:.1e} 倍（第 {start} 到第 {end} 步的中位数）："
+            "前面的层几乎学不到东西；请使用 ReLU 类激活函数、归一化层、残差连接或更好的初始化",
+        }
+    },
     default=False,
     docs={
         "en": """
@@ -100,11 +105,14 @@ class FirstLayersStarve(Monitor):
             self._ratios = []  # dead, frozen or not finite: not this symptom
             return
         ratio = (first_grad / first_size) / (last_grad / last_size)
-        self._ratios = [*self._ratios[-(self.PERSIST - 1):], ratio] \
-            if ratio < self.RATIO else []
+        self._ratios = [*self._ratios[-(self.PERSIST - 1) :], ratio] if ratio < self.RATIO else []
         if len(self._ratios) == self.PERSIST:
             step = self.session.step
-            self.report("first-layers", first=self.session.param_name(first) or "?",
-                        last=self.session.param_name(last) or "?",
-                        ratio=sorted(self._ratios)[self.PERSIST // 2],
-                        start=step - self.PERSIST + 1, end=step)
+            self.report(
+                "first-layers",
+                first=self.session.param_name(first) or "?",
+                last=self.session.param_name(last) or "?",
+                ratio=sorted(self._ratios)[self.PERSIST // 2],
+                start=step - self.PERSIST + 1,
+                end=step,
+            )

@@ -1,4 +1,5 @@
 """TD903 dead-relu: most units of a ReLU output zero for every sample, step after step."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Monitor, Pitfall
@@ -6,16 +7,20 @@ from torchdoctor.catalog.sdk import Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD903",
     name="dead-relu",
-    title={"en": "Dead ReLUs: most units output zero for every input",
-           "zh": "ReLU 死亡：大多数单元对所有输入都输出 0"},
-    messages={"": {
-        "en": "{percent:.0f}% of the units of `{layer}` ({type}) output zero for every sample "
-              "of the batch at steps {steps}: they are dead and get no gradient; lower the "
-              "learning rate, check the initialisation (large negative biases), or use "
-              "LeakyReLU/GELU",
-        "zh": "`{layer}`（{type}）有 {percent:.0f}% 的单元在第 {steps} 步对 batch 中所有样本都输出 0："
-              "它们已经死亡，得不到梯度；请降低学习率、检查初始化（过大的负偏置），或改用 LeakyReLU/GELU",
-    }},
+    title={
+        "en": "Dead ReLUs: most units output zero for every input",
+        "zh": "ReLU 死亡：大多数单元对所有输入都输出 0",
+    },
+    messages={
+        "": {
+            "en": "{percent:.0f}% of the units of `{layer}` ({type}) output zero for every sample "
+            "of the batch at steps {steps}: they are dead and get no gradient; lower the "
+            "learning rate, check the initialisation (large negative biases), or use "
+            "LeakyReLU/GELU",
+            "zh": "`{layer}`（{type}）有 {percent:.0f}% 的单元在第 {steps} 步对 batch 中所有样本都输出 0："
+            "它们已经死亡，得不到梯度；请降低学习率、检查初始化（过大的负偏置），或改用 LeakyReLU/GELU",
+        }
+    },
     default=False,
     docs={
         "en": """
@@ -90,8 +95,9 @@ class UnitsNeverFire(Monitor):
 
         for name, module in model.named_modules():
             if type(module) in (nn.ReLU, nn.ReLU6):
-                self.session.add_module_hook(self, module.register_forward_hook,
-                                             self._sampler(name))
+                self.session.add_module_hook(
+                    self, module.register_forward_hook, self._sampler(name)
+                )
 
     def _sampler(self, name: str):
         def hook(module, args, output):
@@ -103,6 +109,7 @@ class UnitsNeverFire(Monitor):
                 return None  # a ReLU module used twice in one forward: its first use
             self._sample(module, name, output, step, history)
             return None
+
         return hook
 
     def _sample(self, module, name: str, output, step: int, history: list) -> None:
@@ -116,8 +123,13 @@ class UnitsNeverFire(Monitor):
             return
         dead = float((peaks <= 0).sum()) / peaks.numel()
         history.append((step, dead))
-        del history[:-self.PERSIST]
+        del history[: -self.PERSIST]
         if len(history) == self.PERSIST and all(f >= self.DEAD for _, f in history):
-            self.report(id(module), module=name, layer=name, type=type(module).__name__,
-                        percent=100 * min(f for _, f in history),
-                        steps=", ".join(str(s) for s, _ in history))
+            self.report(
+                id(module),
+                module=name,
+                layer=name,
+                type=type(module).__name__,
+                percent=100 * min(f for _, f in history),
+                steps=", ".join(str(s) for s, _ in history),
+            )

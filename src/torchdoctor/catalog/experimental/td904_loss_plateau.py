@@ -1,4 +1,5 @@
 """TD904 loss-plateau: the training loss has not improved since the first steps."""
+
 from __future__ import annotations
 
 import math
@@ -8,16 +9,17 @@ from torchdoctor.catalog.sdk import Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD904",
     name="loss-plateau",
-    title={"en": "The training loss does not go down",
-           "zh": "训练损失不下降"},
-    messages={"": {
-        "en": "the training loss has not gone down in {steps} steps: its mean over the first "
-              "{window} steps was {start:.4g}, its best mean over {window} steps since is "
-              "{best:.4g}; check the learning rate (0? far too small?), that the optimizer "
-              "holds the trained parameters, and that they require gradients",
-        "zh": "训练损失在 {steps} 步内没有下降：最初 {window} 步的平均值是 {start:.4g}，此后任意连续 {window} 步的"
-              "最好平均值是 {best:.4g}；请检查学习率（是 0？太小？）、优化器里是否是要训练的参数、这些参数是否需要梯度",
-    }},
+    title={"en": "The training loss does not go down", "zh": "训练损失不下降"},
+    messages={
+        "": {
+            "en": "the training loss has not gone down in {steps} steps: its mean over the first "
+            "{window} steps was {start:.4g}, its best mean over {window} steps since is "
+            "{best:.4g}; check the learning rate (0? far too small?), that the optimizer "
+            "holds the trained parameters, and that they require gradients",
+            "zh": "训练损失在 {steps} 步内没有下降：最初 {window} 步的平均值是 {start:.4g}，此后任意连续 {window} 步的"
+            "最好平均值是 {best:.4g}；请检查学习率（是 0？太小？）、优化器里是否是要训练的参数、这些参数是否需要梯度",
+        }
+    },
     default=False,
     docs={
         "en": """
@@ -108,7 +110,7 @@ class LossNeverImproves(Monitor):
             self._done = True
             return
         self._count += 1
-        self._recent = [*self._recent[-(self.WINDOW - 1):], loss]
+        self._recent = [*self._recent[-(self.WINDOW - 1) :], loss]
         if self._count < self.WINDOW:
             return
         window = sum(self._recent) / self.WINDOW
@@ -128,5 +130,10 @@ class LossNeverImproves(Monitor):
         elif self._count >= self.CHECK_AT:
             self._done = True
             if self._worst <= self.DIVERGING * abs(self._first):
-                self.report("loss", steps=self._count, window=self.WINDOW, start=self._first,
-                            best=self._best)
+                self.report(
+                    "loss",
+                    steps=self._count,
+                    window=self.WINDOW,
+                    start=self._first,
+                    best=self._best,
+                )

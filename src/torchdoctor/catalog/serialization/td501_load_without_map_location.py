@@ -1,4 +1,5 @@
 """TD501 load-without-map-location: `torch.load(path)` in code that may run without a GPU."""
+
 from __future__ import annotations
 
 import ast
@@ -9,32 +10,35 @@ from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index_of, p
 PITFALL = Pitfall(
     code="TD501",
     name="load-without-map-location",
-    title={"en": "torch.load without map_location in code that may run on CPU",
-           "zh": "可能在 CPU 上运行的代码里调用 torch.load 却没有指定 map_location"},
-    messages={"": {
-        "en": "`torch.load` without `map_location` in code that checks for CUDA: a checkpoint saved "
-              "on a GPU fails to load on a CPU-only machine; pass `map_location=\"cpu\"` or your device",
-        "zh": "这段代码会检查 CUDA 是否可用，但 `torch.load` 没有指定 `map_location`：在 GPU 上保存的 "
-              "checkpoint 在只有 CPU 的机器上会加载失败；请传入 `map_location=\"cpu\"` 或你的 device",
+    title={
+        "en": "torch.load without map_location in code that may run on CPU",
+        "zh": "可能在 CPU 上运行的代码里调用 torch.load 却没有指定 map_location",
     },
-    "ckpt": {
-        "en": "{count} tensors were saved on {devices}: on a machine without that device "
-              "`torch.load` fails unless given `map_location=\"cpu\"` (or your device)",
-        "zh": "{count} 个张量保存在 {devices} 上：在没有该设备的机器上，`torch.load` 必须传入 "
-              "`map_location=\"cpu\"`（或你的 device）才能加载",
+    messages={
+        "": {
+            "en": "`torch.load` without `map_location` in code that checks for CUDA: a checkpoint saved "
+            'on a GPU fails to load on a CPU-only machine; pass `map_location="cpu"` or your device',
+            "zh": "这段代码会检查 CUDA 是否可用，但 `torch.load` 没有指定 `map_location`：在 GPU 上保存的 "
+            'checkpoint 在只有 CPU 的机器上会加载失败；请传入 `map_location="cpu"` 或你的 device',
+        },
+        "ckpt": {
+            "en": "{count} tensors were saved on {devices}: on a machine without that device "
+            '`torch.load` fails unless given `map_location="cpu"` (or your device)',
+            "zh": "{count} 个张量保存在 {devices} 上：在没有该设备的机器上，`torch.load` 必须传入 "
+            '`map_location="cpu"`（或你的 device）才能加载',
+        },
     },
-    },
-    fix_title={"en": "Add `map_location=\"cpu\"`", "zh": "添加 `map_location=\"cpu\"`"},
+    fix_title={"en": 'Add `map_location="cpu"`', "zh": '添加 `map_location="cpu"`'},
     fix_applicability="unsafe",
     # Opt-in: a static check cannot see whether the file holds CUDA tensors (RNG, scheduler and
     # scaler states never do), and such loads are common in library code.
     default=False,
     fix_hint={
-        "en": "Pass `map_location` to `torch.load`: `map_location=\"cpu\"` on a machine "
-              "without a GPU, or the `device` your script picked; `load_state_dict` then "
-              "copies the weights to the model's device.",
-        "zh": "给 `torch.load` 传入 `map_location`：没有 GPU 的机器上用 `map_location=\"cpu\"`，"
-              "否则用脚本选好的 `device`；之后 `load_state_dict` 会把权重拷到模型所在的设备。",
+        "en": 'Pass `map_location` to `torch.load`: `map_location="cpu"` on a machine '
+        "without a GPU, or the `device` your script picked; `load_state_dict` then "
+        "copies the weights to the model's device.",
+        "zh": '给 `torch.load` 传入 `map_location`：没有 GPU 的机器上用 `map_location="cpu"`，'
+        "否则用脚本选好的 `device`；之后 `load_state_dict` 会把权重拷到模型所在的设备。",
     },
     docs={
         "en": """
@@ -137,9 +141,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _checks_cuda(ctx: Context, scope: ast.AST) -> bool:
     """`scope` calls `<...>.cuda.is_available()`: it is meant to run without a GPU too."""
     for node in index_of(ctx, scope).under(scope, ast.Call):
-        if (type(node.func) is ast.Attribute
-                and node.func.attr == "is_available" and type(node.func.value) is ast.Attribute
-                and node.func.value.attr == "cuda"):
+        if (
+            type(node.func) is ast.Attribute
+            and node.func.attr == "is_available"
+            and type(node.func.value) is ast.Attribute
+            and node.func.value.attr == "cuda"
+        ):
             return True
     return False
 
@@ -148,35 +155,51 @@ def _checks_cuda(ctx: Context, scope: ast.AST) -> bool:
 
 NO_CUDA = {
     "en": "The checkpoint holds tensors saved on a GPU, and this PyTorch has no CUDA (a CPU-only "
-          "build or machine): `torch.load` tries to put them back on `cuda` because no "
-          "`map_location` says otherwise.",
+    "build or machine): `torch.load` tries to put them back on `cuda` because no "
+    "`map_location` says otherwise.",
     "zh": "checkpoint 里的张量是在 GPU 上保存的，而当前的 PyTorch 没有可用的 CUDA（纯 CPU 版本或"
-          "没有 GPU 的机器）：由于没有 `map_location`，`torch.load` 试图把它们放回 `cuda` 上。",
+    "没有 GPU 的机器）：由于没有 `map_location`，`torch.load` 试图把它们放回 `cuda` 上。",
 }
-PITFALL.error(r"Attempting to deserialize object on a CUDA\s+device but\s+"
-              r"torch\.cuda\.is_available\(\) is False", types=(), confidence=0.95,
-              cause=NO_CUDA)
+PITFALL.error(
+    r"Attempting to deserialize object on a CUDA\s+device but\s+"
+    r"torch\.cuda\.is_available\(\) is False",
+    types=(),
+    confidence=0.95,
+    cause=NO_CUDA,
+)
 PITFALL.error(
     r"Attempting to deserialize object on CUDA device (?P<device>\d+) but\s+"
-    r"torch\.cuda\.device_count\(\) is 0\b", types=(), confidence=0.95,
-    cause={"en": "The checkpoint was saved on `cuda:{device}` and no GPU is visible here "
-                 "(`torch.cuda.device_count()` is 0: no GPU, a driver problem, or "
-                 "`CUDA_VISIBLE_DEVICES` empty), and `torch.load` has no `map_location`.",
-           "zh": "checkpoint 是在 `cuda:{device}` 上保存的，而这里看不到任何 GPU"
-                 "（`torch.cuda.device_count()` 为 0：没有 GPU、驱动有问题，或 "
-                 "`CUDA_VISIBLE_DEVICES` 为空），`torch.load` 又没有指定 `map_location`。"})
+    r"torch\.cuda\.device_count\(\) is 0\b",
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "The checkpoint was saved on `cuda:{device}` and no GPU is visible here "
+        "(`torch.cuda.device_count()` is 0: no GPU, a driver problem, or "
+        "`CUDA_VISIBLE_DEVICES` empty), and `torch.load` has no `map_location`.",
+        "zh": "checkpoint 是在 `cuda:{device}` 上保存的，而这里看不到任何 GPU"
+        "（`torch.cuda.device_count()` 为 0：没有 GPU、驱动有问题，或 "
+        "`CUDA_VISIBLE_DEVICES` 为空），`torch.load` 又没有指定 `map_location`。",
+    },
+)
 PITFALL.error(
     r"Attempting to deserialize object on CUDA device (?P<device>\d+) but\s+"
-    r"torch\.cuda\.device_count\(\) is (?P<count>[1-9]\d*)", types=(), confidence=0.95,
-    cause={"en": "The checkpoint was saved on `cuda:{device}`, but this machine (or "
-                 "`CUDA_VISIBLE_DEVICES`) shows only {count} GPU(s): `torch.load` restores "
-                 "each tensor on the device it was saved from.",
-           "zh": "checkpoint 是在 `cuda:{device}` 上保存的，而这台机器（或 `CUDA_VISIBLE_DEVICES`）"
-                 "只能看到 {count} 块 GPU：`torch.load` 会把每个张量恢复到它保存时所在的设备。"},
-    fix={"en": "Remap the devices when loading: `torch.load(path, map_location=\"cuda:0\")` (or "
-               "`map_location={{\"cuda:{device}\": \"cuda:0\"}}`, or `\"cpu\"`).",
-         "zh": "加载时重新映射设备：`torch.load(path, map_location=\"cuda:0\")`（或 "
-               "`map_location={{\"cuda:{device}\": \"cuda:0\"}}`，或 `\"cpu\"`）。"})
+    r"torch\.cuda\.device_count\(\) is (?P<count>[1-9]\d*)",
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "The checkpoint was saved on `cuda:{device}`, but this machine (or "
+        "`CUDA_VISIBLE_DEVICES`) shows only {count} GPU(s): `torch.load` restores "
+        "each tensor on the device it was saved from.",
+        "zh": "checkpoint 是在 `cuda:{device}` 上保存的，而这台机器（或 `CUDA_VISIBLE_DEVICES`）"
+        "只能看到 {count} 块 GPU：`torch.load` 会把每个张量恢复到它保存时所在的设备。",
+    },
+    fix={
+        "en": 'Remap the devices when loading: `torch.load(path, map_location="cuda:0")` (or '
+        '`map_location={{"cuda:{device}": "cuda:0"}}`, or `"cpu"`).',
+        "zh": '加载时重新映射设备：`torch.load(path, map_location="cuda:0")`（或 '
+        '`map_location={{"cuda:{device}": "cuda:0"}}`，或 `"cpu"`）。',
+    },
+)
 
 
 @PITFALL.error_check(types=("AttributeError",))
@@ -184,8 +207,10 @@ def cpu_build(block, report) -> Clue | None:
     """Old CPU-only builds failed inside torch.load's CUDA restore with this attribute error."""
     if "has no attribute '_cuda_getDevice'" not in block.message:
         return None
-    loading = any("serialization" in frame.path or "torch.load" in (frame.source or "")
-                  for frame in block.frames)
+    loading = any(
+        "serialization" in frame.path or "torch.load" in (frame.source or "")
+        for frame in block.frames
+    )
     return Clue(0.9 if loading else 0.7, NO_CUDA)
 
 
@@ -195,5 +220,10 @@ def check_checkpoint(subject) -> Iterator[Finding]:
         return
     devices = {d: n for d, n in subject.listing.devices.items() if d not in ("cpu", "meta")}
     if devices:
-        yield subject.finding(PITFALL, "ckpt", repairable=True, count=sum(devices.values()),
-                              devices=", ".join(f"`{d}`" for d in sorted(devices)))
+        yield subject.finding(
+            PITFALL,
+            "ckpt",
+            repairable=True,
+            count=sum(devices.values()),
+            devices=", ".join(f"`{d}`" for d in sorted(devices)),
+        )

@@ -1,4 +1,5 @@
 """TD502 load-weights-only: `torch.load(..., weights_only=False)` runs whatever the file says."""
+
 from __future__ import annotations
 
 import ast
@@ -10,52 +11,55 @@ from torchdoctor.catalog.sdk import weights_only as _weights_only
 PITFALL = Pitfall(
     code="TD502",
     name="load-weights-only",
-    title={"en": "torch.load with weights_only=False can execute arbitrary code",
-           "zh": "torch.load 使用 weights_only=False 可能执行任意代码"},
-    messages={"": {
-        "en": "`torch.load(..., weights_only=False)` unpickles arbitrary objects and can run any code "
-              "hidden in the file: keep it for files you trust, or allow the needed classes with "
-              "`torch.serialization.add_safe_globals`",
-        "zh": "`torch.load(..., weights_only=False)` 会反序列化任意对象，文件里藏的任何代码都可能被执行："
-              "只对可信文件这样做，或者用 `torch.serialization.add_safe_globals` 放行需要的类",
+    title={
+        "en": "torch.load with weights_only=False can execute arbitrary code",
+        "zh": "torch.load 使用 weights_only=False 可能执行任意代码",
     },
-    "ckpt": {
-        "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
-              "it needs {globals}, which hold data only: allow exactly these with "
-              "`torch.serialization.add_safe_globals`, or write a copy that holds plain values",
-        "zh": "`torch.load(weights_only=True)`（torch 2.6 起的默认值）会拒绝这个文件：它需要 "
-              "{globals}，它们只保存数据：用 `torch.serialization.add_safe_globals` 只放行这几个，"
-              "或者另存一份只含普通值的副本",
-    },
-    "ckpt-classes": {
-        "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
-              "it needs {globals}, classes of your code or of a library that a full unpickle "
-              "imports and runs: load it that way only if you trust the file, and write a copy "
-              "that holds plain values once",
-        "zh": "`torch.load(weights_only=True)`（torch 2.6 起的默认值）会拒绝这个文件：它需要 "
-              "{globals}，这些是你的代码或某个库里的类，完整反序列化会导入并运行它们的代码："
-              "只有信任这个文件时才这样加载，并一次性另存一份只含普通值的副本",
-    },
-    "ckpt-dangerous": {
-        "en": "DANGER: the pickle holds code to run while loading: {globals}; a full unpickle "
-              "(`weights_only=False`) would run it, with your permissions. Do not load this file "
-              "with `weights_only=False` and do not allow these with `add_safe_globals`; get the "
-              "weights from a source you trust",
-        "zh": "危险：pickle 中藏有加载时会执行的代码：{globals}；完整反序列化（`weights_only=False`）"
-              "会以你的权限执行它。不要用 `weights_only=False` 加载这个文件，也不要用 "
-              "`add_safe_globals` 放行它们；请从可信的来源获取权重",
-    },
+    messages={
+        "": {
+            "en": "`torch.load(..., weights_only=False)` unpickles arbitrary objects and can run any code "
+            "hidden in the file: keep it for files you trust, or allow the needed classes with "
+            "`torch.serialization.add_safe_globals`",
+            "zh": "`torch.load(..., weights_only=False)` 会反序列化任意对象，文件里藏的任何代码都可能被执行："
+            "只对可信文件这样做，或者用 `torch.serialization.add_safe_globals` 放行需要的类",
+        },
+        "ckpt": {
+            "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
+            "it needs {globals}, which hold data only: allow exactly these with "
+            "`torch.serialization.add_safe_globals`, or write a copy that holds plain values",
+            "zh": "`torch.load(weights_only=True)`（torch 2.6 起的默认值）会拒绝这个文件：它需要 "
+            "{globals}，它们只保存数据：用 `torch.serialization.add_safe_globals` 只放行这几个，"
+            "或者另存一份只含普通值的副本",
+        },
+        "ckpt-classes": {
+            "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
+            "it needs {globals}, classes of your code or of a library that a full unpickle "
+            "imports and runs: load it that way only if you trust the file, and write a copy "
+            "that holds plain values once",
+            "zh": "`torch.load(weights_only=True)`（torch 2.6 起的默认值）会拒绝这个文件：它需要 "
+            "{globals}，这些是你的代码或某个库里的类，完整反序列化会导入并运行它们的代码："
+            "只有信任这个文件时才这样加载，并一次性另存一份只含普通值的副本",
+        },
+        "ckpt-dangerous": {
+            "en": "DANGER: the pickle holds code to run while loading: {globals}; a full unpickle "
+            "(`weights_only=False`) would run it, with your permissions. Do not load this file "
+            "with `weights_only=False` and do not allow these with `add_safe_globals`; get the "
+            "weights from a source you trust",
+            "zh": "危险：pickle 中藏有加载时会执行的代码：{globals}；完整反序列化（`weights_only=False`）"
+            "会以你的权限执行它。不要用 `weights_only=False` 加载这个文件，也不要用 "
+            "`add_safe_globals` 放行它们；请从可信的来源获取权重",
+        },
     },
     fix_hint={
         "en": "For a file you trust, allow exactly the classes it needs: "
-              "`torch.serialization.add_safe_globals([...])` or `with "
-              "torch.serialization.safe_globals([...]): torch.load(path)`; "
-              "`weights_only=False` only for files you trust completely. `torchdoctor ckpt fix` "
-              "can rewrite the checkpoint as plain tensors and built-in types.",
+        "`torch.serialization.add_safe_globals([...])` or `with "
+        "torch.serialization.safe_globals([...]): torch.load(path)`; "
+        "`weights_only=False` only for files you trust completely. `torchdoctor ckpt fix` "
+        "can rewrite the checkpoint as plain tensors and built-in types.",
         "zh": "对可信的文件，只放行它需要的类：`torch.serialization.add_safe_globals([...])`，或 "
-              "`with torch.serialization.safe_globals([...]): torch.load(path)`；只有完全可信的文件"
-              "才用 `weights_only=False`。`torchdoctor ckpt fix` 可以把 checkpoint 改写成只含张量和"
-              "内置类型的文件。",
+        "`with torch.serialization.safe_globals([...]): torch.load(path)`；只有完全可信的文件"
+        "才用 `weights_only=False`。`torchdoctor ckpt fix` 可以把 checkpoint 改写成只含张量和"
+        "内置类型的文件。",
     },
     docs={
         "en": """
@@ -163,66 +167,86 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 # Explaining errors ----------------------------------------------------------------------------
 
 CAUSES = {
-    "numpy": {"en": "The checkpoint stores NumPy objects (`{name}`), e.g. a metric or an array "
-                    "saved next to the weights; PyTorch >= 2.6 loads with `weights_only=True` "
-                    "and refuses them.",
-              "zh": "checkpoint 里存了 NumPy 对象（`{name}`），比如和权重一起保存的指标或数组；"
-                    "PyTorch >= 2.6 默认以 `weights_only=True` 加载，会拒绝它们。"},
-    "namespace": {"en": "The checkpoint stores the training arguments as an `argparse.Namespace` "
-                        "(`{name}`); PyTorch >= 2.6 loads with `weights_only=True` and refuses "
-                        "it.",
-                  "zh": "checkpoint 里以 `argparse.Namespace`（`{name}`）保存了训练参数；"
-                        "PyTorch >= 2.6 默认以 `weights_only=True` 加载，会拒绝它。"},
-    "config": {"en": "The checkpoint stores a config object (`{name}`); PyTorch >= 2.6 loads "
-                     "with `weights_only=True` and refuses it.",
-               "zh": "checkpoint 里存了一个配置对象（`{name}`）；PyTorch >= 2.6 默认以 "
-                     "`weights_only=True` 加载，会拒绝它。"},
-    "lightning": {"en": "The checkpoint stores Lightning's hyperparameters (`{name}`); PyTorch "
-                        ">= 2.6 loads with `weights_only=True` and refuses them.",
-                  "zh": "checkpoint 里存了 Lightning 的超参数对象（`{name}`）；PyTorch >= 2.6 默认以 "
-                        "`weights_only=True` 加载，会拒绝它。"},
-    "container": {"en": "The checkpoint uses `{name}`, which `weights_only=True` (the default "
-                        "since PyTorch 2.6) does not allow by default.",
-                  "zh": "checkpoint 用到了 `{name}`，而 `weights_only=True`（PyTorch 2.6 起的默认值）"
-                        "默认不允许它。"},
-    "class": {"en": "The checkpoint stores `{name}` (an object kept next to the weights); PyTorch "
-                    ">= 2.6 loads with `weights_only=True` and refuses classes it was not told "
-                    "to trust.",
-              "zh": "checkpoint 里除了权重还存了 `{name}` 的对象；PyTorch >= 2.6 默认以 "
-                    "`weights_only=True` 加载，会拒绝没有被声明为可信的类。"},
-    "module": {"en": "The checkpoint stores a whole model object (`{name}`), not just its "
-                     "`state_dict`, and PyTorch >= 2.6 loads with `weights_only=True` "
-                     "(see `torchdoctor rule whole-module-saved`).",
-               "zh": "checkpoint 里存的是整个模型对象（`{name}`），而不只是它的 `state_dict`，"
-                     "而 PyTorch >= 2.6 默认以 `weights_only=True` 加载"
-                     "（参见 `torchdoctor rule whole-module-saved`）。"},
+    "numpy": {
+        "en": "The checkpoint stores NumPy objects (`{name}`), e.g. a metric or an array "
+        "saved next to the weights; PyTorch >= 2.6 loads with `weights_only=True` "
+        "and refuses them.",
+        "zh": "checkpoint 里存了 NumPy 对象（`{name}`），比如和权重一起保存的指标或数组；"
+        "PyTorch >= 2.6 默认以 `weights_only=True` 加载，会拒绝它们。",
+    },
+    "namespace": {
+        "en": "The checkpoint stores the training arguments as an `argparse.Namespace` "
+        "(`{name}`); PyTorch >= 2.6 loads with `weights_only=True` and refuses "
+        "it.",
+        "zh": "checkpoint 里以 `argparse.Namespace`（`{name}`）保存了训练参数；"
+        "PyTorch >= 2.6 默认以 `weights_only=True` 加载，会拒绝它。",
+    },
+    "config": {
+        "en": "The checkpoint stores a config object (`{name}`); PyTorch >= 2.6 loads "
+        "with `weights_only=True` and refuses it.",
+        "zh": "checkpoint 里存了一个配置对象（`{name}`）；PyTorch >= 2.6 默认以 "
+        "`weights_only=True` 加载，会拒绝它。",
+    },
+    "lightning": {
+        "en": "The checkpoint stores Lightning's hyperparameters (`{name}`); PyTorch "
+        ">= 2.6 loads with `weights_only=True` and refuses them.",
+        "zh": "checkpoint 里存了 Lightning 的超参数对象（`{name}`）；PyTorch >= 2.6 默认以 "
+        "`weights_only=True` 加载，会拒绝它。",
+    },
+    "container": {
+        "en": "The checkpoint uses `{name}`, which `weights_only=True` (the default "
+        "since PyTorch 2.6) does not allow by default.",
+        "zh": "checkpoint 用到了 `{name}`，而 `weights_only=True`（PyTorch 2.6 起的默认值）"
+        "默认不允许它。",
+    },
+    "class": {
+        "en": "The checkpoint stores `{name}` (an object kept next to the weights); PyTorch "
+        ">= 2.6 loads with `weights_only=True` and refuses classes it was not told "
+        "to trust.",
+        "zh": "checkpoint 里除了权重还存了 `{name}` 的对象；PyTorch >= 2.6 默认以 "
+        "`weights_only=True` 加载，会拒绝没有被声明为可信的类。",
+    },
+    "module": {
+        "en": "The checkpoint stores a whole model object (`{name}`), not just its "
+        "`state_dict`, and PyTorch >= 2.6 loads with `weights_only=True` "
+        "(see `torchdoctor rule whole-module-saved`).",
+        "zh": "checkpoint 里存的是整个模型对象（`{name}`），而不只是它的 `state_dict`，"
+        "而 PyTorch >= 2.6 默认以 `weights_only=True` 加载"
+        "（参见 `torchdoctor rule whole-module-saved`）。",
+    },
 }
 FIX = {
     "en": "If you trust the file, allow the class: "
-          "`torch.serialization.add_safe_globals([{short}])` (or the "
-          "`torch.serialization.safe_globals([{short}])` context manager), or pass "
-          "`weights_only=False` only for files you trust; `torchdoctor ckpt fix` converts such "
-          "metadata to plain types once.",
+    "`torch.serialization.add_safe_globals([{short}])` (or the "
+    "`torch.serialization.safe_globals([{short}])` context manager), or pass "
+    "`weights_only=False` only for files you trust; `torchdoctor ckpt fix` converts such "
+    "metadata to plain types once.",
     "zh": "如果信任这个文件，就放行这个类：`torch.serialization.add_safe_globals([{short}])`"
-          "（或上下文管理器 `torch.serialization.safe_globals([{short}])`），只有对可信文件才传 "
-          "`weights_only=False`；`torchdoctor ckpt fix` 可以把这类元数据一次性转换成普通类型。",
+    "（或上下文管理器 `torch.serialization.safe_globals([{short}])`），只有对可信文件才传 "
+    "`weights_only=False`；`torchdoctor ckpt fix` 可以把这类元数据一次性转换成普通类型。",
 }
 GENERIC = {
     "en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the file holds an object "
-          "that is not a tensor or a built-in type (the part of the message naming it is not "
-          "shown).",
+    "that is not a tensor or a built-in type (the part of the message naming it is not "
+    "shown).",
     "zh": "PyTorch >= 2.6 默认以 `weights_only=True` 加载，而文件里有一个既不是张量也不是内置类型的"
-          "对象（报错中点名它的那部分没有显示出来）。",
+    "对象（报错中点名它的那部分没有显示出来）。",
 }
 
 
 # The whole text, when no exception line was parsed (pytest's `E` lines, a tool's log).
-PITFALL.error(r"(?:Weights only load failed|WeightsUnpickler error: Unsupported (?:global|class))"
-              r"(?![\s\S]*Unsupported operand)", types=(), confidence=0.8,
-              cause={"en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the "
-                           "file holds an object that is not a tensor or a built-in type.",
-                     "zh": "PyTorch >= 2.6 默认以 `weights_only=True` 加载，而文件里有一个既不是"
-                           "张量也不是内置类型的对象。"})
+PITFALL.error(
+    r"(?:Weights only load failed|WeightsUnpickler error: Unsupported (?:global|class))"
+    r"(?![\s\S]*Unsupported operand)",
+    types=(),
+    confidence=0.8,
+    cause={
+        "en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the "
+        "file holds an object that is not a tensor or a built-in type.",
+        "zh": "PyTorch >= 2.6 默认以 `weights_only=True` 加载，而文件里有一个既不是"
+        "张量也不是内置类型的对象。",
+    },
+)
 
 
 @PITFALL.error_check(types=())
@@ -232,8 +256,9 @@ def refused_global(block, report) -> Clue | None:
     # torch's message has blank lines: the part naming the global may lie past the block.
     if "Unsupported operand" in block.message or report.search("Unsupported operand"):
         return None  # not a pickle at all: corrupted-checkpoint
-    name = (_weights_only.unsupported_global(block.message)
-            or report.once(_weights_only.unsupported_global_in))
+    name = _weights_only.unsupported_global(block.message) or report.once(
+        _weights_only.unsupported_global_in
+    )
     if name is None:
         return Clue(0.85, GENERIC)
     kind = _weights_only.kind_of(name)
@@ -248,8 +273,11 @@ def check_checkpoint(subject) -> Iterator[Finding]:
     if listing is not None:
         groups, modules = listing.groups, listing.module_classes
     elif problem is not None:  # a damaged file can still be a hostile one
-        groups = {g: _weights_only.group(g, problem.uses.get(g, ())) for g in problem.globals
-                  if not _weights_only.weights_only_allows(g)}
+        groups = {
+            g: _weights_only.group(g, problem.uses.get(g, ()))
+            for g in problem.globals
+            if not _weights_only.weights_only_allows(g)
+        }
         modules = []
     else:
         return
@@ -259,16 +287,28 @@ def check_checkpoint(subject) -> Iterator[Finding]:
     if listing is None:
         return
     # A pickled module needs its classes: whole-module-saved says so.
-    classes = [g for g, kind in groups.items() if kind == "class" and g not in modules
-               and not (modules and _weights_only.kind_of(g) == "module")]
+    classes = [
+        g
+        for g, kind in groups.items()
+        if kind == "class"
+        and g not in modules
+        and not (modules and _weights_only.kind_of(g) == "module")
+    ]
     data = [g for g, kind in groups.items() if kind == "data"]
     trust = " --trust" if classes or modules else ""
     if classes:
-        yield subject.finding(PITFALL, "ckpt-classes", keys=classes, repairable=not code,
-                              options=trust, globals=_names(classes))
+        yield subject.finding(
+            PITFALL,
+            "ckpt-classes",
+            keys=classes,
+            repairable=not code,
+            options=trust,
+            globals=_names(classes),
+        )
     if data:
-        yield subject.finding(PITFALL, "ckpt", keys=data, repairable=not code, options=trust,
-                              globals=_names(data))
+        yield subject.finding(
+            PITFALL, "ckpt", keys=data, repairable=not code, options=trust, globals=_names(data)
+        )
 
 
 def _names(globals_: list[str]) -> str:

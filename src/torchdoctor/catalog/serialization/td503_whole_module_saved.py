@@ -1,4 +1,5 @@
 """TD503 whole-module-saved: `torch.save(model, path)` pickles the class, not just the weights."""
+
 from __future__ import annotations
 
 import ast
@@ -11,30 +12,33 @@ from torchdoctor.catalog.sdk import weights_only as _weights_only
 PITFALL = Pitfall(
     code="TD503",
     name="whole-module-saved",
-    title={"en": "Whole nn.Module saved with torch.save instead of its state_dict",
-           "zh": "用 torch.save 保存了整个 nn.Module，而不是它的 state_dict"},
-    messages={"": {
-        "en": "`torch.save({module}, ...)` pickles the whole module: save `{module}.state_dict()` instead",
-        "zh": "`torch.save({module}, ...)` 会 pickle 整个模块：应改为保存 `{module}.state_dict()`",
+    title={
+        "en": "Whole nn.Module saved with torch.save instead of its state_dict",
+        "zh": "用 torch.save 保存了整个 nn.Module，而不是它的 state_dict",
     },
-    "ckpt": {
-        "en": "the file is a whole pickled `{cls}`, not a state_dict: loading it imports and "
-              "runs that class's code (`weights_only=True` refuses it) and breaks when the class "
-              "moves; convert it once to a state_dict",
-        "zh": "这个文件是整个被 pickle 的 `{cls}`，而不是 state_dict：加载它会导入并运行这个类的代码"
-              "（`weights_only=True` 会拒绝），类一旦移动位置就加载不了；请一次性转换成 state_dict",
-    },
+    messages={
+        "": {
+            "en": "`torch.save({module}, ...)` pickles the whole module: save `{module}.state_dict()` instead",
+            "zh": "`torch.save({module}, ...)` 会 pickle 整个模块：应改为保存 `{module}.state_dict()`",
+        },
+        "ckpt": {
+            "en": "the file is a whole pickled `{cls}`, not a state_dict: loading it imports and "
+            "runs that class's code (`weights_only=True` refuses it) and breaks when the class "
+            "moves; convert it once to a state_dict",
+            "zh": "这个文件是整个被 pickle 的 `{cls}`，而不是 state_dict：加载它会导入并运行这个类的代码"
+            "（`weights_only=True` 会拒绝），类一旦移动位置就加载不了；请一次性转换成 state_dict",
+        },
     },
     fix_title={"en": "Save `{module}.state_dict()`", "zh": "改为保存 `{module}.state_dict()`"},
     fix_applicability="unsafe",
     fix_hint={
         "en": "To load the file, make the pickled class importable under its old path (run from "
-              "the project that saved it, or import the class before `torch.load`); then re-save "
-              "`model.state_dict()` once and load weights into a freshly built model from then on ("
-              "`torchdoctor ckpt fix FILE -o weights.pth --trust` converts it).",
+        "the project that saved it, or import the class before `torch.load`); then re-save "
+        "`model.state_dict()` once and load weights into a freshly built model from then on ("
+        "`torchdoctor ckpt fix FILE -o weights.pth --trust` converts it).",
         "zh": "要加载这个文件，先让被 pickle 的类能按原来的路径导入（在保存它的项目中运行，或在 "
-              "`torch.load` 之前导入该类）；然后一次性改存 `model.state_dict()`，以后都把权重加载进"
-              "新构建的模型（`torchdoctor ckpt fix FILE -o weights.pth --trust` 可以完成转换）。",
+        "`torch.load` 之前导入该类）；然后一次性改存 `model.state_dict()`，以后都把权重加载进"
+        "新构建的模型（`torchdoctor ckpt fix FILE -o weights.pth --trust` 可以完成转换）。",
     },
     docs={
         "en": """
@@ -111,61 +115,69 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     fix = None
     if "\n" not in module:
         title = {lang: text.format(module=module) for lang, text in PITFALL.fix_title.items()}
-        fix = ctx.fix(PITFALL, "unsafe", ctx.replace(saved, f"{_wrapped(saved, module)}.state_dict()"),
-                      title=title)
+        fix = ctx.fix(
+            PITFALL,
+            "unsafe",
+            ctx.replace(saved, f"{_wrapped(saved, module)}.state_dict()"),
+            title=title,
+        )
     yield ctx.finding(PITFALL, call, fix=fix, module=module)
 
 
 def _wrapped(expr: ast.AST, text: str) -> str:
     """`text` ready to take an attribute: names, attributes and calls as they are, others in ()."""
-    return text if isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
+    return (
+        text
+        if isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+        else f"({text})"
+    )
 
 
 # Explaining errors ----------------------------------------------------------------------------
 
 MISSING_CLASS = {
     "en": "The checkpoint is a pickled object whose class `{name}` was defined in `{module}` of "
-          "the script that saved it (`torch.save(model, ...)` pickles the class's import path); "
-          "the loading program has no `{name}` there.",
+    "the script that saved it (`torch.save(model, ...)` pickles the class's import path); "
+    "the loading program has no `{name}` there.",
     "zh": "checkpoint 是一个 pickle 过的对象，它的类 `{name}` 定义在保存它的脚本的 `{module}` 中"
-          "（`torch.save(model, ...)` 会记录类的导入路径）；而加载它的程序里那里没有 `{name}`。",
+    "（`torch.save(model, ...)` 会记录类的导入路径）；而加载它的程序里那里没有 `{name}`。",
 }
 MISSING_MODULE = {
     "en": "The checkpoint is a pickled object whose class lives in the module `{module}` of the "
-          "code that saved it (`torch.save(model, ...)` pickles the import path); `{module}` "
-          "cannot be imported here.",
+    "code that saved it (`torch.save(model, ...)` pickles the import path); `{module}` "
+    "cannot be imported here.",
     "zh": "checkpoint 是一个 pickle 过的对象，它的类位于保存它的代码中的模块 `{module}` 里"
-          "（`torch.save(model, ...)` 会记录导入路径）；而这里无法导入 `{module}`。",
+    "（`torch.save(model, ...)` 会记录导入路径）；而这里无法导入 `{module}`。",
 }
 MISSING_CLASS_FIX = {
     "en": "Define or import `{name}` in the loading script before `torch.load` (in a notebook "
-          "or script run as `__main__`: `from train import {name}`, or define it at top level), "
-          "then re-save `model.state_dict()` and load weights into a freshly built model.",
+    "or script run as `__main__`: `from train import {name}`, or define it at top level), "
+    "then re-save `model.state_dict()` and load weights into a freshly built model.",
     "zh": "在 `torch.load` 之前于加载脚本中定义或导入 `{name}`（脚本作为 `__main__` 运行或在 "
-          "notebook 中时：`from train import {name}`，或在顶层定义它），然后改存 "
-          "`model.state_dict()`，以后把权重加载进新构建的模型。",
+    "notebook 中时：`from train import {name}`，或在顶层定义它），然后改存 "
+    "`model.state_dict()`，以后把权重加载进新构建的模型。",
 }
 MISSING_MODULE_FIX = {
     "en": "Run from the project that saved the file so that `{module}` is importable (add its "
-          "root to `sys.path`), then re-save `model.state_dict()` and load weights into a "
-          "freshly built model.",
+    "root to `sys.path`), then re-save `model.state_dict()` and load weights into a "
+    "freshly built model.",
     "zh": "在保存该文件的项目中运行，使 `{module}` 可以被导入（把项目根目录加入 `sys.path`），"
-          "然后改存 `model.state_dict()`，以后把权重加载进新构建的模型。",
+    "然后改存 `model.state_dict()`，以后把权重加载进新构建的模型。",
 }
 REFUSED_MODULE = {
     "en": "The checkpoint is a whole pickled model (`{module}.{name}`), saved with "
-          "`torch.save(model, ...)`; PyTorch >= 2.6 loads with `weights_only=True` and refuses "
-          "to import model classes.",
+    "`torch.save(model, ...)`; PyTorch >= 2.6 loads with `weights_only=True` and refuses "
+    "to import model classes.",
     "zh": "checkpoint 是用 `torch.save(model, ...)` 保存的整个模型（`{module}.{name}`）；"
-          "PyTorch >= 2.6 默认以 `weights_only=True` 加载，拒绝导入模型类。",
+    "PyTorch >= 2.6 默认以 `weights_only=True` 加载，拒绝导入模型类。",
 }
 REFUSED_FIX = {
     "en": "If you trust the file, load it once with `weights_only=False` (or "
-          "`torch.serialization.safe_globals([{name}])`) and re-save `model.state_dict()`; load "
-          "that into a freshly built model from then on.",
+    "`torch.serialization.safe_globals([{name}])`) and re-save `model.state_dict()`; load "
+    "that into a freshly built model from then on.",
     "zh": "如果信任这个文件，就用 `weights_only=False`（或 "
-          "`torch.serialization.safe_globals([{name}])`）加载一次，再改存 `model.state_dict()`；"
-          "以后都把它加载进新构建的模型。",
+    "`torch.serialization.safe_globals([{name}])`）加载一次，再改存 `model.state_dict()`；"
+    "以后都把它加载进新构建的模型。",
 }
 
 
@@ -182,8 +194,9 @@ def _unpickling(block) -> bool | None:
 
 @PITFALL.error_check(types=("AttributeError",))
 def missing_class(block, report) -> Clue | None:
-    found = re.search(r"Can't get attribute '(?P<name>\w+)' on <module '(?P<module>[\w.]+)'",
-                      block.message)
+    found = re.search(
+        r"Can't get attribute '(?P<name>\w+)' on <module '(?P<module>[\w.]+)'", block.message
+    )
     if found is None or found["module"].partition(".")[0] == "torch":
         # torch's own `_rebuild_tensor_v2` missing: a file from a newer torch, not a class.
         return None
@@ -207,8 +220,9 @@ def refused_module(block, report) -> Clue | None:
     if not _weights_only.refused(block.message):
         return None
     # torch's message has blank lines: the part naming the global may lie past the block.
-    name = (_weights_only.unsupported_global(block.message)
-            or report.once(_weights_only.unsupported_global_in))
+    name = _weights_only.unsupported_global(block.message) or report.once(
+        _weights_only.unsupported_global_in
+    )
     if name is None or _weights_only.kind_of(name) != "module":
         return None
     module, _, short = name.rpartition(".")
@@ -224,5 +238,11 @@ def check_checkpoint(subject) -> Iterator[Finding]:
     owner = weights.module_class if weights and weights.module_class else listing.module_classes[0]
     # `ckpt fix --trust` is no advice for a file that also holds code to run (load-weights-only).
     hostile = "code" in listing.groups.values()
-    yield subject.finding(PITFALL, "ckpt", keys=listing.module_classes, repairable=not hostile,
-                          options=" --trust", cls=owner)
+    yield subject.finding(
+        PITFALL,
+        "ckpt",
+        keys=listing.module_classes,
+        repairable=not hostile,
+        options=" --trust",
+        cls=owner,
+    )

@@ -1,4 +1,5 @@
 """TD504 state-dict-prefix-mismatch: hand-rolled removal of the "module." prefix from keys."""
+
 from __future__ import annotations
 
 import ast
@@ -10,41 +11,41 @@ from torchdoctor.catalog.sdk import state_dicts as sd_errors
 PITFALL = Pitfall(
     code="TD504",
     name="state-dict-prefix-mismatch",
-    title={"en": "State-dict key prefix stripped by hand",
-           "zh": "手工去掉 state_dict 键的前缀"},
-    messages={"": {
-        "en": "`{surgery}` strips the key prefix by hand and can corrupt other keys; use "
-              "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`",
-        "zh": "`{surgery}` 手工去掉键前缀，可能会破坏其他键；请使用 "
-              "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`",
-    },
-    "ckpt": {
-        "en": "every key starts with `{prefix}`{origin}: loading into the bare model fails with "
-              "every key both missing and unexpected",
-        "zh": "每个键都以 `{prefix}` 开头{origin}：加载进裸模型时，每个键都会既缺失又多余",
-    },
-    "ckpt-checkpoint": {
-        "en": "the checkpoint's keys carry the prefix `{prefix}` that {reference}'s lack "
-              "({count} keys, e.g. `{example}`){origin}",
-        "zh": "checkpoint 的键带有 {reference}的键没有的前缀 `{prefix}`（{count} 个键，如 "
-              "`{example}`）{origin}",
-    },
-    "ckpt-model": {
-        "en": "{reference}'s keys carry the prefix `{prefix}` that the checkpoint's lack "
-              "({count} keys, e.g. `{example}`){origin}",
-        "zh": "{reference}的键带有 checkpoint 的键没有的前缀 `{prefix}`（{count} 个键，如 "
-              "`{example}`）{origin}",
-    },
+    title={"en": "State-dict key prefix stripped by hand", "zh": "手工去掉 state_dict 键的前缀"},
+    messages={
+        "": {
+            "en": "`{surgery}` strips the key prefix by hand and can corrupt other keys; use "
+            '`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "{prefix}")`',
+            "zh": "`{surgery}` 手工去掉键前缀，可能会破坏其他键；请使用 "
+            '`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "{prefix}")`',
+        },
+        "ckpt": {
+            "en": "every key starts with `{prefix}`{origin}: loading into the bare model fails with "
+            "every key both missing and unexpected",
+            "zh": "每个键都以 `{prefix}` 开头{origin}：加载进裸模型时，每个键都会既缺失又多余",
+        },
+        "ckpt-checkpoint": {
+            "en": "the checkpoint's keys carry the prefix `{prefix}` that {reference}'s lack "
+            "({count} keys, e.g. `{example}`){origin}",
+            "zh": "checkpoint 的键带有 {reference}的键没有的前缀 `{prefix}`（{count} 个键，如 "
+            "`{example}`）{origin}",
+        },
+        "ckpt-model": {
+            "en": "{reference}'s keys carry the prefix `{prefix}` that the checkpoint's lack "
+            "({count} keys, e.g. `{example}`){origin}",
+            "zh": "{reference}的键带有 checkpoint 的键没有的前缀 `{prefix}`（{count} 个键，如 "
+            "`{example}`）{origin}",
+        },
     },
     fix_hint={
         "en": "Remove the wrapper prefix only where it is present: "
-              "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
-              "\"module.\")` before `load_state_dict`, and save `model.module.state_dict()` "
-              "next time; `torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the checkpoint's keys.",
+        "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
+        '"module.")` before `load_state_dict`, and save `model.module.state_dict()` '
+        "next time; `torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the checkpoint's keys.",
         "zh": "只在前缀存在时去掉它：`load_state_dict` 之前调用 "
-              "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
-              "\"module.\")`；以后保存时改存 `model.module.state_dict()`。"
-              "`torchdoctor ckpt fix FILE -o FIXED.pth` 可以改写 checkpoint 的键。",
+        "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "
+        '"module.")`；以后保存时改存 `model.module.state_dict()`。'
+        "`torchdoctor ckpt fix FILE -o FIXED.pth` 可以改写 checkpoint 的键。",
     },
     docs={
         "en": """
@@ -163,7 +164,11 @@ def _is_state_dict(expr: ast.expr, ctx: Context, follow_names: bool = True) -> b
 def _assigned_state_dict(name: ast.Name, ctx: Context) -> bool:
     """Every assignment to `name` before it, in its function (or module), is a state dict."""
     first, first_other = _state_dict_lines(ctx, ctx.enclosing_function() or ctx.tree, name.id)
-    return first is not None and first < name.lineno and (first_other is None or first_other >= name.lineno)
+    return (
+        first is not None
+        and first < name.lineno
+        and (first_other is None or first_other >= name.lineno)
+    )
 
 
 @per_file
@@ -171,9 +176,14 @@ def _state_dict_lines(ctx: Context, scope: ast.AST, name: str) -> tuple[int | No
     """The first line that assigns `name` in the scope (not in the functions and classes nested
     in it), and the first that assigns it something else than a state dict."""
     found = index_of(ctx, scope)
-    assignments = [(node.lineno, node.value) for node in found.assignments(scope, name)
-                   if found.is_local(scope, node)]
-    others = [line for line, value in assignments if not _is_state_dict(value, ctx, follow_names=False)]
+    assignments = [
+        (node.lineno, node.value)
+        for node in found.assignments(scope, name)
+        if found.is_local(scope, node)
+    ]
+    others = [
+        line for line, value in assignments if not _is_state_dict(value, ctx, follow_names=False)
+    ]
     return min((line for line, _ in assignments), default=None), min(others, default=None)
 
 
@@ -189,8 +199,14 @@ def _stripped_prefix(node: ast.AST, key: str, guarded: bool) -> str | None:
     """The wrapper prefix `node` removes from `key` in a way that can go wrong, else None."""
     if isinstance(node, ast.Subscript) and not guarded:
         cut = node.slice
-        if (isinstance(node.value, ast.Name) and node.value.id == key and isinstance(cut, ast.Slice)
-                and cut.upper is None and cut.step is None and isinstance(cut.lower, ast.Constant)):
+        if (
+            isinstance(node.value, ast.Name)
+            and node.value.id == key
+            and isinstance(cut, ast.Slice)
+            and cut.upper is None
+            and cut.step is None
+            and isinstance(cut.lower, ast.Constant)
+        ):
             return PREFIXES.get(cut.lower.value) if type(cut.lower.value) is int else None
         return None
     if _is_key_method(node, key, "replace") and len(node.args) == 2 and _is_text(node.args[1], ""):
@@ -201,8 +217,13 @@ def _stripped_prefix(node: ast.AST, key: str, guarded: bool) -> str | None:
 
 
 def _is_key_method(node: ast.AST, key: str, method: str) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == key)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == method
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == key
+    )
 
 
 def _prefix_argument(call: ast.Call) -> str | None:
@@ -211,64 +232,69 @@ def _prefix_argument(call: ast.Call) -> str | None:
 
 
 def _is_text(node: ast.AST, value: str | None = None) -> bool:
-    return (isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and (value is None or node.value == value))
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (value is None or node.value == value)
+    )
 
 
 # Explaining load_state_dict errors ----------------------------------------------------------
 
-WRAPPERS = {"module.": "`DataParallel` / `DistributedDataParallel`",
-            "_orig_mod.": "`torch.compile`"}
+WRAPPERS = {
+    "module.": "`DataParallel` / `DistributedDataParallel`",
+    "_orig_mod.": "`torch.compile`",
+}
 
 CAUSES = {
     ("checkpoint", True): {
         "en": "The checkpoint's keys start with `{prefix}` and the model's do not (keys that "
-              "differ only by it: {matched}, e.g. `{example}`): it was saved from a model "
-              "wrapped in {wrapper} and is loaded into the bare model.",
+        "differ only by it: {matched}, e.g. `{example}`): it was saved from a model "
+        "wrapped in {wrapper} and is loaded into the bare model.",
         "zh": "checkpoint 的键都以 `{prefix}` 开头，而模型的键没有（{matched} 个键只差这个前缀，"
-              "如 `{example}`）：它是从 {wrapper} 包装过的模型保存的，现在却加载进裸模型。",
+        "如 `{example}`）：它是从 {wrapper} 包装过的模型保存的，现在却加载进裸模型。",
     },
     ("model", True): {
         "en": "The model's keys start with `{prefix}` and the checkpoint's do not (keys that "
-              "differ only by it: {matched}, e.g. `{example}`): the model is wrapped in {wrapper} "
-              "before loading a checkpoint saved from the bare model.",
+        "differ only by it: {matched}, e.g. `{example}`): the model is wrapped in {wrapper} "
+        "before loading a checkpoint saved from the bare model.",
         "zh": "模型的键都以 `{prefix}` 开头，而 checkpoint 的键没有（{matched} 个键只差这个前缀，"
-              "如 `{example}`）：模型在加载之前已被 {wrapper} 包装，而 checkpoint 是从裸模型保存的。",
+        "如 `{example}`）：模型在加载之前已被 {wrapper} 包装，而 checkpoint 是从裸模型保存的。",
     },
     ("checkpoint", False): {
         "en": "The checkpoint's keys carry an extra `{prefix}` prefix (keys: {matched}, "
-              "e.g. `{example}`): it was saved from an object that held your network as its "
-              "attribute `{attribute}` (a LightningModule, a training wrapper, a bigger model).",
+        "e.g. `{example}`): it was saved from an object that held your network as its "
+        "attribute `{attribute}` (a LightningModule, a training wrapper, a bigger model).",
         "zh": "checkpoint 的键多了一个 `{prefix}` 前缀（{matched} 个键，如 `{example}`）："
-              "它是从一个把你的网络作为属性 `{attribute}` 的对象保存的"
-              "（LightningModule、训练用的包装类或更大的模型）。",
+        "它是从一个把你的网络作为属性 `{attribute}` 的对象保存的"
+        "（LightningModule、训练用的包装类或更大的模型）。",
     },
     ("model", False): {
         "en": "The model's keys carry an extra `{prefix}` prefix that the checkpoint's lack "
-              "(keys: {matched}, e.g. `{example}`): the checkpoint holds only the sub-network "
-              "`{attribute}`.",
+        "(keys: {matched}, e.g. `{example}`): the checkpoint holds only the sub-network "
+        "`{attribute}`.",
         "zh": "模型的键多了一个 checkpoint 里没有的 `{prefix}` 前缀（{matched} 个键，如 "
-              "`{example}`）：checkpoint 只保存了子网络 `{attribute}`。",
+        "`{example}`）：checkpoint 只保存了子网络 `{attribute}`。",
     },
 }
 FIXES = {
     "checkpoint": {
         "en": "Strip it before loading: `torch.nn.modules.utils."
-              "consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`, then "
-              "`model.load_state_dict(state_dict)`; when saving a wrapped model, save "
-              "`model.module.state_dict()` (`model._orig_mod` for torch.compile). "
-              "`torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the file's keys once and for all.",
+        'consume_prefix_in_state_dict_if_present(state_dict, "{prefix}")`, then '
+        "`model.load_state_dict(state_dict)`; when saving a wrapped model, save "
+        "`model.module.state_dict()` (`model._orig_mod` for torch.compile). "
+        "`torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the file's keys once and for all.",
         "zh": "加载前去掉前缀：`torch.nn.modules.utils."
-              "consume_prefix_in_state_dict_if_present(state_dict, \"{prefix}\")`，再 "
-              "`model.load_state_dict(state_dict)`；保存包装过的模型时，改存 "
-              "`model.module.state_dict()`（torch.compile 则是 `model._orig_mod`）。"
-              "也可以用 `torchdoctor ckpt fix FILE -o FIXED.pth` 把文件里的键一次性改好。",
+        'consume_prefix_in_state_dict_if_present(state_dict, "{prefix}")`，再 '
+        "`model.load_state_dict(state_dict)`；保存包装过的模型时，改存 "
+        "`model.module.state_dict()`（torch.compile 则是 `model._orig_mod`）。"
+        "也可以用 `torchdoctor ckpt fix FILE -o FIXED.pth` 把文件里的键一次性改好。",
     },
     "model": {
         "en": "Load into the inner module: `model.{inner}load_state_dict(state_dict)`, or "
-              "load the weights before wrapping the model.",
+        "load the weights before wrapping the model.",
         "zh": "加载到内部模块：`model.{inner}load_state_dict(state_dict)`，"
-              "或者先加载权重再包装模型。",
+        "或者先加载权重再包装模型。",
     },
 }
 
@@ -289,17 +315,28 @@ def explain(block, report) -> Clue | None:
     else:
         confidence = 0.8
     wrapper = " + ".join(WRAPPERS[w] for w in WRAPPERS if w in prefix.prefix)
-    inner = prefix.prefix if prefix.side == "model" and not prefix.wrapper else (
-        "module." if prefix.prefix.startswith("module.") else "_orig_mod.")
-    fields = {"prefix": prefix.prefix, "matched": str(prefix.matched), "example": example,
-              "wrapper": wrapper, "attribute": prefix.prefix.rstrip("."), "inner": inner}
+    inner = (
+        prefix.prefix
+        if prefix.side == "model" and not prefix.wrapper
+        else ("module." if prefix.prefix.startswith("module.") else "_orig_mod.")
+    )
+    fields = {
+        "prefix": prefix.prefix,
+        "matched": str(prefix.matched),
+        "example": example,
+        "wrapper": wrapper,
+        "attribute": prefix.prefix.rstrip("."),
+        "inner": inner,
+    }
     return Clue(confidence, CAUSES[prefix.side, prefix.wrapper], FIXES[prefix.side], fields)
 
 
 # Checking checkpoints ------------------------------------------------------------------------
 
-ORIGIN = {"en": " (saved from a model wrapped in {wrapper})",
-          "zh": "（它是从 {wrapper} 包装过的模型保存的）"}
+ORIGIN = {
+    "en": " (saved from a model wrapped in {wrapper})",
+    "zh": "（它是从 {wrapper} 包装过的模型保存的）",
+}
 
 
 @PITFALL.checkpoint
@@ -309,14 +346,23 @@ def check_checkpoint(subject) -> Iterator[Finding]:
             if difference.kind != "prefix":
                 continue
             fields = difference.fields
-            origin = (subject.text(ORIGIN).format(wrapper=fields["wrapper"])
-                      if fields["wrapper"] else "")
-            yield subject.finding(PITFALL, f"ckpt-{fields['side']}", keys=difference.keys,
-                                  repairable=True, prefix=fields["prefix"], origin=origin,
-                                  count=fields["count"], example=difference.keys[0])
+            origin = (
+                subject.text(ORIGIN).format(wrapper=fields["wrapper"]) if fields["wrapper"] else ""
+            )
+            yield subject.finding(
+                PITFALL,
+                f"ckpt-{fields['side']}",
+                keys=difference.keys,
+                repairable=True,
+                prefix=fields["prefix"],
+                origin=origin,
+                count=fields["count"],
+                example=difference.keys[0],
+            )
         return
     listing = subject.listing
     if listing is not None and listing.prefix:
         origin = subject.text(ORIGIN).format(wrapper=sd_errors.wrapper_name(listing.prefix))
-        yield subject.finding(PITFALL, "ckpt", repairable=True, prefix=listing.prefix,
-                              origin=origin)
+        yield subject.finding(
+            PITFALL, "ckpt", repairable=True, prefix=listing.prefix, origin=origin
+        )

@@ -1,4 +1,5 @@
 """TD505 load-state-dict-unchecked-non-strict: `strict=False` whose key report is thrown away."""
+
 from __future__ import annotations
 
 import ast
@@ -9,14 +10,18 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall
 PITFALL = Pitfall(
     code="TD505",
     name="load-state-dict-unchecked-non-strict",
-    title={"en": "load_state_dict(strict=False) whose missing/unexpected keys are never checked",
-           "zh": "load_state_dict(strict=False) 的缺失/多余键从未被检查"},
-    messages={"": {
-        "en": "`load_state_dict(..., strict=False)` result is discarded: keys that did not match are "
-              "silently skipped; check `result.missing_keys` and `result.unexpected_keys`",
-        "zh": "`load_state_dict(..., strict=False)` 的返回值被丢弃：没对上的键会被悄悄跳过；"
-              "请检查 `result.missing_keys` 和 `result.unexpected_keys`",
-    }},
+    title={
+        "en": "load_state_dict(strict=False) whose missing/unexpected keys are never checked",
+        "zh": "load_state_dict(strict=False) 的缺失/多余键从未被检查",
+    },
+    messages={
+        "": {
+            "en": "`load_state_dict(..., strict=False)` result is discarded: keys that did not match are "
+            "silently skipped; check `result.missing_keys` and `result.unexpected_keys`",
+            "zh": "`load_state_dict(..., strict=False)` 的返回值被丢弃：没对上的键会被悄悄跳过；"
+            "请检查 `result.missing_keys` 和 `result.unexpected_keys`",
+        }
+    },
     # Opt-in: libraries load partial state dicts on purpose (shards, adapters, intersected
     # dicts); every hit on transformers/timm/ultralytics was such a deliberate partial load.
     default=False,
@@ -92,6 +97,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if ctx.method_name(call) != "load_state_dict":
         return
     strict = next((kw for kw in call.keywords if kw.arg == "strict"), None)
-    if strict is None or not (isinstance(strict.value, ast.Constant) and strict.value.value is False):
+    if strict is None or not (
+        isinstance(strict.value, ast.Constant) and strict.value.value is False
+    ):
         return
     yield ctx.finding(PITFALL, call)

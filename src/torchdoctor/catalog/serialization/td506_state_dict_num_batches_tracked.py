@@ -1,4 +1,5 @@
 """TD506 state-dict-num-batches-tracked: only BatchNorm's `num_batches_tracked` keys differ."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
@@ -7,45 +8,48 @@ from torchdoctor.catalog.sdk import state_dicts as sd_errors
 PITFALL = Pitfall(
     code="TD506",
     name="state-dict-num-batches-tracked",
-    title={"en": "State dict and model disagree only on BatchNorm's `num_batches_tracked`",
-           "zh": "state_dict 与模型只在 BatchNorm 的 `num_batches_tracked` 上对不上"},
-    messages={"": {
-        "en": "`load_state_dict` fails only because of BatchNorm's `num_batches_tracked` "
-              "counters: every weight matches",
-        "zh": "`load_state_dict` 失败仅仅是因为 BatchNorm 的 `num_batches_tracked` 计数器："
-              "所有权重其实都对得上",
+    title={
+        "en": "State dict and model disagree only on BatchNorm's `num_batches_tracked`",
+        "zh": "state_dict 与模型只在 BatchNorm 的 `num_batches_tracked` 上对不上",
     },
-    "ckpt": {
-        "en": "{count} BatchNorm layers have no `num_batches_tracked` (e.g. `{example}`) while "
-              "the state dict's version metadata says they should: "
-              "`load_state_dict(strict=True)` reports them missing",
-        "zh": "{count} 个 BatchNorm 层没有 `num_batches_tracked`（如 `{example}`），而 state dict "
-              "的版本元数据表明应该有：`load_state_dict(strict=True)` 会报告它们缺失",
-    },
-    "ckpt-missing": {
-        "en": "{reference} has `num_batches_tracked` counters that the checkpoint lacks ({count}, "
-              "e.g. `{example}`): saved by an old PyTorch (< 0.4.1) or with the counters "
-              "removed; the repair adds them as 0, as `load_state_dict` does for old files",
-        "zh": "{reference}有 checkpoint 中没有的 `num_batches_tracked` 计数器（{count} 个，如 "
-              "`{example}`）：由旧版 PyTorch（< 0.4.1）保存，或计数器被删掉了；修复时补为 0，"
-              "与 `load_state_dict` 处理旧文件的做法相同",
-    },
-    "ckpt-unexpected": {
-        "en": "the checkpoint has `num_batches_tracked` counters that {reference} does not "
-              "({count}, e.g. `{example}`): its BatchNorm keeps none (FrozenBatchNorm2d, an old "
-              "version); the repair drops them",
-        "zh": "checkpoint 中有{reference}没有的 `num_batches_tracked` 计数器（{count} 个，如 "
-              "`{example}`）：模型的 BatchNorm 不保存它们（FrozenBatchNorm2d、旧版本）；修复时删掉",
-    },
+    messages={
+        "": {
+            "en": "`load_state_dict` fails only because of BatchNorm's `num_batches_tracked` "
+            "counters: every weight matches",
+            "zh": "`load_state_dict` 失败仅仅是因为 BatchNorm 的 `num_batches_tracked` 计数器："
+            "所有权重其实都对得上",
+        },
+        "ckpt": {
+            "en": "{count} BatchNorm layers have no `num_batches_tracked` (e.g. `{example}`) while "
+            "the state dict's version metadata says they should: "
+            "`load_state_dict(strict=True)` reports them missing",
+            "zh": "{count} 个 BatchNorm 层没有 `num_batches_tracked`（如 `{example}`），而 state dict "
+            "的版本元数据表明应该有：`load_state_dict(strict=True)` 会报告它们缺失",
+        },
+        "ckpt-missing": {
+            "en": "{reference} has `num_batches_tracked` counters that the checkpoint lacks ({count}, "
+            "e.g. `{example}`): saved by an old PyTorch (< 0.4.1) or with the counters "
+            "removed; the repair adds them as 0, as `load_state_dict` does for old files",
+            "zh": "{reference}有 checkpoint 中没有的 `num_batches_tracked` 计数器（{count} 个，如 "
+            "`{example}`）：由旧版 PyTorch（< 0.4.1）保存，或计数器被删掉了；修复时补为 0，"
+            "与 `load_state_dict` 处理旧文件的做法相同",
+        },
+        "ckpt-unexpected": {
+            "en": "the checkpoint has `num_batches_tracked` counters that {reference} does not "
+            "({count}, e.g. `{example}`): its BatchNorm keeps none (FrozenBatchNorm2d, an old "
+            "version); the repair drops them",
+            "zh": "checkpoint 中有{reference}没有的 `num_batches_tracked` 计数器（{count} 个，如 "
+            "`{example}`）：模型的 BatchNorm 不保存它们（FrozenBatchNorm2d、旧版本）；修复时删掉",
+        },
     },
     fix_hint={
         "en": "Add the missing counters from the model (`state_dict.setdefault(key, buffer)` "
-              "for each `*.num_batches_tracked` of `model.state_dict()`) or drop the unexpected "
-              "ones, then load with `strict=True`; "
-              "`torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the file.",
+        "for each `*.num_batches_tracked` of `model.state_dict()`) or drop the unexpected "
+        "ones, then load with `strict=True`; "
+        "`torchdoctor ckpt fix FILE -o FIXED.pth` rewrites the file.",
         "zh": "从模型补上缺少的计数器（对 `model.state_dict()` 中每个 `*.num_batches_tracked` 执行 "
-              "`state_dict.setdefault(key, buffer)`），或删掉多出来的计数器，再用 `strict=True` "
-              "加载；`torchdoctor ckpt fix FILE -o FIXED.pth` 可以直接改写文件。",
+        "`state_dict.setdefault(key, buffer)`），或删掉多出来的计数器，再用 `strict=True` "
+        "加载；`torchdoctor ckpt fix FILE -o FIXED.pth` 可以直接改写文件。",
     },
     docs={
         "en": """
@@ -118,38 +122,38 @@ model.load_state_dict(state_dict)
 CAUSES = {
     "missing": {
         "en": "Only BatchNorm counters are missing (keys: {count}, e.g. `{example}`): the "
-              "checkpoint's weights all match, but it lacks `num_batches_tracked` while its "
-              "metadata says the BatchNorm is current: counters filtered out by a conversion "
-              "script, or a dict copied from a `state_dict()` with its `_metadata`.",
+        "checkpoint's weights all match, but it lacks `num_batches_tracked` while its "
+        "metadata says the BatchNorm is current: counters filtered out by a conversion "
+        "script, or a dict copied from a `state_dict()` with its `_metadata`.",
         "zh": "缺少的只有 BatchNorm 的计数器（{count} 个键，如 `{example}`）：权重全都对得上，"
-              "但 checkpoint 里没有 `num_batches_tracked`，而它的元数据又表明 BatchNorm 是新版的："
-              "可能是转换脚本删掉了计数器，或者从 `state_dict()` 复制字典时连 `_metadata` 一起带上了。",
+        "但 checkpoint 里没有 `num_batches_tracked`，而它的元数据又表明 BatchNorm 是新版的："
+        "可能是转换脚本删掉了计数器，或者从 `state_dict()` 复制字典时连 `_metadata` 一起带上了。",
     },
     "unexpected": {
         "en": "Only BatchNorm counters are unexpected (keys: {count}, e.g. `{example}`): the "
-              "checkpoint comes from `nn.BatchNorm` layers (PyTorch >= 0.4.1) but your model's "
-              "normalization layers keep no counter (a custom FrozenBatchNorm, an older "
-              "PyTorch).",
+        "checkpoint comes from `nn.BatchNorm` layers (PyTorch >= 0.4.1) but your model's "
+        "normalization layers keep no counter (a custom FrozenBatchNorm, an older "
+        "PyTorch).",
         "zh": "多出来的只有 BatchNorm 的计数器（{count} 个键，如 `{example}`）：checkpoint 来自 "
-              "`nn.BatchNorm` 层（PyTorch >= 0.4.1），而你的模型的归一化层没有计数器"
-              "（自定义的 FrozenBatchNorm，或较老的 PyTorch）。",
+        "`nn.BatchNorm` 层（PyTorch >= 0.4.1），而你的模型的归一化层没有计数器"
+        "（自定义的 FrozenBatchNorm，或较老的 PyTorch）。",
     },
 }
 FIXES = {
     "missing": {
         "en": "Fill them in from the model before loading: `for k, v in "
-              "model.state_dict().items(): if k.endswith(\"num_batches_tracked\"): "
-              "state_dict.setdefault(k, v)`; or `torchdoctor ckpt` to rewrite the file.",
+        'model.state_dict().items(): if k.endswith("num_batches_tracked"): '
+        "state_dict.setdefault(k, v)`; or `torchdoctor ckpt` to rewrite the file.",
         "zh": "加载前从模型补上：`for k, v in model.state_dict().items(): if "
-              "k.endswith(\"num_batches_tracked\"): state_dict.setdefault(k, v)`；"
-              "或用 `torchdoctor ckpt` 改写文件。",
+        'k.endswith("num_batches_tracked"): state_dict.setdefault(k, v)`；'
+        "或用 `torchdoctor ckpt` 改写文件。",
     },
     "unexpected": {
         "en": "Drop them before loading: `state_dict = {{k: v for k, v in state_dict.items() "
-              "if not k.endswith(\"num_batches_tracked\")}}`; or `torchdoctor ckpt` to rewrite "
-              "the file.",
+        'if not k.endswith("num_batches_tracked")}}`; or `torchdoctor ckpt` to rewrite '
+        "the file.",
         "zh": "加载前删掉它们：`state_dict = {{k: v for k, v in state_dict.items() "
-              "if not k.endswith(\"num_batches_tracked\")}}`；或用 `torchdoctor ckpt` 改写文件。",
+        'if not k.endswith("num_batches_tracked")}}`；或用 `torchdoctor ckpt` 改写文件。',
     },
 }
 
@@ -165,8 +169,9 @@ def explain(block, report) -> Clue | None:
     keys = error.missing or error.unexpected
     # Next to a size mismatch the counters are a footnote: the shapes are the story.
     confidence = 0.95 if sd_errors.kind(error) == "batches-tracked" else 0.5
-    return Clue(confidence, CAUSES[side], FIXES[side],
-                {"count": str(len(keys)), "example": keys[0]})
+    return Clue(
+        confidence, CAUSES[side], FIXES[side], {"count": str(len(keys)), "example": keys[0]}
+    )
 
 
 @PITFALL.checkpoint
@@ -174,12 +179,18 @@ def check_checkpoint(subject):
     if subject.diff is not None:
         for difference in subject.diff.differences:
             if difference.kind == "batches-tracked":
-                yield subject.finding(PITFALL, f"ckpt-{difference.fields['side']}",
-                                      keys=difference.keys, repairable=True,
-                                      count=len(difference.keys), example=difference.keys[0])
+                yield subject.finding(
+                    PITFALL,
+                    f"ckpt-{difference.fields['side']}",
+                    keys=difference.keys,
+                    repairable=True,
+                    count=len(difference.keys),
+                    example=difference.keys[0],
+                )
         return
     listing = subject.listing
     if listing is not None and listing.counters_required:
         keys = [f"{layer}.{sd_errors.BATCHES_TRACKED}" for layer in listing.missing_counters]
-        yield subject.finding(PITFALL, "ckpt", keys=keys, repairable=True, count=len(keys),
-                              example=keys[0])
+        yield subject.finding(
+            PITFALL, "ckpt", keys=keys, repairable=True, count=len(keys), example=keys[0]
+        )

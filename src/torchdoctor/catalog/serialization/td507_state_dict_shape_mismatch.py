@@ -1,4 +1,5 @@
 """TD507 state-dict-shape-mismatch: a checkpoint's tensor has another shape than the model's."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
@@ -7,39 +8,42 @@ from torchdoctor.catalog.sdk import state_dicts as sd_errors
 PITFALL = Pitfall(
     code="TD507",
     name="state-dict-shape-mismatch",
-    title={"en": "Checkpoint tensors have other shapes than the model's parameters",
-           "zh": "checkpoint 中张量的形状与模型参数不一致"},
-    messages={"": {
-        "en": "`load_state_dict` finds the same keys but other shapes: the model was built with "
-              "other hyperparameters than the checkpoint (classes, width, vocabulary)",
-        "zh": "`load_state_dict` 找到了相同的键，但形状不同：模型的超参数（类别数、宽度、词表）"
-              "与训练 checkpoint 时不一样",
+    title={
+        "en": "Checkpoint tensors have other shapes than the model's parameters",
+        "zh": "checkpoint 中张量的形状与模型参数不一致",
     },
-    "ckpt-head": {
-        "en": "the output layer differs in size: {layers} has {checkpoint} outputs in the "
-              "checkpoint and {model} in {reference} (fine-tuning to another number of "
-              "classes?): drop these keys and load the rest, or build the model with "
-              "{checkpoint} outputs",
-        "zh": "输出层的大小不同：{layers} 在 checkpoint 中有 {checkpoint} 个输出，在{reference}中有 "
-              "{model} 个（换了类别数做微调？）：删掉这些键再加载其余部分，或者按 {checkpoint} 个"
-              "输出构建模型",
-    },
-    "ckpt-shape": {
-        "en": "{count} tensors have other shapes than in {reference}, e.g. `{key}`: {checkpoint} "
-              "in the checkpoint, {model} in {reference}: the model was built with other "
-              "hyper-parameters (width, vocabulary, classes)",
-        "zh": "{count} 个张量的形状与{reference}不同，如 `{key}`：checkpoint 中是 {checkpoint}，"
-              "{reference}中是 {model}：模型构建时用了不同的超参数（宽度、词表、类别数）",
-    },
+    messages={
+        "": {
+            "en": "`load_state_dict` finds the same keys but other shapes: the model was built with "
+            "other hyperparameters than the checkpoint (classes, width, vocabulary)",
+            "zh": "`load_state_dict` 找到了相同的键，但形状不同：模型的超参数（类别数、宽度、词表）"
+            "与训练 checkpoint 时不一样",
+        },
+        "ckpt-head": {
+            "en": "the output layer differs in size: {layers} has {checkpoint} outputs in the "
+            "checkpoint and {model} in {reference} (fine-tuning to another number of "
+            "classes?): drop these keys and load the rest, or build the model with "
+            "{checkpoint} outputs",
+            "zh": "输出层的大小不同：{layers} 在 checkpoint 中有 {checkpoint} 个输出，在{reference}中有 "
+            "{model} 个（换了类别数做微调？）：删掉这些键再加载其余部分，或者按 {checkpoint} 个"
+            "输出构建模型",
+        },
+        "ckpt-shape": {
+            "en": "{count} tensors have other shapes than in {reference}, e.g. `{key}`: {checkpoint} "
+            "in the checkpoint, {model} in {reference}: the model was built with other "
+            "hyper-parameters (width, vocabulary, classes)",
+            "zh": "{count} 个张量的形状与{reference}不同，如 `{key}`：checkpoint 中是 {checkpoint}，"
+            "{reference}中是 {model}：模型构建时用了不同的超参数（宽度、词表、类别数）",
+        },
     },
     fix_hint={
         "en": "Build the model with the checkpoint's configuration; to fine-tune with another "
-              "number of classes, drop the head's keys from the state dict and load with "
-              "`strict=False`, checking that only those keys are reported missing; "
-              "`torchdoctor ckpt diff FILE --model model.py:build` lists which layers differ.",
+        "number of classes, drop the head's keys from the state dict and load with "
+        "`strict=False`, checking that only those keys are reported missing; "
+        "`torchdoctor ckpt diff FILE --model model.py:build` lists which layers differ.",
         "zh": "用 checkpoint 训练时的配置构建模型；如果是换了类别数做微调，先从 state dict 中删掉"
-              "分类头的键，再用 `strict=False` 加载，并确认报告缺失的只有这些键；"
-              "`torchdoctor ckpt diff FILE --model model.py:build` 会列出哪些层不同。",
+        "分类头的键，再用 `strict=False` 加载，并确认报告缺失的只有这些键；"
+        "`torchdoctor ckpt diff FILE --model model.py:build` 会列出哪些层不同。",
     },
     docs={
         "en": """
@@ -108,48 +112,48 @@ assert set(result.missing_keys) == {"fc.weight", "fc.bias"}, result
 HEAD = {
     "cause": {
         "en": "Only the last layer differs: `{layer}` has {checkpoint_size} outputs in the "
-              "checkpoint and {model_size} in the model (`{key}`: checkpoint {checkpoint}, "
-              "model {model}). The checkpoint was trained with another number of classes; "
-              "this is fine-tuning with a new head.",
+        "checkpoint and {model_size} in the model (`{key}`: checkpoint {checkpoint}, "
+        "model {model}). The checkpoint was trained with another number of classes; "
+        "this is fine-tuning with a new head.",
         "zh": "只有最后一层不同：`{layer}` 在 checkpoint 中有 {checkpoint_size} 个输出，在模型中有 "
-              "{model_size} 个（`{key}`：checkpoint {checkpoint}，模型 {model}）。checkpoint "
-              "是用另一个类别数训练的，这是换了新分类头的微调。",
+        "{model_size} 个（`{key}`：checkpoint {checkpoint}，模型 {model}）。checkpoint "
+        "是用另一个类别数训练的，这是换了新分类头的微调。",
     },
     "fix": {
         "en": "Drop the head's keys ({keys}) from the state dict, load with "
-              "`result = model.load_state_dict(state_dict, strict=False)` and check that "
-              "`result.missing_keys` holds only them; or build the model with "
-              "{checkpoint_size} classes to use the checkpoint's head as is.",
+        "`result = model.load_state_dict(state_dict, strict=False)` and check that "
+        "`result.missing_keys` holds only them; or build the model with "
+        "{checkpoint_size} classes to use the checkpoint's head as is.",
         "zh": "从 state dict 中删掉分类头的键（{keys}），用 "
-              "`result = model.load_state_dict(state_dict, strict=False)` 加载，并确认 "
-              "`result.missing_keys` 中只有它们；若要原样使用 checkpoint 的分类头，"
-              "就用 {checkpoint_size} 个类别构建模型。",
+        "`result = model.load_state_dict(state_dict, strict=False)` 加载，并确认 "
+        "`result.missing_keys` 中只有它们；若要原样使用 checkpoint 的分类头，"
+        "就用 {checkpoint_size} 个类别构建模型。",
     },
 }
 EMBEDDING = {
     "en": "`{key}` has {checkpoint_size} rows in the checkpoint and {model_size} in the model "
-          "(tensors that differ: {count}): the vocabulary (or label set) the model is built "
-          "with is not the one the checkpoint was trained with.",
+    "(tensors that differ: {count}): the vocabulary (or label set) the model is built "
+    "with is not the one the checkpoint was trained with.",
     "zh": "`{key}` 在 checkpoint 中有 {checkpoint_size} 行，在模型中有 {model_size} 行"
-          "（共 {count} 个张量不一致）：构建模型所用的词表（或标签集合）与训练 checkpoint 时不同。",
+    "（共 {count} 个张量不一致）：构建模型所用的词表（或标签集合）与训练 checkpoint 时不同。",
 }
 EMBEDDING_FIX = {
     "en": "Build the model with the vocabulary or tokenizer saved with the checkpoint (the "
-          "same vocab file, `num_embeddings` / `vocab_size`).",
+    "same vocab file, `num_embeddings` / `vocab_size`).",
     "zh": "用与 checkpoint 一起保存的词表或 tokenizer 构建模型（同一个词表文件、相同的 "
-          "`num_embeddings` / `vocab_size`）。",
+    "`num_embeddings` / `vocab_size`）。",
 }
 GENERIC = {
     "en": "`{key}` is {checkpoint} in the checkpoint but {model} in the model (tensors that "
-          "differ: {count}, in {layers}): the model is built with other hyperparameters than the "
-          "checkpoint (width, depth, number of classes or channels).{extra}",
+    "differ: {count}, in {layers}): the model is built with other hyperparameters than the "
+    "checkpoint (width, depth, number of classes or channels).{extra}",
     "zh": "`{key}` 在 checkpoint 中是 {checkpoint}，在模型中是 {model}（共 {count} 个张量不一致，"
-          "涉及 {layers}）：构建模型的超参数（宽度、深度、类别数或通道数）与 checkpoint 不同。"
-          "{extra}",
+    "涉及 {layers}）：构建模型的超参数（宽度、深度、类别数或通道数）与 checkpoint 不同。"
+    "{extra}",
 }
 ALSO_KEYS = {
     "en": " {missing} keys are missing and {unexpected} unexpected as well: probably another "
-          "variant of the architecture.",
+    "variant of the architecture.",
     "zh": "另外还有 {missing} 个键缺失、{unexpected} 个键多余：很可能是该架构的另一个变体。",
 }
 
@@ -160,15 +164,23 @@ def explain(block, report) -> Clue | None:
     if error is None or not error.mismatched:
         return None
     first = error.mismatched[0]
-    fields = {"key": first.key, "layer": first.layer, "count": str(len(error.mismatched)),
-              "checkpoint": sd_errors.size(first.checkpoint), "model": sd_errors.size(first.model)}
+    fields = {
+        "key": first.key,
+        "layer": first.layer,
+        "count": str(len(error.mismatched)),
+        "checkpoint": sd_errors.size(first.checkpoint),
+        "model": sd_errors.size(first.model),
+    }
     top = sd_errors.kind(error) == "shape"
     other_keys = error.other_missing or error.other_unexpected
     confidence = (0.85 if other_keys else 0.95) if top else 0.6
     head = sd_errors.head_change(error)
     if head is not None:
-        fields.update(checkpoint_size=str(head[0]), model_size=str(head[1]),
-                      keys=", ".join(f"`{m.key}`" for m in error.mismatched))
+        fields.update(
+            checkpoint_size=str(head[0]),
+            model_size=str(head[1]),
+            keys=", ".join(f"`{m.key}`" for m in error.mismatched),
+        )
         return Clue(confidence, HEAD["cause"], HEAD["fix"], fields)
     embedding = sd_errors.embedding_change(error)
     if embedding is not None:
@@ -177,9 +189,12 @@ def explain(block, report) -> Clue | None:
     layers = sd_errors.groups(tuple(m.key for m in error.mismatched))
     extra = {lang: "" for lang in ALSO_KEYS}
     if other_keys:
-        extra = {lang: text.format(missing=len(error.other_missing),
-                                   unexpected=len(error.other_unexpected))
-                 for lang, text in ALSO_KEYS.items()}
+        extra = {
+            lang: text.format(
+                missing=len(error.other_missing), unexpected=len(error.other_unexpected)
+            )
+            for lang, text in ALSO_KEYS.items()
+        }
     cause = {lang: text.replace("{extra}", extra[lang]) for lang, text in GENERIC.items()}
     return Clue(confidence, cause, None, {**fields, "layers": layers})
 
@@ -189,5 +204,6 @@ def check_checkpoint(subject):
     for difference in subject.diff.differences if subject.diff is not None else ():
         fields = {k: v for k, v in difference.fields.items() if k != "shapes"}
         if difference.kind in ("head", "shape"):
-            yield subject.finding(PITFALL, f"ckpt-{difference.kind}", keys=difference.keys,
-                                  **fields)
+            yield subject.finding(
+                PITFALL, f"ckpt-{difference.kind}", keys=difference.keys, **fields
+            )

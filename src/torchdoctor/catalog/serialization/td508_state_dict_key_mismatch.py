@@ -1,4 +1,5 @@
 """TD508 state-dict-key-mismatch: the checkpoint's keys are not the model's keys."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
@@ -7,46 +8,49 @@ from torchdoctor.catalog.sdk import state_dicts as sd_errors
 PITFALL = Pitfall(
     code="TD508",
     name="state-dict-key-mismatch",
-    title={"en": "Checkpoint keys do not match the model's keys",
-           "zh": "checkpoint 的键与模型的键对不上"},
-    messages={"": {
-        "en": "`load_state_dict` finds keys the model lacks, or misses keys it needs: the "
-              "weights are nested, renamed, or from another architecture",
-        "zh": "`load_state_dict` 发现了模型没有的键，或缺少模型需要的键：权重被嵌套了一层、"
-              "被改了名，或者来自另一种架构",
+    title={
+        "en": "Checkpoint keys do not match the model's keys",
+        "zh": "checkpoint 的键与模型的键对不上",
     },
-    "ckpt-nesting": {
-        "en": "the weights are nested in a training checkpoint: `load_state_dict` needs "
-              "`{access}`, not the whole dict (next to it: {others})",
-        "zh": "权重嵌套在训练 checkpoint 里：`load_state_dict` 需要的是 `{access}`，而不是整个字典"
-              "（与它并列的还有：{others}）",
-    },
-    "ckpt-renamed": {
-        "en": "layer `{old}` of the checkpoint looks renamed to `{new}` in {reference} ({count} "
-              "keys with the same shapes, in the same order): rename its keys if it is the same "
-              "layer",
-        "zh": "checkpoint 中的层 `{old}` 看起来在{reference}中改名成了 `{new}`（{count} 个键形状相同、"
-              "顺序一致）：如果确实是同一层，请重命名这些键",
-    },
-    "ckpt-missing": {
-        "en": "{count} keys of {reference} are not in the checkpoint: {groups}; with "
-              "`strict=False` these weights would silently keep their initial values",
-        "zh": "{reference}的 {count} 个键不在 checkpoint 中：{groups}；用 `strict=False` 加载时，"
-              "这些权重会悄悄保持初始值",
-    },
-    "ckpt-unexpected": {
-        "en": "{count} keys of the checkpoint are not in {reference}: {groups}",
-        "zh": "checkpoint 中有 {count} 个键不在{reference}中：{groups}",
-    },
+    messages={
+        "": {
+            "en": "`load_state_dict` finds keys the model lacks, or misses keys it needs: the "
+            "weights are nested, renamed, or from another architecture",
+            "zh": "`load_state_dict` 发现了模型没有的键，或缺少模型需要的键：权重被嵌套了一层、"
+            "被改了名，或者来自另一种架构",
+        },
+        "ckpt-nesting": {
+            "en": "the weights are nested in a training checkpoint: `load_state_dict` needs "
+            "`{access}`, not the whole dict (next to it: {others})",
+            "zh": "权重嵌套在训练 checkpoint 里：`load_state_dict` 需要的是 `{access}`，而不是整个字典"
+            "（与它并列的还有：{others}）",
+        },
+        "ckpt-renamed": {
+            "en": "layer `{old}` of the checkpoint looks renamed to `{new}` in {reference} ({count} "
+            "keys with the same shapes, in the same order): rename its keys if it is the same "
+            "layer",
+            "zh": "checkpoint 中的层 `{old}` 看起来在{reference}中改名成了 `{new}`（{count} 个键形状相同、"
+            "顺序一致）：如果确实是同一层，请重命名这些键",
+        },
+        "ckpt-missing": {
+            "en": "{count} keys of {reference} are not in the checkpoint: {groups}; with "
+            "`strict=False` these weights would silently keep their initial values",
+            "zh": "{reference}的 {count} 个键不在 checkpoint 中：{groups}；用 `strict=False` 加载时，"
+            "这些权重会悄悄保持初始值",
+        },
+        "ckpt-unexpected": {
+            "en": "{count} keys of the checkpoint are not in {reference}: {groups}",
+            "zh": "checkpoint 中有 {count} 个键不在{reference}中：{groups}",
+        },
     },
     fix_hint={
         "en": "Compare the checkpoint's keys with `model.state_dict().keys()` (`torchdoctor "
-              "ckpt inspect FILE` lists them without loading the file): take the nested entry "
-              "(`ckpt[\"state_dict\"]`), rename keys, or build the architecture the checkpoint "
-              "was trained with.",
+        "ckpt inspect FILE` lists them without loading the file): take the nested entry "
+        '(`ckpt["state_dict"]`), rename keys, or build the architecture the checkpoint '
+        "was trained with.",
         "zh": "把 checkpoint 的键和 `model.state_dict().keys()` 对比一下（`torchdoctor ckpt "
-              "inspect FILE` 不加载文件就能列出它们）：取出嵌套的那一项（`ckpt[\"state_dict\"]`）、"
-              "重命名键，或者构建 checkpoint 训练时所用的架构。",
+        'inspect FILE` 不加载文件就能列出它们）：取出嵌套的那一项（`ckpt["state_dict"]`）、'
+        "重命名键，或者构建 checkpoint 训练时所用的架构。",
     },
     docs={
         "en": """
@@ -114,103 +118,109 @@ model.load_state_dict(checkpoint["state_dict"])
 
 NESTED = {
     "en": "The unexpected keys are the top level of a training checkpoint ({top}): the weights "
-          "sit under `checkpoint[\"{container}\"]`, and the whole dict was passed to "
-          "`load_state_dict`.",
-    "zh": "多出来的键是训练 checkpoint 的顶层条目（{top}）：权重在 `checkpoint[\"{container}\"]` "
-          "里面，而代码把整个字典传给了 `load_state_dict`。",
+    'sit under `checkpoint["{container}"]`, and the whole dict was passed to '
+    "`load_state_dict`.",
+    "zh": '多出来的键是训练 checkpoint 的顶层条目（{top}）：权重在 `checkpoint["{container}"]` '
+    "里面，而代码把整个字典传给了 `load_state_dict`。",
 }
 NESTED_FIX = {
-    "en": "Load the nested entry: `model.load_state_dict(checkpoint[\"{container}\"])`.",
-    "zh": "加载嵌套的那一项：`model.load_state_dict(checkpoint[\"{container}\"])`。",
+    "en": 'Load the nested entry: `model.load_state_dict(checkpoint["{container}"])`.',
+    "zh": '加载嵌套的那一项：`model.load_state_dict(checkpoint["{container}"])`。',
 }
 METADATA_ONLY = {
     "en": "The unexpected keys are a training checkpoint's bookkeeping ({top}) and none of the "
-          "model's weights: the whole checkpoint dict was passed to `load_state_dict`.",
+    "model's weights: the whole checkpoint dict was passed to `load_state_dict`.",
     "zh": "多出来的键是训练 checkpoint 的记录信息（{top}），而不是模型的权重：代码把整个 "
-          "checkpoint 字典传给了 `load_state_dict`。",
+    "checkpoint 字典传给了 `load_state_dict`。",
 }
 METADATA_FIX = {
     "en": "Print `checkpoint.keys()` (or run `torchdoctor ckpt inspect FILE`) to find the "
-          "entry that holds the weights, and load that one.",
+    "entry that holds the weights, and load that one.",
     "zh": "打印 `checkpoint.keys()`（或运行 `torchdoctor ckpt inspect FILE`）找到存权重的那一项，"
-          "再加载它。",
+    "再加载它。",
 }
 RENAMED = {
     "en": "As many keys are missing as unexpected ({count} each, e.g. model `{missing}` vs "
-          "checkpoint `{unexpected}`): the same tensors under other names, so layers were "
-          "renamed in the code since the checkpoint was saved, or it comes from another "
-          "implementation of the same network.",
+    "checkpoint `{unexpected}`): the same tensors under other names, so layers were "
+    "renamed in the code since the checkpoint was saved, or it comes from another "
+    "implementation of the same network.",
     "zh": "缺失的键和多余的键一样多（各 {count} 个，如模型的 `{missing}` 对应 checkpoint 的 "
-          "`{unexpected}`）：张量相同、名字不同，说明保存 checkpoint 之后代码里的层改了名，"
-          "或者它来自同一网络的另一种实现。",
+    "`{unexpected}`）：张量相同、名字不同，说明保存 checkpoint 之后代码里的层改了名，"
+    "或者它来自同一网络的另一种实现。",
 }
 RENAMED_FIX = {
     "en": "Map the old names to the new ones before loading (compare shapes with "
-          "`torchdoctor ckpt inspect FILE`), e.g. `state_dict = {{new_name(k): v for k, v in "
-          "state_dict.items()}}`.",
+    "`torchdoctor ckpt inspect FILE`), e.g. `state_dict = {{new_name(k): v for k, v in "
+    "state_dict.items()}}`.",
     "zh": "加载前把旧名字映射成新名字（可以用 `torchdoctor ckpt inspect FILE` 对照形状），例如 "
-          "`state_dict = {{new_name(k): v for k, v in state_dict.items()}}`。",
+    "`state_dict = {{new_name(k): v for k, v in state_dict.items()}}`。",
 }
 ONLY_MISSING = {
     "en": "The checkpoint lacks {count} of the model's keys, in {groups} (e.g. `{missing}`): it "
-          "was saved from a smaller model (a backbone without this head, an older version of "
-          "the code) or the model has parts the checkpoint never had.",
+    "was saved from a smaller model (a backbone without this head, an older version of "
+    "the code) or the model has parts the checkpoint never had.",
     "zh": "checkpoint 缺少模型的 {count} 个键，位于 {groups}（如 `{missing}`）：它保存自一个更小的"
-          "模型（没有这部分头的骨干网络、旧版本的代码），或者模型里有 checkpoint 从未有过的部分。",
+    "模型（没有这部分头的骨干网络、旧版本的代码），或者模型里有 checkpoint 从未有过的部分。",
 }
 ONLY_MISSING_FIX = {
     "en": "If those parts are meant to start fresh, load with `result = "
-          "model.load_state_dict(state_dict, strict=False)` and check that "
-          "`result.missing_keys` is exactly them; otherwise find the checkpoint of this model.",
+    "model.load_state_dict(state_dict, strict=False)` and check that "
+    "`result.missing_keys` is exactly them; otherwise find the checkpoint of this model.",
     "zh": "如果这些部分本来就该从头训练，用 `result = model.load_state_dict(state_dict, "
-          "strict=False)` 加载并确认 `result.missing_keys` 恰好是它们；否则请找与该模型匹配的 "
-          "checkpoint。",
+    "strict=False)` 加载并确认 `result.missing_keys` 恰好是它们；否则请找与该模型匹配的 "
+    "checkpoint。",
 }
 ONLY_UNEXPECTED = {
     "en": "The checkpoint has {count} keys the model lacks, in {groups} (e.g. `{unexpected}`): "
-          "it was saved from a bigger model or variant (an extra head, auxiliary layers, an "
-          "EMA copy).",
+    "it was saved from a bigger model or variant (an extra head, auxiliary layers, an "
+    "EMA copy).",
     "zh": "checkpoint 有 {count} 个模型没有的键，位于 {groups}（如 `{unexpected}`）：它保存自"
-          "更大的模型或变体（多一个头、辅助层、EMA 副本）。",
+    "更大的模型或变体（多一个头、辅助层、EMA 副本）。",
 }
 ONLY_UNEXPECTED_FIX = {
     "en": "Drop those keys before loading (`state_dict = {{k: v for k, v in "
-          "state_dict.items() if k in model.state_dict()}}`), after checking they are not "
-          "weights your model should have.",
+    "state_dict.items() if k in model.state_dict()}}`), after checking they are not "
+    "weights your model should have.",
     "zh": "确认它们不是模型应有的权重后，加载前删掉这些键（`state_dict = {{k: v for k, v in "
-          "state_dict.items() if k in model.state_dict()}}`）。",
+    "state_dict.items() if k in model.state_dict()}}`）。",
 }
 DIFFERENT = {
     "en": "{missing_count} of the model's keys are missing (in {missing_groups}) and "
-          "{unexpected_count} of the checkpoint's are unexpected (in {unexpected_groups}): "
-          "the checkpoint belongs to another architecture or variant than the model built "
-          "here{owner}.",
+    "{unexpected_count} of the checkpoint's are unexpected (in {unexpected_groups}): "
+    "the checkpoint belongs to another architecture or variant than the model built "
+    "here{owner}.",
     "zh": "模型有 {missing_count} 个键缺失（位于 {missing_groups}），checkpoint 有 "
-          "{unexpected_count} 个键多余（位于 {unexpected_groups}）：checkpoint 属于另一种架构"
-          "或变体，而不是这里构建的模型{owner}。",
+    "{unexpected_count} 个键多余（位于 {unexpected_groups}）：checkpoint 属于另一种架构"
+    "或变体，而不是这里构建的模型{owner}。",
 }
 DIFFERENT_FIX = {
     "en": "Build the model the checkpoint was trained with (same class, depth, options), or "
-          "pick the checkpoint that matches this model; `torchdoctor ckpt inspect FILE` lists "
-          "its keys.",
+    "pick the checkpoint that matches this model; `torchdoctor ckpt inspect FILE` lists "
+    "its keys.",
     "zh": "构建 checkpoint 训练时所用的模型（相同的类、深度和选项），或者换一个与该模型匹配的 "
-          "checkpoint；`torchdoctor ckpt inspect FILE` 可以列出它的键。",
+    "checkpoint；`torchdoctor ckpt inspect FILE` 可以列出它的键。",
 }
 
 # torch 0.4.0 refused old InstanceNorm checkpoints with running stats.
 PITFALL.error(
     r"Unexpected running stats buffer\(s\) (?P<keys>.+?) for (?P<layer>InstanceNorm\dd) with "
     r"track_running_stats=False",
-    types=("RuntimeError", "KeyError"), confidence=0.9,
-    cause={"en": "The checkpoint has running statistics {keys} that `{layer}` no longer keeps "
-                 "(since PyTorch 0.4.0 InstanceNorm tracks none by default): a checkpoint from "
-                 "an older PyTorch.",
-           "zh": "checkpoint 里有 `{layer}` 已不再保存的滑动统计量 {keys}（PyTorch 0.4.0 起 "
-                 "InstanceNorm 默认不跟踪它们）：这是旧版 PyTorch 保存的 checkpoint。"},
-    fix={"en": "Delete those keys from the state dict before loading (or build the layer with "
-               "`track_running_stats=True` if the statistics are really used).",
-         "zh": "加载前从 state dict 里删掉这些键（如果确实要用这些统计量，就用 "
-               "`track_running_stats=True` 构建该层）。"})
+    types=("RuntimeError", "KeyError"),
+    confidence=0.9,
+    cause={
+        "en": "The checkpoint has running statistics {keys} that `{layer}` no longer keeps "
+        "(since PyTorch 0.4.0 InstanceNorm tracks none by default): a checkpoint from "
+        "an older PyTorch.",
+        "zh": "checkpoint 里有 `{layer}` 已不再保存的滑动统计量 {keys}（PyTorch 0.4.0 起 "
+        "InstanceNorm 默认不跟踪它们）：这是旧版 PyTorch 保存的 checkpoint。",
+    },
+    fix={
+        "en": "Delete those keys from the state dict before loading (or build the layer with "
+        "`track_running_stats=True` if the statistics are really used).",
+        "zh": "加载前从 state dict 里删掉这些键（如果确实要用这些统计量，就用 "
+        "`track_running_stats=True` 构建该层）。",
+    },
+)
 
 
 @PITFALL.error_check(types=())
@@ -224,8 +234,11 @@ def explain(block, report) -> Clue | None:
         return None
     # Next to size mismatches, extra keys are part of the shape story (another variant).
     confidence = 0.9 if kind == "keys" else 0.7
-    fields = {"missing": missing[0] if missing else "", "count": "",
-              "unexpected": unexpected[0] if unexpected else ""}
+    fields = {
+        "missing": missing[0] if missing else "",
+        "count": "",
+        "unexpected": unexpected[0] if unexpected else "",
+    }
     nested = sd_errors.container_of(error)
     if nested is not None and kind == "keys":
         container, others = nested
@@ -243,10 +256,13 @@ def explain(block, report) -> Clue | None:
     if not missing:
         fields.update(count=str(len(unexpected)), groups=sd_errors.groups(unexpected))
         return Clue(confidence - 0.05, ONLY_UNEXPECTED, ONLY_UNEXPECTED_FIX, fields)
-    fields.update(missing_count=str(len(missing)), unexpected_count=str(len(unexpected)),
-                  missing_groups=sd_errors.groups(missing),
-                  unexpected_groups=sd_errors.groups(unexpected),
-                  owner=f" (`{error.model}`)" if error.model else "")
+    fields.update(
+        missing_count=str(len(missing)),
+        unexpected_count=str(len(unexpected)),
+        missing_groups=sd_errors.groups(missing),
+        unexpected_groups=sd_errors.groups(unexpected),
+        owner=f" (`{error.model}`)" if error.model else "",
+    )
     return Clue(confidence, DIFFERENT, DIFFERENT_FIX, fields)
 
 
@@ -258,19 +274,30 @@ def _same_leaves(error: sd_errors.StateDictError) -> bool:
 
 # Checking checkpoints ------------------------------------------------------------------------
 
+
 @PITFALL.checkpoint
 def check_checkpoint(subject):
     for difference in subject.diff.differences if subject.diff is not None else ():
         kind, fields = difference.kind, difference.fields
         if kind == "nesting":
             where = fields["container"].split("/")
-            access = "checkpoint" + "".join(f"[\"{part}\"]" for part in where)
+            access = "checkpoint" + "".join(f'["{part}"]' for part in where)
             listing = subject.listing
             others = [name for name, _ in listing.entries if name != where[0]] if listing else []
-            yield subject.finding(PITFALL, "ckpt-nesting", repairable=True, access=access,
-                                  others=", ".join(f"`{o}`" for o in others[:6]) or "-")
+            yield subject.finding(
+                PITFALL,
+                "ckpt-nesting",
+                repairable=True,
+                access=access,
+                others=", ".join(f"`{o}`" for o in others[:6]) or "-",
+            )
         elif kind == "renamed":
             yield subject.finding(PITFALL, "ckpt-renamed", keys=difference.keys, **fields)
         elif kind in ("missing", "unexpected"):
-            yield subject.finding(PITFALL, f"ckpt-{kind}", keys=difference.keys,
-                                  count=len(difference.keys), groups=fields["groups"])
+            yield subject.finding(
+                PITFALL,
+                f"ckpt-{kind}",
+                keys=difference.keys,
+                count=len(difference.keys),
+                groups=fields["groups"],
+            )

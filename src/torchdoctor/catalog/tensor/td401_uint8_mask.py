@@ -1,11 +1,20 @@
 """TD401 uint8-mask: a uint8 tensor used as a mask (indexing, masked_fill, torch.where)."""
+
 from __future__ import annotations
 
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Pitfall, block_names, index_of,
-                                     per_file, shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    block_names,
+    index_of,
+    per_file,
+    shorten,
+)
 
 PITFALL = Pitfall(
     code="TD401",
@@ -14,27 +23,29 @@ PITFALL = Pitfall(
     messages={
         "": {
             "en": "`{source}` is a uint8 tensor used as a mask: uint8 masks are deprecated for "
-                  "indexing and rejected by masked_fill/masked_select; make it a bool mask "
-                  "(or `.long()` if its values are indices)",
+            "indexing and rejected by masked_fill/masked_select; make it a bool mask "
+            "(or `.long()` if its values are indices)",
             "zh": "`{source}` 是 uint8 张量，却被当作掩码使用：uint8 掩码用于索引已被弃用，"
-                  "masked_fill/masked_select 会直接报错；请改用 bool 掩码（如果这些值是下标，请用 `.long()`）",
+            "masked_fill/masked_select 会直接报错；请改用 bool 掩码（如果这些值是下标，请用 `.long()`）",
         },
         "name": {
             "en": "`{name}` is made as a uint8 tensor by `{source}` and used as a mask on line "
-                  "{line}: uint8 masks are deprecated for indexing and rejected by "
-                  "masked_fill/masked_select; make it a bool mask (or `.long()` if its values "
-                  "are indices)",
+            "{line}: uint8 masks are deprecated for indexing and rejected by "
+            "masked_fill/masked_select; make it a bool mask (or `.long()` if its values "
+            "are indices)",
             "zh": "`{name}` 由 `{source}` 创建为 uint8 张量，并在第 {line} 行被当作掩码使用："
-                  "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请改用 bool 掩码"
-                  "（如果这些值是下标，请用 `.long()`）",
+            "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请改用 bool 掩码"
+            "（如果这些值是下标，请用 `.long()`）",
         },
     },
     fix_title={"en": "Make the mask bool", "zh": "改为 bool 掩码"},
     fix_applicability="safe",
-    fix_hint={"en": "Build the mask as bool: a comparison already is one (`x > 0`); replace "
-                    "`.byte()` with `.bool()` and `dtype=torch.uint8` with `dtype=torch.bool`.",
-              "zh": "把掩码构造成 bool 类型：比较运算的结果本来就是 bool（`x > 0`）；把 `.byte()` 改为 "
-                    "`.bool()`，`dtype=torch.uint8` 改为 `dtype=torch.bool`。"},
+    fix_hint={
+        "en": "Build the mask as bool: a comparison already is one (`x > 0`); replace "
+        "`.byte()` with `.bool()` and `dtype=torch.uint8` with `dtype=torch.bool`.",
+        "zh": "把掩码构造成 bool 类型：比较运算的结果本来就是 bool（`x > 0`）；把 `.byte()` 改为 "
+        "`.bool()`，`dtype=torch.uint8` 改为 `dtype=torch.bool`。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -128,20 +139,40 @@ _UINT8_CAUSE = {
     "en": "A uint8 (byte) tensor is used as a mask; masks must be bool since PyTorch 1.2.",
     "zh": "把 uint8（byte）张量当作掩码使用；自 PyTorch 1.2 起掩码必须是 bool 类型。",
 }
-PITFALL.error(r"indexing with dtype torch\.uint8 is now deprecated", types=(), confidence=0.95,
-              cause=_UINT8_CAUSE)
+PITFALL.error(
+    r"indexing with dtype torch\.uint8 is now deprecated",
+    types=(),
+    confidence=0.95,
+    cause=_UINT8_CAUSE,
+)
 # `\bmasked_`: the op's name starts a word, or `masked_masked_...` would be rescanned from each.
-PITFALL.error(r"(?P<op>\bmasked_\w+|where) received a (?:mask with dtype torch\.uint8|uint8 "
-              r"condition tensor)", types=(), confidence=0.95,
-              cause={"en": "`{op}` got a uint8 mask; masks must be bool since PyTorch 1.2.",
-                     "zh": "`{op}` 收到了 uint8 掩码；自 PyTorch 1.2 起掩码必须是 bool 类型。"})
-PITFALL.error(r"\b(?P<op>masked_\w+) only supports boolean masks, but got mask with dtype "
-              r"(?:unsigned char|Byte|uint8)", confidence=0.95,
-              cause={"en": "`{op}` got a uint8 mask; current PyTorch accepts only bool masks.",
-                     "zh": "`{op}` 收到了 uint8 掩码；当前版本的 PyTorch 只接受 bool 掩码。"})
-PITFALL.error(r"\b(?P<op>masked_\w+): expected BoolTensor for mask", confidence=0.9,
-              cause={"en": "`{op}` got a mask that is not bool, most often a uint8 one.",
-                     "zh": "`{op}` 收到的掩码不是 bool 类型，最常见的是 uint8 掩码。"})
+PITFALL.error(
+    r"(?P<op>\bmasked_\w+|where) received a (?:mask with dtype torch\.uint8|uint8 "
+    r"condition tensor)",
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "`{op}` got a uint8 mask; masks must be bool since PyTorch 1.2.",
+        "zh": "`{op}` 收到了 uint8 掩码；自 PyTorch 1.2 起掩码必须是 bool 类型。",
+    },
+)
+PITFALL.error(
+    r"\b(?P<op>masked_\w+) only supports boolean masks, but got mask with dtype "
+    r"(?:unsigned char|Byte|uint8)",
+    confidence=0.95,
+    cause={
+        "en": "`{op}` got a uint8 mask; current PyTorch accepts only bool masks.",
+        "zh": "`{op}` 收到了 uint8 掩码；当前版本的 PyTorch 只接受 bool 掩码。",
+    },
+)
+PITFALL.error(
+    r"\b(?P<op>masked_\w+): expected BoolTensor for mask",
+    confidence=0.9,
+    cause={
+        "en": "`{op}` got a mask that is not bool, most often a uint8 one.",
+        "zh": "`{op}` 收到的掩码不是 bool 类型，最常见的是 uint8 掩码。",
+    },
+)
 
 # The name each uint8 spelling takes in its bool form (mechanical renames: data, not code).
 BOOL_SPELLING = {"uint8": "bool", "ByteTensor": "BoolTensor", "byte": "bool"}
@@ -150,21 +181,28 @@ UINT8_QUALNAMES = frozenset({"torch.uint8", "torch.ByteTensor", "torch.cuda.Byte
 CONVERSIONS = frozenset({"to", "type"})
 
 # Masks are the first argument of these methods, and the second of the torch.* functions.
-MASK_METHODS = frozenset({"masked_fill", "masked_fill_", "masked_select", "masked_scatter",
-                          "masked_scatter_"})
+MASK_METHODS = frozenset(
+    {"masked_fill", "masked_fill_", "masked_select", "masked_scatter", "masked_scatter_"}
+)
 MASK_FUNCTIONS = frozenset({"torch.masked_fill", "torch.masked_select", "torch.masked_scatter"})
 # Tensor methods whose result has the receiver's dtype.
-DTYPE_KEEPING = frozenset("""
+DTYPE_KEEPING = frozenset(
+    """
 cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flatten unflatten
 repeat t transpose permute narrow fill_ zero_ pin_memory
-""".split())
+""".split()
+)
 DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
 # Calls whose result holds only 0 and 1 (True/False): `.byte()` of them is an exact mask.
-BOOLEAN_CALLS = frozenset("""
+BOOLEAN_CALLS = frozenset(
+    """
 eq ne lt le gt ge eq_ ne_ lt_ le_ gt_ ge_ logical_and logical_or logical_not logical_xor
 isnan isinf isfinite isposinf isneginf isclose isin bool any all
-""".split())
-ZERO_ONE_FACTORIES = frozenset({"zeros", "ones", "zeros_like", "ones_like", "new_zeros", "new_ones"})
+""".split()
+)
+ZERO_ONE_FACTORIES = frozenset(
+    {"zeros", "ones", "zeros_like", "ones_like", "new_zeros", "new_ones"}
+)
 ZERO_ONE = (0, 1, True, False)
 
 
@@ -221,8 +259,9 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
     if line is None:
         return
     exact = exact and _only_mask_uses(ctx, ctx.enclosing_function() or ctx.tree, name)
-    yield ctx.finding(PITFALL, made, "name", fix=_fix(spelling, exact, ctx), source=source,
-                      name=name, line=line)
+    yield ctx.finding(
+        PITFALL, made, "name", fix=_fix(spelling, exact, ctx), source=source, name=name, line=line
+    )
 
 
 def _fix(spelling: ast.AST, exact: bool, ctx: Context):
@@ -246,8 +285,11 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             value = call
         elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Invert):
             value, mixed = parent, True
-        elif (isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
-              and _is_mask_like(parent.right if parent.left is value else parent.left)):
+        elif (
+            isinstance(parent, ast.BinOp)
+            and isinstance(parent.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
+            and _is_mask_like(parent.right if parent.left is value else parent.left)
+        ):
             value, mixed = parent, True
         else:
             return value, mixed
@@ -260,8 +302,9 @@ def _keeps_dtype(call: ast.Call, ctx: Context) -> bool:
     if method == "view":  # view(torch.bool) reinterprets the bytes
         return all(ctx.qualname(arg) is None for arg in call.args)
     if method == "to":  # only a device move: to(torch.bool) or to(other_tensor) converts
-        return (all(_is_device(arg) for arg in call.args)
-                and all(k.arg in DEVICE_KEYWORDS for k in call.keywords))
+        return all(_is_device(arg) for arg in call.args) and all(
+            k.arg in DEVICE_KEYWORDS for k in call.keywords
+        )
     return False
 
 
@@ -296,7 +339,9 @@ def _holds_zero_one(made: ast.Call) -> bool:
     if name in ("byte", *CONVERSIONS):
         return isinstance(made.func, ast.Attribute) and _is_boolean(made.func.value)
     if name == "ByteTensor":  # sizes (unfilled memory either way) or 0/1 data
-        return len(made.args) > 1 or all(_is_size(arg) or _is_zero_one_literal(arg) for arg in made.args)
+        return len(made.args) > 1 or all(
+            _is_size(arg) or _is_zero_one_literal(arg) for arg in made.args
+        )
     if name in ZERO_ONE_FACTORIES:
         return True
     if name == "full" and len(made.args) == 2:
@@ -313,7 +358,11 @@ def _is_size(expr: ast.AST) -> bool:
 def _is_zero_one_literal(expr: ast.AST) -> bool:
     if isinstance(expr, (ast.List, ast.Tuple)):
         return all(_is_zero_one_literal(e) for e in expr.elts)
-    return isinstance(expr, ast.Constant) and expr.value in ZERO_ONE and type(expr.value) in (int, bool)
+    return (
+        isinstance(expr, ast.Constant)
+        and expr.value in ZERO_ONE
+        and type(expr.value) in (int, bool)
+    )
 
 
 def _in_mask_position(node: ast.AST, parents: dict, ctx: Context) -> bool:
@@ -359,7 +408,11 @@ def _argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
 
 
 def _assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:
-    if isinstance(statement, ast.Assign) and statement.value is value and len(statement.targets) == 1:
+    if (
+        isinstance(statement, ast.Assign)
+        and statement.value is value
+        and len(statement.targets) == 1
+    ):
         target = statement.targets[0]
     elif isinstance(statement, ast.AnnAssign) and statement.value is value:
         target = statement.target
@@ -402,15 +455,21 @@ def _only_mask_uses(ctx: Context, scope: ast.AST, name: str) -> bool:
     for node in found.names_in(scope, name):
         if not isinstance(node.ctx, ast.Load):
             bindings += 1
-        elif not (_in_mask_position(node, tree_parents, ctx)
-                  or _zero_one_write(node, tree_parents[node], tree_parents)):
+        elif not (
+            _in_mask_position(node, tree_parents, ctx)
+            or _zero_one_write(node, tree_parents[node], tree_parents)
+        ):
             return False
     return bindings == 1
 
 
 def _zero_one_write(node: ast.Name, parent: ast.AST, parents: dict) -> bool:
     """`mask[i] = 0` or `mask[i] = True`."""
-    if not (isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Store)):
+    if not (
+        isinstance(parent, ast.Subscript)
+        and parent.value is node
+        and isinstance(parent.ctx, ast.Store)
+    ):
         return False
     statement = parents.get(parent)
     return isinstance(statement, ast.Assign) and _is_zero_one_literal(statement.value)

@@ -1,24 +1,37 @@
 """TD402 tensor-constructor-uninitialized: `torch.Tensor(3, 4)` read before anything fills it."""
+
 from __future__ import annotations
 
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Pitfall, block_names, per_file,
-                                     shorten, subtree_parents)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    block_names,
+    per_file,
+    shorten,
+    subtree_parents,
+)
 
 PITFALL = Pitfall(
     code="TD402",
     name="tensor-constructor-uninitialized",
-    title={"en": "Uninitialized tensor from a legacy constructor is read",
-           "zh": "读取了旧式构造函数创建的未初始化张量"},
-    messages={"": {
-        "en": "`{call}` allocates a tensor of that size without initializing it, and `{use}` "
-              "reads those arbitrary values before anything fills them; use `torch.zeros(...)` "
-              "(or `torch.tensor(...)` if you meant the values)",
-        "zh": "`{call}` 按这个尺寸分配张量但不初始化，而 `{use}` 在填充之前就读取了这些任意值；"
-              "请使用 `torch.zeros(...)`（如果想要的是这些数值本身，请用 `torch.tensor(...)`）",
-    }},
+    title={
+        "en": "Uninitialized tensor from a legacy constructor is read",
+        "zh": "读取了旧式构造函数创建的未初始化张量",
+    },
+    messages={
+        "": {
+            "en": "`{call}` allocates a tensor of that size without initializing it, and `{use}` "
+            "reads those arbitrary values before anything fills them; use `torch.zeros(...)` "
+            "(or `torch.tensor(...)` if you meant the values)",
+            "zh": "`{call}` 按这个尺寸分配张量但不初始化，而 `{use}` 在填充之前就读取了这些任意值；"
+            "请使用 `torch.zeros(...)`（如果想要的是这些数值本身，请用 `torch.tensor(...)`）",
+        }
+    },
     fix_title={"en": "Allocate with `torch.zeros(...)`", "zh": "改用 `torch.zeros(...)` 分配"},
     fix_applicability="unsafe",
     docs={
@@ -110,28 +123,42 @@ logits = torch.randn(4, 16) + bias
 
 # Legacy constructors and the dtype that keeps their meaning in `torch.zeros` (data, not code).
 CONSTRUCTOR_DTYPES = {
-    "Tensor": None, "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
-    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+    "Tensor": None,
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "LongTensor": "int64",
+    "IntTensor": "int32",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
+    "BoolTensor": "bool",
 }
 CONSTRUCTOR_MODULES = {"torch": None, "torch.cuda": "cuda"}
 # Methods and wrappers that hand the same (still unfilled) memory on.
-PASS_THROUGH_METHODS = frozenset("""
+PASS_THROUGH_METHODS = frozenset(
+    """
 cuda cpu to float double half long int short bool byte char type view reshape t transpose permute
 contiguous requires_grad_ detach unsqueeze squeeze expand flatten pin_memory share_memory_ clone
-""".split())
+""".split()
+)
 PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 WRAPPERS = PARAMETERS | {"torch.autograd.Variable"}
 IDENTITY_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 # Methods that read every value of their receiver.
-READING_METHODS = frozenset("""
+READING_METHODS = frozenset(
+    """
 sum mean max min prod std var norm abs exp log sqrt item tolist numpy add sub mul div matmul mm
 bmm pow sigmoid tanh relu softmax log_softmax argmax argmin any all
-""".split())
+""".split()
+)
 # Functions under these modules read their tensor arguments (no buffers filled by position),
 # except those that only look at the shape, dtype or device.
 READING_MODULES = frozenset({"torch", "torch.nn.functional"})
-METADATA_FUNCTIONS = frozenset({"numel", "is_tensor", "is_floating_point", "is_complex", "typename"})
+METADATA_FUNCTIONS = frozenset(
+    {"numel", "is_tensor", "is_floating_point", "is_complex", "typename"}
+)
 INTEGER_CALLS = frozenset({"len", "int"})
 INTEGER_METHODS = frozenset({"size", "numel", "dim"})
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
@@ -157,7 +184,9 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if reader is None:
         return
     fix = _zeros_fix(call, module, constructor, ctx)
-    yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), use=shorten(ctx.text(reader)))
+    yield ctx.finding(
+        PITFALL, call, fix=fix, call=shorten(ctx.text(call)), use=shorten(ctx.text(reader))
+    )
 
 
 def _has_sizes(call: ast.Call) -> bool:
@@ -178,7 +207,8 @@ def _is_integer(expr: ast.AST) -> bool:
             return True
         named = (ast.Name, ast.Attribute)
         return isinstance(expr.op, NUMBER_ONLY) and all(
-            _is_integer(side) or isinstance(side, named) for side in (expr.left, expr.right))
+            _is_integer(side) or isinstance(side, named) for side in (expr.left, expr.right)
+        )
     if isinstance(expr, ast.Call):
         func = expr.func
         if isinstance(func, ast.Name):
@@ -192,8 +222,12 @@ def _is_integer(expr: ast.AST) -> bool:
 def _is_shape(expr: ast.AST) -> bool:
     if isinstance(expr, ast.Attribute):
         return expr.attr == "shape"
-    return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
-            and expr.func.attr == "size" and not expr.args)
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "size"
+        and not expr.args
+    )
 
 
 def _passed_on(value: ast.AST, parents: dict, ctx: Context) -> ast.AST:
@@ -205,8 +239,12 @@ def _passed_on(value: ast.AST, parents: dict, ctx: Context) -> ast.AST:
             if not (isinstance(call, ast.Call) and call.func is parent):
                 return value
             value = call
-        elif (isinstance(parent, ast.Call) and parent.args and parent.args[0] is value
-              and ctx.qualname(parent.func) in WRAPPERS):
+        elif (
+            isinstance(parent, ast.Call)
+            and parent.args
+            and parent.args[0] is value
+            and ctx.qualname(parent.func) in WRAPPERS
+        ):
             value = parent
         else:
             return value
@@ -221,7 +259,9 @@ def _through_parameter(call: ast.Call, value: ast.AST, parents: dict, ctx: Conte
     return False
 
 
-def _reader(value: ast.AST, parents: dict, ctx: Context, returns_read: bool = True) -> ast.AST | None:
+def _reader(
+    value: ast.AST, parents: dict, ctx: Context, returns_read: bool = True
+) -> ast.AST | None:
     """The expression or statement that reads the values of `value`, if it is one that surely
     does: arithmetic, a comparison, a reducing method, a torch function, `return`."""
     parent = parents.get(value)
@@ -244,8 +284,11 @@ def _reader(value: ast.AST, parents: dict, ctx: Context, returns_read: bool = Tr
 def _reads_arguments(call: ast.Call, ctx: Context) -> bool:
     """`torch.matmul(a, b)`, `F.linear(x, w)`, `x.mm(w)` on a known tensor `x`."""
     func = call.func
-    if (isinstance(func, ast.Attribute) and func.attr in READING_METHODS
-            and ctx.kind_of(func.value) is Kind.TENSOR):
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in READING_METHODS
+        and ctx.kind_of(func.value) is Kind.TENSOR
+    ):
         return True
     module, _, function = (ctx.qualname(func) or "").rpartition(".")
     return module in READING_MODULES and _reads_values(function)
@@ -288,7 +331,9 @@ def _first_reader(name: str | None, ctx: Context, returns_read: bool) -> ast.AST
             # Readers starting at one place (`buf * 2 > buf`): the one of the use a scan of
             # the statement meets first, as ever.
             order = _scan_order(ctx, statement)
-            readers = [reader for _, reader in sorted(zip(uses, readers), key=lambda p: order[p[0]])]
+            readers = [
+                reader for _, reader in sorted(zip(uses, readers), key=lambda p: order[p[0]])
+            ]
         return min(readers, key=_position)
     return None
 
@@ -316,9 +361,13 @@ def _use_reader(use: ast.Name, parents: dict, ctx: Context, returns_read: bool) 
 def _only_marks_grad(statement: ast.stmt, name: str) -> bool:
     """`t.requires_grad_()` as a statement: neither fills nor reads `t`."""
     call = statement.value if isinstance(statement, ast.Expr) else None
-    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "requires_grad_" and isinstance(call.func.value, ast.Name)
-            and call.func.value.id == name)
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "requires_grad_"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+    )
 
 
 def _zeros_fix(call: ast.Call, module: str, constructor: str, ctx: Context):
@@ -341,5 +390,3 @@ def _root_name(expr: ast.AST) -> ast.Name | None:
     while isinstance(expr, ast.Attribute):
         expr = expr.value
     return expr if isinstance(expr, ast.Name) else None
-
-

@@ -1,4 +1,5 @@
 """TD403 non-contiguous-view: `.view()` that merges dimensions a permute/transpose has reordered."""
+
 from __future__ import annotations
 
 import ast
@@ -9,31 +10,37 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall, block_names
 PITFALL = Pitfall(
     code="TD403",
     name="non-contiguous-view",
-    title={"en": "`.view()` on a permuted or transposed tensor",
-           "zh": "在 permute/transpose 之后的张量上调用 `.view()`"},
+    title={
+        "en": "`.view()` on a permuted or transposed tensor",
+        "zh": "在 permute/transpose 之后的张量上调用 `.view()`",
+    },
     messages={
         "": {
             "en": "`.view()` merges dimensions that `{permute}` has reordered: the tensor is not "
-                  "contiguous, so this raises at run time; use `.reshape(...)` or "
-                  "`.contiguous().view(...)`",
+            "contiguous, so this raises at run time; use `.reshape(...)` or "
+            "`.contiguous().view(...)`",
             "zh": "`.view()` 要合并的维度已被 `{permute}` 打乱顺序：张量不连续，运行时会报错；"
-                  "请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
+            "请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
         },
         "name": {
             "en": "`{name}` comes from `{permute}` (line {line}) and is not contiguous: `.view()` "
-                  "cannot merge its reordered dimensions and raises at run time; use "
-                  "`.reshape(...)` or `.contiguous().view(...)`",
+            "cannot merge its reordered dimensions and raises at run time; use "
+            "`.reshape(...)` or `.contiguous().view(...)`",
             "zh": "`{name}` 来自第 {line} 行的 `{permute}`，不是连续张量：`.view()` 无法合并被打乱的维度，"
-                  "运行时会报错；请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
+            "运行时会报错；请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
         },
     },
-    fix_title={"en": "Use `.reshape(...)` instead of `.view(...)`",
-               "zh": "用 `.reshape(...)` 代替 `.view(...)`"},
+    fix_title={
+        "en": "Use `.reshape(...)` instead of `.view(...)`",
+        "zh": "用 `.reshape(...)` 代替 `.view(...)`",
+    },
     fix_applicability="unsafe",
-    fix_hint={"en": "Use `.reshape(...)` instead of `.view(...)` (it copies only when it must), "
-                    "or call `.contiguous()` before `.view(...)`.",
-              "zh": "把 `.view(...)` 换成 `.reshape(...)`（只在必要时拷贝），或者在 `.view(...)` "
-                    "之前先调用 `.contiguous()`。"},
+    fix_hint={
+        "en": "Use `.reshape(...)` instead of `.view(...)` (it copies only when it must), "
+        "or call `.contiguous()` before `.view(...)`.",
+        "zh": "把 `.view(...)` 换成 `.reshape(...)`（只在必要时拷贝），或者在 `.view(...)` "
+        "之前先调用 `.contiguous()`。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -132,19 +139,27 @@ y = x.transpose(1, 2).reshape(8, -1)
 )
 
 PITFALL.error(
-    r"view size is not compatible with input tensor's size and stride", confidence=0.95,
-    cause={"en": "`.view()` was called on a tensor that is not contiguous in memory (after "
-                 "`transpose`, `permute`, `.T`, `expand` or slicing with a step), and the new "
-                 "shape would have to merge dimensions that are not adjacent in memory.",
-           "zh": "对内存中不连续的张量（经过 `transpose`、`permute`、`.T`、`expand` 或带步长的切片）调用了 "
-                 "`.view()`，而新形状需要合并在内存中并不相邻的维度。"})
+    r"view size is not compatible with input tensor's size and stride",
+    confidence=0.95,
+    cause={
+        "en": "`.view()` was called on a tensor that is not contiguous in memory (after "
+        "`transpose`, `permute`, `.T`, `expand` or slicing with a step), and the new "
+        "shape would have to merge dimensions that are not adjacent in memory.",
+        "zh": "对内存中不连续的张量（经过 `transpose`、`permute`、`.T`、`expand` 或带步长的切片）调用了 "
+        "`.view()`，而新形状需要合并在内存中并不相邻的维度。",
+    },
+)
 # PyTorch 0.3/0.4: "input is not contiguous at /pytorch/torch/lib/TH/generic/THTensor.c:231".
 PITFALL.error(
-    r"^(?:invalid argument \d+: )?input is not contiguous(?: at |$)", confidence=0.7,
-    cause={"en": "An old PyTorch refused an operation, most often `.view()`, on a tensor that "
-                 "is not contiguous in memory (after `transpose` or `permute`).",
-           "zh": "旧版 PyTorch 拒绝对内存中不连续的张量（经过 `transpose` 或 `permute`）执行某个操作，"
-                 "最常见的是 `.view()`。"})
+    r"^(?:invalid argument \d+: )?input is not contiguous(?: at |$)",
+    confidence=0.7,
+    cause={
+        "en": "An old PyTorch refused an operation, most often `.view()`, on a tensor that "
+        "is not contiguous in memory (after `transpose` or `permute`).",
+        "zh": "旧版 PyTorch 拒绝对内存中不连续的张量（经过 `transpose` 或 `permute`）执行某个操作，"
+        "最常见的是 `.view()`。",
+    },
+)
 
 # Methods and functions that reorder dimensions without copying.
 TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})
@@ -155,9 +170,11 @@ PERMUTING = TRANSPOSES | MOVES | MATRIX_TRANSPOSES | {"permute"}
 INT_METHODS = frozenset({"numel", "dim", "item"})
 # Results that are laid out contiguously whatever the input.
 CONTIGUOUS_METHODS = frozenset({"view", "reshape", "contiguous", "flatten", "unflatten"})
-CONTIGUOUS_FUNCTIONS = frozenset("""
+CONTIGUOUS_FUNCTIONS = frozenset(
+    """
 randn rand randint zeros ones empty full arange linspace eye tensor reshape flatten
-""".split())
+""".split()
+)
 INT_FUNCTIONS = frozenset({"len", "int"})
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
 # `a + b` of two names may join two shape tuples: only these operators make a name a number.
@@ -216,7 +233,11 @@ def _is_integer(expr: ast.AST) -> bool:
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
         if _is_integer(expr.left) and _is_integer(expr.right):
             return True
-        return isinstance(expr.op, NUMERIC_ONLY) and _is_size_like(expr.left) and _is_size_like(expr.right)
+        return (
+            isinstance(expr.op, NUMERIC_ONLY)
+            and _is_size_like(expr.left)
+            and _is_size_like(expr.right)
+        )
     if isinstance(expr, ast.Call):
         func = expr.func
         if isinstance(func, ast.Name):
@@ -225,8 +246,11 @@ def _is_integer(expr: ast.AST) -> bool:
             return False
         return func.attr in INT_METHODS or func.attr == "size" and bool(expr.args)
     if isinstance(expr, ast.Subscript):  # x.shape[0]
-        return (isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape"
-                and _is_integer(expr.slice))
+        return (
+            isinstance(expr.value, ast.Attribute)
+            and expr.value.attr == "shape"
+            and _is_integer(expr.slice)
+        )
     return False
 
 
@@ -268,8 +292,12 @@ def _makes_contiguous(expr: ast.AST, ctx: Context) -> bool:
 
 
 def _assigns_only(statement: ast.stmt, name: str) -> bool:
-    return (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name)
+    return (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == name
+    )
 
 
 def _is_permuting(expr: ast.AST, ctx: Context) -> bool:
@@ -305,7 +333,9 @@ def _contiguous_pieces(parts: tuple[str, ast.AST, list[ast.AST]]) -> int | None:
     if dims is None:
         return None
     if operation == "permute":
-        return _permutation_pieces(dims[0] if len(dims) == 1 and isinstance(dims[0], tuple) else dims)
+        return _permutation_pieces(
+            dims[0] if len(dims) == 1 and isinstance(dims[0], tuple) else dims
+        )
     if len(dims) != 2 or not all(isinstance(d, int) for d in dims):
         return None
     first, second = dims

@@ -1,4 +1,5 @@
 """TD404 numpy-negative-stride: a reversed or flipped numpy view handed to torch without a copy."""
+
 from __future__ import annotations
 
 import ast
@@ -13,22 +14,26 @@ _short = partial(shorten, limit=40)
 PITFALL = Pitfall(
     code="TD404",
     name="numpy-negative-stride",
-    title={"en": "Reversed or flipped numpy array converted to a tensor without a copy",
-           "zh": "翻转后的 numpy 数组未经拷贝直接转换为张量"},
+    title={
+        "en": "Reversed or flipped numpy array converted to a tensor without a copy",
+        "zh": "翻转后的 numpy 数组未经拷贝直接转换为张量",
+    },
     messages={
         "": {
             "en": "`{source}` is a numpy view with a negative stride: `{convert}` rejects it at run "
-                  "time; add `.copy()` (or use `np.ascontiguousarray`) first",
+            "time; add `.copy()` (or use `np.ascontiguousarray`) first",
             "zh": "`{source}` 是步长为负的 numpy 视图，`{convert}` 运行时会拒绝它；"
-                  "请先加上 `.copy()`（或使用 `np.ascontiguousarray`）",
+            "请先加上 `.copy()`（或使用 `np.ascontiguousarray`）",
         },
     },
     fix_title={"en": "Add `.copy()` to the array", "zh": "给数组加上 `.copy()`"},
     fix_applicability="safe",
-    fix_hint={"en": "Copy the array before converting it: `torch.from_numpy(arr.copy())` "
-                    "(or `np.ascontiguousarray(arr)`).",
-              "zh": "转换之前先拷贝数组：`torch.from_numpy(arr.copy())`（或 "
-                    "`np.ascontiguousarray(arr)`）。"},
+    fix_hint={
+        "en": "Copy the array before converting it: `torch.from_numpy(arr.copy())` "
+        "(or `np.ascontiguousarray(arr)`).",
+        "zh": "转换之前先拷贝数组：`torch.from_numpy(arr.copy())`（或 "
+        "`np.ascontiguousarray(arr)`）。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -110,16 +115,24 @@ tensor = torch.from_numpy(image[..., ::-1].copy())
 
 _NEGATIVE_STRIDE_CAUSE = {
     "en": "A numpy array with a negative stride (a view made by `[::-1]`, `np.flip`, "
-          "`np.fliplr/flipud` or `np.rot90`, e.g. a BGR->RGB `img[..., ::-1]`) was converted to "
-          "a tensor; tensors cannot have negative strides.",
+    "`np.fliplr/flipud` or `np.rot90`, e.g. a BGR->RGB `img[..., ::-1]`) was converted to "
+    "a tensor; tensors cannot have negative strides.",
     "zh": "把步长为负的 numpy 数组（由 `[::-1]`、`np.flip`、`np.fliplr/flipud` 或 `np.rot90` 得到的视图，"
-          "例如 BGR->RGB 的 `img[..., ::-1]`）转换成了张量；张量不支持负步长。",
+    "例如 BGR->RGB 的 `img[..., ::-1]`）转换成了张量；张量不支持负步长。",
 }
-PITFALL.error(r"At least one stride in the given numpy array is negative", types=(),
-              confidence=0.95, cause=_NEGATIVE_STRIDE_CAUSE)
+PITFALL.error(
+    r"At least one stride in the given numpy array is negative",
+    types=(),
+    confidence=0.95,
+    cause=_NEGATIVE_STRIDE_CAUSE,
+)
 # PyTorch before 1.1.
-PITFALL.error(r"some of the strides of a given numpy array are negative", types=(),
-              confidence=0.95, cause=_NEGATIVE_STRIDE_CAUSE)
+PITFALL.error(
+    r"some of the strides of a given numpy array are negative",
+    types=(),
+    confidence=0.95,
+    cause=_NEGATIVE_STRIDE_CAUSE,
+)
 
 CONVERSIONS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.tensor"})
 FLIPS = frozenset({"numpy.flip", "numpy.fliplr", "numpy.flipud", "numpy.rot90"})
@@ -141,8 +154,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     _, end = ctx.span(array)
     fix = ctx.fix(PITFALL, "safe", ctx.edit(end, end, ".copy()"))
-    yield ctx.finding(PITFALL, array, fix=fix, source=_short(ctx.text(source)),
-                      convert=convert)
+    yield ctx.finding(PITFALL, array, fix=fix, source=_short(ctx.text(source)), convert=convert)
 
 
 def _has_negative_stride(expr: ast.AST, ctx: Context, surely_array: bool) -> bool:
@@ -162,8 +174,12 @@ def _strip_stride_keeping(expr: ast.AST) -> ast.AST:
     while True:
         if isinstance(expr, ast.Attribute) and expr.attr == "T":
             expr = expr.value
-        elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
-              and expr.func.attr in STRIDE_KEEPING_METHODS and isinstance(expr.func.value, ast.Subscript)):
+        elif (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in STRIDE_KEEPING_METHODS
+            and isinstance(expr.func.value, ast.Subscript)
+        ):
             expr = expr.func.value
         else:
             return expr
@@ -175,19 +191,28 @@ def _is_reversing_index(subscript: ast.Subscript, ctx: Context, surely_array: bo
     if not any(isinstance(part, ast.Slice) and _is_negative_literal(part.step) for part in parts):
         return False
     # Lists reject tuple indices and tensors reject negative steps: a tuple index means numpy.
-    return surely_array or isinstance(index, ast.Tuple) or ctx.kind_of(subscript.value) is Kind.NDARRAY
+    return (
+        surely_array or isinstance(index, ast.Tuple) or ctx.kind_of(subscript.value) is Kind.NDARRAY
+    )
 
 
 def _is_negative_literal(expr: ast.AST | None) -> bool:
-    return (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub)
-            and isinstance(expr.operand, ast.Constant) and type(expr.operand.value) is int
-            and expr.operand.value > 0)
+    return (
+        isinstance(expr, ast.UnaryOp)
+        and isinstance(expr.op, ast.USub)
+        and isinstance(expr.operand, ast.Constant)
+        and type(expr.operand.value) is int
+        and expr.operand.value > 0
+    )
 
 
 def _rot90_flips(call: ast.Call) -> bool:
     """`np.rot90(x)` reverses an axis unless `k` is a multiple of 4 (then it is a plain view)."""
-    turns = call.args[1] if len(call.args) > 1 else next(
-        (keyword.value for keyword in call.keywords if keyword.arg == "k"), None)
+    turns = (
+        call.args[1]
+        if len(call.args) > 1
+        else next((keyword.value for keyword in call.keywords if keyword.arg == "k"), None)
+    )
     if turns is None:
         return True
     value = _int_value(turns)
@@ -201,10 +226,6 @@ def _int_value(expr: ast.AST) -> int | None:
         value = _int_value(expr.operand)
         return None if value is None else -value
     return None
-
-
-
-
 
 
 def _assigned_just_before(name: str, ctx: Context) -> ast.AST | None:

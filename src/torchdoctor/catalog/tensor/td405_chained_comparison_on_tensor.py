@@ -1,4 +1,5 @@
 """TD405 chained-comparison-on-tensor: `a < t < b` on a tensor or array asks for its truth value."""
+
 from __future__ import annotations
 
 import ast
@@ -9,19 +10,17 @@ from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, shorten
 PITFALL = Pitfall(
     code="TD405",
     name="chained-comparison-on-tensor",
-    title={"en": "Chained comparison on a tensor or array",
-           "zh": "对张量或数组使用链式比较"},
+    title={"en": "Chained comparison on a tensor or array", "zh": "对张量或数组使用链式比较"},
     messages={
         "": {
             "en": "`{text}` is a chained comparison: Python evaluates it as `(...) and (...)`, "
-                  "which asks for the truth value of an element-wise result and raises; "
-                  "write `{fixed}`",
+            "which asks for the truth value of an element-wise result and raises; "
+            "write `{fixed}`",
             "zh": "`{text}` 是链式比较：Python 会把它当作 `(...) and (...)` 求值，需要逐元素比较结果的"
-                  "真值，因而报错；请写成 `{fixed}`",
+            "真值，因而报错；请写成 `{fixed}`",
         },
     },
-    fix_title={"en": "Combine the two comparisons with `&`",
-               "zh": "用 `&` 连接两个比较"},
+    fix_title={"en": "Combine the two comparisons with `&`", "zh": "用 `&` 连接两个比较"},
     fix_applicability="unsafe",
     # Off by default: wrong on all 9 findings in 38 real corpora (issue 13's measurement; the
     # operands were single-element tensors, which compare fine) until values are known.
@@ -105,13 +104,21 @@ def check(compare: ast.Compare, ctx: Context) -> Iterator[Finding]:
         return
     operands = [compare.left, *compare.comparators]
     # Every comparison but the last one goes through `and`, which needs its truth value.
-    if not any(isinstance(op, ELEMENTWISE) and (_is_array(operands[i], ctx) or _is_array(operands[i + 1], ctx))
-               for i, op in enumerate(compare.ops[:-1])):
+    if not any(
+        isinstance(op, ELEMENTWISE)
+        and (_is_array(operands[i], ctx) or _is_array(operands[i + 1], ctx))
+        for i, op in enumerate(compare.ops[:-1])
+    ):
         return
     fixed = _split(compare, ctx)
     fix = ctx.fix(PITFALL, "unsafe", ctx.replace(compare, fixed)) if fixed else None
-    yield ctx.finding(PITFALL, compare, fix=fix, text=shorten(ctx.text(compare)),
-                      fixed=shorten(fixed or "(a < t) & (t < b)"))
+    yield ctx.finding(
+        PITFALL,
+        compare,
+        fix=fix,
+        text=shorten(ctx.text(compare)),
+        fixed=shorten(fixed or "(a < t) & (t < b)"),
+    )
 
 
 def _is_array(expr: ast.AST, ctx: Context) -> bool:
@@ -134,5 +141,3 @@ def _operand(expr: ast.AST, ctx: Context) -> str:
 
 def _is_plain_unary(expr: ast.AST) -> bool:
     return isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not)
-
-

@@ -1,4 +1,5 @@
 """TD406 boolean-operator-on-tensors: `and`/`or`/`not` on an element-wise mask."""
+
 from __future__ import annotations
 
 import ast
@@ -13,14 +14,16 @@ _short = partial(shorten, limit=40)
 PITFALL = Pitfall(
     code="TD406",
     name="boolean-operator-on-tensors",
-    title={"en": "`and` / `or` / `not` on an element-wise mask",
-           "zh": "对逐元素掩码使用 `and` / `or` / `not`"},
+    title={
+        "en": "`and` / `or` / `not` on an element-wise mask",
+        "zh": "对逐元素掩码使用 `and` / `or` / `not`",
+    },
     messages={
         "": {
             "en": "`{operator}` asks for the truth value of `{mask}`, an element-wise mask with more "
-                  "than one element, and raises; use `{instead}` to combine masks element by element",
+            "than one element, and raises; use `{instead}` to combine masks element by element",
             "zh": "`{operator}` 需要 `{mask}` 的真值，而它是包含多个元素的逐元素掩码，运行时会报错；"
-                  "要逐元素组合掩码请使用 `{instead}`",
+            "要逐元素组合掩码请使用 `{instead}`",
         },
     },
     docs={
@@ -103,20 +106,31 @@ def check_and_or(node: ast.BoolOp, ctx: Context) -> Iterator[Finding]:
     if mask is None:
         return
     operator = "and" if isinstance(node.op, ast.And) else "or"
-    yield ctx.finding(PITFALL, node, operator=operator, mask=_short(ctx.text(mask)),
-                      instead=INSTEAD[type(node.op)])
+    yield ctx.finding(
+        PITFALL,
+        node,
+        operator=operator,
+        mask=_short(ctx.text(mask)),
+        instead=INSTEAD[type(node.op)],
+    )
 
 
 @PITFALL.static(ast.UnaryOp)
 def check_not(node: ast.UnaryOp, ctx: Context) -> Iterator[Finding]:
     if not isinstance(node.op, ast.Not) or not _is_slice_mask(node.operand, ctx):
         return
-    yield ctx.finding(PITFALL, node, operator="not", mask=_short(ctx.text(node.operand)), instead="~")
+    yield ctx.finding(
+        PITFALL, node, operator="not", mask=_short(ctx.text(node.operand)), instead="~"
+    )
 
 
 def _is_slice_mask(expr: ast.AST, ctx: Context) -> bool:
     """`x[:, 0] > 0` on a tensor or array: an element-wise result with many elements."""
-    if not isinstance(expr, ast.Compare) or len(expr.ops) != 1 or not isinstance(expr.ops[0], ELEMENTWISE):
+    if (
+        not isinstance(expr, ast.Compare)
+        or len(expr.ops) != 1
+        or not isinstance(expr.ops[0], ELEMENTWISE)
+    ):
         return False
     return any(_is_array_slice(side, ctx) for side in (expr.left, expr.comparators[0]))
 

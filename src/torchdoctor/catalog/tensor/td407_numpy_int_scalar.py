@@ -1,4 +1,5 @@
 """TD407 numpy-int-scalar: a numpy scalar type such as `np.int_` called to convert a whole array."""
+
 from __future__ import annotations
 
 import ast
@@ -13,20 +14,22 @@ _short = partial(shorten, limit=40)
 PITFALL = Pitfall(
     code="TD407",
     name="numpy-int-scalar",
-    title={"en": "numpy scalar type used to convert an array",
-           "zh": "用 numpy 标量类型转换整个数组"},
+    title={
+        "en": "numpy scalar type used to convert an array",
+        "zh": "用 numpy 标量类型转换整个数组",
+    },
     messages={
         "": {
             "en": "`{call}` converts an array with a scalar type: it returns a scalar for a 0-d "
-                  "array and an array otherwise; use `{array}.astype({dtype})`",
+            "array and an array otherwise; use `{array}.astype({dtype})`",
             "zh": "`{call}` 用标量类型转换数组：0 维数组得到标量，其他情况得到数组，结果类型不稳定；"
-                  "请使用 `{array}.astype({dtype})`",
+            "请使用 `{array}.astype({dtype})`",
         },
         "removed": {
             "en": "`{call}`: `{removed}` was removed in NumPy 2.0 (AttributeError) and converts an "
-                  "array with a scalar type; use `{array}.astype({dtype})`",
+            "array with a scalar type; use `{array}.astype({dtype})`",
             "zh": "`{call}`：`{removed}` 已在 NumPy 2.0 中移除（会抛出 AttributeError），而且是用标量类型"
-                  "转换数组；请使用 `{array}.astype({dtype})`",
+            "转换数组；请使用 `{array}.astype({dtype})`",
         },
     },
     default=False,
@@ -106,14 +109,22 @@ indices = boxes.astype(np.int_)
 )
 
 # Scalar types that still exist in NumPy 2.
-SCALAR_TYPES = frozenset("""
+SCALAR_TYPES = frozenset(
+    """
 int_ intc intp int8 int16 int32 int64 uint uint8 uint16 uint32 uint64 float16 float32 float64
 half single double longdouble bool_ complex64 complex128
-""".split())
+""".split()
+)
 # Aliases removed in NumPy 2.0, to the type that replaces them.
-REMOVED_ALIASES = {"float_": "float64", "complex_": "complex128", "cfloat": "complex128",
-                   "longfloat": "longdouble", "singlecomplex": "complex64",
-                   "longcomplex": "clongdouble", "clongfloat": "clongdouble"}
+REMOVED_ALIASES = {
+    "float_": "float64",
+    "complex_": "complex128",
+    "cfloat": "complex128",
+    "longfloat": "longdouble",
+    "singlecomplex": "complex64",
+    "longcomplex": "clongdouble",
+    "clongfloat": "clongdouble",
+}
 # numpy.random functions that always return an array, and those whose arguments are the shape.
 ARRAY_DRAWS = frozenset({"dirichlet", "permutation", "multinomial", "multivariate_normal"})
 SHAPE_DRAWS = frozenset({"rand", "randn"})
@@ -135,8 +146,16 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     array_text = ctx.text(array) if isinstance(array, TIGHT) else f"({ctx.text(array)})"
     fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{array_text}.astype({dtype})"))
     variant = "removed" if type_name in REMOVED_ALIASES else ""
-    yield ctx.finding(PITFALL, call, variant, fix=fix, call=_short(ctx.text(call)),
-                      array=_short(array_text), dtype=dtype, removed=f"np.{type_name}")
+    yield ctx.finding(
+        PITFALL,
+        call,
+        variant,
+        fix=fix,
+        call=_short(ctx.text(call)),
+        array=_short(array_text),
+        dtype=dtype,
+        removed=f"np.{type_name}",
+    )
 
 
 def _is_whole_array(expr: ast.AST, ctx: Context) -> bool:
@@ -145,7 +164,9 @@ def _is_whole_array(expr: ast.AST, ctx: Context) -> bool:
     if isinstance(expr, ast.Subscript):
         index = expr.slice
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        return any(isinstance(part, ast.Slice) for part in parts) and _is_whole_array(expr.value, ctx)
+        return any(isinstance(part, ast.Slice) for part in parts) and _is_whole_array(
+            expr.value, ctx
+        )
     if isinstance(expr, ast.BinOp):
         return _is_whole_array(expr.left, ctx) or _is_whole_array(expr.right, ctx)
     if isinstance(expr, ast.Call) and (ctx.qualname(expr.func) or "").startswith("numpy.random."):

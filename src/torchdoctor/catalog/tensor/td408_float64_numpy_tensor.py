@@ -1,4 +1,5 @@
 """TD408 float64-numpy-tensor: a float64 numpy array converted with `torch.from_numpy` fed to a model."""
+
 from __future__ import annotations
 
 import ast
@@ -6,8 +7,20 @@ import re
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Clue, Context, Finding, Kind, Pitfall, assigned_before,
-                                     block_names, dtypes, first_in_walk, index, per_file, shorten)
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    assigned_before,
+    block_names,
+    dtypes,
+    first_in_walk,
+    index,
+    per_file,
+    shorten,
+)
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -15,25 +28,27 @@ _short = partial(shorten, limit=40)
 PITFALL = Pitfall(
     code="TD408",
     name="float64-numpy-tensor",
-    title={"en": "float64 numpy data fed to a float32 model",
-           "zh": "把 float64 的 numpy 数据送入 float32 模型"},
+    title={
+        "en": "float64 numpy data fed to a float32 model",
+        "zh": "把 float64 的 numpy 数据送入 float32 模型",
+    },
     messages={
         "": {
             "en": "`{source}` makes a float64 array, and `torch.from_numpy` keeps that dtype: "
-                  "`{model}` has float32 weights and raises; add `.float()`",
+            "`{model}` has float32 weights and raises; add `.float()`",
             "zh": "`{source}` 生成的是 float64 数组，`torch.from_numpy` 会保留这个类型：`{model}` 的权重是 "
-                  "float32，运行时会报错；请加上 `.float()`",
+            "float32，运行时会报错；请加上 `.float()`",
         },
     },
     fix_title={"en": "Convert the tensor with `.float()`", "zh": "用 `.float()` 转换张量"},
     fix_applicability="unsafe",
     fix_hint={
         "en": "Convert numpy data to float32 where it becomes a tensor: "
-              "`torch.from_numpy(a).float()`, or `a.astype(np.float32)` in the Dataset's "
-              "`__getitem__` (targets too); use `model.double()` only if you need float64.",
+        "`torch.from_numpy(a).float()`, or `a.astype(np.float32)` in the Dataset's "
+        "`__getitem__` (targets too); use `model.double()` only if you need float64.",
         "zh": "在 numpy 数据变成张量的地方转换为 float32：`torch.from_numpy(a).float()`，或在 Dataset "
-              "的 `__getitem__` 中使用 `a.astype(np.float32)`（标签也一样）；只有确实需要 float64 时"
-              "才用 `model.double()`。",
+        "的 `__getitem__` 中使用 `a.astype(np.float32)`（标签也一样）；只有确实需要 float64 时"
+        "才用 `model.double()`。",
     },
     docs={
         "en": """
@@ -119,14 +134,30 @@ outputs = model(inputs)
 )
 
 # numpy functions whose result is float64 unless a dtype is given.
-FLOAT64_DRAWS = frozenset("""
+FLOAT64_DRAWS = frozenset(
+    """
 rand randn random random_sample ranf sample normal uniform standard_normal beta gamma exponential
-""".split())
+""".split()
+)
 FLOAT64_FACTORIES = frozenset({"zeros", "ones", "empty", "linspace", "loadtxt", "genfromtxt"})
 ARRAY_FACTORIES = frozenset({"array", "asarray"})
 # Tensor methods that keep the dtype on the way from `from_numpy` to the model.
-DTYPE_KEEPING = frozenset({"cuda", "cpu", "unsqueeze", "squeeze", "view", "reshape", "permute",
-                           "transpose", "contiguous", "clone", "detach", "requires_grad_"})
+DTYPE_KEEPING = frozenset(
+    {
+        "cuda",
+        "cpu",
+        "unsqueeze",
+        "squeeze",
+        "view",
+        "reshape",
+        "permute",
+        "transpose",
+        "contiguous",
+        "clone",
+        "detach",
+        "requires_grad_",
+    }
+)
 # Attribute names that show double precision is used on purpose somewhere in the file.
 DOUBLE_MARKERS = frozenset({"double", "float64", "set_default_dtype", "DoubleTensor"})
 
@@ -144,10 +175,14 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     _, end = ctx.span(call)
     fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, ".float()"))
-    yield ctx.finding(PITFALL, call, fix=fix, source=_short(ctx.text(source)), model=_short(ctx.text(model)))
+    yield ctx.finding(
+        PITFALL, call, fix=fix, source=_short(ctx.text(source)), model=_short(ctx.text(model))
+    )
 
 
-def _float64_source(array: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> ast.AST | None:
+def _float64_source(
+    array: ast.AST, block: list[ast.stmt], index: int, ctx: Context
+) -> ast.AST | None:
     """The numpy call that made `array` when it surely is float64."""
     if isinstance(array, ast.Name):
         array, _ = assigned_before(array.id, block, index, ctx)
@@ -189,8 +224,12 @@ def _model_fed(call: ast.Call, block: list[ast.stmt], index: int, ctx: Context) 
     if isinstance(parent, ast.Call) and tensor in parent.args and _is_module_call(parent, ctx):
         return parent.func
     statement = block[index] if block else None
-    if not (isinstance(statement, ast.Assign) and statement.value is tensor and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)):
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.value is tensor
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return None
     return _later_module_call(statement.targets[0].id, block, index, ctx)
 
@@ -201,13 +240,19 @@ def _keep_dtype_upwards(node: ast.AST, parents: dict) -> ast.AST:
     while True:
         attribute = parents.get(node)
         call = parents.get(attribute)
-        if not (isinstance(attribute, ast.Attribute) and attribute.attr in DTYPE_KEEPING
-                and isinstance(call, ast.Call) and call.func is attribute):
+        if not (
+            isinstance(attribute, ast.Attribute)
+            and attribute.attr in DTYPE_KEEPING
+            and isinstance(call, ast.Call)
+            and call.func is attribute
+        ):
             return node
         node = call
 
 
-def _later_module_call(name: str, block: list[ast.stmt], index: int, ctx: Context) -> ast.AST | None:
+def _later_module_call(
+    name: str, block: list[ast.stmt], index: int, ctx: Context
+) -> ast.AST | None:
     """The first module called with `name` as a positional argument in the statements after
     `block[index]`, before `name` is bound again."""
     names = block_names(ctx, block)
@@ -216,8 +261,11 @@ def _later_module_call(name: str, block: list[ast.stmt], index: int, ctx: Contex
         calls: dict[int, ast.Call] = {}
         for node in nodes:
             call = tree_parents[node]
-            if (isinstance(call, ast.Call) and any(arg is node for arg in call.args)
-                    and _is_module_call(call, ctx)):
+            if (
+                isinstance(call, ast.Call)
+                and any(arg is node for arg in call.args)
+                and _is_module_call(call, ctx)
+            ):
                 calls[id(call)] = call
         if calls:
             return first_in_walk(ctx, block[position], list(calls.values())).func
@@ -239,27 +287,30 @@ def _uses_double(ctx: Context) -> bool:
 
 # Arguments of layers and matrix products: a float64 tensor there is data fed to a model.
 # (`other` of an elementwise op or `tensors` of torch.cat are anyone's tensors.)
-LAYER_ARGUMENTS = frozenset({"mat1", "mat2", "self", "input", "weight", "bias", "batch1",
-                             "batch2", "vec", "mat"})
-LAYER_MESSAGE = re.compile(r"mat1 and mat2|m1 and m2|Input type|expected scalar type|"
-                           r"RNN input dtype|Expected object of scalar type")
+LAYER_ARGUMENTS = frozenset(
+    {"mat1", "mat2", "self", "input", "weight", "bias", "batch1", "batch2", "vec", "mat"}
+)
+LAYER_MESSAGE = re.compile(
+    r"mat1 and mat2|m1 and m2|Input type|expected scalar type|"
+    r"RNN input dtype|Expected object of scalar type"
+)
 NUMPY_EVIDENCE = ("numpy", "np.", "from_numpy", "pandas", "pd.", ".values", "astype(")
 NOTEBOOK_PATHS = ("<ipython-input", "ipykernel_", "Cell In[")
 
 _CAUSE = {
     "en": "A float64 (Double) tensor met float32 (Float) weights. float64 is numpy's default: "
-          "arrays from `np.random`, `np.loadtxt`, pandas or a Dataset returning numpy keep it "
-          "through `torch.from_numpy`/`torch.as_tensor`, while layers are created in float32.",
+    "arrays from `np.random`, `np.loadtxt`, pandas or a Dataset returning numpy keep it "
+    "through `torch.from_numpy`/`torch.as_tensor`, while layers are created in float32.",
     "zh": "一个 float64（Double）张量遇上了 float32（Float）的权重。float64 是 numpy 的默认类型："
-          "来自 `np.random`、`np.loadtxt`、pandas 或返回 numpy 数组的 Dataset 的数据，经过 "
-          "`torch.from_numpy`/`torch.as_tensor` 后仍是 float64，而层默认以 float32 创建。",
+    "来自 `np.random`、`np.loadtxt`、pandas 或返回 numpy 数组的 Dataset 的数据，经过 "
+    "`torch.from_numpy`/`torch.as_tensor` 后仍是 float64，而层默认以 float32 创建。",
 }
 _TARGET_CAUSE = {
     "en": "The loss got a float64 (Double) target for a float32 prediction: the labels were "
-          "built with numpy (float64 by default) and converted with `torch.from_numpy` or by "
-          "the DataLoader's collate.",
+    "built with numpy (float64 by default) and converted with `torch.from_numpy` or by "
+    "the DataLoader's collate.",
     "zh": "损失函数收到了 float64（Double）的 target，而预测值是 float32：标签是用 numpy 生成的"
-          "（默认 float64），经 `torch.from_numpy` 或 DataLoader 的 collate 转成了张量。",
+    "（默认 float64），经 `torch.from_numpy` 或 DataLoader 的 collate 转成了张量。",
 }
 
 
@@ -279,15 +330,16 @@ def _numpy_likelihood(block, arg: str | None) -> float:
     sources = " ".join(frame.source or "" for frame in block.frames)
     if any(word in sources for word in NUMPY_EVIDENCE):
         return 0.92
-    if not LAYER_MESSAGE.search(block.message) or (arg is not None
-                                                   and arg not in LAYER_ARGUMENTS):
+    if not LAYER_MESSAGE.search(block.message) or (arg is not None and arg not in LAYER_ARGUMENTS):
         return 0.7  # an elementwise op, torch.cat, index_add_...: anyone's tensors
     if not block.frames:
         return 0.85  # the bare message: numpy data is by far the most common origin
     if any(word in sources for word in ("double()", "float64", "DoubleTensor")):
         return 0.6  # made double on purpose in the user's code
     paths = [frame.path for frame in block.frames]
-    if any(path.startswith(NOTEBOOK_PATHS) or "/nn/modules/" in path.replace("\\", "/")
-           for path in paths):
+    if any(
+        path.startswith(NOTEBOOK_PATHS) or "/nn/modules/" in path.replace("\\", "/")
+        for path in paths
+    ):
         return 0.85  # data fed to a model, or notebook code building its data with numpy
     return 0.7  # the user's own functional code mixing two of its tensors

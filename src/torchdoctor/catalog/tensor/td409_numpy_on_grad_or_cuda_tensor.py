@@ -1,12 +1,21 @@
 """TD409 numpy-on-grad-or-cuda-tensor: `.numpy()` on a tensor that requires grad or lives on the GPU."""
+
 from __future__ import annotations
 
 import ast
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Pitfall, assigned_before, index,
-                                     per_file, shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    assigned_before,
+    index,
+    per_file,
+    shorten,
+)
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -14,30 +23,32 @@ _short = partial(shorten, limit=40)
 PITFALL = Pitfall(
     code="TD409",
     name="numpy-on-grad-or-cuda-tensor",
-    title={"en": "`.numpy()` on a tensor that requires grad or is on the GPU",
-           "zh": "对需要梯度或位于 GPU 上的张量调用 `.numpy()`"},
+    title={
+        "en": "`.numpy()` on a tensor that requires grad or is on the GPU",
+        "zh": "对需要梯度或位于 GPU 上的张量调用 `.numpy()`",
+    },
     messages={
         "": {
             "en": "`{tensor}` requires grad (it comes from {origin}): `.numpy()` raises; use "
-                  "`.detach().cpu().numpy()`",
+            "`.detach().cpu().numpy()`",
             "zh": "`{tensor}` 需要梯度（它来自{origin}）：`.numpy()` 会报错；请使用 "
-                  "`.detach().cpu().numpy()`",
+            "`.detach().cpu().numpy()`",
         },
         "cuda": {
             "en": "`{tensor}` is on the GPU (moved by `{move}`): `.numpy()` raises; use "
-                  "`.detach().cpu().numpy()`",
+            "`.detach().cpu().numpy()`",
             "zh": "`{tensor}` 位于 GPU 上（由 `{move}` 移过去）：`.numpy()` 会报错；请使用 "
-                  "`.detach().cpu().numpy()`",
+            "`.detach().cpu().numpy()`",
         },
     },
     fix_title={"en": "Use `.detach().cpu().numpy()`", "zh": "改用 `.detach().cpu().numpy()`"},
     fix_applicability="safe",
     fix_hint={
         "en": "Convert with `tensor.detach().cpu().numpy()`; for a single number use "
-              "`tensor.item()`. Plotting and logging libraries call `.numpy()` for you, so pass "
-              "them the detached CPU tensor too.",
+        "`tensor.item()`. Plotting and logging libraries call `.numpy()` for you, so pass "
+        "them the detached CPU tensor too.",
         "zh": "用 `tensor.detach().cpu().numpy()` 转换；只要一个数时用 `tensor.item()`。绘图和日志库会在内部"
-              "调用 `.numpy()`，所以传给它们的也应该是 detach 过、位于 CPU 上的张量。",
+        "调用 `.numpy()`，所以传给它们的也应该是 detach 过、位于 CPU 上的张量。",
     },
     docs={
         "en": """
@@ -123,19 +134,30 @@ prediction = model(torch.randn(8, 4)).detach().cpu().numpy()
 
 # Methods whose result keeps both `requires_grad` and the device of the tensor (integer results
 # such as `.long()` or `.argmax()` never require grad).
-KEEPING_METHODS = frozenset("""
+KEEPING_METHODS = frozenset(
+    """
 float half double bfloat16 view view_as reshape reshape_as permute transpose t contiguous clone
 squeeze unsqueeze flatten expand expand_as repeat narrow softmax log_softmax sigmoid tanh relu
 exp log sqrt abs neg sum mean
-""".split())
+""".split()
+)
 # torch.nn classes without parameters: their output requires grad only if their input does.
-PARAMETER_FREE = frozenset("""
+PARAMETER_FREE = frozenset(
+    """
 ReLU ReLU6 LeakyReLU GELU SiLU Sigmoid Tanh Softmax LogSoftmax Softplus Mish Hardswish ELU
 Identity Flatten Unflatten Dropout Dropout2d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d
 AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool2d Upsample PixelShuffle
-""".split())
-NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled",
-                              "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
+""".split()
+)
+NO_GRAD_CONTEXTS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.set_grad_enabled",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+    }
+)
 # Names that turn grad off for parameters or globally: the grad case is then unknowable.
 GRAD_SWITCHES = frozenset({"requires_grad_", "set_grad_enabled", "requires_grad"})
 MAX_HOPS = 8
@@ -210,21 +232,32 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
     # `nn.Softmax(dim=1)(x)`: no parameters, the output requires grad only if x does.
     if isinstance(func, ast.Call):
         qualname = ctx.qualname(func.func) or ""
-        return not (qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] in PARAMETER_FREE)
+        return not (
+            qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] in PARAMETER_FREE
+        )
     return True
 
 
 def _moves_to_cuda(call: ast.Call) -> bool:
-    device = call.args[0] if call.args else next(
-        (k.value for k in call.keywords if k.arg == "device"), None)
-    return isinstance(device, ast.Constant) and isinstance(device.value, str) \
+    device = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "device"), None)
+    )
+    return (
+        isinstance(device, ast.Constant)
+        and isinstance(device.value, str)
         and device.value.startswith("cuda")
+    )
 
 
 def _sets_device(call: ast.Call, ctx: Context) -> bool:
     """True unless `.to(...)` surely only changes the dtype (`.to(torch.float32)`)."""
-    if call.keywords and all(k.arg in ("dtype", "non_blocking", "copy") for k in call.keywords) \
-            and not call.args:
+    if (
+        call.keywords
+        and all(k.arg in ("dtype", "non_blocking", "copy") for k in call.keywords)
+        and not call.args
+    ):
         return False
     if len(call.args) == 1 and not call.keywords:
         qualname = ctx.qualname(call.args[0]) or ""
@@ -264,16 +297,24 @@ def _grad_switched_in_file(ctx: Context) -> bool:
 # Error signatures ---------------------------------------------------------------------------
 
 PITFALL.error(
-    r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad", confidence=0.95,
-    cause={"en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "
-                 "tensor that is part of the autograd graph: a model output, a loss or a "
-                 "parameter.",
-           "zh": "对计算图中的张量（模型输出、损失或参数）调用了 `.numpy()`（直接调用，或由 numpy、matplotlib、"
-                 "日志库间接调用）。"})
+    r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad",
+    confidence=0.95,
+    cause={
+        "en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "
+        "tensor that is part of the autograd graph: a model output, a loss or a "
+        "parameter.",
+        "zh": "对计算图中的张量（模型输出、损失或参数）调用了 `.numpy()`（直接调用，或由 numpy、matplotlib、"
+        "日志库间接调用）。",
+    },
+)
 PITFALL.error(
     r"can't convert (?:(?P<device>\w+:\d+) device type|CUDA) tensor to numpy",
-    types=("TypeError",), confidence=0.95,
-    cause={"en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "
-                 "tensor in GPU memory, which numpy cannot read.",
-           "zh": "对位于显存中的张量调用了 `.numpy()`（直接调用，或由 numpy、matplotlib、日志库间接调用），"
-                 "而 numpy 读不了显存。"})
+    types=("TypeError",),
+    confidence=0.95,
+    cause={
+        "en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "
+        "tensor in GPU memory, which numpy cannot read.",
+        "zh": "对位于显存中的张量调用了 `.numpy()`（直接调用，或由 numpy、matplotlib、日志库间接调用），"
+        "而 numpy 读不了显存。",
+    },
+)

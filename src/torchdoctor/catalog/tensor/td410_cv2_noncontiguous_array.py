@@ -1,4 +1,5 @@
 """TD410 cv2-noncontiguous-array: OpenCV drawing on a channel-reversed numpy view."""
+
 from __future__ import annotations
 
 import ast
@@ -10,14 +11,18 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_fil
 PITFALL = Pitfall(
     code="TD410",
     name="cv2-noncontiguous-array",
-    title={"en": "OpenCV drawing on a non-contiguous (reversed or reindexed) array",
-           "zh": "在不连续（反转或重新索引得到的）数组上调用 OpenCV 绘图函数"},
-    messages={"": {
-        "en": "`cv2.{function}` draws only into contiguous images, and `{view}` is not contiguous: "
-              "use `cv2.cvtColor` or `np.ascontiguousarray`",
-        "zh": "`cv2.{function}` 只能在内存连续的图像上绘制，而 `{view}` 不是连续数组："
-              "请使用 `cv2.cvtColor` 或 `np.ascontiguousarray`",
-    }},
+    title={
+        "en": "OpenCV drawing on a non-contiguous (reversed or reindexed) array",
+        "zh": "在不连续（反转或重新索引得到的）数组上调用 OpenCV 绘图函数",
+    },
+    messages={
+        "": {
+            "en": "`cv2.{function}` draws only into contiguous images, and `{view}` is not contiguous: "
+            "use `cv2.cvtColor` or `np.ascontiguousarray`",
+            "zh": "`cv2.{function}` 只能在内存连续的图像上绘制，而 `{view}` 不是连续数组："
+            "请使用 `cv2.cvtColor` 或 `np.ascontiguousarray`",
+        }
+    },
     needs_torch=False,  # OpenCV scripts often never import torch
     docs={
         "en": """
@@ -86,10 +91,12 @@ cv2.rectangle(rgb, (10, 10), (100, 100), (255, 0, 0), 2)
 )
 
 # OpenCV functions that draw into their first argument in place.
-DRAWING = frozenset("""
+DRAWING = frozenset(
+    """
 rectangle circle line arrowedLine putText polylines fillPoly fillConvexPoly ellipse
 drawContours drawMarker
-""".split())
+""".split()
+)
 
 
 @PITFALL.static(ast.Call, names=DRAWING)
@@ -124,14 +131,21 @@ def _is_noncontiguous_view(value: ast.AST | None) -> bool:
 
 
 def _is_negative(step: ast.AST | None) -> bool:
-    return (isinstance(step, ast.UnaryOp) and isinstance(step.op, ast.USub)
-            and isinstance(step.operand, ast.Constant) and type(step.operand.value) is int
-            and step.operand.value > 0)
+    return (
+        isinstance(step, ast.UnaryOp)
+        and isinstance(step.op, ast.USub)
+        and isinstance(step.operand, ast.Constant)
+        and type(step.operand.value) is int
+        and step.operand.value > 0
+    )
 
 
 def _is_int_list(part: ast.AST) -> bool:
-    return (isinstance(part, ast.List) and len(part.elts) > 1
-            and all(isinstance(e, ast.Constant) and type(e.value) is int for e in part.elts))
+    return (
+        isinstance(part, ast.List)
+        and len(part.elts) > 1
+        and all(isinstance(e, ast.Constant) and type(e.value) is int for e in part.elts)
+    )
 
 
 def _last_value(name: str, call: ast.Call, ctx: Context) -> ast.AST | None:
@@ -154,9 +168,15 @@ def _bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[list, list]:
             continue
         statement, value = node, None
         parent = found.parents[node]
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
+        if (
+            isinstance(parent, ast.Assign)
+            and len(parent.targets) == 1
+            and parent.targets[0] is node
+        ):
             statement, value = parent, parent.value
-        bindings.append(((node.lineno, node.col_offset), (statement.lineno, statement.col_offset), value))
+        bindings.append(
+            ((node.lineno, node.col_offset), (statement.lineno, statement.col_offset), value)
+        )
     bindings.sort(key=lambda binding: binding[0])
     latest, best = [], None
     for binding in bindings:

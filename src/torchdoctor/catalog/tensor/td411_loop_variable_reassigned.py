@@ -1,4 +1,5 @@
 """TD411 loop-variable-reassigned: `for x in xs: x = ...` whose new value is never read."""
+
 from __future__ import annotations
 
 import ast
@@ -10,12 +11,17 @@ from torchdoctor.catalog.sdk import Context, FileIndex, Finding, Pitfall, index_
 PITFALL = Pitfall(
     code="TD411",
     name="loop-variable-reassigned",
-    title={"en": "Loop variable reassigned and never read again",
-           "zh": "循环变量被重新赋值后再也没有被读取"},
-    messages={"": {
-        "en": "Assigning to the loop variable `{name}` does not change `{iterable}`, and the new value is never read",
-        "zh": "给循环变量 `{name}` 赋值不会改变 `{iterable}`，而且新值之后再也没有被读取",
-    }},
+    title={
+        "en": "Loop variable reassigned and never read again",
+        "zh": "循环变量被重新赋值后再也没有被读取",
+    },
+    messages={
+        "": {
+            "en": "Assigning to the loop variable `{name}` does not change `{iterable}`, "
+            "and the new value is never read",
+            "zh": "给循环变量 `{name}` 赋值不会改变 `{iterable}`，而且新值之后再也没有被读取",
+        }
+    },
     docs={
         "en": """
 ## What it catches
@@ -83,7 +89,9 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
     if not names:
         return
     for assignment, name in _assignments_to(names, loop.body):
-        if _read_later_in(loop, name, assignment, ctx) or _read_elsewhere(name, loop, assignment, ctx):
+        if _read_later_in(loop, name, assignment, ctx) or _read_elsewhere(
+            name, loop, assignment, ctx
+        ):
             continue
         yield ctx.finding(PITFALL, assignment, name=name, iterable=ctx.text(loop.iter))
 
@@ -106,8 +114,12 @@ def _assignments_to(names: set[str], body: list[ast.stmt]) -> Iterator[tuple[ast
                 if isinstance(target, ast.Name) and target.id in names:
                     yield statement, target.id
         elif isinstance(statement, _PLAIN_BLOCKS):
-            for block in (statement.body, getattr(statement, "orelse", ()),
-                          getattr(statement, "finalbody", ()), getattr(statement, "handlers", ())):
+            for block in (
+                statement.body,
+                getattr(statement, "orelse", ()),
+                getattr(statement, "finalbody", ()),
+                getattr(statement, "handlers", ()),
+            ):
                 todo.extend(block)
         elif isinstance(statement, ast.ExceptHandler):
             todo.extend(statement.body)
@@ -128,11 +140,16 @@ def _read_elsewhere(name: str, loop: ast.AST, assignment: ast.Assign, ctx: Conte
         return True
     reads = _reads(ctx, scope, name)
     # The outermost loop around ours in the same scope runs our loop again after any read.
-    enclosing = ctx.ancestors[ctx.ancestors.index(scope) + 1:] if function is not None else ctx.ancestors
-    outer_loop = next((node for node in enclosing if isinstance(node, _LOOPS) and node is not loop), None)
+    enclosing = (
+        ctx.ancestors[ctx.ancestors.index(scope) + 1 :] if function is not None else ctx.ancestors
+    )
+    outer_loop = next(
+        (node for node in enclosing if isinstance(node, _LOOPS) and node is not loop), None
+    )
     everywhere = reads.everywhere
-    if outer_loop is not None and (bisect_left(everywhere, _start(outer_loop))
-                                   < bisect_right(everywhere, _end(outer_loop))):
+    if outer_loop is not None and (
+        bisect_left(everywhere, _start(outer_loop)) < bisect_right(everywhere, _end(outer_loop))
+    ):
         return True
     if reads.in_nested_scope:
         return True
@@ -157,8 +174,10 @@ def _scope_facts(ctx: Context, scope: ast.AST) -> tuple[set[str], bool]:
     reads its variables dynamically (`locals()`, `eval(...)`...)."""
     found = index_of(ctx, scope)
     shared = {name for node in found.under(scope, ast.Global, ast.Nonlocal) for name in node.names}
-    dynamic = any(isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_READS
-                  for node in found.local(scope, ast.Call))
+    dynamic = any(
+        isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_READS
+        for node in found.local(scope, ast.Call)
+    )
     return shared, dynamic
 
 
@@ -169,8 +188,7 @@ class _Reads:
     iterable. (Such a comprehension always lies inside any loop around the read, so the reads
     of a loop are those of the scope within it.)"""
 
-    def __init__(self, scope: ast.AST, name: str, found: FileIndex,
-                 hiders: list[ast.AST]) -> None:
+    def __init__(self, scope: ast.AST, name: str, found: FileIndex, hiders: list[ast.AST]) -> None:
         # Where the comprehensions hide the name (all of each but its first iterable), as
         # ranges of node numbers: nested or apart, so one sweep finds those around a read.
         hidden = []
@@ -181,7 +199,9 @@ class _Reads:
         hidden.sort(key=lambda part: (part[0], -part[1]))
         everywhere = []
         self.in_nested_scope = False  # read in a nested function, class or lambda
-        around: list[tuple[int, int, ast.AST]] = []  # the hiding ranges around the read, inmost last
+        around: list[
+            tuple[int, int, ast.AST]
+        ] = []  # the hiding ranges around the read, inmost last
         next_part = 0
         for node in found.names_in(scope, name):
             at = found.number[node]
@@ -201,7 +221,9 @@ class _Reads:
             owner = found.scopes[at]
             # Seen from the innermost nested scope around it, the comprehensions outside that
             # scope hide nothing.
-            if owner is not scope and not (around and found.number[around[-1][2]] > found.number[owner]):
+            if owner is not scope and not (
+                around and found.number[around[-1][2]] > found.number[owner]
+            ):
                 self.in_nested_scope = True
         self.everywhere = sorted(everywhere)
 
@@ -216,6 +238,8 @@ def _hiders(ctx: Context, scope: ast.AST) -> dict[str, list[ast.AST]]:
     """The comprehensions under the scope, by each name they bind."""
     found: dict[str, list[ast.AST]] = {}
     for node in index_of(ctx, scope).under(scope, *_COMPREHENSIONS):
-        for name in {name for generator in node.generators for name in _target_names(generator.target)}:
+        for name in {
+            name for generator in node.generators for name in _target_names(generator.target)
+        }:
             found.setdefault(name, []).append(node)
     return found

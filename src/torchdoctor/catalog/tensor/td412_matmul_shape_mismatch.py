@@ -1,4 +1,5 @@
 """TD412 matmul-shape-mismatch: the features reaching a Linear layer are not its `in_features`."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -6,19 +7,23 @@ from torchdoctor.catalog.sdk import Pitfall
 PITFALL = Pitfall(
     code="TD412",
     name="matmul-shape-mismatch",
-    title={"en": "Matrix product of incompatible shapes (a Linear layer's `in_features` is wrong)",
-           "zh": "矩阵乘法的形状不匹配（通常是 Linear 层的 `in_features` 写错了）"},
-    messages={"": {
-        "en": "the inner sizes of a matrix product differ: the input has a different number of "
-              "features than the Linear layer (or the second matrix) expects",
-        "zh": "矩阵乘法的内侧维度不一致：输入的特征数与 Linear 层（或第二个矩阵）期望的不同",
-    }},
+    title={
+        "en": "Matrix product of incompatible shapes (a Linear layer's `in_features` is wrong)",
+        "zh": "矩阵乘法的形状不匹配（通常是 Linear 层的 `in_features` 写错了）",
+    },
+    messages={
+        "": {
+            "en": "the inner sizes of a matrix product differ: the input has a different number of "
+            "features than the Linear layer (or the second matrix) expects",
+            "zh": "矩阵乘法的内侧维度不一致：输入的特征数与 Linear 层（或第二个矩阵）期望的不同",
+        }
+    },
     fix_hint={
         "en": "Print `x.shape` right before the failing layer and set that Linear's "
-              "`in_features` to the last number (or use `nn.LazyLinear(out_features)`, which "
-              "infers it on the first batch).",
+        "`in_features` to the last number (or use `nn.LazyLinear(out_features)`, which "
+        "infers it on the first batch).",
         "zh": "在出错的层之前打印 `x.shape`，把该 Linear 的 `in_features` 设为最后一维的大小"
-              "（或改用 `nn.LazyLinear(out_features)`，它会在第一个 batch 时自动推断）。",
+        "（或改用 `nn.LazyLinear(out_features)`，它会在第一个 batch 时自动推断）。",
     },
     docs={
         "en": """
@@ -100,48 +105,66 @@ model(torch.randn(8, 3, 32, 32))
 
 _LINEAR_CAUSE = {
     "en": "The input has {features} features per row (mat1 is {rows}x{features}) but the "
-          "weight expects {in_features} (mat2 is {in_features}x{out_features}). In an "
-          "nn.Linear, mat2 is the transposed weight: set in_features={features} in the Linear "
-          "that follows the flatten (it is {in_features} now), or change the layers before it "
-          "so that they produce {in_features} features.",
+    "weight expects {in_features} (mat2 is {in_features}x{out_features}). In an "
+    "nn.Linear, mat2 is the transposed weight: set in_features={features} in the Linear "
+    "that follows the flatten (it is {in_features} now), or change the layers before it "
+    "so that they produce {in_features} features.",
     "zh": "输入每行有 {features} 个特征（mat1 是 {rows}x{features}），而权重期望 {in_features} 个"
-          "（mat2 是 {in_features}x{out_features}）。在 nn.Linear 中 mat2 就是转置后的权重：把 flatten "
-          "之后那个 Linear 的 in_features 改成 {features}（现在是 {in_features}），或者调整它前面的层，"
-          "让它们输出 {in_features} 个特征。",
+    "（mat2 是 {in_features}x{out_features}）。在 nn.Linear 中 mat2 就是转置后的权重：把 flatten "
+    "之后那个 Linear 的 in_features 改成 {features}（现在是 {in_features}），或者调整它前面的层，"
+    "让它们输出 {in_features} 个特征。",
 }
 _LINEAR_FIX = {
     "en": "Set `in_features={features}` in the Linear layer after the flatten (or use "
-          "`nn.LazyLinear({out_features})`).",
+    "`nn.LazyLinear({out_features})`).",
     "zh": "把 flatten 之后那个 Linear 层设为 `in_features={features}`（或改用 "
-          "`nn.LazyLinear({out_features})`）。",
+    "`nn.LazyLinear({out_features})`）。",
 }
 
 PITFALL.error(
     r"mat1 and mat2 shapes cannot be multiplied \((?P<rows>\d+)x(?P<features>\d+) and "
     r"(?P<in_features>\d+)x(?P<out_features>\d+)\)",
-    types=(), confidence=0.95, cause=_LINEAR_CAUSE, fix=_LINEAR_FIX)
+    types=(),
+    confidence=0.95,
+    cause=_LINEAR_CAUSE,
+    fix=_LINEAR_FIX,
+)
 # PyTorch before 1.8 (TH/THC): "size mismatch, m1: [64 x 9216], m2: [4608 x 128] at ...".
 PITFALL.error(
     r"size mismatch, m1: \[(?P<rows>\d+) x (?P<features>\d+)\], "
     r"m2: \[(?P<in_features>\d+) x (?P<out_features>\d+)\]",
-    types=(), confidence=0.95, cause=_LINEAR_CAUSE, fix=_LINEAR_FIX)
+    types=(),
+    confidence=0.95,
+    cause=_LINEAR_CAUSE,
+    fix=_LINEAR_FIX,
+)
 PITFALL.error(
     r"Expected size for first two dimensions of batch2 tensor to be: "
     r"\[(?P<expected>[\d, ]+)\] but got: \[(?P<got>[\d, ]+)\]",
-    types=(), confidence=0.9,
-    cause={"en": "In a batched matrix product (torch.bmm / baddbmm / matmul of 3-d tensors) "
-                 "batch2 must start with [batch, K] = [{expected}], where K is the last size of "
-                 "batch1; it starts with [{got}].",
-           "zh": "在批量矩阵乘法（torch.bmm / baddbmm / 三维张量的 matmul）中，batch2 的前两维必须是 "
-                 "[batch, K] = [{expected}]（K 是 batch1 的最后一维），实际却是 [{got}]。"},
-    fix={"en": "Print both shapes: batch1 is [B, N, K], batch2 must be [B, K, M]; transpose "
-               "batch2 (`.transpose(1, 2)`) or fix the batch size so they agree.",
-         "zh": "打印两个张量的形状：batch1 是 [B, N, K]，batch2 必须是 [B, K, M]；对 batch2 做 "
-               "`.transpose(1, 2)`，或修正 batch 大小使二者一致。"})
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "In a batched matrix product (torch.bmm / baddbmm / matmul of 3-d tensors) "
+        "batch2 must start with [batch, K] = [{expected}], where K is the last size of "
+        "batch1; it starts with [{got}].",
+        "zh": "在批量矩阵乘法（torch.bmm / baddbmm / 三维张量的 matmul）中，batch2 的前两维必须是 "
+        "[batch, K] = [{expected}]（K 是 batch1 的最后一维），实际却是 [{got}]。",
+    },
+    fix={
+        "en": "Print both shapes: batch1 is [B, N, K], batch2 must be [B, K, M]; transpose "
+        "batch2 (`.transpose(1, 2)`) or fix the batch size so they agree.",
+        "zh": "打印两个张量的形状：batch1 是 [B, N, K]，batch2 必须是 [B, K, M]；对 batch2 做 "
+        "`.transpose(1, 2)`，或修正 batch 大小使二者一致。",
+    },
+)
 PITFALL.error(
     r"size mismatch, got input \((?P<rows>\d+)\), mat \((?P<mat>\d+x\d+)\), "
     r"vec \((?P<vec>\d+)\)",
-    types=(), confidence=0.9,
-    cause={"en": "A matrix-vector product of a {mat} matrix with a vector of {vec} elements: "
-                 "the vector must have as many elements as the matrix has columns.",
-           "zh": "{mat} 的矩阵与 {vec} 个元素的向量相乘：向量的元素个数必须等于矩阵的列数。"})
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "A matrix-vector product of a {mat} matrix with a vector of {vec} elements: "
+        "the vector must have as many elements as the matrix has columns.",
+        "zh": "{mat} 的矩阵与 {vec} 个元素的向量相乘：向量的元素个数必须等于矩阵的列数。",
+    },
+)

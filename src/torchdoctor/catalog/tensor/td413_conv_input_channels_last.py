@@ -1,4 +1,5 @@
 """TD413 conv-input-channels-last: an NHWC image batch fed to a convolution that reads NCHW."""
+
 from __future__ import annotations
 
 import re
@@ -8,19 +9,23 @@ from torchdoctor.catalog.sdk import Clue, Pitfall
 PITFALL = Pitfall(
     code="TD413",
     name="conv-input-channels-last",
-    title={"en": "Channels-last (NHWC) image given to a convolution that expects NCHW",
-           "zh": "把通道在最后（NHWC）的图像直接送进要求 NCHW 的卷积层"},
-    messages={"": {
-        "en": "the convolution reads dimension 1 as channels, but the input has its channels "
-              "last: permute it to NCHW first",
-        "zh": "卷积层把第 1 维当作通道，而输入的通道在最后一维：请先把它转换为 NCHW",
-    }},
+    title={
+        "en": "Channels-last (NHWC) image given to a convolution that expects NCHW",
+        "zh": "把通道在最后（NHWC）的图像直接送进要求 NCHW 的卷积层",
+    },
+    messages={
+        "": {
+            "en": "the convolution reads dimension 1 as channels, but the input has its channels "
+            "last: permute it to NCHW first",
+            "zh": "卷积层把第 1 维当作通道，而输入的通道在最后一维：请先把它转换为 NCHW",
+        }
+    },
     fix_hint={
         "en": "Move the channels to dimension 1: `x = x.permute(0, 3, 1, 2)` for a batch of "
-              "HWC images (or convert each image with `torchvision.transforms.ToTensor()`, "
-              "which does it for you).",
+        "HWC images (or convert each image with `torchvision.transforms.ToTensor()`, "
+        "which does it for you).",
         "zh": "把通道移到第 1 维：对一批 HWC 图像用 `x = x.permute(0, 3, 1, 2)`"
-              "（或者对每张图像使用 `torchvision.transforms.ToTensor()`，它会自动完成这一步）。",
+        "（或者对每张图像使用 `torchvision.transforms.ToTensor()`，它会自动完成这一步）。",
     },
     docs={
         "en": """
@@ -100,10 +105,10 @@ out = conv(torch.from_numpy(images).permute(0, 3, 1, 2))  # N, C, H, W
 
 _CHANNELS = re.compile(
     r"weight of size \[?(?P<weight>\d+(?:,? \d+)*)\]?, expected input\[(?P<input>\d+(?:, \d+)*)\] "
-    r"to have (?P<expected>\d+) channels, but got (?P<got>\d+) channels instead")
+    r"to have (?P<expected>\d+) channels, but got (?P<got>\d+) channels instead"
+)
 # The dimension order that brings the last dimension to position 1, by input rank.
-_TO_CHANNELS_FIRST = {3: "permute(0, 2, 1)", 4: "permute(0, 3, 1, 2)",
-                      5: "permute(0, 4, 1, 2, 3)"}
+_TO_CHANNELS_FIRST = {3: "permute(0, 2, 1)", 4: "permute(0, 3, 1, 2)", 5: "permute(0, 4, 1, 2, 3)"}
 
 
 @PITFALL.error_check(types=())
@@ -124,9 +129,9 @@ def channel_count(block, report) -> Clue | None:
 
 _NHWC_CAUSE = {
     "en": "The input [{input}] has its channels last: the convolution (weight [{weight}]) "
-          "reads dimension 1 as channels and finds {got} there instead of {expected}.",
+    "reads dimension 1 as channels and finds {got} there instead of {expected}.",
     "zh": "输入 [{input}] 的通道在最后一维：卷积层（权重 [{weight}]）把第 1 维当作通道，"
-          "在那里读到的是 {got} 而不是 {expected}。",
+    "在那里读到的是 {got} 而不是 {expected}。",
 }
 _NHWC_FIX = {
     "en": "Move the channels to dimension 1 before the convolution: `x = x.{permute}`.",
@@ -134,18 +139,18 @@ _NHWC_FIX = {
 }
 _COUNT_CAUSE = {
     "en": "The input [{input}] has {got} channels in dimension 1 but the convolution (weight "
-          "[{weight}]) was built for {expected}: a grayscale (1) or RGBA (4) image given to an "
-          "RGB model, or an `in_channels` that does not match the previous layer's "
-          "`out_channels`.",
+    "[{weight}]) was built for {expected}: a grayscale (1) or RGBA (4) image given to an "
+    "RGB model, or an `in_channels` that does not match the previous layer's "
+    "`out_channels`.",
     "zh": "输入 [{input}] 第 1 维有 {got} 个通道，而卷积层（权重 [{weight}]）是按 {expected} "
-          "个通道构建的：可能是把灰度图（1）或 RGBA 图（4）送进了 RGB 模型，或者该层的 "
-          "`in_channels` 与上一层的 `out_channels` 不一致。",
+    "个通道构建的：可能是把灰度图（1）或 RGBA 图（4）送进了 RGB 模型，或者该层的 "
+    "`in_channels` 与上一层的 `out_channels` 不一致。",
 }
 _COUNT_FIX = {
-    "en": "Make the channel counts agree: convert images with `.convert(\"RGB\")` (PIL) or "
-          "`x.expand(-1, 3, -1, -1)` for grayscale, or set `in_channels={got}` in this layer.",
-    "zh": "让通道数一致：用 `.convert(\"RGB\")`（PIL）转换图像，灰度图可用 "
-          "`x.expand(-1, 3, -1, -1)`，或者把这一层设为 `in_channels={got}`。",
+    "en": 'Make the channel counts agree: convert images with `.convert("RGB")` (PIL) or '
+    "`x.expand(-1, 3, -1, -1)` for grayscale, or set `in_channels={got}` in this layer.",
+    "zh": '让通道数一致：用 `.convert("RGB")`（PIL）转换图像，灰度图可用 '
+    "`x.expand(-1, 3, -1, -1)`，或者把这一层设为 `in_channels={got}`。",
 }
 
 # PyTorch 1.x: a single image without its batch dimension.
@@ -153,27 +158,39 @@ PITFALL.error(
     r"Expected (?P<want>\d+)-dimensional input for (?P=want)-dimensional weight "
     r"\[?(?P<weight>\d+(?:,? \d+)*)\]?, but got (?P<have>\d+)-dimensional input of size "
     r"\[(?P<input>[\d, ]*)\] instead",
-    types=(), confidence=0.85,
-    cause={"en": "The convolution (weight [{weight}]) needs a {want}-d batch but got a {have}-d "
-                 "tensor of size [{input}]: a single sample without its batch dimension, or "
-                 "an extra dimension.",
-           "zh": "卷积层（权重 [{weight}]）需要 {want} 维的 batch 输入，却收到了大小为 [{input}] 的 "
-                 "{have} 维张量：多半是单个样本缺少 batch 维，或者多了一个维度。"},
-    fix={"en": "Add the batch dimension with `x.unsqueeze(0)` for a single sample (or remove "
-               "an extra one with `x.squeeze(...)`).",
-         "zh": "单个样本用 `x.unsqueeze(0)` 加上 batch 维（多出来的维度用 `x.squeeze(...)` 去掉）。"})
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "The convolution (weight [{weight}]) needs a {want}-d batch but got a {have}-d "
+        "tensor of size [{input}]: a single sample without its batch dimension, or "
+        "an extra dimension.",
+        "zh": "卷积层（权重 [{weight}]）需要 {want} 维的 batch 输入，却收到了大小为 [{input}] 的 "
+        "{have} 维张量：多半是单个样本缺少 batch 维，或者多了一个维度。",
+    },
+    fix={
+        "en": "Add the batch dimension with `x.unsqueeze(0)` for a single sample (or remove "
+        "an extra one with `x.squeeze(...)`).",
+        "zh": "单个样本用 `x.unsqueeze(0)` 加上 batch 维（多出来的维度用 `x.squeeze(...)` 去掉）。",
+    },
+)
 PITFALL.error(
     r"Expected (?P<unbatched>\d)D \(unbatched\) or (?P<batched>\d)D \(batched\) input to "
     r"(?P<op>conv\w+), but got input of size: \[(?P<input>[\d, ]*)\]",
-    types=(), confidence=0.85,
-    cause={"en": "{op} takes a {unbatched}-d sample or a {batched}-d batch; the input has size "
-                 "[{input}]: a dimension is missing (often the channel dimension of a "
-                 "grayscale image) or one too many.",
-           "zh": "{op} 接受 {unbatched} 维的单个样本或 {batched} 维的 batch，而输入大小是 [{input}]："
-                 "少了一个维度（常见于灰度图缺少通道维）或多了一个维度。"},
-    fix={"en": "Add the missing dimension with `x.unsqueeze(0)` (channel or batch), or drop an "
-               "extra one with `x.squeeze(...)`.",
-         "zh": "用 `x.unsqueeze(0)` 补上缺少的维度（通道维或 batch 维），或用 `x.squeeze(...)` "
-               "去掉多余的维度。"})
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "{op} takes a {unbatched}-d sample or a {batched}-d batch; the input has size "
+        "[{input}]: a dimension is missing (often the channel dimension of a "
+        "grayscale image) or one too many.",
+        "zh": "{op} 接受 {unbatched} 维的单个样本或 {batched} 维的 batch，而输入大小是 [{input}]："
+        "少了一个维度（常见于灰度图缺少通道维）或多了一个维度。",
+    },
+    fix={
+        "en": "Add the missing dimension with `x.unsqueeze(0)` (channel or batch), or drop an "
+        "extra one with `x.squeeze(...)`.",
+        "zh": "用 `x.unsqueeze(0)` 补上缺少的维度（通道维或 batch 维），或用 `x.squeeze(...)` "
+        "去掉多余的维度。",
+    },
+)
 # Output the parser could not split into blocks (quoted, escaped): the channel count alone.
 PITFALL.error(_CHANNELS.pattern, types=(), confidence=0.7, cause=_COUNT_CAUSE, fix=_COUNT_FIX)

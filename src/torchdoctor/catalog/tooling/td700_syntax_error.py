@@ -1,4 +1,5 @@
 """TD700 syntax-error: the file does not parse, so nothing else in it was checked."""
+
 from __future__ import annotations
 
 import re
@@ -13,12 +14,15 @@ PITFALL = Pitfall(
         "": {"en": "SyntaxError: {error}", "zh": "语法错误：{error}"},
         "async": {
             "en": "SyntaxError: {error} -- `async` is a keyword since Python 3.7; "
-                  "PyTorch renamed the argument to `non_blocking=`",
+            "PyTorch renamed the argument to `non_blocking=`",
             "zh": "语法错误：{error} —— 自 Python 3.7 起 `async` 是关键字；"
-                  "PyTorch 已把该参数改名为 `non_blocking=`",
+            "PyTorch 已把该参数改名为 `non_blocking=`",
         },
     },
-    fix_title={"en": "Rename `async=` to `non_blocking=`", "zh": "把 `async=` 改为 `non_blocking=`"},
+    fix_title={
+        "en": "Rename `async=` to `non_blocking=`",
+        "zh": "把 `async=` 改为 `non_blocking=`",
+    },
     fix_applicability="safe",
     docs={
         "en": """
@@ -94,13 +98,25 @@ def finding_for(error: Exception, source: str, path: str, lang: str) -> Finding:
     if match and re.search(r"\.(cuda|to|copy_)\(", code_line):
         variant = "async"
         start = sum(len(x) for x in lines[: line - 1]) + match.start()
-        edit = Edit(start, start + len("async"), "non_blocking",
-                    line, match.start() + 1, line, match.start() + 1 + len("async"))
+        edit = Edit(
+            start,
+            start + len("async"),
+            "non_blocking",
+            line,
+            match.start() + 1,
+            line,
+            match.start() + 1 + len("async"),
+        )
         fix = Fix("safe", pick(PITFALL.fix_title, lang), (edit,))
         column = match.start() + 1
     return Finding(
-        code=PITFALL.code, name=PITFALL.name,
+        code=PITFALL.code,
+        name=PITFALL.name,
         message=PITFALL.message(variant, lang, error=text),
-        path=path, line=line, column=max(1, column), end_line=line, end_column=max(1, column),
+        path=path,
+        line=line,
+        column=max(1, column),
+        end_line=line,
+        end_column=max(1, column),
         fix=fix,
     )

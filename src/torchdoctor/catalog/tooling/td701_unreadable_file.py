@@ -1,4 +1,5 @@
 """TD701 unreadable-file: a file given to the checker that is not Python source text."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Finding, Pitfall
@@ -7,9 +8,11 @@ PITFALL = Pitfall(
     code="TD701",
     name="unreadable-file",
     title={"en": "The file is not readable Python source", "zh": "文件不是可读取的 Python 源码"},
-    messages={"": {"en": "cannot check this file: {reason}", "zh": "无法检查该文件：{reason}"},
-              # One notebook cell that cannot be read; the notebook's other cells are checked.
-              "cell": {"en": "cannot check this cell: {reason}", "zh": "无法检查该单元格：{reason}"}},
+    messages={
+        "": {"en": "cannot check this file: {reason}", "zh": "无法检查该文件：{reason}"},
+        # One notebook cell that cannot be read; the notebook's other cells are checked.
+        "cell": {"en": "cannot check this cell: {reason}", "zh": "无法检查该单元格：{reason}"},
+    },
     # Its example would have to be binary data, which a docs code block cannot hold.
     lint_example=False,
     docs={
@@ -62,6 +65,10 @@ Python 同样无法导入它。会跳过该文件，继续检查其他文件。
 @PITFALL.engine_finding("unreadable-source")
 def finding_for(reason: str, path: str, lang: str, cell: int | None = None) -> Finding:
     """The file cannot be read; with `cell`, only that cell of a notebook."""
-    return Finding(code=PITFALL.code, name=PITFALL.name,
-                   message=PITFALL.message("cell" if cell else "", lang, reason=reason),
-                   path=path, cell=cell)
+    return Finding(
+        code=PITFALL.code,
+        name=PITFALL.name,
+        message=PITFALL.message("cell" if cell else "", lang, reason=reason),
+        path=path,
+        cell=cell,
+    )

@@ -1,22 +1,34 @@
 """TD702 incomplete-seeding: a file seeds some random generators and draws from another one."""
+
 from __future__ import annotations
 
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, FileIndex, Finding, Pitfall, index, per_file,
-                                     statements)
+from torchdoctor.catalog.sdk import (
+    Context,
+    FileIndex,
+    Finding,
+    Pitfall,
+    index,
+    per_file,
+    statements,
+)
 
 PITFALL = Pitfall(
     code="TD702",
     name="incomplete-seeding",
-    title={"en": "Some random generators are seeded, another one in use is not",
-           "zh": "只给部分随机数生成器设置了种子，另一个在用的却没有"},
-    messages={"": {
-        "en": "this file seeds {seeded} but also draws from {unseeded}, which is never seeded: "
-              "runs are not reproducible",
-        "zh": "该文件为 {seeded} 设置了种子，却也使用了从未设置种子的 {unseeded}：结果无法复现",
-    }},
+    title={
+        "en": "Some random generators are seeded, another one in use is not",
+        "zh": "只给部分随机数生成器设置了种子，另一个在用的却没有",
+    },
+    messages={
+        "": {
+            "en": "this file seeds {seeded} but also draws from {unseeded}, which is never seeded: "
+            "runs are not reproducible",
+            "zh": "该文件为 {seeded} 设置了种子，却也使用了从未设置种子的 {unseeded}：结果无法复现",
+        }
+    },
     default=False,
     docs={
         "en": """
@@ -101,20 +113,35 @@ SEEDERS = {
 SHOWN = {"random": "`random`", "numpy": "`np.random`", "torch": "`torch`"}
 # Functions drawing from a global generator; objects seeded on their own are left out.
 DRAWS_BY_MODULE = {
-    "random": ("random", frozenset("""
+    "random": (
+        "random",
+        frozenset(
+            """
 random randint randrange choice choices shuffle sample uniform gauss normalvariate triangular
 betavariate expovariate gammavariate lognormvariate vonmisesvariate paretovariate weibullvariate
 getrandbits randbytes binomialvariate
-""".split())),
-    "numpy.random": ("numpy", frozenset("""
+""".split()
+        ),
+    ),
+    "numpy.random": (
+        "numpy",
+        frozenset(
+            """
 rand randn randint random random_sample ranf sample choice shuffle permutation uniform normal
 standard_normal binomial poisson beta gamma exponential multinomial multivariate_normal
 dirichlet laplace lognormal bytes integers
-""".split())),
-    "torch": ("torch", frozenset("""
+""".split()
+        ),
+    ),
+    "torch": (
+        "torch",
+        frozenset(
+            """
 rand randn randint randperm rand_like randn_like randint_like normal bernoulli multinomial
 poisson
-""".split())),
+""".split()
+        ),
+    ),
 }
 LIBRARY_PREFIXES = ("random.", "numpy.", "torch.")
 
@@ -156,7 +183,9 @@ def _file_usage(ctx: Context) -> _Usage | None:
     found = index(ctx)
     aliases = _module_aliases(statements(ctx, ast.Import, ast.ImportFrom))
     usage = _Usage()
-    calls = sorted(_candidate_calls(found, aliases), key=lambda n: (n.lineno, n.col_offset, found.number[n]))
+    calls = sorted(
+        _candidate_calls(found, aliases), key=lambda n: (n.lineno, n.col_offset, found.number[n])
+    )
     for call in calls:
         name = _dotted(call.func, aliases)
         if name is None:
@@ -177,14 +206,24 @@ def _candidate_calls(found: FileIndex, aliases: dict[str, str]) -> list[ast.Call
     """The calls that may seed or draw (the others change nothing in `_file_usage`): those of a
     name with "seed" in it, of a drawing function, of an imported name, and of a function of
     `torch.nn.init` (`nn.init.normal_(w)`, `init.normal_(w)`)."""
-    keys = [key for key in found.calls
-            if key is not None and ("seed" in key.lower() or key in _DRAW_NAMES or key in aliases)]
+    keys = [
+        key
+        for key in found.calls
+        if key is not None and ("seed" in key.lower() or key in _DRAW_NAMES or key in aliases)
+    ]
     candidates = {at for key in keys for at in found.calls[key]}
-    for module in ["init", *(name for name, origin in aliases.items() if origin == "torch.nn.init")]:
+    for module in [
+        "init",
+        *(name for name, origin in aliases.items() if origin == "torch.nn.init"),
+    ]:
         for at in [*found.names.get(module, ()), *found.attributes.get(module, ())]:
             attribute = found.parents.get(found.nodes[at])
             call = found.parents.get(attribute)
-            if type(call) is ast.Call and call.func is attribute and attribute.value is found.nodes[at]:
+            if (
+                type(call) is ast.Call
+                and call.func is attribute
+                and attribute.value is found.nodes[at]
+            ):
                 candidates.add(found.number[call])
     return [found.nodes[at] for at in candidates]
 
@@ -232,8 +271,13 @@ def _module_aliases(imports: list[ast.Import | ast.ImportFrom]) -> dict[str, str
     ambiguous: set[str] = set()
     for node in imports:
         if isinstance(node, ast.Import):
-            pairs = [(a.asname or a.name.partition(".")[0], a.name if a.asname else a.name.partition(".")[0])
-                     for a in node.names]
+            pairs = [
+                (
+                    a.asname or a.name.partition(".")[0],
+                    a.name if a.asname else a.name.partition(".")[0],
+                )
+                for a in node.names
+            ]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             pairs = [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names]
         else:

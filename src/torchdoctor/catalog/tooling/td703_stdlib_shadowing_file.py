@@ -1,4 +1,5 @@
 """TD703 stdlib-shadowing-file: `import random` next to the user's own `random.py`."""
+
 from __future__ import annotations
 
 import ast
@@ -12,18 +13,24 @@ from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, directory_l
 PITFALL = Pitfall(
     code="TD703",
     name="stdlib-shadowing-file",
-    title={"en": "A project file named like a standard-library or well-known module",
-           "zh": "项目文件与标准库或常用第三方模块同名"},
-    messages={"": {
-        "en": "`{module}` here imports the project's own `{file}` (it sits next to this script), "
-              "not the {origin} module: rename `{file}`",
-        "zh": "这里的 `{module}` 导入的是脚本旁边项目自己的 `{file}`，而不是{origin}模块："
-              "请给 `{file}` 改名",
-    }},
-    fix_hint={"en": "Rename the file (e.g. `random.py` -> `random_utils.py`), update the imports "
-                    "of it, and delete the stale `__pycache__/<name>.*.pyc` next to it.",
-              "zh": "给该文件改名（例如 `random.py` -> `random_utils.py`），同步修改导入它的地方，"
-                    "并删除旁边 `__pycache__` 里残留的 `<name>.*.pyc`。"},
+    title={
+        "en": "A project file named like a standard-library or well-known module",
+        "zh": "项目文件与标准库或常用第三方模块同名",
+    },
+    messages={
+        "": {
+            "en": "`{module}` here imports the project's own `{file}` (it sits next to this script), "
+            "not the {origin} module: rename `{file}`",
+            "zh": "这里的 `{module}` 导入的是脚本旁边项目自己的 `{file}`，而不是{origin}模块："
+            "请给 `{file}` 改名",
+        }
+    },
+    fix_hint={
+        "en": "Rename the file (e.g. `random.py` -> `random_utils.py`), update the imports "
+        "of it, and delete the stale `__pycache__/<name>.*.pyc` next to it.",
+        "zh": "给该文件改名（例如 `random.py` -> `random_utils.py`），同步修改导入它的地方，"
+        "并删除旁边 `__pycache__` 里残留的 `<name>.*.pyc`。",
+    },
     reads_neighbours=True,
     needs_torch=False,  # `random.py` helpers and the scripts importing them often never say torch
     # Its Example needs a second file beside it; the fixture directory has one.
@@ -103,17 +110,56 @@ torch.manual_seed(seed)
 )
 
 # Loaded by every interpreter before the script runs: a file of that name is never imported.
-_LOADED_AT_STARTUP = frozenset({
-    "abc", "builtins", "codecs", "encodings", "io", "marshal", "posix", "nt", "sys", "time",
-    "zipimport", "os", "stat", "posixpath", "ntpath", "genericpath", "site",
-})
-_WELL_KNOWN = frozenset({
-    "torch", "torchvision", "torchaudio", "numpy", "scipy", "pandas", "matplotlib", "sklearn",
-    "cv2", "PIL", "tqdm", "yaml", "transformers", "timm", "tensorboard", "wandb", "einops",
-})
-_SHADOWABLE = frozenset(
-    name for name in sys.stdlib_module_names
-    if not name.startswith("_") and name not in _LOADED_AT_STARTUP) | _WELL_KNOWN
+_LOADED_AT_STARTUP = frozenset(
+    {
+        "abc",
+        "builtins",
+        "codecs",
+        "encodings",
+        "io",
+        "marshal",
+        "posix",
+        "nt",
+        "sys",
+        "time",
+        "zipimport",
+        "os",
+        "stat",
+        "posixpath",
+        "ntpath",
+        "genericpath",
+        "site",
+    }
+)
+_WELL_KNOWN = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "numpy",
+        "scipy",
+        "pandas",
+        "matplotlib",
+        "sklearn",
+        "cv2",
+        "PIL",
+        "tqdm",
+        "yaml",
+        "transformers",
+        "timm",
+        "tensorboard",
+        "wandb",
+        "einops",
+    }
+)
+_SHADOWABLE = (
+    frozenset(
+        name
+        for name in sys.stdlib_module_names
+        if not name.startswith("_") and name not in _LOADED_AT_STARTUP
+    )
+    | _WELL_KNOWN
+)
 
 
 @PITFALL.static(ast.Import, ast.ImportFrom)
@@ -130,8 +176,11 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
             continue
         shadow = _shadowing_file(os.path.dirname(os.path.abspath(ctx.path)), top)
         if shadow is not None:
-            origin = ({"en": "installed", "zh": "已安装的"} if top in _WELL_KNOWN
-                      else {"en": "standard-library", "zh": "标准库"})
+            origin = (
+                {"en": "installed", "zh": "已安装的"}
+                if top in _WELL_KNOWN
+                else {"en": "standard-library", "zh": "标准库"}
+            )
             yield ctx.finding(PITFALL, where, module=top, file=shadow, origin=origin)
 
 
@@ -151,23 +200,53 @@ def _shadowing_file(directory: str, module: str) -> str | None:
 # `cannot import name 'deepcopy' from 'copy' (/home/me/project/copy.py)`: Python names the file.
 _FROM_FILE = re.compile(
     r"from (?:partially initialized module )?'(?P<module>[\w.]+)' "
-    r"(?:\(most likely due to a circular import\) )?\((?P<path>[^)]+)\)")
+    r"(?:\(most likely due to a circular import\) )?\((?P<path>[^)]+)\)"
+)
 # Once the error happened, more installed packages are worth naming than the static rule
 # dares to (a project's own `datasets.py` is usually meant): the PyTorch ecosystem's.
-_ECOSYSTEM = frozenset({
-    "lightning", "pytorch_lightning", "accelerate", "datasets", "diffusers", "peft",
-    "safetensors", "tokenizers", "huggingface_hub", "onnx", "onnxruntime", "tensordict",
-    "torchrl", "torchdata", "torchtext", "torchmetrics", "ultralytics", "albumentations",
-    "open_clip", "gym", "gymnasium", "h5py", "skimage", "seaborn", "tensorflow", "keras",
-    "jax", "sentencepiece", "triton", "xformers", "deepspeed", "apex",
-})
+_ECOSYSTEM = frozenset(
+    {
+        "lightning",
+        "pytorch_lightning",
+        "accelerate",
+        "datasets",
+        "diffusers",
+        "peft",
+        "safetensors",
+        "tokenizers",
+        "huggingface_hub",
+        "onnx",
+        "onnxruntime",
+        "tensordict",
+        "torchrl",
+        "torchdata",
+        "torchtext",
+        "torchmetrics",
+        "ultralytics",
+        "albumentations",
+        "open_clip",
+        "gym",
+        "gymnasium",
+        "h5py",
+        "skimage",
+        "seaborn",
+        "tensorflow",
+        "keras",
+        "jax",
+        "sentencepiece",
+        "triton",
+        "xformers",
+        "deepspeed",
+        "apex",
+    }
+)
 _PARTIAL = re.compile(r"partially initialized module '(?P<module>[\w.]+)'")
 _NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'")
 _CAUSE = {
     "en": "A file of your project named `{module}.py` (or a `{module}/` package) sits in the "
-          "script's directory and is imported instead of the real `{module}` module.",
+    "script's directory and is imported instead of the real `{module}` module.",
     "zh": "项目里有一个名为 `{module}.py` 的文件（或 `{module}/` 包）位于脚本所在目录，"
-          "导入的是它而不是真正的 `{module}` 模块。",
+    "导入的是它而不是真正的 `{module}` 模块。",
 }
 
 
@@ -227,8 +306,21 @@ _EVERYDAY_MODULES = {
     "typing": {"List", "Dict", "Optional", "Tuple", "Any", "Union"},
     "queue": {"Queue", "Empty"},
     "numpy": {"array", "zeros", "ones", "float32", "ndarray", "random", "arange"},
-    "torch": {"nn", "tensor", "Tensor", "zeros", "ones", "cuda", "device", "float32", "load",
-              "save", "randn", "optim", "utils"},
+    "torch": {
+        "nn",
+        "tensor",
+        "Tensor",
+        "zeros",
+        "ones",
+        "cuda",
+        "device",
+        "float32",
+        "load",
+        "save",
+        "randn",
+        "optim",
+        "utils",
+    },
     "cv2": {"imread", "imwrite", "resize", "cvtColor"},
     "yaml": {"safe_load", "load", "dump"},
     "tqdm": {"tqdm"},

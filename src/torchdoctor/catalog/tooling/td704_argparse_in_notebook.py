@@ -1,4 +1,5 @@
 """TD704 argparse-in-notebook: `parser.parse_args()` in a notebook reads the kernel's own argv."""
+
 from __future__ import annotations
 
 import ast
@@ -9,22 +10,28 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall, per_file, stateme
 PITFALL = Pitfall(
     code="TD704",
     name="argparse-in-notebook",
-    title={"en": "`parse_args()` without arguments in a Jupyter notebook",
-           "zh": "在 Jupyter notebook 中不带参数调用 `parse_args()`"},
-    messages={"": {
-        "en": "`{call}` in a notebook parses the kernel's command line (`-f kernel-....json`) "
-              "and exits with SystemExit: 2",
-        "zh": "在 notebook 中，`{call}` 会解析内核自己的命令行（`-f kernel-....json`），"
-              "随即以 SystemExit: 2 退出",
-    }},
-    fix_title={"en": "Parse an empty argument list: `parse_args(args=[])`",
-               "zh": "解析空参数列表：`parse_args(args=[])`"},
+    title={
+        "en": "`parse_args()` without arguments in a Jupyter notebook",
+        "zh": "在 Jupyter notebook 中不带参数调用 `parse_args()`",
+    },
+    messages={
+        "": {
+            "en": "`{call}` in a notebook parses the kernel's command line (`-f kernel-....json`) "
+            "and exits with SystemExit: 2",
+            "zh": "在 notebook 中，`{call}` 会解析内核自己的命令行（`-f kernel-....json`），"
+            "随即以 SystemExit: 2 退出",
+        }
+    },
+    fix_title={
+        "en": "Parse an empty argument list: `parse_args(args=[])`",
+        "zh": "解析空参数列表：`parse_args(args=[])`",
+    },
     fix_applicability="safe",
     fix_hint={
         "en": "In the notebook, parse an explicit list: `args = parser.parse_args(args=[])` (or "
-              "`parser.parse_known_args()[0]`), putting the options you want in the list.",
+        "`parser.parse_known_args()[0]`), putting the options you want in the list.",
         "zh": "在 notebook 中解析显式给出的列表：`args = parser.parse_args(args=[])`（或 "
-              "`parser.parse_known_args()[0]`），需要的选项写进这个列表里。",
+        "`parser.parse_known_args()[0]`），需要的选项写进这个列表里。",
     },
     # Its Example only goes wrong in a notebook cell; linted as a .py text it is fine.
     lint_example=False,
@@ -126,17 +133,25 @@ PITFALL.error(
     r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?"
     r"(?:(?<!\S)(?:-f |--f=)(?=\S*?(?:kernel|jupyter|runtime))\S*?"
     r"|(?<!\S)\S*?jupyter[\\/]runtime[\\/]kernel-[\w-]+)\.json",
-    types=(), confidence=0.95,
-    cause={"en": "`parse_args()` ran inside a Jupyter kernel and read the kernel's own command "
-                 "line (`-f .../kernel-....json`) instead of options meant for the script.",
-           "zh": "`parse_args()` 在 Jupyter 内核中运行，读到的是内核自己的命令行（`-f .../kernel-....json`），"
-                 "而不是给脚本的选项。"})
+    types=(),
+    confidence=0.95,
+    cause={
+        "en": "`parse_args()` ran inside a Jupyter kernel and read the kernel's own command "
+        "line (`-f .../kernel-....json`) instead of options meant for the script.",
+        "zh": "`parse_args()` 在 Jupyter 内核中运行，读到的是内核自己的命令行（`-f .../kernel-....json`），"
+        "而不是给脚本的选项。",
+    },
+)
 # VS Code and some IDE consoles start the kernel with its ports and session key as options.
 PITFALL.error(
     r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?"
-    r"--(?:Session\.key|iopub|hb|control)=", types=(),
+    r"--(?:Session\.key|iopub|hb|control)=",
+    types=(),
     confidence=0.9,
-    cause={"en": "`parse_args()` ran inside an IPython kernel started by an editor and read the "
-                 "kernel's own options (`--iopub=...`, `--Session.key=...`).",
-           "zh": "`parse_args()` 在编辑器启动的 IPython 内核中运行，读到的是内核自己的选项"
-                 "（`--iopub=...`、`--Session.key=...`）。"})
+    cause={
+        "en": "`parse_args()` ran inside an IPython kernel started by an editor and read the "
+        "kernel's own options (`--iopub=...`, `--Session.key=...`).",
+        "zh": "`parse_args()` 在编辑器启动的 IPython 内核中运行，读到的是内核自己的选项"
+        "（`--iopub=...`、`--Session.key=...`）。",
+    },
+)

@@ -1,4 +1,5 @@
 """TD705 tensorboard-writer-not-closed: a SummaryWriter whose buffered events are never flushed."""
+
 from __future__ import annotations
 
 import ast
@@ -9,12 +10,16 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, index_of, 
 PITFALL = Pitfall(
     code="TD705",
     name="tensorboard-writer-not-closed",
-    title={"en": "TensorBoard SummaryWriter never closed or flushed",
-           "zh": "TensorBoard 的 SummaryWriter 从未 close 或 flush"},
-    messages={"": {
-        "en": "`{name}` is never closed or flushed: the last events it buffers can be lost when the script ends",
-        "zh": "`{name}` 从未调用 close 或 flush：脚本结束时，缓冲区中最后的事件可能丢失",
-    }},
+    title={
+        "en": "TensorBoard SummaryWriter never closed or flushed",
+        "zh": "TensorBoard 的 SummaryWriter 从未 close 或 flush",
+    },
+    messages={
+        "": {
+            "en": "`{name}` is never closed or flushed: the last events it buffers can be lost when the script ends",
+            "zh": "`{name}` 从未调用 close 或 flush：脚本结束时，缓冲区中最后的事件可能丢失",
+        }
+    },
     docs={
         "en": """
 ## What it catches
@@ -81,10 +86,14 @@ writer.close()
 """,
 )
 
-_WRITERS = frozenset({
-    "torch.utils.tensorboard.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter",
-    "tensorboardX.SummaryWriter", "tensorboardX.writer.SummaryWriter",
-})
+_WRITERS = frozenset(
+    {
+        "torch.utils.tensorboard.SummaryWriter",
+        "torch.utils.tensorboard.writer.SummaryWriter",
+        "tensorboardX.SummaryWriter",
+        "tensorboardX.writer.SummaryWriter",
+    }
+)
 _FLUSHING = frozenset({"close", "flush"})
 
 
@@ -93,8 +102,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if ctx.is_notebook or ctx.qualname(call.func) not in _WRITERS:
         return
     statement = ctx.parent()
-    if not (isinstance(statement, ast.Assign) and statement.value is call
-            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.value is call
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return
     name = statement.targets[0].id
     scope = ctx.enclosing_function() or ctx.tree
@@ -111,8 +124,11 @@ def _flushed_anywhere(ctx: Context) -> frozenset[str]:
     for node in index(ctx).everywhere(ast.Global, ast.Attribute):
         if isinstance(node, ast.Global):
             found.update(node.names)
-        elif (isinstance(node, ast.Attribute) and node.attr in _FLUSHING
-              and isinstance(node.value, ast.Name)):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in _FLUSHING
+            and isinstance(node.value, ast.Name)
+        ):
             found.add(node.value.id)
     return frozenset(found)
 
@@ -130,8 +146,11 @@ def _other_uses(ctx: Context, scope: ast.AST, name: str) -> list[ast.Name]:
     others = []
     for node in found.names_in(scope, name):
         attribute = found.parents[node]
-        if not (isinstance(node.ctx, ast.Load) and isinstance(attribute, ast.Attribute)
-                and isinstance(found.parents.get(attribute), ast.Call)
-                and found.parents[attribute].func is attribute):
+        if not (
+            isinstance(node.ctx, ast.Load)
+            and isinstance(attribute, ast.Attribute)
+            and isinstance(found.parents.get(attribute), ast.Call)
+            and found.parents[attribute].func is attribute
+        ):
             others.append(node)
     return others

@@ -1,4 +1,5 @@
 """TD706 onnx-resize-opset: exporting interpolation to ONNX with an opset older than 11."""
+
 from __future__ import annotations
 
 import ast
@@ -6,26 +7,39 @@ from bisect import bisect_left
 import re
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (MODULE_SELF_METHODS, Clue, Context, Finding, Pitfall, index_of,
-                                     per_file)
+from torchdoctor.catalog.sdk import (
+    MODULE_SELF_METHODS,
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    index_of,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD706",
     name="onnx-resize-opset",
-    title={"en": "ONNX export of an interpolating model with opset below 11",
-           "zh": "以低于 11 的 opset 导出包含插值的模型到 ONNX"},
-    messages={"": {
-        "en": "`{model}` resizes with `{op}`, and ONNX Resize before opset 11 does not compute what PyTorch does: "
-              "export with `opset_version=11` or later",
-        "zh": "`{model}` 使用 `{op}` 做插值，而 opset 11 之前的 ONNX Resize 与 PyTorch 的计算方式不同："
-              "请使用 `opset_version=11` 或更高版本导出",
-    }},
+    title={
+        "en": "ONNX export of an interpolating model with opset below 11",
+        "zh": "以低于 11 的 opset 导出包含插值的模型到 ONNX",
+    },
+    messages={
+        "": {
+            "en": "`{model}` resizes with `{op}`, and ONNX Resize before opset 11 does not compute what PyTorch does: "
+            "export with `opset_version=11` or later",
+            "zh": "`{model}` 使用 `{op}` 做插值，而 opset 11 之前的 ONNX Resize 与 PyTorch 的计算方式不同："
+            "请使用 `opset_version=11` 或更高版本导出",
+        }
+    },
     fix_title={"en": "Export with `opset_version=11`", "zh": "改用 `opset_version=11` 导出"},
     fix_applicability="unsafe",
-    fix_hint={"en": "Export with `opset_version=11` or later: ONNX `Resize` matches PyTorch's "
-                    "interpolation (`align_corners`, half-pixel centres) only from opset 11.",
-              "zh": "使用 `opset_version=11` 或更高版本导出：ONNX 的 `Resize` 从 opset 11 起才与 "
-                    "PyTorch 的插值（`align_corners`、半像素中心）一致。"},
+    fix_hint={
+        "en": "Export with `opset_version=11` or later: ONNX `Resize` matches PyTorch's "
+        "interpolation (`align_corners`, half-pixel centres) only from opset 11.",
+        "zh": "使用 `opset_version=11` 或更高版本导出：ONNX 的 `Resize` 从 opset 11 起才与 "
+        "PyTorch 的插值（`align_corners`、半像素中心）一致。",
+    },
     docs={
         "en": """
 ## What it catches
@@ -148,8 +162,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _old_opset(call: ast.Call) -> ast.Constant | None:
     for keyword in call.keywords:
         value = keyword.value
-        if (keyword.arg == "opset_version" and isinstance(value, ast.Constant)
-                and type(value.value) is int and value.value < FIRST_RESIZE_OPSET):
+        if (
+            keyword.arg == "opset_version"
+            and isinstance(value, ast.Constant)
+            and type(value.value) is int
+            and value.value < FIRST_RESIZE_OPSET
+        ):
             return value
     return None
 
@@ -166,8 +184,11 @@ def _model_class(model: ast.AST, call: ast.Call, ctx: Context) -> ast.ClassDef |
 
 def _strip_module_methods(value: ast.AST | None) -> ast.AST | None:
     """`Net().eval().to(device)` -> `Net()`: these module methods return the module itself."""
-    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-           and value.func.attr in MODULE_SELF_METHODS):
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+    ):
         value = value.func.value
     return value
 
@@ -186,7 +207,9 @@ def _last_assignment(name: str, call: ast.Call, ctx: Context) -> ast.AST | None:
 def _assignments(ctx: Context, scope: ast.AST, name: str) -> tuple[list[int], list[ast.AST]]:
     """The lines of the assignments of `name` in the scope (nested scopes included), sorted,
     and their values, equal lines in source order."""
-    assignments = sorted(index_of(ctx, scope).assignments(scope, name), key=lambda node: node.lineno)
+    assignments = sorted(
+        index_of(ctx, scope).assignments(scope, name), key=lambda node: node.lineno
+    )
     return [node.lineno for node in assignments], [node.value for node in assignments]
 
 
@@ -237,27 +260,40 @@ def _own_resize_op(ctx: Context, cls: ast.ClassDef) -> tuple[str | None, list[st
 
 _RESIZE_CAUSE = {
     "en": "The model interpolates (`F.interpolate` / `nn.Upsample`) and is exported with ONNX "
-          "opset {opset}; ONNX Upsample/Resize cannot express PyTorch's interpolation before "
-          "opset 11.",
+    "opset {opset}; ONNX Upsample/Resize cannot express PyTorch's interpolation before "
+    "opset 11.",
     "zh": "模型中有插值（`F.interpolate` / `nn.Upsample`），却以 ONNX opset {opset} 导出；opset 11 "
-          "之前的 ONNX Upsample/Resize 无法表达 PyTorch 的插值方式。",
+    "之前的 ONNX Upsample/Resize 无法表达 PyTorch 的插值方式。",
 }
 PITFALL.error(
     r"You are trying to export the model with onnx:(?:Upsample|Resize) for ONNX opset version "
-    r"(?P<opset>\d+)", types=(), confidence=0.95, cause=_RESIZE_CAUSE)
+    r"(?P<opset>\d+)",
+    types=(),
+    confidence=0.95,
+    cause=_RESIZE_CAUSE,
+)
 PITFALL.error(
     r"ONNX export failed on (?:ATen operator )?(?P<op>upsample_\w+) because "
     r"(?:align_corners == True not supported|torch\.onnx\.symbolic_opset(?P<opset>\d+)\.)",
-    types=(), confidence=0.9,
-    cause={"en": "`{op}` (from `F.interpolate` / `nn.Upsample`) cannot be exported with this "
-                 "opset; ONNX supports PyTorch's interpolation modes from opset 11.",
-           "zh": "`{op}`（来自 `F.interpolate` / `nn.Upsample`）无法用当前 opset 导出；ONNX 从 opset 11 "
-                 "起才支持 PyTorch 的插值方式。"})
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "`{op}` (from `F.interpolate` / `nn.Upsample`) cannot be exported with this "
+        "opset; ONNX supports PyTorch's interpolation modes from opset 11.",
+        "zh": "`{op}`（来自 `F.interpolate` / `nn.Upsample`）无法用当前 opset 导出；ONNX 从 opset 11 "
+        "起才支持 PyTorch 的插值方式。",
+    },
+)
 PITFALL.error(
-    r"Couldn't export operator aten::(?P<op>upsample_\w+)", types=(), confidence=0.8,
-    cause={"en": "`{op}` (from `F.interpolate` / `nn.Upsample`) could not be exported; with "
-                 "an opset below 11 that is expected.",
-           "zh": "`{op}`（来自 `F.interpolate` / `nn.Upsample`）无法导出；opset 低于 11 时这是预料之中的。"})
+    r"Couldn't export operator aten::(?P<op>upsample_\w+)",
+    types=(),
+    confidence=0.8,
+    cause={
+        "en": "`{op}` (from `F.interpolate` / `nn.Upsample`) could not be exported; with "
+        "an opset below 11 that is expected.",
+        "zh": "`{op}`（来自 `F.interpolate` / `nn.Upsample`）无法导出；opset 低于 11 时这是预料之中的。",
+    },
+)
 
 
 @PITFALL.error_check(types=("UnsupportedOperatorError", "RuntimeError"))
@@ -272,4 +308,5 @@ def unsupported_resize(block, report) -> Clue | None:
 
 _UNSUPPORTED = re.compile(
     r"Exporting the operator '?(?:aten::)?(?P<op>_?upsample_\w+|interpolate|resize)'? to ONNX "
-    r"opset version (?P<opset>\d+) is not supported")
+    r"opset version (?P<opset>\d+) is not supported"
+)

@@ -1,4 +1,5 @@
 """TD707 cpp-extension-removed-api: C++/CUDA extension code written for the old THC/ATen API."""
+
 from __future__ import annotations
 
 import re
@@ -9,34 +10,45 @@ from torchdoctor.catalog.sdk import Finding, NativeSource, Pitfall
 PITFALL = Pitfall(
     code="TD707",
     name="cpp-extension-removed-api",
-    title={"en": "C++/CUDA extension uses an API removed from PyTorch",
-           "zh": "C++/CUDA 扩展使用了 PyTorch 已移除的 API"},
+    title={
+        "en": "C++/CUDA extension uses an API removed from PyTorch",
+        "zh": "C++/CUDA 扩展使用了 PyTorch 已移除的 API",
+    },
     messages={
-        "": {"en": "`{old}` was removed from PyTorch; use `{new}`",
-             "zh": "`{old}` 已从 PyTorch 中移除；请改用 `{new}`"},
-        "thc-header": {"en": "`#include <{old}>`: the THC library was removed in PyTorch 1.11; "
-                             "{new}",
-                       "zh": "`#include <{old}>`：THC 库已在 PyTorch 1.11 中移除；{new}"},
-        "dispatch": {"en": "`{old}`: the `AT_DISPATCH_*` macros no longer accept `Tensor::type()` "
-                           "(torch >= 2.6 fails to compile); use `{new}`",
-                     "zh": "`{old}`：`AT_DISPATCH_*` 宏不再接受 `Tensor::type()`（torch >= 2.6 "
-                           "编译失败）；请改用 `{new}`"},
-        "deprecated": {"en": "`{old}` is deprecated (a compiler warning today, an error once it is "
-                             "removed); use `{new}`",
-                       "zh": "`{old}` 已弃用（现在是编译警告，移除后就是编译错误）；请改用 `{new}`"},
+        "": {
+            "en": "`{old}` was removed from PyTorch; use `{new}`",
+            "zh": "`{old}` 已从 PyTorch 中移除；请改用 `{new}`",
+        },
+        "thc-header": {
+            "en": "`#include <{old}>`: the THC library was removed in PyTorch 1.11; {new}",
+            "zh": "`#include <{old}>`：THC 库已在 PyTorch 1.11 中移除；{new}",
+        },
+        "dispatch": {
+            "en": "`{old}`: the `AT_DISPATCH_*` macros no longer accept `Tensor::type()` "
+            "(torch >= 2.6 fails to compile); use `{new}`",
+            "zh": "`{old}`：`AT_DISPATCH_*` 宏不再接受 `Tensor::type()`（torch >= 2.6 "
+            "编译失败）；请改用 `{new}`",
+        },
+        "deprecated": {
+            "en": "`{old}` is deprecated (a compiler warning today, an error once it is "
+            "removed); use `{new}`",
+            "zh": "`{old}` 已弃用（现在是编译警告，移除后就是编译错误）；请改用 `{new}`",
+        },
     },
     fix_title={"en": "Use the current API name", "zh": "改用现行的 API"},
     fix_applicability="safe",
-    fix_hint={"en": "Rename `AT_CHECK` to `TORCH_CHECK`, `.data<T>()` to `.data_ptr<T>()`, "
-                    "`x.type()` in `AT_DISPATCH_*` to `x.scalar_type()`, drop THC headers and "
-                    "`THCState` for `<ATen/cuda/CUDAContext.h>` and "
-                    "`at::cuda::getCurrentCUDAStream()`. `torchdoctor check --fix` does the "
-                    "mechanical renames in .cpp/.cu files.",
-              "zh": "把 `AT_CHECK` 改为 `TORCH_CHECK`，`.data<T>()` 改为 `.data_ptr<T>()`，"
-                    "`AT_DISPATCH_*` 中的 `x.type()` 改为 `x.scalar_type()`，去掉 THC 头文件和 "
-                    "`THCState`，改用 `<ATen/cuda/CUDAContext.h>` 与 "
-                    "`at::cuda::getCurrentCUDAStream()`。`torchdoctor check --fix` 会在 .cpp/.cu "
-                    "文件中完成这些机械的改名。"},
+    fix_hint={
+        "en": "Rename `AT_CHECK` to `TORCH_CHECK`, `.data<T>()` to `.data_ptr<T>()`, "
+        "`x.type()` in `AT_DISPATCH_*` to `x.scalar_type()`, drop THC headers and "
+        "`THCState` for `<ATen/cuda/CUDAContext.h>` and "
+        "`at::cuda::getCurrentCUDAStream()`. `torchdoctor check --fix` does the "
+        "mechanical renames in .cpp/.cu files.",
+        "zh": "把 `AT_CHECK` 改为 `TORCH_CHECK`，`.data<T>()` 改为 `.data_ptr<T>()`，"
+        "`AT_DISPATCH_*` 中的 `x.type()` 改为 `x.scalar_type()`，去掉 THC 头文件和 "
+        "`THCState`，改用 `<ATen/cuda/CUDAContext.h>` 与 "
+        "`at::cuda::getCurrentCUDAStream()`。`torchdoctor check --fix` 会在 .cpp/.cu "
+        "文件中完成这些机械的改名。",
+    },
     # Its Example is C++ source, which the Python checker cannot read.
     lint_example=False,
     docs={
@@ -148,7 +160,7 @@ void forward(at::Tensor input) {
 
 _BUILD_ERROR_CAUSE = {
     "en": "The extension's C++/CUDA source uses `{api}`, which current PyTorch no longer has: "
-          "the code was written for an older release.",
+    "the code was written for an older release.",
     "zh": "扩展的 C++/CUDA 源码使用了 `{api}`，而当前的 PyTorch 已经没有它：这些代码是为旧版本写的。",
 }
 for _pattern in (
@@ -164,12 +176,17 @@ for _pattern in (
 ):
     PITFALL.error(_pattern, types=(), confidence=0.95, cause=_BUILD_ERROR_CAUSE)
 # The deprecation of `data<T>()`: gcc points at its declaration in torch's TensorBody.h.
-PITFALL.error(r"(?:Tensor\.data<T>\(\) is deprecated|declared here\s+T \* data\(\) const)",
-              types=(), confidence=0.8,
-              cause={"en": "The extension calls `tensor.data<T>()`, deprecated in favour of "
-                           "`tensor.data_ptr<T>()`: code written for an older PyTorch.",
-                     "zh": "扩展调用了已弃用的 `tensor.data<T>()`（应改用 `tensor.data_ptr<T>()`）："
-                           "这是为旧版 PyTorch 写的代码。"})
+PITFALL.error(
+    r"(?:Tensor\.data<T>\(\) is deprecated|declared here\s+T \* data\(\) const)",
+    types=(),
+    confidence=0.8,
+    cause={
+        "en": "The extension calls `tensor.data<T>()`, deprecated in favour of "
+        "`tensor.data_ptr<T>()`: code written for an older PyTorch.",
+        "zh": "扩展调用了已弃用的 `tensor.data<T>()`（应改用 `tensor.data_ptr<T>()`）："
+        "这是为旧版 PyTorch 写的代码。",
+    },
+)
 
 # Only files that use PyTorch's C++ API are read: `.type()` and `data<T>()` mean nothing else.
 _USES_TORCH = re.compile(r"torch/|ATen|THC|\bat::|\btorch::|\bc10::|AT_CHECK|AT_DISPATCH")
@@ -224,24 +241,32 @@ def _headers(source: NativeSource) -> Iterator[Finding]:
         successor = _HEADERS.get(header)
         start, end = match.span("header")
         if successor is None:
-            advice = {"en": "remove it and use the ATen/c10 CUDA headers",
-                      "zh": "请删除它，改用 ATen/c10 的 CUDA 头文件"}[source.lang]
-            yield source.finding(PITFALL, match.start(), match.end(), "thc-header",
-                                 old=header, new=advice)
+            advice = {
+                "en": "remove it and use the ATen/c10 CUDA headers",
+                "zh": "请删除它，改用 ATen/c10 的 CUDA 头文件",
+            }[source.lang]
+            yield source.finding(
+                PITFALL, match.start(), match.end(), "thc-header", old=header, new=advice
+            )
             continue
-        advice = {"en": f"include <{successor}> instead",
-                  "zh": f"请改为包含 <{successor}>"}[source.lang]
+        advice = {"en": f"include <{successor}> instead", "zh": f"请改为包含 <{successor}>"}[
+            source.lang
+        ]
         fix = source.fix(PITFALL, "safe", source.edit(start, end, successor))
-        yield source.finding(PITFALL, match.start(), match.end(), "thc-header", fix=fix,
-                             old=header, new=advice)
+        yield source.finding(
+            PITFALL, match.start(), match.end(), "thc-header", fix=fix, old=header, new=advice
+        )
 
 
 def _identifiers(source: NativeSource) -> Iterator[Finding]:
     for match in _IDENTIFIER.finditer(source.code):
         old = match.group()
         new, applicability = _RENAMED[old]
-        fix = (source.fix(PITFALL, applicability, source.edit(*match.span(), new))
-               if applicability else None)
+        fix = (
+            source.fix(PITFALL, applicability, source.edit(*match.span(), new))
+            if applicability
+            else None
+        )
         yield source.finding(PITFALL, *match.span(), fix=fix, old=old, new=new)
 
 
@@ -252,17 +277,24 @@ def _get_stream(source: NativeSource) -> Iterator[Finding]:
         if end is None:
             continue
         fix = source.fix(PITFALL, "safe", source.edit(match.start(), end, new))
-        yield source.finding(PITFALL, match.start(), end, fix=fix,
-                             old=source.text[match.start():end], new=new)
+        yield source.finding(
+            PITFALL, match.start(), end, fix=fix, old=source.text[match.start() : end], new=new
+        )
 
 
 def _data_template(source: NativeSource) -> Iterator[Finding]:
     for match in _DATA.finditer(source.code):
         start, end = match.span("name")
         fix = source.fix(PITFALL, "safe", source.edit(start, end, "data_ptr"))
-        yield source.finding(PITFALL, start, match.end(), "deprecated", fix=fix,
-                             old=f"data<{match.group('type')}>()",
-                             new=f"data_ptr<{match.group('type')}>()")
+        yield source.finding(
+            PITFALL,
+            start,
+            match.end(),
+            "deprecated",
+            fix=fix,
+            old=f"data<{match.group('type')}>()",
+            new=f"data_ptr<{match.group('type')}>()",
+        )
 
 
 def _type_uses(source: NativeSource) -> Iterator[Finding]:
@@ -270,8 +302,14 @@ def _type_uses(source: NativeSource) -> Iterator[Finding]:
     for match in _TYPE_PROPERTY.finditer(code):
         new = ".scalar_type()" if match.group("prop") == "scalarType" else ".is_cuda()"
         fix = source.fix(PITFALL, "safe", source.edit(*match.span(), new))
-        yield source.finding(PITFALL, *match.span(), "deprecated", fix=fix,
-                             old=code[match.start():match.end()].replace(" ", ""), new=new)
+        yield source.finding(
+            PITFALL,
+            *match.span(),
+            "deprecated",
+            fix=fix,
+            old=code[match.start() : match.end()].replace(" ", ""),
+            new=new,
+        )
     for match in _DISPATCH.finditer(code):
         first = _first_argument(code, match.end())
         if first is None:
@@ -279,8 +317,14 @@ def _type_uses(source: NativeSource) -> Iterator[Finding]:
         call = _TYPE_CALL.search(code, *first)
         if call is not None and call.end() == first[1]:
             fix = source.fix(PITFALL, "safe", source.edit(*call.span(), ".scalar_type()"))
-            yield source.finding(PITFALL, *call.span(), "dispatch", fix=fix,
-                                 old=code[first[0]:first[1]], new=".scalar_type()")
+            yield source.finding(
+                PITFALL,
+                *call.span(),
+                "dispatch",
+                fix=fix,
+                old=code[first[0] : first[1]],
+                new=".scalar_type()",
+            )
     for match in _FACTORY.finditer(code):
         end = _closing_paren(code, match.end() - 1)
         if end is None:
@@ -289,8 +333,9 @@ def _type_uses(source: NativeSource) -> Iterator[Finding]:
             if _TYPE_PROPERTY.match(code, call.start()):
                 continue  # `.type().scalarType()`: reported above
             fix = source.fix(PITFALL, "unsafe", source.edit(*call.span(), ".options()"))
-            yield source.finding(PITFALL, *call.span(), "deprecated", fix=fix, old=".type()",
-                                 new=".options()")
+            yield source.finding(
+                PITFALL, *call.span(), "deprecated", fix=fix, old=".type()", new=".options()"
+            )
 
 
 def _closing_paren(code: str, opening: int) -> int | None:

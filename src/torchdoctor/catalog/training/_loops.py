@@ -1,4 +1,5 @@
 """Analysis shared by the training-loop rules: optimizers, their steps, loops and scopes."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,9 @@ from torchdoctor.catalog.sdk import Context, Kind, children, index_of, per_file
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # `opt`, `optim`, `optimizer`, `optimizers`, `g_optimizer`, `optimizer_d`, `opt_g`...
-_OPTIMIZER_NAME = re.compile(r"^(?:[a-z0-9]+_)?(?:opt|optim|optimizer|optimiser)s?(?:_[a-z0-9]+)?$",
-                             re.IGNORECASE)
+_OPTIMIZER_NAME = re.compile(
+    r"^(?:[a-z0-9]+_)?(?:opt|optim|optimizer|optimiser)s?(?:_[a-z0-9]+)?$", re.IGNORECASE
+)
 _SCHEDULER_WORD = "sched"
 
 
@@ -41,8 +43,12 @@ def stepped_optimizer(call: ast.AST, ctx: Context) -> ast.AST | None:
     if is_optimizer(receiver, ctx):
         return receiver
     # GradScaler.step(optimizer); not `self.step(optimizer)`, a helper that may do anything.
-    if (len(call.args) == 1 and not call.keywords and is_optimizer(call.args[0], ctx)
-            and "scaler" in (last_identifier(receiver) or "").lower()):
+    if (
+        len(call.args) == 1
+        and not call.keywords
+        and is_optimizer(call.args[0], ctx)
+        and "scaler" in (last_identifier(receiver) or "").lower()
+    ):
         return call.args[0]
     return None
 
@@ -88,6 +94,9 @@ def local_nodes(roots: list[ast.AST]) -> list[ast.AST]:
 def block_steps(ctx: Context, owner: ast.AST, block: str = "body") -> list[ast.Expr]:
     """The `opt.step()` / `scaler.step(opt)` statements in one block (`body` or `orelse`) of a
     loop or an `if`, nested blocks included, in source order; found once."""
-    steps = [node for node in index_of(ctx, owner).in_block(getattr(owner, block), ast.Expr)
-             if stepped_optimizer(node.value, ctx) is not None]
+    steps = [
+        node
+        for node in index_of(ctx, owner).in_block(getattr(owner, block), ast.Expr)
+        if stepped_optimizer(node.value, ctx) is not None
+    ]
     return sorted(steps, key=position)

@@ -1,12 +1,21 @@
 """TD201 missing-zero-grad: a training loop steps the optimizer but never clears gradients."""
+
 from __future__ import annotations
 
 import ast
 import weakref
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Monitor, Pitfall, index_of, per_file,
-                                     shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Monitor,
+    Pitfall,
+    index_of,
+    per_file,
+    shorten,
+)
 from torchdoctor.catalog.training._loops import (
     block_steps,
     enclosing_loops,
@@ -17,22 +26,26 @@ from torchdoctor.catalog.training._loops import (
 PITFALL = Pitfall(
     code="TD201",
     name="missing-zero-grad",
-    title={"en": "Training loop never clears gradients",
-           "zh": "训练循环从不清零梯度"},
-    messages={"": {
-        "en": "`{step}` runs in a loop that calls `.backward()` but never clears gradients: "
-              "every iteration adds to the gradients of all earlier ones",
-        "zh": "`{step}` 所在的循环调用了 `.backward()`，却从不清零梯度："
-              "每次迭代的梯度都会叠加到之前所有迭代的梯度上",
-    }, "runtime": {
-        "en": "gradients are never cleared: `{optimizer}.step()` applies gradients that still "
-              "hold the ones it already applied at step {previous} (e.g. `{param}`); call "
-              "`optimizer.zero_grad()` once per step",
-        "zh": "梯度从未清零：`{optimizer}.step()` 使用的梯度里仍包含它在第 {previous} 步已经用过的"
-              "梯度（例如 `{param}`）；请每步调用一次 `optimizer.zero_grad()`",
-    }},
-    fix_title={"en": "Clear gradients after the step: `{optimizer}.zero_grad()`",
-               "zh": "在更新之后清零梯度：`{optimizer}.zero_grad()`"},
+    title={"en": "Training loop never clears gradients", "zh": "训练循环从不清零梯度"},
+    messages={
+        "": {
+            "en": "`{step}` runs in a loop that calls `.backward()` but never clears gradients: "
+            "every iteration adds to the gradients of all earlier ones",
+            "zh": "`{step}` 所在的循环调用了 `.backward()`，却从不清零梯度："
+            "每次迭代的梯度都会叠加到之前所有迭代的梯度上",
+        },
+        "runtime": {
+            "en": "gradients are never cleared: `{optimizer}.step()` applies gradients that still "
+            "hold the ones it already applied at step {previous} (e.g. `{param}`); call "
+            "`optimizer.zero_grad()` once per step",
+            "zh": "梯度从未清零：`{optimizer}.step()` 使用的梯度里仍包含它在第 {previous} 步已经用过的"
+            "梯度（例如 `{param}`）；请每步调用一次 `optimizer.zero_grad()`",
+        },
+    },
+    fix_title={
+        "en": "Clear gradients after the step: `{optimizer}.zero_grad()`",
+        "zh": "在更新之后清零梯度：`{optimizer}.zero_grad()`",
+    },
     fix_applicability="unsafe",
     docs={
         "en": """
@@ -123,6 +136,7 @@ _CLEARING_WORDS = ("zero", "clear", "reset", "none", "free")
 
 # ---- this rule ---------------------------------------------------------------------------------
 
+
 @PITFALL.static(ast.Expr, names={"step"})
 def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     call = node.value
@@ -148,7 +162,9 @@ def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
     stepped = {n.id for n in ast.walk(optimizer) if isinstance(n, ast.Name)}
     for loop in enclosing_loops(ctx):
         target = getattr(loop, "target", None)
-        if target is not None and stepped & {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}:
+        if target is not None and stepped & {
+            n.id for n in ast.walk(target) if isinstance(n, ast.Name)
+        }:
             continue  # `for opt in optimizers: opt.step()` goes round the optimizers, not the data
         if _calls_backward(ctx, loop):
             return loop
@@ -178,8 +194,15 @@ def _never_clears(ctx: Context, loop: ast.AST) -> bool:
 
 
 # The nodes `_may_clear` looks at.
-_CLEARING_NODES = (ast.Name, ast.Attribute, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete,
-                   ast.Call)
+_CLEARING_NODES = (
+    ast.Name,
+    ast.Attribute,
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.Delete,
+    ast.Call,
+)
 
 
 def _may_clear(node: ast.AST, ctx: Context) -> bool:
@@ -190,8 +213,11 @@ def _may_clear(node: ast.AST, ctx: Context) -> bool:
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
         # `p.grad = None`, `p.grad = torch.zeros_like(p)`, `del p.grad`; and a model or
         # optimizer built inside the loop starts with fresh gradients every time round.
-        return (any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
-                or isinstance(node, ast.Assign) and _builds_model(node.value, ctx))
+        return (
+            any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
+            or isinstance(node, ast.Assign)
+            and _builds_model(node.value, ctx)
+        )
     if isinstance(node, ast.Call):
         return _is_grad_inplace(node) or _is_unknown_step(node, ctx)
     return False
@@ -229,10 +255,18 @@ def _is_unknown_step(call: ast.Call, ctx: Context) -> bool:
     """A `*step*` call that is neither an optimizer's nor a scheduler's: it may clear gradients
     out of sight (`self.optimizer_step()`, `train_step(batch)`, DeepSpeed's `engine.step()`)."""
     func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    name = (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
     if "step" not in name.lower():
         return False
-    if name == "step" and (stepped_optimizer(call, ctx) is not None or is_scheduler_step(call, ctx)):
+    if name == "step" and (
+        stepped_optimizer(call, ctx) is not None or is_scheduler_step(call, ctx)
+    ):
         return False
     return True
 
@@ -264,7 +298,7 @@ def _fix(node: ast.Expr, optimizer: ast.AST, ctx: Context):
     """Insert `<optimizer>.zero_grad()` on a new line after the step statement."""
     target = ctx.text(optimizer)
     line = ctx.lines[node.lineno - 1]
-    indent = line[:node.col_offset]
+    indent = line[: node.col_offset]
     if "\n" in target or indent.strip():
         return None
     end = ctx.offset(node.end_lineno, node.end_col_offset)
@@ -273,15 +307,14 @@ def _fix(node: ast.Expr, optimizer: ast.AST, ctx: Context):
     rest = ctx.source[end:line_end].strip()
     if rest and not rest.startswith("#"):
         return None  # another statement follows on the same line
-    newline = last_line[len(last_line.rstrip("\r\n")):] or "\n"
+    newline = last_line[len(last_line.rstrip("\r\n")) :] or "\n"
     title = {lang: text.format(optimizer=target) for lang, text in PITFALL.fix_title.items()}
     edit = ctx.edit(line_end, line_end, f"{newline}{indent}{target}.zero_grad()")
     return ctx.fix(PITFALL, "unsafe", edit, title=title)
 
 
-
-
 # ---- at run time -------------------------------------------------------------------------------
+
 
 @PITFALL.monitor
 class GradientsNeverCleared(Monitor):
@@ -305,8 +338,13 @@ class GradientsNeverCleared(Monitor):
         stale = self._stale.pop(id(optimizer), None)
         if stale is not None:
             step, param = stale
-            self.report(id(optimizer), "runtime", optimizer=type(optimizer).__name__,
-                        previous=step, param=self.session.param_name(param) or "?")
+            self.report(
+                id(optimizer),
+                "runtime",
+                optimizer=type(optimizer).__name__,
+                previous=step,
+                param=self.session.param_name(param) or "?",
+            )
 
     def after_step(self, optimizer) -> None:
         # Weak references: holding the applied gradients would keep their memory alive past
@@ -325,8 +363,11 @@ class GradientsNeverCleared(Monitor):
     def on_backward(self, tensor) -> None:
         self._watching = []
         for key, (optimizer, step, sample) in list(self._applied.items()):
-            stale = [(p, g, v) for p, g, v in sample
-                     if p.grad is not None and p.grad is g() and p.grad._version == v]
+            stale = [
+                (p, g, v)
+                for p, g, v in sample
+                if p.grad is not None and p.grad is g() and p.grad._version == v
+            ]
             if not stale:
                 del self._applied[key]  # cleared since the step
                 continue
@@ -334,8 +375,11 @@ class GradientsNeverCleared(Monitor):
 
     def after_backward(self, tensor) -> None:
         for key, optimizer, step, stale in self._watching:
-            grown = [p for p, g, v in stale
-                     if p.grad is not None and p.grad is g() and p.grad._version != v]
+            grown = [
+                p
+                for p, g, v in stale
+                if p.grad is not None and p.grad is g() and p.grad._version != v
+            ]
             if grown:
                 del self._applied[key]
                 self._stale[key] = (step, grown[0])

@@ -1,4 +1,5 @@
 """TD202 inverted-accumulation-condition: `if step % n:` steps the optimizer on the wrong steps."""
+
 from __future__ import annotations
 
 import ast
@@ -15,14 +16,18 @@ from torchdoctor.catalog.training._loops import (
 PITFALL = Pitfall(
     code="TD202",
     name="inverted-accumulation-condition",
-    title={"en": "Gradient-accumulation test is inverted: `if step % n:`",
-           "zh": "梯度累积的条件写反了：`if step % n:`"},
-    messages={"": {
-        "en": "`if {test}:` is true when `{test}` is NOT zero, so the optimizer steps on every "
-              "step except the multiples of `{n}`; the update was meant for `{test} == 0`",
-        "zh": "`if {test}:` 在 `{test}` 不为零时成立，于是优化器恰恰在 `{n}` 的倍数之外的每一步都更新；"
-              "本意应是 `{test} == 0`",
-    }},
+    title={
+        "en": "Gradient-accumulation test is inverted: `if step % n:`",
+        "zh": "梯度累积的条件写反了：`if step % n:`",
+    },
+    messages={
+        "": {
+            "en": "`if {test}:` is true when `{test}` is NOT zero, so the optimizer steps on every "
+            "step except the multiples of `{n}`; the update was meant for `{test} == 0`",
+            "zh": "`if {test}:` 在 `{test}` 不为零时成立，于是优化器恰恰在 `{n}` 的倍数之外的每一步都更新；"
+            "本意应是 `{test} == 0`",
+        }
+    },
     fix_title={"en": "Test for a multiple: `{test} == 0`", "zh": "改为判断整除：`{test} == 0`"},
     fix_applicability="unsafe",
     docs={
@@ -128,19 +133,27 @@ def _inverted_guard(node: ast.Expr, ctx: Context) -> tuple[ast.If, ast.BinOp] | 
 
 def _bare_remainder(test: ast.AST) -> ast.BinOp | None:
     """`x % n` used as a truth value, alone or as one operand of `and`."""
-    operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    operands = (
+        test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    )
     for operand in operands:
-        if (isinstance(operand, ast.BinOp) and isinstance(operand.op, ast.Mod)
-                and not isinstance(operand.left, (ast.Constant, ast.JoinedStr))  # not "%s" % x
-                and not _mentions_epochs(operand.left)):
+        if (
+            isinstance(operand, ast.BinOp)
+            and isinstance(operand.op, ast.Mod)
+            and not isinstance(operand.left, (ast.Constant, ast.JoinedStr))  # not "%s" % x
+            and not _mentions_epochs(operand.left)
+        ):
             return operand
     return None
 
 
 def _mentions_epochs(expr: ast.AST) -> bool:
     """`epoch % 2` picks whole epochs (taking turns), it does not accumulate batches."""
-    return any("epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
-               for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute)))
+    return any(
+        "epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+        for n in ast.walk(expr)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
 
 
 def _tested_elsewhere(remainder: ast.BinOp, branch: ast.If, ctx: Context) -> bool:
@@ -155,8 +168,11 @@ def _remainder_tests(ctx: Context, scope: ast.AST) -> dict[str, list[ast.If]]:
     """The `if`s under `scope` by each remainder (`x % n`) their tests compute, read once."""
     tests: dict[str, list[ast.If]] = {}
     for node in index_of(ctx, scope).in_block(scope.body, ast.If):
-        remainders = {ast.dump(n) for n in ast.walk(node.test)
-                      if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)}
+        remainders = {
+            ast.dump(n)
+            for n in ast.walk(node.test)
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+        }
         for remainder in remainders:
             tests.setdefault(remainder, []).append(node)
     return tests

@@ -1,12 +1,21 @@
 """TD203 scheduler-step-order: the LR scheduler is stepped before the optimizer, or too often."""
+
 from __future__ import annotations
 
 import ast
 import re
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, Finding, Kind, Monitor, Pitfall, index_of, per_file,
-                                     top_level_classes)
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Monitor,
+    Pitfall,
+    index_of,
+    per_file,
+    top_level_classes,
+)
 from torchdoctor.catalog.training._loops import (
     block_steps,
     enclosing_loops,
@@ -17,36 +26,38 @@ from torchdoctor.catalog.training._loops import (
 PITFALL = Pitfall(
     code="TD203",
     name="scheduler-step-order",
-    title={"en": "Learning-rate scheduler stepped before the optimizer, or every batch",
-           "zh": "学习率调度器在优化器之前 step，或每个 batch 都 step"},
+    title={
+        "en": "Learning-rate scheduler stepped before the optimizer, or every batch",
+        "zh": "学习率调度器在优化器之前 step，或每个 batch 都 step",
+    },
     messages={
         "runtime": {
             "en": "`{scheduler}.step()` runs before the first `{optimizer}.step()`: the first "
-                  "learning rate of the schedule is skipped; step the optimizer first",
+            "learning rate of the schedule is skipped; step the optimizer first",
             "zh": "`{scheduler}.step()` 在第一次 `{optimizer}.step()` 之前执行：学习率调度的第一个值"
-                  "被跳过了；应先更新优化器",
+            "被跳过了；应先更新优化器",
         },
         "": {
             "en": "`{scheduler}.step()` runs before `{step}` in this loop: since PyTorch 1.1 the "
-                  "optimizer steps first, otherwise the first learning rate of the schedule is skipped",
+            "optimizer steps first, otherwise the first learning rate of the schedule is skipped",
             "zh": "`{scheduler}.step()` 在本循环中先于 `{step}` 执行：自 PyTorch 1.1 起应先更新优化器，"
-                  "否则学习率调度的第一个值会被跳过",
+            "否则学习率调度的第一个值会被跳过",
         },
         "per_batch": {
             "en": "`{scheduler}.step()` runs once per batch, but its `{schedule}` schedule counts "
-                  "epochs: the learning rate moves through it as many times too fast as an epoch "
-                  "has batches",
+            "epochs: the learning rate moves through it as many times too fast as an epoch "
+            "has batches",
             "zh": "`{scheduler}.step()` 每个 batch 都执行一次，但它的 `{schedule}` 调度是按 epoch 计数的："
-                  "学习率走完调度的速度快了“每个 epoch 的 batch 数”倍",
+            "学习率走完调度的速度快了“每个 epoch 的 batch 数”倍",
         },
     },
     fix_hint={
         "en": "Call `optimizer.step()` first and `scheduler.step()` after it, once per epoch "
-              "for epoch-based schedules (`StepLR`, `MultiStepLR`, `CosineAnnealingLR`); per "
-              "batch only for schedules counted in steps (`OneCycleLR`, warmup schedules).",
+        "for epoch-based schedules (`StepLR`, `MultiStepLR`, `CosineAnnealingLR`); per "
+        "batch only for schedules counted in steps (`OneCycleLR`, warmup schedules).",
         "zh": "先调用 `optimizer.step()`，再调用 `scheduler.step()`；按 epoch 计数的调度器（`StepLR`、"
-              "`MultiStepLR`、`CosineAnnealingLR`）每个 epoch 调用一次，只有按步数计数的调度器"
-              "（`OneCycleLR`、warmup 调度）才每个 batch 调用。",
+        "`MultiStepLR`、`CosineAnnealingLR`）每个 epoch 调用一次，只有按步数计数的调度器"
+        "（`OneCycleLR`、warmup 调度）才每个 batch 调用。",
     },
     docs={
         "en": """
@@ -152,16 +163,18 @@ for epoch in range(100):
 
 PITFALL.error(
     r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`",
-    types=("UserWarning",), confidence=0.9,
+    types=("UserWarning",),
+    confidence=0.9,
     cause={
         "en": "`scheduler.step()` ran before the first `optimizer.step()`: the first value of "
-              "the learning-rate schedule is skipped. With a `GradScaler` this warning can also "
-              "appear when the first optimizer step was skipped for inf/NaN gradients; then it "
-              "is harmless.",
+        "the learning-rate schedule is skipped. With a `GradScaler` this warning can also "
+        "appear when the first optimizer step was skipped for inf/NaN gradients; then it "
+        "is harmless.",
         "zh": "`scheduler.step()` 在第一次 `optimizer.step()` 之前执行了：学习率调度的第一个值被跳过。"
-              "使用 `GradScaler` 时，如果第一次优化器更新因梯度出现 inf/NaN 而被跳过，也会出现这条警告，"
-              "此时它无害。",
-    })
+        "使用 `GradScaler` 时，如果第一次优化器更新因梯度出现 inf/NaN 而被跳过，也会出现这条警告，"
+        "此时它无害。",
+    },
+)
 
 # `scheduler`, `sched`, `lr_scheduler`, `scheduler_g`, `self.lr_scheduler`, `warmup_lr_scheduler`.
 _SCHEDULER_NAME = re.compile(r"^(?:lr_?)?sched(?:uler)?(?:_[a-z0-9]+)?$|lr_?sched", re.IGNORECASE)
@@ -236,7 +249,11 @@ def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
     if qualname:
         head, _, last = qualname.rpartition(".")
         # transformers' and diffusers' get_scheduler(), get_cosine_schedule_with_warmup()...
-        return head.startswith("torch.optim.lr_scheduler") or last.startswith("get_") and "schedule" in last
+        return (
+            head.startswith("torch.optim.lr_scheduler")
+            or last.startswith("get_")
+            and "schedule" in last
+        )
     if isinstance(value.func, ast.Name):
         local = _module_class(value.func.id, ctx)
         if local is not None:
@@ -251,13 +268,14 @@ def _module_class(name: str, ctx: Context) -> ast.ClassDef | None:
 def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Context) -> bool:
     """The step runs every time round the loop: no `if` between them (but `if scheduler:`), and
     not inside `warnings.catch_warnings()`, which says the order is deliberate."""
-    inner = ctx.ancestors[ctx.ancestors.index(loop) + 1:]
+    inner = ctx.ancestors[ctx.ancestors.index(loop) + 1 :]
     for statement in inner:
         if isinstance(statement, ast.If) and not _tests_presence_of(statement.test, scheduler):
             return False
         if isinstance(statement, (ast.With, ast.AsyncWith)) and any(
-                ctx.call_qualname(item.context_expr) == "warnings.catch_warnings"
-                for item in statement.items):
+            ctx.call_qualname(item.context_expr) == "warnings.catch_warnings"
+            for item in statement.items
+        ):
             return False
         if not isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             return False
@@ -288,12 +306,18 @@ def _compensated(ctx: Context) -> bool:
 @per_file
 def _sets_last_epoch(ctx: Context, scope: ast.AST) -> bool:
     found = index_of(ctx, scope)
-    return any(found.is_local(scope, node) for node in found.assignments(scope, "last_epoch", attribute=True))
+    return any(
+        found.is_local(scope, node)
+        for node in found.assignments(scope, "last_epoch", attribute=True)
+    )
 
 
 # ---- the per-batch variant ----------------------------------------------------------------
 
-def _epoch_schedule_stepped_per_batch(scheduler: ast.AST, loops: list[ast.AST], ctx: Context) -> str | None:
+
+def _epoch_schedule_stepped_per_batch(
+    scheduler: ast.AST, loops: list[ast.AST], ctx: Context
+) -> str | None:
     """The schedule's class name when an epoch schedule is stepped in a batch loop."""
     if len(loops) < 2 or not _iterates_loader(loops[0], ctx):
         return None
@@ -311,7 +335,11 @@ def _epoch_schedule_stepped_per_batch(scheduler: ast.AST, loops: list[ast.AST], 
 
 def _iterates_loader(loop: ast.AST, ctx: Context) -> bool:
     source = getattr(loop, "iter", None)
-    while isinstance(source, ast.Call) and source.args and last_identifier(source.func) in _ITERATION_WRAPPERS:
+    while (
+        isinstance(source, ast.Call)
+        and source.args
+        and last_identifier(source.func) in _ITERATION_WRAPPERS
+    ):
         source = source.args[0]
     if source is None:
         return False
@@ -363,8 +391,12 @@ def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST) -> bool:
 
 
 def _range_stop(source: ast.AST | None) -> int | None:
-    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Name)
-            and source.func.id == "range" and source.args):
+    if not (
+        isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Name)
+        and source.func.id == "range"
+        and source.args
+    ):
         return None
     stop = source.args[1] if len(source.args) > 1 else source.args[0]
     value = _number(stop)
@@ -378,6 +410,7 @@ def _number(expr: ast.AST) -> int | float | None:
 
 
 # ---- at run time -------------------------------------------------------------------------------
+
 
 @PITFALL.monitor
 class SchedulerBeforeOptimizer(Monitor):
@@ -399,5 +432,9 @@ class SchedulerBeforeOptimizer(Monitor):
             return
         if self.session.scaler is not None and self.session.backward_calls:
             return
-        self.report(id(scheduler), "runtime", scheduler=type(scheduler).__name__,
-                    optimizer=type(optimizer).__name__)
+        self.report(
+            id(scheduler),
+            "runtime",
+            scheduler=type(scheduler).__name__,
+            optimizer=type(optimizer).__name__,
+        )

@@ -1,4 +1,5 @@
 """TD204 weight-decay-on-frozen-params: an optimizer with weight decay holds frozen parameters."""
+
 from __future__ import annotations
 
 import ast
@@ -18,33 +19,37 @@ from torchdoctor.catalog.training._loops import (
 PITFALL = Pitfall(
     code="TD204",
     name="weight-decay-on-frozen-params",
-    title={"en": "Optimizer with weight decay built over frozen parameters",
-           "zh": "带权重衰减的优化器包含了被冻结的参数"},
+    title={
+        "en": "Optimizer with weight decay built over frozen parameters",
+        "zh": "带权重衰减的优化器包含了被冻结的参数",
+    },
     messages={
         "runtime": {
             "en": "`{param}`{more} is not learning (it is {why}) but `{optimizer}.step()` "
-                  "still changed it by up to {delta:.3g} (weight decay or momentum): give the "
-                  "optimizer only trainable parameters, or set their `.grad` to None",
+            "still changed it by up to {delta:.3g} (weight decay or momentum): give the "
+            "optimizer only trainable parameters, or set their `.grad` to None",
             "zh": "`{param}`{more_zh} 并没有在学习（{why_zh}），但 `{optimizer}.step()` 仍把它改动了"
-                  "最多 {delta:.3g}（权重衰减或动量）：只把可训练参数交给优化器，或把它们的 `.grad` "
-                  "设为 None",
+            "最多 {delta:.3g}（权重衰减或动量）：只把可训练参数交给优化器，或把它们的 `.grad` "
+            "设为 None",
         },
         "": {
             "en": "`{optimizer}` applies weight_decay={decay} to all of `{model}.parameters()`, "
-                  "including the ones frozen here: they stay put only while their `.grad` is None",
+            "including the ones frozen here: they stay put only while their `.grad` is None",
             "zh": "`{optimizer}` 对 `{model}.parameters()` 的全部参数施加 weight_decay={decay}，"
-                  "其中包括这里冻结的参数：只有当它们的 `.grad` 为 None 时才不会被改动",
+            "其中包括这里冻结的参数：只有当它们的 `.grad` 为 None 时才不会被改动",
         },
         "later": {
             "en": "parameters of `{model}` are frozen after `{optimizer}` (weight_decay={decay}) was "
-                  "built over all of them: a frozen parameter that still has a gradient, even a zero "
-                  "one, keeps being decayed and moved by the optimizer",
+            "built over all of them: a frozen parameter that still has a gradient, even a zero "
+            "one, keeps being decayed and moved by the optimizer",
             "zh": "`{model}` 的参数在 `{optimizer}`（weight_decay={decay}）按全部参数创建之后才被冻结："
-                  "冻结的参数只要还带着梯度（哪怕是全零梯度），就仍会被优化器衰减和移动",
+            "冻结的参数只要还带着梯度（哪怕是全零梯度），就仍会被优化器衰减和移动",
         },
     },
-    fix_title={"en": "Give the optimizer only trainable parameters",
-               "zh": "只把可训练的参数交给优化器"},
+    fix_title={
+        "en": "Give the optimizer only trainable parameters",
+        "zh": "只把可训练的参数交给优化器",
+    },
     fix_applicability="unsafe",
     default=False,
     docs={
@@ -139,8 +144,16 @@ optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, model.parameters
 
 # Optimizers with weight decay: position of `weight_decay` in the call, and its default.
 WEIGHT_DECAY = {
-    "SGD": (4, 0), "Adam": (4, 0), "AdamW": (4, 0.01), "RMSprop": (4, 0), "Adagrad": (3, 0),
-    "Adadelta": (4, 0), "Adamax": (4, 0), "NAdam": (4, 0), "RAdam": (4, 0), "ASGD": (5, 0),
+    "SGD": (4, 0),
+    "Adam": (4, 0),
+    "AdamW": (4, 0.01),
+    "RMSprop": (4, 0),
+    "Adagrad": (3, 0),
+    "Adadelta": (4, 0),
+    "Adamax": (4, 0),
+    "NAdam": (4, 0),
+    "RAdam": (4, 0),
+    "ASGD": (5, 0),
     "Adafactor": (5, 0),
 }
 PARAMETER_ITERATORS = frozenset({"parameters", "named_parameters"})
@@ -168,13 +181,20 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not freezes:
         return
     fields = {"optimizer": name, "model": root, "decay": decay}
-    later = [f for f in freezes if position(f) > position(call) and _trained_before(f, call, scope, ctx)]
+    later = [
+        f for f in freezes if position(f) > position(call) and _trained_before(f, call, scope, ctx)
+    ]
     if later:
         yield ctx.finding(PITFALL, later[0], "later", **fields)
     elif all(position(f) < position(call) for f in freezes):
-        argument = call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "params")
-        fix = ctx.fix(PITFALL, "unsafe",
-                      ctx.replace(argument, f"filter(lambda p: p.requires_grad, {ctx.text(argument)})"))
+        argument = (
+            call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "params")
+        )
+        fix = ctx.fix(
+            PITFALL,
+            "unsafe",
+            ctx.replace(argument, f"filter(lambda p: p.requires_grad, {ctx.text(argument)})"),
+        )
         yield ctx.finding(PITFALL, call, fix=fix, **fields)
 
 
@@ -198,10 +218,17 @@ def _weight_decay(call: ast.Call, name: str) -> float | None:
 
 def _all_parameters_of(call: ast.Call) -> ast.AST | None:
     """`model` in `SGD(model.parameters(), ...)`."""
-    argument = call.args[0] if call.args else next(
-        (k.value for k in call.keywords if k.arg == "params"), None)
-    if (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)
-            and argument.func.attr == "parameters" and not argument.args):
+    argument = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "params"), None)
+    )
+    if (
+        isinstance(argument, ast.Call)
+        and isinstance(argument.func, ast.Attribute)
+        and argument.func.attr == "parameters"
+        and not argument.args
+    ):
         return argument.func.value
     return None
 
@@ -226,20 +253,38 @@ def _owned_by(expr: ast.AST, roots: set[str]) -> bool:
 def _iterated(source: ast.AST, methods: frozenset[str], roots: set[str]) -> bool:
     """`source` iterates `methods` of a module under `roots`: `model.layer4.parameters()`."""
     while isinstance(source, ast.Subscript) or (
-            isinstance(source, ast.Call) and source.args and last_identifier(source.func) in _PASS_THROUGH):
+        isinstance(source, ast.Call)
+        and source.args
+        and last_identifier(source.func) in _PASS_THROUGH
+    ):
         source = source.value if isinstance(source, ast.Subscript) else source.args[-1]
-    return (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)
-            and source.func.attr in methods and _owned_by(source.func.value, roots))
+    return (
+        isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Attribute)
+        and source.func.attr in methods
+        and _owned_by(source.func.value, roots)
+    )
 
 
 def _requires_grad_set(node: ast.AST, owners: set[str], value: bool) -> bool:
     """`x.requires_grad = value` or `x.requires_grad_(value)` for an `x` under `owners`."""
     if isinstance(node, ast.Assign):
-        return (isinstance(node.value, ast.Constant) and node.value.value is value
-                and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad"
-                        and _owned_by(t.value, owners) for t in node.targets))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr == "requires_grad_" and _owned_by(node.func.value, owners):
+        return (
+            isinstance(node.value, ast.Constant)
+            and node.value.value is value
+            and any(
+                isinstance(t, ast.Attribute)
+                and t.attr == "requires_grad"
+                and _owned_by(t.value, owners)
+                for t in node.targets
+            )
+        )
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "requires_grad_"
+        and _owned_by(node.func.value, owners)
+    ):
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if not arguments:
             return value is True
@@ -274,8 +319,15 @@ def _loop_parts(node: ast.AST):
     or comprehension; None for other nodes."""
     if isinstance(node, (ast.For, ast.AsyncFor)):
         source, target, body = node.iter, node.target, lambda: local_nodes(node.body)
-    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and len(node.generators) == 1:
-        source, target, body = node.generators[0].iter, node.generators[0].target, lambda: local_nodes([node.elt])
+    elif (
+        isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp))
+        and len(node.generators) == 1
+    ):
+        source, target, body = (
+            node.generators[0].iter,
+            node.generators[0].target,
+            lambda: local_nodes([node.elt]),
+        )
     else:
         return None
     if isinstance(target, ast.Tuple) and target.elts:
@@ -300,9 +352,11 @@ class _ScopeSettings:
                     if not found or found[-1] is not node:
                         found.append(node)
             self.clears_grads = self.clears_grads or (
-                isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
                 and node.value.value is None
-                and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets))
+                and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)
+            )
             parts = _loop_parts(node)
             owner = _iterated_owner(parts[0]) if parts is not None else None
             for prefix in _prefixes(owner) if owner is not None else ():
@@ -315,15 +369,24 @@ def _direct_settings(node: ast.AST) -> list[tuple[str, bool]]:
         value = node.value.value if isinstance(node.value, ast.Constant) else None
         if value is not True and value is not False:
             return []
-        owners = (_dotted(t.value) for t in node.targets
-                  if isinstance(t, ast.Attribute) and t.attr == "requires_grad")
+        owners = (
+            _dotted(t.value)
+            for t in node.targets
+            if isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+        )
         return [(owner, value) for owner in owners if owner is not None]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr == "requires_grad_":
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "requires_grad_"
+    ):
         owner = _dotted(node.func.value)
         arguments = [*node.args, *(k.value for k in node.keywords)]
-        value = True if not arguments else (
-            arguments[0].value if isinstance(arguments[0], ast.Constant) else None)
+        value = (
+            True
+            if not arguments
+            else (arguments[0].value if isinstance(arguments[0], ast.Constant) else None)
+        )
         if owner is not None and (value is True or value is False):
             return [(owner, value)]
     return []
@@ -333,10 +396,16 @@ def _iterated_owner(source: ast.AST) -> str | None:
     """The module whose parameters or submodules `source` iterates: `model.layer4` for
     `model.layer4.parameters()`; None when it iterates something else."""
     while isinstance(source, ast.Subscript) or (
-            isinstance(source, ast.Call) and source.args and last_identifier(source.func) in _PASS_THROUGH):
+        isinstance(source, ast.Call)
+        and source.args
+        and last_identifier(source.func) in _PASS_THROUGH
+    ):
         source = source.value if isinstance(source, ast.Subscript) else source.args[-1]
-    if (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)
-            and source.func.attr in PARAMETER_ITERATORS | MODULE_ITERATORS):
+    if (
+        isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Attribute)
+        and source.func.attr in PARAMETER_ITERATORS | MODULE_ITERATORS
+    ):
         return _dotted(source.func.value)
     return None
 
@@ -353,9 +422,16 @@ def _scope_settings(ctx: Context, scope: ast.AST) -> _ScopeSettings:
     nothing in the others): assignments to a `requires_grad` or `grad` attribute, calls of
     `requires_grad_`, and loops."""
     found = index_of(ctx, scope)
-    nodes = [*found.local(scope, *_LOOP_NODES), *found.calls_named(scope, ["requires_grad_"], local=True),
-             *(node for attribute in ("requires_grad", "grad")
-               for node in found.assignments(scope, attribute, attribute=True) if found.is_local(scope, node))]
+    nodes = [
+        *found.local(scope, *_LOOP_NODES),
+        *found.calls_named(scope, ["requires_grad_"], local=True),
+        *(
+            node
+            for attribute in ("requires_grad", "grad")
+            for node in found.assignments(scope, attribute, attribute=True)
+            if found.is_local(scope, node)
+        ),
+    ]
     unique = {found.number[node]: node for node in nodes}
     return _ScopeSettings([unique[at] for at in sorted(unique)])
 
@@ -415,8 +491,10 @@ def _end(node: ast.AST) -> tuple[int, int]:
 
 # ---- at run time -------------------------------------------------------------------------------
 
-_WHY_ZH = {"frozen (requires_grad=False) with a stale gradient": "已冻结（requires_grad=False）却仍带着旧梯度",
-           "given an all-zero gradient": "它的梯度全为零"}
+_WHY_ZH = {
+    "frozen (requires_grad=False) with a stale gradient": "已冻结（requires_grad=False）却仍带着旧梯度",
+    "given an all-zero gradient": "它的梯度全为零",
+}
 
 
 @PITFALL.monitor
@@ -433,13 +511,18 @@ class FrozenParametersMoved(Monitor):
 
     def on_step(self, optimizer) -> None:
         session = self.session
-        suspects = [(p, "frozen (requires_grad=False) with a stale gradient")
-                    for group in optimizer.param_groups for p in group["params"]
-                    if not p.requires_grad and p.grad is not None and id(p) not in self._done]
+        suspects = [
+            (p, "frozen (requires_grad=False) with a stale gradient")
+            for group in optimizer.param_groups
+            for p in group["params"]
+            if not p.requires_grad and p.grad is not None and id(p) not in self._done
+        ]
         if session.metrics is not None and session.metrics.wants_grad_norms(session.step):
-            suspects += [(p, "given an all-zero gradient")
-                         for p, norm in session.grad_norms(optimizer)
-                         if norm == 0.0 and p.requires_grad and id(p) not in self._done]
+            suspects += [
+                (p, "given an all-zero gradient")
+                for p, norm in session.grad_norms(optimizer)
+                if norm == 0.0 and p.requires_grad and id(p) not in self._done
+            ]
         self._before = [(p, why, p.detach().clone()) for p, why in suspects]
 
     def after_step(self, optimizer) -> None:
@@ -455,8 +538,15 @@ class FrozenParametersMoved(Monitor):
         param, why, delta = moved[0]
         name = self.session.param_name(param) or f"tensor of shape {tuple(param.shape)}"
         others = len(moved) - 1
-        self.report((id(optimizer), why), "runtime", module=name.rpartition(".")[0] or None,
-                    param=name, more=f" (and {others} more)" if others else "",
-                    more_zh=f"（以及另外 {others} 个）" if others else "", why=why,
-                    why_zh=_WHY_ZH[why], delta=max(d for _, _, d in moved),
-                    optimizer=type(optimizer).__name__)
+        self.report(
+            (id(optimizer), why),
+            "runtime",
+            module=name.rpartition(".")[0] or None,
+            param=name,
+            more=f" (and {others} more)" if others else "",
+            more_zh=f"（以及另外 {others} 个）" if others else "",
+            why=why,
+            why_zh=_WHY_ZH[why],
+            delta=max(d for _, _, d in moved),
+            optimizer=type(optimizer).__name__,
+        )

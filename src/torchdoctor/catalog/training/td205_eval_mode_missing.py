@@ -1,12 +1,23 @@
 """TD205 eval-mode-missing: an evaluation loop in training mode, or recording gradients."""
+
 from __future__ import annotations
 
 import ast
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, FileIndex, Finding, Kind, Monitor, Pitfall, index,
-                                     index_of, per_file, shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    FileIndex,
+    Finding,
+    Kind,
+    Monitor,
+    Pitfall,
+    index,
+    index_of,
+    per_file,
+    shorten,
+)
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -14,35 +25,37 @@ _short = partial(shorten, limit=40)
 PITFALL = Pitfall(
     code="TD205",
     name="eval-mode-missing",
-    title={"en": "Evaluation loop without `model.eval()` or `torch.no_grad()`",
-           "zh": "评估循环缺少 `model.eval()` 或 `torch.no_grad()`"},
+    title={
+        "en": "Evaluation loop without `model.eval()` or `torch.no_grad()`",
+        "zh": "评估循环缺少 `model.eval()` 或 `torch.no_grad()`",
+    },
     messages={
         "runtime": {
             "en": "`{model}` is evaluated (forward under no_grad/inference_mode) in training "
-                  "mode: {layers} behave as in training (Dropout drops, BatchNorm uses and "
-                  "updates batch statistics); call `model.eval()` before evaluating",
+            "mode: {layers} behave as in training (Dropout drops, BatchNorm uses and "
+            "updates batch statistics); call `model.eval()` before evaluating",
             "zh": "`{model}` 在训练模式下被评估（在 no_grad/inference_mode 下做前向）：{layers} "
-                  "仍按训练方式工作（Dropout 仍在丢弃，BatchNorm 使用并更新 batch 统计量）；"
-                  "评估前请调用 `model.eval()`",
+            "仍按训练方式工作（Dropout 仍在丢弃，BatchNorm 使用并更新 batch 统计量）；"
+            "评估前请调用 `model.eval()`",
         },
         "": {
             "en": "`{model}` runs in training mode in this evaluation loop: neither this function "
-                  "nor its callers call `{model}.eval()`, so Dropout stays active and BatchNorm "
-                  "updates its running statistics with evaluation data",
+            "nor its callers call `{model}.eval()`, so Dropout stays active and BatchNorm "
+            "updates its running statistics with evaluation data",
             "zh": "这个评估循环中 `{model}` 处于训练模式：本函数和它的调用者都没有调用 `{model}.eval()`，"
-                  "Dropout 仍然生效，BatchNorm 还会用评估数据更新 running 统计量",
+            "Dropout 仍然生效，BatchNorm 还会用评估数据更新 running 统计量",
         },
         "no-grad": {
             "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
-                  "batch: run the loop under `torch.no_grad()` or `torch.inference_mode()`",
+            "batch: run the loop under `torch.no_grad()` or `torch.inference_mode()`",
             "zh": "这个评估循环中的 `{model}(...)` 每个 batch 都在记录计算图：应在 `torch.no_grad()` 或 "
-                  "`torch.inference_mode()` 下运行",
+            "`torch.inference_mode()` 下运行",
         },
         "both": {
             "en": "evaluation loop without `{model}.eval()` and without `torch.no_grad()`: Dropout "
-                  "and BatchNorm behave as in training, and every batch records an autograd graph",
+            "and BatchNorm behave as in training, and every batch records an autograd graph",
             "zh": "评估循环既没有 `{model}.eval()` 也没有 `torch.no_grad()`：Dropout 和 BatchNorm 仍按训练方式工作，"
-                  "每个 batch 还在记录计算图",
+            "每个 batch 还在记录计算图",
         },
     },
     docs={
@@ -165,15 +178,28 @@ def main(train_loader, val_loader):
 )
 
 # Words that name an evaluation function or loader: `validate`, `test_loader`, `valloader`.
-EVAL_WORDS = frozenset("""
+EVAL_WORDS = frozenset(
+    """
 val valid validate validation eval evaluate evaluation test testing infer inference predict
 prediction
-""".split())
+""".split()
+)
 # Calls that wrap an iterable without changing what it yields.
 ITERABLE_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "track"})
 MODEL_NAMES = frozenset({"model", "net", "network", "classifier"})
-MAKER_PREFIXES = ("load_", "build_", "get_", "create_", "make_", "init_", "save_", "setup_",
-                  "prepare_", "unwrap_", "wrap_")
+MAKER_PREFIXES = (
+    "load_",
+    "build_",
+    "get_",
+    "create_",
+    "make_",
+    "init_",
+    "save_",
+    "setup_",
+    "prepare_",
+    "unwrap_",
+    "wrap_",
+)
 # Any call of these names means the code trains.
 TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
 # Names that turn gradient recording off (`smart_inference_mode` and friends included).
@@ -203,8 +229,11 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     models = program.assigned(family, _name(call.func))
     flags = [program.flags(scope) for scope in family]
     in_training_mode = any(f.switches_to_train for f in flags) or program.built_here(models)
-    eval_missing = (in_training_mode and not any(f.switches_to_eval for f in flags)
-                    and not program.mode_free(models))
+    eval_missing = (
+        in_training_mode
+        and not any(f.switches_to_eval for f in flags)
+        and not program.mode_free(models)
+    )
     no_grad_missing = not any(f.disables_grad for f in flags)
     if not (eval_missing or no_grad_missing):
         return
@@ -322,7 +351,9 @@ class _Program:
             call = self._called_method(at)
             if call is not None:
                 # `.train(False)`, `.train(mode=flag)` switch to eval mode.
-                self._set([at], "switches_to_train" if _is_true_or_absent(call) else "switches_to_eval")
+                self._set(
+                    [at], "switches_to_train" if _is_true_or_absent(call) else "switches_to_eval"
+                )
 
     def _set(self, numbers: list[int], flag: str) -> None:
         for at in numbers:
@@ -345,8 +376,11 @@ class _Program:
         """The `Assign` statements with a target named `name` (`name = ...`, `x.name = ...`),
         with their numbers."""
         found, tree = self.found, self.ctx.tree
-        return [(found.number[node], node) for attribute in (False, True)
-                for node in found.assignments(tree, name, attribute)]
+        return [
+            (found.number[node], node)
+            for attribute in (False, True)
+            for node in found.assignments(tree, name, attribute)
+        ]
 
     def _function_at(self, at: int) -> ast.AST | None:
         """The function (or module) whose facts the node numbered `at` belongs to; None for a
@@ -368,7 +402,9 @@ class _Program:
         caller is in the file."""
         if function is None:
             return [self.ctx.tree]
-        callers = [scope for scope in self.referrers.get(function.name, ()) if scope is not function]
+        callers = [
+            scope for scope in self.referrers.get(function.name, ()) if scope is not function
+        ]
         if not callers:
             return None
         return [function, *callers, *self.methods.get(self.owner.get(function), ())]
@@ -377,8 +413,14 @@ class _Program:
         """`scope` and the functions it calls by name, found once per scope."""
         found = self._reach.get(scope)
         if found is None:
-            found = self._reach[scope] = {scope, *(callee for name in self.facts[scope].names
-                                                   for callee in self.functions.get(name, ()))}
+            found = self._reach[scope] = {
+                scope,
+                *(
+                    callee
+                    for name in self.facts[scope].names
+                    for callee in self.functions.get(name, ())
+                ),
+            }
         return found
 
     def flags(self, scope: ast.AST) -> _ScopeFacts:
@@ -400,9 +442,12 @@ class _Program:
             by_scope = self._assigned[name] = {}
             for at, statement in self._assignments(name):
                 by_scope.setdefault(self._function_at(at), []).append(statement.value)
-        return [value for scope, values in by_scope.items()
-                if any(scope in self.reach(member) for member in family)
-                for value in values]
+        return [
+            value
+            for scope, values in by_scope.items()
+            if any(scope in self.reach(member) for member in family)
+            for value in values
+        ]
 
     def built_here(self, models: list[ast.AST]) -> bool:
         """True when the model is only ever made by building it (a new module trains)."""
@@ -442,7 +487,9 @@ class _Program:
                 return True
             seen.add(root.name)
         names_mode, used = self._layer_words(root)
-        return not names_mode and all(self._subtree_mode_free(self.classes[name], seen) for name in used)
+        return not names_mode and all(
+            self._subtree_mode_free(self.classes[name], seen) for name in used
+        )
 
     def _layer_words(self, root: ast.AST) -> tuple[bool, list[str]]:
         """Whether `root` names a mode-dependent layer, and the local classes it names; read
@@ -479,8 +526,12 @@ def _function_of(scope: ast.AST, found: FileIndex) -> tuple[ast.AST, list[tuple[
 
 def _unwrap_self_methods(value: ast.AST) -> ast.AST:
     """`Net().to(device).float()` -> `Net()`."""
-    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-           and value.func.attr in MODULE_SELF_METHODS and isinstance(value.func.value, ast.Call)):
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+        and isinstance(value.func.value, ast.Call)
+    ):
         value = value.func.value
     return value
 
@@ -504,6 +555,7 @@ def _name(expr: ast.AST) -> str | None:
 
 
 # ---- at run time -------------------------------------------------------------------------------
+
 
 @PITFALL.monitor
 class EvaluatedInTrainingMode(Monitor):
@@ -548,5 +600,12 @@ class EvaluatedInTrainingMode(Monitor):
             return
         shown = ", ".join(f"`{name}` ({type(layer).__name__})" for name, layer in active[:3])
         more = f" (+{len(active) - 3})" if len(active) > 3 else ""
-        self.report(id(model), "runtime", module=active[0][0], at=at, at_step=step,
-                    model=type(model).__name__, layers=shown + more)
+        self.report(
+            id(model),
+            "runtime",
+            module=active[0][0],
+            at=at,
+            at_step=step,
+            model=type(model).__name__,
+            layers=shown + more,
+        )

@@ -1,4 +1,5 @@
 """TD206 train-mode-not-restored: `model.eval()` inside a training loop, never undone."""
+
 from __future__ import annotations
 
 import ast
@@ -6,8 +7,17 @@ import builtins
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import (Context, FileIndex, Finding, Monitor, Pitfall, index, index_of,
-                                     per_file, shorten)
+from torchdoctor.catalog.sdk import (
+    Context,
+    FileIndex,
+    Finding,
+    Monitor,
+    Pitfall,
+    index,
+    index_of,
+    per_file,
+    shorten,
+)
 from torchdoctor.catalog.training._loops import enclosing_loops
 
 # Messages quote at most 50 characters of source.
@@ -16,33 +26,37 @@ _short = partial(shorten, limit=50)
 PITFALL = Pitfall(
     code="TD206",
     name="train-mode-not-restored",
-    title={"en": "`model.eval()` in the training loop without `model.train()` after it",
-           "zh": "训练循环中调用了 `model.eval()`，之后却没有恢复 `model.train()`"},
+    title={
+        "en": "`model.eval()` in the training loop without `model.train()` after it",
+        "zh": "训练循环中调用了 `model.eval()`，之后却没有恢复 `model.train()`",
+    },
     messages={
         "runtime": {
             "en": "`{optimizer}.step()` trains `{model}` while it is in eval mode: {layers} "
-                  "do not train as they should (BatchNorm keeps its running statistics frozen, "
-                  "Dropout is off); call `model.train()` after evaluating",
+            "do not train as they should (BatchNorm keeps its running statistics frozen, "
+            "Dropout is off); call `model.train()` after evaluating",
             "zh": "`{optimizer}.step()` 在训练处于评估模式的 `{model}`：{layers} 没有按训练方式工作"
-                  "（BatchNorm 的 running 统计量不再更新，Dropout 被关闭）；评估之后请调用 "
-                  "`model.train()`",
+            "（BatchNorm 的 running 统计量不再更新，Dropout 被关闭）；评估之后请调用 "
+            "`model.train()`",
         },
         "": {
             "en": "`{call}` switches `{model}` to eval mode inside the training loop and nothing "
-                  "in the loop switches it back: every later batch trains in eval mode",
+            "in the loop switches it back: every later batch trains in eval mode",
             "zh": "`{call}` 在训练循环中把 `{model}` 切换到了评估模式，而循环里没有任何地方切换回来："
-                  "之后的每个 batch 都在评估模式下训练",
+            "之后的每个 batch 都在评估模式下训练",
         },
         "callee": {
             "en": "`{call}` leaves `{model}` in eval mode (it calls `.eval()` and never "
-                  "`.train()`), and nothing in this training loop switches it back: every later "
-                  "batch trains in eval mode",
+            "`.train()`), and nothing in this training loop switches it back: every later "
+            "batch trains in eval mode",
             "zh": "`{call}` 会让 `{model}` 停留在评估模式（它调用了 `.eval()` 却没有调用 `.train()`），"
-                  "而这个训练循环里没有任何地方切换回来：之后的每个 batch 都在评估模式下训练",
+            "而这个训练循环里没有任何地方切换回来：之后的每个 batch 都在评估模式下训练",
         },
     },
-    fix_title={"en": "Switch back before training: `{model}.train()`",
-               "zh": "训练前切换回训练模式：`{model}.train()`"},
+    fix_title={
+        "en": "Switch back before training: `{model}.train()`",
+        "zh": "训练前切换回训练模式：`{model}.train()`",
+    },
     fix_applicability="unsafe",
     docs={
         "en": """
@@ -170,15 +184,24 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         if _restores_train(ctx, loop, local):
             return
         tree_parents = index_of(ctx, loop).parents
-        switches = [s for s in switches if not _guarded(s.call, loop, tree_parents, ctx)
-                    and not _before_training_on_purpose(s, loop, node, tree_parents, ctx)
-                    and not _passed_away(s.model, loop, local, ctx)]
+        switches = [
+            s
+            for s in switches
+            if not _guarded(s.call, loop, tree_parents, ctx)
+            and not _before_training_on_purpose(s, loop, node, tree_parents, ctx)
+            and not _passed_away(s.model, loop, local, ctx)
+        ]
         where = _training_start(loop, switches, node, tree_parents, ctx)
         for switch in switches:
             model = ctx.text(switch.model)
-            yield ctx.finding(PITFALL, switch.call, switch.variant,
-                              fix=_train_fix(model, where, ctx), model=_short(model),
-                              call=_short(ctx.text(switch.call)))
+            yield ctx.finding(
+                PITFALL,
+                switch.call,
+                switch.variant,
+                fix=_train_fix(model, where, ctx),
+                model=_short(model),
+                call=_short(ctx.text(switch.call)),
+            )
         return
 
 
@@ -189,14 +212,19 @@ class _Switch:
         self.call, self.model, self.variant = call, model, variant
 
 
-
 @per_file
 def _first_backward(ctx: Context, loop: ast.AST) -> ast.Expr | None:
     found = index_of(ctx, loop)
-    statements = [found.parents[call] for call in found.calls_in_block(loop.body, ["backward"], local=True)
-                  if _method(call) == "backward"]
-    return min((s for s in statements if type(s) is ast.Expr), key=lambda n: (n.lineno, n.col_offset),
-               default=None)
+    statements = [
+        found.parents[call]
+        for call in found.calls_in_block(loop.body, ["backward"], local=True)
+        if _method(call) == "backward"
+    ]
+    return min(
+        (s for s in statements if type(s) is ast.Expr),
+        key=lambda n: (n.lineno, n.col_offset),
+        default=None,
+    )
 
 
 class _LocalFunctions:
@@ -288,7 +316,9 @@ def _eval_receivers(ctx: Context, function: ast.AST) -> list[ast.AST]:
 @per_file
 def _restores_train(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> bool:
     """True when something in the loop may switch back to training mode."""
-    for node in _body_calls(ctx, loop, {*_training_names(ctx, index_of(ctx, loop)), *local.names()}):
+    for node in _body_calls(
+        ctx, loop, {*_training_names(ctx, index_of(ctx, loop)), *local.names()}
+    ):
         if _may_train(node):
             return True
         callee = local.resolve(node)
@@ -335,12 +365,16 @@ def _trained_models(ctx: Context) -> frozenset[str]:
             models.add(ast.dump(call.func.value))
     given: dict[int, bool] = {}
     for call in found.calls_named(ctx.tree, ["parameters", "named_parameters"]):
-        if _method(call) in ("parameters", "named_parameters") and _given_to_training(ctx, found, call, given):
+        if _method(call) in ("parameters", "named_parameters") and _given_to_training(
+            ctx, found, call, given
+        ):
             models.add(ast.dump(call.func.value))
     return frozenset(models)
 
 
-def _given_to_training(ctx: Context, found: FileIndex, node: ast.AST, given: dict[int, bool]) -> bool:
+def _given_to_training(
+    ctx: Context, found: FileIndex, node: ast.AST, given: dict[int, bool]
+) -> bool:
     """`node` is in (or is) a call that may train what it is given (see TRAINING_USES), in its
     statement. `given` remembers the answer for each node on the way up, so that the calls of
     one statement are each looked at once."""
@@ -375,8 +409,9 @@ def _guarded(call: ast.Call, loop: ast.AST, parents: dict, ctx: Context) -> bool
     return False
 
 
-def _before_training_on_purpose(switch: _Switch, loop: ast.AST, backward: ast.Expr,
-                                parents: dict, ctx: Context) -> bool:
+def _before_training_on_purpose(
+    switch: _Switch, loop: ast.AST, backward: ast.Expr, parents: dict, ctx: Context
+) -> bool:
     """True for a bare `model.eval()` that opens every iteration before the training part: a
     deliberate choice (fine-tuning with frozen BatchNorm), unlike a periodic evaluation."""
     if switch.variant or any(isinstance(p, ast.If) for p in _path(switch.call, loop, parents)):
@@ -402,14 +437,19 @@ def _exits(ctx: Context, branch: ast.If, block: str) -> bool:
 
 def _one_iteration(test: ast.AST) -> bool:
     """`epoch == last` holds once; `step % 100 == 0` holds again and again."""
-    return (isinstance(test, ast.Compare) and isinstance(test.ops[0], (ast.Eq, ast.Is))
-            and not (isinstance(test.left, ast.BinOp) and isinstance(test.left.op, ast.Mod)))
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.ops[0], (ast.Eq, ast.Is))
+        and not (isinstance(test.left, ast.BinOp) and isinstance(test.left.op, ast.Mod))
+    )
 
 
 def _passed_away(model: ast.AST, loop: ast.AST, local: _LocalFunctions, ctx: Context) -> bool:
     """True when the loop hands the model to a function this file does not show (it may train)."""
     key = ast.dump(model)
-    return any(ast.dump(arg) == key for arg in _handed_over(ctx, loop, local).get(_sketch(model), ()))
+    return any(
+        ast.dump(arg) == key for arg in _handed_over(ctx, loop, local).get(_sketch(model), ())
+    )
 
 
 @per_file
@@ -434,8 +474,9 @@ def _sketch(expr: ast.AST) -> tuple:
     return kind, expr.id if kind is ast.Name else expr.attr if kind is ast.Attribute else None
 
 
-def _training_start(loop: ast.AST, switches: list[_Switch], backward: ast.Expr,
-                    parents: dict, ctx: Context) -> ast.stmt | None:
+def _training_start(
+    loop: ast.AST, switches: list[_Switch], backward: ast.Expr, parents: dict, ctx: Context
+) -> ast.stmt | None:
     """The statement of the loop body before which `model.train()` restores training mode:
     right after the last switch when the switches come before the training part, else the top
     of the body (the next iteration); None when both share one statement."""
@@ -462,7 +503,7 @@ def _train_fix(model: str, where: ast.stmt | None, ctx: Context):
     if where is None or "\n" in model:
         return None
     start = ctx.offset(where.lineno, 0)
-    indent = ctx.source[start:ctx.offset(where.lineno, where.col_offset)]
+    indent = ctx.source[start : ctx.offset(where.lineno, where.col_offset)]
     if indent.strip():
         return None  # `for ...: stmt` on one line
     title = {lang: text.format(model=model) for lang, text in PITFALL.fix_title.items()}
@@ -504,6 +545,7 @@ def _is_self_attribute(expr: ast.AST) -> bool:
 
 # ---- at run time -------------------------------------------------------------------------------
 
+
 @PITFALL.monitor
 class TrainedInEvalMode(Monitor):
     """An optimizer step trains a model that is in eval mode (`model.training` is False) and
@@ -528,11 +570,19 @@ class TrainedInEvalMode(Monitor):
             layers = self._layers.get(id(model))
             if layers is None:
                 layers = self._layers[id(model)] = mode_dependent_layers(model)
-            stuck = [name for name, layer in layers if not layer.training and not (
-                not hasattr(layer, "p") and is_frozen(layer))]
+            stuck = [
+                name
+                for name, layer in layers
+                if not layer.training and not (not hasattr(layer, "p") and is_frozen(layer))
+            ]
             if stuck:
                 shown = ", ".join(f"`{name}`" for name in stuck[:3])
                 more = f" (+{len(stuck) - 3})" if len(stuck) > 3 else ""
-                self.report(id(model), "runtime", module=stuck[0],
-                            optimizer=type(optimizer).__name__, model=type(model).__name__,
-                            layers=shown + more)
+                self.report(
+                    id(model),
+                    "runtime",
+                    module=stuck[0],
+                    optimizer=type(optimizer).__name__,
+                    model=type(model).__name__,
+                    layers=shown + more,
+                )

@@ -1,4 +1,5 @@
 """TD207 cross-entropy-target-dtype: class-index targets of a classification loss are not int64."""
+
 from __future__ import annotations
 
 import re
@@ -8,27 +9,32 @@ from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD207",
     name="cross-entropy-target-dtype",
-    title={"en": "Class-index target of `cross_entropy`/`nll_loss` is not int64",
-           "zh": "`cross_entropy`/`nll_loss` 的类别索引标签不是 int64"},
-    messages={"": {
-        "en": "The target of `CrossEntropyLoss`/`NLLLoss` holds class indices and must be an "
-              "int64 (`torch.long`) tensor",
-        "zh": "`CrossEntropyLoss`/`NLLLoss` 的 target 是类别索引，必须是 int64（`torch.long`）张量",
-    }, "runtime": {
-        "en": "`{loss}` got class-index targets of dtype {dtype} (shape {target}, input "
-              "{input}): the loss indexes the input with them and accepts only int64 "
-              "(`torch.long`); convert with `target.long()`",
-        "zh": "`{loss}` 收到的类别索引 target 的 dtype 是 {dtype}（形状 {target}，输入 {input}）："
-              "损失函数要用它去索引输入，只接受 int64（`torch.long`）；请用 `target.long()` 转换",
-    }},
+    title={
+        "en": "Class-index target of `cross_entropy`/`nll_loss` is not int64",
+        "zh": "`cross_entropy`/`nll_loss` 的类别索引标签不是 int64",
+    },
+    messages={
+        "": {
+            "en": "The target of `CrossEntropyLoss`/`NLLLoss` holds class indices and must be an "
+            "int64 (`torch.long`) tensor",
+            "zh": "`CrossEntropyLoss`/`NLLLoss` 的 target 是类别索引，必须是 int64（`torch.long`）张量",
+        },
+        "runtime": {
+            "en": "`{loss}` got class-index targets of dtype {dtype} (shape {target}, input "
+            "{input}): the loss indexes the input with them and accepts only int64 "
+            "(`torch.long`); convert with `target.long()`",
+            "zh": "`{loss}` 收到的类别索引 target 的 dtype 是 {dtype}（形状 {target}，输入 {input}）："
+            "损失函数要用它去索引输入，只接受 int64（`torch.long`）；请用 `target.long()` 转换",
+        },
+    },
     fix_hint={
         "en": "Convert the labels to int64 where they are made or right before the loss: "
-              "`loss = criterion(logits, labels.long())`. Float labels usually come from numpy "
-              "(`torch.from_numpy` of a float array, `torch.Tensor(labels)`); int32 labels from "
-              "`np.int32`/pandas columns or `torch.IntTensor`.",
+        "`loss = criterion(logits, labels.long())`. Float labels usually come from numpy "
+        "(`torch.from_numpy` of a float array, `torch.Tensor(labels)`); int32 labels from "
+        "`np.int32`/pandas columns or `torch.IntTensor`.",
         "zh": "在生成标签的地方或紧挨着损失函数之前把它转成 int64：`loss = criterion(logits, "
-              "labels.long())`。float 标签通常来自 numpy（对 float 数组做 `torch.from_numpy`，"
-              "或用 `torch.Tensor(labels)`）；int32 标签来自 `np.int32`、pandas 的列或 `torch.IntTensor`。",
+        "labels.long())`。float 标签通常来自 numpy（对 float 数组做 `torch.from_numpy`，"
+        "或用 `torch.Tensor(labels)`）；int32 标签来自 `np.int32`、pandas 的列或 `torch.IntTensor`。",
     },
     docs={
         "en": """
@@ -130,42 +136,45 @@ loss = criterion(logits, labels.long())
 
 _CAUSE = {
     "en": "The target passed to `cross_entropy`/`nll_loss` holds class indices as {dtype}; "
-          "the loss indexes the logits with it and accepts only int64 (`torch.long`).",
+    "the loss indexes the logits with it and accepts only int64 (`torch.long`).",
     "zh": "传给 `cross_entropy`/`nll_loss` 的 target 是 {dtype} 类型的类别索引；损失函数要用它去索引 "
-          "logits，只接受 int64（`torch.long`）。",
+    "logits，只接受 int64（`torch.long`）。",
 }
 _CAUSE_UNSURE = {
     "en": "An operation expected an int64 (Long) tensor and got {dtype}. Most often this is the "
-          "target of `CrossEntropyLoss`/`NLLLoss` holding class indices as {dtype}; if no "
-          "loss is involved, an integer tensor is mixed with float ones.",
+    "target of `CrossEntropyLoss`/`NLLLoss` holding class indices as {dtype}; if no "
+    "loss is involved, an integer tensor is mixed with float ones.",
     "zh": "某个运算需要 int64（Long）张量，却收到了 {dtype}。最常见的情况是 "
-          "`CrossEntropyLoss`/`NLLLoss` 的 target 以 {dtype} 保存类别索引；如果不涉及损失函数，"
-          "则是整数张量与浮点张量混用了。",
+    "`CrossEntropyLoss`/`NLLLoss` 的 target 以 {dtype} 保存类别索引；如果不涉及损失函数，"
+    "则是整数张量与浮点张量混用了。",
 }
 _CAUSE_ONE_HOT = {
     "en": "The target has the same shape as the logits, so `cross_entropy` reads it as class "
-          "probabilities, which must be floating point: these are one-hot (or multi-hot) "
-          "labels stored as int64.",
+    "probabilities, which must be floating point: these are one-hot (or multi-hot) "
+    "labels stored as int64.",
     "zh": "target 与 logits 形状相同，`cross_entropy` 因此把它当作类别概率，而概率必须是浮点数："
-          "这是以 int64 保存的 one-hot（或 multi-hot）标签。",
+    "这是以 int64 保存的 one-hot（或 multi-hot）标签。",
 }
 _FIX_ONE_HOT = {
     "en": "Pass class indices instead, `criterion(logits, labels.argmax(dim=1))`, or keep the "
-          "soft labels and make them float: `labels.float()`.",
+    "soft labels and make them float: `labels.float()`.",
     "zh": "改为传入类别索引 `criterion(logits, labels.argmax(dim=1))`，或者保留软标签并把它转成浮点："
-          "`labels.float()`。",
+    "`labels.float()`。",
 }
 
 # Messages that name the target of a classification loss.
-_NAMED = [re.compile(p) for p in (
-    r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)",
-    r"Expected object of scalar type Long but got scalar type (?P<dtype>\w+) "
-    r"for argument #\d+ 'target'",
-    r"Expected object of type (?:Variable\[)?torch\.(?:cuda\.)?LongTensor\]? but found type "
-    r"(?:Variable\[)?torch\.(?:cuda\.)?(?P<dtype>\w+?)Tensor\]? for argument #\d+ 'target'",
-    # Quotes as printed, and as curly quotes when pasted through a blog or a word processor.
-    r"[\"“”](?:nll_loss|cross_entropy)\w*[\"“”] not implemented for ['‘’](?P<dtype>\w+)['‘’]",
-)]
+_NAMED = [
+    re.compile(p)
+    for p in (
+        r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)",
+        r"Expected object of scalar type Long but got scalar type (?P<dtype>\w+) "
+        r"for argument #\d+ 'target'",
+        r"Expected object of type (?:Variable\[)?torch\.(?:cuda\.)?LongTensor\]? but found type "
+        r"(?:Variable\[)?torch\.(?:cuda\.)?(?P<dtype>\w+?)Tensor\]? for argument #\d+ 'target'",
+        # Quotes as printed, and as curly quotes when pasted through a blog or a word processor.
+        r"[\"“”](?:nll_loss|cross_entropy)\w*[\"“”] not implemented for ['‘’](?P<dtype>\w+)['‘’]",
+    )
+]
 _LONG_EXPECTED = re.compile(r"expected scalar type Long but found (?P<dtype>\w+)")
 _ONE_HOT = "Expected floating point type for target with class probabilities, got Long"
 _LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss")
@@ -201,6 +210,7 @@ def _near_a_loss(block, report) -> bool:
 
 # ---- at run time -------------------------------------------------------------------------------
 
+
 @PITFALL.monitor
 class TargetNotInt64(Monitor):
     """Class-index targets (the input's shape without its class dimension) that are not int64,
@@ -221,10 +231,15 @@ class TargetNotInt64(Monitor):
         if target.dtype is torch.int64 or input.dim() == 0:
             return
         class_dim = 0 if input.dim() == 1 else 1
-        if target.shape != input.shape[:class_dim] + input.shape[class_dim + 1:]:
+        if target.shape != input.shape[:class_dim] + input.shape[class_dim + 1 :]:
             return
         if target.dtype is torch.uint8 and input.dim() <= 2:
             return
-        self.report(self.session.where(), "runtime", loss=name,
-                    dtype=str(target.dtype).removeprefix("torch."),
-                    target=list(target.shape), input=list(input.shape))
+        self.report(
+            self.session.where(),
+            "runtime",
+            loss=name,
+            dtype=str(target.dtype).removeprefix("torch."),
+            target=list(target.shape),
+            input=list(input.shape),
+        )

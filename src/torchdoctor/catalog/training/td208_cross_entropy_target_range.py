@@ -1,4 +1,5 @@
 """TD208 cross-entropy-target-range: a class label outside [0, num_classes) in the loss."""
+
 from __future__ import annotations
 
 import re
@@ -8,35 +9,40 @@ from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD208",
     name="cross-entropy-target-range",
-    title={"en": "Class label outside `[0, num_classes)` in `cross_entropy`/`nll_loss`",
-           "zh": "`cross_entropy`/`nll_loss` 的类别标签超出 `[0, num_classes)`"},
-    messages={"": {
-        "en": "A target of `CrossEntropyLoss`/`NLLLoss` is not a valid class index: every "
-              "label must be in `[0, num_classes)` or equal to `ignore_index`",
-        "zh": "`CrossEntropyLoss`/`NLLLoss` 的某个 target 不是合法的类别索引：每个标签都必须在 "
-              "`[0, num_classes)` 内，或等于 `ignore_index`",
-    }, "runtime": {
-        "en": "`{loss}` got class labels from {low} to {high} for an input with {classes} "
-              "classes: every label must be in `[0, {classes})` or equal to "
-              "`ignore_index` ({ignore_index}). On the CPU the loss raises `IndexError: Target "
-              "... is out of bounds`; on a GPU it trips a device-side assert that breaks every "
-              "later CUDA call",
-        "zh": "`{loss}` 收到的类别标签从 {low} 到 {high}，而输入只有 {classes} 个类别：每个标签都必须在 "
-              "`[0, {classes})` 内，或等于 `ignore_index`（{ignore_index}）。在 CPU 上损失函数会抛出 "
-              "`IndexError: Target ... is out of bounds`；在 GPU 上会触发 device-side assert，"
-              "之后的每个 CUDA 调用都会失败",
-    }},
+    title={
+        "en": "Class label outside `[0, num_classes)` in `cross_entropy`/`nll_loss`",
+        "zh": "`cross_entropy`/`nll_loss` 的类别标签超出 `[0, num_classes)`",
+    },
+    messages={
+        "": {
+            "en": "A target of `CrossEntropyLoss`/`NLLLoss` is not a valid class index: every "
+            "label must be in `[0, num_classes)` or equal to `ignore_index`",
+            "zh": "`CrossEntropyLoss`/`NLLLoss` 的某个 target 不是合法的类别索引：每个标签都必须在 "
+            "`[0, num_classes)` 内，或等于 `ignore_index`",
+        },
+        "runtime": {
+            "en": "`{loss}` got class labels from {low} to {high} for an input with {classes} "
+            "classes: every label must be in `[0, {classes})` or equal to "
+            "`ignore_index` ({ignore_index}). On the CPU the loss raises `IndexError: Target "
+            "... is out of bounds`; on a GPU it trips a device-side assert that breaks every "
+            "later CUDA call",
+            "zh": "`{loss}` 收到的类别标签从 {low} 到 {high}，而输入只有 {classes} 个类别：每个标签都必须在 "
+            "`[0, {classes})` 内，或等于 `ignore_index`（{ignore_index}）。在 CPU 上损失函数会抛出 "
+            "`IndexError: Target ... is out of bounds`；在 GPU 上会触发 device-side assert，"
+            "之后的每个 CUDA 调用都会失败",
+        },
+    },
     fix_hint={
         "en": "Check the labels against the model's output size: `print(labels.min(), "
-              "labels.max(), logits.shape[1])`. Shift 1-based labels with `labels - 1`, give the "
-              "last layer as many outputs as there are classes (background included), and pass "
-              "`ignore_index=-1` (or your padding value) for padded or unlabelled positions. "
-              "On a GPU, run once on the CPU or with `CUDA_LAUNCH_BLOCKING=1` to see the "
-              "exact error.",
+        "labels.max(), logits.shape[1])`. Shift 1-based labels with `labels - 1`, give the "
+        "last layer as many outputs as there are classes (background included), and pass "
+        "`ignore_index=-1` (or your padding value) for padded or unlabelled positions. "
+        "On a GPU, run once on the CPU or with `CUDA_LAUNCH_BLOCKING=1` to see the "
+        "exact error.",
         "zh": "对照模型输出的类别数检查标签：`print(labels.min(), labels.max(), logits.shape[1])`。"
-              "从 1 开始编号的标签用 `labels - 1` 平移；最后一层的输出个数要等于类别数（包括背景类）；"
-              "填充或未标注的位置请传入 `ignore_index=-1`（或你的填充值）。在 GPU 上出错时，"
-              "先在 CPU 上或用 `CUDA_LAUNCH_BLOCKING=1` 运行一次，看到准确的报错。",
+        "从 1 开始编号的标签用 `labels - 1` 平移；最后一层的输出个数要等于类别数（包括背景类）；"
+        "填充或未标注的位置请传入 `ignore_index=-1`（或你的填充值）。在 GPU 上出错时，"
+        "先在 CPU 上或用 `CUDA_LAUNCH_BLOCKING=1` 运行一次，看到准确的报错。",
     },
     docs={
         "en": """
@@ -128,41 +134,41 @@ loss = nn.CrossEntropyLoss()(model(torch.randn(4, 32)), labels)
 
 _CAUSE_ASSERT = {
     "en": "A class label passed to `cross_entropy`/`nll_loss` on the GPU is outside "
-          "`[0, num_classes)`: the kernel's target-range assertion failed. The Python line "
-          "where the error surfaced may be far from the loss call. Usual causes: labels "
-          "numbered from 1, `num_classes` one too low, or -1/255 padding without "
-          "`ignore_index`.",
+    "`[0, num_classes)`: the kernel's target-range assertion failed. The Python line "
+    "where the error surfaced may be far from the loss call. Usual causes: labels "
+    "numbered from 1, `num_classes` one too low, or -1/255 padding without "
+    "`ignore_index`.",
     "zh": "GPU 上传给 `cross_entropy`/`nll_loss` 的某个类别标签超出了 `[0, num_classes)`：内核的 "
-          "target 范围断言失败。Python 报错所在的行可能离损失函数的调用很远。常见原因：标签从 1 开始编号、"
-          "`num_classes` 少了一个，或者 -1/255 之类的填充值没有设置 `ignore_index`。",
+    "target 范围断言失败。Python 报错所在的行可能离损失函数的调用很远。常见原因：标签从 1 开始编号、"
+    "`num_classes` 少了一个，或者 -1/255 之类的填充值没有设置 `ignore_index`。",
 }
 
 _CAUSE_LABEL = {
     "en": "A class label of {target} was passed to `cross_entropy`/`nll_loss`, outside "
-          "`[0, num_classes)` of the logits: labels numbered from 1, or `num_classes` (the "
-          "size of the last layer) smaller than the number of classes in the data.",
+    "`[0, num_classes)` of the logits: labels numbered from 1, or `num_classes` (the "
+    "size of the last layer) smaller than the number of classes in the data.",
     "zh": "传给 `cross_entropy`/`nll_loss` 的类别标签 {target} 超出了 logits 的 `[0, num_classes)`："
-          "标签从 1 开始编号，或者 `num_classes`（最后一层的输出个数）小于数据中的类别数。",
+    "标签从 1 开始编号，或者 `num_classes`（最后一层的输出个数）小于数据中的类别数。",
 }
 _CAUSE_NEGATIVE = {
     "en": "A class label of {target} was passed to `cross_entropy`/`nll_loss`: a padding or "
-          "\"unknown\" marker that the loss does not know to skip (its `ignore_index` is "
-          "-100 by default).",
+    '"unknown" marker that the loss does not know to skip (its `ignore_index` is '
+    "-100 by default).",
     "zh": "传给 `cross_entropy`/`nll_loss` 的类别标签是 {target}：这是一个填充或“未知”标记，"
-          "而损失函数并不知道要跳过它（`ignore_index` 默认是 -100）。",
+    "而损失函数并不知道要跳过它（`ignore_index` 默认是 -100）。",
 }
 _FIX_NEGATIVE = {
     "en": "Pass `ignore_index={target}` to the loss "
-          "(`nn.CrossEntropyLoss(ignore_index={target})`), or pad the labels with -100.",
+    "(`nn.CrossEntropyLoss(ignore_index={target})`), or pad the labels with -100.",
     "zh": "给损失函数传入 `ignore_index={target}`（`nn.CrossEntropyLoss(ignore_index={target})`），"
-          "或者用 -100 填充标签。",
+    "或者用 -100 填充标签。",
 }
 _CAUSE_VOID = {
     "en": "A class label of 255 was passed to `cross_entropy`/`nll_loss`: 255 marks "
-          "\"void\" or boundary pixels in segmentation masks (VOC, Cityscapes), and the loss "
-          "only skips `ignore_index`, -100 by default.",
+    '"void" or boundary pixels in segmentation masks (VOC, Cityscapes), and the loss '
+    "only skips `ignore_index`, -100 by default.",
     "zh": "传给 `cross_entropy`/`nll_loss` 的类别标签是 255：在分割掩码（VOC、Cityscapes）中 255 "
-          "表示“无效”或边界像素，而损失函数只会跳过 `ignore_index`，默认是 -100。",
+    "表示“无效”或边界像素，而损失函数只会跳过 `ignore_index`，默认是 -100。",
 }
 _FIX_VOID = {
     "en": "Pass `ignore_index=255` to the loss: `nn.CrossEntropyLoss(ignore_index=255)`.",
@@ -189,7 +195,10 @@ def check_target_out_of_bounds(block, report):
 # assertion of PyTorch < 1.5 raised as a RuntimeError.
 PITFALL.error(
     r"Assertion [`']?(?:t|cur_target) >= 0 && (?:t|cur_target) < n_classes[`']? failed",
-    types=(), confidence=0.95, cause=_CAUSE_ASSERT)
+    types=(),
+    confidence=0.95,
+    cause=_CAUSE_ASSERT,
+)
 
 _DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
 # CUDA sources and kernels of the NLL loss, as they appear in THCudaCheck messages.
@@ -210,6 +219,7 @@ def check_device_assert(block, report):
 
 
 # ---- at run time -------------------------------------------------------------------------------
+
 
 @PITFALL.monitor
 class TargetOutOfRange(Monitor):
@@ -239,8 +249,15 @@ class TargetOutOfRange(Monitor):
             low, high = _range(target.masked_fill(target == ignore_index, 0))
         if 0 <= low and high < classes:
             return
-        self.report(self.session.where(), "runtime", loss=name, low=low, high=high,
-                    classes=classes, ignore_index=ignore_index)
+        self.report(
+            self.session.where(),
+            "runtime",
+            loss=name,
+            low=low,
+            high=high,
+            classes=classes,
+            ignore_index=ignore_index,
+        )
 
 
 def _range(target) -> tuple[int, int]:
@@ -263,5 +280,5 @@ def _class_count(input, target) -> int | None:
     if input.is_meta or target.is_meta or input.dim() == 0:
         return None
     class_dim = 0 if input.dim() == 1 else 1
-    expected = input.shape[:class_dim] + input.shape[class_dim + 1:]
+    expected = input.shape[:class_dim] + input.shape[class_dim + 1 :]
     return input.shape[class_dim] if target.shape == expected else None

@@ -1,4 +1,5 @@
 """TD209 loss-batch-size-mismatch: the loss gets a different number of predictions and targets."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Pitfall
@@ -6,23 +7,27 @@ from torchdoctor.catalog.sdk import Pitfall
 PITFALL = Pitfall(
     code="TD209",
     name="loss-batch-size-mismatch",
-    title={"en": "Loss input and target have different batch sizes",
-           "zh": "损失函数的输入与 target 的 batch 大小不一致"},
-    messages={"": {
-        "en": "The classification loss received a different number of predictions than "
-              "targets: the model's output lost or gained rows on the way",
-        "zh": "分类损失收到的预测个数与 target 个数不同：模型输出在某处多出或丢失了若干行",
-    }},
+    title={
+        "en": "Loss input and target have different batch sizes",
+        "zh": "损失函数的输入与 target 的 batch 大小不一致",
+    },
+    messages={
+        "": {
+            "en": "The classification loss received a different number of predictions than "
+            "targets: the model's output lost or gained rows on the way",
+            "zh": "分类损失收到的预测个数与 target 个数不同：模型输出在某处多出或丢失了若干行",
+        }
+    },
     fix_hint={
         "en": "Print the shapes just before the loss and inside `forward`. Flatten with the batch "
-              "dimension kept, `x = x.view(x.size(0), -1)` or `torch.flatten(x, 1)`, instead of "
-              "`x.view(-1, n)` with a hard-coded `n`, and make `in_features` of the first "
-              "`nn.Linear` match. For sequence outputs, flatten logits and targets together: "
-              "`logits.reshape(-1, C)` with `targets.reshape(-1)`.",
+        "dimension kept, `x = x.view(x.size(0), -1)` or `torch.flatten(x, 1)`, instead of "
+        "`x.view(-1, n)` with a hard-coded `n`, and make `in_features` of the first "
+        "`nn.Linear` match. For sequence outputs, flatten logits and targets together: "
+        "`logits.reshape(-1, C)` with `targets.reshape(-1)`.",
         "zh": "在损失函数之前和 `forward` 内部打印形状。展平时保留 batch 维：用 "
-              "`x = x.view(x.size(0), -1)` 或 `torch.flatten(x, 1)`，不要用写死 `n` 的 "
-              "`x.view(-1, n)`，并让第一个 `nn.Linear` 的 `in_features` 与之匹配。对序列输出，"
-              "logits 与 target 要一起展平：`logits.reshape(-1, C)` 配 `targets.reshape(-1)`。",
+        "`x = x.view(x.size(0), -1)` 或 `torch.flatten(x, 1)`，不要用写死 `n` 的 "
+        "`x.view(-1, n)`，并让第一个 `nn.Linear` 的 `in_features` 与之匹配。对序列输出，"
+        "logits 与 target 要一起展平：`logits.reshape(-1, C)` 配 `targets.reshape(-1)`。",
     },
     docs={
         "en": """
@@ -116,23 +121,26 @@ loss = nn.CrossEntropyLoss()(Net()(images), labels)
 PITFALL.error(
     r"Expected input batch_size \((?P<input>\d+)\) to match target batch_size "
     r"\((?P<target>\d+)\)",
-    types=("ValueError", "RuntimeError"), confidence=0.95,
+    types=("ValueError", "RuntimeError"),
+    confidence=0.95,
     cause={
         "en": "The loss got {input} rows of logits for {target} targets. The model usually "
-              "changed the number of rows: a `view(-1, n)` with a hard-coded `n` folds part of "
-              "each sample into extra rows, or sequence logits and targets are flattened "
-              "differently.",
+        "changed the number of rows: a `view(-1, n)` with a hard-coded `n` folds part of "
+        "each sample into extra rows, or sequence logits and targets are flattened "
+        "differently.",
         "zh": "损失函数收到了 {input} 行 logits，却只有 {target} 个 target。通常是模型改变了行数："
-              "写死 `n` 的 `view(-1, n)` 把每个样本的一部分折叠成了额外的行，或者序列的 logits "
-              "与 target 展平方式不一致。",
-    })
+        "写死 `n` 的 `view(-1, n)` 把每个样本的一部分折叠成了额外的行，或者序列的 logits "
+        "与 target 展平方式不一致。",
+    },
+)
 PITFALL.error(
     r"size mismatch \(got input: \[(?P<input>[^\]]*)\], target: \[(?P<target>[^\]]*)\]\)",
     confidence=0.8,
     cause={
         "en": "The loss got logits of shape [{input}] for targets of shape [{target}]: the "
-              "logits have no batch dimension (a single sample, or the model's output was "
-              "indexed with `[0]`), or the two come from different batches.",
+        "logits have no batch dimension (a single sample, or the model's output was "
+        "indexed with `[0]`), or the two come from different batches.",
         "zh": "损失函数收到的 logits 形状为 [{input}]，target 形状为 [{target}]：logits 没有 batch 维"
-              "（只有一个样本，或者模型输出被 `[0]` 取了下标），或者两者来自不同的 batch。",
-    })
+        "（只有一个样本，或者模型输出被 `[0]` 取了下标），或者两者来自不同的 batch。",
+    },
+)

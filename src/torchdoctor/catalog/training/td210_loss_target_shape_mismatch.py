@@ -1,4 +1,5 @@
 """TD210 loss-target-shape-mismatch: loss input and target shapes differ (or silently broadcast)."""
+
 from __future__ import annotations
 
 from torchdoctor.catalog.sdk import Monitor, Pitfall
@@ -6,35 +7,41 @@ from torchdoctor.catalog.sdk import Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD210",
     name="loss-target-shape-mismatch",
-    title={"en": "Loss input and target have different shapes",
-           "zh": "损失函数的输入与 target 形状不一致"},
-    messages={"": {
-        "en": "The loss got an input and a target of different shapes, typically `[N, 1]` "
-              "predictions against `[N]` targets",
-        "zh": "损失函数收到的输入与 target 形状不同，典型情况是 `[N, 1]` 的预测配 `[N]` 的 target",
-    }, "broadcast": {
-        "en": "`{loss}` got input {input} and target {target}: they broadcast to {result}, so "
-              "every prediction is compared with the targets of other samples and the loss is "
-              "wrong, without an error; give both the same shape (`output.squeeze(1)` or "
-              "`target.unsqueeze(1)`)",
-        "zh": "`{loss}` 收到的输入为 {input}，target 为 {target}：两者广播成 {result}，每个预测都与其他样本的 "
-              "target 相比较，损失是错的，却不会报错；请让两者形状一致（`output.squeeze(1)` 或 "
-              "`target.unsqueeze(1)`）",
-    }, "refused": {
-        "en": "`{loss}` got input {input} and target {target}: the binary cross-entropy losses "
-              "require the same shape and raise `ValueError`; give both the same shape "
-              "(`output.squeeze(1)` or `target.unsqueeze(1).float()`)",
-        "zh": "`{loss}` 收到的输入为 {input}，target 为 {target}：二元交叉熵损失要求两者形状相同，"
-              "否则抛出 `ValueError`；请让两者形状一致（`output.squeeze(1)` 或 "
-              "`target.unsqueeze(1).float()`）",
-    }},
+    title={
+        "en": "Loss input and target have different shapes",
+        "zh": "损失函数的输入与 target 形状不一致",
+    },
+    messages={
+        "": {
+            "en": "The loss got an input and a target of different shapes, typically `[N, 1]` "
+            "predictions against `[N]` targets",
+            "zh": "损失函数收到的输入与 target 形状不同，典型情况是 `[N, 1]` 的预测配 `[N]` 的 target",
+        },
+        "broadcast": {
+            "en": "`{loss}` got input {input} and target {target}: they broadcast to {result}, so "
+            "every prediction is compared with the targets of other samples and the loss is "
+            "wrong, without an error; give both the same shape (`output.squeeze(1)` or "
+            "`target.unsqueeze(1)`)",
+            "zh": "`{loss}` 收到的输入为 {input}，target 为 {target}：两者广播成 {result}，每个预测都与其他样本的 "
+            "target 相比较，损失是错的，却不会报错；请让两者形状一致（`output.squeeze(1)` 或 "
+            "`target.unsqueeze(1)`）",
+        },
+        "refused": {
+            "en": "`{loss}` got input {input} and target {target}: the binary cross-entropy losses "
+            "require the same shape and raise `ValueError`; give both the same shape "
+            "(`output.squeeze(1)` or `target.unsqueeze(1).float()`)",
+            "zh": "`{loss}` 收到的输入为 {input}，target 为 {target}：二元交叉熵损失要求两者形状相同，"
+            "否则抛出 `ValueError`；请让两者形状一致（`output.squeeze(1)` 或 "
+            "`target.unsqueeze(1).float()`）",
+        },
+    },
     fix_hint={
         "en": "Give both the same shape before the loss: `criterion(output.squeeze(1), target)` "
-              "or `criterion(output, target.unsqueeze(1).float())`. Do not rely on "
-              "broadcasting: an `[N, 1]` input minus an `[N]` target is an `[N, N]` matrix.",
+        "or `criterion(output, target.unsqueeze(1).float())`. Do not rely on "
+        "broadcasting: an `[N, 1]` input minus an `[N]` target is an `[N, N]` matrix.",
         "zh": "在调用损失函数之前让两者形状一致：`criterion(output.squeeze(1), target)` 或 "
-              "`criterion(output, target.unsqueeze(1).float())`。不要依赖广播：`[N, 1]` 的输入减去 "
-              "`[N]` 的 target 会得到 `[N, N]` 的矩阵。",
+        "`criterion(output, target.unsqueeze(1).float())`。不要依赖广播：`[N, 1]` 的输入减去 "
+        "`[N]` 的 target 会得到 `[N, N]` 的矩阵。",
     },
     docs={
         "en": """
@@ -130,58 +137,70 @@ loss = nn.MSELoss()(model(inputs).squeeze(1), targets)
 _SIZE = r"torch\.Size\(\[[^\]]*\]\)"
 _CAUSE_ELEMENTWISE = {
     "en": "The loss compares input {input} with target {target} element by element, and the "
-          "shapes differ: usually an `[N, 1]` model output against `[N]` labels.",
+    "shapes differ: usually an `[N, 1]` model output against `[N]` labels.",
     "zh": "损失函数逐元素比较输入 {input} 与 target {target}，而两者形状不同：通常是 `[N, 1]` 的模型输出"
-          "配上了 `[N]` 的标签。",
+    "配上了 `[N]` 的标签。",
 }
 
 PITFALL.error(
     rf"Target size \((?P<target>{_SIZE})\) must be the same as input size \((?P<input>{_SIZE})\)",
-    types=("ValueError",), confidence=0.95, cause=_CAUSE_ELEMENTWISE)
+    types=("ValueError",),
+    confidence=0.95,
+    cause=_CAUSE_ELEMENTWISE,
+)
 PITFALL.error(
     rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
     rf"\((?P<input>{_SIZE})\)\. This will likely lead to incorrect results due to broadcasting",
-    types=("UserWarning",), confidence=0.95,
+    types=("UserWarning",),
+    confidence=0.95,
     cause={
         "en": "The loss got input {input} and target {target}: with different shapes, "
-              "`MSELoss`/`L1Loss` broadcast them, comparing every prediction with every target, "
-              "and the loss no longer measures what you meant (`BCELoss` refuses the pair).",
+        "`MSELoss`/`L1Loss` broadcast them, comparing every prediction with every target, "
+        "and the loss no longer measures what you meant (`BCELoss` refuses the pair).",
         "zh": "损失函数收到的输入为 {input}，target 为 {target}：形状不同时，`MSELoss`/`L1Loss` "
-              "会广播两者，把每个预测与每个 target 都比较一遍，损失就不再是你想要的含义"
-              "（`BCELoss` 则直接拒绝）。",
-    })
+        "会广播两者，把每个预测与每个 target 都比较一遍，损失就不再是你想要的含义"
+        "（`BCELoss` 则直接拒绝）。",
+    },
+)
 # `BCELoss`: a ValueError, a UserWarning in old versions.
 PITFALL.error(
     rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
     rf"\((?P<input>{_SIZE})\)",
-    types=("ValueError", "UserWarning"), confidence=0.95, cause=_CAUSE_ELEMENTWISE)
+    types=("ValueError", "UserWarning"),
+    confidence=0.95,
+    cause=_CAUSE_ELEMENTWISE,
+)
 PITFALL.error(
     r"input and target shapes do not match: input \[(?P<input>[^\]]*)\], "
     r"target \[(?P<target>[^\]]*)\]",
-    confidence=0.9, cause=_CAUSE_ELEMENTWISE)
+    confidence=0.9,
+    cause=_CAUSE_ELEMENTWISE,
+)
 PITFALL.error(
     r"Expected target size \[(?P<expected>[^\]]*)\], got \[(?P<got>[^\]]*)\]",
     confidence=0.8,
     cause={
         "en": "`cross_entropy` expected a target of shape [{expected}] from the logits' shape "
-              "and got [{got}]: with more than two dimensions the classes must be dimension 1 "
-              "(`logits.permute(0, 2, 1)` for `[N, T, C]` outputs), or the logits and targets "
-              "come from sequences of different lengths.",
+        "and got [{got}]: with more than two dimensions the classes must be dimension 1 "
+        "(`logits.permute(0, 2, 1)` for `[N, T, C]` outputs), or the logits and targets "
+        "come from sequences of different lengths.",
         "zh": "`cross_entropy` 根据 logits 的形状期望 target 为 [{expected}]，实际收到 [{got}]："
-              "多于两维时类别必须在第 1 维（`[N, T, C]` 的输出要先 `logits.permute(0, 2, 1)`），"
-              "或者 logits 与 target 来自长度不同的序列。",
-    })
+        "多于两维时类别必须在第 1 维（`[N, T, C]` 的输出要先 `logits.permute(0, 2, 1)`），"
+        "或者 logits 与 target 来自长度不同的序列。",
+    },
+)
 PITFALL.error(
     r"input and target batch or spatial sizes don't match: target \[(?P<target>[^\]]*)\], "
     r"input \[(?P<input>[^\]]*)\]",
     confidence=0.85,
     cause={
         "en": "The segmentation loss got logits [{input}] and a mask [{target}] whose batch or "
-              "spatial sizes differ: the output was downsampled (upsample it with "
-              "`F.interpolate` to the mask's size) or the mask was resized differently.",
+        "spatial sizes differ: the output was downsampled (upsample it with "
+        "`F.interpolate` to the mask's size) or the mask was resized differently.",
         "zh": "分割损失收到的 logits 为 [{input}]，掩码为 [{target}]，两者的 batch 或空间尺寸不同："
-              "输出被下采样了（用 `F.interpolate` 上采样到掩码的尺寸），或者掩码的缩放方式不同。",
-    })
+        "输出被下采样了（用 `F.interpolate` 上采样到掩码的尺寸），或者掩码的缩放方式不同。",
+    },
+)
 
 
 # ---- at run time -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 """TD211 nan-loss: the loss (or a gradient) became NaN or infinite during training."""
+
 from __future__ import annotations
 
 import math
@@ -10,56 +11,66 @@ from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD211",
     name="nan-loss",
-    title={"en": "Loss or gradients became NaN/Inf during training",
-           "zh": "训练中损失或梯度变成了 NaN/Inf"},
-    messages={"": {
-        "en": "A non-finite value (NaN or Inf) appeared in the loss or the gradients, and "
-              "everything computed from it is NaN too",
-        "zh": "损失或梯度中出现了非有限值（NaN 或 Inf），之后由它算出的一切也都是 NaN",
-    }, "input": {
-        "en": "the {what} is non-finite at step {step}, before the optimizer applies it: the "
-              "input batch of `{model}` already holds NaN/Inf (`{arg}`): look at the data",
-        "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前）：`{model}` 的输入 batch "
-              "本身就含有 NaN/Inf（`{arg}`）：请检查数据",
-    }, "module": {
-        "en": "the {what} is non-finite at step {step}, before the optimizer applies it: the "
-              "first module whose output is NaN/Inf is `{layer}` ({type}), with finite inputs "
-              "and parameters",
-        "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前）：第一个输出 NaN/Inf 的模块是 "
-              "`{layer}`（{type}），它的输入和参数都是有限值",
-    }, "backward": {
-        "en": "the gradients are non-finite at step {step} (e.g. `{param}`) while the loss is "
-              "finite: the backward of `{op}` made the first NaN/Inf{where}",
-        "zh": "第 {step} 步的梯度是非有限值（例如 `{param}`），而损失是有限的：`{op}` 的反向传播"
-              "最先产生了 NaN/Inf{where}",
-    }, "loss-function": {
-        "en": "the loss is non-finite at step {step}, before the optimizer applies it, while "
-              "the outputs of `{model}` are finite: the loss computation makes it (log of 0, "
-              "division by 0, an invalid target?)",
-        "zh": "第 {step} 步的损失是非有限值（在优化器应用它之前），而 `{model}` 的输出是有限的："
-              "问题出在损失的计算中（对 0 取 log、除以 0、无效的标签？）",
-    }, "parameters": {
-        "en": "the {what} is non-finite at step {step}: the parameters are already non-finite "
-              "(e.g. `{param}`)",
-        "zh": "第 {step} 步的{what_zh}是非有限值：参数已经是非有限值（例如 `{param}`）",
-    }, "runtime": {
-        "en": "the {what} is non-finite at step {step}, before the optimizer applies it "
-              "(the doctor could not tell where it was born)",
-        "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前；无法确定它产生的位置）",
-    }},
+    title={
+        "en": "Loss or gradients became NaN/Inf during training",
+        "zh": "训练中损失或梯度变成了 NaN/Inf",
+    },
+    messages={
+        "": {
+            "en": "A non-finite value (NaN or Inf) appeared in the loss or the gradients, and "
+            "everything computed from it is NaN too",
+            "zh": "损失或梯度中出现了非有限值（NaN 或 Inf），之后由它算出的一切也都是 NaN",
+        },
+        "input": {
+            "en": "the {what} is non-finite at step {step}, before the optimizer applies it: the "
+            "input batch of `{model}` already holds NaN/Inf (`{arg}`): look at the data",
+            "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前）：`{model}` 的输入 batch "
+            "本身就含有 NaN/Inf（`{arg}`）：请检查数据",
+        },
+        "module": {
+            "en": "the {what} is non-finite at step {step}, before the optimizer applies it: the "
+            "first module whose output is NaN/Inf is `{layer}` ({type}), with finite inputs "
+            "and parameters",
+            "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前）：第一个输出 NaN/Inf 的模块是 "
+            "`{layer}`（{type}），它的输入和参数都是有限值",
+        },
+        "backward": {
+            "en": "the gradients are non-finite at step {step} (e.g. `{param}`) while the loss is "
+            "finite: the backward of `{op}` made the first NaN/Inf{where}",
+            "zh": "第 {step} 步的梯度是非有限值（例如 `{param}`），而损失是有限的：`{op}` 的反向传播"
+            "最先产生了 NaN/Inf{where}",
+        },
+        "loss-function": {
+            "en": "the loss is non-finite at step {step}, before the optimizer applies it, while "
+            "the outputs of `{model}` are finite: the loss computation makes it (log of 0, "
+            "division by 0, an invalid target?)",
+            "zh": "第 {step} 步的损失是非有限值（在优化器应用它之前），而 `{model}` 的输出是有限的："
+            "问题出在损失的计算中（对 0 取 log、除以 0、无效的标签？）",
+        },
+        "parameters": {
+            "en": "the {what} is non-finite at step {step}: the parameters are already non-finite "
+            "(e.g. `{param}`)",
+            "zh": "第 {step} 步的{what_zh}是非有限值：参数已经是非有限值（例如 `{param}`）",
+        },
+        "runtime": {
+            "en": "the {what} is non-finite at step {step}, before the optimizer applies it "
+            "(the doctor could not tell where it was born)",
+            "zh": "第 {step} 步的{what_zh}是非有限值（在优化器应用它之前；无法确定它产生的位置）",
+        },
+    },
     fix_hint={
         "en": "Find the first non-finite value: run with `torchdoctor run script.py` or under "
-              "`torch.autograd.set_detect_anomaly(True)`, which names the operation. Then guard "
-              "it: `torch.log(x.clamp_min(1e-8))`, `x / (y + 1e-8)`, `F.log_softmax`/"
-              "`BCEWithLogitsLoss` instead of `log(softmax)`/`BCELoss(sigmoid)`; lower the "
-              "learning rate, clip gradients with `torch.nn.utils.clip_grad_norm_`, and under "
-              "fp16 use `torch.autocast` with a `GradScaler` or bf16.",
+        "`torch.autograd.set_detect_anomaly(True)`, which names the operation. Then guard "
+        "it: `torch.log(x.clamp_min(1e-8))`, `x / (y + 1e-8)`, `F.log_softmax`/"
+        "`BCEWithLogitsLoss` instead of `log(softmax)`/`BCELoss(sigmoid)`; lower the "
+        "learning rate, clip gradients with `torch.nn.utils.clip_grad_norm_`, and under "
+        "fp16 use `torch.autocast` with a `GradScaler` or bf16.",
         "zh": "先找到第一个非有限值：用 `torchdoctor run script.py` 运行，或在 "
-              "`torch.autograd.set_detect_anomaly(True)` 下运行，它会指出出问题的运算。然后加以防护："
-              "`torch.log(x.clamp_min(1e-8))`、`x / (y + 1e-8)`，用 `F.log_softmax`/"
-              "`BCEWithLogitsLoss` 代替 `log(softmax)`/`BCELoss(sigmoid)`；降低学习率，用 "
-              "`torch.nn.utils.clip_grad_norm_` 裁剪梯度；fp16 训练请配合 `torch.autocast` 和 "
-              "`GradScaler`，或改用 bf16。",
+        "`torch.autograd.set_detect_anomaly(True)` 下运行，它会指出出问题的运算。然后加以防护："
+        "`torch.log(x.clamp_min(1e-8))`、`x / (y + 1e-8)`，用 `F.log_softmax`/"
+        "`BCEWithLogitsLoss` 代替 `log(softmax)`/`BCELoss(sigmoid)`；降低学习率，用 "
+        "`torch.nn.utils.clip_grad_norm_` 裁剪梯度；fp16 训练请配合 `torch.autocast` 和 "
+        "`GradScaler`，或改用 bf16。",
     },
     docs={
         "en": """
@@ -161,16 +172,16 @@ loss.backward()
 
 _CAUSE_USER_CHECK = {
     "en": "The loss became NaN or infinite and your own check stopped the run. Usual origins: "
-          "`log` of 0, division by 0, a learning rate too high (exploding weights), or fp16 "
-          "overflow.",
+    "`log` of 0, division by 0, a learning rate too high (exploding weights), or fp16 "
+    "overflow.",
     "zh": "损失变成了 NaN 或无穷大，被你自己的检查中止了运行。常见来源：对 0 取 `log`、除以 0、"
-          "学习率过高（权重爆炸），或 fp16 溢出。",
+    "学习率过高（权重爆炸），或 fp16 溢出。",
 }
 _CAUSE_DOWNSTREAM = {
     "en": "NaN or Inf values reached this operation: they came from an earlier step of the "
-          "model or of training (`log` of 0, division by 0, exploding weights, fp16 overflow).",
+    "model or of training (`log` of 0, division by 0, exploding weights, fp16 overflow).",
     "zh": "NaN 或 Inf 传到了这个运算：它们来自模型或训练中更早的一步（对 0 取 `log`、除以 0、"
-          "权重爆炸、fp16 溢出）。",
+    "权重爆炸、fp16 溢出）。",
 }
 
 PITFALL.error(
@@ -178,38 +189,56 @@ PITFALL.error(
     confidence=0.95,
     cause={
         "en": "Anomaly detection caught `{op}` producing NaN in the backward pass: the forward "
-              "traceback printed above it shows the line. Typical: `log`/`sqrt`/division "
-              "at 0, or inputs that are already huge or NaN.",
+        "traceback printed above it shows the line. Typical: `log`/`sqrt`/division "
+        "at 0, or inputs that are already huge or NaN.",
         "zh": "异常检测发现 `{op}` 在反向传播中产生了 NaN：它上方打印的前向调用栈指出了对应的代码行。"
-              "典型原因：在 0 处做 `log`/`sqrt`/除法，或者输入本身已经极大或是 NaN。",
-    })
+        "典型原因：在 0 处做 `log`/`sqrt`/除法，或者输入本身已经极大或是 NaN。",
+    },
+)
 # torchvision's reference training scripts print this, then exit(1).
-PITFALL.error(r"Loss is (?:nan|inf|-inf), stopping training", types=(), confidence=0.9,
-              cause=_CAUSE_USER_CHECK)
+PITFALL.error(
+    r"Loss is (?:nan|inf|-inf), stopping training",
+    types=(),
+    confidence=0.9,
+    cause=_CAUSE_USER_CHECK,
+)
 PITFALL.error(
     r"to satisfy the constraint \w+\(.*?\), but found invalid values:\s*tensor\(\[*\s*-?nan",
-    types=("ValueError",), confidence=0.7, cause=_CAUSE_DOWNSTREAM)
-PITFALL.error(r"probability tensor contains either `?inf`?, `?nan`? or element < 0",
-              confidence=0.6, cause=_CAUSE_DOWNSTREAM)
-PITFALL.error(r"Input contains NaN", types=("ValueError",), confidence=0.6,
-              cause=_CAUSE_DOWNSTREAM)
+    types=("ValueError",),
+    confidence=0.7,
+    cause=_CAUSE_DOWNSTREAM,
+)
+PITFALL.error(
+    r"probability tensor contains either `?inf`?, `?nan`? or element < 0",
+    confidence=0.6,
+    cause=_CAUSE_DOWNSTREAM,
+)
+PITFALL.error(r"Input contains NaN", types=("ValueError",), confidence=0.6, cause=_CAUSE_DOWNSTREAM)
 # A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`.
-PITFALL.error(r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b",
-              types=(), confidence=0.75, cause={
-                  "en": "The loss printed in the log turned NaN/Inf: training diverged. Usual "
-                        "origins: a learning rate too high for the batch size, `log` of 0 or "
-                        "division by 0, bad samples in the data, or fp16 overflow.",
-                  "zh": "日志中打印的损失变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、"
-                        "对 0 取 `log` 或除以 0、数据中的坏样本，或 fp16 溢出。"})
+PITFALL.error(
+    r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b",
+    types=(),
+    confidence=0.75,
+    cause={
+        "en": "The loss printed in the log turned NaN/Inf: training diverged. Usual "
+        "origins: a learning rate too high for the batch size, `log` of 0 or "
+        "division by 0, bad samples in the data, or fp16 overflow.",
+        "zh": "日志中打印的损失变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、"
+        "对 0 取 `log` 或除以 0、数据中的坏样本，或 fp16 溢出。",
+    },
+)
 
 # A message of the user's own check: "loss is nan", "NaN loss detected", "Loss is NaN".
-_LOSS_NAN = re.compile(r"(?i)\bloss\b[^\n]{0,60}\b(?:nan|inf)\b"
-                       r"|\b(?:nan|inf)\b[^\n]{0,60}\bloss\b")
+_LOSS_NAN = re.compile(
+    r"(?i)\bloss\b[^\n]{0,60}\b(?:nan|inf)\b"
+    r"|\b(?:nan|inf)\b[^\n]{0,60}\bloss\b"
+)
 _CHECK_SOURCE = re.compile(r"isnan|isinf|isfinite|math\.isnan|\bnan\b", re.I)
 
 
-@PITFALL.error_check(types=("AssertionError", "ValueError", "RuntimeError",
-                            "FloatingPointError", "Exception"))
+@PITFALL.error_check(
+    types=("AssertionError", "ValueError", "RuntimeError", "FloatingPointError", "Exception")
+)
 def check_user_nan_check(block, report):
     """The user's own NaN check: its message, or for a bare assert, the failing line."""
     if _LOSS_NAN.search(block.message[:300]):
@@ -271,8 +300,7 @@ class NonFiniteValues(Monitor):
         self._done = True
         what = "loss" if self._loss_bad else "gradients"
         variant, fields, module = self._localise(what, bad_param)
-        self.report("first", variant, module=module, what=what, what_zh=_WHAT_ZH[what],
-                    **fields)
+        self.report("first", variant, module=module, what=what, what_zh=_WHAT_ZH[what], **fields)
 
     def _non_finite_grad(self, optimizer):
         session = self.session
@@ -324,8 +352,11 @@ class NonFiniteValues(Monitor):
             culprit = _first_non_finite_module(eager, args, kwargs)
             if culprit is not None:
                 qualified, module = culprit
-                return "module", {**step, "layer": qualified or name,
-                                  "type": type(module).__name__}, qualified
+                return (
+                    "module",
+                    {**step, "layer": qualified or name, "type": type(module).__name__},
+                    qualified,
+                )
             if what == "loss":
                 return "loss-function", {**step, "model": name}, None
             op, where = _backward_culprit(eager, args, kwargs)
@@ -383,8 +414,11 @@ def _first_non_finite_module(model, args, kwargs):
             return
         outputs = output if isinstance(output, (tuple, list)) else (output,)
         for value in outputs:
-            if (isinstance(value, torch.Tensor) and value.is_floating_point()
-                    and not torch.isfinite(value).all()):
+            if (
+                isinstance(value, torch.Tensor)
+                and value.is_floating_point()
+                and not torch.isfinite(value).all()
+            ):
                 found.append((names.get(module, ""), module))
                 return
 
@@ -411,13 +445,16 @@ def _backward_culprit(model, args, kwargs) -> tuple[str | None, str]:
 
     params = [p for p in model.parameters() if p.requires_grad]
     try:
-        with warnings.catch_warnings(record=True) as caught, \
-                torch.autograd.detect_anomaly(check_nan=True):
+        with (
+            warnings.catch_warnings(record=True) as caught,
+            torch.autograd.detect_anomaly(check_nan=True),
+        ):
             warnings.simplefilter("always")
             output = model(*args, **kwargs)
             outputs = output if isinstance(output, (tuple, list)) else (output,)
-            total = sum(o.float().sum() for o in outputs
-                        if isinstance(o, torch.Tensor) and o.requires_grad)
+            total = sum(
+                o.float().sum() for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad
+            )
             torch.autograd.grad(total, params, allow_unused=True)
     except RuntimeError as error:
         match = re.search(r"Function '(\w+)' returned nan", str(error))

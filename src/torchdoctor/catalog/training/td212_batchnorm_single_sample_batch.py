@@ -1,4 +1,5 @@
 """TD212 batchnorm-single-sample-batch: BatchNorm in training mode gets one value per channel."""
+
 from __future__ import annotations
 
 import math
@@ -9,30 +10,35 @@ from torchdoctor.catalog.sdk import Monitor, Pitfall
 PITFALL = Pitfall(
     code="TD212",
     name="batchnorm-single-sample-batch",
-    title={"en": "BatchNorm in training mode on a batch of one sample",
-           "zh": "训练模式下的 BatchNorm 收到只有一个样本的 batch"},
-    messages={"": {
-        "en": "A BatchNorm layer in training mode received a single value per channel (a "
-              "batch of one sample), from which no batch statistics can be computed",
-        "zh": "训练模式下的 BatchNorm 层每个通道只收到一个值（batch 里只有一个样本），无法计算 batch 统计量",
-    }, "last-batch": {
-        "en": "the last batch of every epoch will hold 1 sample ({samples} samples, "
-              "batch_size={batch_size}, drop_last=False) and `{layer}` ({type}) gets one value "
-              "per channel per sample: training will crash at the end of the epoch with "
-              "`Expected more than 1 value per channel when training`; pass `drop_last=True` "
-              "to the DataLoader",
-        "zh": "每个 epoch 的最后一个 batch 只有 1 个样本（{samples} 个样本，batch_size={batch_size}，"
-              "drop_last=False），而 `{layer}`（{type}）每个样本每个通道只有一个值：训练会在 epoch 末尾以 "
-              "`Expected more than 1 value per channel when training` 崩溃；请给 DataLoader 传 "
-              "`drop_last=True`",
-    }},
+    title={
+        "en": "BatchNorm in training mode on a batch of one sample",
+        "zh": "训练模式下的 BatchNorm 收到只有一个样本的 batch",
+    },
+    messages={
+        "": {
+            "en": "A BatchNorm layer in training mode received a single value per channel (a "
+            "batch of one sample), from which no batch statistics can be computed",
+            "zh": "训练模式下的 BatchNorm 层每个通道只收到一个值（batch 里只有一个样本），无法计算 batch 统计量",
+        },
+        "last-batch": {
+            "en": "the last batch of every epoch will hold 1 sample ({samples} samples, "
+            "batch_size={batch_size}, drop_last=False) and `{layer}` ({type}) gets one value "
+            "per channel per sample: training will crash at the end of the epoch with "
+            "`Expected more than 1 value per channel when training`; pass `drop_last=True` "
+            "to the DataLoader",
+            "zh": "每个 epoch 的最后一个 batch 只有 1 个样本（{samples} 个样本，batch_size={batch_size}，"
+            "drop_last=False），而 `{layer}`（{type}）每个样本每个通道只有一个值：训练会在 epoch 末尾以 "
+            "`Expected more than 1 value per channel when training` 崩溃；请给 DataLoader 传 "
+            "`drop_last=True`",
+        },
+    },
     fix_hint={
         "en": "Drop the incomplete last batch with `DataLoader(..., drop_last=True)` (it has one "
-              "sample when `len(dataset) % batch_size == 1`), train with `batch_size >= 2`, and "
-              "call `model.eval()` before predicting on a single sample.",
+        "sample when `len(dataset) % batch_size == 1`), train with `batch_size >= 2`, and "
+        "call `model.eval()` before predicting on a single sample.",
         "zh": "用 `DataLoader(..., drop_last=True)` 丢弃不完整的最后一个 batch（当 "
-              "`len(dataset) % batch_size == 1` 时它只有一个样本），训练时使用 `batch_size >= 2`，"
-              "对单个样本做预测前先调用 `model.eval()`。",
+        "`len(dataset) % batch_size == 1` 时它只有一个样本），训练时使用 `batch_size >= 2`，"
+        "对单个样本做预测前先调用 `model.eval()`。",
     },
     docs={
         "en": """
@@ -118,19 +124,22 @@ for inputs, labels in loader:
 PITFALL.error(
     r"Expected more than 1 value per channel when training, got input size "
     r"(?P<size>torch\.Size\(\[[^\]]*\]\)|\[[^\]]*\])",
-    types=("ValueError",), confidence=0.95,
+    types=("ValueError",),
+    confidence=0.95,
     cause={
         "en": "A BatchNorm layer in training mode got an input of size {size}: one value per "
-              "channel, so no batch statistics. Usually the last batch of the epoch has a "
-              "single sample (`len(dataset) % batch_size == 1`), training runs with "
-              "`batch_size=1`, or a single sample is predicted without `model.eval()`.",
+        "channel, so no batch statistics. Usually the last batch of the epoch has a "
+        "single sample (`len(dataset) % batch_size == 1`), training runs with "
+        "`batch_size=1`, or a single sample is predicted without `model.eval()`.",
         "zh": "训练模式下的 BatchNorm 层收到大小为 {size} 的输入：每个通道只有一个值，无法计算 batch "
-              "统计量。通常是 epoch 的最后一个 batch 只有一个样本（`len(dataset) % batch_size == 1`）、"
-              "用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
-    })
+        "统计量。通常是 epoch 的最后一个 batch 只有一个样本（`len(dataset) % batch_size == 1`）、"
+        "用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
+    },
+)
 
 
 # ---- at run time -------------------------------------------------------------------------------
+
 
 @PITFALL.monitor
 class LastBatchOfOne(Monitor):
@@ -181,9 +190,17 @@ class LastBatchOfOne(Monitor):
 
     def _report(self, module) -> None:
         (samples, batch_size), where, step = self._pending
-        self.report(where, "last-batch", module=self._fragile[module], at=where, at_step=step,
-                    samples=samples, batch_size=batch_size, layer=self._fragile[module],
-                    type=type(module).__name__)
+        self.report(
+            where,
+            "last-batch",
+            module=self._fragile[module],
+            at=where,
+            at_step=step,
+            samples=samples,
+            batch_size=batch_size,
+            layer=self._fragile[module],
+            type=type(module).__name__,
+        )
 
 
 def _single_sample_last_batch(loader) -> tuple[int, int] | None:
@@ -191,9 +208,13 @@ def _single_sample_last_batch(loader) -> tuple[int, int] | None:
     from torch.utils.data import BatchSampler, IterableDataset
 
     batch_size = loader.batch_size
-    if (batch_size is None or batch_size < 2 or loader.drop_last
-            or isinstance(loader.dataset, IterableDataset)
-            or type(loader.batch_sampler) is not BatchSampler):  # a custom batch_sampler
+    if (
+        batch_size is None
+        or batch_size < 2
+        or loader.drop_last
+        or isinstance(loader.dataset, IterableDataset)
+        or type(loader.batch_sampler) is not BatchSampler
+    ):  # a custom batch_sampler
         return None
     try:
         samples = len(loader.sampler)  # a DistributedSampler's: this rank's share
