@@ -1,0 +1,277 @@
+"""Recall and false alarms of `torchdoctor check` on labelled pitfalls in real repositories.
+
+    python benchmarks/eval_recall.py CASES.jsonl [...] [--mirrors DIR] [--work DIR] [--show]
+
+Each line of a cases file is one labelled place in a public repository at a fixed commit:
+`{"repo": "owner/name", "commit": ..., "path": ..., "line": N, "seed": ID,
+"label": "bug" | "clean", ...}`, where `seed` is the id of the pitfall in the source notes'
+audit (shared/SEED-PITFALLS.md; 201: `.cuda(async=True)`, 202: `torch.save` of a whole model).
+The cases are collected by someone who does not read the checker, before it is tuned on them.
+
+Every repository is checked whole at its commit (so facts from other files count), once with
+every rule (`--select ALL`). A bug case is caught when a finding of a rule meant for its
+pitfall lies within LINE_SLACK lines of the labelled line in the same file; recall is reported
+for the default rules and for every rule, over all cases and over the seeded categories (the
+pitfalls some rule is meant for). A clean case is a false alarm when such a finding lies on
+its own line. Repositories come from the mirrors `fetch` makes (`DIR/owner+name/...`, a bare
+git directory); each is unpacked once into the work directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from torchdoctor.catalog import _registry
+
+# The rules meant for each pitfall of the notes (seed id -> codes). A seed with no code has no
+# rule yet: its cases count against recall over all cases, not over the seeded categories.
+RULES_FOR_SEED: dict[int, tuple[str, ...]] = {
+    2: ("TD411",),
+    5: ("TD410", "TD404"),
+    6: ("TD202",),
+    10: ("TD406",),
+    11: ("TD405",),
+    13: ("TD105",),
+    14: ("TD505",),
+    15: ("TD302",),
+    19: ("TD301",),
+    20: ("TD104",),
+    22: ("TD002",),
+    23: ("TD402",),
+    24: ("TD203",),
+    28: ("TD103",),
+    37: ("TD102",),
+    38: ("TD205", "TD206"),
+    39: ("TD603",),
+    40: ("TD604",),
+    44: ("TD001",),
+    45: ("TD504", "TD602"),
+    47: ("TD705",),
+    48: ("TD601",),
+    49: ("TD201",),
+    51: ("TD602", "TD504"),
+    53: ("TD703",),
+    55: ("TD704",),
+    56: ("TD702",),
+    58: ("TD408",),
+    59: ("TD803",),
+    60: ("TD105",),
+    67: ("TD101",),
+    70: ("TD802",),
+    71: ("TD802", "TD803"),
+    90: ("TD501",),
+    97: ("TD401",),
+    98: ("TD801",),
+    107: ("TD404",),
+    108: ("TD403",),
+    201: ("TD700",),
+    202: ("TD503",),
+}
+LINE_SLACK = 3
+# What is unpacked of each repository: what `check` reads.
+SUFFIXES = (".py", ".ipynb", ".cu", ".cpp", ".cc", ".cuh", ".h", ".hpp")
+
+
+def read_cases(paths: list[Path]) -> list[dict]:
+    cases = []
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    case = json.loads(line)
+                except json.JSONDecodeError as error:
+                    print(f"{path}:{number}: skipped, not JSON: {error}", file=sys.stderr)
+                    continue
+                case["source"] = f"{path.name}:{number}"
+                cases.append(case)
+    return cases
+
+
+def git_dir(mirrors: Path, repo: str) -> Path | None:
+    """The bare git directory `fetch` made for `owner/name`, if any."""
+    root = mirrors / repo.replace("/", "+")
+    candidates = [root] + sorted(p.parent for p in root.glob("**/HEAD"))
+    for candidate in candidates:
+        if (candidate / "objects").is_dir() and (candidate / "HEAD").is_file():
+            return candidate
+    return None
+
+
+def unpack(mirrors: Path, work: Path, repo: str, commit: str) -> Path | None:
+    """The Python sources and notebooks of `repo` at `commit`, unpacked once under `work`
+    (a mirror may lack its largest blobs, so files are taken one by one, not archived)."""
+    target = work / f"{repo.replace('/', '+')}@{commit[:12]}"
+    if (target / ".unpacked").exists():
+        return target
+    source = git_dir(mirrors, repo)
+    if source is None:
+        return None
+    git = ["git", f"--git-dir={source}"]
+    listing = subprocess.run(
+        [*git, "ls-tree", "-r", "-z", commit], capture_output=True, check=False
+    )
+    if listing.returncode != 0:
+        return None
+    for entry in listing.stdout.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        path = name.decode("utf-8", "replace")
+        if b" blob " not in meta or not path.endswith(SUFFIXES):
+            continue
+        blob = subprocess.run(
+            [*git, "cat-file", "blob", meta.split()[2].decode()], capture_output=True, check=False
+        )
+        if blob.returncode == 0 and ".." not in Path(path).parts:
+            (target / path).parent.mkdir(parents=True, exist_ok=True)
+            (target / path).write_bytes(blob.stdout)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / ".unpacked").touch()
+    return target
+
+
+def findings_in(tree: Path) -> dict[str, list[tuple[int, int, str]]]:
+    """Every finding of every rule in `tree`: relative path -> [(line, cell or 0, code)]."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchdoctor",
+            "check",
+            "--format",
+            "json",
+            "--no-cache",
+            "--select",
+            "ALL",
+            "--jobs",
+            "2",
+            ".",
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if run.returncode not in (0, 1):
+        print(
+            f"{tree.name}: check exited {run.returncode}: {run.stderr.strip()[:200]}",
+            file=sys.stderr,
+        )
+    found: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for finding in json.loads(run.stdout or "[]"):
+        cell = finding.get("location", {}).get("cell") or 0
+        found[finding["path"].removeprefix("./")].append((finding["line"], cell, finding["code"]))
+    return found
+
+
+def notebook_place(notebook: Path, json_line: int) -> tuple[int, int] | None:
+    """(cell number from 1 among all cells, line in the cell) of a line of a notebook's JSON
+    text, as `check` reports notebook findings; for nbformat's one-line-per-element layout."""
+    try:
+        lines = notebook.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    cell, source_start = 0, None
+    for number, text in enumerate(lines[:json_line], 1):
+        stripped = text.strip()
+        if stripped.startswith('"cell_type"'):
+            cell, source_start = cell + 1, None
+        elif stripped.startswith('"source"'):
+            source_start = number
+        elif source_start is not None and stripped.startswith("]"):
+            source_start = None
+    if cell == 0 or source_start is None:
+        return None
+    return cell, json_line - source_start
+
+
+def judge(
+    case: dict, found: dict[str, list[tuple[int, int, str]]], codes: set[str], tree: Path
+) -> bool:
+    """A bug case: caught within LINE_SLACK lines; a clean case: alarmed on its own line."""
+    wanted = set(RULES_FOR_SEED.get(case["seed"], ())) & codes
+    slack = LINE_SLACK if case["label"] == "bug" else 0
+    cell, line = 0, case["line"]
+    if case["path"].endswith(".ipynb"):
+        place = notebook_place(tree / case["path"], case["line"])
+        if place is None:
+            return False
+        cell, line = place
+    return any(
+        code in wanted and found_cell == cell and abs(found_line - line) <= slack
+        for found_line, found_cell, code in found.get(case["path"], ())
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", type=Path, nargs="+", metavar="CASES.jsonl")
+    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/td-recall"))
+    parser.add_argument("--show", action="store_true", help="list every miss and false alarm")
+    args = parser.parse_args(argv)
+
+    cases = read_cases(args.cases)
+    every = {p.code for p in _registry.all_pitfalls()}
+    default = {p.code for p in _registry.all_pitfalls() if p.default}
+    by_tree: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for case in cases:
+        by_tree[(case["repo"], case["commit"])].append(case)
+
+    results = []  # (case, hit with default rules, hit with every rule)
+    for (repo, commit), group in sorted(by_tree.items()):
+        tree = unpack(args.mirrors, args.work, repo, commit)
+        if tree is None:
+            print(
+                f"{repo}@{commit[:12]}: not in the mirrors; {len(group)} cases left out",
+                file=sys.stderr,
+            )
+            continue
+        found = findings_in(tree)
+        for case in group:
+            results.append(
+                (case, judge(case, found, default, tree), judge(case, found, every, tree))
+            )
+
+    bugs = [r for r in results if r[0]["label"] == "bug"]
+    seeded = [r for r in bugs if r[0]["seed"] in RULES_FOR_SEED]
+    clean = [r for r in results if r[0]["label"] == "clean"]
+    repos = {r[0]["repo"] for r in results}
+    print(
+        f"{len(results)} cases in {len(repos)} repositories: {len(bugs)} bugs "
+        f"({len(seeded)} in seeded categories), {len(clean)} clean look-alikes"
+    )
+    for name, rows in (("all bugs", bugs), ("seeded categories", seeded)):
+        for rules, column in (("default rules", 1), ("every rule", 2)):
+            hit = sum(1 for r in rows if r[column])
+            print(f"recall, {name}, {rules}: {hit}/{len(rows)} = {hit / max(len(rows), 1):.2f}")
+    for rules, column in (("default rules", 1), ("every rule", 2)):
+        alarms = sum(1 for r in clean if r[column])
+        print(f"false alarms on clean look-alikes, {rules}: {alarms}/{len(clean)}")
+
+    per_seed: dict[int, Counter] = defaultdict(Counter)
+    for case, hit_default, hit_every in bugs:
+        per_seed[case["seed"]].update(cases=1, default=hit_default, every=hit_every)
+    print("\nseed  rules                cases  default  every")
+    for seed in sorted(per_seed):
+        row = per_seed[seed]
+        rules = ",".join(RULES_FOR_SEED.get(seed, ("-",)))
+        print(f"{seed:>4}  {rules:<20} {row['cases']:>5}  {row['default']:>7}  {row['every']:>5}")
+    if args.show:
+        print()
+        for case, hit_default, hit_every in results:
+            wrong = not hit_every if case["label"] == "bug" else hit_default
+            if wrong:
+                kind = "MISS" if case["label"] == "bug" else "ALARM"
+                print(
+                    f"{kind} seed {case['seed']} {case['repo']} {case['path']}:{case['line']} "
+                    f"({case['source']}): {case.get('pitfall', '')}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
