@@ -42,6 +42,7 @@ from torchdoctor.lint.context import (
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import NativeSource
 from torchdoctor.lint.neighbours import directory_listing
+from torchdoctor.lint.values import backward_without_gradient, computes_a_loss, name_words
 from torchdoctor.lint.occurrences import (
     FileIndex,
     block_names,
@@ -133,14 +134,17 @@ __all__ = [
     "UnparsableSource",
     "UnreadableSource",
     "assigned_before",
+    "backward_without_gradient",
     "bindings",
     "block_names",
     "children",
+    "computes_a_loss",
     "directory_listing",
     "dtypes",
     "first_in_walk",
     "index",
     "index_of",
+    "name_words",
     "nested_statements",
     "per_file",
     "pick",

@@ -9,7 +9,9 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    backward_without_gradient,
     bindings,
+    computes_a_loss,
     index_of,
     per_file,
     scope_of,
@@ -41,9 +43,13 @@ PITFALL = Pitfall(
 `X.data[0]` where `X` is known to be a 0-dim tensor: the result of a loss (calling an
 `nn.*Loss` module such as `nn.CrossEntropyLoss()`, or a functional loss such as
 `F.cross_entropy` / `F.mse_loss`), a full reduction (`x.sum()`, `x.mean()`, `x.norm()`,
-`torch.sum(x)`, ...) or `torch.tensor(3.0)`, directly or through a name assigned only such
-values. Losses built with `reduction="none"` and reductions over a `dim` are not reported, nor
-is `out.data[0]` on a model output or any tensor whose shape the doctor cannot tell.
+`torch.sum(x)`, ...) or `torch.tensor(3.0)`, directly or through a name or `self.` attribute
+assigned only such values (a `loss = 0` before `loss += ...` included). Where the loss comes
+from out of sight (a criterion passed in, the project's own function), the code's own words
+count: a callee named as a loss (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`),
+or `loss.backward()` called with no gradient, which autograd allows only for a scalar. Losses
+built with `reduction="none"` and reductions over a `dim` are not reported, nor is
+`out.data[0]` on a model output or any tensor whose shape the doctor cannot tell.
 
 ## Why is this bad?
 Before PyTorch 0.4 a loss was a `Variable` holding a 1-element tensor, and `loss.data[0]` was
@@ -56,14 +62,17 @@ the way to read it as a Python number. Since 0.4 losses and full reductions are 
 `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`
 
 ## Known problems
-Only values the doctor can prove to be 0-dim are reported: a loss returned by your own
-function or module (`loss = compute_loss(...)`) is not.
+A value whose origin is out of sight is reported only on the evidence above: a loss returned by
+a function named otherwise (`out = step(batch)`) and never passed to `.backward()` is not.
 """,
         "zh": """
 ## What it catches
 对已知是 0 维张量的 `X` 写 `X.data[0]`：`X` 是损失函数的结果（调用 `nn.CrossEntropyLoss()`
 这类 `nn.*Loss` 模块，或 `F.cross_entropy`、`F.mse_loss` 这类函数式损失），是对全部元素的归约
-（`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量。
+（`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量
+或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加）。当损失的来源看不到时（作为参数传入的 criterion、
+项目自己的函数），以代码自身的用法为证：被调用者的名字表明它是损失（`criterion(...)`、`loss_fn(...)`、
+`self.compute_loss(...)`），或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告。
 
@@ -77,7 +86,8 @@ PyTorch 0.4 之前，损失是一个包着单元素张量的 `Variable`，`loss.
 `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number`
 
 ## Known problems
-只报告能确定是 0 维的值：由你自己的函数或模块返回的损失（`loss = compute_loss(...)`）不会被报告。
+来源看不到的值只凭上述证据报告：由名字看不出是损失的函数返回（`out = step(batch)`）、又从未调用
+`.backward()` 的值不会被报告。
 """,
     },
     example="""
@@ -190,6 +200,12 @@ FULL_REDUCTION_FUNCTIONS = {
 # Keywords that keep a full reduction full.
 REDUCTION_OPTIONS = frozenset({"dtype", "p", "unbiased", "correction"})
 SCALAR_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+# Element-wise functions and methods: of a 0-dim tensor they give a 0-dim tensor
+# (`torch.abs(diff)`, `loss.exp()`, `loss.detach()`).
+ELEMENTWISE = frozenset(
+    "abs exp log log2 log10 log1p sqrt rsqrt neg sigmoid tanh relu square sin cos floor ceil "
+    "round clamp clip detach clone float double half cpu cuda to mul add sub div pow".split()
+)
 
 
 @PITFALL.static(ast.Subscript, names={"data"})
@@ -225,6 +241,15 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
         return _all_assigned(
             expr.id, ctx, lambda value: is_zero_dim(value, ctx, resolving | {expr.id})
         )
+    if _is_self_attribute(expr):  # `self.loss_S`, assigned a loss in another method
+        cls = ctx.enclosing_class()
+        key = f"self.{expr.attr}"
+        if cls is None or key in resolving:
+            return cls is not None
+        if not resolving:
+            return _zero_dim_attribute(ctx, cls, expr.attr)
+        values = attribute_values(ctx, cls, expr.attr)
+        return bool(values) and all(is_zero_dim(v, ctx, resolving | {key}) for v in values)
     if kind is ast.BinOp and isinstance(expr.op, SCALAR_ARITHMETIC):
         sides = (expr.left, expr.right)
         if not all(_is_number(side) or is_zero_dim(side, ctx, resolving) for side in sides):
@@ -239,12 +264,23 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
     func = call.func
     qualname = ctx.qualname(func)
     if qualname is not None:
-        return _is_zero_dim_torch_call(qualname, call)
+        if qualname.partition(".")[0] != "torch":  # the project's own `compute_loss(...)`
+            return computes_a_loss(call)
+        if _is_zero_dim_torch_call(qualname, call):
+            return True
+        last = qualname.rpartition(".")[2]
+        return (
+            last in ELEMENTWISE
+            and len(call.args) == 1
+            and is_zero_dim(call.args[0], ctx, resolving)
+        )
     if isinstance(func, ast.Call):  # nn.MSELoss()(a, b)
         return is_scalar_loss_constructor(func, ctx)
     if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTION_METHODS:
         return _is_full_reduction_method(call, ctx)
-    return is_loss_module(func, ctx)
+    if isinstance(func, ast.Attribute) and func.attr in ELEMENTWISE:  # `loss.exp()`
+        return is_zero_dim(func.value, ctx, resolving)
+    return is_loss_module(func, ctx) or computes_a_loss(call)
 
 
 def _is_zero_dim_torch_call(qualname: str, call: ast.Call) -> bool:
@@ -325,9 +361,19 @@ def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
 
 @per_file
 def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
-    return _all_bound_to(
-        bindings(ctx, scope, name), lambda value: is_zero_dim(value, ctx, frozenset({name}))
+    # `loss.backward()` with no gradient says the name holds a scalar, whatever made it.
+    return backward_without_gradient(ctx, scope, name) or _all_bound_to(
+        bindings(ctx, scope, name),
+        lambda value: is_zero_dim(value, ctx, frozenset({name})),
+        accumulator=True,
     )
+
+
+@per_file
+def _zero_dim_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
+    values = attribute_values(ctx, cls, attr)
+    key = frozenset({f"self.{attr}"})
+    return bool(values) and all(is_zero_dim(value, ctx, key) for value in values)
 
 
 @per_file
@@ -348,10 +394,23 @@ def _all_assigned(name: str, ctx: Context, accept) -> bool:
     return _all_bound_to(bindings(ctx, scope_of(name, ctx), name), accept)
 
 
-def _all_bound_to(found, accept) -> bool:
+def _all_bound_to(found, accept, accumulator: bool = False) -> bool:
+    """Every binding is accepted (augmented ones are as 0-dim as the rest). With
+    `accumulator`, a number is accepted too (`loss = 0` before `loss += criterion(...)`), as
+    long as some binding is not a number."""
     if not found:
         return False
-    return all(b.value is not None and (b.augmented or accept(b.value)) for b in found)
+    numbers = 0
+    for b in found:
+        if b.value is None:
+            return False
+        if accumulator and not b.augmented and _is_number(b.value):
+            numbers += 1
+        elif not b.augmented and not accept(b.value):
+            return False
+    if numbers and not any(b.augmented and accept(b.value) for b in found):
+        return False  # `total = 0; total += x.size(0)`: a count, not a loss
+    return numbers < len(found)
 
 
 # ---- bindings, looked up on demand (could move to Context) ---------------------------------

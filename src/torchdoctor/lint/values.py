@@ -1,0 +1,82 @@
+"""What the code's own use says about a value, when its origin does not: evidence rules ask
+for rather than re-derive.
+
+A loss returned by the project's own function, by a criterion passed in as a parameter or kept
+on `self`, has no origin the checker can follow; but the code says what it is: it calls
+`loss.backward()` with no gradient (autograd accepts that only for a single-element tensor), or
+it gets the value from a callee whose own name says it computes a loss (`criterion(...)`,
+`self.compute_loss(...)`). Each function here reads the file's index, so asking is linear.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchdoctor.lint.context import Context
+from torchdoctor.lint.occurrences import index_of
+
+# Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
+# `self.set_forward_loss`, `mixup_criterion`, `nll_loss`, `CrossEntropyLoss2d`.
+_LOSS_WORDS = frozenset({"loss", "criterion", "crit", "nll"})
+# Words that make it something else: a list or a dict of losses, a loss *module* factory's
+# options, or one loss per sample.
+_NOT_ONE_LOSS = frozenset({"losses", "dict", "list", "weights", "weight", "per", "items"})
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+[a-z]*")
+# Keyword arguments that make a loss call return one value per element.
+_ELEMENTWISE = {"reduction": ("none",), "reduce": (False,)}
+
+
+def name_words(name: str) -> list[str]:
+    """`compute_loss` -> ['compute', 'loss']; `CrossEntropyLoss2d` -> ['cross', 'entropy',
+    'loss', '2d']."""
+    return [word.lower() for word in _WORD.findall(name)]
+
+
+def callee_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def computes_a_loss(call: ast.AST) -> bool:
+    """A call whose callee's own name says it returns one loss value (`criterion(out, y)`,
+    `self.loss_fn(...)`, `compute_loss(...)`), not asked for one value per element."""
+    if not isinstance(call, ast.Call):
+        return False
+    name = callee_name(call)
+    if name is None:
+        return False
+    words = name_words(name)
+    if not _LOSS_WORDS.intersection(words) or _NOT_ONE_LOSS.intersection(words):
+        return False
+    if name[:1].isupper():  # `nn.MSELoss(...)`, `CrossEntropyLoss2d(...)` build a loss module
+        return False
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            return False  # **options could ask for reduction="none"
+        if keyword.arg in _ELEMENTWISE:
+            value = keyword.value
+            if not isinstance(value, ast.Constant) or value.value in _ELEMENTWISE[keyword.arg]:
+                return False
+    return True
+
+
+def backward_without_gradient(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """`name.backward()` with no gradient argument somewhere in `scope`: autograd allows that
+    only for a tensor of one element, so the name holds a scalar there."""
+    found = index_of(ctx, scope)
+    for call in found.calls_named(scope, ("backward",)):
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == name
+            and not call.args
+            and not any(k.arg in (None, "gradient") for k in call.keywords)
+        ):
+            return True
+    return False
