@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     top_level_classes,
 )
 from torchdoctor.catalog.training._loops import (
+    LOOPS,
     block_steps,
     enclosing_loops,
     last_identifier,
@@ -42,6 +43,13 @@ PITFALL = Pitfall(
             "optimizer steps first, otherwise the first learning rate of the schedule is skipped",
             "zh": "`{scheduler}.step()` 在本循环中先于 `{step}` 执行：自 PyTorch 1.1 起应先更新优化器，"
             "否则学习率调度的第一个值会被跳过",
+        },
+        "function": {
+            "en": "`{scheduler}.step()` runs before `{step}` in this function, which trains "
+            "one epoch: since PyTorch 1.1 the optimizer steps first, otherwise the first learning "
+            "rate of the schedule is skipped; step the scheduler at the end of the epoch",
+            "zh": "`{scheduler}.step()` 在这个训练一个 epoch 的函数里先于 `{step}` 执行：自 PyTorch 1.1 "
+            "起应先更新优化器，否则学习率调度的第一个值会被跳过；请在 epoch 结束时再调用调度器",
         },
         "per_batch": {
             "en": "`{scheduler}.step()` runs once per batch, but its `{schedule}` schedule counts "
@@ -202,7 +210,10 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if not _is_lr_scheduler(scheduler, ctx):
         return
     loops = enclosing_loops(ctx)
-    if not loops or not _unconditional(node, loops[0], scheduler, ctx):
+    if not loops:
+        yield from _before_the_epoch_in_function(node, call, scheduler, ctx)
+        return
+    if not _unconditional(node, loops[0], scheduler, ctx):
         return
     name = ctx.text(scheduler)
     later_step = _optimizer_step_after(node, loops[0], ctx)
@@ -296,6 +307,36 @@ def _optimizer_step_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Ex
     if not steps or position(steps[0]) < position(node):
         return None
     return steps[0]
+
+
+def _before_the_epoch_in_function(
+    node: ast.Expr, call: ast.Call, scheduler: ast.AST, ctx: Context
+) -> Iterator[Finding]:
+    """`def train(epoch): scheduler.step(); for batch in loader: ... optimizer.step()`: a
+    function that trains one epoch steps its scheduler first, in its own body, not in a branch."""
+    function = ctx.enclosing_function()
+    if function is None or ctx.parent() is not function:
+        return
+    steps = block_steps(ctx, function)
+    if not steps or position(steps[0]) < position(node) or _compensated(ctx):
+        return
+    last_loop = _last_loop(ctx, function)
+    if last_loop is None or last_loop < position(node):
+        return  # the optimizer steps once, in the same function: not an epoch of batches
+    yield ctx.finding(
+        PITFALL,
+        call,
+        "function",
+        scheduler=ctx.text(scheduler),
+        step=ctx.text(steps[0].value),
+    )
+
+
+@per_file
+def _last_loop(ctx: Context, function: ast.AST) -> tuple[int, int] | None:
+    """Where the last loop of the function's own body starts."""
+    loops = [position(s) for s in function.body if isinstance(s, LOOPS)]
+    return loops[-1] if loops else None
 
 
 def _compensated(ctx: Context) -> bool:
