@@ -81,7 +81,9 @@ the type changes: code that later treats the total or the list as tensors (`torc
 ## Known problems
 Only losses on which `backward` is called in the same loop are recognised: a loss summed without
 a backward in the loop (for example in an evaluation loop run without `torch.no_grad()`) is not
-reported, because a total that is itself backpropagated after the loop looks the same.
+reported, because a total that is itself backpropagated after the loop looks the same. Nor is
+a loop of at most 10 fixed iterations (`for _ in range(5)`): it keeps a few small graphs, and
+nothing grows.
 """,
         "zh": """
 ## What it catches
@@ -111,6 +113,7 @@ epoch 的张量。你真正想要的只是那个数：`loss.item()`（如果想�
 ## Known problems
 只识别在同一个循环里调用了 `backward` 的损失：循环里没有反向传播的累加（例如没有包在
 `torch.no_grad()` 里的验证循环）不会报告，因为“循环结束后对总和做反向传播”的写法看起来完全一样。
+固定至多 10 次迭代的循环（`for _ in range(5)`）也不报告：它只留住几个小计算图，内存不会持续增长。
 """,
     },
     example="""
@@ -200,7 +203,7 @@ def _check(
     if not operands:
         return None
     loop = _innermost_loop(ctx)
-    if loop is None:
+    if loop is None or _few_iterations(loop):
         return None
     backpropagated = _backward_roots(ctx, loop)
     losses = [name for name in operands if name.id in backpropagated]
@@ -214,6 +217,29 @@ def _check(
     title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
     fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
     return [ctx.finding(PITFALL, statement, fix=fix, total=total, loss=loss.id)]
+
+
+# A loop of at most this many iterations (`for _ in range(5)`, a test's mini training run) keeps
+# at most that many small graphs: nothing grows.
+FEW_ITERATIONS = 10
+
+
+def _few_iterations(loop: ast.stmt) -> bool:
+    source = getattr(loop, "iter", None)
+    if not (
+        isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Name)
+        and source.func.id == "range"
+        and len(source.args) == 1
+    ):
+        return False
+    stop = source.args[0]
+    return (
+        isinstance(stop, ast.Constant)
+        and isinstance(stop.value, int)
+        and not isinstance(stop.value, bool)
+        and stop.value <= FEW_ITERATIONS
+    )
 
 
 def _bare_operands(expr: ast.expr) -> list[ast.Name]:

@@ -84,7 +84,9 @@ Tensors created with an explicit `device=` are not reported: such code usually p
 runtime cache on purpose. Neither are classes that move their tensors by hand (overriding
 `_apply` or `to`, or calling `self.x.to(...)`), placeholders that another method replaces (a
 cache rebuilt on the input's device), and tensors that `forward` never uses as a whole (only
-`self.x[i]` or `self.x.shape`): a 0-dim CPU tensor mixes with CUDA tensors without error.
+`self.x[i]` or `self.x.shape`) or only copies into another tensor (`out[i] = self.x`,
+`out.copy_(self.x)`), and 0-dim constants (`torch.tensor(0.5)`): a 0-dim CPU tensor mixes with
+CUDA tensors without error, and a copy works across devices.
 """,
         "zh": """
 ## What it catches
@@ -120,8 +122,9 @@ cuda:0 and cpu!`；`model.state_dict()` 里找不到这个张量；本该学习�
 ## Known problems
 显式传了 `device=` 创建的张量不报告：这类代码通常是有意在运行时放置缓存。以下情况也不报告：自己处理迁移的类
 （重写了 `_apply` 或 `to`，或调用了 `self.x.to(...)`）；会被其他方法替换掉的占位张量（按输入所在设备重建的缓存）；
-`forward` 中从不整体使用的张量（只用到 `self.x[i]` 或 `self.x.shape`）：0 维的 CPU 张量可以和 CUDA 张量
-一起运算而不报错。
+`forward` 中从不整体使用的张量（只用到 `self.x[i]` 或 `self.x.shape`），或只被复制进另一个张量
+（`out[i] = self.x`、`out.copy_(self.x)`）；以及 0 维常量（`torch.tensor(0.5)`）：0 维的 CPU 张量可以和
+CUDA 张量一起运算而不报错，复制也可以跨设备进行。
 """,
     },
     example="""
@@ -198,6 +201,8 @@ def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
     factory = _factory_root(node, ctx)
     if factory is None or _keyword(factory, "device") is not None:
         return  # an explicit device: a runtime cache placed on purpose
+    if factory is node and _is_zero_dim_constant(node, ctx):
+        return  # `torch.tensor(0.0625)`: a 0-dim CPU tensor mixes with CUDA tensors
     if not ctx.is_module_class(cls) or _handled_by_hand(cls, target.attr, ctx):
         return
     if _requires_grad(node, factory):
@@ -208,6 +213,19 @@ def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
         return  # never meets the inputs: staying behind on the CPU breaks nothing
     yield ctx.finding(
         PITFALL, statement, fix=_register_fix(statement, target, init, ctx), attr=target.attr
+    )
+
+
+def _is_zero_dim_constant(call: ast.Call, ctx: Context) -> bool:
+    if ctx.call_qualname(call) not in ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor"):
+        return False
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.UnaryOp) and isinstance(first.op, ast.USub):
+        first = first.operand
+    return (
+        isinstance(first, ast.Constant)
+        and isinstance(first.value, (int, float))
+        and not isinstance(first.value, bool)
     )
 
 
@@ -342,6 +360,7 @@ class _ClassFacts:
                 and parent.value is node
                 or type(parent) is ast.Attribute
                 and parent.attr in METADATA
+                or _copied_from(node, parent)
             ):
                 harmless += 1
         return uses, harmless
@@ -385,6 +404,19 @@ def _mixed_in_forward(cls: ast.ClassDef, attr: str, ctx: Context) -> bool:
     """
     uses, harmless = _class_facts(ctx, cls).forward_uses(attr)
     return uses > harmless
+
+
+def _copied_from(node: ast.AST, parent: ast.AST) -> bool:
+    """`out[i] = self.x` and `out.copy_(self.x)` copy the values into a tensor on its own
+    device: a copy works across devices."""
+    if type(parent) is ast.Assign:
+        return parent.value is node and all(type(t) is ast.Subscript for t in parent.targets)
+    return (
+        type(parent) is ast.Call
+        and type(parent.func) is ast.Attribute
+        and parent.func.attr == "copy_"
+        and node in parent.args
+    )
 
 
 def _self_attributes(expr: ast.AST) -> set[str]:

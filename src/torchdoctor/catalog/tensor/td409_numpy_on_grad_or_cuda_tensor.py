@@ -12,9 +12,12 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     assigned_before,
+    bindings,
     index,
     per_file,
+    scope_of,
     shorten,
+    top_level_classes,
 )
 
 # Messages quote at most 40 characters of source.
@@ -229,13 +232,46 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
     func = call.func
     if ctx.kind_of(func) is not Kind.MODULE:
         return False
-    # `nn.Softmax(dim=1)(x)`: no parameters, the output requires grad only if x does.
+    # `nn.Softmax(dim=1)(x)`, `Swish()(x)`: no parameters, the output requires grad only if
+    # x does.
+    if _parameter_free_instance(func, ctx):
+        return False
     if isinstance(func, ast.Call):
         qualname = ctx.qualname(func.func) or ""
         return not (
             qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] in PARAMETER_FREE
         )
     return True
+
+
+def _parameter_free_instance(func: ast.AST, ctx: Context) -> bool:
+    """`Swish()`, or a name bound only to `Swish()`, where `Swish` is parameter-free."""
+    if isinstance(func, ast.Call):
+        return isinstance(func.func, ast.Name) and _parameter_free_class(ctx, func.func.id)
+    if not isinstance(func, ast.Name):
+        return False
+    found = bindings(ctx, scope_of(func.id, ctx), func.id)
+    return bool(found) and all(
+        not b.augmented and isinstance(b.value, ast.Call) and _parameter_free_instance(b.value, ctx)
+        for b in found
+    )
+
+
+def _parameter_free_class(ctx: Context, name: str) -> bool:
+    """A module class of this file built straight on `nn.Module` with no `__init__`: it can
+    hold no parameter."""
+    cls = top_level_classes(ctx).get(name)
+    if cls is None or len(cls.bases) != 1:
+        return False
+    if (ctx.qualname(cls.bases[0]) or "") not in (
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+    ):
+        return False
+    return not any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"
+        for s in cls.body
+    )
 
 
 def _moves_to_cuda(call: ast.Call) -> bool:

@@ -6,7 +6,16 @@ import ast
 from bisect import bisect_left, bisect_right
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, FileIndex, Finding, Pitfall, index_of, per_file
+from torchdoctor.catalog.sdk import (
+    MODULE_SELF_METHODS,
+    Context,
+    FileIndex,
+    Finding,
+    Pitfall,
+    index_of,
+    name_words,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD411",
@@ -81,6 +90,11 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _PLAIN_BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _DYNAMIC_READS = frozenset({"locals", "globals", "vars", "eval", "exec"})
+# Names of loop variables that hold modules: `model = model.half()` converts a module in place.
+_MODULE_WORDS = frozenset(
+    "model models net network module layer encoder decoder generator discriminator "
+    "classifier backbone head".split()
+)
 
 
 @PITFALL.static(ast.For, ast.AsyncFor)
@@ -89,6 +103,8 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
     if not names:
         return
     for assignment, name in _assignments_to(names, loop.body):
+        if _converts_a_module_in_place(assignment, name):
+            continue
         if _read_later_in(loop, name, assignment, ctx) or _read_elsewhere(
             name, loop, assignment, ctx
         ):
@@ -97,11 +113,29 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
 
 
 def _target_names(target: ast.AST) -> set[str]:
+    """The names the loop binds, but `_`: rebinding the throwaway name (`for _ in range(n):
+    _ = f()`) is how a value is discarded on purpose."""
     if isinstance(target, ast.Name):
-        return {target.id}
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return {element.id for element in target.elts if isinstance(element, ast.Name)}
-    return set()
+        names = {target.id}
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        names = {element.id for element in target.elts if isinstance(element, ast.Name)}
+    else:
+        return set()
+    return names - {"_"}
+
+
+def _converts_a_module_in_place(assignment: ast.Assign, name: str) -> bool:
+    """`model = model.half()` where the name says it holds a module: `Module.half()`, `.to()`,
+    `.cuda()`, `.eval()`... change the module itself and return it, so nothing is lost."""
+    value = assignment.value
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == name
+        and bool(_MODULE_WORDS.intersection(name_words(name)))
+    )
 
 
 def _assignments_to(names: set[str], body: list[ast.stmt]) -> Iterator[tuple[ast.Assign, str]]:
