@@ -210,14 +210,22 @@ class FileIndex:
         """The function, lambda, class or module each node belongs to, by number: a nested
         scope's own node belongs to the scope around it; its decorators, arguments and body
         to itself."""
-        nodes, above, scope_classes = self.nodes, self.above, _SCOPE_CLASSES
-        scopes: list[ast.AST | None] = []
-        for at, up in enumerate(above):
-            if up < 0:
-                scopes.append(self._scope)
-            else:
-                parent = nodes[up]
-                scopes.append(parent if type(parent) in scope_classes else scopes[up])
+        nodes, ends = self.nodes, self.ends
+        scopes: list[ast.AST | None] = [self._scope] * len(nodes)
+        # The nodes of a scope are the numbers after its own up to its end, but for those of
+        # the scopes nested in it: each open scope fills the run up to its next nested scope
+        # (that scope's own node included) in one slice, so each number is written once.
+        inside: list[list] = []  # [scope, its end, its first number not yet filled]
+        for at in self._numbers_of_classes(SCOPES, 0, len(nodes)):
+            while inside and inside[-1][1] <= at:
+                _fill(scopes, inside)
+            if inside:
+                open_scope = inside[-1]
+                scopes[open_scope[2] : at + 1] = [open_scope[0]] * (at + 1 - open_scope[2])
+                open_scope[2] = ends[at]
+            inside.append([nodes[at], ends[at], at + 1])
+        while inside:
+            _fill(scopes, inside)
         return scopes
 
     def calls_named(
@@ -382,9 +390,6 @@ class FileIndex:
         )
 
 
-_SCOPE_CLASSES = frozenset(SCOPES)
-
-
 class _Parents:
     """The parents of an index's nodes, found from their numbers when asked: a dictionary of
     every node's parent would cost more to build than most files ever ask of it."""
@@ -405,6 +410,14 @@ class _Parents:
             return self[node]
         except KeyError:
             return default
+
+
+def _fill(scopes: list[ast.AST | None], inside: list[list]) -> None:
+    """Close the innermost open scope (see `FileIndex.scopes`): the rest of its numbers are its."""
+    scope, end, first = inside.pop()
+    scopes[first:end] = [scope] * (end - first)
+    if inside:
+        inside[-1][2] = end
 
 
 def _between(numbers: list[int], start: int, end: int) -> list[int]:
