@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from operator import attrgetter
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, per_file
@@ -134,7 +135,12 @@ def _option(call: ast.Call, spelling: str) -> ast.Constant | None:
 @per_file
 def _reads_local_rank_env(ctx: Context) -> bool:
     """The file names `LOCAL_RANK` somewhere (`os.environ["LOCAL_RANK"]`, `os.getenv(...)`)."""
-    return any(node.value == ENV_VARIABLE for node in index(ctx).everywhere(ast.Constant))
+    whole = index(ctx)
+    constants = map(whole.nodes.__getitem__, whole.by_class.get(ast.Constant, ()))
+    return ENV_VARIABLE in map(_VALUE, constants)  # compared without a Python loop: C speed
+
+
+_VALUE = attrgetter("value")
 
 
 # Error signatures ---------------------------------------------------------------------------

@@ -120,16 +120,15 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _flushed_anywhere(ctx: Context) -> frozenset[str]:
     """The names closed or flushed somewhere in the file (`name.close()`, `name.flush()`), or
     shared as globals."""
+    whole = index(ctx)
     found = set()
-    for node in index(ctx).everywhere(ast.Global, ast.Attribute):
-        if isinstance(node, ast.Global):
-            found.update(node.names)
-        elif (
-            isinstance(node, ast.Attribute)
-            and node.attr in _FLUSHING
-            and isinstance(node.value, ast.Name)
-        ):
-            found.add(node.value.id)
+    for node in whole.everywhere(ast.Global):
+        found.update(node.names)
+    for attribute in _FLUSHING:  # read by name: most attributes of a file are not these
+        for at in whole.attributes.get(attribute, ()):
+            value = whole.nodes[at].value
+            if isinstance(value, ast.Name):
+                found.add(value.id)
     return frozenset(found)
 
 
