@@ -526,6 +526,7 @@ def fuzz(seed: int, count: int, directory: Path) -> None:
     from torchdoctor.ckpt.diff import compare
     from torchdoctor.ckpt.findings import Subject, findings
     from torchdoctor.ckpt.inspect import listing
+    from torchdoctor.report import strings
 
     rng = random.Random(seed)
     files = seed_files()
@@ -550,7 +551,7 @@ def fuzz(seed: int, count: int, directory: Path) -> None:
                     findings(Subject(str(path), "en", problem=problem))
                     continue
                 subject = Subject(str(path), "en", listing=found)
-                command._inspect_text(found, command.LABELS["en"], True)
+                command._inspect_text(found, strings.labels("ckpt", "en"), True)
                 command._inspect_json(subject, findings(subject))
                 compare(found.tensors, found.tensors, ())
             except OSError:

@@ -12,111 +12,17 @@ from pathlib import Path
 from torchdoctor.ckpt import reader
 from torchdoctor.ckpt.findings import Subject, findings, problem_message
 from torchdoctor.ckpt.inspect import Listing, listing
-from torchdoctor.ckpt.repair_text import REPAIRS, access, repair_lines
+from torchdoctor.ckpt.repair_text import access, repair_lines
 from torchdoctor.errors import UsageError
 from torchdoctor.knowledge.state_dicts import wrapper_name
-from torchdoctor.report import json_output
+from torchdoctor.report import json_output, strings
 from torchdoctor.report.render import printable
 
-LABELS = {
-    "en": {
-        "zip": "PyTorch checkpoint (zip format, torch >= 1.6)",
-        "legacy": "PyTorch checkpoint (legacy format, torch < 1.6 or "
-        "_use_new_zipfile_serialization=False)",
-        "pickle": "plain pickle (not written by torch.save)",
-        "safetensors": "safetensors",
-        "bare": "a bare state_dict",
-        "nested": "a training checkpoint; the weights are under {where}",
-        "module": "a whole pickled nn.Module ({cls}); its state_dict keys are listed",
-        "none": "no state dict found",
-        "structure": "structure",
-        "tensors": "tensors",
-        "params": "parameters",
-        "dtypes": "dtypes",
-        "devices": "saved on",
-        "prefix": "key prefix",
-        "batchnorm": "BatchNorm",
-        "counters_ok": "{n} layers, num_batches_tracked present",
-        "counters_missing": "{n} layers, num_batches_tracked missing in {m} "
-        "(load_state_dict fills them in: {fills})",
-        "yes": "yes",
-        "no": "no",
-        "weights_only": "weights_only=True",
-        "accepted": "accepted",
-        "refused": "refused, needs {names}",
-        "data": "data",
-        "class": "class: trust",
-        "code": "code: DANGER",
-        "keys": "keys",
-        "more": "... {n} more (--keys lists all)",
-        "clean": "Nothing to report.",
-        "found": "Found {n} problem(s).",
-        "see": "see `torchdoctor rule {name}`",
-        "vs": "{a} vs {b}: {n} keys match",
-        "after": "After the safe repairs ({kinds}) it loads with strict=True: "
-        "`torchdoctor ckpt fix`.",
-        "still": "Still does not fit after the safe repairs: {kinds}.",
-        "dtype_note": "note: {n} tensors are {a} in the checkpoint and {b} in the reference "
-        "(load_state_dict casts them)",
-        "wrote": "Wrote {out}: {n} tensors, {size}.",
-        "repairs": "repairs",
-        "none_needed": "no repair needed",
-        "proved": "Loaded into the model with strict=True: every key and shape fits.",
-        "reloaded": "Read back with torch.load(weights_only=True): OK.",
-        "reloaded_st": "Read back as safetensors: OK.",
-        "not_written": "Nothing written to {out}.",
-    },
-    "zh": {
-        "zip": "PyTorch checkpoint（zip 格式，torch >= 1.6）",
-        "legacy": "PyTorch checkpoint（旧格式，torch < 1.6 或 _use_new_zipfile_serialization=False）",
-        "pickle": "普通 pickle（不是 torch.save 写的）",
-        "safetensors": "safetensors",
-        "bare": "一个单纯的 state_dict",
-        "nested": "训练 checkpoint；权重在 {where} 下",
-        "module": "整个被 pickle 的 nn.Module（{cls}）；下面列出它的 state_dict 键",
-        "none": "没有找到 state dict",
-        "structure": "结构",
-        "tensors": "张量",
-        "params": "参数",
-        "dtypes": "数据类型",
-        "devices": "保存时所在设备",
-        "prefix": "键前缀",
-        "batchnorm": "BatchNorm",
-        "counters_ok": "{n} 层，num_batches_tracked 齐全",
-        "counters_missing": "{n} 层，其中 {m} 层缺少 num_batches_tracked"
-        "（load_state_dict 会自动补上：{fills}）",
-        "yes": "是",
-        "no": "否",
-        "weights_only": "weights_only=True",
-        "accepted": "可以加载",
-        "refused": "会被拒绝，需要 {names}",
-        "data": "数据",
-        "class": "类：需要信任",
-        "code": "代码：危险",
-        "keys": "键",
-        "more": "……还有 {n} 个（--keys 列出全部）",
-        "clean": "没有发现问题。",
-        "found": "发现 {n} 个问题。",
-        "see": "详见 `torchdoctor rule {name}`",
-        "vs": "{a} 对比 {b}：{n} 个键一致",
-        "after": "经过安全修复（{kinds}）后可以用 strict=True 加载：`torchdoctor ckpt fix`。",
-        "still": "安全修复之后仍然对不上：{kinds}。",
-        "dtype_note": "注意：{n} 个张量在 checkpoint 中是 {a}，在参照中是 {b}"
-        "（load_state_dict 会自动转换）",
-        "wrote": "已写入 {out}：{n} 个张量，{size}。",
-        "repairs": "修复",
-        "none_needed": "不需要修复",
-        "proved": "已用 strict=True 加载进模型：所有键和形状都对得上。",
-        "reloaded": "已用 torch.load(weights_only=True) 重新读取：正常。",
-        "reloaded_st": "已按 safetensors 重新读取：正常。",
-        "not_written": "没有写入 {out}。",
-    },
-}
 KEYS_SHOWN = 10
 
 
 def run_ckpt(args, lang: str) -> int:
-    labels = LABELS[lang if lang in LABELS else "en"]
+    labels = strings.labels("ckpt", lang)
     if args.ckpt_command == "inspect":
         return _inspect(args, lang, labels)
     if args.ckpt_command == "diff":
@@ -278,14 +184,14 @@ def _diff(args, lang: str, labels: dict) -> int:
 
         reference = reference_of_model(model.state_dict())
         where = first.weights.where
-        name = {"en": "the model", "zh": "模型"}
+        name = strings.in_every_language("ckpt.the_model")
         other_label = f"--model {args.model}"
         spec = args.model
     else:
         second = _listing_or_fail(args.other, lang)
         reference = second.tensors
         where = first.weights.where
-        name = {"en": f"`{args.other}`", "zh": f" `{args.other}` "}
+        name = strings.in_every_language("ckpt.other_file", path=args.other)
         other_label = args.other
         spec = args.other
         if second.weights.where == first.weights.where:
@@ -515,21 +421,20 @@ def _at(root, where):
 
 
 def _repair_lines(result, loaded, checkpoint, args, lang) -> list[str]:
-    texts = REPAIRS[lang if lang in REPAIRS else "en"]
     unwrap = bool(args.model) or args.to_safetensors
     lines = repair_lines(result, loaded.weights.where, unwrap, lang)
     result_listing = listing(checkpoint)
     devices = {d: n for d, n in result_listing.devices.items() if d not in ("cpu", "meta")}
     if devices:
-        lines.append(
-            texts["cpu"].format(count=sum(devices.values()), devices=", ".join(sorted(devices)))
-        )
+        count, names = sum(devices.values()), ", ".join(sorted(devices))
+        lines.append(strings.text("ckpt.repair-cpu", lang, count=count, devices=names))
     if args.dtype:
-        lines.append(texts["dtype"].format(dtype=args.dtype))
+        lines.append(strings.text("ckpt.repair-dtype", lang, dtype=args.dtype))
     if loaded.converted and not unwrap:
-        lines.append(texts["plain"].format(what=", ".join(dict.fromkeys(loaded.converted))))
+        what = ", ".join(dict.fromkeys(loaded.converted))
+        lines.append(strings.text("ckpt.repair-plain", lang, what=what))
     if args.to_safetensors:
-        lines.append(texts["safetensors"])
+        lines.append(strings.text("ckpt.repair-safetensors", lang))
     return lines
 
 

@@ -8,12 +8,8 @@ from torchdoctor.catalog._model import Pitfall, Text, pick
 from torchdoctor.ckpt.diff import Diff
 from torchdoctor.ckpt.inspect import Listing
 from torchdoctor.ckpt.reader import Unreadable
+from torchdoctor.report import strings
 from torchdoctor.report.finding import Finding, Fix
-
-FIX_COMMAND = {
-    "en": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` repairs this",
-    "zh": "`torchdoctor ckpt fix {path} -o FIXED.pth{model}` 可以修复",
-}
 
 
 @dataclass
@@ -43,14 +39,14 @@ class Subject:
         **fields,
     ) -> Finding:
         fields.setdefault(
-            "reference", self.text(self.reference or {"en": "the model", "zh": "模型"})
+            "reference", self.text(self.reference or strings.in_every_language("ckpt.the_model"))
         )
         message = pitfall.message(variant, self.lang, **fields)
         fix = None
         if repairable:
             if self.model and ":" in self.model:
                 options = f" --model {self.model}{options}"
-            title = self.text(FIX_COMMAND).format(path=self.path, model=options)
+            title = strings.text("ckpt.fix_command", self.lang, path=self.path, model=options)
             fix = Fix("safe", title, ())
         extra = {"keys": list(keys)} if keys else {}
         return Finding(

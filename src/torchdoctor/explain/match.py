@@ -10,7 +10,7 @@ from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 from torchdoctor.explain.parse import user_frame, user_frame_of
-from torchdoctor.report import json_output
+from torchdoctor.report import json_output, strings
 from torchdoctor.user_files import read_regular_file
 
 # Below this, a cause is not shown: "not recognised" is better than a guess dressed as an answer.
@@ -193,10 +193,7 @@ def _diagnosis(
         or signature.fix
         or pitfall.fix_hint
         or pitfall.fix_title
-        or {
-            "en": f"See `torchdoctor rule {pitfall.name}`.",
-            "zh": f"详见 `torchdoctor rule {pitfall.name}`。",
-        },
+        or strings.in_every_language("explain.see_rule", name=pitfall.name),
         lang,
         clue.fields,
     )

@@ -4,46 +4,15 @@ from __future__ import annotations
 
 from torchdoctor.explain.match import Diagnosis, Explanation
 from torchdoctor.explain.parse import user_frame_of
+from torchdoctor.report import strings
 from torchdoctor.report.render import printable
 
-_LABELS = {
-    "en": {
-        "header": "torchdoctor",
-        "at": "at",
-        "cause": "cause",
-        "fix": "fix",
-        "root": "likely root of",
-        "linked": "likely cause",
-        "more": "more",
-        "confidence": "confidence",
-        "unknown": "not recognised: no pitfall in the catalog matches this error.",
-        "parsed": "parsed",
-        "nothing": "no error found in the input.",
-        "others": "other possible causes",
-        "log": "no exception in the input; read as a log",
-    },
-    "zh": {
-        "header": "torchdoctor",
-        "at": "位置",
-        "cause": "原因",
-        "fix": "修复",
-        "root": "可能是此错误的根源：",
-        "linked": "可能的根源",
-        "more": "详见",
-        "confidence": "置信度",
-        "unknown": "未能识别：目录中没有与此错误匹配的问题。",
-        "parsed": "解析结果",
-        "nothing": "输入中没有找到错误。",
-        "others": "其他可能的原因",
-        "log": "输入中没有异常，按日志读取",
-    },
-}
 # Causes shown in full; the rest are listed by name only.
 _SHOWN_IN_FULL = 3
 
 
 def as_text(explanation: Explanation) -> str:
-    labels = _LABELS.get(explanation.lang, _LABELS["en"])
+    labels = strings.labels("explain", explanation.lang)
     report = explanation.report
     lines: list[str] = []
     final = report.final or (report.blocks[-1] if report.blocks else None)

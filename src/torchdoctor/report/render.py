@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from torchdoctor import __version__
-from torchdoctor.report import json_output
+from torchdoctor.report import json_output, strings
 from torchdoctor.report.finding import Finding
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -21,31 +21,6 @@ _BOLD, _RED, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m",
 # line and paragraph separators, and the bidi overrides and isolates that reorder what is shown.
 _UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _TAB_WIDTH = 4
-
-_SUMMARY = {
-    "en": {
-        "none": "All checks passed.",
-        "incomplete": "No problems found, but the check is incomplete: {n} error{s} above.",
-        "found": "Found {n} problem{s}",
-        "fixable": "{n} fixable with --fix",
-        "unsafe": "{n} more with --unsafe-fixes",
-        "fixed": "Fixed {n} problem{s}.",
-        "see": "see `torchdoctor rule {name}`",
-    },
-    "zh": {
-        "none": "全部检查通过。",
-        "incomplete": "未发现问题，但检查不完整：见上方 {n} 条错误。",
-        "found": "发现 {n} 个问题",
-        "fixable": "其中 {n} 个可用 --fix 修复",
-        "unsafe": "另有 {n} 个可用 --unsafe-fixes 修复",
-        "fixed": "已修复 {n} 个问题。",
-        "see": "详见 `torchdoctor rule {name}`",
-    },
-}
-
-
-def summary_text(key: str, lang: str, **fields) -> str:
-    return _SUMMARY.get(lang, _SUMMARY["en"])[key].format(**fields)
 
 
 def render_text(
@@ -73,7 +48,7 @@ def render_text(
             text, start, width = _excerpt(line.rstrip("\r\n"), f)
             out.append(f"  {paint(number + ' |', _DIM)} {text}")
             out.append(f"  {paint(gutter + ' |', _DIM)} {' ' * start}{paint('^' * width, _RED)}")
-        help_text = f.fix.title if f.fix else summary_text("see", lang, name=f.name)
+        help_text = f.fix.title if f.fix else strings.text("check.see", lang, name=f.name)
         out.append(f"  {paint('help:', _CYAN)} {printable(help_text)}")
         out.append("")
     out.append(summary(findings, lang, fixed, errors))
@@ -132,25 +107,27 @@ def summary(findings: Sequence[Finding], lang: str, fixed: int = 0, errors: int 
     """The closing lines; `errors` counts what could not be checked (never "All checks passed")."""
     lines = []
     if fixed:
-        lines.append(summary_text("fixed", lang, n=fixed, s="" if fixed == 1 else "s"))
+        lines.append(strings.text("check.fixed", lang, n=fixed, s="" if fixed == 1 else "s"))
     if not findings:
         if errors:
-            lines.append(summary_text("incomplete", lang, n=errors, s="" if errors == 1 else "s"))
+            lines.append(
+                strings.text("check.incomplete", lang, n=errors, s="" if errors == 1 else "s")
+            )
         elif not fixed:
-            lines.append(summary_text("none", lang))
+            lines.append(strings.text("check.none", lang))
         return "\n".join(lines)
     n = len(findings)
-    text = summary_text("found", lang, n=n, s="" if n == 1 else "s")
+    text = strings.text("check.found", lang, n=n, s="" if n == 1 else "s")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
     extras = []
     if safe:
-        extras.append(summary_text("fixable", lang, n=safe))
+        extras.append(strings.text("check.fixable", lang, n=safe))
     if unsafe:
-        extras.append(summary_text("unsafe", lang, n=unsafe))
+        extras.append(strings.text("check.unsafe", lang, n=unsafe))
     if extras:
         text += " (" + ", ".join(extras) + ")"
-    lines.append(text + ("." if lang == "en" else "。"))
+    lines.append(text + strings.text("check.end", lang))
     return "\n".join(lines)
 
 

@@ -14,6 +14,9 @@ import sys
 from html import escape
 from pathlib import Path
 
+from torchdoctor._lang import LANGS
+from torchdoctor.report import strings
+
 # Colours that mean one thing everywhere on the page (the screenshot test looks for them).
 LOSS_COLOUR = "#1d4ed8"
 LR_COLOUR = "#059669"
@@ -38,95 +41,6 @@ MAX_LINE_POINTS = 2000  # per plotted line, min and max of each bin are kept
 MAX_HEATMAP_COLUMNS = 200
 MAX_HEATMAP_ROWS = 40
 MAX_TABLE_ROWS = 500
-
-_LABELS = {
-    "en": {
-        "title": "torchdoctor: training run report",
-        "script": "script",
-        "args": "arguments",
-        "torch": "torch",
-        "duration": "duration",
-        "exit": "exit code",
-        "rank": "rank",
-        "steps": "steps",
-        "clean": "no problems found",
-        "crashed": "crashed",
-        "findings_n": "{n} findings",
-        "finding_1": "1 finding",
-        "loss": "Loss",
-        "lr": "Learning rate",
-        "grad": "Gradient norm per layer",
-        "findings": "Findings",
-        "crash": "Crash",
-        "step": "step",
-        "log": "log scale",
-        "nonfinite": "non-finite (NaN/Inf)",
-        "missing": "not recorded",
-        "finding_marker": "finding",
-        "no_metrics": "No training metrics were recorded for this run.",
-        "no_series": "Not recorded.",
-        "no_findings": "No findings.",
-        "code": "code",
-        "name": "name",
-        "module": "module",
-        "message": "message",
-        "fix": "fix",
-        "where": "where",
-        "layers_shown": "{shown} of {total} layers shown: those whose "
-        "gradients went non-finite first, then the largest norms. {left} left out.",
-        "columns": "Each column is the maximum over {n} steps.",
-        "rows_left": "{n} more findings not shown.",
-        "error": "error",
-        "at": "at",
-        "causes": "Likely causes",
-        "cause": "cause",
-        "confidence": "confidence",
-        "unknown": "No pitfall in the catalog matches this error.",
-    },
-    "zh": {
-        "title": "torchdoctor：训练运行报告",
-        "script": "脚本",
-        "args": "参数",
-        "torch": "torch",
-        "duration": "用时",
-        "exit": "退出码",
-        "rank": "rank",
-        "steps": "步数",
-        "clean": "未发现问题",
-        "crashed": "已崩溃",
-        "findings_n": "{n} 个问题",
-        "finding_1": "1 个问题",
-        "loss": "损失 (loss)",
-        "lr": "学习率",
-        "grad": "各层梯度范数",
-        "findings": "发现的问题",
-        "crash": "崩溃",
-        "step": "步",
-        "log": "对数刻度",
-        "nonfinite": "非有限值 (NaN/Inf)",
-        "missing": "未记录",
-        "finding_marker": "问题",
-        "no_metrics": "本次运行没有记录训练指标。",
-        "no_series": "未记录。",
-        "no_findings": "没有发现问题。",
-        "code": "代码",
-        "name": "名称",
-        "module": "模块",
-        "message": "说明",
-        "fix": "修复",
-        "where": "位置",
-        "layers_shown": "显示 {shown} / {total} 层：先是梯度最早变为非有限值的层，"
-        "再是范数最大的层。另有 {left} 层未显示。",
-        "columns": "每一列是 {n} 步中的最大值。",
-        "rows_left": "另有 {n} 个问题未显示。",
-        "error": "错误",
-        "at": "位置",
-        "causes": "可能的原因",
-        "cause": "原因",
-        "confidence": "置信度",
-        "unknown": "目录中没有与此错误匹配的问题。",
-    },
-}
 
 _CSS = """
 body{margin:0;background:#f8fafc;color:#0f172a;font:14px/1.5 system-ui,-apple-system,"Segoe UI",
@@ -162,7 +76,7 @@ vertical-align:middle;margin:0 6px}
 
 def render_html(report: dict, lang: str = "en") -> str:
     """The whole page for one run's report (the dict `run --report-json` writes)."""
-    labels = _LABELS.get(lang, _LABELS["en"])
+    labels = strings.labels("watch_html", lang)
     report = report if isinstance(report, dict) else {}
     findings = [f for f in _list(report.get("findings")) if isinstance(f, dict)]
     crash = report.get("crash") if isinstance(report.get("crash"), dict) else None
@@ -182,9 +96,8 @@ def render_html(report: dict, lang: str = "en") -> str:
         if grads:
             parts.append(_heatmap_section(grad_steps, grads, labels))
     parts.append(_findings_section(findings, labels))
-    html_lang = "zh-CN" if lang == "zh" else "en"
     return (
-        f'<!DOCTYPE html>\n<html lang="{html_lang}">\n<head>\n<meta charset="utf-8">\n'
+        f'<!DOCTYPE html>\n<html lang="{labels["lang"]}">\n<head>\n<meta charset="utf-8">\n'
         # The page must never reach out: no fonts, images or scripts from anywhere.
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; img-src data:\">\n"
@@ -897,7 +810,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("report", help="the file written by `torchdoctor run --report-json`")
     parser.add_argument("-o", "--output", help="HTML file to write (default: stdout)")
-    parser.add_argument("--lang", choices=sorted(_LABELS), default=None)
+    parser.add_argument("--lang", choices=LANGS, default=None)
     args = parser.parse_args(argv)
     if args.lang is None:
         from torchdoctor._lang import default_lang

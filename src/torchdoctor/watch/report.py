@@ -27,23 +27,8 @@ import time
 from pathlib import Path
 
 from torchdoctor.errors import UsageError
-from torchdoctor.report import json_output
+from torchdoctor.report import json_output, strings
 from torchdoctor.report.stream import write_stderr
-
-_TEXT = {
-    "en": {
-        "none": "torchdoctor: watched {steps} step(s): no findings",
-        "some": "torchdoctor: watched {steps} step(s): {count} finding(s)",
-    },
-    "zh": {
-        "none": "torchdoctor：共监视 {steps} 步：未发现问题",
-        "some": "torchdoctor：共监视 {steps} 步：发现 {count} 个问题",
-    },
-}
-
-
-def _text(lang: str, key: str) -> str:
-    return _TEXT.get(lang, _TEXT["en"])[key]
 
 
 def _where(finding) -> str:
@@ -66,8 +51,8 @@ def live_line(finding, lang: str) -> str:
 def summary_text(session, lang: str) -> str:
     steps = session.step - 1
     if not session.findings:
-        return _text(lang, "none").format(steps=steps) + "\n"
-    lines = [_text(lang, "some").format(steps=steps, count=len(session.findings))]
+        return strings.text("watch.none", lang, steps=steps) + "\n"
+    lines = [strings.text("watch.some", lang, steps=steps, count=len(session.findings))]
     for finding in session.findings:
         module = finding.extra.get("module")
         at = f" [{module}]" if module else ""

@@ -18,13 +18,10 @@ from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
 from torchdoctor.errors import UsageError
+from torchdoctor.report import strings
 from torchdoctor.report.stream import write_stderr
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
-_CONTEXT_TITLE = {
-    "en": "Tensors in the failing frames (shape, dtype, device):",
-    "zh": "出错帧中的张量（形状、数据类型、设备）：",
-}
 MAX_FRAMES = 3
 MAX_TENSORS = 12
 
@@ -250,7 +247,7 @@ def _explain(error: BaseException, lang: str) -> dict | None:
         explanation = explanation_of(error, lang)
         text = explanation_text(explanation)
         if context and not explanation.internal_error:
-            lines = [_CONTEXT_TITLE.get(lang, _CONTEXT_TITLE["en"])]
+            lines = [strings.text("watch.context", lang)]
             for frame in context:
                 lines.append(f"  {frame['path']}:{frame['line']} in {frame['function']}:")
                 lines += [
