@@ -32,7 +32,13 @@ PITFALL = Pitfall(
         "": {
             "en": "DataLoader iterators have no `.next()` method since PyTorch 1.13: use `next({iterator})`",
             "zh": "自 PyTorch 1.13 起 DataLoader 迭代器没有 `.next()` 方法：请改用 `next({iterator})`",
-        }
+        },
+        "any": {
+            "en": "`.next()` is the Python 2 iterator method: Python 3 iterators have none "
+            "(DataLoader iterators dropped theirs in PyTorch 1.13): use `next({iterator})`",
+            "zh": "`.next()` 是 Python 2 的迭代器方法：Python 3 的迭代器没有它（DataLoader 迭代器在 "
+            "PyTorch 1.13 中也去掉了）：请改用 `next({iterator})`",
+        },
     },
     fix_title={"en": "Use the built-in `next(...)`", "zh": "改用内置函数 `next(...)`"},
     fix_applicability="safe",
@@ -45,12 +51,15 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-`.next()` called on an iterator of a `DataLoader`: `iter(loader).next()`,
-`loader.__iter__().next()`, or `it.next()` where every assignment to `it` (or to `self.it`
-in the class) is `iter(loader)` of a known DataLoader.
+`.next()` called on an iterator: `iter(loader).next()`, `loader.__iter__().next()`, or
+`it.next()` where every assignment to `it` (or to `self.it` in the class, or its place in
+`a, b = iter(x), iter(y)`) is such an iterator. A DataLoader's gets the DataLoader message;
+any other (`iter(batches).next()` over a parameter, a list...) fails the same way in Python 3,
+whose iterators have no `.next()`, and gets a general one.
 
-Other objects have `.next()` methods of their own, so receivers the doctor cannot trace back
-to a DataLoader are not reported.
+Other objects have `.next()` methods of their own, so receivers that are not made by `iter()`
+or `__iter__()` are not reported, nor is anything in a file that defines its own iterator
+class with `__iter__` and `next` (a Python-2-compatible one).
 
 ## Why is this bad?
 `.next()` is the Python 2 iterator protocol. DataLoader iterators kept a `next` alias for
@@ -74,10 +83,13 @@ are not followed.
 """,
         "zh": """
 ## What it catches
-在 `DataLoader` 的迭代器上调用 `.next()`：`iter(loader).next()`、`loader.__iter__().next()`，
-或者 `it.next()`，且对 `it`（或类中的 `self.it`）的每一次赋值都是对已知 DataLoader 调用 `iter(loader)`。
+在迭代器上调用 `.next()`：`iter(loader).next()`、`loader.__iter__().next()`，或者 `it.next()`，
+且对 `it`（或类中的 `self.it`，或 `a, b = iter(x), iter(y)` 中对应位置）的每一次赋值都是这样的迭代器。
+DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数、列表调用 `iter(...)` 等）在 Python 3
+中同样会失败——Python 3 的迭代器都没有 `.next()`——给出通用的说明。
 
-很多其他对象也有自己的 `.next()` 方法，所以无法追溯到 DataLoader 的接收者不会被报告。
+很多其他对象也有自己的 `.next()` 方法，所以不是由 `iter()` 或 `__iter__()` 得到的接收者不会被报告；
+文件中自己定义了带 `__iter__` 和 `next` 的迭代器类（兼容 Python 2）时也不报告。
 
 ## Why is this bad?
 `.next()` 是 Python 2 的迭代器协议。DataLoader 迭代器为了兼容 Python 2 保留了 `next` 这个别名，
@@ -138,36 +150,56 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not isinstance(func, ast.Attribute) or call.args or call.keywords or not ctx.imports_torch:
         return
     iterator = func.value
-    if not _is_loader_iterator(iterator, ctx):
+    iterated = _iterated(iterator, ctx)
+    if iterated is None:
         return
     text = ctx.text(iterator)
     fix = None
     if not _binds(ctx, "next"):
         fix = ctx.fix(PITFALL, "safe", ctx.replace(call, f"next({text})"))
-    yield ctx.finding(PITFALL, call, fix=fix, iterator=_short(text))
+    variant = "" if all(ctx.kind_of(value) is Kind.LOADER for value in iterated) else "any"
+    if variant and _defines_next_method(ctx):
+        return  # the file's own iterator class may have a `next` method
+    yield ctx.finding(PITFALL, call, variant, fix=fix, iterator=_short(text))
 
 
-def _is_loader_iterator(expr: ast.AST, ctx: Context) -> bool:
-    """`iter(loader)`, or a name / `self.` attribute only ever assigned such an iterator."""
+def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
+    """What `expr` iterates when it is `iter(x)` / `x.__iter__()`, or a name or `self.`
+    attribute only ever assigned such iterators; None otherwise."""
     if isinstance(expr, ast.Call):
-        return _iterates_loader(expr, ctx)
-    if isinstance(expr, ast.Name):
+        values = [expr]
+    elif isinstance(expr, ast.Name):
         values = _name_assignments(expr.id, ctx)
     elif _is_self_attribute(expr):
         values = _self_attribute_assignments(expr.attr, ctx)
     else:
-        return False
-    return bool(values) and all(_iterates_loader(value, ctx) for value in values)
+        return None
+    if not values:
+        return None
+    iterated = [_iterated_by(value, ctx) for value in values]
+    return None if None in iterated else iterated
 
 
-def _iterates_loader(value: ast.AST, ctx: Context) -> bool:
+def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:
+    """`x` of `iter(x)` or `x.__iter__()`: a Python 3 iterator, whose `.next()` is gone."""
     if not isinstance(value, ast.Call) or value.keywords:
-        return False
+        return None
     func = value.func
     if isinstance(func, ast.Name) and func.id == "iter" and len(value.args) == 1:
-        return ctx.kind_of(value.args[0]) is Kind.LOADER and not _binds(ctx, "iter")
+        return None if _binds(ctx, "iter") else value.args[0]
     if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
-        return ctx.kind_of(func.value) is Kind.LOADER
+        return func.value
+    return None
+
+
+@per_file
+def _defines_next_method(ctx: Context) -> bool:
+    """A class of the file has `__iter__` and `next` methods: a Python-2-compatible iterator
+    of its own, which `iter(...)` may return."""
+    for cls in index(ctx).under(ctx.tree, ast.ClassDef):
+        methods = {node.name for node in cls.body if isinstance(node, _FUNCTIONS)}
+        if {"__iter__", "next"} <= methods:
+            return True
     return False
 
 
@@ -242,13 +274,23 @@ class _Assignments:
 def _plain(targets: list[ast.AST], parents: dict) -> list[ast.expr] | None:
     """The values assigned to `targets` (the stores of one name) when each is the one target
     of an assignment."""
-    values = [
-        parents[target].value
-        for target in targets
-        if isinstance(parents[target], ast.Assign)
-        and len(parents[target].targets) == 1
-        and parents[target].targets[0] is target
-    ]
+    values = []
+    for target in targets:
+        parent = parents[target]
+        if isinstance(parent, ast.Assign) and parent.targets == [target]:
+            values.append(parent.value)
+            continue
+        # `a, b = iter(x), iter(y)`: the element at the same place.
+        statement = parents.get(parent)
+        if (
+            isinstance(parent, ast.Tuple)
+            and isinstance(statement, ast.Assign)
+            and statement.targets == [parent]
+            and isinstance(statement.value, ast.Tuple)
+            and len(statement.value.elts) == len(parent.elts)
+            and not any(isinstance(e, ast.Starred) for e in parent.elts)
+        ):
+            values.append(statement.value.elts[parent.elts.index(target)])
     return values if len(values) == len(targets) else None
 
 
