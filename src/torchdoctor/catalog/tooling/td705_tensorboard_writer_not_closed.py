@@ -23,10 +23,13 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-A `SummaryWriter` from `torch.utils.tensorboard` or `tensorboardX`, assigned to a name that
+A `SummaryWriter` from `torch.utils.tensorboard` or `tensorboardX` (or its 2017 name,
+`tensorboard`), assigned to a name that
 is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...), with no
 `writer.close()` or `writer.flush()` anywhere in the file.
 
+A `writer = None` placeholder before it (made on rank 0 only, say) and passing it to a
+function of the same file that only logs to it (`train(cfg, writer)`) still count as logging.
 Writers used in a `with` block, stored on an object, returned, or passed to other code are
 not reported: someone else may close them. Notebook cells are not checked, since the kernel
 keeps running and the writer's periodic flush gets its chance.
@@ -52,7 +55,9 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 来自 `torch.utils.tensorboard` 或 `tensorboardX` 的 `SummaryWriter` 被赋给一个名字，而这个名字只用于记录日志
 （`writer.add_scalar(...)`、`writer.add_image(...)` 等），整个文件中都没有 `writer.close()` 或 `writer.flush()`。
 
-用在 `with` 语句中、保存到对象上、被返回或传给其他代码的 writer 不会报告：可能由别处负责关闭。
+先写 `writer = None` 占位（例如只在 rank 0 上创建），以及把它传给同一文件中只用它记录日志的函数
+（`train(cfg, writer)`），仍然算作只用于记录。用在 `with` 语句中、保存到对象上、被返回或传给其他代码的
+writer 不会报告：可能由别处负责关闭。
 Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷新有机会执行。
 
 ## Why is this bad?
@@ -92,6 +97,7 @@ _WRITERS = frozenset(
         "torch.utils.tensorboard.writer.SummaryWriter",
         "tensorboardX.SummaryWriter",
         "tensorboardX.writer.SummaryWriter",
+        "tensorboard.SummaryWriter",  # tensorboard-pytorch, tensorboardX's name until 2017
     }
 )
 _FLUSHING = frozenset({"close", "flush"})
@@ -133,9 +139,65 @@ def _flushed_anywhere(ctx: Context) -> frozenset[str]:
 
 
 def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context) -> bool:
-    """Every other use of `name` in `scope` is a method call on it: the writer never escapes."""
-    others = _other_uses(ctx, scope, name)
-    return not others or len(others) == 1 and others[0] is assignment.targets[0]
+    """Every other use of `name` in `scope` is a method call on it, a `name = None` placeholder
+    or an argument of a function of this file that only logs to it: the writer never escapes."""
+    found = index_of(ctx, scope)
+    flushed = _flushed_anywhere(ctx)
+    for node in _other_uses(ctx, scope, name):
+        if node is assignment.targets[0] or _placeholder(node, found):
+            continue
+        if not _logged_by_callee(node, found, flushed, ctx):
+            return False
+    return True
+
+
+def _placeholder(node: ast.Name, found) -> bool:
+    """`writer = None` before the writer is made (on rank 0 only, say)."""
+    statement = found.parents[node]
+    return (
+        isinstance(statement, ast.Assign)
+        and statement.targets == [node]
+        and isinstance(statement.value, ast.Constant)
+        and statement.value.value is None
+    )
+
+
+def _logged_by_callee(node: ast.Name, found, flushed: frozenset[str], ctx: Context) -> bool:
+    """`train(cfg, writer)` where `train` is a function of this file whose parameter is only
+    logged to, never closed, flushed or passed on."""
+    call = found.parents[node]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        return False
+    function = top_level_functions(ctx).get(call.func.id)
+    if function is None:
+        return False
+    arguments = function.args
+    if node in call.args:
+        position = call.args.index(node)
+        if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+            return False
+        positional = [*arguments.posonlyargs, *arguments.args]
+        if position >= len(positional):
+            return False
+        parameter = positional[position].arg
+    else:
+        keyword = next((k for k in call.keywords if k.value is node), None)
+        if keyword is None or keyword.arg is None:
+            return False
+        parameter = keyword.arg
+    if parameter in flushed:
+        return False
+    return not _other_uses(ctx, function, parameter)
+
+
+@per_file
+def top_level_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
+    """The functions defined at the top level of the file, by name (the last definition)."""
+    return {
+        node.name: node
+        for node in ctx.tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 @per_file
