@@ -32,6 +32,13 @@ PITFALL = Pitfall(
             "zh": "旧版损失参数 `{legacy}` 优先于同一调用中的 `reduction=`：这个损失实际使用的是 "
             "`reduction='{reduction}'`",
         },
+        "positional": {
+            "en": "`{legacy}` is passed in the place of the legacy `size_average` flag "
+            "(deprecated since PyTorch 0.4.1): pass `reduction=` ('mean', 'sum' or 'none') "
+            "by keyword instead",
+            "zh": "`{legacy}` 按位置传给了旧版的 `size_average` 参数（自 PyTorch 0.4.1 起弃用）："
+            "请改为用关键字传 `reduction=`（'mean'、'sum' 或 'none'）",
+        },
         "override-unknown": {
             "en": "legacy loss flags `{legacy}` win over `reduction=` in the same call: "
             "replace them with the `reduction=` you mean",
@@ -55,8 +62,9 @@ PITFALL = Pitfall(
 The legacy `size_average=` and `reduce=` keyword arguments of PyTorch's losses: the loss
 modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, `nn.BCELoss`, `nn.KLDivLoss`,
 `nn.SmoothL1Loss` and the other `torch.nn` losses that accept them) and the functional losses
-(`F.mse_loss`, `F.cross_entropy`, `F.nll_loss`, ...). Explicit `None` for both (their
-default) is not reported.
+(`F.mse_loss`, `F.cross_entropy`, `F.nll_loss`, ...), also when the flag is passed by
+position (`nn.NLLLoss2d(weight, size_average)`, `F.kl_div(a, b, False)`). Explicit `None` for
+both (their default) is not reported.
 
 ## Why is this bad?
 PyTorch 0.4.1 replaced the two booleans with one `reduction=` argument, and every loss built
@@ -95,7 +103,8 @@ Flags passed by position (`F.mse_loss(a, b, False)`) and loss classes derived fr
 ## What it catches
 PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模块（`nn.MSELoss`、
 `nn.CrossEntropyLoss`、`nn.NLLLoss`、`nn.BCELoss`、`nn.KLDivLoss`、`nn.SmoothL1Loss` 以及其他接受这两个参数的
-`torch.nn` 损失）和函数式损失（`F.mse_loss`、`F.cross_entropy`、`F.nll_loss` 等）。两个参数都显式写成
+`torch.nn` 损失）和函数式损失（`F.mse_loss`、`F.cross_entropy`、`F.nll_loss` 等），按位置传入旧参数时也报告
+（`nn.NLLLoss2d(weight, size_average)`、`F.kl_div(a, b, False)`）。两个参数都显式写成
 `None`（即默认值）时不报告。
 
 ## Why is this bad?
@@ -173,6 +182,7 @@ LOSS_CLASSES = {
     "MultiLabelSoftMarginLoss": 1,
     "MultiMarginLoss": 3,
     "NLLLoss": 1,
+    "NLLLoss2d": 1,
     "PoissonNLLLoss": 2,
     "SmoothL1Loss": 0,
     "SoftMarginLoss": 0,
@@ -208,10 +218,17 @@ _MISSING = object()
 @PITFALL.static(ast.Call, names=set(LOSS_CLASSES) | set(LOSS_FUNCTIONS))
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     legacy = [k for k in call.keywords if k.arg in LEGACY]
-    if not legacy:
-        return
     position = LEGACY_POSITION.get(ctx.qualname(call.func))
     if position is None:
+        return
+    if not legacy:
+        # `nn.NLLLoss2d(weight, size_average, ignore_index)`: the flag passed by position.
+        if len(call.args) > position and not any(
+            isinstance(a, ast.Starred) for a in call.args[: position + 1]
+        ):
+            flag = call.args[position]
+            if _flag(flag) is not None:  # None is the default: no legacy path taken
+                yield ctx.finding(PITFALL, flag, "positional", legacy=ctx.text(flag))
         return
     values = {k.arg: _flag(k.value) for k in legacy}
     if all(v is None for v in values.values()):  # both at their default: no legacy path taken
