@@ -297,8 +297,19 @@ def test_cache_deletes_only_its_own_old_files(tmp_path):
         lambda data, key: {key: [data[key][0], [{**data[key][1][0], "line": "3"}]]},
         lambda data, key: {key: [data[key][0], [{**data[key][1][0], "column": 10**12}]]},
         lambda data, key: {key: [data[key][0], [{**data[key][1][0], "fix": {"edits": 1}}]]},
+        # An entry of an older doctor, bound to the language of its run.
+        lambda data, key: {key: [*data[key], "zh"]},
     ],
-    ids=["int", "array", "findings-int", "finding-shape", "line-type", "huge-column", "fix-shape"],
+    ids=[
+        "int",
+        "array",
+        "findings-int",
+        "finding-shape",
+        "line-type",
+        "huge-column",
+        "fix-shape",
+        "bound-to-a-language",
+    ],
 )
 def test_cache_entry_of_the_wrong_shape_is_a_miss_and_rewritten(tmp_path, damage):
     write(tmp_path / "a.py", DISCARDED)

@@ -386,8 +386,7 @@ def test_cache_is_used_and_invalidated_by_content(tmp_path):
 
 def test_one_cache_serves_every_language(tmp_path):
     """The cache is not keyed by language: findings are stored with what their text is made of
-    and written in the language asked for. A finding an engine wrote in the language of its
-    run (a syntax error) binds its file's entry to that language."""
+    and written in the language asked for, the engine's own (a syntax error) too."""
     write(tmp_path, "bad.py", DISCARDED)
     write(tmp_path, "broken.py", "def f(:\n")
     english = json.loads(run_cli("check", "--format", "json", ".", cwd=tmp_path).stdout)
@@ -410,9 +409,61 @@ def test_one_cache_serves_every_language(tmp_path):
     assert by_path["bad.py"]["message"] != english[0]["message"]  # ... written in Chinese
     assert any("\u4e00" <= ch <= "\u9fff" for ch in by_path["bad.py"]["message"])
     assert any("\u4e00" <= ch <= "\u9fff" for ch in by_path["bad.py"]["fix"]["title"])
-    # The syntax error was written in English: checked again for the Chinese run.
     [english_syntax] = [f for f in english if f["path"] == "broken.py"]
     assert by_path["broken.py"]["message"] != english_syntax["message"]
+    assert by_path["broken.py"]["message"].startswith("语法错误")
+
+
+def _cell(source: str) -> dict:
+    return {"cell_type": "code", "metadata": {}, "outputs": [], "source": source}
+
+
+# One file of each kind whose findings are made by an engine or carry a field in every
+# language: the cache must give them back in any language.
+LANGUAGE_CASES = {
+    "bad.py": DISCARDED,
+    "broken.py": "import torch\ndef f(:\n",
+    "old.py": ASYNC,
+    "binary.py": b"PK\x03\x04\x00\xff\xfe",
+    "ext/kernel.cu": "#include <THC/THC.h>\n#include <THC/THCTensorRandom.h>\nAT_CHECK(x);\n",
+    "book.ipynb": json.dumps(
+        {
+            "cells": [
+                _cell("import torch\nx = torch.randn(3)\n"),
+                _cell("def f(:\n"),
+                _cell(DISCARDED),
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_check_cached_in_english_shows_in_chinese_as_a_fresh_chinese_check(tmp_path, output):
+    for name, text in LANGUAGE_CASES.items():
+        write(tmp_path, name, text)
+    options = ("check", "--select", "ALL", "--format", output, ".")
+    english = run_cli(*options, cwd=tmp_path)
+    [cache_file] = (tmp_path / ".torchdoctor_cache").glob("*.json")
+    written = cache_file.stat()
+
+    cached = run_cli(*options, "--lang", "zh", cwd=tmp_path)
+    fresh = run_cli(*options, "--lang", "zh", "--no-cache", cwd=tmp_path)
+
+    assert (cache_file.stat().st_ino, cache_file.stat().st_mtime_ns) == (
+        written.st_ino,
+        written.st_mtime_ns,
+    )  # every file came from the cache: nothing was checked again
+    assert cached.stdout == fresh.stdout
+    assert cached.returncode == fresh.returncode == english.returncode == 1
+    assert cached.stdout != english.stdout
+    for code in ("TD001", "TD700", "TD701", "TD707"):
+        assert code in cached.stdout
+    for chinese in ("语法错误", "无法检查该文件", "请删除它", "请改为包含"):
+        assert chinese in cached.stdout
 
 
 def test_no_cache_writes_nothing(tmp_path):

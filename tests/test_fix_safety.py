@@ -135,8 +135,8 @@ def test_a_fix_that_deletes_a_line_deletes_that_line_whatever_the_newlines(newli
     ]
     codes = frozenset({"TD802"})
     expected = "\n".join([*lines[:2], '    reduction="sum",', *lines[4:]])
-    assert fix_source("\n".join(lines), "a.py", codes, "en", unsafe=False).source == expected
-    fixed = fix_source(newline.join(lines), "a.py", codes, "en", unsafe=False).source
+    assert fix_source("\n".join(lines), "a.py", codes, unsafe=False).source == expected
+    fixed = fix_source(newline.join(lines), "a.py", codes, unsafe=False).source
     assert fixed == expected.replace("\n", newline)
 
 
@@ -221,7 +221,7 @@ def test_fixes_are_unmoved_by_characters_python_does_not_break_lines_at(fixture)
     if native:
 
         def fix(text):
-            return fix_native(text, fixture.name, codes, "en", unsafe=True).source
+            return fix_native(text, fixture.name, codes, unsafe=True).source
 
         def positions(text):
             return [
@@ -231,7 +231,7 @@ def test_fixes_are_unmoved_by_characters_python_does_not_break_lines_at(fixture)
     else:
 
         def fix(text):
-            return fix_source(text, fixture.name, codes, "en", unsafe=True).source
+            return fix_source(text, fixture.name, codes, unsafe=True).source
 
         def positions(text):
             return [

@@ -94,16 +94,16 @@ def test_fixes_match_snapshot(fixture):
         json.loads(fixed_text)
         again = fixed_text  # idempotence for notebooks is covered in tests/test_notebooks.py
     elif is_native(fixture.name):
-        fixed = fix_native(source, fixture.name, codes, "en", unsafe=True)
+        fixed = fix_native(source, fixture.name, codes, unsafe=True)
         assert fixed.fixed > 0, "a rule with a fix must fix something in its fixture"
         fixed_text = fixed.source
-        again = fix_native(fixed_text, fixture.name, codes, "en", unsafe=True).source
+        again = fix_native(fixed_text, fixture.name, codes, unsafe=True).source
     else:
-        fixed = fix_source(source, fixture.name, codes, "en", unsafe=True)
+        fixed = fix_source(source, fixture.name, codes, unsafe=True)
         assert fixed.fixed > 0, "a rule with a fix must fix something in its fixture"
         ast.parse(fixed.source)
         fixed_text = fixed.source
-        again = fix_source(fixed_text, fixture.name, codes, "en", unsafe=True).source
+        again = fix_source(fixed_text, fixture.name, codes, unsafe=True).source
     assert again == fixed_text, "fixing twice must change nothing"
     if UPDATE_SNAPSHOTS:
         snapshot.write_text(fixed_text, encoding="utf-8")
@@ -118,7 +118,7 @@ def test_safe_fixes_only_without_unsafe_flag(fixture):
     pitfall = _pitfall(fixture)
     source = fixture.read_text(encoding="utf-8")
     codes = frozenset({pitfall.code})
-    safe = fix_source(source, fixture.name, codes, "en", unsafe=False)
+    safe = fix_source(source, fixture.name, codes, unsafe=False)
     applied = check_source(source, fixture.name, codes).findings
     safe_count = sum(1 for f in applied if f.fix and f.fix.applicability == "safe")
     if safe_count == 0:

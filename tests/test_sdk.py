@@ -72,6 +72,40 @@ def test_every_role_is_taken_by_exactly_one_entry():
         assert list(inspect.signature(make).parameters) == expected, role
 
 
+def test_findings_are_made_without_a_language():
+    """The language is applied when findings are shown (report/localize.py), never where they
+    are made: no checker, context or engine-finding function takes one."""
+    from torchdoctor.lint import checker, native, notebook
+
+    made_without = [
+        checker.check_source,
+        checker.fix_source,
+        sdk.Context,
+        native.check_native,
+        native.fix_native,
+        sdk.NativeSource,
+        notebook.broken_cells,
+        *(_registry.for_role(role).make_finding for role in sdk.ROLE_CONTRACTS),
+        *(contract.__call__ for contract in sdk.ROLE_CONTRACTS.values()),
+    ]
+    for function in made_without:
+        assert "lang" not in inspect.signature(function).parameters, function
+
+
+def test_engine_findings_can_be_written_in_every_language():
+    from torchdoctor.report.localize import localize, portable
+
+    syntax = _registry.engine_finding(
+        "unparsable-source", SyntaxError("bad"), "x.cuda(async=True)\n", "a.py"
+    )
+    unreadable = _registry.engine_finding("unreadable-source", "binary data", "b.ipynb", cell=2)
+    assert portable(syntax) and portable(unreadable)
+    localize([syntax, unreadable], "zh")
+    assert syntax.message.startswith("语法错误：bad")
+    assert syntax.fix is not None and syntax.fix.title == "把 `async=` 改为 `non_blocking=`"
+    assert unreadable.message == "无法检查该单元格：binary data"
+
+
 def test_an_unknown_role_is_an_error_where_it_is_named():
     with pytest.raises(ValueError, match="unknown role 'syntax-eror'"):
         _pitfall().engine_finding("syntax-eror")

@@ -46,9 +46,9 @@ Text = Mapping[str, str]
 # (see Pitfall.engine_finding); engines ask the registry for it by role, never by code or name.
 ROLES = {
     "unparsable-source": "a Python file or notebook cell that does not parse: "
-    "make(error, source, path, lang) -> Finding",
+    "make(error, source, path) -> Finding",
     "unreadable-source": "a file or notebook cell given to `check` that is not readable source: "
-    "make(reason, path, lang, cell=None) -> Finding",
+    "make(reason, path, cell=None) -> Finding",
     "unreadable-checkpoint": "says what a checkpoint the reader cannot read is; `ckpt` shows it "
     "first (the entry's checkpoint check makes the finding)",
 }

@@ -18,6 +18,9 @@ The facets an entry registers on its `PITFALL`, and the contract each function k
   its difference from a model, or why it cannot be read).
 - `@PITFALL.engine_finding(role)`: the finding an engine makes itself for one of `ROLES`
   (`UnparsableSource`, `UnreadableSource`).
+
+Every finding is made once, in English, with its `template` (variant, fields) and its fix's
+`titles`: the language is applied when it is shown (report/localize.py), never by a facet.
 """
 
 from __future__ import annotations
@@ -100,11 +103,11 @@ class CheckpointCheck(Protocol):
 
 
 class UnparsableSource(Protocol):
-    def __call__(self, error: Exception, source: str, path: str, lang: str) -> Finding: ...
+    def __call__(self, error: Exception, source: str, path: str) -> Finding: ...
 
 
 class UnreadableSource(Protocol):
-    def __call__(self, reason: str, path: str, lang: str, cell: int | None = None) -> Finding: ...
+    def __call__(self, reason: str, path: str, cell: int | None = None) -> Finding: ...
 
 
 # The contract of each role's `make_finding` (roles without one have their finding made by a

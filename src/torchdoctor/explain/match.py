@@ -11,6 +11,7 @@ from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 from torchdoctor.explain.parse import user_frame, user_frame_of
 from torchdoctor.report import json_output, strings
+from torchdoctor.report.localize import localize
 from torchdoctor.user_files import read_regular_file
 
 # Below this, a cause is not shown: "not recognised" is better than a guess dressed as an answer.
@@ -360,7 +361,9 @@ def _source_of(path: str) -> str:
 def _static_findings(source: str, path: str, codes: frozenset[str], lang: str):
     from torchdoctor.lint.checker import check_source
 
-    return check_source(source, path, codes, lang)
+    result = check_source(source, path, codes)
+    localize(result.findings, lang)
+    return result
 
 
 def _why(error: Exception) -> str:

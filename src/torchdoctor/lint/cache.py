@@ -6,10 +6,9 @@ fresh file. Entries are keyed by the path relative to that root and validated by
 file's bytes; an entry of the wrong shape is a miss, and entries of files that were not seen
 where they should have been are dropped when the file is written.
 
-The language is not part of the key: a finding is stored with what its text is made from
-(report/localize.py) and written in the language asked for when it is shown. An entry with a
-finding whose text cannot be made again (an engine's, in the language of its run) records that
-language, and is a miss for the others.
+The language is not part of the key: a finding is stored in English with what its text is
+made from (report/localize.py), and the runner writes it in the language asked for when it is
+shown, as it does a fresh one.
 
 The cache touches nothing but its own directory: a `.torchdoctor_cache` (or cache file) that is
 a symbolic link or not what it should be is not used, and the only files it deletes are its
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from torchdoctor import __version__
 from torchdoctor.report.finding import Finding
-from torchdoctor.report.localize import localize, portable
+from torchdoctor.report.localize import portable
 from torchdoctor.report.stream import write_stderr
 from torchdoctor.user_files import read_regular_file
 
@@ -75,12 +74,11 @@ def project_root(scope: Path, config_dir: Path | None) -> Path:
 class ProjectCaches:
     """The caches of the project roots of the checked paths: usually one."""
 
-    def __init__(self, scopes: list[Path], config_dir: Path | None, key: str, lang: str) -> None:
+    def __init__(self, scopes: list[Path], config_dir: Path | None, key: str) -> None:
         roots = {project_root(scope, config_dir) for scope in scopes}
         # Innermost first: a file belongs to the nearest root that holds it.
         self._caches = [
-            Cache(root, key, lang)
-            for root in sorted(roots, key=lambda r: len(r.parts), reverse=True)
+            Cache(root, key) for root in sorted(roots, key=lambda r: len(r.parts), reverse=True)
         ]
         self._scopes = scopes
 
@@ -105,9 +103,8 @@ class ProjectCaches:
 class Cache:
     """The cache file of one project root and one settings key."""
 
-    def __init__(self, root: Path, key: str, lang: str) -> None:
+    def __init__(self, root: Path, key: str) -> None:
         self.root = root
-        self.lang = lang  # of this run: entries bound to another language are misses
         self.prefix = os.path.join(str(root), "")
         self.directory = root / CACHE_DIR_NAME
         self.file = self.directory / f"{key}.json"
@@ -124,22 +121,20 @@ class Cache:
         entry = self.entries.get(key)
         if not (
             isinstance(entry, list)
-            and len(entry) == 3
+            and len(entry) == 2
             and entry[0] == file_digest
             and isinstance(entry[1], list)
-            and entry[2] in (None, self.lang)
         ):
             return None
         try:
-            found = [_restore(item, shown, size) for item in entry[1]]
+            return [_restore(item, shown, size) for item in entry[1]]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        localize(found, self.lang)  # perhaps stored by a run in another language
-        return found
 
     def put(self, path: Path, file_digest: str, findings: list[Finding]) -> None:
-        bound = None if all(portable(f) for f in findings) else self.lang
-        self.entries[self._key(path)] = [file_digest, [_strip_path(f) for f in findings], bound]
+        if not all(portable(f) for f in findings):
+            return  # its text could not be written in another language: checked every time
+        self.entries[self._key(path)] = [file_digest, [_strip_path(f) for f in findings]]
         self.dirty = True
 
     def save(self, scopes: list[Path]) -> None:
@@ -283,12 +278,12 @@ _TEMPLATE, _TITLES = "_template", "_titles"
 
 
 def _strip_path(finding: Finding) -> dict:
+    assert finding.template is not None  # `put` stores portable findings only
     data = finding.to_json()
     data.pop("path")
-    if portable(finding):
-        data[_TEMPLATE] = list(finding.template)
-        if finding.fix is not None and finding.fix.titles:
-            data["fix"][_TITLES] = finding.fix.titles
+    data[_TEMPLATE] = list(finding.template)
+    if finding.fix is not None and finding.fix.titles:
+        data["fix"][_TITLES] = finding.fix.titles
     return data
 
 

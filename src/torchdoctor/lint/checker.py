@@ -194,7 +194,6 @@ def check_source(
     source: str,
     path: str,
     codes: frozenset[str],
-    lang: str = "en",
     tree: ast.Module | None = None,
     cells: Sequence[int] | None = None,
 ) -> CheckResult:
@@ -207,13 +206,11 @@ def check_source(
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         # ValueError: NUL bytes; RecursionError: nesting too deep for CPython's parser, which
         # means Python cannot compile the file either.
-        return CheckResult(
-            [_registry.engine_finding("unparsable-source", error, source, path, lang)]
-        )
+        return CheckResult([_registry.engine_finding("unparsable-source", error, source, path)])
     result = CheckResult([])
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
-    ctx = Context(path, source, tree, lang, cells)
+    ctx = Context(path, source, tree, cells)
     try:
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result)
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
@@ -445,7 +442,6 @@ def fix_source(
     source: str,
     path: str,
     codes: frozenset[str],
-    lang: str,
     unsafe: bool,
     cells: Sequence[int] | None = None,
 ) -> FixResult:
@@ -463,6 +459,6 @@ def fix_source(
         return True
 
     def check(text: str) -> CheckResult:
-        return check_source(text, path, codes, lang, cells=cells)
+        return check_source(text, path, codes, cells=cells)
 
     return FixResult(*fix_until_stable(source, check, unsafe, MAX_FIX_PASSES, parses))

@@ -101,13 +101,11 @@ class Context:
         path: str,
         source: str,
         tree: ast.Module,
-        lang: str = "en",
         cells: Sequence[int] | None = None,
     ) -> None:
         self.path = path
         self.source = source
         self.tree = tree
-        self.lang = lang
         # The code comes from a Jupyter notebook's cells (argparse, `display`... behave there).
         self.is_notebook = path.endswith(".ipynb")
         # For a notebook's joined cells: the cell number of each line (see `is_displayed`).
@@ -485,10 +483,8 @@ class Context:
     def fix(
         self, pitfall: Pitfall, applicability: str, *edits: Edit, title: dict | None = None
     ) -> Fix:
-        from torchdoctor.catalog._model import pick
-
         text = title or pitfall.fix_title or {"en": "Apply the suggested fix"}
-        return Fix(applicability, pick(text, self.lang), tuple(edits), titles=text)
+        return Fix(applicability, text["en"], tuple(edits), titles=text)
 
     def finding(
         self,
@@ -508,7 +504,8 @@ class Context:
         return Finding(
             code=pitfall.code,
             name=pitfall.name,
-            message=pitfall.message(variant, self.lang, **fields),
+            # English, the canonical form: the output writes it in the user's language.
+            message=pitfall.message(variant, "en", **fields),
             path=self.path,
             line=line,
             column=column,

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchdoctor.catalog import _registry
-from torchdoctor.catalog._model import pick
 from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.lines import line_starts, position, split_lines
 from torchdoctor.lint.noqa import is_suppressed
@@ -62,7 +61,6 @@ class NativeSource:
     path: str
     text: str
     code: str  # comments and literals blanked
-    lang: str
 
     def __post_init__(self) -> None:
         self._line_starts = line_starts(split_lines(self.text, keepends=True))
@@ -78,9 +76,7 @@ class NativeSource:
         return Edit(start, end, content, *self.position(start), *self.position(end))
 
     def fix(self, pitfall: Pitfall, applicability: str, *edits: Edit) -> Fix:
-        return Fix(
-            applicability, pick(pitfall.fix_title, self.lang), edits, titles=pitfall.fix_title
-        )
+        return Fix(applicability, pitfall.fix_title["en"], edits, titles=pitfall.fix_title)
 
     def finding(
         self,
@@ -97,7 +93,7 @@ class NativeSource:
         return Finding(
             pitfall.code,
             pitfall.name,
-            pitfall.message(variant, self.lang, **fields),
+            pitfall.message(variant, "en", **fields),
             path=self.path,
             line=line,
             column=column,
@@ -108,7 +104,7 @@ class NativeSource:
         )
 
 
-def check_native(text: str, path: str, codes: frozenset[str], lang: str = "en") -> CheckResult:
+def check_native(text: str, path: str, codes: frozenset[str]) -> CheckResult:
     from torchdoctor.lint.checker import CheckResult
 
     result = CheckResult([])
@@ -117,7 +113,7 @@ def check_native(text: str, path: str, codes: frozenset[str], lang: str = "en") 
     ]
     if not scanners:
         return result
-    source = NativeSource(path, text, blank_noise(text), lang)
+    source = NativeSource(path, text, blank_noise(text))
     for pitfall, scan in scanners:
         try:
             result.findings.extend(scan(source))
@@ -129,12 +125,12 @@ def check_native(text: str, path: str, codes: frozenset[str], lang: str = "en") 
     return result
 
 
-def fix_native(text: str, path: str, codes: frozenset[str], lang: str, unsafe: bool) -> FixResult:
+def fix_native(text: str, path: str, codes: frozenset[str], unsafe: bool) -> FixResult:
     """Apply fixes until none is left. C++ is not re-parsed: the fixes are token renames."""
     from torchdoctor.lint.checker import MAX_FIX_PASSES, FixResult
 
     return FixResult(
         *fix_until_stable(
-            text, lambda source: check_native(source, path, codes, lang), unsafe, MAX_FIX_PASSES
+            text, lambda source: check_native(source, path, codes), unsafe, MAX_FIX_PASSES
         )
     )

@@ -120,13 +120,13 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
 
 
 def broken_cells(
-    notebook: Notebook, path: str, lang: str
+    notebook: Notebook, path: str
 ) -> tuple[frozenset[int], list[Finding], ast.Module | None]:
     """Cells that cannot be checked, each reported once: code cells that cannot be read, and
     cells that do not parse (each parsed alone, once). The rest of the notebook is still checked.
     When every cell parses, one parse of them all shows it, and its tree is given too."""
     findings = [
-        engine_finding("unreadable-source", reason, path, lang, cell=number)
+        engine_finding("unreadable-source", reason, path, cell=number)
         for number, reason in notebook.unreadable.items()
     ]
     skipped = set(notebook.unreadable)
@@ -138,7 +138,7 @@ def broken_cells(
         try:
             ast.parse(code)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            finding = engine_finding("unparsable-source", error, code, path, lang)
+            finding = engine_finding("unparsable-source", error, code, path)
             finding.cell = number
             finding.fix = None  # its offsets are the cell's, not the file's
             findings.append(finding)

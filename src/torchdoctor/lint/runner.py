@@ -29,6 +29,7 @@ from torchdoctor.lint.source import (
     write_in_place,
 )
 from torchdoctor.report.finding import Finding
+from torchdoctor.report.localize import localize
 from torchdoctor.user_files import limit_for, read_regular_file
 
 FixMode = Literal["check", "fix", "diff"]
@@ -41,7 +42,7 @@ FIX_WRITE_GRACE_SECONDS = 5.0
 @dataclass
 class Job:
     codes: frozenset[str]
-    lang: str = "en"
+    lang: str = "en"  # of the outcomes: findings are made in English, localized at the end
     mode: FixMode = "check"
     unsafe: bool = False
     # Where --fix may write through a symbolic link: the checked directories and the
@@ -114,9 +115,7 @@ def check_files(
         )
     config_dir = settings.root if settings.config_file is not None else None
     store = (
-        cache_module.ProjectCaches(
-            scopes, config_dir, cache_module.settings_key(job.codes), job.lang
-        )
+        cache_module.ProjectCaches(scopes, config_dir, cache_module.settings_key(job.codes))
         if use_cache and job.mode == "check"
         else None
     )
@@ -127,7 +126,7 @@ def check_files(
         try:
             data = read_regular_file(path)
         except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
-            outcomes[index] = _unreadable(shown, error.strerror or str(error), job.lang)
+            outcomes[index] = _unreadable(shown, error.strerror or str(error))
             continue
         file_digest = (
             cache_module.digest(data + _neighbours(path, job)) if store is not None else ""
@@ -150,6 +149,7 @@ def check_files(
     for index, path in enumerate(files):
         outcome = outcomes[index]
         drop_per_file_ignores(outcome, path, settings)
+        localize(outcome.findings, job.lang)  # checked and cached alike are in English
         results.append(outcome)
     return results
 
@@ -168,17 +168,23 @@ def check_bytes(data: bytes, shown: str, job: Job) -> tuple[FileOutcome, str, by
     """A source read from stdin, decoded like a file named `shown`: the outcome, the decoded
     text (for excerpts), and the bytes after the fixes, in the input's encoding (the input
     itself when nothing was fixed). More than the size limit for such a file is not checked."""
+    outcome, text, fixed = _check_stdin(data, shown, job)
+    localize(outcome.findings, job.lang)
+    return outcome, text, fixed
+
+
+def _check_stdin(data: bytes, shown: str, job: Job) -> tuple[FileOutcome, str, bytes]:
     limit = limit_for(shown)
     if len(data) > limit:
         return (
-            _unreadable(shown, f"too large to check (over {limit // (1024 * 1024)} MiB)", job.lang),
+            _unreadable(shown, f"too large to check (over {limit // (1024 * 1024)} MiB)"),
             "",
             data,
         )
     try:
         outcome, source, fixed_text = _check_decoded(job, shown, shown, data)
     except UnreadableFile as error:
-        return _unreadable(shown, str(error), job.lang), "", data
+        return _unreadable(shown, str(error)), "", data
     if not outcome.fixed:
         return outcome, source.text, data
     try:
@@ -218,7 +224,7 @@ def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
     try:
         outcome, source, fixed_text = _check_decoded(job, absolute, shown, data)
     except UnreadableFile as error:
-        return _unreadable(shown, str(error), job.lang)
+        return _unreadable(shown, str(error))
     if job.mode == "fix" and outcome.fixed:
         refusal = _write_fix(absolute, data, fixed_text, source.encoding, job.write_roots)
         if refusal is not None:
@@ -270,9 +276,9 @@ def _process_source(
     source: SourceFile, shown: str, job: Job, check=check_source, fix=fix_source
 ) -> tuple[FileOutcome, str]:
     if job.mode == "check":
-        result = check(source.text, shown, job.codes, job.lang)
+        result = check(source.text, shown, job.codes)
         return FileOutcome(shown, result.findings, result.internal_errors), source.text
-    fixed = fix(source.text, shown, job.codes, job.lang, job.unsafe)
+    fixed = fix(source.text, shown, job.codes, job.unsafe)
     outcome = FileOutcome(
         shown, fixed.remaining.findings, fixed.remaining.internal_errors, fixed=fixed.fixed
     )
@@ -290,7 +296,7 @@ def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOut
     """Check (or fix) a notebook's code cells as one program; cells that don't parse are
     reported and left out. The fixed text is the notebook's JSON, only changed cells rewritten."""
     book = notebook.load(source.text)
-    skipped, broken, tree = notebook.broken_cells(book, shown, job.lang)
+    skipped, broken, tree = notebook.broken_cells(book, shown)
     notebook.join_cells(book, skipped)
     cells = [cell for cell, _ in book.line_map]  # what a cell's last statement shows
     check = partial(check_source, tree=tree, cells=cells)  # parsed once, not again
@@ -316,5 +322,5 @@ def _diff(old: str, new: str, shown: str) -> str:
     )
 
 
-def _unreadable(shown: str, reason: str, lang: str) -> FileOutcome:
-    return FileOutcome(shown, [engine_finding("unreadable-source", reason, shown, lang)])
+def _unreadable(shown: str, reason: str) -> FileOutcome:
+    return FileOutcome(shown, [engine_finding("unreadable-source", reason, shown)])

@@ -14,8 +14,8 @@ from torchdoctor.report.finding import Finding
 
 
 def localize(findings: Iterable[Finding], lang: str) -> None:
-    """Write each finding's message and fix title in `lang`, in place; findings with no
-    template (written by an engine in the language of the run) are left as they are."""
+    """Write each finding's message and fix title in `lang`, in place; a finding with no
+    template (not made by a catalog entry) is left as it is."""
     from torchdoctor.catalog import _registry
     from torchdoctor.catalog._model import pick
 

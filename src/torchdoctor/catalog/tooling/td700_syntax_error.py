@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Edit, Finding, Fix, Pitfall, pick, split_lines
+from torchdoctor.catalog.sdk import Edit, Finding, Fix, Pitfall, split_lines
 
 PITFALL = Pitfall(
     code="TD700",
@@ -83,7 +83,7 @@ _ASYNC_ARGUMENT = re.compile(r"\basync(\s*=)")
 
 
 @PITFALL.engine_finding("unparsable-source")
-def finding_for(error: Exception, source: str, path: str, lang: str) -> Finding:
+def finding_for(error: Exception, source: str, path: str) -> Finding:
     """The finding for a file that does not parse (called by the checker, not by a walk)."""
     lines = split_lines(source, keepends=True)  # SyntaxError counts lines as Python does
     if isinstance(error, SyntaxError):
@@ -107,16 +107,17 @@ def finding_for(error: Exception, source: str, path: str, lang: str) -> Finding:
             line,
             match.start() + 1 + len("async"),
         )
-        fix = Fix("safe", pick(PITFALL.fix_title, lang), (edit,))
+        fix = Fix("safe", PITFALL.fix_title["en"], (edit,), titles=PITFALL.fix_title)
         column = match.start() + 1
     return Finding(
         code=PITFALL.code,
         name=PITFALL.name,
-        message=PITFALL.message(variant, lang, error=text),
+        message=PITFALL.message(variant, "en", error=text),
         path=path,
         line=line,
         column=max(1, column),
         end_line=line,
         end_column=max(1, column),
         fix=fix,
+        template=(variant, {"error": text}),
     )

@@ -63,12 +63,14 @@ Python 同样无法导入它。会跳过该文件，继续检查其他文件。
 
 
 @PITFALL.engine_finding("unreadable-source")
-def finding_for(reason: str, path: str, lang: str, cell: int | None = None) -> Finding:
+def finding_for(reason: str, path: str, cell: int | None = None) -> Finding:
     """The file cannot be read; with `cell`, only that cell of a notebook."""
+    variant = "cell" if cell else ""
     return Finding(
         code=PITFALL.code,
         name=PITFALL.name,
-        message=PITFALL.message("cell" if cell else "", lang, reason=reason),
+        message=PITFALL.message(variant, "en", reason=reason),
         path=path,
         cell=cell,
+        template=(variant, {"reason": reason}),
     )

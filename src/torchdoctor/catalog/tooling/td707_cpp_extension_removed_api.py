@@ -244,14 +244,12 @@ def _headers(source: NativeSource) -> Iterator[Finding]:
             advice = {
                 "en": "remove it and use the ATen/c10 CUDA headers",
                 "zh": "请删除它，改用 ATen/c10 的 CUDA 头文件",
-            }[source.lang]
+            }
             yield source.finding(
                 PITFALL, match.start(), match.end(), "thc-header", old=header, new=advice
             )
             continue
-        advice = {"en": f"include <{successor}> instead", "zh": f"请改为包含 <{successor}>"}[
-            source.lang
-        ]
+        advice = {"en": f"include <{successor}> instead", "zh": f"请改为包含 <{successor}>"}
         fix = source.fix(PITFALL, "safe", source.edit(start, end, successor))
         yield source.finding(
             PITFALL, match.start(), match.end(), "thc-header", fix=fix, old=header, new=advice
