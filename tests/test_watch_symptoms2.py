@@ -106,7 +106,6 @@ def test_exploding_gradient_end_to_end():
     [finding] = run_watched("exploding_gradient.py", select=SYMPTOMS).findings()
     assert finding["name"] == "exploding-gradient" and finding["step"] == 5
     assert "times its norm at the first step" in finding["message"]
-    assert run_watched("exploding_gradient.py", "--lr", "0.01", select=SYMPTOMS).findings() == []
 
 
 @pytest.mark.parametrize("code", SYMPTOMS.split(","))
