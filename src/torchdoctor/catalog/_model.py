@@ -247,6 +247,11 @@ class Pitfall:
     # makes them, when the role has one.
     role: str | None = None
     make_finding: Callable | None = None
+    # `repair(source) -> (repaired source, places) | None`: for a source that does not parse
+    # only because of an old idiom the entry knows, the same text with it replaced in place
+    # (same length, so every position stays right), and where (line, column from 0). The
+    # checker then checks the rest of the file and reports the entry's finding at each place.
+    source_repairs: list[Callable] = field(default_factory=list)
     module: str = ""
 
     def __post_init__(self) -> None:
@@ -329,6 +334,11 @@ class Pitfall:
             return func
 
         return register
+
+    def source_repair(self, func: Callable) -> Callable:
+        """Register a repair of a source that does not parse (see `source_repairs`)."""
+        self.source_repairs.append(func)
+        return func
 
     def checkpoint(self, func: Callable) -> Callable:
         """Register a checkpoint check used by `torchdoctor ckpt`."""

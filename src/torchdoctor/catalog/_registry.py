@@ -7,6 +7,7 @@ import importlib
 import pkgutil
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from torchdoctor.catalog._model import ROLES, Pitfall
 from torchdoctor.errors import UsageError
@@ -56,6 +57,12 @@ def for_role(role: str) -> Pitfall:
     if role not in ROLES:
         raise KeyError(f"unknown role {role!r}")
     return _roles()[role]
+
+
+@lru_cache(maxsize=None)
+def source_repairs() -> tuple[tuple[Pitfall, Callable], ...]:
+    """Every entry's repairs of a source that does not parse, with the entry."""
+    return tuple((p, repair) for p in all_pitfalls() for repair in p.source_repairs)
 
 
 def engine_finding(role: str, *args, **kwargs):

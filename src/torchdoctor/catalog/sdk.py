@@ -16,6 +16,8 @@ The facets an entry registers on its `PITFALL`, and the contract each function k
   `RunState`.
 - `@PITFALL.checkpoint`: a `CheckpointCheck` reading a `Subject` (the checkpoint's listing,
   its difference from a model, or why it cannot be read).
+- `@PITFALL.source_repair`: a `SourceRepair` of a source that does not parse only because of
+  an old idiom: the same text with it replaced in place, so the rest of the file is checked.
 - `@PITFALL.engine_finding(role)`: the finding an engine makes itself for one of `ROLES`
   (`UnparsableSource`, `UnreadableSource`).
 
@@ -106,6 +108,10 @@ class UnparsableSource(Protocol):
     def __call__(self, error: Exception, source: str, path: str) -> Finding: ...
 
 
+class SourceRepair(Protocol):
+    def __call__(self, source: str) -> tuple[str, list[tuple[int, int]]] | None: ...
+
+
 class UnreadableSource(Protocol):
     def __call__(self, reason: str, path: str, cell: int | None = None) -> Finding: ...
 
@@ -132,6 +138,7 @@ __all__ = [
     "NativeScan",
     "NativeSource",
     "Pitfall",
+    "SourceRepair",
     "StaticCheck",
     "Text",
     "UnparsableSource",

@@ -200,14 +200,17 @@ def check_source(
     """All findings of the enabled rules in one file's source, noqa applied. `tree`: the
     source's, when the caller has parsed it already; `cells`: for a notebook's joined cells,
     the cell of each line."""
+    repaired: list[Finding] = []
     try:
         if tree is None:
             tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         # ValueError: NUL bytes; RecursionError: nesting too deep for CPython's parser, which
         # means Python cannot compile the file either.
-        return CheckResult([_registry.engine_finding("unparsable-source", error, source, path)])
-    result = CheckResult([])
+        tree, repaired = _repaired_tree(source, path, error)
+        if tree is None:
+            return CheckResult(repaired)
+    result = CheckResult(repaired)
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
     ctx = Context(path, source, tree, cells)
@@ -220,6 +223,35 @@ def check_source(
         result.findings = [f for f in result.findings if not is_suppressed(f, lines)]
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+def _repaired_tree(
+    source: str, path: str, error: Exception
+) -> tuple[ast.Module | None, list[Finding]]:
+    """A source that does not parse: the tree of the first repair of it that parses (an old
+    idiom replaced in place, every position kept) and a syntax-error finding on each line
+    repaired, so that the rest of the file is still checked; else no tree and the one finding
+    for `error`."""
+    if isinstance(error, SyntaxError):
+        for _, repair in _registry.source_repairs():
+            attempt = repair(source)
+            if attempt is None:
+                continue
+            text, places = attempt
+            try:
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            return tree, [
+                _registry.engine_finding(
+                    "unparsable-source",
+                    SyntaxError(error.msg, (path, line, column + 1, None)),
+                    source,
+                    path,
+                )
+                for line, column in places
+            ]
+    return None, [_registry.engine_finding("unparsable-source", error, source, path)]
 
 
 def _walk(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 
 from torchdoctor.catalog.sdk import Edit, Finding, Fix, Pitfall, split_lines
 
@@ -29,7 +31,9 @@ PITFALL = Pitfall(
 ## What it catches
 A file that Python cannot parse. The doctor reports the parser's message and checks the
 other files. One PyTorch-specific case is explained: `x.cuda(async=True)` from PyTorch 0.3
-code, which became a syntax error when `async` turned into a keyword in Python 3.7.
+code, which became a syntax error when `async` turned into a keyword in Python 3.7. Each such
+argument of `.cuda()`, `.to()` or `.copy_()` is reported on its own line, and when nothing else
+stops the file from parsing, the rest of it is still checked.
 
 ## Why is this bad?
 Nothing in the file can run, and no other check can look at it.
@@ -55,6 +59,7 @@ renamed it and gave it the same behaviour. The fix is safe and offered only for 
 ## What it catches
 Python 无法解析的文件。会报告解析器的错误信息，并继续检查其他文件。对 PyTorch 特有的一种情况给出解释：
 PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成关键字后就成了语法错误。
+`.cuda()`、`.to()`、`.copy_()` 的每个这样的参数都在各自所在行报告；如果文件没有别的语法错误，其余部分照常检查。
 
 ## Why is this bad?
 整个文件都无法运行，其他检查也无法分析它。
@@ -80,12 +85,67 @@ images = images.cuda(non_blocking=True)
 )
 
 _ASYNC_ARGUMENT = re.compile(r"\basync(\s*=)")
+# The tensor methods whose `async=` became `non_blocking=` in PyTorch 0.4.
+_ASYNC_METHODS = frozenset({"cuda", "to", "copy_"})
+# What `async` is replaced with to parse the rest of the file: a name of the same length, so
+# that every position in the file stays where it was.
+_PLACEHOLDER = "async".replace("a", "_", 1)
+
+
+@PITFALL.source_repair
+def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """`x.cuda(async=True)`, PyTorch 0.3's spelling, does not parse since Python 3.7 made
+    `async` a keyword: the source with each such `async` replaced in place, and where each was
+    (line from 1, column from 0)."""
+    if "async" not in source:
+        return None
+    lines: list[str] = []
+    readline = io.StringIO(source).readline
+
+    def read() -> str:
+        line = readline()
+        lines.append(line)
+        return line
+
+    calls: list[str | None] = []  # per open bracket: the method it calls, if any
+    sites: list[tuple[int, int]] = []
+    previous: list[tokenize.TokenInfo] = []
+    try:
+        for token in tokenize.generate_tokens(read):
+            if token.type == tokenize.OP and token.string in "([{":
+                called = (
+                    previous[-1].string
+                    if token.string == "(" and len(previous) >= 2 and previous[-2].string == "."
+                    else None
+                )
+                calls.append(called)
+            elif token.type == tokenize.OP and token.string in ")]}":
+                if calls:
+                    calls.pop()
+            elif token.type == tokenize.OP and token.string == "=" and previous:
+                last = previous[-1]
+                if last.string == "async" and calls and calls[-1] in _ASYNC_METHODS:
+                    sites.append(last.start)
+            if token.type not in (tokenize.NL, tokenize.COMMENT):
+                previous = [*previous[-1:], token]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not sites:
+        return None
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    text = list(source)
+    for row, column in sites:
+        at = starts[row - 1] + column
+        text[at : at + len(_PLACEHOLDER)] = _PLACEHOLDER
+    return "".join(text), sites
 
 
 @PITFALL.engine_finding("unparsable-source")
 def finding_for(error: Exception, source: str, path: str) -> Finding:
     """The finding for a file that does not parse (called by the checker, not by a walk)."""
-    lines = split_lines(source, keepends=True)  # SyntaxError counts lines as Python does
+    lines = _lines(source)
     if isinstance(error, SyntaxError):
         line, column, text = error.lineno or 1, error.offset or 1, error.msg
     else:
@@ -94,10 +154,17 @@ def finding_for(error: Exception, source: str, path: str) -> Finding:
     code_line = lines[line - 1] if lines else ""
     fix = None
     variant = ""
-    match = _ASYNC_ARGUMENT.search(code_line)
-    if match and re.search(r"\.(cuda|to|copy_)\(", code_line):
+    # A repaired site points at its `async` (the checker knows the call); a parser's error,
+    # at the line: the method called must be on it.
+    at = column - 1
+    match = _ASYNC_ARGUMENT.match(code_line, at) if 0 <= at < len(code_line) else None
+    if match is None:
+        match = _ASYNC_ARGUMENT.search(code_line)
+        if match and not re.search(r"\.(cuda|to|copy_)\(", code_line):
+            match = None
+    if match:
         variant = "async"
-        start = sum(len(x) for x in lines[: line - 1]) + match.start()
+        start = _line_starts(source)[line - 1] + match.start()
         edit = Edit(
             start,
             start + len("async"),
@@ -121,3 +188,23 @@ def finding_for(error: Exception, source: str, path: str) -> Finding:
         fix=fix,
         template=(variant, {"error": text}),
     )
+
+
+# The lines of the last source seen and where each starts: a repaired file gets one finding per
+# line repaired, each of which would otherwise split the whole file again.
+_LAST: list = [None, [], []]
+
+
+def _lines(source: str) -> list[str]:
+    if _LAST[0] is not source:
+        lines = split_lines(source, keepends=True)  # SyntaxError counts lines as Python does
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+        _LAST[:] = [source, lines, starts]
+    return _LAST[1]
+
+
+def _line_starts(source: str) -> list[int]:
+    _lines(source)
+    return _LAST[2]
