@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Sequence
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Pitfall
+from torchdoctor.lint.project import NO_FACTS, ProjectFacts
 from torchdoctor.lint.context import ENTER, LEAVE, Context
 from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.noqa import is_suppressed
@@ -196,10 +197,11 @@ def check_source(
     codes: frozenset[str],
     tree: ast.Module | None = None,
     cells: Sequence[int] | None = None,
+    project: ProjectFacts = NO_FACTS,
 ) -> CheckResult:
     """All findings of the enabled rules in one file's source, noqa applied. `tree`: the
     source's, when the caller has parsed it already; `cells`: for a notebook's joined cells,
-    the cell of each line."""
+    the cell of each line; `project`: what the rest of the project says (lint/project.py)."""
     repaired: list[Finding] = []
     try:
         if tree is None:
@@ -213,7 +215,7 @@ def check_source(
     result = CheckResult(repaired)
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
-    ctx = Context(path, source, tree, cells)
+    ctx = Context(path, source, tree, cells, project)
     try:
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result)
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
@@ -476,6 +478,7 @@ def fix_source(
     codes: frozenset[str],
     unsafe: bool,
     cells: Sequence[int] | None = None,
+    project: ProjectFacts = NO_FACTS,
 ) -> FixResult:
     """Apply fixes until none is left; a pass whose result does not parse is not applied."""
 
@@ -491,6 +494,6 @@ def fix_source(
         return True
 
     def check(text: str) -> CheckResult:
-        return check_source(text, path, codes, cells=cells)
+        return check_source(text, path, codes, cells=cells, project=project)
 
     return FixResult(*fix_until_stable(source, check, unsafe, MAX_FIX_PASSES, parses))

@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 from torchdoctor._output import OutputError, ReaderGone
@@ -24,6 +25,7 @@ from torchdoctor.lint.runner import (
 )
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.progress import Progress
+from torchdoctor.lint.project import facts_for_check
 from torchdoctor.lint.source import decode
 from torchdoctor.report import render
 from torchdoctor.report.finding import Finding
@@ -80,6 +82,9 @@ def _check_stdin(args, job: Job, settings: config.Settings) -> int:
     if sys.stdin is None:  # `<&-`: python has no stdin to give
         raise UsageError(f"--stdin-filename {shown}: stdin is closed; pipe the source into it")
     data = sys.stdin.buffer.read(limit_for(shown) + 1)  # past the limit is too large: not read
+    # An editor's buffer belongs to the project around the file it names, on disk.
+    around = Path(shown).absolute().parent
+    job = replace(job, project=facts_for_check([], [around if around.is_dir() else Path.cwd()]))
     outcome, text, fixed = check_bytes(data, shown, job)
     drop_per_file_ignores(outcome, Path(shown), settings)
     if job.mode == "fix":

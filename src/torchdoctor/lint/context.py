@@ -14,6 +14,7 @@ from typing import Sequence
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.lines import line_starts, position, split_lines
+from torchdoctor.lint.project import NO_FACTS, ProjectFacts
 from torchdoctor.report.finding import Edit, Finding, Fix
 
 
@@ -102,10 +103,14 @@ class Context:
         source: str,
         tree: ast.Module,
         cells: Sequence[int] | None = None,
+        project: ProjectFacts = NO_FACTS,
     ) -> None:
         self.path = path
         self.source = source
         self.tree = tree
+        # What the rest of the project says (lint/project.py): its nn.Module classes, the
+        # environment variables it reads.
+        self.project = project
         # The code comes from a Jupyter notebook's cells (argparse, `display`... behave there).
         self.is_notebook = path.endswith(".ipynb")
         # For a notebook's joined cells: the cell number of each line (see `is_displayed`).
@@ -260,6 +265,8 @@ class Context:
             cls = self._local_class(func.id)
             if cls is not None and self.is_module_class(cls):
                 return Kind.MODULE
+            if cls is None and self._project_module_class(func.id, qualname):
+                return Kind.MODULE
             returned = self.returned_by(call)
             if isinstance(returned, Kind) and returned is not Kind.UNKNOWN:
                 return returned
@@ -272,8 +279,26 @@ class Context:
                 return Kind.NDARRAY
             if receiver is Kind.MODULE and func.attr in MODULE_SELF_METHODS:
                 return Kind.MODULE
+            if qualname and self._project_module_class(func.attr, qualname):
+                return Kind.MODULE  # `models.Net(...)`
             return self._callee_result(func)
         return Kind.UNKNOWN
+
+    def _project_module_class(self, name: str, qualname: str | None) -> bool:
+        """`Net` of `from models import Net` (or `from .models import Net`, `from models import
+        *`, `models.Net`) where every class `Net` of the project is an nn.Module."""
+        if not self.project.is_module_class(name):
+            return False
+        if qualname is not None:  # imported by name: from the project's own modules only
+            return self.project.is_project_module(qualname)
+        # Not imported by name: a relative import (whose origin is recorded as ""), or a star
+        # import; but not a local binding.
+        for scope in reversed(self._scopes):
+            if name in scope.kinds or name in scope.functions:
+                return False
+            if name in scope.aliases:
+                return scope.aliases[name] == ""
+        return name not in self.imported
 
     def _callee_result(self, func: ast.AST) -> Kind:
         # Calling a module runs its forward: the result is a tensor (or a structure of them).

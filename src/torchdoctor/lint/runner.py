@@ -19,6 +19,7 @@ from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import check_native, fix_native, is_native
 from torchdoctor.lint.pool import Failure, attempt, map_in_workers
+from torchdoctor.lint.project import NO_FACTS, FactsReader, ProjectFacts, facts_for_check
 from torchdoctor.lint.source import (
     SourceFile,
     UnreadableFile,
@@ -48,6 +49,8 @@ class Job:
     # Where --fix may write through a symbolic link: the checked directories and the
     # directories of the checked files (see `_write_fix`).
     write_roots: tuple[str, ...] = ()
+    # What the rest of the project says (lint/project.py), found before any file is checked.
+    project: ProjectFacts = NO_FACTS
 
 
 @dataclass
@@ -113,29 +116,49 @@ def check_files(
                 os.path.realpath(s if os.path.isdir(s) else s.parent) for s in scopes
             ),
         )
-    config_dir = settings.root if settings.config_file is not None else None
-    store = (
-        cache_module.ProjectCaches(scopes, config_dir, cache_module.settings_key(job.codes))
-        if use_cache and job.mode == "check"
-        else None
-    )
     outcomes: dict[int, FileOutcome] = {}
-    pending: list[_Pending] = []
+    # Every file is read first: its digest for the cache, and what it tells of the project,
+    # on which findings depend (so the cache key holds the project's facts). Only the files
+    # the cache cannot answer are read again, to be checked.
+    use_store = use_cache and job.mode == "check"
+    facts = FactsReader()
+    read: dict[int, tuple[str, int]] = {}  # index -> (digest, size)
     for index, path in enumerate(files):
-        shown = display_path(path, cwd)
         try:
             data = read_regular_file(path)
         except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
-            outcomes[index] = _unreadable(shown, error.strerror or str(error))
+            outcomes[index] = _unreadable(display_path(path, cwd), error.strerror or str(error))
             continue
-        file_digest = (
-            cache_module.digest(data + _neighbours(path, job)) if store is not None else ""
+        if path.suffix == ".py":
+            facts.add(data)
+        file_digest = cache_module.digest(data + _neighbours(path, job)) if use_store else ""
+        read[index] = (file_digest, len(data))
+    searched = [scope for scope in scopes if scope.is_dir()]
+    job = replace(job, project=facts_for_check(files, scopes, facts, searched))
+    config_dir = settings.root if settings.config_file is not None else None
+    store = (
+        cache_module.ProjectCaches(
+            scopes, config_dir, cache_module.settings_key(job.codes) + job.project.digest
         )
-        cached = store.get(path, file_digest, shown, len(data)) if store is not None else None
+        if use_store
+        else None
+    )
+    pending: list[_Pending] = []
+    for index, (file_digest, size) in read.items():
+        path = files[index]
+        shown = display_path(path, cwd)
+        cached = store.get(path, file_digest, shown, size) if store is not None else None
         if cached is not None:
             outcomes[index] = FileOutcome(shown, cached)
-        else:
-            pending.append(_Pending(index, file_digest, (str(path), shown, data)))
+            continue
+        try:
+            data = read_regular_file(path)
+        except OSError as error:  # gone or changed since it was read above
+            outcomes[index] = _unreadable(shown, error.strerror or str(error))
+            continue
+        if use_store:  # what is checked is what the cache will hold, if the file changed
+            file_digest = cache_module.digest(data + _neighbours(path, job))
+        pending.append(_Pending(index, file_digest, (str(path), shown, data)))
 
     on_done(len(files) - len(pending))
     for item, outcome in zip(pending, _map(job, [item.task for item in pending], jobs, on_done)):
@@ -273,8 +296,10 @@ def _write_fix(
 
 
 def _process_source(
-    source: SourceFile, shown: str, job: Job, check=check_source, fix=fix_source
+    source: SourceFile, shown: str, job: Job, check=None, fix=None
 ) -> tuple[FileOutcome, str]:
+    check = check or partial(check_source, project=job.project)
+    fix = fix or partial(fix_source, project=job.project)
     if job.mode == "check":
         result = check(source.text, shown, job.codes)
         return FileOutcome(shown, result.findings, result.internal_errors), source.text
@@ -299,9 +324,11 @@ def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOut
     skipped, broken, tree = notebook.broken_cells(book, shown)
     notebook.join_cells(book, skipped)
     cells = [cell for cell, _ in book.line_map]  # what a cell's last statement shows
-    check = partial(check_source, tree=tree, cells=cells)  # parsed once, not again
+    # Parsed once, not again.
+    check = partial(check_source, tree=tree, cells=cells, project=job.project)
+    fix = partial(fix_source, cells=cells, project=job.project)
     outcome, fixed_source = _process_source(
-        SourceFile(book.source, "utf-8"), shown, job, check, partial(fix_source, cells=cells)
+        SourceFile(book.source, "utf-8"), shown, job, check, fix
     )
     outcome.findings = broken + [notebook.locate(f, book) for f in outcome.findings]
     outcome.findings.sort(key=Finding.sort_key)

@@ -1,0 +1,274 @@
+"""What a file's project knows that the file alone does not: which of the project's classes are
+`nn.Module`s (a model defined in `models.py` is a model in `train.py` too), and which
+environment variables the project reads anywhere (`LOCAL_RANK` read in a launcher module).
+
+The facts are read from the text of every Python file of the project with a few linear regular
+expressions, not from a parse: a cold check must not parse the project twice. They are
+conservative: a class name counts as a module only when every class of that name in the project
+is one, so a fact is never made up from a name two files use differently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from torchdoctor.lint.files import SKIPPED_DIRS
+from torchdoctor.user_files import read_regular_file
+
+# A project larger than this is indexed in part (the files nearest the top first): the facts
+# only ever add knowledge, so a partial index is still right, never wrong.
+MAX_FILES = 20_000
+# Files larger than this are generated or vendored data, not code whose classes matter.
+MAX_FILE_BYTES = 2_000_000
+# What marks the top of a project, looking up from a checked file.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+# The patterns run on bytes: on a str holding any non-ASCII character Python's regex engine is
+# thirty times slower. `class Name(bases):`; the bases are bounded so that a class statement
+# whose parenthesis never closes costs a bounded scan, not one to the end of the file.
+# (No `\b` in front: it would cost the engine its fast search for the literal `class`; the
+# byte before a match is looked at instead.)
+_CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^()]{0,400})\))?[ \t]*:")
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+# `os.environ["X"]`, `os.environ.get("X")`, `environ.setdefault("X", ...)`, `os.getenv("X")`,
+# and `"X" in os.environ`.
+_ENV_NAME = rb"""[ \t]*['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"]"""
+# Each begins with its literal word, which the engine finds fast (an alternation would not).
+_ENV_READ = re.compile(rb"environ[ \t]*(?:\[|\.get[ \t]*\(|\.setdefault[ \t]*\()" + _ENV_NAME)
+_ENV_GOT = re.compile(rb"getenv[ \t]*\(" + _ENV_NAME)
+_ENV_TESTED = re.compile(
+    rb"""['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"][ \t]+in[ \t]+(?:os\.)?environ\b"""
+)
+# torch.nn names that are not module classes (as in the context's own list).
+_NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
+
+
+# Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
+# a training module other than the one that builds the sampler).
+WATCHED_METHODS = (b"set_epoch",)
+_METHOD_CALL = re.compile(rb"\.(" + b"|".join(WATCHED_METHODS) + rb")[ \t]*\(")
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """The facts of one project; `digest` changes when any of them does (for the cache)."""
+
+    module_classes: frozenset[str]
+    env_reads: frozenset[str]
+    digest: str
+    # The names the project's own modules and packages can be imported by (`models` of
+    # `models/resnet.py`, `resnet` too): what tells `models.Net` from another library's `Net`.
+    modules: frozenset[str] = frozenset()
+    methods_called: frozenset[str] = frozenset()  # of WATCHED_METHODS
+
+    def is_module_class(self, name: str) -> bool:
+        return name in self.module_classes
+
+    def reads_env(self, name: str) -> bool:
+        return name in self.env_reads
+
+    def is_project_module(self, dotted: str) -> bool:
+        return dotted.partition(".")[0] in self.modules
+
+    def calls_method(self, name: str) -> bool:
+        return name in self.methods_called
+
+
+NO_FACTS = ProjectFacts(frozenset(), frozenset(), "")
+
+
+def project_root(path: Path) -> Path:
+    """The nearest directory at or above `path` (a file or directory) holding a project marker,
+    else the directory itself."""
+    start = path if path.is_dir() else path.parent
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if any((directory / marker).exists() for marker in PROJECT_MARKERS):
+            return directory
+    return start
+
+
+def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
+    """The project's Python files, breadth first (the top-level modules first), skipping what
+    discovery skips (virtualenvs, caches, build output) and hidden directories."""
+    found: list[Path] = []
+    todo = [root]
+    while todo and len(found) < limit:
+        directory = todo.pop(0)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if name not in SKIPPED_DIRS and not name.startswith("."):
+                        todo.append(Path(entry.path))
+                elif name.endswith(".py") and entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+            except OSError:
+                continue
+    return found[:limit]
+
+
+class FactsReader:
+    """Reads the facts of a project one source at a time, so that a caller reading its files
+    for another reason (the cache's digests) need not keep them all."""
+
+    def __init__(self) -> None:
+        self._bases_of: dict[str, list[list[str]]] = {}  # class -> the bases of each definition
+        self._env_reads: set[str] = set()
+        self._methods: set[str] = set()
+
+    def add(self, source: bytes) -> None:
+        if b"set_epoch" in source:
+            self._methods.update(name.decode() for name in _METHOD_CALL.findall(source))
+        for match in _CLASS.finditer(source):
+            start = match.start()
+            if start and source[start - 1] in _WORD_BYTES:  # `subclass X(...)`, `myclass ...`
+                continue
+            bases = _base_names((match.group(2) or b"").decode("ascii", "replace"))
+            self._bases_of.setdefault(match.group(1).decode("ascii", "replace"), []).append(bases)
+        if b"environ" in source:
+            self._env_reads.update(name.decode() for name in _ENV_READ.findall(source))
+            if b" in os.environ" in source or b" in environ" in source:
+                self._env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
+        if b"getenv" in source:
+            self._env_reads.update(name.decode() for name in _ENV_GOT.findall(source))
+
+    def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
+        classes = _module_classes(self._bases_of)
+        parts = (classes, self._env_reads, self._methods)
+        # The module names are left out: adding or removing a file must not make every cached
+        # result stale; a file whose imports change is checked again for its own text.
+        digest = hashlib.sha256(
+            "\1".join("\0".join(sorted(part)) for part in parts).encode()
+        ).hexdigest()[:16]
+        return ProjectFacts(
+            frozenset(classes),
+            frozenset(self._env_reads),
+            digest,
+            frozenset(modules),
+            frozenset(self._methods),
+        )
+
+
+def read_facts(sources: Iterable[bytes], modules: Iterable[str] = ()) -> ProjectFacts:
+    """The facts of a project whose Python files hold `sources`, importable as `modules`."""
+    reader = FactsReader()
+    for source in sources:
+        reader.add(source)
+    return reader.facts(modules)
+
+
+def facts_for(root: Path) -> ProjectFacts:
+    """The facts of the project under `root`; unreadable files are left out."""
+    return facts_for_check([], [root])
+
+
+def facts_for_check(
+    checked: Iterable[Path],
+    scopes: Iterable[Path],
+    reader: FactsReader | None = None,
+    searched: Iterable[Path] = (),
+) -> ProjectFacts:
+    """The facts of the projects around what `check` was asked to look at: the files it
+    checks (`checked`, absolute; their sources already given to `reader` by the caller, which
+    reads them anyway) and the other Python files of each project (the tree above the nearest
+    project marker of each scope), read here. Paths are compared as written (discovery
+    resolves directories): resolving thousands of links costs more than checking them.
+    `searched`: the directories whose files discovery listed in `checked`; a project root
+    among them holds no other file but those the user excluded, and is not read again."""
+    reader = reader or FactsReader()
+    roots = sorted({project_root(Path(scope)) for scope in scopes})
+    seen = {os.path.normpath(path) for path in checked}
+    modules: set[str] = set()
+    for path in seen:
+        modules.update(_module_names(path, roots))
+    listed = {os.path.normpath(directory) for directory in searched}
+    extra = 0
+    for root in roots:
+        if os.path.normpath(root) in listed:
+            continue
+        for path in python_files(root, MAX_FILES - extra):
+            name = os.path.normpath(path)
+            if name in seen:
+                continue
+            seen.add(name)
+            modules.update(_module_names(name, [root]))
+            try:
+                reader.add(read_regular_file(path, MAX_FILE_BYTES))
+                extra += 1
+            except OSError:
+                continue
+    return reader.facts(modules)
+
+
+def _module_names(path: str, roots: list[Path]) -> list[str]:
+    """The names `path` may be imported by, part by part (`models`, `resnet` for
+    `models/resnet.py`), under the first root holding it; its own stem alone elsewhere."""
+    for root in roots:
+        prefix = os.path.join(str(root), "")
+        if path.startswith(prefix):
+            parts = path[len(prefix) :].split(os.sep)
+            return [*parts[:-1], os.path.splitext(parts[-1])[0]]
+    return [os.path.splitext(os.path.basename(path))[0]]
+
+
+def _base_names(bases: str) -> list[str]:
+    """The bases of a class statement, each by its last dotted part, with `nn.` kept in front
+    of torch.nn's own classes: `nn.Module`, `torch.nn.Linear` -> `nn.Module`, `nn.Linear`."""
+    names = []
+    for part in bases.split(","):
+        dotted = part.split("[", 1)[0].strip()
+        if not dotted or "=" in part:  # nothing, or a keyword: metaclass=..., total=False
+            continue
+        last = dotted.rpartition(".")[2]
+        names.append("nn." + last if dotted.startswith(("nn.", "torch.nn.")) else last)
+    return names
+
+
+def _module_classes(bases_of: dict[str, list[list[str]]]) -> set[str]:
+    """The class names every definition of which subclasses nn.Module: directly, through a
+    torch.nn class, or through other such project classes. Linear in the number of bases: a
+    definition is settled once, when its first module base is known."""
+
+    def direct(base: str) -> bool:
+        if base.startswith("nn."):
+            last = base[3:]
+            return last[:1].isupper() and last not in _NN_NON_MODULES
+        # A bare `Module` (from torch.nn import Module), unless the project has its own.
+        return base == "Module" and "Module" not in bases_of
+
+    unsettled: dict[str, int] = {}  # class name -> its definitions not yet known to be modules
+    waiting: dict[str, list[tuple[str, int]]] = {}  # base name -> (class, definition) on it
+    settled: set[tuple[str, int]] = set()
+    ready: list[str] = []
+    for name, definitions in bases_of.items():
+        unsettled[name] = len(definitions)
+        for number, bases in enumerate(definitions):
+            if any(direct(base) for base in bases):
+                settled.add((name, number))
+                unsettled[name] -= 1
+            else:
+                for base in bases:
+                    waiting.setdefault(base, []).append((name, number))
+        if unsettled[name] == 0:
+            ready.append(name)
+    modules: set[str] = set()
+    while ready:
+        name = ready.pop()
+        modules.add(name)
+        for dependent in waiting.pop(name, ()):
+            if dependent not in settled:
+                settled.add(dependent)
+                unsettled[dependent[0]] -= 1
+                if unsettled[dependent[0]] == 0:
+                    ready.append(dependent[0])
+    return modules

@@ -1,0 +1,143 @@
+"""The project facts: which class names are nn.Modules across files, which environment
+variables the project reads, where a project starts, and that reading them stays linear."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from torchdoctor.lint.project import facts_for, project_root, python_files, read_facts
+
+
+def test_module_classes_follow_bases_across_files():
+    facts = read_facts(
+        [
+            b"import torch.nn as nn\nclass Backbone(nn.Module):\n    pass\n",
+            b"from models import Backbone\nclass Net(Backbone, Mixin):\n    pass\n",
+            b"class Head(torch.nn.Sequential):\n    pass\nclass Config(object):\n    pass\n",
+            b"from torch.nn import Module\nclass Tiny(Module, metaclass=Meta):\n    pass\n",
+            b"class Weight(nn.Parameter):\n    pass\nclass Generic(Backbone[int]):\n    pass\n",
+        ]
+    )
+    assert facts.module_classes == {"Backbone", "Net", "Head", "Tiny", "Generic"}
+
+
+def test_a_name_two_files_define_differently_is_not_a_module():
+    facts = read_facts([b"class Model(nn.Module): pass\n", b"class Model(object): pass\n"])
+    assert not facts.is_module_class("Model")
+
+
+def test_a_project_module_named_module_is_not_torch_nn_module():
+    facts = read_facts([b"class Module:\n    pass\nclass Thing(Module):\n    pass\n"])
+    assert not facts.is_module_class("Thing")
+
+
+def test_environment_variables_read_anywhere():
+    facts = read_facts(
+        [
+            b'rank = int(os.environ["LOCAL_RANK"])\n',
+            b'world = os.environ.get("WORLD_SIZE", 1)\nseed = os.getenv( "SEED")\n',
+            b'if "MASTER_ADDR" in os.environ:\n    pass\n',
+            'x = "\u4e2d"  # non-ASCII text\nos.environ.setdefault("OMP_NUM_THREADS", "1")\n'.encode(),
+        ]
+    )
+    assert facts.env_reads == {"LOCAL_RANK", "WORLD_SIZE", "SEED", "MASTER_ADDR", "OMP_NUM_THREADS"}
+    assert facts.reads_env("LOCAL_RANK") and not facts.reads_env("RANK")
+
+
+def test_the_digest_changes_with_the_facts_only():
+    one = read_facts([b"class A(nn.Module): pass\n"])
+    same = read_facts([b"x = 1\nclass A(nn.Module):\n    y = 2\n"])
+    other = read_facts([b"class B(nn.Module): pass\n"])
+    assert one.digest == same.digest != other.digest
+
+
+def test_project_root_is_the_nearest_marker(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "src" / "pkg"
+    package.mkdir(parents=True)
+    (package / "train.py").write_text("")
+    assert project_root(package / "train.py") == tmp_path.resolve()
+    lone = tmp_path / "elsewhere"
+    lone.mkdir()
+    (lone / "pyproject.toml").write_text("")
+    assert project_root(lone) == lone.resolve()
+
+
+def test_files_skip_virtualenvs_and_hidden_directories(tmp_path):
+    for name in ("models.py", "pkg/net.py", ".venv/lib/x.py", "venv/y.py", ".hidden/z.py"):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("class Net(nn.Module): pass\n")
+    found = {p.relative_to(tmp_path).as_posix() for p in python_files(tmp_path)}
+    assert found == {"models.py", "pkg/net.py"}
+    assert facts_for(tmp_path).is_module_class("Net")
+
+
+def test_an_unclosed_class_statement_and_a_long_chain_stay_linear():
+    # 20,000 classes each built on the previous one, listed last first (the worst order for a
+    # fixed point recomputed in passes), and a file of unclosed `class X(` lines.
+    chain = b"".join(b"class C%d(C%d):\n    pass\n" % (i + 1, i) for i in reversed(range(20_000)))
+    chain = b"class C0(nn.Module):\n    pass\n" + chain
+    unclosed = b"class X(\n" * 50_000
+    start = time.process_time()
+    facts = read_facts([chain, unclosed])
+    assert "C20000" in facts.module_classes
+    assert time.process_time() - start < 20  # quadratic would take minutes; linear, well under 1 s
+
+
+MODELS = "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    pass\n"
+TRAIN = (
+    "import torch\n"
+    "from models import Net\n"
+    "from .nets import Other\n"
+    "\n"
+    "model = Net()\n"
+    "torch.save(model, 'model.pt')\n"
+    "other = Other()\n"
+    "torch.save(other, 'other.pt')\n"
+)
+
+
+def _project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "nets.py").write_text("from models import Net\n\n\nclass Other(Net):\n    pass\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+
+
+def _check(tmp_path, *args, stdin=None):
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "check", "--no-cache", "--select", "TD503", *args],
+        cwd=tmp_path,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_model_class_from_a_sibling_module_is_a_model(tmp_path):
+    _project(tmp_path)
+    run = _check(tmp_path, ".")
+    assert run.returncode == 1, run.stderr
+    assert "train.py:6:1: TD503" in run.stdout  # from models import Net
+    assert "train.py:8:1: TD503" in run.stdout  # from .nets import Other, a subclass of Net
+
+
+def test_one_file_checked_alone_still_sees_its_project(tmp_path):
+    _project(tmp_path)
+    assert "train.py:6:1: TD503" in _check(tmp_path, "train.py").stdout
+    # An editor's unsaved buffer, named by --stdin-filename, too.
+    run = _check(tmp_path, "--stdin-filename", "train.py", "-", stdin=TRAIN)
+    assert "train.py:6:1: TD503" in run.stdout
+
+
+def test_a_class_of_another_library_with_the_same_name_is_not_the_project_s(tmp_path):
+    _project(tmp_path)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom keras.models import Net\n\nmodel = Net()\ntorch.save(model, 'm.pt')\n"
+    )
+    run = _check(tmp_path, ".")
+    assert run.returncode == 0 and "TD503" not in run.stdout
