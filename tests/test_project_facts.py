@@ -107,9 +107,9 @@ def _project(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
 
 
-def _check(tmp_path, *args, stdin=None):
+def _check(tmp_path, *args, stdin=None, rule="TD503"):
     return subprocess.run(
-        [sys.executable, "-m", "torchdoctor", "check", "--no-cache", "--select", "TD503", *args],
+        [sys.executable, "-m", "torchdoctor", "check", "--no-cache", "--select", rule, *args],
         cwd=tmp_path,
         input=stdin,
         capture_output=True,
@@ -141,3 +141,15 @@ def test_a_class_of_another_library_with_the_same_name_is_not_the_project_s(tmp_
     )
     run = _check(tmp_path, ".")
     assert run.returncode == 0 and "TD503" not in run.stdout
+
+
+def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', type=int, default=0)\n"
+    )
+    run = _check(tmp_path, ".", rule="TD603")
+    assert "train.py:5:21: TD603" in run.stdout  # nothing reads LOCAL_RANK: torchrun breaks it
+    (tmp_path / "dist.py").write_text("import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n")
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout

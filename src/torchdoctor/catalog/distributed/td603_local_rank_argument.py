@@ -28,9 +28,9 @@ PITFALL = Pitfall(
         "zh": '同时接受两种写法：加上 `"--local-rank"`',
     },
     fix_applicability="safe",
-    # Off by default: wrong on all 3 findings in 38 real corpora (issue 13's measurement; the
-    # projects read LOCAL_RANK in another module) until the project index sees other files.
-    default=False,
+    # On again since the project index sees LOCAL_RANK read in other modules: the cause of all
+    # 3 false findings in issue 13's 38 corpora (docs/precision.md).
+    default=True,
     fix_hint={
         "en": 'Declare both spellings, `parser.add_argument("--local_rank", "--local-rank", '
         'type=int, default=int(os.environ.get("LOCAL_RANK", 0)))`, or launch with '
@@ -42,8 +42,9 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-An argparse option `--local_rank` declared without the `--local-rank` spelling, in a file that
-never reads the `LOCAL_RANK` environment variable.
+An argparse option `--local_rank` declared without the `--local-rank` spelling, in a project
+that never reads the `LOCAL_RANK` environment variable (in this file or any other of the
+project: `os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`, `"LOCAL_RANK" in os.environ`).
 
 ## Why is this bad?
 The old launcher `python -m torch.distributed.launch` used to pass `--local_rank=N` to every
@@ -64,8 +65,9 @@ working. It does not add the `LOCAL_RANK` fallback that `torchrun` needs: use
 """,
         "zh": """
 ## What it catches
-argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法，而且整个文件都没有读取
-`LOCAL_RANK` 环境变量。
+argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法，而且整个项目（本文件或项目中的
+任何其他文件）都没有读取 `LOCAL_RANK` 环境变量（`os.environ["LOCAL_RANK"]`、`os.getenv("LOCAL_RANK")`、
+`"LOCAL_RANK" in os.environ`）。
 
 ## Why is this bad?
 旧的启动方式 `python -m torch.distributed.launch` 以前会给每个进程传 `--local_rank=N`。
@@ -117,8 +119,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     option = _option(call, OLD_SPELLING)
     if option is None or _option(call, NEW_SPELLING) is not None:
         return
-    if _reads_local_rank_env(ctx):  # torchrun's way is handled somewhere in the file
-        return
+    if _reads_local_rank_env(ctx) or ctx.project.reads_env(ENV_VARIABLE):
+        return  # torchrun's way is handled somewhere in the file, or in the project
     quote = '"' if ctx.text(option)[:1] != "'" else "'"
     _, end = ctx.span(option)
     fix = ctx.fix(PITFALL, "safe", ctx.edit(end, end, f", {quote}{NEW_SPELLING}{quote}"))
