@@ -153,3 +153,12 @@ def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
     assert "train.py:5:21: TD603" in run.stdout  # nothing reads LOCAL_RANK: torchrun breaks it
     (tmp_path / "dist.py").write_text("import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n")
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+
+
+def test_a_project_that_loads_pickled_objects_saves_whole_models_on_purpose(tmp_path):
+    _project(tmp_path)
+    (tmp_path / "load.py").write_text(
+        "import torch\n\n\ndef load(path):\n    return torch.load(path, weights_only=False)\n"
+    )
+    run = _check(tmp_path, ".")
+    assert run.returncode == 0 and "TD503" not in run.stdout

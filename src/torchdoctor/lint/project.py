@@ -48,6 +48,12 @@ _ENV_TESTED = re.compile(
 _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
 
 
+# Code whose presence anywhere in the project a rule asks about: the project loads pickled
+# objects on purpose (so its whole-module checkpoints are its format, not a mistake).
+# Each with a word the file must hold before the pattern is tried.
+_MARKERS = {
+    "weights_only=False": (b"weights_only", re.compile(rb"weights_only[ \t]*=[ \t]*False\b"))
+}
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
@@ -65,6 +71,7 @@ class ProjectFacts:
     # `models/resnet.py`, `resnet` too): what tells `models.Net` from another library's `Net`.
     modules: frozenset[str] = frozenset()
     methods_called: frozenset[str] = frozenset()  # of WATCHED_METHODS
+    markers: frozenset[str] = frozenset()  # keys of _MARKERS found somewhere
 
     def is_module_class(self, name: str) -> bool:
         return name in self.module_classes
@@ -77,6 +84,11 @@ class ProjectFacts:
 
     def calls_method(self, name: str) -> bool:
         return name in self.methods_called
+
+    def has(self, marker: str) -> bool:
+        """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
+        `weights_only=False`)."""
+        return marker in self.markers
 
 
 NO_FACTS = ProjectFacts(frozenset(), frozenset(), "")
@@ -125,8 +137,12 @@ class FactsReader:
         self._bases_of: dict[str, list[list[str]]] = {}  # class -> the bases of each definition
         self._env_reads: set[str] = set()
         self._methods: set[str] = set()
+        self._markers: set[str] = set()
 
     def add(self, source: bytes) -> None:
+        for marker, (word, pattern) in _MARKERS.items():
+            if marker not in self._markers and word in source and pattern.search(source):
+                self._markers.add(marker)
         if b"set_epoch" in source:
             self._methods.update(name.decode() for name in _METHOD_CALL.findall(source))
         for match in _CLASS.finditer(source):
@@ -144,7 +160,7 @@ class FactsReader:
 
     def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
         classes = _module_classes(self._bases_of)
-        parts = (classes, self._env_reads, self._methods)
+        parts = (classes, self._env_reads, self._methods, self._markers)
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
         digest = hashlib.sha256(
@@ -156,6 +172,7 @@ class FactsReader:
             digest,
             frozenset(modules),
             frozenset(self._methods),
+            frozenset(self._markers),
         )
 
 

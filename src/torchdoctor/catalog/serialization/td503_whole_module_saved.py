@@ -6,7 +6,16 @@ import ast
 import re
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Kind, Pitfall
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    bindings,
+    scope_of,
+    shorten,
+)
 from torchdoctor.catalog.sdk import weights_only as _weights_only
 
 PITFALL = Pitfall(
@@ -20,6 +29,12 @@ PITFALL = Pitfall(
         "": {
             "en": "`torch.save({module}, ...)` pickles the whole module: save `{module}.state_dict()` instead",
             "zh": "`torch.save({module}, ...)` 会 pickle 整个模块：应改为保存 `{module}.state_dict()`",
+        },
+        "inside": {
+            "en": "`torch.save` pickles the whole module `{module}` held in `{saved}`: save "
+            "`{module}.state_dict()` there instead",
+            "zh": "`torch.save` 会 pickle `{saved}` 中的整个模块 `{module}`：应在那里改为保存 "
+            "`{module}.state_dict()`",
         },
         "ckpt": {
             "en": "the file is a whole pickled `{cls}`, not a state_dict: loading it imports and "
@@ -44,7 +59,11 @@ PITFALL = Pitfall(
         "en": """
 ## What it catches
 `torch.save(model, path)` where `model` is known to be an `nn.Module` (built from a `torch.nn`
-class, a local `nn.Module` subclass, `timm.create_model`, a torchvision model...).
+class, an `nn.Module` subclass of the file or of another module of the project,
+`timm.create_model`, a torchvision model...), also inside what is saved: an element of
+`[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. Not in a project that
+loads with `weights_only=False` somewhere: whole modules are then its checkpoint format, chosen
+on purpose (as Ultralytics does).
 
 ## Why is this bad?
 Saving a module pickles the object itself: the file stores a reference to the class by its
@@ -66,8 +85,10 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 """,
         "zh": """
 ## What it catches
-`torch.save(model, path)`，且 `model` 已知是一个 `nn.Module`（由 `torch.nn` 中的类、本地的
-`nn.Module` 子类、`timm.create_model`、torchvision 模型等创建）。
+`torch.save(model, path)`，且 `model` 已知是一个 `nn.Module`（由 `torch.nn` 中的类、本文件或项目中其他模块的
+`nn.Module` 子类、`timm.create_model`、torchvision 模型等创建）；也包括保存内容中的模块：
+`[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。项目中某处用 `weights_only=False`
+加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。
 
 ## Why is this bad?
 保存模块时 pickle 的是对象本身：文件里记录的是类的导入路径（如 `my_project.models.Net`）和实例的属性。
@@ -108,8 +129,15 @@ torch.save(model.state_dict(), "model.pt")
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not call.args or ctx.qualname(call.func) != "torch.save":
         return
+    if ctx.project.has("weights_only=False"):
+        return  # the project loads pickled objects on purpose: whole modules are its format
     saved = call.args[0]
     if ctx.kind_of(saved) is not Kind.MODULE:
+        inner = _module_inside(saved, ctx)
+        if inner is not None:
+            yield ctx.finding(
+                PITFALL, call, "inside", module=ctx.text(inner), saved=shorten(ctx.text(saved))
+            )
         return
     module = ctx.text(saved)
     fix = None
@@ -122,6 +150,23 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             title=title,
         )
     yield ctx.finding(PITFALL, call, fix=fix, module=module)
+
+
+def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
+    """A module held in what is saved: an element of `[model, optimizer]`, a value of
+    `{"model": model, "epoch": epoch}`, also through a name bound only to such a literal."""
+    if isinstance(saved, ast.Name):
+        found = bindings(ctx, scope_of(saved.id, ctx), saved.id)
+        if not found or len(found) != 1 or found[0].augmented:
+            return None
+        saved = found[0].value
+    if isinstance(saved, (ast.List, ast.Tuple)):
+        items = saved.elts
+    elif isinstance(saved, ast.Dict):
+        items = saved.values
+    else:
+        return None
+    return next((item for item in items if ctx.kind_of(item) is Kind.MODULE), None)
 
 
 def _wrapped(expr: ast.AST, text: str) -> str:
