@@ -162,3 +162,37 @@ def test_a_project_that_loads_pickled_objects_saves_whole_models_on_purpose(tmp_
     )
     run = _check(tmp_path, ".")
     assert run.returncode == 0 and "TD503" not in run.stdout
+
+
+LOADERS = (
+    "import torch\n"
+    "from torch.utils.data import DataLoader\n"
+    "from torch.utils.data.distributed import DistributedSampler\n"
+    "\n"
+    "\n"
+    "def prepare(dataset):\n"
+    "    train_sampler = DistributedSampler(dataset)\n"
+    "    return DataLoader(dataset, sampler=train_sampler), train_sampler\n"
+    "\n"
+    "\n"
+    "def main(dataset, train_one_epoch):\n"
+    "    loader, sampler = prepare(dataset)\n"
+    "    for epoch in range(10):\n"
+    "        train_one_epoch(loader)\n"
+)
+
+
+def test_a_sampler_whose_epoch_nothing_in_the_project_sets(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(LOADERS)
+    run = _check(tmp_path, ".", rule="TD604")
+    assert "train.py:7:21: TD604" in run.stdout and "nothing in the project" in run.stdout
+    # Another module steps the epoch: fine.
+    (tmp_path / "loop.py").write_text("def epoch(sampler, e):\n    sampler.set_epoch(e)\n")
+    assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
+
+
+def test_a_library_loader_factory_is_left_to_its_callers(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "loader.py").write_text(LOADERS.split("\n\n\ndef main")[0] + "\n")
+    assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout

@@ -72,6 +72,9 @@ class ProjectFacts:
     modules: frozenset[str] = frozenset()
     methods_called: frozenset[str] = frozenset()  # of WATCHED_METHODS
     markers: frozenset[str] = frozenset()  # keys of _MARKERS found somewhere
+    # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
+    # explain), so that nothing is known to be absent from it.
+    known: bool = True
 
     def is_module_class(self, name: str) -> bool:
         return name in self.module_classes
@@ -91,7 +94,7 @@ class ProjectFacts:
         return marker in self.markers
 
 
-NO_FACTS = ProjectFacts(frozenset(), frozenset(), "")
+NO_FACTS = ProjectFacts(frozenset(), frozenset(), "", known=False)
 
 
 def project_root(path: Path) -> Path:

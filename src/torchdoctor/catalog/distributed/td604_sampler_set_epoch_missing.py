@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     block_names,
     index,
     index_of,
+    name_words,
     per_file,
 )
 
@@ -30,6 +31,13 @@ PITFALL = Pitfall(
             "`{sampler}.set_epoch(...)`: every epoch gets the same shuffle order",
             "zh": "`{loader}` 使用了 DistributedSampler，但这个 epoch 循环里没有调用 "
             "`{sampler}.set_epoch(...)`：每个 epoch 的打乱顺序都一样",
+        },
+        "nowhere": {
+            "en": "this DistributedSampler shuffles, but nothing in the project calls "
+            "`set_epoch(...)`: every epoch gets the same order; call `sampler.set_epoch(epoch)` "
+            "at the start of each epoch",
+            "zh": "这个 DistributedSampler 会打乱顺序，但整个项目都没有调用 `set_epoch(...)`："
+            "每个 epoch 的顺序都一样；请在每个 epoch 开始时调用 `sampler.set_epoch(epoch)`",
         },
         "runtime": {
             "en": "a shuffling DistributedSampler is iterated again with epoch {epoch}, the same "
@@ -51,7 +59,12 @@ PITFALL = Pitfall(
 A `DistributedSampler` (with the default `shuffle=True`) given to a `DataLoader` that is
 iterated inside an epoch loop, when the file never calls `set_epoch` (neither
 `sampler.set_epoch(epoch)` nor `loader.sampler.set_epoch(epoch)`). The sampler, the loader and
-the loops must be in the same function or at module level.
+the loops must be in the same function or at module level. When the epoch loop is elsewhere (the
+loader made in a `prepare_dataloaders()` the script calls), the sampler itself is reported if
+nothing in the whole project calls `set_epoch`, it feeds training (no `val`/`test`/`eval` in its
+names), and no training framework that sets the epoch itself is imported (Lightning, Accelerate,
+Transformers, Ignite, DeepSpeed, fairseq, detectron2, MMEngine...). A loader factory that its
+own file never calls is a library's, left to its callers.
 
 ## Why is this bad?
 `DistributedSampler` shuffles with a generator seeded by `seed + epoch`, and `epoch` is only
@@ -73,6 +86,10 @@ loop variable is assumed to count epochs.
 把 `DistributedSampler`（默认 `shuffle=True`）交给 `DataLoader`，并在 epoch 循环里遍历这个 DataLoader，
 而整个文件都没有调用 `set_epoch`（既没有 `sampler.set_epoch(epoch)`，也没有
 `loader.sampler.set_epoch(epoch)`）。sampler、DataLoader 和循环需要在同一个函数里，或都在模块顶层。
+epoch 循环在别处时（DataLoader 由脚本调用的 `prepare_dataloaders()` 创建），如果整个项目都没有调用
+`set_epoch`、这个 sampler 用于训练（名字里没有 `val`/`test`/`eval`），并且没有导入会自己设置 epoch 的
+训练框架（Lightning、Accelerate、Transformers、Ignite、DeepSpeed、fairseq、detectron2、MMEngine 等），
+就在 sampler 处报告。所在文件自己从不调用的 DataLoader 工厂函数属于库，留给它的调用者。
 
 ## Why is this bad?
 `DistributedSampler` 用 `seed + epoch` 作为随机种子来打乱数据，而 `epoch` 只有 `set_epoch` 会修改。
@@ -129,25 +146,90 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if _calls_set_epoch(ctx):  # set somewhere in the file, perhaps through a helper: trust it
         return
     located = ctx.statement_block()
-    if located is None:
-        return
-    block, index = located
-    found = _sampler_and_loader(call, ctx, block, index)
-    if found is None:
-        return
-    sampler, maybe_none, loader, loader_index = found
-    for position, _ in block_names(ctx, block).mentions_after(loader, loader_index):
-        loop = block[position]
-        if isinstance(loop, LOOPS) and _iterates(loop, loader, ctx):
-            target = sampler or f"{loader}.sampler"
-            yield ctx.finding(
-                PITFALL,
-                loop,
-                end_node=loop.iter,
-                loader=loader,
-                sampler=target,
-                fix=_fix(loop, target, maybe_none, ctx),
-            )
+    found = _sampler_and_loader(call, ctx, *located) if located is not None else None
+    if found is not None:
+        block = located[0]
+        sampler, maybe_none, loader, loader_index = found
+        for position, _ in block_names(ctx, block).mentions_after(loader, loader_index):
+            loop = block[position]
+            if isinstance(loop, LOOPS) and _iterates(loop, loader, ctx):
+                target = sampler or f"{loader}.sampler"
+                yield ctx.finding(
+                    PITFALL,
+                    loop,
+                    end_node=loop.iter,
+                    loader=loader,
+                    sampler=target,
+                    fix=_fix(loop, target, maybe_none, ctx),
+                )
+                return
+    # The epoch loop is elsewhere (another function, another file): then nothing in the
+    # whole project may call `set_epoch`, for a sampler that feeds training, in code that no
+    # training framework drives (they call `set_epoch` themselves).
+    if (
+        ctx.project.known
+        and not ctx.project.calls_method("set_epoch")
+        and _for_training(call, ctx)
+        and _used_in_this_program(ctx)
+        and not _framework_imported(ctx)
+    ):
+        yield ctx.finding(PITFALL, call, "nowhere")
+
+
+# Words of a sampler's or dataset's name that say it is not for training: its order does not
+# matter there.
+_NOT_TRAINING = frozenset({"val", "valid", "validation", "test", "eval", "dev", "inference"})
+# Packages whose training loops call `set_epoch` on a loader's DistributedSampler themselves.
+_FRAMEWORKS = frozenset(
+    {
+        "lightning",
+        "pytorch_lightning",
+        "accelerate",
+        "transformers",
+        "ignite",
+        "deepspeed",
+        "fairseq",
+        "detectron2",
+        "mmengine",
+        "mmcv",
+        "composer",
+        "catalyst",
+    }
+)
+
+
+def _for_training(call: ast.Call, ctx: Context) -> bool:
+    statement = ctx.parent()
+    texts = [ctx.text(call.args[0])] if call.args else []
+    if isinstance(statement, ast.Assign):
+        texts += [ctx.text(target) for target in statement.targets]
+    return not any(_NOT_TRAINING.intersection(name_words(text)) for text in texts)
+
+
+def _used_in_this_program(ctx: Context) -> bool:
+    """The sampler is made at the top of a script, or in a function this file calls: not in a
+    library's loader factory, whose callers (elsewhere) may step the epoch."""
+    function = ctx.enclosing_function()
+    return function is None or _called_in_file(ctx, function.name)
+
+
+@per_file
+def _called_in_file(ctx: Context, name: str) -> bool:
+    whole = index(ctx)
+    return bool(whole.calls_named(ctx.tree, (name,)))
+
+
+@per_file
+def _framework_imported(ctx: Context) -> bool:
+    for node in index(ctx).everywhere(ast.Import, ast.ImportFrom):
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [alias.name for alias in node.names]
+        )
+        if any(name.partition(".")[0] in _FRAMEWORKS for name in names):
+            return True
+    return False
 
 
 def _no_shuffle(call: ast.Call) -> bool:
