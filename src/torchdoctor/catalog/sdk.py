@@ -32,7 +32,7 @@ import importlib
 from typing import TYPE_CHECKING, Iterable, Protocol
 
 from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
-from torchdoctor.knowledge import dtypes, state_dicts, weights_only
+from torchdoctor.knowledge import dtypes, state_dicts, tensor_methods, weights_only
 from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
 from torchdoctor.lint.context import (
     MODULE_SELF_METHODS,
@@ -160,6 +160,7 @@ __all__ = [
     "pick",
     "scope_of",
     "shorten",
+    "tensor_methods",
     "split_lines",
     "state_dicts",
     "statements",

@@ -5,7 +5,17 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, per_file, shorten, statements
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    bindings,
+    per_file,
+    shorten,
+    statements,
+    tensor_methods,
+)
 
 PITFALL = Pitfall(
     code="TD001",
@@ -37,13 +47,16 @@ PITFALL = Pitfall(
 ## What it catches
 A tensor method that returns a new tensor, called as a statement so that its result is lost:
 `x.cuda()`, `x.to(device)`, `x.cpu()`, `x.float()`, `x.view(...)`, `x.reshape(...)`,
-`x.permute(...)`, `x.contiguous()`, `x.detach()`, `x.clamp(...)` and friends.
+`x.permute(...)`, `x.contiguous()`, `x.detach()`, `x.clamp(...)` and friends, and every other
+Tensor method that has an in-place twin (`x.masked_fill(...)` next to `x.masked_fill_(...)`,
+`x.add(y)`, `x.index_fill(...)`: the list is taken from torch's own API).
 
 `model.cuda()` and `model.to(device)` on an `nn.Module` are fine and not reported: a module is
 moved in place. When the doctor cannot tell what a name holds, it reports device and dtype
-moves and most other methods only for values it knows are tensors; for values of unknown
-type it reports only methods no other common class has (`unsqueeze`, `permute`,
-`contiguous`, `view_as`...).
+moves and most other methods only for values it knows are tensors (the inputs of a module's
+`forward` count); for values of unknown type it reports only methods no other common class
+has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A call in a
+`try` block that catches its error is a probe of whether it raises, and is not reported.
 
 ## Why is this bad?
 `Tensor.cuda()` and `Tensor.to()` return a copy on the new device and leave the original where
@@ -69,11 +82,13 @@ not reported: what it is called on is a module, not the value to assign back to.
 ## What it catches
 作为单独语句调用、返回值被丢弃的“返回新张量”的方法：`x.cuda()`、`x.to(device)`、`x.cpu()`、
 `x.float()`、`x.view(...)`、`x.reshape(...)`、`x.permute(...)`、`x.contiguous()`、`x.detach()`、
-`x.clamp(...)` 等。
+`x.clamp(...)` 等，以及其他所有带原地版本的张量方法（`x.masked_fill(...)` 对应 `x.masked_fill_(...)`、
+`x.add(y)`、`x.index_fill(...)`：列表取自 torch 自身的 API）。
 
 `nn.Module` 上的 `model.cuda()`、`model.to(device)` 没有问题，不会报告：模块是原地迁移的。
-当无法确定一个名字保存的是什么时，设备、dtype 迁移和大多数方法只对确定是张量的值报告；
-类型未知的值只报告其他常见类没有的方法（`unsqueeze`、`permute`、`contiguous`、`view_as` 等）。
+当无法确定一个名字保存的是什么时，设备、dtype 迁移和大多数方法只对确定是张量的值报告（模块 `forward`
+的输入也算）；类型未知的值只报告其他常见类没有的方法（`unsqueeze`、`permute`、`contiguous`、
+`masked_fill`、`index_add` 等）。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
 
 ## Why is this bad?
 `Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
@@ -119,12 +134,17 @@ detach clamp clip squeeze unsqueeze flatten expand expand_as repeat clone type_a
 # The few of those no other popular class defines: reported even when the receiver's type is
 # unknown. (`clip`, `reshape`, `view`... are in-place methods elsewhere: ultralytics'
 # `Instances.clip()`, OpenVINO's `Model.reshape()`.)
-TENSOR_ONLY = frozenset("unsqueeze permute contiguous view_as reshape_as expand_as type_as".split())
+TENSOR_ONLY = (
+    frozenset("unsqueeze permute contiguous view_as reshape_as expand_as type_as".split())
+    | tensor_methods.DISTINCTIVE
+)
+# Every Tensor method with an in-place twin (`masked_fill` / `masked_fill_`), from torch's API.
+OUT_OF_PLACE = tensor_methods.OUT_OF_PLACE - MOVES
 TENSOR_KINDS = (Kind.TENSOR, Kind.NDARRAY)
 ASSIGNABLE = (ast.Name, ast.Attribute, ast.Subscript)
 
 
-@PITFALL.static(ast.Expr, names=MOVES | PURE)
+@PITFALL.static(ast.Expr, names=MOVES | PURE | OUT_OF_PLACE)
 def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     call = node.value
     method = ctx.method_name(call)
@@ -132,6 +152,13 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     if ctx.is_displayed(node):  # a notebook cell's last line: Jupyter shows the new tensor
         return
+    parent = ctx.parent()
+    if (
+        isinstance(parent, ast.Try)
+        and parent.handlers
+        and node.lineno <= parent.body[-1].end_lineno  # in its body, not orelse or finally
+    ):
+        return  # called to see whether it raises (`try: x.half().cos() except RuntimeError`)
     receiver = call.func.value
     root = _root_name(receiver)
     if root == "_":  # the throwaway name (or the REPL's last result)
@@ -143,8 +170,15 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     kind = ctx.kind_of(receiver)
     if kind is Kind.MODULE:  # model.cuda() moves the module in place: fine
         return
+    if kind is Kind.UNKNOWN and _forward_input(receiver, ctx):
+        kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
     if method in MOVES and kind is not Kind.TENSOR:
         return
+    if method not in PURE and method not in MOVES and kind is not Kind.TENSOR:
+        # The rest of torch's out-of-place methods: on known tensors (numpy's arrays have
+        # other methods), or, for the few no other class has, in torch code.
+        if not (method in TENSOR_ONLY and ctx.imports_torch and isinstance(receiver, ASSIGNABLE)):
+            return
     # An unknown receiver of a tensor-only method is reported only in torch code.
     if kind not in TENSOR_KINDS and not (
         method in TENSOR_ONLY and ctx.imports_torch and isinstance(receiver, ASSIGNABLE)
@@ -160,6 +194,24 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
+
+
+def _forward_input(receiver: ast.AST, ctx: Context) -> bool:
+    """A parameter of the `forward` of an nn.Module class, not rebound in it: what the module
+    is called with, a tensor (`self` and parameters with a default are left out)."""
+    function = ctx.enclosing_function()
+    if not isinstance(receiver, ast.Name) or function is None or function.name != "forward":
+        return False
+    cls = ctx.enclosing_class()
+    if cls is None or not ctx.is_module_class(cls):
+        return False
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    without_default = positional[1 : len(positional) - len(arguments.defaults)]
+    if receiver.id not in {a.arg for a in without_default}:
+        return False
+    found = bindings(ctx, function, receiver.id) or ()
+    return all(isinstance(b.node, ast.arg) for b in found)  # bound nowhere but as the parameter
 
 
 def _root_name(expr: ast.AST) -> str | None:
