@@ -47,7 +47,12 @@ from torchdoctor.lint.context import (
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import NativeSource
 from torchdoctor.lint.neighbours import directory_listing
-from torchdoctor.lint.values import backward_without_gradient, computes_a_loss, name_words
+from torchdoctor.lint.values import (
+    backward_without_gradient,
+    computes_a_loss,
+    name_words,
+    only_identified,
+)
 from torchdoctor.lint.occurrences import (
     FileIndex,
     block_names,
@@ -155,6 +160,7 @@ __all__ = [
     "index",
     "index_of",
     "name_words",
+    "only_identified",
     "nested_statements",
     "per_file",
     "pick",

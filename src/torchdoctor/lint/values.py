@@ -80,3 +80,18 @@ def backward_without_gradient(ctx: Context, scope: ast.AST, name: str) -> bool:
         ):
             return True
     return False
+
+
+def only_identified(node: ast.AST, ctx: Context) -> bool:
+    """`node` is only compared or looked up, never called through: a key of a dict literal
+    (`{F.sigmoid: fast_sigmoid}`, a patch table), an operand of `is`/`==`/`in`, or an element of
+    a tuple, list or set that is such an operand (`fn in (F.sigmoid, F.tanh)`). Read while the
+    walk is at its statement."""
+    statement = ctx.parent() or ctx.tree
+    parents = index_of(ctx, statement).parents
+    parent = parents.get(node)
+    if isinstance(parent, (ast.Tuple, ast.List, ast.Set)):
+        node, parent = parent, parents.get(parent)
+    if isinstance(parent, ast.Dict):
+        return any(key is node for key in parent.keys)
+    return isinstance(parent, ast.Compare)

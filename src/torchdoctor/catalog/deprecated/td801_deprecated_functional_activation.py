@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, only_identified
 
 PITFALL = Pitfall(
     code="TD801",
@@ -36,7 +36,8 @@ PITFALL = Pitfall(
 `torch.nn.functional.sigmoid` and `torch.nn.functional.tanh`, however they are spelled
 (`F.sigmoid`, `nn.functional.tanh`, `torch.nn.functional.sigmoid`, or a name imported with
 `from torch.nn.functional import sigmoid`), called or passed around as a value
-(`act = F.tanh`).
+(`act = F.tanh`), but not where it is only told apart from others (a key of a patch table,
+`fn is F.tanh`).
 
 ## Why is this bad?
 When tensors and Variables merged in PyTorch 0.4, `torch.sigmoid` and `torch.tanh` became the
@@ -72,6 +73,7 @@ import line itself is left in place after the calls are rewritten.
 `torch.nn.functional.sigmoid` 和 `torch.nn.functional.tanh`，不论写成 `F.sigmoid`、
 `nn.functional.tanh`、`torch.nn.functional.sigmoid`，还是通过 `from torch.nn.functional import sigmoid`
 导入的名字；直接调用或者当作值传来传去（`act = F.tanh`）都会被发现。
+只用于和别的函数区分的地方（补丁表中的键、`fn is F.tanh`）不报告。
 
 ## Why is this bad?
 PyTorch 0.4 把 Tensor 和 Variable 合并之后，`torch.sigmoid`、`torch.tanh` 成了这类逐元素函数的统一入口；
@@ -137,8 +139,9 @@ _TORCH = ast.Name(id="torch", ctx=ast.Load())
 
 @PITFALL.static(ast.Attribute, names={"sigmoid", "tanh"})
 def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
-    """`F.sigmoid(x)`, `nn.functional.tanh`, used in any way except as an assignment target."""
-    if isinstance(node.ctx, ast.Load):
+    """`F.sigmoid(x)`, `nn.functional.tanh`, used in any way except as an assignment target or
+    only to be told apart (`{F.sigmoid: ...}` in a patch table, `fn is F.tanh`)."""
+    if isinstance(node.ctx, ast.Load) and not only_identified(node, ctx):
         yield from _report(node, ctx)
 
 

@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     index,
+    only_identified,
     per_file,
 )
 
@@ -273,6 +274,8 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     if replacement.removed:
         yield ctx.finding(PITFALL, node, "removed", old=written, new=replacement.new)
         return
+    if only_identified(node, ctx):
+        return  # a deprecated alias that still exists, only told apart (a patch table): fine
     new_tail = replacement.last_name
     new = written[: -len(node.attr)] + new_tail
     end = ctx.span(node)[1]
