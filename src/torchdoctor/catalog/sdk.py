@@ -50,6 +50,9 @@ from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.values import (
     backward_without_gradient,
     computes_a_loss,
+    expects_an_error,
+    from_project_class,
+    in_compat_fallback,
     name_words,
     only_identified,
 )
@@ -155,9 +158,12 @@ __all__ = [
     "children",
     "computes_a_loss",
     "directory_listing",
+    "expects_an_error",
     "dtypes",
     "first_in_walk",
+    "from_project_class",
     "index",
+    "in_compat_fallback",
     "index_of",
     "name_words",
     "only_identified",

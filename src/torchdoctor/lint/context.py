@@ -357,6 +357,10 @@ class Context:
 
     # ---- classes -----------------------------------------------------------------------------
 
+    def local_class(self, name: str) -> ast.ClassDef | None:
+        """The class `name` means here, when this file defines it."""
+        return self._local_class(name)
+
     def _local_class(self, name: str) -> ast.ClassDef | None:
         for scope in reversed(self._scopes):
             if name in scope.classes:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import re
 
-from torchdoctor.lint.context import Context
+from torchdoctor.lint.bindings import bindings, scope_of
+from torchdoctor.lint.context import Context, Kind
 from torchdoctor.lint.occurrences import index_of
 
 # Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
@@ -95,3 +96,64 @@ def only_identified(node: ast.AST, ctx: Context) -> bool:
     if isinstance(parent, ast.Dict):
         return any(key is node for key in parent.keys)
     return isinstance(parent, ast.Compare)
+
+
+# Calls of a block that expects an error: `with pytest.raises(...)`, `self.assertRaises(...)`.
+_EXPECTS_ERROR = frozenset(
+    {"raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"}
+)
+# Errors a compatibility fallback catches (`except ImportError:` then the old API).
+_COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
+_VERSION_TEST = re.compile(r"version|_(?:GTE|GE|LT|LE)_?\d|hasattr\(\s*torch\b", re.IGNORECASE)
+
+
+def expects_an_error(ctx: Context) -> bool:
+    """The node being checked runs in a block that expects it to raise or warn (a test)."""
+    for node in ctx.ancestors:
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and callee_name(call) in _EXPECTS_ERROR:
+                    return True
+    return False
+
+
+def in_compat_fallback(ctx: Context) -> bool:
+    """The node being checked is in code kept for other versions of torch: an `except
+    ImportError/AttributeError` handler, or a branch of an `if` that tests a version
+    (`if TORCH_GTE_1_7:`, `if torch.__version__ < ...`, `if hasattr(torch, "fft")`)."""
+    for node in ctx.ancestors:
+        if isinstance(node, ast.ExceptHandler):
+            caught = node.type
+            names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+            if any(isinstance(n, ast.Name) and n.id in _COMPAT_ERRORS for n in names):
+                return True
+        elif isinstance(node, ast.If) and _VERSION_TEST.search(ctx.text(node.test)):
+            return True
+    return False
+
+
+def from_project_class(expr: ast.AST, ctx: Context) -> bool:
+    """`expr` is a module built from a class of another module of the project (known to be an
+    nn.Module only through the project index): what layers it holds, whether it has parameters
+    or float32 weights, cannot be seen from here. A name counts when one of its assignments
+    builds it (`net = Net(...)`, `net = Net(...).to(device)`)."""
+    if isinstance(expr, ast.Call):
+        call = expr
+        while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+            call = call.func.value  # `Net(...).to(device)`
+        func = call.func
+        name = (
+            func.id
+            if isinstance(func, ast.Name)
+            else func.attr
+            if isinstance(func, ast.Attribute)
+            else None
+        )
+        if name is None or not ctx.project.is_module_class(name):
+            return False
+        return ctx.local_class(name) is None and ctx.kind_of(call) is not Kind.UNKNOWN
+    if isinstance(expr, ast.Name):
+        found = bindings(ctx, scope_of(expr.id, ctx), expr.id) or ()
+        return any(b.value is not None and from_project_class(b.value, ctx) for b in found)
+    return False

@@ -357,12 +357,23 @@ def _detached_in(ctx: Context, scope: ast.AST, loss: str, loop: ast.stmt) -> boo
 
 
 def _is_detaching(value: ast.expr | None) -> bool:
-    if not isinstance(value, ast.Call):
-        return isinstance(value, ast.Attribute) and value.attr == "data"
-    func = value.func
-    if isinstance(func, ast.Attribute):
-        return func.attr in DETACHING_METHODS
-    return isinstance(func, ast.Name) and func.id in DETACHING_FUNCTIONS
+    """The value has no graph: `loss.detach()`, `loss.item()`, `loss.data`, also further down a
+    chain (`loss.detach().cpu()`)."""
+    while value is not None:
+        if not isinstance(value, ast.Call):
+            if isinstance(value, ast.Attribute) and value.attr == "data":
+                return True
+            value = value.value if isinstance(value, ast.Attribute) else None
+            continue
+        func = value.func
+        if isinstance(func, ast.Name):
+            return func.id in DETACHING_FUNCTIONS
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr in DETACHING_METHODS:
+            return True
+        value = func.value
+    return False
 
 
 def _inside(node: ast.AST, loop: ast.stmt) -> bool:

@@ -190,7 +190,20 @@ def check(node: ast.FunctionDef, ctx: Context) -> list[Finding] | None:
         return None
     if not ctx.class_inherits(cls, FUNCTION_CLASSES.__contains__):
         return None
+    if node.name == "backward" and _static_forward(cls):
+        # `forward` is static and the Function is used through `.apply`: autograd finds
+        # `backward` on the class and passes `ctx` first, so a plain method works too.
+        return None
     return [ctx.finding(PITFALL, _def_header(node), method=node.name, cls=cls.name)]
+
+
+def _static_forward(cls: ast.ClassDef) -> bool:
+    return any(
+        isinstance(s, ast.FunctionDef)
+        and s.name == "forward"
+        and any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in s.decorator_list)
+        for s in cls.body
+    )
 
 
 def _is_transparent(decorator: ast.expr, ctx: Context) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    in_compat_fallback,
     Clue,
     Context,
     Edit,
@@ -264,6 +265,8 @@ _CALL_REWRITES = {q.rpartition(".")[2] for q, r in RENAMES.items() if r.keywords
 @PITFALL.static(ast.Attribute, names=_LAST_NAMES - _CALL_REWRITES)
 def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     """`nn.init.xavier_uniform`, `torch.symeig`: called or used as a value."""
+    if in_compat_fallback(ctx):
+        return  # code kept for older torch versions, which never runs on this one
     if not isinstance(node.ctx, ast.Load):
         return
     old = ctx.qualname(node)
@@ -286,6 +289,8 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
 @PITFALL.static(ast.Call, names=_CALL_REWRITES)
 def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     """`F.upsample_bilinear(x)` -> `F.interpolate(x, mode="bilinear", align_corners=True)`."""
+    if in_compat_fallback(ctx):
+        return  # code kept for older torch versions, which never runs on this one
     func = call.func
     if not isinstance(func, ast.Attribute):  # a name imported from torch is reported at its import
         return
@@ -315,6 +320,8 @@ def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 @PITFALL.static(ast.ImportFrom)
 def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     """`from torch.nn.init import xavier_uniform`: fixed as `xavier_uniform_ as xavier_uniform`."""
+    if in_compat_fallback(ctx):
+        return  # code kept for older torch versions, which never runs on this one
     module = node.module
     if node.level or not module or module.partition(".")[0] != "torch":
         return
@@ -340,6 +347,8 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
 @PITFALL.static(ast.Call, names={"backward", "Variable"})
 def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     """`volatile=` on a Variable, `retain_variables=` / `grad_variables=` on a backward call."""
+    if in_compat_fallback(ctx):
+        return  # code kept for older torch versions, which never runs on this one
     if not call.keywords:
         return
     if ctx.qualname(call.func) in VARIABLE:

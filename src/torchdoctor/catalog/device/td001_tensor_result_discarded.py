@@ -11,6 +11,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     bindings,
+    expects_an_error,
     per_file,
     shorten,
     statements,
@@ -159,6 +160,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         and node.lineno <= parent.body[-1].end_lineno  # in its body, not orelse or finally
     ):
         return  # called to see whether it raises (`try: x.half().cos() except RuntimeError`)
+    if expects_an_error(ctx):
+        return  # `with pytest.raises(...): x.unsqueeze(5)`: a test that it raises
     receiver = call.func.value
     root = _root_name(receiver)
     if root == "_":  # the throwaway name (or the REPL's last result)

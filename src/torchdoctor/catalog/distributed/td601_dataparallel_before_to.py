@@ -10,10 +10,12 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    bindings,
     block_names,
     first_in_walk,
     index_of,
     per_file,
+    scope_of,
 )
 
 PITFALL = Pitfall(
@@ -113,6 +115,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     model = call.args[0]
     if ctx.kind_of(model) is not Kind.MODULE or _has_move(model, ctx):
         return
+    if isinstance(model, ast.Name) and _moved_where_bound(model, ctx):
+        return  # `net = Net(...).to(device)`: moved on the line that built it
     statement = ctx.ancestors[-1] if ctx.ancestors else None
     if not (
         isinstance(statement, ast.Assign)
@@ -132,6 +136,11 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _has_move(expr: ast.AST, ctx: Context) -> bool:
     """`DataParallel(Net().cuda())`: the model was moved on its way in."""
     return any(ctx.method_name(node) in MOVES for node in ast.walk(expr))
+
+
+def _moved_where_bound(name: ast.Name, ctx: Context) -> bool:
+    found = bindings(ctx, scope_of(name.id, ctx), name.id) or ()
+    return any(b.value is not None and _has_move(b.value, ctx) for b in found)
 
 
 def _first_forward(ctx: Context, statement: ast.stmt, wrapper: str) -> ast.Call | None:

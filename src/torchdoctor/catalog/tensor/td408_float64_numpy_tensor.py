@@ -8,6 +8,7 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    from_project_class,
     Clue,
     Context,
     Finding,
@@ -275,7 +276,9 @@ def _later_module_call(
 
 
 def _is_module_call(call: ast.Call, ctx: Context) -> bool:
-    return ctx.kind_of(call.func) is Kind.MODULE
+    """A call of a module with float32 weights: not one of another module of the project,
+    whose weights (if any) cannot be seen from here."""
+    return ctx.kind_of(call.func) is Kind.MODULE and not from_project_class(call.func, ctx)
 
 
 @per_file

@@ -13,6 +13,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     assigned_before,
     bindings,
+    from_project_class,
     index,
     per_file,
     scope_of,
@@ -234,8 +235,8 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
         return False
     # `nn.Softmax(dim=1)(x)`, `Swish()(x)`: no parameters, the output requires grad only if
     # x does.
-    if _parameter_free_instance(func, ctx):
-        return False
+    if _parameter_free_instance(func, ctx) or from_project_class(func, ctx):
+        return False  # no parameters, or none that can be seen from here
     if isinstance(func, ast.Call):
         qualname = ctx.qualname(func.func) or ""
         return not (

@@ -105,6 +105,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     branch, remainder = guard
     if block_steps(ctx, branch)[0] is not node:
         return  # one finding per `if`, on behalf of its first update
+    if not _counts_in_loop(remainder.left, ctx) or _at_one_step(branch.test):
+        return  # `step == last and num_steps % K`: a leftover window, not the accumulation test
     if block_steps(ctx, branch, "orelse") or _tested_elsewhere(remainder, branch, ctx):
         return  # updates take turns: the remainder is chosen on purpose
     test = ctx.text(remainder)
@@ -145,6 +147,35 @@ def _bare_remainder(test: ast.AST) -> ast.BinOp | None:
         ):
             return operand
     return None
+
+
+def _at_one_step(test: ast.AST) -> bool:
+    """`if step == num_steps - 1 and ...`: the branch runs at one step, whatever the remainder."""
+    return (
+        isinstance(test, ast.BoolOp)
+        and isinstance(test.op, ast.And)
+        and any(
+            isinstance(v, ast.Compare) and any(isinstance(op, ast.Eq) for op in v.ops)
+            for v in test.values
+        )
+    )
+
+
+def _counts_in_loop(expr: ast.AST, ctx: Context) -> bool:
+    """Some name in `expr` changes in the innermost loop around the node: the loop's target,
+    or a name it assigns (`step += 1`)."""
+    loop = next((a for a in reversed(ctx.ancestors) if isinstance(a, LOOPS)), None)
+    if loop is None:
+        return False
+    nodes = list(ast.walk(expr))
+    if any(isinstance(n, ast.Attribute) for n in nodes):
+        return True  # `self.step`: attributes are not followed, as before
+    names = {n.id for n in nodes if isinstance(n, ast.Name)}
+    found = index_of(ctx, loop)
+    for name in names:
+        if any(not isinstance(n.ctx, ast.Load) for n in found.names_in(loop, name)):
+            return True
+    return False
 
 
 def _mentions_epochs(expr: ast.AST) -> bool:

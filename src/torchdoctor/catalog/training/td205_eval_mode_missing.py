@@ -458,7 +458,12 @@ class _Program:
             return False
         if isinstance(value.func, ast.Name) and value.func.id in self.classes:
             return self.ctx.is_module_class(self.classes[value.func.id])
-        return self.ctx.qualname(value.func) is not None and self.ctx.kind_of(value) is Kind.MODULE
+        qualname = self.ctx.qualname(value.func)
+        if qualname is None or self.ctx.project.is_project_module(qualname):
+            # A class of another module of the project: whether it has Dropout or BatchNorm
+            # (whether its mode matters) cannot be seen from here.
+            return False
+        return self.ctx.kind_of(value) is Kind.MODULE
 
     def mode_free(self, models: list[ast.AST]) -> bool:
         """True when every model built under this name has no Dropout/BatchNorm-like layer."""
