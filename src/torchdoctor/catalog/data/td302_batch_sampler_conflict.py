@@ -10,6 +10,9 @@ from torchdoctor.catalog.sdk import Context, Finding, Pitfall
 PITFALL = Pitfall(
     code="TD302",
     name="batch-sampler-conflict",
+    # Off by default: its one finding in 87 untuned corpora was wrong (docs/precision.md): the
+    # sampler was None in the branch that set batch_sampler, which it does not follow.
+    default=False,
     title={
         "en": "DataLoader options that are mutually exclusive",
         "zh": "DataLoader 中互斥的参数组合",
