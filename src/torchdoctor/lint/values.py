@@ -142,14 +142,7 @@ def from_project_class(expr: ast.AST, ctx: Context) -> bool:
         call = expr
         while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
             call = call.func.value  # `Net(...).to(device)`
-        func = call.func
-        name = (
-            func.id
-            if isinstance(func, ast.Name)
-            else func.attr
-            if isinstance(func, ast.Attribute)
-            else None
-        )
+        name = callee_name(call)
         if name is None or not ctx.project.is_module_class(name):
             return False
         return ctx.local_class(name) is None and ctx.kind_of(call) is not Kind.UNKNOWN
