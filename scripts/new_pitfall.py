@@ -126,12 +126,15 @@ def stubs(name: str, code: str) -> dict[str, dict[str, str]]:
             )
         },
         "watch": {
+            # The new entry starts off by default: both runs select it, so that the fixed twin
+            # proves the check ran and found nothing.
             f"watch/{module}.py": (
                 f'"""{code} {name}: TODO a tiny training run that shows the pitfall."""\n'
-                f"#| expect: {code}\n"
+                f"#| select: {code}\n#| expect: {code}\n"
             ),
             f"watch/{module}_fixed.py": (
-                f'"""{code} {name}: the same run, fixed: nothing is reported."""\n#| expect: none\n'
+                f'"""{code} {name}: the same run, fixed: nothing is reported."""\n'
+                f"#| select: {code}\n#| expect: none\n"
             ),
         },
         "ckpt": {},  # a case is a test in tests/test_ckpt_*.py that asserts the finding's name
