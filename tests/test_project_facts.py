@@ -196,3 +196,16 @@ def test_a_library_loader_factory_is_left_to_its_callers(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "loader.py").write_text(LOADERS.split("\n\n\ndef main")[0] + "\n")
     assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
+
+
+def test_the_project_around_a_file_is_read_without_blocking_or_following_links(tmp_path):
+    # A FIFO and a link to /dev/zero named like modules sit in the project of the checked file:
+    # reading the project's facts must neither block on the one nor read the other forever.
+    import os
+
+    _project(tmp_path)
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "zero.py").symlink_to("/dev/zero")
+    (tmp_path / "huge.py").write_bytes(b"# " + b"x" * 3_000_000 + b"\n")
+    run = _check(tmp_path, "train.py")  # 60 s timeout: a hang fails the test
+    assert run.returncode == 1 and "train.py:6:1: TD503" in run.stdout
