@@ -182,9 +182,13 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         # other methods), or, for the few no other class has, in torch code.
         if not (method in TENSOR_ONLY and ctx.imports_torch and isinstance(receiver, ASSIGNABLE)):
             return
-    # An unknown receiver of a tensor-only method is reported only in torch code.
+    # An unknown receiver of a tensor-only method is reported only in torch code, and not in a
+    # test function: there a call whose result is dropped is often the test (it must not raise).
     if kind not in TENSOR_KINDS and not (
-        method in TENSOR_ONLY and ctx.imports_torch and isinstance(receiver, ASSIGNABLE)
+        method in TENSOR_ONLY
+        and ctx.imports_torch
+        and isinstance(receiver, ASSIGNABLE)
+        and not _in_test_function(ctx)
     ):
         return
     target = ctx.text(receiver)
@@ -197,6 +201,11 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
+
+
+def _in_test_function(ctx: Context) -> bool:
+    function = ctx.enclosing_function()
+    return function is not None and function.name.startswith("test")
 
 
 def _forward_input(receiver: ast.AST, ctx: Context) -> bool:
