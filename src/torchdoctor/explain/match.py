@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 from dataclasses import dataclass, field
 
 from torchdoctor.catalog import _registry
@@ -22,6 +23,13 @@ _EARLIER_WEIGHT = 0.95
 _WARNING_WEIGHT = 0.85  # a warning printed before a crash is seldom the crash's cause
 _LINK_BONUS = 0.02  # a root cause found in the user's code outranks the error it explains
 _MAX_LINKED_FILES = 5
+# A message pasted alone (an issue title, a chat line, a notebook's last line) has no exception
+# class to check a signature's `types` against: its answers count a little less, and less again
+# when only another capitalisation matches.
+_MESSAGE_LINES = 12
+_MESSAGE_WEIGHT = 0.95
+_FOLDED_WEIGHT = 0.9
+_folded: dict[str, re.Pattern] = {}
 
 
 @dataclass
@@ -114,6 +122,7 @@ def diagnose(report: ErrorReport, lang: str = "en", link: bool = True) -> Explan
                     pitfall, signature, clue, confidence, block, report, lang
                 )
     _match_whole_text(report, best, lang)
+    _match_message_alone(report, best, lang)
     diagnoses = [d for d in best.values() if d.confidence >= MIN_CONFIDENCE]
     link_problem = None
     if link and diagnoses:
@@ -151,6 +160,11 @@ def _weight(block: ErrorBlock, final: ErrorBlock | None, has_exception: bool) ->
 def _match(signature: ErrorSignature, block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if signature.types and block.short_type not in signature.types:
         return None
+    return _clue(signature, block, report)
+
+
+def _clue(signature: ErrorSignature, block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """What the signature makes of the block, its exception types aside."""
     if signature.check is not None:
         return signature.check(block, report)
     found = signature.search(block.message)
@@ -177,6 +191,53 @@ def _match_whole_text(report: ErrorReport, best: dict[str, Diagnosis], lang: str
             best[pitfall.name] = _diagnosis(
                 pitfall, signature, clue, clue.confidence, None, report, lang
             )
+
+
+def _match_message_alone(report: ErrorReport, best: dict[str, Diagnosis], lang: str) -> None:
+    """A short input without a traceback or warning is one message: every signature reads it,
+    whatever its exception types, and in any capitalisation."""
+    message = _message_alone(report)
+    if message is None:
+        return
+    folded = message.message.lower()
+    for pitfall, signature in _signatures():
+        clue = _clue(signature, message, report)
+        weight = _MESSAGE_WEIGHT
+        if clue is None and signature.regex and signature.check is None:
+            clue = _match_folded(signature, message.message, folded)
+            weight = _MESSAGE_WEIGHT * _FOLDED_WEIGHT
+        if clue is None:
+            continue
+        confidence = clue.confidence * weight
+        current = best.get(pitfall.name)
+        if current is None or confidence > current.confidence:
+            best[pitfall.name] = _diagnosis(
+                pitfall, signature, clue, confidence, None, report, lang
+            )
+
+
+def _message_alone(report: ErrorReport) -> ErrorBlock | None:
+    """The input as one message, when it is short and holds no frame and no warning."""
+    if any(b.frames or b.kind == "warning" for b in report.blocks):
+        return None
+    lines = [line.strip() for line in report.text.split("\n") if line.strip()]
+    if not lines or len(lines) > _MESSAGE_LINES:
+        return None
+    return ErrorBlock("", "\n".join(lines), kind="log")
+
+
+def _match_folded(signature: ErrorSignature, message: str, folded: str) -> Clue | None:
+    """The signature's regex in any capitalisation: titles and chat lines retype the message."""
+    if signature.literal is not None and signature.literal.lower() not in folded:
+        return None
+    pattern = _folded.get(signature.regex)
+    if pattern is None:
+        pattern = _folded[signature.regex] = re.compile(signature.regex, re.S | re.I)
+    found = pattern.search(message)
+    if found is None:
+        return None
+    fields = {k: v for k, v in found.groupdict().items() if v is not None}
+    return Clue(signature.confidence, signature.cause, signature.fix, fields)
 
 
 def _diagnosis(

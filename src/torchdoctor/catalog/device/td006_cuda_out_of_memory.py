@@ -329,6 +329,10 @@ _PHRASINGS = (
     r"CUDA error(?: \(2\))?: out of memory",
     r"error=2 : out of memory",
     r"CUBLAS_STATUS_ALLOC_FAILED",
+    # The second half alone, as titles quote it: `(GPU 0; 7.79 GiB total capacity; ...)`,
+    # since torch 2.1 `GPU 0 has a total capacity of 7.79 GiB of which 10.00 MiB is free`.
+    r"\(GPU \d+; [\d.]+ ?[KMGT]?i?B total capacity",
+    r"GPU \d+ has a total capacity of [\d.]+ ?[KMGT]?i?B of which",
 )
 _OUT_OF_MEMORY = re.compile("|".join(_PHRASINGS))
 

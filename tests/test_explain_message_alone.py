@@ -1,0 +1,104 @@
+"""A message pasted alone (an issue title, a chat line, a notebook's last line) is explained."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchdoctor.explain.match import diagnose
+from torchdoctor.explain.parse import parse_text
+
+
+def ranked(text: str) -> list[tuple[str, float]]:
+    return [
+        (d.pitfall.name, d.confidence) for d in diagnose(parse_text(text), link=False).diagnoses
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # no exception class: the signature's exception types cannot be checked
+        ("Trying to backward through the graph a second time", "backward-through-graph-twice"),
+        ("element 0 of tensors does not require grad and does not have a grad_fn", "no-grad-fn"),
+        # a program or logger prefix
+        (
+            "train_x: Boolean value of Tensor with more than one value is ambiguous",
+            "boolean-operator-on-tensors",
+        ),
+        ("[rank0]: RuntimeError: Torch not compiled with CUDA enabled", "cpu-only-torch-build"),
+        (
+            "E       Trying to backward through the graph a second time",
+            "backward-through-graph-twice",
+        ),
+        # another capitalisation
+        (
+            "expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:0 and cpu",
+            "device-mismatch",
+        ),
+        ("TRYING TO BACKWARD THROUGH THE GRAPH A SECOND TIME", "backward-through-graph-twice"),
+        # only the second half of a long message
+        (
+            "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which "
+            "1.05 GiB is free.",
+            "cuda-out-of-memory",
+        ),
+        ("(GPU 0; 7.79 GiB total capacity; 6.20 GiB already allocated)", "cuda-out-of-memory"),
+        (
+            "RuntimeError: unable to allocate shared memory(shm) for file </torch_1_2_0>: "
+            "No space left on device (28)",
+            "dataloader-shm-exhausted",
+        ),
+    ],
+)
+def test_message_alone_is_recognised(text, expected):
+    names = [name for name, _ in ranked(text)]
+    assert names and names[0] == expected, names
+
+
+def test_a_retyped_message_is_less_certain_than_the_printed_one():
+    printed = dict(ranked("RuntimeError: Trying to backward through the graph a second time"))
+    alone = dict(ranked("Trying to backward through the graph a second time"))
+    retyped = dict(ranked("trying to backward through the graph a second time"))
+    key = "backward-through-graph-twice"
+    assert printed[key] > alone[key] > retyped[key] >= 0.8
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my loss does not go down, any idea?",
+        "RuntimeError: something went wrong",
+        "Boolean value of Tensor with no values is ambiguous",
+        "the model works on the GPU but training is slow",
+    ],
+)
+def test_a_message_of_none_of_ours_gets_no_answer(text):
+    assert ranked(text) == []
+
+
+def test_a_long_log_without_traceback_is_not_read_as_one_message():
+    # Typed signatures stay tied to their exception types in a log: a phrase in a printed
+    # line is not an error.
+    log = "\n".join(f"step {i} ok" for i in range(40))
+    log += "\nnote: Trying to backward through the graph a second time is handled below"
+    assert ranked(log) == []
+
+
+def test_the_failing_line_tells_the_truth_value_errors_apart():
+    def traceback(line: str) -> str:
+        return (
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 5, in <module>\n'
+            f"    {line}\n"
+            "RuntimeError: Boolean value of Tensor with more than one value is ambiguous\n"
+        )
+
+    assert ranked(traceback("if 0 < x < 1:"))[0] == ("chained-comparison-on-tensor", 0.9)
+    assert ranked(traceback("keep = (x > 0) and (y > 0)"))[0] == (
+        "boolean-operator-on-tensors",
+        0.9,
+    )
+    # `if mask:` is neither entry's own pattern: an answer, but not a confident one
+    [(name, confidence)] = ranked(traceback("if mask:"))
+    assert name == "boolean-operator-on-tensors" and confidence < 0.8
