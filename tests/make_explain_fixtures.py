@@ -58,6 +58,9 @@ class Case:
     pre: list[list[str]] = field(default_factory=list)  # commands run first, output dropped
     note: str | None = None
     nofile: int | None = None  # soft RLIMIT_NOFILE for the run (a low `ulimit -n`)
+    # A private /dev/shm of this size for the run, as in a container started without
+    # `--shm-size` (`unshare -m`: needs root).
+    shm_size: str | None = None
     timeout: int = 300
 
 
@@ -3289,6 +3292,98 @@ case(
     timeout=600,
 )
 
+# ---------------------------------------------------------------- dataloader-shm-exhausted
+
+case(
+    "dataloader-shm-exhausted",
+    "small-dev-shm-worker-batch",
+    "unable to allocate shared memory(shm)",
+    """
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Frames(Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, index):
+            return torch.zeros(3, 224, 224)
+
+    loader = DataLoader(Frames(), batch_size=16, num_workers=2)
+    for frames in loader:
+        print(frames.shape)
+""",
+    shm_size="1m",
+)
+
+# ------------------------------------------------------------------- cpu-only-torch-build
+
+case(
+    "cpu-only-torch-build",
+    "cuda-on-cpu-build",
+    "Torch not compiled with CUDA enabled",
+    """
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 2).cuda()
+    print(model(torch.randn(3, 4).cuda()))
+""",
+)
+
+# ------------------------------------------------------------ boolean-operator-on-tensors
+
+case(
+    "boolean-operator-on-tensors",
+    "and-on-masks",
+    "Boolean value of Tensor with more than one value is ambiguous",
+    """
+    import torch
+
+    scores = torch.rand(8)
+    labels = torch.randint(0, 2, (8,))
+    keep = (scores > 0.5) and (labels == 1)
+    print(scores[keep])
+""",
+)
+
+# ----------------------------------------------------------- chained-comparison-on-tensor
+
+case(
+    "chained-comparison-on-tensor",
+    "range-check-on-probabilities",
+    "Boolean value of Tensor with more than one value is ambiguous",
+    """
+    import torch
+
+    probs = torch.softmax(torch.randn(4, 3), dim=1)
+    if 0 <= probs <= 1:
+        print("valid probabilities")
+""",
+)
+
+# -------------------------------------------------------------------- view-shape-mismatch
+
+case(
+    "view-shape-mismatch",
+    "hard-coded-batch-size-last-batch",
+    "is invalid for input of size",
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    BATCH_SIZE = 16
+    data = TensorDataset(torch.randn(100, 3, 8, 8), torch.randint(0, 10, (100,)))
+    loader = DataLoader(data, batch_size=BATCH_SIZE)
+    conv = nn.Conv2d(3, 4, 3, padding=1)
+    fc = nn.Linear(4 * 8 * 8, 10)
+    for images, labels in loader:
+        features = conv(images).view(BATCH_SIZE, 4 * 8 * 8)
+        loss = nn.functional.cross_entropy(fc(features), labels)
+""",
+)
+
 # --------------------------------------------------------------------------------- runner
 
 
@@ -3340,6 +3435,9 @@ def _run(c: Case) -> str:
             cmd = [sys.executable, "-S", *cmd[1:]] if cmd[0] == "python" else list(cmd)
             if cmd[0] == "torchrun":
                 cmd[0] = str(bindir / "torchrun")
+            if c.shm_size:
+                mount = f'mount -t tmpfs -o size={c.shm_size} tmpfs /dev/shm && exec "$@"'
+                cmd = ["unshare", "-m", "sh", "-c", mount, "sh", *cmd]
             r = subprocess.run(
                 cmd,
                 cwd=project,

@@ -160,6 +160,17 @@ PITFALL.error(
         "zh": "把 batch 写入共享内存（{handle}）失败：/dev/shm 已满。",
     },
 )
+# torch >= 2.5 (`MapAllocator`): the segment cannot even be created.
+PITFALL.error(
+    r"unable to allocate shared memory\(shm\) for file <(?P<handle>[^>\n]*)>: "
+    r"No space left on device",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "Allocating a batch in shared memory ({handle}) failed because /dev/shm is full.",
+        "zh": "在共享内存中分配 batch（{handle}）失败：/dev/shm 已满。",
+    },
+)
 
 # A bare crash line with nothing around it: a guess, SIGBUS has other causes.
 PITFALL.error(

@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, shorten
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    ErrorBlock,
+    ErrorReport,
+    Finding,
+    Kind,
+    Pitfall,
+    shorten,
+)
+from torchdoctor.catalog.tensor._truth_value import AMBIGUOUS, truth_value_use
 
 PITFALL = Pitfall(
     code="TD405",
@@ -141,3 +152,27 @@ def _operand(expr: ast.AST, ctx: Context) -> str:
 
 def _is_plain_unary(expr: ast.AST) -> bool:
     return isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not)
+
+
+_CHAINED = {
+    "en": "A chained comparison such as `0 < x < 1` on a tensor asks for the truth value of "
+    "`0 < x`, a mask of several elements.",
+    "zh": "在张量上使用 `0 < x < 1` 这样的链式比较，需要 `0 < x` 这个多元素掩码的真值。",
+}
+_CAPTURE = re.compile(AMBIGUOUS)
+
+
+# Also raised by `and` / `or` / `if` on a mask (TD406): the failing line tells them apart; without
+# it, TD406 comes first.
+@PITFALL.error_check(types=("RuntimeError",))
+def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    if "value of Tensor with more than one value is ambiguous" not in block.message:
+        return None
+    if not _CAPTURE.search(block.message):
+        return None
+    use = truth_value_use(block.frames)
+    if use == "chained":
+        return Clue(0.9, _CHAINED)
+    if use is None:
+        return Clue(0.5, _CHAINED)
+    return None

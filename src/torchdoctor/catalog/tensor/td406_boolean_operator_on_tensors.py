@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import ast
+import re
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, shorten
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    ErrorBlock,
+    ErrorReport,
+    Finding,
+    Kind,
+    Pitfall,
+    shorten,
+)
+from torchdoctor.catalog.tensor._truth_value import AMBIGUOUS, truth_value_use
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -144,3 +155,39 @@ def _is_array_slice(expr: ast.AST, ctx: Context) -> bool:
     if not any(isinstance(part, ast.Slice) for part in parts):
         return False
     return ctx.kind_of(expr.value) in (Kind.TENSOR, Kind.NDARRAY)
+
+
+# The same error comes from a chained comparison (TD405) and from `if mask:`: the failing line
+# tells them apart when the traceback shows it.
+_GENERIC = {
+    "en": "Python asked a tensor of several elements for one truth value: `and` / `or` / "
+    "`not` on masks, `if mask:`, or a chained comparison such as `0 < x < 1`.",
+    "zh": "Python 要求一个包含多个元素的张量给出单个真值：对掩码使用 `and` / `or` / `not`、"
+    "`if mask:`，或 `0 < x < 1` 这样的链式比较。",
+}
+_BOOLEAN = {
+    "en": "`and` / `or` / `not` asked a tensor of several elements for one truth value: "
+    "they do not combine masks element by element.",
+    "zh": "`and` / `or` / `not` 要求一个包含多个元素的张量给出单个真值：它们不会逐元素地组合掩码。",
+}
+_FIX = {
+    "en": "Combine masks with `&`, `|`, `~` (with parentheses around each comparison); reduce "
+    "with `.any()` / `.all()` where one answer is meant.",
+    "zh": "用 `&`、`|`、`~` 组合掩码（每个比较加上括号）；确实需要单个结果时用 `.any()` / "
+    "`.all()` 归约。",
+}
+_CAPTURE = re.compile(AMBIGUOUS)
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    if "value of Tensor with more than one value is ambiguous" not in block.message:
+        return None
+    if not _CAPTURE.search(block.message):
+        return None
+    use = truth_value_use(block.frames)
+    if use == "chained":
+        return None  # TD405's
+    if use == "boolean":
+        return Clue(0.9, _BOOLEAN, _FIX)
+    return Clue(0.6, _GENERIC, _FIX)

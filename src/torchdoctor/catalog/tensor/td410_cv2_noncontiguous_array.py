@@ -184,3 +184,21 @@ def _bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[list, list]:
             best = binding
         latest.append(best[2])
     return [binding[0] for binding in bindings], latest
+
+
+# Also the message alone, cut short by an issue title (`... incompatible with cv:`).
+PITFALL.error(
+    r"Layout of the output array (?:\w+ )?is incompatible with cv\b",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "OpenCV cannot draw into the image: it is not a C-contiguous array (a view made by "
+        "`[..., ::-1]` or a channel reindex, or a tensor's `.permute(...).numpy()`).",
+        "zh": "OpenCV 无法在该图像上绘制：它不是 C 连续数组（由 `[..., ::-1]` 或通道重排得到的视图，"
+        "或张量 `.permute(...).numpy()` 的结果）。",
+    },
+    fix={
+        "en": "Draw on `np.ascontiguousarray(img)` (or convert colours with `cv2.cvtColor`).",
+        "zh": "在 `np.ascontiguousarray(img)` 上绘制（或用 `cv2.cvtColor` 转换颜色）。",
+    },
+)

@@ -136,7 +136,19 @@ PITFALL.error(
         "用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
     },
 )
-
+# The message cut before its size, as titles quote it.
+PITFALL.error(
+    r"Expected more than 1 value per channel when training(?!, got input size [\[t])",
+    types=("ValueError",),
+    confidence=0.9,
+    cause={
+        "en": "A BatchNorm layer in training mode got one value per channel, so no batch "
+        "statistics: usually a last batch of one sample, `batch_size=1`, or a single sample "
+        "predicted without `model.eval()`.",
+        "zh": "训练模式下的 BatchNorm 层每个通道只收到一个值，无法计算 batch 统计量：通常是最后一个 "
+        "batch 只有一个样本、用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
+    },
+)
 
 # ---- at run time -------------------------------------------------------------------------------
 

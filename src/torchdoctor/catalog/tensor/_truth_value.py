@@ -1,0 +1,37 @@
+"""Which Python construct asked a tensor for its truth value, read from the failing line."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# `bool value` before torch 1.2.
+AMBIGUOUS = r"(?:Boolean|bool) value of Tensor with more than one value is ambiguous"
+
+# A statement's keyword and colon, removed so that the rest parses as an expression.
+_KEYWORD = re.compile(r"(?:el)?if |while |assert |return |yield ")
+
+
+def truth_value_use(frames) -> str | None:
+    """ "chained" (`0 < x < 1`), "boolean" (`and` / `or` / `not`), "other" (`if mask:`), or
+    None when the failing line is not shown or does not parse alone."""
+    source = frames[-1].source if frames else None
+    if not source:
+        return None
+    text = source.strip().removesuffix(":")
+    keyword = _KEYWORD.match(text)
+    if keyword:
+        text = text[keyword.end() :]
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    nodes = list(ast.walk(tree))
+    if any(isinstance(n, ast.Compare) and len(n.ops) > 1 for n in nodes):
+        return "chained"
+    if any(
+        isinstance(n, ast.BoolOp) or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
+        for n in nodes
+    ):
+        return "boolean"
+    return "other"
