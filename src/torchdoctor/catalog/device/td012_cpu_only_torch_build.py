@@ -1,0 +1,95 @@
+"""TD012 cpu-only-torch-build: CUDA asked of a torch installed without it."""
+
+from __future__ import annotations
+
+from torchdoctor.catalog.sdk import Pitfall
+
+PITFALL = Pitfall(
+    code="TD012",
+    name="cpu-only-torch-build",
+    title={
+        "en": "CUDA used with a CPU-only build of PyTorch",
+        "zh": "在仅支持 CPU 的 PyTorch 版本上使用 CUDA",
+    },
+    messages={
+        "": {
+            "en": "this torch was installed without CUDA support, so every `.cuda()` / "
+            "`device='cuda'` fails: install a CUDA build, or fall back to the CPU",
+            "zh": "当前安装的 torch 不支持 CUDA，所有 `.cuda()` / `device='cuda'` 都会失败："
+            "请安装 CUDA 版本，或者退回到 CPU",
+        }
+    },
+    fix_hint={
+        "en": "Install a CUDA build with the command pytorch.org gives for your CUDA version "
+        "(`pip install torch --index-url https://download.pytorch.org/whl/cu126`), after "
+        '`pip uninstall torch`; check with `python -c "import torch; '
+        'print(torch.version.cuda, torch.cuda.is_available())"`. Code meant to run anywhere '
+        'picks `torch.device("cuda" if torch.cuda.is_available() else "cpu")`.',
+        "zh": "先 `pip uninstall torch`，再用 pytorch.org 针对你的 CUDA 版本给出的命令安装 CUDA 版本"
+        "（`pip install torch --index-url https://download.pytorch.org/whl/cu126`）；用 "
+        '`python -c "import torch; print(torch.version.cuda, torch.cuda.is_available())"` '
+        '检查。要在任何机器上都能运行的代码，用 `torch.device("cuda" if '
+        'torch.cuda.is_available() else "cpu")` 选择设备。',
+    },
+    docs={
+        "en": """
+## What it catches
+The error a CPU-only build of PyTorch gives as soon as the program asks for CUDA: `.cuda()`,
+`.to("cuda")`, `torch.cuda.set_device(...)`, `device="cuda"` in a tensor constructor.
+
+## Why is this bad?
+`pip install torch` on Windows and macOS, `conda install pytorch` without the CUDA channel,
+or a requirements file pinning `torch==X+cpu` installs a build that has no CUDA code at all,
+whatever GPU and driver the machine has. `torch.version.cuda` is then `None` and
+`torch.cuda.is_available()` is `False`. The program was fine; the installation is not.
+
+## Symptoms
+`AssertionError: Torch not compiled with CUDA enabled`, raised from `torch/cuda/__init__.py`
+(`_lazy_init`).
+
+## References
+- https://pytorch.org/get-started/locally/
+""",
+        "zh": """
+## What it catches
+仅支持 CPU 的 PyTorch 版本在程序请求 CUDA 时报出的错误：`.cuda()`、`.to("cuda")`、
+`torch.cuda.set_device(...)`、张量构造函数中的 `device="cuda"`。
+
+## Why is this bad?
+在 Windows 和 macOS 上直接 `pip install torch`、不加 CUDA 渠道的 `conda install pytorch`，或者
+requirements 文件中固定了 `torch==X+cpu`，装上的都是完全不含 CUDA 代码的版本，与机器上的 GPU
+和驱动无关。此时 `torch.version.cuda` 为 `None`，`torch.cuda.is_available()` 为 `False`。
+程序本身没有问题，问题出在安装上。
+
+## Symptoms
+`AssertionError: Torch not compiled with CUDA enabled`，由 `torch/cuda/__init__.py`
+（`_lazy_init`）抛出。
+
+## References
+- https://pytorch.org/get-started/locally/
+""",
+    },
+    example="""
+import torch
+
+x = torch.ones(3).cuda()
+""",
+    use_instead="""
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+x = torch.ones(3, device=device)
+""",
+)
+
+PITFALL.error(
+    r"Torch not compiled with CUDA enabled",
+    types=("AssertionError",),
+    confidence=0.95,
+    cause={
+        "en": "The installed torch is a CPU-only build: it has no CUDA code, whatever GPU and "
+        "driver the machine has, so the first use of CUDA fails.",
+        "zh": "安装的 torch 是仅支持 CPU 的版本：无论机器上有什么 GPU 和驱动，它都不含 CUDA 代码，"
+        "所以第一次使用 CUDA 就会失败。",
+    },
+)
