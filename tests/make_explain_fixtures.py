@@ -1265,6 +1265,24 @@ case(
 """,
 )
 
+# ------------------------------------------------------------------ batch-sampler-conflict
+
+case(
+    "batch-sampler-conflict",
+    "batch-sampler-with-batch-size",
+    "batch_sampler option is mutually exclusive",
+    """
+    import torch
+    from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+
+    ds = TensorDataset(torch.randn(100, 8))
+    batches = BatchSampler(RandomSampler(ds), batch_size=16, drop_last=False)
+    loader = DataLoader(ds, batch_sampler=batches, batch_size=16, shuffle=True)
+    for (x,) in loader:
+        print(x.shape)
+""",
+)
+
 # ---------------------------------------------------------- batchnorm-single-sample-batch
 
 case(

@@ -157,3 +157,18 @@ def _option_text(options: dict[str, ast.AST], value: ast.AST, ctx: Context) -> s
     """`name=value` for the message, positional arguments included."""
     name = next(name for name, option in options.items() if option is value)
     return f"{name}={ctx.text(value)}"
+
+
+# Explaining errors ----------------------------------------------------------------------------
+
+PITFALL.error(
+    r"(?P<option>batch_sampler|sampler) option is mutually exclusive with (?P<others>[\w, ]+)",
+    types=("ValueError",),
+    confidence=0.95,
+    cause={
+        "en": "`DataLoader` was given `{option}=` together with options it replaces "
+        "({others}): a `{option}` already decides which samples go in which batch.",
+        "zh": "`DataLoader` 同时收到了 `{option}=` 和会被它取代的参数（{others}）：`{option}` "
+        "已经决定了哪些样本进入哪个 batch。",
+    },
+)
