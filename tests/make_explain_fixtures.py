@@ -3480,6 +3480,70 @@ def _run(c: Case) -> str:
     return out
 
 
+# --------------------------------------------------------------------------- missing-super-init
+
+case(
+    "missing-super-init",
+    "layer-before-super-init",
+    "cannot assign module before Module.__init__() call",
+    """
+    import torch
+    import torch.nn as nn
+
+    class Classifier(nn.Module):
+        def __init__(self, dim, classes):
+            self.head = nn.Linear(dim, classes)
+            super().__init__()
+
+        def forward(self, x):
+            return self.head(x)
+
+    model = Classifier(16, 3)
+    print(model(torch.randn(2, 16)).shape)
+""",
+)
+
+case(
+    "missing-super-init",
+    "parameter-without-super-init",
+    "cannot assign parameters before Module.__init__() call",
+    """
+    import torch
+    import torch.nn as nn
+
+    class Scale(nn.Module):
+        def __init__(self, n):
+            self.gain = nn.Parameter(torch.ones(n))
+
+        def forward(self, x):
+            return x * self.gain
+
+    print(Scale(4)(torch.randn(2, 4)))
+""",
+)
+
+case(
+    "missing-super-init",
+    "forward-without-super-init",
+    "object has no attribute '_",
+    """
+    import torch
+    import torch.nn as nn
+
+    class Standardize(nn.Module):
+        def __init__(self, mean, std):
+            self.mean = mean
+            self.std = std
+
+        def forward(self, x):
+            return (x - self.mean) / self.std
+
+    norm = Standardize(0.5, 0.25)
+    print(norm(torch.rand(3)))
+""",
+)
+
+
 class CaseFailed(Exception):
     pass
 
