@@ -97,9 +97,10 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
     by `i` so that no per-name memo hides a rescan. Each one feeds some rules' checks (the
     last ones define functions)."""
     return [
-        [  # models, optimizers, frozen layers: TD204, TD105, TD503, TD505, TD602
+        [  # models, optimizers, frozen layers: TD204, TD105, TD503, TD505, TD602, TD114
             f"model_{i} = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1), nn.BatchNorm1d(8))",
             f"model_{i}[0].requires_grad_(False)",
+            f"model_{i}[2].weight.require_grad = False",
             f"opt_{i} = torch.optim.SGD(model_{i}.parameters(), lr=0.1, weight_decay=1e-4)",
             f"sched_{i} = torch.optim.lr_scheduler.StepLR(opt_{i}, step_size=2)",
             f"model_{i}.extra = nn.Parameter(torch.zeros(8))",
@@ -112,7 +113,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"w_{i} = x_{i}.permute(0, 2, 1).view(4, -1)",
             f"x_{i}.cuda()",
         ],
-        [  # losses and their scalars: TD101, TD102, TD803, TD801, TD802, TD405, TD406
+        [  # losses and their scalars: TD101, TD102, TD803, TD801, TD802, TD405, TD406, TD415
             f"loss_{i} = F.mse_loss(model_{i}(x_{i}), z_{i})",
             f"print(loss_{i}.data[0], F.sigmoid(x_{i}).mean())",
             f"results_{i} = {{'loss': loss_{i}}}",
@@ -120,6 +121,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"crit_{i} = nn.MSELoss(size_average=False)",
             f"inside_{i} = 0 < x_{i} < 1",
             f"flag_{i} = (x_{i}[:, 0] > 0) and inside_{i}",
+            f"diverged_{i} = loss_{i} == float('nan')",
         ],
         [  # a small training loop: TD201, TD202, TD203, TD206, TD102, TD604
             f"total_{i} = 0",
@@ -181,7 +183,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"torch.onnx.export(net_{i}, x_{i}, 'net_{i}.onnx', opset_version=9)",
             f"var_{i} = Variable(x_{i}, requires_grad=True)",
         ],
-        [  # an evaluation function and its caller: TD205
+        [  # an evaluation function and its caller, a module built too early: TD205, TD113
             f"def evaluate_{i}(model, val_loader):",
             "    total = 0",
             "    for xb, yb in val_loader:",
@@ -190,6 +192,10 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "    return total",
             f"def report_{i}():",
             f"    return evaluate_{i}(Net(), DataLoader(TensorDataset(torch.randn(8, 8))))",
+            f"class Early_{i}(nn.Module):",
+            "    def __init__(self):",
+            "        self.fc = nn.Linear(8, 8)",
+            "        super().__init__()",
         ],
     ]
 
