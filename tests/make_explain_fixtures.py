@@ -1589,6 +1589,44 @@ case(
 """,
 )
 
+# pytest reports of two failures: a shape mismatch first, then a dtype mismatch.
+# tests/test_explain_pytest.py checks each failure's own cause and user line.
+_PYTEST_TWO_FAILURES = {
+    "test_model.py": """
+    import torch
+    import torch.nn as nn
+
+
+    def make_head(features):
+        return nn.Sequential(nn.Flatten(), nn.Linear(features, 10))
+
+
+    def test_head_accepts_feature_maps():
+        head = make_head(256)
+        out = head(torch.randn(4, 16, 5, 5))
+        assert out.shape == (4, 10)
+
+
+    def test_head_runs_in_double():
+        head = make_head(8)
+        out = head(torch.randn(2, 8, dtype=torch.float64))
+        assert out.dtype == torch.float64
+"""
+}
+for _what, _args in (
+    ("pytest-two-failures", []),
+    ("pytest-two-failures-short", ["-q", "--tb=short"]),
+    ("pytest-two-failures-tb-no", ["--tb=no", "-vv"]),
+):
+    case(
+        "matmul-shape-mismatch",
+        _what,
+        ["mat1 and mat2 shapes cannot be multiplied", "2 failed"],
+        _PYTEST_TWO_FAILURES,
+        note="two failures: a shape mismatch, then a dtype mismatch",
+        cmd=["python", "-m", "pytest", "-p", "no:cacheprovider", *_args, "test_model.py"],
+    )
+
 # ----------------------------------------------------------------- conv-input-channels-last
 
 case(
@@ -3399,6 +3437,25 @@ case(
     for images, labels in loader:
         features = conv(images).view(BATCH_SIZE, 4 * 8 * 8)
         loss = nn.functional.cross_entropy(fc(features), labels)
+""",
+)
+
+# ------------------------------------------------------------------- conv-groups-mismatch
+
+case(
+    "conv-groups-mismatch",
+    "depthwise-out-channels",
+    "out_channels must be divisible by groups",
+    """
+    import torch
+    import torch.nn as nn
+
+    block = nn.Sequential(
+        nn.Conv2d(32, 48, kernel_size=3, padding=1, groups=32),
+        nn.BatchNorm2d(48),
+        nn.ReLU(),
+    )
+    print(block(torch.randn(1, 32, 8, 8)).shape)
 """,
 )
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
-from torchdoctor.explain.parse import user_frame, user_frame_of
+from torchdoctor.explain.parse import pytest_failures, user_frame, user_frame_of
 from torchdoctor.report import json_output, strings
 from torchdoctor.report.localize import localize
 from torchdoctor.user_files import read_regular_file
@@ -90,12 +90,16 @@ class Explanation:
     internal_error: str | None = None
     # Why a user file named in the error was not linked to it (one line), when one was not.
     link_problem: str | None = None
+    # A pytest report of several failures: each failing test and its own explanation, in order.
+    failures: list[tuple[str, Explanation]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         frame = user_frame_of(self.report)
         error = self.report.to_json()
         error["user_frame"] = frame.to_json() if frame else None
         data = {"findings": [d.to_json(self.lang) for d in self.diagnoses], "error": error}
+        if self.failures:
+            data["failures"] = [{"test": test, **part.to_json()} for test, part in self.failures]
         if self.internal_error:
             data["internal_error"] = self.internal_error
         if self.link_problem:
@@ -105,6 +109,13 @@ class Explanation:
 
 def diagnose(report: ErrorReport, lang: str = "en", link: bool = True) -> Explanation:
     """The ranked causes of every error in `report`, best first."""
+    failures = pytest_failures(report)
+    if len(failures) > 1:
+        return _each_failure(report, failures, lang, link)
+    return _diagnose(report, lang, link)
+
+
+def _diagnose(report: ErrorReport, lang: str, link: bool) -> Explanation:
     best: dict[str, Diagnosis] = {}
     has_exception = bool(report.exceptions)
     final = report.final
@@ -133,6 +144,17 @@ def diagnose(report: ErrorReport, lang: str = "en", link: bool = True) -> Explan
         diagnoses.extend(roots)
     diagnoses.sort(key=lambda d: -d.confidence)
     return Explanation(report, _without_duplicates(diagnoses), lang, link_problem=link_problem)
+
+
+def _each_failure(
+    report: ErrorReport, failures: list[tuple[str, ErrorReport]], lang: str, link: bool
+) -> Explanation:
+    """Each failure of a pytest report explained on its own; the causes of the first failure
+    come first, as the first root cause of a log does."""
+    parts = [(test, _diagnose(part, lang, link)) for test, part in failures]
+    diagnoses = [d for _, part in parts for d in part.diagnoses]
+    link_problem = next((p.link_problem for _, p in parts if p.link_problem), None)
+    return Explanation(report, _without_duplicates(diagnoses), lang, None, link_problem, parts)
 
 
 def _signatures() -> list[tuple[Pitfall, ErrorSignature]]:

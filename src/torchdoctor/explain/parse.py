@@ -16,7 +16,14 @@ from dataclasses import dataclass, replace
 
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 
-__all__ = ["from_exception", "is_user_path", "parse_text", "user_frame", "user_frame_of"]
+__all__ = [
+    "from_exception",
+    "is_user_path",
+    "parse_text",
+    "pytest_failures",
+    "user_frame",
+    "user_frame_of",
+]
 
 # --- cleaning: terminal codes, progress bars, rank / logging / pytest prefixes ----------------
 
@@ -40,7 +47,14 @@ _PYTEST_E = re.compile(r"E(?: {3,}|\t|$)")
 _PYTEST_LOCATION = re.compile(
     r"(?P<path>[^\s:>][^:]*\.py):(?P<line>\d+):(?: in (?P<function>[\w<>.]+)| [\w.]+)?\s*$"
 )
-_PYTEST_SECTION = re.compile(r"_{3,} .+ _{3,}$")  # `____ test_train_step ____`
+_PYTEST_SECTION = re.compile(r"_{3,} (?P<name>.+) _{3,}$")  # `____ test_train_step ____`
+_PYTEST_RULE = re.compile(r"={3,} .+ ={3,}$")  # `==== short test summary info ====`
+# The short summary of a failure: `FAILED tests/t.py::test_a - RuntimeError: mat1 and...`,
+# its message cut to the terminal's width.
+_PYTEST_SUMMARY = re.compile(
+    r"(?:FAILED|ERROR) (?P<path>[^\s:]+?\.py)(?:::(?P<test>\S+))?(?: - (?P<error>.*))?$"
+)
+_PYTEST_ERROR_SECTION = re.compile(r"ERROR (?:at (?:setup|teardown) of|collecting) ")
 _FENCE = re.compile(r" {0,3}(?:```|~~~)[\w+-]*$")  # not a 3.11 `~~~^^^` marker: indented
 _QUOTE = re.compile(r"> ?")  # a Markdown quote, as tracebacks are pasted into issues
 _QUOTES = ("`", "“", "”")
@@ -265,6 +279,44 @@ def user_frame_of(report: ErrorReport) -> Frame | None:
     return None
 
 
+def pytest_failures(report: ErrorReport) -> list[tuple[str, ErrorReport]]:
+    """A pytest report's failures, in order, each as its own report: the blocks and text of
+    its section (`____ test_a ____` up to the next section or `==== ... ====` rule), or the
+    short-summary line of a failure printed without one. Empty for any other input."""
+    lines = report.text.split("\n")
+    starts: list[int] = []  # first line number of each region
+    names: list[str | None] = []  # its failing test; None outside any section
+    for no, line in enumerate(lines, 1):
+        s = line.strip()
+        if s[:3] == "___" and (m := _PYTEST_SECTION.match(s)):
+            starts.append(no)
+            names.append(_section_test(m["name"]))
+        elif s[:3] == "===" and _PYTEST_RULE.match(s):
+            starts.append(no)
+            names.append(None)
+    failures: dict[int, tuple[str, list[ErrorBlock]]] = {}
+    for block in report.blocks:
+        at = bisect_right(starts, block.line) - 1
+        name = names[at] if at >= 0 else None
+        if name is not None:
+            failures.setdefault(at, (name, []))[1].append(block)
+            continue
+        summary = _PYTEST_SUMMARY.match(lines[block.line - 1].strip()) if block.line else None
+        if summary and block.kind == "exception":
+            key = -block.line  # its own failure, after every section (pytest prints it last)
+            failures[key] = (summary["test"] or summary["path"], [block])
+    parts = []
+    for key in sorted(failures, key=lambda k: (k < 0, abs(k))):
+        name, blocks = failures[key]
+        if not any(b.kind == "exception" for b in blocks):
+            continue
+        first = starts[key] if key >= 0 else -key
+        last = starts[key + 1] - 1 if 0 <= key < len(starts) - 1 else max(b.line for b in blocks)
+        text = "\n".join(lines[first - 1 : last])
+        parts.append((name, ErrorReport(blocks, text, report.torch_version, report.python_version)))
+    return parts
+
+
 # --- text ------------------------------------------------------------------------------------
 
 
@@ -400,6 +452,7 @@ class _StreamParser:
         self.groups: list[int] = []  # the exception-group box of each block
         self.relation: str | None = None  # from a chain separator, for the next exception
         self.seen: set[tuple] = set()  # log blocks already reported
+        self.tests: set[str] = set()  # the tests whose pytest failure section was read
 
     def run(self) -> None:
         i = 0
@@ -452,6 +505,15 @@ class _StreamParser:
         if s.startswith(_IGNORED):
             self.relation = "ignored"
             return i
+        if s[:3] == "___":
+            section = _PYTEST_SECTION.match(s)
+            if section:
+                self.tests.add(_section_test(section["name"]))
+                return i
+        if s.startswith(("FAILED ", "ERROR ")):
+            summary = _PYTEST_SUMMARY.match(s)
+            if summary:
+                return self._pytest_summary(i, summary)
         # A frame without a header: a paste cut short, or a SyntaxError in the main script.
         if 'File "' in text and _FILE.match(text):
             return self._traceback(i, max(0, _indent(text) - 2))
@@ -547,6 +609,27 @@ class _StreamParser:
         self._add(block, head.group)
         return j
 
+    def _pytest_summary(self, i: int, summary: re.Match) -> int:
+        """A short-summary line is the failure's only account when pytest printed no section
+        for it (`-q --tb=no`); otherwise its message, cut to the terminal's width, is dropped."""
+        test = summary["test"]
+        name = test.replace("::", ".") if test else summary["path"]
+        error = (summary["error"] or "").strip()
+        if name in self.tests or not _exception_line(error):
+            return i + 1
+        m = _EXCEPTION.match(error)
+        test_frame = Frame(summary["path"], None, test.rsplit("::", 1)[-1] if test else None)
+        block = ErrorBlock(
+            m["type"],
+            (m["message"] or "").strip(),
+            (test_frame,),
+            "exception",
+            self.lines[i].no,
+            self.rank,
+        )
+        self._add(block, self.lines[i].group)
+        return i + 1
+
     def _quote_goes_on(self, j: int) -> bool:
         """A worker's quoted traceback can be a chain: blank lines, separators, new headers."""
         s = self.lines[j].text.strip()
@@ -565,6 +648,10 @@ class _StreamParser:
         if not s or (line.logged and not head.logged) or s.startswith(_MESSAGE_STOPS):
             return True
         if s in _CHAIN or _IPY_RULE.match(s):
+            return True
+        if s[:3] in ("___", "===") and (_PYTEST_SECTION.match(s) or _PYTEST_RULE.match(s)):
+            return True
+        if s.startswith(("FAILED ", "ERROR ")) and _PYTEST_SUMMARY.match(s):
             return True
         if "Traceback (most" in s and (_TRACEBACK.match(line.text) or _IPY_HEADER.match(s)):
             return True
@@ -689,6 +776,12 @@ def _match_log(s: str) -> tuple[str, re.Match] | None:
         if m:
             return "crash", m
     return None
+
+
+def _section_test(title: str) -> str:
+    """The test a pytest section reports: `TestA.test_b[1]`, or the file of a collection error."""
+    at = _PYTEST_ERROR_SECTION.match(title)
+    return title[at.end() :] if at else title
 
 
 def _exception_line(s: str) -> re.Match | None:

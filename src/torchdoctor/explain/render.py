@@ -12,6 +12,8 @@ _SHOWN_IN_FULL = 3
 
 
 def as_text(explanation: Explanation) -> str:
+    if explanation.failures:
+        return _failures(explanation.failures)
     labels = strings.labels("explain", explanation.lang)
     report = explanation.report
     lines: list[str] = []
@@ -45,6 +47,15 @@ def as_text(explanation: Explanation) -> str:
             + ", ".join(f"{d.pitfall.name} ({d.confidence:.0%})" for d in rest)
         )
     return _shown(lines)
+
+
+def _failures(failures: list[tuple[str, Explanation]]) -> str:
+    """A pytest report's failures, in its order: each test's explanation under its name."""
+    parts = [
+        printable(f"[{k}/{len(failures)}] {test}") + "\n" + as_text(part)
+        for k, (test, part) in enumerate(failures, 1)
+    ]
+    return "\n".join(parts)
 
 
 def _shown(lines: list[str]) -> str:
