@@ -97,8 +97,9 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
     by `i` so that no per-name memo hides a rescan. Each one feeds some rules' checks (the
     last ones define functions)."""
     return [
-        [  # models, optimizers, frozen layers: TD204, TD105, TD503, TD505, TD602, TD114
+        [  # models, optimizers, frozen layers: TD204, TD105, TD503, TD505, TD602, TD114, TD416
             f"model_{i} = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1), nn.BatchNorm1d(8))",
+            f"conv_{i} = nn.Conv2d(6, 4, 3, groups=4)",
             f"model_{i}[0].requires_grad_(False)",
             f"model_{i}[2].weight.require_grad = False",
             f"opt_{i} = torch.optim.SGD(model_{i}.parameters(), lr=0.1, weight_decay=1e-4)",
@@ -106,8 +107,9 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"model_{i}.extra = nn.Parameter(torch.zeros(8))",
             f"torch.save(model_{i}, 'model_{i}.pt')",
         ],
-        [  # permute, transpose and views: TD403, TD001
+        [  # permute, transpose and views: TD403, TD001, TD417
             f"x_{i} = torch.randn(4, 8, 16)",
+            f"steps_{i} = torch.arange(8).T",
             f"y_{i} = x_{i}.transpose(1, 2)",
             f"z_{i} = y_{i}.view(4, -1)",
             f"w_{i} = x_{i}.permute(0, 2, 1).view(4, -1)",
