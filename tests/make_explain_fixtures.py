@@ -1265,6 +1265,31 @@ case(
 """,
 )
 
+# ----------------------------------------------------------- unregistered-tensor-attribute
+
+case(
+    "unregistered-tensor-attribute",
+    "trace-grad-tensor-attribute",
+    "Cannot insert a Tensor that requires grad as a constant",
+    """
+    import torch
+    import torch.nn as nn
+
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+            self.scale = torch.ones(3, requires_grad=True)  # meant as a learnable parameter
+
+        def forward(self, x):
+            return self.fc(x) * self.scale
+
+
+    traced = torch.jit.trace(Scaled(), torch.randn(2, 3))
+""",
+)
+
 # ------------------------------------------------------------------ batch-sampler-conflict
 
 case(

@@ -494,3 +494,23 @@ class _InitFacts:
 @per_file
 def _init_facts(ctx: Context, init: ast.FunctionDef) -> _InitFacts:
     return _InitFacts(init, ctx)
+
+
+# Explaining errors ----------------------------------------------------------------------------
+
+# TorchScript tracing (and TensorBoard's add_graph, which traces) refuses a tensor attribute that
+# requires grad: it is neither a parameter nor an input.
+PITFALL.error(
+    r"Cannot insert a Tensor that requires grad as a constant",
+    types=("RuntimeError",),
+    confidence=0.8,
+    cause={
+        "en": "Tracing the model (`torch.jit.trace`, TensorBoard's `add_graph`) met a tensor that "
+        "requires grad but is neither an input nor a parameter: most often a tensor kept as a "
+        "plain attribute of a module (`self.scale = torch.ones(3, requires_grad=True)`), which "
+        "should be an `nn.Parameter`.",
+        "zh": "追踪模型时（`torch.jit.trace`、TensorBoard 的 `add_graph`）遇到一个需要梯度、却既不是输入也不是参数的"
+        "张量：最常见的是作为模块普通属性保存的张量（`self.scale = torch.ones(3, requires_grad=True)`），"
+        "它应当是 `nn.Parameter`。",
+    },
+)
