@@ -414,9 +414,9 @@ PITFALL.error(
         "buffer 在 {found} 上：没有调用 `.to(device)`，或者调用得太晚。",
     },
     fix={
-        "en": "Call `model.to(device)` before (or right after) wrapping it: "
-        '`model = nn.DataParallel(model).to("cuda:0")`.',
-        "zh": "在包装之前（或紧接着）调用 `model.to(device)`："
-        '`model = nn.DataParallel(model).to("cuda:0")`。',
+        "en": "Move the model to its first device before (or right after) wrapping it: "
+        '`model = nn.DataParallel(model.to("{wanted}"), device_ids=...)`.',
+        "zh": "在包装之前（或紧接着）把模型移到它的第一块设备上："
+        '`model = nn.DataParallel(model.to("{wanted}"), device_ids=...)`。',
     },
 )
