@@ -43,6 +43,7 @@ from torchdoctor.lint.context import (
     shorten,
     subtree_parents,
     top_level_classes,
+    top_level_functions,
 )
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import NativeSource
@@ -178,6 +179,7 @@ __all__ = [
     "statements",
     "subtree_parents",
     "top_level_classes",
+    "top_level_functions",
     "weights_only",
     *_ON_FIRST_USE,
 ]

@@ -754,6 +754,16 @@ def shorten(text: str, limit: int = 60) -> str:
 
 
 @per_file
+def top_level_functions(ctx: Context) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions defined at the top of the file, by name (the last of a name)."""
+    return {
+        node.name: node
+        for node in ctx.tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+@per_file
 def top_level_classes(ctx: Context) -> dict[str, ast.ClassDef]:
     """The classes defined at the top of the file, by name (the first of a name)."""
     classes: dict[str, ast.ClassDef] = {}

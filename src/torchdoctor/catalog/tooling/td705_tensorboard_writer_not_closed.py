@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, index_of, per_file
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Pitfall,
+    index,
+    index_of,
+    per_file,
+    top_level_functions,
+)
 
 PITFALL = Pitfall(
     code="TD705",
@@ -188,16 +196,6 @@ def _logged_by_callee(node: ast.Name, found, flushed: frozenset[str], ctx: Conte
     if parameter in flushed:
         return False
     return not _other_uses(ctx, function, parameter)
-
-
-@per_file
-def top_level_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
-    """The functions defined at the top level of the file, by name (the last definition)."""
-    return {
-        node.name: node
-        for node in ctx.tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
 
 
 @per_file

@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     per_file,
     shorten,
+    top_level_functions,
 )
 from torchdoctor.catalog.training._loops import enclosing_loops
 
@@ -249,12 +250,7 @@ class _LocalFunctions:
 
 @per_file
 def _local_functions(ctx: Context, cls: ast.ClassDef | None) -> _LocalFunctions:
-    return _LocalFunctions(_top_level_functions(ctx), cls)
-
-
-@per_file
-def _top_level_functions(ctx: Context) -> dict[str, ast.AST]:
-    return {s.name: s for s in ctx.tree.body if isinstance(s, FUNCTIONS)}
+    return _LocalFunctions(top_level_functions(ctx), cls)
 
 
 @per_file
