@@ -15,7 +15,7 @@ import re
 
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, Kind
-from torchdoctor.lint.occurrences import index_of
+from torchdoctor.lint.occurrences import call_name, index_of
 
 # Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
 # `self.set_forward_loss`, `mixup_criterion`, `nll_loss`, `CrossEntropyLoss2d`.
@@ -34,21 +34,12 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(name)]
 
 
-def callee_name(call: ast.Call) -> str | None:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None
-
-
 def computes_a_loss(call: ast.AST) -> bool:
     """A call whose callee's own name says it returns one loss value (`criterion(out, y)`,
     `self.loss_fn(...)`, `compute_loss(...)`), not asked for one value per element."""
     if not isinstance(call, ast.Call):
         return False
-    name = callee_name(call)
+    name = call_name(call)
     if name is None:
         return False
     words = name_words(name)
@@ -113,7 +104,7 @@ def expects_an_error(ctx: Context) -> bool:
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 call = item.context_expr
-                if isinstance(call, ast.Call) and callee_name(call) in _EXPECTS_ERROR:
+                if isinstance(call, ast.Call) and call_name(call) in _EXPECTS_ERROR:
                     return True
     return False
 
@@ -142,7 +133,7 @@ def from_project_class(expr: ast.AST, ctx: Context) -> bool:
         call = expr
         while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
             call = call.func.value  # `Net(...).to(device)`
-        name = callee_name(call)
+        name = call_name(call)
         if name is None or not ctx.project.is_module_class(name):
             return False
         return ctx.local_class(name) is None and ctx.kind_of(call) is not Kind.UNKNOWN
