@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.catalog.sdk import in_compat_fallback, Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, in_compat_fallback
 
 PITFALL = Pitfall(
     code="TD103",
@@ -147,10 +147,10 @@ FIXABLE_KEYWORDS = frozenset({"requires_grad", "volatile"})
 
 @PITFALL.static(ast.Call, names={"Variable"})
 def check(call: ast.Call, ctx: Context) -> list[Finding] | None:
-    if in_compat_fallback(ctx):
-        return  # code kept for older torch versions, which never runs on this one
     if ctx.qualname(call.func) not in VARIABLE:
         return None
+    if in_compat_fallback(ctx):
+        return None  # code kept for older torch versions, which never runs on this one
     keywords = {kw.arg: kw.value for kw in call.keywords}
     volatile = keywords.get("volatile")
     variant = "volatile" if volatile is not None and not _is_false(volatile) else ""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Iterator
+from functools import wraps
+from typing import Callable, Iterator
 
 from torchdoctor.catalog.sdk import (
-    in_compat_fallback,
     Clue,
     Context,
     Edit,
@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     Fix,
     Kind,
     Pitfall,
+    in_compat_fallback,
     index,
     only_identified,
     per_file,
@@ -262,11 +263,23 @@ _LAST_NAMES = {qualname.rpartition(".")[2] for qualname in RENAMES}
 _CALL_REWRITES = {q.rpartition(".")[2] for q, r in RENAMES.items() if r.keywords}
 
 
+def _outside_compat_fallbacks(detector: Callable) -> Callable:
+    """Drop what `detector` finds in code kept for older torch versions (an `except
+    ImportError` branch, a version-gated one), which never runs on this one; asked only once
+    there is something to drop, not for every node the detector sees."""
+
+    @wraps(detector)
+    def checked(node: ast.AST, ctx: Context) -> list[Finding]:
+        found = list(detector(node, ctx))
+        return [] if found and in_compat_fallback(ctx) else found
+
+    return checked
+
+
 @PITFALL.static(ast.Attribute, names=_LAST_NAMES - _CALL_REWRITES)
+@_outside_compat_fallbacks
 def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     """`nn.init.xavier_uniform`, `torch.symeig`: called or used as a value."""
-    if in_compat_fallback(ctx):
-        return  # code kept for older torch versions, which never runs on this one
     if not isinstance(node.ctx, ast.Load):
         return
     old = ctx.qualname(node)
@@ -287,10 +300,9 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
 
 
 @PITFALL.static(ast.Call, names=_CALL_REWRITES)
+@_outside_compat_fallbacks
 def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     """`F.upsample_bilinear(x)` -> `F.interpolate(x, mode="bilinear", align_corners=True)`."""
-    if in_compat_fallback(ctx):
-        return  # code kept for older torch versions, which never runs on this one
     func = call.func
     if not isinstance(func, ast.Attribute):  # a name imported from torch is reported at its import
         return
@@ -318,10 +330,9 @@ def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 
 @PITFALL.static(ast.ImportFrom)
+@_outside_compat_fallbacks
 def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     """`from torch.nn.init import xavier_uniform`: fixed as `xavier_uniform_ as xavier_uniform`."""
-    if in_compat_fallback(ctx):
-        return  # code kept for older torch versions, which never runs on this one
     module = node.module
     if node.level or not module or module.partition(".")[0] != "torch":
         return
@@ -345,10 +356,9 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
 
 
 @PITFALL.static(ast.Call, names={"backward", "Variable"})
+@_outside_compat_fallbacks
 def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     """`volatile=` on a Variable, `retain_variables=` / `grad_variables=` on a backward call."""
-    if in_compat_fallback(ctx):
-        return  # code kept for older torch versions, which never runs on this one
     if not call.keywords:
         return
     if ctx.qualname(call.func) in VARIABLE:
