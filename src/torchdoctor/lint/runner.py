@@ -118,11 +118,12 @@ def check_files(
         )
     outcomes: dict[int, FileOutcome] = {}
     # Every file is read first: its digest for the cache, and what it tells of the project,
-    # on which findings depend (so the cache key holds the project's facts). Only the files
-    # the cache cannot answer are read again, to be checked.
+    # on which findings depend (so the cache key holds the project's facts). With a cache, the
+    # bytes are let go and only the files it cannot answer are read again, to be checked;
+    # without one, every file is checked, and its bytes are kept from this first read.
     use_store = use_cache and job.mode == "check"
     facts = FactsReader()
-    read: dict[int, tuple[str, int]] = {}  # index -> (digest, size)
+    read: dict[int, tuple[str, int, bytes | None]] = {}  # index -> (digest, size, bytes kept)
     for index, path in enumerate(files):
         try:
             data = read_regular_file(path)
@@ -131,8 +132,10 @@ def check_files(
             continue
         if path.suffix == ".py":
             facts.add(data)
-        file_digest = cache_module.digest(data + _neighbours(path, job)) if use_store else ""
-        read[index] = (file_digest, len(data))
+        if use_store:
+            read[index] = (cache_module.digest(data + _neighbours(path, job)), len(data), None)
+        else:
+            read[index] = ("", len(data), data)
     searched = [scope for scope in scopes if scope.is_dir()]
     job = replace(job, project=facts_for_check(files, scopes, facts, searched))
     config_dir = settings.root if settings.config_file is not None else None
@@ -144,19 +147,20 @@ def check_files(
         else None
     )
     pending: list[_Pending] = []
-    for index, (file_digest, size) in read.items():
+    for index, (file_digest, size, data) in read.items():
         path = files[index]
         shown = display_path(path, cwd)
-        cached = store.get(path, file_digest, shown, size) if store is not None else None
-        if cached is not None:
-            outcomes[index] = FileOutcome(shown, cached)
-            continue
-        try:
-            data = read_regular_file(path)
-        except OSError as error:  # gone or changed since it was read above
-            outcomes[index] = _unreadable(shown, error.strerror or str(error))
-            continue
-        if use_store:  # what is checked is what the cache will hold, if the file changed
+        if store is not None:  # the cache's answer, or the file read again to be checked
+            cached = store.get(path, file_digest, shown, size)
+            if cached is not None:
+                outcomes[index] = FileOutcome(shown, cached)
+                continue
+            try:
+                data = read_regular_file(path)
+            except OSError as error:  # gone or changed since it was read above
+                outcomes[index] = _unreadable(shown, error.strerror or str(error))
+                continue
+            # What is checked is what the cache will hold, if the file changed meanwhile.
             file_digest = cache_module.digest(data + _neighbours(path, job))
         pending.append(_Pending(index, file_digest, (str(path), shown, data)))
 
