@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -112,9 +113,9 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
     """The project's Python files, breadth first (the top-level modules first), skipping what
     discovery skips (virtualenvs, caches, build output) and hidden directories."""
     found: list[Path] = []
-    todo = [root]
+    todo = deque([root])  # popped from the left: a list would be quadratic in directories
     while todo and len(found) < limit:
-        directory = todo.pop(0)
+        directory = todo.popleft()
         try:
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except OSError:
