@@ -8,6 +8,17 @@ import re
 # `bool value` before torch 1.2.
 AMBIGUOUS = r"(?:Boolean|bool) value of Tensor with more than one value is ambiguous"
 
+_AMBIGUOUS = re.compile(AMBIGUOUS)
+
+
+def asks_a_tensors_truth_value(message: str) -> bool:
+    """The error is torch's "value of Tensor with more than one value is ambiguous"."""
+    return (
+        "value of Tensor with more than one value is ambiguous" in message
+        and _AMBIGUOUS.search(message) is not None
+    )
+
+
 # A statement's keyword and colon, removed so that the rest parses as an expression.
 _KEYWORD = re.compile(r"(?:el)?if |while |assert |return |yield ")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
@@ -16,7 +15,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     shorten,
 )
-from torchdoctor.catalog.tensor._truth_value import AMBIGUOUS, truth_value_use
+from torchdoctor.catalog.tensor._truth_value import asks_a_tensors_truth_value, truth_value_use
 
 PITFALL = Pitfall(
     code="TD405",
@@ -159,16 +158,13 @@ _CHAINED = {
     "`0 < x`, a mask of several elements.",
     "zh": "在张量上使用 `0 < x < 1` 这样的链式比较，需要 `0 < x` 这个多元素掩码的真值。",
 }
-_CAPTURE = re.compile(AMBIGUOUS)
 
 
 # Also raised by `and` / `or` / `if` on a mask (TD406): the failing line tells them apart; without
 # it, TD406 comes first.
 @PITFALL.error_check(types=("RuntimeError",))
 def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
-    if "value of Tensor with more than one value is ambiguous" not in block.message:
-        return None
-    if not _CAPTURE.search(block.message):
+    if not asks_a_tensors_truth_value(block.message):
         return None
     use = truth_value_use(block.frames)
     if use == "chained":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from functools import partial
 from typing import Iterator
 
@@ -17,7 +16,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     shorten,
 )
-from torchdoctor.catalog.tensor._truth_value import AMBIGUOUS, truth_value_use
+from torchdoctor.catalog.tensor._truth_value import asks_a_tensors_truth_value, truth_value_use
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -176,14 +175,11 @@ _FIX = {
     "zh": "用 `&`、`|`、`~` 组合掩码（每个比较加上括号）；确实需要单个结果时用 `.any()` / "
     "`.all()` 归约。",
 }
-_CAPTURE = re.compile(AMBIGUOUS)
 
 
 @PITFALL.error_check(types=("RuntimeError",))
 def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
-    if "value of Tensor with more than one value is ambiguous" not in block.message:
-        return None
-    if not _CAPTURE.search(block.message):
+    if not asks_a_tensors_truth_value(block.message):
         return None
     use = truth_value_use(block.frames)
     if use == "chained":
