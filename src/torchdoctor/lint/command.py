@@ -10,19 +10,14 @@ import sys
 import threading
 from contextlib import nullcontext
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from torchdoctor._output import OutputError, ReaderGone
 from torchdoctor.catalog import _registry
 from torchdoctor.errors import UsageError
-from torchdoctor.lint import config, files, notebook
-from torchdoctor.lint.runner import (
-    FileOutcome,
-    Job,
-    check_bytes,
-    check_files,
-    drop_per_file_ignores,
-)
+from torchdoctor.lint import by_config, config, files, notebook
+from torchdoctor.lint.runner import FileOutcome, Job, check_bytes, drop_per_file_ignores
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.progress import Progress
 from torchdoctor.lint.project import facts_for_check
@@ -38,41 +33,49 @@ def run_check(args, lang_default: str) -> int:
     _tune_garbage_collector()
     _exit_cleanly_on_sigterm()
     cwd = Path.cwd()
-    config_file = Path(args.config) if args.config else config.find_config(cwd)
-    settings = config.load(config_file, cwd)
+    configs = config.NearestConfigs(
+        cwd, partial(_apply_options, args), Path(args.config) if args.config else None
+    )
+    settings = configs.for_directory(cwd.resolve())  # the language, what the walk leaves out
+    lang = args.lang or settings.lang or lang_default
+    mode = "diff" if args.diff else "fix" if args.fix else "check"
+    job = Job(codes=settings.enabled_codes(), lang=lang, mode=mode, unsafe=args.unsafe_fixes)
+
+    if args.stdin_filename is not None:
+        # An editor's buffer is configured as the file it names, on disk.
+        settings = configs.for_directory(Path(args.stdin_filename).absolute().parent.resolve())
+        return _check_stdin(args, replace(job, codes=settings.enabled_codes()), settings)
+
+    paths = args.paths or ["."]
+    found = files.discover(paths, settings.exclude, settings.root, force_exclude=args.force_exclude)
+    groups, config_errors = by_config.group_files(found, configs, settings, args.force_exclude)
+    errors = found.errors + config_errors
+    for error in errors:  # the rest is still checked; the exit code says it was not all
+        print(f"torchdoctor: error: {error}", file=sys.stderr)
+    if errors and not groups:
+        return EXIT_ERROR
+    jobs = args.jobs or os.cpu_count() or 1
+    with _progress_line(args, sum(len(group) for group in groups)) as on_done:
+        outcomes = by_config.check_groups(
+            groups,
+            found,
+            job,
+            jobs,
+            use_cache=not args.no_cache,
+            cwd=cwd,
+            on_done=on_done,
+        )
+    code = _report(outcomes, args, lang, {}, errors=len(errors))
+    return EXIT_ERROR if errors else code
+
+
+def _apply_options(args, settings: config.Settings) -> None:
+    """The command line's options over a config's settings: they win over every config."""
     if args.select is not None:
         settings.select = _split(args.select)
     settings.extend_select += _split(args.extend_select)
     settings.ignore += _split(args.ignore)
     settings.exclude += _split(args.exclude)
-    lang = args.lang or settings.lang or lang_default
-    codes = settings.enabled_codes()
-    mode = "diff" if args.diff else "fix" if args.fix else "check"
-    job = Job(codes=codes, lang=lang, mode=mode, unsafe=args.unsafe_fixes)
-
-    if args.stdin_filename is not None:
-        return _check_stdin(args, job, settings)
-
-    paths = args.paths or ["."]
-    found = files.discover(paths, settings.exclude, settings.root, force_exclude=args.force_exclude)
-    for error in found.errors:  # the rest is still checked; the exit code says it was not all
-        print(f"torchdoctor: error: {error}", file=sys.stderr)
-    if found.errors and not found.files:
-        return EXIT_ERROR
-    jobs = args.jobs or os.cpu_count() or 1
-    with _progress_line(args, len(found.files)) as on_done:
-        outcomes = check_files(
-            found.files,
-            settings,
-            job,
-            jobs,
-            use_cache=not args.no_cache,
-            cwd=cwd,
-            scopes=found.scopes,
-            on_done=on_done,
-        )
-    code = _report(outcomes, args, lang, {}, errors=len(found.errors))
-    return EXIT_ERROR if found.errors else code
 
 
 def _check_stdin(args, job: Job, settings: config.Settings) -> int:
@@ -141,9 +144,10 @@ def _report(
     elif args.format == "json":
         stream.write(render.render_json(findings))
     elif args.format == "sarif":
-        stream.write(render.render_sarif(findings, _registry.all_pitfalls(), lang))
+        rules = _registry.all_pitfalls()
+        stream.write(render.render_sarif(findings, rules, lang, notebook.FileRegions(texts)))
     elif args.format == "github":
-        stream.write(render.render_github(findings))
+        stream.write(render.render_github(findings, notebook.FileRegions(texts)))
     else:
         lines = _SourceLines(texts)
         color = _use_color(stream)

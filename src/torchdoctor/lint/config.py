@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 import pathspec
 
@@ -77,27 +78,88 @@ class Settings:
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a [tool.torchdoctor] table, from `start` upwards. One that
-    cannot be read or parsed is passed over unless it mentions torchdoctor: a broken file of an
-    unrelated project above this one is not ours to report."""
+    """The nearest pyproject.toml with a [tool.torchdoctor] table, from `start` upwards."""
     start = start.resolve()
     for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if not candidate.is_file():
-            continue
-        try:
-            data = read_regular_file(candidate)
-        except OSError:
-            continue
-        try:
-            tables = _parse_tool_tables(data, candidate)
-        except UsageError:
-            if _MENTIONS_TORCHDOCTOR.search(data):
-                raise
-            continue
-        if "torchdoctor" in tables:
-            return candidate
+        if _configures_torchdoctor(directory / "pyproject.toml"):
+            return directory / "pyproject.toml"
     return None
+
+
+def _configures_torchdoctor(candidate: Path) -> bool:
+    """Whether `candidate` is a pyproject.toml with a [tool.torchdoctor] table. One that cannot
+    be read or parsed is passed over unless it mentions torchdoctor (then: UsageError): a
+    broken file of an unrelated project above this one is not ours to report."""
+    if not candidate.is_file():
+        return False
+    try:
+        data = read_regular_file(candidate)
+    except OSError:
+        return False
+    try:
+        tables = _parse_tool_tables(data, candidate)
+    except UsageError:
+        if _MENTIONS_TORCHDOCTOR.search(data):
+            raise
+        return False
+    return "torchdoctor" in tables
+
+
+class NearestConfigs:
+    """The settings of each file, as ruff finds them: from the nearest pyproject.toml with a
+    [tool.torchdoctor] table above the file (parent configs are not merged; default settings
+    where there is none), or from the one `config_file` given on the command line. `adjust`
+    puts the command line's options over each. Each directory is looked at once and each
+    config read once, however many files share them."""
+
+    def __init__(
+        self, cwd: Path, adjust: Callable[[Settings], None], config_file: Path | None = None
+    ) -> None:
+        self._cwd = cwd
+        self._adjust = adjust
+        self._config_file = config_file
+        # By directory: its nearest config (None: none), or why it cannot be used.
+        self._nearest: dict[Path, Path | None | UsageError] = {}
+        self._settings: dict[Path | None, Settings | UsageError] = {}
+
+    def for_directory(self, directory: Path) -> Settings:
+        """The settings of the files in `directory` (resolved, as discovery gives them);
+        UsageError for a config that is broken."""
+        config_file = self._config_file
+        if config_file is None:
+            config_file = self._find(directory)
+        if config_file not in self._settings:
+            try:
+                settings = load(config_file, self._cwd)
+                self._adjust(settings)
+                self._settings[config_file] = settings
+            except UsageError as error:
+                self._settings[config_file] = error
+        settings_or_error = self._settings[config_file]
+        if isinstance(settings_or_error, UsageError):
+            raise UsageError(str(settings_or_error))
+        return settings_or_error
+
+    def _find(self, start: Path) -> Path | None:
+        walked = []
+        directory = start
+        while directory not in self._nearest:
+            walked.append(directory)
+            try:
+                if _configures_torchdoctor(directory / "pyproject.toml"):
+                    self._nearest[directory] = directory / "pyproject.toml"
+                elif directory.parent == directory:
+                    self._nearest[directory] = None
+                else:
+                    directory = directory.parent
+            except UsageError as error:
+                self._nearest[directory] = error
+        found = self._nearest[directory]
+        for below in walked:
+            self._nearest[below] = found
+        if isinstance(found, UsageError):
+            raise UsageError(str(found))
+        return found
 
 
 def load(config_file: Path | None, cwd: Path) -> Settings:
