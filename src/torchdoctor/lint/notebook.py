@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 
 from torchdoctor.catalog._registry import engine_finding
-from torchdoctor.lint.lines import ending, split_lines
-from torchdoctor.lint.source import UnreadableFile
+from torchdoctor.lint.lines import ending, line_starts, position, split_lines
+from torchdoctor.lint.source import UnreadableFile, decode
 from torchdoctor.report.finding import Finding
+from torchdoctor.user_files import read_regular_file
 
 # `%time x`, `%%writefile f`, `!pip install`, `files = !ls`, `x = %env`, `obj?`, `??obj`, matched
 # after the indentation. No two quantifiers can take the same characters: linear in the line.
@@ -242,6 +243,112 @@ def _restore_magics(chunk: str, notebook: Notebook) -> str:
         index = int(match.group(1)) if match else len(notebook.magics)
         lines.append(notebook.magics[index] + end if index < len(notebook.magics) else line)
     return "".join(lines)
+
+
+# ---- where a cell's text lies in the file's own JSON text (SARIF, GitHub annotations) -------
+
+
+class FileRegions:
+    """The region of a finding in the text of its file, as code scanning and PR annotations
+    need it: a notebook's finding, located by cell, moved to the line and column of the JSON
+    text that hold it. Each notebook is read once; `texts` are the contents of files not read
+    from disk (stdin), by path as shown."""
+
+    def __init__(self, texts: dict[str, str] | None = None) -> None:
+        self._texts = texts or {}
+        self._places: dict[str, _JsonPlaces | None] = {}
+
+    def __call__(self, finding: Finding) -> tuple[int, int, int, int]:
+        own = (finding.line, finding.column, finding.end_line, finding.end_column)
+        if finding.cell is None:
+            return own
+        places = self._places_of(finding.path)
+        if places is None:
+            return own
+        start = places.position(finding.cell, finding.line, finding.column)
+        end = places.position(finding.cell, finding.end_line, finding.end_column)
+        return (*start, *end)
+
+    def _places_of(self, path: str) -> _JsonPlaces | None:
+        if path not in self._places:
+            try:
+                text = self._texts.get(path)
+                if text is None:
+                    text = decode(read_regular_file(path)).text
+                load(text)  # valid JSON with a list of cells, which the scanning takes for given
+                self._places[path] = _JsonPlaces(text)
+            except Exception:  # gone, changed or broken since it was checked: cell lines stay
+                self._places[path] = None
+        return self._places[path]
+
+
+class _JsonPlaces:
+    """(cell, line, column in the cell) -> (line, column) in a notebook's JSON text. Exact
+    through escapes (`\\n`, `\\"`, `\\u00e9`) and for `source` given as one string or as a
+    list; in a notebook written on one line, every cell line is on line 1, at its own column."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._file_starts = line_starts(split_lines(text, keepends=True))
+        cells = _object_members(text, _skip_space(text, 0))["cells"][0]
+        self._cell_spans = _array_elements(text, cells)
+        self._cells: dict[int, tuple[list[int], list[int]]] = {}
+
+    def position(self, cell: int, line: int, column: int) -> tuple[int, int]:
+        if not 0 < cell <= len(self._cell_spans):
+            return position(self._file_starts, 0)
+        offsets, starts = self._cell(cell)
+        line = min(max(line, 1), len(starts) - 1)
+        index = min(starts[line - 1] + max(column, 1) - 1, starts[line])
+        return position(self._file_starts, offsets[index])
+
+    def _cell(self, cell: int) -> tuple[list[int], list[int]]:
+        """Where each character of the cell's source lies in the file (then where its value
+        ends), and the offsets where the source's lines start."""
+        if cell not in self._cells:
+            start = self._cell_spans[cell - 1][0]
+            is_object = self._text[start] == "{"
+            value = _object_members(self._text, start).get("source") if is_object else None
+            offsets, source = _string_offsets(self._text, value) if value else (None, "")
+            if offsets is None:  # no source that can be read: the cell itself
+                offsets, source = [start], ""
+            self._cells[cell] = (offsets, line_starts(split_lines(source, keepends=True)))
+        return self._cells[cell]
+
+
+def _string_offsets(text: str, span: tuple[int, int]) -> tuple[list[int] | None, str]:
+    """For the JSON string, or list of strings, at `span` of `text`: the offset in `text` of
+    each character of its value, then of the value's end; and the value. None when it is
+    neither."""
+    start, end = span
+    literals = _array_elements(text, start) if text[start] == "[" else [span]
+    offsets: list[int] = []
+    pieces = []
+    for literal_start, literal_end in literals:
+        if text[literal_start] != '"':
+            return None, ""
+        index = literal_start + 1
+        while index < literal_end - 1:
+            offsets.append(index)
+            index += _escape_length(text, index)
+        pieces.append(scanstring(text, literal_start + 1)[0])
+    offsets.append(literals[-1][1] - 1 if literals else end - 1)
+    value = "".join(pieces)
+    return (offsets, value) if len(offsets) == len(value) + 1 else (None, "")
+
+
+def _escape_length(text: str, index: int) -> int:
+    """How many characters of JSON text stand for the one character at `index`."""
+    if text[index] != "\\":
+        return 1
+    if text[index + 1] != "u":
+        return 2
+    # A surrogate pair, `\ud83d\ude00`, is one character (as json.loads reads it).
+    if 0xD800 <= int(text[index + 2 : index + 6], 16) < 0xDC00 and text.startswith(
+        "\\u", index + 6
+    ):
+        return 12 if 0xDC00 <= int(text[index + 8 : index + 12], 16) < 0xE000 else 6
+    return 6
 
 
 # ---- writing: only the changed "source" values, in the file's own JSON text ----------------

@@ -6,7 +6,9 @@ import json
 import re
 import unicodedata
 from collections import Counter
+from pathlib import Path, PurePath
 from typing import Callable, Sequence
+from urllib.parse import quote
 
 from torchdoctor import __version__
 from torchdoctor.report import json_output, strings
@@ -21,6 +23,13 @@ _BOLD, _RED, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m",
 # line and paragraph separators, and the bidi overrides and isolates that reorder what is shown.
 _UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _TAB_WIDTH = 4
+# A finding's (line, column, end line, end column) in the text of its file: a notebook's
+# findings are given by cell, code scanning and annotations want lines of the .ipynb file.
+Region = Callable[[Finding], "tuple[int, int, int, int]"]
+
+
+def own_region(f: Finding) -> tuple[int, int, int, int]:
+    return f.line, f.column, f.end_line, f.end_column
 
 
 def render_text(
@@ -146,13 +155,15 @@ def render_json(findings: Sequence[Finding]) -> str:
     return json_output.dumps(json_output.findings_json(findings)) + "\n"
 
 
-def render_github(findings: Sequence[Finding]) -> str:
-    """GitHub Actions workflow commands: one `::warning` annotation per finding."""
+def render_github(findings: Sequence[Finding], region: Region = own_region) -> str:
+    """GitHub Actions workflow commands: one `::warning` annotation per finding, at its
+    `region` of the file; the message keeps the cell of a notebook's finding."""
     lines = []
     for f in findings:
+        line, column, end_line, end_column = region(f)
         props = (
-            f"file={_gh_prop(f.path)},line={f.line},col={f.column},"
-            f"endLine={f.end_line},endColumn={f.end_column},"
+            f"file={_gh_prop(f.path)},line={line},col={column},"
+            f"endLine={end_line},endColumn={end_column},"
             f"title={_gh_prop(f.code + ' ' + f.name)}"
         )
         lines.append(f"::warning {props}::{_gh_data(f'{_where(f)}: {f.code} {f.message}')}")
@@ -169,8 +180,21 @@ def _gh_prop(text: str) -> str:
     return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en") -> str:
-    """SARIF 2.1.0, as GitHub code scanning reads it."""
+def _artifact_location(path: str) -> dict[str, str]:
+    """A file's SARIF artifact location: a URI reference (RFC 3986, percent-encoded: spaces,
+    `#`, `%`, non-ASCII as UTF-8...), relative to the source root, or a `file:` URI for a
+    file outside the current directory."""
+    file = PurePath(path)
+    if file.is_absolute():
+        return {"uri": Path(path).as_uri()}
+    return {"uri": quote(file.as_posix(), safe="/"), "uriBaseId": "%SRCROOT%"}
+
+
+def render_sarif(
+    findings: Sequence[Finding], rules: Sequence, lang: str = "en", region: Region = own_region
+) -> str:
+    """SARIF 2.1.0, as GitHub code scanning reads it: each result at its `region` of the file,
+    and a notebook's cell, line and column in the cell as properties of the location."""
     from torchdoctor.catalog._model import pick
     from torchdoctor.catalog._registry import for_role
 
@@ -192,26 +216,25 @@ def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en")
         )
     results = []
     for f in findings:
+        line, column, end_line, end_column = region(f)
+        location: dict[str, object] = {
+            "physicalLocation": {
+                "artifactLocation": _artifact_location(f.path),
+                "region": {
+                    "startLine": line,
+                    "startColumn": column,
+                    "endLine": end_line,
+                    "endColumn": max(end_column, 1),
+                },
+            }
+        }
+        if f.cell is not None:
+            location["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column}
         result: dict[str, object] = {
             "ruleId": f.code,
             "level": "error" if f.code == unparsable else "warning",
             "message": {"text": f.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {
-                            "uri": f.path.replace("\\", "/"),
-                            "uriBaseId": "%SRCROOT%",
-                        },
-                        "region": {
-                            "startLine": f.line,
-                            "startColumn": f.column,
-                            "endLine": f.end_line,
-                            "endColumn": max(f.end_column, 1),
-                        },
-                    }
-                }
-            ],
+            "locations": [location],
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
@@ -225,7 +248,6 @@ def render_sarif(findings: Sequence[Finding], rules: Sequence, lang: str = "en")
                     "driver": {
                         "name": "torchdoctor",
                         "version": __version__,
-                        "informationUri": "https://pypi.org/project/torchdoctor/",
                         "rules": driver_rules,
                     }
                 },
