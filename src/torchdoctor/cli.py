@@ -169,6 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--ignore", action="append", metavar="RULES", help="checks to disable")
     _add_lang(run)
+
+    server = commands.add_parser(
+        "server",
+        help="serve the checks to an editor: a language server over stdio (needs pygls)",
+    )
+    _add_lang(server)
     return parser
 
 
@@ -191,8 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with guarded_stdout():
             args = parser.parse_args(argv)
-            if args.command != "run":
+            if args.command not in ("run", "server"):
                 return _command(args, parser)
+        if args.command == "server":  # stdout carries the protocol, written by the server
+            from torchdoctor.server import serve
+
+            return serve(args.lang)
         return _run(args, program)  # the program's stdout is its own, as under python
     except ReaderGone:
         return end_quietly()

@@ -1,0 +1,273 @@
+"""`torchdoctor server` end to end: a real LSP client drives `python -m torchdoctor server` over
+stdio, as an editor would."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pygls", reason="the language server needs pygls: pip install -e '.[test]'")
+pytest_lsp = pytest.importorskip("pytest_lsp")
+
+from lsprotocol import types  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+
+# Only catches a hang: each step takes well under a second.
+TIMEOUT = 30
+
+SOURCE = (
+    "import torch\n"
+    "from torch.autograd import Variable\n"
+    "x = Variable(torch.ones(2))  # noqa: TD999 \u6ce8\u91ca\n"
+    "y = torch.ones(3)\n"
+    "y.cuda()\n"
+)
+FIXED = SOURCE.replace("Variable(torch.ones(2))", "torch.ones(2)")
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "torchdoctor", "server"],
+        # English unless a pyproject.toml says otherwise, whatever the machine's locale.
+        server_env={**os.environ, "TORCHDOCTOR_LANG": "en"},
+    )
+)
+async def client(lsp_client: LanguageClient):
+    params = types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    await asyncio.wait_for(lsp_client.initialize_session(params), TIMEOUT)
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), TIMEOUT)
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A project of its own, so that no pyproject.toml above the test's directory applies."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    return tmp_path
+
+
+async def diagnostics(client: LanguageClient, uri: str, until=lambda found: True):
+    """The diagnostics published for `uri` once `until` holds for them."""
+
+    async def published():
+        while uri not in client.diagnostics or not until(list(client.diagnostics[uri])):
+            await asyncio.sleep(0.02)
+        return list(client.diagnostics[uri])
+
+    return await asyncio.wait_for(published(), TIMEOUT)
+
+
+def codes(found) -> list[str]:
+    return sorted(d.code for d in found)
+
+
+def open_file(client: LanguageClient, uri: str, text: str) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+    )
+
+
+def apply(text: str, edits: list[types.TextEdit]) -> str:
+    """`text` with LSP edits applied (lines split as LSP splits them; ASCII columns)."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(position: types.Position) -> int:
+        return starts[position.line] + position.character
+
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+async def actions_at(client: LanguageClient, uri: str, line: int, character: int, only=None):
+    """The code actions for the cursor at a place, as an editor asks for them."""
+    at = types.Position(line, character)
+    params = types.CodeActionParams(
+        types.TextDocumentIdentifier(uri),
+        types.Range(at, at),
+        types.CodeActionContext(diagnostics=[], only=only),
+    )
+    return await asyncio.wait_for(client.text_document_code_action_async(params), TIMEOUT)
+
+
+@pytest.mark.asyncio
+async def test_open_fix_and_edit_away(client: LanguageClient, project):
+    path = project / "train.py"
+    path.write_text(SOURCE)
+    uri = path.as_uri()
+    open_file(client, uri, SOURCE)
+    found = await diagnostics(client, uri, lambda found: len(found) == 2)
+    assert codes(found) == ["TD001", "TD103"]
+    variable = next(d for d in found if d.code == "TD103")
+    # Columns count UTF-16 units; the finding spans `Variable(torch.ones(2))`.
+    assert (variable.range.start.line, variable.range.start.character) == (2, 4)
+    assert (variable.range.end.line, variable.range.end.character) == (2, 27)
+
+    actions = await actions_at(client, uri, 2, 8)
+    fix = next(a for a in actions if a.kind == "quickfix" and a.is_preferred)
+    assert "TD103" in fix.title
+    assert apply(SOURCE, fix.edit.changes[uri]) == FIXED
+    noqa = next(a for a in actions if "noqa" in a.title)
+    assert (
+        apply(SOURCE, noqa.edit.changes[uri])
+        .splitlines()[2]
+        .endswith("# noqa: TD999, TD103 \u6ce8\u91ca")
+    )
+    [fix_all] = await actions_at(client, uri, 0, 0, only=["source.fixAll"])
+    assert apply(SOURCE, fix_all.edit.changes[uri]) == FIXED
+
+    # The edit reaches the unsaved buffer: the finding goes, and the file on disk is untouched.
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+            [types.TextDocumentContentChangeWholeDocument(FIXED)],
+        )
+    )
+    found = await diagnostics(client, uri, lambda found: codes(found) == ["TD001"])
+    assert found[0].range.start.line == 4
+    assert path.read_text() == SOURCE
+
+
+@pytest.mark.asyncio
+async def test_unsafe_fix_is_offered_but_not_preferred(client: LanguageClient, project):
+    uri = (project / "train.py").as_uri()
+    open_file(client, uri, SOURCE)
+    await diagnostics(client, uri, lambda found: len(found) == 2)
+    actions = await actions_at(client, uri, 4, 1)
+    [unsafe] = [a for a in actions if "TD001" in a.title and "unsafe" in a.title]
+    assert not unsafe.is_preferred
+    assert apply(SOURCE, unsafe.edit.changes[uri]).splitlines()[4] == "y = y.cuda()"
+
+
+@pytest.mark.asyncio
+async def test_hover_explains_in_the_configured_language(client: LanguageClient, project):
+    (project / "pyproject.toml").write_text("[tool.torchdoctor]\nlang = 'zh'\n")
+    uri = (project / "train.py").as_uri()
+    open_file(client, uri, SOURCE)
+    await diagnostics(client, uri, lambda found: len(found) == 2)
+    params = types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(2, 8))
+    answer = await asyncio.wait_for(client.text_document_hover_async(params), TIMEOUT)
+    text = answer.contents.value
+    assert "TD103" in text and "`variable-wrapper`" in text
+    assert "\u4e3a\u4ec0\u4e48" in text and "Why is this bad?" not in text  # "why", in Chinese
+    nothing = types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 3))
+    assert await asyncio.wait_for(client.text_document_hover_async(nothing), TIMEOUT) is None
+
+
+@pytest.mark.asyncio
+async def test_settings_come_from_the_files_nearest_pyproject(client: LanguageClient, project):
+    package = project / "pkg"
+    package.mkdir()
+    (package / "pyproject.toml").write_text("[tool.torchdoctor]\nignore = ['TD001']\n")
+    uri = (package / "train.py").as_uri()
+    open_file(client, uri, SOURCE)
+    found = await diagnostics(client, uri)
+    assert codes(found) == ["TD103"]
+
+
+@pytest.mark.asyncio
+async def test_a_broken_config_is_shown_and_the_server_keeps_serving(
+    client: LanguageClient, project
+):
+    broken = project / "broken"
+    broken.mkdir()
+    (broken / "pyproject.toml").write_text("[tool.torchdoctor]\nselect = 3\n")
+    uri = (broken / "train.py").as_uri()
+    open_file(client, uri, SOURCE)
+    assert await diagnostics(client, uri) == []
+    assert any("select must be a list" in m.message for m in client.messages)
+    other = (project / "train.py").as_uri()
+    open_file(client, other, SOURCE)
+    assert codes(await diagnostics(client, other)) == ["TD001", "TD103"]
+
+
+@pytest.mark.asyncio
+async def test_project_facts_hold_across_files(client: LanguageClient, project):
+    # `Net` is an nn.Module only by what models.py says: saving it whole is then a finding.
+    (project / "models.py").write_text("import torch.nn as nn\nclass Net(nn.Module):\n    pass\n")
+    text = "import torch\nfrom models import Net\nnet = Net()\ntorch.save(net, 'net.pt')\n"
+    uri = (project / "train.py").as_uri()
+    open_file(client, uri, text)
+    assert codes(await diagnostics(client, uri)) == ["TD503"]
+    # Saving models.py as something else changes what train.py means.
+    (project / "models.py").write_text("class Net:\n    pass\n")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            types.TextDocumentIdentifier((project / "models.py").as_uri())
+        )
+    )
+    assert await diagnostics(client, uri, lambda found: not found) == []
+
+
+@pytest.mark.asyncio
+async def test_notebook_cells_are_one_program(client: LanguageClient, project):
+    notebook_uri = (project / "demo.ipynb").as_uri()
+    cells = [
+        "import torch\nfrom torch.autograd import Variable\n",
+        "%matplotlib inline\nx = Variable(torch.ones(2))\n",
+    ]
+    cell_uris = [f"vscode-notebook-cell:{project / 'demo.ipynb'}#cell{i}" for i in range(2)]
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            types.NotebookDocument(
+                notebook_uri,
+                "jupyter-notebook",
+                1,
+                [types.NotebookCell(types.NotebookCellKind.Code, u) for u in cell_uris],
+            ),
+            [types.TextDocumentItem(u, "python", 1, t) for u, t in zip(cell_uris, cells)],
+        )
+    )
+    found = await diagnostics(client, cell_uris[1])
+    assert codes(found) == ["TD103"]
+    assert found[0].range.start.line == 1  # within the cell, after the magic
+    assert await diagnostics(client, cell_uris[0]) == []
+    actions = await actions_at(client, cell_uris[1], 1, 5)
+    fix = next(a for a in actions if a.is_preferred)
+    assert (
+        apply(cells[1], fix.edit.changes[cell_uris[1]]) == "%matplotlib inline\nx = torch.ones(2)\n"
+    )
+
+    # Editing the first cell changes what the second means: without the import, no finding.
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            types.VersionedNotebookDocumentIdentifier(version=2, uri=notebook_uri),
+            types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            types.VersionedTextDocumentIdentifier(version=2, uri=cell_uris[0]),
+                            [types.TextDocumentContentChangeWholeDocument("import torch\n")],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    assert await diagnostics(client, cell_uris[1], lambda found: not found) == []
+
+
+def test_server_without_pygls_says_what_to_install(tmp_path):
+    """Where pygls cannot be imported, one line says to install the extra; exit 2."""
+    (tmp_path / "pygls").mkdir()
+    (tmp_path / "pygls" / "__init__.py").write_text("raise ImportError('no', name='pygls')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "server"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "torchdoctor: error: the language server needs pygls: install torchdoctor[server] "
+        "(pip install 'torchdoctor[server]')"
+    ]
