@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import subprocess
 import sys
@@ -7,6 +8,18 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 UPDATE_SNAPSHOTS = os.environ.get("TORCHDOCTOR_UPDATE_SNAPSHOTS") == "1"
+
+# `check` and `explain` need no torch, and neither do most tests: without torch, the tests of
+# `run`, `ckpt` and of what torch itself does are skipped, saying what is missing.
+NEEDS_TORCH = "needs torch: pip install torch (the CPU build: see the README's quick start)"
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NEEDS_TORCH)
+
+
+def import_torch():
+    """torch; where it is not installed, a skip of the test, or at a module's top of the whole
+    module, that says so."""
+    return pytest.importorskip("torch", reason=NEEDS_TORCH)
+
 
 # The programs the tests start see python's defaults, whatever the shell that runs pytest sets:
 # unbuffered output hid a failure that only showed on a machine without it (CI).

@@ -8,19 +8,21 @@ import subprocess
 import sys
 
 import pytest
-import torch
-from torch import nn
+from conftest import import_torch
 
-import torchdoctor
-from ckpt_builders import (
+torch = import_torch()
+from torch import nn  # noqa: E402
+
+import torchdoctor  # noqa: E402
+from ckpt_builders import (  # noqa: E402
     Net,
     data_parallel_state,
     old_batchnorm_state,
     training_checkpoint,
     write_models,
 )
-from torchdoctor.ckpt.api import CheckpointMismatchError
-from torchdoctor.cli import main
+from torchdoctor.ckpt.api import CheckpointMismatchError  # noqa: E402
+from torchdoctor.cli import main  # noqa: E402
 
 
 def ckpt(capsys, *args):

@@ -9,10 +9,12 @@ import sys
 import zipfile
 
 import pytest
-import torch
-from torch import nn
+from conftest import run_cli, import_torch
 
-from ckpt_builders import (
+torch = import_torch()
+from torch import nn  # noqa: E402
+
+from ckpt_builders import (  # noqa: E402
     Net,
     data_parallel_state,
     malicious_checkpoint,
@@ -21,8 +23,7 @@ from ckpt_builders import (
     safetensors_bytes,
     training_checkpoint,
 )
-from conftest import run_cli
-from torchdoctor.cli import main
+from torchdoctor.cli import main  # noqa: E402
 
 
 def inspect(capsys, *args):

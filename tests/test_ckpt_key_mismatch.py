@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
+from conftest import import_torch
 
-import torchdoctor
-from ckpt_builders import Net, write_models
-from torchdoctor.ckpt.api import CheckpointMismatchError
-from torchdoctor.cli import main
+torch = import_torch()
+
+import torchdoctor  # noqa: E402
+from ckpt_builders import Net, write_models  # noqa: E402
+from torchdoctor.ckpt.api import CheckpointMismatchError  # noqa: E402
+from torchdoctor.cli import main  # noqa: E402
 
 MISSING_HEAD = (
     "2 keys of the model are not in the checkpoint: `fc.*` (2); with `strict=False` these "

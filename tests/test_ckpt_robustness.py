@@ -23,12 +23,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from conftest import import_torch
 
-from ckpt_builders import Net, safetensors_bytes, training_checkpoint
-from torchdoctor.ckpt import reader
-from torchdoctor.cli import main
-from torchdoctor.knowledge import weights_only as _weights_only
+torch = import_torch()
+
+from ckpt_builders import Net, safetensors_bytes, training_checkpoint  # noqa: E402
+from torchdoctor.ckpt import reader  # noqa: E402
+from torchdoctor.cli import main  # noqa: E402
+from torchdoctor.knowledge import weights_only as _weights_only  # noqa: E402
 
 TIMEOUT = 60  # seconds: catches a hang, never a slow run
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import import_torch, run_cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes and signals")
 
@@ -49,7 +49,7 @@ IDS = [" ".join(args) for args, _ in COMMANDS]
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """A tree with findings, a traceback and two checkpoints that differ by a prefix."""
-    torch = pytest.importorskip("torch")
+    torch = import_torch()
     root = tmp_path_factory.mktemp("pipes")
     (root / "src").mkdir()
     for number in range(40):  # enough output to fill a pipe
@@ -122,7 +122,7 @@ def test_full_disk_is_one_line_and_exit_2(args, code, inputs):
 def test_run_summary_to_a_closed_stderr_keeps_the_programs_exit_code(tmp_path):
     """The summary and live lines of `run` go to stderr; its reader gone, the program's own
     output and exit code are what python gives."""
-    pytest.importorskip("torch")
+    import_torch()
     (tmp_path / "s.py").write_text("import sys\nprint('out')\nsys.exit(3)\n")
     results = []
     for command in ([sys.executable, "s.py"], [sys.executable, "-m", "torchdoctor", "run", "s.py"]):
@@ -137,7 +137,7 @@ def test_run_summary_to_a_closed_stderr_keeps_the_programs_exit_code(tmp_path):
 
 def test_run_program_writing_to_a_gone_reader_ends_as_under_python(tmp_path):
     """The program's stdout is its own: a BrokenPipeError is its crash, with python's exit code."""
-    pytest.importorskip("torch")
+    import_torch()
     (tmp_path / "s.py").write_text("for i in range(200000):\n    print(i)\n")
     codes = []
     for command in ([sys.executable, "s.py"], [sys.executable, "-m", "torchdoctor", "run", "s.py"]):

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import needs_torch
 
 SCRIPT = """\
 import torchdoctor
@@ -132,6 +133,7 @@ def test_handler_survives_its_own_failure(shell, capsys, monkeypatch):
     assert "cuda-out-of-memory" in out + err  # still registered
 
 
+@needs_torch  # the cell runs `import torch`
 def test_links_to_the_cell_source(shell, capsys, monkeypatch):
     monkeypatch.setenv("TORCHDOCTOR_LANG", "en")
     shell.run_line_magic("load_ext", "torchdoctor")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import traceback
 
 import pytest
+from conftest import import_torch
 
-torch = pytest.importorskip("torch")
+torch = import_torch()
 nn = torch.nn
 
 from torchdoctor.explain.match import diagnose  # noqa: E402

@@ -9,7 +9,7 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, import_torch, needs_torch, run_cli
 
 SCHEMA = json.loads(
     (resources.files("torchdoctor") / "report/schema/findings.schema.json").read_text(
@@ -140,6 +140,7 @@ def test_explain_output_of_an_unknown_error(tmp_path):
     assert data["findings"] == []
 
 
+@needs_torch
 def test_run_report_with_a_run_site_and_an_explained_crash(tmp_path):
     script = (FIXTURES / "watch" / "batchnorm_single_sample_batch.py").read_text()
     (tmp_path / "train.py").write_text(script)
@@ -164,7 +165,7 @@ def test_run_report_with_a_run_site_and_an_explained_crash(tmp_path):
 
 @pytest.fixture
 def prefixed_checkpoint(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = import_torch()
     from ckpt_builders import Net, data_parallel_state, write_models
 
     path = tmp_path / "dp.pth"

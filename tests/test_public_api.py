@@ -10,6 +10,7 @@ import sys
 import types
 
 import pytest
+from conftest import import_torch
 
 import torchdoctor
 
@@ -128,7 +129,7 @@ def test_import_check_and_explain_do_not_import_torch(tmp_path):
 
 
 def test_load_state_dict_raises_the_exported_error():
-    torch = pytest.importorskip("torch")
+    torch = import_torch()
     model = torch.nn.Linear(2, 2)
     with pytest.raises(torchdoctor.CheckpointMismatchError, match="does not fit Linear"):
         torchdoctor.load_state_dict(model, {"other.weight": torch.zeros(2, 2)}, verbose=False)

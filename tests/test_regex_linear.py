@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import NEEDS_TORCH
 
 import torchdoctor
 from torchdoctor.catalog import _registry
@@ -77,10 +78,19 @@ class Regex:
         return re.compile(self.pattern, self.flags)
 
 
+# Modules that import torch, left unread where torch is not installed (a skipped test says so).
+NEED_TORCH: list[str] = []
+
+
 def _modules():
     for info in pkgutil.walk_packages([str(PACKAGE)], "torchdoctor."):
         if not info.name.startswith(NOT_IMPORTED):
-            yield info.name, importlib.import_module(info.name)
+            try:
+                yield info.name, importlib.import_module(info.name)
+            except ModuleNotFoundError as error:
+                if error.name != "torch":
+                    raise
+                NEED_TORCH.append(info.name)
 
 
 def _patterns_in(value) -> list[re.Pattern]:
@@ -353,6 +363,11 @@ def superlinear_input(regex: Regex) -> str | None:
 # --- tests ----------------------------------------------------------------------------------
 
 REGEXES = collect()
+
+
+def test_every_module_was_read():
+    if NEED_TORCH:
+        pytest.skip(f"{NEEDS_TORCH}; not read without it: {', '.join(NEED_TORCH)}")
 
 
 def test_the_collection_finds_the_patterns_that_read_user_text():

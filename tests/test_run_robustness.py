@@ -14,8 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import import_torch
 
-pytest.importorskip("torch")
+import_torch()
 
 ENV = {**os.environ, "NO_COLOR": "1", "TORCHDOCTOR_LANG": "en"}
 CONSOLE_SCRIPT = Path(sys.executable).with_name("torchdoctor")

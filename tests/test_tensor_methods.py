@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
+from conftest import import_torch
 
 from torchdoctor.knowledge.tensor_methods import DISTINCTIVE, OUT_OF_PLACE
 
-torch = pytest.importorskip("torch")
+torch = import_torch()
 
 
 def test_every_method_with_an_in_place_twin_is_known_and_nothing_else():

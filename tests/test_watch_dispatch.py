@@ -8,8 +8,9 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from conftest import import_torch
 
-torch = pytest.importorskip("torch")
+torch = import_torch()
 from torch import nn  # noqa: E402
 
 import torchdoctor  # noqa: E402

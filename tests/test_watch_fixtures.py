@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, import_torch
 
-torch = pytest.importorskip("torch")
+torch = import_torch()
 # The scripts' own warnings (torch's, about the pitfalls they show) are theirs, not the test's.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -4,8 +4,9 @@ safe, the doctor's own failures never stop training, AMP and torch.compile raise
 from __future__ import annotations
 
 import pytest
+from conftest import import_torch
 
-torch = pytest.importorskip("torch")
+torch = import_torch()
 from torch import nn  # noqa: E402
 
 import torchdoctor  # noqa: E402

@@ -8,12 +8,14 @@ from __future__ import annotations
 import warnings
 
 import pytest
-import torch
-import torch.nn.functional as F
-from torch import nn
+from conftest import import_torch
 
-import torchdoctor
-from test_watch_fixtures import run_watched
+torch = import_torch()
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+import torchdoctor  # noqa: E402
+from test_watch_fixtures import run_watched  # noqa: E402
 
 # torch's own warning for the broadcasting cases these tests make on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")

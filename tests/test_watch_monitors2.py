@@ -13,15 +13,16 @@ import subprocess
 import sys
 
 import pytest
-import torch
-from torch import nn
-from torch.utils.data import BatchSampler, DataLoader, TensorDataset
-from torch.utils.data.distributed import DistributedSampler
+from conftest import FIXTURES, import_torch
 
-import torchdoctor
-from conftest import FIXTURES
-from test_watch_fixtures import run_watched
-from torchdoctor.catalog.data import td303_dataloader_shm_exhausted as td303
+torch = import_torch()
+from torch import nn  # noqa: E402
+from torch.utils.data import BatchSampler, DataLoader, TensorDataset  # noqa: E402
+from torch.utils.data.distributed import DistributedSampler  # noqa: E402
+
+import torchdoctor  # noqa: E402
+from test_watch_fixtures import run_watched  # noqa: E402
+from torchdoctor.catalog.data import td303_dataloader_shm_exhausted as td303  # noqa: E402
 
 WATCH = FIXTURES / "watch"
 MINE = "TD212,TD102,TD604,TD303"

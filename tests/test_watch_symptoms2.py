@@ -6,12 +6,14 @@ benchmarks/eval_watch_symptoms.py (docs/watch.md)."""
 from __future__ import annotations
 
 import pytest
-import torch
-from torch import nn
+from conftest import import_torch
 
-import torchdoctor
-from test_watch_fixtures import run_watched
-from torchdoctor.watch.watcher import enabled_monitors
+torch = import_torch()
+from torch import nn  # noqa: E402
+
+import torchdoctor  # noqa: E402
+from test_watch_fixtures import run_watched  # noqa: E402
+from torchdoctor.watch.watcher import enabled_monitors  # noqa: E402
 
 SYMPTOMS = "TD901,TD902,TD903,TD904"
 

@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import import_torch
 
-pytest.importorskip("torch")
+import_torch()
 
 SCRIPT = """\
 import torch
