@@ -1,8 +1,8 @@
 """A small regression model whose training goes wrong only at run time.
 
-The code reads fine, but the run does not: watch it with
+`torchdoctor check` finds nothing here: both pitfalls show only at run time. Watch it with
     torchdoctor run --report-html report.html examples/train_regression.py
-and the report shows where the loss went non-finite and why.
+and the report shows where the loss went non-finite and why (the lines marked `# run:`).
 """
 import argparse
 
@@ -33,11 +33,12 @@ def main():
             loss = nn.functional.mse_loss(model(x), y)
             optimizer.zero_grad()
             loss.backward()
-            optimizer.step()
+            optimizer.step()  # run: TD211 (the NaN is born in the data: line 18)
             if step % 8 == 0:
                 print(f"epoch {epoch} step {step}: loss {loss.item():.4f}")
         with torch.no_grad():  # validation, but the model is still in train mode
-            val = nn.functional.mse_loss(model(loader.dataset[:64][0]), loader.dataset[:64][1])
+            inputs, targets = loader.dataset[:64]
+            val = nn.functional.mse_loss(model(inputs), targets)  # run: TD205
         print(f"epoch {epoch}: validation loss {val.item():.4f}")
 
 
