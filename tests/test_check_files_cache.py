@@ -255,7 +255,7 @@ def test_cache_directory_that_is_a_link_is_not_used(tmp_path):
 def test_cache_file_that_is_a_link_is_neither_read_nor_replaced(tmp_path):
     write(tmp_path / "a.py", DISCARDED)
     check("a.py", cwd=tmp_path)
-    [cache_file] = (tmp_path / CACHE_DIR_NAME).glob("*.json")
+    [cache_file] = (tmp_path / CACHE_DIR_NAME).glob("?" * 32 + ".json")
     outside = write(tmp_path / "outside.json", json.dumps({"a.py": ["x", []]}))
     cache_file.unlink()
     cache_file.symlink_to(outside)
@@ -277,14 +277,62 @@ def test_cache_path_that_is_a_file_is_left_alone(tmp_path):
 def test_cache_deletes_only_its_own_old_files(tmp_path):
     write(tmp_path / "a.py", DISCARDED)
     cache_dir = tmp_path / CACHE_DIR_NAME
-    own_old = [write(cache_dir / f"{i:016x}.json", "{}") for i in range(10)]
-    for i, path in enumerate(own_old):
+    # Settings files as this version names them (32 digits) and as older ones did (16).
+    own_old = [write(cache_dir / f"{i:032x}.json", "{}") for i in range(10)]
+    own_old += [write(cache_dir / f"{i:016x}.json", "{}") for i in range(10, 12)]
+    old_facts = [write(cache_dir / f"facts-{i:016x}.json", "{}") for i in range(3)]
+    for i, path in enumerate(own_old + old_facts):
         os.utime(path, (1_500_000_000 + i, 1_500_000_000 + i))
-    others = [write(cache_dir / name, "keep") for name in ("notes.json", "0123.json", "x.tmp")]
+    others = [
+        write(cache_dir / name, "keep")
+        for name in ("notes.json", "0123.json", "x.tmp", "facts-1.json", "facts.json")
+    ]
     check("a.py", cwd=tmp_path)
     assert all(path.read_text() == "keep" for path in others)
     remaining = sorted(p for p in own_old if p.exists())
-    assert remaining == own_old[-6:]  # six old ones and the new file: seven settings files
+    assert remaining == sorted(own_old[-6:])  # six old ones and the new file: seven
+    assert [p for p in old_facts if p.exists()] == old_facts[-1:]  # one old and the new one
+    assert len(list(cache_dir.glob("facts-" + "?" * 16 + ".json"))) == 2
+
+
+# `torch.save(model)` of a model whose class another file defines (TD503): the finding rests
+# on what models.py says, which the cache keeps per file.
+MODELS_PY = "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    pass\n"
+NOT_A_MODEL_PY = "class Net:\n    pass\n"
+TRAIN_PY = "import torch\nfrom models import Net\n\nmodel = Net()\ntorch.save(model, 'm.pt')\n"
+
+
+def test_a_rerun_sees_a_changed_project_fact_from_another_file(tmp_path):
+    write(tmp_path / "pyproject.toml", "")
+    models = write(tmp_path / "models.py", MODELS_PY)
+    write(tmp_path / "train.py", TRAIN_PY)
+    args = ("--select", "TD503", "--format", "json", ".")
+    assert "train.py" in findings_of(check(*args, cwd=tmp_path))
+    assert "train.py" in findings_of(check(*args, cwd=tmp_path))  # from the cache
+    models.write_text(NOT_A_MODEL_PY)
+    assert "train.py" not in findings_of(check(*args, cwd=tmp_path))
+    models.write_text(MODELS_PY)
+    assert "train.py" in findings_of(check(*args, cwd=tmp_path))
+
+
+@pytest.mark.parametrize("damage", ["[1, 2]", '{"models.py": ["x", 5]}', "not json"])
+def test_a_damaged_facts_file_is_read_again_from_the_sources(tmp_path, damage):
+    write(tmp_path / "pyproject.toml", "")
+    write(tmp_path / "models.py", MODELS_PY)
+    write(tmp_path / "train.py", TRAIN_PY)
+    args = ("--select", "TD503", "--format", "json", ".")
+    check(*args, cwd=tmp_path)
+    (facts_file,) = (tmp_path / CACHE_DIR_NAME).glob("facts-*.json")
+    stored = json.loads(facts_file.read_text())
+    digest = stored["models.py"][0]
+    facts_file.write_text(damage.replace('"x"', json.dumps(digest)))
+    # A cached answer for train.py would hide the damage: start its findings afresh.
+    for settings_file in (tmp_path / CACHE_DIR_NAME).glob("?" * 32 + ".json"):
+        settings_file.unlink()
+    result = check(*args, cwd=tmp_path)
+    assert_clean_stderr(result)
+    assert "train.py" in findings_of(result)
+    assert json.loads(facts_file.read_text())["models.py"][0] == digest  # rewritten whole
 
 
 @pytest.mark.parametrize(
@@ -314,7 +362,7 @@ def test_cache_deletes_only_its_own_old_files(tmp_path):
 def test_cache_entry_of_the_wrong_shape_is_a_miss_and_rewritten(tmp_path, damage):
     write(tmp_path / "a.py", DISCARDED)
     check("a.py", cwd=tmp_path)
-    [cache_file] = (tmp_path / CACHE_DIR_NAME).glob("*.json")
+    [cache_file] = (tmp_path / CACHE_DIR_NAME).glob("?" * 32 + ".json")
     good = json.loads(cache_file.read_text())
     cache_file.write_text(json.dumps(damage(good, "a.py")))
     for _ in range(2):
@@ -339,8 +387,8 @@ def test_cache_lives_at_the_project_root_not_in_the_current_directory(tmp_path, 
     checked = project / "src"
     check("proj/src", cwd=tmp_path)
     expected = project if marker else checked
-    assert list((expected / CACHE_DIR_NAME).glob("*.json"))
-    caches = sorted(p.parent for p in tmp_path.rglob(f"{CACHE_DIR_NAME}/*.json"))
+    assert list((expected / CACHE_DIR_NAME).glob("?" * 32 + ".json"))
+    caches = sorted({p.parent for p in tmp_path.rglob(f"{CACHE_DIR_NAME}/*.json")})
     assert caches == [expected / CACHE_DIR_NAME]
 
 
@@ -362,7 +410,7 @@ def test_cache_drops_entries_of_files_gone_and_keeps_those_not_checked(tmp_path)
     for name in ("src/a.py", "src/b.py", "tests/t.py"):
         write(tmp_path / name, DISCARDED)
     check(".", cwd=tmp_path)
-    [cache_file] = (tmp_path / CACHE_DIR_NAME).glob("*.json")
+    [cache_file] = (tmp_path / CACHE_DIR_NAME).glob("?" * 32 + ".json")
     assert sorted(json.loads(cache_file.read_text())) == ["src/a.py", "src/b.py", "tests/t.py"]
     (tmp_path / "src" / "b.py").unlink()
     check("src", cwd=tmp_path)  # nothing new to store: the missing entry alone rewrites it

@@ -360,7 +360,7 @@ def test_parallel_and_serial_agree(tmp_path):
 def test_cache_is_used_and_invalidated_by_content(tmp_path):
     path = write(tmp_path, "bad.py", DISCARDED)
     first = run_cli("check", "--format", "json", "bad.py", cwd=tmp_path)
-    cache_files = list((tmp_path / ".torchdoctor_cache").glob("*.json"))
+    cache_files = list((tmp_path / ".torchdoctor_cache").glob("?" * 32 + ".json"))
     assert len(cache_files) == 1
     assert (tmp_path / ".torchdoctor_cache" / ".gitignore").read_text().strip().endswith("*")
     # Prove the second run reads the cache: a field planted in a stored message comes back
@@ -390,7 +390,7 @@ def test_one_cache_serves_every_language(tmp_path):
     write(tmp_path, "bad.py", DISCARDED)
     write(tmp_path, "broken.py", "def f(:\n")
     english = json.loads(run_cli("check", "--format", "json", ".", cwd=tmp_path).stdout)
-    [cache_file] = (tmp_path / ".torchdoctor_cache").glob("*.json")
+    [cache_file] = (tmp_path / ".torchdoctor_cache").glob("?" * 32 + ".json")
     data = json.loads(cache_file.read_text())
     [bad] = [entry for key, entry in data.items() if key.endswith("bad.py")]
     variant, fields = bad[1][0]["_template"]
@@ -403,7 +403,7 @@ def test_one_cache_serves_every_language(tmp_path):
     chinese = json.loads(
         run_cli("check", "--format", "json", "--lang", "zh", ".", cwd=tmp_path).stdout
     )
-    assert list((tmp_path / ".torchdoctor_cache").glob("*.json")) == [cache_file]
+    assert list((tmp_path / ".torchdoctor_cache").glob("?" * 32 + ".json")) == [cache_file]
     by_path = {f["path"]: f for f in chinese}
     assert "planted" in by_path["bad.py"]["message"]  # from the cache ...
     assert by_path["bad.py"]["message"] != english[0]["message"]  # ... written in Chinese
@@ -447,7 +447,7 @@ def test_a_check_cached_in_english_shows_in_chinese_as_a_fresh_chinese_check(tmp
         write(tmp_path, name, text)
     options = ("check", "--select", "ALL", "--format", output, ".")
     english = run_cli(*options, cwd=tmp_path)
-    [cache_file] = (tmp_path / ".torchdoctor_cache").glob("*.json")
+    [cache_file] = (tmp_path / ".torchdoctor_cache").glob("?" * 32 + ".json")
     written = cache_file.stat()
 
     cached = run_cli(*options, "--lang", "zh", cwd=tmp_path)

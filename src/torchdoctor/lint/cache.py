@@ -1,10 +1,12 @@
 """Content-hash cache of findings, so an unchanged tree re-checks near-instantly.
 
 The cache lives in `.torchdoctor_cache/` at the project root of the checked paths
-(`project_root`), one JSON file per (doctor build, enabled rules): a change to either starts a
-fresh file. Entries are keyed by the path relative to that root and validated by a hash of the
-file's bytes; an entry of the wrong shape is a miss, and entries of files that were not seen
-where they should have been are dropped when the file is written.
+(`project_root`), one JSON file per (doctor build, enabled rules, project facts): a change to
+any starts a fresh file. Beside them, one file per doctor build holds what each file tells of
+its project (lint/project.py), so that a re-run reads only the changed files' text for it.
+Entries are keyed by the path relative to that root and validated by a hash of the file's
+bytes; an entry of the wrong shape is a miss, and entries of files that were not seen where
+they should have been are dropped when the file is written.
 
 The language is not part of the key: a finding is stored in English with what its text is
 made from (report/localize.py), and the runner writes it in the language asked for when it is
@@ -24,9 +26,12 @@ import re
 import stat
 import tempfile
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
+from typing import Callable, Generic, TypeVar
 
 from torchdoctor import __version__
+from torchdoctor.lint.project import FileFacts, is_file_facts
 from torchdoctor.report.finding import Finding
 from torchdoctor.report.localize import portable
 from torchdoctor.report.stream import write_stderr
@@ -36,12 +41,16 @@ CACHE_DIR_NAME = ".torchdoctor_cache"
 # What marks a project root when no configuration file does.
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 # The names of the cache's own files: one per settings key, and the temporary file of a write.
-_SETTINGS_FILE = re.compile(r"[0-9a-f]{16}\.json")
+# (The key of the settings and of the project's facts; 16 digits: that of older versions.)
+_SETTINGS_FILE = re.compile(r"[0-9a-f]{16}(?:[0-9a-f]{16})?\.json")
+# ... and those of the project facts of each file, one per version of the doctor.
+_FACTS_FILE = re.compile(r"facts-[0-9a-f]{16}\.json")
 # A few settings files stay, this run's included (e.g. default rules and ALL); older ones go.
 _KEPT_SETTINGS_FILES = 7
 # Far above a real cache (transformers' 3,000 files: 0.4 MB): a larger file is not read.
 MAX_CACHE_BYTES = 256 * 1024 * 1024
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_Store = TypeVar("_Store", bound="_CacheFile")
 
 
 def digest(data: bytes) -> str:
@@ -51,7 +60,15 @@ def digest(data: bytes) -> str:
 def settings_key(codes: frozenset[str]) -> str:
     """Changes with the version, the rules, and any edit to the doctor's own code."""
     fingerprint = hashlib.blake2b(digest_size=8)
-    fingerprint.update(f"{__version__}|{','.join(sorted(codes))}".encode())
+    fingerprint.update(f"{_package_fingerprint()}|{','.join(sorted(codes))}".encode())
+    return fingerprint.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _package_fingerprint() -> str:
+    """Changes with the version and any edit to the doctor's own code."""
+    fingerprint = hashlib.blake2b(digest_size=8)
+    fingerprint.update(__version__.encode())
     for source in sorted(_PACKAGE_DIR.rglob("*.py")):
         info = source.stat()
         fingerprint.update(f"{source.name}:{info.st_size}:{info.st_mtime_ns}".encode())
@@ -71,16 +88,31 @@ def project_root(scope: Path, config_dir: Path | None) -> Path:
     return directory
 
 
-class ProjectCaches:
-    """The caches of the project roots of the checked paths: usually one."""
+class _Roots(Generic[_Store]):
+    """One store per project root of the checked paths (usually one root)."""
 
-    def __init__(self, scopes: list[Path], config_dir: Path | None, key: str) -> None:
+    def __init__(self, scopes: list[Path], config_dir: Path | None, make: Callable[[Path], _Store]):
         roots = {project_root(scope, config_dir) for scope in scopes}
         # Innermost first: a file belongs to the nearest root that holds it.
         self._caches = [
-            Cache(root, key) for root in sorted(roots, key=lambda r: len(r.parts), reverse=True)
+            make(root) for root in sorted(roots, key=lambda r: len(r.parts), reverse=True)
         ]
         self._scopes = scopes
+
+    def save(self) -> None:
+        for cache in self._caches:
+            cache.save(self._scopes)
+
+    def _cache_for(self, path: Path) -> _Store | None:
+        text = str(path)
+        return next((cache for cache in self._caches if text.startswith(cache.prefix)), None)
+
+
+class ProjectCaches(_Roots["Cache"]):
+    """The findings caches of the project roots of the checked paths, for one settings key."""
+
+    def __init__(self, scopes: list[Path], config_dir: Path | None, key: str) -> None:
+        super().__init__(scopes, config_dir, lambda root: Cache(root, key))
 
     def get(self, path: Path, file_digest: str, shown: str, size: int) -> list[Finding] | None:
         cache = self._cache_for(path)
@@ -91,50 +123,53 @@ class ProjectCaches:
         if cache:
             cache.put(path, file_digest, findings)
 
-    def save(self) -> None:
-        for cache in self._caches:
-            cache.save(self._scopes)
 
-    def _cache_for(self, path: Path) -> Cache | None:
-        text = str(path)
-        return next((cache for cache in self._caches if text.startswith(cache.prefix)), None)
+class FactsCaches(_Roots["FactsCache"]):
+    """What each file tells of its project (lint/project.py), by the digest of its content: a
+    re-run reads the facts of the files that did not change from here, not from their text."""
+
+    def __init__(self, scopes: list[Path], config_dir: Path | None) -> None:
+        super().__init__(scopes, config_dir, FactsCache)
+
+    def get(self, path: Path, file_digest: str) -> FileFacts | None:
+        cache = self._cache_for(path)
+        return cache.get(path, file_digest) if cache else None
+
+    def put(self, path: Path, file_digest: str, facts: FileFacts) -> None:
+        cache = self._cache_for(path)
+        if cache:
+            cache.put(path, file_digest, facts)
 
 
-class Cache:
-    """The cache file of one project root and one settings key."""
+class _CacheFile:
+    """One JSON file in a project root's cache directory: an entry per file (by its path from
+    the root), each the file's digest and what was learnt from that content. Files of the
+    same family (`family`, a pattern of names) but other keys are old: `kept` of them stay."""
 
-    def __init__(self, root: Path, key: str) -> None:
+    family = _SETTINGS_FILE
+    kept = _KEPT_SETTINGS_FILES
+
+    def __init__(self, root: Path, name: str) -> None:
         self.root = root
         self.prefix = os.path.join(str(root), "")
         self.directory = root / CACHE_DIR_NAME
-        self.file = self.directory / f"{key}.json"
+        self.file = self.directory / name
         self.entries: dict = {}
         self.seen: set[str] = set()
         self.dirty = False
         self.usable = self._load()
 
-    def get(self, path: Path, file_digest: str, shown: str, size: int) -> list[Finding] | None:
-        """The findings stored for this content, or None (also for an entry of the wrong shape:
-        it is checked again and replaced). `size` bounds the positions a finding can have."""
+    def _stored(self, path: Path, file_digest: str) -> object:
+        """What is stored for this content of `path`, or None."""
         key = self._key(path)
         self.seen.add(key)
         entry = self.entries.get(key)
-        if not (
-            isinstance(entry, list)
-            and len(entry) == 2
-            and entry[0] == file_digest
-            and isinstance(entry[1], list)
-        ):
-            return None
-        try:
-            return [_restore(item, shown, size) for item in entry[1]]
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == file_digest:
+            return entry[1]
+        return None
 
-    def put(self, path: Path, file_digest: str, findings: list[Finding]) -> None:
-        if not all(portable(f) for f in findings):
-            return  # its text could not be written in another language: checked every time
-        self.entries[self._key(path)] = [file_digest, [_strip_path(f) for f in findings]]
+    def _store(self, path: Path, file_digest: str, value: object) -> None:
+        self.entries[self._key(path)] = [file_digest, value]
         self.dirty = True
 
     def save(self, scopes: list[Path]) -> None:
@@ -162,7 +197,7 @@ class Cache:
         except OSError:
             return False
         if not stat.S_ISDIR(directory.st_mode):
-            write_stderr(
+            _warn_once(
                 f"torchdoctor: warning: {self.directory} is {_kind(directory.st_mode)}, "
                 "not a directory: the cache is not used\n"
             )
@@ -172,7 +207,7 @@ class Cache:
         except OSError:
             return True  # no cache for these settings yet
         if not stat.S_ISREG(file.st_mode):
-            write_stderr(
+            _warn_once(
                 f"torchdoctor: warning: {self.file} is {_kind(file.st_mode)}, "
                 "not a regular file: the cache is not used\n"
             )
@@ -210,7 +245,7 @@ class Cache:
             if not stat.S_ISDIR(os.lstat(self.directory).st_mode):
                 return  # something took its place since it was read
         _create_once(self.directory / ".gitignore", b"# Created by torchdoctor\n*\n")
-        self._remove_old_settings_files()
+        self._remove_old_files()
         # mkstemp creates a new file (O_EXCL: never through a link); os.replace swaps names.
         fd, temporary = tempfile.mkstemp(
             dir=self.directory, prefix=f"{self.file.name}.", suffix=".tmp"
@@ -223,21 +258,83 @@ class Cache:
             os.unlink(temporary)
             raise
 
-    def _remove_old_settings_files(self) -> None:
+    def _remove_old_files(self) -> None:
         others = []
         with os.scandir(self.directory) as listing:
             for entry in listing:
                 if (
-                    _SETTINGS_FILE.fullmatch(entry.name)
+                    self.family.fullmatch(entry.name)
                     and entry.name != self.file.name
                     and entry.is_file(follow_symlinks=False)
                 ):
                     others.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
-        for _, path in sorted(others, reverse=True)[_KEPT_SETTINGS_FILES - 1 :]:
+        for _, path in sorted(others, reverse=True)[self.kept - 1 :]:
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass  # another run removed it first
+
+
+class Cache(_CacheFile):
+    """The findings of each file of one project root, for one settings key."""
+
+    def __init__(self, root: Path, key: str) -> None:
+        super().__init__(root, f"{key}.json")
+
+    def get(self, path: Path, file_digest: str, shown: str, size: int) -> list[Finding] | None:
+        """The findings stored for this content, or None (also for an entry of the wrong shape:
+        it is checked again and replaced). `size` bounds the positions a finding can have."""
+        stored = self._stored(path, file_digest)
+        if not isinstance(stored, list):
+            return None
+        try:
+            return [_restore(item, shown, size) for item in stored]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def put(self, path: Path, file_digest: str, findings: list[Finding]) -> None:
+        if not all(portable(f) for f in findings):
+            return  # its text could not be written in another language: checked every time
+        self._store(path, file_digest, [_strip_path(f) for f in findings])
+
+
+class FactsCache(_CacheFile):
+    """The project facts of each file of one project root, for this version of the doctor."""
+
+    family = _FACTS_FILE
+    kept = 2
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, f"facts-{_package_fingerprint()}.json")
+
+    def get(self, path: Path, file_digest: str) -> FileFacts | None:
+        stored = self._stored(path, file_digest)
+        return stored if is_file_facts(stored) else None  # type: ignore[return-value]
+
+    def put(self, path: Path, file_digest: str, facts: FileFacts) -> None:
+        self._store(path, file_digest, facts)
+
+    def _pruned(self, scopes: list[Path]) -> dict | None:
+        """Only the entries of files that no longer exist go: a run that checks part of a
+        directory (files grouped by their configs) still keeps the other files' facts."""
+        gone = {
+            key
+            for key in self.entries
+            if key not in self.seen and not os.path.exists(self.prefix + key)
+        }
+        if not self.dirty and not gone:
+            return None
+        return {key: entry for key, entry in self.entries.items() if key not in gone}
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A warning about the cache's directory, which both of a run's caches read, shown once."""
+    if message not in _warned:
+        _warned.add(message)
+        write_stderr(message)
 
 
 def _scope_test(directories: list[str], files: list[str]):

@@ -147,13 +147,27 @@ def _reason(error: OSError) -> str:
 
 
 def _ignored(path: Path, is_dir: bool, ignores, excluded: pathspec.PathSpec, root: Path) -> bool:
+    if not ignores and not excluded.patterns:  # the common case: nothing to match against
+        return False
     suffix = "/" if is_dir else ""
-    if root == path or root in path.parents:
-        if excluded.match_file(path.relative_to(root).as_posix() + suffix):
+    if excluded.patterns:
+        below_root = _relative(path, root)
+        if below_root is not None and excluded.match_file(below_root + suffix):
             return True
-    return any(
-        spec.match_file(path.relative_to(base).as_posix() + suffix) for base, spec in ignores
-    )
+    return any(spec.match_file(_relative(path, base) + suffix) for base, spec in ignores)
+
+
+def _relative(path: Path, base: Path) -> str | None:
+    """`path` relative to `base` in posix form, or None when it is not under `base`; by string
+    operations (pathlib's `relative_to` and `parents` cost more than the match itself)."""
+    text, prefix = str(path), str(base)
+    if text == prefix:
+        return "."
+    prefix = os.path.join(prefix, "")
+    if not text.startswith(prefix):
+        return None
+    relative = text[len(prefix) :]
+    return relative if os.sep == "/" else relative.replace(os.sep, "/")
 
 
 def _read_gitignore(directory: Path) -> pathspec.PathSpec | None:

@@ -133,8 +133,62 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
     return found[:limit]
 
 
+# What one file tells of its project (see `file_facts`), in a form JSON keeps as it is (the
+# cache stores it per file): its classes with their bases, the environment variables it reads,
+# the watched methods it calls and the markers it holds.
+FileFacts = tuple[list[list], list[str], list[str], list[str]]
+
+
+def file_facts(source: bytes) -> FileFacts:
+    """The facts of one Python file's text."""
+    markers = [
+        marker
+        for marker, (word, pattern) in _MARKERS.items()
+        if word in source and pattern.search(source)
+    ]
+    methods = (
+        sorted({name.decode() for name in _METHOD_CALL.findall(source)})
+        if b"set_epoch" in source
+        else []
+    )
+    classes: list[list] = []
+    for match in _CLASS.finditer(source):
+        start = match.start()
+        if start and source[start - 1] in _WORD_BYTES:  # `subclass X(...)`, `myclass ...`
+            continue
+        bases = _base_names((match.group(2) or b"").decode("ascii", "replace"))
+        classes.append([match.group(1).decode("ascii", "replace"), bases])
+    env_reads: set[str] = set()
+    if b"environ" in source:
+        env_reads.update(name.decode() for name in _ENV_READ.findall(source))
+        if b" in os.environ" in source or b" in environ" in source:
+            env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
+    if b"getenv" in source:
+        env_reads.update(name.decode() for name in _ENV_GOT.findall(source))
+    return classes, sorted(env_reads), methods, markers
+
+
+def is_file_facts(value: object) -> bool:
+    """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
+    if not (isinstance(value, (list, tuple)) and len(value) == 4):
+        return False
+    classes, *names = value
+    return (
+        isinstance(classes, list)
+        and all(
+            isinstance(item, list)
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], list)
+            and all(isinstance(base, str) for base in item[1])
+            for item in classes
+        )
+        and all(isinstance(part, list) and all(isinstance(n, str) for n in part) for part in names)
+    )
+
+
 class FactsReader:
-    """Reads the facts of a project one source at a time, so that a caller reading its files
+    """Gathers the facts of a project one file at a time, so that a caller reading its files
     for another reason (the cache's digests) need not keep them all."""
 
     def __init__(self) -> None:
@@ -143,24 +197,19 @@ class FactsReader:
         self._methods: set[str] = set()
         self._markers: set[str] = set()
 
-    def add(self, source: bytes) -> None:
-        for marker, (word, pattern) in _MARKERS.items():
-            if marker not in self._markers and word in source and pattern.search(source):
-                self._markers.add(marker)
-        if b"set_epoch" in source:
-            self._methods.update(name.decode() for name in _METHOD_CALL.findall(source))
-        for match in _CLASS.finditer(source):
-            start = match.start()
-            if start and source[start - 1] in _WORD_BYTES:  # `subclass X(...)`, `myclass ...`
-                continue
-            bases = _base_names((match.group(2) or b"").decode("ascii", "replace"))
-            self._bases_of.setdefault(match.group(1).decode("ascii", "replace"), []).append(bases)
-        if b"environ" in source:
-            self._env_reads.update(name.decode() for name in _ENV_READ.findall(source))
-            if b" in os.environ" in source or b" in environ" in source:
-                self._env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
-        if b"getenv" in source:
-            self._env_reads.update(name.decode() for name in _ENV_GOT.findall(source))
+    def add(self, source: bytes) -> FileFacts:
+        """Read one file's text; its facts are returned (for a cache)."""
+        found = file_facts(source)
+        self.add_facts(found)
+        return found
+
+    def add_facts(self, found: FileFacts) -> None:
+        classes, env_reads, methods, markers = found
+        for name, bases in classes:
+            self._bases_of.setdefault(name, []).append(bases)
+        self._env_reads.update(env_reads)
+        self._methods.update(methods)
+        self._markers.update(markers)
 
     def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
         classes = _module_classes(self._bases_of)

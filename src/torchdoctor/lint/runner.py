@@ -6,7 +6,7 @@ import difflib
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable, Literal
 
 from torchdoctor.catalog import all_pitfalls
@@ -79,10 +79,15 @@ def display_path(path: Path, cwd: Path) -> str:
         return str(path)
 
 
+@lru_cache(maxsize=8)
+def _reads_neighbours(codes: frozenset[str]) -> bool:
+    return any(p.reads_neighbours for p in all_pitfalls() if p.code in codes)
+
+
 def _neighbours(path: Path, job: Job) -> bytes:
     """The names next to a file, for the rules whose findings depend on them: a cached result
     is stale when they change."""
-    if not any(p.reads_neighbours for p in all_pitfalls() if p.code in job.codes):
+    if not _reads_neighbours(job.codes):
         return b""
     # Only what can be imported matters: modules and package directories, not dot-files (the
     # cache directory itself appears after the first run).
@@ -123,6 +128,9 @@ def check_files(
     # without one, every file is checked, and its bytes are kept from this first read.
     use_store = use_cache and job.mode == "check"
     facts = FactsReader()
+    config_dir = settings.root if settings.config_file is not None else None
+    # What each unchanged file told of the project last time: not read from its text again.
+    known_facts = cache_module.FactsCaches(scopes, config_dir) if use_store else None
     read: dict[int, tuple[str, int, bytes | None]] = {}  # index -> (digest, size, bytes kept)
     for index, path in enumerate(files):
         try:
@@ -130,15 +138,23 @@ def check_files(
         except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
             outcomes[index] = _unreadable(display_path(path, cwd), error.strerror or str(error))
             continue
-        if path.suffix == ".py":
-            facts.add(data)
-        if use_store:
-            read[index] = (cache_module.digest(data + _neighbours(path, job)), len(data), None)
-        else:
+        if known_facts is None:
+            if path.suffix == ".py":
+                facts.add(data)
             read[index] = ("", len(data), data)
+            continue
+        file_digest = cache_module.digest(data + _neighbours(path, job))
+        if path.suffix == ".py":
+            known = known_facts.get(path, file_digest)
+            if known is None:
+                known_facts.put(path, file_digest, facts.add(data))
+            else:
+                facts.add_facts(known)
+        read[index] = (file_digest, len(data), None)
+    if known_facts is not None:
+        known_facts.save()
     searched = [scope for scope in scopes if scope.is_dir()]
     job = replace(job, project=facts_for_check(files, scopes, facts, searched))
-    config_dir = settings.root if settings.config_file is not None else None
     store = (
         cache_module.ProjectCaches(
             scopes, config_dir, cache_module.settings_key(job.codes) + job.project.digest
