@@ -164,6 +164,23 @@ def test_a_project_that_loads_pickled_objects_saves_whole_models_on_purpose(tmp_
     assert run.returncode == 0 and "TD503" not in run.stdout
 
 
+def test_a_model_whose_class_the_project_allows_in_safe_loads_is_saved_whole_on_purpose(
+    tmp_path,
+):
+    # As PyTorch's own examples do: the model's classes listed for `weights_only=True` loads,
+    # in a variable first. Another model, whose class no file allows, is still reported.
+    _project(tmp_path)
+    (tmp_path / "load.py").write_text(
+        "import torch\nfrom models import Net\n\n\ndef load(path):\n"
+        "    allowed = [Net, torch.nn.Linear]\n"
+        "    with torch.serialization.safe_globals(allowed):\n"
+        "        return torch.load(path)\n"
+    )
+    run = _check(tmp_path, ".")
+    assert "train.py:6:1: TD503" not in run.stdout  # Net
+    assert "train.py:8:1: TD503" in run.stdout  # Other, a subclass no file allows
+
+
 LOADERS = (
     "import torch\n"
     "from torch.utils.data import DataLoader\n"

@@ -50,11 +50,13 @@ from torchdoctor.lint.native import NativeSource
 from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.values import (
     backward_without_gradient,
+    built_from,
     computes_a_loss,
     expects_an_error,
     from_project_class,
     in_compat_fallback,
     name_words,
+    names_a_model,
     only_identified,
 )
 from torchdoctor.lint.occurrences import (
@@ -154,6 +156,7 @@ __all__ = [
     "UnreadableSource",
     "assigned_before",
     "backward_without_gradient",
+    "built_from",
     "bindings",
     "block_names",
     "children",
@@ -167,6 +170,7 @@ __all__ = [
     "in_compat_fallback",
     "index_of",
     "name_words",
+    "names_a_model",
     "only_identified",
     "nested_statements",
     "per_file",

@@ -53,8 +53,18 @@ _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
 # objects on purpose (so its whole-module checkpoints are its format, not a mistake).
 # Each with a word the file must hold before the pattern is tried.
 _MARKERS = {
-    "weights_only=False": (b"weights_only", re.compile(rb"weights_only[ \t]*=[ \t]*False\b"))
+    "weights_only=False": (b"weights_only", re.compile(rb"weights_only[ \t]*=[ \t]*False\b")),
+    # The project splits its data between ranks somewhere (a DistributedSampler or one of its
+    # kin, made in a data module the training script imports), or has datasets that are
+    # iterated rather than sampled: a loader without a sampler may be fine.
+    "DistributedSampler": (b"Distributed", re.compile(rb"Distributed\w{0,40}Sampler")),
+    "IterableDataset": (b"Iter", re.compile(rb"Iter(?:able)?Data(?:set|Pipe)")),
 }
+# `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
+# in `weights_only` loads. The class names such a file mentions are kept (the list is often
+# built in a variable first, so its own brackets say too little).
+_SAFE_GLOBALS = re.compile(rb"safe_globals[ \t]*\(")
+_CLASS_NAME = re.compile(rb"(?<![\w.])[A-Z][A-Za-z0-9_]{0,80}\b")
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
@@ -73,6 +83,8 @@ class ProjectFacts:
     modules: frozenset[str] = frozenset()
     methods_called: frozenset[str] = frozenset()  # of WATCHED_METHODS
     markers: frozenset[str] = frozenset()  # keys of _MARKERS found somewhere
+    # The class names mentioned by files that allow classes in `weights_only` loads.
+    safe_load_names: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -88,6 +100,11 @@ class ProjectFacts:
 
     def calls_method(self, name: str) -> bool:
         return name in self.methods_called
+
+    def allowed_in_safe_loads(self, class_name: str) -> bool:
+        """Whether a file of the project that allows classes in `weights_only` loads
+        (`torch.serialization.safe_globals`) names this class."""
+        return class_name in self.safe_load_names
 
     def has(self, marker: str) -> bool:
         """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
@@ -135,8 +152,9 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 
 # What one file tells of its project (see `file_facts`), in a form JSON keeps as it is (the
 # cache stores it per file): its classes with their bases, the environment variables it reads,
-# the watched methods it calls and the markers it holds.
-FileFacts = tuple[list[list], list[str], list[str], list[str]]
+# the watched methods it calls, the markers it holds and the class names it allows in safe
+# loads.
+FileFacts = tuple[list[list], list[str], list[str], list[str], list[str]]
 
 
 def file_facts(source: bytes) -> FileFacts:
@@ -165,12 +183,17 @@ def file_facts(source: bytes) -> FileFacts:
             env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
     if b"getenv" in source:
         env_reads.update(name.decode() for name in _ENV_GOT.findall(source))
-    return classes, sorted(env_reads), methods, markers
+    safe_load_names = (
+        sorted({name.decode() for name in _CLASS_NAME.findall(source)})
+        if b"safe_globals" in source and _SAFE_GLOBALS.search(source)
+        else []
+    )
+    return classes, sorted(env_reads), methods, markers, safe_load_names
 
 
 def is_file_facts(value: object) -> bool:
     """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
-    if not (isinstance(value, (list, tuple)) and len(value) == 4):
+    if not (isinstance(value, (list, tuple)) and len(value) == 5):
         return False
     classes, *names = value
     return (
@@ -196,6 +219,7 @@ class FactsReader:
         self._env_reads: set[str] = set()
         self._methods: set[str] = set()
         self._markers: set[str] = set()
+        self._safe_load_names: set[str] = set()
 
     def add(self, source: bytes) -> FileFacts:
         """Read one file's text; its facts are returned (for a cache)."""
@@ -204,16 +228,17 @@ class FactsReader:
         return found
 
     def add_facts(self, found: FileFacts) -> None:
-        classes, env_reads, methods, markers = found
+        classes, env_reads, methods, markers, safe_load_names = found
         for name, bases in classes:
             self._bases_of.setdefault(name, []).append(bases)
         self._env_reads.update(env_reads)
         self._methods.update(methods)
         self._markers.update(markers)
+        self._safe_load_names.update(safe_load_names)
 
     def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
         classes = _module_classes(self._bases_of)
-        parts = (classes, self._env_reads, self._methods, self._markers)
+        parts = (classes, self._env_reads, self._methods, self._markers, self._safe_load_names)
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
         digest = hashlib.sha256(
@@ -226,6 +251,7 @@ class FactsReader:
             frozenset(modules),
             frozenset(self._methods),
             frozenset(self._markers),
+            frozenset(self._safe_load_names),
         )
 
 

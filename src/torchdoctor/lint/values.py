@@ -34,6 +34,19 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(name)]
 
 
+# Words of a name that say it holds a model or a layer with weights (`model`, `self.net`,
+# `text_encoder`), not a parameter-free transform (`conversion`, `activation`).
+_MODEL_WORDS = frozenset(
+    "model models net network module layer encoder decoder generator discriminator "
+    "classifier backbone head".split()
+)
+
+
+def names_a_model(name: str) -> bool:
+    """`model`, `netG`, `text_encoder`: the name says it holds a model or a layer."""
+    return not _MODEL_WORDS.isdisjoint(name_words(name))
+
+
 def computes_a_loss(call: ast.AST) -> bool:
     """A call whose callee's own name says it returns one loss value (`criterion(out, y)`,
     `self.loss_fn(...)`, `compute_loss(...)`), not asked for one value per element."""
@@ -141,3 +154,23 @@ def from_project_class(expr: ast.AST, ctx: Context) -> bool:
         found = bindings(ctx, scope_of(expr.id, ctx), expr.id) or ()
         return any(b.value is not None and from_project_class(b.value, ctx) for b in found)
     return False
+
+
+def built_from(expr: ast.AST, ctx: Context) -> set[str]:
+    """The names of the classes whose calls build the value of `expr`: `Net` for `Net(...)`,
+    `Net(...).to(device)`, or a name one of whose assignments builds it so."""
+    if isinstance(expr, ast.Call):
+        call = expr
+        while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+            call = call.func.value  # `Net(...).to(device)`
+        name = call_name(call)
+        return {name} if name is not None and name[:1].isupper() else set()
+    if isinstance(expr, ast.Name):
+        found = bindings(ctx, scope_of(expr.id, ctx), expr.id) or ()
+        return {
+            name
+            for b in found
+            if isinstance(b.value, ast.Call)
+            for name in built_from(b.value, ctx)
+        }
+    return set()

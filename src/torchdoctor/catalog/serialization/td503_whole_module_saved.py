@@ -13,6 +13,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     bindings,
+    built_from,
     scope_of,
     shorten,
 )
@@ -62,8 +63,9 @@ PITFALL = Pitfall(
 class, an `nn.Module` subclass of the file or of another module of the project,
 `timm.create_model`, a torchvision model...), also inside what is saved: an element of
 `[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. Not in a project that
-loads with `weights_only=False` somewhere: whole modules are then its checkpoint format, chosen
-on purpose (as Ultralytics does).
+loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
+checkpoint format, chosen on purpose. Nor a model whose class a file of the project allows in
+safe loads (`torch.serialization.safe_globals([Net, ...])`, as PyTorch's own examples do).
 
 ## Why is this bad?
 Saving a module pickles the object itself: the file stores a reference to the class by its
@@ -88,7 +90,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `torch.save(model, path)`，且 `model` 已知是一个 `nn.Module`（由 `torch.nn` 中的类、本文件或项目中其他模块的
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建）；也包括保存内容中的模块：
 `[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。项目中某处用 `weights_only=False`
-加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。
+加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。项目中某个文件用
+`torch.serialization.safe_globals([Net, ...])` 允许该模型的类参与安全加载时也不报告（例如 PyTorch 官方示例）。
 
 ## Why is this bad?
 保存模块时 pickle 的是对象本身：文件里记录的是类的导入路径（如 `my_project.models.Net`）和实例的属性。
@@ -132,6 +135,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if ctx.project.has("weights_only=False"):
         return  # the project loads pickled objects on purpose: whole modules are its format
     saved = call.args[0]
+    if any(ctx.project.allowed_in_safe_loads(name) for name in built_from(saved, ctx)):
+        return  # loaded with its class allowed in `torch.serialization.safe_globals`
     if ctx.kind_of(saved) is not Kind.MODULE:
         inner = _module_inside(saved, ctx)
         if inner is not None:

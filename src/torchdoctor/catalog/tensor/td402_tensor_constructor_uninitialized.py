@@ -72,7 +72,9 @@ A tensor filled by a function it is passed to (`fill(buf)`) or in another method
 be initialized. A single name as the only argument (`torch.LongTensor(ids)`) may be a size or
 data, so it is not reported. A function that returns `torch.Tensor(n)` for its caller to fill
 is reported: write `torch.empty(n)` there, which says that the values are not set yet. A
-returned `nn.Parameter(torch.Tensor(...))` is not reported: the module initializes it.
+returned `nn.Parameter(torch.Tensor(...))` is not reported: the module initializes it. A lone
+`x.shape` is a size only when `x` is known to be a tensor: the `.shape` of a numpy array or a
+gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.shape)`).
 """,
         "zh": """
 ## What it catches
@@ -105,6 +107,8 @@ returned `nn.Parameter(torch.Tensor(...))` is not reported: the module initializ
 （`torch.LongTensor(ids)`），它既可能是尺寸也可能是数据，因此不报告。返回 `torch.Tensor(n)`、
 由调用者负责填充的函数会被报告：这种情况请写成 `torch.empty(n)`，明确表示数值尚未设置。
 返回 `nn.Parameter(torch.Tensor(...))` 的函数不会被报告：通常由模块自己完成初始化。
+唯一的参数是 `x.shape` 时，只有已知 `x` 是张量才当作尺寸：numpy 数组或 gym space 的 `.shape`
+是元组，构造函数会把它当作数据（`torch.Tensor(space.shape)`）。
 """,
     },
     example="""
@@ -172,7 +176,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     module, _, constructor = (ctx.qualname(call.func) or "").rpartition(".")
     if module not in CONSTRUCTOR_MODULES or constructor not in CONSTRUCTOR_DTYPES:
         return
-    if not _has_sizes(call):
+    if not _has_sizes(call, ctx):
         return
     parents = ctx.statement_parents()
     value = _passed_on(call, parents, ctx)
@@ -189,14 +193,19 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     )
 
 
-def _has_sizes(call: ast.Call) -> bool:
-    """Sizes, not data: several arguments, `*shape`, one integer, or one `x.size()`/`x.shape`."""
+def _has_sizes(call: ast.Call, ctx: Context) -> bool:
+    """Sizes, not data: several arguments, `*shape`, one integer, one `x.size()`, or the
+    `x.shape` of a known tensor (a torch.Size; the `.shape` of a numpy array or of a gym space
+    is a tuple, which the constructor takes as data: `torch.Tensor(space.shape)`)."""
     args = call.args
     if not args:
         return False
     if len(args) > 1 or isinstance(args[0], ast.Starred):
         return True
-    return _is_integer(args[0]) or _is_shape(args[0])
+    (arg,) = args
+    if isinstance(arg, ast.Attribute) and arg.attr == "shape":
+        return ctx.kind_of(arg.value) is Kind.TENSOR
+    return _is_integer(arg) or _is_shape(arg)
 
 
 def _is_integer(expr: ast.AST) -> bool:

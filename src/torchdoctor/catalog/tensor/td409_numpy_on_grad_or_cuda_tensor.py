@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     assigned_before,
     bindings,
     from_project_class,
+    names_a_model,
     index,
     per_file,
     scope_of,
@@ -87,7 +88,9 @@ tensor, which `.numpy()` could not read anyway. Where the original call would ha
 A model whose parameters were all frozen, or code that only runs under a `torch.no_grad()`
 set up by its caller, produces outputs that do not require grad; files that freeze parameters
 or switch grad off globally (`requires_grad_(False)`, `set_grad_enabled`) are skipped for the
-grad case. Tensors whose origin is not visible in the same block are not checked.
+grad case. Tensors whose origin is not visible in the same block are not checked. A module
+passed in as a parameter is taken to have weights only when its name says it is a model
+(`model`, `net`, `encoder`...): `conversion(output)` may well have none.
 """,
         "zh": """
 ## What it catches
@@ -117,7 +120,8 @@ tensor to host memory first.`
 ## Known problems
 所有参数都被冻结的模型，或者只会在调用方设置的 `torch.no_grad()` 之下运行的代码，其输出并不需要梯度；
 冻结参数或全局关闭梯度（`requires_grad_(False)`、`set_grad_enabled`）的文件不做梯度方面的检查。
-来源不在同一代码块中可见的张量不检查。
+来源不在同一代码块中可见的张量不检查。作为参数传入的模块，只有名字表明它是模型（`model`、`net`、
+`encoder` 等）时才认为它有权重：`conversion(output)` 这样的模块很可能没有参数。
 """,
     },
     example="""
@@ -237,12 +241,25 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
     # x does.
     if _parameter_free_instance(func, ctx) or from_project_class(func, ctx):
         return False  # no parameters, or none that can be seen from here
+    if isinstance(func, ast.Name) and _is_parameter(func.id, ctx) and not names_a_model(func.id):
+        return False  # `conversion: nn.Module` passed in: maybe a parameter-free transform
     if isinstance(func, ast.Call):
         qualname = ctx.qualname(func.func) or ""
         return not (
             qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] in PARAMETER_FREE
         )
     return True
+
+
+def _is_parameter(name: str, ctx: Context) -> bool:
+    """`name` is a parameter of the function the walk is in."""
+    function = ctx.enclosing_function()
+    if function is None:
+        return False
+    arguments = function.args
+    return any(
+        arg.arg == name for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    )
 
 
 def _parameter_free_instance(func: ast.AST, ctx: Context) -> bool:

@@ -13,7 +13,7 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Pitfall,
     index_of,
-    name_words,
+    names_a_model,
     per_file,
 )
 
@@ -50,7 +50,9 @@ move every tensor to the GPU, clip every value or normalize every image silently
 as they were.
 
 ## Known problems
-A new value read only through `locals()` or `eval` is not seen; such files are skipped.
+A new value read only through `locals()` or `eval` is not seen; such files are skipped. Not
+reported: `x = helper(x, ...)` where the file's own `helper` returns the very parameter that
+receives `x` (it changed the object in place, so the loop's items did change).
 """,
         "zh": """
 ## What it catches
@@ -66,7 +68,9 @@ A new value read only through `locals()` or `eval` is not seen; such files are s
 本想把每个张量搬到 GPU、裁剪每个值或归一化每张图片的代码，悄无声息地什么都没改。
 
 ## Known problems
-只通过 `locals()` 或 `eval` 读取新值的情况无法识别，这样的文件会被跳过。
+只通过 `locals()` 或 `eval` 读取新值的情况无法识别，这样的文件会被跳过。不报告
+`x = helper(x, ...)`：本文件中的 `helper` 原样返回接收 `x` 的那个参数（它是原地修改对象的，
+循环里的元素确实被改变了）。
 """,
     },
     example="""
@@ -90,11 +94,6 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _PLAIN_BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _DYNAMIC_READS = frozenset({"locals", "globals", "vars", "eval", "exec"})
-# Names of loop variables that hold modules: `model = model.half()` converts a module in place.
-_MODULE_WORDS = frozenset(
-    "model models net network module layer encoder decoder generator discriminator "
-    "classifier backbone head".split()
-)
 
 
 @PITFALL.static(ast.For, ast.AsyncFor)
@@ -103,7 +102,9 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
     if not names:
         return
     for assignment, name in _assignments_to(names, loop.body):
-        if _converts_a_module_in_place(assignment, name):
+        if _converts_a_module_in_place(assignment, name) or _hands_back_its_argument(
+            assignment, name, ctx
+        ):
             continue
         if _read_later_in(loop, name, assignment, ctx) or _read_elsewhere(
             name, loop, assignment, ctx
@@ -134,8 +135,45 @@ def _converts_a_module_in_place(assignment: ast.Assign, name: str) -> bool:
         and value.func.attr in MODULE_SELF_METHODS
         and isinstance(value.func.value, ast.Name)
         and value.func.value.id == name
-        and bool(_MODULE_WORDS.intersection(name_words(name)))
+        and names_a_model(name)
     )
+
+
+def _hands_back_its_argument(assignment: ast.Assign, name: str, ctx: Context) -> bool:
+    """`pg = set_item_pg(pg, k, v)` where the file's `set_item_pg` returns the parameter that
+    receives `pg`: it changed the object itself (it could not have made another one to hand
+    back), so the loop's items did change; the assignment is only redundant."""
+    value = assignment.value
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return False
+    given = [
+        position
+        for position, arg in enumerate(value.args)
+        if isinstance(arg, ast.Name) and arg.id == name
+    ]
+    returned = _returned_parameters(ctx).get(value.func.id, ())
+    return any(position in returned for position in given)
+
+
+@per_file
+def _returned_parameters(ctx: Context) -> dict[str, set[int]]:
+    """For each function of the file (by name; a name defined twice is left out): the
+    positions of the parameters that a `return <parameter>` of its own hands back."""
+    found: dict[str, set[int]] = {}
+    defined_twice: set[str] = set()
+    index = index_of(ctx, ctx.tree)
+    for function in index.under(ctx.tree, ast.FunctionDef, ast.AsyncFunctionDef):
+        if function.name in found:
+            defined_twice.add(function.name)
+        positions = {arg.arg: at for at, arg in enumerate(function.args.args)}
+        found[function.name] = {
+            positions[node.value.id]
+            for node in index.local(function, ast.Return)
+            if isinstance(node.value, ast.Name) and node.value.id in positions
+        }
+    for name in defined_twice:
+        del found[name]
+    return found
 
 
 def _assignments_to(names: set[str], body: list[ast.stmt]) -> Iterator[tuple[ast.Assign, str]]:
