@@ -3626,6 +3626,148 @@ case(
 )
 
 
+# --------------------------------------------------------------------------- hard-coded-batch-size
+
+case(
+    "hard-coded-batch-size",
+    "cls-token-expand-batch-size",
+    "Sizes of tensors must match except in dimension 1",
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    BATCH_SIZE = 32
+
+    class PatchEncoder(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+
+        def forward(self, x):
+            cls = self.cls_token.expand(BATCH_SIZE, -1, -1)
+            return torch.cat((cls, x), dim=1)
+
+    data = TensorDataset(torch.randn(200, 16, 64))
+    encoder = PatchEncoder(64)
+    for (patches,) in DataLoader(data, batch_size=BATCH_SIZE):
+        tokens = encoder(patches)
+    print(tokens.shape)
+""",
+)
+
+case(
+    "hard-coded-batch-size",
+    "stack-eval-outputs",
+    "stack expects each tensor to be equal size",
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model = nn.Linear(20, 10)
+    loader = DataLoader(TensorDataset(torch.randn(1000, 20)), batch_size=32)
+    outputs = []
+    with torch.no_grad():
+        for (x,) in loader:
+            outputs.append(model(x))
+    logits = torch.stack(outputs)
+    print(logits.shape)
+""",
+)
+
+case(
+    "hard-coded-batch-size",
+    "cls-token-expand-message-only",
+    "Sizes of tensors must match except in dimension 1",
+    """
+    import torch
+
+    cls = torch.zeros(1, 1, 64).expand(32, -1, -1)
+    try:
+        torch.cat((cls, torch.randn(8, 16, 64)), dim=1)
+    except RuntimeError as e:
+        print(f"RuntimeError: {e}")
+""",
+    note="the message alone, as pasted without its traceback",
+)
+
+# --------------------------------------------------------------------------- stale-object-after-reload
+
+_RELOADED_MODEL = """
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def reset_parameters(self):
+            super(Net, self).zero_grad()
+            self.fc.reset_parameters()
+"""
+
+case(
+    "stale-object-after-reload",
+    "super-after-importlib-reload",
+    "super(type, obj): obj must be an instance or subtype of type",
+    files={
+        "model.py": _RELOADED_MODEL,
+        "train.py": """
+        import importlib
+
+        import model
+
+        net = model.Net()
+        importlib.reload(model)  # as a notebook does after model.py was edited
+        net.reset_parameters()
+    """,
+    },
+)
+
+case(
+    "stale-object-after-reload",
+    "torch-save-after-importlib-reload",
+    "it's not the same object as",
+    files={
+        "model.py": _RELOADED_MODEL,
+        "train.py": """
+        import importlib
+
+        import torch
+
+        import model
+
+        net = model.Net()
+        importlib.reload(model)  # as a notebook does after model.py was edited
+        torch.save(net, "net.pt")
+    """,
+    },
+)
+
+case(
+    "stale-object-after-reload",
+    "super-after-reload-message-only",
+    "super(type, obj): obj must be an instance or subtype of type",
+    files={
+        "model.py": _RELOADED_MODEL,
+        "train.py": """
+        import importlib
+
+        import model
+
+        net = model.Net()
+        importlib.reload(model)
+        try:
+            net.reset_parameters()
+        except TypeError as e:
+            print(f"TypeError: {e}")
+    """,
+    },
+    note="the message alone, as pasted without its traceback",
+)
+
+
 class CaseFailed(Exception):
     pass
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    Clue,
     Context,
+    ErrorBlock,
+    ErrorReport,
     Finding,
     Pitfall,
     index,
@@ -51,7 +55,10 @@ never reach the event file. The training seems to have logged nothing at the end
 TensorBoard shows curves that stop early.
 
 ## Symptoms
-TensorBoard shows no data for the run, or curves that end before the training did.
+TensorBoard shows no data for the run, or curves that end before the training did. A run
+killed while writing leaves a cut last record: `Read error in .../events.out.tfevents...:
+ReadRecordError(BadLengthCrc(...))` from TensorBoard, `DataLossError: truncated record at N`
+(or `corrupted record`) from a reader of the event file.
 
 ## Known problems
 A `close()` anywhere in the file counts, even on a path that never runs; a crash or Ctrl+C
@@ -75,7 +82,9 @@ Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷�
 TensorBoard 里的曲线也比实际训练提前中断。
 
 ## Symptoms
-TensorBoard 中这次运行没有任何数据，或者曲线在训练结束之前就断掉了。
+TensorBoard 中这次运行没有任何数据，或者曲线在训练结束之前就断掉了。写入时被杀掉的运行会留下一条被截断的
+最后记录：TensorBoard 报 `Read error in .../events.out.tfevents...: ReadRecordError(BadLengthCrc(...))`，
+读取事件文件的程序报 `DataLossError: truncated record at N`（或 `corrupted record`）。
 
 ## Known problems
 文件中任何位置出现 `close()` 都算数，即使它所在的分支根本不会执行；在它之前崩溃或被 Ctrl+C 中断时，
@@ -98,6 +107,38 @@ for step in range(100):
 writer.close()
 """,
 )
+
+_CUT_RECORD = re.compile(
+    r"(?:truncated|corrupted) record|has truncated record|failed (?:header|event) crc32 check"
+    r"|ReadRecordError\((?:BadLengthCrc|BadDataCrc|Truncated)"
+)
+_EVENT_FILE = re.compile(r"events\.out\.tfevents|summary_iterator|event_file_loader|rustboard")
+_CUT_EVENT_FILE = {
+    "en": "An event file ends in a cut or damaged record: the run that wrote it stopped (killed, "
+    "interrupted, crashed) in the middle of a write, without closing its SummaryWriter.",
+    "zh": "事件文件以一条被截断或损坏的记录结尾：写它的那次运行在写入途中停止了（被杀掉、中断或崩溃），"
+    "没有关闭它的 SummaryWriter。",
+}
+_SKIP_CUT_RECORD = {
+    "en": "The records before the cut one are intact: TensorBoard shows them; a reader of the "
+    "file should stop at the `DataLossError` instead of failing. In the training script, close "
+    "the writer on every exit: `with SummaryWriter(...) as writer:` or `try/finally: "
+    "writer.close()`.",
+    "zh": "被截断的记录之前的数据是完整的：TensorBoard 会显示它们；读取这个文件的程序应该在遇到 "
+    "`DataLossError` 时停止，而不是报错退出。在训练脚本中，确保每种退出方式都会关闭 writer："
+    "`with SummaryWriter(...) as writer:` 或 `try/finally: writer.close()`。",
+}
+
+
+@PITFALL.error_check(types=())
+def cut_event_record(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """Only for event files: a TFRecord data set gives the same `truncated record` text."""
+    if "record" not in block.message and "Record" not in block.message:
+        return None
+    if not _CUT_RECORD.search(block.message) or not report.search(_EVENT_FILE):
+        return None
+    return Clue(0.85, _CUT_EVENT_FILE, _SKIP_CUT_RECORD)
+
 
 _WRITERS = frozenset(
     {

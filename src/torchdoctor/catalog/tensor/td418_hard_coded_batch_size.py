@@ -1,0 +1,180 @@
+"""TD418 hard-coded-batch-size: a batch size written into the code breaks on the last batch."""
+
+from __future__ import annotations
+
+import re
+
+from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, Pitfall
+
+PITFALL = Pitfall(
+    code="TD418",
+    name="hard-coded-batch-size",
+    title={
+        "en": "A batch size written into the code meets the smaller last batch",
+        "zh": "写死在代码里的 batch 大小遇到了更小的最后一个 batch",
+    },
+    messages={
+        "": {
+            "en": "the code assumes every batch has the configured batch size, but the last "
+            "batch of an epoch is smaller: take the size from the tensor (`x.size(0)`)",
+            "zh": "代码假定每个 batch 都是设定的大小，而 epoch 的最后一个 batch 更小："
+            "请从张量本身取大小（`x.size(0)`）",
+        }
+    },
+    fix_hint={
+        "en": "Take the batch size from the data (`x.size(0)`, `expand(x.size(0), -1, -1)`) "
+        "instead of the configured value, collect per-batch outputs with `torch.cat` rather "
+        "than `torch.stack`, or drop the incomplete last batch with "
+        "`DataLoader(..., drop_last=True)`.",
+        "zh": "从数据本身取 batch 大小（`x.size(0)`、`expand(x.size(0), -1, -1)`），不要用配置里的值；"
+        "收集各个 batch 的输出时用 `torch.cat` 而不是 `torch.stack`；或者用 "
+        "`DataLoader(..., drop_last=True)` 丢弃不完整的最后一个 batch。",
+    },
+    docs={
+        "en": """
+## What it catches
+The concatenation and stacking errors raised when a tensor made with the configured batch size
+(`cls_token.expand(BATCH_SIZE, -1, -1)`, `torch.zeros(args.batch_size, ...)`) meets the last
+batch of an epoch, which is smaller unless the loader drops it, or when the outputs of every
+batch are stacked into one tensor (`torch.stack(all_logits)`).
+
+## Why is this bad?
+A dataset of 1000 samples in batches of 32 ends with a batch of 8. Code that assumes 32 runs
+for a whole epoch, through every batch but the last, and then crashes, often after a long
+training epoch or at the first evaluation.
+
+## Symptoms
+`RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 32 but got
+size 8 for tensor number 1 in the list.`; `RuntimeError: stack expects each tensor to be equal
+size, but got [32, 10] at entry 0 and [8, 10] at entry 31`; before torch 1.5: `Sizes of tensors
+must match except in dimension 0. Got 32 and 8 in dimension 1`.
+
+## Known problems
+The messages name sizes, not the batch dimension: a concatenation of feature maps of odd
+sizes (a U-Net skip connection) gives the same text, so without a stack of equal-rank batches
+differing only in their first size this is shown as a guess.
+""",
+        "zh": """
+## What it catches
+按配置的 batch 大小创建的张量（`cls_token.expand(BATCH_SIZE, -1, -1)`、`torch.zeros(args.batch_size, ...)`）
+遇到 epoch 的最后一个 batch 时（除非 loader 丢弃它，否则它更小）引发的拼接和堆叠错误；以及把每个 batch 的输出
+堆叠成一个张量（`torch.stack(all_logits)`）时的同类错误。
+
+## Why is this bad?
+1000 个样本、每个 batch 32 个，最后一个 batch 只有 8 个。假定 32 的代码会在整个 epoch 中正常运行，
+直到最后一个 batch 才崩溃，往往是在一个很长的训练 epoch 之后，或第一次评估的时候。
+
+## Symptoms
+`RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 32 but got
+size 8 for tensor number 1 in the list.`；`RuntimeError: stack expects each tensor to be equal
+size, but got [32, 10] at entry 0 and [8, 10] at entry 31`；torch 1.5 之前：`Sizes of tensors
+must match except in dimension 0. Got 32 and 8 in dimension 1`。
+
+## Known problems
+这些报错只给出尺寸，不指出哪一维是 batch：拼接尺寸为奇数的特征图（U-Net 的跳跃连接）也会给出同样的文字，
+所以除非是只有第一维不同的同阶张量的堆叠，否则只作为猜测给出。
+""",
+    },
+    example="""
+import torch
+import torch.nn as nn
+
+BATCH_SIZE = 32
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+
+    def forward(self, x):
+        cls = self.cls_token.expand(BATCH_SIZE, -1, -1)
+        return torch.cat((cls, x), dim=1)
+""",
+    use_instead="""
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+
+    def forward(self, x):
+        cls = self.cls_token.expand(x.size(0), -1, -1)
+        return torch.cat((cls, x), dim=1)
+""",
+)
+
+_STACK = re.compile(
+    r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
+    r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
+)
+_CAT = re.compile(
+    r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\. "
+    r"(?:Got (?P<size>\d+) and (?P<other_size>\d+) in dimension (?P<dim>\d+)"
+    r"|Expected size (?P<size2>\d+) but got size (?P<other_size2>\d+) for tensor number)"
+)
+_COLLATE = re.compile(r"in DataLoader worker process|default_collate|collate\.py")
+
+_STACKED_BATCHES = {
+    "en": "The stacked tensors differ only in their first size ([{first}] and [{other}]): "
+    "the outputs of every batch are stacked, and the last batch of the epoch is smaller than "
+    "the others.",
+    "zh": "被堆叠的张量只有第一维不同（[{first}] 与 [{other}]）：代码把每个 batch 的输出堆叠在一起，"
+    "而 epoch 的最后一个 batch 比其他 batch 小。",
+}
+_CONCATENATED = {
+    "en": "Concatenated tensors differ in size ({size} vs {other_size}): often one was made "
+    "with the configured batch size and the other is the last, smaller batch of the epoch.",
+    "zh": "被拼接的张量大小不同（{size} 与 {other_size}）：常见原因是其中一个按配置的 batch "
+    "大小创建，另一个是 epoch 最后那个更小的 batch。",
+}
+_CONCATENATED_BATCHES = {
+    "en": "Concatenated tensors differ in their batch dimension ({size} vs {other_size} in "
+    "dimension 0): one was made with the configured batch size and the other is the last, "
+    "smaller batch of the epoch.",
+    "zh": "被拼接的张量在 batch 维（第 0 维）上大小不同（{size} 与 {other_size}）：其中一个按配置的 "
+    "batch 大小创建，另一个是 epoch 最后那个更小的 batch。",
+}
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def batch_sizes_differ(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """Stacks and concatenations outside the collate whose sizes differ where batches do."""
+    if "tensor" not in block.message or _in_collate(block, report):
+        return None  # the collate stacks samples, not batches: collate-size-mismatch
+    found = _STACK.search(block.message)
+    if found is not None:
+        first = [int(s) for s in found["first"].split(",") if s.strip()]
+        other = [int(s) for s in found["other"].split(",") if s.strip()]
+        later_is_smaller = int(found["other_entry"]) > int(found["first_entry"]) and (
+            other[:1] < first[:1]
+        )
+        if len(first) >= 2 and len(first) == len(other) and first[1:] == other[1:]:
+            return Clue(
+                0.75 if later_is_smaller else 0.5, _STACKED_BATCHES, None, found.groupdict()
+            )
+        return None
+    found = _CAT.search(block.message)
+    if found is None or found["cat_dim"] == "0" and found["dim"] is None:
+        return None
+    fields = {
+        "size": found["size"] or found["size2"],
+        "other_size": found["other_size"] or found["other_size2"],
+    }
+    if found["dim"] is not None:
+        if found["dim"] != "0":
+            return None
+        # Before torch 1.5 the message named the mismatched dimension: 0 is the batch.
+        return Clue(0.75, _CONCATENATED_BATCHES, None, fields)
+    # The mismatched dimension is not named: the batch one, or a feature map's height.
+    return Clue(0.45, _CONCATENATED, None, fields)
+
+
+def _in_collate(block: ErrorBlock, report: ErrorReport) -> bool:
+    for frame in block.frames:
+        if "collate" in (frame.function or "") or frame.path.endswith("collate.py"):
+            return True
+    return bool(_COLLATE.search(block.message) or report.search(_COLLATE))
