@@ -1,0 +1,398 @@
+"""TD607 ddp-loader-without-distributed-sampler: a DDP script whose training loader gives every
+rank the whole dataset."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Pitfall,
+    bindings,
+    index,
+    name_words,
+    per_file,
+    scope_of,
+    shorten,
+)
+
+PITFALL = Pitfall(
+    code="TD607",
+    name="ddp-loader-without-distributed-sampler",
+    title={
+        "en": "DataLoader of a DistributedDataParallel script without a DistributedSampler",
+        "zh": "DistributedDataParallel 脚本中的 DataLoader 没有使用 DistributedSampler",
+    },
+    messages={
+        "": {
+            "en": "`{loader}` shuffles with no sampler, but this script wraps its model in "
+            "`{wrapper}` (line {line}) and nothing in the project uses a DistributedSampler: "
+            "every rank trains on the whole dataset, each in its own order; pass "
+            "`sampler=DistributedSampler({dataset})` instead of `shuffle=True`",
+            "zh": "`{loader}` 没有 sampler 而是用 shuffle 打乱，但这个脚本用 `{wrapper}` 包装了模型"
+            "（第 {line} 行），而整个项目都没有使用 DistributedSampler：每个进程都以各自的顺序在整个"
+            "数据集上训练；请用 `sampler=DistributedSampler({dataset})` 代替 `shuffle=True`",
+        },
+        "in-order": {
+            "en": "`{loader}` has no sampler, but this script wraps its model in `{wrapper}` "
+            "(line {line}) and nothing in the project uses a DistributedSampler: every rank "
+            "trains on the whole dataset, batch for batch the same; pass "
+            "`sampler=DistributedSampler({dataset})`",
+            "zh": "`{loader}` 没有 sampler，但这个脚本用 `{wrapper}` 包装了模型（第 {line} 行），"
+            "而整个项目都没有使用 DistributedSampler：每个进程都在整个数据集上训练，批次完全相同；"
+            "请传入 `sampler=DistributedSampler({dataset})`",
+        },
+    },
+    fix_hint={
+        "en": "Give the training loader `sampler=DistributedSampler(dataset)` (no `shuffle=True` "
+        "beside it) and call `sampler.set_epoch(epoch)` at the start of each epoch.",
+        "zh": "给训练用的 DataLoader 传入 `sampler=DistributedSampler(dataset)`（不要同时设置 "
+        "`shuffle=True`），并在每个 epoch 开始时调用 `sampler.set_epoch(epoch)`。",
+    },
+    docs={
+        "en": """
+## What it catches
+A `DataLoader` built with no `sampler=` or `batch_sampler=` (with `shuffle=True` or without
+`shuffle`) in a file that wraps a model in `DistributedDataParallel` (or
+`FullyShardedDataParallel`), when neither the file nor any other module of its project
+mentions a `DistributedSampler` (or a sampler named like one: `DistributedGroupSampler`...).
+Not reported: loaders named for evaluation (`val`, `test`, `eval`... in the loader's or the
+dataset's name) or built with `shuffle=False`; datasets built with the rank or the world size
+(`MyDataset(rank=rank, world_size=world_size)`, `dataset.shard(...)`); projects with an
+`IterableDataset` or `IterDataPipe` anywhere; a loader later handed to a call that returns it
+re-wrapped (`loader = accelerator.prepare(loader)`, Opacus' `make_private`); and files that
+import a framework which shards loaders itself (Accelerate, Lightning, Ray Train, Ignite,
+DeepSpeed, webdataset, torchdata...).
+
+## Why is this bad?
+`DistributedDataParallel` averages the gradients of the ranks; it does not split the data.
+A `DataLoader` without a `DistributedSampler` hands the whole dataset to every process: with
+`shuffle=True` each rank walks all of it in its own order, without shuffling every rank sees
+exactly the same batches. An epoch costs `world_size` times the work it should, the learning
+rate schedule and the number of steps per epoch are those of one process, and with identical
+batches the extra GPUs compute the same gradient. Nothing fails, and the loss still goes down.
+
+## Symptoms
+An epoch takes as long on N GPUs as on one (or longer); `len(loader)` is the same on every rank
+and equals the single-GPU count; every rank logs the same first batch.
+
+## Known problems
+It reads one file and the words of its project: the loader and the DDP wrapper must be in the
+same file. A dataset that splits itself between ranks where this file cannot see it (its
+constructor, in another module, reads the rank from the environment) or a custom sampler named
+otherwise than `Distributed...Sampler` is reported. On 114 corpora (libraries, examples and
+research code) it reports nothing: of their 67 files that name DDP or FSDP and a DataLoader,
+those that wrap a model give its loader a sampler or hand it to a framework (Accelerate,
+Opacus...), so its precision on real findings is not measured. The run-time check of the issue (under `torchrun`,
+ranks whose first batches are identical) is not implemented.
+
+## References
+- https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
+- https://pytorch.org/tutorials/intermediate/ddp_tutorial.html
+""",
+        "zh": """
+## What it catches
+在用 `DistributedDataParallel`（或 `FullyShardedDataParallel`）包装模型的文件里，构建 `DataLoader`
+时没有传入 `sampler=` 或 `batch_sampler=`（设置了 `shuffle=True` 或没有设置 `shuffle`），而这个文件
+和项目中的其他模块都没有提到 `DistributedSampler`（或名字类似的 sampler，如
+`DistributedGroupSampler`）。以下情况不报告：名字表明用于评估的 DataLoader（DataLoader 或数据集的
+名字里有 `val`、`test`、`eval` 等）或设置了 `shuffle=False`；用进程编号或进程数构建的数据集
+（`MyDataset(rank=rank, world_size=world_size)`、`dataset.shard(...)`）；项目中任何地方有
+`IterableDataset` 或 `IterDataPipe`；之后交给某个调用并被重新包装返回的 DataLoader
+（`loader = accelerator.prepare(loader)`、Opacus 的 `make_private`）；以及导入了会自己切分数据的
+框架（Accelerate、Lightning、Ray Train、Ignite、DeepSpeed、webdataset、torchdata 等）的文件。
+
+## Why is this bad?
+`DistributedDataParallel` 对各进程的梯度取平均，但它并不切分数据。没有 `DistributedSampler` 的
+`DataLoader` 会把整个数据集交给每个进程：设置 `shuffle=True` 时每个进程以各自的顺序遍历全部数据，
+不打乱时每个进程看到的批次完全相同。一个 epoch 的工作量是应有的 `world_size` 倍，学习率调度和每个
+epoch 的步数都和单进程一样，而批次相同时多出来的 GPU 只是在计算同一个梯度。程序不会报错，loss 也照样下降。
+
+## Symptoms
+用 N 张 GPU 跑一个 epoch 和用一张一样久（甚至更久）；每个进程上的 `len(loader)` 都相同，且等于
+单卡时的数值；每个进程记录的第一个批次都一样。
+
+## Known problems
+它只读一个文件和所在项目中的词：DataLoader 和 DDP 包装必须在同一个文件里。数据集以本文件看不到的
+方式在进程间切分自己（另一个模块里的构造函数从环境变量读取进程编号），或自定义 sampler 的名字不是
+`Distributed...Sampler` 的形式时，会被误报。在 114 个语料库（库、示例和研究代码）中它没有报告任何
+问题：其中 67 个同时提到 DDP 或 FSDP 和 DataLoader 的文件里，包装了模型的都给 DataLoader 传入了
+sampler，或把它交给了训练框架（Accelerate、Opacus 等），因此它在真实问题上的精确率尚未测得。
+issue 中的运行时检查（在 `torchrun` 下比较各进程的第一个批次是否相同）尚未实现。
+
+## References
+- https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
+- https://pytorch.org/tutorials/intermediate/ddp_tutorial.html
+""",
+    },
+    example="""
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+dist.init_process_group("gloo")
+dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = DataLoader(dataset, batch_size=8, shuffle=True)
+model = DDP(torch.nn.Linear(4, 1))
+for x, y in loader:
+    torch.nn.functional.mse_loss(model(x), y).backward()
+""",
+    use_instead="""
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dist.init_process_group("gloo")
+dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+model = DDP(torch.nn.Linear(4, 1))
+for x, y in loader:
+    torch.nn.functional.mse_loss(model(x), y).backward()
+""",
+)
+
+LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# The wrappers that average gradients across ranks without splitting the data.
+WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel"})
+_WRAPPER_MODULES = frozenset(
+    {
+        "torch.nn",
+        "torch.nn.parallel",
+        "torch.nn.parallel.distributed",
+        "torch.distributed.fsdp",
+        "torch.distributed.fsdp.fully_sharded_data_parallel",
+    }
+)
+# A sampler that splits the data between ranks, under any of the names projects give it.
+_SHARDING_SAMPLER = re.compile(r"Distributed\w{0,40}Sampler")
+# Datasets that are iterated, not sampled: they split themselves between ranks, if at all.
+_ITERABLE_DATASET = re.compile(r"Iter(?:able)?Data(?:set|Pipe)")
+# Packages that shard a loader themselves (re-wrapping it with their own sampler), or whose
+# datasets are iterable.
+_FRAMEWORKS = frozenset(
+    {
+        "accelerate",
+        "lightning",
+        "lightning_fabric",
+        "pytorch_lightning",
+        "ray",
+        "ignite",
+        "deepspeed",
+        "horovod",
+        "composer",
+        "catalyst",
+        "mmengine",
+        "mmcv",
+        "detectron2",
+        "fairseq",
+        "transformers",
+        "webdataset",
+        "torchdata",
+        "opacus",
+    }
+)
+# Words of a loader's or dataset's name that say it is not for training: every rank evaluating
+# the whole set gives the same answer N times, which is wasteful but not wrong.
+_NOT_TRAINING = frozenset(
+    {"val", "valid", "validation", "test", "eval", "evaluation", "dev", "inference", "predict"}
+)
+# Words that say a dataset is built for one rank's share.
+_PER_RANK = frozenset({"rank", "ranks", "world", "shard", "shards", "replicas", "partition"})
+
+
+@PITFALL.static(ast.Call, names={"DataLoader"})
+def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if ctx.qualname(call.func) not in LOADERS or not _samples_by_default(call):
+        return
+    if not _may_need_a_sampler(ctx):
+        return
+    wrapper = _ddp_wrapper(ctx, None)
+    if wrapper is None or _imports_a_framework(ctx):
+        return
+    # Name the wrapping of this function's model, when it has one.
+    wrapper = _ddp_wrapper(ctx, ctx.enclosing_function()) or wrapper
+    dataset = call.args[0] if call.args else _keyword(call, "dataset")
+    if dataset is None or isinstance(dataset, ast.Starred):
+        return
+    loader, target = _loader_name(call, ctx)
+    if _for_evaluation([ctx.text(dataset), loader or ""]) or _per_rank(dataset, ctx):
+        return
+    if target is not None and _rewrapped_key(target, ctx) in _rewrapped(ctx):
+        return
+    yield ctx.finding(
+        PITFALL,
+        call,
+        "" if _shuffles(call) else "in-order",
+        loader=loader or ctx.text(call.func),
+        wrapper=wrapper.func.attr if isinstance(wrapper.func, ast.Attribute) else wrapper.func.id,
+        line=wrapper.lineno,
+        dataset=shorten(ctx.text(dataset), 40),
+    )
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _samples_by_default(call: ast.Call) -> bool:
+    """The loader draws with its default sampler (sequential or, with `shuffle=True`, random):
+    no sampler given, by keyword, by position (the fourth) or inside `**kwargs`; and it is not
+    told `shuffle=False` (an evaluation loader, as a rule)."""
+    if len(call.args) > 3 or any(
+        k.arg in (None, "sampler", "batch_sampler") for k in call.keywords
+    ):
+        return False
+    shuffle = _shuffle(call)
+    return not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
+
+
+def _shuffle(call: ast.Call) -> ast.expr | None:
+    return call.args[2] if len(call.args) > 2 else _keyword(call, "shuffle")
+
+
+def _shuffles(call: ast.Call) -> bool:
+    """Given `shuffle` other than a literal false (`shuffle=True`, `shuffle=args.shuffle`)."""
+    return _shuffle(call) is not None
+
+
+@per_file
+def _ddp_wrapper(ctx: Context, function: ast.AST | None) -> ast.Call | None:
+    """The first call in `function` (None: the file) that wraps a model in DDP or FSDP: the
+    class by its own name through a module (`nn.parallel.DistributedDataParallel(...)`), or by
+    the name an import gave it (`from torch.nn.parallel import DistributedDataParallel as
+    DDP`)."""
+    names = _wrapper_names(ctx)
+    for found in index(ctx).calls_named(function or ctx.tree, names | WRAPPERS):
+        func = found.func
+        if isinstance(func, ast.Name) and func.id in names:
+            return found
+        if isinstance(func, ast.Attribute) and func.attr in WRAPPERS and _imported_root(func, ctx):
+            return found
+    return None
+
+
+@per_file
+def _wrapper_names(ctx: Context) -> frozenset[str]:
+    """The names imports give the DDP and FSDP classes (`DDP`, `DistributedDataParallel`)."""
+    names = set()
+    for node in index(ctx).everywhere(ast.ImportFrom):
+        if node.module in _WRAPPER_MODULES:
+            names.update(a.asname or a.name for a in node.names if a.name in WRAPPERS)
+    return frozenset(names)
+
+
+def _imported_root(func: ast.Attribute, ctx: Context) -> bool:
+    root: ast.expr = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in ctx.imported
+
+
+@per_file
+def _may_need_a_sampler(ctx: Context) -> bool:
+    """The file names a DDP or FSDP class, and neither it nor its project shards data with a
+    DistributedSampler or has iterable datasets: read from the text, before any parse work."""
+    source = ctx.source
+    return (
+        any(wrapper in source for wrapper in WRAPPERS)
+        and not _SHARDING_SAMPLER.search(source)
+        and not _ITERABLE_DATASET.search(source)
+        and not ctx.project.has("DistributedSampler")
+        and not ctx.project.has("IterableDataset")
+    )
+
+
+@per_file
+def _imports_a_framework(ctx: Context) -> bool:
+    for node in index(ctx).everywhere(ast.Import, ast.ImportFrom):
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [alias.name for alias in node.names]
+        )
+        if any(name.partition(".")[0] in _FRAMEWORKS for name in names):
+            return True
+    return False
+
+
+def _loader_name(call: ast.Call, ctx: Context) -> tuple[str | None, ast.expr | None]:
+    """The name the loader is assigned to (`train_loader = DataLoader(...)`, `self.loader`),
+    and the target holding it."""
+    statement = ctx.parent()
+    if (
+        isinstance(statement, ast.Assign)
+        and statement.value is call
+        and len(statement.targets) == 1
+    ):
+        target = statement.targets[0]
+        if isinstance(target, ast.Name):
+            return target.id, target
+        if isinstance(target, ast.Attribute):
+            return target.attr, target
+    return None, None
+
+
+def _for_evaluation(texts: list[str]) -> bool:
+    return any(_NOT_TRAINING.intersection(name_words(text)) for text in texts)
+
+
+def _per_rank(dataset: ast.expr, ctx: Context) -> bool:
+    """The dataset is built for one rank's share: its expression, or an assignment of a name
+    in it, mentions the rank, the world size or shards (`Subset(full, indices)` with `indices`
+    counted from the rank)."""
+    if _PER_RANK.intersection(name_words(ctx.text(dataset))):
+        return True
+    names = {node.id for node in ast.walk(dataset) if isinstance(node, ast.Name)}
+    return any(_bound_per_rank(ctx, scope_of(name, ctx), name) for name in names)
+
+
+@per_file
+def _bound_per_rank(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """An assignment of `name` in `scope` mentions the rank, the world size or shards (once per
+    name: every loader of a script may read the same `dataset`)."""
+    found = bindings(ctx, scope, name) or ()
+    return any(
+        b.value is not None and _PER_RANK.intersection(name_words(ctx.text(b.value))) for b in found
+    )
+
+
+@per_file
+def _rewrapped(ctx: Context) -> frozenset[tuple]:
+    """The targets assigned the result of a call that was given them (see `_rewrapped_key`):
+    `loader = prepare(loader)`, `model, opt, loader = engine.make_private(data_loader=loader)`."""
+    found: set[tuple] = set()
+    for node in index(ctx).everywhere(ast.Assign):
+        if not isinstance(node.value, ast.Call):
+            continue
+        given = {_last_name(arg) for arg in node.value.args}
+        given |= {_last_name(k.value) for k in node.value.keywords}
+        for target in node.targets:
+            parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            found.update(
+                _rewrapped_key(part, ctx)
+                for part in parts
+                if isinstance(part, (ast.Name, ast.Attribute)) and _last_name(part) in given
+            )
+    return frozenset(found)
+
+
+def _rewrapped_key(target: ast.Name | ast.Attribute, ctx: Context) -> tuple:
+    """A plain name in its own scope (function, class or module); an attribute by its name
+    alone (`self.loader` is re-wrapped in another method than the one that built it)."""
+    if isinstance(target, ast.Attribute):
+        return ("attribute", target.attr)
+    whole = index(ctx)
+    return (whole.scopes[whole.number[target]], target.id)
+
+
+def _last_name(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
