@@ -46,8 +46,9 @@ def _calls(source: str) -> int:
         (bench.view_function, 150),
         (bench.module_init, 150),
         (lambda cells: bench.notebook_program(bench.notebook(cells)), 60),
+        (bench.ddp_script, 600),
     ],
-    ids=["flat module", "loop body", "view calls", "module __init__", "notebook"],
+    ids=["flat module", "loop body", "view calls", "module __init__", "notebook", "ddp script"],
 )
 def test_doubling_the_input_at_most_doubles_the_work(make, size):
     small, large = _calls(make(size)), _calls(make(2 * size))
