@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 
@@ -38,7 +39,10 @@ FIXED = SOURCE.replace("Variable(torch.ones(2))", "torch.ones(2)")
 )
 async def client(lsp_client: LanguageClient):
     params = types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    await asyncio.wait_for(lsp_client.initialize_session(params), TIMEOUT)
+    # What the server said it can do, for the tests that read it.
+    lsp_client.initialize_result = await asyncio.wait_for(  # type: ignore[attr-defined]
+        lsp_client.initialize_session(params), TIMEOUT
+    )
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), TIMEOUT)
 
@@ -72,8 +76,9 @@ def open_file(client: LanguageClient, uri: str, text: str) -> None:
 
 
 def apply(text: str, edits: list[types.TextEdit]) -> str:
-    """`text` with LSP edits applied (lines split as LSP splits them; ASCII columns)."""
-    lines = text.splitlines(keepends=True)
+    """`text` with LSP edits applied (lines split as LSP splits them: at \\n, \\r\\n and \\r
+    only; ASCII columns)."""
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
@@ -133,6 +138,40 @@ async def test_open_fix_and_edit_away(client: LanguageClient, project):
     found = await diagnostics(client, uri, lambda found: codes(found) == ["TD001"])
     assert found[0].range.start.line == 4
     assert path.read_text() == SOURCE
+
+
+# A form feed (old code pages a file with them) and U+2028 in a string: line breaks for
+# `str.splitlines`, not for Python's tokenizer nor for LSP.
+ODD_BREAKS = (
+    "import torch\n\x0c\n"
+    "note = 'a\u2028b'\n"
+    "from torch.autograd import Variable\n"
+    "x = Variable(torch.ones(2))\n"
+)
+
+
+@pytest.mark.asyncio
+async def test_lines_are_counted_as_lsp_counts_them(client: LanguageClient, project):
+    capabilities = client.initialize_result.capabilities  # type: ignore[attr-defined]
+    # The whole text on each change: nothing for a line count to drift on.
+    assert capabilities.text_document_sync.change == types.TextDocumentSyncKind.Full
+    uri = (project / "odd.py").as_uri()
+    open_file(client, uri, "import torch\n")
+    edited = ODD_BREAKS + "y = torch.ones(3)\ny.cuda()\n"
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+            [types.TextDocumentContentChangeWholeDocument(edited)],
+        )
+    )
+    found = await diagnostics(client, uri, lambda found: len(found) == 2)
+    lines = {d.code: d.range.start.line for d in found}
+    assert lines == {"TD103": 4, "TD001": 6}
+    actions = await actions_at(client, uri, 4, 6)
+    fix = next(a for a in actions if a.kind == "quickfix" and a.is_preferred)
+    assert apply(edited, fix.edit.changes[uri]) == edited.replace(
+        "Variable(torch.ones(2))", "torch.ones(2)"
+    )
 
 
 @pytest.mark.asyncio

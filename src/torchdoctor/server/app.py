@@ -53,6 +53,10 @@ class DoctorServer(LanguageServer):
         super().__init__(
             "torchdoctor",
             __version__,
+            # The whole text on every change: pygls applies partial edits with `str.splitlines`,
+            # which also breaks lines at form feeds and U+2028 where LSP does not, so a buffer
+            # holding one would drift from the editor's (and fixes would land on wrong lines).
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
             notebook_document_sync=types.NotebookDocumentSyncOptions(
                 notebook_selector=[
                     types.NotebookDocumentFilterWithCells(
