@@ -84,9 +84,12 @@ _EXCEPTION_WORDS = ("Error", "Exception", "Interrupt", "Exit", "Group")
 _STANDALONE = re.compile(
     r"(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Group)(?::.*)?$"
 )
-# ... or after other text: `temp_x = x.cuda(i) RuntimeError: CUDA error (10): invalid device`.
-_EMBEDDED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception):(?: |$)")
-# Lines that end a multi-line message although no blank line came: a C++ stack follows.
+# ... or after other text: `temp_x = x.cuda(i) RuntimeError: CUDA error (10): invalid device`,
+# also right after Chinese text (`在async=True处出现SyntaxError: invalid syntax`): ASCII word
+# characters only, or the CJK before the class would be read as part of its name.
+_EMBEDDED = re.compile(
+    r"(?<![\w.])(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception):(?: |$)", re.ASCII
+)
 # Lines that end a multi-line message although no blank line came: a C++ stack follows, or
 # wandb's exit report.
 _MESSAGE_STOPS = ("Exception raised from ", "frame #", "wandb: ")

@@ -218,6 +218,10 @@ def _parse_text(report) -> StateDictError | None:
     return parse(report.text)
 
 
+# A dotted key written without quotes; a dot, so that the words around it are not read as keys.
+_UNQUOTED_KEY = re.compile(r"(?<![\w.])[A-Za-z_]\w{0,80}(?:\.\w{1,80}){1,20}(?![\w.])")
+
+
 def _keys(segment: str, first_only: bool = False) -> list[str]:
     """Quoted keys of one list. Keys hold no spaces, so whitespace inside quotes is a wrapped
     line; a key cut off by truncation has no closing quote and is dropped."""
@@ -225,8 +229,10 @@ def _keys(segment: str, first_only: bool = False) -> list[str]:
     segment = segment.replace("\u201c", '"').replace("\u201d", '"')  # pasted via a forum/editor
     if segment.lstrip().startswith('"{'):  # torch 0.3: a set's repr in quotes
         quoted = re.findall(r"'([^']*)'", segment.split("}", 1)[0])
-    else:
+    elif '"' in segment:
         quoted = re.findall(r'"([^"]*)"', segment)
+    else:  # retold without quotes (`Missing key(s) in state_dict: bn.num_batches_tracked in ...`)
+        quoted = _UNQUOTED_KEY.findall(segment)
     keys = []
     for text in quoted:
         key = re.sub(r"\s+", "", text)

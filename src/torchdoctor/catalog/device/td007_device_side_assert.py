@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Pitfall
+import re
+
+from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, Pitfall
 
 PITFALL = Pitfall(
     code="TD007",
@@ -137,14 +139,22 @@ PITFALL.error(
         "Python 调用栈可能指向后面的某一行。",
     },
 )
-# The asynchronous-error note alone: some kernel failed with an error this catalog lacks.
-PITFALL.error(
-    r"CUDA kernel errors might be asynchronously reported",
-    types=(),
-    confidence=0.45,
-    cause={
-        "en": "A CUDA kernel failed, and the error was reported at a later call: the line in "
-        "the traceback is probably not the one that failed.",
-        "zh": "某个 CUDA 内核执行失败，错误在之后的调用中才被报告出来：调用栈里的那一行多半不是出错的地方。",
-    },
-)
+# The asynchronous-error note alone: some kernel failed with an error this catalog lacks. Not
+# when the error says that no kernel could run at all: a torch build without code for this GPU
+# (`no kernel image is available`, sm_120 on a build for sm_90) is not a kernel that failed.
+_ASYNC_NOTE = re.compile(r"CUDA kernel errors might be asynchronously reported")
+_NO_KERNEL = re.compile(r"no kernel image is available|is not compatible with the current PyTorch")
+_KERNEL_FAILED = {
+    "en": "A CUDA kernel failed, and the error was reported at a later call: the line in "
+    "the traceback is probably not the one that failed.",
+    "zh": "某个 CUDA 内核执行失败，错误在之后的调用中才被报告出来：调用栈里的那一行多半不是出错的地方。",
+}
+
+
+@PITFALL.error_check(types=())
+def asynchronous_note(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    if not _ASYNC_NOTE.search(block.message) or _NO_KERNEL.search(block.message):
+        return None
+    if report.search(_NO_KERNEL):
+        return None
+    return Clue(0.45, _KERNEL_FAILED)

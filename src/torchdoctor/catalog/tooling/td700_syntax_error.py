@@ -6,7 +6,16 @@ import io
 import re
 import tokenize
 
-from torchdoctor.catalog.sdk import Edit, Finding, Fix, Pitfall, split_lines
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Edit,
+    ErrorBlock,
+    ErrorReport,
+    Finding,
+    Fix,
+    Pitfall,
+    split_lines,
+)
 
 PITFALL = Pitfall(
     code="TD700",
@@ -140,6 +149,35 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
         at = starts[row - 1] + column
         text[at : at + len(_PLACEHOLDER)] = _PLACEHOLDER
     return "".join(text), sites
+
+
+# In an error output: the PyTorch 0.3 call itself, shown by the traceback or quoted by the user.
+_ASYNC_CALL = re.compile(r"\.(?:cuda|to|copy_)\([^()\n]{0,80}?\basync\s*=")
+_KEYWORD_ASYNC = {
+    "en": "`async` is a keyword since Python 3.7: the PyTorch 0.3 call `x.cuda(async=True)` no "
+    "longer parses (so the whole file does not run).",
+    "zh": "自 Python 3.7 起 `async` 是关键字：PyTorch 0.3 的写法 `x.cuda(async=True)` 无法再被解析"
+    "（整个文件都无法运行）。",
+}
+_RENAME_ASYNC = {
+    "en": "Rename the argument: `x.cuda(non_blocking=True)` (PyTorch 0.4 renamed it; the meaning "
+    "is the same). `torchdoctor check --fix` does it in every file.",
+    "zh": "把参数改名：`x.cuda(non_blocking=True)`（PyTorch 0.4 改了名字，含义不变）。"
+    "`torchdoctor check --fix` 会在所有文件中完成替换。",
+}
+
+
+@PITFALL.error_check(types=())
+def async_argument(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """A SyntaxError at `x.cuda(async=True)`, or, with no error line pasted, only that call
+    shown where a traceback points (`File "main.py", line 264`, then the line)."""
+    if block.short_type not in ("SyntaxError", "") or not report.search(_ASYNC_CALL):
+        return None
+    if block.short_type == "SyntaxError" or "SyntaxError" in block.message:
+        return Clue(0.9, _KEYWORD_ASYNC, _RENAME_ASYNC)
+    if report.search(r'File "[^"\n]+", line \d+'):
+        return Clue(0.7, _KEYWORD_ASYNC, _RENAME_ASYNC)
+    return None
 
 
 @PITFALL.engine_finding("unparsable-source")
