@@ -102,10 +102,13 @@ async def end_to_end(text: str, path: Path, repeat: int) -> list[float]:
     )
     await _until(lambda: 1 in published)
     waits = []
+    lines = text.splitlines(keepends=True)
+    middle = len(lines) // 2
     for version in range(2, repeat + 2):
-        # One character typed at the end of a line in the middle of the file.
-        middle = types.Position(text.count("\n") // 2, 0)
-        change = types.TextDocumentContentChangePartial(types.Range(middle, middle), " ")
+        # A comment typed on a new line in the middle of the file. The server asks for the whole
+        # text at each change (full document sync), which is what an editor then sends.
+        edited = "".join(lines[:middle]) + f"# edit {version}\n" + "".join(lines[middle:])
+        change = types.TextDocumentContentChangeWholeDocument(edited)
         start = time.perf_counter()
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
