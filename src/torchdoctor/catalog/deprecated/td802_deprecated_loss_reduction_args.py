@@ -1,4 +1,5 @@
-"""TD802 deprecated-loss-reduction-args: `size_average=` / `reduce=` on a loss instead of `reduction=`."""
+"""TD802 deprecated-loss-reduction-args: `size_average=` / `reduce=` on a loss instead of
+`reduction=`, or the old spelling `reduction="elementwise_mean"`."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ PITFALL = Pitfall(
     code="TD802",
     name="deprecated-loss-reduction-args",
     title={
-        "en": "Legacy `size_average=` / `reduce=` arguments of a loss",
-        "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数",
+        "en": "Legacy `size_average=` / `reduce=` / `reduction='elementwise_mean'` of a loss",
+        "zh": "损失函数使用了旧的 `size_average=` / `reduce=` / `reduction='elementwise_mean'` 参数",
     },
     messages={
         "": {
@@ -44,6 +45,18 @@ PITFALL = Pitfall(
             "replace them with the `reduction=` you mean",
             "zh": "旧版损失参数 `{legacy}` 优先于同一调用中的 `reduction=`：请用你真正想要的 `reduction=` 替换它们",
         },
+        "elementwise-mean": {
+            "en": "`{legacy}` is the pre-0.4.1 name of `reduction='mean'` (deprecated, a "
+            "UserWarning on every call): use `reduction='mean'`",
+            "zh": "`{legacy}` 是 PyTorch 0.4.1 之前 `reduction='mean'` 的名字（已弃用，每次调用都会"
+            "发出 UserWarning）：请改用 `reduction='mean'`",
+        },
+        "elementwise-mean-error": {
+            "en": "`{legacy}` is the pre-0.4.1 name of `reduction='mean'`, and this loss does not "
+            "accept it (ValueError: elementwise_mean is not valid): use `reduction='mean'`",
+            "zh": "`{legacy}` 是 PyTorch 0.4.1 之前 `reduction='mean'` 的名字，而这个损失不接受它"
+            "（ValueError: elementwise_mean is not valid）：请改用 `reduction='mean'`",
+        },
     },
     fix_title={
         "en": 'Replace with `reduction="{reduction}"`',
@@ -64,7 +77,9 @@ modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, `nn.BCELoss`, `nn.KL
 `nn.SmoothL1Loss` and the other `torch.nn` losses that accept them) and the functional losses
 (`F.mse_loss`, `F.cross_entropy`, `F.nll_loss`, ...), also when the flag is passed by
 position (`nn.NLLLoss2d(weight, size_average)`, `F.kl_div(a, b, False)`). Explicit `None` for
-both (their default) is not reported.
+both (their default) is not reported. Also `reduction="elementwise_mean"`, the name `'mean'` had
+in PyTorch 0.4.0, given by keyword to the same losses or to `nn.HuberLoss`, `nn.CTCLoss` and
+`nn.GaussianNLLLoss` (and their functional forms).
 
 ## Why is this bad?
 PyTorch 0.4.1 replaced the two booleans with one `reduction=` argument, and every loss built
@@ -80,20 +95,32 @@ The mapping PyTorch applies (a missing flag counts as `True`):
 - otherwise `size_average=True` -> `reduction='mean'`
 - otherwise -> `reduction='sum'`
 
+`reduction="elementwise_mean"` is still read as `'mean'` by most losses (PyTorch 2.13), with a
+warning each time the loss runs, but `poisson_nll_loss` / `nn.PoissonNLLLoss` and
+`multilabel_soft_margin_loss` / `nn.MultiLabelSoftMarginLoss` and `gaussian_nll_loss` /
+`nn.GaussianNLLLoss` reject it with a ValueError.
+
 ## Symptoms
 `UserWarning: size_average and reduce args will be deprecated, please use reduction='sum' instead.`
 (with `'mean'` or `'none'` in place of `'sum'`, depending on the flags). A loss whose scale
 does not follow `reduction=` because legacy flags in the same call override it.
+`UserWarning: reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.`,
+or `ValueError: elementwise_mean is not a valid value for reduction` (`poisson_nll_loss`) and
+`ValueError: elementwise_mean is not valid` (`multilabel_soft_margin_loss`,
+`gaussian_nll_loss`).
 
 ## Fix safety
 The fix replaces the flags with the `reduction=` value PyTorch itself derives from them (and
 rewrites an existing `reduction=` to that value), so the loss computes exactly what it
 computed before. It is offered only when both flags are the literals `True`, `False` or
 `None`, and not when the call passes `**kwargs` or enough positional arguments to reach the
-flags.
+flags. `reduction="elementwise_mean"` becomes `reduction="mean"`: the same computation where the
+loss accepts the old name (PyTorch maps one to the other), and the mean that was meant where it
+raises.
 
 ## Known problems
-Flags passed by position (`F.mse_loss(a, b, False)`) and loss classes derived from the
+Flags passed by position (`F.mse_loss(a, b, False)`) are reported without a fix, and
+`"elementwise_mean"` passed by position is not reported; loss classes derived from the
 `torch.nn` ones are not reported.
 
 ## References
@@ -105,7 +132,9 @@ PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模
 `nn.CrossEntropyLoss`、`nn.NLLLoss`、`nn.BCELoss`、`nn.KLDivLoss`、`nn.SmoothL1Loss` 以及其他接受这两个参数的
 `torch.nn` 损失）和函数式损失（`F.mse_loss`、`F.cross_entropy`、`F.nll_loss` 等），按位置传入旧参数时也报告
 （`nn.NLLLoss2d(weight, size_average)`、`F.kl_div(a, b, False)`）。两个参数都显式写成
-`None`（即默认值）时不报告。
+`None`（即默认值）时不报告。同样报告对这些损失用关键字传入的 `reduction="elementwise_mean"`，
+即 `'mean'` 在 PyTorch 0.4.0 中的名字；对 `nn.HuberLoss`、`nn.CTCLoss`、`nn.GaussianNLLLoss`
+（及其函数式版本）也一样。
 
 ## Why is this bad?
 PyTorch 0.4.1 用一个 `reduction=` 参数取代了这两个布尔开关，用旧参数构造的损失都会打印弃用警告。
@@ -119,18 +148,28 @@ PyTorch 使用的对应关系（没给的开关按 `True` 处理）：
 - 否则 `size_average=True` -> `reduction='mean'`
 - 否则 -> `reduction='sum'`
 
+`reduction="elementwise_mean"` 在大多数损失中仍被当作 `'mean'`（PyTorch 2.13），但每次计算损失都会
+发出警告；而 `poisson_nll_loss` / `nn.PoissonNLLLoss` 与 `multilabel_soft_margin_loss` /
+`nn.MultiLabelSoftMarginLoss`、`gaussian_nll_loss` / `nn.GaussianNLLLoss` 会直接抛出 ValueError。
+
 ## Symptoms
 `UserWarning: size_average and reduce args will be deprecated, please use reduction='sum' instead.`
 （根据开关的取值，`'sum'` 也可能是 `'mean'` 或 `'none'`）。也可能表现为损失的量级与 `reduction=`
 不符，因为同一调用中的旧参数覆盖了它。
+`UserWarning: reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.`，
+或者 `ValueError: elementwise_mean is not a valid value for reduction`（`poisson_nll_loss`）和
+`ValueError: elementwise_mean is not valid`（`multilabel_soft_margin_loss`、`gaussian_nll_loss`）。
 
 ## Fix safety
 修复用 PyTorch 自己从这两个开关推导出的 `reduction=` 取值替换它们（若已有 `reduction=`，则把它改成这个值），
 所以损失的计算结果与修改前完全一致。只有当两个开关都是字面量 `True`、`False` 或 `None`，
 并且调用中没有 `**kwargs`、位置参数也没有多到覆盖这两个开关时，才提供修复。
+`reduction="elementwise_mean"` 会改成 `reduction="mean"`：对接受旧名字的损失，计算完全相同
+（PyTorch 本来就把前者映射为后者）；对会报错的损失，得到的正是本来想要的平均值。
 
 ## Known problems
-按位置传入的开关（`F.mse_loss(a, b, False)`）以及继承自 `torch.nn` 损失的自定义类不会被报告。
+按位置传入的开关（`F.mse_loss(a, b, False)`）会被报告但不提供修复，按位置传入的
+`"elementwise_mean"` 不会被报告；继承自 `torch.nn` 损失的自定义类也不会被报告。
 
 ## References
 - `torch/nn/_reduction.py` 中的 `legacy_get_string`：即上面的对应关系。
@@ -165,7 +204,56 @@ PITFALL.error(
     },
 )
 
+_OLD_MEAN_CAUSE = {
+    "en": "A loss is given `reduction='elementwise_mean'`, the name `'mean'` had before "
+    "PyTorch 0.4.1.",
+    "zh": "损失函数收到了 `reduction='elementwise_mean'`，这是 PyTorch 0.4.1 之前 `'mean'` 的名字。",
+}
+_OLD_MEAN_FIX = {
+    "en": "Write `reduction='mean'`: it computes the same mean without the warning.",
+    "zh": "改写为 `reduction='mean'`：计算同样的平均值，且不再有警告。",
+}
+PITFALL.error(
+    r"reduction='elementwise_mean' is deprecated",
+    types=(),
+    confidence=0.95,
+    cause=_OLD_MEAN_CAUSE,
+    fix=_OLD_MEAN_FIX,
+)
+PITFALL.error(
+    r"^elementwise_mean is not (?:a )?valid",
+    types=("ValueError",),
+    confidence=0.95,
+    cause=_OLD_MEAN_CAUSE,
+    fix=_OLD_MEAN_FIX,
+)
+
 LEGACY = ("size_average", "reduce")
+OLD_MEAN = "elementwise_mean"
+# Losses that raise a ValueError for `reduction="elementwise_mean"` rather than warn (torch 2.13).
+OLD_MEAN_REJECTED = frozenset(
+    {
+        "torch.nn.PoissonNLLLoss",
+        "torch.nn.MultiLabelSoftMarginLoss",
+        "torch.nn.modules.loss.PoissonNLLLoss",
+        "torch.nn.modules.loss.MultiLabelSoftMarginLoss",
+        "torch.nn.functional.poisson_nll_loss",
+        "torch.nn.functional.multilabel_soft_margin_loss",
+        "torch.nn.GaussianNLLLoss",
+        "torch.nn.modules.loss.GaussianNLLLoss",
+        "torch.nn.functional.gaussian_nll_loss",
+    }
+)
+# Losses born after 0.4.1 (no legacy flags) that still read `reduction=` through torch's mapping.
+_REDUCTION_ONLY_NAMES = ("HuberLoss", "CTCLoss", "GaussianNLLLoss")
+_REDUCTION_ONLY_FUNCTIONS = ("huber_loss", "ctc_loss", "gaussian_nll_loss")
+REDUCTION_ONLY = frozenset(
+    {
+        *(f"torch.nn.{name}" for name in _REDUCTION_ONLY_NAMES),
+        *(f"torch.nn.modules.loss.{name}" for name in _REDUCTION_ONLY_NAMES),
+        *(f"torch.nn.functional.{name}" for name in _REDUCTION_ONLY_FUNCTIONS),
+    }
+)
 # Position of `size_average` among each loss's parameters (torch 2.13 signatures, self excluded):
 # positional arguments up to it are safe to keep when the flags become `reduction=`.
 LOSS_CLASSES = {
@@ -215,13 +303,20 @@ LEGACY_POSITION = {
 _MISSING = object()
 
 
-@PITFALL.static(ast.Call, names=set(LOSS_CLASSES) | set(LOSS_FUNCTIONS))
+@PITFALL.static(
+    ast.Call,
+    names={*LOSS_CLASSES, *LOSS_FUNCTIONS, *_REDUCTION_ONLY_NAMES, *_REDUCTION_ONLY_FUNCTIONS},
+)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     legacy = [k for k in call.keywords if k.arg in LEGACY]
-    position = LEGACY_POSITION.get(ctx.qualname(call.func))
+    qualname = ctx.qualname(call.func)
+    position = LEGACY_POSITION.get(qualname)
     if position is None:
+        if qualname in REDUCTION_ONLY:
+            yield from _old_mean_name(call, qualname in OLD_MEAN_REJECTED, ctx)
         return
     if not legacy:
+        yield from _old_mean_name(call, qualname in OLD_MEAN_REJECTED, ctx)
         # `nn.NLLLoss2d(weight, size_average, ignore_index)`: the flag passed by position.
         if len(call.args) > position and not any(
             isinstance(a, ast.Starred) for a in call.args[: position + 1]
@@ -248,6 +343,24 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     yield ctx.finding(
         PITFALL, legacy[0], variant, fix=fix, end_node=legacy[-1], legacy=text, reduction=reduction
     )
+
+
+def _old_mean_name(call: ast.Call, rejected: bool, ctx: Context) -> Iterator[Finding]:
+    """`reduction="elementwise_mean"`: torch maps it to "mean" (or raises), so the fix is safe."""
+    for keyword in call.keywords:
+        value = keyword.value
+        if (
+            keyword.arg == "reduction"
+            and isinstance(value, ast.Constant)
+            and value.value == OLD_MEAN
+        ):
+            quote = ctx.text(value)[-1]  # keep the call's quoting style
+            title = {
+                lang: text.format(reduction="mean") for lang, text in PITFALL.fix_title.items()
+            }
+            fix = ctx.fix(PITFALL, "safe", ctx.replace(value, f"{quote}mean{quote}"), title=title)
+            variant = "elementwise-mean-error" if rejected else "elementwise-mean"
+            yield ctx.finding(PITFALL, keyword, variant, fix=fix, legacy=ctx.text(keyword))
 
 
 def _flag(value: ast.AST) -> object:
