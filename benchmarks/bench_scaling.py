@@ -97,7 +97,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
     by `i` so that no per-name memo hides a rescan. Each one feeds some rules' checks (the
     last ones define functions)."""
     return [
-        [  # models, optimizers, frozen layers: TD204, TD105, TD503, TD505, TD602, TD114, TD416
+        [  # models, optimizers, frozen layers: TD204, TD105, TD503, TD505, TD602, TD114, TD416, TD804
             f"model_{i} = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1), nn.BatchNorm1d(8))",
             f"conv_{i} = nn.Conv2d(6, 4, 3, groups=4)",
             f"model_{i}[0].requires_grad_(False)",
@@ -106,6 +106,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"sched_{i} = torch.optim.lr_scheduler.StepLR(opt_{i}, step_size=2)",
             f"model_{i}.extra = nn.Parameter(torch.zeros(8))",
             f"torch.save(model_{i}, 'model_{i}.pt')",
+            f"out_{i} = torch.utils.checkpoint.checkpoint(model_{i}, torch.randn(2, 8))",
         ],
         [  # permute, transpose and views: TD403, TD001, TD417
             f"x_{i} = torch.randn(4, 8, 16)",
@@ -147,9 +148,10 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"        opt_{i}.step()",
             f"        opt_{i}.zero_grad()",
         ],
-        [  # masks and unfilled memory: TD401, TD402, TD409
+        [  # masks and unfilled memory: TD401, TD402, TD409, TD420
             f"mask_{i} = torch.zeros(8, dtype=torch.uint8)",
             f"picked_{i} = x_{i}[mask_{i}]",
+            f"listed_{i} = x_{i}[[v > 0 for v in x_{i}]]",
             f"keep_{i} = (x_{i} > 0).byte()",
             f"buf_{i} = torch.Tensor(8, 8)",
             f"spare_{i} = torch.FloatTensor(4)",
