@@ -2002,6 +2002,32 @@ case(
 
 case(
     "deprecated-loss-reduction-args",
+    "mse-elementwise-mean",
+    "reduction='elementwise_mean' is deprecated",
+    """
+    import torch
+    import torch.nn as nn
+
+    criterion = nn.MSELoss(reduction="elementwise_mean")  # a 0.4.0 tutorial
+    print(criterion(torch.randn(8, 3), torch.randn(8, 3)))
+""",
+)
+
+case(
+    "deprecated-loss-reduction-args",
+    "poisson-elementwise-mean",
+    "elementwise_mean is not a valid value for reduction",
+    """
+    import torch
+    import torch.nn as nn
+
+    criterion = nn.PoissonNLLLoss(reduction="elementwise_mean")
+    print(criterion(torch.randn(8), torch.rand(8) * 4))
+""",
+)
+
+case(
+    "deprecated-loss-reduction-args",
     "ce-reduce-false",
     "please use reduction='none' instead",
     """
@@ -2028,6 +2054,42 @@ case(
     bce = F.binary_cross_entropy(recon, x, size_average=False)
     kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
     print((bce + kld).item())
+""",
+)
+
+# ------------------------------------------------------------------- checkpoint-use-reentrant
+
+case(
+    "checkpoint-use-reentrant",
+    "checkpoint-no-use-reentrant",
+    "the use_reentrant parameter should be passed explicitly",
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+    block, head = nn.Linear(16, 16), nn.Linear(16, 1)
+    x = torch.randn(4, 16)  # the batch: no input requires grad
+    loss = head(checkpoint(block, x)).sum()
+    loss.backward()
+    print("block trained:", block.weight.grad is not None)
+""",
+)
+
+case(
+    "checkpoint-use-reentrant",
+    "checkpoint-sequential-no-use-reentrant",
+    "the use_reentrant parameter should be passed explicitly",
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint_sequential
+
+    model = nn.Sequential(*[nn.Linear(16, 16) for _ in range(4)])
+    x = torch.randn(4, 16, requires_grad=True)
+    out = checkpoint_sequential(model, 2, x)
+    out.sum().backward()
+    print(out.shape)
 """,
 )
 
