@@ -302,17 +302,25 @@ PITFALL.error(
     cause=TRUNCATED_PICKLE,
 )
 # The whole text, when no exception line was parsed: the opcode number without the byte's story.
-PITFALL.error(
-    r"Weights only load failed[\s\S]*?Unsupported operand (?P<code>\d+)",
-    types=(),
-    confidence=0.9,
-    cause=_text(
-        "The file is not a pickle: its first byte ({code}) is no pickle opcode, so it "
-        "is something else saved under the checkpoint's name, or damaged.",
-        "文件不是 pickle：它的第一个字节（{code}）不是 pickle 操作码，所以它是顶着 checkpoint "
-        "名字的别的文件，或者已经损坏。",
-    ),
+# Two plain searches, not one regex `failed[\s\S]*?operand`: that one rescans the rest of the text
+# from every "Weights only load failed" of a long log (quadratic).
+_NOT_A_PICKLE = _text(
+    "The file is not a pickle: its first byte ({code}) is no pickle opcode, so it "
+    "is something else saved under the checkpoint's name, or damaged.",
+    "文件不是 pickle：它的第一个字节（{code}）不是 pickle 操作码，所以它是顶着 checkpoint "
+    "名字的别的文件，或者已经损坏。",
 )
+
+
+@PITFALL.error_check(types=())
+def operand_in_text(block, report) -> Clue | None:
+    start = block.message.find("Weights only load failed")
+    found = _OPERAND.search(block.message, start) if start >= 0 else None
+    if found is None:
+        return None
+    return Clue(0.9, _NOT_A_PICKLE, None, {"code": found.group(1)})
+
+
 PITFALL.error(
     r"pickle data was truncated|unpickling stack underflow",
     types=("UnpicklingError", "RuntimeError"),
