@@ -1706,6 +1706,36 @@ case(
 """,
 )
 
+# ---------------------------------------------------------------- conv-input-shape-mismatch
+
+case(
+    "conv-input-shape-mismatch",
+    "grayscale-into-rgb-model",
+    "to have 3 channels, but got 1 channels instead",
+    """
+    import torch
+    import torch.nn as nn
+
+    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+    scans = torch.rand(8, 1, 64, 64)   # grayscale images, one channel
+    print(model(scans).shape)
+""",
+)
+
+case(
+    "conv-input-shape-mismatch",
+    "image-without-channel-dim",
+    "Expected 3D (unbatched) or 4D (batched) input to conv2d",
+    """
+    import torch
+    import torch.nn as nn
+
+    conv = nn.Conv2d(1, 8, 3)
+    digit = torch.rand(28, 28)   # one grayscale image, no channel and no batch dimension
+    print(conv(digit).shape)
+""",
+)
+
 # ----------------------------------------------------------------- loss-batch-size-mismatch
 
 case(

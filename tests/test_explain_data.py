@@ -72,13 +72,12 @@ def test_channels_last_input_is_permuted():
     assert "permute(0, 3, 1, 2)" in found.fix
 
 
-def test_grayscale_input_is_a_weaker_channel_count_mismatch():
+def test_grayscale_input_is_a_channel_count_mismatch_not_channels_last():
     found = top(
         "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected "
         "input[1, 1, 224, 224] to have 3 channels, but got 1 channels instead\n"
     )
-    assert found.pitfall.name == "conv-input-channels-last"
-    assert found.confidence < 0.9
+    assert found.pitfall.name == "conv-input-shape-mismatch"
     assert "permute" not in found.fix and "grayscale" in found.cause
 
 
@@ -87,7 +86,7 @@ def test_missing_batch_dimension_pytorch_1x():
         "RuntimeError: Expected 4-dimensional input for 4-dimensional weight "
         "[64, 3, 7, 7], but got 3-dimensional input of size [3, 224, 224] instead\n"
     )
-    assert found.pitfall.name == "conv-input-channels-last"
+    assert found.pitfall.name == "conv-input-shape-mismatch"
     assert "unsqueeze(0)" in found.fix
 
 

@@ -74,12 +74,18 @@ class Clue:
     """What an error signature concluded: how sure it is, and the cause/fix texts to show.
 
     `cause`/`fix` may use str.format fields filled from `fields` (a regex's named groups).
-    None falls back to the entry's title (cause) and `fix_hint` (fix)."""
+    None falls back to the entry's title (cause) and `fix_hint` (fix).
+
+    `contradicted_by`: the premise of the cause, checked against the user's code when
+    `explain` can read it: called with the text of the user's files in the traceback, it says
+    whether that code contradicts the cause (numpy data blamed where the code has no numpy but
+    an explicit `.double()`); a contradicted cause is demoted below the general answers."""
 
     confidence: float
     cause: Text | None = None
     fix: Text | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
+    contradicted_by: Callable[[list[str]], bool] | None = None
 
 
 @dataclass

@@ -6,6 +6,7 @@ import linecache
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
@@ -22,6 +23,9 @@ _FINAL_WEIGHT = 1.0
 _EARLIER_WEIGHT = 0.95
 _WARNING_WEIGHT = 0.85  # a warning printed before a crash is seldom the crash's cause
 _LINK_BONUS = 0.02  # a root cause found in the user's code outranks the error it explains
+# A cause whose premise the user's code contradicts keeps this share of its confidence: below
+# the general answer of the same error, still shown when nothing else is.
+_CONTRADICTED = 0.6
 _MAX_LINKED_FILES = 5
 # A message pasted alone (an issue title, a chat line, a notebook's last line) has no exception
 # class to check a signature's `types` against: its answers count a little less, and less again
@@ -59,6 +63,8 @@ class Diagnosis:
     # A line of the user's code the static checker links to this error: (location, message).
     linked: list[tuple[Location, str, str]] = field(default_factory=list)  # (loc, name, message)
     root_of: str | None = None  # for a linked root cause: the name of the error it explains
+    # The premise check of the clue behind it (see Clue.contradicted_by).
+    contradicted_by: Callable[[list[str]], bool] | None = None
 
     def to_json(self, lang: str) -> dict:
         # `fix` is the text of what to do, as before: an explanation edits nothing.
@@ -281,7 +287,10 @@ def _diagnosis(
         lang,
         clue.fields,
     )
-    return Diagnosis(pitfall, confidence, cause, fix, _location_of(block, report), block)
+    location = _location_of(block, report)
+    return Diagnosis(
+        pitfall, confidence, cause, fix, location, block, contradicted_by=clue.contradicted_by
+    )
 
 
 def _fill(text: Text, lang: str, fields: dict) -> str:
@@ -323,24 +332,35 @@ def _link_user_code(
             entry = _registry.get(name)
             if entry is not None and entry.static_detectors:
                 wanted.setdefault(entry.code, []).append(diagnosis)
-    if not wanted:
+    premised = [d for d in diagnoses if d.contradicted_by is not None]
+    if not wanted and not premised:
         return [], None
     roots: dict[str, Diagnosis] = {}
+    sources: list[str] = []
     problem = None
     for path in _user_files(report):
         try:
-            why = _link_file(path, wanted, roots, lang)
+            why = _link_file(path, wanted, roots, lang, sources)
         except Exception as error:  # the checker's own failure: this file is not linked
             why = _why(error)
         if why and problem is None:
             problem = f"could not link the error to {path}: {why}"
+    if sources:
+        for diagnosis in premised:
+            if diagnosis.contradicted_by(sources):  # type: ignore[misc]
+                diagnosis.confidence *= _CONTRADICTED
     return list(roots.values()), problem
 
 
 def _link_file(
-    path: str, wanted: dict[str, list[Diagnosis]], roots: dict[str, Diagnosis], lang: str
+    path: str,
+    wanted: dict[str, list[Diagnosis]],
+    roots: dict[str, Diagnosis],
+    lang: str,
+    sources: list[str],
 ) -> str | None:
-    """Link the findings of one file to the diagnoses that want them; None, or why not."""
+    """Link the findings of one file to the diagnoses that want them, and keep its text in
+    `sources` for the causes' premises; None, or why not."""
     from torchdoctor.lint.lines import split_lines
     from torchdoctor.lint.source import UnreadableFile
 
@@ -350,6 +370,9 @@ def _link_file(
         return None
     except (UnreadableFile, OSError) as error:
         return getattr(error, "strerror", None) or str(error)
+    sources.append(source)
+    if not wanted:
+        return None
     result = _static_findings(source, path, frozenset(wanted), lang)
     why = result.internal_errors[0] if result.internal_errors else None
     lines = split_lines(source)

@@ -113,3 +113,37 @@ def dtype_pair(message: str) -> tuple[str, str, dict] | None:
             return first, second, groups
         return None
     return None
+
+
+# Messages that say which dtype the layer's input has and which its weight (input first).
+_INPUT_AND_WEIGHT = [
+    re.compile(
+        r"Input type \((?P<input>[^()]+)\) and (?:weight|bias) type \((?P<weight>[^()]+)\) "
+        r"should be the same"
+    ),
+    re.compile(
+        r"RNN input dtype \((?P<input>[\w.]+)\) does not match weight dtype "
+        r"\((?P<weight>[\w.]+)\)"
+    ),
+]
+# F.linear(input, weight) multiplies the input (mat1) by the transposed weight (mat2).
+_LINEAR_OPERANDS = re.compile(
+    r"mat1 and mat2 must have the same dtype, but got (?P<input>\w+) and (?P<weight>\w+)"
+)
+_LINEAR_FILE = re.compile(r"[\\/]torch[\\/]nn[\\/]modules[\\/]linear\.py$")
+
+
+def input_and_weight(message: str, frames) -> tuple[str, str] | None:
+    """The dtypes of a layer's input and of its weight, when the error says which is which: a
+    convolution's or an RNN's message, or an `nn.Linear`'s (its frame in the traceback);
+    None when the message does not tell."""
+    patterns = list(_INPUT_AND_WEIGHT)
+    if any(_LINEAR_FILE.search(frame.path) for frame in frames):
+        patterns.append(_LINEAR_OPERANDS)
+    for pattern in patterns:
+        found = pattern.search(message)
+        if found is not None:
+            first, second = dtype_name(found["input"]), dtype_name(found["weight"])
+            if first and second and first != second:
+                return first, second
+    return None

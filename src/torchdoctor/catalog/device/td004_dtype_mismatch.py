@@ -27,7 +27,11 @@ PITFALL = Pitfall(
         "`x.to(next(model.parameters()).dtype)`）；混合精度请用 `torch.autocast`，"
         "而不是手动对部分张量调用 `.half()`。",
     },
-    root_causes=("float64-numpy-tensor",),
+    root_causes=(
+        "float64-numpy-tensor",
+        "tensor-result-discarded",
+        "unregistered-tensor-attribute",
+    ),
     docs={
         "en": """
 ## What it catches
@@ -176,6 +180,22 @@ _HALF_FIX = {
 }
 
 
+_MODEL_CAUSE = {
+    "en": "The layer's weights are {weight} but its input is {input}: the model was converted "
+    "(`model.double()`, `model.half()`, `model.to(torch.float64)`) or built from weights of "
+    "that dtype, and the input was left as it was.",
+    "zh": "该层的权重是 {weight}，而输入是 {input}：模型被转换过（`model.double()`、`model.half()`、"
+    "`model.to(torch.float64)`）或由该 dtype 的权重构建，而输入保持原样。",
+}
+_MODEL_FIX = {
+    "en": "Give the model and its input one dtype: convert the model back (`model.float()`) "
+    "unless it must be {weight}, or convert the input to the model's dtype: "
+    "`x = x.to(next(model.parameters()).dtype)`.",
+    "zh": "让模型和输入使用同一种 dtype：除非模型必须是 {weight}，否则把它转回来（`model.float()`）；"
+    "或者把输入转换成模型的 dtype：`x = x.to(next(model.parameters()).dtype)`。",
+}
+
+
 @PITFALL.error_check(types=("RuntimeError", "ValueError", "TypeError"))
 def check(block, report) -> Clue | None:
     pair = dtypes.dtype_pair(block.message)
@@ -186,6 +206,10 @@ def check(block, report) -> Clue | None:
     if groups.get("arg") == "target" or (groups.get("expected") and first in dtypes.INTEGERS):
         # Usually a classification loss's target of the wrong type: cross-entropy-target-dtype.
         return Clue(0.5, _CAUSE, None, fields)
+    roles = dtypes.input_and_weight(block.message, block.frames)
+    if roles is not None and roles[1] != "Float" and roles[0] == "Float":
+        # The layer's weights are the odd ones: the model was converted, its input was not.
+        return Clue(0.9, _MODEL_CAUSE, _MODEL_FIX, {"input": roles[0], "weight": roles[1]})
     if {first, second} == {"Double", "Float"}:
         # float64-numpy-tensor ranks above with the likelier root.
         return Clue(0.8, _DOUBLE_CAUSE, _DOUBLE_FIX, fields)

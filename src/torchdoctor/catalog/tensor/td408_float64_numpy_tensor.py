@@ -325,7 +325,22 @@ def check_error(block, report) -> Clue | None:
     if "Found dtype Double but expected Float" in block.message:
         # A loss's target in float64: regression labels built with numpy, almost always.
         return Clue(0.9, _TARGET_CAUSE)
-    return Clue(_numpy_likelihood(block, pair[2].get("arg")), _CAUSE)
+    if dtypes.input_and_weight(block.message, block.frames) == ("Float", "Double"):
+        return None  # the model is float64, its input is not: not numpy data (dtype-mismatch)
+    likelihood = _numpy_likelihood(block, pair[2].get("arg"))
+    return Clue(likelihood, _CAUSE, contradicted_by=_made_double_without_numpy)
+
+
+_MADE_DOUBLE = ("double()", "float64", "DoubleTensor", "torch.double")
+
+
+def _made_double_without_numpy(sources: list[str]) -> bool:
+    """The user's code makes float64 tensors itself and never touches numpy: the data did not
+    come from numpy (whatever other file the data may come from, this one says otherwise)."""
+    text = "\n".join(sources)
+    return any(word in text for word in _MADE_DOUBLE) and not any(
+        word in text for word in NUMPY_EVIDENCE
+    )
 
 
 def _numpy_likelihood(block, arg: str | None) -> float:

@@ -1,14 +1,17 @@
-"""TD412 matmul-shape-mismatch: the features reaching a Linear layer are not its `in_features`."""
+"""TD412 matmul-shape-mismatch: a matrix product of incompatible shapes, most often the features
+reaching a Linear layer that are not its `in_features`."""
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Pitfall
+import re
+
+from torchdoctor.catalog.sdk import Clue, Pitfall
 
 PITFALL = Pitfall(
     code="TD412",
     name="matmul-shape-mismatch",
     title={
-        "en": "Matrix product of incompatible shapes (a Linear layer's `in_features` is wrong)",
+        "en": "Matrix product of incompatible shapes (often a Linear layer's wrong `in_features`)",
         "zh": "矩阵乘法的形状不匹配（通常是 Linear 层的 `in_features` 写错了）",
     },
     messages={
@@ -121,14 +124,48 @@ _LINEAR_FIX = {
     "`nn.LazyLinear({out_features})`）。",
 }
 
-PITFALL.error(
+_PRODUCT_CAUSE = {
+    "en": "A matrix product of a {rows}x{features} matrix by a {in_features}x{out_features} "
+    "one, in your code and not in a Linear layer: the first matrix's columns ({features}) must "
+    "equal the second's rows ({in_features}).",
+    "zh": "你的代码（而不是 Linear 层）把 {rows}x{features} 的矩阵与 {in_features}x{out_features} "
+    "的矩阵相乘：第一个矩阵的列数（{features}）必须等于第二个矩阵的行数（{in_features}）。",
+}
+_PRODUCT_FIX = {
+    "en": "Print both shapes before the product: `a @ b` needs (n, k) and (k, m). Transpose "
+    "the operand stored the other way (`b.T`, or `b.transpose(-2, -1)` for batches), or "
+    "check that the operands are the ones you meant.",
+    "zh": "在相乘之前打印两个形状：`a @ b` 要求形状为 (n, k) 和 (k, m)。把存储方向相反的那个操作数"
+    "转置（`b.T`，批量时用 `b.transpose(-2, -1)`），或者检查相乘的是否是你想要的两个张量。",
+}
+_SHAPES = re.compile(
     r"mat1 and mat2 shapes cannot be multiplied \((?P<rows>\d+)x(?P<features>\d+) and "
-    r"(?P<in_features>\d+)x(?P<out_features>\d+)\)",
-    types=(),
-    confidence=0.95,
-    cause=_LINEAR_CAUSE,
-    fix=_LINEAR_FIX,
+    r"(?P<in_features>\d+)x(?P<out_features>\d+)\)"
 )
+_LINEAR_FRAME = re.compile(r"[\\/]torch[\\/]nn[\\/]modules[\\/]linear\.py$")
+# A product written in the failing line itself: `a @ b`, `torch.mm(a, b)`, `x.matmul(w)`.
+_PRODUCT = re.compile(r"@|\b(?:mm|matmul|bmm|addmm|einsum)\(")
+
+
+@PITFALL.error_check(types=())
+def linear_or_product(block, report) -> Clue | None:
+    """The premise of the Linear answer is a Linear: the traceback runs through
+    `nn/modules/linear.py`. A traceback that ends in the user's own `a @ b` or `torch.mm` is a
+    product of two of their tensors; a message without frames is most often a Linear's."""
+    found = _SHAPES.search(block.message)
+    if found is None:
+        return None
+    fields = found.groupdict()
+    frames = block.frames
+    if not frames:
+        return Clue(0.85, _LINEAR_CAUSE, _LINEAR_FIX, fields)
+    if any(_LINEAR_FRAME.search(frame.path) for frame in frames):
+        return Clue(0.95, _LINEAR_CAUSE, _LINEAR_FIX, fields)
+    if _PRODUCT.search(frames[-1].source or ""):
+        return Clue(0.9, _PRODUCT_CAUSE, _PRODUCT_FIX, fields)
+    return Clue(0.7, _LINEAR_CAUSE, _LINEAR_FIX, fields)  # a library's layer, perhaps
+
+
 # PyTorch before 1.8 (TH/THC): "size mismatch, m1: [64 x 9216], m2: [4608 x 128] at ...".
 PITFALL.error(
     r"size mismatch, m1: \[(?P<rows>\d+) x (?P<features>\d+)\], "

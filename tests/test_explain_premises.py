@@ -1,0 +1,123 @@
+"""Each cause checks its premises: an answer that needs a Linear layer, numpy data or a
+channels-last image is not given, or is demoted below the general answer, when the traceback
+or the user's code says otherwise (issue 14's confident wrong answers, each a case here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchdoctor.explain.match import diagnose
+from torchdoctor.explain.parse import parse_text
+
+SITE = "/usr/lib/python3.11/site-packages/torch/nn/modules"
+
+
+def ranked(text: str):
+    return diagnose(parse_text(text)).diagnoses
+
+
+def user_traceback(script: Path, line: int, *library: tuple[str, str], error: str) -> str:
+    """A traceback whose first frame is line `line` of the user's `script` (on disk, so that
+    explain reads it), then frames in torch's modules, as Python prints them."""
+    source = script.read_text().splitlines()[line - 1].strip()
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "{script}", line {line}, in <module>',
+        f"    {source}",
+    ]
+    for path, code in library:
+        lines += [f'  File "{SITE}/{path}", line 134, in forward', f"    {code}"]
+    return "\n".join([*lines, error, ""])
+
+
+def write(tmp_path: Path, source: str) -> Path:
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    return script
+
+
+LINEAR_FRAMES = (
+    ("module.py", "return forward_call(*args, **kwargs)"),
+    ("linear.py", "return F.linear(input, self.weight, self.bias)"),
+)
+
+
+def test_a_product_of_two_tensors_is_not_blamed_on_a_linear_layer(tmp_path):
+    script = write(
+        tmp_path, "import torch\na = torch.randn(4, 5)\nb = torch.randn(4, 5)\nc = a @ b\n"
+    )
+    error = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x5 and 4x5)"
+    first = ranked(user_traceback(script, 4, error=error))[0]
+    assert first.pitfall.name == "matmul-shape-mismatch"
+    assert "in_features" not in first.cause + first.fix
+    assert "b.T" in first.fix
+
+
+def test_the_same_error_through_a_linear_layer_names_its_in_features(tmp_path):
+    script = write(
+        tmp_path, "import torch\nfc = torch.nn.Linear(4, 2)\ny = fc(torch.randn(3, 5))\n"
+    )
+    error = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (3x5 and 4x2)"
+    first = ranked(user_traceback(script, 3, *LINEAR_FRAMES, error=error))[0]
+    assert first.pitfall.name == "matmul-shape-mismatch"
+    assert "in_features=5" in first.fix
+    assert first.confidence >= 0.95
+
+
+def test_a_grayscale_image_into_an_rgb_convolution_is_not_called_channels_last():
+    error = (
+        "RuntimeError: Given groups=1, weight of size [16, 3, 3, 3], expected "
+        "input[8, 1, 32, 32] to have 3 channels, but got 1 channels instead\n"
+    )
+    names = [d.pitfall.name for d in ranked(error)]
+    assert names[0] == "conv-input-shape-mismatch"
+    assert "conv-input-channels-last" not in names
+
+
+def test_an_explicit_double_without_numpy_is_not_numpy_data_first(tmp_path):
+    script = write(
+        tmp_path,
+        "import torch\nmodel = torch.nn.Linear(4, 2)\nx = torch.randn(8, 4).double()\ny = model(x)\n",
+    )
+    error = "RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float"
+    diagnoses = ranked(user_traceback(script, 4, *LINEAR_FRAMES, error=error))
+    assert diagnoses[0].pitfall.name == "dtype-mismatch"
+    numpy = next(d for d in diagnoses if d.pitfall.name == "float64-numpy-tensor")
+    assert numpy.confidence < 0.6
+
+
+def test_numpy_data_stays_the_first_answer_when_the_code_uses_numpy(tmp_path):
+    script = write(
+        tmp_path,
+        "import numpy as np\nimport torch\nmodel = torch.nn.Linear(4, 2)\n"
+        "x = torch.from_numpy(np.random.rand(8, 4))\ny = model(x)\n",
+    )
+    error = "RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float"
+    first = ranked(user_traceback(script, 5, *LINEAR_FRAMES, error=error))[0]
+    assert first.pitfall.name == "float64-numpy-tensor"
+    assert first.confidence >= 0.85
+
+
+def test_a_float64_model_with_float32_input_blames_the_model(tmp_path):
+    script = write(
+        tmp_path,
+        "import torch\nmodel = torch.nn.Linear(4, 2).double()\nx = torch.randn(8, 4)\ny = model(x)\n",
+    )
+    error = "RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Double"
+    diagnoses = ranked(user_traceback(script, 4, *LINEAR_FRAMES, error=error))
+    assert diagnoses[0].pitfall.name == "dtype-mismatch"
+    assert "weights are Double" in diagnoses[0].cause
+    assert "float64-numpy-tensor" not in [d.pitfall.name for d in diagnoses]
+
+
+def test_a_discarded_double_is_linked_as_the_root_of_a_dtype_mismatch(tmp_path):
+    script = write(
+        tmp_path,
+        "import torch\nmodel = torch.nn.Linear(4, 2).double()\nx = torch.randn(8, 4)\n"
+        "x.double()\ny = model(x)\n",
+    )
+    error = "RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Double"
+    first = ranked(user_traceback(script, 5, *LINEAR_FRAMES, error=error))[0]
+    assert first.pitfall.name == "tensor-result-discarded"
+    assert first.root_of == "dtype-mismatch"
+    assert first.location.line == 4
