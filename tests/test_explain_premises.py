@@ -121,3 +121,18 @@ def test_a_discarded_double_is_linked_as_the_root_of_a_dtype_mismatch(tmp_path):
     assert first.pitfall.name == "tensor-result-discarded"
     assert first.root_of == "dtype-mismatch"
     assert first.location.line == 4
+
+
+def test_of_two_errors_in_a_log_the_first_is_the_root_and_ranks_first():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 10, in <module>\n'
+        "    loss.backward()\n"
+        "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 30, in <module>\n'
+        "    x = x.cuda()\n"
+        "RuntimeError: CUDA error: out of memory\n"
+    )
+    names = [d.pitfall.name for d in ranked(log)]
+    assert names[:2] == ["no-grad-fn", "cuda-out-of-memory"]

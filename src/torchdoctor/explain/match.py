@@ -18,7 +18,7 @@ from torchdoctor.user_files import read_regular_file
 
 # Below this, a cause is not shown: "not recognised" is better than a guess dressed as an answer.
 MIN_CONFIDENCE = 0.3
-# How much a block's position in the output weighs: the error the program died of counts most.
+# How much a block's position in the output weighs: the first exception counts most.
 _FINAL_WEIGHT = 1.0
 _EARLIER_WEIGHT = 0.95
 _WARNING_WEIGHT = 0.85  # a warning printed before a crash is seldom the crash's cause
@@ -124,10 +124,13 @@ def diagnose(report: ErrorReport, lang: str = "en", link: bool = True) -> Explan
 def _diagnose(report: ErrorReport, lang: str, link: bool) -> Explanation:
     best: dict[str, Diagnosis] = {}
     has_exception = bool(report.exceptions)
-    final = report.final
+    # Of several exceptions, the first printed is the root: a chained exception, another rank's
+    # timeout, a second crash while handling the first all follow from it.
+    exceptions = report.exceptions
+    first = exceptions[0] if exceptions else None
     signatures = _signatures()
     for block in _distinct(report.blocks):
-        weight = _weight(block, final, has_exception)
+        weight = _weight(block, first, has_exception)
         for pitfall, signature in signatures:
             clue = _match(signature, block, report)
             if clue is None:
@@ -169,18 +172,17 @@ def _signatures() -> list[tuple[Pitfall, ErrorSignature]]:
 
 def _distinct(blocks: list[ErrorBlock]) -> list[ErrorBlock]:
     """Each (type, message) once: logs repeat the same warning or assert hundreds of times.
-    The last occurrence is kept, since the final exception is last."""
+    The first occurrence is kept, since the first exception is the root."""
     seen: dict[tuple[str, str], ErrorBlock] = {}
     for block in blocks:
-        seen.pop((block.type, block.message), None)
-        seen[(block.type, block.message)] = block
+        seen.setdefault((block.type, block.message), block)
     return list(seen.values())
 
 
-def _weight(block: ErrorBlock, final: ErrorBlock | None, has_exception: bool) -> float:
+def _weight(block: ErrorBlock, first: ErrorBlock | None, has_exception: bool) -> float:
     if block.kind == "warning":
         return _WARNING_WEIGHT if has_exception else _FINAL_WEIGHT
-    if block is final or block.relation == "worker" or final is None:
+    if block is first or block.relation == "worker" or first is None:
         return _FINAL_WEIGHT
     return _EARLIER_WEIGHT
 
