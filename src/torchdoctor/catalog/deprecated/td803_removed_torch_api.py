@@ -18,6 +18,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     in_compat_fallback,
     index,
+    index_of,
     only_identified,
     per_file,
 )
@@ -290,13 +291,31 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     if replacement.removed:
         yield ctx.finding(PITFALL, node, "removed", old=written, new=replacement.new)
         return
-    if only_identified(node, ctx):
+    if only_identified(node, ctx) or _listed_beside(node, replacement.new, ctx):
         return  # a deprecated alias that still exists, only told apart (a patch table): fine
     new_tail = replacement.last_name
     new = written[: -len(node.attr)] + new_tail
     end = ctx.span(node)[1]
     fix = _fix(ctx, replacement.fix, new, ctx.edit(end - len(node.attr), end, new_tail))
     yield ctx.finding(PITFALL, node, fix=fix, old=written, new=new)
+
+
+def _listed_beside(node: ast.Attribute, new: str, ctx: Context) -> bool:
+    """`node` is an element of a list, tuple or set, or a value of a dict, that also holds its
+    replacement: a table of both names (diffusers swaps every `nn.init` function, old and new,
+    for a no-op while it loads a model), where renaming the old one would break the table."""
+    parent = index_of(ctx, ctx.parent() or ctx.tree).parents.get(node)
+    if isinstance(parent, ast.Dict):
+        if not any(value is node for value in parent.values):
+            return False
+        siblings: list = parent.values
+    elif isinstance(parent, (ast.List, ast.Tuple, ast.Set)):
+        siblings = parent.elts
+    else:
+        return False
+    return any(
+        isinstance(other, ast.Attribute) and ctx.qualname(other) == new for other in siblings
+    )
 
 
 @PITFALL.static(ast.Call, names=_CALL_REWRITES)
