@@ -136,3 +136,14 @@ def test_of_two_errors_in_a_log_the_first_is_the_root_and_ranks_first():
     )
     names = [d.pitfall.name for d in ranked(log)]
     assert names[:2] == ["no-grad-fn", "cuda-out-of-memory"]
+
+
+def test_a_bare_message_that_cannot_show_its_premise_is_not_a_confident_answer():
+    """Nothing in a message pasted alone shows a Linear layer or numpy data: the answers that
+    need them stay below 0.8, where answers are not presented as sure."""
+    product = ranked("mat1 and mat2 shapes cannot be multiplied (577x1024 and 1152x12288)")[0]
+    assert product.pitfall.name == "matmul-shape-mismatch" and product.confidence < 0.8
+    dtypes = ranked("RuntimeError: expected scalar type Double but found Float")
+    assert dtypes[0].pitfall.name == "dtype-mismatch"
+    assert "numpy" in dtypes[0].cause
+    assert dtypes[1].pitfall.name == "float64-numpy-tensor" and dtypes[1].confidence < 0.8

@@ -48,10 +48,13 @@ HALVES = frozenset({"Half", "BFloat16"})
 
 
 def dtype_name(text: str) -> str | None:
-    """`torch.cuda.HalfTensor`, `CUDAFloatType`, `c10::Half`, `torch.float64`, `double`... ->
-    `Half`, `Float`, `Half`, `Double`, `Double`; None for what is not a dtype."""
+    """`torch.cuda.HalfTensor`, `CUDAFloatType`, `CUDAHalfTensor`, `c10::Half`, `torch.float64`,
+    `double`... -> `Half`, `Float`, `Half`, `Half`, `Double`, `Double`; None for what is not a
+    dtype."""
     name = text.strip().removeprefix("torch.")
-    tensor_type = re.fullmatch(r"(?:cuda\.|mps\.)?(\w+)Tensor|(?:CPU|CUDA|MPS|XPU)(\w+)Type", name)
+    tensor_type = re.fullmatch(
+        r"(?:cuda\.|mps\.)?(?:CPU|CUDA|MPS|XPU)?(\w+)Tensor|(?:CPU|CUDA|MPS|XPU)(\w+)Type", name
+    )
     if tensor_type is not None:
         name = tensor_type.group(1) or tensor_type.group(2)
     return _DTYPES.get(name)

@@ -139,7 +139,9 @@ for step in range(3):
 )
 
 PITFALL.error(
-    r"Trying to backward through the graph (?:a )?second time",
+    r"Trying to backward through the graph (?:a )?second time"
+    r"|Specify retain_graph=True (?:when calling backward the first time|if you need to "
+    r"backward through the graph a second time)",
     confidence=0.95,
     cause={
         "en": "`backward()` went through operations whose saved tensors an earlier backward "

@@ -83,7 +83,7 @@ optimizer = torch.optim.SGD([weights], lr=0.1)
 )
 
 PITFALL.error(
-    r"can't optimize a non-leaf (?:Tensor|Variable)",
+    r"can['\u2019]t optimize a non-leaf (?:Tensor|Variable)",
     types=("ValueError",),
     confidence=0.95,
     cause={

@@ -162,7 +162,8 @@ def _option_text(options: dict[str, ast.AST], value: ast.AST, ctx: Context) -> s
 # Explaining errors ----------------------------------------------------------------------------
 
 PITFALL.error(
-    r"(?P<option>batch_sampler|sampler) option is mutually exclusive with (?P<others>[\w, ]+)",
+    r"(?P<option>batch_sampler|sampler) (?:option )?is mutually exclusive with "
+    r"(?P<others>[\w, ]+)",
     types=("ValueError",),
     confidence=0.95,
     cause={

@@ -155,7 +155,7 @@ PITFALL.error(
     },
 )
 PITFALL.error(
-    r"received (?P<items>\d+) items of ancdata",
+    r"received (?P<items>\d+|%d) items of ancdata",
     types=(),
     confidence=0.95,
     cause={

@@ -146,8 +146,9 @@ def forward(self, x):
 )
 
 PITFALL.error(
-    r"torch\.utils\.checkpoint(?:\.(?P<function>checkpoint_sequential))?: the use_reentrant "
-    r"parameter should be passed explicitly",
+    r"torch\.utils\.checkpoint(?:\.(?P<function>checkpoint_sequential))?: (?:the use_reentrant "
+    r"parameter should be passed explicitly|please pass in use_reentrant=True or "
+    r"use_reentrant=False explicitly)",
     types=(),
     confidence=0.95,
     cause={

@@ -376,7 +376,9 @@ def check(block, report) -> Clue | None:
 PITFALL.error(
     r"Expected all tensors to be on the same device|Expected object of (?:device type|backend) "
     r"\w+ but got (?:device type|backend) \w+|Tensor for argument #\d+ '\w+' is on \w+, but "
-    r"expected it to be on|tensors are not at the same device, found input tensor at",
+    r"expected it to be on|tensors are not at the same device, found input tensor at"
+    r"|expected type torch\.cuda\.\w+Tensor but got torch\.\w+Tensor"
+    r"|expected type torch\.\w+Tensor but got torch\.cuda\.\w+Tensor",
     types=(),
     confidence=0.9,
     cause=_GENERIC_CAUSE,

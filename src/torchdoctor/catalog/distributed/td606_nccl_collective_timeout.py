@@ -102,6 +102,21 @@ dist.all_reduce(loss)
 """,
 )
 
+# The watchdog's C++ stack without its message line, or the timeout named in an issue's title.
+PITFALL.error(
+    r"ProcessGroupNCCL::WorkNCCL::checkTimeout|\bNCCL (?:timeout|timed out|watchdog timeout)",
+    types=(),
+    confidence=0.8,
+    cause={
+        "en": "The NCCL watchdog found a collective that waited longer than the process "
+        "group's timeout for a rank that did not call it: ranks took different paths, one "
+        "rank was busy for longer than the timeout (an evaluation or a checkpoint save on rank "
+        "0 only), or it crashed or hung.",
+        "zh": "NCCL 的 watchdog 发现某个集合通信等待一个没有调用它的 rank，超过了进程组的超时时间："
+        "各 rank 走了不同的路径，某个 rank 忙得比超时还久（只在 rank 0 上评估或保存 checkpoint），"
+        "或者它已经崩溃或卡住。",
+    },
+)
 PITFALL.error(
     r"Watchdog caught collective operation timeout",
     types=(),

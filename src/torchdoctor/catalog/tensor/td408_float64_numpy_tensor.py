@@ -351,7 +351,9 @@ def _numpy_likelihood(block, arg: str | None) -> float:
     if not LAYER_MESSAGE.search(block.message) or (arg is not None and arg not in LAYER_ARGUMENTS):
         return 0.7  # an elementwise op, torch.cat, index_add_...: anyone's tensors
     if not block.frames:
-        return 0.85  # the bare message: numpy data is by far the most common origin
+        # The bare message: numpy data is the most common origin, but nothing here shows it,
+        # so the general answer (dtype-mismatch, which names numpy too) comes first.
+        return 0.75
     if any(word in sources for word in ("double()", "float64", "DoubleTensor")):
         return 0.6  # made double on purpose in the user's code
     paths = [frame.path for frame in block.frames]

@@ -157,8 +157,8 @@ def linear_or_product(block, report) -> Clue | None:
         return None
     fields = found.groupdict()
     frames = block.frames
-    if not frames:
-        return Clue(0.85, _LINEAR_CAUSE, _LINEAR_FIX, fields)
+    if not frames:  # most often a Linear's, but nothing here shows one: not a confident answer
+        return Clue(0.75, _LINEAR_CAUSE, _LINEAR_FIX, fields)
     if any(_LINEAR_FRAME.search(frame.path) for frame in frames):
         return Clue(0.95, _LINEAR_CAUSE, _LINEAR_FIX, fields)
     if _PRODUCT.search(frames[-1].source or ""):

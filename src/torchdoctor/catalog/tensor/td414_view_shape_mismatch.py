@@ -103,7 +103,7 @@ class Net(nn.Module):
 
 # torch >= 1.0, and the TH message before it. The shape is kept to one line, without brackets.
 _INVALID_SHAPE = re.compile(
-    r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size (?P<size>\d+)"
+    r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size(?: (?P<size>\d+))?"
     r"|size '\[(?P<old_shape>[-\d x]*)\]' is invalid for input with (?P<old_size>\d+) elements"
 )
 
@@ -137,6 +137,9 @@ def invalid_shape(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     shape = found["shape"] if found["shape"] is not None else found["old_shape"]
     sizes = [int(s) for s in re.findall(r"-?\d+", shape)]
     known = prod(s for s in sizes if s != -1)
+    if not (found["size"] or found["old_size"]):  # the message cut off before the size
+        fields = {"shape": ", ".join(map(str, sizes)), "known": str(known), "size": "?"}
+        return Clue(0.75, _FREE_DIMENSION if -1 in sizes else _FIXED, None, fields)
     size = int(found["size"] or found["old_size"])
     if -1 in sizes and known and size % known == 0:
         return None  # the sizes fit: not a written size, something this entry cannot tell

@@ -175,6 +175,8 @@ def async_argument(block: ErrorBlock, report: ErrorReport) -> Clue | None:
         return None
     if block.short_type == "SyntaxError" or "SyntaxError" in block.message:
         return Clue(0.9, _KEYWORD_ASYNC, _RENAME_ASYNC)
+    if "syntax error" in block.message.lower():  # told in words, as in an issue's text
+        return Clue(0.85, _KEYWORD_ASYNC, _RENAME_ASYNC)
     if report.search(r'File "[^"\n]+", line \d+'):
         return Clue(0.7, _KEYWORD_ASYNC, _RENAME_ASYNC)
     return None

@@ -142,6 +142,19 @@ PITFALL.error(
         "而不是给脚本的选项。",
     },
 )
+# The kernel's launcher named as the program, whatever arguments are quoted after it.
+PITFALL.error(
+    r"ipykernel_launcher\.py: error: unrecognized arguments",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "`parse_args()` ran inside a Jupyter kernel (the program is "
+        "`ipykernel_launcher.py`) and read the kernel's own command line instead of options "
+        "meant for the script.",
+        "zh": "`parse_args()` 在 Jupyter 内核中运行（程序名是 `ipykernel_launcher.py`），读到的是"
+        "内核自己的命令行，而不是给脚本的选项。",
+    },
+)
 # VS Code and some IDE consoles start the kernel with its ports and session key as options.
 PITFALL.error(
     r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?"
