@@ -17,8 +17,12 @@ PITFALL = Pitfall(
     },
     messages={
         "": {
-            "en": "`{old}` loses precision for small `x`: use `{new}`",
-            "zh": "`{old}` 在 `x` 很小时会损失精度：请改用 `{new}`",
+            "en": "`{old}` rounds away the digits of values near 0: use `{new}`",
+            "zh": "`{old}` 会把接近 0 的数值的有效数字舍入掉：请改用 `{new}`",
+        },
+        "softplus": {
+            "en": "`{old}` is softplus, and overflows to `inf` for large inputs: use `{new}`",
+            "zh": "`{old}` 就是 softplus，输入较大时会溢出为 `inf`：请改用 `{new}`",
         },
         "logsumexp": {
             "en": "`{old}` overflows to `inf` for large inputs: use `{new}`",
@@ -31,7 +35,8 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-- `torch.log(1 + x)` and `torch.log(x + 1)`: `torch.log1p(x)` computes it.
+- `torch.log(1 + x)` and `torch.log(x + 1)`: `torch.log1p(x)` computes it;
+  `torch.log(1 + torch.exp(x))` is `torch.nn.functional.softplus(x)`.
 - `torch.exp(x) - 1`: `torch.expm1(x)` computes it.
 - `torch.log(torch.sum(torch.exp(x), dim))` (also with `torch.exp(x).sum(dim)`):
   `torch.logsumexp(x, dim)` computes it.
@@ -44,7 +49,8 @@ In floating point, `1 + x` rounds away the digits of a small `x`: in float32, `1
 exactly `1`, so `torch.log(1 + x)` is `0` where the true value is `1e-8`, and `torch.exp(x) - 1`
 cancels the same way. `log1p` and `expm1` compute these without the intermediate rounding.
 `log(sum(exp(x)))` overflows: `exp(100.)` is already `inf` in float32, so the result is `inf`
-(and its gradient `nan`) for logits that `logsumexp` handles by subtracting the maximum first.
+(and its gradient `nan`) for logits that `logsumexp` handles by subtracting the maximum first;
+`log(1 + exp(x))` overflows the same way, where `softplus` returns `x` for large inputs.
 
 ## Symptoms
 Losses or log-probabilities that are exactly `0`, `inf` or `nan` for inputs that are very small
@@ -52,7 +58,8 @@ or large; `nan` gradients from a hand-written softmax normaliser.
 
 ## Fix safety
 The fixes are unsafe because they change the numbers: that is their point, but a result compared
-exactly with a stored one (a test, a checkpoint's metrics) will differ in the last digits.
+exactly with a stored one (a test, a checkpoint's metrics) will differ in the last digits
+(`softplus` also returns `x` itself above 20).
 `torch.log(torch.sum(...))` is fixed only when the sum is given a dimension and no other
 argument than `keepdim=` (`torch.logsumexp` needs `dim` and has no `dtype=`).
 
@@ -66,7 +73,8 @@ Only the exact forms above are found: `torch.log(x + 1.0)` is, `torch.log(x + ep
 """,
         "zh": """
 ## What it catches
-- `torch.log(1 + x)` 和 `torch.log(x + 1)`：`torch.log1p(x)` 专门计算它。
+- `torch.log(1 + x)` 和 `torch.log(x + 1)`：`torch.log1p(x)` 专门计算它；
+  `torch.log(1 + torch.exp(x))` 就是 `torch.nn.functional.softplus(x)`。
 - `torch.exp(x) - 1`：`torch.expm1(x)` 专门计算它。
 - `torch.log(torch.sum(torch.exp(x), dim))`（以及 `torch.exp(x).sum(dim)` 的写法）：
   `torch.logsumexp(x, dim)` 专门计算它。
@@ -78,14 +86,16 @@ Only the exact forms above are found: `torch.log(x + 1.0)` is, `torch.log(x + ep
 在浮点数中，`1 + x` 会把很小的 `x` 的有效数字舍入掉：float32 中 `1 + 1e-8` 恰好等于 `1`，于是
 `torch.log(1 + x)` 得到 `0`，而真实值是 `1e-8`；`torch.exp(x) - 1` 也会以同样的方式相消。`log1p` 和 `expm1`
 的计算没有这一步中间舍入。`log(sum(exp(x)))` 会溢出：float32 中 `exp(100.)` 已经是 `inf`，结果就是 `inf`
-（梯度为 `nan`），而 `logsumexp` 先减去最大值，能正确处理这样的 logits。
+（梯度为 `nan`），而 `logsumexp` 先减去最大值，能正确处理这样的 logits；`log(1 + exp(x))` 也会以同样的方式溢出，
+而 `softplus` 在输入较大时直接返回 `x`。
 
 ## Symptoms
 输入非常小或非常大时，损失或对数概率恰好为 `0`、`inf` 或 `nan`；手写的 softmax 归一化项产生 `nan` 梯度。
 
 ## Fix safety
 这些修复是不安全的，因为它们会改变数值：这正是修复的目的，但与保存的结果做精确比较的地方（测试、检查点中的指标）
-在最后几位会不同。`torch.log(torch.sum(...))` 只有在求和给出了维度、且除 `keepdim=` 外没有其他参数时才修复
+在最后几位会不同（`softplus` 在输入超过 20 时还会直接返回 `x`）。
+`torch.log(torch.sum(...))` 只有在求和给出了维度、且除 `keepdim=` 外没有其他参数时才修复
 （`torch.logsumexp` 必须有 `dim`，也没有 `dtype=`）。
 
 ## Known problems
@@ -162,6 +172,11 @@ def check_log(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if argument is not None and type(call.func) is ast.Attribute:
         torch = _torch_prefix(call, ctx)
         inner = _plus_one(argument)
+        exp = _torch_call(inner, EXP, ctx) if inner is not None else None
+        if exp is not None:  # log(1 + exp(x)): log1p would still overflow in exp
+            new = f"{torch}.nn.functional.softplus({ctx.text(exp)})"
+            yield _finding(call, new, ctx, "softplus")
+            return
         if inner is not None:
             new = f"{torch}.log1p({ctx.text(inner)})"
             yield _finding(call, new, ctx)
