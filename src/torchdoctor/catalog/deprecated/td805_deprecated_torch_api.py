@@ -110,7 +110,10 @@ meaning depends on the input's dimensions and `p`, which `vector_norm` / `matrix
 Fixes are offered only where the new call computes exactly the same, and are safe:
 `torch.cuda.amp.autocast(...)` / `GradScaler(...)` become `torch.amp.autocast("cuda", ...)` /
 `torch.amp.GradScaler("cuda", ...)` when every argument is given by keyword (their positional
-parameters are in another order), `torch.cpu.amp.*` likewise with `"cpu"`;
+parameters are in another order), `torch.cpu.amp.*` likewise with `"cpu"` (the old autocast
+passes its default dtype, `float16` on CUDA and `bfloat16` on CPU, where the new one reads
+`torch.get_autocast_dtype(device)`: the same value unless the program changed it with
+`torch.set_autocast_dtype`);
 `@torch.cuda.amp.custom_fwd` becomes `@torch.amp.custom_fwd(device_type="cuda")`; the
 functorch functions become their `torch.func` namesakes (the functorch ones only forward to
 them), and `torch.ger`, `torch.cuda.memory_cached`, `max_memory_cached`,
@@ -189,7 +192,9 @@ documentation only announces a future deprecation, and it does not warn.
 ## Fix safety
 只在新调用的计算结果完全相同时提供修复，这些修复是安全的：当所有参数都以关键字传入时，
 `torch.cuda.amp.autocast(...)` / `GradScaler(...)` 改为 `torch.amp.autocast("cuda", ...)` /
-`torch.amp.GradScaler("cuda", ...)`（它们的位置参数顺序不同），`torch.cpu.amp.*` 同理改用 `"cpu"`；
+`torch.amp.GradScaler("cuda", ...)`（它们的位置参数顺序不同），`torch.cpu.amp.*` 同理改用 `"cpu"`
+（旧的 autocast 显式传入默认 dtype：CUDA 上为 `float16`，CPU 上为 `bfloat16`；新的读取
+`torch.get_autocast_dtype(device)`，除非程序用 `torch.set_autocast_dtype` 改过它，两者的值相同）；
 `@torch.cuda.amp.custom_fwd` 改为 `@torch.amp.custom_fwd(device_type="cuda")`；functorch 的函数改为
 `torch.func` 中的同名函数（functorch 版本只是转调它们）；`torch.ger`、`torch.cuda.memory_cached`、
 `max_memory_cached`、`torch.library.impl_abstract` 和 `torch.nn.utils.stateless.functional_call` 直接改名。
