@@ -116,8 +116,12 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"w_{i} = x_{i}.permute(0, 2, 1).view(4, -1)",
             f"x_{i}.cuda()",
         ],
-        [  # losses and their scalars: TD101, TD102, TD803, TD801, TD802, TD405, TD406, TD415
+        [  # losses and their scalars: TD101, TD102, TD803, TD801, TD802, TD405, TD406, TD415,
+            # TD805, TD806, TD905
             f"loss_{i} = F.mse_loss(model_{i}(x_{i}), z_{i})",
+            f"scaler_{i} = torch.cuda.amp.GradScaler(enabled=True)",
+            f"batch_{i} = torch.utils.data._utils.collate.default_collate([x_{i}, y_{i}])",
+            f"soft_{i} = torch.log(1 + x_{i}) * (torch.exp(y_{i}) - 1)",
             f"print(loss_{i}.data[0], F.sigmoid(x_{i}).mean())",
             f"results_{i} = {{'loss': loss_{i}}}",
             f"results_{i}['loss'].backward(retain_variables=True)",

@@ -108,7 +108,14 @@ _EXPECTS_ERROR = frozenset(
 )
 # Errors a compatibility fallback catches (`except ImportError:` then the old API).
 _COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
-_VERSION_TEST = re.compile(r"version|_(?:GTE|GE|LT|LE)_?\d|hasattr\(\s*torch\b", re.IGNORECASE)
+# A test of the torch version: `TORCH_GTE_1_7`, `torch.__version__ < ...`, `TORCH_1_13`,
+# `_TORCH_GREATER_EQUAL_2_4`, `is_torch_greater_or_equal("2.4")`, `hasattr(torch, "fft")`,
+# `hasattr(nn.utils.parametrizations, "weight_norm")`.
+_VERSION_TEST = re.compile(
+    r"version|_(?:GTE|GE|LT|LE)_?\d|torch_\d+_\d+|(?:greater|less)_(?:or_)?(?:equal|than)"
+    r"|hasattr\(\s*(?:torch|nn|F)\b",
+    re.IGNORECASE,
+)
 
 
 def expects_an_error(ctx: Context) -> bool:
@@ -122,10 +129,13 @@ def expects_an_error(ctx: Context) -> bool:
     return False
 
 
-def in_compat_fallback(ctx: Context) -> bool:
+def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
     """The node being checked is in code kept for other versions of torch: an `except
     ImportError/AttributeError` handler, or a branch of an `if` that tests a version
-    (`if TORCH_GTE_1_7:`, `if torch.__version__ < ...`, `if hasattr(torch, "fft")`)."""
+    (`if TORCH_GTE_1_7:`, `if torch.__version__ < ...`, `if hasattr(torch, "fft")`). Given
+    the expression `expr` itself, also a branch of a conditional expression that tests one
+    (`new() if TORCH_2_4 else old()`), or the value of a default that the next statement
+    replaces for newer versions (`wn = old` then `if hasattr(...): wn = new`)."""
     for node in ctx.ancestors:
         if isinstance(node, ast.ExceptHandler):
             caught = node.type
@@ -134,7 +144,47 @@ def in_compat_fallback(ctx: Context) -> bool:
                 return True
         elif isinstance(node, ast.If) and _VERSION_TEST.search(ctx.text(node.test)):
             return True
+    return expr is not None and (_in_version_gated_expression(expr, ctx) or _overridden(expr, ctx))
+
+
+def _in_version_gated_expression(expr: ast.AST, ctx: Context) -> bool:
+    parents = ctx.statement_parents()
+    node, parent = expr, parents.get(expr)
+    while parent is not None:
+        if (
+            isinstance(parent, ast.IfExp)
+            and node is not parent.test
+            and _VERSION_TEST.search(ctx.text(parent.test))
+        ):
+            return True
+        node, parent = parent, parents.get(parent)
     return False
+
+
+def _overridden(expr: ast.AST, ctx: Context) -> bool:
+    """`expr` is the value of `name = expr`, and the next statement is an `if` testing a
+    version whose body assigns `name` again."""
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.value is expr
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        return False
+    position = ctx.statement_block()
+    if position is None:
+        return False
+    block, at = position
+    following = block[at + 1] if at + 1 < len(block) else None
+    if not (isinstance(following, ast.If) and _VERSION_TEST.search(ctx.text(following.test))):
+        return False
+    name = statement.targets[0].id
+    return any(
+        isinstance(s, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+        for s in following.body
+    )
 
 
 def from_project_class(expr: ast.AST, ctx: Context) -> bool:
