@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, per_file
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, bindings, per_file, scope_of
 
 PITFALL = Pitfall(
     code="TD309",
@@ -42,7 +42,8 @@ PITFALL = Pitfall(
 ## What it catches
 A `torch.utils.data.DataLoader(...)` without `num_workers=` or with `num_workers=0`, in a file
 that trains (it calls `.backward(`). A loader given `**kwargs`, or its `num_workers` by
-position, is not reported.
+position, is not reported, nor one of a `TensorDataset` (its batches are slices of tensors
+already in memory: workers would only copy them between processes).
 
 ## Why is this bad?
 With no workers, the loader reads, decodes, augments and collates each batch in the training
@@ -56,10 +57,10 @@ augmentations rather than the model, one CPU core busy and the others idle.
 
 ## Known problems
 Zero workers is the right choice when the data is already tensors in memory (a
-`TensorDataset`), when the dataset is not picklable, in notebooks and when debugging (a
-breakpoint in `__getitem__` works only in the main process); the rule cannot tell these apart,
-which is why it is off by default (as TorchFix's TOR401). Files that define loaders without
-training in them (a data module) are not reported.
+`TensorDataset` made elsewhere, a list of tensors), when the dataset is not picklable, in
+notebooks and when debugging (a breakpoint in `__getitem__` works only in the main process);
+the rule cannot tell these apart, which is why it is off by default (as TorchFix's TOR401).
+Files that define loaders without training in them (a data module) are not reported.
 
 ## References
 - PyTorch docs, `torch.utils.data`: "Single- and Multi-process Data Loading", and the
@@ -69,7 +70,8 @@ training in them (a data module) are not reported.
         "zh": """
 ## What it catches
 在训练的文件里（调用了 `.backward(`）创建 `torch.utils.data.DataLoader(...)` 时没有传 `num_workers=`，
-或者传了 `num_workers=0`。传了 `**kwargs` 或者按位置传 `num_workers` 的 DataLoader 不报告。
+或者传了 `num_workers=0`。传了 `**kwargs` 或者按位置传 `num_workers` 的 DataLoader 不报告，
+`TensorDataset` 的 DataLoader 也不报告（它的批次只是内存中已有张量的切片：worker 只会在进程之间复制它们）。
 
 ## Why is this bad?
 没有 worker 时，DataLoader 在训练进程里、在两个训练步之间读取、解码、增强并拼接每个批次：GPU 只能等它，
@@ -81,7 +83,7 @@ training in them (a data module) are not reported.
 核心在忙，其他核心空闲。
 
 ## Known problems
-当数据已经是内存里的张量（`TensorDataset`）、数据集无法被 pickle、在 notebook 里或者调试时
+当数据已经是内存里的张量（在别处创建的 `TensorDataset`、张量列表）、数据集无法被 pickle、在 notebook 里或者调试时
 （`__getitem__` 里的断点只在主进程中有效），0 个 worker 才是正确的选择；规则无法区分这些情况，
 所以它默认关闭（和 TorchFix 的 TOR401 一样）。只定义 DataLoader 而不在其中训练的文件（数据模块）不报告。
 
@@ -110,6 +112,9 @@ for images, labels in loader:
 )
 
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+TENSOR_DATASETS = frozenset(
+    {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
+)
 NUM_WORKERS_POSITION = 5  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
 
 
@@ -127,6 +132,13 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if not _trains(ctx) or ctx.qualname(call.func) not in LOADERS:
         return
+    dataset = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "dataset"), None)
+    )
+    if _in_memory(dataset, ctx):
+        return  # batches are slices of tensors already in memory: workers would only copy them
     variant = "" if workers is None else "zero"
     yield ctx.finding(PITFALL, call, variant, loader=_name(call, ctx))
 
@@ -135,6 +147,18 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _trains(ctx: Context) -> bool:
     """The file computes gradients: read once from its text."""
     return ".backward(" in ctx.source
+
+
+def _in_memory(dataset: ast.expr | None, ctx: Context) -> bool:
+    """`TensorDataset(...)`, or a name every binding of which is one."""
+    if type(dataset) is ast.Name:
+        found = bindings(ctx, scope_of(dataset.id, ctx), dataset.id)
+        return bool(found) and all(_tensor_dataset(b.value, ctx) for b in found)
+    return _tensor_dataset(dataset, ctx)
+
+
+def _tensor_dataset(value: ast.expr | None, ctx: Context) -> bool:
+    return type(value) is ast.Call and ctx.qualname(value.func) in TENSOR_DATASETS
 
 
 def _name(call: ast.Call, ctx: Context) -> str:
