@@ -56,12 +56,15 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torchvision
 from torch.autograd import Variable
 from torch.multiprocessing import Process
 from torch.nn import DataParallel
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 from torch.utils.tensorboard import SummaryWriter
+from torchvision import transforms
+from torchvision.transforms import v2
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 torch.manual_seed(0)
@@ -185,6 +188,15 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"raw_{i} = torch.load('ckpt_{i}.pth', weights_only=False)",
             f"clean_{i} = {{k[7:]: v for k, v in sd_{i}.items()}}",
             f"model_{i}.load_state_dict(clean_{i}, strict=False)",
+        ],
+        [  # torchvision, loaders, optimizer resets, version checks: TD807, TD808, TD308, TD214, TD309, TD502
+            f"backbone_{i} = torchvision.models.resnet50(pretrained=True)",
+            f"augment_{i} = v2.Compose([v2.RandomResizedCrop(224), v2.ToTensor()])",
+            f"preprocess_{i} = transforms.Compose([transforms.ToTensor(), transforms.ToTensor()])",
+            f"opt_{i}.zero_grad(set_to_none=False)",
+            f"images_{i} = torchvision.datasets.ImageFolder('images_{i}', preprocess_{i})",
+            f"image_loader_{i} = DataLoader(images_{i}, batch_size=32, shuffle=True)",
+            f"old_torch_{i} = torch.__version__ < '2.6'",
         ],
         [  # wrappers, processes, logging, export: TD601, TD602, TD605, TD705, TD706, TD103
             f"net_{i} = Net()",

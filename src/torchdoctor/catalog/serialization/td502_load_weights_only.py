@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, per_file
 from torchdoctor.catalog.sdk import weights_only as _weights_only
 
 PITFALL = Pitfall(
@@ -26,6 +27,15 @@ PITFALL = Pitfall(
             "`torch.serialization.add_safe_globals`",
             "zh": "`torch.load(..., weights_only=False)` 会反序列化任意对象，文件里藏的任何代码都可能被执行："
             "只对可信文件这样做，或者用 `torch.serialization.add_safe_globals` 放行需要的类",
+        },
+        "old-torch": {
+            "en": "`torch.load(...)` without `weights_only=`, in code that also runs on PyTorch "
+            "older than 2.6 (it checks the version, line {line}): there the default is a full "
+            "unpickle that runs any code hidden in the file; pass `weights_only=True` "
+            "(PyTorch >= 1.13), or `weights_only=False` for a file you trust",
+            "zh": "`torch.load(...)` 没有传 `weights_only=`，而这段代码也在低于 2.6 的 PyTorch 上运行"
+            "（它检查了版本，第 {line} 行）：在那些版本上默认是完整反序列化，文件里藏的任何代码都会被执行；"
+            "请传入 `weights_only=True`（PyTorch >= 1.13），对可信的文件则传 `weights_only=False`",
         },
         "ckpt": {
             "en": "`torch.load(weights_only=True)` (the default since torch 2.6) refuses this file: "
@@ -70,8 +80,14 @@ PITFALL = Pitfall(
 ## What it catches
 `torch.load(...)` called with `weights_only=False` written out explicitly.
 
-Loading without `weights_only` is not reported: since PyTorch 2.6 the default is `True`, and the
-doctor cannot tell which PyTorch version your code runs on.
+`torch.load(...)` without `weights_only=` (and without `**kwargs`), in a file that compares the
+PyTorch version (`torch.__version__` in a comparison or a `version.parse`, `is_torch_version(`,
+`TORCH_VERSION <`...): such code runs on PyTorch older than 2.6 too, where the default is
+`False`. A load inside an `except` handler (the fallback for a torch too old to take the flag,
+which raises `TypeError`) is not reported. Elsewhere, loading without the flag is not
+reported: since PyTorch 2.6 the default is `True`, and the doctor cannot tell which version
+the code runs on. TorchFix's TOR102 reports every `torch.load` without `weights_only=`,
+including code that only ever runs on PyTorch 2.6 or later, where the call is already safe.
 
 ## Why is this bad?
 A checkpoint is a pickle. With `weights_only=False`, `torch.load` runs the full unpickler, and a
@@ -100,7 +116,11 @@ which uses the default pickle module implicitly.`
 
 ## Known problems
 A file you wrote yourself on the same machine is as trusted as your code; there the finding is
-a reminder rather than a risk, and `# noqa: TD502` documents the decision.
+a reminder rather than a risk, and `# noqa: TD502` documents the decision. Passing
+`weights_only=` raises `TypeError` on PyTorch older than 1.13, which code that still supports
+those must keep in mind. The supported versions are read from the checked file only: a
+project that allows `torch<2.6` in its requirements, `setup.py` or `pyproject.toml` but never
+checks the version in code is not told apart from one that needs torch 2.6.
 
 ## References
 - https://pytorch.org/docs/stable/notes/serialization.html#weights-only
@@ -109,8 +129,12 @@ a reminder rather than a risk, and `# noqa: TD502` documents the decision.
 ## What it catches
 显式写了 `weights_only=False` 的 `torch.load(...)` 调用。
 
-不写 `weights_only` 的情况不会报告：PyTorch 2.6 起它默认为 `True`，而静态检查无法知道代码运行在哪个
-PyTorch 版本上。
+在比较了 PyTorch 版本的文件里（比较或 `version.parse` 中的 `torch.__version__`、`is_torch_version(`、
+`TORCH_VERSION <` 等）不写 `weights_only=`（也没有 `**kwargs`）的 `torch.load(...)`：这样的代码也会在
+低于 2.6 的 PyTorch 上运行，那里的默认值是 `False`。`except` 处理块里的加载（为不接受这个参数、会抛出
+`TypeError` 的旧版 torch 准备的后备）不报告。其他地方不写 `weights_only` 的情况不会报告：
+PyTorch 2.6 起它默认为 `True`，而静态检查无法知道代码运行在哪个版本上。TorchFix 的 TOR102 会报告每一个
+不写 `weights_only=` 的 `torch.load`，包括只在 PyTorch 2.6 及以上运行、本来就安全的代码。
 
 ## Why is this bad?
 checkpoint 本质是一个 pickle。`weights_only=False` 时 `torch.load` 使用完整的反序列化器，而 pickle
@@ -136,7 +160,9 @@ numpy.core.multiarray._reconstruct`。更早的版本不加该参数时会警告
 
 ## Known problems
 在同一台机器上自己写出的文件和你的代码一样可信；这种情况下该提示只是提醒而非风险，
-可以用 `# noqa: TD502` 把这个决定记录下来。
+可以用 `# noqa: TD502` 把这个决定记录下来。在低于 1.13 的 PyTorch 上传 `weights_only=` 会抛出
+`TypeError`，仍支持这些版本的代码需要注意。支持的版本只从被检查的文件里读：在依赖声明、`setup.py` 或
+`pyproject.toml` 中允许 `torch<2.6`、但代码里从不检查版本的项目，与要求 torch 2.6 的项目无法区分。
 
 ## References
 - https://pytorch.org/docs/stable/notes/serialization.html#weights-only
@@ -158,14 +184,49 @@ checkpoint = torch.load("downloaded.pt", weights_only=True)
 )
 
 
+# Code that compares the PyTorch version it runs on: `torch.__version__` on a line that compares
+# or parses it, or a version helper of the usual names.
+_VERSION = re.compile(
+    r"torch\.__version__|\bis_torch_version\(|\bis_torch_greater|\b(?:TORCH|torch)_VERSION\b"
+    r"|\b_?TORCH_GREATER_EQUAL_\d"
+)
+_COMPARES = re.compile(r"[<>]|[=!]=|\bif\b|startswith|parse|Version|version_tuple|split")
+
+
 @PITFALL.static(ast.Call, names={"load"})
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
-    flag = next((kw for kw in call.keywords if kw.arg == "weights_only"), None)
-    if flag is None or not (isinstance(flag.value, ast.Constant) and flag.value.value is False):
+    flag = next((kw for kw in call.keywords if kw.arg in ("weights_only", None)), None)
+    if flag is None:
+        line = _version_check(ctx)
+        given = call.args or any(k.arg == "f" for k in call.keywords)
+        if line and given and ctx.qualname(call.func) == "torch.load" and not _fallback(ctx):
+            yield ctx.finding(PITFALL, call, "old-torch", line=line)
+        return
+    if not (isinstance(flag.value, ast.Constant) and flag.value.value is False):
         return
     if ctx.qualname(call.func) != "torch.load":
         return
     yield ctx.finding(PITFALL, flag)
+
+
+def _fallback(ctx: Context) -> bool:
+    """Inside an `except` handler: the fallback for a torch too old to take `weights_only=`
+    (timm's `_torch_load` retries without it on `TypeError`)."""
+    return any(type(node) is ast.ExceptHandler for node in ctx.ancestors)
+
+
+@per_file
+def _version_check(ctx: Context) -> int:
+    """The first line of the file that compares the PyTorch version; 0 when none does."""
+    source = ctx.source
+    for match in _VERSION.finditer(source):
+        start = source.rfind("\n", 0, match.start()) + 1
+        end = source.find("\n", match.end())
+        text = source[start : end if end >= 0 else len(source)]
+        if match.group().startswith("torch.__") and not _COMPARES.search(text):
+            continue  # printed or logged, not compared
+        return source.count("\n", 0, start) + 1
+    return 0
 
 
 # Explaining errors ----------------------------------------------------------------------------
