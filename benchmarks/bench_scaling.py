@@ -148,7 +148,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"        opt_{i}.step()",
             f"        opt_{i}.zero_grad()",
         ],
-        [  # masks and unfilled memory: TD401, TD402, TD409, TD420
+        [  # masks, unfilled memory, aliases: TD401, TD402, TD409, TD420, TD421
             f"mask_{i} = torch.zeros(8, dtype=torch.uint8)",
             f"picked_{i} = x_{i}[mask_{i}]",
             f"listed_{i} = x_{i}[[v > 0 for v in x_{i}]]",
@@ -160,6 +160,9 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"arr_{i} = hidden_{i}.numpy()",
             f"moved_{i} = x_{i}.cuda()",
             f"host_{i} = moved_{i}.numpy()",
+            f"alias_{i} = x_{i}",
+            f"alias_{i} += 1",
+            f"drift_{i} = alias_{i} - x_{i}",
         ],
         [  # numpy and OpenCV: TD404, TD407, TD408, TD410
             f"img_{i} = np.zeros((8, 8, 3))",
