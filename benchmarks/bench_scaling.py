@@ -364,8 +364,8 @@ dataset = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
 
 def ddp_script(lines: int) -> str:
     """A script of about `lines` lines wrapping models in DDP and building loaders, with no
-    DistributedSampler anywhere (the other shapes have one): TD607. Every loader reads the
-    same `dataset` too."""
+    DistributedSampler anywhere (the other shapes have one): TD607; checkpoints saved on every
+    rank and on rank 0: TD608. Every loader reads the same `dataset` too."""
     out = DDP_HEADER.splitlines()
     i = 0
     while len(out) < lines:
@@ -379,6 +379,9 @@ def ddp_script(lines: int) -> str:
             f"prepared_{i} = torch.compile(prepared_{i})",
             f"for x_{i}, y_{i} in loader_{i}:",
             f"    F.mse_loss(model_{i}(x_{i}), y_{i}).backward()",
+            f"torch.save(model_{i}.state_dict(), 'ddp_{i}.pt')",
+            "if rank == 0:",
+            f"    torch.save(model_{i}.state_dict(), 'main_{i}.pt')",
         ]
         out += _plain_snippets(i)[i % 4]
         i += 1
