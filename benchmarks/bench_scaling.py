@@ -390,7 +390,11 @@ def ddp_script(lines: int) -> str:
 
 def notebook(cells: int) -> str:
     """A Jupyter notebook of `cells` code cells (and a markdown cell every tenth)."""
-    sources = [HEADER + "args = parser.parse_args()\n", "%matplotlib inline\n"]
+    # The notebook's own pitfalls: TD704, and its function sent to DataLoader workers (TD310).
+    first = "args = parser.parse_args()\n"
+    first += "workers_loader = DataLoader(TensorDataset(torch.randn(8, 8)), num_workers=2, "
+    first += "worker_init_fn=worker)\n"
+    sources = [HEADER + first, "%matplotlib inline\n"]
     i = 0
     while len(sources) < cells:
         for snippet in _snippets(i):
