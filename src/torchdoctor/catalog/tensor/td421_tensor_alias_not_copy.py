@@ -224,8 +224,10 @@ def _next_read(names, block, write, source, parents) -> ast.stmt | None:
         if isinstance(statement, _NESTED_SCOPES) or not uses:
             return None
         if any(not isinstance(use.ctx, ast.Load) for use in uses):
-            # `a = a + 1` reads the changed `a` first; `a = other` just rebinds it.
-            return statement if _reads_values(uses, parents) else None
+            # `a = a + 1` reads the changed `a` first; `a = other` just rebinds it, and a loop
+            # or a block that rebinds it may do so before it reads it.
+            simple = isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            return statement if simple and _reads_values(uses, parents) else None
         if _reads_values(uses, parents):
             return statement
     return None
