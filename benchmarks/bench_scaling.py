@@ -155,7 +155,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"        opt_{i}.step()",
             f"        opt_{i}.zero_grad()",
         ],
-        [  # masks and unfilled memory: TD401, TD402, TD409, TD420
+        [  # masks, unfilled memory, aliases: TD401, TD402, TD409, TD420, TD421
             f"mask_{i} = torch.zeros(8, dtype=torch.uint8)",
             f"picked_{i} = x_{i}[mask_{i}]",
             f"listed_{i} = x_{i}[[v > 0 for v in x_{i}]]",
@@ -167,6 +167,9 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"arr_{i} = hidden_{i}.numpy()",
             f"moved_{i} = x_{i}.cuda()",
             f"host_{i} = moved_{i}.numpy()",
+            f"alias_{i} = x_{i}",
+            f"alias_{i} += 1",
+            f"drift_{i} = alias_{i} - x_{i}",
         ],
         [  # numpy and OpenCV: TD404, TD407, TD408, TD410
             f"img_{i} = np.zeros((8, 8, 3))",
@@ -377,8 +380,8 @@ dataset = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
 
 def ddp_script(lines: int) -> str:
     """A script of about `lines` lines wrapping models in DDP and building loaders, with no
-    DistributedSampler anywhere (the other shapes have one): TD607. Every loader reads the
-    same `dataset` too."""
+    DistributedSampler anywhere (the other shapes have one): TD607; checkpoints saved on every
+    rank and on rank 0: TD608. Every loader reads the same `dataset` too."""
     out = DDP_HEADER.splitlines()
     i = 0
     while len(out) < lines:
@@ -392,6 +395,9 @@ def ddp_script(lines: int) -> str:
             f"prepared_{i} = torch.compile(prepared_{i})",
             f"for x_{i}, y_{i} in loader_{i}:",
             f"    F.mse_loss(model_{i}(x_{i}), y_{i}).backward()",
+            f"torch.save(model_{i}.state_dict(), 'ddp_{i}.pt')",
+            "if rank == 0:",
+            f"    torch.save(model_{i}.state_dict(), 'main_{i}.pt')",
         ]
         out += _plain_snippets(i)[i % 4]
         i += 1
@@ -400,7 +406,11 @@ def ddp_script(lines: int) -> str:
 
 def notebook(cells: int) -> str:
     """A Jupyter notebook of `cells` code cells (and a markdown cell every tenth)."""
-    sources = [HEADER + "args = parser.parse_args()\n", "%matplotlib inline\n"]
+    # The notebook's own pitfalls: TD704, and its function sent to DataLoader workers (TD310).
+    first = "args = parser.parse_args()\n"
+    first += "workers_loader = DataLoader(TensorDataset(torch.randn(8, 8)), num_workers=2, "
+    first += "worker_init_fn=worker)\n"
+    sources = [HEADER + first, "%matplotlib inline\n"]
     i = 0
     while len(sources) < cells:
         for snippet in _snippets(i):

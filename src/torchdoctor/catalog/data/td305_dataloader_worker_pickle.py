@@ -23,6 +23,8 @@ PITFALL = Pitfall(
             "其中的变换、`collate_fn` 和 `worker_init_fn` 都要 pickle 后传给每个 worker，其中有一个无法 pickle",
         }
     },
+    # A notebook's own Dataset class or function, found before the run.
+    root_causes=("notebook-dataset-spawn-workers",),
     fix_hint={
         "en": "Define transforms, `collate_fn` and `worker_init_fn` as top-level functions (not "
         "lambdas or nested functions), put the Dataset class in a `.py` module and import "
@@ -62,6 +64,8 @@ second, misleading error from the child process: `EOFError: Ran out of input` or
 ## Known problems
 `Can't get attribute 'Net' on <module '__main__'>` also comes from `torch.load` of a model
 saved whole; that case, recognised by `torch.load` frames, belongs to `whole-module-saved`.
+In a notebook, `notebook-dataset-spawn-workers` (`check`) finds the loader whose workers need a
+class or function of the notebook before it runs.
 
 ## References
 - PyTorch documentation, `torch.utils.data`: "Platform-specific behaviors".
@@ -91,6 +95,8 @@ get local object ...`），`_pickle.PicklingError: Can't pickle <function <lambd
 ## Known problems
 `Can't get attribute 'Net' on <module '__main__'>` 也可能来自对整个模型保存的文件调用 `torch.load`；
 这种情况可以从 `torch.load` 的调用栈认出来，属于 `whole-module-saved`。
+在 notebook 中，`notebook-dataset-spawn-workers`（`check`）会在运行之前找出其 worker 需要 notebook 中的类或
+函数的 DataLoader。
 
 ## References
 - PyTorch 文档 `torch.utils.data` 中的 “Platform-specific behaviors” 一节。

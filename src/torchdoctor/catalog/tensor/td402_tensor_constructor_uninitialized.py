@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     per_file,
     shorten,
     subtree_parents,
+    tensor_methods,
 )
 
 PITFALL = Pitfall(
@@ -40,8 +41,9 @@ PITFALL = Pitfall(
 `torch.Tensor(...)`, `torch.FloatTensor(...)`, `torch.LongTensor(...)` and the other legacy
 typed constructors called with sizes (`torch.Tensor(3, 4)`, `torch.FloatTensor(n, m)`,
 `torch.Tensor(x.size())`), whose result is read before anything fills it: used in arithmetic,
-passed to a `torch` function, reduced, or returned, directly or through a name assigned
-just before.
+passed to a `torch` function, reduced, given to a method that computes from its values
+(`buf.sum()`, `buf.cumsum(0)`, `buf.clamp(0, 1)`, `buf.median()`), or returned, directly or
+through a name assigned just before.
 
 Called with data (`torch.Tensor([1, 2])`, `torch.FloatTensor(array)`) they copy the data and
 are not reported. Filling the tensor is fine: `torch.Tensor(3, 4).uniform_()`, `.zero_()`,
@@ -80,7 +82,8 @@ gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.s
 ## What it catches
 用尺寸参数调用 `torch.Tensor(...)`、`torch.FloatTensor(...)`、`torch.LongTensor(...)` 等旧式带类型的构造函数
 （`torch.Tensor(3, 4)`、`torch.FloatTensor(n, m)`、`torch.Tensor(x.size())`），并且在任何填充之前就读取了结果：
-参与算术运算、传给 `torch` 函数、做归约或被返回。可以是直接使用，也可以是先赋给变量、紧接着使用。
+参与算术运算、传给 `torch` 函数、做归约、传给根据其数值计算的方法（`buf.sum()`、`buf.cumsum(0)`、
+`buf.clamp(0, 1)`、`buf.median()`）或被返回。可以是直接使用，也可以是先赋给变量、紧接着使用。
 
 以数据调用（`torch.Tensor([1, 2])`、`torch.FloatTensor(array)`）时会复制数据，不会被报告。填充张量的写法
 没有问题：`torch.Tensor(3, 4).uniform_()`、`.zero_()`、`.fill_(v)`、`.normal_()`、`nn.init.*_(t)`、
@@ -150,12 +153,25 @@ contiguous requires_grad_ detach unsqueeze squeeze expand flatten pin_memory sha
 PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 WRAPPERS = PARAMETERS | {"torch.autograd.Variable"}
 IDENTITY_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
-# Methods that read every value of their receiver.
+# Methods that read the values of their receiver: reductions, and the out-of-place twins of
+# in-place methods (`buf.cumsum(0)`, `buf.clamp(0, 1)`), less those that only reshape it or
+# overwrite part of a copy (`buf.masked_fill(mask, 0)` leaves the rest unfilled, but may fill
+# it all).
 READING_METHODS = frozenset(
     """
 sum mean max min prod std var norm abs exp log sqrt item tolist numpy add sub mul div matmul mm
-bmm pow sigmoid tanh relu softmax log_softmax argmax argmin any all
+bmm pow sigmoid tanh relu softmax log_softmax argmax argmin any all median mode amax amin
+logsumexp nansum nanmean dot mv topk sort kthvalue equal allclose isnan isinf isfinite
+count_nonzero nonzero
 """.split()
+) | (
+    tensor_methods.OUT_OF_PLACE
+    - frozenset(
+        """
+as_strided detach squeeze unsqueeze t transpose swapaxes swapdims resize resize_as put
+index_put index_copy index_fill masked_fill masked_scatter scatter
+""".split()
+    )
 )
 # Functions under these modules read their tensor arguments (no buffers filled by position),
 # except those that only look at the shape, dtype or device.

@@ -14,6 +14,9 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    bindings,
+    per_file,
+    scope_of,
     shorten,
 )
 from torchdoctor.catalog.tensor._truth_value import asks_a_tensors_truth_value, truth_value_use
@@ -40,9 +43,13 @@ PITFALL = Pitfall(
         "en": """
 ## What it catches
 `and`, `or` or `not` applied to an element-wise comparison of a slice of a tensor or numpy
-array, such as `x[:, 0] > 0 and x[:, 1] > 0` or `not (scores[1:] == 0)`. A slice
-(`x[:, 0]`, `x[1:]`, `x[..., 2:]`) is known to hold a whole row, column or range, so the
-comparison is a mask with many elements.
+array, such as `x[:, 0] > 0 and x[:, 1] > 0` or `not (scores[1:] == 0)`, or of a tensor or
+array known to hold several elements: made with constant sizes
+(`torch.rand(100)`, `np.zeros((3, 3))`, `torch.arange(10)`) or from a literal
+list of several values (`torch.tensor([0, 1, 1])`), directly or through a name only ever
+assigned such a value in its function, possibly with arithmetic on it (`scores - 0.5 > 0`).
+A slice (`x[:, 0]`, `x[1:]`, `x[..., 2:]`) is known to hold a whole row, column or range, so
+the comparison is a mask with many elements.
 
 ## Why is this bad?
 `and`, `or` and `not` are Python's boolean operators: they call `bool()` on their operand.
@@ -57,15 +64,20 @@ numpy: `ValueError: The truth value of an array with more than one element is am
 a.any() or a.all()`.
 
 ## Known problems
-Only comparisons of slices are reported, because a whole tensor may hold a single element
-(a loss, a `.sum()`), and then `and` works. `if (x[:, 0] > 0).any() and ...` is fine and not
+Only comparisons of slices and of values whose sizes are written as constants are reported,
+because a tensor of unknown size may hold a single element (a loss, a `.sum()`), and then
+`and` works; `torch.rand(n)` with a variable `n`, and a name also assigned anything else, are
+not followed. `if (x[:, 0] > 0).any() and ...` is fine and not
 reported. A slice that happens to select one element (`x[0:1] > 0` on purpose) is reported
 although it works.
 """,
         "zh": """
 ## What it catches
 对张量或 numpy 数组切片的逐元素比较使用 `and`、`or` 或 `not`，例如 `x[:, 0] > 0 and x[:, 1] > 0`
-或 `not (scores[1:] == 0)`。切片（`x[:, 0]`、`x[1:]`、`x[..., 2:]`）取出的是一整行、一整列或一段范围，
+或 `not (scores[1:] == 0)`，以及对已知包含多个元素的张量或数组的比较：用常量尺寸创建的
+（`torch.rand(100)`、`np.zeros((3, 3))`、`torch.arange(10)`）或由含多个值的列表字面量创建的
+（`torch.tensor([0, 1, 1])`），可以直接写出，也可以经过一个在其函数中只被赋予这种值的名字，还可以再做
+算术运算（`scores - 0.5 > 0`）。切片（`x[:, 0]`、`x[1:]`、`x[..., 2:]`）取出的是一整行、一整列或一段范围，
 所以比较的结果是包含多个元素的掩码。
 
 ## Why is this bad?
@@ -80,7 +92,8 @@ numpy：`ValueError: The truth value of an array with more than one element is a
 a.any() or a.all()`。
 
 ## Known problems
-只报告对切片的比较，因为整个张量有可能只有一个元素（损失值、`.sum()` 的结果），这时 `and` 是可以用的。
+只报告对切片以及尺寸写成常量的值的比较，因为尺寸未知的张量有可能只有一个元素（损失值、`.sum()` 的结果），
+这时 `and` 是可以用的；尺寸是变量的 `torch.rand(n)`、还被赋予过其他值的名字都不追踪。
 `if (x[:, 0] > 0).any() and ...` 没有问题，不会报告。恰好只选出一个元素的切片（有意写成 `x[0:1] > 0`）
 虽然能运行，也会被报告。
 """,
@@ -142,7 +155,81 @@ def _is_slice_mask(expr: ast.AST, ctx: Context) -> bool:
         or not isinstance(expr.ops[0], ELEMENTWISE)
     ):
         return False
-    return any(_is_array_slice(side, ctx) for side in (expr.left, expr.comparators[0]))
+    return any(_has_many_elements(side, ctx) for side in (expr.left, expr.comparators[0]))
+
+
+def _has_many_elements(expr: ast.AST, ctx: Context) -> bool:
+    """A tensor or array certainly holding several elements: a slice, a factory call with
+    constant sizes (`torch.rand(100, 4)`, `np.zeros((3, 3))`, `torch.tensor([1, 2])`), a name
+    only ever assigned one of those in its scope, or arithmetic on one (which broadcasts)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, _ARITHMETIC):
+        return _has_many_elements(expr.left, ctx) or _has_many_elements(expr.right, ctx)
+    if isinstance(expr, ast.Name):
+        return _named_many(ctx, scope_of(expr.id, ctx), expr.id)
+    if isinstance(expr, ast.Call):
+        return _made_with_many(expr, ctx)
+    return _is_array_slice(expr, ctx)
+
+
+@per_file
+def _named_many(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """Every binding of `name` in `scope` assigns a factory call with several elements."""
+    found = bindings(ctx, scope, name)
+    return bool(found) and all(
+        b.value is not None and not b.augmented and _made_with_many(b.value, ctx) for b in found
+    )
+
+
+def _made_with_many(call: ast.AST, ctx: Context) -> bool:
+    if not isinstance(call, ast.Call) or not call.args:
+        return False
+    qualname = ctx.qualname(call.func) or ""
+    if qualname in _FROM_DATA:
+        data = call.args[0]
+        return isinstance(data, (ast.List, ast.Tuple)) and len(data.elts) > 1
+    if qualname in _SIZED:
+        sizes = call.args[0] if _SIZED[qualname] == "first" else call.args
+        if qualname.startswith("torch.") and len(call.args) == 1:
+            sizes = call.args[0]  # `torch.zeros(3)` or `torch.zeros((3, 4))`
+        return _count(sizes) > 1
+    if qualname in _RANGES:
+        bounds = [_constant_int(arg) for arg in call.args[:2]]
+        if None in bounds or len(call.args) > 2:
+            return False
+        return (bounds[0] if len(bounds) == 1 else bounds[1] - bounds[0]) > 1
+    return False
+
+
+def _count(sizes) -> int:
+    """The number of elements of constant sizes (an int, a tuple or list of ints, or a list of
+    arguments); 0 when one is not a constant."""
+    parts = sizes.elts if isinstance(sizes, (ast.Tuple, ast.List)) else sizes
+    if not isinstance(parts, list):
+        parts = [parts]
+    total = 1
+    for part in parts:
+        value = _constant_int(part)
+        if value is None:
+            return 0
+        total *= value
+    return total
+
+
+def _constant_int(expr: ast.AST) -> int | None:
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return expr.value
+    return None
+
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+# Factories whose sizes are their arguments ("args") or their first argument ("first").
+_SIZED = {
+    **{f"torch.{name}": "args" for name in ("rand", "randn", "zeros", "ones", "empty")},
+    **{f"numpy.{name}": "first" for name in ("zeros", "ones", "empty")},
+    **{f"numpy.random.{name}": "args" for name in ("rand", "randn")},
+}
+_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "numpy.array", "numpy.asarray"})
+_RANGES = frozenset({"torch.arange", "numpy.arange"})
 
 
 def _is_array_slice(expr: ast.AST, ctx: Context) -> bool:
