@@ -57,6 +57,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
+import torchvision.models as models
 from torch.autograd import Variable
 from torch.multiprocessing import Process
 from torch.nn import DataParallel
