@@ -36,6 +36,18 @@ PITFALL = Pitfall(
             "results differ: check its documentation)",
             "zh": "`{old}` 已弃用，将来会被移除：请改用 `{new}`（参数或返回值有所不同，请查阅文档）",
         },
+        "documented": {
+            "en": "`{old}` is deprecated in PyTorch's documentation (it does not warn, and may be "
+            "removed in a later release): use `{new}`",
+            "zh": "PyTorch 文档已将 `{old}` 标为弃用（运行时不会警告，以后的版本可能移除）：请改用 `{new}`",
+        },
+        "documented-differs": {
+            "en": "`{old}` is deprecated in PyTorch's documentation (it does not warn, and may be "
+            "removed in a later release): use `{new}` (its arguments or results differ: check "
+            "its documentation)",
+            "zh": "PyTorch 文档已将 `{old}` 标为弃用（运行时不会警告，以后的版本可能移除）：请改用 "
+            "`{new}`（参数或返回值有所不同，请查阅文档）",
+        },
     },
     fix_title={"en": "Use `{new}`", "zh": "改用 `{new}`"},
     fix_applicability="safe",
@@ -243,7 +255,10 @@ class Successor:
 
     @property
     def variant(self) -> str:
-        return "" if self.fix or self.device else "differs"
+        differs = "" if self.fix or self.device else "differs"
+        if self.documented:
+            return f"documented-{differs}" if differs else "documented"
+        return differs
 
 
 def _func(name: str, new: str = "") -> tuple[str, Successor]:
