@@ -182,9 +182,11 @@ def test_half_conv_input_is_a_dtype_mismatch_only():
     assert names(text) == ["dtype-mismatch"]
 
 
-def test_bare_double_float_message_blames_numpy_first():
+def test_bare_double_float_message_gives_the_general_answer_then_numpy():
+    """Nothing in the bare message shows numpy data: the general answer (which names numpy
+    first) comes first, the numpy one second (issue 14's calibration)."""
     text = "RuntimeError: expected scalar type Double but found Float\n"
-    assert names(text)[:2] == ["float64-numpy-tensor", "dtype-mismatch"]
+    assert names(text)[:2] == ["dtype-mismatch", "float64-numpy-tensor"]
 
 
 def test_double_from_numpy_in_the_traceback():
