@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Callable, Iterator
 
+from torchdoctor.catalog.deprecated._torch_name import torch_name
 from torchdoctor.catalog.sdk import (
     Context,
     Edit,
@@ -321,7 +322,6 @@ DEPRECATED: dict[str, Successor] = {
     ),
 }
 _LAST_NAMES = {qualname.rpartition(".")[2] for qualname in DEPRECATED}
-_TORCH = ast.Name(id="torch", ctx=ast.Load())
 _FROM_FUNCTORCH = re.compile(r"from\s+functorch\b")
 
 
@@ -420,7 +420,7 @@ def _attribute_fix(node: ast.Attribute, old: str, successor: Successor, ctx: Con
         end = ctx.span(node)[1]
         edit = ctx.edit(end - len(node.attr), end, tail)
         return _fix(ctx, successor.fix or "safe", successor.new, edit)
-    torch = _torch_name(node, ctx)
+    torch = torch_name(node, ctx)
     if torch is None:
         return None  # no name for the torch module at this line: no rewrite
     new = torch + successor.new[len("torch") :]
@@ -453,16 +453,6 @@ def _decorates(node: ast.AST, ctx: Context) -> bool:
     return isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
         d is node for d in owner.decorator_list
     )
-
-
-def _torch_name(node: ast.Attribute, ctx: Context) -> str | None:
-    """A name of the torch module at this line: the written one, or `torch`."""
-    base: ast.AST = node
-    while isinstance(base, ast.Attribute):
-        base = base.value
-    if isinstance(base, ast.Name) and ctx.qualname(base) == "torch":
-        return base.id
-    return "torch" if ctx.qualname(_TORCH) == "torch" else None
 
 
 def _fix(ctx: Context, applicability: str, new: str, *edits: Edit) -> Fix:

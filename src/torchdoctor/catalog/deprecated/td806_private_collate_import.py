@@ -7,6 +7,7 @@ import ast
 import re
 from typing import Iterator
 
+from torchdoctor.catalog.deprecated._torch_name import torch_name
 from torchdoctor.catalog.sdk import (
     Context,
     Finding,
@@ -115,7 +116,6 @@ loader = DataLoader(dataset, batch_size=32, collate_fn=default_collate)
 
 PRIVATE = "torch.utils.data._utils.collate"
 NAMES = frozenset({"default_collate", "default_convert"})
-_TORCH = ast.Name(id="torch", ctx=ast.Load())
 _FROM_PRIVATE = re.compile(r"from\s+torch\s*\.\s*utils\s*\.\s*data\s*\.\s*_utils\s*\.\s*collate\b")
 
 
@@ -127,7 +127,7 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     if only_identified(node, ctx) or in_compat_fallback(ctx, node):
         return
     fix = None
-    torch = _torch_name(node, ctx)
+    torch = torch_name(node, ctx)
     if torch is not None:
         fix = _fix(ctx, node.attr, ctx.replace(node, f"{torch}.utils.data.{node.attr}"))
     written = " ".join(ctx.text(node).split())
@@ -151,16 +151,6 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     for alias in found:
         yield ctx.finding(PITFALL, alias, fix=fix, old=f"{PRIVATE}.{alias.name}", name=alias.name)
         fix = None  # one edit of the module serves every name of the import
-
-
-def _torch_name(node: ast.Attribute, ctx: Context) -> str | None:
-    """A name of the torch module at this line: the written one, or `torch`."""
-    base: ast.AST = node
-    while isinstance(base, ast.Attribute):
-        base = base.value
-    if isinstance(base, ast.Name) and ctx.qualname(base) == "torch":
-        return base.id
-    return "torch" if ctx.qualname(_TORCH) == "torch" else None
 
 
 def _fix(ctx: Context, name: str, *edits) -> Fix:
