@@ -90,3 +90,92 @@ def test_ranges():
     assert td204._ranges([7, 8, 9]) == "7..9"
     assert td204._ranges([1, 3, 4, 9]) == "1, 3..4, 9"
     assert td204._ranges([0, 2, 4, 6, 8]) == "0, 2, 4, 6, ..."
+
+
+# ---- TD115: gradients of a model computed, then cleared unused -------------------------------
+
+
+class Generator(nn.Sequential):
+    pass
+
+
+class Discriminator(nn.Sequential):
+    pass
+
+
+def _gan_steps(session, steps, detach, pitfall_names=None):
+    torch.manual_seed(0)
+    G = Generator(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    D = Discriminator(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt_g = torch.optim.Adam(G.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(D.parameters(), lr=1e-3)
+
+    def forward(model, x):
+        session.module_pre_hook(model, (x,))
+        return model(x)
+
+    def zero_grad(optimizer):
+        session.zero_grad_starts(optimizer)
+        optimizer.zero_grad()
+        session.zero_grad_ends(optimizer)
+
+    def backward_and_step(loss, optimizer, retain=False):
+        session.backward_starts(loss)
+        loss.backward(retain_graph=retain)
+        session.backward_ends(loss)
+        session.step_pre_hook(optimizer, (), {})
+        optimizer.step()
+        session.step_post_hook(optimizer, (), {})
+
+    with session.hooks:
+        session.start()
+        for _ in range(steps):
+            fake = forward(G, torch.randn(8, 4))
+            zero_grad(opt_d)
+            d_in = fake.detach() if detach else fake
+            d_loss = forward(D, torch.randn(8, 2)).mean() - forward(D, d_in).mean()
+            backward_and_step(d_loss, opt_d, retain=not detach)
+            zero_grad(opt_g)
+            backward_and_step(forward(D, fake).mean(), opt_g)
+        session.finish()
+    return session
+
+
+def test_gan_discriminator_loss_without_detach_is_reported_once_naming_both_models():
+    session = _gan_steps(session_for("detach-missing-between-models"), steps=6, detach=False)
+    [finding] = session.findings
+    assert "trains `Discriminator`" in finding.message
+    assert "gradients of `Generator`" in finding.message
+    assert "3 steps in a row" in finding.message
+
+
+@pytest.mark.parametrize("steps, detach", [(6, True), (2, False)])
+def test_gan_not_reported(steps, detach):
+    session = _gan_steps(session_for("detach-missing-between-models"), steps, detach)
+    assert session.findings == []
+
+
+def test_a_gans_generator_backward_through_the_discriminator_is_not_a_missing_zero_grad():
+    # The generator's backward adds onto the gradients the discriminator's step applied; the
+    # discriminator's zero_grad() clears them before its next step: nothing stale is applied.
+    session = _gan_steps(session_for("missing-zero-grad"), steps=4, detach=True)
+    assert session.findings == []
+
+
+def test_a_single_optimizer_skipping_steps_is_not_reported():
+    """zero_grad() after a backward whose step was skipped (a GradScaler's inf step): no other
+    optimizer trained anything in between."""
+    session = session_for("detach-missing-between-models")
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with session.hooks:
+        session.start()
+        for _ in range(5):
+            session.zero_grad_starts(optimizer)
+            optimizer.zero_grad()
+            session.zero_grad_ends(optimizer)
+            x = torch.randn(4, 3)
+            session.module_pre_hook(model, (x,))
+            model(x).sum().backward()
+        session.finish()
+    assert session.findings == []
