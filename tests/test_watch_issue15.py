@@ -5,6 +5,8 @@ optimizer used them (TD115), a non-finite loss after exploding gradients (TD211)
 from __future__ import annotations
 
 
+import re
+
 import pytest
 from conftest import import_torch
 
@@ -179,3 +181,57 @@ def test_a_single_optimizer_skipping_steps_is_not_reported():
             model(x).sum().backward()
         session.finish()
     assert session.findings == []
+
+
+# ---- TD211: a non-finite loss after exploding gradients --------------------------------------
+
+
+def _scaled_loss_steps(session, factors):
+    """A model whose loss is scaled by `factors[step]` (its gradients with it); lr=0 keeps the
+    parameters as they are, so the last factor alone makes the loss non-finite."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    with session.hooks:
+        session.start()
+        for factor in factors:
+            optimizer.zero_grad()
+            x = torch.randn(8, 3)
+            session.module_pre_hook(model, (x,))
+            loss = model(x).pow(2).mean() * factor
+            session.backward_starts(loss)
+            loss.backward()
+            session.backward_ends(loss)
+            session.step_pre_hook(optimizer, (), {})
+            optimizer.step()
+            session.step_post_hook(optimizer, (), {})
+        session.finish()
+    return session
+
+
+@pytest.mark.parametrize("metrics", [True, False])
+def test_non_finite_loss_after_growing_gradients_names_exploding_gradients(metrics):
+    factors = [1.0, 10.0, 1e2, 1e3, 1e4, float("inf")]
+    session = _scaled_loss_steps(session_for("nan-loss", metrics=metrics), factors)
+    [finding] = session.findings
+    assert "after the gradients exploded" in finding.message
+    assert float(re.search(r"grew (\S+) times", finding.message).group(1)) > 1000
+    assert "at step 1 to" in finding.message and "at step 5:" in finding.message
+    assert "clip_grad_norm_" in finding.message
+
+
+def test_non_finite_loss_without_growth_is_not_called_exploding():
+    factors = [1.0, 2.0, 1.0, 3.0, 1.0, float("inf")]
+    session = _scaled_loss_steps(session_for("nan-loss"), factors)
+    [finding] = session.findings
+    assert "the loss computation makes it" in finding.message
+
+
+def test_the_fixture_scripts_name_their_cause():
+    from test_watch_fixtures import run_watched
+
+    exploding = run_watched("nan_loss_exploding.py")
+    assert "after the gradients exploded" in exploding.stderr
+    log = run_watched("nan_loss_log.py")
+    assert "the loss computation makes it" in log.stderr
+    assert "exploded" not in log.stderr
