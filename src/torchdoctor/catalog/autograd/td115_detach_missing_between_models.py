@@ -160,6 +160,7 @@ class GradientsClearedUnused(Monitor):
         self._stepping: set[int] = set()
         self._last_stepped = None  # weak reference to the optimizer that stepped last
         self._wasted: dict[int, int] = {}
+        self._models: dict[int, tuple] = {}  # id(optimizer) -> (weakref sentinel, weakref model)
 
     def on_forward(self, model, args: tuple, kwargs: dict) -> None:
         if id(model) in self._fed:
@@ -213,12 +214,17 @@ class GradientsClearedUnused(Monitor):
         return ref is not None and ref() is grad and grad._version == version
 
     def _model_of(self, optimizer):
-        """The watched model holding the optimizer's sentinel parameter."""
+        """The watched model holding the optimizer's sentinel parameter (looked up once per
+        optimizer and sentinel)."""
         param = _sentinel(optimizer) if optimizer is not None else None
         if param is None:
             return None
+        cached = self._models.get(id(optimizer))
+        if cached is not None and cached[0]() is param and cached[1]() is not None:
+            return cached[1]()
         for model in self.session.models:
             if any(p is param for p in model.parameters()):
+                self._models[id(optimizer)] = (weakref.ref(param), weakref.ref(model))
                 return model
         return None
 
