@@ -101,6 +101,7 @@ def _hooks_in_place() -> tuple:
         torch.Tensor.backward,
         torch.utils.data.DataLoader.__iter__,
         torch.nn.functional.cross_entropy,
+        vars(optimizer.Optimizer)["zero_grad"],
     )
 
 

@@ -61,6 +61,7 @@ def global_state():
         vars(lr_scheduler.LRScheduler)["step"],
         vars(lr_scheduler.ReduceLROnPlateau)["step"],
         torch.amp.GradScaler.step,
+        vars(optimizer.Optimizer)["zero_grad"],
     )
 
 

@@ -6,10 +6,10 @@ pre-hook on each model (sees its inputs, keyword arguments too), optimizer step 
 hooks. Wrappers (class or module attributes replaced, the original kept and put back):
 `Tensor.backward`, `torch.autograd.backward`, `DataLoader.__iter__` (and its iterators'
 `__next__`, only when a monitor wants first batches), `step` of the LR schedulers,
-`GradScaler.step`, and the loss functions of `torch.nn.functional` (loss modules call these
-too). A wrapper always calls the original with
-the same arguments and returns its result unchanged; what it tells the session is guarded, so
-a bug of the doctor never reaches the user's code.
+`GradScaler.step`, `Optimizer.zero_grad` (only when a monitor wants it), and the loss
+functions of `torch.nn.functional` (loss modules call these too). A wrapper always calls the
+original with the same arguments and returns its result unchanged; what it tells the session
+is guarded, so a bug of the doctor never reaches the user's code.
 
 A name bound before the wrapper was installed (`from torch.nn.functional import cross_entropy`
 in a module imported earlier) keeps the original: `torchdoctor run` installs before the user's
@@ -113,6 +113,11 @@ def install(session) -> None:
         if session.wants("on_first_batch"):  # a wrapper on every batch only when needed
             iterator = torch.utils.data.dataloader._BaseDataLoaderIter
             installed.patch(iterator, "__next__", _first_batch_wrapper(iterator.__next__, session))
+        if session.wants("on_zero_grad") or session.wants("after_zero_grad"):
+            optimizer = torch.optim.Optimizer
+            installed.patch(
+                optimizer, "zero_grad", _zero_grad_wrapper(optimizer.zero_grad, session)
+            )
         for cls in _scheduler_classes(lr_scheduler):
             installed.patch(cls, "step", _scheduler_step_wrapper(cls.step, session, shown))
         scaler = torch.amp.grad_scaler.GradScaler
@@ -154,6 +159,17 @@ def _backward_wrapper(original: Callable, session) -> Callable:
         return result
 
     return backward
+
+
+def _zero_grad_wrapper(original: Callable, session) -> Callable:
+    @functools.wraps(original)
+    def zero_grad(optimizer, *args, **kwargs):
+        session.zero_grad_starts(optimizer)
+        result = original(optimizer, *args, **kwargs)
+        session.zero_grad_ends(optimizer)
+        return result
+
+    return zero_grad
 
 
 def _scheduler_step_wrapper(original: Callable, session, shown: set) -> Callable:

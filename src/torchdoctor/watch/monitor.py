@@ -33,6 +33,9 @@ Hook points, in the order a training step meets them. Every hook may read the ru
   Not called for steps a GradScaler skips. `self.session.grad_norms(optimizer)` gives the
   per-parameter gradient norms of this step, computed once and shared by all monitors.
 - `after_step(optimizer)`: optimizer step post-hook.
+- `on_zero_grad(optimizer)`: before `optimizer.zero_grad()` clears the gradients;
+  `after_zero_grad(optimizer)`: after it returned. Only monitors that define one make the
+  watcher wrap `Optimizer.zero_grad` (`Module.zero_grad` is not seen).
 - `on_scheduler_step(scheduler)`: before a user's `lr_scheduler.step()` (not the one the
   scheduler's constructor makes).
 - `teardown()`: once, when the watch ends (normal exit or crash).
@@ -68,6 +71,8 @@ HOOKS = (
     "after_backward",
     "on_step",
     "after_step",
+    "on_zero_grad",
+    "after_zero_grad",
     "on_scheduler_step",
     "teardown",
 )
@@ -133,6 +138,12 @@ class Monitor:
         pass
 
     def after_step(self, optimizer) -> None:
+        pass
+
+    def on_zero_grad(self, optimizer) -> None:
+        pass
+
+    def after_zero_grad(self, optimizer) -> None:
         pass
 
     def on_scheduler_step(self, scheduler) -> None:

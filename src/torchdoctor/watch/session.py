@@ -135,6 +135,14 @@ class Session:
                 self.run.metrics.after_step(self.run, optimizer)
             self.run.step += 1
 
+    @_event("zero_grad wrapper")
+    def zero_grad_starts(self, optimizer) -> None:
+        self.dispatcher.emit("on_zero_grad", optimizer)
+
+    @_event("zero_grad wrapper")
+    def zero_grad_ends(self, optimizer) -> None:
+        self.dispatcher.emit("after_zero_grad", optimizer)
+
     @_event("backward wrapper")
     def backward_starts(self, tensor) -> None:
         self.run.backward_calls += 1

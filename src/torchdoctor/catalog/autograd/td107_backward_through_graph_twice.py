@@ -50,7 +50,8 @@ previous iteration still carries that iteration's graph into the current one:
   the model outside the loop and reused in every iteration;
 - in a GAN, `fake = generator(z)` used by the discriminator loss without `fake.detach()`:
   the discriminator's backward frees the generator's part of the graph, and the generator's
-  backward then fails.
+  backward then fails. `torchdoctor run` reports that case as `detach-missing-between-models`
+  (TD115), also once `retain_graph=True` has hidden the error.
 
 `retain_graph=True` hides the error but keeps every previous graph alive: memory grows with
 each step and gradients flow into iterations that are long over (truncated backpropagation
@@ -86,7 +87,8 @@ autograd 抛出的错误：`Trying to backward through the graph a second time`�
 - RNN 的隐状态从一个 batch 传给下一个 batch 时没有 `.detach()`；
 - 累加 `total_loss += loss` 之后又对它做反向传播，或者在循环外用模型算出的某个值在每次迭代中被重复使用；
 - GAN 中判别器的损失直接使用了 `fake = generator(z)` 而没有 `fake.detach()`：判别器的反向传播
-  释放了生成器那部分计算图，随后生成器的反向传播就会失败。
+  释放了生成器那部分计算图，随后生成器的反向传播就会失败。`torchdoctor run` 把这种情况报告为
+  `detach-missing-between-models`（TD115），即使 `retain_graph=True` 已经让报错消失。
 
 `retain_graph=True` 能让报错消失，却会把之前所有的计算图都留在内存里：显存每一步都在增长，
 梯度还会流回早已结束的迭代（截断的时间反向传播变成了不截断）。

@@ -336,8 +336,10 @@ class GradientsNeverCleared(Monitor):
 
     def on_step(self, optimizer) -> None:
         stale = self._stale.pop(id(optimizer), None)
-        if stale is not None:
-            step, param = stale
+        # Cleared since (a GAN's generator backward adds onto the discriminator's applied
+        # gradients, then the discriminator's `zero_grad()` drops them): a new tensor.
+        if stale is not None and stale[1].grad is stale[2]():
+            step, param, _ = stale
             self.report(
                 id(optimizer),
                 "runtime",
@@ -382,5 +384,8 @@ class GradientsNeverCleared(Monitor):
             ]
             if grown:
                 del self._applied[key]
-                self._stale[key] = (step, grown[0])
+                self._stale[key] = (step, grown[0], weakref.ref(grown[0].grad))
         self._watching = []
+
+    def on_zero_grad(self, optimizer) -> None:
+        self._stale.pop(id(optimizer), None)

@@ -32,6 +32,17 @@ PITFALL = Pitfall(
             "最多 {delta:.3g}（权重衰减或动量）：只把可训练参数交给优化器，或把它们的 `.grad` "
             "设为 None",
         },
+        "rows": {
+            "en": "rows {rows} of `{param}` ({count} of {total}) never learn (their gradient was "
+            "exactly zero at each of {samples} sampled steps: unused classes or tokens?) but "
+            "`{optimizer}.step()` still changed them by up to {delta:.3g} (weight decay or "
+            "momentum): they shrink towards zero; put `{param}` in a parameter group with "
+            "weight_decay=0, or drop the unused rows",
+            "zh": "`{param}` 的第 {rows} 行（共 {total} 行中的 {count} 行）从不学习（在 {samples} 个抽样步中"
+            "梯度都恰好为零：没用到的类别或词？），但 `{optimizer}.step()` 仍把它们改动了最多 "
+            "{delta:.3g}（权重衰减或动量）：它们会缩小到零；把 `{param}` 放进 weight_decay=0 的参数组，"
+            "或去掉不用的行",
+        },
         "": {
             "en": "`{optimizer}` applies weight_decay={decay} to all of `{model}.parameters()`, "
             "including the ones frozen here: they stay put only while their `.grad` is None",
@@ -64,6 +75,13 @@ Two cases are told apart. Freezing *after* the optimizer was built, once trainin
 building the optimizer is reported as a risk. A function that also unfreezes parameters, or
 that sets `p.grad = None` itself, is not reported.
 
+At run time (`torchdoctor run`), an optimizer step that changes a frozen parameter holding a
+gradient, or a parameter whose gradient is all zero, and also *rows* (slices along dim 0) of a
+parameter whose gradient is exactly zero at every sampled step (every 10th step) while weight
+decay or momentum still moves them: the unused rows of an embedding (tokens never seen in
+training), of an output layer (classes with no sample), reported as "rows 7..9 of
+`embed.weight`".
+
 ## Why is this bad?
 Weight decay does not need a gradient to move a weight: `AdamW` shrinks every weight it holds
 by `lr * weight_decay` per step, `SGD` adds `weight_decay * w` to the gradient, and momentum
@@ -89,6 +107,13 @@ Off by default: when the frozen parameters never get a gradient (frozen from the
 `zero_grad()` sets gradients to `None`, as it does by default since PyTorch 2.0), nothing is
 decayed and the finding is only a warning about a fragile setup. Freezing done in another
 function (the model's `__init__`, a callback) is not seen.
+
+At run time, rows are checked only on the sampled steps (every 10th), only in parameter groups
+with weight decay or momentum, and reported after three sampled steps (step 21): a shorter run
+is not judged. Rows whose gradient is zero only by accident at those steps (units of a ReLU
+that is dead from the start) are reported too. A cross-entropy classifier's unused classes are
+*not* such rows: softmax gives them a small nonzero gradient (it pushes their logits down), so
+only exactly-zero gradients (embeddings, masked outputs, sparse inputs) count.
 """,
         "zh": """
 ## What it catches
@@ -98,6 +123,11 @@ function (the model's `__init__`, a callback) is not seen.
 分两种情况：在优化器创建之后、训练已经进行过之后才冻结（逐步冻结、第二阶段训练），这是当前版本里
 真正会出问题的情况；在创建优化器之前就冻结，作为隐患报告。函数里如果又解冻了参数，或者自己把
 `p.grad` 设为 `None`，则不报告。
+
+运行时（`torchdoctor run`）：优化器的某一步改动了带着梯度的冻结参数或梯度全为零的参数；也包括参数的某些*行*
+（沿第 0 维的切片）：它们的梯度在每个抽样步（每 10 步一次）都恰好为零，权重衰减或动量却仍在改动它们，
+例如嵌入层中训练时从未出现的词所对应的行、输出层中没有样本的类别所对应的行，报告为
+“`embed.weight` 的第 7..9 行”。
 
 ## Why is this bad?
 权重衰减不需要梯度也能改变权重：`AdamW` 每一步都把它持有的权重缩小 `lr * weight_decay`，
@@ -120,6 +150,11 @@ function (the model's `__init__`, a callback) is not seen.
 默认关闭：如果被冻结的参数从未得到梯度（从一开始就冻结，并且 `zero_grad()` 把梯度设为 `None`，
 这是 PyTorch 2.0 起的默认行为），就不会有任何衰减，此时的报告只是提醒这种写法很脆弱。
 在其他函数中完成的冻结（模型的 `__init__`、回调函数）看不到。
+
+运行时只在抽样步（每 10 步一次）检查行，只检查带权重衰减或动量的参数组，并在三个抽样步之后（第 21 步）才报告：
+更短的训练不做判断。只是在这些步上碰巧梯度为零的行（一开始就死掉的 ReLU 单元）也会被报告。
+交叉熵分类器中没有样本的类别*不*属于这种行：softmax 会给它们一个很小但非零的梯度（把它们的 logit 往下压），
+所以只有恰好为零的梯度（嵌入层、被屏蔽的输出、稀疏输入）才算数。
 """,
     },
     example="""
@@ -503,11 +538,22 @@ class FrozenParametersMoved(Monitor):
     (requires_grad=False) that still hold a gradient, every step, and ones whose gradient is
     exactly zero, on the steps whose gradient norms are computed anyway. torch.optim skips
     parameters whose `.grad` is None, so those are never suspects. The values are copied
-    before the step only for suspects, and compared after it."""
+    before the step only for suspects, and compared after it.
+
+    Slices too: on the same sampled steps, the rows (slices along dim 0) of a parameter in a
+    group with weight decay or momentum whose gradient is exactly zero are kept in a bool
+    vector per parameter, ANDed step after step by one vectorised reduction (unused rows of an
+    embedding or of an output layer). Rows still zero after `ROW_SAMPLES` sampled steps are
+    copied before that step and compared after it."""
+
+    ROW_SAMPLES = 3
 
     def setup(self) -> None:
         self._before: list[tuple] = []
         self._done: set[int] = set()
+        # id(param) -> (weak reference, rows zero at every sampled step so far, samples)
+        self._rows: dict[int, tuple] = {}
+        self._rows_before: list[tuple] = []
 
     def on_step(self, optimizer) -> None:
         session = self.session
@@ -517,15 +563,56 @@ class FrozenParametersMoved(Monitor):
             for p in group["params"]
             if not p.requires_grad and p.grad is not None and id(p) not in self._done
         ]
+        self._rows_before = []
         if session.metrics is not None and session.metrics.wants_grad_norms(session.step):
+            norms = session.grad_norms(optimizer)
             suspects += [
                 (p, "given an all-zero gradient")
-                for p, norm in session.grad_norms(optimizer)
+                for p, norm in norms
                 if norm == 0.0 and p.requires_grad and id(p) not in self._done
             ]
+            self._rows_before = self._zero_rows(optimizer, {id(p) for p, n in norms if n == 0})
         self._before = [(p, why, p.detach().clone()) for p, why in suspects]
 
+    def _zero_rows(self, optimizer, all_zero: set[int]) -> list[tuple]:
+        """Update the rows whose gradient stayed exactly zero; (param, rows, their values) of
+        the parameters to compare after this step."""
+        import weakref
+
+        compare = []
+        for group in optimizer.param_groups:
+            if not (group.get("weight_decay") or group.get("momentum")):
+                continue
+            for param in group["params"]:
+                key = id(param)
+                grad = param.grad
+                if (
+                    grad is None
+                    or param.ndim == 0
+                    or key in all_zero  # a whole parameter: reported as such
+                    or key in self._done
+                    or not param.requires_grad
+                    or grad.is_sparse
+                ):
+                    continue
+                entry = self._rows.get(key)
+                if entry is not None and entry[0]() is not param:
+                    entry = None
+                if entry is not None and entry[1] is None:
+                    continue  # no row left to suspect
+                zero = (grad.abs().flatten(1).amax(1) if grad.ndim > 1 else grad.abs()) == 0
+                rows = zero if entry is None else entry[1] & zero
+                samples = 1 if entry is None else entry[2] + 1
+                if not bool(rows.any()):
+                    self._rows[key] = (weakref.ref(param), None, samples)
+                    continue
+                self._rows[key] = (weakref.ref(param), rows, samples)
+                if samples >= self.ROW_SAMPLES:
+                    compare.append((param, rows, param.detach()[rows].clone()))
+        return compare
+
     def after_step(self, optimizer) -> None:
+        self._after_rows(optimizer)
         before, self._before = self._before, []
         moved = []
         for param, why, value in before:
@@ -550,3 +637,39 @@ class FrozenParametersMoved(Monitor):
             delta=max(d for _, _, d in moved),
             optimizer=type(optimizer).__name__,
         )
+
+    def _after_rows(self, optimizer) -> None:
+        before, self._rows_before = self._rows_before, []
+        for param, rows, value in before:
+            moved = (param.detach()[rows] - value).abs()
+            delta = float(moved.max()) if moved.numel() else 0.0
+            if delta <= 0:
+                continue
+            self._done.add(id(param))
+            self._rows.pop(id(param), None)
+            indices = rows.nonzero().flatten().tolist()
+            name = self.session.param_name(param) or f"tensor of shape {tuple(param.shape)}"
+            self.report(
+                (id(optimizer), "rows", id(param)),
+                "rows",
+                module=name.rpartition(".")[0] or None,
+                rows=_ranges(indices),
+                count=len(indices),
+                total=param.shape[0],
+                param=name,
+                delta=delta,
+                optimizer=type(optimizer).__name__,
+                samples=self.ROW_SAMPLES,
+            )
+
+
+def _ranges(indices: list[int], most: int = 4) -> str:
+    """[7, 8, 9, 12] -> "7..9, 12"; more than `most` runs end with "..."."""
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    text = [f"{a}..{b}" if b > a else str(a) for a, b in runs[:most]]
+    return ", ".join(text) + (", ..." if len(runs) > most else "")
