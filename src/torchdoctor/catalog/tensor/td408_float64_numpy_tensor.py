@@ -34,6 +34,14 @@ PITFALL = Pitfall(
         "zh": "把 float64 的 numpy 数据送入 float32 模型",
     },
     messages={
+        "weight": {
+            "en": "`{source}` makes a float64 array, and `torch.from_numpy` keeps that dtype: "
+            "`{weight}` becomes float64 while the layer's input is float32, and the layer raises a "
+            "dtype mismatch; add `.float()`",
+            "zh": "`{source}` 生成的是 float64 数组，`torch.from_numpy` 会保留这个 dtype："
+            "`{weight}` 因此变成 float64，而该层的输入是 float32，运行时会报 dtype 不匹配的错误；"
+            "请加上 `.float()`",
+        },
         "": {
             "en": "`{source}` makes a float64 array, and `torch.from_numpy` keeps that dtype: "
             "`{model}` has float32 weights and raises; add `.float()`",
@@ -59,7 +67,8 @@ PITFALL = Pitfall(
 `np.linspace`, `np.loadtxt`, `np.genfromtxt` without `dtype`, or `np.array` of a list holding
 float literals), whose result is passed to a model or layer call without a `.float()` in
 between: directly (`model(torch.from_numpy(a))`) or through a name assigned and used in the same
-block. Files that use double-precision models on purpose (`.double()`, `torch.float64`,
+block; or that replaces a layer's weights (`fc.weight.data = torch.from_numpy(a)`,
+`fc.bias = nn.Parameter(torch.from_numpy(a))`), which makes that parameter float64. Files that use double-precision models on purpose (`.double()`, `torch.float64`,
 `torch.set_default_dtype`) are skipped.
 
 ## Why is this bad?
@@ -90,7 +99,9 @@ makes the float64 input correct; the rule cannot see that.
 `torch.from_numpy(a)` 中的 `a` 由默认返回 float64 的 numpy 函数生成（`np.random.rand`、`np.random.randn`、
 `np.random.normal` 等，以及未指定 `dtype` 的 `np.zeros`、`np.ones`、`np.empty`、`np.linspace`、`np.loadtxt`、
 `np.genfromtxt`，或者由包含浮点字面量的列表构造的 `np.array`），并且结果在没有 `.float()` 的情况下被传给
-模型或层：可以是直接传入（`model(torch.from_numpy(a))`），也可以是在同一代码块中先赋值给变量再使用。
+模型或层：可以是直接传入（`model(torch.from_numpy(a))`），也可以是在同一代码块中先赋值给变量再使用；
+或者用它替换某层的权重（`fc.weight.data = torch.from_numpy(a)`、
+`fc.bias = nn.Parameter(torch.from_numpy(a))`），使该参数变成 float64。
 有意使用双精度模型的文件（出现 `.double()`、`torch.float64` 或 `torch.set_default_dtype`）不做检查。
 
 ## Why is this bad?
@@ -171,14 +182,39 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     source = _float64_source(call.args[0], block, index, ctx)
     if source is None or _uses_double(ctx):
         return
+    _, end = ctx.span(call)
+    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, ".float()"))
+    weight = _weight_replaced(call, block[index] if block else None, ctx)
+    if weight is not None:
+        yield ctx.finding(
+            PITFALL, call, "weight", fix=fix, source=_short(ctx.text(source)), weight=weight
+        )
+        return
     model = _model_fed(call, block, index, ctx)
     if model is None:
         return
-    _, end = ctx.span(call)
-    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, ".float()"))
     yield ctx.finding(
         PITFALL, call, fix=fix, source=_short(ctx.text(source)), model=_short(ctx.text(model))
     )
+
+
+def _weight_replaced(call: ast.Call, statement: ast.stmt | None, ctx: Context) -> str | None:
+    """The parameter a layer's weights are replaced through: `fc.weight.data = <call>` or
+    `self.fc.weight = nn.Parameter(<call>)` (the notes' hand-made initialisation)."""
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return None
+    target, value = statement.targets[0], statement.value
+    if not isinstance(target, ast.Attribute):
+        return None
+    if target.attr == "data" and value is call and isinstance(target.value, ast.Attribute):
+        return _short(ctx.text(target.value))
+    if (
+        isinstance(value, ast.Call)
+        and ctx.qualname(value.func) == "torch.nn.Parameter"
+        and value.args[:1] == [call]
+    ):
+        return _short(ctx.text(target))
+    return None
 
 
 def _float64_source(
