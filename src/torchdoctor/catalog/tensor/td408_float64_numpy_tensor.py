@@ -68,7 +68,8 @@ PITFALL = Pitfall(
 float literals), whose result is passed to a model or layer call without a `.float()` in
 between: directly (`model(torch.from_numpy(a))`) or through a name assigned and used in the same
 block; or that replaces a layer's weights (`fc.weight.data = torch.from_numpy(a)`,
-`fc.bias = nn.Parameter(torch.from_numpy(a))`), which makes that parameter float64. Files that use double-precision models on purpose (`.double()`, `torch.float64`,
+`fc.bias = nn.Parameter(torch.from_numpy(a))`), which makes that parameter float64. Files
+that use double-precision models on purpose (`.double()`, `torch.float64`,
 `torch.set_default_dtype`) are skipped.
 
 ## Why is this bad?
