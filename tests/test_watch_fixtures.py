@@ -7,6 +7,9 @@ imported once for all of them), gives exactly the findings its header names; a f
     #| exit: 1                                the exit code, when not 0
     #| select: TD901,TD902                    the checks to run, when not the default ones
     #| env: NAME=VALUE                        set while the script runs
+    #| torchrun: 2                            run under torchrun with this many processes
+                                              (gloo, CPU), for checks that need several ranks;
+                                              every rank's report gives the findings
 
 The command line itself, and what needs a fresh interpreter, is tested in test_watch_run.py
 and test_run_robustness.py.
@@ -19,6 +22,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 
@@ -31,7 +36,7 @@ torch = import_torch()
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 WATCH = FIXTURES / "watch"
-_HEADER = re.compile(r"^#\| (expect|exit|select|env): (.*)$", re.M)
+_HEADER = re.compile(r"^#\| (expect|exit|select|env|torchrun): (.*)$", re.M)
 
 
 @dataclass
@@ -67,10 +72,42 @@ def run_watched(script: str, *args: str, select=None, env: dict | None = None) -
             return Run(code, stdout.getvalue(), stderr.getvalue(), json.load(handle))
 
 
+def run_torchrun(script: str, processes: int, select=None, env: dict | None = None) -> list:
+    """Run a fixture script under torchrun (this interpreter's, `--standalone`: the rendezvous
+    binds a free port itself) with `processes` ranks, each through `torchdoctor run`; one Run per
+    rank, in rank order, with the output of all ranks together."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+        command += [f"--nproc_per_node={processes}", "-m", "torchdoctor", "run"]
+        command += ["--report-json", report, *(["--select", select] if select else []), script]
+        done = subprocess.run(
+            command,
+            cwd=WATCH,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={
+                **os.environ,
+                **(env or {}),
+                "NO_COLOR": "1",
+                "TORCHDOCTOR_LANG": "en",
+                "OMP_NUM_THREADS": "1",
+            },
+        )
+        runs = []
+        for rank in range(processes):
+            path = os.path.join(tmp, f"report.rank{rank}.json")
+            assert os.path.exists(path), done.stderr[-3000:]
+            with open(path, encoding="utf-8") as handle:
+                runs.append(Run(done.returncode, done.stdout, done.stderr, json.load(handle)))
+        return runs
+
+
 def header(script) -> dict:
     """The expectations of a fixture script: findings (dicts of the fields given), exit code,
     selection, environment."""
-    expected = {"expect": [], "exit": 0, "select": None, "env": {}}
+    expected = {"expect": [], "exit": 0, "select": None, "env": {}, "torchrun": 0}
     for key, value in _HEADER.findall(script.read_text(encoding="utf-8")):
         if key == "expect" and value.strip() == "none":  # a fixed twin says so
             continue
@@ -85,6 +122,8 @@ def header(script) -> dict:
             expected["exit"] = int(value)
         elif key == "select":
             expected["select"] = value
+        elif key == "torchrun":
+            expected["torchrun"] = int(value)
         else:
             name, _, text = value.partition("=")
             expected["env"][name] = text
@@ -115,19 +154,32 @@ def test_fixture_script_gives_the_findings_its_header_names(script):
     assert fixed == (not expected["expect"]), (
         "a fixed twin expects nothing; any other script names its findings in a header"
     )
+    if expected["torchrun"]:
+        runs = run_torchrun(
+            script.name, expected["torchrun"], select=expected["select"], env=expected["env"]
+        )
+        for rank, run in enumerate(runs):
+            _check(run, expected, script.name, rank)
+        return
     before = _hooks_in_place()
     run = run_watched(script.name, select=expected["select"], env=expected["env"])
     assert _hooks_in_place() == before  # nothing left behind, after a crash too
+    _check(run, expected, script.name, None)
+
+
+def _check(run: Run, expected: dict, name: str, rank: int | None) -> None:
+    """The run (one rank's report, under torchrun) gives the findings the header names."""
     assert run.exit_code == expected["exit"], run.stderr
     assert run.report["internal_errors"] == [], run.stderr
     found = run.findings()
     assert [f["code"] for f in found] == [e["code"] for e in expected["expect"]], run.stderr
+    tag = "" if rank is None else f"[rank {rank}] "
     for finding, want in zip(found, expected["expect"]):
         assert {key: finding[key] for key in want} == want
-        assert finding["origin"] == "runtime" and finding["path"] == script.name
-        assert finding["rank"] is None
+        assert finding["origin"] == "runtime" and finding["path"] == name
+        assert finding["rank"] == rank
         assert (
-            f"torchdoctor: {script.name}:{finding['line']}: {finding['code']} "
+            f"torchdoctor: {tag}{name}:{finding['line']}: {finding['code']} "
             f"{finding['name']} (step {finding['step']}): "
         ) in run.stderr  # printed live
     summary = f"{len(found)} finding(s)" if found else "no findings"

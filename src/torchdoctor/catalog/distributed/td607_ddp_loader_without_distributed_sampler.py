@@ -10,6 +10,7 @@ from typing import Iterator
 from torchdoctor.catalog.sdk import (
     Context,
     Finding,
+    Monitor,
     Pitfall,
     bindings,
     index,
@@ -45,6 +46,16 @@ PITFALL = Pitfall(
             "而整个项目都没有使用 DistributedSampler：每个进程都在整个数据集上训练，批次完全相同；"
             "请传入 `sampler=DistributedSampler({dataset})`",
         },
+        "runtime": {
+            "en": "rank {rank}'s first batch from this DataLoader ({dataset}, no "
+            "DistributedSampler) is identical to rank {others}'s: every rank trains on the same "
+            "samples in the same order; pass `sampler=DistributedSampler(dataset)` to the loader "
+            "(no `shuffle=True` beside it) and call `sampler.set_epoch(epoch)` each epoch",
+            "zh": "第 {rank} 号进程从这个 DataLoader（{dataset}，没有 DistributedSampler）取得的第一个"
+            "批次与第 {others} 号进程的完全相同：每个进程都以相同的顺序在相同的样本上训练；请给 DataLoader "
+            "传入 `sampler=DistributedSampler(dataset)`（不要同时设置 `shuffle=True`），并在每个 "
+            "epoch 开始时调用 `sampler.set_epoch(epoch)`",
+        },
     },
     fix_hint={
         "en": "Give the training loader `sampler=DistributedSampler(dataset)` (no `shuffle=True` "
@@ -67,6 +78,14 @@ re-wrapped (`loader = accelerator.prepare(loader)`, Opacus' `make_private`); and
 import a framework which shards loaders itself (Accelerate, Lightning, Ray Train, Ignite,
 DeepSpeed, webdataset, torchdata...).
 
+At run time (`torchdoctor run` under `torchrun`, world size above 1), the first batch a
+training loader yields on each rank: a map-style `DataLoader` with no `DistributedSampler`
+(neither its sampler nor its batch sampler's), iterated with gradients on. Each rank writes a
+digest of that batch (shapes, dtypes and its first 64 KB of tensor bytes) to the process group's
+store and, after later optimizer steps, reads the others' once they are all there; a rank whose
+first batch is the same as another rank's reports it, in its own rank-tagged report. It never
+calls a collective or waits on the store, and it reads the batch without changing it.
+
 ## Why is this bad?
 `DistributedDataParallel` averages the gradients of the ranks; it does not split the data.
 A `DataLoader` without a `DistributedSampler` hands the whole dataset to every process: with
@@ -77,7 +96,8 @@ batches the extra GPUs compute the same gradient. Nothing fails, and the loss st
 
 ## Symptoms
 An epoch takes as long on N GPUs as on one (or longer); `len(loader)` is the same on every rank
-and equals the single-GPU count; every rank logs the same first batch.
+and equals the single-GPU count; every rank logs the same first batch (what the run-time
+check compares).
 
 ## Known problems
 It reads one file and the words of its project: the loader and the DDP wrapper must be in the
@@ -86,8 +106,11 @@ constructor, in another module, reads the rank from the environment) or a custom
 otherwise than `Distributed...Sampler` is reported. On 114 corpora (libraries, examples and
 research code) it reports nothing: of their 67 files that name DDP or FSDP and a DataLoader,
 those that wrap a model give its loader a sampler or hand it to a framework (Accelerate,
-Opacus...), so its precision on real findings is not measured. The run-time check of the issue (under `torchrun`,
-ranks whose first batches are identical) is not implemented.
+Opacus...), so its precision on real findings is not measured. The run-time check only sees
+ranks whose first batches are identical: a loader that shuffles with a different seed on each
+rank also gives every rank the whole dataset, in different orders, and is not reported at run
+time. An evaluation loop that keeps a model in train mode and gradients on is compared like a
+training loader. Only the first four loaders of a run are compared.
 
 ## References
 - https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
@@ -105,6 +128,12 @@ ranks whose first batches are identical) is not implemented.
 （`loader = accelerator.prepare(loader)`、Opacus 的 `make_private`）；以及导入了会自己切分数据的
 框架（Accelerate、Lightning、Ray Train、Ignite、DeepSpeed、webdataset、torchdata 等）的文件。
 
+运行时（在 `torchrun` 下用 `torchdoctor run`，进程数大于 1），检查每个进程上训练用 DataLoader 取出的
+第一个批次：map 风格、没有 `DistributedSampler`（它的 sampler 和它的 batch sampler 里的 sampler 都不是）、
+在开启梯度时遍历的 `DataLoader`。每个进程把这个批次的摘要（形状、dtype 和张量的前 64 KB 字节）写入进程组的
+store，在之后的优化器 step 中等所有进程的摘要都到齐后再读取；第一个批次与其他进程相同的进程会在自己的、
+标明进程编号的报告中报告。它从不调用集合通信，也从不阻塞等待 store，只读取批次而不修改它。
+
 ## Why is this bad?
 `DistributedDataParallel` 对各进程的梯度取平均，但它并不切分数据。没有 `DistributedSampler` 的
 `DataLoader` 会把整个数据集交给每个进程：设置 `shuffle=True` 时每个进程以各自的顺序遍历全部数据，
@@ -113,7 +142,7 @@ epoch 的步数都和单进程一样，而批次相同时多出来的 GPU 只是
 
 ## Symptoms
 用 N 张 GPU 跑一个 epoch 和用一张一样久（甚至更久）；每个进程上的 `len(loader)` 都相同，且等于
-单卡时的数值；每个进程记录的第一个批次都一样。
+单卡时的数值；每个进程记录的第一个批次都一样（运行时检查比较的正是这一点）。
 
 ## Known problems
 它只读一个文件和所在项目中的词：DataLoader 和 DDP 包装必须在同一个文件里。数据集以本文件看不到的
@@ -121,7 +150,9 @@ epoch 的步数都和单进程一样，而批次相同时多出来的 GPU 只是
 `Distributed...Sampler` 的形式时，会被误报。在 114 个语料库（库、示例和研究代码）中它没有报告任何
 问题：其中 67 个同时提到 DDP 或 FSDP 和 DataLoader 的文件里，包装了模型的都给 DataLoader 传入了
 sampler，或把它交给了训练框架（Accelerate、Opacus 等），因此它在真实问题上的精确率尚未测得。
-issue 中的运行时检查（在 `torchrun` 下比较各进程的第一个批次是否相同）尚未实现。
+运行时检查只能发现第一个批次完全相同的进程：在每个进程上用不同种子打乱的 DataLoader 同样让每个进程
+遍历整个数据集（只是顺序不同），运行时不会报告。保持模型处于训练模式并开启梯度的评估循环会像训练用的
+DataLoader 一样被比较。每次运行只比较前四个 DataLoader。
 
 ## References
 - https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
@@ -396,3 +427,200 @@ def _last_name(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return None
+
+
+# ---- at run time -------------------------------------------------------------------------------
+
+# Bytes of a first batch that go into its digest: enough to tell two batches apart.
+DIGEST_BYTES = 64 * 1024
+# Loaders compared per run (by the order of their first batches, the same on every rank).
+MAX_LOADERS = 4
+_KEY = "torchdoctor/td607/{loader}/{rank}"
+
+
+@PITFALL.monitor
+class SameFirstBatchOnEveryRank(Monitor):
+    """Under torch.distributed (world size > 1), ranks whose first training batch from a
+    map-style DataLoader without a DistributedSampler is the same.
+
+    Each rank writes a digest of that batch (its first 64 KB of tensor bytes, with shapes and
+    dtypes) to the default process group's store, and later reads the others' when they are
+    all there (`store.check` first: never a blocking `get`, never a collective, so ranks that
+    diverge cannot hang on it). Checked after optimizer steps 1, 2, 4, 8... from the batch, at
+    later first batches, and at the end while the process group lives. Loaders iterated with
+    gradients off or with every model in eval mode (evaluation) are skipped."""
+
+    def setup(self) -> None:
+        import weakref
+
+        self._loaders: weakref.WeakSet = weakref.WeakSet()  # loaders met, digested or not
+        self._seen = 0  # loaders digested, in order
+        self._pending: list[dict] = []  # loaders whose peers' digests are not all read yet
+        self._steps = 0
+
+    def on_first_batch(self, loader, batch) -> None:
+        self._compare()
+        if loader in self._loaders:  # a later epoch: only an iteration's first batch is compared
+            return
+        self._loaders.add(loader)
+        if self._seen >= MAX_LOADERS or not _shares_data(loader, self.session.models):
+            return
+        group = _group()
+        if group is None:
+            return
+        store, rank, world = group
+        digest = batch_digest(batch)
+        if digest is None:
+            return
+        number, self._seen = self._seen, self._seen + 1
+        try:
+            store.set(_KEY.format(loader=number, rank=rank), digest)
+        except Exception:  # a store that fails is no finding; never the run's failure
+            return
+        self._pending.append(
+            {
+                "number": number,
+                "store": store,
+                "rank": rank,
+                "world": world,
+                "digest": digest,
+                "at": self.session.where(),
+                "step": self.session.step,
+                "dataset": type(loader.dataset).__name__,
+                "due": 1,
+                "waited": 0,
+            }
+        )
+
+    def after_step(self, optimizer) -> None:
+        if self._pending:
+            self._steps += 1
+            self._compare(stepped=True)
+
+    def teardown(self) -> None:
+        import torch.distributed as dist
+
+        if self._pending and dist.is_available() and dist.is_initialized():
+            self._compare()
+        self._pending = []
+
+    def _compare(self, stepped: bool = False) -> None:
+        for entry in list(self._pending):
+            if stepped:
+                entry["waited"] += 1
+                if entry["waited"] < entry["due"]:
+                    continue
+                entry["due"] *= 2  # steps 1, 2, 4, 8...: a rank that never comes costs little
+            same = _peers_with(entry)
+            if same is None:
+                continue
+            self._pending.remove(entry)
+            if same:
+                self.report(
+                    entry["number"],
+                    "runtime",
+                    at=entry["at"],
+                    at_step=entry["step"],
+                    rank=entry["rank"],
+                    others=", ".join(str(r) for r in same),
+                    dataset=entry["dataset"],
+                )
+
+
+def _shares_data(loader, models) -> bool:
+    """The loader may hand every rank the same data: map-style, no DistributedSampler (its own
+    or its batch sampler's), iterated for training (gradients on, some model in train mode)."""
+    import torch
+    from torch.utils.data import IterableDataset
+    from torch.utils.data.distributed import DistributedSampler
+
+    if isinstance(loader.dataset, IterableDataset):
+        return False
+    samplers = (loader.sampler, getattr(loader.batch_sampler, "sampler", None))
+    if any(isinstance(s, DistributedSampler) for s in samplers):
+        return False
+    if not torch.is_grad_enabled():
+        return False
+    return not models or any(model.training for model in models)
+
+
+def _group() -> tuple | None:
+    """(store, rank, world size) of the default process group, when it spans several ranks."""
+    import torch.distributed as dist
+
+    try:
+        if not (dist.is_available() and dist.is_initialized()):
+            return None
+        world = dist.get_world_size()
+        if world < 2:
+            return None
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        return _get_default_store(), dist.get_rank(), world
+    except Exception:
+        return None
+
+
+def batch_digest(batch) -> bytes | None:
+    """A digest of a batch's tensors (shapes, dtypes, and their first DIGEST_BYTES bytes);
+    None when it holds no tensor. Reads, never changes: no RNG, no copy the batch keeps."""
+    import hashlib
+
+    tensors: list = []
+    _collect(batch, tensors, 0)
+    if not tensors:
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    budget = DIGEST_BYTES
+    for tensor in tensors:
+        digest.update(f"{tuple(tensor.shape)}{tensor.dtype};".encode())
+        if budget <= 0:
+            continue
+        flat = tensor.detach().reshape(-1)
+        count = min(flat.numel(), max(1, budget // max(1, tensor.element_size())))
+        data = _bytes(flat[:count])
+        budget -= len(data)
+        digest.update(data)
+    return digest.digest()
+
+
+def _collect(batch, found: list, depth: int) -> None:
+    if hasattr(batch, "element_size") and hasattr(batch, "numel") and hasattr(batch, "detach"):
+        found.append(batch)
+    elif depth < 3 and isinstance(batch, (list, tuple)):
+        for item in batch[:8]:
+            _collect(item, found, depth + 1)
+    elif depth < 3 and isinstance(batch, dict):
+        for key in sorted(batch, key=str)[:8]:
+            _collect(batch[key], found, depth + 1)
+
+
+def _bytes(tensor) -> bytes:
+    import torch
+
+    part = tensor.to("cpu").contiguous()
+    if part.is_quantized or part.is_complex() or part.dtype == torch.bool:
+        return str(part.tolist()).encode()
+    raw = part.view(torch.uint8)
+    try:
+        return raw.numpy().tobytes()
+    except Exception:  # torch without numpy
+        return bytes(raw.tolist())
+
+
+def _peers_with(entry: dict) -> list[int] | None:
+    """The other ranks whose digest of this loader equals this rank's; None while some rank's
+    digest is not in the store yet (or the store cannot answer)."""
+    store, number, world = entry["store"], entry["number"], entry["world"]
+    keys = [_KEY.format(loader=number, rank=r) for r in range(world) if r != entry["rank"]]
+    try:
+        if not store.check(keys):
+            return None
+        return [
+            r
+            for r in range(world)
+            if r != entry["rank"]
+            and store.get(_KEY.format(loader=number, rank=r)) == entry["digest"]
+        ]
+    except Exception:
+        return None
