@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
@@ -187,28 +188,41 @@ def _is_backward(node: ast.AST, ctx: Context) -> bool:
 @per_file
 def _never_clears(ctx: Context, loop: ast.AST) -> bool:
     """True when nothing in the loop clears, or might clear, the gradients."""
-    for node in index_of(ctx, loop).in_block(loop.body, *_CLEARING_NODES):
+    found = index_of(ctx, loop)
+    start, end = found.number[loop.body[0]], found.ends[found.number[loop.body[-1]]]
+    # A name saying it clears gradients (`zero_grad`, `reset_grads`...): looked up among the
+    # few such identifiers of the file, not by reading every name of every loop.
+    numbers = _clearing_names(ctx, found)
+    if bisect_left(numbers, start) < bisect_left(numbers, end):
+        return False
+    for node in found.in_block(loop.body, *_CLEARING_NODES):
         if _may_clear(node, ctx):
             return False
     return True
 
 
-# The nodes `_may_clear` looks at.
-_CLEARING_NODES = (
-    ast.Name,
-    ast.Attribute,
-    ast.Assign,
-    ast.AugAssign,
-    ast.AnnAssign,
-    ast.Delete,
-    ast.Call,
-)
+@per_file
+def _clearing_names(ctx: Context, found) -> list[int]:
+    """The numbers, in `found`, of the names and attributes that say they clear gradients."""
+    return sorted(
+        at
+        for table in (found.names, found.attributes)
+        for identifier, numbers in table.items()
+        if _says_it_clears(identifier)
+        for at in numbers
+    )
+
+
+def _says_it_clears(identifier: str) -> bool:
+    name = identifier.lower()
+    return "zero_grad" in name or "grad" in name and any(w in name for w in _CLEARING_WORDS)
+
+
+# The other nodes `_may_clear` looks at.
+_CLEARING_NODES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Call)
 
 
 def _may_clear(node: ast.AST, ctx: Context) -> bool:
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        name = (node.id if isinstance(node, ast.Name) else node.attr).lower()
-        return "zero_grad" in name or "grad" in name and any(w in name for w in _CLEARING_WORDS)
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
         # `p.grad = None`, `p.grad = torch.zeros_like(p)`, `del p.grad`; and a model or
