@@ -7,6 +7,7 @@ import ast
 import re
 from typing import Iterator
 
+from torchdoctor.catalog.distributed._ddp import WRAPPERS, imported_wrapper_names
 from torchdoctor.catalog.sdk import (
     Context,
     Finding,
@@ -188,17 +189,6 @@ for x, y in loader:
 )
 
 LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-# The wrappers that average gradients across ranks without splitting the data.
-WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel"})
-_WRAPPER_MODULES = frozenset(
-    {
-        "torch.nn",
-        "torch.nn.parallel",
-        "torch.nn.parallel.distributed",
-        "torch.distributed.fsdp",
-        "torch.distributed.fsdp.fully_sharded_data_parallel",
-    }
-)
 # A sampler that splits the data between ranks, under any of the names projects give it.
 _SHARDING_SAMPLER = re.compile(r"Distributed\w{0,40}Sampler")
 # Datasets that are iterated, not sampled: they split themselves between ranks, if at all.
@@ -297,7 +287,7 @@ def _ddp_wrapper(ctx: Context, function: ast.AST | None) -> ast.Call | None:
     class by its own name through a module (`nn.parallel.DistributedDataParallel(...)`), or by
     the name an import gave it (`from torch.nn.parallel import DistributedDataParallel as
     DDP`)."""
-    names = _wrapper_names(ctx)
+    names = imported_wrapper_names(ctx)
     for found in index(ctx).calls_named(function or ctx.tree, names | WRAPPERS):
         func = found.func
         if isinstance(func, ast.Name) and func.id in names:
@@ -305,16 +295,6 @@ def _ddp_wrapper(ctx: Context, function: ast.AST | None) -> ast.Call | None:
         if isinstance(func, ast.Attribute) and func.attr in WRAPPERS and _imported_root(func, ctx):
             return found
     return None
-
-
-@per_file
-def _wrapper_names(ctx: Context) -> frozenset[str]:
-    """The names imports give the DDP and FSDP classes (`DDP`, `DistributedDataParallel`)."""
-    names = set()
-    for node in index(ctx).everywhere(ast.ImportFrom):
-        if node.module in _WRAPPER_MODULES:
-            names.update(a.asname or a.name for a in node.names if a.name in WRAPPERS)
-    return frozenset(names)
 
 
 def _imported_root(func: ast.Attribute, ctx: Context) -> bool:

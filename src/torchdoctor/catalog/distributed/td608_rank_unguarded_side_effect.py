@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from torchdoctor.catalog.distributed._ddp import WRAPPERS, imported_wrapper_names
 from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, name_words, per_file, shorten
 
 PITFALL = Pitfall(
@@ -153,16 +154,6 @@ def train(rank, loader):
 """,
 )
 
-WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel"})
-_WRAPPER_MODULES = frozenset(
-    {
-        "torch.nn",
-        "torch.nn.parallel",
-        "torch.nn.parallel.distributed",
-        "torch.distributed.fsdp",
-        "torch.distributed.fsdp.fully_sharded_data_parallel",
-    }
-)
 _SAVES = frozenset({"torch.save"})
 _WRITERS = frozenset({"torch.utils.tensorboard.SummaryWriter", "tensorboardX.SummaryWriter"})
 _LOG_METHODS = frozenset({"info", "warning", "debug"})
@@ -233,20 +224,11 @@ def _metrics(call: ast.Call, ctx: Context) -> bool:
 
 
 @per_file
-def _wrapper_names(ctx: Context) -> frozenset[str]:
-    names = set(WRAPPERS)
-    for node in index(ctx).everywhere(ast.ImportFrom):
-        if node.module in _WRAPPER_MODULES:
-            names.update(a.asname or a.name for a in node.names if a.name in WRAPPERS)
-    return frozenset(names)
-
-
-@per_file
 def _wrapped_in(ctx: Context) -> dict[ast.AST, ast.Call]:
     """The scopes (function, class or module) that wrap a model in DDP or FSDP, with the first
     wrapping call of each."""
     whole = index(ctx)
-    names = _wrapper_names(ctx)
+    names = WRAPPERS | imported_wrapper_names(ctx)
     found: dict[ast.AST, ast.Call] = {}
     for call in whole.calls_named(ctx.tree, names):
         func = call.func
