@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.tensor._conv_channels import channel_mismatch
 
 PITFALL = Pitfall(
     code="TD413",
@@ -93,10 +93,6 @@ out = conv(torch.from_numpy(images).permute(0, 3, 1, 2))  # N, C, H, W
 """,
 )
 
-_CHANNELS = re.compile(
-    r"weight of size \[?(?P<weight>\d+(?:,? \d+)*)\]?, expected input\[(?P<input>\d+(?:, \d+)*)\] "
-    r"to have (?P<expected>\d+) channels, but got (?P<got>\d+) channels instead"
-)
 # The dimension order that brings the last dimension to position 1, by input rank.
 _TO_CHANNELS_FIRST = {3: "permute(0, 2, 1)", 4: "permute(0, 3, 1, 2)", 5: "permute(0, 4, 1, 2, 3)"}
 
@@ -105,11 +101,10 @@ _TO_CHANNELS_FIRST = {3: "permute(0, 2, 1)", 4: "permute(0, 3, 1, 2)", 5: "permu
 def channel_count(block, report) -> Clue | None:
     """`expected input[1, 224, 224, 3] to have 3 channels, but got 224`: channels-last when the
     last input size is the expected channel count (any other count: conv-input-shape-mismatch)."""
-    found = _CHANNELS.search(block.message)
+    found = channel_mismatch(block.message)
     if found is None:
         return None
-    fields = found.groupdict()
-    sizes = [int(s) for s in fields["input"].split(", ")]
+    fields, sizes = found
     expected, got = int(fields["expected"]), int(fields["got"])
     if sizes[-1] == expected != got and len(sizes) in _TO_CHANNELS_FIRST:
         fields["permute"] = _TO_CHANNELS_FIRST[len(sizes)]

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.tensor._conv_channels import channel_mismatch
 
 PITFALL = Pitfall(
     code="TD422",
@@ -103,10 +103,6 @@ out = conv(gray.expand(-1, 3, -1, -1))  # or build the layer with in_channels=1
 """,
 )
 
-_CHANNELS = re.compile(
-    r"weight of size \[?(?P<weight>\d+(?:,? \d+)*)\]?, expected input\[(?P<input>\d+(?:, \d+)*)\] "
-    r"to have (?P<expected>\d+) channels, but got (?P<got>\d+) channels instead"
-)
 _COUNT_CAUSE = {
     "en": "The input [{input}] has {got} channels in dimension 1 but the convolution (weight "
     "[{weight}]) was built for {expected}: a grayscale (1) or RGBA (4) image given to an "
@@ -128,11 +124,10 @@ _COUNT_FIX = {
 def channel_count(block, report) -> Clue | None:
     """A channel count that is not the layer's, unless the input's last size is the expected
     count (then it is channels-last: TD413's)."""
-    found = _CHANNELS.search(block.message)
+    found = channel_mismatch(block.message)
     if found is None:
         return None
-    fields = found.groupdict()
-    sizes = [int(s) for s in fields["input"].split(", ")]
+    fields, sizes = found
     if sizes[-1] == int(fields["expected"]):
         return None
     return Clue(0.85, _COUNT_CAUSE, _COUNT_FIX, fields)
