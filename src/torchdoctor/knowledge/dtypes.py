@@ -136,12 +136,18 @@ _LINEAR_OPERANDS = re.compile(
 _LINEAR_FILE = re.compile(r"[\\/]torch[\\/]nn[\\/]modules[\\/]linear\.py$")
 
 
+def through_linear_layer(frames) -> bool:
+    """The traceback runs through `nn.Linear` (torch's `nn/modules/linear.py`): what the
+    messages of `F.linear` mean by mat1 and mat2 is then known."""
+    return any(_LINEAR_FILE.search(frame.path) for frame in frames)
+
+
 def input_and_weight(message: str, frames) -> tuple[str, str] | None:
     """The dtypes of a layer's input and of its weight, when the error says which is which: a
     convolution's or an RNN's message, or an `nn.Linear`'s (its frame in the traceback);
     None when the message does not tell."""
     patterns = list(_INPUT_AND_WEIGHT)
-    if any(_LINEAR_FILE.search(frame.path) for frame in frames):
+    if through_linear_layer(frames):
         patterns.append(_LINEAR_OPERANDS)
     for pattern in patterns:
         found = pattern.search(message)

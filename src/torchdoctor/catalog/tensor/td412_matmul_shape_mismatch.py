@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, dtypes
 
 PITFALL = Pitfall(
     code="TD412",
@@ -142,7 +142,6 @@ _SHAPES = re.compile(
     r"mat1 and mat2 shapes cannot be multiplied \((?P<rows>\d+)x(?P<features>\d+) and "
     r"(?P<in_features>\d+)x(?P<out_features>\d+)\)"
 )
-_LINEAR_FRAME = re.compile(r"[\\/]torch[\\/]nn[\\/]modules[\\/]linear\.py$")
 # A product written in the failing line itself: `a @ b`, `torch.mm(a, b)`, `x.matmul(w)`.
 _PRODUCT = re.compile(r"@|\b(?:mm|matmul|bmm|addmm|einsum)\(")
 
@@ -159,7 +158,7 @@ def linear_or_product(block, report) -> Clue | None:
     frames = block.frames
     if not frames:  # most often a Linear's, but nothing here shows one: not a confident answer
         return Clue(0.75, _LINEAR_CAUSE, _LINEAR_FIX, fields)
-    if any(_LINEAR_FRAME.search(frame.path) for frame in frames):
+    if dtypes.through_linear_layer(frames):
         return Clue(0.95, _LINEAR_CAUSE, _LINEAR_FIX, fields)
     if _PRODUCT.search(frames[-1].source or ""):
         return Clue(0.9, _PRODUCT_CAUSE, _PRODUCT_FIX, fields)
