@@ -19,7 +19,7 @@ from torchdoctor.user_files import read_regular_file
 # Below this, a cause is not shown: "not recognised" is better than a guess dressed as an answer.
 MIN_CONFIDENCE = 0.3
 # How much a block's position in the output weighs: the first exception counts most.
-_FINAL_WEIGHT = 1.0
+_ROOT_WEIGHT = 1.0
 _EARLIER_WEIGHT = 0.95
 _WARNING_WEIGHT = 0.85  # a warning printed before a crash is seldom the crash's cause
 _LINK_BONUS = 0.02  # a root cause found in the user's code outranks the error it explains
@@ -181,9 +181,9 @@ def _distinct(blocks: list[ErrorBlock]) -> list[ErrorBlock]:
 
 def _weight(block: ErrorBlock, first: ErrorBlock | None, has_exception: bool) -> float:
     if block.kind == "warning":
-        return _WARNING_WEIGHT if has_exception else _FINAL_WEIGHT
+        return _WARNING_WEIGHT if has_exception else _ROOT_WEIGHT
     if block is first or block.relation == "worker" or first is None:
-        return _FINAL_WEIGHT
+        return _ROOT_WEIGHT
     return _EARLIER_WEIGHT
 
 
