@@ -149,8 +149,9 @@ class GradientsClearedUnused(Monitor):
     version counter. At `zero_grad()`, a gradient that is another tensor or was written since
     was made by a backward that no step of this optimizer used. It is reported when the
     optimizer that stepped in between trains a model fed by a differentiable input (another
-    model's live output), 3 times in a row. Costs a few attribute reads per `zero_grad()` and
-    one look at the tensor arguments of each model's forward until it has seen one."""
+    model's live output), 3 times in a row. Costs a few attribute reads per `zero_grad()` once
+    a second optimizer has stepped (nothing before: with one, no backward can be another's),
+    and one look at the tensor arguments of each model's forward until it has seen one."""
 
     REPEAT = 3
 
@@ -174,12 +175,15 @@ class GradientsClearedUnused(Monitor):
 
     def after_step(self, optimizer) -> None:
         self._stepping.discard(id(optimizer))
-        self._remember(optimizer)
         self._last_stepped = weakref.ref(optimizer)
+        if len(self.session.optimizers) > 1:
+            self._remember(optimizer)
 
     def on_zero_grad(self, optimizer) -> None:
-        if id(optimizer) in self._stepping:  # a closure inside step() (LBFGS)
-            return
+        # One optimizer cannot waste another's backward: nothing is kept until there are two,
+        # and an optimizer with no state kept yet is judged from its next clearing on.
+        if id(optimizer) in self._stepping or id(optimizer) not in self._clean:
+            return  # (in _stepping: a closure inside step(), LBFGS)
         param = _sentinel(optimizer)
         if param is None or param.grad is None or self._unchanged(optimizer, param.grad):
             self._wasted.pop(id(optimizer), None)
@@ -200,7 +204,8 @@ class GradientsClearedUnused(Monitor):
             )
 
     def after_zero_grad(self, optimizer) -> None:
-        self._remember(optimizer)
+        if len(self.session.optimizers) > 1:
+            self._remember(optimizer)
 
     def _remember(self, optimizer) -> None:
         param = _sentinel(optimizer)

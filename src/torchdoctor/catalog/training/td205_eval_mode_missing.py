@@ -6,6 +6,7 @@ import ast
 from functools import partial
 from typing import Iterator
 
+from torchdoctor.catalog.training._modes import ModeFreeModels, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
     Context,
     FileIndex,
@@ -204,10 +205,6 @@ MAKER_PREFIXES = (
 TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
 # Names that turn gradient recording off (`smart_inference_mode` and friends included).
 NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
-# Layers that compute differently in train and eval mode (matched inside names, lower case).
-MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transformer", "rrelu")
-# Module methods that return the module: `Net().to(device)` is still a `Net`.
-MODULE_SELF_METHODS = frozenset("to cuda cpu float half double bfloat16 train eval".split())
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -328,8 +325,7 @@ class _Program:
         self._assigned: dict[str, dict[ast.AST, list[ast.AST]]] = {}
         self._reach: dict[ast.AST, set[ast.AST]] = {}
         self._flags: dict[ast.AST, _ScopeFacts] = {}
-        self._mode_free: dict[ast.AST, bool] = {}
-        self._words: dict[ast.AST, tuple[bool, list[str]]] = {}
+        self._modes = ModeFreeModels(self.classes, ctx.qualname)
 
     def _read_modes_and_gradients(self) -> None:
         """Which functions switch a mode (`.eval()`, `.train()`) or turn gradients off (a
@@ -451,7 +447,7 @@ class _Program:
 
     def built_here(self, models: list[ast.AST]) -> bool:
         """True when the model is only ever made by building it (a new module trains)."""
-        return bool(models) and all(self._builds_module(_unwrap_self_methods(v)) for v in models)
+        return bool(models) and all(self._builds_module(unwrap_self_methods(v)) for v in models)
 
     def _builds_module(self, value: ast.AST) -> bool:
         if not isinstance(value, ast.Call):
@@ -467,50 +463,7 @@ class _Program:
 
     def mode_free(self, models: list[ast.AST]) -> bool:
         """True when every model built under this name has no Dropout/BatchNorm-like layer."""
-        return bool(models) and all(self._value_mode_free(value) for value in models)
-
-    def _value_mode_free(self, value: ast.AST) -> bool:
-        found = self._mode_free.get(value)
-        if found is None:  # a class is read once however many loops run its instances
-            found = self._mode_free[value] = self._builds_mode_free(value, set())
-        return found
-
-    def _builds_mode_free(self, value: ast.AST, seen: set[str]) -> bool:
-        value = _unwrap_self_methods(value)
-        if not isinstance(value, ast.Call):
-            return False
-        if isinstance(value.func, ast.Name) and value.func.id in self.classes:
-            return self._subtree_mode_free(self.classes[value.func.id], seen)
-        if (self.ctx.qualname(value.func) or "").startswith("torch.nn."):
-            return self._subtree_mode_free(value, seen)
-        return False
-
-    def _subtree_mode_free(self, root: ast.AST, seen: set[str]) -> bool:
-        """No mode-dependent layer named in `root`, nor in the local classes it uses."""
-        if isinstance(root, ast.ClassDef):
-            if root.name in seen:
-                return True
-            seen.add(root.name)
-        names_mode, used = self._layer_words(root)
-        return not names_mode and all(
-            self._subtree_mode_free(self.classes[name], seen) for name in used
-        )
-
-    def _layer_words(self, root: ast.AST) -> tuple[bool, list[str]]:
-        """Whether `root` names a mode-dependent layer, and the local classes it names; read
-        once however many models are built from it."""
-        found = self._words.get(root)
-        if found is None:
-            names_mode, used = False, []
-            for node in ast.walk(root):
-                word = node.arg if isinstance(node, ast.keyword) else _name(node)
-                if word and any(w in word.lower() for w in MODE_DEPENDENT_WORDS):
-                    names_mode = True
-                    break
-                if isinstance(node, ast.Name) and node.id in self.classes:
-                    used.append(node.id)
-            found = self._words[root] = (names_mode, used)
-        return found
+        return self._modes.all_mode_free(models)
 
 
 @per_file
@@ -527,18 +480,6 @@ def _function_of(scope: ast.AST, found: FileIndex) -> tuple[ast.AST, list[tuple[
     if not isinstance(scope, FUNCTIONS):
         return scope, []
     return scope, [found.span(part) for part in (scope.args, scope.returns) if part is not None]
-
-
-def _unwrap_self_methods(value: ast.AST) -> ast.AST:
-    """`Net().to(device).float()` -> `Net()`."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in MODULE_SELF_METHODS
-        and isinstance(value.func.value, ast.Call)
-    ):
-        value = value.func.value
-    return value
 
 
 def _is_true_or_absent(call: ast.Call) -> bool:

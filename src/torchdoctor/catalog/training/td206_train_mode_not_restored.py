@@ -20,6 +20,7 @@ from torchdoctor.catalog.sdk import (
     top_level_functions,
 )
 from torchdoctor.catalog.training._loops import enclosing_loops
+from torchdoctor.catalog.training._modes import TRAINING_DEPENDENT_WORDS, ModeFreeModels
 
 # Messages quote at most 50 characters of source.
 _short = partial(shorten, limit=50)
@@ -179,7 +180,11 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return  # one report per nest of training loops
     local = _local_functions(ctx, ctx.enclosing_class())
     for loop in loops:
-        switches = [s for s in _eval_switches(ctx, loop, local) if _trained(s.model, ctx)]
+        switches = [
+            s
+            for s in _eval_switches(ctx, loop, local)
+            if _trained(s.model, ctx) and not _mode_free(ctx, s.model)
+        ]
         if not switches:
             continue
         if _restores_train(ctx, loop, local):
@@ -204,6 +209,29 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
                 call=_short(ctx.text(switch.call)),
             )
         return
+
+
+def _mode_free(ctx: Context, model: ast.AST) -> bool:
+    """Every model the file builds under this name computes and trains the same in both modes
+    (no Dropout, BatchNorm or recurrent layer): left in eval mode, it trains as it would."""
+    name = model.id if isinstance(model, ast.Name) else getattr(model, "attr", None)
+    if name is None:
+        return False
+    found = index(ctx)
+    values = [
+        statement.value
+        for attribute in (False, True)
+        for statement in found.assignments(ctx.tree, name, attribute)
+    ]
+    return _models(ctx).all_mode_free(values)
+
+
+@per_file
+def _models(ctx: Context) -> ModeFreeModels:
+    found = index(ctx)
+    # Of two classes of one name, the one a walk popping the last node first meets last.
+    classes = {c.name: c for c in sorted(found.everywhere(ast.ClassDef), key=found.walk_order)}
+    return ModeFreeModels(classes, ctx.qualname, TRAINING_DEPENDENT_WORDS)
 
 
 class _Switch:

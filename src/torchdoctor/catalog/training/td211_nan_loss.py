@@ -50,11 +50,11 @@ PITFALL = Pitfall(
         },
         "exploding": {
             "en": "the {what} is non-finite at step {step}, after the gradients exploded: their "
-            "largest value grew {factor:.3g} times, from {first:.3g} at step {first_step} to "
+            "norm grew {factor:.3g} times, from {first:.3g} at step {first_step} to "
             "{peak:.3g} at step {peak_step}: the updates run away (learning rate too high, no "
             "clipping), not a log of 0 or a division by 0; lower the learning rate, clip "
             "gradients with `torch.nn.utils.clip_grad_norm_`, or warm the learning rate up",
-            "zh": "第 {step} 步的{what_zh}是非有限值，此前梯度已经爆炸：梯度的最大值增长了 {factor:.3g} 倍，"
+            "zh": "第 {step} 步的{what_zh}是非有限值，此前梯度已经爆炸：梯度的范数增长了 {factor:.3g} 倍，"
             "从第 {first_step} 步的 {first:.3g} 涨到第 {peak_step} 步的 {peak:.3g}：更新失控了（学习率过高、"
             "没有裁剪），而不是对 0 取 log 或除以 0；请降低学习率，用 `torch.nn.utils.clip_grad_norm_` "
             "裁剪梯度，或对学习率做 warmup",
@@ -123,9 +123,9 @@ losses, gradients and outputs step by step and reports the first non-finite one.
   `ValueError: Input contains NaN, infinity or a value too large for dtype('float32').`
 - under `torchdoctor run`: the first non-finite loss or gradient, with its cause: NaN in the
   input batch, the first module whose output is non-finite, the loss computation (log of 0,
-  division by 0), the backward op, or exploding gradients, when the largest gradient value grew
-  100 times or more over the steps before (`after the gradients exploded: their largest value
-  grew 2.02e+09 times, from 0.433 at step 1 to 8.72e+08 at step 5`).
+  division by 0), the backward op, or exploding gradients, when the norm of the gradients grew
+  100 times or more over the steps before (`after the gradients exploded: their norm grew
+  5.51e+09 times, from 0.433 at step 1 to 2.38e+09 at step 5`).
 
 ## Known problems
 The growth is read from two small gradients at both ends of the network (a bias or a norm
@@ -171,9 +171,9 @@ or element < 0`、指标库的 `Input contains NaN`）。
   `RuntimeError: probability tensor contains either inf, nan or element < 0`、scikit-learn 的
   `ValueError: Input contains NaN, infinity or a value too large for dtype('float32').`
 - 在 `torchdoctor run` 下：第一个非有限的损失或梯度，连同它的原因：输入 batch 里的 NaN、第一个输出非有限值的模块、
-  损失的计算（对 0 取 log、除以 0）、反向传播中的运算，或梯度爆炸，即此前几步中梯度的最大值增长了 100 倍以上
-  （`after the gradients exploded: their largest value grew 2.02e+09 times, from 0.433 at step 1
-  to 8.72e+08 at step 5`）。
+  损失的计算（对 0 取 log、除以 0）、反向传播中的运算，或梯度爆炸，即此前几步中梯度的范数增长了 100 倍以上
+  （`after the gradients exploded: their norm grew 5.51e+09 times, from 0.433 at step 1
+  to 2.38e+09 at step 5`）。
 
 ## Known problems
 梯度的增长从网络两端的两个小梯度（偏置或归一化层的权重）上读取，每一步各做一次归约，从第一步开始记录：
@@ -302,7 +302,7 @@ class NonFiniteValues(Monitor):
     step applies it; never on steps a GradScaler skips), then localised: the input batch, the
     first module whose output is non-finite, or the backward op (replayed under anomaly mode).
 
-    Always on: the loss value (read once per backward anyway) and the sum of two small
+    Always on: the loss value (read once per backward anyway) and the norm of two small
     gradients, at both ends of the net; every gradient on the steps whose norms are sampled.
     Replays run only once something is non-finite, with the RNG state and the
     model's buffers restored, so the run goes on computing what it would have."""
@@ -316,7 +316,7 @@ class NonFiniteValues(Monitor):
         self._loss_bad = False
         self._done = False
         self._small: dict[int, tuple] = {}  # id(optimizer) -> (its groups' shape, params)
-        # The largest |gradient| of the sentinels: at the first step, and the recent steps.
+        # The largest gradient norm of the sentinels: at the first step, and the recent steps.
         self._first: tuple[int, float] | None = None
         self._recent: deque[tuple[int, float]] = deque(maxlen=self.WINDOW)
 
@@ -349,23 +349,24 @@ class NonFiniteValues(Monitor):
         sampled = session.metrics is not None and session.metrics.wants_grad_norms(session.step)
         if sampled or not params:
             if params and optimizer is session.optimizers[0]:
-                self._largest(params)
+                self._sentinel_norms(params)
             checked = session.grad_norms(optimizer)
             return next((p for p, norm in checked if not math.isfinite(norm)), None)
-        # The largest |value| per sentinel (one reduction each): non-finite values propagate
+        # The norm of each sentinel (one fused reduction each): non-finite values propagate
         # into it, and it measures the growth of the gradients. Between the heavy kernels of a
         # step two plain reductions cost less than one foreach norm (measured).
-        values = self._largest(params) if optimizer is session.optimizers[0] else None
-        for param, value in zip(params, values or self._largest(params, record=False)):
-            if not math.isfinite(value):
+        values = self._sentinel_norms(params) if optimizer is session.optimizers[0] else None
+        for param, value in zip(params, values or self._sentinel_norms(params, record=False)):
+            if not math.isfinite(value) and not _all_finite(param.grad):
                 return param
         return None
 
-    def _largest(self, params: list, record: bool = True) -> list[float]:
-        """max |grad| of each sentinel; the finite maximum is remembered for this step."""
+    def _sentinel_norms(self, params: list, record: bool = True) -> list[float]:
+        """The norm of each sentinel's gradient; the largest finite one is remembered for this
+        step. (A norm can overflow where every value is finite: the caller checks again.)"""
         import torch
 
-        values = [float(torch.linalg.vector_norm(p.grad, ord=math.inf)) for p in params]
+        values = [torch.linalg.vector_norm(p.grad).item() for p in params]
         finite = [v for v in values if math.isfinite(v)]
         if record and finite and len(finite) == len(values):
             largest = max(finite)
@@ -440,6 +441,12 @@ class NonFiniteValues(Monitor):
         if op is None:
             return "runtime", step, None
         return "backward", {**step, "op": op, "where": f" ({where})" if where else ""}, None
+
+
+def _all_finite(tensor) -> bool:
+    import torch
+
+    return bool(torch.isfinite(tensor).all())
 
 
 def _tensors(args: tuple, kwargs: dict):
