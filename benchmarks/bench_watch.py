@@ -6,7 +6,11 @@ process, blocks of steps alternate between plain, watched, and under
 every mode alike; the table shows the median step time of each mode over its blocks, as a
 ratio to plain. Each block's first 5 steps are untimed (a run is watched by one session for
 thousands of steps); the watch session's start-up is shown on its own, in milliseconds.
-Usage: python benchmarks/bench_watch.py [--blocks N] [--steps N]
+
+`--cpu-time` times each block by the CPU time of the process (every thread) instead of the
+wall clock: on a machine shared with other work, the time the process waits for a core is
+then not counted, which is most of the noise there.
+Usage: python benchmarks/bench_watch.py [--blocks N] [--steps N] [--cpu-time] [--threads N]
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ MODES = ("plain", "watched", "anomaly")
 WARMUP = 5
 
 
-def measure(make, shape, blocks: int, steps: int) -> dict[str, float]:
+def measure(make, shape, blocks: int, steps: int, clock=time.perf_counter) -> dict[str, float]:
     torch.manual_seed(0)
     model = make()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -76,7 +80,7 @@ def measure(make, shape, blocks: int, steps: int) -> dict[str, float]:
     starts: list[float] = []
     for _ in range(blocks):
         for mode in MODES:
-            begin = time.perf_counter()
+            begin = clock()
             watch = torchdoctor.watch(summary=False, live=False) if mode == "watched" else None
             torch.autograd.set_detect_anomaly(mode == "anomaly")
             # Every mode's first steps are untimed: a run watches thousands of steps with one
@@ -85,11 +89,11 @@ def measure(make, shape, blocks: int, steps: int) -> dict[str, float]:
             for _ in range(WARMUP):
                 step()
             if watch is not None:
-                starts.append(time.perf_counter() - begin)
-            start = time.perf_counter()
+                starts.append(clock() - begin)
+            start = clock()
             for _ in range(steps):
                 step()
-            times[mode].append((time.perf_counter() - start) / steps)
+            times[mode].append((clock() - start) / steps)
             torch.autograd.set_detect_anomaly(False)
             if watch is not None:
                 watch.stop()
@@ -102,7 +106,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=15)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--cpu-time", action="store_true", help="time by CPU time, not wall time")
+    parser.add_argument("--threads", type=int, help="torch's intra-op threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"{args.blocks} blocks of {args.steps} steps per mode\n"
@@ -111,7 +119,13 @@ def main() -> None:
     print("|---|---|---|---|---|")
     overheads = []
     for name, (make, shape) in WORKLOADS.items():
-        result = measure(make, shape, args.blocks, args.steps)
+        result = measure(
+            make,
+            shape,
+            args.blocks,
+            args.steps,
+            time.process_time if args.cpu_time else time.perf_counter,
+        )
         plain = result["plain"]
         overheads.append(result["watched"] / plain - 1)
         print(

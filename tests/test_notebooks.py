@@ -158,3 +158,38 @@ def test_diff_on_a_notebook_writes_nothing(tmp_path):
     assert result.returncode == 1
     assert '-    "x.cuda()\\n",\n+    "x = x.cuda()\\n",' in result.stdout
     assert path.read_text(encoding="utf-8") == original
+
+
+# A cell pasted from inside a block: IPython takes the indentation of its first line off every
+# line before running it, so it runs, and is checked as it runs.
+INDENTED = notebook(
+    "import torch\nloader = torch.utils.data.DataLoader([1, 2])",
+    "  it = iter(loader)\n  %time first = it.next()\n\n  batch = it.next()\n  x = torch.randn(3)",
+    "  a = 1\n b = 2",  # not one indentation: IPython stops at it too
+)
+
+
+def test_a_cell_indented_as_a_whole_is_checked_as_ipython_runs_it(tmp_path):
+    write_notebook(tmp_path / "nb.ipynb", INDENTED)
+    findings = check_json(tmp_path, "nb.ipynb")
+    assert [(f["cell"], f["line"], f["column"], f["code"]) for f in findings] == [
+        (2, 4, 11, "TD301"),  # at the column of the cell as written
+        (3, 1, 2, "TD700"),
+    ]
+
+
+def test_fix_in_an_indented_cell_keeps_its_indentation(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    write_notebook(path, INDENTED)
+    run_cli("check", "--no-cache", "--fix", "nb.ipynb", cwd=tmp_path)
+    fixed = json.loads(path.read_text(encoding="utf-8"))
+    assert fixed["cells"][1]["source"] == [
+        "  it = iter(loader)\n",
+        "  %time first = it.next()\n",
+        "\n",
+        "  batch = next(it)\n",
+        "  x = torch.randn(3)",
+    ]
+    fixed_text = path.read_text(encoding="utf-8")
+    run_cli("check", "--no-cache", "--fix", "nb.ipynb", cwd=tmp_path)
+    assert path.read_text(encoding="utf-8") == fixed_text

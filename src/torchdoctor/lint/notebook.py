@@ -46,6 +46,9 @@ class Notebook:
     python_lines: dict[int, list[str]] = field(default_factory=dict)
     # Cells that cannot be read, by number: why.
     unreadable: dict[int, str] = field(default_factory=dict)
+    # Cells indented as a whole (pasted from inside a block), by number: the indentation that
+    # IPython takes off before running them, and that is taken off here too.
+    dedented: dict[int, str] = field(default_factory=dict)
     # For each line of the joined source (1-based index - 1): (cell number, line in cell).
     line_map: list[tuple[int, int]] = field(default_factory=list)
     magics: list[str] = field(default_factory=list)
@@ -85,7 +88,12 @@ def load(text: str) -> Notebook:
     found = [len(m.group(1)) for m in _MARKER.finditer("\n".join(notebook.sources.values()))]
     notebook.marker = "torchdoctor" + "-" * (max(found) + 1 if found else 0)
     for number, source in notebook.sources.items():
-        notebook.python_lines[number] = _python_lines(source, notebook)
+        lines = _python_lines(source, notebook)
+        prefix = _common_indent(lines)
+        if prefix:
+            notebook.dedented[number] = prefix
+            lines = [line[len(prefix) :] if line.strip() else line for line in lines]
+        notebook.python_lines[number] = lines
     return notebook
 
 
@@ -120,6 +128,26 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
     return lines
 
 
+def _common_indent(lines: list[str]) -> str:
+    """The indentation of a cell's first line when every other line that is not blank starts
+    with it too: IPython takes it off before running the cell (its `leading_indent`), where
+    Python would stop at an unexpected indent."""
+    content = [line for line in lines if line.strip()]
+    if not content:
+        return ""
+    first = content[0]
+    prefix = first[: len(first) - len(first.lstrip(" \t"))]
+    if prefix and all(line.startswith(prefix) for line in content):
+        return prefix
+    return ""
+
+
+def _indent_again(chunk: str, prefix: str) -> str:
+    return "".join(
+        prefix + line if line.strip() else line for line in split_lines(chunk, keepends=True)
+    )
+
+
 def broken_cells(
     notebook: Notebook, path: str
 ) -> tuple[frozenset[int], list[Finding], ast.Module | None]:
@@ -141,6 +169,7 @@ def broken_cells(
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             finding = engine_finding("unparsable-source", error, code, path)
             finding.cell = number
+            finding.column += len(notebook.dedented.get(number, ""))
             finding.fix = None  # its offsets are the cell's, not the file's
             findings.append(finding)
             skipped.add(number)
@@ -198,6 +227,10 @@ def locate(finding: Finding, notebook: Notebook) -> Finding:
     end = _cell_line(notebook, finding.end_line)
     finding.cell, finding.line = start[0], max(start[1], 1)
     finding.end_line = end[1] if end[0] == start[0] and end[1] else finding.line
+    shift = len(notebook.dedented.get(start[0], ""))
+    if shift:  # columns of the cell as the user wrote it
+        finding.column += shift
+        finding.end_column += shift if finding.end_column else 0
     if finding.fix:
         # Offsets stay those of the joined cells; lines are given within the cell.
         edits = tuple(
@@ -225,6 +258,8 @@ def split_cells(notebook: Notebook, fixed_source: str) -> str:
         return notebook.text
     changed = {}
     for number, chunk in zip(present, chunks):
+        if number in notebook.dedented:
+            chunk = _indent_again(chunk, notebook.dedented[number])
         new = _restore_magics(chunk, notebook)
         old = notebook.sources[number]
         if notebook.python_lines[number] and not ending(notebook.python_lines[number][-1]):

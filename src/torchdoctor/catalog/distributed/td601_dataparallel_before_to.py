@@ -115,7 +115,9 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     model = call.args[0]
     if ctx.kind_of(model) is not Kind.MODULE or _has_move(model, ctx):
         return
-    if isinstance(model, ast.Name) and _moved_where_bound(model, ctx):
+    if isinstance(model, ast.Name) and (
+        _moved_where_bound(model, ctx) or _built_around_moved(model, ctx)
+    ):
         return  # `net = Net(...).to(device)`: moved on the line that built it
     statement = ctx.ancestors[-1] if ctx.ancestors else None
     if not (
@@ -141,6 +143,21 @@ def _has_move(expr: ast.AST, ctx: Context) -> bool:
 def _moved_where_bound(name: ast.Name, ctx: Context) -> bool:
     found = bindings(ctx, scope_of(name.id, ctx), name.id) or ()
     return any(b.value is not None and _has_move(b.value, ctx) for b in found)
+
+
+def _built_around_moved(name: ast.Name, ctx: Context) -> bool:
+    """`wrapper = LossWrapper(model, opt)` with `model` moved already: the modules the wrapper
+    holds are on the device (its own parameters, if any, cannot be seen from here)."""
+    scope = next((node for node in reversed(ctx.ancestors) if isinstance(node, SCOPES)), ctx.tree)
+    moved = _touches(ctx, scope).moved
+    for binding in bindings(ctx, scope_of(name.id, ctx), name.id) or ():
+        if not isinstance(binding.value, ast.Call):
+            continue
+        call = binding.value
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Name) and (arg.id in moved or _moved_where_bound(arg, ctx)):
+                return True
+    return False
 
 
 def _first_forward(ctx: Context, statement: ast.stmt, wrapper: str) -> ast.Call | None:
