@@ -62,10 +62,13 @@ reset inside the loop) is fine and not reported.
 ## Why is this bad?
 A loss tensor carries its `grad_fn`: the graph of the step that produced it. Adding it to a
 total that lives across iterations links each step's graph to the next one, and a list of
-losses holds every one of them, so nothing of the past iterations can be freed. Memory grows
-step after step until the run dies with an out-of-memory error, usually far into training,
-and the total itself becomes a tensor whose history spans the whole epoch. What you wanted is
-the number: `loss.item()` (or `loss.detach()` to stay on the GPU without a sync).
+losses holds every one of them. `backward()` frees the activations each graph saved, so what
+stays is every step's graph nodes and loss values: memory grows a little with every step (more
+for a large model, and without end over a long run), and the total becomes a tensor whose
+history spans the whole epoch, which a later `backward()` through it cannot run. Where a loss
+is kept before its backward, or a step runs none (`retain_graph=True`, an evaluation step
+without `torch.no_grad()`), its activations stay too, and the GPU runs out of memory. What you
+wanted is the number: `loss.item()` (or `loss.detach()` to stay on the GPU without a sync).
 
 ## Symptoms
 GPU memory that grows with every iteration, then
@@ -96,9 +99,12 @@ nothing grows.
 
 ## Why is this bad?
 损失张量带着它的 `grad_fn`，也就是产生它的那一步的计算图。把它加到跨迭代存在的总和上，
-会把每一步的计算图和下一步串起来；保存损失的列表则把每一步都留住，之前迭代的东西都无法释放。
-显存一步步上涨，直到训练进行很久之后因显存不足而崩溃，而这个总和本身也成了一个历史贯穿整个
-epoch 的张量。你真正想要的只是那个数：`loss.item()`（如果想留在 GPU 上、避免同步，用 `loss.detach()`）。
+会把每一步的计算图和下一步串起来；保存损失的列表则把每一步都留住。`backward()` 会释放每个计算图
+保存的激活值，留下的是每一步的图节点和损失值：内存每一步都涨一点（模型越大涨得越多，长时间训练
+会一直涨下去），而这个总和也成了历史贯穿整个 epoch 的张量，之后无法再对它 `backward()`。如果损失
+在反向传播之前就被留住，或者某一步根本不做反向传播（`retain_graph=True`、没有 `torch.no_grad()`
+的评估步骤），它的激活值也会被留住，显存最终耗尽。你真正想要的只是那个数：`loss.item()`
+（如果想留在 GPU 上、避免同步，用 `loss.detach()`）。
 
 ## Symptoms
 显存随着迭代不断增长，之后出现

@@ -74,6 +74,10 @@ A model counts as trained when the file calls `model.train()` on it or passes it
 is fine. An eval that is followed by `break`/`return`, or that only runs in one particular
 iteration (`if epoch == last:`), is not reported; neither is a bare `model.eval()` that opens
 every iteration before the training part, a deliberate way to fine-tune with frozen BatchNorm.
+A model the file builds only from layers that compute and train the same in both modes (no
+Dropout, BatchNorm, Transformer or recurrent layer: `nn.Sequential(nn.Linear(...), nn.ReLU(),
+...)`) is not reported either: left in evaluation mode, it trains exactly as before. A
+recurrent layer counts: cuDNN refuses an LSTM's backward in evaluation mode.
 
 ## Why is this bad?
 `model.eval()` is a switch, not a scope: it stays on until `model.train()` is called. From the
@@ -108,6 +112,9 @@ restore the mode, so such loops are not reported.
 是被训练的模型；一直保持评估模式的冻结 teacher 模型没有问题。之后紧跟 `break`/`return` 的 eval，或只在某一次
 迭代执行的 eval（`if epoch == last:`），不会报告；在每次迭代开头、训练部分之前无条件调用的 `model.eval()`
 也不报告，这是冻结 BatchNorm 做微调的一种有意写法。
+如果文件构建这个模型只用了在两种模式下计算和训练都完全相同的层（没有 Dropout、BatchNorm、Transformer
+或循环层，例如 `nn.Sequential(nn.Linear(...), nn.ReLU(), ...)`），也不报告：留在评估模式下，它的训练
+和之前一模一样。循环层算在内：cuDNN 不允许在评估模式下对 LSTM 做反向传播。
 
 ## Why is this bad?
 `model.eval()` 是一个开关，而不是一个作用域：它会一直生效，直到调用 `model.train()`。从第二个 epoch
