@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ast
 
+from torchdoctor.catalog.sdk import MODULE_SELF_METHODS
+
 # Names of layers whose forward depends on the mode.
 MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transformer", "rrelu")
 # Recurrent layers too where the backward depends on it: cuDNN refuses an RNN backward in
 # evaluation mode ("cudnn RNN backward can only be called in training mode").
 TRAINING_DEPENDENT_WORDS = (*MODE_DEPENDENT_WORDS, "lstm", "gru", "rnn")
-
-_SELF_METHODS = frozenset("to cuda cpu float half double bfloat16 train eval".split())
 
 
 def unwrap_self_methods(value: ast.AST) -> ast.AST:
@@ -21,7 +21,7 @@ def unwrap_self_methods(value: ast.AST) -> ast.AST:
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _SELF_METHODS
+        and value.func.attr in MODULE_SELF_METHODS
         and isinstance(value.func.value, ast.Call)
     ):
         value = value.func.value

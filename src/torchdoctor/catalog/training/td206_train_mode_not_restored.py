@@ -8,6 +8,7 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    MODULE_SELF_METHODS,
     Context,
     FileIndex,
     Finding,
@@ -20,7 +21,11 @@ from torchdoctor.catalog.sdk import (
     top_level_functions,
 )
 from torchdoctor.catalog.training._loops import enclosing_loops
-from torchdoctor.catalog.training._modes import TRAINING_DEPENDENT_WORDS, ModeFreeModels
+from torchdoctor.catalog.training._modes import (
+    TRAINING_DEPENDENT_WORDS,
+    ModeFreeModels,
+    unwrap_self_methods,
+)
 
 # Messages quote at most 50 characters of source.
 _short = partial(shorten, limit=50)
@@ -230,7 +235,17 @@ def _mode_free(ctx: Context, model: ast.AST) -> bool:
         for attribute in (False, True)
         for statement in found.assignments(ctx.tree, name, attribute)
     ]
-    return _models(ctx).all_mode_free(values)
+    # `model = model.cuda()` moves the model it names; it builds none.
+    built = [value for value in values if not _moves_itself(value, name)]
+    return _models(ctx).all_mode_free(built)
+
+
+def _moves_itself(value: ast.AST, name: str) -> bool:
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    receiver = unwrap_self_methods(value.func.value)
+    own = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", None)
+    return value.func.attr in MODULE_SELF_METHODS and own == name
 
 
 @per_file
