@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 from pathlib import Path
@@ -613,3 +614,20 @@ def test_extension_source_from_stdin(tmp_path):
     )
     assert result.returncode == 1
     assert "ext.cu:5:3: TD707" in result.stdout
+
+
+def test_a_method_named_but_not_called_is_no_internal_error(tmp_path):
+    """`losses.append[loss]`, `optimizer.step`: statements that name what a rule looks for
+    without calling it (a typo the EDSR repository has) are checked like any other code."""
+    from torchdoctor.lint.checker import dispatch_for
+    from torchdoctor.catalog import _registry
+
+    codes = frozenset(p.code for p in _registry.all_pitfalls())
+    _, by_name = dispatch_for(codes)[ast.Expr]
+    lines = ["import torch", "model = torch.nn.Linear(2, 2)", "for step in range(3):"]
+    for name in sorted(by_name):
+        lines += [f"    model.{name}", f"    model.{name}[0]", f"    model.x.{name}[model]"]
+    write(tmp_path, "odd.py", "\n".join(lines) + "\n")
+    result = run_cli("check", "--no-cache", "--select", "ALL", "odd.py", cwd=tmp_path)
+    assert "internal error" not in result.stderr + result.stdout
+    assert result.returncode in (0, 1)

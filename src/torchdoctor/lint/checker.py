@@ -121,9 +121,11 @@ def _all_need_torch(codes: frozenset[str]) -> bool:
 def node_name(node: ast.AST) -> str | None:
     """The name a detector can be keyed on (see Pitfall.static)."""
     kind = type(node)
-    if kind is ast.Expr:
+    if kind is ast.Expr:  # a statement is keyed on the call it makes, if any
         node = node.value
         kind = type(node)
+        if kind is not ast.Call:  # `losses.append[x]`, `optimizer.step`: no call
+            return None
     if kind is ast.Call:
         func = node.func
         kind = type(func)
