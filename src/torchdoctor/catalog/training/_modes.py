@@ -28,7 +28,8 @@ def unwrap_self_methods(value: ast.AST) -> ast.AST:
     return value
 
 
-def _name(expr: ast.AST) -> str | None:
+def last_name(expr: ast.AST) -> str | None:
+    """`model` -> "model", `self.net` -> "net"; None for anything else."""
     if isinstance(expr, ast.Name):
         return expr.id
     if isinstance(expr, ast.Attribute):
@@ -86,7 +87,7 @@ class ModeFreeModels:
         if found is None:
             names_mode, used = False, []
             for node in ast.walk(root):
-                word = node.arg if isinstance(node, ast.keyword) else _name(node)
+                word = node.arg if isinstance(node, ast.keyword) else last_name(node)
                 if word and any(w in word.lower() for w in self._dependent):
                     names_mode = True
                     break

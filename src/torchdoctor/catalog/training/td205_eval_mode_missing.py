@@ -6,7 +6,7 @@ import ast
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.training._modes import ModeFreeModels, unwrap_self_methods
+from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
     Context,
     FileIndex,
@@ -223,7 +223,7 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     family = program.family(function)
     if family is None:
         return  # no caller in this file: whoever calls it may already have set the modes
-    models = program.assigned(family, _name(call.func))
+    models = program.assigned(family, last_name(call.func))
     flags = [program.flags(scope) for scope in family]
     in_training_mode = any(f.switches_to_train for f in flags) or program.built_here(models)
     eval_missing = (
@@ -240,9 +240,9 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
 
 def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
     """The lower-case name of the data loader a loop iterates, or None when it is no loader."""
-    while isinstance(expr, ast.Call) and expr.args and _name(expr.func) in ITERABLE_WRAPPERS:
+    while isinstance(expr, ast.Call) and expr.args and last_name(expr.func) in ITERABLE_WRAPPERS:
         expr = expr.args[0]
-    name = (_name(expr) or "").lower()
+    name = (last_name(expr) or "").lower()
     if "loader" in name or name == "dl" or name.endswith("_dl"):
         return name
     return name if ctx.kind_of(expr) is Kind.LOADER else None
@@ -263,7 +263,7 @@ def _words(name: str) -> set[str]:
 
 @per_file
 def _trains(ctx: Context, scope: ast.AST) -> bool:
-    return any(_name(node.func) in TRAINING_CALLS for node in _body_calls(ctx, scope))
+    return any(last_name(node.func) in TRAINING_CALLS for node in _body_calls(ctx, scope))
 
 
 def _model_call(loop: ast.For, ctx: Context) -> ast.Call | None:
@@ -273,7 +273,7 @@ def _model_call(loop: ast.For, ctx: Context) -> ast.Call | None:
 
 
 def _is_model(func: ast.AST, ctx: Context) -> bool:
-    name = (_name(func) or "").lower()
+    name = (last_name(func) or "").lower()
     if name.startswith(MAKER_PREFIXES):  # `load_model(path)` makes a model, it does not run one
         return False
     if name in MODEL_NAMES or name.endswith(("model", "_net")):
@@ -490,14 +490,6 @@ def _is_true_or_absent(call: ast.Call) -> bool:
 def _body_calls(ctx: Context, scope: ast.AST) -> list[ast.Call]:
     """The calls in a function or loop body (see `FileIndex.in_block` for nested scopes)."""
     return index_of(ctx, scope).in_block(scope.body, ast.Call, local=True)
-
-
-def _name(expr: ast.AST) -> str | None:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return None
 
 
 # ---- at run time -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from torchdoctor.catalog.training._loops import enclosing_loops
 from torchdoctor.catalog.training._modes import (
     TRAINING_DEPENDENT_WORDS,
     ModeFreeModels,
+    last_name,
     unwrap_self_methods,
 )
 
@@ -226,7 +227,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
 def _mode_free(ctx: Context, model: ast.AST) -> bool:
     """Every model the file builds under this name computes and trains the same in both modes
     (no Dropout, BatchNorm or recurrent layer): left in eval mode, it trains as it would."""
-    name = model.id if isinstance(model, ast.Name) else getattr(model, "attr", None)
+    name = last_name(model)
     if name is None:
         return False
     found = index(ctx)
@@ -244,8 +245,7 @@ def _moves_itself(value: ast.AST, name: str) -> bool:
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
         return False
     receiver = unwrap_self_methods(value.func.value)
-    own = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", None)
-    return value.func.attr in MODULE_SELF_METHODS and own == name
+    return value.func.attr in MODULE_SELF_METHODS and last_name(receiver) == name
 
 
 @per_file
