@@ -202,7 +202,9 @@ PITFALL.error(
 
 _DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
 # CUDA sources and kernels of the NLL loss, as they appear in THCudaCheck messages.
-_NLL_SOURCE = re.compile(r"ClassNLLCriterion|NLLLoss2d|nll_loss\w*_kernel")
+_NLL_SOURCE = re.compile(
+    r"ClassNLLCriterion|NLLLoss2d|nll_loss\w{0,40}_kernel"
+)  # bounded: linear in a long word
 _LOSS_FUNCTIONS = ("cross_entropy", "nll_loss")
 
 
