@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     bindings,
     built_from,
     index_of,
+    names_a_model,
     scope_of,
     shorten,
 )
@@ -203,7 +204,30 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
         return True
     if isinstance(expr, ast.IfExp):  # `net.module if use_cuda else net`
         return _is_module(expr.body, ctx) and _is_module(expr.orelse, ctx)
-    return isinstance(expr, ast.Name) and _used_as_module(expr.id, ctx)
+    if isinstance(expr, ast.Name) and _used_as_module(expr.id, ctx):
+        return True
+    return _weights_saved_too(expr, ctx)
+
+
+def _weights_saved_too(expr: ast.AST, ctx: Context) -> bool:
+    """`torch.save(trainer.model.state_dict(), a)` then `torch.save(trainer.model, b)` in the
+    same function, the name saying it holds a model (EDSR's `utils.py`): the object whose
+    weights are saved beside it."""
+    last = expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", None)
+    function = ctx.enclosing_function()
+    if last is None or function is None or not names_a_model(last):
+        return False
+    text = ctx.text(expr)
+    for call in index_of(ctx, function).calls_named(function, ("save",), local=True):
+        weights = call.args[0] if call.args else None
+        if (
+            isinstance(weights, ast.Call)
+            and ctx.method_name(weights) == "state_dict"
+            and ctx.qualname(call.func) == "torch.save"
+            and ctx.text(weights.func.value) == text
+        ):
+            return True
+    return False
 
 
 def _used_as_module(name: str, ctx: Context) -> bool:
