@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Edit, Finding, Pitfall
+from torchdoctor.catalog.sdk import Context, Edit, Finding, Pitfall, bindings, scope_of
 
 PITFALL = Pitfall(
     code="TD802",
@@ -45,6 +45,13 @@ PITFALL = Pitfall(
             "replace them with the `reduction=` you mean",
             "zh": "旧版损失参数 `{legacy}` 优先于同一调用中的 `reduction=`：请用你真正想要的 `reduction=` 替换它们",
         },
+        "attribute": {
+            "en": "`{legacy}` changes nothing: a loss reads `reduction`, fixed when it was built "
+            "(PyTorch 0.4.1 and later); pass `reduction=` ('mean', 'sum' or 'none') to "
+            "`{loss}(...)` instead",
+            "zh": "`{legacy}` 不起任何作用：损失读取的是构造时就确定的 `reduction`（PyTorch 0.4.1 "
+            "及以后）；请改为在 `{loss}(...)` 中传入 `reduction=`（'mean'、'sum' 或 'none'）",
+        },
         "elementwise-mean": {
             "en": "`{legacy}` is the pre-0.4.1 name of `reduction='mean'` (deprecated, a "
             "UserWarning on every call): use `reduction='mean'`",
@@ -79,7 +86,8 @@ modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, `nn.BCELoss`, `nn.KL
 position (`nn.NLLLoss2d(weight, size_average)`, `F.kl_div(a, b, False)`). Explicit `None` for
 both (their default) is not reported. Also `reduction="elementwise_mean"`, the name `'mean'` had
 in PyTorch 0.4.0, given by keyword to the same losses or to `nn.HuberLoss`, `nn.CTCLoss` and
-`nn.GaussianNLLLoss` (and their functional forms).
+`nn.GaussianNLLLoss` (and their functional forms). And the flags set as attributes of a loss
+module once it is built (`criterion.size_average = False`), which changes nothing.
 
 ## Why is this bad?
 PyTorch 0.4.1 replaced the two booleans with one `reduction=` argument, and every loss built
@@ -134,7 +142,8 @@ PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模
 （`nn.NLLLoss2d(weight, size_average)`、`F.kl_div(a, b, False)`）。两个参数都显式写成
 `None`（即默认值）时不报告。同样报告对这些损失用关键字传入的 `reduction="elementwise_mean"`，
 即 `'mean'` 在 PyTorch 0.4.0 中的名字；对 `nn.HuberLoss`、`nn.CTCLoss`、`nn.GaussianNLLLoss`
-（及其函数式版本）也一样。
+（及其函数式版本）也一样。还报告在损失模块构造之后把这两个参数当作属性设置的写法
+（`criterion.size_average = False`），它不起任何作用。
 
 ## Why is this bad?
 PyTorch 0.4.1 用一个 `reduction=` 参数取代了这两个布尔开关，用旧参数构造的损失都会打印弃用警告。
@@ -342,6 +351,35 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     text = ", ".join(" ".join(ctx.text(k).split()) for k in legacy)
     yield ctx.finding(
         PITFALL, legacy[0], variant, fix=fix, end_node=legacy[-1], legacy=text, reduction=reduction
+    )
+
+
+@PITFALL.static(ast.Attribute, names=LEGACY)
+def check_attribute(target: ast.Attribute, ctx: Context) -> Iterator[Finding]:
+    """`criterion.size_average = False` on a loss built from a torch class: the loss reads
+    `reduction`, set once when it was built, so the flag changes nothing."""
+    statement = ctx.parent()
+    if not (
+        isinstance(target.ctx, ast.Store)
+        and isinstance(statement, ast.Assign)
+        and any(t is target for t in statement.targets)
+        and isinstance(target.value, ast.Name)
+    ):
+        return
+    name = target.value.id
+    found = bindings(ctx, scope_of(name, ctx), name) or ()
+    built = [b.value for b in found if b.value is not None]
+    if len(found) != 1 or len(built) != 1 or not isinstance(built[0], ast.Call):
+        return
+    loss = ctx.qualname(built[0].func)
+    if loss is None or loss.startswith("torch.nn.functional.") or loss not in LEGACY_POSITION:
+        return
+    yield ctx.finding(
+        PITFALL,
+        statement,
+        "attribute",
+        legacy=" ".join(ctx.text(statement).split()),
+        loss=ctx.text(built[0].func),
     )
 
 

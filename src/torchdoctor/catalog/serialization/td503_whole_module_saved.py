@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from typing import Iterator
 
@@ -10,10 +11,13 @@ from torchdoctor.catalog.sdk import (
     Clue,
     Context,
     Finding,
+    MODULE_SELF_METHODS,
     Kind,
     Pitfall,
     bindings,
     built_from,
+    index_of,
+    names_a_model,
     scope_of,
     shorten,
 )
@@ -62,7 +66,10 @@ PITFALL = Pitfall(
 `torch.save(model, path)` where `model` is known to be an `nn.Module` (built from a `torch.nn`
 class, an `nn.Module` subclass of the file or of another module of the project,
 `timm.create_model`, a torchvision model...), also inside what is saved: an element of
-`[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. Not in a project that
+`[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. A name none of whose
+assignments makes anything else counts too when one of them builds a module (`model = Net()`
+in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
+called on it (`model.parameters()`: a model passed in as a parameter). Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a model whose class a file of the project allows in
 safe loads (`torch.serialization.safe_globals([Net, ...])`, as PyTorch's own examples do).
@@ -89,7 +96,9 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 ## What it catches
 `torch.save(model, path)`，且 `model` 已知是一个 `nn.Module`（由 `torch.nn` 中的类、本文件或项目中其他模块的
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建）；也包括保存内容中的模块：
-`[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。项目中某处用 `weights_only=False`
+`[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。一个名字的各次赋值都不产生别的东西，
+且其中一次构建了模块（一个分支里 `model = Net()`，另一个分支里 `model = torch.load(path)`），或在它上面调用了
+只有模块才有的方法（`model.parameters()`：作为参数传入的模型）时，也算在内。项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。项目中某个文件用
 `torch.serialization.safe_globals([Net, ...])` 允许该模型的类参与安全加载时也不报告（例如 PyTorch 官方示例）。
 
@@ -137,11 +146,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     saved = call.args[0]
     if any(ctx.project.allowed_in_safe_loads(name) for name in built_from(saved, ctx)):
         return  # loaded with its class allowed in `torch.serialization.safe_globals`
-    if ctx.kind_of(saved) is not Kind.MODULE:
+    if not _is_module(saved, ctx):
         inner = _module_inside(saved, ctx)
         if inner is not None:
+            module = _wrapped(inner, ctx.text(inner))
             yield ctx.finding(
-                PITFALL, call, "inside", module=ctx.text(inner), saved=shorten(ctx.text(saved))
+                PITFALL, call, "inside", module=module, saved=shorten(ctx.text(saved))
             )
         return
     module = ctx.text(saved)
@@ -171,7 +181,101 @@ def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
         items = saved.values
     else:
         return None
-    return next((item for item in items if ctx.kind_of(item) is Kind.MODULE), None)
+    return next((item for item in items if _is_module(item, ctx)), None)
+
+
+# Methods only an nn.Module has: a name they are called on holds one (optimizers also have
+# `state_dict`, `zero_grad` and `load_state_dict`, so those say nothing).
+_MODULE_ONLY_METHODS = frozenset(
+    "parameters named_parameters modules named_modules children named_children buffers "
+    "named_buffers register_buffer register_forward_hook register_forward_pre_hook".split()
+)
+_BUILTINS = frozenset(dir(builtins))
+# What a name bound to one of these holds is no module.
+_NOT_MODULES = frozenset(
+    {Kind.TENSOR, Kind.NDARRAY, Kind.OPTIMIZER, Kind.SCHEDULER, Kind.LOADER, Kind.SAMPLER}
+)
+
+
+def _is_module(expr: ast.AST, ctx: Context) -> bool:
+    """`expr` holds an nn.Module: by how it was made, by every branch of `a if c else b`,
+    or, for a name, by how the code uses it (see `_used_as_module`)."""
+    if ctx.kind_of(expr) is Kind.MODULE:
+        return True
+    if isinstance(expr, ast.IfExp):  # `net.module if use_cuda else net`
+        return _is_module(expr.body, ctx) and _is_module(expr.orelse, ctx)
+    if isinstance(expr, ast.Name) and _used_as_module(expr.id, ctx):
+        return True
+    return _weights_saved_too(expr, ctx)
+
+
+def _weights_saved_too(expr: ast.AST, ctx: Context) -> bool:
+    """`torch.save(trainer.model.state_dict(), a)` then `torch.save(trainer.model, b)` in the
+    same function, the name saying it holds a model (EDSR's `utils.py`): the object whose
+    weights are saved beside it."""
+    last = expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", None)
+    function = ctx.enclosing_function()
+    if last is None or function is None or not names_a_model(last):
+        return False
+    text = ctx.text(expr)
+    for call in index_of(ctx, function).calls_named(function, ("save",), local=True):
+        weights = call.args[0] if call.args else None
+        if (
+            isinstance(weights, ast.Call)
+            and ctx.method_name(weights) == "state_dict"
+            and ctx.qualname(call.func) == "torch.save"
+            and ctx.text(weights.func.value) == text
+        ):
+            return True
+    return False
+
+
+def _used_as_module(name: str, ctx: Context) -> bool:
+    """In the scope that binds `name`, none of its assignments makes anything but a module
+    (or what cannot be told), and either one builds a module (`model = Net()` in one branch,
+    `model = torch.load(path)` in the other) or a method only a module has is called on it
+    (`model.parameters()`: a parameter, or a model from a function of another file)."""
+    scope = scope_of(name, ctx)
+    found = bindings(ctx, scope, name)
+    if not found:
+        return False
+    builds = False
+    for binding in found:
+        value = binding.value
+        if value is None:
+            if not isinstance(binding.node, (ast.arg, ast.Name)):
+                return False  # an import, a def, a class
+            continue
+        if binding.augmented or not isinstance(
+            value, (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp)
+        ):
+            return False  # a literal, an arithmetic result
+        if isinstance(value, ast.Call) and _makes_no_module(value, name, ctx):
+            return False
+        kind = ctx.kind_of(value)
+        if kind in _NOT_MODULES:
+            return False
+        builds = builds or kind is Kind.MODULE
+    return builds or any(
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+        for call in index_of(ctx, scope).calls_named(scope, _MODULE_ONLY_METHODS, local=True)
+    )
+
+
+def _makes_no_module(call: ast.Call, name: str, ctx: Context) -> bool:
+    """`model.state_dict()`, `list(model.parameters())`, `model = model.half_of_it()`: calls
+    whose result is not the module they were given."""
+    method = ctx.method_name(call)
+    if method == "state_dict":
+        return True
+    if isinstance(call.func, ast.Name):
+        return call.func.id in _BUILTINS and ctx.qualname(call.func) is None
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    return (
+        isinstance(receiver, ast.Name) and receiver.id == name and method not in MODULE_SELF_METHODS
+    )
 
 
 def _wrapped(expr: ast.AST, text: str) -> str:
