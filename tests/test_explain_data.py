@@ -188,6 +188,18 @@ def test_shared_memory_open_failed(message):
     assert "set_sharing_strategy('file_system')" in found.fix
 
 
+def test_too_many_open_files_in_share_memory():
+    text = traceback(
+        ("convert.py", "main"),
+        (f"{SITE}/torch/nn/modules/module.py", "share_memory"),
+        (f"{SITE}/torch/storage.py", "share_memory_"),
+        error="OSError: [Errno 24] Too many open files",
+    )
+    found = top(text)
+    assert found.pitfall.name == "shared-memory-open-failed"
+    assert found.confidence >= 0.8
+
+
 SPAWN_PICKLE = f"""\
 Traceback (most recent call last):
   File "/tmp/rep/spawn_lambda.py", line 9, in main
@@ -277,6 +289,22 @@ def test_eof_in_spawned_child_points_at_the_pickle_error():
             "reduction='sum' instead.",
             "deprecated-loss-reduction-args",
             "reduction='sum'",
+        ),
+        (  # the warning's first half, as an issue title quotes it
+            "size_average and reduce args will be deprecated",
+            "deprecated-loss-reduction-args",
+            "size_average=False",
+        ),
+        (  # clang
+            "csrc/roi.cu:3:10: fatal error: 'THC/THC.h' file not found",
+            "cpp-extension-removed-api",
+            "THC/THC.h",
+        ),
+        (  # MSVC
+            r"C:\src\ext\ext.cpp(1): fatal error C1083: Cannot open include file: "
+            "'THC/THCDeviceUtils.cuh': No such file or directory",
+            "cpp-extension-removed-api",
+            "THC/THCDeviceUtils.cuh",
         ),
         (
             "ImportError: cannot import name 'container_abcs' from 'torch._six' "

@@ -110,8 +110,10 @@ for batch in loader:
 """,
 )
 
+# From "to be equal": the start is retold or machine-translated ("stack expectations each
+# tense to be equal size"), the sizes and entries are kept.
 _STACK = re.compile(
-    r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
+    r"to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
     r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
 )
 _CAT = re.compile(
