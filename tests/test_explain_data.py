@@ -295,11 +295,6 @@ def test_eof_in_spawned_child_points_at_the_pickle_error():
             "deprecated-loss-reduction-args",
             "size_average=False",
         ),
-        (  # clang
-            "csrc/roi.cu:3:10: fatal error: 'THC/THC.h' file not found",
-            "cpp-extension-removed-api",
-            "THC/THC.h",
-        ),
         (  # MSVC
             r"C:\src\ext\ext.cpp(1): fatal error C1083: Cannot open include file: "
             "'THC/THCDeviceUtils.cuh': No such file or directory",

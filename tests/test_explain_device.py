@@ -259,6 +259,25 @@ def test_index_out_of_range_in_self_from_index_select():
     assert names(text)[:2] == ["index-out-of-range", "embedding-index-out-of-range"]
 
 
+def test_index_out_of_range_retold_next_to_a_vocabulary():
+    # github.com/kongds/E5-V/issues/7: the message retold in prose, the ids against vocab_size.
+    text = (
+        'When I run the model, I have met "IndexError: index out of range". It seems that '
+        "the image_token_index is larger than vocab_size.\n"
+    )
+    found = diagnose(parse_text(text), "en", link=False).diagnoses
+    assert [d.pitfall.name for d in found][:1] == ["embedding-index-out-of-range"]
+    assert found[0].confidence < 0.8  # retold, without a frame: a likely reading, not a sure one
+
+
+def test_python_index_errors_next_to_tokens_are_not_embeddings():
+    text = traceback(
+        "IndexError: list index out of range",
+        ("tokenize.py", "<module>", "first = tokens[0]"),
+    )
+    assert "embedding-index-out-of-range" not in names(text)
+
+
 @pytest.mark.parametrize(
     "line, expected",
     [
