@@ -366,6 +366,35 @@ def test_notebook_and_local_rank_arguments_do_not_overlap():
     assert names(launcher) == ["local-rank-argument"]
 
 
+LAUNCH_WARNING = """\
+/usr/lib/python3.10/site-packages/torch/distributed/launch.py:181: FutureWarning: The module \
+torch.distributed.launch is deprecated
+and will be removed in future. Use torchrun.
+Note that --use-env is set by default in torchrun.
+If your script expects `{option}` argument to be set, please
+change it to read from `os.environ['LOCAL_RANK']` instead.
+
+  warnings.warn(
+usage: train.py [-h] [--lr LR] {usage}
+"""
+
+
+@pytest.mark.parametrize(
+    "option, usage, expected",
+    [
+        ("--local-rank", "[--local_rank LOCAL_RANK]", ["local-rank-argument"]),
+        # both spellings declared: the cut-off error is about something else
+        ("--local-rank", "[--local_rank LOCAL_RANK] [--local-rank LOCAL_RANK]", []),
+        # torch 1.x's launcher passes `--local_rank`, which the script declares
+        ("--local_rank", "[--local_rank LOCAL_RANK]", []),
+    ],
+)
+def test_usage_cut_before_its_error_after_the_launcher_warning(option, usage, expected):
+    # github.com/microsoft/LoRA/issues/79: the paste stops after the usage line.
+    text = LAUNCH_WARNING.format(option=option, usage=usage)
+    assert names(text) == expected
+
+
 def test_numpy_of_a_cuda_tensor():
     text = traceback(
         "TypeError: can't convert cuda:0 device type tensor to numpy. Use "
