@@ -395,6 +395,20 @@ def test_usage_cut_before_its_error_after_the_launcher_warning(option, usage, ex
     assert names(text) == expected
 
 
+def test_not_compiled_with_cuda_on_an_xpu_build_is_not_an_install_problem():
+    # github.com/intel/torch-xpu-ops/issues/4127: a CUDA test ported to XPU still calls CUDA.
+    text = traceback(
+        "AssertionError: Torch not compiled with CUDA enabled",
+        ("test/xpu/test_matmul_xpu.py", "test_scaled_mm", "torch.cuda.get_device_properties(0)"),
+        ("/usr/lib/python3.11/site-packages/torch/cuda/__init__.py", "_lazy_init", "raise"),
+    )
+    found = diagnose(parse_text(text), "en", link=False).diagnoses
+    assert found[0].pitfall.name == "cpu-only-torch-build"
+    assert found[0].confidence < 0.8 and "xpu" in found[0].fix + found[0].cause
+    plain = text.replace("test/xpu/test_matmul_xpu.py", "train.py")
+    assert diagnose(parse_text(plain), "en", link=False).diagnoses[0].confidence >= 0.9
+
+
 def test_numpy_of_a_cuda_tensor():
     text = traceback(
         "TypeError: can't convert cuda:0 device type tensor to numpy. Use "
