@@ -305,7 +305,8 @@ def test_eof_in_spawned_child_points_at_the_pickle_error():
             "ImportError: cannot import name 'container_abcs' from 'torch._six' "
             "(/opt/conda/lib/python3.8/site-packages/torch/_six.py)",
             "removed-torch-api",
-            "container_abcs",
+            "`container_abcs` was removed from `torch._six` (Python 2 compatibility helpers) in "
+            "PyTorch 1.9",
         ),
         (
             "AttributeError: module 'torch' has no attribute 'gels'",
