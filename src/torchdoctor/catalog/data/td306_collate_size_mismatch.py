@@ -152,20 +152,11 @@ _STACK_GUESS = {
 }
 
 
-# Output the parser could not split into blocks (a worker's traceback logged as one escaped
-# line): the DataLoader's worker wrapper and the stack error in the same text.
-PITFALL.error(
-    r"in DataLoader worker process.*?" + _STACK.pattern,
-    types=(),
-    confidence=0.9,
-    cause=_STACK_CAUSE,
-)
-
-
 @PITFALL.error_check()
 def stacked_samples(block, report) -> Clue | None:
     """Surely the collate when its frames, or the DataLoader's worker wrapper, are present;
-    otherwise a guess, since model code stacks and concatenates too."""
+    otherwise a guess, since model code stacks and concatenates too. Also reads output the
+    parser could not split into blocks (a worker's traceback logged as one escaped line)."""
     in_collate = _in_collate(block, report)
     found = _STACK.search(block.message)
     if found is not None:

@@ -202,7 +202,8 @@ PITFALL.error(
 
 _DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
 # CUDA sources and kernels of the NLL loss, as they appear in THCudaCheck messages.
-_NLL_SOURCE = re.compile(r"ClassNLLCriterion|NLLLoss2d|nll_loss\w*_kernel")
+# `\w{0,60}`, not `\w*`: a run of repeated `nll_loss` would be rescanned from each one.
+_NLL_SOURCE = re.compile(r"ClassNLLCriterion|NLLLoss2d|nll_loss\w{0,60}_kernel")
 _LOSS_FUNCTIONS = ("cross_entropy", "nll_loss")
 
 
