@@ -188,6 +188,18 @@ def test_shared_memory_open_failed(message):
     assert "set_sharing_strategy('file_system')" in found.fix
 
 
+def test_too_many_open_files_in_share_memory():
+    text = traceback(
+        ("convert.py", "main"),
+        (f"{SITE}/torch/nn/modules/module.py", "share_memory"),
+        (f"{SITE}/torch/storage.py", "share_memory_"),
+        error="OSError: [Errno 24] Too many open files",
+    )
+    found = top(text)
+    assert found.pitfall.name == "shared-memory-open-failed"
+    assert found.confidence >= 0.8
+
+
 SPAWN_PICKLE = f"""\
 Traceback (most recent call last):
   File "/tmp/rep/spawn_lambda.py", line 9, in main
@@ -278,11 +290,23 @@ def test_eof_in_spawned_child_points_at_the_pickle_error():
             "deprecated-loss-reduction-args",
             "reduction='sum'",
         ),
+        (  # the warning's first half, as an issue title quotes it
+            "size_average and reduce args will be deprecated",
+            "deprecated-loss-reduction-args",
+            "size_average=False",
+        ),
+        (  # MSVC
+            r"C:\src\ext\ext.cpp(1): fatal error C1083: Cannot open include file: "
+            "'THC/THCDeviceUtils.cuh': No such file or directory",
+            "cpp-extension-removed-api",
+            "THC/THCDeviceUtils.cuh",
+        ),
         (
             "ImportError: cannot import name 'container_abcs' from 'torch._six' "
             "(/opt/conda/lib/python3.8/site-packages/torch/_six.py)",
             "removed-torch-api",
-            "container_abcs",
+            "`container_abcs` was removed from `torch._six` (Python 2 compatibility helpers) in "
+            "PyTorch 1.9",
         ),
         (
             "AttributeError: module 'torch' has no attribute 'gels'",

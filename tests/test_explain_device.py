@@ -259,6 +259,25 @@ def test_index_out_of_range_in_self_from_index_select():
     assert names(text)[:2] == ["index-out-of-range", "embedding-index-out-of-range"]
 
 
+def test_index_out_of_range_retold_next_to_a_vocabulary():
+    # github.com/kongds/E5-V/issues/7: the message retold in prose, the ids against vocab_size.
+    text = (
+        'When I run the model, I have met "IndexError: index out of range". It seems that '
+        "the image_token_index is larger than vocab_size.\n"
+    )
+    found = diagnose(parse_text(text), "en", link=False).diagnoses
+    assert [d.pitfall.name for d in found][:1] == ["embedding-index-out-of-range"]
+    assert found[0].confidence < 0.8  # retold, without a frame: a likely reading, not a sure one
+
+
+def test_python_index_errors_next_to_tokens_are_not_embeddings():
+    text = traceback(
+        "IndexError: list index out of range",
+        ("tokenize.py", "<module>", "first = tokens[0]"),
+    )
+    assert "embedding-index-out-of-range" not in names(text)
+
+
 @pytest.mark.parametrize(
     "line, expected",
     [
@@ -345,6 +364,49 @@ def test_notebook_and_local_rank_arguments_do_not_overlap():
     launcher = "main.py: error: unrecognized arguments: --local-rank=0\n"
     assert names(notebook) == ["argparse-in-notebook"]
     assert names(launcher) == ["local-rank-argument"]
+
+
+LAUNCH_WARNING = """\
+/usr/lib/python3.10/site-packages/torch/distributed/launch.py:181: FutureWarning: The module \
+torch.distributed.launch is deprecated
+and will be removed in future. Use torchrun.
+Note that --use-env is set by default in torchrun.
+If your script expects `{option}` argument to be set, please
+change it to read from `os.environ['LOCAL_RANK']` instead.
+
+  warnings.warn(
+usage: train.py [-h] [--lr LR] {usage}
+"""
+
+
+@pytest.mark.parametrize(
+    "option, usage, expected",
+    [
+        ("--local-rank", "[--local_rank LOCAL_RANK]", ["local-rank-argument"]),
+        # both spellings declared: the cut-off error is about something else
+        ("--local-rank", "[--local_rank LOCAL_RANK] [--local-rank LOCAL_RANK]", []),
+        # torch 1.x's launcher passes `--local_rank`, which the script declares
+        ("--local_rank", "[--local_rank LOCAL_RANK]", []),
+    ],
+)
+def test_usage_cut_before_its_error_after_the_launcher_warning(option, usage, expected):
+    # github.com/microsoft/LoRA/issues/79: the paste stops after the usage line.
+    text = LAUNCH_WARNING.format(option=option, usage=usage)
+    assert names(text) == expected
+
+
+def test_not_compiled_with_cuda_on_an_xpu_build_is_not_an_install_problem():
+    # github.com/intel/torch-xpu-ops/issues/4127: a CUDA test ported to XPU still calls CUDA.
+    text = traceback(
+        "AssertionError: Torch not compiled with CUDA enabled",
+        ("test/xpu/test_matmul_xpu.py", "test_scaled_mm", "torch.cuda.get_device_properties(0)"),
+        ("/usr/lib/python3.11/site-packages/torch/cuda/__init__.py", "_lazy_init", "raise"),
+    )
+    found = diagnose(parse_text(text), "en", link=False).diagnoses
+    assert found[0].pitfall.name == "cpu-only-torch-build"
+    assert found[0].confidence < 0.8 and "xpu" in found[0].fix + found[0].cause
+    plain = text.replace("test/xpu/test_matmul_xpu.py", "train.py")
+    assert diagnose(parse_text(plain), "en", link=False).diagnoses[0].confidence >= 0.9
 
 
 def test_numpy_of_a_cuda_tensor():

@@ -60,6 +60,14 @@ def test_bare_checkpoint_into_dataparallel_model():
     assert_top(ranked, "state-dict-prefix-mismatch", "`module.`", "model's keys")
 
 
+def test_extra_keys_into_a_wrapped_model_are_not_a_prefix_problem():
+    # github.com/TongkunGuan/SIGA/issues/4: both sides carry `module.`; two buffers are extra.
+    model = nn.DataParallel(small_net())
+    state_dict = {**model.state_dict(), "module.grid.inv_delta_C": torch.zeros(2)}
+    ranked = explain(lambda: model.load_state_dict(state_dict))
+    assert_top(ranked, "state-dict-key-mismatch", "module.grid.inv_delta_C")
+
+
 def test_compiled_model_checkpoint():
     compiled = torch.compile(small_net())  # wraps lazily: nothing is compiled here
     state_dict = compiled.state_dict()

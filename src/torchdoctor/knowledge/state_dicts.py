@@ -303,8 +303,19 @@ def prefix_of(error: StateDictError) -> Prefix | None:
         if keys and not (missing and unexpected):
             wrappers = {wrapper_prefix(k) for k in keys}
             if len(wrappers) == 1 and "" not in wrappers:
-                return Prefix(wrappers.pop(), side, len(keys), True)
+                prefix = wrappers.pop()
+                if side == "checkpoint" and _OWN_PREFIX.get(error.model or "") == prefix:
+                    return None  # the model is wrapped too: its own keys carry that prefix
+                return Prefix(prefix, side, len(keys), True)
     return None
+
+
+# The prefix a wrapper named in "Error(s) in loading state_dict for X" gives its own keys.
+_OWN_PREFIX = {
+    "DataParallel": "module.",
+    "DistributedDataParallel": "module.",
+    "OptimizedModule": "_orig_mod.",
+}
 
 
 def wrapper_prefix(key: str) -> str:

@@ -128,7 +128,7 @@ for (images,) in loader:
 )
 
 PITFALL.error(
-    r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Bus error",
+    r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Bus\s+error",
     types=(),
     confidence=0.95,
     cause={

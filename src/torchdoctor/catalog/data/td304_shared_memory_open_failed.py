@@ -125,8 +125,9 @@ kept = [sample for sample in loader]
 """,
 )
 
+# The segment's name in angle brackets as printed, or retold without them (`object XXX`).
 PITFALL.error(
-    r"unable to open shared memory object <(?P<handle>[^>\n]+)> in read-write mode"
+    r"unable to open shared memory object <?(?P<handle>[^<>\s]+)>? in read-write mode"
     r"(?!: No space left)",
     types=(),
     confidence=0.95,
@@ -189,12 +190,13 @@ PITFALL.error(
     },
 )
 
-_LOADER_CONTEXT = re.compile(r"DataLoader|dataloader|num_workers|multiprocessing")
+_LOADER_CONTEXT = re.compile(r"DataLoader|dataloader|num_workers|multiprocessing|share_memory")
 
 
 @PITFALL.error_check(types=("OSError", "RuntimeError"))
 def too_many_open_files(block, report) -> Clue | None:
-    """`[Errno 24] Too many open files`: ours when a DataLoader or multiprocessing is around."""
+    """`[Errno 24] Too many open files`: ours when a DataLoader, multiprocessing or
+    `share_memory()` is around."""
     if "Too many open files" not in block.message:
         return None
     frames = " ".join(frame.path for frame in block.frames)
@@ -202,9 +204,11 @@ def too_many_open_files(block, report) -> Clue | None:
         return Clue(
             0.85,
             {
-                "en": "The process ran out of file descriptors while DataLoader workers were "
-                "sharing tensors with it (one descriptor per tensor).",
-                "zh": "DataLoader worker 与主进程共享张量时（每个张量一个描述符），进程耗尽了文件描述符。",
+                "en": "The process ran out of file descriptors while sharing tensors with other "
+                "processes (DataLoader workers, torch.multiprocessing, `share_memory()`): each "
+                "shared tensor holds one descriptor.",
+                "zh": "与其他进程（DataLoader worker、torch.multiprocessing、`share_memory()`）共享张量时，"
+                "进程耗尽了文件描述符：每个共享张量占用一个描述符。",
             },
         )
     return Clue(

@@ -110,8 +110,10 @@ for batch in loader:
 """,
 )
 
+# From "to be equal": the start is retold or machine-translated ("stack expectations each
+# tense to be equal size"), the sizes and entries are kept.
 _STACK = re.compile(
-    r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
+    r"to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
     r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
 )
 _CAT = re.compile(
@@ -150,20 +152,11 @@ _STACK_GUESS = {
 }
 
 
-# Output the parser could not split into blocks (a worker's traceback logged as one escaped
-# line): the DataLoader's worker wrapper and the stack error in the same text.
-PITFALL.error(
-    r"in DataLoader worker process.*?" + _STACK.pattern,
-    types=(),
-    confidence=0.9,
-    cause=_STACK_CAUSE,
-)
-
-
 @PITFALL.error_check()
 def stacked_samples(block, report) -> Clue | None:
     """Surely the collate when its frames, or the DataLoader's worker wrapper, are present;
-    otherwise a guess, since model code stacks and concatenates too."""
+    otherwise a guess, since model code stacks and concatenates too. Also reads output the
+    parser could not split into blocks (a worker's traceback logged as one escaped line)."""
     in_collate = _in_collate(block, report)
     found = _STACK.search(block.message)
     if found is not None:

@@ -212,6 +212,23 @@ PITFALL.error(
         "zh": "在损失函数的构造或调用中，用 `reduction='{reduction}'` 替换这两个参数。",
     },
 )
+# The warning's first half alone (an issue title): which reduction it maps to is not said.
+PITFALL.error(
+    r"size_average and reduce args will be deprecated",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "A loss is built with the legacy `size_average=` / `reduce=` flags, deprecated "
+        "since PyTorch 0.4.1.",
+        "zh": "损失函数使用了旧的 `size_average=` / `reduce=` 参数，它们自 PyTorch 0.4.1 起已弃用。",
+    },
+    fix={
+        "en": "Replace the flags with `reduction=`: `'mean'` for the default, `'sum'` for "
+        "`size_average=False`, `'none'` for `reduce=False`.",
+        "zh": "用 `reduction=` 替换这两个参数：默认对应 `'mean'`，`size_average=False` 对应 `'sum'`，"
+        "`reduce=False` 对应 `'none'`。",
+    },
+)
 
 _OLD_MEAN_CAUSE = {
     "en": "A loss is given `reduction='elementwise_mean'`, the name `'mean'` had before "

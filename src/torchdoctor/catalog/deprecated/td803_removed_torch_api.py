@@ -456,6 +456,14 @@ _SIX_CAUSE = {
     "`{name}` with it; {where}.",
     "zh": "`torch._six`（Python 2 兼容工具）已在 PyTorch 2.0 中移除，`{name}` 也随之消失；{where_zh}。",
 }
+# Gone from `torch._six` two years before the module itself: the ImportError of PyTorch 1.9-1.13.
+_SIX_GONE_IN_1_9 = frozenset({"container_abcs", "int_classes"})
+_SIX_EARLY_CAUSE = {
+    "en": "`{name}` was removed from `torch._six` (Python 2 compatibility helpers) in PyTorch "
+    "1.9, and the module itself in 2.0; {where}.",
+    "zh": "`{name}` 已在 PyTorch 1.9 中从 `torch._six`（Python 2 兼容工具）移除，该模块本身也在 2.0 中移除；"
+    "{where_zh}。",
+}
 _SIX_MODULE_CAUSE = {
     "en": "`torch._six` (Python 2 compatibility helpers) was removed in PyTorch 2.0; {where}.",
     "zh": "`torch._six`（Python 2 兼容工具）已在 PyTorch 2.0 中移除；{where_zh}。",
@@ -494,7 +502,8 @@ def removed_name(block, report) -> Clue | None:
                 "`collections.abc`，`string_classes` -> `(str, bytes)`，`inf` -> `math.inf`）。",
             }
         )
-        return Clue(0.95, _SIX_CAUSE if six else _SIX_MODULE_CAUSE, fix, fields)
+        cause = _SIX_EARLY_CAUSE if name in _SIX_GONE_IN_1_9 else _SIX_CAUSE
+        return Clue(0.95, cause if six else _SIX_MODULE_CAUSE, fix, fields)
     found = _NO_ATTRIBUTE.search(block.message)
     if found is None:
         return None

@@ -154,6 +154,20 @@ def embedding_likelihood(block) -> float:
     return 0.85
 
 
+# Retold or cut short ("IndexError: index out of range", "an index out of range error"). Python's
+# own messages name their container first ("list index out of range"): a word just before is
+# not ours. Only an embedding's when the text speaks of one, of a vocabulary or of tokens.
+_RETOLD = re.compile(r"(?<!\w )index out of range(?! in self| at )")
+_VOCABULARY = re.compile(r"[Ee]mbedding|vocab|\btokens?\b")
+
+
+@PITFALL.error_check(types=())
+def retold(block, report) -> Clue | None:
+    if not _RETOLD.search(block.message) or not report.search(_VOCABULARY):
+        return None
+    return Clue(0.7, _CAUSE)
+
+
 @PITFALL.error_check(types=("RuntimeError",))
 def check_async(block, report) -> Clue | None:
     """A device-side assert whose traceback runs through an embedding (CUDA_LAUNCH_BLOCKING=1)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Pitfall
+import re
+
+from torchdoctor.catalog.sdk import Clue, Pitfall
 
 PITFALL = Pitfall(
     code="TD012",
@@ -82,14 +84,28 @@ x = torch.ones(3, device=device)
 """,
 )
 
-PITFALL.error(
-    r"Torch not compiled with CUDA enabled",
-    types=("AssertionError",),
-    confidence=0.95,
-    cause={
-        "en": "The installed torch is a CPU-only build: it has no CUDA code, whatever GPU and "
-        "driver the machine has, so the first use of CUDA fails.",
-        "zh": "安装的 torch 是仅支持 CPU 的版本：无论机器上有什么 GPU 和驱动，它都不含 CUDA 代码，"
-        "所以第一次使用 CUDA 就会失败。",
-    },
-)
+_NOT_COMPILED = "torch not compiled with cuda enabled"  # compared folded: titles retype it
+_CPU_ONLY = {
+    "en": "The installed torch is a CPU-only build: it has no CUDA code, whatever GPU and "
+    "driver the machine has, so the first use of CUDA fails.",
+    "zh": "安装的 torch 是仅支持 CPU 的版本：无论机器上有什么 GPU 和驱动，它都不含 CUDA 代码，"
+    "所以第一次使用 CUDA 就会失败。",
+}
+# A build for Intel GPUs has no CUDA either, by design: the code, not the install, is wrong.
+_XPU = re.compile(r"(?i)(?<![a-z])xpu(?![a-z])")
+_XPU_BUILD = {
+    "en": "The installed torch has no CUDA because it is built for another accelerator (Intel "
+    "XPU, as the output shows), and this code calls CUDA: use that device (`torch.xpu`, "
+    "`device='xpu'`) or skip the CUDA-only code, rather than install a CUDA build.",
+    "zh": "安装的 torch 没有 CUDA，因为它是为另一种加速器（输出中可见 Intel XPU）构建的，而这段代码调用了 "
+    "CUDA：请改用该设备（`torch.xpu`、`device='xpu'`）或跳过只适用于 CUDA 的代码，而不是安装 CUDA 版本。",
+}
+
+
+@PITFALL.error_check(types=("AssertionError",))
+def not_compiled_with_cuda(block, report) -> Clue | None:
+    if _NOT_COMPILED not in block.message.lower():
+        return None
+    if report.search(_XPU):
+        return Clue(0.6, _XPU_BUILD)
+    return Clue(0.95, _CPU_ONLY)

@@ -6,7 +6,7 @@ import ast
 from operator import attrgetter
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, per_file
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index, per_file
 
 PITFALL = Pitfall(
     code="TD603",
@@ -173,3 +173,32 @@ PITFALL.error(
         "没有声明它：脚本是按 `torchrun`（它改为设置 LOCAL_RANK 环境变量）写的，或者缺少这个选项。",
     },
 )
+
+# torch >= 2.0's launcher warns in its own spelling; torch 1.x's warning said `--local_rank`.
+_NEW_LAUNCHER = "If your script expects `--local-rank` argument"
+
+
+@PITFALL.error_check(types=())
+def usage_without_new_spelling(block, report) -> Clue | None:
+    """The error line cut off: argparse printed its usage, as it does for a bad argument, and
+    the usage declares only `--local_rank`, after the warning of a launcher passing
+    `--local-rank`."""
+    if _NEW_LAUNCHER not in report.text:
+        return None
+    start = report.text.find("\nusage: ")
+    if start < 0:
+        return None
+    end = report.text.find("\n\n", start + 1)
+    usage = report.text[start : end if end > 0 else len(report.text)]
+    if not any(f"[{OLD_SPELLING}{after}" in usage for after in " ]") or NEW_SPELLING in usage:
+        return None
+    return Clue(
+        0.75,
+        {
+            "en": "The launcher (`torch.distributed.launch` of torch 2.x, as its warning "
+            "shows) passes `--local-rank=N`, and the script's usage declares only "
+            "`--local_rank`: argparse rejects the argument (its error line is cut off here).",
+            "zh": "启动器（torch 2.x 的 `torch.distributed.launch`，见其警告）传入 `--local-rank=N`，"
+            "而脚本的用法说明只声明了 `--local_rank`：argparse 拒绝了这个参数（这里没有贴出它的报错行）。",
+        },
+    )

@@ -170,7 +170,11 @@ for _pattern in (
     r'identifier "(?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCState_getCurrentStream|THCState)" '
     r"is undefined",
     r"['\u2018](?P<api>THCState)['\u2019] (?:does not name a type|was not declared)",
-    r"(?P<api>THC?/\w+\.(?:h|cuh|hpp)): (?:No such file or directory|没有那个文件或目录)",
+    # gcc `THC/THC.h: No such file`, MSVC `Cannot open include file: 'THC/THC.h': No such
+    # file`, retold `<THC/THCDeviceUtils.cuh> not found`. Not clang's `'THC/THC.h' file not
+    # found`: the one real case of it (fairseq#97, 2018) predates the removal.
+    r"(?P<api>THC?/\w+\.(?:h|cuh|hpp))(?:['\"]?: (?:No such file or directory|没有那个文件或目录)"
+    r"|>? not found)",
     r"cannot open source file \"(?P<api>THC?/\w+\.(?:h|cuh|hpp))\"",
     r"(?P<api>DeprecatedTypeProperties)\W{1,4}\s*to\W{1,4}(?:c10::)?ScalarType",
 ):

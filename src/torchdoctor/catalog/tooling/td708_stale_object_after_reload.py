@@ -106,13 +106,31 @@ _REBOUND_CLASS = {
     "新类，于是拒绝了它。",
 }
 
+_REBOUND_OR_WRONG_CLASS = {
+    "en": "`super(Cls, self)` got an object that is not an instance of `Cls`: either the "
+    "object was made before its class's module was reloaded (or its cell re-run), or the "
+    "class named in `super()` is not the one being defined (renamed or copied from another "
+    "class).",
+    "zh": "`super(Cls, self)` 收到的对象不是 `Cls` 的实例：要么对象是在其类所在模块重新加载（或单元格重新运行）"
+    "之前创建的，要么 `super()` 中写的类并不是正在定义的这个类（改过名或从别的类复制而来）。",
+}
+_REBOUND_OR_WRONG_CLASS_FIX = {
+    "en": "In a notebook, create the object again after the reload (or restart the kernel); "
+    "otherwise make `super()` name the class it is written in: `super().__init__()` with no "
+    "arguments always does.",
+    "zh": "在 notebook 中，重新加载后重新创建该对象（或重启内核）；否则让 `super()` 写上它所在的类："
+    "不带参数的 `super().__init__()` 总是如此。",
+}
+
 
 @PITFALL.error_check(types=("TypeError",))
 def instance_of_old_class(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Surely a reload in a notebook or IPython; elsewhere maybe `super()` of a wrong class."""
     if _SUPER not in block.message:
         return None
-    return Clue(0.9 if report.search(_NOTEBOOK) else 0.6, _REBOUND_CLASS)
+    if report.search(_NOTEBOOK):
+        return Clue(0.9, _REBOUND_CLASS)
+    return Clue(0.6, _REBOUND_OR_WRONG_CLASS, _REBOUND_OR_WRONG_CLASS_FIX)
 
 
 PITFALL.error(

@@ -170,6 +170,14 @@ PITFALL.error(
     confidence=0.95,
     cause=_CAUSE_ELEMENTWISE,
 )
+# BCELoss's warning of PyTorch 0.4-1.x quoted without its class (an issue body).
+PITFALL.error(
+    rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
+    rf"\((?P<input>{_SIZE})\) is deprecated",
+    types=(),
+    confidence=0.9,
+    cause=_CAUSE_ELEMENTWISE,
+)
 PITFALL.error(
     r"input and target shapes do not match: input \[(?P<input>[^\]]*)\], "
     r"target \[(?P<target>[^\]]*)\]",
