@@ -194,6 +194,8 @@ def main() -> None:
     for name, value in rows:
         print(f"{name:58} {value * ms:8.1f} {value / parse:12.2f}")
     print(f"(debounce: {DEBOUNCE_SECONDS * ms:.0f} ms after the last keystroke)")
+    if hasattr(os, "getloadavg"):  # the wall times depend on it, the CPU times much less
+        print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":
