@@ -118,10 +118,13 @@ class DoctorServer(LanguageServer):
     async def _check_file(self, uri: str) -> None:
         document = self.workspace.get_text_document(uri)
         text, version, path = document.source, document.version, _path(uri)
-        checked = await self._contained(lambda: self.analysis.check_python(text, path))
-        findings, problems = checked or ([], [])
+        # One trip to the worker thread for the findings and the language of their hovers: each
+        # trip is a wake-up of either thread, on a machine where the check competes for a core.
+        checked = await self._contained(
+            lambda: (self.analysis.check_python(text, path), self.analysis.lang_for(path))
+        )
+        (findings, problems), lang = checked or (([], []), "en")
         self._log_problems(problems)
-        lang = await self._contained(lambda: self.analysis.lang_for(path)) or "en"
         self.shown[uri] = Shown(text, findings, path, False, lang)
         self._publish(uri, findings, text, version)
 
@@ -137,10 +140,11 @@ class DoctorServer(LanguageServer):
         documents = [d for d in documents if d.language_id in (None, "python")]
         texts = [d.source for d in documents]
         path = _path(uri)
-        checked = await self._contained(lambda: self.analysis.check_notebook(texts, path))
-        by_cell, problems = checked or ([[] for _ in texts], [])
+        checked = await self._contained(
+            lambda: (self.analysis.check_notebook(texts, path), self.analysis.lang_for(path))
+        )
+        (by_cell, problems), lang = checked or (([[] for _ in texts], []), "en")
         self._log_problems(problems)
-        lang = await self._contained(lambda: self.analysis.lang_for(path)) or "en"
         for document, text, findings in zip(documents, texts, by_cell):
             self.shown[document.uri] = Shown(text, findings, path, True, lang)
             self._publish(document.uri, findings, text, document.version)
