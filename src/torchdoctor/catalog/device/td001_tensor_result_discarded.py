@@ -56,7 +56,9 @@ Tensor method that has an in-place twin (`x.masked_fill(...)` next to `x.masked_
 moved in place. When the doctor cannot tell what a name holds, it reports device and dtype
 moves and most other methods only for values it knows are tensors (the inputs of a module's
 `forward` count); for values of unknown type it reports only methods no other common class
-has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A call in a
+has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A name bound only
+to the results of such methods (`x = load(p).contiguous()`, then `x = x.view(...)`) counts as a
+tensor. A call in a
 `try` block that catches its error is a probe of whether it raises, and is not reported.
 
 ## Why is this bad?
@@ -89,7 +91,8 @@ not reported: what it is called on is a module, not the value to assign back to.
 `nn.Module` 上的 `model.cuda()`、`model.to(device)` 没有问题，不会报告：模块是原地迁移的。
 当无法确定一个名字保存的是什么时，设备、dtype 迁移和大多数方法只对确定是张量的值报告（模块 `forward`
 的输入也算）；类型未知的值只报告其他常见类没有的方法（`unsqueeze`、`permute`、`contiguous`、
-`masked_fill`、`index_add` 等）。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
+`masked_fill`、`index_add` 等）。只被这类方法的结果赋值过的名字（`x = load(p).contiguous()`，之后
+`x = x.view(...)`）算作张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
 
 ## Why is this bad?
 `Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
@@ -175,6 +178,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     if kind is Kind.UNKNOWN and _forward_input(receiver, ctx):
         kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
+    if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
+        kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
     if method in MOVES and kind is not Kind.TENSOR:
         return
     if method not in PURE and method not in MOVES and kind is not Kind.TENSOR:
@@ -224,6 +229,39 @@ def _forward_input(receiver: ast.AST, ctx: Context) -> bool:
         return False
     found = bindings(ctx, function, receiver.id) or ()
     return all(isinstance(b.node, ast.arg) for b in found)  # bound nowhere but as the parameter
+
+
+def _made_by_tensor_only_method(receiver: ast.AST, ctx: Context) -> bool:
+    """Every binding of the name in its scope is the result of a method no other class has
+    (`x = load(path).contiguous()`), or of a tensor method of the name itself
+    (`x = x.view(1, -1)`) after one: deepspeech.pytorch transcribe.py's `spect.to(device)`."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    scope = ctx.enclosing_function() or ctx.tree
+    return _tensor_only_name(ctx, scope, receiver.id)
+
+
+@per_file
+def _tensor_only_name(ctx: Context, scope: ast.AST, name: str) -> bool:
+    found = bindings(ctx, scope, name)
+    if not found:
+        return False
+    made = False
+    for binding in found:
+        value = binding.value
+        if binding.augmented or not isinstance(value, ast.Call):
+            return False
+        method = ctx.method_name(value)
+        if method in TENSOR_ONLY and _root_name(value.func.value) not in _imported_names(ctx):
+            made = True  # not a module's function of that name
+        elif not (
+            made
+            and method in MOVES | PURE
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id == name
+        ):
+            return False
+    return made
 
 
 def _root_name(expr: ast.AST) -> str | None:

@@ -43,7 +43,9 @@ is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...),
 A `writer = None` placeholder before it (made on rank 0 only, say) and passing it to a
 function of the same file that only logs to it (`train(cfg, writer)`) still count as logging.
 Writers used in a `with` block, stored on an object, returned, or passed to other code are
-not reported: someone else may close them. Notebook cells are not checked, since the kernel
+not reported: someone else may close them. A writer kept in a `global` is reported only in
+a script (a file with an `if __name__ == "__main__":` block), whose globals no other module
+imports, when every use of it in the file logs. Notebook cells are not checked, since the kernel
 keeps running and the writer's periodic flush gets its chance.
 
 ## Why is this bad?
@@ -72,7 +74,8 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 
 先写 `writer = None` 占位（例如只在 rank 0 上创建），以及把它传给同一文件中只用它记录日志的函数
 （`train(cfg, writer)`），仍然算作只用于记录。用在 `with` 语句中、保存到对象上、被返回或传给其他代码的
-writer 不会报告：可能由别处负责关闭。
+writer 不会报告：可能由别处负责关闭。保存在 `global` 变量中的 writer 只在脚本（带有
+`if __name__ == "__main__":` 块的文件，其全局变量不会被其他模块导入）中、且文件里对它的每次使用都是记录日志时才报告。
 Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷新有机会执行。
 
 ## Why is this bad?
@@ -166,19 +169,46 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     name = statement.targets[0].id
     scope = ctx.enclosing_function() or ctx.tree
+    if name in _globals(ctx):
+        # A global of a script (semseg's `global writer` in main_worker): no other module
+        # imports it, so its uses are those of this file. Of a library module, it may be closed
+        # by whoever imports it.
+        if not _runs_as_script(ctx):
+            return
+        scope = ctx.tree
     if name in _flushed_anywhere(ctx) or not _only_logged(name, scope, statement, ctx):
         return
     yield ctx.finding(PITFALL, call, name=name)
 
 
 @per_file
+def _globals(ctx: Context) -> frozenset[str]:
+    """The names some function of the file declares `global`."""
+    return frozenset(name for node in index(ctx).everywhere(ast.Global) for name in node.names)
+
+
+@per_file
+def _runs_as_script(ctx: Context) -> bool:
+    """The file has an `if __name__ == "__main__":` block at its top level."""
+    for node in ctx.tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        ):
+            return True
+    return False
+
+
+@per_file
 def _flushed_anywhere(ctx: Context) -> frozenset[str]:
-    """The names closed or flushed somewhere in the file (`name.close()`, `name.flush()`), or
-    shared as globals."""
+    """The names closed or flushed somewhere in the file (`name.close()`, `name.flush()`)."""
     whole = index(ctx)
     found = set()
-    for node in whole.everywhere(ast.Global):
-        found.update(node.names)
     for attribute in _FLUSHING:  # read by name: most attributes of a file are not these
         for at in whole.attributes.get(attribute, ()):
             value = whole.nodes[at].value

@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     per_file,
     top_level_classes,
+    top_level_functions,
 )
 from torchdoctor.catalog.training._loops import (
     LOOPS,
@@ -51,6 +52,22 @@ PITFALL = Pitfall(
             "zh": "`{scheduler}.step()` 在这个训练一个 epoch 的函数里先于 `{step}` 执行：自 PyTorch 1.1 "
             "起应先更新优化器，否则学习率调度的第一个值会被跳过；请在 epoch 结束时再调用调度器",
         },
+        "call": {
+            "en": "`{scheduler}.step()` runs before `{step}` in this loop, and `{function}` steps "
+            "the optimizer: since PyTorch 1.1 the optimizer steps first, otherwise the first "
+            "learning rate of the schedule is skipped; step the scheduler after it",
+            "zh": "`{scheduler}.step()` 在本循环中先于 `{step}` 执行，而 `{function}` 会更新优化器："
+            "自 PyTorch 1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；请在它之后调用调度器",
+        },
+        "event": {
+            "en": "`{scheduler}.step()` runs on `{event}`, before the optimizer steps in that "
+            "epoch or iteration: since PyTorch 1.1 the optimizer steps first, otherwise the first "
+            "learning rate of the schedule is skipped; step it on `EPOCH_COMPLETED` or "
+            "`ITERATION_COMPLETED`",
+            "zh": "`{scheduler}.step()` 在 `{event}` 时执行，先于该 epoch 或迭代中优化器的更新：自 PyTorch "
+            "1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；请改在 `EPOCH_COMPLETED` 或 "
+            "`ITERATION_COMPLETED` 时调用",
+        },
         "per_batch": {
             "en": "`{scheduler}.step()` runs once per batch, but its `{schedule}` schedule counts "
             "epochs: the learning rate moves through it as many times too fast as an epoch "
@@ -72,8 +89,11 @@ PITFALL = Pitfall(
 ## What it catches
 Two mistakes with `torch.optim.lr_scheduler`:
 
-- `scheduler.step()` called before `optimizer.step()` in the same loop. Since PyTorch 1.1 the
-  order is the other way round: update the weights, then move the schedule on.
+- `scheduler.step()` called before `optimizer.step()` in the same loop, or before a call of a
+  function of the same file that steps the optimizer (`scheduler.step(); train(loader, model,
+  optimizer)` at the top of the epoch loop), or in an ignite handler on `EPOCH_STARTED` or
+  `ITERATION_STARTED`. Since PyTorch 1.1 the order is the other way round: update the weights,
+  then move the schedule on.
 - A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
   epoch loop). It is reported only when the numbers say epochs: the milestones, `step_size` or
@@ -111,7 +131,9 @@ checked. The per-batch case needs the scheduler to be built in the same function
 ## What it catches
 `torch.optim.lr_scheduler` 的两种错误用法：
 
-- 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用。自 PyTorch 1.1 起顺序相反：
+- 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用，或先于调用本文件中会更新优化器的
+  函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`），或放在 ignite 的
+  `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里。自 PyTorch 1.1 起顺序相反：
   先更新权重，再推进学习率调度。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
   循环（位于 epoch 循环内、遍历 `DataLoader` 的循环）里 step。只有数字明确表明以 epoch 为单位时才报告：
@@ -212,6 +234,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     loops = enclosing_loops(ctx)
     if not loops:
         yield from _before_the_epoch_in_function(node, call, scheduler, ctx)
+        yield from _on_a_started_event(node, call, scheduler, ctx)
         return
     if not _unconditional(node, loops[0], scheduler, ctx):
         return
@@ -220,6 +243,13 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if later_step is not None:
         if not _compensated(ctx):
             yield ctx.finding(PITFALL, call, scheduler=name, step=ctx.text(later_step.value))
+        return
+    training = _training_call_after(node, loops[0], ctx)
+    if training is not None:
+        if not _compensated(ctx):
+            function = training.func.id
+            step = f"{function}(...)"
+            yield ctx.finding(PITFALL, call, "call", scheduler=name, step=step, function=function)
         return
     schedule = _epoch_schedule_stepped_per_batch(scheduler, loops, ctx)
     if schedule:
@@ -307,6 +337,49 @@ def _optimizer_step_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Ex
     if not steps or position(steps[0]) < position(node):
         return None
     return steps[0]
+
+
+def _training_call_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Call | None:
+    """`for epoch in ...: scheduler.step(); train(loader, model, optimizer)`: the first call in
+    the loop of a function of this file that steps an optimizer, when it comes after the
+    scheduler step."""
+    functions = top_level_functions(ctx)
+    if not functions:
+        return None
+    own = ctx.enclosing_function()
+    for found in index_of(ctx, loop).calls_in_block(loop.body, functions, local=True):
+        function = functions.get(found.func.id) if isinstance(found.func, ast.Name) else None
+        if function is None or function is own or not block_steps(ctx, function):
+            continue
+        return found if position(found) > position(node) else None
+    return None
+
+
+# ignite events that fire before the optimizer steps of the epoch or iteration they open.
+_STARTED_EVENTS = frozenset({"EPOCH_STARTED", "ITERATION_STARTED"})
+
+
+def _on_a_started_event(
+    node: ast.Expr, call: ast.Call, scheduler: ast.AST, ctx: Context
+) -> Iterator[Finding]:
+    """`@trainer.on(Events.EPOCH_STARTED) def adjust(engine): scheduler.step()`: ignite runs the
+    handler before the iterations of the epoch, so before the first optimizer step."""
+    function = ctx.enclosing_function()
+    if function is None or ctx.parent() is not function or _compensated(ctx):
+        return
+    for decorator in function.decorator_list:
+        if not (
+            isinstance(decorator, ast.Call)
+            and isinstance(decorator.func, ast.Attribute)
+            and decorator.func.attr == "on"
+            and len(decorator.args) == 1
+            and isinstance(decorator.args[0], ast.Attribute)
+            and decorator.args[0].attr in _STARTED_EVENTS
+        ):
+            continue
+        event = ctx.text(decorator.args[0])
+        yield ctx.finding(PITFALL, call, "event", scheduler=ctx.text(scheduler), event=event)
+        return
 
 
 def _before_the_epoch_in_function(

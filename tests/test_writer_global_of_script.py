@@ -1,0 +1,44 @@
+"""tensorboard-writer-not-closed on a writer kept in a global: reported in a script, whose
+globals no other module imports, not in a library module (the fixture's `set_global`)."""
+
+from __future__ import annotations
+
+from torchdoctor.lint.checker import check_source
+
+# semseg tool/train.py: `global writer` in main_worker, logged to by train(), never closed.
+SCRIPT = """
+import torch
+from tensorboardX import SummaryWriter
+
+
+def main_worker(args):
+    global writer
+    writer = SummaryWriter(args.save_path)
+    for epoch in range(args.epochs):
+        train(epoch)
+
+
+def train(epoch):
+    writer.add_scalar("loss_train", 1.0, epoch)
+
+
+if __name__ == "__main__":
+    main_worker(None)
+"""
+
+
+def _lines(source: str) -> list[int]:
+    return [f.line for f in check_source(source, "train.py", frozenset({"TD705"})).findings]
+
+
+def test_global_writer_of_a_script_is_reported() -> None:
+    assert _lines(SCRIPT) == [8]
+
+
+def test_global_writer_closed_elsewhere_in_the_script_is_not() -> None:
+    closed = SCRIPT.replace("        train(epoch)\n", "        train(epoch)\n    writer.close()\n")
+    assert _lines(closed) == []
+
+
+def test_global_writer_of_a_library_module_is_not() -> None:
+    assert _lines(SCRIPT.split("\nif __name__")[0]) == []
