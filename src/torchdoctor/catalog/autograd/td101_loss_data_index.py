@@ -51,6 +51,10 @@ or `loss.backward()` called with no gradient, which autograd allows only for a s
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
 `out.data[0]` on a model output or any tensor whose shape the doctor cannot tell.
 
+Also `total[0]` (no `.data`) on a total started at a number and added 0-dim values to:
+`total = 0`, then `total += loss.data * len(batch)`, code written when `loss.data` was a
+1-element tensor. A plain `loss[0]` that is no such total is left alone.
+
 ## Why is this bad?
 Before PyTorch 0.4 a loss was a `Variable` holding a 1-element tensor, and `loss.data[0]` was
 the way to read it as a Python number. Since 0.4 losses and full reductions are 0-dim tensors
@@ -75,6 +79,9 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 `self.compute_loss(...)`），或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告。
+
+也包括对累加量写 `total[0]`（没有 `.data`）：先 `total = 0`，再 `total += loss.data * len(batch)`，
+这是 `loss.data` 还是单元素张量时写下的代码。不是这种累加量的 `loss[0]` 不报告。
 
 ## Why is this bad?
 PyTorch 0.4 之前，损失是一个包着单元素张量的 `Variable`，`loss.data[0]` 是把它读成 Python
@@ -225,6 +232,31 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
 
 
+@PITFALL.static(ast.Subscript)
+def check_accumulator(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
+    """`total[0]` where `total = 0` then `total += loss.data`: written for PyTorch 0.3, whose
+    `loss.data` was a 1-element tensor; since 0.4 the total is 0-dim."""
+    index = node.slice
+    if type(index) is not ast.Constant or type(index.value) is not int or index.value != 0:
+        return None
+    total = node.value
+    if type(total) is not ast.Name or type(node.ctx) is not ast.Load:
+        return None
+    if not _zero_dim_accumulator(ctx, scope_of(total.id, ctx), total.id):
+        return None
+    fix = ctx.fix(PITFALL, "safe", ctx.edit(ctx.span(total)[1], ctx.span(node)[1], ".item()"))
+    return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
+
+
+@per_file
+def _zero_dim_accumulator(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """A name started at a number and added 0-dim values to (only an accumulator: a plain
+    `loss[0]` may be a per-sample loss of `reduction="none"`)."""
+    found = bindings(ctx, scope, name)
+    starts = any(b.value is not None and not b.augmented and _is_number(b.value) for b in found)
+    return starts and _zero_dim_name(ctx, scope, name)
+
+
 # ---- what is 0-dim -------------------------------------------------------------------------
 
 
@@ -250,6 +282,8 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
             return _zero_dim_attribute(ctx, cls, expr.attr)
         values = attribute_values(ctx, cls, expr.attr)
         return bool(values) and all(is_zero_dim(v, ctx, resolving | {key}) for v in values)
+    if kind is ast.Attribute and expr.attr == "data":  # `loss.data`: the same tensor, detached
+        return is_zero_dim(expr.value, ctx, resolving)
     if kind is ast.BinOp and isinstance(expr.op, SCALAR_ARITHMETIC):
         sides = (expr.left, expr.right)
         if not all(_is_number(side) or is_zero_dim(side, ctx, resolving) for side in sides):
@@ -457,6 +491,8 @@ def _is_self_attribute(expr: ast.AST) -> bool:
 def _is_number(expr: ast.AST) -> bool:
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
         expr = expr.operand
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "len":
+        return True  # `loss * len(batch)`
     return (
         isinstance(expr, ast.Constant)
         and isinstance(expr.value, (int, float))
