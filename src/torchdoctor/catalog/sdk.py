@@ -36,6 +36,7 @@ from torchdoctor.knowledge import dtypes, state_dicts, tensor_methods, weights_o
 from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
 from torchdoctor.lint.context import (
     MODULE_SELF_METHODS,
+    assigned_name,
     Context,
     Kind,
     nested_statements,
@@ -177,6 +178,7 @@ __all__ = [
     "pick",
     "scope_of",
     "shorten",
+    "assigned_name",
     "tensor_methods",
     "split_lines",
     "state_dicts",

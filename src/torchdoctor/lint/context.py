@@ -747,6 +747,18 @@ def per_file(func):
     return memoized
 
 
+def assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:
+    """`name` when `statement` is `name = value` (one plain name as its only target)."""
+    if (
+        isinstance(statement, ast.Assign)
+        and statement.value is value
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        return statement.targets[0].id
+    return None
+
+
 def shorten(text: str, limit: int = 60) -> str:
     """Source text for a one-line message: whitespace folded, cut to `limit` characters."""
     text = " ".join(text.split())

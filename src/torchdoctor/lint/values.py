@@ -14,7 +14,7 @@ import ast
 import re
 
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, Kind
+from torchdoctor.lint.context import Context, Kind, assigned_name
 from torchdoctor.lint.occurrences import call_name, index_of
 
 # Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
@@ -164,13 +164,8 @@ def _in_version_gated_expression(expr: ast.AST, ctx: Context) -> bool:
 def _overridden(expr: ast.AST, ctx: Context) -> bool:
     """`expr` is the value of `name = expr`, and the next statement is an `if` testing a
     version whose body assigns `name` again."""
-    statement = ctx.ancestors[-1] if ctx.ancestors else None
-    if not (
-        isinstance(statement, ast.Assign)
-        and statement.value is expr
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-    ):
+    name = assigned_name(ctx.ancestors[-1] if ctx.ancestors else None, expr)
+    if name is None:
         return False
     position = ctx.statement_block()
     if position is None:
@@ -179,7 +174,6 @@ def _overridden(expr: ast.AST, ctx: Context) -> bool:
     following = block[at + 1] if at + 1 < len(block) else None
     if not (isinstance(following, ast.If) and _VERSION_TEST.search(ctx.text(following.test))):
         return False
-    name = statement.targets[0].id
     return any(
         isinstance(s, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)

@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    assigned_name,
     Context,
     Finding,
     Kind,
@@ -120,14 +121,9 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     ):
         return  # `net = Net(...).to(device)`: moved on the line that built it
     statement = ctx.ancestors[-1] if ctx.ancestors else None
-    if not (
-        isinstance(statement, ast.Assign)
-        and statement.value is call
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-    ):
+    wrapper = assigned_name(statement, call)
+    if wrapper is None:
         return
-    wrapper = statement.targets[0].id
     names = {wrapper} | ({model.id} if isinstance(model, ast.Name) else set())
     forward = _first_forward(ctx, statement, wrapper)
     if forward is None or _touched_before(ctx, names, forward):
@@ -148,7 +144,7 @@ def _moved_where_bound(name: ast.Name, ctx: Context) -> bool:
 def _built_around_moved(name: ast.Name, ctx: Context) -> bool:
     """`wrapper = LossWrapper(model, opt)` with `model` moved already: the modules the wrapper
     holds are on the device (its own parameters, if any, cannot be seen from here)."""
-    scope = next((node for node in reversed(ctx.ancestors) if isinstance(node, SCOPES)), ctx.tree)
+    scope = _enclosing_scope(ctx)
     moved = _touches(ctx, scope).moved
     for binding in bindings(ctx, scope_of(name.id, ctx), name.id) or ():
         if not isinstance(binding.value, ast.Call):
@@ -184,7 +180,7 @@ def _first_forward(ctx: Context, statement: ast.stmt, wrapper: str) -> ast.Call 
 def _touched_before(ctx: Context, names: set[str], forward: ast.Call) -> bool:
     """Anything in the scope, before `forward`, that may move the model: a `.to()`/`.cuda()` on
     one of `names`, or one of them handed to a function."""
-    scope = next((node for node in reversed(ctx.ancestors) if isinstance(node, SCOPES)), ctx.tree)
+    scope = _enclosing_scope(ctx)
     touches = _touches(ctx, scope)
     before = (forward.lineno, forward.col_offset)
     return any(touches.first(name) < before for name in names)
@@ -234,6 +230,11 @@ class _Touches:
         where = (call.lineno, call.col_offset)
         if name is not None and where < first.get(name, (float("inf"), 0)):
             first[name] = where
+
+
+def _enclosing_scope(ctx: Context) -> ast.AST:
+    """The function around the current node; the module at the top level."""
+    return next((node for node in reversed(ctx.ancestors) if isinstance(node, SCOPES)), ctx.tree)
 
 
 @per_file

@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    assigned_name,
     MODULE_SELF_METHODS,
     Context,
     Finding,
@@ -160,20 +161,14 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     wrapped = _wrapped_model(call)
     if parallel is None or wrapped is None:
         return
-    statement = ctx.ancestors[-1] if ctx.ancestors else None
-    if not (
-        isinstance(statement, ast.Assign)
-        and statement.value is call
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-    ):
+    wrapper = assigned_name(ctx.ancestors[-1] if ctx.ancestors else None, call)
+    if wrapper is None:
         return
     cls = _model_class(wrapped, ctx)
     located = ctx.statement_block()
     if cls is None or located is None:
         return
     block, index = located
-    wrapper = statement.targets[0].id
     own = _class_attributes(ctx, cls) - WRAPPER_ATTRIBUTES
     for use in _attribute_uses(block, index, wrapper, ctx):
         if use.attr in own:

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    assigned_name,
     from_project_class,
     Clue,
     Context,
@@ -261,15 +262,10 @@ def _model_fed(call: ast.Call, block: list[ast.stmt], index: int, ctx: Context) 
     parent = parents.get(tensor)
     if isinstance(parent, ast.Call) and tensor in parent.args and _is_module_call(parent, ctx):
         return parent.func
-    statement = block[index] if block else None
-    if not (
-        isinstance(statement, ast.Assign)
-        and statement.value is tensor
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-    ):
+    name = assigned_name(block[index] if block else None, tensor)
+    if name is None:
         return None
-    return _later_module_call(statement.targets[0].id, block, index, ctx)
+    return _later_module_call(name, block, index, ctx)
 
 
 def _keep_dtype_upwards(node: ast.AST, parents: dict) -> ast.AST:
