@@ -6,11 +6,13 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from torchdoctor.errors import UsageError
 from torchdoctor.user_files import read_regular_file
+
+if TYPE_CHECKING:  # imported where used: `explain` reaches this module and never needs it
+    import pathspec
 
 # Python, notebooks, and the C++/CUDA sources of extensions that live next to Python code.
 SOURCE_SUFFIXES = (".py", ".ipynb", ".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
@@ -53,6 +55,8 @@ class Discovery:
 
 def compile_patterns(patterns: list[str], what: str) -> pathspec.PathSpec:
     """Gitignore-style patterns given by the user; a bad one is a usage error naming it."""
+    import pathspec
+
     try:
         return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
     except ValueError:
@@ -171,6 +175,8 @@ def _relative(path: Path, base: Path) -> str | None:
 
 
 def _read_gitignore(directory: Path) -> pathspec.PathSpec | None:
+    import pathspec
+
     try:
         lines = read_regular_file(directory / ".gitignore").decode("utf-8", "replace").splitlines()
     except OSError:  # none, unreadable, or not a regular file
@@ -184,6 +190,8 @@ def _read_gitignore(directory: Path) -> pathspec.PathSpec | None:
 
 
 def _parses(pattern: str) -> bool:
+    import pathspec
+
     try:
         pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
     except ValueError:
