@@ -156,6 +156,18 @@ def test_range_error_reaches_the_user_unchanged():
     assert [f.name for f in findings] == ["cross-entropy-target-range"]
 
 
+def test_range_reads_no_label_on_the_cpu_until_the_loss_raises(monkeypatch):
+    """The CPU kernel checks every label itself: the range is read only once it has raised."""
+    reads = []
+    aminmax = torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda *args: reads.append(args) or aminmax(*args))
+    result, findings = watched(lambda: F.cross_entropy(LOGITS, torch.tensor([0, 1, 2, 3, 2, 1])))
+    assert isinstance(result, torch.Tensor) and findings == [] and reads == []
+    result, findings = watched(lambda: F.cross_entropy(LOGITS, torch.tensor([0, 1, 2, 3, 2, 4])))
+    assert isinstance(result, IndexError) and len(reads) == 1
+    assert [f.name for f in findings] == ["cross-entropy-target-range"]
+
+
 def test_reported_once_per_place():
     def loop():
         for _ in range(3):

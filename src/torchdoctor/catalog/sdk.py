@@ -97,7 +97,9 @@ _ON_FIRST_USE = {
 def __getattr__(name: str):
     if name not in _ON_FIRST_USE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+    value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+    globals()[name] = value  # later reads (a monitor's, every step) find it directly
+    return value
 
 
 class StaticCheck(Protocol):

@@ -33,8 +33,11 @@ class Dispatcher:
         return bool(self._hooks[hook])
 
     def emit(self, hook: str, *args) -> None:
-        for method in self._hooks[hook]:
-            self._call(method.__self__, method, args)
+        for method in self._hooks[hook]:  # `_call` inlined: this runs several times a step
+            try:
+                method(*args)
+            except Exception as error:
+                self._disable(method.__self__, error)
 
     def guard(self, monitor: Monitor, hook: Callable) -> Callable[..., None]:
         """`hook` as the monitor's own module hook: silent once the monitor is disabled, its

@@ -220,10 +220,14 @@ def _loss_wrapper(original: Callable, name: str, session, shown: set) -> Callabl
     @functools.wraps(original)
     def loss(input, target, *args, **kwargs):
         session.loss_starts(name, input, target, kwargs)
-        if name in _WARNING_LOSSES:
-            result = call_in_callers_place(original, shown, input, target, *args, **kwargs)
-        else:
-            result = original(input, target, *args, **kwargs)
+        try:
+            if name in _WARNING_LOSSES:
+                result = call_in_callers_place(original, shown, input, target, *args, **kwargs)
+            else:
+                result = original(input, target, *args, **kwargs)
+        except Exception:
+            session.loss_failed(name, input, target, kwargs)
+            raise
         session.loss_ends(name, result)
         return result
 

@@ -27,6 +27,8 @@ Hook points, in the order a training step meets them. Every hook may read the ru
 - `on_loss(name, input, target, kwargs)`: before a loss function of `torch.nn.functional`
   runs (`name` e.g. "cross_entropy"; loss modules call these too). May inspect, never modify.
 - `on_loss_result(name, loss)`: the tensor a loss function returned.
+- `on_loss_error(name, input, target, kwargs)`: the loss function raised (the exception goes
+  on to the user unchanged once the monitors have looked).
 - `on_backward(tensor)`: before `tensor.backward()` / `torch.autograd.backward(tensor)`.
 - `after_backward(tensor)`: after it returned.
 - `on_step(optimizer)`: optimizer step pre-hook, gradients final, parameters not yet changed.
@@ -67,6 +69,7 @@ HOOKS = (
     "on_first_batch",
     "on_loss",
     "on_loss_result",
+    "on_loss_error",
     "on_backward",
     "after_backward",
     "on_step",
@@ -126,6 +129,9 @@ class Monitor:
         pass
 
     def on_loss_result(self, name: str, loss) -> None:
+        pass
+
+    def on_loss_error(self, name: str, input, target, kwargs: dict) -> None:
         pass
 
     def on_backward(self, tensor) -> None:

@@ -59,6 +59,13 @@ class Session:
             self.dispatcher.register(cls(self.run, pitfall, self.reporter))
         # module -> True (model) | False (part of one); DataLoader iterator -> its loader
         self._kinds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # id -> weak reference of the modules already classified: the global hook runs for
+        # every module call, and a WeakKeyDictionary lookup makes a new weak reference each time.
+        self._known: dict[int, weakref.ref] = {}
+        import torch  # a watched program has it
+
+        # torch's own function, called directly: torch.compile's tracing reads it as True.
+        self._tracing = torch.compiler.is_compiling
         self._iterators: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # ---- what the report and the watcher read ----------------------------------------------
@@ -98,10 +105,25 @@ class Session:
 
     def module_pre_hook(self, module, args):
         """Global forward pre-hook: finds new models (a dict lookup for every other call)."""
-        if _compiling() or self._kinds.get(module) is not None:
+        if self._tracing():
+            return None
+        known = self._known.get(id(module))
+        if known is not None and known() is module:
+            return None
+        if self._kinds.get(module) is not None:
+            self._remember(module)
             return None
         self._module_seen(module, args)
         return None
+
+    def _remember(self, module) -> None:
+        known, key = self._known, id(module)
+
+        def forget(reference) -> None:
+            if known.get(key) is reference:  # not a later module given the same id
+                del known[key]
+
+        known[key] = weakref.ref(module, forget)
 
     @_event("forward hook")
     def _module_seen(self, module, args) -> None:
@@ -162,6 +184,10 @@ class Session:
     @_event("loss wrapper", skip_when_compiling=True)
     def loss_ends(self, name: str, loss) -> None:
         self.dispatcher.emit("on_loss_result", name, loss)
+
+    @_event("loss wrapper", skip_when_compiling=True)
+    def loss_failed(self, name: str, input, target, kwargs: dict) -> None:
+        self.dispatcher.emit("on_loss_error", name, input, target, kwargs)
 
     @_event("DataLoader wrapper")
     def dataloader_iter(self, loader) -> None:

@@ -603,8 +603,6 @@ class TrainedInEvalMode(Monitor):
         self._layers: dict[int, list] = {}
 
     def on_step(self, optimizer) -> None:
-        from torchdoctor.catalog.sdk import is_frozen, mode_dependent_layers
-
         held = None
         for model in self.session.models:
             if model.training:
@@ -613,6 +611,8 @@ class TrainedInEvalMode(Monitor):
                 held = {id(p) for group in optimizer.param_groups for p in group["params"]}
             if not any(id(p) in held for p in model.parameters()):
                 continue
+            from torchdoctor.catalog.sdk import is_frozen, mode_dependent_layers
+
             layers = self._layers.get(id(model))
             if layers is None:
                 layers = self._layers[id(model)] = mode_dependent_layers(model)

@@ -228,13 +228,24 @@ class TargetOutOfRange(Monitor):
     """Class-index targets of `cross_entropy`/`nll_loss` outside `[0, C)`, seen before the loss
     kernel runs: on a GPU the kernel's assertion would poison the CUDA context.
 
-    Cost: one `aminmax` of the target per call and one copy of its two values to the host (on
-    a GPU, a synchronisation). Only when the range holds `ignore_index` (padding with -100)
-    are the ignored positions masked out and the range taken again. Float targets (class
-    probabilities) and targets whose shape is not the class-index shape are left alone: the
-    loss reads no index from them."""
+    Cost: on a GPU, one `aminmax` of the target per call and one copy of its two values to the
+    host (a synchronisation). On the CPU nothing while the loss succeeds: its kernel checks
+    every label itself and raises `IndexError: Target ... is out of bounds`, and only then is
+    the range read, to say which labels and why (verified on torch 2.13 for both losses,
+    spatial targets, class weights, label smoothing and `ignore_index`). Only when the range
+    holds `ignore_index` (padding with -100) are the ignored positions masked out and the
+    range taken again. Float targets (class probabilities) and targets whose shape is not the
+    class-index shape are left alone: the loss reads no index from them."""
 
     def on_loss(self, name: str, input, target, kwargs: dict) -> None:
+        if not getattr(target, "is_cpu", True):  # a GPU's assert would come too late
+            self._check(name, input, target, kwargs)
+
+    def on_loss_error(self, name: str, input, target, kwargs: dict) -> None:
+        if getattr(target, "is_cpu", False):
+            self._check(name, input, target, kwargs)
+
+    def _check(self, name: str, input, target, kwargs: dict) -> None:
         if name not in _LOSS_FUNCTIONS:
             return
         classes = _class_count(input, target)
