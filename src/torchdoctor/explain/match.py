@@ -34,6 +34,12 @@ _MESSAGE_LINES = 12
 _MESSAGE_WEIGHT = 0.95
 _FOLDED_WEIGHT = 0.9
 _folded: dict[str, re.Pattern] = {}
+# An error message quoted as inline code in an issue's prose: "there is a mismatch:
+# `Expected input batch_size (8) to match target batch_size (32)`". Read only when the text
+# holds no exception the parser found; the first few spans long enough to be a message.
+_INLINE_CODE = re.compile(r"`([^`\n]{20,400})`")
+_INLINE_SPANS = 20
+_INLINE_WEIGHT = 0.9
 
 
 @dataclass
@@ -143,6 +149,8 @@ def _diagnose(report: ErrorReport, lang: str, link: bool) -> Explanation:
                 )
     _match_whole_text(report, best, lang)
     _match_message_alone(report, best, lang)
+    if not best and not has_exception:
+        _match_inline_code(report, best, lang)
     diagnoses = [d for d in best.values() if d.confidence >= MIN_CONFIDENCE]
     link_problem = None
     if link and diagnoses:
@@ -198,6 +206,9 @@ def _clue(signature: ErrorSignature, block: ErrorBlock, report: ErrorReport) -> 
     if signature.check is not None:
         return signature.check(block, report)
     found = signature.search(block.message)
+    if found is None and "`" in block.message:
+        # Markdown's inline code, as issues retype a message: "Can't call `numpy()` on ..."
+        found = signature.search(block.message.replace("`", ""))
     if found is None:
         return None
     return Clue(
@@ -244,6 +255,25 @@ def _match_message_alone(report: ErrorReport, best: dict[str, Diagnosis], lang: 
             best[pitfall.name] = _diagnosis(
                 pitfall, signature, clue, confidence, None, report, lang
             )
+
+
+def _match_inline_code(report: ErrorReport, best: dict[str, Diagnosis], lang: str) -> None:
+    """Messages quoted as inline code in prose, each read as a message alone."""
+    signatures = _signatures()
+    for number, found in enumerate(_INLINE_CODE.finditer(report.text)):
+        if number == _INLINE_SPANS:
+            break
+        span = ErrorBlock("", found.group(1).strip(), kind="log")
+        for pitfall, signature in signatures:
+            clue = _clue(signature, span, report)
+            if clue is None:
+                continue
+            confidence = clue.confidence * _MESSAGE_WEIGHT * _INLINE_WEIGHT
+            current = best.get(pitfall.name)
+            if current is None or confidence > current.confidence:
+                best[pitfall.name] = _diagnosis(
+                    pitfall, signature, clue, confidence, None, report, lang
+                )
 
 
 def _message_alone(report: ErrorReport) -> ErrorBlock | None:

@@ -138,7 +138,7 @@ if __name__ == "__main__":
 )
 
 _LOCAL = re.compile(r"Can't (?:pickle|get) local object '?(?:<function )?(?P<object>[^'\s]+)")
-_LAMBDA = re.compile(r"Can't pickle <function (?P<object><lambda>|[\w.]+) at 0x[0-9a-f]+>")
+_LAMBDA = re.compile(r"Can't pickle <function (?P<object><lambda>|[\w.]+) at 0x[0-9a-fA-F]+>")
 _MAIN_ATTRIBUTE = re.compile(
     r"Can't get attribute '(?P<object>[\w.]+)' on <module '__main__' (?P<where>[^>]*)>"
 )

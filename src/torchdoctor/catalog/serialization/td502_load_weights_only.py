@@ -299,18 +299,30 @@ GENERIC = {
 }
 
 
+_DEFAULT_FLIPPED = {
+    "en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the "
+    "file holds an object that is not a tensor or a built-in type.",
+    "zh": "PyTorch >= 2.6 默认以 `weights_only=True` 加载，而文件里有一个既不是"
+    "张量也不是内置类型的对象。",
+}
+
 # The whole text, when no exception line was parsed (pytest's `E` lines, a tool's log).
 PITFALL.error(
     r"(?:Weights only load failed|WeightsUnpickler error: Unsupported (?:global|class))"
     r"(?![\s\S]*Unsupported operand)",
     types=(),
     confidence=0.8,
-    cause={
-        "en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the "
-        "file holds an object that is not a tensor or a built-in type.",
-        "zh": "PyTorch >= 2.6 默认以 `weights_only=True` 加载，而文件里有一个既不是"
-        "张量也不是内置类型的对象。",
-    },
+    cause=_DEFAULT_FLIPPED,
+)
+
+
+# The sentence torch >= 2.6 adds to that message, quoted alone in titles and pull requests.
+PITFALL.error(
+    r"changed the default value of the `?weights_only`? argument in `?torch\.load`? "
+    r"from `?False`? to `?True`?",
+    types=(),
+    confidence=0.8,
+    cause=_DEFAULT_FLIPPED,
 )
 
 
