@@ -342,7 +342,14 @@ def _dispatch(
     """Run the detectors of `node`'s class: those for every node, and those for its name."""
     always, by_name = detectors
     if always:
-        _run_detectors(node, ctx, always, result)
+        # `_run_detectors`, inlined: most nodes run only these.
+        for pitfall, check in always:
+            try:
+                found: Iterable[Finding] | None = check(node, ctx)
+                if found:
+                    result.findings.extend(found)
+            except Exception as error:  # a bug in one detector must not stop the others
+                _internal_error(node, ctx, pitfall, error, result)
     if by_name:
         # The common cases inlined (see node_name): the walk's hottest lines.
         if kind is ast.Call:
@@ -429,7 +436,10 @@ def _walked_after(
     ]
     if ast.Name in skip:  # `Name`s are walked for the names detectors are keyed on only
         lists += [found.names[name] for name in wanted_ids if name in found.names]
-    numbers = sorted(at for numbers in lists for at in numbers[bisect_right(numbers, start) :])
+    numbers = []
+    for some in lists:
+        numbers += some[bisect_right(some, start) :]
+    numbers.sort()  # sorted runs: merged, not sorted from scratch
     unwalked = _unwalked(found, start)
     if unwalked:
         numbers = [at for at in numbers if at not in unwalked]
@@ -461,10 +471,16 @@ def _run_detectors(node: ast.AST, ctx: Context, detectors: list, result: CheckRe
             if found:
                 result.findings.extend(found)
         except Exception as error:  # a bug in one detector must not stop the others
-            result.internal_errors.append(
-                f"{ctx.path}:{getattr(node, 'lineno', 0)}: internal error in {pitfall.name}: "
-                f"{type(error).__name__}: {error}"
-            )
+            _internal_error(node, ctx, pitfall, error, result)
+
+
+def _internal_error(
+    node: ast.AST, ctx: Context, pitfall: Pitfall, error: Exception, result: CheckResult
+) -> None:
+    result.internal_errors.append(
+        f"{ctx.path}:{getattr(node, 'lineno', 0)}: internal error in {pitfall.name}: "
+        f"{type(error).__name__}: {error}"
+    )
 
 
 @dataclass

@@ -10,7 +10,7 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from functools import cached_property
-from operator import attrgetter
+from operator import add, attrgetter
 from typing import Iterable, Iterator
 
 from torchdoctor.lint.context import Context, per_file
@@ -191,13 +191,15 @@ class FileIndex:
             below.reverse()
             extend(below)
             up_extend([at] * len(below))
-        self.number = dict(zip(nodes, range(len(nodes))))
-        sizes = [1] * len(nodes)
-        for at in range(len(nodes) - 1, -1, -1):
-            up = above[at]
-            if up >= 0:
-                sizes[up] += sizes[at]
-        self.ends = [at + size for at, size in enumerate(sizes)]
+        count = len(nodes)
+        self.number = dict(zip(nodes, range(count)))
+        # The size of each subtree, added up from the last node back; the roots' parent, -1,
+        # adds into a last slot dropped after.
+        sizes = [1] * (count + 1)
+        for at, up in zip(range(count - 1, -1, -1), reversed(above)):
+            sizes[up] += sizes[at]
+        del sizes[count]
+        self.ends = list(map(add, range(count), sizes))
 
     @cached_property
     def parents(self) -> _Parents:
