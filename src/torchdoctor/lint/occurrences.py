@@ -71,7 +71,8 @@ def _node_fields(cls: type) -> tuple[str, ...]:
 # there is only one.
 _FIELDS = {cls: _node_fields(cls) for cls in node_classes()}
 _GETTERS = {
-    cls: (attrgetter(*fields), len(fields) == 1) for cls, fields in _FIELDS.items() if fields
+    cls: (attrgetter(*fields), len(fields) == 1) if fields else None
+    for cls, fields in _FIELDS.items()
 }
 
 
@@ -146,7 +147,7 @@ class FileIndex:
             add_above(up_pop())
             kind = type(node)
             by_class[kind].append(at)
-            getter = getters.get(kind)
+            getter = getters[kind]  # every class is there: a subscript is not a call
             if getter is None:  # a leaf
                 if kind is ast.Name:
                     names[node.id].append(at)
