@@ -156,6 +156,22 @@ _INDEX_ONLY_FIELDS = {
 }
 
 
+# The context's hooks, with every node class in them (None: no hook).
+_ON_ENTER = {cls: ENTER.get(cls) for cls in _CHILD_FIELDS}
+_ON_LEAVE = {cls: LEAVE.get(cls) for cls in _CHILD_FIELDS}
+
+
+@lru_cache(maxsize=None)
+def _every_class(codes: frozenset[str]) -> dict[type, tuple | None]:
+    """`dispatch_for(codes)` with every node class in it (None: no detector)."""
+    return with_every_class(dispatch_for(codes))
+
+
+def with_every_class(dispatch: Dispatch) -> dict[type, tuple | None]:
+    """`dispatch` with every node class in it: the walk subscripts it instead of calling get."""
+    return {cls: dispatch.get(cls) for cls in _CHILD_FIELDS}
+
+
 @lru_cache(maxsize=None)
 def _skippable(codes: frozenset[str]) -> tuple[frozenset[type], frozenset[str]]:
     """Leaf classes (no children, not tracked) never pushed on the walk's stack, and the ids of
@@ -219,7 +235,7 @@ def check_source(
         return result  # no PyTorch pitfall can show in code that never mentions torch
     ctx = Context(path, source, tree, cells, project)
     try:
-        _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result)
+        _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result, _every_class(codes))
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
         result.internal_errors.append(f"{path}: not fully checked: {type(error).__name__}")
     if result.findings:
@@ -264,15 +280,19 @@ def _walk(
     dispatch: Dispatch,
     skippable: tuple[frozenset[type], frozenset[str]],
     result: CheckResult,
+    every: dict[type, tuple | None] | None = None,
 ) -> None:
     """Pre-order, in source order. Statements and scopes are entered and left on the context
     (so `ctx.ancestors` holds the enclosing statements); expressions are only dispatched. Once
-    a rule has built the whole file's index, the rest of the walk reads it (`_walk_index`)."""
+    a rule has built the whole file's index, the rest of the walk reads it (`_walk_index`).
+    `every`: `dispatch` with every node class in it (`with_every_class`), when made already."""
     ancestors = ctx.ancestors
     stack: list = [tree]
     pop, push, extend = stack.pop, stack.append, stack.extend
-    fields_of, tracked, get = _CHILD_FIELDS, _TRACKED_CLASSES, dispatch.get
-    on_enter, on_leave = ENTER.get, LEAVE.get
+    if every is None:
+        every = with_every_class(dispatch)
+    fields_of, tracked = _CHILD_FIELDS, _TRACKED_CLASSES
+    on_enter, on_leave = _ON_ENTER, _ON_LEAVE
     skip, wanted_ids = skippable
     name_type = ast.Name
     while stack:
@@ -281,18 +301,18 @@ def _walk(
         if kind is tuple:  # (node,): leaving a tracked node
             node = node[0]
             ancestors.pop()
-            handler = on_leave(type(node))
+            handler = on_leave[type(node)]
             if handler is not None:
                 handler(ctx, node)
             continue
-        detectors = get(kind)
+        detectors = every[kind]
         if detectors is not None:
             _dispatch(node, kind, detectors, ctx, result)
             if ctx.file_index is not None:
-                _walk_index(ctx.file_index, node, ctx, dispatch, skippable, result)
+                _walk_index(ctx.file_index, node, ctx, dispatch, every, skippable, result)
                 return
         if kind in tracked:
-            handler = on_enter(kind)
+            handler = on_enter[kind]
             if handler is not None:
                 handler(ctx, node)
             ancestors.append(node)
@@ -342,7 +362,14 @@ def _dispatch(
     """Run the detectors of `node`'s class: those for every node, and those for its name."""
     always, by_name = detectors
     if always:
-        _run_detectors(node, ctx, always, result)
+        # `_run_detectors`, inlined: most nodes run only these.
+        for pitfall, check in always:
+            try:
+                found: Iterable[Finding] | None = check(node, ctx)
+                if found:
+                    result.findings.extend(found)
+            except Exception as error:  # a bug in one detector must not stop the others
+                _internal_error(node, ctx, pitfall, error, result)
     if by_name:
         # The common cases inlined (see node_name): the walk's hottest lines.
         if kind is ast.Call:
@@ -371,6 +398,7 @@ def _walk_index(
     current: ast.AST,
     ctx: Context,
     dispatch: Dispatch,
+    every: dict[type, tuple | None],
     skippable: tuple[frozenset[type], frozenset[str]],
     result: CheckResult,
 ) -> None:
@@ -379,14 +407,14 @@ def _walk_index(
     each have consecutive numbers, so that a tracked node is left when the walk passes its end.
     The nodes it would not stop at (no detector, not tracked) are not read at all."""
     nodes, ends, number, ancestors = found.nodes, found.ends, found.number, ctx.ancestors
-    get, tracked, on_enter, on_leave = dispatch.get, _TRACKED_CLASSES, ENTER.get, LEAVE.get
+    tracked, on_enter, on_leave = _TRACKED_CLASSES, _ON_ENTER, _ON_LEAVE
     open_ends = [ends[number[node]] for node in ancestors]  # where each ancestor is left
     at = number[current]
     numbers = _walked_after(found, at, dispatch, skippable)
     node, kind = current, type(current)
     while True:
         if kind in tracked:
-            handler = on_enter(kind)
+            handler = on_enter[kind]
             if handler is not None:
                 handler(ctx, node)
             ancestors.append(node)
@@ -398,17 +426,17 @@ def _walk_index(
             _leave(ctx, ancestors, open_ends, on_leave)
         node = nodes[at]
         kind = type(node)
-        detectors = get(kind)
+        detectors = every[kind]
         if detectors is not None:
             _dispatch(node, kind, detectors, ctx, result)
     while ancestors:
         _leave(ctx, ancestors, open_ends, on_leave)
 
 
-def _leave(ctx: Context, ancestors: list, open_ends: list, on_leave: Callable) -> None:
+def _leave(ctx: Context, ancestors: list, open_ends: list, on_leave: dict) -> None:
     open_ends.pop()
     node = ancestors.pop()
-    handler = on_leave(type(node))
+    handler = on_leave[type(node)]
     if handler is not None:
         handler(ctx, node)
 
@@ -429,7 +457,10 @@ def _walked_after(
     ]
     if ast.Name in skip:  # `Name`s are walked for the names detectors are keyed on only
         lists += [found.names[name] for name in wanted_ids if name in found.names]
-    numbers = sorted(at for numbers in lists for at in numbers[bisect_right(numbers, start) :])
+    numbers = []
+    for some in lists:
+        numbers += some[bisect_right(some, start) :]
+    numbers.sort()  # sorted runs: merged, not sorted from scratch
     unwalked = _unwalked(found, start)
     if unwalked:
         numbers = [at for at in numbers if at not in unwalked]
@@ -461,10 +492,16 @@ def _run_detectors(node: ast.AST, ctx: Context, detectors: list, result: CheckRe
             if found:
                 result.findings.extend(found)
         except Exception as error:  # a bug in one detector must not stop the others
-            result.internal_errors.append(
-                f"{ctx.path}:{getattr(node, 'lineno', 0)}: internal error in {pitfall.name}: "
-                f"{type(error).__name__}: {error}"
-            )
+            _internal_error(node, ctx, pitfall, error, result)
+
+
+def _internal_error(
+    node: ast.AST, ctx: Context, pitfall: Pitfall, error: Exception, result: CheckResult
+) -> None:
+    result.internal_errors.append(
+        f"{ctx.path}:{getattr(node, 'lineno', 0)}: internal error in {pitfall.name}: "
+        f"{type(error).__name__}: {error}"
+    )
 
 
 @dataclass

@@ -10,7 +10,7 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from functools import cached_property
-from operator import attrgetter
+from operator import add, attrgetter
 from typing import Iterable, Iterator
 
 from torchdoctor.lint.context import Context, per_file
@@ -71,7 +71,8 @@ def _node_fields(cls: type) -> tuple[str, ...]:
 # there is only one.
 _FIELDS = {cls: _node_fields(cls) for cls in node_classes()}
 _GETTERS = {
-    cls: (attrgetter(*fields), len(fields) == 1) for cls, fields in _FIELDS.items() if fields
+    cls: (attrgetter(*fields), len(fields) == 1) if fields else None
+    for cls, fields in _FIELDS.items()
 }
 
 
@@ -146,7 +147,7 @@ class FileIndex:
             add_above(up_pop())
             kind = type(node)
             by_class[kind].append(at)
-            getter = getters.get(kind)
+            getter = getters[kind]  # every class is there: a subscript is not a call
             if getter is None:  # a leaf
                 if kind is ast.Name:
                     names[node.id].append(at)
@@ -191,13 +192,15 @@ class FileIndex:
             below.reverse()
             extend(below)
             up_extend([at] * len(below))
-        self.number = dict(zip(nodes, range(len(nodes))))
-        sizes = [1] * len(nodes)
-        for at in range(len(nodes) - 1, -1, -1):
-            up = above[at]
-            if up >= 0:
-                sizes[up] += sizes[at]
-        self.ends = [at + size for at, size in enumerate(sizes)]
+        count = len(nodes)
+        self.number = dict(zip(nodes, range(count)))
+        # The size of each subtree, added up from the last node back; the roots' parent, -1,
+        # adds into a last slot dropped after.
+        sizes = [1] * (count + 1)
+        for at, up in zip(range(count - 1, -1, -1), reversed(above)):
+            sizes[up] += sizes[at]
+        del sizes[count]
+        self.ends = list(map(add, range(count), sizes))
 
     @cached_property
     def parents(self) -> _Parents:

@@ -144,6 +144,8 @@ def check(init: ast.FunctionDef, ctx: Context) -> Iterator[Finding]:
     if not ctx.is_module_class(cls) or _overrides_setattr(cls):
         return
     self_name = init.args.args[0].arg
+    if _initialises_first(init, self_name):
+        return  # the usual `super().__init__()` before anything else: no file index needed
     found = index_of(ctx, init)
     for node in found.local(init, ast.Assign, ast.AnnAssign, ast.Call):
         if isinstance(node, ast.Call):
@@ -167,6 +169,19 @@ def check(init: ast.FunctionDef, ctx: Context) -> Iterator[Finding]:
                 cls=cls.name,
             )
             return
+
+
+def _initialises_first(init: ast.FunctionDef, self_name: str) -> bool:
+    """The first call, assignment or registration the loop of `check` would read (the
+    parameters come first, then the body) is one that may run the base initialiser."""
+    if any(type(node) is ast.Call for node in ast.walk(init.args)):
+        return False
+    for statement in init.body:
+        if type(statement) is ast.Expr and type(statement.value) is ast.Constant:
+            continue  # a docstring
+        call = statement.value if type(statement) is ast.Expr else None
+        return type(call) is ast.Call and _may_init(call, self_name)
+    return False
 
 
 def _overrides_setattr(cls: ast.ClassDef) -> bool:

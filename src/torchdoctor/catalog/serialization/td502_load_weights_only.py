@@ -190,6 +190,8 @@ _VERSION = re.compile(
     r"torch\.__version__|\bis_torch_version\(|\bis_torch_greater|\b(?:TORCH|torch)_VERSION\b"
     r"|\b_?TORCH_GREATER_EQUAL_\d"
 )
+# A text that `_VERSION` matches contains one of these.
+_VERSION_WORDS = ("torch.__version__", "is_torch_", "_VERSION", "TORCH_GREATER_EQUAL_")
 _COMPARES = re.compile(r"[<>]|[=!]=|\bif\b|startswith|parse|Version|version_tuple|split")
 
 
@@ -197,9 +199,11 @@ _COMPARES = re.compile(r"[<>]|[=!]=|\bif\b|startswith|parse|Version|version_tupl
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     flag = next((kw for kw in call.keywords if kw.arg in ("weights_only", None)), None)
     if flag is None:
-        line = _version_check(ctx)
         given = call.args or any(k.arg == "f" for k in call.keywords)
-        if line and given and ctx.qualname(call.func) == "torch.load" and not _fallback(ctx):
+        if not given or ctx.qualname(call.func) != "torch.load":
+            return
+        line = _version_check(ctx)
+        if line and not _fallback(ctx):
             yield ctx.finding(PITFALL, call, "old-torch", line=line)
         return
     if not (isinstance(flag.value, ast.Constant) and flag.value.value is False):
@@ -219,6 +223,8 @@ def _fallback(ctx: Context) -> bool:
 def _version_check(ctx: Context) -> int:
     """The first line of the file that compares the PyTorch version; 0 when none does."""
     source = ctx.source
+    if not any(word in source for word in _VERSION_WORDS):
+        return 0  # the regex costs a scan of the whole file; a literal search much less
     for match in _VERSION.finditer(source):
         start = source.rfind("\n", 0, match.start()) + 1
         end = source.find("\n", match.end())
