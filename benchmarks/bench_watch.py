@@ -3,8 +3,11 @@
 Three CPU workloads (a small CNN, an MLP, a deep MLP of ~50 modules), batch 64. In one
 process, blocks of steps alternate between plain, watched, and under
 `torch.autograd.set_detect_anomaly(True)` (for reference), so that drift of the machine hits
-every mode alike; the table shows the median step time of each mode over its blocks, as a
-ratio to plain. Each block's first 5 steps are untimed (a run is watched by one session for
+every mode alike (plain and watched swap places every other block); the table shows the median
+plain step time, and for the other modes the median over blocks of each block's step time over
+the plain step time of the same block (paired: drift between blocks cancels), with the
+interquartile range of the watched ratio, which says how far one run can be trusted. Each
+block's first 5 steps are untimed (a run is watched by one session for
 thousands of steps); the watch session's start-up is shown on its own, in milliseconds.
 
 `--cpu-time` times each block by the CPU time of the process (every thread) instead of the
@@ -78,8 +81,10 @@ def measure(make, shape, blocks: int, steps: int, clock=time.perf_counter) -> di
         step()
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
     starts: list[float] = []
-    for _ in range(blocks):
-        for mode in MODES:
+    for block in range(blocks):
+        # Plain and watched swap places every other block: neither always runs first.
+        order = MODES if block % 2 == 0 else ("watched", "plain", "anomaly")
+        for mode in order:
             begin = clock()
             watch = torchdoctor.watch(summary=False, live=False) if mode == "watched" else None
             torch.autograd.set_detect_anomaly(mode == "anomaly")
@@ -99,6 +104,14 @@ def measure(make, shape, blocks: int, steps: int, clock=time.perf_counter) -> di
                 watch.stop()
     result = {mode: statistics.median(values) for mode, values in times.items()}
     result["start"] = statistics.median(starts) - WARMUP * result["plain"]
+    # Each block's watched and anomaly steps over its own plain steps, run next to them: the
+    # machine's drift between blocks cancels, which a ratio of medians over all blocks keeps.
+    for mode in ("watched", "anomaly"):
+        ratios = [t / p for t, p in zip(times[mode], times["plain"])]
+        result[f"{mode} ratio"] = statistics.median(ratios)
+        if mode == "watched" and len(ratios) >= 4:
+            quartiles = statistics.quantiles(ratios, n=4)
+            result["spread"] = (quartiles[0], quartiles[2])
     return result
 
 
@@ -115,8 +128,11 @@ def main() -> None:
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"{args.blocks} blocks of {args.steps} steps per mode\n"
     )
-    print("| workload | plain step | watched | set_detect_anomaly(True) | session start |")
-    print("|---|---|---|---|---|")
+    print(
+        "| workload | plain step | watched | watched, middle half of blocks "
+        "| set_detect_anomaly(True) | session start |"
+    )
+    print("|---|---|---|---|---|---|")
     overheads = []
     for name, (make, shape) in WORKLOADS.items():
         result = measure(
@@ -127,10 +143,12 @@ def main() -> None:
             time.process_time if args.cpu_time else time.perf_counter,
         )
         plain = result["plain"]
-        overheads.append(result["watched"] / plain - 1)
+        watched = result["watched ratio"]
+        overheads.append(watched - 1)
+        low, high = result.get("spread", (watched, watched))
         print(
-            f"| {name} | {plain * 1e3:.2f} ms | {result['watched'] / plain:.3f}x | "
-            f"{result['anomaly'] / plain:.2f}x | {result['start'] * 1e3:.1f} ms |"
+            f"| {name} | {plain * 1e3:.2f} ms | {watched:.3f}x | {low:.3f}x-{high:.3f}x | "
+            f"{result['anomaly ratio']:.2f}x | {result['start'] * 1e3:.1f} ms |"
         )
     print(
         f"\nwatch overhead: median {statistics.median(overheads):+.1%}, "
