@@ -78,6 +78,27 @@ def test_qualified_exception_types_and_311_position_markers():
     assert not any("^" in s or "~" in s for s in sources)
 
 
+def test_traceback_cut_above_its_last_source_line_keeps_that_line():
+    """A log that kept only the failing line and 3.11's markers under it: the line is the
+    frame's source (of an unknown, non-user file), so causes that read it still can."""
+    text = (
+        "    if node_data['sigma_start'] >= timesteps >= node_data['sigma_end']:\n"
+        "       ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "RuntimeError: Boolean value of Tensor with more than one value is ambiguous\n"
+    )
+    [frame] = parse_text(text).final.frames
+    assert frame.source == "if node_data['sigma_start'] >= timesteps >= node_data['sigma_end']:"
+    assert user_frame([frame]) is None  # no file to link or to show as the user's
+    # without the markers, or with its `File` line above, it is not a cut frame
+    assert parse_text(text.replace("^", "")).final.frames == ()
+    whole = '  File "app.py", line 3, in f\n' + text
+    assert parse_text(whole).final.frames == (
+        Frame(
+            "app.py", 3, "f", "if node_data['sigma_start'] >= timesteps >= node_data['sigma_end']:"
+        ),
+    )
+
+
 def test_bare_exception_without_message():
     report = parse("keyboard_interrupt.txt")
     assert summary(report) == [("exception", "KeyboardInterrupt", None)]

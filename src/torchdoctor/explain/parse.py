@@ -193,6 +193,7 @@ _WINDOWS_STDLIB = re.compile(r"\\Lib\\")
 _TORCH_PATH = re.compile(r"(?:^|[/\\])(?:torch|aten|c10)[/\\]|torchinductor_")
 _ENTRY_POINT = re.compile(r"[/\\](?:bin|Scripts)[/\\][^/\\.]+(?:\.exe)?$", re.I)  # torchrun, ...
 _SCRATCH = ("<string>", "<stdin>", "<console>")
+_CUT_PATH = "<unknown>"  # the frame of a traceback cut above its last source line
 
 _EXCEPTION_GROUP = getattr(builtins, "BaseExceptionGroup", None)  # Python 3.11+
 
@@ -525,11 +526,28 @@ class _StreamParser:
             return self._log(i, *hit)
         if any(word in s for word in _EXCEPTION_WORDS):
             if _STANDALONE.match(s):
-                return self._exception(i, [], _indent(text))
+                return self._exception(i, self._cut_frame(i), _indent(text))
             m = _EMBEDDED.search(s)
             if m:
                 return self._exception(i, [], _indent(text), s[m.start() :])
         return i
+
+    def _cut_frame(self, i: int) -> list[Frame]:
+        """The last frame of a traceback whose `File` lines were cut off, when the exception at
+        line `i` follows its source line and Python 3.11's markers under it: a frame of an
+        unknown file, its source line known."""
+        if i < 2 or not _CARET.match(self.lines[i - 1].text):
+            return []
+        if i >= 3 and _has_location(self.lines[i - 3].text):
+            return []  # a frame whose header is there: not cut (pytest's `--tb=short`)
+        source = self.lines[i - 2].text
+        if (  # the source line indented deeper, not a frame's `File` line, not pytest's
+            _indent(source) <= _indent(self.lines[i].text)
+            or _FILE.match(source)
+            or self.lines[i - 2].arrow  # pytest's failing line: its report places it
+        ):
+            return []
+        return [Frame(_CUT_PATH, source=source.strip())]
 
     def _traceback(self, i: int, base: int) -> int:
         """Frames, then the exception line at the header's indentation."""
@@ -855,6 +873,11 @@ def _with_arrow(frame: Frame, arrow: re.Match) -> Frame:
     """IPython marks the failing line with `---->  5 code`: its number and source."""
     source = (arrow["source"] or "").strip() or None
     return replace(frame, line=frame.line or int(arrow["line"]), source=frame.source or source)
+
+
+def _has_location(text: str) -> bool:
+    """A frame's header: `File "x.py", line 3, in f` or pytest's `x.py:3: in f`."""
+    return bool(_FILE.match(text) or _PYTEST_LOCATION.match(text.strip()))
 
 
 def _indent(text: str) -> int:
