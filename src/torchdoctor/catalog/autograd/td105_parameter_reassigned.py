@@ -355,6 +355,8 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
     """(line, model) for each optimizer assigned from `Optimizer(model.parameters(), ...)` in
     the scope, and for each `add_param_group` call (model "": it may add anything). Only
     statements are looked at: an optimizer is assigned, `add_param_group` is a statement."""
+    if not (ctx.may_name("parameters") or ctx.may_name("add_param_group")):
+        return ()  # no optimizer is built or extended in the file (`named_parameters` too)
     found = []
     index = index_of(ctx, scope)
     # The statements that can build an optimizer (its `.parameters()` in them) or add to one.
