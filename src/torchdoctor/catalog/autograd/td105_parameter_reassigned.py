@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     nested_statements,
     per_file,
     shorten,
+    statements,
 )
 
 # Messages quote at most 50 characters of source.
@@ -355,8 +356,8 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
     """(line, model) for each optimizer assigned from `Optimizer(model.parameters(), ...)` in
     the scope, and for each `add_param_group` call (model "": it may add anything). Only
     statements are looked at: an optimizer is assigned, `add_param_group` is a statement."""
-    if not (ctx.may_name("parameters") or ctx.may_name("add_param_group")):
-        return ()  # no optimizer is built or extended in the file (`named_parameters` too)
+    if not _may_build_optimizers(ctx):
+        return ()  # no statement of the file can: its scopes' calls are not read
     found = []
     index = index_of(ctx, scope)
     # The statements that can build an optimizer (its `.parameters()` in them) or add to one.
@@ -373,6 +374,32 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
         elif type(statement) in (ast.Assign, ast.AnnAssign):
             found.extend((statement.lineno, model) for model in _optimized_models(value, ctx))
     return tuple(found)
+
+
+@per_file
+def _may_build_optimizers(ctx: Context) -> bool:
+    """Some statement of the file may be one `_optimizers_in` keeps: `x.add_param_group(...)`,
+    or an assignment of a call that is not a lowercase method and holds a `.parameters()` or
+    `.named_parameters()` call. Read from the statements alone."""
+    if not (ctx.may_name("parameters") or ctx.may_name("add_param_group")):
+        return False
+    for statement in statements(ctx, ast.Expr, ast.Assign, ast.AnnAssign):
+        value = statement.value
+        if type(value) is not ast.Call:
+            continue
+        if type(statement) is ast.Expr:
+            if _called_name(value) == "add_param_group":
+                return True
+            continue
+        func = value.func
+        if type(func) is ast.Attribute and not func.attr[:1].isupper():
+            continue  # as `_optimized_models` answers it
+        if any(
+            type(part) is ast.Call and _called_name(part) in ("parameters", "named_parameters")
+            for part in ast.walk(value)
+        ):
+            return True
+    return False
 
 
 def _optimized_models(call: ast.Call, ctx: Context) -> list[str]:

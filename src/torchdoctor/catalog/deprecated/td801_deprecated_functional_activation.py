@@ -141,7 +141,9 @@ _TORCH = ast.Name(id="torch", ctx=ast.Load())
 def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     """`F.sigmoid(x)`, `nn.functional.tanh`, used in any way except as an assignment target or
     only to be told apart (`{F.sigmoid: ...}` in a patch table, `fn is F.tanh`)."""
-    if isinstance(node.ctx, ast.Load) and not only_identified(node, ctx):
+    if not isinstance(node.ctx, ast.Load) or ctx.qualname(node) not in FUNCTIONS:
+        return  # `torch.sigmoid`, `x.tanh()`: asked first, it spares the look at the parents
+    if not only_identified(node, ctx):
         yield from _report(node, ctx)
 
 

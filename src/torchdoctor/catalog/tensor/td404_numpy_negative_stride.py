@@ -6,7 +6,16 @@ import ast
 from functools import partial
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, assigned_before, shorten
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    assigned_before,
+    per_file,
+    shorten,
+    statements,
+)
 
 # Messages quote at most 40 characters of source.
 _short = partial(shorten, limit=40)
@@ -219,6 +228,32 @@ def _rot90_flips(call: ast.Call) -> bool:
     return value is not None and value % 4 != 0
 
 
+@per_file
+def _maybe_reversed(ctx: Context) -> frozenset[str]:
+    """The names some plain `name = value` in the file assigns a value that may have a negative
+    stride (`_has_negative_stride` decides): a reversing slice, a flip, or a call of a bare name
+    (an imported alias may name `np.flip`). From the statements alone."""
+    names: set[str] = set()
+    for statement in statements(ctx, ast.Assign):
+        target = statement.targets[0]
+        if len(statement.targets) != 1 or type(target) is not ast.Name:
+            continue
+        value = _strip_stride_keeping(statement.value)
+        if isinstance(value, ast.Subscript):
+            index = value.slice
+            parts = index.elts if isinstance(index, ast.Tuple) else [index]
+            if any(isinstance(p, ast.Slice) and _is_negative_literal(p.step) for p in parts):
+                names.add(target.id)
+        elif isinstance(value, ast.Call):
+            func = value.func
+            if type(func) is ast.Name or (type(func) is ast.Attribute and func.attr in _FLIPS):
+                names.add(target.id)
+    return frozenset(names)
+
+
+_FLIPS = frozenset(name.rpartition(".")[2] for name in FLIPS)
+
+
 def _int_value(expr: ast.AST) -> int | None:
     if isinstance(expr, ast.Constant) and type(expr.value) is int:
         return expr.value
@@ -229,5 +264,7 @@ def _int_value(expr: ast.AST) -> int | None:
 
 
 def _assigned_just_before(name: str, ctx: Context) -> ast.AST | None:
+    if name not in _maybe_reversed(ctx):  # most arrays: the block's names are not read
+        return None
     found = ctx.statement_block()
     return assigned_before(name, *found, ctx)[0] if found is not None else None

@@ -18,6 +18,7 @@ from torchdoctor.catalog.sdk import (
     per_file,
     scope_of,
     shorten,
+    statements,
 )
 from torchdoctor.catalog.tensor._truth_value import asks_a_tensors_truth_value, truth_value_use
 
@@ -165,10 +166,26 @@ def _has_many_elements(expr: ast.AST, ctx: Context) -> bool:
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, _ARITHMETIC):
         return _has_many_elements(expr.left, ctx) or _has_many_elements(expr.right, ctx)
     if isinstance(expr, ast.Name):
+        if expr.id not in _assigned_calls(ctx):  # most names: no scope's bindings read
+            return False
         return _named_many(ctx, scope_of(expr.id, ctx), expr.id)
     if isinstance(expr, ast.Call):
         return _made_with_many(expr, ctx)
     return _is_array_slice(expr, ctx)
+
+
+@per_file
+def _assigned_calls(ctx: Context) -> frozenset[str]:
+    """The names some `name = f(arg, ...)` assigns anywhere in the file: the only ones that
+    can be "only ever assigned a factory call", found from the statements alone."""
+    names: set[str] = set()
+    for statement in statements(ctx, ast.Assign, ast.AnnAssign):
+        value = statement.value
+        if type(value) is not ast.Call or not value.args:
+            continue
+        targets = statement.targets if type(statement) is ast.Assign else [statement.target]
+        names.update(target.id for target in targets if type(target) is ast.Name)
+    return frozenset(names)
 
 
 @per_file
