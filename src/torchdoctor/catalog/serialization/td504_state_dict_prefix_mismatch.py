@@ -118,26 +118,30 @@ COMPREHENSIONS = (ast.DictComp, ast.ListComp, ast.SetComp, ast.GeneratorExp)
 
 @PITFALL.static(ast.For)
 def check_loop(node: ast.For, ctx: Context) -> Iterator[Finding]:
-    key = _state_dict_key(node.iter, node.target, ctx)
+    key = _key_variable(node.iter, node.target, ctx)
     if key is None:
         return
     body = [n for statement in node.body for n in ast.walk(statement)]
-    yield from _surgeries(body, key, ctx)
+    if _strips_a_prefix(body, key) and _is_state_dict(node.iter.func.value, ctx):
+        yield from _surgeries(body, key, ctx)
 
 
 @PITFALL.static(*COMPREHENSIONS)
 def check_comprehension(node: ast.expr, ctx: Context) -> Iterator[Finding]:
     generator = node.generators[0]
-    key = _state_dict_key(generator.iter, generator.target, ctx)
+    key = _key_variable(generator.iter, generator.target, ctx)
     if key is None:
         return
     parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
     body = [n for part in (*parts, *generator.ifs) for n in ast.walk(part)]
-    yield from _surgeries(body, key, ctx)
+    if _strips_a_prefix(body, key) and _is_state_dict(generator.iter.func.value, ctx):
+        yield from _surgeries(body, key, ctx)
 
 
-def _state_dict_key(source: ast.expr, target: ast.expr, ctx: Context) -> str | None:
-    """The loop's key variable when the loop walks a state dict's `.items()` or `.keys()`."""
+def _key_variable(source: ast.expr, target: ast.expr, ctx: Context) -> str | None:
+    """The loop's key variable when the loop walks some dict's `.items()` or `.keys()`. Whether
+    the dict is a state dict is asked last, when the loop strips a prefix: following a name to
+    its assignments reads the whole file's index."""
     method = ctx.method_name(source)
     if method not in ("items", "keys") or source.args:
         return None
@@ -145,9 +149,7 @@ def _state_dict_key(source: ast.expr, target: ast.expr, ctx: Context) -> str | N
         if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
             return None
         target = target.elts[0]
-    if not isinstance(target, ast.Name) or not _is_state_dict(source.func.value, ctx):
-        return None
-    return target.id
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _is_state_dict(expr: ast.expr, ctx: Context, follow_names: bool = True) -> bool:
@@ -185,6 +187,12 @@ def _state_dict_lines(ctx: Context, scope: ast.AST, name: str) -> tuple[int | No
         line for line, value in assignments if not _is_state_dict(value, ctx, follow_names=False)
     ]
     return min((line for line, _ in assignments), default=None), min(others, default=None)
+
+
+def _strips_a_prefix(nodes: list[ast.AST], key: str) -> bool:
+    """Whether `_surgeries` finds something in `nodes` (when they loop over a state dict)."""
+    guarded = any(_is_key_method(n, key, "startswith") for n in nodes)
+    return any(_stripped_prefix(node, key, guarded) is not None for node in nodes)
 
 
 def _surgeries(nodes: list[ast.AST], key: str, ctx: Context) -> Iterator[Finding]:

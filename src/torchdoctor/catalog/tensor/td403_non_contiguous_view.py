@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, block_names
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, block_names, per_file
 
 PITFALL = Pitfall(
     code="TD403",
@@ -263,6 +264,12 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     """(statement, position) of the nearest `name = <value>` before `block[index]` when
     `wanted(value, ctx)` holds and nothing between rebinds `name` or changes it in place
     (`y.transpose_(...)`, `y.set_(...)`, `y.data = ...`: strides may change in place)."""
+    # The statement found below, if any, is the last `name = ...` before `block[index]` (a
+    # later one would rebind `name`): the block's own statements tell when it cannot be.
+    found = _plain_assignments(ctx, _Block(block)).get(name, [])
+    last = bisect_left(found, index)
+    if not last or not wanted(block[found[last - 1]].value, ctx):
+        return None
     position = block_names(ctx, block).last_changed_before(name, index)
     if position is None:
         return None
@@ -270,6 +277,34 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     if not _assigns_only(statement, name) or not wanted(statement.value, ctx):
         return None
     return statement, position
+
+
+class _Block:
+    """A statement list as a memo key, by identity (it keeps the list alive with the memo)."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: list[ast.stmt]) -> None:
+        self.block = block
+
+    def __hash__(self) -> int:
+        return id(self.block)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Block) and other.block is self.block
+
+
+@per_file
+def _plain_assignments(ctx: Context, key: _Block) -> dict[str, list[int]]:
+    """The positions of the block's `name = value` statements (one plain name as target), by
+    name, in order."""
+    found: dict[str, list[int]] = {}
+    for position, statement in enumerate(key.block):
+        if type(statement) is ast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is ast.Name:
+                found.setdefault(target.id, []).append(position)
+    return found
 
 
 def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> bool:

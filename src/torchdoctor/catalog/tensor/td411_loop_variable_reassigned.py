@@ -12,9 +12,11 @@ from torchdoctor.catalog.sdk import (
     FileIndex,
     Finding,
     Pitfall,
+    children,
     index_of,
     names_a_model,
     per_file,
+    statements,
 )
 
 PITFALL = Pitfall(
@@ -106,8 +108,10 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
             assignment, name, ctx
         ):
             continue
-        if _read_later_in(loop, name, assignment, ctx) or _read_elsewhere(
-            name, loop, assignment, ctx
+        if (
+            _read_in_loop_after(loop, name, assignment, ctx)
+            or _read_later_in(loop, name, assignment, ctx)
+            or _read_elsewhere(name, loop, assignment, ctx)
         ):
             continue
         yield ctx.finding(PITFALL, assignment, name=name, iterable=ctx.text(loop.iter))
@@ -151,8 +155,17 @@ def _hands_back_its_argument(assignment: ast.Assign, name: str, ctx: Context) ->
         for position, arg in enumerate(value.args)
         if isinstance(arg, ast.Name) and arg.id == name
     ]
+    if not given or value.func.id not in _defined_functions(ctx):
+        return False  # not handed to a function of the file: no returns to read
     returned = _returned_parameters(ctx).get(value.func.id, ())
     return any(position in returned for position in given)
+
+
+@per_file
+def _defined_functions(ctx: Context) -> frozenset[str]:
+    """The names of the file's functions, found from the statements alone."""
+    found = statements(ctx, ast.FunctionDef, ast.AsyncFunctionDef)
+    return frozenset(function.name for function in found)
 
 
 @per_file
@@ -200,6 +213,38 @@ def _assignments_to(names: set[str], body: list[ast.stmt]) -> Iterator[tuple[ast
 def _read_later_in(loop: ast.AST, name: str, assignment: ast.Assign, ctx: Context) -> bool:
     reads = _reads(ctx, _scope(ctx), name).everywhere
     return bisect_right(reads, _end(assignment)) < bisect_right(reads, _end(loop))
+
+
+def _read_in_loop_after(loop: ast.AST, name: str, assignment: ast.Assign, ctx: Context) -> bool:
+    """A read of `name` in the loop after the assignment, seen without the file's index: one
+    of the reads `_read_later_in` counts, so True here means True there; False means only that
+    the index must be asked."""
+    last = _last_read_in(ctx, loop, name)
+    return last is not None and last > _end(assignment)
+
+
+@per_file
+def _last_read_in(ctx: Context, loop: ast.AST, name: str) -> tuple[int, int] | None:
+    """Where the last read of `name` under the loop (up to its end) starts: a `Name` node the
+    index would hold, not stored to, outside any comprehension that binds `name` (but for its
+    first iterable); None when there is none."""
+    end, last = _end(loop), None
+    todo = [loop]
+    while todo:
+        node = todo.pop()
+        if type(node) is ast.Name:
+            if node.id == name and type(node.ctx) is not ast.Store:
+                start = _start(node)
+                if start <= end and (last is None or start > last):
+                    last = start
+            continue
+        if isinstance(node, _COMPREHENSIONS) and any(
+            name in _target_names(generator.target) for generator in node.generators
+        ):
+            todo.append(node.generators[0].iter)  # the rest sees the comprehension's own name
+            continue
+        todo.extend(children(node))
+    return last
 
 
 def _read_elsewhere(name: str, loop: ast.AST, assignment: ast.Assign, ctx: Context) -> bool:

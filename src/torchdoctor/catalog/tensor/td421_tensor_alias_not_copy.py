@@ -140,6 +140,8 @@ def check(node: ast.Assign, ctx: Context) -> Iterator[Finding]:
     if found is None:
         return
     block, position = found
+    if not any(_writes_in_place(statement, alias, kind) for statement in block[position + 1 :]):
+        return  # nothing later in the block changes the alias in place: no names to read
     names = block_names(ctx, block)
     parents = names.index.parents
     write = _in_place_write(names, block, position, alias, kind, parents)
