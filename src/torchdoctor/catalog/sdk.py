@@ -61,6 +61,7 @@ from torchdoctor.lint.values import (
     only_identified,
 )
 from torchdoctor.lint.occurrences import (
+    BlockKey,
     FileIndex,
     block_names,
     children,
@@ -139,6 +140,7 @@ __all__ = [
     "MODULE_SELF_METHODS",
     "ROLES",
     "ROLE_CONTRACTS",
+    "BlockKey",
     "CheckpointCheck",
     "Clue",
     "Context",

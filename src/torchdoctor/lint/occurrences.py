@@ -553,8 +553,9 @@ class BlockNames:
         return None if last is None else bisect_right(self._starts, last) - 1
 
 
-class _Identity:
-    """A statement list as a memo key: lists are compared by identity, never by content."""
+class BlockKey:
+    """A statement list as a memo key (of `per_file` functions): lists are compared by
+    identity, never by content."""
 
     __slots__ = ("block",)
 
@@ -565,16 +566,16 @@ class _Identity:
         return id(self.block)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Identity) and other.block is self.block
+        return isinstance(other, BlockKey) and other.block is self.block
 
 
 def block_names(ctx: Context, block: list[ast.stmt]) -> BlockNames:
     """The names of a block of the statement being checked (or of the module)."""
-    return _block_names(ctx, _Identity(block))
+    return _block_names(ctx, BlockKey(block))
 
 
 @per_file
-def _block_names(ctx: Context, key: _Identity) -> BlockNames:
+def _block_names(ctx: Context, key: BlockKey) -> BlockNames:
     block = key.block
     owner = next(
         (

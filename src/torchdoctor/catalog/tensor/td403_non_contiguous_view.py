@@ -6,7 +6,7 @@ import ast
 from bisect import bisect_left
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, block_names, per_file
+from torchdoctor.catalog.sdk import BlockKey, Context, Finding, Pitfall, block_names, per_file
 
 PITFALL = Pitfall(
     code="TD403",
@@ -266,7 +266,7 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     (`y.transpose_(...)`, `y.set_(...)`, `y.data = ...`: strides may change in place)."""
     # The statement found below, if any, is the last `name = ...` before `block[index]` (a
     # later one would rebind `name`): the block's own statements tell when it cannot be.
-    found = _plain_assignments(ctx, _Block(block)).get(name, [])
+    found = _plain_assignments(ctx, BlockKey(block)).get(name, [])
     last = bisect_left(found, index)
     if not last or not wanted(block[found[last - 1]].value, ctx):
         return None
@@ -279,23 +279,8 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     return statement, position
 
 
-class _Block:
-    """A statement list as a memo key, by identity (it keeps the list alive with the memo)."""
-
-    __slots__ = ("block",)
-
-    def __init__(self, block: list[ast.stmt]) -> None:
-        self.block = block
-
-    def __hash__(self) -> int:
-        return id(self.block)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Block) and other.block is self.block
-
-
 @per_file
-def _plain_assignments(ctx: Context, key: _Block) -> dict[str, list[int]]:
+def _plain_assignments(ctx: Context, key: BlockKey) -> dict[str, list[int]]:
     """The positions of the block's `name = value` statements (one plain name as target), by
     name, in order."""
     found: dict[str, list[int]] = {}
