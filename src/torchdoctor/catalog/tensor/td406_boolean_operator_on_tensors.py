@@ -176,12 +176,23 @@ def _has_many_elements(expr: ast.AST, ctx: Context) -> bool:
 
 @per_file
 def _assigned_calls(ctx: Context) -> frozenset[str]:
-    """The names some `name = f(arg, ...)` assigns anywhere in the file: the only ones that
-    can be "only ever assigned a factory call", found from the statements alone."""
+    """The names some `name = f(arg, ...)` assigns anywhere in the file where `f` may be one of
+    the factories `_made_with_many` knows (`torch.zeros`, `np.array`, or a name imported as one:
+    `ctx.qualname` resolves through imports only): the only names that can be "only ever
+    assigned a factory call", found from the statements alone."""
+    factories = set(_FACTORY_NAMES)
+    for statement in statements(ctx, ast.Import, ast.ImportFrom):
+        for alias in statement.names:
+            if alias.name.rpartition(".")[2] in _FACTORY_NAMES:
+                factories.add(alias.asname or alias.name.partition(".")[0])
     names: set[str] = set()
     for statement in statements(ctx, ast.Assign, ast.AnnAssign):
         value = statement.value
         if type(value) is not ast.Call or not value.args:
+            continue
+        func = value.func
+        called = func.attr if type(func) is ast.Attribute else getattr(func, "id", None)
+        if called not in factories:
             continue
         targets = statement.targets if type(statement) is ast.Assign else [statement.target]
         names.update(target.id for target in targets if type(target) is ast.Name)
@@ -247,6 +258,7 @@ _SIZED = {
 }
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "numpy.array", "numpy.asarray"})
 _RANGES = frozenset({"torch.arange", "numpy.arange"})
+_FACTORY_NAMES = frozenset(q.rpartition(".")[2] for q in (*_SIZED, *_FROM_DATA, *_RANGES))
 
 
 def _is_array_slice(expr: ast.AST, ctx: Context) -> bool:
