@@ -58,6 +58,7 @@ from torchdoctor.lint.values import (
     in_compat_fallback,
     name_words,
     names_a_model,
+    names_assigned_calls_of,
     only_identified,
 )
 from torchdoctor.lint.occurrences import (
@@ -176,6 +177,7 @@ __all__ = [
     "index_of",
     "name_words",
     "names_a_model",
+    "names_assigned_calls_of",
     "only_identified",
     "nested_statements",
     "per_file",

@@ -14,8 +14,8 @@ import ast
 import re
 
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, Kind, assigned_name
-from torchdoctor.lint.occurrences import call_name, index_of
+from torchdoctor.lint.context import Context, Kind, assigned_name, per_file
+from torchdoctor.lint.occurrences import call_name, index_of, statements
 
 # Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
 # `self.set_forward_loss`, `mixup_criterion`, `nll_loss`, `CrossEntropyLoss2d`.
@@ -218,3 +218,32 @@ def built_from(expr: ast.AST, ctx: Context) -> set[str]:
             for name in built_from(b.value, ctx)
         }
     return set()
+
+
+@per_file
+def names_assigned_calls_of(ctx: Context, functions: frozenset[str]) -> frozenset[str]:
+    """The names some `name = f(arg, ...)` assigns anywhere in the file, where `f` may be one of
+    `functions` (short names: `zeros` for `torch.zeros`): called by that name as a function or a
+    method, or by a name an import binds to one (`ctx.qualname` resolves through imports only).
+    Methods that keep the value's shape around the call are looked through (`.float()`, `.to()`).
+    From the statements alone: a rule asking whether a name was only ever assigned one of
+    those calls reads a scope's bindings for these names only."""
+    called = set(functions)
+    for statement in statements(ctx, ast.Import, ast.ImportFrom):
+        for alias in statement.names:
+            if alias.name.rpartition(".")[2] in functions:
+                called.add(alias.asname or alias.name.partition(".")[0])
+    names: set[str] = set()
+    for statement in statements(ctx, ast.Assign, ast.AnnAssign):
+        value = statement.value
+        while (
+            type(value) is ast.Call
+            and type(value.func) is ast.Attribute
+            and (value.func.attr not in called)
+        ):
+            value = value.func.value  # `torch.arange(n).float()`: the call inside
+        if type(value) is not ast.Call or call_name(value) not in called:
+            continue
+        targets = statement.targets if type(statement) is ast.Assign else [statement.target]
+        names.update(target.id for target in targets if type(target) is ast.Name)
+    return frozenset(names)

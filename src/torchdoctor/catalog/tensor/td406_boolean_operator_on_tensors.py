@@ -17,8 +17,8 @@ from torchdoctor.catalog.sdk import (
     bindings,
     per_file,
     scope_of,
+    names_assigned_calls_of,
     shorten,
-    statements,
 )
 from torchdoctor.catalog.tensor._truth_value import asks_a_tensors_truth_value, truth_value_use
 
@@ -166,37 +166,12 @@ def _has_many_elements(expr: ast.AST, ctx: Context) -> bool:
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, _ARITHMETIC):
         return _has_many_elements(expr.left, ctx) or _has_many_elements(expr.right, ctx)
     if isinstance(expr, ast.Name):
-        if expr.id not in _assigned_calls(ctx):  # most names: no scope's bindings read
+        if expr.id not in names_assigned_calls_of(ctx, _FACTORY_NAMES):  # most names
             return False
         return _named_many(ctx, scope_of(expr.id, ctx), expr.id)
     if isinstance(expr, ast.Call):
         return _made_with_many(expr, ctx)
     return _is_array_slice(expr, ctx)
-
-
-@per_file
-def _assigned_calls(ctx: Context) -> frozenset[str]:
-    """The names some `name = f(arg, ...)` assigns anywhere in the file where `f` may be one of
-    the factories `_made_with_many` knows (`torch.zeros`, `np.array`, or a name imported as one:
-    `ctx.qualname` resolves through imports only): the only names that can be "only ever
-    assigned a factory call", found from the statements alone."""
-    factories = set(_FACTORY_NAMES)
-    for statement in statements(ctx, ast.Import, ast.ImportFrom):
-        for alias in statement.names:
-            if alias.name.rpartition(".")[2] in _FACTORY_NAMES:
-                factories.add(alias.asname or alias.name.partition(".")[0])
-    names: set[str] = set()
-    for statement in statements(ctx, ast.Assign, ast.AnnAssign):
-        value = statement.value
-        if type(value) is not ast.Call or not value.args:
-            continue
-        func = value.func
-        called = func.attr if type(func) is ast.Attribute else getattr(func, "id", None)
-        if called not in factories:
-            continue
-        targets = statement.targets if type(statement) is ast.Assign else [statement.target]
-        names.update(target.id for target in targets if type(target) is ast.Name)
-    return frozenset(names)
 
 
 @per_file

@@ -11,6 +11,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     bindings,
     index_of,
+    names_assigned_calls_of,
     scope_of,
     shorten,
 )
@@ -114,6 +115,7 @@ _RANGES = frozenset({"torch.arange", "torch.linspace", "torch.logspace"})
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor"})
 # 1-D with one integer size.
 _FILLED = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
+_MAKER_NAMES = frozenset(q.rpartition(".")[2] for q in (*_RANGES, *_FROM_DATA, *_FILLED))
 # Methods that keep a tensor's shape.
 _SAME_SHAPE = frozenset(
     {"float", "double", "half", "long", "int", "bool", "cpu", "cuda", "to", "clone", "detach"}
@@ -158,6 +160,8 @@ def _one_d_name(name: str, ctx: Context) -> str | None:
     """The maker of every value `name` is assigned in its scope, when all are 1-D ones and the
     scope is the one being read (not an enclosing function's or the module's, from inside a
     function) and nothing changes its shape in place."""
+    if name not in names_assigned_calls_of(ctx, _MAKER_NAMES):  # most names: nothing read
+        return None
     scope = scope_of(name, ctx)
     inner = next(
         (a for a in reversed(ctx.ancestors) if isinstance(a, _SCOPES)),
