@@ -28,7 +28,7 @@ def _event(where: str, skip_when_compiling: bool = False) -> Callable:
     def decorate(method: Callable) -> Callable:
         @functools.wraps(method)
         def event(self, *args) -> None:
-            if skip_when_compiling and _compiling():
+            if skip_when_compiling and self._tracing():
                 return
             try:
                 method(self, *args)
@@ -57,15 +57,17 @@ class Session:
         self.reporter = Reporter(self.run, lang, live)
         for pitfall, cls in entries:
             self.dispatcher.register(cls(self.run, pitfall, self.reporter))
-        # module -> True (model) | False (part of one); DataLoader iterator -> its loader
-        self._kinds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        # id -> weak reference of the modules already classified: the global hook runs for
-        # every module call, and a WeakKeyDictionary lookup makes a new weak reference each time.
-        self._known: dict[int, weakref.ref] = {}
+        # id(module) -> (weak reference, True: a model | False: part of one, or a loss). By id,
+        # not a WeakKeyDictionary: the global hook looks every module call up, and a
+        # WeakKeyDictionary makes a new weak reference for each lookup.
+        self._kinds: dict[int, tuple[weakref.ref, bool]] = {}
         import torch  # a watched program has it
 
-        # torch's own function, called directly: torch.compile's tracing reads it as True.
+        # True while torch.compile traces: the hooks then do nothing (they are not part of the
+        # graph), so compiled code sees no events from inside it; what runs eagerly still does.
+        # torch's own function, called directly: the tracer reads it as True.
         self._tracing = torch.compiler.is_compiling
+        # DataLoader iterator -> its loader
         self._iterators: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # ---- what the report and the watcher read ----------------------------------------------
@@ -94,7 +96,7 @@ class Session:
         return self.dispatcher.wants(hook)
 
     def add_model(self, model) -> None:
-        if self._kinds.get(model) is None:
+        if self._kind(model) is None:
             self._new_model(model)
 
     def add_optimizer(self, optimizer) -> None:
@@ -107,23 +109,11 @@ class Session:
         """Global forward pre-hook: finds new models (a dict lookup for every other call)."""
         if self._tracing():
             return None
-        known = self._known.get(id(module))
-        if known is not None and known() is module:
-            return None
-        if self._kinds.get(module) is not None:
-            self._remember(module)
+        known = self._kinds.get(id(module))  # `_kind`, inlined: every module call runs this
+        if known is not None and known[0]() is module:
             return None
         self._module_seen(module, args)
         return None
-
-    def _remember(self, module) -> None:
-        known, key = self._known, id(module)
-
-        def forget(reference) -> None:
-            if known.get(key) is reference:  # not a later module given the same id
-                del known[key]
-
-        known[key] = weakref.ref(module, forget)
 
     @_event("forward hook")
     def _module_seen(self, module, args) -> None:
@@ -133,7 +123,7 @@ class Session:
     @_event("forward hook", skip_when_compiling=True)
     def model_pre_hook(self, module, args, kwargs) -> None:
         """A model's own forward pre-hook (with keyword arguments, which global hooks lack)."""
-        if self._kinds.get(module):
+        if self._kind(module):
             self._forward(module, args, kwargs)
 
     def _forward(self, module, args, kwargs) -> None:
@@ -232,29 +222,36 @@ class Session:
         from torch.nn.modules.loss import _Loss
 
         if isinstance(module, _Loss):
-            self._kinds[module] = False
+            self._classify(module, False)
             return False
         for sub in module.modules():
             if sub is not module:
-                self._kinds[sub] = False
-        self._kinds[module] = True
-        self.run.models = [m for m in self.run.models if self._kinds.get(m)]
+                self._classify(sub, False)
+        self._classify(module, True)
+        self.run.models = [m for m in self.run.models if self._kind(m)]
         self.run.models.append(module)
         self.run.rename(module)
         self.hooks.handle(module.register_forward_pre_hook(self.model_pre_hook, with_kwargs=True))
         self.dispatcher.emit("on_model", module)
         return True
 
+    def _kind(self, module) -> bool | None:
+        """True: a model; False: part of one, or a loss; None: not met yet."""
+        known = self._kinds.get(id(module))
+        return known[1] if known is not None and known[0]() is module else None
+
+    def _classify(self, module, is_model: bool) -> None:
+        kinds, key = self._kinds, id(module)
+
+        def forget(reference) -> None:
+            known = kinds.get(key)
+            if known is not None and known[0] is reference:  # not a later module's, same id
+                del kinds[key]
+
+        kinds[key] = (weakref.ref(module, forget), is_model)
+
     def _monitor_failed(self, where: str, error: Exception, disabled: bool) -> None:
         self.reporter.internal(where, error, disabled)
-
-
-def _compiling() -> bool:
-    """True while torch.compile traces: the hooks then do nothing (they are not part of the
-    graph), so compiled code sees no events from inside it; what runs eagerly still does."""
-    import torch
-
-    return torch.compiler.is_compiling()
 
 
 def _scalar(tensor) -> float | None:
