@@ -58,6 +58,7 @@ from torchdoctor.lint.values import (
     in_compat_fallback,
     name_words,
     names_a_model,
+    names_assigned,
     names_assigned_calls_of,
     only_identified,
 )
@@ -177,6 +178,7 @@ __all__ = [
     "index_of",
     "name_words",
     "names_a_model",
+    "names_assigned",
     "names_assigned_calls_of",
     "only_identified",
     "nested_statements",

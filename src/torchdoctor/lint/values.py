@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Callable, Iterator
 
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, Kind, assigned_name, per_file
@@ -220,30 +221,46 @@ def built_from(expr: ast.AST, ctx: Context) -> set[str]:
     return set()
 
 
+def assignments(ctx: Context) -> Iterator[tuple[ast.expr, list[str]]]:
+    """(value, the plain names it is bound to) of every `a = value`, `a = b = value` and
+    `a: T = value` anywhere in the file, from the statements alone (no index is read)."""
+    for statement in statements(ctx, ast.Assign, ast.AnnAssign):
+        value = statement.value
+        if value is None:  # `a: T`
+            continue
+        targets = statement.targets if type(statement) is ast.Assign else [statement.target]
+        yield value, [target.id for target in targets if type(target) is ast.Name]
+
+
+@per_file
+def names_assigned(ctx: Context, wanted: Callable[[ast.expr], bool]) -> frozenset[str]:
+    """The names some statement of the file assigns a value `wanted` accepts: a rule asking
+    whether a name was ever (or only ever) assigned such a value reads a scope's bindings for
+    these names only. `wanted`: a module-level function (the memo's key)."""
+    return frozenset(name for value, names in assignments(ctx) if wanted(value) for name in names)
+
+
 @per_file
 def names_assigned_calls_of(ctx: Context, functions: frozenset[str]) -> frozenset[str]:
     """The names some `name = f(arg, ...)` assigns anywhere in the file, where `f` may be one of
     `functions` (short names: `zeros` for `torch.zeros`): called by that name as a function or a
     method, or by a name an import binds to one (`ctx.qualname` resolves through imports only).
-    Methods that keep the value's shape around the call are looked through (`.float()`, `.to()`).
-    From the statements alone: a rule asking whether a name was only ever assigned one of
+    Method calls around the call are looked through (`torch.arange(n).float()`): more names than
+    a rule needs, never fewer. From the statements alone: a rule asking whether a name was only ever assigned one of
     those calls reads a scope's bindings for these names only."""
     called = set(functions)
     for statement in statements(ctx, ast.Import, ast.ImportFrom):
         for alias in statement.names:
             if alias.name.rpartition(".")[2] in functions:
                 called.add(alias.asname or alias.name.partition(".")[0])
-    names: set[str] = set()
-    for statement in statements(ctx, ast.Assign, ast.AnnAssign):
-        value = statement.value
+    found: set[str] = set()
+    for value, names in assignments(ctx):
         while (
             type(value) is ast.Call
             and type(value.func) is ast.Attribute
-            and (value.func.attr not in called)
+            and value.func.attr not in called
         ):
             value = value.func.value  # `torch.arange(n).float()`: the call inside
-        if type(value) is not ast.Call or call_name(value) not in called:
-            continue
-        targets = statement.targets if type(statement) is ast.Assign else [statement.target]
-        names.update(target.id for target in targets if type(target) is ast.Name)
-    return frozenset(names)
+        if type(value) is ast.Call and call_name(value) in called:
+            found.update(names)
+    return frozenset(found)

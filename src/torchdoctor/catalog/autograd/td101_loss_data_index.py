@@ -15,8 +15,8 @@ from torchdoctor.catalog.sdk import (
     index_of,
     per_file,
     scope_of,
+    names_assigned,
     shorten,
-    statements,
 )
 
 PITFALL = Pitfall(
@@ -243,25 +243,12 @@ def check_accumulator(node: ast.Subscript, ctx: Context) -> list[Finding] | None
     total = node.value
     if type(total) is not ast.Name or type(node.ctx) is not ast.Load:
         return None
-    if total.id not in _started_at_a_number(ctx):  # most `x[0]`: no scope's bindings read
+    if total.id not in names_assigned(ctx, _is_number):  # most `x[0]`: no bindings read
         return None
     if not _zero_dim_accumulator(ctx, scope_of(total.id, ctx), total.id):
         return None
     fix = ctx.fix(PITFALL, "safe", ctx.edit(ctx.span(total)[1], ctx.span(node)[1], ".item()"))
     return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
-
-
-@per_file
-def _started_at_a_number(ctx: Context) -> frozenset[str]:
-    """The names some `name = <number>` assigns anywhere in the file: the only ones that can be
-    accumulators, found from the statements alone."""
-    names: set[str] = set()
-    for statement in statements(ctx, ast.Assign, ast.AnnAssign):
-        if statement.value is None or not _is_number(statement.value):
-            continue
-        targets = statement.targets if type(statement) is ast.Assign else [statement.target]
-        names.update(target.id for target in targets if type(target) is ast.Name)
-    return frozenset(names)
 
 
 @per_file

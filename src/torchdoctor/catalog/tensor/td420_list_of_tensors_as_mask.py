@@ -12,10 +12,9 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     bindings,
     index_of,
-    per_file,
+    names_assigned,
     scope_of,
     shorten,
-    statements,
 )
 
 PITFALL = Pitfall(
@@ -178,22 +177,14 @@ def check(node: ast.Subscript, ctx: Context) -> Iterator[Finding]:
     )
 
 
-@per_file
-def _assigned_comprehensions(ctx: Context) -> frozenset[str]:
-    """The names some `name = [... for ...]` assigns anywhere in the file, from the statements
-    alone."""
-    names: set[str] = set()
-    for statement in statements(ctx, ast.Assign, ast.AnnAssign):
-        if type(statement.value) is ast.ListComp:
-            targets = statement.targets if type(statement) is ast.Assign else [statement.target]
-            names.update(target.id for target in targets if type(target) is ast.Name)
-    return frozenset(names)
+def _is_list_comprehension(value: ast.expr) -> bool:
+    return type(value) is ast.ListComp
 
 
 def _named_comprehension(name: str, ctx: Context) -> ast.ListComp | None:
     """The comprehension of bool tensors that `name` holds: its only binding in the scope being
     read, with no use that could change the list (`name.append(...)`, `name[i] = ...`)."""
-    if name not in _assigned_comprehensions(ctx):  # most names: no scope's bindings read
+    if name not in names_assigned(ctx, _is_list_comprehension):  # most names: none read
         return None
     scope = scope_of(name, ctx)
     inner = next((a for a in reversed(ctx.ancestors) if isinstance(a, _SCOPES)), ctx.tree)
