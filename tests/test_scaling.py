@@ -38,6 +38,12 @@ def _calls(source: str) -> int:
     return bench._calls(lambda: check_source(source, "generated.py", codes))
 
 
+def _aliases_in_one_block(count: int) -> str:
+    """`b = a` again and again at the top of a script: each alias once looked at every later
+    statement of its block (tensor-alias-not-copy)."""
+    return "import torch\na = torch.zeros(3)\n" + "b = a\nc = 1\n" * count
+
+
 @pytest.mark.parametrize(
     "make, size",
     [
@@ -47,8 +53,17 @@ def _calls(source: str) -> int:
         (bench.module_init, 150),
         (lambda cells: bench.notebook_program(bench.notebook(cells)), 60),
         (bench.ddp_script, 600),
+        (_aliases_in_one_block, 400),
     ],
-    ids=["flat module", "loop body", "view calls", "module __init__", "notebook", "ddp script"],
+    ids=[
+        "flat module",
+        "loop body",
+        "view calls",
+        "module __init__",
+        "notebook",
+        "ddp script",
+        "aliases in one block",
+    ],
 )
 def test_doubling_the_input_at_most_doubles_the_work(make, size):
     small, large = _calls(make(size)), _calls(make(2 * size))

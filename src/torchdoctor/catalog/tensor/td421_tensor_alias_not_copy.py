@@ -5,7 +5,16 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, block_names, shorten
+from torchdoctor.catalog.sdk import (
+    BlockKey,
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    block_names,
+    per_file,
+    shorten,
+)
 
 PITFALL = Pitfall(
     code="TD421",
@@ -140,7 +149,7 @@ def check(node: ast.Assign, ctx: Context) -> Iterator[Finding]:
     if found is None:
         return
     block, position = found
-    if not any(_writes_in_place(statement, alias, kind) for statement in block[position + 1 :]):
+    if _last_in_place_writes(ctx, BlockKey(block), kind).get(alias, -1) <= position:
         return  # nothing later in the block changes the alias in place: no names to read
     names = block_names(ctx, block)
     parents = names.index.parents
@@ -187,6 +196,39 @@ def _in_place_write(names, block, position, alias, kind, parents) -> int | None:
             if isinstance(parent, ast.Subscript) and not isinstance(parent.ctx, ast.Load):
                 return None
     return None
+
+
+@per_file
+def _last_in_place_writes(ctx: Context, key: BlockKey, kind: Kind) -> dict[str, int]:
+    """For each name, the position of the block's last statement that changes it in place (as
+    `_writes_in_place` reads it): read once per block, however many aliases the block makes."""
+    last: dict[str, int] = {}
+    for position, statement in enumerate(key.block):
+        for name in _written_names(statement):
+            if _writes_in_place(statement, name, kind):
+                last[name] = position
+    return last
+
+
+def _written_names(statement: ast.stmt) -> list[str]:
+    """The names `_writes_in_place` may find `statement` changing: an augmented target, the
+    root of a subscript target, the receiver of a method call statement."""
+    if isinstance(statement, ast.AugAssign):
+        targets = [statement.target]
+    elif isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        targets = [func.value] if isinstance(func, ast.Attribute) else []
+    else:
+        targets = []
+    names = []
+    for target in targets:
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Name):
+            names.append(target.id)
+    return names
 
 
 def _writes_in_place(statement: ast.stmt, alias: str, kind: Kind) -> bool:
