@@ -142,11 +142,7 @@ def _diagnose(report: ErrorReport, lang: str, link: bool) -> Explanation:
             if clue is None:
                 continue
             confidence = min(clue.confidence * weight, 1.0)
-            current = best.get(pitfall.name)
-            if current is None or confidence > current.confidence:
-                best[pitfall.name] = _diagnosis(
-                    pitfall, signature, clue, confidence, block, report, lang
-                )
+            _keep_better(best, pitfall, signature, clue, confidence, block, report, lang)
     _match_whole_text(report, best, lang)
     _match_message_alone(report, best, lang)
     if not best and not has_exception:
@@ -250,11 +246,7 @@ def _match_message_alone(report: ErrorReport, best: dict[str, Diagnosis], lang: 
         if clue is None:
             continue
         confidence = clue.confidence * weight
-        current = best.get(pitfall.name)
-        if current is None or confidence > current.confidence:
-            best[pitfall.name] = _diagnosis(
-                pitfall, signature, clue, confidence, None, report, lang
-            )
+        _keep_better(best, pitfall, signature, clue, confidence, None, report, lang)
 
 
 def _match_inline_code(report: ErrorReport, best: dict[str, Diagnosis], lang: str) -> None:
@@ -269,11 +261,23 @@ def _match_inline_code(report: ErrorReport, best: dict[str, Diagnosis], lang: st
             if clue is None:
                 continue
             confidence = clue.confidence * _MESSAGE_WEIGHT * _INLINE_WEIGHT
-            current = best.get(pitfall.name)
-            if current is None or confidence > current.confidence:
-                best[pitfall.name] = _diagnosis(
-                    pitfall, signature, clue, confidence, None, report, lang
-                )
+            _keep_better(best, pitfall, signature, clue, confidence, None, report, lang)
+
+
+def _keep_better(
+    best: dict[str, Diagnosis],
+    pitfall: Pitfall,
+    signature: ErrorSignature,
+    clue: Clue,
+    confidence: float,
+    block: ErrorBlock | None,
+    report: ErrorReport,
+    lang: str,
+) -> None:
+    """Keep this cause of `pitfall` unless one at least as confident is kept already."""
+    current = best.get(pitfall.name)
+    if current is None or confidence > current.confidence:
+        best[pitfall.name] = _diagnosis(pitfall, signature, clue, confidence, block, report, lang)
 
 
 def _message_alone(report: ErrorReport) -> ErrorBlock | None:
