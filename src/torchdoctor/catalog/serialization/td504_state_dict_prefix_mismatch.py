@@ -122,8 +122,7 @@ def check_loop(node: ast.For, ctx: Context) -> Iterator[Finding]:
     if key is None:
         return
     body = [n for statement in node.body for n in ast.walk(statement)]
-    if _strips_a_prefix(body, key) and _is_state_dict(node.iter.func.value, ctx):
-        yield from _surgeries(body, key, ctx)
+    yield from _reported(_surgeries(body, key), node.iter.func.value, ctx)
 
 
 @PITFALL.static(*COMPREHENSIONS)
@@ -134,8 +133,7 @@ def check_comprehension(node: ast.expr, ctx: Context) -> Iterator[Finding]:
         return
     parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
     body = [n for part in (*parts, *generator.ifs) for n in ast.walk(part)]
-    if _strips_a_prefix(body, key) and _is_state_dict(generator.iter.func.value, ctx):
-        yield from _surgeries(body, key, ctx)
+    yield from _reported(_surgeries(body, key), generator.iter.func.value, ctx)
 
 
 def _key_variable(source: ast.expr, target: ast.expr, ctx: Context) -> str | None:
@@ -189,17 +187,20 @@ def _state_dict_lines(ctx: Context, scope: ast.AST, name: str) -> tuple[int | No
     return min((line for line, _ in assignments), default=None), min(others, default=None)
 
 
-def _strips_a_prefix(nodes: list[ast.AST], key: str) -> bool:
-    """Whether `_surgeries` finds something in `nodes` (when they loop over a state dict)."""
+def _surgeries(nodes: list[ast.AST], key: str) -> list[tuple[ast.AST, str]]:
+    """(node, prefix) for each node of a loop's body that strips a wrapper prefix from `key`."""
     guarded = any(_is_key_method(n, key, "startswith") for n in nodes)
-    return any(_stripped_prefix(node, key, guarded) is not None for node in nodes)
+    found = [(node, _stripped_prefix(node, key, guarded)) for node in nodes]
+    return [(node, prefix) for node, prefix in found if prefix is not None]
 
 
-def _surgeries(nodes: list[ast.AST], key: str, ctx: Context) -> Iterator[Finding]:
-    guarded = any(_is_key_method(n, key, "startswith") for n in nodes)
-    for node in nodes:
-        prefix = _stripped_prefix(node, key, guarded)
-        if prefix is not None:
+def _reported(
+    surgeries: list[tuple[ast.AST, str]], source: ast.expr, ctx: Context
+) -> Iterator[Finding]:
+    """The surgeries of a loop over `source`'s items or keys, when `source` is a state dict
+    (asked only then: following a name to its assignments reads the whole file's index)."""
+    if surgeries and _is_state_dict(source, ctx):
+        for node, prefix in surgeries:
             yield ctx.finding(PITFALL, node, surgery=ctx.text(node), prefix=prefix)
 
 
