@@ -13,7 +13,10 @@ thousands of steps); the watch session's start-up is shown on its own, in millis
 `--cpu-time` times each block by the CPU time of the process (every thread) instead of the
 wall clock: on a machine shared with other work, the time the process waits for a core is
 then not counted, which is most of the noise there.
+`--device cuda` runs the workloads on a GPU (the clock then waits for the GPU at each block's
+start and end); the watcher's host synchronisations cost there what they never cost on a CPU.
 Usage: python benchmarks/bench_watch.py [--blocks N] [--steps N] [--cpu-time] [--threads N]
+                                        [--device cuda]
 """
 
 from __future__ import annotations
@@ -56,6 +59,36 @@ def deep_mlp() -> nn.Module:
     return nn.Sequential(*layers, nn.Linear(256, 10))
 
 
+def resnet_like() -> nn.Module:
+    def block(width: int) -> nn.Module:
+        return nn.Sequential(
+            nn.Conv2d(width, width, 3, padding=1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.Conv2d(width, width, 3, padding=1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+        )
+
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 3, padding=1),
+        block(64),
+        block(64),
+        nn.Conv2d(64, 128, 3, stride=2, padding=1),
+        block(128),
+        block(128),
+        nn.Conv2d(128, 256, 3, stride=2, padding=1),
+        block(256),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(256, 10),
+    )
+
+
+# A GPU runs the small workloads faster than Python queues their kernels: it also gets one
+# whose kernels take longer than queueing them, as training a real network does.
+GPU_WORKLOADS = {"ResNet-like CNN (batch 128, 32x32)": (resnet_like, (128, 3, 32, 32))}
+
 WORKLOADS = {
     "small CNN": (cnn, (64, 3, 32, 32)),
     "MLP": (mlp, (64, 784)),
@@ -65,17 +98,37 @@ MODES = ("plain", "watched", "anomaly")
 WARMUP = 5
 
 
-def measure(make, shape, blocks: int, steps: int, clock=time.perf_counter) -> dict[str, float]:
+def measure(
+    make,
+    shape,
+    blocks: int,
+    steps: int,
+    clock=time.perf_counter,
+    device: str = "cpu",
+    user_sync: bool = False,
+    ignore: tuple[str, ...] = (),
+) -> dict[str, float]:
     torch.manual_seed(0)
-    model = make()
+    model = make().to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = torch.randn(*shape), torch.randint(0, 10, (shape[0],))
+    x = torch.randn(*shape, device=device)
+    y = torch.randint(0, 10, (shape[0],), device=device)
+    if device.startswith("cuda"):
+        # Kernels run asynchronously: a block ends when its last kernel has, not when the
+        # Python loop has queued it.
+        base_clock = clock
+
+        def clock() -> float:
+            torch.cuda.synchronize()
+            return base_clock()
 
     def step() -> None:
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
+        if user_sync:
+            loss.item()  # what most loops do to log the loss: one synchronisation a step
 
     for _ in range(10):
         step()
@@ -86,7 +139,11 @@ def measure(make, shape, blocks: int, steps: int, clock=time.perf_counter) -> di
         order = MODES if block % 2 == 0 else ("watched", "plain", "anomaly")
         for mode in order:
             begin = clock()
-            watch = torchdoctor.watch(summary=False, live=False) if mode == "watched" else None
+            watch = (
+                torchdoctor.watch(summary=False, live=False, ignore=ignore)
+                if mode == "watched"
+                else None
+            )
             torch.autograd.set_detect_anomaly(mode == "anomaly")
             # Every mode's first steps are untimed: a run watches thousands of steps with one
             # session, so what matters is the steady state; the session's start (hooks in,
@@ -121,11 +178,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--cpu-time", action="store_true", help="time by CPU time, not wall time")
     parser.add_argument("--threads", type=int, help="torch's intra-op threads (default: torch's)")
+    parser.add_argument(
+        "--device", default="cpu", help="where the workloads run (e.g. cuda; default: cpu)"
+    )
+    parser.add_argument(
+        "--user-sync", action="store_true", help="each step reads its loss (`loss.item()`)"
+    )
+    parser.add_argument("--ignore", action="append", default=[], help="a check not to run")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}, "
         f"{args.blocks} blocks of {args.steps} steps per mode\n"
     )
     print(
@@ -134,13 +198,17 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|")
     overheads = []
-    for name, (make, shape) in WORKLOADS.items():
+    workloads = WORKLOADS if args.device == "cpu" else {**WORKLOADS, **GPU_WORKLOADS}
+    for name, (make, shape) in workloads.items():
         result = measure(
             make,
             shape,
             args.blocks,
             args.steps,
             time.process_time if args.cpu_time else time.perf_counter,
+            args.device,
+            args.user_sync,
+            tuple(args.ignore),
         )
         plain = result["plain"]
         watched = result["watched ratio"]
