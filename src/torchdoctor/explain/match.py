@@ -34,10 +34,11 @@ _MESSAGE_LINES = 12
 _MESSAGE_WEIGHT = 0.95
 _FOLDED_WEIGHT = 0.9
 _folded: dict[str, re.Pattern] = {}
-# An error message quoted as inline code in an issue's prose: "there is a mismatch:
-# `Expected input batch_size (8) to match target batch_size (32)`". Read only when the text
-# holds no exception the parser found; the first few spans long enough to be a message.
-_INLINE_CODE = re.compile(r"`([^`\n]{20,400})`")
+# An error message quoted in an issue's prose: "there is a mismatch: `Expected input batch_size
+# (8) to match target batch_size (32)`", or in double quotes, or a short code span over a few
+# lines (an editor's "Exception has occurred: ..." pasted between backticks). Read only when
+# the text holds no exception the parser found; the first few spans long enough to be a message.
+_INLINE_CODE = re.compile(r"`([^`]{20,400})`|[\"\u201c]([^\"\u201c\u201d\n]{20,400})[\"\u201d]")
 _INLINE_SPANS = 20
 _INLINE_WEIGHT = 0.9
 
@@ -255,7 +256,7 @@ def _match_inline_code(report: ErrorReport, best: dict[str, Diagnosis], lang: st
     for number, found in enumerate(_INLINE_CODE.finditer(report.text)):
         if number == _INLINE_SPANS:
             break
-        span = ErrorBlock("", found.group(1).strip(), kind="log")
+        span = ErrorBlock("", (found.group(1) or found.group(2)).strip(), kind="log")
         for pitfall, signature in signatures:
             clue = _clue(signature, span, report)
             if clue is None:

@@ -139,6 +139,24 @@ PITFALL.error(
     },
 )
 
+PITFALL.error(
+    r"'DataLoader' object has no attribute 'next'",
+    types=("AttributeError",),
+    confidence=0.9,
+    cause={
+        "en": "`.next()` was called on the DataLoader itself: Python 3 objects have no "
+        "`.next()` method (old tutorials called it on the loader's iterator, where PyTorch "
+        "1.13 removed it too).",
+        "zh": "在 DataLoader 本身上调用了 `.next()`：Python 3 的对象没有 `.next()` 方法（旧教程在"
+        "加载器的迭代器上调用它，PyTorch 1.13 也已把那个别名移除）。",
+    },
+    fix={
+        "en": "Take one batch with `batch = next(iter(loader))`, or loop with "
+        "`for batch in loader:`.",
+        "zh": "用 `batch = next(iter(loader))` 取一个批次，或用 `for batch in loader:` 循环。",
+    },
+)
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
 

@@ -148,9 +148,9 @@ _VALUE = attrgetter("value")
 # Error signatures ---------------------------------------------------------------------------
 
 # The arguments are read up to the next `unrecognized arguments:`: a line repeating it is read
-# once, not once from each repetition.
+# once, not once from each repetition. An editor or a forum may turn `--` into a dash.
 PITFALL.error(
-    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>--local-rank)\b",
+    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>(?:--|\u2013|\u2014)local-rank)\b",
     types=(),
     confidence=0.95,
     cause={
@@ -162,7 +162,7 @@ PITFALL.error(
     },
 )
 PITFALL.error(
-    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>--local_rank)\b",
+    r"unrecognized arguments:(?:(?!unrecognized arguments:)[^\n])*?(?P<option>(?:--|\u2013|\u2014)local_rank)\b",
     types=(),
     confidence=0.9,
     cause={

@@ -139,7 +139,7 @@ _PRODUCT_FIX = {
     "转置（`b.T`，批量时用 `b.transpose(-2, -1)`），或者检查相乘的是否是你想要的两个张量。",
 }
 _SHAPES = re.compile(
-    r"mat1 and mat2 shapes cannot be multiplied \((?P<rows>\d+)x(?P<features>\d+) and "
+    r"mat1 and mat2 shapes cannot be multiplied ?\((?P<rows>\d+)x(?P<features>\d+) and "
     r"(?P<in_features>\d+)x(?P<out_features>\d+)\)"
 )
 # A product written in the failing line itself: `a @ b`, `torch.mm(a, b)`, `x.matmul(w)`.
@@ -164,6 +164,29 @@ def linear_or_product(block, report) -> Clue | None:
         return Clue(0.9, _PRODUCT_CAUSE, _PRODUCT_FIX, fields)
     return Clue(0.7, _LINEAR_CAUSE, _LINEAR_FIX, fields)  # a library's layer, perhaps
 
+
+# PyTorch 1.x on a GPU (`addmm` behind nn.Linear) named no shapes.
+PITFALL.error(
+    r"mat1 dim 1 must match mat2 dim 0",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "A matrix product whose first operand has another number of columns than the "
+        "second has rows: behind `torch.addmm(bias, input, weight.t())` it is an nn.Linear "
+        "whose in_features differs from the features of its input, most often because the "
+        "input has another size than the one the model was built for (the flattened "
+        "features change with the image size).",
+        "zh": "矩阵乘法中第一个操作数的列数与第二个的行数不同：在 `torch.addmm(bias, input, "
+        "weight.t())` 背后是一个 nn.Linear，它的 in_features 与输入的特征数不一致，最常见的原因是"
+        "输入尺寸与模型设计时的尺寸不同（展平后的特征数随图像尺寸变化）。",
+    },
+    fix={
+        "en": "Print `x.shape` just before the Linear layer and set its `in_features` to the "
+        "last size (or use `nn.LazyLinear`), or feed inputs of the size the model expects.",
+        "zh": "在该 Linear 层之前打印 `x.shape`，把 `in_features` 设为最后一维的大小（或改用 "
+        "`nn.LazyLinear`），或者输入模型期望的尺寸。",
+    },
+)
 
 # PyTorch before 1.8 (TH/THC): "size mismatch, m1: [64 x 9216], m2: [4608 x 128] at ...".
 PITFALL.error(
