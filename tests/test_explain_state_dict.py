@@ -68,6 +68,28 @@ def test_extra_keys_into_a_wrapped_model_are_not_a_prefix_problem():
     assert_top(ranked, "state-dict-key-mismatch", "module.grid.inv_delta_C")
 
 
+def test_dataparallel_around_a_submodule_against_the_whole_model():
+    """pytorch/examples' ImageNet script wraps only `features` of AlexNet and VGG."""
+    trained = Classifier(10)
+    trained.features = nn.DataParallel(trained.features)
+    state_dict = trained.state_dict()
+    for model in (Classifier(10), nn.DataParallel(Classifier(10))):
+        ranked = explain(lambda model=model: model.load_state_dict(state_dict))
+        assert_top(ranked, "state-dict-prefix-mismatch", "`features.module.0.weight`", "submodule")
+
+
+def test_a_submodule_named_module_of_another_network_is_not_a_wrapper():
+    class Other(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = nn.Linear(3, 3)
+            self.head = nn.Linear(3, 2)
+
+    state_dict = Other().state_dict()
+    ranked = explain(lambda: Classifier(10).load_state_dict(state_dict))
+    assert ranked and ranked[0][0] != "state-dict-prefix-mismatch", ranked
+
+
 def test_compiled_model_checkpoint():
     compiled = torch.compile(small_net())  # wraps lazily: nothing is compiled here
     state_dict = compiled.state_dict()

@@ -270,7 +270,7 @@ def _is_batches_tracked(key: str) -> bool:
 
 def kind(error: StateDictError) -> str:
     """The entry the message belongs to: "prefix", "batches-tracked", "shape" or "keys"."""
-    if prefix_of(error) is not None:
+    if prefix_of(error) is not None or nested_wrapper(error) is not None:
         return "prefix"
     if error.mismatched:
         # Next to many missing/unexpected keys, a few shapes are symptoms of another network.
@@ -308,6 +308,34 @@ def prefix_of(error: StateDictError) -> Prefix | None:
                     return None  # the model is wrapped too: its own keys carry that prefix
                 return Prefix(prefix, side, len(keys), True)
     return None
+
+
+def nested_wrapper(error: StateDictError) -> tuple[str, str, int] | None:
+    """DataParallel around different parts on the two sides: `features.module.0.weight` in the
+    checkpoint against `module.features.0.weight` in the model (pytorch/examples' ImageNet
+    script wraps only `model.features` of AlexNet and VGG). (a checkpoint key, the model's key
+    for it, how many agree) when most keys of both lists agree once every `module` part is
+    removed, and a `module` part stands below the top on one side."""
+    missing, unexpected = error.other_missing, error.other_unexpected
+    if not (missing and unexpected):
+        return None
+    model_keys = {_unwrapped(key): key for key in missing}
+    pairs = []
+    for key in unexpected:
+        model_key = model_keys.get(_unwrapped(key))
+        if model_key is not None and (_wrapped_below_top(key) or _wrapped_below_top(model_key)):
+            pairs.append((key, model_key))
+    if not pairs or len(pairs) < 0.5 * min(len(missing), len(unexpected)):
+        return None
+    return pairs[0][0], pairs[0][1], len(pairs)
+
+
+def _unwrapped(key: str) -> str:
+    return ".".join(part for part in key.split(".") if part != "module")
+
+
+def _wrapped_below_top(key: str) -> bool:
+    return "module" in key.split(".")[1:-1]
 
 
 # The prefix a wrapper named in "Error(s) in loading state_dict for X" gives its own keys.

@@ -314,6 +314,8 @@ def explain(block, report) -> Clue | None:
     if error is None or sd_errors.kind(error) != "prefix":
         return None
     prefix = sd_errors.prefix_of(error)
+    if prefix is None:
+        return _nested(error)
     prefixed = error.unexpected if prefix.side == "checkpoint" else error.missing
     example = next(k for k in prefixed if k.startswith(prefix.prefix))
     smaller = min(len(error.other_missing), len(error.other_unexpected))
@@ -338,6 +340,39 @@ def explain(block, report) -> Clue | None:
         "inner": inner,
     }
     return Clue(confidence, CAUSES[prefix.side, prefix.wrapper], FIXES[prefix.side], fields)
+
+
+_NESTED_CAUSE = {
+    "en": "The checkpoint and the model were wrapped in DataParallel (or DDP) around different "
+    "parts: the checkpoint has `{checkpoint_key}` where the model has `{model_key}` "
+    "({matched} keys differ only by where `module.` stands). A script that wraps only a "
+    "submodule (`model.features = nn.DataParallel(model.features)`, as pytorch/examples' "
+    "ImageNet script does for AlexNet and VGG) saves `module.` inside the key.",
+    "zh": "checkpoint 和模型用 DataParallel（或 DDP）包装的部分不同：checkpoint 中是 "
+    "`{checkpoint_key}`，模型中却是 `{model_key}`（有 {matched} 个键只差 `module.` 的位置）。"
+    "只包装子模块的脚本（`model.features = nn.DataParallel(model.features)`，pytorch/examples 的 "
+    "ImageNet 脚本对 AlexNet 和 VGG 就是这样做的）会把 `module.` 存在键的中间。",
+}
+_NESTED_FIX = {
+    "en": "Wrap the model the way the training script did before loading (e.g. "
+    "`model.features = nn.DataParallel(model.features)`), or load into the bare model with "
+    "every `module` part removed: `{{'.'.join(p for p in k.split('.') if p != 'module'): v "
+    "for k, v in state_dict.items()}}`.",
+    "zh": "加载前按训练脚本的方式包装模型（例如 `model.features = nn.DataParallel(model.features)`），"
+    "或者去掉所有 `module` 部分后加载到未包装的模型：`{{'.'.join(p for p in k.split('.') "
+    "if p != 'module'): v for k, v in state_dict.items()}}`。",
+}
+
+
+def _nested(error) -> Clue | None:
+    found = sd_errors.nested_wrapper(error)
+    if found is None:
+        return None
+    checkpoint_key, model_key, matched = found
+    smaller = min(len(error.other_missing), len(error.other_unexpected))
+    fields = {"checkpoint_key": checkpoint_key, "model_key": model_key, "matched": str(matched)}
+    confidence = 0.9 if matched >= 0.9 * smaller else 0.8
+    return Clue(confidence, _NESTED_CAUSE, _NESTED_FIX, fields)
 
 
 # Checking checkpoints ------------------------------------------------------------------------
