@@ -1,50 +1,134 @@
 """Discovers catalog entries (every `catalog/<area>/td*.py` module that defines `PITFALL`) and
-finds them by code or name, by role, or by the selectors of `--select`/`--ignore`."""
+finds them by code or name, by role, or by the selectors of `--select`/`--ignore`.
+
+Finding one entry or reading the error signatures imports nothing else: the generated index
+(`_index.py`) says which module holds which entry and what every signature searches for, so
+`explain`, which starts in a fresh process, imports an entry only when one of its signatures may
+match. The index is used only while it lists the entry files there are (a test keeps it equal to
+the catalog; `python scripts/generate_catalog_index.py` rewrites it)."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import lru_cache
+import re
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Callable
 
-from torchdoctor.catalog._model import ROLES, Pitfall
+from torchdoctor.catalog import _index
+from torchdoctor.catalog._model import ROLES, ErrorSignature, Pitfall
 from torchdoctor.errors import UsageError
 
 _CATALOG_DIR = Path(__file__).parent
+_PACKAGE = "torchdoctor.catalog"
 
 
 @lru_cache(maxsize=None)
 def all_pitfalls() -> tuple[Pitfall, ...]:
     """Every entry, ordered by code."""
-    found = []
-    for area in sorted(p for p in _CATALOG_DIR.iterdir() if (p / "__init__.py").exists()):
-        for info in pkgutil.iter_modules([str(area)]):
-            if not info.name.startswith("td"):
-                continue
-            module_name = f"torchdoctor.catalog.{area.name}.{info.name}"
-            module = importlib.import_module(module_name)
-            pitfall = getattr(module, "PITFALL", None)
-            if isinstance(pitfall, Pitfall):
-                pitfall.module = module_name
-                found.append(pitfall)
+    found = [p for p in map(_load, _entry_modules()) if p is not None]
     return tuple(sorted(found, key=lambda p: p.code))
 
 
+def _entry_modules() -> list[str]:
+    """The names of the entry modules on disk (`td*.py` of every area), in area and file order."""
+    names = []
+    for area in sorted(p for p in _CATALOG_DIR.iterdir() if (p / "__init__.py").exists()):
+        for info in pkgutil.iter_modules([str(area)]):
+            if info.name.startswith("td"):
+                names.append(f"{_PACKAGE}.{area.name}.{info.name}")
+    return names
+
+
 @lru_cache(maxsize=None)
-def _index() -> dict[str, Pitfall]:
-    index: dict[str, Pitfall] = {}
-    for pitfall in all_pitfalls():
-        index[pitfall.code] = pitfall
-        index[pitfall.name] = pitfall
-    return index
+def _load(module_name: str) -> Pitfall | None:
+    pitfall = getattr(importlib.import_module(module_name), "PITFALL", None)
+    if not isinstance(pitfall, Pitfall):
+        return None
+    pitfall.module = module_name
+    return pitfall
+
+
+@lru_cache(maxsize=None)
+def _index_is_current() -> bool:
+    """Whether the generated index lists the entry files there are (a file added, renamed or
+    removed since it was generated: it is not used, and the catalog is imported instead)."""
+    return sorted(_entry_modules()) == list(_index.MODULES)
+
+
+@lru_cache(maxsize=None)
+def _modules_by_key() -> dict[str, str]:
+    """Entry code and entry name -> the module that defines the entry."""
+    entries = (
+        _index.ENTRIES
+        if _index_is_current()
+        else [(p.code, p.name, p.module) for p in all_pitfalls()]
+    )
+    modules: dict[str, str] = {}
+    for code, name, module in entries:
+        modules[code] = modules[name] = module
+    return modules
 
 
 def get(code_or_name: str) -> Pitfall | None:
     """An entry by code (any case) or name."""
     key = code_or_name.strip()
-    return _index().get(key.upper() if key[:2].lower() == "td" else key)
+    module = _modules_by_key().get(key.upper() if key[:2].lower() == "td" else key)
+    return None if module is None else _load(module)
+
+
+@dataclass(frozen=True)
+class IndexedSignature:
+    """An error signature as the index has it: enough to tell that it cannot match a message
+    without importing its entry. `load()` gives the entry and the signature itself."""
+
+    module: str
+    name: str  # the entry's
+    position: int  # in the entry's `error_signatures`
+    types: frozenset[str]
+    regex: str | None  # None: a function signature (`check`), which only its entry can run
+    literal: str | None
+
+    @cached_property
+    def pattern(self) -> re.Pattern:
+        return re.compile(self.regex or "", re.S)
+
+    def search(self, text: str) -> re.Match | None:
+        """As the signature's own `search`."""
+        if self.literal is not None and self.literal not in text:
+            return None
+        return self.pattern.search(text)
+
+    def load(self) -> tuple[Pitfall, ErrorSignature]:
+        pitfall = _load(self.module)
+        assert pitfall is not None, self.module
+        return pitfall, pitfall.error_signatures[self.position]
+
+
+@lru_cache(maxsize=None)
+def error_signatures() -> tuple[IndexedSignature, ...]:
+    """Every error signature of the catalog, entries by code, each entry's in its order."""
+    rows = _index.SIGNATURES if _index_is_current() else catalog_index()[2]
+    return tuple(
+        IndexedSignature(module, name, position, frozenset(types), regex, literal)
+        for module, name, position, types, regex, literal in rows
+    )
+
+
+def catalog_index() -> tuple[tuple, tuple, tuple]:
+    """What the generated index holds, read from the catalog itself: the entry modules, each
+    entry's (code, name, module), each signature's (module, entry name, position, sorted types,
+    regex, literal)."""
+    pitfalls = all_pitfalls()
+    signatures = tuple(
+        (p.module, p.name, position, tuple(sorted(s.types)), s.regex, s.literal)
+        for p in pitfalls
+        for position, s in enumerate(p.error_signatures)
+    )
+    entries = tuple((p.code, p.name, p.module) for p in pitfalls)
+    return tuple(sorted(_entry_modules())), entries, signatures
 
 
 @lru_cache(maxsize=None)
