@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from torchdoctor._regex import lazy_compile
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
 from torchdoctor.catalog._registry import IndexedSignature
@@ -38,7 +39,7 @@ _folded: dict[str, re.Pattern] = {}
 # An error message quoted as inline code in an issue's prose: "there is a mismatch:
 # `Expected input batch_size (8) to match target batch_size (32)`". Read only when the text
 # holds no exception the parser found; the first few spans long enough to be a message.
-_INLINE_CODE = re.compile(r"`([^`\n]{20,400})`")
+_INLINE_CODE = lazy_compile(r"`([^`\n]{20,400})`")
 _INLINE_SPANS = 20
 _INLINE_WEIGHT = 0.9
 
