@@ -8,7 +8,7 @@ import re
 from typing import cast
 
 
-class _LazyPattern:
+class LazyPattern:
     """Stands for `re.compile(pattern, flags)`; compiles it when an attribute is first asked for.
 
     Each attribute read through the compiled pattern (`match`, `search`...) is kept on the
@@ -34,4 +34,4 @@ class _LazyPattern:
 
 def lazy_compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """`re.compile(pattern, flags)`, done when the pattern is first used."""
-    return cast("re.Pattern[str]", _LazyPattern(pattern, flags))
+    return cast("re.Pattern[str]", LazyPattern(pattern, flags))
