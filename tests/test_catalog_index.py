@@ -24,10 +24,10 @@ def test_explain_reads_every_signature_of_the_catalog_in_its_order():
     assert [i.load() for i in indexed] == expected
     for item, (pitfall, signature) in zip(indexed, expected):
         assert (item.name, item.module) == (pitfall.name, pitfall.module)
-        assert (item.types, item.regex, item.literal) == (
+        assert (item.types, item.regex, item.literals) == (
             signature.types,
             signature.regex,
-            signature.literal,
+            signature.literals,
         )
 
 

@@ -2,7 +2,8 @@
 
 MODULES: every entry module. ENTRIES: (code, name, module) of each entry, by code. SIGNATURES:
 (module, entry name, position in the entry's error_signatures, exception types, regex or None
-for a function, the literal text the regex cannot match without), entries by code."""
+for a function, the literal texts one of which the regex cannot match without), entries by
+code."""
 
 # ruff: noqa: E501
 
@@ -485,7 +486,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         "Cannot insert a Tensor that requires grad as a constant",
-        "Cannot insert a Tensor that requires grad as a constant",
+        ("Cannot insert a Tensor that requires grad as a constant",),
     ),
     (
         "torchdoctor.catalog.device.td003_device_mismatch",
@@ -493,7 +494,7 @@ SIGNATURES = (
         0,
         ("RuntimeError", "TypeError", "ValueError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.device.td003_device_mismatch",
@@ -501,7 +502,14 @@ SIGNATURES = (
         1,
         (),
         "Expected all tensors to be on the same device|Expected object of (?:device type|backend) \\w+ but got (?:device type|backend) \\w+|Tensor for argument #\\d+ '\\w+' is on \\w+, but expected it to be on|tensors are not at the same device, found input tensor at|expected type torch\\.cuda\\.\\w+Tensor but got torch\\.\\w+Tensor|expected type torch\\.\\w+Tensor but got torch\\.cuda\\.\\w+Tensor",
-        None,
+        (
+            "Expected all tensors to be on the same device",
+            "Expected object of ",
+            ", but expected it to be on",
+            "tensors are not at the same device, found input tensor at",
+            "expected type torch.cuda.",
+            "Tensor but got torch.cuda.",
+        ),
     ),
     (
         "torchdoctor.catalog.device.td003_device_mismatch",
@@ -509,7 +517,7 @@ SIGNATURES = (
         2,
         ("RuntimeError",),
         "Expected a '(?P<wanted>\\w+)' device type for generator but found '(?P<found>\\w+)'",
-        "' device type for generator but found '",
+        ("' device type for generator but found '",),
     ),
     (
         "torchdoctor.catalog.device.td003_device_mismatch",
@@ -517,7 +525,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         "module must have its parameters and buffers on device (?P<wanted>\\S+) \\(device_ids\\[0\\]\\) but found one of them on device: (?P<found>\\S+)",
-        "module must have its parameters and buffers on device ",
+        ("module must have its parameters and buffers on device ",),
     ),
     (
         "torchdoctor.catalog.device.td004_dtype_mismatch",
@@ -525,7 +533,7 @@ SIGNATURES = (
         0,
         ("RuntimeError", "TypeError", "ValueError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.device.td004_dtype_mismatch",
@@ -533,7 +541,7 @@ SIGNATURES = (
         1,
         ("RuntimeError", "TypeError"),
         "result type (?P<result>\\w+) can't be cast to the desired output type (?P<output>\\w+)",
-        " can't be cast to the desired output type ",
+        (" can't be cast to the desired output type ",),
     ),
     (
         "torchdoctor.catalog.device.td004_dtype_mismatch",
@@ -541,7 +549,7 @@ SIGNATURES = (
         2,
         ("RuntimeError",),
         "Expected tensor for argument #\\d+ 'indices' to have (?:one of the following )?scalar types?:? (?P<wanted>[\\w, ]+?);? but got (?P<got>[\\w.]+) instead",
-        "Expected tensor for argument #",
+        ("Expected tensor for argument #",),
     ),
     (
         "torchdoctor.catalog.device.td004_dtype_mismatch",
@@ -549,7 +557,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         "mixed dtype \\(CPU\\): all inputs must share same datatype",
-        "mixed dtype (CPU): all inputs must share same datatype",
+        ("mixed dtype (CPU): all inputs must share same datatype",),
     ),
     (
         "torchdoctor.catalog.device.td004_dtype_mismatch",
@@ -557,7 +565,7 @@ SIGNATURES = (
         4,
         ("RuntimeError",),
         "\\b\\w+ and \\w+ must have the same dtype(?!, but got)",
-        " must have the same dtype",
+        (" must have the same dtype",),
     ),
     (
         "torchdoctor.catalog.device.td004_dtype_mismatch",
@@ -565,7 +573,7 @@ SIGNATURES = (
         5,
         ("RuntimeError",),
         "\\b(?P<op>\\w+)\\(\\): Expected self\\.dtype to be equal to src\\.dtype",
-        "(): Expected self.dtype to be equal to src.dtype",
+        ("(): Expected self.dtype to be equal to src.dtype",),
     ),
     (
         "torchdoctor.catalog.device.td005_invalid_device_ordinal",
@@ -573,7 +581,7 @@ SIGNATURES = (
         0,
         (),
         "invalid device ordinal",
-        "invalid device ordinal",
+        ("invalid device ordinal",),
     ),
     (
         "torchdoctor.catalog.device.td005_invalid_device_ordinal",
@@ -581,7 +589,7 @@ SIGNATURES = (
         1,
         (),
         "device >= 0 && device < num_gpus",
-        "device >= 0 && device < num_gpus",
+        ("device >= 0 && device < num_gpus",),
     ),
     (
         "torchdoctor.catalog.device.td005_invalid_device_ordinal",
@@ -589,23 +597,24 @@ SIGNATURES = (
         2,
         ("AssertionError",),
         "^Invalid device id",
-        "Invalid device id",
+        ("Invalid device id",),
     ),
-    (
-        "torchdoctor.catalog.device.td006_cuda_out_of_memory",
-        "cuda-out-of-memory",
-        0,
-        (),
-        None,
-        None,
-    ),
+    ("torchdoctor.catalog.device.td006_cuda_out_of_memory", "cuda-out-of-memory", 0, (), None, ()),
     (
         "torchdoctor.catalog.device.td006_cuda_out_of_memory",
         "cuda-out-of-memory",
         1,
         (),
         "(?:CUDA|HIP|XPU) out of memory|cuda runtime error \\(2\\) : out of memory|CUDA error(?: \\(2\\))?: out of memory|error=2 : out of memory|CUBLAS_STATUS_ALLOC_FAILED|\\(GPU \\d+; [\\d.]+ ?[KMGT]?i?B total capacity|GPU \\d+ has a total capacity of [\\d.]+ ?[KMGT]?i?B of which",
-        None,
+        (
+            " out of memory",
+            "cuda runtime error (2) : out of memory",
+            ": out of memory",
+            "error=2 : out of memory",
+            "CUBLAS_STATUS_ALLOC_FAILED",
+            "B total capacity",
+            " has a total capacity of ",
+        ),
     ),
     (
         "torchdoctor.catalog.device.td006_cuda_out_of_memory",
@@ -613,7 +622,7 @@ SIGNATURES = (
         2,
         (),
         "MPS backend out of memory",
-        "MPS backend out of memory",
+        ("MPS backend out of memory",),
     ),
     (
         "torchdoctor.catalog.device.td006_cuda_out_of_memory",
@@ -621,7 +630,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         "Unable to find a valid cuDNN algorithm to run convolution",
-        "Unable to find a valid cuDNN algorithm to run convolution",
+        ("Unable to find a valid cuDNN algorithm to run convolution",),
     ),
     (
         "torchdoctor.catalog.device.td007_device_side_assert",
@@ -629,7 +638,7 @@ SIGNATURES = (
         0,
         (),
         "device-side assert triggered",
-        "device-side assert triggered",
+        ("device-side assert triggered",),
     ),
     (
         "torchdoctor.catalog.device.td007_device_side_assert",
@@ -637,23 +646,16 @@ SIGNATURES = (
         1,
         (),
         "block: \\[[\\d, ]*\\], thread: \\[[\\d, ]*\\] Assertion `(?P<assertion>[^`]+)` failed",
-        "] Assertion `",
+        ("] Assertion `",),
     ),
-    (
-        "torchdoctor.catalog.device.td007_device_side_assert",
-        "device-side-assert",
-        2,
-        (),
-        None,
-        None,
-    ),
+    ("torchdoctor.catalog.device.td007_device_side_assert", "device-side-assert", 2, (), None, ()),
     (
         "torchdoctor.catalog.device.td008_cuda_illegal_memory_access",
         "cuda-illegal-memory-access",
         0,
         (),
         "an illegal memory access was encountered|cudaErrorIllegalAddress",
-        None,
+        ("an illegal memory access was encountered", "cudaErrorIllegalAddress"),
     ),
     (
         "torchdoctor.catalog.device.td008_cuda_illegal_memory_access",
@@ -661,7 +663,7 @@ SIGNATURES = (
         1,
         (),
         "CUDA error: misaligned address|cudaErrorMisalignedAddress",
-        None,
+        ("CUDA error: misaligned address", "cudaErrorMisalignedAddress"),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -669,7 +671,7 @@ SIGNATURES = (
         0,
         (),
         "(?P<status>CUDNN_STATUS_INTERNAL_ERROR)\\b",
-        None,
+        ("CUDNN_STATUS_INTERNAL_ERROR",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -677,7 +679,7 @@ SIGNATURES = (
         1,
         (),
         "(?P<status>CUDNN_STATUS_ALLOC_FAILED)\\b",
-        None,
+        ("CUDNN_STATUS_ALLOC_FAILED",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -685,7 +687,7 @@ SIGNATURES = (
         2,
         (),
         "(?P<status>CUDNN_STATUS_NOT_INITIALIZED)\\b",
-        None,
+        ("CUDNN_STATUS_NOT_INITIALIZED",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -693,7 +695,7 @@ SIGNATURES = (
         3,
         (),
         "(?P<status>CUDNN_STATUS_ARCH_MISMATCH)\\b",
-        None,
+        ("CUDNN_STATUS_ARCH_MISMATCH",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -701,7 +703,7 @@ SIGNATURES = (
         4,
         (),
         "(?P<status>CUDNN_STATUS_VERSION_MISMATCH)\\b",
-        None,
+        ("CUDNN_STATUS_VERSION_MISMATCH",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -709,7 +711,7 @@ SIGNATURES = (
         5,
         (),
         "(?P<status>CUDNN_STATUS_EXECUTION_FAILED)\\b",
-        None,
+        ("CUDNN_STATUS_EXECUTION_FAILED",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -717,7 +719,7 @@ SIGNATURES = (
         6,
         (),
         "(?P<status>CUDNN_STATUS_MAPPING_ERROR)\\b",
-        None,
+        ("CUDNN_STATUS_MAPPING_ERROR",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -725,7 +727,7 @@ SIGNATURES = (
         7,
         (),
         "(?P<status>CUDNN_STATUS_NOT_SUPPORTED)\\b",
-        None,
+        ("CUDNN_STATUS_NOT_SUPPORTED",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -733,7 +735,7 @@ SIGNATURES = (
         8,
         (),
         "(?P<status>CUDNN_STATUS_BAD_PARAM)\\b",
-        None,
+        ("CUDNN_STATUS_BAD_PARAM",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -741,7 +743,7 @@ SIGNATURES = (
         9,
         (),
         "(?P<status>CUDNN_STATUS_[A-Z_]+)",
-        None,
+        ("CUDNN_STATUS_",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -749,7 +751,7 @@ SIGNATURES = (
         10,
         ("RuntimeError",),
         "Unable to find a valid cuDNN algorithm to run convolution",
-        "Unable to find a valid cuDNN algorithm to run convolution",
+        ("Unable to find a valid cuDNN algorithm to run convolution",),
     ),
     (
         "torchdoctor.catalog.device.td009_cudnn_failure",
@@ -757,7 +759,7 @@ SIGNATURES = (
         11,
         (),
         "cuDNN Frontend error",
-        "cuDNN Frontend error",
+        ("cuDNN Frontend error",),
     ),
     (
         "torchdoctor.catalog.device.td010_embedding_index_out_of_range",
@@ -765,7 +767,7 @@ SIGNATURES = (
         0,
         (),
         "srcIndex < srcSelectDimSize",
-        "srcIndex < srcSelectDimSize",
+        ("srcIndex < srcSelectDimSize",),
     ),
     (
         "torchdoctor.catalog.device.td010_embedding_index_out_of_range",
@@ -773,7 +775,7 @@ SIGNATURES = (
         1,
         ("IndexError", "RuntimeError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.device.td010_embedding_index_out_of_range",
@@ -781,7 +783,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.device.td010_embedding_index_out_of_range",
@@ -789,7 +791,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.device.td011_index_out_of_range",
@@ -797,7 +799,7 @@ SIGNATURES = (
         0,
         ("IndexError", "RuntimeError"),
         "index (?P<index>-?\\d+) is out of bounds for dimension (?P<dim>\\d+) with size (?P<size>\\d+)",
-        " is out of bounds for dimension ",
+        (" is out of bounds for dimension ",),
     ),
     (
         "torchdoctor.catalog.device.td011_index_out_of_range",
@@ -805,7 +807,7 @@ SIGNATURES = (
         1,
         ("IndexError", "RuntimeError"),
         "index contains (?P<index>-?\\d+) that is out of range for tensor of size",
-        " that is out of range for tensor of size",
+        (" that is out of range for tensor of size",),
     ),
     (
         "torchdoctor.catalog.device.td011_index_out_of_range",
@@ -813,7 +815,12 @@ SIGNATURES = (
         2,
         (),
         'Assertion `?[^`\\n]*index out of bounds\\"|idx_dim >= 0 && idx_dim < index_size|index >= -sizes\\[i\\] && index < sizes\\[i\\]|-sizes\\[i\\] <= index && index < sizes\\[i\\]',
-        None,
+        (
+            'index out of bounds"',
+            "idx_dim >= 0 && idx_dim < index_size",
+            "index >= -sizes[i] && index < sizes[i]",
+            "-sizes[i] <= index && index < sizes[i]",
+        ),
     ),
     (
         "torchdoctor.catalog.device.td011_index_out_of_range",
@@ -821,7 +828,7 @@ SIGNATURES = (
         3,
         ("IndexError",),
         "index (?P<index>-?\\d+) is out of bounds for axis (?P<dim>\\d+) with size (?P<size>\\d+)",
-        " is out of bounds for axis ",
+        (" is out of bounds for axis ",),
     ),
     (
         "torchdoctor.catalog.device.td011_index_out_of_range",
@@ -829,7 +836,7 @@ SIGNATURES = (
         4,
         ("IndexError", "RuntimeError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.device.td012_cpu_only_torch_build",
@@ -837,7 +844,7 @@ SIGNATURES = (
         0,
         ("AssertionError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.autograd.td101_loss_data_index",
@@ -845,7 +852,7 @@ SIGNATURES = (
         0,
         ("IndexError",),
         "invalid index of a 0-dim tensor",
-        "invalid index of a 0-dim tensor",
+        ("invalid index of a 0-dim tensor",),
     ),
     (
         "torchdoctor.catalog.autograd.td104_legacy_autograd_function",
@@ -853,7 +860,7 @@ SIGNATURES = (
         0,
         ("DeprecationWarning", "RuntimeError", "UserWarning"),
         "Legacy autograd function with non-static forward method is deprecated",
-        "Legacy autograd function with non-static forward method is deprecated",
+        ("Legacy autograd function with non-static forward method is deprecated",),
     ),
     (
         "torchdoctor.catalog.autograd.td104_legacy_autograd_function",
@@ -861,7 +868,7 @@ SIGNATURES = (
         1,
         ("DeprecationWarning", "UserWarning"),
         "should not be instantiated\\. Methods on autograd functions are all static",
-        "should not be instantiated. Methods on autograd functions are all static",
+        ("should not be instantiated. Methods on autograd functions are all static",),
     ),
     (
         "torchdoctor.catalog.autograd.td106_inplace_modified_for_grad",
@@ -869,7 +876,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.autograd.td106_inplace_modified_for_grad",
@@ -877,7 +884,7 @@ SIGNATURES = (
         1,
         (),
         "modified by an inplace operation:\\s*\\[(?P<type>[\\w.]+) \\[(?P<shape>[^\\]]*)\\]\\],\\s+which is output (?P<index>\\d+) of (?P<op>\\w+),\\s+is at version (?P<version>\\d+); expected version (?P<expected>\\d+) instead",
-        "modified by an inplace operation:",
+        ("modified by an inplace operation:",),
     ),
     (
         "torchdoctor.catalog.autograd.td106_inplace_modified_for_grad",
@@ -885,7 +892,7 @@ SIGNATURES = (
         2,
         (),
         "needed for gradient computation has been modified by an inplace operation",
-        "needed for gradient computation has been modified by an inplace operation",
+        ("needed for gradient computation has been modified by an inplace operation",),
     ),
     (
         "torchdoctor.catalog.autograd.td107_backward_through_graph_twice",
@@ -893,7 +900,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         "Trying to backward through the graph (?:a )?second time|Specify retain_graph=True (?:when calling backward the first time|if you need to backward through the graph a second time)",
-        None,
+        ("Trying to backward through the graph ", "Specify retain_graph=True "),
     ),
     (
         "torchdoctor.catalog.autograd.td108_no_grad_fn",
@@ -901,7 +908,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         "element \\d+ of (?:tensors|variables) does not require grad and does not have a grad_fn",
-        " does not require grad and does not have a grad_fn",
+        (" does not require grad and does not have a grad_fn",),
     ),
     (
         "torchdoctor.catalog.autograd.td109_non_scalar_backward",
@@ -909,7 +916,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.autograd.td109_non_scalar_backward",
@@ -917,7 +924,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         "grad can be implicitly created only for scalar outputs",
-        "grad can be implicitly created only for scalar outputs",
+        ("grad can be implicitly created only for scalar outputs",),
     ),
     (
         "torchdoctor.catalog.autograd.td110_non_leaf_grad_access",
@@ -925,7 +932,7 @@ SIGNATURES = (
         0,
         ("UserWarning",),
         "The \\.grad attribute of a Tensor that is not a leaf Tensor is being accessed",
-        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
+        ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",),
     ),
     (
         "torchdoctor.catalog.autograd.td110_non_leaf_grad_access",
@@ -933,7 +940,7 @@ SIGNATURES = (
         1,
         ("AttributeError", "TypeError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.autograd.td111_optimize_non_leaf_tensor",
@@ -941,7 +948,7 @@ SIGNATURES = (
         0,
         ("ValueError",),
         "can['\\u2019]t optimize a non-leaf (?:Tensor|Variable)",
-        "t optimize a non-leaf ",
+        ("t optimize a non-leaf ",),
     ),
     (
         "torchdoctor.catalog.autograd.td112_autograd_function_gradient_count",
@@ -949,7 +956,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.autograd.td113_missing_super_init",
@@ -957,7 +964,7 @@ SIGNATURES = (
         0,
         ("AttributeError",),
         "cannot assign (?:module|parameters?|buffer) before Module\\.__init__\\(\\) call",
-        " before Module.__init__() call",
+        (" before Module.__init__() call",),
     ),
     (
         "torchdoctor.catalog.autograd.td113_missing_super_init",
@@ -965,7 +972,7 @@ SIGNATURES = (
         1,
         ("AttributeError",),
         "'(?!NoneType'|Tensor'|dict'|list'|tuple'|str'|OrderedDict')(?P<cls>\\w+)' object has no attribute '(?P<attr>_(?:modules|parameters|buffers|backward_hooks|backward_pre_hooks|forward_hooks|forward_pre_hooks|non_persistent_buffers_set|state_dict_hooks|state_dict_pre_hooks|load_state_dict_pre_hooks|load_state_dict_post_hooks|is_full_backward_hook|forward_hooks_with_kwargs|forward_hooks_always_called|forward_pre_hooks_with_kwargs))'",
-        "' object has no attribute '",
+        ("' object has no attribute '",),
     ),
     (
         "torchdoctor.catalog.training.td203_scheduler_step_order",
@@ -973,7 +980,7 @@ SIGNATURES = (
         0,
         ("UserWarning",),
         "Detected call of `lr_scheduler\\.step\\(\\)` before `optimizer\\.step\\(\\)`",
-        "Detected call of `lr_scheduler.step()` before `optimizer.step()`",
+        ("Detected call of `lr_scheduler.step()` before `optimizer.step()`",),
     ),
     (
         "torchdoctor.catalog.training.td207_cross_entropy_target_dtype",
@@ -981,7 +988,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.training.td208_cross_entropy_target_range",
@@ -989,7 +996,7 @@ SIGNATURES = (
         0,
         ("IndexError", "RuntimeError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.training.td208_cross_entropy_target_range",
@@ -997,7 +1004,7 @@ SIGNATURES = (
         1,
         (),
         "Assertion [`']?(?:t|cur_target) >= 0 && (?:t|cur_target) < n_classes[`']? failed",
-        " < n_classes",
+        (" < n_classes",),
     ),
     (
         "torchdoctor.catalog.training.td208_cross_entropy_target_range",
@@ -1005,7 +1012,7 @@ SIGNATURES = (
         2,
         ("AcceleratorError", "CUDAError", "RuntimeError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.training.td209_loss_batch_size_mismatch",
@@ -1013,7 +1020,7 @@ SIGNATURES = (
         0,
         ("RuntimeError", "ValueError"),
         "Expected input batch_size \\((?P<input>\\d+)\\) to match target batch_size \\((?P<target>\\d+)\\)",
-        ") to match target batch_size (",
+        (") to match target batch_size (",),
     ),
     (
         "torchdoctor.catalog.training.td209_loss_batch_size_mismatch",
@@ -1021,7 +1028,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         "size mismatch \\(got input: \\[(?P<input>[^\\]]*)\\], target: \\[(?P<target>[^\\]]*)\\]\\)",
-        "size mismatch (got input: [",
+        ("size mismatch (got input: [",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1029,7 +1036,7 @@ SIGNATURES = (
         0,
         ("ValueError",),
         "Target size \\((?P<target>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) must be the same as input size \\((?P<input>torch\\.Size\\(\\[[^\\]]*\\]\\))\\)",
-        ") must be the same as input size (",
+        (") must be the same as input size (",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1037,7 +1044,7 @@ SIGNATURES = (
         1,
         ("UserWarning",),
         "Using a target size \\((?P<target>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) that is different to the input size \\((?P<input>torch\\.Size\\(\\[[^\\]]*\\]\\))\\)\\. This will likely lead to incorrect results due to broadcasting",
-        "). This will likely lead to incorrect results due to broadcasting",
+        ("). This will likely lead to incorrect results due to broadcasting",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1045,7 +1052,7 @@ SIGNATURES = (
         2,
         ("UserWarning", "ValueError"),
         "Using a target size \\((?P<target>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) that is different to the input size \\((?P<input>torch\\.Size\\(\\[[^\\]]*\\]\\))\\)",
-        ") that is different to the input size (",
+        (") that is different to the input size (",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1053,7 +1060,7 @@ SIGNATURES = (
         3,
         (),
         "Using a target size \\((?P<target>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) that is different to the input size \\((?P<input>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) is deprecated",
-        ") that is different to the input size (",
+        (") that is different to the input size (",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1061,7 +1068,7 @@ SIGNATURES = (
         4,
         ("RuntimeError",),
         "input and target shapes do not match: input \\[(?P<input>[^\\]]*)\\], target \\[(?P<target>[^\\]]*)\\]",
-        "input and target shapes do not match: input [",
+        ("input and target shapes do not match: input [",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1069,7 +1076,7 @@ SIGNATURES = (
         5,
         ("RuntimeError",),
         "Expected target size \\[(?P<expected>[^\\]]*)\\], got \\[(?P<got>[^\\]]*)\\]",
-        "Expected target size [",
+        ("Expected target size [",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1077,7 +1084,7 @@ SIGNATURES = (
         6,
         ("RuntimeError",),
         "input and target batch or spatial sizes don't match: target \\[(?P<target>[^\\]]*)\\], input \\[(?P<input>[^\\]]*)\\]",
-        "input and target batch or spatial sizes don't match: target [",
+        ("input and target batch or spatial sizes don't match: target [",),
     ),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
@@ -1085,7 +1092,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         "Function '(?P<op>\\w+)' returned nan values in its (?P<index>\\d+)(?:st|nd|rd|th) output",
-        "' returned nan values in its ",
+        ("' returned nan values in its ",),
     ),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
@@ -1093,7 +1100,7 @@ SIGNATURES = (
         1,
         (),
         "Loss is (?:nan|inf|-inf), stopping training",
-        ", stopping training",
+        (", stopping training",),
     ),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
@@ -1101,7 +1108,7 @@ SIGNATURES = (
         2,
         ("ValueError",),
         "to satisfy the constraint \\w+\\(.*?\\), but found invalid values:\\s*tensor\\(\\[*\\s*-?nan",
-        "), but found invalid values:",
+        ("), but found invalid values:",),
     ),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
@@ -1109,7 +1116,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         "probability tensor contains either `?inf`?, `?nan`? or element < 0",
-        "probability tensor contains either ",
+        ("probability tensor contains either ",),
     ),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
@@ -1117,7 +1124,7 @@ SIGNATURES = (
         4,
         ("ValueError",),
         "Input contains NaN",
-        "Input contains NaN",
+        ("Input contains NaN",),
     ),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
@@ -1125,7 +1132,7 @@ SIGNATURES = (
         5,
         (),
         "(?i)\\b(?:\\w+_)?loss(?:es)?\\b['\\\"]?\\s*[:=]\\s*(?:tensor\\()?-?(?:nan|inf)\\b",
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
@@ -1133,7 +1140,7 @@ SIGNATURES = (
         6,
         ("AssertionError", "Exception", "FloatingPointError", "RuntimeError", "ValueError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.training.td212_batchnorm_single_sample_batch",
@@ -1141,7 +1148,7 @@ SIGNATURES = (
         0,
         ("ValueError",),
         "Expected more than 1 value per channel when training, got input size (?P<size>torch\\.Size\\(\\[[^\\]]*\\]\\)|\\[[^\\]]*\\])",
-        "Expected more than 1 value per channel when training, got input size ",
+        ("Expected more than 1 value per channel when training, got input size ",),
     ),
     (
         "torchdoctor.catalog.training.td212_batchnorm_single_sample_batch",
@@ -1149,7 +1156,7 @@ SIGNATURES = (
         1,
         ("ValueError",),
         "Expected more than 1 value per channel when training(?!, got input size [\\[t])",
-        "Expected more than 1 value per channel when training",
+        ("Expected more than 1 value per channel when training",),
     ),
     (
         "torchdoctor.catalog.data.td301_deprecated_iterator_next",
@@ -1157,7 +1164,7 @@ SIGNATURES = (
         0,
         ("AttributeError",),
         "'(?P<iterator>_SingleProcessDataLoaderIter|_MultiProcessingDataLoaderIter|_DataLoaderIter)' object has no attribute 'next'",
-        "' object has no attribute 'next'",
+        ("' object has no attribute 'next'",),
     ),
     (
         "torchdoctor.catalog.data.td302_batch_sampler_conflict",
@@ -1165,7 +1172,7 @@ SIGNATURES = (
         0,
         ("ValueError",),
         "(?P<option>batch_sampler|sampler) (?:option )?is mutually exclusive with (?P<others>[\\w, ]+)",
-        "is mutually exclusive with ",
+        ("is mutually exclusive with ",),
     ),
     (
         "torchdoctor.catalog.data.td303_dataloader_shm_exhausted",
@@ -1173,7 +1180,7 @@ SIGNATURES = (
         0,
         (),
         "DataLoader worker \\(pid (?P<pid>\\d+)\\) is killed by signal: Bus\\s+error",
-        ") is killed by signal: Bus",
+        (") is killed by signal: Bus",),
     ),
     (
         "torchdoctor.catalog.data.td303_dataloader_shm_exhausted",
@@ -1181,7 +1188,9 @@ SIGNATURES = (
         1,
         (),
         "Unexpected bus error encountered in worker\\. This might be caused by insufficient shared memory \\(shm\\)",
-        "Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm)",
+        (
+            "Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm)",
+        ),
     ),
     (
         "torchdoctor.catalog.data.td303_dataloader_shm_exhausted",
@@ -1189,7 +1198,7 @@ SIGNATURES = (
         2,
         (),
         "unable to write to file <(?P<handle>/?torch_[\\w]+)>: No space left on device",
-        ">: No space left on device",
+        (">: No space left on device",),
     ),
     (
         "torchdoctor.catalog.data.td303_dataloader_shm_exhausted",
@@ -1197,7 +1206,7 @@ SIGNATURES = (
         3,
         (),
         "unable to allocate shared memory\\(shm\\) for file <(?P<handle>[^>\\n]*)>: No space left on device",
-        "unable to allocate shared memory(shm) for file <",
+        ("unable to allocate shared memory(shm) for file <",),
     ),
     (
         "torchdoctor.catalog.data.td303_dataloader_shm_exhausted",
@@ -1205,7 +1214,7 @@ SIGNATURES = (
         4,
         (),
         "(?m)^Bus error \\(core dumped\\)",
-        None,
+        ("Bus error (core dumped)",),
     ),
     (
         "torchdoctor.catalog.data.td303_dataloader_shm_exhausted",
@@ -1213,7 +1222,7 @@ SIGNATURES = (
         5,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1221,7 +1230,7 @@ SIGNATURES = (
         0,
         (),
         "unable to open shared memory object <?(?P<handle>[^<>\\s]+)>? in read-write mode(?!: No space left)",
-        "unable to open shared memory object ",
+        ("unable to open shared memory object ",),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1229,7 +1238,7 @@ SIGNATURES = (
         1,
         (),
         "unable to open shared memory object <(?P<handle>[^>\\n]+)> in read-write mode: No space left on device",
-        "> in read-write mode: No space left on device",
+        ("> in read-write mode: No space left on device",),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1237,7 +1246,7 @@ SIGNATURES = (
         2,
         (),
         "received (?P<items>\\d+|%d) items of ancdata",
-        " items of ancdata",
+        (" items of ancdata",),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1245,7 +1254,7 @@ SIGNATURES = (
         3,
         (),
         "Too many open files\\. Communication with the workers is no longer possible",
-        "Too many open files. Communication with the workers is no longer possible",
+        ("Too many open files. Communication with the workers is no longer possible",),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1253,7 +1262,7 @@ SIGNATURES = (
         4,
         (),
         "\\[Errno 24\\] Too many open files",
-        "[Errno 24] Too many open files",
+        ("[Errno 24] Too many open files",),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1261,7 +1270,7 @@ SIGNATURES = (
         5,
         ("OSError", "RuntimeError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1269,7 +1278,7 @@ SIGNATURES = (
         0,
         (),
         "Can't (?:pickle|get) local object '(?P<object>[^'\\s]+)'",
-        " local object '",
+        (" local object '",),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1277,7 +1286,7 @@ SIGNATURES = (
         1,
         ("AttributeError", "PicklingError", "TypeError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1285,7 +1294,7 @@ SIGNATURES = (
         2,
         ("BrokenPipeError", "EOFError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.data.td306_collate_size_mismatch",
@@ -1293,7 +1302,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.data.td307_random_crop_too_large",
@@ -1301,7 +1310,7 @@ SIGNATURES = (
         0,
         ("ValueError",),
         "Required crop size \\((?P<crop>\\d+, \\d+)\\) is larger th[ae]n (?:padded )?input image size \\((?P<image>\\d+, \\d+)\\)",
-        "Required crop size (",
+        ("Required crop size (",),
     ),
     (
         "torchdoctor.catalog.data.td307_random_crop_too_large",
@@ -1309,7 +1318,7 @@ SIGNATURES = (
         1,
         ("RuntimeError", "ValueError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.data.td308_pil_transform_on_tensor",
@@ -1317,7 +1326,7 @@ SIGNATURES = (
         0,
         ("TypeError",),
         "(?:pic should be PIL Image or ndarray|img should be PIL Image)\\. Got <class '(?P<got>torch\\.(?:\\w+\\.)*\\w*Tensor|torch\\.nn\\.parameter\\.Parameter)'>",
-        ". Got <class '",
+        (". Got <class '",),
     ),
     (
         "torchdoctor.catalog.tensor.td401_uint8_mask",
@@ -1325,7 +1334,7 @@ SIGNATURES = (
         0,
         (),
         "indexing with dtype torch\\.uint8 is now deprecated",
-        "indexing with dtype torch.uint8 is now deprecated",
+        ("indexing with dtype torch.uint8 is now deprecated",),
     ),
     (
         "torchdoctor.catalog.tensor.td401_uint8_mask",
@@ -1333,7 +1342,7 @@ SIGNATURES = (
         1,
         (),
         "(?P<op>\\bmasked_\\w+|where) received a (?:mask with dtype torch\\.uint8|uint8 condition tensor)",
-        " received a ",
+        (" received a ",),
     ),
     (
         "torchdoctor.catalog.tensor.td401_uint8_mask",
@@ -1341,7 +1350,7 @@ SIGNATURES = (
         2,
         ("RuntimeError",),
         "\\b(?P<op>masked_\\w+) only supports boolean masks, but got mask with dtype (?:unsigned char|Byte|uint8)",
-        " only supports boolean masks, but got mask with dtype ",
+        (" only supports boolean masks, but got mask with dtype ",),
     ),
     (
         "torchdoctor.catalog.tensor.td401_uint8_mask",
@@ -1349,7 +1358,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         "\\b(?P<op>masked_\\w+): expected BoolTensor for mask",
-        ": expected BoolTensor for mask",
+        (": expected BoolTensor for mask",),
     ),
     (
         "torchdoctor.catalog.tensor.td403_non_contiguous_view",
@@ -1357,7 +1366,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         "view size is not compatible with input tensor's size and stride",
-        "view size is not compatible with input tensor's size and stride",
+        ("view size is not compatible with input tensor's size and stride",),
     ),
     (
         "torchdoctor.catalog.tensor.td403_non_contiguous_view",
@@ -1365,7 +1374,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         "^(?:invalid argument \\d+: )?input is not contiguous(?: at |$)",
-        "input is not contiguous",
+        ("input is not contiguous",),
     ),
     (
         "torchdoctor.catalog.tensor.td404_numpy_negative_stride",
@@ -1373,7 +1382,7 @@ SIGNATURES = (
         0,
         (),
         "At least one stride in the given numpy array is negative",
-        "At least one stride in the given numpy array is negative",
+        ("At least one stride in the given numpy array is negative",),
     ),
     (
         "torchdoctor.catalog.tensor.td404_numpy_negative_stride",
@@ -1381,7 +1390,7 @@ SIGNATURES = (
         1,
         (),
         "some of the strides of a given numpy array are negative",
-        "some of the strides of a given numpy array are negative",
+        ("some of the strides of a given numpy array are negative",),
     ),
     (
         "torchdoctor.catalog.tensor.td405_chained_comparison_on_tensor",
@@ -1389,7 +1398,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td406_boolean_operator_on_tensors",
@@ -1397,7 +1406,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td408_float64_numpy_tensor",
@@ -1405,7 +1414,7 @@ SIGNATURES = (
         0,
         ("RuntimeError", "ValueError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td409_numpy_on_grad_or_cuda_tensor",
@@ -1413,7 +1422,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         "Can't call numpy\\(\\) on (?:Tensor|Variable) that requires grad",
-        "Can't call numpy() on ",
+        ("Can't call numpy() on ",),
     ),
     (
         "torchdoctor.catalog.tensor.td409_numpy_on_grad_or_cuda_tensor",
@@ -1421,7 +1430,7 @@ SIGNATURES = (
         1,
         ("TypeError",),
         "can't convert (?:(?P<device>\\w+:\\d+) device type|CUDA) tensor to numpy",
-        " tensor to numpy",
+        (" tensor to numpy",),
     ),
     (
         "torchdoctor.catalog.tensor.td410_cv2_noncontiguous_array",
@@ -1429,7 +1438,7 @@ SIGNATURES = (
         0,
         (),
         "Layout of the output array (?:\\w+ )?is incompatible with cv\\b",
-        "Layout of the output array ",
+        ("Layout of the output array ",),
     ),
     (
         "torchdoctor.catalog.tensor.td412_matmul_shape_mismatch",
@@ -1437,7 +1446,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td412_matmul_shape_mismatch",
@@ -1445,7 +1454,7 @@ SIGNATURES = (
         1,
         (),
         "size mismatch, m1: \\[(?P<rows>\\d+) x (?P<features>\\d+)\\], m2: \\[(?P<in_features>\\d+) x (?P<out_features>\\d+)\\]",
-        "size mismatch, m1: [",
+        ("size mismatch, m1: [",),
     ),
     (
         "torchdoctor.catalog.tensor.td412_matmul_shape_mismatch",
@@ -1453,7 +1462,7 @@ SIGNATURES = (
         2,
         (),
         "Expected size for first two dimensions of batch2 tensor to be: \\[(?P<expected>[\\d, ]+)\\] but got: \\[(?P<got>[\\d, ]+)\\]",
-        "Expected size for first two dimensions of batch2 tensor to be: [",
+        ("Expected size for first two dimensions of batch2 tensor to be: [",),
     ),
     (
         "torchdoctor.catalog.tensor.td412_matmul_shape_mismatch",
@@ -1461,7 +1470,7 @@ SIGNATURES = (
         3,
         (),
         "size mismatch, got input \\((?P<rows>\\d+)\\), mat \\((?P<mat>\\d+x\\d+)\\), vec \\((?P<vec>\\d+)\\)",
-        "size mismatch, got input (",
+        ("size mismatch, got input (",),
     ),
     (
         "torchdoctor.catalog.tensor.td413_conv_input_channels_last",
@@ -1469,7 +1478,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td414_view_shape_mismatch",
@@ -1477,7 +1486,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td416_conv_groups_mismatch",
@@ -1485,7 +1494,7 @@ SIGNATURES = (
         0,
         ("ValueError",),
         "(?P<channels>in_channels|out_channels) must be divisible by groups",
-        " must be divisible by groups",
+        (" must be divisible by groups",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1493,7 +1502,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td419_apply_on_cuda_tensor",
@@ -1501,7 +1510,7 @@ SIGNATURES = (
         0,
         ("TypeError",),
         "(?P<method>apply_|map2?_) is only implemented on CPU tensors",
-        " is only implemented on CPU tensors",
+        (" is only implemented on CPU tensors",),
     ),
     (
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
@@ -1509,7 +1518,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
@@ -1517,7 +1526,7 @@ SIGNATURES = (
         1,
         (),
         "Expected (?P<want>\\d+)-dimensional input for (?P=want)-dimensional weight \\[?(?P<weight>\\d+(?:,? \\d+)*)\\]?, but got (?P<have>\\d+)-dimensional input of size \\[(?P<input>[\\d, ]*)\\] instead",
-        "-dimensional input of size [",
+        ("-dimensional input of size [",),
     ),
     (
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
@@ -1525,7 +1534,7 @@ SIGNATURES = (
         2,
         (),
         "Expected (?P<unbatched>\\d)D \\(unbatched\\) or (?P<batched>\\d)D \\(batched\\) input to (?P<op>conv\\w+), but got input of size: \\[(?P<input>[\\d, ]*)\\]",
-        ", but got input of size: [",
+        (", but got input of size: [",),
     ),
     (
         "torchdoctor.catalog.serialization.td501_load_without_map_location",
@@ -1533,7 +1542,7 @@ SIGNATURES = (
         0,
         (),
         "Attempting to deserialize object on a CUDA\\s+device but\\s+torch\\.cuda\\.is_available\\(\\) is False",
-        "Attempting to deserialize object on a CUDA",
+        ("Attempting to deserialize object on a CUDA",),
     ),
     (
         "torchdoctor.catalog.serialization.td501_load_without_map_location",
@@ -1541,7 +1550,7 @@ SIGNATURES = (
         1,
         (),
         "Attempting to deserialize object on CUDA device (?P<device>\\d+) but\\s+torch\\.cuda\\.device_count\\(\\) is 0\\b",
-        "Attempting to deserialize object on CUDA device ",
+        ("Attempting to deserialize object on CUDA device ",),
     ),
     (
         "torchdoctor.catalog.serialization.td501_load_without_map_location",
@@ -1549,7 +1558,7 @@ SIGNATURES = (
         2,
         (),
         "Attempting to deserialize object on CUDA device (?P<device>\\d+) but\\s+torch\\.cuda\\.device_count\\(\\) is (?P<count>[1-9]\\d*)",
-        "Attempting to deserialize object on CUDA device ",
+        ("Attempting to deserialize object on CUDA device ",),
     ),
     (
         "torchdoctor.catalog.serialization.td501_load_without_map_location",
@@ -1557,7 +1566,7 @@ SIGNATURES = (
         3,
         ("AttributeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
@@ -1565,7 +1574,7 @@ SIGNATURES = (
         0,
         (),
         "(?:Weights only load failed|WeightsUnpickler error: Unsupported (?:global|class))(?![\\s\\S]*Unsupported operand)",
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
@@ -1573,7 +1582,7 @@ SIGNATURES = (
         1,
         (),
         "changed the default value of the `?weights_only`? argument in `?torch\\.load`? from `?False`? to `?True`?",
-        "changed the default value of the ",
+        ("changed the default value of the ",),
     ),
     (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
@@ -1581,7 +1590,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -1589,7 +1598,7 @@ SIGNATURES = (
         0,
         ("AttributeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -1597,7 +1606,7 @@ SIGNATURES = (
         1,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -1605,7 +1614,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -1613,7 +1622,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",
@@ -1621,7 +1630,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td507_state_dict_shape_mismatch",
@@ -1629,7 +1638,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td508_state_dict_key_mismatch",
@@ -1637,7 +1646,7 @@ SIGNATURES = (
         0,
         ("KeyError", "RuntimeError"),
         "Unexpected running stats buffer\\(s\\) (?P<keys>.+?) for (?P<layer>InstanceNorm\\dd) with track_running_stats=False",
-        "Unexpected running stats buffer(s) ",
+        ("Unexpected running stats buffer(s) ",),
     ),
     (
         "torchdoctor.catalog.serialization.td508_state_dict_key_mismatch",
@@ -1645,7 +1654,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1653,7 +1662,7 @@ SIGNATURES = (
         0,
         ("UnpicklingError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1661,7 +1670,7 @@ SIGNATURES = (
         1,
         ("UnpicklingError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1669,7 +1678,7 @@ SIGNATURES = (
         2,
         ("EOFError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1677,7 +1686,7 @@ SIGNATURES = (
         3,
         (),
         "PytorchStreamReader failed reading zip archive:\\s+failed\\s+finding\\s+central\\s+directory",
-        "PytorchStreamReader failed reading zip archive:",
+        ("PytorchStreamReader failed reading zip archive:",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1685,7 +1694,7 @@ SIGNATURES = (
         4,
         (),
         "PytorchStreamReader failed reading (?P<record>file \\S+?|zip archive):\\s+invalid\\s+header\\s+or\\s+archive\\s+is\\s+corrupted",
-        "PytorchStreamReader failed reading ",
+        ("PytorchStreamReader failed reading ",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1693,7 +1702,7 @@ SIGNATURES = (
         5,
         (),
         "PytorchStreamReader failed locating file (?P<record>\\S+?):\\s+file\\s+not\\s+found",
-        "PytorchStreamReader failed locating file ",
+        ("PytorchStreamReader failed locating file ",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1701,7 +1710,7 @@ SIGNATURES = (
         6,
         (),
         "inline_container\\.cc:\\d+\\] \\. file not found: (?P<record>\\S*data\\.pkl)",
-        "inline_container.cc:",
+        ("inline_container.cc:",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1709,7 +1718,7 @@ SIGNATURES = (
         7,
         (),
         "unexpected EOF, expected \\d+ more bytes\\. The file might be corrupted",
-        " more bytes. The file might be corrupted",
+        (" more bytes. The file might be corrupted",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1717,7 +1726,7 @@ SIGNATURES = (
         8,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1725,7 +1734,7 @@ SIGNATURES = (
         9,
         ("RuntimeError", "UnpicklingError"),
         "pickle data was truncated|unpickling stack underflow",
-        None,
+        ("pickle data was truncated", "unpickling stack underflow"),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1733,7 +1742,7 @@ SIGNATURES = (
         10,
         ("KeyError",),
         "filename 'storages' not found",
-        "filename 'storages' not found",
+        ("filename 'storages' not found",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1741,7 +1750,7 @@ SIGNATURES = (
         11,
         ("RuntimeError",),
         "Invalid magic number; corrupt file\\?",
-        "Invalid magic number; corrupt file?",
+        ("Invalid magic number; corrupt file?",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -1749,7 +1758,7 @@ SIGNATURES = (
         12,
         ("RuntimeError",),
         "Cannot use ``weights_only=True`` with files saved in the legacy \\.tar format",
-        "Cannot use ``weights_only=True`` with files saved in the legacy .tar format",
+        ("Cannot use ``weights_only=True`` with files saved in the legacy .tar format",),
     ),
     (
         "torchdoctor.catalog.distributed.td602_dataparallel_attribute",
@@ -1757,7 +1766,7 @@ SIGNATURES = (
         0,
         ("AttributeError", "ModuleAttributeError"),
         "'(?P<wrapper>DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has no attribute '(?P<attr>\\w+)'",
-        "' object has no attribute '",
+        ("' object has no attribute '",),
     ),
     (
         "torchdoctor.catalog.distributed.td603_local_rank_argument",
@@ -1765,7 +1774,7 @@ SIGNATURES = (
         0,
         (),
         "unrecognized arguments:(?:(?!unrecognized arguments:)[^\\n])*?(?P<option>--local-rank)\\b",
-        "unrecognized arguments:",
+        ("unrecognized arguments:",),
     ),
     (
         "torchdoctor.catalog.distributed.td603_local_rank_argument",
@@ -1773,7 +1782,7 @@ SIGNATURES = (
         1,
         (),
         "unrecognized arguments:(?:(?!unrecognized arguments:)[^\\n])*?(?P<option>--local_rank)\\b",
-        "unrecognized arguments:",
+        ("unrecognized arguments:",),
     ),
     (
         "torchdoctor.catalog.distributed.td603_local_rank_argument",
@@ -1781,7 +1790,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.distributed.td605_cuda_init_before_fork",
@@ -1789,7 +1798,7 @@ SIGNATURES = (
         0,
         (),
         "Cannot re-initialize CUDA in forked subprocess",
-        "Cannot re-initialize CUDA in forked subprocess",
+        ("Cannot re-initialize CUDA in forked subprocess",),
     ),
     (
         "torchdoctor.catalog.distributed.td606_nccl_collective_timeout",
@@ -1797,7 +1806,7 @@ SIGNATURES = (
         0,
         (),
         "ProcessGroupNCCL::WorkNCCL::checkTimeout|\\bNCCL (?:timeout|timed out|watchdog timeout)",
-        None,
+        ("ProcessGroupNCCL::WorkNCCL::checkTimeout", "NCCL "),
     ),
     (
         "torchdoctor.catalog.distributed.td606_nccl_collective_timeout",
@@ -1805,16 +1814,16 @@ SIGNATURES = (
         1,
         (),
         "Watchdog caught collective operation timeout",
-        "Watchdog caught collective operation timeout",
+        ("Watchdog caught collective operation timeout",),
     ),
-    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 0, (), None, None),
+    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 0, (), None, ()),
     (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
         "stdlib-shadowing-file",
         0,
         ("AttributeError", "ImportError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
@@ -1822,7 +1831,7 @@ SIGNATURES = (
         0,
         (),
         "unrecognized arguments:(?:(?!unrecognized arguments:)[^\\n])*?(?:(?<!\\S)(?:-f |--f=)(?=\\S*?(?:kernel|jupyter|runtime))\\S*?|(?<!\\S)\\S*?jupyter[\\\\/]runtime[\\\\/]kernel-[\\w-]+)\\.json",
-        "unrecognized arguments:",
+        ("unrecognized arguments:",),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
@@ -1830,7 +1839,7 @@ SIGNATURES = (
         1,
         (),
         "ipykernel_launcher\\.py: error: unrecognized arguments",
-        "ipykernel_launcher.py: error: unrecognized arguments",
+        ("ipykernel_launcher.py: error: unrecognized arguments",),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
@@ -1838,7 +1847,7 @@ SIGNATURES = (
         2,
         (),
         "unrecognized arguments:(?:(?!unrecognized arguments:)[^\\n])*?--(?:Session\\.key|iopub|hb|control)=",
-        "unrecognized arguments:",
+        ("unrecognized arguments:",),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -1846,7 +1855,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
@@ -1854,7 +1863,7 @@ SIGNATURES = (
         0,
         (),
         "You are trying to export the model with onnx:(?:Upsample|Resize) for ONNX opset version (?P<opset>\\d+)",
-        "You are trying to export the model with onnx:",
+        ("You are trying to export the model with onnx:",),
     ),
     (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
@@ -1862,7 +1871,7 @@ SIGNATURES = (
         1,
         (),
         "ONNX export failed on (?:ATen operator )?(?P<op>upsample_\\w+) because (?:align_corners == True not supported|torch\\.onnx\\.symbolic_opset(?P<opset>\\d+)\\.)",
-        "ONNX export failed on ",
+        ("ONNX export failed on ",),
     ),
     (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
@@ -1870,7 +1879,7 @@ SIGNATURES = (
         2,
         (),
         "Couldn't export operator aten::(?P<op>upsample_\\w+)",
-        "Couldn't export operator aten::",
+        ("Couldn't export operator aten::",),
     ),
     (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
@@ -1878,7 +1887,7 @@ SIGNATURES = (
         3,
         ("RuntimeError", "UnsupportedOperatorError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -1886,7 +1895,7 @@ SIGNATURES = (
         0,
         (),
         "['\\u2018](?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCudaMalloc|THCudaFree|THCState_getCurrentStream)['\\u2019] was not declared",
-        " was not declared",
+        (" was not declared",),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -1894,7 +1903,7 @@ SIGNATURES = (
         1,
         (),
         'identifier "(?P<api>AT_CHECK|THCudaCheck|THCCeilDiv|THCState_getCurrentStream|THCState)" is undefined',
-        '" is undefined',
+        ('" is undefined',),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -1902,7 +1911,7 @@ SIGNATURES = (
         2,
         (),
         "['\\u2018](?P<api>THCState)['\\u2019] (?:does not name a type|was not declared)",
-        None,
+        ("THCState",),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -1910,7 +1919,7 @@ SIGNATURES = (
         3,
         (),
         "(?P<api>THC?/\\w+\\.(?:h|cuh|hpp))(?:['\\\"]?: (?:No such file or directory|没有那个文件或目录)|>? not found)",
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -1918,7 +1927,7 @@ SIGNATURES = (
         4,
         (),
         'cannot open source file \\"(?P<api>THC?/\\w+\\.(?:h|cuh|hpp))\\"',
-        'cannot open source file "',
+        ('cannot open source file "',),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -1926,7 +1935,7 @@ SIGNATURES = (
         5,
         (),
         "(?P<api>DeprecatedTypeProperties)\\W{1,4}\\s*to\\W{1,4}(?:c10::)?ScalarType",
-        "ScalarType",
+        ("DeprecatedTypeProperties",),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -1934,7 +1943,7 @@ SIGNATURES = (
         6,
         (),
         "(?:Tensor\\.data<T>\\(\\) is deprecated|declared here\\s+T \\* data\\(\\) const)",
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tooling.td708_stale_object_after_reload",
@@ -1942,7 +1951,7 @@ SIGNATURES = (
         0,
         ("TypeError",),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.tooling.td708_stale_object_after_reload",
@@ -1950,7 +1959,7 @@ SIGNATURES = (
         1,
         ("PicklingError",),
         "Can't pickle <class '(?P<cls>[\\w.]+)'>: it's not the same object as (?P=cls)",
-        "'>: it's not the same object as ",
+        ("'>: it's not the same object as ",),
     ),
     (
         "torchdoctor.catalog.deprecated.td801_deprecated_functional_activation",
@@ -1958,7 +1967,7 @@ SIGNATURES = (
         0,
         (),
         "nn\\.functional\\.(?P<function>sigmoid|tanh) is deprecated\\. Use torch\\.(?P=function) instead",
-        " is deprecated. Use torch.",
+        (" is deprecated. Use torch.",),
     ),
     (
         "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
@@ -1966,7 +1975,7 @@ SIGNATURES = (
         0,
         (),
         "size_average and reduce args will be deprecated, please use reduction='(?P<reduction>\\w+)' instead",
-        "size_average and reduce args will be deprecated, please use reduction='",
+        ("size_average and reduce args will be deprecated, please use reduction='",),
     ),
     (
         "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
@@ -1974,7 +1983,7 @@ SIGNATURES = (
         1,
         (),
         "size_average and reduce args will be deprecated",
-        "size_average and reduce args will be deprecated",
+        ("size_average and reduce args will be deprecated",),
     ),
     (
         "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
@@ -1982,7 +1991,7 @@ SIGNATURES = (
         2,
         (),
         "reduction='elementwise_mean' is deprecated",
-        "reduction='elementwise_mean' is deprecated",
+        ("reduction='elementwise_mean' is deprecated",),
     ),
     (
         "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
@@ -1990,7 +1999,7 @@ SIGNATURES = (
         3,
         ("ValueError",),
         "^elementwise_mean is not (?:a )?valid",
-        "elementwise_mean is not ",
+        ("elementwise_mean is not ",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -1998,7 +2007,7 @@ SIGNATURES = (
         0,
         ("AttributeError", "ImportError", "ModuleNotFoundError"),
         None,
-        None,
+        (),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2006,7 +2015,7 @@ SIGNATURES = (
         1,
         (),
         "cannot import name '(?P<name>\\w+)' from 'torch\\._six'",
-        "cannot import name '",
+        ("cannot import name '",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2014,7 +2023,7 @@ SIGNATURES = (
         2,
         (),
         "No module named 'torch\\._six'|module 'torch' has no attribute '_six'",
-        None,
+        ("No module named 'torch._six'", "module 'torch' has no attribute '_six'"),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2022,7 +2031,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         "This function was deprecated since version 1\\.9 and is now removed",
-        "This function was deprecated since version 1.9 and is now removed",
+        ("This function was deprecated since version 1.9 and is now removed",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2030,7 +2039,7 @@ SIGNATURES = (
         4,
         ("TypeError",),
         "unexpected keyword argument '(?P<old>retain_variables|grad_variables)'",
-        "unexpected keyword argument '",
+        ("unexpected keyword argument '",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2038,7 +2047,7 @@ SIGNATURES = (
         5,
         (),
         "volatile was removed and now has no effect",
-        "volatile was removed and now has no effect",
+        ("volatile was removed and now has no effect",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2046,7 +2055,7 @@ SIGNATURES = (
         6,
         (),
         "`?(?P<old>(?:torch\\.)?nn\\.(?:init|utils)\\.\\w+)`? is now deprecated in favor of `?(?P<new>(?:torch\\.)?nn\\.(?:init|utils)\\.\\w+_)`?",
-        " is now deprecated in favor of ",
+        (" is now deprecated in favor of ",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2054,7 +2063,7 @@ SIGNATURES = (
         7,
         (),
         "nn\\.functional\\.(?P<old>upsample(?:_nearest|_bilinear)?) is deprecated\\. Use nn\\.functional\\.interpolate instead",
-        " is deprecated. Use nn.functional.interpolate instead",
+        (" is deprecated. Use nn.functional.interpolate instead",),
     ),
     (
         "torchdoctor.catalog.deprecated.td804_checkpoint_use_reentrant",
@@ -2062,6 +2071,6 @@ SIGNATURES = (
         0,
         (),
         "torch\\.utils\\.checkpoint(?:\\.(?P<function>checkpoint_sequential))?: (?:the use_reentrant parameter should be passed explicitly|please pass in use_reentrant=True or use_reentrant=False explicitly)",
-        "torch.utils.checkpoint",
+        ("torch.utils.checkpoint",),
     ),
 )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from torchdoctor.catalog import _index
-from torchdoctor.catalog._model import ROLES, ErrorSignature, Pitfall
+from torchdoctor.catalog._model import ROLES, ErrorSignature, Pitfall, may_hold
 from torchdoctor.errors import UsageError
 
 _CATALOG_DIR = Path(__file__).parent
@@ -89,7 +89,7 @@ class IndexedSignature:
     position: int  # in the entry's `error_signatures`
     types: frozenset[str]
     regex: str | None  # None: a function signature (`check`), which only its entry can run
-    literal: str | None
+    literals: tuple[str, ...]
 
     @cached_property
     def pattern(self) -> re.Pattern:
@@ -97,7 +97,7 @@ class IndexedSignature:
 
     def search(self, text: str) -> re.Match | None:
         """As the signature's own `search`."""
-        if self.literal is not None and self.literal not in text:
+        if not may_hold(self.literals, text):
             return None
         return self.pattern.search(text)
 
@@ -112,18 +112,18 @@ def error_signatures() -> tuple[IndexedSignature, ...]:
     """Every error signature of the catalog, entries by code, each entry's in its order."""
     rows = _index.SIGNATURES if _index_is_current() else catalog_index()[2]
     return tuple(
-        IndexedSignature(module, name, position, frozenset(types), regex, literal)
-        for module, name, position, types, regex, literal in rows
+        IndexedSignature(module, name, position, frozenset(types), regex, literals)
+        for module, name, position, types, regex, literals in rows
     )
 
 
 def catalog_index() -> tuple[tuple, tuple, tuple]:
     """What the generated index holds, read from the catalog itself: the entry modules, each
     entry's (code, name, module), each signature's (module, entry name, position, sorted types,
-    regex, literal)."""
+    regex, literals)."""
     pitfalls = all_pitfalls()
     signatures = tuple(
-        (p.module, p.name, position, tuple(sorted(s.types)), s.regex, s.literal)
+        (p.module, p.name, position, tuple(sorted(s.types)), s.regex, s.literals)
         for p in pitfalls
         for position, s in enumerate(p.error_signatures)
     )

@@ -317,7 +317,7 @@ def _search_folded(
     signature: ErrorSignature | IndexedSignature, message: str, folded: str
 ) -> re.Match | None:
     regex = signature.regex or ""
-    if signature.literal is not None and signature.literal.lower() not in folded:
+    if signature.literals and not any(literal.lower() in folded for literal in signature.literals):
         return None
     pattern = _folded.get(regex)
     if pattern is None:
