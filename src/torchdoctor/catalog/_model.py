@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Iterable, Mapping
+
+from torchdoctor._regex import lazy_compile
 
 LANGS = ("en", "zh")
 
@@ -37,8 +38,8 @@ SECTION_TITLES_ZH = {
     "References": "参考",
 }
 
-CODE_PATTERN = re.compile(r"^TD\d{3}$")
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+CODE_PATTERN = lazy_compile(r"^TD\d{3}$")
+NAME_PATTERN = lazy_compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 # A user-visible text in every language: {"en": ..., "zh": ...}.
 Text = Mapping[str, str]
@@ -54,7 +55,7 @@ ROLES = {
     "first (the entry's checkpoint check makes the finding)",
 }
 # Methods named like a monitor hook; each must be one the Monitor base declares.
-_HOOK_LIKE = re.compile(r"^(?:on|after|before)_\w+$")
+_HOOK_LIKE = lazy_compile(r"^(?:on|after|before)_\w+$")
 
 
 def pick(text: Text, lang: str) -> str:
@@ -140,7 +141,7 @@ _ESCAPED_CLASSES = "wWdDsSbBAZzGnrtfv0123456789xuUN"
 # Escapes whose character is written after them (`\x41`, `\u2019`, `\N{...}`, `\101`).
 _ESCAPED_CODES = "xuUN0123456789"
 # Flags for the whole regex, written first; only `i` and `x` change what a plain character matches.
-_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+_GLOBAL_FLAGS = lazy_compile(r"\(\?([aiLmsux]+)\)")
 
 
 def required_literals(regex: str) -> tuple[str, ...]:
@@ -407,6 +408,8 @@ class Pitfall:
             for name in klass.__dict__:
                 if _HOOK_LIKE.match(name) and name not in base.__dict__:
                     hooks = [h for h in base.__dict__ if _HOOK_LIKE.match(h)]
+                    import difflib
+
                     close = difflib.get_close_matches(name, hooks, n=1)
                     hint = f"; did you mean `{close[0]}`?" if close else ""
                     raise TypeError(

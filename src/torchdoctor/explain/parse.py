@@ -11,7 +11,6 @@ import builtins
 import re
 from bisect import bisect_right
 import sys
-import traceback
 from dataclasses import dataclass, replace
 
 from torchdoctor._regex import lazy_compile
@@ -225,6 +224,8 @@ def parse_text(text: str) -> ErrorReport:
 
 def from_exception(exc: BaseException) -> ErrorReport:
     """The report of a live exception and its chain, as `parse_text` reads it printed."""
+    import traceback  # only a live exception needs it: `explain` reading text starts without
+
     report = ErrorReport()
     try:
         # Formatted once: formatting each link of a long chain would walk the chain each time.
@@ -954,6 +955,8 @@ def _live_blocks(exc: BaseException, relation: str | None, line: int) -> list[Er
         for sub in exc.exceptions:
             for link, sub_relation in _chain(sub):
                 blocks += _live_blocks(link, sub_relation or "group", line)
+    import traceback
+
     frames = [
         Frame(fs.filename, fs.lineno, fs.name, (fs.line or "").strip() or None)
         for fs in traceback.extract_tb(exc.__traceback__)
