@@ -10,18 +10,17 @@ the catalog; `python scripts/generate_catalog_index.py` rewrites it)."""
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from pathlib import Path
 from typing import Callable
 
 from torchdoctor.catalog import _index
 from torchdoctor.catalog._model import ROLES, ErrorSignature, Pitfall, may_hold
 from torchdoctor.errors import UsageError
 
-_CATALOG_DIR = Path(__file__).parent
+_CATALOG_DIR = os.path.dirname(__file__)
 _PACKAGE = "torchdoctor.catalog"
 
 
@@ -35,10 +34,14 @@ def all_pitfalls() -> tuple[Pitfall, ...]:
 def _entry_modules() -> list[str]:
     """The names of the entry modules on disk (`td*.py` of every area), in area and file order."""
     names = []
-    for area in sorted(p for p in _CATALOG_DIR.iterdir() if (p / "__init__.py").exists()):
-        for info in pkgutil.iter_modules([str(area)]):
-            if info.name.startswith("td"):
-                names.append(f"{_PACKAGE}.{area.name}.{info.name}")
+    for area in sorted(os.listdir(_CATALOG_DIR)):
+        directory = os.path.join(_CATALOG_DIR, area)
+        if os.path.isfile(os.path.join(directory, "__init__.py")):
+            names += [
+                f"{_PACKAGE}.{area}.{name[:-3]}"
+                for name in sorted(os.listdir(directory))
+                if name.startswith("td") and name.endswith(".py")
+            ]
     return names
 
 
