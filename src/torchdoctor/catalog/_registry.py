@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Callable
 
@@ -82,17 +81,25 @@ def get(code_or_name: str) -> Pitfall | None:
     return None if module is None else _load(module)
 
 
-@dataclass(frozen=True)
 class IndexedSignature:
     """An error signature as the index has it: enough to tell that it cannot match a message
-    without importing its entry. `load()` gives the entry and the signature itself."""
+    without importing its entry. `load()` gives the entry and the signature itself.
 
-    module: str
-    name: str  # the entry's
-    position: int  # in the entry's `error_signatures`
-    types: frozenset[str]
-    regex: str | None  # None: a function signature (`check`), which only its entry can run
-    literals: tuple[str, ...]
+    A plain class: a dataclass would cost `explain` a millisecond of start-up to create."""
+
+    __slots__ = ("module", "name", "position", "types", "regex", "literals", "__dict__")
+
+    def __init__(
+        self,
+        module: str,
+        name: str,  # the entry's
+        position: int,  # in the entry's `error_signatures`
+        types: frozenset[str],
+        regex: str | None,  # None: a function signature (`check`), which only its entry runs
+        literals: tuple[str, ...],
+    ) -> None:
+        self.module, self.name, self.position = module, name, position
+        self.types, self.regex, self.literals = types, regex, literals
 
     @cached_property
     def pattern(self) -> re.Pattern:
