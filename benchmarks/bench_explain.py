@@ -1,6 +1,6 @@
 """Cold start of `torchdoctor explain < traceback.txt`, against a bare interpreter.
 
-    python benchmarks/bench_explain.py [--repeat 15] [--markdown] [--against OLD/src]
+    python benchmarks/bench_explain.py [--repeat 15] [--markdown] [--against OLD/src] [--work]
 
 Each run is a fresh process, as a user's shell runs it: interpreter start, imports, parsing,
 matching every catalog signature, rendering. Inputs are real error outputs from
@@ -13,6 +13,8 @@ in the same run; the target is 150 ms for the whole command on these machines.
 Wall time and CPU time (user + system of the process) are both reported: on a machine shared
 with other work, the CPU time moves less. `--against DIR` also runs each `explain` with
 PYTHONPATH=DIR (the `src` of another checkout: before and after a change), interleaved too.
+`--work` counts instead, once per input, what no load on the machine changes: the modules the
+command imports (catalog entries among them) and the regexes it compiles.
 
 Bytecode is allowed and a first, untimed run writes it, as `pip install` does (it compiles the
 package): with PYTHONDONTWRITEBYTECODE=1 every run would recompile the catalog's sources.
@@ -51,6 +53,37 @@ def times(command: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float,
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
+# `python -m torchdoctor explain` run in-process, counting what it imports and compiles.
+WORK_PROBE = """
+import re._compiler, runpy, sys
+compiled = 0
+compile = re._compiler.compile
+def counting(*args, **kwargs):
+    global compiled
+    compiled += 1
+    return compile(*args, **kwargs)
+re._compiler.compile = counting
+before = set(sys.modules)
+sys.argv = ["torchdoctor", "explain", "--lang", "en", *sys.argv[1:]]
+stdout, sys.stdout = sys.stdout, open("/dev/null", "w")
+try:
+    runpy.run_module("torchdoctor", run_name="__main__")
+except SystemExit:
+    pass
+sys.stdout = stdout
+new = [m for m in sys.modules if m not in before]
+entries = [m for m in new if m.startswith("torchdoctor.catalog.") and ".td" in m]
+print(len(new), len(entries), compiled)
+"""
+
+
+def work(args: list[str], stdin: bytes, env: dict[str, str]) -> list[int]:
+    """Modules imported, catalog entries among them, regexes compiled by one run."""
+    probe = [sys.executable, "-c", WORK_PROBE, *args]
+    result = subprocess.run(probe, input=stdin, capture_output=True, env=env, check=True)
+    return [int(n) for n in result.stdout.split()]
+
+
 def body(path: Path) -> bytes:
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     return "".join(line for line in lines if not line.startswith("#| ")).encode()
@@ -61,6 +94,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--against", metavar="DIR", help="also run explain from this source tree")
+    parser.add_argument("--work", action="store_true", help="count imports and compiles instead")
     args = parser.parse_args()
 
     cases = sorted(FIXTURES.glob("*/*.txt"), key=lambda p: p.stat().st_size)
@@ -86,6 +120,13 @@ def main() -> None:
             against = {**ENV, "PYTHONPATH": args.against}
             runs[f"{name} [{args.against}]"] = (command, stdin, against)
         runs[name] = (command, stdin, ENV)
+    if args.work:
+        print("| command | modules imported | catalog entries | regexes compiled |")
+        print("|---|---|---|---|")
+        for name, (command, stdin, env) in list(runs.items())[1:]:
+            modules, entries, compiled = work(command[6:], stdin, env)
+            print(f"| `{name}` | {modules} | {entries} | {compiled} |")
+        return
     for command, stdin, env in runs.values():
         times(command, stdin, env)  # writes the bytecode
     results: dict[str, list[tuple[float, float]]] = {}
