@@ -85,9 +85,7 @@ class IndexedSignature:
     """An error signature as the index has it: enough to tell that it cannot match a message
     without importing its entry. `load()` gives the entry and the signature itself.
 
-    A plain class: a dataclass would cost `explain` a millisecond of start-up to create."""
-
-    __slots__ = ("module", "name", "position", "types", "regex", "literals", "__dict__")
+    A plain class: a frozen dataclass would cost `explain` a millisecond of start-up to create."""
 
     def __init__(
         self,
