@@ -36,6 +36,7 @@ import pytest
 from conftest import NEEDS_TORCH
 
 import torchdoctor
+from torchdoctor._regex import LazyPattern
 from torchdoctor.catalog import _registry
 
 try:  # Python 3.11+
@@ -94,7 +95,7 @@ def _modules():
 
 
 def _patterns_in(value) -> list[re.Pattern]:
-    if isinstance(value, re.Pattern):
+    if isinstance(value, (re.Pattern, LazyPattern)):  # lazy: compiled on first use
         return [value]
     if isinstance(value, dict):
         value = list(value.values())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Iterable, Mapping
+
+from torchdoctor._regex import lazy_compile
 
 LANGS = ("en", "zh")
 
@@ -36,8 +38,8 @@ SECTION_TITLES_ZH = {
     "References": "参考",
 }
 
-CODE_PATTERN = re.compile(r"^TD\d{3}$")
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+CODE_PATTERN = lazy_compile(r"^TD\d{3}$")
+NAME_PATTERN = lazy_compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 # A user-visible text in every language: {"en": ..., "zh": ...}.
 Text = Mapping[str, str]
@@ -53,7 +55,7 @@ ROLES = {
     "first (the entry's checkpoint check makes the finding)",
 }
 # Methods named like a monitor hook; each must be one the Monitor base declares.
-_HOOK_LIKE = re.compile(r"^(?:on|after|before)_\w+$")
+_HOOK_LIKE = lazy_compile(r"^(?:on|after|before)_\w+$")
 
 
 def pick(text: Text, lang: str) -> str:
@@ -97,9 +99,9 @@ class ErrorSignature:
     or warning class names without module (`RuntimeError`, `OutOfMemoryError`, `UserWarning`);
     empty means any block, log lines included, and the whole input text as a last resort.
 
-    The regex is compiled on first use, and only for a message that holds the literal text the
-    regex cannot match without: `explain` starts in a fresh process, and compiling every
-    signature of the catalog would be most of its run time."""
+    The regex is compiled on first use, and only for a message that holds one of the literal
+    texts the regex cannot match without (`literals`): `explain` starts in a fresh process, and
+    compiling every signature of the catalog would be most of its run time."""
 
     types: frozenset[str]
     regex: str | None = None
@@ -109,32 +111,64 @@ class ErrorSignature:
     fix: Text | None = None
 
     def __post_init__(self) -> None:
-        self.literal = required_literal(self.regex) if self.regex else None
         self._compiled: re.Pattern | None = None
+
+    @cached_property
+    def literals(self) -> tuple[str, ...]:
+        """Texts one of which every text the regex matches holds; empty: none known."""
+        return required_literals(self.regex) if self.regex else ()
 
     @property
     def pattern(self) -> re.Pattern:
         if self._compiled is None:
-            self._compiled = re.compile(self.regex, re.S)
+            self._compiled = re.compile(self.regex or "", re.S)
         return self._compiled
 
     def search(self, text: str) -> re.Match | None:
-        if self.literal is not None and self.literal not in text:
+        if not may_hold(self.literals, text):
             return None
         return self.pattern.search(text)
+
+
+def may_hold(literals: tuple[str, ...], text: str) -> bool:
+    """Whether `text` may hold a match of a regex that needs one of `literals` (none: any)."""
+    return not literals or any(literal in text for literal in literals)
 
 
 _QUANTIFIERS = "?*+{"
 _BREAKS = ".^$|"
 _ESCAPED_CLASSES = "wWdDsSbBAZzGnrtfv0123456789xuUN"
+# Escapes whose character is written after them (`\x41`, `\u2019`, `\N{...}`, `\101`).
+_ESCAPED_CODES = "xuUN0123456789"
+# Flags for the whole regex, written first; only `i` and `x` change what a plain character matches.
+_GLOBAL_FLAGS = lazy_compile(r"\(\?([aiLmsux]+)\)")
+
+
+def required_literals(regex: str) -> tuple[str, ...]:
+    """Texts one of which every match of `regex` contains: the required literal of each
+    top-level alternative (see `required_literal`); empty when one of them has none."""
+    flags = _GLOBAL_FLAGS.match(regex)
+    if flags:
+        if "i" in flags.group(1) or "x" in flags.group(1):
+            return ()
+        regex = regex[flags.end() :]
+    literals = []
+    for branch in _top_level_branches(regex):
+        literal = required_literal(branch)
+        if literal is None:
+            return ()
+        literals.append(literal)
+    return tuple(literals)
 
 
 def required_literal(regex: str, shortest: int = 4) -> str | None:
     """The longest run of plain characters that every match of `regex` contains, or None.
 
-    Conservative: a regex with a top-level `|` or inline flags has none; text inside groups and
-    classes is skipped; a character followed by a quantifier is not counted."""
-    if regex.startswith("(?") and regex[2:3] in "aiLmsux" or _top_level_alternation(regex):
+    Conservative: a regex with a top-level `|` or inline flags has none; classes are skipped,
+    and groups too, except one that every match matches once (no quantifier, no alternation in
+    it, not a lookaround), whose own run counts; a character followed by a quantifier is not
+    counted."""
+    if regex.startswith("(?") and regex[2:3] in "aiLmsux" or len(_top_level_branches(regex)) > 1:
         return None
     runs: list[str] = []
     run: list[str] = []
@@ -142,9 +176,19 @@ def required_literal(regex: str, shortest: int = 4) -> str | None:
     while index < len(regex):
         char = regex[index]
         literal = None
+        if char == "(" and depth == 0:
+            group = _group_matched_once(regex, index)
+            if group is not None:
+                body, index = group
+                runs += ["".join(run), required_literal(body, 1) or ""]
+                run = []
+                index += 1
+                continue
         if char == "\\" and index + 1 < len(regex):
             escaped = regex[index + 1]
             index += 1
+            if escaped in _ESCAPED_CODES:
+                return None  # the character it stands for is not the text written
             if escaped not in _ESCAPED_CLASSES and not escaped.isalnum():
                 literal = escaped
         elif char == "[":
@@ -176,6 +220,46 @@ def required_literal(regex: str, shortest: int = 4) -> str | None:
     return best if len(best) >= shortest else None
 
 
+def _group_matched_once(regex: str, start: int) -> tuple[str, int] | None:
+    """The body of the group opening at `start`, and the index of its `)`, when a match of the
+    regex around it matches the group exactly once: a plain, `(?:` or `(?P<name>` group with no
+    quantifier after it."""
+    if regex.startswith("(?:", start):
+        body_start = start + 3
+    elif regex.startswith("(?P<", start) and ">" in regex[start:]:
+        body_start = regex.index(">", start) + 1
+    elif not regex.startswith("(?", start):
+        body_start = start + 1
+    else:
+        return None  # a lookaround, a back reference, a condition, flags
+    end = _group_end(regex, start)
+    following = regex[end + 1 : end + 2]
+    if end == len(regex) or following and following in _QUANTIFIERS:
+        return None
+    return regex[body_start:end], end
+
+
+def _group_end(regex: str, start: int) -> int:
+    """The index of the `)` that closes the group opening at `start` (len(regex): none)."""
+    depth, index = 0, start
+    while index < len(regex):
+        char = regex[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":
+            index = _class_end(regex, index) + 1
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+        index += 1
+    return len(regex)
+
+
 def _class_end(regex: str, start: int) -> int:
     index = start + 1
     if regex[index : index + 1] == "^":
@@ -187,8 +271,10 @@ def _class_end(regex: str, start: int) -> int:
     return index
 
 
-def _top_level_alternation(regex: str) -> bool:
-    depth, index = 0, 0
+def _top_level_branches(regex: str) -> list[str]:
+    """The alternatives of `regex` split at its top-level `|` (itself alone when it has none)."""
+    branches = []
+    depth = index = begin = 0
     while index < len(regex):
         char = regex[index]
         if char == "\\":
@@ -202,9 +288,10 @@ def _top_level_alternation(regex: str) -> bool:
         elif char == ")":
             depth -= 1
         elif char == "|" and depth == 0:
-            return True
+            branches.append(regex[begin:index])
+            begin = index + 1
         index += 1
-    return False
+    return branches + [regex[begin:]]
 
 
 @dataclass
@@ -321,6 +408,8 @@ class Pitfall:
             for name in klass.__dict__:
                 if _HOOK_LIKE.match(name) and name not in base.__dict__:
                     hooks = [h for h in base.__dict__ if _HOOK_LIKE.match(h)]
+                    import difflib
+
                     close = difflib.get_close_matches(name, hooks, n=1)
                     hint = f"; did you mean `{close[0]}`?" if close else ""
                     raise TypeError(

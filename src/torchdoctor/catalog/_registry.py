@@ -1,50 +1,142 @@
 """Discovers catalog entries (every `catalog/<area>/td*.py` module that defines `PITFALL`) and
-finds them by code or name, by role, or by the selectors of `--select`/`--ignore`."""
+finds them by code or name, by role, or by the selectors of `--select`/`--ignore`.
+
+Finding one entry or reading the error signatures imports nothing else: the generated index
+(`_index.py`) says which module holds which entry and what every signature searches for, so
+`explain`, which starts in a fresh process, imports an entry only when one of its signatures may
+match. The index is used only while it lists the entry files there are (a test keeps it equal to
+the catalog; `python scripts/generate_catalog_index.py` rewrites it)."""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
-from functools import lru_cache
-from pathlib import Path
+import os
+import re
+from functools import cached_property, lru_cache
 from typing import Callable
 
-from torchdoctor.catalog._model import ROLES, Pitfall
+from torchdoctor.catalog import _index
+from torchdoctor.catalog._model import ROLES, ErrorSignature, Pitfall, may_hold
 from torchdoctor.errors import UsageError
 
-_CATALOG_DIR = Path(__file__).parent
+_CATALOG_DIR = os.path.dirname(__file__)
+_PACKAGE = "torchdoctor.catalog"
 
 
 @lru_cache(maxsize=None)
 def all_pitfalls() -> tuple[Pitfall, ...]:
     """Every entry, ordered by code."""
-    found = []
-    for area in sorted(p for p in _CATALOG_DIR.iterdir() if (p / "__init__.py").exists()):
-        for info in pkgutil.iter_modules([str(area)]):
-            if not info.name.startswith("td"):
-                continue
-            module_name = f"torchdoctor.catalog.{area.name}.{info.name}"
-            module = importlib.import_module(module_name)
-            pitfall = getattr(module, "PITFALL", None)
-            if isinstance(pitfall, Pitfall):
-                pitfall.module = module_name
-                found.append(pitfall)
+    found = [p for p in map(_load, _entry_modules()) if p is not None]
     return tuple(sorted(found, key=lambda p: p.code))
 
 
+def _entry_modules() -> list[str]:
+    """The names of the entry modules on disk (`td*.py` of every area), in area and file order."""
+    names = []
+    for area in sorted(os.listdir(_CATALOG_DIR)):
+        directory = os.path.join(_CATALOG_DIR, area)
+        if os.path.isfile(os.path.join(directory, "__init__.py")):
+            names += [
+                f"{_PACKAGE}.{area}.{name[:-3]}"
+                for name in sorted(os.listdir(directory))
+                if name.startswith("td") and name.endswith(".py")
+            ]
+    return names
+
+
 @lru_cache(maxsize=None)
-def _index() -> dict[str, Pitfall]:
-    index: dict[str, Pitfall] = {}
-    for pitfall in all_pitfalls():
-        index[pitfall.code] = pitfall
-        index[pitfall.name] = pitfall
-    return index
+def _load(module_name: str) -> Pitfall | None:
+    pitfall = getattr(importlib.import_module(module_name), "PITFALL", None)
+    if not isinstance(pitfall, Pitfall):
+        return None
+    pitfall.module = module_name
+    return pitfall
+
+
+@lru_cache(maxsize=None)
+def _index_is_current() -> bool:
+    """Whether the generated index lists the entry files there are (a file added, renamed or
+    removed since it was generated: it is not used, and the catalog is imported instead)."""
+    return sorted(_entry_modules()) == list(_index.MODULES)
+
+
+@lru_cache(maxsize=None)
+def _modules_by_key() -> dict[str, str]:
+    """Entry code and entry name -> the module that defines the entry."""
+    entries = (
+        _index.ENTRIES
+        if _index_is_current()
+        else [(p.code, p.name, p.module) for p in all_pitfalls()]
+    )
+    modules: dict[str, str] = {}
+    for code, name, module in entries:
+        modules[code] = modules[name] = module
+    return modules
 
 
 def get(code_or_name: str) -> Pitfall | None:
     """An entry by code (any case) or name."""
     key = code_or_name.strip()
-    return _index().get(key.upper() if key[:2].lower() == "td" else key)
+    module = _modules_by_key().get(key.upper() if key[:2].lower() == "td" else key)
+    return None if module is None else _load(module)
+
+
+class IndexedSignature:
+    """An error signature as the index has it: enough to tell that it cannot match a message
+    without importing its entry. `load()` gives the entry and the signature itself.
+
+    A plain class: a frozen dataclass would cost `explain` a millisecond of start-up to create."""
+
+    def __init__(
+        self,
+        module: str,
+        name: str,  # the entry's
+        position: int,  # in the entry's `error_signatures`
+        types: frozenset[str],
+        regex: str | None,  # None: a function signature (`check`), which only its entry runs
+        literals: tuple[str, ...],
+    ) -> None:
+        self.module, self.name, self.position = module, name, position
+        self.types, self.regex, self.literals = types, regex, literals
+
+    @cached_property
+    def pattern(self) -> re.Pattern:
+        return re.compile(self.regex or "", re.S)
+
+    def search(self, text: str) -> re.Match | None:
+        """As the signature's own `search`."""
+        if not may_hold(self.literals, text):
+            return None
+        return self.pattern.search(text)
+
+    def load(self) -> tuple[Pitfall, ErrorSignature]:
+        pitfall = _load(self.module)
+        assert pitfall is not None, self.module
+        return pitfall, pitfall.error_signatures[self.position]
+
+
+@lru_cache(maxsize=None)
+def error_signatures() -> tuple[IndexedSignature, ...]:
+    """Every error signature of the catalog, entries by code, each entry's in its order."""
+    rows = _index.SIGNATURES if _index_is_current() else catalog_index()[2]
+    return tuple(
+        IndexedSignature(module, name, position, frozenset(types), regex, literals)
+        for module, name, position, types, regex, literals in rows
+    )
+
+
+def catalog_index() -> tuple[tuple, tuple, tuple]:
+    """What the generated index holds, read from the catalog itself: the entry modules, each
+    entry's (code, name, module), each signature's (module, entry name, position, sorted types,
+    regex, literals)."""
+    pitfalls = all_pitfalls()
+    signatures = tuple(
+        (p.module, p.name, position, tuple(sorted(s.types)), s.regex, s.literals)
+        for p in pitfalls
+        for position, s in enumerate(p.error_signatures)
+    )
+    entries = tuple((p.code, p.name, p.module) for p in pitfalls)
+    return tuple(sorted(_entry_modules())), entries, signatures
 
 
 @lru_cache(maxsize=None)

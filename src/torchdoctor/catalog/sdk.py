@@ -47,8 +47,6 @@ from torchdoctor.lint.context import (
     top_level_functions,
 )
 from torchdoctor.lint.lines import split_lines
-from torchdoctor.lint.native import NativeSource
-from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.values import (
     backward_without_gradient,
     built_from,
@@ -80,9 +78,15 @@ if TYPE_CHECKING:  # pragma: no cover; re-exported on first use (below), named h
     from torchdoctor.ckpt.findings import Subject
     from torchdoctor.ckpt.inspect import Listing  # noqa: F401
     from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame  # noqa: F401
+    from torchdoctor.lint.native import NativeSource
+    from torchdoctor.lint.neighbours import directory_listing  # noqa: F401
 
 # Name -> module, imported when an entry first asks for the name.
 _ON_FIRST_USE = {
+    # Only the entries that scan extension sources or read a file's neighbours ask for these:
+    # `explain` imports entries to run their signatures, and needs neither.
+    "NativeSource": "torchdoctor.lint.native",
+    "directory_listing": "torchdoctor.lint.neighbours",
     "is_user_path": "torchdoctor.explain.parse",
     "ErrorBlock": "torchdoctor.explain.model",
     "ErrorReport": "torchdoctor.explain.model",
@@ -154,7 +158,6 @@ __all__ = [
     "Kind",
     "Monitor",
     "NativeScan",
-    "NativeSource",
     "Pitfall",
     "SourceRepair",
     "StaticCheck",
@@ -168,7 +171,6 @@ __all__ = [
     "block_names",
     "children",
     "computes_a_loss",
-    "directory_listing",
     "expects_an_error",
     "dtypes",
     "first_in_walk",

@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from torchdoctor._regex import lazy_compile
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._model import Clue, ErrorSignature, Pitfall, Text, pick
+from torchdoctor.catalog._registry import IndexedSignature
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 from torchdoctor.explain.parse import pytest_failures, user_frame, user_frame_of
 from torchdoctor.report import json_output, strings
@@ -38,7 +40,7 @@ _folded: dict[str, re.Pattern] = {}
 # (8) to match target batch_size (32)`", or in double quotes, or a short code span over a few
 # lines (an editor's "Exception has occurred: ..." pasted between backticks). Read only when
 # the text holds no exception the parser found; the first few spans long enough to be a message.
-_INLINE_CODE = re.compile(r"`([^`]{20,400})`|[\"\u201c]([^\"\u201c\u201d\n]{20,400})[\"\u201d]")
+_INLINE_CODE = lazy_compile(r"`([^`]{20,400})`|[\"\u201c]([^\"\u201c\u201d\n]{20,400})[\"\u201d]")
 _INLINE_SPANS = 20
 _INLINE_WEIGHT = 0.9
 
@@ -135,13 +137,14 @@ def _diagnose(report: ErrorReport, lang: str, link: bool) -> Explanation:
     # timeout, a second crash while handling the first all follow from it.
     exceptions = report.exceptions
     first = exceptions[0] if exceptions else None
-    signatures = _signatures()
+    signatures = _registry.error_signatures()
     for block in _distinct(report.blocks):
         weight = _weight(block, first, has_exception)
-        for pitfall, signature in signatures:
-            clue = _match(signature, block, report)
-            if clue is None:
+        for indexed in signatures:
+            found = _match(indexed, block, report)
+            if found is None:
                 continue
+            pitfall, signature, clue = found
             confidence = min(clue.confidence * weight, 1.0)
             _keep_better(best, pitfall, signature, clue, confidence, block, report, lang)
     _match_whole_text(report, best, lang)
@@ -171,10 +174,6 @@ def _each_failure(
     return Explanation(report, _without_duplicates(diagnoses), lang, None, link_problem, parts)
 
 
-def _signatures() -> list[tuple[Pitfall, ErrorSignature]]:
-    return [(p, s) for p in _registry.all_pitfalls() for s in p.error_signatures]
-
-
 def _distinct(blocks: list[ErrorBlock]) -> list[ErrorBlock]:
     """Each (type, message) once: logs repeat the same warning or assert hundreds of times.
     The first occurrence is kept, since the first exception is the root."""
@@ -192,28 +191,40 @@ def _weight(block: ErrorBlock, first: ErrorBlock | None, has_exception: bool) ->
     return _EARLIER_WEIGHT
 
 
-def _match(signature: ErrorSignature, block: ErrorBlock, report: ErrorReport) -> Clue | None:
-    if signature.types and block.short_type not in signature.types:
+# What a signature makes of a block: its entry, the signature itself, and the clue.
+Found = tuple[Pitfall, ErrorSignature, Clue]
+
+
+def _match(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) -> Found | None:
+    if indexed.types and block.short_type not in indexed.types:
         return None
-    return _clue(signature, block, report)
+    return _clue(indexed, block, report)
 
 
-def _clue(signature: ErrorSignature, block: ErrorBlock, report: ErrorReport) -> Clue | None:
-    """What the signature makes of the block, its exception types aside."""
+def _clue(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) -> Found | None:
+    """What the signature makes of the block, its exception types aside. A regex the index
+    finds nothing with leaves its entry unimported."""
+    if indexed.regex is not None and _search(indexed, block.message) is None:
+        return None
+    pitfall, signature = indexed.load()
     if signature.check is not None:
-        return signature.check(block, report)
-    found = signature.search(block.message)
-    if found is None and "`" in block.message:
+        clue = signature.check(block, report)
+        return None if clue is None else (pitfall, signature, clue)
+    found = _search(signature, block.message)
+    return None if found is None else (pitfall, signature, _regex_clue(signature, found))
+
+
+def _search(signature: ErrorSignature | IndexedSignature, message: str) -> re.Match | None:
+    found = signature.search(message)
+    if found is None and "`" in message:
         # Markdown's inline code, as issues retype a message: "Can't call `numpy()` on ..."
-        found = signature.search(block.message.replace("`", ""))
-    if found is None:
-        return None
-    return Clue(
-        signature.confidence,
-        signature.cause,
-        signature.fix,
-        {k: v for k, v in found.groupdict().items() if v is not None},
-    )
+        found = signature.search(message.replace("`", ""))
+    return found
+
+
+def _regex_clue(signature: ErrorSignature, found: re.Match) -> Clue:
+    fields = {k: v for k, v in found.groupdict().items() if v is not None}
+    return Clue(signature.confidence, signature.cause, signature.fix, fields)
 
 
 def _match_whole_text(report: ErrorReport, best: dict[str, Diagnosis], lang: str) -> None:
@@ -221,11 +232,12 @@ def _match_whole_text(report: ErrorReport, best: dict[str, Diagnosis], lang: str
     blocks (a line of a compiler's output, a load_state_dict message pasted without its
     exception line) still count."""
     whole = ErrorBlock("", report.text, kind="log")
-    for pitfall, signature in _signatures():
-        if signature.types or pitfall.name in best:
+    for indexed in _registry.error_signatures():
+        if indexed.types or indexed.name in best:
             continue
-        clue = _match(signature, whole, report)
-        if clue is not None:
+        found = _match(indexed, whole, report)
+        if found is not None:
+            pitfall, signature, clue = found
             best[pitfall.name] = _diagnosis(
                 pitfall, signature, clue, clue.confidence, None, report, lang
             )
@@ -238,29 +250,31 @@ def _match_message_alone(report: ErrorReport, best: dict[str, Diagnosis], lang: 
     if message is None:
         return
     folded = message.message.lower()
-    for pitfall, signature in _signatures():
-        clue = _clue(signature, message, report)
+    for indexed in _registry.error_signatures():
+        found = _clue(indexed, message, report)
         weight = _MESSAGE_WEIGHT
-        if clue is None and signature.regex and signature.check is None:
-            clue = _match_folded(signature, message.message, folded)
+        if found is None and indexed.regex:
+            found = _match_folded(indexed, message.message, folded)
             weight = _MESSAGE_WEIGHT * _FOLDED_WEIGHT
-        if clue is None:
+        if found is None:
             continue
+        pitfall, signature, clue = found
         confidence = clue.confidence * weight
         _keep_better(best, pitfall, signature, clue, confidence, None, report, lang)
 
 
 def _match_inline_code(report: ErrorReport, best: dict[str, Diagnosis], lang: str) -> None:
     """Messages quoted as inline code in prose, each read as a message alone."""
-    signatures = _signatures()
-    for number, found in enumerate(_INLINE_CODE.finditer(report.text)):
+    signatures = _registry.error_signatures()
+    for number, quoted in enumerate(_INLINE_CODE.finditer(report.text)):
         if number == _INLINE_SPANS:
             break
-        span = ErrorBlock("", (found.group(1) or found.group(2)).strip(), kind="log")
-        for pitfall, signature in signatures:
-            clue = _clue(signature, span, report)
-            if clue is None:
+        span = ErrorBlock("", (quoted.group(1) or quoted.group(2)).strip(), kind="log")
+        for indexed in signatures:
+            found = _clue(indexed, span, report)
+            if found is None:
                 continue
+            pitfall, signature, clue = found
             confidence = clue.confidence * _MESSAGE_WEIGHT * _INLINE_WEIGHT
             _keep_better(best, pitfall, signature, clue, confidence, None, report, lang)
 
@@ -291,18 +305,25 @@ def _message_alone(report: ErrorReport) -> ErrorBlock | None:
     return ErrorBlock("", "\n".join(lines), kind="log")
 
 
-def _match_folded(signature: ErrorSignature, message: str, folded: str) -> Clue | None:
+def _match_folded(indexed: IndexedSignature, message: str, folded: str) -> Found | None:
     """The signature's regex in any capitalisation: titles and chat lines retype the message."""
-    if signature.literal is not None and signature.literal.lower() not in folded:
+    if _search_folded(indexed, message, folded) is None:
         return None
-    pattern = _folded.get(signature.regex)
+    pitfall, signature = indexed.load()
+    found = _search_folded(signature, message, folded)
+    return None if found is None else (pitfall, signature, _regex_clue(signature, found))
+
+
+def _search_folded(
+    signature: ErrorSignature | IndexedSignature, message: str, folded: str
+) -> re.Match | None:
+    regex = signature.regex or ""
+    if signature.literals and not any(literal.lower() in folded for literal in signature.literals):
+        return None
+    pattern = _folded.get(regex)
     if pattern is None:
-        pattern = _folded[signature.regex] = re.compile(signature.regex, re.S | re.I)
-    found = pattern.search(message)
-    if found is None:
-        return None
-    fields = {k: v for k, v in found.groupdict().items() if v is not None}
-    return Clue(signature.confidence, signature.cause, signature.fix, fields)
+        pattern = _folded[regex] = re.compile(regex, re.S | re.I)
+    return pattern.search(message)
 
 
 def _diagnosis(

@@ -80,7 +80,10 @@ class ErrorReport:
         log, and reading all of it for each would be quadratic."""
         key = ("search", pattern)
         if key not in self._known:
-            self._known[key] = re.search(pattern, self.text or "")
+            text = self.text or ""
+            # A pattern compiled on first use (torchdoctor._regex) is not one `re` takes.
+            found = re.search(pattern, text) if isinstance(pattern, str) else pattern.search(text)
+            self._known[key] = found
         return self._known[key]
 
     def once(self, compute: Callable[[ErrorReport], _T]) -> _T:

@@ -11,9 +11,9 @@ import builtins
 import re
 from bisect import bisect_right
 import sys
-import traceback
 from dataclasses import dataclass, replace
 
+from torchdoctor._regex import lazy_compile
 from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame
 
 __all__ = [
@@ -27,44 +27,44 @@ __all__ = [
 
 # --- cleaning: terminal codes, progress bars, rank / logging / pytest prefixes ----------------
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ANSI = lazy_compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # Per-process prefixes: torchrun's `[rank0]: ` / `[default0]:`, mpirun's `[1,0]<stderr>:`,
 # srun --label's `15: `, Ray's `(RayTrainWorker pid=4242) `.
-_RANK = re.compile(r"\[(?:rank|default)(\d+)\]: ?|\[\d+,(\d+)\]<std(?:out|err)>: ?")
-_TASK_LABEL = re.compile(r" {0,2}(\d{1,5}): ")
-_RAY = re.compile(r"\((\w+ pid=\d+)(?:, ip=[\d.]+)?\) ")
-_TIMESTAMP = re.compile(
+_RANK = lazy_compile(r"\[(?:rank|default)(\d+)\]: ?|\[\d+,(\d+)\]<std(?:out|err)>: ?")
+_TASK_LABEL = lazy_compile(r" {0,2}(\d{1,5}): ")
+_RAY = lazy_compile(r"\((\w+ pid=\d+)(?:, ip=[\d.]+)?\) ")
+_TIMESTAMP = lazy_compile(
     r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? ?"
 )
-_LEVEL = re.compile(
+_LEVEL = lazy_compile(
     r".{0,60}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b\]?(?: ?[-:|])? ?"
 )
-_LEVEL_NAME = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:")  # logging's default
+_LEVEL_NAME = lazy_compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:")  # logging's default
 _LEVEL_INITIALS = ("D", "I", "W", "E", "C")
-_PYTEST_E = re.compile(r"E(?: {3,}|\t|$)")
+_PYTEST_E = lazy_compile(r"E(?: {3,}|\t|$)")
 # pytest's report of one traceback entry: `tests/test_x.py:14: ` (long), `f.py:3: in fn`
 # (short), and under the last entry the exception's class: `conv.py:543: RuntimeError`.
-_PYTEST_LOCATION = re.compile(
+_PYTEST_LOCATION = lazy_compile(
     r"(?P<path>[^\s:>][^:]*\.py):(?P<line>\d+):(?: in (?P<function>[\w<>.]+)| [\w.]+)?\s*$"
 )
-_PYTEST_SECTION = re.compile(r"_{3,} (?P<name>.+) _{3,}$")  # `____ test_train_step ____`
-_PYTEST_RULE = re.compile(r"={3,} .+ ={3,}$")  # `==== short test summary info ====`
+_PYTEST_SECTION = lazy_compile(r"_{3,} (?P<name>.+) _{3,}$")  # `____ test_train_step ____`
+_PYTEST_RULE = lazy_compile(r"={3,} .+ ={3,}$")  # `==== short test summary info ====`
 # The short summary of a failure: `FAILED tests/t.py::test_a - RuntimeError: mat1 and...`,
 # its message cut to the terminal's width.
-_PYTEST_SUMMARY = re.compile(
+_PYTEST_SUMMARY = lazy_compile(
     r"(?:FAILED|ERROR) (?P<path>[^\s:]+?\.py)(?:::(?P<test>\S+))?(?: - (?P<error>.*))?$"
 )
-_PYTEST_ERROR_SECTION = re.compile(r"ERROR (?:at (?:setup|teardown) of|collecting) ")
-_FENCE = re.compile(r" {0,3}(?:```|~~~)[\w+-]*$")  # not a 3.11 `~~~^^^` marker: indented
-_QUOTE = re.compile(r"> ?")  # a Markdown quote, as tracebacks are pasted into issues
+_PYTEST_ERROR_SECTION = lazy_compile(r"ERROR (?:at (?:setup|teardown) of|collecting) ")
+_FENCE = lazy_compile(r" {0,3}(?:```|~~~)[\w+-]*$")  # not a 3.11 `~~~^^^` marker: indented
+_QUOTE = lazy_compile(r"> ?")  # a Markdown quote, as tracebacks are pasted into issues
 _QUOTES = ("`", "“", "”")
-_GROUP_HEADER = re.compile(r"\s*\+ Exception Group Traceback \(most recent call last\):")
-_GROUP_BAR = re.compile(r"\s*\| ?")
-_GROUP_RULE = re.compile(r"\s*\+[-+]")
+_GROUP_HEADER = lazy_compile(r"\s*\+ Exception Group Traceback \(most recent call last\):")
+_GROUP_BAR = lazy_compile(r"\s*\| ?")
+_GROUP_RULE = lazy_compile(r"\s*\+[-+]")
 
 # --- Python tracebacks -----------------------------------------------------------------------
 
-_TRACEBACK = re.compile(r".*?(?<!Original )Traceback \(most recent call last\):\s*$")
+_TRACEBACK = lazy_compile(r".*?(?<!Original )Traceback \(most recent call last\):\s*$")
 _ORIGINAL = "Original Traceback (most recent call last):"
 _CHAIN = {
     "During handling of the above exception, another exception occurred:": "context",
@@ -72,22 +72,24 @@ _CHAIN = {
 }
 # `,? in`: faulthandler's dump has no comma. The function name ends at the line's last
 # non-space (`.*\S`): a lazy `.+?` followed by `\s*$` would rescan trailing spaces at each step.
-_FILE = re.compile(
+_FILE = lazy_compile(
     r'\s*File "(?P<path>[^"]*)", line (?P<line>\d+)(?:,? in (?P<function>.*\S))?\s*$'
 )
-_CARET = re.compile(r"\s*[\^~][\s\^~]*$")  # Python 3.11+ position markers, SyntaxError carets
-_ELIDED = re.compile(r"\s*(?:\[Previous line repeated \d+ more times?\]|\.\.\.<\d+ lines>\.\.\.)$")
-_EXCEPTION = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::(?P<message>.*))?$")
-_CLASS_NAME = re.compile(r"_?[A-Z]\w*$")
+_CARET = lazy_compile(r"\s*[\^~][\s\^~]*$")  # Python 3.11+ position markers, SyntaxError carets
+_ELIDED = lazy_compile(
+    r"\s*(?:\[Previous line repeated \d+ more times?\]|\.\.\.<\d+ lines>\.\.\.)$"
+)
+_EXCEPTION = lazy_compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::(?P<message>.*))?$")
+_CLASS_NAME = lazy_compile(r"_?[A-Z]\w*$")
 # An exception line found outside any traceback must look like an exception class.
 _EXCEPTION_WORDS = ("Error", "Exception", "Interrupt", "Exit", "Group")
-_STANDALONE = re.compile(
+_STANDALONE = lazy_compile(
     r"(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Group)(?::.*)?$"
 )
 # ... or after other text: `temp_x = x.cuda(i) RuntimeError: CUDA error (10): invalid device`,
 # also right after Chinese text (`在async=True处出现SyntaxError: invalid syntax`): ASCII word
 # characters only, or the CJK before the class would be read as part of its name.
-_EMBEDDED = re.compile(
+_EMBEDDED = lazy_compile(
     r"(?<![\w.])(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception):(?: |$)", re.ASCII
 )
 # Lines that end a multi-line message although no blank line came: a C++ stack follows, or
@@ -96,53 +98,53 @@ _MESSAGE_STOPS = ("Exception raised from ", "frame #", "wandb: ")
 
 # --- IPython / Jupyter -----------------------------------------------------------------------
 
-_IPY_RULE = re.compile(r"-{70,}$")
-_IPY_HEADER = re.compile(
+_IPY_RULE = lazy_compile(r"-{70,}$")
+_IPY_HEADER = lazy_compile(
     r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s+Traceback \(most recent call last\)$"
 )
 _IPY_FUNCTION = r"(?:, in (?P<function><[^>]*>|[^\s(]+))?"
 _IPY_FRAMES = (
-    re.compile(r"(?P<path>Cell In ?\[\d+\]), line (?P<line>\d+)" + _IPY_FUNCTION),
-    re.compile(r"(?P<path>Input In ?\[\d+\])" + _IPY_FUNCTION),
-    re.compile(r"File (?P<path>.+?):(?P<line>\d+)" + _IPY_FUNCTION),
-    re.compile(r"(?P<path><[^>]+>|\S.*?\.pyc?) in (?P<function><[^>]*>|[^\s(]+)"),  # IPython < 8
+    lazy_compile(r"(?P<path>Cell In ?\[\d+\]), line (?P<line>\d+)" + _IPY_FUNCTION),
+    lazy_compile(r"(?P<path>Input In ?\[\d+\])" + _IPY_FUNCTION),
+    lazy_compile(r"File (?P<path>.+?):(?P<line>\d+)" + _IPY_FUNCTION),
+    lazy_compile(r"(?P<path><[^>]+>|\S.*?\.pyc?) in (?P<function><[^>]*>|[^\s(]+)"),  # IPython < 8
 )
-_IPY_ARROW = re.compile(r"\s*-*>\s*(?P<line>\d+)(?:\s(?P<source>.*))?$")
-_IPY_CONTEXT = re.compile(r"\s+\d+(?:\s.*)?$")
+_IPY_ARROW = lazy_compile(r"\s*-*>\s*(?P<line>\d+)(?:\s(?P<source>.*))?$")
+_IPY_CONTEXT = lazy_compile(r"\s+\d+(?:\s.*)?$")
 
 # --- errors in logs, outside tracebacks ------------------------------------------------------
 
 # `Assertion ` is looked for once, ahead: `.*Assertion .* failed` would retry each occurrence.
-_DEVICE_ASSERT = re.compile(
+_DEVICE_ASSERT = lazy_compile(
     r"(?P<path>\S+?\.cuh?):(?P<line>\d+): (?P<message>(?=.*Assertion ).* failed\.)$"
 )
-_BLOCK_THREAD = re.compile(r"block: \[[\d, ]*\], thread: \[[\d, ]*\] ")
-_COMPILER = re.compile(  # gcc/clang `f.cpp:12:5: error:`, nvcc/MSVC `f.cu(34): error:`
+_BLOCK_THREAD = lazy_compile(r"block: \[[\d, ]*\], thread: \[[\d, ]*\] ")
+_COMPILER = lazy_compile(  # gcc/clang `f.cpp:12:5: error:`, nvcc/MSVC `f.cu(34): error:`
     r"(?P<path>(?:[A-Za-z]:)?[^:()]+?)(?::(?P<line>\d+)(?::\d+)?:|\((?P<line2>\d+)\):) "
     r"(?:fatal )?error(?: [A-Z]+\d+)?: (?P<message>.*)$"
 )
-_BARE_FATAL = re.compile(r"fatal error: (?P<message>.*)$")  # the compiler's path cut off
+_BARE_FATAL = lazy_compile(r"fatal error: (?P<message>.*)$")  # the compiler's path cut off
 # argparse: `train.py: error: unrecognized`. The program's name starts after a non-name
 # character, so that a long word is not rescanned from each of its letters.
-_USAGE_ERROR = re.compile(r".*?(?<![\w.-])[\w.-]+: error: .+$")
-_WARNING = re.compile(
+_USAGE_ERROR = lazy_compile(r".*?(?<![\w.-])[\w.-]+: error: .+$")
+_WARNING = lazy_compile(
     r"(?P<path>\S.*?):(?P<line>\d+): (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): ?"
     r"(?P<message>.*)$"
 )
 # A warning pasted without its `path:line:` (cut off, or copied from a notebook's output).
-_BARE_WARNING = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): (?P<message>\S.*)$")
+_BARE_WARNING = lazy_compile(r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning): (?P<message>\S.*)$")
 # c10's `[W socket.cpp:663] msg`, and glog's `E0102 12:00:00.1 42 f.cpp:3] msg`
-_CPP_LOG = re.compile(
+_CPP_LOG = lazy_compile(
     r"(?:\[[WEF](?:\d{4} [\d:.]+ +\d+)? |[WEF]\d{4} [\d:.]+ +\d+ )"
     r"(?P<path>[^\s\]]+?):(?P<line>\d+)\] ?(?P<message>.*)$"
 )
-_TERMINATE = re.compile(r"terminate called\b")
-_WHAT = re.compile(r"\s*what\(\):\s*(?P<message>.*)$")
-_WORKER_SIGNAL = re.compile(r"ERROR: Unexpected .+ encountered in worker\b")
-_THC_FAIL = re.compile(r"THCudaCheck FAIL file=(?P<path>\S+) line=(?P<line>\d+) ")
-_ELASTIC_FAILED = re.compile(r".*\bfailed \(exitcode: -?\d+\) local_rank: \d+")
-_FATAL_PYTHON = re.compile(r"Fatal Python error: ")
-_FAULT_THREAD = re.compile(
+_TERMINATE = lazy_compile(r"terminate called\b")
+_WHAT = lazy_compile(r"\s*what\(\):\s*(?P<message>.*)$")
+_WORKER_SIGNAL = lazy_compile(r"ERROR: Unexpected .+ encountered in worker\b")
+_THC_FAIL = lazy_compile(r"THCudaCheck FAIL file=(?P<path>\S+) line=(?P<line>\d+) ")
+_ELASTIC_FAILED = lazy_compile(r".*\bfailed \(exitcode: -?\d+\) local_rank: \d+")
+_FATAL_PYTHON = lazy_compile(r"Fatal Python error: ")
+_FAULT_THREAD = lazy_compile(
     r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):$"
 )
 _IGNORED = "Exception ignored in"  # an unraisable exception, printed; the program went on
@@ -161,7 +163,7 @@ _SIGNALS = (
     "killed",
 )
 # As the shell reports it: `Bus error (core dumped)`, `bash: line 1: 42 Killed   python x.py`
-_CRASH = re.compile(
+_CRASH = lazy_compile(
     r"(?P<prefix>zsh: |.*?: line \d+: +\d+ +)?"
     r"(?i:segmentation fault|bus error|aborted|illegal instruction|floating point exception|killed)"
     r"(?: +\(core dumped\))?(?(prefix) +.*|)$"
@@ -170,28 +172,28 @@ _CRASH = re.compile(
 # --- versions --------------------------------------------------------------------------------
 
 _VERSION = r"(\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc|\.dev|\.post)\d+)?(?:\+[\w.]+)?)"
-_PYTORCH_VERSION = re.compile(r"PyTorch version: " + _VERSION)  # collect_env
+_PYTORCH_VERSION = lazy_compile(r"PyTorch version: " + _VERSION)  # collect_env
 # These start with a literal so that `search` skips ahead fast; what comes before the match is
 # checked by `_preceded`: `torch`, not `libtorch`; `/python3.10/`.
-_TORCH_VERSION = re.compile(
+_TORCH_VERSION = lazy_compile(
     r"orch(?:\.__version__\)?| version)?"
     r"(?:==|[ \t]*[:=][ \t]*|[ \t]+|-|[ \t]*\n[ \t]*)['\"]?v?" + _VERSION
 )
-_PYTHON_VERSION = re.compile(r"Python(?: version)?:?[ \t]+(\d\.\d{1,2}(?:\.\d+)?)\b")
-_PYTHON_PATH = re.compile(r"ython(\d\.\d{1,2})[/\\]|ython(3)(\d{1,2})[/\\]")
+_PYTHON_VERSION = lazy_compile(r"Python(?: version)?:?[ \t]+(\d\.\d{1,2}(?:\.\d+)?)\b")
+_PYTHON_PATH = lazy_compile(r"ython(\d\.\d{1,2})[/\\]|ython(3)(\d{1,2})[/\\]")
 
 # --- whose code a frame is -------------------------------------------------------------------
 
-_NOTEBOOK = re.compile(r"<ipython-input-|^Cell In ?\[|^Input In ?\[|[/\\]ipykernel_\d+[/\\]")
-_SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]", re.I)
-_STDLIB = re.compile(
+_NOTEBOOK = lazy_compile(r"<ipython-input-|^Cell In ?\[|^Input In ?\[|[/\\]ipykernel_\d+[/\\]")
+_SITE_PACKAGES = lazy_compile(r"[/\\](?:site|dist)-packages[/\\]", re.I)
+_STDLIB = lazy_compile(
     r"[/\\]lib(?:64)?[/\\]python\d(?:\.\d+)?[/\\]"
     r"|(?:[/\\]python\d*|conda\d*|[/\\]envs[/\\][^/\\]+)[/\\]lib[/\\]",
     re.I,
 )
-_WINDOWS_STDLIB = re.compile(r"\\Lib\\")
-_TORCH_PATH = re.compile(r"(?:^|[/\\])(?:torch|aten|c10)[/\\]|torchinductor_")
-_ENTRY_POINT = re.compile(r"[/\\](?:bin|Scripts)[/\\][^/\\.]+(?:\.exe)?$", re.I)  # torchrun, ...
+_WINDOWS_STDLIB = lazy_compile(r"\\Lib\\")
+_TORCH_PATH = lazy_compile(r"(?:^|[/\\])(?:torch|aten|c10)[/\\]|torchinductor_")
+_ENTRY_POINT = lazy_compile(r"[/\\](?:bin|Scripts)[/\\][^/\\.]+(?:\.exe)?$", re.I)  # torchrun, ...
 _SCRATCH = ("<string>", "<stdin>", "<console>")
 _CUT_PATH = "<unknown>"  # the frame of a traceback cut above its last source line
 
@@ -222,6 +224,8 @@ def parse_text(text: str) -> ErrorReport:
 
 def from_exception(exc: BaseException) -> ErrorReport:
     """The report of a live exception and its chain, as `parse_text` reads it printed."""
+    import traceback  # only a live exception needs it: `explain` reading text starts without
+
     report = ErrorReport()
     try:
         # Formatted once: formatting each link of a long chain would walk the chain each time.
@@ -951,6 +955,8 @@ def _live_blocks(exc: BaseException, relation: str | None, line: int) -> list[Er
         for sub in exc.exceptions:
             for link, sub_relation in _chain(sub):
                 blocks += _live_blocks(link, sub_relation or "group", line)
+    import traceback
+
     frames = [
         Frame(fs.filename, fs.lineno, fs.name, (fs.line or "").strip() or None)
         for fs in traceback.extract_tb(exc.__traceback__)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from torchdoctor._regex import lazy_compile
+
 # Every spelling of a dtype in error messages -> its ScalarType name.
 _DTYPES = {
     "float": "Float",
@@ -64,37 +66,37 @@ def dtype_name(text: str) -> str | None:
 # operation wanted. A pattern that starts with `\w+` starts at a word boundary (`\b`): searched
 # in a long word, it would otherwise rescan the word from each of its letters.
 _PAIRS = [
-    re.compile(r"expected scalar type (?P<expected>\w+) but found (?P<found>\w+)"),
-    re.compile(
+    lazy_compile(r"expected scalar type (?P<expected>\w+) but found (?P<found>\w+)"),
+    lazy_compile(
         r"Expected object of scalar type (?P<expected>\w+) but got scalar type "
         r"(?P<found>\w+) for (?:argument|sequence element \d+ in sequence argument at "
         r"position) (?:#\d+ )?'(?P<arg>\w+)'"
     ),
-    re.compile(r"\b\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
-    re.compile(
+    lazy_compile(r"\b\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
+    lazy_compile(
         r"expected \w+ and \w+ to have the same dtype, but got: (?P<a>\w+) != "
         r"(?P<b>\w+)"
     ),
-    re.compile(
+    lazy_compile(
         r"Input type \((?P<a>[^()]+)\) and (?:weight|bias) type \((?P<b>[^()]+)\) "
         r"should be the same"
     ),
-    re.compile(r"Found dtype (?P<found>\w+) but expected (?P<expected>\w+)"),
-    re.compile(
+    lazy_compile(r"Found dtype (?P<found>\w+) but expected (?P<expected>\w+)"),
+    lazy_compile(
         r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype "
         r"\((?P<b>[\w.]+)\)"
     ),
-    re.compile(
+    lazy_compile(
         r"Expected object of type (?P<expected>[\w.]+) but found type (?P<found>[\w.]+) "
         r"for argument #\d+ '(?P<arg>\w+)'"
     ),
-    re.compile(
+    lazy_compile(
         r"to have the same type as tensor for argument #\d+ '\w+'; but type "
         r"(?P<a>[\w.]+) does not equal (?P<b>[\w.]+)"
     ),
-    re.compile(r"have same dtype, but found (?P<a>\w+) and (?P<b>\w+)"),
-    re.compile(r"\b\w+ \((?P<a>\w+)\) and \w+ \((?P<b>\w+)\) must have the same scalar type"),
-    re.compile(
+    lazy_compile(r"have same dtype, but found (?P<a>\w+) and (?P<b>\w+)"),
+    lazy_compile(r"\b\w+ \((?P<a>\w+)\) and \w+ \((?P<b>\w+)\) must have the same scalar type"),
+    lazy_compile(
         r"dtypes match, got (?P<a>\w+) for the destination and (?P<b>\w+) for the "
         r"source"
     ),
@@ -120,20 +122,20 @@ def dtype_pair(message: str) -> tuple[str, str, dict] | None:
 
 # Messages that say which dtype the layer's input has and which its weight (input first).
 _INPUT_AND_WEIGHT = [
-    re.compile(
+    lazy_compile(
         r"Input type \((?P<input>[^()]+)\) and (?:weight|bias) type \((?P<weight>[^()]+)\) "
         r"should be the same"
     ),
-    re.compile(
+    lazy_compile(
         r"RNN input dtype \((?P<input>[\w.]+)\) does not match weight dtype "
         r"\((?P<weight>[\w.]+)\)"
     ),
 ]
 # F.linear(input, weight) multiplies the input (mat1) by the transposed weight (mat2).
-_LINEAR_OPERANDS = re.compile(
+_LINEAR_OPERANDS = lazy_compile(
     r"mat1 and mat2 must have the same dtype, but got (?P<input>\w+) and (?P<weight>\w+)"
 )
-_LINEAR_FILE = re.compile(r"[\\/]torch[\\/]nn[\\/]modules[\\/]linear\.py$")
+_LINEAR_FILE = lazy_compile(r"[\\/]torch[\\/]nn[\\/]modules[\\/]linear\.py$")
 
 
 def through_linear_layer(frames) -> bool:

@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from torchdoctor._regex import lazy_compile
+
 # Prefixes that wrappers add to every key: DataParallel/DDP (and AveragedModel), torch.compile.
 WRAPPER_NAMES = {"module.": "DataParallel/DistributedDataParallel", "_orig_mod.": "torch.compile"}
 WRAPPER_PREFIXES = tuple(WRAPPER_NAMES)
@@ -75,24 +77,24 @@ METADATA = (
     "val_loss",
     "version",
 )
-HEAD_NAMES = re.compile(
+HEAD_NAMES = lazy_compile(
     r"(?:^|[._])(?:fc|head|heads|classifier|cls|cls_score|logits?|last_linear|out|output|"
     r"pred|predictor|score|class_embed|lm_head|final|last_layer)\d*(?:$|[._])"
 )
 # A name part holding `embed` (`embed_tokens`, `pos_embedding`, `word_embeddings`), `wte`, `lut`
 # or `vocab...`. Parts are read between `.` and `_` and the part's end is checked once, ahead: a
 # `\w*embed\w*` would rescan a long name from each `_` in it.
-EMBEDDING_NAMES = re.compile(
+EMBEDDING_NAMES = lazy_compile(
     r"(?:^|[._])(?:(?=[^\W_]*(?:$|[._]))[^\W_]*?embed|(?:wte|lut|vocab[^\W_]*)(?:$|[._]))"
 )
 
-_MARKERS = re.compile(
+_MARKERS = lazy_compile(
     r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:|missing\s+keys\s+in\s+state_dict:)"
     r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict:|unexpected\s+key\s+(?=\\?\"))"
     r"|(?P<size>size\s+mismatch\s+for\s+"
     r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+)"
 )
-_KEY = re.compile(r"[A-Za-z0-9_.\-/:]+")
+_KEY = lazy_compile(r"[A-Za-z0-9_.\-/:]+")
 _SIZE = r"(?:torch\.Size\(\s*)?\[(?P<{}>[\d,\s]*)\]\)?"
 
 
@@ -104,7 +106,7 @@ def _words(text: str) -> str:
 # A key starts where a run of non-spaces does: searched in a long run, a key starting at each of
 # its characters would rescan the run from each.
 _SHAPES = [
-    re.compile(pattern)
+    lazy_compile(pattern)
     for pattern in (
         # torch >= 1.1: the checkpoint's shape first, then the model's.
         r"(?<!\S)(?P<key>\S+?):\s+"
@@ -219,7 +221,7 @@ def _parse_text(report) -> StateDictError | None:
 
 
 # A dotted key written without quotes; a dot, so that the words around it are not read as keys.
-_UNQUOTED_KEY = re.compile(r"(?<![\w.])[A-Za-z_]\w{0,80}(?:\.\w{1,80}){1,20}(?![\w.])")
+_UNQUOTED_KEY = lazy_compile(r"(?<![\w.])[A-Za-z_]\w{0,80}(?:\.\w{1,80}){1,20}(?![\w.])")
 
 
 def _keys(segment: str, first_only: bool = False) -> list[str]:

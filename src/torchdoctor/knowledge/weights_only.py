@@ -6,13 +6,14 @@ globals a file names with `group` (data, a class needing trust, or code never to
 
 from __future__ import annotations
 
-import re
 import sys
+
+from torchdoctor._regex import lazy_compile
 
 # torch >= 2.4: "Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an allowed
 # global by default"; torch 2.0 - 2.3: "Unsupported class numpy.core.multiarray._reconstruct".
-_GLOBAL = re.compile(r"Unsupported (?:global: GLOBAL|class) (?P<name>[\w.]+)")
-_REFUSED = re.compile(r"Weights only load failed|WeightsUnpickler error")
+_GLOBAL = lazy_compile(r"Unsupported (?:global: GLOBAL|class) (?P<name>[\w.]+)")
+_REFUSED = lazy_compile(r"Weights only load failed|WeightsUnpickler error")
 # Where a class that is not a model usually comes from.
 _METADATA = {
     "numpy": "numpy",
@@ -45,7 +46,7 @@ _MODEL_PACKAGES = {
     "modules",
     "nn",
 }
-_MODEL_CLASS = re.compile(
+_MODEL_CLASS = lazy_compile(
     r"(?:Net|Model|Network|Module|Classifier|Detector|Detect|Generator|Discriminator|Encoder|"
     r"Decoder|Backbone|Transformer|GAN|CNN|RNN|LSTM|MLP)\d*$|^(?:ResNet|VGG|UNet|YOLO|Yolo)"
 )
