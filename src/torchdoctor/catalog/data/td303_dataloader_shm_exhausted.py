@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 
 from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD303",
@@ -185,9 +185,9 @@ PITFALL.error(
     },
 )
 
-_BUS_ERROR = re.compile(r"(?m)^.{0,80}\bBus error\b")
-_LOADER_CONTEXT = re.compile(r"DataLoader|dataloader|num_workers|_worker_loop")
-_KILLED = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Killed")
+_BUS_ERROR = lazy_compile(r"(?m)^.{0,80}\bBus error\b")
+_LOADER_CONTEXT = lazy_compile(r"DataLoader|dataloader|num_workers|_worker_loop")
+_KILLED = lazy_compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Killed")
 _EXITED = "exited unexpectedly"
 
 

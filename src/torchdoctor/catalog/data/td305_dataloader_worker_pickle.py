@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD305",
@@ -137,24 +138,24 @@ if __name__ == "__main__":
 """,
 )
 
-_LOCAL = re.compile(r"Can't (?:pickle|get) local object '?(?:<function )?(?P<object>[^'\s]+)")
-_LAMBDA = re.compile(r"Can't pickle <function (?P<object><lambda>|[\w.]+) at 0x[0-9a-fA-F]+>")
-_MAIN_ATTRIBUTE = re.compile(
+_LOCAL = lazy_compile(r"Can't (?:pickle|get) local object '?(?:<function )?(?P<object>[^'\s]+)")
+_LAMBDA = lazy_compile(r"Can't pickle <function (?P<object><lambda>|[\w.]+) at 0x[0-9a-fA-F]+>")
+_MAIN_ATTRIBUTE = lazy_compile(
     r"Can't get attribute '(?P<object>[\w.]+)' on <module '__main__' (?P<where>[^>]*)>"
 )
-_HANDLE = re.compile(
+_HANDLE = lazy_compile(
     r"(?:cannot|can't) (?:pickle|serialize) '?(?P<object>[\w.]+)'? (?:object|instances)"
     r"|can't pickle (?P<old>\w+) objects"
     r"|(?P<h5py>h5py objects cannot be pickled)"
 )
 # Frames of the DataLoader starting workers, or of the worker process unpickling what it got.
-_WORKER_FRAMES = re.compile(
+_WORKER_FRAMES = lazy_compile(
     r"dataloader\.py|[/\\]multiprocessing[/\\]|popen_spawn|spawn\.py|reduction\.py|worker\.py"
 )
 # Frames of torch.save / torch.load: the object is a saved model, not a DataLoader's payload.
-_SERIALIZATION_FRAMES = re.compile(r"serialization\.py|torch[/\\]hub\.py")
-_LOADER = re.compile("DataLoader|dataloader")
-_PICKLE_FAILED = re.compile(r"Can't (?:pickle|get)|cannot pickle|can't pickle")
+_SERIALIZATION_FRAMES = lazy_compile(r"serialization\.py|torch[/\\]hub\.py")
+_LOADER = lazy_compile("DataLoader|dataloader")
+_PICKLE_FAILED = lazy_compile(r"Can't (?:pickle|get)|cannot pickle|can't pickle")
 
 _LOCAL_CAUSE = {
     "en": "`{object}` is a lambda, or a function or class defined inside a function: pickle "

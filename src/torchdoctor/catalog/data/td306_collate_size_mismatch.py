@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD306",
@@ -112,17 +112,17 @@ for batch in loader:
 
 # From "to be equal": the start is retold or machine-translated ("stack expectations each
 # tense to be equal size"), the sizes and entries are kept.
-_STACK = re.compile(
+_STACK = lazy_compile(
     r"to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
     r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
 )
-_CAT = re.compile(
+_CAT = lazy_compile(
     r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\. "
     r"(?:Got (?P<size>\d+) and (?P<other_size>\d+) in dimension (?P<dim>\d+)"
     r"|Expected size (?P<size2>\d+) but got size (?P<other_size2>\d+) for tensor number "
     r"(?P<other_entry>\d+))"
 )
-_COLLATE_TEXT = re.compile(r"in DataLoader worker process|default_collate|collate\.py")
+_COLLATE_TEXT = lazy_compile(r"in DataLoader worker process|default_collate|collate\.py")
 
 _STACK_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape: sample "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD307",
@@ -102,16 +103,16 @@ PITFALL.error(
     },
 )
 
-_EMPTY_RANGE = re.compile(
+_EMPTY_RANGE = lazy_compile(
     r"empty range (?:for randrange\(\) \((?P<start>-?\d+), ?(?P<stop>-?\d+), ?-?\d+\)"
     r"|in randrange\((?P<start2>-?\d+), (?P<stop2>-?\d+)\))"
 )
-_RANDOM_ = re.compile(
+_RANDOM_ = lazy_compile(
     r"random_ expects 'from' to be less than 'to', but got "
     r"from=(?P<start>-?\d+) >= to=(?P<stop>-?\d+)"
 )
-_NUMPY = re.compile(r"^(?:low >= high|high <= 0|low is out of bounds)")
-_CROP = re.compile(r"crop", re.I)
+_NUMPY = lazy_compile(r"^(?:low >= high|high <= 0|low is out of bounds)")
+_CROP = lazy_compile(r"crop", re.I)
 
 _CAUSE = {
     "en": "A random crop drew its offset from an empty range (up to {stop}): the crop is "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD003",
@@ -192,21 +193,21 @@ _MESSAGES = [
         r"(?: \(while checking arguments for (?P<op>\w+)\))?"
     ),
 ]
-_INPUT_TYPE = re.compile(
+_INPUT_TYPE = lazy_compile(
     r"Input type \((?P<input>[^()]+)\) and (?P<param>weight|bias) type "
     r"\((?P<weight>[^()]+)\) should be the same"
 )
 # 0.4: "Expected object of type torch.cuda.FloatTensor but found type torch.FloatTensor ...".
-_OLD_TYPES = re.compile(
+_OLD_TYPES = lazy_compile(
     r"Expected object of type (?P<common>[\w.]+) but found type "
     r"(?P<odd>[\w.]+) for argument #\d+ '(?P<arg>\w+)'"
 )
-_RNN = re.compile(
+_RNN = lazy_compile(
     r"Input and (?P<what>hidden|parameter) tensors are not at the same device, "
     rf"found input tensor at (?P<input>{_DEVICE}) and (?:hidden|parameter) "
     rf"tensor at (?P<other>{_DEVICE})"
 )
-_INDICES = re.compile(
+_INDICES = lazy_compile(
     r"indices should be either on (?:cpu|CPU) or on the same device as the "
     rf"indexed tensor \((?P<indexed>{_DEVICE})\)"
 )

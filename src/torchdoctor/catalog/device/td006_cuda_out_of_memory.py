@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD006",
@@ -307,7 +308,7 @@ def verdict(numbers: dict[str, float]) -> tuple[str, dict[str, str]] | None:
 
 # A function that evaluates: running out of memory there (and not in training) is the
 # signature of a missing torch.no_grad().
-_EVALUATION = re.compile(r"(?i)(?:^|_)(?:valid|eval|test|infer|predict)")
+_EVALUATION = lazy_compile(r"(?i)(?:^|_)(?:valid|eval|test|infer|predict)")
 _EVALUATION_CAUSE = {
     "en": "The GPU ran out of memory in `{function}`, an evaluation function: without "
     "`torch.no_grad()`, evaluation keeps every batch's activations for a backward pass "
@@ -334,7 +335,7 @@ _PHRASINGS = (
     r"\(GPU \d+; [\d.]+ ?[KMGT]?i?B total capacity",
     r"GPU \d+ has a total capacity of [\d.]+ ?[KMGT]?i?B of which",
 )
-_OUT_OF_MEMORY = re.compile("|".join(_PHRASINGS))
+_OUT_OF_MEMORY = lazy_compile("|".join(_PHRASINGS))
 
 
 @PITFALL.error_check(types=())

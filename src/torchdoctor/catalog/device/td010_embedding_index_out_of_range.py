@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD010",
@@ -134,8 +135,10 @@ _CAUSE = {
 PITFALL.error(r"srcIndex < srcSelectDimSize", types=(), confidence=0.95, cause=_CAUSE)
 
 # TH is looked for once, ahead: `\S*TH\S*Math` would retry each TH in a long path.
-_OUT_OF_RANGE = re.compile(r"^index out of range in self|^index out of range at (?=\S*?TH)\S*Math")
-_EMBEDDING = re.compile(r"embedding", re.I)
+_OUT_OF_RANGE = lazy_compile(
+    r"^index out of range in self|^index out of range at (?=\S*?TH)\S*Math"
+)
+_EMBEDDING = lazy_compile(r"embedding", re.I)
 
 
 @PITFALL.error_check(types=("IndexError", "RuntimeError"))
@@ -157,8 +160,8 @@ def embedding_likelihood(block) -> float:
 # Retold or cut short ("IndexError: index out of range", "an index out of range error"). Python's
 # own messages name their container first ("list index out of range"): a word just before is
 # not ours. Only an embedding's when the text speaks of one, of a vocabulary or of tokens.
-_RETOLD = re.compile(r"(?<!\w )index out of range(?! in self| at )")
-_VOCABULARY = re.compile(r"[Ee]mbedding|vocab|\btokens?\b")
+_RETOLD = lazy_compile(r"(?<!\w )index out of range(?! in self| at )")
+_VOCABULARY = lazy_compile(r"[Ee]mbedding|vocab|\btokens?\b")
 
 
 @PITFALL.error_check(types=())

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 
 from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, Pitfall
+from torchdoctor._regex import lazy_compile
 
 PITFALL = Pitfall(
     code="TD418",
@@ -107,16 +107,16 @@ class Encoder(nn.Module):
 """,
 )
 
-_STACK = re.compile(
+_STACK = lazy_compile(
     r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
     r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
 )
-_CAT = re.compile(
+_CAT = lazy_compile(
     r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\. "
     r"(?:Got (?P<size>\d+) and (?P<other_size>\d+) in dimension (?P<dim>\d+)"
     r"|Expected size (?P<size2>\d+) but got size (?P<other_size2>\d+) for tensor number)"
 )
-_COLLATE = re.compile(r"in DataLoader worker process|default_collate|collate\.py")
+_COLLATE = lazy_compile(r"in DataLoader worker process|default_collate|collate\.py")
 
 _STACKED_BATCHES = {
     "en": "The stacked tensors differ only in their first size ([{first}] and [{other}]): "
