@@ -61,6 +61,7 @@ from torchdoctor.lint.values import (
     names_assigned,
     names_assigned_calls_of,
     only_identified,
+    tensor_type,
 )
 from torchdoctor.lint.occurrences import (
     BlockKey,
@@ -188,6 +189,7 @@ __all__ = [
     "shorten",
     "assigned_name",
     "tensor_methods",
+    "tensor_type",
     "split_lines",
     "state_dicts",
     "statements",

@@ -264,3 +264,44 @@ def names_assigned_calls_of(ctx: Context, functions: frozenset[str]) -> frozense
         if type(value) is ast.Call and call_name(value) in called:
             found.update(names)
     return frozenset(found)
+
+
+def _picks_a_tensor_type(value: ast.expr) -> bool:
+    """`torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`: one tensor type, spelled for
+    each device (read from the statement alone, before any name is resolved)."""
+    return (
+        type(value) is ast.IfExp
+        and type(value.body) is ast.Attribute
+        and type(value.orelse) is ast.Attribute
+        and value.body.attr == value.orelse.attr
+        and value.body.attr.endswith("Tensor")
+    )
+
+
+def tensor_type(expr: ast.AST, ctx: Context) -> str | None:
+    """The qualified name of what `expr` names, as `ctx.qualname` gives it; and for a name
+    every binding of which picks the CPU or the CUDA spelling of one tensor type
+    (`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`, how code written
+    before `device` existed chose its types once), the CPU spelling: `torch.ByteTensor`."""
+    qualname = ctx.qualname(expr)
+    if qualname is not None or type(expr) is not ast.Name:
+        return qualname
+    if expr.id not in names_assigned(ctx, _picks_a_tensor_type):
+        return None  # most names: no bindings read
+    return _tensor_type_of_name(ctx, scope_of(expr.id, ctx), expr.id)
+
+
+@per_file
+def _tensor_type_of_name(ctx: Context, scope: ast.AST, name: str) -> str | None:
+    found = bindings(ctx, scope, name)
+    spellings = set()
+    for binding in found or ():
+        value = binding.value
+        if binding.augmented or value is None or not _picks_a_tensor_type(value):
+            return None
+        for branch in (value.body, value.orelse):
+            qualname = ctx.qualname(branch)
+            if qualname is None or not qualname.startswith("torch."):
+                return None
+            spellings.add(qualname.replace("torch.cuda.", "torch.", 1))
+    return spellings.pop() if len(spellings) == 1 else None

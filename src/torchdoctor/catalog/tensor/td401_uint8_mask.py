@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     per_file,
     shorten,
+    tensor_type,
 )
 
 PITFALL = Pitfall(
@@ -53,7 +54,9 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 `.type(torch.uint8)` or `torch.ByteTensor(...)`, that is then used as a mask: as an index
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
-same block.
+same block, also wrapped in `Variable(...)`. `torch.ByteTensor` may be spelled through a name
+that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
+torch.ByteTensor`).
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -90,7 +93,8 @@ used elsewhere is not reported.
 以 uint8 类型创建的张量——通过 `.byte()`、`dtype=torch.uint8`、`.to(torch.uint8)`、`.type(torch.uint8)`
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
-也可以先赋给同一代码块中的变量再使用。
+也可以先赋给同一代码块中的变量再使用，包括再包一层 `Variable(...)`。`torch.ByteTensor` 也可以通过按设备选择它的
+变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。
 
 作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
 只有出现在掩码位置上的 uint8 值才会被报告。
@@ -192,6 +196,7 @@ cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flat
 repeat t transpose permute narrow fill_ zero_ pin_memory
 """.split()
 )
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
 # Calls whose result holds only 0 and 1 (True/False): `.byte()` of them is an exact mask.
 BOOLEAN_CALLS = frozenset(
@@ -208,10 +213,12 @@ ZERO_ONE = (0, 1, True, False)
 
 @PITFALL.static(ast.Attribute, ast.Name, names={"uint8", "ByteTensor"})
 def check_dtype(node: ast.Attribute | ast.Name, ctx: Context) -> Iterator[Finding]:
-    if ctx.qualname(node) not in UINT8_QUALNAMES:
+    # `ByteTensor` may be a name picking `torch.cuda.ByteTensor` or `torch.ByteTensor`.
+    qualname = tensor_type(node, ctx)
+    if qualname not in UINT8_QUALNAMES:
         return
     parents = ctx.statement_parents()
-    made = _made_by(node, parents, ctx)
+    made = _made_by(node, qualname, parents, ctx)
     if made is not None:
         yield from _report(made, node, parents, ctx)
 
@@ -223,9 +230,10 @@ def check_byte(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     yield from _report(call, call.func, ctx.statement_parents(), ctx)
 
 
-def _made_by(spelling: ast.AST, parents: dict, ctx: Context) -> ast.Call | None:
-    """The call that makes a uint8 tensor from this `torch.uint8`/`torch.ByteTensor` spelling:
-    `torch.zeros(n, dtype=torch.uint8)`, `x.to(torch.uint8)`, `torch.ByteTensor(...)`."""
+def _made_by(spelling: ast.AST, qualname: str, parents: dict, ctx: Context) -> ast.Call | None:
+    """The call that makes a uint8 tensor from this `torch.uint8`/`torch.ByteTensor` spelling
+    (meaning `qualname`): `torch.zeros(n, dtype=torch.uint8)`, `x.to(torch.uint8)`,
+    `torch.ByteTensor(...)`."""
     parent = parents.get(spelling)
     if isinstance(parent, ast.keyword):
         call = parents.get(parent)
@@ -233,7 +241,7 @@ def _made_by(spelling: ast.AST, parents: dict, ctx: Context) -> ast.Call | None:
     if not isinstance(parent, ast.Call):
         return None
     if parent.func is spelling:
-        return parent if _spelling_name(spelling) == "ByteTensor" else None
+        return parent if qualname.endswith("ByteTensor") else None
     # x.to(torch.uint8), x.to(device, torch.uint8), x.type(torch.ByteTensor)
     if ctx.method_name(parent) in CONVERSIONS and any(arg is spelling for arg in parent.args):
         return parent
@@ -283,6 +291,13 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             if not (isinstance(call, ast.Call) and call.func is parent and _keeps_dtype(call, ctx)):
                 return value, mixed
             value = call
+        elif (
+            isinstance(parent, ast.Call)
+            and parent.args
+            and parent.args[0] is value
+            and ctx.qualname(parent.func) in VARIABLE
+        ):
+            value = parent  # `Variable(mask)`: the same tensor since PyTorch 0.4
         elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Invert):
             value, mixed = parent, True
         elif (
