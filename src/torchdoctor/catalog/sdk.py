@@ -50,17 +50,20 @@ from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import NativeSource
 from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.values import (
+    attribute_values,
     backward_without_gradient,
     built_from,
     computes_a_loss,
     expects_an_error,
     from_project_class,
     in_compat_fallback,
+    is_self_attribute,
     name_words,
     names_a_model,
     names_assigned,
     names_assigned_calls_of,
     only_identified,
+    passed_values,
     tensor_type,
 )
 from torchdoctor.lint.occurrences import (
@@ -139,6 +142,9 @@ class UnreadableSource(Protocol):
 ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": UnreadableSource}
 
 __all__ = [
+    "attribute_values",
+    "is_self_attribute",
+    "passed_values",
     "HOOKS",
     "MODULE_SELF_METHODS",
     "ROLES",

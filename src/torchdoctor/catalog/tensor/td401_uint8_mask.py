@@ -10,9 +10,15 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    attribute_values,
+    bindings,
     block_names,
+    index,
     index_of,
+    is_self_attribute,
+    passed_values,
     per_file,
+    scope_of,
     shorten,
     tensor_type,
 )
@@ -38,6 +44,15 @@ PITFALL = Pitfall(
             "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请改用 bool 掩码"
             "（如果这些值是下标，请用 `.long()`）",
         },
+        "parameter": {
+            "en": "`{name}` is used as a mask, and line {line} passes it `{source}`, a uint8 "
+            "tensor: uint8 masks are deprecated for indexing and rejected by "
+            "masked_fill/masked_select; make that a bool mask where it is made (or `.long()` "
+            "if its values are indices)",
+            "zh": "`{name}` 被当作掩码使用，而第 {line} 行传给它的 `{source}` 是 uint8 张量："
+            "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请在创建处改为 "
+            "bool 掩码（如果这些值是下标，请用 `.long()`）",
+        },
     },
     fix_title={"en": "Make the mask bool", "zh": "改为 bool 掩码"},
     fix_applicability="safe",
@@ -56,7 +71,10 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
 same block, also wrapped in `Variable(...)`. `torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
-torch.ByteTensor`).
+torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
+the same file passes it a uint8 tensor: made in the call, or held by a name or a `self.`
+attribute that every assignment makes uint8 (`self.is_initial = t.byte()`, then
+`self.sample(x, self.is_initial)`).
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -85,8 +103,9 @@ with 0/1. Otherwise it is unsafe: converting a float to bool keeps 0.5 where `.b
 and arithmetic on the mask (`mask.sum()`, `1 - mask`, `~mask`) behaves differently on bool.
 
 ## Known problems
-Only uses in the same function are followed: a mask built in one function and returned to be
-used elsewhere is not reported.
+A mask is followed within its function and into the parameters of the functions it is passed
+to in the same file (a module function called by name, a method called as `self.name(...)`):
+a mask returned to be used elsewhere, or passed from another file, is not reported.
 """,
         "zh": """
 ## What it catches
@@ -94,7 +113,9 @@ used elsewhere is not reported.
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，包括再包一层 `Variable(...)`。`torch.ByteTensor` 也可以通过按设备选择它的
-变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。
+变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
+如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
+张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
 
 作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
 只有出现在掩码位置上的 uint8 值才会被报告。
@@ -120,7 +141,8 @@ now deprecated,please use a mask with dtype torch.bool instead.`；新版本中�
 `.byte()` 会把它变成 0；对掩码做算术（`mask.sum()`、`1 - mask`、`~mask`）在 bool 上的结果也不同。
 
 ## Known problems
-只追踪同一函数内的使用：在一个函数里构造、返回后在别处使用的掩码不会被报告。
+掩码会在所在函数内追踪，并追踪到同一文件中它被传入的函数参数（按名字调用的模块级函数、以 `self.name(...)`
+调用的方法）：返回后在别处使用的掩码，或从其他文件传入的掩码，不会被报告。
 """,
     },
     example="""
@@ -228,6 +250,112 @@ def check_byte(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if ctx.method_name(call) != "byte" or call.args or call.keywords:
         return
     yield from _report(call, call.func, ctx.statement_parents(), ctx)
+
+
+@PITFALL.static(ast.Subscript)
+def check_parameter_index(node: ast.Subscript, ctx: Context) -> Iterator[Finding]:
+    if not _makes_uint8_somewhere(ctx):  # most files: no uint8 tensor is ever made
+        return
+    index_ = node.slice
+    for mask in index_.elts if type(index_) is ast.Tuple else (index_,):
+        if type(mask) is ast.Name and _indexes_a_tensor(node.value, ctx):
+            yield from _report_parameter(mask, ctx)
+
+
+@PITFALL.static(ast.Call, names=MASK_METHODS | {"where"})
+def check_parameter_argument(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if not _makes_uint8_somewhere(ctx):
+        return
+    mask = _mask_argument(call, ctx)
+    if type(mask) is ast.Name:
+        yield from _report_parameter(mask, ctx)
+
+
+@per_file
+def _makes_uint8_somewhere(ctx: Context) -> bool:
+    return any(ctx.may_name(word) for word in ("byte", "uint8", "ByteTensor"))
+
+
+def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
+    """`mask`, a parameter the function never rebinds, is used as a mask, and a call of the
+    function in this file passes it a value surely made as uint8 (`self.flags` assigned only
+    `.byte()` results): reported at its first such use."""
+    function = ctx.enclosing_function()
+    if function is None or scope_of(mask.id, ctx) is not function:
+        return
+    found = bindings(ctx, function, mask.id)
+    if not found or len(found) != 1 or not isinstance(found[0].node, ast.arg):
+        return
+    reported = _reported_parameters(ctx)
+    if (function, mask.id) in reported:
+        return
+    for call, value in passed_values(ctx, function, mask.id):
+        if _surely_uint8(value, call, ctx):
+            reported.add((function, mask.id))
+            source = shorten(ctx.text(value))
+            yield ctx.finding(
+                PITFALL, mask, "parameter", name=mask.id, source=source, line=call.lineno
+            )
+            return
+
+
+@per_file
+def _reported_parameters(ctx: Context) -> set:
+    """(function, parameter) already reported in this file: one finding per parameter."""
+    return set()
+
+
+def _surely_uint8(value: ast.expr, call: ast.Call, ctx: Context) -> bool:
+    """`value`, passed by `call`, is made as uint8: by its own expression, or, for a name or a
+    `self.` attribute, by every assignment of it in the caller's function or class."""
+    value = _unwrapped(value, ctx)
+    if _makes_uint8(value, ctx):
+        return True
+    whole = index(ctx)
+    caller = whole.scopes[whole.number[call]]
+    if is_self_attribute(value):
+        cls = whole.parents.get(caller) if caller is not None else None
+        if not isinstance(cls, ast.ClassDef):
+            return False
+        values = attribute_values(ctx, cls, value.attr)
+    elif type(value) is ast.Name and isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        found = bindings(ctx, caller, value.id) or ()
+        if any(b.value is None or b.augmented for b in found):
+            return False
+        values = tuple(b.value for b in found)
+    else:
+        return False
+    return bool(values) and all(_makes_uint8(_unwrapped(v, ctx), ctx) for v in values)
+
+
+def _unwrapped(value: ast.expr, ctx: Context) -> ast.expr:
+    """The value inside `Variable(...)` and calls that keep the dtype (`.cuda()`, `.clone()`)."""
+    while type(value) is ast.Call:
+        func = value.func
+        if type(func) is ast.Attribute and _keeps_dtype(value, ctx):
+            value = func.value
+        elif value.args and ctx.qualname(func) in VARIABLE:
+            value = value.args[0]
+        else:
+            break
+    return value
+
+
+def _makes_uint8(value: ast.expr, ctx: Context) -> bool:
+    """`x.byte()`, `x.to(torch.uint8)`, `x.type(torch.ByteTensor)`, `torch.ByteTensor(...)`,
+    `torch.zeros(n, dtype=torch.uint8)`."""
+    if type(value) is not ast.Call:
+        return False
+    method = ctx.method_name(value)
+    if method == "byte":
+        return not value.args and not value.keywords
+    if method in CONVERSIONS:
+        return any(ctx.qualname(arg) in UINT8_QUALNAMES for arg in value.args)
+    if ctx.qualname(value.func) in UINT8_QUALNAMES:
+        return True
+    return any(
+        k.arg == "dtype" and ctx.qualname(k.value) in UINT8_QUALNAMES for k in value.keywords
+    )
 
 
 def _made_by(spelling: ast.AST, qualname: str, parents: dict, ctx: Context) -> ast.Call | None:
@@ -444,13 +572,25 @@ def _first_mask_use(name: str, ctx: Context) -> int | None:
     block, index = found
     names = block_names(ctx, block)
     tree_parents = names.index.parents
+    here = names.index.scopes[names.index.number[block[index]]]
     for _, nodes in names.mentions_after(name, index):
+        nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
         lines = [node.lineno for node in nodes if _is_mask_use(node, name, tree_parents, ctx)]
         if lines:
             return min(lines)
         if any(not isinstance(node.ctx, ast.Load) for node in nodes):
             return None
     return None
+
+
+def _shadowed(node: ast.Name, here: ast.AST, found, ctx: Context) -> bool:
+    """`node` is in a function (or lambda) nested in `here` that binds its name itself: it
+    holds another value."""
+    scope = found.scopes[found.number[node]]
+    if scope is here or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return False
+    local = bindings(ctx, scope, node.id)
+    return local is None or bool(local)
 
 
 def _is_mask_use(node: ast.AST, name: str, parents: dict, ctx: Context) -> bool:
