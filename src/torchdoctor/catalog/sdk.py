@@ -58,6 +58,7 @@ from torchdoctor.lint.values import (
     from_project_class,
     in_compat_fallback,
     is_self_attribute,
+    makes_generator,
     name_words,
     names_a_model,
     names_assigned,
@@ -144,6 +145,7 @@ ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": Un
 __all__ = [
     "attribute_values",
     "is_self_attribute",
+    "makes_generator",
     "passed_values",
     "HOOKS",
     "MODULE_SELF_METHODS",

@@ -404,3 +404,25 @@ def _shadowed(ctx: Context, call: ast.Call, found) -> bool:
         return False
     local = bindings(ctx, scope, call.func.id)
     return local is None or bool(local)
+
+
+def makes_generator(expr: ast.AST, ctx: Context) -> bool:
+    """`expr` makes a generator: a generator expression, or a call of a function of this file
+    whose body yields, undecorated (`@contextmanager` makes something else of it), and bound by
+    its `def` alone where the call reads the name."""
+    if type(expr) is ast.GeneratorExp:
+        return True
+    if type(expr) is not ast.Call or type(expr.func) is not ast.Name:
+        return False
+    return _generator_function(ctx, scope_of(expr.func.id, ctx), expr.func.id)
+
+
+@per_file
+def _generator_function(ctx: Context, scope: ast.AST, name: str) -> bool:
+    found = bindings(ctx, scope, name)
+    if not found or len(found) != 1:
+        return False
+    function = found[0].node
+    if type(function) is not ast.FunctionDef or function.decorator_list:
+        return False
+    return bool(index_of(ctx, function).local(function, ast.Yield, ast.YieldFrom))
