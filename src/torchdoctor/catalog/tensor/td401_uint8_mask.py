@@ -273,7 +273,7 @@ def check_parameter_argument(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 @per_file
 def _makes_uint8_somewhere(ctx: Context) -> bool:
-    return any(ctx.may_name(word) for word in ("byte", "uint8", "ByteTensor"))
+    return any(ctx.may_name(word) for word in ("byte()", "uint8", "ByteTensor"))
 
 
 def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
@@ -289,20 +289,29 @@ def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
     reported = _reported_parameters(ctx)
     if (function, mask.id) in reported:
         return
-    for call, value in passed_values(ctx, function, mask.id):
-        if _surely_uint8(value, call, ctx):
-            reported.add((function, mask.id))
-            source = shorten(ctx.text(value))
-            yield ctx.finding(
-                PITFALL, mask, "parameter", name=mask.id, source=source, line=call.lineno
-            )
-            return
+    passed = _uint8_passed(ctx, function, mask.id)
+    if passed is not None:
+        reported.add((function, mask.id))
+        call, value = passed
+        source = shorten(ctx.text(value))
+        yield ctx.finding(PITFALL, mask, "parameter", name=mask.id, source=source, line=call.lineno)
 
 
 @per_file
 def _reported_parameters(ctx: Context) -> set:
     """(function, parameter) already reported in this file: one finding per parameter."""
     return set()
+
+
+@per_file
+def _uint8_passed(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> tuple[ast.Call, ast.expr] | None:
+    """The first call of `function` in the file that passes `parameter` a uint8 tensor."""
+    for call, value in passed_values(ctx, function, parameter):
+        if _surely_uint8(value, call, ctx):
+            return call, value
+    return None
 
 
 def _surely_uint8(value: ast.expr, call: ast.Call, ctx: Context) -> bool:
