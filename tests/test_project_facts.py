@@ -226,3 +226,40 @@ def test_the_project_around_a_file_is_read_without_blocking_or_following_links(t
     (tmp_path / "huge.py").write_bytes(b"# " + b"x" * 3_000_000 + b"\n")
     run = _check(tmp_path, "train.py")  # 60 s timeout: a hang fails the test
     assert run.returncode == 1 and "train.py:6:1: TD503" in run.stdout
+
+
+def test_autograd_function_classes_are_known_by_their_import():
+    facts = read_facts(
+        [
+            b"from torch.autograd import Function\nclass RoIPool(Function):\n    pass\n",
+            b"import torch\nclass PSAMask(torch.autograd.Function):\n    pass\n",
+            b"from torch import autograd\nclass OIM(autograd.Function):\n    pass\n",
+            b"from sympy import Function\nclass Symbolic(Function):\n    pass\n",
+            b"from torch.autograd import Function\nclass Twice(Function):\n    pass\n",
+            b"class Twice(object):\n    pass\n",
+        ]
+    )
+    assert facts.autograd_functions == {"RoIPool", "PSAMask", "OIM"}
+
+
+def test_an_autograd_function_instance_called_in_another_module(tmp_path):
+    # hszhao/semseg lib/psa: `functions.PSAMask(...)(input)`, PSAMask a legacy Function of the
+    # package `functions`; ruotianluo/pytorch-faster-rcnn: `RoIPoolFunction(...)(x, rois)`.
+    # (A file that never mentions torch is not checked for PyTorch pitfalls at all.)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "__init__.py").write_text("from .psamask import *\n")
+    (tmp_path / "functions" / "psamask.py").write_text(
+        "from torch.autograd import Function\n\n\nclass PSAMask(Function):\n"
+        "    def forward(self, x):\n        return x\n"
+    )
+    (tmp_path / "functional.py").write_text(
+        "import torch\nfrom . import functions\nfrom functions.psamask import PSAMask\n"
+        "from keras.layers import Dense\n\n\n"
+        "def psa_mask(x):\n    return functions.PSAMask()(x)\n\n\n"
+        "def again(x):\n    return PSAMask()(x) + Dense(3)(x)\n"
+    )
+    run = _check(tmp_path, "functional.py", rule="TD104")
+    assert "functional.py:8:12: TD104" in run.stdout, run.stdout + run.stderr
+    assert "functional.py:12:12: TD104" in run.stdout
+    assert run.stdout.count("TD104") == 2
