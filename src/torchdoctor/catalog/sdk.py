@@ -59,6 +59,7 @@ from torchdoctor.lint.values import (
     in_compat_fallback,
     is_self_attribute,
     makes_generator,
+    may_be_called,
     name_words,
     names_a_model,
     names_assigned,
@@ -71,6 +72,7 @@ from torchdoctor.lint.occurrences import (
     BlockKey,
     FileIndex,
     block_names,
+    call_name,
     children,
     first_in_walk,
     index,
@@ -143,9 +145,11 @@ class UnreadableSource(Protocol):
 ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": UnreadableSource}
 
 __all__ = [
+    "call_name",
     "attribute_values",
     "is_self_attribute",
     "makes_generator",
+    "may_be_called",
     "passed_values",
     "HOOKS",
     "MODULE_SELF_METHODS",

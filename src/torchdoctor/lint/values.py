@@ -343,6 +343,15 @@ def _attribute_assignments(
 
 
 @per_file
+def may_be_called(ctx: Context, name: str) -> bool:
+    """False when no call in the file can call `name`: its text holds `name(` only in `def
+    name(` (two searches of the text, before any index is read)."""
+    if not ctx.source.isascii():  # Python reads names NFKC-normalized: spelled otherwise
+        return True
+    return ctx.source.count(f"{name}(") > ctx.source.count(f"def {name}(")
+
+
+@per_file
 def passed_values(
     ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
 ) -> tuple[tuple[ast.Call, ast.expr], ...]:
@@ -351,6 +360,8 @@ def passed_values(
     binds), or a method called as `self.<name>(...)` in its own class. Calls spreading `*args`
     or `**kwargs` are left out, and so are callers in other files: what is returned is some
     of the values the parameter takes, never all of them."""
+    if not may_be_called(ctx, function.name):  # most functions: no index read
+        return ()
     found = index_of(ctx, function)
     owner = found.parents.get(function)
     args = function.args
@@ -387,7 +398,7 @@ def passed_values(
         if any(type(a) is ast.Starred for a in call.args) or any(
             k.arg is None for k in call.keywords
         ):
-            continue
+            continue  # what `*args` or `**kwargs` holds is not followed
         if position is not None and position < len(call.args):
             passed.append((call, call.args[position]))
             continue

@@ -10,11 +10,13 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     attribute_values,
     bindings,
+    call_name,
     is_self_attribute,
-    names_assigned,
+    names_assigned_calls_of,
     per_file,
     scope_of,
     shorten,
+    statements,
 )
 
 PITFALL = Pitfall(
@@ -227,15 +229,20 @@ def check(node: ast.FunctionDef, ctx: Context) -> list[Finding] | None:
 
 @PITFALL.static(ast.Call)
 def check_call(call: ast.Call, ctx: Context) -> list[Finding] | None:
+    classes = _function_classes_named(ctx)
+    if not classes:  # most files: no autograd Function anywhere near
+        return None
     func = call.func
     kind = type(func)
     if kind is ast.Call:  # `MyFn(args)(x)`
         cls = _function_class(func, ctx)
     elif kind is ast.Name:  # `fn(x)` after `fn = MyFn(args)`
-        if func.id not in names_assigned(ctx, _calls_a_class):  # most calls: nothing read
+        if func.id not in names_assigned_calls_of(ctx, classes):  # most calls: nothing read
             return None
         cls = _instance_of(ctx, scope_of(func.id, ctx), func.id)
     elif kind is ast.Attribute and is_self_attribute(func):  # `self.fn(x)`
+        if func.attr not in _attributes_made_by(ctx, classes):
+            return None
         owner = ctx.enclosing_class()
         cls = None if owner is None else _attribute_instance_of(ctx, owner, func.attr)
     else:
@@ -245,13 +252,33 @@ def check_call(call: ast.Call, ctx: Context) -> list[Finding] | None:
     return [ctx.finding(PITFALL, call, "call", call=shorten(ctx.text(call)), cls=cls)]
 
 
-def _calls_a_class(value: ast.expr) -> bool:
-    """`Name(...)` or `module.Name(...)`, capitalized: maybe a class being instantiated."""
-    if type(value) is not ast.Call:
-        return False
-    func = value.func
-    name = func.id if type(func) is ast.Name else getattr(func, "attr", "")
-    return name[:1].isupper()
+@per_file
+def _function_classes_named(ctx: Context) -> frozenset[str]:
+    """The autograd Function classes the file may instantiate: those of the project it names,
+    and its own classes with a base spelled `...Function` (read from its statements alone)."""
+    named = {name for name in ctx.project.autograd_functions if ctx.may_name(name)}
+    if ctx.may_name("Function"):
+        for cls in statements(ctx, ast.ClassDef):
+            if any(_spelled_function(base) for base in cls.bases):
+                named.add(cls.name)
+    return frozenset(named)
+
+
+@per_file
+def _attributes_made_by(ctx: Context, classes: frozenset[str]) -> frozenset[str]:
+    """The attributes some `self.<attr> = C(...)` of the file assigns, `C` one of `classes`
+    (read from its statements alone)."""
+    found = set()
+    for statement in statements(ctx, ast.Assign):
+        value = statement.value
+        if type(value) is ast.Call and call_name(value) in classes:
+            found.update(t.attr for t in statement.targets if is_self_attribute(t))
+    return frozenset(found)
+
+
+def _spelled_function(base: ast.expr) -> bool:
+    name = base.attr if type(base) is ast.Attribute else getattr(base, "id", "")
+    return name.endswith("Function")
 
 
 def _function_class(made: ast.AST, ctx: Context) -> str | None:
@@ -261,6 +288,8 @@ def _function_class(made: ast.AST, ctx: Context) -> str | None:
         return None
     func = made.func
     if type(func) is ast.Name:
+        if func.id not in _function_classes_named(ctx):
+            return None
         local = ctx.local_class(func.id)
         if local is not None:
             return func.id if ctx.class_inherits(local, FUNCTION_CLASSES.__contains__) else None
@@ -269,7 +298,7 @@ def _function_class(made: ast.AST, ctx: Context) -> str | None:
         name = func.attr  # `functions.PSAMask(...)`, the module imported from the project
     else:
         return None
-    if not ctx.project.is_autograd_function(name):
+    if name not in _function_classes_named(ctx) or not ctx.project.is_autograd_function(name):
         return None
     qualname = ctx.qualname(func)
     if qualname is not None:

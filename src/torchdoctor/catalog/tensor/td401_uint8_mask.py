@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     index,
     index_of,
     is_self_attribute,
+    may_be_called,
     passed_values,
     per_file,
     scope_of,
@@ -281,7 +282,9 @@ def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
     function in this file passes it a value surely made as uint8 (`self.flags` assigned only
     `.byte()` results): reported at its first such use."""
     function = ctx.enclosing_function()
-    if function is None or scope_of(mask.id, ctx) is not function:
+    if function is None or not _is_parameter(function, mask.id):
+        return
+    if not may_be_called(ctx, function.name) or scope_of(mask.id, ctx) is not function:
         return
     found = bindings(ctx, function, mask.id)
     if not found or len(found) != 1 or not isinstance(found[0].node, ast.arg):
@@ -295,6 +298,11 @@ def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
         call, value = passed
         source = shorten(ctx.text(value))
         yield ctx.finding(PITFALL, mask, "parameter", name=mask.id, source=source, line=call.lineno)
+
+
+def _is_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    args = function.args
+    return any(arg.arg == name for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
 
 @per_file
