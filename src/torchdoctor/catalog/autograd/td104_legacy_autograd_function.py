@@ -229,18 +229,20 @@ def check(node: ast.FunctionDef, ctx: Context) -> list[Finding] | None:
 
 @PITFALL.static(ast.Call)
 def check_call(call: ast.Call, ctx: Context) -> list[Finding] | None:
+    func = call.func
+    kind = type(func)
+    if kind is ast.Attribute and not is_self_attribute(func):  # most calls: `x.method(...)`
+        return None
     classes = _function_classes_named(ctx)
     if not classes:  # most files: no autograd Function anywhere near
         return None
-    func = call.func
-    kind = type(func)
     if kind is ast.Call:  # `MyFn(args)(x)`
         cls = _function_class(func, ctx)
     elif kind is ast.Name:  # `fn(x)` after `fn = MyFn(args)`
         if func.id not in names_assigned_calls_of(ctx, classes):  # most calls: nothing read
             return None
         cls = _instance_of(ctx, scope_of(func.id, ctx), func.id)
-    elif kind is ast.Attribute and is_self_attribute(func):  # `self.fn(x)`
+    elif kind is ast.Attribute:  # `self.fn(x)`
         if func.attr not in _attributes_made_by(ctx, classes):
             return None
         owner = ctx.enclosing_class()
@@ -257,7 +259,7 @@ def _function_classes_named(ctx: Context) -> frozenset[str]:
     """The autograd Function classes the file may instantiate: those of the project it names,
     and its own classes with a base spelled `...Function` (read from its statements alone)."""
     named = {name for name in ctx.project.autograd_functions if ctx.may_name(name)}
-    if ctx.may_name("Function"):
+    if ctx.may_name("Function)") or ctx.may_name("Function,"):  # `class F(autograd.Function):`
         for cls in statements(ctx, ast.ClassDef):
             if any(_spelled_function(base) for base in cls.bases):
                 named.add(cls.name)

@@ -255,9 +255,9 @@ def check_byte(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 @PITFALL.static(ast.Subscript)
 def check_parameter_index(node: ast.Subscript, ctx: Context) -> Iterator[Finding]:
-    if not _makes_uint8_somewhere(ctx):  # most files: no uint8 tensor is ever made
-        return
     index_ = node.slice
+    if type(index_) not in (ast.Name, ast.Tuple) or not _makes_uint8_somewhere(ctx):
+        return  # most subscripts: a constant or a slice; most files: no uint8 tensor made
     for mask in index_.elts if type(index_) is ast.Tuple else (index_,):
         if type(mask) is ast.Name and _indexes_a_tensor(node.value, ctx):
             yield from _report_parameter(mask, ctx)
