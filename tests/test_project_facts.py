@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from torchdoctor.lint.api import check
 from torchdoctor.lint.project import facts_for, project_root, python_files, read_facts
 
 
@@ -242,7 +243,7 @@ def test_autograd_function_classes_are_known_by_their_import():
     assert facts.autograd_functions == {"RoIPool", "PSAMask", "OIM"}
 
 
-def test_an_autograd_function_instance_called_in_another_module(tmp_path):
+def test_an_autograd_function_instance_called_in_another_module(tmp_path, monkeypatch):
     # hszhao/semseg lib/psa: `functions.PSAMask(...)(input)`, PSAMask a legacy Function of the
     # package `functions`; ruotianluo/pytorch-faster-rcnn: `RoIPoolFunction(...)(x, rois)`.
     # (A file that never mentions torch is not checked for PyTorch pitfalls at all.)
@@ -259,7 +260,6 @@ def test_an_autograd_function_instance_called_in_another_module(tmp_path):
         "def psa_mask(x):\n    return functions.PSAMask()(x)\n\n\n"
         "def again(x):\n    return PSAMask()(x) + Dense(3)(x)\n"
     )
-    run = _check(tmp_path, "functional.py", rule="TD104")
-    assert "functional.py:8:12: TD104" in run.stdout, run.stdout + run.stderr
-    assert "functional.py:12:12: TD104" in run.stdout
-    assert run.stdout.count("TD104") == 2
+    monkeypatch.chdir(tmp_path)  # in this process: the code under test, wherever pytest runs
+    found = check("functional.py", select="TD104")
+    assert [(f.line, f.column) for f in found] == [(8, 12), (12, 12)]
