@@ -100,6 +100,21 @@ def test_relative_imports_are_not_torch():
     assert qualnames("from . import torch\nprobe(torch.randn)\n") == {"torch.randn": None}
 
 
+def test_torch_from_a_star_import_is_torch():
+    # DeepRL's agents: `from ..network import *` brings `torch` (and every other name).
+    assert qualnames("from ..network import *\nprobe(torch.where)\n") == {
+        "torch.where": "torch.where"
+    }
+    found = qualnames("""
+        torch = load_plugin()
+        from helpers import *
+        def f(torch):
+            probe(torch.where)
+    """)
+    assert found == {"torch.where": None}
+    assert qualnames("from helpers import *\nprobe(nn.Linear)\n") == {"nn.Linear": None}
+
+
 def test_kinds_from_how_values_were_made():
     kinds = kinds_at_probe("""
         import numpy as np

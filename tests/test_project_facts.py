@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from torchdoctor.lint.api import check
 from torchdoctor.lint.project import facts_for, project_root, python_files, read_facts
 
 
@@ -226,3 +227,39 @@ def test_the_project_around_a_file_is_read_without_blocking_or_following_links(t
     (tmp_path / "huge.py").write_bytes(b"# " + b"x" * 3_000_000 + b"\n")
     run = _check(tmp_path, "train.py")  # 60 s timeout: a hang fails the test
     assert run.returncode == 1 and "train.py:6:1: TD503" in run.stdout
+
+
+def test_autograd_function_classes_are_known_by_their_import():
+    facts = read_facts(
+        [
+            b"from torch.autograd import Function\nclass RoIPool(Function):\n    pass\n",
+            b"import torch\nclass PSAMask(torch.autograd.Function):\n    pass\n",
+            b"from torch import autograd\nclass OIM(autograd.Function):\n    pass\n",
+            b"from sympy import Function\nclass Symbolic(Function):\n    pass\n",
+            b"from torch.autograd import Function\nclass Twice(Function):\n    pass\n",
+            b"class Twice(object):\n    pass\n",
+        ]
+    )
+    assert facts.autograd_functions == {"RoIPool", "PSAMask", "OIM"}
+
+
+def test_an_autograd_function_instance_called_in_another_module(tmp_path, monkeypatch):
+    # hszhao/semseg lib/psa: `functions.PSAMask(...)(input)`, PSAMask a legacy Function of the
+    # package `functions`; ruotianluo/pytorch-faster-rcnn: `RoIPoolFunction(...)(x, rois)`.
+    # (A file that never mentions torch is not checked for PyTorch pitfalls at all.)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "__init__.py").write_text("from .psamask import *\n")
+    (tmp_path / "functions" / "psamask.py").write_text(
+        "from torch.autograd import Function\n\n\nclass PSAMask(Function):\n"
+        "    def forward(self, x):\n        return x\n"
+    )
+    (tmp_path / "functional.py").write_text(
+        "import torch\nfrom . import functions\nfrom functions.psamask import PSAMask\n"
+        "from keras.layers import Dense\n\n\n"
+        "def psa_mask(x):\n    return functions.PSAMask()(x)\n\n\n"
+        "def again(x):\n    return PSAMask()(x) + Dense(3)(x)\n"
+    )
+    monkeypatch.chdir(tmp_path)  # in this process: the code under test, wherever pytest runs
+    found = check("functional.py", select="TD104")
+    assert [(f.line, f.column) for f in found] == [(8, 12), (12, 12)]

@@ -48,22 +48,29 @@ from torchdoctor.lint.context import (
 )
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.values import (
+    attribute_values,
     backward_without_gradient,
     built_from,
     computes_a_loss,
     expects_an_error,
     from_project_class,
     in_compat_fallback,
+    is_self_attribute,
+    makes_generator,
+    may_be_called,
     name_words,
     names_a_model,
     names_assigned,
     names_assigned_calls_of,
     only_identified,
+    passed_values,
+    tensor_type,
 )
 from torchdoctor.lint.occurrences import (
     BlockKey,
     FileIndex,
     block_names,
+    call_name,
     children,
     first_in_walk,
     index,
@@ -142,6 +149,12 @@ class UnreadableSource(Protocol):
 ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": UnreadableSource}
 
 __all__ = [
+    "call_name",
+    "attribute_values",
+    "is_self_attribute",
+    "makes_generator",
+    "may_be_called",
+    "passed_values",
     "HOOKS",
     "MODULE_SELF_METHODS",
     "ROLES",
@@ -190,6 +203,7 @@ __all__ = [
     "shorten",
     "assigned_name",
     "tensor_methods",
+    "tensor_type",
     "split_lines",
     "state_dicts",
     "statements",

@@ -693,6 +693,13 @@ class Context:
                     kind = Kind.UNKNOWN
                 kinds[target.attr] = kind
 
+    def _bind_star_import(self, scope: Scope) -> None:
+        """`from .common import *`: what it binds is unknown, but a `torch` it binds can only be
+        PyTorch (DeepRL's agents get `torch` so). A name the file binds itself stays its own."""
+        if "torch" not in self.imported and not any("torch" in s.kinds for s in self._scopes):
+            self.imported.add("torch")
+            scope.aliases["torch"] = "torch"
+
     def _bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
         scope = self._scopes[-1]
         if isinstance(node, ast.Import):
@@ -704,8 +711,12 @@ class Context:
                 if alias.name.partition(".")[0] == "torch":
                     self.imports_torch = True
             return
+        if any(alias.name == "*" for alias in node.names):
+            self._bind_star_import(scope)
         if node.level or not node.module:
             for alias in node.names:
+                if alias.name == "*":
+                    continue
                 self._forget(alias.asname or alias.name)
                 self.imported.add(alias.asname or alias.name)
                 scope.aliases[alias.asname or alias.name] = ""  # relative import: not torch's

@@ -45,6 +45,11 @@ _ENV_GOT = re.compile(rb"getenv[ \t]*\(" + _ENV_NAME)
 _ENV_TESTED = re.compile(
     rb"""['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"][ \t]+in[ \t]+(?:os\.)?environ\b"""
 )
+# `from torch.autograd import Function` (or `...function import Function, once_differentiable`):
+# a bare `Function` base of the file's classes is torch's.
+_AUTOGRAD_FUNCTION_IMPORT = re.compile(
+    rb"from[ \t]+torch\.autograd(?:\.function)?[ \t]+import[^\n]*[ \t,(]Function\b"
+)
 # torch.nn names that are not module classes (as in the context's own list).
 _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
 
@@ -85,12 +90,17 @@ class ProjectFacts:
     markers: frozenset[str] = frozenset()  # keys of _MARKERS found somewhere
     # The class names mentioned by files that allow classes in `weights_only` loads.
     safe_load_names: frozenset[str] = frozenset()
+    # The class names every definition of which subclasses `torch.autograd.Function` directly.
+    autograd_functions: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
 
     def is_module_class(self, name: str) -> bool:
         return name in self.module_classes
+
+    def is_autograd_function(self, name: str) -> bool:
+        return name in self.autograd_functions
 
     def reads_env(self, name: str) -> bool:
         return name in self.env_reads
@@ -170,11 +180,12 @@ def file_facts(source: bytes) -> FileFacts:
         else []
     )
     classes: list[list] = []
+    torch_function = b"Function" in source and bool(_AUTOGRAD_FUNCTION_IMPORT.search(source))
     for match in _CLASS.finditer(source):
         start = match.start()
         if start and source[start - 1] in _WORD_BYTES:  # `subclass X(...)`, `myclass ...`
             continue
-        bases = _base_names((match.group(2) or b"").decode("ascii", "replace"))
+        bases = _base_names((match.group(2) or b"").decode("ascii", "replace"), torch_function)
         classes.append([match.group(1).decode("ascii", "replace"), bases])
     env_reads: set[str] = set()
     if b"environ" in source:
@@ -238,7 +249,19 @@ class FactsReader:
 
     def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
         classes = _module_classes(self._bases_of)
-        parts = (classes, self._env_reads, self._methods, self._markers, self._safe_load_names)
+        functions = {
+            name
+            for name, definitions in self._bases_of.items()
+            if all(AUTOGRAD_FUNCTION in bases for bases in definitions)
+        }
+        parts = (
+            classes,
+            self._env_reads,
+            self._methods,
+            self._markers,
+            self._safe_load_names,
+            functions,
+        )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
         digest = hashlib.sha256(
@@ -252,6 +275,7 @@ class FactsReader:
             frozenset(self._methods),
             frozenset(self._markers),
             frozenset(self._safe_load_names),
+            frozenset(functions),
         )
 
 
@@ -317,17 +341,30 @@ def _module_names(path: str, roots: list[Path]) -> list[str]:
     return [os.path.splitext(os.path.basename(path))[0]]
 
 
-def _base_names(bases: str) -> list[str]:
+def _base_names(bases: str, torch_function: bool = False) -> list[str]:
     """The bases of a class statement, each by its last dotted part, with `nn.` kept in front
-    of torch.nn's own classes: `nn.Module`, `torch.nn.Linear` -> `nn.Module`, `nn.Linear`."""
+    of torch.nn's own classes: `nn.Module`, `torch.nn.Linear` -> `nn.Module`, `nn.Linear`;
+    and torch's autograd Function as AUTOGRAD_FUNCTION (`autograd.Function`,
+    `torch.autograd.Function`, or a bare `Function` where `torch_function`: the file imports it
+    from torch.autograd)."""
     names = []
     for part in bases.split(","):
         dotted = part.split("[", 1)[0].strip()
         if not dotted or "=" in part:  # nothing, or a keyword: metaclass=..., total=False
             continue
         last = dotted.rpartition(".")[2]
-        names.append("nn." + last if dotted.startswith(("nn.", "torch.nn.")) else last)
+        if dotted in _AUTOGRAD_FUNCTION_SPELLINGS or dotted == "Function" and torch_function:
+            names.append(AUTOGRAD_FUNCTION)
+        else:
+            names.append("nn." + last if dotted.startswith(("nn.", "torch.nn.")) else last)
     return names
+
+
+# How the bases of a class say it is a `torch.autograd.Function`.
+AUTOGRAD_FUNCTION = "autograd.Function"
+_AUTOGRAD_FUNCTION_SPELLINGS = frozenset(
+    {"autograd.Function", "torch.autograd.Function", "torch.autograd.function.Function"}
+)
 
 
 def _module_classes(bases_of: dict[str, list[list[str]]]) -> set[str]:

@@ -264,3 +264,176 @@ def names_assigned_calls_of(ctx: Context, functions: frozenset[str]) -> frozense
         if type(value) is ast.Call and call_name(value) in called:
             found.update(names)
     return frozenset(found)
+
+
+def _picks_a_tensor_type(value: ast.expr) -> bool:
+    """`torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`: one tensor type, spelled for
+    each device (read from the statement alone, before any name is resolved)."""
+    return (
+        type(value) is ast.IfExp
+        and type(value.body) is ast.Attribute
+        and type(value.orelse) is ast.Attribute
+        and value.body.attr == value.orelse.attr
+        and value.body.attr.endswith("Tensor")
+    )
+
+
+def tensor_type(expr: ast.AST, ctx: Context) -> str | None:
+    """The qualified name of what `expr` names, as `ctx.qualname` gives it; and for a name
+    every binding of which picks the CPU or the CUDA spelling of one tensor type
+    (`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`, how code written
+    before `device` existed chose its types once), the CPU spelling: `torch.ByteTensor`."""
+    qualname = ctx.qualname(expr)
+    if qualname is not None or type(expr) is not ast.Name:
+        return qualname
+    if expr.id not in names_assigned(ctx, _picks_a_tensor_type):
+        return None  # most names: no bindings read
+    return _tensor_type_of_name(ctx, scope_of(expr.id, ctx), expr.id)
+
+
+@per_file
+def _tensor_type_of_name(ctx: Context, scope: ast.AST, name: str) -> str | None:
+    found = bindings(ctx, scope, name)
+    spellings = set()
+    for binding in found or ():
+        value = binding.value
+        if binding.augmented or value is None or not _picks_a_tensor_type(value):
+            return None
+        for branch in (value.body, value.orelse):
+            qualname = ctx.qualname(branch)
+            if qualname is None or not qualname.startswith("torch."):
+                return None
+            spellings.add(qualname.replace("torch.cuda.", "torch.", 1))
+    return spellings.pop() if len(spellings) == 1 else None
+
+
+# ---- values across functions: `self.x` in every method, parameters at every call --------------
+
+
+def is_self_attribute(expr: ast.AST) -> bool:
+    """`self.<attr>`."""
+    return type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self"
+
+
+def attribute_values(ctx: Context, cls: ast.ClassDef, attr: str) -> tuple[ast.expr, ...]:
+    """Values assigned to `self.<attr>` in the methods of `cls`; empty when some other
+    binding (unpacking, augmented assignment) makes them unreliable."""
+    values, unreliable = _attribute_assignments(ctx, cls)
+    return () if attr in unreliable else tuple(values.get(attr, ()))
+
+
+@per_file
+def _attribute_assignments(
+    ctx: Context, cls: ast.ClassDef
+) -> tuple[dict[str, list[ast.expr]], set[str]]:
+    """The values assigned to each `self.<attr>` in `cls`, and the attributes bound otherwise."""
+    values: dict[str, list[ast.expr]] = {}
+    unreliable: set[str] = set()
+    for node in index_of(ctx, cls).under(cls, ast.Assign, ast.AugAssign, ast.AnnAssign):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if is_self_attribute(target):
+                    values.setdefault(target.attr, []).append(node.value)
+                else:
+                    unreliable.update(t.attr for t in ast.walk(target) if is_self_attribute(t))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            if is_self_attribute(node.target):
+                unreliable.add(node.target.attr)
+    return values, unreliable
+
+
+@per_file
+def may_be_called(ctx: Context, name: str) -> bool:
+    """False when no call in the file can call `name`: its text holds `name(` only in `def
+    name(` (two searches of the text, before any index is read)."""
+    if not ctx.source.isascii():  # Python reads names NFKC-normalized: spelled otherwise
+        return True
+    return ctx.source.count(f"{name}(") > ctx.source.count(f"def {name}(")
+
+
+@per_file
+def passed_values(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> tuple[tuple[ast.Call, ast.expr], ...]:
+    """(call, value) for each call in this file that surely calls `function` and passes a value
+    for its `parameter`: a function of the module called by its name (a name nothing else
+    binds), or a method called as `self.<name>(...)` in its own class. Calls spreading `*args`
+    or `**kwargs` are left out, and so are callers in other files: what is returned is some
+    of the values the parameter takes, never all of them."""
+    if not may_be_called(ctx, function.name):  # most functions: no index read
+        return ()
+    found = index_of(ctx, function)
+    owner = found.parents.get(function)
+    args = function.args
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
+    if isinstance(owner, ast.ClassDef):
+        decorators = {getattr(d, "id", None) for d in function.decorator_list}
+        if decorators & {"staticmethod", "classmethod"} or not positional:
+            return ()
+        positional = positional[1:]  # `self`
+        scope: ast.AST = owner
+
+        def calls_it(call: ast.Call) -> bool:
+            return is_self_attribute(call.func)
+
+    elif isinstance(owner, ast.Module):
+        module_bindings = bindings(ctx, owner, function.name) or ()
+        if [b.node for b in module_bindings] != [function]:
+            return ()  # rebound, or imported too: which function a call reaches is unclear
+        scope = owner
+
+        def calls_it(call: ast.Call) -> bool:
+            return type(call.func) is ast.Name and not _shadowed(ctx, call, found)
+
+    else:
+        return ()
+    keyword_only = {arg.arg for arg in args.kwonlyargs}
+    if parameter not in positional and parameter not in keyword_only:
+        return ()
+    position = positional.index(parameter) if parameter in positional else None
+    passed = []
+    for call in found.calls_named(scope, (function.name,)):
+        if not calls_it(call):
+            continue
+        if any(type(a) is ast.Starred for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            continue  # what `*args` or `**kwargs` holds is not followed
+        if position is not None and position < len(call.args):
+            passed.append((call, call.args[position]))
+            continue
+        value = next((k.value for k in call.keywords if k.arg == parameter), None)
+        if value is not None:
+            passed.append((call, value))
+    return tuple(passed)
+
+
+def _shadowed(ctx: Context, call: ast.Call, found) -> bool:
+    """The name called is bound in the function or class the call is in: not the module's."""
+    scope = found.scopes[found.number[call]]
+    if scope is None or isinstance(scope, ast.Module):
+        return False
+    local = bindings(ctx, scope, call.func.id)
+    return local is None or bool(local)
+
+
+def makes_generator(expr: ast.AST, ctx: Context) -> bool:
+    """`expr` makes a generator: a generator expression, or a call of a function of this file
+    whose body yields, undecorated (`@contextmanager` makes something else of it), and bound by
+    its `def` alone where the call reads the name."""
+    if type(expr) is ast.GeneratorExp:
+        return True
+    if type(expr) is not ast.Call or type(expr.func) is not ast.Name:
+        return False
+    return _generator_function(ctx, scope_of(expr.func.id, ctx), expr.func.id)
+
+
+@per_file
+def _generator_function(ctx: Context, scope: ast.AST, name: str) -> bool:
+    found = bindings(ctx, scope, name)
+    if not found or len(found) != 1:
+        return False
+    function = found[0].node
+    if type(function) is not ast.FunctionDef or function.decorator_list:
+        return False
+    return bool(index_of(ctx, function).local(function, ast.Yield, ast.YieldFrom))

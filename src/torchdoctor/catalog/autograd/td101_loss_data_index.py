@@ -9,10 +9,10 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    attribute_values,
     backward_without_gradient,
     bindings,
     computes_a_loss,
-    index_of,
     per_file,
     scope_of,
     names_assigned,
@@ -448,36 +448,6 @@ def _all_bound_to(found, accept, accumulator: bool = False) -> bool:
     if numbers and not any(b.augmented and accept(b.value) for b in found):
         return False  # `total = 0; total += x.size(0)`: a count, not a loss
     return numbers < len(found)
-
-
-# ---- bindings, looked up on demand (could move to Context) ---------------------------------
-
-
-def attribute_values(ctx: Context, cls: ast.ClassDef, attr: str) -> tuple[ast.expr, ...]:
-    """Values assigned to `self.<attr>` in the methods of `cls`; empty when some other
-    binding (unpacking, augmented assignment) makes them unreliable."""
-    values, unreliable = _attribute_assignments(ctx, cls)
-    return () if attr in unreliable else tuple(values.get(attr, ()))
-
-
-@per_file
-def _attribute_assignments(
-    ctx: Context, cls: ast.ClassDef
-) -> tuple[dict[str, list[ast.expr]], set[str]]:
-    """The values assigned to each `self.<attr>` in `cls`, and the attributes bound otherwise."""
-    values: dict[str, list[ast.expr]] = {}
-    unreliable: set[str] = set()
-    for node in index_of(ctx, cls).under(cls, ast.Assign, ast.AugAssign, ast.AnnAssign):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if _is_self_attribute(target):
-                    values.setdefault(target.attr, []).append(node.value)
-                else:
-                    unreliable.update(t.attr for t in ast.walk(target) if _is_self_attribute(t))
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            if _is_self_attribute(node.target):
-                unreliable.add(node.target.attr)
-    return values, unreliable
 
 
 # ---- small predicates ----------------------------------------------------------------------

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Pitfall,
+    attribute_values,
+    bindings,
+    call_name,
+    is_self_attribute,
+    names_assigned_calls_of,
+    per_file,
+    scope_of,
+    shorten,
+    statements,
+)
 
 PITFALL = Pitfall(
     code="TD104",
@@ -21,7 +34,15 @@ PITFALL = Pitfall(
             "zh": "autograd Function `{cls}` 的 `{method}` 不是 `@staticmethod`：旧式 Function 从 "
             "PyTorch 1.3 起会抛出 RuntimeError；请改成 `@staticmethod def {method}(ctx, ...)`，"
             "并通过 `{cls}.apply(...)` 调用",
-        }
+        },
+        "call": {
+            "en": "`{call}` calls an instance of autograd Function `{cls}`: Function instances "
+            "cannot be called since PyTorch 1.3 (legacy Functions); make its `forward` and "
+            "`backward` `@staticmethod`s and call `{cls}.apply(...)`",
+            "zh": "`{call}` 调用了 autograd Function `{cls}` 的实例：从 PyTorch 1.3 起 Function "
+            "的实例不能再被调用（旧式 Function）；请把它的 `forward` 和 `backward` 改成 "
+            "`@staticmethod`，并通过 `{cls}.apply(...)` 调用",
+        },
     },
     fix_hint={
         "en": "Make `forward` and `backward` `@staticmethod`s taking `ctx` instead of `self`, "
@@ -38,6 +59,11 @@ PITFALL = Pitfall(
 A subclass of `torch.autograd.Function` (also through `from torch.autograd import Function`
 and through your own subclasses of it) whose `forward`, `backward` (or `setup_context`, `jvp`,
 `vjp`) is a plain method instead of a `@staticmethod`.
+
+Also a call of an instance of such a Function, where the error is raised: `MyFn(args)(x)`, or
+`fn(x)` / `self.fn(x)` where every assignment of `fn` / `self.fn` is `MyFn(...)`. The class
+may be defined in the file, or in another module of the project that subclasses
+`torch.autograd.Function` directly (`from models.functions import RoIPool`).
 
 ## Why is this bad?
 Until PyTorch 1.2 a custom Function could be written like a module: state in `__init__`,
@@ -70,6 +96,10 @@ to be fine. A non-static method that is only ever reached through `.apply` happe
 ## What it catches
 `torch.autograd.Function` 的子类（包括 `from torch.autograd import Function` 导入的，以及继承自你自己的
 Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`、`vjp`）是普通方法而不是 `@staticmethod`。
+
+也报告对这种 Function 实例的调用——错误正是在这里抛出的：`MyFn(args)(x)`，或者 `fn(x)` / `self.fn(x)`，
+且 `fn` / `self.fn` 的每次赋值都是 `MyFn(...)`。这个类可以定义在本文件中，也可以定义在项目的其他模块里、
+直接继承 `torch.autograd.Function`（`from models.functions import RoIPool`）。
 
 ## Why is this bad?
 在 PyTorch 1.2 及以前，自定义 Function 可以写得像模块一样：状态放在 `__init__` 里，`forward(self, x)`
@@ -195,6 +225,112 @@ def check(node: ast.FunctionDef, ctx: Context) -> list[Finding] | None:
         # `backward` on the class and passes `ctx` first, so a plain method works too.
         return None
     return [ctx.finding(PITFALL, _def_header(node), method=node.name, cls=cls.name)]
+
+
+@PITFALL.static(ast.Call)
+def check_call(call: ast.Call, ctx: Context) -> list[Finding] | None:
+    func = call.func
+    kind = type(func)
+    if kind is ast.Attribute and not is_self_attribute(func):  # most calls: `x.method(...)`
+        return None
+    classes = _function_classes_named(ctx)
+    if not classes:  # most files: no autograd Function anywhere near
+        return None
+    if kind is ast.Call:  # `MyFn(args)(x)`
+        cls = _function_class(func, ctx)
+    elif kind is ast.Name:  # `fn(x)` after `fn = MyFn(args)`
+        if func.id not in names_assigned_calls_of(ctx, classes):  # most calls: nothing read
+            return None
+        cls = _instance_of(ctx, scope_of(func.id, ctx), func.id)
+    elif kind is ast.Attribute:  # `self.fn(x)`
+        if func.attr not in _attributes_made_by(ctx, classes):
+            return None
+        owner = ctx.enclosing_class()
+        cls = None if owner is None else _attribute_instance_of(ctx, owner, func.attr)
+    else:
+        return None
+    if cls is None:
+        return None
+    return [ctx.finding(PITFALL, call, "call", call=shorten(ctx.text(call)), cls=cls)]
+
+
+@per_file
+def _function_classes_named(ctx: Context) -> frozenset[str]:
+    """The autograd Function classes the file may instantiate: those of the project it names,
+    and its own classes with a base spelled `...Function` (read from its statements alone)."""
+    named = {name for name in ctx.project.autograd_functions if ctx.may_name(name)}
+    if ctx.may_name("Function)") or ctx.may_name("Function,"):  # `class F(autograd.Function):`
+        for cls in statements(ctx, ast.ClassDef):
+            if any(_spelled_function(base) for base in cls.bases):
+                named.add(cls.name)
+    return frozenset(named)
+
+
+@per_file
+def _attributes_made_by(ctx: Context, classes: frozenset[str]) -> frozenset[str]:
+    """The attributes some `self.<attr> = C(...)` of the file assigns, `C` one of `classes`
+    (read from its statements alone)."""
+    found = set()
+    for statement in statements(ctx, ast.Assign):
+        value = statement.value
+        if type(value) is ast.Call and call_name(value) in classes:
+            found.update(t.attr for t in statement.targets if is_self_attribute(t))
+    return frozenset(found)
+
+
+def _spelled_function(base: ast.expr) -> bool:
+    name = base.attr if type(base) is ast.Attribute else getattr(base, "id", "")
+    return name.endswith("Function")
+
+
+def _function_class(made: ast.AST, ctx: Context) -> str | None:
+    """The name of the autograd Function class that `made` (a call) instantiates: a class of
+    the file that subclasses it, or one of another module of the project that does directly."""
+    if type(made) is not ast.Call:
+        return None
+    func = made.func
+    if type(func) is ast.Name:
+        if func.id not in _function_classes_named(ctx):
+            return None
+        local = ctx.local_class(func.id)
+        if local is not None:
+            return func.id if ctx.class_inherits(local, FUNCTION_CLASSES.__contains__) else None
+        name = func.id
+    elif type(func) is ast.Attribute and type(func.value) is ast.Name:
+        name = func.attr  # `functions.PSAMask(...)`, the module imported from the project
+    else:
+        return None
+    if name not in _function_classes_named(ctx) or not ctx.project.is_autograd_function(name):
+        return None
+    qualname = ctx.qualname(func)
+    if qualname is not None:
+        return name if ctx.project.is_project_module(qualname) else None
+    # Not resolved: a name or module imported relatively (`from . import functions`).
+    base = func if type(func) is ast.Name else func.value
+    return name if base.id in ctx.imported and _imported_relatively(ctx, base.id) else None
+
+
+def _imported_relatively(ctx: Context, name: str) -> bool:
+    found = bindings(ctx, ctx.tree, name) or ()
+    return bool(found) and all(
+        isinstance(b.node, ast.ImportFrom) and b.node.level > 0 for b in found
+    )
+
+
+@per_file
+def _instance_of(ctx: Context, scope: ast.AST, name: str) -> str | None:
+    found = bindings(ctx, scope, name)
+    if not found or any(b.value is None or b.augmented for b in found):
+        return None
+    classes = {_function_class(b.value, ctx) for b in found}
+    return classes.pop() if len(classes) == 1 else None
+
+
+@per_file
+def _attribute_instance_of(ctx: Context, owner: ast.ClassDef, attr: str) -> str | None:
+    values = attribute_values(ctx, owner, attr)
+    classes = {_function_class(value, ctx) for value in values}
+    return classes.pop() if len(classes) == 1 else None
 
 
 def _static_forward(cls: ast.ClassDef) -> bool:

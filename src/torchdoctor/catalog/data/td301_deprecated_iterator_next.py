@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index,
     index_of,
+    makes_generator,
     per_file,
     shorten,
 )
@@ -53,9 +54,11 @@ PITFALL = Pitfall(
 ## What it catches
 `.next()` called on an iterator: `iter(loader).next()`, `loader.__iter__().next()`, or
 `it.next()` where every assignment to `it` (or to `self.it` in the class, or its place in
-`a, b = iter(x), iter(y)`) is such an iterator. A DataLoader's gets the DataLoader message;
-any other (`iter(batches).next()` over a parameter, a list...) fails the same way in Python 3,
-whose iterators have no `.next()`, and gets a general one.
+`a, b = iter(x), iter(y)`) is such an iterator, or a generator (a generator expression, or a
+call of an undecorated function of the file that yields: `gen = inf_train_gen()`). A
+DataLoader's gets the DataLoader message; any other (`iter(batches).next()` over a parameter,
+a list...) fails the same way in Python 3, whose iterators have no `.next()`, and gets a
+general one.
 
 Other objects have `.next()` methods of their own, so receivers that are not made by `iter()`
 or `__iter__()` are not reported, nor is anything in a file that defines its own iterator
@@ -84,7 +87,8 @@ are not followed.
         "zh": """
 ## What it catches
 在迭代器上调用 `.next()`：`iter(loader).next()`、`loader.__iter__().next()`，或者 `it.next()`，
-且对 `it`（或类中的 `self.it`，或 `a, b = iter(x), iter(y)` 中对应位置）的每一次赋值都是这样的迭代器。
+且对 `it`（或类中的 `self.it`，或 `a, b = iter(x), iter(y)` 中对应位置）的每一次赋值都是这样的迭代器，
+或者是生成器（生成器表达式，或调用本文件中没有装饰器、带 `yield` 的函数：`gen = inf_train_gen()`）。
 DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数、列表调用 `iter(...)` 等）在 Python 3
 中同样会失败——Python 3 的迭代器都没有 `.next()`——给出通用的说明。
 
@@ -199,7 +203,10 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
 
 
 def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:
-    """`x` of `iter(x)` or `x.__iter__()`: a Python 3 iterator, whose `.next()` is gone."""
+    """`x` of `iter(x)` or `x.__iter__()`: a Python 3 iterator, whose `.next()` is gone; a
+    generator is its own (`gen = inf_train_gen()`, a function of the file that yields)."""
+    if makes_generator(value, ctx):
+        return value
     if not isinstance(value, ast.Call) or value.keywords:
         return None
     func = value.func

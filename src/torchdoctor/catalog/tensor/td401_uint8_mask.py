@@ -10,10 +10,18 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    attribute_values,
+    bindings,
     block_names,
+    index,
     index_of,
+    is_self_attribute,
+    may_be_called,
+    passed_values,
     per_file,
+    scope_of,
     shorten,
+    tensor_type,
 )
 
 PITFALL = Pitfall(
@@ -37,6 +45,15 @@ PITFALL = Pitfall(
             "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请改用 bool 掩码"
             "（如果这些值是下标，请用 `.long()`）",
         },
+        "parameter": {
+            "en": "`{name}` is used as a mask, and line {line} passes it `{source}`, a uint8 "
+            "tensor: uint8 masks are deprecated for indexing and rejected by "
+            "masked_fill/masked_select; make that a bool mask where it is made (or `.long()` "
+            "if its values are indices)",
+            "zh": "`{name}` 被当作掩码使用，而第 {line} 行传给它的 `{source}` 是 uint8 张量："
+            "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请在创建处改为 "
+            "bool 掩码（如果这些值是下标，请用 `.long()`）",
+        },
     },
     fix_title={"en": "Make the mask bool", "zh": "改为 bool 掩码"},
     fix_applicability="safe",
@@ -53,7 +70,12 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 `.type(torch.uint8)` or `torch.ByteTensor(...)`, that is then used as a mask: as an index
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
-same block.
+same block, also wrapped in `Variable(...)`. `torch.ByteTensor` may be spelled through a name
+that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
+torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
+the same file passes it a uint8 tensor: made in the call, or held by a name or a `self.`
+attribute that every assignment makes uint8 (`self.is_initial = t.byte()`, then
+`self.sample(x, self.is_initial)`).
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -82,15 +104,19 @@ with 0/1. Otherwise it is unsafe: converting a float to bool keeps 0.5 where `.b
 and arithmetic on the mask (`mask.sum()`, `1 - mask`, `~mask`) behaves differently on bool.
 
 ## Known problems
-Only uses in the same function are followed: a mask built in one function and returned to be
-used elsewhere is not reported.
+A mask is followed within its function and into the parameters of the functions it is passed
+to in the same file (a module function called by name, a method called as `self.name(...)`):
+a mask returned to be used elsewhere, or passed from another file, is not reported.
 """,
         "zh": """
 ## What it catches
 以 uint8 类型创建的张量——通过 `.byte()`、`dtype=torch.uint8`、`.to(torch.uint8)`、`.type(torch.uint8)`
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
-也可以先赋给同一代码块中的变量再使用。
+也可以先赋给同一代码块中的变量再使用，包括再包一层 `Variable(...)`。`torch.ByteTensor` 也可以通过按设备选择它的
+变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
+如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
+张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
 
 作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
 只有出现在掩码位置上的 uint8 值才会被报告。
@@ -116,7 +142,8 @@ now deprecated,please use a mask with dtype torch.bool instead.`；新版本中�
 `.byte()` 会把它变成 0；对掩码做算术（`mask.sum()`、`1 - mask`、`~mask`）在 bool 上的结果也不同。
 
 ## Known problems
-只追踪同一函数内的使用：在一个函数里构造、返回后在别处使用的掩码不会被报告。
+掩码会在所在函数内追踪，并追踪到同一文件中它被传入的函数参数（按名字调用的模块级函数、以 `self.name(...)`
+调用的方法）：返回后在别处使用的掩码，或从其他文件传入的掩码，不会被报告。
 """,
     },
     example="""
@@ -192,6 +219,7 @@ cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flat
 repeat t transpose permute narrow fill_ zero_ pin_memory
 """.split()
 )
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
 # Calls whose result holds only 0 and 1 (True/False): `.byte()` of them is an exact mask.
 BOOLEAN_CALLS = frozenset(
@@ -208,10 +236,12 @@ ZERO_ONE = (0, 1, True, False)
 
 @PITFALL.static(ast.Attribute, ast.Name, names={"uint8", "ByteTensor"})
 def check_dtype(node: ast.Attribute | ast.Name, ctx: Context) -> Iterator[Finding]:
-    if ctx.qualname(node) not in UINT8_QUALNAMES:
+    # `ByteTensor` may be a name picking `torch.cuda.ByteTensor` or `torch.ByteTensor`.
+    qualname = tensor_type(node, ctx)
+    if qualname not in UINT8_QUALNAMES:
         return
     parents = ctx.statement_parents()
-    made = _made_by(node, parents, ctx)
+    made = _made_by(node, qualname, parents, ctx)
     if made is not None:
         yield from _report(made, node, parents, ctx)
 
@@ -223,9 +253,132 @@ def check_byte(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     yield from _report(call, call.func, ctx.statement_parents(), ctx)
 
 
-def _made_by(spelling: ast.AST, parents: dict, ctx: Context) -> ast.Call | None:
-    """The call that makes a uint8 tensor from this `torch.uint8`/`torch.ByteTensor` spelling:
-    `torch.zeros(n, dtype=torch.uint8)`, `x.to(torch.uint8)`, `torch.ByteTensor(...)`."""
+@PITFALL.static(ast.Subscript)
+def check_parameter_index(node: ast.Subscript, ctx: Context) -> Iterator[Finding]:
+    index_ = node.slice
+    if type(index_) not in (ast.Name, ast.Tuple) or not _makes_uint8_somewhere(ctx):
+        return  # most subscripts: a constant or a slice; most files: no uint8 tensor made
+    for mask in index_.elts if type(index_) is ast.Tuple else (index_,):
+        if type(mask) is ast.Name and _indexes_a_tensor(node.value, ctx):
+            yield from _report_parameter(mask, ctx)
+
+
+@PITFALL.static(ast.Call, names=MASK_METHODS | {"where"})
+def check_parameter_argument(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    if not _makes_uint8_somewhere(ctx):
+        return
+    mask = _mask_argument(call, ctx)
+    if type(mask) is ast.Name:
+        yield from _report_parameter(mask, ctx)
+
+
+@per_file
+def _makes_uint8_somewhere(ctx: Context) -> bool:
+    return any(ctx.may_name(word) for word in ("byte()", "uint8", "ByteTensor"))
+
+
+def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
+    """`mask`, a parameter the function never rebinds, is used as a mask, and a call of the
+    function in this file passes it a value surely made as uint8 (`self.flags` assigned only
+    `.byte()` results): reported at its first such use."""
+    function = ctx.enclosing_function()
+    if function is None or not _is_parameter(function, mask.id):
+        return
+    if not may_be_called(ctx, function.name) or scope_of(mask.id, ctx) is not function:
+        return
+    found = bindings(ctx, function, mask.id)
+    if not found or len(found) != 1 or not isinstance(found[0].node, ast.arg):
+        return
+    reported = _reported_parameters(ctx)
+    if (function, mask.id) in reported:
+        return
+    passed = _uint8_passed(ctx, function, mask.id)
+    if passed is not None:
+        reported.add((function, mask.id))
+        call, value = passed
+        source = shorten(ctx.text(value))
+        yield ctx.finding(PITFALL, mask, "parameter", name=mask.id, source=source, line=call.lineno)
+
+
+def _is_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    args = function.args
+    return any(arg.arg == name for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+
+
+@per_file
+def _reported_parameters(ctx: Context) -> set:
+    """(function, parameter) already reported in this file: one finding per parameter."""
+    return set()
+
+
+@per_file
+def _uint8_passed(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> tuple[ast.Call, ast.expr] | None:
+    """The first call of `function` in the file that passes `parameter` a uint8 tensor."""
+    for call, value in passed_values(ctx, function, parameter):
+        if _surely_uint8(value, call, ctx):
+            return call, value
+    return None
+
+
+def _surely_uint8(value: ast.expr, call: ast.Call, ctx: Context) -> bool:
+    """`value`, passed by `call`, is made as uint8: by its own expression, or, for a name or a
+    `self.` attribute, by every assignment of it in the caller's function or class."""
+    value = _unwrapped(value, ctx)
+    if _makes_uint8(value, ctx):
+        return True
+    whole = index(ctx)
+    caller = whole.scopes[whole.number[call]]
+    if is_self_attribute(value):
+        cls = whole.parents.get(caller) if caller is not None else None
+        if not isinstance(cls, ast.ClassDef):
+            return False
+        values = attribute_values(ctx, cls, value.attr)
+    elif type(value) is ast.Name and isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        found = bindings(ctx, caller, value.id) or ()
+        if any(b.value is None or b.augmented for b in found):
+            return False
+        values = tuple(b.value for b in found)
+    else:
+        return False
+    return bool(values) and all(_makes_uint8(_unwrapped(v, ctx), ctx) for v in values)
+
+
+def _unwrapped(value: ast.expr, ctx: Context) -> ast.expr:
+    """The value inside `Variable(...)` and calls that keep the dtype (`.cuda()`, `.clone()`)."""
+    while type(value) is ast.Call:
+        func = value.func
+        if type(func) is ast.Attribute and _keeps_dtype(value, ctx):
+            value = func.value
+        elif value.args and ctx.qualname(func) in VARIABLE:
+            value = value.args[0]
+        else:
+            break
+    return value
+
+
+def _makes_uint8(value: ast.expr, ctx: Context) -> bool:
+    """`x.byte()`, `x.to(torch.uint8)`, `x.type(torch.ByteTensor)`, `torch.ByteTensor(...)`,
+    `torch.zeros(n, dtype=torch.uint8)`."""
+    if type(value) is not ast.Call:
+        return False
+    method = ctx.method_name(value)
+    if method == "byte":
+        return not value.args and not value.keywords
+    if method in CONVERSIONS:
+        return any(ctx.qualname(arg) in UINT8_QUALNAMES for arg in value.args)
+    if ctx.qualname(value.func) in UINT8_QUALNAMES:
+        return True
+    return any(
+        k.arg == "dtype" and ctx.qualname(k.value) in UINT8_QUALNAMES for k in value.keywords
+    )
+
+
+def _made_by(spelling: ast.AST, qualname: str, parents: dict, ctx: Context) -> ast.Call | None:
+    """The call that makes a uint8 tensor from this `torch.uint8`/`torch.ByteTensor` spelling
+    (meaning `qualname`): `torch.zeros(n, dtype=torch.uint8)`, `x.to(torch.uint8)`,
+    `torch.ByteTensor(...)`."""
     parent = parents.get(spelling)
     if isinstance(parent, ast.keyword):
         call = parents.get(parent)
@@ -233,7 +386,7 @@ def _made_by(spelling: ast.AST, parents: dict, ctx: Context) -> ast.Call | None:
     if not isinstance(parent, ast.Call):
         return None
     if parent.func is spelling:
-        return parent if _spelling_name(spelling) == "ByteTensor" else None
+        return parent if qualname.endswith("ByteTensor") else None
     # x.to(torch.uint8), x.to(device, torch.uint8), x.type(torch.ByteTensor)
     if ctx.method_name(parent) in CONVERSIONS and any(arg is spelling for arg in parent.args):
         return parent
@@ -283,6 +436,13 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             if not (isinstance(call, ast.Call) and call.func is parent and _keeps_dtype(call, ctx)):
                 return value, mixed
             value = call
+        elif (
+            isinstance(parent, ast.Call)
+            and parent.args
+            and parent.args[0] is value
+            and ctx.qualname(parent.func) in VARIABLE
+        ):
+            value = parent  # `Variable(mask)`: the same tensor since PyTorch 0.4
         elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Invert):
             value, mixed = parent, True
         elif (
@@ -429,13 +589,25 @@ def _first_mask_use(name: str, ctx: Context) -> int | None:
     block, index = found
     names = block_names(ctx, block)
     tree_parents = names.index.parents
+    here = names.index.scopes[names.index.number[block[index]]]
     for _, nodes in names.mentions_after(name, index):
+        nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
         lines = [node.lineno for node in nodes if _is_mask_use(node, name, tree_parents, ctx)]
         if lines:
             return min(lines)
         if any(not isinstance(node.ctx, ast.Load) for node in nodes):
             return None
     return None
+
+
+def _shadowed(node: ast.Name, here: ast.AST, found, ctx: Context) -> bool:
+    """`node` is in a function (or lambda) nested in `here` that binds its name itself: it
+    holds another value."""
+    scope = found.scopes[found.number[node]]
+    if scope is here or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return False
+    local = bindings(ctx, scope, node.id)
+    return local is None or bool(local)
 
 
 def _is_mask_use(node: ast.AST, name: str, parents: dict, ctx: Context) -> bool:
