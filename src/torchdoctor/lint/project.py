@@ -64,6 +64,9 @@ _MARKERS = {
     # iterated rather than sampled: a loader without a sampler may be fine.
     "DistributedSampler": (b"Distributed", re.compile(rb"Distributed\w{0,40}Sampler")),
     "IterableDataset": (b"Iter", re.compile(rb"Iter(?:able)?Data(?:set|Pipe)")),
+    # Some tensors of the project are laid out channels-last: a layer's output may be permuted
+    # in memory.
+    "channels_last": (b"channels_last", re.compile(rb"channels_last")),
 }
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
 # in `weights_only` loads. The class names such a file mentions are kept (the list is often

@@ -7,6 +7,7 @@ from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import BlockKey, Context, Finding, Pitfall, block_names, per_file
+from torchdoctor.lint import values
 
 PITFALL = Pitfall(
     code="TD403",
@@ -53,9 +54,11 @@ dimensions that are no longer next to each other in memory, which a view cannot 
 
 It is reported only when the tensor being reordered is known to be contiguous: made by a
 factory (`torch.randn`, `torch.zeros` ...), `.view()`, `.reshape()`, `.flatten()` or
-`.contiguous()`, in the chain or in the assignment of its name just before. A function
-argument or a layer's output may already be permuted in memory (a `channels_last` feature map),
-and reordering it again can make it contiguous.
+`.contiguous()`, or the output of a convolution or Linear layer of the module (`self.conv(x)`,
+where `self.conv` is only ever an `nn.Conv2d` ...) in a project that never uses the
+`channels_last` memory format, in the chain or in the assignment of its name just before. A
+function argument or another layer's output may already be permuted in memory (a
+`channels_last` feature map), and reordering it again can make it contiguous.
 
 Views that only split dimensions or merge dimensions that stayed in order work and are not
 reported, e.g. `x.transpose(1, 2).view(b, c, h, w)` (splits one dimension) or
@@ -95,8 +98,10 @@ checked, because their memory layout is unknown.
 不相邻的两个维度合并，而 view 做不到。
 
 只有在被重排的张量确定是连续的时候才报告：它由工厂函数（`torch.randn`、`torch.zeros` 等）、`.view()`、
-`.reshape()`、`.flatten()` 或 `.contiguous()` 得到，出现在同一条链中，或出现在紧挨着的变量赋值中。
-函数参数或某一层的输出在内存中可能本来就是重排过的（例如 `channels_last` 的特征图），再重排一次反而可能变得连续。
+`.reshape()`、`.flatten()` 或 `.contiguous()` 得到，或者是模块中卷积层或 Linear 层的输出（`self.conv(x)`，
+且 `self.conv` 只被赋值为 `nn.Conv2d` 等）并且整个项目从不使用 `channels_last` 内存格式；出现在同一条链中，
+或出现在紧挨着的变量赋值中。函数参数或其他层的输出在内存中可能本来就是重排过的（例如 `channels_last`
+的特征图），再重排一次反而可能变得连续。
 
 只拆分维度、或者只合并顺序未变的相邻维度的 view 是合法的，不会报告，例如
 `x.transpose(1, 2).view(b, c, h, w)`（拆分一个维度）和 `x.permute(0, 2, 3, 1).view(1, -1, dim)`
@@ -307,8 +312,38 @@ def _makes_contiguous(expr: ast.AST, ctx: Context) -> bool:
         return False
     qualname = ctx.qualname(expr.func)
     if qualname is None:
-        return ctx.method_name(expr) in CONTIGUOUS_METHODS
+        return ctx.method_name(expr) in CONTIGUOUS_METHODS or _layer_output(expr, ctx)
     return qualname.startswith("torch.") and qualname[6:] in CONTIGUOUS_FUNCTIONS
+
+
+# Layers whose output is laid out contiguously, unless their input is channels_last.
+CONTIGUOUS_LAYERS = frozenset(
+    f"torch.nn.{name}"
+    for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Linear")
+)
+
+
+def _layer_output(call: ast.Call, ctx: Context) -> bool:
+    """`self.conv(x)` where every assignment of `self.conv` in the class builds a convolution
+    or a Linear layer: its output is contiguous, in a project that never mentions
+    `channels_last` (the memory format that keeps a feature map permuted in memory)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+        and not ctx.may_name("channels_last")
+        and not ctx.project.has("channels_last")
+    ):
+        return False
+    cls = ctx.enclosing_class()
+    if cls is None:
+        return False
+    built = values.attribute_values(ctx, cls, func.attr)
+    return bool(built) and all(
+        isinstance(value, ast.Call) and ctx.qualname(value.func) in CONTIGUOUS_LAYERS
+        for value in built
+    )
 
 
 def _assigns_only(statement: ast.stmt, name: str) -> bool:
