@@ -31,6 +31,7 @@ import ast
 import importlib
 from typing import TYPE_CHECKING, Iterable, Protocol
 
+from torchdoctor._regex import lazy_compile
 from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
 from torchdoctor.knowledge import dtypes, state_dicts, tensor_methods, weights_only
 from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
@@ -149,6 +150,7 @@ class UnreadableSource(Protocol):
 ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": UnreadableSource}
 
 __all__ = [
+    "lazy_compile",
     "call_name",
     "attribute_values",
     "is_self_attribute",

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
-from torchdoctor._regex import lazy_compile
+from torchdoctor.catalog.sdk import Clue, lazy_compile, Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD303",

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
-from torchdoctor._regex import lazy_compile
+from torchdoctor.catalog.sdk import Clue, lazy_compile, Pitfall
 
 PITFALL = Pitfall(
     code="TD306",

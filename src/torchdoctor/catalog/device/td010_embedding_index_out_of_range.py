@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
-from torchdoctor._regex import lazy_compile
+from torchdoctor.catalog.sdk import Clue, lazy_compile, Pitfall
 
 PITFALL = Pitfall(
     code="TD010",

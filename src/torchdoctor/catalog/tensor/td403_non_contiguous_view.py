@@ -6,8 +6,15 @@ import ast
 from bisect import bisect_left
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import BlockKey, Context, Finding, Pitfall, block_names, per_file
-from torchdoctor.lint import values
+from torchdoctor.catalog.sdk import (
+    BlockKey,
+    Context,
+    Finding,
+    Pitfall,
+    attribute_values,
+    block_names,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD403",
@@ -332,14 +339,14 @@ def _layer_output(call: ast.Call, ctx: Context) -> bool:
         isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Name)
         and func.value.id == "self"
-        and not ctx.may_name("channels_last")
+        and "channels_last" not in ctx.source  # the text: a word, not a name
         and not ctx.project.has("channels_last")
     ):
         return False
     cls = ctx.enclosing_class()
     if cls is None:
         return False
-    built = values.attribute_values(ctx, cls, func.attr)
+    built = attribute_values(ctx, cls, func.attr)
     return bool(built) and all(
         isinstance(value, ast.Call) and ctx.qualname(value.func) in CONTIGUOUS_LAYERS
         for value in built
