@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Iterable, Protocol
 
 from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
 from torchdoctor.knowledge import dtypes, state_dicts, tensor_methods, weights_only
-from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
+from torchdoctor.lint.bindings import assigned_before, bindings, plain_assignments, scope_of
 from torchdoctor.lint.context import (
     MODULE_SELF_METHODS,
     assigned_name,
@@ -184,6 +184,7 @@ __all__ = [
     "nested_statements",
     "per_file",
     "pick",
+    "plain_assignments",
     "scope_of",
     "shorten",
     "assigned_name",

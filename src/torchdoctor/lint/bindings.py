@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import FileIndex, block_names, index_of
+from torchdoctor.lint.occurrences import BlockKey, FileIndex, block_names, index_of
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -143,6 +143,9 @@ def assigned_before(
 ) -> tuple[ast.expr | None, int]:
     """(value, position) of the nearest plain `name = value` before `block[index]`, when no
     statement in between binds `name` again; (None, index) otherwise."""
+    found = plain_assignments(ctx, block).get(name)
+    if not found or found[0] >= index:
+        return None, index  # no such statement before: the block's statements alone tell
     position = block_names(ctx, block).last_bound_before(name, index)
     if position is None:
         return None, index
@@ -155,3 +158,20 @@ def assigned_before(
     ):
         return statement.value, position
     return None, index
+
+
+def plain_assignments(ctx: Context, block: list[ast.stmt]) -> dict[str, list[int]]:
+    """The positions of a block's `name = value` statements (one plain name as target), by
+    name, in order: read from the block's own statements, without the file's index."""
+    return _plain_assignments(ctx, BlockKey(block))
+
+
+@per_file
+def _plain_assignments(ctx: Context, key: BlockKey) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for position, statement in enumerate(key.block):
+        if type(statement) is ast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is ast.Name:
+                found.setdefault(target.id, []).append(position)
+    return found
