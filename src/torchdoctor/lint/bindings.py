@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from torchdoctor.lint.context import Context, per_file
@@ -146,7 +147,12 @@ def assigned_before(
     found = plain_assignments(ctx, block).get(name)
     if not found or found[0] >= index:
         return None, index  # no such statement before: the block's statements alone tell
-    position = block_names(ctx, block).last_bound_before(name, index)
+    last = found[bisect_left(found, index) - 1]
+    between = _binds_between(name, block, last, index)
+    if between is None:  # too much to read between them: the index tells
+        position = block_names(ctx, block).last_bound_before(name, index)
+    else:
+        position = last if between is False else None
     if position is None:
         return None, index
     statement = block[position]
@@ -158,6 +164,30 @@ def assigned_before(
     ):
         return statement.value, position
     return None, index
+
+
+def _binds_between(name: str, block: list[ast.stmt], first: int, end: int) -> bool | None:
+    """Whether a statement of `block[first + 1 : end]` binds `name` as the index's
+    `last_bound_before` reads it (a `Name` stored or deleted, a `global`/`nonlocal` of it); None
+    when they hold more than _LOOK_BACK nodes (a constant bound: never quadratic)."""
+    budget = _LOOK_BACK
+    for statement in block[first + 1 : end]:
+        for node in ast.walk(statement):
+            budget -= 1
+            if budget < 0:
+                return None
+            kind = type(node)
+            if kind is ast.Name:
+                if node.id == name and type(node.ctx) is not ast.Load:
+                    return True
+            elif (kind is ast.Global or kind is ast.Nonlocal) and name in node.names:
+                return True
+    return False
+
+
+# Nodes `assigned_before` reads between an assignment and the statement asking before it asks
+# the file's index instead (most questions are about the statement just before: none).
+_LOOK_BACK = 64
 
 
 def plain_assignments(ctx: Context, block: list[ast.stmt]) -> dict[str, list[int]]:

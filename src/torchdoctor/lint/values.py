@@ -96,9 +96,10 @@ def only_identified(node: ast.AST, ctx: Context) -> bool:
     """`node` is only compared or looked up, never called through: a key of a dict literal
     (`{F.sigmoid: fast_sigmoid}`, a patch table), an operand of `is`/`==`/`in`, or an element of
     a tuple, list or set that is such an operand (`fn in (F.sigmoid, F.tanh)`). Read while the
-    walk is at its statement, from that statement's parents (not the file's index): the node
-    and the collection around it are expressions under it."""
-    parents = ctx.statement_parents()
+    walk is at its statement: the node and the collection around it are expressions under it,
+    so that statement's parents tell, until the file's index exists (it has them all)."""
+    whole = ctx.file_index
+    parents = whole.parents if whole is not None else ctx.statement_parents()
     parent = parents.get(node)
     if isinstance(parent, (ast.Tuple, ast.List, ast.Set)):
         node, parent = parent, parents.get(parent)
