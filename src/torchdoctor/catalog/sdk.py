@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Iterable, Protocol
 
 from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
 from torchdoctor.knowledge import dtypes, state_dicts, tensor_methods, weights_only
-from torchdoctor.lint.bindings import assigned_before, bindings, plain_assignments, scope_of
+from torchdoctor.lint.bindings import (
+    assigned_before,
+    bindings,
+    bound_between,
+    plain_assignments,
+    scope_of,
+)
 from torchdoctor.lint.context import (
     MODULE_SELF_METHODS,
     assigned_name,
@@ -166,6 +172,7 @@ __all__ = [
     "built_from",
     "bindings",
     "block_names",
+    "bound_between",
     "children",
     "computes_a_loss",
     "directory_listing",

@@ -148,7 +148,7 @@ def assigned_before(
     if not found or found[0] >= index:
         return None, index  # no such statement before: the block's statements alone tell
     last = found[bisect_left(found, index) - 1]
-    between = _binds_between(name, block, last, index)
+    between = bound_between(name, block, last, index)
     if between is None:  # too much to read between them: the index tells
         position = block_names(ctx, block).last_bound_before(name, index)
     else:
@@ -166,10 +166,13 @@ def assigned_before(
     return None, index
 
 
-def _binds_between(name: str, block: list[ast.stmt], first: int, end: int) -> bool | None:
-    """Whether a statement of `block[first + 1 : end]` binds `name` as the index's
-    `last_bound_before` reads it (a `Name` stored or deleted, a `global`/`nonlocal` of it); None
-    when they hold more than _LOOK_BACK nodes (a constant bound: never quadratic)."""
+def bound_between(
+    name: str, block: list[ast.stmt], first: int, end: int, in_place: bool = False
+) -> bool | None:
+    """Whether a statement of `block[first + 1 : end]` binds `name` as `BlockNames` reads it (a
+    `Name` stored or deleted, a `global`/`nonlocal` of it; with `in_place`, also `name.attr = v`
+    and `name.method_()`, as `last_changed_before`); None when those statements hold more than
+    _LOOK_BACK nodes (a constant bound: asking it for each statement is never quadratic)."""
     budget = _LOOK_BACK
     for statement in block[first + 1 : end]:
         for node in ast.walk(statement):
@@ -180,13 +183,22 @@ def _binds_between(name: str, block: list[ast.stmt], first: int, end: int) -> bo
             if kind is ast.Name:
                 if node.id == name and type(node.ctx) is not ast.Load:
                     return True
+            elif kind is ast.Attribute:
+                value = node.value
+                if (
+                    in_place
+                    and type(value) is ast.Name
+                    and value.id == name
+                    and (node.attr.endswith("_") or type(node.ctx) is not ast.Load)
+                ):
+                    return True
             elif (kind is ast.Global or kind is ast.Nonlocal) and name in node.names:
                 return True
     return False
 
 
-# Nodes `assigned_before` reads between an assignment and the statement asking before it asks
-# the file's index instead (most questions are about the statement just before: none).
+# Nodes `bound_between` reads between an assignment and the statement asking before its caller
+# asks the file's index instead (most questions are about the statement just before: none).
 _LOOK_BACK = 64
 
 
