@@ -148,8 +148,8 @@ def assigned_before(
     if not found or found[0] >= index:
         return None, index  # no such statement before: the block's statements alone tell
     last = found[bisect_left(found, index) - 1]
-    between = bound_between(name, block, last, index)
-    if between is None:  # too much to read between them: the index tells
+    between = bound_between(ctx, name, block, last, index)
+    if between is None:  # the index tells
         position = block_names(ctx, block).last_bound_before(name, index)
     else:
         position = last if between is False else None
@@ -167,12 +167,15 @@ def assigned_before(
 
 
 def bound_between(
-    name: str, block: list[ast.stmt], first: int, end: int, in_place: bool = False
+    ctx: Context, name: str, block: list[ast.stmt], first: int, end: int, in_place: bool = False
 ) -> bool | None:
     """Whether a statement of `block[first + 1 : end]` binds `name` as `BlockNames` reads it (a
     `Name` stored or deleted, a `global`/`nonlocal` of it; with `in_place`, also `name.attr = v`
-    and `name.method_()`, as `last_changed_before`); None when those statements hold more than
-    _LOOK_BACK nodes (a constant bound: asking it for each statement is never quadratic)."""
+    and `name.method_()`, as `last_changed_before`), read from those statements so as not to
+    build the file's index; None when the index exists already (it answers for less) or when
+    they hold more than _LOOK_BACK nodes (a constant bound: never quadratic)."""
+    if ctx.file_index is not None:
+        return None
     budget = _LOOK_BACK
     for statement in block[first + 1 : end]:
         for node in ast.walk(statement):

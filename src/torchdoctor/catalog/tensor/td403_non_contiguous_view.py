@@ -277,8 +277,8 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     last = bisect_left(found, index)
     if not last or not wanted(block[found[last - 1]].value, ctx):
         return None
-    changed = bound_between(name, block, found[last - 1], index, in_place=True)
-    if changed is None:  # too much to read between them: the index tells
+    changed = bound_between(ctx, name, block, found[last - 1], index, in_place=True)
+    if changed is None:  # the index tells
         position = block_names(ctx, block).last_changed_before(name, index)
     else:
         position = None if changed else found[last - 1]
