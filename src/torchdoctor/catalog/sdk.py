@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Iterable, Protocol
 from torchdoctor._regex import lazy_compile
 from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
 from torchdoctor.knowledge import dtypes, state_dicts, tensor_methods, weights_only
-from torchdoctor.lint.bindings import assigned_before, bindings, scope_of
+from torchdoctor.lint.bindings import (
+    assigned_before,
+    bindings,
+    bound_between,
+    plain_assignments,
+    scope_of,
+)
 from torchdoctor.lint.context import (
     MODULE_SELF_METHODS,
     assigned_name,
@@ -184,6 +190,7 @@ __all__ = [
     "built_from",
     "bindings",
     "block_names",
+    "bound_between",
     "children",
     "computes_a_loss",
     "expects_an_error",
@@ -201,6 +208,7 @@ __all__ = [
     "nested_statements",
     "per_file",
     "pick",
+    "plain_assignments",
     "scope_of",
     "shorten",
     "assigned_name",

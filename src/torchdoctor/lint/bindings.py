@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from torchdoctor.lint.context import Context, per_file
-from torchdoctor.lint.occurrences import FileIndex, block_names, index_of
+from torchdoctor.lint.occurrences import BlockKey, FileIndex, block_names, index_of
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -143,7 +144,15 @@ def assigned_before(
 ) -> tuple[ast.expr | None, int]:
     """(value, position) of the nearest plain `name = value` before `block[index]`, when no
     statement in between binds `name` again; (None, index) otherwise."""
-    position = block_names(ctx, block).last_bound_before(name, index)
+    found = plain_assignments(ctx, block).get(name)
+    if not found or found[0] >= index:
+        return None, index  # no such statement before: the block's statements alone tell
+    last = found[bisect_left(found, index) - 1]
+    between = bound_between(ctx, name, block, last, index)
+    if between is None:  # the index tells
+        position = block_names(ctx, block).last_bound_before(name, index)
+    else:
+        position = last if between is False else None
     if position is None:
         return None, index
     statement = block[position]
@@ -155,3 +164,59 @@ def assigned_before(
     ):
         return statement.value, position
     return None, index
+
+
+def bound_between(
+    ctx: Context, name: str, block: list[ast.stmt], first: int, end: int, in_place: bool = False
+) -> bool | None:
+    """Whether a statement of `block[first + 1 : end]` binds `name` as `BlockNames` reads it (a
+    `Name` stored or deleted, a `global`/`nonlocal` of it; with `in_place`, also `name.attr = v`
+    and `name.method_()`, as `last_changed_before`), read from those statements so as not to
+    build the file's index; None when the index exists already (it answers for less) or when
+    they hold more than _LOOK_BACK nodes (a constant bound: never quadratic)."""
+    if ctx.file_index is not None:
+        return None
+    budget = _LOOK_BACK
+    for statement in block[first + 1 : end]:
+        for node in ast.walk(statement):
+            budget -= 1
+            if budget < 0:
+                return None
+            kind = type(node)
+            if kind is ast.Name:
+                if node.id == name and type(node.ctx) is not ast.Load:
+                    return True
+            elif kind is ast.Attribute:
+                value = node.value
+                if (
+                    in_place
+                    and type(value) is ast.Name
+                    and value.id == name
+                    and (node.attr.endswith("_") or type(node.ctx) is not ast.Load)
+                ):
+                    return True
+            elif (kind is ast.Global or kind is ast.Nonlocal) and name in node.names:
+                return True
+    return False
+
+
+# Nodes `bound_between` reads between an assignment and the statement asking before its caller
+# asks the file's index instead (most questions are about the statement just before: none).
+_LOOK_BACK = 64
+
+
+def plain_assignments(ctx: Context, block: list[ast.stmt]) -> dict[str, list[int]]:
+    """The positions of a block's `name = value` statements (one plain name as target), by
+    name, in order: read from the block's own statements, without the file's index."""
+    return _plain_assignments(ctx, BlockKey(block))
+
+
+@per_file
+def _plain_assignments(ctx: Context, key: BlockKey) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for position, statement in enumerate(key.block):
+        if type(statement) is ast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is ast.Name:
+                found.setdefault(target.id, []).append(position)
+    return found

@@ -74,27 +74,32 @@ def computes_a_loss(call: ast.AST) -> bool:
 def backward_without_gradient(ctx: Context, scope: ast.AST, name: str) -> bool:
     """`name.backward()` with no gradient argument somewhere in `scope`: autograd allows that
     only for a tensor of one element, so the name holds a scalar there."""
+    return name in _backward_without_gradient(ctx, scope)
+
+
+@per_file
+def _backward_without_gradient(ctx: Context, scope: ast.AST) -> frozenset[str]:
+    """The names of `scope` called `name.backward()` with no gradient argument: its calls read
+    once, not once per name asked about (a long script asks about every loss it computes)."""
     found = index_of(ctx, scope)
-    for call in found.calls_named(scope, ("backward",)):
-        func = call.func
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == name
-            and not call.args
-            and not any(k.arg in (None, "gradient") for k in call.keywords)
-        ):
-            return True
-    return False
+    return frozenset(
+        call.func.value.id
+        for call in found.calls_named(scope, ("backward",))
+        if isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and not call.args
+        and not any(k.arg in (None, "gradient") for k in call.keywords)
+    )
 
 
 def only_identified(node: ast.AST, ctx: Context) -> bool:
     """`node` is only compared or looked up, never called through: a key of a dict literal
     (`{F.sigmoid: fast_sigmoid}`, a patch table), an operand of `is`/`==`/`in`, or an element of
     a tuple, list or set that is such an operand (`fn in (F.sigmoid, F.tanh)`). Read while the
-    walk is at its statement."""
-    statement = ctx.parent() or ctx.tree
-    parents = index_of(ctx, statement).parents
+    walk is at its statement: the node and the collection around it are expressions under it,
+    so that statement's parents tell, until the file's index exists (it has them all)."""
+    whole = ctx.file_index
+    parents = whole.parents if whole is not None else ctx.statement_parents()
     parent = parents.get(node)
     if isinstance(parent, (ast.Tuple, ast.List, ast.Set)):
         node, parent = parent, parents.get(parent)

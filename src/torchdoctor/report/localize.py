@@ -16,6 +16,8 @@ from torchdoctor.report.finding import Finding
 def localize(findings: Iterable[Finding], lang: str) -> None:
     """Write each finding's message and fix title in `lang`, in place; a finding with no
     template (not made by a catalog entry) is left as it is."""
+    if lang == "en":
+        return  # every finding is made in English (with its fix's title): nothing to rewrite
     from torchdoctor.catalog import _registry
     from torchdoctor.catalog._model import pick
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, index_of
+from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, children
 
 PITFALL = Pitfall(
     code="TD113",
@@ -146,8 +146,7 @@ def check(init: ast.FunctionDef, ctx: Context) -> Iterator[Finding]:
     self_name = init.args.args[0].arg
     if _initialises_first(init, self_name):
         return  # the usual `super().__init__()` before anything else: no file index needed
-    found = index_of(ctx, init)
-    for node in found.local(init, ast.Assign, ast.AnnAssign, ast.Call):
+    for node in _local_nodes(init):
         if isinstance(node, ast.Call):
             if _may_init(node, self_name):
                 return  # the base initialiser runs here (or may, in a function we do not read)
@@ -157,7 +156,9 @@ def check(init: ast.FunctionDef, ctx: Context) -> Iterator[Finding]:
             what, target = _assigned(node, self_name, ctx)
             action = ""
         if what is not None:
-            called = any(_calls_base_init(call) for call in found.calls_named(init, {"__init__"}))
+            called = any(
+                type(call) is ast.Call and _calls_base_init(call) for call in ast.walk(init)
+            )
             variant = "-".join(part for part in (action, "" if called else "never") if part)
             yield ctx.finding(
                 PITFALL,
@@ -169,6 +170,27 @@ def check(init: ast.FunctionDef, ctx: Context) -> Iterator[Finding]:
                 cls=cls.name,
             )
             return
+
+
+def _local_nodes(init: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The calls and assignments of `init`'s own scope (not inside the functions, lambdas and
+    classes nested in it), in source order, one at a time: the loop of `check` stops at the
+    first that tells, most often one of the first statements (no file index is read)."""
+    todo = children(init)
+    todo.reverse()
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.Call or kind is ast.Assign or kind is ast.AnnAssign:
+            yield node
+        elif kind in _NESTED_SCOPES:
+            continue
+        below = children(node)
+        below.reverse()
+        todo.extend(below)
+
+
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _initialises_first(init: ast.FunctionDef, self_name: str) -> bool:

@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     bindings,
     expects_an_error,
+    names_assigned,
     per_file,
     shorten,
     statements,
@@ -227,8 +228,33 @@ def _forward_input(receiver: ast.AST, ctx: Context) -> bool:
     without_default = positional[1 : len(positional) - len(arguments.defaults)]
     if receiver.id not in {a.arg for a in without_default}:
         return False
+    if receiver.id not in _maybe_bound_in(ctx, function):
+        return True  # nothing in the function can rebind it: no bindings (nor file index) read
     found = bindings(ctx, function, receiver.id) or ()
     return all(isinstance(b.node, ast.arg) for b in found)  # bound nowhere but as the parameter
+
+
+@per_file
+def _maybe_bound_in(ctx: Context, function: ast.AST) -> frozenset[str]:
+    """Every name something under `function` may bind or declare shared (stores and deletions,
+    imports, definitions, `except ... as`, match captures, `global`/`nonlocal`): more names
+    than `bindings` finds, never fewer."""
+    found: set[str] = set()
+    for node in ast.walk(function):
+        kind = type(node)
+        if kind is ast.Name:
+            if type(node.ctx) is not ast.Load:
+                found.add(node.id)
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            found.update(a.asname or a.name.partition(".")[0] for a in node.names)
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            found.update(node.names)
+        elif kind is ast.MatchMapping:
+            if node.rest:
+                found.add(node.rest)
+        elif isinstance(getattr(node, "name", None), str):
+            found.add(node.name)  # definitions, `except ... as`, match captures
+    return frozenset(found)
 
 
 def _made_by_tensor_only_method(receiver: ast.AST, ctx: Context) -> bool:
@@ -243,6 +269,8 @@ def _made_by_tensor_only_method(receiver: ast.AST, ctx: Context) -> bool:
 
 @per_file
 def _tensor_only_name(ctx: Context, scope: ast.AST, name: str) -> bool:
+    if name not in names_assigned(ctx, _is_tensor_only_call):
+        return False  # no binding made by such a method: no bindings (nor file index) read
     found = bindings(ctx, scope, name)
     if not found:
         return False
@@ -262,6 +290,15 @@ def _tensor_only_name(ctx: Context, scope: ast.AST, name: str) -> bool:
         ):
             return False
     return made
+
+
+def _is_tensor_only_call(value: ast.expr) -> bool:
+    """`x.contiguous()`: a call of a method of TENSOR_ONLY (whatever its receiver)."""
+    return (
+        type(value) is ast.Call
+        and type(value.func) is ast.Attribute
+        and value.func.attr in TENSOR_ONLY
+    )
 
 
 def _root_name(expr: ast.AST) -> str | None:

@@ -281,8 +281,10 @@ def _early_guard(ctx: Context) -> dict[ast.AST, int]:
 @per_file
 def _logging_per_rank(ctx: Context) -> bool:
     """The file sets the log level by rank: its logging calls may be silent on other ranks."""
+    if not any(ctx.may_name(name) for name in _LEVEL_SETTERS):
+        return False  # no such call can be in a file that never spells its name: no index read
     whole = index(ctx)
-    return any(
-        _is_rank_test(ctx, call)
-        for call in whole.calls_named(ctx.tree, {"basicConfig", "setLevel", "disable"})
-    )
+    return any(_is_rank_test(ctx, call) for call in whole.calls_named(ctx.tree, _LEVEL_SETTERS))
+
+
+_LEVEL_SETTERS = frozenset({"basicConfig", "setLevel", "disable"})

@@ -7,13 +7,13 @@ from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
-    BlockKey,
     Context,
     Finding,
     Pitfall,
     attribute_values,
     block_names,
-    per_file,
+    bound_between,
+    plain_assignments,
 )
 
 PITFALL = Pitfall(
@@ -278,30 +278,21 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     (`y.transpose_(...)`, `y.set_(...)`, `y.data = ...`: strides may change in place)."""
     # The statement found below, if any, is the last `name = ...` before `block[index]` (a
     # later one would rebind `name`): the block's own statements tell when it cannot be.
-    found = _plain_assignments(ctx, BlockKey(block)).get(name, [])
+    found = plain_assignments(ctx, block).get(name, [])
     last = bisect_left(found, index)
     if not last or not wanted(block[found[last - 1]].value, ctx):
         return None
-    position = block_names(ctx, block).last_changed_before(name, index)
+    changed = bound_between(ctx, name, block, found[last - 1], index, in_place=True)
+    if changed is None:  # the index tells
+        position = block_names(ctx, block).last_changed_before(name, index)
+    else:
+        position = None if changed else found[last - 1]
     if position is None:
         return None
     statement = block[position]
     if not _assigns_only(statement, name) or not wanted(statement.value, ctx):
         return None
     return statement, position
-
-
-@per_file
-def _plain_assignments(ctx: Context, key: BlockKey) -> dict[str, list[int]]:
-    """The positions of the block's `name = value` statements (one plain name as target), by
-    name, in order."""
-    found: dict[str, list[int]] = {}
-    for position, statement in enumerate(key.block):
-        if type(statement) is ast.Assign and len(statement.targets) == 1:
-            target = statement.targets[0]
-            if type(target) is ast.Name:
-                found.setdefault(target.id, []).append(position)
-    return found
 
 
 def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> bool:

@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     children,
     index_of,
     names_a_model,
+    nested_statements,
     per_file,
     statements,
 )
@@ -174,15 +175,17 @@ def _returned_parameters(ctx: Context) -> dict[str, set[int]]:
     positions of the parameters that a `return <parameter>` of its own hands back."""
     found: dict[str, set[int]] = {}
     defined_twice: set[str] = set()
-    index = index_of(ctx, ctx.tree)
-    for function in index.under(ctx.tree, ast.FunctionDef, ast.AsyncFunctionDef):
+    # From the statements alone (no file index): functions and `return`s are statements.
+    for function in statements(ctx, ast.FunctionDef, ast.AsyncFunctionDef):
         if function.name in found:
             defined_twice.add(function.name)
         positions = {arg.arg: at for at, arg in enumerate(function.args.args)}
         found[function.name] = {
             positions[node.value.id]
-            for node in index.local(function, ast.Return)
-            if isinstance(node.value, ast.Name) and node.value.id in positions
+            for node in nested_statements(function.body)
+            if type(node) is ast.Return
+            and isinstance(node.value, ast.Name)
+            and node.value.id in positions
         }
     for name in defined_twice:
         del found[name]
