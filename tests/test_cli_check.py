@@ -364,8 +364,9 @@ def test_cache_is_used_and_invalidated_by_content(tmp_path):
     cache_files = list((tmp_path / ".torchdoctor_cache").glob("?" * 32 + ".json"))
     assert len(cache_files) == 1
     assert (tmp_path / ".torchdoctor_cache" / ".gitignore").read_text().strip().endswith("*")
-    # Prove the second run reads the cache: a field planted in a stored message comes back
-    # (messages are written again from their fields, in the language asked for).
+    # Prove the second run reads the cache: a text planted in the stored finding comes back
+    # (in English the stored message is shown; in another language it is written again from
+    # its fields).
     data = json.loads(cache_files[0].read_text())
     [(key, entry)] = data.items()
     variant, fields = entry[1][0]["_template"]
@@ -374,6 +375,7 @@ def test_cache_is_used_and_invalidated_by_content(tmp_path):
         for name, value in fields.items()
     }
     entry[1][0]["_template"] = [variant, planted]
+    entry[1][0]["message"] = "from_the_cache"
     cache_files[0].write_text(json.dumps(data))
     second = run_cli("check", "--format", "json", "bad.py", cwd=tmp_path)
     assert "from_the_cache" in json.loads(second.stdout)[0]["message"]
