@@ -76,6 +76,26 @@ def run_torchrun(script: str, processes: int, select=None, env: dict | None = No
     """Run a fixture script under torchrun (this interpreter's, `--standalone`: the rendezvous
     binds a free port itself) with `processes` ranks, each through `torchdoctor run`; one Run per
     rank, in rank order, with the output of all ranks together."""
+    for _ in range(_TEARDOWN_TRIES - 1):
+        runs = _torchrun_once(script, processes, select, env)
+        if not _gloo_teardown_abort(runs[0]):
+            return runs
+    return _torchrun_once(script, processes, select, env)
+
+
+# A rank of torch's gloo backend can abort at interpreter exit, after the program's last line
+# and its reports ("terminate called without an active exception": a gloo worker thread still
+# holding work while the interpreter is torn down; pytorch/pytorch#179291 describes it). Seen
+# once in a whole suite's run on a quiet 2-core machine, never when the test runs alone: such a
+# run is tried again, at most this many times in all.
+_TEARDOWN_TRIES = 3
+
+
+def _gloo_teardown_abort(run: Run) -> bool:
+    return run.exit_code != 0 and "terminate called without an active exception" in run.stderr
+
+
+def _torchrun_once(script: str, processes: int, select, env: dict | None) -> list:
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
