@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from torchdoctor._regex import lazy_compile
 
@@ -241,6 +241,15 @@ def _group_matched_once(regex: str, start: int) -> tuple[str, int] | None:
 
 def _group_end(regex: str, start: int) -> int:
     """The index of the `)` that closes the group opening at `start` (len(regex): none)."""
+    for index, char, depth in _structure(regex, start):
+        if char == ")" and depth == 0:
+            return index
+    return len(regex)
+
+
+def _structure(regex: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, group depth after it) of each character of `regex` from `start` that
+    is neither escaped nor inside a character class."""
     depth, index = 0, start
     while index < len(regex):
         char = regex[index]
@@ -254,10 +263,8 @@ def _group_end(regex: str, start: int) -> int:
             depth += 1
         elif char == ")":
             depth -= 1
-            if depth == 0:
-                return index
+        yield index, char, depth
         index += 1
-    return len(regex)
 
 
 def _class_end(regex: str, start: int) -> int:
@@ -273,24 +280,11 @@ def _class_end(regex: str, start: int) -> int:
 
 def _top_level_branches(regex: str) -> list[str]:
     """The alternatives of `regex` split at its top-level `|` (itself alone when it has none)."""
-    branches = []
-    depth = index = begin = 0
-    while index < len(regex):
-        char = regex[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "[":
-            index = _class_end(regex, index) + 1
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
+    branches, begin = [], 0
+    for index, char, depth in _structure(regex):
+        if char == "|" and depth == 0:
             branches.append(regex[begin:index])
             begin = index + 1
-        index += 1
     return branches + [regex[begin:]]
 
 
