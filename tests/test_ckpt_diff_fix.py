@@ -260,3 +260,49 @@ def test_commands_that_need_torch_say_so_in_one_line(tmp_path):
     assert len(fixed.stderr.strip().splitlines()) == 1
     inspected = run_cli("ckpt", "inspect", str(path), env=env)
     assert inspected.returncode == 0 and "conv.weight" in inspected.stdout
+
+
+WRAPPED_PART_MODELS = """
+from torch import nn
+
+
+class AlexLike(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Conv2d(8, 8, 3))
+        self.classifier = nn.Linear(8, 10)
+
+
+def bare():
+    return AlexLike()
+
+
+def wrapped():
+    return nn.DataParallel(AlexLike())
+"""
+
+
+@pytest.mark.parametrize("builder", ["bare", "wrapped"])
+def test_fix_a_checkpoint_whose_features_alone_were_wrapped(tmp_path, capsys, builder):
+    """pytorch/examples' ImageNet script wraps only `model.features` of AlexNet and VGG."""
+    (tmp_path / "alexlike.py").write_text(WRAPPED_PART_MODELS)
+    namespace: dict = {}
+    exec(WRAPPED_PART_MODELS, namespace)
+    trained = namespace["AlexLike"]()
+    trained.features = nn.DataParallel(trained.features)
+    source = tmp_path / "alexnet.pth"
+    torch.save(trained.state_dict(), source)
+    spec = f"{tmp_path / 'alexlike.py'}:{builder}"
+    code, out, _ = ckpt(capsys, "diff", source, "--model", spec)
+    assert code == 1
+    assert "state-dict-prefix-mismatch" in out and "`features.module.0.weight`" in out
+    fixed = tmp_path / "fixed.pth"
+    code, text, err = ckpt(capsys, "fix", source, "-o", fixed, "--model", spec)
+    assert code == 0, err
+    count = 4 if builder == "bare" else 6  # the classifier's keys gain `module.` too
+    assert f"moved `module.` to where the model has it in {count} keys" in text
+    model = namespace[builder]()
+    model.load_state_dict(torch.load(fixed, weights_only=True), strict=True)
+    weights = dict(model.named_parameters())
+    key = "features.0.weight" if builder == "bare" else "module.features.0.weight"
+    assert torch.equal(weights[key], trained.features.module[0].weight)

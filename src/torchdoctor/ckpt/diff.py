@@ -19,6 +19,7 @@ BATCHES_TRACKED = sd_errors.BATCHES_TRACKED
 KINDS = (
     "nesting",
     "prefix",
+    "wrapped-part",
     "batches-tracked",
     "renamed",
     "head",
@@ -27,7 +28,7 @@ KINDS = (
     "unexpected",
     "dtype",
 )
-REPAIRABLE = frozenset({"nesting", "prefix", "batches-tracked"})
+REPAIRABLE = frozenset({"nesting", "prefix", "wrapped-part", "batches-tracked"})
 # Differences that load_state_dict(strict=True) does not mind.
 HARMLESS = frozenset({"dtype"})
 
@@ -79,6 +80,7 @@ def compare(
         differences.append(Difference("nesting", (), {"container": "/".join(where)}))
     renames: dict[str, str | None] = {k: k for k in checkpoint}
     _repair_prefixes(renames, reference, differences)
+    _repair_wrapped_parts(renames, reference, differences)
     added = _repair_counters(renames, reference, differences)
 
     current = {new: checkpoint[old] for old, new in renames.items() if new is not None}
@@ -151,6 +153,43 @@ def _repair_prefixes(
                     "count": len(changed),
                     "wrapper": sd_errors.wrapper_name(prefix.prefix),
                 },
+            )
+        )
+
+
+def _repair_wrapped_parts(
+    renames: dict[str, str | None], reference: dict[str, TensorInfo], differences: list[Difference]
+) -> None:
+    """DataParallel around different parts of the net on the two sides
+    (`features.module.0.weight` for the model's `module.features.0.weight`): each key becomes
+    the one reference key it equals once every `module` part is removed from both."""
+    current = {new for new in renames.values() if new is not None}
+    missing = tuple(k for k in reference if k not in current)
+    unexpected = frozenset(k for k in current if k not in reference)
+    if not missing or not unexpected:
+        return
+    error = sd_errors.StateDictError(None, missing, tuple(unexpected))
+    if sd_errors.nested_wrapper(error) is None:
+        return
+    targets: dict[str, list[str]] = {}
+    for key in missing:
+        targets.setdefault(sd_errors.unwrapped_key(key), []).append(key)
+    claims = Counter(sd_errors.unwrapped_key(key) for key in unexpected)
+    changed = []
+    for old, new in renames.items():
+        if new not in unexpected:
+            continue
+        bare = sd_errors.unwrapped_key(new)
+        if len(targets.get(bare, ())) == 1 and claims[bare] == 1:  # one way only
+            renames[old] = targets[bare][0]
+            changed.append(old)
+    if changed:
+        example = changed[0]
+        differences.append(
+            Difference(
+                "wrapped-part",
+                tuple(changed),
+                {"count": len(changed), "example": example, "target": renames[example]},
             )
         )
 

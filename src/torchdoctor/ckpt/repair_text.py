@@ -14,6 +14,8 @@ def repair_lines(diff, where, unwrap: bool | None, lang: str) -> list[str]:
         if difference.kind == "nesting":
             kind = {True: "nesting", False: "nesting-kept", None: "nesting-taken"}[unwrap]
             lines.append(strings.text(f"ckpt.repair-{kind}", lang, access=access(where)))
+        elif difference.kind == "wrapped-part":
+            lines.append(strings.text("ckpt.repair-wrapped-part", lang, **fields))
         elif difference.kind in ("prefix", "batches-tracked"):
             key = f"ckpt.repair-{difference.kind}-{fields['side']}"
             lines.append(strings.text(key, lang, **fields))

@@ -321,10 +321,10 @@ def nested_wrapper(error: StateDictError) -> tuple[str, str, int] | None:
     missing, unexpected = error.other_missing, error.other_unexpected
     if not (missing and unexpected):
         return None
-    model_keys = {_unwrapped(key): key for key in missing}
+    model_keys = {unwrapped_key(key): key for key in missing}
     pairs = []
     for key in unexpected:
-        model_key = model_keys.get(_unwrapped(key))
+        model_key = model_keys.get(unwrapped_key(key))
         if model_key is not None and (_wrapped_below_top(key) or _wrapped_below_top(model_key)):
             pairs.append((key, model_key))
     if not pairs or len(pairs) < 0.5 * min(len(missing), len(unexpected)):
@@ -332,7 +332,8 @@ def nested_wrapper(error: StateDictError) -> tuple[str, str, int] | None:
     return pairs[0][0], pairs[0][1], len(pairs)
 
 
-def _unwrapped(key: str) -> str:
+def unwrapped_key(key: str) -> str:
+    """`key` without its `module` parts: `features.module.0.weight` -> `features.0.weight`."""
     return ".".join(part for part in key.split(".") if part != "module")
 
 

@@ -239,6 +239,11 @@ CKPT: Table = {
         "en": "added the prefix `{prefix}` to {count} keys",
         "zh": "给 {count} 个键加上了前缀 `{prefix}`",
     },
+    "repair-wrapped-part": {
+        "en": "moved `module.` to where the model has it in {count} keys (`{example}` -> "
+        "`{target}`)",
+        "zh": "在 {count} 个键中把 `module.` 移到了模型中的位置（`{example}` -> `{target}`）",
+    },
     "repair-batches-tracked-missing": {
         "en": "added {count} `num_batches_tracked` counters (0)",
         "zh": "补上了 {count} 个 `num_batches_tracked` 计数器（0）",

@@ -30,6 +30,14 @@ PITFALL = Pitfall(
             "zh": "checkpoint 的键带有 {reference}的键没有的前缀 `{prefix}`（{count} 个键，如 "
             "`{example}`）{origin}",
         },
+        "ckpt-wrapped-part": {
+            "en": "DataParallel wrapped different parts of the net in the checkpoint and in "
+            "{reference}: {count} keys differ only by where `module.` stands (`{example}` "
+            "there, `{target}` here), as when a script wraps only `model.features`",
+            "zh": "checkpoint 和{reference}中被 DataParallel 包装的部分不同：{count} 个键只差 "
+            "`module.` 的位置（checkpoint 中是 `{example}`，这里是 `{target}`），就像脚本只包装了 "
+            "`model.features` 时那样",
+        },
         "ckpt-model": {
             "en": "{reference}'s keys carry the prefix `{prefix}` that the checkpoint's lack "
             "({count} keys, e.g. `{example}`){origin}",
@@ -387,6 +395,15 @@ ORIGIN = {
 def check_checkpoint(subject) -> Iterator[Finding]:
     if subject.diff is not None:
         for difference in subject.diff.differences:
+            if difference.kind == "wrapped-part":
+                yield subject.finding(
+                    PITFALL,
+                    "ckpt-wrapped-part",
+                    keys=difference.keys,
+                    repairable=True,
+                    **difference.fields,
+                )
+                continue
             if difference.kind != "prefix":
                 continue
             fields = difference.fields
