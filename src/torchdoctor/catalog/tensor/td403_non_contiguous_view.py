@@ -13,6 +13,9 @@ from torchdoctor.catalog.sdk import (
     attribute_values,
     block_names,
     bound_between,
+    index_of,
+    passed_values,
+    per_file,
     plain_assignments,
 )
 
@@ -301,8 +304,88 @@ def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Cont
     Anything else may already be permuted in memory (a channels_last activation): permuting
     it again can make it contiguous, and the view then works."""
     if isinstance(tensor, ast.Name):
-        return _assignment_before(tensor.id, block, index, _makes_contiguous, ctx) is not None
+        if _assignment_before(tensor.id, block, index, _makes_contiguous, ctx) is not None:
+            return True
+        function = ctx.enclosing_function()
+        return function is not None and _passed_contiguous(ctx, function, tensor.id)
     return _makes_contiguous(tensor, ctx)
+
+
+@per_file
+def _passed_contiguous(ctx: Context, function: ast.AST, name: str) -> bool:
+    """`name` is a parameter of `function` that the function never rebinds, and every call of
+    it in the file passes a tensor surely laid out contiguously: a layer's output assigned just
+    before the call, say (`boxes = self.bbox_conv(x)`, then `self.build_loss(boxes)`). Calls from
+    other files are not seen; with none in this file, nothing is known."""
+    args = function.args  # type: ignore[attr-defined]
+    parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    if name not in parameters or name in _rebound(ctx, function):
+        return False
+    passed = passed_values(ctx, function, name)
+    return bool(passed) and all(_contiguous_at(ctx, call, value) for call, value in passed)
+
+
+@per_file
+def _rebound(ctx: Context, function: ast.AST) -> frozenset[str]:
+    """The names `function`'s own code binds (targets, loops, `with ... as`, walrus)."""
+    return frozenset(
+        node.id
+        for node in index_of(ctx, function).under(function, ast.Name)
+        if not isinstance(node.ctx, ast.Load)
+    )
+
+
+def _contiguous_at(ctx: Context, call: ast.Call, value: ast.expr) -> bool:
+    """Whether `value`, passed by `call`, is surely contiguous where the call is made: its
+    last binding before the call, in the call's block or, when that block does not change it,
+    in the blocks around (a loop around the call must not change it at all)."""
+    if not isinstance(value, ast.Name):
+        return _makes_contiguous(value, ctx)
+    name = value.id
+    parents = index_of(ctx, ctx.tree).parents
+    statement: ast.AST | None = call
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = parents.get(statement)
+    while statement is not None:
+        owner = parents.get(statement)
+        place = ctx.block_position(statement, owner) if owner is not None else None
+        if place is None:
+            return False
+        block, index = place
+        names = block_names(ctx, block)
+        position = names.last_changed_before(name, index)
+        if position is not None:
+            found = block[position]
+            return _assigns_only(found, name) and _makes_contiguous(found.value, ctx)  # type: ignore[attr-defined]
+        if isinstance(owner, _SCOPES) or _binds_in_header(owner, name):
+            return False  # the top of the scope, or `for name in ...`, `with ... as name`
+        if isinstance(owner, _LOOPS) and names.last_changed_before(name, len(block)) is not None:
+            return False  # a later statement of the loop rebinds it for the next turn
+        statement = owner
+    return False
+
+
+def _binds_in_header(owner: ast.AST, name: str) -> bool:
+    """Whether the compound statement binds `name` outside its blocks (a loop's target, a
+    `with` item, an `except` name, a walrus in its test)."""
+    if isinstance(owner, ast.ExceptHandler) and owner.name == name:
+        return True
+    for field, value in ast.iter_fields(owner):
+        if field in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, ast.AST) and any(
+                isinstance(node, ast.Name)
+                and node.id == name
+                and not isinstance(node.ctx, ast.Load)
+                for node in ast.walk(part)
+            ):
+                return True
+    return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def _makes_contiguous(expr: ast.AST, ctx: Context) -> bool:
