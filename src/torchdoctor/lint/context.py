@@ -26,6 +26,10 @@ class Kind(enum.Enum):
     SAMPLER = "sampler"
     SCHEDULER = "scheduler"
     NDARRAY = "ndarray"
+    # An item of a DataLoader as a whole (`for batch in loader`): a tuple of tensors, a dict,
+    # or an object of the data's own class (whose `.to()` may work in place): unpacked into
+    # names, its parts are tensors.
+    BATCH = "batch"
     UNKNOWN = "unknown"
 
 
@@ -622,7 +626,10 @@ class Context:
             return
         kind = self.kind_of(value)
         for target in node.targets:
-            self._bind_target(target, kind)
+            if kind is Kind.BATCH and isinstance(target, (ast.Tuple, ast.List)):
+                self._bind_batch(target)  # `images, labels = data`
+            else:
+                self._bind_target(target, kind)
 
     def _leave_ann_assign(self, node: ast.AnnAssign) -> None:
         kind = self.kind_from_annotation(node.annotation)
@@ -645,14 +652,34 @@ class Context:
 
     def bind_loop_target(self, loop: ast.For | ast.AsyncFor | ast.comprehension) -> None:
         """Bind a loop's target before its body runs: batches of a DataLoader are tensors."""
-        source = self.kind_of(loop.iter)
-        if source is Kind.LOADER and isinstance(loop.target, (ast.Tuple, ast.List)):
-            for element in loop.target.elts:
+        iterated, target = loop.iter, loop.target
+        if (
+            isinstance(iterated, ast.Call)
+            and isinstance(iterated.func, ast.Name)
+            and iterated.func.id == "enumerate"
+            and not any("enumerate" in scope.functions for scope in self._scopes)
+            and iterated.args
+            and self.kind_of(iterated.args[0]) is Kind.LOADER
+            and isinstance(target, (ast.Tuple, ast.List))
+            and len(target.elts) == 2
+        ):
+            # `for i, (x, y) in enumerate(loader)`: the counter, then the batch.
+            self._bind_target(target.elts[0], Kind.UNKNOWN)
+            self._bind_batch(target.elts[1])
+        elif self.kind_of(iterated) is Kind.LOADER:
+            self._bind_batch(target)
+        else:
+            self._bind_target(target, Kind.UNKNOWN)
+
+    def _bind_batch(self, target: ast.AST) -> None:
+        """A DataLoader's item: unpacked into names, each part is a tensor."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
                 self._bind_target(
                     element, Kind.TENSOR if isinstance(element, ast.Name) else Kind.UNKNOWN
                 )
         else:
-            self._bind_target(loop.target, Kind.UNKNOWN)
+            self._bind_target(target, Kind.BATCH if isinstance(target, ast.Name) else Kind.UNKNOWN)
 
     def bind_with(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
