@@ -659,17 +659,30 @@ class Context:
             and iterated.func.id == "enumerate"
             and not any("enumerate" in scope.functions for scope in self._scopes)
             and iterated.args
-            and self.kind_of(iterated.args[0]) is Kind.LOADER
+            and self._iterates_loader(iterated.args[0])
             and isinstance(target, (ast.Tuple, ast.List))
             and len(target.elts) == 2
         ):
             # `for i, (x, y) in enumerate(loader)`: the counter, then the batch.
             self._bind_target(target.elts[0], Kind.UNKNOWN)
             self._bind_batch(target.elts[1])
-        elif self.kind_of(iterated) is Kind.LOADER:
+        elif self._iterates_loader(iterated):
             self._bind_batch(target)
         else:
             self._bind_target(target, Kind.UNKNOWN)
+
+    def _iterates_loader(self, expr: ast.AST) -> bool:
+        """A DataLoader: made as one, or a parameter named like one (`loader`, `train_loader`)
+        that every call of its function in the file is given a DataLoader for."""
+        kind = self.kind_of(expr)
+        if kind is not Kind.UNKNOWN or not isinstance(expr, ast.Name):
+            return kind is Kind.LOADER
+        function = self.enclosing_function()
+        if function is None or "loader" not in expr.id.lower():
+            return False
+        from torchdoctor.lint.values import passed_loader  # values builds on this module
+
+        return passed_loader(self, function, expr.id)
 
     def _bind_batch(self, target: ast.AST) -> None:
         """A DataLoader's item: unpacked into names, each part is a tensor."""

@@ -442,3 +442,34 @@ def _generator_function(ctx: Context, scope: ast.AST, name: str) -> bool:
     if type(function) is not ast.FunctionDef or function.decorator_list:
         return False
     return bool(index_of(ctx, function).local(function, ast.Yield, ast.YieldFrom))
+
+
+@per_file
+def passed_loader(ctx: Context, function: ast.AST, name: str) -> bool:
+    """`name` is a parameter of `function` that every call of it in the file passes a
+    DataLoader: made in the call, or a name every binding of which makes one where the call is
+    (`train(train_loader, ...)` after `train_loader = DataLoader(...)`). Calls from other files
+    are not seen; with none in this file, nothing is known."""
+    args = function.args  # type: ignore[attr-defined]
+    if name not in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+        return False
+    passed = passed_values(ctx, function, name)  # type: ignore[arg-type]
+    if not passed:
+        return False
+    parents = index_of(ctx, ctx.tree).parents
+    for call, value in passed:
+        if not isinstance(value, ast.Name):
+            if ctx.kind_of(value) is not Kind.LOADER:
+                return False
+            continue
+        scope: ast.AST | None = call
+        while scope is not None and not isinstance(
+            scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
+        ):
+            scope = parents.get(scope)
+        found = bindings(ctx, scope, value.id) if scope is not None else None
+        if not found or any(
+            b.value is None or b.augmented or ctx.kind_of(b.value) is not Kind.LOADER for b in found
+        ):
+            return False
+    return True
