@@ -300,9 +300,10 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
 
 def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> bool:
     """True when `tensor` is surely laid out contiguously (made by a factory, `.view()`,
-    `.contiguous()` ...), directly or through a name assigned just before in the block.
-    Anything else may already be permuted in memory (a channels_last activation): permuting
-    it again can make it contiguous, and the view then works."""
+    `.contiguous()`, a convolution ...), directly, through a name assigned just before in the
+    block, or as a parameter that every call in the file passes such a tensor. Anything else may
+    already be permuted in memory (a channels_last activation): permuting it again can make it
+    contiguous, and the view then works."""
     if isinstance(tensor, ast.Name):
         if _assignment_before(tensor.id, block, index, _makes_contiguous, ctx) is not None:
             return True
