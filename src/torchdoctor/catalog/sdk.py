@@ -70,6 +70,7 @@ from torchdoctor.lint.values import (
     names_assigned,
     names_assigned_calls_of,
     only_identified,
+    is_parameter,
     passed_values,
     tensor_type,
 )
@@ -162,6 +163,7 @@ __all__ = [
     "is_self_attribute",
     "makes_generator",
     "may_be_called",
+    "is_parameter",
     "passed_values",
     "HOOKS",
     "MODULE_SELF_METHODS",

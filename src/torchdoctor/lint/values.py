@@ -356,6 +356,12 @@ def may_be_called(ctx: Context, name: str) -> bool:
     return ctx.source.count(f"{name}(") > ctx.source.count(f"def {name}(")
 
 
+def is_parameter(function: ast.AST, name: str) -> bool:
+    """`name` is a named parameter of `function` (not `*args` or `**kwargs`)."""
+    args = function.args  # type: ignore[attr-defined]
+    return any(arg.arg == name for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+
+
 @per_file
 def passed_values(
     ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
@@ -450,8 +456,7 @@ def passed_loader(ctx: Context, function: ast.AST, name: str) -> bool:
     DataLoader: made in the call, or a name every binding of which makes one where the call is
     (`train(train_loader, ...)` after `train_loader = DataLoader(...)`). Calls from other files
     are not seen; with none in this file, nothing is known."""
-    args = function.args  # type: ignore[attr-defined]
-    if name not in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+    if not is_parameter(function, name):
         return False
     passed = passed_values(ctx, function, name)  # type: ignore[arg-type]
     if not passed:

@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     block_names,
     index,
     index_of,
+    is_parameter,
     is_self_attribute,
     may_be_called,
     passed_values,
@@ -282,7 +283,7 @@ def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
     function in this file passes it a value surely made as uint8 (`self.flags` assigned only
     `.byte()` results): reported at its first such use."""
     function = ctx.enclosing_function()
-    if function is None or not _is_parameter(function, mask.id):
+    if function is None or not is_parameter(function, mask.id):
         return
     if not may_be_called(ctx, function.name) or scope_of(mask.id, ctx) is not function:
         return
@@ -298,11 +299,6 @@ def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
         call, value = passed
         source = shorten(ctx.text(value))
         yield ctx.finding(PITFALL, mask, "parameter", name=mask.id, source=source, line=call.lineno)
-
-
-def _is_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
-    args = function.args
-    return any(arg.arg == name for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
 
 @per_file

@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     block_names,
     bound_between,
     index_of,
+    is_parameter,
     passed_values,
     per_file,
     plain_assignments,
@@ -318,9 +319,7 @@ def _passed_contiguous(ctx: Context, function: ast.AST, name: str) -> bool:
     it in the file passes a tensor surely laid out contiguously: a layer's output assigned just
     before the call, say (`boxes = self.bbox_conv(x)`, then `self.build_loss(boxes)`). Calls from
     other files are not seen; with none in this file, nothing is known."""
-    args = function.args  # type: ignore[attr-defined]
-    parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    if name not in parameters or name in _rebound(ctx, function):
+    if not is_parameter(function, name) or name in _rebound(ctx, function):
         return False
     passed = passed_values(ctx, function, name)
     return bool(passed) and all(_contiguous_at(ctx, call, value) for call, value in passed)

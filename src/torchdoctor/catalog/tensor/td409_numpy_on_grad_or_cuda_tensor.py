@@ -14,8 +14,9 @@ from torchdoctor.catalog.sdk import (
     assigned_before,
     bindings,
     from_project_class,
-    names_a_model,
     index,
+    is_parameter,
+    names_a_model,
     per_file,
     scope_of,
     shorten,
@@ -254,12 +255,7 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
 def _is_parameter(name: str, ctx: Context) -> bool:
     """`name` is a parameter of the function the walk is in."""
     function = ctx.enclosing_function()
-    if function is None:
-        return False
-    arguments = function.args
-    return any(
-        arg.arg == name for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
-    )
+    return function is not None and is_parameter(function, name)
 
 
 def _parameter_free_instance(func: ast.AST, ctx: Context) -> bool:
