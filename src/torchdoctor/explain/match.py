@@ -203,18 +203,21 @@ def _match(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) ->
 
 def _clue(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) -> Found | None:
     """What the signature makes of the block, its exception types aside. A regex the index
-    finds nothing with leaves its entry unimported."""
-    if indexed.regex is not None and _search(indexed, block.message) is None:
-        return None
+    finds nothing with leaves its entry unimported; the index's match is the signature's own
+    (the same regex and flags, kept equal to the catalog by tests/test_catalog_index.py)."""
+    found = None
+    if indexed.regex is not None:
+        found = _search(indexed, block.message)
+        if found is None:
+            return None
     pitfall, signature = indexed.load()
     if signature.check is not None:
         clue = signature.check(block, report)
         return None if clue is None else (pitfall, signature, clue)
-    found = _search(signature, block.message)
     return None if found is None else (pitfall, signature, _regex_clue(signature, found))
 
 
-def _search(signature: ErrorSignature | IndexedSignature, message: str) -> re.Match | None:
+def _search(signature: IndexedSignature, message: str) -> re.Match | None:
     found = signature.search(message)
     if found is None and "`" in message:
         # Markdown's inline code, as issues retype a message: "Can't call `numpy()` on ..."
@@ -307,16 +310,14 @@ def _message_alone(report: ErrorReport) -> ErrorBlock | None:
 
 def _match_folded(indexed: IndexedSignature, message: str, folded: str) -> Found | None:
     """The signature's regex in any capitalisation: titles and chat lines retype the message."""
-    if _search_folded(indexed, message, folded) is None:
+    found = _search_folded(indexed, message, folded)
+    if found is None:
         return None
     pitfall, signature = indexed.load()
-    found = _search_folded(signature, message, folded)
-    return None if found is None else (pitfall, signature, _regex_clue(signature, found))
+    return pitfall, signature, _regex_clue(signature, found)
 
 
-def _search_folded(
-    signature: ErrorSignature | IndexedSignature, message: str, folded: str
-) -> re.Match | None:
+def _search_folded(signature: IndexedSignature, message: str, folded: str) -> re.Match | None:
     regex = signature.regex or ""
     if signature.literals and not any(literal.lower() in folded for literal in signature.literals):
         return None
