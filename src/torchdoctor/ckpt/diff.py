@@ -123,12 +123,8 @@ def _repair_prefixes(
     renames: dict[str, str | None], reference: dict[str, TensorInfo], differences: list[Difference]
 ) -> None:
     for _ in range(3):  # "module." then "_orig_mod.", in either order, or another module name
-        current = {new for new in renames.values() if new is not None}
-        missing = tuple(k for k in reference if k not in current)
-        unexpected = tuple(k for k in current if k not in reference)
-        if not missing or not unexpected:
-            return
-        prefix = sd_errors.prefix_of(sd_errors.StateDictError(None, missing, unexpected))
+        error = _unmatched(renames, reference)
+        prefix = None if error is None else sd_errors.prefix_of(error)
         if prefix is None:
             return
         changed = []
@@ -157,22 +153,29 @@ def _repair_prefixes(
         )
 
 
+def _unmatched(
+    renames: dict[str, str | None], reference: dict[str, TensorInfo]
+) -> sd_errors.StateDictError | None:
+    """The reference's keys the renamed checkpoint lacks and the checkpoint's it does not know,
+    as load_state_dict would list them; None when one side has none (nothing to pair)."""
+    current = {new for new in renames.values() if new is not None}
+    missing = tuple(k for k in reference if k not in current)
+    unexpected = tuple(k for k in current if k not in reference)
+    return sd_errors.StateDictError(None, missing, unexpected) if missing and unexpected else None
+
+
 def _repair_wrapped_parts(
     renames: dict[str, str | None], reference: dict[str, TensorInfo], differences: list[Difference]
 ) -> None:
     """DataParallel around different parts of the net on the two sides
     (`features.module.0.weight` for the model's `module.features.0.weight`): each key becomes
     the one reference key it equals once every `module` part is removed from both."""
-    current = {new for new in renames.values() if new is not None}
-    missing = tuple(k for k in reference if k not in current)
-    unexpected = frozenset(k for k in current if k not in reference)
-    if not missing or not unexpected:
+    error = _unmatched(renames, reference)
+    if error is None or sd_errors.nested_wrapper(error) is None:
         return
-    error = sd_errors.StateDictError(None, missing, tuple(unexpected))
-    if sd_errors.nested_wrapper(error) is None:
-        return
+    unexpected = frozenset(error.unexpected)
     targets: dict[str, list[str]] = {}
-    for key in missing:
+    for key in error.missing:
         targets.setdefault(sd_errors.unwrapped_key(key), []).append(key)
     claims = Counter(sd_errors.unwrapped_key(key) for key in unexpected)
     changed = []
