@@ -196,7 +196,8 @@ def sync_counts(steps: int = 20) -> dict[str, float]:
         nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()
 
-    def count() -> float:
+    def count(mode: str) -> None:
+        """Synchronisations per step (counts[mode]) and the lines that made them."""
         for _ in range(3):
             step()
         torch.cuda.synchronize()
@@ -208,17 +209,14 @@ def sync_counts(steps: int = 20) -> dict[str, float]:
                     step()
             finally:
                 torch.cuda.set_sync_debug_mode("default")
-        where = sorted({str(w.filename) + ":" + str(w.lineno) for w in caught})
-        counts["where " + mode] = where
-        return len(caught) / steps
+        counts[mode] = len(caught) / steps
+        counts["where " + mode] = sorted({f"{w.filename}:{w.lineno}" for w in caught})
 
     counts: dict = {}
-    mode = "plain"
-    counts[mode] = count()
+    count("plain")
     watch = torchdoctor.watch(summary=False, live=False)
     try:
-        mode = "watched"
-        counts[mode] = count()
+        count("watched")
     finally:
         watch.stop()
     return counts
