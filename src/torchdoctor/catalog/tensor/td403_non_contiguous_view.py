@@ -404,6 +404,13 @@ CONTIGUOUS_LAYERS = frozenset(
 )
 
 
+@per_file
+def _channels_last(ctx: Context) -> bool:
+    """The file's text, or some file of its project, mentions the channels_last memory format
+    (read once per file: a search of the text for each layer call would be quadratic)."""
+    return "channels_last" in ctx.source or ctx.project.has("channels_last")
+
+
 def _layer_output(call: ast.Call, ctx: Context) -> bool:
     """`self.conv(x)` where every assignment of `self.conv` in the class builds a convolution
     or a Linear layer: its output is contiguous, in a project that never mentions
@@ -413,8 +420,7 @@ def _layer_output(call: ast.Call, ctx: Context) -> bool:
         isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Name)
         and func.value.id == "self"
-        and "channels_last" not in ctx.source  # the text: a word, not a name
-        and not ctx.project.has("channels_last")
+        and not _channels_last(ctx)
     ):
         return False
     cls = ctx.enclosing_class()
