@@ -102,3 +102,61 @@ def test_the_failing_line_tells_the_truth_value_errors_apart():
     # `if mask:` is neither entry's own pattern: an answer, but not a confident one
     [(name, confidence)] = ranked(traceback("if mask:"))
     assert name == "boolean-operator-on-tensors" and confidence < 0.8
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Loss becomes NaN after a few epochs",
+        "Getting nan loss after some iterations",
+        "The gradients will become NaN sometimes",
+        # Chinese posts and logs: `loss` touches the Chinese words around it
+        "训练了1w步后开始频繁出现loss为nan的情况",
+        "loss 变成了 nan",
+        "训练时损失变为NaN",
+    ],
+)
+def test_a_title_telling_of_a_nan_loss_is_divergence_not_a_stopped_run(title):
+    diagnoses = diagnose(parse_text(title), link=False).diagnoses
+    assert diagnoses and diagnoses[0].pitfall.name == "nan-loss"
+    assert "diverged" in diagnoses[0].cause
+    assert "your own check" not in diagnoses[0].cause
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["information loss in the encoder", "Cannot find the infant dataset", "lossless nano format"],
+)
+def test_loss_and_nan_as_parts_of_other_words_are_not_a_nan_loss(text):
+    assert "nan-loss" not in [name for name, _ in ranked(text)]
+
+
+def test_a_raised_nan_check_still_says_the_check_stopped_the_run():
+    diagnoses = diagnose(parse_text("RuntimeError: loss is nan"), link=False).diagnoses
+    assert diagnoses[0].pitfall.name == "nan-loss"
+    assert "your own check" in diagnoses[0].cause
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'the loaded state_dict adds an unexpected key(s) "module.conv1.weight" to the model',
+        'Unexpected key "module.backbone.fc.bias" when loading',
+    ],
+)
+def test_a_wrapper_key_retold_in_prose_is_a_prefix_mismatch(text):
+    names = [name for name, _ in ranked(text)]
+    assert names and names[0] == "state-dict-prefix-mismatch", names
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dreambooth example causes an error when pickling `collate_fn` because it is not a "
+        "top-level function",
+        "the function collate_fn in data/uea.py can't pickle while running on macOS",
+    ],
+)
+def test_a_collate_function_that_cannot_be_pickled_told_in_prose(text):
+    names = [name for name, _ in ranked(text)]
+    assert names and names[0] == "dataloader-worker-pickle", names

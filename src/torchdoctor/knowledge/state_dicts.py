@@ -90,7 +90,9 @@ EMBEDDING_NAMES = lazy_compile(
 
 _MARKERS = lazy_compile(
     r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:|missing\s+keys\s+in\s+state_dict:)"
-    r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict:|unexpected\s+key\s+(?=\\?\"))"
+    r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict:"
+    # retold in prose: `an unexpected key(s) "module.conv1.weight"`
+    r"|[Uu]nexpected\s+key(?:\(s\))?\s+(?=\\?\"))"
     r"|(?P<size>size\s+mismatch\s+for\s+"
     r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+)"
 )

@@ -204,6 +204,25 @@ PITFALL.error(
     fix=_LOCAL_FIX,
 )
 
+# The same told in prose, as issues do when the traceback was cut before the error line:
+# "an error when pickling `collate_fn`", "the function collate_fn ... can't pickle".
+PITFALL.error(
+    r"(?i)(?:can'?n?'?t|cannot|unable to|fail(?:s|ed)? to|when|while) pickl\w*\W{0,3}"
+    r"(?P<object>collate_fn|worker_init_fn|lambda)(?![a-z])",
+    types=(),
+    confidence=0.6,
+    cause=_LOCAL_CAUSE,
+    fix=_LOCAL_FIX,
+)
+PITFALL.error(
+    r"(?i)(?<![a-z])(?P<object>collate_fn|worker_init_fn)(?![a-z])[^\n]{0,80}?"
+    r"(?:can'?n?'?t|cannot|could not|couldn'?t|unable to)(?: be)? pickl",
+    types=(),
+    confidence=0.6,
+    cause=_LOCAL_CAUSE,
+    fix=_LOCAL_FIX,
+)
+
 
 @PITFALL.error_check(types=("AttributeError", "PicklingError", "TypeError"))
 def unpicklable(block, report) -> Clue | None:

@@ -247,24 +247,31 @@ PITFALL.error(
     cause=_CAUSE_DOWNSTREAM,
 )
 PITFALL.error(r"Input contains NaN", types=("ValueError",), confidence=0.6, cause=_CAUSE_DOWNSTREAM)
-# A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`.
+_CAUSE_DIVERGED = {
+    "en": "The loss or the gradients turned NaN/Inf: training diverged. Usual origins: a "
+    "learning rate too high for the batch size, `log` of 0 or division by 0, bad samples in "
+    "the data, or fp16 overflow.",
+    "zh": "损失或梯度变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、对 0 取 `log` "
+    "或除以 0、数据中的坏样本，或 fp16 溢出。",
+}
+# A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`, and
+# as Chinese logs and posts write it, `loss为nan`, `loss 变成了 nan` (`\b` is no boundary
+# between `loss` and a Chinese character: both are word characters).
 PITFALL.error(
-    r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b",
+    r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b"
+    r"|(?<![a-z])loss\s*(?:为|是|变成|变为|变|出现|成)了?\s*-?(?:nan|inf)(?![a-z])",
     types=(),
     confidence=0.75,
-    cause={
-        "en": "The loss printed in the log turned NaN/Inf: training diverged. Usual "
-        "origins: a learning rate too high for the batch size, `log` of 0 or "
-        "division by 0, bad samples in the data, or fp16 overflow.",
-        "zh": "日志中打印的损失变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、"
-        "对 0 取 `log` 或除以 0、数据中的坏样本，或 fp16 溢出。",
-    },
+    cause=_CAUSE_DIVERGED,
 )
 
-# A message of the user's own check: "loss is nan", "NaN loss detected", "Loss is NaN".
+# A message of the user's own check ("loss is nan", "NaN loss detected"), or a title or chat
+# line telling of one ("Loss becomes NaN after a few epochs", "gradients become NaN", "loss为
+# nan"): the words stand apart from other letters, but a Chinese character may touch them.
 _LOSS_NAN = re.compile(
-    r"(?i)\bloss\b[^\n]{0,60}\b(?:nan|inf)\b"
-    r"|\b(?:nan|inf)\b[^\n]{0,60}\bloss\b"
+    r"(?i)(?<![a-z])(?:loss(?:es)?|grad(?:ient)?s?|损失|梯度)(?![a-z])[^\n]{0,60}"
+    r"(?<![a-z])(?:nan|inf)(?![a-z])"
+    r"|(?<![a-z])(?:nan|inf)(?![a-z])[^\n]{0,60}(?<![a-z])(?:loss(?:es)?|grad(?:ient)?s?)(?![a-z])"
 )
 _CHECK_SOURCE = re.compile(r"isnan|isinf|isfinite|math\.isnan|\bnan\b", re.I)
 
@@ -275,7 +282,9 @@ _CHECK_SOURCE = re.compile(r"isnan|isinf|isfinite|math\.isnan|\bnan\b", re.I)
 def check_user_nan_check(block, report):
     """The user's own NaN check: its message, or for a bare assert, the failing line."""
     if _LOSS_NAN.search(block.message[:300]):
-        return Clue(0.85, _CAUSE_USER_CHECK)
+        # A message without its exception (a title, a chat line) tells of the NaN, not of a
+        # check that stopped the run.
+        return Clue(0.85, _CAUSE_USER_CHECK if block.type else _CAUSE_DIVERGED)
     if block.short_type != "AssertionError" or not block.frames:
         return None
     source = block.frames[-1].source or ""
