@@ -3538,7 +3538,7 @@ case(
 # -------------------------------------------------------------------- view-shape-mismatch
 
 case(
-    "view-shape-mismatch",
+    "hard-coded-batch-size",
     "hard-coded-batch-size-last-batch",
     "is invalid for input of size",
     """

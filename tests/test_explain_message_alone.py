@@ -160,3 +160,24 @@ def test_a_wrapper_key_retold_in_prose_is_a_prefix_mismatch(text):
 def test_a_collate_function_that_cannot_be_pickled_told_in_prose(text):
     names = [name for name, _ in ranked(text)]
     assert names and names[0] == "dataloader-worker-pickle", names
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "print(0 < x < 0.5)  # RuntimeError: bool value of Tensor with more than one value "
+            "is ambiguous",
+            "chained-comparison-on-tensor",
+        ),
+        (
+            "keep = (x > 0) and (x < 1)  # Boolean value of Tensor with more than one value is "
+            "ambiguous",
+            "boolean-operator-on-tensors",
+        ),
+    ],
+)
+def test_an_example_line_carrying_its_error_as_a_comment_is_read(line, expected):
+    text = f"Example:\n\n```python\nx = torch.rand(10)\n{line}\n```\n"
+    names = [name for name, _ in ranked(text)]
+    assert names and names[0] == expected, names

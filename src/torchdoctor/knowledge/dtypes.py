@@ -82,6 +82,14 @@ _PAIRS = [
         r"should be the same"
     ),
     lazy_compile(r"Found dtype (?P<found>\w+) but expected (?P<expected>\w+)"),
+    # a loss's backward, torch 1.5-1.7
+    lazy_compile(r"expected dtype (?P<expected>\w+) but got dtype (?P<found>\w+)"),
+    # torch 0.3: `expected FloatTensor but found DoubleTensor`, `expected type
+    # torch.cuda.FloatTensor but got torch.cuda.DoubleTensor`
+    lazy_compile(
+        r"expected (?:type )?(?P<expected>(?:torch\.)?(?:cuda\.)?\w+Tensor) but "
+        r"(?:found|got) (?:type )?(?P<found>(?:torch\.)?(?:cuda\.)?\w+Tensor)"
+    ),
     lazy_compile(
         r"RNN input dtype \((?P<a>[\w.]+)\) does not match weight dtype "
         r"\((?P<b>[\w.]+)\)"

@@ -139,8 +139,9 @@ PITFALL.error(
     },
 )
 PITFALL.error(
-    r"Unexpected bus error encountered in worker\. This might be caused by insufficient "
-    r"shared memory \(shm\)",
+    # retyped with a comma for the full stop, or only its second half
+    r"Unexpected bus error encountered in worker\W{1,3}This might be caused by insufficient "
+    r"shared memory \(shm\)|caused by insufficient shared memory \(shm\)",
     types=(),
     confidence=0.95,
     cause={
@@ -172,6 +173,21 @@ PITFALL.error(
 )
 
 # A bare crash line with nothing around it: a guess, SIGBUS has other causes.
+# Told in words, as issues and chats do: "shared memory不够（docker限制了shm）", "/dev/shm is
+# too small", "not enough shared memory".
+PITFALL.error(
+    r"(?i)(?:insufficient|not enough)\s+shared\s+memory"
+    r"|(?:shared\s+memory|共享内存|/dev/shm|\bshm\b)\s*(?:is\s+)?(?:不够|不足|满了|太小|too small|full)",
+    types=(),
+    confidence=0.6,
+    cause={
+        "en": "The DataLoader's workers pass batches to the main process through shared memory "
+        "(/dev/shm), and it is too small for them: Docker gives a container 64 MB unless told "
+        "otherwise.",
+        "zh": "DataLoader 的 worker 通过共享内存（/dev/shm）把 batch 交给主进程，而它太小了：Docker "
+        "默认只给容器 64 MB。",
+    },
+)
 PITFALL.error(
     r"(?m)^Bus error \(core dumped\)",
     types=(),

@@ -503,14 +503,18 @@ def _init_facts(ctx: Context, init: ast.FunctionDef) -> _InitFacts:
 PITFALL.error(
     r"Cannot insert a Tensor that requires grad as a constant",
     types=("RuntimeError",),
-    confidence=0.8,
+    # The other usual cause is not ours: tracing a model wrapped in DataParallel, whose
+    # replicas' weights are copies, not parameters.
+    confidence=0.7,
     cause={
         "en": "Tracing the model (`torch.jit.trace`, TensorBoard's `add_graph`) met a tensor that "
-        "requires grad but is neither an input nor a parameter: most often a tensor kept as a "
-        "plain attribute of a module (`self.scale = torch.ones(3, requires_grad=True)`), which "
-        "should be an `nn.Parameter`.",
+        "requires grad but is neither an input nor a parameter: a tensor kept as a plain "
+        "attribute of a module (`self.scale = torch.ones(3, requires_grad=True)`), which should "
+        "be an `nn.Parameter`; or the model traced is wrapped in `DataParallel`, whose replicas' "
+        "weights are copies (trace `model.module`).",
         "zh": "追踪模型时（`torch.jit.trace`、TensorBoard 的 `add_graph`）遇到一个需要梯度、却既不是输入也不是参数的"
-        "张量：最常见的是作为模块普通属性保存的张量（`self.scale = torch.ones(3, requires_grad=True)`），"
-        "它应当是 `nn.Parameter`。",
+        "张量：作为模块普通属性保存的张量（`self.scale = torch.ones(3, requires_grad=True)`），"
+        "它应当是 `nn.Parameter`；或者被追踪的模型包在 `DataParallel` 里，其副本的权重只是拷贝"
+        "（改为追踪 `model.module`）。",
     },
 )

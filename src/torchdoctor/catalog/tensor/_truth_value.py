@@ -23,10 +23,10 @@ def asks_a_tensors_truth_value(message: str) -> bool:
 _KEYWORD = re.compile(r"(?:el)?if |while |assert |return |yield ")
 
 
-def truth_value_use(frames) -> str | None:
+def truth_value_use(block, report) -> str | None:
     """ "chained" (`0 < x < 1`), "boolean" (`and` / `or` / `not`), "other" (`if mask:`), or
     None when the failing line is not shown or does not parse alone."""
-    source = frames[-1].source if frames else None
+    source = block.frames[-1].source if block.frames else _commented_line(block, report)
     if not source:
         return None
     text = source.strip().removesuffix(":")
@@ -46,3 +46,15 @@ def truth_value_use(frames) -> str | None:
     ):
         return "boolean"
     return "other"
+
+
+def _commented_line(block, report) -> str | None:
+    """The code of a line that carries the error as its comment, as examples in issues show
+    it: `print(0 < x < 1)  # RuntimeError: bool value of Tensor ...`."""
+    lines = (report.text or "").split("\n")
+    if not 0 < block.line <= len(lines):
+        return None
+    code, hash_sign, comment = lines[block.line - 1].partition("#")
+    if not hash_sign or not asks_a_tensors_truth_value(comment):
+        return None
+    return code.strip() or None

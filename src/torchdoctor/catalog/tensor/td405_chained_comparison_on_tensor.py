@@ -166,7 +166,7 @@ _CHAINED = {
 def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if not asks_a_tensors_truth_value(block.message):
         return None
-    use = truth_value_use(block.frames)
+    use = truth_value_use(block, report)
     if use == "chained":
         return Clue(0.9, _CHAINED)
     if use is None:

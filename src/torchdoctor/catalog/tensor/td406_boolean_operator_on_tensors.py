@@ -272,7 +272,7 @@ _FIX = {
 def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if not asks_a_tensors_truth_value(block.message):
         return None
-    use = truth_value_use(block.frames)
+    use = truth_value_use(block, report)
     if use == "chained":
         return None  # TD405's
     if use == "boolean":

@@ -172,6 +172,43 @@ def batch_sizes_differ(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return Clue(0.45, _CONCATENATED, None, fields)
 
 
+# `view`/`reshape` to a shape with no free dimension (see view-shape-mismatch).
+_VIEW = lazy_compile(r"shape '\[(?P<shape>[\d, ]*)\]' is invalid for input of size (?P<size>\d+)")
+_SMALLER_BATCH_VIEWED = {
+    "en": "`view` / `reshape` to [{shape}] asks for {batch} rows of {row} elements, and the "
+    "tensor holds {size} = {rows} x {row}: exactly {rows} rows, what a smaller batch gives. The "
+    "batch size is written into the shape (or taken from the configuration), and this batch, "
+    "usually the last of the epoch, is smaller.",
+    "zh": "`view` / `reshape` 到 [{shape}] 要求 {batch} 行、每行 {row} 个元素，而张量有 {size} = "
+    "{rows} x {row} 个元素：正好 {rows} 行，这是更小的 batch 给出的。batch 大小被写进了形状（或取自"
+    "配置），而这个 batch（通常是 epoch 的最后一个）更小。",
+}
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """A shape whose first size is the batch: the tensor is a whole number of its rows, fewer
+    than the shape asks for (the last batch); any other misfit is view-shape-mismatch's."""
+    found = _VIEW.search(block.message)
+    if found is None:
+        return None
+    sizes = [int(s) for s in found["shape"].split(",") if s.strip()]
+    size = int(found["size"])
+    row = 1
+    for each in sizes[1:]:
+        row *= each
+    if len(sizes) < 2 or row <= 1 or size % row or not 0 < size // row < sizes[0]:
+        return None
+    fields = {
+        "shape": ", ".join(map(str, sizes)),
+        "batch": str(sizes[0]),
+        "row": str(row),
+        "rows": str(size // row),
+        "size": str(size),
+    }
+    return Clue(0.88, _SMALLER_BATCH_VIEWED, None, fields)
+
+
 def _in_collate(block: ErrorBlock, report: ErrorReport) -> bool:
     for frame in block.frames:
         if "collate" in (frame.function or "") or frame.path.endswith("collate.py"):

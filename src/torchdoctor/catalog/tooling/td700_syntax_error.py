@@ -182,6 +182,51 @@ def async_argument(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return None
 
 
+# The line a SyntaxError shows with its caret under it (on the next line, or at the end of the
+# same line when a title retells it).
+_CARET_LINE = re.compile(r"(?m)^(?P<code>[^\n]{1,400})(?:\n[ \t]{0,400}|[ \t])\^+[ \t]*$")
+_F_STRING = re.compile(r"(?<![\w'\"])(?:[rR][fF]|[fF][rR]?)['\"]")
+_OLD_PYTHON = {
+    "en": "The line is valid Python: it uses {feature}, which Python reads only from {version} "
+    "on, and the script runs on an older interpreter (Python 2, or a 3.x older than {version}), "
+    "to which it is `invalid syntax`.",
+    "zh": "这一行本身是合法的 Python：它用了 {feature}，Python 从 {version} 起才能解析，而脚本是用更旧的"
+    "解释器（Python 2，或低于 {version} 的 3.x）运行的，对它来说这是 `invalid syntax`。",
+}
+_NEWER_PYTHON = {
+    "en": "Run it with Python {version} or newer: check `python --version` in the environment "
+    "that runs it (a virtualenv or conda environment made with a newer Python, or `python3` "
+    "where `python` is Python 2); the code itself needs no change.",
+    "zh": "用 Python {version} 或更新的版本运行：在运行它的环境中查看 `python --version`（用更新的 "
+    "Python 创建 virtualenv 或 conda 环境，或者在 `python` 是 Python 2 的机器上用 `python3`）；"
+    "代码本身无需修改。",
+}
+
+
+@PITFALL.error_check(types=())
+def newer_python_needed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """A plain `invalid syntax` under an f-string or a `:=`: what Python 2 and 3.5 (3.7 for
+    `:=`) say of code written for a newer Python. Newer interpreters name what is wrong in an
+    f-string (`f-string: ...`) or add a suggestion, so only the bare message is the old one's;
+    a title may retell it as the line and its caret alone."""
+    if block.short_type not in ("SyntaxError", ""):
+        return None
+    syntax_errors = [b for b in report.blocks if b.short_type == "SyntaxError"]
+    if any(b.message.strip() != "invalid syntax" for b in syntax_errors):
+        return None
+    shown = report.search(_CARET_LINE)
+    if shown is None:
+        return None
+    code = shown.group("code")
+    if _F_STRING.search(code):
+        fields = {"feature": "an f-string", "version": "3.6"}
+    elif ":=" in code:
+        fields = {"feature": "the `:=` operator", "version": "3.8"}
+    else:
+        return None
+    return Clue(0.85, _OLD_PYTHON, _NEWER_PYTHON, fields)
+
+
 @PITFALL.engine_finding("unparsable-source")
 def finding_for(error: Exception, source: str, path: str) -> Finding:
     """The finding for a file that does not parse (called by the checker, not by a walk)."""

@@ -306,15 +306,13 @@ _EVERYDAY_MODULES = {
     "typing": {"List", "Dict", "Optional", "Tuple", "Any", "Union"},
     "queue": {"Queue", "Empty"},
     "numpy": {"array", "zeros", "ones", "float32", "ndarray", "random", "arange"},
+    # Not `device`, `tensor` or the dtypes: a torch older than 0.4 lacks them too.
     "torch": {
         "nn",
-        "tensor",
         "Tensor",
         "zeros",
         "ones",
         "cuda",
-        "device",
-        "float32",
         "load",
         "save",
         "randn",

@@ -210,6 +210,32 @@ PITFALL.error(
     },
 )
 
+# `nll_loss`/`cross_entropy` with class indices: the target has one dimension more than it
+# may (one-hot rows, an `[N, 1]` column of labels, a mask with a channel dimension).
+_CAUSE_EXTRA_TARGET_DIM = {
+    "en": "`CrossEntropyLoss`/`NLLLoss` takes class indices with one dimension less than the "
+    "logits (`[N]` for `[N, C]` logits, `[N, H, W]` for `[N, C, H, W]`), and the target has "
+    "one more: an `[N, 1]` column of labels, one-hot rows, or a mask with a channel dimension.",
+    "zh": "`CrossEntropyLoss`/`NLLLoss` 接受比 logits 少一维的类别索引（`[N, C]` 的 logits 对应 "
+    "`[N]`，`[N, C, H, W]` 对应 `[N, H, W]`），而 target 多了一维：`[N, 1]` 的标签列、one-hot "
+    "行，或带通道维的掩码。",
+}
+_FIX_EXTRA_TARGET_DIM = {
+    "en": "Drop the extra dimension: `target.squeeze(1)` for an `[N, 1]` column or a "
+    "`[N, 1, H, W]` mask, `target.argmax(dim=1)` for one-hot rows; keep the target `long`.",
+    "zh": "去掉多出的一维：`[N, 1]` 的标签列或 `[N, 1, H, W]` 的掩码用 `target.squeeze(1)`，one-hot "
+    "行用 `target.argmax(dim=1)`；target 保持为 `long`。",
+}
+PITFALL.error(
+    r"0D or 1D target tensor expected, multi-target not supported"
+    r"|multi-target not supported at \S*ClassNLLCriterion"
+    r"|only batches of spatial targets supported \(3D tensors\) but got targets of "
+    r"(?:dimension|size)",
+    confidence=0.9,
+    cause=_CAUSE_EXTRA_TARGET_DIM,
+    fix=_FIX_EXTRA_TARGET_DIM,
+)
+
 
 # ---- at run time -------------------------------------------------------------------------------
 
