@@ -575,6 +575,11 @@ class _StreamParser:
                     frames[-1] = replace(frames[-1], source=s)
                 i += 1
                 continue
+            if frames and frames[-1].source is None and not _exception_line(s):
+                # a paste that lost the indentation: the line after a `File` line is its source
+                frames[-1] = replace(frames[-1], source=s)
+                i += 1
+                continue
             if s in _CHAIN or "Traceback (most" in s or not _exception_line(s):
                 return i  # a traceback cut short: read the line afresh
             return self._exception(i, frames, _indent(text))

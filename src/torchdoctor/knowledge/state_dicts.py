@@ -89,10 +89,13 @@ EMBEDDING_NAMES = lazy_compile(
 )
 
 _MARKERS = lazy_compile(
-    r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:|missing\s+keys\s+in\s+state_dict:)"
+    # mmcv's `load_state_dict` says `missing keys in source state_dict: a.b, c.d`
+    r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:"
+    r"|missing\s+keys?\s+in\s+(?:source\s+)?state_dict:)"
     r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict:"
     # retold in prose: `an unexpected key(s) "module.conv1.weight"`
-    r"|[Uu]nexpected\s+key(?:\(s\))?\s+(?=\\?\"))"
+    r"|[Uu]nexpected\s+key(?:\(s\))?\s+(?=\\?\")"
+    r"|unexpected\s+key\s+in\s+source\s+state_dict:)"
     r"|(?P<size>size\s+mismatch\s+for\s+"
     r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+)"
 )

@@ -119,6 +119,11 @@ _COUNT = re.compile(
     r"function (?P<backward>\w+) returned an incorrect number of gradients "
     r"\(expected (?P<expected>\d+), got (?P<got>\d+)\)"
 )
+# `torch.library.register_autograd`: the backward formula registered for a custom operator.
+_OPERATOR_COUNT = re.compile(
+    r"The backward formula for (?P<operator>[\w.:]+) returned an incorrect number of "
+    r"gradients \(expected (?P<expected>\d+), got (?P<got>\d+)\)"
+)
 _NOT_NONE = re.compile(
     r"function (?P<backward>\w+) returned a gradient different than None "
     r"at position (?P<position>\d+), but the corresponding forward input "
@@ -139,6 +144,14 @@ _CAUSE_NOT_NONE = {
     "那里应返回 `None`。",
 }
 
+_CAUSE_OPERATOR_COUNT = {
+    "en": "The backward formula registered for the operator `{operator}` returned {got} "
+    "gradient(s), but the operator has {expected} input(s): it must return exactly one per "
+    "input, `None` for those that need no gradient.",
+    "zh": "为算子 `{operator}` 注册的反向公式返回了 {got} 个梯度，但该算子有 {expected} 个输入："
+    "必须为每个输入恰好返回一个梯度，不需要梯度的输入返回 `None`。",
+}
+
 
 @PITFALL.error_check(types=("RuntimeError",))
 def check_gradient_count(block, report):
@@ -152,4 +165,7 @@ def check_gradient_count(block, report):
             # `MyFnBackward` is the node of Function `MyFn`.
             fields["function"] = fields["backward"].removesuffix("Backward")
             return Clue(confidence, cause, None, fields)
+    found = _OPERATOR_COUNT.search(block.message)
+    if found is not None:
+        return Clue(0.95, _CAUSE_OPERATOR_COUNT, None, found.groupdict())
     return None

@@ -547,7 +547,9 @@ _SIX_TEXT_CAUSE = {
     "（常常是某个库的旧版本）仍在导入它。",
 }
 PITFALL.error(
-    r"cannot import name '(?P<name>\w+)' from 'torch\._six'",
+    r"cannot import name '(?P<name>\w+)' from 'torch\._six'"
+    # Python 3.7 and older do not name the module: the import statement shown above does
+    r"|from torch\._six import (?P<imported>\w+)\W[^\n]{0,200}?cannot import name '(?P=imported)'",
     types=(),
     confidence=0.9,
     cause=_SIX_TEXT_CAUSE,

@@ -146,9 +146,10 @@ def forward(self, x):
 )
 
 PITFALL.error(
-    r"torch\.utils\.checkpoint(?:\.(?P<function>checkpoint_sequential))?: (?:the use_reentrant "
-    r"parameter should be passed explicitly|please pass in use_reentrant=True or "
-    r"use_reentrant=False explicitly)",
+    # (a terminal or a log may wrap the warning anywhere between its words)
+    r"torch\.utils\.checkpoint(?:\.(?P<function>checkpoint_sequential))?:\s+(?:the\s+"
+    r"use_reentrant\s+parameter\s+should\s+be\s+passed\s+explicitly|please\s+pass\s+in\s+"
+    r"use_reentrant=True\s+or\s+use_reentrant=False\s+explicitly)",
     types=(),
     confidence=0.95,
     cause={

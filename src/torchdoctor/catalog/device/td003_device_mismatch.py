@@ -378,7 +378,9 @@ PITFALL.error(
     r"\w+ but got (?:device type|backend) \w+|Tensor for argument #\d+ '\w+' is on \w+, but "
     r"expected it to be on|tensors are not at the same device, found input tensor at"
     r"|expected type torch\.cuda\.\w+Tensor but got torch\.\w+Tensor"
-    r"|expected type torch\.\w+Tensor but got torch\.cuda\.\w+Tensor",
+    r"|expected type torch\.\w+Tensor but got torch\.cuda\.\w+Tensor"
+    # torch 1.0-1.4, a convolution's input on another GPU than its weight
+    r"|Expected tensor for argument #\d+ '\w+' to have the same device as tensor for argument",
     types=(),
     confidence=0.9,
     cause=_GENERIC_CAUSE,

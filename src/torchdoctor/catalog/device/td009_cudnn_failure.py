@@ -180,7 +180,8 @@ PITFALL.error(
     cause={"en": "cuDNN failed with {status}.", "zh": "cuDNN 以 {status} 失败。"},
 )
 PITFALL.error(
-    r"Unable to find a valid cuDNN algorithm to run convolution",
+    r"Unable to find a valid cuDNN algorithm to run convolution"
+    r"|no valid convolution algorithms available in CuDNN",
     confidence=0.9,
     cause={
         "en": "cuDNN found no convolution algorithm it could run. Almost always "

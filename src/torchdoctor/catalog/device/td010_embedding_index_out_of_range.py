@@ -132,10 +132,18 @@ _CAUSE = {
 
 # The CUDA kernels behind embedding lookups (and index_select, rarer in user code).
 PITFALL.error(r"srcIndex < srcSelectDimSize", types=(), confidence=0.95, cause=_CAUSE)
+# torch 1.0-1.4's embedding on the CPU.
+PITFALL.error(
+    r"index out of range: Tried to access index \d+ out of table with \d+ rows",
+    types=(),
+    confidence=0.9,
+    cause=_CAUSE,
+)
 
 # TH is looked for once, ahead: `\S*TH\S*Math` would retry each TH in a long path.
 _OUT_OF_RANGE = lazy_compile(
-    r"^index out of range in self|^index out of range at (?=\S*?TH)\S*Math"
+    # also quoted or capitalised by an issue's title: `IndexError: "Index out of range in self"`
+    r"^[\"'\u201c]?[Ii]ndex out of range in self|^index out of range at (?=\S*?TH)\S*Math"
 )
 _EMBEDDING = lazy_compile(r"embedding", re.I)
 

@@ -50,6 +50,8 @@ A model wrapped in `nn.DataParallel` or `DistributedDataParallel`, then used thr
 wrapper for a method or attribute that its own class defines and `nn.Module` does not:
 `model = nn.DataParallel(Net()); model.predict(x)`. Only classes defined in the same file are
 checked, and only uses in the statements that follow the wrapping in the same block.
+`explain` also reads the other way round: `'Net' object has no attribute 'module'`, code
+written for a wrapped model (`model.module.predict(x)`) run where the model is not wrapped.
 
 ## Why is this bad?
 The wrapper is a new `nn.Module` that holds the model as `.module`. It forwards `__call__` and
@@ -71,6 +73,8 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 模型被 `nn.DataParallel` 或 `DistributedDataParallel` 包装后，又通过包装对象去访问模型类自己定义、
 而 `nn.Module` 没有的方法或属性：`model = nn.DataParallel(Net()); model.predict(x)`。
 只检查同一文件里定义的类，并且只检查包装语句之后、同一代码块中的语句。
+`explain` 也识别反过来的情况：`'Net' object has no attribute 'module'`，即为包装后的模型编写的代码
+（`model.module.predict(x)`）在模型没有被包装时运行。
 
 ## Why is this bad?
 包装对象是一个新的 `nn.Module`，原模型保存在它的 `.module` 里。它转发 `__call__` 和 `forward`，
@@ -296,6 +300,26 @@ def _attribute_uses(
 
 # Error signatures ---------------------------------------------------------------------------
 
+# The other way round: code written for a wrapped model run without the wrapper.
+PITFALL.error(
+    r"'(?!DataParallel'|DistributedDataParallel'|FullyShardedDataParallel')(?P<cls>\w+)' object "
+    r"has no attribute 'module'",
+    types=("AttributeError", "ModuleAttributeError"),
+    confidence=0.85,
+    cause={
+        "en": "The code reaches the model through `.module`, which only a `DataParallel` / "
+        "`DistributedDataParallel` wrapper has, and this `{cls}` is not wrapped (one GPU, the "
+        "CPU, or a run that skips the wrapping).",
+        "zh": "代码通过 `.module` 访问模型，而只有 `DataParallel` / `DistributedDataParallel` "
+        "包装对象才有它；这个 `{cls}` 没有被包装（单 GPU、CPU，或跳过了包装的运行）。",
+    },
+    fix={
+        "en": 'Unwrap only when wrapped: `net = model.module if hasattr(model, "module") else '
+        "model`, or wrap the model the same way in every run.",
+        "zh": '只在被包装时才解包：`net = model.module if hasattr(model, "module") else model`，'
+        "或者在每次运行中都以同样方式包装模型。",
+    },
+)
 PITFALL.error(
     r"'(?P<wrapper>DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has "
     r"no attribute '(?P<attr>\w+)'",

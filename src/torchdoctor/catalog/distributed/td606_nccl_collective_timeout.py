@@ -118,7 +118,9 @@ PITFALL.error(
     },
 )
 PITFALL.error(
-    r"Watchdog caught collective operation timeout",
+    r"Watchdog caught collective operation timeout"
+    # what every rank prints after the watchdog tore the process group down
+    r"|Some NCCL operations have failed or timed out",
     types=(),
     confidence=0.85,
     cause={

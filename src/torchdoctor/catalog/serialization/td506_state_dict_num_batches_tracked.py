@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from torchdoctor.catalog.sdk import Clue, Pitfall
 from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
@@ -171,6 +173,36 @@ def explain(block, report) -> Clue | None:
     confidence = 0.95 if sd_errors.kind(error) == "batches-tracked" else 0.5
     return Clue(
         confidence, CAUSES[side], FIXES[side], {"count": str(len(keys)), "example": keys[0]}
+    )
+
+
+# Code that copies the model's keys from a checkpoint by hand (`checkpoint[name]` for each
+# `name` of `model.state_dict()`) fails on the first counter an old checkpoint lacks.
+_COUNTER_KEY_ERROR = re.compile(r"^'(?P<key>[\w.]*num_batches_tracked)'$")
+
+
+@PITFALL.error_check(types=("KeyError",))
+def counter_key_error(block, report) -> Clue | None:
+    found = _COUNTER_KEY_ERROR.match(block.message.strip())
+    if found is None:
+        return None
+    return Clue(
+        0.9,
+        {
+            "en": "The code looks up `{key}` in the checkpoint because the model has it, and the "
+            "checkpoint does not: BatchNorm's `num_batches_tracked` counter came with PyTorch "
+            "0.4.1, and the checkpoint was saved by an older one.",
+            "zh": "代码因为模型里有 `{key}` 就去 checkpoint 中查找它，而 checkpoint 里没有：BatchNorm 的 "
+            "`num_batches_tracked` 计数器是 PyTorch 0.4.1 才加入的，而这个 checkpoint 由更旧的版本保存。",
+        },
+        {
+            "en": 'Skip the counters when copying (`if name.endswith("num_batches_tracked"): '
+            "continue`), or load with `model.load_state_dict(state_dict, strict=False)` and check "
+            "that only counters are reported missing.",
+            "zh": '复制时跳过这些计数器（`if name.endswith("num_batches_tracked"): continue`），'
+            "或者用 `model.load_state_dict(state_dict, strict=False)` 加载，并确认报告缺失的只有计数器。",
+        },
+        found.groupdict(),
     )
 
 

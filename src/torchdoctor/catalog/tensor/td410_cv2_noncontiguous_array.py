@@ -202,3 +202,24 @@ PITFALL.error(
         "zh": "在 `np.ascontiguousarray(img)` 上绘制（或用 `cv2.cvtColor` 转换颜色）。",
     },
 )
+# What OpenCV 4 says of the same output array (no overload took it): also of an argument that
+# is not a numpy array at all (a tensor, a PIL image), hence the lower confidence.
+PITFALL.error(
+    r"Expected Ptr<cv::UMat> for argument '(?P<argument>\w+)'",
+    types=(),
+    confidence=0.6,
+    cause={
+        "en": "OpenCV could not take `{argument}` as an image: a numpy view that is not "
+        "C-contiguous (a `transpose`, `[..., ::-1]`, a tensor's `.permute(...).numpy()`), or not "
+        "a numpy array at all (a tensor, a PIL image).",
+        "zh": "OpenCV 无法把 `{argument}` 当作图像：它是非 C 连续的 numpy 视图（`transpose`、"
+        "`[..., ::-1]`、张量 `.permute(...).numpy()` 的结果），或者根本不是 numpy 数组（张量、PIL "
+        "图像）。",
+    },
+    fix={
+        "en": "Pass `np.ascontiguousarray(img)`; convert a tensor with `.cpu().numpy()` and a PIL "
+        "image with `np.asarray(...)` first.",
+        "zh": "传入 `np.ascontiguousarray(img)`；张量先用 `.cpu().numpy()`、PIL 图像先用 "
+        "`np.asarray(...)` 转换。",
+    },
+)

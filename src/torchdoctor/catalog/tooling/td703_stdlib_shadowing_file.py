@@ -255,6 +255,9 @@ def explain(block, report) -> Clue | None:
     shadow = _shadowing_frame(block) or _shadowing_file_named(block.message)
     if shadow is not None:
         return Clue(0.95, _CAUSE, fields={"module": shadow})
+    inside = _module_of_a_package_named(block.message)
+    if inside is not None:
+        return Clue(0.85, _INSIDE_PACKAGE_CAUSE, _INSIDE_PACKAGE_FIX, inside)
     partial = _PARTIAL.search(block.message)
     if partial is not None:
         module = partial.group("module").partition(".")[0]
@@ -266,6 +269,38 @@ def explain(block, report) -> Clue | None:
         if missing.group("attr") in _EVERYDAY_MODULES[missing.group("module")]:
             return Clue(0.85, _CAUSE, fields={"module": missing.group("module")})
     return None
+
+
+# `cannot import name 'Random' from 'random' (.../site-packages/torch/random.py)`: a standard
+# module found as a file inside an installed package, which only happens when that package's
+# own directory is on the path (Python started inside it, or a PYTHONPATH entry).
+_IN_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\](?P<package>\w+)[/\\](?P<file>\w+)\.py$")
+_INSIDE_PACKAGE_CAUSE = {
+    "en": "`{module}` was imported from `{package}/{module}.py`, a module of the installed "
+    "`{package}` package, instead of the standard library's: Python was started inside "
+    "`{package}`'s own directory (or it is on `PYTHONPATH`), so its files shadow the standard "
+    "modules of the same name.",
+    "zh": "`{module}` 被从已安装的 `{package}` 包里的 `{package}/{module}.py` 导入，而不是标准库中的"
+    "那个：Python 是在 `{package}` 包自己的目录里启动的（或者该目录在 `PYTHONPATH` 上），"
+    "于是其中的文件遮蔽了同名的标准模块。",
+}
+_INSIDE_PACKAGE_FIX = {
+    "en": "Run Python from another directory (`cd` out of `site-packages/{package}`) and drop "
+    "that directory from `PYTHONPATH`.",
+    "zh": "换到别的目录运行 Python（`cd` 出 `site-packages/{package}`），并把该目录从 `PYTHONPATH` "
+    "中去掉。",
+}
+
+
+def _module_of_a_package_named(message: str) -> dict[str, str] | None:
+    found = _FROM_FILE.search(message)
+    if found is None:
+        return None
+    module = found.group("module").partition(".")[0]
+    inside = _IN_PACKAGE.search(found.group("path").strip())
+    if inside is None or module not in _SHADOWABLE or inside.group("file") != module:
+        return None
+    return {"module": module, "package": inside.group("package")}
 
 
 def _shadowing_file_named(message: str) -> str | None:

@@ -173,7 +173,8 @@ for _pattern in (
     # gcc `THC/THC.h: No such file`, MSVC `Cannot open include file: 'THC/THC.h': No such
     # file`, retold `<THC/THCDeviceUtils.cuh> not found`. Not clang's `'THC/THC.h' file not
     # found`: the one real case of it (fairseq#97, 2018) predates the removal.
-    r"(?P<api>THC?/\w+\.(?:h|cuh|hpp))(?:['\"]?: (?:No such file or directory|没有那个文件或目录)"
+    r"(?P<api>THC?/\w+\.(?:h|cuh|hpp))(?:['\"\u2019\u201d]?: (?:No such file or directory"
+    r"|没有那个文件或目录)"
     r"|>? not found)",
     r"cannot open source file \"(?P<api>THC?/\w+\.(?:h|cuh|hpp))\"",
     r"(?P<api>DeprecatedTypeProperties)\W{1,4}\s*to\W{1,4}(?:c10::)?ScalarType",

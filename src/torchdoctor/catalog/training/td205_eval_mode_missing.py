@@ -208,6 +208,23 @@ NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+# Told in words: "two different predictions for the same input", the usual question of a model
+# evaluated with its dropout still on.
+PITFALL.error(
+    r"(?i)\bdifferent (?:predict\w*|outputs?|results?)\b[^\n]{0,60}\bsame input",
+    types=(),
+    confidence=0.6,
+    cause={
+        "en": "A model that gives different outputs for the same input is usually still in "
+        "training mode: dropout drops different units at each call and batch norm normalises "
+        "with the batch's own statistics. `model.eval()` before predicting makes it "
+        "deterministic.",
+        "zh": "同一输入得到不同输出的模型，通常仍处于训练模式：dropout 每次丢弃不同的单元，batch norm "
+        "用当前 batch 自己的统计量做归一化。预测前调用 `model.eval()` 就会得到确定的结果。",
+    },
+)
+
+
 @PITFALL.static(ast.For, ast.AsyncFor)
 def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     loader = _loader_name(node.iter, ctx)

@@ -1,0 +1,160 @@
+"""Phrasings `explain` reads beyond torch's current messages: older releases' wording, library
+wrappers (mmcv, torch.library), pastes that lost their layout, and facts carried by errors that
+user code raises."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchdoctor.explain.match import diagnose
+from torchdoctor.explain.parse import parse_text
+
+
+def names(text: str) -> list[str]:
+    return [d.pitfall.name for d in diagnose(parse_text(text), link=False).diagnoses]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # torch.library's register_autograd
+        (
+            "RuntimeError: The backward formula for mylib.scale.default returned an incorrect "
+            "number of gradients (expected 2, got 3). Expected one gradient for each forward input",
+            "autograd-function-gradient-count",
+        ),
+        # the checkpoint warning as a terminal wrapped it
+        (
+            "UserWarning: torch.utils.checkpoint:\n please pass in use_reentrant=True or "
+            "use_reentrant=False\nexplicitly. The default value of use_reentrant will be updated",
+            "checkpoint-use-reentrant",
+        ),
+        ("error \u201cTHC/THC.h\u201d: No such file or directory", "cpp-extension-removed-api"),
+        ("RuntimeError: no valid convolution algorithms available in CuDNN", "cudnn-failure"),
+        (
+            "RuntimeError: Expected tensor for argument #1 'input' to have the same device as "
+            "tensor for argument #2 'weight'; but device 1 does not equal 0",
+            "device-mismatch",
+        ),
+        (
+            "RuntimeError: index out of range: Tried to access index 512 out of table with 511 "
+            "rows. at /pytorch/aten/src/TH/generic/THTensorEvenMoreMath.cpp:191",
+            "embedding-index-out-of-range",
+        ),
+        ('IndexError: "Index out of range in self"', "embedding-index-out-of-range"),
+        (
+            "Watchdog: Some NCCL operations have failed or timed out. Due to the asynchronous "
+            "nature of CUDA kernels, subsequent GPU operations might run on corrupted data.",
+            "nccl-collective-timeout",
+        ),
+        # Python 3.7 does not name the module the name was not found in
+        (
+            '  File "apex/amp/_initialize.py", line 2, in <module>\n'
+            "    from torch._six import container_abcs\n"
+            "ImportError: cannot import name 'container_abcs'",
+            "removed-torch-api",
+        ),
+        (
+            "RuntimeError: 0D or 1D target tensor expected, multi-target not supported",
+            "loss-target-shape-mismatch",
+        ),
+        (
+            "RuntimeError: only batches of spatial targets supported (3D tensors) but got "
+            "targets of dimension: 4",
+            "loss-target-shape-mismatch",
+        ),
+        ("RuntimeError: expected dtype Double but got dtype Float", "dtype-mismatch"),
+        ("RuntimeError: expected FloatTensor but found DoubleTensor", "dtype-mismatch"),
+        (
+            "The model gives two different predictions with the same input, why?",
+            "eval-mode-missing",
+        ),
+        (
+            "docker shm is too small: training crashes once num_workers > 0",
+            "dataloader-shm-exhausted",
+        ),
+    ],
+)
+def test_phrasing_is_recognised(text, expected):
+    found = names(text)
+    assert found and found[0] == expected, found
+
+
+# A traceback pasted from a page that dropped the source lines' indentation.
+UNINDENTED = """\
+  File "detect.py", line 20, in load
+self.model = torch.load(path, map_location=device)['model']
+  File "torch/serialization.py", line 593, in load
+return _legacy_load(opened_file, map_location, pickle_module, **pickle_load_args)
+  File "torch/serialization.py", line 773, in _legacy_load
+result = unpickler.load()
+ModuleNotFoundError: No module named 'models.yolo'
+"""
+
+
+def test_a_traceback_that_lost_its_indentation_keeps_its_frames():
+    report = parse_text(UNINDENTED)
+    [block] = report.blocks
+    assert [f.source for f in block.frames][-1] == "result = unpickler.load()"
+    assert names(UNINDENTED)[0] == "whole-module-saved"
+
+
+def test_mmcv_key_lists_are_read_as_a_state_dict_error():
+    text = (
+        "unexpected key in source state_dict: fc.weight, fc.bias\n\n"
+        "missing keys in source state_dict: classifier.weight, classifier.bias\n"
+    )
+    assert names(text)[0] == "state-dict-key-mismatch"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("KeyError: 'backbone.bn1.num_batches_tracked'", "state-dict-num-batches-tracked"),
+        ("KeyError: 'learning_rate'", None),
+    ],
+)
+def test_a_key_error_on_a_batchnorm_counter(text, expected):
+    found = names(text)
+    assert (found[0] if found else None) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # a standard module found inside an installed package: Python started in its folder
+        (
+            "ImportError: cannot import name 'Random' from 'random' "
+            "(/opt/conda/lib/python3.10/site-packages/torch/random.py)",
+            "stdlib-shadowing-file",
+        ),
+        # a package's own module of that name, imported as such: nothing shadows anything
+        (
+            "ImportError: cannot import name 'seed' from 'torch.random' "
+            "(/opt/conda/lib/python3.10/site-packages/torch/random.py)",
+            None,
+        ),
+    ],
+)
+def test_a_standard_module_inside_an_installed_package(text, expected):
+    found = names(text)
+    assert (found[0] if found else None) == expected
+
+
+@pytest.mark.parametrize(
+    "text, cause_names",
+    [
+        ("AttributeError: 'RetinaNet' object has no attribute 'module'", "not wrapped"),
+        ("AttributeError: 'DataParallel' object has no attribute 'predict'", "`.module`"),
+    ],
+)
+def test_module_attribute_both_ways(text, cause_names):
+    [first, *_] = diagnose(parse_text(text), link=False).diagnoses
+    assert first.pitfall.name == "dataparallel-attribute"
+    assert cause_names in first.cause
+
+
+def test_an_attribute_an_old_torch_lacks_is_not_blamed_on_a_shadowing_file():
+    assert "stdlib-shadowing-file" not in names(
+        "AttributeError: module 'torch' has no attribute 'device'"
+    )
