@@ -110,7 +110,9 @@ _CAUSE = {
 PITFALL.error(
     r"an illegal memory access was encountered|cudaErrorIllegalAddress",
     types=(),
-    confidence=0.9,
+    # What the error means, not which of its causes: in the held-out threads about half of
+    # these were a library's or a driver's bug, none of the causes named here.
+    confidence=0.6,
     cause=_CAUSE,
 )
 PITFALL.error(

@@ -356,8 +356,10 @@ def check_error(block, report) -> Clue | None:
     if pair is None or {pair[0], pair[1]} != {"Double", "Float"}:
         return None
     if "Found dtype Double but expected Float" in block.message:
-        # A loss's target in float64: regression labels built with numpy, almost always.
-        return Clue(0.9, _TARGET_CAUSE)
+        # A loss's target in float64: regression labels built with numpy, almost always; but
+        # with neither a traceback nor numpy anywhere in the text, the general answer first.
+        shown = block.frames or any(word in (report.text or "") for word in NUMPY_EVIDENCE)
+        return Clue(0.9 if shown else 0.75, _TARGET_CAUSE)
     if dtypes.input_and_weight(block.message, block.frames) == ("Float", "Double"):
         return None  # the model is float64, its input is not: not numpy data (dtype-mismatch)
     likelihood = _numpy_likelihood(block, pair[2].get("arg"))
