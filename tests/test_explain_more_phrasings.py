@@ -158,3 +158,30 @@ def test_an_attribute_an_old_torch_lacks_is_not_blamed_on_a_shadowing_file():
     assert "stdlib-shadowing-file" not in names(
         "AttributeError: module 'torch' has no attribute 'device'"
     )
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # the initial state made for the configured batch, the last batch smaller
+        (
+            "RuntimeError: Expected hidden[0] size (2, 4, 256), got (2, 64, 256)",
+            "hard-coded-batch-size",
+        ),
+        ("RuntimeError: Expected hidden size (2, 8, 20), got [2, 16, 20]", "hard-coded-batch-size"),
+        # the layers differ, not the batch: not this
+        ("RuntimeError: Expected hidden size (2, 8, 20), got [1, 8, 20]", None),
+        ("RuntimeError: Trying to resize storage that is not resizable", "collate-size-mismatch"),
+    ],
+)
+def test_sizes_of_another_batch(text, expected):
+    found = names(text)
+    assert (found[0] if found else None) == expected, found
+
+
+def test_an_optimizer_with_no_parameters_points_at_unregistered_layers():
+    [first, *_] = diagnose(
+        parse_text("ValueError: optimizer got an empty parameter list"), link=False
+    ).diagnoses
+    assert first.pitfall.name == "unregistered-tensor-attribute"
+    assert "nn.ModuleList" in first.cause and first.confidence < 0.8

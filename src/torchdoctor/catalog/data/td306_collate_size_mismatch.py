@@ -168,7 +168,11 @@ def stacked_samples(block, report) -> Clue | None:
     if _RESIZE in block.message:
         # In a worker the collate stacks into shared memory sized by the samples' total size;
         # when the first sample is the largest, resizing that storage fails before stack runs.
-        return Clue(0.9, _RESIZE_CAUSE) if in_collate else None
+        if in_collate:
+            return Clue(0.9, _RESIZE_CAUSE)
+        # Told alone (a title, a chat line), it is the DataLoader's more often than not; with
+        # frames that show other code, someone's own `resize_`.
+        return None if block.frames else Clue(0.7, _RESIZE_CAUSE)
     found = _CAT.search(block.message)
     if found is None:
         return None

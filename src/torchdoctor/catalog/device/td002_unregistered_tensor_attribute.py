@@ -518,3 +518,18 @@ PITFALL.error(
         "（改为追踪 `model.module`）。",
     },
 )
+# The optimizer finds nothing to train: the model's layers or weights were never registered.
+PITFALL.error(
+    r"optimizer got an empty parameter list",
+    types=("ValueError",),
+    confidence=0.6,
+    cause={
+        "en": "`model.parameters()` gave the optimizer nothing: the model registered no "
+        "parameter, most often because its layers are kept in a plain Python list or dict (not "
+        "`nn.ModuleList`/`nn.ModuleDict`) or its weights are plain tensor attributes (not "
+        "`nn.Parameter`); or a filter (`requires_grad`, a name prefix) left none.",
+        "zh": "`model.parameters()` 没有给优化器任何参数：模型没有注册任何参数，最常见的原因是各层放在"
+        "普通的 Python list 或 dict 里（而不是 `nn.ModuleList`/`nn.ModuleDict`），或者权重是普通的张量属性"
+        "（而不是 `nn.Parameter`）；也可能是某个过滤条件（`requires_grad`、名字前缀）把参数全滤掉了。",
+    },
+)

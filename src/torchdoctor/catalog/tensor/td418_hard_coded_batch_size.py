@@ -209,6 +209,47 @@ def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return Clue(0.88, _SMALLER_BATCH_VIEWED, None, fields)
 
 
+# An RNN's initial state against its input: `(layers, batch, hidden)` each side.
+_HIDDEN = lazy_compile(
+    r"Expected hidden(?:\[\d\])? size \((?P<expected>[\d, ]+)\), got [\[(](?P<got>[\d, ]+)[\])]"
+)
+_HIDDEN_FOR_ANOTHER_BATCH = {
+    "en": "The RNN's initial hidden state was made for a batch of {got} while this input holds "
+    "{expected} (sizes {expected_shape} expected, {got_shape} given): the state is built with "
+    "the configured batch size, and this batch, usually the last of the epoch, differs.",
+    "zh": "RNN 的初始隐藏状态是按 {got} 的 batch 创建的，而这个输入只有 {expected} 个样本（期望 "
+    "{expected_shape}，实际 {got_shape}）：隐藏状态用配置的 batch 大小创建，而这个 batch（通常是 "
+    "epoch 的最后一个）大小不同。",
+}
+_HIDDEN_FIX = {
+    "en": "Make the initial state from the input: `h0 = x.new_zeros(num_layers, x.size(0), "
+    "hidden)` (`x.size(1)` unless `batch_first=True`), or pass none and let the RNN start from "
+    "zeros; or drop the last batch with `DataLoader(..., drop_last=True)`.",
+    "zh": "按输入创建初始状态：`h0 = x.new_zeros(num_layers, x.size(0), hidden)`（未设 "
+    "`batch_first=True` 时用 `x.size(1)`），或者不传初始状态让 RNN 从零开始；也可以用 "
+    "`DataLoader(..., drop_last=True)` 丢掉最后一个 batch。",
+}
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def hidden_for_another_batch(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """An initial hidden state that differs from the input only in its batch size."""
+    found = _HIDDEN.search(block.message)
+    if found is None:
+        return None
+    expected = [int(s) for s in found["expected"].split(",") if s.strip()]
+    got = [int(s) for s in found["got"].split(",") if s.strip()]
+    if len(expected) != 3 or len(got) != 3 or expected[::2] != got[::2] or expected == got:
+        return None
+    fields = {
+        "expected": str(expected[1]),
+        "got": str(got[1]),
+        "expected_shape": f"({found['expected'].strip()})",
+        "got_shape": f"({found['got'].strip()})",
+    }
+    return Clue(0.85, _HIDDEN_FOR_ANOTHER_BATCH, _HIDDEN_FIX, fields)
+
+
 def _in_collate(block: ErrorBlock, report: ErrorReport) -> bool:
     for frame in block.frames:
         if "collate" in (frame.function or "") or frame.path.endswith("collate.py"):
