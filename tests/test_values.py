@@ -53,3 +53,27 @@ def test_callees_named_as_a_loss(text):
 )
 def test_callees_that_are_not_one_loss(text):
     assert not computes_a_loss(call(text))
+
+
+@pytest.mark.parametrize(
+    "source, name, expected",
+    [
+        ("def train(model):\n    pass\n", "train", False),  # only its definition
+        ("def train(model):\n    pass\ntrain(net)\n", "train", True),
+        (
+            "class T:\n    def step(self):\n        pass\n    def run(self):\n        self.step()\n",
+            "step",
+            True,
+        ),
+        ("def train(model):\n    pass\npretrain(net)\n", "train", False),  # another name's call
+        ("async def fetch(x):\n    pass\n", "fetch", False),
+        ("def f():\n    pass\nx = 'f('\n", "f", True),  # text, not code: only a maybe
+        ("def trainé():\n    pass\n", "train", True),  # not ASCII: names may be spelled otherwise
+    ],
+)
+def test_may_be_called_reads_the_calls_in_the_text(source, name, expected):
+    from torchdoctor.lint.context import Context
+    from torchdoctor.lint.values import may_be_called
+
+    ctx = Context("t.py", source, ast.parse(source))
+    assert may_be_called(ctx, name) is expected

@@ -347,13 +347,29 @@ def _attribute_assignments(
     return values, unreliable
 
 
-@per_file
 def may_be_called(ctx: Context, name: str) -> bool:
     """False when no call in the file can call `name`: its text holds `name(` only in `def
-    name(` (two searches of the text, before any index is read)."""
-    if not ctx.source.isascii():  # Python reads names NFKC-normalized: spelled otherwise
-        return True
-    return ctx.source.count(f"{name}(") > ctx.source.count(f"def {name}(")
+    name(` (read from the file's text before any index is)."""
+    called = _names_before_parentheses(ctx)
+    return called is None or name in called
+
+
+# A name written just before `(`, and whether `def ` precedes it. Matched only where a word
+# starts, so that each word is read once.
+_NAME_AND_PARENTHESIS = re.compile(r"(?<!\w)(def )?(\w+)\(")
+
+
+@per_file
+def _names_before_parentheses(ctx: Context) -> frozenset[str] | None:
+    """The names some `name(` of the file's text holds other than a `def name(`: one pass over
+    the text for all the file's functions (a search per function would grow with the number
+    of functions times the size of the file). None when names may be spelled otherwise (Python
+    reads them NFKC-normalized)."""
+    if not ctx.source.isascii():
+        return None
+    return frozenset(
+        found[2] for found in _NAME_AND_PARENTHESIS.finditer(ctx.source) if not found[1]
+    )
 
 
 def is_parameter(function: ast.AST, name: str) -> bool:
