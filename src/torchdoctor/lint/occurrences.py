@@ -246,10 +246,13 @@ class FileIndex:
         the names of a file's functions asked about each of its loops cost no more than the
         loop's own calls)."""
         names = set(names)
-        calls = _between(self.by_class.get(ast.Call, []), start, end)
-        if len(names) > len(calls):
+        every_call = self.by_class.get(ast.Call, [])
+        # Counted, not sliced: a slice of every call of the module, for each function asked
+        # about, would grow with the functions times the file.
+        first, last = bisect_left(every_call, start), bisect_left(every_call, end)
+        if len(names) > last - first:
             nodes = self.nodes
-            return [at for at in calls if call_name(nodes[at]) in names]
+            return [at for at in every_call[first:last] if call_name(nodes[at]) in names]
         return sorted(at for name in names for at in _between(self.calls.get(name, []), start, end))
 
     def is_local(self, root: ast.AST, node: ast.AST) -> bool:
