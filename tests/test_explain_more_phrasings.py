@@ -185,3 +185,15 @@ def test_an_optimizer_with_no_parameters_points_at_unregistered_layers():
     ).diagnoses
     assert first.pitfall.name == "unregistered-tensor-attribute"
     assert "nn.ModuleList" in first.cause and first.confidence < 0.8
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("RuntimeError: NCCL communicator was aborted on rank 1.", "nccl-collective-timeout"),
+        ("RuntimeError: CUDA error: initialization error", "cuda-init-before-fork"),
+    ],
+)
+def test_symptoms_with_a_usual_cause_are_shown_not_asserted(text, expected):
+    [first, *_] = diagnose(parse_text(text), link=False).diagnoses
+    assert first.pitfall.name == expected and first.confidence < 0.8

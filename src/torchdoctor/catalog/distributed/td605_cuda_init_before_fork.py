@@ -249,6 +249,20 @@ def _module_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
 
 # Error signatures ---------------------------------------------------------------------------
 
+# CUDA's own word for a forked child touching a context its parent made: the usual cause in a
+# training script, though a broken driver says it too.
+PITFALL.error(
+    r"CUDA error: initialization error",
+    types=(),
+    confidence=0.55,
+    cause={
+        "en": "CUDA failed to initialise in this process. In training scripts this is most often "
+        "a forked child (a DataLoader worker, a `multiprocessing` process) using CUDA that the "
+        "parent had already initialised; otherwise the driver or the GPU is in a bad state.",
+        "zh": "CUDA 在这个进程中初始化失败。在训练脚本中，最常见的是一个 fork 出来的子进程（DataLoader "
+        "worker、`multiprocessing` 进程）使用了父进程已经初始化过的 CUDA；否则是驱动或 GPU 处于异常状态。",
+    },
+)
 PITFALL.error(
     r"Cannot re-initialize CUDA in forked subprocess",
     types=(),

@@ -117,6 +117,22 @@ PITFALL.error(
         "或者它已经崩溃或卡住。",
     },
 )
+# What the other ranks print once the watchdog aborted the communicator: no cause of its own,
+# most often that timeout, sometimes a rank that crashed first.
+PITFALL.error(
+    r"NCCL communicator was aborted on rank \d+",
+    types=(),
+    confidence=0.6,
+    cause={
+        "en": "The NCCL communicator was torn down under this rank, most often by the watchdog "
+        "after a collective timed out (ranks took different paths, or one was busy or hung), "
+        "sometimes because another rank crashed first: read the first error of every rank's "
+        "log.",
+        "zh": "这个 rank 下面的 NCCL 通信器被拆掉了，最常见的是某个集合通信超时后被 watchdog 中止"
+        "（各 rank 走了不同路径，或者某个 rank 忙碌或卡住），有时是因为另一个 rank 先崩溃了："
+        "请查看每个 rank 日志中的第一个错误。",
+    },
+)
 PITFALL.error(
     r"Watchdog caught collective operation timeout"
     # what every rank prints after the watchdog tore the process group down
