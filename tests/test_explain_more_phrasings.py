@@ -197,3 +197,86 @@ def test_an_optimizer_with_no_parameters_points_at_unregistered_layers():
 def test_symptoms_with_a_usual_cause_are_shown_not_asserted(text, expected):
     [first, *_] = diagnose(parse_text(text), link=False).diagnoses
     assert first.pitfall.name == expected and first.confidence < 0.8
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # argparse's usage-error exit, where a notebook shows it
+        (
+            "An exception has occurred, use %tb to see the full traceback.\n\nSystemExit: 2\n",
+            "argparse-in-notebook",
+        ),
+        ("args = parser.parse_args() SystemExit: 2", "argparse-in-notebook"),
+        ('invalid syntax: f"conv_{module_i}"', "syntax-error"),
+        (
+            "TypeError: fft_rfft() got an unexpected keyword argument 'onesided'",
+            "removed-torch-api",
+        ),
+        ('pytorch 1.8.1: module \u2018torch\u2018 has no attribute "rfft"', "removed-torch-api"),
+        (
+            "ValueError: Requested crop size (64, 64) is larger than the image size (48, 128)",
+            "random-crop-too-large",
+        ),
+        (
+            "None of the inputs have requires_grad=True. Gradients will be None",
+            "checkpoint-use-reentrant",
+        ),
+        ("> ValueError: out_channels must be divisible by groups", "conv-groups-mismatch"),
+        ("RuntimeError: unexpected EOF. The file might be corrupted", "corrupted-checkpoint"),
+        (
+            "I am getting the error, `DataParallel object has no attribute 'config'`",
+            "dataparallel-attribute",
+        ),
+        (
+            'got the error "Indices should be either on cpu or on the same device as the indexed '
+            'tensor".',
+            "device-mismatch",
+        ),
+        (
+            "If you are running on a CPU-only machine, please use torch.load with "
+            "map_location=torch.device('cpu') to map your storages to the CPU.",
+            "load-without-map-location",
+        ),
+        ("ERROR: Could not consume arg: --local_rank=0", "local-rank-argument"),
+        (
+            '  File "transforms/functional.py", line 494, in resized_crop\n'
+            "    assert _is_pil_image(img), 'img should be PIL Image'\n"
+            "AssertionError: img should be PIL Image\n",
+            "pil-transform-on-tensor",
+        ),
+        (" RuntimeError: unable to open shared memory object", "shared-memory-open-failed"),
+        (
+            "PicklingError: Can't pickle <class 'fastai.basic_train.Recorder'>: \n"
+            "it's not the same object as fastai.basic_train.Recorder",
+            "stale-object-after-reload",
+        ),
+        (
+            "When I load .pth file, ModuleNotFoundError: No module named 'models' occur.",
+            "whole-module-saved",
+        ),
+        # CUDA's initialization error as c10 and torch 0.4 print it, DataLoader workers nearby
+        (
+            "an instance of 'c10::CUDAError' initialization error, only with num_workers > 0",
+            "cuda-init-before-fork",
+        ),
+        (
+            "Getting Cuda error (3): initialization error when iterating the DataLoader",
+            "cuda-init-before-fork",
+        ),
+    ],
+)
+def test_more_phrasings_are_recognised(text, expected):
+    found = names(text)
+    assert found and found[0] == expected, found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SystemExit: 2",  # a script's own exit status, nothing says notebook or argparse
+        "ModuleNotFoundError: No module named 'models'",  # nothing says a checkpoint was loaded
+    ],
+)
+def test_bare_symptoms_without_their_context_are_not_guessed(text):
+    assert names(text) == []

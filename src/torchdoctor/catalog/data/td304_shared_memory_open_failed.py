@@ -128,7 +128,9 @@ kept = [sample for sample in loader]
 # The segment's name in angle brackets as printed, or retold without them (`object XXX`).
 PITFALL.error(
     r"unable to open shared memory object <?(?P<handle>[^<>\s]+)>? in read-write mode"
-    r"(?!: No space left)",
+    r"(?!: No space left)"
+    # cut short after the words (an issue's title)
+    r"|unable to open shared memory object\s*$",
     types=(),
     confidence=0.95,
     cause={
@@ -140,7 +142,8 @@ PITFALL.error(
     },
 )
 PITFALL.error(
-    r"unable to open shared memory object <(?P<handle>[^>\n]+)> in read-write mode: "
+    # (`[^<>\n]`: a handle never holds `<`, and a search from each `<` stops at the next one)
+    r"unable to open shared memory object <(?P<handle>[^<>\n]+)> in read-write mode: "
     r"No space left on device",
     types=(),
     confidence=0.9,

@@ -92,7 +92,10 @@ transform = transforms.Compose([
 
 PITFALL.error(
     r"Required crop size \((?P<crop>\d+, \d+)\) is larger th[ae]n (?:padded )?input image "
-    r"size \((?P<image>\d+, \d+)\)",
+    r"size \((?P<image>\d+, \d+)\)"
+    # albumentations
+    r"|Requested crop size \((?P<crop2>\d+, \d+)\) is larger than the image size "
+    r"\((?P<image2>\d+, \d+)\)",
     types=("ValueError",),
     confidence=0.95,
     cause={

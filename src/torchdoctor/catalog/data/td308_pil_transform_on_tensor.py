@@ -225,3 +225,17 @@ def _transform(element: ast.expr, ctx: Context) -> str | None:
             if "." not in name:
                 return name
     return None
+
+
+# torchvision before 0.8 asserted it and named no type: the assertion's own line shows it.
+PITFALL.error(
+    r"assert _is_pil_image\(img\)[^\n]{0,200}\n[^\n]{0,200}AssertionError: img should be PIL Image",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "A transform of torchvision before 0.8, which took PIL images only, got something "
+        "else, usually a tensor made by `ToTensor` earlier in the pipeline or by the dataset.",
+        "zh": "0.8 之前的 torchvision 变换只接受 PIL 图像，却收到了别的东西，通常是流水线中前面的 "
+        "`ToTensor` 或数据集本身生成的张量。",
+    },
+)

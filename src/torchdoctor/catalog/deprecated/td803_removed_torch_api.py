@@ -476,7 +476,11 @@ _SIX_FIX = {
 _SIX_IMPORT = re.compile(r"cannot import name '(?P<name>\w+)' from 'torch\._six'")
 _SIX_ATTRIBUTE = re.compile(r"module 'torch\._six' has no attribute '(?P<name>\w+)'")
 _SIX_MODULE = re.compile(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'")
-_NO_ATTRIBUTE = re.compile(r"module '(?P<module>torch(?:\.\w+)*)' has no attribute '(?P<name>\w+)'")
+# (quoted as typed: `module ‘torch‘ has no attribute "rfft"`)
+_NO_ATTRIBUTE = re.compile(
+    r"module ['\u2018\u2019\"](?P<module>torch(?:\.\w+)*)['\u2018\u2019\"] has no attribute "
+    r"['\u2018\u2019\"](?P<name>\w+)['\u2018\u2019\"]"
+)
 _SITE_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w.-]*)")
 
 
@@ -630,5 +634,28 @@ PITFALL.error(
         "align_corners=True`).",
         "zh": '改为调用 `F.interpolate`（替换 `upsample_bilinear` 时加上 `mode="bilinear", '
         "align_corners=True`）。",
+    },
+)
+# `torch.rfft(x, 2, onesided=False)` ported by renaming the call only: torch.fft's functions
+# take no `onesided` (nor `signal_ndim`).
+PITFALL.error(
+    r"\bfft_i?r?fft[n2]?\(\) got an unexpected keyword argument '(?P<argument>onesided|"
+    r"signal_ndim|normalized)'",
+    types=("TypeError", ""),
+    confidence=0.85,
+    cause={
+        "en": "The call was written for `torch.rfft`/`torch.irfft`/`torch.fft` of PyTorch 1.7 and "
+        "older, removed in 1.8; the `torch.fft` module's functions that replaced them take no "
+        "`{argument}`.",
+        "zh": "这个调用是为 PyTorch 1.7 及更早版本的 `torch.rfft`/`torch.irfft`/`torch.fft` 写的，它们在 "
+        "1.8 中被移除；取代它们的 `torch.fft` 模块中的函数没有 `{argument}` 参数。",
+    },
+    fix={
+        "en": "Port the call: `torch.fft.rfft(x, dim=...)` (one-sided) or `torch.fft.fft` "
+        '(two-sided), `torch.fft.rfftn` for several dimensions, `norm="ortho"` for '
+        "`normalized=True`; the result is complex (`torch.view_as_real` gives the old layout).",
+        "zh": "改写调用：`torch.fft.rfft(x, dim=...)`（单边）或 `torch.fft.fft`（双边），多维用 "
+        '`torch.fft.rfftn`，`normalized=True` 对应 `norm="ortho"`；结果是复数张量（用 '
+        "`torch.view_as_real` 得到旧的布局）。",
     },
 )

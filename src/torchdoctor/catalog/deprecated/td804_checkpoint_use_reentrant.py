@@ -145,6 +145,29 @@ def forward(self, x):
 """,
 )
 
+
+# The reentrant variant's warning when the block's input does not require grad (a frozen
+# embedding before it, or inputs straight from the data): its parameters get no gradient.
+PITFALL.error(
+    r"None of the inputs have requires_grad=True\. Gradients will be None",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "The reentrant `torch.utils.checkpoint` (the old default) got no input that "
+        "requires grad, so the checkpointed block is cut from the graph: its parameters get no "
+        "gradient and are not trained.",
+        "zh": "可重入的 `torch.utils.checkpoint`（旧的默认实现）没有收到任何需要梯度的输入，"
+        "于是被检查点包裹的模块脱离了计算图：它的参数得不到梯度，也就不会被训练。",
+    },
+    fix={
+        "en": "Pass `use_reentrant=False`, which propagates gradients to the block's parameters "
+        "whatever its inputs (for Hugging Face models: `gradient_checkpointing_enable("
+        'gradient_checkpointing_kwargs={"use_reentrant": False})`).',
+        "zh": "传入 `use_reentrant=False`，它无论输入如何都会把梯度传给模块的参数（Hugging Face 模型："
+        '`gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})`）。',
+    },
+)
+
 PITFALL.error(
     # (a terminal or a log may wrap the warning anywhere between its words)
     r"torch\.utils\.checkpoint(?:\.(?P<function>checkpoint_sequential))?:\s+(?:the\s+"

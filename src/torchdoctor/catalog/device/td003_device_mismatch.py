@@ -380,7 +380,8 @@ PITFALL.error(
     r"|expected type torch\.cuda\.\w+Tensor but got torch\.\w+Tensor"
     r"|expected type torch\.\w+Tensor but got torch\.cuda\.\w+Tensor"
     # torch 1.0-1.4, a convolution's input on another GPU than its weight
-    r"|Expected tensor for argument #\d+ '\w+' to have the same device as tensor for argument",
+    r"|Expected tensor for argument #\d+ '\w+' to have the same device as tensor for argument"
+    r"|Indices should be either on cpu or on the same device as the indexed tensor",
     types=(),
     confidence=0.9,
     cause=_GENERIC_CAUSE,

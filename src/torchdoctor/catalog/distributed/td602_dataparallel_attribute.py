@@ -321,8 +321,8 @@ PITFALL.error(
     },
 )
 PITFALL.error(
-    r"'(?P<wrapper>DataParallel|DistributedDataParallel|FullyShardedDataParallel)' object has "
-    r"no attribute '(?P<attr>\w+)'",
+    r"(?<![\w'])'?(?P<wrapper>DataParallel|DistributedDataParallel|FullyShardedDataParallel)'? "
+    r"object has no attribute '(?P<attr>\w+)'",
     types=("AttributeError", "ModuleAttributeError"),
     confidence=0.9,
     cause={

@@ -202,3 +202,24 @@ def usage_without_new_spelling(block, report) -> Clue | None:
             "而脚本的用法说明只声明了 `--local_rank`：argparse 拒绝了这个参数（这里没有贴出它的报错行）。",
         },
     )
+
+
+# python-fire (`fire.Fire(main)`) refuses the option the launcher adds just as argparse does.
+PITFALL.error(
+    r"Could not consume arg: (?P<option>--local[_-]rank)\b",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "`torch.distributed.launch` passed `{option}` to the script, and the script's command "
+        "line (python-fire here) has no such parameter.",
+        "zh": "`torch.distributed.launch` 给脚本传了 `{option}`，而脚本的命令行（这里是 python-fire）"
+        "没有这个参数。",
+    },
+    fix={
+        "en": "Launch with `torchrun`, which passes the rank in the `LOCAL_RANK` environment "
+        'variable instead, and read `int(os.environ["LOCAL_RANK"])`; or give the function a '
+        "`local_rank` parameter.",
+        "zh": "改用 `torchrun` 启动，它通过环境变量 `LOCAL_RANK` 传递 rank，再读取 "
+        '`int(os.environ["LOCAL_RANK"])`；或者给函数加一个 `local_rank` 参数。',
+    },
+)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index, index_of, per_file
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index, index_of, per_file
 
 PITFALL = Pitfall(
     code="TD605",
@@ -250,19 +252,28 @@ def _module_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
 # Error signatures ---------------------------------------------------------------------------
 
 # CUDA's own word for a forked child touching a context its parent made: the usual cause in a
-# training script, though a broken driver says it too.
-PITFALL.error(
-    r"CUDA error: initialization error",
-    types=(),
-    confidence=0.55,
-    cause={
-        "en": "CUDA failed to initialise in this process. In training scripts this is most often "
-        "a forked child (a DataLoader worker, a `multiprocessing` process) using CUDA that the "
-        "parent had already initialised; otherwise the driver or the GPU is in a bad state.",
-        "zh": "CUDA 在这个进程中初始化失败。在训练脚本中，最常见的是一个 fork 出来的子进程（DataLoader "
-        "worker、`multiprocessing` 进程）使用了父进程已经初始化过的 CUDA；否则是驱动或 GPU 处于异常状态。",
-    },
-)
+# training script, though a broken driver says it too. As torch prints it (`CUDA error:
+# initialization error`), c10 (`c10::CUDAError ... initialization error`) and torch 0.4
+# (`Cuda error (3): initialization error`).
+_INITIALIZATION_ERROR = re.compile(r"(?i)\bcuda(?:error)?\b[^\n]{0,30}?\binitialization error")
+_WORKERS = re.compile(r"num_workers?|DataLoader|dataloader|\bfork|multiprocessing|worker")
+_INITIALIZATION_CAUSE = {
+    "en": "CUDA failed to initialise in this process. In training scripts this is most often "
+    "a forked child (a DataLoader worker, a `multiprocessing` process) using CUDA that the "
+    "parent had already initialised; otherwise the driver or the GPU is in a bad state.",
+    "zh": "CUDA 在这个进程中初始化失败。在训练脚本中，最常见的是一个 fork 出来的子进程（DataLoader "
+    "worker、`multiprocessing` 进程）使用了父进程已经初始化过的 CUDA；否则是驱动或 GPU 处于异常状态。",
+}
+
+
+@PITFALL.error_check(types=())
+def initialization_error(block, report) -> Clue | None:
+    if not _INITIALIZATION_ERROR.search(block.message):
+        return None
+    # Workers or a fork named around it make it the usual story; alone, only the likelier one.
+    return Clue(0.8 if report.search(_WORKERS) else 0.55, _INITIALIZATION_CAUSE)
+
+
 PITFALL.error(
     r"Cannot re-initialize CUDA in forked subprocess",
     types=(),

@@ -160,6 +160,19 @@ NO_CUDA = {
     "zh": "checkpoint 里的张量是在 GPU 上保存的，而当前的 PyTorch 没有可用的 CUDA（纯 CPU 版本或"
     "没有 GPU 的机器）：由于没有 `map_location`，`torch.load` 试图把它们放回 `cuda` 上。",
 }
+# The message's advice alone, as a title quotes it.
+PITFALL.error(
+    r"please use torch\.load with map_location=torch\.device\('cpu'\) to map your storages to "
+    r"the CPU",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "`torch.load` is restoring tensors saved on a GPU onto a machine (or a run) without "
+        "CUDA: the checkpoint keeps the device each tensor was saved from.",
+        "zh": "`torch.load` 正在把在 GPU 上保存的张量恢复到没有 CUDA 的机器（或运行）上："
+        "checkpoint 记录了每个张量保存时所在的设备。",
+    },
+)
 PITFALL.error(
     r"Attempting to deserialize object on a CUDA\s+device but\s+"
     r"torch\.cuda\.is_available\(\) is False",

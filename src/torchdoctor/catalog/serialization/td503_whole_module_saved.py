@@ -364,9 +364,18 @@ def missing_class(block, report) -> Clue | None:
 @PITFALL.error_check(types=("ModuleNotFoundError", "ImportError"))
 def missing_module(block, report) -> Clue | None:
     found = re.search(r"No module named '?(?P<module>[\w.]+)'?", block.message)
-    if found is None or not _unpickling(block):
+    if found is None:
+        return None
+    unpickling = _unpickling(block)
+    if unpickling is None and report.search(_LOADING_A_CHECKPOINT):
+        # no frames, but the text says a checkpoint was being loaded ("when I load .pth file")
+        return Clue(0.75, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
+    if not unpickling:
         return None
     return Clue(0.9, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
+
+
+_LOADING_A_CHECKPOINT = re.compile(r"torch\.load|\bload\w*\b[^\n]{0,40}\.pth?\b")
 
 
 @PITFALL.error_check(types=())

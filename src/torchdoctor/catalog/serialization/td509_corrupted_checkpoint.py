@@ -296,7 +296,7 @@ PITFALL.error(
     cause=NO_RECORD,
 )
 PITFALL.error(
-    r"unexpected EOF, expected \d+ more bytes\. The file might be corrupted",
+    r"unexpected EOF(?:, expected \d+ more bytes)?\. The file might be corrupted",
     types=(),
     confidence=0.95,
     cause=TRUNCATED_PICKLE,

@@ -123,7 +123,7 @@ def _literal(call: ast.Call, name: str) -> int | None:
 
 PITFALL.error(
     r"(?P<channels>in_channels|out_channels) must be divisible by groups",
-    types=("ValueError",),
+    types=(),
     confidence=0.95,
     cause={
         "en": "A convolution layer was built with `{channels}` not a multiple of `groups`: each "

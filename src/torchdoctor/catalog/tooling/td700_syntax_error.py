@@ -185,6 +185,8 @@ def async_argument(block: ErrorBlock, report: ErrorReport) -> Clue | None:
 # The line a SyntaxError shows with its caret under it (on the next line, or at the end of the
 # same line when a title retells it).
 _CARET_LINE = re.compile(r"(?m)^(?P<code>[^\n]{1,400})(?:\n[ \t]{0,400}|[ \t])\^+[ \t]*$")
+# Retold on one line: `invalid syntax: f"conv_{i}"`.
+_RETOLD_INVALID_SYNTAX = re.compile(r"invalid syntax\W{1,3}(?P<code>[^\n]{1,400})")
 _F_STRING = re.compile(r"(?<![\w'\"])(?:[rR][fF]|[fF][rR]?)['\"]")
 _OLD_PYTHON = {
     "en": "The line is valid Python: it uses {feature}, which Python reads only from {version} "
@@ -214,7 +216,7 @@ def newer_python_needed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     syntax_errors = [b for b in report.blocks if b.short_type == "SyntaxError"]
     if any(b.message.strip() != "invalid syntax" for b in syntax_errors):
         return None
-    shown = report.search(_CARET_LINE)
+    shown = report.search(_CARET_LINE) or report.search(_RETOLD_INVALID_SYNTAX)
     if shown is None:
         return None
     code = shown.group("code")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, per_file, statements
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, per_file, statements
 
 PITFALL = Pitfall(
     code="TD704",
@@ -168,3 +170,31 @@ PITFALL.error(
         "（`--iopub=...`、`--Session.key=...`）。",
     },
 )
+
+# Only the end of it: `SystemExit: 2` (argparse's exit status for a usage error) where a
+# notebook shows it, or right after the `parse_args()` line.
+_SYSTEM_EXIT = re.compile(r"SystemExit\W{0,3}2\b|SystemExit +Traceback \(most recent call last\)")
+_IN_A_NOTEBOOK = re.compile(
+    r"use %tb to see the full traceback|ipython-input|ipykernel|Cell In\[|[Jj]upyter|[Cc]olab"
+)
+_PARSED_ARGUMENTS = re.compile(r"parse_args\(\s*\)")
+
+
+@PITFALL.error_check(types=("SystemExit", ""))
+def exited_in_a_notebook(block, report) -> Clue | None:
+    if not _SYSTEM_EXIT.search(report.text or block.message):
+        return None
+    in_notebook = report.search(_IN_A_NOTEBOOK) is not None
+    parsed = report.search(_PARSED_ARGUMENTS) is not None
+    if not (in_notebook or parsed):
+        return None
+    return Clue(
+        0.85 if in_notebook and parsed else 0.75,
+        {
+            "en": "The program exited with status 2, argparse's status for a usage error: "
+            "`parse_args()` read the notebook kernel's own command line (`-f kernel-....json`) "
+            "instead of options meant for the script.",
+            "zh": "程序以状态 2 退出，这是 argparse 的用法错误状态：`parse_args()` 读到的是 notebook "
+            "内核自己的命令行（`-f kernel-....json`），而不是给脚本的选项。",
+        },
+    )

@@ -134,7 +134,7 @@ def instance_of_old_class(block: ErrorBlock, report: ErrorReport) -> Clue | None
 
 
 PITFALL.error(
-    r"Can't pickle <class '(?P<cls>[\w.]+)'>: it's not the same object as (?P=cls)",
+    r"Can't pickle <class '(?P<cls>[\w.]+)'>:\s+it's not the same object as (?P=cls)",
     types=("PicklingError",),
     confidence=0.85,
     cause={
