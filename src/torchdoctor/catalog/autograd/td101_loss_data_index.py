@@ -346,21 +346,26 @@ def _returns_zero_dim(call: ast.Call, ctx: Context) -> bool:
     return function is not None and _function_returns_zero_dim(ctx, function)
 
 
-@per_file
 def _method(ctx: Context, cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
     """The method `name` defined once in the body of `cls`, without decorators but
     `staticmethod` (a property or a cached method returns something else)."""
-    found = [
-        node
-        for node in cls.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
-    ]
-    if len(found) != 1 or not isinstance(found[0], ast.FunctionDef):
-        return None
-    decorators = found[0].decorator_list
-    if any(not (isinstance(d, ast.Name) and d.id == "staticmethod") for d in decorators):
-        return None
-    return found[0]
+    return _methods(ctx, cls).get(name)
+
+
+@per_file
+def _methods(ctx: Context, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | None]:
+    """The methods of `cls` by name (None for a name defined twice or decorated), read once
+    per class, not once per method asked about."""
+    found: dict[str, ast.FunctionDef | None] = {}
+    for node in cls.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        plain = all(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+        if isinstance(node, ast.FunctionDef) and plain and node.name not in found:
+            found[node.name] = node
+        else:
+            found[node.name] = None
+    return found
 
 
 @per_file
