@@ -67,6 +67,9 @@ _MARKERS = {
     # Some tensors of the project are laid out channels-last: a layer's output may be permuted
     # in memory.
     "channels_last": (b"channels_last", re.compile(rb"channels_last")),
+    # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
+    # a training loop calling a model of the project may have them cleared out of sight.
+    "self.zero_grad": (b"zero_grad", re.compile(rb"self\.zero_grad[ \t]*\(")),
 }
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
 # in `weights_only` loads. The class names such a file mentions are kept (the list is often

@@ -13,6 +13,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Monitor,
     Pitfall,
+    from_project_class,
     index_of,
     per_file,
     shorten,
@@ -62,7 +63,9 @@ loops that call a helper which might clear the gradients out of sight (`self.opt
 `train_step(...)`, anything named like `*zero_grad*`), DeepSpeed's `engine.step()` (it clears
 the gradients itself), `optimizer.step(...)` with an argument (an LBFGS closure usually clears
 them; `DistributedOptimizer.step(context_id)` keeps gradients per context), loops that build a
-new model or optimizer every time round, and loops that `break` right after the step.
+new model or optimizer every time round, loops that `break` right after the step, and loops
+calling a model built from a class of another module of the project when some module of the
+project clears its own gradients (`self.zero_grad()` in its `forward`).
 
 ## Why is this bad?
 `backward()` adds the new gradients to whatever is already stored in `.grad`; it never
@@ -91,7 +94,8 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；
 DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
 `DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
-以及 `step` 之后紧跟 `break` 的循环。
+`step` 之后紧跟 `break` 的循环；以及调用由项目其他模块中的类构建的模型、而项目中某个模块会自己清零梯度
+（在 `forward` 里调用 `self.zero_grad()`）的循环。
 
 ## Why is this bad?
 `backward()` 会把新算出的梯度加到 `.grad` 里已有的值上，而不是覆盖。如果从不清零，第 `k` 次迭代
@@ -156,6 +160,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     if not _never_clears(ctx, loop) and not _clears_only_others(ctx, loop, optimizer):
         return
+    if ctx.project.has("self.zero_grad") and _calls_project_model(ctx, loop):
+        return  # a model of the project that clears its own gradients, out of sight
     steps = block_steps(ctx, loop)
     if steps[0] is not node:
         return  # one finding per loop, on its first step
@@ -204,6 +210,15 @@ def _never_clears(ctx: Context, loop: ast.AST) -> bool:
         if _may_clear(node, ctx):
             return False
     return True
+
+
+@per_file
+def _calls_project_model(ctx: Context, loop: ast.AST) -> bool:
+    """The loop calls a model built from a class of another module of the project."""
+    return any(
+        type(call.func) is ast.Name and from_project_class(call.func, ctx)
+        for call in index_of(ctx, loop).in_block(loop.body, ast.Call)
+    )
 
 
 def _clears_only_others(ctx: Context, loop: ast.AST, optimizer: ast.AST) -> bool:
