@@ -67,6 +67,9 @@ _MARKERS = {
     # Some tensors of the project are laid out channels-last: a layer's output may be permuted
     # in memory.
     "channels_last": (b"channels_last", re.compile(rb"channels_last")),
+    # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
+    # a training loop calling a model of the project may have them cleared out of sight.
+    "self.zero_grad": (b"zero_grad", re.compile(rb"self\.zero_grad[ \t]*\(")),
 }
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
 # in `weights_only` loads. The class names such a file mentions are kept (the list is often
@@ -77,6 +80,10 @@ _CLASS_NAME = re.compile(rb"(?<![\w.])[A-Z][A-Za-z0-9_]{0,80}\b")
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
 _METHOD_CALL = re.compile(rb"\.(" + b"|".join(WATCHED_METHODS) + rb")[ \t]*\(")
+# `<name>.close()` or `<name>.flush()` anywhere in the project: the name closed (`writer` of
+# `self.writer.close()`), read back from each match (a pattern starting with a word would be
+# tried at every word of the file).
+_CLOSING_CALL = re.compile(rb"\.(?:close|flush)[ \t]*\(")
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,8 @@ class ProjectFacts:
     safe_load_names: frozenset[str] = frozenset()
     # The class names every definition of which subclasses `torch.autograd.Function` directly.
     autograd_functions: frozenset[str] = frozenset()
+    # The names some file closes or flushes (`writer` of `self.writer.close()`).
+    closed_names: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -113,6 +122,11 @@ class ProjectFacts:
 
     def calls_method(self, name: str) -> bool:
         return name in self.methods_called
+
+    def closes(self, name: str) -> bool:
+        """Whether some file of the project calls `<name>.close()` or `<name>.flush()`, with
+        `name` the attribute or variable called (`writer` of `self.writer.close()`)."""
+        return name in self.closed_names
 
     def allowed_in_safe_loads(self, class_name: str) -> bool:
         """Whether a file of the project that allows classes in `weights_only` loads
@@ -166,8 +180,8 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 # What one file tells of its project (see `file_facts`), in a form JSON keeps as it is (the
 # cache stores it per file): its classes with their bases, the environment variables it reads,
 # the watched methods it calls, the markers it holds and the class names it allows in safe
-# loads.
-FileFacts = tuple[list[list], list[str], list[str], list[str], list[str]]
+# loads, and the names it closes.
+FileFacts = tuple[list[list], list[str], list[str], list[str], list[str], list[str]]
 
 
 def file_facts(source: bytes) -> FileFacts:
@@ -202,12 +216,25 @@ def file_facts(source: bytes) -> FileFacts:
         if b"safe_globals" in source and _SAFE_GLOBALS.search(source)
         else []
     )
-    return classes, sorted(env_reads), methods, markers, safe_load_names
+    closed = sorted(_closed_names(source)) if b"close" in source or b"flush" in source else []
+    return classes, sorted(env_reads), methods, markers, safe_load_names, closed
+
+
+def _closed_names(source: bytes) -> set[str]:
+    """The words right before each `.close(` or `.flush(` of the text."""
+    names = set()
+    for match in _CLOSING_CALL.finditer(source):
+        end = start = match.start()
+        while start and source[start - 1] in _WORD_BYTES:
+            start -= 1
+        if start < end:
+            names.add(source[start:end].decode("ascii", "replace"))
+    return names
 
 
 def is_file_facts(value: object) -> bool:
     """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
-    if not (isinstance(value, (list, tuple)) and len(value) == 5):
+    if not (isinstance(value, (list, tuple)) and len(value) == 6):
         return False
     classes, *names = value
     return (
@@ -234,6 +261,7 @@ class FactsReader:
         self._methods: set[str] = set()
         self._markers: set[str] = set()
         self._safe_load_names: set[str] = set()
+        self._closed_names: set[str] = set()
 
     def add(self, source: bytes) -> FileFacts:
         """Read one file's text; its facts are returned (for a cache)."""
@@ -242,13 +270,14 @@ class FactsReader:
         return found
 
     def add_facts(self, found: FileFacts) -> None:
-        classes, env_reads, methods, markers, safe_load_names = found
+        classes, env_reads, methods, markers, safe_load_names, closed = found
         for name, bases in classes:
             self._bases_of.setdefault(name, []).append(bases)
         self._env_reads.update(env_reads)
         self._methods.update(methods)
         self._markers.update(markers)
         self._safe_load_names.update(safe_load_names)
+        self._closed_names.update(closed)
 
     def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
         classes = _module_classes(self._bases_of)
@@ -264,6 +293,7 @@ class FactsReader:
             self._markers,
             self._safe_load_names,
             functions,
+            self._closed_names,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -279,6 +309,7 @@ class FactsReader:
             frozenset(self._markers),
             frozenset(self._safe_load_names),
             frozenset(functions),
+            frozenset(self._closed_names),
         )
 
 

@@ -13,10 +13,13 @@ from torchdoctor.catalog.sdk import (
     backward_without_gradient,
     bindings,
     computes_a_loss,
+    index_of,
+    is_self_attribute,
     per_file,
     scope_of,
     names_assigned,
     shorten,
+    top_level_functions,
 )
 
 PITFALL = Pitfall(
@@ -48,7 +51,10 @@ PITFALL = Pitfall(
 assigned only such values (a `loss = 0` before `loss += ...` included). Where the loss comes
 from out of sight (a criterion passed in, the project's own function), the code's own words
 count: a callee named as a loss (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`),
-or `loss.backward()` called with no gradient, which autograd allows only for a scalar. Losses
+or `loss.backward()` called with no gradient, which autograd allows only for a scalar (and so
+for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`).
+A call of a method of the same class (`self.td_step()`) or a function of the file counts when
+every `return` of it gives such a value. Losses
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
 `out.data[0]` on a model output or any tensor whose shape the doctor cannot tell.
 
@@ -77,7 +83,9 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 （`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量
 或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加）。当损失的来源看不到时（作为参数传入的 criterion、
 项目自己的函数），以代码自身的用法为证：被调用者的名字表明它是损失（`criterion(...)`、`loss_fn(...)`、
-`self.compute_loss(...)`），或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做。
+`self.compute_loss(...)`），或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
+（因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`）。
+调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告。
 
@@ -317,7 +325,82 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
         return _is_full_reduction_method(call, ctx)
     if isinstance(func, ast.Attribute) and func.attr in ELEMENTWISE:  # `loss.exp()`
         return is_zero_dim(func.value, ctx, resolving)
-    return is_loss_module(func, ctx) or computes_a_loss(call)
+    return is_loss_module(func, ctx) or computes_a_loss(call) or _returns_zero_dim(call, ctx)
+
+
+def _returns_zero_dim(call: ast.Call, ctx: Context) -> bool:
+    """A call of a method of the enclosing class (`self.calc_td_error()`) or of a function of
+    the file, every `return` of which gives a 0-dim value: a name 0-dim in that function (a
+    loss it called `.backward()` on, a full reduction) or a loss or reduction of torch."""
+    func = call.func
+    if is_self_attribute(func):
+        cls = ctx.enclosing_class()
+        function = _method(ctx, cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+    elif type(func) is ast.Name and scope_of(func.id, ctx) is ctx.tree:
+        function = top_level_functions(ctx).get(func.id)
+        found = bindings(ctx, ctx.tree, func.id) or ()
+        if [b.node for b in found] != [function]:
+            return False  # rebound, or imported too: which function is called is unclear
+    else:
+        return False
+    return function is not None and _function_returns_zero_dim(ctx, function)
+
+
+def _method(ctx: Context, cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    """The method `name` defined once in the body of `cls`, without decorators but
+    `staticmethod` (a property or a cached method returns something else)."""
+    return _methods(ctx, cls).get(name)
+
+
+@per_file
+def _methods(ctx: Context, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | None]:
+    """The methods of `cls` by name (None for a name defined twice or decorated), read once
+    per class, not once per method asked about."""
+    found: dict[str, ast.FunctionDef | None] = {}
+    for node in cls.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        plain = all(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+        if isinstance(node, ast.FunctionDef) and plain and node.name not in found:
+            found[node.name] = node
+        else:
+            found[node.name] = None
+    return found
+
+
+@per_file
+def _function_returns_zero_dim(ctx: Context, function: ast.FunctionDef) -> bool:
+    in_progress = _returns_in_progress(ctx)
+    if function in in_progress:  # a function calling itself: not known from itself
+        return False
+    in_progress.add(function)
+    try:
+        found = index_of(ctx, function)
+        if found.local(function, ast.Yield, ast.YieldFrom):
+            return False
+        returns = found.local(function, ast.Return)
+        return bool(returns) and all(
+            _returned_zero_dim(ret.value, function, ctx)  # type: ignore[attr-defined]
+            for ret in returns
+        )
+    finally:
+        in_progress.discard(function)
+
+
+@per_file
+def _returns_in_progress(ctx: Context) -> set:
+    """The functions whose returns are being looked into (one call of them returns another's)."""
+    return set()
+
+
+def _returned_zero_dim(value: ast.expr | None, function: ast.FunctionDef, ctx: Context) -> bool:
+    """Read where `function` binds its names, not where the walk is."""
+    if type(value) is ast.Name:
+        return bool(bindings(ctx, function, value.id)) and _zero_dim_name(ctx, function, value.id)
+    if type(value) is not ast.Call:
+        return False
+    qualname = ctx.qualname(value.func)
+    return qualname is not None and _is_zero_dim_torch_call(qualname, value)
 
 
 def _is_zero_dim_torch_call(qualname: str, call: ast.Call) -> bool:
@@ -399,11 +482,40 @@ def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
 @per_file
 def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
     # `loss.backward()` with no gradient says the name holds a scalar, whatever made it.
-    return backward_without_gradient(ctx, scope, name) or _all_bound_to(
-        bindings(ctx, scope, name),
-        lambda value: is_zero_dim(value, ctx, frozenset({name})),
-        accumulator=True,
+    if backward_without_gradient(ctx, scope, name):
+        return True
+    found = bindings(ctx, scope, name)
+    if name in _summed_into_backward(ctx, scope) and found and len(found) == 1:
+        return not found[0].augmented  # one value, the one summed into the scalar
+    return _all_bound_to(
+        found, lambda value: is_zero_dim(value, ctx, frozenset({name})), accumulator=True
     )
+
+
+@per_file
+def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
+    """The names added or subtracted into a loss that `scope` calls `.backward()` on with no
+    gradient (`loss = loss_l + loss_c`, then `loss.backward()`): a sum has one element only
+    when every term does, so each is a scalar too (`loss_l, loss_c = criterion(...)`)."""
+    terms: set[str] = set()
+    for statement in index_of(ctx, scope).local(scope, ast.Assign):
+        targets = statement.targets  # type: ignore[attr-defined]
+        value = statement.value  # type: ignore[attr-defined]
+        if not (
+            len(targets) == 1
+            and type(targets[0]) is ast.Name
+            and type(value) is ast.BinOp
+            and backward_without_gradient(ctx, scope, targets[0].id)
+        ):
+            continue
+        operands = []
+        while type(value) is ast.BinOp and isinstance(value.op, (ast.Add, ast.Sub)):
+            operands.append(value.right)
+            value = value.left
+        operands.append(value)
+        if len(operands) > 1:
+            terms.update(o.id for o in operands if type(o) is ast.Name and o.id != targets[0].id)
+    return frozenset(terms)
 
 
 @per_file

@@ -14,7 +14,9 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index,
     index_of,
+    is_parameter,
     makes_generator,
+    passed_values,
     per_file,
     shorten,
 )
@@ -55,7 +57,9 @@ PITFALL = Pitfall(
 `.next()` called on an iterator: `iter(loader).next()`, `loader.__iter__().next()`, or
 `it.next()` where every assignment to `it` (or to `self.it` in the class, or its place in
 `a, b = iter(x), iter(y)`) is such an iterator, or a generator (a generator expression, or a
-call of an undecorated function of the file that yields: `gen = inf_train_gen()`). A
+call of an undecorated function of the file that yields: `gen = inf_train_gen()`); or a
+parameter that every call of its function in the file passes such an iterator (`batches =
+iter(loader)`, then `first_image(batches)`). A
 DataLoader's gets the DataLoader message; any other (`iter(batches).next()` over a parameter,
 a list...) fails the same way in Python 3, whose iterators have no `.next()`, and gets a
 general one.
@@ -88,7 +92,9 @@ are not followed.
 ## What it catches
 在迭代器上调用 `.next()`：`iter(loader).next()`、`loader.__iter__().next()`，或者 `it.next()`，
 且对 `it`（或类中的 `self.it`，或 `a, b = iter(x), iter(y)` 中对应位置）的每一次赋值都是这样的迭代器，
-或者是生成器（生成器表达式，或调用本文件中没有装饰器、带 `yield` 的函数：`gen = inf_train_gen()`）。
+或者是生成器（生成器表达式，或调用本文件中没有装饰器、带 `yield` 的函数：`gen = inf_train_gen()`）；
+也包括这样的函数参数：本文件中对该函数的每次调用都传入这样的迭代器（`batches = iter(loader)`，
+然后 `first_image(batches)`）。
 DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数、列表调用 `iter(...)` 等）在 Python 3
 中同样会失败——Python 3 的迭代器都没有 `.next()`——给出通用的说明。
 
@@ -192,6 +198,9 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         values = [expr]
     elif isinstance(expr, ast.Name):
         values = _name_assignments(expr.id, ctx)
+        function = ctx.enclosing_function()
+        if values is None and function is not None and is_parameter(function, expr.id):
+            values = _passed_iterators(ctx, function, expr.id)
     elif _is_self_attribute(expr):
         values = _self_attribute_assignments(expr.attr, ctx)
     else:
@@ -200,6 +209,35 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         return None
     iterated = [_iterated_by(value, ctx) for value in values]
     return None if None in iterated else iterated
+
+
+@per_file
+def _passed_iterators(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> list[ast.expr] | None:
+    """What the calls of `function` in the file pass for `parameter`, seen through the names
+    they pass (`batches = iter(loader)`, then `take(batches)`), when the function never
+    rebinds it; None when some value cannot be followed, or no call is seen."""
+    found = index(ctx)
+    if any(
+        not isinstance(node.ctx, ast.Load) and found.scopes[found.number[node]] is function
+        for node in found.names_in(function, parameter)
+    ):
+        return None  # rebound in the function
+    passed = passed_values(ctx, function, parameter)
+    if not passed:
+        return None
+    values: list[ast.expr] = []
+    for call, value in passed:
+        if isinstance(value, ast.Name):
+            caller = found.scopes[found.number[call]] or ctx.tree
+            assigned = _scope_assignments(ctx, caller).of_name(value.id)
+            if not assigned:
+                return None
+            values.extend(assigned)
+        else:
+            values.append(value)
+    return values
 
 
 def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:

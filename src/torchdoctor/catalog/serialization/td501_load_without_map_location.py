@@ -5,7 +5,16 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index_of, per_file
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    index_of,
+    is_self_attribute,
+    per_file,
+    top_level_functions,
+)
 
 PITFALL = Pitfall(
     code="TD501",
@@ -45,7 +54,11 @@ PITFALL = Pitfall(
 ## What it catches
 A call of `torch.load(...)` without `map_location` in code that decides its device at run
 time: the same function (or, at module level, the same script) calls `torch.cuda.is_available()`,
-so the author expects the code to run on machines without a GPU too. Opt-in.
+or a function of the file that does (also in a default: `device=get_default_device()`), or the
+class of the method keeps the answer on the object (`self.use_cuda = ... is_available()` in
+`__init__`), so the author expects the code to run on machines without a GPU too. A load that
+runs only where a test of CUDA passed (`if use_cuda:`, `... if args.cuda else ...`) is not
+reported. Opt-in.
 
 ## Why is this bad?
 `torch.load` puts every tensor back on the device it was saved from. A checkpoint written during
@@ -76,8 +89,11 @@ and load fine anywhere, which is why the rule is opt-in.
 """,
         "zh": """
 ## What it catches
-在运行时才决定设备的代码里（同一个函数，或模块级脚本本身，调用了 `torch.cuda.is_available()`，
-说明作者预期代码也会在没有 GPU 的机器上运行），调用 `torch.load(...)` 却没有传 `map_location`。默认关闭，需手动启用。
+在运行时才决定设备的代码里（同一个函数，或模块级脚本本身，调用了 `torch.cuda.is_available()`；
+或调用了本文件中这样做的函数，包括在默认参数里：`device=get_default_device()`；或者方法所在的类把结果保存在对象上：
+`__init__` 里的 `self.use_cuda = ... is_available()`，说明作者预期代码也会在没有 GPU 的机器上运行），
+调用 `torch.load(...)` 却没有传 `map_location`。只在 CUDA 检测通过时才执行的加载（`if use_cuda:`、
+`... if args.cuda else ...`）不报告。默认关闭，需手动启用。
 
 ## Why is this bad?
 `torch.load` 会把每个张量放回它保存时所在的设备。GPU 训练时保存的 checkpoint 记着 `cuda:0`；
@@ -129,7 +145,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if isinstance(call.args[0], ast.Starred):
         return
-    if not _checks_cuda(ctx, ctx.enclosing_function() or ctx.tree):
+    if not _decides_device(ctx) or _on_cuda_branch(call, ctx):
         return
     last = call.keywords[-1] if call.keywords else call.args[-1]
     _, end = ctx.span(last)
@@ -137,18 +153,81 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     yield ctx.finding(PITFALL, call, fix=fix)
 
 
+def _decides_device(ctx: Context) -> bool:
+    """The code around the load decides its device at run time: the function (or, at module
+    level, the script) asks for CUDA, or the class of the method does (`self.device = ...` in
+    `__init__`), or the function calls a function of the file that does, in its body or its
+    defaults (`device=get_default_device()`)."""
+    function = ctx.enclosing_function()
+    if function is None:
+        return _checks_cuda(ctx, ctx.tree)
+    cls = ctx.enclosing_class()
+    if _checks_cuda(ctx, function) or (cls is not None and _keeps_cuda_check(ctx, cls)):
+        return True
+    return _calls_a_cuda_check(ctx, function)
+
+
 @per_file
-def _checks_cuda(ctx: Context, scope: ast.AST) -> bool:
-    """`scope` calls `<...>.cuda.is_available()`: it is meant to run without a GPU too."""
-    for node in index_of(ctx, scope).under(scope, ast.Call):
-        if (
-            type(node.func) is ast.Attribute
-            and node.func.attr == "is_available"
-            and type(node.func.value) is ast.Attribute
-            and node.func.value.attr == "cuda"
+def _keeps_cuda_check(ctx: Context, cls: ast.ClassDef) -> bool:
+    """A method of `cls` keeps its answer on the object: `self.device = torch.device("cuda" if
+    torch.cuda.is_available() else "cpu")`, `self.use_cuda = args.cuda and ...`."""
+    for node in index_of(ctx, cls).under(cls, ast.Assign):
+        if any(is_self_attribute(target) for target in node.targets) and any(
+            _is_cuda_check(call) for call in ast.walk(node.value)
         ):
             return True
     return False
+
+
+@per_file
+def _calls_a_cuda_check(ctx: Context, function: ast.AST) -> bool:
+    functions = top_level_functions(ctx)
+    for node in index_of(ctx, function).under(function, ast.Call):
+        called = functions.get(node.func.id) if type(node.func) is ast.Name else None
+        if called is not None and called is not function and _checks_cuda(ctx, called):
+            return True
+    return False
+
+
+def _on_cuda_branch(call: ast.Call, ctx: Context) -> bool:
+    """The load runs only where a test of CUDA passed (`if use_cuda:`, `... if args.cuda
+    else ...`): the GPU its storages go back to is there."""
+    ancestors = ctx.ancestors
+    for node, inner in zip(ancestors, ancestors[1:]):
+        if isinstance(node, ast.If) and _mentions_cuda(node.test, ctx):
+            place = ctx.block_position(inner, node)
+            if place is not None and place[0] is node.body:
+                return True
+    parents = ctx.statement_parents()
+    child, parent = call, parents.get(call)
+    while parent is not None:
+        if isinstance(parent, ast.IfExp) and child is parent.body:
+            if _mentions_cuda(parent.test, ctx):
+                return True
+        child, parent = parent, parents.get(parent)
+    return False
+
+
+def _mentions_cuda(test: ast.expr, ctx: Context) -> bool:
+    text = ctx.text(test).lower()
+    return "cuda" in text or "gpu" in text
+
+
+@per_file
+def _checks_cuda(ctx: Context, scope: ast.AST) -> bool:
+    """`scope` calls `<...>.cuda.is_available()`: it is meant to run without a GPU too."""
+    return any(_is_cuda_check(node) for node in index_of(ctx, scope).under(scope, ast.Call))
+
+
+def _is_cuda_check(node: ast.AST) -> bool:
+    """`<...>.cuda.is_available()`."""
+    return (
+        type(node) is ast.Call
+        and type(node.func) is ast.Attribute
+        and node.func.attr == "is_available"
+        and type(node.func.value) is ast.Attribute
+        and node.func.value.attr == "cuda"
+    )
 
 
 # Explaining errors ----------------------------------------------------------------------------

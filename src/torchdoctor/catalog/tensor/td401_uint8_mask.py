@@ -71,7 +71,9 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 `.type(torch.uint8)` or `torch.ByteTensor(...)`, that is then used as a mask: as an index
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
-same block, also wrapped in `Variable(...)`. `torch.ByteTensor` may be spelled through a name
+same block, or after the statements around it (`if`, `for`, `with`) in the same function,
+also wrapped in `Variable(...)` or moved on the way (`mask = mask.cuda()`).
+`torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
 torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
 the same file passes it a uint8 tensor: made in the call, or held by a name or a `self.`
@@ -114,7 +116,8 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 以 uint8 类型创建的张量——通过 `.byte()`、`dtype=torch.uint8`、`.to(torch.uint8)`、`.type(torch.uint8)`
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
-也可以先赋给同一代码块中的变量再使用，包括再包一层 `Variable(...)`。`torch.ByteTensor` 也可以通过按设备选择它的
+也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
+包括再包一层 `Variable(...)` 或中途移动设备（`mask = mask.cuda()`）。`torch.ByteTensor` 也可以通过按设备选择它的
 变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
 张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
@@ -578,22 +581,56 @@ def _assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:
 
 
 def _first_mask_use(name: str, ctx: Context) -> int | None:
-    """The line where `name` is first used as a mask later in this block, before it is rebound."""
+    """The line where `name` is first used as a mask later in this block, before it is rebound
+    (but by a move that keeps its dtype: `mask = mask.cuda()`); and when the block ends first,
+    after the statements around it (`if`, `for`, `with` ...) in the same function."""
     found = ctx.statement_block()
     if found is None:
         return None
     block, index = found
-    names = block_names(ctx, block)
-    tree_parents = names.index.parents
-    here = names.index.scopes[names.index.number[block[index]]]
-    for _, nodes in names.mentions_after(name, index):
-        nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
-        lines = [node.lineno for node in nodes if _is_mask_use(node, name, tree_parents, ctx)]
-        if lines:
-            return min(lines)
-        if any(not isinstance(node.ctx, ast.Load) for node in nodes):
+    here = None
+    outer = len(ctx.ancestors) - 2  # ancestors[outer] owns `block`
+    while True:
+        names = block_names(ctx, block)
+        tree_parents = names.index.parents
+        if here is None:
+            here = names.index.scopes[names.index.number[block[index]]]
+        for _, nodes in names.mentions_after(name, index):
+            nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
+            lines = [node.lineno for node in nodes if _is_mask_use(node, name, tree_parents, ctx)]
+            if lines:
+                return min(lines)
+            if any(
+                not isinstance(node.ctx, ast.Load) and not _moved(node, tree_parents, ctx)
+                for node in nodes
+            ):
+                return None
+        owner = ctx.ancestors[outer]
+        if isinstance(owner, _SCOPES) or outer < 1 or _leaves(block[index + 1 :]):
             return None
-    return None
+        place = ctx.block_position(owner, ctx.ancestors[outer - 1])
+        if place is None:
+            return None
+        (block, index), outer = place, outer - 1
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+_JUMPS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
+
+
+def _leaves(statements: list[ast.stmt]) -> bool:
+    """The block jumps away after the mask is made: what follows it may not see the mask."""
+    return any(isinstance(statement, _JUMPS) for statement in statements)
+
+
+def _moved(node: ast.Name, parents: dict, ctx: Context) -> bool:
+    """`node` is rebound to its own value moved or wrapped, keeping its dtype: `mask =
+    mask.cuda()`, `mask = Variable(mask)`."""
+    statement = parents.get(node)
+    if not (isinstance(statement, ast.Assign) and statement.targets == [node]):
+        return False
+    value = _unwrapped(statement.value, ctx)
+    return value is not statement.value and type(value) is ast.Name and value.id == node.id
 
 
 def _shadowed(node: ast.Name, here: ast.AST, found, ctx: Context) -> bool:

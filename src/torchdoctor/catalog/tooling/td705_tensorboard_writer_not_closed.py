@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index,
     index_of,
+    is_self_attribute,
     per_file,
     top_level_functions,
 )
@@ -40,10 +41,14 @@ A `SummaryWriter` from `torch.utils.tensorboard` or `tensorboardX` (or its 2017 
 is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...), with no
 `writer.close()` or `writer.flush()` anywhere in the file.
 
-A `writer = None` placeholder before it (made on rank 0 only, say) and passing it to a
-function of the same file that only logs to it (`train(cfg, writer)`) still count as logging.
-Writers used in a `with` block, stored on an object, returned, or passed to other code are
-not reported: someone else may close them. A writer kept in a `global` is reported only in
+A `writer = None` placeholder before it (made on rank 0 only, say), tests of it (`if writer
+is None: writer = SummaryWriter(...)`, made the first time something is logged) and passing it
+to a function of the same file that only logs to it (`train(cfg, writer)`) still count as
+logging. A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
+None`) is reported when the file only logs to that attribute or tests it, and no file of the
+project closes or flushes anything of that name (`self.writer.close()`, `writer.flush()`): the
+object never closes it, and nothing else can. Writers used in a `with` block, returned, or
+passed to other code are not reported: someone else may close them. A writer kept in a `global` is reported only in
 a script (a file with an `if __name__ == "__main__":` block), whose globals no other module
 imports, when every use of it in the file logs. Notebook cells are not checked, since the kernel
 keeps running and the writer's periodic flush gets its chance.
@@ -72,9 +77,13 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 来自 `torch.utils.tensorboard` 或 `tensorboardX` 的 `SummaryWriter` 被赋给一个名字，而这个名字只用于记录日志
 （`writer.add_scalar(...)`、`writer.add_image(...)` 等），整个文件中都没有 `writer.close()` 或 `writer.flush()`。
 
-先写 `writer = None` 占位（例如只在 rank 0 上创建），以及把它传给同一文件中只用它记录日志的函数
-（`train(cfg, writer)`），仍然算作只用于记录。用在 `with` 语句中、保存到对象上、被返回或传给其他代码的
-writer 不会报告：可能由别处负责关闭。保存在 `global` 变量中的 writer 只在脚本（带有
+先写 `writer = None` 占位（例如只在 rank 0 上创建）、对它的判断（`if writer is None: writer =
+SummaryWriter(...)`，在第一次记录时才创建），以及把它传给同一文件中只用它记录日志的函数
+（`train(cfg, writer)`），仍然算作只用于记录。保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
+或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志或对它做判断，且项目中没有任何文件
+关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
+用在 `with` 语句中、被返回或传给其他代码的 writer 不会报告：可能由别处负责关闭。
+保存在 `global` 变量中的 writer 只在脚本（带有
 `if __name__ == "__main__":` 块的文件，其全局变量不会被其他模块导入）中、且文件里对它的每次使用都是记录日志时才报告。
 Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷新有机会执行。
 
@@ -160,14 +169,15 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if ctx.is_notebook or ctx.qualname(call.func) not in _WRITERS:
         return
     statement = ctx.parent()
-    if not (
-        isinstance(statement, ast.Assign)
-        and statement.value is call
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-    ):
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return
-    name = statement.targets[0].id
+    target = statement.targets[0]
+    if is_self_attribute(target) and _made_or_none(statement.value, call):
+        yield from _check_attribute(call, target, ctx)
+        return
+    if not (statement.value is call and isinstance(target, ast.Name)):
+        return
+    name = target.id
     scope = ctx.enclosing_function() or ctx.tree
     if name in _globals(ctx):
         # A global of a script (semseg's `global writer` in main_worker): no other module
@@ -179,6 +189,75 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if name in _flushed_anywhere(ctx) or not _only_logged(name, scope, statement, ctx):
         return
     yield ctx.finding(PITFALL, call, name=name)
+
+
+def _made_or_none(value: ast.expr, call: ast.Call) -> bool:
+    """`value` is the writer's call, or picks it or None (`SummaryWriter(...) if main else
+    None`): a writer made on some runs only."""
+    if value is call:
+        return True
+    return (
+        isinstance(value, ast.IfExp)
+        and call in (value.body, value.orelse)
+        and any(_is_none(branch) for branch in (value.body, value.orelse))
+    )
+
+
+def _check_attribute(call: ast.Call, target: ast.Attribute, ctx: Context) -> Iterator[Finding]:
+    """`self.writer = SummaryWriter(...)` in a class whose code logs to `self.writer` and
+    uses it in no other way, in a project where nothing closes or flushes a `writer` (the
+    attribute's name) and no line of the file uses that attribute otherwise: the object
+    keeping it never closes it, and no one else can."""
+    cls = ctx.enclosing_class()
+    attr = target.attr
+    if cls is None or not ctx.project.known or ctx.project.closes(attr):
+        return
+    if not _attribute_only_logged(ctx, attr):
+        return
+    yield ctx.finding(PITFALL, call, name=f"self.{attr}")
+
+
+@per_file
+def _attribute_only_logged(ctx: Context, attr: str) -> bool:
+    """Every `<x>.<attr>` of the file is assigned a writer (or None), called a method of
+    (`self.writer.add_scalar(...)`, once at least) or tested (`if self.writer:`, `is None`):
+    never closed, handed on, returned or aliased."""
+    whole = index(ctx)
+    logged = False
+    for at in whole.attributes.get(attr, ()):
+        node = whole.nodes[at]
+        if isinstance(node.ctx, ast.Store):
+            continue
+        method = whole.parents.get(node)
+        call = whole.parents.get(method) if isinstance(method, ast.Attribute) else None
+        if isinstance(call, ast.Call) and call.func is method:
+            if method.attr in _FLUSHING:  # type: ignore[union-attr]
+                return False
+            logged = True
+        elif not _tested(node, whole.parents):
+            return False
+    return logged
+
+
+def _tested(node: ast.expr, parents) -> bool:
+    """`node` is only tested: `if node:`, `if node is None:`, `if not node and ...:`."""
+    parent = parents.get(node)
+    if (
+        isinstance(parent, ast.Compare)
+        and len(parent.ops) == 1
+        and isinstance(parent.ops[0], (ast.Is, ast.IsNot))
+        and _is_none(parent.comparators[0] if parent.left is node else parent.left)
+    ):
+        node, parent = parent, parents.get(parent)
+    while isinstance(parent, ast.BoolOp) or (
+        isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+    ):
+        node, parent = parent, parents.get(parent)
+    return isinstance(parent, (ast.If, ast.While, ast.IfExp)) and parent.test is node
+
+
+def _is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None
 
 
 @per_file
@@ -224,6 +303,8 @@ def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context
     flushed = _flushed_anywhere(ctx)
     for node in _other_uses(ctx, scope, name):
         if node is assignment.targets[0] or _placeholder(node, found):
+            continue
+        if _tested(node, found.parents):  # `if writer is None: writer = SummaryWriter(...)`
             continue
         if not _logged_by_callee(node, found, flushed, ctx):
             return False

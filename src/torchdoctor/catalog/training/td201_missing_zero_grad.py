@@ -13,6 +13,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Monitor,
     Pitfall,
+    from_project_class,
     index_of,
     per_file,
     shorten,
@@ -53,14 +54,18 @@ PITFALL = Pitfall(
 ## What it catches
 A loop that calls `.backward()` and `optimizer.step()` (or `scaler.step(optimizer)` with a
 `GradScaler`) but clears the gradients nowhere in the loop: no `optimizer.zero_grad()`, no
-`model.zero_grad()`, no `p.grad = None`, no `p.grad.zero_()`.
+`model.zero_grad()`, no `p.grad = None`, no `p.grad.zero_()`. Also a loop whose only clearing
+is `other.zero_grad()` of other optimizers: with two optimizers (a GAN's, an encoder and a
+critic), the one never cleared still piles its gradients up.
 
 Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
 loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
 `train_step(...)`, anything named like `*zero_grad*`), DeepSpeed's `engine.step()` (it clears
 the gradients itself), `optimizer.step(...)` with an argument (an LBFGS closure usually clears
 them; `DistributedOptimizer.step(context_id)` keeps gradients per context), loops that build a
-new model or optimizer every time round, and loops that `break` right after the step.
+new model or optimizer every time round, loops that `break` right after the step, and loops
+calling a model built from a class of another module of the project when some module of the
+project clears its own gradients (`self.zero_grad()` in its `forward`).
 
 ## Why is this bad?
 `backward()` adds the new gradients to whatever is already stored in `.grad`; it never
@@ -82,13 +87,15 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 ## What it catches
 循环里调用了 `.backward()` 和 `optimizer.step()`（或配合 `GradScaler` 的 `scaler.step(optimizer)`），
 但整个循环中没有任何清零梯度的操作：没有 `optimizer.zero_grad()`、`model.zero_grad()`，
-也没有 `p.grad = None` 或 `p.grad.zero_()`。
+也没有 `p.grad = None` 或 `p.grad.zero_()`。也包括循环中唯一的清零是对其他优化器调用 `other.zero_grad()`
+的情况：有两个优化器时（GAN 的两个，或编码器与判别器），从未清零的那个仍会不断累积梯度。
 
 梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；
 DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
 `DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
-以及 `step` 之后紧跟 `break` 的循环。
+`step` 之后紧跟 `break` 的循环；以及调用由项目其他模块中的类构建的模型、而项目中某个模块会自己清零梯度
+（在 `forward` 里调用 `self.zero_grad()`）的循环。
 
 ## Why is this bad?
 `backward()` 会把新算出的梯度加到 `.grad` 里已有的值上，而不是覆盖。如果从不清零，第 `k` 次迭代
@@ -149,8 +156,12 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if _exits_after(node, ctx):
         return  # `opt.step(); break`: the loop does not go round after a step
     loop = _training_loop(ctx, optimizer)
-    if loop is None or not _never_clears(ctx, loop):
+    if loop is None:
         return
+    if not _never_clears(ctx, loop) and not _clears_only_others(ctx, loop, optimizer):
+        return
+    if ctx.project.has("self.zero_grad") and _calls_project_model(ctx, loop):
+        return  # a model of the project that clears its own gradients, out of sight
     steps = block_steps(ctx, loop)
     if steps[0] is not node:
         return  # one finding per loop, on its first step
@@ -199,6 +210,51 @@ def _never_clears(ctx: Context, loop: ast.AST) -> bool:
         if _may_clear(node, ctx):
             return False
     return True
+
+
+@per_file
+def _calls_project_model(ctx: Context, loop: ast.AST) -> bool:
+    """The loop calls a model built from a class of another module of the project."""
+    return any(
+        type(call.func) is ast.Name and from_project_class(call.func, ctx)
+        for call in index_of(ctx, loop).in_block(loop.body, ast.Call)
+    )
+
+
+def _clears_only_others(ctx: Context, loop: ast.AST, optimizer: ast.AST) -> bool:
+    """The loop clears gradients only by `other.zero_grad()` of optimizers other than the one
+    stepped here (a GAN loop that clears the encoder's optimizer and never the
+    discriminator's): this one's gradients still pile up."""
+    if type(optimizer) is not ast.Name or ctx.kind_of(optimizer) is not Kind.OPTIMIZER:
+        return False
+    cleared = _cleared_optimizers(ctx, loop)
+    return cleared is not None and optimizer.id not in cleared
+
+
+@per_file
+def _cleared_optimizers(ctx: Context, loop: ast.AST) -> frozenset[str] | None:
+    """The optimizers the loop clears, when it clears gradients only by `name.zero_grad()` of
+    optimizers named so; None when it may clear them in another way."""
+    found = index_of(ctx, loop)
+    start, end = found.number[loop.body[0]], found.ends[found.number[loop.body[-1]]]
+    numbers = _clearing_names(ctx, found)
+    cleared = set()
+    for at in numbers[bisect_left(numbers, start) : bisect_left(numbers, end)]:
+        node = found.nodes[at]
+        call = found.parents.get(node)
+        if not (
+            type(node) is ast.Attribute
+            and node.attr == "zero_grad"
+            and type(node.value) is ast.Name
+            and ctx.kind_of(node.value) is Kind.OPTIMIZER
+            and type(call) is ast.Call
+            and call.func is node
+        ):
+            return None
+        cleared.add(node.value.id)
+    if not cleared or any(_may_clear(n, ctx) for n in found.in_block(loop.body, *_CLEARING_NODES)):
+        return None
+    return frozenset(cleared)
 
 
 @per_file
