@@ -19,10 +19,13 @@ from torchdoctor.lint.noqa import is_suppressed
 from torchdoctor.lint.occurrences import FileIndex, indexed_fields, node_classes
 from torchdoctor.report.finding import Finding
 
-# Per node class: detectors for every node, and detectors keyed by the node's name.
-Dispatch = dict[
-    type, tuple[list[tuple[Pitfall, Callable]], dict[str, list[tuple[Pitfall, Callable]]]]
-]
+Detectors = list[tuple[Pitfall, Callable]]
+# For a call of a bare name an import binds (see Pitfall.static's `imported`): the detectors to
+# run, by the name called, and those for any other name.
+ImportedNames = tuple[Detectors, dict[str, Detectors]]
+# Per node class: detectors for every node, detectors keyed by the node's name, and those of
+# calls of imported names (None: no such detector).
+Dispatch = dict[type, tuple[Detectors, dict[str, Detectors], ImportedNames | None]]
 
 # Fields that never hold nodes worth visiting: names, constants, operator singletons, and the
 # shared Load/Store markers (a quarter of all nodes). Skipping them is most of the walk's speed.
@@ -75,28 +78,45 @@ class CheckResult:
 
 @lru_cache(maxsize=None)
 def dispatch_for(codes: frozenset[str]) -> Dispatch:
-    table: Dispatch = {}
+    table: dict[type, tuple[Detectors, dict[str, Detectors], Detectors]] = {}
     for pitfall in _registry.all_pitfalls():
         if pitfall.code not in codes:
             continue
         for detector in pitfall.static_detectors:
             for node_type in detector.node_types:
-                always, by_name = table.setdefault(node_type, ([], defaultdict(list)))
+                always, by_name, imported = table.setdefault(node_type, ([], defaultdict(list), []))
                 if detector.names is None:
                     always.append((pitfall, detector.check))
-                else:
-                    for name in detector.names:
-                        by_name[name].append((pitfall, detector.check))
+                    continue
+                for name in detector.names:
+                    by_name[name].append((pitfall, detector.check))
+                if detector.imported:
+                    imported.append((pitfall, detector.check))
     return with_context_hooks(
-        {cls: (always, dict(by_name)) for cls, (always, by_name) in table.items()}
+        {
+            cls: (always, dict(by_name), _imported_names(by_name, imported))
+            for cls, (always, by_name, imported) in table.items()
+        }
     )
+
+
+def _imported_names(by_name: dict[str, Detectors], imported: Detectors) -> ImportedNames | None:
+    """The detectors of a call of an imported name: those keyed on that name and, once each,
+    those of any imported name."""
+    if not imported:
+        return None
+    merged = {
+        name: named + [entry for entry in imported if entry not in named]
+        for name, named in by_name.items()
+    }
+    return imported, merged
 
 
 def with_context_hooks(table: Dispatch) -> Dispatch:
     """Add the context's own hooks: it learns which functions are generators from the walk."""
     for node_type in (ast.Yield, ast.YieldFrom):
-        always, by_name = table.get(node_type, ([], {}))
-        table[node_type] = ([*always, (_CONTEXT, _mark_yield)], by_name)
+        always, by_name, imported = table.get(node_type, ([], {}, None))
+        table[node_type] = ([*always, (_CONTEXT, _mark_yield)], by_name, imported)
     return table
 
 
@@ -177,7 +197,7 @@ def _skippable(codes: frozenset[str]) -> tuple[frozenset[type], frozenset[str]]:
     """Leaf classes (no children, not tracked) never pushed on the walk's stack, and the ids of
     the `Name` leaves pushed anyway because a detector is keyed on them."""
     wanted = dispatch_for(codes)
-    always, by_name = wanted.get(ast.Name, ([], {}))
+    always, by_name, _ = wanted.get(ast.Name, ([], {}, None))
     names = frozenset(by_name) if not always else frozenset()
     skipped = frozenset(
         cls
@@ -359,8 +379,9 @@ def _walk(
 def _dispatch(
     node: ast.AST, kind: type, detectors: tuple, ctx: Context, result: CheckResult
 ) -> None:
-    """Run the detectors of `node`'s class: those for every node, and those for its name."""
-    always, by_name = detectors
+    """Run the detectors of `node`'s class: those for every node, and those for its name (or
+    for a call of an imported name)."""
+    always, by_name, imported = detectors
     if always:
         # `_run_detectors`, inlined: most nodes run only these.
         for pitfall, check in always:
@@ -375,13 +396,15 @@ def _dispatch(
         if kind is ast.Call:
             func = node.func
             func_type = type(func)
-            key = (
-                func.attr
-                if func_type is ast.Attribute
-                else func.id
-                if func_type is ast.Name
-                else None
-            )
+            if func_type is ast.Attribute:
+                key = func.attr
+            elif func_type is ast.Name:
+                key = func.id
+                if imported is not None and key in ctx.imported:
+                    _run_detectors(node, ctx, imported[1].get(key, imported[0]), result)
+                    return
+            else:
+                key = None
         elif kind is ast.Attribute:
             key = node.attr
         elif kind is ast.Name:
