@@ -464,6 +464,10 @@ def _leave(ctx: Context, ancestors: list, open_ends: list, on_leave: dict) -> No
         handler(ctx, node)
 
 
+# Node classes `_walked_after` reads from the index's table of their names.
+_KEYED_ONLY_BY_NAME_TABLE = frozenset({ast.Attribute})
+
+
 def _walked_after(
     found: FileIndex,
     start: int,
@@ -471,15 +475,24 @@ def _walked_after(
     skippable: tuple[frozenset[type], frozenset[str]],
 ) -> list[int]:
     """The numbers after `start` of the nodes `_walk` stops at (those with detectors, those the
-    context tracks), last first, leaving out the parts of the tree it never enters."""
+    context tracks), last first, leaving out the parts of the tree it never enters and the
+    attributes no detector is keyed on (`_walk` stops at those for nothing)."""
     skip, wanted_ids = skippable
     lists = [
         numbers
         for cls, numbers in found.by_class.items()
-        if (cls in dispatch or cls in _TRACKED_CLASSES) and cls not in skip
+        if (cls in dispatch or cls in _TRACKED_CLASSES)
+        and cls not in skip
+        and cls not in _KEYED_ONLY_BY_NAME_TABLE
     ]
     if ast.Name in skip:  # `Name`s are walked for the names detectors are keyed on only
         lists += [found.names[name] for name in wanted_ids if name in found.names]
+    if ast.Attribute in dispatch:
+        always, by_name, _ = dispatch[ast.Attribute]
+        if always:
+            lists.append(found.by_class.get(ast.Attribute, []))
+        else:  # most attributes: no detector for their name
+            lists += [found.attributes[name] for name in by_name if name in found.attributes]
     numbers = []
     for some in lists:
         numbers += some[bisect_right(some, start) :]
