@@ -501,6 +501,16 @@ class Context:
         start, end = self.span(node)
         return self.source[start:end]
 
+    def line_column(self, line: int, byte_col: int) -> tuple[int, int]:
+        """1-based (line, column in characters) of an `ast` position: `position(offset(...))`,
+        read from the line itself when it is ASCII and the column inside it (no search)."""
+        lines = self.lines
+        if 0 < line <= len(lines):
+            text = lines[line - 1]
+            if 0 <= byte_col < len(text) and (self._ascii or text.isascii()):
+                return line, byte_col + 1
+        return self.position(self.offset(line, byte_col))
+
     def position(self, offset: int) -> tuple[int, int]:
         """1-based (line, column in characters) of a character offset."""
         return position(self._line_starts, offset)
@@ -530,10 +540,8 @@ class Context:
         **fields: object,
     ) -> Finding:
         last = end_node or node
-        start = self.offset(node.lineno, node.col_offset)
-        end = self.offset(last.end_lineno, last.end_col_offset)
-        line, column = self.position(start)
-        end_line, end_column = self.position(end)
+        line, column = self.line_column(node.lineno, node.col_offset)
+        end_line, end_column = self.line_column(last.end_lineno, last.end_col_offset)
         return Finding(
             code=pitfall.code,
             name=pitfall.name,
