@@ -69,8 +69,9 @@ class StaticDetector:
     check: Callable  # (node, ctx) -> Iterable[Finding]
     # Only call `check` for nodes with one of these names (see lint.checker.node_name); None: all.
     names: frozenset[str] | None = None
-    # With `names`: also call it for calls of a bare name an import binds (an alias of one of
-    # them: `cp(...)` after `from torch.utils.checkpoint import checkpoint as cp`).
+    # With `names`: also call it for calls of a bare name an import binds to something whose
+    # last part is one of them (`cp(...)` after `from torch.utils.checkpoint import checkpoint
+    # as cp`).
     imported: bool = False
 
 
@@ -358,10 +359,10 @@ class Pitfall:
         name, an attribute's `attr`, a name's `id`, the attribute a subscript indexes
         (`loss.data[0]` -> "data"), a function's or class's `name`. The engine
         dispatches on it with a dict, so a narrow detector costs nothing on other nodes. With
-        `imported` too, it is also called for every call of a bare name that an import binds,
-        which may be an alias of one of `names` (`cp(...)` after `from torch.utils.checkpoint
-        import checkpoint as cp`): a detector of an imported function then needs no call for
-        every call of the file.
+        `imported` too, it is also called for a call of a bare name that an import binds to
+        something whose last part is one of `names` (`cp(...)` after `from
+        torch.utils.checkpoint import checkpoint as cp`, as `ctx.qualname` resolves it): a
+        detector of an imported function then needs no call for every call of the file.
         """
 
         def register(func: Callable[..., Iterable]) -> Callable:

@@ -21,8 +21,8 @@ from torchdoctor.report.finding import Finding
 
 Detectors = list[tuple[Pitfall, Callable]]
 # For a call of a bare name an import binds (see Pitfall.static's `imported`): the detectors to
-# run, by the name called, and those for any other name.
-ImportedNames = tuple[Detectors, dict[str, Detectors]]
+# run, by the last part of the name it was imported as.
+ImportedNames = dict[str, Detectors]
 # Per node class: detectors for every node, detectors keyed by the node's name, and those of
 # calls of imported names (None: no such detector).
 Dispatch = dict[type, tuple[Detectors, dict[str, Detectors], ImportedNames | None]]
@@ -101,15 +101,12 @@ def dispatch_for(codes: frozenset[str]) -> Dispatch:
 
 
 def _imported_names(by_name: dict[str, Detectors], imported: Detectors) -> ImportedNames | None:
-    """The detectors of a call of an imported name: those keyed on that name and, once each,
-    those of any imported name."""
+    """The detectors of calls of imported names, by the names they are keyed on."""
     if not imported:
         return None
-    merged = {
-        name: named + [entry for entry in imported if entry not in named]
-        for name, named in by_name.items()
+    return {
+        name: [entry for entry in named if entry in imported] for name, named in by_name.items()
     }
-    return imported, merged
 
 
 def with_context_hooks(table: Dispatch) -> Dispatch:
@@ -401,7 +398,7 @@ def _dispatch(
             elif func_type is ast.Name:
                 key = func.id
                 if imported is not None and key in ctx.imported:
-                    _run_detectors(node, ctx, imported[1].get(key, imported[0]), result)
+                    _run_imported(node, key, by_name, imported, ctx, result)
                     return
             else:
                 key = None
@@ -414,6 +411,25 @@ def _dispatch(
         named = by_name.get(key)
         if named:
             _run_detectors(node, ctx, named, result)
+
+
+def _run_imported(
+    call: ast.Call,
+    key: str,
+    by_name: dict[str, Detectors],
+    imported: ImportedNames,
+    ctx: Context,
+    result: CheckResult,
+) -> None:
+    """Run the detectors of a call of a bare name an import binds: those keyed on that name,
+    and those keyed on the last part of what it was imported as (`cp` of `from
+    torch.utils.checkpoint import checkpoint as cp`: "checkpoint")."""
+    named = by_name.get(key) or []
+    qualname = ctx.qualname(call.func)
+    origin = imported.get(qualname.rpartition(".")[2], []) if qualname else []
+    detectors = named + [entry for entry in origin if entry not in named]
+    if detectors:
+        _run_detectors(call, ctx, detectors, result)
 
 
 def _walk_index(

@@ -166,8 +166,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     func = call.func
     # Cheap gates before resolving: an attribute keeps the builder's own name (`models.vgg16`);
     # only a bare imported name can be an alias of it. The engine calls it only
-    # for these names and for imported bare names (see `imported`); the gates still turn away
-    # a bare name keyed on that no import binds.
+    # for these names, bare or imported under another (see `imported`); the gates still turn
+    # away a bare name of these that no import binds.
     if type(func) is ast.Attribute:
         if func.attr not in NAMES:
             return

@@ -124,7 +124,7 @@ QUALNAMES = {
 TORCH = ast.Name(id="torch", ctx=ast.Load())
 
 
-# Called for `x.ToTensor(...)` and for calls of a bare imported name (an alias of it).
+# Called for `x.ToTensor(...)`, `ToTensor(...)` and an alias of it an import binds.
 @PITFALL.static(ast.Call, names={"ToTensor"}, imported=True)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     func = call.func
