@@ -216,10 +216,15 @@ def _written_names(statement: ast.stmt) -> list[str]:
     if isinstance(statement, ast.AugAssign):
         targets = [statement.target]
     elif isinstance(statement, ast.Assign):
-        targets = statement.targets
+        # `b = ...` rebinds: only a subscript target (`b[...] = ...`) writes in place.
+        targets = [target for target in statement.targets if type(target) is ast.Subscript]
     elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
-        targets = [func.value] if isinstance(func, ast.Attribute) else []
+        # Only a method that changes its receiver in place (as `_writes_in_place` tells them).
+        changes = isinstance(func, ast.Attribute) and (
+            func.attr.endswith("_") or func.attr in _ARRAY_IN_PLACE
+        )
+        targets = [func.value] if changes else []
     else:
         targets = []
     names = []
