@@ -486,7 +486,7 @@ class Context:
         text = self.lines[line - 1]
         col = (
             byte_col
-            if text.isascii()
+            if self._ascii or text.isascii()
             else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
         )
         return self._line_starts[line - 1] + col
@@ -521,7 +521,10 @@ class Context:
         return Edit(start, end, content, line, column, end_line, end_column)
 
     def replace(self, node: ast.AST, content: str) -> Edit:
-        return self.edit(*self.span(node), content)
+        # `edit(*span(node))`, with the positions read from the node (see `line_column`).
+        line, column = self.line_column(node.lineno, node.col_offset)
+        end_line, end_column = self.line_column(node.end_lineno, node.end_col_offset)
+        return Edit(*self.span(node), content, line, column, end_line, end_column)
 
     def fix(
         self, pitfall: Pitfall, applicability: str, *edits: Edit, title: dict | None = None
