@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from typing import Callable, Iterator
+from typing import Callable
 
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, Kind, assigned_name, per_file, top_level_functions
@@ -227,15 +227,19 @@ def built_from(expr: ast.AST, ctx: Context) -> set[str]:
     return set()
 
 
-def assignments(ctx: Context) -> Iterator[tuple[ast.expr, list[str]]]:
+@per_file
+def assignments(ctx: Context) -> list[tuple[ast.expr, list[str]]]:
     """(value, the plain names it is bound to) of every `a = value`, `a = b = value` and
-    `a: T = value` anywhere in the file, from the statements alone (no index is read)."""
+    `a: T = value` anywhere in the file, from the statements alone (no index is read); read
+    once per file, however many rules ask."""
+    found = []
     for statement in statements(ctx, ast.Assign, ast.AnnAssign):
         value = statement.value
         if value is None:  # `a: T`
             continue
         targets = statement.targets if type(statement) is ast.Assign else [statement.target]
-        yield value, [target.id for target in targets if type(target) is ast.Name]
+        found.append((value, [target.id for target in targets if type(target) is ast.Name]))
+    return found
 
 
 @per_file
