@@ -167,8 +167,16 @@ class FileIndex:
                 push(value)
                 up_push(at)
                 continue
-            if kind is ast.Call:
-                calls[call_name(node)].append(at)
+            if kind is ast.Call:  # `call_name`, inlined
+                func = node.func
+                func_kind = type(func)
+                calls[
+                    func.attr
+                    if func_kind is ast.Attribute
+                    else func.id
+                    if func_kind is ast.Name
+                    else None
+                ].append(at)
             read, one_field = getter
             if one_field:
                 value = read(node)
