@@ -376,30 +376,20 @@ def _walk(
 def _dispatch(
     node: ast.AST, kind: type, detectors: tuple, ctx: Context, result: CheckResult
 ) -> None:
-    """Run the detectors of `node`'s class: those for every node, and those for its name (or
+    """Run the detectors of `node`'s class: those for every node, then those for its name (or
     for a call of an imported name)."""
     always, by_name, imported = detectors
-    if always:
-        # `_run_detectors`, inlined: most nodes run only these.
-        for pitfall, check in always:
-            try:
-                found: Iterable[Finding] | None = check(node, ctx)
-                if found:
-                    result.findings.extend(found)
-            except Exception as error:  # a bug in one detector must not stop the others
-                _internal_error(node, ctx, pitfall, error, result)
+    run = always
     if by_name:
         # The common cases inlined (see node_name): the walk's hottest lines.
+        bare_call = False
         if kind is ast.Call:
             func = node.func
             func_type = type(func)
             if func_type is ast.Attribute:
                 key = func.attr
             elif func_type is ast.Name:
-                key = func.id
-                if imported is not None and key in ctx.imported:
-                    _run_imported(node, key, by_name, imported, ctx, result)
-                    return
+                key, bare_call = func.id, True
             else:
                 key = None
         elif kind is ast.Attribute:
@@ -408,28 +398,31 @@ def _dispatch(
             key = node.id
         else:
             key = node_name(node)
-        named = by_name.get(key)
+        if bare_call and imported is not None and key in ctx.imported:
+            named = _imported_call_detectors(node, key, by_name, imported, ctx)
+        else:
+            named = by_name.get(key)
         if named:
-            _run_detectors(node, ctx, named, result)
+            run = always + named if always else named
+    for pitfall, check in run:
+        try:
+            found: Iterable[Finding] | None = check(node, ctx)
+            if found:
+                result.findings.extend(found)
+        except Exception as error:  # a bug in one detector must not stop the others
+            _internal_error(node, ctx, pitfall, error, result)
 
 
-def _run_imported(
-    call: ast.Call,
-    key: str,
-    by_name: dict[str, Detectors],
-    imported: ImportedNames,
-    ctx: Context,
-    result: CheckResult,
-) -> None:
-    """Run the detectors of a call of a bare name an import binds: those keyed on that name,
-    and those keyed on the last part of what it was imported as (`cp` of `from
+def _imported_call_detectors(
+    call: ast.Call, key: str, by_name: dict[str, Detectors], imported: ImportedNames, ctx: Context
+) -> Detectors:
+    """The detectors of a call of a bare name an import binds: those keyed on that name, and
+    those keyed on the last part of what it was imported as (`cp` of `from
     torch.utils.checkpoint import checkpoint as cp`: "checkpoint")."""
     named = by_name.get(key) or []
     qualname = ctx.qualname(call.func)
     origin = imported.get(qualname.rpartition(".")[2], []) if qualname else []
-    detectors = named + [entry for entry in origin if entry not in named]
-    if detectors:
-        _run_detectors(call, ctx, detectors, result)
+    return named + [entry for entry in origin if entry not in named]
 
 
 def _walk_index(
@@ -461,8 +454,12 @@ def _walk_index(
         if not numbers:
             break
         at = numbers.pop()
-        while open_ends and open_ends[-1] <= at:
-            _leave(ctx, ancestors, open_ends, on_leave)
+        while open_ends and open_ends[-1] <= at:  # `_leave`, inlined: once per statement
+            open_ends.pop()
+            left = ancestors.pop()
+            handler = on_leave[type(left)]
+            if handler is not None:
+                handler(ctx, left)
         node = nodes[at]
         kind = type(node)
         detectors = every[kind]
@@ -535,16 +532,6 @@ def _unwalked(found: FileIndex, start: int) -> set[int]:
                         if end > start:
                             unwalked.update(range(max(first, start + 1), end))
     return unwalked
-
-
-def _run_detectors(node: ast.AST, ctx: Context, detectors: list, result: CheckResult) -> None:
-    for pitfall, check in detectors:
-        try:
-            found: Iterable[Finding] | None = check(node, ctx)
-            if found:
-                result.findings.extend(found)
-        except Exception as error:  # a bug in one detector must not stop the others
-            _internal_error(node, ctx, pitfall, error, result)
 
 
 def _internal_error(
