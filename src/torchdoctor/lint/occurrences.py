@@ -561,20 +561,18 @@ class BlockNames:
         return None if last is None else bisect_right(self._starts, last) - 1
 
 
-class BlockKey:
+class BlockKey(int):
     """A statement list as a memo key (of `per_file` functions): lists are compared by
-    identity, never by content."""
+    identity, never by content. The key is the list's id, an int, so that hashing and comparing
+    it call no Python method (rules ask per node); it holds the list, whose id therefore
+    stays its own while the key lives."""
 
-    __slots__ = ("block",)
+    block: list[ast.stmt]
 
-    def __init__(self, block: list[ast.stmt]) -> None:
-        self.block = block
-
-    def __hash__(self) -> int:
-        return id(self.block)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BlockKey) and other.block is self.block
+    def __new__(cls, block: list[ast.stmt]) -> BlockKey:
+        key = super().__new__(cls, id(block))
+        key.block = block
+        return key
 
 
 def block_names(ctx: Context, block: list[ast.stmt]) -> BlockNames:
