@@ -117,8 +117,9 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
     whole_cell_magic = name is not None and name not in PYTHON_CELL_MAGICS
     lines = []
     for line in split_lines(source, keepends=True):
-        end = ending(line)
-        content = line[: len(line) - len(end)]
+        # `ending(line)`, in one call: a line of split_lines holds no break but its last one.
+        content = line.rstrip("\r\n")
+        end = line[len(content) :]
         code = content.lstrip(_INDENT)
         if whole_cell_magic or _MAGIC.match(code):
             indent = "" if whole_cell_magic else content[: len(content) - len(code)]
