@@ -102,6 +102,19 @@ def children(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+def subtree(node: ast.AST) -> list[ast.AST]:
+    """`node` and the nodes under it, as `ast.walk` but depth first, without operator and
+    Load/Store nodes, and much faster (no generator per node and per field): for questions
+    whose answer does not depend on the order, such as a set of names or whether some node
+    is there."""
+    found, todo = [], [node]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children(current))
+    return found
+
+
 class FileIndex:
     """Every node under some roots (a file's module, or one function, loop...) numbered in
     depth-first source order, so that the nodes under any node have consecutive numbers; with

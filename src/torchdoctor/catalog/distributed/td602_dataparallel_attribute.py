@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     block_names,
     per_file,
+    subtree,
 )
 
 PITFALL = Pitfall(
@@ -243,7 +244,7 @@ def _own_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
     names = {name for statement in cls.body for name in _bound_names(statement)}
     names.update(
         node.attr
-        for node in ast.walk(cls)
+        for node in subtree(cls)
         if isinstance(node, ast.Attribute)
         and isinstance(node.ctx, ast.Store)
         and isinstance(node.value, ast.Name)
