@@ -204,6 +204,13 @@ def _last_in_place_writes(ctx: Context, key: BlockKey, kind: Kind) -> dict[str, 
     `_writes_in_place` reads it): read once per block, however many aliases the block makes."""
     last: dict[str, int] = {}
     for position, statement in enumerate(key.block):
+        kind_of_statement = type(statement)  # the common cases first, without a call
+        if kind_of_statement is ast.Assign:
+            targets = statement.targets
+            if len(targets) == 1 and type(targets[0]) is not ast.Subscript:
+                continue  # `b = ...` rebinds `b`: nothing written in place
+        elif kind_of_statement is not ast.AugAssign and kind_of_statement is not ast.Expr:
+            continue
         for name in _written_names(statement):
             if _writes_in_place(statement, name, kind):
                 last[name] = position
