@@ -833,7 +833,7 @@ def top_level_functions(ctx: Context) -> dict[str, ast.FunctionDef | ast.AsyncFu
     return {
         node.name: node
         for node in ctx.tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef)
     }
 
 
@@ -842,7 +842,7 @@ def top_level_classes(ctx: Context) -> dict[str, ast.ClassDef]:
     """The classes defined at the top of the file, by name (the first of a name)."""
     classes: dict[str, ast.ClassDef] = {}
     for statement in ctx.tree.body:
-        if isinstance(statement, ast.ClassDef):
+        if type(statement) is ast.ClassDef:
             classes.setdefault(statement.name, statement)
     return classes
 

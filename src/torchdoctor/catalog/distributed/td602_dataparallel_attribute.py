@@ -214,7 +214,7 @@ def _module_classes(ctx: Context) -> dict[str, ast.ClassDef]:
     return {
         node.name: node
         for node in ctx.tree.body
-        if isinstance(node, ast.ClassDef) and ctx.is_module_class(node)
+        if type(node) is ast.ClassDef and ctx.is_module_class(node)
     }
 
 
