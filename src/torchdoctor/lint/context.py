@@ -411,18 +411,20 @@ class Context:
 
     def statement_parents(self) -> dict[ast.AST, ast.AST]:
         """Parent of every expression node in the statement being visited (nested statements,
-        such as the body of an `if`, excluded). Computed on demand: call it only after cheap
+        such as the body of an `if`, excluded; operators and Load/Store markers too). Computed on demand: call it only after cheap
         checks have passed. Read it, never change it: it is shared until the next statement."""
         if not self.ancestors:
             return {}
         statement = self.ancestors[-1]
         if self._parents_of[0] is statement:  # many nodes of one statement ask in turn
             return self._parents_of[1]
+        from torchdoctor.lint.occurrences import children  # it builds on this module
+
         parents: dict[ast.AST, ast.AST] = {}
         todo = [statement]
         while todo:
             node = todo.pop()
-            for child in ast.iter_child_nodes(node):
+            for child in children(node):  # no operator or Load/Store: none is ever asked
                 if not isinstance(child, ast.stmt):
                     parents[child] = node
                     todo.append(child)
