@@ -411,8 +411,9 @@ class Context:
 
     def statement_parents(self) -> dict[ast.AST, ast.AST]:
         """Parent of every expression node in the statement being visited (nested statements,
-        such as the body of an `if`, excluded; operators and Load/Store markers too). Computed on demand: call it only after cheap
-        checks have passed. Read it, never change it: it is shared until the next statement."""
+        such as the body of an `if`, excluded; operators and Load/Store markers too). Computed
+        on demand: call it only after cheap checks have passed. Read it, never change it: it is
+        shared until the next statement."""
         if not self.ancestors:
             return {}
         statement = self.ancestors[-1]
