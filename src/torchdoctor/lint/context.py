@@ -82,6 +82,11 @@ _ANNOTATION_KINDS = {
 }
 
 
+# Node classes the hottest questions test by `type` (the parser makes no subclasses).
+_SEQUENCES = (ast.Tuple, ast.List)
+_FUNCTION_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 @dataclass
 class Scope:
     node: ast.AST | None
@@ -188,7 +193,7 @@ class Context:
     @staticmethod
     def method_name(call: ast.AST) -> str | None:
         """`x.cuda()` -> "cuda"; None when the call is not a method call."""
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        if type(call) is ast.Call and type(call.func) is ast.Attribute:
             return call.func.attr
         return None
 
@@ -395,14 +400,14 @@ class Context:
 
     def enclosing_function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         for node in reversed(self.ancestors):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if type(node) in _FUNCTION_DEFINITIONS:
                 return node
         return None
 
     def enclosing_class(self) -> ast.ClassDef | None:
         """The class whose method we are in (or whose body we are in)."""
         for node in reversed(self.ancestors):
-            if isinstance(node, ast.ClassDef):
+            if type(node) is ast.ClassDef:
                 return node
         return None
 
@@ -621,17 +626,16 @@ class Context:
     def _leave_assign(self, node: ast.Assign) -> None:
         value = node.value
         returned = self.returned_by(value)
-        if isinstance(value, (ast.Tuple, ast.List)) or isinstance(returned, tuple):
+        # Classes compared by `type` here (the parser makes no subclasses): every assignment.
+        if type(value) in _SEQUENCES or type(returned) is tuple:
             # `images, labels = images.cuda(), labels.cuda()` or `a, b = make_pair()`:
             # element by element.
-            kinds = (
-                returned if isinstance(returned, tuple) else [self.kind_of(e) for e in value.elts]
-            )
+            kinds = returned if type(returned) is tuple else [self.kind_of(e) for e in value.elts]
             for target in node.targets:
                 if (
-                    isinstance(target, (ast.Tuple, ast.List))
+                    type(target) in _SEQUENCES
                     and len(target.elts) == len(kinds)
-                    and not any(isinstance(e, ast.Starred) for e in target.elts)
+                    and not any(type(e) is ast.Starred for e in target.elts)
                 ):
                     for element, kind in zip(target.elts, kinds):
                         self._bind_target(element, kind)
@@ -640,7 +644,7 @@ class Context:
             return
         kind = self.kind_of(value)
         for target in node.targets:
-            if kind is Kind.BATCH and isinstance(target, (ast.Tuple, ast.List)):
+            if kind is Kind.BATCH and type(target) in _SEQUENCES:
                 self._bind_batch(target)  # `images, labels = data`
             else:
                 self._bind_target(target, kind)
@@ -726,17 +730,18 @@ class Context:
 
     def _bind_target(self, target: ast.AST, kind: Kind) -> None:
         scope = self._scopes[-1]
-        if isinstance(target, ast.Name):
+        kind_of_target = type(target)
+        if kind_of_target is ast.Name:
             self._forget(target.id)
             scope.kinds[target.id] = kind
-        elif isinstance(target, (ast.Tuple, ast.List)):
+        elif kind_of_target in _SEQUENCES:
             for element in target.elts:
                 self._bind_target(element, Kind.UNKNOWN)
-        elif isinstance(target, ast.Starred):
+        elif kind_of_target is ast.Starred:
             self._bind_target(target.value, Kind.UNKNOWN)
         elif (
-            isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
+            kind_of_target is ast.Attribute
+            and type(target.value) is ast.Name
             and target.value.id == "self"
         ):
             cls = self.enclosing_class()
