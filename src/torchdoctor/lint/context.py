@@ -882,7 +882,7 @@ def nested_statements(body: list[ast.stmt]):
     todo = list(body)
     while todo:
         statement = todo.pop()
-        if isinstance(statement, _NESTED_SCOPES):
+        if type(statement) in _NESTED_SCOPES:  # by `type`: the parser makes no subclasses
             continue
         yield statement
         for name in _BLOCK_FIELDS.get(type(statement), ()):

@@ -136,7 +136,7 @@ def check(node: ast.Assign, ctx: Context) -> Iterator[Finding]:
     if len(node.targets) != 1:
         return
     target, value = node.targets[0], node.value
-    if not (isinstance(target, ast.Name) and isinstance(value, ast.Name)):
+    if not (type(target) is ast.Name and type(value) is ast.Name):  # every assignment
         return
     alias, source = target.id, value.id
     if alias == source:
