@@ -217,7 +217,7 @@ class Context:
     def _binop_kind(self, expr: ast.BinOp) -> Kind:
         # Long chains (`a + b + c + ...`) nest on the left: walk them without recursion.
         operands = [expr.right]
-        while isinstance(expr, ast.BinOp):
+        while type(expr) is ast.BinOp:
             operands.append(expr.right)
             expr = expr.left
         found = Kind.UNKNOWN
@@ -247,7 +247,7 @@ class Context:
         return kind if kind in (Kind.TENSOR, Kind.NDARRAY) else Kind.UNKNOWN
 
     def _attribute_kind(self, expr: ast.Attribute) -> Kind:
-        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        if type(expr.value) is ast.Name and expr.value.id == "self":
             cls = self.enclosing_class()
             if cls is not None:
                 return self._attribute_kinds.get(cls, {}).get(expr.attr, Kind.UNKNOWN)
@@ -270,17 +270,17 @@ class Context:
             kind = self._kind_from_qualname(qualname, call)
             if kind is not Kind.UNKNOWN:
                 return kind
-        if isinstance(func, ast.Name):
+        if type(func) is ast.Name:
             cls = self._local_class(func.id)
             if cls is not None and self.is_module_class(cls):
                 return Kind.MODULE
             if cls is None and self._project_module_class(func.id, qualname):
                 return Kind.MODULE
             returned = self.returned_by(call)
-            if isinstance(returned, Kind) and returned is not Kind.UNKNOWN:
+            if type(returned) is Kind and returned is not Kind.UNKNOWN:
                 return returned
             return self._callee_result(func)
-        if isinstance(func, ast.Attribute):
+        if type(func) is ast.Attribute:
             receiver = self.kind_of(func.value)
             if receiver is Kind.TENSOR and func.attr in TENSOR_METHODS:
                 return Kind.TENSOR
