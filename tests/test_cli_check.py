@@ -625,7 +625,7 @@ def test_a_method_named_but_not_called_is_no_internal_error(tmp_path):
     from torchdoctor.catalog import _registry
 
     codes = frozenset(p.code for p in _registry.all_pitfalls())
-    _, by_name = dispatch_for(codes)[ast.Expr]
+    _, by_name, _ = dispatch_for(codes)[ast.Expr]
     lines = ["import torch", "model = torch.nn.Linear(2, 2)", "for step in range(3):"]
     for name in sorted(by_name):
         lines += [f"    model.{name}", f"    model.{name}[0]", f"    model.x.{name}[model]"]

@@ -26,7 +26,7 @@ def kinds_at_probe(source: str) -> dict[str, Kind]:
     _walk(
         tree,
         ctx,
-        with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
+        with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]}, None)}),
         (frozenset(), frozenset()),
         CheckResult([]),
     )
@@ -47,7 +47,7 @@ def qualnames(source: str) -> dict[str, str | None]:
     _walk(
         tree,
         ctx,
-        with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]})}),
+        with_context_hooks({ast.Call: ([], {"probe": [(None, probe)]}, None)}),
         (frozenset(), frozenset()),
         CheckResult([]),
     )

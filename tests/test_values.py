@@ -77,3 +77,91 @@ def test_may_be_called_reads_the_calls_in_the_text(source, name, expected):
 
     ctx = Context("t.py", source, ast.parse(source))
     assert may_be_called(ctx, name) is expected
+
+
+# `passed_values` of a module function, read from where its name occurs in the text before the
+# file has an index, must give what the index gives (and leave the question to it when unsure).
+PASSED_SOURCES = {
+    "called at the top and in a function": """
+def train(model, loader):
+    return loader
+
+train(net, DataLoader(data))
+def main():
+    return train(model=net, loader=make())
+train(*args)
+""",
+    "named in a comment": """
+def train(model, loader):
+    return loader
+
+train(net, DataLoader(data))  # train again
+""",
+    "shadowed in a caller": """
+def train(model, loader):
+    return loader
+
+def other():
+    train = lambda *a: None
+    train(net, first)
+train(net, second)
+""",
+    "called as a method": """
+def train(model, loader):
+    return loader
+
+trainer.train(net, first)
+train(net, second)
+""",
+    "declared global": """
+def train(model, loader):
+    return loader
+
+def other():
+    global train
+    train(net, first)
+""",
+    "decorated, two statements on a line": """
+@decorate
+def train(model, loader):
+    return loader
+
+a = 1; train(net, first)
+""",
+    "called in its own body": """
+def train(model, loader):
+    return train(model, loader[1:])
+""",
+}
+
+
+@pytest.mark.parametrize("source", PASSED_SOURCES.values(), ids=PASSED_SOURCES.keys())
+def test_calls_found_in_the_text_are_the_index_calls(source):
+    from torchdoctor.lint.context import Context
+    from torchdoctor.lint.occurrences import index
+    from torchdoctor.lint.values import passed_values
+
+    def passed(with_index: bool) -> list[tuple[int, int, str]]:
+        tree = ast.parse(source)
+        ctx = Context("t.py", source, tree)
+        if with_index:
+            index(ctx)
+        function = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
+        return [
+            (call.lineno, call.col_offset, ast.dump(value))
+            for call, value in passed_values(ctx, function, "loader")
+        ]
+
+    assert passed(with_index=False) == passed(with_index=True)
+
+
+def test_calls_are_found_in_the_text_without_the_index():
+    from torchdoctor.lint.context import Context
+    from torchdoctor.lint.values import passed_values
+
+    source = PASSED_SOURCES["called at the top and in a function"]
+    tree = ast.parse(source)
+    ctx = Context("t.py", source, tree)
+    found = passed_values(ctx, tree.body[0], "loader")
+    assert [ast.unparse(value) for _, value in found] == ["DataLoader(data)", "make()"]
+    assert ctx.file_index is None

@@ -69,6 +69,10 @@ class StaticDetector:
     check: Callable  # (node, ctx) -> Iterable[Finding]
     # Only call `check` for nodes with one of these names (see lint.checker.node_name); None: all.
     names: frozenset[str] | None = None
+    # With `names`: also call it for calls of a bare name an import binds to something whose
+    # last part is one of them (`cp(...)` after `from torch.utils.checkpoint import checkpoint
+    # as cp`).
+    imported: bool = False
 
 
 @dataclass
@@ -345,19 +349,25 @@ class Pitfall:
         if self.role is not None and self.role not in ROLES:
             raise ValueError(f"{self.code}: unknown role {self.role!r} (known: {', '.join(ROLES)})")
 
-    def static(self, *node_types: type, names: Iterable[str] | None = None) -> Callable:
+    def static(
+        self, *node_types: type, names: Iterable[str] | None = None, imported: bool = False
+    ) -> Callable:
         """Register a static detector called for every AST node of the given types.
 
         With `names`, it is called only for nodes of that name: a call's function or method
         name (`x.cuda()` -> "cuda", `Variable(x)` -> "Variable"), an expression statement's call
         name, an attribute's `attr`, a name's `id`, the attribute a subscript indexes
         (`loss.data[0]` -> "data"), a function's or class's `name`. The engine
-        dispatches on it with a dict, so a narrow detector costs nothing on other nodes.
+        dispatches on it with a dict, so a narrow detector costs nothing on other nodes. With
+        `imported` too, it is also called for a call of a bare name that an import binds to
+        something whose last part is one of `names` (`cp(...)` after `from
+        torch.utils.checkpoint import checkpoint as cp`, as `ctx.qualname` resolves it): a
+        detector of an imported function then needs no call for every call of the file.
         """
 
         def register(func: Callable[..., Iterable]) -> Callable:
             wanted = frozenset(names) if names is not None else None
-            self.static_detectors.append(StaticDetector(node_types, func, wanted))
+            self.static_detectors.append(StaticDetector(node_types, func, wanted, imported))
             return func
 
         return register

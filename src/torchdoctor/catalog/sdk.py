@@ -84,6 +84,7 @@ from torchdoctor.lint.occurrences import (
     index,
     index_of,
     statements,
+    subtree,
 )
 from torchdoctor.report.finding import Edit, Finding, Fix
 from torchdoctor.watch.monitor import HOOKS, Monitor
@@ -219,6 +220,7 @@ __all__ = [
     "split_lines",
     "state_dicts",
     "statements",
+    "subtree",
     "subtree_parents",
     "top_level_classes",
     "top_level_functions",

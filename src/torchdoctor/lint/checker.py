@@ -19,10 +19,13 @@ from torchdoctor.lint.noqa import is_suppressed
 from torchdoctor.lint.occurrences import FileIndex, indexed_fields, node_classes
 from torchdoctor.report.finding import Finding
 
-# Per node class: detectors for every node, and detectors keyed by the node's name.
-Dispatch = dict[
-    type, tuple[list[tuple[Pitfall, Callable]], dict[str, list[tuple[Pitfall, Callable]]]]
-]
+Detectors = list[tuple[Pitfall, Callable]]
+# For a call of a bare name an import binds (see Pitfall.static's `imported`): the detectors to
+# run, by the last part of the name it was imported as.
+ImportedNames = dict[str, Detectors]
+# Per node class: detectors for every node, detectors keyed by the node's name, and those of
+# calls of imported names (None: no such detector).
+Dispatch = dict[type, tuple[Detectors, dict[str, Detectors], ImportedNames | None]]
 
 # Fields that never hold nodes worth visiting: names, constants, operator singletons, and the
 # shared Load/Store markers (a quarter of all nodes). Skipping them is most of the walk's speed.
@@ -75,28 +78,42 @@ class CheckResult:
 
 @lru_cache(maxsize=None)
 def dispatch_for(codes: frozenset[str]) -> Dispatch:
-    table: Dispatch = {}
+    table: dict[type, tuple[Detectors, dict[str, Detectors], Detectors]] = {}
     for pitfall in _registry.all_pitfalls():
         if pitfall.code not in codes:
             continue
         for detector in pitfall.static_detectors:
             for node_type in detector.node_types:
-                always, by_name = table.setdefault(node_type, ([], defaultdict(list)))
+                always, by_name, imported = table.setdefault(node_type, ([], defaultdict(list), []))
                 if detector.names is None:
                     always.append((pitfall, detector.check))
-                else:
-                    for name in detector.names:
-                        by_name[name].append((pitfall, detector.check))
+                    continue
+                for name in detector.names:
+                    by_name[name].append((pitfall, detector.check))
+                if detector.imported:
+                    imported.append((pitfall, detector.check))
     return with_context_hooks(
-        {cls: (always, dict(by_name)) for cls, (always, by_name) in table.items()}
+        {
+            cls: (always, dict(by_name), _imported_names(by_name, imported))
+            for cls, (always, by_name, imported) in table.items()
+        }
     )
+
+
+def _imported_names(by_name: dict[str, Detectors], imported: Detectors) -> ImportedNames | None:
+    """The detectors of calls of imported names, by the names they are keyed on."""
+    if not imported:
+        return None
+    return {
+        name: [entry for entry in named if entry in imported] for name, named in by_name.items()
+    }
 
 
 def with_context_hooks(table: Dispatch) -> Dispatch:
     """Add the context's own hooks: it learns which functions are generators from the walk."""
     for node_type in (ast.Yield, ast.YieldFrom):
-        always, by_name = table.get(node_type, ([], {}))
-        table[node_type] = ([*always, (_CONTEXT, _mark_yield)], by_name)
+        always, by_name, imported = table.get(node_type, ([], {}, None))
+        table[node_type] = ([*always, (_CONTEXT, _mark_yield)], by_name, imported)
     return table
 
 
@@ -177,7 +194,7 @@ def _skippable(codes: frozenset[str]) -> tuple[frozenset[type], frozenset[str]]:
     """Leaf classes (no children, not tracked) never pushed on the walk's stack, and the ids of
     the `Name` leaves pushed anyway because a detector is keyed on them."""
     wanted = dispatch_for(codes)
-    always, by_name = wanted.get(ast.Name, ([], {}))
+    always, by_name, _ = wanted.get(ast.Name, ([], {}, None))
     names = frozenset(by_name) if not always else frozenset()
     skipped = frozenset(
         cls
@@ -238,7 +255,7 @@ def check_source(
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result, _every_class(codes))
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
         result.internal_errors.append(f"{path}: not fully checked: {type(error).__name__}")
-    if result.findings:
+    if result.findings and "noqa" in source.lower():  # most files: no line to read
         lines = ctx.lines
         result.findings = [f for f in result.findings if not is_suppressed(f, lines)]
     result.findings.sort(key=Finding.sort_key)
@@ -359,38 +376,53 @@ def _walk(
 def _dispatch(
     node: ast.AST, kind: type, detectors: tuple, ctx: Context, result: CheckResult
 ) -> None:
-    """Run the detectors of `node`'s class: those for every node, and those for its name."""
-    always, by_name = detectors
-    if always:
-        # `_run_detectors`, inlined: most nodes run only these.
-        for pitfall, check in always:
-            try:
-                found: Iterable[Finding] | None = check(node, ctx)
-                if found:
-                    result.findings.extend(found)
-            except Exception as error:  # a bug in one detector must not stop the others
-                _internal_error(node, ctx, pitfall, error, result)
+    """Run the detectors of `node`'s class: those for every node, then those for its name (or
+    for a call of an imported name)."""
+    always, by_name, imported = detectors
+    run = always
     if by_name:
         # The common cases inlined (see node_name): the walk's hottest lines.
+        bare_call = False
         if kind is ast.Call:
             func = node.func
             func_type = type(func)
-            key = (
-                func.attr
-                if func_type is ast.Attribute
-                else func.id
-                if func_type is ast.Name
-                else None
-            )
+            if func_type is ast.Attribute:
+                key = func.attr
+            elif func_type is ast.Name:
+                key, bare_call = func.id, True
+            else:
+                key = None
         elif kind is ast.Attribute:
             key = node.attr
         elif kind is ast.Name:
             key = node.id
         else:
             key = node_name(node)
-        named = by_name.get(key)
+        if bare_call and imported is not None and key in ctx.imported:
+            named = _imported_call_detectors(node, key, by_name, imported, ctx)
+        else:
+            named = by_name.get(key)
         if named:
-            _run_detectors(node, ctx, named, result)
+            run = always + named if always else named
+    for pitfall, check in run:
+        try:
+            found: Iterable[Finding] | None = check(node, ctx)
+            if found:
+                result.findings.extend(found)
+        except Exception as error:  # a bug in one detector must not stop the others
+            _internal_error(node, ctx, pitfall, error, result)
+
+
+def _imported_call_detectors(
+    call: ast.Call, key: str, by_name: dict[str, Detectors], imported: ImportedNames, ctx: Context
+) -> Detectors:
+    """The detectors of a call of a bare name an import binds: those keyed on that name, and
+    those keyed on the last part of what it was imported as (`cp` of `from
+    torch.utils.checkpoint import checkpoint as cp`: "checkpoint")."""
+    named = by_name.get(key) or []
+    qualname = ctx.qualname(call.func)
+    origin = imported.get(qualname.rpartition(".")[2], []) if qualname else []
+    return named + [entry for entry in origin if entry not in named]
 
 
 def _walk_index(
@@ -422,8 +454,12 @@ def _walk_index(
         if not numbers:
             break
         at = numbers.pop()
-        while open_ends and open_ends[-1] <= at:
-            _leave(ctx, ancestors, open_ends, on_leave)
+        while open_ends and open_ends[-1] <= at:  # `_leave`, inlined: once per statement
+            open_ends.pop()
+            left = ancestors.pop()
+            handler = on_leave[type(left)]
+            if handler is not None:
+                handler(ctx, left)
         node = nodes[at]
         kind = type(node)
         detectors = every[kind]
@@ -441,6 +477,10 @@ def _leave(ctx: Context, ancestors: list, open_ends: list, on_leave: dict) -> No
         handler(ctx, node)
 
 
+# Node classes `_walked_after` reads from the index's table of their names.
+_KEYED_ONLY_BY_NAME_TABLE = frozenset({ast.Attribute})
+
+
 def _walked_after(
     found: FileIndex,
     start: int,
@@ -448,15 +488,24 @@ def _walked_after(
     skippable: tuple[frozenset[type], frozenset[str]],
 ) -> list[int]:
     """The numbers after `start` of the nodes `_walk` stops at (those with detectors, those the
-    context tracks), last first, leaving out the parts of the tree it never enters."""
+    context tracks), last first, leaving out the parts of the tree it never enters and the
+    attributes no detector is keyed on (`_walk` stops at those for nothing)."""
     skip, wanted_ids = skippable
     lists = [
         numbers
         for cls, numbers in found.by_class.items()
-        if (cls in dispatch or cls in _TRACKED_CLASSES) and cls not in skip
+        if (cls in dispatch or cls in _TRACKED_CLASSES)
+        and cls not in skip
+        and cls not in _KEYED_ONLY_BY_NAME_TABLE
     ]
     if ast.Name in skip:  # `Name`s are walked for the names detectors are keyed on only
         lists += [found.names[name] for name in wanted_ids if name in found.names]
+    if ast.Attribute in dispatch:
+        always, by_name, _ = dispatch[ast.Attribute]
+        if always:
+            lists.append(found.by_class.get(ast.Attribute, []))
+        else:  # most attributes: no detector for their name
+            lists += [found.attributes[name] for name in by_name if name in found.attributes]
     numbers = []
     for some in lists:
         numbers += some[bisect_right(some, start) :]
@@ -483,16 +532,6 @@ def _unwalked(found: FileIndex, start: int) -> set[int]:
                         if end > start:
                             unwalked.update(range(max(first, start + 1), end))
     return unwalked
-
-
-def _run_detectors(node: ast.AST, ctx: Context, detectors: list, result: CheckResult) -> None:
-    for pitfall, check in detectors:
-        try:
-            found: Iterable[Finding] | None = check(node, ctx)
-            if found:
-                result.findings.extend(found)
-        except Exception as error:  # a bug in one detector must not stop the others
-            _internal_error(node, ctx, pitfall, error, result)
 
 
 def _internal_error(

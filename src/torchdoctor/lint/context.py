@@ -82,6 +82,11 @@ _ANNOTATION_KINDS = {
 }
 
 
+# Node classes the hottest questions test by `type` (the parser makes no subclasses).
+_SEQUENCES = (ast.Tuple, ast.List)
+_FUNCTION_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 @dataclass
 class Scope:
     node: ast.AST | None
@@ -188,7 +193,7 @@ class Context:
     @staticmethod
     def method_name(call: ast.AST) -> str | None:
         """`x.cuda()` -> "cuda"; None when the call is not a method call."""
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        if type(call) is ast.Call and type(call.func) is ast.Attribute:
             return call.func.attr
         return None
 
@@ -212,7 +217,7 @@ class Context:
     def _binop_kind(self, expr: ast.BinOp) -> Kind:
         # Long chains (`a + b + c + ...`) nest on the left: walk them without recursion.
         operands = [expr.right]
-        while isinstance(expr, ast.BinOp):
+        while type(expr) is ast.BinOp:
             operands.append(expr.right)
             expr = expr.left
         found = Kind.UNKNOWN
@@ -242,7 +247,7 @@ class Context:
         return kind if kind in (Kind.TENSOR, Kind.NDARRAY) else Kind.UNKNOWN
 
     def _attribute_kind(self, expr: ast.Attribute) -> Kind:
-        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        if type(expr.value) is ast.Name and expr.value.id == "self":
             cls = self.enclosing_class()
             if cls is not None:
                 return self._attribute_kinds.get(cls, {}).get(expr.attr, Kind.UNKNOWN)
@@ -265,17 +270,17 @@ class Context:
             kind = self._kind_from_qualname(qualname, call)
             if kind is not Kind.UNKNOWN:
                 return kind
-        if isinstance(func, ast.Name):
+        if type(func) is ast.Name:
             cls = self._local_class(func.id)
             if cls is not None and self.is_module_class(cls):
                 return Kind.MODULE
             if cls is None and self._project_module_class(func.id, qualname):
                 return Kind.MODULE
             returned = self.returned_by(call)
-            if isinstance(returned, Kind) and returned is not Kind.UNKNOWN:
+            if type(returned) is Kind and returned is not Kind.UNKNOWN:
                 return returned
             return self._callee_result(func)
-        if isinstance(func, ast.Attribute):
+        if type(func) is ast.Attribute:
             receiver = self.kind_of(func.value)
             if receiver is Kind.TENSOR and func.attr in TENSOR_METHODS:
                 return Kind.TENSOR
@@ -395,14 +400,14 @@ class Context:
 
     def enclosing_function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         for node in reversed(self.ancestors):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if type(node) in _FUNCTION_DEFINITIONS:
                 return node
         return None
 
     def enclosing_class(self) -> ast.ClassDef | None:
         """The class whose method we are in (or whose body we are in)."""
         for node in reversed(self.ancestors):
-            if isinstance(node, ast.ClassDef):
+            if type(node) is ast.ClassDef:
                 return node
         return None
 
@@ -411,18 +416,21 @@ class Context:
 
     def statement_parents(self) -> dict[ast.AST, ast.AST]:
         """Parent of every expression node in the statement being visited (nested statements,
-        such as the body of an `if`, excluded). Computed on demand: call it only after cheap
-        checks have passed. Read it, never change it: it is shared until the next statement."""
+        such as the body of an `if`, excluded; operators and Load/Store markers too). Computed
+        on demand: call it only after cheap checks have passed. Read it, never change it: it is
+        shared until the next statement."""
         if not self.ancestors:
             return {}
         statement = self.ancestors[-1]
         if self._parents_of[0] is statement:  # many nodes of one statement ask in turn
             return self._parents_of[1]
+        from torchdoctor.lint.occurrences import children  # it builds on this module
+
         parents: dict[ast.AST, ast.AST] = {}
         todo = [statement]
         while todo:
             node = todo.pop()
-            for child in ast.iter_child_nodes(node):
+            for child in children(node):  # no operator or Load/Store: none is ever asked
                 if not isinstance(child, ast.stmt):
                     parents[child] = node
                     todo.append(child)
@@ -486,7 +494,7 @@ class Context:
         text = self.lines[line - 1]
         col = (
             byte_col
-            if text.isascii()
+            if self._ascii or text.isascii()
             else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
         )
         return self._line_starts[line - 1] + col
@@ -501,6 +509,16 @@ class Context:
         start, end = self.span(node)
         return self.source[start:end]
 
+    def line_column(self, line: int, byte_col: int) -> tuple[int, int]:
+        """1-based (line, column in characters) of an `ast` position: `position(offset(...))`,
+        read from the line itself when it is ASCII and the column inside it (no search)."""
+        lines = self.lines
+        if 0 < line <= len(lines):
+            text = lines[line - 1]
+            if 0 <= byte_col < len(text) and (self._ascii or text.isascii()):
+                return line, byte_col + 1
+        return self.position(self.offset(line, byte_col))
+
     def position(self, offset: int) -> tuple[int, int]:
         """1-based (line, column in characters) of a character offset."""
         return position(self._line_starts, offset)
@@ -511,7 +529,10 @@ class Context:
         return Edit(start, end, content, line, column, end_line, end_column)
 
     def replace(self, node: ast.AST, content: str) -> Edit:
-        return self.edit(*self.span(node), content)
+        # `edit(*span(node))`, with the positions read from the node (see `line_column`).
+        line, column = self.line_column(node.lineno, node.col_offset)
+        end_line, end_column = self.line_column(node.end_lineno, node.end_col_offset)
+        return Edit(*self.span(node), content, line, column, end_line, end_column)
 
     def fix(
         self, pitfall: Pitfall, applicability: str, *edits: Edit, title: dict | None = None
@@ -530,10 +551,8 @@ class Context:
         **fields: object,
     ) -> Finding:
         last = end_node or node
-        start = self.offset(node.lineno, node.col_offset)
-        end = self.offset(last.end_lineno, last.end_col_offset)
-        line, column = self.position(start)
-        end_line, end_column = self.position(end)
+        line, column = self.line_column(node.lineno, node.col_offset)
+        end_line, end_column = self.line_column(last.end_lineno, last.end_col_offset)
         return Finding(
             code=pitfall.code,
             name=pitfall.name,
@@ -607,17 +626,16 @@ class Context:
     def _leave_assign(self, node: ast.Assign) -> None:
         value = node.value
         returned = self.returned_by(value)
-        if isinstance(value, (ast.Tuple, ast.List)) or isinstance(returned, tuple):
+        # Classes compared by `type` here (the parser makes no subclasses): every assignment.
+        if type(value) in _SEQUENCES or type(returned) is tuple:
             # `images, labels = images.cuda(), labels.cuda()` or `a, b = make_pair()`:
             # element by element.
-            kinds = (
-                returned if isinstance(returned, tuple) else [self.kind_of(e) for e in value.elts]
-            )
+            kinds = returned if type(returned) is tuple else [self.kind_of(e) for e in value.elts]
             for target in node.targets:
                 if (
-                    isinstance(target, (ast.Tuple, ast.List))
+                    type(target) in _SEQUENCES
                     and len(target.elts) == len(kinds)
-                    and not any(isinstance(e, ast.Starred) for e in target.elts)
+                    and not any(type(e) is ast.Starred for e in target.elts)
                 ):
                     for element, kind in zip(target.elts, kinds):
                         self._bind_target(element, kind)
@@ -626,7 +644,7 @@ class Context:
             return
         kind = self.kind_of(value)
         for target in node.targets:
-            if kind is Kind.BATCH and isinstance(target, (ast.Tuple, ast.List)):
+            if kind is Kind.BATCH and type(target) in _SEQUENCES:
                 self._bind_batch(target)  # `images, labels = data`
             else:
                 self._bind_target(target, kind)
@@ -712,17 +730,18 @@ class Context:
 
     def _bind_target(self, target: ast.AST, kind: Kind) -> None:
         scope = self._scopes[-1]
-        if isinstance(target, ast.Name):
+        kind_of_target = type(target)
+        if kind_of_target is ast.Name:
             self._forget(target.id)
             scope.kinds[target.id] = kind
-        elif isinstance(target, (ast.Tuple, ast.List)):
+        elif kind_of_target in _SEQUENCES:
             for element in target.elts:
                 self._bind_target(element, Kind.UNKNOWN)
-        elif isinstance(target, ast.Starred):
+        elif kind_of_target is ast.Starred:
             self._bind_target(target.value, Kind.UNKNOWN)
         elif (
-            isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
+            kind_of_target is ast.Attribute
+            and type(target.value) is ast.Name
             and target.value.id == "self"
         ):
             cls = self.enclosing_class()
@@ -822,7 +841,7 @@ def top_level_functions(ctx: Context) -> dict[str, ast.FunctionDef | ast.AsyncFu
     return {
         node.name: node
         for node in ctx.tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef)
     }
 
 
@@ -831,7 +850,7 @@ def top_level_classes(ctx: Context) -> dict[str, ast.ClassDef]:
     """The classes defined at the top of the file, by name (the first of a name)."""
     classes: dict[str, ast.ClassDef] = {}
     for statement in ctx.tree.body:
-        if isinstance(statement, ast.ClassDef):
+        if type(statement) is ast.ClassDef:
             classes.setdefault(statement.name, statement)
     return classes
 
@@ -863,7 +882,7 @@ def nested_statements(body: list[ast.stmt]):
     todo = list(body)
     while todo:
         statement = todo.pop()
-        if isinstance(statement, _NESTED_SCOPES):
+        if type(statement) in _NESTED_SCOPES:  # by `type`: the parser makes no subclasses
             continue
         yield statement
         for name in _BLOCK_FIELDS.get(type(statement), ()):

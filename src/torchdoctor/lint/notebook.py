@@ -14,13 +14,13 @@ import ast
 import json
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from json.decoder import scanstring
 
 from torchdoctor.catalog._registry import engine_finding
 from torchdoctor.lint.lines import ending, line_starts, position, split_lines
 from torchdoctor.lint.source import UnreadableFile, decode
-from torchdoctor.report.finding import Finding
+from torchdoctor.report.finding import Edit, Finding, Fix
 from torchdoctor.user_files import read_regular_file
 
 # `%time x`, `%%writefile f`, `!pip install`, `files = !ls`, `x = %env`, `obj?`, `??obj`, matched
@@ -117,8 +117,9 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
     whole_cell_magic = name is not None and name not in PYTHON_CELL_MAGICS
     lines = []
     for line in split_lines(source, keepends=True):
-        end = ending(line)
-        content = line[: len(line) - len(end)]
+        # `ending(line)`, in one call: a line of split_lines holds no break but its last one.
+        content = line.rstrip("\r\n")
+        end = line[len(content) :]
         code = content.lstrip(_INDENT)
         if whole_cell_magic or _MAGIC.match(code):
             indent = "" if whole_cell_magic else content[: len(content) - len(code)]
@@ -231,17 +232,23 @@ def locate(finding: Finding, notebook: Notebook) -> Finding:
     if shift:  # columns of the cell as the user wrote it
         finding.column += shift
         finding.end_column += shift if finding.end_column else 0
-    if finding.fix:
-        # Offsets stay those of the joined cells; lines are given within the cell.
+    fix = finding.fix
+    if fix:
+        # Offsets stay those of the joined cells; lines are given within the cell. (Made
+        # directly: `dataclasses.replace` reads the fields anew for each of a thousand fixes.)
         edits = tuple(
-            replace(
-                e,
-                line=_cell_line(notebook, e.line)[1],
-                end_line=_cell_line(notebook, e.end_line)[1],
+            Edit(
+                e.start,
+                e.end,
+                e.content,
+                _cell_line(notebook, e.line)[1],
+                e.column,
+                _cell_line(notebook, e.end_line)[1],
+                e.end_column,
             )
-            for e in finding.fix.edits
+            for e in fix.edits
         )
-        finding.fix = replace(finding.fix, edits=edits)
+        finding.fix = Fix(fix.applicability, fix.title, edits, titles=fix.titles)
     return finding
 
 

@@ -102,6 +102,19 @@ def children(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+def subtree(node: ast.AST) -> list[ast.AST]:
+    """`node` and the nodes under it, as `ast.walk` but depth first, without operator and
+    Load/Store nodes, and much faster (no generator per node and per field): for questions
+    whose answer does not depend on the order, such as a set of names or whether some node
+    is there."""
+    found, todo = [], [node]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children(current))
+    return found
+
+
 class FileIndex:
     """Every node under some roots (a file's module, or one function, loop...) numbered in
     depth-first source order, so that the nodes under any node have consecutive numbers; with
@@ -167,8 +180,16 @@ class FileIndex:
                 push(value)
                 up_push(at)
                 continue
-            if kind is ast.Call:
-                calls[call_name(node)].append(at)
+            if kind is ast.Call:  # `call_name`, inlined
+                func = node.func
+                func_kind = type(func)
+                calls[
+                    func.attr
+                    if func_kind is ast.Attribute
+                    else func.id
+                    if func_kind is ast.Name
+                    else None
+                ].append(at)
             read, one_field = getter
             if one_field:
                 value = read(node)
@@ -556,20 +577,18 @@ class BlockNames:
         return None if last is None else bisect_right(self._starts, last) - 1
 
 
-class BlockKey:
+class BlockKey(int):
     """A statement list as a memo key (of `per_file` functions): lists are compared by
-    identity, never by content."""
+    identity, never by content. The key is the list's id, an int, so that hashing and comparing
+    it call no Python method (rules ask per node); it holds the list, whose id therefore
+    stays its own while the key lives."""
 
-    __slots__ = ("block",)
+    block: list[ast.stmt]
 
-    def __init__(self, block: list[ast.stmt]) -> None:
-        self.block = block
-
-    def __hash__(self) -> int:
-        return id(self.block)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BlockKey) and other.block is self.block
+    def __new__(cls, block: list[ast.stmt]) -> BlockKey:
+        key = super().__new__(cls, id(block))
+        key.block = block
+        return key
 
 
 def block_names(ctx: Context, block: list[ast.stmt]) -> BlockNames:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Iterator
+from bisect import bisect_right
+from typing import Callable
 
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, Kind, assigned_name, per_file
-from torchdoctor.lint.occurrences import call_name, index_of, statements
+from torchdoctor.lint.context import Context, Kind, assigned_name, per_file, top_level_functions
+from torchdoctor.lint.occurrences import call_name, children, index_of, statements
 
 # Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
 # `self.set_forward_loss`, `mixup_criterion`, `nll_loss`, `CrossEntropyLoss2d`.
@@ -226,15 +227,19 @@ def built_from(expr: ast.AST, ctx: Context) -> set[str]:
     return set()
 
 
-def assignments(ctx: Context) -> Iterator[tuple[ast.expr, list[str]]]:
+@per_file
+def assignments(ctx: Context) -> list[tuple[ast.expr, list[str]]]:
     """(value, the plain names it is bound to) of every `a = value`, `a = b = value` and
-    `a: T = value` anywhere in the file, from the statements alone (no index is read)."""
+    `a: T = value` anywhere in the file, from the statements alone (no index is read); read
+    once per file, however many rules ask."""
+    found = []
     for statement in statements(ctx, ast.Assign, ast.AnnAssign):
         value = statement.value
         if value is None:  # `a: T`
             continue
         targets = statement.targets if type(statement) is ast.Assign else [statement.target]
-        yield value, [target.id for target in targets if type(target) is ast.Name]
+        found.append((value, [target.id for target in targets if type(target) is ast.Name]))
+    return found
 
 
 @per_file
@@ -389,39 +394,39 @@ def passed_values(
     of the values the parameter takes, never all of them."""
     if not may_be_called(ctx, function.name):  # most functions: no index read
         return ()
-    found = index_of(ctx, function)
-    owner = found.parents.get(function)
     args = function.args
     positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
-    if isinstance(owner, ast.ClassDef):
-        decorators = {getattr(d, "id", None) for d in function.decorator_list}
-        if decorators & {"staticmethod", "classmethod"} or not positional:
+    calls = _calls_found_in_text(ctx, function)  # most module functions: no index read
+    if calls is None:
+        found = index_of(ctx, function)
+        owner = found.parents.get(function)
+        if isinstance(owner, ast.ClassDef):
+            decorators = {getattr(d, "id", None) for d in function.decorator_list}
+            if decorators & {"staticmethod", "classmethod"} or not positional:
+                return ()
+            positional = positional[1:]  # `self`
+            calls = [
+                call
+                for call in found.calls_named(owner, (function.name,))
+                if is_self_attribute(call.func)
+            ]
+        elif isinstance(owner, ast.Module):
+            module_bindings = bindings(ctx, owner, function.name) or ()
+            if [b.node for b in module_bindings] != [function]:
+                return ()  # rebound, or imported too: which function a call reaches is unclear
+            calls = [
+                call
+                for call in found.calls_named(owner, (function.name,))
+                if type(call.func) is ast.Name and not _shadowed(ctx, call, found)
+            ]
+        else:
             return ()
-        positional = positional[1:]  # `self`
-        scope: ast.AST = owner
-
-        def calls_it(call: ast.Call) -> bool:
-            return is_self_attribute(call.func)
-
-    elif isinstance(owner, ast.Module):
-        module_bindings = bindings(ctx, owner, function.name) or ()
-        if [b.node for b in module_bindings] != [function]:
-            return ()  # rebound, or imported too: which function a call reaches is unclear
-        scope = owner
-
-        def calls_it(call: ast.Call) -> bool:
-            return type(call.func) is ast.Name and not _shadowed(ctx, call, found)
-
-    else:
-        return ()
     keyword_only = {arg.arg for arg in args.kwonlyargs}
     if parameter not in positional and parameter not in keyword_only:
         return ()
     position = positional.index(parameter) if parameter in positional else None
     passed = []
-    for call in found.calls_named(scope, (function.name,)):
-        if not calls_it(call):
-            continue
+    for call in calls:
         if any(type(a) is ast.Starred for a in call.args) or any(
             k.arg is None for k in call.keywords
         ):
@@ -433,6 +438,96 @@ def passed_values(
         if value is not None:
             passed.append((call, value))
     return tuple(passed)
+
+
+# Occurrences of a function's name, and nodes of the statements holding them, past which
+# `_calls_found_in_text` leaves the question to the file's index (a bound on its work).
+_MOST_OCCURRENCES = 64
+_MOST_NODES = 4096
+
+
+@per_file
+def _calls_found_in_text(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[ast.Call] | None:
+    """The calls `f(...)` of a function `f` defined at the top of the module, in source order,
+    found from where its name occurs in the text, while the file has no index: when every
+    occurrence of the name is its `def` or a call of it by that bare name (none binds it,
+    shadows it or reads it otherwise, even in a string or a comment), these are exactly the
+    calls the index would give. None when that cannot be told so: the index answers."""
+    name = function.name
+    if ctx.file_index is not None or top_level_functions(ctx).get(name) is not function:
+        return None
+    occurrences = _top_level_function_names(ctx).get(name, [])
+    if not occurrences or len(occurrences) > _MOST_OCCURRENCES:
+        return None
+    holding = _top_level_statements_at(ctx, {ctx.position(at)[0] for at in occurrences})
+    if holding is None:
+        return None
+    calls: list[ast.Call] = []
+    called: set[ast.AST] = set()  # the names of those calls
+    budget = _MOST_NODES
+    for statement in holding:
+        todo: list[ast.AST] = [statement]
+        while todo:
+            node = todo.pop()
+            budget -= 1
+            if budget < 0:
+                return None
+            kind = type(node)
+            if kind is ast.Name and node.id == name and node not in called:
+                return None  # read or bound otherwise than called
+            if kind is ast.Call and type(node.func) is ast.Name and node.func.id == name:
+                calls.append(node)
+                called.add(node.func)
+            below = children(node)
+            below.reverse()
+            todo.extend(below)
+    # Each occurrence is the `def` or a called name: nothing else spells it.
+    return calls if len(occurrences) == 1 + len(calls) else None
+
+
+@per_file
+def _top_level_function_names(ctx: Context) -> dict[str, list[int]]:
+    """Where the name of each function defined at the top of the module occurs in the text, as
+    a whole word (one search of the text for all of them); nothing for a text with other than
+    ASCII (Python reads names NFKC-normalized: spelled otherwise)."""
+    names = top_level_functions(ctx)
+    if not names or not ctx.source.isascii():
+        return {}
+    found: dict[str, list[int]] = {}
+    # Every word, kept when it is one of the names: a regex of all the names as alternatives
+    # would try each of them at each word, growing with the functions times the file.
+    for match in _WORD_RUN.finditer(ctx.source):
+        word = match.group()
+        if word in names:
+            found.setdefault(word, []).append(match.start())
+    return found
+
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+def _top_level_statements_at(ctx: Context, lines: set[int]) -> list[ast.stmt] | None:
+    """The module's statements spanning these lines (decorators included), in source order;
+    None when a line is in none (a comment or blank line between them)."""
+    starts, body = _top_level_starts(ctx), ctx.tree.body
+    found: dict[int, ast.stmt] = {}
+    for line in lines:
+        at = bisect_right(starts, line) - 1
+        if at < 0 or (body[at].end_lineno or body[at].lineno) < line:
+            return None
+        found[at] = body[at]
+    return [found[at] for at in sorted(found)]
+
+
+@per_file
+def _top_level_starts(ctx: Context) -> list[int]:
+    """The first line of each statement of the module's body (its first decorator's, if any)."""
+    return [
+        min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        for statement in ctx.tree.body
+    ]
 
 
 def _shadowed(ctx: Context, call: ast.Call, found) -> bool:
@@ -477,12 +572,17 @@ def passed_loader(ctx: Context, function: ast.AST, name: str) -> bool:
     passed = passed_values(ctx, function, name)  # type: ignore[arg-type]
     if not passed:
         return False
+    # The values made in the calls first: they are told without the file's index.
+    if any(
+        not isinstance(value, ast.Name) and ctx.kind_of(value) is not Kind.LOADER
+        for _, value in passed
+    ):
+        return False
+    names = [(call, value) for call, value in passed if isinstance(value, ast.Name)]
+    if not names:
+        return True
     parents = index_of(ctx, ctx.tree).parents
-    for call, value in passed:
-        if not isinstance(value, ast.Name):
-            if ctx.kind_of(value) is not Kind.LOADER:
-                return False
-            continue
+    for call, value in names:
         scope: ast.AST | None = call
         while scope is not None and not isinstance(
             scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)

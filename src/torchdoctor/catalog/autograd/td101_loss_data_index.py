@@ -574,15 +574,12 @@ def _is_self_attribute(expr: ast.AST) -> bool:
 
 
 def _is_number(expr: ast.AST) -> bool:
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+    # Classes compared by `type` (the parser makes no subclasses): asked of every assignment.
+    if type(expr) is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):
         expr = expr.operand
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "len":
+    if type(expr) is ast.Call and type(expr.func) is ast.Name and expr.func.id == "len":
         return True  # `loss * len(batch)`
-    return (
-        isinstance(expr, ast.Constant)
-        and isinstance(expr.value, (int, float))
-        and not isinstance(expr.value, bool)
-    )
+    return type(expr) is ast.Constant and type(expr.value) in (int, float)  # not a bool
 
 
 def _is_constant_in(expr: ast.AST, allowed) -> bool:

@@ -231,15 +231,15 @@ def check(node: ast.FunctionDef, ctx: Context) -> list[Finding] | None:
 def check_call(call: ast.Call, ctx: Context) -> list[Finding] | None:
     func = call.func
     kind = type(func)
-    if kind is ast.Attribute and not is_self_attribute(func):  # most calls: `x.method(...)`
-        return None
+    if kind is ast.Attribute and (type(func.value) is not ast.Name or func.value.id != "self"):
+        return None  # most calls: `x.method(...)`, not `self.fn(...)`
     classes = _function_classes_named(ctx)
     if not classes:  # most files: no autograd Function anywhere near
         return None
     if kind is ast.Call:  # `MyFn(args)(x)`
         cls = _function_class(func, ctx)
     elif kind is ast.Name:  # `fn(x)` after `fn = MyFn(args)`
-        if func.id not in names_assigned_calls_of(ctx, classes):  # most calls: nothing read
+        if func.id not in _instance_names(ctx):  # most calls: nothing read
             return None
         cls = _instance_of(ctx, scope_of(func.id, ctx), func.id)
     elif kind is ast.Attribute:  # `self.fn(x)`
@@ -264,6 +264,12 @@ def _function_classes_named(ctx: Context) -> frozenset[str]:
             if any(_spelled_function(base) for base in cls.bases):
                 named.add(cls.name)
     return frozenset(named)
+
+
+@per_file
+def _instance_names(ctx: Context) -> frozenset[str]:
+    """The names some statement assigns an instance of one of the file's Function classes."""
+    return names_assigned_calls_of(ctx, _function_classes_named(ctx))
 
 
 @per_file

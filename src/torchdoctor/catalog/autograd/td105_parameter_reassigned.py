@@ -366,8 +366,10 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
         for call in index.calls_named(scope, ["parameters", "named_parameters", "add_param_group"])
     }
     for statement in nested_statements(scope.body):
+        if id(statement) not in wanted:  # most statements
+            continue
         value = getattr(statement, "value", None)
-        if type(value) is not ast.Call or id(statement) not in wanted:
+        if type(value) is not ast.Call:
             continue
         if type(statement) is ast.Expr and _called_name(value) == "add_param_group":
             found.append((statement.lineno, ""))

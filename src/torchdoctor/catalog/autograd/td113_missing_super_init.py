@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, children
+from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, children, subtree
 
 PITFALL = Pitfall(
     code="TD113",
@@ -157,7 +157,7 @@ def check(init: ast.FunctionDef, ctx: Context) -> Iterator[Finding]:
             action = ""
         if what is not None:
             called = any(
-                type(call) is ast.Call and _calls_base_init(call) for call in ast.walk(init)
+                type(call) is ast.Call and _calls_base_init(call) for call in subtree(init)
             )
             variant = "-".join(part for part in (action, "" if called else "never") if part)
             yield ctx.finding(
@@ -196,7 +196,7 @@ _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDe
 def _initialises_first(init: ast.FunctionDef, self_name: str) -> bool:
     """The first call, assignment or registration the loop of `check` would read (the
     parameters come first, then the body) is one that may run the base initialiser."""
-    if any(type(node) is ast.Call for node in ast.walk(init.args)):
+    if any(type(node) is ast.Call for node in subtree(init.args)):
         return False
     for statement in init.body:
         if type(statement) is ast.Expr and type(statement.value) is ast.Constant:

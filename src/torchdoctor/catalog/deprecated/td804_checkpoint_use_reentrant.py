@@ -198,11 +198,13 @@ FUNCTIONS = {
 POSITIONAL_FLAG = {"checkpoint_sequential": 3}
 
 
-@PITFALL.static(ast.Call)
+@PITFALL.static(ast.Call, names=POSITIONAL_FLAG.keys() | {"checkpoint"}, imported=True)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     func = call.func
     # Cheap gates before resolving the name: an attribute keeps the function's own name
-    # (`cp.checkpoint`); only a bare imported name can be an alias of it.
+    # (`cp.checkpoint`); only a bare imported name can be an alias of it. The engine calls it
+    # only for these names, bare or imported under another (see `imported`); the gates still
+    # turn away a bare name of these that no import binds.
     if type(func) is ast.Attribute:
         if func.attr not in POSITIONAL_FLAG and func.attr != "checkpoint":
             return

@@ -159,13 +159,15 @@ model = models.resnet50(weights="IMAGENET1K_V1")
 )
 
 
-@PITFALL.static(ast.Call)
+@PITFALL.static(ast.Call, names=NAMES, imported=True)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not call.keywords:
         return
     func = call.func
     # Cheap gates before resolving: an attribute keeps the builder's own name (`models.vgg16`);
-    # only a bare imported name can be an alias of it.
+    # only a bare imported name can be an alias of it. The engine calls it only
+    # for these names, bare or imported under another (see `imported`); the gates still turn
+    # away a bare name of these that no import binds.
     if type(func) is ast.Attribute:
         if func.attr not in NAMES:
             return

@@ -124,7 +124,8 @@ QUALNAMES = {
 TORCH = ast.Name(id="torch", ctx=ast.Load())
 
 
-@PITFALL.static(ast.Call)
+# Called for `x.ToTensor(...)`, `ToTensor(...)` and an alias of it an import binds.
+@PITFALL.static(ast.Call, names={"ToTensor"}, imported=True)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     func = call.func
     if type(func) is ast.Attribute:

@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     per_file,
     scope_of,
+    subtree,
 )
 
 PITFALL = Pitfall(
@@ -133,7 +134,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 def _has_move(expr: ast.AST, ctx: Context) -> bool:
     """`DataParallel(Net().cuda())`: the model was moved on its way in."""
-    return any(ctx.method_name(node) in MOVES for node in ast.walk(expr))
+    return any(ctx.method_name(node) in MOVES for node in subtree(expr))
 
 
 def _moved_where_bound(name: ast.Name, ctx: Context) -> bool:

@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     block_names,
     per_file,
+    subtree,
 )
 
 PITFALL = Pitfall(
@@ -217,7 +218,7 @@ def _module_classes(ctx: Context) -> dict[str, ast.ClassDef]:
     return {
         node.name: node
         for node in ctx.tree.body
-        if isinstance(node, ast.ClassDef) and ctx.is_module_class(node)
+        if type(node) is ast.ClassDef and ctx.is_module_class(node)
     }
 
 
@@ -247,7 +248,7 @@ def _own_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
     names = {name for statement in cls.body for name in _bound_names(statement)}
     names.update(
         node.attr
-        for node in ast.walk(cls)
+        for node in subtree(cls)
         if isinstance(node, ast.Attribute)
         and isinstance(node.ctx, ast.Store)
         and isinstance(node.value, ast.Name)

@@ -246,7 +246,7 @@ def _child_uses_cuda(process: ast.Call, cuda: _CudaUses, ctx: Context) -> bool:
 
 @per_file
 def _module_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
-    return {node.name: node for node in ctx.tree.body if isinstance(node, ast.FunctionDef)}
+    return {node.name: node for node in ctx.tree.body if type(node) is ast.FunctionDef}
 
 
 # Error signatures ---------------------------------------------------------------------------

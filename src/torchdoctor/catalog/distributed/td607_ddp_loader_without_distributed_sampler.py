@@ -358,7 +358,10 @@ def _per_rank(dataset: ast.expr, ctx: Context) -> bool:
     counted from the rank)."""
     if _PER_RANK.intersection(name_words(ctx.text(dataset))):
         return True
-    names = {node.id for node in ast.walk(dataset) if isinstance(node, ast.Name)}
+    if type(dataset) is ast.Name:  # most loaders: `DataLoader(train_set, ...)`
+        names = {dataset.id}
+    else:
+        names = {node.id for node in ast.walk(dataset) if isinstance(node, ast.Name)}
     return any(_bound_per_rank(ctx, scope_of(name, ctx), name) for name in names)
 
 

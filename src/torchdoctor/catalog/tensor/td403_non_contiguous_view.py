@@ -294,6 +294,8 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     if position is None:
         return None
     statement = block[position]
+    if position == found[last - 1]:
+        return statement, position  # the plain assignment already found and accepted
     if not _assigns_only(statement, name) or not wanted(statement.value, ctx):
         return None
     return statement, position

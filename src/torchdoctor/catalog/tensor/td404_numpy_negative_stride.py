@@ -180,14 +180,14 @@ def _has_negative_stride(expr: ast.AST, ctx: Context, surely_array: bool) -> boo
 
 def _strip_stride_keeping(expr: ast.AST) -> ast.AST:
     """`x[::-1].transpose(2, 0, 1)` -> `x[::-1]`: transposing keeps every stride's sign."""
-    while True:
-        if isinstance(expr, ast.Attribute) and expr.attr == "T":
+    while True:  # classes compared by `type`: asked of every assignment of the file
+        if type(expr) is ast.Attribute and expr.attr == "T":
             expr = expr.value
         elif (
-            isinstance(expr, ast.Call)
-            and isinstance(expr.func, ast.Attribute)
+            type(expr) is ast.Call
+            and type(expr.func) is ast.Attribute
             and expr.func.attr in STRIDE_KEEPING_METHODS
-            and isinstance(expr.func.value, ast.Subscript)
+            and type(expr.func.value) is ast.Subscript
         ):
             expr = expr.func.value
         else:
@@ -239,12 +239,12 @@ def _maybe_reversed(ctx: Context) -> frozenset[str]:
         if len(statement.targets) != 1 or type(target) is not ast.Name:
             continue
         value = _strip_stride_keeping(statement.value)
-        if isinstance(value, ast.Subscript):
+        if type(value) is ast.Subscript:
             index = value.slice
-            parts = index.elts if isinstance(index, ast.Tuple) else [index]
-            if any(isinstance(p, ast.Slice) and _is_negative_literal(p.step) for p in parts):
+            parts = index.elts if type(index) is ast.Tuple else [index]
+            if any(type(p) is ast.Slice and _is_negative_literal(p.step) for p in parts):
                 names.add(target.id)
-        elif isinstance(value, ast.Call):
+        elif type(value) is ast.Call:
             func = value.func
             if type(func) is ast.Name or (type(func) is ast.Attribute and func.attr in _FLIPS):
                 names.add(target.id)

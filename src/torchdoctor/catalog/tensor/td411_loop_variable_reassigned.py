@@ -295,7 +295,7 @@ def _scope_facts(ctx: Context, scope: ast.AST) -> tuple[set[str], bool]:
     found = index_of(ctx, scope)
     shared = {name for node in found.under(scope, ast.Global, ast.Nonlocal) for name in node.names}
     dynamic = any(
-        isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_READS
+        type(node.func) is ast.Name and node.func.id in _DYNAMIC_READS
         for node in found.local(scope, ast.Call)
     )
     return shared, dynamic

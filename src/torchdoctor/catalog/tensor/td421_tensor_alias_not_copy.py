@@ -136,7 +136,7 @@ def check(node: ast.Assign, ctx: Context) -> Iterator[Finding]:
     if len(node.targets) != 1:
         return
     target, value = node.targets[0], node.value
-    if not (isinstance(target, ast.Name) and isinstance(value, ast.Name)):
+    if not (type(target) is ast.Name and type(value) is ast.Name):  # every assignment
         return
     alias, source = target.id, value.id
     if alias == source:
@@ -204,6 +204,13 @@ def _last_in_place_writes(ctx: Context, key: BlockKey, kind: Kind) -> dict[str, 
     `_writes_in_place` reads it): read once per block, however many aliases the block makes."""
     last: dict[str, int] = {}
     for position, statement in enumerate(key.block):
+        kind_of_statement = type(statement)  # the common cases first, without a call
+        if kind_of_statement is ast.Assign:
+            targets = statement.targets
+            if len(targets) == 1 and type(targets[0]) is not ast.Subscript:
+                continue  # `b = ...` rebinds `b`: nothing written in place
+        elif kind_of_statement is not ast.AugAssign and kind_of_statement is not ast.Expr:
+            continue
         for name in _written_names(statement):
             if _writes_in_place(statement, name, kind):
                 last[name] = position
@@ -216,10 +223,15 @@ def _written_names(statement: ast.stmt) -> list[str]:
     if isinstance(statement, ast.AugAssign):
         targets = [statement.target]
     elif isinstance(statement, ast.Assign):
-        targets = statement.targets
+        # `b = ...` rebinds: only a subscript target (`b[...] = ...`) writes in place.
+        targets = [target for target in statement.targets if type(target) is ast.Subscript]
     elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
-        targets = [func.value] if isinstance(func, ast.Attribute) else []
+        # Only a method that changes its receiver in place (as `_writes_in_place` tells them).
+        changes = isinstance(func, ast.Attribute) and (
+            func.attr.endswith("_") or func.attr in _ARRAY_IN_PLACE
+        )
+        targets = [func.value] if changes else []
     else:
         targets = []
     names = []

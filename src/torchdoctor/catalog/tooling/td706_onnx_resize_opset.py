@@ -216,7 +216,7 @@ def _assignments(ctx: Context, scope: ast.AST, name: str) -> tuple[list[int], li
 @per_file
 def _classes(ctx: Context) -> dict[str, ast.ClassDef]:
     """Classes defined at the top level of the file, by name."""
-    return {node.name: node for node in ctx.tree.body if isinstance(node, ast.ClassDef)}
+    return {node.name: node for node in ctx.tree.body if type(node) is ast.ClassDef}
 
 
 @per_file

@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     per_file,
     shorten,
+    subtree,
 )
 from torchdoctor.catalog.training._loops import (
     block_steps,
@@ -171,11 +172,11 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
 
 def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
     """The innermost loop around the step that calls backward, skipping loops over optimizers."""
-    stepped = {n.id for n in ast.walk(optimizer) if isinstance(n, ast.Name)}
+    stepped = {n.id for n in subtree(optimizer) if isinstance(n, ast.Name)}
     for loop in enclosing_loops(ctx):
         target = getattr(loop, "target", None)
         if target is not None and stepped & {
-            n.id for n in ast.walk(target) if isinstance(n, ast.Name)
+            n.id for n in subtree(target) if isinstance(n, ast.Name)
         }:
             continue  # `for opt in optimizers: opt.step()` goes round the optimizers, not the data
         if _calls_backward(ctx, loop):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_file
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_file, subtree
 from torchdoctor.catalog.training._loops import (
     LOOPS,
     SCOPES,
@@ -182,7 +182,7 @@ def _mentions_epochs(expr: ast.AST) -> bool:
     """`epoch % 2` picks whole epochs (taking turns), it does not accumulate batches."""
     return any(
         "epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
-        for n in ast.walk(expr)
+        for n in subtree(expr)
         if isinstance(n, (ast.Name, ast.Attribute))
     )
 
@@ -201,7 +201,7 @@ def _remainder_tests(ctx: Context, scope: ast.AST) -> dict[str, list[ast.If]]:
     for node in index_of(ctx, scope).in_block(scope.body, ast.If):
         remainders = {
             ast.dump(n)
-            for n in ast.walk(node.test)
+            for n in subtree(node.test)
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
         }
         for remainder in remainders:

@@ -503,6 +503,8 @@ def _handed_over(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> dict[tu
     """What the loop passes to functions this file does not show, by `_sketch`."""
     found: dict[tuple, list[ast.AST]] = {}
     for node in _body_nodes(ctx, loop, ast.Call):
+        if not node.args and not node.keywords:
+            continue  # hands nothing over (most calls of a loop: `opt.step()`, `x.float()`)
         if local.resolve(node) is not None:
             continue
         if isinstance(node.func, ast.Name) and node.func.id in BUILTINS:

@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     name_words,
     per_file,
+    subtree,
 )
 from torchdoctor.catalog.training._loops import (
     LOOPS,
@@ -283,7 +284,7 @@ def _mentions_epochs(expr: ast.AST) -> bool:
     """`epoch % 2 == 0` picks whole epochs (taking turns), it does not accumulate batches."""
     return any(
         "epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
-        for n in ast.walk(expr)
+        for n in subtree(expr)
         if isinstance(n, (ast.Name, ast.Attribute))
     )
 
@@ -326,9 +327,9 @@ def _accumulation_range(loop: ast.AST) -> ast.AST | None:
     k = call.args[0]
     if not _counts(k):
         return None
-    named = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    named |= {last_identifier(n) or "" for n in ast.walk(k) if isinstance(n, ast.Attribute)}
-    named |= {n.id for n in ast.walk(k) if isinstance(n, ast.Name)}
+    named = {n.id for n in subtree(loop.target) if isinstance(n, ast.Name)}
+    named |= {last_identifier(n) or "" for n in subtree(k) if isinstance(n, ast.Attribute)}
+    named |= {n.id for n in subtree(k) if isinstance(n, ast.Name)}
     words = {word for name in named for word in name_words(name)}
     return k if any(w.startswith(_ACCUMULATION_WORDS) for w in words) else None
 
@@ -497,11 +498,11 @@ def _mentions(expr: ast.AST, k: ast.AST) -> bool:
     wanted = last_identifier(k)
     if wanted is None:
         return isinstance(k, ast.Constant) and any(
-            isinstance(n, ast.Constant) and n.value == k.value for n in ast.walk(expr)
+            isinstance(n, ast.Constant) and n.value == k.value for n in subtree(expr)
         )
     return any(
         last_identifier(n) == wanted
-        for n in ast.walk(expr)
+        for n in subtree(expr)
         if isinstance(n, (ast.Name, ast.Attribute))
     )
 
