@@ -15,6 +15,7 @@ import re
 from bisect import bisect_right
 from typing import Callable
 
+from torchdoctor._regex import lazy_compile
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, Kind, assigned_name, per_file, top_level_functions
 from torchdoctor.lint.occurrences import call_name, children, index_of, statements
@@ -25,7 +26,7 @@ _LOSS_WORDS = frozenset({"loss", "criterion", "crit", "nll"})
 # Words that make it something else: a list or a dict of losses, a loss *module* factory's
 # options, or one loss per sample.
 _NOT_ONE_LOSS = frozenset({"losses", "dict", "list", "weights", "weight", "per", "items"})
-_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+[a-z]*")
+_WORD = lazy_compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+[a-z]*")
 # Keyword arguments that make a loss call return one value per element.
 _ELEMENTWISE = {"reduction": ("none",), "reduce": (False,)}
 
@@ -118,7 +119,7 @@ _COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeErro
 # A test of the torch version: `TORCH_GTE_1_7`, `torch.__version__ < ...`, `TORCH_1_13`,
 # `_TORCH_GREATER_EQUAL_2_4`, `is_torch_greater_or_equal("2.4")`, `hasattr(torch, "fft")`,
 # `hasattr(nn.utils.parametrizations, "weight_norm")`.
-_VERSION_TEST = re.compile(
+_VERSION_TEST = lazy_compile(
     r"version|_(?:GTE|GE|LT|LE)_?\d|torch_\d+_\d+|(?:greater|less)_(?:or_)?(?:equal|than)"
     r"|hasattr\(\s*(?:torch|nn|F)\b",
     re.IGNORECASE,
@@ -361,7 +362,7 @@ def may_be_called(ctx: Context, name: str) -> bool:
 
 # A name written just before `(`, and whether `def ` precedes it. Matched only where a word
 # starts, so that each word is read once.
-_NAME_AND_PARENTHESIS = re.compile(r"(?<!\w)(def )?(\w+)\(")
+_NAME_AND_PARENTHESIS = lazy_compile(r"(?<!\w)(def )?(\w+)\(")
 
 
 @per_file
@@ -505,7 +506,7 @@ def _top_level_function_names(ctx: Context) -> dict[str, list[int]]:
     return found
 
 
-_WORD_RUN = re.compile(r"\w+")
+_WORD_RUN = lazy_compile(r"\w+")
 
 
 def _top_level_statements_at(ctx: Context, lines: set[int]) -> list[ast.stmt] | None:

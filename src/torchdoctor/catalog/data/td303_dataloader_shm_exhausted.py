@@ -176,8 +176,12 @@ PITFALL.error(
 # Told in words, as issues and chats do: "shared memory不够（docker限制了shm）", "/dev/shm is
 # too small", "not enough shared memory".
 PITFALL.error(
-    r"(?i)(?:insufficient|not enough)\s+shared\s+memory"
-    r"|(?:shared\s+memory|共享内存|/dev/shm|\bshm\b)\s*(?:is\s+)?(?:不够|不足|满了|太小|too small|full)",
+    # (each alternative spells a literal, which the catalog's index looks for first)
+    r"(?:[Ii]nsufficient|[Nn]ot enough)\s+shared\s+memory"
+    r"|[Ss]hared\s+memory\s*(?:is\s+)?(?:不够|不足|满了|太小|too small|full)"
+    r"|共享内存\s*(?:不够|不足|满了|太小)"
+    r"|/dev/shm\s*(?:is\s+)?(?:不够|不足|满了|太小|too small|full)"
+    r"|\bshm (?:is )?(?:不够|不足|满了|太小|too small|full)",
     types=(),
     confidence=0.6,
     cause={

@@ -207,7 +207,7 @@ PITFALL.error(
 # The same told in prose, as issues do when the traceback was cut before the error line:
 # "an error when pickling `collate_fn`", "the function collate_fn ... can't pickle".
 PITFALL.error(
-    r"(?i)(?:can'?n?'?t|cannot|unable to|fail(?:s|ed)? to|when|while) pickl\w*\W{0,3}"
+    r"(?:[Cc]an'?n?'?t|[Cc]annot|[Uu]nable to|[Ff]ail(?:s|ed)? to|[Ww]hen|[Ww]hile) pickl\w*\W{0,3}"
     r"(?P<object>collate_fn|worker_init_fn|lambda)(?![a-z])",
     types=(),
     confidence=0.6,
@@ -215,7 +215,7 @@ PITFALL.error(
     fix=_LOCAL_FIX,
 )
 PITFALL.error(
-    r"(?i)(?<![a-z])(?P<object>collate_fn|worker_init_fn)(?![a-z])[^\n]{0,80}?"
+    r"(?<![a-z])(?P<object>collate_fn|worker_init_fn)(?![a-z])[^\n]{0,80}?"
     r"(?:can'?n?'?t|cannot|could not|couldn'?t|unable to)(?: be)? pickl",
     types=(),
     confidence=0.6,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from functools import wraps
 from typing import Callable, Iterator
 
 from torchdoctor.catalog.sdk import (
+    lazy_compile,
     Clue,
     Context,
     Edit,
@@ -473,15 +473,15 @@ _SIX_FIX = {
     "that imports it.",
     "zh": "把 `from torch._six import {name}` 改为 `{replacement}`，或者升级导入它的第三方包。",
 }
-_SIX_IMPORT = re.compile(r"cannot import name '(?P<name>\w+)' from 'torch\._six'")
-_SIX_ATTRIBUTE = re.compile(r"module 'torch\._six' has no attribute '(?P<name>\w+)'")
-_SIX_MODULE = re.compile(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'")
+_SIX_IMPORT = lazy_compile(r"cannot import name '(?P<name>\w+)' from 'torch\._six'")
+_SIX_ATTRIBUTE = lazy_compile(r"module 'torch\._six' has no attribute '(?P<name>\w+)'")
+_SIX_MODULE = lazy_compile(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'")
 # (quoted as typed: `module ‘torch‘ has no attribute "rfft"`)
-_NO_ATTRIBUTE = re.compile(
+_NO_ATTRIBUTE = lazy_compile(
     r"module ['\u2018\u2019\"](?P<module>torch(?:\.\w+)*)['\u2018\u2019\"] has no attribute "
     r"['\u2018\u2019\"](?P<name>\w+)['\u2018\u2019\"]"
 )
-_SITE_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w.-]*)")
+_SITE_PACKAGE = lazy_compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w.-]*)")
 
 
 @PITFALL.error_check(types=("ImportError", "ModuleNotFoundError", "AttributeError"))

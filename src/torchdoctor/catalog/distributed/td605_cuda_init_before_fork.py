@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import re
 
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index, index_of, per_file
+from torchdoctor.catalog.sdk import (
+    lazy_compile,
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    index,
+    index_of,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD605",
@@ -255,8 +263,8 @@ def _module_functions(ctx: Context) -> dict[str, ast.FunctionDef]:
 # training script, though a broken driver says it too. As torch prints it (`CUDA error:
 # initialization error`), c10 (`c10::CUDAError ... initialization error`) and torch 0.4
 # (`Cuda error (3): initialization error`).
-_INITIALIZATION_ERROR = re.compile(r"(?i)\bcuda(?:error)?\b[^\n]{0,30}?\binitialization error")
-_WORKERS = re.compile(r"num_workers?|DataLoader|dataloader|\bfork|multiprocessing|worker")
+_INITIALIZATION_ERROR = lazy_compile(r"(?i)\bcuda(?:error)?\b[^\n]{0,30}?\binitialization error")
+_WORKERS = lazy_compile(r"num_workers?|DataLoader|dataloader|\bfork|multiprocessing|worker")
 _INITIALIZATION_CAUSE = {
     "en": "CUDA failed to initialise in this process. In training scripts this is most often "
     "a forked child (a DataLoader worker, a `multiprocessing` process) using CUDA that the "

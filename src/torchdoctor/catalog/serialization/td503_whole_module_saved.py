@@ -8,6 +8,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    lazy_compile,
     Clue,
     Context,
     Finding,
@@ -375,7 +376,7 @@ def missing_module(block, report) -> Clue | None:
     return Clue(0.9, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
 
 
-_LOADING_A_CHECKPOINT = re.compile(r"torch\.load|\bload\w*\b[^\n]{0,40}\.pth?\b")
+_LOADING_A_CHECKPOINT = lazy_compile(r"torch\.load|\bload\w*\b[^\n]{0,40}\.pth?\b")
 
 
 @PITFALL.error_check(types=())

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import lazy_compile, Clue, Pitfall
 from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
 PITFALL = Pitfall(
@@ -178,7 +177,7 @@ def explain(block, report) -> Clue | None:
 
 # Code that copies the model's keys from a checkpoint by hand (`checkpoint[name]` for each
 # `name` of `model.state_dict()`) fails on the first counter an old checkpoint lacks.
-_COUNTER_KEY_ERROR = re.compile(r"^'(?P<key>[\w.]*num_batches_tracked)'$")
+_COUNTER_KEY_ERROR = lazy_compile(r"^'(?P<key>[\w.]*num_batches_tracked)'$")
 
 
 @PITFALL.error_check(types=("KeyError",))

@@ -7,6 +7,7 @@ import re
 import tokenize
 
 from torchdoctor.catalog.sdk import (
+    lazy_compile,
     Clue,
     Edit,
     ErrorBlock,
@@ -93,7 +94,7 @@ images = images.cuda(non_blocking=True)
     },
 )
 
-_ASYNC_ARGUMENT = re.compile(r"\basync(\s*=)")
+_ASYNC_ARGUMENT = lazy_compile(r"\basync(\s*=)")
 # The tensor methods whose `async=` became `non_blocking=` in PyTorch 0.4.
 _ASYNC_METHODS = frozenset({"cuda", "to", "copy_"})
 # What `async` is replaced with to parse the rest of the file: a name of the same length, so
@@ -152,7 +153,7 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
 
 
 # In an error output: the PyTorch 0.3 call itself, shown by the traceback or quoted by the user.
-_ASYNC_CALL = re.compile(r"\.(?:cuda|to|copy_)\([^()\n]{0,80}?\basync\s*=")
+_ASYNC_CALL = lazy_compile(r"\.(?:cuda|to|copy_)\([^()\n]{0,80}?\basync\s*=")
 _KEYWORD_ASYNC = {
     "en": "`async` is a keyword since Python 3.7: the PyTorch 0.3 call `x.cuda(async=True)` no "
     "longer parses (so the whole file does not run).",
@@ -184,10 +185,10 @@ def async_argument(block: ErrorBlock, report: ErrorReport) -> Clue | None:
 
 # The line a SyntaxError shows with its caret under it (on the next line, or at the end of the
 # same line when a title retells it).
-_CARET_LINE = re.compile(r"(?m)^(?P<code>[^\n]{1,400})(?:\n[ \t]{0,400}|[ \t])\^+[ \t]*$")
+_CARET_LINE = lazy_compile(r"(?m)^(?P<code>[^\n]{1,400})(?:\n[ \t]{0,400}|[ \t])\^+[ \t]*$")
 # Retold on one line: `invalid syntax: f"conv_{i}"`.
-_RETOLD_INVALID_SYNTAX = re.compile(r"invalid syntax\W{1,3}(?P<code>[^\n]{1,400})")
-_F_STRING = re.compile(r"(?<![\w'\"])(?:[rR][fF]|[fF][rR]?)['\"]")
+_RETOLD_INVALID_SYNTAX = lazy_compile(r"invalid syntax\W{1,3}(?P<code>[^\n]{1,400})")
+_F_STRING = lazy_compile(r"(?<![\w'\"])(?:[rR][fF]|[fF][rR]?)['\"]")
 _OLD_PYTHON = {
     "en": "The line is valid Python: it uses {feature}, which Python reads only from {version} "
     "on, and the script runs on an older interpreter (Python 2, or a 3.x older than {version}), "

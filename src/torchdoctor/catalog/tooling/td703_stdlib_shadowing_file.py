@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import sys
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, directory_listing
+from torchdoctor.catalog.sdk import lazy_compile, Clue, Context, Finding, Pitfall, directory_listing
 
 PITFALL = Pitfall(
     code="TD703",
@@ -198,7 +197,7 @@ def _shadowing_file(directory: str, module: str) -> str | None:
 # Explaining the errors it causes ------------------------------------------------------------
 
 # `cannot import name 'deepcopy' from 'copy' (/home/me/project/copy.py)`: Python names the file.
-_FROM_FILE = re.compile(
+_FROM_FILE = lazy_compile(
     r"from (?:partially initialized module )?'(?P<module>[\w.]+)' "
     r"(?:\(most likely due to a circular import\) )?\((?P<path>[^)]+)\)"
 )
@@ -240,8 +239,8 @@ _ECOSYSTEM = frozenset(
         "apex",
     }
 )
-_PARTIAL = re.compile(r"partially initialized module '(?P<module>[\w.]+)'")
-_NO_ATTRIBUTE = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'")
+_PARTIAL = lazy_compile(r"partially initialized module '(?P<module>[\w.]+)'")
+_NO_ATTRIBUTE = lazy_compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'")
 _CAUSE = {
     "en": "A file of your project named `{module}.py` (or a `{module}/` package) sits in the "
     "script's directory and is imported instead of the real `{module}` module.",
@@ -274,7 +273,7 @@ def explain(block, report) -> Clue | None:
 # `cannot import name 'Random' from 'random' (.../site-packages/torch/random.py)`: a standard
 # module found as a file inside an installed package, which only happens when that package's
 # own directory is on the path (Python started inside it, or a PYTHONPATH entry).
-_IN_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\](?P<package>\w+)[/\\](?P<file>\w+)\.py$")
+_IN_PACKAGE = lazy_compile(r"(?:site|dist)-packages[/\\](?P<package>\w+)[/\\](?P<file>\w+)\.py$")
 _INSIDE_PACKAGE_CAUSE = {
     "en": "`{module}` was imported from `{package}/{module}.py`, a module of the installed "
     "`{package}` package, instead of the standard library's: Python was started inside "

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import re
 
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, per_file, statements
+from torchdoctor.catalog.sdk import (
+    lazy_compile,
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    per_file,
+    statements,
+)
 
 PITFALL = Pitfall(
     code="TD704",
@@ -173,11 +180,11 @@ PITFALL.error(
 
 # Only the end of it: `SystemExit: 2` (argparse's exit status for a usage error) where a
 # notebook shows it, or right after the `parse_args()` line.
-_SYSTEM_EXIT = re.compile(r"SystemExit\W{0,3}2\b|SystemExit +Traceback \(most recent call last\)")
-_IN_A_NOTEBOOK = re.compile(
+_SYSTEM_EXIT = lazy_compile(r"SystemExit\W{0,3}2\b|SystemExit +Traceback \(most recent call last\)")
+_IN_A_NOTEBOOK = lazy_compile(
     r"use %tb to see the full traceback|ipython-input|ipykernel|Cell In\[|[Jj]upyter|[Cc]olab"
 )
-_PARSED_ARGUMENTS = re.compile(r"parse_args\(\s*\)")
+_PARSED_ARGUMENTS = lazy_compile(r"parse_args\(\s*\)")
 
 
 @PITFALL.error_check(types=("SystemExit", ""))

@@ -211,7 +211,7 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Told in words: "two different predictions for the same input", the usual question of a model
 # evaluated with its dropout still on.
 PITFALL.error(
-    r"(?i)\bdifferent (?:predict\w*|outputs?|results?)\b[^\n]{0,60}\bsame input",
+    r"\b[Dd]ifferent (?:predict\w*|outputs?|results?)\b[^\n]{0,60}\bsame input",
     types=(),
     confidence=0.6,
     cause={

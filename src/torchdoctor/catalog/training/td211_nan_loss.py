@@ -7,7 +7,7 @@ import os
 import re
 from collections import deque
 
-from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
+from torchdoctor.catalog.sdk import lazy_compile, Clue, Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD211",
@@ -268,12 +268,12 @@ PITFALL.error(
 # A message of the user's own check ("loss is nan", "NaN loss detected"), or a title or chat
 # line telling of one ("Loss becomes NaN after a few epochs", "gradients become NaN", "loss为
 # nan"): the words stand apart from other letters, but a Chinese character may touch them.
-_LOSS_NAN = re.compile(
+_LOSS_NAN = lazy_compile(
     r"(?i)(?<![a-z])(?:loss(?:es)?|grad(?:ient)?s?|损失|梯度)(?![a-z])[^\n]{0,60}"
     r"(?<![a-z])(?:nan|inf)(?![a-z])"
     r"|(?<![a-z])(?:nan|inf)(?![a-z])[^\n]{0,60}(?<![a-z])(?:loss(?:es)?|grad(?:ient)?s?)(?![a-z])"
 )
-_CHECK_SOURCE = re.compile(r"isnan|isinf|isfinite|math\.isnan|\bnan\b", re.I)
+_CHECK_SOURCE = lazy_compile(r"isnan|isinf|isfinite|math\.isnan|\bnan\b", re.I)
 
 
 @PITFALL.error_check(
