@@ -51,10 +51,14 @@ def truth_value_use(block, report) -> str | None:
 def _commented_line(block, report) -> str | None:
     """The code of a line that carries the error as its comment, as examples in issues show
     it: `print(0 < x < 1)  # RuntimeError: bool value of Tensor ...`."""
-    lines = (report.text or "").split("\n")
+    lines = report.once(_lines)
     if not 0 < block.line <= len(lines):
         return None
     code, hash_sign, comment = lines[block.line - 1].partition("#")
     if not hash_sign or not asks_a_tensors_truth_value(comment):
         return None
     return code.strip() or None
+
+
+def _lines(report) -> list[str]:
+    return (report.text or "").split("\n")

@@ -206,6 +206,15 @@ _NEWER_PYTHON = {
 }
 
 
+def _names_what_is_wrong(report: ErrorReport) -> bool:
+    """Some SyntaxError of the input says more than a bare `invalid syntax`."""
+    return any(
+        block.message.strip() != "invalid syntax"
+        for block in report.blocks
+        if block.short_type == "SyntaxError"
+    )
+
+
 @PITFALL.error_check(types=())
 def newer_python_needed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A plain `invalid syntax` under an f-string or a `:=`: what Python 2 and 3.5 (3.7 for
@@ -214,8 +223,7 @@ def newer_python_needed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     a title may retell it as the line and its caret alone."""
     if block.short_type not in ("SyntaxError", ""):
         return None
-    syntax_errors = [b for b in report.blocks if b.short_type == "SyntaxError"]
-    if any(b.message.strip() != "invalid syntax" for b in syntax_errors):
+    if report.once(_names_what_is_wrong):
         return None
     shown = report.search(_CARET_LINE) or report.search(_RETOLD_INVALID_SYNTAX)
     if shown is None:

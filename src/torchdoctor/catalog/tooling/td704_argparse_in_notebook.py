@@ -189,7 +189,8 @@ _PARSED_ARGUMENTS = lazy_compile(r"parse_args\(\s*\)")
 
 @PITFALL.error_check(types=("SystemExit", ""))
 def exited_in_a_notebook(block, report) -> Clue | None:
-    if not _SYSTEM_EXIT.search(report.text or block.message):
+    exited = report.search(_SYSTEM_EXIT) if report.text else _SYSTEM_EXIT.search(block.message)
+    if not exited:
         return None
     in_notebook = report.search(_IN_A_NOTEBOOK) is not None
     parsed = report.search(_PARSED_ARGUMENTS) is not None
