@@ -251,10 +251,11 @@ _CAUSE = {
 
 @PITFALL.error_check(types=("AttributeError", "ImportError"))
 def explain(block, report) -> Clue | None:
-    shadow = _shadowing_frame(block) or _shadowing_file_named(block.message)
+    named = _file_named(block.message)
+    shadow = _shadowing_frame(block) or (_shadowing_file_named(*named) if named else None)
     if shadow is not None:
         return Clue(0.95, _CAUSE, fields={"module": shadow})
-    inside = _module_of_a_package_named(block.message)
+    inside = _module_of_a_package_named(*named) if named else None
     if inside is not None:
         return Clue(0.85, _INSIDE_PACKAGE_CAUSE, _INSIDE_PACKAGE_FIX, inside)
     partial = _PARTIAL.search(block.message)
@@ -291,25 +292,25 @@ _INSIDE_PACKAGE_FIX = {
 }
 
 
-def _module_of_a_package_named(message: str) -> dict[str, str] | None:
+def _file_named(message: str) -> tuple[str, str] | None:
+    """(the top module, the file) of `cannot import name 'x' from 'module' (file)`."""
     found = _FROM_FILE.search(message)
     if found is None:
         return None
-    module = found.group("module").partition(".")[0]
-    inside = _IN_PACKAGE.search(found.group("path").strip())
+    return found.group("module").partition(".")[0], found.group("path")
+
+
+def _module_of_a_package_named(module: str, path: str) -> dict[str, str] | None:
+    inside = _IN_PACKAGE.search(path.strip())
     if inside is None or module not in _SHADOWABLE or inside.group("file") != module:
         return None
     return {"module": module, "package": inside.group("package")}
 
 
-def _shadowing_file_named(message: str) -> str | None:
+def _shadowing_file_named(module: str, path: str) -> str | None:
     from torchdoctor.catalog.sdk import is_user_path  # explain-time only: `check` skips it
 
-    found = _FROM_FILE.search(message)
-    if found is None:
-        return None
-    module = found.group("module").partition(".")[0]
-    if (module in _SHADOWABLE or module in _ECOSYSTEM) and is_user_path(found.group("path")):
+    if (module in _SHADOWABLE or module in _ECOSYSTEM) and is_user_path(path):
         return module
     return None
 
