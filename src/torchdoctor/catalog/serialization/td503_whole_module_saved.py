@@ -368,12 +368,13 @@ def missing_module(block, report) -> Clue | None:
     if found is None:
         return None
     unpickling = _unpickling(block)
-    if unpickling is None and report.search(_LOADING_A_CHECKPOINT):
-        # no frames, but the text says a checkpoint was being loaded ("when I load .pth file")
-        return Clue(0.75, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
-    if not unpickling:
+    if unpickling:
+        confidence = 0.9
+    elif unpickling is None and report.search(_LOADING_A_CHECKPOINT):
+        confidence = 0.75  # no frames, but the text says a checkpoint was being loaded
+    else:
         return None
-    return Clue(0.9, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
+    return Clue(confidence, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
 
 
 _LOADING_A_CHECKPOINT = lazy_compile(r"torch\.load|\bload\w*\b[^\n]{0,40}\.pth?\b")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from math import prod
 
 from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, lazy_compile, Pitfall
 
@@ -146,8 +147,8 @@ def batch_sizes_differ(block: ErrorBlock, report: ErrorReport) -> Clue | None:
         return None  # the collate stacks samples, not batches: collate-size-mismatch
     found = _STACK.search(block.message)
     if found is not None:
-        first = [int(s) for s in found["first"].split(",") if s.strip()]
-        other = [int(s) for s in found["other"].split(",") if s.strip()]
+        first = _sizes(found["first"])
+        other = _sizes(found["other"])
         later_is_smaller = int(found["other_entry"]) > int(found["first_entry"]) and (
             other[:1] < first[:1]
         )
@@ -192,11 +193,9 @@ def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     found = _VIEW.search(block.message)
     if found is None:
         return None
-    sizes = [int(s) for s in found["shape"].split(",") if s.strip()]
+    sizes = _sizes(found["shape"])
     size = int(found["size"])
-    row = 1
-    for each in sizes[1:]:
-        row *= each
+    row = prod(sizes[1:])
     if len(sizes) < 2 or row <= 1 or size % row or not 0 < size // row < sizes[0]:
         return None
     fields = {
@@ -237,8 +236,8 @@ def hidden_for_another_batch(block: ErrorBlock, report: ErrorReport) -> Clue | N
     found = _HIDDEN.search(block.message)
     if found is None:
         return None
-    expected = [int(s) for s in found["expected"].split(",") if s.strip()]
-    got = [int(s) for s in found["got"].split(",") if s.strip()]
+    expected = _sizes(found["expected"])
+    got = _sizes(found["got"])
     if len(expected) != 3 or len(got) != 3 or expected[::2] != got[::2] or expected == got:
         return None
     fields = {
@@ -248,6 +247,11 @@ def hidden_for_another_batch(block: ErrorBlock, report: ErrorReport) -> Clue | N
         "got_shape": f"({found['got'].strip()})",
     }
     return Clue(0.85, _HIDDEN_FOR_ANOTHER_BATCH, _HIDDEN_FIX, fields)
+
+
+def _sizes(listed: str) -> list[int]:
+    """`2, 16, 256` (a shape as a message lists it) as numbers."""
+    return [int(size) for size in listed.split(",") if size.strip()]
 
 
 def _in_collate(block: ErrorBlock, report: ErrorReport) -> bool:
