@@ -454,12 +454,8 @@ def _walk_index(
         if not numbers:
             break
         at = numbers.pop()
-        while open_ends and open_ends[-1] <= at:  # `_leave`, inlined: once per statement
-            open_ends.pop()
-            left = ancestors.pop()
-            handler = on_leave[type(left)]
-            if handler is not None:
-                handler(ctx, left)
+        while open_ends and open_ends[-1] <= at:
+            _leave(ctx, ancestors, open_ends, on_leave)
         node = nodes[at]
         kind = type(node)
         detectors = every[kind]
@@ -477,10 +473,6 @@ def _leave(ctx: Context, ancestors: list, open_ends: list, on_leave: dict) -> No
         handler(ctx, node)
 
 
-# Node classes `_walked_after` reads from the index's table of their names.
-_KEYED_ONLY_BY_NAME_TABLE = frozenset({ast.Attribute})
-
-
 def _walked_after(
     found: FileIndex,
     start: int,
@@ -496,7 +488,7 @@ def _walked_after(
         for cls, numbers in found.by_class.items()
         if (cls in dispatch or cls in _TRACKED_CLASSES)
         and cls not in skip
-        and cls not in _KEYED_ONLY_BY_NAME_TABLE
+        and cls is not ast.Attribute  # read below, from the index's table of their names
     ]
     if ast.Name in skip:  # `Name`s are walked for the names detectors are keyed on only
         lists += [found.names[name] for name in wanted_ids if name in found.names]
