@@ -360,9 +360,9 @@ def may_be_called(ctx: Context, name: str) -> bool:
     return called is None or name in called
 
 
-# A name written just before `(`, and whether `def ` precedes it. Matched only where a word
-# starts, so that each word is read once.
-_NAME_AND_PARENTHESIS = lazy_compile(r"(?<!\w)(def )?(\w+)\(")
+# Whether `def ` precedes a name written just before `(`, and the name. Matched only where a
+# word starts, and the word never given back (`\w++`): each word is read once.
+_NAME_AND_PARENTHESIS = lazy_compile(r"\b(def )?(\w++)\(")
 
 
 @per_file
@@ -374,7 +374,7 @@ def _names_before_parentheses(ctx: Context) -> frozenset[str] | None:
     if not ctx.source.isascii():
         return None
     return frozenset(
-        found[2] for found in _NAME_AND_PARENTHESIS.finditer(ctx.source) if not found[1]
+        name for is_def, name in _NAME_AND_PARENTHESIS.findall(ctx.source) if not is_def
     )
 
 
