@@ -2174,8 +2174,8 @@ SIGNATURES = (
         "deprecated-loss-reduction-args",
         0,
         (),
-        "size_average and reduce args will be deprecated, please use reduction='(?P<reduction>\\w+)' instead",
-        ("size_average and reduce args will be deprecated, please use reduction='",),
+        "reduce args will be deprecated, please use reduction='(?P<reduction>\\w+)' instead",
+        ("reduce args will be deprecated, please use reduction='",),
     ),
     (
         "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
