@@ -116,12 +116,16 @@ _STACK = lazy_compile(
     r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
 )
 _CAT = lazy_compile(
-    r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\. "
+    r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\.\s+"
     r"(?:Got (?P<size>\d+) and (?P<other_size>\d+) in dimension (?P<dim>\d+)"
     r"|Expected size (?P<size2>\d+) but got size (?P<other_size2>\d+) for tensor number "
     r"(?P<other_entry>\d+))"
 )
-_COLLATE_TEXT = lazy_compile(r"in DataLoader worker process|default_collate|collate\.py")
+# (fastai warns "It's not possible to collate samples of your dataset together in a batch"
+# before the collate's own error)
+_COLLATE_TEXT = lazy_compile(
+    r"in DataLoader worker process|default_collate|collate\.py|possible to collate samples"
+)
 
 _STACK_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape: sample "
