@@ -127,6 +127,12 @@ _COLLATE_TEXT = lazy_compile(
     r"in DataLoader worker process|default_collate|collate\.py|possible to collate samples"
 )
 
+# PyTorch before 0.4 (TH's cat and copy): "inconsistent tensor sizes at .../THTensorMath.c",
+# "inconsistent tensor size at .../THTensorCopy.c". Issues retype it with a letter dropped
+# ("incosistent tensor size"); "consistent tensor sizes" is prose, not the error.
+_INCONSISTENT = lazy_compile(r"nco?n?sistent tensor sizes?\b")
+_LOADER_TEXT = lazy_compile(r"DataLoader")
+
 _STACK_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape: sample "
     "{first_entry} has [{first}] but sample {other_entry} has [{other}].",
@@ -146,6 +152,19 @@ _RESIZE_CAUSE = {
     "shape) fails. The message hides the real error, a stack of unequal shapes.",
     "zh": "一个 batch 中样本的大小不一致：使用 worker 时，collate 会把样本堆叠到按总大小分配的共享内存中，"
     "再按“batch x 第一个样本的形状”改变其大小，于是失败。这条报错掩盖了真正的问题：堆叠形状不同的张量。",
+}
+_INCONSISTENT_CAUSE = {
+    "en": "Collating a batch stacks its samples, which must have one shape, and they differ "
+    "in size (PyTorch before 0.4 said only \"inconsistent tensor size\").",
+    "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同，而这些样本的大小不同"
+    "（PyTorch 0.4 之前的报错只说 \"inconsistent tensor size\"）。",
+}
+_INCONSISTENT_GUESS = {
+    "en": "Old PyTorch's \"inconsistent tensor size\" comes from a stack, a cat or a copy of "
+    "tensors of different sizes; next to a DataLoader, most often its default collate "
+    "stacking samples of different sizes.",
+    "zh": "旧版 PyTorch 的 \"inconsistent tensor size\" 来自对大小不同的张量做 stack、cat 或"
+    "复制；与 DataLoader 一起出现时，最常见的是默认的 collate 在堆叠大小不同的样本。",
 }
 _STACK_GUESS = {
     "en": "torch.stack got tensors of different shapes ([{first}] and [{other}]); if this "
@@ -177,6 +196,14 @@ def stacked_samples(block, report) -> Clue | None:
         # Told alone (a title, a chat line), it is the DataLoader's more often than not; with
         # frames that show other code, someone's own `resize_`.
         return None if block.frames else Clue(0.7, _RESIZE_CAUSE)
+    if _INCONSISTENT.search(block.message):
+        if in_collate:
+            return Clue(0.9, _INCONSISTENT_CAUSE)
+        # Frames elsewhere show model code's own cat or copy; without frames, only a DataLoader
+        # in the text makes the collate likely.
+        if block.frames or not report.search(_LOADER_TEXT):
+            return None
+        return Clue(0.6, _INCONSISTENT_GUESS)
     found = _CAT.search(block.message)
     if found is None:
         return None
