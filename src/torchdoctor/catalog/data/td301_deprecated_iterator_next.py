@@ -170,6 +170,7 @@ def cut_message(block, report) -> Clue | None:
         return None  # another attribute, or a line the traceback does not show
     return Clue(0.9, _ITERATOR_CAUSE, None, found.groupdict())
 
+
 PITFALL.error(
     r"'DataLoader' object has no attribute 'next'",
     types=("AttributeError",),

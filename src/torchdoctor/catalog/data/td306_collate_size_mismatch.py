@@ -155,15 +155,15 @@ _RESIZE_CAUSE = {
 }
 _INCONSISTENT_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape, and they differ "
-    "in size (PyTorch before 0.4 said only \"inconsistent tensor size\").",
+    'in size (PyTorch before 0.4 said only "inconsistent tensor size").',
     "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同，而这些样本的大小不同"
-    "（PyTorch 0.4 之前的报错只说 \"inconsistent tensor size\"）。",
+    '（PyTorch 0.4 之前的报错只说 "inconsistent tensor size"）。',
 }
 _INCONSISTENT_GUESS = {
-    "en": "Old PyTorch's \"inconsistent tensor size\" comes from a stack, a cat or a copy of "
+    "en": 'Old PyTorch\'s "inconsistent tensor size" comes from a stack, a cat or a copy of '
     "tensors of different sizes; next to a DataLoader, most often its default collate "
     "stacking samples of different sizes.",
-    "zh": "旧版 PyTorch 的 \"inconsistent tensor size\" 来自对大小不同的张量做 stack、cat 或"
+    "zh": '旧版 PyTorch 的 "inconsistent tensor size" 来自对大小不同的张量做 stack、cat 或'
     "复制；与 DataLoader 一起出现时，最常见的是默认的 collate 在堆叠大小不同的样本。",
 }
 _STACK_GUESS = {
