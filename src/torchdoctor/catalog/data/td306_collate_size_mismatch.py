@@ -51,7 +51,8 @@ surfaces as `RuntimeError: Trying to resize storage that is not resizable` in
 `collate_tensor_fn`. Older releases: `RuntimeError: invalid argument 0: Sizes of tensors must match
 except in dimension 0. Got 224 and 199 in dimension 2 at
 /pytorch/aten/src/TH/generic/THTensorMath.cpp:...`, or `Sizes of tensors must match except in
-dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`.
+dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`; before 0.4,
+`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`.
 
 ## Known problems
 `torch.stack` and `torch.cat` raise the same messages in model code (a U-Net skip
@@ -79,7 +80,8 @@ DataLoader worker process 0.`，原始调用栈中可以看到 `default_collate`
 旧版本：`RuntimeError: invalid argument 0: Sizes of tensors must match
 except in dimension 0. Got 224 and 199 in dimension 2 at
 /pytorch/aten/src/TH/generic/THTensorMath.cpp:...`，或 `Sizes of tensors must match except in
-dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`。
+dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`；0.4 之前则是
+`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`。
 
 ## Known problems
 模型代码中的 `torch.stack` 和 `torch.cat` 也会给出同样的报错（例如尺寸为奇数的图像经过 U-Net 的跳跃连接）；
@@ -155,15 +157,15 @@ _RESIZE_CAUSE = {
 }
 _INCONSISTENT_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape, and they differ "
-    'in size (PyTorch before 0.4 said only "inconsistent tensor size").',
+    "in size (PyTorch before 0.4 said only `inconsistent tensor size`).",
     "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同，而这些样本的大小不同"
-    '（PyTorch 0.4 之前的报错只说 "inconsistent tensor size"）。',
+    "（PyTorch 0.4 之前的报错只说 `inconsistent tensor size`）。",
 }
 _INCONSISTENT_GUESS = {
-    "en": 'Old PyTorch\'s "inconsistent tensor size" comes from a stack, a cat or a copy of '
+    "en": "Old PyTorch's `inconsistent tensor size` comes from a stack, a cat or a copy of "
     "tensors of different sizes; next to a DataLoader, most often its default collate "
     "stacking samples of different sizes.",
-    "zh": '旧版 PyTorch 的 "inconsistent tensor size" 来自对大小不同的张量做 stack、cat 或'
+    "zh": "旧版 PyTorch 的 `inconsistent tensor size` 来自对大小不同的张量做 stack、cat 或"
     "复制；与 DataLoader 一起出现时，最常见的是默认的 collate 在堆叠大小不同的样本。",
 }
 _STACK_GUESS = {
