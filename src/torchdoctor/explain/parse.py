@@ -147,6 +147,8 @@ _FATAL_PYTHON = lazy_compile(r"Fatal Python error: ")
 _FAULT_THREAD = lazy_compile(
     r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):$"
 )
+# The lines of a warning's message after its first, read only up to its source line.
+_WARNING_MORE_LINES = 3
 _IGNORED = "Exception ignored in"  # an unraisable exception, printed; the program went on
 _LOG_STARTS = (
     ("terminate", _TERMINATE),
@@ -704,7 +706,8 @@ class _StreamParser:
         elif tag == "warning":
             kind, type_, message = "warning", m["type"], m["message"]
             if m.groupdict().get("path"):
-                source, end = self._warning_source(end)
+                rest, source, end = self._warning_source(end)
+                message = "\n".join([message, *rest])
                 frame = Frame(m["path"], int(m["line"]), None, source)
         elif tag == "cpp":
             if not any(c.isalnum() for c in m["message"]):
@@ -724,13 +727,19 @@ class _StreamParser:
             self._add(block, line.group)
         return end
 
-    def _warning_source(self, i: int) -> tuple[str | None, int]:
-        """`warnings` prints the warning's source line under it, indented."""
-        if i < len(self.lines):
-            text = self.lines[i].text
+    def _warning_source(self, i: int) -> tuple[list[str], str | None, int]:
+        """`warnings` prints the warning's source line under it, indented; the rest of a message
+        of several lines (or of one a terminal wrapped) comes between them, unindented. Returns
+        those lines of the message, the source line, and where the warning ends."""
+        head = self.lines[i - 1]
+        for j in range(i, min(i + _WARNING_MORE_LINES + 1, len(self.lines))):
+            line = self.lines[j]
+            text = line.text
             if text[:1].isspace() and text.strip() and not _FILE.match(text):
-                return text.strip(), i + 1
-        return None, i
+                return [line.text.strip() for line in self.lines[i:j]], text.strip(), j + 1
+            if text[:1].isspace() or self._ends_message(line, head):
+                break
+        return [], None, i
 
     def _fault_frames(self, i: int) -> tuple[tuple[Frame, ...], int]:
         """faulthandler's dump of the crashing thread, most recent call first: reversed."""

@@ -52,8 +52,8 @@ HALVES = frozenset({"Half", "BFloat16"})
 def dtype_name(text: str) -> str | None:
     """`torch.cuda.HalfTensor`, `CUDAFloatType`, `CUDAHalfTensor`, `c10::Half`, `torch.float64`,
     `double`... -> `Half`, `Float`, `Half`, `Half`, `Double`, `Double`; None for what is not a
-    dtype."""
-    name = text.strip().removeprefix("torch.")
+    dtype. MSVC's type names on Windows carry their keyword: `struct c10::Half`."""
+    name = text.strip().removeprefix("struct ").removeprefix("class ").removeprefix("torch.")
     tensor_type = re.fullmatch(
         r"(?:cuda\.|mps\.)?(?:CPU|CUDA|MPS|XPU)?(\w+)Tensor|(?:CPU|CUDA|MPS|XPU)(\w+)Type", name
     )

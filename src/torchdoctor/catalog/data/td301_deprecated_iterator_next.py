@@ -7,6 +7,7 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    Clue,
     Context,
     FileIndex,
     Finding,
@@ -15,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     index,
     index_of,
     is_parameter,
+    lazy_compile,
     makes_generator,
     passed_values,
     per_file,
@@ -136,18 +138,38 @@ batch = next(it)
 """,
 )
 
+_ITERATOR_CAUSE = {
+    "en": "`.next()` was called on a DataLoader iterator ({iterator}); that Python 2 "
+    "alias was removed in PyTorch 1.13.",
+    "zh": "在 DataLoader 迭代器（{iterator}）上调用了 `.next()`；这个 Python 2 风格的别名已在 "
+    "PyTorch 1.13 中移除。",
+}
 PITFALL.error(
     r"'(?P<iterator>_SingleProcessDataLoaderIter|_MultiProcessingDataLoaderIter|_DataLoaderIter)'"
     r" object has no attribute 'next'",
     types=("AttributeError",),
     confidence=0.95,
-    cause={
-        "en": "`.next()` was called on a DataLoader iterator ({iterator}); that Python 2 "
-        "alias was removed in PyTorch 1.13.",
-        "zh": "在 DataLoader 迭代器（{iterator}）上调用了 `.next()`；这个 Python 2 风格的别名已在 "
-        "PyTorch 1.13 中移除。",
-    },
+    cause=_ITERATOR_CAUSE,
 )
+
+# The message cut before the attribute's name (a paste, a log line limit): the failing line
+# the traceback shows then says which attribute it was.
+_CUT_MESSAGE = lazy_compile(
+    r"'(?P<iterator>_SingleProcessDataLoaderIter|_MultiProcessingDataLoaderIter|_DataLoaderIter)'"
+    r" object has no attribute '?\s*$"
+)
+_NEXT_CALL = lazy_compile(r"\.next\(\s*\)")
+
+
+@PITFALL.error_check(types=("AttributeError",))
+def cut_message(block, report) -> Clue | None:
+    found = _CUT_MESSAGE.search(block.message)
+    if found is None or not block.frames:
+        return None
+    if not _NEXT_CALL.search(block.frames[-1].source or ""):
+        return None  # another attribute, or a line the traceback does not show
+    return Clue(0.9, _ITERATOR_CAUSE, None, found.groupdict())
+
 
 PITFALL.error(
     r"'DataLoader' object has no attribute 'next'",

@@ -160,6 +160,21 @@ PITFALL.error(
         "zh": "把 batch 写入共享内存（{handle}）失败：/dev/shm 已满。",
     },
 )
+# Before torch 1.7 the message gave no reason (`unable to write to file </torch_1_2>`, maybe
+# followed by ` at .../THAllocator.cpp:...`); a full /dev/shm is then the usual one. A message
+# naming another reason after a colon is not this.
+PITFALL.error(
+    r"unable to write to file <(?P<handle>/?torch_\w+)>(?!:)",
+    types=(),
+    confidence=0.8,
+    cause={
+        "en": "Writing a tensor into shared memory ({handle}), as DataLoader workers do to pass "
+        "batches, failed: most often /dev/shm is full (this release's message does not say "
+        "why).",
+        "zh": "把张量写入共享内存（{handle}）失败（DataLoader 的 worker 就是这样传递 batch 的）："
+        "最常见的原因是 /dev/shm 已满（这个版本的报错没有说明原因）。",
+    },
+)
 # torch >= 2.5 (`MapAllocator`): the segment cannot even be created.
 PITFALL.error(
     r"unable to allocate shared memory\(shm\) for file <(?P<handle>[^>\n]*)>: "

@@ -51,7 +51,8 @@ surfaces as `RuntimeError: Trying to resize storage that is not resizable` in
 `collate_tensor_fn`. Older releases: `RuntimeError: invalid argument 0: Sizes of tensors must match
 except in dimension 0. Got 224 and 199 in dimension 2 at
 /pytorch/aten/src/TH/generic/THTensorMath.cpp:...`, or `Sizes of tensors must match except in
-dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`.
+dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`; before 0.4,
+`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`.
 
 ## Known problems
 `torch.stack` and `torch.cat` raise the same messages in model code (a U-Net skip
@@ -79,7 +80,8 @@ DataLoader worker process 0.`，原始调用栈中可以看到 `default_collate`
 旧版本：`RuntimeError: invalid argument 0: Sizes of tensors must match
 except in dimension 0. Got 224 and 199 in dimension 2 at
 /pytorch/aten/src/TH/generic/THTensorMath.cpp:...`，或 `Sizes of tensors must match except in
-dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`。
+dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`；0.4 之前则是
+`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`。
 
 ## Known problems
 模型代码中的 `torch.stack` 和 `torch.cat` 也会给出同样的报错（例如尺寸为奇数的图像经过 U-Net 的跳跃连接）；
@@ -116,12 +118,22 @@ _STACK = lazy_compile(
     r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
 )
 _CAT = lazy_compile(
-    r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\. "
+    r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\.\s+"
     r"(?:Got (?P<size>\d+) and (?P<other_size>\d+) in dimension (?P<dim>\d+)"
     r"|Expected size (?P<size2>\d+) but got size (?P<other_size2>\d+) for tensor number "
     r"(?P<other_entry>\d+))"
 )
-_COLLATE_TEXT = lazy_compile(r"in DataLoader worker process|default_collate|collate\.py")
+# (fastai warns "It's not possible to collate samples of your dataset together in a batch"
+# before the collate's own error)
+_COLLATE_TEXT = lazy_compile(
+    r"in DataLoader worker process|default_collate|collate\.py|possible to collate samples"
+)
+
+# PyTorch before 0.4 (TH's cat and copy): "inconsistent tensor sizes at .../THTensorMath.c",
+# "inconsistent tensor size at .../THTensorCopy.c". Issues retype it with a letter dropped
+# ("incosistent tensor size"); "consistent tensor sizes" is prose, not the error.
+_INCONSISTENT = lazy_compile(r"nco?n?sistent tensor sizes?\b")
+_LOADER_TEXT = lazy_compile(r"DataLoader")
 
 _STACK_CAUSE = {
     "en": "Collating a batch stacks its samples, which must have one shape: sample "
@@ -142,6 +154,19 @@ _RESIZE_CAUSE = {
     "shape) fails. The message hides the real error, a stack of unequal shapes.",
     "zh": "一个 batch 中样本的大小不一致：使用 worker 时，collate 会把样本堆叠到按总大小分配的共享内存中，"
     "再按“batch x 第一个样本的形状”改变其大小，于是失败。这条报错掩盖了真正的问题：堆叠形状不同的张量。",
+}
+_INCONSISTENT_CAUSE = {
+    "en": "Collating a batch stacks its samples, which must have one shape, and they differ "
+    "in size (PyTorch before 0.4 said only `inconsistent tensor size`).",
+    "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同，而这些样本的大小不同"
+    "（PyTorch 0.4 之前的报错只说 `inconsistent tensor size`）。",
+}
+_INCONSISTENT_GUESS = {
+    "en": "Old PyTorch's `inconsistent tensor size` comes from a stack, a cat or a copy of "
+    "tensors of different sizes; next to a DataLoader, most often its default collate "
+    "stacking samples of different sizes.",
+    "zh": "旧版 PyTorch 的 `inconsistent tensor size` 来自对大小不同的张量做 stack、cat 或"
+    "复制；与 DataLoader 一起出现时，最常见的是默认的 collate 在堆叠大小不同的样本。",
 }
 _STACK_GUESS = {
     "en": "torch.stack got tensors of different shapes ([{first}] and [{other}]); if this "
@@ -173,6 +198,14 @@ def stacked_samples(block, report) -> Clue | None:
         # Told alone (a title, a chat line), it is the DataLoader's more often than not; with
         # frames that show other code, someone's own `resize_`.
         return None if block.frames else Clue(0.7, _RESIZE_CAUSE)
+    if _INCONSISTENT.search(block.message):
+        if in_collate:
+            return Clue(0.9, _INCONSISTENT_CAUSE)
+        # Frames elsewhere show model code's own cat or copy; without frames, only a DataLoader
+        # in the text makes the collate likely.
+        if block.frames or not report.search(_LOADER_TEXT):
+            return None
+        return Clue(0.6, _INCONSISTENT_GUESS)
     found = _CAT.search(block.message)
     if found is None:
         return None

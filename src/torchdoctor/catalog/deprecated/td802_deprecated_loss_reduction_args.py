@@ -197,8 +197,8 @@ criterion = nn.CrossEntropyLoss(reduction="sum")
 )
 
 PITFALL.error(
-    r"size_average and reduce args will be deprecated, please use reduction='(?P<reduction>\w+)'"
-    r" instead",
+    # (from its second word: a terminal may wrap the warning inside "and")
+    r"reduce args will be deprecated, please use reduction='(?P<reduction>\w+)' instead",
     types=(),
     confidence=0.95,
     cause={

@@ -169,10 +169,13 @@ PITFALL.error(
 )
 
 PITFALL.error(
-    # (a terminal or a log may wrap the warning anywhere between its words)
+    # (a terminal or a log may wrap the warning anywhere between its words; a logger or an
+    # issue quotes it without its "torch.utils.checkpoint:" prefix, or only its second sentence)
     r"torch\.utils\.checkpoint(?:\.(?P<function>checkpoint_sequential))?:\s+(?:the\s+"
     r"use_reentrant\s+parameter\s+should\s+be\s+passed\s+explicitly|please\s+pass\s+in\s+"
-    r"use_reentrant=True\s+or\s+use_reentrant=False\s+explicitly)",
+    r"use_reentrant=True\s+or\s+use_reentrant=False\s+explicitly)"
+    r"|use_reentrant\s+parameter\s+should\s+be\s+passed\s+explicitly"
+    r"|we\s+will\s+raise\s+an\s+exception\s+if\s+use_reentrant\s+is\s+not\s+passed",
     types=(),
     confidence=0.95,
     cause={

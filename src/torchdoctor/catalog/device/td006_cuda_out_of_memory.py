@@ -324,8 +324,10 @@ _EVALUATION_FIX = {
     "并累加 `loss.item()`；这样评估时甚至可以用比训练更大的 batch。",
 }
 _PHRASINGS = (
-    r"(?:CUDA|HIP|XPU) out of memory",
-    r"cuda runtime error \(2\) : out of memory",
+    # (retyped in titles and chat lines with the spaces around its colons dropped or added:
+    # "CUDA:out of memory", "cuda runtime error(2):out of memory")
+    r"(?:CUDA|HIP|XPU) ?:? ?out of memory",
+    r"cuda runtime error ?\(2\) ?: ?out of memory",
     r"CUDA error(?: \(2\))?: out of memory",
     r"error=2 : out of memory",
     r"CUBLAS_STATUS_ALLOC_FAILED",

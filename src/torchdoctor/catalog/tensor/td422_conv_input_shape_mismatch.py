@@ -133,6 +133,11 @@ def channel_count(block, report) -> Clue | None:
     return Clue(0.85, _COUNT_CAUSE, _COUNT_FIX, fields)
 
 
+_BATCH_FIX = {
+    "en": "Add the batch dimension with `x.unsqueeze(0)` for a single sample (or remove "
+    "an extra one with `x.squeeze(...)`).",
+    "zh": "单个样本用 `x.unsqueeze(0)` 加上 batch 维（多出来的维度用 `x.squeeze(...)` 去掉）。",
+}
 # PyTorch 1.x: a single image without its batch dimension.
 PITFALL.error(
     r"Expected (?P<want>\d+)-dimensional input for (?P=want)-dimensional weight "
@@ -147,11 +152,21 @@ PITFALL.error(
         "zh": "卷积层（权重 [{weight}]）需要 {want} 维的 batch 输入，却收到了大小为 [{input}] 的 "
         "{have} 维张量：多半是单个样本缺少 batch 维，或者多了一个维度。",
     },
-    fix={
-        "en": "Add the batch dimension with `x.unsqueeze(0)` for a single sample (or remove "
-        "an extra one with `x.squeeze(...)`).",
-        "zh": "单个样本用 `x.unsqueeze(0)` 加上 batch 维（多出来的维度用 `x.squeeze(...)` 去掉）。",
+    fix=_BATCH_FIX,
+)
+# PyTorch 0.4-1.0 said only the input's size: "but got input of size [4, 10, 3, 320, 320]".
+PITFALL.error(
+    r"Expected (?P<want>\d+)-dimensional input for (?P=want)-dimensional weight "
+    r"\[?(?P<weight>\d+(?:,? \d+)*)\]?, but got input of size \[(?P<input>[\d, ]*)\]",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "The convolution (weight [{weight}]) needs a {want}-d batch but got a tensor of "
+        "size [{input}]: a single sample without its batch dimension, or an extra dimension.",
+        "zh": "卷积层（权重 [{weight}]）需要 {want} 维的 batch 输入，却收到了大小为 [{input}] 的"
+        "张量：多半是单个样本缺少 batch 维，或者多了一个维度。",
     },
+    fix=_BATCH_FIX,
 )
 PITFALL.error(
     r"Expected (?P<unbatched>\d)D \(unbatched\) or (?P<batched>\d)D \(batched\) input to "
