@@ -1994,6 +1994,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
+        "stdlib-shadowing-file",
+        1,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
         "argparse-in-notebook",
         0,
