@@ -335,7 +335,10 @@ _PYTHON2 = lazy_compile(r"(?<![\w.])python2(?:\.\d)?(?=[/\\]| \S)|Python 2\.\d")
 # Python 3-only syntax in a line: a parameter's annotation, a return annotation, `nonlocal`,
 # `yield from`, a keyword-only marker.
 _PY3_ONLY = (
-    (lazy_compile(r"^\s*\w+\s*:[ \t]*[\w.][\w.\[\], ]*[,=)]|\)\s*->\s*[\w.\[\]]+\s*:"), "an annotation"),
+    (
+        lazy_compile(r"^\s*\w+\s*:[ \t]*[\w.][\w.\[\], ]*[,=)]|\)\s*->\s*[\w.\[\]]+\s*:"),
+        "an annotation",
+    ),
     (lazy_compile(r"^\s*nonlocal\s"), "`nonlocal`"),
     (lazy_compile(r"\byield from\b"), "`yield from`"),
     (lazy_compile(r"\(\s*(?:self,\s*)?\*\s*,"), "a keyword-only `*` marker"),
