@@ -73,6 +73,20 @@ def names(text: str) -> list[str]:
             "docker shm is too small: training crashes once num_workers > 0",
             "dataloader-shm-exhausted",
         ),
+        # fvcore's checkpointer (detectron2) skips a tensor of another shape
+        (
+            "WARNING [fvcore.common.checkpoint]: Skip loading parameter 'roi_heads.box_predictor."
+            "cls_score.weight' to the model due to incompatible shapes: (81, 1024) in the "
+            "checkpoint but (11, 1024) in the model! You might want to double check if this is "
+            "expected.",
+            "state-dict-shape-mismatch",
+        ),
+        # only the unexpected list, each key with a wrapped submodule inside it
+        (
+            'Unexpected key(s) in state_dict: "features.module.0.weight", '
+            '"features.module.0.bias", "features.module.3.weight", "featu',
+            "state-dict-prefix-mismatch",
+        ),
     ],
 )
 def test_phrasing_is_recognised(text, expected):

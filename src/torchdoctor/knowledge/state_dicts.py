@@ -90,14 +90,20 @@ EMBEDDING_NAMES = lazy_compile(
 
 _MARKERS = lazy_compile(
     # mmcv's `load_state_dict` says `missing keys in source state_dict: a.b, c.d`
-    r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict:"
+    # (retold without the colon: `Missing key(s) in state_dict "module.conv.weight"`)
+    r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict(?::|(?=\s+\\?\"))"
     r"|missing\s+keys?\s+in\s+(?:source\s+)?state_dict:)"
-    r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict:"
+    r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict(?::|(?=\s+\\?\"))"
     # retold in prose: `an unexpected key(s) "module.conv1.weight"`
     r"|[Uu]nexpected\s+key(?:\(s\))?\s+(?=\\?\")"
     r"|unexpected\s+key\s+in\s+source\s+state_dict:)"
     r"|(?P<size>size\s+mismatch\s+for\s+"
-    r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+)"
+    r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+"
+    # detectron2/fvcore's checkpointer, which skips the tensor: `Unable to load 'k' to the
+    # model due to incompatible shapes: ...`, `Skip loading parameter 'k' ...`, and before
+    # them `'k' has shape (81, 1024) in the checkpoint but (4, 1024) in the model! Skipped.`
+    r"|Unable\s+to\s+load\s+(?=')|Skip\s+loading\s+parameter\s+(?=')"
+    r"|(?<!\S)(?='[^'\s]{1,300}'\s+has\s+shape\s))"
 )
 _KEY = lazy_compile(r"[A-Za-z0-9_.\-/:]+")
 _SIZE = r"(?:torch\.Size\(\s*)?\[(?P<{}>[\d,\s]*)\]\)?"
@@ -142,6 +148,13 @@ _SHAPES = [
         + _words("and whose dimensions in the checkpoint are")
         + r"\s+"
         + _SIZE.format("checkpoint"),
+        # detectron2/fvcore: the checkpoint's shape first, as tuples.
+        r"'(?P<key>[^'\s]+)'\s+(?:has\s+shape|"
+        + _words("to the model due to incompatible shapes:")
+        + r")\s+\((?P<checkpoint>[\d,\s]*)\)\s+"
+        + _words("in the checkpoint but")
+        + r"\s+\((?P<model>[\d,\s]*)\)\s+"
+        + _words("in the model"),
     )
 ]
 
@@ -197,7 +210,8 @@ def parse(message: str) -> StateDictError | None:
         if marker.lastgroup == "missing":
             missing.extend(_keys(segment))
         elif marker.lastgroup == "unexpected":
-            unexpected.extend(_keys(segment, first_only=not marker.group().endswith(":")))
+            listed = marker.group().endswith((":", "state_dict"))
+            unexpected.extend(_keys(segment, first_only=not listed))
         else:
             mismatch = _shape(segment)
             if mismatch is not None and mismatch.checkpoint != mismatch.model:
@@ -277,7 +291,7 @@ def _is_batches_tracked(key: str) -> bool:
 
 def kind(error: StateDictError) -> str:
     """The entry the message belongs to: "prefix", "batches-tracked", "shape" or "keys"."""
-    if prefix_of(error) is not None or nested_wrapper(error) is not None:
+    if prefix_of(error) is not None or nested_wrapper(error) or wrapped_part(error):
         return "prefix"
     if error.mismatched:
         # Next to many missing/unexpected keys, a few shapes are symptoms of another network.
@@ -335,6 +349,22 @@ def nested_wrapper(error: StateDictError) -> tuple[str, str, int] | None:
     if not pairs or len(pairs) < 0.5 * min(len(missing), len(unexpected)):
         return None
     return pairs[0][0], pairs[0][1], len(pairs)
+
+
+def wrapped_part(error: StateDictError) -> tuple[str, str, int] | None:
+    """(side, part, count) when only one side's keys are listed (a cut-off message) and every
+    one of them holds the same part wrapped in DataParallel below the top: `encoder.module.0.
+    weight` missing means the model's `encoder` was wrapped before loading ("model"); listed as
+    unexpected, the checkpoint was saved with it wrapped ("checkpoint")."""
+    missing, unexpected = error.other_missing, error.other_unexpected
+    if bool(missing) == bool(unexpected):
+        return None
+    keys, side = (missing, "model") if missing else (unexpected, "checkpoint")
+    parts = {key.partition(".module.")[0] for key in keys}
+    if len(parts) != 1 or any(".module." not in key for key in keys):
+        return None
+    part = parts.pop()
+    return (side, part, len(keys)) if part and "module" not in part.split(".") else None
 
 
 def unwrapped_key(key: str) -> str:

@@ -87,7 +87,9 @@ tensors: portable, loadable with `weights_only=True`, and independent of how the
 Loading the file elsewhere fails with `AttributeError: Can't get attribute 'Net' on <module
 '__main__'>` or `ModuleNotFoundError: No module named 'models'`; on PyTorch 2.6 and later,
 `_pickle.UnpicklingError: Weights only load failed ... Unsupported global: GLOBAL
-torch.nn.modules.linear.Linear was not an allowed global by default`.
+torch.nn.modules.linear.Linear was not an allowed global by default`. Once the class has
+changed, `torch.load` itself fails in a module's `__getattr__`: `AttributeError: 'Net' object
+has no attribute 'head'`.
 
 ## Fix safety
 The fix saves `model.state_dict()` instead of `model`. It is unsafe: the code that loads the file
@@ -114,7 +116,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 在别处加载时报 `AttributeError: Can't get attribute 'Net' on <module '__main__'>` 或
 `ModuleNotFoundError: No module named 'models'`；PyTorch 2.6 及以上版本则报
 `_pickle.UnpicklingError: Weights only load failed ... Unsupported global: GLOBAL
-torch.nn.modules.linear.Linear was not an allowed global by default`。
+torch.nn.modules.linear.Linear was not an allowed global by default`。类改变之后，`torch.load`
+本身会在模块的 `__getattr__` 中失败：`AttributeError: 'Net' object has no attribute 'head'`。
 
 ## Fix safety
 修复会把保存的对象从 `model` 改成 `model.state_dict()`。它是不安全的：加载这个文件的代码也必须
@@ -360,6 +363,42 @@ def missing_class(block, report) -> Clue | None:
         return None
     confidence = 0.95 if loading else (0.8 if report.search(r"torch\.load") else 0.6)
     return Clue(confidence, MISSING_CLASS, MISSING_CLASS_FIX, found.groupdict())
+
+
+STALE_CLASS = {
+    "en": "`torch.load` is rebuilding a pickled module object of class `{cls}`: the file holds "
+    "a whole model, not a state dict (`torch.save(model, ...)`, or a bound method saved "
+    "without its call, `torch.save(model.state_dict, ...)`), and the rebuilt `{cls}` has no "
+    "`{attr}` that the pickle refers to (the class changed since the file was saved, or a "
+    "pickled method names it).",
+    "zh": "`torch.load` 正在重建一个 pickle 过的 `{cls}` 类模块对象：文件里存的是整个模型而不是 "
+    "state dict（`torch.save(model, ...)`，或保存了没有调用的绑定方法 "
+    "`torch.save(model.state_dict, ...)`），而重建出的 `{cls}` 没有 pickle 所引用的 `{attr}`"
+    "（保存文件之后这个类改变了，或者被 pickle 的方法引用了它）。",
+}
+STALE_CLASS_FIX = {
+    "en": "Save `model.state_dict()` (with the call) and load it into a freshly built model; "
+    "to rescue this file, load it with the exact code version that saved it and re-save its "
+    "`state_dict()`.",
+    "zh": "保存 `model.state_dict()`（要调用它），再把它加载进新构建的模型；要救回这个文件，就用保存它时"
+    "的那一版代码加载，再重新保存它的 `state_dict()`。",
+}
+_MODULE_ATTRIBUTE = lazy_compile(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'")
+
+
+@PITFALL.error_check(types=("AttributeError",))
+def stale_class(block, report) -> Clue | None:
+    """A module's `__getattr__` failing inside `torch.load`'s unpickler: what is unpickled is
+    an nn.Module, looked up on a class that no longer matches it."""
+    found = _MODULE_ATTRIBUTE.search(block.message)
+    if found is None or not _unpickling(block):
+        return None
+    last = block.frames[-1]
+    if last.function != "__getattr__" or "torch/nn/modules/module.py" not in last.path.replace(
+        "\\", "/"
+    ):
+        return None
+    return Clue(0.85, STALE_CLASS, STALE_CLASS_FIX, found.groupdict())
 
 
 @PITFALL.error_check(types=("ModuleNotFoundError", "ImportError"))

@@ -372,15 +372,64 @@ _NESTED_FIX = {
 }
 
 
+_WRAPPED_PART_CAUSE = {
+    "model": {
+        "en": "The model's keys have `module.` below the top (all {count} listed, e.g. "
+        "`{example}`): its `{part}` is wrapped in DataParallel (or DDP) before the checkpoint "
+        "is loaded, and the checkpoint was saved from the bare `{part}`.",
+        "zh": "模型的键在中间带有 `module.`（列出的 {count} 个全是，如 `{example}`）：它的 `{part}` "
+        "在加载 checkpoint 之前已被 DataParallel（或 DDP）包装，而 checkpoint 保存自未包装的 "
+        "`{part}`。",
+    },
+    "checkpoint": {
+        "en": "The checkpoint's keys have `module.` below the top (all {count} listed, e.g. "
+        "`{example}`): it was saved while its `{part}` was wrapped in DataParallel (or DDP), "
+        "and is loaded into a model whose `{part}` is not.",
+        "zh": "checkpoint 的键在中间带有 `module.`（列出的 {count} 个全是，如 `{example}`）："
+        "它是在 `{part}` 被 DataParallel（或 DDP）包装时保存的，而加载它的模型的 `{part}` "
+        "没有包装。",
+    },
+}
+_WRAPPED_PART_FIX = {
+    "model": {
+        "en": "Load the checkpoint before wrapping (`model.load_state_dict(state_dict)`, then "
+        "`model.{part} = nn.DataParallel(model.{part})`), or load into the inner module.",
+        "zh": "先加载 checkpoint 再包装（先 `model.load_state_dict(state_dict)`，再 "
+        "`model.{part} = nn.DataParallel(model.{part})`），或者加载到内部模块。",
+    },
+    "checkpoint": {
+        "en": "Wrap `model.{part}` in DataParallel as the training script did before loading, "
+        "or remove the inner `module.` from the keys: `{{k.replace('{part}.module.', "
+        "'{part}.', 1): v for k, v in state_dict.items()}}`.",
+        "zh": "加载前像训练脚本那样用 DataParallel 包装 `model.{part}`，或者去掉键中间的 "
+        "`module.`：`{{k.replace('{part}.module.', '{part}.', 1): v for k, v in "
+        "state_dict.items()}}`。",
+    },
+}
+
+
 def _nested(error) -> Clue | None:
     found = sd_errors.nested_wrapper(error)
     if found is None:
-        return None
+        return _wrapped_part(error)
     checkpoint_key, model_key, matched = found
     smaller = min(len(error.other_missing), len(error.other_unexpected))
     fields = {"checkpoint_key": checkpoint_key, "model_key": model_key, "matched": str(matched)}
     confidence = 0.9 if matched >= 0.9 * smaller else 0.8
     return Clue(confidence, _NESTED_CAUSE, _NESTED_FIX, fields)
+
+
+def _wrapped_part(error) -> Clue | None:
+    """Only one side listed (a cut-off message), each key with the same part wrapped."""
+    found = sd_errors.wrapped_part(error)
+    if found is None:
+        return None
+    side, part, count = found
+    keys = error.missing if side == "model" else error.unexpected
+    example = next(k for k in keys if k.startswith(part + ".module."))
+    fields = {"part": part, "count": str(count), "example": example}
+    # The other side is not shown: the checkpoint may also hold the part wrapped elsewhere.
+    return Clue(0.8, _WRAPPED_PART_CAUSE[side], _WRAPPED_PART_FIX[side], fields)
 
 
 # Checking checkpoints ------------------------------------------------------------------------

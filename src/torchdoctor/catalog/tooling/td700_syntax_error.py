@@ -59,7 +59,10 @@ images = images.cuda(non_blocking=True)
 ```
 
 ## Symptoms
-`SyntaxError: invalid syntax` pointing at `async=`.
+`SyntaxError: invalid syntax` pointing at `async=`. When explaining errors it also reads why other
+files do not parse: Python 2 code under Python 3 (`Missing parentheses in call to 'print'`),
+Python 3 code under Python 2, f-strings under Python < 3.6, and full-width punctuation
+(`invalid character '（' (U+FF08)`).
 
 ## Fix safety
 Renaming the keyword argument `async=` to `non_blocking=` keeps the meaning: PyTorch 0.4
@@ -85,7 +88,9 @@ images = images.cuda(non_blocking=True)
 ```
 
 ## Symptoms
-`SyntaxError: invalid syntax`，指向 `async=`。
+`SyntaxError: invalid syntax`，指向 `async=`。解释错误时还会识别其他文件无法解析的原因：在 Python 3 下运行
+Python 2 代码（`Missing parentheses in call to 'print'`）、在 Python 2 下运行 Python 3 代码、在
+Python < 3.6 下使用 f-string，以及全角标点（`invalid character '（' (U+FF08)`）。
 
 ## Fix safety
 把关键字参数 `async=` 改名为 `non_blocking=` 不改变含义：PyTorch 0.4 做的正是这个改名，行为相同。
@@ -304,3 +309,114 @@ def _lines(source: str) -> list[str]:
 def _line_starts(source: str) -> list[int]:
     _lines(source)
     return _LAST[2]
+
+
+# Python 2 code under Python 3: the interpreter names the statement it met.
+PITFALL.error(
+    r"Missing parentheses in call to '(?P<statement>print|exec)'",
+    types=("SyntaxError",),
+    confidence=0.9,
+    cause={
+        "en": "The file is Python 2 code (a `{statement}` statement without parentheses) and a "
+        "Python 3 interpreter runs it.",
+        "zh": "这个文件是 Python 2 代码（不带括号的 `{statement}` 语句），却由 Python 3 解释器运行。",
+    },
+    fix={
+        "en": "Use a Python 3 version of the code (the project's newer release or branch), or "
+        "convert the file: `{statement}(...)` for each such statement (`2to3 -w FILE` converts "
+        "the rest of Python 2's syntax too).",
+        "zh": "使用这份代码的 Python 3 版本（项目较新的版本或分支），或者转换该文件：把每条这样的语句改成 "
+        "`{statement}(...)`（`2to3 -w FILE` 还会转换其余的 Python 2 语法）。",
+    },
+)
+
+# Python 3 code under Python 2, shown by the traceback: the interpreter's paths or command.
+_PYTHON2 = lazy_compile(r"(?<![\w.])python2(?:\.\d)?(?=[/\\]| \S)|Python 2\.\d")
+# Python 3-only syntax in a line: a parameter's annotation, a return annotation, `nonlocal`,
+# `yield from`, a keyword-only marker.
+_PY3_ONLY = (
+    (
+        lazy_compile(r"^\s*\w+\s*:[ \t]*[\w.][\w.\[\], ]*[,=)]|\)\s*->\s*[\w.\[\]]+\s*:"),
+        "an annotation",
+    ),
+    (lazy_compile(r"^\s*nonlocal\s"), "`nonlocal`"),
+    (lazy_compile(r"\byield from\b"), "`yield from`"),
+    (lazy_compile(r"\(\s*(?:self,\s*)?\*\s*,"), "a keyword-only `*` marker"),
+)
+_PYTHON3_UNDER_2 = {
+    "en": "The line is valid Python 3 ({feature}), and the traceback shows Python 2 running it "
+    "(`{evidence}`): Python 2 does not read Python 3 syntax.",
+    "zh": "这一行是合法的 Python 3 代码（{feature}），而回溯显示运行它的是 Python 2（`{evidence}`）："
+    "Python 2 无法解析 Python 3 的语法。",
+}
+_RUN_PYTHON3 = {
+    "en": "Run it with Python 3 (`python3 script.py`, or an environment made with Python 3) and "
+    "install the package there; the code needs no change.",
+    "zh": "用 Python 3 运行（`python3 script.py`，或用 Python 3 创建的环境），并在其中安装该包；"
+    "代码本身无需修改。",
+}
+
+
+@PITFALL.error_check(types=("SyntaxError",))
+def python3_under_python2(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """A bare `invalid syntax` under Python 3-only syntax, when Python 2 is visibly running."""
+    if block.message.strip() != "invalid syntax":
+        return None
+    evidence = report.search(_PYTHON2)
+    shown = report.search(_CARET_LINE) if evidence else None
+    if shown is None:
+        return None
+    code = shown.group("code")
+    feature = next((name for pattern, name in _PY3_ONLY if pattern.search(code)), None)
+    if feature is None:
+        return None
+    return Clue(
+        0.85, _PYTHON3_UNDER_2, _RUN_PYTHON3, {"feature": feature, "evidence": evidence.group()}
+    )
+
+
+# Punctuation typed with a Chinese/Japanese input method or pasted from a document: full-width
+# forms of ASCII (`（` U+FF08, `：` U+FF1A, `，` U+FF0C), typographic quotes, a no-break space.
+_LOOKALIKES = "\uff08\uff09\uff1a\uff0c\uff1b\uff1d\uff3b\uff3d\uff5b\uff5d\u3002\u201c\u201d\u2018\u2019\u00a0"
+_NAMED_CHARACTER = lazy_compile(
+    r"invalid (?:non-printable )?character '?(?P<char>.)'? \(U\+(?P<code>[0-9A-F]{4,5})\)"
+)
+# The source line a bare `invalid syntax` shows: under `line N` (a File line or retold alone).
+_AFTER_LINE_NUMBER = lazy_compile(r"(?m)line \d+[ \t]*\n(?P<code>[^\n]{1,400})")
+_LOOKALIKE_CAUSE = {
+    "en": "The line holds `{char}` (U+{code}), a look-alike of an ASCII character typed with a "
+    "Chinese/Japanese input method or pasted from a document: Python reads only ASCII "
+    "punctuation in code.",
+    "zh": "这一行含有 `{char}`（U+{code}），是中文/日文输入法打出或从文档中粘贴来的、与 ASCII 字符相似的"
+    "字符：Python 代码中只认 ASCII 标点。",
+}
+_ASCII_FIX = {
+    "en": 'Retype it as its ASCII character (`(`, `)`, `:`, `,`, `=`, `"`, a plain space) with '
+    "the input method switched to English.",
+    "zh": '把输入法切换到英文，把它重新输入为对应的 ASCII 字符（`(`、`)`、`:`、`,`、`=`、`"`、普通空格）。',
+}
+
+
+@PITFALL.error_check(types=("SyntaxError",))
+def lookalike_character(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """Named by the message (Python 3.9+), or in the shown line of a bare `invalid syntax` /
+    `invalid character in identifier` (older Pythons)."""
+    named = _NAMED_CHARACTER.search(block.message)
+    if named is not None:
+        if named.group("char") not in _LOOKALIKES:
+            return None
+        return Clue(
+            0.95,
+            _LOOKALIKE_CAUSE,
+            _ASCII_FIX,
+            {"char": named.group("char"), "code": named.group("code")},
+        )
+    if block.message.strip() not in ("invalid syntax", "invalid character in identifier"):
+        return None
+    shown = report.search(_CARET_LINE) or report.search(_AFTER_LINE_NUMBER)
+    if shown is None:
+        return None
+    char = next((c for c in shown.group("code") if c in _LOOKALIKES), None)
+    if char is None:
+        return None
+    return Clue(0.85, _LOOKALIKE_CAUSE, _ASCII_FIX, {"char": char, "code": f"{ord(char):04X}"})

@@ -263,6 +263,8 @@ def explain(block, report) -> Clue | None:
         module = partial.group("module").partition(".")[0]
         if module in _SHADOWABLE or module in _ECOSYSTEM:
             return Clue(0.9, _CAUSE, fields={"module": module})
+        if "torch" in module.split("_"):  # a PyTorch add-on (`ai_edge_torch`, `torch_geometric`)
+            return Clue(0.8, _CAUSE, fields={"module": module})
         return None  # a circular import between the user's own modules
     missing = _NO_ATTRIBUTE.search(block.message)
     if missing is not None and missing.group("module") in _EVERYDAY_MODULES:
@@ -327,6 +329,40 @@ def _shadowing_frame(block) -> str | None:
         if module in _SHADOWABLE and module not in ("test", "parser"):
             return module
     return None
+
+
+# A traceback cut before its exception line, whose first frame runs a script named like a
+# standard module (`/repo/profile.py`) and goes on into imports: the script is on the path first.
+_SCRIPT_FRAME = lazy_compile(r'(?m)^[ \t]*File "(?P<path>[^"\n]{1,400})", line \d+, in <module>')
+_IMPORT_CHAIN = lazy_compile(r'File "[^"\n]{1,400}", line \d+, in <module>\n[ \t]*(?:from|import) ')
+_CUT_CAUSE = {
+    "en": "The traceback starts in your script `{script}`, named like the standard module "
+    "`{module}`: Python puts the script's directory first on the path, so a library that "
+    "imports `{module}` while it loads gets your script instead (the exception line is not "
+    "shown, so this is read from the traceback alone).",
+    "zh": "回溯从你的脚本 `{script}` 开始，它与标准模块 `{module}` 同名：Python 会把脚本所在目录放在"
+    "搜索路径最前面，于是库在加载时导入 `{module}`，得到的却是你的脚本（没有贴出异常那一行，"
+    "所以这只是根据回溯本身得出的判断）。",
+}
+
+
+@PITFALL.error_check(types=())
+def script_named_like_a_module(block, report) -> Clue | None:
+    """Only when no exception line was pasted: with one, `explain` above reads it."""
+    if block.short_type or report.exceptions or "in <module>" not in (report.text or ""):
+        return None
+    from torchdoctor.catalog.sdk import is_user_path
+
+    first = report.search(_SCRIPT_FRAME)
+    if first is None or not is_user_path(first.group("path")):
+        return None
+    name = first.group("path").replace("\\", "/").rsplit("/", 1)[-1]
+    module = name[:-3] if name.endswith(".py") else ""
+    if module not in _SHADOWABLE or module in ("test", "parser"):
+        return None
+    if len(_IMPORT_CHAIN.findall(report.text or "")) < 3:
+        return None  # a script that fails at its own line, not while a library imports
+    return Clue(0.7, _CUT_CAUSE, fields={"module": module, "script": name})
 
 
 # Attributes everybody uses: missing from these modules, the module is not the real one.

@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     index,
     index_of,
     is_self_attribute,
+    lazy_compile,
     per_file,
     top_level_functions,
 )
@@ -62,7 +63,8 @@ never reach the event file. The training seems to have logged nothing at the end
 TensorBoard shows curves that stop early.
 
 ## Symptoms
-TensorBoard shows no data for the run, or curves that end before the training did. A run
+TensorBoard shows no data for the run, or curves that end before the training did; an event
+file still empty makes it log `Unable to get first event timestamp for run ...`. A run
 killed while writing leaves a cut last record: `Read error in .../events.out.tfevents...:
 ReadRecordError(BadLengthCrc(...))` from TensorBoard, `DataLossError: truncated record at N`
 (or `corrupted record`) from a reader of the event file.
@@ -94,7 +96,8 @@ Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷�
 TensorBoard 里的曲线也比实际训练提前中断。
 
 ## Symptoms
-TensorBoard 中这次运行没有任何数据，或者曲线在训练结束之前就断掉了。写入时被杀掉的运行会留下一条被截断的
+TensorBoard 中这次运行没有任何数据，或者曲线在训练结束之前就断掉了；事件文件仍为空时，它会记录
+`Unable to get first event timestamp for run ...`。写入时被杀掉的运行会留下一条被截断的
 最后记录：TensorBoard 报 `Read error in .../events.out.tfevents...: ReadRecordError(BadLengthCrc(...))`，
 读取事件文件的程序报 `DataLossError: truncated record at N`（或 `corrupted record`）。
 
@@ -118,6 +121,32 @@ for step in range(100):
     writer.add_scalar("loss", 1.0 / (step + 1), step)
 writer.close()
 """,
+)
+
+# TensorBoard's core plugin, on an event file that holds no event yet (retold "timestep").
+PITFALL.error(
+    r"nable to get (?:the )?first event timest(?:amp|ep)",
+    types=(),
+    # An event file is created with the writer; an empty one is a writer that never flushed
+    # (still running under its flush_secs, or ended without close), or a run killed early.
+    confidence=0.75,
+    cause={
+        "en": "TensorBoard found an event file without a single event in it: the SummaryWriter "
+        "that made it has not written its buffered events yet (it flushes every `flush_secs`, "
+        "120 s by default) and the script ended without `writer.close()` or `writer.flush()`, "
+        "or the run was killed before the first flush.",
+        "zh": "TensorBoard 找到了一个一条事件都没有的事件文件：创建它的 SummaryWriter 还没有把缓冲的"
+        "事件写出（默认每 `flush_secs`＝120 秒写一次），而脚本结束时没有调用 `writer.close()` 或 "
+        "`writer.flush()`，或者运行在第一次写出之前就被杀掉了。",
+    },
+    fix={
+        "en": "Close the writer when logging ends (`with SummaryWriter(...) as writer:` or "
+        "`writer.close()` in a `finally:`), or call `writer.flush()` after logging what "
+        "TensorBoard should show now.",
+        "zh": "记录结束时关闭 writer（`with SummaryWriter(...) as writer:`，或在 `finally:` 中 "
+        "`writer.close()`），或者在记录完需要立刻在 TensorBoard 中看到的内容后调用 "
+        "`writer.flush()`。",
+    },
 )
 
 _CUT_RECORD = re.compile(
@@ -150,6 +179,47 @@ def cut_event_record(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if not _CUT_RECORD.search(block.message) or not report.search(_EVENT_FILE):
         return None
     return Clue(0.85, _CUT_EVENT_FILE, _SKIP_CUT_RECORD)
+
+
+# An issue that shows its script and says TensorBoard shows nothing: the script makes a writer,
+# logs to it, and neither closes nor flushes it anywhere in what is shown.
+_MAKES_WRITER = lazy_compile(r"\bSummaryWriter\(")
+_LOGS = lazy_compile(r"\.add_(?:scalars?|image|images|histogram|text|figure|graph)\(")
+_FLUSHES = lazy_compile(r"\.(?:close|flush)\(|\bwith\s+[\w.]*SummaryWriter\(")
+_SHOWS_NOTHING = lazy_compile(
+    r"\b(?:shows?|displays?|see|get) (?:no|nothing|empty)\b"
+    r"|\bno (?:scalars?|data|events?|graphs?) (?:are |is |was |were )?(?:found|shown|displayed)"
+    r"|No dashboards are active"
+)
+_UNFLUSHED_SCRIPT = {
+    "en": "The script shown makes a SummaryWriter and logs to it, but never calls "
+    "`writer.close()` or `writer.flush()`: events wait in the writer's buffer (written every "
+    "`flush_secs`, 120 s by default) and a short run ends before any reaches the event file, "
+    "so TensorBoard has nothing to show.",
+    "zh": "贴出的脚本创建了 SummaryWriter 并向它记录数据，却从未调用 `writer.close()` 或 "
+    "`writer.flush()`：事件留在 writer 的缓冲区里（默认每 `flush_secs`＝120 秒写出一次），"
+    "短的运行在任何事件写入事件文件之前就结束了，所以 TensorBoard 没有东西可显示。",
+}
+_CLOSE_WRITER = {
+    "en": "Call `writer.close()` when logging ends (or `with SummaryWriter(...) as writer:`), "
+    "and `writer.flush()` where TensorBoard should see the events at once.",
+    "zh": "记录结束时调用 `writer.close()`（或使用 `with SummaryWriter(...) as writer:`），"
+    "需要 TensorBoard 立刻看到事件时调用 `writer.flush()`。",
+}
+
+
+@PITFALL.error_check(types=())
+def unflushed_script(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """No error at all: a script shown with the words that TensorBoard shows nothing."""
+    if block.short_type or "SummaryWriter(" not in (report.text or ""):
+        return None
+    if report.blocks and any(b.kind == "exception" for b in report.blocks):
+        return None  # a crash is the story, not the missing events
+    if not (report.search(_MAKES_WRITER) and report.search(_LOGS)):
+        return None
+    if report.search(_FLUSHES) or not report.search(_SHOWS_NOTHING):
+        return None
+    return Clue(0.7, _UNFLUSHED_SCRIPT, _CLOSE_WRITER)
 
 
 _WRITERS = frozenset(
