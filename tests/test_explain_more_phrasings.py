@@ -278,6 +278,23 @@ def test_symptoms_with_a_usual_cause_are_shown_not_asserted(text, expected):
             "Getting Cuda error (3): initialization error when iterating the DataLoader",
             "cuda-init-before-fork",
         ),
+        # typographic apostrophes, as a web page or an editor retypes the message
+        ("TypeError: can\u2019t convert CUDA tensor to numpy.", "numpy-on-grad-or-cuda-tensor"),
+        # a loss term named `loss_<part>`, as detectron2 and mmdetection print them
+        ("iter: 499  loss_cls: nan  loss_box_reg: 0.488  lr: 0.004995", "nan-loss"),
+        # Colab folds the frames of installed packages into one `N frames` line
+        (
+            "ImportError                               Traceback (most recent call last)\n"
+            "<ipython-input-3-37004d024db3> in <module>()\n"
+            "---> 28 import timm\n"
+            "\n"
+            "6 frames\n"
+            "/usr/local/lib/python3.6/dist-packages/timm/layers/helpers.py in <module>()\n"
+            "----> 6 from torch._six import container_abcs\n"
+            "\n"
+            "ImportError: cannot import name 'container_abcs'\n",
+            "removed-torch-api",
+        ),
     ],
 )
 def test_more_phrasings_are_recognised(text, expected):
@@ -290,6 +307,9 @@ def test_more_phrasings_are_recognised(text, expected):
     [
         "SystemExit: 2",  # a script's own exit status, nothing says notebook or argparse
         "ModuleNotFoundError: No module named 'models'",  # nothing says a checkpoint was loaded
+        # a name that is not torch._six's, imported from elsewhere
+        '  File "a.py", line 1, in <module>\n    from helpers import container_abcs\n'
+        "ImportError: cannot import name 'container_abcs'",
     ],
 )
 def test_bare_symptoms_without_their_context_are_not_guessed(text):

@@ -43,6 +43,7 @@ _folded: dict[str, re.Pattern] = {}
 _INLINE_CODE = lazy_compile(r"`([^`]{20,400})`|[\"\u201c]([^\"\u201c\u201d\n]{20,400})[\"\u201d]")
 _INLINE_SPANS = 20
 _INLINE_WEIGHT = 0.9
+_APOSTROPHES = str.maketrans("\u2018\u2019", "''")
 
 
 @dataclass
@@ -222,6 +223,9 @@ def _search(signature: IndexedSignature, message: str) -> re.Match | None:
     if found is None and "`" in message:
         # Markdown's inline code, as issues retype a message: "Can't call `numpy()` on ..."
         found = signature.search(message.replace("`", ""))
+    if found is None and ("\u2019" in message or "\u2018" in message):
+        # Typographic apostrophes, as editors and web pages retype one: "can’t convert ..."
+        found = signature.search(message.translate(_APOSTROPHES))
     return found
 
 

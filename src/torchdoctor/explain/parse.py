@@ -111,6 +111,8 @@ _IPY_FRAMES = (
 )
 _IPY_ARROW = lazy_compile(r"\s*-*>\s*(?P<line>\d+)(?:\s(?P<source>.*))?$")
 _IPY_CONTEXT = lazy_compile(r"\s+\d+(?:\s.*)?$")
+# Colab folds the frames of installed packages into one line: `6 frames`.
+_IPY_FOLDED = lazy_compile(r"\d+ frames$")
 
 # --- errors in logs, outside tracebacks ------------------------------------------------------
 
@@ -593,7 +595,12 @@ class _StreamParser:
         while i < len(self.lines):
             text = self.lines[i].text
             s = text.strip()
-            if not s or s.startswith("[... skipping") or _IPY_CONTEXT.match(text):
+            if (
+                not s
+                or s.startswith("[... skipping")
+                or _IPY_CONTEXT.match(text)
+                or _IPY_FOLDED.match(s)
+            ):
                 i += 1
                 continue
             arrow = _IPY_ARROW.match(text)

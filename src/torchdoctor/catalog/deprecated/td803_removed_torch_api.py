@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from functools import wraps
 from typing import Callable, Iterator
@@ -476,6 +477,10 @@ _SIX_FIX = {
 _SIX_IMPORT = lazy_compile(r"cannot import name '(?P<name>\w+)' from 'torch\._six'")
 _SIX_ATTRIBUTE = lazy_compile(r"module 'torch\._six' has no attribute '(?P<name>\w+)'")
 _SIX_MODULE = lazy_compile(r"No module named 'torch\._six'|module 'torch' has no attribute '_six'")
+# Python 3.7 and older name no module: `cannot import name 'container_abcs'`, under the frame
+# whose line is `from torch._six import container_abcs`.
+_BARE_IMPORT = lazy_compile(r"cannot import name '(?P<name>\w+)'$")
+_SIX_IMPORTED = lazy_compile(r"^from torch\._six import\b")
 # (quoted as typed: `module ‘torch‘ has no attribute "rfft"`)
 _NO_ATTRIBUTE = lazy_compile(
     r"module ['\u2018\u2019\"](?P<module>torch(?:\.\w+)*)['\u2018\u2019\"] has no attribute "
@@ -487,7 +492,11 @@ _SITE_PACKAGE = lazy_compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][
 @PITFALL.error_check(types=("ImportError", "ModuleNotFoundError", "AttributeError"))
 def removed_name(block, report) -> Clue | None:
     """`torch._six` imports, and `module 'torch' has no attribute 'gels'` for names in RENAMES."""
-    six = _SIX_IMPORT.search(block.message) or _SIX_ATTRIBUTE.search(block.message)
+    six = (
+        _SIX_IMPORT.search(block.message)
+        or _SIX_ATTRIBUTE.search(block.message)
+        or _six_import_line(block)
+    )
     if six is not None or _SIX_MODULE.search(block.message):
         name = six.group("name") if six else "_six"
         fields = {
@@ -528,6 +537,18 @@ def removed_name(block, report) -> Clue | None:
         },
         {"old": old, "new": replacement.new},
     )
+
+
+def _six_import_line(block) -> re.Match | None:
+    """A bare `cannot import name 'X'` raised by the frame's `from torch._six import X`."""
+    found = _BARE_IMPORT.match(block.message)
+    if found is None or not block.frames:
+        return None
+    source = (block.frames[-1].source or "").strip()
+    if not _SIX_IMPORTED.match(source):
+        return None
+    imported = source.partition(" import ")[2].strip("() ").split(",")
+    return found if found["name"] in {name.split(" as ")[0].strip() for name in imported} else None
 
 
 def _importer(block) -> dict[str, str]:

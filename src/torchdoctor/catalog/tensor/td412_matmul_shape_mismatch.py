@@ -166,26 +166,37 @@ def linear_or_product(block, report) -> Clue | None:
 
 
 # PyTorch 1.x on a GPU (`addmm` behind nn.Linear) named no shapes.
+_ADDMM_CAUSE = {
+    "en": "A matrix product whose first operand has another number of columns than the "
+    "second has rows: behind `torch.addmm(bias, input, weight.t())` it is an nn.Linear "
+    "whose in_features differs from the features of its input, most often because the "
+    "input has another size than the one the model was built for (the flattened "
+    "features change with the image size).",
+    "zh": "矩阵乘法中第一个操作数的列数与第二个的行数不同：在 `torch.addmm(bias, input, "
+    "weight.t())` 背后是一个 nn.Linear，它的 in_features 与输入的特征数不一致，最常见的原因是"
+    "输入尺寸与模型设计时的尺寸不同（展平后的特征数随图像尺寸变化）。",
+}
+_ADDMM_FIX = {
+    "en": "Print `x.shape` just before the Linear layer and set its `in_features` to the "
+    "last size (or use `nn.LazyLinear`), or feed inputs of the size the model expects.",
+    "zh": "在该 Linear 层之前打印 `x.shape`，把 `in_features` 设为最后一维的大小（或改用 "
+    "`nn.LazyLinear`），或者输入模型期望的尺寸。",
+}
 PITFALL.error(
     r"mat1 dim 1 must match mat2 dim 0",
     types=(),
     confidence=0.9,
-    cause={
-        "en": "A matrix product whose first operand has another number of columns than the "
-        "second has rows: behind `torch.addmm(bias, input, weight.t())` it is an nn.Linear "
-        "whose in_features differs from the features of its input, most often because the "
-        "input has another size than the one the model was built for (the flattened "
-        "features change with the image size).",
-        "zh": "矩阵乘法中第一个操作数的列数与第二个的行数不同：在 `torch.addmm(bias, input, "
-        "weight.t())` 背后是一个 nn.Linear，它的 in_features 与输入的特征数不一致，最常见的原因是"
-        "输入尺寸与模型设计时的尺寸不同（展平后的特征数随图像尺寸变化）。",
-    },
-    fix={
-        "en": "Print `x.shape` just before the Linear layer and set its `in_features` to the "
-        "last size (or use `nn.LazyLinear`), or feed inputs of the size the model expects.",
-        "zh": "在该 Linear 层之前打印 `x.shape`，把 `in_features` 设为最后一维的大小（或改用 "
-        "`nn.LazyLinear`），或者输入模型期望的尺寸。",
-    },
+    cause=_ADDMM_CAUSE,
+    fix=_ADDMM_FIX,
+)
+# PyTorch 0.2-0.3 on a GPU: the matrix products of THC's BLAS file named neither shapes nor
+# operands ("size mismatch at /pytorch/torch/lib/THC/generic/THCTensorMathBlas.cu:247").
+PITFALL.error(
+    r"size mismatch at \S{0,300}?TensorMathBlas\.cu",
+    types=(),
+    confidence=0.85,
+    cause=_ADDMM_CAUSE,
+    fix=_ADDMM_FIX,
 )
 
 # PyTorch before 1.8 (TH/THC): "size mismatch, m1: [64 x 9216], m2: [4608 x 128] at ...".

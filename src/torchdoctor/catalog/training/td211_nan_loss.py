@@ -254,11 +254,13 @@ _CAUSE_DIVERGED = {
     "zh": "损失或梯度变成了 NaN/Inf：训练发散了。常见来源：相对批大小而言学习率过高、对 0 取 `log` "
     "或除以 0、数据中的坏样本，或 fp16 溢出。",
 }
-# A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`, and
-# as Chinese logs and posts write it, `loss为nan`, `loss 变成了 nan` (`\b` is no boundary
-# between `loss` and a Chinese character: both are word characters).
+# A training log whose printed loss turned NaN: `iteration : 7, losses : nan`, `loss=nan`, a
+# loss term named either way round (`box_loss: nan`, detectron2's `'loss_cls': tensor(nan`,
+# but not a loss scale's `loss_scale: inf`), and as Chinese logs and posts write it, `loss为nan`,
+# `loss 变成了 nan` (`\b` is no boundary between `loss` and a Chinese character: both are word
+# characters).
 PITFALL.error(
-    r"(?i)\b(?:\w+_)?loss(?:es)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b"
+    r"(?i)\b(?:\w+_)?loss(?:es)?(?:_(?!scal)\w+)?\b['\"]?\s*[:=]\s*(?:tensor\()?-?(?:nan|inf)\b"
     r"|(?<![a-z])loss\s*(?:为|是|变成|变为|变|出现|成)了?\s*-?(?:nan|inf)(?![a-z])",
     types=(),
     confidence=0.75,
