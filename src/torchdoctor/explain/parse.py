@@ -743,7 +743,8 @@ class _StreamParser:
             line = self.lines[j]
             text = line.text
             if text[:1].isspace() and text.strip() and not _FILE.match(text):
-                return [line.text.strip() for line in self.lines[i:j]], text.strip(), j + 1
+                message = [between.text.strip() for between in self.lines[i:j]]
+                return message, text.strip(), j + 1
             if text[:1].isspace() or self._ends_message(line, head):
                 break
         return [], None, i
