@@ -356,6 +356,8 @@ def _attribute_assignments(
 def may_be_called(ctx: Context, name: str) -> bool:
     """False when no call in the file can call `name`: its text holds `name(` only in `def
     name(` (read from the file's text before any index is)."""
+    if ctx.file_index is not None:  # the calls themselves, by name: no pass over the text
+        return name in ctx.file_index.calls
     called = _names_before_parentheses(ctx)
     return called is None or name in called
 
