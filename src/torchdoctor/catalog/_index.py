@@ -2130,6 +2130,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
+        "tensorboard-writer-not-closed",
+        3,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
         "onnx-resize-opset",
         0,
