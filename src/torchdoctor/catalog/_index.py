@@ -1000,8 +1000,8 @@ SIGNATURES = (
         "scheduler-step-order",
         0,
         ("UserWarning",),
-        "Detected call of `lr_scheduler\\.step\\(\\)` before `optimizer\\.step\\(\\)`",
-        ("Detected call of `lr_scheduler.step()` before `optimizer.step()`",),
+        "Detected call of `?lr_scheduler\\.step\\(\\)`? before `?optimizer\\.step\\(\\)",
+        ("lr_scheduler.step()",),
     ),
     (
         "torchdoctor.catalog.training.td205_eval_mode_missing",
