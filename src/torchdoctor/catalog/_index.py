@@ -1797,6 +1797,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
+        "state-dict-prefix-mismatch",
+        1,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",
         "state-dict-num-batches-tracked",
         0,
