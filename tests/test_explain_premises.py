@@ -147,3 +147,32 @@ def test_a_bare_message_that_cannot_show_its_premise_is_not_a_confident_answer()
     assert dtypes[0].pitfall.name == "dtype-mismatch"
     assert "numpy" in dtypes[0].cause
     assert dtypes[1].pitfall.name == "float64-numpy-tensor" and dtypes[1].confidence < 0.8
+
+
+def test_one_layer_missing_in_full_is_no_prefix_story():
+    """lightnet++: a DataParallel model misses four keys of one layer, and torch lists no
+    unexpected key: a checkpoint without `module.` would have every key on both lists."""
+    text = (
+        "RuntimeError: Error(s) in loading state_dict for DataParallel:\n"
+        '\tMissing key(s) in state_dict: "module.usm.norm_act.weight", '
+        '"module.usm.norm_act.bias", "module.usm.norm_act.running_mean". \n'
+    )
+    assert "state-dict-prefix-mismatch" not in [d.pitfall.name for d in ranked(text)]
+
+
+def test_main_builtin_class_under_torch_jit_is_not_a_pickled_model():
+    """inspect fails alike for a class scripted from a REPL: torch.jit reads source too."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/site-packages/torch/jit/_script.py", line 1, in script\n'
+        "    ast = get_jit_class_def(obj, obj.__name__)\n"
+        "TypeError: <module '__main__'> is a built-in class\n"
+    )
+    assert "whole-module-saved" not in [d.pitfall.name for d in ranked(text)]
+
+
+def test_retold_keys_without_a_wrapper_prefix_are_no_prefix_story():
+    text = (
+        'load_state_dict fails: the model has "conv1.weight" but the checkpoint "stem.conv1.weight"'
+    )
+    assert "state-dict-prefix-mismatch" not in [d.pitfall.name for d in ranked(text)]

@@ -416,7 +416,43 @@ def missing_module(block, report) -> Clue | None:
     return Clue(confidence, MISSING_MODULE, MISSING_MODULE_FIX, {"module": found["module"]})
 
 
-_LOADING_A_CHECKPOINT = lazy_compile(r"torch\.load|\bload\w*\b[^\n]{0,40}\.pth?\b")
+# torch's serialization.py named in a retold message (`torch\serialization.py No module named
+# 'models'`) is the unpickler's own file.
+_LOADING_A_CHECKPOINT = lazy_compile(
+    r"torch\.load|\bload\w*\b[^\n]{0,40}\.pth?\b|torch[\\/]serialization\.py"
+)
+
+SOURCELESS_CLASS = {
+    "en": "The file holds a whole pickled model (`torch.save(model, ...)`) whose class was "
+    "defined in `__main__`, a notebook or an interactive session; the loading program looks "
+    "the class up, and its source, in its own `__main__`, which has no source file for it.",
+    "zh": "文件里存的是 pickle 过的整个模型（`torch.save(model, ...)`），它的类定义在 `__main__`、"
+    "notebook 或交互式会话中；加载的程序在自己的 `__main__` 里查找这个类及其源码，而那里没有对应的"
+    "源文件。",
+}
+SOURCELESS_CLASS_FIX = {
+    "en": "Move the model's class into a module that both programs import (`from model import "
+    "Net`), load the file once there and re-save `model.state_dict()`; from then on load "
+    "the weights into a freshly built model.",
+    "zh": "把模型类移到两个程序都导入的模块中（`from model import Net`），在那里加载一次文件并改存 "
+    "`model.state_dict()`；以后把权重加载进新构建的模型。",
+}
+_SOURCELESS_MAIN = lazy_compile(r"<module '__main__'(?: \(built-in\))?> is a built-in class")
+_SERIALIZING = lazy_compile(r"torch\.(?:load|save)\(|serialization\.pyc?\b")
+_SCRIPTING = lazy_compile(r"torch[\\/.]jit|torch\.package|torch\.compile|_dynamo")
+
+
+@PITFALL.error_check(types=("TypeError",))
+def sourceless_class(block, report) -> Clue | None:
+    """`inspect` cannot find the source of a class in `__main__`; with torch.load/save in
+    the text (not torch.jit, which reads source in a REPL and fails alike) the class is a
+    pickled model's."""
+    if not _SOURCELESS_MAIN.search(block.message) or report.search(_SCRIPTING):
+        return None
+    loading = _unpickling(block)
+    if loading is False or not (loading or report.search(_SERIALIZING)):
+        return None
+    return Clue(0.9 if loading else 0.75, SOURCELESS_CLASS, SOURCELESS_CLASS_FIX)
 
 
 @PITFALL.error_check(types=())

@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index_of, per_file
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    index_of,
+    lazy_compile,
+    per_file,
+)
 from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
 PITFALL = Pitfall(
@@ -327,6 +335,8 @@ def explain(block, report) -> Clue | None:
     prefixed = error.unexpected if prefix.side == "checkpoint" else error.missing
     example = next(k for k in prefixed if k.startswith(prefix.prefix))
     smaller = min(len(error.other_missing), len(error.other_unexpected))
+    if not smaller and prefix.side == "model" and _one_layer_missing_in_full(error, report):
+        return None
     if not smaller:  # one side only (torch 0.3's KeyError, a cut-off message)
         confidence = 0.85 if prefix.side == "checkpoint" else 0.75
     elif prefix.matched >= 0.9 * smaller:
@@ -348,6 +358,71 @@ def explain(block, report) -> Clue | None:
         "inner": inner,
     }
     return Clue(confidence, CAUSES[prefix.side, prefix.wrapper], FIXES[prefix.side], fields)
+
+
+_RETOLD_CAUSE = {
+    "en": "The text shows the same key with and without a `{prefix}` prefix (`{bare}` and "
+    "`{example}`): one side was saved from or loaded into a model wrapped in {wrapper}, the "
+    "other from the bare model; released weights saved from a `DataParallel` model carry it.",
+    "zh": "文本里同一个键出现了带和不带 `{prefix}` 前缀的两种写法（`{bare}` 和 `{example}`）："
+    "一方来自 {wrapper} 包装过的模型，另一方来自裸模型；从 `DataParallel` 模型保存的发布权重就带这个"
+    "前缀。",
+}
+_RETOLD_FIX = {
+    "en": "When the checkpoint's keys carry it, strip it before loading: `torch.nn.modules."
+    'utils.consume_prefix_in_state_dict_if_present(state_dict, "{prefix}")`; when the '
+    "model's do, load into the inner module: `model.{prefix}load_state_dict(state_dict)`.",
+    "zh": "如果是 checkpoint 的键带前缀，就在加载前去掉：`torch.nn.modules.utils."
+    'consume_prefix_in_state_dict_if_present(state_dict, "{prefix}")`；如果是模型的键带前缀，'
+    "就加载到内部模块：`model.{prefix}load_state_dict(state_dict)`。",
+}
+# A dotted key in quotes or backticks, as an issue retells the keys it saw.
+_QUOTED_KEY = lazy_compile(
+    r"[\"'`\u201c](?P<key>[A-Za-z_]\w{0,80}(?:\.\w{1,80}){1,20})[\"'`\u201d]"
+)
+_ABOUT_STATE_DICTS = lazy_compile(r"state_dict|\bkeys?\b|checkpoint|pre-?trained")
+_QUOTED_KEYS = 200
+
+
+@PITFALL.error_check(types=())
+def retold_prefix(block, report) -> Clue | None:
+    """No load_state_dict message, but prose quoting a key and the same key under a wrapper's
+    prefix ("expected `conv1.weight` but the weights have `module.conv1.weight`")."""
+    if block.short_type or sd_errors.parse(report.text) is not None:
+        return None  # a message of torch's own is read by `explain` above
+    if not report.search(_ABOUT_STATE_DICTS):
+        return None
+    keys = set()
+    for number, found in enumerate(_QUOTED_KEY.finditer(report.text or "")):
+        if number == _QUOTED_KEYS:
+            break
+        keys.add(found["key"])
+    for key in sorted(keys):
+        for prefix in WRAPPERS:
+            if key.startswith(prefix) and key[len(prefix) :] in keys:
+                fields = {
+                    "prefix": prefix,
+                    "bare": key[len(prefix) :],
+                    "example": key,
+                    "wrapper": WRAPPERS[prefix],
+                }
+                return Clue(0.8, _RETOLD_CAUSE, _RETOLD_FIX, fields)
+    return None
+
+
+_MISSING_LIST = lazy_compile(r"Missing key\(s\) in state_dict:(?P<keys>[^\n]*)")
+
+
+def _one_layer_missing_in_full(error, report) -> bool:
+    """torch's whole message lists only missing keys, all of one layer, closed by its period:
+    a checkpoint without the wrapper's prefix would have every key missing and unexpected,
+    so this is a layer the checkpoint lacks (state-dict-key-mismatch), not a prefix."""
+    if report.search(r"Unexpected key\(s\)|unexpected_keys"):
+        return False
+    listed = report.search(_MISSING_LIST)
+    if listed is None or "..." in listed["keys"] or not listed["keys"].rstrip().endswith('".'):
+        return False
+    return len({key.rpartition(".")[0] for key in error.missing}) == 1
 
 
 _NESTED_CAUSE = {

@@ -222,6 +222,41 @@ def unflushed_script(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return Clue(0.7, _UNFLUSHED_SCRIPT, _CLOSE_WRITER)
 
 
+_TENSORBOARD = lazy_compile(r"[Tt]ensor[Bb]oard|SummaryWriter|\bevents? files?\b|\.add_scalars?\(")
+# The event file is there but empty, or the events appear only once the program ends: what a
+# writer's buffer that is never flushed looks like from outside.
+_UNFLUSHED_EVENTS = lazy_compile(
+    r"\bevents? files?\b[^\n]{0,120}?(?:\b(?:remains?|is|are|stays?|always) empty\b"
+    r"|\b0 ?[Bb]ytes?\b|\bzero bytes?\b|\b0B\b)"
+    r"|\b(?:empty|0 ?[Bb]ytes?) events? files?\b"
+    r"|\b(?:[Ll]ogs?|[Rr]ecords?|[Ww]rites?|[Ss]hows?|[Ss]aves?|[Dd]isplays?)(?:ged|ed|s)? nothing "
+    r"(?:unless|until|before) (?:I |we |you |the )?(?:terminate|kill|stop|exit|close|end|finish)"
+    r"|\b(?:scalars?|events?|summaries|histograms?)\b[^\n]{0,60}\b(?:are|were|is|was|get|gets) "
+    r"(?:not|never) flushed\b"
+)
+_UNFLUSHED_EVENTS_CAUSE = {
+    "en": "The event file stays empty, or fills only when the program ends: a SummaryWriter "
+    "keeps logged events in its queue and buffer, written every `flush_secs` (120 s by "
+    "default) or when enough accumulate, and a writer never flushed or closed loses what is "
+    "still queued when the run ends.",
+    "zh": "事件文件一直是空的，或者只有程序结束时才写入：SummaryWriter 把记录的事件留在队列和缓冲区里，"
+    "每 `flush_secs`（默认 120 秒）或积累够多时才写出，从未 flush 或 close 的 writer 会在运行结束时"
+    "丢掉仍在排队的内容。",
+}
+
+
+@PITFALL.error_check(types=())
+def unflushed_events(block, report) -> Clue | None:
+    """No error at all: the words that the event file is empty or fills only at exit."""
+    if block.short_type or (report.blocks and any(b.kind == "exception" for b in report.blocks)):
+        return None
+    if not (report.search(_TENSORBOARD) and report.search(_UNFLUSHED_EVENTS)):
+        return None
+    if report.search(_FLUSHES):  # the text shows the writer flushed or closed: another story
+        return None
+    return Clue(0.7, _UNFLUSHED_EVENTS_CAUSE, _CLOSE_WRITER)
+
+
 _WRITERS = frozenset(
     {
         "torch.utils.tensorboard.SummaryWriter",

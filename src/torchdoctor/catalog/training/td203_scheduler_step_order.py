@@ -191,8 +191,9 @@ for epoch in range(100):
 """,
 )
 
+# The backticks are lost when the warning is quoted in Markdown (inline code inside inline code).
 PITFALL.error(
-    r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`",
+    r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)",
     types=("UserWarning",),
     confidence=0.9,
     cause={
