@@ -1195,9 +1195,17 @@ SIGNATURES = (
         "torchdoctor.catalog.training.td212_batchnorm_single_sample_batch",
         "batchnorm-single-sample-batch",
         1,
-        ("ValueError",),
+        (),
         "Expected more than 1 value per channel when training(?!, got input size [\\[t])",
         ("Expected more than 1 value per channel when training",),
+    ),
+    (
+        "torchdoctor.catalog.training.td212_batchnorm_single_sample_batch",
+        "batchnorm-single-sample-batch",
+        2,
+        (),
+        "[Bb]atch ?[Nn]orm(?:[123][dD])? (?:layers? )?(?:can ?not|can't|doesn't|does not|fails?)(?: to)?(?: work| run)? (?:with|on|for) (?:an? )?batch[ _]?size (?:of |== ?|= ?)?1\\b",
+        ("batch",),
     ),
     (
         "torchdoctor.catalog.data.td301_deprecated_iterator_next",
