@@ -615,7 +615,7 @@ SIGNATURES = (
         "cuda-out-of-memory",
         1,
         (),
-        "(?:CUDA|HIP|XPU) ?:? ?out of memory|cuda runtime error ?\\(2\\) ?: ?out of memory|CUDA error(?: \\(2\\))?: out of memory|error=2 : out of memory|CUBLAS_STATUS_ALLOC_FAILED|\\(GPU \\d+; [\\d.]+ ?[KMGT]?i?B total capacity|GPU \\d+ has a total capacity of [\\d.]+ ?[KMGT]?i?B of which",
+        "(?:CUDA|HIP|XPU) ?:? ?out of memory|cuda runtime error ?\\(2\\) ?: ?out of memory|CUDA error(?: \\(2\\))?: out of memory|error=2 : out of memory|CUBLAS_STATUS_ALLOC_FAILED|\\(GPU \\d+; [\\d.]+ ?[KMGT]?i?B total capacity|GPU \\d+ has a total capacity of [\\d.]+ ?[KMGT]?i?B of which|Allocation on device \\d+ would exceed allowed memory",
         (
             "out of memory",
             "cuda runtime error",
@@ -624,6 +624,7 @@ SIGNATURES = (
             "CUBLAS_STATUS_ALLOC_FAILED",
             "B total capacity",
             " has a total capacity of ",
+            " would exceed allowed memory",
         ),
     ),
     (
