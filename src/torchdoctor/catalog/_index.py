@@ -877,6 +877,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.device.td012_cpu_only_torch_build",
+        "cpu-only-torch-build",
+        1,
+        (),
+        "built for:?\\s{1,8}PyTorch (?P<built>[\\w.]{1,20}\\+cu\\d+)[^()\\n]{0,40}\\(you have (?P<installed>[\\w.]{1,20}\\+cpu)\\)",
+        ("(you have ",),
+    ),
+    (
         "torchdoctor.catalog.autograd.td101_loss_data_index",
         "loss-data-index",
         0,
