@@ -824,6 +824,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.device.td010_embedding_index_out_of_range",
+        "embedding-index-out-of-range",
+        5,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.device.td011_index_out_of_range",
         "index-out-of-range",
         0,
