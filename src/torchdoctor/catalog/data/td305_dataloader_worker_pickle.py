@@ -142,6 +142,11 @@ _LAMBDA = lazy_compile(r"Can't pickle <function (?P<object><lambda>|[\w.]+) at 0
 _MAIN_ATTRIBUTE = lazy_compile(
     r"Can't get attribute '(?P<object>[\w.]+)' on <module '__main__' (?P<where>[^>]*)>"
 )
+# `__mp_main__` is the name a spawned process gives the script it re-imports: the lookup failed
+# in a child process, which skips the script's `if __name__ == "__main__":` block.
+_MP_MAIN_ATTRIBUTE = lazy_compile(
+    r"Can't get attribute '(?P<object>[\w.]+)' on <module '__mp_main__'"
+)
 _HANDLE = lazy_compile(
     r"(?:cannot|can't) (?:pickle|serialize) '?(?P<object>[\w.]+)'? (?:object|instances)"
     r"|can't pickle (?P<old>\w+) objects"
@@ -179,6 +184,21 @@ _MAIN_FIX = {
     "en": "Move `{object}` into a `.py` file next to the notebook and import it from there, "
     "or set `num_workers=0`.",
     "zh": "把 `{object}` 移到 notebook 旁边的 `.py` 文件中再导入，或者设 `num_workers=0`。",
+}
+_MP_MAIN_CAUSE = {
+    "en": "A spawned worker process (Windows, macOS, or `spawn`) re-imported the script as "
+    "`__mp_main__` and found no `{object}` there: it is defined inside the "
+    '`if __name__ == "__main__":` block (or created at run time), which the child skips.',
+    "zh": "以 spawn 方式启动的 worker 进程（Windows、macOS 或 `spawn`）把脚本重新导入为 "
+    '`__mp_main__`，却在其中找不到 `{object}`：它定义在 `if __name__ == "__main__":` 块里'
+    "（或在运行时才创建），而子进程会跳过这个块。",
+}
+_MP_MAIN_FIX = {
+    "en": "Define `{object}` at the top level of the script, outside the "
+    '`if __name__ == "__main__":` block (or in a module it imports); keep only the code '
+    "that starts training inside the guard.",
+    "zh": '把 `{object}` 定义在脚本顶层、`if __name__ == "__main__":` 块之外（或放进被导入的模块）；'
+    "守卫块里只保留启动训练的代码。",
 }
 _HANDLE_CAUSE = {
     "en": "The Dataset holds an object of type `{object}` (an open file, LMDB environment, "
@@ -235,6 +255,13 @@ def unpicklable(block, report) -> Clue | None:
     if found is None:
         found, cause, fix, generic = _MAIN_ATTRIBUTE.search(message), _MAIN_CAUSE, _MAIN_FIX, 0.0
     if found is None:
+        found, cause, fix, generic = (
+            _MP_MAIN_ATTRIBUTE.search(message),
+            _MP_MAIN_CAUSE,
+            _MP_MAIN_FIX,
+            0.85,
+        )
+    if found is None:
         found, cause, fix, generic = _HANDLE.search(message), _HANDLE_CAUSE, _HANDLE_FIX, 0.45
     if found is None:
         return None
@@ -249,7 +276,7 @@ def unpicklable(block, report) -> Clue | None:
         # what a spawned worker sees; `from 'train.py'` is more often a torch.load.
         return Clue(0.75, cause, fix, fields) if found.group("where") == "(built-in)" else None
     loader_nearby = report.search(_LOADER) is not None
-    return Clue(0.8 if loader_nearby else generic, cause, fix, fields)
+    return Clue(max(0.8, generic) if loader_nearby else generic, cause, fix, fields)
 
 
 @PITFALL.error_check(types=("EOFError", "BrokenPipeError"))

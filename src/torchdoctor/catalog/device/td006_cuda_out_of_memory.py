@@ -335,6 +335,9 @@ _PHRASINGS = (
     # since torch 2.1 `GPU 0 has a total capacity of 7.79 GiB of which 10.00 MiB is free`.
     r"\(GPU \d+; [\d.]+ ?[KMGT]?i?B total capacity",
     r"GPU \d+ has a total capacity of [\d.]+ ?[KMGT]?i?B of which",
+    # The caching allocator's own refusal (torch 2.2+), when the request would pass the device's
+    # memory or the limit of `torch.cuda.set_per_process_memory_fraction`.
+    r"Allocation on device \d+ would exceed allowed memory",
 )
 _OUT_OF_MEMORY = lazy_compile("|".join(_PHRASINGS))
 

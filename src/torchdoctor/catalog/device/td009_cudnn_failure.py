@@ -51,7 +51,8 @@ The status says where cuDNN gave up, rarely why. By status, the usual reasons ar
 `RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR`, `cuDNN error:
 CUDNN_STATUS_EXECUTION_FAILED`, `cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear
 if you passed in a non-contiguous input.`, `cuDNN error: CUDNN_STATUS_MAPPING_ERROR`,
-`Unable to find a valid cuDNN algorithm to run convolution`; older versions:
+`Unable to find a valid cuDNN algorithm to run convolution`, `GET was unable to find an engine
+to execute this computation`; older versions:
 `RuntimeError: CUDNN_STATUS_INTERNAL_ERROR`, `CuDNNError: 8: b'CUDNN_STATUS_EXECUTION_FAILED'`.
 
 ## References
@@ -80,7 +81,8 @@ cuDNN 报出的错误。cuDNN 是 PyTorch 在 GPU 上做卷积、RNN 和 batch n
 `RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR`、`cuDNN error:
 CUDNN_STATUS_EXECUTION_FAILED`、`cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear
 if you passed in a non-contiguous input.`、`cuDNN error: CUDNN_STATUS_MAPPING_ERROR`、
-`Unable to find a valid cuDNN algorithm to run convolution`；旧版本：
+`Unable to find a valid cuDNN algorithm to run convolution`、`GET was unable to find an engine
+to execute this computation`；旧版本：
 `RuntimeError: CUDNN_STATUS_INTERNAL_ERROR`、`CuDNNError: 8: b'CUDNN_STATUS_EXECUTION_FAILED'`。
 
 ## References
@@ -192,6 +194,33 @@ PITFALL.error(
         "放得进剩余显存（可能有其他进程占着）；少数情况下是 torch/CUDA 版本不支持这块 GPU。",
     },
     fix=_MEMORY_OR_INSTALL[1],
+)
+# The cuDNN v8 API's convolutions (torch 1.12+): no engine of the loaded cuDNN runs this call.
+PITFALL.error(
+    r"(?:GET|FIND) was unable to find an engine to execute this computation",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "cuDNN found no engine able to run this convolution. Most often the cuDNN that "
+        "was loaded is not the one this torch build ships or expects (a system `libcudnn` "
+        "package shadowing the wheel's, or cuDNN DLLs missing from `PATH` on Windows); "
+        "otherwise no engine's workspace fits in the free GPU memory, or this torch/CUDA "
+        "build does not support the GPU.",
+        "zh": "cuDNN 找不到能运行这个卷积的引擎。最常见的是加载到的 cuDNN 不是这个 torch 版本自带或所要求的那个"
+        "（系统安装的 `libcudnn` 覆盖了 wheel 自带的，或者 Windows 上 `PATH` 中缺少 cuDNN 的 DLL）；"
+        "其次是剩余显存放不下任何引擎的工作区，或者这个 torch/CUDA 版本不支持这块 GPU。",
+    },
+    fix={
+        "en": "Check which cuDNN torch loads (`torch.backends.cudnn.version()`; on Linux "
+        "`ldd` or `LD_DEBUG=libs`): remove or stop preloading a system cuDNN "
+        "(`apt-get remove libcudnn8`, `LD_LIBRARY_PATH`), or on Windows put the matching "
+        "cuDNN DLLs on `PATH`; then check free GPU memory (`nvidia-smi`) and that the torch "
+        "build supports this GPU.",
+        "zh": "查看 torch 加载的是哪个 cuDNN（`torch.backends.cudnn.version()`；Linux 上用 `ldd` 或 "
+        "`LD_DEBUG=libs`）：卸载或不再预加载系统的 cuDNN（`apt-get remove libcudnn8`、"
+        "`LD_LIBRARY_PATH`），Windows 上把匹配的 cuDNN DLL 放进 `PATH`；再检查剩余显存"
+        "（`nvidia-smi`），并确认 torch 版本支持这块 GPU。",
+    },
 )
 PITFALL.error(
     r"cuDNN Frontend error",

@@ -188,3 +188,39 @@ def check_async(block, report) -> Clue | None:
     ):
         return None
     return Clue(0.7, _CAUSE)
+
+
+# Told in prose, as issues do: "IndexError when using BertTone with sequences longer than 512
+# tokens". An IndexError (not Python's own list's) together with inputs longer than a length in
+# tokens: the position embeddings end at the model's maximum length.
+_PAST_MAX_LENGTH = lazy_compile(
+    r"(?:longer than|more than|exceed(?:s|ing)?|over) (?:the )?(?P<length>\d{3,5}) tokens"
+)
+
+
+@PITFALL.error_check(types=())
+def past_max_length(block, report) -> Clue | None:
+    message = block.message
+    if "IndexError" not in message or "list index out of range" in message:
+        return None
+    found = _PAST_MAX_LENGTH.search(message)
+    if found is None:
+        return None
+    return Clue(
+        0.7,
+        {
+            "en": "An IndexError with inputs longer than {length} tokens: a transformer has one "
+            "position embedding per position up to its maximum length, so a tokenized sequence "
+            "longer than that indexes past the table (past the vocabulary it would be the token "
+            "ids instead).",
+            "zh": "输入超过 {length} 个 token 时出现 IndexError：transformer 的位置 embedding 只到它的"
+            "最大长度为止，更长的 token 序列会越过这张表来索引（如果越过的是词表，则是 token id 的问题）。",
+        },
+        {
+            "en": "Truncate when tokenizing (`tokenizer(..., truncation=True, max_length={length})`) "
+            "or split long documents into windows of at most {length} tokens.",
+            "zh": "分词时截断（`tokenizer(..., truncation=True, max_length={length})`），或把长文档切成"
+            "不超过 {length} 个 token 的窗口。",
+        },
+        found.groupdict(),
+    )

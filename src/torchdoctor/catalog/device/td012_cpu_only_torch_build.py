@@ -109,3 +109,26 @@ def not_compiled_with_cuda(block, report) -> Clue | None:
     if report.search(_XPU):
         return Clue(0.6, _XPU_BUILD)
     return Clue(0.95, _CPU_ONLY)
+
+
+# An extension's own version check (xFormers, and others worded alike) that names a CUDA torch
+# it was built for and the installed `+cpu` one: "xFormers was built for: PyTorch 2.1.2+cu121
+# with CUDA 1201 (you have 2.1.2+cpu)".
+PITFALL.error(
+    r"built for:?\s{1,8}PyTorch (?P<built>[\w.]{1,20}\+cu\d+)[^()\n]{0,40}"
+    r"\(you have (?P<installed>[\w.]{1,20}\+cpu)\)",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "An extension built for a CUDA build of PyTorch ({built}) found the CPU-only build "
+        "({installed}) installed: its CUDA kernels cannot load, and CUDA is unavailable.",
+        "zh": "一个为 CUDA 版 PyTorch（{built}）构建的扩展发现安装的是只支持 CPU 的版本（{installed}）："
+        "它的 CUDA 内核无法加载，CUDA 也不可用。",
+    },
+    fix={
+        "en": "Install a CUDA build of the same torch version (the `--index-url` for your CUDA "
+        "from pytorch.org, e.g. `.../whl/cu121`), then check `torch.cuda.is_available()`.",
+        "zh": "安装同一版本的 CUDA 版 torch（使用 pytorch.org 上对应 CUDA 的 `--index-url`，例如 "
+        "`.../whl/cu121`），然后检查 `torch.cuda.is_available()`。",
+    },
+)

@@ -359,7 +359,9 @@ def missing_class(block, report) -> Clue | None:
         # torch's own `_rebuild_tensor_v2` missing: a file from a newer torch, not a class.
         return None
     loading = _unpickling(block)
-    if loading is False:
+    if loading is False or (loading is None and found["module"] == "__mp_main__"):
+        # `__mp_main__`: a spawned child re-importing the script, not the program that loads a
+        # file; without torch.load's frames it is a DataLoader worker's lookup.
         return None
     confidence = 0.95 if loading else (0.8 if report.search(r"torch\.load") else 0.6)
     return Clue(confidence, MISSING_CLASS, MISSING_CLASS_FIX, found.groupdict())

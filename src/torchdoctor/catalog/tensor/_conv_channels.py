@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import re
 
+# torch 0.4-1.4 wrote "weight[64, 3, 3, 3], so expected input[...]", later "weight of size
+# [64, 3, 3, 3], expected input[...]".
 CHANNELS = re.compile(
-    r"weight of size \[?(?P<weight>\d+(?:,? \d+)*)\]?, expected input\[(?P<input>\d+(?:, \d+)*)\] "
+    r"weight(?: of size)? ?\[?(?P<weight>\d+(?:,? \d+)*)\]?,(?: so)? "
+    r"expected input\[(?P<input>\d+(?:, \d+)*)\] "
     r"to have (?P<expected>\d+) channels, but got (?P<got>\d+) channels instead"
 )
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 import ast
 import re
 
-# `bool value` before torch 1.2.
-AMBIGUOUS = r"(?:Boolean|bool) value of Tensor with more than one value is ambiguous"
+# `bool value` before torch 1.2; torch 0.3's Python `__bool__` refused any non-empty Variable
+# or tensor: "bool value of Variable objects containing non-empty torch.cuda.FloatTensor is
+# ambiguous", "bool value of non-empty torch.ByteTensor objects is ambiguous".
+AMBIGUOUS = (
+    r"(?:Boolean|bool) value of (?:Tensor with more than one value"
+    r"|Variable objects containing non-empty [\w.]+|non-empty [\w.]+ objects) is ambiguous"
+)
 
 _AMBIGUOUS = re.compile(AMBIGUOUS)
 
 
 def asks_a_tensors_truth_value(message: str) -> bool:
     """The error is torch's "value of Tensor with more than one value is ambiguous"."""
-    return (
-        "value of Tensor with more than one value is ambiguous" in message
-        and _AMBIGUOUS.search(message) is not None
-    )
+    return "is ambiguous" in message and _AMBIGUOUS.search(message) is not None
 
 
 # A statement's keyword and colon, removed so that the rest parses as an expression.
@@ -26,7 +28,10 @@ _KEYWORD = re.compile(r"(?:el)?if |while |assert |return |yield ")
 def truth_value_use(block, report) -> str | None:
     """ "chained" (`0 < x < 1`), "boolean" (`and` / `or` / `not`), "other" (`if mask:`), or
     None when the failing line is not shown or does not parse alone."""
-    source = block.frames[-1].source if block.frames else _commented_line(block, report)
+    frames = block.frames
+    if len(frames) > 1 and frames[-1].function == "__bool__":
+        frames = frames[:-1]  # torch 0.3 raised in Python, inside `Variable.__bool__`
+    source = frames[-1].source if frames else _commented_line(block, report)
     if not source:
         return None
     text = source.strip().removesuffix(":")

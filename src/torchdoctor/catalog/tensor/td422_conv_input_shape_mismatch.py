@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 from torchdoctor.catalog.tensor._conv_channels import channel_mismatch
 
 PITFALL = Pitfall(
@@ -120,13 +120,41 @@ _COUNT_FIX = {
 }
 
 
+# The second half alone, without the sizes (retold in issues, the count sometimes a letter:
+# "expected input to have 1 channels, but got B channels instead"): the layout cannot be told.
+_CUT_CHANNELS = lazy_compile(
+    r"to have (?P<expected>\d+) channels, but got (?P<got>\d+|[A-Z]\w{0,15}) channels instead"
+)
+_CUT_CAUSE = {
+    "en": "The convolution was built for {expected} input channels but dimension 1 of its "
+    "input holds {got}: a grayscale (1) or RGBA (4) image given to an RGB model, an "
+    "`in_channels` that does not match the previous layer's `out_channels`, a dimension too "
+    "many in front (the batch size read as channels), or a channels-last image whose width is "
+    "read as channels. Without the input's size in the message these cannot be told apart.",
+    "zh": "卷积层是按 {expected} 个输入通道构建的，而输入的第 1 维是 {got}：可能是把灰度图（1）或 "
+    "RGBA 图（4）送进了 RGB 模型，该层的 `in_channels` 与上一层的 `out_channels` 不一致，前面多了一个"
+    "维度（batch 大小被当成了通道数），或者通道在最后的图像的宽度被当成了通道数。消息里没有输入的大小，"
+    "无法区分这几种情况。",
+}
+_CUT_FIX = {
+    "en": "Print `x.shape` right before the layer: it must be `[N, {expected}, H, W]`; convert "
+    'the images (`.convert("RGB")`), fix `in_channels`, remove an extra dimension '
+    "(`x.squeeze(0)`, or no `unsqueeze(0)` on an already batched input), or "
+    "`x.permute(0, 3, 1, 2)` a channels-last batch.",
+    "zh": "在该层之前打印 `x.shape`：它应当是 `[N, {expected}, H, W]`；转换图像"
+    '（`.convert("RGB")`），修正 `in_channels`，去掉多余的维度（`x.squeeze(0)`，或者不要对已经带 batch '
+    "维的输入再 `unsqueeze(0)`），或者对通道在最后的 batch 使用 `x.permute(0, 3, 1, 2)`。",
+}
+
+
 @PITFALL.error_check(types=())
 def channel_count(block, report) -> Clue | None:
     """A channel count that is not the layer's, unless the input's last size is the expected
     count (then it is channels-last: TD413's)."""
     found = channel_mismatch(block.message)
     if found is None:
-        return None
+        cut = _CUT_CHANNELS.search(block.message)
+        return None if cut is None else Clue(0.7, _CUT_CAUSE, _CUT_FIX, cut.groupdict())
     fields, sizes = found
     if sizes[-1] == int(fields["expected"]):
         return None

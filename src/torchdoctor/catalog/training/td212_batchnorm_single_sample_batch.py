@@ -136,10 +136,11 @@ PITFALL.error(
         "用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
     },
 )
-# The message cut before its size, as titles quote it.
+# The message cut before its size, as titles quote it; any type, since a title above a
+# traceback cut before its exception line carries no type.
 PITFALL.error(
     r"Expected more than 1 value per channel when training(?!, got input size [\[t])",
-    types=("ValueError",),
+    types=(),
     confidence=0.9,
     cause={
         "en": "A BatchNorm layer in training mode got one value per channel, so no batch "
@@ -147,6 +148,23 @@ PITFALL.error(
         "predicted without `model.eval()`.",
         "zh": "训练模式下的 BatchNorm 层每个通道只收到一个值，无法计算 batch 统计量：通常是最后一个 "
         "batch 只有一个样本、用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
+    },
+)
+# The error retold in a title: "BatchNorm1d cannot work with batch size == 1", "batchnorm
+# fails with a batch size of 1"; only a failure told of batch size one, not a question about it.
+PITFALL.error(
+    r"[Bb]atch ?[Nn]orm(?:[123][dD])? (?:layers? )?(?:can ?not|can't|doesn't|does not|fails?)"
+    r"(?: to)?(?: work| run)? (?:with|on|for) (?:an? )?batch[ _]?size (?:of |== ?|= ?)?1\b",
+    types=(),
+    confidence=0.7,
+    cause={
+        "en": "A BatchNorm layer in training mode cannot normalise a batch of one sample (one "
+        "value per channel, no batch statistics): usually the last batch of the epoch "
+        "(`len(dataset) % batch_size == 1`), `batch_size=1`, or a single sample predicted "
+        "without `model.eval()`.",
+        "zh": "训练模式下的 BatchNorm 层无法归一化只有一个样本的 batch（每个通道只有一个值，没有 batch "
+        "统计量）：通常是 epoch 的最后一个 batch（`len(dataset) % batch_size == 1`）、"
+        "`batch_size=1`，或者预测单个样本前没有调用 `model.eval()`。",
     },
 )
 
