@@ -1643,6 +1643,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
+        "hard-coded-batch-size",
+        3,
+        ("RuntimeError",),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.tensor.td419_apply_on_cuda_tensor",
         "apply-on-cuda-tensor",
         0,
