@@ -1071,22 +1071,14 @@ SIGNATURES = (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
         "loss-target-shape-mismatch",
         1,
-        ("UserWarning",),
-        "Using a target size \\((?P<target>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) that is different to the input size \\((?P<input>torch\\.Size\\(\\[[^\\]]*\\]\\))\\)\\. This will likely lead to incorrect results due to broadcasting",
-        ("). This will likely lead to incorrect results due to broadcasting",),
+        ("UserWarning", "ValueError"),
+        None,
+        (),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
         "loss-target-shape-mismatch",
         2,
-        ("UserWarning", "ValueError"),
-        "Using a target size \\((?P<target>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) that is different to the input size \\((?P<input>torch\\.Size\\(\\[[^\\]]*\\]\\))\\)",
-        (") that is different to the input size (",),
-    ),
-    (
-        "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
-        "loss-target-shape-mismatch",
-        3,
         (),
         "Using a target size \\((?P<target>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) that is different to the input size \\((?P<input>torch\\.Size\\(\\[[^\\]]*\\]\\))\\) is deprecated",
         (") that is different to the input size (",),
@@ -1094,7 +1086,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
         "loss-target-shape-mismatch",
-        4,
+        3,
         ("RuntimeError",),
         "input and target shapes do not match: input \\[(?P<input>[^\\]]*)\\], target \\[(?P<target>[^\\]]*)\\]",
         ("input and target shapes do not match: input [",),
@@ -1102,7 +1094,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
         "loss-target-shape-mismatch",
-        5,
+        4,
         ("RuntimeError",),
         "Expected target size \\[(?P<expected>[^\\]]*)\\], got \\[(?P<got>[^\\]]*)\\]",
         ("Expected target size [",),
@@ -1110,7 +1102,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
         "loss-target-shape-mismatch",
-        6,
+        5,
         ("RuntimeError",),
         "input and target batch or spatial sizes don't match: target \\[(?P<target>[^\\]]*)\\], input \\[(?P<input>[^\\]]*)\\]",
         ("input and target batch or spatial sizes don't match: target [",),
@@ -1118,7 +1110,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
         "loss-target-shape-mismatch",
-        7,
+        6,
         ("RuntimeError",),
         "0D or 1D target tensor expected, multi-target not supported|multi-target not supported at \\S*ClassNLLCriterion|only batches of spatial targets supported \\(3D tensors\\) but got targets of (?:dimension|size)",
         (
