@@ -1475,6 +1475,14 @@ SIGNATURES = (
         ("input is not contiguous",),
     ),
     (
+        "torchdoctor.catalog.tensor.td403_non_contiguous_view",
+        "non-contiguous-view",
+        2,
+        (),
+        "view\\(\\)[^\\n]{0,80}?\\bcontigu|is not contiguous[\\s\\S]{0,300}?\\.view\\(",
+        ("contigu", "is not contiguous"),
+    ),
+    (
         "torchdoctor.catalog.tensor.td404_numpy_negative_stride",
         "numpy-negative-stride",
         0,
