@@ -210,7 +210,9 @@ def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
 
 # `view(-1, row)` whose row holds the whole batch: the model's output collapses to one sample
 # while the loss's target keeps the batch, and a smaller batch is no multiple of the row.
-_FLAT_VIEW = lazy_compile(r"shape '\[-1, ?(?P<row>\d+)\]' is invalid for input of size (?P<size>\d+)")
+_FLAT_VIEW = lazy_compile(
+    r"shape '\[-1, ?(?P<row>\d+)\]' is invalid for input of size (?P<size>\d+)"
+)
 _ONE_SAMPLE_OUTPUT = lazy_compile(
     r"target size \(torch\.Size\(\[(?P<batch>\d+),(?P<rest>[\d, ]*)\]\)\) that is different "
     r"to the input size \(torch\.Size\(\[1,(?P<input_rest>[\d, ]*)\]\)\)"
