@@ -89,6 +89,14 @@ def kind_of(name: str) -> str:
     return "class"
 
 
+def packaged(name: str) -> bool:
+    """The refused global lives in a package (`ultralytics.nn.tasks.DetectionModel`), not in a
+    script's top-level module (`model.Net`, `__main__.Net`) nor in torch: a library's object,
+    pickled by the library's own save format rather than by the user's `torch.save(model)`."""
+    module = name.rpartition(".")[0]
+    return "." in module and not module.split(".", 1)[0].startswith("torch")
+
+
 # Modules whose names a hostile pickle uses to run code, touch files or the network, or import
 # more code; a checkpoint has no reason to name any of them.
 _CODE_MODULES = {

@@ -90,19 +90,25 @@ transform = transforms.Compose([
 """,
 )
 
+_LARGER_CROP = {
+    "en": "The crop ({crop}) is larger than this image ({image}): one of the images in "
+    "the dataset is smaller than the crop size.",
+    "zh": "裁剪尺寸（{crop}）大于这张图像（{image}）：数据集中有图像比裁剪尺寸还小。",
+}
 PITFALL.error(
     r"Required crop size \((?P<crop>\d+, \d+)\) is larger th[ae]n (?:padded )?input image "
-    r"size \((?P<image>\d+, \d+)\)"
-    # albumentations
-    r"|Requested crop size \((?P<crop2>\d+, \d+)\) is larger than the image size "
-    r"\((?P<image2>\d+, \d+)\)",
+    r"size \((?P<image>\d+, \d+)\)",
     types=("ValueError",),
     confidence=0.95,
-    cause={
-        "en": "The crop ({crop}) is larger than this image ({image}): one of the images in "
-        "the dataset is smaller than the crop size.",
-        "zh": "裁剪尺寸（{crop}）大于这张图像（{image}）：数据集中有图像比裁剪尺寸还小。",
-    },
+    cause=_LARGER_CROP,
+)
+# albumentations; torchvision's `FiveCrop`/`TenCrop`, which cannot pad ("is bigger than").
+PITFALL.error(
+    r"Requested crop size \((?P<crop>\d+, \d+)\) is (?:larger than the image|bigger than "
+    r"input) size \((?P<image>\d+, \d+)\)",
+    types=("ValueError",),
+    confidence=0.95,
+    cause=_LARGER_CROP,
 )
 
 _EMPTY_RANGE = lazy_compile(

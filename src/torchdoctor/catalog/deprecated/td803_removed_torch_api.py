@@ -484,7 +484,8 @@ _SIX_IMPORTED = lazy_compile(r"^from torch\._six import\b")
 # (quoted as typed: `module ‘torch‘ has no attribute "rfft"`)
 _NO_ATTRIBUTE = lazy_compile(
     r"module ['\u2018\u2019\"](?P<module>torch(?:\.\w+)*)['\u2018\u2019\"] has no attribute "
-    r"['\u2018\u2019\"](?P<name>\w+)['\u2018\u2019\"]"
+    # The closing quote is optional: a title cut short ("has no attribute 'irfft").
+    r"['\u2018\u2019\"](?P<name>\w+)"
 )
 _SITE_PACKAGE = lazy_compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w.-]*)")
 
@@ -517,7 +518,20 @@ def removed_name(block, report) -> Clue | None:
         )
         cause = _SIX_EARLY_CAUSE if name in _SIX_GONE_IN_1_9 else _SIX_CAUSE
         return Clue(0.95, cause if six else _SIX_MODULE_CAUSE, fix, fields)
-    found = _NO_ATTRIBUTE.search(block.message)
+    return _removed_attribute(block.message, 0.95)
+
+
+@PITFALL.error_check(types=())
+def removed_name_in_text(block, report) -> Clue | None:
+    """The same message where no exception was parsed: an issue's title above a notebook's
+    traceback whose last line was not pasted."""
+    if block.kind != "log":
+        return None
+    return _removed_attribute(block.message, 0.85)
+
+
+def _removed_attribute(message: str, confidence: float) -> Clue | None:
+    found = _NO_ATTRIBUTE.search(message)
     if found is None:
         return None
     old = f"{found.group('module')}.{found.group('name')}"
@@ -525,7 +539,7 @@ def removed_name(block, report) -> Clue | None:
     if replacement is None or not replacement.removed:
         return None
     return Clue(
-        0.95,
+        confidence,
         {
             "en": "`{old}` was removed from PyTorch; its successor is `{new}`, whose arguments or "
             "results differ.",

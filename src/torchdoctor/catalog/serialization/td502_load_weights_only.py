@@ -346,7 +346,8 @@ def refused_global(block, report) -> Clue | None:
         return Clue(0.85, GENERIC)
     kind = _weights_only.kind_of(name)
     # A pickled model is whole-module-saved's story first; this entry's fix still applies.
-    confidence = 0.85 if kind == "module" else 0.95
+    # Unless a library's class: its own save format pickles it, the load is what to change.
+    confidence = 0.85 if kind == "module" and not _weights_only.packaged(name) else 0.95
     return Clue(confidence, CAUSES[kind], FIX, {"name": name, "short": name.rpartition(".")[2]})
 
 

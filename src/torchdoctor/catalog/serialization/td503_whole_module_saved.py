@@ -468,7 +468,10 @@ def refused_module(block, report) -> Clue | None:
     if name is None or _weights_only.kind_of(name) != "module":
         return None
     module, _, short = name.rpartition(".")
-    return Clue(0.95, REFUSED_MODULE, REFUSED_FIX, {"module": module, "name": short})
+    # A library's model class (`ultralytics.nn.tasks.DetectionModel`) is pickled by the
+    # library's save format, not the user's `torch.save(model)`: load-weights-only first.
+    confidence = 0.8 if _weights_only.packaged(name) else 0.95
+    return Clue(confidence, REFUSED_MODULE, REFUSED_FIX, {"module": module, "name": short})
 
 
 @PITFALL.checkpoint

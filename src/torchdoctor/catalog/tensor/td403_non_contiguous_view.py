@@ -177,6 +177,20 @@ PITFALL.error(
         "最常见的是 `.view()`。",
     },
 )
+# The diagnosis told in an issue's prose, no message pasted: "x.view() won't work because of
+# contiguity", "x is not contiguous" above the `x.view(...)` that fails.
+PITFALL.error(
+    r"view\(\)[^\n]{0,80}?\bcontigu|is not contiguous[\s\S]{0,300}?\.view\(",
+    types=(),
+    confidence=0.7,
+    cause={
+        "en": "As the text says, `.view()` met a tensor that is not contiguous in memory (after "
+        "`transpose`, `permute`, `.T`, `expand` or slicing with a step): `view` never copies, "
+        "so it cannot merge dimensions that are not adjacent in memory.",
+        "zh": "如文中所说，`.view()` 遇到了内存中不连续的张量（经过 `transpose`、`permute`、`.T`、"
+        "`expand` 或带步长的切片）：`view` 从不复制数据，因此无法合并在内存中并不相邻的维度。",
+    },
+)
 
 # Methods and functions that reorder dimensions without copying.
 TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})

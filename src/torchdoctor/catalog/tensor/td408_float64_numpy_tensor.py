@@ -362,7 +362,7 @@ def check_error(block, report) -> Clue | None:
         return Clue(0.9 if shown else 0.75, _TARGET_CAUSE)
     if dtypes.input_and_weight(block.message, block.frames) == ("Float", "Double"):
         return None  # the model is float64, its input is not: not numpy data (dtype-mismatch)
-    likelihood = _numpy_likelihood(block, pair[2].get("arg"))
+    likelihood = _numpy_likelihood(block, pair[2].get("arg"), report.text or "")
     return Clue(likelihood, _CAUSE, contradicted_by=_made_double_without_numpy)
 
 
@@ -378,7 +378,13 @@ def _made_double_without_numpy(sources: list[str]) -> bool:
     )
 
 
-def _numpy_likelihood(block, arg: str | None) -> float:
+# A tensor built from an array: torch's own floats are float32, so a float64 one made this way
+# was made from numpy data (an explicit float64 dtype aside).
+ARRAY_BUILT = ("torch.tensor(", "as_tensor(")
+TORCH_DOUBLE = ("torch.float64", "torch.double", "DoubleTensor", "set_default_dtype")
+
+
+def _numpy_likelihood(block, arg: str | None, text: str) -> float:
     """How likely the float64 side is numpy data: dtype-mismatch (0.8) is the general answer."""
     sources = " ".join(frame.source or "" for frame in block.frames)
     if any(word in sources for word in NUMPY_EVIDENCE):
@@ -386,9 +392,12 @@ def _numpy_likelihood(block, arg: str | None) -> float:
     if not LAYER_MESSAGE.search(block.message) or (arg is not None and arg not in LAYER_ARGUMENTS):
         return 0.7  # an elementwise op, torch.cat, index_add_...: anyone's tensors
     if not block.frames:
-        # The bare message: numpy data is the most common origin, but nothing here shows it,
-        # so the general answer (dtype-mismatch, which names numpy too) comes first.
-        return 0.75
+        # The message without its frames: numpy data is the most common origin. Unless the
+        # text around it (the code of an issue, a traceback printed apart) shows the data
+        # coming from numpy, the general answer (dtype-mismatch, which names numpy too) first.
+        shown = any(word in text for word in NUMPY_EVIDENCE + ARRAY_BUILT)
+        on_purpose = any(word in text for word in TORCH_DOUBLE)
+        return 0.85 if shown and not on_purpose else 0.75
     if any(word in sources for word in ("double()", "float64", "DoubleTensor")):
         return 0.6  # made double on purpose in the user's code
     paths = [frame.path for frame in block.frames]

@@ -208,6 +208,15 @@ PITFALL.error(
     cause=_LINEAR_CAUSE,
     fix=_LINEAR_FIX,
 )
+# The same message retyped in an issue's prose: "size mismatched. m1:[128,5148],m2:[64,42]".
+PITFALL.error(
+    r"size mismatch(?:ed)?[,.:]? ?m1: ?\[(?P<rows>\d+) ?[x,] ?(?P<features>\d+)\],? ?"
+    r"m2: ?\[(?P<in_features>\d+) ?[x,] ?(?P<out_features>\d+)\]",
+    types=(),
+    confidence=0.85,
+    cause=_LINEAR_CAUSE,
+    fix=_LINEAR_FIX,
+)
 PITFALL.error(
     r"Expected size for first two dimensions of batch2 tensor to be: "
     r"\[(?P<expected>[\d, ]+)\] but got: \[(?P<got>[\d, ]+)\]",

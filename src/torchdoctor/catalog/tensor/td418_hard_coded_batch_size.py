@@ -208,6 +208,57 @@ def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return Clue(0.88, _SMALLER_BATCH_VIEWED, None, fields)
 
 
+# `view(-1, row)` whose row holds the whole batch: the model's output collapses to one sample
+# while the loss's target keeps the batch, and a smaller batch is no multiple of the row.
+_FLAT_VIEW = lazy_compile(
+    r"shape '\[-1, ?(?P<row>\d+)\]' is invalid for input of size (?P<size>\d+)"
+)
+_ONE_SAMPLE_OUTPUT = lazy_compile(
+    r"target size \(torch\.Size\(\[(?P<batch>\d+),(?P<rest>[\d, ]*)\]\)\) that is different "
+    r"to the input size \(torch\.Size\(\[1,(?P<input_rest>[\d, ]*)\]\)\)"
+)
+_BATCH_IN_ROW = {
+    "en": "`view(-1, {row})` makes rows of {row} = {batch} x {sample} elements: the batch size "
+    "{batch} is written into the row, so a full batch becomes one row (the loss warned of an "
+    "input of 1 sample against a target of {batch}) and this batch, {size} = {rows} x {sample} "
+    "elements, is no multiple of it.",
+    "zh": "`view(-1, {row})` 生成每行 {row} = {batch} x {sample} 个元素的行：batch 大小 {batch} "
+    "被写进了行的大小，于是整个 batch 变成了一行（损失函数警告输入只有 1 个样本而 target 有 "
+    "{batch} 个），而这个 batch 有 {size} = {rows} x {sample} 个元素，不是它的整数倍。",
+}
+_BATCH_IN_ROW_FIX = {
+    "en": "Keep the batch dimension and flatten the rest: `x = x.view(x.size(0), -1)` "
+    "(or `torch.flatten(x, 1)`).",
+    "zh": "保留 batch 维、只展平其余维度：`x = x.view(x.size(0), -1)`（或 `torch.flatten(x, 1)`）。",
+}
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def batch_in_flat_row(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """A flattening view whose row size carries the batch: its premise, an output of one sample
+    against a target of a full batch, is the loss's warning printed earlier."""
+    found = _FLAT_VIEW.search(block.message)
+    if found is None:
+        return None
+    warned = report.search(_ONE_SAMPLE_OUTPUT)
+    if warned is None or _sizes(warned["rest"]) != _sizes(warned["input_rest"]):
+        return None
+    batch, row, size = int(warned["batch"]), int(found["row"]), int(found["size"])
+    if batch < 2 or row % batch:
+        return None
+    sample = row // batch
+    if size % sample or not 0 < size // sample < batch:
+        return None
+    fields = {
+        "row": str(row),
+        "batch": str(batch),
+        "sample": str(sample),
+        "size": str(size),
+        "rows": str(size // sample),
+    }
+    return Clue(0.9, _BATCH_IN_ROW, _BATCH_IN_ROW_FIX, fields)
+
+
 # An RNN's initial state against its input: `(layers, batch, hidden)` each side.
 _HIDDEN = lazy_compile(
     r"Expected hidden(?:\[\d\])? size \((?P<expected>[\d, ]+)\), got [\[(](?P<got>[\d, ]+)[\])]"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Monitor, Pitfall
+from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD210",
@@ -148,28 +148,52 @@ PITFALL.error(
     confidence=0.95,
     cause=_CAUSE_ELEMENTWISE,
 )
-PITFALL.error(
+_BROADCAST_CAUSE = {
+    "en": "The loss got input {input} and target {target}: with different shapes, "
+    "`MSELoss`/`L1Loss` broadcast them, comparing every prediction with every target, "
+    "and the loss no longer measures what you meant (`BCELoss` refuses the pair).",
+    "zh": "损失函数收到的输入为 {input}，target 为 {target}：形状不同时，`MSELoss`/`L1Loss` "
+    "会广播两者，把每个预测与每个 target 都比较一遍，损失就不再是你想要的含义"
+    "（`BCELoss` 则直接拒绝）。",
+}
+_TARGET_SIZE = lazy_compile(
     rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
-    rf"\((?P<input>{_SIZE})\)\. This will likely lead to incorrect results due to broadcasting",
-    types=("UserWarning",),
-    confidence=0.95,
-    cause={
-        "en": "The loss got input {input} and target {target}: with different shapes, "
-        "`MSELoss`/`L1Loss` broadcast them, comparing every prediction with every target, "
-        "and the loss no longer measures what you meant (`BCELoss` refuses the pair).",
-        "zh": "损失函数收到的输入为 {input}，target 为 {target}：形状不同时，`MSELoss`/`L1Loss` "
-        "会广播两者，把每个预测与每个 target 都比较一遍，损失就不再是你想要的含义"
-        "（`BCELoss` 则直接拒绝）。",
-    },
+    rf"\((?P<input>{_SIZE})\)(?P<broadcast>\. This will likely lead to incorrect results due "
+    r"to broadcasting)?"
 )
-# `BCELoss`: a ValueError, a UserWarning in old versions.
-PITFALL.error(
-    rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
-    rf"\((?P<input>{_SIZE})\)",
-    types=("ValueError", "UserWarning"),
-    confidence=0.95,
-    cause=_CAUSE_ELEMENTWISE,
-)
+_DIMENSIONS = lazy_compile(r"\d+")
+
+
+# `BCELoss` raises a ValueError (a UserWarning in old versions); `MSELoss`/`L1Loss` warn.
+@PITFALL.error_check(types=("ValueError", "UserWarning"))
+def target_size_differs(block, report) -> Clue | None:
+    found = _TARGET_SIZE.search(block.message)
+    if found is None or _all_pairs(found["input"], found["target"]):
+        return None
+    fields = {"input": found["input"], "target": found["target"]}
+    if found["broadcast"] and block.short_type != "ValueError":
+        return Clue(0.95, _BROADCAST_CAUSE, None, fields)
+    return Clue(0.95, _CAUSE_ELEMENTWISE, None, fields)
+
+
+def _all_pairs(prediction: str, target: str) -> bool:
+    """Shapes such as [B, 1, N] and [B, N, 1]: each side has a 1 where the other has a size, so
+    broadcasting forms every pair of their elements, on purpose (quantile-regression losses,
+    pairwise distances); the warning is expected there, not a mistake to explain."""
+    first = [int(size) for size in _DIMENSIONS.findall(prediction)]
+    second = [int(size) for size in _DIMENSIONS.findall(target)]
+    if len(first) != len(second) or len(first) < 3 or first[0] != second[0]:
+        return False
+    widened = narrowed = False
+    for one, other in zip(first, second):
+        if one == other:
+            continue
+        if one != 1 and other != 1:
+            return False
+        widened, narrowed = widened or one == 1, narrowed or other == 1
+    return widened and narrowed
+
+
 # BCELoss's warning of PyTorch 0.4-1.x quoted without its class (an issue body).
 PITFALL.error(
     rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
