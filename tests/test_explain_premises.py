@@ -157,7 +157,20 @@ def test_one_layer_missing_in_full_is_no_prefix_story():
         '\tMissing key(s) in state_dict: "module.usm.norm_act.weight", '
         '"module.usm.norm_act.bias", "module.usm.norm_act.running_mean". \n'
     )
-    assert "state-dict-prefix-mismatch" not in [d.pitfall.name for d in ranked(text)]
+    names = [d.pitfall.name for d in ranked(text)]
+    assert "state-dict-prefix-mismatch" not in names
+    assert names[:1] == ["state-dict-key-mismatch"]
+
+
+def test_one_layer_missing_cut_off_may_still_be_a_prefix():
+    """The same keys with the list cut before its closing period: the unexpected list may have
+    been cut away, so every listed key carrying `module.` is still read as the wrapper's."""
+    text = (
+        "RuntimeError: Error(s) in loading state_dict for DataParallel:\n"
+        '\tMissing key(s) in state_dict: "module.usm.norm_act.weight", '
+        '"module.usm.norm_act.bias", ...\n'
+    )
+    assert "state-dict-prefix-mismatch" in [d.pitfall.name for d in ranked(text)]
 
 
 def test_main_builtin_class_under_torch_jit_is_not_a_pickled_model():

@@ -186,6 +186,8 @@ class StateDictError:
     missing: tuple[str, ...] = ()
     unexpected: tuple[str, ...] = ()
     mismatched: tuple[ShapeMismatch, ...] = field(default_factory=tuple)
+    # The missing list ends with torch's closing `".`: it was pasted whole, not cut off.
+    missing_closed: bool = False
 
     @property
     def other_missing(self) -> tuple[str, ...]:
@@ -204,11 +206,14 @@ def parse(message: str) -> StateDictError | None:
     missing: list[str] = []
     unexpected: list[str] = []
     mismatched: list[ShapeMismatch] = []
+    missing_closed = False
     for index, marker in enumerate(found):
         end = found[index + 1].start() if index + 1 < len(found) else len(message)
         segment = message[marker.end() : end]
         if marker.lastgroup == "missing":
             missing.extend(_keys(segment))
+            listed = segment.split("\n", 1)[0].rstrip()
+            missing_closed = listed.endswith('".') and "..." not in listed
         elif marker.lastgroup == "unexpected":
             listed = marker.group().endswith((":", "state_dict"))
             unexpected.extend(_keys(segment, first_only=not listed))
@@ -224,6 +229,7 @@ def parse(message: str) -> StateDictError | None:
         _unique(missing),
         _unique(unexpected),
         _unique(mismatched),
+        missing_closed,
     )
 
 
@@ -291,6 +297,8 @@ def _is_batches_tracked(key: str) -> bool:
 
 def kind(error: StateDictError) -> str:
     """The entry the message belongs to: "prefix", "batches-tracked", "shape" or "keys"."""
+    if _one_layer_missing(error):
+        return "keys"
     if prefix_of(error) is not None or nested_wrapper(error) or wrapped_part(error):
         return "prefix"
     if error.mismatched:
@@ -301,6 +309,15 @@ def kind(error: StateDictError) -> str:
     if (error.missing or error.unexpected) and only_counters:
         return "batches-tracked"
     return "keys"
+
+
+def _one_layer_missing(error: StateDictError) -> bool:
+    """torch's whole message lists only missing keys, all of one layer: a checkpoint without the
+    wrapper's prefix would have every key missing and unexpected, so whatever prefix those keys
+    carry is the model's own, and the checkpoint lacks a layer."""
+    if not error.missing_closed or error.unexpected or error.mismatched:
+        return False
+    return len({key.rpartition(".")[0] for key in error.other_missing}) == 1
 
 
 def prefix_of(error: StateDictError) -> Prefix | None:

@@ -335,8 +335,6 @@ def explain(block, report) -> Clue | None:
     prefixed = error.unexpected if prefix.side == "checkpoint" else error.missing
     example = next(k for k in prefixed if k.startswith(prefix.prefix))
     smaller = min(len(error.other_missing), len(error.other_unexpected))
-    if not smaller and prefix.side == "model" and _one_layer_missing_in_full(error, report):
-        return None
     if not smaller:  # one side only (torch 0.3's KeyError, a cut-off message)
         confidence = 0.85 if prefix.side == "checkpoint" else 0.75
     elif prefix.matched >= 0.9 * smaller:
@@ -408,21 +406,6 @@ def retold_prefix(block, report) -> Clue | None:
                 }
                 return Clue(0.8, _RETOLD_CAUSE, _RETOLD_FIX, fields)
     return None
-
-
-_MISSING_LIST = lazy_compile(r"Missing key\(s\) in state_dict:(?P<keys>[^\n]*)")
-
-
-def _one_layer_missing_in_full(error, report) -> bool:
-    """torch's whole message lists only missing keys, all of one layer, closed by its period:
-    a checkpoint without the wrapper's prefix would have every key missing and unexpected,
-    so this is a layer the checkpoint lacks (state-dict-key-mismatch), not a prefix."""
-    if report.search(r"Unexpected key\(s\)|unexpected_keys"):
-        return False
-    listed = report.search(_MISSING_LIST)
-    if listed is None or "..." in listed["keys"] or not listed["keys"].rstrip().endswith('".'):
-        return False
-    return len({key.rpartition(".")[0] for key in error.missing}) == 1
 
 
 _NESTED_CAUSE = {
