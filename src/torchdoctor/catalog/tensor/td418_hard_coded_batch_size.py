@@ -173,8 +173,9 @@ def batch_sizes_differ(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return Clue(0.45, _CONCATENATED, None, fields)
 
 
-# `view`/`reshape` to a shape with no free dimension (see view-shape-mismatch).
-_VIEW = lazy_compile(r"shape '\[(?P<shape>[\d, ]*)\]' is invalid for input of size (?P<size>\d+)")
+# `view`/`reshape` to a shape the tensor's size does not fit (see view-shape-mismatch); each
+# check below reads the sizes it needs: none free, or `[-1, row]`.
+_VIEW = lazy_compile(r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size (?P<size>\d+)")
 _SMALLER_BATCH_VIEWED = {
     "en": "`view` / `reshape` to [{shape}] asks for {batch} rows of {row} elements, and the "
     "tensor holds {size} = {rows} x {row}: exactly {rows} rows, what a smaller batch gives. The "
@@ -194,6 +195,8 @@ def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if found is None:
         return None
     sizes = _sizes(found["shape"])
+    if -1 in sizes:  # a free dimension: the size cannot be a smaller batch of these rows
+        return None
     size = int(found["size"])
     row = prod(sizes[1:])
     if len(sizes) < 2 or row <= 1 or size % row or not 0 < size // row < sizes[0]:
@@ -210,9 +213,6 @@ def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
 
 # `view(-1, row)` whose row holds the whole batch: the model's output collapses to one sample
 # while the loss's target keeps the batch, and a smaller batch is no multiple of the row.
-_FLAT_VIEW = lazy_compile(
-    r"shape '\[-1, ?(?P<row>\d+)\]' is invalid for input of size (?P<size>\d+)"
-)
 _ONE_SAMPLE_OUTPUT = lazy_compile(
     r"target size \(torch\.Size\(\[(?P<batch>\d+),(?P<rest>[\d, ]*)\]\)\) that is different "
     r"to the input size \(torch\.Size\(\[1,(?P<input_rest>[\d, ]*)\]\)\)"
@@ -237,13 +237,14 @@ _BATCH_IN_ROW_FIX = {
 def batch_in_flat_row(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A flattening view whose row size carries the batch: its premise, an output of one sample
     against a target of a full batch, is the loss's warning printed earlier."""
-    found = _FLAT_VIEW.search(block.message)
-    if found is None:
+    found = _VIEW.search(block.message)
+    flat = _sizes(found["shape"]) if found is not None else []
+    if len(flat) != 2 or flat[0] != -1 or flat[1] < 0:
         return None
     warned = report.search(_ONE_SAMPLE_OUTPUT)
     if warned is None or _sizes(warned["rest"]) != _sizes(warned["input_rest"]):
         return None
-    batch, row, size = int(warned["batch"]), int(found["row"]), int(found["size"])
+    batch, row, size = int(warned["batch"]), flat[1], int(found["size"])
     if batch < 2 or row % batch:
         return None
     sample = row // batch
