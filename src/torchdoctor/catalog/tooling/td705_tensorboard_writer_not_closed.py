@@ -211,10 +211,8 @@ _CLOSE_WRITER = {
 @PITFALL.error_check(types=())
 def unflushed_script(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """No error at all: a script shown with the words that TensorBoard shows nothing."""
-    if block.short_type or "SummaryWriter(" not in (report.text or ""):
+    if not _no_error_shown(block, report) or "SummaryWriter(" not in (report.text or ""):
         return None
-    if report.blocks and any(b.kind == "exception" for b in report.blocks):
-        return None  # a crash is the story, not the missing events
     if not (report.search(_MAKES_WRITER) and report.search(_LOGS)):
         return None
     if report.search(_FLUSHES) or not report.search(_SHOWS_NOTHING):
@@ -248,13 +246,19 @@ _UNFLUSHED_EVENTS_CAUSE = {
 @PITFALL.error_check(types=())
 def unflushed_events(block, report) -> Clue | None:
     """No error at all: the words that the event file is empty or fills only at exit."""
-    if block.short_type or (report.blocks and any(b.kind == "exception" for b in report.blocks)):
+    if not _no_error_shown(block, report):
         return None
     if not (report.search(_TENSORBOARD) and report.search(_UNFLUSHED_EVENTS)):
         return None
     if report.search(_FLUSHES):  # the text shows the writer flushed or closed: another story
         return None
     return Clue(0.7, _UNFLUSHED_EVENTS_CAUSE, _CLOSE_WRITER)
+
+
+def _no_error_shown(block: ErrorBlock, report: ErrorReport) -> bool:
+    """The text tells its story without an error: a crash in it is the story, not the missing
+    events."""
+    return not block.short_type and not any(b.kind == "exception" for b in report.blocks)
 
 
 _WRITERS = frozenset(
