@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from math import prod
 
 from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, Pitfall
+from torchdoctor.catalog.tensor._view_shapes import invalid_view
 
 PITFALL = Pitfall(
     code="TD414",
@@ -101,12 +101,6 @@ class Net(nn.Module):
 """,
 )
 
-# torch >= 1.0, and the TH message before it. The shape is kept to one line, without brackets.
-_INVALID_SHAPE = re.compile(
-    r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size(?: (?P<size>\d+))?"
-    r"|size '\[(?P<old_shape>[-\d x]*)\]' is invalid for input with (?P<old_size>\d+) elements"
-)
-
 _FREE_DIMENSION = {
     "en": "`view` / `reshape` to [{shape}] needs a multiple of {known} elements (the sizes "
     "written into the shape), but the tensor has {size}: a feature count or batch size written "
@@ -129,18 +123,14 @@ _FIXED = {
 
 @PITFALL.error_check(types=("RuntimeError",))
 def invalid_shape(block: ErrorBlock, report: ErrorReport) -> Clue | None:
-    if "is invalid for input" not in block.message:
-        return None
-    found = _INVALID_SHAPE.search(block.message)
+    found = invalid_view(block.message)
     if found is None:
         return None
-    shape = found["shape"] if found["shape"] is not None else found["old_shape"]
-    sizes = [int(s) for s in re.findall(r"-?\d+", shape)]
+    sizes, size = found.sizes, found.size
     known = prod(s for s in sizes if s != -1)
-    if not (found["size"] or found["old_size"]):  # the message cut off before the size
+    if size is None:  # the message cut off before the size
         fields = {"shape": ", ".join(map(str, sizes)), "known": str(known), "size": "?"}
         return Clue(0.75, _FREE_DIMENSION if -1 in sizes else _FIXED, None, fields)
-    size = int(found["size"] or found["old_size"])
     if -1 in sizes and known and size % known == 0:
         return None  # the sizes fit: not a written size, something this entry cannot tell
     fields = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from math import prod
 
 from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, lazy_compile, Pitfall
+from torchdoctor.catalog.tensor._view_shapes import invalid_view
 
 PITFALL = Pitfall(
     code="TD418",
@@ -173,9 +174,6 @@ def batch_sizes_differ(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     return Clue(0.45, _CONCATENATED, None, fields)
 
 
-# `view`/`reshape` to a shape the tensor's size does not fit (see view-shape-mismatch); each
-# check below reads the sizes it needs: none free, or `[-1, row]`.
-_VIEW = lazy_compile(r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size (?P<size>\d+)")
 _SMALLER_BATCH_VIEWED = {
     "en": "`view` / `reshape` to [{shape}] asks for {batch} rows of {row} elements, and the "
     "tensor holds {size} = {rows} x {row}: exactly {rows} rows, what a smaller batch gives. The "
@@ -191,13 +189,12 @@ _SMALLER_BATCH_VIEWED = {
 def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A shape whose first size is the batch: the tensor is a whole number of its rows, fewer
     than the shape asks for (the last batch); any other misfit is view-shape-mismatch's."""
-    found = _VIEW.search(block.message)
-    if found is None:
+    found = invalid_view(block.message)
+    if found is None or found.size is None:
         return None
-    sizes = _sizes(found["shape"])
+    sizes, size = found.sizes, found.size
     if -1 in sizes:  # a free dimension: the size cannot be a smaller batch of these rows
         return None
-    size = int(found["size"])
     row = prod(sizes[1:])
     if len(sizes) < 2 or row <= 1 or size % row or not 0 < size // row < sizes[0]:
         return None
@@ -237,14 +234,16 @@ _BATCH_IN_ROW_FIX = {
 def batch_in_flat_row(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A flattening view whose row size carries the batch: its premise, an output of one sample
     against a target of a full batch, is the loss's warning printed earlier."""
-    found = _VIEW.search(block.message)
-    flat = _sizes(found["shape"]) if found is not None else []
+    found = invalid_view(block.message)
+    if found is None or found.size is None:
+        return None
+    flat = found.sizes
     if len(flat) != 2 or flat[0] != -1 or flat[1] < 0:
         return None
     warned = report.search(_ONE_SAMPLE_OUTPUT)
     if warned is None or _sizes(warned["rest"]) != _sizes(warned["input_rest"]):
         return None
-    batch, row, size = int(warned["batch"]), flat[1], int(found["size"])
+    batch, row, size = int(warned["batch"]), flat[1], found.size
     if batch < 2 or row % batch:
         return None
     sample = row // batch
