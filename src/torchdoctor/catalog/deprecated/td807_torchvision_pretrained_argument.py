@@ -6,7 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.deprecated._torchvision_weights import BUILDERS, NAMES, PARAMETERS
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, in_compat_fallback
 
 PITFALL = Pitfall(
     code="TD807",
@@ -177,8 +177,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if "pretrained" not in given and "pretrained_backbone" not in given:
         return
     members = BUILDERS.get(ctx.qualname(func) or "")
-    if members is None:
-        return
+    if members is None or in_compat_fallback(ctx, call):
+        return  # not a builder, or code kept for the torchvision that has no `weights=`
     spread = None in given  # `**kwargs` may hold the new argument
     for (old, new), spec in zip(PARAMETERS, members):
         keyword = given.get(old)

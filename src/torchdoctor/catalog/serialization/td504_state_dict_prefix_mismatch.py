@@ -13,6 +13,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     lazy_compile,
     per_file,
+    subtree,
 )
 from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
@@ -138,7 +139,7 @@ def check_loop(node: ast.For, ctx: Context) -> Iterator[Finding]:
     if key is None:
         return
     body = [n for statement in node.body for n in ast.walk(statement)]
-    yield from _reported(_surgeries(body, key), node.iter.func.value, ctx)
+    yield from _reported(_surgeries(body, key), node.iter.func.value, ctx, body)
 
 
 @PITFALL.static(*COMPREHENSIONS)
@@ -149,7 +150,7 @@ def check_comprehension(node: ast.expr, ctx: Context) -> Iterator[Finding]:
         return
     parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
     body = [n for part in (*parts, *generator.ifs) for n in ast.walk(part)]
-    yield from _reported(_surgeries(body, key), generator.iter.func.value, ctx)
+    yield from _reported(_surgeries(body, key), generator.iter.func.value, ctx, body)
 
 
 def _key_variable(source: ast.expr, target: ast.expr, ctx: Context) -> str | None:
@@ -211,13 +212,87 @@ def _surgeries(nodes: list[ast.AST], key: str) -> list[tuple[ast.AST, str]]:
 
 
 def _reported(
-    surgeries: list[tuple[ast.AST, str]], source: ast.expr, ctx: Context
+    surgeries: list[tuple[ast.AST, str]], source: ast.expr, ctx: Context, body: list[ast.AST]
 ) -> Iterator[Finding]:
     """The surgeries of a loop over `source`'s items or keys, when `source` is a state dict
-    (asked only then: following a name to its assignments reads the whole file's index)."""
-    if surgeries and _is_state_dict(source, ctx):
-        for node, prefix in surgeries:
-            yield ctx.finding(PITFALL, node, surgery=ctx.text(node), prefix=prefix)
+    (asked only then: following a name to its assignments reads the whole file's index). Each
+    cut once (the same `k[7:]` in a comprehension's key and its filter is one mistake); none
+    whose result the loop tests against the keys it wants (`if k[7:] in model_dict`: a key cut
+    wrongly is dropped by design, not loaded by mistake); no `module.` cut in a file whose
+    every saved model is wrapped in DataParallel (it reads back what it wrote)."""
+    if not surgeries or not _is_state_dict(source, ctx):
+        return
+    shown = {
+        ctx.text(node.left)
+        for node in body
+        if type(node) is ast.Compare and len(node.ops) == 1 and type(node.ops[0]) is ast.In
+    }
+    for node, prefix in surgeries:
+        text = ctx.text(node)
+        if text in shown or prefix == "module." and _saves_wrapped_models_only(ctx):
+            continue
+        shown.add(text)
+        yield ctx.finding(PITFALL, node, surgery=text, prefix=prefix)
+
+
+_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
+
+
+@per_file
+def _saves_wrapped_models_only(ctx: Context) -> bool:
+    """Every model state dict this file passes to `torch.save` is `x.state_dict()` of a name
+    its function last bound, in a block holding the save, to a model wrapped in `DataParallel`
+    or `DistributedDataParallel` (`.cuda()` / `.to()` after it allowed): each key of what it
+    saves starts with `module.`. Optimizer, scheduler and scaler states are left out."""
+    if "DataParallel" not in ctx.source:
+        return False
+    found = index_of(ctx, ctx.tree)
+    saved = False
+    for call in found.calls_named(ctx.tree, ("save",)):
+        if ctx.qualname(call.func) != "torch.save":
+            continue
+        for node in subtree(call):
+            if type(node) is not ast.Call or ctx.method_name(node) != "state_dict":
+                continue
+            owner = node.func.value  # type: ignore[attr-defined]
+            if type(owner) is ast.Name and any(
+                word in owner.id.lower() for word in ("optim", "sched", "scaler")
+            ):
+                continue
+            if type(owner) is not ast.Name or not _wrapped_before(ctx, found, owner.id, call):
+                return False
+            saved = True
+    return saved
+
+
+def _wrapped_before(ctx: Context, found, name: str, call: ast.Call) -> bool:
+    """The last binding of `name` before `call`, in its function and in a block holding it,
+    wraps a model in DataParallel or DistributedDataParallel."""
+    scope = found.scopes[found.number[call]]
+    holding, node = set(), call
+    while node is not None:
+        node = found.parents.get(node)
+        holding.add(node)
+    before = [
+        assign
+        for assign in found.assignments(scope, name)
+        if assign.lineno < call.lineno
+        and found.is_local(scope, assign)
+        and found.parents.get(assign) in holding
+    ]
+    if not before:
+        return False
+    value = before[-1].value
+    while (
+        type(value) is ast.Call
+        and type(value.func) is ast.Attribute
+        and value.func.attr in ("cuda", "to")
+    ):
+        value = value.func.value
+    if type(value) is not ast.Call:
+        return False
+    qualname = ctx.qualname(value.func) or ""
+    return qualname.rpartition(".")[2] in _WRAPPERS
 
 
 def _stripped_prefix(node: ast.AST, key: str, guarded: bool) -> str | None:

@@ -87,11 +87,13 @@ tensor, which `.numpy()` could not read anyway. Where the original call would ha
 
 ## Known problems
 A model whose parameters were all frozen, or code that only runs under a `torch.no_grad()`
-set up by its caller, produces outputs that do not require grad; files that freeze parameters
-or switch grad off globally (`requires_grad_(False)`, `set_grad_enabled`) are skipped for the
-grad case. Tensors whose origin is not visible in the same block are not checked. A module
-passed in as a parameter is taken to have weights only when its name says it is a model
-(`model`, `net`, `encoder`...): `conversion(output)` may well have none.
+set up by its caller, produces outputs that do not require grad: a function every call of which
+in the same file is under `no_grad` is taken as such, a caller in another file is not seen.
+Files that freeze parameters or switch grad off globally (`requires_grad_(False)`,
+`set_grad_enabled`) are skipped for the grad case. Tensors whose origin is not visible in the
+same block are not checked. A module passed in as a parameter is taken to have weights only
+when its name says it is a model (`model`, `net`, `encoder`...): `conversion(output)` may well
+have none.
 """,
         "zh": """
 ## What it catches
@@ -119,7 +121,8 @@ tensor to host memory first.`
 如果原来的调用其实能运行（处在规则看不到的 `no_grad` 之下），这两步都不起作用，结果完全相同。
 
 ## Known problems
-所有参数都被冻结的模型，或者只会在调用方设置的 `torch.no_grad()` 之下运行的代码，其输出并不需要梯度；
+所有参数都被冻结的模型，或者只会在调用方设置的 `torch.no_grad()` 之下运行的代码，其输出并不需要梯度：
+同一文件中每次调用都处在 `no_grad` 之下的函数会被这样看待，其他文件中的调用方则看不到。
 冻结参数或全局关闭梯度（`requires_grad_(False)`、`set_grad_enabled`）的文件不做梯度方面的检查。
 来源不在同一代码块中可见的张量不检查。作为参数传入的模块，只有名字表明它是模型（`model`、`net`、
 `encoder` 等）时才认为它有权重：`conversion(output)` 这样的模块很可能没有参数。
@@ -322,14 +325,79 @@ def _call_suffix(call: ast.Call, ctx: Context) -> str:
 
 
 def _grad_off_here(ctx: Context) -> bool:
-    """Inside `with torch.no_grad():` or a function decorated with it (or inference_mode)."""
+    """Inside `with torch.no_grad():` or a function decorated with it (or inference_mode), or
+    in a function every call of which in this file is."""
     for node in ctx.ancestors:
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            if any(_is_no_grad(item.context_expr, ctx) for item in node.items):
-                return True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(_is_no_grad(decorator, ctx) for decorator in node.decorator_list):
-                return True
+        if _turns_grad_off(node, ctx):
+            return True
+    function = ctx.enclosing_function()
+    return function is not None and _called_with_grad_off(ctx, function)
+
+
+def _turns_grad_off(node: ast.AST, ctx: Context) -> bool:
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return any(_is_no_grad(item.context_expr, ctx) for item in node.items)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return any(_is_no_grad(decorator, ctx) for decorator in node.decorator_list)
+    return False
+
+
+@per_file
+def _called_with_grad_off(ctx: Context, function: ast.AST) -> bool:
+    """`function` is called in this file, and every call of it is under `no_grad` (XLM's
+    `GLUE.eval`, which `run` calls in a `with torch.no_grad():`): a module function by its
+    name, a method as `self.<name>(...)` in its class. A call of the name on another receiver
+    is taken for another function only when it passes fewer arguments than this one needs
+    (`self.proj.eval()` beside `def eval(self, split)`)."""
+    found = index(ctx)
+    owner = found.parents.get(function)
+    method = isinstance(owner, ast.ClassDef)
+    if not (method or isinstance(owner, ast.Module)):
+        return False
+    args = function.args  # type: ignore[attr-defined]
+    needed = len(args.posonlyargs) + len(args.args) - len(args.defaults) - int(method)
+    calls = []
+    for call in found.calls_named(ctx.tree, (function.name,)):  # type: ignore[attr-defined]
+        func = call.func
+        if method and type(func) is ast.Name:
+            continue  # a bare name: not a method
+        if method and type(func) is ast.Attribute and type(func.value) is ast.Name:
+            caller = found.parents.get(found.scopes[found.number[call]])
+            if func.value.id == "self" and _another_class(caller, owner):
+                continue  # `self` there is an instance of a class that is not this one
+            mine = func.value.id == "self" and caller is owner
+        else:
+            mine = not method and type(func) is ast.Name
+        if mine:
+            calls.append(call)
+        elif not (
+            len(call.args) < needed
+            and not call.keywords
+            and not any(type(a) is ast.Starred for a in call.args)
+        ):
+            return False  # maybe a call of this function with grad on
+    return bool(calls) and all(_under_no_grad(call, found, ctx) for call in calls)
+
+
+def _another_class(caller: ast.AST | None, owner: ast.ClassDef) -> bool:
+    """`caller` is a class other than `owner` and not derived from it by name."""
+    return (
+        isinstance(caller, ast.ClassDef)
+        and caller is not owner
+        and owner.name
+        not in {getattr(base, "id", getattr(base, "attr", "")) for base in caller.bases}
+    )
+
+
+def _under_no_grad(call: ast.Call, found, ctx: Context) -> bool:
+    """`call` is in a `no_grad` block of its function, or in a function decorated with it."""
+    node = found.parents.get(call)
+    while node is not None:
+        if _turns_grad_off(node, ctx):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        node = found.parents.get(node)
     return False
 
 

@@ -88,8 +88,10 @@ them by hand.
 
 ## Known problems
 The scan reads tokens, not C++: a project that defines its own `AT_CHECK` macro for
-compatibility is reported anyway (add `// noqa: TD707` on that line). `THC/THCAtomics.cuh` and
-`THC/THCDeviceUtils.cuh` are not reported: PyTorch still ships them as forwarding headers.
+compatibility (`#define AT_CHECK TORCH_CHECK`) is reported anyway (add `// noqa: TD707` on that
+line); the reverse shim for torch before the rename, `#define TORCH_CHECK AT_CHECK`, is not.
+`THC/THCAtomics.cuh` and `THC/THCDeviceUtils.cuh` are not reported: PyTorch still ships them as
+forwarding headers.
 """,
         "zh": """
 ## What it catches
@@ -124,8 +126,9 @@ at::DeprecatedTypeProperties' to 'c10::ScalarType'`，以及弃用警告
 THC 调用只报告、不自动修复：请手动删除。
 
 ## Known problems
-扫描看的是记号而不是 C++ 语法：如果项目为了兼容自己定义了 `AT_CHECK` 宏，也会被报告
-（在那一行加 `// noqa: TD707`）。`THC/THCAtomics.cuh` 与 `THC/THCDeviceUtils.cuh` 不会被报告：
+扫描看的是记号而不是 C++ 语法：如果项目为了兼容自己定义了 `AT_CHECK` 宏
+（`#define AT_CHECK TORCH_CHECK`），也会被报告（在那一行加 `// noqa: TD707`）；为改名之前的 torch
+反向定义的 `#define TORCH_CHECK AT_CHECK` 则不会。`THC/THCAtomics.cuh` 与 `THC/THCDeviceUtils.cuh` 不会被报告：
 PyTorch 仍然以转发头文件的形式提供它们。
 """,
     },
@@ -214,6 +217,9 @@ _RENAMED = {
     "THCNumerics": ("at::_isnan / std:: functions", None),
 }
 _IDENTIFIER = re.compile(r"\b(?:" + "|".join(_RENAMED) + r")\b")
+# `#define TORCH_CHECK AT_CHECK`: the new name defined as the old one, for torch before the
+# rename (under `#ifndef TORCH_CHECK`), which current torch never compiles.
+_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)")
 _GET_STREAM = re.compile(r"\bTHCState_getCurrentStream\s*\(")
 _DATA = re.compile(r"(?:\.|->)\s*(?P<name>data)\s*<\s*(?P<type>[\w:]+(?:\s*\*)?)\s*>\s*\(\s*\)")
 _DISPATCH = re.compile(r"\bAT_DISPATCH_\w+\s*\(")
@@ -265,12 +271,21 @@ def _identifiers(source: NativeSource) -> Iterator[Finding]:
     for match in _IDENTIFIER.finditer(source.code):
         old = match.group()
         new, applicability = _RENAMED[old]
+        if _defines(source, match.start(), new):
+            continue
         fix = (
             source.fix(PITFALL, applicability, source.edit(*match.span(), new))
             if applicability
             else None
         )
         yield source.finding(PITFALL, *match.span(), fix=fix, old=old, new=new)
+
+
+def _defines(source: NativeSource, offset: int, name: str) -> bool:
+    """The line holding `offset` is a `#define` of `name`."""
+    line, column = source.position(offset)
+    defined = _DEFINE.match(source.code, offset - column + 1)
+    return defined is not None and defined["name"] == name and defined.end() <= offset
 
 
 def _get_stream(source: NativeSource) -> Iterator[Finding]:
