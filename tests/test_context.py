@@ -248,3 +248,23 @@ def test_positions_are_character_based(source, line, column):
     ctx = Context("t.py", source, tree)
     node = tree.body[-1] if len(tree.body) == 1 else tree.body[1]
     assert ctx.position(ctx.span(node)[0]) == (line, column)
+
+
+def test_names_are_read_as_python_reads_them_in_a_file_with_other_than_ascii():
+    # A comment in Chinese no longer opens every name gate of the file (half of transformers'
+    # files hold such text), and a name spelled in full-width letters is still that name.
+    source = "# 训练模型\nｍｏｄｅｌ = build()\nmodel.cuda()\n"
+    ctx = Context("t.py", source, ast.parse(source), None)
+    assert ctx.may_name("model") and ctx.may_name("build")
+    assert not ctx.may_name("optimizer")
+    plain = "model = build()\n"
+    assert not Context("p.py", plain, ast.parse(plain), None).may_name("optimizer")
+
+
+def test_a_call_spelled_in_full_width_letters_is_a_call_of_that_name():
+    from torchdoctor.lint.values import may_be_called
+
+    source = "# 注释\ndef step():\n    pass\n\n\nｓｔｅｐ()\n"
+    ctx = Context("t.py", source, ast.parse(source), None)
+    assert may_be_called(ctx, "step")
+    assert not may_be_called(ctx, "train")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
 from typing import Sequence
@@ -160,11 +161,18 @@ class Context:
     def _ascii(self) -> bool:
         return self.source.isascii()
 
+    @cached_property
+    def names_text(self) -> str:
+        """The source as Python reads its names: NFKC-normalized (`ｍｏｄｅｌ` is `model`), which
+        is the source itself when it is ASCII. Searched for names only, never for positions:
+        normalizing may change lengths."""
+        return self.source if self._ascii else unicodedata.normalize("NFKC", self.source)
+
     def may_name(self, word: str) -> bool:
-        """False when no name in the file can be `word` (its source text does not contain it):
-        a rule asking whether the file mentions a name anywhere answers at once. (Python reads
-        names NFKC-normalized, so a source with other than ASCII may spell it otherwise.)"""
-        return word in self.source or not self._ascii
+        """False when no name in the file can be `word` (its source text, as Python reads names,
+        does not contain it): a rule asking whether the file mentions a name anywhere answers
+        at once."""
+        return word in self.names_text
 
     # ---- names -------------------------------------------------------------------------------
 

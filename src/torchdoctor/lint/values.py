@@ -358,8 +358,7 @@ def may_be_called(ctx: Context, name: str) -> bool:
     name(` (read from the file's text before any index is)."""
     if ctx.file_index is not None:  # the calls themselves, by name: no pass over the text
         return name in ctx.file_index.calls
-    called = _names_before_parentheses(ctx)
-    return called is None or name in called
+    return name in _names_before_parentheses(ctx)
 
 
 # Whether `def ` precedes a name written just before `(`, and the name. Matched only where a
@@ -368,15 +367,12 @@ _NAME_AND_PARENTHESIS = lazy_compile(r"\b(def )?(\w++)\(")
 
 
 @per_file
-def _names_before_parentheses(ctx: Context) -> frozenset[str] | None:
+def _names_before_parentheses(ctx: Context) -> frozenset[str]:
     """The names some `name(` of the file's text holds other than a `def name(`: one pass over
     the text for all the file's functions (a search per function would grow with the number
-    of functions times the size of the file). None when names may be spelled otherwise (Python
-    reads them NFKC-normalized)."""
-    if not ctx.source.isascii():
-        return None
+    of functions times the size of the file), read as Python reads names (NFKC-normalized)."""
     return frozenset(
-        name for is_def, name in _NAME_AND_PARENTHESIS.findall(ctx.source) if not is_def
+        name for is_def, name in _NAME_AND_PARENTHESIS.findall(ctx.names_text) if not is_def
     )
 
 

@@ -347,8 +347,8 @@ class _Program:
     def _read_modes_and_gradients(self) -> None:
         """Which functions switch a mode (`.eval()`, `.train()`) or turn gradients off (a
         `no_grad`-like name, `requires_grad = ...`, `.requires_grad_()`)."""
-        found, source = self.found, self.ctx.source
-        if not source.isascii() or any(word in source for word in NO_GRAD_WORDS):
+        found, names = self.found, self.ctx.names_text
+        if any(word in names for word in NO_GRAD_WORDS):
             for table in (found.names, found.attributes):
                 for name in [name for name in table if any(word in name for word in NO_GRAD_WORDS)]:
                     self._set(table[name], "disables_grad")
