@@ -567,7 +567,9 @@ class BlockNames:
     def _last_before(self, index: int, *tables: dict[str, list[int]], name: str) -> int | None:
         if not self.block:
             return None
-        start, end = self._starts[0], self._starts[index]
+        # `index` may be the block's length: before its end, every statement counts.
+        start = self._starts[0]
+        end = self._starts[index] if index < len(self._starts) else self._end
         last = None
         for table in tables:
             numbers = table.get(name, [])

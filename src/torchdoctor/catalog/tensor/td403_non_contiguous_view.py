@@ -42,6 +42,15 @@ PITFALL = Pitfall(
             "zh": "`{name}` 来自第 {line} 行的 `{permute}`，不是连续张量：`.view()` 无法合并被打乱的维度，"
             "运行时会报错；请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
         },
+        "kept": {
+            "en": "`{name}` is computed elementwise from `{source}`, which comes from `{permute}` "
+            "(line {line}): an elementwise result keeps its first operand's layout, so `{name}` "
+            "is not contiguous either and `.view()` raises at run time when it merges the "
+            "reordered dimensions; use `.reshape(...)` or `.contiguous().view(...)`",
+            "zh": "`{name}` 由 `{source}` 逐元素计算得到，而 `{source}` 来自第 {line} 行的 `{permute}`："
+            "逐元素运算的结果沿用第一个操作数的内存布局，所以 `{name}` 同样不连续，`.view()` "
+            "合并被打乱的维度时会在运行时报错；请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
+        },
     },
     fix_title={
         "en": "Use `.reshape(...)` instead of `.view(...)`",
@@ -59,16 +68,19 @@ PITFALL = Pitfall(
 ## What it catches
 `.view(...)` applied to the result of `.permute(...)`, `.transpose(...)`, `.swapaxes(...)`,
 `.movedim(...)`, `.t()`, `.T` or `.mT`, either directly (`x.transpose(1, 2).view(b, -1)`) or
-through a name assigned just before in the same block, when the new shape has fewer
-dimensions than the reordered tensor has contiguous pieces. Then the view must merge two
+through a name assigned before it (in its block or, when nothing between changes the name, a
+block around it), also through elementwise results, which keep their first operand's layout, and
+rows sliced off them (`correct = pred.eq(...)` after `pred = pred.t()`, then
+`correct[:k].view(-1)`, the top-k accuracy of the old ImageNet example), when the new shape has
+fewer dimensions than the reordered tensor has contiguous pieces. Then the view must merge two
 dimensions that are no longer next to each other in memory, which a view cannot do.
 
-It is reported only when the tensor being reordered is known to be contiguous: made by a
-factory (`torch.randn`, `torch.zeros` ...), `.view()`, `.reshape()`, `.flatten()` or
-`.contiguous()`, or the output of a convolution or Linear layer of the module (`self.conv(x)`,
-where `self.conv` is only ever an `nn.Conv2d` ...) in a project that never uses the
-`channels_last` memory format, in the chain or in the assignment of its name just before. A
-function argument or another layer's output may already be permuted in memory (a
+It is reported only when the tensor being reordered is known to be contiguous: made by a factory
+(`torch.randn`, `torch.zeros` ...), `.view()`, `.reshape()`, `.flatten()` or `.contiguous()`,
+unpacked from `topk`, `sort` or `max(dim)`, or the output of a convolution or Linear layer of
+the module (`self.conv(x)`, where `self.conv` is only ever an `nn.Conv2d` ...) in a project that
+never uses the `channels_last` memory format, in the chain or in the assignment of its name just
+before. A function argument or another layer's output may already be permuted in memory (a
 `channels_last` feature map), and reordering it again can make it contiguous.
 
 Views that only split dimensions or merge dimensions that stayed in order work and are not
@@ -104,15 +116,18 @@ checked, because their memory layout is unknown.
         "zh": """
 ## What it catches
 对 `.permute(...)`、`.transpose(...)`、`.swapaxes(...)`、`.movedim(...)`、`.t()`、`.T`、`.mT`
-的结果调用 `.view(...)`：可以是直接链式调用（`x.transpose(1, 2).view(b, -1)`），也可以是同一代码块中
-刚刚赋值的变量。当新形状的维数少于重排后张量的“连续片段”数时报告：这时 view 必须把内存中已经
-不相邻的两个维度合并，而 view 做不到。
+的结果调用 `.view(...)`：可以是直接链式调用（`x.transpose(1, 2).view(b, -1)`），也可以是之前赋值的
+变量（在同一代码块中，或者在外层代码块中且中间没有改动过它），也包括逐元素运算的结果（它沿用第一个
+操作数的内存布局）以及从中切出的若干行（`pred = pred.t()` 之后 `correct = pred.eq(...)`，再
+`correct[:k].view(-1)`，即旧版 ImageNet 示例中的 top-k 准确率）。当新形状的维数少于重排后张量的
+“连续片段”数时报告：这时 view 必须把内存中已经不相邻的两个维度合并，而 view 做不到。
 
-只有在被重排的张量确定是连续的时候才报告：它由工厂函数（`torch.randn`、`torch.zeros` 等）、`.view()`、
-`.reshape()`、`.flatten()` 或 `.contiguous()` 得到，或者是模块中卷积层或 Linear 层的输出（`self.conv(x)`，
-且 `self.conv` 只被赋值为 `nn.Conv2d` 等）并且整个项目从不使用 `channels_last` 内存格式；出现在同一条链中，
-或出现在紧挨着的变量赋值中。函数参数或其他层的输出在内存中可能本来就是重排过的（例如 `channels_last`
-的特征图），再重排一次反而可能变得连续。
+只有在被重排的张量确定是连续的时候才报告：它由工厂函数（`torch.randn`、`torch.zeros` 等）、
+`.view()`、`.reshape()`、`.flatten()` 或 `.contiguous()` 得到，由 `topk`、`sort` 或 `max(dim)`
+解包得到，或者是模块中卷积层或 Linear 层的输出（`self.conv(x)`，且 `self.conv` 只被赋值为
+`nn.Conv2d` 等）并且整个项目从不使用 `channels_last` 内存格式；出现在同一条链中，或出现在紧挨着的
+变量赋值中。函数参数或其他层的输出在内存中可能本来就是重排过的（例如 `channels_last` 的特征图），
+再重排一次反而可能变得连续。
 
 只拆分维度、或者只合并顺序未变的相邻维度的 view 是合法的，不会报告，例如
 `x.transpose(1, 2).view(b, c, h, w)`（拆分一个维度）和 `x.permute(0, 2, 3, 1).view(1, -1, dim)`
@@ -223,13 +238,26 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     block, index = ctx.statement_block() or ([], 0)
     variant, fields = "", {}
     permuted = receiver
+    if type(receiver) is ast.Subscript and _leading_slice(receiver.slice):
+        receiver = receiver.value  # `correct[:k]`: rows of it, laid out as it is
     if isinstance(receiver, ast.Name):
-        found = _assignment_before(receiver.id, block, index, _is_permuting, ctx)
+        found = _reaching_assignment(receiver.id, ctx, _permuting_or_keeping)
         if found is None:
             return
-        statement, index = found
-        permuted = statement.value
+        statement, index, block = found
         variant, fields = "name", {"name": receiver.id, "line": statement.lineno}
+        permuted = statement.value
+        for _ in range(MAX_KEEPING_HOPS):  # `correct = pred.eq(...)` after `pred = pred.t()`
+            kept = _layout_source(permuted, ctx)
+            if kept is None:
+                break
+            found = _assignment_before(kept.id, block, index, _permuting_or_keeping, ctx)
+            if found is None:
+                return
+            statement, index = found
+            permuted = statement.value
+            variant = "kept"
+            fields.update(source=kept.id, line=statement.lineno)
     parts = _permuting_parts(permuted, ctx)
     if parts is None:
         return
@@ -315,6 +343,41 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     return statement, position
 
 
+def _reaching_assignment(name: str, ctx: Context, wanted) -> tuple[ast.stmt, int, list] | None:
+    """(statement, position, block) of the `name = <value>` that reaches the statement being
+    checked, when `wanted(value, ctx)` holds: in its own block, or in a block around it when
+    the blocks between neither bind nor change `name` (a loop around must not change it
+    anywhere in its body, for the next turn), within one function."""
+    ancestors = ctx.ancestors
+    for level in range(len(ancestors) - 1, 0, -1):
+        owner = ancestors[level - 1]
+        place = ctx.block_position(ancestors[level], owner)
+        if place is None:
+            return None
+        block, index = place
+        found = _assignment_before(name, block, index, wanted, ctx)
+        if found is not None:
+            return (*found, block)
+        if (
+            _changed_in(ctx, name, block, -1, index)
+            or isinstance(owner, _SCOPES)
+            or _binds_in_header(owner, name)
+            or isinstance(owner, _LOOPS)
+            and _changed_in(ctx, name, block, index, len(block))
+        ):
+            return None
+    return None
+
+
+def _changed_in(ctx: Context, name: str, block: list[ast.stmt], first: int, end: int) -> bool:
+    """A statement of `block[first + 1 : end]` binds `name` or changes it in place."""
+    changed = bound_between(ctx, name, block, first, end, in_place=True)
+    if changed is not None:
+        return changed
+    position = block_names(ctx, block).last_changed_before(name, end)
+    return position is not None and position > first
+
+
 def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> bool:
     """True when `tensor` is surely laid out contiguously (made by a factory, `.view()`,
     `.contiguous()`, a convolution ...), directly, through a name assigned just before in the
@@ -324,9 +387,35 @@ def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Cont
     if isinstance(tensor, ast.Name):
         if _assignment_before(tensor.id, block, index, _makes_contiguous, ctx) is not None:
             return True
+        if _unpacked_from_fresh(tensor.id, block, index, ctx):
+            return True
         function = ctx.enclosing_function()
         return function is not None and _passed_contiguous(ctx, function, tensor.id)
     return _makes_contiguous(tensor, ctx)
+
+
+# Methods returning (values, indices) as new tensors, each laid out contiguously.
+FRESH_PAIRS = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median"})
+
+
+def _unpacked_from_fresh(name: str, block: list[ast.stmt], index: int, ctx: Context) -> bool:
+    """The last statement before `block[index]` that binds `name` or changes it in place is
+    `_, name = x.topk(...)` (or `sort`, `max(dim)`...): a new, contiguous tensor."""
+    if not any(type(s) is ast.Assign and type(s.targets[0]) is ast.Tuple for s in block[:index]):
+        return False  # most blocks: no tuple assignment, no index to read
+    position = block_names(ctx, block).last_changed_before(name, index)
+    if position is None:
+        return False
+    statement = block[position]
+    return (
+        type(statement) is ast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is ast.Tuple
+        and any(type(e) is ast.Name and e.id == name for e in statement.targets[0].elts)
+        and type(statement.value) is ast.Call
+        and ctx.method_name(statement.value) in FRESH_PAIRS
+        and bool(statement.value.args)
+    )
 
 
 @per_file
@@ -460,6 +549,47 @@ def _assigns_only(statement: ast.stmt, name: str) -> bool:
 
 def _is_permuting(expr: ast.AST, ctx: Context) -> bool:
     return _permuting_parts(expr, ctx) is not None
+
+
+def _permuting_or_keeping(expr: ast.AST, ctx: Context) -> bool:
+    return _permuting_parts(expr, ctx) is not None or _layout_source(expr, ctx) is not None
+
+
+# Elementwise methods whose result is laid out as their receiver is (torch's TensorIterator
+# orders the output's dimensions by its first operand that tells an order): comparisons, casts,
+# arithmetic, pointwise functions.
+LAYOUT_KEEPING = frozenset(
+    """
+eq ne lt le gt ge float double half bfloat16 long int short bool byte char type_as
+add sub mul div abs neg sign sigmoid tanh relu exp log sqrt clamp pow
+""".split()
+)
+MAX_KEEPING_HOPS = 4
+_KEEPING_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def _layout_source(expr: ast.AST, ctx: Context) -> ast.Name | None:
+    """The name an elementwise result takes its layout from: `pred` in `pred.eq(...)`,
+    `pred == target`, `(pred == target).float()`, `pred * 2`; None for anything else."""
+    for _ in range(MAX_KEEPING_HOPS):
+        if type(expr) is ast.Call and type(expr.func) is ast.Attribute:
+            if expr.func.attr not in LAYOUT_KEEPING or ctx.qualname(expr.func) is not None:
+                return None  # `torch.eq(...)` and other module functions: not a method
+            expr = expr.func.value
+        elif type(expr) is ast.Compare and len(expr.ops) == 1:
+            expr = expr.left
+        elif type(expr) is ast.BinOp and isinstance(expr.op, _KEEPING_OPERATORS):
+            expr = expr.left
+        else:
+            return None
+        if type(expr) is ast.Name:
+            return expr
+    return None
+
+
+def _leading_slice(index: ast.AST) -> bool:
+    """`[:k]`, `[a:b]`: rows of the first dimension, which keep the tensor's strides."""
+    return type(index) is ast.Slice and index.step is None
 
 
 def _permuting_parts(expr: ast.AST, ctx: Context) -> tuple[str, ast.AST, list[ast.AST]] | None:
