@@ -156,6 +156,25 @@ def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
 
 
+def test_a_project_launching_its_processes_with_the_old_spelling_keeps_it(tmp_path):
+    # ParallelWaveGAN ships its own launcher, which passes `--local_rank=N` to each process.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--rank', '--local_rank', type=int, default=0)\n"
+    )
+    (tmp_path / "launch.py").write_text(
+        "import subprocess\n\ncmd = ['python', 'train.py']\n"
+        "cmd.append('--local_rank')  # not the launcher's `=` form: still reported\n"
+    )
+    assert "train.py:5:31: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    (tmp_path / "launch.py").write_text(
+        "import subprocess\n\nfor rank in range(2):\n"
+        "    cmd = ['python', 'train.py', '--local_rank={}'.format(rank)]\n"
+    )
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+
+
 def test_a_project_that_loads_pickled_objects_saves_whole_models_on_purpose(tmp_path):
     _project(tmp_path)
     (tmp_path / "load.py").write_text(

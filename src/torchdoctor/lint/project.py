@@ -70,6 +70,9 @@ _MARKERS = {
     # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
     # a training loop calling a model of the project may have them cleared out of sight.
     "self.zero_grad": (b"zero_grad", re.compile(rb"self\.zero_grad[ \t]*\(")),
+    # The project launches its own processes with `--local_rank=N` (a launcher of its own, as
+    # ParallelWaveGAN ships): an option spelled `--local_rank` is the one it passes.
+    "--local_rank=": (b"--local_rank=", re.compile(rb"""['"]--local_rank=""")),
 }
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
 # in `weights_only` loads. The class names such a file mentions are kept (the list is often

@@ -44,7 +44,8 @@ PITFALL = Pitfall(
 ## What it catches
 An argparse option `--local_rank` declared without the `--local-rank` spelling, in a project
 that never reads the `LOCAL_RANK` environment variable (in this file or any other of the
-project: `os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`, `"LOCAL_RANK" in os.environ`).
+project: `os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`, `"LOCAL_RANK" in os.environ`)
+and never launches its processes itself with `--local_rank=N` (a launcher of its own).
 
 ## Why is this bad?
 The old launcher `python -m torch.distributed.launch` used to pass `--local_rank=N` to every
@@ -67,7 +68,7 @@ working. It does not add the `LOCAL_RANK` fallback that `torchrun` needs: use
 ## What it catches
 argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法，而且整个项目（本文件或项目中的
 任何其他文件）都没有读取 `LOCAL_RANK` 环境变量（`os.environ["LOCAL_RANK"]`、`os.getenv("LOCAL_RANK")`、
-`"LOCAL_RANK" in os.environ`）。
+`"LOCAL_RANK" in os.environ`），也没有自己用 `--local_rank=N` 启动进程（项目自带的启动器）。
 
 ## Why is this bad?
 旧的启动方式 `python -m torch.distributed.launch` 以前会给每个进程传 `--local_rank=N`。
@@ -112,6 +113,7 @@ torch.cuda.set_device(args.local_rank)
 OLD_SPELLING = "--local_rank"
 NEW_SPELLING = "--local-rank"
 ENV_VARIABLE = "LOCAL_RANK"
+_OWN_LAUNCH = "--local_rank="  # a project marker (lint/project.py)
 
 
 @PITFALL.static(ast.Call, names={"add_argument"})
@@ -121,6 +123,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if _reads_local_rank_env(ctx) or ctx.project.reads_env(ENV_VARIABLE):
         return  # torchrun's way is handled somewhere in the file, or in the project
+    if _OWN_LAUNCH in ctx.source or ctx.project.has(_OWN_LAUNCH):
+        return  # the project launches its processes itself, with this spelling
     quote = '"' if ctx.text(option)[:1] != "'" else "'"
     _, end = ctx.span(option)
     fix = ctx.fix(PITFALL, "safe", ctx.edit(end, end, f", {quote}{NEW_SPELLING}{quote}"))
