@@ -13,6 +13,8 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    block_names,
+    bound_between,
     index,
     index_of,
     is_parameter,
@@ -20,6 +22,7 @@ from torchdoctor.catalog.sdk import (
     makes_generator,
     passed_values,
     per_file,
+    plain_assignments,
     shorten,
 )
 
@@ -220,6 +223,8 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         values = [expr]
     elif isinstance(expr, ast.Name):
         values = _name_assignments(expr.id, ctx)
+        if values is None:  # also bound otherwise: what reaches this statement from its block
+            values = _assigned_just_before(expr.id, ctx)
         function = ctx.enclosing_function()
         if values is None and function is not None and is_parameter(function, expr.id):
             values = _passed_iterators(ctx, function, expr.id)
@@ -231,6 +236,19 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         return None
     iterated = [_iterated_by(value, ctx) for value in values]
     return None if None in iterated else iterated
+
+
+def _assigned_just_before(name: str, ctx: Context) -> list[ast.expr] | None:
+    """The value of the last `name = value` before the statement being checked, in its block,
+    when nothing between binds `name` again (`loader = iter(loader)` on a parameter)."""
+    block, index_ = ctx.statement_block() or ([], 0)
+    found = [at for at in plain_assignments(ctx, block).get(name, []) if at < index_]
+    if not found:
+        return None
+    changed = bound_between(ctx, name, block, found[-1], index_)
+    if changed is None:
+        changed = block_names(ctx, block).last_bound_before(name, index_) != found[-1]
+    return None if changed else [block[found[-1]].value]  # type: ignore[attr-defined]
 
 
 @per_file
@@ -271,7 +289,7 @@ def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:
         return None
     func = value.func
     if isinstance(func, ast.Name) and func.id == "iter" and len(value.args) == 1:
-        return None if _binds(ctx, "iter") else value.args[0]
+        return None if _binds(ctx, "iter") and _shadowed_at(ctx, "iter", value) else value.args[0]
     if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
         return func.value
     return None
@@ -412,6 +430,24 @@ def _is_self_attribute(node: ast.AST) -> bool:
 
 
 @per_file
+def _shadowed_at(ctx: Context, name: str, node: ast.AST) -> bool:
+    """Some binding of `name` is in a scope around `node` (its function, the functions around
+    it, the module): `def lr_poly(base_lr, iter, ...)` shadows the builtin in `lr_poly` only."""
+    found = index(ctx)
+    around, scope = [], found.scopes[found.number[node]]
+    while scope is not None and scope not in around:
+        around.append(scope)
+        scope = found.scopes[found.number[scope]] if scope is not ctx.tree else None
+    binders = [found.nodes[at] for at in found.stored.get(name, ())]
+    binders += [
+        node for node in found.everywhere(*_OTHER_BINDERS) if name in _bound_otherwise(node)
+    ]
+    return any(
+        found.scopes[found.number[binder]] in around and not _in_class_body(binder, found.parents)
+        for binder in binders
+    )
+
+
 def _binds(ctx: Context, name: str) -> bool:
     """True when the file binds `name` anywhere, shadowing the builtin of that name.
 

@@ -59,6 +59,13 @@ PITFALL = Pitfall(
             "zh": "`{scheduler}.step()` 在本循环中先于 `{step}` 执行，而 `{function}` 会更新优化器："
             "自 PyTorch 1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；请在它之后调用调度器",
         },
+        "handed": {
+            "en": "`{scheduler}.step()` runs before `{step}` in this loop, which is handed the "
+            "optimizer to train with: since PyTorch 1.1 the optimizer steps first, otherwise the "
+            "first learning rate of the schedule is skipped; step the scheduler after it",
+            "zh": "`{scheduler}.step()` 在本循环中先于 `{step}` 执行，而后者拿到优化器去训练："
+            "自 PyTorch 1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；请在它之后调用调度器",
+        },
         "event": {
             "en": "`{scheduler}.step()` runs on `{event}`, before the optimizer steps in that "
             "epoch or iteration: since PyTorch 1.1 the optimizer steps first, otherwise the first "
@@ -91,9 +98,11 @@ Two mistakes with `torch.optim.lr_scheduler`:
 
 - `scheduler.step()` called before `optimizer.step()` in the same loop, or before a call of a
   function of the same file that steps the optimizer (`scheduler.step(); train(loader, model,
-  optimizer)` at the top of the epoch loop), or in an ignite handler on `EPOCH_STARTED` or
-  `ITERATION_STARTED`. Since PyTorch 1.1 the order is the other way round: update the weights,
-  then move the schedule on.
+  optimizer)` at the top of the epoch loop), or before a call in the loop of a function of
+  another module named to train that is handed the optimizer (`train(cfg, loader, model,
+  criterion, optimizer, epoch)`, `trainer.train(epoch, loader, optimizer)`), or in an ignite
+  handler on `EPOCH_STARTED` or `ITERATION_STARTED`. Since PyTorch 1.1 the order is the other
+  way round: update the weights, then move the schedule on.
 - A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
   epoch loop). It is reported only when the numbers say epochs: the milestones, `step_size` or
@@ -132,7 +141,9 @@ checked. The per-batch case needs the scheduler to be built in the same function
 `torch.optim.lr_scheduler` 的两种错误用法：
 
 - 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用，或先于调用本文件中会更新优化器的
-  函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`），或放在 ignite 的
+  函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`），或先于循环中调用另一个
+  模块里以训练命名、并拿到优化器的函数（`train(cfg, loader, model, criterion, optimizer, epoch)`、
+  `trainer.train(epoch, loader, optimizer)`），或放在 ignite 的
   `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里。自 PyTorch 1.1 起顺序相反：
   先更新权重，再推进学习率调度。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
@@ -252,6 +263,12 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
             step = f"{function}(...)"
             yield ctx.finding(PITFALL, call, "call", scheduler=name, step=step, function=function)
         return
+    handed = _optimizer_handed_after(node, loops[0], ctx)
+    if handed is not None:
+        if not _compensated(ctx):
+            step = f"{ctx.text(handed.func)}(...)"
+            yield ctx.finding(PITFALL, call, "handed", scheduler=name, step=step)
+        return
     schedule = _epoch_schedule_stepped_per_batch(scheduler, loops, ctx)
     if schedule:
         yield ctx.finding(PITFALL, call, "per_batch", scheduler=name, schedule=schedule)
@@ -354,6 +371,38 @@ def _training_call_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Cal
             continue
         return found if position(found) > position(node) else None
     return None
+
+
+def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Call | None:
+    """`for epoch in ...: scheduler.step(); train(cfg, loader, model, optimizer)` with `train`
+    imported from another module, or `trainer.train(epoch, loader, optimizer)`: the first call
+    in the loop of a function named to train (`train`, `train_epoch`...) that is not this
+    file's own and is given an optimizer, when it comes after the scheduler step."""
+    own = top_level_functions(ctx)
+    whole = index_of(ctx, loop)
+    names = [name for name in whole.calls if name is not None and name.startswith("train")]
+    for found in whole.calls_in_block(loop.body, names, local=True):
+        func = found.func
+        if type(func) is ast.Name:
+            if func.id in own:
+                continue  # this file's function: `_training_call_after` reads it
+            called = func.id
+        elif type(func) is ast.Attribute:
+            called = func.attr
+        else:
+            continue
+        if called.startswith("train") and any(
+            _names_an_optimizer(value, ctx)
+            for value in (*found.args, *(k.value for k in found.keywords))
+        ):
+            return found if position(found) > position(node) else None
+    return None
+
+
+def _names_an_optimizer(expr: ast.AST, ctx: Context) -> bool:
+    """`optimizer`, `self.optim`, `opt_g`: a name or attribute that says it is an optimizer."""
+    name = expr.id if type(expr) is ast.Name else expr.attr if type(expr) is ast.Attribute else ""
+    return name.lower().startswith(("optim", "opt_")) or name.lower() in ("opt", "optimizers")
 
 
 # ignite events that fire before the optimizer steps of the epoch or iteration they open.
