@@ -265,30 +265,43 @@ def check_source(
 def _repaired_tree(
     source: str, path: str, error: Exception
 ) -> tuple[ast.Module | None, list[Finding]]:
-    """A source that does not parse: the tree of the first repair of it that parses (an old
-    idiom replaced in place, every position kept) and a syntax-error finding on each line
-    repaired, so that the rest of the file is still checked; else no tree and the one finding
-    for `error`."""
+    """A source that does not parse: the tree of the repairs of it, applied one after the
+    other until it parses (each an old idiom replaced in place, positions kept but for
+    brackets added at a statement's end), and a syntax-error finding at each place repaired, so
+    that the rest of the file is still checked; else no tree and the one finding for `error`."""
     if isinstance(error, SyntaxError):
+        text, places = source, []
         for _, repair in _registry.source_repairs():
-            attempt = repair(source)
+            attempt = repair(text)
             if attempt is None:
                 continue
-            text, places = attempt
+            text, repaired = attempt
+            places += repaired
             try:
                 tree = ast.parse(text, filename=path)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
+                continue  # the next repair may make it parse
             return tree, [
                 _registry.engine_finding(
                     "unparsable-source",
-                    SyntaxError(error.msg, (path, line, column + 1, None)),
+                    SyntaxError(
+                        error.msg if line == error.lineno else "invalid syntax",
+                        (path, line, column + 1, None),
+                    ),
                     source,
                     path,
                 )
-                for line, column in places
+                for line, column in sorted(places)
             ]
     return None, [_registry.engine_finding("unparsable-source", error, source, path)]
+
+
+def _parses(source: str, path: str) -> bool:
+    try:
+        ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _walk(
@@ -555,7 +568,13 @@ def fix_source(
     def parses(candidate: str, chosen: list[Finding], result: CheckResult) -> bool:
         try:
             ast.parse(candidate, filename=path)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError) as error:
+            if (
+                isinstance(error, SyntaxError)
+                and not _parses(source, path)
+                and _repaired_tree(candidate, path, error)[0] is not None
+            ):
+                return True  # parses as the source did: through the same repairs (Python 2)
             result.internal_errors.append(
                 f"{path}: fixes by {', '.join(sorted({f.name for f in chosen}))} produced code "
                 "that does not parse; left unchanged"

@@ -43,7 +43,12 @@ A file that Python cannot parse. The doctor reports the parser's message and che
 other files. One PyTorch-specific case is explained: `x.cuda(async=True)` from PyTorch 0.3
 code, which became a syntax error when `async` turned into a keyword in Python 3.7. Each such
 argument of `.cuda()`, `.to()` or `.copy_()` is reported on its own line, and when nothing else
-stops the file from parsing, the rest of it is still checked.
+stops the file from parsing, the rest of it is still checked. So is a file written for Python 2
+whose only Python 2 syntax is `print x` and `except E, e:` statements (common in research code
+of 2016-2018): the first is reported, and the file is read as if each were bracketed
+(`print(x)`), so that its PyTorch idioms of the time (`it.next()`, `loss.data[0]`,
+`Variable(..., volatile=True)`) are reported too. Fixes of those lines leave the Python 2
+statements as they are.
 
 ## Why is this bad?
 Nothing in the file can run, and no other check can look at it.
@@ -73,6 +78,9 @@ renamed it and gave it the same behaviour. The fix is safe and offered only for 
 Python 无法解析的文件。会报告解析器的错误信息，并继续检查其他文件。对 PyTorch 特有的一种情况给出解释：
 PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成关键字后就成了语法错误。
 `.cuda()`、`.to()`、`.copy_()` 的每个这样的参数都在各自所在行报告；如果文件没有别的语法错误，其余部分照常检查。
+为 Python 2 编写、且其 Python 2 语法只有 `print x` 和 `except E, e:` 语句的文件（2016-2018 年的研究代码中很常见）
+也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`）来读，于是那个年代的 PyTorch 写法
+（`it.next()`、`loss.data[0]`、`Variable(..., volatile=True)`）也会被报告。对这些行的修复不会改动 Python 2 语句。
 
 ## Why is this bad?
 整个文件都无法运行，其他检查也无法分析它。
@@ -155,6 +163,105 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
         at = starts[row - 1] + column
         text[at : at + len(_PLACEHOLDER)] = _PLACEHOLDER
     return "".join(text), sites
+
+
+# Tokens after which a statement starts (at bracket depth 0).
+_STATEMENT_STARTS = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.NL})
+# After `print`, tokens that make it a name rather than a Python 2 statement.
+_PRINT_AS_NAME = frozenset({"(", "=", ".", ",", ")", "[", ":", "+=", "-="})
+
+
+@PITFALL.source_repair
+def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """Research code of 2016-2018 written for Python 2: `print x` and `except E, e:` do not
+    parse on Python 3, and with them nothing else of the file is checked. The source with each
+    such statement bracketed in place (`print(x)`, `except(E, e):`: the space after the keyword
+    becomes `(`, `>>` of `print >>f, x` two spaces, and `)` closes the statement before its end
+    or its `;`), so that every other position stays; and the place of the first."""
+    if "print" not in source and "except" not in source:
+        return None
+    lines: list[str] = []
+    readline = io.StringIO(source).readline
+
+    def read() -> str:
+        line = readline()
+        lines.append(line)
+        return line
+
+    edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []  # (start, end, text)
+    open_statement: tuple[str, int] | None = None  # (keyword, depth) of a statement to close
+    depth, previous = 0, None  # the last significant token
+    try:
+        for token in tokenize.generate_tokens(read):
+            kind, string = token.type, token.string
+            at_start = previous is None or (
+                depth == 0 and (previous.type in _STATEMENT_STARTS or previous.string in (";", ":"))
+            )
+            if (
+                open_statement is not None
+                and depth == open_statement[1]
+                and (
+                    kind in (tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)
+                    or string == ";"
+                    or open_statement[0] == "except"
+                    and string == ":"
+                )
+            ):
+                edits.append((token.start, token.start, ")"))
+                open_statement = None
+            if kind == tokenize.OP and string in "([{":
+                depth += 1
+            elif kind == tokenize.OP and string in ")]}":
+                depth = max(depth - 1, 0)
+            if at_start and kind == tokenize.NAME and string in ("print", "except"):
+                open_statement = _python2_statement(token, lines, edits)
+            elif open_statement is not None and open_statement[0] == "print" and string == ">>":
+                if previous is not None and previous.string == "print":
+                    edits.append((token.start, token.end, "  "))
+            if kind not in (tokenize.NL, tokenize.COMMENT):
+                previous = token
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not edits:
+        return None
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    text = source
+    for (row, column), (end_row, end_column), new in sorted(edits, reverse=True):
+        at, end = starts[row - 1] + column, starts[end_row - 1] + end_column
+        text = text[:at] + new + text[end:]
+    first = min(start for start, _, new in edits if new == "(")  # the space after a keyword
+    return text, [(first[0], first[1] - len("print" if _is_print_at(lines, first) else "except"))]
+
+
+def _is_print_at(lines: list[str], space: tuple[int, int]) -> bool:
+    row, column = space
+    return lines[row - 1][:column].endswith("print")
+
+
+def _python2_statement(
+    keyword: tokenize.TokenInfo, lines: list[str], edits: list
+) -> tuple[str, int] | None:
+    """Open `print x` or `except E, e:` at `keyword`: the space after it becomes `(` (an edit),
+    and the statement is closed when the walk reaches its end. None when the keyword is not
+    such a statement (`print(x)`, `print = log`, `except E as e:` ...)."""
+    row, column = keyword.end
+    line = lines[row - 1]
+    rest = line[column:]
+    if keyword.string == "print":
+        following = rest.lstrip(" \t")
+        if following[:1] in ("", "\n", "#", "\r", ";") and not rest.startswith(" "):
+            edits.append((keyword.end, keyword.end, "()"))  # a bare `print`: an empty line
+            return None
+        if not rest.startswith(" ") or any(following.startswith(s) for s in _PRINT_AS_NAME):
+            return None
+    else:
+        header = rest.split("#", 1)[0]
+        if not rest.startswith(" ") or "," not in header or " as " in header or "(" in header:
+            return None  # `except E as e:`, `except (A, B):`: Python 3 reads them
+    edits.append(((row, column), (row, column + 1), "("))
+    return keyword.string, 0
 
 
 # In an error output: the PyTorch 0.3 call itself, shown by the traceback or quoted by the user.

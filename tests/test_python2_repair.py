@@ -1,0 +1,92 @@
+"""Research code of 2016-2018 written for Python 2 (`print x`, `except E, e:`) does not parse on
+Python 3: the doctor reports the syntax error once and still checks the rest of the file,
+whose old PyTorch idioms are the ones such code holds (recall set f: pytorch-i3d, DiscoGAN,
+pytorch-maml...)."""
+
+from __future__ import annotations
+
+import ast
+import time
+
+from torchdoctor.catalog import _registry
+from torchdoctor.catalog.tooling.td700_syntax_error import repair_python2_statements
+from torchdoctor.lint.checker import check_source, fix_source
+
+ALL = frozenset(p.code for p in _registry.all_pitfalls())
+
+PYTHON2 = """\
+import sys
+import torch
+
+
+def train(loader, model):
+    it = iter(loader)
+    x, y = it.next()
+    print "batch", x.size()
+    print >>sys.stderr, "starting",
+    print
+    try:
+        out = model(x)
+    except ValueError, e:
+        print e; return
+    if out is None: print "none"  # a one-line body
+    print("already Python 3")
+    print = sys.stdout.write
+    return x.cuda(async=True)
+"""
+
+
+def findings(source: str) -> list[tuple[int, int, str]]:
+    return [(f.line, f.column, f.code) for f in check_source(source, "old.py", ALL).findings]
+
+
+def test_the_rest_of_a_python2_file_is_checked():
+    found = findings(PYTHON2)
+    assert (7, 12, "TD301") in found  # `it.next()`, before the first print: its columns kept
+    syntax = [f for f in check_source(PYTHON2, "old.py", ALL).findings if f.code == "TD700"]
+    assert [(f.line, f.column) for f in syntax] == [(8, 5), (18, 19)]  # the first print, async
+    assert "Missing parentheses in call to 'print'" in syntax[0].message
+    assert "non_blocking" in syntax[1].message  # the async repair still applies, chained
+
+
+def test_statements_are_bracketed_in_place():
+    text, places = repair_python2_statements(PYTHON2)
+    ast.parse(text.replace("async=", "non_blocking="))  # the other repair's part
+    assert places == [(8, 4)]
+    old, new = PYTHON2.splitlines(), text.splitlines()
+    assert new[7] == '    print("batch", x.size())'
+    assert new[8] == '    print(  sys.stderr, "starting",)'
+    assert new[9] == "    print()"
+    assert new[12] == "    except(ValueError, e):"
+    assert new[13] == "        print(e); return"
+    assert new[14] == '    if out is None: print("none"  )# a one-line body'
+    assert new[15:17] == old[15:17]  # Python 3 calls and `print` as a name: untouched
+    for before, after in zip(old, new):  # what was there keeps its column
+        assert after.startswith(before[: len(before) - len(before.lstrip())])
+
+
+def test_python3_sources_are_not_repaired():
+    assert repair_python2_statements("print(x)\nprint = log\nexcept_ = 1\n") is None
+
+
+def test_a_file_with_other_python2_syntax_stays_one_syntax_error():
+    source = PYTHON2.replace('print "none"', "x = `out`")
+    assert [code for _, _, code in findings(source)] == ["TD700"]
+
+
+def test_fixes_apply_and_are_idempotent():
+    fixed = fix_source(PYTHON2, "old.py", ALL, unsafe=False)
+    assert "next(it)" in fixed.source and "non_blocking=True" in fixed.source
+    assert 'print "batch"' in fixed.source  # the Python 2 statements are the user's to port
+    assert not fixed.remaining.internal_errors
+    again = fix_source(fixed.source, "old.py", ALL, unsafe=False)
+    assert again.source == fixed.source and again.fixed == 0
+
+
+def test_many_print_statements_stay_linear():
+    body = "".join(f"    print 'step', {i}\n" for i in range(20_000))
+    source = "import torch\n\ndef f(x):\n" + body + "    return x.data[0]\n"
+    start = time.process_time()
+    found = check_source(source, "big.py", ALL).findings
+    assert sum(f.code == "TD700" for f in found) == 1
+    assert time.process_time() - start < 60  # quadratic would take many minutes
