@@ -111,7 +111,10 @@ The check does not know the sizes. A dimension of size 1 makes any order contigu
 that merges it works: `v.transpose(0, 1).view(-1)` is fine when `v` has one row. Such code still
 breaks as soon as that dimension grows (a batch of two). `.t()` and `.T` are assumed to be
 applied to matrices (on a 1-D tensor they do nothing). Views of function arguments are not
-checked, because their memory layout is unknown.
+checked, because their memory layout is unknown. Rows sliced off a reordered tensor, `x[:k]`,
+are reported only when the code shows that `k` can exceed 1 (a number above 1, a loop over a
+tuple holding one, or a parameter whose default or some call in the same file gives one): a
+top-k accuracy helper called only with its default `topk=(1,)` views one row, which works.
 """,
         "zh": """
 ## What it catches
@@ -153,7 +156,9 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 检查时并不知道各维度的大小。大小为 1 的维度放在任何顺序都是连续的，合并它的 view 可以成功：
 当 `v` 只有一行时，`v.transpose(0, 1).view(-1)` 没有问题，但只要这个维度变大（例如 batch 变成 2）
 就会报错。`.t()` 和 `.T` 被假定作用于矩阵（对一维张量它们什么也不做）。函数参数的内存布局未知，
-因此不检查对它们的 view。
+因此不检查对它们的 view。从重排后的张量切出的行 `x[:k]`，只有在代码表明 `k` 可能大于 1 时才报告
+（大于 1 的数字、遍历含有这种数字的元组，或者参数的默认值、同一文件中的某次调用给出这种数字）：
+只以默认 `topk=(1,)` 调用的 top-k 准确率函数只取一行，view 可以成功。
 """,
     },
     example="""
@@ -239,6 +244,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     variant, fields = "", {}
     permuted = receiver
     if type(receiver) is ast.Subscript and _leading_slice(receiver.slice):
+        if not _more_than_one_row(receiver.slice, ctx):
+            return  # `correct[:1]` is one row: any layout views as one
         receiver = receiver.value  # `correct[:k]`: rows of it, laid out as it is
     if isinstance(receiver, ast.Name):
         found = _reaching_assignment(receiver.id, ctx, _permuting_or_keeping)
@@ -585,6 +592,58 @@ def _layout_source(expr: ast.AST, ctx: Context) -> ast.Name | None:
         if type(expr) is ast.Name:
             return expr
     return None
+
+
+def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
+    """The slice `[:k]` may keep more than one row, as far as the code shows: `k` a number above
+    1, or a loop's variable over numbers one of which is (a tuple written there, or a parameter
+    whose default or some call in the file gives one: `accuracy(output, target, topk=(1, 5))`).
+    The top-k accuracy helpers called only with their default `topk=(1,)` keep one row."""
+    upper = rows.upper
+    if type(upper) is ast.Constant:
+        return type(upper.value) is int and upper.value > 1
+    if type(upper) is not ast.Name:
+        return False
+    loop = next(
+        (
+            node
+            for node in reversed(ctx.ancestors)
+            if type(node) is ast.For
+            and type(node.target) is ast.Name
+            and node.target.id == upper.id
+        ),
+        None,
+    )
+    if loop is None:
+        return False
+    if _holds_more_than_one(loop.iter):
+        return True
+    function = ctx.enclosing_function()
+    if type(loop.iter) is not ast.Name or function is None:
+        return False
+    name = loop.iter.id
+    if not is_parameter(function, name):
+        return False
+    if any(_holds_more_than_one(value) for value in _parameter_defaults(function, name)):
+        return True
+    return any(_holds_more_than_one(value) for _, value in passed_values(ctx, function, name))
+
+
+def _holds_more_than_one(expr: ast.AST) -> bool:
+    """`(1, 5)`, `[1, 3, 5]`: numbers written in a tuple or list, one of them above 1."""
+    return type(expr) in (ast.Tuple, ast.List) and any(
+        type(e) is ast.Constant and type(e.value) is int and e.value > 1 for e in expr.elts
+    )
+
+
+def _parameter_defaults(function: ast.AST, name: str) -> list[ast.expr]:
+    args = function.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults)
+    )
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    return [defaults[name]] if name in defaults else []
 
 
 def _leading_slice(index: ast.AST) -> bool:
