@@ -68,7 +68,8 @@ def test_callees_that_are_not_one_loss(text):
         ("def train(model):\n    pass\npretrain(net)\n", "train", False),  # another name's call
         ("async def fetch(x):\n    pass\n", "fetch", False),
         ("def f():\n    pass\nx = 'f('\n", "f", True),  # text, not code: only a maybe
-        ("def trainé():\n    pass\n", "train", True),  # not ASCII: names may be spelled otherwise
+        ("def trainé():\n    pass\n", "train", False),  # read as Python reads names: not `train`
+        ("def step():\n    pass\nｓｔｅｐ()\n", "step", True),  # full-width letters: `step`
     ],
 )
 def test_may_be_called_reads_the_calls_in_the_text(source, name, expected):
