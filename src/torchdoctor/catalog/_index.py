@@ -1708,6 +1708,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
+        "hard-coded-batch-size",
+        4,
+        ("IndexError", "RuntimeError"),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.tensor.td419_apply_on_cuda_tensor",
         "apply-on-cuda-tensor",
         0,
