@@ -314,3 +314,26 @@ def test_more_phrasings_are_recognised(text, expected):
 )
 def test_bare_symptoms_without_their_context_are_not_guessed(text):
     assert names(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'csrc/ball_query.cu(40): error: identifier "THArgCheck" is undefined',
+        "src/nms.cpp:12:5: error: 'THFloatTensor' has not been declared",
+        "src/nms.cpp:12:5: error: \u2018THCudaTensor\u2019 does not name a type",
+        "src/roi.cpp:3:1: error: use of undeclared identifier 'THError'",
+    ],
+)
+def test_any_legacy_th_name_undeclared_is_the_removed_api(text):
+    assert names(text)[:1] == ["cpp-extension-removed-api"]
+
+
+def test_an_all_capitals_th_macro_is_not_the_legacy_api():
+    assert names('kernel.cu(9): error: identifier "THRESHOLD_MAX" is undefined') == []
+    assert names('KERNEL.CU(9): ERROR: IDENTIFIER "THRESHOLD_MAX" IS UNDEFINED') == []
+
+
+def test_samples_that_are_lists_of_different_lengths_are_the_collate():
+    found = names("RuntimeError: each element in list of batch should be of equal size")
+    assert found[:1] == ["collate-size-mismatch"]

@@ -189,3 +189,64 @@ def test_retold_keys_without_a_wrapper_prefix_are_no_prefix_story():
         'load_state_dict fails: the model has "conv1.weight" but the checkpoint "stem.conv1.weight"'
     )
     assert "state-dict-prefix-mismatch" not in [d.pitfall.name for d in ranked(text)]
+
+
+# hard-coded-batch-size's index errors need a batch: a tensor the failing line names a batch, or
+# a fixed-count loop in a text that speaks of a batch size (DeepVO#1, deformableLKA#20).
+def index_error(source: str, error: str) -> str:
+    return "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "train.py", line 12, in <module>',
+            f"    {source}",
+            error,
+            "",
+        ]
+    )
+
+
+def test_a_numbered_sample_of_a_batch_is_the_smaller_last_batch():
+    text = index_error(
+        "image = image_batch[1, 0:1, :, :]",
+        "IndexError: index 1 is out of bounds for dimension 0 with size 1",
+    )
+    first = ranked(text)[0]
+    assert first.pitfall.name == "hard-coded-batch-size"
+    assert "image_batch[0]" in first.fix
+
+
+def test_a_numbered_index_of_another_tensor_is_only_out_of_range():
+    text = index_error(
+        "score = scores[1, 0]", "IndexError: index 1 is out of bounds for dimension 0 with size 1"
+    )
+    assert [d.pitfall.name for d in ranked(text)][:1] == ["index-out-of-range"]
+
+
+def test_a_numbered_batch_index_on_another_dimension_is_only_out_of_range():
+    text = index_error(
+        "x = batch[:, 3]", "IndexError: index 3 is out of bounds for dimension 1 with size 3"
+    )
+    assert "hard-coded-batch-size" not in [d.pitfall.name for d in ranked(text)]
+
+
+LOOP = """IndexError: index 2 is out of bounds for dimension 0 with size 2
+
+def get_accuracy(outputs, labels):
+    for j in range(10):
+        diff += mse(outputs[j], labels[j])
+"""
+
+
+def test_a_fixed_count_loop_over_a_batch_runs_off_its_end():
+    first = ranked(LOOP + "batch_size = 2\n")[0]
+    assert first.pitfall.name == "hard-coded-batch-size"
+    assert "range(outputs.size(0))" in first.fix
+
+
+def test_a_fixed_count_loop_without_a_batch_in_the_text_is_only_out_of_range():
+    assert [d.pitfall.name for d in ranked(LOOP)][:1] == ["index-out-of-range"]
+
+
+def test_a_loop_that_fits_the_tensor_is_not_blamed():
+    text = LOOP.replace("range(10)", "range(2)") + "batch_size = 2\n"
+    assert "hard-coded-batch-size" not in [d.pitfall.name for d in ranked(text)]

@@ -52,7 +52,9 @@ surfaces as `RuntimeError: Trying to resize storage that is not resizable` in
 except in dimension 0. Got 224 and 199 in dimension 2 at
 /pytorch/aten/src/TH/generic/THTensorMath.cpp:...`, or `Sizes of tensors must match except in
 dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`; before 0.4,
-`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`.
+`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`. Samples that are lists
+of different lengths (the annotations of each image): `RuntimeError: each element in list of
+batch should be of equal size`.
 
 ## Known problems
 `torch.stack` and `torch.cat` raise the same messages in model code (a U-Net skip
@@ -81,7 +83,8 @@ DataLoader worker process 0.`，原始调用栈中可以看到 `default_collate`
 except in dimension 0. Got 224 and 199 in dimension 2 at
 /pytorch/aten/src/TH/generic/THTensorMath.cpp:...`，或 `Sizes of tensors must match except in
 dimension 0. Got 224 and 199 in dimension 2 (The offending index is 1)`；0.4 之前则是
-`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`。
+`RuntimeError: inconsistent tensor sizes at .../THTensorMath.c:...`。样本是长度不同的列表时
+（例如每张图像的标注）：`RuntimeError: each element in list of batch should be of equal size`。
 
 ## Known problems
 模型代码中的 `torch.stack` 和 `torch.cat` 也会给出同样的报错（例如尺寸为奇数的图像经过 U-Net 的跳跃连接）；
@@ -174,6 +177,32 @@ _STACK_GUESS = {
     "zh": "torch.stack 收到了形状不同的张量（[{first}] 与 [{other}]）；如果它来自 DataLoader，"
     "说明各个样本的大小不一致。",
 }
+
+
+# default_collate's own check on samples that are sequences: it zips them element-wise, so the
+# lists (or tuples) of a batch must be of one length. Raised nowhere else in torch.
+PITFALL.error(
+    r"list of batch should be of equal size",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "The default collate batches samples that are lists (or tuples) by zipping them "
+        "element by element, so every sample's list must have the same length, and here they "
+        "differ: a variable number of items per sample, such as the annotations or boxes of "
+        "each image in detection, or tokens kept as a Python list.",
+        "zh": "默认的 collate 会把本身是列表（或元组）的样本逐个元素地组合成 batch，因此每个样本的列表"
+        "必须一样长，而这里长度不同：每个样本的条目数不固定，例如目标检测中每张图像的标注或框，"
+        "或者以 Python 列表保存的 token。",
+    },
+    fix={
+        "en": "Pass a `collate_fn` that keeps such data as lists, e.g. "
+        "`DataLoader(..., collate_fn=lambda batch: tuple(zip(*batch)))` (torchvision's "
+        "detection references do this), or pad each sample's list to one length in the Dataset.",
+        "zh": "传入一个把这类数据保留为列表的 `collate_fn`，例如 "
+        "`DataLoader(..., collate_fn=lambda batch: tuple(zip(*batch)))`（torchvision 的检测示例"
+        "就是这样做的），或者在 Dataset 中把每个样本的列表填充到相同长度。",
+    },
+)
 
 
 @PITFALL.error_check()

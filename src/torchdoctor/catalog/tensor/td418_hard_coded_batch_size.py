@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from math import prod
 
 from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, lazy_compile, Pitfall
@@ -37,7 +38,8 @@ PITFALL = Pitfall(
 The concatenation and stacking errors raised when a tensor made with the configured batch size
 (`cls_token.expand(BATCH_SIZE, -1, -1)`, `torch.zeros(args.batch_size, ...)`) meets the last
 batch of an epoch, which is smaller unless the loader drops it, or when the outputs of every
-batch are stacked into one tensor (`torch.stack(all_logits)`).
+batch are stacked into one tensor (`torch.stack(all_logits)`); and the index errors of code that
+takes a batch's samples by a fixed number (`image_batch[1]`, `for j in range(10): outputs[j]`).
 
 ## Why is this bad?
 A dataset of 1000 samples in batches of 32 ends with a batch of 8. Code that assumes 32 runs
@@ -48,7 +50,8 @@ training epoch or at the first evaluation.
 `RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 32 but got
 size 8 for tensor number 1 in the list.`; `RuntimeError: stack expects each tensor to be equal
 size, but got [32, 10] at entry 0 and [8, 10] at entry 31`; before torch 1.5: `Sizes of tensors
-must match except in dimension 0. Got 32 and 8 in dimension 1`.
+must match except in dimension 0. Got 32 and 8 in dimension 1`; `IndexError: index 1 is out of
+bounds for dimension 0 with size 1`.
 
 ## Known problems
 The messages name sizes, not the batch dimension: a concatenation of feature maps of odd
@@ -59,7 +62,8 @@ differing only in their first size this is shown as a guess.
 ## What it catches
 按配置的 batch 大小创建的张量（`cls_token.expand(BATCH_SIZE, -1, -1)`、`torch.zeros(args.batch_size, ...)`）
 遇到 epoch 的最后一个 batch 时（除非 loader 丢弃它，否则它更小）引发的拼接和堆叠错误；以及把每个 batch 的输出
-堆叠成一个张量（`torch.stack(all_logits)`）时的同类错误。
+堆叠成一个张量（`torch.stack(all_logits)`）时的同类错误；以及用固定数字取 batch 中样本的代码
+（`image_batch[1]`、`for j in range(10): outputs[j]`）引发的下标错误。
 
 ## Why is this bad?
 1000 个样本、每个 batch 32 个，最后一个 batch 只有 8 个。假定 32 的代码会在整个 epoch 中正常运行，
@@ -69,7 +73,8 @@ differing only in their first size this is shown as a guess.
 `RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 32 but got
 size 8 for tensor number 1 in the list.`；`RuntimeError: stack expects each tensor to be equal
 size, but got [32, 10] at entry 0 and [8, 10] at entry 31`；torch 1.5 之前：`Sizes of tensors
-must match except in dimension 0. Got 32 and 8 in dimension 1`。
+must match except in dimension 0. Got 32 and 8 in dimension 1`；`IndexError: index 1 is out of
+bounds for dimension 0 with size 1`。
 
 ## Known problems
 这些报错只给出尺寸，不指出哪一维是 batch：拼接尺寸为奇数的特征图（U-Net 的跳跃连接）也会给出同样的文字，
@@ -310,3 +315,90 @@ def _in_collate(block: ErrorBlock, report: ErrorReport) -> bool:
         if "collate" in (frame.function or "") or frame.path.endswith("collate.py"):
             return True
     return bool(_COLLATE.search(block.message) or report.search(_COLLATE))
+
+
+# An index past the end of dimension 0, the batch's, by a number written into the code.
+_PAST_BATCH = lazy_compile(
+    r"index (?P<index>\d+) is out of bounds for dimension 0 with size (?P<size>\d+)"
+)
+# `image_batch[1, 0:1]`: a subscript by a number; starts only at a word's start (linear).
+_NUMBER_SUBSCRIPT = lazy_compile(r"(?<!\w)(?P<name>[A-Za-z_]\w{0,40})\[\s*(?P<number>\d+)\s*[,\]]")
+# `for j in range(10):` in code shown with the error, and the subscripts by a name after it.
+_RANGE_LOOP = lazy_compile(r"\bfor (?P<var>[A-Za-z_]\w{0,30}) in range\((?P<count>\d{1,6})\)")
+_NAME_SUBSCRIPT = lazy_compile(
+    r"(?<!\w)(?P<name>[A-Za-z_]\w{0,40})\[\s*(?P<var>[A-Za-z_]\w{0,30})\s*[,\]]"
+)
+_BATCH_SIZE_TEXT = lazy_compile(r"batch[ _-]?size", re.I)
+_LOOP_BODY = 2000  # characters after the loop's header read for its subscripts
+_LOOPS_READ = 20
+
+_NUMBERED_SAMPLE = {
+    "en": "`{name}[{index}]` takes sample {index} of a batch by a number written into the code, "
+    "assuming every batch holds more than {index} samples; this one holds {size}: the last "
+    "batch of an epoch is smaller unless the loader drops it (or the batch size is smaller "
+    "than the code expects).",
+    "zh": "`{name}[{index}]` 用写死在代码里的数字取 batch 中的第 {index} 个样本，假定每个 batch 都有多于 "
+    "{index} 个样本；而这个 batch 只有 {size} 个：除非 loader 丢弃它，epoch 的最后一个 batch 更小"
+    "（或者 batch 大小比代码假定的小）。",
+}
+_NUMBERED_SAMPLE_FIX = {
+    "en": "Index only samples the batch has (`{name}[0]`, or a loop over "
+    "`range({name}.size(0))`), or drop the incomplete last batch with "
+    "`DataLoader(..., drop_last=True)`.",
+    "zh": "只取 batch 中确实存在的样本（`{name}[0]`，或者遍历 `range({name}.size(0))`），"
+    "或者用 `DataLoader(..., drop_last=True)` 丢弃不完整的最后一个 batch。",
+}
+_COUNTED_LOOP = {
+    "en": "`for {var} in range({count})` indexes `{name}[{var}]` on dimension 0, the batch, "
+    "which holds {size}: the loop's count is written into the code for another batch size, "
+    "and it runs off the end of this batch at {size}.",
+    "zh": "`for {var} in range({count})` 在第 0 维（batch 维）上取 `{name}[{var}]`，而这一维只有 "
+    "{size} 个：循环次数是按另一个 batch 大小写死在代码里的，到 {size} 时就越过了这个 batch 的末尾。",
+}
+_COUNTED_LOOP_FIX = {
+    "en": "Loop over the batch's own size: `for {var} in range({name}.size(0))`.",
+    "zh": "按 batch 自身的大小循环：`for {var} in range({name}.size(0))`。",
+}
+
+
+@PITFALL.error_check(types=("IndexError", "RuntimeError"))
+def index_past_batch(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """Dimension 0 indexed past its end by a number in the code: a batch's, when the failing
+    line names the tensor a batch, or when a loop of a fixed count shown with the error walks
+    a tensor's first dimension in a text that speaks of a batch size. Any other index past the
+    end is index-out-of-range's."""
+    found = _PAST_BATCH.search(block.message)
+    if found is None:
+        return None
+    index, size = int(found["index"]), int(found["size"])
+    if index < size:
+        return None
+    source = block.frames[-1].source if block.frames else None
+    for subscript in _NUMBER_SUBSCRIPT.finditer(source or ""):
+        if int(subscript["number"]) == index and "batch" in subscript["name"].lower():
+            fields = {"name": subscript["name"], "index": str(index), "size": str(size)}
+            return Clue(0.92, _NUMBERED_SAMPLE, _NUMBERED_SAMPLE_FIX, fields)
+    # A loop that ran off the end stops at the first index past it: the size itself.
+    if index != size or not report.search(_BATCH_SIZE_TEXT):
+        return None
+    return _counted_loop(report.text or "", size)
+
+
+def _counted_loop(text: str, size: int) -> Clue | None:
+    """A `for v in range(N)` loop, N larger than `size`, whose body subscripts a name by `v`."""
+    for number, loop in enumerate(_RANGE_LOOP.finditer(text)):
+        if number == _LOOPS_READ:
+            return None
+        if int(loop["count"]) <= size:
+            continue
+        body = text[loop.end() : loop.end() + _LOOP_BODY]
+        for subscript in _NAME_SUBSCRIPT.finditer(body):
+            if subscript["var"] == loop["var"]:
+                fields = {
+                    "var": loop["var"],
+                    "count": loop["count"],
+                    "name": subscript["name"],
+                    "size": str(size),
+                }
+                return Clue(0.92, _COUNTED_LOOP, _COUNTED_LOOP_FIX, fields)
+    return None

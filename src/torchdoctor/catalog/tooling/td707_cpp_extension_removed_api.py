@@ -72,8 +72,9 @@ hundreds, and `pip install` of such a repository just says the extension failed 
 ## Symptoms
 `error: 'AT_CHECK' was not declared in this scope`, `fatal error: THC/THC.h: No such file or
 directory`, `error: 'THCState' does not name a type`, `error: identifier
-"THCState_getCurrentStream" is undefined`, `cannot convert 'const
-at::DeprecatedTypeProperties' to 'c10::ScalarType'`, and the deprecation warning
+"THCState_getCurrentStream" is undefined`, `error: identifier "THArgCheck" is undefined`,
+`cannot convert 'const at::DeprecatedTypeProperties' to 'c10::ScalarType'`, and the deprecation
+warning
 `Tensor.data<T>() is deprecated. Please use Tensor.data_ptr<T>() instead.`, ending in
 `RuntimeError: Error building extension`.
 
@@ -112,8 +113,8 @@ API：`AT_CHECK`（现为 `TORCH_CHECK`）、THC 头文件（`THC/THC.h`、`THC/
 ## Symptoms
 `error: 'AT_CHECK' was not declared in this scope`、`fatal error: THC/THC.h: No such file or
 directory`、`error: 'THCState' does not name a type`、`error: identifier
-"THCState_getCurrentStream" is undefined`、`cannot convert 'const
-at::DeprecatedTypeProperties' to 'c10::ScalarType'`，以及弃用警告
+"THCState_getCurrentStream" is undefined`、`error: identifier "THArgCheck" is undefined`、
+`cannot convert 'const at::DeprecatedTypeProperties' to 'c10::ScalarType'`，以及弃用警告
 `Tensor.data<T>() is deprecated. Please use Tensor.data_ptr<T>() instead.`，最后是
 `RuntimeError: Error building extension`。
 
@@ -183,6 +184,35 @@ for _pattern in (
     r"(?P<api>DeprecatedTypeProperties)\W{1,4}\s*to\W{1,4}(?:c10::)?ScalarType",
 ):
     PITFALL.error(_pattern, types=(), confidence=0.95, cause=_BUILD_ERROR_CAUSE)
+# Any other name of the legacy TH/THC C API (`THArgCheck`, `THError`, `THFloatTensor`,
+# `THCudaTensor_data`, `THCNumerics`): TH, an optional C, then a capitalised word. All-capitals
+# names (`THRESHOLD`) are someone's own macros, not this API: the name keeps its case when the
+# rest of a message is matched case-folded.
+_LEGACY_NAME = r"(?P<api>(?-i:TH[A-Z]?[A-Z][a-z])\w{0,40})"
+_LEGACY_CAUSE = {
+    "en": "The extension's C++/CUDA source uses `{api}`, a name of the legacy TH/THC C API "
+    "that PyTorch removed (THC in 1.11, the rest of TH by 1.13): the code was written for an "
+    "older release.",
+    "zh": "扩展的 C++/CUDA 源码使用了 `{api}`，它属于 PyTorch 已经移除的旧 TH/THC C API"
+    "（THC 在 1.11 移除，TH 的其余部分到 1.13 也已移除）：这些代码是为旧版本写的。",
+}
+_LEGACY_FIX = {
+    "en": "Replace it with its ATen/c10 successor: `THArgCheck(cond, n, msg)` and `THAssert` "
+    "become `TORCH_CHECK(cond, msg)`, `THError(msg)` `TORCH_CHECK(false, msg)`, "
+    "`THCudaCheck` `C10_CUDA_CHECK`, TH/THC tensors `at::Tensor`; or build against the "
+    "PyTorch release the code was written for.",
+    "zh": "换成对应的 ATen/c10 写法：`THArgCheck(cond, n, msg)` 和 `THAssert` 改为 "
+    "`TORCH_CHECK(cond, msg)`，`THError(msg)` 改为 `TORCH_CHECK(false, msg)`，`THCudaCheck` 改为 "
+    "`C10_CUDA_CHECK`，TH/THC 张量改为 `at::Tensor`；或者用这些代码当初对应的 PyTorch 版本编译。",
+}
+for _pattern in (
+    r'identifier "' + _LEGACY_NAME + r'" is undefined',
+    r"['\u2018]" + _LEGACY_NAME + r"['\u2019] was not declared",
+    r"['\u2018]" + _LEGACY_NAME + r"['\u2019] has not been declared",
+    r"['\u2018]" + _LEGACY_NAME + r"['\u2019] does not name a type",
+    r"undeclared identifier ['\u2018]" + _LEGACY_NAME + r"['\u2019]",
+):
+    PITFALL.error(_pattern, types=(), confidence=0.9, cause=_LEGACY_CAUSE, fix=_LEGACY_FIX)
 # The deprecation of `data<T>()`: gcc points at its declaration in torch's TensorBody.h.
 PITFALL.error(
     r"(?:Tensor\.data<T>\(\) is deprecated|declared here\s+T \* data\(\) const)",
