@@ -189,3 +189,52 @@ def test_retold_keys_without_a_wrapper_prefix_are_no_prefix_story():
         'load_state_dict fails: the model has "conv1.weight" but the checkpoint "stem.conv1.weight"'
     )
     assert "state-dict-prefix-mismatch" not in [d.pitfall.name for d in ranked(text)]
+
+
+_CUT_IN_MAKE_GRADS = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 75, in train_epoch\n'
+    "    {call}\n"
+    '  File "/env/lib/python3.8/site-packages/torch/tensor.py", line 245, in backward\n'
+    "    torch.autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)\n"
+    '  File "/env/lib/python3.8/site-packages/torch/autograd/__init__.py", line 141, in backward\n'
+    "    grad_tensors_ = _make_grads(\n"
+)
+_GATHER_WARNING = (
+    "/env/lib/python3.8/site-packages/torch/nn/parallel/_functions.py:65: UserWarning: Was "
+    "asked to gather along dimension 0, but all input tensors were scalars; will instead "
+    "unsqueeze and return a vector.\n"
+)
+
+
+def test_traceback_cut_in_make_grads_needs_a_backward_without_gradient():
+    """Cut in `_make_grads` under `loss.backward()`: the implicit gradient of a non-scalar; under
+    `loss.backward(grad)` the shape of `grad` may be what failed, so no answer."""
+    plain = _CUT_IN_MAKE_GRADS.format(call="loss.backward()")
+    assert [d.pitfall.name for d in ranked(plain)][:1] == ["non-scalar-backward"]
+    given = _CUT_IN_MAKE_GRADS.format(call="loss.backward(weights)")
+    assert "non-scalar-backward" not in [d.pitfall.name for d in ranked(given)]
+
+
+def test_dataparallel_gather_warning_alone_is_no_non_scalar_backward():
+    """The warning is printed on every step where the losses are then averaged: harmless
+    without a backward that failed on the vector."""
+    assert "non-scalar-backward" not in [d.pitfall.name for d in ranked(_GATHER_WARNING)]
+    cut = _GATHER_WARNING + _CUT_IN_MAKE_GRADS.format(call="loss.backward()")
+    best = ranked(cut)[0]
+    assert best.pitfall.name == "non-scalar-backward" and "DataParallel" in best.cause
+
+
+def test_partially_initialized_package_whose_own_files_ran_is_no_shadow():
+    """A circular import inside the installed torch (its own `_inductor/config.py` ran): no
+    project file named `torch.py` was imported instead."""
+    text = (
+        '  File "/env/lib/python3.11/site-packages/torch/_inductor/config.py", line 9, in '
+        "is_fbcode\n"
+        '    return not hasattr(torch.version, "git_version")\n'
+        "AttributeError: partially initialized module 'torch' has no attribute 'version' (most "
+        "likely due to a circular import)\n"
+    )
+    assert "stdlib-shadowing-file" not in [d.pitfall.name for d in ranked(text)]
+    alone = text.splitlines()[-1]
+    assert "stdlib-shadowing-file" in [d.pitfall.name for d in ranked(alone)]
