@@ -238,3 +238,20 @@ def test_partially_initialized_package_whose_own_files_ran_is_no_shadow():
     assert "stdlib-shadowing-file" not in [d.pitfall.name for d in ranked(text)]
     alone = text.splitlines()[-1]
     assert "stdlib-shadowing-file" in [d.pitfall.name for d in ranked(alone)]
+
+
+_REFUSED = (
+    "WeightsUnpickler error: Unsupported global: GLOBAL {name} was not an allowed global by "
+    "default. Please use `torch.serialization.add_safe_globals([{short}])` or the "
+    "`torch.serialization.safe_globals([{short}])` context manager to allowlist this global if "
+    "you trust this class/function.\n"
+)
+
+
+def test_torch_model_class_without_user_code_is_anyones_pickle():
+    """`torch.nn...Sequential` in an application's log: who pickled it is unknown, so the load
+    is what to change; the user's own class (`model.Net`) still tells of their own save."""
+    torch_class = _REFUSED.format(name="torch.nn.modules.container.Sequential", short="Sequential")
+    assert [d.pitfall.name for d in ranked(torch_class)][:1] == ["load-weights-only"]
+    own_class = _REFUSED.format(name="model.Net", short="Net")
+    assert [d.pitfall.name for d in ranked(own_class)][:1] == ["whole-module-saved"]
