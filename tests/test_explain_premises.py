@@ -255,3 +255,19 @@ def test_torch_model_class_without_user_code_is_anyones_pickle():
     assert [d.pitfall.name for d in ranked(torch_class)][:1] == ["load-weights-only"]
     own_class = _REFUSED.format(name="model.Net", short="Net")
     assert [d.pitfall.name for d in ranked(own_class)][:1] == ["whole-module-saved"]
+
+
+def test_exploding_loss_needs_growth_or_a_huge_gradient_norm():
+    """A loss that grows ten-thousandfold, or one of 1e8 with a gradient norm as large, is
+    diverging; a large loss that falls (a sum over every pixel) and fp16's growing loss scale
+    are not."""
+    growing = "iter 0 || Loss: 3.2635 ||\niter 40 || Loss: 20.0848 ||\niter 50 || Loss: 29821698048.0 ||\n"
+    assert [d.pitfall.name for d in ranked(growing)][:1] == ["nan-loss"]
+    norm = "Epoch [1][500/5000] lr: 2.0e-02, loss_cls: 2326544033.5, loss: 2461733416.9, grad_norm: 1170372919273.5\n"
+    assert [d.pitfall.name for d in ranked(norm)][:1] == ["nan-loss"]
+    falling = "epoch 1 loss: 912345678.0\nepoch 2 loss: 81234567.0\nepoch 3 loss: 9123456.0\n"
+    assert "nan-loss" not in [d.pitfall.name for d in ranked(falling)]
+    scale = "step 10 loss: 2.31 loss_scale: 128.0\nstep 9000 loss: 1.02 loss_scale: 16777216.0\n"
+    assert "nan-loss" not in [d.pitfall.name for d in ranked(scale)]
+    huge_alone = "step 1 loss: 912345678.0, grad_norm: 35.2\n"
+    assert "nan-loss" not in [d.pitfall.name for d in ranked(huge_alone)]

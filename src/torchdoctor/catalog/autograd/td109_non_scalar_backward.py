@@ -152,11 +152,11 @@ _CUT_CAUSE = {
 }
 _GATHERED_CAUSE = {
     "en": "Under `DataParallel` each GPU's scalar loss was gathered into a vector (the warning "
-    "\"all input tensors were scalars; will instead unsqueeze and return a vector\"), and "
+    '"all input tensors were scalars; will instead unsqueeze and return a vector"), and '
     "`.backward()` was called on that vector without a gradient: reduce it first "
     "(`loss.mean().backward()`).",
-    "zh": "在 `DataParallel` 下，每块 GPU 的标量损失被收集成了一个向量（警告 \"all input tensors were "
-    "scalars; will instead unsqueeze and return a vector\"），又对这个向量调用了不带梯度的 "
+    "zh": '在 `DataParallel` 下，每块 GPU 的标量损失被收集成了一个向量（警告 "all input tensors were '
+    'scalars; will instead unsqueeze and return a vector"），又对这个向量调用了不带梯度的 '
     "`.backward()`：先把它归约（`loss.mean().backward()`）。",
 }
 
