@@ -1208,10 +1208,11 @@ SIGNATURES = (
         "(?i)\\b(?:\\w+_)?loss(?:es)?(?:_(?!scal)\\w+)?\\b['\\\"]?\\s*[:=]\\s*(?:tensor\\()?-?(?:nan|inf)\\b|(?<![a-z])loss\\s*(?:为|是|变成|变为|变|出现|成)了?\\s*-?(?:nan|inf)(?![a-z])",
         (),
     ),
+    ("torchdoctor.catalog.training.td211_nan_loss", "nan-loss", 6, (), None, ()),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
         "nan-loss",
-        6,
+        7,
         ("AssertionError", "Exception", "FloatingPointError", "RuntimeError", "ValueError"),
         None,
         (),
