@@ -250,3 +250,85 @@ def test_a_fixed_count_loop_without_a_batch_in_the_text_is_only_out_of_range():
 def test_a_loop_that_fits_the_tensor_is_not_blamed():
     text = LOOP.replace("range(10)", "range(2)") + "batch_size = 2\n"
     assert "hard-coded-batch-size" not in [d.pitfall.name for d in ranked(text)]
+
+
+_CUT_IN_MAKE_GRADS = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 75, in train_epoch\n'
+    "    {call}\n"
+    '  File "/env/lib/python3.8/site-packages/torch/tensor.py", line 245, in backward\n'
+    "    torch.autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)\n"
+    '  File "/env/lib/python3.8/site-packages/torch/autograd/__init__.py", line 141, in backward\n'
+    "    grad_tensors_ = _make_grads(\n"
+)
+_GATHER_WARNING = (
+    "/env/lib/python3.8/site-packages/torch/nn/parallel/_functions.py:65: UserWarning: Was "
+    "asked to gather along dimension 0, but all input tensors were scalars; will instead "
+    "unsqueeze and return a vector.\n"
+)
+
+
+def test_traceback_cut_in_make_grads_needs_a_backward_without_gradient():
+    """Cut in `_make_grads` under `loss.backward()`: the implicit gradient of a non-scalar; under
+    `loss.backward(grad)` the shape of `grad` may be what failed, so no answer."""
+    plain = _CUT_IN_MAKE_GRADS.format(call="loss.backward()")
+    assert [d.pitfall.name for d in ranked(plain)][:1] == ["non-scalar-backward"]
+    given = _CUT_IN_MAKE_GRADS.format(call="loss.backward(weights)")
+    assert "non-scalar-backward" not in [d.pitfall.name for d in ranked(given)]
+
+
+def test_dataparallel_gather_warning_alone_is_no_non_scalar_backward():
+    """The warning is printed on every step where the losses are then averaged: harmless
+    without a backward that failed on the vector."""
+    assert "non-scalar-backward" not in [d.pitfall.name for d in ranked(_GATHER_WARNING)]
+    cut = _GATHER_WARNING + _CUT_IN_MAKE_GRADS.format(call="loss.backward()")
+    best = ranked(cut)[0]
+    assert best.pitfall.name == "non-scalar-backward" and "DataParallel" in best.cause
+
+
+def test_partially_initialized_package_whose_own_files_ran_is_no_shadow():
+    """A circular import inside the installed torch (its own `_inductor/config.py` ran): no
+    project file named `torch.py` was imported instead."""
+    text = (
+        '  File "/env/lib/python3.11/site-packages/torch/_inductor/config.py", line 9, in '
+        "is_fbcode\n"
+        '    return not hasattr(torch.version, "git_version")\n'
+        "AttributeError: partially initialized module 'torch' has no attribute 'version' (most "
+        "likely due to a circular import)\n"
+    )
+    assert "stdlib-shadowing-file" not in [d.pitfall.name for d in ranked(text)]
+    alone = text.splitlines()[-1]
+    assert "stdlib-shadowing-file" in [d.pitfall.name for d in ranked(alone)]
+
+
+_REFUSED = (
+    "WeightsUnpickler error: Unsupported global: GLOBAL {name} was not an allowed global by "
+    "default. Please use `torch.serialization.add_safe_globals([{short}])` or the "
+    "`torch.serialization.safe_globals([{short}])` context manager to allowlist this global if "
+    "you trust this class/function.\n"
+)
+
+
+def test_torch_model_class_without_user_code_is_anyones_pickle():
+    """`torch.nn...Sequential` in an application's log: who pickled it is unknown, so the load
+    is what to change; the user's own class (`model.Net`) still tells of their own save."""
+    torch_class = _REFUSED.format(name="torch.nn.modules.container.Sequential", short="Sequential")
+    assert [d.pitfall.name for d in ranked(torch_class)][:1] == ["load-weights-only"]
+    own_class = _REFUSED.format(name="model.Net", short="Net")
+    assert [d.pitfall.name for d in ranked(own_class)][:1] == ["whole-module-saved"]
+
+
+def test_exploding_loss_needs_growth_or_a_huge_gradient_norm():
+    """A loss that grows ten-thousandfold, or one of 1e8 with a gradient norm as large, is
+    diverging; a large loss that falls (a sum over every pixel) and fp16's growing loss scale
+    are not."""
+    growing = "iter 0 || Loss: 3.2635 ||\niter 40 || Loss: 20.0848 ||\niter 50 || Loss: 29821698048.0 ||\n"
+    assert [d.pitfall.name for d in ranked(growing)][:1] == ["nan-loss"]
+    norm = "Epoch [1][500/5000] lr: 2.0e-02, loss_cls: 2326544033.5, loss: 2461733416.9, grad_norm: 1170372919273.5\n"
+    assert [d.pitfall.name for d in ranked(norm)][:1] == ["nan-loss"]
+    falling = "epoch 1 loss: 912345678.0\nepoch 2 loss: 81234567.0\nepoch 3 loss: 9123456.0\n"
+    assert "nan-loss" not in [d.pitfall.name for d in ranked(falling)]
+    scale = "step 10 loss: 2.31 loss_scale: 128.0\nstep 9000 loss: 1.02 loss_scale: 16777216.0\n"
+    assert "nan-loss" not in [d.pitfall.name for d in ranked(scale)]
+    huge_alone = "step 1 loss: 912345678.0, grad_norm: 35.2\n"
+    assert "nan-loss" not in [d.pitfall.name for d in ranked(huge_alone)]

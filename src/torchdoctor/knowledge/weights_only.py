@@ -97,6 +97,13 @@ def packaged(name: str) -> bool:
     return "." in module and not module.split(".", 1)[0].startswith("torch")
 
 
+def anyones_model(name: str, user_code_shown: bool) -> bool:
+    """A model class of torch's own (`torch.nn.modules.container.Sequential`) refused where no
+    frame of the user's code is shown (a message alone, an application's log): any program may
+    have pickled it, a downloaded checkpoint as well as the user's `torch.save(model)`."""
+    return not user_code_shown and name.split(".", 1)[0].startswith("torch")
+
+
 # Modules whose names a hostile pickle uses to run code, touch files or the network, or import
 # more code; a checkpoint has no reason to name any of them.
 _CODE_MODULES = {

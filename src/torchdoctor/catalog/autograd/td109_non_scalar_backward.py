@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD109",
@@ -88,13 +88,15 @@ loss.mean().backward()
 """,
 )
 
-_MESSAGE = "grad can be implicitly created only for scalar outputs"
+# "scaler": the message as issues retype it.
+_MESSAGE = r"grad can be implicitly created only for scal[ae]r outputs"
+_MESSAGE_REGEX = lazy_compile(_MESSAGE)
 
 
 @PITFALL.error_check(types=("RuntimeError",))
 def check_autograd_grad(block, report):
     """The same message from `torch.autograd.grad` (a gradient penalty, a Jacobian row)."""
-    if _MESSAGE not in block.message:
+    if _MESSAGE_REGEX.search(block.message) is None:
         return None
     if not any(frame.function == "grad" and "autograd" in frame.path for frame in block.frames):
         return None
@@ -127,3 +129,54 @@ PITFALL.error(
         "没有归约成标量。",
     },
 )
+
+
+# A traceback cut before its exception line (an issue pastes only its top) whose last frame is
+# autograd making the implicit gradient of a `.backward()` called without one: the only error
+# `_make_grads` raises then is this one (a complex loss aside). DataParallel's warning that it
+# gathered scalars into a vector says where the vector came from.
+_LAST_FRAME = lazy_compile(
+    r'File "(?P<path>[^"\n]{1,400})", line \d+, in (?P<function>\w+)\n(?P<source>[^\n]*)'
+    r"(?:\n[ \t]*[~^]+)?\s*\Z"
+)
+_NO_GRADIENT = lazy_compile(r"(?m)\.backward\(\)[ \t]*$")
+_GATHERED_SCALARS = lazy_compile(
+    r"all input tensors were scalars; will instead unsqueeze and return a vector"
+)
+_CUT_CAUSE = {
+    "en": "The traceback stops in autograd's `_make_grads`, under a `.backward()` called without "
+    "a gradient: the loss has several elements (its exception line is not shown, so this is "
+    "read from the traceback alone).",
+    "zh": "回溯停在 autograd 的 `_make_grads` 中，其上是一个没有传入梯度的 `.backward()`：损失含有多个元素"
+    "（没有贴出异常那一行，所以这只是根据回溯本身得出的判断）。",
+}
+_GATHERED_CAUSE = {
+    "en": "Under `DataParallel` each GPU's scalar loss was gathered into a vector (the warning "
+    '"all input tensors were scalars; will instead unsqueeze and return a vector"), and '
+    "`.backward()` was called on that vector without a gradient: reduce it first "
+    "(`loss.mean().backward()`).",
+    "zh": '在 `DataParallel` 下，每块 GPU 的标量损失被收集成了一个向量（警告 "all input tensors were '
+    'scalars; will instead unsqueeze and return a vector"），又对这个向量调用了不带梯度的 '
+    "`.backward()`：先把它归约（`loss.mean().backward()`）。",
+}
+
+
+@PITFALL.error_check(types=())
+def cut_in_make_grads(block, report):
+    """Only when no exception line was pasted: with one, the message says it."""
+    if report.exceptions:
+        return None
+    return report.once(_cut_in_make_grads)
+
+
+def _cut_in_make_grads(report) -> Clue | None:
+    last = report.search(_LAST_FRAME)
+    if last is None or "autograd" not in last["path"]:
+        return None
+    if last["function"] != "_make_grads" and "_make_grads(" not in last["source"]:
+        return None
+    if report.search(_NO_GRADIENT) is None:
+        return None
+    if report.search(_GATHERED_SCALARS) is not None:
+        return Clue(0.85, _GATHERED_CAUSE)
+    return Clue(0.75, _CUT_CAUSE)

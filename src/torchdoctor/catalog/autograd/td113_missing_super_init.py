@@ -307,3 +307,21 @@ PITFALL.error(
         "`__init__` 从未调用 `super().__init__()`。",
     },
 )
+# The flags `LightningDataModule.__init__` creates (Lightning 0.9-1.x), read by the hooks that
+# the trainer wraps: missing when a data module's `__init__` skips `super().__init__()`.
+PITFALL.error(
+    r"'(?P<cls>\w+)' object has no attribute "
+    r"'(?P<attr>_has_(?:prepared_data|(?:setup|teardown)_(?:fit|validate|test|predict)))'",
+    types=("AttributeError",),
+    confidence=0.85,
+    cause={
+        "en": "`{cls}` lacks `{attr}`, a flag `LightningDataModule.__init__` creates: the "
+        "`__init__` of this data module never calls `super().__init__()`.",
+        "zh": "`{cls}` 缺少 `{attr}`，这是 `LightningDataModule.__init__` 创建的标志：这个数据模块的 "
+        "`__init__` 从未调用 `super().__init__()`。",
+    },
+    fix={
+        "en": "Call `super().__init__()` as the first statement of the data module's `__init__`.",
+        "zh": "在数据模块 `__init__` 的第一行调用 `super().__init__()`。",
+    },
+)

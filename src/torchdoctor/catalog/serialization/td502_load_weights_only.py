@@ -347,8 +347,17 @@ def refused_global(block, report) -> Clue | None:
     kind = _weights_only.kind_of(name)
     # A pickled model is whole-module-saved's story first; this entry's fix still applies.
     # Unless a library's class: its own save format pickles it, the load is what to change.
-    confidence = 0.85 if kind == "module" and not _weights_only.packaged(name) else 0.95
+    confidence = 0.95
+    if kind == "module" and not _weights_only.packaged(name):
+        shown = report.once(_user_code_shown)
+        confidence = 0.95 if _weights_only.anyones_model(name, shown) else 0.85
     return Clue(confidence, CAUSES[kind], FIX, {"name": name, "short": name.rpartition(".")[2]})
+
+
+def _user_code_shown(report) -> bool:
+    from torchdoctor.catalog.sdk import is_user_path  # explain-time only: `check` skips it
+
+    return any(is_user_path(frame.path) for block in report.blocks for frame in block.frames)
 
 
 @PITFALL.checkpoint

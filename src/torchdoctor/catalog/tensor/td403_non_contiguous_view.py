@@ -175,8 +175,9 @@ y = x.transpose(1, 2).reshape(8, -1)
 """,
 )
 
+# Older releases wrote "with the input tensor's size", today's "with input tensor's size".
 PITFALL.error(
-    r"view size is not compatible with input tensor's size and stride",
+    r"view size is not compatible with (?:the )?input tensor's size and stride",
     confidence=0.95,
     cause={
         "en": "`.view()` was called on a tensor that is not contiguous in memory (after "

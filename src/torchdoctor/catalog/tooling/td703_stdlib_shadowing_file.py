@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from typing import Iterator
 
@@ -261,6 +262,8 @@ def explain(block, report) -> Clue | None:
     partial = _PARTIAL.search(block.message)
     if partial is not None:
         module = partial.group("module").partition(".")[0]
+        if _installed_files_ran(report, module):
+            return None  # the real package was imported: a circular import inside it
         if module in _SHADOWABLE or module in _ECOSYSTEM:
             return Clue(0.9, _CAUSE, fields={"module": module})
         if "torch" in module.split("_"):  # a PyTorch add-on (`ai_edge_torch`, `torch_geometric`)
@@ -292,6 +295,13 @@ _INSIDE_PACKAGE_FIX = {
     "zh": "换到别的目录运行 Python（`cd` 出 `site-packages/{package}`），并把该目录从 `PYTHONPATH` "
     "中去掉。",
 }
+
+
+def _installed_files_ran(report, module: str) -> bool:
+    """Whether the traceback runs files of the installed `module` package itself
+    (`site-packages/torch/_inductor/config.py`): then `import module` found the real one, and
+    no file of the project shadows it."""
+    return report.search(rf"(?:site|dist)-packages[/\\]{re.escape(module)}[/\\]") is not None
 
 
 def _file_named(message: str) -> tuple[str, str] | None:

@@ -194,10 +194,11 @@ def _all_pairs(prediction: str, target: str) -> bool:
     return widened and narrowed
 
 
-# BCELoss's warning of PyTorch 0.4-1.x quoted without its class (an issue body).
+# BCELoss's warning of PyTorch 0.4-1.x quoted without its class (an issue body), its lines
+# wrapped where the paste broke them.
 PITFALL.error(
-    rf"Using a target size \((?P<target>{_SIZE})\) that is different to the input size "
-    rf"\((?P<input>{_SIZE})\) is deprecated",
+    rf"Using a target size \((?P<target>{_SIZE})\)\s+that\s+is\s+different\s+to\s+the\s+input"
+    rf"\s+size\s+\((?P<input>{_SIZE})\)\s+is\s+deprecated",
     types=(),
     confidence=0.9,
     cause=_CAUSE_ELEMENTWISE,

@@ -267,6 +267,63 @@ PITFALL.error(
     cause=_CAUSE_DIVERGED,
 )
 
+# A training log whose loss has not turned NaN yet but is on its way: a loss of 1e8 or more
+# printed with a gradient norm as large (mmcv's `loss: 2461733416.8998, grad_norm:
+# 1170372919273.4768`), or a loss that grows ten-thousandfold to a million or more from a value
+# printed before it (`Loss: 20.08` ... `Loss: 29821698048.0`). A large loss alone is no sign:
+# a sum over every pixel of a batch starts that large and falls.
+_LOG_VALUE = lazy_compile(
+    r"(?<![\w.])(?P<key>\w{0,30}?(?:loss|Loss|LOSS)\w{0,30}|grad_norm)['\"]?\s*[:=]\s*"
+    r"(?P<value>\d{1,30}(?:\.\d{1,30})?(?:[eE]\+?\d{1,3})?)(?![\w.])"
+)
+# fp16's `loss_scale` doubles up to 2**24 by design; weights and coefficients are settings.
+_NOT_A_LOSS = lazy_compile(r"(?i)scal|weight|coef")
+_HUGE = 1e8
+_EXPLODED = 1e6
+_GROWTH = 1e4
+_CAUSE_EXPLODING = {
+    "en": "The loss grows to {loss} in the log: training is diverging, and NaN/Inf follow. "
+    "Usual origins: a learning rate too high for the batch size (a config's rate made for "
+    "more GPUs run on fewer), `log` of 0 or division by 0, bad samples in the data, or fp16 "
+    "overflow.",
+    "zh": "日志中的损失增长到了 {loss}：训练正在发散，随后就会出现 NaN/Inf。常见来源：相对批大小而言"
+    "学习率过高（为更多 GPU 设定的学习率在更少的 GPU 上运行）、对 0 取 `log` 或除以 0、"
+    "数据中的坏样本，或 fp16 溢出。",
+}
+
+
+@PITFALL.error_check(types=())
+def loss_explodes(block, report):
+    """Only for a log without an exception: with one, the crash is what to explain."""
+    if report.exceptions:
+        return None
+    return report.once(_exploding_loss)
+
+
+def _exploding_loss(report) -> Clue | None:
+    lowest: dict[str, float] = {}
+    for line in (report.text or "").splitlines():
+        losses, norm = [], 0.0
+        for found in _LOG_VALUE.finditer(line):
+            key, value = found["key"], float(found["value"])
+            if key == "grad_norm":
+                norm = max(norm, value)
+                continue
+            if _NOT_A_LOSS.search(key):
+                continue
+            losses.append(value)
+            if value >= _EXPLODED and value >= _GROWTH * lowest.get(key, math.inf):
+                return Clue(0.7, _CAUSE_EXPLODING, fields={"loss": found["value"]})
+            lowest[key] = min(value, lowest.get(key, math.inf))
+        if losses and max(losses) >= _HUGE and norm >= _HUGE:
+            return Clue(0.7, _CAUSE_EXPLODING, fields={"loss": _shown(max(losses))})
+    return None
+
+
+def _shown(value: float) -> str:
+    return f"{value:.3g}"
+
+
 # A message of the user's own check ("loss is nan", "NaN loss detected"), or a title or chat
 # line telling of one ("Loss becomes NaN after a few epochs", "gradients become NaN", "loss为
 # nan"): the words stand apart from other letters, but a Chinese character may touch them.
