@@ -1005,6 +1005,14 @@ SIGNATURES = (
         ("t optimize a non-leaf ",),
     ),
     (
+        "torchdoctor.catalog.autograd.td111_optimize_non_leaf_tensor",
+        "optimize-non-leaf-tensor",
+        1,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.autograd.td112_autograd_function_gradient_count",
         "autograd-function-gradient-count",
         0,
@@ -1895,6 +1903,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
+        "state-dict-prefix-mismatch",
+        2,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",
         "state-dict-num-batches-tracked",
         0,
@@ -2236,6 +2252,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
+        "tensorboard-writer-not-closed",
+        4,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
         "onnx-resize-opset",
         0,
@@ -2440,13 +2464,21 @@ SIGNATURES = (
         "removed-torch-api",
         2,
         (),
+        None,
+        (),
+    ),
+    (
+        "torchdoctor.catalog.deprecated.td803_removed_torch_api",
+        "removed-torch-api",
+        3,
+        (),
         "cannot import name '(?P<name>\\w+)' from 'torch\\._six'|from torch\\._six import (?P<imported>\\w+)\\W[^\\n]{0,200}?cannot import name '(?P=imported)'",
         ("cannot import name '", "from torch._six import "),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        3,
+        4,
         (),
         "No module named 'torch\\._six'|module 'torch' has no attribute '_six'",
         ("No module named 'torch._six'", "module 'torch' has no attribute '_six'"),
@@ -2454,7 +2486,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        4,
+        5,
         ("RuntimeError",),
         "This function was deprecated since version 1\\.9 and is now removed",
         ("This function was deprecated since version 1.9 and is now removed",),
@@ -2462,7 +2494,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        5,
+        6,
         ("TypeError",),
         "unexpected keyword argument '(?P<old>retain_variables|grad_variables)'",
         ("unexpected keyword argument '",),
@@ -2470,7 +2502,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        6,
+        7,
         (),
         "volatile was removed and now has no effect",
         ("volatile was removed and now has no effect",),
@@ -2478,7 +2510,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        7,
+        8,
         (),
         "`?(?P<old>(?:torch\\.)?nn\\.(?:init|utils)\\.\\w+)`? is now deprecated in favor of `?(?P<new>(?:torch\\.)?nn\\.(?:init|utils)\\.\\w+_)`?",
         (" is now deprecated in favor of ",),
@@ -2486,7 +2518,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        8,
+        9,
         (),
         "nn\\.functional\\.(?P<old>upsample(?:_nearest|_bilinear)?) is deprecated\\. Use nn\\.functional\\.interpolate instead",
         (" is deprecated. Use nn.functional.interpolate instead",),
@@ -2494,7 +2526,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        9,
+        10,
         ("", "TypeError"),
         "\\bfft_i?r?fft[n2]?\\(\\) got an unexpected keyword argument '(?P<argument>onesided|signal_ndim|normalized)'",
         ("() got an unexpected keyword argument '",),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD111",
@@ -96,3 +96,37 @@ PITFALL.error(
         "autograd 永远不会为它填充 `.grad`。",
     },
 )
+
+# `itertools.chain(*model.parameters())`: the star hands each parameter to `chain` as an
+# iterable of its own, so the optimizer gets the parameters' rows, views made by indexing
+# (pytorch/pytorch#4957). The message may be cut off; the call and the optimizer's error are
+# what the text shows.
+_CHAIN_STARRED = lazy_compile(r"\bchain\(\s*\*\s*[\w.]{1,120}?\.parameters\(\)")
+_OPTIMIZER_ERROR = lazy_compile(r"\bValueError\b|non-leaf|[/\\]optim[/\\]\w+\.py")
+
+
+@PITFALL.error_check(types=())
+def chained_parameter_rows(block, report) -> Clue | None:
+    """The text shows parameters star-unpacked into `chain` and an optimizer's error."""
+    if block.short_type not in ("", "ValueError"):
+        return None
+    found = report.search(_CHAIN_STARRED)
+    if found is None or not report.search(_OPTIMIZER_ERROR):
+        return None
+    return Clue(
+        0.8,
+        {
+            "en": "`chain(*{call})` unpacks the parameters into separate iterables, so `chain` "
+            "yields each parameter's rows (`weight[0]`, `weight[1]`, ...): views made by "
+            "indexing, non-leaf tensors the optimizer refuses.",
+            "zh": "`chain(*{call})` 把参数拆成一个个单独的可迭代对象，于是 `chain` 产出的是每个参数的行"
+            "（`weight[0]`、`weight[1]`……）：这些是索引得到的视图，是优化器拒收的非叶子张量。",
+        },
+        {
+            "en": "Drop the star: `itertools.chain({call}, [extra])`, or pass a list "
+            "`[*{call}, extra]`.",
+            "zh": "去掉星号：`itertools.chain({call}, [extra])`，或者传一个列表 "
+            "`[*{call}, extra]`。",
+        },
+        {"call": found.group(0).partition("*")[2].strip()},
+    )

@@ -530,11 +530,38 @@ def removed_name_in_text(block, report) -> Clue | None:
     return _removed_attribute(block.message, 0.85)
 
 
+# An issue that says it in words: "torch.rfft was removed", "the deprecated and now removed
+# `pytorch.irfft`" (the name and the word in one sentence, either order).
+_SAID_REMOVED = lazy_compile(
+    r"(?<![\w.])(?:py)?torch\.(?P<name>\w+)\b[^.\n]{0,60}?"
+    r"\b(?:was|were|is|are|has been|have been|got|been|now)\s+removed\b"
+    r"|\bremoved\W{1,3}(?:py)?torch\.(?P<name2>\w+)"
+)
+
+
+@PITFALL.error_check(types=())
+def removed_name_in_prose(block, report) -> Clue | None:
+    """Prose without an error that names one of the removed functions as removed: an issue
+    asking for a port to the PyTorch that dropped it."""
+    if block.kind != "log" or block.short_type:
+        return None
+    if any(b.kind == "exception" for b in report.blocks):
+        return None  # an error shown is the story, not the words around it
+    found = report.search(_SAID_REMOVED)
+    if found is None:
+        return None
+    return _removed(f"torch.{found.group('name') or found.group('name2')}", 0.8)
+
+
 def _removed_attribute(message: str, confidence: float) -> Clue | None:
     found = _NO_ATTRIBUTE.search(message)
     if found is None:
         return None
-    old = f"{found.group('module')}.{found.group('name')}"
+    return _removed(f"{found.group('module')}.{found.group('name')}", confidence)
+
+
+def _removed(old: str, confidence: float) -> Clue | None:
+    """The clue for `old`, one of the removed names of RENAMES."""
     replacement = RENAMES.get(old)
     if replacement is None or not replacement.removed:
         return None

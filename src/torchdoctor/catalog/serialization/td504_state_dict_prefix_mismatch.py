@@ -483,6 +483,44 @@ def retold_prefix(block, report) -> Clue | None:
     return None
 
 
+# Prose that says the keys of a failed load differ by the wrapper's prefix without quoting a key
+# both ways: "the expected keys start with "module.key_name" ... I don't have this "module." in
+# front of each key".
+_MISSING_OR_UNEXPECTED = lazy_compile(r"\b(?:[Mm]issing|[Uu]nexpected) keys?\b")
+_SAID_PREFIX = lazy_compile(
+    r"\b(?:start|starts|starting|begin|begins|beginning|prefix|prefixed|preceded)\b"
+    r"[^\n]{0,40}?[\"'`\u201c](?P<prefix>module\.|_orig_mod\.)"
+    r"|[\"'`\u201c](?P<prefix2>module\.|_orig_mod\.)[\"'`\u201d]?[^\n]{0,20}?"
+    r"\b(?:in front|prefix|at the (?:start|beginning))\b"
+)
+_SAID_PREFIX_CAUSE = {
+    "en": "The text says the keys of the failed load differ by a `{prefix}` prefix: one side "
+    "was saved from or loaded into a model wrapped in {wrapper}, the other from the bare model; "
+    "released weights saved from a `DataParallel` model carry it, and a model wrapped before "
+    "loading expects it.",
+    "zh": "文本说加载失败的键只差一个 `{prefix}` 前缀：一方来自 {wrapper} 包装过的模型，另一方来自"
+    "裸模型；从 `DataParallel` 模型保存的发布权重带这个前缀，而在加载前已被包装的模型也期望这个前缀。",
+}
+
+
+@PITFALL.error_check(types=())
+def said_prefix(block, report) -> Clue | None:
+    """No load_state_dict message, but prose about missing or unexpected keys that names the
+    wrapper's prefix as where they differ."""
+    if block.short_type or sd_errors.parse(report.text) is not None:
+        return None  # a message of torch's own is read by `explain` above
+    if any(b.kind == "exception" for b in report.blocks):
+        return None
+    if not report.search(_MISSING_OR_UNEXPECTED):
+        return None
+    found = report.search(_SAID_PREFIX)
+    if found is None:
+        return None
+    prefix = found.group("prefix") or found.group("prefix2")
+    fields = {"prefix": prefix, "wrapper": WRAPPERS[prefix]}
+    return Clue(0.75, _SAID_PREFIX_CAUSE, _RETOLD_FIX, fields)
+
+
 _NESTED_CAUSE = {
     "en": "The checkpoint and the model were wrapped in DataParallel (or DDP) around different "
     "parts: the checkpoint has `{checkpoint_key}` where the model has `{model_key}` "

@@ -255,6 +255,43 @@ def unflushed_events(block, report) -> Clue | None:
     return Clue(0.7, _UNFLUSHED_EVENTS_CAUSE, _CLOSE_WRITER)
 
 
+# The report's own diagnosis, in words: "the code leaves the SummaryWriter unclosed", "the
+# writer is never closed", "without closing the writer".
+_SAID_UNCLOSED = lazy_compile(
+    r"\b(?:leaves?|left|leaving)\s+(?:the\s+|its\s+|a\s+)?(?:SummaryWriter|[Ww]riter)\s+"
+    r"(?:unclosed|open)\b"
+    r"|\b(?:SummaryWriter|[Ww]riter)\s+(?:is|was|stays?|remains?)\s+(?:unclosed|never closed"
+    r"|not closed)\b"
+    r"|\b(?:never|not|without)\s+clos(?:es?|ed|ing)\s+(?:the\s+|its\s+|a\s+)?(?:SummaryWriter"
+    r"|[Ww]riter)\b"
+)
+_MISSING_EVENTS = lazy_compile(
+    r"\b(?:scalars?|events?|summaries|values?|data|points?|logs?|steps?)\b[^\n]{0,120}?"
+    r"\b(?:not|never|n't) (?:appear|show|shown|displayed|written|saved|logged)"
+    r"|\b(?:missing|lost)\b"
+)
+_SAID_UNCLOSED_CAUSE = {
+    "en": "The text says the SummaryWriter is never closed, and logged values are missing from "
+    "TensorBoard: a writer keeps events in its queue and buffer (written every `flush_secs`, "
+    "120 s by default), and what is still queued when the program ends without `close()` or "
+    "`flush()` never reaches the event file.",
+    "zh": "文本说 SummaryWriter 从未关闭，且记录的数值没有出现在 TensorBoard 中：writer 把事件留在队列和"
+    "缓冲区里（默认每 `flush_secs`＝120 秒写出一次），程序结束时没有 `close()` 或 `flush()`，"
+    "仍在排队的事件就不会写入事件文件。",
+}
+
+
+@PITFALL.error_check(types=())
+def said_unclosed(block, report) -> Clue | None:
+    """No error at all: the words that the writer is left open and that logged values are
+    missing."""
+    if not _no_error_shown(block, report) or not report.search(_TENSORBOARD):
+        return None
+    if not (report.search(_SAID_UNCLOSED) and report.search(_MISSING_EVENTS)):
+        return None
+    return Clue(0.7, _SAID_UNCLOSED_CAUSE, _CLOSE_WRITER)
+
+
 def _no_error_shown(block: ErrorBlock, report: ErrorReport) -> bool:
     """The text tells its story without an error: a crash in it is the story, not the missing
     events."""
