@@ -8,6 +8,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, per_file
 from torchdoctor.catalog.sdk import weights_only as _weights_only
+from torchdoctor.catalog.serialization._reports import user_code_shown
 
 PITFALL = Pitfall(
     code="TD502",
@@ -349,15 +350,9 @@ def refused_global(block, report) -> Clue | None:
     # Unless a library's class: its own save format pickles it, the load is what to change.
     confidence = 0.95
     if kind == "module" and not _weights_only.packaged(name):
-        shown = report.once(_user_code_shown)
+        shown = report.once(user_code_shown)
         confidence = 0.95 if _weights_only.anyones_model(name, shown) else 0.85
     return Clue(confidence, CAUSES[kind], FIX, {"name": name, "short": name.rpartition(".")[2]})
-
-
-def _user_code_shown(report) -> bool:
-    from torchdoctor.catalog.sdk import is_user_path  # explain-time only: `check` skips it
-
-    return any(is_user_path(frame.path) for block in report.blocks for frame in block.frames)
 
 
 @PITFALL.checkpoint

@@ -23,6 +23,7 @@ from torchdoctor.catalog.sdk import (
     shorten,
 )
 from torchdoctor.catalog.sdk import weights_only as _weights_only
+from torchdoctor.catalog.serialization._reports import user_code_shown
 
 PITFALL = Pitfall(
     code="TD503",
@@ -471,15 +472,9 @@ def refused_module(block, report) -> Clue | None:
     # A library's model class (`ultralytics.nn.tasks.DetectionModel`) is pickled by the
     # library's save format, not the user's `torch.save(model)`: load-weights-only first. So is
     # a torch class loaded where none of the user's code is shown: who pickled it is unknown.
-    anyones = _weights_only.anyones_model(name, report.once(_user_code_shown))
+    anyones = _weights_only.anyones_model(name, report.once(user_code_shown))
     confidence = 0.8 if _weights_only.packaged(name) or anyones else 0.95
     return Clue(confidence, REFUSED_MODULE, REFUSED_FIX, {"module": module, "name": short})
-
-
-def _user_code_shown(report) -> bool:
-    from torchdoctor.catalog.sdk import is_user_path  # explain-time only: `check` skips it
-
-    return any(is_user_path(frame.path) for block in report.blocks for frame in block.frames)
 
 
 @PITFALL.checkpoint

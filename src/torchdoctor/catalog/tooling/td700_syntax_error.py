@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     lazy_compile,
@@ -115,13 +116,9 @@ _ASYNC_METHODS = frozenset({"cuda", "to", "copy_"})
 _PLACEHOLDER = "async".replace("a", "_", 1)
 
 
-@PITFALL.source_repair
-def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | None:
-    """`x.cuda(async=True)`, PyTorch 0.3's spelling, does not parse since Python 3.7 made
-    `async` a keyword: the source with each such `async` replaced in place, and where each was
-    (line from 1, column from 0)."""
-    if "async" not in source:
-        return None
+def _tokenized(source: str) -> tuple[list[str], Iterator[tokenize.TokenInfo]]:
+    """The tokens of `source`, and its lines, filled in as the tokens are read (a repair maps
+    the tokens' positions back to offsets in the text)."""
     lines: list[str] = []
     readline = io.StringIO(source).readline
 
@@ -130,11 +127,30 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
         lines.append(line)
         return line
 
+    return lines, tokenize.generate_tokens(read)
+
+
+def _line_offsets(lines: list[str]) -> list[int]:
+    """The offset in the text where each line starts."""
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+@PITFALL.source_repair
+def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """`x.cuda(async=True)`, PyTorch 0.3's spelling, does not parse since Python 3.7 made
+    `async` a keyword: the source with each such `async` replaced in place, and where each was
+    (line from 1, column from 0)."""
+    if "async" not in source:
+        return None
+    lines, tokens = _tokenized(source)
     calls: list[str | None] = []  # per open bracket: the method it calls, if any
     sites: list[tuple[int, int]] = []
     previous: list[tokenize.TokenInfo] = []
     try:
-        for token in tokenize.generate_tokens(read):
+        for token in tokens:
             if token.type == tokenize.OP and token.string in "([{":
                 called = (
                     previous[-1].string
@@ -155,9 +171,7 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
         return None
     if not sites:
         return None
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    starts = _line_offsets(lines)
     text = list(source)
     for row, column in sites:
         at = starts[row - 1] + column
@@ -180,19 +194,12 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
     or its `;`), so that every other position stays; and the place of the first."""
     if "print" not in source and "except" not in source:
         return None
-    lines: list[str] = []
-    readline = io.StringIO(source).readline
-
-    def read() -> str:
-        line = readline()
-        lines.append(line)
-        return line
-
+    lines, tokens = _tokenized(source)
     edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []  # (start, end, text)
     open_statement: tuple[str, int] | None = None  # (keyword, depth) of a statement to close
     depth, previous = 0, None  # the last significant token
     try:
-        for token in tokenize.generate_tokens(read):
+        for token in tokens:
             kind, string = token.type, token.string
             at_start = previous is None or (
                 depth == 0 and (previous.type in _STATEMENT_STARTS or previous.string in (";", ":"))
@@ -224,9 +231,7 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
         return None
     if not edits:
         return None
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    starts = _line_offsets(lines)
     text = source
     for (row, column), (end_row, end_column), new in sorted(edits, reverse=True):
         at, end = starts[row - 1] + column, starts[end_row - 1] + end_column
