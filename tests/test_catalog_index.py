@@ -15,7 +15,13 @@ REGENERATE = "the index is stale: run `python scripts/generate_catalog_index.py`
 
 
 def test_the_index_is_the_catalog():
-    assert (_index.MODULES, _index.ENTRIES, _index.SIGNATURES) == catalog_index(), REGENERATE
+    assert (
+        _index.MODULES,
+        _index.ENTRIES,
+        _index.SIGNATURES,
+        _index.DEFAULT_CODES,
+        _index.NEIGHBOUR_READERS,
+    ) == catalog_index(), REGENERATE
 
 
 def test_explain_reads_every_signature_of_the_catalog_in_its_order():

@@ -125,10 +125,11 @@ def error_signatures() -> tuple[IndexedSignature, ...]:
     )
 
 
-def catalog_index() -> tuple[tuple, tuple, tuple]:
+def catalog_index() -> tuple[tuple, tuple, tuple, tuple, tuple]:
     """What the generated index holds, read from the catalog itself: the entry modules, each
     entry's (code, name, module), each signature's (module, entry name, position, sorted types,
-    regex, literals)."""
+    regex, literals), the codes of the rules on by default, and of those that read the names
+    next to the checked file."""
     pitfalls = all_pitfalls()
     signatures = tuple(
         (p.module, p.name, position, tuple(sorted(s.types)), s.regex, s.literals)
@@ -136,7 +137,25 @@ def catalog_index() -> tuple[tuple, tuple, tuple]:
         for position, s in enumerate(p.error_signatures)
     )
     entries = tuple((p.code, p.name, p.module) for p in pitfalls)
-    return tuple(sorted(_entry_modules())), entries, signatures
+    defaults = tuple(p.code for p in pitfalls if p.default)
+    neighbours = tuple(p.code for p in pitfalls if p.reads_neighbours)
+    return tuple(sorted(_entry_modules())), entries, signatures, defaults, neighbours
+
+
+def neighbour_readers() -> frozenset[str]:
+    """The codes of the rules whose findings depend on the names next to the checked file
+    (the cache keys them on that listing), from the index when it is current."""
+    if _index_is_current():
+        return frozenset(_index.NEIGHBOUR_READERS)
+    return frozenset(p.code for p in all_pitfalls() if p.reads_neighbours)
+
+
+def default_codes() -> frozenset[str]:
+    """The codes of the rules on by default, read from the generated index when it is current:
+    a `check` whose every file is cached (a warm re-run) then imports no entry at all."""
+    if _index_is_current():
+        return frozenset(_index.DEFAULT_CODES)
+    return frozenset(p.code for p in all_pitfalls() if p.default)
 
 
 @lru_cache(maxsize=None)
@@ -164,8 +183,10 @@ def engine_finding(role: str, *args, **kwargs):
 
 def resolve(selectors: list[str]) -> set[str]:
     """Codes named by selectors: `ALL`, a code, a code prefix (`TD2`), or a rule name."""
-    pitfalls = all_pitfalls()
     codes: set[str] = set()
+    if not any(raw.strip() for raw in selectors):
+        return codes  # nothing to resolve: no need to import the catalog
+    pitfalls = all_pitfalls()
     for raw in selectors:
         selector = raw.strip()
         if not selector:

@@ -54,7 +54,7 @@ class Settings:
     def enabled_codes(self) -> frozenset[str]:
         """Default rules, or `select`, plus `extend-select`, minus `ignore`."""
         if self.select is None:
-            codes = {p.code for p in _registry.all_pitfalls() if p.default}
+            codes = set(_registry.default_codes())
         else:
             codes = resolve(self.select)
         return frozenset((codes | resolve(self.extend_select)) - resolve(self.ignore))

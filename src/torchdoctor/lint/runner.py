@@ -9,8 +9,7 @@ from pathlib import Path
 from functools import lru_cache, partial
 from typing import Callable, Literal
 
-from torchdoctor.catalog import all_pitfalls
-from torchdoctor.catalog._registry import engine_finding
+from torchdoctor.catalog._registry import engine_finding, neighbour_readers
 from torchdoctor.lint import cache as cache_module
 from torchdoctor.lint import notebook
 from torchdoctor.lint.checker import check_source, fix_source, without_cyclic_gc
@@ -81,7 +80,7 @@ def display_path(path: Path, cwd: Path) -> str:
 
 @lru_cache(maxsize=8)
 def _reads_neighbours(codes: frozenset[str]) -> bool:
-    return any(p.reads_neighbours for p in all_pitfalls() if p.code in codes)
+    return not codes.isdisjoint(neighbour_readers())
 
 
 def _neighbours(path: Path, job: Job) -> bytes:
