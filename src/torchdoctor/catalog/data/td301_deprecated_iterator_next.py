@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from functools import partial
 from typing import Iterator
 
@@ -242,13 +243,15 @@ def _assigned_just_before(name: str, ctx: Context) -> list[ast.expr] | None:
     """The value of the last `name = value` before the statement being checked, in its block,
     when nothing between binds `name` again (`loader = iter(loader)` on a parameter)."""
     block, index_ = ctx.statement_block() or ([], 0)
-    found = [at for at in plain_assignments(ctx, block).get(name, []) if at < index_]
-    if not found:
+    assigned = plain_assignments(ctx, block).get(name, [])
+    before = bisect_left(assigned, index_)  # positions in order: no scan of them all
+    if not before:
         return None
-    changed = bound_between(ctx, name, block, found[-1], index_)
+    last = assigned[before - 1]
+    changed = bound_between(ctx, name, block, last, index_)
     if changed is None:
-        changed = block_names(ctx, block).last_bound_before(name, index_) != found[-1]
-    return None if changed else [block[found[-1]].value]  # type: ignore[attr-defined]
+        changed = block_names(ctx, block).last_bound_before(name, index_) != last
+    return None if changed else [block[last].value]  # type: ignore[attr-defined]
 
 
 @per_file
@@ -434,20 +437,32 @@ def _shadowed_at(ctx: Context, name: str, node: ast.AST) -> bool:
     """Some binding of `name` is in a scope around `node` (its function, the functions around
     it, the module): `def lr_poly(base_lr, iter, ...)` shadows the builtin in `lr_poly` only."""
     found = index(ctx)
-    around, scope = [], found.scopes[found.number[node]]
-    while scope is not None and scope not in around:
-        around.append(scope)
+    binding = _scopes_binding(ctx, name)
+    scope = found.scopes[found.number[node]]
+    while scope is not None:  # out to the module, whose own scope is itself
+        if scope in binding:
+            return True
         scope = found.scopes[found.number[scope]] if scope is not ctx.tree else None
+    return False
+
+
+@per_file
+def _scopes_binding(ctx: Context, name: str) -> frozenset[ast.AST]:
+    """The scopes in which `name` is bound (class bodies left out: they shadow nothing for
+    the code around them), found once per file."""
+    found = index(ctx)
     binders = [found.nodes[at] for at in found.stored.get(name, ())]
     binders += [
         node for node in found.everywhere(*_OTHER_BINDERS) if name in _bound_otherwise(node)
     ]
-    return any(
-        found.scopes[found.number[binder]] in around and not _in_class_body(binder, found.parents)
+    return frozenset(
+        found.scopes[found.number[binder]]
         for binder in binders
+        if not _in_class_body(binder, found.parents)
     )
 
 
+@per_file  # asked per `.next()` call: reading every binding each time grew with the file
 def _binds(ctx: Context, name: str) -> bool:
     """True when the file binds `name` anywhere, shadowing the builtin of that name.
 

@@ -236,6 +236,7 @@ def _reported(
 
 
 _WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
+_MOST_ASSIGNMENTS = 64
 
 
 @per_file
@@ -273,9 +274,12 @@ def _wrapped_before(ctx: Context, found, name: str, call: ast.Call) -> bool:
     while node is not None:
         node = found.parents.get(node)
         holding.add(node)
+    assignments = found.assignments(scope, name)
+    if len(assignments) > _MOST_ASSIGNMENTS:
+        return False  # read per save: bounded, so never quadratic (unknown: reported)
     before = [
         assign
-        for assign in found.assignments(scope, name)
+        for assign in assignments
         if assign.lineno < call.lineno
         and found.is_local(scope, assign)
         and found.parents.get(assign) in holding

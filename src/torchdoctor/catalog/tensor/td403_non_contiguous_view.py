@@ -7,6 +7,7 @@ from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    BlockKey,
     Context,
     Finding,
     Pitfall,
@@ -409,7 +410,7 @@ FRESH_PAIRS = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "medi
 def _unpacked_from_fresh(name: str, block: list[ast.stmt], index: int, ctx: Context) -> bool:
     """The last statement before `block[index]` that binds `name` or changes it in place is
     `_, name = x.topk(...)` (or `sort`, `max(dim)`...): a new, contiguous tensor."""
-    if not any(type(s) is ast.Assign and type(s.targets[0]) is ast.Tuple for s in block[:index]):
+    if not _unpacks(ctx, BlockKey(block)):
         return False  # most blocks: no tuple assignment, no index to read
     position = block_names(ctx, block).last_changed_before(name, index)
     if position is None:
@@ -424,6 +425,12 @@ def _unpacked_from_fresh(name: str, block: list[ast.stmt], index: int, ctx: Cont
         and ctx.method_name(statement.value) in FRESH_PAIRS
         and bool(statement.value.args)
     )
+
+
+@per_file
+def _unpacks(ctx: Context, key: BlockKey) -> bool:
+    """The block holds a tuple assignment (asked once per block, not once per view)."""
+    return any(type(s) is ast.Assign and type(s.targets[0]) is ast.Tuple for s in key.block)
 
 
 @per_file

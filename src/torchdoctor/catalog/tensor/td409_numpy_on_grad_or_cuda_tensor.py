@@ -173,6 +173,8 @@ NO_GRAD_CONTEXTS = frozenset(
 # Names that turn grad off for parameters or globally: the grad case is then unknowable.
 GRAD_SWITCHES = frozenset({"requires_grad_", "set_grad_enabled", "requires_grad"})
 MAX_HOPS = 8
+# Calls of a function's name read to tell whether all of them run under no_grad.
+MAX_CALLS_READ = 64
 
 
 @PITFALL.static(ast.Call, names={"numpy"})
@@ -356,8 +358,11 @@ def _called_with_grad_off(ctx: Context, function: ast.AST) -> bool:
         return False
     args = function.args  # type: ignore[attr-defined]
     needed = len(args.posonlyargs) + len(args.args) - len(args.defaults) - int(method)
+    named = found.calls_named(ctx.tree, (function.name,))  # type: ignore[attr-defined]
+    if len(named) > MAX_CALLS_READ:
+        return False  # asked per function of that name: bounded, so never quadratic
     calls = []
-    for call in found.calls_named(ctx.tree, (function.name,)):  # type: ignore[attr-defined]
+    for call in named:
         func = call.func
         if method and type(func) is ast.Name:
             continue  # a bare name: not a method

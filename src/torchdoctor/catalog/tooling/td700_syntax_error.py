@@ -232,10 +232,13 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
     if not edits:
         return None
     starts = _line_offsets(lines)
-    text = source
-    for (row, column), (end_row, end_column), new in sorted(edits, reverse=True):
+    pieces, done = [], 0  # the text cut at each edit, joined once: never copied per edit
+    for (row, column), (end_row, end_column), new in sorted(edits):
         at, end = starts[row - 1] + column, starts[end_row - 1] + end_column
-        text = text[:at] + new + text[end:]
+        pieces += [source[done:at], new]
+        done = end
+    pieces.append(source[done:])
+    text = "".join(pieces)
     first = min(start for start, _, new in edits if new == "(")  # the space after a keyword
     return text, [(first[0], first[1] - len("print" if _is_print_at(lines, first) else "except"))]
 

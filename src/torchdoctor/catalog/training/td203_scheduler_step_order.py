@@ -380,8 +380,7 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
     file's own and is given an optimizer, when it comes after the scheduler step."""
     own = top_level_functions(ctx)
     whole = index_of(ctx, loop)
-    names = [name for name in whole.calls if name is not None and name.startswith("train")]
-    for found in whole.calls_in_block(loop.body, names, local=True):
+    for found in whole.calls_in_block(loop.body, _training_names(ctx), local=True):
         func = found.func
         if type(func) is ast.Name:
             if func.id in own:
@@ -397,6 +396,14 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
         ):
             return found if position(found) > position(node) else None
     return None
+
+
+@per_file
+def _training_names(ctx: Context) -> tuple[str, ...]:
+    """The names called in the file that start with `train` (read once per file)."""
+    return tuple(
+        name for name in index_of(ctx, ctx.tree).calls if name and name.startswith("train")
+    )
 
 
 def _names_an_optimizer(expr: ast.AST, ctx: Context) -> bool:
