@@ -49,10 +49,11 @@ logging. A writer kept on an object (`self.writer = SummaryWriter(...)`, or `...
 None`) is reported when the file only logs to that attribute or tests it, and no file of the
 project closes or flushes anything of that name (`self.writer.close()`, `writer.flush()`): the
 object never closes it, and nothing else can. Writers used in a `with` block, returned, or
-passed to other code are not reported: someone else may close them. A writer kept in a `global` is reported only in
-a script (a file with an `if __name__ == "__main__":` block), whose globals no other module
-imports, when every use of it in the file logs. Notebook cells are not checked, since the kernel
-keeps running and the writer's periodic flush gets its chance.
+passed to other code are not reported: someone else may close them. A writer kept in a
+`global` is reported only in a script (a file with an `if __name__ == "__main__":` block, or one
+that parses its command line at the top level), whose globals no other module imports, when
+every use of it in the file logs. Notebook cells are not checked, since the kernel keeps running
+and the writer's periodic flush gets its chance.
 
 ## Why is this bad?
 A `SummaryWriter` does not write each event to disk when you log it: events wait in a queue
@@ -86,7 +87,8 @@ SummaryWriter(...)`，在第一次记录时才创建），以及把它传给同�
 关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
 用在 `with` 语句中、被返回或传给其他代码的 writer 不会报告：可能由别处负责关闭。
 保存在 `global` 变量中的 writer 只在脚本（带有
-`if __name__ == "__main__":` 块的文件，其全局变量不会被其他模块导入）中、且文件里对它的每次使用都是记录日志时才报告。
+`if __name__ == "__main__":` 块、或在顶层解析命令行参数的文件，其全局变量不会被其他模块导入）中、
+且文件里对它的每次使用都是记录日志时才报告。
 Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷新有机会执行。
 
 ## Why is this bad?
@@ -414,7 +416,9 @@ def _globals(ctx: Context) -> frozenset[str]:
 
 @per_file
 def _runs_as_script(ctx: Context) -> bool:
-    """The file has an `if __name__ == "__main__":` block at its top level."""
+    """The file has an `if __name__ == "__main__":` block at its top level, or parses the
+    command line there (`args = parser.parse_args()` outside any function: pytorch-flows' main.py,
+    whose training loop runs at the top level): no module imports such a file."""
     for node in ctx.tree.body:
         test = node.test if isinstance(node, ast.If) else None
         if (
@@ -424,6 +428,13 @@ def _runs_as_script(ctx: Context) -> bool:
             and len(test.comparators) == 1
             and isinstance(test.comparators[0], ast.Constant)
             and test.comparators[0].value == "__main__"
+        ):
+            return True
+        if (
+            isinstance(node, (ast.Assign, ast.Expr))
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr in ("parse_args", "parse_known_args")
         ):
             return True
     return False
