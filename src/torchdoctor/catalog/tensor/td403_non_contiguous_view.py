@@ -356,26 +356,38 @@ def _reaching_assignment(name: str, ctx: Context, wanted) -> tuple[ast.stmt, int
     """(statement, position, block) of the `name = <value>` that reaches the statement being
     checked, when `wanted(value, ctx)` holds: in its own block, or in a block around it when
     the blocks between neither bind nor change `name` (a loop around must not change it
-    anywhere in its body, for the next turn), within one function."""
+    anywhere in its body, for the next turn), within one function. The blocks' own tables find
+    a candidate first; only then are the blocks between read for other bindings (which may
+    read the file's index: most views have no candidate and never do)."""
     ancestors = ctx.ancestors
+    between: list[tuple[ast.AST, list[ast.stmt], int]] = []  # the blocks climbed out of
     for level in range(len(ancestors) - 1, 0, -1):
         owner = ancestors[level - 1]
         place = ctx.block_position(ancestors[level], owner)
         if place is None:
             return None
         block, index = place
-        found = _assignment_before(name, block, index, wanted, ctx)
-        if found is not None:
+        assigned = plain_assignments(ctx, block).get(name, [])
+        before = bisect_left(assigned, index)
+        if before:  # the nearest plain assignment around: the candidate, or a rebinding
+            if not wanted(block[assigned[before - 1]].value, ctx):  # type: ignore[attr-defined]
+                return None
+            found = _assignment_before(name, block, index, wanted, ctx)
+            if found is None or any(_rebinds(ctx, name, *step) for step in between):
+                return None
             return (*found, block)
-        if (
-            _changed_in(ctx, name, block, -1, index)
-            or isinstance(owner, _SCOPES)
-            or _binds_in_header(owner, name)
-            or isinstance(owner, _LOOPS)
-            and _changed_in(ctx, name, block, index, len(block))
-        ):
+        if isinstance(owner, _SCOPES) or _binds_in_header(owner, name):
             return None
+        between.append((owner, block, index))
     return None
+
+
+def _rebinds(ctx: Context, name: str, owner: ast.AST, block: list[ast.stmt], index: int) -> bool:
+    """A block climbed out of binds or changes `name` before the statement (or, in a loop,
+    anywhere: for the next turn)."""
+    if _changed_in(ctx, name, block, -1, index):
+        return True
+    return isinstance(owner, _LOOPS) and _changed_in(ctx, name, block, index, len(block))
 
 
 def _changed_in(ctx: Context, name: str, block: list[ast.stmt], first: int, end: int) -> bool:
