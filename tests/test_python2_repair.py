@@ -69,6 +69,15 @@ def test_python3_sources_are_not_repaired():
     assert repair_python2_statements("print(x)\nprint = log\nexcept_ = 1\n") is None
 
 
+def test_a_python3_file_with_a_bare_print_and_a_syntax_error_is_one_finding():
+    # A bare `print` is Python 3 too: nothing to repair, and no internal error.
+    source = "import torch\nprint\nx = = 1\n"
+    assert repair_python2_statements(source) is None
+    result = check_source(source, "bad.py", ALL)
+    assert [(f.line, f.code) for f in result.findings] == [(3, "TD700")]
+    assert not result.internal_errors
+
+
 def test_a_file_with_other_python2_syntax_stays_one_syntax_error():
     source = PYTHON2.replace('print "none"', "x = `out`")
     assert [code for _, _, code in findings(source)] == ["TD700"]

@@ -196,6 +196,7 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
         return None
     lines, tokens = _tokenized(source)
     edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []  # (start, end, text)
+    sites: list[tuple[int, int]] = []  # where each bracketed statement starts, in order
     open_statement: tuple[str, int] | None = None  # (keyword, depth) of a statement to close
     depth, previous = 0, None  # the last significant token
     try:
@@ -222,6 +223,8 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
                 depth = max(depth - 1, 0)
             if at_start and kind == tokenize.NAME and string in ("print", "except"):
                 open_statement = _python2_statement(token, lines, edits)
+                if open_statement is not None:
+                    sites.append(token.start)
             elif open_statement is not None and open_statement[0] == "print" and string == ">>":
                 if previous is not None and previous.string == "print":
                     edits.append((token.start, token.end, "  "))
@@ -229,8 +232,8 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
                 previous = token
     except (tokenize.TokenError, SyntaxError):
         return None
-    if not edits:
-        return None
+    if not sites:
+        return None  # nothing but bare `print`s, which Python 3 reads: not why it fails
     starts = _line_offsets(lines)
     pieces, done = [], 0  # the text cut at each edit, joined once: never copied per edit
     for (row, column), (end_row, end_column), new in sorted(edits):
@@ -238,14 +241,7 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
         pieces += [source[done:at], new]
         done = end
     pieces.append(source[done:])
-    text = "".join(pieces)
-    first = min(start for start, _, new in edits if new == "(")  # the space after a keyword
-    return text, [(first[0], first[1] - len("print" if _is_print_at(lines, first) else "except"))]
-
-
-def _is_print_at(lines: list[str], space: tuple[int, int]) -> bool:
-    row, column = space
-    return lines[row - 1][:column].endswith("print")
+    return "".join(pieces), sites[:1]
 
 
 def _python2_statement(
