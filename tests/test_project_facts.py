@@ -168,6 +168,13 @@ def test_a_project_launching_its_processes_with_the_old_spelling_keeps_it(tmp_pa
         "cmd.append('--local_rank')  # not the launcher's `=` form: still reported\n"
     )
     assert "train.py:5:31: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    # Help text that mentions the spelling launches nothing: the buffer is read as the project is.
+    (tmp_path / "train.py").write_text(
+        (tmp_path / "train.py")
+        .read_text()
+        .replace("default=0)", "default=0, help='set as --local_rank=N')")
+    )
+    assert "train.py:5:31: TD603" in _check(tmp_path, "train.py", rule="TD603").stdout
     (tmp_path / "launch.py").write_text(
         "import subprocess\n\nfor rank in range(2):\n"
         "    cmd = ['python', 'train.py', '--local_rank={}'.format(rank)]\n"

@@ -54,6 +54,7 @@ from torchdoctor.lint.context import (
     top_level_functions,
 )
 from torchdoctor.lint.lines import split_lines
+from torchdoctor.lint.project import holds_marker
 from torchdoctor.lint.values import (
     attribute_values,
     backward_without_gradient,
@@ -200,6 +201,7 @@ __all__ = [
     "dtypes",
     "first_in_walk",
     "from_project_class",
+    "holds_marker",
     "index",
     "in_compat_fallback",
     "index_of",

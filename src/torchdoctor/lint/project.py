@@ -187,13 +187,17 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 FileFacts = tuple[list[list], list[str], list[str], list[str], list[str], list[str]]
 
 
+def holds_marker(source: bytes, marker: str) -> bool:
+    """Whether one file's text holds the code `marker` names (a key of _MARKERS), as the
+    project's facts read it: a rule asking about the buffer it checks, which may differ from
+    what the project holds on disk, reads it the same way."""
+    word, pattern = _MARKERS[marker]
+    return word in source and pattern.search(source) is not None
+
+
 def file_facts(source: bytes) -> FileFacts:
     """The facts of one Python file's text."""
-    markers = [
-        marker
-        for marker, (word, pattern) in _MARKERS.items()
-        if word in source and pattern.search(source)
-    ]
+    markers = [marker for marker in _MARKERS if holds_marker(source, marker)]
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source

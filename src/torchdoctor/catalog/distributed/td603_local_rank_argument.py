@@ -6,7 +6,7 @@ import ast
 from operator import attrgetter
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, index, per_file
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, holds_marker, index, per_file
 
 PITFALL = Pitfall(
     code="TD603",
@@ -123,8 +123,10 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if _reads_local_rank_env(ctx) or ctx.project.reads_env(ENV_VARIABLE):
         return  # torchrun's way is handled somewhere in the file, or in the project
-    if _OWN_LAUNCH in ctx.source or ctx.project.has(_OWN_LAUNCH):
-        return  # the project launches its processes itself, with this spelling
+    if ctx.project.has(_OWN_LAUNCH) or holds_marker(
+        ctx.source.encode("utf-8", "replace"), _OWN_LAUNCH
+    ):
+        return  # the project (or this buffer) launches its processes itself, with this spelling
     quote = '"' if ctx.text(option)[:1] != "'" else "'"
     _, end = ctx.span(option)
     fix = ctx.fix(PITFALL, "safe", ctx.edit(end, end, f", {quote}{NEW_SPELLING}{quote}"))
