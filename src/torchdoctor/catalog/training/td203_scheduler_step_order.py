@@ -380,18 +380,13 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
     file's own and is given an optimizer, when it comes after the scheduler step."""
     own = top_level_functions(ctx)
     whole = index_of(ctx, loop)
+    # The calls of names starting with `train`, as the index keys them (`train(...)`,
+    # `trainer.train(...)`).
     for found in whole.calls_in_block(loop.body, _training_names(ctx), local=True):
-        func = found.func
-        if type(func) is ast.Name:
-            if func.id in own:
-                continue  # this file's function: `_training_call_after` reads it
-            called = func.id
-        elif type(func) is ast.Attribute:
-            called = func.attr
-        else:
-            continue
-        if called.startswith("train") and any(
-            _names_an_optimizer(value, ctx)
+        if type(found.func) is ast.Name and found.func.id in own:
+            continue  # this file's function: `_training_call_after` reads it
+        if any(
+            _names_an_optimizer(value)
             for value in (*found.args, *(k.value for k in found.keywords))
         ):
             return found if position(found) > position(node) else None
@@ -406,7 +401,7 @@ def _training_names(ctx: Context) -> tuple[str, ...]:
     )
 
 
-def _names_an_optimizer(expr: ast.AST, ctx: Context) -> bool:
+def _names_an_optimizer(expr: ast.AST) -> bool:
     """`optimizer`, `self.optim`, `opt_g`: a name or attribute that says it is an optimizer."""
     name = expr.id if type(expr) is ast.Name else expr.attr if type(expr) is ast.Attribute else ""
     return name.lower().startswith(("optim", "opt_")) or name.lower() in ("opt", "optimizers")
