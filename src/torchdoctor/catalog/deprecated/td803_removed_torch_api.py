@@ -545,7 +545,7 @@ def removed_name_in_prose(block, report) -> Clue | None:
     asking for a port to the PyTorch that dropped it."""
     if block.kind != "log" or block.short_type:
         return None
-    if any(b.kind == "exception" for b in report.blocks):
+    if report.exceptions:
         return None  # an error shown is the story, not the words around it
     found = report.search(_SAID_REMOVED)
     if found is None:

@@ -513,7 +513,7 @@ def said_prefix(block, report) -> Clue | None:
     wrapper's prefix as where they differ."""
     if block.short_type or sd_errors.parse(report.text) is not None:
         return None  # a message of torch's own is read by `explain` above
-    if any(b.kind == "exception" for b in report.blocks):
+    if report.exceptions:
         return None
     if not report.search(_MISSING_OR_UNEXPECTED):
         return None

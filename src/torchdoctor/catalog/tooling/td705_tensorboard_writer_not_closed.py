@@ -297,7 +297,7 @@ def said_unclosed(block, report) -> Clue | None:
 def _no_error_shown(block: ErrorBlock, report: ErrorReport) -> bool:
     """The text tells its story without an error: a crash in it is the story, not the missing
     events."""
-    return not block.short_type and not any(b.kind == "exception" for b in report.blocks)
+    return not block.short_type and not report.exceptions
 
 
 _WRITERS = frozenset(

@@ -313,7 +313,7 @@ def _identifiers(source: NativeSource) -> Iterator[Finding]:
 
 def _defines(source: NativeSource, offset: int, name: str) -> bool:
     """The line holding `offset` is a `#define` of `name`."""
-    line, column = source.position(offset)
+    _, column = source.position(offset)
     defined = _DEFINE.match(source.code, offset - column + 1)
     return defined is not None and defined["name"] == name and defined.end() <= offset
 
