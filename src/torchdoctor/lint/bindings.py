@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Callable
 
 from torchdoctor.lint.context import Context, per_file
 from torchdoctor.lint.occurrences import BlockKey, FileIndex, block_names, index_of
@@ -140,17 +141,28 @@ def _outer_parts(scope: ast.AST) -> list[ast.AST]:
 
 
 def assigned_before(
-    name: str, block: list[ast.stmt], index: int, ctx: Context
+    name: str,
+    block: list[ast.stmt],
+    index: int,
+    ctx: Context,
+    in_place: bool = False,
+    wanted: Callable[[ast.expr], bool] | None = None,
 ) -> tuple[ast.expr | None, int]:
     """(value, position) of the nearest plain `name = value` before `block[index]`, when no
-    statement in between binds `name` again; (None, index) otherwise."""
+    statement in between binds `name` again (with `in_place`, nor changes it in place:
+    `y.transpose_()`, `y.data = ...`) and `wanted(value)` holds, if given (asked first: it
+    spares the reading of the statements between); (None, index) otherwise."""
     found = plain_assignments(ctx, block).get(name)
     if not found or found[0] >= index:
         return None, index  # no such statement before: the block's statements alone tell
     last = found[bisect_left(found, index) - 1]
-    between = bound_between(ctx, name, block, last, index)
+    if wanted is not None and not wanted(block[last].value):  # type: ignore[attr-defined]
+        return None, index
+    between = bound_between(ctx, name, block, last, index, in_place=in_place)
     if between is None:  # the index tells
-        position = block_names(ctx, block).last_bound_before(name, index)
+        names = block_names(ctx, block)
+        latest = names.last_changed_before if in_place else names.last_bound_before
+        position = latest(name, index)
     else:
         position = last if between is False else None
     if position is None:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    assigned_before,
     Clue,
     Context,
     FileIndex,
     Finding,
     Kind,
     Pitfall,
-    block_names,
-    bound_between,
     index,
     index_of,
     is_parameter,
@@ -23,7 +21,6 @@ from torchdoctor.catalog.sdk import (
     makes_generator,
     passed_values,
     per_file,
-    plain_assignments,
     shorten,
 )
 
@@ -225,7 +222,9 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
     elif isinstance(expr, ast.Name):
         values = _name_assignments(expr.id, ctx)
         if values is None:  # also bound otherwise: what reaches this statement from its block
-            values = _assigned_just_before(expr.id, ctx)
+            block, index_ = ctx.statement_block() or ([], 0)
+            value = assigned_before(expr.id, block, index_, ctx)[0]
+            values = None if value is None else [value]
         function = ctx.enclosing_function()
         if values is None and function is not None and is_parameter(function, expr.id):
             values = _passed_iterators(ctx, function, expr.id)
@@ -237,21 +236,6 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         return None
     iterated = [_iterated_by(value, ctx) for value in values]
     return None if None in iterated else iterated
-
-
-def _assigned_just_before(name: str, ctx: Context) -> list[ast.expr] | None:
-    """The value of the last `name = value` before the statement being checked, in its block,
-    when nothing between binds `name` again (`loader = iter(loader)` on a parameter)."""
-    block, index_ = ctx.statement_block() or ([], 0)
-    assigned = plain_assignments(ctx, block).get(name, [])
-    before = bisect_left(assigned, index_)  # positions in order: no scan of them all
-    if not before:
-        return None
-    last = assigned[before - 1]
-    changed = bound_between(ctx, name, block, last, index_)
-    if changed is None:
-        changed = block_names(ctx, block).last_bound_before(name, index_) != last
-    return None if changed else [block[last].value]  # type: ignore[attr-defined]
 
 
 @per_file

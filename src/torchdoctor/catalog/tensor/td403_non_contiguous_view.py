@@ -11,6 +11,7 @@ from torchdoctor.catalog.sdk import (
     Context,
     Finding,
     Pitfall,
+    assigned_before,
     attribute_values,
     block_names,
     bound_between,
@@ -331,25 +332,10 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
     """(statement, position) of the nearest `name = <value>` before `block[index]` when
     `wanted(value, ctx)` holds and nothing between rebinds `name` or changes it in place
     (`y.transpose_(...)`, `y.set_(...)`, `y.data = ...`: strides may change in place)."""
-    # The statement found below, if any, is the last `name = ...` before `block[index]` (a
-    # later one would rebind `name`): the block's own statements tell when it cannot be.
-    found = plain_assignments(ctx, block).get(name, [])
-    last = bisect_left(found, index)
-    if not last or not wanted(block[found[last - 1]].value, ctx):
-        return None
-    changed = bound_between(ctx, name, block, found[last - 1], index, in_place=True)
-    if changed is None:  # the index tells
-        position = block_names(ctx, block).last_changed_before(name, index)
-    else:
-        position = None if changed else found[last - 1]
-    if position is None:
-        return None
-    statement = block[position]
-    if position == found[last - 1]:
-        return statement, position  # the plain assignment already found and accepted
-    if not _assigns_only(statement, name) or not wanted(statement.value, ctx):
-        return None
-    return statement, position
+    value, position = assigned_before(
+        name, block, index, ctx, in_place=True, wanted=lambda value: wanted(value, ctx)
+    )
+    return None if value is None else (block[position], position)
 
 
 def _reaching_assignment(name: str, ctx: Context, wanted) -> tuple[ast.stmt, int, list] | None:
