@@ -193,3 +193,19 @@ def test_fix_in_an_indented_cell_keeps_its_indentation(tmp_path):
     fixed_text = path.read_text(encoding="utf-8")
     run_cli("check", "--no-cache", "--fix", "nb.ipynb", cwd=tmp_path)
     assert path.read_text(encoding="utf-8") == fixed_text
+
+
+def test_a_shell_command_continued_with_backslashes_is_one_magic(tmp_path):
+    # IPython joins `!cmd \` with the lines after it, indented or not (coqui-tts' tutorials);
+    # the line after the command's last is Python again.
+    data = notebook(
+        '!tts --text "hello" \\\n--model_name "glow-tts" \\\n      --out_path a.wav\nimport torch\n'
+        "x = torch.randn(3)\nx.cuda()\nprint(x)",
+        "    !ls \\\n  -la\n    y = 1",
+    )
+    write_notebook(tmp_path / "nb.ipynb", data)
+    findings = check_json(tmp_path, "nb.ipynb")
+    assert [(f["cell"], f["line"], f["code"]) for f in findings] == [(1, 6, "TD001")]
+    assert run_cli("check", "--no-cache", "--fix", "nb.ipynb", cwd=tmp_path).returncode == 1
+    fixed = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    assert "".join(fixed["cells"][0]["source"]).startswith('!tts --text "hello" \\\n--model_name')

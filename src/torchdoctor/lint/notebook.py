@@ -116,15 +116,25 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
     name = (stripped[2:].split(maxsplit=1) or [""])[0] if stripped.startswith("%%") else None
     whole_cell_magic = name is not None and name not in PYTHON_CELL_MAGICS
     lines = []
+    continued_at = None  # the indentation of a magic whose last line ended with a backslash
     for line in split_lines(source, keepends=True):
         # `ending(line)`, in one call: a line of split_lines holds no break but its last one.
         content = line.rstrip("\r\n")
         end = line[len(content) :]
         code = content.lstrip(_INDENT)
-        if whole_cell_magic or _MAGIC.match(code):
-            indent = "" if whole_cell_magic else content[: len(content) - len(code)]
+        if whole_cell_magic or continued_at is not None or _MAGIC.match(code):
+            # IPython joins a `!cmd \` line with the next before running it: those lines are
+            # the command's too, whatever their indentation.
+            indent = (
+                ""
+                if whole_cell_magic
+                else continued_at
+                if continued_at is not None
+                else content[: len(content) - len(code)]
+            )
             line = indent + notebook.placeholder(len(notebook.magics)) + end
             notebook.magics.append(content)
+            continued_at = indent if not whole_cell_magic and content.endswith("\\") else None
         lines.append(line)
     return lines
 
