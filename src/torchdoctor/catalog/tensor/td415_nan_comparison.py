@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall
+from torchdoctor.catalog.sdk import Context, Finding, Kind, Pitfall, index, per_file
 
 PITFALL = Pitfall(
     code="TD415",
@@ -88,6 +88,17 @@ NAN_CONSTANTS = frozenset(
 )
 _EQUALITY = (ast.Eq, ast.NotEq)
 _IDENTITY = (ast.Is, ast.IsNot)
+# Where a NaN constant is kept as the value itself.
+_STORING = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.Return,
+    ast.Tuple,
+    ast.List,
+    ast.Dict,
+    ast.IfExp,
+    ast.arguments,
+)
 _USE = {
     Kind.TENSOR: {"en": "`torch.isnan({x})`", "zh": "`torch.isnan({x})`"},
     Kind.NDARRAY: {"en": "`np.isnan({x})`", "zh": "`np.isnan({x})`"},
@@ -122,7 +133,10 @@ def check(node: ast.Compare, ctx: Context) -> Iterator[Finding]:
         variant = ""
         if isinstance(op, _IDENTITY):
             # `x is float("nan")` tests a new object, never `x`.
-            new = _is_float_call(left if value is right else right)
+            nan = left if value is right else right
+            new = _is_float_call(nan)
+            if not new and ctx.qualname(nan) in _sentinels(ctx):
+                continue  # `x = torch.nan` somewhere, then `x is torch.nan`: a sentinel, found
             variant = "new-object" if new else "identity"
         fix = None
         if kind is Kind.TENSOR and len(node.ops) == 1 and _torch_name(ctx):
@@ -141,6 +155,21 @@ def check(node: ast.Compare, ctx: Context) -> Iterator[Finding]:
             result="True" if negated else "False",
             use=use,
         )
+
+
+@per_file
+def _sentinels(ctx: Context) -> frozenset[str]:
+    """The NaN constants the file stores as values (`x = torch.nan`, returned, a default, an
+    item of a tuple or dict): there `x is torch.nan` may test for that very object, a
+    sentinel. (Passed to a call, as in `np.full(n, np.nan)`, it fills other objects.)"""
+    found = index(ctx)
+    stored = set()
+    for name in ("nan", "NaN", "NAN"):
+        for at in found.attributes.get(name, ()):
+            node = found.nodes[at]
+            if isinstance(found.parents[node], _STORING):
+                stored.add(ctx.qualname(node))
+    return frozenset(stored & NAN_CONSTANTS)
 
 
 def _is_nan(expr: ast.AST, ctx: Context) -> bool:
