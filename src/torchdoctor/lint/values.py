@@ -118,10 +118,10 @@ _EXPECTS_ERROR = frozenset(
 _COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
 # A test of the torch version: `TORCH_GTE_1_7`, `torch.__version__ < ...`, `TORCH_1_13`,
 # `_TORCH_GREATER_EQUAL_2_4`, `is_torch_greater_or_equal("2.4")`, `hasattr(torch, "fft")`,
-# `hasattr(nn.utils.parametrizations, "weight_norm")`.
+# `hasattr(nn.utils.parametrizations, "weight_norm")`, `TORCH_MAJOR == 0 and TORCH_MINOR <= 4`.
 _VERSION_TEST = lazy_compile(
     r"version|_(?:GTE|GE|LT|LE)_?\d|torch_\d+_\d+|(?:greater|less)_(?:or_)?(?:equal|than)"
-    r"|hasattr\(\s*(?:torch|nn|F)\b",
+    r"|hasattr\(\s*(?:torch|nn|F)\b|\b(?:torch|pt)_?(?:major|minor|ver)\b",
     re.IGNORECASE,
 )
 
