@@ -93,7 +93,8 @@ Files that freeze parameters or switch grad off globally (`requires_grad_(False)
 `set_grad_enabled`) are skipped for the grad case. Tensors whose origin is not visible in the
 same block are not checked. A module passed in as a parameter is taken to have weights only
 when its name says it is a model (`model`, `net`, `encoder`...): `conversion(output)` may well
-have none.
+have none. Layers and losses without parameters (`nn.Sigmoid()`, a `Sequential` of such layers,
+`nn.BCELoss()`) pass on what their first input carries: their output is followed back to it.
 """,
         "zh": """
 ## What it catches
@@ -126,6 +127,8 @@ tensor to host memory first.`
 冻结参数或全局关闭梯度（`requires_grad_(False)`、`set_grad_enabled`）的文件不做梯度方面的检查。
 来源不在同一代码块中可见的张量不检查。作为参数传入的模块，只有名字表明它是模型（`model`、`net`、
 `encoder` 等）时才认为它有权重：`conversion(output)` 这样的模块很可能没有参数。
+没有参数的层和损失（`nn.Sigmoid()`、由这类层组成的 `Sequential`、`nn.BCELoss()`）只传递其第一个输入的性质：
+其输出会被追溯到该输入。
 """,
     },
     example="""
@@ -159,6 +162,7 @@ PARAMETER_FREE = frozenset(
 ReLU ReLU6 LeakyReLU GELU SiLU Sigmoid Tanh Softmax LogSoftmax Softplus Mish Hardswish ELU
 Identity Flatten Unflatten Dropout Dropout2d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d
 AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool2d Upsample PixelShuffle
+BCELoss BCEWithLogitsLoss CrossEntropyLoss NLLLoss MSELoss L1Loss SmoothL1Loss HuberLoss KLDivLoss
 """.split()
 )
 NO_GRAD_CONTEXTS = frozenset(
@@ -211,6 +215,9 @@ def _origin(expr: ast.AST, ctx: Context) -> tuple[str, dict] | None:
             continue
         if not isinstance(expr, ast.Call):
             return None
+        if expr.args and _parameter_free_instance(expr.func, ctx):
+            expr = expr.args[0]  # `nn.Sigmoid()(x)`, `criterion(pred, y)`: as `x`, `pred` are
+            continue
         if _calls_module(expr, ctx):
             return _grad(detached, ctx, f"`{_short(ctx.text(expr.func))}(...)`, a module call")
         if ctx.qualname(expr.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -249,11 +256,6 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
         return False  # no parameters, or none that can be seen from here
     if isinstance(func, ast.Name) and _is_parameter(func.id, ctx) and not names_a_model(func.id):
         return False  # `conversion: nn.Module` passed in: maybe a parameter-free transform
-    if isinstance(func, ast.Call):
-        qualname = ctx.qualname(func.func) or ""
-        return not (
-            qualname.startswith("torch.nn.") and qualname.rpartition(".")[2] in PARAMETER_FREE
-        )
     return True
 
 
@@ -264,8 +266,17 @@ def _is_parameter(name: str, ctx: Context) -> bool:
 
 
 def _parameter_free_instance(func: ast.AST, ctx: Context) -> bool:
-    """`Swish()`, or a name bound only to `Swish()`, where `Swish` is parameter-free."""
+    """`Swish()`, `nn.Sigmoid()`, `nn.Sequential(nn.ReLU(), nn.Sigmoid())`, or a name bound
+    only to such a module, where `Swish` is parameter-free."""
     if isinstance(func, ast.Call):
+        qualname = ctx.qualname(func.func) or ""
+        if qualname.startswith("torch.nn."):
+            kind = qualname.rpartition(".")[2]
+            if kind == "Sequential":
+                return bool(func.args) and all(
+                    _parameter_free_instance(layer, ctx) for layer in func.args
+                )
+            return kind in PARAMETER_FREE
         return isinstance(func.func, ast.Name) and _parameter_free_class(ctx, func.func.id)
     if not isinstance(func, ast.Name):
         return False
