@@ -68,10 +68,10 @@ batch and never trains (no `.backward()`, no `.step()`), when the code around it
 function, its callers in the same file, the functions those call, and the other methods of its
 class):
 
-- never switches to evaluation mode (no `.eval()` nor `.train(False)`) although the model is
-  certainly in training mode (`model.train()` is called, or the model is built right there); a
-  model built in the file only from layers that compute the same in both modes (no Dropout,
-  BatchNorm or Transformer layers) is not reported for this; or
+- never switches to evaluation mode (no `.eval()`, `.train(False)` nor MONAI's `eval_mode(...)`)
+  although the model is certainly in training mode (`model.train()` is called, or the model is
+  built right there); a model built in the file only from layers that compute the same in both
+  modes (no Dropout, BatchNorm or Transformer layers) is not reported for this; or
 - never disables gradient recording (no `torch.no_grad()`, `torch.inference_mode()` or
   `torch.set_grad_enabled(...)`).
 
@@ -104,7 +104,7 @@ model it applies to, so some real mistakes are missed.
 `val_loader`/`test_loader` 的循环）对每个 batch 调用模型且不做训练（没有 `.backward()`、没有 `.step()`），
 并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
 
-- 从未切换到评估模式（没有 `.eval()` 也没有 `.train(False)`），而模型又必然处于训练模式（调用过
+- 从未切换到评估模式（没有 `.eval()`、`.train(False)`，也没有 MONAI 的 `eval_mode(...)`），而模型又必然处于训练模式（调用过
   `model.train()`，或者模型就是在这里新建的）；如果模型在本文件中完全由两种模式下计算相同的层构成
   （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告；或者
 - 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`）。
@@ -356,6 +356,10 @@ class _Program:
         for at in found.attributes.get("requires_grad_", ()):
             if self._called_method(at) is not None:
                 self._set([at], "disables_grad")
+        # MONAI's `with eval_mode(model):` does both: eval mode and no gradients.
+        for table in (found.names, found.attributes):
+            self._set(table.get("eval_mode", []), "switches_to_eval")
+            self._set(table.get("eval_mode", []), "disables_grad")
         for at in found.attributes.get("eval", ()):
             call = self._called_method(at)
             if call is not None and not call.args:
