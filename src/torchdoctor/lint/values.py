@@ -144,15 +144,23 @@ def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
     the expression `expr` itself, also a branch of a conditional expression that tests one
     (`new() if TORCH_2_4 else old()`), or the value of a default that the next statement
     replaces for newer versions (`wn = old` then `if hasattr(...): wn = new`)."""
+    outer = None
     for node in ctx.ancestors:
         if isinstance(node, ast.ExceptHandler):
             caught = node.type
             names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
             if any(isinstance(n, ast.Name) and n.id in _COMPAT_ERRORS for n in names):
                 return True
+            if isinstance(outer, ast.Try) and _tests_a_version(outer.body, ctx):
+                return True  # megatron: `try: if torch >= 2.4: new else: old` `except: old`
         elif isinstance(node, ast.If) and _VERSION_TEST.search(ctx.text(node.test)):
             return True
+        outer = node
     return expr is not None and (_in_version_gated_expression(expr, ctx) or _overridden(expr, ctx))
+
+
+def _tests_a_version(block: list[ast.stmt], ctx: Context) -> bool:
+    return any(isinstance(s, ast.If) and _VERSION_TEST.search(ctx.text(s.test)) for s in block)
 
 
 def _in_version_gated_expression(expr: ast.AST, ctx: Context) -> bool:
