@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     bindings,
     expects_an_error,
+    index,
     names_assigned,
     per_file,
     shorten,
@@ -195,6 +196,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         and ctx.imports_torch
         and isinstance(receiver, ASSIGNABLE)
         and not _in_test_function(ctx)
+        and not _instance_of_other_class(receiver, ctx)
     ):
         return
     target = ctx.text(receiver)
@@ -207,6 +209,28 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
+
+
+def _instance_of_other_class(receiver: ast.AST, ctx: Context) -> bool:
+    """`self.copier` (or `copier`) where every assignment of it in the file builds an object of
+    a class that is not torch's (`self.copier = IndexCopier(size)`): its `index_copy` is that
+    class's own method, which may well work in place."""
+    if isinstance(receiver, ast.Attribute):
+        name, attribute = receiver.attr, True
+    elif isinstance(receiver, ast.Name):
+        name, attribute = receiver.id, False
+    else:
+        return False
+    values = [s.value for s in index(ctx).assignments(ctx.tree, name, attribute)]
+    return bool(values) and all(_builds_other_object(value, ctx) for value in values)
+
+
+def _builds_other_object(value: ast.AST, ctx: Context) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+    qualname = ctx.qualname(value.func) or ""
+    return name[:1].isupper() and not qualname.startswith(("torch.", "numpy."))
 
 
 def _in_test_function(ctx: Context) -> bool:
