@@ -187,6 +187,10 @@ NUMBER_ONLY = (ast.Sub, ast.FloorDiv, ast.Pow)
 NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+# Names of a `*name` parameter that say it holds sizes.
+SIZE_NAMES = frozenset({"shape", "size", "sizes", "dims"})
+
+
 @PITFALL.static(ast.Call, names=CONSTRUCTOR_DTYPES)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     module, _, constructor = (ctx.qualname(call.func) or "").rpartition(".")
@@ -216,12 +220,25 @@ def _has_sizes(call: ast.Call, ctx: Context) -> bool:
     args = call.args
     if not args:
         return False
-    if len(args) > 1 or isinstance(args[0], ast.Starred):
+    if len(args) > 1:
         return True
+    if isinstance(args[0], ast.Starred):
+        # `*shape`, but not a wrapper's own `*args` handed on: its callers may pass data.
+        return not _forwards_varargs(args[0].value, ctx)
     (arg,) = args
     if isinstance(arg, ast.Attribute) and arg.attr == "shape":
         return ctx.kind_of(arg.value) is Kind.TENSOR
     return _is_integer(arg) or _is_shape(arg)
+
+
+def _forwards_varargs(expr: ast.AST, ctx: Context) -> bool:
+    """`expr` is the enclosing function's `*args` (a name that does not say it holds sizes,
+    as `*shape` does)."""
+    if not isinstance(expr, ast.Name) or expr.id in SIZE_NAMES:
+        return False
+    function = ctx.enclosing_function()
+    varargs = getattr(getattr(function, "args", None), "vararg", None)
+    return varargs is not None and varargs.arg == expr.id
 
 
 def _is_integer(expr: ast.AST) -> bool:
