@@ -458,6 +458,53 @@ def sourceless_class(block, report) -> Clue | None:
     return Clue(0.9 if loading else 0.75, SOURCELESS_CLASS, SOURCELESS_CLASS_FIX)
 
 
+UNPICKLABLE_PART = {
+    "en": "`torch.save(model, ...)` pickles the whole module object, and `{object}` inside it "
+    "(a lambda, a hook or a function or class defined inside a function, often in "
+    "`__init__`) cannot be pickled.",
+    "zh": "`torch.save(model, ...)` 会 pickle 整个模块对象，而其中的 `{object}`（lambda、钩子，"
+    "或定义在函数内部、常见于 `__init__` 中的函数或类）无法被 pickle。",
+}
+UNPICKLABLE_PART_FIX = {
+    "en": "Save the weights instead: `torch.save(model.state_dict(), path)`, and load them into "
+    "a freshly built model with `model.load_state_dict(torch.load(path))`.",
+    "zh": "改为保存权重：`torch.save(model.state_dict(), path)`，以后用 "
+    "`model.load_state_dict(torch.load(path))` 加载进新构建的模型。",
+}
+_UNPICKLABLE = lazy_compile(
+    r"Can't pickle local object '?(?:<function )?(?P<object>[^'\s]+)"
+    r"|Can't pickle <function (?P<function><lambda>|[\w.]+) at 0x"
+)
+# The text tells of saving a model: the pickling that failed is torch.save's.
+_SAVING_A_MODEL = lazy_compile(
+    r"torch\.save\(|_legacy_save|\bsave_model\b|\b[Ss]av(?:e|ing)\s+(?:the\s+|my\s+|a\s+|whole\s+)*model"
+)
+
+
+@PITFALL.error_check(types=("AttributeError", "PicklingError", "TypeError"))
+def unpicklable_part(block, report) -> Clue | None:
+    """A lambda or local function that cannot be pickled, where torch.save is the pickler:
+    its frames, or the text around the error telling of saving a model."""
+    found = _UNPICKLABLE.search(block.message)
+    if found is None:
+        return None
+    frames = " ".join(f"{f.path} {f.function or ''}" for f in block.frames)
+    if re.search(r"multiprocessing|dataloader|spawn\.py|popen_|reduction\.py", frames, re.I):
+        return None  # a DataLoader worker's payload: dataloader-worker-pickle
+    if re.search(r"serialization\.pyc?\b[^\n]*save|_legacy_save|_save\b", frames):
+        confidence = 0.9
+    elif report.search(_SAVING_A_MODEL):
+        confidence = 0.8
+    else:
+        return None
+    return Clue(
+        confidence,
+        UNPICKLABLE_PART,
+        UNPICKLABLE_PART_FIX,
+        {"object": found["object"] or found["function"]},
+    )
+
+
 @PITFALL.error_check(types=())
 def refused_module(block, report) -> Clue | None:
     if not _weights_only.refused(block.message):
