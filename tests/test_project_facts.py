@@ -289,3 +289,32 @@ def test_an_autograd_function_instance_called_in_another_module(tmp_path, monkey
     monkeypatch.chdir(tmp_path)  # in this process: the code under test, wherever pytest runs
     found = check("functional.py", select="TD104")
     assert [(f.line, f.column) for f in found] == [(8, 12), (12, 12)]
+
+
+ACCURACY = (
+    "def accuracy(output, target, topk=(1,)):\n"
+    "    maxk = max(topk)\n"
+    "    _, pred = output.topk(maxk, 1, True, True)\n"
+    "    pred = pred.t()\n"
+    "    correct = pred.eq(target.view(1, -1).expand_as(pred))\n"
+    "    res = []\n"
+    "    for k in topk:\n"
+    "        res.append(correct[:k].view(-1).float().sum(0))\n"
+    "    return res\n"
+)
+
+
+def test_a_top_k_helper_another_file_calls_for_five_rows_is_reported(tmp_path):
+    # The ImageNet example's accuracy helper, in utils.py: `correct[:k]` of the transposed
+    # predictions views as one row for k=1, and fails once train.py asks for the top 5.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text("import torch\n\n\n" + ACCURACY)
+    (tmp_path / "train.py").write_text(
+        "from utils import accuracy\n\n\ndef step(out, y):\n    return accuracy(out, y)\n"
+    )
+    assert "TD403" not in _check(tmp_path, ".", rule="TD403").stdout  # only top-1 asked for
+    (tmp_path / "train.py").write_text(
+        "from utils import accuracy\n\n\ndef step(out, y):\n"
+        "    return accuracy(out, y, topk=(1, 5))\n"
+    )
+    assert "utils.py:11:20: TD403" in _check(tmp_path, ".", rule="TD403").stdout

@@ -115,8 +115,9 @@ breaks as soon as that dimension grows (a batch of two). `.t()` and `.T` are ass
 applied to matrices (on a 1-D tensor they do nothing). Views of function arguments are not
 checked, because their memory layout is unknown. Rows sliced off a reordered tensor, `x[:k]`,
 are reported only when the code shows that `k` can exceed 1 (a number above 1, a loop over a
-tuple holding one, or a parameter whose default or some call in the same file gives one): a
-top-k accuracy helper called only with its default `topk=(1,)` views one row, which works.
+tuple holding one, or a parameter whose default or some call in the same file gives one, or a
+`topk` parameter when some file of the project passes `topk=(1, 5)`): a top-k accuracy helper
+called only with its default `topk=(1,)` views one row, which works.
 """,
         "zh": """
 ## What it catches
@@ -159,7 +160,8 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 当 `v` 只有一行时，`v.transpose(0, 1).view(-1)` 没有问题，但只要这个维度变大（例如 batch 变成 2）
 就会报错。`.t()` 和 `.T` 被假定作用于矩阵（对一维张量它们什么也不做）。函数参数的内存布局未知，
 因此不检查对它们的 view。从重排后的张量切出的行 `x[:k]`，只有在代码表明 `k` 可能大于 1 时才报告
-（大于 1 的数字、遍历含有这种数字的元组，或者参数的默认值、同一文件中的某次调用给出这种数字）：
+（大于 1 的数字、遍历含有这种数字的元组，参数的默认值、同一文件中的某次调用给出这种数字，或者项目中
+某个文件以 `topk=(1, 5)` 这样的参数调用时的 `topk` 参数）：
 只以默认 `topk=(1,)` 调用的 top-k 准确率函数只取一行，view 可以成功。
 """,
     },
@@ -603,7 +605,8 @@ def _layout_source(expr: ast.AST, ctx: Context) -> ast.Name | None:
 def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
     """The slice `[:k]` may keep more than one row, as far as the code shows: `k` a number above
     1, or a loop's variable over numbers one of which is (a tuple written there, or a parameter
-    whose default or some call in the file gives one: `accuracy(output, target, topk=(1, 5))`).
+    whose default or some call in the file gives one: `accuracy(output, target, topk=(1, 5))`,
+    or a `topk` some file of the project passes so)
     The top-k accuracy helpers called only with their default `topk=(1,)` keep one row."""
     upper = rows.upper
     if type(upper) is ast.Constant:
@@ -632,7 +635,10 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
         return False
     if any(_holds_more_than_one(value) for value in _parameter_defaults(function, name)):
         return True
-    return any(_holds_more_than_one(value) for _, value in passed_values(ctx, function, name))
+    if any(_holds_more_than_one(value) for _, value in passed_values(ctx, function, name)):
+        return True
+    # The helper in `utils.py`, called with `topk=(1, 5)` by the training script.
+    return name == "topk" and ctx.project.has("topk=(1, k)")
 
 
 def _holds_more_than_one(expr: ast.AST) -> bool:
