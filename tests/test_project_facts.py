@@ -313,6 +313,8 @@ def test_a_top_k_helper_another_file_calls_for_five_rows_is_reported(tmp_path):
         "from utils import accuracy\n\n\ndef step(out, y):\n    return accuracy(out, y)\n"
     )
     assert "TD403" not in _check(tmp_path, ".", rule="TD403").stdout  # only top-1 asked for
+    (tmp_path / "rank.py").write_text("def evaluate(cmc_topk=(1, 5, 10)):\n    pass\n")
+    assert "TD403" not in _check(tmp_path, ".", rule="TD403").stdout  # another parameter
     (tmp_path / "train.py").write_text(
         "from utils import accuracy\n\n\ndef step(out, y):\n"
         "    return accuracy(out, y, topk=(1, 5))\n"

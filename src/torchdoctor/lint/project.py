@@ -75,7 +75,11 @@ _MARKERS = {
     "--local_rank=": (b"--local_rank=", re.compile(rb"""['"]--local_rank=""")),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
-    "topk=(1, k)": (b"topk", re.compile(rb"topk[ \t]*=[ \t]*[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)")),
+    # (`cmc_topk=(1, 5, 10)` is another parameter.)
+    "topk=(1, k)": (
+        b"topk",
+        re.compile(rb"(?<![\w.])topk[ \t]*=[ \t]*[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"),
+    ),
 }
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
 # in `weights_only` loads. The class names such a file mentions are kept (the list is often
