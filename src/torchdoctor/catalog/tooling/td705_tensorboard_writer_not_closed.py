@@ -42,10 +42,11 @@ A `SummaryWriter` from `torch.utils.tensorboard` or `tensorboardX` (or its 2017 
 is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...), with no
 `writer.close()` or `writer.flush()` anywhere in the file.
 
-A `writer = None` placeholder before it (made on rank 0 only, say), tests of it (`if writer
+A `writer = None` placeholder before it (made on rank 0 only, say), an object of another class
+standing in for it when nothing is logged (`else: writer = Dummy()`), tests of it (`if writer
 is None: writer = SummaryWriter(...)`, made the first time something is logged) and passing it
-to a function of the same file that only logs to it (`train(cfg, writer)`) still count as
-logging. A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
+to a function of the same file that only logs to it or tests it (`train(cfg, writer)`) still
+count as logging. A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
 None`) is reported when the file only logs to that attribute or tests it, and no file of the
 project closes or flushes anything of that name (`self.writer.close()`, `writer.flush()`): the
 object never closes it, and nothing else can. Writers used in a `with` block, returned, or
@@ -80,9 +81,9 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 来自 `torch.utils.tensorboard` 或 `tensorboardX` 的 `SummaryWriter` 被赋给一个名字，而这个名字只用于记录日志
 （`writer.add_scalar(...)`、`writer.add_image(...)` 等），整个文件中都没有 `writer.close()` 或 `writer.flush()`。
 
-先写 `writer = None` 占位（例如只在 rank 0 上创建）、对它的判断（`if writer is None: writer =
-SummaryWriter(...)`，在第一次记录时才创建），以及把它传给同一文件中只用它记录日志的函数
-（`train(cfg, writer)`），仍然算作只用于记录。保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
+先写 `writer = None` 占位（例如只在 rank 0 上创建）、不记录时用别的类的对象代替它（`else: writer =
+Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`，在第一次记录时才创建），
+以及把它传给同一文件中只用它记录日志或只对它做判断的函数（`train(cfg, writer)`），仍然算作只用于记录。保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
 或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志或对它做判断，且项目中没有任何文件
 关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
 用在 `with` 语句中、被返回或传给其他代码的 writer 不会报告：可能由别处负责关闭。
@@ -459,7 +460,7 @@ def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context
     found = index_of(ctx, scope)
     flushed = _flushed_anywhere(ctx)
     for node in _other_uses(ctx, scope, name):
-        if node is assignment.targets[0] or _placeholder(node, found):
+        if node is assignment.targets[0] or _placeholder(node, found) or _stand_in(node, found):
             continue
         if _tested(node, found.parents):  # `if writer is None: writer = SummaryWriter(...)`
             continue
@@ -479,10 +480,27 @@ def _placeholder(node: ast.Name, found) -> bool:
     )
 
 
+def _stand_in(node: ast.Name, found) -> bool:
+    """`writer = Dummy()` in the branch that does not log (SiamMask's `if args.log_dir:`): an
+    object of another class standing in for the writer, which has nothing to flush."""
+    statement = found.parents[node]
+    if not (isinstance(statement, ast.Assign) and statement.targets == [node]):
+        return False
+    value = statement.value
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id[:1].isupper()
+        and value.func.id != "SummaryWriter"
+    )
+
+
 def _logged_by_callee(node: ast.Name, found, flushed: frozenset[str], ctx: Context) -> bool:
     """`train(cfg, writer)` where `train` is a function of this file whose parameter is only
-    logged to, never closed, flushed or passed on."""
+    logged to (or tested), never closed, flushed or passed on."""
     call = found.parents[node]
+    if isinstance(call, ast.keyword):  # `validate(..., board=writer)`
+        call = found.parents[call]
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return False
     function = top_level_functions(ctx).get(call.func.id)
@@ -504,7 +522,8 @@ def _logged_by_callee(node: ast.Name, found, flushed: frozenset[str], ctx: Conte
         parameter = keyword.arg
     if parameter in flushed:
         return False
-    return not _other_uses(ctx, function, parameter)
+    # `if tf_writer is not None:` before logging (a parameter defaulting to None) only tests it.
+    return all(_tested(use, found.parents) for use in _other_uses(ctx, function, parameter))
 
 
 @per_file
