@@ -52,7 +52,8 @@ assigned only such values (a `loss = 0` before `loss += ...` included). Where th
 from out of sight (a criterion passed in, the project's own function), the code's own words
 count: a callee named as a loss (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`),
 or `loss.backward()` called with no gradient, which autograd allows only for a scalar (and so
-for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`).
+for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`,
+or `total += loss` in a loop, then `total.backward()`).
 A call of a method of the same class (`self.td_step()`) or a function of the file counts when
 every `return` of it gives such a value. Losses
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
@@ -84,7 +85,8 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加）。当损失的来源看不到时（作为参数传入的 criterion、
 项目自己的函数），以代码自身的用法为证：被调用者的名字表明它是损失（`criterion(...)`、`loss_fn(...)`、
 `self.compute_loss(...)`），或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
-（因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`）。
+（因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`，
+或者在循环中 `total += loss` 之后 `total.backward()`）。
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告。
@@ -495,10 +497,21 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
 @per_file
 def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
     """The names added or subtracted into a loss that `scope` calls `.backward()` on with no
-    gradient (`loss = loss_l + loss_c`, then `loss.backward()`): a sum has one element only
+    gradient (`loss = loss_l + loss_c`, or `total += loss`, then `.backward()`): a sum has one element only
     when every term does, so each is a scalar too (`loss_l, loss_c = criterion(...)`)."""
     terms: set[str] = set()
-    for statement in index_of(ctx, scope).local(scope, ast.Assign):
+    for statement in index_of(ctx, scope).local(scope, ast.Assign, ast.AugAssign):
+        if type(statement) is ast.AugAssign:
+            # `batch_loss += loss`, then `batch_loss.backward()` (LatticeLSTM): a term too.
+            target, value = statement.target, statement.value
+            if (
+                type(statement.op) in (ast.Add, ast.Sub)
+                and type(target) is ast.Name
+                and type(value) is ast.Name
+                and backward_without_gradient(ctx, scope, target.id)
+            ):
+                terms.add(value.id)
+            continue
         targets = statement.targets  # type: ignore[attr-defined]
         value = statement.value  # type: ignore[attr-defined]
         if not (

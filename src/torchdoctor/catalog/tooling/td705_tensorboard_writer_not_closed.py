@@ -83,7 +83,8 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 
 先写 `writer = None` 占位（例如只在 rank 0 上创建）、不记录时用别的类的对象代替它（`else: writer =
 Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`，在第一次记录时才创建），
-以及把它传给同一文件中只用它记录日志或只对它做判断的函数（`train(cfg, writer)`），仍然算作只用于记录。保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
+以及把它传给同一文件中只用它记录日志或只对它做判断的函数（`train(cfg, writer)`），仍然算作只用于记录。
+保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
 或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志或对它做判断，且项目中没有任何文件
 关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
 用在 `with` 语句中、被返回或传给其他代码的 writer 不会报告：可能由别处负责关闭。
