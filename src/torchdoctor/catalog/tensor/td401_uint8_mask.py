@@ -72,7 +72,8 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
 same block, or after the statements around it (`if`, `for`, `with`) in the same function,
-also wrapped in `Variable(...)` or moved on the way (`mask = mask.cuda()`).
+also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`) or indexed for a part
+(`mask[t]`).
 `torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
 torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
@@ -117,7 +118,8 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
-包括再包一层 `Variable(...)` 或中途移动设备（`mask = mask.cuda()`）。`torch.ByteTensor` 也可以通过按设备选择它的
+包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）或取出其中一部分（`mask[t]`）。
+`torch.ByteTensor` 也可以通过按设备选择它的
 变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
 张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
@@ -426,7 +428,8 @@ def _fix(spelling: ast.AST, exact: bool, ctx: Context):
 
 def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool]:
     """The outermost expression that still holds `value` as a uint8 tensor: through `.cuda()`,
-    `.view(...)`, `~`, `&` ... True as second item when an operator changed the values."""
+    `.view(...)`, `mask[t]`, `~`, `&` ... True as second item when an operator changed the
+    values."""
     mixed = False
     while True:
         parent = parents.get(value)
@@ -442,6 +445,12 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             and ctx.qualname(parent.func) in VARIABLE
         ):
             value = parent  # `Variable(mask)`: the same tensor since PyTorch 0.4
+        elif (
+            isinstance(parent, ast.Subscript)
+            and parent.value is value
+            and isinstance(parent.ctx, ast.Load)
+        ):
+            value = parent  # `mask[t]`: a part of the mask, of its dtype (LatticeLSTM's CRF)
         elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Invert):
             value, mixed = parent, True
         elif (
