@@ -85,8 +85,8 @@ are all static, so you should invoke them on the class itself.`
 
 ## Known problems
 A method made static by a decorator the doctor does not know (anything but `staticmethod`,
-`classmethod`, `once_differentiable` and the `custom_fwd`/`custom_bwd` decorators) is assumed
-to be fine. A non-static method that is only ever reached through `.apply` happens to work
+`classmethod`, `once_differentiable`, the `custom_fwd`/`custom_bwd` decorators and the
+`@overrides`/`@override` markers) is assumed to be fine. A non-static method that is only ever reached through `.apply` happens to work
 (its `self` receives the `ctx`), but it is reported all the same.
 
 ## References
@@ -119,7 +119,7 @@ are all static, so you should invoke them on the class itself.`
 
 ## Known problems
 如果方法由本工具不认识的装饰器变成静态方法（除 `staticmethod`、`classmethod`、`once_differentiable`
-以及 `custom_fwd`/`custom_bwd` 之外的装饰器），会被当作没有问题。只通过 `.apply` 调用的非静态方法
+、`custom_fwd`/`custom_bwd` 以及 `@overrides`/`@override` 标记之外的装饰器），会被当作没有问题。只通过 `.apply` 调用的非静态方法
 碰巧可以运行（它的 `self` 收到的是 `ctx`），但仍然会被报告。
 
 ## References
@@ -207,6 +207,11 @@ TRANSPARENT_DECORATORS = frozenset(
         "torch.amp.autocast_mode.custom_bwd",
         "torch.cuda.amp.custom_fwd",
         "torch.cuda.amp.custom_bwd",
+        # Markers of an override, which return the method as it is.
+        "overrides.overrides",
+        "overrides.override",
+        "typing.override",
+        "typing_extensions.override",
     }
 )
 
