@@ -86,8 +86,9 @@ are all static, so you should invoke them on the class itself.`
 ## Known problems
 A method made static by a decorator the doctor does not know (anything but `staticmethod`,
 `classmethod`, `once_differentiable`, the `custom_fwd`/`custom_bwd` decorators and the
-`@overrides`/`@override` markers) is assumed to be fine. A non-static method that is only ever reached through `.apply` happens to work
-(its `self` receives the `ctx`), but it is reported all the same.
+`@overrides`/`@override` markers) is assumed to be fine. A non-static method that is only
+ever reached through `.apply` happens to work (its `self` receives the `ctx`), but it is
+reported all the same.
 
 ## References
 - https://pytorch.org/docs/stable/notes/extending.html
@@ -118,9 +119,9 @@ https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)`，在此
 are all static, so you should invoke them on the class itself.`
 
 ## Known problems
-如果方法由本工具不认识的装饰器变成静态方法（除 `staticmethod`、`classmethod`、`once_differentiable`
-、`custom_fwd`/`custom_bwd` 以及 `@overrides`/`@override` 标记之外的装饰器），会被当作没有问题。只通过 `.apply` 调用的非静态方法
-碰巧可以运行（它的 `self` 收到的是 `ctx`），但仍然会被报告。
+如果方法由本工具不认识的装饰器变成静态方法（除 `staticmethod`、`classmethod`、
+`once_differentiable`、`custom_fwd`/`custom_bwd` 以及 `@overrides`/`@override` 标记之外的装饰器），
+会被当作没有问题。只通过 `.apply` 调用的非静态方法碰巧可以运行（它的 `self` 收到的是 `ctx`），但仍然会被报告。
 
 ## References
 - https://pytorch.org/docs/stable/notes/extending.html
