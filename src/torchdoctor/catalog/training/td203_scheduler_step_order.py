@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index_of,
     per_file,
+    subtree,
     top_level_classes,
     top_level_functions,
 )
@@ -109,8 +110,10 @@ Two mistakes with `torch.optim.lr_scheduler`:
   `T_max` are written in terms of the epoch count, or are no larger than the `range(...)` of
   the epoch loop, or `ExponentialLR`'s `gamma` is below 0.99.
 
-A scheduler stepped under a condition (`if epoch > 0:`), inside `warnings.catch_warnings()`, or
-in a function that sets `scheduler.last_epoch` itself is left alone: those are deliberate.
+A scheduler stepped under a condition on what the loop changes (`if epoch > 0:`), inside
+`warnings.catch_warnings()`, or in a function that sets `scheduler.last_epoch` itself is left
+alone: those are deliberate. A setting tested the same way every time round (`if
+args.optimizer == "momentum":`) is no such condition.
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -151,8 +154,9 @@ checked. The per-batch case needs the scheduler to be built in the same function
   里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环 `range(...)` 的上界，
   或 `ExponentialLR` 的 `gamma` 小于 0.99。
 
-放在条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中，或所在函数自己设置了
-`scheduler.last_epoch` 的调度器调用不会报告：这些都是有意为之。
+放在依赖循环变化量的条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中，或所在函数自己设置了
+`scheduler.last_epoch` 的调度器调用不会报告：这些都是有意为之。每轮都相同的配置判断
+（`if args.optimizer == "momentum":`）不算这种条件。
 
 ## Why is this bad?
 PyTorch 1.1 之前，调度器在每个 epoch 开始时 step；此后必须在优化器之后 step。沿用旧顺序的代码会跳过
@@ -329,7 +333,11 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
     not inside `warnings.catch_warnings()`, which says the order is deliberate."""
     inner = ctx.ancestors[ctx.ancestors.index(loop) + 1 :]
     for statement in inner:
-        if isinstance(statement, ast.If) and not _tests_presence_of(statement.test, scheduler):
+        if (
+            isinstance(statement, ast.If)
+            and not _tests_presence_of(statement.test, scheduler)
+            and not _tests_configuration(statement.test, loop, ctx)
+        ):
             return False
         if isinstance(statement, (ast.With, ast.AsyncWith)) and any(
             ctx.call_qualname(item.context_expr) == "warnings.catch_warnings"
@@ -339,6 +347,26 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
         if not isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             return False
     return True
+
+
+def _tests_configuration(test: ast.AST, loop: ast.AST, ctx: Context) -> bool:
+    """`if args.optimizer == "momentum":`: a test of names the loop never changes, and no call,
+    is a setting, the same every time round; `if epoch > 0:` is an order on purpose."""
+    parts = subtree(test)
+    if any(isinstance(node, ast.Call) for node in parts):
+        return False
+    changing = _changed_in(ctx, loop)
+    return not any(isinstance(node, ast.Name) and node.id in changing for node in parts)
+
+
+@per_file
+def _changed_in(ctx: Context, loop: ast.AST) -> frozenset[str]:
+    """The names the loop binds (its target, and every store in its body)."""
+    return frozenset(
+        node.id
+        for node in subtree(loop)
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)
+    )
 
 
 def _tests_presence_of(test: ast.AST, scheduler: ast.AST) -> bool:
