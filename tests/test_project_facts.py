@@ -320,3 +320,7 @@ def test_a_top_k_helper_another_file_calls_for_five_rows_is_reported(tmp_path):
         "    return accuracy(out, y, topk=(1, 5))\n"
     )
     assert "utils.py:11:20: TD403" in _check(tmp_path, ".", rule="TD403").stdout
+    (tmp_path / "train.py").write_text(  # fast-autoaugment: the ks passed in place
+        "from utils import accuracy\n\n\ndef step(out, y):\n    return accuracy(out, y, (1, 5))\n"
+    )
+    assert "utils.py:11:20: TD403" in _check(tmp_path, ".", rule="TD403").stdout

@@ -80,6 +80,11 @@ _MARKERS = {
         b"topk",
         re.compile(rb"(?<![\w.])topk[ \t]*=[ \t]*[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"),
     ),
+    # ... or passes the ks in place (fast-autoaugment's `accuracy(preds, label, (1, 5))`).
+    "accuracy(..., (1, k))": (
+        b"accuracy(",
+        re.compile(rb"accuracy\([^()\n]{0,200}[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"),
+    ),
 }
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
 # in `weights_only` loads. The class names such a file mentions are kept (the list is often

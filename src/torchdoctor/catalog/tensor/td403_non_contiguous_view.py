@@ -116,7 +116,8 @@ applied to matrices (on a 1-D tensor they do nothing). Views of function argumen
 checked, because their memory layout is unknown. Rows sliced off a reordered tensor, `x[:k]`,
 are reported only when the code shows that `k` can exceed 1 (a number above 1, a loop over a
 tuple holding one, or a parameter whose default or some call in the same file gives one, or a
-`topk` parameter when some file of the project passes `topk=(1, 5)`): a top-k accuracy helper
+`topk` parameter when some file of the project passes `topk=(1, 5)` or calls `accuracy(...,
+(1, 5))`): a top-k accuracy helper
 called only with its default `topk=(1,)` views one row, which works.
 """,
         "zh": """
@@ -161,7 +162,7 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 就会报错。`.t()` 和 `.T` 被假定作用于矩阵（对一维张量它们什么也不做）。函数参数的内存布局未知，
 因此不检查对它们的 view。从重排后的张量切出的行 `x[:k]`，只有在代码表明 `k` 可能大于 1 时才报告
 （大于 1 的数字、遍历含有这种数字的元组，参数的默认值、同一文件中的某次调用给出这种数字，或者项目中
-某个文件以 `topk=(1, 5)` 这样的参数调用时的 `topk` 参数）：
+某个文件以 `topk=(1, 5)` 或 `accuracy(..., (1, 5))` 这样调用时的 `topk` 参数）：
 只以默认 `topk=(1,)` 调用的 top-k 准确率函数只取一行，view 可以成功。
 """,
     },
@@ -638,7 +639,9 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
     if any(_holds_more_than_one(value) for _, value in passed_values(ctx, function, name)):
         return True
     # The helper in `utils.py`, called with `topk=(1, 5)` by the training script.
-    return name == "topk" and ctx.project.has("topk=(1, k)")
+    return name == "topk" and (
+        ctx.project.has("topk=(1, k)") or ctx.project.has("accuracy(..., (1, k))")
+    )
 
 
 def _holds_more_than_one(expr: ast.AST) -> bool:
