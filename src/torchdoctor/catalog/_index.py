@@ -1022,6 +1022,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.autograd.td112_autograd_function_gradient_count",
+        "autograd-function-gradient-count",
+        1,
+        (),
+        "returned an incorrect number of gradients \\(expected (?P<expected>\\d+), got (?P<got>\\d+)\\)",
+        ("returned an incorrect number of gradients (expected ",),
+    ),
+    (
         "torchdoctor.catalog.autograd.td113_missing_super_init",
         "missing-super-init",
         0,
