@@ -1462,6 +1462,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
+        "dataloader-worker-pickle",
+        5,
+        ("EOFError",),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.data.td306_collate_size_mismatch",
         "collate-size-mismatch",
         0,
