@@ -339,6 +339,8 @@ def workers_ran_out_of_input(block, report) -> Clue | None:
         return Clue(0.85, _WORKERS_RAN_OUT, _WORKERS_RAN_OUT_FIX)
     if _FILE_LOAD.search(shown) or report.search(_FILE_LOAD):
         return None  # a file loaded: empty, or not the workers' at all
-    if report.search(_NUM_WORKERS) or (report.search(_WINDOWS) and report.search(_ITERATING_LOADER)):
+    if report.search(_NUM_WORKERS) or (
+        report.search(_WINDOWS) and report.search(_ITERATING_LOADER)
+    ):
         return Clue(0.7, _WORKERS_RAN_OUT, _WORKERS_RAN_OUT_FIX)
     return None
