@@ -169,3 +169,20 @@ def check_gradient_count(block, report):
     if found is not None:
         return Clue(0.95, _CAUSE_OPERATOR_COUNT, None, found.groupdict())
     return None
+
+
+# Retold without `function ` or an exception class (an issue's title: `GenredAutogradBackward
+# returned an incorrect number of gradients (expected 14, got 13)`): autograd's own words, raised
+# nowhere else, so any text that carries them.
+PITFALL.error(
+    r"returned an incorrect number of gradients \(expected (?P<expected>\d+), got (?P<got>\d+)\)",
+    types=(),
+    confidence=0.9,
+    cause={
+        "en": "The `backward` of a custom autograd Function (or a registered backward formula) "
+        "returned {got} value(s) for {expected} input(s): it must return one gradient per "
+        "argument of `forward`, `None` for options and non-differentiable inputs.",
+        "zh": "自定义 autograd Function 的 `backward`（或注册的反向公式）为 {expected} 个输入返回了 "
+        "{got} 个值：必须为 `forward` 的每个参数返回一个梯度，选项和不可导的输入返回 `None`。",
+    },
+)

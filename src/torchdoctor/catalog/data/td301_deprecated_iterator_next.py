@@ -172,6 +172,21 @@ def cut_message(block, report) -> Clue | None:
     return Clue(0.9, _ITERATOR_CAUSE, None, found.groupdict())
 
 
+# `.next()` on any other Python 3 iterator (`model.parameters().next()`, a generator, `map`,
+# `zip`, a list's iterator): Python 2 code, whatever the iterator.
+PITFALL.error(
+    r"'(?P<iterator>generator|map|filter|zip|enumerate|\w{0,40}iterator)' object has no "
+    r"attribute 'next'",
+    types=("AttributeError",),
+    confidence=0.9,
+    cause={
+        "en": "`.next()` was called on a `{iterator}` object: that is the Python 2 iterator "
+        "method; Python 3 iterators have only `__next__`, called by the built-in `next(it)`.",
+        "zh": "在 `{iterator}` 对象上调用了 `.next()`：这是 Python 2 的迭代器方法；Python 3 的迭代器只有 "
+        "`__next__`，由内置函数 `next(it)` 调用。",
+    },
+)
+
 PITFALL.error(
     r"'DataLoader' object has no attribute 'next'",
     types=("AttributeError",),

@@ -297,3 +297,50 @@ def spawned_child_got_nothing(block, report) -> Clue | None:
             "或某个函数 pickle 给它（请在上文查找 `Can't pickle`），所以 worker 什么也没收到。",
         },
     )
+
+
+# `EOFError: Ran out of input` without the spawned child's frames (a title, a traceback cut
+# above them, a screenshot's caption): the same error comes from `torch.load` or `pickle.load`
+# of an empty file, so the workers are named only when the text itself ties it to them.
+_RAN_OUT = "Ran out of input"
+_STARTING_WORKERS = lazy_compile(r"_MultiProcessingDataLoaderIter|popen_spawn_win32")
+_NUM_WORKERS = lazy_compile(r"(?i)num_workers|\bNUM_\w{0,30}WORKERS\b")
+_WINDOWS = lazy_compile(r"(?i)\bwindows\b")
+_ITERATING_LOADER = lazy_compile(
+    r"DataLoader|\bfor\b[^\n]{0,80}\bin\s+(?:enumerate\(\s*)?\w{0,40}loader\b"
+)
+_FILE_LOAD = lazy_compile(r"\b(?:torch|pickle|joblib)\.load\b|serialization\.py")
+_WORKERS_RAN_OUT = {
+    "en": "`Ran out of input` here is a DataLoader worker's side of a failed pickle: with "
+    "`num_workers > 0` on Windows (and macOS), workers are spawned and the Dataset, its "
+    "transforms and functions are pickled to them; when that fails, the worker reads nothing. "
+    "The real error (`Can't pickle ...`) is printed above it or lost.",
+    "zh": "这里的 `Ran out of input` 是 DataLoader worker 一侧的表现：在 Windows（以及 macOS）上 "
+    "`num_workers > 0` 时 worker 以 spawn 方式启动，Dataset 及其变换和函数要 pickle 给它们；"
+    "pickle 失败时 worker 什么也读不到。真正的错误（`Can't pickle ...`）在它上面，或者没有打印出来。",
+}
+_WORKERS_RAN_OUT_FIX = {
+    "en": "Set `num_workers=0` to see the real error, then make the Dataset picklable (no "
+    "lambdas, local functions, open files or database handles; open them in the worker) and "
+    "guard the script's entry with `if __name__ == '__main__':`.",
+    "zh": "先设 `num_workers=0` 看到真正的错误，再让 Dataset 可以被 pickle（不要用 lambda、局部函数、"
+    "已打开的文件或数据库句柄，改为在 worker 中打开），并把脚本入口放进 `if __name__ == '__main__':`。",
+}
+
+
+@PITFALL.error_check(types=("EOFError",))
+def workers_ran_out_of_input(block, report) -> Clue | None:
+    if not block.message.startswith(_RAN_OUT):
+        return None
+    shown = " ".join(f"{frame.path} {frame.source or ''}" for frame in block.frames)
+    if re.search(r"spawn\.py|popen_spawn", shown):
+        return None  # the spawned child's own frames: `spawned_child_got_nothing`
+    if report.search(_STARTING_WORKERS):
+        return Clue(0.85, _WORKERS_RAN_OUT, _WORKERS_RAN_OUT_FIX)
+    if _FILE_LOAD.search(shown) or report.search(_FILE_LOAD):
+        return None  # a file loaded: empty, or not the workers' at all
+    if report.search(_NUM_WORKERS) or (
+        report.search(_WINDOWS) and report.search(_ITERATING_LOADER)
+    ):
+        return Clue(0.7, _WORKERS_RAN_OUT, _WORKERS_RAN_OUT_FIX)
+    return None

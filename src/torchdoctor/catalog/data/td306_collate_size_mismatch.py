@@ -116,9 +116,10 @@ for batch in loader:
 
 # From "to be equal": the start is retold or machine-translated ("stack expectations each
 # tense to be equal size"), the sizes and entries are kept.
+# The second `at entry N` is sometimes cut off where an issue quotes the message.
 _STACK = lazy_compile(
     r"to be equal size, but got \[(?P<first>[\d, ]*)\] at entry "
-    r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\] at entry (?P<other_entry>\d+)"
+    r"(?P<first_entry>\d+) and \[(?P<other>[\d, ]*)\](?: at entry (?P<other_entry>\d+))?"
 )
 _CAT = lazy_compile(
     r"Sizes of tensors must match except in dimension (?P<cat_dim>\d+)\.\s+"
@@ -213,11 +214,13 @@ def stacked_samples(block, report) -> Clue | None:
     in_collate = _in_collate(block, report)
     found = _STACK.search(block.message)
     if found is not None:
+        fields = found.groupdict()
+        fields["other_entry"] = fields["other_entry"] or "?"
         return Clue(
             0.95 if in_collate else 0.6,
             _STACK_CAUSE if in_collate else _STACK_GUESS,
             None,
-            found.groupdict(),
+            fields,
         )
     if _RESIZE in block.message:
         # In a worker the collate stacks into shared memory sized by the samples' total size;

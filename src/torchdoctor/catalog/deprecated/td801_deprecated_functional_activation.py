@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, only_identified
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, lazy_compile, only_identified
 
 PITFALL = Pitfall(
     code="TD801",
@@ -116,22 +116,39 @@ probs = torch.sigmoid(logits)
 """,
 )
 
+_CAUSE = {
+    "en": "The code calls `F.{function}` (torch.nn.functional.{function}), which "
+    "PyTorch 0.4.1-1.x deprecate with a warning on every call.",
+    "zh": "代码调用了 `F.{function}`（torch.nn.functional.{function}），PyTorch 0.4.1-1.x "
+    "已将其弃用，每次调用都会警告。",
+}
+_FIX = {
+    "en": "Use `torch.{function}(x)` (or `x.{function}()`) instead of `F.{function}(x)`.",
+    "zh": "用 `torch.{function}(x)`（或 `x.{function}()`）代替 `F.{function}(x)`。",
+}
 PITFALL.error(
     r"nn\.functional\.(?P<function>sigmoid|tanh) is deprecated\. Use torch\.(?P=function) "
     r"instead",
     types=(),
     confidence=0.95,
-    cause={
-        "en": "The code calls `F.{function}` (torch.nn.functional.{function}), which "
-        "PyTorch 0.4.1-1.x deprecate with a warning on every call.",
-        "zh": "代码调用了 `F.{function}`（torch.nn.functional.{function}），PyTorch 0.4.1-1.x "
-        "已将其弃用，每次调用都会警告。",
-    },
-    fix={
-        "en": "Use `torch.{function}(x)` (or `x.{function}()`) instead of `F.{function}(x)`.",
-        "zh": "用 `torch.{function}(x)`（或 `x.{function}()`）代替 `F.{function}(x)`。",
-    },
+    cause=_CAUSE,
+    fix=_FIX,
 )
+# Retold in an issue's title or text: `torch.nn.functional.sigmoid and torch.nn.functional.tanh
+# deprecated`, `F.tanh is deprecated`: the same warning in the user's words, on one line.
+_RETOLD = lazy_compile(
+    r"(?:nn\.functional|\bF)\.(?P<function>sigmoid|tanh)\b[^\n]{0,80}?\b(?:are |is )?deprecated\b"
+)
+
+
+@PITFALL.error_check(types=())
+def retold_warning(block, report) -> Clue | None:
+    found = _RETOLD.search(block.message)
+    if found is None:
+        return None
+    # Next to an exception, prose about the warning is seldom what made it crash.
+    return Clue(0.4 if report.exceptions else 0.85, _CAUSE, _FIX, found.groupdict())
+
 
 FUNCTIONS = {f"torch.nn.functional.{name}": name for name in ("sigmoid", "tanh")}
 _TORCH = ast.Name(id="torch", ctx=ast.Load())

@@ -366,6 +366,11 @@ def check(block, report) -> Clue | None:
 
 # Messages without numbers, and log lines or text the parser could not split.
 PITFALL.error(_OUT_OF_MEMORY.pattern, types=(), confidence=0.95, cause=_GENERIC_CAUSE)
+# The allocator's refusal cut after its first words, as ComfyUI's error dialog and its users'
+# titles show it (`torch.OutOfMemoryError: Allocation on device`): nothing else says it so.
+PITFALL.error(
+    r"Allocation on device[ \t.]*(?:\n|$)", types=(), confidence=0.8, cause=_GENERIC_CAUSE
+)
 PITFALL.error(
     r"MPS backend out of memory",
     types=(),

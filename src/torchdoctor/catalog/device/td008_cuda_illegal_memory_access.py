@@ -115,6 +115,9 @@ PITFALL.error(
     confidence=0.6,
     cause=_CAUSE,
 )
+# Retold in a title or prose (`deform_conv2d causes CUDA illegal memory access`): the same
+# error in the user's words, with no more said about its cause.
+PITFALL.error(r"\bCUDA illegal memory access", types=(), confidence=0.55, cause=_CAUSE)
 PITFALL.error(
     r"CUDA error: misaligned address|cudaErrorMisalignedAddress",
     types=(),

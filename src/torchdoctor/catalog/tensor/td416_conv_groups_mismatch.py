@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD416",
@@ -132,3 +132,33 @@ PITFALL.error(
         "相同数量的输入和输出通道。",
     },
 )
+# The same mismatch met at call time, by a weight made by hand (`F.conv2d`, a dynamic or
+# deformable convolution reshaping its weight): the weight's dimension 0, its output channels,
+# is fewer than `groups` or not a multiple of it.
+_WEIGHT_GROUPS = lazy_compile(
+    r"Given groups=(?P<groups>\d+), expected weight to be (?:at least \d+|divisible by \d+) "
+    r"at dimension 0, but got weight of size \[(?P<weight>[\d, ]*)\]"
+)
+# `F.conv2d(x, w, groups=c)` with `c` read off the input (`c = x.shape[1]`): groups follows the
+# input's channels, so the weight is more likely right and the input of the wrong shape.
+_GROUPS_FROM_INPUT = lazy_compile(r"groups\s*=\s*(?:[a-z]\b|[\w.\[\]]{0,40}(?:shape|size)\b)")
+_WEIGHT_GROUPS_CAUSE = {
+    "en": "The convolution ran with groups={groups} on a weight of size [{weight}], whose "
+    "dimension 0 (output channels) is not a positive multiple of `groups`: a weight built or "
+    "reshaped by hand must be (out_channels, in_channels // groups, *kernel), with "
+    "out_channels a multiple of `groups`.",
+    "zh": "卷积以 groups={groups} 运行，但权重大小为 [{weight}]，其第 0 维（输出通道数）不是 "
+    "`groups` 的正整数倍：手工构造或 reshape 的权重必须是 (out_channels, in_channels // groups, "
+    "*kernel)，且 out_channels 是 `groups` 的倍数。",
+}
+
+
+@PITFALL.error_check(types=())
+def weight_groups(block, report) -> Clue | None:
+    found = _WEIGHT_GROUPS.search(block.message)
+    if found is None:
+        return None
+    frames = [frame for shown in report.blocks for frame in shown.frames]
+    if any(_GROUPS_FROM_INPUT.search(frame.source or "") for frame in frames):
+        return None
+    return Clue(0.85, _WEIGHT_GROUPS_CAUSE, None, found.groupdict())

@@ -268,6 +268,7 @@ def _python2_statement(
     return keyword.string, 0
 
 
+_PARSE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 # In an error output: the PyTorch 0.3 call itself, shown by the traceback or quoted by the user.
 _ASYNC_CALL = lazy_compile(r"\.(?:cuda|to|copy_)\([^()\n]{0,80}?\basync\s*=")
 _KEYWORD_ASYNC = {
@@ -294,6 +295,13 @@ def async_argument(block: ErrorBlock, report: ErrorReport) -> Clue | None:
         return Clue(0.9, _KEYWORD_ASYNC, _RENAME_ASYNC)
     if "syntax error" in block.message.lower():  # told in words, as in an issue's text
         return Clue(0.85, _KEYWORD_ASYNC, _RENAME_ASYNC)
+    if any(
+        shown.kind == "exception" and shown.short_type not in _PARSE_ERRORS
+        for shown in report.blocks
+    ):
+        # Another exception raised while that code ran: under Python 2 or before 3.7 it parses,
+        # and the `async=` shown is not why it failed.
+        return None
     if report.search(r'File "[^"\n]+", line \d+'):
         return Clue(0.7, _KEYWORD_ASYNC, _RENAME_ASYNC)
     return None

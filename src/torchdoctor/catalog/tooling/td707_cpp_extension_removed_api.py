@@ -184,6 +184,14 @@ for _pattern in (
     r"(?P<api>DeprecatedTypeProperties)\W{1,4}\s*to\W{1,4}(?:c10::)?ScalarType",
 ):
     PITFALL.error(_pattern, types=(), confidence=0.95, cause=_BUILD_ERROR_CAUSE)
+# Retold in a title without the header's path (`build pointnet2 error THC not found`): THC
+# is missing from every PyTorch since 1.11, but the words are the user's, so a little less sure.
+PITFALL.error(
+    r"\b(?P<api>THC) (?:headers? |library |module )?(?:is |was )?not found",
+    types=(),
+    confidence=0.8,
+    cause=_BUILD_ERROR_CAUSE,
+)
 # Any other name of the legacy TH/THC C API (`THArgCheck`, `THError`, `THFloatTensor`,
 # `THCudaTensor_data`, `THCNumerics`): TH, an optional C, then a capitalised word. All-capitals
 # names (`THRESHOLD`) are someone's own macros, not this API: the name keeps its case when the

@@ -162,15 +162,16 @@ _FIX_ONE_HOT = {
     "`labels.float()`。",
 }
 
-# Messages that name the target of a classification loss.
+# Messages that name the target of a classification loss; `'target'` also retyped with curly
+# quotes or backticks (`‘target``), as issues quote it.
 _NAMED = [
     re.compile(p)
     for p in (
         r"expected target dtype to be Long or Byte, but got (?P<dtype>\w+)",
         r"Expected object of scalar type Long but got scalar type (?P<dtype>\w+) "
-        r"for argument #\d+ 'target'",
+        r"for argument #\d+ ['‘’`]target\b",
         r"Expected object of type (?:Variable\[)?torch\.(?:cuda\.)?LongTensor\]? but found type "
-        r"(?:Variable\[)?torch\.(?:cuda\.)?(?P<dtype>\w+?)Tensor\]? for argument #\d+ 'target'",
+        r"(?:Variable\[)?torch\.(?:cuda\.)?(?P<dtype>\w+?)Tensor\]? for argument #\d+ ['‘’`]target\b",
         # Quotes as printed, and as curly quotes when pasted through a blog or a word processor.
         r"[\"“”](?:nll_loss|cross_entropy)\w*[\"“”] not implemented for ['‘’](?P<dtype>\w+)['‘’]",
     )
