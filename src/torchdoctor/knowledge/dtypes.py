@@ -73,9 +73,10 @@ _PAIRS = [
         r"position) (?:#\d+ )?'(?P<arg>\w+)'"
     ),
     lazy_compile(r"\b\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
+    # `but got: c10::Half != float`, retyped as `float!= c10::Half`
     lazy_compile(
-        r"expected \w+ and \w+ to have the same dtype, but got: (?P<a>\w+) != "
-        r"(?P<b>\w+)"
+        r"expected \w+ and \w+ to have the same dtype, but got: (?P<a>(?:c10::)?\w+) ?!= ?"
+        r"(?P<b>(?:c10::)?\w+)"
     ),
     lazy_compile(
         r"Input type \((?P<a>[^()]+)\) and (?:weight|bias) type \((?P<b>[^()]+)\) "

@@ -190,6 +190,26 @@ def check_async(block, report) -> Clue | None:
     return Clue(0.7, _CAUSE)
 
 
+# A CUDA indexing kernel's assert ("index out of bounds"), reported by someone who says the
+# embedding's size and the tokenizer's vocabulary differ: the ids index past the embedding.
+_INDEX_ASSERT = lazy_compile(r"index out of bounds|index < sizes\[i\]")
+_SIZES_DIFFER = lazy_compile(
+    r"(?:[Ee]mbedding|[Vv]ocab)[\w ']{0,60}(?:size|length|dimension)s?[\w ']{0,20}?"
+    r" (?:differs?|is larger|is bigger|is greater|exceeds?|does not match|doesn't match|mismatch)"
+)
+_VOCAB_WORD = lazy_compile(r"[Vv]ocab|[Tt]okeni[sz]er")
+
+
+@PITFALL.error_check(types=())
+def sizes_said_to_differ(block, report) -> Clue | None:
+    if not _INDEX_ASSERT.search(block.message):
+        return None
+    said = report.search(_SIZES_DIFFER)
+    if said is None or not report.search(_VOCAB_WORD) or "mbedding" not in report.text:
+        return None
+    return Clue(0.92, _CAUSE)
+
+
 # Told in prose, as issues do: "IndexError when using BertTone with sequences longer than 512
 # tokens". An IndexError (not Python's own list's) together with inputs longer than a length in
 # tokens: the position embeddings end at the model's maximum length.

@@ -140,7 +140,7 @@ _PRODUCT_FIX = {
 }
 _SHAPES = re.compile(
     r"mat1 and mat2 shapes cannot be multiplied ?\((?P<rows>\d+)x(?P<features>\d+) and "
-    r"(?P<in_features>\d+)x(?P<out_features>\d+)\)"
+    r"(?P<in_features>\d+)x(?P<out_features>\d+)"  # no `)`: a message cut off in an issue title
 )
 # A product written in the failing line itself: `a @ b`, `torch.mm(a, b)`, `x.matmul(w)`.
 _PRODUCT = re.compile(r"@|\b(?:mm|matmul|bmm|addmm|einsum)\(")

@@ -8,6 +8,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
+    Clue,
     Context,
     FileIndex,
     Finding,
@@ -16,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index,
     index_of,
+    lazy_compile,
     per_file,
     shorten,
 )
@@ -209,21 +211,36 @@ NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-# Told in words: "two different predictions for the same input", the usual question of a model
-# evaluated with its dropout still on.
-PITFALL.error(
-    r"\b[Dd]ifferent (?:predict\w*|outputs?|results?)\b[^\n]{0,60}\bsame input",
-    types=(),
-    confidence=0.6,
-    cause={
-        "en": "A model that gives different outputs for the same input is usually still in "
-        "training mode: dropout drops different units at each call and batch norm normalises "
-        "with the batch's own statistics. `model.eval()` before predicting makes it "
-        "deterministic.",
-        "zh": "同一输入得到不同输出的模型，通常仍处于训练模式：dropout 每次丢弃不同的单元，batch norm "
-        "用当前 batch 自己的统计量做归一化。预测前调用 `model.eval()` 就会得到确定的结果。",
-    },
+# Told in words: "two different predictions for the same input", or the other way round ("the
+# same data input but get different feature output"), the usual question of a model evaluated
+# with its dropout still on.
+_DIFFERENT_OUTPUTS = lazy_compile(
+    r"\b[Dd]ifferent (?:\w+ )?(?:predict\w*|outputs?|results?)\b[^\n]{0,60}\bsame (?:\w+ )?input"
+    r"|\b[Ss]ame (?:\w+ )?inputs?\b[^\n]{0,60}\bdifferent (?:\w+ )?(?:predict\w*|outputs?|results?)\b"
 )
+# `model.eval()` named as done ("I call model.eval() but..."), not as missing ("there is no
+# model.eval()", "without model.eval()"): the premise, a model left in training mode, is gone.
+_EVAL_CALLED = lazy_compile(r"\.eval\(\)")
+_EVAL_MISSING = lazy_compile(
+    r"\b(?:[Nn]o|[Ww]ithout|[Nn]ot|[Ff]org[eo]t\w*|[Mm]issing|[Aa]dd(?:ing)?)\b[^\n.]{0,20}?\w+\.eval\(\)"
+)
+_DIFFERENT_OUTPUTS_CAUSE = {
+    "en": "A model that gives different outputs for the same input is usually still in "
+    "training mode: dropout drops different units at each call and batch norm normalises "
+    "with the batch's own statistics. `model.eval()` before predicting makes it "
+    "deterministic.",
+    "zh": "同一输入得到不同输出的模型，通常仍处于训练模式：dropout 每次丢弃不同的单元，batch norm "
+    "用当前 batch 自己的统计量做归一化。预测前调用 `model.eval()` 就会得到确定的结果。",
+}
+
+
+@PITFALL.error_check(types=())
+def different_outputs(block, report) -> Clue | None:
+    if not _DIFFERENT_OUTPUTS.search(block.message):
+        return None
+    if report.search(_EVAL_CALLED) and not report.search(_EVAL_MISSING):
+        return None
+    return Clue(0.6, _DIFFERENT_OUTPUTS_CAUSE)
 
 
 @PITFALL.static(ast.For, ast.AsyncFor)

@@ -171,9 +171,16 @@ def target_size_differs(block, report) -> Clue | None:
     if found is None or _all_pairs(found["input"], found["target"]):
         return None
     fields = {"input": found["input"], "target": found["target"]}
-    if found["broadcast"] and block.short_type != "ValueError":
+    if found["broadcast"] and block.short_type != "ValueError" and _broadcast(*fields.values()):
         return Clue(0.95, _BROADCAST_CAUSE, None, fields)
     return Clue(0.95, _CAUSE_ELEMENTWISE, None, fields)
+
+
+def _broadcast(first: str, second: str) -> bool:
+    """Whether shapes broadcast together; those that do not make the loss raise next, with no
+    pairing of predictions and targets to speak of (`[1, 3, 1224, 2040]` and `[1, 3, 1356, 2040]`)."""
+    sizes = zip(reversed(_DIMENSIONS.findall(first)), reversed(_DIMENSIONS.findall(second)))
+    return all(one == other or "1" in (one, other) for one, other in sizes)
 
 
 def _all_pairs(prediction: str, target: str) -> bool:
@@ -194,15 +201,29 @@ def _all_pairs(prediction: str, target: str) -> bool:
     return widened and narrowed
 
 
-# BCELoss's warning of PyTorch 0.4-1.x quoted without its class (an issue body), its lines
-# wrapped where the paste broke them.
-PITFALL.error(
+# The warning quoted without its class (an issue body), or its lines wrapped where the paste
+# broke them, even inside a size (`torch.Size([1, 3, 1356, 204` / `0]))`): BCELoss's warning of
+# PyTorch 0.4-1.x (`is deprecated`) and the regression losses' broadcasting one.
+_WRAPPED_TARGET_SIZE = lazy_compile(
     rf"Using a target size \((?P<target>{_SIZE})\)\s+that\s+is\s+different\s+to\s+the\s+input"
-    rf"\s+size\s+\((?P<input>{_SIZE})\)\s+is\s+deprecated",
-    types=(),
-    confidence=0.9,
-    cause=_CAUSE_ELEMENTWISE,
+    rf"\s+size\s+\((?P<input>{_SIZE})\)(?P<deprecated>\s+is\s+deprecated)?"
 )
+
+
+@PITFALL.error_check(types=())
+def target_size_wrapped(block, report) -> Clue | None:
+    found = _WRAPPED_TARGET_SIZE.search(block.message)
+    if found is None:
+        return None
+    # A terminal's wrap adds a line break and takes nothing away.
+    target, input_ = (found[name].replace("\n", "") for name in ("target", "input"))
+    if _all_pairs(input_, target):
+        return None
+    broadcast = not found["deprecated"] and _broadcast(input_, target)
+    cause = _BROADCAST_CAUSE if broadcast else _CAUSE_ELEMENTWISE
+    return Clue(0.9, cause, None, {"input": input_, "target": target})
+
+
 PITFALL.error(
     r"input and target shapes do not match: input \[(?P<input>[^\]]*)\], "
     r"target \[(?P<target>[^\]]*)\]",
