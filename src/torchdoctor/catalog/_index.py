@@ -985,9 +985,12 @@ SIGNATURES = (
         "torchdoctor.catalog.autograd.td110_non_leaf_grad_access",
         "non-leaf-grad-access",
         0,
-        ("UserWarning",),
-        "The \\.grad attribute of a Tensor that is not a leaf Tensor is being accessed",
-        ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",),
+        (),
+        "\\.grad attribute of a Tensor that is not a leaf Tensor is being accessed|\\.grad attribute won't be populated during autograd\\.backward\\(\\)",
+        (
+            ".grad attribute of a Tensor that is not a leaf Tensor is being accessed",
+            ".grad attribute won't be populated during autograd.backward()",
+        ),
     ),
     (
         "torchdoctor.catalog.autograd.td110_non_leaf_grad_access",
@@ -2481,13 +2484,21 @@ SIGNATURES = (
         "removed-torch-api",
         3,
         (),
+        None,
+        (),
+    ),
+    (
+        "torchdoctor.catalog.deprecated.td803_removed_torch_api",
+        "removed-torch-api",
+        4,
+        (),
         "cannot import name '(?P<name>\\w+)' from 'torch\\._six'|from torch\\._six import (?P<imported>\\w+)\\W[^\\n]{0,200}?cannot import name '(?P=imported)'",
         ("cannot import name '", "from torch._six import "),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        4,
+        5,
         (),
         "No module named 'torch\\._six'|module 'torch' has no attribute '_six'",
         ("No module named 'torch._six'", "module 'torch' has no attribute '_six'"),
@@ -2495,7 +2506,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        5,
+        6,
         ("RuntimeError",),
         "This function was deprecated since version 1\\.9 and is now removed",
         ("This function was deprecated since version 1.9 and is now removed",),
@@ -2503,7 +2514,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        6,
+        7,
         ("TypeError",),
         "unexpected keyword argument '(?P<old>retain_variables|grad_variables)'",
         ("unexpected keyword argument '",),
@@ -2511,7 +2522,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        7,
+        8,
         (),
         "volatile was removed and now has no effect",
         ("volatile was removed and now has no effect",),
@@ -2519,7 +2530,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        8,
+        9,
         (),
         "`?(?P<old>(?:torch\\.)?nn\\.(?:init|utils)\\.\\w+)`? is now deprecated in favor of `?(?P<new>(?:torch\\.)?nn\\.(?:init|utils)\\.\\w+_)`?",
         (" is now deprecated in favor of ",),
@@ -2527,7 +2538,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        9,
+        10,
         (),
         "nn\\.functional\\.(?P<old>upsample(?:_nearest|_bilinear)?) is deprecated\\. Use nn\\.functional\\.interpolate instead",
         (" is deprecated. Use nn.functional.interpolate instead",),
@@ -2535,7 +2546,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
-        10,
+        11,
         ("", "TypeError"),
         "\\bfft_i?r?fft[n2]?\\(\\) got an unexpected keyword argument '(?P<argument>onesided|signal_ndim|normalized)'",
         ("() got an unexpected keyword argument '",),
