@@ -498,6 +498,14 @@ SIGNATURES = (
         ("optimizer got an empty parameter list",),
     ),
     (
+        "torchdoctor.catalog.device.td002_unregistered_tensor_attribute",
+        "unregistered-tensor-attribute",
+        2,
+        ("RuntimeError",),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.device.td003_device_mismatch",
         "device-mismatch",
         0,
