@@ -1625,6 +1625,14 @@ SIGNATURES = (
         (" tensor to numpy",),
     ),
     (
+        "torchdoctor.catalog.tensor.td409_numpy_on_grad_or_cuda_tensor",
+        "numpy-on-grad-or-cuda-tensor",
+        2,
+        (),
+        '[/\\\\]_?tensor\\.py\\"?, line \\d+, in __array__[ \\t]*\\n[ \\t]*return self\\.numpy\\(\\)(?![^\\n]*\\n\\s*\\S)',
+        ("return self.numpy()",),
+    ),
+    (
         "torchdoctor.catalog.tensor.td410_cv2_noncontiguous_array",
         "cv2-noncontiguous-array",
         0,
