@@ -65,8 +65,9 @@ len(items) - 1)`); without a crop in the traceback that is shown only as a weak 
 （torchvision；其 v2 变换中拼写为 "than"），`RuntimeError: random_ expects 'from' to be less
 than 'to', but got from=0 >= to=-23`（torchvision 0.8 之前），以及使用 `random.randint` 的手写裁剪给出的
 `ValueError: empty range for randrange() (0,-31, -31)`（Python 3.11 及更早）或
-`ValueError: empty range in randrange(0, -31)`（Python 3.12+），或 numpy 的 `ValueError: low >= high`。MONAI 对体数据的裁剪：`ValueError: The size of the proposed
-random crop ROI is larger than the image size.`
+`ValueError: empty range in randrange(0, -31)`（Python 3.12+），或 numpy 的 `ValueError: low >= high`。
+MONAI 对体数据的裁剪：`ValueError: The size of the proposed random crop ROI is larger than the
+image size.`
 
 ## Known problems
 从空列表中随机选取（`random.randint(0, len(items) - 1)`）也会得到空的 `randrange`；
