@@ -228,7 +228,9 @@ def _instance_of_other_class(receiver: ast.AST, ctx: Context) -> bool:
 def _builds_other_object(value: ast.AST, ctx: Context) -> bool:
     if not isinstance(value, ast.Call):
         return False
-    name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+    name = (
+        value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+    )
     qualname = ctx.qualname(value.func) or ""
     return name[:1].isupper() and not qualname.startswith(("torch.", "numpy."))
 

@@ -104,9 +104,9 @@ model it applies to, so some real mistakes are missed.
 `val_loader`/`test_loader` 的循环）对每个 batch 调用模型且不做训练（没有 `.backward()`、没有 `.step()`），
 并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
 
-- 从未切换到评估模式（没有 `.eval()`、`.train(False)`，也没有 MONAI 的 `eval_mode(...)`），而模型又必然处于训练模式（调用过
-  `model.train()`，或者模型就是在这里新建的）；如果模型在本文件中完全由两种模式下计算相同的层构成
-  （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告；或者
+- 从未切换到评估模式（没有 `.eval()`、`.train(False)`，也没有 MONAI 的 `eval_mode(...)`），
+  而模型又必然处于训练模式（调用过 `model.train()`，或者模型就是在这里新建的）；
+  如果模型在本文件中完全由两种模式下计算相同的层构成（没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告；或者
 - 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`）。
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
