@@ -558,7 +558,9 @@ def removed_name_in_prose(block, report) -> Clue | None:
 # "torch.symeig is deprecated in favor of torch.linalg.eigh and will be removed ...". Only the
 # names of RENAMES that are gone count: `torch.cholesky` warns the same way and still exists.
 _WARNED_DEPRECATED = lazy_compile(
-    r"(?<![\w.])torch\.(?P<name>\w+)(?:\(\))? is deprecated\b[^\n]{0,120}?\bwill be removed"
+    r"(?<![\w.])torch\.(?P<name>\w+)(?:\(\))? is deprecated\b[^\n]{0,120}?\bwill be removed "
+    # the warning's own words: prose asking about a port ("will be removed, should we...") is not
+    r"in (?:a future PyTorch release|the next release|PyTorch \d)"
 )
 _FFT_FUNCTIONS = frozenset({"fft", "ifft", "rfft", "irfft"})
 
