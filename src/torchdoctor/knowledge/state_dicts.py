@@ -126,8 +126,11 @@ _SHAPES = [
         + _SIZE.format("checkpoint")
         + r"\s+"
         + _words("from checkpoint, the shape in current model is")
-        + r"\s+"
-        + _SIZE.format("model"),
+        # A message cut off before the model's shape (a log line or an issue title): torch
+        # says "size mismatch" only for shapes that differ, so the checkpoint's is enough.
+        + r"(?:\s+"
+        + _SIZE.format("model")
+        + r"|[ \t]*(?=\n|$))",
         # torch 0.4 - 1.0.
         r"(?<!\S)(?P<key>\S+?):\s+"
         + _words("copying a param of")
@@ -163,7 +166,7 @@ _SHAPES = [
 class ShapeMismatch:
     key: str
     checkpoint: tuple[int, ...]
-    model: tuple[int, ...]
+    model: tuple[int, ...]  # empty: not known (the message was cut off before it)
 
     @property
     def layer(self) -> str:
@@ -275,7 +278,7 @@ def _shape(segment: str) -> ShapeMismatch | None:
         found = pattern.match(segment)
         if found:
             return ShapeMismatch(
-                found["key"].strip('"'), _dims(found["checkpoint"]), _dims(found["model"])
+                found["key"].strip('"'), _dims(found["checkpoint"]), _dims(found["model"] or "")
             )
     return None
 

@@ -111,9 +111,13 @@ print(w.grad)
 
 _WARNING = "attribute of a Tensor that is not a leaf Tensor is being accessed"
 
+# Python shows the warning as a UserWarning; libtorch's C++ API (and bindings over it, such as
+# DJL) logs the same text as c10's `[W TensorBody.h:491] Warning: ...`, a line of no type. The
+# second half alone is how a cut-off paste or an issue title quotes it.
 PITFALL.error(
-    r"The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed",
-    types=("UserWarning",),
+    r"\.grad attribute of a Tensor that is not a leaf Tensor is being accessed"
+    r"|\.grad attribute won't be populated during autograd\.backward\(\)",
+    types=(),
     confidence=0.95,
     cause={
         "en": "`.grad` was read on a tensor produced by an operation, not on a leaf, so it is "

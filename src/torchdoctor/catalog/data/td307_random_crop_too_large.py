@@ -43,7 +43,8 @@ raised (224 -> 256) without changing the resize before it.
 than 'to', but got from=0 >= to=-23` (torchvision before 0.8), and from hand-written crops
 using `random.randint`: `ValueError: empty range for randrange() (0,-31, -31)` (Python 3.11 and
 older) or `ValueError: empty range in randrange(0, -31)` (Python 3.12+), or numpy's
-`ValueError: low >= high`.
+`ValueError: low >= high`. MONAI's crops of volumes: `ValueError: The size of the proposed
+random crop ROI is larger than the image size.`
 
 ## Known problems
 An empty `randrange` also comes from picking from an empty list (`random.randint(0,
@@ -65,6 +66,8 @@ len(items) - 1)`); without a crop in the traceback that is shown only as a weak 
 than 'to', but got from=0 >= to=-23`（torchvision 0.8 之前），以及使用 `random.randint` 的手写裁剪给出的
 `ValueError: empty range for randrange() (0,-31, -31)`（Python 3.11 及更早）或
 `ValueError: empty range in randrange(0, -31)`（Python 3.12+），或 numpy 的 `ValueError: low >= high`。
+MONAI 对体数据的裁剪：`ValueError: The size of the proposed random crop ROI is larger than the
+image size.`
 
 ## Known problems
 从空列表中随机选取（`random.randint(0, len(items) - 1)`）也会得到空的 `randrange`；
@@ -109,6 +112,27 @@ PITFALL.error(
     types=("ValueError",),
     confidence=0.95,
     cause=_LARGER_CROP,
+)
+# MONAI's crops of volumes (`RandCropByPosNegLabeld`, `RandCropByLabelClassesd`...), when the
+# ROI (`spatial_size`) is larger than the volume along one axis and `allow_smaller` is off.
+PITFALL.error(
+    r"size of the proposed random crop ROI is larger than the image size",
+    types=("ValueError", "RuntimeError"),
+    confidence=0.95,
+    cause={
+        "en": "The random crop's ROI (`spatial_size`/`roi_size` of MONAI's crop transform) is "
+        "larger than this image along at least one axis: some volumes of the dataset are "
+        "smaller than the ROI (often few slices along z), so no crop centre can be chosen.",
+        "zh": "随机裁剪的 ROI（MONAI 裁剪变换的 `spatial_size`/`roi_size`）至少在一个维度上大于这张图像："
+        "数据集中有些体数据比 ROI 还小（常见的是 z 方向切片太少），因此无法选出裁剪中心。",
+    },
+    fix={
+        "en": "Pad every volume to at least the ROI before the crop (`SpatialPadd(keys, "
+        "spatial_size=roi)`), pass `allow_smaller=True` to the crop transform, or use a "
+        "smaller ROI.",
+        "zh": "在裁剪之前把每个体数据至少填充到 ROI 大小（`SpatialPadd(keys, spatial_size=roi)`），"
+        "给裁剪变换传入 `allow_smaller=True`，或者使用更小的 ROI。",
+    },
 )
 
 _EMPTY_RANGE = lazy_compile(

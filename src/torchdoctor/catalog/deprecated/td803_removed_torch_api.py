@@ -553,6 +553,54 @@ def removed_name_in_prose(block, report) -> Clue | None:
     return _removed(f"torch.{found.group('name') or found.group('name2')}", 0.8)
 
 
+# The warning a release printed before removing the function: PyTorch 1.7's "The function
+# torch.rfft is deprecated and will be removed in a future PyTorch release", 1.9-1.12's
+# "torch.symeig is deprecated in favor of torch.linalg.eigh and will be removed ...". Only the
+# names of RENAMES that are gone count: `torch.cholesky` warns the same way and still exists.
+_WARNED_DEPRECATED = lazy_compile(
+    r"(?<![\w.])torch\.(?P<name>\w+)(?:\(\))? is deprecated\b[^\n]{0,120}?\bwill be removed "
+    # the warning's own words: prose asking about a port ("will be removed, should we...") is not
+    r"in (?:a future PyTorch release|the next release|PyTorch \d)"
+)
+_FFT_FUNCTIONS = frozenset({"fft", "ifft", "rfft", "irfft"})
+
+
+@PITFALL.error_check(types=())
+def deprecated_then_removed(block, report) -> Clue | None:
+    """The deprecation warning of a function that a later PyTorch removed: the code works on
+    this version and fails on the next one."""
+    if report.exceptions:
+        return None  # a crash shown is the story: the function still ran
+    found = _WARNED_DEPRECATED.search(block.message)
+    if found is None:
+        return None
+    name = found.group("name")
+    old = f"torch.{name}"
+    replacement = RENAMES.get(old)
+    if name in _FFT_FUNCTIONS:
+        new = f"torch.fft.{name}"  # torch.fft, a function before 1.8, is a module since
+    elif replacement is not None and replacement.removed:
+        new = replacement.new
+    else:
+        return None
+    return Clue(
+        0.85,
+        {
+            "en": "`{old}` is deprecated in the PyTorch that runs this code and was removed in a "
+            "later release, where calling it fails; its successor is `{new}`, whose arguments or "
+            "results differ.",
+            "zh": "`{old}` 在当前运行的 PyTorch 中已弃用，并在之后的版本中被移除，届时调用会直接报错；"
+            "它的后继是 `{new}`，但参数或返回值有所不同。",
+        },
+        {
+            "en": "Port the call to `{new}` (check its documentation for the new arguments), or "
+            "upgrade the package that calls `{old}`.",
+            "zh": "把调用改写为 `{new}`（请查阅文档了解新的参数），或者升级调用 `{old}` 的第三方包。",
+        },
+        {"old": old, "new": new},
+    )
+
+
 def _removed_attribute(message: str, confidence: float) -> Clue | None:
     found = _NO_ATTRIBUTE.search(message)
     if found is None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_file, top_level_classes
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    index_of,
+    lazy_compile,
+    per_file,
+    top_level_classes,
+)
 
 PITFALL = Pitfall(
     code="TD002",
@@ -533,3 +542,54 @@ PITFALL.error(
         "（而不是 `nn.Parameter`）；也可能是某个过滤条件（`requires_grad`、名字前缀）把参数全滤掉了。",
     },
 )
+
+# A device mismatch whose report names its cause: a tensor of the module that should have been a
+# registered buffer ("`ab` needs to be registered to buffer", "use register_buffer", "is not a
+# buffer"), as issues and pull requests that fix one say.
+_DEVICES_DIFFER = lazy_compile(
+    r"Expected all tensors to be on the same device|expected device \S+ but got device"
+    r"|Expected object of (?:device type|backend) \w+ but got"
+)
+# A call with arguments is code pasted with the report, where the tensor *is* registered.
+_SAYS_BUFFER = lazy_compile(
+    r"register_buffer\b(?!\(\s*[\w'\"])"
+    r"|\b[Rr]egister(?:ed|ing)?\s+(?:it\s+|them\s+)?(?:as|to|in)\s+(?:an?\s+|the\s+)?"
+    r"(?:\w+\s+)?buffers?\b"
+    r"|\bnot\s+(?:registered\s+)?(?:as\s+)?(?:an?\s+)?buffers?\b"
+)
+# "I already registered it as a buffer, but it still ...": the buffer was tried, not the cause.
+_TRIED = lazy_compile(r"\b(?:already|still|even though|despite|tried)\b")
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def said_unregistered(block, report) -> Clue | None:
+    """A device mismatch the report itself blames on a tensor attribute that is no buffer."""
+    if _DEVICES_DIFFER.search(block.message) is None:
+        return None
+    found = report.search(_SAYS_BUFFER)
+    if found is None:
+        return None
+    text = report.text
+    start = max(text.rfind(".", 0, found.start()), text.rfind("\n", 0, found.start())) + 1
+    ends = [i for i in (text.find(".", found.end()), text.find("\n", found.end())) if i >= 0]
+    if _TRIED.search(text, start, min(ends, default=len(text))):
+        return None
+    return Clue(
+        # Above the device mismatch it explains (0.95): the root cause comes first.
+        0.97,
+        {
+            "en": "The tensor the report names as a missing buffer is a plain tensor attribute of "
+            "the module: `model.to(device)`/`.cuda()` moves parameters and registered buffers "
+            "only, so it stays on the device it was made on while the rest of the computation "
+            "is on the other one.",
+            "zh": "报告中提到应当注册为 buffer 的张量是模块的普通张量属性：`model.to(device)`/`.cuda()` "
+            "只移动参数和已注册的 buffer，所以它留在创建时的设备上，而其余计算在另一个设备上。",
+        },
+        {
+            "en": "Register it in `__init__` with `self.register_buffer(name, tensor, "
+            "persistent=False)` (`persistent=False` keeps it out of the state dict, so old "
+            "checkpoints still load).",
+            "zh": "在 `__init__` 中用 `self.register_buffer(name, tensor, persistent=False)` 注册它"
+            "（`persistent=False` 使它不进入 state dict，旧的 checkpoint 仍能加载）。",
+        },
+    )

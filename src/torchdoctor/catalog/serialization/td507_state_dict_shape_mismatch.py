@@ -151,6 +151,16 @@ GENERIC = {
     "涉及 {layers}）：构建模型的超参数（宽度、深度、类别数或通道数）与 checkpoint 不同。"
     "{extra}",
 }
+# The message cut off before the model's shape.
+CUT_OFF = {
+    "en": "`{key}` is {checkpoint} in the checkpoint and has another shape in the model (the "
+    "message is cut off before it; tensors that differ: {count}, in {layers}): the model is "
+    "built with other hyperparameters than the checkpoint (width, depth, number of classes or "
+    "channels).{extra}",
+    "zh": "`{key}` 在 checkpoint 中是 {checkpoint}，在模型中是另一个形状（信息在此之前被截断；共 {count} "
+    "个张量不一致，涉及 {layers}）：构建模型的超参数（宽度、深度、类别数或通道数）与 checkpoint "
+    "不同。{extra}",
+}
 ALSO_KEYS = {
     "en": " {missing} keys are missing and {unexpected} unexpected as well: probably another "
     "variant of the architecture.",
@@ -195,7 +205,8 @@ def explain(block, report) -> Clue | None:
             )
             for lang, text in ALSO_KEYS.items()
         }
-    cause = {lang: text.replace("{extra}", extra[lang]) for lang, text in GENERIC.items()}
+    generic = CUT_OFF if not first.model else GENERIC
+    cause = {lang: text.replace("{extra}", extra[lang]) for lang, text in generic.items()}
     return Clue(confidence, cause, None, {**fields, "layers": layers})
 
 

@@ -452,3 +452,30 @@ PITFALL.error(
         "而 numpy 读不了显存。",
     },
 )
+# A traceback pasted without its last line, that stops where numpy (`np.array(list_of_tensors)`,
+# `np.asarray`, matplotlib) converts a tensor: `Tensor.__array__` calling `self.numpy()`. The
+# errors raised there are this entry's two, but for the rarer dtype numpy lacks (bfloat16) and
+# a numpy that torch cannot load: a guess, and only when nothing follows the frame.
+PITFALL.error(
+    r"[/\\]_?tensor\.py\"?, line \d+, in __array__[ \t]*\n[ \t]*return self\.numpy\(\)"
+    r"(?![^\n]*\n\s*\S)",
+    types=(),
+    confidence=0.6,
+    cause={
+        "en": "The traceback stops, its error line cut off, where numpy converts a tensor "
+        "(`np.array`/`np.asarray` of a tensor or of a list of tensors, or a plotting call): "
+        "`Tensor.__array__` calls `.numpy()`, which fails for a tensor in GPU memory or one "
+        "that requires grad (the error line would tell which).",
+        "zh": "调用栈停在 numpy 转换张量的地方，最后的报错行被截掉了（对张量或张量列表调用 "
+        "`np.array`/`np.asarray`，或绘图调用）：`Tensor.__array__` 会调用 `.numpy()`，而张量位于显存中"
+        "或需要梯度时它会失败（报错行会说明是哪一种）。",
+    },
+    fix={
+        "en": "Convert each tensor before numpy sees it: `t.detach().cpu().numpy()` (for a list, "
+        "`np.array([t.detach().cpu().numpy() for t in tensors])`, or `torch.stack(tensors)"
+        ".detach().cpu().numpy()`).",
+        "zh": "在交给 numpy 之前先转换每个张量：`t.detach().cpu().numpy()`（对列表用 "
+        "`np.array([t.detach().cpu().numpy() for t in tensors])`，或 `torch.stack(tensors)"
+        ".detach().cpu().numpy()`）。",
+    },
+)
