@@ -81,7 +81,9 @@ to the original tensor keep the old value, which may or may not be what you mean
 ## Known problems
 Only methods are looked at. A function of the same name called through a module,
 `torch.unsqueeze(x, 0)` or `np.reshape(a, shape)` as a statement, loses its result too but is
-not reported: what it is called on is a module, not the value to assign back to.
+not reported: what it is called on is a module, not the value to assign back to. Nor is a
+tensor made in the statement and moved (`torch.zeros(1).cuda()`): done for the move itself,
+which creates the GPU's CUDA context, with no name to keep the result in.
 """,
         "zh": """
 ## What it catches
@@ -111,7 +113,8 @@ devices, cuda:0 and cpu!`
 
 ## Known problems
 只检查方法调用。通过模块调用的同名函数，例如单独一行的 `torch.unsqueeze(x, 0)` 或 `np.reshape(a, shape)`，
-返回值同样被丢弃，但不会报告：它调用在模块上，而模块不是应当赋值回去的那个值。
+返回值同样被丢弃，但不会报告：它调用在模块上，而模块不是应当赋值回去的那个值。在同一语句中新建并移动的张量
+（`torch.zeros(1).cuda()`）也不报告：这样做是为了移动本身（它会创建该 GPU 的 CUDA context），也没有名字可以保存结果。
 """,
     },
     example="""
@@ -182,7 +185,9 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
         kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
-    if method in MOVES and kind is not Kind.TENSOR:
+    if method in MOVES and (kind is not Kind.TENSOR or _made_here(receiver, ctx)):
+        # `torch.zeros(1).cuda()`: a tensor made to be moved, for the move itself (it creates
+        # the CUDA context: st-gcn's occupy_gpu); no name held it to keep the result in.
         return
     if method not in PURE and method not in MOVES and kind is not Kind.TENSOR:
         # The rest of torch's out-of-place methods: on known tensors (numpy's arrays have
@@ -325,6 +330,17 @@ def _is_tensor_only_call(value: ast.expr) -> bool:
         and type(value.func) is ast.Attribute
         and value.func.attr in TENSOR_ONLY
     )
+
+
+def _made_here(receiver: ast.AST, ctx: Context) -> bool:
+    """`torch.zeros(1)`, `torch.ones(2).float()`: made by a call of an imported module in the
+    statement itself, from no name of the program."""
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        inner = receiver.func.value
+        if _root_name(inner) in _imported_names(ctx) and not isinstance(inner, ast.Call):
+            return True  # `torch.zeros(...)`: a function of the module, called
+        receiver = inner
+    return False
 
 
 def _root_name(expr: ast.AST) -> str | None:
