@@ -68,6 +68,9 @@ NUMPY_FACTORIES = frozenset(
     "array asarray zeros ones empty full arange linspace eye load stack concatenate".split()
 )
 
+# Progress bars that yield what they wrap (`for x, y in tqdm(loader):`).
+_PROGRESS_BARS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm"})
+
 # torch.nn names that are not module classes.
 _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "Module", "UninitializedParameter"})
 
@@ -332,8 +335,8 @@ class Context:
         if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             return Kind.TENSOR
         if qualname in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
-            # A no-op wrapper since 0.4: it holds whatever it wraps.
-            return self.kind_of(call.args[0]) if call.args else Kind.UNKNOWN
+            # A no-op wrapper of a tensor since 0.4; given anything else it raises.
+            return Kind.TENSOR if call.args else Kind.UNKNOWN
         if head.startswith("torch.optim.lr_scheduler"):
             return Kind.SCHEDULER if last[:1].isupper() else Kind.UNKNOWN
         if head.startswith("torch.optim") and last[:1].isupper():
@@ -699,7 +702,14 @@ class Context:
 
     def _iterates_loader(self, expr: ast.AST) -> bool:
         """A DataLoader: made as one, or a parameter named like one (`loader`, `train_loader`)
-        that every call of its function in the file is given a DataLoader for."""
+        that every call of its function in the file is given a DataLoader for; also wrapped in
+        a progress bar (`tqdm(loader, ...)`), which yields the same items."""
+        while (
+            isinstance(expr, ast.Call)
+            and expr.args
+            and self.qualname(expr.func) in _PROGRESS_BARS
+        ):
+            expr = expr.args[0]
         kind = self.kind_of(expr)
         if kind is not Kind.UNKNOWN or not isinstance(expr, ast.Name):
             return kind is Kind.LOADER
