@@ -2285,8 +2285,8 @@ SIGNATURES = (
         "argparse-in-notebook",
         1,
         (),
-        "ipykernel_launcher\\.py: error: unrecognized arguments",
-        ("ipykernel_launcher.py: error: unrecognized arguments",),
+        "(?:ipykernel|colab_kernel)_launcher\\.py: error: unrecognized arguments",
+        ("_launcher.py: error: unrecognized arguments",),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
