@@ -1106,6 +1106,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.training.td207_cross_entropy_target_dtype",
+        "cross-entropy-target-dtype",
+        1,
+        ("RuntimeError",),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.training.td208_cross_entropy_target_range",
         "cross-entropy-target-range",
         0,
