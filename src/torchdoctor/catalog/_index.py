@@ -2180,6 +2180,14 @@ SIGNATURES = (
         (" object has no attribute '",),
     ),
     (
+        "torchdoctor.catalog.distributed.td602_dataparallel_attribute",
+        "dataparallel-attribute",
+        2,
+        (),
+        "(?<![\\w'])'?(?P<wrapper>DataParallel|DistributedDataParallel)'? object (?:doesn't|does not|don't) have\\b",
+        (" object ",),
+    ),
+    (
         "torchdoctor.catalog.distributed.td603_local_rank_argument",
         "local-rank-argument",
         0,
