@@ -206,12 +206,54 @@ PITFALL.error(
 )
 
 
+# PyTorch before 0.4 could not stack an empty tensor: a sample with no items (an image without
+# boxes) among samples of a variable number of items.
+_EMPTY = "cannot unsqueeze empty tensor"
+_EMPTY_CAUSE = {
+    "en": "Collating a batch stacks its samples, which must have one shape, and one of them is "
+    "empty: a variable number of items per sample (boxes of an image, tokens), some with none.",
+    "zh": "组 batch（collate）时要把样本堆叠起来，它们的形状必须相同，而其中一个样本是空的："
+    "每个样本的条目数不固定（图像的框、token），有的一个也没有。",
+}
+_WORKER_CAUGHT = "Caught RuntimeError in DataLoader worker process"
+_ORIGINAL = "Original Traceback (most recent call last):"
+_CUT_CAUSE = {
+    "en": "A worker's RuntimeError was raised inside `default_collate` (the worker's traceback "
+    "is cut before its message). There it almost always means the samples of a batch "
+    "differ in size and cannot be stacked; if the message speaks of `unable to write to "
+    "file` or shared memory, the shared memory is full instead.",
+    "zh": "worker 中的 RuntimeError 是在 `default_collate` 内部抛出的（worker 的 traceback 在报错信息前"
+    "被截断）。在那里几乎总是表示一个 batch 中样本的大小不同、无法堆叠；如果报错信息提到 "
+    "`unable to write to file` 或共享内存，则是共享内存满了。",
+}
+
+
+def _worker_cut_in_default_collate(report) -> bool:
+    """The worker's original traceback ends, cut before its exception line, on a frame whose
+    source line calls `default_collate`."""
+    text = report.text or ""
+    at = text.rfind(_ORIGINAL)
+    if at < 0:
+        return False
+    lines = [line.strip() for line in text[at:].split("\n")]
+    while lines and (not lines[-1] or lines[-1].startswith("```")):
+        lines.pop()
+    if len(lines) < 3:
+        return False
+    return lines[-2].startswith('File "') and "default_collate(" in lines[-1]
+
+
 @PITFALL.error_check()
 def stacked_samples(block, report) -> Clue | None:
     """Surely the collate when its frames, or the DataLoader's worker wrapper, are present;
     otherwise a guess, since model code stacks and concatenates too. Also reads output the
     parser could not split into blocks (a worker's traceback logged as one escaped line)."""
+    if block.message.startswith(_WORKER_CAUGHT) and report.once(_worker_cut_in_default_collate):
+        return Clue(0.6, _CUT_CAUSE)
     in_collate = _in_collate(block, report)
+    if _EMPTY in block.message:
+        framed = any("collate" in (frame.function or "") for frame in block.frames)
+        return Clue(0.85, _EMPTY_CAUSE) if framed else None
     found = _STACK.search(block.message)
     if found is not None:
         fields = found.groupdict()

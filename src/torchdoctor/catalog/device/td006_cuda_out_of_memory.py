@@ -325,9 +325,10 @@ _EVALUATION_FIX = {
 }
 _PHRASINGS = (
     # (retyped in titles and chat lines with the spaces around its colons dropped or added:
-    # "CUDA:out of memory", "cuda runtime error(2):out of memory")
+    # "CUDA:out of memory", "cuda runtime error(2):out of memory", or without its number,
+    # "cuda runtime error: out of memory")
     r"(?:CUDA|HIP|XPU) ?:? ?out of memory",
-    r"cuda runtime error ?\(2\) ?: ?out of memory",
+    r"cuda runtime error ?(?:\(2\) ?)?: ?out of memory",
     r"CUDA error(?: \(2\))?: out of memory",
     r"error=2 : out of memory",
     r"CUBLAS_STATUS_ALLOC_FAILED",

@@ -337,3 +337,21 @@ PITFALL.error(
         "zh": "在包装对象上改用 `.module.{attr}`（或者直接用未包装的模型）。",
     },
 )
+# The same retold in prose: "the `DataParallel` object doesn't have one (it only has `module`)".
+PITFALL.error(
+    r"(?<![\w'])'?(?P<wrapper>DataParallel|DistributedDataParallel)'? object "
+    r"(?:doesn't|does not|don't) have\b",
+    types=(),
+    confidence=0.75,
+    cause={
+        "en": "An attribute of the model was looked up on the `{wrapper}` wrapper, which only "
+        "forwards `forward`: the model's own attributes and methods live on `.module`.",
+        "zh": "在 `{wrapper}` 包装对象上查找模型的属性，而包装对象只转发 `forward`：模型自己的属性和方法"
+        "都在 `.module` 上。",
+    },
+    fix={
+        "en": "Reach the attribute through `.module` on the wrapper (`model.module.name`), "
+        "or keep a reference to the unwrapped model.",
+        "zh": "通过包装对象的 `.module` 访问该属性（`model.module.generator`），或者保留一个未包装模型的引用。",
+    },
+)

@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     bindings,
+    lazy_compile,
     per_file,
     scope_of,
     names_assigned_calls_of,
@@ -266,6 +267,25 @@ _FIX = {
     "zh": "用 `&`、`|`、`~` 组合掩码（每个比较加上括号）；确实需要单个结果时用 `.any()` / "
     "`.all()` 归约。",
 }
+
+
+# Triton's compiler warns where a `@triton.jit` kernel combines block tensors with `and`/`or`,
+# the same mistake in a kernel. torch.compile's own helpers (`torch/_inductor/...`) triggered
+# it in torch 2.8: nothing for the user to fix there.
+_TRITON_WARNING = "Logical operators 'and' and 'or' are deprecated for non-scalar tensors"
+_INDUCTOR = lazy_compile(r"_inductor[/\\.]")
+_TRITON = {
+    "en": "A Triton kernel combines tensors of several elements with Python `and` / `or`, "
+    "which do not work element by element on blocks.",
+    "zh": "Triton kernel 用 Python 的 `and` / `or` 组合包含多个元素的张量，它们不会逐元素地作用于块。",
+}
+
+
+@PITFALL.error_check(types=("UserWarning",))
+def triton_boolean_operator(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    if _TRITON_WARNING not in block.message or report.search(_INDUCTOR):
+        return None
+    return Clue(0.8, _TRITON, _FIX)
 
 
 @PITFALL.error_check(types=("RuntimeError",))

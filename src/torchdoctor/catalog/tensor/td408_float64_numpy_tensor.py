@@ -384,6 +384,17 @@ ARRAY_BUILT = ("torch.tensor(", "as_tensor(")
 TORCH_DOUBLE = ("torch.float64", "torch.double", "DoubleTensor", "set_default_dtype")
 
 
+# Code that makes float64 tensors itself (not words of a message: `model.to(torch.float64)`).
+MADE_DOUBLE_CODE = (
+    "dtype=torch.double",
+    "dtype=torch.float64",
+    ".double()",
+    "DoubleTensor(",
+    "set_default_dtype(torch.float64)",
+    "set_default_dtype(torch.double)",
+)
+
+
 def _numpy_likelihood(block, arg: str | None, text: str) -> float:
     """How likely the float64 side is numpy data: dtype-mismatch (0.8) is the general answer."""
     sources = " ".join(frame.source or "" for frame in block.frames)
@@ -400,6 +411,9 @@ def _numpy_likelihood(block, arg: str | None, text: str) -> float:
         return 0.85 if shown and not on_purpose else 0.75
     if any(word in sources for word in ("double()", "float64", "DoubleTensor")):
         return 0.6  # made double on purpose in the user's code
+    made_double = any(word in text for word in MADE_DOUBLE_CODE)
+    if made_double and not any(word in text for word in NUMPY_EVIDENCE):
+        return 0.6  # the code quoted with the traceback makes float64 tensors, and no numpy
     paths = [frame.path for frame in block.frames]
     if any(
         path.startswith(NOTEBOOK_PATHS) or "/nn/modules/" in path.replace("\\", "/")

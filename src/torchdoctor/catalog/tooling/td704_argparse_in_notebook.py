@@ -151,17 +151,18 @@ PITFALL.error(
         "而不是给脚本的选项。",
     },
 )
-# The kernel's launcher named as the program, whatever arguments are quoted after it.
+# The kernel's launcher named as the program, whatever arguments are quoted after it: Jupyter's
+# `ipykernel_launcher.py`, Colab's `colab_kernel_launcher.py` (its `-f` path is often cut off).
 PITFALL.error(
-    r"ipykernel_launcher\.py: error: unrecognized arguments",
+    r"(?:ipykernel|colab_kernel)_launcher\.py: error: unrecognized arguments",
     types=(),
     confidence=0.9,
     cause={
-        "en": "`parse_args()` ran inside a Jupyter kernel (the program is "
-        "`ipykernel_launcher.py`) and read the kernel's own command line instead of options "
-        "meant for the script.",
-        "zh": "`parse_args()` 在 Jupyter 内核中运行（程序名是 `ipykernel_launcher.py`），读到的是"
-        "内核自己的命令行，而不是给脚本的选项。",
+        "en": "`parse_args()` ran inside a Jupyter kernel (the program is the kernel's "
+        "launcher, `ipykernel_launcher.py` or Colab's `colab_kernel_launcher.py`) and read the "
+        "kernel's own command line instead of options meant for the script.",
+        "zh": "`parse_args()` 在 Jupyter 内核中运行（程序名是内核的启动器 `ipykernel_launcher.py` "
+        "或 Colab 的 `colab_kernel_launcher.py`），读到的是内核自己的命令行，而不是给脚本的选项。",
     },
 )
 # VS Code and some IDE consoles start the kernel with its ports and session key as options.

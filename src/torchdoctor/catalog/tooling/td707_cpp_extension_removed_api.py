@@ -233,6 +233,26 @@ PITFALL.error(
         "这是为旧版 PyTorch 写的代码。",
     },
 )
+# The deprecation of `Tensor::type()`: the compiler quotes its attribute's message. A warning
+# today, an error in the dispatch macros since 2.6.
+PITFALL.error(
+    r"Tensor\.type\(\) is deprecated",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "The extension calls `tensor.type()` (`x.type().is_cuda()`, "
+        "`x.type().scalarType()`, `AT_DISPATCH_*(x.type(), ...)`), deprecated since PyTorch 1.x: "
+        "code written for an older PyTorch.",
+        "zh": "扩展调用了已弃用的 `tensor.type()`（`x.type().is_cuda()`、`x.type().scalarType()`、"
+        "`AT_DISPATCH_*(x.type(), ...)`）：这是为旧版 PyTorch 写的代码。",
+    },
+    fix={
+        "en": "Ask the tensor itself: `x.is_cuda()` (or `x.device().is_cuda()`), "
+        "`x.scalar_type()`, `x.options()` where a type was passed to a factory.",
+        "zh": "直接问张量本身：`x.is_cuda()`（或 `x.device().is_cuda()`）、`x.scalar_type()`；"
+        "传给工厂函数的类型改用 `x.options()`。",
+    },
+)
 
 # Only files that use PyTorch's C++ API are read: `.type()` and `data<T>()` mean nothing else.
 _USES_TORCH = re.compile(r"torch/|ATen|THC|\bat::|\btorch::|\bc10::|AT_CHECK|AT_DISPATCH")

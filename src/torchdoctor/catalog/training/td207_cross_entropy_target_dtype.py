@@ -10,8 +10,8 @@ PITFALL = Pitfall(
     code="TD207",
     name="cross-entropy-target-dtype",
     title={
-        "en": "Class-index target of `cross_entropy`/`nll_loss` is not int64",
-        "zh": "`cross_entropy`/`nll_loss` 的类别索引标签不是 int64",
+        "en": "Target of a cross-entropy loss of the wrong dtype (class indices not int64)",
+        "zh": "交叉熵损失的 target dtype 不对（类别索引不是 int64）",
     },
     messages={
         "": {
@@ -67,6 +67,9 @@ Long`.
   torch.FloatTensor for argument #2 'target'`
 - one-hot int64 target: `RuntimeError: Expected floating point type for target with class
   probabilities, got Long`
+- the reverse, integer labels given to `BCELoss`/`BCEWithLogitsLoss`, which take float targets:
+  `RuntimeError: Found dtype Long but expected Float`, `RuntimeError: result type Float can't
+  be cast to the desired output type Long`, raised in `binary_cross_entropy*`
 
 ## Known problems
 `expected scalar type Long but found Float` is also raised by other operations fed an int64
@@ -103,6 +106,9 @@ int64 索引。标签往往由不关心 dtype 的代码生成：`torch.Tensor(la
   torch.FloatTensor for argument #2 'target'`
 - one-hot 的 int64 标签：`RuntimeError: Expected floating point type for target with class
   probabilities, got Long`
+- 反过来，把整数标签传给只接受浮点 target 的 `BCELoss`/`BCEWithLogitsLoss`：
+  `RuntimeError: Found dtype Long but expected Float`、`RuntimeError: result type Float can't
+  be cast to the desired output type Long`，在 `binary_cross_entropy*` 中抛出
 
 ## Known problems
 其他运算收到 int64 张量时（例如整数输入与浮点权重做矩阵乘法）也会报 `expected scalar type Long
@@ -196,6 +202,45 @@ def check_target_dtype(block, report):
     if _near_a_loss(block, report):
         return Clue(0.95, _CAUSE, None, fields)
     return Clue(0.7, _CAUSE_UNSURE, None, fields)
+
+
+# The binary losses want the reverse: a floating target, 0./1. per element. An integer target
+# fails in the loss's kernel with a message that names no target, so only the frames tell.
+_INTEGER_TARGET = re.compile(
+    r"Found dtype (?P<dtype>Long|Int) but expected Float"
+    r"|result type Float can't be cast to the desired output type (?P<out>Long|Int)\b"
+    r"|expected scalar type Float but found (?P<found>Long|Int)\b"
+)
+_BINARY_LOSSES = ("binary_cross_entropy", "BCELoss", "BCEWithLogitsLoss")
+_BINARY_CAUSE = {
+    "en": "The target of `binary_cross_entropy`/`BCEWithLogitsLoss` holds {dtype} labels, and "
+    "these losses take a floating target (the probability of each element, like the input).",
+    "zh": "`binary_cross_entropy`/`BCEWithLogitsLoss` 的 target 是 {dtype} 类型的标签，而这类损失"
+    "需要浮点的 target（每个元素的概率，与输入一样）。",
+}
+_BINARY_FIX = {
+    "en": "Make the labels float: `loss = criterion(output, labels.float())`, or build them as "
+    "floats (`torch.full((n,), 1.0)`, `real_label = 1.0`).",
+    "zh": "把标签转成浮点：`loss = criterion(output, labels.float())`，或者一开始就以浮点构造"
+    "（`torch.full((n,), 1.0)`、`real_label = 1.0`）。",
+}
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def check_binary_target_dtype(block, report):
+    found = _INTEGER_TARGET.search(block.message)
+    if found is None:
+        return None
+    # The error's innermost frames are the binary loss's own: not any op that mixed dtypes.
+    innermost = block.frames[-2:]
+    if not any(
+        name in f"{frame.function or ''} {frame.source or ''}"
+        for frame in innermost
+        for name in _BINARY_LOSSES
+    ):
+        return None
+    dtype = found.group("dtype") or found.group("out") or found.group("found")
+    return Clue(0.95, _BINARY_CAUSE, _BINARY_FIX, {"dtype": dtype})
 
 
 def _near_a_loss(block, report) -> bool:

@@ -150,6 +150,22 @@ PITFALL.error(
         "batch 只有一个样本、用 `batch_size=1` 训练，或者预测单个样本前没有调用 `model.eval()`。",
     },
 )
+# A traceback cut before its exception line whose innermost frame is batch_norm's own check of the
+# batch (`_verify_batch_size` raises nothing but this error); the call read from its source line.
+PITFALL.error(
+    r"_verify_batch_size\(input\.size\(\)\)\s*(?:```\s*)?$",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "The traceback stops in `F.batch_norm`'s check of the batch size, which fails only "
+        "when a BatchNorm layer in training mode gets one value per channel: usually a last "
+        "batch of one sample, `batch_size=1`, or a single sample predicted without "
+        "`model.eval()`.",
+        "zh": "traceback 停在 `F.batch_norm` 对 batch 大小的检查处，这个检查只在训练模式下的 BatchNorm "
+        "层每个通道只收到一个值时失败：通常是最后一个 batch 只有一个样本、用 `batch_size=1` 训练，"
+        "或者预测单个样本前没有调用 `model.eval()`。",
+    },
+)
 # The error retold in a title: "BatchNorm1d cannot work with batch size == 1", "batchnorm
 # fails with a batch size of 1"; only a failure told of batch size one, not a question about it.
 PITFALL.error(
