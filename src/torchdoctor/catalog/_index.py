@@ -910,6 +910,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.device.td011_index_out_of_range",
+        "index-out-of-range",
+        5,
+        ("IndexError",),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.device.td012_cpu_only_torch_build",
         "cpu-only-torch-build",
         0,
@@ -2186,6 +2194,22 @@ SIGNATURES = (
         (),
         "Could not consume arg: (?P<option>--local[_-]rank)\\b",
         ("Could not consume arg: ",),
+    ),
+    (
+        "torchdoctor.catalog.distributed.td603_local_rank_argument",
+        "local-rank-argument",
+        4,
+        ("KeyError",),
+        "^[\\\"'`\\u201c]?['\\\"]LOCAL_RANK['\\\"]",
+        ("LOCAL_RANK",),
+    ),
+    (
+        "torchdoctor.catalog.distributed.td603_local_rank_argument",
+        "local-rank-argument",
+        5,
+        (),
+        "(?m:^)[ \\t]*'LOCAL_RANK'[ \\t]*\\n",
+        (),
     ),
     (
         "torchdoctor.catalog.distributed.td605_cuda_init_before_fork",
