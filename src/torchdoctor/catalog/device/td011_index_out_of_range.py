@@ -65,7 +65,8 @@ bounds" failed.`, followed by `CUDA error: device-side assert triggered`.
 中的越界下标：CPU 上的 `index 5 is out of bounds for dimension 0 with size 3`，GPU 上 CUDA 索引内核和
 scatter/gather 内核的 `"index out of bounds"` 断言；以及 Dataset 的 `__getitem__` 中
 Python 自己的 `list index out of range`（其 `__len__` 计数多于它所索引的列表）。
-损失函数中的类别标签越界和 embedding id 越界有各自的条目（`cross-entropy-target-range`、`embedding-index-out-of-range`）。
+损失函数中的类别标签越界和 embedding id 越界有各自的条目
+（`cross-entropy-target-range`、`embedding-index-out-of-range`）。
 
 ## Why is this bad?
 下标指向了一个不存在的位置。它通常来自数据，而不是出错的那一行：从 1 开始编号的 id，用 `-1` 表示“无”

@@ -326,9 +326,7 @@ def check_checkpoint(subject) -> Iterator[Finding]:
 # device it was saved on (`restore_location`): what fails there is that device (no CUDA here,
 # fewer GPUs, or no room on it), and `map_location` is the answer to each. Read only when the
 # input ends at that frame: with its exception line shown, the message's own signature answers.
-_LAST_FRAME = lazy_compile(
-    r'File "(?P<path>[^"\n]*)", line \d+, in (?P<function>\w+)[ \t]*(?:\n[ \t]*(?P<source>[^\n]*))?\s*$'
-)
+_LAST_FRAME = lazy_compile(r'File "(?P<path>[^"\n]*)", line \d+, in (?P<function>\w+)')
 _RESTORING = frozenset({"default_restore_location", "_cuda_deserialize", "validate_cuda_device"})
 
 
@@ -337,10 +335,15 @@ def cut_in_restore_location(block, report) -> Clue | None:
     if report.exceptions or block.message != report.text:
         return None
     text = report.text.rstrip()
-    last = _LAST_FRAME.match(text, max(text.rfind('File "'), 0))
+    start = text.rfind('File "')
+    last = _LAST_FRAME.match(text, start) if start >= 0 else None
     if last is None or not last["path"].replace("\\", "/").endswith("torch/serialization.py"):
         return None
-    if last["function"] not in _RESTORING and "restore_location(" not in (last["source"] or ""):
+    after = text[last.end() :].split("\n", 2)
+    if len(after) > 2 or after[0].strip():
+        return None  # more than the frame's source line follows: the traceback goes on
+    source = after[1] if len(after) == 2 else ""
+    if last["function"] not in _RESTORING and "restore_location(" not in source:
         return None
     return Clue(
         0.6,
