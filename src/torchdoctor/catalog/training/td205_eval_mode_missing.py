@@ -266,8 +266,8 @@ _BATCH_DEPENDENT_CAUSE = {
 
 @PITFALL.error_check(types=())
 def batch_dependent_outputs(block, report) -> Clue | None:
-    if not _BATCH_DEPENDENT.search(block.message):
-        return None
+    if report.exceptions or not _BATCH_DEPENDENT.search(block.message):
+        return None  # told of a crash, "different ... batch" is about its shapes, not outputs
     if report.search(_EVAL_CALLED) and not report.search(_EVAL_MISSING):
         return None
     return Clue(0.55, _BATCH_DEPENDENT_CAUSE)
