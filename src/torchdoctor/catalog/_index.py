@@ -865,6 +865,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.device.td010_embedding_index_out_of_range",
+        "embedding-index-out-of-range",
+        7,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.device.td011_index_out_of_range",
         "index-out-of-range",
         0,
@@ -910,6 +918,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.device.td011_index_out_of_range",
+        "index-out-of-range",
+        5,
+        ("IndexError",),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.device.td012_cpu_only_torch_build",
         "cpu-only-torch-build",
         0,
@@ -932,6 +948,14 @@ SIGNATURES = (
         ("IndexError",),
         "invalid index of a 0-dim tensor",
         ("invalid index of a 0-dim tensor",),
+    ),
+    (
+        "torchdoctor.catalog.autograd.td101_loss_data_index",
+        "loss-data-index",
+        1,
+        ("IndexError",),
+        "index(?:ing)? (?:of |into )?(?:a )?0-dim(?:ensional)? tensors? (?:is|are) (?:invalid|not allowed|not supported)",
+        (" tensor",),
     ),
     (
         "torchdoctor.catalog.autograd.td104_legacy_autograd_function",
@@ -1033,6 +1057,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.autograd.td110_non_leaf_grad_access",
+        "non-leaf-grad-access",
+        2,
+        ("AttributeError", "TypeError"),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.autograd.td111_optimize_non_leaf_tensor",
         "optimize-non-leaf-tensor",
         0,
@@ -1097,6 +1129,7 @@ SIGNATURES = (
         ("lr_scheduler.step()",),
     ),
     ("torchdoctor.catalog.training.td205_eval_mode_missing", "eval-mode-missing", 0, (), None, ()),
+    ("torchdoctor.catalog.training.td205_eval_mode_missing", "eval-mode-missing", 1, (), None, ()),
     (
         "torchdoctor.catalog.training.td207_cross_entropy_target_dtype",
         "cross-entropy-target-dtype",
@@ -1924,6 +1957,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.serialization.td501_load_without_map_location",
+        "load-without-map-location",
+        5,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
         "load-weights-only",
         0,
@@ -2218,6 +2259,22 @@ SIGNATURES = (
         (),
         "Could not consume arg: (?P<option>--local[_-]rank)\\b",
         ("Could not consume arg: ",),
+    ),
+    (
+        "torchdoctor.catalog.distributed.td603_local_rank_argument",
+        "local-rank-argument",
+        4,
+        ("KeyError",),
+        "^[\\\"'`\\u201c]?['\\\"]LOCAL_RANK['\\\"]",
+        ("LOCAL_RANK",),
+    ),
+    (
+        "torchdoctor.catalog.distributed.td603_local_rank_argument",
+        "local-rank-argument",
+        5,
+        (),
+        "(?m:^)[ \\t]*'LOCAL_RANK'[ \\t]*\\n",
+        (),
     ),
     (
         "torchdoctor.catalog.distributed.td605_cuda_init_before_fork",

@@ -144,6 +144,21 @@ PITFALL.error(
         "`loss.data[0]`：从 PyTorch 0.4 起它们是标量，没有可索引的维度。",
     },
 )
+# Retold, as issue and pull-request titles put it: "Fix index of 0-dim tensor is invalid in
+# Pytorch>=0.5", "indexing a 0-dim tensor is not allowed".
+PITFALL.error(
+    r"index(?:ing)? (?:of |into )?(?:a )?0-dim(?:ensional)? tensors? (?:is|are) "
+    r"(?:invalid|not allowed|not supported)",
+    types=("IndexError",),
+    confidence=0.85,
+    cause={
+        "en": "A 0-dim tensor (a loss, a `.sum()` or `.mean()`) is indexed, as the pre-0.4 "
+        "idiom `loss.data[0]` does: since PyTorch 0.4 these are scalars with no dimension "
+        "to index.",
+        "zh": "对 0 维张量（损失、`.sum()` 或 `.mean()` 的结果）做了索引，就像 0.4 之前的写法 "
+        "`loss.data[0]`：从 PyTorch 0.4 起它们是标量，没有可索引的维度。",
+    },
+)
 
 # Functional losses and how many tensor arguments they take before the options; they return a
 # 0-dim tensor unless `reduction="none"` (or the legacy `reduce=False`) is passed.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD110",
@@ -157,3 +157,35 @@ def check_none_grad(block, report):
 def _warned(report) -> bool:
     """The non-leaf warning is in the input (`report.once`: asked for every block)."""
     return _WARNING in report.text or any(_WARNING in b.message for b in report.blocks)
+
+
+# Without the warning, the user may say it: "x.grad is None ... I find that x.is_leaf is False".
+# A `.grad` read, and the tensor named a non-leaf in the same text: the premise shown.
+_SAID_NOT_LEAF = lazy_compile(
+    r"is_leaf`?(?: is|==| ==| returns?| was| gives?)? ?`?False|\b(?:is )?not a leaf\b|\bnon-leaf\b"
+)
+_GRAD_READ = lazy_compile(r"\.grad\b(?!_fn)")
+
+
+@PITFALL.error_check(types=("TypeError", "AttributeError"))
+def check_said_not_leaf(block, report) -> Clue | None:
+    if "NoneType" not in block.message:
+        return None
+    if report.search(_SAID_NOT_LEAF) is None or report.search(_GRAD_READ) is None:
+        return None
+    return Clue(
+        0.8,
+        {
+            "en": "The `None` is the `.grad` of a tensor that is not a leaf (as `is_leaf` shows): "
+            "it is the result of an operation on a tensor that requires grad, and autograd only "
+            "fills `.grad` of leaf tensors.",
+            "zh": "这个 `None` 是一个非叶子张量的 `.grad`（`is_leaf` 为 False）：它是对需要梯度的张量做运算"
+            "得到的结果，而 autograd 只填充叶子张量的 `.grad`。",
+        },
+        {
+            "en": "Make the tensor a leaf before the forward pass, `x = x.detach().requires_grad_()`, "
+            "or call `x.retain_grad()` on it before `backward()`.",
+            "zh": "在前向计算之前把它变成叶子张量：`x = x.detach().requires_grad_()`；或者在 "
+            "`backward()` 之前对它调用 `x.retain_grad()`。",
+        },
+    )

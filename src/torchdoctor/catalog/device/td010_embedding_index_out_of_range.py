@@ -244,3 +244,38 @@ def past_max_length(block, report) -> Clue | None:
         },
         found.groupdict(),
     )
+
+
+# transformers' tokenizer warns when it encodes a sequence longer than the model's positions:
+# "Token indices sequence length is longer than the specified maximum sequence length for this
+# model (1017 > 512). Running this sequence through the model will result in indexing errors".
+# Alone, or with the indexing error it announces, it is the cause; next to an unrelated error
+# it is only a warning.
+_TOO_LONG = lazy_compile(
+    r"[Ss]equence length is longer than the specified maximum sequence length"
+    r"(?: for this model)? \((?P<length>\d+) > (?P<max>\d+)\)",
+)
+_ANNOUNCED = lazy_compile(r"(?<!list )[Ii]ndex|device-side assert|srcIndex")
+_TOO_LONG_CAUSE = {
+    "en": "The tokenizer made a sequence of {length} tokens for a model with {max} positions: "
+    "passed to the model, it indexes the position embeddings past their end (an "
+    "`index out of range in self` error, or a device-side assert on the GPU).",
+    "zh": "tokenizer 生成了 {length} 个 token 的序列，而模型只有 {max} 个位置：传给模型后，它会越过"
+    "位置 embedding 的末尾去索引（报 `index out of range in self`，在 GPU 上则是 device-side assert）。",
+}
+_TOO_LONG_FIX = {
+    "en": "Truncate when tokenizing (`tokenizer(text, truncation=True, max_length={max})`), "
+    "or split long texts into windows of at most {max} tokens.",
+    "zh": "分词时截断（`tokenizer(text, truncation=True, max_length={max})`），或把长文本切成不超过 "
+    "{max} 个 token 的窗口。",
+}
+
+
+@PITFALL.error_check(types=())
+def longer_than_positions(block, report) -> Clue | None:
+    found = _TOO_LONG.search(block.message)
+    if found is None:
+        return None
+    if any(not _ANNOUNCED.search(error.message) for error in report.exceptions):
+        return None  # another error is what the run died of
+    return Clue(0.75, _TOO_LONG_CAUSE, _TOO_LONG_FIX, found.groupdict())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD011",
@@ -33,8 +33,10 @@ PITFALL = Pitfall(
 Out-of-bounds indices in tensor indexing (`x[idx]`, `x[:, idx]`), `gather`, `scatter`,
 `index_select`, `index_add`, `take`: `index 5 is out of bounds for dimension 0 with size 3` on
 the CPU, the `"index out of bounds"` assertions of the CUDA indexing and scatter/gather
-kernels on the GPU. Class labels out of range in a loss and embedding ids out of range have
-their own entries (`cross-entropy-target-range`, `embedding-index-out-of-range`).
+kernels on the GPU; and Python's `list index out of range` raised in a Dataset's
+`__getitem__`, whose `__len__` counts more items than the list it indexes. Class labels out of
+range in a loss and embedding ids out of range have their own entries
+(`cross-entropy-target-range`, `embedding-index-out-of-range`).
 
 ## Why is this bad?
 An index refers to a position that does not exist. It usually comes from data rather than
@@ -61,8 +63,10 @@ bounds" failed.`, followed by `CUDA error: device-side assert triggered`.
 ## What it catches
 张量索引（`x[idx]`、`x[:, idx]`）、`gather`、`scatter`、`index_select`、`index_add`、`take`
 中的越界下标：CPU 上的 `index 5 is out of bounds for dimension 0 with size 3`，GPU 上 CUDA 索引内核和
-scatter/gather 内核的 `"index out of bounds"` 断言。损失函数中的类别标签越界和 embedding id 越界
-有各自的条目（`cross-entropy-target-range`、`embedding-index-out-of-range`）。
+scatter/gather 内核的 `"index out of bounds"` 断言；以及 Dataset 的 `__getitem__` 中
+Python 自己的 `list index out of range`（其 `__len__` 计数多于它所索引的列表）。
+损失函数中的类别标签越界和 embedding id 越界有各自的条目
+（`cross-entropy-target-range`、`embedding-index-out-of-range`）。
 
 ## Why is this bad?
 下标指向了一个不存在的位置。它通常来自数据，而不是出错的那一行：从 1 开始编号的 id，用 `-1` 表示“无”
@@ -169,3 +173,50 @@ def check(block, report) -> Clue | None:
             },
         )
     return Clue(0.55, None)
+
+
+# Python's own `list index out of range`, raised in a Dataset's `__getitem__`: the sampler asks
+# for every index below `len(dataset)`, so the list indexed there is shorter than `__len__`
+# says (or empty: the data files were not found or not made). Anywhere else it is anyone's
+# list, and not ours.
+_LIST_INDEX = "list index out of range"
+_LOADING_PATH = lazy_compile(r"[/\\]torch[/\\]utils[/\\]data[/\\]|[/\\]dataloader\.py$")
+_LOADING_FUNCTIONS = frozenset({"_worker_loop", "fetch", "_next_data", "_get_data"})
+# Told without a traceback: the data pipeline named in the text around the message.
+_DATA_PIPELINE = lazy_compile(r"\bDataLoader\b|\bDataset\b|__getitem__")
+_DATASET_CAUSE = {
+    "en": "A list was indexed past its end in a Dataset's `__getitem__`. The DataLoader's "
+    "sampler asks for every index below `len(dataset)`, so `__len__` reports more items than "
+    "that list holds: the list is empty or short (files not found by the path or glob, data "
+    "not generated yet, a subset of size 0), or two lists built apart (images and labels) "
+    "differ in length.",
+    "zh": "在 Dataset 的 `__getitem__` 中对列表的索引越过了末尾。DataLoader 的 sampler 会取遍 "
+    "`len(dataset)` 以下的所有下标，所以 `__len__` 报告的数量比这个列表里的多：列表为空或太短"
+    "（路径或 glob 没找到文件、数据还没有生成、子集大小为 0），或者分别构建的两个列表（图像和标签）"
+    "长度不一致。",
+}
+_DATASET_FIX = {
+    "en": "Make `__len__` return the length of the list `__getitem__` indexes "
+    "(`return len(self.items)`), and check the lists right after building them: "
+    "`assert len(self.images) == len(self.labels) > 0, self.root`.",
+    "zh": "让 `__len__` 返回 `__getitem__` 所索引的那个列表的长度（`return len(self.items)`），"
+    "并在构建列表后立即检查：`assert len(self.images) == len(self.labels) > 0, self.root`。",
+}
+
+
+@PITFALL.error_check(types=("IndexError",))
+def dataset_list_index(block, report) -> Clue | None:
+    if _LIST_INDEX not in block.message:
+        return None
+    if not block.frames:
+        if report.search(_DATA_PIPELINE) is None:
+            return None
+        return Clue(0.45, _DATASET_CAUSE, _DATASET_FIX)
+    if block.frames[-1].function != "__getitem__":
+        return None  # raised deeper, in a transform or a helper: not the dataset's own list
+    if not any(
+        frame.function in _LOADING_FUNCTIONS or _LOADING_PATH.search(frame.path)
+        for frame in block.frames
+    ):
+        return None  # some class's `__getitem__`, not shown to be a Dataset's
+    return Clue(0.75, _DATASET_CAUSE, _DATASET_FIX)

@@ -229,3 +229,37 @@ PITFALL.error(
         '`int(os.environ["LOCAL_RANK"])`；或者给函数加一个 `local_rank` 参数。',
     },
 )
+
+
+# The script reads the variable itself (`int(os.environ["LOCAL_RANK"])`) and was not started by
+# a launcher that sets it. KeyError's message is the quoted key: `KeyError: 'LOCAL_RANK'`, or
+# the key alone on its line when the paste starts below the exception's class.
+_NOT_LAUNCHED_CAUSE = {
+    "en": "The script reads the `LOCAL_RANK` environment variable, which only a distributed "
+    "launcher sets (`torchrun`, or `python -m torch.distributed.launch` since torch 2.0 or "
+    "with `--use-env`): it was started with plain `python` (or passed `--local_rank` on the "
+    "command line, which sets no variable).",
+    "zh": "脚本读取了环境变量 `LOCAL_RANK`，而只有分布式启动器才会设置它（`torchrun`，或 torch 2.0 起"
+    "以及带 `--use-env` 的 `python -m torch.distributed.launch`）：脚本是直接用 `python` 启动的"
+    "（或在命令行上传了 `--local_rank`，这并不会设置环境变量）。",
+}
+_NOT_LAUNCHED_FIX = {
+    "en": "Start it with the launcher, `torchrun --nproc_per_node=N script.py` (also for one "
+    'GPU), or read the variable with a default: `int(os.environ.get("LOCAL_RANK", 0))`.',
+    "zh": "用启动器运行：`torchrun --nproc_per_node=N script.py`（单卡也可以），或者读取时给出默认值："
+    '`int(os.environ.get("LOCAL_RANK", 0))`。',
+}
+PITFALL.error(
+    r"^[\"'`\u201c]?['\"]LOCAL_RANK['\"]",
+    types=("KeyError",),
+    confidence=0.85,
+    cause=_NOT_LAUNCHED_CAUSE,
+    fix=_NOT_LAUNCHED_FIX,
+)
+PITFALL.error(
+    r"(?m:^)[ \t]*'LOCAL_RANK'[ \t]*\n",
+    types=(),
+    confidence=0.75,
+    cause=_NOT_LAUNCHED_CAUSE,
+    fix=_NOT_LAUNCHED_FIX,
+)

@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index_of,
     is_self_attribute,
+    lazy_compile,
     per_file,
     top_level_functions,
 )
@@ -319,3 +320,38 @@ def check_checkpoint(subject) -> Iterator[Finding]:
             count=sum(devices.values()),
             devices=", ".join(f"`{d}`" for d in sorted(devices)),
         )
+
+
+# A traceback pasted without its last lines, cut off where `torch.load` restores a storage to the
+# device it was saved on (`restore_location`): what fails there is that device (no CUDA here,
+# fewer GPUs, or no room on it), and `map_location` is the answer to each. Read only when the
+# input ends at that frame: with its exception line shown, the message's own signature answers.
+_LAST_FRAME = lazy_compile(r'File "(?P<path>[^"\n]*)", line \d+, in (?P<function>\w+)')
+_RESTORING = frozenset({"default_restore_location", "_cuda_deserialize", "validate_cuda_device"})
+
+
+@PITFALL.error_check(types=())
+def cut_in_restore_location(block, report) -> Clue | None:
+    if report.exceptions or block.message != report.text:
+        return None
+    text = report.text.rstrip()
+    start = text.rfind('File "')
+    last = _LAST_FRAME.match(text, start) if start >= 0 else None
+    if last is None or not last["path"].replace("\\", "/").endswith("torch/serialization.py"):
+        return None
+    after = text[last.end() :].split("\n", 2)
+    if len(after) > 2 or after[0].strip():
+        return None  # more than the frame's source line follows: the traceback goes on
+    source = after[1] if len(after) == 2 else ""
+    if last["function"] not in _RESTORING and "restore_location(" not in source:
+        return None
+    return Clue(
+        0.6,
+        {
+            "en": "The traceback (its error line cut off) ends in `torch.load` restoring a "
+            "storage to the device it was saved on: the checkpoint holds CUDA tensors, and "
+            "that device is not available here (no CUDA, fewer GPUs, or no memory left on it).",
+            "zh": "这段调用栈（缺了最后的报错行）停在 `torch.load` 把存储恢复到其保存时所在设备的地方："
+            "checkpoint 中是 CUDA 张量，而这里没有那个设备（没有 CUDA、GPU 更少，或其显存已满）。",
+        },
+    )

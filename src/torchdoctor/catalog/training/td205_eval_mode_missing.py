@@ -243,6 +243,36 @@ def different_outputs(block, report) -> Clue | None:
     return Clue(0.6, _DIFFERENT_OUTPUTS_CAUSE)
 
 
+# Told as outputs that change with the batch: "predicting one image gives a different result
+# from predicting it in a batch", "different results with different batch sizes". Batch norm in
+# training mode normalises each sample with its batch's statistics.
+_BATCH_DEPENDENT = lazy_compile(
+    r"\b(?:results?|outputs?|predictions?) (?:is |are )?(?:very |quite |totally )?different\b"
+    r"[^\n]{0,80}?\bbatch"
+    r"|\b[Dd]ifferent (?:\w+ )?(?:predict\w*|outputs?|results?)\b[^\n]{0,60}?\bbatch[ _-]?sizes?\b"
+    r"|\b[Bb]atch[ _-]?sizes?\b[^\n]{0,60}?\bdifferent (?:\w+ )?(?:predict\w*|outputs?|results?)\b"
+    r"|\b(?:outputs?|predictions?|results?) depends? on (?:the )?batch[ _-]?sizes?\b"
+)
+_BATCH_DEPENDENT_CAUSE = {
+    "en": "Outputs that change with the batch (an image alone against the same image in a "
+    "batch, or another batch size) come from a model still in training mode: batch norm "
+    "normalises each sample with the statistics of the batch it is in. `model.eval()` "
+    "before predicting makes it use its running statistics.",
+    "zh": "输出随 batch 而变（单张图像与同一张图像放在 batch 中、或换一个 batch size），说明模型仍处于"
+    "训练模式：batch norm 用样本所在 batch 的统计量做归一化。预测前调用 `model.eval()`，"
+    "它就会改用累计的统计量。",
+}
+
+
+@PITFALL.error_check(types=())
+def batch_dependent_outputs(block, report) -> Clue | None:
+    if report.exceptions or not _BATCH_DEPENDENT.search(block.message):
+        return None  # told of a crash, "different ... batch" is about its shapes, not outputs
+    if report.search(_EVAL_CALLED) and not report.search(_EVAL_MISSING):
+        return None
+    return Clue(0.55, _BATCH_DEPENDENT_CAUSE)
+
+
 @PITFALL.static(ast.For, ast.AsyncFor)
 def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     loader = _loader_name(node.iter, ctx)
