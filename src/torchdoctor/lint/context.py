@@ -705,9 +705,7 @@ class Context:
         that every call of its function in the file is given a DataLoader for; also wrapped in
         a progress bar (`tqdm(loader, ...)`), which yields the same items."""
         while (
-            isinstance(expr, ast.Call)
-            and expr.args
-            and self.qualname(expr.func) in _PROGRESS_BARS
+            isinstance(expr, ast.Call) and expr.args and self.qualname(expr.func) in _PROGRESS_BARS
         ):
             expr = expr.args[0]
         kind = self.kind_of(expr)
