@@ -506,6 +506,14 @@ SIGNATURES = (
         (),
     ),
     (
+        "torchdoctor.catalog.device.td002_unregistered_tensor_attribute",
+        "unregistered-tensor-attribute",
+        3,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.device.td003_device_mismatch",
         "device-mismatch",
         0,
