@@ -289,7 +289,9 @@ _NO_EXTENSION = lazy_compile(
     r"No module named '?(?:torch\.)?_C\b|cannot import name '_C'"
     r"|Failed to load PyTorch C extensions"
 )
-_SOURCE_FOLDER_SAID = lazy_compile(r"loaded the `?torch/_C`? folder\s+of\s+the\s+PyTorch\s+repository")
+_SOURCE_FOLDER_SAID = lazy_compile(
+    r"loaded the `?torch/_C`? folder\s+of\s+the\s+PyTorch\s+repository"
+)
 _RELATIVE_INIT = lazy_compile(r"^(?:\.[/\\])?torch[/\\]__init__\.py$")
 _SOURCE_FOLDER_CAUSE = {
     "en": "Python was started in a directory that holds a `torch/` folder (usually a PyTorch "
