@@ -162,7 +162,7 @@ _SHAPES = [
         + r"\s+\((?P<model>[\d,\s]*)\)\s+"
         + _words("in the model"),
         # YOLOX: the checkpoint's shape first.
-        r"(?P<key>\S+)\s+"
+        r"(?<!\S)(?P<key>\S+)\s+"
         + _words("in checkpoint is")
         + r"\s+"
         + _SIZE.format("checkpoint")
