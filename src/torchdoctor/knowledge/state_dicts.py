@@ -103,7 +103,10 @@ _MARKERS = lazy_compile(
     # model due to incompatible shapes: ...`, `Skip loading parameter 'k' ...`, and before
     # them `'k' has shape (81, 1024) in the checkpoint but (4, 1024) in the model! Skipped.`
     r"|Unable\s+to\s+load\s+(?=')|Skip\s+loading\s+parameter\s+(?=')"
-    r"|(?<!\S)(?='[^'\s]{1,300}'\s+has\s+shape\s))"
+    r"|(?<!\S)(?='[^'\s]{1,300}'\s+has\s+shape\s)"
+    # YOLOX's checkpoint loader, which skips the tensor: `Shape of head.cls_preds.0.bias in
+    # checkpoint is torch.Size([80]), while shape of head.cls_preds.0.bias in model is ...`
+    r"|Shape\s+of\s+(?=\S{1,300}\s+in\s+checkpoint\s+is\s))"
 )
 _KEY = lazy_compile(r"[A-Za-z0-9_.\-/:]+")
 _SIZE = r"(?:torch\.Size\(\s*)?\[(?P<{}>[\d,\s]*)\]\)?"
@@ -158,6 +161,17 @@ _SHAPES = [
         + _words("in the checkpoint but")
         + r"\s+\((?P<model>[\d,\s]*)\)\s+"
         + _words("in the model"),
+        # YOLOX: the checkpoint's shape first.
+        r"(?<!\S)(?P<key>\S+)\s+"
+        + _words("in checkpoint is")
+        + r"\s+"
+        + _SIZE.format("checkpoint")
+        + r",?\s+"
+        + _words("while shape of")
+        + r"\s+\S+\s+"
+        + _words("in model is")
+        + r"\s+"
+        + _SIZE.format("model"),
     )
 ]
 

@@ -106,6 +106,8 @@ whole autograd graph in memory and runs out of GPU memory at a batch size that u
   `ModuleNotFoundError: No module named 'torch._six'`, `AttributeError: module 'torch' has no
   attribute '_six'` (PyTorch 2.0+): the Python 2 compatibility module is gone, usually
   imported by an old release of a library (apex, timm, mmcv...).
+- `AttributeError: module 'torch' has no attribute 'Any'` (PyTorch 2.5+): `typing` names such as
+  `Any` and `Optional` no longer leak into the `torch` namespace.
 - `CUDA out of memory` during evaluation that still passes `volatile=True`.
 
 ## Fix safety
@@ -166,6 +168,8 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
   `ModuleNotFoundError: No module named 'torch._six'`、`AttributeError: module 'torch' has no
   attribute '_six'`（PyTorch 2.0+）：这个 Python 2 兼容模块已被删除，导入它的通常是某个库的旧版本
   （apex、timm、mmcv 等）。
+- `AttributeError: module 'torch' has no attribute 'Any'`（PyTorch 2.5+）：`Any`、`Optional` 等
+  `typing` 中的名字不再出现在 `torch` 命名空间里。
 - 评估代码仍在传 `volatile=True` 时出现 `CUDA out of memory`。
 
 ## Fix safety
@@ -490,6 +494,15 @@ _NO_ATTRIBUTE = lazy_compile(
 _SITE_PACKAGE = lazy_compile(r"(?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w.-]*)")
 
 
+_SIX_MODULE_FIX = {
+    "en": "Upgrade the package that imports `torch._six`, or in your own code replace its names "
+    "(`container_abcs` -> `collections.abc`, `string_classes` -> `(str, bytes)`, `inf` -> "
+    "`math.inf`).",
+    "zh": "升级导入 `torch._six` 的第三方包；如果是自己的代码，替换其中的名字（`container_abcs` -> "
+    "`collections.abc`，`string_classes` -> `(str, bytes)`，`inf` -> `math.inf`）。",
+}
+
+
 @PITFALL.error_check(types=("ImportError", "ModuleNotFoundError", "AttributeError"))
 def removed_name(block, report) -> Clue | None:
     """`torch._six` imports, and `module 'torch' has no attribute 'gels'` for names in RENAMES."""
@@ -505,17 +518,7 @@ def removed_name(block, report) -> Clue | None:
             **_importer(block),
             "replacement": SIX_REPLACEMENTS.get(name, "the standard-library equivalent"),
         }
-        fix = (
-            _SIX_FIX
-            if six
-            else {
-                "en": "Upgrade the package that imports `torch._six`, or in your own code replace "
-                "its names (`container_abcs` -> `collections.abc`, `string_classes` -> "
-                "`(str, bytes)`, `inf` -> `math.inf`).",
-                "zh": "升级导入 `torch._six` 的第三方包；如果是自己的代码，替换其中的名字（`container_abcs` -> "
-                "`collections.abc`，`string_classes` -> `(str, bytes)`，`inf` -> `math.inf`）。",
-            }
-        )
+        fix = _SIX_FIX if six else _SIX_MODULE_FIX
         cause = _SIX_EARLY_CAUSE if name in _SIX_GONE_IN_1_9 else _SIX_CAUSE
         return Clue(0.95, cause if six else _SIX_MODULE_CAUSE, fix, fields)
     return _removed_attribute(block.message, 0.95)
@@ -550,7 +553,10 @@ def removed_name_in_prose(block, report) -> Clue | None:
     found = report.search(_SAID_REMOVED)
     if found is None:
         return None
-    return _removed(f"torch.{found.group('name') or found.group('name2')}", 0.8)
+    name = found.group("name") or found.group("name2")
+    if name == "_six":  # "torch._six is removed in higher versions of PyTorch"
+        return Clue(0.8, _SIX_TEXT_CAUSE, _SIX_MODULE_FIX)
+    return _removed(f"torch.{name}", 0.8)
 
 
 # The warning a release printed before removing the function: PyTorch 1.7's "The function
@@ -605,7 +611,29 @@ def _removed_attribute(message: str, confidence: float) -> Clue | None:
     found = _NO_ATTRIBUTE.search(message)
     if found is None:
         return None
+    if found.group("module") == "torch" and found.group("name") in _TYPING_NAMES:
+        return Clue(confidence - 0.05, _TYPING_CAUSE, _TYPING_FIX, {"name": found.group("name")})
     return _removed(f"{found.group('module')}.{found.group('name')}", confidence)
+
+
+# Names that `torch/__init__.py` imported from `typing` and so leaked as `torch.Any`; PyTorch 2.5
+# imports them under private names, and code annotated with `torch.Any` fails on import.
+_TYPING_NAMES = frozenset(
+    {"Any", "Callable", "Dict", "List", "Optional", "Set", "Tuple", "Type", "Union"}
+)
+_TYPING_CAUSE = {
+    "en": "`torch.{name}` is `typing.{name}`, which PyTorch up to 2.4 exposed only because "
+    "`torch/__init__.py` imported it; PyTorch 2.5 no longer does, so code annotated with "
+    "`torch.{name}` fails when it loads.",
+    "zh": "`torch.{name}` 其实是 `typing.{name}`，PyTorch 2.4 及以前只是因为 `torch/__init__.py` 导入了它"
+    "才能这样访问；PyTorch 2.5 不再如此，于是用 `torch.{name}` 做类型注解的代码在加载时就会失败。",
+}
+_TYPING_FIX = {
+    "en": "Import it from `typing` (`from typing import {name}`) and annotate with `{name}`, or "
+    "upgrade the package that uses `torch.{name}`.",
+    "zh": "改为从 `typing` 导入（`from typing import {name}`）并用 `{name}` 注解，或者升级使用 "
+    "`torch.{name}` 的第三方包。",
+}
 
 
 def _removed(old: str, confidence: float) -> Clue | None:

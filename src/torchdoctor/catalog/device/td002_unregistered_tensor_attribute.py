@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
@@ -593,3 +594,58 @@ def said_unregistered(block, report) -> Clue | None:
             "（`persistent=False` 使它不进入 state dict，旧的 checkpoint 仍能加载）。",
         },
     )
+
+
+# An issue that says a tensor attribute does not follow the model: "`self.tem` is not moved to
+# GPU as expected", "self.mask stays on the CPU", or that tensors which are "not a Buffer" are
+# "not moved together with the model".
+_NOT_MOVED = (
+    r"\b(?:is|are|was|were|gets?|got)\s+(?:therefore\s+|thus\s+|then\s+)?(?:not|never)\s+"
+    r"(?:being\s+)?moved\b"
+    r"|\b(?:isn't|aren't|wasn't|weren't|doesn't|don't)\s+(?:get\s+)?mov(?:e|ed)\b"
+    r"|\b(?:stays?|remains?|is still|are still)\s+on\s+(?:the\s+)?(?:CPU|cpu)\b"
+)
+_ATTRIBUTE_NOT_MOVED = lazy_compile(
+    r"\bself\.(?P<attr>\w{1,80})`?[^.\n]{0,80}?(?:" + _NOT_MOVED + ")"
+)
+_SAID_NOT_MOVED = lazy_compile(_NOT_MOVED)
+_NOT_A_BUFFER = lazy_compile(r"\bnot\s+(?:registered\s+)?(?:as\s+)?(?:an?\s+)?[Bb]uffers?\b")
+# `self.layers = [...]`, `self.encoder = nn.Linear(...)`: a list of modules or a module, which
+# another story explains.
+_NO_TENSOR = r"self\.{}\s*=\s*(?:\[|\{{|(?:torch\.)?nn\.)"
+_NOT_MOVED_CAUSE = {
+    "en": "The text says a tensor attribute of the module{named} does not move with the model: "
+    "`model.to(device)` / `.cuda()` moves parameters and registered buffers only, and a tensor "
+    "kept as a plain attribute stays on the device it was made on.",
+    "zh": "文本说模块的一个张量属性{named}没有随模型移动：`model.to(device)` / `.cuda()` 只移动参数和"
+    "已注册的 buffer，作为普通属性保存的张量会留在创建它时的设备上。",
+}
+_NOT_MOVED_FIX = {
+    "en": "Register it in `__init__` with `self.register_buffer(name, tensor, persistent=False)` "
+    "(`persistent=False` keeps it out of the state dict), or make it in `forward` on the "
+    "input's device (`device=x.device`).",
+    "zh": "在 `__init__` 中用 `self.register_buffer(name, tensor, persistent=False)` 注册它"
+    "（`persistent=False` 使它不进入 state dict），或者在 `forward` 中按输入的设备创建它"
+    "（`device=x.device`）。",
+}
+
+
+@PITFALL.error_check(types=())
+def said_not_moved(block, report) -> Clue | None:
+    """Prose, perhaps with the device mismatch it causes: no other error is the story."""
+    if any(_DEVICES_DIFFER.search(b.message) is None for b in report.exceptions):
+        return None
+    found = report.search(_ATTRIBUTE_NOT_MOVED)
+    if found is not None:
+        attr = found.group("attr")
+        if report.search(_NO_TENSOR.format(re.escape(attr))):
+            return None
+        named = {"en": f" (`self.{attr}`)", "zh": f"（`self.{attr}`）"}
+    elif report.search(_SAID_NOT_MOVED) and (
+        report.search(_SAYS_BUFFER) or report.search(_NOT_A_BUFFER)
+    ):
+        named = {"en": "", "zh": ""}
+    else:
+        return None
+    cause = {lang: text.replace("{named}", named[lang]) for lang, text in _NOT_MOVED_CAUSE.items()}
+    return Clue(0.7, cause, _NOT_MOVED_FIX)

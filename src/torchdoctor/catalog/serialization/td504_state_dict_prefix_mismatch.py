@@ -437,6 +437,55 @@ def explain(block, report) -> Clue | None:
     return Clue(confidence, CAUSES[prefix.side, prefix.wrapper], FIXES[prefix.side], fields)
 
 
+# A load_state_dict message whose keys are all cut off (`Missing key(s) in state_dict:
+# "module.densenet121.features.......`): the keys cannot be compared, but the list's first key
+# still shows the wrapper's prefix on the side it comes from.
+_CUT_PREFIXED_KEY = lazy_compile(
+    r"(?P<side>Missing|Unexpected) key\(s\) in state_dict:?\s{0,5}\\?[\"'`\u201c]"
+    r"(?P<prefix>module\.|_orig_mod\.)(?P<rest>[\w.]{1,300})"
+)
+_CUT_PREFIXED_CAUSE = {
+    "model": {
+        "en": "The missing keys (cut off in the text, e.g. `{example}`) start with `{prefix}`: "
+        "the model is wrapped in {wrapper} before loading, and the checkpoint, saved from the "
+        "bare model, has the same keys without it (the text does not show the checkpoint's "
+        "keys to confirm it).",
+        "zh": "缺失的键（文本中被截断，如 `{example}`）以 `{prefix}` 开头：模型在加载之前已被 {wrapper} "
+        "包装，而从裸模型保存的 checkpoint 中是不带该前缀的同样的键（文本没有给出 checkpoint 的键，"
+        "无法确认）。",
+    },
+    "checkpoint": {
+        "en": "The unexpected keys (cut off in the text, e.g. `{example}`) start with `{prefix}`: "
+        "the checkpoint was saved from a model wrapped in {wrapper} and is loaded into the bare "
+        "model.",
+        "zh": "多余的键（文本中被截断，如 `{example}`）以 `{prefix}` 开头：checkpoint 是从 {wrapper} "
+        "包装过的模型保存的，现在却加载进裸模型。",
+    },
+}
+
+
+@PITFALL.error_check(types=())
+def cut_prefixed_key(block, report) -> Clue | None:
+    """A load_state_dict message none of whose keys survived the pasting whole."""
+    if "key(s) in state_dict" not in block.message:
+        return None
+    if sd_errors.parse(report.text) is not None:
+        return None  # whole keys shown: `explain` above compares them
+    found = _CUT_PREFIXED_KEY.search(block.message)
+    if found is None:
+        return None
+    side = "model" if found.group("side") == "Missing" else "checkpoint"
+    prefix = found.group("prefix")
+    fields = {
+        "prefix": prefix,
+        "example": (prefix + found.group("rest")).rstrip("."),
+        "wrapper": WRAPPERS[prefix],
+        "inner": prefix,
+    }
+    confidence = 0.7 if side == "model" else 0.8
+    return Clue(confidence, _CUT_PREFIXED_CAUSE[side], FIXES[side], fields)
+
+
 _RETOLD_CAUSE = {
     "en": "The text shows the same key with and without a `{prefix}` prefix (`{bare}` and "
     "`{example}`): one side was saved from or loaded into a model wrapped in {wrapper}, the "

@@ -67,7 +67,8 @@ images = images.cuda(non_blocking=True)
 ## Symptoms
 `SyntaxError: invalid syntax` pointing at `async=`. When explaining errors it also reads why other
 files do not parse: Python 2 code under Python 3 (`Missing parentheses in call to 'print'`),
-Python 3 code under Python 2, f-strings under Python < 3.6, and full-width punctuation
+Python 3 code under Python 2 (an annotation, `progress.print(i)`, `print = log.info`), f-strings
+under Python < 3.6, `f(*a, *b)` under Python < 3.5, and full-width punctuation
 (`invalid character '（' (U+FF08)`).
 
 ## Fix safety
@@ -98,8 +99,9 @@ images = images.cuda(non_blocking=True)
 
 ## Symptoms
 `SyntaxError: invalid syntax`，指向 `async=`。解释错误时还会识别其他文件无法解析的原因：在 Python 3 下运行
-Python 2 代码（`Missing parentheses in call to 'print'`）、在 Python 2 下运行 Python 3 代码、在
-Python < 3.6 下使用 f-string，以及全角标点（`invalid character '（' (U+FF08)`）。
+Python 2 代码（`Missing parentheses in call to 'print'`）、在 Python 2 下运行 Python 3 代码（注解、
+`progress.print(i)`、`print = log.info`）、在 Python < 3.6 下使用 f-string、在 Python < 3.5 下使用
+`f(*a, *b)`，以及全角标点（`invalid character '（' (U+FF08)`）。
 
 ## Fix safety
 把关键字参数 `async=` 改名为 `non_blocking=` 不改变含义：PyTorch 0.4 做的正是这个改名，行为相同。
@@ -353,13 +355,33 @@ def newer_python_needed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if shown is None:
         return None
     code = shown.group("code")
+    unpacked = _MANY_UNPACKINGS.search(code)
     if _F_STRING.search(code):
         fields = {"feature": "an f-string", "version": "3.6"}
     elif ":=" in code:
         fields = {"feature": "the `:=` operator", "version": "3.8"}
+    elif unpacked is not None and _at_caret(shown, unpacked.span()):
+        fields = {"feature": "more than one `*` unpacking in one call", "version": "3.5"}
     else:
         return None
     return Clue(0.85, _OLD_PYTHON, _NEWER_PYTHON, fields)
+
+
+# `nn.Sequential(*a, *b)`, `[*a, x, *b]`: a second `*` unpacking (PEP 448, Python 3.5).
+_MANY_UNPACKINGS = lazy_compile(r"[(\[,]\s*\*\w[\w.]*\s*,(?:[^()\[\]\n]{0,300}?,)?\s*\*\w")
+
+
+def _caret_column(shown: re.Match) -> int | None:
+    """The column the caret points at, when it stands on a line of its own under the code."""
+    tail = shown.group()[len(shown.group("code")) :]
+    return tail.index("^") - 1 if tail.startswith("\n") else None
+
+
+def _at_caret(shown: re.Match, span: tuple[int, int]) -> bool:
+    """The caret, when shown, points into `span` of the code: the parser stopped there, not at
+    an earlier line's unclosed bracket."""
+    column = _caret_column(shown)
+    return column is None or span[0] - 1 <= column <= span[1] + 1
 
 
 @PITFALL.engine_finding("unparsable-source")
@@ -450,7 +472,7 @@ PITFALL.error(
 )
 
 # Python 3 code under Python 2, shown by the traceback: the interpreter's paths or command.
-_PYTHON2 = lazy_compile(r"(?<![\w.])python2(?:\.\d)?(?=[/\\]| \S)|Python 2\.\d")
+_PYTHON2 = lazy_compile(r"(?<![\w.])python2(?:\.\d)?(?=[/\\]| \S)|[Pp]ython 2\.\d")
 # Python 3-only syntax in a line: a parameter's annotation, a return annotation, `nonlocal`,
 # `yield from`, a keyword-only marker.
 _PY3_ONLY = (
@@ -492,6 +514,44 @@ def python3_under_python2(block: ErrorBlock, report: ErrorReport) -> Clue | None
     return Clue(
         0.85, _PYTHON3_UNDER_2, _RUN_PYTHON3, {"feature": feature, "evidence": evidence.group()}
     )
+
+
+# `print` (and `exec`) used as a name: valid Python 3, where they are functions, and `invalid
+# syntax` only to Python 2, where they are statements (`progress.print(i)`, `print = log.info`).
+_PYTHON2_KEYWORD_NAME = lazy_compile(
+    r"\.(?:print|exec)\b|(?<![\w.])(?:print|exec)\s*=(?!=)|\bdef\s+(?:print|exec)\b"
+)
+# Retold on one line, as an issue quotes it: `"print = misc.logger.info ^SyntaxError: ...`.
+_RETOLD_CARET = lazy_compile(r"(?P<code>[^\n\"\u201c`]{1,400}?)[ \t]\^+[ \t]?SyntaxError")
+# The bare message, perhaps closed by the quote it was retold in (`invalid syntax",I don't...`);
+# Python 3.10's `invalid syntax. Perhaps you forgot a comma?` is not it.
+_BARE_INVALID_SYNTAX = lazy_compile(r"invalid syntax(?:[\"'`\u201d\u2019]|[ \t]*$)")
+_KEYWORD_AS_NAME = {
+    "en": "The line uses `{keyword}` as a name (`{code}`), which is valid Python 3, where "
+    "`{keyword}` is a function; only Python 2, where `{keyword}` is a statement, reads it as "
+    "`invalid syntax`. The script is Python 3 code run by Python 2.",
+    "zh": "这一行把 `{keyword}` 当作名字使用（`{code}`），在 `{keyword}` 是函数的 Python 3 中完全合法；"
+    "只有 `{keyword}` 是语句的 Python 2 才会把它当作 `invalid syntax`。这是用 Python 2 运行的 "
+    "Python 3 代码。",
+}
+
+
+@PITFALL.error_check(types=("SyntaxError",))
+def python2_keyword_name(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """A bare `invalid syntax` at a line using `print` or `exec` as a name."""
+    if _BARE_INVALID_SYNTAX.match(block.message.strip()) is None:
+        return None
+    shown = report.search(_CARET_LINE) or report.search(_RETOLD_CARET)
+    if shown is None:
+        return None
+    code = shown.group("code")
+    found = _PYTHON2_KEYWORD_NAME.search(code)
+    if found is None or not _at_caret(shown, found.span()):
+        return None
+    keyword = "exec" if "exec" in found.group() else "print"
+    fields = {"keyword": keyword, "code": code.strip()}
+    confidence = 0.85 if _caret_column(shown) is not None or report.search(_PYTHON2) else 0.75
+    return Clue(confidence, _KEYWORD_AS_NAME, _RUN_PYTHON3, fields)
 
 
 # Punctuation typed with a Chinese/Japanese input method or pasted from a document: full-width

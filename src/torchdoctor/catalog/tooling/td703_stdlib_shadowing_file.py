@@ -56,7 +56,9 @@ module" circular-import error raised inside `import torch`.
 `AttributeError: module 'random' has no attribute 'randint'`,
 `AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
 a circular import)`, `ImportError: cannot import name 'deepcopy' from partially initialized
-module 'copy'`, and errors raised deep inside `import torch` or `import numpy`.
+module 'copy'`, `ImportError: No module named _C` raised by a `torch/__init__.py` of the current
+directory (a PyTorch source checkout), and errors raised deep inside `import torch` or
+`import numpy`.
 
 ## Known problems
 Only directories without `__init__.py` are checked: inside a package, absolute imports do not
@@ -82,7 +84,8 @@ Jupyter 对 notebook 所在目录也是如此）中出现 `import X` / `from X i
 `AttributeError: module 'random' has no attribute 'randint'`、
 `AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
 a circular import)`、`ImportError: cannot import name 'deepcopy' from partially initialized
-module 'copy'`，以及在 `import torch`、`import numpy` 深处抛出的各种错误。
+module 'copy'`、由当前目录下的 `torch/__init__.py`（PyTorch 源码目录）抛出的
+`ImportError: No module named _C`，以及在 `import torch`、`import numpy` 深处抛出的各种错误。
 
 ## Known problems
 只检查没有 `__init__.py` 的目录：在包内部，绝对导入看不到同目录的模块，除非把包目录本身当作脚本目录
@@ -264,6 +267,8 @@ def explain(block, report) -> Clue | None:
         module = partial.group("module").partition(".")[0]
         if _installed_files_ran(report, module):
             return None  # the real package was imported: a circular import inside it
+        if _internal_attribute(block.message):
+            return None  # only the package's own modules use it: a circular import inside it
         if module in _SHADOWABLE or module in _ECOSYSTEM:
             return Clue(0.9, _CAUSE, fields={"module": module})
         if "torch" in module.split("_"):  # a PyTorch add-on (`ai_edge_torch`, `torch_geometric`)
@@ -273,6 +278,45 @@ def explain(block, report) -> Clue | None:
     if missing is not None and missing.group("module") in _EVERYDAY_MODULES:
         if missing.group("attr") in _EVERYDAY_MODULES[missing.group("module")]:
             return Clue(0.85, _CAUSE, fields={"module": missing.group("module")})
+    return None
+
+
+# `import torch` inside a folder that holds a `torch/` directory (a PyTorch source checkout): the
+# folder's `torch/__init__.py` runs and its compiled `torch._C` is not there. The traceback shows
+# that file by a relative path (Python 2's `File "torch/__init__.py"`, found through the current
+# directory), or torch itself says so (`It appears that PyTorch has loaded the torch/_C folder`).
+_NO_EXTENSION = lazy_compile(
+    r"No module named '?(?:torch\.)?_C\b|cannot import name '_C'"
+    r"|Failed to load PyTorch C extensions"
+)
+_SOURCE_FOLDER_SAID = lazy_compile(
+    r"loaded the `?torch/_C`? folder\s+of\s+the\s+PyTorch\s+repository"
+)
+_RELATIVE_INIT = lazy_compile(r"^(?:\.[/\\])?torch[/\\]__init__\.py$")
+_SOURCE_FOLDER_CAUSE = {
+    "en": "Python was started in a directory that holds a `torch/` folder (usually a PyTorch "
+    "source checkout), so `import torch` loads that folder instead of the installed package, "
+    "and the compiled extension `torch._C` is not in it.",
+    "zh": "Python 是在一个含有 `torch/` 文件夹的目录（通常是 PyTorch 源码目录）中启动的，于是 "
+    "`import torch` 加载的是这个文件夹而不是已安装的包，而编译好的扩展 `torch._C` 并不在其中。",
+}
+_SOURCE_FOLDER_FIX = {
+    "en": "Start Python from another directory (`cd ..`); to use the checkout itself, build it in "
+    "place first (`pip install -e .` or `python setup.py develop`).",
+    "zh": "换到别的目录启动 Python（`cd ..`）；如果就是要用这份源码，先在原地构建它"
+    "（`pip install -e .` 或 `python setup.py develop`）。",
+}
+
+
+@PITFALL.error_check(types=("ImportError", "ModuleNotFoundError"))
+def torch_source_folder(block, report) -> Clue | None:
+    """`torch._C` missing, and the traceback or torch's message shows a local `torch/` ran."""
+    if _NO_EXTENSION.search(block.message) is None:
+        return None
+    if _SOURCE_FOLDER_SAID.search(block.message) or report.search(_SOURCE_FOLDER_SAID):
+        return Clue(0.9, _SOURCE_FOLDER_CAUSE, _SOURCE_FOLDER_FIX)
+    if any(_RELATIVE_INIT.match(frame.path.strip()) for frame in block.frames):
+        return Clue(0.85, _SOURCE_FOLDER_CAUSE, _SOURCE_FOLDER_FIX)
     return None
 
 
@@ -295,6 +339,21 @@ _INSIDE_PACKAGE_FIX = {
     "zh": "换到别的目录运行 Python（`cd` 出 `site-packages/{package}`），并把该目录从 `PYTHONPATH` "
     "中去掉。",
 }
+
+
+# `partially initialized module 'torch' has no attribute 'version'`: a name that only the
+# package's own modules use while it loads (a submodule like `torch.version`, a private `_name`),
+# not what a user's `torch.py` touches first (`nn`, `Tensor`, `__version__`).
+_MISSING_ATTRIBUTE = lazy_compile(r"has no attribute '(?P<attr>\w+)'")
+_INTERNAL_ATTRIBUTES = frozenset({"version"})
+
+
+def _internal_attribute(message: str) -> bool:
+    found = _MISSING_ATTRIBUTE.search(message)
+    if found is None:
+        return False
+    attr = found.group("attr")
+    return attr in _INTERNAL_ATTRIBUTES or (attr.startswith("_") and not attr.startswith("__"))
 
 
 def _installed_files_ran(report, module: str) -> bool:

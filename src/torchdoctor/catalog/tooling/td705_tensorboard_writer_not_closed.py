@@ -268,19 +268,24 @@ _SAID_UNCLOSED = lazy_compile(
     r"|not closed)\b"
     r"|\b(?:never|not|without)\s+clos(?:es?|ed|ing)\s+(?:the\s+|its\s+|a\s+)?(?:SummaryWriter"
     r"|[Ww]riter)\b"
+    # "because we don't flush the data to disk"
+    r"|\b(?:never|not|don't|doesn't|without)\s+flush(?:es|ed|ing)?\s+(?:the\s+|its\s+)?"
+    r"(?:data|events?|logs?|summaries|SummaryWriter|[Ww]riter)\b"
 )
 _MISSING_EVENTS = lazy_compile(
     r"\b(?:scalars?|events?|summaries|values?|data|points?|logs?|steps?)\b[^\n]{0,120}?"
     r"\b(?:not|never|n't) (?:appear|show|shown|displayed|written|saved|logged)"
     r"|\b(?:missing|lost)\b"
+    # "TensorboardX doesn't refresh data"
+    r"|\b(?:not|never|n't) (?:refresh|update)(?:es|s|ed|ing)?\b|\brefreshing problem\b"
 )
 _SAID_UNCLOSED_CAUSE = {
-    "en": "The text says the SummaryWriter is never closed, and logged values are missing from "
-    "TensorBoard: a writer keeps events in its queue and buffer (written every `flush_secs`, "
-    "120 s by default), and what is still queued when the program ends without `close()` or "
-    "`flush()` never reaches the event file.",
-    "zh": "文本说 SummaryWriter 从未关闭，且记录的数值没有出现在 TensorBoard 中：writer 把事件留在队列和"
-    "缓冲区里（默认每 `flush_secs`＝120 秒写出一次），程序结束时没有 `close()` 或 `flush()`，"
+    "en": "The text says the SummaryWriter is never closed or flushed, and logged values are "
+    "missing from TensorBoard: a writer keeps events in its queue and buffer (written every "
+    "`flush_secs`, 120 s by default), and what is still queued when the program ends without "
+    "`close()` or `flush()` never reaches the event file.",
+    "zh": "文本说 SummaryWriter 从未关闭或 flush，且记录的数值没有出现在 TensorBoard 中：writer 把事件"
+    "留在队列和缓冲区里（默认每 `flush_secs`＝120 秒写出一次），程序结束时没有 `close()` 或 `flush()`，"
     "仍在排队的事件就不会写入事件文件。",
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, Pitfall
+from torchdoctor.catalog.sdk import Clue, ErrorBlock, ErrorReport, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD708",
@@ -131,6 +131,41 @@ def instance_of_old_class(block: ErrorBlock, report: ErrorReport) -> Clue | None
     if report.search(_NOTEBOOK):
         return Clue(0.9, _REBOUND_CLASS)
     return Clue(0.6, _REBOUND_OR_WRONG_CLASS, _REBOUND_OR_WRONG_CLASS_FIX)
+
+
+# An issue that ties failing `isinstance` checks to reloading ("the isinstance assertion fails
+# with `%autoreload 2`"), with no other error shown.
+_ISINSTANCE = lazy_compile(r"\bisinstance\b")
+_RELOADING = lazy_compile(
+    r"%autoreload\b|\bauto-?reload(?:ing|ed)?\b|\bimportlib\.reload\b"
+    r"|\b(?:module|class) reloads?\b|\breload(?:s|ed|ing)? (?:of )?(?:the |a )?(?:module|class)"
+)
+_FAILS = lazy_compile(r"\b(?:fail(?:s|ed|ing)?|assert(?:ion)?s?|False)\b")
+_ISINSTANCE_AFTER_RELOAD = {
+    "en": "The text ties failing `isinstance` checks to reloading modules (`%autoreload`, "
+    "`importlib.reload`): a reload makes a new class object under the same name, and objects "
+    "made before it are instances of the old one, so `isinstance(obj, Cls)` with the new "
+    "`Cls` is False.",
+    "zh": "文本把 `isinstance` 检查失败与重新加载模块（`%autoreload`、`importlib.reload`）联系在一起："
+    "重新加载会以同一个名字创建新的类对象，而此前创建的对象是旧类的实例，于是对新的 `Cls` 做 "
+    "`isinstance(obj, Cls)` 得到 False。",
+}
+_ISINSTANCE_AFTER_RELOAD_FIX = {
+    "en": "Create the objects again after the reload (or restart the kernel), or leave the "
+    "module that defines the class out of `%autoreload` (`%aimport -module`).",
+    "zh": "重新加载之后重新创建这些对象（或重启内核），或者把定义该类的模块排除在 `%autoreload` 之外"
+    "（`%aimport -module`）。",
+}
+
+
+@PITFALL.error_check(types=())
+def isinstance_after_reload(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """Prose, perhaps with the assertion it fails: no other error is the story."""
+    if any(b.short_type != "AssertionError" for b in report.exceptions):
+        return None
+    if not (report.search(_ISINSTANCE) and report.search(_RELOADING) and report.search(_FAILS)):
+        return None
+    return Clue(0.7, _ISINSTANCE_AFTER_RELOAD, _ISINSTANCE_AFTER_RELOAD_FIX)
 
 
 PITFALL.error(
