@@ -59,11 +59,8 @@ the wrapper's detach changed nothing there. For any other `x` it is unsafe, beca
 grad, and `x.requires_grad_()` changes `x` itself (write `x.detach().requires_grad_()` to keep
 a separate leaf). With `volatile=` the fix drops the flag and is unsafe: the flag has no effect
 any more, but the no-gradient intent needs a `torch.no_grad()` block that the fix cannot write.
-The `Variable` import is left in place. Calls with other arguments get no fix.
-
-## Known problems
-A `Variable` imported under another name (`from torch.autograd import Variable as V`) is not
-recognised.
+The `Variable` import is left in place. Calls with other arguments get no fix. A `Variable`
+imported under another name (`from torch.autograd import Variable as Var`) is recognised too.
 """,
         "zh": """
 ## What it catches
@@ -90,10 +87,7 @@ recognised.
 而 `x.requires_grad_()` 会修改 `x` 本身（若想保留一个独立的叶子张量，请写 `x.detach().requires_grad_()`）。
 带 `volatile=` 时修复会删掉这个参数，也是不安全的：该参数虽然早已不起作用，但“不记录梯度”的本意
 需要一个 `torch.no_grad()` 代码块，而修复无法替你写出来。`Variable` 的导入语句保持不变。
-带其他参数的调用不提供修复。
-
-## Known problems
-以别名导入的 `Variable`（`from torch.autograd import Variable as V`）不会被识别。
+带其他参数的调用不提供修复。以别名导入的 `Variable`（`from torch.autograd import Variable as Var`）同样会被识别。
 """,
     },
     example="""
@@ -145,7 +139,7 @@ ATOMS = (
 FIXABLE_KEYWORDS = frozenset({"requires_grad", "volatile"})
 
 
-@PITFALL.static(ast.Call, names={"Variable"})
+@PITFALL.static(ast.Call, names={"Variable"}, imported=True)
 def check(call: ast.Call, ctx: Context) -> list[Finding] | None:
     if ctx.qualname(call.func) not in VARIABLE:
         return None

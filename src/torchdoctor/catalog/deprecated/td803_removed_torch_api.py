@@ -379,7 +379,7 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(PITFALL, alias, fix=fix, old=alias.name, new=new)
 
 
-@PITFALL.static(ast.Call, names={"backward", "Variable"})
+@PITFALL.static(ast.Call, names={"backward", "Variable"}, imported=True)
 @_outside_compat_fallbacks
 def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     """`volatile=` on a Variable, `retain_variables=` / `grad_variables=` on a backward call."""
