@@ -153,14 +153,18 @@ def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
                 return True
             if isinstance(outer, ast.Try) and _tests_a_version(outer.body, ctx):
                 return True  # megatron: `try: if torch >= 2.4: new else: old` `except: old`
-        elif isinstance(node, ast.If) and _VERSION_TEST.search(ctx.text(node.test)):
+        elif isinstance(node, ast.If) and _tests_version(node.test, ctx):
             return True
         outer = node
     return expr is not None and (_in_version_gated_expression(expr, ctx) or _overridden(expr, ctx))
 
 
+def _tests_version(test: ast.expr, ctx: Context) -> bool:
+    return _VERSION_TEST.search(ctx.text(test)) is not None
+
+
 def _tests_a_version(block: list[ast.stmt], ctx: Context) -> bool:
-    return any(isinstance(s, ast.If) and _VERSION_TEST.search(ctx.text(s.test)) for s in block)
+    return any(isinstance(s, ast.If) and _tests_version(s.test, ctx) for s in block)
 
 
 def _in_version_gated_expression(expr: ast.AST, ctx: Context) -> bool:
@@ -170,7 +174,7 @@ def _in_version_gated_expression(expr: ast.AST, ctx: Context) -> bool:
         if (
             isinstance(parent, ast.IfExp)
             and node is not parent.test
-            and _VERSION_TEST.search(ctx.text(parent.test))
+            and _tests_version(parent.test, ctx)
         ):
             return True
         node, parent = parent, parents.get(parent)
@@ -188,7 +192,7 @@ def _overridden(expr: ast.AST, ctx: Context) -> bool:
         return False
     block, at = position
     following = block[at + 1] if at + 1 < len(block) else None
-    if not (isinstance(following, ast.If) and _VERSION_TEST.search(ctx.text(following.test))):
+    if not (isinstance(following, ast.If) and _tests_version(following.test, ctx)):
         return False
     return any(
         isinstance(s, ast.Assign)

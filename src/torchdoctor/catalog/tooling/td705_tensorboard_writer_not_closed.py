@@ -466,7 +466,7 @@ def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context
     found = index_of(ctx, scope)
     flushed = _flushed_anywhere(ctx)
     for node in _other_uses(ctx, scope, name):
-        if node is assignment.targets[0] or _placeholder(node, found) or _stand_in(node, found):
+        if node is assignment.targets[0] or _stand_in(node, found):
             continue
         if _tested(node, found.parents):  # `if writer is None: writer = SummaryWriter(...)`
             continue
@@ -475,24 +475,16 @@ def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context
     return True
 
 
-def _placeholder(node: ast.Name, found) -> bool:
-    """`writer = None` before the writer is made (on rank 0 only, say)."""
-    statement = found.parents[node]
-    return (
-        isinstance(statement, ast.Assign)
-        and statement.targets == [node]
-        and isinstance(statement.value, ast.Constant)
-        and statement.value.value is None
-    )
-
-
 def _stand_in(node: ast.Name, found) -> bool:
-    """`writer = Dummy()` in the branch that does not log (SiamMask's `if args.log_dir:`): an
-    object of another class standing in for the writer, which has nothing to flush."""
+    """`writer = None` before the writer is made (on rank 0 only, say), or `writer = Dummy()`
+    in the branch that does not log (SiamMask's `if args.log_dir:`): a value standing in for the
+    writer, which has nothing to flush."""
     statement = found.parents[node]
     if not (isinstance(statement, ast.Assign) and statement.targets == [node]):
         return False
     value = statement.value
+    if isinstance(value, ast.Constant):
+        return value.value is None
     return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
