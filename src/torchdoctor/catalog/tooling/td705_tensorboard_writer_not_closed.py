@@ -37,9 +37,8 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-A `SummaryWriter` from `torch.utils.tensorboard` or `tensorboardX` (or its 2017 name,
-`tensorboard`), assigned to a name that
-is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...), with no
+A `SummaryWriter` from `torch.utils.tensorboard` (or tensorboard-pytorch's 2017 `tensorboard`),
+assigned to a name that is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...), with no
 `writer.close()` or `writer.flush()` anywhere in the file.
 
 A `writer = None` placeholder before it (made on rank 0 only, say), an object of another class
@@ -54,7 +53,8 @@ passed to other code are not reported: someone else may close them. A writer kep
 `global` is reported only in a script (a file with an `if __name__ == "__main__":` block, or one
 that parses its command line at the top level), whose globals no other module imports, when
 every use of it in the file logs. Notebook cells are not checked, since the kernel keeps running
-and the writer's periodic flush gets its chance.
+and the writer's periodic flush gets its chance. Nor are `tensorboardX` writers: since
+tensorboardX 2.1 each closes itself when the interpreter exits (an `atexit` hook).
 
 ## Why is this bad?
 A `SummaryWriter` does not write each event to disk when you log it: events wait in a queue
@@ -78,8 +78,9 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 """,
         "zh": """
 ## What it catches
-来自 `torch.utils.tensorboard` 或 `tensorboardX` 的 `SummaryWriter` 被赋给一个名字，而这个名字只用于记录日志
-（`writer.add_scalar(...)`、`writer.add_image(...)` 等），整个文件中都没有 `writer.close()` 或 `writer.flush()`。
+来自 `torch.utils.tensorboard`（或 2017 年 tensorboard-pytorch 的 `tensorboard`）的 `SummaryWriter`
+被赋给一个名字，而这个名字只用于记录日志（`writer.add_scalar(...)`、`writer.add_image(...)` 等），
+整个文件中都没有 `writer.close()` 或 `writer.flush()`。
 
 先写 `writer = None` 占位（例如只在 rank 0 上创建）、不记录时用别的类的对象代替它（`else: writer =
 Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`，在第一次记录时才创建），
@@ -91,7 +92,8 @@ Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`
 保存在 `global` 变量中的 writer 只在脚本（带有
 `if __name__ == "__main__":` 块、或在顶层解析命令行参数的文件，其全局变量不会被其他模块导入）中、
 且文件里对它的每次使用都是记录日志时才报告。
-Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷新有机会执行。
+Notebook 单元格不检查，因为内核一直在运行，writer 的定时刷新有机会执行。`tensorboardX` 的 writer
+也不检查：从 tensorboardX 2.1 起，每个 writer 都会在解释器退出时自行关闭（注册了 `atexit` 钩子）。
 
 ## Why is this bad?
 `SummaryWriter` 不会在每次记录时立即写盘：事件先进入队列和缓冲区，每隔 `flush_secs`（默认 120 秒）
@@ -307,12 +309,12 @@ def _no_error_shown(block: ErrorBlock, report: ErrorReport) -> bool:
     return not block.short_type and not report.exceptions
 
 
+# tensorboardX's writers are not among them: since tensorboardX 2.1 (2020) each registers an
+# `atexit` hook that closes it, so what it buffered is written when the interpreter exits.
 _WRITERS = frozenset(
     {
         "torch.utils.tensorboard.SummaryWriter",
         "torch.utils.tensorboard.writer.SummaryWriter",
-        "tensorboardX.SummaryWriter",
-        "tensorboardX.writer.SummaryWriter",
         "tensorboard.SummaryWriter",  # tensorboard-pytorch, tensorboardX's name until 2017
     }
 )
