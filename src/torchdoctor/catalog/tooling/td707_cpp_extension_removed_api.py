@@ -88,9 +88,10 @@ what was meant. `THCState` declarations and other THC calls are reported without
 them by hand.
 
 ## Known problems
-The scan reads tokens, not C++: a project that defines its own `AT_CHECK` macro for
-compatibility (`#define AT_CHECK TORCH_CHECK`) is reported anyway (add `// noqa: TD707` on that
-line); the reverse shim for torch before the rename, `#define TORCH_CHECK AT_CHECK`, is not.
+The scan reads tokens, not C++. A renamed name the file `#define`s itself for compatibility
+(`#ifndef AT_CHECK` / `#define AT_CHECK TORCH_CHECK`) is not reported anywhere in that file, nor
+is the reverse shim for torch before the rename, `#define TORCH_CHECK AT_CHECK`; a definition
+in a header of the project is not seen (add `// noqa: TD707` on the uses).
 `THC/THCAtomics.cuh` and `THC/THCDeviceUtils.cuh` are not reported: PyTorch still ships them as
 forwarding headers.
 """,
@@ -127,9 +128,9 @@ directory`、`error: 'THCState' does not name a type`、`error: identifier
 THC 调用只报告、不自动修复：请手动删除。
 
 ## Known problems
-扫描看的是记号而不是 C++ 语法：如果项目为了兼容自己定义了 `AT_CHECK` 宏
-（`#define AT_CHECK TORCH_CHECK`），也会被报告（在那一行加 `// noqa: TD707`）；为改名之前的 torch
-反向定义的 `#define TORCH_CHECK AT_CHECK` 则不会。`THC/THCAtomics.cuh` 与 `THC/THCDeviceUtils.cuh` 不会被报告：
+扫描看的是记号而不是 C++ 语法。文件为了兼容自己 `#define` 的旧名字（`#ifndef AT_CHECK` /
+`#define AT_CHECK TORCH_CHECK`）在该文件中任何位置都不报告，为改名之前的 torch 反向定义的
+`#define TORCH_CHECK AT_CHECK` 也不报告；定义在项目某个头文件里的则看不到（请在使用处加 `// noqa: TD707`）。`THC/THCAtomics.cuh` 与 `THC/THCDeviceUtils.cuh` 不会被报告：
 PyTorch 仍然以转发头文件的形式提供它们。
 """,
     },
@@ -278,6 +279,7 @@ _IDENTIFIER = re.compile(r"\b(?:" + "|".join(_RENAMED) + r")\b")
 # `#define TORCH_CHECK AT_CHECK`: the new name defined as the old one, for torch before the
 # rename (under `#ifndef TORCH_CHECK`), which current torch never compiles.
 _DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)")
+_DEFINES = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)", re.M)
 _GET_STREAM = re.compile(r"\bTHCState_getCurrentStream\s*\(")
 _DATA = re.compile(r"(?:\.|->)\s*(?P<name>data)\s*<\s*(?P<type>[\w:]+(?:\s*\*)?)\s*>\s*\(\s*\)")
 _DISPATCH = re.compile(r"\bAT_DISPATCH_\w+\s*\(")
@@ -326,10 +328,13 @@ def _headers(source: NativeSource) -> Iterator[Finding]:
 
 
 def _identifiers(source: NativeSource) -> Iterator[Finding]:
+    # `#ifndef AT_CHECK` / `#define AT_CHECK TORCH_CHECK`: a name the file defines itself
+    # compiles whatever torch provides (HRNet's fallback, `#define AT_CHECK AT_ASSERT`).
+    own = {m["name"] for m in _DEFINES.finditer(source.code)}
     for match in _IDENTIFIER.finditer(source.code):
         old = match.group()
         new, applicability = _RENAMED[old]
-        if _defines(source, match.start(), new):
+        if old in own or _defines(source, match.start(), new):
             continue
         fix = (
             source.fix(PITFALL, applicability, source.edit(*match.span(), new))
