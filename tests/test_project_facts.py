@@ -324,3 +324,47 @@ def test_a_top_k_helper_another_file_calls_for_five_rows_is_reported(tmp_path):
         "from utils import accuracy\n\n\ndef step(out, y):\n    return accuracy(out, y, (1, 5))\n"
     )
     assert "utils.py:11:20: TD403" in _check(tmp_path, ".", rule="TD403").stdout
+
+
+def test_scheduler_classes_follow_bases_across_files():
+    facts = read_facts(
+        [
+            b"from torch.optim.lr_scheduler import _LRScheduler\n"
+            b"class WarmupPolyLR(_LRScheduler):\n    pass\n",
+            b"class WarmupMultiStepLR(torch.optim.lr_scheduler.MultiStepLR):\n    pass\n",
+            b"from sched import WarmupPolyLR\nclass Slower(WarmupPolyLR):\n    pass\n",
+            b"class Plateau(ReduceLROnPlateau):\n    pass\nclass Config(object):\n    pass\n",
+        ]
+    )
+    assert facts.scheduler_classes == {"WarmupPolyLR", "WarmupMultiStepLR", "Slower"}
+    # A project's own class named like torch's is not torch's.
+    assert not read_facts(
+        [b"class StepLR:\n    pass\nclass Mine(StepLR):\n    pass\n"]
+    ).scheduler_classes
+
+
+def test_a_scheduler_of_a_project_class_stepped_before_the_optimizer(tmp_path):
+    # DABNet: `WarmupPolyLR` of utils/lr_scheduler.py, stepped before the optimizer.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("")
+    (tmp_path / "utils" / "lr_scheduler.py").write_text(
+        "from torch.optim.lr_scheduler import _LRScheduler\n\n\n"
+        "class WarmupPolyLR(_LRScheduler):\n    pass\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom utils.lr_scheduler import WarmupPolyLR\n\n\n"
+        "def train(model, loader, optimizer, criterion, max_iter):\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        scheduler = WarmupPolyLR(optimizer, T_max=max_iter, cur_iter=step)\n"
+        "        loss = criterion(model(x), y)\n"
+        "        scheduler.step()\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+    )
+    run = _check(tmp_path, ".", rule="TD203")
+    assert "train.py:9:9: TD203" in run.stdout, run.stdout + run.stderr
+    # The same class name from another library says nothing.
+    (tmp_path / "utils" / "lr_scheduler.py").write_text("class WarmupPolyLR:\n    pass\n")
+    assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout

@@ -287,6 +287,8 @@ class Context:
                 return Kind.MODULE
             if cls is None and self._project_module_class(func.id, qualname):
                 return Kind.MODULE
+            if cls is None and self._project_class(func.id, qualname, Kind.SCHEDULER):
+                return Kind.SCHEDULER
             returned = self.returned_by(call)
             if type(returned) is Kind and returned is not Kind.UNKNOWN:
                 return returned
@@ -301,13 +303,23 @@ class Context:
                 return Kind.MODULE
             if qualname and self._project_module_class(func.attr, qualname):
                 return Kind.MODULE  # `models.Net(...)`
+            if qualname and self._project_class(func.attr, qualname, Kind.SCHEDULER):
+                return Kind.SCHEDULER  # `lr_scheduler.WarmupMultiStepLR(...)`
             return self._callee_result(func)
         return Kind.UNKNOWN
 
     def _project_module_class(self, name: str, qualname: str | None) -> bool:
         """`Net` of `from models import Net` (or `from .models import Net`, `from models import
         *`, `models.Net`) where every class `Net` of the project is an nn.Module."""
-        if not self.project.is_module_class(name):
+        return self._project_class(name, qualname, Kind.MODULE)
+
+    def _project_class(self, name: str, qualname: str | None, kind: Kind) -> bool:
+        """`name` is a class of the project's own modules (imported from them, or by a
+        relative or star import) every definition of which makes values of `kind` (modules,
+        learning-rate schedulers)."""
+        facts = self.project
+        known = facts.is_module_class if kind is Kind.MODULE else facts.is_scheduler_class
+        if not known(name):
             return False
         if qualname is not None:  # imported by name: from the project's own modules only
             return self.project.is_project_module(qualname)

@@ -119,12 +119,17 @@ class ProjectFacts:
     autograd_functions: frozenset[str] = frozenset()
     # The names some file closes or flushes (`writer` of `self.writer.close()`).
     closed_names: frozenset[str] = frozenset()
+    # The class names every definition of which subclasses a torch.optim.lr_scheduler class.
+    scheduler_classes: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
 
     def is_module_class(self, name: str) -> bool:
         return name in self.module_classes
+
+    def is_scheduler_class(self, name: str) -> bool:
+        return name in self.scheduler_classes
 
     def is_autograd_function(self, name: str) -> bool:
         return name in self.autograd_functions
@@ -300,6 +305,7 @@ class FactsReader:
 
     def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
         classes = _module_classes(self._bases_of)
+        schedulers = _scheduler_classes(self._bases_of)
         functions = {
             name
             for name, definitions in self._bases_of.items()
@@ -313,6 +319,7 @@ class FactsReader:
             self._safe_load_names,
             functions,
             self._closed_names,
+            schedulers,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -329,6 +336,7 @@ class FactsReader:
             frozenset(self._safe_load_names),
             frozenset(functions),
             frozenset(self._closed_names),
+            frozenset(schedulers),
         )
 
 
@@ -422,8 +430,7 @@ _AUTOGRAD_FUNCTION_SPELLINGS = frozenset(
 
 def _module_classes(bases_of: dict[str, list[list[str]]]) -> set[str]:
     """The class names every definition of which subclasses nn.Module: directly, through a
-    torch.nn class, or through other such project classes. Linear in the number of bases: a
-    definition is settled once, when its first module base is known."""
+    torch.nn class, or through other such project classes."""
 
     def direct(base: str) -> bool:
         if base.startswith("nn."):
@@ -432,6 +439,45 @@ def _module_classes(bases_of: dict[str, list[list[str]]]) -> set[str]:
         # A bare `Module` (from torch.nn import Module), unless the project has its own.
         return base == "Module" and "Module" not in bases_of
 
+    return _classes_on(bases_of, direct)
+
+
+# torch.optim.lr_scheduler's classes a project subclasses for its own schedules (maskrcnn-
+# benchmark's `WarmupMultiStepLR(MultiStepLR)`, `WarmupPolyLR(_LRScheduler)`). Not
+# ReduceLROnPlateau: its `step()` takes the metric.
+_TORCH_SCHEDULERS = frozenset(
+    {
+        "_LRScheduler",
+        "LRScheduler",
+        "LambdaLR",
+        "MultiplicativeLR",
+        "StepLR",
+        "MultiStepLR",
+        "ConstantLR",
+        "LinearLR",
+        "ExponentialLR",
+        "PolynomialLR",
+        "CosineAnnealingLR",
+        "CosineAnnealingWarmRestarts",
+        "CyclicLR",
+        "OneCycleLR",
+        "SequentialLR",
+        "ChainedScheduler",
+    }
+)
+
+
+def _scheduler_classes(bases_of: dict[str, list[list[str]]]) -> set[str]:
+    """The class names every definition of which subclasses a torch learning-rate scheduler,
+    directly (a base of that name the project does not define itself) or through other such
+    project classes."""
+    return _classes_on(bases_of, lambda base: base in _TORCH_SCHEDULERS and base not in bases_of)
+
+
+def _classes_on(bases_of: dict[str, list[list[str]]], direct) -> set[str]:
+    """The class names every definition of which has a `direct` base, or a base that is such a
+    project class. Linear in the number of bases: a definition is settled once, when its first
+    such base is known."""
     unsettled: dict[str, int] = {}  # class name -> its definitions not yet known to be modules
     waiting: dict[str, list[tuple[str, int]]] = {}  # base name -> (class, definition) on it
     settled: set[tuple[str, int]] = set()

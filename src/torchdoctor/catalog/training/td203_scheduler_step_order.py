@@ -113,7 +113,11 @@ Two mistakes with `torch.optim.lr_scheduler`:
 A scheduler stepped under a condition on what the loop changes (`if epoch > 0:`), inside
 `warnings.catch_warnings()`, or in a function that sets `scheduler.last_epoch` itself is left
 alone: those are deliberate. A setting tested the same way every time round (`if
-args.optimizer == "momentum":`) is no such condition.
+args.optimizer == "momentum":`) is no such condition, nor is the training phase of a loop over
+an epoch's phases (`for phase in ["train", "val"]: if phase == "train": scheduler.step()`, the
+recipe of PyTorch's old transfer-learning tutorial): the step still comes before that epoch's
+optimizer steps. A scheduler is an object of a `torch.optim.lr_scheduler` class or of a class
+of the project that subclasses one, in any of its modules (`WarmupMultiStepLR(MultiStepLR)`).
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -156,7 +160,10 @@ checked. The per-batch case needs the scheduler to be built in the same function
 
 放在依赖循环变化量的条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中，或所在函数自己设置了
 `scheduler.last_epoch` 的调度器调用不会报告：这些都是有意为之。每轮都相同的配置判断
-（`if args.optimizer == "momentum":`）不算这种条件。
+（`if args.optimizer == "momentum":`）不算这种条件；按 epoch 的各阶段循环时选中训练阶段的判断也不算
+（`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法）：
+这一步仍然在该 epoch 的优化器更新之前。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
+（任意模块里）继承了这样一个类的类的对象（`WarmupMultiStepLR(MultiStepLR)`）。
 
 ## Why is this bad?
 PyTorch 1.1 之前，调度器在每个 epoch 开始时 step；此后必须在优化器之后 step。沿用旧顺序的代码会跳过
@@ -332,11 +339,15 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
     """The step runs every time round the loop: no `if` between them (but `if scheduler:`), and
     not inside `warnings.catch_warnings()`, which says the order is deliberate."""
     inner = ctx.ancestors[ctx.ancestors.index(loop) + 1 :]
-    for statement in inner:
+    phase_loops = [s for s in (loop, *inner) if _training_phase(s) is not None]
+    for at, statement in enumerate(inner):
+        if statement in phase_loops:
+            continue  # `for phase in ["train", "val"]:` goes through every phase each epoch
         if (
             isinstance(statement, ast.If)
             and not _tests_presence_of(statement.test, scheduler)
             and not _tests_configuration(statement.test, loop, ctx)
+            and not _selects_training_phase(statement, (*inner, node)[at + 1], phase_loops)
         ):
             return False
         if isinstance(statement, (ast.With, ast.AsyncWith)) and any(
@@ -347,6 +358,43 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
         if not isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             return False
     return True
+
+
+def _training_phase(statement: ast.AST) -> str | None:
+    """`for phase in ["train", "val"]:` (the loop of PyTorch's old transfer-learning tutorial):
+    the name of the training phase of a loop over the phases of one epoch, else None."""
+    if not (
+        isinstance(statement, ast.For)
+        and isinstance(statement.target, ast.Name)
+        and isinstance(statement.iter, (ast.List, ast.Tuple))
+        and len(statement.iter.elts) >= 2
+    ):
+        return None
+    phases = [e.value for e in statement.iter.elts if isinstance(e, ast.Constant)]
+    if len(phases) != len(statement.iter.elts) or not all(isinstance(p, str) for p in phases):
+        return None
+    training = [p for p in phases if p.lower().startswith("train")]
+    return training[0] if len(training) == 1 else None
+
+
+def _selects_training_phase(branch: ast.If, child: ast.AST, phase_loops: list) -> bool:
+    """`if phase == "train": scheduler.step()` in a loop over the phases: the step runs once an
+    epoch, when its training phase starts (not in the `else` branch: that runs in another
+    phase, after the training steps)."""
+    test = branch.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and child in branch.body
+    ):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = {s.id for s in sides if isinstance(s, ast.Name)}
+    constants = {s.value for s in sides if isinstance(s, ast.Constant)}
+    return any(
+        loop.target.id in names and _training_phase(loop) in constants for loop in phase_loops
+    )
 
 
 def _tests_configuration(test: ast.AST, loop: ast.AST, ctx: Context) -> bool:
