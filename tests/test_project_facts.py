@@ -291,6 +291,26 @@ def test_an_autograd_function_instance_called_in_another_module(tmp_path, monkey
     assert [(f.line, f.column) for f in found] == [(8, 12), (12, 12)]
 
 
+def test_an_autograd_function_reached_through_a_star_import(tmp_path, monkeypatch):
+    # gallenszl/CFNet: `from utils import *` in main.py, the package re-exporting
+    # utils/visualization.py, whose `disp_error_image_func` is a legacy Function.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("from utils.visualization import *\n")
+    (tmp_path / "utils" / "visualization.py").write_text(
+        "from torch.autograd import Variable, Function\n\n\nclass disp_error(Function):\n"
+        "    def forward(self, est, gt):\n        return est - gt\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import torch\nfrom utils import *\n\n\n"
+        "def summary(est, gt):\n    return disp_error()(est, gt)\n\n\n"
+        "def shadowed(est, gt, disp_error):\n    return disp_error()(est, gt)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    found = check("main.py", select="TD104")
+    assert [(f.line, f.column) for f in found] == [(6, 12)]
+
+
 ACCURACY = (
     "def accuracy(output, target, topk=(1,)):\n"
     "    maxk = max(topk)\n"

@@ -319,8 +319,12 @@ class Context:
         learning-rate schedulers)."""
         facts = self.project
         known = facts.is_module_class if kind is Kind.MODULE else facts.is_scheduler_class
-        if not known(name):
-            return False
+        return known(name) and self.from_project(name, qualname)
+
+    def from_project(self, name: str, qualname: str | None) -> bool:
+        """`name`, as the code here refers to it (`qualname`: what it resolves to, if
+        anything), comes from the project's own modules: imported by name from one of them, or
+        by a relative or star import; not a local binding."""
         if qualname is not None:  # imported by name: from the project's own modules only
             return self.project.is_project_module(qualname)
         # Not imported by name: a relative import (whose origin is recorded as ""), or a star

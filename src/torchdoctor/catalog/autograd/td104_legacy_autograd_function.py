@@ -63,7 +63,8 @@ and through your own subclasses of it) whose `forward`, `backward` (or `setup_co
 Also a call of an instance of such a Function, where the error is raised: `MyFn(args)(x)`, or
 `fn(x)` / `self.fn(x)` where every assignment of `fn` / `self.fn` is `MyFn(...)`. The class
 may be defined in the file, or in another module of the project that subclasses
-`torch.autograd.Function` directly (`from models.functions import RoIPool`).
+`torch.autograd.Function` directly (`from models.functions import RoIPool`, or a star import
+of the package that holds it: `from utils import *`).
 
 ## Why is this bad?
 Until PyTorch 1.2 a custom Function could be written like a module: state in `__init__`,
@@ -100,7 +101,8 @@ Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`
 
 也报告对这种 Function 实例的调用——错误正是在这里抛出的：`MyFn(args)(x)`，或者 `fn(x)` / `self.fn(x)`，
 且 `fn` / `self.fn` 的每次赋值都是 `MyFn(...)`。这个类可以定义在本文件中，也可以定义在项目的其他模块里、
-直接继承 `torch.autograd.Function`（`from models.functions import RoIPool`）。
+直接继承 `torch.autograd.Function`（`from models.functions import RoIPool`，或者对包含它的包的
+星号导入：`from utils import *`）。
 
 ## Why is this bad?
 在 PyTorch 1.2 及以前，自定义 Function 可以写得像模块一样：状态放在 `__init__` 里，`forward(self, x)`
@@ -315,10 +317,12 @@ def _function_class(made: ast.AST, ctx: Context) -> str | None:
     if name not in _function_classes_named(ctx) or not ctx.project.is_autograd_function(name):
         return None
     qualname = ctx.qualname(func)
+    if type(func) is ast.Name:  # imported from the project by name, relatively or by `*`
+        return name if ctx.from_project(name, qualname) else None
     if qualname is not None:
         return name if ctx.project.is_project_module(qualname) else None
-    # Not resolved: a name or module imported relatively (`from . import functions`).
-    base = func if type(func) is ast.Name else func.value
+    # Not resolved: a module imported relatively (`from . import functions`).
+    base = func.value
     return name if base.id in ctx.imported and _imported_relatively(ctx, base.id) else None
 
 
