@@ -75,15 +75,14 @@ _MARKERS = {
     "--local_rank=": (b"--local_rank=", re.compile(rb"""['"]--local_rank=""")),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
+    # By keyword or in place (fast-autoaugment's `accuracy(preds, label, (1, 5))`).
     # (`cmc_topk=(1, 5, 10)` is another parameter.)
-    "topk=(1, k)": (
-        b"topk",
-        re.compile(rb"(?<![\w.])topk[ \t]*=[ \t]*[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"),
-    ),
-    # ... or passes the ks in place (fast-autoaugment's `accuracy(preds, label, (1, 5))`).
-    "accuracy(..., (1, k))": (
-        b"accuracy(",
-        re.compile(rb"accuracy\([^()\n]{0,200}[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"),
+    "top-k for k > 1": (
+        (b"topk", b"accuracy("),
+        re.compile(
+            rb"(?:(?<![\w.])topk[ \t]*=[ \t]*|accuracy\([^()\n]{0,200})"
+            rb"[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"
+        ),
     ),
 }
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
@@ -208,8 +207,10 @@ def holds_marker(source: bytes, marker: str) -> bool:
     """Whether one file's text holds the code `marker` names (a key of _MARKERS), as the
     project's facts read it: a rule asking about the buffer it checks, which may differ from
     what the project holds on disk, reads it the same way."""
-    word, pattern = _MARKERS[marker]
-    return word in source and pattern.search(source) is not None
+    words, pattern = _MARKERS[marker]  # one word, or several: any of them must be there
+    if isinstance(words, bytes):
+        words = (words,)
+    return any(word in source for word in words) and pattern.search(source) is not None
 
 
 def file_facts(source: bytes) -> FileFacts:

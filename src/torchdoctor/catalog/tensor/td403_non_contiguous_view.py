@@ -639,9 +639,7 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
     if any(_holds_more_than_one(value) for _, value in passed_values(ctx, function, name)):
         return True
     # The helper in `utils.py`, called with `topk=(1, 5)` by the training script.
-    return name == "topk" and (
-        ctx.project.has("topk=(1, k)") or ctx.project.has("accuracy(..., (1, k))")
-    )
+    return name == "topk" and ctx.project.has("top-k for k > 1")
 
 
 def _holds_more_than_one(expr: ast.AST) -> bool:
