@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from torchdoctor.lint.checker import check_source
 
-# semseg tool/train.py: `global writer` in main_worker, logged to by train(), never closed.
+# semseg tool/train.py: `global writer` in main_worker, logged to by train(), never closed
+# (semseg's writer is tensorboardX's, which closes itself at exit: here torch's).
 SCRIPT = """
 import torch
-from tensorboardX import SummaryWriter
+from torch.utils.tensorboard import SummaryWriter
 
 
 def main_worker(args):
@@ -33,6 +34,11 @@ def _lines(source: str) -> list[int]:
 
 def test_global_writer_of_a_script_is_reported() -> None:
     assert _lines(SCRIPT) == [8]
+
+
+def test_a_tensorboardx_writer_closes_itself_at_exit() -> None:
+    tensorboardx = SCRIPT.replace("torch.utils.tensorboard", "tensorboardX")
+    assert _lines(tensorboardx) == []
 
 
 def test_global_writer_closed_elsewhere_in_the_script_is_not() -> None:
