@@ -1022,6 +1022,14 @@ SIGNATURES = (
         ("needed for gradient computation has been modified by an inplace operation",),
     ),
     (
+        "torchdoctor.catalog.autograd.td106_inplace_modified_for_grad",
+        "inplace-modified-for-grad",
+        3,
+        (),
+        None,
+        (),
+    ),
+    (
         "torchdoctor.catalog.autograd.td107_backward_through_graph_twice",
         "backward-through-graph-twice",
         0,
@@ -1327,6 +1335,7 @@ SIGNATURES = (
         None,
         (),
     ),
+    ("torchdoctor.catalog.training.td211_nan_loss", "nan-loss", 8, (), None, ()),
     (
         "torchdoctor.catalog.training.td212_batchnorm_single_sample_batch",
         "batchnorm-single-sample-batch",
