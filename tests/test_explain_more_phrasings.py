@@ -337,3 +337,64 @@ def test_an_all_capitals_th_macro_is_not_the_legacy_api():
 def test_samples_that_are_lists_of_different_lengths_are_the_collate():
     found = names("RuntimeError: each element in list of batch should be of equal size")
     assert found[:1] == ["collate-size-mismatch"]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # weights stored in float8 reaching a matmul, in the current and the older message
+        (
+            "mat1 and mat2 must have the same dtype, but got BFloat16 and Float8_e5m2",
+            "dtype-mismatch",
+        ),
+        (
+            "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::Half != "
+            "c10::Float8_e4m3fn",
+            "dtype-mismatch",
+        ),
+        # torch.load's messages cut short, or only their last sentence left
+        ("attempting to deserialize object on CUDA device 1", "load-without-map-location"),
+        (
+            "Check the documentation of torch.load to learn more about types accepted by default "
+            "with weights_only https://pytorch.org/docs/stable/generated/torch.load.html.",
+            "load-weights-only",
+        ),
+        ("Index is out of bounds for dimension 1 with size", "index-out-of-range"),
+        # an embedding's message on a logger's line, the traceback cut before its exception line
+        (
+            "2024-01-01 12:00:00,123 - root - ERROR - index out of range in self\n"
+            "Traceback (most recent call last):\n"
+            '  File "run.py", line 3, in <module>\n',
+            "embedding-index-out-of-range",
+        ),
+        # an issue's title over a training log that shows no exception
+        ("Loss goes to NaN after 2 epochs\niter 0: loss 3.54\niter 1: loss 3.02\n", "nan-loss"),
+        (
+            "The error says that there is an inplace operation that modified a variable in the "
+            "computational graph.",
+            "inplace-modified-for-grad",
+        ),
+    ],
+)
+def test_cut_and_retold_messages_are_recognised(text, expected):
+    found = names(text)
+    assert found and found[0] == expected, found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a leaf's in-place error is another one
+        "Told that a leaf Variable that requires grad is being used in an in-place operation, "
+        "it is about the computational graph.",
+        # a title about NaN over a log whose exception is the crash to explain
+        "NaN loss after a few steps\nTraceback (most recent call last):\n"
+        "  File \"t.py\", line 1, in <module>\nKeyError: 'labels'\n",
+        # a file that is not a pickle: corrupted-checkpoint's story
+        "_pickle.UnpicklingError: Weights only load failed. Unsupported operand 118\n"
+        "Check the documentation of torch.load to learn more about types accepted by default "
+        "with weights_only https://pytorch.org/docs/stable/generated/torch.load.html.",
+    ],
+)
+def test_cut_and_retold_messages_keep_their_premises(text):
+    assert not {"inplace-modified-for-grad", "nan-loss", "load-weights-only"} & set(names(text))

@@ -44,9 +44,21 @@ _DTYPES = {
     "complex64": "ComplexFloat",
     "ComplexDouble": "ComplexDouble",
     "complex128": "ComplexDouble",
+    # float8 storage formats (torch >= 2.1): weights kept in 8 bits and upcast to compute
+    "Float8_e4m3fn": "Float8_e4m3fn",
+    "c10::Float8_e4m3fn": "Float8_e4m3fn",
+    "float8_e4m3fn": "Float8_e4m3fn",
+    "Float8_e4m3fnuz": "Float8_e4m3fnuz",
+    "float8_e4m3fnuz": "Float8_e4m3fnuz",
+    "Float8_e5m2": "Float8_e5m2",
+    "c10::Float8_e5m2": "Float8_e5m2",
+    "float8_e5m2": "Float8_e5m2",
+    "Float8_e5m2fnuz": "Float8_e5m2fnuz",
+    "float8_e5m2fnuz": "Float8_e5m2fnuz",
 }
 INTEGERS = frozenset({"Long", "Int", "Short", "Char", "Byte", "Bool"})
 HALVES = frozenset({"Half", "BFloat16"})
+FLOAT8S = frozenset({"Float8_e4m3fn", "Float8_e4m3fnuz", "Float8_e5m2", "Float8_e5m2fnuz"})
 
 
 def dtype_name(text: str) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD106",
@@ -203,3 +203,24 @@ PITFALL.error(
     cause=_CAUSE_OP,
 )
 PITFALL.error(_MESSAGE, types=(), confidence=0.9, cause=_CAUSE_PLAIN)
+
+# Retold in an issue's prose when the error itself is a screenshot: "there exists an inplace
+# operation that modify the node in the computational graph". Not a leaf's in-place error
+# ("a leaf Variable that requires grad is being used in an in-place operation"), and only
+# where no exception was pasted: one that was is what to explain.
+_RETOLD = lazy_compile(
+    r"\bin-?place operations?\b[^.\n]{0,80}?\b(?:computation(?:al)? graph|gradient computation)"
+)
+
+
+@PITFALL.error_check(types=())
+def retold(block, report):
+    if report.exceptions or report.search("leaf Variable"):
+        return None
+    if report.once(_retold) is None:
+        return None
+    return Clue(0.6, _CAUSE_PLAIN)
+
+
+def _retold(report):
+    return _RETOLD.search(report.text or "")

@@ -54,6 +54,8 @@ from somewhere else than the failing line:
 
 ## Symptoms
 `RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`,
+`mat1 and mat2 must have the same dtype, but got Half and Float8_e4m3fn` (weights stored in
+float8 and not upcast),
 `expected mat1 and mat2 to have the same dtype, but got: double != float`,
 `Input type (c10::Half) and bias type (float) should be the same`,
 `Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the
@@ -96,6 +98,8 @@ the float64 side most likely comes from numpy; this entry is the general answer.
 
 ## Symptoms
 `RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float`、
+`mat1 and mat2 must have the same dtype, but got Half and Float8_e4m3fn`（权重以 float8 存储、
+没有转换）、
 `expected mat1 and mat2 to have the same dtype, but got: double != float`、
 `Input type (c10::Half) and bias type (float) should be the same`、
 `Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the
@@ -195,6 +199,25 @@ _MODEL_FIX = {
     "或者把输入转换成模型的 dtype：`x = x.to(next(model.parameters()).dtype)`。",
 }
 
+_FLOAT8_CAUSE = {
+    "en": "One operation got a {stored} tensor and a {other} one. float8 is a storage format "
+    "(weights loaded as fp8 to save memory): `F.linear`, `matmul` and convolutions do not "
+    "compute with it, so the weights must be upcast to the compute dtype ({other}) before "
+    "the layer runs, and here they were not.",
+    "zh": "一个运算同时收到了 {stored} 和 {other} 张量。float8 是一种存储格式（为节省显存以 fp8 "
+    "加载的权重）：`F.linear`、`matmul` 和卷积不能直接用它计算，权重必须在层运行之前转换成计算用的 "
+    "dtype（{other}），而这里没有转换。",
+}
+_FLOAT8_FIX = {
+    "en": "Load the weights in the compute dtype ({other}) instead of fp8, or turn on the "
+    "loader's option that keeps fp8 storage and upcasts each layer's weights when it runs "
+    "(a `weight_dtype`/fp8 setting of the tool or library); a model of your own can be "
+    "converted after loading (`model.half()`, `model.float()`).",
+    "zh": "以计算用的 dtype（{other}）而不是 fp8 加载权重，或者打开加载器的一个选项：权重以 fp8 "
+    "存储、每层运行时再转换（工具或库的 `weight_dtype`/fp8 设置）；自己的模型可以在加载后转换"
+    "（`model.half()`、`model.float()`）。",
+}
+
 
 @PITFALL.error_check(types=("RuntimeError", "ValueError", "TypeError"))
 def check(block, report) -> Clue | None:
@@ -206,6 +229,12 @@ def check(block, report) -> Clue | None:
     if groups.get("arg") == "target" or (groups.get("expected") and first in dtypes.INTEGERS):
         # Usually a classification loss's target of the wrong type: cross-entropy-target-dtype.
         return Clue(0.5, _CAUSE, None, fields)
+    float8 = {first, second} & dtypes.FLOAT8S
+    if float8:
+        # float8 is a storage format: matmuls do not take it as an operand, whatever the other.
+        stored = sorted(float8)[0]
+        other = second if first == stored else first
+        return Clue(0.85, _FLOAT8_CAUSE, _FLOAT8_FIX, {"stored": stored, "other": other})
     roles = dtypes.input_and_weight(block.message, block.frames)
     if roles is not None and roles[1] != "Float" and roles[0] == "Float":
         # The layer's weights are the odd ones: the model was converted, its input was not.

@@ -164,6 +164,26 @@ def embedding_likelihood(block) -> float:
     return 0.85
 
 
+# A log line that carries the message after its own prefix, its traceback pasted without the
+# exception line: ComfyUI's `!!! Exception during processing !!! index out of range in self`, a
+# logger's `ERROR: ...` or `[...] `. Only where no exception was parsed: one that was is read
+# by `check`, with its frames.
+_LOGGED = lazy_compile(
+    r"(?m)(?:^|!!! |\] |: |ERROR |- )[\"'\u201c]?[Ii]ndex out of range in self\b"
+)
+
+
+@PITFALL.error_check(types=())
+def logged(block, report) -> Clue | None:
+    if report.exceptions or report.once(_logged) is None:
+        return None
+    return Clue(0.8, _CAUSE)
+
+
+def _logged(report):
+    return _LOGGED.search(report.text or "")
+
+
 # Retold or cut short ("IndexError: index out of range", "an index out of range error"). Python's
 # own messages name their container first ("list index out of range"): a word just before is
 # not ours. Only an embedding's when the text speaks of one, of a vocabulary or of tokens.

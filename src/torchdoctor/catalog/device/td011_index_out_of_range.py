@@ -117,6 +117,18 @@ PITFALL.error(
         "索引数据和被索引的张量对不上。",
     },
 )
+# The same message with its numbers left out, as an issue's title retells it: "index is out of
+# bounds for dimension 0 with size".
+PITFALL.error(
+    r"\bindex is out of bounds for dimension\b",
+    types=("IndexError", "RuntimeError"),
+    confidence=0.8,
+    cause={
+        "en": "An index is larger than (or as large as) the size of the dimension it indexes: "
+        "the index data and the indexed tensor disagree.",
+        "zh": "某个下标大于（或等于）它所索引的那一维的大小：索引数据和被索引的张量对不上。",
+    },
+)
 PITFALL.error(
     r"index contains (?P<index>-?\d+) that is out of range for tensor of size",
     types=("IndexError", "RuntimeError"),

@@ -260,6 +260,20 @@ PITFALL.error(
     confidence=0.95,
     cause=NO_CUDA,
 )
+# The message cut after its first words, as a title or a pull request quotes it ("Attempting
+# to deserialize object on a CUDA device but torch....."): which check failed is not shown.
+PITFALL.error(
+    r"Attempting to deserialize object on (?:a )?CUDA\s+device\b",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "`torch.load` is restoring tensors saved on a GPU onto a machine (or a run) that "
+        "does not have that GPU (no CUDA, or fewer GPUs visible): without `map_location` it "
+        "puts each tensor back on the device it was saved from.",
+        "zh": "`torch.load` 正在把在 GPU 上保存的张量恢复到没有那块 GPU 的机器（或运行）上"
+        "（没有 CUDA，或可见的 GPU 更少）：没有 `map_location` 时，它会把每个张量放回保存时所在的设备。",
+    },
+)
 PITFALL.error(
     r"Attempting to deserialize object on CUDA device (?P<device>\d+) but\s+"
     r"torch\.cuda\.device_count\(\) is 0\b",

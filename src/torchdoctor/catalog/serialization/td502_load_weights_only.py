@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, per_file
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, lazy_compile, per_file
 from torchdoctor.catalog.sdk import weights_only as _weights_only
 from torchdoctor.catalog.serialization._reports import user_code_shown
 
@@ -331,6 +331,23 @@ PITFALL.error(
     confidence=0.8,
     cause=_DEFAULT_FLIPPED,
 )
+
+
+# The sentence that ends that message, left alone where a log or a paste cut the rest: a tool
+# that prints the message above its traceback, which was then pasted from that line on.
+_DOCS_TAIL = lazy_compile(
+    r"Check the documentation of torch\.load to learn more about types accepted by default "
+    r"with weights_only"
+)
+
+
+@PITFALL.error_check(types=())
+def documentation_tail(block, report) -> Clue | None:
+    if not _DOCS_TAIL.search(block.message):
+        return None
+    if report.search("Unsupported operand"):
+        return None  # not a pickle at all: corrupted-checkpoint
+    return Clue(0.75, _DEFAULT_FLIPPED)
 
 
 @PITFALL.error_check(types=())

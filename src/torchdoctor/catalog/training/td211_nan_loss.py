@@ -352,6 +352,26 @@ def check_user_nan_check(block, report):
     return None
 
 
+# An issue's title telling of a NaN loss ("NAN training loss after couple of steps"), above a
+# training log that shows no exception: the log is the run, the title says how it ended. A
+# title is the first line, and short; a long first line is a log's or a sentence's.
+_TITLE = 120
+
+
+@PITFALL.error_check(types=())
+def title_tells_nan(block, report):
+    if report.exceptions:
+        return None  # the crash is what to explain
+    return report.once(_nan_in_title)
+
+
+def _nan_in_title(report) -> Clue | None:
+    title = next((line.strip() for line in (report.text or "").split("\n", 20) if line.strip()), "")
+    if len(title) > _TITLE or not _LOSS_NAN.search(title):
+        return None
+    return Clue(0.7, _CAUSE_DIVERGED)
+
+
 # ---- at run time -------------------------------------------------------------------------------
 
 _WHAT_ZH = {"loss": "损失", "gradients": "梯度"}
