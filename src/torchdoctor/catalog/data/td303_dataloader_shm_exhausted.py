@@ -141,8 +141,9 @@ for (images,) in loader:
 # device is full are not guesses and do not ask.
 _LARGE = r"(?:[1-9]\d{2,4}|6[4-9]|[7-9]\d|100s of|hundreds of) ?(?:[GT]i?B|[GgTt])\b"
 _SHM_SAID_LARGE = lazy_compile(
-    r"(?:/dev/shm|\bshm)\b[^\n.]{0,40}?(?<![\d.])" + _LARGE + r"|(?<![\d.])" + _LARGE
-    + r"(?: of)?(?: free| available)?(?: space)?(?: of| in| on| for)? (?:/dev/)?shm\b"
+    rf"(?:/dev/shm|\bshm)\b[^\n.]{{0,40}}?(?<![\d.]){_LARGE}"
+    rf"|(?<![\d.]){_LARGE}(?: of)?(?: free| available)?(?: space)?(?: of| in| on| for)? "
+    r"(?:/dev/)?shm\b"
 )
 PITFALL.error(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Bus\s+error",

@@ -307,9 +307,9 @@ _NOT_A_PACKAGE_CAUSE = {
     "当前目录或 `sys.path` 靠前的其他位置）遮蔽了真正的 `{module}`，于是无法导入它的子模块。",
 }
 _NOT_A_PACKAGE_FIX = {
-    "en": "Find the file (`python -c \"import {module}; print({module}.__file__)\"`), rename it "
+    "en": 'Find the file (`python -c "import {module}; print({module}.__file__)"`), rename it '
     "and delete its `__pycache__/{module}.*.pyc`.",
-    "zh": "找到这个文件（`python -c \"import {module}; print({module}.__file__)\"`），给它改名，"
+    "zh": '找到这个文件（`python -c "import {module}; print({module}.__file__)"`），给它改名，'
     "并删除对应的 `__pycache__/{module}.*.pyc`。",
 }
 
