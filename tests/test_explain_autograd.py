@@ -254,6 +254,20 @@ NONE_ERROR = traceback(
 )
 
 
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        # github.com/winycg/l-mcl/issues/1: the paste ends inside the exception line
+        ("RuntimeError: grad can be implicitly create", "non-scalar-backward"),
+        ("RuntimeError: grad can be implicitly created only for sca", "non-scalar-backward"),
+        ("RuntimeError: grad can be", None),  # too little left to tell
+    ],
+)
+def test_exception_line_cut_short(error, expected):
+    diagnoses = ranked(traceback("loss.backward()", error))
+    assert (diagnoses[0].pitfall.name if diagnoses else None) == expected
+
+
 def test_error_on_none_grad_is_explained_by_the_non_leaf_warning():
     diagnoses = ranked(NON_LEAF_WARNING + NONE_ERROR)
     assert diagnoses[0].pitfall.name == "non-leaf-grad-access"

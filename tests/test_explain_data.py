@@ -164,6 +164,23 @@ def test_bus_error_is_shared_memory():
     assert "--shm-size" in found.fix
 
 
+@pytest.mark.parametrize(
+    "said", ["I run with --ipc=host, so /dev/shm has 254GB.", "docker run --shm-size=128g ..."]
+)
+def test_bus_error_guess_is_silent_where_the_shared_memory_is_said_to_be_large(said):
+    # github.com/pytorch/pytorch/issues/26009: the data volume, not /dev/shm
+    bus_error = (
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+        "insufficient shared memory (shm).\n"
+    )
+    assert not ranked(said + "\n" + bus_error)
+    # a message that says the device is full is no guess
+    full = "RuntimeError: unable to write to file </torch_1_2>: No space left on device (28)\n"
+    assert top(said + "\n" + full).pitfall.name == "dataloader-shm-exhausted"
+    # a small size said is what the guess expects
+    assert top("docker run --shm-size=8g ...\n" + bus_error).confidence > 0.9
+
+
 def test_killed_worker_is_not_claimed_as_shared_memory():
     text = traceback(
         (f"{SITE}/torch/utils/data/dataloader.py", "_try_get_data"),

@@ -168,6 +168,49 @@ def test_module_attribute_both_ways(text, cause_names):
     assert cause_names in first.cause
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # github.com/pytorch/pytorch/issues/46723: a `multiprocessing.py` beside the script
+        (
+            "ModuleNotFoundError: No module named 'multiprocessing.util'; 'multiprocessing' is "
+            "not a package",
+            "stdlib-shadowing-file",
+        ),
+        ("no module named 'torch.nn'; 'torch' is not a package", "stdlib-shadowing-file"),
+        # `random` is a plain module: asking for a submodule of it is the user's own mistake
+        ("ModuleNotFoundError: No module named 'random.x'; 'random' is not a package", None),
+    ],
+)
+def test_a_package_found_as_a_plain_module(text, expected):
+    found = names(text)
+    assert (found[0] if found else None) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # github.com/sanghyun-son/edsr-pytorch/issues/162: a copy of PyTorch 1.0's dataloader.py
+        (
+            "ImportError: cannot import name '_update_worker_pids' from 'torch._C' "
+            "(/usr/lib/python3.7/site-packages/torch/_C.cpython-37m-x86_64-linux-gnu.so)",
+            "removed-torch-api",
+        ),
+        (
+            "ImportError: cannot import name '_DataLoaderIter' from 'torch.utils.data.dataloader'",
+            "removed-torch-api",
+        ),
+        # Python 3.6 names no module, and nothing else here does
+        ("ImportError: cannot import name '_update_worker_pids'", None),
+        # the project's own helper of that name
+        ("ImportError: cannot import name '_worker_loop' from 'mmcv.loader'", None),
+    ],
+)
+def test_private_dataloader_helpers_of_pytorch_1_0(text, expected):
+    found = names(text)
+    assert (found[0] if found else None) == expected
+
+
 def test_an_attribute_an_old_torch_lacks_is_not_blamed_on_a_shadowing_file():
     assert "stdlib-shadowing-file" not in names(
         "AttributeError: module 'torch' has no attribute 'device'"

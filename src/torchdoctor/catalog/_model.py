@@ -105,7 +105,10 @@ class ErrorSignature:
 
     The regex is compiled on first use, and only for a message that holds one of the literal
     texts the regex cannot match without (`literals`): `explain` starts in a fresh process, and
-    compiling every signature of the catalog would be most of its run time."""
+    compiling every signature of the catalog would be most of its run time.
+
+    `unless`: a pattern searched in the whole input that says the cause's premise is false
+    (the user measured what the cause blames, and it was fine): the signature is then silent."""
 
     types: frozenset[str]
     regex: str | None = None
@@ -113,6 +116,7 @@ class ErrorSignature:
     confidence: float = 0.9
     cause: Text | None = None
     fix: Text | None = None
+    unless: re.Pattern | None = None
 
     def __post_init__(self) -> None:
         self._compiled: re.Pattern | None = None
@@ -385,12 +389,13 @@ class Pitfall:
         confidence: float = 0.9,
         cause: Text | None = None,
         fix: Text | None = None,
+        unless: re.Pattern | None = None,
     ) -> None:
         """Register an error signature: a regex searched in messages of the given types.
 
-        Named groups become fields of `cause`/`fix` (`{device}`)."""
+        Named groups become fields of `cause`/`fix` (`{device}`); `unless`: see ErrorSignature."""
         self.error_signatures.append(
-            ErrorSignature(frozenset(types), pattern, None, confidence, cause, fix)
+            ErrorSignature(frozenset(types), pattern, None, confidence, cause, fix, unless)
         )
 
     def error_check(self, *, types: Iterable[str] = ("RuntimeError",)) -> Callable:

@@ -215,7 +215,13 @@ def _clue(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) -> 
     if signature.check is not None:
         clue = signature.check(block, report)
         return None if clue is None else (pitfall, signature, clue)
-    return None if found is None else (pitfall, signature, _regex_clue(signature, found))
+    if found is None or _premise_denied(signature, report):
+        return None
+    return pitfall, signature, _regex_clue(signature, found)
+
+
+def _premise_denied(signature: ErrorSignature, report: ErrorReport) -> bool:
+    return signature.unless is not None and report.search(signature.unless) is not None
 
 
 def _search(signature: IndexedSignature, message: str) -> re.Match | None:
@@ -261,7 +267,7 @@ def _match_message_alone(report: ErrorReport, best: dict[str, Diagnosis], lang: 
         found = _clue(indexed, message, report)
         weight = _MESSAGE_WEIGHT
         if found is None and indexed.regex:
-            found = _match_folded(indexed, message.message, folded)
+            found = _match_folded(indexed, message.message, folded, report)
             weight = _MESSAGE_WEIGHT * _FOLDED_WEIGHT
         if found is None:
             continue
@@ -312,12 +318,16 @@ def _message_alone(report: ErrorReport) -> ErrorBlock | None:
     return ErrorBlock("", "\n".join(lines), kind="log")
 
 
-def _match_folded(indexed: IndexedSignature, message: str, folded: str) -> Found | None:
+def _match_folded(
+    indexed: IndexedSignature, message: str, folded: str, report: ErrorReport
+) -> Found | None:
     """The signature's regex in any capitalisation: titles and chat lines retype the message."""
     found = _search_folded(indexed, message, folded)
     if found is None:
         return None
     pitfall, signature = indexed.load()
+    if _premise_denied(signature, report):
+        return None
     return pitfall, signature, _regex_clue(signature, found)
 
 

@@ -117,18 +117,30 @@ def check_autograd_grad(block, report):
     )
 
 
-PITFALL.error(
-    _MESSAGE,
-    confidence=0.95,
-    cause={
-        "en": "`backward()` was called without `gradient=` on a tensor with several elements: "
-        "a loss with `reduction='none'`, a per-sample loss, or one loss per GPU under "
-        "`DataParallel`, not reduced to a scalar.",
-        "zh": "对包含多个元素的张量调用了不带 `gradient=` 的 `backward()`：使用了 "
-        "`reduction='none'` 的损失、逐样本的损失，或 `DataParallel` 下每块 GPU 一个的损失，"
-        "没有归约成标量。",
-    },
-)
+_CAUSE = {
+    "en": "`backward()` was called without `gradient=` on a tensor with several elements: "
+    "a loss with `reduction='none'`, a per-sample loss, or one loss per GPU under "
+    "`DataParallel`, not reduced to a scalar.",
+    "zh": "对包含多个元素的张量调用了不带 `gradient=` 的 `backward()`：使用了 "
+    "`reduction='none'` 的损失、逐样本的损失，或 `DataParallel` 下每块 GPU 一个的损失，"
+    "没有归约成标量。",
+}
+PITFALL.error(_MESSAGE, confidence=0.95, cause=_CAUSE)
+
+# The exception line cut short where an issue's paste ends: `grad can be implicitly create`.
+# A start of the message this long is said by no other error.
+_FULL_MESSAGE = "grad can be implicitly created only for scalar outputs"
+_SHORTEST_START = 20
+
+
+@PITFALL.error_check(types=("RuntimeError",))
+def cut_message(block, report) -> Clue | None:
+    message = block.message.strip()
+    if len(message) < _SHORTEST_START or not _FULL_MESSAGE.startswith(message):
+        return None
+    if message == _FULL_MESSAGE:
+        return None  # the whole message: the signature above
+    return Clue(0.9, _CAUSE)
 
 
 # A traceback cut before its exception line (an issue pastes only its top) whose last frame is

@@ -71,6 +71,11 @@ out-of-memory killer ending a worker because the machine ran out of RAM, not of 
 memory. It is shown with low confidence; reduce `num_workers`, the memory each worker holds
 (copies of large Python lists in the dataset grow with every worker), or the batch size.
 
+A bus error is only a guess at a full `/dev/shm`: when the report says the shared memory is
+large (64 GB or more, as with `--ipc=host` on a big host: "/dev/shm space of 254GB"), the
+guesses stay silent. A worker also dies of `SIGBUS` reading a memory-mapped file whose volume
+went away (a network or removable data disk), which no message tells apart.
+
 ## References
 - PyTorch issue #5040 (the bus error message) and the `docker run --shm-size` documentation.
 """,
@@ -100,6 +105,10 @@ try to raise your shared memory limit.`（旧版本只有 `... is killed by sign
 应减少 `num_workers`、减少每个 worker 占用的内存（数据集中的大型 Python 列表会在每个 worker
 中各复制一份），或调小 batch size。
 
+bus error 只是对 `/dev/shm` 已满的猜测：如果报告中说共享内存很大（64 GB 或更多，例如在大内存主机上使用
+`--ipc=host`："/dev/shm space of 254GB"），这些猜测不会给出。worker 读取内存映射文件时，如果文件所在的卷
+消失了（网络盘或可移动数据盘），同样会收到 `SIGBUS`，而报错信息无法区分这两种情况。
+
 ## References
 - PyTorch issue #5040（bus error 报错信息的由来）以及 `docker run --shm-size` 的文档。
 """,
@@ -126,9 +135,20 @@ for (images,) in loader:
 """,
 )
 
+# A bus error is a guess at a full /dev/shm (torch's own messages say "might", "It is
+# possible"); the report that says the shared memory is large (64 GB or more: "/dev/shm space
+# of 254GB", "--shm-size=128g", "100s of GB of /dev/shm") denies it. Messages that say the
+# device is full are not guesses and do not ask.
+_LARGE = r"(?:[1-9]\d{2,4}|6[4-9]|[7-9]\d|100s of|hundreds of) ?(?:[GT]i?B|[GgTt])\b"
+_SHM_SAID_LARGE = lazy_compile(
+    rf"(?:/dev/shm|\bshm)\b[^\n.]{{0,40}}?(?<![\d.]){_LARGE}"
+    rf"|(?<![\d.]){_LARGE}(?: of)?(?: free| available)?(?: space)?(?: of| in| on| for)? "
+    r"(?:/dev/)?shm\b"
+)
 PITFALL.error(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: Bus\s+error",
     types=(),
+    unless=_SHM_SAID_LARGE,
     confidence=0.95,
     cause={
         "en": "DataLoader worker {pid} died of SIGBUS: the shared memory (/dev/shm) that "
@@ -143,6 +163,7 @@ PITFALL.error(
     r"Unexpected bus error encountered in worker\W{1,3}This might be caused by insufficient "
     r"shared memory \(shm\)|caused by insufficient shared memory \(shm\)",
     types=(),
+    unless=_SHM_SAID_LARGE,
     confidence=0.95,
     cause={
         "en": "A DataLoader worker hit a bus error while writing a batch into shared memory: "
@@ -198,6 +219,7 @@ PITFALL.error(
     r"|/dev/shm\s*(?:is\s+)?(?:不够|不足|满了|太小|too small|full)"
     r"|\bshm (?:is )?(?:不够|不足|满了|太小|too small|full)",
     types=(),
+    unless=_SHM_SAID_LARGE,
     confidence=0.6,
     cause={
         "en": "The DataLoader's workers pass batches to the main process through shared memory "
@@ -210,6 +232,7 @@ PITFALL.error(
 PITFALL.error(
     r"(?m)^Bus error \(core dumped\)",
     types=(),
+    unless=_SHM_SAID_LARGE,
     confidence=0.4,
     cause={
         "en": "A process died of SIGBUS. In training scripts that is most often a DataLoader "
@@ -233,7 +256,7 @@ def bus_error_in_loader(block, report) -> Clue | None:
     def in_text(pattern):  # the whole input (read once for all blocks), else the message
         return report.search(pattern) if report.text else pattern.search(block.message)
 
-    if not in_text(_LOADER_CONTEXT):
+    if not in_text(_LOADER_CONTEXT) or report.search(_SHM_SAID_LARGE):
         return None
     if _BUS_ERROR.search(block.message) or (_EXITED in block.message and in_text(_BUS_ERROR)):
         return Clue(

@@ -102,6 +102,8 @@ whole autograd graph in memory and runs out of GPU memory at a batch size that u
 - `RuntimeError: This function was deprecated since version 1.9 and is now removed.` (for
   `torch.symeig`, `torch.eig`, `torch.solve`, `torch.lstsq`, `torch.matrix_rank`)
 - `AttributeError: module 'torch' has no attribute 'gels'` (and the other removed names)
+- `ImportError: cannot import name '_update_worker_pids' from 'torch._C'` (a copy of the
+  DataLoader of PyTorch 1.0, whose private helpers PyTorch 1.1 reorganised)
 - `ImportError: cannot import name 'container_abcs' from 'torch._six'` (PyTorch 1.9+),
   `ModuleNotFoundError: No module named 'torch._six'`, `AttributeError: module 'torch' has no
   attribute '_six'` (PyTorch 2.0+): the Python 2 compatibility module is gone, usually
@@ -164,6 +166,8 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
 - `RuntimeError: This function was deprecated since version 1.9 and is now removed.`（对应
   `torch.symeig`、`torch.eig`、`torch.solve`、`torch.lstsq`、`torch.matrix_rank`）
 - `AttributeError: module 'torch' has no attribute 'gels'`（以及其他已移除的名字）
+- `ImportError: cannot import name '_update_worker_pids' from 'torch._C'`（复制自 PyTorch 1.0 的
+  DataLoader，其私有辅助函数在 PyTorch 1.1 中被重组）
 - `ImportError: cannot import name 'container_abcs' from 'torch._six'`（PyTorch 1.9+）、
   `ModuleNotFoundError: No module named 'torch._six'`、`AttributeError: module 'torch' has no
   attribute '_six'`（PyTorch 2.0+）：这个 Python 2 兼容模块已被删除，导入它的通常是某个库的旧版本
@@ -521,7 +525,54 @@ def removed_name(block, report) -> Clue | None:
         fix = _SIX_FIX if six else _SIX_MODULE_FIX
         cause = _SIX_EARLY_CAUSE if name in _SIX_GONE_IN_1_9 else _SIX_CAUSE
         return Clue(0.95, cause if six else _SIX_MODULE_CAUSE, fix, fields)
-    return _removed_attribute(block.message, 0.95)
+    return _private_import(block) or _removed_attribute(block.message, 0.95)
+
+
+# Private helpers of the DataLoader of PyTorch 1.0 and older, which projects copied with its
+# `dataloader.py` to customise it (EDSR's multi-scale `MSDataLoader` and its many forks).
+# PyTorch 1.1 moved the DataLoader's internals into `torch.utils.data._utils`, renaming
+# `torch._C._update_worker_pids` to `_set_worker_pids`, and 1.2 split `_DataLoaderIter` in two.
+PRIVATE_GONE = {
+    "_update_worker_pids": "torch._C",
+    "_worker_loop": "torch.utils.data.dataloader",
+    "_set_SIGCHLD_handler": "torch.utils.data.dataloader",
+    "numpy_type_map": "torch.utils.data.dataloader",
+    "pin_memory_batch": "torch.utils.data.dataloader",
+    "_DataLoaderIter": "torch.utils.data.dataloader",
+}
+_PRIVATE_IMPORT = lazy_compile(r"cannot import name '(?P<name>\w+)'(?: from '(?P<module>[\w.]+)')?")
+_FROM_IMPORT = lazy_compile(r"from (?P<module>[\w.]+) import (?P<names>[^#\n]*)")
+_PRIVATE_CAUSE = {
+    "en": "`{module}.{name}` is a private helper of the DataLoader of PyTorch 1.0 and older; "
+    "PyTorch 1.1 reorganised the DataLoader's internals (into `torch.utils.data._utils`) and "
+    "it is gone. Code that copied the old `dataloader.py` to customise it still imports it.",
+    "zh": "`{module}.{name}` 是 PyTorch 1.0 及更早版本 DataLoader 的私有辅助函数；PyTorch 1.1 重组了 "
+    "DataLoader 的内部实现（移到 `torch.utils.data._utils` 中），它已不复存在。复制了旧版 "
+    "`dataloader.py` 来定制的代码仍在导入它。",
+}
+_PRIVATE_FIX = {
+    "en": "Update the project's copied DataLoader for PyTorch 1.1+ (most such projects did: "
+    "subclass `torch.utils.data.DataLoader` instead of copying it), or run it with the "
+    "PyTorch 1.0 it was written for.",
+    "zh": "把项目中复制的 DataLoader 更新到 PyTorch 1.1+（多数此类项目已经更新：改为继承 "
+    "`torch.utils.data.DataLoader` 而不是复制它），或者在它所针对的 PyTorch 1.0 上运行。",
+}
+
+
+def _private_import(block) -> Clue | None:
+    """`cannot import name '_update_worker_pids' from 'torch._C'`; before Python 3.8 the module
+    is not named, the frame's `from torch._C import ...` line says it."""
+    found = _PRIVATE_IMPORT.search(block.message)
+    if found is None or found["name"] not in PRIVATE_GONE:
+        return None
+    name, module = found["name"], found["module"]
+    if module is None and block.frames:
+        source = _FROM_IMPORT.match((block.frames[-1].source or "").strip())
+        if source is not None and name in re.findall(r"\w+", source["names"]):
+            module = source["module"]
+    if module != PRIVATE_GONE[name]:
+        return None  # another module's name, or no module known: not this one for sure
+    return Clue(0.9, _PRIVATE_CAUSE, _PRIVATE_FIX, {"module": module, "name": name})
 
 
 @PITFALL.error_check(types=())

@@ -430,8 +430,11 @@ def _grad_switched_in_file(ctx: Context) -> bool:
 
 # Error signatures ---------------------------------------------------------------------------
 
+# Both messages type-less: only these errors say them, and hosts that print the message without
+# its class (ComfyUI's "Error occurred when executing <node>:" above the frames) still count.
 PITFALL.error(
     r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad",
+    types=(),
     confidence=0.95,
     cause={
         "en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "
@@ -443,7 +446,7 @@ PITFALL.error(
 )
 PITFALL.error(
     r"can't convert (?:(?P<device>\w+:\d+) device type|CUDA) tensor to numpy",
-    types=("TypeError",),
+    types=(),
     confidence=0.95,
     cause={
         "en": "`.numpy()` was called (directly, or by numpy, matplotlib or a logger) on a "

@@ -57,8 +57,9 @@ module" circular-import error raised inside `import torch`.
 `AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
 a circular import)`, `ImportError: cannot import name 'deepcopy' from partially initialized
 module 'copy'`, `ImportError: No module named _C` raised by a `torch/__init__.py` of the current
-directory (a PyTorch source checkout), and errors raised deep inside `import torch` or
-`import numpy`.
+directory (a PyTorch source checkout), `ModuleNotFoundError: No module named
+'multiprocessing.util'; 'multiprocessing' is not a package`, and errors raised deep inside
+`import torch` or `import numpy`.
 
 ## Known problems
 Only directories without `__init__.py` are checked: inside a package, absolute imports do not
@@ -85,7 +86,8 @@ Jupyter 对 notebook 所在目录也是如此）中出现 `import X` / `from X i
 `AttributeError: partially initialized module 'torch' has no attribute 'nn' (most likely due to
 a circular import)`、`ImportError: cannot import name 'deepcopy' from partially initialized
 module 'copy'`、由当前目录下的 `torch/__init__.py`（PyTorch 源码目录）抛出的
-`ImportError: No module named _C`，以及在 `import torch`、`import numpy` 深处抛出的各种错误。
+`ImportError: No module named _C`，`ModuleNotFoundError: No module named 'multiprocessing.util';
+'multiprocessing' is not a package`，以及在 `import torch`、`import numpy` 深处抛出的各种错误。
 
 ## Known problems
 只检查没有 `__init__.py` 的目录：在包内部，绝对导入看不到同目录的模块，除非把包目录本身当作脚本目录
@@ -279,6 +281,45 @@ def explain(block, report) -> Clue | None:
         if missing.group("attr") in _EVERYDAY_MODULES[missing.group("module")]:
             return Clue(0.85, _CAUSE, fields={"module": missing.group("module")})
     return None
+
+
+# `No module named 'multiprocessing.util'; 'multiprocessing' is not a package`: the name of a
+# package was found as a plain module, a file `multiprocessing.py`, ahead of the package on the
+# path. Only names that are packages in every Python and release count (`re` became one in 3.11;
+# `cv2` was a bare extension module before OpenCV 4.6): of a plain module it is the user's typo.
+_NOT_A_PACKAGE = lazy_compile(
+    r"[Nn]o module named '(?P<module>\w+)\.[\w.]+'[;:,]? '(?P=module)' is not a package"
+)
+_PACKAGES = (
+    frozenset(
+        """asyncio collections concurrent ctypes curses dbm distutils email encodings html http
+        importlib json lib2to3 logging multiprocessing sqlite3 tkinter unittest urllib wsgiref
+        xml xmlrpc""".split()
+    )
+    | (_WELL_KNOWN - {"cv2"})
+    | _ECOSYSTEM
+)
+_NOT_A_PACKAGE_CAUSE = {
+    "en": "`{module}` is a package, but Python found a plain module of that name: a file "
+    "`{module}.py` (in the script's directory, the current directory or elsewhere early on "
+    "`sys.path`) shadows the real `{module}`, so its submodules cannot be imported.",
+    "zh": "`{module}` 本应是一个包，Python 找到的却是同名的普通模块：一个 `{module}.py` 文件（位于脚本所在目录、"
+    "当前目录或 `sys.path` 靠前的其他位置）遮蔽了真正的 `{module}`，于是无法导入它的子模块。",
+}
+_NOT_A_PACKAGE_FIX = {
+    "en": 'Find the file (`python -c "import {module}; print({module}.__file__)"`), rename it '
+    "and delete its `__pycache__/{module}.*.pyc`.",
+    "zh": '找到这个文件（`python -c "import {module}; print({module}.__file__)"`），给它改名，'
+    "并删除对应的 `__pycache__/{module}.*.pyc`。",
+}
+
+
+@PITFALL.error_check(types=("ImportError", "ModuleNotFoundError"))
+def module_not_a_package(block, report) -> Clue | None:
+    found = _NOT_A_PACKAGE.search(block.message)
+    if found is None or found.group("module") not in _PACKAGES:
+        return None
+    return Clue(0.9, _NOT_A_PACKAGE_CAUSE, _NOT_A_PACKAGE_FIX, {"module": found.group("module")})
 
 
 # `import torch` inside a folder that holds a `torch/` directory (a PyTorch source checkout): the
