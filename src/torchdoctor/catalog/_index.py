@@ -2558,13 +2558,21 @@ SIGNATURES = (
         "cpp-extension-removed-api",
         7,
         (),
+        "(?<![\\w'\\u2018])(?P<api>AT_CHECK)[\\\"`'\\u2019]? (?:was |is |has been )?(?:not declared|not defined|undefined|deprecated|removed)",
+        ("AT_CHECK",),
+    ),
+    (
+        "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
+        "cpp-extension-removed-api",
+        8,
+        (),
         'identifier "(?P<api>(?-i:TH[A-Z]?[A-Z][a-z])\\w{0,40})" is undefined',
         ('" is undefined',),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
         "cpp-extension-removed-api",
-        8,
+        9,
         (),
         "['\\u2018](?P<api>(?-i:TH[A-Z]?[A-Z][a-z])\\w{0,40})['\\u2019] was not declared",
         (" was not declared",),
@@ -2572,7 +2580,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
         "cpp-extension-removed-api",
-        9,
+        10,
         (),
         "['\\u2018](?P<api>(?-i:TH[A-Z]?[A-Z][a-z])\\w{0,40})['\\u2019] has not been declared",
         (" has not been declared",),
@@ -2580,7 +2588,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
         "cpp-extension-removed-api",
-        10,
+        11,
         (),
         "['\\u2018](?P<api>(?-i:TH[A-Z]?[A-Z][a-z])\\w{0,40})['\\u2019] does not name a type",
         (" does not name a type",),
@@ -2588,7 +2596,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
         "cpp-extension-removed-api",
-        11,
+        12,
         (),
         "undeclared identifier ['\\u2018](?P<api>(?-i:TH[A-Z]?[A-Z][a-z])\\w{0,40})['\\u2019]",
         ("undeclared identifier ",),
@@ -2596,7 +2604,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
         "cpp-extension-removed-api",
-        12,
+        13,
         (),
         "(?:Tensor\\.data<T>\\(\\) is deprecated|declared here\\s+T \\* data\\(\\) const)",
         (),
@@ -2604,7 +2612,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
         "cpp-extension-removed-api",
-        13,
+        14,
         (),
         "Tensor\\.type\\(\\) is deprecated",
         ("Tensor.type() is deprecated",),
