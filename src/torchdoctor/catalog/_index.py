@@ -2706,6 +2706,17 @@ SIGNATURES = (
         ("elementwise_mean is not ",),
     ),
     (
+        "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
+        "deprecated-loss-reduction-args",
+        4,
+        (),
+        "'mean' divides the total loss by both the batch size and the support size|'mean' will be changed to behave the same as 'batchmean'",
+        (
+            "'mean' divides the total loss by both the batch size and the support size",
+            "'mean' will be changed to behave the same as 'batchmean'",
+        ),
+    ),
+    (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
         "removed-torch-api",
         0,
