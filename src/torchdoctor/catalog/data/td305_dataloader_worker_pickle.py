@@ -267,7 +267,7 @@ _LOCAL_RETOLD_FIX = {
 
 @PITFALL.error_check(types=())
 def local_object_retold(block, report) -> Clue | None:
-    if report.exceptions or not _LOCAL_RETOLD.search(block.message):
+    if not _LOCAL_RETOLD.search(block.message) or report.exceptions:
         return None  # a printed exception is read by `unpicklable`
     if report.search(_SERIALIZATION_FRAMES) or not report.search(_SPAWNING):
         return None  # nothing ties it to a spawned process, or it is a saved model's

@@ -115,7 +115,7 @@ def not_compiled_with_cuda(block, report) -> Clue | None:
 def not_compiled_with_cuda_retold(block, report) -> Clue | None:
     """The message retold in an issue's title or prose above a traceback cut off before its
     exception line: no printed exception to go by, so a little less sure."""
-    if report.exceptions or _NOT_COMPILED not in block.message.lower():
+    if _NOT_COMPILED not in block.message.lower() or report.exceptions:
         return None  # a printed exception is read by `not_compiled_with_cuda`, or is another's
     if report.search(_XPU):
         return Clue(0.5, _XPU_BUILD)

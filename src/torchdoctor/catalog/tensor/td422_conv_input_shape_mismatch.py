@@ -183,7 +183,7 @@ _FOUR_CHANNELS_FIX = {
 
 @PITFALL.error_check(types=())
 def four_channel_images_retold(block, report) -> Clue | None:
-    if report.exceptions or not _FOUR_CHANNELS.search(block.message):
+    if not _FOUR_CHANNELS.search(block.message) or report.exceptions:
         return None  # a printed exception has a message to go by
     if not _CONV_CALL.search(report.text[-_TAIL:]):
         return None
