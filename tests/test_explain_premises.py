@@ -336,3 +336,65 @@ def test_exploding_loss_needs_growth_or_a_huge_gradient_norm():
     assert "nan-loss" not in [d.pitfall.name for d in ranked(scale)]
     huge_alone = "step 1 loss: 912345678.0, grad_norm: 35.2\n"
     assert "nan-loss" not in [d.pitfall.name for d in ranked(huge_alone)]
+
+
+# Causes read from a report whose traceback was cut off before its exception line: each needs
+# what the text says besides the retold words, and gives way to a printed exception.
+
+CUT_TRACEBACK = """Traceback (most recent call last):
+  File "train.py", line 12, in <module>
+    out = model(images)
+  File "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1541, in _call_impl
+    return forward_call(*args, **kwargs)
+  File "model.py", line 40, in forward
+    h = self.conv_in(x)
+"""
+
+
+def test_a_retold_not_compiled_with_cuda_over_a_cut_traceback_is_a_cpu_build():
+    first = ranked("# Torch not compiled with CUDA enabled\n\n" + CUT_TRACEBACK)[0]
+    assert first.pitfall.name == "cpu-only-torch-build"
+
+
+def test_a_retold_not_compiled_with_cuda_on_an_xpu_build_is_not_sure():
+    text = "# Torch not compiled with CUDA enabled (torch 2.5.1+xpu)\n\n" + CUT_TRACEBACK
+    assert all(d.confidence <= 0.6 for d in ranked(text))
+
+
+def test_a_retold_not_compiled_with_cuda_gives_way_to_the_printed_exception():
+    text = (
+        "I reinstalled, now Torch not compiled with CUDA enabled went away but:\n\n"
+        + CUT_TRACEBACK
+        + "ValueError: too many values to unpack (expected 2)\n"
+    )
+    assert "cpu-only-torch-build" not in [d.pitfall.name for d in ranked(text)]
+
+
+def test_four_channel_images_need_a_convolution_where_the_traceback_stops():
+    assert ranked("# RGBA png images fail\n\n" + CUT_TRACEBACK)[0].pitfall.name == (
+        "conv-input-shape-mismatch"
+    )
+    other = CUT_TRACEBACK.replace("self.conv_in(x)", "self.attention(x)")
+    assert "conv-input-shape-mismatch" not in [
+        d.pitfall.name for d in ranked("# RGBA png images fail\n\n" + other)
+    ]
+
+
+def test_a_retold_local_object_needs_the_spawning_frames():
+    spawn = (
+        "# Can't pickle local object\n\n"
+        '  File "C:\\Python310\\lib\\multiprocessing\\popen_spawn_win32.py", line 93, in '
+        "__init__\n    reduction.dump(process_obj, to_child)\n"
+    )
+    assert ranked(spawn)[0].pitfall.name == "dataloader-worker-pickle"
+    assert "dataloader-worker-pickle" not in [
+        d.pitfall.name for d in ranked("# Can't pickle local object\n\nwhen I save the model\n")
+    ]
+
+
+def test_an_unquoted_class_without_module_is_not_a_sentence_word():
+    named = ranked("Fix `UNet2DConditionModel object has no attribute 'module'` error")
+    assert named[0].pitfall.name == "dataparallel-attribute"
+    assert "dataparallel-attribute" not in [
+        d.pitfall.name for d in ranked("The object has no attribute 'module' here")
+    ]

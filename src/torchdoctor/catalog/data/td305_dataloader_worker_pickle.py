@@ -244,6 +244,37 @@ PITFALL.error(
 )
 
 
+# `Can't pickle local object` retold without the object (an issue's title) above a traceback
+# that never reaches its exception line (a `rich` box cut short): the spawning frames the
+# input shows are the process start's, not `torch.save`'s.
+_LOCAL_RETOLD = lazy_compile(r"(?i)can'?n?'?t pickle local object")
+_SPAWNING = lazy_compile(
+    r"popen_spawn|[/\\]spawn\.py|reduction\.dump|_MultiProcessingDataLoaderIter"
+)
+_LOCAL_RETOLD_CAUSE = {
+    "en": "A spawned process (DataLoader workers on Windows, macOS, Jupyter, or `spawn`) was "
+    "sent a lambda, or a function or class defined inside a function: pickle cannot send it.",
+    "zh": "以 spawn 方式启动的进程（Windows、macOS、Jupyter 或 `spawn` 下的 DataLoader worker）"
+    "收到了 lambda，或定义在函数内部的函数或类：pickle 无法发送它。",
+}
+_LOCAL_RETOLD_FIX = {
+    "en": "Define that function at the top level of a module (a named `def` instead of a "
+    "lambda, or `functools.partial` of a top-level function), or set `num_workers=0`.",
+    "zh": "把该函数定义在模块顶层（用具名的 `def` 代替 lambda，或对顶层函数使用 "
+    "`functools.partial`），或者设 `num_workers=0`。",
+}
+
+
+@PITFALL.error_check(types=())
+def local_object_retold(block, report) -> Clue | None:
+    if not _LOCAL_RETOLD.search(block.message) or report.exceptions:
+        return None  # a printed exception is read by `unpicklable`
+    if report.search(_SERIALIZATION_FRAMES) or not report.search(_SPAWNING):
+        return None  # nothing ties it to a spawned process, or it is a saved model's
+    confidence = 0.8 if report.search(_LOADER) else 0.7
+    return Clue(confidence, _LOCAL_RETOLD_CAUSE, _LOCAL_RETOLD_FIX)
+
+
 @PITFALL.error_check(types=("AttributeError", "PicklingError", "TypeError"))
 def unpicklable(block, report) -> Clue | None:
     """Pickling errors, placed by their frames: DataLoader / multiprocessing ones are ours,

@@ -116,6 +116,10 @@ does not follow `reduction=` because legacy flags in the same call override it.
 or `ValueError: elementwise_mean is not a valid value for reduction` (`poisson_nll_loss`) and
 `ValueError: elementwise_mean is not valid` (`multilabel_soft_margin_loss`,
 `gaussian_nll_loss`).
+`explain` also reads `F.kl_div`'s warning that its `reduction='mean'` is deprecated:
+`UserWarning: reduction: 'mean' divides the total loss by both the batch size and the support
+size.'batchmean' divides only by the batch size, and aligns with the KL div math definition.`
+The check does not report that argument: `'batchmean'` changes the loss's scale.
 
 ## Fix safety
 The fix replaces the flags with the `reduction=` value PyTorch itself derives from them (and
@@ -168,6 +172,10 @@ PyTorch 使用的对应关系（没给的开关按 `True` 处理）：
 `UserWarning: reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.`，
 或者 `ValueError: elementwise_mean is not a valid value for reduction`（`poisson_nll_loss`）和
 `ValueError: elementwise_mean is not valid`（`multilabel_soft_margin_loss`、`gaussian_nll_loss`）。
+`explain` 也识别 `F.kl_div` 关于其 `reduction='mean'` 已弃用的警告：
+`UserWarning: reduction: 'mean' divides the total loss by both the batch size and the support
+size.'batchmean' divides only by the batch size, and aligns with the KL div math definition.`
+静态检查不报告这个参数：`'batchmean'` 会改变损失的量级。
 
 ## Fix safety
 修复用 PyTorch 自己从这两个开关推导出的 `reduction=` 取值替换它们（若已有 `reduction=`，则把它改成这个值），
@@ -252,6 +260,27 @@ PITFALL.error(
     confidence=0.95,
     cause=_OLD_MEAN_CAUSE,
     fix=_OLD_MEAN_FIX,
+)
+# `kl_div`'s `reduction='mean'`, whose meaning is deprecated: it averages over every element, not
+# over the batch as the KL divergence does, and is to become `'batchmean'` (a warning per call).
+PITFALL.error(
+    r"'mean' divides the total loss by both the batch size and the support size"
+    r"|'mean' will be changed to behave the same as 'batchmean'",
+    types=(),
+    confidence=0.85,
+    cause={
+        "en": "`F.kl_div` / `nn.KLDivLoss` is given `reduction='mean'` (the default), whose "
+        "meaning is deprecated: it divides by the number of elements, not by the batch size as "
+        "the KL divergence does, so the loss is smaller by the size of each distribution.",
+        "zh": "`F.kl_div` / `nn.KLDivLoss` 使用了 `reduction='mean'`（默认值），它的含义已被弃用："
+        "它除以元素总数，而不是像 KL 散度那样除以批大小，所以损失小了“每个分布的大小”倍。",
+    },
+    fix={
+        "en": "Pass `reduction='batchmean'` for the KL divergence; the loss grows by the size of "
+        "each distribution, so rescale its weight or the learning rate tuned for the old value.",
+        "zh": "传入 `reduction='batchmean'` 得到真正的 KL 散度；损失会变大“每个分布的大小”倍，"
+        "请相应调整它的权重或按旧值调好的学习率。",
+    },
 )
 
 LEGACY = ("size_average", "reduce")

@@ -111,6 +111,17 @@ def not_compiled_with_cuda(block, report) -> Clue | None:
     return Clue(0.95, _CPU_ONLY)
 
 
+@PITFALL.error_check(types=())
+def not_compiled_with_cuda_retold(block, report) -> Clue | None:
+    """The message retold in an issue's title or prose above a traceback cut off before its
+    exception line: no printed exception to go by, so a little less sure."""
+    if _NOT_COMPILED not in block.message.lower() or report.exceptions:
+        return None  # a printed exception is read by `not_compiled_with_cuda`, or is another's
+    if report.search(_XPU):
+        return Clue(0.5, _XPU_BUILD)
+    return Clue(0.85, _CPU_ONLY)
+
+
 # An extension's own version check (xFormers, and others worded alike) that names a CUDA torch
 # it was built for and the installed `+cpu` one: "xFormers was built for: PyTorch 2.1.2+cu121
 # with CUDA 1201 (you have 2.1.2+cpu)".

@@ -302,24 +302,36 @@ def _attribute_uses(
 # Error signatures ---------------------------------------------------------------------------
 
 # The other way round: code written for a wrapped model run without the wrapper.
+_UNWRAPPED_CAUSE = {
+    "en": "The code reaches the model through `.module`, which only a `DataParallel` / "
+    "`DistributedDataParallel` wrapper has, and this `{cls}` is not wrapped (one GPU, the "
+    "CPU, or a run that skips the wrapping).",
+    "zh": "代码通过 `.module` 访问模型，而只有 `DataParallel` / `DistributedDataParallel` "
+    "包装对象才有它；这个 `{cls}` 没有被包装（单 GPU、CPU，或跳过了包装的运行）。",
+}
+_UNWRAPPED_FIX = {
+    "en": 'Unwrap only when wrapped: `net = model.module if hasattr(model, "module") else '
+    "model`, or wrap the model the same way in every run.",
+    "zh": '只在被包装时才解包：`net = model.module if hasattr(model, "module") else model`，'
+    "或者在每次运行中都以同样方式包装模型。",
+}
 PITFALL.error(
     r"'(?!DataParallel'|DistributedDataParallel'|FullyShardedDataParallel')(?P<cls>\w+)' object "
     r"has no attribute 'module'",
     types=("AttributeError", "ModuleAttributeError"),
     confidence=0.85,
-    cause={
-        "en": "The code reaches the model through `.module`, which only a `DataParallel` / "
-        "`DistributedDataParallel` wrapper has, and this `{cls}` is not wrapped (one GPU, the "
-        "CPU, or a run that skips the wrapping).",
-        "zh": "代码通过 `.module` 访问模型，而只有 `DataParallel` / `DistributedDataParallel` "
-        "包装对象才有它；这个 `{cls}` 没有被包装（单 GPU、CPU，或跳过了包装的运行）。",
-    },
-    fix={
-        "en": 'Unwrap only when wrapped: `net = model.module if hasattr(model, "module") else '
-        "model`, or wrap the model the same way in every run.",
-        "zh": '只在被包装时才解包：`net = model.module if hasattr(model, "module") else model`，'
-        "或者在每次运行中都以同样方式包装模型。",
-    },
+    cause=_UNWRAPPED_CAUSE,
+    fix=_UNWRAPPED_FIX,
+)
+# Retold with the class name unquoted, as a pull request's title does (`Fix UNet2DConditionModel
+# object has no attribute 'module' error`): a capitalised class name, not a sentence's word.
+PITFALL.error(
+    r"(?<![\w'])(?!(?:DataParallel|DistributedDataParallel|FullyShardedDataParallel|The|This"
+    r"|That|Its?|An?|My|Your|Our)\b)(?P<cls>[A-Z]\w*) object has no attribute 'module'",
+    types=("AttributeError", "ModuleAttributeError"),
+    confidence=0.8,
+    cause=_UNWRAPPED_CAUSE,
+    fix=_UNWRAPPED_FIX,
 )
 PITFALL.error(
     r"(?<![\w'])'?(?P<wrapper>DataParallel|DistributedDataParallel|FullyShardedDataParallel)'? "

@@ -161,6 +161,35 @@ def channel_count(block, report) -> Clue | None:
     return Clue(0.85, _COUNT_CAUSE, _COUNT_FIX, fields)
 
 
+# A traceback cut off inside a convolution's call, before its message, under a report that
+# says the images have four channels (`png为4个channel时报错`, "RGBA images fail"): the count
+# is the report's, not the message's, so less sure than the message itself.
+_FOUR_CHANNELS = lazy_compile(r"(?i)(?<![\d.])(?:4|four)[ -]?个?\s?channels?(?![a-z])|\bRGBA\b")
+_CONV_CALL = lazy_compile(r"\bconv\w{0,30}\(|[/\\]conv\.py\b")
+_TAIL = 1000  # characters: the last frames of the cut traceback
+_FOUR_CHANNELS_CAUSE = {
+    "en": "The images have four channels (RGBA: a PNG's alpha channel) and the traceback stops "
+    "in a convolution built for three: its input's dimension 1 does not match `in_channels`.",
+    "zh": "图像有四个通道（RGBA：PNG 的 alpha 通道），而回溯停在一个按三通道构建的卷积层里："
+    "输入的第 1 维与 `in_channels` 不一致。",
+}
+_FOUR_CHANNELS_FIX = {
+    "en": 'Convert the images to RGB when loading them (`Image.open(path).convert("RGB")`, or '
+    "`x[:, :3]` on a tensor batch), or build the layer with `in_channels=4`.",
+    "zh": '加载时把图像转换为 RGB（`Image.open(path).convert("RGB")`，或对张量 batch 用 '
+    "`x[:, :3]`），或者把这一层设为 `in_channels=4`。",
+}
+
+
+@PITFALL.error_check(types=())
+def four_channel_images_retold(block, report) -> Clue | None:
+    if not _FOUR_CHANNELS.search(block.message) or report.exceptions:
+        return None  # a printed exception has a message to go by
+    if not _CONV_CALL.search(report.text[-_TAIL:]):
+        return None
+    return Clue(0.6, _FOUR_CHANNELS_CAUSE, _FOUR_CHANNELS_FIX)
+
+
 _BATCH_FIX = {
     "en": "Add the batch dimension with `x.unsqueeze(0)` for a single sample (or remove "
     "an extra one with `x.squeeze(...)`).",

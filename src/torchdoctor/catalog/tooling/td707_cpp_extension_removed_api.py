@@ -193,6 +193,15 @@ PITFALL.error(
     confidence=0.8,
     cause=_BUILD_ERROR_CAUSE,
 )
+# `AT_CHECK` retold without the compiler's quotes (`AT_CHECK was not declared in this scope`,
+# a title's `AT_CHECK is deprecated in torch 1.5`): the macro is ATen's own, gone since 1.5.
+PITFALL.error(
+    r"(?<![\w'\u2018])(?P<api>AT_CHECK)[\"`'\u2019]? (?:was |is |has been )?"
+    r"(?:not declared|not defined|undefined|deprecated|removed)",
+    types=(),
+    confidence=0.85,
+    cause=_BUILD_ERROR_CAUSE,
+)
 # Any other name of the legacy TH/THC C API (`THArgCheck`, `THError`, `THFloatTensor`,
 # `THCudaTensor_data`, `THCNumerics`): TH, an optional C, then a capitalised word. All-capitals
 # names (`THRESHOLD`) are someone's own macros, not this API: the name keeps its case when the
