@@ -2495,8 +2495,8 @@ SIGNATURES = (
         "argparse-in-notebook",
         1,
         (),
-        "(?:ipykernel|colab_kernel)_launcher\\.py: error: unrecognized arguments",
-        ("_launcher.py: error: unrecognized arguments",),
+        "(?:ipykernel|colab_kernel)_launcher\\.py: error: (?:unrecognized arguments|no such option)",
+        ("_launcher.py: error: ",),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
