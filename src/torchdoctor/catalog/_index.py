@@ -2898,7 +2898,7 @@ SIGNATURES = (
         "checkpoint-use-reentrant",
         1,
         (),
-        "torch\\.utils\\.checkpoint(?:\\.(?P<function>checkpoint_sequential))?:\\s+(?:the\\s+use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|please\\s+pass\\s+in\\s+use_reentrant=True\\s+or\\s+use_reentrant=False\\s+explicitly)|use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|we\\s+will\\s+raise\\s+an\\s+exception\\s+if\\s+use_reentrant\\s+is\\s+not\\s+passed",
+        "torch\\.utils\\.checkpoint(?:\\.(?P<function>checkpoint_sequential))?:\\s+(?:the\\s+use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|please\\s+pass\\s+in\\s+use_reentrant=True\\s+or\\s+use_reentrant=False\\s+explicitly)|use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|use_reentrant\\s+is\\s+not\\s+(?:explicitly\\s+)?passed",
         ("torch.utils.checkpoint", "use_reentrant", "use_reentrant"),
     ),
 )
