@@ -163,8 +163,9 @@ PITFALL.error(
         "en": "`parse_args()` (argparse's or optparse's) ran inside a Jupyter kernel (the "
         "program is the kernel's launcher, `ipykernel_launcher.py` or Colab's `colab_kernel_launcher.py`) and read the "
         "kernel's own command line instead of options meant for the script.",
-        "zh": "`parse_args()`（argparse 或 optparse 的）在 Jupyter 内核中运行（程序名是内核的启动器 `ipykernel_launcher.py` "
-        "或 Colab 的 `colab_kernel_launcher.py`），读到的是内核自己的命令行，而不是给脚本的选项。",
+        "zh": "`parse_args()`（argparse 或 optparse 的）在 Jupyter 内核中运行（程序名是内核的启动器 "
+        "`ipykernel_launcher.py` 或 Colab 的 `colab_kernel_launcher.py`），读到的是内核自己的命令行，"
+        "而不是给脚本的选项。",
     },
 )
 # VS Code and some IDE consoles start the kernel with its ports and session key as options.
