@@ -521,10 +521,11 @@ SIGNATURES = (
         None,
         (),
     ),
+    ("torchdoctor.catalog.device.td003_device_mismatch", "device-mismatch", 1, (), None, ()),
     (
         "torchdoctor.catalog.device.td003_device_mismatch",
         "device-mismatch",
-        1,
+        2,
         (),
         "Expected all tensors to be on the same device|Expected object of (?:device type|backend) \\w+ but got (?:device type|backend) \\w+|Tensor for argument #\\d+ '\\w+' is on \\w+, but expected it to be on|tensors are not at the same device, found input tensor at|expected type torch\\.cuda\\.\\w+Tensor but got torch\\.\\w+Tensor|expected type torch\\.\\w+Tensor but got torch\\.cuda\\.\\w+Tensor|Expected tensor for argument #\\d+ '\\w+' to have the same device as tensor for argument|Indices should be either on cpu or on the same device as the indexed tensor",
         (
@@ -541,7 +542,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.device.td003_device_mismatch",
         "device-mismatch",
-        2,
+        3,
         ("RuntimeError",),
         "Expected a '(?P<wanted>\\w+)' device type for generator but found '(?P<found>\\w+)'",
         ("' device type for generator but found '",),
@@ -549,7 +550,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.device.td003_device_mismatch",
         "device-mismatch",
-        3,
+        4,
         ("RuntimeError",),
         "module must have its parameters and buffers on device (?P<wanted>\\S+) \\(device_ids\\[0\\]\\) but found one of them on device: (?P<found>\\S+)",
         ("module must have its parameters and buffers on device ",),
@@ -2495,8 +2496,8 @@ SIGNATURES = (
         "argparse-in-notebook",
         1,
         (),
-        "(?:ipykernel|colab_kernel)_launcher\\.py: error: unrecognized arguments",
-        ("_launcher.py: error: unrecognized arguments",),
+        "(?:ipykernel|colab_kernel)_launcher\\.py: error: (?:unrecognized arguments|no such option)",
+        ("_launcher.py: error: ",),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
@@ -2898,7 +2899,7 @@ SIGNATURES = (
         "checkpoint-use-reentrant",
         1,
         (),
-        "torch\\.utils\\.checkpoint(?:\\.(?P<function>checkpoint_sequential))?:\\s+(?:the\\s+use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|please\\s+pass\\s+in\\s+use_reentrant=True\\s+or\\s+use_reentrant=False\\s+explicitly)|use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|we\\s+will\\s+raise\\s+an\\s+exception\\s+if\\s+use_reentrant\\s+is\\s+not\\s+passed",
+        "torch\\.utils\\.checkpoint(?:\\.(?P<function>checkpoint_sequential))?:\\s+(?:the\\s+use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|please\\s+pass\\s+in\\s+use_reentrant=True\\s+or\\s+use_reentrant=False\\s+explicitly)|use_reentrant\\s+parameter\\s+should\\s+be\\s+passed\\s+explicitly|use_reentrant\\s+is\\s+not\\s+(?:explicitly\\s+)?passed",
         ("torch.utils.checkpoint", "use_reentrant", "use_reentrant"),
     ),
 )

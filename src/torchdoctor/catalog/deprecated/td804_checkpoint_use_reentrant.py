@@ -170,12 +170,14 @@ PITFALL.error(
 
 PITFALL.error(
     # (a terminal or a log may wrap the warning anywhere between its words; a logger or an
-    # issue quotes it without its "torch.utils.checkpoint:" prefix, or only its second sentence)
+    # issue quotes it without its "torch.utils.checkpoint:" prefix, or only its second sentence,
+    # or retells that sentence in a title: "If use_reentrant is not explicitly passed, an
+    # exception will now be raised")
     r"torch\.utils\.checkpoint(?:\.(?P<function>checkpoint_sequential))?:\s+(?:the\s+"
     r"use_reentrant\s+parameter\s+should\s+be\s+passed\s+explicitly|please\s+pass\s+in\s+"
     r"use_reentrant=True\s+or\s+use_reentrant=False\s+explicitly)"
     r"|use_reentrant\s+parameter\s+should\s+be\s+passed\s+explicitly"
-    r"|we\s+will\s+raise\s+an\s+exception\s+if\s+use_reentrant\s+is\s+not\s+passed",
+    r"|use_reentrant\s+is\s+not\s+(?:explicitly\s+)?passed",
     types=(),
     confidence=0.95,
     cause={

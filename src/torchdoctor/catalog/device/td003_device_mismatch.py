@@ -326,12 +326,8 @@ def check(block, report) -> Clue | None:
         if found is not None:
             fields = found.groupdict()
             return _side_clue(fields["odd"], fields["common"], fields.get("arg"), fields.get("op"))
-    found = _INPUT_TYPE.search(message)
-    if found is not None:
-        source, weight = device_of(found["input"]), device_of(found["weight"])
-        if source is None or weight is None or source == weight:
-            return None  # a dtype mismatch (see dtype-mismatch), not a device one
-        return _side_clue(source, weight, "input", "conv")
+    if _INPUT_TYPE.search(message):
+        return _input_type_clue(message)
     found = _OLD_TYPES.search(message)
     if found is not None:
         odd, common = device_of(found["odd"]), device_of(found["common"])
@@ -370,6 +366,28 @@ def check(block, report) -> Clue | None:
     if "Expected all tensors to be on the same device" in message:
         return Clue(0.9, _GENERIC_CAUSE)
     return None
+
+
+def _input_type_clue(message: str) -> Clue | None:
+    found = _INPUT_TYPE.search(message)
+    if found is None:
+        return None
+    source, weight = device_of(found["input"]), device_of(found["weight"])
+    if source is None or weight is None or source == weight:
+        return None  # a dtype mismatch (see dtype-mismatch), not a device one
+    return _side_clue(source, weight, "input", "conv")
+
+
+@PITFALL.error_check(types=())
+def input_type_without_exception(block, report) -> Clue | None:
+    """A convolution's message as an issue's title or a log line above frames pasted without
+    their exception line: no printed exception to go by, so a little less sure."""
+    if report.exceptions:
+        return None  # a printed exception is read by `check`, or is another error's
+    clue = _input_type_clue(block.message)
+    if clue is None:
+        return None
+    return Clue(0.9, clue.cause)
 
 
 # Log lines and text the parser could not split into an exception: the phrasings alone.

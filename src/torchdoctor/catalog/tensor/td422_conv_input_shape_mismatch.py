@@ -147,6 +147,29 @@ _CUT_FIX = {
 }
 
 
+# The first half alone, cut inside the input's sizes (a log or an issue truncates the long
+# line: "Given groups=1, weight of size [128, 5, 3, 3], expected input[8, 4, 25"): the layer
+# wants weight[1] * groups channels and dimension 1 of the input, when it is complete, shows
+# what it got. Only an ordinary convolution's (a transposed one says `transposed=1` and reads
+# its channels from weight[0]); the input's last size is cut, so channels-last is not ruled out.
+_CUT_SIZES = lazy_compile(
+    r"Given groups=(?P<groups>\d+), weight(?: of size)? ?\[?(?P<weight>\d+(?:,? \d+)+)\]?,"
+    r"(?: so)? expected input\[\d+, (?P<got>\d+)[,\]]"
+)
+
+
+def _cut_sizes(message: str) -> Clue | None:
+    found = _CUT_SIZES.search(message)
+    if found is None:
+        return None
+    fields = found.groupdict()
+    weight = fields["weight"].replace(",", " ").split()
+    fields["expected"] = str(int(weight[1]) * int(fields["groups"]))
+    if fields["expected"] == fields["got"]:
+        return None  # the channels agree: the rest of the message, cut off, says what is wrong
+    return Clue(0.7, _CUT_CAUSE, _CUT_FIX, fields)
+
+
 @PITFALL.error_check(types=())
 def channel_count(block, report) -> Clue | None:
     """A channel count that is not the layer's, unless the input's last size is the expected
@@ -154,7 +177,9 @@ def channel_count(block, report) -> Clue | None:
     found = channel_mismatch(block.message)
     if found is None:
         cut = _CUT_CHANNELS.search(block.message)
-        return None if cut is None else Clue(0.7, _CUT_CAUSE, _CUT_FIX, cut.groupdict())
+        if cut is None:
+            return _cut_sizes(block.message)
+        return Clue(0.7, _CUT_CAUSE, _CUT_FIX, cut.groupdict())
     fields, sizes = found
     if sizes[-1] == int(fields["expected"]):
         return None

@@ -153,16 +153,19 @@ PITFALL.error(
 )
 # The kernel's launcher named as the program, whatever arguments are quoted after it: Jupyter's
 # `ipykernel_launcher.py`, Colab's `colab_kernel_launcher.py` (its `-f` path is often cut off).
+# optparse, which older scripts use, says `no such option: -f` where argparse says
+# `unrecognized arguments`.
 PITFALL.error(
-    r"(?:ipykernel|colab_kernel)_launcher\.py: error: unrecognized arguments",
+    r"(?:ipykernel|colab_kernel)_launcher\.py: error: (?:unrecognized arguments|no such option)",
     types=(),
     confidence=0.9,
     cause={
-        "en": "`parse_args()` ran inside a Jupyter kernel (the program is the kernel's "
-        "launcher, `ipykernel_launcher.py` or Colab's `colab_kernel_launcher.py`) and read the "
+        "en": "`parse_args()` (argparse's or optparse's) ran inside a Jupyter kernel (the "
+        "program is the kernel's launcher, `ipykernel_launcher.py` or Colab's `colab_kernel_launcher.py`) and read the "
         "kernel's own command line instead of options meant for the script.",
-        "zh": "`parse_args()` 在 Jupyter 内核中运行（程序名是内核的启动器 `ipykernel_launcher.py` "
-        "或 Colab 的 `colab_kernel_launcher.py`），读到的是内核自己的命令行，而不是给脚本的选项。",
+        "zh": "`parse_args()`（argparse 或 optparse 的）在 Jupyter 内核中运行（程序名是内核的启动器 "
+        "`ipykernel_launcher.py` 或 Colab 的 `colab_kernel_launcher.py`），读到的是内核自己的命令行，"
+        "而不是给脚本的选项。",
     },
 )
 # VS Code and some IDE consoles start the kernel with its ports and session key as options.

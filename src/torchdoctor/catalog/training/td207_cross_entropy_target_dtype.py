@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, Monitor, Pitfall
+from torchdoctor.catalog.sdk import Clue, lazy_compile, Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD207",
@@ -197,11 +197,40 @@ def check_target_dtype(block, report):
         return Clue(0.9, _CAUSE_ONE_HOT, _FIX_ONE_HOT)
     found = _LONG_EXPECTED.search(block.message)
     if found is None:
-        return None
+        return _long_expected_in_the_loss(block)
     fields = {"dtype": found.group("dtype")}
     if _near_a_loss(block, report):
         return Clue(0.95, _CAUSE, None, fields)
     return Clue(0.7, _CAUSE_UNSURE, None, fields)
+
+
+# torch 1.x's message cut before it names the argument ("Expected object of scalar type Long
+# but", a truncated paste) or naming none, raised in the loss's own frames: of the tensors
+# `nll_loss` takes, only the target is Long (input and weight are floating point).
+_LONG_OBJECT = lazy_compile(
+    r"Expected object of scalar type Long but"
+    r"(?! got scalar type \w+ for argument #\d+ ['‘’`](?!target))"
+)
+_CAUSE_CUT = {
+    "en": "The target passed to `cross_entropy`/`nll_loss` is not int64: the loss raised, in "
+    "its own frames, that it expected a Long tensor, and the target is the only one of its "
+    "tensors that must be Long (the class indices it indexes the log-probabilities with).",
+    "zh": "传给 `cross_entropy`/`nll_loss` 的 target 不是 int64：损失函数在它自己的调用帧里报错说需要 "
+    "Long 张量，而它的张量中只有 target 必须是 Long（用来索引对数概率的类别索引）。",
+}
+
+
+def _long_expected_in_the_loss(block) -> Clue | None:
+    if not _LONG_OBJECT.search(block.message):
+        return None
+    innermost = block.frames[-2:]
+    if not any(
+        name in f"{frame.function or ''} {frame.source or ''}"
+        for frame in innermost
+        for name in _LOSS_FUNCTIONS
+    ):
+        return None
+    return Clue(0.85, _CAUSE_CUT)
 
 
 # The binary losses want the reverse: a floating target, 0./1. per element. An integer target
