@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, Pitfall, dtypes, lazy_compile
+from torchdoctor.catalog.sdk import Clue, Pitfall, dtypes
 
 PITFALL = Pitfall(
     code="TD412",
@@ -142,16 +142,6 @@ _SHAPES = re.compile(
     r"mat1 and mat2 shapes cannot be multiplied ?\((?P<rows>\d+)x(?P<features>\d+) and "
     r"(?P<in_features>\d+)x(?P<out_features>\d+)"  # no `)`: a message cut off in an issue title
 )
-# The message without its shapes, in any capitalisation: an issue title cut at the colon
-# ("Mat1 and Mat2 shapes cannot be multiplied:").
-_UNSIZED = lazy_compile(r"mat1 and mat2 shapes cannot be multiplied", re.I)
-_UNSIZED_CAUSE = {
-    "en": "A matrix product whose first operand has another number of columns than the second "
-    "has rows (the message as pasted names no shapes): most often the input of an nn.Linear "
-    "has another number of features than the layer's in_features.",
-    "zh": "矩阵乘法中第一个操作数的列数与第二个的行数不同（贴出的消息没有给出形状）：最常见的是 "
-    "nn.Linear 的输入特征数与该层的 in_features 不一致。",
-}
 # A product written in the failing line itself: `a @ b`, `torch.mm(a, b)`, `x.matmul(w)`.
 _PRODUCT = re.compile(r"@|\b(?:mm|matmul|bmm|addmm|einsum)\(")
 
@@ -163,10 +153,7 @@ def linear_or_product(block, report) -> Clue | None:
     product of two of their tensors; a message without frames is most often a Linear's."""
     found = _SHAPES.search(block.message)
     if found is None:
-        if _UNSIZED.search(block.message) is None:
-            return None
-        linear = bool(block.frames) and dtypes.through_linear_layer(block.frames)
-        return Clue(0.9 if linear else 0.7, _UNSIZED_CAUSE, _ADDMM_FIX)
+        return None
     fields = found.groupdict()
     frames = block.frames
     if not frames:  # most often a Linear's, but nothing here shows one: not a confident answer
