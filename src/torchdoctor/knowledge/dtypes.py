@@ -190,16 +190,22 @@ def raised_by_a_conversion(block, report) -> bool:
     `c = b.to(torch.float32)` with `# RuntimeError: expected scalar type ...` as its comment or
     on the comment line below it, as issues show a reproduction. A conversion has no second
     operand to mix dtypes with, so the error is not the user's mix (a PyTorch bug)."""
-    if block.frames or not block.line:
+    if block.frames:
         return False
+    # A short input is also read whole, as one message without a line: its exception's line.
     lines = (report.text or "").split("\n")
-    if not 0 < block.line <= len(lines):
+    numbers = [block.line] if block.line else [b.line for b in report.blocks if not b.frames]
+    return any(_under_a_conversion(lines, number) for number in numbers)
+
+
+def _under_a_conversion(lines: list[str], number: int) -> bool:
+    if not 0 < number <= len(lines):
         return False
-    code, hash_sign, _ = lines[block.line - 1].partition("#")
+    code, hash_sign, _ = lines[number - 1].partition("#")
     if not hash_sign:
         return False
-    if not code.strip() and block.line > 1:
-        code = lines[block.line - 2].partition("#")[0]
+    if not code.strip() and number > 1:
+        code = lines[number - 2].partition("#")[0]
     return _converts_only(code.strip())
 
 
