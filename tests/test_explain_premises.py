@@ -398,3 +398,32 @@ def test_an_unquoted_class_without_module_is_not_a_sentence_word():
     assert "dataparallel-attribute" not in [
         d.pitfall.name for d in ranked("The object has no attribute 'module' here")
     ]
+
+
+def names(text: str) -> list[str]:
+    return [d.pitfall.name for d in ranked(text)]
+
+
+def test_a_loss_class_given_tensors_is_no_mask_combined():
+    text = (
+        'RuntimeError: bool value of Tensor with more than one value is ambiguous, in "loss = '
+        'nn.CrossEntropyLoss(output, labels)"'
+    )
+    assert names(text) == []
+    called = text.replace("nn.CrossEntropyLoss(output, labels)", "criterion(output, labels)")
+    assert names(called)[0] == "boolean-operator-on-tensors"
+
+
+def test_configure_model_unexpected_keys_are_not_another_model():
+    error = (
+        "RuntimeError: Error(s) in loading state_dict for BoringModel:\n"
+        '\tUnexpected key(s) in state_dict: "layer.weight", "layer.bias".\n'
+    )
+    assert names("I build the layers in `configure_model` and resume.\n" + error) == []
+    assert names(error)[0] == "state-dict-key-mismatch"
+
+
+def test_a_dtype_pair_quoted_under_a_bare_conversion_is_not_a_mix():
+    error = "# RuntimeError: expected scalar type Float but found Double\n"
+    assert names("b = torch.load('t.pt')\nc = b.to(torch.float32)\n" + error) == []
+    assert names("b = torch.load('t.pt')\nc = model(b)\n" + error)[0] == "dtype-mismatch"

@@ -995,8 +995,11 @@ SIGNATURES = (
         "legacy-autograd-function",
         0,
         ("DeprecationWarning", "RuntimeError", "UserWarning"),
-        "Legacy autograd function with non-static forward method is deprecated",
-        ("Legacy autograd function with non-static forward method is deprecated",),
+        "Legacy autograd function with non-static forward method|use new-style autograd function with static forward method",
+        (
+            "Legacy autograd function with non-static forward method",
+            "use new-style autograd function with static forward method",
+        ),
     ),
     (
         "torchdoctor.catalog.autograd.td104_legacy_autograd_function",

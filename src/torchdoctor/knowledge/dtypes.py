@@ -179,3 +179,58 @@ def input_and_weight(message: str, frames) -> tuple[str, str] | None:
             if first and second and first != second:
                 return first, second
     return None
+
+
+# Methods that convert one tensor (or module) to another dtype, and nothing else.
+_CONVERSIONS = frozenset({"to", "type", "float", "double", "half", "bfloat16"})
+
+
+def raised_by_a_conversion(block, report) -> bool:
+    """The line the error is quoted against converts one tensor's dtype and does nothing else:
+    `c = b.to(torch.float32)` with `# RuntimeError: expected scalar type ...` as its comment or
+    on the comment line below it, as issues show a reproduction. A conversion has no second
+    operand to mix dtypes with, so the error is not the user's mix (a PyTorch bug)."""
+    if block.frames:
+        return False
+    # A short input is also read whole, as one message without a line: its exception's line.
+    lines = (report.text or "").split("\n")
+    numbers = [block.line] if block.line else [b.line for b in report.blocks if not b.frames]
+    return any(_under_a_conversion(lines, number) for number in numbers)
+
+
+def _under_a_conversion(lines: list[str], number: int) -> bool:
+    if not 0 < number <= len(lines):
+        return False
+    code, hash_sign, _ = lines[number - 1].partition("#")
+    if not hash_sign:
+        return False
+    if not code.strip() and number > 1:
+        code = lines[number - 2].partition("#")[0]
+    return _converts_only(code.strip())
+
+
+def _converts_only(code: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.Assign, ast.Expr)):
+        return False
+    call = tree.body[0].value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    if call.func.attr not in _CONVERSIONS:
+        return False
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return all(_names_a_dtype(value) for value in values)
+
+
+def _names_a_dtype(node) -> bool:
+    """`torch.float32`, `'torch.FloatTensor'`, `torch.FloatTensor` or a keyword's constant."""
+    import ast
+
+    if isinstance(node, ast.Attribute):
+        return isinstance(node.value, ast.Name) and node.value.id == "torch"
+    return isinstance(node, ast.Constant)

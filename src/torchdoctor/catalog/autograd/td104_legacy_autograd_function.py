@@ -166,8 +166,10 @@ y = ScaleGrad.apply(torch.randn(3, requires_grad=True), 0.5)
 """,
 )
 
+# From its first words, or its second sentence alone: issues retype the rest ("is depracted").
 PITFALL.error(
-    r"Legacy autograd function with non-static forward method is deprecated",
+    r"Legacy autograd function with non-static forward method"
+    r"|use new-style autograd function with static forward method",
     types=("RuntimeError", "UserWarning", "DeprecationWarning"),
     confidence=0.95,
     cause={

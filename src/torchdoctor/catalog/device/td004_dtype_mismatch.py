@@ -225,6 +225,8 @@ def check(block, report) -> Clue | None:
     if pair is None:
         return None
     first, second, groups = pair
+    if dtypes.raised_by_a_conversion(block, report):
+        return None  # a conversion alone has no second dtype to mix with
     fields = {"first": first, "second": second}
     if groups.get("arg") == "target" or (groups.get("expected") and first in dtypes.INTEGERS):
         # Usually a classification loss's target of the wrong type: cross-entropy-target-dtype.

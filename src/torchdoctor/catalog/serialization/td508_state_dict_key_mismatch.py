@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 from torchdoctor.catalog.sdk import state_dicts as sd_errors
 
 PITFALL = Pitfall(
@@ -223,6 +223,12 @@ PITFALL.error(
 )
 
 
+# Lightning builds the layers of a model in these hooks, after the model object exists: a
+# checkpoint restored before the hook has run finds a model without those layers, and all of its
+# keys are unexpected although checkpoint and model are the same (Lightning issue 18829).
+_LATE_LAYERS = lazy_compile(r"\bconfigure_(?:sharded_)?model\b")
+
+
 @PITFALL.error_check(types=())
 def explain(block, report) -> Clue | None:
     error = sd_errors.from_block(block, report)
@@ -254,6 +260,8 @@ def explain(block, report) -> Clue | None:
         fields.update(count=str(len(missing)), groups=sd_errors.groups(missing))
         return Clue(confidence - 0.05, ONLY_MISSING, ONLY_MISSING_FIX, fields)
     if not missing:
+        if report.search(_LATE_LAYERS):
+            return None  # the layers may not be built yet: nothing says the models differ
         fields.update(count=str(len(unexpected)), groups=sd_errors.groups(unexpected))
         return Clue(confidence - 0.05, ONLY_UNEXPECTED, ONLY_UNEXPECTED_FIX, fields)
     fields.update(

@@ -295,6 +295,8 @@ def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None
     use = truth_value_use(block, report)
     if use == "chained":
         return None  # TD405's
+    if use == "loss flags":
+        return None  # a loss class built from tensors: no mask is combined anywhere
     if use == "boolean":
         return Clue(0.9, _BOOLEAN, _FIX)
     return Clue(0.6, _GENERIC, _FIX)

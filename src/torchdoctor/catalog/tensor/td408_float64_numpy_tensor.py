@@ -355,6 +355,8 @@ def check_error(block, report) -> Clue | None:
     pair = dtypes.dtype_pair(block.message)
     if pair is None or {pair[0], pair[1]} != {"Double", "Float"}:
         return None
+    if dtypes.raised_by_a_conversion(block, report):
+        return None  # a conversion alone has no second dtype to mix with
     if "Found dtype Double but expected Float" in block.message:
         # A loss's target in float64: regression labels built with numpy, almost always; but
         # with neither a traceback nor numpy anywhere in the text, the general answer first.
