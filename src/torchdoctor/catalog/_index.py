@@ -1724,8 +1724,8 @@ SIGNATURES = (
         "numpy-negative-stride",
         0,
         (),
-        "At least one stride in the given numpy array is negative",
-        ("At least one stride in the given numpy array is negative",),
+        "At least one stride in the given numpy\\b",
+        ("At least one stride in the given numpy",),
     ),
     (
         "torchdoctor.catalog.tensor.td404_numpy_negative_stride",
@@ -1780,7 +1780,7 @@ SIGNATURES = (
         "numpy-on-grad-or-cuda-tensor",
         1,
         (),
-        "can't convert (?:(?P<device>\\w+:\\d+) device type|CUDA) tensor to numpy",
+        "(?:can't|cannot) convert (?:(?P<device>\\w+:\\d+) device type|CUDA) tensor to numpy",
         (" tensor to numpy",),
     ),
     (

@@ -226,9 +226,10 @@ def _premise_denied(signature: ErrorSignature, report: ErrorReport) -> bool:
 
 def _search(signature: IndexedSignature, message: str) -> re.Match | None:
     found = signature.search(message)
-    if found is None and "`" in message:
-        # Markdown's inline code, as issues retype a message: "Can't call `numpy()` on ..."
-        found = signature.search(message.replace("`", ""))
+    if found is None and ("`" in message or "**" in message):
+        # Markdown's inline code and bold, as issues retype a message: "Can't call `numpy()`
+        # on ...", "Couldn't export operator **aten::upsample_bilinear2d**"
+        found = signature.search(message.replace("`", "").replace("**", ""))
     if found is None and ("\u2019" in message or "\u2018" in message):
         # Typographic apostrophes, as editors and web pages retype one: "can’t convert ..."
         found = signature.search(message.translate(_APOSTROPHES))

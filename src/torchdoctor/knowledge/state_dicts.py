@@ -91,7 +91,10 @@ EMBEDDING_NAMES = lazy_compile(
 _MARKERS = lazy_compile(
     # mmcv's `load_state_dict` says `missing keys in source state_dict: a.b, c.d`
     # (retold without the colon: `Missing key(s) in state_dict "module.conv.weight"`)
-    r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict(?::|(?=\s+\\?\"))"
+    # (or ending the line, the quoted list below it: `Missing key(s) in state_dict\n"conv.weight"`,
+    # perhaps starting in the middle of a key: `...\nkbone.conv.weight", "backbone.bn.weight"`)
+    r"(?P<missing>Missing\s+key\(s\)\s+in\s+state_dict"
+    r"(?::|(?=\s+\\?\")|(?=[ \t]*\n[ \t]*[\w.]{0,300}\\?\"))"
     r"|missing\s+keys?\s+in\s+(?:source\s+)?state_dict:)"
     r"|(?P<unexpected>Unexpected\s+key\(s\)\s+in\s+state_dict(?::|(?=\s+\\?\"))"
     # retold in prose: `an unexpected key(s) "module.conv1.weight"`
@@ -240,7 +243,8 @@ def parse(message: str) -> StateDictError | None:
                 mismatched.append(mismatch)
     if not (missing or unexpected or mismatched):
         return None
-    owner = re.search(r"Error\(s\)\s+in\s+loading\s+state_dict\s+for\s+(\w+)", message)
+    # torch's "Error(s) in loading state_dict for X", or retold as "Error loading state_dict for X"
+    owner = re.search(r"Error(?:\(s\)\s+in)?\s+loading\s+state_dict\s+for\s+(\w+)", message)
     return StateDictError(
         owner.group(1) if owner else None,
         _unique(missing),
@@ -274,6 +278,11 @@ def _keys(segment: str, first_only: bool = False) -> list[str]:
     if segment.lstrip().startswith('"{'):  # torch 0.3: a set's repr in quotes
         quoted = re.findall(r"'([^']*)'", segment.split("}", 1)[0])
     elif '"' in segment:
+        head, _, rest = segment.partition('"')
+        if _KEY.fullmatch(head.strip()):
+            # The list starts in the middle of a key (`kbone.layer4.weight", "backbone...`):
+            # drop that key through its closing quote, or every pair of quotes is off by one.
+            segment = rest
         quoted = re.findall(r'"([^"]*)"', segment)
     else:  # retold without quotes (`Missing key(s) in state_dict: bn.num_batches_tracked in ...`)
         quoted = _UNQUOTED_KEY.findall(segment)
@@ -316,7 +325,12 @@ def kind(error: StateDictError) -> str:
     """The entry the message belongs to: "prefix", "batches-tracked", "shape" or "keys"."""
     if _one_layer_missing(error):
         return "keys"
-    if prefix_of(error) is not None or nested_wrapper(error) or wrapped_part(error):
+    if (
+        prefix_of(error) is not None
+        or nested_wrapper(error)
+        or wrapped_part(error)
+        or wrapper_owner(error)
+    ):
         return "prefix"
     if error.mismatched:
         # Next to many missing/unexpected keys, a few shapes are symptoms of another network.
@@ -363,6 +377,17 @@ def prefix_of(error: StateDictError) -> Prefix | None:
                     return None  # the model is wrapped too: its own keys carry that prefix
                 return Prefix(prefix, side, len(keys), True)
     return None
+
+
+def wrapper_owner(error: StateDictError) -> str | None:
+    """The prefix of the wrapper named as the model ("state_dict for OptimizedModule") when only
+    missing keys are listed, none with that prefix: the text was cut or retold (torch lists a
+    wrapper's keys with its prefix), and what it shows is a wrapped model that the bare
+    checkpoint's keys do not fit."""
+    prefix = _OWN_PREFIX.get(error.model or "")
+    if prefix is None or error.unexpected or error.mismatched or not error.other_missing:
+        return None
+    return None if any(k.startswith(prefix) for k in error.missing) else prefix
 
 
 def nested_wrapper(error: StateDictError) -> tuple[str, str, int] | None:

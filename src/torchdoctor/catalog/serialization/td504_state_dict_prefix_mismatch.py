@@ -410,7 +410,7 @@ def explain(block, report) -> Clue | None:
         return None
     prefix = sd_errors.prefix_of(error)
     if prefix is None:
-        return _nested(error)
+        return _wrapper_owner(error) or _nested(error)
     prefixed = error.unexpected if prefix.side == "checkpoint" else error.missing
     example = next(k for k in prefixed if k.startswith(prefix.prefix))
     smaller = min(len(error.other_missing), len(error.other_unexpected))
@@ -630,6 +630,32 @@ _WRAPPED_PART_FIX = {
         "state_dict.items()}}`。",
     },
 }
+
+
+_WRAPPER_OWNER_CAUSE = {
+    "en": "The model being loaded is `{owner}`, a model wrapped in {wrapper}, whose keys all "
+    "start with `{prefix}`, and its keys are missing (shown here without the prefix, e.g. "
+    "`{example}`): a checkpoint saved from the bare model lacks that prefix on every key "
+    "(the text, cut or retold, does not show the checkpoint's keys to confirm it).",
+    "zh": "被加载的模型是 `{owner}`，即 {wrapper} 包装过的模型，它的键都以 `{prefix}` 开头，"
+    "而它的键缺失了（这里显示时没有前缀，如 `{example}`）：从裸模型保存的 checkpoint 的每个键都没有"
+    "这个前缀（文本被截断或转述，没有给出 checkpoint 的键，无法确认）。",
+}
+
+
+def _wrapper_owner(error) -> Clue | None:
+    """Loaded into a wrapper ("state_dict for OptimizedModule") whose prefix no listed key has."""
+    prefix = sd_errors.wrapper_owner(error)
+    if prefix is None:
+        return None
+    fields = {
+        "owner": error.model or "",
+        "wrapper": WRAPPERS[prefix],
+        "prefix": prefix,
+        "example": error.other_missing[0],
+        "inner": prefix,
+    }
+    return Clue(0.75, _WRAPPER_OWNER_CAUSE, FIXES["model"], fields)
 
 
 def _nested(error) -> Clue | None:

@@ -162,6 +162,15 @@ ONLY_MISSING = {
     "zh": "checkpoint 缺少模型的 {count} 个键，位于 {groups}（如 `{missing}`）：它保存自一个更小的"
     "模型（没有这部分头的骨干网络、旧版本的代码），或者模型里有 checkpoint 从未有过的部分。",
 }
+CUT_MISSING = {
+    "en": "The checkpoint lacks model keys in {groups} (e.g. `{missing}`; the list is cut off "
+    "in the text): it was saved from a smaller model or an older version of the code, or "
+    "under other names (a `module.`/`_orig_mod.` prefix), which the unexpected keys torch "
+    "lists after the missing ones would show.",
+    "zh": "checkpoint 缺少模型在 {groups} 中的键（如 `{missing}`；文本中的列表被截断了）：它保存自"
+    "更小的模型或旧版本的代码，或者键名不同（带 `module.`/`_orig_mod.` 前缀），torch 在缺失键之后"
+    "列出的多余键会说明是哪一种。",
+}
 ONLY_MISSING_FIX = {
     "en": "If those parts are meant to start fresh, load with `result = "
     "model.load_state_dict(state_dict, strict=False)` and check that "
@@ -258,6 +267,10 @@ def explain(block, report) -> Clue | None:
         return Clue(confidence, RENAMED, RENAMED_FIX, fields)
     if not unexpected:
         fields.update(count=str(len(missing)), groups=sd_errors.groups(missing))
+        if not error.missing_closed:
+            # The list is cut off: how many keys are missing, and whether unexpected keys (a
+            # wrapper's prefix, another naming) followed, the text does not say.
+            return Clue(0.7, CUT_MISSING, ONLY_MISSING_FIX, fields)
         return Clue(confidence - 0.05, ONLY_MISSING, ONLY_MISSING_FIX, fields)
     if not missing:
         if report.search(_LATE_LAYERS):

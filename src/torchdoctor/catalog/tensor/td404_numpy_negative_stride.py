@@ -129,8 +129,10 @@ _NEGATIVE_STRIDE_CAUSE = {
     "zh": "把步长为负的 numpy 数组（由 `[::-1]`、`np.flip`、`np.fliplr/flipud` 或 `np.rot90` 得到的视图，"
     "例如 BGR->RGB 的 `img[..., ::-1]`）转换成了张量；张量不支持负步长。",
 }
+# The message's first words alone: titles cut it short, and text read off a screenshot misspells
+# the rest ("numpy aray is mepative").
 PITFALL.error(
-    r"At least one stride in the given numpy array is negative",
+    r"At least one stride in the given numpy\b",
     types=(),
     confidence=0.95,
     cause=_NEGATIVE_STRIDE_CAUSE,

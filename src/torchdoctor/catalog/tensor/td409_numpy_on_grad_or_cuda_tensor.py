@@ -445,7 +445,8 @@ PITFALL.error(
     },
 )
 PITFALL.error(
-    r"can't convert (?:(?P<device>\w+:\d+) device type|CUDA) tensor to numpy",
+    # "cannot convert CUDA tensor to numpy" before torch 1.0.
+    r"(?:can't|cannot) convert (?:(?P<device>\w+:\d+) device type|CUDA) tensor to numpy",
     types=(),
     confidence=0.95,
     cause={

@@ -497,6 +497,7 @@ _EVERYDAY_MODULES = {
         "load",
         "save",
         "randn",
+        "manual_seed",
         "optim",
         "utils",
     },
