@@ -93,8 +93,14 @@ class ErrorReport:
         return self._known[compute]
 
     @property
-    def exceptions(self) -> list[ErrorBlock]:
-        return [b for b in self.blocks if b.kind == "exception"]
+    def exceptions(self) -> tuple[ErrorBlock, ...]:
+        """The blocks that are exceptions, in order; listed once (checks ask it for every block
+        of a log, and listing them each time would be quadratic in the log's length)."""
+        key = ("exceptions", len(self.blocks))
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = tuple(b for b in self.blocks if b.kind == "exception")
+        return found
 
     @property
     def final(self) -> ErrorBlock | None:

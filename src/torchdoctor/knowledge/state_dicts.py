@@ -259,7 +259,12 @@ def from_block(block, report) -> StateDictError | None:
     lists across paragraphs that the block's message does not reach."""
     if parse(block.message) is None:
         return None
-    return report.once(_parse_text) or parse(block.message)
+    return in_text(report) or parse(block.message)
+
+
+def in_text(report) -> StateDictError | None:
+    """The error the whole input shows, read once per input (checks ask for every block)."""
+    return report.once(_parse_text)
 
 
 def _parse_text(report) -> StateDictError | None:

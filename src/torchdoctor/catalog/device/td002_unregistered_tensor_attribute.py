@@ -630,10 +630,15 @@ _NOT_MOVED_FIX = {
 }
 
 
+def _other_errors(report) -> bool:
+    """An exception other than a device mismatch: it is the story (asked once per input)."""
+    return any(_DEVICES_DIFFER.search(b.message) is None for b in report.exceptions)
+
+
 @PITFALL.error_check(types=())
 def said_not_moved(block, report) -> Clue | None:
     """Prose, perhaps with the device mismatch it causes: no other error is the story."""
-    if any(_DEVICES_DIFFER.search(b.message) is None for b in report.exceptions):
+    if report.once(_other_errors):
         return None
     found = report.search(_ATTRIBUTE_NOT_MOVED)
     if found is not None:

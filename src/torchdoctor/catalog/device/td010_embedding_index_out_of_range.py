@@ -291,11 +291,16 @@ _TOO_LONG_FIX = {
 }
 
 
+def _other_errors(report) -> bool:
+    """An exception other than the announced length error (asked once per input)."""
+    return any(not _ANNOUNCED.search(error.message) for error in report.exceptions)
+
+
 @PITFALL.error_check(types=())
 def longer_than_positions(block, report) -> Clue | None:
     found = _TOO_LONG.search(block.message)
     if found is None:
         return None
-    if any(not _ANNOUNCED.search(error.message) for error in report.exceptions):
+    if report.once(_other_errors):
         return None  # another error is what the run died of
     return Clue(0.75, _TOO_LONG_CAUSE, _TOO_LONG_FIX, found.groupdict())

@@ -188,7 +188,11 @@ _NEW_LAUNCHER = "If your script expects `--local-rank` argument"
 def usage_without_new_spelling(block, report) -> Clue | None:
     """The error line cut off: argparse printed its usage, as it does for a bad argument, and
     the usage declares only `--local_rank`, after the warning of a launcher passing
-    `--local-rank`."""
+    `--local-rank`. Read from the whole input, once (a log's every block asks)."""
+    return report.once(_usage_without_new_spelling)
+
+
+def _usage_without_new_spelling(report) -> Clue | None:
     if _NEW_LAUNCHER not in report.text:
         return None
     start = report.text.find("\nusage: ")

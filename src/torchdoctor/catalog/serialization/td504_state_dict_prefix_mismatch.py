@@ -469,7 +469,7 @@ def cut_prefixed_key(block, report) -> Clue | None:
     """A load_state_dict message none of whose keys survived the pasting whole."""
     if "key(s) in state_dict" not in block.message:
         return None
-    if sd_errors.parse(report.text) is not None:
+    if sd_errors.in_text(report) is not None:
         return None  # whole keys shown: `explain` above compares them
     found = _CUT_PREFIXED_KEY.search(block.message)
     if found is None:
@@ -514,7 +514,7 @@ _QUOTED_KEYS = 200
 def retold_prefix(block, report) -> Clue | None:
     """No load_state_dict message, but prose quoting a key and the same key under a wrapper's
     prefix ("expected `conv1.weight` but the weights have `module.conv1.weight`")."""
-    if block.short_type or sd_errors.parse(report.text) is not None:
+    if block.short_type or sd_errors.in_text(report) is not None:
         return None  # a message of torch's own is read by `explain` above
     if not report.search(_ABOUT_STATE_DICTS):
         return None
@@ -560,7 +560,7 @@ _SAID_PREFIX_CAUSE = {
 def said_prefix(block, report) -> Clue | None:
     """No load_state_dict message, but prose about missing or unexpected keys that names the
     wrapper's prefix as where they differ."""
-    if block.short_type or sd_errors.parse(report.text) is not None:
+    if block.short_type or sd_errors.in_text(report) is not None:
         return None  # a message of torch's own is read by `explain` above
     if report.exceptions:
         return None

@@ -158,10 +158,15 @@ _ISINSTANCE_AFTER_RELOAD_FIX = {
 }
 
 
+def _other_errors(report: ErrorReport) -> bool:
+    """An exception other than an assertion: it is the story (asked once per input)."""
+    return any(b.short_type != "AssertionError" for b in report.exceptions)
+
+
 @PITFALL.error_check(types=())
 def isinstance_after_reload(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Prose, perhaps with the assertion it fails: no other error is the story."""
-    if any(b.short_type != "AssertionError" for b in report.exceptions):
+    if report.once(_other_errors):
         return None
     if not (report.search(_ISINSTANCE) and report.search(_RELOADING) and report.search(_FAILS)):
         return None
