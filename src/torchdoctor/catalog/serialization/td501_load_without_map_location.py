@@ -10,6 +10,7 @@ from torchdoctor.catalog.sdk import (
     Context,
     Finding,
     Pitfall,
+    index,
     index_of,
     is_self_attribute,
     lazy_compile,
@@ -83,6 +84,10 @@ come back on the CPU; code that uses loaded tensors directly (not through `load_
 such as an optimizer state or a cached tensor, may need an explicit `.to(device)` afterwards.
 Passing your `device` variable instead is often the better edit.
 
+A load of a path that the same function (or script) saved to with `torch.save` just before,
+written the same way (the best model reloaded after early stopping), is not reported: what the
+run saved holds the devices of the machine it runs on.
+
 ## Known problems
 Only code whose function or script calls `torch.cuda.is_available()` is checked. The rule
 cannot see what the file holds: RNG, LR-scheduler and grad-scaler states contain no CUDA tensors
@@ -116,6 +121,9 @@ torch.cuda.device_count() is 0`；在 `cuda:1` 上保存的 checkpoint 拿到单
 直接使用这些张量（而不是通过 `load_state_dict`）的代码，比如优化器状态或缓存的张量，
 之后可能需要显式 `.to(device)`。很多时候改成传入你自己的 `device` 变量更好。
 
+如果同一个函数（或脚本）在加载之前刚用 `torch.save` 写入过同一路径（写法相同：例如早停后重新加载
+最佳模型），不会报告：这次运行自己保存的内容，其中的张量本来就在本机的设备上。
+
 ## Known problems
 只检查所在函数或脚本调用了 `torch.cuda.is_available()` 的代码。规则看不到文件里存的是什么：
 随机数状态、学习率调度器和 grad scaler 的状态里没有 CUDA 张量，在哪里都能正常加载，
@@ -148,10 +156,44 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if not _decides_device(ctx) or _on_cuda_branch(call, ctx):
         return
+    if _saved_before(call, ctx):
+        return
     last = call.keywords[-1] if call.keywords else call.args[-1]
     _, end = ctx.span(last)
     fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, ', map_location="cpu"'))
     yield ctx.finding(PITFALL, call, fix=fix)
+
+
+def _saved_before(call: ast.Call, ctx: Context) -> bool:
+    """The same function (or script) saved to this path, written the same way, before loading
+    it: early stopping's best model, reloaded at the end of the run, holds the devices of the
+    machine that run is on."""
+    saves = _saves(ctx).get(ctx.text(call.args[0]), ())
+    scope = ctx.enclosing_function() or ctx.tree
+    return any(s is scope and position < (call.lineno, call.col_offset) for s, position in saves)
+
+
+@per_file
+def _saves(ctx: Context) -> dict[str, list[tuple[ast.AST, tuple[int, int]]]]:
+    """The path (as written) of each `torch.save(obj, path)` of the file: [(its function or
+    module, its position)]."""
+    found: dict[str, list[tuple[ast.AST, tuple[int, int]]]] = {}
+    if not ctx.may_name("save"):
+        return found
+    whole = index(ctx)
+    for at in whole.calls.get("save", ()):
+        save = whole.nodes[at]
+        if ctx.qualname(save.func) != "torch.save":
+            continue
+        path = save.args[1] if len(save.args) > 1 else None
+        path = next((kw.value for kw in save.keywords if kw.arg == "f"), path)
+        if path is None:
+            continue
+        scope = whole.scopes[at]
+        while isinstance(scope, (ast.Lambda, ast.ClassDef)):  # a lambda's save is its function's
+            scope = whole.scopes[whole.number[scope]]
+        found.setdefault(ctx.text(path), []).append((scope, (save.lineno, save.col_offset)))
+    return found
 
 
 def _decides_device(ctx: Context) -> bool:
