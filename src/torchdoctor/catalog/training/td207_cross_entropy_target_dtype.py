@@ -223,12 +223,7 @@ _CAUSE_CUT = {
 def _long_expected_in_the_loss(block) -> Clue | None:
     if not _LONG_OBJECT.search(block.message):
         return None
-    innermost = block.frames[-2:]
-    if not any(
-        name in f"{frame.function or ''} {frame.source or ''}"
-        for frame in innermost
-        for name in _LOSS_FUNCTIONS
-    ):
+    if not _frames_name(block.frames[-2:], _LOSS_FUNCTIONS):
         return None
     return Clue(0.85, _CAUSE_CUT)
 
@@ -261,12 +256,7 @@ def check_binary_target_dtype(block, report):
     if found is None:
         return None
     # The error's innermost frames are the binary loss's own: not any op that mixed dtypes.
-    innermost = block.frames[-2:]
-    if not any(
-        name in f"{frame.function or ''} {frame.source or ''}"
-        for frame in innermost
-        for name in _BINARY_LOSSES
-    ):
+    if not _frames_name(block.frames[-2:], _BINARY_LOSSES):
         return None
     dtype = found.group("dtype") or found.group("out") or found.group("found")
     return Clue(0.95, _BINARY_CAUSE, _BINARY_FIX, {"dtype": dtype})
@@ -276,11 +266,14 @@ def _near_a_loss(block, report) -> bool:
     """The traceback passes through a classification loss, or the message speaks of one."""
     if "target" in block.message or "nll" in block.message:
         return True
-    for frame in block.frames:
-        text = f"{frame.function or ''} {frame.source or ''}"
-        if any(name in text for name in _LOSS_FUNCTIONS):
-            return True
-    return False
+    return _frames_name(block.frames, _LOSS_FUNCTIONS)
+
+
+def _frames_name(frames, names) -> bool:
+    """Some of `frames` runs or calls one of `names` (in its function's name or source line)."""
+    return any(
+        name in f"{frame.function or ''} {frame.source or ''}" for frame in frames for name in names
+    )
 
 
 # ---- at run time -------------------------------------------------------------------------------
