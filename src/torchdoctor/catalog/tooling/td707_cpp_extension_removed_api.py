@@ -285,10 +285,10 @@ _RENAMED = {
     "THCNumerics": ("at::_isnan / std:: functions", None),
 }
 _IDENTIFIER = re.compile(r"\b(?:" + "|".join(_RENAMED) + r")\b")
-# `#define TORCH_CHECK AT_CHECK`: the new name defined as the old one, for torch before the
+# A `#define` line and the name it defines: the old name defined by the file itself, or
+# `#define TORCH_CHECK AT_CHECK`, the new name defined as the old one for torch before the
 # rename (under `#ifndef TORCH_CHECK`), which current torch never compiles.
-_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)")
-_DEFINES = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)", re.M)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)", re.M)
 _GET_STREAM = re.compile(r"\bTHCState_getCurrentStream\s*\(")
 _DATA = re.compile(r"(?:\.|->)\s*(?P<name>data)\s*<\s*(?P<type>[\w:]+(?:\s*\*)?)\s*>\s*\(\s*\)")
 _DISPATCH = re.compile(r"\bAT_DISPATCH_\w+\s*\(")
@@ -339,7 +339,7 @@ def _headers(source: NativeSource) -> Iterator[Finding]:
 def _identifiers(source: NativeSource) -> Iterator[Finding]:
     # `#ifndef AT_CHECK` / `#define AT_CHECK TORCH_CHECK`: a name the file defines itself
     # compiles whatever torch provides (HRNet's fallback, `#define AT_CHECK AT_ASSERT`).
-    own = {m["name"] for m in _DEFINES.finditer(source.code)}
+    own = {m["name"] for m in _DEFINE.finditer(source.code)}
     for match in _IDENTIFIER.finditer(source.code):
         old = match.group()
         new, applicability = _RENAMED[old]
