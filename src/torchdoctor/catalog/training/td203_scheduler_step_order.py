@@ -340,14 +340,15 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
     not inside `warnings.catch_warnings()`, which says the order is deliberate."""
     inner = ctx.ancestors[ctx.ancestors.index(loop) + 1 :]
     phase_loops = [s for s in (loop, *inner) if _training_phase(s) is not None]
-    for at, statement in enumerate(inner):
+    # Each statement with the one below it on the way to the step (the step itself last).
+    for statement, child in zip(inner, [*inner[1:], node]):
         if statement in phase_loops:
             continue  # `for phase in ["train", "val"]:` goes through every phase each epoch
         if (
             isinstance(statement, ast.If)
             and not _tests_presence_of(statement.test, scheduler)
             and not _tests_configuration(statement.test, loop, ctx)
-            and not _selects_training_phase(statement, (*inner, node)[at + 1], phase_loops)
+            and not _selects_training_phase(statement, child, phase_loops)
         ):
             return False
         if isinstance(statement, (ast.With, ast.AsyncWith)) and any(
