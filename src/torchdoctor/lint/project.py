@@ -56,23 +56,23 @@ _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
 
 # Code whose presence anywhere in the project a rule asks about: the project loads pickled
 # objects on purpose (so its whole-module checkpoints are its format, not a mistake).
-# Each with a word the file must hold before the pattern is tried.
+# Each with the words one of which the file must hold before the pattern is tried.
 _MARKERS = {
-    "weights_only=False": (b"weights_only", re.compile(rb"weights_only[ \t]*=[ \t]*False\b")),
+    "weights_only=False": ((b"weights_only",), re.compile(rb"weights_only[ \t]*=[ \t]*False\b")),
     # The project splits its data between ranks somewhere (a DistributedSampler or one of its
     # kin, made in a data module the training script imports), or has datasets that are
     # iterated rather than sampled: a loader without a sampler may be fine.
-    "DistributedSampler": (b"Distributed", re.compile(rb"Distributed\w{0,40}Sampler")),
-    "IterableDataset": (b"Iter", re.compile(rb"Iter(?:able)?Data(?:set|Pipe)")),
+    "DistributedSampler": ((b"Distributed",), re.compile(rb"Distributed\w{0,40}Sampler")),
+    "IterableDataset": ((b"Iter",), re.compile(rb"Iter(?:able)?Data(?:set|Pipe)")),
     # Some tensors of the project are laid out channels-last: a layer's output may be permuted
     # in memory.
-    "channels_last": (b"channels_last", re.compile(rb"channels_last")),
+    "channels_last": ((b"channels_last",), re.compile(rb"channels_last")),
     # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
     # a training loop calling a model of the project may have them cleared out of sight.
-    "self.zero_grad": (b"zero_grad", re.compile(rb"self\.zero_grad[ \t]*\(")),
+    "self.zero_grad": ((b"zero_grad",), re.compile(rb"self\.zero_grad[ \t]*\(")),
     # The project launches its own processes with `--local_rank=N` (a launcher of its own, as
     # ParallelWaveGAN ships): an option spelled `--local_rank` is the one it passes.
-    "--local_rank=": (b"--local_rank=", re.compile(rb"""['"]--local_rank=""")),
+    "--local_rank=": ((b"--local_rank=",), re.compile(rb"""['"]--local_rank=""")),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
     # By keyword or in place (fast-autoaugment's `accuracy(preds, label, (1, 5))`).
@@ -207,9 +207,7 @@ def holds_marker(source: bytes, marker: str) -> bool:
     """Whether one file's text holds the code `marker` names (a key of _MARKERS), as the
     project's facts read it: a rule asking about the buffer it checks, which may differ from
     what the project holds on disk, reads it the same way."""
-    words, pattern = _MARKERS[marker]  # one word, or several: any of them must be there
-    if isinstance(words, bytes):
-        words = (words,)
+    words, pattern = _MARKERS[marker]
     return any(word in source for word in words) and pattern.search(source) is not None
 
 
