@@ -190,7 +190,8 @@ def _saves(ctx: Context) -> dict[str, list[tuple[ast.AST, tuple[int, int]]]]:
         if path is None:
             continue
         scope = whole.scopes[at]
-        while isinstance(scope, (ast.Lambda, ast.ClassDef)):  # a lambda's save is its function's
+        # As `enclosing_function` sees it: a save in a lambda or a class body is the code's around.
+        while isinstance(scope, (ast.Lambda, ast.ClassDef)):
             scope = whole.scopes[whole.number[scope]]
         found.setdefault(ctx.text(path), []).append((scope, (save.lineno, save.col_offset)))
     return found
