@@ -181,3 +181,41 @@ def test_an_example_line_carrying_its_error_as_a_comment_is_read(line, expected)
     text = f"Example:\n\n```python\nx = torch.rand(10)\n{line}\n```\n"
     names = [name for name, _ in ranked(text)]
     assert names and names[0] == expected, names
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "训练过程中出现Assertion srcIndex ＜ srcSelectDimSize failed.",
+            "embedding-index-out-of-range",
+        ),
+        (
+            "RuntimeError：mat1 and mat2 shapes cannot be multiplied（64x512 and 256x10）",
+            "matmul-shape-mismatch",
+        ),
+    ],
+)
+def test_a_message_retyped_with_full_width_punctuation_is_read_as_ascii(text, expected):
+    names = [name for name, _ in ranked(text)]
+    assert names and names[0] == expected, names
+
+
+def test_full_width_shapes_fill_the_answer():
+    diagnosis = diagnose(
+        parse_text("RuntimeError：mat1 and mat2 shapes cannot be multiplied（64x512 and 256x10）"),
+        link=False,
+    ).diagnoses[0]
+    assert "in_features=512" in diagnosis.fix
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mat1 and Mat2 shapes cannot be multiplied:",
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+    ],
+)
+def test_the_matmul_message_without_its_shapes_is_a_less_certain_answer(text):
+    (name, confidence), *_ = ranked(text)
+    assert name == "matmul-shape-mismatch" and 0.5 <= confidence < 0.8

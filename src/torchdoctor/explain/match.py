@@ -44,6 +44,9 @@ _INLINE_CODE = lazy_compile(r"`([^`]{20,400})`|[\"\u201c]([^\"\u201c\u201d\n]{20
 _INLINE_SPANS = 20
 _INLINE_WEIGHT = 0.9
 _APOSTROPHES = str.maketrans("\u2018\u2019", "''")
+# A message retyped with a Chinese or Japanese input method carries full-width forms of ASCII
+# (`srcIndex ＜ srcSelectDimSize`, `（1x2 and 3x4）`): read them as the ASCII torch printed.
+_FULL_WIDTH = {0x3000: " ", **{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}}
 
 
 @dataclass
@@ -316,7 +319,7 @@ def _message_alone(report: ErrorReport) -> ErrorBlock | None:
     lines = [line.strip() for line in report.text.split("\n") if line.strip()]
     if not lines or len(lines) > _MESSAGE_LINES:
         return None
-    return ErrorBlock("", "\n".join(lines), kind="log")
+    return ErrorBlock("", "\n".join(lines).translate(_FULL_WIDTH), kind="log")
 
 
 def _match_folded(

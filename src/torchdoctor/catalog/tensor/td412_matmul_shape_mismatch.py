@@ -140,8 +140,26 @@ _PRODUCT_FIX = {
 }
 _SHAPES = re.compile(
     r"mat1 and mat2 shapes cannot be multiplied ?\((?P<rows>\d+)x(?P<features>\d+) and "
-    r"(?P<in_features>\d+)x(?P<out_features>\d+)"  # no `)`: a message cut off in an issue title
+    r"(?P<in_features>\d+)x(?P<out_features>\d+)",  # no `)`: a message cut off in an issue title
+    re.I,  # titles retype it: "Mat1 and Mat2 shapes cannot be multiplied"
 )
+# The message without its shapes: an issue title or a chat line that stops after the words.
+_UNSHAPED = re.compile(r"mat1 and mat2 shapes cannot be multiplied", re.I)
+_UNSHAPED_CAUSE = {
+    "en": "A matrix product of incompatible shapes: the first operand's last dimension differs "
+    "from the second's first. Most often it is an nn.Linear whose in_features is not the "
+    "number of features its input has (the flattened size changes with the input's size).",
+    "zh": "矩阵乘法的两个操作数形状不兼容：第一个的最后一维不等于第二个的第一维。最常见的是某个 "
+    "nn.Linear 的 in_features 与其输入的特征数不一致（展平后的大小随输入尺寸变化）。",
+}
+_UNSHAPED_FIX = {
+    "en": "The full message names both shapes, `(rows x features and in_features x "
+    "out_features)`: set the Linear's `in_features` to the features it gets (or use "
+    "`nn.LazyLinear`), or feed inputs of the size the model was built for.",
+    "zh": "完整的报错会给出两个形状 `(rows x features and in_features x out_features)`："
+    "把该 Linear 的 `in_features` 设为它实际收到的特征数（或改用 `nn.LazyLinear`），"
+    "或者输入模型设计时的尺寸。",
+}
 # A product written in the failing line itself: `a @ b`, `torch.mm(a, b)`, `x.matmul(w)`.
 _PRODUCT = re.compile(r"@|\b(?:mm|matmul|bmm|addmm|einsum)\(")
 
@@ -153,6 +171,8 @@ def linear_or_product(block, report) -> Clue | None:
     product of two of their tensors; a message without frames is most often a Linear's."""
     found = _SHAPES.search(block.message)
     if found is None:
+        if _UNSHAPED.search(block.message):
+            return Clue(0.7, _UNSHAPED_CAUSE, _UNSHAPED_FIX)
         return None
     fields = found.groupdict()
     frames = block.frames
