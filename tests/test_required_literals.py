@@ -8,8 +8,12 @@ import re
 import pytest
 
 from conftest import FIXTURES
+from test_explain_fixtures import read_fixture
 from torchdoctor.catalog import all_pitfalls
 from torchdoctor.catalog._model import may_hold, required_literals
+from torchdoctor.explain import match
+from torchdoctor.explain.model import ErrorBlock
+from torchdoctor.explain.parse import parse_text, pytest_failures
 
 
 @pytest.mark.parametrize(
@@ -71,3 +75,40 @@ def test_no_fixture_is_ruled_out_by_the_literals_of_a_regex_that_matches_it():
                 lowered = [literal.lower() for literal in signature.literals]
                 assert may_hold(tuple(lowered), text.lower()), signature.regex
     assert checked > len(texts) // 2  # most fixtures are matched by some regex
+
+
+def _blocks_read_by_checks(report, whole_report=True):
+    """Every block `explain` gives a function signature: the parsed ones, the whole input, the
+    input as one message, the messages quoted in prose, and those of each pytest failure."""
+    yield report, list(report.blocks)
+    whole = [ErrorBlock("", report.text, kind="log")]
+    alone = match._message_alone(report)
+    quoted = [
+        ErrorBlock("", (found.group(1) or found.group(2)).strip(), kind="log")
+        for found in match._INLINE_CODE.finditer(report.text)
+    ]
+    yield report, whole + ([alone] if alone else []) + quoted
+    failures = pytest_failures(report) if whole_report else []
+    if len(failures) > 1:  # as `diagnose` splits them
+        for _, part in failures:
+            yield from _blocks_read_by_checks(part, whole_report=False)
+
+
+def test_no_fixture_a_check_answers_lacks_its_words():
+    """A function signature's `words` leave its entry unimported for an input without them:
+    every fixture it answers must hold one (any capitalisation, as `explain` folds it)."""
+    checks = [
+        (p.name, s) for p in all_pitfalls() for s in p.error_signatures if s.check and s.words
+    ]
+    answered = 0
+    for path in sorted((FIXTURES / "explain").glob("*/*.txt")):
+        _, text = read_fixture(path)
+        report = parse_text(text)
+        for owner, blocks in _blocks_read_by_checks(report):
+            folded = match.folded_text(owner)
+            for name, signature in checks:
+                for block in blocks:
+                    if signature.check(block, owner) is not None:
+                        answered += 1
+                        assert any(word in folded for word in signature.words), (name, path.name)
+    assert answered or not checks

@@ -1813,7 +1813,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("mat1 and mat2 shapes cannot be multiplied",),
     ),
     (
         "torchdoctor.catalog.tensor.td412_matmul_shape_mismatch",

@@ -108,7 +108,12 @@ class ErrorSignature:
     compiling every signature of the catalog would be most of its run time.
 
     `unless`: a pattern searched in the whole input that says the cause's premise is false
-    (the user measured what the cause blames, and it was fine): the signature is then silent."""
+    (the user measured what the cause blames, and it was fine): the signature is then silent.
+
+    `words` (a function signature's): lower-case texts one of which the input holds, in any
+    capitalisation, whenever `check` can answer; empty: none known, the check always runs. They
+    let `explain` leave the entry unimported for an input without them, as `literals` do for a
+    regex (tests/test_required_literals.py checks that no fixture a check answers lacks them)."""
 
     types: frozenset[str]
     regex: str | None = None
@@ -117,14 +122,16 @@ class ErrorSignature:
     cause: Text | None = None
     fix: Text | None = None
     unless: re.Pattern | None = None
+    words: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._compiled: re.Pattern | None = None
 
     @cached_property
     def literals(self) -> tuple[str, ...]:
-        """Texts one of which every text the regex matches holds; empty: none known."""
-        return required_literals(self.regex) if self.regex else ()
+        """Texts one of which every text the regex matches holds (for a function signature:
+        its `words`); empty: none known."""
+        return required_literals(self.regex) if self.regex else self.words
 
     @property
     def pattern(self) -> re.Pattern:
@@ -398,11 +405,15 @@ class Pitfall:
             ErrorSignature(frozenset(types), pattern, None, confidence, cause, fix, unless)
         )
 
-    def error_check(self, *, types: Iterable[str] = ("RuntimeError",)) -> Callable:
-        """Register a function signature: `check(block, report) -> Clue | None`."""
+    def error_check(
+        self, *, types: Iterable[str] = ("RuntimeError",), words: Iterable[str] = ()
+    ) -> Callable:
+        """Register a function signature: `check(block, report) -> Clue | None`. `words`:
+        texts one of which the input holds (any capitalisation) whenever the check answers."""
+        needed = tuple(word.lower() for word in words)
 
         def register(func: Callable) -> Callable:
-            self.error_signatures.append(ErrorSignature(frozenset(types), None, func))
+            self.error_signatures.append(ErrorSignature(frozenset(types), None, func, words=needed))
             return func
 
         return register

@@ -214,6 +214,8 @@ def _clue(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) -> 
         found = _search(indexed, block.message)
         if found is None:
             return None
+    elif indexed.literals and not _holds_a_word(indexed.literals, report):
+        return None
     pitfall, signature = indexed.load()
     if signature.check is not None:
         clue = signature.check(block, report)
@@ -221,6 +223,18 @@ def _clue(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) -> 
     if found is None or _premise_denied(signature, report):
         return None
     return pitfall, signature, _regex_clue(signature, found)
+
+
+def _holds_a_word(words: tuple[str, ...], report: ErrorReport) -> bool:
+    """Whether the input holds one of a function signature's `words`, in any capitalisation."""
+    folded = report.once(folded_text)
+    return any(word in folded for word in words)
+
+
+def folded_text(report: ErrorReport) -> str:
+    """The input as the `words` of function signatures are read in: lower case, full-width
+    forms as ASCII, without markdown's backticks and bold."""
+    return report.text.translate(_FULL_WIDTH).lower().replace("`", "").replace("**", "")
 
 
 def _premise_denied(signature: ErrorSignature, report: ErrorReport) -> bool:

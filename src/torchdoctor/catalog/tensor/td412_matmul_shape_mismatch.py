@@ -164,7 +164,7 @@ _UNSHAPED_FIX = {
 _PRODUCT = re.compile(r"@|\b(?:mm|matmul|bmm|addmm|einsum)\(")
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("mat1 and mat2 shapes cannot be multiplied",))
 def linear_or_product(block, report) -> Clue | None:
     """The premise of the Linear answer is a Linear: the traceback runs through
     `nn/modules/linear.py`. A traceback that ends in the user's own `a @ b` or `torch.mm` is a
