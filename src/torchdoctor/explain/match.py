@@ -233,8 +233,9 @@ def _holds_a_word(words: tuple[str, ...], report: ErrorReport) -> bool:
 
 def folded_text(report: ErrorReport) -> str:
     """The input as the `words` of function signatures are read in: lower case, full-width
-    forms as ASCII, without markdown's backticks and bold."""
-    return report.text.translate(_FULL_WIDTH).lower().replace("`", "").replace("**", "")
+    forms and typographic apostrophes as ASCII, without markdown's backticks and bold."""
+    text = report.text.translate(_FULL_WIDTH).translate(_APOSTROPHES)
+    return text.lower().replace("`", "").replace("**", "")
 
 
 def _premise_denied(signature: ErrorSignature, report: ErrorReport) -> bool:
