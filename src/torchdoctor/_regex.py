@@ -5,7 +5,7 @@ compiling all of them at import was a large share of the command's start-up."""
 from __future__ import annotations
 
 import re
-from typing import cast
+from typing import overload
 
 
 class LazyPattern:
@@ -14,9 +14,9 @@ class LazyPattern:
     Each attribute read through the compiled pattern (`match`, `search`...) is kept on the
     instance, so later reads find it there: a bound method of the pattern, with no call added."""
 
-    def __init__(self, pattern: str, flags: int) -> None:
+    def __init__(self, pattern: str | bytes, flags: int) -> None:
         self._source = (pattern, flags)
-        self._compiled: re.Pattern[str] | None = None
+        self._compiled: re.Pattern | None = None
 
     def __getattr__(self, name: str):
         # Only a pattern's own attributes, none private: copy and pickle probe for dunders.
@@ -32,6 +32,10 @@ class LazyPattern:
         return f"lazy_compile({self._source[0]!r}, {self._source[1]!r})"
 
 
-def lazy_compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+@overload
+def lazy_compile(pattern: str, flags: int = 0) -> re.Pattern[str]: ...
+@overload
+def lazy_compile(pattern: bytes, flags: int = 0) -> re.Pattern[bytes]: ...
+def lazy_compile(pattern, flags=0):
     """`re.compile(pattern, flags)`, done when the pattern is first used."""
-    return cast("re.Pattern[str]", LazyPattern(pattern, flags))
+    return LazyPattern(pattern, flags)

@@ -10,14 +10,13 @@ is one, so a fact is never made up from a name two files use differently.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from torchdoctor._regex import lazy_compile
 from torchdoctor.lint.files import SKIPPED_DIRS
 from torchdoctor.user_files import read_regular_file
 
@@ -34,20 +33,20 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # whose parenthesis never closes costs a bounded scan, not one to the end of the file.
 # (No `\b` in front: it would cost the engine its fast search for the literal `class`; the
 # byte before a match is looked at instead.)
-_CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^()]{0,400})\))?[ \t]*:")
+_CLASS = lazy_compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^()]{0,400})\))?[ \t]*:")
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 # `os.environ["X"]`, `os.environ.get("X")`, `environ.setdefault("X", ...)`, `os.getenv("X")`,
 # and `"X" in os.environ`.
 _ENV_NAME = rb"""[ \t]*['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"]"""
 # Each begins with its literal word, which the engine finds fast (an alternation would not).
-_ENV_READ = re.compile(rb"environ[ \t]*(?:\[|\.get[ \t]*\(|\.setdefault[ \t]*\()" + _ENV_NAME)
-_ENV_GOT = re.compile(rb"getenv[ \t]*\(" + _ENV_NAME)
-_ENV_TESTED = re.compile(
+_ENV_READ = lazy_compile(rb"environ[ \t]*(?:\[|\.get[ \t]*\(|\.setdefault[ \t]*\()" + _ENV_NAME)
+_ENV_GOT = lazy_compile(rb"getenv[ \t]*\(" + _ENV_NAME)
+_ENV_TESTED = lazy_compile(
     rb"""['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"][ \t]+in[ \t]+(?:os\.)?environ\b"""
 )
 # `from torch.autograd import Function` (or `...function import Function, once_differentiable`):
 # a bare `Function` base of the file's classes is torch's.
-_AUTOGRAD_FUNCTION_IMPORT = re.compile(
+_AUTOGRAD_FUNCTION_IMPORT = lazy_compile(
     rb"from[ \t]+torch\.autograd(?:\.function)?[ \t]+import[^\n]*[ \t,(]Function\b"
 )
 # torch.nn names that are not module classes (as in the context's own list).
@@ -58,28 +57,28 @@ _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
 # objects on purpose (so its whole-module checkpoints are its format, not a mistake).
 # Each with the words one of which the file must hold before the pattern is tried.
 _MARKERS = {
-    "weights_only=False": ((b"weights_only",), re.compile(rb"weights_only[ \t]*=[ \t]*False\b")),
+    "weights_only=False": ((b"weights_only",), lazy_compile(rb"weights_only[ \t]*=[ \t]*False\b")),
     # The project splits its data between ranks somewhere (a DistributedSampler or one of its
     # kin, made in a data module the training script imports), or has datasets that are
     # iterated rather than sampled: a loader without a sampler may be fine.
-    "DistributedSampler": ((b"Distributed",), re.compile(rb"Distributed\w{0,40}Sampler")),
-    "IterableDataset": ((b"Iter",), re.compile(rb"Iter(?:able)?Data(?:set|Pipe)")),
+    "DistributedSampler": ((b"Distributed",), lazy_compile(rb"Distributed\w{0,40}Sampler")),
+    "IterableDataset": ((b"Iter",), lazy_compile(rb"Iter(?:able)?Data(?:set|Pipe)")),
     # Some tensors of the project are laid out channels-last: a layer's output may be permuted
     # in memory.
-    "channels_last": ((b"channels_last",), re.compile(rb"channels_last")),
+    "channels_last": ((b"channels_last",), lazy_compile(rb"channels_last")),
     # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
     # a training loop calling a model of the project may have them cleared out of sight.
-    "self.zero_grad": ((b"zero_grad",), re.compile(rb"self\.zero_grad[ \t]*\(")),
+    "self.zero_grad": ((b"zero_grad",), lazy_compile(rb"self\.zero_grad[ \t]*\(")),
     # The project launches its own processes with `--local_rank=N` (a launcher of its own, as
     # ParallelWaveGAN ships): an option spelled `--local_rank` is the one it passes.
-    "--local_rank=": ((b"--local_rank=",), re.compile(rb"""['"]--local_rank=""")),
+    "--local_rank=": ((b"--local_rank=",), lazy_compile(rb"""['"]--local_rank=""")),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
     # By keyword or in place (fast-autoaugment's `accuracy(preds, label, (1, 5))`).
     # (`cmc_topk=(1, 5, 10)` is another parameter.)
     "top-k for k > 1": (
         (b"topk", b"accuracy("),
-        re.compile(
+        lazy_compile(
             rb"(?:(?<![\w.])topk[ \t]*=[ \t]*|accuracy\([^()\n]{0,200})"
             rb"[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"
         ),
@@ -88,16 +87,16 @@ _MARKERS = {
 # `torch.serialization.safe_globals([...])`, `add_safe_globals([...])`: a file allowing classes
 # in `weights_only` loads. The class names such a file mentions are kept (the list is often
 # built in a variable first, so its own brackets say too little).
-_SAFE_GLOBALS = re.compile(rb"safe_globals[ \t]*\(")
-_CLASS_NAME = re.compile(rb"(?<![\w.])[A-Z][A-Za-z0-9_]{0,80}\b")
+_SAFE_GLOBALS = lazy_compile(rb"safe_globals[ \t]*\(")
+_CLASS_NAME = lazy_compile(rb"(?<![\w.])[A-Z][A-Za-z0-9_]{0,80}\b")
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
-_METHOD_CALL = re.compile(rb"\.(" + b"|".join(WATCHED_METHODS) + rb")[ \t]*\(")
+_METHOD_CALL = lazy_compile(rb"\.(" + b"|".join(WATCHED_METHODS) + rb")[ \t]*\(")
 # `<name>.close()` or `<name>.flush()` anywhere in the project: the name closed (`writer` of
 # `self.writer.close()`), read back from each match (a pattern starting with a word would be
 # tried at every word of the file).
-_CLOSING_CALL = re.compile(rb"\.(?:close|flush)[ \t]*\(")
+_CLOSING_CALL = lazy_compile(rb"\.(?:close|flush)[ \t]*\(")
 
 
 @dataclass(frozen=True)
@@ -322,6 +321,8 @@ class FactsReader:
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
+        import hashlib  # here: its OpenSSL start-up is a share of `explain`'s, which never asks
+
         digest = hashlib.sha256(
             "\1".join("\0".join(sorted(part)) for part in parts).encode()
         ).hexdigest()[:16]
