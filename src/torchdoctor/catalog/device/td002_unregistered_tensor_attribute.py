@@ -562,7 +562,14 @@ _SAYS_BUFFER = lazy_compile(
 _TRIED = lazy_compile(r"\b(?:already|still|even though|despite|tried)\b")
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(
+    types=("RuntimeError",),
+    words=(
+        "expected all tensors to be on the same device",
+        "expected device",
+        "expected object of",
+    ),
+)
 def said_unregistered(block, report) -> Clue | None:
     """A device mismatch the report itself blames on a tensor attribute that is no buffer."""
     if _DEVICES_DIFFER.search(block.message) is None:
@@ -635,7 +642,7 @@ def _other_errors(report) -> bool:
     return any(_DEVICES_DIFFER.search(b.message) is None for b in report.exceptions)
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("move", "cpu"))
 def said_not_moved(block, report) -> Clue | None:
     """Prose, perhaps with the device mismatch it causes: no other error is the story."""
     if report.once(_other_errors):

@@ -318,7 +318,21 @@ def _side_clue(odd: str, common: str, arg: str | None, op: str | None) -> Clue:
     return Clue(0.95, cause)
 
 
-@PITFALL.error_check(types=("RuntimeError", "ValueError", "TypeError"))
+@PITFALL.error_check(
+    types=("RuntimeError", "ValueError", "TypeError"),
+    words=(
+        "expected all tensors to be on the same device",
+        "expected object of",
+        "tensor for argument #",
+        "expected tensor to have",
+        "expected device",
+        "all input tensors must be on the same device",
+        "to have the same device as tensor for argument #",
+        "input type",
+        "tensors are not at the same device",
+        "indices should be either on",
+    ),
+)
 def check(block, report) -> Clue | None:
     message = block.message
     for pattern in _MESSAGES:
@@ -378,7 +392,7 @@ def _input_type_clue(message: str) -> Clue | None:
     return _side_clue(source, weight, "input", "conv")
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("input type",))
 def input_type_without_exception(block, report) -> Clue | None:
     """A convolution's message as an issue's title or a log line above frames pasted without
     their exception line: no printed exception to go by, so a little less sure."""

@@ -219,7 +219,25 @@ _FLOAT8_FIX = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError", "ValueError", "TypeError"))
+@PITFALL.error_check(
+    types=("RuntimeError", "ValueError", "TypeError"),
+    words=(
+        "expected scalar type",
+        "expected object of scalar type",
+        "must have the same dtype",
+        "to have the same dtype",
+        "input type",
+        "found dtype",
+        "expected dtype",
+        "tensor but",
+        "rnn input dtype",
+        "expected object of type",
+        "to have the same type as tensor for argument",
+        "have same dtype",
+        "must have the same scalar type",
+        "dtypes match, got",
+    ),
+)
 def check(block, report) -> Clue | None:
     pair = dtypes.dtype_pair(block.message)
     if pair is None:

@@ -343,7 +343,15 @@ _PHRASINGS = (
 _OUT_OF_MEMORY = lazy_compile("|".join(_PHRASINGS))
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(
+    types=(),
+    words=(
+        "out of memory",
+        "cublas_status_alloc_failed",
+        "total capacity",
+        "would exceed allowed memory",
+    ),
+)
 def check(block, report) -> Clue | None:
     if not _OUT_OF_MEMORY.search(block.message):
         return None

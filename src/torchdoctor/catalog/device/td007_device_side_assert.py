@@ -151,7 +151,7 @@ _KERNEL_FAILED = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("cuda kernel errors might be asynchronously reported",))
 def asynchronous_note(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if not _ASYNC_NOTE.search(block.message) or _NO_KERNEL.search(block.message):
         return None

@@ -148,7 +148,10 @@ _OUT_OF_RANGE = lazy_compile(
 _EMBEDDING = lazy_compile(r"embedding", re.I)
 
 
-@PITFALL.error_check(types=("IndexError", "RuntimeError"))
+@PITFALL.error_check(
+    types=("IndexError", "RuntimeError"),
+    words=("index out of range in self", "index out of range at"),
+)
 def check(block, report) -> Clue | None:
     if not _OUT_OF_RANGE.search(block.message):
         return None
@@ -173,7 +176,7 @@ _LOGGED = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("index out of range in self",))
 def logged(block, report) -> Clue | None:
     if report.exceptions or report.once(_logged) is None:
         return None
@@ -191,14 +194,14 @@ _RETOLD = lazy_compile(r"(?<!\w )index out of range(?! in self| at )")
 _VOCABULARY = lazy_compile(r"[Ee]mbedding|vocab|\btokens?\b")
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("index out of range",))
 def retold(block, report) -> Clue | None:
     if not _RETOLD.search(block.message) or not report.search(_VOCABULARY):
         return None
     return Clue(0.7, _CAUSE)
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("device-side assert triggered",))
 def check_async(block, report) -> Clue | None:
     """A device-side assert whose traceback runs through an embedding (CUDA_LAUNCH_BLOCKING=1)."""
     if "device-side assert triggered" not in block.message:
@@ -220,7 +223,7 @@ _SIZES_DIFFER = lazy_compile(
 _VOCAB_WORD = lazy_compile(r"[Vv]ocab|[Tt]okeni[sz]er")
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("index out of bounds", "index < sizes[i]"))
 def sizes_said_to_differ(block, report) -> Clue | None:
     if not _INDEX_ASSERT.search(block.message):
         return None
@@ -238,7 +241,7 @@ _PAST_MAX_LENGTH = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("indexerror",))
 def past_max_length(block, report) -> Clue | None:
     message = block.message
     if "IndexError" not in message or "list index out of range" in message:
@@ -296,7 +299,10 @@ def _other_errors(report) -> bool:
     return any(not _ANNOUNCED.search(error.message) for error in report.exceptions)
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(
+    types=(),
+    words=("sequence length is longer than the specified maximum sequence length",),
+)
 def longer_than_positions(block, report) -> Clue | None:
     found = _TOO_LONG.search(block.message)
     if found is None:

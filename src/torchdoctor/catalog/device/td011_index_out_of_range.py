@@ -167,7 +167,7 @@ PITFALL.error(
 _INDEX_SELECT = re.compile(r"^index out of range in self")
 
 
-@PITFALL.error_check(types=("IndexError", "RuntimeError"))
+@PITFALL.error_check(types=("IndexError", "RuntimeError"), words=("index out of range in self",))
 def check(block, report) -> Clue | None:
     """`index out of range in self` is index_select's; embedding-index-out-of-range explains it
     unless the traceback shows a plain index_select."""
@@ -216,7 +216,7 @@ _DATASET_FIX = {
 }
 
 
-@PITFALL.error_check(types=("IndexError",))
+@PITFALL.error_check(types=("IndexError",), words=("list index out of range",))
 def dataset_list_index(block, report) -> Clue | None:
     if _LIST_INDEX not in block.message:
         return None

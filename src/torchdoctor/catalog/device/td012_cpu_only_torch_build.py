@@ -104,7 +104,7 @@ _XPU_BUILD = {
 }
 
 
-@PITFALL.error_check(types=("AssertionError",))
+@PITFALL.error_check(types=("AssertionError",), words=("torch not compiled with cuda",))
 def not_compiled_with_cuda(block, report) -> Clue | None:
     if _NOT_COMPILED not in block.message.lower():
         return None
@@ -113,7 +113,7 @@ def not_compiled_with_cuda(block, report) -> Clue | None:
     return Clue(0.95, _CPU_ONLY)
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("torch not compiled with cuda",))
 def not_compiled_with_cuda_retold(block, report) -> Clue | None:
     """The message retold in an issue's title or prose above a traceback cut off before its
     exception line: no printed exception to go by, so a little less sure."""

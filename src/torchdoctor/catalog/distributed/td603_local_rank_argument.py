@@ -184,7 +184,7 @@ PITFALL.error(
 _NEW_LAUNCHER = "If your script expects `--local-rank` argument"
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("if your script expects",))
 def usage_without_new_spelling(block, report) -> Clue | None:
     """The error line cut off: argparse printed its usage, as it does for a bad argument, and
     the usage declares only `--local_rank`, after the warning of a launcher passing

@@ -274,7 +274,7 @@ _INITIALIZATION_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("initialization error",))
 def initialization_error(block, report) -> Clue | None:
     if not _INITIALIZATION_ERROR.search(block.message):
         return None
