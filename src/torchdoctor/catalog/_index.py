@@ -2031,7 +2031,7 @@ SIGNATURES = (
         5,
         ("AttributeError",),
         None,
-        (),
+        ("_cuda_getdevice",),
     ),
     (
         "torchdoctor.catalog.serialization.td501_load_without_map_location",
@@ -2039,7 +2039,7 @@ SIGNATURES = (
         6,
         (),
         None,
-        (),
+        ("restore_location", "_cuda_deserialize", "validate_cuda_device"),
     ),
     (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
@@ -2063,7 +2063,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("types accepted by default",),
     ),
     (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
@@ -2071,7 +2071,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("weights only load failed", "weightsunpickler error"),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2079,7 +2079,7 @@ SIGNATURES = (
         0,
         ("AttributeError",),
         None,
-        (),
+        ("can't get attribute",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2087,7 +2087,7 @@ SIGNATURES = (
         1,
         ("AttributeError",),
         None,
-        (),
+        ("object has no attribute",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2095,7 +2095,7 @@ SIGNATURES = (
         2,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("no module named",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2103,7 +2103,7 @@ SIGNATURES = (
         3,
         ("TypeError",),
         None,
-        (),
+        ("is a built-in class",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2111,7 +2111,7 @@ SIGNATURES = (
         4,
         ("AttributeError", "PicklingError", "TypeError"),
         None,
-        (),
+        ("can't pickle",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2119,7 +2119,7 @@ SIGNATURES = (
         5,
         (),
         None,
-        (),
+        ("weights only load failed", "weightsunpickler error"),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2127,7 +2127,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("state_dict", "unexpected"),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2135,7 +2135,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("key(s) in state_dict",),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2143,7 +2143,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("module.", "_orig_mod."),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2151,7 +2151,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("missing key", "unexpected key"),
     ),
     (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",
@@ -2159,7 +2159,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("state_dict", "unexpected"),
     ),
     (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",
@@ -2167,7 +2167,7 @@ SIGNATURES = (
         1,
         ("KeyError",),
         None,
-        (),
+        ("num_batches_tracked",),
     ),
     (
         "torchdoctor.catalog.serialization.td507_state_dict_shape_mismatch",
@@ -2175,7 +2175,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("checkpoint",),
     ),
     (
         "torchdoctor.catalog.serialization.td508_state_dict_key_mismatch",
@@ -2191,7 +2191,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("state_dict", "unexpected"),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2199,7 +2199,7 @@ SIGNATURES = (
         0,
         ("UnpicklingError",),
         None,
-        (),
+        ("invalid load key",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2207,7 +2207,7 @@ SIGNATURES = (
         1,
         ("UnpicklingError",),
         None,
-        (),
+        ("weights only load failed",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2215,7 +2215,7 @@ SIGNATURES = (
         2,
         ("EOFError",),
         None,
-        (),
+        ("ran out of input", "serialization.py", "torch.load", "load("),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2263,7 +2263,7 @@ SIGNATURES = (
         8,
         (),
         None,
-        (),
+        ("weights only load failed",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
