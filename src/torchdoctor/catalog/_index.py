@@ -2083,7 +2083,7 @@ SIGNATURES = (
         5,
         ("AttributeError",),
         None,
-        (),
+        ("_cuda_getdevice",),
     ),
     (
         "torchdoctor.catalog.serialization.td501_load_without_map_location",
@@ -2091,7 +2091,7 @@ SIGNATURES = (
         6,
         (),
         None,
-        (),
+        ("restore_location", "_cuda_deserialize", "validate_cuda_device"),
     ),
     (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
@@ -2115,7 +2115,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("types accepted by default",),
     ),
     (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
@@ -2123,7 +2123,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("weights only load failed", "weightsunpickler error"),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2131,7 +2131,7 @@ SIGNATURES = (
         0,
         ("AttributeError",),
         None,
-        (),
+        ("can't get attribute",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2139,7 +2139,7 @@ SIGNATURES = (
         1,
         ("AttributeError",),
         None,
-        (),
+        ("object has no attribute",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2147,7 +2147,7 @@ SIGNATURES = (
         2,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("no module named",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2155,7 +2155,7 @@ SIGNATURES = (
         3,
         ("TypeError",),
         None,
-        (),
+        ("is a built-in class",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2163,7 +2163,7 @@ SIGNATURES = (
         4,
         ("AttributeError", "PicklingError", "TypeError"),
         None,
-        (),
+        ("can't pickle",),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2171,7 +2171,7 @@ SIGNATURES = (
         5,
         (),
         None,
-        (),
+        ("weights only load failed", "weightsunpickler error"),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2179,7 +2179,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("state_dict", "unexpected"),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2187,7 +2187,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("key(s) in state_dict",),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2195,7 +2195,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("module.", "_orig_mod."),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2203,7 +2203,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("missing key", "unexpected key"),
     ),
     (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",
@@ -2211,7 +2211,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("state_dict", "unexpected"),
     ),
     (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",
@@ -2219,7 +2219,7 @@ SIGNATURES = (
         1,
         ("KeyError",),
         None,
-        (),
+        ("num_batches_tracked",),
     ),
     (
         "torchdoctor.catalog.serialization.td507_state_dict_shape_mismatch",
@@ -2227,7 +2227,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("checkpoint",),
     ),
     (
         "torchdoctor.catalog.serialization.td508_state_dict_key_mismatch",
@@ -2243,7 +2243,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("state_dict", "unexpected"),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2251,7 +2251,7 @@ SIGNATURES = (
         0,
         ("UnpicklingError",),
         None,
-        (),
+        ("invalid load key",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2259,7 +2259,7 @@ SIGNATURES = (
         1,
         ("UnpicklingError",),
         None,
-        (),
+        ("weights only load failed",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2267,7 +2267,7 @@ SIGNATURES = (
         2,
         ("EOFError",),
         None,
-        (),
+        ("ran out of input", "serialization.py", "torch.load", "load("),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",
@@ -2315,7 +2315,7 @@ SIGNATURES = (
         8,
         (),
         None,
-        (),
+        ("weights only load failed",),
     ),
     (
         "torchdoctor.catalog.serialization.td509_corrupted_checkpoint",

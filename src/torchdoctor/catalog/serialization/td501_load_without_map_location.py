@@ -352,7 +352,7 @@ PITFALL.error(
 )
 
 
-@PITFALL.error_check(types=("AttributeError",))
+@PITFALL.error_check(types=("AttributeError",), words=("_cuda_getdevice",))
 def cpu_build(block, report) -> Clue | None:
     """Old CPU-only builds failed inside torch.load's CUDA restore with this attribute error."""
     if "has no attribute '_cuda_getDevice'" not in block.message:
@@ -387,7 +387,9 @@ _LAST_FRAME = lazy_compile(r'File "(?P<path>[^"\n]*)", line \d+, in (?P<function
 _RESTORING = frozenset({"default_restore_location", "_cuda_deserialize", "validate_cuda_device"})
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(
+    types=(), words=("restore_location", "_cuda_deserialize", "validate_cuda_device")
+)
 def cut_in_restore_location(block, report) -> Clue | None:
     if report.exceptions or block.message != report.text:
         return None

@@ -341,7 +341,7 @@ _DOCS_TAIL = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("types accepted by default",))
 def documentation_tail(block, report) -> Clue | None:
     if not _DOCS_TAIL.search(block.message):
         return None
@@ -350,7 +350,7 @@ def documentation_tail(block, report) -> Clue | None:
     return Clue(0.75, _DEFAULT_FLIPPED)
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("weights only load failed", "weightsunpickler error"))
 def refused_global(block, report) -> Clue | None:
     if not _weights_only.refused(block.message):
         return None

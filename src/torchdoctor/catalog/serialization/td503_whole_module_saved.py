@@ -351,7 +351,7 @@ def _unpickling(block) -> bool | None:
     return bool(re.search(r"serialization\.pyc?\b|torch\.load|pickle|\bload\(|_load\b", text))
 
 
-@PITFALL.error_check(types=("AttributeError",))
+@PITFALL.error_check(types=("AttributeError",), words=("can't get attribute",))
 def missing_class(block, report) -> Clue | None:
     found = re.search(
         r"Can't get attribute '(?P<name>\w+)' on <module '(?P<module>[\w.]+)'", block.message
@@ -389,7 +389,7 @@ STALE_CLASS_FIX = {
 _MODULE_ATTRIBUTE = lazy_compile(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'")
 
 
-@PITFALL.error_check(types=("AttributeError",))
+@PITFALL.error_check(types=("AttributeError",), words=("object has no attribute",))
 def stale_class(block, report) -> Clue | None:
     """A module's `__getattr__` failing inside `torch.load`'s unpickler: what is unpickled is
     an nn.Module, looked up on a class that no longer matches it."""
@@ -404,7 +404,7 @@ def stale_class(block, report) -> Clue | None:
     return Clue(0.85, STALE_CLASS, STALE_CLASS_FIX, found.groupdict())
 
 
-@PITFALL.error_check(types=("ModuleNotFoundError", "ImportError"))
+@PITFALL.error_check(types=("ModuleNotFoundError", "ImportError"), words=("no module named",))
 def missing_module(block, report) -> Clue | None:
     found = re.search(r"No module named '?(?P<module>[\w.]+)'?", block.message)
     if found is None:
@@ -445,7 +445,7 @@ _SERIALIZING = lazy_compile(r"torch\.(?:load|save)\(|serialization\.pyc?\b")
 _SCRIPTING = lazy_compile(r"torch[\\/.]jit|torch\.package|torch\.compile|_dynamo")
 
 
-@PITFALL.error_check(types=("TypeError",))
+@PITFALL.error_check(types=("TypeError",), words=("is a built-in class",))
 def sourceless_class(block, report) -> Clue | None:
     """`inspect` cannot find the source of a class in `__main__`; with torch.load/save in
     the text (not torch.jit, which reads source in a REPL and fails alike) the class is a
@@ -481,7 +481,9 @@ _SAVING_A_MODEL = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=("AttributeError", "PicklingError", "TypeError"))
+@PITFALL.error_check(
+    types=("AttributeError", "PicklingError", "TypeError"), words=("can't pickle",)
+)
 def unpicklable_part(block, report) -> Clue | None:
     """A lambda or local function that cannot be pickled, where torch.save is the pickler:
     its frames, or the text around the error telling of saving a model."""
@@ -505,7 +507,7 @@ def unpicklable_part(block, report) -> Clue | None:
     )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("weights only load failed", "weightsunpickler error"))
 def refused_module(block, report) -> Clue | None:
     if not _weights_only.refused(block.message):
         return None

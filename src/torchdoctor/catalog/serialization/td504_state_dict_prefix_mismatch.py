@@ -403,7 +403,7 @@ FIXES = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("state_dict", "unexpected"))
 def explain(block, report) -> Clue | None:
     error = sd_errors.from_block(block, report)
     if error is None or sd_errors.kind(error) != "prefix":
@@ -464,7 +464,7 @@ _CUT_PREFIXED_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("key(s) in state_dict",))
 def cut_prefixed_key(block, report) -> Clue | None:
     """A load_state_dict message none of whose keys survived the pasting whole."""
     if "key(s) in state_dict" not in block.message:
@@ -510,7 +510,7 @@ _ABOUT_STATE_DICTS = lazy_compile(r"state_dict|\bkeys?\b|checkpoint|pre-?trained
 _QUOTED_KEYS = 200
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("module.", "_orig_mod."))
 def retold_prefix(block, report) -> Clue | None:
     """No load_state_dict message, but prose quoting a key and the same key under a wrapper's
     prefix ("expected `conv1.weight` but the weights have `module.conv1.weight`")."""
@@ -556,7 +556,7 @@ _SAID_PREFIX_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("missing key", "unexpected key"))
 def said_prefix(block, report) -> Clue | None:
     """No load_state_dict message, but prose about missing or unexpected keys that names the
     wrapper's prefix as where they differ."""

@@ -159,7 +159,7 @@ FIXES = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("state_dict", "unexpected"))
 def explain(block, report) -> Clue | None:
     error = sd_errors.from_block(block, report)
     if error is None or error.other_missing or error.other_unexpected:
@@ -180,7 +180,7 @@ def explain(block, report) -> Clue | None:
 _COUNTER_KEY_ERROR = lazy_compile(r"^'(?P<key>[\w.]*num_batches_tracked)'$")
 
 
-@PITFALL.error_check(types=("KeyError",))
+@PITFALL.error_check(types=("KeyError",), words=("num_batches_tracked",))
 def counter_key_error(block, report) -> Clue | None:
     found = _COUNTER_KEY_ERROR.match(block.message.strip())
     if found is None:

@@ -168,7 +168,7 @@ ALSO_KEYS = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("checkpoint",))
 def explain(block, report) -> Clue | None:
     error = sd_errors.from_block(block, report)
     if error is None or not error.mismatched:

@@ -238,7 +238,7 @@ PITFALL.error(
 _LATE_LAYERS = lazy_compile(r"\bconfigure_(?:sharded_)?model\b")
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("state_dict", "unexpected"))
 def explain(block, report) -> Clue | None:
     error = sd_errors.from_block(block, report)
     if error is None:

@@ -225,7 +225,7 @@ def _load_key_clue(char: str, shown: str) -> Clue:
     return Clue(confidence, cause)
 
 
-@PITFALL.error_check(types=("UnpicklingError",))
+@PITFALL.error_check(types=("UnpicklingError",), words=("invalid load key",))
 def invalid_load_key(block, report) -> Clue | None:
     found = re.search(r"invalid load key, '(\\x[0-9a-fA-F]{2}|\\[nrt]|.)'", block.message)
     if found is None:
@@ -239,7 +239,7 @@ def invalid_load_key(block, report) -> Clue | None:
 _OPERAND = re.compile(r"Unsupported operand (\d+)")
 
 
-@PITFALL.error_check(types=("UnpicklingError",))
+@PITFALL.error_check(types=("UnpicklingError",), words=("weights only load failed",))
 def weights_only_operand(block, report) -> Clue | None:
     """Since 2.6 the weights-only unpickler reports the first byte as an opcode number."""
     if "Weights only load failed" not in block.message:
@@ -254,7 +254,9 @@ def weights_only_operand(block, report) -> Clue | None:
     return _load_key_clue(char, shown)
 
 
-@PITFALL.error_check(types=("EOFError",))
+@PITFALL.error_check(
+    types=("EOFError",), words=("ran out of input", "serialization.py", "torch.load", "load(")
+)
 def empty_file(block, report) -> Clue | None:
     if block.message.strip() not in ("", "Ran out of input"):
         return None
@@ -312,7 +314,7 @@ _NOT_A_PICKLE = _text(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("weights only load failed",))
 def operand_in_text(block, report) -> Clue | None:
     start = block.message.find("Weights only load failed")
     found = _OPERAND.search(block.message, start) if start >= 0 else None
