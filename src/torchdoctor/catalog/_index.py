@@ -1741,7 +1741,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("is ambiguous",),
     ),
     (
         "torchdoctor.catalog.tensor.td406_boolean_operator_on_tensors",
@@ -1749,7 +1749,7 @@ SIGNATURES = (
         0,
         ("UserWarning",),
         None,
-        (),
+        ("non-scalar tensors",),
     ),
     (
         "torchdoctor.catalog.tensor.td406_boolean_operator_on_tensors",
@@ -1757,7 +1757,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        (),
+        ("is ambiguous",),
     ),
     (
         "torchdoctor.catalog.tensor.td408_float64_numpy_tensor",
@@ -1765,7 +1765,7 @@ SIGNATURES = (
         0,
         ("RuntimeError", "ValueError"),
         None,
-        (),
+        ("double", "float64"),
     ),
     (
         "torchdoctor.catalog.tensor.td409_numpy_on_grad_or_cuda_tensor",
@@ -1869,7 +1869,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("channels instead",),
     ),
     (
         "torchdoctor.catalog.tensor.td414_view_shape_mismatch",
@@ -1877,7 +1877,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("is invalid for input",),
     ),
     (
         "torchdoctor.catalog.tensor.td416_conv_groups_mismatch",
@@ -1893,7 +1893,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("expected weight to be",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1901,7 +1901,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("stack expects each tensor", "sizes of tensors must match"),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1909,7 +1909,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        (),
+        ("is invalid for input",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1917,7 +1917,7 @@ SIGNATURES = (
         2,
         ("RuntimeError",),
         None,
-        (),
+        ("is invalid for input",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1925,7 +1925,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         None,
-        (),
+        ("expected hidden",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1933,7 +1933,7 @@ SIGNATURES = (
         4,
         ("IndexError", "RuntimeError"),
         None,
-        (),
+        ("out of bounds for dimension 0",),
     ),
     (
         "torchdoctor.catalog.tensor.td419_apply_on_cuda_tensor",
@@ -1949,7 +1949,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("channels instead", "expected input["),
     ),
     (
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
@@ -1957,7 +1957,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("channel", "rgba"),
     ),
     (
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
@@ -2748,7 +2748,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("deprecated",),
     ),
     (
         "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
@@ -2799,7 +2799,7 @@ SIGNATURES = (
         0,
         ("AttributeError", "ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("cannot import name", "has no attribute", "_six"),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2807,7 +2807,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("has no attribute",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2815,7 +2815,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("removed",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2823,7 +2823,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("will be removed",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
