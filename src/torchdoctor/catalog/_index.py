@@ -1793,7 +1793,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("is ambiguous",),
     ),
     (
         "torchdoctor.catalog.tensor.td406_boolean_operator_on_tensors",
@@ -1801,7 +1801,7 @@ SIGNATURES = (
         0,
         ("UserWarning",),
         None,
-        (),
+        ("non-scalar tensors",),
     ),
     (
         "torchdoctor.catalog.tensor.td406_boolean_operator_on_tensors",
@@ -1809,7 +1809,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        (),
+        ("is ambiguous",),
     ),
     (
         "torchdoctor.catalog.tensor.td408_float64_numpy_tensor",
@@ -1817,7 +1817,7 @@ SIGNATURES = (
         0,
         ("RuntimeError", "ValueError"),
         None,
-        (),
+        ("double", "float64"),
     ),
     (
         "torchdoctor.catalog.tensor.td409_numpy_on_grad_or_cuda_tensor",
@@ -1921,7 +1921,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("channels instead",),
     ),
     (
         "torchdoctor.catalog.tensor.td414_view_shape_mismatch",
@@ -1929,7 +1929,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("is invalid for input",),
     ),
     (
         "torchdoctor.catalog.tensor.td416_conv_groups_mismatch",
@@ -1945,7 +1945,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("expected weight to be",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1953,7 +1953,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("stack expects each tensor", "sizes of tensors must match"),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1961,7 +1961,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        (),
+        ("is invalid for input",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1969,7 +1969,7 @@ SIGNATURES = (
         2,
         ("RuntimeError",),
         None,
-        (),
+        ("is invalid for input",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1977,7 +1977,7 @@ SIGNATURES = (
         3,
         ("RuntimeError",),
         None,
-        (),
+        ("expected hidden",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -1985,7 +1985,7 @@ SIGNATURES = (
         4,
         ("IndexError", "RuntimeError"),
         None,
-        (),
+        ("out of bounds for dimension 0",),
     ),
     (
         "torchdoctor.catalog.tensor.td419_apply_on_cuda_tensor",
@@ -2001,7 +2001,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        (),
+        ("channels instead", "expected input["),
     ),
     (
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
@@ -2009,7 +2009,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("channel", "rgba"),
     ),
     (
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
@@ -2800,7 +2800,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("deprecated",),
     ),
     (
         "torchdoctor.catalog.deprecated.td802_deprecated_loss_reduction_args",
@@ -2851,7 +2851,7 @@ SIGNATURES = (
         0,
         ("AttributeError", "ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("cannot import name", "has no attribute", "_six"),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2859,7 +2859,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("has no attribute",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2867,7 +2867,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("removed",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
@@ -2875,7 +2875,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("will be removed",),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",

@@ -141,7 +141,7 @@ _RETOLD = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("deprecated",))
 def retold_warning(block, report) -> Clue | None:
     found = _RETOLD.search(block.message)
     if found is None:

@@ -507,7 +507,10 @@ _SIX_MODULE_FIX = {
 }
 
 
-@PITFALL.error_check(types=("ImportError", "ModuleNotFoundError", "AttributeError"))
+@PITFALL.error_check(
+    types=("ImportError", "ModuleNotFoundError", "AttributeError"),
+    words=("cannot import name", "has no attribute", "_six"),
+)
 def removed_name(block, report) -> Clue | None:
     """`torch._six` imports, and `module 'torch' has no attribute 'gels'` for names in RENAMES."""
     six = (
@@ -575,7 +578,7 @@ def _private_import(block) -> Clue | None:
     return Clue(0.9, _PRIVATE_CAUSE, _PRIVATE_FIX, {"module": module, "name": name})
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("has no attribute",))
 def removed_name_in_text(block, report) -> Clue | None:
     """The same message where no exception was parsed: an issue's title above a notebook's
     traceback whose last line was not pasted."""
@@ -593,7 +596,7 @@ _SAID_REMOVED = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("removed",))
 def removed_name_in_prose(block, report) -> Clue | None:
     """Prose without an error that names one of the removed functions as removed: an issue
     asking for a port to the PyTorch that dropped it."""
@@ -622,7 +625,7 @@ _WARNED_DEPRECATED = lazy_compile(
 _FFT_FUNCTIONS = frozenset({"fft", "ifft", "rfft", "irfft"})
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("will be removed",))
 def deprecated_then_removed(block, report) -> Clue | None:
     """The deprecation warning of a function that a later PyTorch removed: the code works on
     this version and fails on the next one."""

@@ -162,7 +162,7 @@ _CHAINED = {
 
 # Also raised by `and` / `or` / `if` on a mask (TD406): the failing line tells them apart; without
 # it, TD406 comes first.
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("is ambiguous",))
 def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if not asks_a_tensors_truth_value(block.message):
         return None

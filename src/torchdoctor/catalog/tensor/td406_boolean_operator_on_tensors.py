@@ -281,14 +281,14 @@ _TRITON = {
 }
 
 
-@PITFALL.error_check(types=("UserWarning",))
+@PITFALL.error_check(types=("UserWarning",), words=("non-scalar tensors",))
 def triton_boolean_operator(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if _TRITON_WARNING not in block.message or report.search(_INDUCTOR):
         return None
     return Clue(0.8, _TRITON, _FIX)
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("is ambiguous",))
 def ambiguous_truth_value(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if not asks_a_tensors_truth_value(block.message):
         return None

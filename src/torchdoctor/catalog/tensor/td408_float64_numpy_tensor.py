@@ -350,7 +350,7 @@ _TARGET_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError", "ValueError"))
+@PITFALL.error_check(types=("RuntimeError", "ValueError"), words=("double", "float64"))
 def check_error(block, report) -> Clue | None:
     pair = dtypes.dtype_pair(block.message)
     if pair is None or {pair[0], pair[1]} != {"Double", "Float"}:

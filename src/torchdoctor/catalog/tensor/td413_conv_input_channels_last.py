@@ -97,7 +97,7 @@ out = conv(torch.from_numpy(images).permute(0, 3, 1, 2))  # N, C, H, W
 _TO_CHANNELS_FIRST = {3: "permute(0, 2, 1)", 4: "permute(0, 3, 1, 2)", 5: "permute(0, 4, 1, 2, 3)"}
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("channels instead",))
 def channel_count(block, report) -> Clue | None:
     """`expected input[1, 224, 224, 3] to have 3 channels, but got 224`: channels-last when the
     last input size is the expected channel count (any other count: conv-input-shape-mismatch)."""

@@ -121,7 +121,7 @@ _FIXED = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("is invalid for input",))
 def invalid_shape(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     found = invalid_view(block.message)
     if found is None:

@@ -153,7 +153,7 @@ _WEIGHT_GROUPS_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("expected weight to be",))
 def weight_groups(block, report) -> Clue | None:
     found = _WEIGHT_GROUPS.search(block.message)
     if found is None:

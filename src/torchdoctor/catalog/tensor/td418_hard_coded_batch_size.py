@@ -146,7 +146,9 @@ _CONCATENATED_BATCHES = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(
+    types=("RuntimeError",), words=("stack expects each tensor", "sizes of tensors must match")
+)
 def batch_sizes_differ(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Stacks and concatenations outside the collate whose sizes differ where batches do."""
     if "tensor" not in block.message or _in_collate(block, report):
@@ -190,7 +192,7 @@ _SMALLER_BATCH_VIEWED = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("is invalid for input",))
 def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A shape whose first size is the batch: the tensor is a whole number of its rows, fewer
     than the shape asks for (the last batch); any other misfit is view-shape-mismatch's."""
@@ -235,7 +237,7 @@ _BATCH_IN_ROW_FIX = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("is invalid for input",))
 def batch_in_flat_row(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A flattening view whose row size carries the batch: its premise, an output of one sample
     against a target of a full batch, is the loss's warning printed earlier."""
@@ -286,7 +288,7 @@ _HIDDEN_FIX = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("expected hidden",))
 def hidden_for_another_batch(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """An initial hidden state that differs from the input only in its batch size."""
     found = _HIDDEN.search(block.message)
@@ -361,7 +363,7 @@ _COUNTED_LOOP_FIX = {
 }
 
 
-@PITFALL.error_check(types=("IndexError", "RuntimeError"))
+@PITFALL.error_check(types=("IndexError", "RuntimeError"), words=("out of bounds for dimension 0",))
 def index_past_batch(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Dimension 0 indexed past its end by a number in the code: a batch's, when the failing
     line names the tensor a batch, or when a loop of a fixed count shown with the error walks

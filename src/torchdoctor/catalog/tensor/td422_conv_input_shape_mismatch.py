@@ -170,7 +170,7 @@ def _cut_sizes(message: str) -> Clue | None:
     return Clue(0.7, _CUT_CAUSE, _CUT_FIX, fields)
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("channels instead", "expected input["))
 def channel_count(block, report) -> Clue | None:
     """A channel count that is not the layer's, unless the input's last size is the expected
     count (then it is channels-last: TD413's)."""
@@ -206,7 +206,7 @@ _FOUR_CHANNELS_FIX = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("channel", "rgba"))
 def four_channel_images_retold(block, report) -> Clue | None:
     if not _FOUR_CHANNELS.search(block.message) or report.exceptions:
         return None  # a printed exception has a message to go by
