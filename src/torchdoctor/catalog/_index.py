@@ -1402,7 +1402,7 @@ SIGNATURES = (
         1,
         ("AttributeError",),
         None,
-        (),
+        ("dataloaderiter",),
     ),
     (
         "torchdoctor.catalog.data.td301_deprecated_iterator_next",
@@ -1493,7 +1493,7 @@ SIGNATURES = (
         7,
         (),
         None,
-        (),
+        ("bus error", "exited unexpectedly", "killed by signal"),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1541,7 +1541,7 @@ SIGNATURES = (
         5,
         ("OSError", "RuntimeError"),
         None,
-        (),
+        ("too many open files",),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1573,7 +1573,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("pickle local object",),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1581,7 +1581,7 @@ SIGNATURES = (
         4,
         ("AttributeError", "PicklingError", "TypeError"),
         None,
-        (),
+        ("pickle", "serialize", "local object", "get attribute"),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1589,7 +1589,7 @@ SIGNATURES = (
         5,
         ("BrokenPipeError", "EOFError"),
         None,
-        (),
+        ("spawn.py", "popen_spawn"),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1597,7 +1597,7 @@ SIGNATURES = (
         6,
         ("EOFError",),
         None,
-        (),
+        ("ran out of input",),
     ),
     (
         "torchdoctor.catalog.data.td306_collate_size_mismatch",
@@ -1613,7 +1613,14 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        (),
+        (
+            "default_collate",
+            "cannot unsqueeze empty tensor",
+            "to be equal size",
+            "trying to resize storage that is not resizable",
+            "sistent tensor size",
+            "sizes of tensors must match except in dimension",
+        ),
     ),
     (
         "torchdoctor.catalog.data.td307_random_crop_too_large",
@@ -1645,7 +1652,7 @@ SIGNATURES = (
         3,
         ("RuntimeError", "ValueError"),
         None,
-        (),
+        ("empty range", "random_ expects", "low >= high", "high <= 0", "low is out of bounds"),
     ),
     (
         "torchdoctor.catalog.data.td308_pil_transform_on_tensor",
@@ -2420,8 +2427,15 @@ SIGNATURES = (
             "Some NCCL operations have failed or timed out",
         ),
     ),
-    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 0, (), None, ()),
-    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 1, (), None, ()),
+    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 0, (), None, ("async",)),
+    (
+        "torchdoctor.catalog.tooling.td700_syntax_error",
+        "syntax-error",
+        1,
+        (),
+        None,
+        ("^", "invalid syntax"),
+    ),
     (
         "torchdoctor.catalog.tooling.td700_syntax_error",
         "syntax-error",
@@ -2436,7 +2450,7 @@ SIGNATURES = (
         3,
         ("SyntaxError",),
         None,
-        (),
+        ("invalid syntax",),
     ),
     (
         "torchdoctor.catalog.tooling.td700_syntax_error",
@@ -2444,7 +2458,7 @@ SIGNATURES = (
         4,
         ("SyntaxError",),
         None,
-        (),
+        ("invalid syntax",),
     ),
     (
         "torchdoctor.catalog.tooling.td700_syntax_error",
@@ -2452,7 +2466,7 @@ SIGNATURES = (
         5,
         ("SyntaxError",),
         None,
-        (),
+        ("character", "invalid syntax"),
     ),
     (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
@@ -2468,7 +2482,7 @@ SIGNATURES = (
         1,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("is not a package",),
     ),
     (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
@@ -2476,7 +2490,7 @@ SIGNATURES = (
         2,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("no module named", "cannot import name", "failed to load pytorch c extensions"),
     ),
     (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
@@ -2484,7 +2498,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("in <module>",),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
@@ -2516,7 +2530,7 @@ SIGNATURES = (
         3,
         ("", "SystemExit"),
         None,
-        (),
+        ("systemexit",),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2532,7 +2546,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("events.out.tfevents", "summary_iterator", "event_file_loader", "rustboard"),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2540,7 +2554,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("summarywriter(",),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2548,7 +2562,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("tensorboard", "summarywriter", "event", ".add_scalar"),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2556,7 +2570,7 @@ SIGNATURES = (
         4,
         (),
         None,
-        (),
+        ("tensorboard", "summarywriter", "event", ".add_scalar"),
     ),
     (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
@@ -2588,7 +2602,7 @@ SIGNATURES = (
         3,
         ("RuntimeError", "UnsupportedOperatorError"),
         None,
-        (),
+        ("exporting the operator",),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -2716,7 +2730,7 @@ SIGNATURES = (
         0,
         ("TypeError",),
         None,
-        (),
+        ("obj must be an instance or subtype of type",),
     ),
     (
         "torchdoctor.catalog.tooling.td708_stale_object_after_reload",
@@ -2724,7 +2738,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("isinstance",),
     ),
     (
         "torchdoctor.catalog.tooling.td708_stale_object_after_reload",
