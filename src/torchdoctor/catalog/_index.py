@@ -1454,7 +1454,7 @@ SIGNATURES = (
         1,
         ("AttributeError",),
         None,
-        (),
+        ("dataloaderiter",),
     ),
     (
         "torchdoctor.catalog.data.td301_deprecated_iterator_next",
@@ -1545,7 +1545,7 @@ SIGNATURES = (
         7,
         (),
         None,
-        (),
+        ("bus error", "exited unexpectedly", "killed by signal"),
     ),
     (
         "torchdoctor.catalog.data.td304_shared_memory_open_failed",
@@ -1593,7 +1593,7 @@ SIGNATURES = (
         5,
         ("OSError", "RuntimeError"),
         None,
-        (),
+        ("too many open files",),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1625,7 +1625,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("pickle local object",),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1633,7 +1633,7 @@ SIGNATURES = (
         4,
         ("AttributeError", "PicklingError", "TypeError"),
         None,
-        (),
+        ("pickle", "serialize", "local object", "get attribute"),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1641,7 +1641,7 @@ SIGNATURES = (
         5,
         ("BrokenPipeError", "EOFError"),
         None,
-        (),
+        ("spawn.py", "popen_spawn"),
     ),
     (
         "torchdoctor.catalog.data.td305_dataloader_worker_pickle",
@@ -1649,7 +1649,7 @@ SIGNATURES = (
         6,
         ("EOFError",),
         None,
-        (),
+        ("ran out of input",),
     ),
     (
         "torchdoctor.catalog.data.td306_collate_size_mismatch",
@@ -1665,7 +1665,14 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        (),
+        (
+            "default_collate",
+            "cannot unsqueeze empty tensor",
+            "to be equal size",
+            "trying to resize storage that is not resizable",
+            "sistent tensor size",
+            "sizes of tensors must match except in dimension",
+        ),
     ),
     (
         "torchdoctor.catalog.data.td307_random_crop_too_large",
@@ -1697,7 +1704,7 @@ SIGNATURES = (
         3,
         ("RuntimeError", "ValueError"),
         None,
-        (),
+        ("empty range", "random_ expects", "low >= high", "high <= 0", "low is out of bounds"),
     ),
     (
         "torchdoctor.catalog.data.td308_pil_transform_on_tensor",
@@ -2472,8 +2479,15 @@ SIGNATURES = (
             "Some NCCL operations have failed or timed out",
         ),
     ),
-    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 0, (), None, ()),
-    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 1, (), None, ()),
+    ("torchdoctor.catalog.tooling.td700_syntax_error", "syntax-error", 0, (), None, ("async",)),
+    (
+        "torchdoctor.catalog.tooling.td700_syntax_error",
+        "syntax-error",
+        1,
+        (),
+        None,
+        ("^", "invalid syntax"),
+    ),
     (
         "torchdoctor.catalog.tooling.td700_syntax_error",
         "syntax-error",
@@ -2488,7 +2502,7 @@ SIGNATURES = (
         3,
         ("SyntaxError",),
         None,
-        (),
+        ("invalid syntax",),
     ),
     (
         "torchdoctor.catalog.tooling.td700_syntax_error",
@@ -2496,7 +2510,7 @@ SIGNATURES = (
         4,
         ("SyntaxError",),
         None,
-        (),
+        ("invalid syntax",),
     ),
     (
         "torchdoctor.catalog.tooling.td700_syntax_error",
@@ -2504,7 +2518,7 @@ SIGNATURES = (
         5,
         ("SyntaxError",),
         None,
-        (),
+        ("character", "invalid syntax"),
     ),
     (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
@@ -2520,7 +2534,7 @@ SIGNATURES = (
         1,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("is not a package",),
     ),
     (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
@@ -2528,7 +2542,7 @@ SIGNATURES = (
         2,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        (),
+        ("no module named", "cannot import name", "failed to load pytorch c extensions"),
     ),
     (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
@@ -2536,7 +2550,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("in <module>",),
     ),
     (
         "torchdoctor.catalog.tooling.td704_argparse_in_notebook",
@@ -2568,7 +2582,7 @@ SIGNATURES = (
         3,
         ("", "SystemExit"),
         None,
-        (),
+        ("systemexit",),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2584,7 +2598,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("events.out.tfevents", "summary_iterator", "event_file_loader", "rustboard"),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2592,7 +2606,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("summarywriter(",),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2600,7 +2614,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("tensorboard", "summarywriter", "event", ".add_scalar"),
     ),
     (
         "torchdoctor.catalog.tooling.td705_tensorboard_writer_not_closed",
@@ -2608,7 +2622,7 @@ SIGNATURES = (
         4,
         (),
         None,
-        (),
+        ("tensorboard", "summarywriter", "event", ".add_scalar"),
     ),
     (
         "torchdoctor.catalog.tooling.td706_onnx_resize_opset",
@@ -2640,7 +2654,7 @@ SIGNATURES = (
         3,
         ("RuntimeError", "UnsupportedOperatorError"),
         None,
-        (),
+        ("exporting the operator",),
     ),
     (
         "torchdoctor.catalog.tooling.td707_cpp_extension_removed_api",
@@ -2768,7 +2782,7 @@ SIGNATURES = (
         0,
         ("TypeError",),
         None,
-        (),
+        ("obj must be an instance or subtype of type",),
     ),
     (
         "torchdoctor.catalog.tooling.td708_stale_object_after_reload",
@@ -2776,7 +2790,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("isinstance",),
     ),
     (
         "torchdoctor.catalog.tooling.td708_stale_object_after_reload",

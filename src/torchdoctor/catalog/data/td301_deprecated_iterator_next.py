@@ -162,7 +162,7 @@ _CUT_MESSAGE = lazy_compile(
 _NEXT_CALL = lazy_compile(r"\.next\(\s*\)")
 
 
-@PITFALL.error_check(types=("AttributeError",))
+@PITFALL.error_check(types=("AttributeError",), words=("dataloaderiter",))
 def cut_message(block, report) -> Clue | None:
     found = _CUT_MESSAGE.search(block.message)
     if found is None or not block.frames:

@@ -248,7 +248,7 @@ _KILLED = lazy_compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by sig
 _EXITED = "exited unexpectedly"
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("bus error", "exited unexpectedly", "killed by signal"))
 def bus_error_in_loader(block, report) -> Clue | None:
     """`Bus error (core dumped)` or "worker exited unexpectedly" next to a DataLoader: shm;
     "killed by signal: Killed" is the out-of-memory killer, shown only as a weak guess."""

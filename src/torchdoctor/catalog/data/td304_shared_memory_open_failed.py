@@ -196,7 +196,7 @@ PITFALL.error(
 _LOADER_CONTEXT = re.compile(r"DataLoader|dataloader|num_workers|multiprocessing|share_memory")
 
 
-@PITFALL.error_check(types=("OSError", "RuntimeError"))
+@PITFALL.error_check(types=("OSError", "RuntimeError"), words=("too many open files",))
 def too_many_open_files(block, report) -> Clue | None:
     """`[Errno 24] Too many open files`: ours when a DataLoader, multiprocessing or
     `share_memory()` is around."""

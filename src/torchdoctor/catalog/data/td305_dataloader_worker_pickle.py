@@ -265,7 +265,7 @@ _LOCAL_RETOLD_FIX = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("pickle local object",))
 def local_object_retold(block, report) -> Clue | None:
     if not _LOCAL_RETOLD.search(block.message) or report.exceptions:
         return None  # a printed exception is read by `unpicklable`
@@ -275,7 +275,10 @@ def local_object_retold(block, report) -> Clue | None:
     return Clue(confidence, _LOCAL_RETOLD_CAUSE, _LOCAL_RETOLD_FIX)
 
 
-@PITFALL.error_check(types=("AttributeError", "PicklingError", "TypeError"))
+@PITFALL.error_check(
+    types=("AttributeError", "PicklingError", "TypeError"),
+    words=("pickle", "serialize", "local object", "get attribute"),
+)
 def unpicklable(block, report) -> Clue | None:
     """Pickling errors, placed by their frames: DataLoader / multiprocessing ones are ours,
     torch.save / torch.load ones are a saved model's (`whole-module-saved`)."""
@@ -310,7 +313,7 @@ def unpicklable(block, report) -> Clue | None:
     return Clue(max(0.8, generic) if loader_nearby else generic, cause, fix, fields)
 
 
-@PITFALL.error_check(types=("EOFError", "BrokenPipeError"))
+@PITFALL.error_check(types=("EOFError", "BrokenPipeError"), words=("spawn.py", "popen_spawn"))
 def spawned_child_got_nothing(block, report) -> Clue | None:
     """The spawned child's side of a failed pickle: `EOFError: Ran out of input` in
     `spawn_main`, or the parent's `BrokenPipeError`; misleading surfaces of this pitfall."""
@@ -359,7 +362,7 @@ _WORKERS_RAN_OUT_FIX = {
 }
 
 
-@PITFALL.error_check(types=("EOFError",))
+@PITFALL.error_check(types=("EOFError",), words=("ran out of input",))
 def workers_ran_out_of_input(block, report) -> Clue | None:
     if not block.message.startswith(_RAN_OUT):
         return None

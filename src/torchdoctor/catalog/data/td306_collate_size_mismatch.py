@@ -243,7 +243,16 @@ def _worker_cut_in_default_collate(report) -> bool:
     return lines[-2].startswith('File "') and "default_collate(" in lines[-1]
 
 
-@PITFALL.error_check()
+@PITFALL.error_check(
+    words=(
+        "default_collate",
+        "cannot unsqueeze empty tensor",
+        "to be equal size",
+        "trying to resize storage that is not resizable",
+        "sistent tensor size",
+        "sizes of tensors must match except in dimension",
+    )
+)
 def stacked_samples(block, report) -> Clue | None:
     """Surely the collate when its frames, or the DataLoader's worker wrapper, are present;
     otherwise a guess, since model code stacks and concatenates too. Also reads output the

@@ -165,7 +165,10 @@ _GUESS = {
 }
 
 
-@PITFALL.error_check(types=("ValueError", "RuntimeError"))
+@PITFALL.error_check(
+    types=("ValueError", "RuntimeError"),
+    words=("empty range", "random_ expects", "low >= high", "high <= 0", "low is out of bounds"),
+)
 def empty_offset_range(block, report) -> Clue | None:
     """An empty random range: a crop when a crop is in the frames, a guess otherwise."""
     found = _EMPTY_RANGE.search(block.message) or _RANDOM_.search(block.message)

@@ -287,7 +287,7 @@ _RENAME_ASYNC = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("async",))
 def async_argument(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A SyntaxError at `x.cuda(async=True)`, or, with no error line pasted, only that call
     shown where a traceback points (`File "main.py", line 264`, then the line)."""
@@ -341,7 +341,7 @@ def _names_what_is_wrong(report: ErrorReport) -> bool:
     )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("^", "invalid syntax"))
 def newer_python_needed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A plain `invalid syntax` under an f-string or a `:=`: what Python 2 and 3.5 (3.7 for
     `:=`) say of code written for a newer Python. Newer interpreters name what is wrong in an
@@ -498,7 +498,7 @@ _RUN_PYTHON3 = {
 }
 
 
-@PITFALL.error_check(types=("SyntaxError",))
+@PITFALL.error_check(types=("SyntaxError",), words=("invalid syntax",))
 def python3_under_python2(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A bare `invalid syntax` under Python 3-only syntax, when Python 2 is visibly running."""
     if block.message.strip() != "invalid syntax":
@@ -536,7 +536,7 @@ _KEYWORD_AS_NAME = {
 }
 
 
-@PITFALL.error_check(types=("SyntaxError",))
+@PITFALL.error_check(types=("SyntaxError",), words=("invalid syntax",))
 def python2_keyword_name(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A bare `invalid syntax` at a line using `print` or `exec` as a name."""
     if _BARE_INVALID_SYNTAX.match(block.message.strip()) is None:
@@ -576,7 +576,7 @@ _ASCII_FIX = {
 }
 
 
-@PITFALL.error_check(types=("SyntaxError",))
+@PITFALL.error_check(types=("SyntaxError",), words=("character", "invalid syntax"))
 def lookalike_character(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Named by the message (Python 3.9+), or in the shown line of a bare `invalid syntax` /
     `invalid character in identifier` (older Pythons)."""

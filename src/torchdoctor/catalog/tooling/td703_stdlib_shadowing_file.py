@@ -314,7 +314,7 @@ _NOT_A_PACKAGE_FIX = {
 }
 
 
-@PITFALL.error_check(types=("ImportError", "ModuleNotFoundError"))
+@PITFALL.error_check(types=("ImportError", "ModuleNotFoundError"), words=("is not a package",))
 def module_not_a_package(block, report) -> Clue | None:
     found = _NOT_A_PACKAGE.search(block.message)
     if found is None or found.group("module") not in _PACKAGES:
@@ -349,7 +349,10 @@ _SOURCE_FOLDER_FIX = {
 }
 
 
-@PITFALL.error_check(types=("ImportError", "ModuleNotFoundError"))
+@PITFALL.error_check(
+    types=("ImportError", "ModuleNotFoundError"),
+    words=("no module named", "cannot import name", "failed to load pytorch c extensions"),
+)
 def torch_source_folder(block, report) -> Clue | None:
     """`torch._C` missing, and the traceback or torch's message shows a local `torch/` ran."""
     if _NO_EXTENSION.search(block.message) is None:
@@ -456,7 +459,7 @@ _CUT_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("in <module>",))
 def script_named_like_a_module(block, report) -> Clue | None:
     """Only when no exception line was pasted: with one, `explain` above reads it."""
     if block.short_type or report.exceptions or "in <module>" not in (report.text or ""):

@@ -191,7 +191,7 @@ _IN_A_NOTEBOOK = lazy_compile(
 _PARSED_ARGUMENTS = lazy_compile(r"parse_args\(\s*\)")
 
 
-@PITFALL.error_check(types=("SystemExit", ""))
+@PITFALL.error_check(types=("SystemExit", ""), words=("systemexit",))
 def exited_in_a_notebook(block, report) -> Clue | None:
     exited = report.search(_SYSTEM_EXIT) if report.text else _SYSTEM_EXIT.search(block.message)
     if not exited:

@@ -177,7 +177,9 @@ _SKIP_CUT_RECORD = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(
+    types=(), words=("events.out.tfevents", "summary_iterator", "event_file_loader", "rustboard")
+)
 def cut_event_record(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Only for event files: a TFRecord data set gives the same `truncated record` text."""
     if "record" not in block.message and "Record" not in block.message:
@@ -214,7 +216,7 @@ _CLOSE_WRITER = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("summarywriter(",))
 def unflushed_script(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """No error at all: a script shown with the words that TensorBoard shows nothing."""
     if not _no_error_shown(block, report) or "SummaryWriter(" not in (report.text or ""):
@@ -249,7 +251,7 @@ _UNFLUSHED_EVENTS_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("tensorboard", "summarywriter", "event", ".add_scalar"))
 def unflushed_events(block, report) -> Clue | None:
     """No error at all: the words that the event file is empty or fills only at exit."""
     if not _no_error_shown(block, report):
@@ -292,7 +294,7 @@ _SAID_UNCLOSED_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("tensorboard", "summarywriter", "event", ".add_scalar"))
 def said_unclosed(block, report) -> Clue | None:
     """No error at all: the words that the writer is left open and that logged values are
     missing."""

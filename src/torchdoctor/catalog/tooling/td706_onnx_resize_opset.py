@@ -296,7 +296,9 @@ PITFALL.error(
 )
 
 
-@PITFALL.error_check(types=("UnsupportedOperatorError", "RuntimeError"))
+@PITFALL.error_check(
+    types=("UnsupportedOperatorError", "RuntimeError"), words=("exporting the operator",)
+)
 def unsupported_resize(block, report) -> Clue | None:
     """`Exporting the operator upsample_bilinear2d to ONNX opset version 9 is not supported`:
     ours only below opset 11; above, raising the opset is no fix (antialiased resizes...)."""

@@ -123,7 +123,7 @@ _REBOUND_OR_WRONG_CLASS_FIX = {
 }
 
 
-@PITFALL.error_check(types=("TypeError",))
+@PITFALL.error_check(types=("TypeError",), words=("obj must be an instance or subtype of type",))
 def instance_of_old_class(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Surely a reload in a notebook or IPython; elsewhere maybe `super()` of a wrong class."""
     if _SUPER not in block.message:
@@ -163,7 +163,7 @@ def _other_errors(report: ErrorReport) -> bool:
     return any(b.short_type != "AssertionError" for b in report.exceptions)
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("isinstance",))
 def isinstance_after_reload(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """Prose, perhaps with the assertion it fails: no other error is the story."""
     if report.once(_other_errors):
