@@ -1067,7 +1067,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("has been modified by an inplace operation",),
     ),
     (
         "torchdoctor.catalog.autograd.td106_inplace_modified_for_grad",
@@ -1091,7 +1091,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("place operation",),
     ),
     (
         "torchdoctor.catalog.autograd.td107_backward_through_graph_twice",
@@ -1115,7 +1115,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("grad can be implicitly created",),
     ),
     (
         "torchdoctor.catalog.autograd.td109_non_scalar_backward",
@@ -1131,7 +1131,7 @@ SIGNATURES = (
         2,
         ("RuntimeError",),
         None,
-        (),
+        ("grad can be implicit",),
     ),
     (
         "torchdoctor.catalog.autograd.td109_non_scalar_backward",
@@ -1139,7 +1139,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        (),
+        ("_make_grads",),
     ),
     (
         "torchdoctor.catalog.autograd.td110_non_leaf_grad_access",
@@ -1158,7 +1158,7 @@ SIGNATURES = (
         1,
         ("AttributeError", "TypeError"),
         None,
-        (),
+        ("not a leaf tensor is being accessed",),
     ),
     (
         "torchdoctor.catalog.autograd.td110_non_leaf_grad_access",
@@ -1166,7 +1166,7 @@ SIGNATURES = (
         2,
         ("AttributeError", "TypeError"),
         None,
-        (),
+        ("is_leaf", "not a leaf", "non-leaf"),
     ),
     (
         "torchdoctor.catalog.autograd.td111_optimize_non_leaf_tensor",
@@ -1182,7 +1182,7 @@ SIGNATURES = (
         1,
         (),
         None,
-        (),
+        ("chain(",),
     ),
     (
         "torchdoctor.catalog.autograd.td112_autograd_function_gradient_count",
@@ -1190,7 +1190,7 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        (),
+        ("incorrect number of gradients", "gradient different than none"),
     ),
     (
         "torchdoctor.catalog.autograd.td112_autograd_function_gradient_count",
@@ -1232,15 +1232,36 @@ SIGNATURES = (
         "Detected call of `?lr_scheduler\\.step\\(\\)`? before `?optimizer\\.step\\(\\)",
         ("lr_scheduler.step()",),
     ),
-    ("torchdoctor.catalog.training.td205_eval_mode_missing", "eval-mode-missing", 0, (), None, ()),
-    ("torchdoctor.catalog.training.td205_eval_mode_missing", "eval-mode-missing", 1, (), None, ()),
+    (
+        "torchdoctor.catalog.training.td205_eval_mode_missing",
+        "eval-mode-missing",
+        0,
+        (),
+        None,
+        ("different",),
+    ),
+    (
+        "torchdoctor.catalog.training.td205_eval_mode_missing",
+        "eval-mode-missing",
+        1,
+        (),
+        None,
+        ("different", "depend"),
+    ),
     (
         "torchdoctor.catalog.training.td207_cross_entropy_target_dtype",
         "cross-entropy-target-dtype",
         0,
         ("RuntimeError",),
         None,
-        (),
+        (
+            "target dtype to be long or byte",
+            "object of scalar type long but",
+            "expected object of type",
+            "not implemented for",
+            "target with class probabilities",
+            "expected scalar type long but found",
+        ),
     ),
     (
         "torchdoctor.catalog.training.td207_cross_entropy_target_dtype",
@@ -1248,7 +1269,11 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        (),
+        (
+            "but expected float",
+            "to the desired output type",
+            "expected scalar type float but found",
+        ),
     ),
     (
         "torchdoctor.catalog.training.td208_cross_entropy_target_range",
@@ -1256,7 +1281,7 @@ SIGNATURES = (
         0,
         ("IndexError", "RuntimeError"),
         None,
-        (),
+        ("is out of bounds",),
     ),
     (
         "torchdoctor.catalog.training.td208_cross_entropy_target_range",
@@ -1272,7 +1297,7 @@ SIGNATURES = (
         2,
         ("AcceleratorError", "CUDAError", "RuntimeError"),
         None,
-        (),
+        ("device-side assert",),
     ),
     (
         "torchdoctor.catalog.training.td209_loss_batch_size_mismatch",
@@ -1304,7 +1329,7 @@ SIGNATURES = (
         1,
         ("UserWarning", "ValueError"),
         None,
-        (),
+        ("using a target size",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1312,7 +1337,7 @@ SIGNATURES = (
         2,
         (),
         None,
-        (),
+        ("using a target size",),
     ),
     (
         "torchdoctor.catalog.training.td210_loss_target_shape_mismatch",
@@ -1398,16 +1423,16 @@ SIGNATURES = (
         "(?i)\\b(?:\\w+_)?loss(?:es)?(?:_(?!scal)\\w+)?\\b['\\\"]?\\s*[:=]\\s*(?:tensor\\()?-?(?:nan|inf)\\b|(?<![a-z])loss\\s*(?:为|是|变成|变为|变|出现|成)了?\\s*-?(?:nan|inf)(?![a-z])",
         (),
     ),
-    ("torchdoctor.catalog.training.td211_nan_loss", "nan-loss", 6, (), None, ()),
+    ("torchdoctor.catalog.training.td211_nan_loss", "nan-loss", 6, (), None, ("loss",)),
     (
         "torchdoctor.catalog.training.td211_nan_loss",
         "nan-loss",
         7,
         ("AssertionError", "Exception", "FloatingPointError", "RuntimeError", "ValueError"),
         None,
-        (),
+        ("nan", "nf", "assertionerror"),
     ),
-    ("torchdoctor.catalog.training.td211_nan_loss", "nan-loss", 8, (), None, ()),
+    ("torchdoctor.catalog.training.td211_nan_loss", "nan-loss", 8, (), None, ("nan", "nf")),
     (
         "torchdoctor.catalog.training.td212_batchnorm_single_sample_batch",
         "batchnorm-single-sample-batch",

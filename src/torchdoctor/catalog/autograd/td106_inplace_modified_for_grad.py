@@ -180,7 +180,7 @@ _FIX_ANOMALY_ON = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("has been modified by an inplace operation",))
 def check_message(block, report):
     if _MESSAGE not in block.message:
         return None
@@ -213,7 +213,7 @@ _RETOLD = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("place operation",))
 def retold(block, report):
     if report.exceptions or report.search("leaf Variable"):
         return None

@@ -93,7 +93,7 @@ _MESSAGE = r"grad can be implicitly created only for scal[ae]r outputs"
 _MESSAGE_REGEX = lazy_compile(_MESSAGE)
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("grad can be implicitly created",))
 def check_autograd_grad(block, report):
     """The same message from `torch.autograd.grad` (a gradient penalty, a Jacobian row)."""
     if _MESSAGE_REGEX.search(block.message) is None:
@@ -133,7 +133,7 @@ _FULL_MESSAGE = "grad can be implicitly created only for scalar outputs"
 _SHORTEST_START = 20
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(types=("RuntimeError",), words=("grad can be implicit",))
 def cut_message(block, report) -> Clue | None:
     message = block.message.strip()
     if len(message) < _SHORTEST_START or not _FULL_MESSAGE.startswith(message):
@@ -173,7 +173,7 @@ _GATHERED_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("_make_grads",))
 def cut_in_make_grads(block, report):
     """Only when no exception line was pasted: with one, the message says it."""
     if report.exceptions:

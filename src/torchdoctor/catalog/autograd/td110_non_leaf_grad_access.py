@@ -131,7 +131,9 @@ PITFALL.error(
 )
 
 
-@PITFALL.error_check(types=("TypeError", "AttributeError"))
+@PITFALL.error_check(
+    types=("TypeError", "AttributeError"), words=("not a leaf tensor is being accessed",)
+)
 def check_none_grad(block, report):
     """An error on None counts only when the non-leaf warning was printed in the same run."""
     if "NoneType" not in block.message:
@@ -167,7 +169,9 @@ _SAID_NOT_LEAF = lazy_compile(
 _GRAD_READ = lazy_compile(r"\.grad\b(?!_fn)")
 
 
-@PITFALL.error_check(types=("TypeError", "AttributeError"))
+@PITFALL.error_check(
+    types=("TypeError", "AttributeError"), words=("is_leaf", "not a leaf", "non-leaf")
+)
 def check_said_not_leaf(block, report) -> Clue | None:
     if "NoneType" not in block.message:
         return None

@@ -105,7 +105,7 @@ _CHAIN_STARRED = lazy_compile(r"\bchain\(\s*\*\s*[\w.]{1,120}?\.parameters\(\)")
 _OPTIMIZER_ERROR = lazy_compile(r"\bValueError\b|non-leaf|[/\\]optim[/\\]\w+\.py")
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("chain(",))
 def chained_parameter_rows(block, report) -> Clue | None:
     """The text shows parameters star-unpacked into `chain` and an optimizer's error."""
     if block.short_type not in ("", "ValueError"):

@@ -153,7 +153,9 @@ _CAUSE_OPERATOR_COUNT = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(
+    types=("RuntimeError",), words=("incorrect number of gradients", "gradient different than none")
+)
 def check_gradient_count(block, report):
     for pattern, confidence, cause in (
         (_COUNT, 0.95, _CAUSE_COUNT),

@@ -234,7 +234,7 @@ _DIFFERENT_OUTPUTS_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("different",))
 def different_outputs(block, report) -> Clue | None:
     if not _DIFFERENT_OUTPUTS.search(block.message):
         return None
@@ -264,7 +264,7 @@ _BATCH_DEPENDENT_CAUSE = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("different", "depend"))
 def batch_dependent_outputs(block, report) -> Clue | None:
     if report.exceptions or not _BATCH_DEPENDENT.search(block.message):
         return None  # told of a crash, "different ... batch" is about its shapes, not outputs

@@ -187,7 +187,17 @@ _ONE_HOT = "Expected floating point type for target with class probabilities, go
 _LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss")
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(
+    types=("RuntimeError",),
+    words=(
+        "target dtype to be long or byte",
+        "object of scalar type long but",
+        "expected object of type",
+        "not implemented for",
+        "target with class probabilities",
+        "expected scalar type long but found",
+    ),
+)
 def check_target_dtype(block, report):
     for pattern in _NAMED:
         found = pattern.search(block.message)
@@ -250,7 +260,14 @@ _BINARY_FIX = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",))
+@PITFALL.error_check(
+    types=("RuntimeError",),
+    words=(
+        "but expected float",
+        "to the desired output type",
+        "expected scalar type float but found",
+    ),
+)
 def check_binary_target_dtype(block, report):
     found = _INTEGER_TARGET.search(block.message)
     if found is None:

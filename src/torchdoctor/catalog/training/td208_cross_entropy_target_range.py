@@ -177,7 +177,7 @@ _FIX_VOID = {
 _OUT_OF_BOUNDS = re.compile(r"Target (?P<target>-?\d+) is out of bounds")
 
 
-@PITFALL.error_check(types=("IndexError", "RuntimeError"))
+@PITFALL.error_check(types=("IndexError", "RuntimeError"), words=("is out of bounds",))
 def check_target_out_of_bounds(block, report):
     found = _OUT_OF_BOUNDS.search(block.message)
     if found is None:
@@ -208,7 +208,9 @@ _NLL_SOURCE = re.compile(
 _LOSS_FUNCTIONS = ("cross_entropy", "nll_loss")
 
 
-@PITFALL.error_check(types=("RuntimeError", "AcceleratorError", "CUDAError"))
+@PITFALL.error_check(
+    types=("RuntimeError", "AcceleratorError", "CUDAError"), words=("device-side assert",)
+)
 def check_device_assert(block, report):
     """A generic device-side assert raised inside the NLL loss (its source file or frames)."""
     if not _DEVICE_ASSERT.search(block.message):

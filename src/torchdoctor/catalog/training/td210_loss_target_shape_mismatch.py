@@ -165,7 +165,7 @@ _DIMENSIONS = lazy_compile(r"\d+")
 
 
 # `BCELoss` raises a ValueError (a UserWarning in old versions); `MSELoss`/`L1Loss` warn.
-@PITFALL.error_check(types=("ValueError", "UserWarning"))
+@PITFALL.error_check(types=("ValueError", "UserWarning"), words=("using a target size",))
 def target_size_differs(block, report) -> Clue | None:
     found = _TARGET_SIZE.search(block.message)
     if found is None or _all_pairs(found["input"], found["target"]):
@@ -210,7 +210,7 @@ _WRAPPED_TARGET_SIZE = lazy_compile(
 )
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("using a target size",))
 def target_size_wrapped(block, report) -> Clue | None:
     found = _WRAPPED_TARGET_SIZE.search(block.message)
     if found is None:

@@ -292,7 +292,7 @@ _CAUSE_EXPLODING = {
 }
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("loss",))
 def loss_explodes(block, report):
     """Only for a log without an exception: with one, the crash is what to explain."""
     if report.exceptions:
@@ -336,7 +336,8 @@ _CHECK_SOURCE = lazy_compile(r"isnan|isinf|isfinite|math\.isnan|\bnan\b", re.I)
 
 
 @PITFALL.error_check(
-    types=("AssertionError", "ValueError", "RuntimeError", "FloatingPointError", "Exception")
+    types=("AssertionError", "ValueError", "RuntimeError", "FloatingPointError", "Exception"),
+    words=("nan", "nf", "assertionerror"),
 )
 def check_user_nan_check(block, report):
     """The user's own NaN check: its message, or for a bare assert, the failing line."""
@@ -358,7 +359,7 @@ def check_user_nan_check(block, report):
 _TITLE = 120
 
 
-@PITFALL.error_check(types=())
+@PITFALL.error_check(types=(), words=("nan", "nf"))
 def title_tells_nan(block, report):
     if report.exceptions:
         return None  # the crash is what to explain
