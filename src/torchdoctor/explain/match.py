@@ -226,9 +226,19 @@ def _clue(indexed: IndexedSignature, block: ErrorBlock, report: ErrorReport) -> 
 
 
 def _holds_a_word(words: tuple[str, ...], report: ErrorReport) -> bool:
-    """Whether the input holds one of a function signature's `words`, in any capitalisation."""
-    folded = report.once(folded_text)
-    return any(word in folded for word in words)
+    """Whether the input holds one of a function signature's `words`, in any capitalisation;
+    answered once per input (asked for every block of a log, reading the whole input each
+    time would be quadratic)."""
+    known = report.once(_words_held)
+    held = known.get(words)
+    if held is None:
+        folded = report.once(folded_text)
+        held = known[words] = any(word in folded for word in words)
+    return held
+
+
+def _words_held(report: ErrorReport) -> dict[tuple[str, ...], bool]:
+    return {}
 
 
 def folded_text(report: ErrorReport) -> str:
