@@ -577,6 +577,9 @@ class _StreamParser:
                     and not _ELIDED.match(text)
                 ):
                     frames[-1] = replace(frames[-1], source=s)
+                elif frames and frames[-1].source is not None and _STANDALONE.match(s):
+                    # a paste indented as a whole, its exception line deeper than the header
+                    return self._exception(i, frames, _indent(text))
                 i += 1
                 continue
             if frames and frames[-1].source is None and not _exception_line(s):
