@@ -155,6 +155,8 @@ def _diagnose(report: ErrorReport, lang: str, link: bool) -> Explanation:
     _match_message_alone(report, best, lang)
     if not best and not has_exception:
         _match_inline_code(report, best, lang)
+    if not has_exception:
+        _warnings_below_errors(best)
     diagnoses = [d for d in best.values() if d.confidence >= MIN_CONFIDENCE]
     link_problem = None
     if link and diagnoses:
@@ -165,6 +167,16 @@ def _diagnose(report: ErrorReport, lang: str, link: bool) -> Explanation:
         diagnoses.extend(roots)
     diagnoses.sort(key=lambda d: -d.confidence)
     return Explanation(report, _without_duplicates(diagnoses), lang, link_problem=link_problem)
+
+
+def _warnings_below_errors(best: dict[str, Diagnosis]) -> None:
+    """Without a printed exception, an error read elsewhere (a title, a log line, the whole
+    input) still outranks a warning: a warning printed before a crash is seldom its cause."""
+    if not any(d.block is None or d.block.kind != "warning" for d in best.values()):
+        return
+    for diagnosis in best.values():
+        if diagnosis.block is not None and diagnosis.block.kind == "warning":
+            diagnosis.confidence *= _WARNING_WEIGHT
 
 
 def _each_failure(
