@@ -427,3 +427,53 @@ def test_a_dtype_pair_quoted_under_a_bare_conversion_is_not_a_mix():
     error = "# RuntimeError: expected scalar type Float but found Double\n"
     assert names("b = torch.load('t.pt')\nc = b.to(torch.float32)\n" + error) == []
     assert names("b = torch.load('t.pt')\nc = model(b)\n" + error)[0] == "dtype-mismatch"
+
+
+def test_a_refused_global_that_runs_code_is_never_advised_to_allowlist():
+    """`posix.system` refused by weights_only=True: the refusal protected the user; the answer
+    warns and never offers `add_safe_globals` for it, as the allowlist advice does for data."""
+    for name in ("posix.system", "builtins.exec", "cProfile.run"):
+        short = name.rpartition(".")[2]
+        top = ranked(_REFUSED.format(name=name, short=short))[0]
+        assert top.pitfall.name == "load-weights-only"
+        assert "malicious" in top.cause and "never allow" in top.fix, top.fix
+        assert "add_safe_globals([" not in top.fix
+    numpy_scalar = ranked(_REFUSED.format(name="numpy.core.multiarray.scalar", short="scalar"))
+    assert "add_safe_globals([scalar])" in numpy_scalar[0].fix
+
+
+def test_the_refused_global_told_alone_is_a_weights_only_refusal():
+    """An issue title carrying only torch >= 2.4's phrase."""
+    top = ranked("Pytorch issue: Unsupported global: GLOBAL omegaconf.nodes.AnyNode")[0]
+    assert top.pitfall.name == "load-weights-only" and "config object" in top.cause
+
+
+_FIND_CLASS_TRACEBACK = """Traceback (most recent call last):
+  File "demo.py", line 3, in <module>
+    model = torch.load("epoch_48")
+  File "/env/lib/python3.7/site-packages/torch/serialization.py", line 882, in _load
+    result = unpickler.load()
+  File "/env/lib/python3.7/site-packages/torch/serialization.py", line 875, in find_class
+    return super().find_class(mod_name, name)
+  File "/ide/pydev_import_hook.py", line 21, in do_import
+    module = self._system_import(name, *args, **kwargs)
+ModuleNotFoundError
+"""
+
+
+def test_a_bare_module_not_found_under_the_unpicklers_find_class_is_a_pickled_model():
+    names = [d.pitfall.name for d in diagnose(parse_text(_FIND_CLASS_TRACEBACK)).diagnoses]
+    assert names[:1] == ["whole-module-saved"]
+    elsewhere = _FIND_CLASS_TRACEBACK.replace("serialization.py", "loader.py")
+    assert "whole-module-saved" not in [
+        d.pitfall.name for d in diagnose(parse_text(elsewhere)).diagnoses
+    ]
+
+
+def test_a_missing_module_told_while_loading_a_checkpoint_in_words():
+    told = "Attempting to load the checkpoint throws ModuleNotFoundError: No module named 'models'"
+    assert [d.pitfall.name for d in diagnose(parse_text(told)).diagnoses][:1] == [
+        "whole-module-saved"
+    ]
+    other = "Running train.py to load the dataset throws ModuleNotFoundError: No module named 'cv2'"
+    assert diagnose(parse_text(other)).diagnoses == []

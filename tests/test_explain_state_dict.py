@@ -119,6 +119,16 @@ def test_unexpected_num_batches_tracked():
     assert_top(ranked, "state-dict-num-batches-tracked", "unexpected")
 
 
+def test_num_batches_tracked_of_another_shape():
+    """A model whose BatchNorm keeps a 1-element counter (fast-reid's, an old custom one): only
+    the counters differ from a current checkpoint."""
+    model = small_net()
+    model[1].num_batches_tracked = torch.zeros(1, dtype=torch.long)
+    state_dict = small_net().state_dict()
+    ranked = explain(lambda: model.load_state_dict(state_dict))
+    assert_top(ranked, "state-dict-num-batches-tracked", "differ in shape", "[1] in the model")
+
+
 def test_head_of_another_size():
     state_dict = Classifier(1000).state_dict()
     ranked = explain(lambda: Classifier(10).load_state_dict(state_dict))

@@ -337,6 +337,8 @@ def kind(error: StateDictError) -> str:
         or wrapper_owner(error)
     ):
         return "prefix"
+    if error.mismatched and counters_only_mismatched(error):
+        return "batches-tracked"
     if error.mismatched:
         # Next to many missing/unexpected keys, a few shapes are symptoms of another network.
         others = len(error.other_missing) + len(error.other_unexpected)
@@ -345,6 +347,16 @@ def kind(error: StateDictError) -> str:
     if (error.missing or error.unexpected) and only_counters:
         return "batches-tracked"
     return "keys"
+
+
+def counters_only_mismatched(error: StateDictError) -> bool:
+    """Every shape that differs is a BatchNorm counter's (`torch.Size([])` against
+    `torch.Size([1])`), and no other key is missing or unexpected: the weights all match."""
+    return (
+        bool(error.mismatched)
+        and all(_is_batches_tracked(m.key) for m in error.mismatched)
+        and not (error.other_missing or error.other_unexpected)
+    )
 
 
 def _one_layer_missing(error: StateDictError) -> bool:

@@ -13,7 +13,10 @@ from torchdoctor._regex import lazy_compile
 # torch >= 2.4: "Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an allowed
 # global by default"; torch 2.0 - 2.3: "Unsupported class numpy.core.multiarray._reconstruct".
 _GLOBAL = lazy_compile(r"Unsupported (?:global: GLOBAL|class) (?P<name>[\w.]+)")
-_REFUSED = lazy_compile(r"Weights only load failed|WeightsUnpickler error")
+# The last alternative is torch >= 2.4's own phrase, alone in an issue title or a chat line.
+_REFUSED = lazy_compile(
+    r"Weights only load failed|WeightsUnpickler error|Unsupported global: GLOBAL [\w.]"
+)
 # Where a class that is not a model usually comes from.
 _METADATA = {
     "numpy": "numpy",

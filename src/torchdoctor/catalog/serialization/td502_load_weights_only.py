@@ -297,6 +297,23 @@ FIX = {
     "（或上下文管理器 `torch.serialization.safe_globals([{short}])`），只有对可信文件才传 "
     "`weights_only=False`；`torchdoctor ckpt fix` 可以把这类元数据一次性转换成普通类型。",
 }
+# A global that runs code (`posix.system`, `builtins.exec`, `cProfile.run`): the refusal is the
+# protection working. Never the allowlist advice of the others.
+_DANGEROUS_CAUSE = {
+    "en": "The checkpoint asks to call `{name}` while it is loaded: a callable that runs "
+    "commands or code, the mark of a malicious or tampered file. `weights_only=True` refused "
+    "it, which is what protected you.",
+    "zh": "这个 checkpoint 要求在加载时调用 `{name}`：一个会执行命令或代码的可调用对象，"
+    "这是恶意或被篡改文件的特征。`weights_only=True` 拒绝了它，正是它保护了你。",
+}
+_DANGEROUS_FIX = {
+    "en": "Do not load this file with `weights_only=False`, and never allow `{short}` with "
+    "`add_safe_globals`. Get the checkpoint from a source you trust; "
+    "`torchdoctor ckpt inspect FILE` lists what it holds without running it.",
+    "zh": "不要用 `weights_only=False` 加载这个文件，也绝不要用 `add_safe_globals` 放行 "
+    "`{short}`。请从可信的来源获取 checkpoint；`torchdoctor ckpt inspect FILE` "
+    "可以在不执行它的情况下列出其内容。",
+}
 GENERIC = {
     "en": "PyTorch >= 2.6 loads with `weights_only=True` by default, and the file holds an object "
     "that is not a tensor or a built-in type (the part of the message naming it is not "
@@ -350,7 +367,10 @@ def documentation_tail(block, report) -> Clue | None:
     return Clue(0.75, _DEFAULT_FLIPPED)
 
 
-@PITFALL.error_check(types=(), words=("weights only load failed", "weightsunpickler error"))
+@PITFALL.error_check(
+    types=(),
+    words=("weights only load failed", "weightsunpickler error", "unsupported global: global "),
+)
 def refused_global(block, report) -> Clue | None:
     if not _weights_only.refused(block.message):
         return None
@@ -362,6 +382,9 @@ def refused_global(block, report) -> Clue | None:
     )
     if name is None:
         return Clue(0.85, GENERIC)
+    fields = {"name": name, "short": name.rpartition(".")[2]}
+    if _weights_only.dangerous(name):
+        return Clue(0.95, _DANGEROUS_CAUSE, _DANGEROUS_FIX, fields)
     kind = _weights_only.kind_of(name)
     # A pickled model is whole-module-saved's story first; this entry's fix still applies.
     # Unless a library's class: its own save format pickles it, the load is what to change.
@@ -369,7 +392,7 @@ def refused_global(block, report) -> Clue | None:
     if kind == "module" and not _weights_only.packaged(name):
         shown = report.once(user_code_shown)
         confidence = 0.95 if _weights_only.anyones_model(name, shown) else 0.85
-    return Clue(confidence, CAUSES[kind], FIX, {"name": name, "short": name.rpartition(".")[2]})
+    return Clue(confidence, CAUSES[kind], FIX, fields)
 
 
 @PITFALL.checkpoint

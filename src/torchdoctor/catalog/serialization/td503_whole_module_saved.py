@@ -340,6 +340,11 @@ REFUSED_FIX = {
 }
 
 
+def _in_find_class(block) -> bool:
+    """A frame of torch.load's unpickler looking a class up (`serialization.py`, `find_class`)."""
+    return any(f.function == "find_class" and "serialization.py" in f.path for f in block.frames)
+
+
 def _unpickling(block) -> bool | None:
     """True when the frames show torch.load / pickle, False when a DataLoader worker or
     multiprocessing unpickles (dataloader-worker-pickle's story), None without frames."""
@@ -404,11 +409,39 @@ def stale_class(block, report) -> Clue | None:
     return Clue(0.85, STALE_CLASS, STALE_CLASS_FIX, found.groupdict())
 
 
-@PITFALL.error_check(types=("ModuleNotFoundError", "ImportError"), words=("no module named",))
+_MISSING_UNNAMED_MODULE = {
+    "en": "The checkpoint is a pickled object whose class lives in a module of the code that "
+    "saved it (`torch.save(model, ...)` pickles the import path), and that module cannot be "
+    "imported here (the message does not name it: the unpickler's `find_class` failed).",
+    "zh": "checkpoint 是一个 pickle 过的对象，它的类位于保存它的代码的某个模块中（`torch.save(model, "
+    "...)` 会记录导入路径），而这里无法导入该模块（报错没有给出模块名：反序列化器的 `find_class` "
+    "失败了）。",
+}
+
+_MISSING_UNNAMED_FIX = {
+    "en": "Run from the project that saved the file so that its model modules are importable "
+    '(add its root to `sys.path`; `python -c "import torch; torch.load(PATH, '
+    'weights_only=False)"` outside the IDE names the module), then re-save '
+    "`model.state_dict()` and load weights into a freshly built model.",
+    "zh": "在保存该文件的项目中运行，使其模型模块可以被导入（把项目根目录加入 `sys.path`；在 IDE 之外运行 "
+    '`python -c "import torch; torch.load(PATH, weights_only=False)"` 可以看到模块名），然后改存 '
+    "`model.state_dict()`，以后把权重加载进新构建的模型。",
+}
+
+
+@PITFALL.error_check(
+    types=("ModuleNotFoundError", "ImportError"), words=("no module named", "find_class")
+)
 def missing_module(block, report) -> Clue | None:
     found = re.search(r"No module named '?(?P<module>[\w.]+)'?", block.message)
     if found is None:
-        return None
+        # A bare `ModuleNotFoundError` (an import hook that drops the message, as PyCharm's
+        # does) raised under the unpickler's `find_class`.
+        if block.message.strip() or not _in_find_class(block):
+            return None
+        return Clue(0.85, _MISSING_UNNAMED_MODULE, _MISSING_UNNAMED_FIX)
+    if found["module"].split(".", 1)[0] == "__torch__":
+        return None  # TorchScript's namespace: a `torch.jit.save` archive, for torch.jit.load
     unpickling = _unpickling(block)
     if unpickling:
         confidence = 0.9
@@ -421,8 +454,10 @@ def missing_module(block, report) -> Clue | None:
 
 # torch's serialization.py named in a retold message (`torch\serialization.py No module named
 # 'models'`) is the unpickler's own file.
+# "Attempting to load the checkpoint throws ModuleNotFoundError: ..." says it in words.
 _LOADING_A_CHECKPOINT = lazy_compile(
     r"torch\.load|\bload\w*\b[^\n]{0,40}\.pth?\b|torch[\\/]serialization\.py"
+    r"|\b[Ll]oad(?:s|ed|ing)?\b[^\n]{0,40}\bcheckpoints?\b"
 )
 
 SOURCELESS_CLASS = {
@@ -507,7 +542,10 @@ def unpicklable_part(block, report) -> Clue | None:
     )
 
 
-@PITFALL.error_check(types=(), words=("weights only load failed", "weightsunpickler error"))
+@PITFALL.error_check(
+    types=(),
+    words=("weights only load failed", "weightsunpickler error", "unsupported global: global "),
+)
 def refused_module(block, report) -> Clue | None:
     if not _weights_only.refused(block.message):
         return None

@@ -159,11 +159,40 @@ FIXES = {
 }
 
 
-@PITFALL.error_check(types=(), words=("state_dict", "unexpected"))
+_SHAPE_CAUSE = {
+    "en": "Only BatchNorm counters differ in shape ({count} keys, e.g. `{example}`: {checkpoint} "
+    "in the checkpoint, {model} in the model); every weight matches. The counter is a 0-dim "
+    "tensor in current PyTorch, and one side comes from code that made it a 1-element one (an "
+    "old, custom or converted BatchNorm).",
+    "zh": "只有 BatchNorm 的计数器形状不同（{count} 个键，例如 `{example}`：checkpoint 中为 "
+    "{checkpoint}，模型中为 {model}）；所有权重都一致。当前 PyTorch 中该计数器是 0 维张量，而其中"
+    "一方来自把它做成单元素张量的代码（旧的、自定义的或转换过的 BatchNorm）。",
+}
+_SHAPE_FIX = {
+    "en": "Give the counters the model's shape before loading: `target = model.state_dict()`, "
+    'then for each key ending in "num_batches_tracked" set `state_dict[k] = '
+    "state_dict[k].reshape(target[k].shape)` (or drop them and load with `strict=False`; they "
+    "matter only for BatchNorm with `momentum=None`).",
+    "zh": "加载前把计数器改成模型中的形状：`target = model.state_dict()`，然后对每个以 "
+    '"num_batches_tracked" 结尾的键设置 `state_dict[k] = state_dict[k].reshape(target[k].shape)`'
+    "（或者删掉它们并用 `strict=False` 加载；只有 `momentum=None` 的 BatchNorm 才用到它们）。",
+}
+
+
+@PITFALL.error_check(types=(), words=("state_dict", "unexpected", "num_batches_tracked"))
 def explain(block, report) -> Clue | None:
     error = sd_errors.from_block(block, report)
     if error is None or error.other_missing or error.other_unexpected:
         return None
+    if sd_errors.counters_only_mismatched(error):
+        first = error.mismatched[0]
+        fields = {
+            "count": str(len(error.mismatched)),
+            "example": first.key,
+            "checkpoint": sd_errors.size(first.checkpoint),
+            "model": sd_errors.size(first.model),
+        }
+        return Clue(0.95, _SHAPE_CAUSE, _SHAPE_FIX, fields)
     if not (error.missing or error.unexpected):
         return None
     side = "missing" if error.missing else "unexpected"
