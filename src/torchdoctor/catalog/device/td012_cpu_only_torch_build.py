@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, Pitfall
+from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
 
 PITFALL = Pitfall(
     code="TD012",
@@ -104,9 +104,15 @@ _XPU_BUILD = {
 }
 
 
+# The assertion raised inside torch.compile's stack (`BackendCompilerFailed: debug_wrapper raised
+# AssertionError: Torch not compiled with CUDA enabled`, on an MPS or CPU device): the compiler
+# asked for CUDA, not the user's code; the installed build is not what to change.
+_COMPILER = lazy_compile(r"BackendCompilerFailed|torch\._dynamo|torch\._inductor")
+
+
 @PITFALL.error_check(types=("AssertionError",), words=("torch not compiled with cuda",))
 def not_compiled_with_cuda(block, report) -> Clue | None:
-    if _NOT_COMPILED not in block.message.lower():
+    if _NOT_COMPILED not in block.message.lower() or report.search(_COMPILER):
         return None
     if report.search(_XPU):
         return Clue(0.6, _XPU_BUILD)
@@ -119,6 +125,8 @@ def not_compiled_with_cuda_retold(block, report) -> Clue | None:
     exception line: no printed exception to go by, so a little less sure."""
     if _NOT_COMPILED not in block.message.lower() or report.exceptions:
         return None  # a printed exception is read by `not_compiled_with_cuda`, or is another's
+    if report.search(_COMPILER):
+        return None
     if report.search(_XPU):
         return Clue(0.5, _XPU_BUILD)
     return Clue(0.85, _CPU_ONLY)
