@@ -67,3 +67,29 @@ def test_look_alikes_are_left_alone(text):
         "tensorboard-writer-not-closed",
         "optimize-non-leaf-tensor",
     } & set(names(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Running the notebook in Colab, `images, labels = dataiter.next()` gives an AttributeError.",
+        "batch = iter(train_loader).next()  -> AttributeError (screenshot below)",
+    ],
+)
+def test_a_quoted_next_call_and_the_error_named_is_the_python_2_method(text):
+    assert names(text)[:1] == ["deprecated-iterator-next"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the error's own message is printed: it tells which attribute is missing
+        "x = dataiter.next()\nAttributeError: 'Tensor' object has no attribute 'foo'",
+        # `.next()` quoted, but no AttributeError
+        "images, labels = dataiter.next() returns the same batch every time",
+        # an AttributeError, and `.next` is not called on an iterator
+        "AttributeError when calling node.next() in my linked list",
+    ],
+)
+def test_a_next_call_is_not_blamed_without_its_error_or_against_the_printed_one(text):
+    assert "deprecated-iterator-next" not in names(text)

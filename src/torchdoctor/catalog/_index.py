@@ -1106,7 +1106,7 @@ SIGNATURES = (
         "no-grad-fn",
         0,
         ("RuntimeError",),
-        "element \\d+ of (?:tensors|variables) does not require grad and does not have a grad_fn",
+        "element \\d+(?: or \\d+)? of (?:tensors|variables) does not require grad and does not have a grad_fn",
         (" does not require grad and does not have a grad_fn",),
     ),
     (
@@ -1311,6 +1311,14 @@ SIGNATURES = (
         "torchdoctor.catalog.training.td209_loss_batch_size_mismatch",
         "loss-batch-size-mismatch",
         1,
+        ("RuntimeError", "ValueError"),
+        "Expected input batch_size to match target batch_size",
+        ("Expected input batch_size to match target batch_size",),
+    ),
+    (
+        "torchdoctor.catalog.training.td209_loss_batch_size_mismatch",
+        "loss-batch-size-mismatch",
+        2,
         ("RuntimeError",),
         "size mismatch \\(got input: \\[(?P<input>[^\\]]*)\\], target: \\[(?P<target>[^\\]]*)\\]\\)",
         ("size mismatch (got input: [",),
@@ -1485,6 +1493,14 @@ SIGNATURES = (
         "torchdoctor.catalog.data.td301_deprecated_iterator_next",
         "deprecated-iterator-next",
         2,
+        (),
+        None,
+        (".next(",),
+    ),
+    (
+        "torchdoctor.catalog.data.td301_deprecated_iterator_next",
+        "deprecated-iterator-next",
+        3,
         ("AttributeError",),
         "'(?P<iterator>generator|map|filter|zip|enumerate|\\w{0,40}iterator)' object has no attribute 'next'",
         ("' object has no attribute 'next'",),
@@ -1492,7 +1508,7 @@ SIGNATURES = (
     (
         "torchdoctor.catalog.data.td301_deprecated_iterator_next",
         "deprecated-iterator-next",
-        3,
+        4,
         ("AttributeError",),
         "'DataLoader' object has no attribute 'next'",
         ("'DataLoader' object has no attribute 'next'",),
@@ -2155,7 +2171,7 @@ SIGNATURES = (
         3,
         (),
         None,
-        ("weights only load failed", "weightsunpickler error"),
+        ("weights only load failed", "weightsunpickler error", "unsupported global: global "),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2179,7 +2195,7 @@ SIGNATURES = (
         2,
         ("ImportError", "ModuleNotFoundError"),
         None,
-        ("no module named",),
+        ("no module named", "find_class"),
     ),
     (
         "torchdoctor.catalog.serialization.td503_whole_module_saved",
@@ -2203,7 +2219,7 @@ SIGNATURES = (
         5,
         (),
         None,
-        ("weights only load failed", "weightsunpickler error"),
+        ("weights only load failed", "weightsunpickler error", "unsupported global: global "),
     ),
     (
         "torchdoctor.catalog.serialization.td504_state_dict_prefix_mismatch",
@@ -2243,7 +2259,7 @@ SIGNATURES = (
         0,
         (),
         None,
-        ("state_dict", "unexpected"),
+        ("state_dict", "unexpected", "num_batches_tracked"),
     ),
     (
         "torchdoctor.catalog.serialization.td506_state_dict_num_batches_tracked",

@@ -111,7 +111,9 @@ loss.backward()
 )
 
 PITFALL.error(
-    r"element \d+ of (?:tensors|variables) does not require grad and does not have a grad_fn",
+    # `element 0 or 1 of tensors ...`: a title retelling two runs' messages as one
+    r"element \d+(?: or \d+)? of (?:tensors|variables) does not require grad and does not "
+    r"have a grad_fn",
     confidence=0.95,
     cause={
         "en": "The tensor passed to `backward()` was computed from nothing that requires grad: "

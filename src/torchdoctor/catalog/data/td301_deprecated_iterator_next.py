@@ -172,6 +172,31 @@ def cut_message(block, report) -> Clue | None:
     return Clue(0.9, _ITERATOR_CAUSE, None, found.groupdict())
 
 
+# An issue telling of it in prose, the message only in a screenshot: the failing line quoted
+# (`images, labels = dataiter.next()`, `iter(loader).next()`) and the error named.
+_ITERATOR_NEXT = lazy_compile(
+    r"(?<![\w.])(?:\w{0,40}iter\w{0,40}|iter\([^()\n]{1,120}\))\.next\(\s*\)"
+)
+
+
+_RETOLD_CAUSE = {
+    "en": "`{call}` calls the Python 2 iterator method `.next()`: Python 3 iterators have only "
+    "`__next__`, and PyTorch 1.13 removed the alias that DataLoader iterators kept.",
+    "zh": "`{call}` 调用了 Python 2 的迭代器方法 `.next()`：Python 3 的迭代器只有 `__next__`，"
+    "DataLoader 迭代器保留的这个别名也已在 PyTorch 1.13 中移除。",
+}
+
+
+@PITFALL.error_check(types=(), words=(".next(",))
+def retold_next_call(block, report) -> Clue | None:
+    if report.exceptions:  # a message printed: its own signatures read it
+        return None
+    found = report.search(_ITERATOR_NEXT)
+    if found is None or "AttributeError" not in report.text:
+        return None
+    return Clue(0.8, _RETOLD_CAUSE, None, {"call": found.group(0)})
+
+
 # `.next()` on any other Python 3 iterator (`model.parameters().next()`, a generator, `map`,
 # `zip`, a list's iterator): Python 2 code, whatever the iterator.
 PITFALL.error(

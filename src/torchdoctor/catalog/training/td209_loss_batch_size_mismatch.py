@@ -133,6 +133,20 @@ PITFALL.error(
         "与 target 展平方式不一致。",
     },
 )
+# The message without its numbers: an issue title retyping it.
+PITFALL.error(
+    r"Expected input batch_size to match target batch_size",
+    types=("ValueError", "RuntimeError"),
+    confidence=0.85,
+    cause={
+        "en": "The loss got another number of rows of logits than of targets. The model usually "
+        "changed the number of rows: a `view(-1, n)` with a hard-coded `n` folds part of each "
+        "sample into extra rows, or sequence logits and targets are flattened differently.",
+        "zh": "损失函数收到的 logits 行数与 target 个数不同。通常是模型改变了行数：写死 `n` 的 "
+        "`view(-1, n)` 把每个样本的一部分折叠成了额外的行，或者序列的 logits 与 target "
+        "展平方式不一致。",
+    },
+)
 PITFALL.error(
     r"size mismatch \(got input: \[(?P<input>[^\]]*)\], target: \[(?P<target>[^\]]*)\]\)",
     confidence=0.8,
