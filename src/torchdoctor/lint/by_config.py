@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
-
-import pathspec
+from typing import TYPE_CHECKING, Callable
 
 from torchdoctor.errors import UsageError
 from torchdoctor.lint import config, files
@@ -17,6 +15,9 @@ from torchdoctor.lint.runner import (
     display_path,
     drop_per_file_ignores,
 )
+
+if TYPE_CHECKING:  # imported where patterns are compiled (lint.files)
+    import pathspec
 
 
 def group_files(
@@ -30,7 +31,7 @@ def group_files(
     and the configs that could not be read (their files are not checked), one line each."""
     named = {scope for scope in found.scopes if not scope.is_dir()}
     groups: dict[frozenset[str], dict[Path, config.Settings]] = {}
-    excluded: dict[int, pathspec.PathSpec] = {}
+    excluded: dict[int, pathspec.PathSpec | files.NoPatterns] = {}
     rules: dict[int, frozenset[str]] = {}
     errors: dict[str, None] = {}
     for path in found.files:

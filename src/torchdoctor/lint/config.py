@@ -9,8 +9,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-import pathspec
-
 from torchdoctor._lang import LANGS
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog._registry import resolve
@@ -62,6 +60,8 @@ class Settings:
     @cached_property
     def per_file_ignore_matcher(self):
         """(path relative to root) -> codes ignored there; built once per run."""
+        import pathspec  # here: most runs have no per-file-ignores, and its import is slow
+
         rules = [
             (pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), resolve(selectors))
             for pattern, selectors in self.per_file_ignores.items()
