@@ -44,8 +44,21 @@ def test_check_explain_rule_and_rules_do_not_import_torch(tmp_path):
         assert result.returncode == 0, result.stderr
         lines = result.stdout.strip().splitlines()
         assert lines[-2] == expected
-        # Only discovery needs pathspec (30 ms of import): `explain` must start at once.
-        assert lines[-1] == ("pathspec imported" if args[0] == "check" else "pathspec not imported")
+        # pathspec's import starts asyncio (40-50 ms): only patterns to match need it.
+        assert lines[-1] == "pathspec not imported"
+
+
+def test_check_imports_pathspec_only_for_patterns(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
+    (tmp_path / "skipped.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
+    args = ("check", "--no-cache", "--format", "github", ".")
+    plain = run_probe(*args, cwd=tmp_path)
+    assert plain.stdout.strip().splitlines()[-1] == "pathspec not imported", plain.stderr
+    assert "skipped.py" in plain.stdout
+    (tmp_path / ".gitignore").write_text("skipped.py\n")
+    ignoring = run_probe(*args, cwd=tmp_path)
+    assert ignoring.stdout.strip().splitlines()[-1] == "pathspec imported", ignoring.stderr
+    assert "skipped.py" not in ignoring.stdout and "train.py" in ignoring.stdout
 
 
 def test_check_works_when_torch_cannot_be_imported(tmp_path):
