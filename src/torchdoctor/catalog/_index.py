@@ -1977,7 +1977,15 @@ SIGNATURES = (
         0,
         ("RuntimeError",),
         None,
-        ("is invalid for input",),
+        ("]' is invalid",),
+    ),
+    (
+        "torchdoctor.catalog.tensor.td414_view_shape_mismatch",
+        "view-shape-mismatch",
+        1,
+        (),
+        None,
+        ("]' is invalid",),
     ),
     (
         "torchdoctor.catalog.tensor.td416_conv_groups_mismatch",
@@ -2009,7 +2017,7 @@ SIGNATURES = (
         1,
         ("RuntimeError",),
         None,
-        ("is invalid for input",),
+        ("]' is invalid",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
@@ -2017,7 +2025,7 @@ SIGNATURES = (
         2,
         ("RuntimeError",),
         None,
-        ("is invalid for input",),
+        ("]' is invalid",),
     ),
     (
         "torchdoctor.catalog.tensor.td418_hard_coded_batch_size",
