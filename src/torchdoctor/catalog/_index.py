@@ -1376,10 +1376,9 @@ SIGNATURES = (
         "loss-target-shape-mismatch",
         6,
         ("RuntimeError",),
-        "0D or 1D target tensor expected, multi-target not supported|multi-target not supported at \\S*ClassNLLCriterion|only batches of spatial targets supported \\(3D tensors\\) but got targets of (?:dimension|size)",
+        "multi-target not supported|only batches of spatial targets supported \\(3D tensors\\) but got targets of (?:dimension|size)",
         (
-            "0D or 1D target tensor expected, multi-target not supported",
-            "multi-target not supported at ",
+            "multi-target not supported",
             "only batches of spatial targets supported (3D tensors) but got targets of ",
         ),
     ),
