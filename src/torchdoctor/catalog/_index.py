@@ -1755,6 +1755,14 @@ SIGNATURES = (
         ("empty range", "random_ expects", "low >= high", "high <= 0", "low is out of bounds"),
     ),
     (
+        "torchdoctor.catalog.data.td307_random_crop_too_large",
+        "random-crop-too-large",
+        4,
+        (),
+        None,
+        ("empty range for randrange()", "empty range in randrange("),
+    ),
+    (
         "torchdoctor.catalog.data.td308_pil_transform_on_tensor",
         "pil-transform-on-tensor",
         0,
