@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.catalog.sdk import (
+    Clue,
     Context,
     Finding,
     Kind,
@@ -132,18 +133,32 @@ def train_step(model, images, labels, total_loss):
 """,
 )
 
+_INDEXED_CAUSE = {
+    "en": "A 0-dim tensor (a loss, a `.sum()` or `.mean()`, a scalar) was indexed, usually "
+    "with the pre-0.4 idiom `loss.data[0]`: since PyTorch 0.4 these are scalars "
+    "with no dimension to index.",
+    "zh": "对一个 0 维张量（损失、`.sum()` 或 `.mean()` 的结果、标量）做了索引，通常是 0.4 之前的写法 "
+    "`loss.data[0]`：从 PyTorch 0.4 起它们是标量，没有可索引的维度。",
+}
 PITFALL.error(
     r"invalid index of a 0-dim tensor",
     types=("IndexError",),
     confidence=0.95,
-    cause={
-        "en": "A 0-dim tensor (a loss, a `.sum()` or `.mean()`, a scalar) was indexed, usually "
-        "with the pre-0.4 idiom `loss.data[0]`: since PyTorch 0.4 these are scalars "
-        "with no dimension to index.",
-        "zh": "对一个 0 维张量（损失、`.sum()` 或 `.mean()` 的结果、标量）做了索引，通常是 0.4 之前的写法 "
-        "`loss.data[0]`：从 PyTorch 0.4 起它们是标量，没有可索引的维度。",
-    },
+    cause=_INDEXED_CAUSE,
 )
+
+
+@PITFALL.error_check(types=(), words=("invalid index of a 0-dim tensor",))
+def invalid_index_in_text(block, report) -> Clue | None:
+    """torch's message where no exception was parsed: an issue's title above a traceback whose
+    last line was not pasted."""
+    if block.short_type or report.exceptions:
+        return None  # an exception shown is the story, read with its class
+    if "invalid index of a 0-dim tensor" not in block.message.lower():
+        return None
+    return Clue(0.8, _INDEXED_CAUSE)  # below the message read with its class, or pasted alone
+
+
 # Retold, as issue and pull-request titles put it: "Fix index of 0-dim tensor is invalid in
 # Pytorch>=0.5", "indexing a 0-dim tensor is not allowed".
 PITFALL.error(

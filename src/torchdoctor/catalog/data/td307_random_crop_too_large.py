@@ -189,3 +189,49 @@ def empty_offset_range(block, report) -> Clue | None:
     if numpy or "stop" not in fields:
         return None
     return Clue(0.55 if int(fields["stop"]) < 0 else 0.35, _GUESS, None, fields)
+
+
+_CROP_RANGE = {
+    "en": "A random crop drew its offset from an empty range: the crop is larger than the "
+    "image in one dimension.",
+    "zh": "随机裁剪从一个空区间中选取偏移量：裁剪尺寸在某个维度上大于图像。",
+}
+_IN_TRANSFORM = {
+    "en": "A random integer was drawn from an empty range inside a data transform (the "
+    "traceback passes through one; its last line was not pasted). In a transform that is "
+    "almost always a random crop larger than the image or frame in one dimension.",
+    "zh": "在数据变换内部从一个空区间中抽取了随机整数（traceback 经过了一个变换，最后一行没有贴出）。"
+    "在数据变换中，这几乎总是随机裁剪在某个维度上大于图像或帧。",
+}
+
+
+@PITFALL.error_check(types=(), words=("empty range for randrange()", "empty range in randrange("))
+def empty_range_in_cut_traceback(block, report) -> Clue | None:
+    """`random`'s empty-range error named only in the text (an issue's first line quoting
+    random.py's `raise`), above a traceback cut before its exception line: the frames shown say
+    whether a crop or a transform drew the number."""
+    if block.short_type or report.exceptions:
+        return None  # an exception shown is read by `empty_offset_range`, with its frames
+    lowered = block.message.lower()
+    if "empty range for randrange()" not in lowered and "empty range in randrange(" not in lowered:
+        return None
+    frames = _frame_lines(block.message)
+    if any("crop" in line for line in frames):
+        return Clue(0.85, _CROP_RANGE)
+    if any("transform" in line for line in frames):
+        return Clue(0.7, _IN_TRANSFORM)
+    return None
+
+
+def _frame_lines(text: str) -> list[str]:
+    """The `File "..."` lines of the tracebacks in `text` and the source lines under them,
+    lower case."""
+    lines = text.split("\n")
+    found = []
+    for number, line in enumerate(lines):
+        if line.lstrip().startswith('File "'):
+            found.append(line.lower())
+            after = lines[number + 1] if number + 1 < len(lines) else ""
+            if not after.lstrip().startswith('File "'):
+                found.append(after.lower())
+    return found

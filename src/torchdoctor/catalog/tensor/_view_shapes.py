@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from torchdoctor.catalog.sdk import lazy_compile
 
 # torch >= 1.0 ("shape '[64, -1]' is invalid for input of size 3000"), and the TH message
-# before it ("size '[64 x -1]' is invalid for input with 3000 elements"). The shape is kept to
-# one line, without brackets.
+# before it ("size '[64 x -1]' is invalid for input with 3000 elements"; torch 0.3's own typo
+# "input of with"). The shape is kept to one line, without brackets; the words after it may be
+# wrapped onto the next line where the message was pasted.
 _INVALID_SHAPE = lazy_compile(
-    r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size(?: (?P<size>\d+))?"
-    r"|size '\[(?P<old_shape>[-\d x]*)\]' is invalid for input with (?P<old_size>\d+) elements"
+    r"shape '\[(?P<shape>[-\d, ]*)\]' is\s+invalid\s+for\s+input\s+of\s+size"
+    r"(?:\s(?P<size>\d+))?"
+    r"|size '\[(?P<old_shape>[-\d x]*)\]' is\s+invalid\s+for\s+input\s+(?:of\s+)?with\s+"
+    r"(?P<old_size>\d+)\s+elements"
 )
 
 
@@ -25,7 +28,7 @@ class InvalidView:
 
 def invalid_view(message: str) -> InvalidView | None:
     """The shape and size of torch's message, in either phrasing; None for another message."""
-    if "is invalid for input" not in message:
+    if "]' is invalid" not in message:
         return None
     found = _INVALID_SHAPE.search(message)
     if found is None:

@@ -121,16 +121,39 @@ _FIXED = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",), words=("is invalid for input",))
+# A message printed without its exception class counts a little less, as a message pasted
+# alone does (explain's own weight for one).
+_WITHOUT_CLASS = 0.95
+
+
+@PITFALL.error_check(types=("RuntimeError",), words=("]' is invalid",))
 def invalid_shape(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    return _misfit(block.message, 1.0)
+
+
+@PITFALL.error_check(types=(), words=("]' is invalid",))
+def invalid_shape_in_log(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """The same message printed without its exception class: a training loop that catches the
+    error and prints it, batch after batch, and goes on."""
+    if block.short_type or report.exceptions:
+        return None  # an exception shown is read by `invalid_shape`, with its class
     found = invalid_view(block.message)
+    if found is not None and found.size is not None and -1 not in found.sizes:
+        row = prod(found.sizes[1:])
+        if row and found.size % row == 0 and found.size // row < found.sizes[0]:
+            return None  # a smaller batch of these rows: hard-coded-batch-size's, with a class
+    return _misfit(block.message, _WITHOUT_CLASS)
+
+
+def _misfit(message: str, weight: float) -> Clue | None:
+    found = invalid_view(message)
     if found is None:
         return None
     sizes, size = found.sizes, found.size
     known = prod(s for s in sizes if s != -1)
     if size is None:  # the message cut off before the size
         fields = {"shape": ", ".join(map(str, sizes)), "known": str(known), "size": "?"}
-        return Clue(0.75, _FREE_DIMENSION if -1 in sizes else _FIXED, None, fields)
+        return Clue(0.75 * weight, _FREE_DIMENSION if -1 in sizes else _FIXED, None, fields)
     if -1 in sizes and known and size % known == 0:
         return None  # the sizes fit: not a written size, something this entry cannot tell
     fields = {
@@ -138,4 +161,4 @@ def invalid_shape(block: ErrorBlock, report: ErrorReport) -> Clue | None:
         "known": str(known),
         "size": str(size),
     }
-    return Clue(0.85, _FREE_DIMENSION if -1 in sizes else _FIXED, None, fields)
+    return Clue(0.85 * weight, _FREE_DIMENSION if -1 in sizes else _FIXED, None, fields)

@@ -192,7 +192,7 @@ _SMALLER_BATCH_VIEWED = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",), words=("is invalid for input",))
+@PITFALL.error_check(types=("RuntimeError",), words=("]' is invalid",))
 def smaller_batch_viewed(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A shape whose first size is the batch: the tensor is a whole number of its rows, fewer
     than the shape asks for (the last batch); any other misfit is view-shape-mismatch's."""
@@ -237,7 +237,7 @@ _BATCH_IN_ROW_FIX = {
 }
 
 
-@PITFALL.error_check(types=("RuntimeError",), words=("is invalid for input",))
+@PITFALL.error_check(types=("RuntimeError",), words=("]' is invalid",))
 def batch_in_flat_row(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     """A flattening view whose row size carries the batch: its premise, an output of one sample
     against a target of a full batch, is the loss's warning printed earlier."""
