@@ -2937,8 +2937,8 @@ SIGNATURES = (
         "removed-torch-api",
         4,
         (),
-        "cannot import name '(?P<name>\\w+)' from 'torch\\._six'|from torch\\._six import (?P<imported>\\w+)\\W[^\\n]{0,200}?cannot import name '(?P=imported)'",
-        ("cannot import name '", "from torch._six import "),
+        "cannot import (?:name )?['\\\"`]?(?P<name>\\w+)['\\\"`]? from ['\\\"`]?torch\\._six\\b|from torch\\._six import (?P<imported>\\w+)\\W[^\\n]{0,200}?cannot import name '(?P=imported)'",
+        ("cannot import ", "from torch._six import "),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",
