@@ -353,6 +353,27 @@ def kind(error: StateDictError) -> str:
     return "keys"
 
 
+def cut_before_unexpected(error: StateDictError, report) -> bool:
+    """Only missing keys are shown, and the list is cut off (no closing `".`) before whatever
+    torch lists after it, the unexpected keys above all: a list long enough to be cut is most
+    often the whole model's keys, which a checkpoint holding them under a wrapper's prefix
+    (`module.`, `_orig_mod.`) leaves all missing. Not when the listed keys are only a head's
+    (a checkpoint without the head), nor when the input lists the checkpoint's top-level
+    entries (`"model", "optimizer", ...`: the weights may be nested one level down)."""
+    if not error.other_missing or error.unexpected or error.mismatched or error.missing_closed:
+        return False
+    if all(HEAD_NAMES.search(key.rpartition(".")[0]) for key in error.other_missing):
+        return False
+    return report.search(_ENTRIES_LISTED) is None
+
+
+# Two of a training checkpoint's top-level entries quoted one after the other.
+_ENTRY_NAMES = "|".join(re.escape(name) for name in CONTAINERS + METADATA)
+_ENTRIES_LISTED = lazy_compile(
+    rf"[\"'](?:{_ENTRY_NAMES})[\"'],[ \t]{{0,3}}[\"'](?:{_ENTRY_NAMES})[\"']"
+)
+
+
 def counters_only_mismatched(error: StateDictError) -> bool:
     """Every shape that differs is a BatchNorm counter's (`torch.Size([])` against
     `torch.Size([1])`), and no other key is missing or unexpected: the weights all match."""
