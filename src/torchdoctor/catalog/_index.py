@@ -2142,6 +2142,14 @@ SIGNATURES = (
         ("restore_location", "_cuda_deserialize", "validate_cuda_device"),
     ),
     (
+        "torchdoctor.catalog.serialization.td501_load_without_map_location",
+        "load-without-map-location",
+        7,
+        (),
+        None,
+        ("_load_from_bytes",),
+    ),
+    (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
         "load-weights-only",
         0,
