@@ -2165,6 +2165,14 @@ SIGNATURES = (
         ("restore_location", "_cuda_deserialize", "validate_cuda_device"),
     ),
     (
+        "torchdoctor.catalog.serialization.td501_load_without_map_location",
+        "load-without-map-location",
+        7,
+        (),
+        None,
+        ("_load_from_bytes",),
+    ),
+    (
         "torchdoctor.catalog.serialization.td502_load_weights_only",
         "load-weights-only",
         0,
@@ -2960,8 +2968,8 @@ SIGNATURES = (
         "removed-torch-api",
         4,
         (),
-        "cannot import name '(?P<name>\\w+)' from 'torch\\._six'|from torch\\._six import (?P<imported>\\w+)\\W[^\\n]{0,200}?cannot import name '(?P=imported)'",
-        ("cannot import name '", "from torch._six import "),
+        "cannot import (?:name )?['\\\"`]?(?P<name>\\w+)['\\\"`]? from ['\\\"`]?torch\\._six\\b|from torch\\._six import (?P<imported>\\w+)\\W[^\\n]{0,200}?cannot import name '(?P=imported)'",
+        ("cannot import ", "from torch._six import "),
     ),
     (
         "torchdoctor.catalog.deprecated.td803_removed_torch_api",

@@ -101,6 +101,8 @@ _MARKERS = lazy_compile(
     r"|[Uu]nexpected\s+key(?:\(s\))?\s+(?=\\?\")"
     r"|unexpected\s+key\s+in\s+source\s+state_dict:)"
     r"|(?P<size>size\s+mismatch\s+for\s+"
+    # retold without `size`: `Mismatch for fcn.weight:copying a param of torch.size([99,256,1,1])`
+    r"|(?<![\w ])[Mm]ismatch\s+for\s+(?=[^\s:]{1,300}:\s*copying\s)"
     r"|While\s+(?:copying|swapping)\s+the\s+parameter\s+named\s+"
     # detectron2/fvcore's checkpointer, which skips the tensor: `Unable to load 'k' to the
     # model due to incompatible shapes: ...`, `Skip loading parameter 'k' ...`, and before
@@ -112,7 +114,7 @@ _MARKERS = lazy_compile(
     r"|Shape\s+of\s+(?=\S{1,300}\s+in\s+checkpoint\s+is\s))"
 )
 _KEY = lazy_compile(r"[A-Za-z0-9_.\-/:]+")
-_SIZE = r"(?:torch\.Size\(\s*)?\[(?P<{}>[\d,\s]*)\]\)?"
+_SIZE = r"(?:torch\.[Ss]ize\(\s*)?\[(?P<{}>[\d,\s]*)\]\)?"
 
 
 def _words(text: str) -> str:
@@ -137,13 +139,15 @@ _SHAPES = [
         + r"(?:\s+"
         + _SIZE.format("model")
         + r"|[ \t]*(?=\n|$))",
-        # torch 0.4 - 1.0.
-        r"(?<!\S)(?P<key>\S+?):\s+"
+        # torch 0.4 - 1.0 (retyped, the spaces after `:` and `,` may be gone).
+        r"(?<!\S)(?P<key>\S+?):\s*"
         + _words("copying a param of")
         + r"\s+"
         + _SIZE.format("checkpoint")
         + r"\s+"
-        + _words("from checkpoint, where the shape is")
+        + _words("from checkpoint,")
+        + r"\s*"
+        + _words("where the shape is")
         + r"\s+"
         + _SIZE.format("model")
         + r"\s+"
@@ -347,6 +351,27 @@ def kind(error: StateDictError) -> str:
     if (error.missing or error.unexpected) and only_counters:
         return "batches-tracked"
     return "keys"
+
+
+def cut_before_unexpected(error: StateDictError, report) -> bool:
+    """Only missing keys are shown, and the list is cut off (no closing `".`) before whatever
+    torch lists after it, the unexpected keys above all: a list long enough to be cut is most
+    often the whole model's keys, which a checkpoint holding them under a wrapper's prefix
+    (`module.`, `_orig_mod.`) leaves all missing. Not when the listed keys are only a head's
+    (a checkpoint without the head), nor when the input lists the checkpoint's top-level
+    entries (`"model", "optimizer", ...`: the weights may be nested one level down)."""
+    if not error.other_missing or error.unexpected or error.mismatched or error.missing_closed:
+        return False
+    if all(HEAD_NAMES.search(key.rpartition(".")[0]) for key in error.other_missing):
+        return False
+    return report.search(_ENTRIES_LISTED) is None
+
+
+# Two of a training checkpoint's top-level entries quoted one after the other.
+_ENTRY_NAMES = "|".join(re.escape(name) for name in CONTAINERS + METADATA)
+_ENTRIES_LISTED = lazy_compile(
+    rf"[\"'](?:{_ENTRY_NAMES})[\"'],[ \t]{{0,3}}[\"'](?:{_ENTRY_NAMES})[\"']"
+)
 
 
 def counters_only_mismatched(error: StateDictError) -> bool:

@@ -743,7 +743,8 @@ _SIX_TEXT_CAUSE = {
     "（常常是某个库的旧版本）仍在导入它。",
 }
 PITFALL.error(
-    r"cannot import name '(?P<name>\w+)' from 'torch\._six'"
+    # also retold without `name` and the quotes: "cannot import container_abcs from torch._six"
+    r"cannot import (?:name )?['\"`]?(?P<name>\w+)['\"`]? from ['\"`]?torch\._six\b"
     # Python 3.7 and older do not name the module: the import statement shown above does
     r"|from torch\._six import (?P<imported>\w+)\W[^\n]{0,200}?cannot import name '(?P=imported)'",
     types=(),

@@ -318,6 +318,17 @@ def _side_clue(odd: str, common: str, arg: str | None, op: str | None) -> Clue:
     return Clue(0.95, cause)
 
 
+# A report that a library's release or commit brought the error and that going back to the
+# one before makes it go away ("since commit 5588725, FluxPipeline ... Expected all tensors to
+# be on the same device", "downgrading to diffusers==0.20.2 resolves the issue"): the tensors
+# were placed by the library's code (its offloading hooks), the user's code did not change.
+_LIBRARY_REGRESSION = lazy_compile(
+    r"\b[Ss]ince (?:the )?commit\b"
+    r"|\b[Dd]owngrad(?:e|ed|ing)\b[^\n]{0,80}?\b(?:resolve[sd]?|fix(?:e[sd])?|solve[sd]?)\b"
+    r"|\b(?:[Uu]pgrad|[Uu]pdat)(?:e|ed|ing) to\b[^\n]{0,40}?\b(?:results? in|breaks|broke)\b"
+)
+
+
 @PITFALL.error_check(
     types=("RuntimeError", "ValueError", "TypeError"),
     words=(
@@ -334,6 +345,8 @@ def _side_clue(odd: str, common: str, arg: str | None, op: str | None) -> Clue:
     ),
 )
 def check(block, report) -> Clue | None:
+    if report.search(_LIBRARY_REGRESSION):
+        return None  # the library moved the tensors, not the user's code
     message = block.message
     for pattern in _MESSAGES:
         found = pattern.search(message)
@@ -417,6 +430,7 @@ PITFALL.error(
     types=(),
     confidence=0.9,
     cause=_GENERIC_CAUSE,
+    unless=_LIBRARY_REGRESSION,
 )
 # A CUDA default device (`torch.set_default_device("cuda")`) makes DataLoader's shuffling,
 # `random_split` and `randperm` fail against their CPU generator.

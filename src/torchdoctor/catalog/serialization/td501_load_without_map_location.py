@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
@@ -391,13 +392,10 @@ _RESTORING = frozenset({"default_restore_location", "_cuda_deserialize", "valida
     types=(), words=("restore_location", "_cuda_deserialize", "validate_cuda_device")
 )
 def cut_in_restore_location(block, report) -> Clue | None:
-    if report.exceptions or block.message != report.text:
+    last = _cut_in_torch_load(block, report)
+    if last is None:
         return None
     text = report.text.rstrip()
-    start = text.rfind('File "')
-    last = _LAST_FRAME.match(text, start) if start >= 0 else None
-    if last is None or not last["path"].replace("\\", "/").endswith("torch/serialization.py"):
-        return None
     after = text[last.end() :].split("\n", 2)
     if len(after) > 2 or after[0].strip():
         return None  # more than the frame's source line follows: the traceback goes on
@@ -412,5 +410,56 @@ def cut_in_restore_location(block, report) -> Clue | None:
             "that device is not available here (no CUDA, fewer GPUs, or no memory left on it).",
             "zh": "这段调用栈（缺了最后的报错行）停在 `torch.load` 把存储恢复到其保存时所在设备的地方："
             "checkpoint 中是 CUDA 张量，而这里没有那个设备（没有 CUDA、GPU 更少，或其显存已满）。",
+        },
+    )
+
+
+def _cut_in_torch_load(block, report) -> re.Match | None:
+    """The last frame of a traceback pasted without its exception line, when it runs
+    `torch/serialization.py`."""
+    if report.exceptions or block.message != report.text:
+        return None
+    text = report.text.rstrip()
+    start = text.rfind('File "')
+    last = _LAST_FRAME.match(text, start) if start >= 0 else None
+    if last is None or not last["path"].replace("\\", "/").endswith("torch/serialization.py"):
+        return None
+    return last
+
+
+# Tensors pickled with `pickle`/`numpy`/`joblib` instead of `torch.save` unpickle through
+# `torch.storage._load_from_bytes`, which calls `torch.load` without `map_location`: what fails
+# inside it is the device the tensors were saved on, since the bytes hold one storage and no
+# class to import.
+_FROM_BYTES = lazy_compile(
+    r'File "[^"\n]{0,400}torch[/\\]storage\.py", line \d+, in _load_from_bytes'
+)
+
+
+@PITFALL.error_check(types=(), words=("_load_from_bytes",))
+def cut_in_pickled_tensor(block, report) -> Clue | None:
+    if _cut_in_torch_load(block, report) is None or report.search(_FROM_BYTES) is None:
+        return None
+    return Clue(
+        0.6,
+        {
+            "en": "The traceback (its error line cut off) ends in the `torch.load` that "
+            "unpickles a tensor pickled with `pickle`, `numpy` or `joblib` rather than "
+            "`torch.save` (`torch/storage.py`'s `_load_from_bytes`), which passes no "
+            "`map_location`: the tensors were saved on a GPU that is not available here "
+            "(no CUDA, or fewer GPUs than the saving machine had).",
+            "zh": "这段调用栈（缺了最后的报错行）停在反序列化张量的 `torch.load` 里：这些张量是用 "
+            "`pickle`、`numpy` 或 `joblib` 而不是 `torch.save` 保存的（`torch/storage.py` 的 "
+            "`_load_from_bytes`），它不传 `map_location`：张量保存时所在的 GPU 在这里不可用"
+            "（没有 CUDA，或 GPU 比保存时的机器少）。",
+        },
+        {
+            "en": "Re-save the data with CPU tensors (`tensor.cpu()` before pickling) on a "
+            "machine that has the GPU, or while loading make the unpickler map storages to the "
+            "CPU: `torch.storage._load_from_bytes = lambda b: torch.load(io.BytesIO(b), "
+            'map_location="cpu")`.',
+            "zh": "在有该 GPU 的机器上把数据改存为 CPU 张量（pickle 之前先 `tensor.cpu()`），或者在加载时"
+            "让反序列化把存储映射到 CPU：`torch.storage._load_from_bytes = lambda b: "
+            'torch.load(io.BytesIO(b), map_location="cpu")`。',
         },
     )

@@ -406,7 +406,16 @@ FIXES = {
 @PITFALL.error_check(types=(), words=("state_dict", "unexpected"))
 def explain(block, report) -> Clue | None:
     error = sd_errors.from_block(block, report)
-    if error is None or sd_errors.kind(error) != "prefix":
+    if error is None:
+        return None
+    kind = sd_errors.kind(error)
+    if kind == "keys" and sd_errors.cut_before_unexpected(error, report):
+        fields = {
+            "example": error.other_missing[0],
+            "groups": sd_errors.groups(error.other_missing),
+        }
+        return Clue(0.6, _CUT_MISSING_CAUSE, _CUT_MISSING_FIX, fields)
+    if kind != "prefix":
         return None
     prefix = sd_errors.prefix_of(error)
     if prefix is None:
@@ -435,6 +444,33 @@ def explain(block, report) -> Clue | None:
         "inner": inner,
     }
     return Clue(confidence, CAUSES[prefix.side, prefix.wrapper], FIXES[prefix.side], fields)
+
+
+# Only missing keys shown, the list cut off before the unexpected keys torch prints after it.
+_CUT_MISSING_CAUSE = {
+    "en": "Model keys are missing from the checkpoint (in {groups}, e.g. `{example}`), and the "
+    "text stops before the rest of torch's message, the unexpected keys that would show what "
+    "the checkpoint holds instead. A list that long is most often the whole model's keys, "
+    "saved under a wrapper's prefix: `module.` from `DataParallel`/`DistributedDataParallel` "
+    "(a checkpoint trained on several GPUs), `_orig_mod.` from `torch.compile`. If the "
+    "checkpoint's keys have no such prefix, it lacks those layers instead (another model or "
+    "version).",
+    "zh": "checkpoint 中缺少模型的键（位于 {groups}，如 `{example}`），而文本在 torch 信息的后半部分之前就"
+    "截断了，即本可说明 checkpoint 里装的是什么的多余键。这么长的列表最常见的是整个模型的键都带着包装器"
+    "的前缀保存了：`DataParallel`/`DistributedDataParallel` 的 `module.`（多 GPU 训练的 checkpoint）、"
+    "`torch.compile` 的 `_orig_mod.`。如果 checkpoint 的键没有这种前缀，那就是它缺少这些层"
+    "（另一个模型或版本）。",
+}
+_CUT_MISSING_FIX = {
+    "en": "Print the checkpoint's first keys (`print(list(state_dict)[:5])`, or `torchdoctor "
+    "ckpt inspect FILE`); if they start with `module.`, strip it before loading: "
+    '`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "module.")` '
+    "(likewise `_orig_mod.`), or save `model.module.state_dict()` when training.",
+    "zh": "打印 checkpoint 的前几个键（`print(list(state_dict)[:5])`，或 `torchdoctor ckpt inspect "
+    "FILE`）；如果它们以 `module.` 开头，加载前去掉它：`torch.nn.modules.utils."
+    'consume_prefix_in_state_dict_if_present(state_dict, "module.")`（`_orig_mod.` 同理），'
+    "或者训练时保存 `model.module.state_dict()`。",
+}
 
 
 # A load_state_dict message whose keys are all cut off (`Missing key(s) in state_dict:

@@ -270,7 +270,9 @@ def explain(block, report) -> Clue | None:
         if not error.missing_closed:
             # The list is cut off: how many keys are missing, and whether unexpected keys (a
             # wrapper's prefix, another naming) followed, the text does not say.
-            return Clue(0.7, CUT_MISSING, ONLY_MISSING_FIX, fields)
+            # Below state-dict-prefix-mismatch's guess when it makes one (cut_before_unexpected).
+            cut = 0.55 if sd_errors.cut_before_unexpected(error, report) else 0.7
+            return Clue(cut, CUT_MISSING, ONLY_MISSING_FIX, fields)
         return Clue(confidence - 0.05, ONLY_MISSING, ONLY_MISSING_FIX, fields)
     if not missing:
         if report.search(_LATE_LAYERS):

@@ -279,8 +279,23 @@ def explain(block, report) -> Clue | None:
     missing = _NO_ATTRIBUTE.search(block.message)
     if missing is not None and missing.group("module") in _EVERYDAY_MODULES:
         if missing.group("attr") in _EVERYDAY_MODULES[missing.group("module")]:
+            if missing.group("module") == "torch" and _real_torch_shown(report):
+                return None  # the user's interpreter imports the real torch: no file shadows it
             return Clue(0.85, _CAUSE, fields={"module": missing.group("module")})
     return None
+
+
+# An interactive session in the input that imports torch and prints a tensor: that interpreter
+# found the real torch (a project's `torch.py` has no tensors to print), so the failing command
+# runs another Python or another installation, not a shadowing file.
+_REPL_IMPORTS_TORCH = lazy_compile(r"(?m)^>>> import torch\b")
+_TENSOR_PRINTED = lazy_compile(r"\btensor\(\[")
+
+
+def _real_torch_shown(report) -> bool:
+    imported = report.search(_REPL_IMPORTS_TORCH)
+    printed = report.search(_TENSOR_PRINTED)
+    return imported is not None and printed is not None and printed.start() > imported.start()
 
 
 # `No module named 'multiprocessing.util'; 'multiprocessing' is not a package`: the name of a
