@@ -450,14 +450,14 @@ def explain(block, report) -> Clue | None:
 _CUT_MISSING_CAUSE = {
     "en": "Model keys are missing from the checkpoint (in {groups}, e.g. `{example}`), and the "
     "text stops before the rest of torch's message, the unexpected keys that would show what "
-    "the checkpoint holds instead. A list that long is most often the whole model's keys, "
-    "saved under a wrapper's prefix: `module.` from `DataParallel`/`DistributedDataParallel` "
+    "the checkpoint holds instead. Missing keys with nothing shown beside them are most often "
+    "the whole model's keys, saved under a wrapper's prefix: `module.` from `DataParallel`/`DistributedDataParallel` "
     "(a checkpoint trained on several GPUs), `_orig_mod.` from `torch.compile`. If the "
     "checkpoint's keys have no such prefix, it lacks those layers instead (another model or "
     "version).",
     "zh": "checkpoint 中缺少模型的键（位于 {groups}，如 `{example}`），而文本在 torch 信息的后半部分之前就"
-    "截断了，即本可说明 checkpoint 里装的是什么的多余键。这么长的列表最常见的是整个模型的键都带着包装器"
-    "的前缀保存了：`DataParallel`/`DistributedDataParallel` 的 `module.`（多 GPU 训练的 checkpoint）、"
+    "截断了，即本可说明 checkpoint 里装的是什么的多余键。只显示缺失键时，最常见的是整个模型的键都带着"
+    "包装器的前缀保存了：`DataParallel`/`DistributedDataParallel` 的 `module.`（多 GPU 训练的 checkpoint）、"
     "`torch.compile` 的 `_orig_mod.`。如果 checkpoint 的键没有这种前缀，那就是它缺少这些层"
     "（另一个模型或版本）。",
 }
