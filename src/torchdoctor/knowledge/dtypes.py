@@ -82,7 +82,7 @@ _PAIRS = [
     lazy_compile(
         r"Expected object of scalar type (?P<expected>\w+) but got scalar type "
         r"(?P<found>\w+) for (?:argument|sequence element \d+ in sequence argument at "
-        r"position) (?:#\d+ )?'(?P<arg>\w+)'"
+        r"position)(?: (?:#\d+ )?'(?P<arg>\w+)'|$)"
     ),
     lazy_compile(r"\b\w+ and \w+ must have the same dtype, but got (?P<a>\w+) and (?P<b>\w+)"),
     # `but got: c10::Half != float`, retyped as `float!= c10::Half`
@@ -163,6 +163,49 @@ def through_linear_layer(frames) -> bool:
     """The traceback runs through `nn.Linear` (torch's `nn/modules/linear.py`): what the
     messages of `F.linear` mean by mat1 and mat2 is then known."""
     return any(_LINEAR_FILE.search(frame.path) for frame in frames)
+
+
+# torch's own frames between a model's `forward` and the layer it calls.
+_MODULE_CALL_FILE = lazy_compile(r"[\\/]torch[\\/]nn[\\/]modules[\\/]module\.py$")
+# A layer of torch's (not a loss: `loss.py` holds those).
+_LAYER_FILE = lazy_compile(
+    r"[\\/]torch[\\/]nn[\\/]modules[\\/](?:linear|conv|rnn|normalization|batchnorm)\.py$"
+)
+# `x = self.fc(x)`: a submodule called with one argument, which no loss is (a loss takes the
+# input and the target).
+_ONE_ARGUMENT_CALL = lazy_compile(r"\bself\.\w+\(\s*[\w.]+\s*\)")
+
+
+def inside_a_layer(block, report) -> bool:
+    """The error was raised inside one of the model's layers: the innermost frame (past
+    torch's module-call plumbing) is an `nn.Linear`/convolution/RNN of torch's, or a `forward`
+    that calls a submodule with a single tensor, which no loss is. A traceback pasted without
+    its exception line (the message given above it) is read from the input's text."""
+    frames = [(f.path, f.function or "", f.source or "") for f in block.frames]
+    if not frames and not report.exceptions[1:]:
+        frames = report.once(_frames_in_text)
+    for path, function, source in reversed(frames):
+        if _MODULE_CALL_FILE.search(path):
+            continue
+        if _LAYER_FILE.search(path):
+            return True
+        return function.rsplit(".", 1)[-1] == "forward" and bool(_ONE_ARGUMENT_CALL.search(source))
+    return False
+
+
+# A frame as Python prints it (`File "x.py", line 3, in f` over its line) or IPython
+# (`File ~/x.py:3, in C.f(self, x)`, then context lines and `---> 3 line`).
+_TEXT_FRAME = lazy_compile(
+    r'(?m)^[ \t]*File "?(?P<path>[^"\n]+?)"?(?:, line |:)\d+,? in (?P<function>[\w.<>]+)'
+    r"(?![\w.<>])[^\n]*\n(?:[ \t]*\d+ [^\n]*\n){0,12}(?:-*> ?\d+|[ \t]+)(?P<source>[^\n]*)"
+)
+
+
+def _frames_in_text(report) -> list[tuple[str, str, str]]:
+    return [
+        (m["path"], m["function"], m["source"].strip())
+        for m in _TEXT_FRAME.finditer(report.text or "")
+    ]
 
 
 def input_and_weight(message: str, frames) -> tuple[str, str] | None:

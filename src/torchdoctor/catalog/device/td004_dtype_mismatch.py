@@ -247,6 +247,10 @@ def check(block, report) -> Clue | None:
         return None  # a conversion alone has no second dtype to mix with
     fields = {"first": first, "second": second}
     if groups.get("arg") == "target" or (groups.get("expected") and first in dtypes.INTEGERS):
+        if groups.get("arg") != "target" and dtypes.inside_a_layer(block, report):
+            # Raised inside a layer of the model (`self.fc(labels)`), not in a loss: an integer
+            # tensor reached a float layer.
+            return Clue(0.85, _CAUSE, None, fields)
         # Usually a classification loss's target of the wrong type: cross-entropy-target-dtype.
         return Clue(0.5, _CAUSE, None, fields)
     float8 = {first, second} & dtypes.FLOAT8S

@@ -380,6 +380,15 @@ PITFALL.error(_OUT_OF_MEMORY.pattern, types=(), confidence=0.95, cause=_GENERIC_
 PITFALL.error(
     r"Allocation on device[ \t.]*(?:\n|$)", types=(), confidence=0.8, cause=_GENERIC_CAUSE
 )
+# The exception's class named alone at the end of a line, its message translated or left out:
+# ComfyUI's error report in the user's language (`Tipo de exceção: torch.OutOfMemoryError`,
+# `Exception Type: torch.OutOfMemoryError`). Not `except torch.cuda.OutOfMemoryError:`.
+PITFALL.error(
+    r"(?m)(?<![\w.])torch\.(?:cuda\.)?OutOfMemoryError[*`]*[ \t]*$",
+    types=(),
+    confidence=0.8,
+    cause=_GENERIC_CAUSE,
+)
 PITFALL.error(
     r"MPS backend out of memory",
     types=(),

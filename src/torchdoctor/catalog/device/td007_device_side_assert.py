@@ -126,9 +126,11 @@ PITFALL.error(
     },
 )
 # A kernel assertion line whose text no more specific entry recognises. Read from `block:` on,
-# the assertion up to its closing backtick: linear in the input, which is the whole log.
+# the assertion up to its closing backtick (it may quote `inf` itself), and to the end of the
+# line when a title cut ` failed` off: bounded, so linear in the input, which is the whole log.
 PITFALL.error(
-    r"block: \[[\d, ]*\], thread: \[[\d, ]*\] Assertion `(?P<assertion>[^`]+)` failed",
+    r"(?m)block: \[[\d, ]*\], thread: \[[\d, ]*\] Assertion `(?P<assertion>[^\n]{1,300}?)`"
+    r"(?: failed|[ \t.]*$)",
     types=(),
     confidence=0.65,
     cause={

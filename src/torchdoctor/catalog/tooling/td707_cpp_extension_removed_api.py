@@ -243,10 +243,12 @@ PITFALL.error(
         "这是为旧版 PyTorch 写的代码。",
     },
 )
-# The deprecation of `Tensor::type()`: the compiler quotes its attribute's message. A warning
-# today, an error in the dispatch macros since 2.6.
+# The deprecation of `Tensor::type()`: the compiler quotes its attribute's message, or (its
+# warning cut off) points at the declaration in torch's TensorBody.h. A warning today, an error
+# in the dispatch macros since 2.6.
 PITFALL.error(
-    r"Tensor\.type\(\) is deprecated",
+    r"Tensor\.type\(\) is deprecated"
+    r"|declared here\s+DeprecatedTypeProperties ?& ?type\(\)",
     types=(),
     confidence=0.85,
     cause={

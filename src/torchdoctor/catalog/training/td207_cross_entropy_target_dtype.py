@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from torchdoctor.catalog.sdk import Clue, lazy_compile, Monitor, Pitfall
+from torchdoctor.catalog.sdk import Clue, dtypes, lazy_compile, Monitor, Pitfall
 
 PITFALL = Pitfall(
     code="TD207",
@@ -211,6 +211,10 @@ def check_target_dtype(block, report):
     fields = {"dtype": found.group("dtype")}
     if _near_a_loss(block, report):
         return Clue(0.95, _CAUSE, None, fields)
+    if dtypes.inside_a_layer(block, report):
+        # Raised inside a layer of the model (`self.fc(labels)`), not in a loss: an integer
+        # tensor fed to a float layer, dtype-mismatch's answer; a target only if that reads wrong.
+        return Clue(0.4, _CAUSE_UNSURE, None, fields)
     return Clue(0.7, _CAUSE_UNSURE, None, fields)
 
 
@@ -231,11 +235,21 @@ _CAUSE_CUT = {
 
 
 def _long_expected_in_the_loss(block) -> Clue | None:
-    if not _LONG_OBJECT.search(block.message):
+    found = _LONG_OBJECT.search(block.message)
+    if found is None:
         return None
+    if not block.frames:
+        # Told without frames (an issue's title, cut before the argument's name): read as its
+        # newer wording `expected scalar type Long but found Float` is, most often a target.
+        dtype = _CUT_DTYPE.match(block.message, found.end())
+        fields = {"dtype": dtype.group("dtype") if dtype else "another dtype"}
+        return Clue(0.7, _CAUSE_UNSURE, None, fields)
     if not _frames_name(block.frames[-2:], _LOSS_FUNCTIONS):
         return None
     return Clue(0.85, _CAUSE_CUT)
+
+
+_CUT_DTYPE = lazy_compile(r" got scalar type (?P<dtype>\w+)")
 
 
 # The binary losses want the reverse: a floating target, 0./1. per element. An integer target
