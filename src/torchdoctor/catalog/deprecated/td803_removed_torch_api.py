@@ -39,12 +39,6 @@ PITFALL = Pitfall(
             "zh": "`{old}` 已从 PyTorch 中移除，如今调用会直接报错：请改用 `{new}`，"
             "注意它的参数或返回值有所不同（请查阅文档）",
         },
-        "volatile": {
-            "en": "`volatile=True` has done nothing since PyTorch 0.4: gradients are still "
-            "recorded; run the code under `with torch.no_grad():` instead",
-            "zh": "`volatile=True` 自 PyTorch 0.4 起不再起任何作用：梯度照样会被记录；"
-            "请改为在 `with torch.no_grad():` 中运行这段代码",
-        },
         "keyword": {
             "en": "`{old}=` is deprecated: it is called `{new}=`",
             "zh": "`{old}=` 已弃用：现在叫 `{new}=`",
@@ -68,7 +62,6 @@ PITFALL = Pitfall(
         "en": """
 ## What it catches
 PyTorch APIs from before 1.0 that were renamed, removed, or kept only as no-ops:
-- `Variable(x, volatile=True)`: `volatile` has no effect since PyTorch 0.4.
 - `loss.backward(retain_variables=True)`: renamed to `retain_graph=` in 0.4, removed since.
 - `torch.autograd.backward(..., grad_variables=...)`: renamed to `grad_tensors=`.
 - The in-place initialisers without their trailing underscore, `nn.init.xavier_uniform`,
@@ -83,7 +76,9 @@ PyTorch APIs from before 1.0 that were renamed, removed, or kept only as no-ops:
   `torch.irfft`, `torch.ifft` (the `torch.linalg` and `torch.fft` modules replace them).
 
 Names are resolved through imports, so `init.xavier_uniform`, `torch.nn.init.xavier_uniform`
-and `from torch.nn.init import xavier_uniform` are all found.
+and `from torch.nn.init import xavier_uniform` are all found. `Variable(x, volatile=True)` is
+`variable-wrapper`'s (TD103) to report: the wrapper and its flag are both obsolete, and one
+finding says so.
 
 ## Why is this bad?
 Old tutorials and repositories are full of these names, and each fails differently. The
@@ -120,8 +115,8 @@ what the old names call), `retain_graph=` and `grad_tensors=`. For a name import
 `F.upsample_bilinear(...)` becomes `F.interpolate(..., mode="bilinear", align_corners=True)`:
 that is what PyTorch runs for it, but the call changes shape, so the fix is unsafe; review
 it. Removed functions whose replacements take their arguments in another order or return
-something else (`torch.solve`, `torch.symeig`, ...) and `volatile=` are reported without a fix:
-they need a person.
+something else (`torch.solve`, `torch.symeig`, ...) are reported without a fix: they need a
+person.
 
 ## Known problems
 Calling these as tensor methods (`x.symeig()`) is not reported, nor is `F.upsample_bilinear`
@@ -136,7 +131,6 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
         "zh": """
 ## What it catches
 1.0 之前的 PyTorch 中已经改名、被移除，或只剩一个空壳的 API：
-- `Variable(x, volatile=True)`：自 PyTorch 0.4 起 `volatile` 不再起作用。
 - `loss.backward(retain_variables=True)`：0.4 中改名为 `retain_graph=`，之后旧名被移除。
 - `torch.autograd.backward(..., grad_variables=...)`：已改名为 `grad_tensors=`。
 - 不带结尾下划线的原地初始化函数 `nn.init.xavier_uniform`、`xavier_normal`、`kaiming_uniform`、
@@ -149,7 +143,8 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
   和 `torch.fft` 模块取代）。
 
 名字会通过导入语句解析，所以 `init.xavier_uniform`、`torch.nn.init.xavier_uniform` 以及
-`from torch.nn.init import xavier_uniform` 都能被发现。
+`from torch.nn.init import xavier_uniform` 都能被发现。`Variable(x, volatile=True)` 由
+`variable-wrapper`（TD103）报告：包装器和它的参数都已过时，一条发现就说清楚了。
 
 ## Why is this bad?
 老教程和老仓库里到处都是这些名字，而它们出问题的方式各不相同。被移除的函数和 `retain_variables=`
@@ -182,8 +177,8 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
 对于通过 `from ... import` 导入的名字，导入语句会改成 `新名字 as 旧名字`，所有使用处都无需改动。
 `F.upsample_bilinear(...)` 会被改写为 `F.interpolate(..., mode="bilinear", align_corners=True)`：
 这正是 PyTorch 对它的实现，但调用的形式变了，所以该修复标记为不安全，请检查一遍。
-替代函数参数顺序不同或返回值不同的已移除函数（`torch.solve`、`torch.symeig` 等）以及 `volatile=`
-只报告、不修复：它们需要人来改。
+替代函数参数顺序不同或返回值不同的已移除函数（`torch.solve`、`torch.symeig` 等）只报告、不修复：
+它们需要人来改。
 
 ## Known problems
 以张量方法形式调用（`x.symeig()`）不会被报告；把 `F.upsample_bilinear` 当作值传递也不会被报告。
@@ -266,7 +261,6 @@ BACKWARD_KEYWORDS = {
     "grad_variables": ("grad_tensors", False),
 }
 AUTOGRAD_BACKWARD = "torch.autograd.backward"
-VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 _LAST_NAMES = {qualname.rpartition(".")[2] for qualname in RENAMES}
 # A call rewrite needs the call: these are found on the call, not on the attribute.
@@ -383,14 +377,12 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(PITFALL, alias, fix=fix, old=alias.name, new=new)
 
 
-@PITFALL.static(ast.Call, names={"backward", "Variable"}, imported=True)
+@PITFALL.static(ast.Call, names={"backward"}, imported=True)
 @_outside_compat_fallbacks
 def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
-    """`volatile=` on a Variable, `retain_variables=` / `grad_variables=` on a backward call."""
+    """`retain_variables=` / `grad_variables=` on a backward call. (`volatile=` on a Variable
+    is variable-wrapper's to report, with the wrapper it belongs to.)"""
     if not call.keywords:
-        return
-    if ctx.qualname(call.func) in VARIABLE:
-        yield from _volatile(call, ctx)
         return
     renamed = [k for k in call.keywords if k.arg in BACKWARD_KEYWORDS]
     if not renamed or not _is_backward(call, ctx):
@@ -412,15 +404,6 @@ def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             old=keyword.arg,
             new=new,
         )
-
-
-def _volatile(call: ast.Call, ctx: Context) -> Iterator[Finding]:
-    for keyword in call.keywords:
-        # `volatile=False` was the default: it neither warns nor loses anything.
-        if keyword.arg == "volatile" and not (
-            isinstance(keyword.value, ast.Constant) and keyword.value.value is False
-        ):
-            yield ctx.finding(PITFALL, keyword, "volatile")
 
 
 def _is_backward(call: ast.Call, ctx: Context) -> bool:
