@@ -341,7 +341,7 @@ def kind(error: StateDictError) -> str:
         or wrapper_owner(error)
     ):
         return "prefix"
-    if error.mismatched and counters_only_mismatched(error):
+    if counters_only_mismatched(error):
         return "batches-tracked"
     if error.mismatched:
         # Next to many missing/unexpected keys, a few shapes are symptoms of another network.

@@ -112,11 +112,9 @@ _COMPILER = lazy_compile(r"BackendCompilerFailed|torch\._dynamo|torch\._inductor
 
 @PITFALL.error_check(types=("AssertionError",), words=("torch not compiled with cuda",))
 def not_compiled_with_cuda(block, report) -> Clue | None:
-    if _NOT_COMPILED not in block.message.lower() or report.search(_COMPILER):
+    if _NOT_COMPILED not in block.message.lower():
         return None
-    if report.search(_XPU):
-        return Clue(0.6, _XPU_BUILD)
-    return Clue(0.95, _CPU_ONLY)
+    return _build_without_cuda(report, 0.95, 0.6)
 
 
 @PITFALL.error_check(types=(), words=("torch not compiled with cuda",))
@@ -125,11 +123,17 @@ def not_compiled_with_cuda_retold(block, report) -> Clue | None:
     exception line: no printed exception to go by, so a little less sure."""
     if _NOT_COMPILED not in block.message.lower() or report.exceptions:
         return None  # a printed exception is read by `not_compiled_with_cuda`, or is another's
+    return _build_without_cuda(report, 0.85, 0.5)
+
+
+def _build_without_cuda(report, cpu_only: float, xpu: float) -> Clue | None:
+    """The answer to CUDA asked of a build without it, unless torch.compile asked: a CPU-only
+    build, or an XPU one when the input shows it."""
     if report.search(_COMPILER):
         return None
     if report.search(_XPU):
-        return Clue(0.5, _XPU_BUILD)
-    return Clue(0.85, _CPU_ONLY)
+        return Clue(xpu, _XPU_BUILD)
+    return Clue(cpu_only, _CPU_ONLY)
 
 
 # An extension's own version check (xFormers, and others worded alike) that names a CUDA torch
