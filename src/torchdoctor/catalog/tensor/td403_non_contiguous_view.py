@@ -71,8 +71,8 @@ PITFALL = Pitfall(
 `.view(...)` applied to the result of `.permute(...)`, `.transpose(...)`, `.swapaxes(...)`,
 `.movedim(...)`, `.t()`, `.T` or `.mT`, either directly (`x.transpose(1, 2).view(b, -1)`) or
 through a name assigned before it (in its block or, when nothing between changes the name, a
-block around it), also through elementwise results, which keep their first operand's layout, and
-rows sliced off them (`correct = pred.eq(...)` after `pred = pred.t()`, then
+block around it), also through elementwise results and casts, which keep their first operand's
+layout (`pred.t().type_as(target)`, `x.permute(0, 2, 1).float()`), and rows sliced off them (`correct = pred.eq(...)` after `pred = pred.t()`, then
 `correct[:k].view(-1)`, the top-k accuracy of the old ImageNet example), when the new shape has
 fewer dimensions than the reordered tensor has contiguous pieces. Then the view must merge two
 dimensions that are no longer next to each other in memory, which a view cannot do.
@@ -124,8 +124,8 @@ called only with its default `topk=(1,)` views one row, which works.
 ## What it catches
 对 `.permute(...)`、`.transpose(...)`、`.swapaxes(...)`、`.movedim(...)`、`.t()`、`.T`、`.mT`
 的结果调用 `.view(...)`：可以是直接链式调用（`x.transpose(1, 2).view(b, -1)`），也可以是之前赋值的
-变量（在同一代码块中，或者在外层代码块中且中间没有改动过它），也包括逐元素运算的结果（它沿用第一个
-操作数的内存布局）以及从中切出的若干行（`pred = pred.t()` 之后 `correct = pred.eq(...)`，再
+变量（在同一代码块中，或者在外层代码块中且中间没有改动过它），也包括逐元素运算和类型转换的结果（它们沿用第一个
+操作数的内存布局：`pred.t().type_as(target)`、`x.permute(0, 2, 1).float()`）以及从中切出的若干行（`pred = pred.t()` 之后 `correct = pred.eq(...)`，再
 `correct[:k].view(-1)`，即旧版 ImageNet 示例中的 top-k 准确率）。当新形状的维数少于重排后张量的
 “连续片段”数时报告：这时 view 必须把内存中已经不相邻的两个维度合并，而 view 做不到。
 
@@ -664,9 +664,26 @@ def _leading_slice(index: ast.AST) -> bool:
     return type(index) is ast.Slice and index.step is None
 
 
+def _uncast(expr: ast.AST, ctx: Context) -> ast.AST:
+    """`pred.t()` in `pred.t().type_as(target)` or `x.permute(0, 2, 1).float()`: an elementwise
+    method of LAYOUT_KEEPING called on a reordering gives a tensor laid out as it is."""
+    for _ in range(MAX_KEEPING_HOPS):
+        if not (
+            type(expr) is ast.Call
+            and type(expr.func) is ast.Attribute
+            and expr.func.attr in LAYOUT_KEEPING
+            and type(expr.func.value) is ast.Call
+            and ctx.qualname(expr.func) is None
+        ):
+            break
+        expr = expr.func.value
+    return expr
+
+
 def _permuting_parts(expr: ast.AST, ctx: Context) -> tuple[str, ast.AST, list[ast.AST]] | None:
     """(operation, tensor, dimension arguments) of `x.transpose(0, 1)` / `torch.transpose(x, 0, 1)`
-    / `x.T`; None for anything else."""
+    / `x.T`, also cast on the way (`x.t().float()`: see `_uncast`); None for anything else."""
+    expr = _uncast(expr, ctx)
     if isinstance(expr, ast.Attribute):
         return (expr.attr, expr.value, []) if expr.attr in MATRIX_TRANSPOSES - {"t"} else None
     if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute) or expr.keywords:
@@ -768,7 +785,7 @@ def _rename_method(call: ast.Call, new: str, ctx: Context):
 def _describe(expr: ast.AST, ctx: Context) -> str:
     """`.transpose(1, 2)`, `.T`: the reordering, without the tensor it applies to."""
     operation, _, args = _permuting_parts(expr, ctx)
-    if isinstance(expr, ast.Attribute):
+    if isinstance(_uncast(expr, ctx), ast.Attribute):
         return f".{operation}"
     text = f".{operation}({', '.join(ctx.text(arg) for arg in args)})"
     return text if len(text) <= 40 else f".{operation}(...)"
