@@ -36,9 +36,11 @@ from torchdoctor.catalog._model import ROLES, Clue, Pitfall, Text, pick
 from torchdoctor.knowledge import dtypes, state_dicts, tensor_methods, weights_only
 from torchdoctor.lint.bindings import (
     assigned_before,
+    binds_in_header,
     bindings,
     bound_between,
     plain_assignments,
+    reaching_assignment,
     scope_of,
 )
 from torchdoctor.lint.context import (
@@ -214,6 +216,8 @@ __all__ = [
     "per_file",
     "pick",
     "plain_assignments",
+    "reaching_assignment",
+    "binds_in_header",
     "scope_of",
     "shorten",
     "assigned_name",

@@ -232,3 +232,120 @@ def _plain_assignments(ctx: Context, key: BlockKey) -> dict[str, list[int]]:
             if type(target) is ast.Name:
                 found.setdefault(target.id, []).append(position)
     return found
+
+
+def reaching_assignment(
+    name: str,
+    ctx: Context,
+    wanted: Callable[[ast.expr], bool],
+    at: ast.AST,
+    in_place: bool = False,
+) -> tuple[ast.stmt, int, list[ast.stmt]] | None:
+    """(statement, position, block) of the `name = <value>` that reaches `at` (the name, read in
+    the statement being visited), when `wanted(value)` holds: in the statement's block, or in a
+    block around it when the blocks between neither bind `name` (with `in_place`, nor change it
+    in place) before it, nor anywhere in a loop around it (for the next turn), within one scope.
+    None when a comprehension or lambda around `at` binds the name itself. The blocks' own
+    tables find a candidate first; only then are the blocks between read for other bindings
+    (which may read the file's index: most questions have no candidate and never do)."""
+    ancestors = ctx.ancestors
+    innermost = len(ancestors) - 1
+    while innermost > 0 and not isinstance(ancestors[innermost], ast.stmt):
+        innermost -= 1  # a comprehension's `for` parts: the statement holds them
+    parents = ctx.statement_parents()
+    node = parents.get(at)
+    while node is not None:
+        if _binds_inside_expression(node, name):
+            return None
+        node = parents.get(node)
+    between: list[tuple[ast.AST, list[ast.stmt], int]] = []  # the blocks climbed out of
+    for level in range(innermost, 0, -1):
+        owner = ancestors[level - 1]
+        place = ctx.block_position(ancestors[level], owner)
+        if place is None:
+            return None
+        block, index = place
+        assigned = plain_assignments(ctx, block).get(name, [])
+        before = bisect_left(assigned, index)
+        if before:  # the nearest plain assignment around: the candidate, or a rebinding
+            if not wanted(block[assigned[before - 1]].value):  # type: ignore[attr-defined]
+                return None
+            value, position = assigned_before(name, block, index, ctx, in_place, wanted)
+            if value is None or any(
+                _rebinds(ctx, name, *step, in_place=in_place) for step in between
+            ):
+                return None
+            return block[position], position, block
+        if isinstance(owner, _SCOPES) or binds_in_header(owner, name):
+            return None
+        between.append((owner, block, index))
+    return None
+
+
+def _rebinds(
+    ctx: Context,
+    name: str,
+    owner: ast.AST,
+    block: list[ast.stmt],
+    index: int,
+    in_place: bool = False,
+) -> bool:
+    """A block climbed out of binds (or changes) `name` before the statement, or, in a loop,
+    anywhere: for the next turn."""
+    if _changed_in(ctx, name, block, -1, index, in_place):
+        return True
+    return isinstance(owner, _LOOPS) and _changed_in(ctx, name, block, index, len(block), in_place)
+
+
+def _changed_in(
+    ctx: Context, name: str, block: list[ast.stmt], first: int, end: int, in_place: bool
+) -> bool:
+    """A statement of `block[first + 1 : end]` binds `name` (or changes it in place)."""
+    changed = bound_between(ctx, name, block, first, end, in_place=in_place)
+    if changed is not None:
+        return changed
+    names = block_names(ctx, block)
+    latest = names.last_changed_before if in_place else names.last_bound_before
+    position = latest(name, end)
+    return position is not None and position > first
+
+
+def _binds_inside_expression(node: ast.AST, name: str) -> bool:
+    """A comprehension whose target is `name`, a lambda with such a parameter, a walrus
+    assigning it: then the name read under `node` may not be the statement's."""
+    if isinstance(node, _COMPREHENSIONS):
+        return any(
+            isinstance(part, ast.Name) and part.id == name
+            for generator in node.generators
+            for part in ast.walk(generator.target)
+        )
+    if isinstance(node, ast.Lambda):
+        arguments = node.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        return any(a.arg == name for a in every)
+    return isinstance(node, ast.NamedExpr) and node.target.id == name
+
+
+def binds_in_header(owner: ast.AST, name: str) -> bool:
+    """Whether the compound statement binds `name` outside its blocks (a loop's target, a
+    `with` item, an `except` name, a walrus in its test)."""
+    if isinstance(owner, ast.ExceptHandler) and owner.name == name:
+        return True
+    for field, value in ast.iter_fields(owner):
+        if field in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, ast.AST) and any(
+                isinstance(node, ast.Name)
+                and node.id == name
+                and not isinstance(node.ctx, ast.Load)
+                for node in ast.walk(part)
+            ):
+                return True
+    return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)

@@ -7,7 +7,6 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
-    assigned_before,
     Clue,
     Context,
     FileIndex,
@@ -21,6 +20,7 @@ from torchdoctor.catalog.sdk import (
     makes_generator,
     passed_values,
     per_file,
+    reaching_assignment,
     shorten,
 )
 
@@ -261,20 +261,41 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         values = [expr]
     elif isinstance(expr, ast.Name):
         values = _name_assignments(expr.id, ctx)
-        if values is None:  # also bound otherwise: what reaches this statement from its block
-            block, index_ = ctx.statement_block() or ([], 0)
-            value = assigned_before(expr.id, block, index_, ctx)[0]
-            values = None if value is None else [value]
         function = ctx.enclosing_function()
         if values is None and function is not None and is_parameter(function, expr.id):
             values = _passed_iterators(ctx, function, expr.id)
     elif _is_self_attribute(expr):
         values = _self_attribute_assignments(expr.attr, ctx)
+    elif isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
+        # `iters[j].next()` after `iters = [iter(loader) for loader in loaders]`
+        found = reaching_assignment(
+            expr.value.id, ctx, lambda value: _iterators_listed(value, ctx) is not None, expr.value
+        )
+        return None if found is None else _iterators_listed(found[0].value, ctx)
     else:
         return None
-    if not values:
+    iterated = [_iterated_by(value, ctx) for value in values or ()]
+    if iterated and None not in iterated:
+        return iterated
+    if isinstance(expr, ast.Name):  # bound otherwise too: what reaches this statement
+        found = reaching_assignment(
+            expr.id, ctx, lambda value: _iterated_by(value, ctx) is not None, expr
+        )
+        if found is not None:
+            return [_iterated_by(found[0].value, ctx)]
+    return None
+
+
+def _iterators_listed(value: ast.expr, ctx: Context) -> list[ast.AST] | None:
+    """What the iterators of a list of them iterate: `[iter(x) for x in loaders]`, `[iter(a),
+    iter(b)]`; None for any other value."""
+    if isinstance(value, ast.ListComp):
+        elements = [value.elt]
+    elif isinstance(value, (ast.List, ast.Tuple)) and value.elts:
+        elements = value.elts
+    else:
         return None
-    iterated = [_iterated_by(value, ctx) for value in values]
+    iterated = [_iterated_by(element, ctx) for element in elements]
     return None if None in iterated else iterated
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
@@ -12,14 +11,14 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Pitfall,
     assigned_before,
+    binds_in_header,
     attribute_values,
     block_names,
-    bound_between,
     index_of,
     is_parameter,
     passed_values,
     per_file,
-    plain_assignments,
+    reaching_assignment,
 )
 
 PITFALL = Pitfall(
@@ -72,8 +71,9 @@ PITFALL = Pitfall(
 `.movedim(...)`, `.t()`, `.T` or `.mT`, either directly (`x.transpose(1, 2).view(b, -1)`) or
 through a name assigned before it (in its block or, when nothing between changes the name, a
 block around it), also through elementwise results and casts, which keep their first operand's
-layout (`pred.t().type_as(target)`, `x.permute(0, 2, 1).float()`), and rows sliced off them (`correct = pred.eq(...)` after `pred = pred.t()`, then
-`correct[:k].view(-1)`, the top-k accuracy of the old ImageNet example), when the new shape has
+layout (`pred.t().type_as(target)`, `x.permute(0, 2, 1).float()`), and rows sliced off them
+(`correct = pred.eq(...)` after `pred = pred.t()`, then `correct[:k].view(-1)`, the top-k
+accuracy of the old ImageNet example), when the new shape has
 fewer dimensions than the reordered tensor has contiguous pieces. Then the view must merge two
 dimensions that are no longer next to each other in memory, which a view cannot do.
 
@@ -125,8 +125,9 @@ called only with its default `topk=(1,)` views one row, which works.
 对 `.permute(...)`、`.transpose(...)`、`.swapaxes(...)`、`.movedim(...)`、`.t()`、`.T`、`.mT`
 的结果调用 `.view(...)`：可以是直接链式调用（`x.transpose(1, 2).view(b, -1)`），也可以是之前赋值的
 变量（在同一代码块中，或者在外层代码块中且中间没有改动过它），也包括逐元素运算和类型转换的结果（它们沿用第一个
-操作数的内存布局：`pred.t().type_as(target)`、`x.permute(0, 2, 1).float()`）以及从中切出的若干行（`pred = pred.t()` 之后 `correct = pred.eq(...)`，再
-`correct[:k].view(-1)`，即旧版 ImageNet 示例中的 top-k 准确率）。当新形状的维数少于重排后张量的
+操作数的内存布局：`pred.t().type_as(target)`、`x.permute(0, 2, 1).float()`）以及从中切出的若干行
+（`pred = pred.t()` 之后 `correct = pred.eq(...)`，再 `correct[:k].view(-1)`，
+即旧版 ImageNet 示例中的 top-k 准确率）。当新形状的维数少于重排后张量的
 “连续片段”数时报告：这时 view 必须把内存中已经不相邻的两个维度合并，而 view 做不到。
 
 只有在被重排的张量确定是连续的时候才报告：它由工厂函数（`torch.randn`、`torch.zeros` 等）、
@@ -254,7 +255,13 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             return  # `correct[:1]` is one row: any layout views as one
         receiver = receiver.value  # `correct[:k]`: rows of it, laid out as it is
     if isinstance(receiver, ast.Name):
-        found = _reaching_assignment(receiver.id, ctx, _permuting_or_keeping)
+        found = reaching_assignment(
+            receiver.id,
+            ctx,
+            lambda value: _permuting_or_keeping(value, ctx),
+            receiver,
+            in_place=True,
+        )
         if found is None:
             return
         statement, index, block = found
@@ -339,53 +346,6 @@ def _assignment_before(name: str, block: list[ast.stmt], index: int, wanted, ctx
         name, block, index, ctx, in_place=True, wanted=lambda value: wanted(value, ctx)
     )
     return None if value is None else (block[position], position)
-
-
-def _reaching_assignment(name: str, ctx: Context, wanted) -> tuple[ast.stmt, int, list] | None:
-    """(statement, position, block) of the `name = <value>` that reaches the statement being
-    checked, when `wanted(value, ctx)` holds: in its own block, or in a block around it when
-    the blocks between neither bind nor change `name` (a loop around must not change it
-    anywhere in its body, for the next turn), within one function. The blocks' own tables find
-    a candidate first; only then are the blocks between read for other bindings (which may
-    read the file's index: most views have no candidate and never do)."""
-    ancestors = ctx.ancestors
-    between: list[tuple[ast.AST, list[ast.stmt], int]] = []  # the blocks climbed out of
-    for level in range(len(ancestors) - 1, 0, -1):
-        owner = ancestors[level - 1]
-        place = ctx.block_position(ancestors[level], owner)
-        if place is None:
-            return None
-        block, index = place
-        assigned = plain_assignments(ctx, block).get(name, [])
-        before = bisect_left(assigned, index)
-        if before:  # the nearest plain assignment around: the candidate, or a rebinding
-            if not wanted(block[assigned[before - 1]].value, ctx):  # type: ignore[attr-defined]
-                return None
-            found = _assignment_before(name, block, index, wanted, ctx)
-            if found is None or any(_rebinds(ctx, name, *step) for step in between):
-                return None
-            return (*found, block)
-        if isinstance(owner, _SCOPES) or _binds_in_header(owner, name):
-            return None
-        between.append((owner, block, index))
-    return None
-
-
-def _rebinds(ctx: Context, name: str, owner: ast.AST, block: list[ast.stmt], index: int) -> bool:
-    """A block climbed out of binds or changes `name` before the statement (or, in a loop,
-    anywhere: for the next turn)."""
-    if _changed_in(ctx, name, block, -1, index):
-        return True
-    return isinstance(owner, _LOOPS) and _changed_in(ctx, name, block, index, len(block))
-
-
-def _changed_in(ctx: Context, name: str, block: list[ast.stmt], first: int, end: int) -> bool:
-    """A statement of `block[first + 1 : end]` binds `name` or changes it in place."""
-    changed = bound_between(ctx, name, block, first, end, in_place=True)
-    if changed is not None:
-        return changed
-    position = block_names(ctx, block).last_changed_before(name, end)
-    return position is not None and position > first
 
 
 def _is_contiguous(tensor: ast.AST, block: list[ast.stmt], index: int, ctx: Context) -> bool:
@@ -478,30 +438,11 @@ def _contiguous_at(ctx: Context, call: ast.Call, value: ast.expr) -> bool:
         if position is not None:
             found = block[position]
             return _assigns_only(found, name) and _makes_contiguous(found.value, ctx)  # type: ignore[attr-defined]
-        if isinstance(owner, _SCOPES) or _binds_in_header(owner, name):
+        if isinstance(owner, _SCOPES) or binds_in_header(owner, name):
             return False  # the top of the scope, or `for name in ...`, `with ... as name`
         if isinstance(owner, _LOOPS) and names.last_changed_before(name, len(block)) is not None:
             return False  # a later statement of the loop rebinds it for the next turn
         statement = owner
-    return False
-
-
-def _binds_in_header(owner: ast.AST, name: str) -> bool:
-    """Whether the compound statement binds `name` outside its blocks (a loop's target, a
-    `with` item, an `except` name, a walrus in its test)."""
-    if isinstance(owner, ast.ExceptHandler) and owner.name == name:
-        return True
-    for field, value in ast.iter_fields(owner):
-        if field in ("body", "orelse", "finalbody", "handlers"):
-            continue
-        for part in value if isinstance(value, list) else [value]:
-            if isinstance(part, ast.AST) and any(
-                isinstance(node, ast.Name)
-                and node.id == name
-                and not isinstance(node.ctx, ast.Load)
-                for node in ast.walk(part)
-            ):
-                return True
     return False
 
 
