@@ -79,7 +79,10 @@ that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
 torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
 the same file passes it a uint8 tensor: made in the call, or held by a name or a `self.`
 attribute that every assignment makes uint8 (`self.is_initial = t.byte()`, then
-`self.sample(x, self.is_initial)`).
+`self.sample(x, self.is_initial)`). A `self.` attribute that every assignment in its class
+makes uint8 is reported where it is made when a method of the class uses it as a mask:
+directly, through a local name bound to it (`mask = Variable(self.mask)`) or through another
+attribute holding it (`self.mask_gpu = self.mask.cuda()`).
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -123,6 +126,9 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
 张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
+如果类中对某个 `self.` 属性的每次赋值都得到 uint8 张量，而类的某个方法把它当作掩码使用——直接使用、
+通过绑定到它的局部变量（`mask = Variable(self.mask)`），或通过持有它的另一个属性
+（`self.mask_gpu = self.mask.cuda()`）——则在创建它的地方报告。
 
 作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
 只有出现在掩码位置上的 uint8 值才会被报告。
@@ -408,6 +414,7 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
     statement = ctx.ancestors[-1] if ctx.ancestors else None
     name = _assigned_name(statement, value)
     if name is None:
+        yield from _report_attribute(made, spelling, statement, value, ctx)
         return
     line = _first_mask_use(name, ctx)
     if line is None:
@@ -416,6 +423,100 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
     yield ctx.finding(
         PITFALL, made, "name", fix=_fix(spelling, exact, ctx), source=source, name=name, line=line
     )
+
+
+def _report_attribute(
+    made: ast.Call, spelling: ast.AST, statement: ast.AST | None, value: ast.AST, ctx: Context
+) -> Iterator[Finding]:
+    """`self.mask = t.byte()` in a method, and `self.mask` used as a mask in some method of
+    the class (directly, or through a local name or another attribute holding it)."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.value is value
+        and len(statement.targets) == 1
+        and is_self_attribute(statement.targets[0])
+    ):
+        return
+    cls = ctx.enclosing_class()
+    if cls is None or ctx.enclosing_function() is None:
+        return
+    attr = statement.targets[0].attr  # type: ignore[attr-defined]
+    line = _attribute_mask_use(ctx, cls, attr)
+    if line is not None:
+        source = shorten(ctx.text(made))
+        fix = _fix(spelling, False, ctx)
+        name = f"self.{attr}"
+        yield ctx.finding(PITFALL, made, "name", fix=fix, source=source, name=name, line=line)
+
+
+@per_file
+def _attribute_mask_use(ctx: Context, cls: ast.ClassDef, attr: str) -> int | None:
+    """The first line where `self.<attr>`, made uint8 by every assignment in `cls`, is used as
+    a mask in a method of `cls`: directly (`torch.masked_select(x, self.mask)`), through a
+    local name bound to it once (`mask = Variable(self.mask)`), or through another attribute
+    assigned only it (`self.mask_gpu = self.mask.cuda()`)."""
+    found = index(ctx)
+    parents = found.parents
+    lines: list[int] = []
+    todo, seen = [attr], {attr}
+    while todo:
+        current = todo.pop()
+        values = attribute_values(ctx, cls, current)
+        values = [_unwrapped(v, ctx) for value in values for v in _branches(value)]
+        if not values or not all(
+            _makes_uint8(v, ctx) or (is_self_attribute(v) and v.attr in seen)  # type: ignore[attr-defined]
+            for v in values
+        ):
+            continue
+        for node in found.attributes.get(current, ()):
+            use = found.nodes[node]
+            if not (is_self_attribute(use) and isinstance(use.ctx, ast.Load)):
+                continue
+            if not _in_method_of(found, cls, node):
+                continue
+            carried, _ = _carried(use, parents, ctx)
+            if _in_mask_position(carried, parents, ctx):
+                lines.append(use.lineno)
+                continue
+            holder = parents.get(carried)
+            if isinstance(holder, ast.IfExp) and carried is not holder.test:
+                carried, holder = holder, parents.get(holder)  # `a.cuda() if cuda else a`
+            if not (isinstance(holder, ast.Assign) and len(holder.targets) == 1):
+                continue
+            target = holder.targets[0]
+            if is_self_attribute(target) and target.attr not in seen:  # type: ignore[attr-defined]
+                seen.add(target.attr)  # type: ignore[attr-defined]
+                todo.append(target.attr)  # type: ignore[attr-defined]
+            elif type(target) is ast.Name:
+                lines.extend(_local_mask_uses(ctx, found.scopes[node], target.id, parents))
+    return min(lines) if lines else None
+
+
+def _branches(value: ast.expr) -> list[ast.expr]:
+    """Both values of `a if test else b`; `[value]` for anything else."""
+    if isinstance(value, ast.IfExp):
+        return [*_branches(value.body), *_branches(value.orelse)]
+    return [value]
+
+
+def _in_method_of(found, cls: ast.ClassDef, at: int) -> bool:
+    """The node numbered `at` is in a method defined directly in `cls`."""
+    scope = found.scopes[at]
+    return scope is not None and found.parents.get(scope) is cls
+
+
+def _local_mask_uses(ctx: Context, function: ast.AST | None, name: str, parents) -> list[int]:
+    """Lines where `name`, bound once in `function`, is used there as a mask."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    found = bindings(ctx, function, name)
+    if not found or len(found) != 1:
+        return []
+    return [
+        node.lineno
+        for node in index(ctx).names_in(function, name)
+        if _is_mask_use(node, name, parents, ctx)
+    ]
 
 
 def _fix(spelling: ast.AST, exact: bool, ctx: Context):
