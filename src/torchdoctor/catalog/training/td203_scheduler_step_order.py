@@ -13,6 +13,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     index_of,
+    is_self_attribute,
     per_file,
     subtree,
     top_level_classes,
@@ -99,7 +100,8 @@ Two mistakes with `torch.optim.lr_scheduler`:
 
 - `scheduler.step()` called before `optimizer.step()` in the same loop, or before a call of a
   function of the same file that steps the optimizer (`scheduler.step(); train(loader, model,
-  optimizer)` at the top of the epoch loop), or before a call in the loop of a function of
+  optimizer)` at the top of the epoch loop) or of a method of the same class that does
+  (`self.lr_schedule.step(); self._train()` in a trainer), or before a call in the loop of a function of
   another module named to train that is handed the optimizer (`train(cfg, loader, model,
   criterion, optimizer, epoch)`, `trainer.train(epoch, loader, optimizer)`), or in an ignite
   handler on `EPOCH_STARTED` or `ITERATION_STARTED`. Since PyTorch 1.1 the order is the other
@@ -148,7 +150,8 @@ checked. The per-batch case needs the scheduler to be built in the same function
 `torch.optim.lr_scheduler` 的两种错误用法：
 
 - 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用，或先于调用本文件中会更新优化器的
-  函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`），或先于循环中调用另一个
+  函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`）或同一个类中会更新优化器的
+  方法（训练器里的 `self.lr_schedule.step(); self._train()`），或先于循环中调用另一个
   模块里以训练命名、并拿到优化器的函数（`train(cfg, loader, model, criterion, optimizer, epoch)`、
   `trainer.train(epoch, loader, optimizer)`），或放在 ignite 的
   `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里。自 PyTorch 1.1 起顺序相反：
@@ -270,7 +273,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     training = _training_call_after(node, loops[0], ctx)
     if training is not None:
         if not _compensated(ctx):
-            function = training.func.id
+            function = ctx.text(training.func)
             step = f"{function}(...)"
             yield ctx.finding(PITFALL, call, "call", scheduler=name, step=step, function=function)
         return
@@ -439,15 +442,35 @@ def _training_call_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Cal
     the loop of a function of this file that steps an optimizer, when it comes after the
     scheduler step."""
     functions = top_level_functions(ctx)
-    if not functions:
+    methods = _sibling_methods(ctx)
+    if not functions and not methods:
         return None
     own = ctx.enclosing_function()
-    for found in index_of(ctx, loop).calls_in_block(loop.body, functions, local=True):
-        function = functions.get(found.func.id) if isinstance(found.func, ast.Name) else None
+    names = [*functions, *methods]
+    for found in index_of(ctx, loop).calls_in_block(loop.body, names, local=True):
+        func = found.func
+        if isinstance(func, ast.Name):
+            function = functions.get(func.id)
+        elif is_self_attribute(func):  # `self._train()` in a trainer class
+            function = methods.get(func.attr)  # type: ignore[attr-defined]
+        else:
+            function = None
         if function is None or function is own or not block_steps(ctx, function):
             continue
         return found if position(found) > position(node) else None
     return None
+
+
+def _sibling_methods(ctx: Context) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods of the class whose method is being visited, by name."""
+    cls = ctx.enclosing_class()
+    if cls is None or ctx.enclosing_function() is None:
+        return {}
+    return {
+        node.name: node
+        for node in cls.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Call | None:
