@@ -54,7 +54,9 @@ PITFALL = Pitfall(
 Inside a loop that calls `loss.backward()` (or `scaler.scale(loss).backward()`,
 `accelerator.backward(loss)`, ...), the same `loss` tensor added to a running total or
 appended to a list that was created before the loop: `total_loss += loss`,
-`total_loss = total_loss + loss`, `losses.append(loss)`.
+`total_loss = total_loss + loss`, `losses.append(loss)`; also a term of that loss
+(`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`), which carries the same
+graph.
 
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
 reset inside the loop) is fine and not reported.
@@ -92,7 +94,8 @@ nothing grows.
 ## What it catches
 在调用了 `loss.backward()`（或 `scaler.scale(loss).backward()`、`accelerator.backward(loss)` 等）
 的循环里，把同一个 `loss` 张量累加到循环之前就创建好的总和上，或追加到循环之前创建的列表里：
-`total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`。
+`total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`；也包括这个损失的
+某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`），它带着同一张计算图。
 
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
 是正常用法，不会报告。
@@ -273,9 +276,23 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
     """Names whose value `backward` is run on in the loop. Backward returns nothing, so only
     expression statements are looked at: far cheaper than every expression of the body."""
     roots: set[str] = set()
+    terms: dict[str, set[str]] = {}  # `loss = clf_loss + 0.25 * mmd_loss`: loss -> its terms
     for statement in nested_statements([*loop.body, *loop.orelse]):
-        if type(statement) is ast.Expr and type(statement.value) is ast.Call:
+        kind = type(statement)
+        if kind is ast.Expr and type(statement.value) is ast.Call:
             roots.update(_backward_target_names(statement.value, ctx))
+        elif kind is ast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is ast.Name and type(statement.value) is ast.BinOp:
+                terms.setdefault(target.id, set()).update(_root_names(statement.value))
+    # The terms summed into a backpropagated loss carry its graph too (DDC's `total_loss +=
+    # clf_loss` after `loss = clf_loss + 0.25 * mmd_loss; loss.backward()`).
+    todo = list(roots)
+    while todo:
+        for term in terms.pop(todo.pop(), ()):
+            if term not in roots:
+                roots.add(term)
+                todo.append(term)
     return frozenset(roots)
 
 
