@@ -56,12 +56,24 @@ def computes_a_loss(call: ast.AST) -> bool:
     if not isinstance(call, ast.Call):
         return False
     name = call_name(call)
-    if name is None:
+    if name is None or name[:1].isupper():  # `nn.MSELoss(...)` builds a loss module
         return False
+    return _one_loss_asked(call, name)
+
+
+def builds_a_loss_module(call: ast.AST) -> bool:
+    """A call of a class whose own name says it is a loss (`FocalLoss(gamma=0)`,
+    `CrossEntropyLoss2d()`), not asked for one value per element: calling what it builds gives
+    one loss value."""
+    if not isinstance(call, ast.Call):
+        return False
+    name = call_name(call)
+    return name is not None and name[:1].isupper() and _one_loss_asked(call, name)
+
+
+def _one_loss_asked(call: ast.Call, name: str) -> bool:
     words = name_words(name)
     if not _LOSS_WORDS.intersection(words) or _NOT_ONE_LOSS.intersection(words):
-        return False
-    if name[:1].isupper():  # `nn.MSELoss(...)`, `CrossEntropyLoss2d(...)` build a loss module
         return False
     for keyword in call.keywords:
         if keyword.arg is None:

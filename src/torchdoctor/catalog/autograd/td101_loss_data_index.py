@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.catalog.sdk import (
+    builds_a_loss_module,
+    reaching_assignment,
     Clue,
     Context,
     Finding,
@@ -49,9 +51,10 @@ PITFALL = Pitfall(
 `nn.*Loss` module such as `nn.CrossEntropyLoss()`, or a functional loss such as
 `F.cross_entropy` / `F.mse_loss`), a full reduction (`x.sum()`, `x.mean()`, `x.norm()`,
 `torch.sum(x)`, ...) or `torch.tensor(3.0)`, directly or through a name or `self.` attribute
-assigned only such values (a `loss = 0` before `loss += ...` included). Where the loss comes
-from out of sight (a criterion passed in, the project's own function), the code's own words
-count: a callee named as a loss (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`),
+assigned only such values (a `loss = 0` before `loss += ...` included) or whose assignment
+that reaches the read is one. Where the loss comes from out of sight (a criterion passed in,
+the project's own function or class), the code's own words count: a callee named as a loss
+(`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`),
 or `loss.backward()` called with no gradient, which autograd allows only for a scalar (and so
 for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`,
 or `total += loss` in a loop, then `total.backward()`).
@@ -83,9 +86,10 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 对已知是 0 维张量的 `X` 写 `X.data[0]`：`X` 是损失函数的结果（调用 `nn.CrossEntropyLoss()`
 这类 `nn.*Loss` 模块，或 `F.cross_entropy`、`F.mse_loss` 这类函数式损失），是对全部元素的归约
 （`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量
-或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加）。当损失的来源看不到时（作为参数传入的 criterion、
-项目自己的函数），以代码自身的用法为证：被调用者的名字表明它是损失（`criterion(...)`、`loss_fn(...)`、
-`self.compute_loss(...)`），或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
+或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加），或到达这次读取的那次赋值给出这类值。
+当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
+名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
+或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
 （因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`，
 或者在循环中 `total += loss` 之后 `total.backward()`）。
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
@@ -265,12 +269,22 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     if type(node.ctx) is not ast.Load:  # `x.data[0] = v` is a different story
         return None
     value = data.value
-    if not is_zero_dim(value, ctx):
+    if not (is_zero_dim(value, ctx) or _zero_dim_where_read(value, ctx)):
         return None
     # Replace `data[0]` by `item()`: the text before it, parentheses included, stays.
     data_end = ctx.span(data)[1]
     fix = ctx.fix(PITFALL, "safe", ctx.edit(data_end - len("data"), ctx.span(node)[1], "item()"))
     return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
+
+
+def _zero_dim_where_read(value: ast.AST, ctx: Context) -> bool:
+    """A name some statement of the file binds to something else, whose assignment that reaches
+    this read is 0-dim (`output = model(x)` in one loop, `output = nn.CrossEntropyLoss()(x, y)`
+    then `output.data[0]` in another)."""
+    if type(value) is not ast.Name:
+        return False
+    found = reaching_assignment(value.id, ctx, lambda assigned: is_zero_dim(assigned, ctx), value)
+    return found is not None
 
 
 @PITFALL.static(ast.Subscript)
@@ -351,8 +365,10 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
             and len(call.args) == 1
             and is_zero_dim(call.args[0], ctx, resolving)
         )
-    if isinstance(func, ast.Call):  # nn.MSELoss()(a, b)
-        return is_scalar_loss_constructor(func, ctx)
+    if isinstance(func, ast.Call):  # nn.MSELoss()(a, b), the project's FocalLoss(gamma=0)(a, b)
+        if ctx.qualname(func.func) is not None:
+            return is_scalar_loss_constructor(func, ctx)
+        return builds_a_loss_module(func)
     if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTION_METHODS:
         return _is_full_reduction_method(call, ctx)
     if isinstance(func, ast.Attribute) and func.attr in ELEMENTWISE:  # `loss.exp()`
@@ -486,7 +502,7 @@ def is_scalar_loss_constructor(call: ast.AST, ctx: Context) -> bool:
     head, _, last = qualname.rpartition(".")
     if (
         head not in LOSS_MODULE_PATHS
-        or not last.endswith("Loss")
+        or not last.endswith(("Loss", "Loss2d"))  # NLLLoss2d, the old name of NLLLoss
         or last in NON_SCALAR_LOSS_CLASSES
     ):
         return False
