@@ -26,6 +26,13 @@ PITFALL = Pitfall(
             "zh": "`Variable(...)` 已过时，它的 `volatile` 参数从 PyTorch 0.4 起不再起作用："
             "梯度仍然会被记录；请使用 `with torch.no_grad():`",
         },
+        "volatile_attribute": {
+            "en": "Setting `{target}.volatile` has had no effect since PyTorch 0.4 (tensors have "
+            "no such flag any more): gradients are still tracked; use `with torch.no_grad():` "
+            "where none are wanted",
+            "zh": "从 PyTorch 0.4 起设置 `{target}.volatile` 不再起任何作用（张量已经没有这个标志）："
+            "梯度仍然会被记录；不需要梯度的地方请使用 `with torch.no_grad():`",
+        },
     },
     fix_title={"en": "Remove the `Variable(...)` wrapper", "zh": "去掉 `Variable(...)` 包装"},
     fix_applicability="safe",
@@ -34,7 +41,8 @@ PITFALL = Pitfall(
 ## What it catches
 Calls of `torch.autograd.Variable(x)`, however it was imported (`from torch.autograd import
 Variable`, `torch.autograd.variable.Variable`), with or without `requires_grad=` and the
-obsolete `volatile=`.
+obsolete `volatile=`; and the flag set on a tensor afterwards (`p.volatile = True` for each
+parameter of a net, `next_q.volatile = False`), in a file that imports torch.
 
 ## Why is this bad?
 Since PyTorch 0.4 `Variable` and `Tensor` are merged: every tensor records its autograd
@@ -65,7 +73,9 @@ imported under another name (`from torch.autograd import Variable as Var`) is re
         "zh": """
 ## What it catches
 调用 `torch.autograd.Variable(x)`，无论以何种方式导入（`from torch.autograd import Variable`、
-`torch.autograd.variable.Variable`），带或不带 `requires_grad=`，以及已过时的 `volatile=`。
+`torch.autograd.variable.Variable`），带或不带 `requires_grad=`，以及已过时的 `volatile=`；
+还有事后在张量上设置这个标志的写法（对网络的每个参数 `p.volatile = True`、`next_q.volatile = False`），
+只在导入了 torch 的文件中报告。
 
 ## Why is this bad?
 从 PyTorch 0.4 起 `Variable` 和 `Tensor` 已经合并：每个张量都会记录自己的自动求导历史，
@@ -149,6 +159,27 @@ def check(call: ast.Call, ctx: Context) -> list[Finding] | None:
     volatile = keywords.get("volatile")
     variant = "volatile" if volatile is not None and not _is_false(volatile) else ""
     return [ctx.finding(PITFALL, call, variant, fix=_unwrap(call, keywords, ctx))]
+
+
+@PITFALL.static(ast.Attribute, names={"volatile"})
+def check_volatile_attribute(node: ast.Attribute, ctx: Context) -> list[Finding] | None:
+    """`p.volatile = True` on the parameters of a net, `next_q.volatile = False`: the 0.3 way
+    to turn gradients off and on again, now only a warning."""
+    if type(node.ctx) is not ast.Store or type(node.value) is not ast.Name:
+        return None
+    if node.value.id in ("self", "cls") or not ctx.imports_torch:
+        return None  # an object's own `volatile` setting (a data loader's option)
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.targets == [node]
+        and isinstance(statement.value, ast.Constant)
+        and type(statement.value.value) is bool
+    ):
+        return None
+    if in_compat_fallback(ctx):
+        return None
+    return [ctx.finding(PITFALL, node, "volatile_attribute", target=node.value.id)]
 
 
 def _unwrap(call: ast.Call, keywords: dict, ctx: Context):
