@@ -369,8 +369,12 @@ def _attribute_assignments(
             for target in node.targets:
                 if is_self_attribute(target):
                     values.setdefault(target.attr, []).append(node.value)
-                else:
-                    unreliable.update(t.attr for t in ast.walk(target) if is_self_attribute(t))
+                else:  # `self.a, self.b = ...` (not `self.mask[i] = 1`: a write into it)
+                    unreliable.update(
+                        t.attr
+                        for t in ast.walk(target)
+                        if is_self_attribute(t) and not isinstance(t.ctx, ast.Load)
+                    )
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             if is_self_attribute(node.target):
                 unreliable.add(node.target.attr)
