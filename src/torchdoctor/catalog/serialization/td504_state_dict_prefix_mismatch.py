@@ -71,6 +71,8 @@ Key surgery on a state dict (one that comes from `torch.load` or `.state_dict()`
 iterating its `.items()` or `.keys()`, to drop the `module.` prefix that `DataParallel` /
 `DistributedDataParallel` adds, or the `_orig_mod.` prefix that `torch.compile` adds:
 `k[7:]` without a `startswith` check, `k.replace("module.", "")`, `k.lstrip("module.")`.
+A `module.` cut is not reported in the branch of an `if` whose test speaks of several GPUs or a
+wrapper (`if is_multi_gpu:`, `if args.ngpu > 1:`): there the author knows every key has it.
 
 ## Why is this bad?
 Each of these is subtly wrong. `k[7:]` cuts seven characters from every key, also from keys
@@ -95,6 +97,8 @@ state_dict'`).
 在遍历 state dict（来自 `torch.load` 或 `.state_dict()`）的 `.items()` 或 `.keys()` 时，手工修改键名，
 去掉 `DataParallel` / `DistributedDataParallel` 加上的 `module.` 前缀，或 `torch.compile` 加上的
 `_orig_mod.` 前缀：没有 `startswith` 判断的 `k[7:]`、`k.replace("module.", "")`、`k.lstrip("module.")`。
+如果去掉 `module.` 的代码位于某个 `if` 分支中，而条件说的是多 GPU 或包装器（`if is_multi_gpu:`、
+`if args.ngpu > 1:`），则不报告：作者知道那里的每个键都带这个前缀。
 
 ## Why is this bad?
 这几种写法都有隐蔽的错误。`k[7:]` 会从每个键上砍掉 7 个字符，包括本来就没有前缀的键（比如没用
@@ -229,10 +233,43 @@ def _reported(
     }
     for node, prefix in surgeries:
         text = ctx.text(node)
-        if text in shown or prefix == "module." and _saves_wrapped_models_only(ctx):
+        if (
+            text in shown
+            or prefix == "module."
+            and (_saves_wrapped_models_only(ctx) or _under_a_wrapper_test(node, ctx))
+        ):
             continue
         shown.add(text)
         yield ctx.finding(PITFALL, node, surgery=text, prefix=prefix)
+
+
+# Words of an `if` test that says the state dict came from a wrapped model: `if is_multi_gpu:`,
+# `if args.ngpu > 1:`, `if opt.data_parallel:`, `if "module" in first_key:`.
+_WRAPPED_WORDS = ("gpu", "parallel", "distributed", "ddp", "module")
+
+
+def _under_a_wrapper_test(node: ast.AST, ctx: Context) -> bool:
+    """The cut runs only in the branch of an `if` whose test speaks of several GPUs or a
+    wrapper: the author strips `module.` where every key has it."""
+    line = getattr(node, "lineno", 0)
+    for statement in ctx.ancestors:
+        if type(statement) is not ast.If or not statement.body:
+            continue
+        if not statement.body[0].lineno <= line <= statement.body[-1].end_lineno:  # type: ignore[operator]
+            continue
+        words = [
+            part.id
+            if type(part) is ast.Name
+            else part.attr
+            if type(part) is ast.Attribute
+            else part.value
+            if type(part) is ast.Constant and type(part.value) is str
+            else ""
+            for part in ast.walk(statement.test)
+        ]
+        if any(word in text.lower() for text in words for word in _WRAPPED_WORDS):
+            return True
+    return False
 
 
 _WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
