@@ -252,6 +252,8 @@ def reaching_assignment(
     innermost = len(ancestors) - 1
     while innermost > 0 and not isinstance(ancestors[innermost], ast.stmt):
         innermost -= 1  # a comprehension's `for` parts: the statement holds them
+    if any(_binds_inside_expression(node, name) for node in ancestors[innermost + 1 :]):
+        return None
     parents = ctx.statement_parents()
     node = parents.get(at)
     while node is not None:
@@ -314,11 +316,9 @@ def _binds_inside_expression(node: ast.AST, name: str) -> bool:
     """A comprehension whose target is `name`, a lambda with such a parameter, a walrus
     assigning it: then the name read under `node` may not be the statement's."""
     if isinstance(node, _COMPREHENSIONS):
-        return any(
-            isinstance(part, ast.Name) and part.id == name
-            for generator in node.generators
-            for part in ast.walk(generator.target)
-        )
+        return any(_binds_inside_expression(generator, name) for generator in node.generators)
+    if isinstance(node, ast.comprehension):
+        return any(isinstance(part, ast.Name) and part.id == name for part in ast.walk(node.target))
     if isinstance(node, ast.Lambda):
         arguments = node.args
         every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]

@@ -468,7 +468,7 @@ def _attribute_mask_use(ctx: Context, cls: ast.ClassDef, attr: str) -> int | Non
             for v in values
         ):
             continue
-        for node in found.attributes.get(current, ()):
+        for node in found.numbers_in(found.attributes, cls, current):
             use = found.nodes[node]
             if not (is_self_attribute(use) and isinstance(use.ctx, ast.Load)):
                 continue

@@ -466,6 +466,11 @@ def _sibling_methods(ctx: Context) -> dict[str, ast.FunctionDef | ast.AsyncFunct
     cls = ctx.enclosing_class()
     if cls is None or ctx.enclosing_function() is None:
         return {}
+    return _methods(ctx, cls)
+
+
+@per_file
+def _methods(ctx: Context, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     return {
         node.name: node
         for node in cls.body
