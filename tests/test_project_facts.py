@@ -344,6 +344,14 @@ def test_a_top_k_helper_another_file_calls_for_five_rows_is_reported(tmp_path):
         "from utils import accuracy\n\n\ndef step(out, y):\n    return accuracy(out, y, (1, 5))\n"
     )
     assert "utils.py:11:20: TD403" in _check(tmp_path, ".", rule="TD403").stdout
+    # skipnet: a script with its own copy of the helper, called in that script for the top 1
+    # only, while the project asks another copy for five rows: the script's calls decide.
+    (tmp_path / "cifar.py").write_text(
+        "import torch\n\n\n" + ACCURACY + "\n\ndef step(out, y):\n"
+        "    return accuracy(out, y, topk=(1,))\n"
+    )
+    found = _check(tmp_path, ".", rule="TD403").stdout
+    assert "utils.py:11:20: TD403" in found and "cifar.py" not in found
 
 
 def test_scheduler_classes_follow_bases_across_files():

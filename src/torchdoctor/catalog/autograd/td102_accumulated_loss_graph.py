@@ -59,7 +59,9 @@ appended to a list that was created before the loop: `total_loss += loss`,
 graph.
 
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
-reset inside the loop) is fine and not reported.
+reset inside the loop) is fine and not reported, nor is a loss kept on one iteration only (under
+`if step == 0:`, a test of the loop's own variable) or rebound to a number first (`loss =
+loss.item()`, `loss = loss.data[0]`).
 
 ## Why is this bad?
 A loss tensor carries its `grad_fn`: the graph of the step that produced it. Adding it to a
@@ -98,7 +100,8 @@ nothing grows.
 某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`），它带着同一张计算图。
 
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
-是正常用法，不会报告。
+是正常用法，不会报告；只在某一次迭代中保留的损失（在 `if step == 0:` 这类对循环变量本身的判断之下），
+或先被重新赋值为数值（`loss = loss.item()`、`loss = loss.data[0]`）的损失，也不会报告。
 
 ## Why is this bad?
 损失张量带着它的 `grad_fn`，也就是产生它的那一步的计算图。把它加到跨迭代存在的总和上，
@@ -212,7 +215,7 @@ def _check(
     if not operands:
         return None
     loop = _innermost_loop(ctx)
-    if loop is None or _few_iterations(loop):
+    if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx, loop):
         return None
     backpropagated = _backward_roots(ctx, loop)
     losses = [name for name in operands if name.id in backpropagated]
@@ -249,6 +252,36 @@ def _few_iterations(loop: ast.stmt) -> bool:
         and not isinstance(stop.value, bool)
         and stop.value <= FEW_ITERATIONS
     )
+
+
+def _once_in_the_loop(statement: ast.stmt, ctx: Context, loop: ast.stmt) -> bool:
+    """The statement runs under `if step == 0:` (an `==` test of the loop's own variables): on
+    one iteration, so nothing accumulates (apex's buffers kept for a CUDA graph's capture)."""
+    target = getattr(loop, "target", None)
+    counters = {node.id for node in ast.walk(target) if type(node) is ast.Name} if target else set()
+    if not counters:
+        return False
+    inside, line = False, statement.lineno
+    for node in ctx.ancestors:
+        if node is loop:
+            inside = True
+        elif (
+            inside
+            and type(node) is ast.If
+            and node.body[0].lineno <= line <= node.body[-1].end_lineno
+        ):
+            test = node.test
+            if (
+                type(test) is ast.Compare
+                and len(test.ops) == 1
+                and type(test.ops[0]) is ast.Eq
+                and any(
+                    type(side) is ast.Name and side.id in counters
+                    for side in (test.left, *test.comparators)
+                )
+            ):
+                return True
+    return False
 
 
 def _bare_operands(expr: ast.expr) -> list[ast.Name]:
@@ -386,7 +419,8 @@ def _is_detaching(value: ast.expr | None) -> bool:
         if not isinstance(value, ast.Call):
             if isinstance(value, ast.Attribute) and value.attr == "data":
                 return True
-            value = value.value if isinstance(value, ast.Attribute) else None
+            # `loss.data[0]` (MCD_DA): a part of what the chain holds
+            value = value.value if isinstance(value, (ast.Attribute, ast.Subscript)) else None
             continue
         func = value.func
         if isinstance(func, ast.Name):

@@ -577,8 +577,9 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
         return False
     if any(_holds_more_than_one(value) for value in _parameter_defaults(function, name)):
         return True
-    if any(_holds_more_than_one(value) for _, value in passed_values(ctx, function, name)):
-        return True
+    passed = passed_values(ctx, function, name)
+    if passed:  # the file's own calls tell (skipnet's cifar scripts pass only `topk=(1,)`)
+        return any(_holds_more_than_one(value) for _, value in passed)
     # The helper in `utils.py`, called with `topk=(1, 5)` by the training script.
     return name == "topk" and ctx.project.has("top-k for k > 1")
 
