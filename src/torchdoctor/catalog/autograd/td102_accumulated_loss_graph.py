@@ -215,7 +215,7 @@ def _check(
     if not operands:
         return None
     loop = _innermost_loop(ctx)
-    if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx, loop):
+    if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx):
         return None
     backpropagated = _backward_roots(ctx, loop)
     losses = [name for name in operands if name.id in backpropagated]
@@ -254,22 +254,18 @@ def _few_iterations(loop: ast.stmt) -> bool:
     )
 
 
-def _once_in_the_loop(statement: ast.stmt, ctx: Context, loop: ast.stmt) -> bool:
-    """The statement runs under `if step == 0:` (an `==` test of the loop's own variables): on
-    one iteration, so nothing accumulates (apex's buffers kept for a CUDA graph's capture)."""
-    target = getattr(loop, "target", None)
-    counters = {node.id for node in ast.walk(target) if type(node) is ast.Name} if target else set()
-    if not counters:
-        return False
-    inside, line = False, statement.lineno
+def _once_in_the_loop(statement: ast.stmt, ctx: Context) -> bool:
+    """The statement runs under `if step == 0:`, an `==` test of the variable of a loop around
+    it (in its function): on one turn of that loop only, so nothing keeps growing (apex's
+    buffers kept for a CUDA graph's capture)."""
+    counters: set[str] = set()
+    line = statement.lineno
     for node in ctx.ancestors:
-        if node is loop:
-            inside = True
-        elif (
-            inside
-            and type(node) is ast.If
-            and node.body[0].lineno <= line <= node.body[-1].end_lineno
-        ):
+        if isinstance(node, _FUNCTIONS):
+            counters = set()  # the loops of an enclosing function run it whole each time
+        elif isinstance(node, _LOOPS) and getattr(node, "target", None) is not None:
+            counters.update(n.id for n in ast.walk(node.target) if type(n) is ast.Name)
+        elif type(node) is ast.If and node.body[0].lineno <= line <= node.body[-1].end_lineno:
             test = node.test
             if (
                 type(test) is ast.Compare
