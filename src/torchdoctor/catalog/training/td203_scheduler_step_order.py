@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Monitor,
     Pitfall,
+    in_compat_fallback,
     index_of,
     is_self_attribute,
     per_file,
@@ -113,8 +114,9 @@ Two mistakes with `torch.optim.lr_scheduler`:
   the epoch loop, or `ExponentialLR`'s `gamma` is below 0.99.
 
 A scheduler stepped under a condition on what the loop changes (`if epoch > 0:`), inside
-`warnings.catch_warnings()`, or in a function that sets `scheduler.last_epoch` itself is left
-alone: those are deliberate. A setting tested the same way every time round (`if
+`warnings.catch_warnings()`, in a function that sets `scheduler.last_epoch` itself, or in a branch
+for torch before 1.1 (`if not pytorch_1_1_0_or_later:`) is left alone: those are deliberate.
+A setting tested the same way every time round (`if
 args.optimizer == "momentum":`) is no such condition, nor is the training phase of a loop over
 an epoch's phases (`for phase in ["train", "val"]: if phase == "train": scheduler.step()`, the
 recipe of PyTorch's old transfer-learning tutorial): the step still comes before that epoch's
@@ -142,8 +144,10 @@ learning rate is already tiny.
 
 ## Known problems
 Schedulers are recognised by how they were built (`torch.optim.lr_scheduler.*`) or, failing
-that, by a name like `scheduler` or `lr_scheduler`; a scheduler under another name is not
-checked. The per-batch case needs the scheduler to be built in the same function as the loop.
+that, by a name like `scheduler` or `lr_scheduler` (or a factory of another module named to
+build one, `make_lr_scheduler(cfg, optimizer)`), or a prefixed name whose optimizer has the same
+prefix (`sp_scheduler` and `sp_optimizer`); a scheduler under another name is not checked.
+The per-batch case needs the scheduler to be built in the same function as the loop.
 """,
         "zh": """
 ## What it catches
@@ -161,8 +165,9 @@ checked. The per-batch case needs the scheduler to be built in the same function
   里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环 `range(...)` 的上界，
   或 `ExponentialLR` 的 `gamma` 小于 0.99。
 
-放在依赖循环变化量的条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中，或所在函数自己设置了
-`scheduler.last_epoch` 的调度器调用不会报告：这些都是有意为之。每轮都相同的配置判断
+放在依赖循环变化量的条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中、所在函数自己设置了
+`scheduler.last_epoch`，或放在为 1.1 之前的 torch 保留的分支里（`if not pytorch_1_1_0_or_later:`）的
+调度器调用不会报告：这些都是有意为之。每轮都相同的配置判断
 （`if args.optimizer == "momentum":`）不算这种条件；按 epoch 的各阶段循环时选中训练阶段的判断也不算
 （`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法）：
 这一步仍然在该 epoch 的优化器更新之前。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
@@ -187,7 +192,9 @@ the learning rate schedule.`
 
 ## Known problems
 调度器通过它的构造方式（`torch.optim.lr_scheduler.*`）识别，否则只认 `scheduler`、`lr_scheduler`
-这类名字；换了别的名字的调度器不会被检查。每个 batch 都 step 的情况要求调度器与循环在同一个函数中创建。
+这类名字（或其他模块中以构造学习率调度器命名的工厂函数，如 `make_lr_scheduler(cfg, optimizer)`），
+以及与优化器同前缀的名字（`sp_scheduler` 与 `sp_optimizer`）；换了别的名字的调度器不会被检查。
+每个 batch 都 step 的情况要求调度器与循环在同一个函数中创建。
 """,
     },
     example="""
@@ -234,6 +241,7 @@ PITFALL.error(
 
 # `scheduler`, `sched`, `lr_scheduler`, `scheduler_g`, `self.lr_scheduler`, `warmup_lr_scheduler`.
 _SCHEDULER_NAME = re.compile(r"^(?:lr_?)?sched(?:uler)?(?:_[a-z0-9]+)?$|lr_?sched", re.IGNORECASE)
+_PREFIXED_SCHEDULER = re.compile(r"^([A-Za-z0-9]+)_sched(?:uler)?$")
 # Epoch schedules, and the argument (name, position) that says how long the schedule is.
 _EPOCH_SCHEDULES = {
     "StepLR": ("step_size", 1),
@@ -255,8 +263,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if ctx.method_name(call) != "step" or call.args or call.keywords:
         return  # ReduceLROnPlateau.step(metric) and non-torch schedulers take arguments
     scheduler = call.func.value
-    if not _is_lr_scheduler(scheduler, ctx):
-        return
+    if not _is_lr_scheduler(scheduler, ctx) or in_compat_fallback(ctx):
+        return  # `if not pytorch_1_1_0_or_later: scheduler.step()`: the order of old torch
     loops = enclosing_loops(ctx)
     if not loops:
         yield from _before_the_epoch_in_function(node, call, scheduler, ctx)
@@ -293,10 +301,20 @@ def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
     if kind is not Kind.UNKNOWN:
         return kind is Kind.SCHEDULER
     name = last_identifier(expr)
-    if not (name and _SCHEDULER_NAME.search(name)):
+    if not (name and (_SCHEDULER_NAME.search(name) or _paired_with_optimizer(name, ctx))):
         return False
     built = _constructor(expr, ctx)
     return built is None or _builds_lr_scheduler(built, ctx)
+
+
+def _paired_with_optimizer(name: str, ctx: Context) -> bool:
+    """`sp_scheduler` in a file that names an `sp_optimizer` (`G_scheduler` and `G_optimizer`):
+    the schedule of that optimizer. A prefixed name alone may be any other schedule (a
+    temperature's, a noise's)."""
+    match = _PREFIXED_SCHEDULER.match(name)
+    return match is not None and any(
+        ctx.may_name(f"{match[1]}_{word}") for word in ("optimizer", "optim", "opt")
+    )
 
 
 def _constructor(scheduler: ast.AST, ctx: Context) -> ast.AST | None:
@@ -326,6 +344,9 @@ def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
             head.startswith("torch.optim.lr_scheduler")
             or last.startswith("get_")
             and "schedule" in last
+            # maskrcnn-benchmark's `make_lr_scheduler(cfg, optimizer)`, `build_lr_scheduler`
+            or last.startswith(("make_", "build_", "create_"))
+            and "lr_scheduler" in last
         )
     if isinstance(value.func, ast.Name):
         local = _module_class(value.func.id, ctx)
