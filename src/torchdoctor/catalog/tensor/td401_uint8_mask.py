@@ -72,8 +72,8 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
 same block, or after the statements around it (`if`, `for`, `with`) in the same function,
-also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`) or indexed for a part
-(`mask[t]`).
+also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), split into parts
+(`mask = mask.split(sizes)`) or indexed for a part (`mask[t]`).
 `torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
 torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
@@ -121,7 +121,8 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
-包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）或取出其中一部分（`mask[t]`）。
+包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、拆成几块（`mask = mask.split(sizes)`）
+或取出其中一部分（`mask[t]`）。
 `torch.ByteTensor` 也可以通过按设备选择它的
 变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
@@ -228,7 +229,7 @@ MASK_FUNCTIONS = frozenset({"torch.masked_fill", "torch.masked_select", "torch.m
 DTYPE_KEEPING = frozenset(
     """
 cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flatten unflatten
-repeat t transpose permute narrow fill_ zero_ pin_memory
+repeat t transpose permute narrow fill_ zero_ pin_memory split chunk unbind tensor_split
 """.split()
 )
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
