@@ -50,7 +50,8 @@ PITFALL = Pitfall(
 `X.data[0]` where `X` is known to be a 0-dim tensor: the result of a loss (calling an
 `nn.*Loss` module such as `nn.CrossEntropyLoss()`, or a functional loss such as
 `F.cross_entropy` / `F.mse_loss`), a full reduction (`x.sum()`, `x.mean()`, `x.norm()`,
-`torch.sum(x)`, ...) or `torch.tensor(3.0)`, directly or through a name or `self.` attribute
+`torch.sum(x)`, ..., or the built-in `sum` of one per item: `sum([p.norm() for p in
+params])`) or `torch.tensor(3.0)`, directly or through a name or `self.` attribute
 assigned only such values (a `loss = 0` before `loss += ...` included) or whose assignment
 that reaches the read is one. Where the loss comes from out of sight (a criterion passed in,
 the project's own function or class), the code's own words count: a callee named as a loss
@@ -85,7 +86,8 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 ## What it catches
 对已知是 0 维张量的 `X` 写 `X.data[0]`：`X` 是损失函数的结果（调用 `nn.CrossEntropyLoss()`
 这类 `nn.*Loss` 模块，或 `F.cross_entropy`、`F.mse_loss` 这类函数式损失），是对全部元素的归约
-（`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量
+（`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等，或对每一项各做一次这种归约再用内置 `sum` 相加：
+`sum([p.norm() for p in params])`），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量
 或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加），或到达这次读取的那次赋值给出这类值。
 当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
 名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
@@ -371,9 +373,25 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
         return builds_a_loss_module(func)
     if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTION_METHODS:
         return _is_full_reduction_method(call, ctx)
+    if _sums_zero_dim_values(call, ctx, resolving):
+        return True
     if isinstance(func, ast.Attribute) and func.attr in ELEMENTWISE:  # `loss.exp()`
         return is_zero_dim(func.value, ctx, resolving)
     return is_loss_module(func, ctx) or computes_a_loss(call) or _returns_zero_dim(call, ctx)
+
+
+def _sums_zero_dim_values(call: ast.Call, ctx: Context, resolving: frozenset[str]) -> bool:
+    """The built-in `sum` of 0-dim values made one per item: `sum([p.norm() ** 2 for p in
+    model.parameters()])` is 0-dim too (var-attn's parameter norm)."""
+    func = call.func
+    if not (type(func) is ast.Name and func.id == "sum" and len(call.args) == 1):
+        return False
+    if call.keywords or "sum" in top_level_functions(ctx) or "sum" in ctx.imported:
+        return False  # a `sum` of the file's own, or an imported one (`from torch import sum`)
+    items = call.args[0]
+    if type(items) not in (ast.ListComp, ast.GeneratorExp):
+        return False
+    return is_zero_dim(items.elt, ctx, resolving)  # type: ignore[attr-defined]
 
 
 def _returns_zero_dim(call: ast.Call, ctx: Context) -> bool:
