@@ -254,12 +254,8 @@ def reaching_assignment(
         innermost -= 1  # a comprehension's `for` parts: the statement holds them
     if any(_binds_inside_expression(node, name) for node in ancestors[innermost + 1 :]):
         return None
-    parents = ctx.statement_parents()
-    node = parents.get(at)
-    while node is not None:
-        if _binds_inside_expression(node, name):
-            return None
-        node = parents.get(node)
+    if _bound_around(at, ancestors[innermost], name, ctx):
+        return None
     between: list[tuple[ast.AST, list[ast.stmt], int]] = []  # the blocks climbed out of
     for level in range(innermost, 0, -1):
         owner = ancestors[level - 1]
@@ -310,6 +306,31 @@ def _changed_in(
     latest = names.last_changed_before if in_place else names.last_bound_before
     position = latest(name, end)
     return position is not None and position > first
+
+
+def _bound_around(at: ast.AST, statement: ast.AST, name: str, ctx: Context) -> bool:
+    """A comprehension, lambda or walrus between `at` and its statement binds `name`. Looked
+    for only when the statement's header can hold such a binder (most statements: no `for`,
+    `lambda` or `:=` in their text); then the file's index, when built, gives the parents,
+    else the statement's own are made."""
+    start = ctx.offset(statement.lineno, statement.col_offset)  # type: ignore[attr-defined]
+    body = getattr(statement, "body", None)
+    first = body[0] if isinstance(body, list) and body else None
+    end = (
+        ctx.offset(first.lineno, first.col_offset)
+        if first is not None
+        else ctx.offset(statement.end_lineno, statement.end_col_offset)  # type: ignore[attr-defined]
+    )
+    header = ctx.source[start:end]
+    if "for" not in header and "lambda" not in header and ":=" not in header:
+        return False
+    parents = ctx.file_index.parents if ctx.file_index is not None else ctx.statement_parents()
+    node = parents.get(at)
+    while node is not None and node is not statement:
+        if _binds_inside_expression(node, name):
+            return True
+        node = parents.get(node)
+    return False
 
 
 def _binds_inside_expression(node: ast.AST, name: str) -> bool:
