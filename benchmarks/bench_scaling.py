@@ -444,6 +444,44 @@ def ddp_script(lines: int) -> str:
     return "\n".join(out) + "\n"
 
 
+INFERENCE_HEADER = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.bn = nn.BatchNorm1d(8)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+"""
+
+
+def inference_script(lines: int) -> str:
+    """A script of about `lines` lines that loads models from checkpoints and runs them, with
+    no `.eval()` and no training anywhere (the other shapes train): TD205's inference
+    scripts."""
+    out = INFERENCE_HEADER.splitlines()
+    i = 0
+    while len(out) < lines:
+        out += [
+            f"net_{i} = Net().to('cpu')",
+            f"state_{i} = torch.load('net_{i}.pth')",
+            f"net_{i}.load_state_dict(state_{i}['model'])",
+            f"print(net_{i})",
+            "with torch.no_grad():",
+            f"    out_{i} = net_{i}(torch.randn(2, 8))",
+            f"    print(out_{i}.argmax(1).tolist())",
+        ]
+        out += _plain_snippets(i)[i % 4]
+        i += 1
+    return "\n".join(out) + "\n"
+
+
 def notebook(cells: int) -> str:
     """A Jupyter notebook of `cells` code cells (and a markdown cell every tenth)."""
     # The notebook's own pitfalls: TD704, and its function sent to DataLoader workers (TD310).
@@ -504,6 +542,7 @@ SHAPES = (
     Shape("module __init__", "attributes", 1_000, module_init),
     Shape("notebook", "cells", 500, notebook, ".ipynb"),
     Shape("ddp script", "lines", 10_000, ddp_script),
+    Shape("inference script", "lines", 10_000, inference_script),
 )
 
 

@@ -53,6 +53,7 @@ def _aliases_in_one_block(count: int) -> str:
         (bench.module_init, 150),
         (lambda cells: bench.notebook_program(bench.notebook(cells)), 60),
         (bench.ddp_script, 600),
+        (bench.inference_script, 600),
         (_aliases_in_one_block, 400),
     ],
     ids=[
@@ -62,6 +63,7 @@ def _aliases_in_one_block(count: int) -> str:
         "module __init__",
         "notebook",
         "ddp script",
+        "inference script",
         "aliases in one block",
     ],
 )

@@ -76,6 +76,12 @@ _MARKERS = {
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
     # By keyword or in place (fast-autoaugment's `accuracy(preds, label, (1, 5))`).
     # (`cmc_topk=(1, 5, 10)` is another parameter.)
+    # Some model of the project has layers that work differently in training and evaluation:
+    # a model of another module loaded and run without `.eval()` is then likely one of them.
+    "mode-dependent layers": (
+        (b"BatchNorm", b"Dropout", b"dropout"),
+        lazy_compile(rb"BatchNorm|Dropout|F\.dropout\("),
+    ),
     "top-k for k > 1": (
         (b"topk", b"accuracy("),
         lazy_compile(

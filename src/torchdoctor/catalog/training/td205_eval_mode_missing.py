@@ -9,6 +9,7 @@ from typing import Iterator
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
     Clue,
+    bindings,
     Context,
     FileIndex,
     Finding,
@@ -48,6 +49,13 @@ PITFALL = Pitfall(
             "zh": "这个评估循环中 `{model}` 处于训练模式：本函数和它的调用者都没有调用 `{model}.eval()`，"
             "Dropout 仍然生效，BatchNorm 还会用评估数据更新 running 统计量",
         },
+        "loaded": {
+            "en": "`{model}` is loaded on line {line} and run here in training mode: nothing in "
+            "this file calls `.eval()`, so its Dropout and BatchNorm layers behave as in "
+            "training; call `{model}.eval()` after loading it",
+            "zh": "`{model}` 在第 {line} 行加载，在这里以训练模式运行：本文件中没有任何地方调用 "
+            "`.eval()`，所以它的 Dropout 和 BatchNorm 层仍按训练方式工作；加载后请调用 `{model}.eval()`",
+        },
         "no-grad": {
             "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
             "batch: run the loop under `torch.no_grad()` or `torch.inference_mode()`",
@@ -80,6 +88,16 @@ class):
 The message says which of the two is missing. To stay precise it only reports functions whose
 caller is in the same file, and loops at the top level of a script.
 
+Also an inference script that loads a model and runs it in training mode:
+`net.load_state_dict(torch.load(path))` (or a part of what `torch.load` returned) on a model the
+file builds, then `net(...)` in the same function, in a file where no text switches a model to
+eval mode (`.eval(`,
+`.train(False)`, `eval_mode`) or trains one (`.backward(`, `.step(`). It is reported at that
+call when the model has a layer whose behaviour depends on the mode: a class of the file with
+Dropout or BatchNorm, a torchvision model, or a class of another module in a project that has
+such layers. A model handed to any other function first (`evaluate(net, loader)`) is left
+alone: that function may switch it.
+
 ## Why is this bad?
 `model.train()` and `model.eval()` switch how some layers compute. In training mode Dropout
 zeroes random activations, so predictions change from run to run and accuracy is too low, and
@@ -98,7 +116,9 @@ of memory` during validation although training fits.
 ## Known problems
 Only the file that holds the loop is read, so a function is reported only when its caller is in
 the same file. Any `.eval()` or `no_grad` in that surrounding code counts as handled, whichever
-model it applies to, so some real mistakes are missed.
+model it applies to, so some real mistakes are missed. A whole pickled model run without
+`.eval()` (`net = torch.load(path)`, then `net(x)`) is not reported: its class, and whether it
+has layers that depend on the mode, cannot be seen.
 """,
         "zh": """
 ## What it catches
@@ -114,6 +134,14 @@ model it applies to, so some real mistakes are missed.
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
 
+还包括以训练模式运行加载好的模型的推理脚本：对文件中构造的模型调用
+`net.load_state_dict(torch.load(path))`（或 `torch.load` 结果中的一部分），之后在同一函数中调用 `net(...)`，
+而文件中没有任何
+切换到评估模式的文字（`.eval(`、`.train(False)`、`eval_mode`），也没有训练（`.backward(`、`.step(`）。
+当模型含有行为随模式变化的层时，在这次调用处报告：本文件中带 Dropout 或 BatchNorm 的类、torchvision
+模型，或项目中其他模块的类（且项目里有这类层）。如果模型先被交给了其他函数（`evaluate(net, loader)`），
+则不报告：那个函数可能会切换模式。
+
 ## Why is this bad?
 `model.train()` 和 `model.eval()` 会改变部分层的计算方式。训练模式下 Dropout 会随机置零激活值，
 预测结果每次都不一样、准确率偏低；BatchNorm 用当前 batch 的统计量做归一化，还会用评估数据更新
@@ -128,7 +156,9 @@ running mean 和 running var，污染之后继续训练和保存的模型。
 
 ## Known problems
 只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告。周围代码里出现任何 `.eval()` 或
-`no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。
+`no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。整个被 pickle 的模型
+（`net = torch.load(path)` 之后 `net(x)`）在没有 `.eval()` 时运行不会报告：看不到它的类，也就无法知道它
+是否含有行为随模式变化的层。
 """,
     },
     example="""
@@ -301,6 +331,134 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
     yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(call.func)))
+
+
+@PITFALL.static(ast.Call, names={"load_state_dict"})
+def check_loaded(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """A model loaded from a checkpoint (`net.load_state_dict(torch.load(path))` on a model
+    built in the file) and then called in the same function, in a file that never switches any
+    model to eval mode and never trains: an inference script that forgot `.eval()`."""
+    if not ctx.imports_torch or not _never_switches_modes(ctx):
+        return
+    model = _loaded_model(call, ctx)
+    if model is None:
+        return
+    scope = ctx.enclosing_function() or ctx.tree
+    found = index_of(ctx, scope)
+    if _handed_over(ctx, scope, model):
+        return  # a helper it is passed to may switch it to eval mode
+    runs = [
+        node
+        for node in found.calls_named(scope, [model], local=True)
+        if type(node.func) is ast.Name and node.func.id == model and node.lineno > call.lineno
+    ]
+    if runs:
+        yield ctx.finding(PITFALL, runs[0], "loaded", model=model, line=call.lineno)
+
+
+@per_file
+def _never_switches_modes(ctx: Context) -> bool:
+    """No text of the file switches a model to eval mode, and none trains one."""
+    source = ctx.source
+    return not any(
+        word in source
+        for word in (".eval(", "train(False", "train(mode", "eval_mode", ".backward(", ".step(")
+    )
+
+
+def _loaded_model(call: ast.Call, ctx: Context) -> str | None:
+    """The name of the model `call` loads from a checkpoint: `net` of
+    `net.load_state_dict(torch.load(path))` (or of a name bound to what `torch.load` returned,
+    or a part of it: `sd["netG"]`) when `net` is a model made in the file whose layers depend
+    on the mode. (A whole pickled model, `net = torch.load(path)`, is not followed: its class
+    cannot be told.)"""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "load_state_dict" or not call.args:
+        return None
+    receiver = func.value
+    if type(receiver) is not ast.Name or ctx.kind_of(receiver) is not Kind.MODULE:
+        return None
+    if not _from_a_checkpoint(call.args[0], ctx):
+        return None  # weights copied from another model (a test comparing two of them)
+    return receiver.id if _mode_dependent(ctx, receiver.id) else None
+
+
+def _from_a_checkpoint(value: ast.AST, ctx: Context) -> bool:
+    """`torch.load(path)`, a part of it (`ckpt["state_dict"]`, `ckpt.get("model")`), or a
+    name every binding of which in the function is one."""
+    while True:
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        elif isinstance(value, ast.Call) and ctx.method_name(value) == "get":
+            value = value.func.value  # type: ignore[attr-defined]
+        else:
+            break
+    if isinstance(value, ast.Call):
+        return ctx.qualname(value.func) == "torch.load"
+    if type(value) is not ast.Name:
+        return False
+    found = bindings(ctx, ctx.enclosing_function() or ctx.tree, value.id)
+    return bool(found) and all(
+        binding.value is not None
+        and not binding.augmented
+        and isinstance(binding.value, ast.Call)
+        and ctx.qualname(binding.value.func) == "torch.load"
+        for binding in found
+    )
+
+
+def _mode_dependent(ctx: Context, name: str) -> bool:
+    """Every model `name` is made as has a layer whose behaviour depends on the mode: a class of
+    the file with such a layer, a torchvision model, or a class of another module of a project
+    that has such layers somewhere."""
+    program = _program(ctx)
+    found = bindings(ctx, ctx.enclosing_function() or ctx.tree, name)
+    if not found or any(binding.value is None or binding.augmented for binding in found):
+        return False  # a parameter, a loop's variable...: made out of sight
+    for binding in found:
+        value = binding.value
+        made = unwrap_self_methods(value)
+        while (
+            isinstance(made, ast.Call)
+            and isinstance(made.func, ast.Attribute)
+            and made.func.attr in _MOVES
+        ):
+            made = made.func.value  # `Net().to(device)`, `Net().cuda()`
+        if not isinstance(made, ast.Call):
+            return False
+        if isinstance(made.func, ast.Name) and made.func.id in program.classes:
+            if program.mode_free([made]):
+                return False
+            continue
+        qualname = ctx.qualname(made.func) or ""
+        if qualname.startswith("torchvision.models."):
+            continue
+        if not ctx.project.has("mode-dependent layers"):
+            return False
+    return True
+
+
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half"})
+
+
+@per_file
+def _handed_over(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """`name` is passed to some call of the scope (`evaluate(net, loader)`, `wrap(net)`)."""
+    found = index_of(ctx, scope)
+    parents = found.parents
+    for node in found.names_in(scope, name):
+        parent = parents.get(node)
+        if isinstance(parent, ast.keyword):
+            return True
+        if isinstance(parent, ast.Call) and node in parent.args:
+            func = parent.func
+            if not (type(func) is ast.Name and func.id in _LOOKING_ONLY):
+                return True
+    return False
+
+
+# Built-ins that only look at a model (`print(net)`): they switch no mode.
+_LOOKING_ONLY = frozenset({"print", "len", "str", "repr", "type", "id", "isinstance", "hasattr"})
 
 
 def _loader_name(expr: ast.AST, ctx: Context) -> str | None:

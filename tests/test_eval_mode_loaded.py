@@ -1,0 +1,92 @@
+"""eval-mode-missing on inference scripts: a model loaded from a checkpoint and run in a file
+that never switches any model to eval mode (InfoGAN's generator script, Complex-YOLO's eval.py,
+SC-SfMLearner's test_pose.py), and the look-alikes it must leave alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchdoctor.lint.api import check
+
+NET = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.{layer}
+
+
+"""
+
+SCRIPT = """\
+net = Net().to("cpu")
+net.load_state_dict(torch.load("net.pth"))
+print(net)
+with torch.no_grad():
+    out = net(torch.randn(2, 8)){after}
+"""
+
+
+def found(source: str) -> list[tuple[int, str]]:
+    return [
+        (f.line, f.message) for f in check(source=source, filename="generate.py", select="TD205")
+    ]
+
+
+def found_in(path: Path) -> list[int]:
+    return [f.line for f in check(path, select="TD205")]
+
+
+def test_a_loaded_model_with_batchnorm_run_without_eval_is_reported():
+    result = found(NET.format(layer="bn = nn.BatchNorm1d(8)") + SCRIPT.format(after=""))
+    assert [line for line, _ in result] == [16]  # the call, below the load on line 13
+    assert "`net` is loaded on line 13" in result[0][1]
+    assert "`net.eval()`" in result[0][1]
+
+
+def test_a_model_without_mode_dependent_layers_is_left_alone():
+    assert found(NET.format(layer="act = nn.ReLU()") + SCRIPT.format(after="")) == []
+
+
+def test_eval_anywhere_in_the_file_or_training_leaves_it_alone():
+    net = NET.format(layer="drop = nn.Dropout(0.5)")
+    assert found(net + SCRIPT.format(after="\nnet.eval()")) == []
+    assert found(net + SCRIPT.format(after="\nout.sum().backward()")) == []
+
+
+def test_a_model_handed_to_a_helper_is_left_alone():
+    # The helper, in another module, may switch it to eval mode.
+    source = NET.format(layer="bn = nn.BatchNorm1d(8)") + SCRIPT.format(after="\nscore(net)")
+    assert found(source) == []
+
+
+def test_a_model_of_another_module_in_a_project_with_mode_dependent_layers(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(NET.format(layer="bn = nn.BatchNorm1d(8)"))
+    script = (
+        "import torch\nfrom model import Net\n\n"
+        "checkpoint = torch.load('net.pth')\n"
+        "net = Net().cuda()\n"
+        "net.load_state_dict(checkpoint['state_dict'], strict=False)\n"
+        "output = net(torch.randn(1, 8).cuda())\n"
+    )
+    path = tmp_path / "test_pose.py"
+    path.write_text(script)
+    assert found_in(path) == [7]
+    (tmp_path / "model.py").write_text(NET.format(layer="act = nn.ReLU()"))
+    assert found_in(path) == []  # no layer of the project depends on the mode
+
+
+def test_weights_copied_from_another_model_and_whole_pickled_models_are_left_alone():
+    # apex's SyncBatchNorm test compares two layers in training mode on purpose.
+    copied = (
+        "import torch\n\nmodel = torch.nn.BatchNorm1d(4)\nref = torch.nn.BatchNorm1d(4)\n"
+        "ref.load_state_dict(model.state_dict())\nout = ref(torch.rand(8, 4))\n"
+    )
+    assert found(copied) == []
+    pickled = "import torch\n\nmodel = torch.load('net.pt')\noutput = model(torch.randn(1, 8))\n"
+    assert found(pickled) == []
