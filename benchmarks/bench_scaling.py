@@ -422,10 +422,10 @@ def ddp_script(lines: int) -> str:
     """A script of about `lines` lines wrapping models in DDP and building loaders, with no
     DistributedSampler anywhere (the other shapes have one): TD607; checkpoints saved on every
     rank and on rank 0: TD608. Every loader reads the same `dataset` too."""
-    out = DDP_HEADER.splitlines()
-    i = 0
-    while len(out) < lines:
-        out += [
+    return _script(
+        DDP_HEADER,
+        lines,
+        lambda i: [
             f"ds_{i} = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))",
             f"model_{i} = DDP(nn.Linear(8, 1))",
             f"loader_{i} = DataLoader(ds_{i}, batch_size=8, shuffle=True)",
@@ -438,8 +438,17 @@ def ddp_script(lines: int) -> str:
             f"torch.save(model_{i}.state_dict(), 'ddp_{i}.pt')",
             "if rank == 0:",
             f"    torch.save(model_{i}.state_dict(), 'main_{i}.pt')",
-        ]
-        out += _plain_snippets(i)[i % 4]
+        ],
+    )
+
+
+def _script(header: str, lines: int, block: Callable[[int], list[str]]) -> str:
+    """A script of about `lines` lines: `header`, then `block(i)` followed by ordinary code,
+    for i = 0, 1, ... (names made unique by `i`)."""
+    out = header.splitlines()
+    i = 0
+    while len(out) < lines:
+        out += block(i) + _plain_snippets(i)[i % 4]
         i += 1
     return "\n".join(out) + "\n"
 
@@ -465,10 +474,10 @@ def inference_script(lines: int) -> str:
     """A script of about `lines` lines that loads models from checkpoints and runs them, with
     no `.eval()` and no training anywhere (the other shapes train): TD205's inference
     scripts."""
-    out = INFERENCE_HEADER.splitlines()
-    i = 0
-    while len(out) < lines:
-        out += [
+    return _script(
+        INFERENCE_HEADER,
+        lines,
+        lambda i: [
             f"net_{i} = Net().to('cpu')",
             f"state_{i} = torch.load('net_{i}.pth')",
             f"net_{i}.load_state_dict(state_{i}['model'])",
@@ -476,10 +485,8 @@ def inference_script(lines: int) -> str:
             "with torch.no_grad():",
             f"    out_{i} = net_{i}(torch.randn(2, 8))",
             f"    print(out_{i}.argmax(1).tolist())",
-        ]
-        out += _plain_snippets(i)[i % 4]
-        i += 1
-    return "\n".join(out) + "\n"
+        ],
+    )
 
 
 def notebook(cells: int) -> str:
