@@ -313,13 +313,15 @@ def _bound_around(at: ast.AST, statement: ast.AST, name: str, ctx: Context) -> b
     for only when the statement's header can hold such a binder (most statements: no `for`,
     `lambda` or `:=` in their text); then the file's index, when built, gives the parents,
     else the statement's own are made."""
-    start = ctx.offset(statement.lineno, statement.col_offset)  # type: ignore[attr-defined]
+    if not isinstance(statement, ast.stmt):
+        return False  # asked above any statement: no expression holds `at`
+    start = ctx.offset(statement.lineno, statement.col_offset)
     body = getattr(statement, "body", None)
     first = body[0] if isinstance(body, list) and body else None
     end = (
         ctx.offset(first.lineno, first.col_offset)
         if first is not None
-        else ctx.offset(statement.end_lineno, statement.end_col_offset)  # type: ignore[attr-defined]
+        else ctx.offset(statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
     )
     header = ctx.source[start:end]
     if "for" not in header and "lambda" not in header and ":=" not in header:
