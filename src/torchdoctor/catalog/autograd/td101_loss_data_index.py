@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.catalog.sdk import (
+    in_compat_fallback,
     builds_a_loss_module,
     reaching_assignment,
     Clue,
@@ -62,7 +63,8 @@ or `total += loss` in a loop, then `total.backward()`).
 A call of a method of the same class (`self.td_step()`) or a function of the file counts when
 every `return` of it gives such a value. Losses
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
-`out.data[0]` on a model output or any tensor whose shape the doctor cannot tell.
+`out.data[0]` on a model output or any tensor whose shape the doctor cannot tell, nor code kept
+for torch before 0.4 behind a version test (`else:  # for 0.3.x`).
 
 Also `total[0]` (no `.data`) on a total started at a number and added 0-dim values to:
 `total = 0`, then `total += loss.data * len(batch)`, code written when `loss.data` was a
@@ -96,7 +98,7 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 或者在循环中 `total += loss` 之后 `total.backward()`）。
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
-以及无法确定形状的张量同样不报告。
+以及无法确定形状的张量同样不报告；在版本判断之后为 0.4 之前的 torch 保留的代码（`else:  # for 0.3.x`）也不报告。
 
 也包括对累加量写 `total[0]`（没有 `.data`）：先 `total = 0`，再 `total += loss.data * len(batch)`，
 这是 `loss.data` 还是单元素张量时写下的代码。不是这种累加量的 `loss[0]` 不报告。
@@ -273,6 +275,8 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     value = data.value
     if not (is_zero_dim(value, ctx) or _zero_dim_where_read(value, ctx)):
         return None
+    if in_compat_fallback(ctx):
+        return None  # `else:  # for the old version like 0.3.0`: never runs on today's torch
     # Replace `data[0]` by `item()`: the text before it, parentheses included, stays.
     data_end = ctx.span(data)[1]
     fix = ctx.fix(PITFALL, "safe", ctx.edit(data_end - len("data"), ctx.span(node)[1], "item()"))
