@@ -105,8 +105,10 @@ Two mistakes with `torch.optim.lr_scheduler`:
   (`self.lr_schedule.step(); self._train()` in a trainer), or before a call in the loop of a function of
   another module named to train that is handed the optimizer (`train(cfg, loader, model,
   criterion, optimizer, epoch)`, `trainer.train(epoch, loader, optimizer)`), or in an ignite
-  handler on `EPOCH_STARTED` or `ITERATION_STARTED`. Since PyTorch 1.1 the order is the other
-  way round: update the weights, then move the schedule on.
+  handler on `EPOCH_STARTED` or `ITERATION_STARTED`; also at the top of a function that trains
+  one epoch, before its batch loop (`def train_epoch(self, loader): if self.lr_scheduler is not
+  None: self.lr_scheduler.step()`). Since PyTorch 1.1 the order is the other way round: update
+  the weights, then move the schedule on.
 - A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
   epoch loop). It is reported only when the numbers say epochs: the milestones, `step_size` or
@@ -158,7 +160,9 @@ The per-batch case needs the scheduler to be built in the same function as the l
   方法（训练器里的 `self.lr_schedule.step(); self._train()`），或先于循环中调用另一个
   模块里以训练命名、并拿到优化器的函数（`train(cfg, loader, model, criterion, optimizer, epoch)`、
   `trainer.train(epoch, loader, optimizer)`），或放在 ignite 的
-  `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里。自 PyTorch 1.1 起顺序相反：
+  `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里；也包括在训练一个 epoch 的函数开头、batch 循环之前
+  调用（`def train_epoch(self, loader): if self.lr_scheduler is not None: self.lr_scheduler.step()`）。
+  自 PyTorch 1.1 起顺序相反：
   先更新权重，再推进学习率调度。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
   循环（位于 epoch 循环内、遍历 `DataLoader` 的循环）里 step。只有数字明确表明以 epoch 为单位时才报告：
@@ -564,9 +568,21 @@ def _before_the_epoch_in_function(
     node: ast.Expr, call: ast.Call, scheduler: ast.AST, ctx: Context
 ) -> Iterator[Finding]:
     """`def train(epoch): scheduler.step(); for batch in loader: ... optimizer.step()`: a
-    function that trains one epoch steps its scheduler first, in its own body, not in a branch."""
+    function that trains one epoch steps its scheduler first, in its own body, not in a branch
+    (but for one that only asks whether there is a scheduler: `if self.lr_scheduler is not
+    None:`)."""
     function = ctx.enclosing_function()
-    if function is None or ctx.parent() is not function:
+    if function is None:
+        return
+    parent = ctx.parent()
+    if (
+        isinstance(parent, ast.If)
+        and not parent.orelse
+        and _tests_presence_of(parent.test, scheduler)
+        and len(ctx.ancestors) > 1
+    ):
+        parent = ctx.ancestors[-2]
+    if parent is not function:
         return
     steps = block_steps(ctx, function)
     if not steps or position(steps[0]) < position(node) or _compensated(ctx):
