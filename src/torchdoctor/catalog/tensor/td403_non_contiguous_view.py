@@ -546,10 +546,10 @@ def _layout_source(expr: ast.AST, ctx: Context) -> ast.Name | None:
 
 def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
     """The slice `[:k]` may keep more than one row, as far as the code shows: `k` a number above
-    1, or a loop's variable over numbers one of which is (a tuple written there, or a parameter
-    whose default or some call in the file gives one: `accuracy(output, target, topk=(1, 5))`,
-    or a `topk` some file of the project passes so)
-    The top-k accuracy helpers called only with their default `topk=(1,)` keep one row."""
+    1, or the variable of a loop or comprehension over numbers one of which is (a tuple written
+    there, or a parameter whose default or some call in the file gives one: `accuracy(output,
+    target, topk=(1, 5))`, or, no call of the file passing it, a `topk` some file of the project
+    passes so). The top-k accuracy helpers called only with `topk=(1,)` keep one row."""
     upper = rows.upper
     if type(upper) is ast.Constant:
         return type(upper.value) is int and upper.value > 1
@@ -565,6 +565,8 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
         ),
         None,
     )
+    if loop is None:
+        loop = _comprehension_over(rows, upper.id, ctx)  # `[correct[:k].view(-1) for k in topk]`
     if loop is None:
         return False
     if _holds_more_than_one(loop.iter):
@@ -582,6 +584,19 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
         return any(_holds_more_than_one(value) for _, value in passed)
     # The helper in `utils.py`, called with `topk=(1, 5)` by the training script.
     return name == "topk" and ctx.project.has("top-k for k > 1")
+
+
+def _comprehension_over(node: ast.AST, name: str, ctx: Context) -> ast.comprehension | None:
+    """The `for name in ...` part of a comprehension around `node` in its statement."""
+    parents = ctx.statement_parents()
+    current = parents.get(node)
+    while current is not None:
+        if isinstance(current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for generator in current.generators:
+                if type(generator.target) is ast.Name and generator.target.id == name:
+                    return generator
+        current = parents.get(current)
+    return None
 
 
 def _holds_more_than_one(expr: ast.AST) -> bool:
