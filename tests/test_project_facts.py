@@ -396,3 +396,34 @@ def test_a_scheduler_of_a_project_class_stepped_before_the_optimizer(tmp_path):
     # The same class name from another library says nothing.
     (tmp_path / "utils" / "lr_scheduler.py").write_text("class WarmupPolyLR:\n    pass\n")
     assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout
+
+
+def test_a_star_import_of_a_project_module_brings_its_torch_names(tmp_path):
+    # Yolo-v2-pytorch: `from src.utils import *`, where utils.py imports Variable.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "utils.py").write_text(
+        "import torch\nfrom torch.autograd import Variable\n"
+    )
+    script = "import numpy as np\nfrom src.utils import *\n\ndata = Variable(torch.zeros(2))\n"
+    (tmp_path / "test_images.py").write_text(script)
+    assert "test_images.py:4:8: TD103" in _check(tmp_path, ".", rule="TD103").stdout
+    # A star import of another library brings no name of the project's modules.
+    (tmp_path / "test_images.py").write_text(script.replace("src.utils", "numpy"))
+    assert "TD103" not in _check(tmp_path, ".", rule="TD103").stdout
+
+
+def test_star_reexports_keep_only_names_of_one_origin():
+    facts = read_facts(
+        [
+            b"from torch.autograd import Variable\nimport torch.nn.functional as F\n",
+            b"from torch import nn, optim as O  # both\n",
+            b"import my_ops as F\nfrom torch.nn import Module\nclass Module:\n    pass\n",
+            b"def f():\n    from torch.autograd import grad\n",  # not at the top level
+        ]
+    )
+    assert facts.star_reexports == (
+        ("O", "torch.optim"),
+        ("Variable", "torch.autograd.Variable"),
+        ("nn", "torch.nn"),
+    )

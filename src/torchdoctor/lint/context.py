@@ -784,12 +784,19 @@ class Context:
                     kind = Kind.UNKNOWN
                 kinds[target.attr] = kind
 
-    def _bind_star_import(self, scope: Scope) -> None:
+    def _bind_star_import(self, scope: Scope, node: ast.ImportFrom) -> None:
         """`from .common import *`: what it binds is unknown, but a `torch` it binds can only be
-        PyTorch (DeepRL's agents get `torch` so). A name the file binds itself stays its own."""
-        if "torch" not in self.imported and not any("torch" in s.kinds for s in self._scopes):
-            self.imported.add("torch")
-            scope.aliases["torch"] = "torch"
+        PyTorch (DeepRL's agents get `torch` so); from a module of the project, the names some
+        module of it imports from torch, each with its one origin (`Variable` of `from
+        torch.autograd import Variable` in `utils.py`). A name the file binds itself stays its
+        own."""
+        bound = [("torch", "torch")]
+        if node.level or self.project.is_project_module(node.module or ""):
+            bound += self.project.star_reexports
+        for name, origin in bound:
+            if name not in self.imported and not any(name in s.kinds for s in self._scopes):
+                self.imported.add(name)
+                scope.aliases[name] = origin
 
     def _bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
         scope = self._scopes[-1]
@@ -803,7 +810,7 @@ class Context:
                     self.imports_torch = True
             return
         if any(alias.name == "*" for alias in node.names):
-            self._bind_star_import(scope)
+            self._bind_star_import(scope, node)
         if node.level or not node.module:
             for alias in node.names:
                 if alias.name == "*":

@@ -11,6 +11,7 @@ is one, so a fact is never made up from a name two files use differently.
 from __future__ import annotations
 
 import os
+import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,16 @@ _MARKERS = {
 # built in a variable first, so its own brackets say too little).
 _SAFE_GLOBALS = lazy_compile(rb"safe_globals[ \t]*\(")
 _CLASS_NAME = lazy_compile(rb"(?<![\w.])[A-Z][A-Za-z0-9_]{0,80}\b")
+# Module-level imports (`from torch.autograd import Variable`, `import torch.nn.functional as
+# F`): the names a star import of the module brings into another one (`from utils import *`).
+# Those of other libraries are kept too, to tell a name two modules import differently. One line
+# each; imports in parentheses are not read.
+_FROM_IMPORT = lazy_compile(
+    rb"^from[ \t]+(\w+(?:\.\w+)*)[ \t]+import[ \t]+(\w+(?:[ \t]+as[ \t]+\w+)?"
+    rb"(?:[ \t]*,[ \t]*\w+(?:[ \t]+as[ \t]+\w+)?)*)[ \t]*(?:#[^\n]*)?$",
+    re.MULTILINE,
+)
+_IMPORT_AS = lazy_compile(rb"^import[ \t]+(\w+(?:\.\w+)*)[ \t]+as[ \t]+(\w+)", re.MULTILINE)
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
@@ -125,6 +136,10 @@ class ProjectFacts:
     closed_names: frozenset[str] = frozenset()
     # The class names every definition of which subclasses a torch.optim.lr_scheduler class.
     scheduler_classes: frozenset[str] = frozenset()
+    # What a star import of a module of the project binds from torch (`Variable` ->
+    # `torch.autograd.Variable`): the names some module imports at its top level from torch,
+    # each with the one origin every such import gives it (and no class of the project's).
+    star_reexports: tuple[tuple[str, str], ...] = ()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -204,8 +219,8 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 # What one file tells of its project (see `file_facts`), in a form JSON keeps as it is (the
 # cache stores it per file): its classes with their bases, the environment variables it reads,
 # the watched methods it calls, the markers it holds and the class names it allows in safe
-# loads, and the names it closes.
-FileFacts = tuple[list[list], list[str], list[str], list[str], list[str], list[str]]
+# loads, the names it closes, and the names its top-level imports bind ("name=origin").
+FileFacts = tuple[list[list], list[str], list[str], list[str], list[str], list[str], list[str]]
 
 
 def holds_marker(source: bytes, marker: str) -> bool:
@@ -245,7 +260,21 @@ def file_facts(source: bytes) -> FileFacts:
         else []
     )
     closed = sorted(_closed_names(source)) if b"close" in source or b"flush" in source else []
-    return classes, sorted(env_reads), methods, markers, safe_load_names, closed
+    imports = sorted(_top_level_imports(source)) if b"import" in source else []
+    return classes, sorted(env_reads), methods, markers, safe_load_names, closed, imports
+
+
+def _top_level_imports(source: bytes) -> set[str]:
+    """ "name=origin" for each name a top-level import binds from torch."""
+    found = set()
+    for match in _FROM_IMPORT.finditer(source):
+        module = match.group(1).decode()
+        for part in match.group(2).decode().split(","):
+            name, _, alias = part.strip().partition(" as ")
+            found.add(f"{alias.strip() or name.strip()}={module}.{name.strip()}")
+    for match in _IMPORT_AS.finditer(source):
+        found.add(f"{match.group(2).decode()}={match.group(1).decode()}")
+    return found
 
 
 def _closed_names(source: bytes) -> set[str]:
@@ -262,7 +291,7 @@ def _closed_names(source: bytes) -> set[str]:
 
 def is_file_facts(value: object) -> bool:
     """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
-    if not (isinstance(value, (list, tuple)) and len(value) == 6):
+    if not (isinstance(value, (list, tuple)) and len(value) == 7):
         return False
     classes, *names = value
     return (
@@ -290,6 +319,7 @@ class FactsReader:
         self._markers: set[str] = set()
         self._safe_load_names: set[str] = set()
         self._closed_names: set[str] = set()
+        self._imports: set[str] = set()
 
     def add(self, source: bytes) -> FileFacts:
         """Read one file's text; its facts are returned (for a cache)."""
@@ -298,7 +328,8 @@ class FactsReader:
         return found
 
     def add_facts(self, found: FileFacts) -> None:
-        classes, env_reads, methods, markers, safe_load_names, closed = found
+        classes, env_reads, methods, markers, safe_load_names, closed, imports = found
+        self._imports.update(imports)
         for name, bases in classes:
             self._bases_of.setdefault(name, []).append(bases)
         self._env_reads.update(env_reads)
@@ -315,6 +346,7 @@ class FactsReader:
             for name, definitions in self._bases_of.items()
             if all(AUTOGRAD_FUNCTION in bases for bases in definitions)
         }
+        reexports = _star_reexports(self._imports, self._bases_of)
         parts = (
             classes,
             self._env_reads,
@@ -324,6 +356,7 @@ class FactsReader:
             functions,
             self._closed_names,
             schedulers,
+            {f"{name}={origin}" for name, origin in reexports},
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -343,7 +376,26 @@ class FactsReader:
             frozenset(functions),
             frozenset(self._closed_names),
             frozenset(schedulers),
+            reexports,
         )
+
+
+def _star_reexports(
+    imports: set[str], bases_of: dict[str, list[list[str]]]
+) -> tuple[tuple[str, str], ...]:
+    """(name, origin) of each name the project's modules import with one origin only, from
+    torch, and that no class of the project is named."""
+    origins: dict[str, set[str]] = {}
+    for entry in imports:
+        name, _, origin = entry.partition("=")
+        origins.setdefault(name, set()).add(origin)
+    return tuple(
+        sorted(
+            (name, next(iter(found)))
+            for name, found in origins.items()
+            if len(found) == 1 and name not in bases_of and next(iter(found)).startswith("torch")
+        )
+    )
 
 
 def read_facts(sources: Iterable[bytes], modules: Iterable[str] = ()) -> ProjectFacts:
