@@ -48,6 +48,11 @@ def test_a_loaded_model_with_batchnorm_run_without_eval_is_reported():
     assert "`net.eval()`" in result[0][1]
 
 
+def test_a_model_moved_after_it_is_built_is_the_same_model():
+    script = SCRIPT.replace('net = Net().to("cpu")', "net = Net()\nnet = net.cuda()")
+    assert [line for line, _ in found(NET.format(layer="bn = nn.BatchNorm1d(8)") + script)] == [17]
+
+
 def test_a_model_without_mode_dependent_layers_is_left_alone():
     assert found(NET.format(layer="act = nn.ReLU()") + SCRIPT.format(after="")) == []
 

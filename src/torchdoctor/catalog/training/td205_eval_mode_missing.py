@@ -424,6 +424,8 @@ def _mode_dependent(ctx: Context, name: str) -> bool:
             and made.func.attr in _MOVES
         ):
             made = made.func.value  # `Net().to(device)`, `Net().cuda()`
+        if type(made) is ast.Name and made.id == name:
+            continue  # `net = net.cuda()`: the same model, moved
         if not isinstance(made, ast.Call):
             return False
         if isinstance(made.func, ast.Name) and made.func.id in program.classes:
