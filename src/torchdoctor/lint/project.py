@@ -11,7 +11,6 @@ is one, so a fact is never made up from a name two files use differently.
 from __future__ import annotations
 
 import os
-import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,12 +99,14 @@ _CLASS_NAME = lazy_compile(rb"(?<![\w.])[A-Z][A-Za-z0-9_]{0,80}\b")
 # F`): the names a star import of the module brings into another one (`from utils import *`).
 # Those of other libraries are kept too, to tell a name two modules import differently. One line
 # each; imports in parentheses are not read.
+# Each starts with its line break, a literal the engine searches for fast (`^` with MULTILINE
+# would be tried at every byte: six times slower on transformers); the text is read with a
+# line break put in front.
 _FROM_IMPORT = lazy_compile(
-    rb"^from[ \t]+(\w+(?:\.\w+)*)[ \t]+import[ \t]+(\w+(?:[ \t]+as[ \t]+\w+)?"
-    rb"(?:[ \t]*,[ \t]*\w+(?:[ \t]+as[ \t]+\w+)?)*)[ \t]*(?:#[^\n]*)?$",
-    re.MULTILINE,
+    rb"\nfrom[ \t]+(\w+(?:\.\w+)*)[ \t]+import[ \t]+(\w+(?:[ \t]+as[ \t]+\w+)?"
+    rb"(?:[ \t]*,[ \t]*\w+(?:[ \t]+as[ \t]+\w+)?)*)[ \t]*(?:#[^\n]*)?(?=\n|$)"
 )
-_IMPORT_AS = lazy_compile(rb"^import[ \t]+(\w+(?:\.\w+)*)[ \t]+as[ \t]+(\w+)", re.MULTILINE)
+_IMPORT_AS = lazy_compile(rb"\nimport[ \t]+(\w+(?:\.\w+)*)[ \t]+as[ \t]+(\w+)")
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
@@ -267,6 +268,7 @@ def file_facts(source: bytes) -> FileFacts:
 def _top_level_imports(source: bytes) -> set[str]:
     """ "name=origin" for each name a top-level import binds from torch."""
     found = set()
+    source = b"\n" + source
     for match in _FROM_IMPORT.finditer(source):
         module = match.group(1).decode()
         for part in match.group(2).decode().split(","):
