@@ -255,6 +255,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "        self.mask = torch.ones(n, n).triu(1).byte()",
             "        self.mask_gpu = self.mask.cuda()",
             "        self.optimizer = optimizer",
+            "        self.drop = nn.Dropout(0.1)",
             "        self.lr_schedule = torch.optim.lr_scheduler.StepLR(optimizer, 2)",
             "    def select(self, x):",
             "        mask = Variable(self.mask_gpu)",
@@ -265,6 +266,9 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "            self._train()",
             "    def _train(self):",
             "        self.optimizer.step()",
+            "    def fit_and_evaluate(self, loader):",
+            "        self.train()",
+            "        return evaluate_model(self, loader)",
         ],
     ]
 
@@ -599,6 +603,22 @@ class Measurement:
         return self.check_s / self.parse_s if self.parse_s else None
 
 
+# A module of the project beside the generated file: an evaluation helper that keeps the mode
+# of the model it is given (TD205 asks about its calls).
+EVAL_HELPER = """\
+def evaluate_model(model, iterator):
+    for batch in iterator:
+        model(batch)
+"""
+
+
+def write_neighbours(scratch: Path) -> None:
+    """The files the generated one is checked beside: a module shadowing one it imports
+    (`random.py`, TD703) and an evaluation helper of the project (TD205)."""
+    (scratch / "random.py").touch()
+    (scratch / "evalutils.py").write_text(EVAL_HELPER, encoding="utf-8")
+
+
 def measure(
     shape: Shape, size: int, codes: frozenset[str], scratch: Path, repeat: int, limit: float
 ) -> Measurement:
@@ -606,7 +626,7 @@ def measure(
     program = notebook_program(text) if shape.suffix == ".ipynb" else text
     path = scratch / f"generated{shape.suffix}"
     path.write_text(text, encoding="utf-8")
-    (scratch / "random.py").touch()  # a neighbour shadowing a module it imports (TD703)
+    write_neighbours(scratch)
     settings = Settings(root=scratch)
     job = Job(codes=codes)
     outcomes = []
@@ -758,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         os.chdir(scratch)
         try:
             if args.per_rule:
-                (Path(scratch) / "random.py").touch()  # as in `measure`
+                write_neighbours(Path(scratch))  # as in `measure`
                 superlinear = per_rule(shapes, codes, Path(scratch), sys.stdout)
                 print(
                     f"\nsuperlinear (the work a rule adds grows more than {SUPERLINEAR_GROWTH}x "

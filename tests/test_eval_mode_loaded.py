@@ -95,3 +95,69 @@ def test_weights_copied_from_another_model_and_whole_pickled_models_are_left_alo
     assert found(copied) == []
     pickled = "import torch\n\nmodel = torch.load('net.pt')\noutput = model(torch.randn(1, 8))\n"
     assert found(pickled) == []
+
+
+UTILS = """\
+import torch
+
+
+def evaluate_model(model, iterator):
+    preds = []
+    for batch in iterator:
+        preds.append(model(batch).argmax(1))
+    return preds
+"""
+
+MODEL = """\
+import torch
+import torch.nn as nn
+from utils import *
+
+
+class TextCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+        self.{layer}
+
+    def run_epoch(self, train_iterator, val_iterator):
+        for i, (x, y) in enumerate(train_iterator):
+            self.optimizer.zero_grad()
+            self.loss_op(self(x), y).backward()
+            self.optimizer.step()
+            if i % 100 == 0:
+                accuracy = evaluate_model(self, val_iterator)
+                self.train()
+"""
+
+
+def test_an_evaluation_helper_of_another_module_given_a_model_in_training_mode(tmp_path: Path):
+    # Text-Classification-Models-Pytorch: utils.evaluate_model never switches the model's mode,
+    # and each model's run_epoch calls it mid-training.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(UTILS)
+    model = tmp_path / "model.py"
+    model.write_text(MODEL.format(layer="dropout = nn.Dropout(0.5)"))
+    assert found_in(model) == [18]
+    messages = [f.message for f in check(model, select="TD205")]
+    assert "`evaluate_model`" in messages[0] and "`self.eval()`" in messages[0]
+    model.write_text(MODEL.format(layer="act = nn.ReLU()"))
+    assert found_in(model) == []  # no layer depends on the mode
+
+
+def test_a_helper_that_sets_the_mode_or_a_caller_that_does_is_left_alone(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("")
+    model = tmp_path / "model.py"
+    model.write_text(MODEL.format(layer="dropout = nn.Dropout(0.5)"))
+    (tmp_path / "utils.py").write_text(
+        UTILS.replace("    preds = []", "    model.eval()\n    preds = []")
+    )
+    assert found_in(model) == []
+    (tmp_path / "utils.py").write_text(UTILS)
+    caller = MODEL.format(layer="dropout = nn.Dropout(0.5)")
+    model.write_text(
+        caller.replace(
+            "                accuracy =", "                self.eval()\n                accuracy ="
+        )
+    )
+    assert found_in(model) == []

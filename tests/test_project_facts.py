@@ -427,3 +427,19 @@ def test_star_reexports_keep_only_names_of_one_origin():
         ("Variable", "torch.autograd.Variable"),
         ("nn", "torch.nn"),
     )
+
+
+def test_evaluators_that_keep_the_mode_of_their_model():
+    keeps = b"def evaluate_model(model, it):\n    for x in it:\n        model(x)\n"
+    sets = b"def validate(net, loader):\n    net.eval()\n    for x in loader:\n        net(x)\n"
+    trains = (
+        b"def test_step(model, loader):\n    for x in loader:\n        model(x).sum().backward()\n"
+    )
+    no_loop = b"def predict(model, x):\n    return model(x)\n"
+    facts = read_facts([keeps, sets, trains, no_loop])
+    assert facts.mode_keeping_evaluators == {"evaluate_model"}
+    # Two definitions of one name, one of which sets the mode: not known to keep it.
+    other = (
+        b"def evaluate_model(model, it):\n    model.eval()\n    for x in it:\n        model(x)\n"
+    )
+    assert read_facts([keeps, other]).mode_keeping_evaluators == frozenset()

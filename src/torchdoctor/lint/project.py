@@ -11,6 +11,7 @@ is one, so a fact is never made up from a name two files use differently.
 from __future__ import annotations
 
 import os
+import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,14 @@ _FROM_IMPORT = lazy_compile(
     rb"(?:[ \t]*,[ \t]*\w+(?:[ \t]+as[ \t]+\w+)?)*)[ \t]*(?:#[^\n]*)?(?=\n|$)"
 )
 _IMPORT_AS = lazy_compile(rb"\nimport[ \t]+(\w+(?:\.\w+)*)[ \t]+as[ \t]+(\w+)")
+# A top-level function named to evaluate (`def evaluate_model(model, iterator):`), its first
+# parameter; its body runs to the next line that starts with neither a space nor a comment.
+_EVALUATOR = lazy_compile(
+    rb"\ndef[ \t]+(\w*(?:eval|valid|test|infer|predict)\w*)[ \t]*\([ \t]*(\w+)", re.IGNORECASE
+)
+_TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
+# What makes such a function set or need a mode itself.
+_MODE_WORDS = (b".eval(", b"train(False", b"train(mode", b"eval_mode", b".backward(", b".step(")
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
@@ -137,6 +146,9 @@ class ProjectFacts:
     closed_names: frozenset[str] = frozenset()
     # The class names every definition of which subclasses a torch.optim.lr_scheduler class.
     scheduler_classes: frozenset[str] = frozenset()
+    # The project's functions named to evaluate that run their first parameter in a loop and
+    # never set a mode nor train: a model they are given is run in the mode it is in.
+    mode_keeping_evaluators: frozenset[str] = frozenset()
     # What a star import of a module of the project binds from torch (`Variable` ->
     # `torch.autograd.Variable`): the names some module imports at its top level from torch,
     # each with the one origin every such import gives it (and no class of the project's).
@@ -220,8 +232,12 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 # What one file tells of its project (see `file_facts`), in a form JSON keeps as it is (the
 # cache stores it per file): its classes with their bases, the environment variables it reads,
 # the watched methods it calls, the markers it holds and the class names it allows in safe
-# loads, the names it closes, and the names its top-level imports bind ("name=origin").
-FileFacts = tuple[list[list], list[str], list[str], list[str], list[str], list[str], list[str]]
+# loads, the names it closes, the names its top-level imports bind ("name=origin"), and its
+# top-level functions named to evaluate ("name=1" when one keeps its model's mode, else
+# "name=0").
+FileFacts = tuple[
+    list[list], list[str], list[str], list[str], list[str], list[str], list[str], list[str]
+]
 
 
 def holds_marker(source: bytes, marker: str) -> bool:
@@ -262,7 +278,34 @@ def file_facts(source: bytes) -> FileFacts:
     )
     closed = sorted(_closed_names(source)) if b"close" in source or b"flush" in source else []
     imports = sorted(_top_level_imports(source)) if b"import" in source else []
-    return classes, sorted(env_reads), methods, markers, safe_load_names, closed, imports
+    evaluators = sorted(_evaluators(source)) if b"def" in source else []
+    return (
+        classes,
+        sorted(env_reads),
+        methods,
+        markers,
+        safe_load_names,
+        closed,
+        imports,
+        evaluators,
+    )
+
+
+def _evaluators(source: bytes) -> set[str]:
+    """ "name=1" for each top-level function named to evaluate whose body calls its first
+    parameter inside a `for` loop and never sets a mode or trains ("name=0" for the others)."""
+    found = set()
+    source = b"\n" + source
+    for match in _EVALUATOR.finditer(source):
+        end = _TOP_LEVEL_LINE.search(source, match.end())
+        body = source[match.end() : end.start() if end else len(source)]
+        keeps = (
+            b"for " in body
+            and match.group(2) + b"(" in body
+            and not any(word in body for word in _MODE_WORDS)
+        )
+        found.add(f"{match.group(1).decode()}={int(keeps)}")
+    return found
 
 
 def _top_level_imports(source: bytes) -> set[str]:
@@ -293,7 +336,7 @@ def _closed_names(source: bytes) -> set[str]:
 
 def is_file_facts(value: object) -> bool:
     """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
-    if not (isinstance(value, (list, tuple)) and len(value) == 7):
+    if not (isinstance(value, (list, tuple)) and len(value) == 8):
         return False
     classes, *names = value
     return (
@@ -322,6 +365,7 @@ class FactsReader:
         self._safe_load_names: set[str] = set()
         self._closed_names: set[str] = set()
         self._imports: set[str] = set()
+        self._evaluators: set[str] = set()
 
     def add(self, source: bytes) -> FileFacts:
         """Read one file's text; its facts are returned (for a cache)."""
@@ -330,8 +374,9 @@ class FactsReader:
         return found
 
     def add_facts(self, found: FileFacts) -> None:
-        classes, env_reads, methods, markers, safe_load_names, closed, imports = found
+        classes, env_reads, methods, markers, safe_load_names, closed, imports, evaluators = found
         self._imports.update(imports)
+        self._evaluators.update(evaluators)
         for name, bases in classes:
             self._bases_of.setdefault(name, []).append(bases)
         self._env_reads.update(env_reads)
@@ -349,6 +394,9 @@ class FactsReader:
             if all(AUTOGRAD_FUNCTION in bases for bases in definitions)
         }
         reexports = _star_reexports(self._imports, self._bases_of)
+        evaluators = {entry[:-2] for entry in self._evaluators if entry.endswith("=1")} - {
+            entry[:-2] for entry in self._evaluators if entry.endswith("=0")
+        }
         parts = (
             classes,
             self._env_reads,
@@ -359,6 +407,7 @@ class FactsReader:
             self._closed_names,
             schedulers,
             {f"{name}={origin}" for name, origin in reexports},
+            evaluators,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -378,6 +427,7 @@ class FactsReader:
             frozenset(functions),
             frozenset(self._closed_names),
             frozenset(schedulers),
+            frozenset(evaluators),
             reexports,
         )
 

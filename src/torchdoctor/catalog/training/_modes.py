@@ -53,6 +53,14 @@ class ModeFreeModels:
         """True when every value is a model built without a mode-dependent layer."""
         return bool(models) and all(self._value_mode_free(value) for value in models)
 
+    def class_mode_free(self, cls: ast.ClassDef) -> bool:
+        """True when the class (and the classes of the file it uses) has no mode-dependent
+        layer."""
+        found = self._mode_free.get(cls)
+        if found is None:
+            found = self._mode_free[cls] = self._subtree_mode_free(cls, set())
+        return found
+
     def _value_mode_free(self, value: ast.AST) -> bool:
         found = self._mode_free.get(value)
         if found is None:  # a class is read once however many loops run its instances

@@ -21,6 +21,7 @@ from torchdoctor.catalog.sdk import (
     lazy_compile,
     per_file,
     shorten,
+    top_level_functions,
 )
 
 # Messages quote at most 40 characters of source.
@@ -55,6 +56,15 @@ PITFALL = Pitfall(
             "training; call `{model}.eval()` after loading it",
             "zh": "`{model}` 在第 {line} 行加载，在这里以训练模式运行：本文件中没有任何地方调用 "
             "`.eval()`，所以它的 Dropout 和 BatchNorm 层仍按训练方式工作；加载后请调用 `{model}.eval()`",
+        },
+        "helper": {
+            "en": "`{function}` (a function of this project that runs the model it is given in a "
+            "loop without setting its mode) gets `{model}` in training mode here: its Dropout "
+            "and BatchNorm layers behave as in training during the evaluation; call "
+            "`{model}.eval()` before it and `{model}.train()` after",
+            "zh": "`{function}`（本项目中的一个函数：在循环里运行传给它的模型，但不设置模式）在这里拿到的 "
+            "`{model}` 处于训练模式：评估时它的 Dropout 和 BatchNorm 层仍按训练方式工作；请在调用前 "
+            "`{model}.eval()`，调用后 `{model}.train()`",
         },
         "no-grad": {
             "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
@@ -98,6 +108,13 @@ Dropout or BatchNorm, a torchvision model, or a class of another module in a pro
 such layers. A model handed to any other function first (`evaluate(net, loader)`) is left
 alone: that function may switch it.
 
+And a call of an evaluation function of another module of the project that keeps the mode of
+the model it is given (named to evaluate, validate, test or predict, its loop calls its first
+parameter, and nothing in it sets a mode or trains: `utils.evaluate_model(model, iterator)`),
+where the code around the call switches a model to training mode and none to eval mode, and the
+model is `self` or a model built in the file from a class of the file with Dropout or BatchNorm
+(or a torchvision model): reported at the call.
+
 ## Why is this bad?
 `model.train()` and `model.eval()` switch how some layers compute. In training mode Dropout
 zeroes random activations, so predictions change from run to run and accuracy is too low, and
@@ -114,8 +131,10 @@ expected; a model that gets worse after each validation pass; `torch.OutOfMemory
 of memory` during validation although training fits.
 
 ## Known problems
-Only the file that holds the loop is read, so a function is reported only when its caller is in
-the same file. Any `.eval()` or `no_grad` in that surrounding code counts as handled, whichever
+For a loop, only the file that holds it is read, so a function is reported only when its
+caller is in the same file; an evaluation function of another module is known from the project's
+facts, read from its text (a model of a class of another module is then not reported: its
+layers cannot be seen). Any `.eval()` or `no_grad` in that surrounding code counts as handled, whichever
 model it applies to, so some real mistakes are missed. A whole pickled model run without
 `.eval()` (`net = torch.load(path)`, then `net(x)`) is not reported: its class, and whether it
 has layers that depend on the mode, cannot be seen.
@@ -142,6 +161,11 @@ has layers that depend on the mode, cannot be seen.
 模型，或项目中其他模块的类（且项目里有这类层）。如果模型先被交给了其他函数（`evaluate(net, loader)`），
 则不报告：那个函数可能会切换模式。
 
+还包括调用项目中另一个模块里沿用传入模型当前模式的评估函数（以 evaluate、validate、test 或 predict 命名，
+循环中调用它的第一个参数，而函数里没有任何设置模式或训练的代码：`utils.evaluate_model(model, iterator)`），
+而调用处周围的代码把模型切换到训练模式、从未切换到评估模式，且模型是 `self`，或是由本文件中带 Dropout 或
+BatchNorm 的类（或 torchvision 模型）构造的模型：在这次调用处报告。
+
 ## Why is this bad?
 `model.train()` 和 `model.eval()` 会改变部分层的计算方式。训练模式下 Dropout 会随机置零激活值，
 预测结果每次都不一样、准确率偏低；BatchNorm 用当前 batch 的统计量做归一化，还会用评估数据更新
@@ -155,7 +179,8 @@ running mean 和 running var，污染之后继续训练和保存的模型。
 `torch.OutOfMemoryError: CUDA out of memory`。
 
 ## Known problems
-只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告。周围代码里出现任何 `.eval()` 或
+对于循环，只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告；其他模块中的评估函数来自项目
+事实（从其文本读出；这时由其他模块中的类构造的模型不会报告：看不到它的层）。周围代码里出现任何 `.eval()` 或
 `no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。整个被 pickle 的模型
 （`net = torch.load(path)` 之后 `net(x)`）在没有 `.eval()` 时运行不会报告：看不到它的类，也就无法知道它
 是否含有行为随模式变化的层。
@@ -331,6 +356,39 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
     yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(call.func)))
+
+
+@PITFALL.static(ast.Module)
+def check_helpers(tree: ast.Module, ctx: Context) -> Iterator[Finding]:
+    """A call of an evaluation function of another module of the project that keeps the mode of
+    the model it is given (`evaluate_model(model, loader)` in `utils.py`, whose loop never sets
+    one), where the code around the call puts the model in training mode and never in eval
+    mode: reported at the first such call of each function in each scope."""
+    evaluators = ctx.project.mode_keeping_evaluators
+    if not evaluators:
+        return
+    own = top_level_functions(ctx)
+    names = [name for name in evaluators if ctx.may_name(name) and name not in own]
+    if not names:
+        return
+    found = index(ctx)
+    program = _program(ctx)
+    for name in sorted(names):
+        reported: set[ast.AST | None] = set()
+        for at in found.calls.get(name, ()):
+            call = found.nodes[at]
+            if type(call.func) is not ast.Name or not call.args:
+                continue
+            model = call.args[0]
+            if type(model) is not ast.Name:
+                continue
+            scope = program.function_at(at)
+            if scope is None or scope in reported or not program.trains_only(scope):
+                continue
+            if not program.mode_dependent_here(model.id, scope, ctx):
+                continue  # its class has no Dropout or BatchNorm, or cannot be seen
+            reported.add(scope)
+            yield ctx.finding(PITFALL, call, "helper", function=name, model=model.id)
 
 
 @PITFALL.static(ast.Call, names={"load_state_dict"})
@@ -620,6 +678,55 @@ class _Program:
     def _facts_at(self, at: int) -> _ScopeFacts | None:
         function = self._function_at(at)
         return None if function is None else self.facts[function]
+
+    def function_at(self, at: int) -> ast.AST | None:
+        """The function (or module) whose code the node numbered `at` is part of."""
+        return self._function_at(at)
+
+    def trains_only(self, scope: ast.AST) -> bool:
+        """`scope`, what it calls, its callers in the file and its class's methods switch a
+        model to training mode, and none switches one to eval mode."""
+        name = getattr(scope, "name", None)
+        owner = self.owner.get(scope)
+        family = [
+            scope,
+            *(self.referrers.get(name, ()) if name else ()),
+            *(self.methods.get(owner, ()) if owner is not None else ()),
+        ]
+        flags = [self.flags(member) for member in family]
+        return any(f.switches_to_train for f in flags) and not any(
+            f.switches_to_eval for f in flags
+        )
+
+    def mode_dependent_here(self, name: str, scope: ast.AST, ctx: Context) -> bool:
+        """`name`, read in `scope`, is a model of a class of this file with a layer whose
+        behaviour depends on the mode (`self` in one of its methods, or a name every binding of
+        which in the scope builds one), or a torchvision model."""
+        if name == "self":
+            owner = self.owner.get(scope)
+            return owner is not None and not self._modes.class_mode_free(owner)
+        found = bindings(ctx, scope, name)
+        if not found or any(b.value is None or b.augmented for b in found):
+            return False
+        for binding in found:
+            made = binding.value
+            while (
+                isinstance(made, ast.Call)
+                and isinstance(made.func, ast.Attribute)
+                and made.func.attr in _MOVES
+            ):
+                made = made.func.value
+            if type(made) is ast.Name and made.id == name:
+                continue
+            if not isinstance(made, ast.Call):
+                return False
+            func = made.func
+            if isinstance(func, ast.Name) and func.id in self.classes:
+                if self._modes.class_mode_free(self.classes[func.id]):
+                    return False
+            elif not (ctx.qualname(func) or "").startswith("torchvision.models."):
+                return False  # a class of another module: its layers cannot be seen
+        return True
 
     def family(self, function: ast.AST | None) -> list[ast.AST] | None:
         """The code that decides the loop's modes: the function, its callers in the file, its
