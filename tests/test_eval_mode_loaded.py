@@ -161,3 +161,15 @@ def test_a_helper_that_sets_the_mode_or_a_caller_that_does_is_left_alone(tmp_pat
         )
     )
     assert found_in(model) == []
+
+
+def test_a_torch_nn_model_is_read_for_its_layers():
+    script = (
+        "import torch\nimport torch.nn as nn\n\n"
+        "net = nn.Sequential(nn.Linear(8, 8), nn.{layer})\n"
+        "net.load_state_dict(torch.load('net.pth'))\n"
+        "out = net(torch.randn(2, 8))\n"
+        "# BatchNorm elsewhere in the project does not make this one depend on the mode\n"
+    )
+    assert [line for line, _ in found(script.format(layer="BatchNorm1d(8)"))] == [6]
+    assert found(script.format(layer="ReLU()")) == []

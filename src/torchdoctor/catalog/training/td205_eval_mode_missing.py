@@ -469,33 +469,9 @@ def _mode_dependent(ctx: Context, name: str) -> bool:
     """Every model `name` is made as has a layer whose behaviour depends on the mode: a class of
     the file with such a layer, a torchvision model, or a class of another module of a project
     that has such layers somewhere."""
-    program = _program(ctx)
-    found = bindings(ctx, ctx.enclosing_function() or ctx.tree, name)
-    if not found or any(binding.value is None or binding.augmented for binding in found):
-        return False  # a parameter, a loop's variable...: made out of sight
-    for binding in found:
-        value = binding.value
-        made = unwrap_self_methods(value)
-        while (
-            isinstance(made, ast.Call)
-            and isinstance(made.func, ast.Attribute)
-            and made.func.attr in _MOVES
-        ):
-            made = made.func.value  # `Net().to(device)`, `Net().cuda()`
-        if type(made) is ast.Name and made.id == name:
-            continue  # `net = net.cuda()`: the same model, moved
-        if not isinstance(made, ast.Call):
-            return False
-        if isinstance(made.func, ast.Name) and made.func.id in program.classes:
-            if program.mode_free([made]):
-                return False
-            continue
-        qualname = ctx.qualname(made.func) or ""
-        if qualname.startswith("torchvision.models."):
-            continue
-        if not ctx.project.has("mode-dependent layers"):
-            return False
-    return True
+    scope = ctx.enclosing_function() or ctx.tree
+    others = ctx.project.has("mode-dependent layers")
+    return _program(ctx).mode_dependent_here(name, scope, ctx, other_modules=others)
 
 
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half"})
@@ -698,18 +674,21 @@ class _Program:
             f.switches_to_eval for f in flags
         )
 
-    def mode_dependent_here(self, name: str, scope: ast.AST, ctx: Context) -> bool:
+    def mode_dependent_here(
+        self, name: str, scope: ast.AST, ctx: Context, other_modules: bool = False
+    ) -> bool:
         """`name`, read in `scope`, is a model of a class of this file with a layer whose
         behaviour depends on the mode (`self` in one of its methods, or a name every binding of
-        which in the scope builds one), or a torchvision model."""
+        which in the scope builds one: `Net().to(device)`, then `net = net.cuda()`), or a
+        torchvision model; with `other_modules`, also a model of a class of another module."""
         if name == "self":
             owner = self.owner.get(scope)
             return owner is not None and not self._modes.class_mode_free(owner)
         found = bindings(ctx, scope, name)
         if not found or any(b.value is None or b.augmented for b in found):
-            return False
+            return False  # a parameter, a loop's variable...: made out of sight
         for binding in found:
-            made = binding.value
+            made = unwrap_self_methods(binding.value)
             while (
                 isinstance(made, ast.Call)
                 and isinstance(made.func, ast.Attribute)
@@ -724,7 +703,12 @@ class _Program:
             if isinstance(func, ast.Name) and func.id in self.classes:
                 if self._modes.class_mode_free(self.classes[func.id]):
                     return False
-            elif not (ctx.qualname(func) or "").startswith("torchvision.models."):
+                continue
+            qualname = ctx.qualname(func) or ""
+            if qualname.startswith("torch.nn."):  # `nn.Sequential(nn.Linear(...), nn.ReLU())`
+                if self._modes.all_mode_free([made]):
+                    return False
+            elif not qualname.startswith("torchvision.models.") and not other_modules:
                 return False  # a class of another module: its layers cannot be seen
         return True
 
