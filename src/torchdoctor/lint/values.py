@@ -133,7 +133,9 @@ _COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeErro
 # `hasattr(nn.utils.parametrizations, "weight_norm")`, `TORCH_MAJOR == 0 and TORCH_MINOR <= 4`.
 _VERSION_TEST = lazy_compile(
     r"version|_(?:GTE|GE|LT|LE)_?\d|torch_\d+_\d+|(?:greater|less)_(?:or_)?(?:equal|than)"
-    r"|hasattr\(\s*(?:torch|nn|F)\b|\b(?:torch|pt)_?(?:major|minor|ver)\b",
+    r"|hasattr\(\s*(?:torch|nn|F)\b|\b(?:torch|pt)_?(?:major|minor|ver)\b"
+    # Python 2 against 3 (`if PY3: next(it) else: it.next()`, `six.PY2`)
+    r"|\bPY_?[23]K?\b",
     re.IGNORECASE,
 )
 

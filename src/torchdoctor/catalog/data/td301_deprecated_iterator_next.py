@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     index,
+    in_compat_fallback,
     index_of,
     is_parameter,
     lazy_compile,
@@ -67,7 +68,9 @@ DataLoader's gets the DataLoader message; any other (`iter(batches).next()` over
 a list...) fails the same way in Python 3, whose iterators have no `.next()`, and gets a
 general one.
 
-Other objects have `.next()` methods of their own, so receivers that are not made by `iter()`
+A call in a branch kept for Python 2 (`if PY3: next(it) else: it.next()`) or for an old torch
+is not reported: Python 3 never runs it. Other objects have `.next()` methods of their own, so
+receivers that are not made by `iter()`
 or `__iter__()` are not reported, nor is anything in a file that defines its own iterator
 class with `__iter__` and `next` (a Python-2-compatible one).
 
@@ -101,6 +104,7 @@ are not followed.
 DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数、列表调用 `iter(...)` 等）在 Python 3
 中同样会失败——Python 3 的迭代器都没有 `.next()`——给出通用的说明。
 
+为 Python 2（`if PY3: next(it) else: it.next()`）或旧版 torch 保留的分支中的调用不会报告：Python 3 从不执行它。
 很多其他对象也有自己的 `.next()` 方法，所以不是由 `iter()` 或 `__iter__()` 得到的接收者不会被报告；
 文件中自己定义了带 `__iter__` 和 `next` 的迭代器类（兼容 Python 2）时也不报告。
 
@@ -242,8 +246,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     iterator = func.value
     iterated = _iterated(iterator, ctx)
-    if iterated is None:
-        return
+    if iterated is None or in_compat_fallback(ctx):
+        return  # `if PY3: next(it) else: it.next()`: the branch Python 3 never runs
     text = ctx.text(iterator)
     fix = None
     if not _binds(ctx, "next"):
