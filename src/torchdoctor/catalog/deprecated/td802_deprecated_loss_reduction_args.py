@@ -83,7 +83,8 @@ The legacy `size_average=` and `reduce=` keyword arguments of PyTorch's losses: 
 modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, `nn.BCELoss`, `nn.KLDivLoss`,
 `nn.SmoothL1Loss` and the other `torch.nn` losses that accept them) and the functional losses
 (`F.mse_loss`, `F.cross_entropy`, `F.nll_loss`, ...), also when the flag is passed by
-position (`nn.NLLLoss2d(weight, size_average)`, `F.kl_div(a, b, False)`). Explicit `None` for
+position (`nn.NLLLoss2d(weight, size_average)`, `F.kl_div(a, b, False)`), or passed on by a subclass
+of a torch loss (`super().__init__(weight, reduce=False)`). Explicit `None` for
 both (their default) is not reported. Also `reduction="elementwise_mean"`, the name `'mean'` had
 in PyTorch 0.4.0, given by keyword to the same losses or to `nn.HuberLoss`, `nn.CTCLoss` and
 `nn.GaussianNLLLoss` (and their functional forms). And the flags set as attributes of a loss
@@ -143,7 +144,8 @@ Flags passed by position (`F.mse_loss(a, b, False)`) are reported without a fix,
 PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模块（`nn.MSELoss`、
 `nn.CrossEntropyLoss`、`nn.NLLLoss`、`nn.BCELoss`、`nn.KLDivLoss`、`nn.SmoothL1Loss` 以及其他接受这两个参数的
 `torch.nn` 损失）和函数式损失（`F.mse_loss`、`F.cross_entropy`、`F.nll_loss` 等），按位置传入旧参数时也报告
-（`nn.NLLLoss2d(weight, size_average)`、`F.kl_div(a, b, False)`）。两个参数都显式写成
+（`nn.NLLLoss2d(weight, size_average)`、`F.kl_div(a, b, False)`），torch 损失的子类把它们
+转交给父类时也报告（`super().__init__(weight, reduce=False)`）。两个参数都显式写成
 `None`（即默认值）时不报告。同样报告对这些损失用关键字传入的 `reduction="elementwise_mean"`，
 即 `'mean'` 在 PyTorch 0.4.0 中的名字；对 `nn.HuberLoss`、`nn.CTCLoss`、`nn.GaussianNLLLoss`
 （及其函数式版本）也一样。还报告在损失模块构造之后把这两个参数当作属性设置的写法
@@ -363,9 +365,35 @@ _MISSING = object()
     names={*LOSS_CLASSES, *LOSS_FUNCTIONS, *_REDUCTION_ONLY_NAMES, *_REDUCTION_ONLY_FUNCTIONS},
 )
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    yield from _check_loss_call(call, ctx.qualname(call.func), ctx)
+
+
+@PITFALL.static(ast.Call, names={"__init__"})
+def check_super_init(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """`super().__init__(weight, False, ignore_index, reduce=False)` in a subclass of a torch loss
+    (UNet++'s `TopKLoss(CrossEntropyLoss)`): the flags reach the torch class the same way."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    ):
+        return
+    cls = ctx.enclosing_class()
+    if cls is None:
+        return
+    for base in cls.bases:
+        qualname = ctx.qualname(base)
+        if qualname in LEGACY_POSITION:
+            yield from _check_loss_call(call, qualname, ctx)
+            return
+
+
+def _check_loss_call(call: ast.Call, qualname: str | None, ctx: Context) -> Iterator[Finding]:
+    """The legacy flags of a call that builds the torch loss `qualname` (or calls it)."""
     legacy = [k for k in call.keywords if k.arg in LEGACY]
-    qualname = ctx.qualname(call.func)
-    position = LEGACY_POSITION.get(qualname)
+    position = LEGACY_POSITION.get(qualname)  # type: ignore[arg-type]
     if position is None:
         if qualname in REDUCTION_ONLY:
             yield from _old_mean_name(call, qualname in OLD_MEAN_REJECTED, ctx)
