@@ -8,6 +8,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
+    MODULE_SELF_METHODS,
     Clue,
     bindings,
     Context,
@@ -474,7 +475,15 @@ def _mode_dependent(ctx: Context, name: str) -> bool:
     return _program(ctx).mode_dependent_here(name, scope, ctx, other_modules=others)
 
 
-_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half"})
+def _moves_itself(value: ast.AST, name: str) -> bool:
+    """`name.cuda()`, `name.to(device)`: a method of a module that returns the module itself."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+        and type(value.func.value) is ast.Name
+        and value.func.value.id == name
+    )
 
 
 @per_file
@@ -688,15 +697,9 @@ class _Program:
         if not found or any(b.value is None or b.augmented for b in found):
             return False  # a parameter, a loop's variable...: made out of sight
         for binding in found:
-            made = unwrap_self_methods(binding.value)
-            while (
-                isinstance(made, ast.Call)
-                and isinstance(made.func, ast.Attribute)
-                and made.func.attr in _MOVES
-            ):
-                made = made.func.value
-            if type(made) is ast.Name and made.id == name:
-                continue
+            made = unwrap_self_methods(binding.value)  # `Net().to(device)` -> `Net()`
+            if _moves_itself(made, name):
+                continue  # `net = net.cuda()`: the same model
             if not isinstance(made, ast.Call):
                 return False
             func = made.func
