@@ -277,8 +277,9 @@ def file_facts(source: bytes) -> FileFacts:
         else []
     )
     closed = sorted(_closed_names(source)) if b"close" in source or b"flush" in source else []
-    imports = sorted(_top_level_imports(source)) if b"import" in source else []
-    evaluators = sorted(_evaluators(source)) if b"def" in source else []
+    lines = b"\n" + source  # the top-level patterns start with a line break (see _FROM_IMPORT)
+    imports = sorted(_top_level_imports(lines)) if b"import" in source else []
+    evaluators = sorted(_evaluators(lines)) if b"def" in source else []
     return (
         classes,
         sorted(env_reads),
@@ -293,9 +294,9 @@ def file_facts(source: bytes) -> FileFacts:
 
 def _evaluators(source: bytes) -> set[str]:
     """ "name=1" for each top-level function named to evaluate whose body calls its first
-    parameter inside a `for` loop and never sets a mode or trains ("name=0" for the others)."""
+    parameter inside a `for` loop and never sets a mode or trains ("name=0" for the others).
+    `source`: the text with a line break put in front."""
     found = set()
-    source = b"\n" + source
     for match in _EVALUATOR.finditer(source):
         end = _TOP_LEVEL_LINE.search(source, match.end())
         body = source[match.end() : end.start() if end else len(source)]
@@ -309,9 +310,9 @@ def _evaluators(source: bytes) -> set[str]:
 
 
 def _top_level_imports(source: bytes) -> set[str]:
-    """ "name=origin" for each name a top-level import binds from torch."""
+    """ "name=origin" for each name a top-level import binds as another name (`from m import
+    x`, `import a.b as c`). `source`: the text with a line break put in front."""
     found = set()
-    source = b"\n" + source
     for match in _FROM_IMPORT.finditer(source):
         module = match.group(1).decode()
         for part in match.group(2).decode().split(","):
