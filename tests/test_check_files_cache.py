@@ -15,12 +15,14 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
-from torchdoctor.lint import files
+from torchdoctor.lint import files, runner
 from torchdoctor.lint.cache import CACHE_DIR_NAME
+from torchdoctor.lint.config import Settings
 from torchdoctor.lint.source import UnwritableFile, write_in_place
 
 DISCARDED = "import torch\nx = torch.randn(3)\nx.cuda()\n"
@@ -313,6 +315,89 @@ def test_a_rerun_sees_a_changed_project_fact_from_another_file(tmp_path):
     assert "train.py" not in findings_of(check(*args, cwd=tmp_path))
     models.write_text(MODELS_PY)
     assert "train.py" in findings_of(check(*args, cwd=tmp_path))
+
+
+# A file changed this shortly before a run may change again within the file system's clock
+# tick: its signature is trusted only from a later run (lint/cache.py, `_RACY_NS`).
+PAST_THE_RACY_WINDOW_S = 2.2
+
+
+def _warm_runs(tmp_path: Path) -> tuple[str, ...]:
+    """A project whose files are old enough for their signatures to be kept, checked twice."""
+    write(tmp_path / "pyproject.toml", "")
+    write(tmp_path / "models.py", MODELS_PY)
+    write(tmp_path / "train.py", TRAIN_PY)
+    write(tmp_path / "other.py", DISCARDED)
+    time.sleep(PAST_THE_RACY_WINDOW_S)
+    args = ("--select", "TD001,TD503", "--format", "json", ".")
+    for _ in range(2):  # the first keeps the signatures, the second answers from them
+        found = findings_of(check(*args, cwd=tmp_path))
+        assert sorted(found) == ["other.py", "train.py"]
+    return args
+
+
+def test_a_rerun_sees_a_change_that_keeps_the_size_and_puts_the_time_back(tmp_path):
+    args = _warm_runs(tmp_path)
+    other = tmp_path / "other.py"
+    before = other.stat()
+    other.write_text(DISCARDED.replace("x.cuda()", "#.cuda()"))  # same size
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))  # as `cp -p` or rsync do
+    result = check(*args, cwd=tmp_path)
+    assert_clean_stderr(result)
+    assert sorted(findings_of(result)) == ["train.py"]
+
+
+def test_a_rerun_sees_a_project_fact_changed_in_an_old_file(tmp_path):
+    args = _warm_runs(tmp_path)
+    (tmp_path / "models.py").write_text(NOT_A_MODEL_PY)
+    assert sorted(findings_of(check(*args, cwd=tmp_path))) == ["other.py"]
+    (tmp_path / "models.py").write_text(MODELS_PY)
+    assert sorted(findings_of(check(*args, cwd=tmp_path))) == ["other.py", "train.py"]
+
+
+def test_a_warm_rerun_reads_no_unchanged_file(tmp_path, monkeypatch):
+    _warm_runs(tmp_path)
+    read = []
+    original = runner.read_regular_file
+    monkeypatch.setattr(
+        runner, "read_regular_file", lambda path, *a: read.append(path) or original(path, *a)
+    )
+    settings = Settings(root=tmp_path)
+    paths = sorted(tmp_path.glob("*.py"))
+    job = runner.Job(codes=frozenset({"TD001", "TD503"}))
+    outcomes = runner.check_files(
+        paths, settings, job, 1, use_cache=True, cwd=tmp_path, scopes=[tmp_path]
+    )
+    assert read == []
+    assert sorted(o.path for o in outcomes if o.findings) == ["other.py", "train.py"]
+    write(tmp_path / "other.py", DISCARDED + "y = 1\n")
+    outcomes = runner.check_files(
+        paths, settings, job, 1, use_cache=True, cwd=tmp_path, scopes=[tmp_path]
+    )
+    assert read == [tmp_path / "other.py"] * 2  # its digest, then its check
+    assert sorted(o.path for o in outcomes if o.findings) == ["other.py", "train.py"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda entry: [entry[0], {"module_classes": [1]}],
+        lambda entry: [entry[0], 5],
+        lambda entry: [entry[0], {**entry[1], "star_reexports": [["a"]]}],
+        lambda entry: [entry[0], {**entry[1], "digest": 7}],
+    ],
+    ids=["wrong-item", "not-an-object", "wrong-pair", "wrong-digest"],
+)
+def test_a_damaged_project_entry_is_made_again(tmp_path, damage):
+    args = _warm_runs(tmp_path)
+    (facts_file,) = (tmp_path / CACHE_DIR_NAME).glob("facts-*.json")
+    stored = json.loads(facts_file.read_text())
+    entry = stored["\0project"]
+    facts_file.write_text(json.dumps({**stored, "\0project": damage(entry)}))
+    result = check(*args, cwd=tmp_path)
+    assert_clean_stderr(result)
+    assert sorted(findings_of(result)) == ["other.py", "train.py"]
+    assert json.loads(facts_file.read_text())["\0project"] == entry
 
 
 @pytest.mark.parametrize("damage", ["[1, 2]", '{"models.py": ["x", 5]}', "not json"])

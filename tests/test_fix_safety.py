@@ -21,7 +21,8 @@ from torchdoctor.catalog import get
 from torchdoctor.lint.checker import check_source, fix_source
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.native import check_native, fix_native
-from torchdoctor.lint.runner import Job, _process_notebook
+from torchdoctor.lint.job import Job
+from torchdoctor.lint.one_file import _process_notebook
 from torchdoctor.lint.source import SourceFile
 
 # Characters str.splitlines breaks at and Python does not.

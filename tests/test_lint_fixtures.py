@@ -23,7 +23,8 @@ from lint_expectations import (
 from torchdoctor.catalog import get
 from torchdoctor.lint.checker import check_source, fix_source
 from torchdoctor.lint.native import check_native, fix_native, is_native
-from torchdoctor.lint.runner import Job, _process_notebook
+from torchdoctor.lint.job import Job
+from torchdoctor.lint.one_file import _process_notebook
 from torchdoctor.lint.source import SourceFile
 
 FIXTURE_SUFFIXES = (".py", ".ipynb", ".cpp", ".cu")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -34,11 +35,18 @@ def group_files(
     excluded: dict[int, pathspec.PathSpec | files.NoPatterns] = {}
     rules: dict[int, frozenset[str]] = {}
     errors: dict[str, None] = {}
+    # By directory, as text: a Path's hash costs a measurable share of a warm re-check.
+    settings_in: dict[str, config.Settings | UsageError] = {}
     for path in found.files:
-        try:
-            settings = configs.for_directory(path.parent)
-        except UsageError as error:
-            errors[str(error)] = None
+        directory = os.path.dirname(path)
+        if directory not in settings_in:
+            try:
+                settings_in[directory] = configs.for_directory(path.parent)
+            except UsageError as error:
+                settings_in[directory] = error
+        settings = settings_in[directory]
+        if isinstance(settings, UsageError):
+            errors[str(settings)] = None
             continue
         key = id(settings)
         if settings is not walk_settings and (force_exclude or path not in named):

@@ -25,13 +25,20 @@ import os
 import re
 import stat
 import tempfile
+import time
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Generic, TypeVar
 
 from torchdoctor import __version__
-from torchdoctor.lint.project import FileFacts, is_file_facts
+from torchdoctor.lint.project import (
+    FileFacts,
+    ProjectFacts,
+    facts_from_json,
+    facts_to_json,
+    is_file_facts,
+)
 from torchdoctor.report.finding import Finding
 from torchdoctor.report.localize import portable
 from torchdoctor.report.stream import write_stderr
@@ -126,19 +133,72 @@ class ProjectCaches(_Roots["Cache"]):
 
 class FactsCaches(_Roots["FactsCache"]):
     """What each file tells of its project (lint/project.py), by the digest of its content: a
-    re-run reads the facts of the files that did not change from here, not from their text."""
+    re-run reads the facts of the files that did not change from here, not from their text.
+    Each entry also holds what `os.stat` said of the file when it was read (`Signature`): a
+    file that still says the same is not read again to know its digest. And the project's
+    facts as a whole are kept by the digests they were added up from (a `FactsStore`)."""
 
     def __init__(self, scopes: list[Path], config_dir: Path | None) -> None:
         super().__init__(scopes, config_dir, FactsCache)
+        self._started_ns = time.time_ns()
 
     def get(self, path: Path, file_digest: str) -> FileFacts | None:
         cache = self._cache_for(path)
         return cache.get(path, file_digest) if cache else None
 
-    def put(self, path: Path, file_digest: str, facts: FileFacts) -> None:
+    def put(
+        self,
+        path: Path,
+        file_digest: str,
+        facts: FileFacts | None,
+        signature: Signature | None = None,
+    ) -> None:
+        """Keep `facts` (None for a file that is not a Python module: its signature only) of
+        this content, and the signature taken before it was read unless the file may have
+        changed since without the signature showing it (`_trusted`)."""
         cache = self._cache_for(path)
         if cache:
-            cache.put(path, file_digest, facts)
+            cache.put(path, file_digest, facts, self._trusted(signature))
+
+    def unchanged(self, path: Path, signature: Signature | None) -> str | None:
+        """The digest of the content read when the file last had this signature, or None."""
+        cache = self._cache_for(path)
+        return cache.unchanged(path, signature) if cache and signature else None
+
+    def project_facts(self, key: str) -> ProjectFacts | None:
+        return self._caches[0].project_facts(key) if len(self._caches) == 1 else None
+
+    def keep_project_facts(self, key: str, facts: ProjectFacts) -> None:
+        if len(self._caches) == 1:
+            self._caches[0].keep_project_facts(key, facts)
+
+    def _trusted(self, signature: Signature | None) -> Signature | None:
+        """The signature, unless the file changed too shortly before this run started: a
+        change within the file system's clock tick could then leave it unchanged (git's
+        "racy clean" files)."""
+        if signature is None:
+            return None
+        if max(signature[1], signature[2]) >= self._started_ns - _RACY_NS:
+            return None
+        return signature
+
+
+# What os.stat tells of a regular file: size, modification and change times (ns), inode.
+Signature = list[int]
+# A file changed less than this before the run is read again on the next (see `_trusted`).
+_RACY_NS = 2_000_000_000
+
+
+def signature(path: Path) -> Signature | None:
+    """What `os.stat` tells of a regular file (a link is followed, as reading it does), or None
+    for anything else."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
 
 class _CacheFile:
@@ -148,6 +208,7 @@ class _CacheFile:
 
     family = _SETTINGS_FILE
     kept = _KEPT_SETTINGS_FILES
+    entry_sizes: tuple[int, ...] = (2,)  # [digest, value]
 
     def __init__(self, root: Path, name: str) -> None:
         self.root = root
@@ -164,7 +225,7 @@ class _CacheFile:
         key = self._key(path)
         self.seen.add(key)
         entry = self.entries.get(key)
-        if isinstance(entry, list) and len(entry) == 2 and entry[0] == file_digest:
+        if isinstance(entry, list) and len(entry) in self.entry_sizes and entry[0] == file_digest:
             return entry[1]
         return None
 
@@ -303,6 +364,7 @@ class FactsCache(_CacheFile):
 
     family = _FACTS_FILE
     kept = 2
+    entry_sizes = (2, 3)  # [digest, facts], and the signature since this version
 
     def __init__(self, root: Path) -> None:
         super().__init__(root, f"facts-{_package_fingerprint()}.json")
@@ -311,8 +373,33 @@ class FactsCache(_CacheFile):
         stored = self._stored(path, file_digest)
         return stored if is_file_facts(stored) else None  # type: ignore[return-value]
 
-    def put(self, path: Path, file_digest: str, facts: FileFacts) -> None:
-        self._store(path, file_digest, facts)
+    def put(
+        self, path: Path, file_digest: str, facts: FileFacts | None, signature: Signature | None
+    ) -> None:
+        key = self._key(path)
+        if self.entries.get(key) != [file_digest, facts, signature]:
+            self.entries[key] = [file_digest, facts, signature]
+            self.dirty = True
+
+    def unchanged(self, path: Path, signature: Signature) -> str | None:
+        key = self._key(path)
+        entry = self.entries.get(key)
+        if type(entry) is list and len(entry) == 3 and entry[2] == signature:
+            self.seen.add(key)
+            return entry[0] if type(entry[0]) is str else None
+        return None
+
+    def project_facts(self, key: str) -> ProjectFacts | None:
+        self.seen.add(_PROJECT_KEY)
+        entry = self.entries.get(_PROJECT_KEY)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == key:
+            return facts_from_json(entry[1])
+        return None
+
+    def keep_project_facts(self, key: str, facts: ProjectFacts) -> None:
+        self.seen.add(_PROJECT_KEY)
+        self.entries[_PROJECT_KEY] = [key, facts_to_json(facts)]
+        self.dirty = True
 
     def _pruned(self, scopes: list[Path]) -> dict | None:
         """Only the entries of files that no longer exist go: a run that checks part of a
@@ -320,13 +407,17 @@ class FactsCache(_CacheFile):
         gone = {
             key
             for key in self.entries
-            if key not in self.seen and not os.path.exists(self.prefix + key)
+            if key not in self.seen
+            and key != _PROJECT_KEY
+            and not os.path.exists(self.prefix + key)
         }
         if not self.dirty and not gone:
             return None
         return {key: entry for key, entry in self.entries.items() if key not in gone}
 
 
+# The entry of a project's facts as a whole: no file's path from the root is this.
+_PROJECT_KEY = "\0project"
 _warned: set[str] = set()
 
 

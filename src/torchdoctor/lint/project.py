@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Protocol
 
 from torchdoctor._regex import lazy_compile
 from torchdoctor.lint.files import SKIPPED_DIRS
@@ -56,38 +56,42 @@ _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
 
 # Code whose presence anywhere in the project a rule asks about: the project loads pickled
 # objects on purpose (so its whole-module checkpoints are its format, not a mistake).
-# Each with the words one of which the file must hold before the pattern is tried.
-_MARKERS = {
-    "weights_only=False": ((b"weights_only",), lazy_compile(rb"weights_only[ \t]*=[ \t]*False\b")),
+# Each with the words one of which the file must hold, then the patterns one of which must
+# match (none: a word is enough). Each pattern begins with a literal, which the engine finds
+# fast: one beginning with an alternation or a lookbehind is tried at every byte (ten times
+# slower on transformers, where these searches had cost a third of a parse).
+_K_ABOVE_ONE = rb"[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"
+_MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
+    "weights_only=False": (
+        (b"weights_only",),
+        (lazy_compile(rb"weights_only[ \t]*=[ \t]*False\b"),),
+    ),
     # The project splits its data between ranks somewhere (a DistributedSampler or one of its
     # kin, made in a data module the training script imports), or has datasets that are
     # iterated rather than sampled: a loader without a sampler may be fine.
-    "DistributedSampler": ((b"Distributed",), lazy_compile(rb"Distributed\w{0,40}Sampler")),
-    "IterableDataset": ((b"Iter",), lazy_compile(rb"Iter(?:able)?Data(?:set|Pipe)")),
+    "DistributedSampler": ((b"Distributed",), (lazy_compile(rb"Distributed\w{0,40}Sampler"),)),
+    "IterableDataset": ((b"Iter",), (lazy_compile(rb"Iter(?:able)?Data(?:set|Pipe)"),)),
     # Some tensors of the project are laid out channels-last: a layer's output may be permuted
     # in memory.
-    "channels_last": ((b"channels_last",), lazy_compile(rb"channels_last")),
+    "channels_last": ((b"channels_last",), ()),
     # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
     # a training loop calling a model of the project may have them cleared out of sight.
-    "self.zero_grad": ((b"zero_grad",), lazy_compile(rb"self\.zero_grad[ \t]*\(")),
+    "self.zero_grad": ((b"zero_grad",), (lazy_compile(rb"self\.zero_grad[ \t]*\("),)),
     # The project launches its own processes with `--local_rank=N` (a launcher of its own, as
     # ParallelWaveGAN ships): an option spelled `--local_rank` is the one it passes.
-    "--local_rank=": ((b"--local_rank=",), lazy_compile(rb"""['"]--local_rank=""")),
-    # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
-    # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
-    # By keyword or in place (fast-autoaugment's `accuracy(preds, label, (1, 5))`).
-    # (`cmc_topk=(1, 5, 10)` is another parameter.)
+    "--local_rank=": ((b"--local_rank=",), (lazy_compile(rb"""['"]--local_rank="""),)),
     # Some model of the project has layers that work differently in training and evaluation:
     # a model of another module loaded and run without `.eval()` is then likely one of them.
-    "mode-dependent layers": (
-        (b"BatchNorm", b"Dropout", b"dropout"),
-        lazy_compile(rb"BatchNorm|Dropout|F\.dropout\("),
-    ),
+    "mode-dependent layers": ((b"BatchNorm", b"Dropout", b"F.dropout("), ()),
+    # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
+    # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
+    # By keyword (not `x.topk=`, `mytopk=`) or in place (fast-autoaugment's `accuracy(preds,
+    # label, (1, 5))`). (`cmc_topk=(1, 5, 10)` is another parameter.)
     "top-k for k > 1": (
         (b"topk", b"accuracy("),
-        lazy_compile(
-            rb"(?:(?<![\w.])topk[ \t]*=[ \t]*|accuracy\([^()\n]{0,200})"
-            rb"[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"
+        (
+            lazy_compile(rb"topk(?<![\w.]topk)[ \t]*=[ \t]*" + _K_ABOVE_ONE),
+            lazy_compile(rb"accuracy\([^()\n]{0,200}" + _K_ABOVE_ONE),
         ),
     ),
 }
@@ -194,6 +198,45 @@ class ProjectFacts:
 NO_FACTS = ProjectFacts(frozenset(), frozenset(), "", known=False)
 
 
+def facts_to_json(facts: ProjectFacts) -> dict:
+    """The facts in a form JSON keeps (the cache stores a project's facts as a whole)."""
+    return {
+        field.name: sorted(value) if isinstance(value, frozenset) else value
+        for field in fields(ProjectFacts)
+        for value in (getattr(facts, field.name),)
+    }
+
+
+def facts_from_json(value: object) -> ProjectFacts | None:
+    """`facts_to_json`'s result read back, or None when `value` is not of its shape."""
+    if not (isinstance(value, dict) and value.keys() == _FIELD_NAMES):
+        return None
+    parts = {}
+    for name, kind in _FIELD_KINDS.items():
+        item = value[name]
+        if kind is frozenset:
+            if not (type(item) is list and set(map(type, item)) <= {str}):
+                return None
+            parts[name] = frozenset(item)
+        elif kind is tuple:  # star_reexports: pairs of names
+            if not (type(item) is list and all(_is_pair_of_str(pair) for pair in item)):
+                return None
+            parts[name] = tuple((first, second) for first, second in item)
+        elif type(item) is not kind:
+            return None
+        else:
+            parts[name] = item
+    return ProjectFacts(**parts)
+
+
+def _is_pair_of_str(value: object) -> bool:
+    return type(value) is list and len(value) == 2 and set(map(type, value)) <= {str}
+
+
+_FIELD_KINDS = {field.name: type(getattr(NO_FACTS, field.name)) for field in fields(ProjectFacts)}
+_FIELD_NAMES = _FIELD_KINDS.keys()
+
+
 def project_root(path: Path) -> Path:
     """The nearest directory at or above `path` (a file or directory) holding a project marker,
     else the directory itself."""
@@ -244,8 +287,10 @@ def holds_marker(source: bytes, marker: str) -> bool:
     """Whether one file's text holds the code `marker` names (a key of _MARKERS), as the
     project's facts read it: a rule asking about the buffer it checks, which may differ from
     what the project holds on disk, reads it the same way."""
-    words, pattern = _MARKERS[marker]
-    return any(word in source for word in words) and pattern.search(source) is not None
+    words, patterns = _MARKERS[marker]
+    return any(word in source for word in words) and (
+        not patterns or any(pattern.search(source) is not None for pattern in patterns)
+    )
 
 
 def file_facts(source: bytes) -> FileFacts:
@@ -354,6 +399,14 @@ def is_file_facts(value: object) -> bool:
     )
 
 
+class FactsStore(Protocol):
+    """Where whole projects' facts are kept by what they were read from (the cache)."""
+
+    def project_facts(self, key: str) -> ProjectFacts | None: ...
+
+    def keep_project_facts(self, key: str, facts: ProjectFacts) -> None: ...
+
+
 class FactsReader:
     """Gathers the facts of a project one file at a time, so that a caller reading its files
     for another reason (the cache's digests) need not keep them all."""
@@ -367,14 +420,39 @@ class FactsReader:
         self._closed_names: set[str] = set()
         self._imports: set[str] = set()
         self._evaluators: set[str] = set()
+        # What went in, for a store of whole projects' facts (`facts`): the digest of each
+        # file's content, or None once a file came without one (nothing is then looked up).
+        self._inputs: list[str] | None = []
+        self._later: list[Callable[[], FileFacts | None]] = []
+        self._complete = True  # False when a file's facts could not be had after all
 
-    def add(self, source: bytes) -> FileFacts:
-        """Read one file's text; its facts are returned (for a cache)."""
+    def add(self, source: bytes, digest: str | None = None) -> FileFacts:
+        """Read one file's text (whose content has `digest`, if known); its facts are
+        returned (for a cache)."""
         found = file_facts(source)
-        self.add_facts(found)
+        self._note(digest)
+        self._merge(found)
         return found
 
-    def add_facts(self, found: FileFacts) -> None:
+    def add_later(self, digest: str, load: Callable[[], FileFacts | None]) -> None:
+        """A file whose content has `digest`: `load` gives its facts (None when it cannot),
+        asked only when the store given to `facts` does not know the whole project's."""
+        self._note(digest)
+        self._later.append(load)
+
+    def _note(self, digest: str | None) -> None:
+        if self._inputs is not None:
+            if digest is None:
+                self._inputs = None
+            else:
+                self._inputs.append(digest)
+
+    def add_facts(self, found: FileFacts, digest: str | None = None) -> None:
+        """One file's facts (of a content with `digest`, if known), as `add` returns them."""
+        self._note(digest)
+        self._merge(found)
+
+    def _merge(self, found: FileFacts) -> None:
         classes, env_reads, methods, markers, safe_load_names, closed, imports, evaluators = found
         self._imports.update(imports)
         self._evaluators.update(evaluators)
@@ -386,7 +464,33 @@ class FactsReader:
         self._safe_load_names.update(safe_load_names)
         self._closed_names.update(closed)
 
-    def facts(self, modules: Iterable[str] = ()) -> ProjectFacts:
+    def facts(self, modules: Iterable[str] = (), store: FactsStore | None = None) -> ProjectFacts:
+        """The project's facts; `store` keeps them by what went in, so that a re-run over the
+        same contents reads them back instead of adding up every file's again."""
+        modules = frozenset(modules)
+        key = None
+        if store is not None and self._inputs is not None:
+            import hashlib
+
+            key = hashlib.blake2b(
+                "\0".join([*self._inputs, "", *sorted(modules)]).encode(), digest_size=16
+            ).hexdigest()
+            known = store.project_facts(key)
+            if known is not None:
+                return known
+        for load in self._later:
+            found = load()
+            if found is None:
+                self._complete = False
+            else:
+                self._merge(found)
+        self._later = []
+        result = self._combined(modules)
+        if key is not None and self._complete:
+            store.keep_project_facts(key, result)  # type: ignore[union-attr]
+        return result
+
+    def _combined(self, modules: frozenset[str]) -> ProjectFacts:
         classes = _module_classes(self._bases_of)
         schedulers = _scheduler_classes(self._bases_of)
         functions = {
@@ -421,7 +525,7 @@ class FactsReader:
             frozenset(classes),
             frozenset(self._env_reads),
             digest,
-            frozenset(modules),
+            modules,
             frozenset(self._methods),
             frozenset(self._markers),
             frozenset(self._safe_load_names),
@@ -469,6 +573,7 @@ def facts_for_check(
     scopes: Iterable[Path],
     reader: FactsReader | None = None,
     searched: Iterable[Path] = (),
+    store: FactsStore | None = None,
 ) -> ProjectFacts:
     """The facts of the projects around what `check` was asked to look at: the files it
     checks (`checked`, absolute; their sources already given to `reader` by the caller, which
@@ -476,7 +581,8 @@ def facts_for_check(
     project marker of each scope), read here. Paths are compared as written (discovery
     resolves directories): resolving thousands of links costs more than checking them.
     `searched`: the directories whose files discovery listed in `checked`; a project root
-    among them holds no other file but those the user excluded, and is not read again."""
+    among them holds no other file but those the user excluded, and is not read again.
+    `store`: see `FactsReader.facts`."""
     reader = reader or FactsReader()
     roots = sorted({project_root(Path(scope)) for scope in scopes})
     seen = {os.path.normpath(path) for path in checked}
@@ -499,7 +605,7 @@ def facts_for_check(
                 extra += 1
             except OSError:
                 continue
-    return reader.facts(modules)
+    return reader.facts(modules, store)
 
 
 def _module_names(path: str, roots: list[Path]) -> list[str]:

@@ -2,64 +2,27 @@
 
 from __future__ import annotations
 
-import difflib
 import os
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
-from typing import Callable, Literal
+from pathlib import Path
+from typing import Callable
 
-from torchdoctor.catalog._registry import engine_finding, neighbour_readers
+from torchdoctor.catalog._registry import neighbour_readers
 from torchdoctor.lint import cache as cache_module
-from torchdoctor.lint import notebook
-from torchdoctor.lint.checker import check_source, fix_source, without_cyclic_gc
 from torchdoctor.lint.config import Settings
+from torchdoctor.lint.job import FileOutcome, FixMode, Job, unreadable
 from torchdoctor.lint.neighbours import directory_listing
-from torchdoctor.lint.lines import split_lines
-from torchdoctor.lint.native import check_native, fix_native, is_native
-from torchdoctor.lint.pool import Failure, attempt, map_in_workers
-from torchdoctor.lint.project import NO_FACTS, FactsReader, ProjectFacts, facts_for_check
-from torchdoctor.lint.source import (
-    SourceFile,
-    UnreadableFile,
-    UnwritableFile,
-    decode,
-    decode_native,
-    encode,
-    write_in_place,
-)
-from torchdoctor.report.finding import Finding
+from torchdoctor.lint.project import FactsReader, facts_for_check, file_facts
 from torchdoctor.report.localize import localize
-from torchdoctor.user_files import limit_for, read_regular_file
+from torchdoctor.user_files import read_regular_file
 
-FixMode = Literal["check", "fix", "diff"]
+__all__ = ["FileOutcome", "FixMode", "Job", "check_bytes", "check_files", "display_path"]
+
 # Below this many files a worker pool costs more than it saves.
 MIN_FILES_FOR_POOL = 8
 # How long a check interrupted during --fix waits for its workers to finish the file at hand.
 FIX_WRITE_GRACE_SECONDS = 5.0
-
-
-@dataclass
-class Job:
-    codes: frozenset[str]
-    lang: str = "en"  # of the outcomes: findings are made in English, localized at the end
-    mode: FixMode = "check"
-    unsafe: bool = False
-    # Where --fix may write through a symbolic link: the checked directories and the
-    # directories of the checked files (see `_write_fix`).
-    write_roots: tuple[str, ...] = ()
-    # What the rest of the project says (lint/project.py), found before any file is checked.
-    project: ProjectFacts = NO_FACTS
-
-
-@dataclass
-class FileOutcome:
-    path: str  # as shown to the user
-    findings: list[Finding]
-    internal_errors: list[str] = field(default_factory=list)
-    fixed: int = 0
-    diff: str = ""
-    warnings: list[str] = field(default_factory=list)  # one line each, e.g. a fix not written
 
 
 @dataclass
@@ -72,10 +35,16 @@ class _Pending:
 
 
 def display_path(path: Path, cwd: Path) -> str:
-    try:
-        return path.relative_to(cwd).as_posix()
-    except ValueError:
-        return str(path)
+    """`path` relative to `cwd` in posix form when it lies under it, else as it is; by string
+    operations (pathlib's `relative_to` costs a measurable share of a warm re-check)."""
+    text, prefix = str(path), str(cwd)
+    if text == prefix:
+        return "."
+    prefix = os.path.join(prefix, "")
+    if not text.startswith(prefix):
+        return text
+    relative = text[len(prefix) :]
+    return relative if os.sep == "/" else relative.replace(os.sep, "/")
 
 
 @lru_cache(maxsize=8)
@@ -83,19 +52,51 @@ def _reads_neighbours(codes: frozenset[str]) -> bool:
     return not codes.isdisjoint(neighbour_readers())
 
 
-def _neighbours(path: Path, job: Job) -> bytes:
-    """The names next to a file, for the rules whose findings depend on them: a cached result
-    is stale when they change."""
-    if not _reads_neighbours(job.codes):
-        return b""
+class _Digests:
+    """What a file's cached findings are valid for: its content, and for the rules whose
+    findings depend on them, the names next to it (a cached result is stale when they change)."""
+
+    def __init__(self, job: Job) -> None:
+        self._reads_neighbours = _reads_neighbours(job.codes)
+        self._neighbours: dict[str, str] = {}  # directory -> digest of the names that matter
+
+    def of_file(self, path: Path, content: str) -> str:
+        if not self._reads_neighbours:
+            return content
+        directory = os.path.dirname(path)
+        names = self._neighbours.get(directory)
+        if names is None:
+            names = self._neighbours[directory] = cache_module.digest(_neighbour_names(directory))
+        return cache_module.digest(f"{content}:{names}".encode())
+
+
+def _neighbour_names(directory: str) -> bytes:
     # Only what can be imported matters: modules and package directories, not dot-files (the
     # cache directory itself appears after the first run).
     names = [
         name
-        for name in directory_listing(str(path.parent)) or ()
+        for name in directory_listing(directory) or ()
         if not name.startswith(".") and (name.endswith(".py") or "." not in name)
     ]
     return "\0".join(sorted(names)).encode()
+
+
+def _cached_facts(known_facts: cache_module.FactsCaches, path: Path, content: str):
+    """The facts of a file whose content was known by its signature: from the cache, or read
+    from the file when the cache's entry has not the right shape (None when the file changed
+    or cannot be read)."""
+    known = known_facts.get(path, content)
+    if known is not None:
+        return known
+    try:
+        data = read_regular_file(path)
+    except OSError:
+        return None
+    if cache_module.digest(data) != content:
+        return None
+    found = file_facts(data)
+    known_facts.put(path, content, found)
+    return found
 
 
 def check_files(
@@ -131,29 +132,51 @@ def check_files(
     # What each unchanged file told of the project last time: not read from its text again.
     known_facts = cache_module.FactsCaches(scopes, config_dir) if use_store else None
     read: dict[int, tuple[str, int, bytes | None]] = {}  # index -> (digest, size, bytes kept)
+    digests = _Digests(job)
     for index, path in enumerate(files):
-        try:
-            data = read_regular_file(path)
-        except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
-            outcomes[index] = _unreadable(display_path(path, cwd), error.strerror or str(error))
-            continue
         if known_facts is None:
+            try:
+                data = read_regular_file(path)
+            except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
+                outcomes[index] = unreadable(display_path(path, cwd), error.strerror or str(error))
+                continue
             if path.suffix == ".py":
                 facts.add(data)
             read[index] = ("", len(data), data)
             continue
-        file_digest = cache_module.digest(data + _neighbours(path, job))
-        if path.suffix == ".py":
-            known = known_facts.get(path, file_digest)
-            if known is None:
-                known_facts.put(path, file_digest, facts.add(data))
-            else:
-                facts.add_facts(known)
-        read[index] = (file_digest, len(data), None)
+        # Taken before the file is read: a change after it shows on the next run.
+        signature = cache_module.signature(path)
+        content = known_facts.unchanged(path, signature)
+        if content is None:
+            try:
+                data = read_regular_file(path)
+            except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
+                outcomes[index] = unreadable(display_path(path, cwd), error.strerror or str(error))
+                continue
+            content = cache_module.digest(data)
+            known = None
+            if path.suffix == ".py":
+                known = known_facts.get(path, content)
+                if known is None:
+                    known = facts.add(data, content)
+                else:
+                    facts.add_facts(known, content)
+            known_facts.put(path, content, known, signature)
+            size = len(data)
+        else:
+            assert signature is not None  # `unchanged` knows no content without one
+            size = signature[0]
+            if path.suffix == ".py":
+                facts.add_later(content, partial(_cached_facts, known_facts, path, content))
+        read[index] = (digests.of_file(path, content), size, None)
+    job = replace(
+        job,
+        project=facts_for_check(
+            files, scopes, facts, [scope for scope in scopes if scope.is_dir()], known_facts
+        ),
+    )
     if known_facts is not None:
         known_facts.save()
-    searched = [scope for scope in scopes if scope.is_dir()]
-    job = replace(job, project=facts_for_check(files, scopes, facts, searched))
     store = (
         cache_module.ProjectCaches(
             scopes, config_dir, cache_module.settings_key(job.codes) + job.project.digest
@@ -173,10 +196,10 @@ def check_files(
             try:
                 data = read_regular_file(path)
             except OSError as error:  # gone or changed since it was read above
-                outcomes[index] = _unreadable(shown, error.strerror or str(error))
+                outcomes[index] = unreadable(shown, error.strerror or str(error))
                 continue
             # What is checked is what the cache will hold, if the file changed meanwhile.
-            file_digest = cache_module.digest(data + _neighbours(path, job))
+            file_digest = digests.of_file(path, cache_module.digest(data))
         pending.append(_Pending(index, file_digest, (str(path), shown, data)))
 
     on_done(len(files) - len(pending))
@@ -210,29 +233,11 @@ def check_bytes(data: bytes, shown: str, job: Job) -> tuple[FileOutcome, str, by
     """A source read from stdin, decoded like a file named `shown`: the outcome, the decoded
     text (for excerpts), and the bytes after the fixes, in the input's encoding (the input
     itself when nothing was fixed). More than the size limit for such a file is not checked."""
-    outcome, text, fixed = _check_stdin(data, shown, job)
+    from torchdoctor.lint.one_file import check_stdin
+
+    outcome, text, fixed = check_stdin(data, shown, job)
     localize(outcome.findings, job.lang)
     return outcome, text, fixed
-
-
-def _check_stdin(data: bytes, shown: str, job: Job) -> tuple[FileOutcome, str, bytes]:
-    limit = limit_for(shown)
-    if len(data) > limit:
-        return (
-            _unreadable(shown, f"too large to check (over {limit // (1024 * 1024)} MiB)"),
-            "",
-            data,
-        )
-    try:
-        outcome, source, fixed_text = _check_decoded(job, shown, shown, data)
-    except UnreadableFile as error:
-        return _unreadable(shown, str(error)), "", data
-    if not outcome.fixed:
-        return outcome, source.text, data
-    try:
-        return outcome, source.text, encode(fixed_text, source.encoding)
-    except UnwritableFile as error:
-        return _unfixed(job, shown, shown, data, str(error)), source.text, data
 
 
 def _map(
@@ -240,7 +245,11 @@ def _map(
 ) -> list[FileOutcome]:
     """The outcome of every task; a file whose check failed (a bug, a worker killed) is an
     internal error of its own, and the others are still checked."""
-    work = partial(_process, job)
+    # Here: a re-run the cache answers whole needs neither the checker nor a pool.
+    from torchdoctor.lint.one_file import process
+    from torchdoctor.lint.pool import Failure, attempt, map_in_workers
+
+    work = partial(process, job)
     if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
         results = []
         for task in tasks:
@@ -258,115 +267,3 @@ def _map(
 
 def _not_checked(shown: str, reason: str) -> FileOutcome:
     return FileOutcome(shown, [], internal_errors=[f"{shown}: not checked: {reason}"])
-
-
-@without_cyclic_gc  # the notebook's parse and the fixes too, not only the check
-def _process(job: Job, task: tuple[str, str, bytes]) -> FileOutcome:
-    absolute, shown, data = task
-    try:
-        outcome, source, fixed_text = _check_decoded(job, absolute, shown, data)
-    except UnreadableFile as error:
-        return _unreadable(shown, str(error))
-    if job.mode == "fix" and outcome.fixed:
-        refusal = _write_fix(absolute, data, fixed_text, source.encoding, job.write_roots)
-        if refusal is not None:
-            return _unfixed(job, absolute, shown, data, refusal)
-    return outcome
-
-
-def _check_decoded(
-    job: Job, name: str, shown: str, data: bytes
-) -> tuple[FileOutcome, SourceFile, str]:
-    """Decode a file's bytes by its kind (`name`) and check or fix it: the outcome, the source
-    and the fixed text. Raises UnreadableFile."""
-    if is_native(name):
-        source = decode_native(data)
-        process = _process_native
-    else:
-        source = decode(data)
-        process = _process_notebook if name.endswith(".ipynb") else _process_source
-    outcome, fixed_text = process(source, shown, job)
-    return outcome, source, fixed_text
-
-
-def _unfixed(job: Job, name: str, shown: str, data: bytes, reason: str) -> FileOutcome:
-    """A file whose fixes were not written: all of its findings, and why in one line."""
-    outcome, _, _ = _check_decoded(replace(job, mode="check"), name, shown, data)
-    outcome.warnings.append(f"{shown}: not fixed: {reason}")
-    return outcome
-
-
-def _write_fix(
-    absolute: str, original: bytes, text: str, encoding: str, write_roots: tuple[str, ...]
-) -> str | None:
-    """Write a fixed file in place; the reason in a few words when it was not written. A
-    symbolic link is written through only to a file inside `write_roots`."""
-    if os.path.islink(absolute):
-        target = os.path.realpath(absolute)
-        if not any(target.startswith(os.path.join(root, "")) for root in write_roots):
-            return f"a symbolic link to {target}, outside the checked paths"
-    try:
-        write_in_place(Path(absolute), original, encode(text, encoding))
-    except UnwritableFile as error:
-        return str(error)
-    except OSError as error:
-        return error.strerror or str(error)
-    return None
-
-
-def _process_source(
-    source: SourceFile, shown: str, job: Job, check=None, fix=None
-) -> tuple[FileOutcome, str]:
-    check = check or partial(check_source, project=job.project)
-    fix = fix or partial(fix_source, project=job.project)
-    if job.mode == "check":
-        result = check(source.text, shown, job.codes)
-        return FileOutcome(shown, result.findings, result.internal_errors), source.text
-    fixed = fix(source.text, shown, job.codes, job.unsafe)
-    outcome = FileOutcome(
-        shown, fixed.remaining.findings, fixed.remaining.internal_errors, fixed=fixed.fixed
-    )
-    if job.mode == "diff" and fixed.fixed:
-        outcome.diff = _diff(source.text, fixed.source, shown)
-    return outcome, fixed.source
-
-
-def _process_native(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
-    """A C++/CUDA extension source: scanned as text, fixed without a re-parse."""
-    return _process_source(source, shown, job, check_native, fix_native)
-
-
-def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
-    """Check (or fix) a notebook's code cells as one program; cells that don't parse are
-    reported and left out. The fixed text is the notebook's JSON, only changed cells rewritten."""
-    book = notebook.load(source.text)
-    skipped, broken, tree = notebook.broken_cells(book, shown)
-    notebook.join_cells(book, skipped)
-    cells = [cell for cell, _ in book.line_map]  # what a cell's last statement shows
-    # Parsed once, not again.
-    check = partial(check_source, tree=tree, cells=cells, project=job.project)
-    fix = partial(fix_source, cells=cells, project=job.project)
-    outcome, fixed_source = _process_source(
-        SourceFile(book.source, "utf-8"), shown, job, check, fix
-    )
-    outcome.findings = broken + [notebook.locate(f, book) for f in outcome.findings]
-    outcome.findings.sort(key=Finding.sort_key)
-    fixed_text = notebook.split_cells(book, fixed_source) if outcome.fixed else source.text
-    if outcome.diff:
-        outcome.diff = _diff(source.text, fixed_text, shown)
-    return outcome, fixed_text
-
-
-def _diff(old: str, new: str, shown: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            split_lines(old, keepends=True),
-            split_lines(new, keepends=True),
-            fromfile=f"a/{shown}",
-            tofile=f"b/{shown}",
-        )
-    )
-
-
-def _unreadable(shown: str, reason: str) -> FileOutcome:
-    return FileOutcome(shown, [engine_finding("unreadable-source", reason, shown)])
