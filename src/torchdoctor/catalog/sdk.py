@@ -58,6 +58,7 @@ from torchdoctor.lint.context import (
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.project import holds_marker
 from torchdoctor.lint.values import (
+    assignments,
     attribute_values,
     backward_without_gradient,
     built_from,
@@ -218,6 +219,7 @@ __all__ = [
     "per_file",
     "pick",
     "plain_assignments",
+    "assignments",
     "reaching_assignment",
     "binds_in_header",
     "scope_of",

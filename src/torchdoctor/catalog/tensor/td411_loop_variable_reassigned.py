@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left, bisect_right
-from typing import Iterator
+from typing import Callable, Iterator
 
 from torchdoctor.catalog.sdk import (
     MODULE_SELF_METHODS,
     Context,
     FileIndex,
     Finding,
+    Kind,
     Pitfall,
+    assignments,
     children,
     index_of,
     names_a_model,
@@ -105,9 +107,9 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
     if not names:
         return
     for assignment, name in _assignments_to(names, loop.body):
-        if _converts_a_module_in_place(assignment, name) or _hands_back_its_argument(
-            assignment, name, ctx
-        ):
+        if _converts_a_module_in_place(
+            assignment, name, lambda: _holds_modules(loop.iter, ctx, 3)
+        ) or _hands_back_its_argument(assignment, name, ctx):
             continue
         if (
             _read_in_loop_after(loop, name, assignment, ctx)
@@ -130,9 +132,13 @@ def _target_names(target: ast.AST) -> set[str]:
     return names - {"_"}
 
 
-def _converts_a_module_in_place(assignment: ast.Assign, name: str) -> bool:
-    """`model = model.half()` where the name says it holds a module: `Module.half()`, `.to()`,
-    `.cuda()`, `.eval()`... change the module itself and return it, so nothing is lost."""
+def _converts_a_module_in_place(
+    assignment: ast.Assign, name: str, iterates_modules: Callable[[], bool]
+) -> bool:
+    """`model = model.half()` where the name says it holds a module, or the loop runs over
+    modules (`for loss in losses:` with `losses = [StyleLoss()] * n + [nn.MSELoss()]`):
+    `Module.half()`, `.to()`, `.cuda()`, `.eval()`... change the module itself and return it,
+    so nothing is lost."""
     value = assignment.value
     return (
         isinstance(value, ast.Call)
@@ -140,8 +146,35 @@ def _converts_a_module_in_place(assignment: ast.Assign, name: str) -> bool:
         and value.func.attr in MODULE_SELF_METHODS
         and isinstance(value.func.value, ast.Name)
         and value.func.value.id == name
-        and names_a_model(name)
+        and (names_a_model(name) or iterates_modules())
     )
+
+
+def _holds_modules(iterable: ast.expr, ctx: Context, depth: int) -> bool:
+    """Whether every item of `iterable` is a module: a module itself (an `nn.ModuleList`), a
+    list or tuple of modules, such lists added or repeated (`[Loss()] * n`), a comprehension
+    making modules, or a name every assignment of the file gives such a value (`depth` such
+    names are followed)."""
+    kind = type(iterable)
+    if kind in (ast.List, ast.Tuple):
+        elements = iterable.elts  # type: ignore[attr-defined]
+        return bool(elements) and all(ctx.kind_of(e) is Kind.MODULE for e in elements)
+    if kind is ast.ListComp:
+        return ctx.kind_of(iterable.elt) is Kind.MODULE  # type: ignore[attr-defined]
+    if kind is ast.BinOp:
+        left, op, right = iterable.left, iterable.op, iterable.right  # type: ignore[attr-defined]
+        if type(op) is ast.Mult:
+            return _holds_modules(left, ctx, depth) or _holds_modules(right, ctx, depth)
+        return (
+            type(op) is ast.Add
+            and _holds_modules(left, ctx, depth)
+            and _holds_modules(right, ctx, depth)
+        )
+    if kind is ast.Name and depth > 0:
+        values = _values_of(ctx).get(iterable.id)  # type: ignore[attr-defined]
+        if values and all(_holds_modules(value, ctx, depth - 1) for value in values):
+            return True
+    return ctx.kind_of(iterable) is Kind.MODULE
 
 
 def _hands_back_its_argument(assignment: ast.Assign, name: str, ctx: Context) -> bool:
@@ -160,6 +193,16 @@ def _hands_back_its_argument(assignment: ast.Assign, name: str, ctx: Context) ->
         return False  # not handed to a function of the file: no returns to read
     returned = _returned_parameters(ctx).get(value.func.id, ())
     return any(position in returned for position in given)
+
+
+@per_file
+def _values_of(ctx: Context) -> dict[str, list[ast.expr]]:
+    """The values every plain assignment of the file gives each name."""
+    found: dict[str, list[ast.expr]] = {}
+    for value, names in assignments(ctx):
+        for name in names:
+            found.setdefault(name, []).append(value)
+    return found
 
 
 @per_file
