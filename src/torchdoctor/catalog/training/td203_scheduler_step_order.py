@@ -274,10 +274,12 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         yield from _before_the_epoch_in_function(node, call, scheduler, ctx)
         yield from _on_a_started_event(node, call, scheduler, ctx)
         return
-    if not _unconditional(node, loops[0], scheduler, ctx):
-        return
-    name = ctx.text(scheduler)
     later_step = _optimizer_step_after(node, loops[0], ctx)
+    if not _unconditional(node, loops[0], scheduler, ctx) and not (
+        later_step is not None and _in_one_block(node, later_step, ctx)
+    ):
+        return  # `if epoch > 0: scheduler.step()`; but not `if accumulated: s.step(); o.step()`
+    name = ctx.text(scheduler)
     if later_step is not None:
         if not _compensated(ctx):
             yield ctx.finding(PITFALL, call, scheduler=name, step=ctx.text(later_step.value))
@@ -387,6 +389,18 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
         if not isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             return False
     return True
+
+
+def _in_one_block(node: ast.stmt, later: ast.stmt, ctx: Context) -> bool:
+    """Whether `later` follows `node` in the block that holds it: whatever condition runs the
+    one runs the other (TransFG's `if (step + 1) % accumulation == 0: scheduler.step();
+    optimizer.step()`)."""
+    owner = ctx.ancestors[-1]
+    return any(
+        node in block and later in block
+        for block in (getattr(owner, field, None) for field in ("body", "orelse", "finalbody"))
+        if isinstance(block, list)
+    )
 
 
 def _training_phase(statement: ast.AST) -> str | None:
