@@ -276,7 +276,11 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     later_step = _optimizer_step_after(node, loops[0], ctx)
     if not _unconditional(node, loops[0], scheduler, ctx) and not (
-        later_step is not None and _in_one_block(node, later_step, ctx)
+        later_step is not None
+        and _in_one_block(node, later_step, ctx)
+        # Known by what made it, not by its name: a schedule of the project's own may set the
+        # rate of the step to come (OpenASR's `lr_scheduler.step(); .set_lr(optimizer)`).
+        and ctx.kind_of(scheduler) is Kind.SCHEDULER
     ):
         return  # `if epoch > 0: scheduler.step()`; but not `if accumulated: s.step(); o.step()`
     name = ctx.text(scheduler)
