@@ -24,6 +24,9 @@ from torchdoctor.catalog.sdk import (
 PITFALL = Pitfall(
     code="TD403",
     name="non-contiguous-view",
+    # The top-k accuracy helper (`pred.t()`, then `correct[:k].view(-1)`) often lives in a
+    # `utils/eval.py` that never imports torch.
+    needs_torch=False,
     title={
         "en": "`.view()` on a permuted or transposed tensor",
         "zh": "在 permute/transpose 之后的张量上调用 `.view()`",

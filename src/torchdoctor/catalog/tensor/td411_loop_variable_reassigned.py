@@ -25,6 +25,7 @@ from torchdoctor.catalog.sdk import (
 PITFALL = Pitfall(
     code="TD411",
     name="loop-variable-reassigned",
+    needs_torch=False,  # the loop of a NumPy script or helper is the same mistake
     title={
         "en": "Loop variable reassigned and never read again",
         "zh": "循环变量被重新赋值后再也没有被读取",
