@@ -67,6 +67,13 @@ PITFALL = Pitfall(
             "`{model}` 处于训练模式：评估时它的 Dropout 和 BatchNorm 层仍按训练方式工作；请在调用前 "
             "`{model}.eval()`，调用后 `{model}.train()`",
         },
+        "switched": {
+            "en": "`{model}.train()` inside this evaluation loop switches the model back to "
+            "training mode before it runs: Dropout drops and BatchNorm uses and updates batch "
+            "statistics on evaluation data; call `{model}.eval()` before the loop instead",
+            "zh": "这个评估循环里的 `{model}.train()` 在模型运行前又把它切回了训练模式：Dropout 会丢弃，"
+            "BatchNorm 会用评估数据的 batch 统计量并更新它；应在循环前调用 `{model}.eval()`",
+        },
         "no-grad": {
             "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
             "batch: run the loop under `torch.no_grad()` or `torch.inference_mode()`",
@@ -335,7 +342,18 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     if loader is None or not ctx.imports_torch:
         return
     function = ctx.enclosing_function()
-    if not _evaluation_intent(function, loader) or _trains(ctx, function or node):
+    if not _evaluation_intent(function, loader):
+        return
+    switches = _switched_to_training(node, ctx)
+    if switches:
+        reported = _reported_switches(ctx)  # a loop in a loop finds the same switch again
+        for switch in switches:
+            if id(switch) not in reported:
+                reported.add(id(switch))
+                model = _short(ctx.text(switch.func.value))  # type: ignore[attr-defined]
+                yield ctx.finding(PITFALL, switch, "switched", model=model)
+        return
+    if _trains(ctx, function or node):
         return
     call = _model_call(node, ctx)
     if call is None:
@@ -523,6 +541,61 @@ def _evaluation_intent(function: ast.AST | None, loader: str) -> bool:
     if function is None or function.name.startswith("test_"):  # a pytest test, not an evaluation
         return False
     return bool(_words(function.name.lower()) & EVAL_WORDS)
+
+
+def _switched_to_training(loop: ast.For, ctx: Context) -> list[ast.Call]:
+    """The `model.train()` calls in the body of an evaluation loop run without gradients, of a
+    model that runs in that body (MultiBench's validation loop: `model.eval()` before it,
+    `model.train()` in it; after the model's call, it still runs the next batches in training
+    mode). None when the text around says it means dropout on (Monte Carlo dropout at test
+    time)."""
+    if not _without_gradients(ctx):
+        return []
+    calls = _body_calls(ctx, loop)
+    switches = [
+        call
+        for call in calls
+        if isinstance(call.func, ast.Attribute)
+        and call.func.attr == "train"
+        and _is_true_or_absent(call)
+        and _is_model(call.func.value, ctx)
+    ]
+    if not switches:
+        return []
+    run = {ast.dump(call.func) for call in calls}  # what the body calls, read once
+    found = [switch for switch in switches if ast.dump(switch.func.value) in run]  # type: ignore[attr-defined]
+    if not found:
+        return []
+    around = ctx.lines[max(0, loop.lineno - 3) : loop.end_lineno or loop.lineno]
+    if any(word in " ".join(around).lower() for word in _DROPOUT_ON_PURPOSE):
+        return []
+    return found
+
+
+# Words that say a model is put in training mode at test time on purpose.
+_DROPOUT_ON_PURPOSE = ("dropout", "mc ", "mc_", "monte", "uncertain")
+
+
+@per_file
+def _reported_switches(ctx: Context) -> set[int]:
+    return set()
+
+
+def _without_gradients(ctx: Context) -> bool:
+    """Whether the statement visited runs under `torch.no_grad()` or `inference_mode()`: a
+    `with` around it, or a decorator of its function."""
+    for node in ctx.ancestors:
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            any(word in (ctx.call_qualname(item.context_expr) or "") for word in NO_GRAD_WORDS[:2])
+            for item in node.items
+        ):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            any(word in ctx.text(decorator) for word in NO_GRAD_WORDS[:2])
+            for decorator in node.decorator_list
+        ):
+            return True
+    return False
 
 
 def _words(name: str) -> set[str]:
