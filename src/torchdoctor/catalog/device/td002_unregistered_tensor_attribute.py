@@ -203,7 +203,9 @@ PARAMETER_CLASSES = frozenset(
 @PITFALL.static(ast.Call, names=FACTORIES | CHAINED_METHODS)
 def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
     statement = ctx.parent()
-    if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is not node:
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or not (
+        statement.value is node or _wrapped_in_variable(statement.value, node, ctx)
+    ):
         return
     init, cls = _module_init(ctx)
     if init is None or not init.args.args:
@@ -226,6 +228,20 @@ def check(node: ast.Call, ctx: Context) -> Iterator[Finding]:
         return  # never meets the inputs: staying behind on the CPU breaks nothing
     yield ctx.finding(
         PITFALL, statement, fix=_register_fix(statement, target, init, ctx), attr=target.attr
+    )
+
+
+def _wrapped_in_variable(value: ast.AST | None, node: ast.Call, ctx: Context) -> bool:
+    """`Variable(<node>)`: the wrapper of PyTorch 0.3 hands back the tensor itself
+    (pytorch-ddpg-naf's `self.tril_mask = Variable(torch.tril(...))`); not with
+    `requires_grad=` or `volatile=`, which said what the tensor was for."""
+    return (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and value.args[0] is node
+        and not value.keywords
+        and ctx.call_qualname(value)
+        in ("torch.autograd.Variable", "torch.autograd.variable.Variable")
     )
 
 
