@@ -392,6 +392,9 @@ def check_helpers(tree: ast.Module, ctx: Context) -> Iterator[Finding]:
         return
     found = index(ctx)
     program = _program(ctx)
+    # A model of another module's class counts when some module of the project has such layers
+    # (GACNet's `model = GACNet(...)` given to `utils.test_seg`).
+    other_modules = ctx.project.has("mode-dependent layers")
     for name in sorted(names):
         reported: set[ast.AST | None] = set()
         for at in found.calls.get(name, ()):
@@ -404,7 +407,7 @@ def check_helpers(tree: ast.Module, ctx: Context) -> Iterator[Finding]:
             scope = program.function_at(at)
             if scope is None or scope in reported or not program.trains_only(scope):
                 continue
-            if not program.mode_dependent_here(model.id, scope, ctx):
+            if not program.mode_dependent_here(model.id, scope, ctx, other_modules):
                 continue  # its class has no Dropout or BatchNorm, or cannot be seen
             reported.add(scope)
             yield ctx.finding(PITFALL, call, "helper", function=name, model=model.id)
