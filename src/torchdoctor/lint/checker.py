@@ -131,11 +131,8 @@ def _mark_yield(node: ast.Yield | ast.YieldFrom, ctx: Context) -> None:
 
 
 @lru_cache(maxsize=None)
-def _without_torch(codes: frozenset[str]) -> frozenset[str]:
-    """Those of `codes` whose static detectors can fire in code that never mentions torch."""
-    return frozenset(
-        p.code for p in _registry.all_pitfalls() if p.code in codes and not p.needs_torch
-    )
+def _all_need_torch(codes: frozenset[str]) -> bool:
+    return all(p.needs_torch for p in _registry.all_pitfalls() if p.code in codes)
 
 
 def node_name(node: ast.AST) -> str | None:
@@ -251,12 +248,8 @@ def check_source(
         if tree is None:
             return CheckResult(repaired)
     result = CheckResult(repaired)
-    if "torch" not in source:
-        # No PyTorch pitfall can show in code that never mentions torch: the few rules that can
-        # walk it alone (half of a library's files, an eighth of its lines, as transformers').
-        codes = _without_torch(codes)
-        if not codes:
-            return result
+    if "torch" not in source and _all_need_torch(codes):
+        return result  # no PyTorch pitfall can show in code that never mentions torch
     ctx = Context(path, source, tree, cells, project)
     try:
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result, _every_class(codes))
