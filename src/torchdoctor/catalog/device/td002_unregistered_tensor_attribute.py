@@ -60,8 +60,9 @@ PITFALL = Pitfall(
 ## What it catches
 An assignment `self.x = torch.zeros(...)` (or `torch.ones`, `torch.tensor`, `torch.arange`,
 `torch.eye`, `torch.randn`, `torch.Tensor(...)`... possibly followed by `.float()`, `.view(...)`,
-`.to(...)`) in the `__init__` of an `nn.Module` subclass, where the tensor is never registered
-with `register_buffer`/`register_parameter` nor wrapped in `nn.Parameter`.
+`.to(...)`, or wrapped in PyTorch 0.3's `Variable(...)`, which hands back the tensor) in the
+`__init__` of an `nn.Module` subclass, where the tensor is never registered with
+`register_buffer`/`register_parameter` nor wrapped in `nn.Parameter`.
 
 A tensor created with `requires_grad=True` (or `.requires_grad_()`) this way is reported with
 its own message: it was meant to be a learnable parameter.
@@ -105,7 +106,8 @@ CUDA tensors without error, and a copy works across devices.
 ## What it catches
 在 `nn.Module` 子类的 `__init__` 中写 `self.x = torch.zeros(...)`（或 `torch.ones`、`torch.tensor`、
 `torch.arange`、`torch.eye`、`torch.randn`、`torch.Tensor(...)` 等，后面可以再接 `.float()`、
-`.view(...)`、`.to(...)`），而这个张量既没有通过 `register_buffer`/`register_parameter` 注册，
+`.view(...)`、`.to(...)`，或包在 PyTorch 0.3 的 `Variable(...)` 里，它原样返回这个张量），
+而这个张量既没有通过 `register_buffer`/`register_parameter` 注册，
 也没有包在 `nn.Parameter` 里。
 
 如果这样创建的张量带有 `requires_grad=True`（或调用了 `.requires_grad_()`），会给出单独的提示：

@@ -58,7 +58,10 @@ as they were.
 ## Known problems
 A new value read only through `locals()` or `eval` is not seen; such files are skipped. Not
 reported: `x = helper(x, ...)` where the file's own `helper` returns the very parameter that
-receives `x` (it changed the object in place, so the loop's items did change).
+receives `x` (it changed the object in place, so the loop's items did change); nor `x =
+x.cuda()`, `.to(...)`, `.half()`... when `x` is named like a model or the loop runs over modules
+(a list of module instances, such lists added or repeated, a `ModuleList`): those methods change
+a module itself.
 """,
         "zh": """
 ## What it catches
@@ -76,7 +79,9 @@ receives `x` (it changed the object in place, so the loop's items did change).
 ## Known problems
 只通过 `locals()` 或 `eval` 读取新值的情况无法识别，这样的文件会被跳过。不报告
 `x = helper(x, ...)`：本文件中的 `helper` 原样返回接收 `x` 的那个参数（它是原地修改对象的，
-循环里的元素确实被改变了）。
+循环里的元素确实被改变了）。当 `x` 的名字表明它是模型，或循环遍历的是模块（模块实例组成的列表、
+这样的列表相加或重复、`ModuleList`）时，也不报告 `x = x.cuda()`、`.to(...)`、`.half()` 等：
+这些方法会直接修改模块本身。
 """,
     },
     example="""

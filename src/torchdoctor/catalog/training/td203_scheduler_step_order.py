@@ -116,14 +116,17 @@ Two mistakes with `torch.optim.lr_scheduler`:
   the epoch loop, or `ExponentialLR`'s `gamma` is below 0.99.
 
 A scheduler stepped under a condition on what the loop changes (`if epoch > 0:`), inside
-`warnings.catch_warnings()`, in a function that sets `scheduler.last_epoch` itself, or in a branch
-for torch before 1.1 (`if not pytorch_1_1_0_or_later:`) is left alone: those are deliberate.
-A setting tested the same way every time round (`if
-args.optimizer == "momentum":`) is no such condition, nor is the training phase of a loop over
-an epoch's phases (`for phase in ["train", "val"]: if phase == "train": scheduler.step()`, the
-recipe of PyTorch's old transfer-learning tutorial): the step still comes before that epoch's
-optimizer steps. A scheduler is an object of a `torch.optim.lr_scheduler` class or of a class
-of the project that subclasses one, in any of its modules (`WarmupMultiStepLR(MultiStepLR)`).
+`warnings.catch_warnings()`, in a function that sets `scheduler.last_epoch` itself, or in a
+branch for torch before 1.1 (`if not pytorch_1_1_0_or_later:`) is left alone: those are
+deliberate. But when the optimizer step follows it in the same block (`if (step + 1) %
+accumulation == 0: scheduler.step(); optimizer.step()`), the condition runs both and the order
+is the old one: that is reported, for a scheduler known by what made it (not only by its name).
+A setting tested the same way every time round (`if args.optimizer == "momentum":`) is no such
+condition, nor is the training phase of a loop over an epoch's phases (`for phase in ["train",
+"val"]: if phase == "train": scheduler.step()`, the recipe of PyTorch's old transfer-learning
+tutorial): the step still comes before that epoch's optimizer steps. A scheduler is an object of
+a `torch.optim.lr_scheduler` class or of a class of the project that subclasses one, in any of
+its modules (`WarmupMultiStepLR(MultiStepLR)`).
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -171,7 +174,9 @@ The per-batch case needs the scheduler to be built in the same function as the l
 
 放在依赖循环变化量的条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中、所在函数自己设置了
 `scheduler.last_epoch`，或放在为 1.1 之前的 torch 保留的分支里（`if not pytorch_1_1_0_or_later:`）的
-调度器调用不会报告：这些都是有意为之。每轮都相同的配置判断
+调度器调用不会报告：这些都是有意为之。但如果优化器的更新就在同一个代码块里紧随其后（`if (step + 1) %
+accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让两者一起执行，顺序仍然是旧的：
+这种情况会报告（只针对能从构造看出是调度器的对象，而不仅仅是名字像）。每轮都相同的配置判断
 （`if args.optimizer == "momentum":`）不算这种条件；按 epoch 的各阶段循环时选中训练阶段的判断也不算
 （`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法）：
 这一步仍然在该 epoch 的优化器更新之前。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中

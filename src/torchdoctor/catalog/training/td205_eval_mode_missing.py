@@ -68,11 +68,13 @@ PITFALL = Pitfall(
             "`{model}.eval()`，调用后 `{model}.train()`",
         },
         "switched": {
-            "en": "`{model}.train()` inside this evaluation loop switches the model back to "
-            "training mode before it runs: Dropout drops and BatchNorm uses and updates batch "
-            "statistics on evaluation data; call `{model}.eval()` before the loop instead",
-            "zh": "这个评估循环里的 `{model}.train()` 在模型运行前又把它切回了训练模式：Dropout 会丢弃，"
-            "BatchNorm 会用评估数据的 batch 统计量并更新它；应在循环前调用 `{model}.eval()`",
+            "en": "`{model}.train()` inside this evaluation loop puts the model back in "
+            "training mode while it evaluates: Dropout drops and BatchNorm uses and updates "
+            "batch statistics on evaluation data; call `{model}.eval()` before the loop and "
+            "`{model}.train()` after it",
+            "zh": "这个评估循环里的 `{model}.train()` 让模型在评估过程中又回到了训练模式：Dropout 会丢弃，"
+            "BatchNorm 会用评估数据的 batch 统计量并更新它；应在循环前调用 `{model}.eval()`，"
+            "循环结束后再调用 `{model}.train()`",
         },
         "no-grad": {
             "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
@@ -121,7 +123,13 @@ the model it is given (named to evaluate, validate, test or predict, its loop ca
 parameter, and nothing in it sets a mode or trains: `utils.evaluate_model(model, iterator)`),
 where the code around the call switches a model to training mode and none to eval mode, and the
 model is `self` or a model built in the file from a class of the file with Dropout or BatchNorm
-(or a torchvision model): reported at the call.
+(or a torchvision model), or from a class of another module in a project that has such layers:
+reported at the call.
+
+And `model.train()` inside an evaluation loop that runs without gradients (under
+`torch.no_grad()` or `torch.inference_mode()`), of a model that loop runs: the model evaluates in
+training mode from that batch on. Not when the loop or the lines just above it speak of dropout,
+Monte Carlo sampling or uncertainty: keeping dropout on at test time can be the point.
 
 ## Why is this bad?
 `model.train()` and `model.eval()` switch how some layers compute. In training mode Dropout
@@ -172,7 +180,12 @@ has layers that depend on the mode, cannot be seen.
 还包括调用项目中另一个模块里沿用传入模型当前模式的评估函数（以 evaluate、validate、test 或 predict 命名，
 循环中调用它的第一个参数，而函数里没有任何设置模式或训练的代码：`utils.evaluate_model(model, iterator)`），
 而调用处周围的代码把模型切换到训练模式、从未切换到评估模式，且模型是 `self`，或是由本文件中带 Dropout 或
-BatchNorm 的类（或 torchvision 模型）构造的模型：在这次调用处报告。
+BatchNorm 的类（或 torchvision 模型）构造的模型，或是项目中其他模块的类（且项目里有这类层）构造的模型：
+在这次调用处报告。
+
+还包括在不记录梯度（`torch.no_grad()` 或 `torch.inference_mode()` 之下）的评估循环里对该循环所运行的模型
+调用 `model.train()`：从这个 batch 起模型就在训练模式下评估。如果循环或它上面几行提到 dropout、
+蒙特卡洛采样或不确定性，则不报告：测试时保留 dropout 可能正是用意。
 
 ## Why is this bad?
 `model.train()` 和 `model.eval()` 会改变部分层的计算方式。训练模式下 Dropout 会随机置零激活值，
