@@ -171,13 +171,13 @@ def _ignored(
         return False
     suffix = "/" if is_dir else ""
     if excluded.patterns:
-        below_root = _relative(path, root)
+        below_root = relative_posix(path, root)
         if below_root is not None and excluded.match_file(below_root + suffix):
             return True
-    return any(spec.match_file(_relative(path, base) + suffix) for base, spec in ignores)
+    return any(spec.match_file(relative_posix(path, base) + suffix) for base, spec in ignores)
 
 
-def _relative(path: Path, base: Path) -> str | None:
+def relative_posix(path: Path, base: Path) -> str | None:
     """`path` relative to `base` in posix form, or None when it is not under `base`; by string
     operations (pathlib's `relative_to` and `parents` cost more than the match itself)."""
     text, prefix = str(path), str(base)

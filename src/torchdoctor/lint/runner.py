@@ -11,6 +11,7 @@ from typing import Callable
 from torchdoctor.catalog._registry import neighbour_readers
 from torchdoctor.lint import cache as cache_module
 from torchdoctor.lint.config import Settings
+from torchdoctor.lint.files import relative_posix
 from torchdoctor.lint.job import FileOutcome, FixMode, Job, unreadable
 from torchdoctor.lint.neighbours import directory_listing
 from torchdoctor.lint.project import FactsReader, facts_for_check, file_facts
@@ -35,16 +36,9 @@ class _Pending:
 
 
 def display_path(path: Path, cwd: Path) -> str:
-    """`path` relative to `cwd` in posix form when it lies under it, else as it is; by string
-    operations (pathlib's `relative_to` costs a measurable share of a warm re-check)."""
-    text, prefix = str(path), str(cwd)
-    if text == prefix:
-        return "."
-    prefix = os.path.join(prefix, "")
-    if not text.startswith(prefix):
-        return text
-    relative = text[len(prefix) :]
-    return relative if os.sep == "/" else relative.replace(os.sep, "/")
+    """`path` relative to `cwd` in posix form when it lies under it, else as it is."""
+    relative = relative_posix(path, cwd)
+    return str(path) if relative is None else relative
 
 
 @lru_cache(maxsize=8)
@@ -133,12 +127,18 @@ def check_files(
     known_facts = cache_module.FactsCaches(scopes, config_dir) if use_store else None
     read: dict[int, tuple[str, int, bytes | None]] = {}  # index -> (digest, size, bytes kept)
     digests = _Digests(job)
+
+    def read_or_report(index: int, path: Path) -> bytes | None:
+        try:
+            return read_regular_file(path)
+        except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
+            outcomes[index] = unreadable(display_path(path, cwd), error.strerror or str(error))
+            return None
+
     for index, path in enumerate(files):
         if known_facts is None:
-            try:
-                data = read_regular_file(path)
-            except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
-                outcomes[index] = unreadable(display_path(path, cwd), error.strerror or str(error))
+            data = read_or_report(index, path)
+            if data is None:
                 continue
             if path.suffix == ".py":
                 facts.add(data)
@@ -148,10 +148,8 @@ def check_files(
         signature = cache_module.signature(path)
         content = known_facts.unchanged(path, signature)
         if content is None:
-            try:
-                data = read_regular_file(path)
-            except OSError as error:  # RefusedFile (a FIFO, a device, too large) says why
-                outcomes[index] = unreadable(display_path(path, cwd), error.strerror or str(error))
+            data = read_or_report(index, path)
+            if data is None:
                 continue
             content = cache_module.digest(data)
             known = None
