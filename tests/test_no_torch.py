@@ -1,4 +1,4 @@
-"""`check`, `explain`, `rule` and `rules` never import torch: they must work where torch is not installed."""
+"""`check`, `explain`, `rule` and `rules` never import torch: they must work where torch is not installed; and a re-run the cache answers whole imports no more than it needs."""
 
 from __future__ import annotations
 
@@ -80,3 +80,31 @@ def test_check_works_when_torch_cannot_be_imported(tmp_path):
     )
     assert result.returncode == 1, result.stderr
     assert "TD001" in result.stdout
+
+
+CHECKER_PROBE = """
+import sys
+from torchdoctor.cli import main
+code = main(sys.argv[1:])
+print("exit", code)
+print(sorted(m for m in ("torchdoctor.lint.checker", "multiprocessing") if m in sys.modules))
+"""
+
+
+def test_a_rerun_the_cache_answers_imports_neither_the_checker_nor_a_pool(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    for name in "abcdefghij":  # more files than a pool is started for
+        (tmp_path / f"{name}.py").write_text("import torch\nx = torch.randn(3)\nx.cuda()\n")
+
+    def run() -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", CHECKER_PROBE, "check", "--jobs", "2", "."],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip().splitlines()[-2:]
+
+    assert run() == ["exit 1", "['multiprocessing', 'torchdoctor.lint.checker']"]
+    assert run() == ["exit 1", "[]"]  # every file from the cache

@@ -243,6 +243,8 @@ def _map(
 ) -> list[FileOutcome]:
     """The outcome of every task; a file whose check failed (a bug, a worker killed) is an
     internal error of its own, and the others are still checked."""
+    if not tasks:
+        return []
     # Here: a re-run the cache answers whole needs neither the checker nor a pool.
     from torchdoctor.lint.one_file import process
     from torchdoctor.lint.pool import Failure, attempt, map_in_workers
