@@ -1,4 +1,5 @@
-"""`check`, `explain`, `rule` and `rules` never import torch: they must work where torch is not installed; and a re-run the cache answers whole imports no more than it needs."""
+"""`check`, `explain`, `rule` and `rules` never import torch: they must work where torch is not
+installed; and a re-run the cache answers whole imports no more than it needs."""
 
 from __future__ import annotations
 
