@@ -94,9 +94,10 @@ PITFALL = Pitfall(
 ## What it catches
 A validation, test or inference loop (a function named like `validate`/`evaluate`/`test`/
 `infer`/`predict`, or a loop over a `val_loader`/`test_loader`) that calls the model on every
-batch and never trains (no `.backward()`, no `.step()`), when the code around it (the
-function, its callers in the same file, the functions those call, and the other methods of its
-class):
+batch and never trains (no `.backward()`, no `.step()`), or a loop over such a loader run
+without gradients inside the training function itself (training, then `with torch.no_grad():
+for x, y in val_loader:`), when the code around it (the function, its callers in the same file,
+the functions those call, and the other methods of its class):
 
 - never switches to evaluation mode (no `.eval()`, `.train(False)` nor MONAI's `eval_mode(...)`)
   although the model is certainly in training mode (`model.train()` is called, or the model is
@@ -159,7 +160,8 @@ has layers that depend on the mode, cannot be seen.
 ## What it catches
 验证、测试或推理循环（函数名类似 `validate`/`evaluate`/`test`/`infer`/`predict`，或者遍历
 `val_loader`/`test_loader` 的循环）对每个 batch 调用模型且不做训练（没有 `.backward()`、没有 `.step()`），
-并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
+或者在训练函数内部、不记录梯度地遍历这样一个 loader 的循环（先训练，再 `with torch.no_grad(): for x, y in
+val_loader:`），并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
 
 - 从未切换到评估模式（没有 `.eval()`、`.train(False)`，也没有 MONAI 的 `eval_mode(...)`），
   而模型又必然处于训练模式（调用过 `model.train()`，或者模型就是在这里新建的）；
@@ -366,7 +368,11 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
                 model = _short(ctx.text(switch.func.value))  # type: ignore[attr-defined]
                 yield ctx.finding(PITFALL, switch, "switched", model=model)
         return
-    if _trains(ctx, function or node):
+    if _trains(ctx, function or node) and not (
+        # A validation loop inside the training function itself (MultiBench's unimodal
+        # `train`): a loader named for evaluation, run without gradients.
+        _evaluation_intent(None, loader) and _without_gradients(ctx)
+    ):
         return
     call = _model_call(node, ctx)
     if call is None:
