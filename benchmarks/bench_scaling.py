@@ -255,6 +255,11 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "            print(model(xb).sum().item())",
             f"def check_{i}():",
             f"    return validate_{i}(Net(), DataLoader(TensorDataset(torch.randn(8, 8))))",
+            # A uint8 mask used under the name of its copy: TD401.
+            f"def masked_{i}(logits):",
+            "    mask = torch.zeros(8, 8).byte()",
+            "    keep = mask.clone()",
+            "    return logits[keep]",
             f"class Early_{i}(nn.Module):",
             "    def __init__(self):",
             "        self.fc = nn.Linear(8, 8)",

@@ -73,7 +73,8 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
 same block, or after the statements around it (`if`, `for`, `with`) in the same function,
 also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), split into parts
-(`mask = mask.split(sizes)`) or indexed for a part (`mask[t]`).
+(`mask = mask.split(sizes)`), indexed for a part (`mask[t]`), or copied to another name
+first (`maskk = mask.clone()`, then `logits[maskk]`).
 `torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
 torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
@@ -122,7 +123,7 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
 包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、拆成几块（`mask = mask.split(sizes)`）
-或取出其中一部分（`mask[t]`）。
+或取出其中一部分（`mask[t]`），或者先复制到另一个名字（`maskk = mask.clone()`，再 `logits[maskk]`）。
 `torch.ByteTensor` 也可以通过按设备选择它的
 变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
@@ -701,28 +702,63 @@ def _first_mask_use(name: str, ctx: Context) -> int | None:
     block, index = found
     here = None
     outer = len(ctx.ancestors) - 2  # ancestors[outer] owns `block`
+    by_copy = None  # the first use as a mask of a copy under another name (`maskk = mask`)
     while True:
         names = block_names(ctx, block)
         tree_parents = names.index.parents
         if here is None:
             here = names.index.scopes[names.index.number[block[index]]]
-        for _, nodes in names.mentions_after(name, index):
+        for position, nodes in names.mentions_after(name, index):
             nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
             lines = [node.lineno for node in nodes if _is_mask_use(node, name, tree_parents, ctx)]
             if lines:
-                return min(lines)
+                return min(lines) if by_copy is None else min(*lines, by_copy)
             if any(
                 not isinstance(node.ctx, ast.Load) and not _moved(node, tree_parents, ctx)
                 for node in nodes
             ):
-                return None
+                return by_copy
+            alias = _copied_to(nodes, block[position], tree_parents, ctx)
+            if alias is not None and by_copy is None:
+                by_copy = _mask_use_after(alias, names, position, here, tree_parents, ctx)
         owner = ctx.ancestors[outer]
         if isinstance(owner, _SCOPES) or outer < 1 or _leaves(block[index + 1 :]):
-            return None
+            return by_copy
         place = ctx.block_position(owner, ctx.ancestors[outer - 1])
         if place is None:
-            return None
+            return by_copy
         (block, index), outer = place, outer - 1
+
+
+def _copied_to(nodes: list, statement: ast.stmt, parents: dict, ctx: Context) -> str | None:
+    """`maskk = mask.clone()` (or `.cuda()`, `Variable(mask)`...: the same dtype) as the whole
+    statement: the other name the mask is then known by (neural-combinatorial-rl's copy)."""
+    if not (
+        type(statement) is ast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is ast.Name
+    ):
+        return None
+    for node in nodes:
+        if isinstance(node.ctx, ast.Load) and _carried(node, parents, ctx)[0] is statement.value:
+            alias = statement.targets[0].id
+            return alias if alias != node.id else None
+    return None
+
+
+def _mask_use_after(
+    name: str, names, position: int, here: ast.AST, parents: dict, ctx: Context
+) -> int | None:
+    """The first line after the statement at `position` of the block where `name` is used as a
+    mask, before anything binds it again."""
+    for _, nodes in names.mentions_after(name, position):
+        nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
+        lines = [node.lineno for node in nodes if _is_mask_use(node, name, parents, ctx)]
+        if lines:
+            return min(lines)
+        if any(not isinstance(node.ctx, ast.Load) for node in nodes):
+            return None
+    return None
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
