@@ -404,12 +404,8 @@ def _in_one_block(node: ast.stmt, later: ast.stmt, ctx: Context) -> bool:
     """Whether `later` follows `node` in the block that holds it: whatever condition runs the
     one runs the other (TransFG's `if (step + 1) % accumulation == 0: scheduler.step();
     optimizer.step()`)."""
-    owner = ctx.ancestors[-1]
-    return any(
-        node in block and later in block
-        for block in (getattr(owner, field, None) for field in ("body", "orelse", "finalbody"))
-        if isinstance(block, list)
-    )
+    place = ctx.block_position(node, ctx.ancestors[-1])
+    return place is not None and later in place[0][place[1] + 1 :]
 
 
 def _training_phase(statement: ast.AST) -> str | None:
