@@ -191,10 +191,8 @@ def check_files(
             if cached is not None:
                 outcomes[index] = FileOutcome(shown, cached)
                 continue
-            try:
-                data = read_regular_file(path)
-            except OSError as error:  # gone or changed since it was read above
-                outcomes[index] = unreadable(shown, error.strerror or str(error))
+            data = read_or_report(index, path)  # gone or changed since it was read above
+            if data is None:
                 continue
             # What is checked is what the cache will hold, if the file changed meanwhile.
             file_digest = digests.of_file(path, cache_module.digest(data))
