@@ -708,9 +708,7 @@ def _first_mask_use(name: str, ctx: Context) -> int | None:
         tree_parents = names.index.parents
         if here is None:
             here = names.index.scopes[names.index.number[block[index]]]
-        for position, nodes in names.mentions_after(name, index):
-            nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
-            lines = [node.lineno for node in nodes if _is_mask_use(node, name, tree_parents, ctx)]
+        for position, nodes, lines in _mentions(name, names, index, here, tree_parents, ctx):
             if lines:
                 return min(lines) if by_copy is None else min(*lines, by_copy)
             if any(
@@ -751,14 +749,21 @@ def _mask_use_after(
 ) -> int | None:
     """The first line after the statement at `position` of the block where `name` is used as a
     mask, before anything binds it again."""
-    for _, nodes in names.mentions_after(name, position):
-        nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
-        lines = [node.lineno for node in nodes if _is_mask_use(node, name, parents, ctx)]
+    for _, nodes, lines in _mentions(name, names, position, here, parents, ctx):
         if lines:
             return min(lines)
         if any(not isinstance(node.ctx, ast.Load) for node in nodes):
             return None
     return None
+
+
+def _mentions(name: str, names, index: int, here: ast.AST, parents: dict, ctx: Context):
+    """(position, the `Name` nodes of `name` there, the lines where they use it as a mask) for
+    each statement after `index` in the block that mentions it; the nodes of a nested scope
+    binding the name itself are not its."""
+    for position, nodes in names.mentions_after(name, index):
+        nodes = [node for node in nodes if not _shadowed(node, here, names.index, ctx)]
+        yield position, nodes, [n.lineno for n in nodes if _is_mask_use(n, name, parents, ctx)]
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
