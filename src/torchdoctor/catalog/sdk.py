@@ -56,7 +56,7 @@ from torchdoctor.lint.context import (
     top_level_functions,
 )
 from torchdoctor.lint.lines import split_lines
-from torchdoctor.lint.project import holds_marker
+from torchdoctor.lint.project import MODE_WORDS, holds_marker
 from torchdoctor.lint.values import (
     assignments,
     attribute_values,
@@ -207,6 +207,7 @@ __all__ = [
     "first_in_walk",
     "from_project_class",
     "holds_marker",
+    "MODE_WORDS",
     "index",
     "in_compat_fallback",
     "index_of",

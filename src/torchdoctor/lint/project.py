@@ -119,7 +119,9 @@ _EVALUATOR = lazy_compile(
 )
 _TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
 # What makes such a function set or need a mode itself.
-_MODE_WORDS = (b".eval(", b"train(False", b"train(mode", b"eval_mode", b".backward(", b".step(")
+# (A rule asking the same of the file it checks reads the text for these words too.)
+MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode", ".backward(", ".step(")
+_MODE_WORDS = tuple(word.encode() for word in MODE_WORDS)
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)

@@ -8,6 +8,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
+    MODE_WORDS,
     MODULE_SELF_METHODS,
     Clue,
     bindings,
@@ -459,10 +460,7 @@ def check_loaded(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _never_switches_modes(ctx: Context) -> bool:
     """No text of the file switches a model to eval mode, and none trains one."""
     source = ctx.source
-    return not any(
-        word in source
-        for word in (".eval(", "train(False", "train(mode", "eval_mode", ".backward(", ".step(")
-    )
+    return not any(word in source for word in MODE_WORDS)
 
 
 def _loaded_model(call: ast.Call, ctx: Context) -> str | None:
