@@ -175,24 +175,13 @@ def test_a_torch_nn_model_is_read_for_its_layers():
     assert found(script.format(layer="ReLU()")) == []
 
 
-SEGMENTER = """\
-import torch.nn as nn
-
-
-class Segmenter(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv1d(3, 8, 1)
-        self.{layer}
-"""
-
-TRAIN_SEGMENTER = """\
+TRAIN_NET = """\
 import torch
 import torch.nn.functional as F
-from model import Segmenter
+from model import Net
 from utils import evaluate_model
 
-model = Segmenter()
+model = Net()
 model = torch.nn.DataParallel(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for epoch in range(10):
@@ -209,10 +198,10 @@ def test_a_model_of_another_modules_class_given_to_an_evaluation_helper(tmp_path
     # GACNet: `test_seg(model, ...)` of utils.py gets the GACNet of model.py mid-training.
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "utils.py").write_text(UTILS)
-    (tmp_path / "model.py").write_text(SEGMENTER.format(layer="bn = nn.BatchNorm1d(8)"))
+    (tmp_path / "model.py").write_text(NET.format(layer="bn = nn.BatchNorm1d(8)"))
     train = tmp_path / "train.py"
-    train.write_text(TRAIN_SEGMENTER)
+    train.write_text(TRAIN_NET)
     assert found_in(train) == [15]
     # No module of the project has a layer that depends on the mode.
-    (tmp_path / "model.py").write_text(SEGMENTER.format(layer="act = nn.ReLU()"))
+    (tmp_path / "model.py").write_text(NET.format(layer="act = nn.ReLU()"))
     assert found_in(train) == []
