@@ -310,3 +310,23 @@ def test_server_without_pygls_says_what_to_install(tmp_path):
         "torchdoctor: error: the language server needs pygls: install torchdoctor[server] "
         "(pip install 'torchdoctor[server]')"
     ]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "character"),
+    [
+        (types.PositionEncodingKind.Utf16, 8),  # U+1F600 is two UTF-16 code units
+        (types.PositionEncodingKind.Utf8, 12),  # ... four UTF-8 ones, and each CJK three
+        (types.PositionEncodingKind.Utf32, 7),
+    ],
+)
+def test_columns_are_counted_in_the_clients_code_units(encoding, character):
+    from pygls.workspace import PositionCodec
+
+    from torchdoctor.server.positions import Lines
+
+    lines = Lines("a = 1\ns = '\U0001f600\u6ce8'; t\r\n", PositionCodec(encoding))
+    # Column 8 (1-based, in characters) is the string's closing quote: 7 characters before it.
+    assert lines.position(2, 8) == types.Position(1, character)
+    assert lines.position(1, 3) == types.Position(0, 2)  # an ASCII prefix: one unit each
+    assert lines.lines == ["a = 1", "s = '\U0001f600\u6ce8'; t", ""]

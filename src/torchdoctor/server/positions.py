@@ -19,7 +19,7 @@ class Lines:
     """A text's lines, to convert positions within it."""
 
     def __init__(self, text: str, codec: PositionCodec) -> None:
-        self.lines = [line[: len(line) - len(ending(line))] for line in split_lines(text, True)]
+        self.lines = split_lines(text)
         if not text or ending(text[-1]):  # the empty line after a final line break is a line
             self.lines.append("")
         self.codec = codec
@@ -32,7 +32,13 @@ class Lines:
             column = len(self.lines[index]) + 1
         text = self.lines[index]
         characters = min(max(0, column - 1), len(text))
-        return types.Position(index, self.codec.client_num_units(text[:characters]))
+        return types.Position(index, self._units(text[:characters]))
+
+    def _units(self, text: str) -> int:
+        """The length of `text` in the client's code units. ASCII is one unit per character in
+        every encoding, and `isascii` runs at C speed where the codec counts each character in
+        Python (most of the time the server spent sending a file's diagnostics)."""
+        return len(text) if text.isascii() else self.codec.client_num_units(text)
 
     def range(self, line: int, column: int, end_line: int, end_column: int) -> types.Range:
         return types.Range(self.position(line, column), self.position(end_line, end_column))
