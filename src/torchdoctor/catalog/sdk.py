@@ -55,6 +55,7 @@ from torchdoctor.lint.context import (
     top_level_classes,
     top_level_functions,
 )
+from torchdoctor.lint.gradients import runs_without_gradients, turns_recording_off
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.project import MODE_WORDS, holds_marker
 from torchdoctor.lint.values import (
@@ -164,6 +165,8 @@ ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": Un
 
 __all__ = [
     "lazy_compile",
+    "runs_without_gradients",
+    "turns_recording_off",
     "call_name",
     "attribute_values",
     "is_self_attribute",

@@ -21,6 +21,7 @@ from torchdoctor.catalog.sdk import (
     scope_of,
     shorten,
     top_level_classes,
+    turns_recording_off,
 )
 
 # Messages quote at most 40 characters of source.
@@ -164,15 +165,6 @@ Identity Flatten Unflatten Dropout Dropout2d MaxPool1d MaxPool2d MaxPool3d AvgPo
 AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool2d Upsample PixelShuffle
 BCELoss BCEWithLogitsLoss CrossEntropyLoss NLLLoss MSELoss L1Loss SmoothL1Loss HuberLoss KLDivLoss
 """.split()
-)
-NO_GRAD_CONTEXTS = frozenset(
-    {
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.set_grad_enabled",
-        "torch.autograd.no_grad",
-        "torch.autograd.grad_mode.no_grad",
-    }
 )
 # Names that turn grad off for parameters or globally: the grad case is then unknowable.
 GRAD_SWITCHES = frozenset({"requires_grad_", "set_grad_enabled", "requires_grad"})
@@ -341,18 +333,10 @@ def _grad_off_here(ctx: Context) -> bool:
     """Inside `with torch.no_grad():` or a function decorated with it (or inference_mode), or
     in a function every call of which in this file is."""
     for node in ctx.ancestors:
-        if _turns_grad_off(node, ctx):
+        if turns_recording_off(node, ctx, maybe=True):
             return True
     function = ctx.enclosing_function()
     return function is not None and _called_with_grad_off(ctx, function)
-
-
-def _turns_grad_off(node: ast.AST, ctx: Context) -> bool:
-    if isinstance(node, (ast.With, ast.AsyncWith)):
-        return any(_is_no_grad(item.context_expr, ctx) for item in node.items)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return any(_is_no_grad(decorator, ctx) for decorator in node.decorator_list)
-    return False
 
 
 @per_file
@@ -409,17 +393,12 @@ def _under_no_grad(call: ast.Call, found, ctx: Context) -> bool:
     """`call` is in a `no_grad` block of its function, or in a function decorated with it."""
     node = found.parents.get(call)
     while node is not None:
-        if _turns_grad_off(node, ctx):
+        if turns_recording_off(node, ctx, maybe=True):
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return False
         node = found.parents.get(node)
     return False
-
-
-def _is_no_grad(expr: ast.AST, ctx: Context) -> bool:
-    target = expr.func if isinstance(expr, ast.Call) else expr
-    return ctx.qualname(target) in NO_GRAD_CONTEXTS
 
 
 @per_file

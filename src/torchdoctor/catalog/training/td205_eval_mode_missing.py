@@ -22,6 +22,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     lazy_compile,
     per_file,
+    runs_without_gradients,
     shorten,
     top_level_functions,
 )
@@ -372,7 +373,7 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     if _trains(ctx, function or node) and not (
         # A validation loop inside the training function itself (MultiBench's unimodal
         # `train`): a loader named for evaluation, run without gradients.
-        _evaluation_intent(None, loader) and _without_gradients(ctx)
+        _evaluation_intent(None, loader) and runs_without_gradients(ctx)
     ):
         return
     call = _model_call(node, ctx)
@@ -569,7 +570,7 @@ def _switched_to_training(loop: ast.For, ctx: Context) -> list[ast.Call]:
     `model.train()` in it; after the model's call, it still runs the next batches in training
     mode). None when the text around says it means dropout on (Monte Carlo dropout at test
     time)."""
-    if not _without_gradients(ctx):
+    if not runs_without_gradients(ctx):
         return []
     calls = _body_calls(ctx, loop)
     switches = [
@@ -599,23 +600,6 @@ _DROPOUT_ON_PURPOSE = ("dropout", "mc ", "mc_", "monte", "uncertain")
 @per_file
 def _reported_switches(ctx: Context) -> set[int]:
     return set()
-
-
-def _without_gradients(ctx: Context) -> bool:
-    """Whether the statement visited runs under `torch.no_grad()` or `inference_mode()`: a
-    `with` around it, or a decorator of its function."""
-    for node in ctx.ancestors:
-        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
-            any(word in (ctx.call_qualname(item.context_expr) or "") for word in NO_GRAD_WORDS[:2])
-            for item in node.items
-        ):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-            any(word in ctx.text(decorator) for word in NO_GRAD_WORDS[:2])
-            for decorator in node.decorator_list
-        ):
-            return True
-    return False
 
 
 def _words(name: str) -> set[str]:
