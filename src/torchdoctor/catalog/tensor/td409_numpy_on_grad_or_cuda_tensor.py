@@ -63,7 +63,8 @@ PITFALL = Pitfall(
 `.numpy()` called on a tensor that certainly requires grad or certainly lives on a CUDA device:
 - the output of a model or layer called directly (`model(x)`, `self.fc(x)`), a layer's
   `.weight`/`.bias`, or an `nn.Parameter`, with no `.detach()` or `.data` in between, outside
-  `torch.no_grad()` / `torch.inference_mode()` (as a `with` block or a decorator);
+  `torch.no_grad()` / `torch.inference_mode()` (as a `with` block or a decorator, and the
+  project's own wrappers named like them);
 - a tensor moved with `.cuda()` or `.to("cuda")` and not brought back with `.cpu()`.
 The tensor may be the receiver itself or a name assigned just before in the same block.
 
@@ -102,7 +103,7 @@ have none. Layers and losses without parameters (`nn.Sigmoid()`, a `Sequential` 
 对确定需要梯度、或确定位于 CUDA 设备上的张量调用 `.numpy()`：
 - 直接调用模型或层得到的输出（`model(x)`、`self.fc(x)`）、层的 `.weight`/`.bias` 或 `nn.Parameter`，
   中间没有 `.detach()` 或 `.data`，并且不在 `torch.no_grad()` / `torch.inference_mode()`
-  （`with` 代码块或装饰器）之内；
+  （`with` 代码块或装饰器，也包括项目自己命名类似的包装）之内；
 - 用 `.cuda()` 或 `.to("cuda")` 移到 GPU、之后没有用 `.cpu()` 移回来的张量。
 张量可以就是调用 `.numpy()` 的对象，也可以是同一代码块中刚刚赋值的变量。
 
