@@ -28,12 +28,12 @@ PITFALL = Pitfall(
     },
     messages={
         "": {
-            "en": "`{method}` of autograd Function `{cls}` is not a `@staticmethod`: legacy "
-            "Functions raise RuntimeError since PyTorch 1.3; make it "
-            "`@staticmethod def {method}(ctx, ...)` and call `{cls}.apply(...)`",
-            "zh": "autograd Function `{cls}` 的 `{method}` 不是 `@staticmethod`：旧式 Function 从 "
-            "PyTorch 1.3 起会抛出 RuntimeError；请改成 `@staticmethod def {method}(ctx, ...)`，"
-            "并通过 `{cls}.apply(...)` 调用",
+            "en": "autograd Function `{cls}` is written in the legacy style ({methods} not "
+            "`@staticmethod`): legacy Functions raise RuntimeError since PyTorch 1.3; make them "
+            "`@staticmethod`s taking `ctx` instead of `self`, and call `{cls}.apply(...)`",
+            "zh": "autograd Function `{cls}` 是旧式写法（{methods} 不是 `@staticmethod`）：旧式 "
+            "Function 从 PyTorch 1.3 起会抛出 RuntimeError；请把它们改成以 `ctx` 代替 `self` 的 "
+            "`@staticmethod`，并通过 `{cls}.apply(...)` 调用",
         },
         "call": {
             "en": "`{call}` calls an instance of autograd Function `{cls}`: Function instances "
@@ -58,7 +58,8 @@ PITFALL = Pitfall(
 ## What it catches
 A subclass of `torch.autograd.Function` (also through `from torch.autograd import Function`
 and through your own subclasses of it) whose `forward`, `backward` (or `setup_context`, `jvp`,
-`vjp`) is a plain method instead of a `@staticmethod`.
+`vjp`) is a plain method instead of a `@staticmethod`: reported once, at the `class` line,
+naming those methods.
 
 Also a call of an instance of such a Function, where the error is raised: `MyFn(args)(x)`, or
 `fn(x)` / `self.fn(x)` where every assignment of `fn` / `self.fn` is `MyFn(...)`. The class
@@ -97,7 +98,8 @@ reported all the same.
         "zh": """
 ## What it catches
 `torch.autograd.Function` 的子类（包括 `from torch.autograd import Function` 导入的，以及继承自你自己的
-Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`、`vjp`）是普通方法而不是 `@staticmethod`。
+Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`、`vjp`）是普通方法而不是 `@staticmethod`：
+每个类只在 `class` 那一行报告一次，并列出这些方法。
 
 也报告对这种 Function 实例的调用——错误正是在这里抛出的：`MyFn(args)(x)`，或者 `fn(x)` / `self.fn(x)`，
 且 `fn` / `self.fn` 的每次赋值都是 `MyFn(...)`。这个类可以定义在本文件中，也可以定义在项目的其他模块里、
@@ -221,20 +223,27 @@ TRANSPARENT_DECORATORS = frozenset(
 )
 
 
-@PITFALL.static(ast.FunctionDef, names=STATIC_METHODS)
-def check(node: ast.FunctionDef, ctx: Context) -> list[Finding] | None:
-    cls = ctx.parent()
-    if not isinstance(cls, ast.ClassDef):
+@PITFALL.static(ast.ClassDef)
+def check(cls: ast.ClassDef, ctx: Context) -> list[Finding] | None:
+    """Reported once per class, at its header: the class is what is written in the legacy
+    style, and the message names its methods that are not static."""
+    methods = [
+        statement
+        for statement in cls.body
+        if type(statement) is ast.FunctionDef
+        and statement.name in STATIC_METHODS
+        and all(_is_transparent(decorator, ctx) for decorator in statement.decorator_list)
+    ]
+    if not methods or not ctx.class_inherits(cls, FUNCTION_CLASSES.__contains__):
         return None
-    if not all(_is_transparent(decorator, ctx) for decorator in node.decorator_list):
-        return None
-    if not ctx.class_inherits(cls, FUNCTION_CLASSES.__contains__):
-        return None
-    if node.name == "backward" and _static_forward(cls):
+    if _static_forward(cls):
         # `forward` is static and the Function is used through `.apply`: autograd finds
         # `backward` on the class and passes `ctx` first, so a plain method works too.
+        methods = [method for method in methods if method.name != "backward"]
+    if not methods:
         return None
-    return [ctx.finding(PITFALL, _def_header(node), method=node.name, cls=cls.name)]
+    names = ", ".join(f"`{method.name}`" for method in methods)
+    return [ctx.finding(PITFALL, _class_header(cls), methods=names, cls=cls.name)]
 
 
 @PITFALL.static(ast.Call)
@@ -368,10 +377,10 @@ def _is_transparent(decorator: ast.expr, ctx: Context) -> bool:
     return ctx.qualname(target) in TRANSPARENT_DECORATORS
 
 
-def _def_header(node: ast.FunctionDef) -> ast.AST:
-    """A node spanning `def forward`, so the finding points at the header, not the body."""
-    header = ast.Name(id=node.name)
-    header.lineno = header.end_lineno = node.lineno
-    header.col_offset = node.col_offset
-    header.end_col_offset = node.col_offset + len(f"def {node.name}")
+def _class_header(cls: ast.ClassDef) -> ast.AST:
+    """A node spanning `class Name`, so the finding points at the header, not the body."""
+    header = ast.Name(id=cls.name)
+    header.lineno = header.end_lineno = cls.lineno
+    header.col_offset = cls.col_offset
+    header.end_col_offset = cls.col_offset + len(f"class {cls.name}")
     return header
