@@ -214,7 +214,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"var_{i} = Variable(x_{i}, requires_grad=True)",
         ],
         [  # values that reach a use from another branch, block or term: TD301, TD102, TD103,
-            # TD403, TD504
+            # TD403, TD504, TD107
             f"if {i} % 2:",
             f"    iters_{i} = [iter(loader_{i}) for _ in range(2)]",
             f"    data_{i} = [iters_{i}[j].next() for j in range(2)]",
@@ -226,6 +226,7 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"    both_{i} = clf_{i} + 0.1 * clf_{i}",
             f"    total_{i} += clf_{i}",
             f"    both_{i}.backward()",
+            f"    (clf_{i} * 2).backward()",
             f"for p_{i} in model_{i}.parameters():",
             f"    p_{i}.volatile = True",
             f"_, top_{i} = x_{i}.topk(5, 1, True, True)",
@@ -439,7 +440,8 @@ dataset = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
 def ddp_script(lines: int) -> str:
     """A script of about `lines` lines wrapping models in DDP and building loaders, with no
     DistributedSampler anywhere (the other shapes have one): TD607; checkpoints saved on every
-    rank and on rank 0: TD608. Every loader reads the same `dataset` too."""
+    rank and on rank 0: TD608; two backward passes through one forward pass: TD107. Every
+    loader reads the same `dataset` too."""
     return _script(
         DDP_HEADER,
         lines,
@@ -453,6 +455,9 @@ def ddp_script(lines: int) -> str:
             f"prepared_{i} = torch.compile(prepared_{i})",
             f"for x_{i}, y_{i} in loader_{i}:",
             f"    F.mse_loss(model_{i}(x_{i}), y_{i}).backward()",
+            f"    pred_{i} = model_{i}(x_{i})",
+            f"    pred_{i}.sum().backward()",
+            f"    pred_{i}.mean().backward()",
             f"torch.save(model_{i}.state_dict(), 'ddp_{i}.pt')",
             "if rank == 0:",
             f"    torch.save(model_{i}.state_dict(), 'main_{i}.pt')",

@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-from torchdoctor.catalog.sdk import Pitfall
+import ast
+from bisect import bisect_left
+
+from torchdoctor.catalog.sdk import (
+    BlockKey,
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    block_names,
+    lazy_compile,
+    name_words,
+    names_a_model,
+    per_file,
+    top_level_functions,
+)
 
 PITFALL = Pitfall(
     code="TD107",
@@ -17,7 +32,18 @@ PITFALL = Pitfall(
             "freed: some tensor still links this step to a graph that was used before",
             "zh": "`backward()` 走到了一段已经被之前的 `backward()` 释放的计算图："
             "某个张量仍把这一步和之前用过的计算图连在一起",
-        }
+        },
+        "shared": {
+            "en": "`{second}` runs backward through the graph of `{shared}` (line {made}) a second "
+            "time: `{first}` on line {line} already freed it (RuntimeError: Trying to backward "
+            "through the graph a second time); if the first loss should not reach `{shared}`'s "
+            "model (a GAN's discriminator step), give it `{shared}.detach()`, else add the "
+            "losses and call `backward()` once",
+            "zh": "`{second}` 再次对 `{shared}`（第 {made} 行）的计算图做反向传播：第 {line} 行的 "
+            "`{first}` 已经把它释放了（RuntimeError: Trying to backward through the graph a "
+            "second time）；如果第一个损失本不该传到 `{shared}` 的模型（GAN 的判别器那一步），"
+            "请在那里用 `{shared}.detach()`，否则把两个损失相加后只调用一次 `backward()`",
+        },
     },
     fix_hint={
         "en": "Cut the link to the previous graph instead of adding `retain_graph=True`: "
@@ -37,6 +63,13 @@ PITFALL = Pitfall(
 The autograd error raised when `backward()` (or `torch.autograd.grad`) needs intermediate
 values that an earlier backward pass has already freed: `Trying to backward through the graph
 a second time`, in all its phrasings since PyTorch 0.1.
+
+Before the run, `check` finds the commonest way to it: two `.backward()` calls in one block
+(a loop body, a function) whose losses both come from the same model output, made once before
+the first of them, which has no `retain_graph=True`. The classic case is a GAN whose
+discriminator step uses `netD(fake)` instead of `netD(fake.detach())`, and whose generator
+step then backpropagates through `fake` again. The losses are followed through the block's
+own assignments; a use under `.detach()`, `.data` or `.item()` does not count.
 
 ## Why is this bad?
 To save memory, a backward pass frees the tensors each operation saved for its gradient as
@@ -78,6 +111,12 @@ freed. Please specify retain_variables=True when calling backward for the first 
 autograd 抛出的错误：`Trying to backward through the graph a second time`，涵盖 PyTorch 0.1
 以来的各种措辞。
 
+运行之前，`check` 会找出最常见的成因：同一代码块（循环体、函数）中的两次 `.backward()`，
+它们的损失都来自同一个模型输出，而这个输出在第一次调用之前只算了一次，第一次调用又没有
+`retain_graph=True`。典型的例子是 GAN：判别器那一步用了 `netD(fake)` 而不是
+`netD(fake.detach())`，随后生成器那一步又经过 `fake` 反向传播。规则沿着代码块内的赋值追踪损失；
+在 `.detach()`、`.data` 或 `.item()` 之下的使用不算在内。
+
 ## Why is this bad?
 为了节省内存，反向传播在用完每个运算为求梯度而保存的张量后会立即释放它们。再对同一批运算做
 第二次反向传播时，就已经无从计算了。报错信息建议加 `retain_graph=True`，但在训练循环里这很少是
@@ -113,30 +152,29 @@ freed. Please specify retain_variables=True when calling backward for the first 
 import torch
 import torch.nn as nn
 
-rnn = nn.RNN(8, 16, batch_first=True)
-optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
-hidden = torch.zeros(1, 4, 16)
+netG = nn.Linear(8, 4)
+netD = nn.Linear(4, 1)
+criterion = nn.BCEWithLogitsLoss()
 for step in range(3):
-    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
-    loss = out.pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
+    fake = netG(torch.randn(16, 8))
+    errD = criterion(netD(fake), torch.zeros(16, 1))
+    errD.backward()
+    errG = criterion(netD(fake), torch.ones(16, 1))
+    errG.backward()
 """,
     use_instead="""
 import torch
 import torch.nn as nn
 
-rnn = nn.RNN(8, 16, batch_first=True)
-optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
-hidden = torch.zeros(1, 4, 16)
+netG = nn.Linear(8, 4)
+netD = nn.Linear(4, 1)
+criterion = nn.BCEWithLogitsLoss()
 for step in range(3):
-    hidden = hidden.detach()
-    out, hidden = rnn(torch.randn(4, 5, 8), hidden)
-    loss = out.pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
+    fake = netG(torch.randn(16, 8))
+    errD = criterion(netD(fake.detach()), torch.zeros(16, 1))
+    errD.backward()
+    errG = criterion(netD(fake), torch.ones(16, 1))
+    errG.backward()
 """,
 )
 
@@ -156,3 +194,178 @@ PITFALL.error(
         "GAN 中没有 `.detach()` 的 `fake`）造成的，而不是真的需要 `retain_graph=True`。",
     },
 )
+
+
+# Attributes and methods whose result carries no graph: a use under them does not link a loss
+# to the value.
+_DETACHING = frozenset({"detach", "data", "item", "tolist", "numpy"})
+# Statements of a block followed back from a loss at most (a chain of assignments), and the
+# earlier backward calls of the block a backward call is compared with: bounded, so that a
+# block of thousands of statements and backward calls is read in linear time.
+_MAX_STEPS = 64
+_MAX_EARLIER = 8
+# First words of a function's name that say it makes models rather than being one.
+_FACTORY_VERBS = frozenset(
+    {"load", "build", "create", "get", "make", "init", "setup", "prepare", "construct"}
+)
+# Parameters frozen somewhere in the file: a model's output may then carry no graph at all.
+_FREEZES = lazy_compile(r"requires_grad_?\s*(?:=|\()\s*False")
+
+
+@PITFALL.static(ast.Expr, names={"backward"})
+def check(statement: ast.Expr, ctx: Context) -> list[Finding] | None:
+    second = _backward_receiver(statement)
+    located = ctx.block_position(statement, ctx.ancestors[-1]) if ctx.ancestors else None
+    if second is None or located is None or _freezes_parameters(ctx):
+        return None
+    block, index = located
+    positions = _first_backwards(ctx, BlockKey(block))
+    earlier = positions[
+        max(0, bisect_left(positions, index) - _MAX_EARLIER) : bisect_left(positions, index)
+    ]
+    if not earlier:
+        return None
+    sources = _graph_sources(ctx, block, index, second)
+    if not sources:
+        return None
+    for position in reversed(earlier):
+        first = _backward_receiver(block[position], first=True)
+        shared = sorted(sources & _graph_sources(ctx, block, position, first))
+        shared = [at for at in shared if at < position]  # made before the first backward
+        if shared:
+            made = block[shared[-1]]
+            return [
+                ctx.finding(
+                    PITFALL,
+                    statement,
+                    "shared",
+                    second=ctx.text(statement.value),
+                    first=ctx.text(block[position].value),  # type: ignore[attr-defined]
+                    line=block[position].lineno,
+                    shared=_target_text(made, ctx),
+                    made=made.lineno,
+                )
+            ]
+    return None
+
+
+@per_file
+def _first_backwards(ctx: Context, key: BlockKey) -> list[int]:
+    """The positions of the block's `x.backward()` statements that free the graph: found once
+    per block, however many backward calls it holds."""
+    return [
+        position
+        for position, statement in enumerate(key.block)
+        if _backward_receiver(statement, first=True) is not None
+    ]
+
+
+def _backward_receiver(statement: ast.stmt, first: bool = False) -> ast.expr | None:
+    """The tensor of `x.backward()` as a statement; for a `first` backward, None when it keeps
+    the graph (`retain_graph=`, `create_graph=`, a second positional argument)."""
+    if type(statement) is not ast.Expr:
+        return None
+    call = statement.value
+    if not (
+        type(call) is ast.Call
+        and type(call.func) is ast.Attribute
+        and call.func.attr == "backward"
+        and len(call.args) <= (1 if first else 2)
+    ):
+        return None
+    if first and any(
+        k.arg is None
+        or k.arg in ("retain_graph", "create_graph", "retain_variables")
+        and not (isinstance(k.value, ast.Constant) and not k.value.value)
+        for k in call.keywords
+    ):
+        return None
+    return call.func.value
+
+
+def _graph_sources(ctx: Context, block: list[ast.stmt], position: int, expr: ast.AST) -> set[int]:
+    """The positions in `block` of the statements before `position` that assign a model's
+    output the value of `expr` depends on (through the block's plain assignments, a use under
+    `.detach()` and the like left out)."""
+    names = block_names(ctx, block)
+    found: set[int] = set()
+    todo = [(name, position) for name in _linked(expr, ctx)[0]]
+    seen: set[tuple[str, int]] = set()
+    while todo and len(seen) < _MAX_STEPS:
+        name, before = todo.pop()
+        at = names.last_bound_before(name, before)
+        if at is None or (name, at) in seen:
+            continue
+        seen.add((name, at))
+        statement = block[at]
+        if type(statement) is not ast.Assign:
+            continue  # bound some other way (a loop, a `with`): not followed
+        used, calls_a_model = _linked(statement.value, ctx)
+        if calls_a_model:
+            found.add(at)
+        todo += [(name, at) for name in used]
+    return found
+
+
+def _linked(expr: ast.AST, ctx: Context) -> tuple[list[str], bool]:
+    """The names whose graph `expr`'s value carries (read in it, but not as what is called,
+    nor under `.detach()`, `.data`, `.item()`...), and whether it calls a model on the way
+    (`criterion(model(x), y)`). A method of a value (`pool.query(fake)`, `x.to(device)`) is
+    followed to its receiver only: what it does with its arguments is not known. The
+    arguments of a function (`criterion(out, y)`, `torch.cat(...)`), or of a callable
+    attribute of `self`, are followed."""
+    found, todo, calls_a_model = [], [expr], False
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            found.append(node.id)
+        elif kind is ast.Attribute:
+            if node.attr not in _DETACHING:
+                todo.append(node.value)
+        elif kind is ast.Call:
+            func = node.func
+            calls_a_model = calls_a_model or _is_model_call(node, ctx)
+            if type(func) is ast.Attribute:
+                if func.attr in _DETACHING:
+                    continue
+                receiver = func.value
+                if not (type(receiver) is ast.Name and receiver.id == "self") and (
+                    ctx.qualname(func) is None
+                ):
+                    todo.append(receiver)  # `out.sum()`: the method's receiver carries it
+                    continue
+            todo += node.args
+            todo += [k.value for k in node.keywords]
+        elif kind not in (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp):
+            todo += ast.iter_child_nodes(node)
+    return found, calls_a_model
+
+
+def _is_model_call(value: ast.AST, ctx: Context) -> bool:
+    """`netG(z)`, `self.generator(z)`, `model(x)`: a call of a module (or of a name that says
+    it holds one), whose output carries the module's graph; not a function of the file that
+    builds or loads models (`_load_models(path)`)."""
+    if type(value) is not ast.Call:
+        return False
+    func = value.func
+    name = func.attr if type(func) is ast.Attribute else getattr(func, "id", None)
+    if name is None:
+        return False
+    if ctx.kind_of(func) is Kind.MODULE:
+        return True
+    return (
+        names_a_model(name)
+        and name not in top_level_functions(ctx)
+        and name_words(name)[0] not in _FACTORY_VERBS
+    )
+
+
+def _target_text(statement: ast.stmt, ctx: Context) -> str:
+    targets = statement.targets  # type: ignore[attr-defined]
+    return ctx.text(targets[0]) if len(targets) == 1 else ctx.text(targets[-1])
+
+
+@per_file
+def _freezes_parameters(ctx: Context) -> bool:
+    return _FREEZES.search(ctx.source) is not None
