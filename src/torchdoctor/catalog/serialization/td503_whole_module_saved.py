@@ -18,7 +18,9 @@ from torchdoctor.catalog.sdk import (
     bindings,
     built_from,
     index_of,
+    is_parameter,
     names_a_model,
+    passed_values,
     scope_of,
     shorten,
 )
@@ -209,9 +211,37 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
         return True
     if isinstance(expr, ast.IfExp):  # `net.module if use_cuda else net`
         return _is_module(expr.body, ctx) and _is_module(expr.orelse, ctx)
-    if isinstance(expr, ast.Name) and _used_as_module(expr.id, ctx):
+    if isinstance(expr, ast.Name) and (
+        _used_as_module(expr.id, ctx) or _model_parameter(expr.id, ctx)
+    ):
         return True
     return _weights_saved_too(expr, ctx)
+
+
+def _model_parameter(name: str, ctx: Context) -> bool:
+    """A parameter of the enclosing function whose name says it holds a model, that the
+    function never rebinds, not annotated as something else, and for which no call in this
+    file passes weights or a literal (`def save_checkpoint(model, path): torch.save(model,
+    path)`, called from the training script: darts, TCN)."""
+    function = ctx.enclosing_function()
+    if function is None or not names_a_model(name) or not is_parameter(function, name):
+        return False
+    found = bindings(ctx, function, name)
+    if not found or any(not isinstance(b.node, ast.arg) for b in found):
+        return False  # rebound in the function (`model = model.state_dict()`)
+    if any(b.node.annotation is not None for b in found):  # type: ignore[attr-defined]
+        return False  # annotated, and not as a module (`_is_module` read that first)
+    return not any(_no_module_passed(value, ctx) for _, value in passed_values(ctx, function, name))
+
+
+def _no_module_passed(value: ast.AST, ctx: Context) -> bool:
+    """What a call passes is surely no module: weights (`model.state_dict()`), a literal, a
+    tensor or another known kind that is not a module."""
+    if isinstance(value, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.JoinedStr)):
+        return True
+    if isinstance(value, ast.Call) and ctx.method_name(value) == "state_dict":
+        return True
+    return ctx.kind_of(value) in _NOT_MODULES
 
 
 def _weights_saved_too(expr: ast.AST, ctx: Context) -> bool:
