@@ -405,12 +405,13 @@ def _check_loss_call(call: ast.Call, qualname: str | None, ctx: Context) -> Iter
             isinstance(a, ast.Starred) for a in call.args[: position + 1]
         ):
             flag = call.args[position]
-            if _flag(flag) is not None:  # None is the default: no legacy path taken
+            # None is the default: no legacy path taken; nor by a parameter passed on.
+            if _flag(flag) is not None and not _passed_on(flag, ctx):
                 yield ctx.finding(PITFALL, flag, "positional", legacy=ctx.text(flag))
         return
     values = {k.arg: _flag(k.value) for k in legacy}
-    if all(v is None for v in values.values()):  # both at their default: no legacy path taken
-        return
+    if all(v is None or _passed_on(k.value, ctx) for k, v in zip(legacy, values.values())):
+        return  # both at their default, or passed on: no legacy path taken here
     reduction_keyword = next((k for k in call.keywords if k.arg == "reduction"), None)
     reduction = _legacy_reduction(values.get("size_average"), values.get("reduce"))
     variant = "override" if reduction_keyword else ""
@@ -473,6 +474,26 @@ def _old_mean_name(call: ast.Call, rejected: bool, ctx: Context) -> Iterator[Fin
             fix = ctx.fix(PITFALL, "safe", ctx.replace(value, f"{quote}mean{quote}"), title=title)
             variant = "elementwise-mean-error" if rejected else "elementwise-mean"
             yield ctx.finding(PITFALL, keyword, variant, fix=fix, legacy=ctx.text(keyword))
+
+
+def _passed_on(value: ast.AST, ctx: Context) -> bool:
+    """`value` is a parameter of the enclosing function that defaults to None, handed on as
+    it came (`super().__init__(weight, size_average, reduction=reduction)` in a loss subclass):
+    the legacy path is taken only where a caller sets it, and that call is where to report."""
+    function = ctx.enclosing_function()
+    if type(value) is not ast.Name or function is None:
+        return False
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults)
+    )
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    default = defaults.get(value.id)
+    if not (isinstance(default, ast.Constant) and default.value is None):
+        return False
+    found = bindings(ctx, function, value.id) or ()
+    return all(isinstance(b.node, ast.arg) for b in found)  # never rebound in the function
 
 
 def _flag(value: ast.AST) -> object:
