@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     index,
     names_assigned,
     per_file,
+    scope_of,
     shorten,
     statements,
     tensor_methods,
@@ -174,9 +175,10 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     root = _root_name(receiver)
     if root == "_":  # the throwaway name (or the REPL's last result)
         return
-    if root in _imported_names(ctx):
+    if root in _imported_names(ctx) and _names_the_import(root, ctx):
         # `torch.unsqueeze(x, 0)`, `np.reshape(a, s)`, `utils.permute(...)`: a function of an
-        # imported module (or class), not a method of a tensor; its receiver is no target.
+        # imported module (or class), not a method of a tensor; its receiver is no target. A
+        # function's own `data` (a batch) is not the module `import data` binds.
         return
     kind = ctx.kind_of(receiver)
     if kind is Kind.MODULE:  # model.cuda() moves the module in place: fine
@@ -214,6 +216,17 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
+
+
+def _names_the_import(name: str, ctx: Context) -> bool:
+    """`name`, which some import of the file binds, means that import here: bound at the
+    module's level, or by an import of the function it is bound in (not a function's own
+    `data, target = batch`, beside an `import data` of the module)."""
+    scope = scope_of(name, ctx)
+    if scope is ctx.tree:
+        return True
+    found = bindings(ctx, scope, name) or ()
+    return any(isinstance(b.node, (ast.Import, ast.ImportFrom)) for b in found)
 
 
 def _instance_of_other_class(receiver: ast.AST, ctx: Context) -> bool:
