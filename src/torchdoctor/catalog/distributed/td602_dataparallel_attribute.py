@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
-    assigned_name,
-    MODULE_SELF_METHODS,
     Context,
     Finding,
-    Kind,
     Pitfall,
+    assigned_name,
     block_names,
+    index,
+    index_of,
+    is_self_attribute,
     per_file,
-    subtree,
 )
 
 PITFALL = Pitfall(
@@ -29,7 +30,16 @@ PITFALL = Pitfall(
             "en": "`{wrapper}` is a `{parallel}` wrapper: it has no attribute `{attr}`; "
             "use `{wrapper}.module.{attr}`",
             "zh": "`{wrapper}` 是 `{parallel}` 包装对象，没有属性 `{attr}`；应写 `{wrapper}.module.{attr}`",
-        }
+        },
+        "conditional": {
+            "en": "`{wrapper}` is a `{parallel}` wrapper when line {line} wraps it, and then has "
+            "no attribute `{attr}`: keep the unwrapped model in a name of its own for "
+            "everything but the forward call, or read `getattr({wrapper}, 'module', {wrapper})"
+            ".{attr}`",
+            "zh": "当第 {line} 行包装了 `{wrapper}` 时，它是 `{parallel}` 包装对象，没有属性 `{attr}`："
+            "除前向调用外，请用另一个名字保留未包装的模型，或者读取 "
+            "`getattr({wrapper}, 'module', {wrapper}).{attr}`",
+        },
     },
     fix_title={
         "en": "Go through the wrapped model: `.module.`",
@@ -49,8 +59,11 @@ PITFALL = Pitfall(
 ## What it catches
 A model wrapped in `nn.DataParallel` or `DistributedDataParallel`, then used through the
 wrapper for a method or attribute that its own class defines and `nn.Module` does not:
-`model = nn.DataParallel(Net()); model.predict(x)`. Only classes defined in the same file are
-checked, and only uses in the statements that follow the wrapping in the same block.
+`model = nn.DataParallel(Net()); model.predict(x)`, or `self.net.predict(x)` after
+`self.net = nn.DataParallel(self.net)`. Any attribute the wrapper itself lacks counts, whatever
+class it wraps. Read in the statements that follow the wrapping in its block, and when the
+wrapping is a branch of an `if` (`if n_gpu > 1: model = nn.DataParallel(model)`), in those that
+follow the `if`; a use in a branch whose other branch goes through `.module` is left alone.
 `explain` also reads the other way round: `'Net' object has no attribute 'module'`, code
 written for a wrapped model (`model.module.predict(x)`) run where the model is not wrapped.
 
@@ -72,8 +85,11 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
         "zh": """
 ## What it catches
 模型被 `nn.DataParallel` 或 `DistributedDataParallel` 包装后，又通过包装对象去访问模型类自己定义、
-而 `nn.Module` 没有的方法或属性：`model = nn.DataParallel(Net()); model.predict(x)`。
-只检查同一文件里定义的类，并且只检查包装语句之后、同一代码块中的语句。
+而 `nn.Module` 没有的方法或属性：`model = nn.DataParallel(Net()); model.predict(x)`，或者在
+`self.net = nn.DataParallel(self.net)` 之后的 `self.net.predict(x)`。包装对象本身没有的任何属性都算，
+不论它包装的是哪个类。检查包装语句之后、同一代码块中的语句；如果包装语句位于某个 `if` 分支中
+（`if n_gpu > 1: model = nn.DataParallel(model)`），也检查这个 `if` 之后的语句；如果某个分支的另一分支
+通过 `.module` 访问模型，该分支中的使用不报告。
 `explain` 也识别反过来的情况：`'Net' object has no attribute 'module'`，即为包装后的模型编写的代码
 （`model.module.predict(x)`）在模型没有被包装时运行。
 
@@ -133,7 +149,8 @@ WRAPPERS = {
     "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel": "DistributedDataParallel",
 }
-# What the wrappers answer themselves: the nn.Module API and their own attributes.
+# What the wrappers answer themselves: the nn.Module API and their own attributes (checked
+# against the installed torch by tests/test_wrapper_attributes.py).
 WRAPPER_ATTRIBUTES = frozenset(
     """
 add_module apply bfloat16 buffers call_super_init children compile cpu cuda double dump_patches
@@ -149,7 +166,10 @@ parallel_apply broadcast_buffers join join_device join_hook join_process_group n
 register_comm_hook to_kwargs will_sync_module_buffers device device_type device_mesh
 process_group find_unused_parameters gradient_as_bucket_view static_graph mixed_precision
 bucket_bytes_cap parameters_to_ignore require_backward_grad_sync require_forward_param_sync
-is_multi_device_module logger reducer
+is_multi_device_module logger reducer T_destination batched_grad_copy broadcast_bucket_size
+bucket_bytes_cap_default bucket_bytes_cap_list buffer_hook ddp forward_sync_buffers
+has_custom_per_bucket_caps modules_buffers named_module_buffers skip_all_reduce_unused_params
+use_side_stream_for_tensor_copies
 """.split()
 )
 # Calls that ask what the object is: code after them may handle both wrapped and bare models.
@@ -163,24 +183,57 @@ CALL_NAMES = {"DataParallel", "DistributedDataParallel", "DDP", "DP", "NativeDDP
 @PITFALL.static(ast.Call, names=CALL_NAMES)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     parallel = WRAPPERS.get(ctx.qualname(call.func) or "")
-    wrapped = _wrapped_model(call)
-    if parallel is None or wrapped is None:
+    if parallel is None or _wrapped_model(call) is None or not ctx.ancestors:
         return
-    wrapper = assigned_name(ctx.ancestors[-1] if ctx.ancestors else None, call)
-    if wrapper is None:
+    statement = ctx.ancestors[-1]
+    wrapper = assigned_name(statement, call)
+    self_attribute = _self_attribute_assigned(statement, call)
+    if wrapper is None and self_attribute is None:
         return
-    cls = _model_class(wrapped, ctx)
-    located = ctx.statement_block()
-    if cls is None or located is None:
-        return
-    block, index = located
-    own = _class_attributes(ctx, cls) - WRAPPER_ATTRIBUTES
-    for use in _attribute_uses(block, index, wrapper, ctx):
-        if use.attr in own:
-            fix = ctx.fix(PITFALL, "unsafe", ctx.replace(use.value, f"{wrapper}.module"))
+    for place, (block, position) in enumerate(_places_after(ctx)):
+        if wrapper is not None:
+            uses = _attribute_uses(block, position, wrapper, ctx)
+        else:
+            uses = _self_attribute_uses(block, position, self_attribute, ctx)  # type: ignore[arg-type]
+        if uses is None:
+            return  # rebound or inspected: what the code after it holds is not known
+        for use in uses:
+            if use.attr in WRAPPER_ATTRIBUTES or use.attr.startswith("_"):
+                continue
+            shown = ctx.text(use.value)
+            if _other_branch_unwraps(use, shown, ctx):
+                continue
+            if place:  # after the `if` that may have wrapped it: `.module` may not be there
+                yield ctx.finding(
+                    PITFALL,
+                    use,
+                    "conditional",
+                    wrapper=shown,
+                    parallel=parallel,
+                    attr=use.attr,
+                    line=statement.lineno,
+                )
+                continue
+            fix = ctx.fix(PITFALL, "unsafe", ctx.replace(use.value, f"{shown}.module"))
             yield ctx.finding(
-                PITFALL, use, fix=fix, wrapper=wrapper, parallel=parallel, attr=use.attr
+                PITFALL, use, fix=fix, wrapper=shown, parallel=parallel, attr=use.attr
             )
+
+
+def _places_after(ctx: Context) -> list[tuple[list[ast.stmt], int]]:
+    """Where the code that runs after the wrapping statement is: the rest of its block, and
+    when that block is a branch of an `if` (`if n_gpu > 1: model = DataParallel(model)`), the
+    rest of the block holding the `if`."""
+    located = ctx.statement_block()
+    if located is None:
+        return []
+    places = [located]
+    ancestors = ctx.ancestors
+    if len(ancestors) >= 3 and type(ancestors[-2]) is ast.If:
+        outer = ctx.block_position(ancestors[-2], ancestors[-3])
+        if outer is not None:
+            places.append(outer)
+    return places
 
 
 def _wrapped_model(call: ast.Call) -> ast.AST | None:
@@ -189,107 +242,34 @@ def _wrapped_model(call: ast.Call) -> ast.AST | None:
     return next((k.value for k in call.keywords if k.arg == "module"), None)
 
 
-def _model_class(wrapped: ast.AST, ctx: Context) -> ast.ClassDef | None:
-    """The local nn.Module class of `Net(...)`, or of a name assigned `Net(...)` just before."""
-    if ctx.kind_of(wrapped) is not Kind.MODULE:
-        return None
-    if isinstance(wrapped, ast.Name):
-        wrapped = _last_assigned_value(wrapped.id, ctx)
-    while ctx.method_name(wrapped) in MODULE_SELF_METHODS:  # `Net().cuda(rank)` is still a Net
-        wrapped = wrapped.func.value
-    if not (isinstance(wrapped, ast.Call) and isinstance(wrapped.func, ast.Name)):
-        return None
-    return _module_classes(ctx).get(wrapped.func.id)
-
-
-def _last_assigned_value(name: str, ctx: Context) -> ast.AST | None:
-    """What `name = ...` last assigned earlier in the same block."""
-    located = ctx.statement_block()
-    if located is None:
-        return None
-    block, index = located
-    position = block_names(ctx, block).last_assigned_before(name, index)
-    return block[position].value if position is not None else None
-
-
-@per_file
-def _module_classes(ctx: Context) -> dict[str, ast.ClassDef]:
-    """Module-level classes that are nn.Modules, by name."""
-    return {
-        node.name: node
-        for node in ctx.tree.body
-        if type(node) is ast.ClassDef and ctx.is_module_class(node)
-    }
-
-
-@per_file
-def _class_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
-    """Names a class and its local base classes define: methods, class attributes, `self.x = ...`."""
-    names: set[str] = set()
-    classes = _module_classes(ctx)
-    todo, seen = [cls], set()
-    while todo:
-        current = todo.pop()
-        if current.name in seen:
-            continue
-        seen.add(current.name)
-        names.update(_own_attributes(ctx, current))
-        todo.extend(
-            classes[base.id]
-            for base in current.bases
-            if isinstance(base, ast.Name) and base.id in classes
-        )
-    return frozenset(name for name in names if not name.startswith("__"))
-
-
-@per_file
-def _own_attributes(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
-    """The names one class defines itself (a class read once however many subclass it)."""
-    names = {name for statement in cls.body for name in _bound_names(statement)}
-    names.update(
-        node.attr
-        for node in subtree(cls)
-        if isinstance(node, ast.Attribute)
-        and isinstance(node.ctx, ast.Store)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
-    return frozenset(names)
-
-
-def _bound_names(statement: ast.stmt) -> list[str]:
-    """Names a class-level statement binds: `def predict`, `scale = 2.0`, `eps: float = 1e-5`."""
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return [statement.name]
-    targets = (
-        statement.targets
-        if isinstance(statement, ast.Assign)
-        else ([statement.target] if isinstance(statement, ast.AnnAssign) else [])
-    )
-    return [target.id for target in targets if isinstance(target, ast.Name)]
+def _self_attribute_assigned(statement: ast.AST, call: ast.Call) -> str | None:
+    """`net` when `statement` is `self.net = call`."""
+    if (
+        type(statement) is ast.Assign
+        and statement.value is call
+        and len(statement.targets) == 1
+        and is_self_attribute(statement.targets[0])
+    ):
+        return statement.targets[0].attr  # type: ignore[attr-defined]
+    return None
 
 
 def _attribute_uses(
     block: list[ast.stmt], index: int, wrapper: str, ctx: Context
-) -> list[ast.Attribute]:
-    """Reads of `wrapper.<attr>` in the statements after `block[index]`; none when the name is
-    rebound or inspected, and none of an attribute that is also set on the wrapper."""
+) -> list[ast.Attribute] | None:
+    """Reads of `wrapper.<attr>` in the statements after `block[index]`, but none of an
+    attribute that is also set on the wrapper; None when the name is rebound or inspected
+    there (`isinstance(model, nn.DataParallel)`): what it holds is then not known."""
     names = block_names(ctx, block)
     tree_parents = names.index.parents
     uses, assigned = [], set()
     for _, nodes in names.mentions_after(wrapper, index):
         for node in nodes:
             if not isinstance(node.ctx, ast.Load):
-                return []
+                return None
             parent = tree_parents[node]
-            if (
-                isinstance(parent, ast.Call)
-                and isinstance(parent.func, ast.Name)
-                and parent.func.id in INTROSPECTION
-                and parent.args
-                and parent.args[0] is node
-            ):
-                return []
+            if _inspects(parent, node):
+                return None
             if not (isinstance(parent, ast.Attribute) and parent.value is node):
                 continue
             if isinstance(parent.ctx, ast.Load):
@@ -297,6 +277,81 @@ def _attribute_uses(
             else:
                 assigned.add(parent.attr)
     return [use for use in uses if use.attr not in assigned]
+
+
+def _self_attribute_uses(
+    block: list[ast.stmt], index: int, attribute: str, ctx: Context
+) -> list[ast.Attribute] | None:
+    """Reads of `self.<attribute>.<attr>` in the statements after `block[index]`, as
+    `_attribute_uses` reads a name's."""
+    if index + 1 >= len(block):
+        return []
+    found = index_of(ctx, block[index])
+    start = found.number[block[index + 1]]
+    end = found.ends[found.number[block[-1]]]
+    uses, assigned = [], set()
+    for at in found.numbers_in(found.attributes, ctx.tree, attribute):
+        if not start <= at < end:
+            continue
+        node = found.nodes[at]
+        if not is_self_attribute(node):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            return None  # `self.net = ...` again
+        parent = found.parents.get(node)
+        if _inspects(parent, node):
+            return None
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if isinstance(parent.ctx, ast.Load):
+                uses.append(parent)
+            else:
+                assigned.add(parent.attr)
+    return [use for use in uses if use.attr not in assigned]
+
+
+def _other_branch_unwraps(use: ast.Attribute, shown: str, ctx: Context) -> bool:
+    """`use` is in one branch of an `if` (or `a if c else b`) whose other branch reaches the
+    model through `<shown>.module`: the code tells the wrapped case from the other itself."""
+    found = index_of(ctx, use)
+    unwrapped = _unwrapped_at(ctx, shown)
+    if not unwrapped:
+        return False
+    child, node = use, found.parents.get(use)
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if type(node) in (ast.If, ast.IfExp):
+            body = node.body if type(node.body) is list else [node.body]
+            orelse = node.orelse if type(node.orelse) is list else [node.orelse]
+            at = found.number[child]
+            inside = any(found.span(b)[0] <= at < found.span(b)[1] for b in body)
+            for branch in orelse if inside else body:
+                start, end = found.span(branch)
+                first = bisect_left(unwrapped, start)
+                if first < len(unwrapped) and unwrapped[first] < end:
+                    return True
+        child, node = node, found.parents.get(node)
+    return False
+
+
+@per_file
+def _unwrapped_at(ctx: Context, shown: str) -> list[int]:
+    """The numbers (in the file's index) of the `<shown>.module` nodes, in order."""
+    found = index(ctx)
+    return [
+        at
+        for at in found.attributes.get("module", ())
+        if ctx.text(found.nodes[at].value) == shown  # type: ignore[attr-defined]
+    ]
+
+
+def _inspects(parent: ast.AST | None, node: ast.AST) -> bool:
+    """`isinstance(node, ...)`, `hasattr(node, ...)`: code asking what the object is."""
+    return (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id in INTROSPECTION
+        and bool(parent.args)
+        and parent.args[0] is node
+    )
 
 
 # Error signatures ---------------------------------------------------------------------------
