@@ -566,8 +566,11 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
 def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
     """The names added or subtracted into a loss that `scope` calls `.backward()` on with no
     gradient (`loss = loss_l + loss_c`, or `total += loss`, then `.backward()`): a sum has one element only
-    when every term does, so each is a scalar too (`loss_l, loss_c = criterion(...)`)."""
+    when every term does, so each is a scalar too (`loss_l, loss_c = criterion(...)`). Also
+    the terms of a term that is itself such a sum, assigned once (BEGAN's `d_loss = d_loss_real
+    - k_t * d_loss_fake`, then `loss = d_loss + g_loss`)."""
     terms: set[str] = set()
+    sums: dict[str, list[list[str]]] = {}  # target -> the names of each sum assigned to it
     for statement in index_of(ctx, scope).local(scope, ast.Assign, ast.AugAssign):
         if type(statement) is ast.AugAssign:
             # `batch_loss += loss`, then `batch_loss.backward()` (LatticeLSTM): a term too.
@@ -582,12 +585,7 @@ def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
             continue
         targets = statement.targets  # type: ignore[attr-defined]
         value = statement.value  # type: ignore[attr-defined]
-        if not (
-            len(targets) == 1
-            and type(targets[0]) is ast.Name
-            and type(value) is ast.BinOp
-            and backward_without_gradient(ctx, scope, targets[0].id)
-        ):
+        if not (len(targets) == 1 and type(targets[0]) is ast.Name and type(value) is ast.BinOp):
             continue
         operands = []
         while type(value) is ast.BinOp and isinstance(value.op, (ast.Add, ast.Sub)):
@@ -595,7 +593,24 @@ def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
             value = value.left
         operands.append(value)
         if len(operands) > 1:
-            terms.update(o.id for o in operands if type(o) is ast.Name and o.id != targets[0].id)
+            target = targets[0].id
+            names = [o.id for o in operands if type(o) is ast.Name and o.id != target]
+            sums.setdefault(target, []).append(names)
+    todo = [
+        name
+        for target, found in sums.items()
+        if backward_without_gradient(ctx, scope, target)
+        for names in found
+        for name in names
+    ]
+    while todo:
+        name = todo.pop()
+        if name in terms:
+            continue
+        terms.add(name)
+        found = sums.get(name)
+        if found and len(found) == 1 and len(bindings(ctx, scope, name) or ()) == 1:
+            todo += found[0]
     return frozenset(terms)
 
 
