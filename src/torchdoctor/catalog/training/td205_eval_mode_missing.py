@@ -372,8 +372,9 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         return
     if _trains(ctx, function or node) and not (
         # A validation loop inside the training function itself (MultiBench's unimodal
-        # `train`): a loader named for evaluation, run without gradients.
-        _evaluation_intent(None, loader) and runs_without_gradients(ctx)
+        # `train`, deepspeech.pytorch's `main`): a loader named for evaluation, run without
+        # gradients or by a loop that does not train.
+        _evaluation_intent(None, loader) and (runs_without_gradients(ctx) or not _trains(ctx, node))
     ):
         return
     call = _model_call(node, ctx)
