@@ -238,7 +238,8 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"    sd_{i} = {{k[7:]: v for k, v in torch.load('x_{i}.pt').items()}}",
         ],
         [  # an evaluation function and its caller, a module built too early: TD205, TD113;
-            # a class whose uint8 attribute is a mask and whose schedule steps first: TD401, TD203
+            # a class whose uint8 attribute is a mask and whose schedule steps first: TD401, TD203;
+            # a model wrapped in DataParallel under a condition: TD602
             f"def evaluate_{i}(model, val_loader):",
             "    total = 0",
             "    for xb, yb in val_loader:",
@@ -284,6 +285,14 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "    def fit_and_evaluate(self, loader):",
             "        self.train()",
             "        return evaluate_model(self, loader)",
+            # Wrapped on several GPUs only, then read through the wrapper: TD602.
+            "    def parallel(self, net, n_gpu):",
+            "        self.net = net",
+            "        if n_gpu > 1:",
+            "            self.net = DataParallel(self.net)",
+            "            net = DataParallel(net)",
+            "        print(net.fc, self.net.fc)",
+            "        return self.net.module.fc if n_gpu > 1 else self.net.fc",
         ],
     ]
 

@@ -289,7 +289,7 @@ def _graph_sources(ctx: Context, block: list[ast.stmt], position: int, expr: ast
     `.detach()` and the like left out)."""
     names = block_names(ctx, block)
     found: set[int] = set()
-    todo = [(name, position) for name in _linked(expr, ctx)[0]]
+    todo = [(name, position) for name in list(dict.fromkeys(_linked(expr, ctx)[0]))[:_MAX_STEPS]]
     seen: set[tuple[str, int]] = set()
     while todo and len(seen) < _MAX_STEPS:
         name, before = todo.pop()
@@ -300,11 +300,20 @@ def _graph_sources(ctx: Context, block: list[ast.stmt], position: int, expr: ast
         statement = block[at]
         if type(statement) is not ast.Assign:
             continue  # bound some other way (a loop, a `with`): not followed
-        used, calls_a_model = _linked(statement.value, ctx)
+        used, calls_a_model = _linked_by(ctx, statement)
         if calls_a_model:
             found.add(at)
         todo += [(name, at) for name in used]
     return found
+
+
+@per_file
+def _linked_by(ctx: Context, statement: ast.Assign) -> tuple[list[str], bool]:
+    """`_linked` of an assignment's value, read once per file, its names distinct and at most
+    _MAX_STEPS of them: many backward calls following one long statement cost no more than
+    one."""
+    used, calls_a_model = _linked(statement.value, ctx)
+    return list(dict.fromkeys(used))[:_MAX_STEPS], calls_a_model
 
 
 def _linked(expr: ast.AST, ctx: Context) -> tuple[list[str], bool]:

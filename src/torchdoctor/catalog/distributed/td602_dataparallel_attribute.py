@@ -290,9 +290,8 @@ def _self_attribute_uses(
     start = found.number[block[index + 1]]
     end = found.ends[found.number[block[-1]]]
     uses, assigned = [], set()
-    for at in found.numbers_in(found.attributes, ctx.tree, attribute):
-        if not start <= at < end:
-            continue
+    numbers = found.attributes.get(attribute, [])
+    for at in numbers[bisect_left(numbers, start) : bisect_left(numbers, end)]:
         node = found.nodes[at]
         if not is_self_attribute(node):
             continue
