@@ -8,6 +8,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     Context,
+    FileIndex,
     Finding,
     Pitfall,
     assigned_name,
@@ -320,15 +321,20 @@ def _other_branch_unwraps(use: ast.Attribute, shown: str, ctx: Context) -> bool:
         if type(node) in (ast.If, ast.IfExp):
             body = node.body if type(node.body) is list else [node.body]
             orelse = node.orelse if type(node.orelse) is list else [node.orelse]
-            at = found.number[child]
-            inside = any(found.span(b)[0] <= at < found.span(b)[1] for b in body)
-            for branch in orelse if inside else body:
-                start, end = found.span(branch)
+            inside = _spans(found, body, found.number[child])
+            other = orelse if inside else body
+            if other:  # the other branch's nodes have consecutive numbers: one bisection
+                start, end = found.span(other[0])[0], found.span(other[-1])[1]
                 first = bisect_left(unwrapped, start)
                 if first < len(unwrapped) and unwrapped[first] < end:
                     return True
         child, node = node, found.parents.get(node)
     return False
+
+
+def _spans(found: FileIndex, branch: list[ast.AST], at: int) -> bool:
+    """The node numbered `at` is under one of the consecutive statements of `branch`."""
+    return bool(branch) and found.span(branch[0])[0] <= at < found.span(branch[-1])[1]
 
 
 @per_file
