@@ -155,6 +155,16 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"    if (micro_{i} + 1) % 4 == 0:",
             f"        opt_{i}.step()",
             f"        opt_{i}.zero_grad()",
+            # Two versions of one update, the mixed-precision one without zero_grad: TD201.
+            f"for half_{i}, (inputs_{i}, targets_{i}) in enumerate(loader_{i}):",
+            f"    half_loss_{i} = criterion(model_{i}(inputs_{i}), targets_{i})",
+            f"    if half_{i} % 2:",
+            f"        opt_{i}.zero_grad()",
+            f"        half_loss_{i}.backward()",
+            f"        opt_{i}.step()",
+            "    else:",
+            f"        scaler_{i}.scale(half_loss_{i}).backward()",
+            f"        scaler_{i}.step(opt_{i})",
         ],
         [  # masks, unfilled memory, aliases: TD401, TD402, TD409, TD420, TD421
             f"mask_{i} = torch.zeros(8, dtype=torch.uint8)",

@@ -9,6 +9,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     Context,
+    FileIndex,
     Finding,
     Kind,
     Monitor,
@@ -37,6 +38,13 @@ PITFALL = Pitfall(
             "zh": "`{step}` 所在的循环调用了 `.backward()`，却从不清零梯度："
             "每次迭代的梯度都会叠加到之前所有迭代的梯度上",
         },
+        "branch": {
+            "en": "`{step}` runs in the branch of this `if` that never clears gradients, while "
+            "the other branch clears them in its own update (line {line}): on this path every "
+            "iteration adds to the gradients of all earlier ones",
+            "zh": "`{step}` 所在的 `if` 分支从不清零梯度，而另一个分支在自己的更新里清零了梯度（第 {line} "
+            "行）：走这条路径时，每次迭代的梯度都会叠加到之前所有迭代的梯度上",
+        },
         "runtime": {
             "en": "gradients are never cleared: `{optimizer}.step()` applies gradients that still "
             "hold the ones it already applied at step {previous} (e.g. `{param}`); call "
@@ -57,7 +65,9 @@ A loop that calls `.backward()` and `optimizer.step()` (or `scaler.step(optimize
 `GradScaler`) but clears the gradients nowhere in the loop: no `optimizer.zero_grad()`, no
 `model.zero_grad()`, no `p.grad = None`, no `p.grad.zero_()`. Also a loop whose only clearing
 is `other.zero_grad()` of other optimizers: with two optimizers (a GAN's, an encoder and a
-critic), the one never cleared still piles its gradients up.
+critic), the one never cleared still piles its gradients up. And a step in one branch of an
+`if` whose other branch is the same update with the clearing in it (a mixed-precision branch
+that forgot `zero_grad()`), when the loop clears nowhere else.
 
 Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
 loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
@@ -90,6 +100,8 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 但整个循环中没有任何清零梯度的操作：没有 `optimizer.zero_grad()`、`model.zero_grad()`，
 也没有 `p.grad = None` 或 `p.grad.zero_()`。也包括循环中唯一的清零是对其他优化器调用 `other.zero_grad()`
 的情况：有两个优化器时（GAN 的两个，或编码器与判别器），从未清零的那个仍会不断累积梯度。
+还包括 `if` 某个分支里的 step，而另一个分支是带清零的同一次更新（混合精度分支忘了
+`zero_grad()`），并且循环中别处都不清零。
 
 梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；
@@ -160,6 +172,11 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if loop is None:
         return
     if not _never_clears(ctx, loop) and not _clears_only_others(ctx, loop, optimizer):
+        other = _other_branch_clears(ctx, loop, node)
+        if other is not None:
+            yield ctx.finding(
+                PITFALL, call, "branch", step=shorten(ctx.text(call)), line=other.lineno
+            )
         return
     if ctx.project.has("self.zero_grad") and _calls_project_model(ctx, loop):
         return  # a model of the project that clears its own gradients, out of sight
@@ -213,6 +230,54 @@ def _never_clears(ctx: Context, loop: ast.AST) -> bool:
     return True
 
 
+def _other_branch_clears(ctx: Context, loop: ast.AST, step: ast.Expr) -> ast.AST | None:
+    """The `zero_grad()` call of the other branch, when `step` is in a branch of an `if` in the
+    loop that calls backward and clears nothing, and every clearing of the loop is in the
+    other branch, which calls backward too: two versions of one update, one of them without
+    `zero_grad()` (nwm's bfloat16 branch: `scaler.scale(loss).backward(); scaler.step(opt)`)."""
+    found = index_of(ctx, loop)
+    for owner in reversed(ctx.ancestors):
+        if owner is loop:
+            return None
+        if type(owner) is not ast.If or not owner.orelse:
+            continue
+        at = found.number[step]
+        inside = found.number[owner.body[0]] <= at < found.ends[found.number[owner.body[-1]]]
+        other = owner.orelse if inside else owner.body
+        start, end = found.number[other[0]], found.ends[found.number[other[-1]]]
+        loop_start = found.number[loop.body[0]]
+        loop_end = found.ends[found.number[loop.body[-1]]]
+        clearing = _clearing_names(ctx, found)
+        first, last = bisect_left(clearing, loop_start), bisect_left(clearing, loop_end) - 1
+        # Sorted: every clearing of the loop is in the other branch when the first and the
+        # last are.
+        if first > last or not start <= clearing[first] <= clearing[last] < end:
+            return None  # the loop clears somewhere else too
+        if _clears_otherwise(ctx, loop):
+            return None  # `p.grad = None` and the like: not followed
+        mine_side, other_side = ("body", "orelse") if inside else ("orelse", "body")
+        if not _branch_calls_backward(ctx, owner, mine_side):
+            return None
+        if not _branch_calls_backward(ctx, owner, other_side):
+            return None
+        return found.nodes[clearing[first]]
+    return None
+
+
+@per_file
+def _clears_otherwise(ctx: Context, loop: ast.AST) -> bool:
+    """Something in the loop may clear gradients without a name that says so (`p.grad =
+    None`, a model built in it)."""
+    found = index_of(ctx, loop)
+    return any(_may_clear(n, ctx) for n in found.in_block(loop.body, *_CLEARING_NODES))
+
+
+@per_file
+def _branch_calls_backward(ctx: Context, owner: ast.If, side: str) -> bool:
+    branch = getattr(owner, side)
+    return any(_is_backward(c, ctx) for c in index_of(ctx, owner).in_block(branch, ast.Call))
+
+
 @per_file
 def _calls_project_model(ctx: Context, loop: ast.AST) -> bool:
     """The loop calls a model built from a class of another module of the project."""
@@ -259,8 +324,10 @@ def _cleared_optimizers(ctx: Context, loop: ast.AST) -> frozenset[str] | None:
 
 
 @per_file
-def _clearing_names(ctx: Context, found) -> list[int]:
-    """The numbers, in `found`, of the names and attributes that say they clear gradients."""
+@per_file
+def _clearing_names(ctx: Context, found: FileIndex) -> list[int]:
+    """The numbers, in `found` (the file's index), of the names and attributes that say they
+    clear gradients: found once per file, however many loops and steps ask."""
     return sorted(
         at
         for table in (found.names, found.attributes)
