@@ -165,6 +165,12 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "    else:",
             f"        scaler_{i}.scale(half_loss_{i}).backward()",
             f"        scaler_{i}.step(opt_{i})",
+            # A step's outputs kept whole, the loss inside with its graph: TD102.
+            f"outs_{i} = []",
+            f"for xs_{i}, ys_{i} in loader_{i}:",
+            f"    res_{i} = {{'loss': criterion(model_{i}(xs_{i}), ys_{i})}}",
+            f"    res_{i}['loss'].backward()",
+            f"    outs_{i}.append(res_{i})",
         ],
         [  # masks, unfilled memory, aliases: TD401, TD402, TD409, TD420, TD421
             f"mask_{i} = torch.zeros(8, dtype=torch.uint8)",

@@ -30,6 +30,13 @@ PITFALL = Pitfall(
             "zh": "`{total}` 收集了每次迭代的损失张量 `{loss}`，也就留住了每次迭代的计算图："
             "请累加 `{loss}.item()`（或 `{loss}.detach()`）",
         },
+        "container": {
+            "en": "`{total}` keeps `{loss}` of every iteration, which holds the loss `{part}` "
+            "backward ran on, and with it each iteration's autograd graph: keep "
+            "`{part}.item()` (or a detached copy) instead",
+            "zh": "`{total}` 保存了每次迭代的 `{loss}`，其中的 `{part}` 正是做过反向传播的损失，"
+            "也就留住了每次迭代的计算图：请改为保存 `{part}.item()`（或 detach 之后的副本）",
+        },
         "runtime": {
             "en": "the autograd graphs of the losses of {count} earlier steps (steps {first} to "
             "{last}) are still alive after their optimizer steps: something keeps those loss "
@@ -56,7 +63,8 @@ Inside a loop that calls `loss.backward()` (or `scaler.scale(loss).backward()`,
 appended to a list that was created before the loop: `total_loss += loss`,
 `total_loss = total_loss + loss`, `losses.append(loss)`; also a term of that loss
 (`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`), which carries the same
-graph.
+graph; and a dict or list appended whole after backward ran on one of its items
+(`outputs.append(output)` after `output["loss"].backward()`).
 
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
 reset inside the loop) is fine and not reported, nor is a loss kept on one iteration only (under
@@ -97,7 +105,9 @@ nothing grows.
 在调用了 `loss.backward()`（或 `scaler.scale(loss).backward()`、`accelerator.backward(loss)` 等）
 的循环里，把同一个 `loss` 张量累加到循环之前就创建好的总和上，或追加到循环之前创建的列表里：
 `total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`；也包括这个损失的
-某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`），它带着同一张计算图。
+某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`），它带着同一张计算图；
+以及对其中某一项做了反向传播之后，被整个追加到列表里的字典或列表（`output["loss"].backward()` 之后的
+`outputs.append(output)`）。
 
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
 是正常用法，不会报告；只在某一次迭代中保留的损失（在 `if step == 0:` 这类对循环变量本身的判断之下），
@@ -220,6 +230,9 @@ def _check(
     backpropagated = _backward_roots(ctx, loop)
     losses = [name for name in operands if name.id in backpropagated]
     if not losses:
+        if appended:  # `outputs.append(output)` after `output["loss"].backward()`
+            kept = _container_kept(statement, total, operands, loop, ctx)
+            return [kept] if kept is not None else None
         return None
     if not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, appended):
         return None
@@ -323,6 +336,42 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
                 roots.add(term)
                 todo.append(term)
     return frozenset(roots)
+
+
+def _container_kept(
+    statement: ast.stmt, total: str, operands: list[ast.Name], loop: ast.stmt, ctx: Context
+) -> Finding | None:
+    """`outputs.append(output)` in a loop that runs `output["loss"].backward()`: the dict (or
+    list) kept holds the loss with its graph (packnet-sfm's trainer)."""
+    parts = _backpropagated_parts(ctx, loop)
+    kept = [name for name in operands if name.id in parts]
+    if not kept or not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, True):
+        return None
+    container = kept[0]
+    found = bindings(ctx, scope_of(container.id, ctx), container.id) or ()
+    if sum(_inside(b.node, loop) for b in found) != 1:
+        return None  # rebound in the loop (`output = {k: v.detach() ...}`): not followed
+    part = ctx.text(parts[container.id])
+    return ctx.finding(PITFALL, statement, "container", total=total, loss=container.id, part=part)
+
+
+@per_file
+def _backpropagated_parts(ctx: Context, loop: ast.stmt) -> dict[str, ast.Subscript]:
+    """The containers whose item backward is run on in the loop: `output` -> `output["loss"]`
+    of `output["loss"].backward()` (also `.mean().backward()` of it)."""
+    parts: dict[str, ast.Subscript] = {}
+    for statement in nested_statements([*loop.body, *loop.orelse]):
+        if type(statement) is not ast.Expr or type(statement.value) is not ast.Call:
+            continue
+        func = statement.value.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "backward"):
+            continue
+        target = func.value
+        while type(target) is ast.Call and isinstance(target.func, ast.Attribute):
+            target = target.func.value  # `output["loss"].mean()`
+        if type(target) is ast.Subscript and type(target.value) is ast.Name:
+            parts.setdefault(target.value.id, target)
+    return parts
 
 
 def _backward_target_names(call: ast.Call, ctx: Context) -> set[str]:
