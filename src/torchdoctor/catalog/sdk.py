@@ -45,6 +45,7 @@ from torchdoctor.lint.bindings import (
 )
 from torchdoctor.lint.context import (
     MODULE_SELF_METHODS,
+    VARIABLE_QUALNAMES,
     assigned_name,
     Context,
     Kind,
@@ -176,6 +177,7 @@ __all__ = [
     "passed_values",
     "HOOKS",
     "MODULE_SELF_METHODS",
+    "VARIABLE_QUALNAMES",
     "ROLES",
     "ROLE_CONTRACTS",
     "BlockKey",

@@ -59,6 +59,9 @@ requires_grad_ pin_memory unfold
 """.split()
 )
 
+# PyTorch 0.3's `Variable`, a no-op wrapper of a tensor since 0.4, under both its names.
+VARIABLE_QUALNAMES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
 # Module methods that return the module itself.
 MODULE_SELF_METHODS = frozenset(
     "to cuda cpu float half double bfloat16 train eval requires_grad_ share_memory type".split()
@@ -350,7 +353,7 @@ class Context:
             return Kind.TENSOR
         if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             return Kind.TENSOR
-        if qualname in ("torch.autograd.Variable", "torch.autograd.variable.Variable"):
+        if qualname in VARIABLE_QUALNAMES:
             # A no-op wrapper of a tensor since 0.4; given anything else it raises.
             return Kind.TENSOR if call.args else Kind.UNKNOWN
         if head.startswith("torch.optim.lr_scheduler"):

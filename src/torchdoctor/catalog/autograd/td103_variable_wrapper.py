@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, in_compat_fallback
+from torchdoctor.catalog.sdk import (
+    VARIABLE_QUALNAMES,
+    Context,
+    Finding,
+    Pitfall,
+    in_compat_fallback,
+)
 
 PITFALL = Pitfall(
     code="TD103",
@@ -115,7 +121,6 @@ weights = torch.zeros(3, 2).requires_grad_()
 """,
 )
 
-VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # torch functions that return a new tensor with no autograd history (unless requires_grad=).
 FRESH_FACTORIES = frozenset(
     """
@@ -151,7 +156,7 @@ FIXABLE_KEYWORDS = frozenset({"requires_grad", "volatile"})
 
 @PITFALL.static(ast.Call, names={"Variable"}, imported=True)
 def check(call: ast.Call, ctx: Context) -> list[Finding] | None:
-    if ctx.qualname(call.func) not in VARIABLE:
+    if ctx.qualname(call.func) not in VARIABLE_QUALNAMES:
         return None
     if in_compat_fallback(ctx):
         return None  # code kept for older torch versions, which never runs on this one

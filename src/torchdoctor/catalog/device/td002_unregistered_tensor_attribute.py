@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    VARIABLE_QUALNAMES,
     Clue,
     Context,
     Finding,
@@ -242,8 +243,7 @@ def _wrapped_in_variable(value: ast.AST | None, node: ast.Call, ctx: Context) ->
         and len(value.args) == 1
         and value.args[0] is node
         and not value.keywords
-        and ctx.call_qualname(value)
-        in ("torch.autograd.Variable", "torch.autograd.variable.Variable")
+        and ctx.call_qualname(value) in VARIABLE_QUALNAMES
     )
 
 

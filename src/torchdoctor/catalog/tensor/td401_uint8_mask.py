@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    VARIABLE_QUALNAMES,
     Context,
     Finding,
     Kind,
@@ -233,7 +234,6 @@ cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flat
 repeat t transpose permute narrow fill_ zero_ pin_memory split chunk unbind tensor_split
 """.split()
 )
-VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
 # Calls whose result holds only 0 and 1 (True/False): `.byte()` of them is an exact mask.
 BOOLEAN_CALLS = frozenset(
@@ -360,7 +360,7 @@ def _unwrapped(value: ast.expr, ctx: Context) -> ast.expr:
         func = value.func
         if type(func) is ast.Attribute and _keeps_dtype(value, ctx):
             value = func.value
-        elif value.args and ctx.qualname(func) in VARIABLE:
+        elif value.args and ctx.qualname(func) in VARIABLE_QUALNAMES:
             value = value.args[0]
         else:
             break
@@ -545,7 +545,7 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             isinstance(parent, ast.Call)
             and parent.args
             and parent.args[0] is value
-            and ctx.qualname(parent.func) in VARIABLE
+            and ctx.qualname(parent.func) in VARIABLE_QUALNAMES
         ):
             value = parent  # `Variable(mask)`: the same tensor since PyTorch 0.4
         elif (
