@@ -78,6 +78,7 @@ from torchdoctor.lint.values import (
     names_assigned_calls_of,
     only_identified,
     is_parameter,
+    parameter_default,
     passed_values,
     tensor_type,
 )
@@ -174,6 +175,7 @@ __all__ = [
     "makes_generator",
     "may_be_called",
     "is_parameter",
+    "parameter_default",
     "passed_values",
     "HOOKS",
     "MODULE_SELF_METHODS",

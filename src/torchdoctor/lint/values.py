@@ -412,6 +412,21 @@ def is_parameter(function: ast.AST, name: str) -> bool:
     return any(arg.arg == name for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
 
+def parameter_default(function: ast.AST, name: str) -> ast.expr | None:
+    """The default value of the parameter `name` of `function`, positional or keyword-only;
+    None when it has none."""
+    args = function.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    with_defaults = positional[len(positional) - len(args.defaults) :]
+    for arg, default in [
+        *zip(with_defaults, args.defaults),
+        *zip(args.kwonlyargs, args.kw_defaults),
+    ]:
+        if arg.arg == name:
+            return default
+    return None
+
+
 @per_file
 def passed_values(
     ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str

@@ -6,7 +6,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Edit, Finding, Pitfall, bindings, scope_of
+from torchdoctor.catalog.sdk import (
+    Context,
+    Edit,
+    Finding,
+    Pitfall,
+    bindings,
+    parameter_default,
+    scope_of,
+)
 
 PITFALL = Pitfall(
     code="TD802",
@@ -483,13 +491,7 @@ def _passed_on(value: ast.AST, ctx: Context) -> bool:
     function = ctx.enclosing_function()
     if type(value) is not ast.Name or function is None:
         return False
-    args = function.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(
-        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults)
-    )
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    default = defaults.get(value.id)
+    default = parameter_default(function, value.id)
     if not (isinstance(default, ast.Constant) and default.value is None):
         return False
     found = bindings(ctx, function, value.id) or ()

@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     block_names,
     index_of,
     is_parameter,
+    parameter_default,
     passed_values,
     per_file,
     reaching_assignment,
@@ -580,7 +581,8 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
     name = loop.iter.id
     if not is_parameter(function, name):
         return False
-    if any(_holds_more_than_one(value) for value in _parameter_defaults(function, name)):
+    default = parameter_default(function, name)
+    if default is not None and _holds_more_than_one(default):
         return True
     passed = passed_values(ctx, function, name)
     if passed:  # the file's own calls tell (skipnet's cifar scripts pass only `topk=(1,)`)
@@ -607,16 +609,6 @@ def _holds_more_than_one(expr: ast.AST) -> bool:
     return type(expr) in (ast.Tuple, ast.List) and any(
         type(e) is ast.Constant and type(e.value) is int and e.value > 1 for e in expr.elts
     )
-
-
-def _parameter_defaults(function: ast.AST, name: str) -> list[ast.expr]:
-    args = function.args  # type: ignore[attr-defined]
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(
-        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults)
-    )
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    return [defaults[name]] if name in defaults else []
 
 
 def _leading_slice(index: ast.AST) -> bool:
