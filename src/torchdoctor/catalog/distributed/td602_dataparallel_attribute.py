@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 from torchdoctor.catalog.sdk import (
     Context,
@@ -262,22 +262,8 @@ def _attribute_uses(
     attribute that is also set on the wrapper; None when the name is rebound or inspected
     there (`isinstance(model, nn.DataParallel)`): what it holds is then not known."""
     names = block_names(ctx, block)
-    tree_parents = names.index.parents
-    uses, assigned = [], set()
-    for _, nodes in names.mentions_after(wrapper, index):
-        for node in nodes:
-            if not isinstance(node.ctx, ast.Load):
-                return None
-            parent = tree_parents[node]
-            if _inspects(parent, node):
-                return None
-            if not (isinstance(parent, ast.Attribute) and parent.value is node):
-                continue
-            if isinstance(parent.ctx, ast.Load):
-                uses.append(parent)
-            else:
-                assigned.add(parent.attr)
-    return [use for use in uses if use.attr not in assigned]
+    mentions = (node for _, nodes in names.mentions_after(wrapper, index) for node in nodes)
+    return _reads_through(mentions, names.index.parents.get)
 
 
 def _self_attribute_uses(
@@ -290,15 +276,25 @@ def _self_attribute_uses(
     found = index_of(ctx, block[index])
     start = found.number[block[index + 1]]
     end = found.ends[found.number[block[-1]]]
-    uses, assigned = [], set()
     numbers = found.attributes.get(attribute, [])
-    for at in numbers[bisect_left(numbers, start) : bisect_left(numbers, end)]:
-        node = found.nodes[at]
-        if not is_self_attribute(node):
-            continue
-        if not isinstance(node.ctx, ast.Load):
-            return None  # `self.net = ...` again
-        parent = found.parents.get(node)
+    mentions = (
+        found.nodes[at]
+        for at in numbers[bisect_left(numbers, start) : bisect_left(numbers, end)]
+        if is_self_attribute(found.nodes[at])
+    )
+    return _reads_through(mentions, found.parents.get)
+
+
+def _reads_through(
+    mentions: Iterable[ast.AST], parent_of: Callable[[ast.AST], ast.AST | None]
+) -> list[ast.Attribute] | None:
+    """The attribute reads `<mention>.<attr>` of the wrapper's mentions, in order, but none of
+    an attribute also set on it; None at a mention that rebinds or inspects it."""
+    uses, assigned = [], set()
+    for node in mentions:
+        if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            return None  # `model = ...` or `self.net = ...` again
+        parent = parent_of(node)
         if _inspects(parent, node):
             return None
         if isinstance(parent, ast.Attribute) and parent.value is node:
