@@ -569,8 +569,8 @@ def _switched_to_training(loop: ast.For, ctx: Context) -> list[ast.Call]:
     """The `model.train()` calls in the body of an evaluation loop run without gradients, of a
     model that runs in that body (MultiBench's validation loop: `model.eval()` before it,
     `model.train()` in it; after the model's call, it still runs the next batches in training
-    mode). None when the text around says it means dropout on (Monte Carlo dropout at test
-    time)."""
+    mode). Empty when the text around says it means dropout on (Monte Carlo dropout at
+    test time)."""
     if not runs_without_gradients(ctx):
         return []
     calls = _body_calls(ctx, loop)
