@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from bisect import bisect_right
 
 from torchdoctor.catalog.sdk import (
     Context,
@@ -11,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     bindings,
+    index_of,
     nested_statements,
     per_file,
     scope_of,
@@ -236,6 +238,8 @@ def _check(
         return None
     if not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, appended):
         return None
+    if _reset_each_step(ctx, scope_of(total, ctx), total, loop):
+        return None
     loss = losses[0]
     if _detached_in(ctx, scope_of(loss.id, ctx), loss.id, loop):
         return None
@@ -439,6 +443,47 @@ def _outlives_iteration(
         if not binding.augmented and not _is_accumulation(binding.value, total):
             return False
     return True
+
+
+def _reset_each_step(ctx: Context, scope: ast.AST, total: str, loop: ast.stmt) -> bool:
+    """The total is made anew at each turn of the loop around `loop`, which steps an optimizer
+    after it while `loop` steps none: `loop` goes over the micro-batches of one step, and the
+    total keeps the graphs of that step only (hysts' `losses = []` per batch, appended per
+    chunk of it), as gradient accumulation does."""
+    outer = _enclosing_loop(ctx, loop)
+    if outer is None or _step_lines(ctx, loop):
+        return False
+    made = [
+        b
+        for b in bindings(ctx, scope, total) or ()
+        if _inside(b.node, outer) and b.node.lineno < loop.lineno
+    ]
+    if not made or any(b.value is None or b.augmented for b in made):
+        return False
+    after = _step_lines(ctx, outer)
+    return bisect_right(after, loop.end_lineno) < len(after)
+
+
+@per_file
+def _step_lines(ctx: Context, loop: ast.stmt) -> list[int]:
+    """The lines of the `x.step(...)` calls in the loop, in order; read once per loop."""
+    return [
+        call.lineno
+        for call in index_of(ctx, loop).calls_named(loop, ["step"])
+        if isinstance(call.func, ast.Attribute)
+    ]
+
+
+def _enclosing_loop(ctx: Context, loop: ast.stmt) -> ast.stmt | None:
+    """The loop around `loop` in the same function, if any."""
+    ancestors = ctx.ancestors
+    at = next((i for i in range(len(ancestors) - 1, -1, -1) if ancestors[i] is loop), None)
+    for node in reversed(ancestors[:at] if at is not None else ()):
+        if isinstance(node, _FUNCTIONS):
+            return None
+        if isinstance(node, _LOOPS):
+            return node
+    return None
 
 
 def _is_accumulation(value: ast.expr, total: str) -> bool:
