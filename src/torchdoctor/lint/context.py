@@ -824,13 +824,38 @@ class Context:
             return
         if node.module.partition(".")[0] == "torch":
             self.imports_torch = True
+        fallback = self._fallback_imports()
         for alias in node.names:
             if alias.name == "*":
                 continue
             bound = alias.asname or alias.name
+            if bound in fallback:
+                continue  # `except ImportError: from tensorboardX import SummaryWriter`
             self._forget(bound)
             self.imported.add(bound)
             scope.aliases[bound] = f"{node.module}.{alias.name}"
+
+    def _fallback_imports(self) -> frozenset[str]:
+        """In an `except ImportError:` (or bare `except:`) handler, the names the `try` body
+        imports from a module: there the handler's import of one is a fallback, and the
+        body's is what runs wherever that module is installed (`from torch.utils.tensorboard
+        import SummaryWriter`, falling back to tensorboardX's)."""
+        ancestors = self.ancestors
+        if len(ancestors) < 2 or type(ancestors[-1]) is not ast.ExceptHandler:
+            return frozenset()  # (the import itself is not among the ancestors yet)
+        handler, owner = ancestors[-1], ancestors[-2]
+        caught = handler.type
+        if caught is not None and not any(
+            isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError")
+            for n in ([caught] if not isinstance(caught, ast.Tuple) else caught.elts)
+        ):
+            return frozenset()
+        return frozenset(
+            alias.asname or alias.name
+            for statement in getattr(owner, "body", ())
+            if type(statement) is ast.ImportFrom and statement.module and not statement.level
+            for alias in statement.names
+        )
 
 
 def _is_nn_module_qualname(qualname: str) -> bool:
