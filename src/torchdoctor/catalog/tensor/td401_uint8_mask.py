@@ -355,12 +355,15 @@ def _surely_uint8(value: ast.expr, call: ast.Call, ctx: Context) -> bool:
 
 
 def _unwrapped(value: ast.expr, ctx: Context) -> ast.expr:
-    """The value inside `Variable(...)` and calls that keep the dtype (`.cuda()`, `.clone()`)."""
+    """The value inside `Variable(...)`, a device helper (`to_cuda(...)`) and calls that keep
+    the dtype (`.cuda()`, `.clone()`)."""
     while type(value) is ast.Call:
         func = value.func
         if type(func) is ast.Attribute and _keeps_dtype(value, ctx):
             value = func.value
-        elif value.args and ctx.qualname(func) in VARIABLE_QUALNAMES:
+        elif value.args and (
+            ctx.qualname(func) in VARIABLE_QUALNAMES or _is_device_helper(value, ctx)
+        ):
             value = value.args[0]
         else:
             break
@@ -549,6 +552,13 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
         ):
             value = parent  # `Variable(mask)`: the same tensor since PyTorch 0.4
         elif (
+            isinstance(parent, ast.Call)
+            and parent.args
+            and parent.args[0] is value
+            and (_is_device_helper(parent, ctx))
+        ):
+            value = parent  # `cuda_(mask)`: the project's helper moving it to the GPU
+        elif (
             isinstance(parent, ast.Subscript)
             and parent.value is value
             and isinstance(parent.ctx, ast.Load)
@@ -564,6 +574,23 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             value, mixed = parent, True
         else:
             return value, mixed
+
+
+# What a helper that moves its one argument to the GPU is named (`cuda_(x)`, `to_cuda(x)`,
+# `to_var(x)`, `maybe_cuda(x)`, `to_device(x)`): it keeps the dtype.
+_DEVICE_HELPER_WORDS = ("cuda", "gpu", "device")
+_DEVICE_HELPER_NAMES = frozenset({"to_var", "tovar", "var"})
+
+
+def _is_device_helper(call: ast.Call, ctx: Context) -> bool:
+    """A call of the project's own helper moving its one argument to a device."""
+    if len(call.args) != 1 or any(k.arg not in DEVICE_KEYWORDS for k in call.keywords):
+        return False
+    name = _spelling_name(call.func).lower()
+    qualname = ctx.qualname(call.func) or ""
+    if not name or qualname.startswith(("torch.", "numpy.")):
+        return False  # `torch.cuda.device(x)` and the like are no such helper
+    return name in _DEVICE_HELPER_NAMES or any(word in name for word in _DEVICE_HELPER_WORDS)
 
 
 def _keeps_dtype(call: ast.Call, ctx: Context) -> bool:
