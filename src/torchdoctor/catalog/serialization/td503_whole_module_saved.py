@@ -15,12 +15,15 @@ from torchdoctor.catalog.sdk import (
     MODULE_SELF_METHODS,
     Kind,
     Pitfall,
+    attribute_values,
     bindings,
     built_from,
     index_of,
     is_parameter,
+    is_self_attribute,
     names_a_model,
     passed_values,
+    per_file,
     scope_of,
     shorten,
 )
@@ -146,11 +149,11 @@ torch.save(model.state_dict(), "model.pt")
 
 @PITFALL.static(ast.Call, names={"save"})
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
-    if not call.args or ctx.qualname(call.func) != "torch.save":
+    saved = call.args[0] if call.args else _keyword(call, "obj")  # `torch.save(obj=model, ...)`
+    if saved is None or ctx.qualname(call.func) != "torch.save":
         return
     if ctx.project.has("weights_only=False"):
         return  # the project loads pickled objects on purpose: whole modules are its format
-    saved = call.args[0]
     if any(ctx.project.allowed_in_safe_loads(name) for name in built_from(saved, ctx)):
         return  # loaded with its class allowed in `torch.serialization.safe_globals`
     if not _is_module(saved, ctx):
@@ -172,6 +175,10 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             title=title,
         )
     yield ctx.finding(PITFALL, call, fix=fix, module=module)
+
+
+def _keyword(call: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
@@ -215,7 +222,32 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
         _used_as_module(expr.id, ctx) or _model_parameter(expr.id, ctx)
     ):
         return True
+    if is_self_attribute(expr) and names_a_model(expr.attr):  # type: ignore[attr-defined]
+        cls = ctx.enclosing_class()
+        if cls is not None and _attribute_used_as_module(ctx, cls, expr.attr):  # type: ignore[attr-defined]
+            return True
     return _weights_saved_too(expr, ctx)
+
+
+@per_file
+def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
+    """`self.<attr>`, named for a model, is given its value only from a parameter or by what
+    cannot be told from a module, and the class calls a method only a module has on it
+    (pytorch-wavenet's trainer: `self.model = model`, `self.model.parameters()` for the
+    optimizer, then `torch.save(self.model, path)`)."""
+    values = attribute_values(ctx, cls, attr)
+    if not values or any(
+        not isinstance(value, (ast.Name, ast.Call, ast.Attribute))
+        or isinstance(value, ast.Call)
+        and _makes_no_module(value, attr, ctx)
+        or ctx.kind_of(value) in _NOT_MODULES
+        for value in values
+    ):
+        return False
+    return any(
+        is_self_attribute(call.func.value) and call.func.value.attr == attr  # type: ignore[attr-defined]
+        for call in index_of(ctx, cls).calls_named(cls, _MODULE_ONLY_METHODS)
+    )
 
 
 def _model_parameter(name: str, ctx: Context) -> bool:
