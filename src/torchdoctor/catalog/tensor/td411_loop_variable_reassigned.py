@@ -14,8 +14,10 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     assignments,
+    attribute_values,
     children,
     index_of,
+    is_self_attribute,
     names_a_model,
     nested_statements,
     per_file,
@@ -159,8 +161,8 @@ def _converts_a_module_in_place(
 def _holds_modules(iterable: ast.expr, ctx: Context, depth: int) -> bool:
     """Whether every item of `iterable` is a module: a module itself (an `nn.ModuleList`), a
     list or tuple of modules, such lists added or repeated (`[Loss()] * n`), a comprehension
-    making modules, or a name every assignment of the file gives such a value (`depth` such
-    names are followed)."""
+    making modules, or a name (every assignment of the file) or a `self.` attribute (every
+    assignment of its class) given such values (`depth` such names are followed)."""
     kind = type(iterable)
     if kind in (ast.List, ast.Tuple):
         elements = iterable.elts  # type: ignore[attr-defined]
@@ -178,6 +180,11 @@ def _holds_modules(iterable: ast.expr, ctx: Context, depth: int) -> bool:
         )
     if kind is ast.Name and depth > 0:
         values = _values_of(ctx).get(iterable.id)  # type: ignore[attr-defined]
+        if values and all(_holds_modules(value, ctx, depth - 1) for value in values):
+            return True
+    cls = ctx.enclosing_class() if depth > 0 and is_self_attribute(iterable) else None
+    if cls is not None:  # `self.convs = [nn.Conv2d(...) for k in ks]` in `__init__`
+        values = attribute_values(ctx, cls, iterable.attr)  # type: ignore[attr-defined]
         if values and all(_holds_modules(value, ctx, depth - 1) for value in values):
             return True
     return ctx.kind_of(iterable) is Kind.MODULE
