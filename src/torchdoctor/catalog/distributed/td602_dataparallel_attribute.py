@@ -7,6 +7,7 @@ from bisect import bisect_left
 from typing import Callable, Iterable, Iterator
 
 from torchdoctor.catalog.sdk import (
+    MODULE_SELF_METHODS,
     Context,
     FileIndex,
     Finding,
@@ -41,6 +42,16 @@ PITFALL = Pitfall(
             "除前向调用外，请用另一个名字保留未包装的模型，或者读取 "
             "`getattr({wrapper}, 'module', {wrapper}).{attr}`",
         },
+        "unwrapped": {
+            "en": "`{wrapper}.module` exists only when line {line} has wrapped `{wrapper}` in "
+            "`{parallel}`, which it does under a condition: where it does not (one GPU, the "
+            "CPU), the bare model has no attribute `module`; read "
+            "`getattr({wrapper}, 'module', {wrapper})`, or keep the unwrapped model in a name "
+            "of its own",
+            "zh": "只有第 {line} 行把 `{wrapper}` 包装成 `{parallel}` 之后才有 `{wrapper}.module`，"
+            "而那次包装是有条件的：条件不成立时（单 GPU、CPU），未包装的模型没有属性 `module`；"
+            "请读取 `getattr({wrapper}, 'module', {wrapper})`，或者用另一个名字保留未包装的模型",
+        },
     },
     fix_title={
         "en": "Go through the wrapped model: `.module.`",
@@ -65,8 +76,13 @@ wrapper for a method or attribute that its own class defines and `nn.Module` doe
 class it wraps. Read in the statements that follow the wrapping in its block, and when the
 wrapping is a branch of an `if` (`if n_gpu > 1: model = nn.DataParallel(model)`), in those that
 follow the `if`; a use in a branch whose other branch goes through `.module` is left alone.
-`explain` also reads the other way round: `'Net' object has no attribute 'module'`, code
-written for a wrapped model (`model.module.predict(x)`) run where the model is not wrapped.
+A wrapper moved on its line (`nn.DataParallel(model).cuda()`) is still the wrapper. The other
+way round: when an `if` without an `else` wraps the model, the first `.module` read after it
+that no branch or `try` guards is reported too: where the `if` did not wrap it, the bare model
+has no `.module` (`model.module.load_state_dict(...)` after `if use_gpu: model =
+nn.DataParallel(model)`).
+`explain` reads that error too: `'Net' object has no attribute 'module'`, code written for a
+wrapped model (`model.module.predict(x)`) run where the model is not wrapped.
 
 ## Why is this bad?
 The wrapper is a new `nn.Module` that holds the model as `.module`. It forwards `__call__` and
@@ -90,8 +106,11 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 `self.net = nn.DataParallel(self.net)` 之后的 `self.net.predict(x)`。包装对象本身没有的任何属性都算，
 不论它包装的是哪个类。检查包装语句之后、同一代码块中的语句；如果包装语句位于某个 `if` 分支中
 （`if n_gpu > 1: model = nn.DataParallel(model)`），也检查这个 `if` 之后的语句；如果某个分支的另一分支
-通过 `.module` 访问模型，该分支中的使用不报告。
-`explain` 也识别反过来的情况：`'Net' object has no attribute 'module'`，即为包装后的模型编写的代码
+通过 `.module` 访问模型，该分支中的使用不报告。包装后在同一行移动设备的写法
+（`nn.DataParallel(model).cuda()`）得到的仍是包装对象。反过来：如果一个没有 `else` 的 `if` 包装了模型，
+其后第一个不在任何分支或 `try` 中的 `.module` 访问也会被报告：`if` 没有包装时，未包装的模型没有
+`.module`（`if use_gpu: model = nn.DataParallel(model)` 之后的 `model.module.load_state_dict(...)`）。
+`explain` 也识别这个错误：`'Net' object has no attribute 'module'`，即为包装后的模型编写的代码
 （`model.module.predict(x)`）在模型没有被包装时运行。
 
 ## Why is this bad?
@@ -187,8 +206,9 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if parallel is None or _wrapped_model(call) is None or not ctx.ancestors:
         return
     statement = ctx.ancestors[-1]
-    wrapper = assigned_name(statement, call)
-    self_attribute = _self_attribute_assigned(statement, call)
+    value = _moved(statement, call)  # `DataParallel(model).cuda()`: the wrapper still
+    wrapper = assigned_name(statement, value)
+    self_attribute = _self_attribute_assigned(statement, value)
     if wrapper is None and self_attribute is None:
         return
     for place, (block, position) in enumerate(_places_after(ctx)):
@@ -198,7 +218,20 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             uses = _self_attribute_uses(block, position, self_attribute, ctx)  # type: ignore[arg-type]
         if uses is None:
             return  # rebound or inspected: what the code after it holds is not known
+        unwrapped = place and _only_branch(ctx)
         for use in uses:
+            if use.attr == "module" and unwrapped and not _guarded(use, ctx):
+                # BiSeNet: `model.module.load_state_dict(...)` whether or not it was wrapped
+                unwrapped = False  # one finding for the wrapping: the first such read
+                yield ctx.finding(
+                    PITFALL,
+                    use,
+                    "unwrapped",
+                    wrapper=ctx.text(use.value),
+                    parallel=parallel,
+                    line=statement.lineno,
+                )
+                continue
             if use.attr in WRAPPER_ATTRIBUTES or use.attr.startswith("_"):
                 continue
             shown = ctx.text(use.value)
@@ -237,17 +270,53 @@ def _places_after(ctx: Context) -> list[tuple[list[ast.stmt], int]]:
     return places
 
 
+def _moved(statement: ast.AST, call: ast.Call) -> ast.AST:
+    """`call`, or the assigned value when it is `call` moved or converted by methods that
+    return the module itself (`.cuda()`, `.to(device)`)."""
+    value = getattr(statement, "value", None)
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+    ):
+        if value.func.value is call:
+            return statement.value  # type: ignore[attr-defined]
+        value = value.func.value
+    return call
+
+
+def _guarded(use: ast.AST, ctx: Context) -> bool:
+    """`use` is in a branch of an `if` (or `a if c else b`) or in a `try`: code that may run
+    only where the model is wrapped (`self.net.module.stride if multi_gpu else ...`)."""
+    parents = index_of(ctx, use).parents
+    child, node = use, parents.get(use)
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if type(node) in (ast.If, ast.IfExp) and child is not node.test:  # type: ignore[attr-defined]
+            return True
+        if type(node) is ast.Try:
+            return True
+        child, node = node, parents.get(node)
+    return False
+
+
+def _only_branch(ctx: Context) -> bool:
+    """The wrapping statement is in the body of an `if` without an `else`: past the `if`, the
+    model may be bare."""
+    owner = ctx.ancestors[-2]
+    return type(owner) is ast.If and not owner.orelse
+
+
 def _wrapped_model(call: ast.Call) -> ast.AST | None:
     if call.args:
         return call.args[0]
     return next((k.value for k in call.keywords if k.arg == "module"), None)
 
 
-def _self_attribute_assigned(statement: ast.AST, call: ast.Call) -> str | None:
-    """`net` when `statement` is `self.net = call`."""
+def _self_attribute_assigned(statement: ast.AST, value: ast.AST) -> str | None:
+    """`net` when `statement` is `self.net = value`."""
     if (
         type(statement) is ast.Assign
-        and statement.value is call
+        and statement.value is value
         and len(statement.targets) == 1
         and is_self_attribute(statement.targets[0])
     ):
