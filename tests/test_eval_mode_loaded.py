@@ -205,3 +205,78 @@ def test_a_model_of_another_modules_class_given_to_an_evaluation_helper(tmp_path
     # No module of the project has a layer that depends on the mode.
     (tmp_path / "model.py").write_text(NET.format(layer="act = nn.ReLU()"))
     assert found_in(train) == []
+
+
+EVALUATE = """\
+import torch
+from modules import {cls}
+
+
+def train(loader, model, optimizer):
+    for x in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def test(loader, model):
+    with torch.no_grad():
+        total = 0.0
+        for x in loader:
+            total += model(x).sum().item()
+    return total
+
+
+def main(train_loader, valid_loader):
+    model = {cls}().to("cpu")
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(10):
+        train(train_loader, model, optimizer)
+        test(valid_loader, model)
+"""
+
+MODULES = """\
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8))
+
+
+class Encoder(nn.Module):  # its BatchNorm is Block's
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)  # no dropout, no batch norm
+"""
+
+
+def test_a_new_model_of_another_modules_class_with_batchnorm_evaluated_in_training_mode(
+    tmp_path: Path,
+):
+    # vqvae: `VectorQuantizedVAE` of modules.py (BatchNorm in its ResBlocks), built in the
+    # script whose `test` runs it and which never calls `.train()` nor `.eval()`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "modules.py").write_text(MODULES)
+    script = tmp_path / "vqvae.py"
+    script.write_text(EVALUATE.format(cls="Encoder"))
+    assert found_in(script) == [16]
+    # A class of the project without such layers, or one whose layers are not known.
+    script.write_text(EVALUATE.format(cls="Plain"))
+    assert found_in(script) == []
+    script.write_text(EVALUATE.format(cls="Missing"))
+    assert found_in(script) == []
+    # `.eval()` before the evaluation: fine.
+    script.write_text(
+        EVALUATE.format(cls="Encoder").replace(
+            "        test(", "        model.eval()\n        test("
+        )
+    )
+    assert found_in(script) == []

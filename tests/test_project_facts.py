@@ -191,6 +191,19 @@ def test_a_project_that_loads_pickled_objects_saves_whole_models_on_purpose(tmp_
     assert run.returncode == 0 and "TD503" not in run.stdout
 
 
+def test_keras_save_weights_only_is_not_a_pickled_load(tmp_path):
+    # DnCNN ships a Keras trainer beside its PyTorch one: `ModelCheckpoint(...,
+    # save_weights_only=False)` says nothing of how the PyTorch code loads.
+    _project(tmp_path)
+    (tmp_path / "keras_train.py").write_text(
+        "from keras.callbacks import ModelCheckpoint\n\n"
+        "checkpoint = ModelCheckpoint('m.hdf5', save_weights_only=False)\n"
+    )
+    assert read_facts([(tmp_path / "keras_train.py").read_bytes()]).markers == frozenset()
+    run = _check(tmp_path, ".")
+    assert "TD503" in run.stdout
+
+
 def test_a_model_whose_class_the_project_allows_in_safe_loads_is_saved_whole_on_purpose(
     tmp_path,
 ):
@@ -443,3 +456,40 @@ def test_evaluators_that_keep_the_mode_of_their_model():
         b"def evaluate_model(model, it):\n    model.eval()\n    for x in it:\n        model(x)\n"
     )
     assert read_facts([keeps, other]).mode_keeping_evaluators == frozenset()
+
+
+def test_classes_with_layers_that_depend_on_the_mode():
+    blocks = (
+        b"import torch.nn as nn\n\n"
+        b"class Block(nn.Module):\n    def __init__(self):\n"
+        b"        self.norm = nn.BatchNorm2d(8)\n\n"
+        b"class Plain(nn.Module):\n    # dropout would go here\n    def __init__(self):\n"
+        b"        self.fc = nn.Linear(8, 8)\n\n"
+        b"class Head(nn.Dropout):\n    pass\n"
+    )
+    models = (
+        b"from blocks import Block, Plain\n\n"
+        b"class Net(nn.Module):\n    def __init__(self):\n        self.body = Block()\n\n"
+        b"class Deeper(Net):\n    pass\n\n"
+        b"class Linear(nn.Module):\n    def __init__(self):\n        self.body = Plain()\n"
+    )
+    facts = read_facts([blocks, models])
+    assert facts.mode_layer_classes == {"Block", "Head", "Net", "Deeper"}
+    assert facts.has_mode_layers("Net") and not facts.has_mode_layers("Linear")
+    # CycleGAN's generator: instance norm, and a `batch_norm=False` flag of its own block.
+    instance_norm = (
+        b"class ConvBlock(nn.Module):\n    def __init__(self, n, batch_norm=True):\n"
+        b"        self.bn = nn.InstanceNorm2d(n)\n\n"
+        b"class Generator(nn.Module):\n    def __init__(self):\n"
+        b"        self.out = ConvBlock(3, batch_norm=False)\n"
+    )
+    assert read_facts([instance_norm]).mode_layer_classes == frozenset()
+    # MultiBench's MLP: its dropout only when asked for (`dropout=False` by default).
+    optional = (
+        b"class MLP(nn.Module):\n    def __init__(self, n, dropout=False, dropoutp=0.1):\n"
+        b"        self.drop = nn.Dropout(dropoutp)\n"
+    )
+    assert read_facts([optional]).mode_layer_classes == frozenset()
+    # Two classes of one name, one without such layers: not known to have them.
+    other = b"class Net(nn.Module):\n    def __init__(self):\n        self.fc = nn.Linear(8, 8)\n"
+    assert not read_facts([blocks, models, other]).has_mode_layers("Net")

@@ -64,7 +64,9 @@ _K_ABOVE_ONE = rb"[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"
 _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
     "weights_only=False": (
         (b"weights_only",),
-        (lazy_compile(rb"weights_only[ \t]*=[ \t]*False\b"),),
+        # Not Keras' `save_weights_only=False` (DnCNN ships both); the lookbehind costs little
+        # here: only files holding the word are searched.
+        (lazy_compile(rb"(?<![\w.])weights_only[ \t]*=[ \t]*False\b"),),
     ),
     # The project splits its data between ranks somewhere (a DistributedSampler or one of its
     # kin, made in a data module the training script imports), or has datasets that are
@@ -118,6 +120,33 @@ _EVALUATOR = lazy_compile(
     rb"\ndef[ \t]+(\w*(?:eval|valid|test|infer|predict)\w*)[ \t]*\([ \t]*(\w+)", re.IGNORECASE
 )
 _TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
+# A top-level class statement (the text read with a line break put in front), and a class its
+# body calls (`ResBlock(dim)`; the byte before tells it from `nn.Linear(`: a lookbehind would
+# cost the engine its fast start).
+_TOP_LEVEL_CLASS = lazy_compile(rb"\nclass[ \t]+(\w+)[ \t]*(?:\(([^()\n]{0,400})\))?[^\n]*")
+_COMMENT = lazy_compile(rb"#[^\n]*")
+# `def __init__(self, ..., dropout=False)`, `use_bn=None`, `drop_rate=0.`: the layer is made or
+# used only when asked for (MultiBench's `MLP`), so a model of the class may have none.
+_OPTIONAL_LAYER = lazy_compile(
+    rb"def __init__\([^()]{0,2000}?\b\w*(?:[Dd]rop|bn|BN|[Nn]orm)\w*[ \t]*=[ \t]*"
+    rb"(?:False|None|0|0\.0?)[ \t]*[,)]"
+)
+_CALLED_CLASS = lazy_compile(rb"([A-Z]\w{0,80})[ \t]*\(")
+# Layers whose forward differs in training and evaluation mode, as a class body names them in
+# lower case (as the rules' own list: Dropout, BatchNorm, SyncBN, Transformer, RReLU).
+# Layers whose forward differs in training and evaluation mode, as a class body spells them:
+# the classes (`nn.BatchNorm2d`, `nn.Dropout`, `SyncBatchNorm`, `nn.TransformerEncoderLayer`,
+# `nn.RReLU`), the functional calls, and dropout by any name (`self.dropout`, `dropout=0.1` of
+# an LSTM). Not a lower-case `batch_norm`: `ConvBlock(..., batch_norm=False)` is a flag.
+MODE_LAYER_WORDS = (
+    b"BatchNorm",
+    b"batch_norm(",
+    b"Dropout",
+    b"dropout",
+    b"SyncBN",
+    b"Transformer",
+    b"RReLU",
+)
 # What makes such a function set or need a mode itself.
 # (A rule asking the same of the file it checks reads the text for these words too.)
 MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode", ".backward(", ".step(")
@@ -159,6 +188,9 @@ class ProjectFacts:
     # `torch.autograd.Variable`): the names some module imports at its top level from torch,
     # each with the one origin every such import gives it (and no class of the project's).
     star_reexports: tuple[tuple[str, str], ...] = ()
+    # The top-level classes of the project that have a layer whose forward depends on the mode
+    # (Dropout, BatchNorm...): named in their body, or in a class they call or subclass.
+    mode_layer_classes: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -190,6 +222,11 @@ class ProjectFacts:
         """Whether a file of the project that allows classes in `weights_only` loads
         (`torch.serialization.safe_globals`) names this class."""
         return class_name in self.safe_load_names
+
+    def has_mode_layers(self, class_name: str) -> bool:
+        """Whether every top-level class of this name in the project has a layer whose forward
+        depends on the training or evaluation mode (its own, or a project class's it uses)."""
+        return class_name in self.mode_layer_classes
 
     def has(self, marker: str) -> bool:
         """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
@@ -279,9 +316,18 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 # the watched methods it calls, the markers it holds and the class names it allows in safe
 # loads, the names it closes, the names its top-level imports bind ("name=origin"), and its
 # top-level functions named to evaluate ("name=1" when one keeps its model's mode, else
-# "name=0").
+# "name=0"), and what its top-level classes build their layers from ("Name:!" for one naming a
+# mode-dependent layer, "Name:A,B" for one calling the classes A and B).
 FileFacts = tuple[
-    list[list], list[str], list[str], list[str], list[str], list[str], list[str], list[str]
+    list[list],
+    list[str],
+    list[str],
+    list[str],
+    list[str],
+    list[str],
+    list[str],
+    list[str],
+    list[str],
 ]
 
 
@@ -327,6 +373,7 @@ def file_facts(source: bytes) -> FileFacts:
     lines = b"\n" + source  # the top-level patterns start with a line break (see _FROM_IMPORT)
     imports = sorted(_top_level_imports(lines)) if b"import" in source else []
     evaluators = sorted(_evaluators(lines)) if b"def" in source else []
+    layers = sorted(_class_layers(lines)) if classes else []
     return (
         classes,
         sorted(env_reads),
@@ -336,6 +383,7 @@ def file_facts(source: bytes) -> FileFacts:
         closed,
         imports,
         evaluators,
+        layers,
     )
 
 
@@ -354,6 +402,41 @@ def _evaluators(source: bytes) -> set[str]:
         )
         found.add(f"{match.group(1).decode()}={int(keeps)}")
     return found
+
+
+def _class_layers(source: bytes) -> set[str]:
+    """ "Name:!" for each top-level class whose statement or body names a mode-dependent
+    layer (comments left out), else "Name:A,B" with its bases and, for a direct subclass of
+    a `Module`, the classes its `__init__` calls by a bare name. `source`: the text with a line
+    break put in front."""
+    found = set()
+    for match in _TOP_LEVEL_CLASS.finditer(source):
+        next_line = _TOP_LEVEL_LINE.search(source, match.end())
+        start, end = match.start(), next_line.start() if next_line else len(source)
+        bases = match.group(2)
+        if not bases:
+            continue  # no base, no layer: not a module
+        name = match.group(1).decode("ascii", "replace")
+        # A body holding a word is read again without its comments.
+        body = source[start:end]
+        if _names_mode_layer(body) and _names_mode_layer(_COMMENT.sub(b"", body)):
+            if _OPTIONAL_LAYER.search(body) is None:
+                found.add(f"{name}:!")
+            continue  # a layer its `__init__` leaves out by default: not known either way
+        used = set(_base_names(bases.decode("ascii", "replace")))
+        init = source.find(b"def __init__", match.end(), end) if b"Module" in bases else -1
+        if init != -1:  # a model made of parts: the project classes its `__init__` calls
+            stop = source.find(b"\n    def ", init, end)  # the next method, as most indent it
+            for called in _CALLED_CLASS.finditer(source, init, end if stop == -1 else stop):
+                before = source[called.start() - 1]
+                if before not in _WORD_BYTES and before != 46:  # not `nn.Linear(`
+                    used.add(called.group(1).decode("ascii", "replace"))
+        found.add(f"{name}:{','.join(sorted(used))}")
+    return found
+
+
+def _names_mode_layer(text: bytes) -> bool:
+    return any(word in text for word in MODE_LAYER_WORDS)  # `in`: faster than one regex
 
 
 def _top_level_imports(source: bytes) -> set[str]:
@@ -384,7 +467,7 @@ def _closed_names(source: bytes) -> set[str]:
 
 def is_file_facts(value: object) -> bool:
     """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
-    if not (isinstance(value, (list, tuple)) and len(value) == 8):
+    if not (isinstance(value, (list, tuple)) and len(value) == 9):
         return False
     classes, *names = value
     return (
@@ -422,6 +505,7 @@ class FactsReader:
         self._closed_names: set[str] = set()
         self._imports: set[str] = set()
         self._evaluators: set[str] = set()
+        self._layers_of: dict[str, list[list[str]]] = {}  # class -> what each definition uses
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
         # file's content, or None once a file came without one (nothing is then looked up).
         self._inputs: list[str] | None = []
@@ -455,9 +539,22 @@ class FactsReader:
         self._merge(found)
 
     def _merge(self, found: FileFacts) -> None:
-        classes, env_reads, methods, markers, safe_load_names, closed, imports, evaluators = found
+        (
+            classes,
+            env_reads,
+            methods,
+            markers,
+            safe_load_names,
+            closed,
+            imports,
+            evaluators,
+            layers,
+        ) = found
         self._imports.update(imports)
         self._evaluators.update(evaluators)
+        for entry in layers:
+            name, _, used = entry.partition(":")
+            self._layers_of.setdefault(name, []).append(used.split(",") if used else [])
         for name, bases in classes:
             self._bases_of.setdefault(name, []).append(bases)
         self._env_reads.update(env_reads)
@@ -504,6 +601,9 @@ class FactsReader:
         evaluators = {entry[:-2] for entry in self._evaluators if entry.endswith("=1")} - {
             entry[:-2] for entry in self._evaluators if entry.endswith("=0")
         }
+        # A class settles as mode-dependent when every definition names such a layer, or uses
+        # (calls, or subclasses) a class that settled so.
+        mode_classes = _classes_on(self._layers_of, lambda used: used == "!")
         parts = (
             classes,
             self._env_reads,
@@ -515,6 +615,7 @@ class FactsReader:
             schedulers,
             {f"{name}={origin}" for name, origin in reexports},
             evaluators,
+            mode_classes,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -536,6 +637,7 @@ class FactsReader:
             frozenset(schedulers),
             frozenset(evaluators),
             reexports,
+            frozenset(mode_classes),
         )
 
 

@@ -857,9 +857,12 @@ class _Program:
             return self.ctx.is_module_class(self.classes[value.func.id])
         qualname = self.ctx.qualname(value.func)
         if qualname is None or self.ctx.project.is_project_module(qualname):
-            # A class of another module of the project: whether it has Dropout or BatchNorm
-            # (whether its mode matters) cannot be seen from here.
-            return False
+            # A class of another module of the project: a new model, in training mode, when the
+            # project's facts say it has Dropout or BatchNorm (vqvae's `VectorQuantizedVAE`
+            # of modules.py, built in the script that evaluates it); else its mode may not
+            # matter.
+            name = last_name(value.func)
+            return name is not None and self.ctx.project.has_mode_layers(name)
         return self.ctx.kind_of(value) is Kind.MODULE
 
     def mode_free(self, models: list[ast.AST]) -> bool:
