@@ -8,6 +8,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     Context,
+    FileIndex,
     Finding,
     Kind,
     Monitor,
@@ -280,15 +281,21 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         yield from _on_a_started_event(node, call, scheduler, ctx)
         return
     later_step = _optimizer_step_after(node, loops[0], ctx)
-    if not _unconditional(node, loops[0], scheduler, ctx) and not (
-        later_step is not None
-        and _in_one_block(node, later_step, ctx)
-        # Known by what made it, not by its name: a schedule of the project's own may set the
-        # rate of the step to come (OpenASR's `lr_scheduler.step(); .set_lr(optimizer)`).
-        and ctx.kind_of(scheduler) is Kind.SCHEDULER
-    ):
-        return  # `if epoch > 0: scheduler.step()`; but not `if accumulated: s.step(); o.step()`
     name = ctx.text(scheduler)
+    # Known by what made it, not by its name: a schedule of the project's own may set the rate
+    # of the step to come (OpenASR's `lr_scheduler.step(); .set_lr(optimizer)`).
+    if not _unconditional(node, loops[0], scheduler, ctx):
+        if ctx.kind_of(scheduler) is not Kind.SCHEDULER:
+            return
+        if later_step is None or not _in_one_block(node, later_step, ctx):
+            # `if epoch > 0: scheduler.step()`, but not `else: scheduler.step();
+            # train(..., optimizer=optimizer)` (ProtoPNet's joint phase)
+            handed = _optimizer_handed_after(node, loops[0], ctx)
+            if handed is not None and _in_one_block(node, _statement(handed, ctx), ctx):
+                if not _compensated(ctx):
+                    step = f"{ctx.text(handed.func)}(...)"
+                    yield ctx.finding(PITFALL, call, "handed", scheduler=name, step=step)
+            return
     if later_step is not None:
         if not _compensated(ctx):
             yield ctx.finding(PITFALL, call, scheduler=name, step=ctx.text(later_step.value))
@@ -400,7 +407,11 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
     return True
 
 
-def _in_one_block(node: ast.stmt, later: ast.stmt, ctx: Context) -> bool:
+def _statement(node: ast.AST, ctx: Context) -> ast.AST | None:
+    return index_of(ctx, node).statement_of(node)
+
+
+def _in_one_block(node: ast.stmt, later: ast.AST | None, ctx: Context) -> bool:
     """Whether `later` follows `node` in the block that holds it: whatever condition runs the
     one runs the other (TransFG's `if (step + 1) % accumulation == 0: scheduler.step();
     optimizer.step()`)."""
@@ -538,8 +549,30 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
             _names_an_optimizer(value)
             for value in (*found.args, *(k.value for k in found.keywords))
         ):
+            if _other_branches(found, node, whole):
+                continue  # a warm-up phase's training, in the other branch (ProtoPNet)
             return found if position(found) > position(node) else None
     return None
+
+
+def _other_branches(first: ast.AST, second: ast.AST, found: FileIndex) -> bool:
+    """`first` and `second` are in the two branches of one `if`: never run in one turn."""
+    parents = found.parents
+    above: dict[ast.AST, ast.AST] = {}  # each `if` above `first` -> the child `first` is under
+    child, node = first, parents.get(first)
+    while node is not None:
+        if type(node) is ast.If:
+            above[node] = child
+        child, node = node, parents.get(node)
+    child, node = second, parents.get(second)
+    while node is not None:
+        if node in above:
+            mine, theirs = above[node], child
+            return (mine in node.body and theirs in node.orelse) or (  # type: ignore[attr-defined]
+                mine in node.orelse and theirs in node.body  # type: ignore[attr-defined]
+            )
+        child, node = node, parents.get(node)
+    return False
 
 
 @per_file
@@ -551,9 +584,11 @@ def _training_names(ctx: Context) -> tuple[str, ...]:
 
 
 def _names_an_optimizer(expr: ast.AST) -> bool:
-    """`optimizer`, `self.optim`, `opt_g`: a name or attribute that says it is an optimizer."""
+    """`optimizer`, `self.optim`, `opt_g`, `joint_optimizer`: a name or attribute that says it
+    is an optimizer."""
     name = expr.id if type(expr) is ast.Name else expr.attr if type(expr) is ast.Attribute else ""
-    return name.lower().startswith(("optim", "opt_")) or name.lower() in ("opt", "optimizers")
+    parts = name.lower().split("_")  # `joint_optimizer`, `g_optim`, `opt_d`
+    return any(part.startswith("optim") or part == "opt" for part in parts)
 
 
 # ignite events that fire before the optimizer steps of the epoch or iteration they open.
