@@ -18,6 +18,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     is_self_attribute,
     per_file,
+    subtree,
 )
 
 PITFALL = Pitfall(
@@ -220,7 +221,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             return  # rebound or inspected: what the code after it holds is not known
         unwrapped = place and _only_branch(ctx)
         for use in uses:
-            if use.attr == "module" and unwrapped and not _guarded(use, ctx):
+            if use.attr == "module" and unwrapped and not _guarded(use, ctx.ancestors[-2], ctx):
                 # BiSeNet: `model.module.load_state_dict(...)` whether or not it was wrapped
                 unwrapped = False  # one finding for the wrapping: the first such read
                 yield ctx.finding(
@@ -285,18 +286,41 @@ def _moved(statement: ast.AST, call: ast.Call) -> ast.AST:
     return call
 
 
-def _guarded(use: ast.AST, ctx: Context) -> bool:
-    """`use` is in a branch of an `if` (or `a if c else b`) or in a `try`: code that may run
-    only where the model is wrapped (`self.net.module.stride if multi_gpu else ...`)."""
+def _guarded(use: ast.AST, wrapping: ast.If, ctx: Context) -> bool:
+    """`use` is in a `try`, or in a branch of an `if` (or `a if c else b`) whose test may tell
+    whether the model was wrapped: it names what the wrapping `if` tests, or devices
+    (`self.net.module.stride if multi_gpu else ...`); not `if args.pretrained is not None:`."""
+    wrapped_when = _identifiers(wrapping.test)
     parents = index_of(ctx, use).parents
     child, node = use, parents.get(use)
     while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if type(node) in (ast.If, ast.IfExp) and child is not node.test:  # type: ignore[attr-defined]
-            return True
         if type(node) is ast.Try:
             return True
+        if type(node) in (ast.If, ast.IfExp) and child is not node.test:  # type: ignore[attr-defined]
+            tested = _identifiers(node.test)  # type: ignore[attr-defined]
+            if tested & wrapped_when or any(
+                word in name.lower() for name in tested for word in _DEVICE_WORDS
+            ):
+                return True
         child, node = node, parents.get(node)
     return False
+
+
+# Words of a test that may tell a wrapped model from a bare one.
+_DEVICE_WORDS = ("gpu", "cuda", "parallel", "distributed", "module", "world", "rank", "device")
+
+
+def _identifiers(test: ast.AST) -> set[str]:
+    """The attribute names a test reads, and its names but those read from (`use_gpu` and
+    `is_available` of `args.use_gpu and torch.cuda.is_available()`: not `args`, which most
+    tests read)."""
+    nodes = subtree(test)
+    bases = {id(node.value) for node in nodes if type(node) is ast.Attribute}  # type: ignore[attr-defined]
+    return {
+        node.id if type(node) is ast.Name else node.attr  # type: ignore[attr-defined]
+        for node in nodes
+        if type(node) is ast.Attribute or type(node) is ast.Name and id(node) not in bases
+    }
 
 
 def _only_branch(ctx: Context) -> bool:
