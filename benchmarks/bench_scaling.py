@@ -309,6 +309,44 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "            net = DataParallel(net)",
             "        print(net.fc, self.net.fc)",
             "        return self.net.module.fc if n_gpu > 1 else self.net.fc",
+            # Read through `.module` whether or not it was wrapped, a wrapper moved on its
+            # line: TD602; a loop over modules moved in place: TD411; the trainer's model
+            # saved whole: TD503.
+            "    def load(self, net, use_gpu, path):",
+            "        self.model = net",
+            "        self.convs = [nn.Conv2d(1, 1, 3) for _ in range(2)]",
+            "        for conv in self.convs:",
+            "            conv = conv.cuda()",
+            "        if use_gpu:",
+            "            net = DataParallel(net).cuda()",
+            "        if path is not None:",
+            "            net.module.load_state_dict(torch.load(path))",
+            "        print(self.model.parameters())",
+            "        torch.save(self.model, path)",
+            "        torch.save(obj=net, f=path)",
+            # A list made anew per step, appended per micro-batch: TD102; a schedule stepped
+            # before the training call of its branch: TD203; a fallback import: the context;
+            # a mask through a device helper: TD401.
+            f"def fit_{i}(model, loader, optimizer, schedule, warm):",
+            "    try:",
+            "        from torch.utils.tensorboard import SummaryWriter",
+            "    except ImportError:",
+            "        from tensorboardX import SummaryWriter",
+            "    writer = SummaryWriter()",
+            "    for epoch, (xb, yb) in enumerate(loader):",
+            "        losses = []",
+            "        for part in xb.chunk(2):",
+            "            loss = model(part).sum()",
+            "            losses.append(loss)",
+            "            loss.backward()",
+            "        optimizer.step()",
+            "        if epoch < warm:",
+            "            train(model, loader, optimizer)",
+            "        else:",
+            "            schedule.step()",
+            "            train(model, loader, optimizer)",
+            "        mask = to_cuda(torch.ByteTensor([[0, 1]]))",
+            "        writer.add_scalar('loss', xb.masked_fill(mask, 0).sum().item(), epoch)",
         ],
     ]
 

@@ -156,6 +156,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return  # the project loads pickled objects on purpose: whole modules are its format
     if any(ctx.project.allowed_in_safe_loads(name) for name in built_from(saved, ctx)):
         return  # loaded with its class allowed in `torch.serialization.safe_globals`
+    if _weights_saved_otherwise(call, saved, ctx):
+        return  # `if save_weights_only: ...state_dict() else: torch.save(model)`: a choice
     if not _is_module(saved, ctx):
         inner = _module_inside(saved, ctx)
         if inner is not None:
@@ -175,6 +177,39 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             title=title,
         )
     yield ctx.finding(PITFALL, call, fix=fix, module=module)
+
+
+def _weights_saved_otherwise(call: ast.Call, saved: ast.AST, ctx: Context) -> bool:
+    """The save is in one branch of an `if` whose other branch saves the same object's
+    `state_dict()`: saving it whole is an option the code offers on purpose (DeepCTR's
+    Keras-like `ModelCheckpoint(save_weights_only=False)`)."""
+    found = index_of(ctx, call)
+    text = ctx.text(saved)
+    child, node = call, found.parents.get(call)
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if type(node) is ast.If and child is not node.test:
+            other = "orelse" if child in node.body else "body"
+            if text in _weights_saved_in(ctx, node, other):
+                return True
+        child, node = node, found.parents.get(node)
+    return False
+
+
+@per_file
+def _weights_saved_in(ctx: Context, owner: ast.If, side: str) -> frozenset[str]:
+    """The objects (as written) whose `state_dict()` one branch of `owner` saves; read once."""
+    found = index_of(ctx, owner)
+    saved = set()
+    for statement in getattr(owner, side):
+        for save in found.calls_named(statement, ("save",)):
+            weights = save.args[0] if save.args else _keyword(save, "obj")
+            if (
+                isinstance(weights, ast.Call)
+                and ctx.method_name(weights) == "state_dict"
+                and isinstance(weights.func, ast.Attribute)
+            ):
+                saved.add(ctx.text(weights.func.value))
+    return frozenset(saved)
 
 
 def _keyword(call: ast.Call, name: str) -> ast.AST | None:
