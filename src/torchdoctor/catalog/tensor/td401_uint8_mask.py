@@ -47,6 +47,14 @@ PITFALL = Pitfall(
             "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请改用 bool 掩码"
             "（如果这些值是下标，请用 `.long()`）",
         },
+        "numpy": {
+            "en": "`{name}` is made as a uint8 numpy array by `{source}`, and the tensor made "
+            "from it is used as a mask on line {line}: uint8 masks are deprecated for indexing "
+            "and rejected by masked_fill/masked_select; make the array bool (`dtype=bool`)",
+            "zh": "`{name}` 由 `{source}` 创建为 uint8 numpy 数组，由它得到的张量在第 {line} 行被当作"
+            "掩码使用：uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请把数组改为 "
+            "bool 类型（`dtype=bool`）",
+        },
         "parameter": {
             "en": "`{name}` is used as a mask, and line {line} passes it `{source}`, a uint8 "
             "tensor: uint8 masks are deprecated for indexing and rejected by "
@@ -74,8 +82,12 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
 same block, or after the statements around it (`if`, `for`, `with`) in the same function,
 also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), split into parts
-(`mask = mask.split(sizes)`), indexed for a part (`mask[t]`), or copied to another name
-first (`maskk = mask.clone()`, then `logits[maskk]`).
+(`mask = mask.split(sizes)`), indexed for a part (`mask[t]`), passed through the project's
+own device helper (`cuda_(mask)`, `to_var(mask)`), or copied to another name first
+(`maskk = mask.clone()`, then `logits[maskk]`). A numpy array made uint8
+(`np.zeros(shape, dtype=np.uint8)`, `.astype(np.uint8)`) is reported too when a tensor made
+from it without a dtype (`torch.tensor(a)`, `torch.from_numpy(a)`) is used as a mask; indexing
+numpy with it (integer indices, another matter) is not.
 `torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
 torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
@@ -124,7 +136,10 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
 包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、拆成几块（`mask = mask.split(sizes)`）
-或取出其中一部分（`mask[t]`），或者先复制到另一个名字（`maskk = mask.clone()`，再 `logits[maskk]`）。
+或取出其中一部分（`mask[t]`）、经过项目自己的设备辅助函数（`cuda_(mask)`、`to_var(mask)`），
+或者先复制到另一个名字（`maskk = mask.clone()`，再 `logits[maskk]`）。以 uint8 创建的 numpy 数组
+（`np.zeros(shape, dtype=np.uint8)`、`.astype(np.uint8)`）也会被报告：当由它不指定 dtype 得到的张量
+（`torch.tensor(a)`、`torch.from_numpy(a)`）被当作掩码使用时；用它索引 numpy 数组（整数下标，另一回事）不报告。
 `torch.ByteTensor` 也可以通过按设备选择它的
 变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
@@ -252,6 +267,9 @@ ZERO_ONE = (0, 1, True, False)
 def check_dtype(node: ast.Attribute | ast.Name, ctx: Context) -> Iterator[Finding]:
     # `ByteTensor` may be a name picking `torch.cuda.ByteTensor` or `torch.ByteTensor`.
     qualname = tensor_type(node, ctx)
+    if qualname == "numpy.uint8":
+        yield from _report_numpy(node, ctx)
+        return
     if qualname not in UINT8_QUALNAMES:
         return
     parents = ctx.statement_parents()
@@ -403,6 +421,48 @@ def _made_by(spelling: ast.AST, qualname: str, parents: dict, ctx: Context) -> a
     if ctx.method_name(parent) in CONVERSIONS and any(arg is spelling for arg in parent.args):
         return parent
     return None
+
+
+# Conversions of an array to a tensor that keep its dtype when given none.
+ARRAY_CONVERSIONS = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor"})
+
+
+def _report_numpy(spelling: ast.AST, ctx: Context) -> Iterator[Finding]:
+    """`eye = np.zeros(shape, dtype=np.uint8)` (or `.astype(np.uint8)`), then a tensor made
+    from it without a dtype used as a mask (`w.masked_fill_(torch.tensor(eye), 1.)`,
+    InfoGraph): reported where the array is made. Indexing numpy with it is another matter
+    (integer indices), left alone."""
+    parents = ctx.statement_parents()
+    parent = parents.get(spelling)
+    made = (
+        parents.get(parent) if isinstance(parent, ast.keyword) and parent.arg == "dtype" else None
+    )
+    if made is None and isinstance(parent, ast.Call) and ctx.method_name(parent) == "astype":
+        made = parent if parent.args and parent.args[0] is spelling else None
+    if not isinstance(made, ast.Call):
+        return
+    name = _assigned_name(ctx.ancestors[-1] if ctx.ancestors else None, made)
+    scope = ctx.enclosing_function() or ctx.tree
+    if name is None or len(bindings(ctx, scope, name) or ()) != 1:
+        return
+    found = index_of(ctx, scope)
+    tree_parents = found.parents
+    for node in found.names_in(scope, name):
+        call = tree_parents.get(node)
+        if not (
+            isinstance(node.ctx, ast.Load)
+            and isinstance(call, ast.Call)
+            and call.args
+            and call.args[0] is node
+            and not call.keywords
+            and ctx.qualname(call.func) in ARRAY_CONVERSIONS
+        ):
+            continue
+        value, _ = _carried(call, tree_parents, ctx)
+        if _in_mask_position(value, tree_parents, ctx):
+            source = shorten(ctx.text(made))
+            yield ctx.finding(PITFALL, made, "numpy", name=name, source=source, line=node.lineno)
+            return
 
 
 def _spelling_name(node: ast.AST) -> str:
