@@ -103,8 +103,11 @@ the functions those call, and the other methods of its class):
 
 - never switches to evaluation mode (no `.eval()`, `.train(False)` nor MONAI's `eval_mode(...)`)
   although the model is certainly in training mode (`model.train()` is called, or the model is
-  built right there); a model built in the file only from layers that compute the same in both
-  modes (no Dropout, BatchNorm or Transformer layers) is not reported for this; or
+  built right there: from a class of the file, or of another module of the project that the
+  project's facts say has Dropout or BatchNorm, in its own body or in a project class it uses,
+  and not only when its `__init__` is asked for them); a model built in the file only from
+  layers that compute the same in both modes (no Dropout, BatchNorm or Transformer layers) is
+  not reported for this; or
 - never disables gradient recording (no `torch.no_grad()`, `torch.inference_mode()` or
   `torch.set_grad_enabled(...)`).
 
@@ -152,8 +155,8 @@ of memory` during validation although training fits.
 ## Known problems
 For a loop, only the file that holds it is read, so a function is reported only when its
 caller is in the same file; an evaluation function of another module is known from the project's
-facts, read from its text (a model of a class of another module is then not reported: its
-layers cannot be seen). Any `.eval()` or `no_grad` in that surrounding code counts as handled, whichever
+facts, read from its text, and so are the layers of another module's classes (a class whose
+layers come only from a base class of another library is not known to have them). Any `.eval()` or `no_grad` in that surrounding code counts as handled, whichever
 model it applies to, so some real mistakes are missed. A whole pickled model run without
 `.eval()` (`net = torch.load(path)`, then `net(x)`) is not reported: its class, and whether it
 has layers that depend on the mode, cannot be seen.
@@ -166,7 +169,9 @@ has layers that depend on the mode, cannot be seen.
 val_loader:`），并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
 
 - 从未切换到评估模式（没有 `.eval()`、`.train(False)`，也没有 MONAI 的 `eval_mode(...)`），
-  而模型又必然处于训练模式（调用过 `model.train()`，或者模型就是在这里新建的）；
+  而模型又必然处于训练模式（调用过 `model.train()`，或者模型就是在这里新建的：由本文件的类构造，
+  或由项目事实表明含有 Dropout 或 BatchNorm 的其他模块的类构造——层在类自身或它用到的项目类中，
+  且不是只有 `__init__` 要求时才创建）；
   如果模型在本文件中完全由两种模式下计算相同的层构成
   （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告；或者
 - 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`）。
@@ -205,7 +210,7 @@ running mean 和 running var，污染之后继续训练和保存的模型。
 
 ## Known problems
 对于循环，只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告；其他模块中的评估函数来自项目
-事实（从其文本读出；这时由其他模块中的类构造的模型不会报告：看不到它的层）。周围代码里出现任何 `.eval()` 或
+事实（从其文本读出），其他模块中的类有哪些层也是如此（层只来自其他库的基类时，不知道它有这类层）。周围代码里出现任何 `.eval()` 或
 `no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。整个被 pickle 的模型
 （`net = torch.load(path)` 之后 `net(x)`）在没有 `.eval()` 时运行不会报告：看不到它的类，也就无法知道它
 是否含有行为随模式变化的层。
