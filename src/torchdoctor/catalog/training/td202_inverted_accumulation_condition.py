@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, index_of, per_file, subtree
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Pitfall,
+    index_of,
+    is_self_attribute,
+    per_file,
+    subtree,
+)
 from torchdoctor.catalog.training._loops import (
     LOOPS,
     SCOPES,
@@ -34,7 +42,9 @@ PITFALL = Pitfall(
         "en": """
 ## What it catches
 An `if` whose test is a bare remainder, `if step % n:` or `if (i + 1) % accum_steps:`,
-guarding an optimizer update (`optimizer.step()` or `scaler.step(optimizer)`).
+guarding an optimizer update (`optimizer.step()` or `scaler.step(optimizer)`), in a loop
+that changes the counter, or in a method that counts its own calls (`self.total_steps += 1`,
+then `if self.total_steps % delay:` for a delayed update).
 
 `if step % n == 0:` and `if not step % n:` are correct and not reported, and so is an update
 in the `else:` branch. Updates that take turns are not reported either: an `if` whose `else:`
@@ -54,7 +64,8 @@ which is its purpose; review it if the bare test was really meant to skip every 
         "zh": """
 ## What it catches
 用裸余数作条件的 `if`，例如 `if step % n:` 或 `if (i + 1) % accum_steps:`，而它控制的正是优化器更新
-（`optimizer.step()` 或 `scaler.step(optimizer)`）。
+（`optimizer.step()` 或 `scaler.step(optimizer)`），所在的循环会改变这个计数；或者所在的方法自己计数
+（`self.total_steps += 1` 之后，`if self.total_steps % delay:` 控制延迟更新）。
 
 `if step % n == 0:` 和 `if not step % n:` 是正确写法，不会报告；更新写在 `else:` 分支里也不会报告。
 轮流更新的写法同样不报告：`else:` 分支更新另一个优化器、同一循环中另有 `if` 把同一个余数与 0 比较
@@ -166,7 +177,7 @@ def _counts_in_loop(expr: ast.AST, ctx: Context) -> bool:
     or a name it assigns (`step += 1`)."""
     loop = next((a for a in reversed(ctx.ancestors) if isinstance(a, LOOPS)), None)
     if loop is None:
-        return False
+        return _counted_by_method(expr, ctx)
     nodes = list(ast.walk(expr))
     if any(isinstance(n, ast.Attribute) for n in nodes):
         return True  # `self.step`: attributes are not followed, as before
@@ -176,6 +187,21 @@ def _counts_in_loop(expr: ast.AST, ctx: Context) -> bool:
         if any(not isinstance(n.ctx, ast.Load) for n in found.names_in(loop, name)):
             return True
     return False
+
+
+def _counted_by_method(expr: ast.AST, ctx: Context) -> bool:
+    """No loop around: a method run once per step that counts its calls in an attribute the
+    test reads (`self.total_steps += 1` in DeepRL's TD3 agent's `step`)."""
+    function = ctx.enclosing_function()
+    if function is None or ctx.enclosing_class() is None:
+        return False
+    counters = {n.attr for n in subtree(expr) if is_self_attribute(n)}  # type: ignore[attr-defined]
+    return bool(counters) and any(
+        isinstance(node.op, ast.Add)
+        and is_self_attribute(node.target)
+        and node.target.attr in counters  # type: ignore[attr-defined]
+        for node in index_of(ctx, function).in_block(function.body, ast.AugAssign)
+    )
 
 
 def _mentions_epochs(expr: ast.AST) -> bool:
