@@ -195,12 +195,17 @@ def _counted_by_method(expr: ast.AST, ctx: Context) -> bool:
     function = ctx.enclosing_function()
     if function is None or ctx.enclosing_class() is None:
         return False
-    counters = {n.attr for n in subtree(expr) if is_self_attribute(n)}  # type: ignore[attr-defined]
-    return bool(counters) and any(
-        isinstance(node.op, ast.Add)
-        and is_self_attribute(node.target)
-        and node.target.attr in counters  # type: ignore[attr-defined]
-        for node in index_of(ctx, function).in_block(function.body, ast.AugAssign)
+    tested = {n.attr for n in subtree(expr) if is_self_attribute(n)}  # type: ignore[attr-defined]
+    return bool(tested & _counters(ctx, function))
+
+
+@per_file
+def _counters(ctx: Context, function: ast.AST) -> frozenset[str]:
+    """The attributes a method adds to (`self.total_steps += 1`); read once per method."""
+    return frozenset(
+        node.target.attr  # type: ignore[attr-defined]
+        for node in index_of(ctx, function).in_block(function.body, ast.AugAssign)  # type: ignore[attr-defined]
+        if isinstance(node.op, ast.Add) and is_self_attribute(node.target)
     )
 
 

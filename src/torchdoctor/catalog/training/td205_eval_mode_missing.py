@@ -156,8 +156,9 @@ of memory` during validation although training fits.
 For a loop, only the file that holds it is read, so a function is reported only when its
 caller is in the same file; an evaluation function of another module is known from the project's
 facts, read from its text, and so are the layers of another module's classes (a class whose
-layers come only from a base class of another library is not known to have them). Any `.eval()` or `no_grad` in that surrounding code counts as handled, whichever
-model it applies to, so some real mistakes are missed. A whole pickled model run without
+layers come only from a base class of another library is not known to have them). Any
+`.eval()` or `no_grad` in that surrounding code counts as handled, whichever model it applies
+to, so some real mistakes are missed. A whole pickled model run without
 `.eval()` (`net = torch.load(path)`, then `net(x)`) is not reported: its class, and whether it
 has layers that depend on the mode, cannot be seen.
 """,
@@ -210,10 +211,10 @@ running mean 和 running var，污染之后继续训练和保存的模型。
 
 ## Known problems
 对于循环，只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告；其他模块中的评估函数来自项目
-事实（从其文本读出），其他模块中的类有哪些层也是如此（层只来自其他库的基类时，不知道它有这类层）。周围代码里出现任何 `.eval()` 或
-`no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。整个被 pickle 的模型
-（`net = torch.load(path)` 之后 `net(x)`）在没有 `.eval()` 时运行不会报告：看不到它的类，也就无法知道它
-是否含有行为随模式变化的层。
+事实（从其文本读出），其他模块中的类有哪些层也是如此（层只来自其他库的基类时，不知道它有这类层）。
+周围代码里出现任何 `.eval()` 或 `no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。
+整个被 pickle 的模型（`net = torch.load(path)` 之后 `net(x)`）在没有 `.eval()` 时运行不会报告：
+看不到它的类，也就无法知道它是否含有行为随模式变化的层。
 """,
     },
     example="""
