@@ -44,8 +44,9 @@ assigned to a name that is only ever used to log (`writer.add_scalar(...)`, `wri
 A `writer = None` placeholder before it (made on rank 0 only, say), an object of another class
 standing in for it when nothing is logged (`else: writer = Dummy()`), tests of it (`if writer
 is None: writer = SummaryWriter(...)`, made the first time something is logged) and passing it
-to a function of the same file that only logs to it or tests it (`train(cfg, writer)`) still
-count as logging. A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
+to a function of the same file that only logs to it, tests it or hands it to itself again
+(`train(cfg, writer)`, a recursive `write_metric(results, writer)`) still count as logging.
+A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
 None`) is reported when the file only logs to that attribute or tests it, and no file of the
 project closes or flushes anything of that name (`self.writer.close()`, `writer.flush()`): the
 object never closes it, and nothing else can. Writers used in a `with` block, returned, or
@@ -84,7 +85,8 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 
 先写 `writer = None` 占位（例如只在 rank 0 上创建）、不记录时用别的类的对象代替它（`else: writer =
 Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`，在第一次记录时才创建），
-以及把它传给同一文件中只用它记录日志或只对它做判断的函数（`train(cfg, writer)`），仍然算作只用于记录。
+以及把它传给同一文件中只用它记录日志、只对它做判断或把它再传给自身的函数（`train(cfg, writer)`、
+递归的 `write_metric(results, writer)`），仍然算作只用于记录。
 保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
 或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志或对它做判断，且项目中没有任何文件
 关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
@@ -524,8 +526,27 @@ def _logged_by_callee(node: ast.Name, found, flushed: frozenset[str], ctx: Conte
         parameter = keyword.arg
     if parameter in flushed:
         return False
-    # `if tf_writer is not None:` before logging (a parameter defaulting to None) only tests it.
-    return all(_tested(use, found.parents) for use in _other_uses(ctx, function, parameter))
+    # `if tf_writer is not None:` before logging (a parameter defaulting to None) only tests it;
+    # handing it to the function itself again (lufficc/SSD's recursive `write_metric`) only logs.
+    inner = index_of(ctx, function)
+    return all(
+        _tested(use, inner.parents) or _recursed(use, function, inner)
+        for use in _other_uses(ctx, function, parameter)
+    )
+
+
+def _recursed(use: ast.Name, function: ast.AST, found) -> bool:
+    """`use` is an argument of a call of `function` itself (by its bare name), in the same
+    place as the parameter it is."""
+    call = found.parents.get(use)
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == function.name  # type: ignore[attr-defined]
+        and use in call.args
+        and call.args.index(use) < len(function.args.args)  # type: ignore[attr-defined]
+        and function.args.args[call.args.index(use)].arg == use.id  # type: ignore[attr-defined]
+    )
 
 
 @per_file
