@@ -226,7 +226,8 @@ def _check(
     operands = [name for name in _bare_operands(added) if name.id != total]
     if not operands:
         return None
-    loop = _innermost_loop(ctx)
+    loops = _loops_around(ctx)
+    loop = loops[0] if loops else None
     if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx):
         return None
     backpropagated = _backward_roots(ctx, loop)
@@ -238,7 +239,7 @@ def _check(
         return None
     if not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, appended):
         return None
-    if _reset_each_step(ctx, scope_of(total, ctx), total, loop):
+    if len(loops) > 1 and _reset_each_step(ctx, scope_of(total, ctx), total, loop, loops[1]):
         return None
     loss = losses[0]
     if _detached_in(ctx, scope_of(loss.id, ctx), loss.id, loop):
@@ -308,13 +309,15 @@ def _bare_operands(expr: ast.expr) -> list[ast.Name]:
     return []
 
 
-def _innermost_loop(ctx: Context) -> ast.stmt | None:
+def _loops_around(ctx: Context) -> list[ast.stmt]:
+    """The loops around the current statement in its function, innermost first."""
+    loops = []
     for node in reversed(ctx.ancestors):
-        if isinstance(node, _LOOPS):
-            return node
         if isinstance(node, _FUNCTIONS):
-            return None
-    return None
+            break
+        if isinstance(node, _LOOPS):
+            loops.append(node)
+    return loops
 
 
 @per_file
@@ -445,13 +448,14 @@ def _outlives_iteration(
     return True
 
 
-def _reset_each_step(ctx: Context, scope: ast.AST, total: str, loop: ast.stmt) -> bool:
-    """The total is made anew at each turn of the loop around `loop`, which steps an optimizer
-    after it while `loop` steps none: `loop` goes over the micro-batches of one step, and the
-    total keeps the graphs of that step only (hysts' `losses = []` per batch, appended per
-    chunk of it), as gradient accumulation does."""
-    outer = _enclosing_loop(ctx, loop)
-    if outer is None or _step_lines(ctx, loop):
+def _reset_each_step(
+    ctx: Context, scope: ast.AST, total: str, loop: ast.stmt, outer: ast.stmt
+) -> bool:
+    """The total is made anew at each turn of `outer`, the loop around `loop`, which steps an
+    optimizer after it while `loop` steps none: `loop` goes over the micro-batches of one step,
+    and the total keeps the graphs of that step only (hysts' `losses = []` per batch, appended
+    per chunk of it), as gradient accumulation does."""
+    if _step_lines(ctx, loop):
         return False
     made = [
         b
@@ -472,18 +476,6 @@ def _step_lines(ctx: Context, loop: ast.stmt) -> list[int]:
         for call in index_of(ctx, loop).calls_named(loop, ["step"])
         if isinstance(call.func, ast.Attribute)
     ]
-
-
-def _enclosing_loop(ctx: Context, loop: ast.stmt) -> ast.stmt | None:
-    """The loop around `loop` in the same function, if any."""
-    ancestors = ctx.ancestors
-    at = next((i for i in range(len(ancestors) - 1, -1, -1) if ancestors[i] is loop), None)
-    for node in reversed(ancestors[:at] if at is not None else ()):
-        if isinstance(node, _FUNCTIONS):
-            return None
-        if isinstance(node, _LOOPS):
-            return node
-    return None
 
 
 def _is_accumulation(value: ast.expr, total: str) -> bool:

@@ -7,23 +7,24 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     VARIABLE_QUALNAMES,
-    Context,
-    Finding,
     Kind,
     Pitfall,
-    attribute_values,
+    Context,
+    Finding,
+    argument,
+    is_parameter,
+    index_of,
     bindings,
+    passed_values,
     block_names,
     index,
-    index_of,
-    is_parameter,
     is_self_attribute,
-    may_be_called,
-    passed_values,
-    per_file,
+    attribute_values,
     scope_of,
-    shorten,
+    per_file,
     tensor_type,
+    may_be_called,
+    shorten,
 )
 
 PITFALL = Pitfall(
@@ -379,9 +380,7 @@ def _unwrapped(value: ast.expr, ctx: Context) -> ast.expr:
         func = value.func
         if type(func) is ast.Attribute and _keeps_dtype(value, ctx):
             value = func.value
-        elif value.args and (
-            ctx.qualname(func) in VARIABLE_QUALNAMES or _is_device_helper(value, ctx)
-        ):
+        elif value.args and _hands_back_its_tensor(value, ctx):
             value = value.args[0]
         else:
             break
@@ -608,16 +607,9 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             isinstance(parent, ast.Call)
             and parent.args
             and parent.args[0] is value
-            and ctx.qualname(parent.func) in VARIABLE_QUALNAMES
+            and _hands_back_its_tensor(parent, ctx)
         ):
-            value = parent  # `Variable(mask)`: the same tensor since PyTorch 0.4
-        elif (
-            isinstance(parent, ast.Call)
-            and parent.args
-            and parent.args[0] is value
-            and (_is_device_helper(parent, ctx))
-        ):
-            value = parent  # `cuda_(mask)`: the project's helper moving it to the GPU
+            value = parent  # `Variable(mask)`, `cuda_(mask)`
         elif (
             isinstance(parent, ast.Subscript)
             and parent.value is value
@@ -640,6 +632,12 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
 # `to_var(x)`, `maybe_cuda(x)`, `to_device(x)`): it keeps the dtype.
 _DEVICE_HELPER_WORDS = ("cuda", "gpu", "device")
 _DEVICE_HELPER_NAMES = frozenset({"to_var", "tovar", "var"})
+
+
+def _hands_back_its_tensor(call: ast.Call, ctx: Context) -> bool:
+    """`Variable(x)` (the same tensor since PyTorch 0.4) or the project's helper moving `x` to
+    a device (`cuda_(x)`): a call whose result is its first argument, dtype and all."""
+    return ctx.qualname(call.func) in VARIABLE_QUALNAMES or _is_device_helper(call, ctx)
 
 
 def _is_device_helper(call: ast.Call, ctx: Context) -> bool:
@@ -746,23 +744,17 @@ def _indexes_a_tensor(value: ast.AST, ctx: Context) -> bool:
 def _mask_argument(call: ast.Call, ctx: Context) -> ast.AST | None:
     qualname = ctx.qualname(call.func)
     if qualname in MASK_FUNCTIONS:
-        return _argument(call, 1, "mask")
+        return argument(call, 1, "mask")
     if qualname == "torch.where":
         return call.args[0] if len(call.args) == 3 else None
     if qualname is not None and qualname.startswith(("torch.", "numpy.")):
         return None
     method = ctx.method_name(call)
     if method in MASK_METHODS:
-        return _argument(call, 0, "mask")
+        return argument(call, 0, "mask")
     if method == "where" and ctx.kind_of(call.func.value) is Kind.TENSOR:
-        return _argument(call, 0, "condition")
+        return argument(call, 0, "condition")
     return None
-
-
-def _argument(call: ast.Call, position: int, keyword: str) -> ast.AST | None:
-    if len(call.args) > position:
-        return call.args[position]
-    return next((k.value for k in call.keywords if k.arg == keyword), None)
 
 
 def _assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:
