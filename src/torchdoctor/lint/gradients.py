@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.context import Context
+from torchdoctor.lint.occurrences import argument
 
 # The last part of the name of a context manager or decorator that turns recording off:
 # torch's (`torch.no_grad`, `torch.inference_mode`, `torch.autograd.grad_mode.no_grad`), and a
@@ -63,6 +64,4 @@ def _last_name(expr: ast.AST) -> str:
 
 def _mode_argument(call: ast.Call) -> ast.expr | None:
     """The mode a call gives: its first argument, or `mode=`."""
-    if call.args:
-        return call.args[0]
-    return next((k.value for k in call.keywords if k.arg == "mode"), None)
+    return argument(call, 0, "mode")

@@ -102,6 +102,27 @@ def children(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    """What `call` passes by the keyword `name`, if anything."""
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
+    """What `call` passes at `position`, or else by the keyword `name`."""
+    if len(call.args) > position:
+        return call.args[position]
+    return keyword_value(call, name)
+
+
+def lineage(node: ast.AST, parents) -> Iterator[tuple[ast.AST, ast.AST]]:
+    """The nodes above `node`, innermost first, each with its child that `node` is under (the
+    child tells which branch of an `if` holds it); `parents`: a node's parent, by node."""
+    child, above = node, parents.get(node)
+    while above is not None:
+        yield above, child
+        child, above = above, parents.get(above)
+
+
 def subtree(node: ast.AST) -> list[ast.AST]:
     """`node` and the nodes under it, as `ast.walk` but depth first, without operator and
     Load/Store nodes, and much faster (no generator per node and per field): for questions

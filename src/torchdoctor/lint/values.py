@@ -18,7 +18,13 @@ from typing import Callable
 from torchdoctor._regex import lazy_compile
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, Kind, assigned_name, per_file, top_level_functions
-from torchdoctor.lint.occurrences import call_name, children, index_of, statements
+from torchdoctor.lint.occurrences import (
+    call_name,
+    children,
+    index_of,
+    keyword_value,
+    statements,
+)
 
 # Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
 # `self.set_forward_loss`, `mixup_criterion`, `nll_loss`, `CrossEntropyLoss2d`.
@@ -478,7 +484,7 @@ def passed_values(
         if position is not None and position < len(call.args):
             passed.append((call, call.args[position]))
             continue
-        value = next((k.value for k in call.keywords if k.arg == parameter), None)
+        value = keyword_value(call, parameter)
         if value is not None:
             passed.append((call, value))
     return tuple(passed)

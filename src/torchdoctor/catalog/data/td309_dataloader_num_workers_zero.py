@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, bindings, per_file, scope_of
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Pitfall,
+    argument,
+    bindings,
+    scope_of,
+    per_file,
+)
 
 PITFALL = Pitfall(
     code="TD309",
@@ -132,11 +140,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if not _trains(ctx) or ctx.qualname(call.func) not in LOADERS:
         return
-    dataset = (
-        call.args[0]
-        if call.args
-        else next((k.value for k in call.keywords if k.arg == "dataset"), None)
-    )
+    dataset = argument(call, 0, "dataset")
     if _in_memory(dataset, ctx):
         return  # batches are slices of tensors already in memory: workers would only copy them
     variant = "" if workers is None else "zero"

@@ -10,10 +10,12 @@ from torchdoctor.catalog.sdk import (
     Context,
     Finding,
     Pitfall,
+    argument,
     bindings,
+    keyword_value,
+    top_level_functions,
     scope_of,
     top_level_classes,
-    top_level_functions,
 )
 
 PITFALL = Pitfall(
@@ -164,7 +166,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     workers = _argument(call, "num_workers")
     if workers is None or not _some_workers(workers, ctx):
         return
-    start = _keyword(call, "multiprocessing_context")
+    start = keyword_value(call, "multiprocessing_context")
     if start is not None and not (isinstance(start, ast.Constant) and start.value != "fork"):
         return  # `fork` works; a context object or a variable may be one
     name = _notebook_object(call, ctx)
@@ -175,17 +177,13 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     )
 
 
-def _keyword(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
 def _argument(call: ast.Call, name: str) -> ast.expr | None:
     position = _POSITIONS[name]
     if len(call.args) > position and not any(
         isinstance(arg, ast.Starred) for arg in call.args[: position + 1]
     ):
         return call.args[position]
-    return _keyword(call, name)
+    return keyword_value(call, name)
 
 
 def _some_workers(expr: ast.expr, ctx: Context) -> bool:
@@ -214,7 +212,7 @@ def _notebook_object(call: ast.Call, ctx: Context) -> str | None:
     the dataset's class, a function or class given to the dataset, `collate_fn` or
     `worker_init_fn`."""
     classes, functions = top_level_classes(ctx), top_level_functions(ctx)
-    dataset = call.args[0] if call.args else _keyword(call, "dataset")
+    dataset = argument(call, 0, "dataset")
     if isinstance(dataset, ast.Name):
         values = _assigned(dataset.id, ctx) or []
         made = [_made_in_notebook(value, classes, functions) for value in values]
@@ -238,9 +236,9 @@ def _made_in_notebook(value: ast.expr, classes: dict, functions: dict) -> str | 
         return None
     if isinstance(value.func, ast.Name) and value.func.id in classes:
         return value.func.id
-    for argument in (*value.args, *(k.value for k in value.keywords)):
-        if isinstance(argument, ast.Call):  # `transform=Normalize()` of a notebook class
-            argument = argument.func
-        if isinstance(argument, ast.Name) and (argument.id in functions or argument.id in classes):
-            return argument.id
+    for given in (*value.args, *(k.value for k in value.keywords)):
+        if isinstance(given, ast.Call):  # `transform=Normalize()` of a notebook class
+            given = given.func
+        if isinstance(given, ast.Name) and (given.id in functions or given.id in classes):
+            return given.id
     return None

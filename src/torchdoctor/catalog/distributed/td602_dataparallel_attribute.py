@@ -12,11 +12,13 @@ from torchdoctor.catalog.sdk import (
     FileIndex,
     Finding,
     Pitfall,
+    argument,
     assigned_name,
     block_names,
     index,
     index_of,
     is_self_attribute,
+    lineage,
     per_file,
     subtree,
 )
@@ -193,6 +195,7 @@ has_custom_per_bucket_caps modules_buffers named_module_buffers skip_all_reduce_
 use_side_stream_for_tensor_copies
 """.split()
 )
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)  # where the climbs from a use stop
 # Calls that ask what the object is: code after them may handle both wrapped and bare models.
 INTROSPECTION = frozenset({"hasattr", "getattr", "isinstance", "type"})
 
@@ -204,7 +207,7 @@ CALL_NAMES = {"DataParallel", "DistributedDataParallel", "DDP", "DP", "NativeDDP
 @PITFALL.static(ast.Call, names=CALL_NAMES)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     parallel = WRAPPERS.get(ctx.qualname(call.func) or "")
-    if parallel is None or _wrapped_model(call) is None or not ctx.ancestors:
+    if parallel is None or argument(call, 0, "module") is None or not ctx.ancestors:
         return
     statement = ctx.ancestors[-1]
     value = _moved(statement, call)  # `DataParallel(model).cuda()`: the wrapper still
@@ -291,9 +294,9 @@ def _guarded(use: ast.AST, wrapping: ast.If, ctx: Context) -> bool:
     whether the model was wrapped: it names what the wrapping `if` tests, or devices
     (`self.net.module.stride if multi_gpu else ...`); not `if args.pretrained is not None:`."""
     wrapped_when = _identifiers(wrapping.test)
-    parents = index_of(ctx, use).parents
-    child, node = use, parents.get(use)
-    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for node, child in lineage(use, index_of(ctx, use).parents):
+        if isinstance(node, FUNCTIONS):
+            return False
         if type(node) is ast.Try:
             return True
         if type(node) in (ast.If, ast.IfExp) and child is not node.test:  # type: ignore[attr-defined]
@@ -302,7 +305,6 @@ def _guarded(use: ast.AST, wrapping: ast.If, ctx: Context) -> bool:
                 word in name.lower() for name in tested for word in _DEVICE_WORDS
             ):
                 return True
-        child, node = node, parents.get(node)
     return False
 
 
@@ -328,12 +330,6 @@ def _only_branch(ctx: Context) -> bool:
     model may be bare."""
     owner = ctx.ancestors[-2]
     return type(owner) is ast.If and not owner.orelse
-
-
-def _wrapped_model(call: ast.Call) -> ast.AST | None:
-    if call.args:
-        return call.args[0]
-    return next((k.value for k in call.keywords if k.arg == "module"), None)
 
 
 def _self_attribute_assigned(statement: ast.AST, value: ast.AST) -> str | None:
@@ -405,11 +401,12 @@ def _other_branch_unwraps(use: ast.Attribute, shown: str, ctx: Context) -> bool:
     unwrapped = _unwrapped_at(ctx, shown)
     if not unwrapped:
         return False
-    child, node = use, found.parents.get(use)
-    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for node, child in lineage(use, found.parents):
+        if isinstance(node, FUNCTIONS):
+            return False
         if type(node) in (ast.If, ast.IfExp):
-            body = node.body if type(node.body) is list else [node.body]
-            orelse = node.orelse if type(node.orelse) is list else [node.orelse]
+            body = node.body if type(node.body) is list else [node.body]  # type: ignore[attr-defined]
+            orelse = node.orelse if type(node.orelse) is list else [node.orelse]  # type: ignore[attr-defined]
             inside = _spans(found, body, found.number[child])
             other = orelse if inside else body
             if other:  # the other branch's nodes have consecutive numbers: one bisection
@@ -417,7 +414,6 @@ def _other_branch_unwraps(use: ast.Attribute, shown: str, ctx: Context) -> bool:
                 first = bisect_left(unwrapped, start)
                 if first < len(unwrapped) and unwrapped[first] < end:
                     return True
-        child, node = node, found.parents.get(node)
     return False
 
 

@@ -13,12 +13,13 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Monitor,
     Pitfall,
+    argument,
     bindings,
-    index,
-    name_words,
-    per_file,
-    scope_of,
     shorten,
+    name_words,
+    index,
+    scope_of,
+    per_file,
 )
 
 PITFALL = Pitfall(
@@ -237,7 +238,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     # Name the wrapping of this function's model, when it has one.
     wrapper = _ddp_wrapper(ctx, ctx.enclosing_function()) or wrapper
-    dataset = call.args[0] if call.args else _keyword(call, "dataset")
+    dataset = argument(call, 0, "dataset")
     if dataset is None or isinstance(dataset, ast.Starred):
         return
     loader, target = _loader_name(call, ctx)
@@ -256,10 +257,6 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     )
 
 
-def _keyword(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
 def _samples_by_default(call: ast.Call) -> bool:
     """The loader draws with its default sampler (sequential or, with `shuffle=True`, random):
     no sampler given, by keyword, by position (the fourth) or inside `**kwargs`; and it is not
@@ -273,7 +270,7 @@ def _samples_by_default(call: ast.Call) -> bool:
 
 
 def _shuffle(call: ast.Call) -> ast.expr | None:
-    return call.args[2] if len(call.args) > 2 else _keyword(call, "shuffle")
+    return argument(call, 2, "shuffle")
 
 
 def _shuffles(call: ast.Call) -> bool:

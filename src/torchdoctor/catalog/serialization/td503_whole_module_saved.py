@@ -15,12 +15,14 @@ from torchdoctor.catalog.sdk import (
     MODULE_SELF_METHODS,
     Kind,
     Pitfall,
+    argument,
     attribute_values,
     bindings,
     built_from,
     index_of,
     is_parameter,
     is_self_attribute,
+    lineage,
     names_a_model,
     passed_values,
     per_file,
@@ -149,7 +151,7 @@ torch.save(model.state_dict(), "model.pt")
 
 @PITFALL.static(ast.Call, names={"save"})
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
-    saved = call.args[0] if call.args else _keyword(call, "obj")  # `torch.save(obj=model, ...)`
+    saved = argument(call, 0, "obj")  # also `torch.save(obj=model, ...)`
     if saved is None or ctx.qualname(call.func) != "torch.save":
         return
     if ctx.project.has("weights_only=False"):
@@ -185,13 +187,13 @@ def _weights_saved_otherwise(call: ast.Call, saved: ast.AST, ctx: Context) -> bo
     Keras-like `ModelCheckpoint(save_weights_only=False)`)."""
     found = index_of(ctx, call)
     text = ctx.text(saved)
-    child, node = call, found.parents.get(call)
-    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for node, child in lineage(call, found.parents):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
         if type(node) is ast.If and child is not node.test:
             other = "orelse" if child in node.body else "body"
             if text in _weights_saved_in(ctx, node, other):
                 return True
-        child, node = node, found.parents.get(node)
     return False
 
 
@@ -202,7 +204,7 @@ def _weights_saved_in(ctx: Context, owner: ast.If, side: str) -> frozenset[str]:
     saved = set()
     for statement in getattr(owner, side):
         for save in found.calls_named(statement, ("save",)):
-            weights = save.args[0] if save.args else _keyword(save, "obj")
+            weights = argument(save, 0, "obj")
             if (
                 isinstance(weights, ast.Call)
                 and ctx.method_name(weights) == "state_dict"
@@ -210,10 +212,6 @@ def _weights_saved_in(ctx: Context, owner: ast.If, side: str) -> frozenset[str]:
             ):
                 saved.add(ctx.text(weights.func.value))
     return frozenset(saved)
-
-
-def _keyword(call: ast.Call, name: str) -> ast.AST | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:

@@ -11,15 +11,16 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
-    assigned_before,
-    bindings,
     from_project_class,
-    index,
+    argument,
     is_parameter,
-    names_a_model,
-    per_file,
-    scope_of,
+    bindings,
     shorten,
+    names_a_model,
+    assigned_before,
+    index,
+    scope_of,
+    per_file,
     top_level_classes,
     turns_recording_off,
 )
@@ -298,11 +299,7 @@ def _parameter_free_class(ctx: Context, name: str) -> bool:
 
 
 def _moves_to_cuda(call: ast.Call) -> bool:
-    device = (
-        call.args[0]
-        if call.args
-        else next((k.value for k in call.keywords if k.arg == "device"), None)
-    )
+    device = argument(call, 0, "device")
     return (
         isinstance(device, ast.Constant)
         and isinstance(device.value, str)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, lazy_compile
+from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, keyword_value, lazy_compile
 
 PITFALL = Pitfall(
     code="TD416",
@@ -110,7 +110,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 def _literal(call: ast.Call, name: str) -> int | None:
     """The integer literal passed as argument `name`, by keyword or position."""
-    value: ast.expr | None = next((k.value for k in call.keywords if k.arg == name), None)
+    value = keyword_value(call, name)
     at = _POSITIONS[name]
     if value is None and at < len(call.args):
         if any(isinstance(arg, ast.Starred) for arg in call.args[: at + 1]):

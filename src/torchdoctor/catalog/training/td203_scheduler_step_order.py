@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     in_compat_fallback,
     index_of,
     is_self_attribute,
+    lineage,
     per_file,
     subtree,
     top_level_classes,
@@ -557,21 +558,14 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
 
 def _other_branches(first: ast.AST, second: ast.AST, found: FileIndex) -> bool:
     """`first` and `second` are in the two branches of one `if`: never run in one turn."""
-    parents = found.parents
-    above: dict[ast.AST, ast.AST] = {}  # each `if` above `first` -> the child `first` is under
-    child, node = first, parents.get(first)
-    while node is not None:
-        if type(node) is ast.If:
-            above[node] = child
-        child, node = node, parents.get(node)
-    child, node = second, parents.get(second)
-    while node is not None:
+    # each `if` above `first` -> the child `first` is under
+    above = {node: child for node, child in lineage(first, found.parents) if type(node) is ast.If}
+    for node, theirs in lineage(second, found.parents):
         if node in above:
-            mine, theirs = above[node], child
+            mine = above[node]
             return (mine in node.body and theirs in node.orelse) or (  # type: ignore[attr-defined]
                 mine in node.orelse and theirs in node.body  # type: ignore[attr-defined]
             )
-        child, node = node, parents.get(node)
     return False
 
 

@@ -6,7 +6,15 @@ import ast
 from bisect import bisect_left, bisect_right
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Monitor, Pitfall, index_of, per_file
+from torchdoctor.catalog.sdk import (
+    Context,
+    Finding,
+    Monitor,
+    Pitfall,
+    argument,
+    index_of,
+    per_file,
+)
 from torchdoctor.catalog.training._loops import (
     LOOPS,
     SCOPES,
@@ -253,18 +261,14 @@ def _weight_decay(call: ast.Call, name: str) -> float | None:
 
 def _all_parameters_of(call: ast.Call) -> ast.AST | None:
     """`model` in `SGD(model.parameters(), ...)`."""
-    argument = (
-        call.args[0]
-        if call.args
-        else next((k.value for k in call.keywords if k.arg == "params"), None)
-    )
+    params = argument(call, 0, "params")
     if (
-        isinstance(argument, ast.Call)
-        and isinstance(argument.func, ast.Attribute)
-        and argument.func.attr == "parameters"
-        and not argument.args
+        isinstance(params, ast.Call)
+        and isinstance(params.func, ast.Attribute)
+        and params.func.attr == "parameters"
+        and not params.args
     ):
-        return argument.func.value
+        return params.func.value
     return None
 
 

@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index,
     index_of,
+    lineage,
     per_file,
     shorten,
     top_level_functions,
@@ -444,14 +445,14 @@ def _given_to_training(
 
 def _guarded(call: ast.Call, loop: ast.AST, parents: dict, ctx: Context) -> bool:
     """True when the switch only runs once: before leaving the loop, or in one iteration."""
-    child, node = call, parents.get(call)
-    while node is not None and node is not loop:
+    for node, child in lineage(call, parents):
+        if node is loop:
+            break
         if isinstance(node, ast.If) and child is not node.test:
             located = ctx.block_position(child, node)
             branch = "body" if located is not None and located[0] is node.body else "orelse"
             if _exits(ctx, node, branch) or _one_iteration(node.test):
                 return True
-        child, node = node, parents.get(node)
     return False
 
 
