@@ -6,7 +6,7 @@ import ast
 import gc
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache, wraps
 from typing import Callable, Iterable, Sequence
 
@@ -15,6 +15,7 @@ from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.project import NO_FACTS, ProjectFacts
 from torchdoctor.lint.context import ENTER, LEAVE, Context
 from torchdoctor.lint.edits import fix_until_stable
+from torchdoctor.lint.indentation import expand_indentation_tabs
 from torchdoctor.lint.noqa import is_suppressed
 from torchdoctor.lint.occurrences import FileIndex, indexed_fields, node_classes
 from torchdoctor.report.finding import Finding
@@ -238,23 +239,30 @@ def check_source(
     source's, when the caller has parsed it already; `cells`: for a notebook's joined cells,
     the cell of each line; `project`: what the rest of the project says (lint/project.py)."""
     repaired: list[Finding] = []
+    read_as = source  # the text the tree's positions are in
     try:
         if tree is None:
             tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         # ValueError: NUL bytes; RecursionError: nesting too deep for CPython's parser, which
         # means Python cannot compile the file either.
-        tree, repaired = _repaired_tree(source, path, error)
-        if tree is None:
-            return CheckResult(repaired)
-    result = CheckResult(repaired)
+        repair = _repaired_tree(source, path, error)
+        if repair.tree is None:
+            return CheckResult(repair.findings)
+        tree, repaired = repair.tree, repair.findings
+        read_as = repair.columns_moved or source
+    result = CheckResult(list(repaired))
     if "torch" not in source and _all_need_torch(codes):
         return result  # no PyTorch pitfall can show in code that never mentions torch
-    ctx = Context(path, source, tree, cells, project)
+    ctx = Context(path, read_as, tree, cells, project)
     try:
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result, _every_class(codes))
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
         result.internal_errors.append(f"{path}: not fully checked: {type(error).__name__}")
+    if read_as is not source:  # fixes made for the expanded text would land on wrong places
+        result.findings[len(repaired) :] = [
+            replace(finding, fix=None) for finding in result.findings[len(repaired) :]
+        ]
     if result.findings and "noqa" in source.lower():  # most files: no line to read
         lines = ctx.lines
         result.findings = [f for f in result.findings if not is_suppressed(f, lines)]
@@ -262,46 +270,82 @@ def check_source(
     return result
 
 
-def _repaired_tree(
-    source: str, path: str, error: Exception
-) -> tuple[ast.Module | None, list[Finding]]:
+@dataclass
+class Repair:
+    """What reading a source that does not parse gave: the tree of its repairs (None: there is
+    none), the findings at the places repaired, and when the repairs moved columns (tabs of
+    mixed indentation expanded), the repaired text the tree's positions are in."""
+
+    tree: ast.Module | None
+    findings: list[Finding]
+    columns_moved: str | None = None
+
+
+def _repaired_tree(source: str, path: str, error: Exception) -> Repair:
     """A source that does not parse: the tree of the repairs of it, applied one after the
     other until it parses (each an old idiom replaced in place, positions kept but for
-    brackets added at a statement's end), and a syntax-error finding at each place repaired, so
-    that the rest of the file is still checked; else no tree and the one finding for `error`."""
-    if isinstance(error, SyntaxError):
-        text, places = source, []
-        for _, repair in _registry.source_repairs():
-            attempt = repair(text)
-            if attempt is None:
-                continue
-            text, repaired = attempt
-            places += repaired
-            try:
-                tree = ast.parse(text, filename=path)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue  # the next repair may make it parse
-            return tree, [
-                _registry.engine_finding(
-                    "unparsable-source",
-                    SyntaxError(
-                        error.msg if line == error.lineno else "invalid syntax",
-                        (path, line, column + 1, None),
-                    ),
-                    source,
-                    path,
-                )
-                for line, column in sorted(places)
-            ]
-    return None, [_registry.engine_finding("unparsable-source", error, source, path)]
+    brackets added at a statement's end; last, indentation with tabs read as Python 2 read it),
+    and a syntax-error finding at each place repaired, so that the rest of the file is still
+    checked; else no tree and the one finding for `error`."""
+    if not isinstance(error, SyntaxError):
+        return Repair(None, [_registry.engine_finding("unparsable-source", error, source, path)])
+    text, places = source, []
+    for _, repair in _registry.source_repairs():
+        attempt = repair(text)
+        if attempt is None:
+            continue
+        text, repaired = attempt
+        places += repaired
+        tree = _tree_or_none(text, path)
+        if tree is not None:
+            return Repair(tree, _repair_findings(source, path, places, {error.lineno: error.msg}))
+    expanded = expand_indentation_tabs(text)
+    tree = _tree_or_none(expanded, path) if expanded is not None else None
+    if tree is None or expanded is None:
+        return Repair(None, [_registry.engine_finding("unparsable-source", error, source, path)])
+    # Python's own complaint about the indentation, where it makes it (the first error of the
+    # source may have been another one, repaired above).
+    messages = {error.lineno: error.msg}
+    tab_error = _parse_error(text, path)
+    if isinstance(tab_error, SyntaxError) and tab_error.lineno:
+        places.append((tab_error.lineno, 0))
+        messages[tab_error.lineno] = tab_error.msg
+    return Repair(tree, _repair_findings(source, path, places, messages), columns_moved=expanded)
+
+
+def _repair_findings(
+    source: str, path: str, places: list[tuple[int, int]], messages: dict[int | None, str]
+) -> list[Finding]:
+    """A syntax-error finding at each place repaired: the parser's message on the lines where
+    it stopped."""
+    return [
+        _registry.engine_finding(
+            "unparsable-source",
+            SyntaxError(messages.get(line, "invalid syntax"), (path, line, column + 1, None)),
+            source,
+            path,
+        )
+        for line, column in sorted(set(places))
+    ]
+
+
+def _tree_or_none(text: str, path: str) -> ast.Module | None:
+    try:
+        return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _parse_error(text: str, path: str) -> Exception | None:
+    try:
+        ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        return error
+    return None
 
 
 def _parses(source: str, path: str) -> bool:
-    try:
-        ast.parse(source, filename=path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+    return _parse_error(source, path) is None
 
 
 def _walk(
@@ -572,7 +616,7 @@ def fix_source(
             if (
                 isinstance(error, SyntaxError)
                 and not _parses(source, path)
-                and _repaired_tree(candidate, path, error)[0] is not None
+                and _repaired_tree(candidate, path, error).tree is not None
             ):
                 return True  # parses as the source did: through the same repairs (Python 2)
             result.internal_errors.append(
