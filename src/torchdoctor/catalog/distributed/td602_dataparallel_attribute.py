@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     argument,
     assigned_name,
+    bindings,
     block_names,
     index,
     index_of,
@@ -351,8 +352,28 @@ def _attribute_uses(
     attribute that is also set on the wrapper; None when the name is rebound or inspected
     there (`isinstance(model, nn.DataParallel)`): what it holds is then not known."""
     names = block_names(ctx, block)
-    mentions = (node for _, nodes in names.mentions_after(wrapper, index) for node in nodes)
-    return _reads_through(mentions, names.index.parents.get)
+    found = names.index
+    scope = found.scopes[found.number[block[index]]]
+    mentions = (
+        node
+        for _, nodes in names.mentions_after(wrapper, index)
+        for node in nodes
+        if not _shadowed(found, found.scopes[found.number[node]], scope, wrapper, ctx)
+    )
+    return _reads_through(mentions, found.parents.get)
+
+
+def _shadowed(
+    found: FileIndex, inner: ast.AST | None, outer: ast.AST | None, name: str, ctx: Context
+) -> bool:
+    """A function nested between the wrapping and a mention binds `name` itself (YOLOS'
+    `def build_optimizer(model, args)` inside `main`, given the unwrapped model): there the
+    name is another variable."""
+    while inner is not None and inner is not outer:
+        if bindings(ctx, inner, name):
+            return True
+        inner = found.scopes[found.number[inner]] if inner in found.number else None
+    return False
 
 
 def _self_attribute_uses(
