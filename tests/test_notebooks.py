@@ -209,3 +209,19 @@ def test_a_shell_command_continued_with_backslashes_is_one_magic(tmp_path):
     assert run_cli("check", "--no-cache", "--fix", "nb.ipynb", cwd=tmp_path).returncode == 1
     fixed = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
     assert "".join(fixed["cells"][0]["source"]).startswith('!tts --text "hello" \\\n--model_name')
+
+
+def test_magics_and_aliases_called_without_percent_are_magics(tmp_path):
+    # IPython's automagic: `ls /content/checkpoints/` (vissl's tutorials), `pip install x`,
+    # `cd data` run as magics; a line that is Python (`ls -la`, `time = 3`) stays Python.
+    data = notebook(
+        "pip install -q torch==2.1\ncd /content\nimport torch\nx = torch.randn(3)",
+        "ls /content/checkpoints/\nx.cuda()\nprint(x)",
+        "time = 3\nls = 2\nla = 1\nprint(ls -la, time)\nrun train.py --epochs 3",
+    )
+    write_notebook(tmp_path / "nb.ipynb", data)
+    findings = check_json(tmp_path, "nb.ipynb")
+    assert [(f["cell"], f["line"], f["code"]) for f in findings] == [(2, 2, "TD001")]
+    broken = notebook("import torch\nls -la (\nx = torch.randn(3)\nx.cuda()\nprint(x)")
+    write_notebook(tmp_path / "broken.ipynb", broken)  # a name of an alias, then no Python
+    assert [f["code"] for f in check_json(tmp_path, "broken.ipynb")] == ["TD700"]

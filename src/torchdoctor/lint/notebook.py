@@ -27,6 +27,26 @@ from torchdoctor.user_files import read_regular_file
 # after the indentation. No two quantifiers can take the same characters: linear in the line.
 _MAGIC = re.compile(r"[%!]|\?\?|\w[\w.]*\?\??\s*$|[\w,\s]+=\s*[%!]")
 _INDENT = " \t\f"  # what Python itself takes as indentation
+# IPython runs a line that starts with the name of a line magic or a shell alias without its
+# `%` (automagic: `pip install x`, `cd data`, `ls /content/`) when no variable has that name.
+# Read as a magic only when the line is no Python statement: `time = 3`, `ls -la` stay Python.
+_AUTOMAGIC_NAMES = frozenset(
+    {
+        # IPython's shell aliases on POSIX
+        *("cat", "clear", "cp", "ldir", "less", "lf", "lk", "ll", "ls", "lx", "man", "mkdir"),
+        *("more", "mv", "rm", "rmdir"),
+        # line magics
+        *("aimport", "alias", "autoreload", "bookmark", "cd", "conda", "config", "debug", "dhist"),
+        *("dirs", "env", "history", "load", "load_ext", "logstart", "logstop", "lsmagic", "mamba"),
+        *("matplotlib", "pdb", "pinfo", "pip", "popd", "precision", "prun", "psource", "pushd"),
+        *("pwd", "pycat", "reload_ext", "reset", "run", "save", "set_env", "store", "sx"),
+        *("system", "tensorboard", "time", "timeit", "unalias", "unload_ext", "who", "whos"),
+        *("xdel", "xmode"),
+    }
+)
+# A name, blanks, then what cannot continue a Python expression of that name. Linear: the
+# three parts take disjoint characters.
+_AUTOMAGIC = re.compile(r"([A-Za-z_]\w*)[ \t]+[^\s=(\[.,:;)]")
 # Cell magics whose body is Python; the body of any other (%%bash, %%writefile...) is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _MARKER = re.compile(r"torchdoctor(-*)")
@@ -122,7 +142,7 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
         content = line.rstrip("\r\n")
         end = line[len(content) :]
         code = content.lstrip(_INDENT)
-        if whole_cell_magic or continued_at is not None or _MAGIC.match(code):
+        if whole_cell_magic or continued_at is not None or _MAGIC.match(code) or _automagic(code):
             # IPython joins a `!cmd \` line with the next before running it: those lines are
             # the command's too, whatever their indentation.
             indent = (
@@ -137,6 +157,20 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
             continued_at = indent if not whole_cell_magic and content.endswith("\\") else None
         lines.append(line)
     return lines
+
+
+def _automagic(code: str) -> bool:
+    """`code` (a line without its indentation) is a magic or an alias called without `%`."""
+    match = _AUTOMAGIC.match(code)
+    if match is None or match.group(1) not in _AUTOMAGIC_NAMES or code.endswith("\\"):
+        return False
+    if sum(map(code.count, "([{")) > sum(map(code.count, ")]}")):
+        return False  # may be the first line of a statement that goes on
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return True
+    return False
 
 
 def _common_indent(lines: list[str]) -> str:
