@@ -51,9 +51,21 @@ _MODEL_WORDS = frozenset(
 )
 
 
+# Last words of a name that say it holds something about a model, not the model
+# (`model_args`, `model_name`, `net_cfg`, `head_dim`, `model_state`).
+_ABOUT_A_MODEL = frozenset(
+    "args kwargs argv cfg cfgs config configs conf opt opts option options params hparams "
+    "name names path paths dir dirs file files filename fname type types id ids url version "
+    "arch spec specs info str dim dims size sizes num count idx dict state weights ckpt "
+    "checkpoint fn cls builder factory key keys prefix tag".split()
+)
+
+
 def names_a_model(name: str) -> bool:
-    """`model`, `netG`, `text_encoder`: the name says it holds a model or a layer."""
-    return not _MODEL_WORDS.isdisjoint(name_words(name))
+    """`model`, `netG`, `text_encoder`: the name says it holds a model or a layer (not
+    `model_args`, `model_path`: its last word says it holds something about one)."""
+    words = name_words(name)
+    return not _MODEL_WORDS.isdisjoint(words) and words[-1] not in _ABOUT_A_MODEL
 
 
 def computes_a_loss(call: ast.AST) -> bool:
