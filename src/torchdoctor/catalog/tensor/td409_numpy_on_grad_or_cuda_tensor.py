@@ -14,6 +14,8 @@ from torchdoctor.catalog.sdk import (
     from_project_class,
     argument,
     is_parameter,
+    is_self_attribute,
+    attribute_values,
     bindings,
     shorten,
     names_a_model,
@@ -160,12 +162,19 @@ exp log sqrt abs neg sum mean
 """.split()
 )
 # torch.nn classes without parameters: their output requires grad only if their input does.
+# (tests/test_td409_parameter_free.py builds each with the installed torch.)
 PARAMETER_FREE = frozenset(
     """
 ReLU ReLU6 LeakyReLU GELU SiLU Sigmoid Tanh Softmax LogSoftmax Softplus Mish Hardswish ELU
-Identity Flatten Unflatten Dropout Dropout2d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d
-AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool2d Upsample PixelShuffle
+CELU SELU GLU Hardtanh Hardsigmoid Hardshrink Softshrink Softsign Tanhshrink LogSigmoid Softmin
+Softmax2d Threshold RReLU Identity Flatten Unflatten Dropout Dropout1d Dropout2d Dropout3d
+AlphaDropout FeatureAlphaDropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d
+AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d
+AdaptiveMaxPool3d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
+ChannelShuffle ZeroPad2d CosineSimilarity PairwiseDistance
 BCELoss BCEWithLogitsLoss CrossEntropyLoss NLLLoss MSELoss L1Loss SmoothL1Loss HuberLoss KLDivLoss
+CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss HingeEmbeddingLoss SoftMarginLoss
+MultiMarginLoss PoissonNLLLoss GaussianNLLLoss CTCLoss
 """.split()
 )
 # Names that turn grad off for parameters or globally: the grad case is then unknowable.
@@ -272,6 +281,12 @@ def _parameter_free_instance(func: ast.AST, ctx: Context) -> bool:
                 )
             return kind in PARAMETER_FREE
         return isinstance(func.func, ast.Name) and _parameter_free_class(ctx, func.func.id)
+    if is_self_attribute(func):  # `self.score_fn = nn.CosineSimilarity(dim=-1)` (s3prl)
+        cls = ctx.enclosing_class()
+        values = attribute_values(ctx, cls, func.attr) if cls is not None else ()  # type: ignore[attr-defined]
+        return bool(values) and all(
+            isinstance(value, ast.Call) and _parameter_free_instance(value, ctx) for value in values
+        )
     if not isinstance(func, ast.Name):
         return False
     found = bindings(ctx, scope_of(func.id, ctx), func.id)
