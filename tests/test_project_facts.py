@@ -182,6 +182,25 @@ def test_a_project_launching_its_processes_with_the_old_spelling_keeps_it(tmp_pa
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
 
 
+def test_a_script_that_starts_its_processes_and_sets_their_rank_keeps_the_option(tmp_path):
+    # denoising-diffusion-gan: one Process per GPU, each told `args.local_rank = rank`.
+    (tmp_path / "pyproject.toml").write_text("")
+    script = (
+        "import argparse\nimport torch\nfrom torch.multiprocessing import Process\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', type=int, default=0)\n"
+        "args = parser.parse_args()\n"
+        "args.local_rank = args.local_rank % 8  # made from the option itself: still reported\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    assert "train.py:6:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    (tmp_path / "train.py").write_text(
+        script + "for rank in range(2):\n    args.local_rank = rank\n"
+        "    Process(target=print, args=(args,)).start()\n"
+    )
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+
+
 def test_a_project_that_loads_pickled_objects_saves_whole_models_on_purpose(tmp_path):
     _project(tmp_path)
     (tmp_path / "load.py").write_text(

@@ -6,7 +6,16 @@ import ast
 from operator import attrgetter
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Clue, Context, Finding, Pitfall, holds_marker, index, per_file
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    holds_marker,
+    index,
+    per_file,
+    subtree,
+)
 
 PITFALL = Pitfall(
     code="TD603",
@@ -45,7 +54,8 @@ PITFALL = Pitfall(
 An argparse option `--local_rank` declared without the `--local-rank` spelling, in a project
 that never reads the `LOCAL_RANK` environment variable (in this file or any other of the
 project: `os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`, `"LOCAL_RANK" in os.environ`)
-and never launches its processes itself with `--local_rank=N` (a launcher of its own).
+and never launches its processes itself: with `--local_rank=N` (a launcher of its own), or
+by starting them from the script and setting each one's `args.local_rank = rank`.
 
 ## Why is this bad?
 The old launcher `python -m torch.distributed.launch` used to pass `--local_rank=N` to every
@@ -68,7 +78,8 @@ working. It does not add the `LOCAL_RANK` fallback that `torchrun` needs: use
 ## What it catches
 argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法，而且整个项目（本文件或项目中的
 任何其他文件）都没有读取 `LOCAL_RANK` 环境变量（`os.environ["LOCAL_RANK"]`、`os.getenv("LOCAL_RANK")`、
-`"LOCAL_RANK" in os.environ`），也没有自己用 `--local_rank=N` 启动进程（项目自带的启动器）。
+`"LOCAL_RANK" in os.environ`），也没有自己启动进程：用 `--local_rank=N`（项目自带的启动器），
+或者在脚本里启动进程并为每个进程设置 `args.local_rank = rank`。
 
 ## Why is this bad?
 旧的启动方式 `python -m torch.distributed.launch` 以前会给每个进程传 `--local_rank=N`。
@@ -123,6 +134,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if _reads_local_rank_env(ctx) or ctx.project.reads_env(ENV_VARIABLE):
         return  # torchrun's way is handled somewhere in the file, or in the project
+    if _sets_local_rank(ctx):
+        return  # the script starts its processes itself and tells each its rank
     if ctx.project.has(_OWN_LAUNCH) or holds_marker(
         ctx.source.encode("utf-8", "replace"), _OWN_LAUNCH
     ):
@@ -149,6 +162,27 @@ def _reads_local_rank_env(ctx: Context) -> bool:
 
 
 _VALUE = attrgetter("value")
+
+
+@per_file
+def _sets_local_rank(ctx: Context) -> bool:
+    """The file gives `<args>.local_rank` a value of its own, not made from itself
+    (denoising-diffusion-gan: `args.local_rank = rank` for each process it starts)."""
+    whole = index(ctx)
+    for at in whole.attributes.get("local_rank", ()):
+        node = whole.nodes[at]
+        statement = whole.parents.get(node)
+        if (
+            type(node.ctx) is ast.Store  # type: ignore[attr-defined]
+            and type(statement) is ast.Assign
+            and not any(
+                type(n) in (ast.Attribute, ast.Name)
+                and "local_rank" in (getattr(n, "attr", None), getattr(n, "id", None))
+                for n in subtree(statement.value)
+            )
+        ):
+            return True
+    return False
 
 
 # Error signatures ---------------------------------------------------------------------------
