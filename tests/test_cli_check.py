@@ -561,6 +561,31 @@ def test_stdlib_shadowing_file_not_reported_inside_a_package(tmp_path):
     assert check_json(".", cwd=tmp_path) == []
 
 
+def test_stdlib_shadowing_file_not_reported_in_a_namespace_part_of_a_package(tmp_path):
+    # torchtitan: `torchtitan/tools/` has no `__init__.py`, its `logging.py` is imported as
+    # `torchtitan.tools.logging`; a module there run as a script still gets the wrong one.
+    write(tmp_path, "pkg/__init__.py", "")
+    write(
+        tmp_path,
+        "pkg/tools/logging.py",
+        "import logging\nimport torch\nLOG = logging.getLogger()\n",
+    )
+    write(tmp_path, "pkg/tools/util.py", "import logging\nimport torch\n")
+    assert check_json(".", cwd=tmp_path) == []
+    write(
+        tmp_path,
+        "pkg/tools/run.py",
+        "import logging\nimport torch\nif __name__ == '__main__':\n    pass\n",
+    )
+    found = check_json(".", cwd=tmp_path)
+    assert [(f["path"], f["code"]) for f in found] == [("pkg/tools/run.py", "TD703")]
+    cached = run_cli("check", "--format", "json", ".", cwd=tmp_path)  # fills the cache
+    assert len(json.loads(cached.stdout)) == 1
+    (tmp_path / "pkg/__init__.py").unlink()  # no package around it now: a script directory
+    again = run_cli("check", "--format", "json", ".", cwd=tmp_path)  # the cache sees it
+    assert len(json.loads(again.stdout)) == 3
+
+
 def test_cache_notices_a_new_neighbour(tmp_path):
     write(
         tmp_path,

@@ -72,6 +72,9 @@ def _neighbour_names(directory: str) -> bytes:
         for name in directory_listing(directory) or ()
         if not name.startswith(".") and (name.endswith(".py") or "." not in name)
     ]
+    # Whether the directory is a part of a package around it (TD703 reads it).
+    above = directory_listing(os.path.dirname(directory)) or ()
+    names.append("\0package above" if "__init__.py" in above else "")
     return "\0".join(sorted(names)).encode()
 
 

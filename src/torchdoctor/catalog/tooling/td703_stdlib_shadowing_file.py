@@ -63,8 +63,10 @@ directory (a PyTorch source checkout), `ModuleNotFoundError: No module named
 
 ## Known problems
 Only directories without `__init__.py` are checked: inside a package, absolute imports do not
-see sibling modules unless the package directory itself is run as a script directory. Modules
-that the interpreter has already loaded at start-up (`os`, `sys`, `io`, `abc`...) cannot be
+see sibling modules unless the package directory itself is run as a script directory. Nor is
+a directory without `__init__.py` inside a package (a namespace part of it, imported by dotted
+names) unless the file may be run from there: a notebook, or a module with a `__main__` guard.
+Modules that the interpreter has already loaded at start-up (`os`, `sys`, `io`, `abc`...) cannot be
 shadowed and are not reported.
 """,
         "zh": """
@@ -91,7 +93,9 @@ module 'copy'`、由当前目录下的 `torch/__init__.py`（PyTorch 源码目�
 
 ## Known problems
 只检查没有 `__init__.py` 的目录：在包内部，绝对导入看不到同目录的模块，除非把包目录本身当作脚本目录
-运行。解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）无法被遮蔽，不会报告。
+运行。位于某个包内部、自身没有 `__init__.py` 的目录（包的命名空间部分，按带点的名字导入）也不检查，
+除非该文件可能从那里运行：notebook，或带 `__main__` 判断的模块。解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）
+无法被遮蔽，不会报告。
 """,
     },
     example="""
@@ -175,11 +179,14 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         targets = [(node.module, node)]
     else:
         targets = [(alias.name, alias) for alias in node.names]
+    directory = os.path.dirname(os.path.abspath(ctx.path))
     for module, where in targets:
         top = module.partition(".")[0]
         if top not in _SHADOWABLE:
             continue
-        shadow = _shadowing_file(os.path.dirname(os.path.abspath(ctx.path)), top)
+        if _in_a_package(directory) and not _runs_as_script(ctx):
+            return  # imported as `package.dir.module`: its own directory is not on sys.path
+        shadow = _shadowing_file(directory, top)
         if shadow is not None:
             origin = (
                 {"en": "installed", "zh": "已安装的"}
@@ -187,6 +194,19 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
                 else {"en": "standard-library", "zh": "标准库"}
             )
             yield ctx.finding(PITFALL, where, module=top, file=shadow, origin=origin)
+
+
+def _in_a_package(directory: str) -> bool:
+    """`directory` (without `__init__.py`) sits in a regular package: a namespace part of it
+    (torchtitan's `torchtitan/tools/`), whose modules are imported by their dotted names."""
+    names = directory_listing(os.path.dirname(directory))
+    return names is not None and "__init__.py" in names
+
+
+def _runs_as_script(ctx: Context) -> bool:
+    """The file may be run from its own directory: a notebook, or a module with a
+    `__main__` guard."""
+    return ctx.path.endswith(".ipynb") or "__main__" in ctx.source
 
 
 def _shadowing_file(directory: str, module: str) -> str | None:
