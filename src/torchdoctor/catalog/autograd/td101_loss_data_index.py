@@ -349,9 +349,12 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
         return is_zero_dim(expr.value, ctx, resolving)
     if kind is ast.BinOp and isinstance(expr.op, SCALAR_ARITHMETIC):
         sides = (expr.left, expr.right)
-        if not all(_is_number(side) or is_zero_dim(side, ctx, resolving) for side in sides):
+        numbers = [_is_number(side) or _is_setting(side, ctx) for side in sides]
+        if not all(
+            number or is_zero_dim(side, ctx, resolving) for side, number in zip(sides, numbers)
+        ):
             return False
-        return not all(_is_number(side) for side in sides)
+        return not all(numbers)
     if kind is ast.UnaryOp and isinstance(expr.op, (ast.USub, ast.UAdd)):
         return is_zero_dim(expr.operand, ctx, resolving)
     return False
@@ -372,9 +375,7 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
             and is_zero_dim(call.args[0], ctx, resolving)
         )
     if isinstance(func, ast.Call):  # nn.MSELoss()(a, b), the project's FocalLoss(gamma=0)(a, b)
-        if ctx.qualname(func.func) is not None:
-            return is_scalar_loss_constructor(func, ctx)
-        return builds_a_loss_module(func)
+        return _makes_a_scalar_loss(func, ctx)
     if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTION_METHODS:
         return _is_full_reduction_method(call, ctx)
     if _sums_zero_dim_values(call, ctx, resolving):
@@ -621,17 +622,25 @@ def _zero_dim_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
     return bool(values) and all(is_zero_dim(value, ctx, key) for value in values)
 
 
+def _makes_a_scalar_loss(call: ast.AST, ctx: Context) -> bool:
+    """`nn.MSELoss()`, or a class of the project (or one that cannot be resolved) whose own
+    name says it is a loss: `FocalLoss(gamma=0)`, BEGAN's copy of `L1Loss` star-imported."""
+    if not isinstance(call, ast.Call):
+        return False
+    if ctx.qualname(call.func) is not None:
+        return is_scalar_loss_constructor(call, ctx)
+    return builds_a_loss_module(call)
+
+
 @per_file
 def _loss_module_name(ctx: Context, scope: ast.AST, name: str) -> bool:
-    return _all_bound_to(
-        bindings(ctx, scope, name), lambda value: is_scalar_loss_constructor(value, ctx)
-    )
+    return _all_bound_to(bindings(ctx, scope, name), lambda value: _makes_a_scalar_loss(value, ctx))
 
 
 @per_file
 def _loss_module_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
     values = attribute_values(ctx, cls, attr)
-    return bool(values) and all(is_scalar_loss_constructor(value, ctx) for value in values)
+    return bool(values) and all(_makes_a_scalar_loss(value, ctx) for value in values)
 
 
 def _all_assigned(name: str, ctx: Context, accept) -> bool:
@@ -676,6 +685,43 @@ def _is_number(expr: ast.AST) -> bool:
     if type(expr) is ast.Call and type(expr.func) is ast.Name and expr.func.id == "len":
         return True  # `loss * len(batch)`
     return type(expr) is ast.Constant and type(expr.value) in (int, float)  # not a bool
+
+
+# Names of the objects that hold a program's settings: their attributes are numbers (or
+# strings, flags), never tensors (`args.lambda_k * loss`, BEGAN's `self.gamma = config.gamma`).
+SETTINGS = frozenset(
+    {"args", "opt", "opts", "config", "cfg", "conf", "hparams", "hps", "flags", "FLAGS"}
+)
+
+
+def _is_setting(expr: ast.AST, ctx: Context) -> bool:
+    """A value read from the program's settings: `args.lambda_k`, `self.opt.gamma`, a
+    `self.<attr>` every method sets from them or to a number, or a name bound only to such
+    values or numbers (`minibatch_size = len(target)`)."""
+    if type(expr) is ast.Attribute:
+        owner = expr.value  # type: ignore[attr-defined]
+        if type(owner) is ast.Name and owner.id in SETTINGS:
+            return True
+        if _is_self_attribute(owner) and owner.attr in SETTINGS:  # type: ignore[attr-defined]
+            return True
+        if _is_self_attribute(expr):
+            cls = ctx.enclosing_class()
+            values = attribute_values(ctx, cls, expr.attr) if cls is not None else ()  # type: ignore[attr-defined]
+            return bool(values) and all(_is_number(v) or _read_setting(v) for v in values)
+        return False
+    if type(expr) is ast.Name:
+        return _all_assigned(expr.id, ctx, lambda v: _is_number(v) or _read_setting(v))
+    return False
+
+
+def _read_setting(expr: ast.AST) -> bool:
+    """`config.gamma`, `args.lambda_k`, `self.opt.k`: one level, no names followed."""
+    if type(expr) is not ast.Attribute:
+        return False
+    owner = expr.value  # type: ignore[attr-defined]
+    return (type(owner) is ast.Name and owner.id in SETTINGS) or (
+        _is_self_attribute(owner) and owner.attr in SETTINGS  # type: ignore[attr-defined]
+    )
 
 
 def _is_constant_in(expr: ast.AST, allowed) -> bool:
