@@ -96,6 +96,31 @@ def test_parameters_shadow_imports():
     assert found == {"sigmoid": "torch.nn.functional.sigmoid", "F.relu": None}
 
 
+def test_a_function_reads_an_import_the_module_makes_further_down():
+    # capsule-networks: the functions run once the module is loaded, with its imports done.
+    found = qualnames("""
+        def route(x):
+            probe(Variable, F.relu, shadowed, later)
+        def local(Variable):
+            probe(Variable.x)
+        probe(F.softmax)
+        if __name__ == "__main__":
+            from torch.autograd import Variable
+            import torch.nn.functional as F
+            from torch import shadowed
+            from . import later
+        shadowed = None
+    """)
+    assert found == {
+        "Variable": "torch.autograd.Variable",
+        "F.relu": "torch.nn.functional.relu",
+        "shadowed": None,  # the top level binds it otherwise too
+        "later": None,  # relative: not followed
+        "Variable.x": None,  # a parameter
+        "F.softmax": None,  # the top level runs in order: not imported yet
+    }
+
+
 def test_relative_imports_are_not_torch():
     assert qualnames("from . import torch\nprobe(torch.randn)\n") == {"torch.randn": None}
 

@@ -110,6 +110,35 @@ class Scope:
     yields: bool = False
 
 
+_FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _top_level_names(statement: ast.AST) -> list[str]:
+    """The names a statement of the module's top level (not an import) binds, read from its
+    targets only (never a walk of its whole tree)."""
+    kind = type(statement)
+    if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        return [statement.name]  # type: ignore[attr-defined]
+    if kind is ast.Assign:
+        targets = statement.targets  # type: ignore[attr-defined]
+    elif kind in (ast.AugAssign, ast.AnnAssign):
+        targets = [statement.target]  # type: ignore[attr-defined]
+    elif kind is ast.Delete:
+        targets = statement.targets  # type: ignore[attr-defined]
+    else:
+        return []
+    names, todo = [], list(targets)
+    while todo:
+        target = todo.pop()
+        if type(target) is ast.Name:
+            names.append(target.id)
+        elif type(target) in (ast.Tuple, ast.List):
+            todo.extend(target.elts)  # type: ignore[attr-defined]
+        elif type(target) is ast.Starred:
+            todo.append(target.value)  # type: ignore[attr-defined]
+    return names
+
+
 class Context:
     """Per-file knowledge shared by all detectors."""
 
@@ -188,18 +217,62 @@ class Context:
         while type(expr) is ast.Attribute:
             attributes.append(expr.attr)
             expr = expr.value
-        if type(expr) is not ast.Name or expr.id not in self.imported:
-            return None  # most names: no import ever bound them
-        base = None
-        for scope in reversed(self._scopes):
-            if expr.id in scope.aliases:
-                base = scope.aliases[expr.id] or None
-                break
-            if expr.id in scope.kinds or expr.id in scope.classes:
-                return None  # a parameter or local binding shadows outer imports
+        if type(expr) is not ast.Name:
+            return None
+        if expr.id not in self.imported:
+            base = self._imported_later(expr.id)
+            if base is None:
+                return None  # most names: no import ever bound them
+        else:
+            base = None
+            for scope in reversed(self._scopes):
+                if expr.id in scope.aliases:
+                    base = scope.aliases[expr.id] or None
+                    break
+                if expr.id in scope.kinds or expr.id in scope.classes:
+                    return None  # a parameter or local binding shadows outer imports
         if base is None or not attributes:
             return base
         return ".".join([base, *reversed(attributes)])
+
+    def _imported_later(self, name: str) -> str | None:
+        """In a function, a name the module imports further down (capsule-networks' `from
+        torch.autograd import Variable` under `if __name__ == "__main__":`): the function runs
+        once the module is loaded, and reads the module's binding then."""
+        late = self._late_imports
+        if not any(isinstance(s.node, _FUNCTION_NODES) for s in self._scopes) or name not in late:
+            return None
+        for scope in self._scopes[1:]:
+            if name in scope.kinds or name in scope.classes or name in scope.aliases:
+                return None  # bound in a scope around the read
+        return late[name]
+
+    @cached_property
+    def _late_imports(self) -> dict[str, str]:
+        """The names the module's top level binds only by imports of absolute modules (also
+        in its `if`, `try` and `with` blocks), to their dotted origin."""
+        imported: dict[str, str] = {}
+        other: set[str] = set()
+        todo = list(self.tree.body) if isinstance(self.tree, ast.Module) else []
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind is ast.Import:
+                for alias in node.names:  # type: ignore[attr-defined]
+                    bound = alias.asname or alias.name.partition(".")[0]
+                    imported[bound] = alias.name if alias.asname else bound
+            elif kind is ast.ImportFrom and not node.level and node.module:  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    if alias.name != "*":
+                        imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+            elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    todo.extend(getattr(node, field, ()))
+            elif kind is ast.ExceptHandler:
+                todo.extend(node.body)  # type: ignore[attr-defined]
+            else:
+                other.update(_top_level_names(node))
+        return {name: origin for name, origin in imported.items() if name not in other}
 
     def call_qualname(self, call: ast.AST) -> str | None:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
