@@ -46,6 +46,21 @@ PITFALL = Pitfall(
             "除前向调用外，请用另一个名字保留未包装的模型，或者读取 "
             "`getattr({wrapper}, 'module', {wrapper}).{attr}`",
         },
+        "assigned": {
+            "en": "`{wrapper}.{attr} = ...` sets an attribute of the `{parallel}` wrapper, not of the "
+            "model it wraps, which keeps its own `{attr}` (set on line {before}) and reads that: "
+            "set `{wrapper}.module.{attr}`",
+            "zh": "`{wrapper}.{attr} = ...` 设置的是 `{parallel}` 包装对象的属性，而不是被包装的模型的；"
+            "模型保留并读取它自己的 `{attr}`（第 {before} 行设置）：应设置 `{wrapper}.module.{attr}`",
+        },
+        "assigned-conditional": {
+            "en": "when line {line} wraps `{wrapper}` in `{parallel}`, `{wrapper}.{attr} = ...` sets "
+            "an attribute of the wrapper, not of the model, which keeps its own `{attr}` (set on "
+            "line {before}): keep the unwrapped model in a name of its own and set it there",
+            "zh": "当第 {line} 行把 `{wrapper}` 包装成 `{parallel}` 时，`{wrapper}.{attr} = ...` 设置的是"
+            "包装对象的属性而不是模型的，模型保留它自己的 `{attr}`（第 {before} 行设置）："
+            "请用另一个名字保留未包装的模型，并在它上面设置",
+        },
         "unwrapped": {
             "en": "`{wrapper}.module` exists only when line {line} has wrapped `{wrapper}` in "
             "`{parallel}`, which it does under a condition: where it does not (one GPU, the "
@@ -84,7 +99,9 @@ A wrapper moved on its line (`nn.DataParallel(model).cuda()`) is still the wrapp
 way round: when an `if` without an `else` wraps the model, the first `.module` read after it
 that no branch or `try` guards is reported too: where the `if` did not wrap it, the bare model
 has no `.module` (`model.module.load_state_dict(...)` after `if use_gpu: model =
-nn.DataParallel(model)`).
+nn.DataParallel(model)`). An attribute the code set on the bare model before wrapping it
+(`model.forward_mode = "cnn"`) is reported where it is read on the wrapper before any setting
+there, and where it is set on the wrapper: the wrapped model keeps, and reads, its own.
 `explain` reads that error too: `'Net' object has no attribute 'module'`, code written for a
 wrapped model (`model.module.predict(x)`) run where the model is not wrapped.
 
@@ -114,6 +131,8 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 （`nn.DataParallel(model).cuda()`）得到的仍是包装对象。反过来：如果一个没有 `else` 的 `if` 包装了模型，
 其后第一个不在任何分支或 `try` 中的 `.module` 访问也会被报告：`if` 没有包装时，未包装的模型没有
 `.module`（`if use_gpu: model = nn.DataParallel(model)` 之后的 `model.module.load_state_dict(...)`）。
+包装之前在原模型上设置过的属性（`model.forward_mode = "cnn"`），如果在包装对象上先于任何设置被读取，
+或者在包装对象上被设置，也会报告：被包装的模型保留并读取的是它自己的那个属性。
 `explain` 也识别这个错误：`'Net' object has no attribute 'module'`，即为包装后的模型编写的代码
 （`model.module.predict(x)`）在模型没有被包装时运行。
 
@@ -225,6 +244,20 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             return  # rebound or inspected: what the code after it holds is not known
         unwrapped = place and _only_branch(ctx)
         for use in uses:
+            if not isinstance(use.ctx, ast.Load):  # `model.forward_mode = "gru"` on the wrapper
+                before = _set_before(ctx, statement, use) if wrapper is not None else None
+                if before is not None:
+                    yield ctx.finding(
+                        PITFALL,
+                        use,
+                        "assigned-conditional" if place else "assigned",
+                        wrapper=ctx.text(use.value),
+                        parallel=parallel,
+                        attr=use.attr,
+                        line=statement.lineno,
+                        before=before,
+                    )
+                continue
             if use.attr == "module" and unwrapped and not _guarded(use, ctx.ancestors[-2], ctx):
                 # BiSeNet: `model.module.load_state_dict(...)` whether or not it was wrapped
                 unwrapped = False  # one finding for the wrapping: the first such read
@@ -400,7 +433,8 @@ def _reads_through(
 ) -> list[ast.Attribute] | None:
     """The attribute reads `<mention>.<attr>` of the wrapper's mentions, in order, but none of
     an attribute also set on it; None at a mention that rebinds or inspects it."""
-    uses, assigned = [], set()
+    uses: list[ast.Attribute] = []
+    assigned: set[str] = set()
     for node in mentions:
         if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
             return None  # `model = ...` or `self.net = ...` again
@@ -409,10 +443,34 @@ def _reads_through(
             return None
         if isinstance(parent, ast.Attribute) and parent.value is node:
             if isinstance(parent.ctx, ast.Load):
-                uses.append(parent)
-            else:
+                if parent.attr not in assigned:  # read before the code sets it on the wrapper
+                    uses.append(parent)
+            elif isinstance(parent.ctx, ast.Store) and parent.attr not in assigned:
                 assigned.add(parent.attr)
-    return [use for use in uses if use.attr not in assigned]
+                uses.append(parent)  # the first setting of it on the wrapper
+    return uses
+
+
+def _set_before(ctx: Context, wrapping: ast.AST, use: ast.Attribute) -> int | None:
+    """The line where the code set `<name>.<attr>` on the bare model, before `wrapping` and in
+    its scope (ASVspoof's `model.forward_mode = 'cnn'`): the model has that attribute of its
+    own, which a setting on the wrapper does not reach."""
+    found = index(ctx)
+    name = use.value.id  # type: ignore[attr-defined]
+    start = found.number[wrapping]
+    scope = found.scopes[start]
+    for at in found.attributes.get(use.attr, ()):
+        if at >= start:
+            break
+        node = found.nodes[at]
+        if (
+            isinstance(node.ctx, ast.Store)  # type: ignore[attr-defined]
+            and type(node.value) is ast.Name  # type: ignore[attr-defined]
+            and node.value.id == name  # type: ignore[attr-defined]
+            and found.scopes[at] is scope
+        ):
+            return node.lineno
+    return None
 
 
 def _other_branch_unwraps(use: ast.Attribute, shown: str, ctx: Context) -> bool:
