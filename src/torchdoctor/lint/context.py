@@ -113,6 +113,47 @@ class Scope:
 _FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
+@dataclass
+class _TopLevel:
+    """What the module's top level binds, for the functions that read it (`Context._top_level`)."""
+
+    imports: dict[str, str] = field(default_factory=dict)
+    assigned: dict[str, list[ast.expr]] = field(default_factory=dict)
+    kinds: dict[str, Kind] = field(default_factory=dict)  # filled as the functions ask
+
+
+def _stored_names(scope: ast.AST) -> frozenset[str]:
+    """The names a function (or class) binds anywhere in its tree (nested functions too: the
+    module's binding is then left alone), its parameters included."""
+    names = set()
+    for node in ast.walk(scope):
+        kind = type(node)
+        if kind is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            names.add(node.id)  # type: ignore[attr-defined]
+        elif kind is ast.arg:
+            names.add(node.arg)  # type: ignore[attr-defined]
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and node is not scope:
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif kind in (ast.Import, ast.ImportFrom):
+            names.update((a.asname or a.name).partition(".")[0] for a in node.names)  # type: ignore[attr-defined]
+        elif kind in (ast.Global, ast.Nonlocal):
+            names.update(node.names)  # type: ignore[attr-defined]
+    return frozenset(names)
+
+
+def _target_names(targets: list) -> list[str]:
+    names, todo = [], list(targets)
+    while todo:
+        target = todo.pop()
+        if type(target) is ast.Name:
+            names.append(target.id)
+        elif type(target) in (ast.Tuple, ast.List):
+            todo.extend(target.elts)
+        elif type(target) is ast.Starred:
+            todo.append(target.value)
+    return names
+
+
 def _top_level_names(statement: ast.AST) -> list[str]:
     """The names a statement of the module's top level (not an import) binds, read from its
     targets only (never a walk of its whole tree)."""
@@ -127,16 +168,7 @@ def _top_level_names(statement: ast.AST) -> list[str]:
         targets = statement.targets  # type: ignore[attr-defined]
     else:
         return []
-    names, todo = [], list(targets)
-    while todo:
-        target = todo.pop()
-        if type(target) is ast.Name:
-            names.append(target.id)
-        elif type(target) in (ast.Tuple, ast.List):
-            todo.extend(target.elts)  # type: ignore[attr-defined]
-        elif type(target) is ast.Starred:
-            todo.append(target.value)  # type: ignore[attr-defined]
-    return names
+    return _target_names(targets)
 
 
 class Context:
@@ -162,6 +194,7 @@ class Context:
         self.cells = cells
         self._module_scope = Scope(tree)
         self._scopes: list[Scope] = [self._module_scope]
+        self._stored: dict[ast.AST, frozenset[str]] = {}  # see `_stored_in`
         self._module_classes: dict[str, bool] = {}
         # `self.<attr>` kinds per class, learnt from assignments in its methods.
         self._attribute_kinds: dict[ast.ClassDef, dict[str, Kind]] = {}
@@ -239,19 +272,53 @@ class Context:
         """In a function, a name the module imports further down (capsule-networks' `from
         torch.autograd import Variable` under `if __name__ == "__main__":`): the function runs
         once the module is loaded, and reads the module's binding then."""
-        late = self._late_imports
-        if not any(isinstance(s.node, _FUNCTION_NODES) for s in self._scopes) or name not in late:
+        top = self._top_level
+        if name not in top.imports or name in top.assigned or not self._reads_the_module(name):
             return None
-        for scope in self._scopes[1:]:
+        return top.imports[name]
+
+    def _assigned_later_kind(self, name: str) -> Kind:
+        """In a function, the kind of a name the module assigns further down, when every one
+        of its assignments there makes that kind (`scheduler = LambdaLR(optim, f)` under
+        `if __name__ == "__main__":`, read by a `train()` defined above it)."""
+        top = self._top_level
+        if name in top.imports or not self._reads_the_module(name):
+            return Kind.UNKNOWN
+        known = top.kinds.get(name)
+        if known is None:
+            top.kinds[name] = Kind.UNKNOWN  # while its values are read (`model = model.cuda()`)
+            kinds = {
+                self.kind_of(value) if type(value) is ast.Call else Kind.UNKNOWN
+                for value in top.assigned[name]
+            }
+            known = top.kinds[name] = kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+        return known
+
+    def _reads_the_module(self, name: str) -> bool:
+        """In a function, `name` is none of its own (nor of the functions and classes around
+        it): the module's binding is read when it runs."""
+        scopes = self._scopes
+        if not any(type(s.node) in _FUNCTION_NODES for s in scopes):
+            return False
+        for scope in scopes[1:]:
             if name in scope.kinds or name in scope.classes or name in scope.aliases:
-                return None  # bound in a scope around the read
-        return late[name]
+                return False  # bound in a scope around the read
+            if scope.node is not None and name in self._stored_in(scope.node):
+                return False  # bound there further down (local throughout, as Python reads it)
+        return True
+
+    def _stored_in(self, scope: ast.AST) -> frozenset[str]:
+        found = self._stored.get(scope)
+        if found is None:
+            found = self._stored[scope] = _stored_names(scope)
+        return found
 
     @cached_property
-    def _late_imports(self) -> dict[str, str]:
-        """The names the module's top level binds only by imports of absolute modules (also
-        in its `if`, `try` and `with` blocks), to their dotted origin."""
-        imported: dict[str, str] = {}
+    def _top_level(self) -> _TopLevel:
+        """The names the module's top level (also in its `if`, `try`, `with` and loop blocks)
+        binds by imports of absolute modules and by plain assignments; those it binds
+        otherwise, or both ways, are left out of both."""
+        top = _TopLevel()
         other: set[str] = set()
         todo = list(self.tree.body) if isinstance(self.tree, ast.Module) else []
         while todo:
@@ -260,19 +327,40 @@ class Context:
             if kind is ast.Import:
                 for alias in node.names:  # type: ignore[attr-defined]
                     bound = alias.asname or alias.name.partition(".")[0]
-                    imported[bound] = alias.name if alias.asname else bound
-            elif kind is ast.ImportFrom and not node.level and node.module:  # type: ignore[attr-defined]
+                    top.imports[bound] = alias.name if alias.asname else bound
+            elif kind is ast.ImportFrom:
                 for alias in node.names:  # type: ignore[attr-defined]
-                    if alias.name != "*":
-                        imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+                    if alias.name == "*":
+                        continue
+                    bound = alias.asname or alias.name
+                    if node.level or not node.module:  # type: ignore[attr-defined]
+                        other.add(bound)  # relative: not followed
+                    else:
+                        top.imports[bound] = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+            elif (
+                kind is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name
+            ):  # type: ignore[attr-defined]
+                top.assigned.setdefault(node.targets[0].id, []).append(node.value)  # type: ignore[attr-defined]
             elif kind in (ast.If, ast.Try, ast.With, ast.For, ast.While):
                 for field in ("body", "orelse", "finalbody", "handlers"):
                     todo.extend(getattr(node, field, ()))
+                if kind is ast.For:
+                    other.update(_target_names([node.target]))  # type: ignore[attr-defined]
+                elif kind is ast.With:
+                    other.update(
+                        _target_names([i.optional_vars for i in node.items if i.optional_vars])
+                    )  # type: ignore[attr-defined]
             elif kind is ast.ExceptHandler:
                 todo.extend(node.body)  # type: ignore[attr-defined]
+                if node.name:  # type: ignore[attr-defined]
+                    other.add(node.name)  # type: ignore[attr-defined]
             else:
                 other.update(_top_level_names(node))
-        return {name: origin for name, origin in imported.items() if name not in other}
+        both = other | (top.imports.keys() & top.assigned.keys())
+        for name in both:
+            top.imports.pop(name, None)
+            top.assigned.pop(name, None)
+        return top
 
     def call_qualname(self, call: ast.AST) -> str | None:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
@@ -299,6 +387,8 @@ class Context:
                 return kind
             if name in scope.aliases:
                 return Kind.UNKNOWN
+        if name in self._top_level.assigned:  # a global the module assigns further down
+            return self._assigned_later_kind(name)
         return Kind.UNKNOWN
 
     def _binop_kind(self, expr: ast.BinOp) -> Kind:

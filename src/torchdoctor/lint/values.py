@@ -339,11 +339,38 @@ def tensor_type(expr: ast.AST, ctx: Context) -> str | None:
     (`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`, how code written
     before `device` existed chose its types once), the CPU spelling: `torch.ByteTensor`."""
     qualname = ctx.qualname(expr)
-    if qualname is not None or type(expr) is not ast.Name:
+    if qualname is not None:
         return qualname
-    if expr.id not in names_assigned(ctx, _picks_a_tensor_type):
+    if type(expr) is ast.Attribute and type(expr.value) is ast.Name:
+        # `th.ByteTensor` after `th = torch.cuda` on the GPU, `th = torch` else (visdial-rl)
+        owner = expr.value.id
+        if owner not in names_assigned(ctx, _names_torch_or_torch_cuda):
+            return None
+        if _bound_to_torch_modules(ctx, scope_of(owner, ctx), owner):
+            return f"torch.{expr.attr}"
+        return None
+    if type(expr) is not ast.Name or expr.id not in names_assigned(ctx, _picks_a_tensor_type):
         return None  # most names: no bindings read
     return _tensor_type_of_name(ctx, scope_of(expr.id, ctx), expr.id)
+
+
+def _names_torch_or_torch_cuda(value: ast.expr) -> bool:
+    """`torch` or `torch.cuda`, as written (read before any name is resolved)."""
+    if type(value) is ast.Attribute and value.attr == "cuda":
+        value = value.value
+    return type(value) is ast.Name and value.id == "torch"
+
+
+@per_file
+def _bound_to_torch_modules(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """Every binding of `name` in `scope` is the `torch` module or `torch.cuda`."""
+    found = bindings(ctx, scope, name)
+    return bool(found) and all(
+        not binding.augmented
+        and binding.value is not None
+        and ctx.qualname(binding.value) in ("torch", "torch.cuda")
+        for binding in found
+    )
 
 
 @per_file

@@ -91,7 +91,7 @@ from it without a dtype (`torch.tensor(a)`, `torch.from_numpy(a)`) is used as a 
 numpy with it (integer indices, another matter) is not.
 `torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
-torch.ByteTensor`). A parameter used as a mask is reported when a call of its function in
+torch.ByteTensor`), or through a name bound only to `torch` or `torch.cuda` (`th.ByteTensor`). A parameter used as a mask is reported when a call of its function in
 the same file passes it a uint8 tensor: made in the call, or held by a name or a `self.`
 attribute that every assignment makes uint8 (`self.is_initial = t.byte()`, then
 `self.sample(x, self.is_initial)`). A `self.` attribute that every assignment in its class
@@ -142,7 +142,8 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 （`np.zeros(shape, dtype=np.uint8)`、`.astype(np.uint8)`）也会被报告：当由它不指定 dtype 得到的张量
 （`torch.tensor(a)`、`torch.from_numpy(a)`）被当作掩码使用时；用它索引 numpy 数组（整数下标，另一回事）不报告。
 `torch.ByteTensor` 也可以通过按设备选择它的
-变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`）。被当作掩码使用的函数参数，
+变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`），
+或者通过只绑定到 `torch` 或 `torch.cuda` 的名字来写（`th.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
 张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
 如果类中对某个 `self.` 属性的每次赋值都得到 uint8 张量，而类的某个方法把它当作掩码使用——直接使用、
