@@ -91,7 +91,8 @@ from it without a dtype (`torch.tensor(a)`, `torch.from_numpy(a)`) is used as a 
 numpy with it (integer indices, another matter) is not.
 `torch.ByteTensor` may be spelled through a name
 that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
-torch.ByteTensor`), or through a name bound only to `torch` or `torch.cuda` (`th.ByteTensor`). A parameter used as a mask is reported when a call of its function in
+torch.ByteTensor`), or through a name bound only to `torch` or `torch.cuda` (`th.ByteTensor`).
+A parameter used as a mask is reported when a call of its function in
 the same file passes it a uint8 tensor: made in the call, or held by a name or a `self.`
 attribute that every assignment makes uint8 (`self.is_initial = t.byte()`, then
 `self.sample(x, self.is_initial)`). A `self.` attribute that every assignment in its class
