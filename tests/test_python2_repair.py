@@ -9,7 +9,10 @@ import ast
 import time
 
 from torchdoctor.catalog import _registry
-from torchdoctor.catalog.tooling.td700_syntax_error import repair_python2_statements
+from torchdoctor.catalog.tooling.td700_syntax_error import (
+    repair_python2_not_equal,
+    repair_python2_statements,
+)
 from torchdoctor.lint.checker import check_source, fix_source
 
 ALL = frozenset(p.code for p in _registry.all_pitfalls())
@@ -99,3 +102,18 @@ def test_many_print_statements_stay_linear():
     found = check_source(source, "big.py", ALL).findings
     assert sum(f.code == "TD700" for f in found) == 1
     assert time.process_time() - start < 60  # quadratic would take many minutes
+
+
+def test_not_equal_of_python2_is_read_as_python3_reads_it():
+    # pix2pix.pytorch: `if lambdaIMG <> 0:` hid the whole training script.
+    source = (
+        "import torch\n\ndef step(loss, weight, loader):\n    batch = iter(loader).next()\n"
+        "    if weight <> 0:\n        loss.backward(retain_variables=True)\n"
+        "    print('<>', weight<>1)\n    return batch\n"
+    )
+    text, places = repair_python2_not_equal(source)
+    assert places == [(5, 14)]
+    assert text == source.replace("weight <> 0", "weight != 0").replace("weight<>1", "weight!=1")
+    found = findings(source)
+    assert (5, 15, "TD700") in found and (4, 13, "TD301") in found and (6, 23, "TD803") in found
+    assert repair_python2_not_equal("x = '<>'\n") is None

@@ -49,7 +49,8 @@ whose only Python 2 syntax is `print x` and `except E, e:` statements (common in
 of 2016-2018): the first is reported, and the file is read as if each were bracketed
 (`print(x)`), so that its PyTorch idioms of the time (`it.next()`, `loss.data[0]`,
 `Variable(..., volatile=True)`) are reported too. Fixes of those lines leave the Python 2
-statements as they are. Indentation that mixes tabs and spaces (`TabError` on Python 3) is
+statements as they are. Python 2's `a <> b` is read as `a != b` the same way. Indentation
+that mixes tabs and spaces (`TabError` on Python 3) is
 reported where Python stops, and the file is read as Python 2 read it, a tab reaching the next
 multiple of eight columns; the other findings in such a file come without a fix until the
 indentation is made consistent.
@@ -86,6 +87,7 @@ PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成�
 为 Python 2 编写、且其 Python 2 语法只有 `print x` 和 `except E, e:` 语句的文件（2016-2018 年的研究代码中很常见）
 也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`）来读，于是那个年代的 PyTorch 写法
 （`it.next()`、`loss.data[0]`、`Variable(..., volatile=True)`）也会被报告。对这些行的修复不会改动 Python 2 语句。
+Python 2 的 `a <> b` 同样处理，按 `a != b` 读取。
 混用制表符和空格的缩进（在 Python 3 下是 `TabError`）
 在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列）；在缩进统一之前，
 这种文件里的其他问题不提供自动修复。
@@ -250,6 +252,38 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
         done = end
     pieces.append(source[done:])
     return "".join(pieces), sites[:1]
+
+
+@PITFALL.source_repair
+def repair_python2_not_equal(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """Python 2's `a <> b` (pix2pix.pytorch): the source with each `<>` written `!=`, in place
+    (the same two characters' room), and where the first was."""
+    if "<>" not in source:
+        return None
+    lines, tokens = _tokenized(source)
+    sites: list[tuple[int, int]] = []
+    previous = None
+    try:
+        for token in tokens:
+            if (
+                token.type == tokenize.OP
+                and token.string == ">"
+                and previous is not None
+                and previous.string == "<"
+                and previous.end == token.start
+            ):
+                sites.append(previous.start)
+            previous = token
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not sites:
+        return None
+    starts = _line_offsets(lines)
+    text = list(source)
+    for row, column in sites:
+        at = starts[row - 1] + column
+        text[at : at + 2] = "!="
+    return "".join(text), sites[:1]
 
 
 def _python2_statement(
