@@ -91,8 +91,9 @@ break an otherwise working script halfway through training.
 fix is safe and offered only when the file does not define anything called `next` itself.
 
 ## Known problems
-Iterators passed in as parameters, stored in containers, or made with `enumerate(loader)`
-are not followed.
+Iterators passed in as parameters from other files, or stored in containers other than lists
+of them, are not followed. Those `enumerate()`, `zip()`, `map()`, `filter()` and `reversed()`
+make are (`seq_iter = enumerate(scores)`), with the general message.
 """,
         "zh": """
 ## What it catches
@@ -124,7 +125,8 @@ DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数
 且只在文件自己没有定义名为 `next` 的东西时提供。
 
 ## Known problems
-作为参数传入、存放在容器中，或者由 `enumerate(loader)` 得到的迭代器不会被追踪。
+从其他文件作为参数传入的迭代器，或存放在（迭代器列表以外的）容器中的迭代器不会被追踪。
+由 `enumerate()`、`zip()`、`map()`、`filter()`、`reversed()` 得到的迭代器会被追踪（`seq_iter = enumerate(scores)`），使用通用的提示信息。
 """,
     },
     example="""
@@ -332,6 +334,11 @@ def _passed_iterators(
     return values
 
 
+# Built-ins that return an iterator in Python 3 (in Python 2, `zip`, `map` and `filter` made
+# lists, which had no `.next()` either).
+_BUILTIN_ITERATORS = frozenset({"enumerate", "zip", "map", "filter", "reversed"})
+
+
 def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:
     """`x` of `iter(x)` or `x.__iter__()`: a Python 3 iterator, whose `.next()` is gone; a
     generator is its own (`gen = inf_train_gen()`, a function of the file that yields)."""
@@ -342,6 +349,10 @@ def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:
     func = value.func
     if isinstance(func, ast.Name) and func.id == "iter" and len(value.args) == 1:
         return None if _binds(ctx, "iter") and _shadowed_at(ctx, "iter", value) else value.args[0]
+    if isinstance(func, ast.Name) and func.id in _BUILTIN_ITERATORS and value.args:
+        # `seq_iter = enumerate(scores)` (LatticeLSTM's CRF): an iterator of its own, whatever
+        # it goes over (the general message: no DataLoader's).
+        return None if _binds(ctx, func.id) and _shadowed_at(ctx, func.id, value) else value
     if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
         return func.value
     return None
