@@ -126,7 +126,8 @@ DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数
 
 ## Known problems
 从其他文件作为参数传入的迭代器，或存放在（迭代器列表以外的）容器中的迭代器不会被追踪。
-由 `enumerate()`、`zip()`、`map()`、`filter()`、`reversed()` 得到的迭代器会被追踪（`seq_iter = enumerate(scores)`），使用通用的提示信息。
+由 `enumerate()`、`zip()`、`map()`、`filter()`、`reversed()` 得到的迭代器会被追踪
+（`seq_iter = enumerate(scores)`），使用通用的提示信息。
 """,
     },
     example="""
