@@ -47,6 +47,14 @@ def test_environment_variables_read_anywhere():
     assert facts.reads_env("LOCAL_RANK") and not facts.reads_env("RANK")
 
 
+def test_an_environment_variable_only_set_is_not_read():
+    # NAFNet's slurm launcher sets LOCAL_RANK for its processes; nothing reads it.
+    facts = read_facts(
+        [b"os.environ['LOCAL_RANK'] = str(proc_id)\nok = os.environ['RANK'] == '0'\n"]
+    )
+    assert facts.env_reads == {"RANK"}
+
+
 def test_the_digest_changes_with_the_facts_only():
     one = read_facts([b"class A(nn.Module): pass\n"])
     same = read_facts([b"x = 1\nclass A(nn.Module):\n    y = 2\n"])

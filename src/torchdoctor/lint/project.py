@@ -41,7 +41,9 @@ _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 # and `"X" in os.environ`.
 _ENV_NAME = rb"""[ \t]*['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"]"""
 # Each begins with its literal word, which the engine finds fast (an alternation would not).
-_ENV_READ = lazy_compile(rb"environ[ \t]*(?:\[|\.get[ \t]*\(|\.setdefault[ \t]*\()" + _ENV_NAME)
+_ENV_READ = lazy_compile(rb"environ[ \t]*(?:\.get[ \t]*\(|\.setdefault[ \t]*\()" + _ENV_NAME)
+# `os.environ["X"]`, and whether it is assigned (`os.environ["X"] = ...` sets it: no read).
+_ENV_SUBSCRIPT = lazy_compile(rb"environ[ \t]*\[" + _ENV_NAME + rb"[ \t]*\]([ \t]*=(?!=))?")
 _ENV_GOT = lazy_compile(rb"getenv[ \t]*\(" + _ENV_NAME)
 _ENV_TESTED = lazy_compile(
     rb"""['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"][ \t]+in[ \t]+(?:os\.)?environ\b"""
@@ -360,6 +362,9 @@ def file_facts(source: bytes) -> FileFacts:
     env_reads: set[str] = set()
     if b"environ" in source:
         env_reads.update(name.decode() for name in _ENV_READ.findall(source))
+        env_reads.update(
+            name.decode() for name, assigned in _ENV_SUBSCRIPT.findall(source) if not assigned
+        )
         if b" in os.environ" in source or b" in environ" in source:
             env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
     if b"getenv" in source:
