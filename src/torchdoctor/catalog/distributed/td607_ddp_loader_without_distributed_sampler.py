@@ -4,6 +4,7 @@ rank the whole dataset."""
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 import re
 from typing import Iterator
 
@@ -48,6 +49,25 @@ PITFALL = Pitfall(
             "而整个项目都没有使用 DistributedSampler：每个进程都在整个数据集上训练，批次完全相同；"
             "请传入 `sampler=DistributedSampler({dataset})`",
         },
+        "averaged": {
+            "en": "`{loader}` shuffles with no sampler, but this script averages its gradients "
+            "across ranks itself (`{wrapper}` of `.grad`, line {line}) and nothing in the project "
+            "uses a DistributedSampler: every rank trains on the whole dataset, each in its own "
+            "order; pass `sampler=DistributedSampler({dataset})` instead of `shuffle=True`",
+            "zh": "`{loader}` 没有 sampler 而是用 shuffle 打乱，但这个脚本自己在各进程间平均梯度"
+            "（对 `.grad` 调用 `{wrapper}`，第 {line} 行），而整个项目都没有使用 DistributedSampler："
+            "每个进程都以各自的顺序在整个数据集上训练；请用 `sampler=DistributedSampler({dataset})` "
+            "代替 `shuffle=True`",
+        },
+        "averaged-in-order": {
+            "en": "`{loader}` has no sampler, but this script averages its gradients across ranks "
+            "itself (`{wrapper}` of `.grad`, line {line}) and nothing in the project uses a "
+            "DistributedSampler: every rank trains on the whole dataset, batch for batch the "
+            "same; pass `sampler=DistributedSampler({dataset})`",
+            "zh": "`{loader}` 没有 sampler，但这个脚本自己在各进程间平均梯度（对 `.grad` 调用 "
+            "`{wrapper}`，第 {line} 行），而整个项目都没有使用 DistributedSampler：每个进程都在整个"
+            "数据集上训练，批次完全相同；请传入 `sampler=DistributedSampler({dataset})`",
+        },
         "runtime": {
             "en": "rank {rank}'s first batch from this DataLoader ({dataset}, no "
             "DistributedSampler) is identical to rank {others}'s: every rank trains on the same "
@@ -70,7 +90,8 @@ PITFALL = Pitfall(
 ## What it catches
 A `DataLoader` built with no `sampler=` or `batch_sampler=` (with `shuffle=True` or without
 `shuffle`) in a file that wraps a model in `DistributedDataParallel` (or
-`FullyShardedDataParallel`), when neither the file nor any other module of its project
+`FullyShardedDataParallel`), or averages gradients across ranks by hand (a function reading
+`.grad` calls `torch.distributed.all_reduce`), when neither the file nor any other module of its project
 mentions a `DistributedSampler` (or a sampler named like one: `DistributedGroupSampler`...).
 Not reported: loaders named for evaluation (`val`, `test`, `eval`... in the loader's or the
 dataset's name) or built with `shuffle=False`; datasets built with the rank or the world size
@@ -120,7 +141,8 @@ training loader. Only the first four loaders of a run are compared.
 """,
         "zh": """
 ## What it catches
-在用 `DistributedDataParallel`（或 `FullyShardedDataParallel`）包装模型的文件里，构建 `DataLoader`
+在用 `DistributedDataParallel`（或 `FullyShardedDataParallel`）包装模型、或者手工在各进程间平均梯度
+（某个读取 `.grad` 的函数调用了 `torch.distributed.all_reduce`）的文件里，构建 `DataLoader`
 时没有传入 `sampler=` 或 `batch_sampler=`（设置了 `shuffle=True` 或没有设置 `shuffle`），而这个文件
 和项目中的其他模块都没有提到 `DistributedSampler`（或名字类似的 sampler，如
 `DistributedGroupSampler`）。以下情况不报告：名字表明用于评估的 DataLoader（DataLoader 或数据集的
@@ -234,10 +256,13 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not _may_need_a_sampler(ctx):
         return
     wrapper = _ddp_wrapper(ctx, None)
+    averaged = wrapper is None
+    if averaged:  # no wrapper: the gradients may be averaged by hand (`dist.all_reduce(p.grad)`)
+        wrapper = _gradients_all_reduced(ctx)
     if wrapper is None or _imports_a_framework(ctx):
         return
-    # Name the wrapping of this function's model, when it has one.
-    wrapper = _ddp_wrapper(ctx, ctx.enclosing_function()) or wrapper
+    if not averaged:  # name the wrapping of this function's model, when it has one
+        wrapper = _ddp_wrapper(ctx, ctx.enclosing_function()) or wrapper
     dataset = argument(call, 0, "dataset")
     if dataset is None or isinstance(dataset, ast.Starred):
         return
@@ -246,10 +271,13 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if target is not None and _rewrapped_key(target, ctx) in _rewrapped(ctx):
         return
+    variant = "" if _shuffles(call) else "in-order"
+    if averaged:
+        variant = "averaged" if not variant else "averaged-in-order"
     yield ctx.finding(
         PITFALL,
         call,
-        "" if _shuffles(call) else "in-order",
+        variant,
         loader=loader or ctx.text(call.func),
         wrapper=wrapper.func.attr if isinstance(wrapper.func, ast.Attribute) else wrapper.func.id,
         line=wrapper.lineno,
@@ -294,6 +322,25 @@ def _ddp_wrapper(ctx: Context, function: ast.AST | None) -> ast.Call | None:
     return None
 
 
+@per_file
+def _gradients_all_reduced(ctx: Context) -> ast.Call | None:
+    """The first `torch.distributed.all_reduce(...)` in a function that reads `.grad`: data
+    parallel training written by hand (pytorch-distributed-example's `average_gradients`)."""
+    found = index(ctx)
+    for call in found.calls_named(ctx.tree, ("all_reduce",)):
+        if ctx.qualname(call.func) != "torch.distributed.all_reduce":
+            continue
+        function = found.scopes[found.number[call]]
+        if function is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        start, end = found.span(function)
+        grads = found.attributes.get("grad", [])
+        first = bisect_left(grads, start)
+        if first < len(grads) and grads[first] < end:
+            return call
+    return None
+
+
 def _imported_root(func: ast.Attribute, ctx: Context) -> bool:
     root: ast.expr = func
     while isinstance(root, ast.Attribute):
@@ -303,11 +350,12 @@ def _imported_root(func: ast.Attribute, ctx: Context) -> bool:
 
 @per_file
 def _may_need_a_sampler(ctx: Context) -> bool:
-    """The file names a DDP or FSDP class, and neither it nor its project shards data with a
-    DistributedSampler or has iterable datasets: read from the text, before any parse work."""
+    """The file names a DDP or FSDP class (or all-reduces), and neither it nor its project
+    shards data with a DistributedSampler or has iterable datasets: read from the text, before
+    any parse work."""
     source = ctx.source
     return (
-        any(wrapper in source for wrapper in WRAPPERS)
+        (any(wrapper in source for wrapper in WRAPPERS) or "all_reduce" in source)
         and not _SHARDING_SAMPLER.search(source)
         and not _ITERABLE_DATASET.search(source)
         and not ctx.project.has("DistributedSampler")
