@@ -207,6 +207,9 @@ def test_a_script_that_starts_its_processes_and_sets_their_rank_keeps_the_option
         "    Process(target=print, args=(args,)).start()\n"
     )
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+    # convNet.pytorch: launched by the launcher, it only renames the rank it is given.
+    (tmp_path / "train.py").write_text(script + "args.local_rank = torch.distributed.get_rank()\n")
+    assert "train.py:6:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
 
 
 def test_a_project_that_loads_pickled_objects_saves_whole_models_on_purpose(tmp_path):

@@ -164,11 +164,18 @@ def _reads_local_rank_env(ctx: Context) -> bool:
 _VALUE = attrgetter("value")
 
 
+# Calls that start the processes of a distributed run from the script itself.
+_STARTS_PROCESSES = ("Process", "spawn", "start_processes", "Popen")
+
+
 @per_file
 def _sets_local_rank(ctx: Context) -> bool:
-    """The file gives `<args>.local_rank` a value of its own, not made from itself
-    (denoising-diffusion-gan: `args.local_rank = rank` for each process it starts)."""
+    """The file starts processes and gives `<args>.local_rank` a value of its own, not made
+    from itself (denoising-diffusion-gan: `args.local_rank = rank` for each process it starts;
+    not convNet.pytorch's `args.local_rank = dist.get_rank()` in a process the launcher made)."""
     whole = index(ctx)
+    if not any(whole.calls.get(name) for name in _STARTS_PROCESSES):
+        return False
     for at in whole.attributes.get("local_rank", ()):
         node = whole.nodes[at]
         statement = whole.parents.get(node)
