@@ -148,6 +148,17 @@ def _line_offsets(lines: list[str]) -> list[int]:
     return starts
 
 
+def _replaced_at(source: str, lines: list[str], sites: list[tuple[int, int]], new: str) -> str:
+    """`source` with the characters at each site (line from 1, column from 0) replaced by as
+    many of `new`: every other position stays."""
+    starts = _line_offsets(lines)
+    text = list(source)
+    for row, column in sites:
+        at = starts[row - 1] + column
+        text[at : at + len(new)] = new
+    return "".join(text)
+
+
 @PITFALL.source_repair
 def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | None:
     """`x.cuda(async=True)`, PyTorch 0.3's spelling, does not parse since Python 3.7 made
@@ -181,12 +192,7 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
         return None
     if not sites:
         return None
-    starts = _line_offsets(lines)
-    text = list(source)
-    for row, column in sites:
-        at = starts[row - 1] + column
-        text[at : at + len(_PLACEHOLDER)] = _PLACEHOLDER
-    return "".join(text), sites
+    return _replaced_at(source, lines, sites, _PLACEHOLDER), sites
 
 
 # Tokens after which a statement starts (at bracket depth 0).
@@ -278,12 +284,7 @@ def repair_python2_not_equal(source: str) -> tuple[str, list[tuple[int, int]]] |
         return None
     if not sites:
         return None
-    starts = _line_offsets(lines)
-    text = list(source)
-    for row, column in sites:
-        at = starts[row - 1] + column
-        text[at : at + 2] = "!="
-    return "".join(text), sites[:1]
+    return _replaced_at(source, lines, sites, "!="), sites[:1]
 
 
 def _python2_statement(
