@@ -649,8 +649,15 @@ def _before_the_epoch_in_function(
 
 @per_file
 def _last_loop(ctx: Context, function: ast.AST) -> tuple[int, int] | None:
-    """Where the last loop of the function's own body starts."""
-    loops = [position(s) for s in function.body if isinstance(s, LOOPS)]
+    """Where the last loop of the function's own body starts (also inside a `with` block of
+    it: meshed-memory-transformer's `with tqdm(...) as pbar: for ... in dataloader:`)."""
+    loops, todo = [], list(reversed(function.body))
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, LOOPS):
+            loops.append(position(statement))
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            todo.extend(reversed(statement.body))
     return loops[-1] if loops else None
 
 
