@@ -347,6 +347,17 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "            train(model, loader, optimizer)",
             "        mask = to_cuda(torch.ByteTensor([[0, 1]]))",
             "        writer.add_scalar('loss', xb.masked_fill(mask, 0).sum().item(), epoch)",
+            # a global the module assigns further down, a module alias, a built-in iterator,
+            # a loss scaled by a setting, gradients averaged by hand
+            f"        sched_{i + 1}.step()",
+            "        th = torch",
+            "        keep = th.ByteTensor([[1, 0]])",
+            "        rows = enumerate(xb)",
+            "        first = rows.next()",
+            "        scaled = args.weight * F.mse_loss(xb, yb)",
+            "        print(scaled.data[0], xb[keep], first)",
+            "        for p in model.parameters():",
+            "            torch.distributed.all_reduce(p.grad)",
         ],
     ]
 
