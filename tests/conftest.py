@@ -11,6 +11,10 @@ UPDATE_SNAPSHOTS = os.environ.get("TORCHDOCTOR_UPDATE_SNAPSHOTS") == "1"
 
 # `check` and `explain` need no torch, and neither do most tests: without torch, the tests of
 # `run`, `ckpt` and of what torch itself does are skipped, saying what is missing.
+# What gloo prints when a rank's process exits while one of its threads still runs: torch's own
+# teardown race, seen with plain torchrun too (1 run in 10 before the torchrun scripts' barrier,
+# still now and then on a loaded machine). A torchrun test that ends so is run once more.
+GLOO_TEARDOWN_ABORT = "terminate called without an active exception"
 NEEDS_TORCH = "needs torch: pip install torch (the CPU build: see the README's quick start)"
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NEEDS_TORCH)
 

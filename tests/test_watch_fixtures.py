@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import FIXTURES, import_torch
+from conftest import FIXTURES, GLOO_TEARDOWN_ABORT, import_torch
 
 torch = import_torch()
 # The scripts' own warnings (torch's, about the pitfalls they show) are theirs, not the test's.
@@ -92,7 +92,7 @@ _TEARDOWN_TRIES = 3
 
 
 def _gloo_teardown_abort(run: Run) -> bool:
-    return run.exit_code != 0 and "terminate called without an active exception" in run.stderr
+    return run.exit_code != 0 and GLOO_TEARDOWN_ABORT in run.stderr
 
 
 def _torchrun_once(script: str, processes: int, select, env: dict | None) -> list:

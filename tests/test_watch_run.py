@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, GLOO_TEARDOWN_ABORT, run_cli
 from test_watch_fixtures import run_watched
 
 WATCH = FIXTURES / "watch"
@@ -162,8 +162,22 @@ dist.destroy_process_group()
 
 def test_torchrun_writes_one_rank_tagged_report_per_rank(tmp_path):
     (tmp_path / "ddp.py").write_text(TORCHRUN)
+    result = _torchrun_under_the_doctor(tmp_path)
+    if result.returncode != 0 and GLOO_TEARDOWN_ABORT in result.stderr:
+        for report in tmp_path.glob("r*.json"):  # once more, from scratch
+            report.unlink()
+        result = _torchrun_under_the_doctor(tmp_path)
+    assert result.returncode == 0, result.stderr
+    for rank in (0, 1):
+        data = json.loads((tmp_path / f"r.rank{rank}.json").read_text())
+        assert data["rank"] == rank
+        assert [(f["name"], f["rank"]) for f in data["findings"]] == [("missing-zero-grad", rank)]
+    assert not (tmp_path / "r.json").exists()
+
+
+def _torchrun_under_the_doctor(tmp_path):
     env = {**os.environ, "TORCHDOCTOR_LANG": "en", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(
+    return subprocess.run(
         # --standalone: the rendezvous store binds a free port itself (a fixed port collided
         # with other runs in flight)
         [
@@ -186,9 +200,3 @@ def test_torchrun_writes_one_rank_tagged_report_per_rank(tmp_path):
         env=env,
         timeout=120,
     )
-    assert result.returncode == 0, result.stderr
-    for rank in (0, 1):
-        data = json.loads((tmp_path / f"r.rank{rank}.json").read_text())
-        assert data["rank"] == rank
-        assert [(f["name"], f["rank"]) for f in data["findings"]] == [("missing-zero-grad", rank)]
-    assert not (tmp_path / "r.json").exists()
