@@ -289,28 +289,28 @@ def _repaired_tree(source: str, path: str, error: Exception) -> Repair:
     checked; else no tree and the one finding for `error`."""
     if not isinstance(error, SyntaxError):
         return Repair(None, [_registry.engine_finding("unparsable-source", error, source, path)])
-    text, places = source, []
+    text, places, last_error = source, [], error  # the error of `text` as it stands
     for _, repair in _registry.source_repairs():
         attempt = repair(text)
         if attempt is None:
             continue
         text, repaired = attempt
         places += repaired
-        tree = _tree_or_none(text, path)
-        if tree is not None:
-            return Repair(tree, _repair_findings(source, path, places, {error.lineno: error.msg}))
+        parsed = _parsed(text, path)
+        if isinstance(parsed, ast.Module):
+            return Repair(parsed, _repair_findings(source, path, places, {error.lineno: error.msg}))
+        last_error = parsed
     expanded = expand_indentation_tabs(text)
-    tree = _tree_or_none(expanded, path) if expanded is not None else None
-    if tree is None or expanded is None:
+    parsed = _parsed(expanded, path) if expanded is not None else error
+    if not isinstance(parsed, ast.Module):
         return Repair(None, [_registry.engine_finding("unparsable-source", error, source, path)])
     # Python's own complaint about the indentation, where it makes it (the first error of the
     # source may have been another one, repaired above).
     messages = {error.lineno: error.msg}
-    tab_error = _parse_error(text, path)
-    if isinstance(tab_error, SyntaxError) and tab_error.lineno:
-        places.append((tab_error.lineno, 0))
-        messages[tab_error.lineno] = tab_error.msg
-    return Repair(tree, _repair_findings(source, path, places, messages), columns_moved=expanded)
+    if isinstance(last_error, SyntaxError) and last_error.lineno:
+        places.append((last_error.lineno, 0))
+        messages[last_error.lineno] = last_error.msg
+    return Repair(parsed, _repair_findings(source, path, places, messages), columns_moved=expanded)
 
 
 def _repair_findings(
@@ -329,23 +329,16 @@ def _repair_findings(
     ]
 
 
-def _tree_or_none(text: str, path: str) -> ast.Module | None:
+def _parsed(text: str, path: str) -> ast.Module | Exception:
+    """The tree of `text`, or why Python cannot parse it."""
     try:
         return ast.parse(text, filename=path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def _parse_error(text: str, path: str) -> Exception | None:
-    try:
-        ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return error
-    return None
 
 
 def _parses(source: str, path: str) -> bool:
-    return _parse_error(source, path) is None
+    return isinstance(_parsed(source, path), ast.Module)
 
 
 def _walk(
