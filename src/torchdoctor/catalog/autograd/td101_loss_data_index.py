@@ -336,7 +336,7 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
         return _all_assigned(
             expr.id, ctx, lambda value: is_zero_dim(value, ctx, resolving | {expr.id})
         )
-    if _is_self_attribute(expr):  # `self.loss_S`, assigned a loss in another method
+    if is_self_attribute(expr):  # `self.loss_S`, assigned a loss in another method
         cls = ctx.enclosing_class()
         key = f"self.{expr.attr}"
         if cls is None or key in resolving:
@@ -540,7 +540,7 @@ def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
     """`criterion` or `self.criterion`, assigned only scalar loss modules."""
     if isinstance(expr, ast.Name):
         return _loss_module_name(ctx, scope_of(expr.id, ctx), expr.id)
-    if _is_self_attribute(expr):
+    if is_self_attribute(expr):
         cls = ctx.enclosing_class()
         return cls is not None and _loss_module_attribute(ctx, cls, expr.attr)
     return False
@@ -670,14 +670,6 @@ def _all_bound_to(found, accept, accumulator: bool = False) -> bool:
 # ---- small predicates ----------------------------------------------------------------------
 
 
-def _is_self_attribute(expr: ast.AST) -> bool:
-    return (
-        isinstance(expr, ast.Attribute)
-        and isinstance(expr.value, ast.Name)
-        and expr.value.id == "self"
-    )
-
-
 def _is_number(expr: ast.AST) -> bool:
     # Classes compared by `type` (the parser makes no subclasses): asked of every assignment.
     if type(expr) is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):
@@ -699,12 +691,9 @@ def _is_setting(expr: ast.AST, ctx: Context) -> bool:
     `self.<attr>` every method sets from them or to a number, or a name bound only to such
     values or numbers (`minibatch_size = len(target)`)."""
     if type(expr) is ast.Attribute:
-        owner = expr.value  # type: ignore[attr-defined]
-        if type(owner) is ast.Name and owner.id in SETTINGS:
+        if _read_setting(expr):
             return True
-        if _is_self_attribute(owner) and owner.attr in SETTINGS:  # type: ignore[attr-defined]
-            return True
-        if _is_self_attribute(expr):
+        if is_self_attribute(expr):
             cls = ctx.enclosing_class()
             values = attribute_values(ctx, cls, expr.attr) if cls is not None else ()  # type: ignore[attr-defined]
             return bool(values) and all(_is_number(v) or _read_setting(v) for v in values)
@@ -720,7 +709,7 @@ def _read_setting(expr: ast.AST) -> bool:
         return False
     owner = expr.value  # type: ignore[attr-defined]
     return (type(owner) is ast.Name and owner.id in SETTINGS) or (
-        _is_self_attribute(owner) and owner.attr in SETTINGS  # type: ignore[attr-defined]
+        is_self_attribute(owner) and owner.attr in SETTINGS  # type: ignore[attr-defined]
     )
 
 

@@ -7,6 +7,7 @@ from bisect import bisect_left
 from functools import partial
 
 from torchdoctor.catalog.sdk import (
+    is_self_attribute,
     Context,
     Finding,
     Kind,
@@ -225,7 +226,7 @@ def _module_forward(ctx: Context) -> ast.ClassDef | None:
 
 def _converted_in_forward(node: ast.Assign, ctx: Context) -> list[Finding] | None:
     target = node.targets[0]
-    if not _is_self_attribute(target):
+    if not is_self_attribute(target):
         return None
     source = _converted_attribute(node.value)
     if source is None:
@@ -258,7 +259,7 @@ def _converted_attribute(value: ast.Call) -> ast.Attribute | None:
         if expr.func.attr not in CONVERSIONS:
             return None
         expr = expr.func.value
-    return expr if _is_self_attribute(expr) else None
+    return expr if is_self_attribute(expr) else None
 
 
 def _registered_kind(attribute: ast.Attribute, cls: ast.ClassDef, ctx: Context) -> Kind | None:
@@ -276,7 +277,7 @@ def _parameters_of(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
     for node in index_of(ctx, cls).under(cls, ast.Assign, ast.Call):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             if ctx.qualname(node.value.func) in PARAMETER:
-                names.update(t.attr for t in node.targets if _is_self_attribute(t))
+                names.update(t.attr for t in node.targets if is_self_attribute(t))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -444,14 +445,6 @@ def _dotted(expr: ast.expr) -> str | None:
 def _root_name(expr: ast.expr) -> str | None:
     dotted = _dotted(expr)
     return dotted.partition(".")[0] if dotted else None
-
-
-def _is_self_attribute(expr: ast.expr) -> bool:
-    return (
-        isinstance(expr, ast.Attribute)
-        and isinstance(expr.value, ast.Name)
-        and expr.value.id == "self"
-    )
 
 
 # ---- at run time -------------------------------------------------------------------------------

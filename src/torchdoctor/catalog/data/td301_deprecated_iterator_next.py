@@ -7,6 +7,7 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    is_self_attribute,
     Clue,
     Context,
     FileIndex,
@@ -271,7 +272,7 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         function = ctx.enclosing_function()
         if values is None and function is not None and is_parameter(function, expr.id):
             values = _passed_iterators(ctx, function, expr.id)
-    elif _is_self_attribute(expr):
+    elif is_self_attribute(expr):
         values = _self_attribute_assignments(expr.attr, ctx)
     elif isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
         # `iters[j].next()` after `iters = [iter(loader) for loader in loaders]`
@@ -433,7 +434,7 @@ class _Assignments:
         if self._attributes is None:
             self._attributes = {}
             for node in self._found.local(self._scope, ast.Attribute):
-                if not isinstance(node.ctx, ast.Load) and _is_self_attribute(node):
+                if not isinstance(node.ctx, ast.Load) and is_self_attribute(node):
                     self._attributes.setdefault(node.attr, []).append(node)
         return _plain(self._attributes.get(attr, []), self._found.parents)
 
@@ -483,14 +484,6 @@ def _bound_otherwise(node: ast.AST) -> list[str]:
     if kind in _DEFINITIONS:
         return [node.name]
     return []
-
-
-def _is_self_attribute(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
 
 
 @per_file

@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    is_self_attribute,
     VARIABLE_QUALNAMES,
     Clue,
     Context,
@@ -356,9 +357,9 @@ class _ClassFacts:
                 and statement.value is call
                 and ctx.call_qualname(call) in PARAMETER_CLASSES
             ):
-                self.by_hand.update(t.attr for t in statement.targets if _is_self_attribute(t))
+                self.by_hand.update(t.attr for t in statement.targets if is_self_attribute(t))
         for node in found.under(cls, ast.List, ast.Tuple):
-            self.collected.update(e.attr for e in node.elts if _is_self_attribute(e))
+            self.collected.update(e.attr for e in node.elts if is_self_attribute(e))
         for method in cls.body:
             if (
                 isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -368,7 +369,7 @@ class _ClassFacts:
                     t.attr
                     for node in found.under(method, ast.Assign)
                     for t in node.targets
-                    if _is_self_attribute(t)
+                    if is_self_attribute(t)
                 )
         self.forward = next(
             (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None
@@ -382,7 +383,7 @@ class _ClassFacts:
         uses = harmless = 0
         for at in self.found.numbers_in(self.found.attributes, self.forward, attr):
             node = self.found.nodes[at]
-            if not _is_self_attribute(node):
+            if not is_self_attribute(node):
                 continue
             uses += 1
             parent = self.found.parents[node]
@@ -452,15 +453,7 @@ def _copied_from(node: ast.AST, parent: ast.AST) -> bool:
 
 def _self_attributes(expr: ast.AST) -> set[str]:
     """The `x` of every `self.x` in `expr`."""
-    return {node.attr for node in ast.walk(expr) if _is_self_attribute(node)}
-
-
-def _is_self_attribute(expr: ast.AST) -> bool:
-    return (
-        isinstance(expr, ast.Attribute)
-        and isinstance(expr.value, ast.Name)
-        and expr.value.id == "self"
-    )
+    return {node.attr for node in ast.walk(expr) if is_self_attribute(node)}
 
 
 def _register_fix(statement: ast.AST, target: ast.Attribute, init: ast.FunctionDef, ctx: Context):
@@ -514,7 +507,7 @@ class _InitFacts:
                 else []
             )
             for target in targets:
-                if _is_self_attribute(target):
+                if is_self_attribute(target):
                     line = self.first_assigned.get(target.attr, node.lineno)
                     self.first_assigned[target.attr] = min(line, node.lineno)
 
