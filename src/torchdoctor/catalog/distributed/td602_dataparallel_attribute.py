@@ -468,36 +468,28 @@ def _set_before(ctx: Context, wrapping: ast.AST, use: ast.Attribute) -> int | No
             and type(node.value) is ast.Name  # type: ignore[attr-defined]
             and node.value.id == name  # type: ignore[attr-defined]
             and found.scopes[at] is scope
-            and _runs_before(node, wrapping, scope, found)
+            and _runs_before(node, wrapping, scope, ctx)
         ):
             return node.lineno
     return None
 
 
-def _runs_before(node: ast.AST, wrapping: ast.AST, scope: ast.AST | None, found: FileIndex) -> bool:
+def _runs_before(node: ast.AST, wrapping: ast.AST, scope: ast.AST | None, ctx: Context) -> bool:
     """Every branch or loop around `node` holds `wrapping` too, in the same part: whenever the
     wrapping runs, `node` has run (not torchvision's `model.qconfig = ...` under `if not
     post_training_quantize:`, which says nothing of the other branch)."""
+    found = index(ctx)
     at = found.number[wrapping]
     for above, child in lineage(node, found.parents):
         if above is scope:
             return True
         if isinstance(above, _BRANCHING):
-            part = next(
-                (block for block in _parts(above) if child in block), [child]
-            )  # the branch (or loop body) of `above` that holds `node`
-            if not _spans(found, part, at):
+            # The branch (or loop body) of `above` that holds `node`; an `except` handler or a
+            # `case` is a branch of its own.
+            located = ctx.block_position(child, above)
+            if not _spans(found, located[0] if located else [child], at):
                 return False
     return True
-
-
-def _parts(statement: ast.AST) -> list[list[ast.AST]]:
-    """The statement lists of a branching statement: its body, `else`, handlers, `finally`."""
-    return [
-        block
-        for name in ("body", "orelse", "handlers", "finalbody", "cases")
-        if isinstance(block := getattr(statement, name, None), list)
-    ]
 
 
 _BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.ExceptHandler, ast.Match)
