@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     VARIABLE_QUALNAMES,
@@ -10,6 +11,10 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Pitfall,
     in_compat_fallback,
+    call_name,
+    index,
+    is_parameter,
+    top_level_functions,
 )
 
 PITFALL = Pitfall(
@@ -32,6 +37,13 @@ PITFALL = Pitfall(
             "zh": "`Variable(...)` 已过时，它的 `volatile` 参数从 PyTorch 0.4 起不再起作用："
             "梯度仍然会被记录；请使用 `with torch.no_grad():`",
         },
+        "helper_volatile": {
+            "en": "`{function}(..., volatile=...)` hands `volatile` on to `Variable`, a flag without "
+            "effect since PyTorch 0.4: gradients are still recorded here; run this code under "
+            "`with torch.no_grad():` instead",
+            "zh": "`{function}(..., volatile=...)` 把 `volatile` 传给 `Variable`，而这个参数从 PyTorch 0.4 "
+            "起不再起作用：这里仍然会记录梯度；请改为在 `with torch.no_grad():` 下运行这段代码",
+        },
         "volatile_attribute": {
             "en": "Setting `{target}.volatile` has had no effect since PyTorch 0.4 (tensors have "
             "no such flag any more): gradients are still tracked; use `with torch.no_grad():` "
@@ -48,7 +60,11 @@ PITFALL = Pitfall(
 Calls of `torch.autograd.Variable(x)`, however it was imported (`from torch.autograd import
 Variable`, `torch.autograd.variable.Variable`), with or without `requires_grad=` and the
 obsolete `volatile=`; and the flag set on a tensor afterwards (`p.volatile = True` for each
-parameter of a net, `next_q.volatile = False`), in a file that imports torch.
+parameter of a net, `next_q.volatile = False`), in a file that imports torch. Also the flag
+passed through a helper of the project, the 0.3 idiom `to_var(x, volatile=True)`: a call with
+`volatile=` (not `False`) of a function of the file that has a `volatile` parameter and calls
+`Variable`, or of a function of another module whose name says it makes a variable (`to_var`,
+`make_variable`).
 
 ## Why is this bad?
 Since PyTorch 0.4 `Variable` and `Tensor` are merged: every tensor records its autograd
@@ -81,7 +97,9 @@ imported under another name (`from torch.autograd import Variable as Var`) is re
 调用 `torch.autograd.Variable(x)`，无论以何种方式导入（`from torch.autograd import Variable`、
 `torch.autograd.variable.Variable`），带或不带 `requires_grad=`，以及已过时的 `volatile=`；
 还有事后在张量上设置这个标志的写法（对网络的每个参数 `p.volatile = True`、`next_q.volatile = False`），
-只在导入了 torch 的文件中报告。
+只在导入了 torch 的文件中报告。还包括经由项目里的辅助函数传入这个参数的 0.3 写法
+`to_var(x, volatile=True)`：调用本文件中带 `volatile` 参数且调用了 `Variable` 的函数，
+或调用其他模块中名字表明它生成 Variable 的函数（`to_var`、`make_variable`），并传入 `volatile=`（不是 `False`）。
 
 ## Why is this bad?
 从 PyTorch 0.4 起 `Variable` 和 `Tensor` 已经合并：每个张量都会记录自己的自动求导历史，
@@ -185,6 +203,56 @@ def check_volatile_attribute(node: ast.Attribute, ctx: Context) -> list[Finding]
     if in_compat_fallback(ctx):
         return None
     return [ctx.finding(PITFALL, node, "volatile_attribute", target=node.value.id)]
+
+
+@PITFALL.static(ast.Module)
+def check_helpers(tree: ast.Module, ctx: Context) -> Iterator[Finding]:
+    """`to_var(x, volatile=True)`, `make_variable(images, volatile=True)`: a helper of the project
+    that hands the flag on to `Variable` (see the docs)."""
+    if "volatile" not in ctx.source or "torch" not in ctx.source:
+        return  # (the imports are not read yet: this runs before the walk)
+    found = index(ctx)
+    variables = _variable_names(tree)
+    for at in found.by_class.get(ast.keyword, ()):
+        keyword = found.nodes[at]
+        if keyword.arg != "volatile" or _is_false(keyword.value):
+            continue
+        scope = found.scopes[at]
+        if (
+            type(keyword.value) is ast.Name
+            and hasattr(scope, "args")
+            and is_parameter(scope, keyword.value.id)
+        ):
+            continue  # a helper handing on its own parameter: reported where its callers set it
+        call = found.nodes[found.above[at]]
+        name = call_name(call)
+        if name is None or name in variables:
+            continue  # `Variable(...)` itself: reported by `check`
+        if _hands_on_volatile(name, variables, ctx, found):
+            yield ctx.finding(PITFALL, call, "helper_volatile", function=name)
+
+
+def _variable_names(tree: ast.Module) -> set[str]:
+    """The names `Variable` is called by: its own, and those the module's imports give it
+    (`from torch.autograd import Variable as V`). Read from the statements, as this runs before
+    the walk reads the imports."""
+    names = {"Variable"}
+    for statement in tree.body:
+        if type(statement) is ast.ImportFrom and statement.module in _VARIABLE_MODULES:
+            names.update(a.asname for a in statement.names if a.name == "Variable" and a.asname)
+    return names
+
+
+_VARIABLE_MODULES = frozenset({"torch.autograd", "torch.autograd.variable"})
+
+
+def _hands_on_volatile(name: str, variables: set[str], ctx: Context, found) -> bool:
+    """`name` is a function of the file with a `volatile` parameter that calls `Variable`, or,
+    when the file defines no function of that name, one whose name says it makes a variable."""
+    function = top_level_functions(ctx).get(name)
+    if function is None:
+        return "var" in name.lower()
+    return is_parameter(function, "volatile") and bool(found.calls_named(function, variables))
 
 
 def _unwrap(call: ast.Call, keywords: dict, ctx: Context):
