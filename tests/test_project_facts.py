@@ -523,3 +523,46 @@ def test_classes_with_layers_that_depend_on_the_mode():
     # Two classes of one name, one without such layers: not known to have them.
     other = b"class Net(nn.Module):\n    def __init__(self):\n        self.fc = nn.Linear(8, 8)\n"
     assert not read_facts([blocks, models, other]).has_mode_layers("Net")
+
+
+def test_classes_whose_forward_sets_their_own_mode():
+    # FAST-VQA's evaluators: `forward(..., inference=True)` calls `self.eval()` itself.
+    evaluators = (
+        b"class Evaluator(nn.Module):\n    def __init__(self):\n        self.drop = nn.Dropout(0.5)\n\n"
+        b"    def forward(self, x, inference=True):\n        if inference:\n            self.eval()\n"
+        b"        return self.drop(x)\n\n"
+        b"class Trainer(nn.Module):\n    def __init__(self):\n        self.drop = nn.Dropout(0.5)\n\n"
+        b"    def forward(self, x):\n        return self.drop(x)\n\n"
+        b"    def validate(self, x):\n        self.eval()\n        return self(x)\n"
+    )
+    facts = read_facts([evaluators])
+    assert facts.sets_own_mode("Evaluator") and not facts.has_mode_layers("Evaluator")
+    # `self.eval()` in another method: its forward runs in whatever mode it is given.
+    assert not facts.sets_own_mode("Trainer") and facts.has_mode_layers("Trainer")
+
+
+def test_a_model_of_another_module_that_sets_its_own_mode_is_not_reported(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "models.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Evaluator(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.drop = nn.Dropout(0.5)\n\n"
+        "    def forward(self, x, inference=True):\n        if inference:\n            self.eval()\n"
+        "            with torch.no_grad():\n                return self.drop(x)\n        return self.drop(x)\n"
+    )
+    train = (
+        "import torch\nfrom models import Evaluator\n\n\n"
+        "def finetune(model, loader, optimizer):\n    model.train()\n    for x in loader:\n"
+        "        model(x, inference=False).sum().backward()\n        optimizer.step()\n\n\n"
+        "def validate(model, val_loader):\n    with torch.no_grad():\n"
+        "        for x in val_loader:\n            print(model(x))\n\n\n"
+        "def main(loader, val_loader, optimizer):\n    model = MODEL\n"
+        "    finetune(model, loader, optimizer)\n    validate(model, val_loader)\n"
+    )
+    (tmp_path / "train.py").write_text(train.replace("MODEL", "Evaluator()"))
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    (tmp_path / "models.py").write_text(
+        (tmp_path / "models.py")
+        .read_text()
+        .replace("            self.eval()\n", "            pass\n")
+    )
+    assert "train.py:15:19: TD205" in _check(tmp_path, ".", rule="TD205").stdout

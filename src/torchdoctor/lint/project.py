@@ -193,6 +193,9 @@ class ProjectFacts:
     # The top-level classes of the project that have a layer whose forward depends on the mode
     # (Dropout, BatchNorm...): named in their body, or in a class they call or subclass.
     mode_layer_classes: frozenset[str] = frozenset()
+    # The top-level classes of the project that set their own mode (`self.eval()` in their
+    # `forward`, as FAST-VQA's evaluators do when `inference=True`): whoever runs one need not.
+    self_moded_classes: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -229,6 +232,11 @@ class ProjectFacts:
         """Whether every top-level class of this name in the project has a layer whose forward
         depends on the training or evaluation mode (its own, or a project class's it uses)."""
         return class_name in self.mode_layer_classes
+
+    def sets_own_mode(self, class_name: str) -> bool:
+        """Whether every top-level class of this name in the project calls `self.eval()` in its
+        `forward`."""
+        return class_name in self.self_moded_classes
 
     def has(self, marker: str) -> bool:
         """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
@@ -319,7 +327,8 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 # loads, the names it closes, the names its top-level imports bind ("name=origin"), and its
 # top-level functions named to evaluate ("name=1" when one keeps its model's mode, else
 # "name=0"), and what its top-level classes build their layers from ("Name:!" for one naming a
-# mode-dependent layer, "Name:A,B" for one calling the classes A and B).
+# mode-dependent layer, "Name:A,B" for one calling the classes A and B, "Name:=" for one
+# setting its own mode).
 FileFacts = tuple[
     list[list],
     list[str],
@@ -413,7 +422,8 @@ def _class_layers(source: bytes) -> set[str]:
     """ "Name:!" for each top-level class whose statement or body names a mode-dependent
     layer (comments left out), else "Name:A,B" with its bases and, for a direct subclass of
     a `Module`, the classes its `__init__` calls by a bare name. `source`: the text with a line
-    break put in front."""
+    break put in front. "Name:=" for one whose `forward` calls `self.eval()` (it sets its own
+    mode)."""
     found = set()
     layers = _layer_words_at(source)
     for match in _TOP_LEVEL_CLASS.finditer(source):
@@ -423,6 +433,9 @@ def _class_layers(source: bytes) -> set[str]:
         if not bases:
             continue  # no base, no layer: not a module
         name = match.group(1).decode("ascii", "replace")
+        if _forward_sets_mode(source, match.end(), end):
+            found.add(f"{name}:=")  # sets its own mode: no claim about its layers
+            continue
         first = bisect_left(layers, start)
         if first < len(layers) and layers[first] < end:
             if _OPTIONAL_LAYER.search(source, start, end) is None:
@@ -438,6 +451,15 @@ def _class_layers(source: bytes) -> set[str]:
                     used.add(called.group(1).decode("ascii", "replace"))
         found.add(f"{name}:{','.join(sorted(used))}")
     return found
+
+
+def _forward_sets_mode(source: bytes, start: int, end: int) -> bool:
+    """The class body in [start, end) has a `forward` that calls `self.eval()`."""
+    forward = source.find(b"def forward", start, end)
+    if forward == -1:
+        return False
+    stop = source.find(b"\n    def ", forward, end)  # the next method, as most indent it
+    return source.find(b"self.eval()", forward, end if stop == -1 else stop) != -1
 
 
 def _layer_words_at(source: bytes) -> list[int]:
@@ -620,6 +642,11 @@ class FactsReader:
         # A class settles as mode-dependent when every definition names such a layer, or uses
         # (calls, or subclasses) a class that settled so.
         mode_classes = _classes_on(self._layers_of, lambda used: used == "!")
+        self_moded = {
+            name
+            for name, definitions in self._layers_of.items()
+            if all(d == ["="] for d in definitions)
+        }
         parts = (
             classes,
             self._env_reads,
@@ -632,6 +659,7 @@ class FactsReader:
             {f"{name}={origin}" for name, origin in reexports},
             evaluators,
             mode_classes,
+            self_moded,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -654,6 +682,7 @@ class FactsReader:
             frozenset(evaluators),
             reexports,
             frozenset(mode_classes),
+            frozenset(self_moded),
         )
 
 

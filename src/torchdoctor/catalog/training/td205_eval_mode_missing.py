@@ -6,11 +6,13 @@ import ast
 from functools import partial
 from typing import Iterator
 
+from torchdoctor.catalog.training._after_train import evaluations_after_train, trains
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
     MODE_WORDS,
     MODULE_SELF_METHODS,
     Clue,
+    attribute_values,
     bindings,
     Context,
     FileIndex,
@@ -20,6 +22,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index,
     index_of,
+    is_self_attribute,
     lazy_compile,
     per_file,
     runs_without_gradients,
@@ -68,6 +71,15 @@ PITFALL = Pitfall(
             "zh": "`{function}`（本项目中的一个函数：在循环里运行传给它的模型，但不设置模式）在这里拿到的 "
             "`{model}` 处于训练模式：评估时它的 Dropout 和 BatchNorm 层仍按训练方式工作；请在调用前 "
             "`{model}.eval()`，调用后 `{model}.train()`",
+        },
+        "after-train": {
+            "en": "`{function}()` evaluates `{model}` in training mode: `{model}.train()` on line "
+            "{line} still holds here (nothing in between calls `.eval()`, nor does `{function}`), "
+            "so Dropout stays active and BatchNorm updates its running statistics with evaluation "
+            "data; call `{model}.eval()` before it and `{model}.train()` after",
+            "zh": "`{function}()` 在训练模式下评估 `{model}`：第 {line} 行的 `{model}.train()` 在这里仍然生效"
+            "（其间没有调用 `.eval()`，`{function}` 里也没有），Dropout 仍然生效，BatchNorm 会用评估数据"
+            "更新 running 统计量；请在调用前执行 `{model}.eval()`，之后再 `{model}.train()`",
         },
         "switched": {
             "en": "`{model}.train()` inside this evaluation loop puts the model back in "
@@ -132,6 +144,16 @@ model is `self` or a model built in the file from a class of the file with Dropo
 (or a torchvision model), or from a class of another module in a project that has such layers:
 reported at the call.
 
+And an evaluation function of the file (named to evaluate, validate, test or predict; it runs
+the model and neither sets a mode nor trains) called after `model.train()` with nothing in
+between that may set a mode (`.eval()`, `.train(...)`, a function of the file that sets one):
+`self.net.train()`, one epoch of training, then `self.test_epoch()`, which runs `self.net`,
+even when another caller of `test_epoch` calls `.eval()` first. The call is read in the
+statements after the switch, and after the loops, `with` and `try` statements around it, never
+out of an `if`; the model must have a layer whose behaviour depends on the mode (a class of the
+file, a torchvision model, or a project class the project's facts say has one). Reported at the
+evaluation function's call.
+
 And `model.train()` inside an evaluation loop that runs without gradients (under
 `torch.no_grad()` or `torch.inference_mode()`), of a model that loop runs: the model evaluates in
 training mode from that batch on. Not when the loop or the lines just above it speak of dropout,
@@ -192,6 +214,13 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
 而调用处周围的代码把模型切换到训练模式、从未切换到评估模式，且模型是 `self`，或是由本文件中带 Dropout 或
 BatchNorm 的类（或 torchvision 模型）构造的模型，或是项目中其他模块的类（且项目里有这类层）构造的模型：
 在这次调用处报告。
+
+还包括在 `model.train()` 之后调用本文件中的评估函数（以 evaluate、validate、test 或 predict 命名，
+运行该模型，既不设置模式也不训练），而其间没有任何可能设置模式的代码（`.eval()`、`.train(...)`、
+本文件中设置模式的函数）：`self.net.train()`，训练一个 epoch，然后 `self.test_epoch()` 运行 `self.net`——
+即使 `test_epoch` 的另一个调用者先调用了 `.eval()`。只沿着切换之后的语句、以及包住它的循环、`with`、`try`
+之后的语句往下读，不会跳出 `if`；模型必须含有行为随模式变化的层（本文件的类、torchvision 模型，
+或项目事实表明含有这类层的项目类）。在评估函数的调用处报告。
 
 还包括在不记录梯度（`torch.no_grad()` 或 `torch.inference_mode()` 之下）的评估循环里对该循环所运行的模型
 调用 `model.train()`：从这个 batch 起模型就在训练模式下评估。如果循环或它上面几行提到 dropout、
@@ -391,6 +420,8 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     if family is None:
         return  # no caller in this file: whoever calls it may already have set the modes
     models = program.assigned(family, last_name(call.func))
+    if program.set_their_own_mode(models):
+        return  # `forward` calls `self.eval()` itself (FAST-VQA's evaluators)
     flags = [program.flags(scope) for scope in family]
     in_training_mode = any(f.switches_to_train for f in flags) or program.built_here(models)
     eval_missing = (
@@ -439,6 +470,35 @@ def check_helpers(tree: ast.Module, ctx: Context) -> Iterator[Finding]:
                 continue  # its class has no Dropout or BatchNorm, or cannot be seen
             reported.add(scope)
             yield ctx.finding(PITFALL, call, "helper", function=name, model=model.id)
+
+
+@PITFALL.static(ast.Call, names={"train"})
+def check_after_train(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """`model.train()`, then an evaluation function of the file that runs the model in the mode
+    it is given (see _after_train)."""
+    if (
+        not ctx.imports_torch
+        or type(call.func) is not ast.Attribute
+        or not _is_true_or_absent(call)
+    ):
+        return
+    if not ctx.may_name("eval") and not any(word in ctx.names_text for word in _EVAL_STEMS):
+        return  # no function named to evaluate can be called here
+    program = _program(ctx)
+    for found in evaluations_after_train(call, ctx, program):
+        if program.model_mode_dependent(call.func.value, ctx):
+            yield ctx.finding(
+                PITFALL,
+                found.call,
+                "after-train",
+                function=found.function,
+                model=found.model,
+                line=call.lineno,
+            )
+
+
+# What the names of evaluation functions contain.
+_EVAL_STEMS = ("val", "test", "infer", "predict")
 
 
 @PITFALL.static(ast.Call, names={"load_state_dict"})
@@ -784,7 +844,7 @@ class _Program:
             made = unwrap_self_methods(binding.value)  # `Net().to(device)` -> `Net()`
             if _moves_itself(made, name):
                 continue  # `net = net.cuda()`: the same model
-            if not isinstance(made, ast.Call):
+            if not isinstance(made, ast.Call) or self.set_their_own_mode([made]):
                 return False
             func = made.func
             if isinstance(func, ast.Name) and func.id in self.classes:
@@ -870,6 +930,102 @@ class _Program:
             name = last_name(value.func)
             return name is not None and self.ctx.project.has_mode_layers(name)
         return self.ctx.kind_of(value) is Kind.MODULE
+
+    def sets_mode(self, function: ast.AST) -> bool:
+        """`function`, or a function of the file it calls, switches a model's mode. A model's
+        `forward` it runs does not count: whether the model sets its own mode is asked of the
+        model's class (`set_their_own_mode`)."""
+        return any(
+            self.facts[member].switches_to_eval or self.facts[member].switches_to_train
+            for member in self.reach(function)
+            if member is function or member.name != "forward"  # type: ignore[attr-defined]
+        )
+
+    def names_an_evaluation(self, function: ast.AST) -> bool:
+        """Named to evaluate (`validate`, `test_epoch`), and no pytest test (`test_x` at the top
+        level, a method of a `Test...` class)."""
+        if not _words(function.name.lower()) & EVAL_WORDS:  # type: ignore[attr-defined]
+            return False
+        owner = self.owner.get(function)
+        if owner is None:
+            return not function.name.startswith("test")  # type: ignore[attr-defined]
+        return not owner.name.startswith("Test")
+
+    def keeps_modes(self, evaluator: ast.AST) -> bool:
+        """`evaluator` runs its model in the mode it is given: it sets none, trains none, does
+        not speak of keeping dropout on, and is not one the loop check reports already (no
+        caller or method around switches to eval mode, and it loops over a loader)."""
+        if self.sets_mode(evaluator) or trains(evaluator, self.found):
+            return False
+        start, end = evaluator.lineno - 1, evaluator.end_lineno or evaluator.lineno  # type: ignore[attr-defined]
+        text = " ".join(self.ctx.lines[start:end]).lower()
+        if any(word in text for word in _DROPOUT_ON_PURPOSE):
+            return False
+        family = self.family(evaluator) or [evaluator]
+        if any(self.flags(member).switches_to_eval for member in family):
+            return True
+        loops = self.found.under(evaluator, ast.For, ast.AsyncFor)
+        return not any(_loader_name(loop.iter, self.ctx) for loop in loops)
+
+    def model_mode_dependent(self, model: ast.AST, ctx: Context) -> bool:
+        """The model `model.train()` switched has a layer whose behaviour depends on the mode:
+        see `mode_dependent_here`; for `self.x`, every value the class assigns to it."""
+        others = ctx.project.has("mode-dependent layers")
+        scope = ctx.enclosing_function() or ctx.tree
+        if type(model) is ast.Name:
+            return self.mode_dependent_here(model.id, scope, ctx, others)
+        owner = self.owner.get(scope)
+        if owner is None:
+            return False
+        attribute = model.attr  # type: ignore[attr-defined]
+        values = attribute_values(ctx, owner, attribute)
+        return bool(values) and all(self._builds_mode_layers(value, attribute) for value in values)
+
+    def _builds_mode_layers(self, value: ast.AST, attribute: str) -> bool:
+        """`value` is `self.<attribute>` moved (`.cuda()`), or builds a model with a layer whose
+        behaviour depends on the mode."""
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in MODULE_SELF_METHODS
+            and is_self_attribute(value.func.value)
+            and value.func.value.attr == attribute
+        ):
+            return True
+        made = unwrap_self_methods(value)
+        if not isinstance(made, ast.Call) or self._sets_own_mode(made):
+            return False
+        func = made.func
+        if isinstance(func, ast.Name) and func.id in self.classes:
+            cls = self.classes[func.id]
+            return self.ctx.is_module_class(cls) and not self._modes.class_mode_free(cls)
+        qualname = self.ctx.qualname(func) or ""
+        if qualname.startswith("torchvision.models."):
+            return True
+        if qualname.startswith("torch.nn."):
+            return not self._modes.all_mode_free([made])
+        name = last_name(func)
+        return name is not None and self.ctx.project.has_mode_layers(name)
+
+    def set_their_own_mode(self, models: list[ast.AST]) -> bool:
+        """Every model is built from a class whose `forward` calls `self.eval()` itself: of the
+        file, or of the project (its facts)."""
+        return bool(models) and all(self._sets_own_mode(unwrap_self_methods(v)) for v in models)
+
+    def _sets_own_mode(self, value: ast.AST) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in self.classes:
+            methods = self.methods.get(self.classes[func.id], ())
+            return any(
+                is_self_attribute(node.func)
+                for forward in methods
+                if forward.name == "forward"
+                for node in self.found.calls_named(forward, ["eval"])
+            )
+        name = last_name(func)
+        return name is not None and self.ctx.project.sets_own_mode(name)
 
     def mode_free(self, models: list[ast.AST]) -> bool:
         """True when every model built under this name has no Dropout/BatchNorm-like layer."""
