@@ -1,11 +1,11 @@
-"""The torch.nn classes TD409 takes for parameter-free (their output requires grad only when
+"""The torch.nn classes the checker takes for parameter-free (their output requires grad only when
 their input does) are so in the installed torch."""
 
 from __future__ import annotations
 
 import pytest
 
-from torchdoctor.catalog.tensor.td409_numpy_on_grad_or_cuda_tensor import PARAMETER_FREE
+from torchdoctor.lint.parameter_free import PARAMETER_FREE
 
 torch = pytest.importorskip("torch", reason="the list is checked against the installed torch")
 

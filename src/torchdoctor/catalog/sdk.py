@@ -59,6 +59,7 @@ from torchdoctor.lint.context import (
 from torchdoctor.lint.gradients import runs_without_gradients, turns_recording_off
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.project import MODE_WORDS, holds_marker
+from torchdoctor.lint.parameter_free import parameter_free_module
 from torchdoctor.lint.values import (
     assignments,
     attribute_values,
@@ -180,6 +181,7 @@ __all__ = [
     "is_parameter",
     "parameter_default",
     "passed_values",
+    "parameter_free_module",
     "HOOKS",
     "MODULE_SELF_METHODS",
     "VARIABLE_QUALNAMES",

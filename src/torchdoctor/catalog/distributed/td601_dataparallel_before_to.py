@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     block_names,
     first_in_walk,
     index_of,
+    parameter_free_module,
     per_file,
     scope_of,
     subtree,
@@ -41,7 +42,9 @@ PITFALL = Pitfall(
 `wrapper = nn.DataParallel(model)` followed, in the same block, by a forward call
 `wrapper(...)`, when neither `model` nor `wrapper` is moved with `.to(...)` or `.cuda()`
 anywhere before that call in the same function (or module), nor passed to another function
-that could move it.
+that could move it. A model with no parameter and no buffer (activations, pooling, losses, a
+`Sequential` of them, a module class of the file without `__init__`) has nothing to move and is
+not reported.
 
 ## Why is this bad?
 `nn.DataParallel` does not move the model. At every forward it checks that all parameters and
@@ -64,7 +67,8 @@ A model whose parameters are created on the GPU directly (`torch.set_default_dev
 ## What it catches
 `wrapper = nn.DataParallel(model)` 之后，在同一个代码块里直接前向调用 `wrapper(...)`，
 而在这次调用之前，同一个函数（或模块顶层）里 `model` 和 `wrapper` 都没有用 `.to(...)` 或 `.cuda()`
-移动过，也没有交给其他可能移动它的函数。
+移动过，也没有交给其他可能移动它的函数。没有任何参数和 buffer 的模型（激活、池化、损失函数、
+由它们组成的 `Sequential`、本文件中没有 `__init__` 的模块类）没有东西需要移动，不报告。
 
 ## Why is this bad?
 `nn.DataParallel` 不会替你移动模型。每次前向时它都会检查所有参数和 buffer 是否在 `device_ids[0]`
@@ -117,6 +121,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     model = call.args[0]
     if ctx.kind_of(model) is not Kind.MODULE or _has_move(model, ctx):
         return
+    if parameter_free_module(model, ctx):
+        return  # nothing on the CPU to move (torchgpipe's `nn.Sequential(Stash(), Pop())`)
     if isinstance(model, ast.Name) and (
         _moved_where_bound(model, ctx) or _built_around_moved(model, ctx)
     ):

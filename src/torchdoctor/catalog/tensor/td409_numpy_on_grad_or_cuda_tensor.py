@@ -14,16 +14,12 @@ from torchdoctor.catalog.sdk import (
     from_project_class,
     argument,
     is_parameter,
-    is_self_attribute,
-    attribute_values,
-    bindings,
     shorten,
     names_a_model,
     assigned_before,
     index,
-    scope_of,
+    parameter_free_module,
     per_file,
-    top_level_classes,
     turns_recording_off,
 )
 
@@ -161,22 +157,6 @@ squeeze unsqueeze flatten expand expand_as repeat narrow softmax log_softmax sig
 exp log sqrt abs neg sum mean
 """.split()
 )
-# torch.nn classes without parameters: their output requires grad only if their input does.
-# (tests/test_td409_parameter_free.py builds each with the installed torch.)
-PARAMETER_FREE = frozenset(
-    """
-ReLU ReLU6 LeakyReLU GELU SiLU Sigmoid Tanh Softmax LogSoftmax Softplus Mish Hardswish ELU
-CELU SELU GLU Hardtanh Hardsigmoid Hardshrink Softshrink Softsign Tanhshrink LogSigmoid Softmin
-Softmax2d Threshold RReLU Identity Flatten Unflatten Dropout Dropout1d Dropout2d Dropout3d
-AlphaDropout FeatureAlphaDropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d
-AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d
-AdaptiveMaxPool3d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
-ChannelShuffle ZeroPad2d CosineSimilarity PairwiseDistance
-BCELoss BCEWithLogitsLoss CrossEntropyLoss NLLLoss MSELoss L1Loss SmoothL1Loss HuberLoss KLDivLoss
-CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss HingeEmbeddingLoss SoftMarginLoss
-MultiMarginLoss PoissonNLLLoss GaussianNLLLoss CTCLoss
-""".split()
-)
 # Names that turn grad off for parameters or globally: the grad case is then unknowable.
 GRAD_SWITCHES = frozenset({"requires_grad_", "set_grad_enabled", "requires_grad"})
 MAX_HOPS = 8
@@ -218,7 +198,7 @@ def _origin(expr: ast.AST, ctx: Context) -> tuple[str, dict] | None:
             continue
         if not isinstance(expr, ast.Call):
             return None
-        if expr.args and _parameter_free_instance(expr.func, ctx):
+        if expr.args and parameter_free_module(expr.func, ctx):
             expr = expr.args[0]  # `nn.Sigmoid()(x)`, `criterion(pred, y)`: as `x`, `pred` are
             continue
         if _calls_module(expr, ctx):
@@ -255,7 +235,7 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
         return False
     # `nn.Softmax(dim=1)(x)`, `Swish()(x)`: no parameters, the output requires grad only if
     # x does.
-    if _parameter_free_instance(func, ctx) or from_project_class(func, ctx):
+    if parameter_free_module(func, ctx) or from_project_class(func, ctx):
         return False  # no parameters, or none that can be seen from here
     if isinstance(func, ast.Name) and _is_parameter(func.id, ctx) and not names_a_model(func.id):
         return False  # `conversion: nn.Module` passed in: maybe a parameter-free transform
@@ -266,51 +246,6 @@ def _is_parameter(name: str, ctx: Context) -> bool:
     """`name` is a parameter of the function the walk is in."""
     function = ctx.enclosing_function()
     return function is not None and is_parameter(function, name)
-
-
-def _parameter_free_instance(func: ast.AST, ctx: Context) -> bool:
-    """`Swish()`, `nn.Sigmoid()`, `nn.Sequential(nn.ReLU(), nn.Sigmoid())`, or a name bound
-    only to such a module, where `Swish` is parameter-free."""
-    if isinstance(func, ast.Call):
-        qualname = ctx.qualname(func.func) or ""
-        if qualname.startswith("torch.nn."):
-            kind = qualname.rpartition(".")[2]
-            if kind == "Sequential":
-                return bool(func.args) and all(
-                    _parameter_free_instance(layer, ctx) for layer in func.args
-                )
-            return kind in PARAMETER_FREE
-        return isinstance(func.func, ast.Name) and _parameter_free_class(ctx, func.func.id)
-    if is_self_attribute(func):  # `self.score_fn = nn.CosineSimilarity(dim=-1)` (s3prl)
-        cls = ctx.enclosing_class()
-        values = attribute_values(ctx, cls, func.attr) if cls is not None else ()  # type: ignore[attr-defined]
-        return bool(values) and all(
-            isinstance(value, ast.Call) and _parameter_free_instance(value, ctx) for value in values
-        )
-    if not isinstance(func, ast.Name):
-        return False
-    found = bindings(ctx, scope_of(func.id, ctx), func.id)
-    return bool(found) and all(
-        not b.augmented and isinstance(b.value, ast.Call) and _parameter_free_instance(b.value, ctx)
-        for b in found
-    )
-
-
-def _parameter_free_class(ctx: Context, name: str) -> bool:
-    """A module class of this file built straight on `nn.Module` with no `__init__`: it can
-    hold no parameter."""
-    cls = top_level_classes(ctx).get(name)
-    if cls is None or len(cls.bases) != 1:
-        return False
-    if (ctx.qualname(cls.bases[0]) or "") not in (
-        "torch.nn.Module",
-        "torch.nn.modules.module.Module",
-    ):
-        return False
-    return not any(
-        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"
-        for s in cls.body
-    )
 
 
 def _moves_to_cuda(call: ast.Call) -> bool:

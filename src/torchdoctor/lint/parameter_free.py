@@ -1,0 +1,92 @@
+"""Modules that hold no parameter and no buffer: an activation, a pooling layer, a loss, a
+`Sequential` of such layers, or a module class of the file with no `__init__`. Their output
+requires grad only when their input does, and moving them to a device changes nothing."""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.lint.bindings import bindings, scope_of
+from torchdoctor.lint.context import MODULE_SELF_METHODS, Context, top_level_classes
+from torchdoctor.lint.values import attribute_values, is_self_attribute
+
+# torch.nn classes without parameters or buffers (tests/test_parameter_free.py builds each with
+# the installed torch).
+PARAMETER_FREE = frozenset(
+    """
+ReLU ReLU6 LeakyReLU GELU SiLU Sigmoid Tanh Softmax LogSoftmax Softplus Mish Hardswish ELU
+CELU SELU GLU Hardtanh Hardsigmoid Hardshrink Softshrink Softsign Tanhshrink LogSigmoid Softmin
+Softmax2d Threshold RReLU Identity Flatten Unflatten Dropout Dropout1d Dropout2d Dropout3d
+AlphaDropout FeatureAlphaDropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d
+AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d
+AdaptiveMaxPool3d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
+ChannelShuffle ZeroPad2d CosineSimilarity PairwiseDistance
+BCELoss BCEWithLogitsLoss CrossEntropyLoss NLLLoss MSELoss L1Loss SmoothL1Loss HuberLoss KLDivLoss
+CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss HingeEmbeddingLoss SoftMarginLoss
+MultiMarginLoss PoissonNLLLoss GaussianNLLLoss CTCLoss
+""".split()
+)
+_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+
+
+def parameter_free_module(expr: ast.AST, ctx: Context) -> bool:
+    """`Swish()`, `nn.Sigmoid()`, `nn.Sequential(nn.ReLU(), Stash())`, or a name or `self`
+    attribute bound only to such a module, where `Swish` and `Stash` are parameter-free."""
+    if isinstance(expr, ast.Call):
+        qualname = ctx.qualname(expr.func) or ""
+        if qualname.startswith("torch.nn."):
+            kind = qualname.rpartition(".")[2]
+            if kind == "Sequential":
+                return bool(expr.args) and all(
+                    parameter_free_module(layer, ctx) for layer in expr.args
+                )
+            return kind in PARAMETER_FREE
+        return isinstance(expr.func, ast.Name) and _parameter_free_class(ctx, expr.func.id)
+    if is_self_attribute(expr):  # `self.score_fn = nn.CosineSimilarity(dim=-1)` (s3prl)
+        cls = ctx.enclosing_class()
+        values = attribute_values(ctx, cls, expr.attr) if cls is not None else ()  # type: ignore[attr-defined]
+        return bool(values) and all(
+            isinstance(value, ast.Call) and parameter_free_module(value, ctx) for value in values
+        )
+    if not isinstance(expr, ast.Name):
+        return False
+    found = [
+        b
+        for b in bindings(ctx, scope_of(expr.id, ctx), expr.id) or ()
+        if not _same_module(b.value, expr.id, ctx)
+    ]
+    return bool(found) and all(
+        not b.augmented and isinstance(b.value, ast.Call) and parameter_free_module(b.value, ctx)
+        for b in found
+    )
+
+
+def _same_module(value: ast.AST | None, name: str, ctx: Context) -> bool:
+    """`model = nn.DataParallel(model)`, `model = model.cuda()`: the module `name` held, wrapped
+    or moved, with no parameter of its own added."""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in MODULE_SELF_METHODS:
+        return isinstance(func.value, ast.Name) and func.value.id == name
+    first = value.args[0] if value.args else None
+    return (
+        isinstance(first, ast.Name)
+        and first.id == name
+        and (ctx.qualname(func) or "").rpartition(".")[2]
+        in ("DataParallel", "DistributedDataParallel")
+    )
+
+
+def _parameter_free_class(ctx: Context, name: str) -> bool:
+    """A module class of this file (at its top or in the scope being read) built straight on
+    `nn.Module` with no `__init__`: it can hold no parameter."""
+    cls = ctx.local_class(name) or top_level_classes(ctx).get(name)
+    if cls is None or len(cls.bases) != 1:
+        return False
+    if (ctx.qualname(cls.bases[0]) or "") not in _MODULE_BASES:
+        return False
+    return not any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"
+        for s in cls.body
+    )
