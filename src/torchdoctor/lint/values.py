@@ -392,6 +392,19 @@ def _tensor_type_of_name(ctx: Context, scope: ast.AST, name: str) -> str | None:
 # ---- values across functions: `self.x` in every method, parameters at every call --------------
 
 
+def dotted_name(expr: ast.AST) -> str | None:
+    """`self.net.forward` -> "self.net.forward": a chain of attributes on a name, written out;
+    None for anything else."""
+    parts = []
+    while type(expr) is ast.Attribute:
+        parts.append(expr.attr)  # type: ignore[attr-defined]
+        expr = expr.value  # type: ignore[attr-defined]
+    if type(expr) is not ast.Name:
+        return None
+    parts.append(expr.id)  # type: ignore[attr-defined]
+    return ".".join(reversed(parts))
+
+
 def is_self_attribute(expr: ast.AST) -> bool:
     """`self.<attr>`."""
     return type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self"

@@ -7,6 +7,7 @@ from bisect import bisect_left
 from functools import partial
 
 from torchdoctor.catalog.sdk import (
+    dotted_name,
     is_self_attribute,
     Context,
     Finding,
@@ -299,7 +300,7 @@ def _new_parameter(node: ast.Assign, ctx: Context) -> list[Finding] | None:
         if _is_conditional(ctx):  # lazy initialisation on the first call
             return None
         return [ctx.finding(PITFALL, node, "new-parameter", target=ctx.text(target))]
-    model = _optimized_prefix(node, _dotted(target), ctx)
+    model = _optimized_prefix(node, dotted_name(target), ctx)
     if model is None:
         return None
     return [ctx.finding(PITFALL, node, "after-optimizer", target=ctx.text(target), model=model)]
@@ -415,7 +416,7 @@ def _optimized_models(call: ast.Call, ctx: Context) -> list[str]:
     models = []
     for part in ast.walk(call):
         if isinstance(part, ast.Call) and _called_name(part) in ("parameters", "named_parameters"):
-            model = _dotted(part.func.value)
+            model = dotted_name(part.func.value)
             if model is not None:
                 models.append(model)
     return models
@@ -430,20 +431,8 @@ def _called_name(call: ast.Call) -> str | None:
     return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
 
 
-def _dotted(expr: ast.expr) -> str | None:
-    """`model.fc.weight` for a chain of attributes on a name; None for anything else."""
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
-
-
 def _root_name(expr: ast.expr) -> str | None:
-    dotted = _dotted(expr)
+    dotted = dotted_name(expr)
     return dotted.partition(".")[0] if dotted else None
 
 

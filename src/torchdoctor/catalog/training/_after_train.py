@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, NamedTuple
 
-from torchdoctor.catalog.sdk import Context, index
+from torchdoctor.catalog.sdk import Context, dotted_name, index
 
 # Statements whose body always runs when they are reached (a loop's body at least once in the
 # common case): a switch in them still holds after them.
@@ -131,7 +131,7 @@ def _runs(evaluator: ast.AST, call: ast.Call, receiver: ast.AST, model: str, fou
             return False
         runs = {parameter, parameter + ".forward"}
     for node in found.under(evaluator, ast.Call):
-        if _dotted(node.func) in runs:
+        if dotted_name(node.func) in runs:
             return True
     return False
 
@@ -150,18 +150,6 @@ def _parameter_given(function: ast.AST, call: ast.Call, model: str) -> str | Non
         if type(keyword.value) is ast.Name and keyword.value.id == model:
             return keyword.arg
     return None
-
-
-def _dotted(expr: ast.AST) -> str | None:
-    """`self.net.forward` -> "self.net.forward"; None for anything but names and attributes."""
-    parts = []
-    while type(expr) is ast.Attribute:
-        parts.append(expr.attr)
-        expr = expr.value
-    if type(expr) is not ast.Name:
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
 
 
 def trains(evaluator: ast.AST, found) -> bool:

@@ -108,7 +108,8 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；
 DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
 `DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
-`step` 之后紧跟 `break` 的循环；在常量 `range(...)` 上最多三轮的循环（基准测试的预热、测试里的几步）；以及调用由项目其他模块中的类构建的模型、而项目中某个模块会自己清零梯度
+`step` 之后紧跟 `break` 的循环；在常量 `range(...)` 上最多三轮的循环（基准测试的预热、测试里的几步）；
+以及调用由项目其他模块中的类构建的模型、而项目中某个模块会自己清零梯度
 （在 `forward` 里调用 `self.zero_grad()`）的循环。
 
 ## Why is this bad?
