@@ -249,7 +249,8 @@ MASK_FUNCTIONS = frozenset({"torch.masked_fill", "torch.masked_select", "torch.m
 DTYPE_KEEPING = frozenset(
     """
 cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flatten unflatten
-repeat t transpose permute narrow fill_ zero_ pin_memory split chunk unbind tensor_split
+repeat t transpose permute narrow fill_ zero_ pin_memory split chunk unbind tensor_split triu
+tril triu_ tril_ flip roll view_as
 """.split()
 )
 DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
@@ -475,7 +476,8 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
     exact = not mixed and _holds_zero_one(made)
     source = shorten(ctx.text(made))
     if _in_mask_position(value, parents, ctx):
-        yield ctx.finding(PITFALL, made, fix=_fix(spelling, exact, ctx), source=source)
+        fix = None if _through_arithmetic(made, value, parents) else _fix(spelling, exact, ctx)
+        yield ctx.finding(PITFALL, made, fix=fix, source=source)
         return
     statement = ctx.ancestors[-1] if ctx.ancestors else None
     name = _assigned_name(statement, value)
@@ -485,10 +487,10 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
     line = _first_mask_use(name, ctx)
     if line is None:
         return
-    exact = exact and _only_mask_uses(ctx, ctx.enclosing_function() or ctx.tree, name)
-    yield ctx.finding(
-        PITFALL, made, "name", fix=_fix(spelling, exact, ctx), source=source, name=name, line=line
-    )
+    scope = ctx.enclosing_function() or ctx.tree
+    exact = exact and _only_mask_uses(ctx, scope, name)
+    fix = None if _used_in_arithmetic(ctx, scope, name) else _fix(spelling, exact, ctx)
+    yield ctx.finding(PITFALL, made, "name", fix=fix, source=source, name=name, line=line)
 
 
 def _report_attribute(
@@ -626,6 +628,8 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
             and _is_mask_like(parent.right if parent.left is value else parent.left)
         ):
             value, mixed = parent, True
+        elif _is_arithmetic(parent, value):  # `1 - mask`: uint8 still (sgrvinod's SSD)
+            value, mixed = parent, True
         else:
             return value, mixed
 
@@ -707,6 +711,42 @@ def _holds_zero_one(made: ast.Call) -> bool:
     if name == "tensor" and made.args:
         return _is_zero_one_literal(made.args[0])
     return False
+
+
+def _is_arithmetic(node: ast.AST | None, operand: ast.AST) -> bool:
+    """`1 - mask`, `mask + 1`, `mask ^ 1`: arithmetic with an int, which a bool tensor refuses
+    (`-`) or turns into integers (`+`, `^`): no fix to bool can be offered."""
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, (ast.Sub, ast.Add, ast.BitXor))
+        and _is_small_int(node.right if node.left is operand else node.left)
+    )
+
+
+def _through_arithmetic(made: ast.AST, value: ast.AST, parents: dict) -> bool:
+    """Some arithmetic with an int lies between `made` and the `value` carrying it."""
+    node = made
+    while node is not value:
+        parent = parents.get(node)
+        if parent is None:
+            return False
+        if _is_arithmetic(parent, node):
+            return True
+        node = parent
+    return False
+
+
+@per_file
+def _used_in_arithmetic(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """Some read of `name` in its scope takes part in arithmetic with an int."""
+    found = index_of(ctx, scope)
+    parents = found.parents
+    return any(_is_arithmetic(parents.get(node), node) for node in found.names_in(scope, name))
+
+
+def _is_small_int(expr: ast.AST) -> bool:
+    """An int literal a uint8 tensor takes in arithmetic without changing its dtype."""
+    return isinstance(expr, ast.Constant) and type(expr.value) is int and 0 <= expr.value <= 255
 
 
 def _is_size(expr: ast.AST) -> bool:
