@@ -566,3 +566,73 @@ def test_a_model_of_another_module_that_sets_its_own_mode_is_not_reported(tmp_pa
         .replace("            self.eval()\n", "            pass\n")
     )
     assert "train.py:15:19: TD205" in _check(tmp_path, ".", rule="TD205").stdout
+
+
+TRAINER = """import torch
+import torch.nn as nn
+
+
+class GanTrainer(nn.Module):
+    def __init__(self, gen, dis):
+        super().__init__()
+        self.dis = dis
+        self.dis_opt = torch.optim.Adam(dis.parameters())
+        self.dis_scheduler = torch.optim.lr_scheduler.StepLR(self.dis_opt, step_size=100000)
+
+    def update_learning_rate(self):
+        if self.dis_scheduler is not None:
+            self.dis_scheduler.step()
+
+    def dis_update(self, images):
+        self.dis_opt.zero_grad()
+        self.dis(images).mean().backward()
+        self.dis_opt.step()
+"""
+
+TRAIN_GAN = """import torch
+from trainer import GanTrainer
+
+
+def train_gan(trainer, loader, num_gpu):
+    for images in loader:
+        if num_gpu > 1:
+            trainer.module.update_learning_rate()
+        else:
+            trainer.update_learning_rate()
+        trainer.dis_update(images)
+
+
+def train_gan_in_order(trainer, loader):
+    for images in loader:
+        trainer.dis_update(images)
+        trainer.update_learning_rate()
+
+
+def train_gan_warming_up(trainer, loader):
+    for iteration, images in enumerate(loader):
+        if iteration > 0:
+            trainer.update_learning_rate()
+        trainer.dis_update(images)
+"""
+
+
+def test_methods_of_another_module_that_step_schedulers_or_train():
+    facts = read_facts([TRAINER.encode()])
+    assert facts.steps_schedulers_only("update_learning_rate") and facts.trains_in("dis_update")
+    assert not facts.trains_in("update_learning_rate") and not facts.steps_schedulers_only(
+        "__init__"
+    )
+    # A method of that name elsewhere that also trains: no longer known to step schedulers only.
+    both = b"class Other:\n    def update_learning_rate(self):\n        self.scheduler.step()\n"
+    both += b"        self.opt.step()\n"
+    assert not read_facts([TRAINER.encode(), both]).steps_schedulers_only("update_learning_rate")
+
+
+def test_a_scheduler_method_before_a_training_method_is_reported(tmp_path):
+    # NVlabs' UNIT, MUNIT and DG-Net: `trainer.update_learning_rate()` first in every iteration.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "train.py").write_text(TRAIN_GAN)
+    out = _check(tmp_path, ".", rule="TD203").stdout
+    assert "train.py:8:13: TD203 `trainer.module.update_learning_rate()` steps only" in out
+    assert out.count("TD203") == 1  # in order, or after a warm-up condition: fine

@@ -123,6 +123,11 @@ _EVALUATOR = lazy_compile(
     rb"\ndef[ \t]+(\w*(?:eval|valid|test|infer|predict)\w*)[ \t]*\([ \t]*(\w+)", re.IGNORECASE
 )
 _TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
+# A method (`    def update_learning_rate(self):`), and in its body a step of a learning-rate
+# scheduler (`self.gen_scheduler.step()`, `scheduler.step()`) or of an optimizer, or a backward.
+_METHOD = lazy_compile(rb"\n([ \t]+)def[ \t]+(\w+)[ \t]*\([ \t]*self\b")
+_SCHEDULER_STEP = lazy_compile(rb"sched\w*[ \t]*\.step[ \t]*\(")
+_OPTIMIZER_STEP = lazy_compile(rb"opt\w*[ \t]*\.step[ \t]*\(")
 # A top-level class statement (the text read with a line break put in front), and a class its
 # body calls (`ResBlock(dim)`; the byte before tells it from `nn.Linear(`: a lookbehind would
 # cost the engine its fast start).
@@ -196,6 +201,11 @@ class ProjectFacts:
     # The top-level classes of the project that set their own mode (`self.eval()` in their
     # `forward`, as FAST-VQA's evaluators do when `inference=True`): whoever runs one need not.
     self_moded_classes: frozenset[str] = frozenset()
+    # Methods of the project's classes that step learning-rate schedulers and no optimizer
+    # (NVlabs' `trainer.update_learning_rate()`), and those that train: step an optimizer or
+    # call a backward (`trainer.dis_update(...)`), by name, every definition of the name so.
+    scheduler_methods: frozenset[str] = frozenset()
+    training_methods: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -237,6 +247,12 @@ class ProjectFacts:
         """Whether every top-level class of this name in the project calls `self.eval()` in its
         `forward`."""
         return class_name in self.self_moded_classes
+
+    def steps_schedulers_only(self, method: str) -> bool:
+        return method in self.scheduler_methods
+
+    def trains_in(self, method: str) -> bool:
+        return method in self.training_methods
 
     def has(self, marker: str) -> bool:
         """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
@@ -328,9 +344,11 @@ def python_files(root: Path, limit: int = MAX_FILES) -> list[Path]:
 # top-level functions named to evaluate ("name=1" when one keeps its model's mode, else
 # "name=0"), and what its top-level classes build their layers from ("Name:!" for one naming a
 # mode-dependent layer, "Name:A,B" for one calling the classes A and B, "Name:=" for one
-# setting its own mode).
+# setting its own mode), and what its methods step ("name=S": learning-rate schedulers only,
+# "name=O": an optimizer or a backward, "name=M": both).
 FileFacts = tuple[
     list[list],
+    list[str],
     list[str],
     list[str],
     list[str],
@@ -388,6 +406,7 @@ def file_facts(source: bytes) -> FileFacts:
     imports = sorted(_top_level_imports(lines)) if b"import" in source else []
     evaluators = sorted(_evaluators(lines)) if b"def" in source else []
     layers = sorted(_class_layers(lines)) if classes else []
+    steps = sorted(_method_steps(lines)) if classes and b"step" in source else []
     return (
         classes,
         sorted(env_reads),
@@ -398,7 +417,32 @@ def file_facts(source: bytes) -> FileFacts:
         imports,
         evaluators,
         layers,
+        steps,
     )
+
+
+def _method_steps(source: bytes) -> set[str]:
+    """ "name=S" for each method whose body steps a learning-rate scheduler and no optimizer,
+    "name=O" for one that steps an optimizer or calls a backward and no scheduler, "name=M" for
+    one that does both. `source`: the text with a line break put in front."""
+    found = set()
+    for match in _METHOD.finditer(source):
+        indent = match.group(1)
+        start = match.end()
+        ends = [
+            source.find(b"\n" + indent + word, start) for word in (b"def ", b"@", b"async def ")
+        ]
+        top = _TOP_LEVEL_LINE.search(source, start)
+        end = min([at for at in ends if at != -1] + [top.start() if top else len(source)])
+        body = source[start:end]
+        scheduler = b"sched" in body and _SCHEDULER_STEP.search(body) is not None
+        trains = b".backward(" in body or (
+            b"opt" in body and _OPTIMIZER_STEP.search(body) is not None
+        )
+        if scheduler or trains:
+            kind = "M" if scheduler and trains else "S" if scheduler else "O"
+            found.add(f"{match.group(2).decode('ascii', 'replace')}={kind}")
+    return found
 
 
 def _evaluators(source: bytes) -> set[str]:
@@ -505,7 +549,7 @@ def _closed_names(source: bytes) -> set[str]:
 
 def is_file_facts(value: object) -> bool:
     """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
-    if not (isinstance(value, (list, tuple)) and len(value) == 9):
+    if not (isinstance(value, (list, tuple)) and len(value) == 10):
         return False
     classes, *names = value
     return (
@@ -544,6 +588,7 @@ class FactsReader:
         self._imports: set[str] = set()
         self._evaluators: set[str] = set()
         self._layers_of: dict[str, list[list[str]]] = {}  # class -> what each definition uses
+        self._steps_of: dict[str, set[str]] = {}  # method -> what its definitions step
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
         # file's content, or None once a file came without one (nothing is then looked up).
         self._inputs: list[str] | None = []
@@ -587,8 +632,12 @@ class FactsReader:
             imports,
             evaluators,
             layers,
+            steps,
         ) = found
         self._imports.update(imports)
+        for entry in steps:
+            name, _, kind = entry.partition("=")
+            self._steps_of.setdefault(name, set()).add(kind)
         self._evaluators.update(evaluators)
         for entry in layers:
             name, _, used = entry.partition(":")
@@ -642,6 +691,8 @@ class FactsReader:
         # A class settles as mode-dependent when every definition names such a layer, or uses
         # (calls, or subclasses) a class that settled so.
         mode_classes = _classes_on(self._layers_of, lambda used: used == "!")
+        scheduler_methods = {name for name, kinds in self._steps_of.items() if kinds == {"S"}}
+        training_methods = {name for name, kinds in self._steps_of.items() if kinds == {"O"}}
         self_moded = {
             name
             for name, definitions in self._layers_of.items()
@@ -660,6 +711,8 @@ class FactsReader:
             evaluators,
             mode_classes,
             self_moded,
+            scheduler_methods,
+            training_methods,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -683,6 +736,8 @@ class FactsReader:
             reexports,
             frozenset(mode_classes),
             frozenset(self_moded),
+            frozenset(scheduler_methods),
+            frozenset(training_methods),
         )
 
 

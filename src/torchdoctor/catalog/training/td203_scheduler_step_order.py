@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     in_compat_fallback,
     index_of,
     is_self_attribute,
+    call_name,
     lineage,
     per_file,
     subtree,
@@ -64,6 +65,14 @@ PITFALL = Pitfall(
             "zh": "`{scheduler}.step()` 在本循环中先于 `{step}` 执行，而 `{function}` 会更新优化器："
             "自 PyTorch 1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；请在它之后调用调度器",
         },
+        "method": {
+            "en": "`{call}` steps only learning-rate schedulers (so do all of the project's "
+            "`{method}` methods), and runs before `{step}` trains in this loop: since PyTorch 1.1 "
+            "the optimizer steps first, otherwise the first learning rate of the schedule is "
+            "skipped; call it after the updates",
+            "zh": "`{call}` 只更新学习率调度器（项目中所有的 `{method}` 方法都是如此），却在本循环中先于负责训练的 "
+            "`{step}` 执行：自 PyTorch 1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；请在更新之后再调用它",
+        },
         "handed": {
             "en": "`{scheduler}.step()` runs before `{step}` in this loop, which is handed the "
             "optimizer to train with: since PyTorch 1.1 the optimizer steps first, otherwise the "
@@ -109,8 +118,11 @@ Two mistakes with `torch.optim.lr_scheduler`:
   criterion, optimizer, epoch)`, `trainer.train(epoch, loader, optimizer)`), or in an ignite
   handler on `EPOCH_STARTED` or `ITERATION_STARTED`; also at the top of a function that trains
   one epoch, before its batch loop (`def train_epoch(self, loader): if self.lr_scheduler is not
-  None: self.lr_scheduler.step()`). Since PyTorch 1.1 the order is the other way round: update
-  the weights, then move the schedule on.
+  None: self.lr_scheduler.step()`). Also a method of the project's classes that steps only
+  schedulers, called in a loop before one that trains (steps an optimizer or calls a backward),
+  both known from the project's facts: NVlabs' `trainer.update_learning_rate()` at the top of the
+  iteration loop, before `trainer.dis_update(...)`. Since PyTorch 1.1 the order is the other way
+  round: update the weights, then move the schedule on.
 - A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
   epoch loop). It is reported only when the numbers say epochs: the milestones, `step_size` or
@@ -167,7 +179,9 @@ The per-batch case needs the scheduler to be built in the same function as the l
   `trainer.train(epoch, loader, optimizer)`），或放在 ignite 的
   `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里；也包括在训练一个 epoch 的函数开头、batch 循环之前
   调用（`def train_epoch(self, loader): if self.lr_scheduler is not None: self.lr_scheduler.step()`）。
-  自 PyTorch 1.1 起顺序相反：
+  还包括项目中某个类只更新调度器的方法，在循环里先于负责训练（更新优化器或调用 backward）的方法被调用，
+  两者都由项目事实得知：NVlabs 在迭代循环开头调用 `trainer.update_learning_rate()`，之后才
+  `trainer.dis_update(...)`。自 PyTorch 1.1 起顺序相反：
   先更新权重，再推进学习率调度。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
   循环（位于 epoch 循环内、遍历 `DataLoader` 的循环）里 step。只有数字明确表明以 epoch 为单位时才报告：
@@ -317,6 +331,73 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     schedule = _epoch_schedule_stepped_per_batch(scheduler, loops, ctx)
     if schedule:
         yield ctx.finding(PITFALL, call, "per_batch", scheduler=name, schedule=schedule)
+
+
+@PITFALL.static(*LOOPS)
+def check_project_methods(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
+    """`trainer.update_learning_rate()` at the top of the iteration loop, before
+    `trainer.dis_update(...)`: methods of the project's classes that, by the project's facts,
+    step only schedulers, and train (NVlabs' UNIT, MUNIT and DG-Net)."""
+    project = ctx.project
+    if not project.scheduler_methods or not project.training_methods:
+        return
+    names = [name for name in project.scheduler_methods if ctx.may_name(name)]
+    if not names:
+        return
+    found = index_of(ctx, loop)
+    for call in found.calls_in_block(loop.body, names, local=True):
+        statement = found.statement_of(call)
+        if not (
+            type(statement) is ast.Expr
+            and statement.value is call
+            and type(call.func) is ast.Attribute
+            and _straight_in(statement, loop, found, ctx)
+        ):
+            continue
+        if _trains_before(call, loop, found, ctx):
+            return  # the updates come first in this loop
+        later = _training_method_after(call, loop, found, ctx)
+        if later is not None and not _sets_last_epoch(ctx, ctx.enclosing_function() or ctx.tree):
+            step = f"{ctx.text(later.func)}(...)"
+            yield ctx.finding(
+                PITFALL, call, "method", call=ctx.text(call), method=call.func.attr, step=step
+            )
+        return  # one finding per loop
+
+
+def _straight_in(statement: ast.stmt, loop: ast.AST, found: FileIndex, ctx: Context) -> bool:
+    """`statement` runs every time round `loop`: in its body, or under `if`s that test
+    settings only (`if num_gpu > 1:`), not in a loop nested in it."""
+    for owner, _ in lineage(statement, found.parents):
+        if owner is loop:
+            return True
+        if isinstance(owner, LOOPS) or isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        if isinstance(owner, ast.If) and not _tests_configuration(owner.test, loop, ctx):
+            return False
+    return False
+
+
+def _trains_before(call: ast.Call, loop: ast.AST, found: FileIndex, ctx: Context) -> bool:
+    """A call before `call` in the loop's body steps an optimizer, calls a backward or is a
+    training method of the project."""
+    for earlier in found.in_block(loop.body, ast.Call, local=True):
+        if position(earlier) >= position(call):
+            return False
+        name = call_name(earlier)
+        if name in ("step", "backward") or (name and ctx.project.trains_in(name)):
+            return True
+    return False
+
+
+def _training_method_after(
+    call: ast.Call, loop: ast.AST, found: FileIndex, ctx: Context
+) -> ast.Call | None:
+    """The first call after `call` in the loop's body of a training method of the project."""
+    for later in found.calls_in_block(loop.body, list(ctx.project.training_methods), local=True):
+        if position(later) > position(call) and type(later.func) is ast.Attribute:
+            return later
+    return None
 
 
 def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
