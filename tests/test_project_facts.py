@@ -636,3 +636,23 @@ def test_a_scheduler_method_before_a_training_method_is_reported(tmp_path):
     out = _check(tmp_path, ".", rule="TD203").stdout
     assert "train.py:8:13: TD203 `trainer.module.update_learning_rate()` steps only" in out
     assert out.count("TD203") == 1  # in order, or after a warm-up condition: fine
+
+
+def test_a_writer_given_to_another_module_that_closes_no_writer_is_reported(tmp_path):
+    # Comprehensive-Transformer-TTS: `log(train_logger, step, losses=losses)` from utils.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "tools.py").write_text(
+        "def log(logger, step, loss):\n    logger.add_scalar('loss', loss, step)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nfrom tools import log\n\n\n"
+        "def main(losses):\n    train_logger = SummaryWriter('runs')\n"
+        "    for step, loss in enumerate(losses):\n        log(train_logger, step, loss)\n"
+    )
+    assert "train.py:7:20: TD705" in _check(tmp_path, ".", rule="TD705").stdout
+    # A module of the project that closes a writer: it may be the one handed this one.
+    (tmp_path / "tools.py").write_text(
+        "def log(logger, step, loss):\n    logger.add_scalar('loss', loss, step)\n\n\n"
+        "def finish(logger):\n    logger.close()\n"
+    )
+    assert "TD705" not in _check(tmp_path, ".", rule="TD705").stdout

@@ -45,7 +45,9 @@ A `writer = None` placeholder before it (made on rank 0 only, say), an object of
 standing in for it when nothing is logged (`else: writer = Dummy()`), tests of it (`if writer
 is None: writer = SummaryWriter(...)`, made the first time something is logged) and passing it
 to a function of the same file that only logs to it, tests it or hands it to itself again
-(`train(cfg, writer)`, a recursive `write_metric(results, writer)`) still count as logging.
+(`train(cfg, writer)`, a recursive `write_metric(results, writer)`) still count as logging, and
+so does passing it to a function imported from another module of the project when no file of
+the project closes or flushes anything named like a writer (`writer`, `logger`, `summary`...).
 A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
 None`) is reported when the file only logs to that attribute or tests it, and no file of the
 project closes or flushes anything of that name (`self.writer.close()`, `writer.flush()`): the
@@ -86,7 +88,8 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
 先写 `writer = None` 占位（例如只在 rank 0 上创建）、不记录时用别的类的对象代替它（`else: writer =
 Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`，在第一次记录时才创建），
 以及把它传给同一文件中只用它记录日志、只对它做判断或把它再传给自身的函数（`train(cfg, writer)`、
-递归的 `write_metric(results, writer)`），仍然算作只用于记录。
+递归的 `write_metric(results, writer)`），仍然算作只用于记录；传给从项目其他模块导入的函数，而项目中没有任何文件
+关闭或 flush 名字像 writer 的对象（`writer`、`logger`、`summary`……）时，也算。
 保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
 或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志或对它做判断，且项目中没有任何文件
 关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
@@ -509,7 +512,7 @@ def _logged_by_callee(node: ast.Name, found, flushed: frozenset[str], ctx: Conte
         return False
     function = top_level_functions(ctx).get(call.func.id)
     if function is None:
-        return False
+        return _given_to_a_project_that_closes_no_writer(call, ctx)
     arguments = function.args
     if node in call.args:
         position = call.args.index(node)
@@ -532,6 +535,23 @@ def _logged_by_callee(node: ast.Name, found, flushed: frozenset[str], ctx: Conte
     return all(
         _tested(use, inner.parents) or _recursed(use, function, inner)
         for use in _other_uses(ctx, function, parameter)
+    )
+
+
+# Parts of the names a writer is kept under (`writer`, `tb_logger`, `summary`, `board`...).
+_WRITER_WORDS = ("writer", "log", "summary", "board", "tb", "sw")
+
+
+def _given_to_a_project_that_closes_no_writer(call: ast.Call, ctx: Context) -> bool:
+    """`log(train_logger, step, losses=losses)` with `log` imported from another module of the
+    project, and no file of the project closes or flushes anything named like a writer: whatever
+    that function does with it, it never closes it (Comprehensive-Transformer-TTS)."""
+    qualname = ctx.qualname(call.func)
+    project = ctx.project
+    if qualname is None or not project.is_project_module(qualname):
+        return False
+    return not any(
+        any(word in name.lower() for word in _WRITER_WORDS) for name in project.closed_names
     )
 
 
