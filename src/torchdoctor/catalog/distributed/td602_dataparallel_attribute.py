@@ -95,7 +95,8 @@ wrapper for a method or attribute that its own class defines and `nn.Module` doe
 class it wraps. Read in the statements that follow the wrapping in its block, and when the
 wrapping is a branch of an `if` (`if n_gpu > 1: model = nn.DataParallel(model)`), in those that
 follow the `if`; a use in a branch whose other branch goes through `.module` is left alone.
-A wrapper moved on its line (`nn.DataParallel(model).cuda()`) is still the wrapper. The other
+A wrapper moved on its line (`nn.DataParallel(model).cuda()`) or later (`model = model.cuda()`)
+is still the wrapper. The other
 way round: when an `if` without an `else` wraps the model, the first `.module` read after it
 that no branch or `try` guards is reported too: where the `if` did not wrap it, the bare model
 has no `.module` (`model.module.load_state_dict(...)` after `if use_gpu: model =
@@ -128,7 +129,8 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 不论它包装的是哪个类。检查包装语句之后、同一代码块中的语句；如果包装语句位于某个 `if` 分支中
 （`if n_gpu > 1: model = nn.DataParallel(model)`），也检查这个 `if` 之后的语句；如果某个分支的另一分支
 通过 `.module` 访问模型，该分支中的使用不报告。包装后在同一行移动设备的写法
-（`nn.DataParallel(model).cuda()`）得到的仍是包装对象。反过来：如果一个没有 `else` 的 `if` 包装了模型，
+（`nn.DataParallel(model).cuda()`）或之后再移动（`model = model.cuda()`）得到的仍是包装对象。
+反过来：如果一个没有 `else` 的 `if` 包装了模型，
 其后第一个不在任何分支或 `try` 中的 `.module` 访问也会被报告：`if` 没有包装时，未包装的模型没有
 `.module`（`if use_gpu: model = nn.DataParallel(model)` 之后的 `model.module.load_state_dict(...)`）。
 包装之前在原模型上设置过的属性（`model.forward_mode = "cnn"`），如果在包装对象上先于任何设置被读取，
@@ -436,9 +438,11 @@ def _reads_through(
     uses: list[ast.Attribute] = []
     assigned: set[str] = set()
     for node in mentions:
-        if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-            return None  # `model = ...` or `self.net = ...` again
         parent = parent_of(node)
+        if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            if _moves_itself(node, parent):
+                continue  # `model = model.cuda()`: the wrapper still (DeepRecommender)
+            return None  # `model = ...` or `self.net = ...` again
         if _inspects(parent, node):
             return None
         if isinstance(parent, ast.Attribute) and parent.value is node:
@@ -532,6 +536,25 @@ def _unwrapped_at(ctx: Context, shown: str) -> list[int]:
         for at in found.attributes.get("module", ())
         if ctx.text(found.nodes[at].value) == shown  # type: ignore[attr-defined]
     ]
+
+
+def _moves_itself(target: ast.AST, statement: ast.AST | None) -> bool:
+    """`model = model.cuda()`, `self.net = self.net.to(device)`: the same module rebound."""
+    if not (isinstance(statement, ast.Assign) and statement.targets == [target]):
+        return False
+    value = statement.value
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+    ):
+        return False
+    moved = value.func.value
+    if isinstance(target, ast.Name):
+        return isinstance(moved, ast.Name) and moved.id == target.id
+    return (
+        is_self_attribute(target) and is_self_attribute(moved) and moved.attr == target.attr  # type: ignore[attr-defined]
+    )
 
 
 def _inspects(parent: ast.AST | None, node: ast.AST) -> bool:
