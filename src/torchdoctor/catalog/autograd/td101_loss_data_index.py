@@ -19,6 +19,8 @@ from torchdoctor.catalog.sdk import (
     computes_a_loss,
     index_of,
     is_self_attribute,
+    dotted_name,
+    index,
     per_file,
     scope_of,
     names_assigned,
@@ -59,7 +61,9 @@ the project's own function or class), the code's own words count: a callee named
 (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`),
 or `loss.backward()` called with no gradient, which autograd allows only for a scalar (and so
 for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`,
-or `total += loss` in a loop, then `total.backward()`).
+or `total += loss` in a loop, then `total.backward()`). So do the entries, by string keys, of a
+dict named for its losses one entry of which the file back-propagates so
+(`self._losses["total_loss"].backward()`, then `self._losses["cross_entropy"].data[0]`).
 A call of a method of the same class (`self.td_step()`) or a function of the file counts when
 every `return` of it gives such a value. Losses
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
@@ -95,7 +99,9 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
 或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
 （因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`，
-或者在循环中 `total += loss` 之后 `total.backward()`）。
+或者在循环中 `total += loss` 之后 `total.backward()`）。以损失命名的字典中以字符串为键的条目也是如此，
+只要本文件对其中某个条目这样反向传播过（`self._losses["total_loss"].backward()`，
+之后 `self._losses["cross_entropy"].data[0]`）。
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告；在版本判断之后为 0.4 之前的 torch 保留的代码（`else:  # for 0.3.x`）也不报告。
@@ -357,7 +363,40 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
         return not all(numbers)
     if kind is ast.UnaryOp and isinstance(expr.op, (ast.USub, ast.UAdd)):
         return is_zero_dim(expr.operand, ctx, resolving)
+    if kind is ast.Subscript:
+        return _entry_of_a_scalar_loss_dict(expr, ctx)
     return False
+
+
+def _entry_of_a_scalar_loss_dict(entry: ast.Subscript, ctx: Context) -> bool:
+    """`self._losses["rpn_cross_entropy"]`: an entry, by a string key, of a dict named for its
+    losses, one entry of which the file back-propagates with no gradient
+    (`self._losses["total_loss"].backward()`, allowed only for a scalar): the entries are the
+    scalar losses of one step (pytorch-faster-rcnn's `Network`, written for PyTorch 0.3)."""
+    key = entry.slice
+    if not (type(key) is ast.Constant and type(key.value) is str):
+        return False
+    container = dotted_name(entry.value)
+    if container is None or not container.rpartition(".")[2].lower().endswith("losses"):
+        return False
+    return container in _backpropagated_loss_dicts(ctx)
+
+
+@per_file
+def _backpropagated_loss_dicts(ctx: Context) -> frozenset[str]:
+    """The dicts (by dotted name) an entry of which the file calls `.backward()` on, no
+    gradient given."""
+    found = index(ctx)
+    dicts = set()
+    for at in found.calls.get("backward", ()):
+        call = found.nodes[at]
+        receiver = call.func.value if type(call.func) is ast.Attribute else None
+        if call.args or call.keywords or type(receiver) is not ast.Subscript:
+            continue
+        container = dotted_name(receiver.value)
+        if container is not None:
+            dicts.add(container)
+    return frozenset(dicts)
 
 
 def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -> bool:
