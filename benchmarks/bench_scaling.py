@@ -66,6 +66,7 @@ from torch.utils.data.distributed import DistributedSampler
 from torch.utils.tensorboard import SummaryWriter
 from torchvision import transforms
 from torchvision.transforms import v2
+from trainerlib import log_metrics
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 torch.manual_seed(0)
@@ -358,6 +359,46 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "        print(scaled.data[0], xb[keep], first)",
             "        for p in model.parameters():",
             "            torch.distributed.all_reduce(p.grad)",
+            # An evaluation method run after `.train()`, eval mode set by its other caller:
+            # TD205; a helper handing `volatile=` on: TD103; a mask shaped in place and
+            # complemented: TD401; a wrapper moved later: TD602; a dict of losses: TD101; the
+            # project's methods stepping schedulers and training: TD203; a writer handed to
+            # the project: TD705.
+            f"class Runner_{i}:",
+            "    def __init__(self, loader):",
+            "        self.loader = loader",
+            "        self.net = Net()",
+            "        self._losses = {}",
+            "    def run(self, trainer, use_gpu, n_gpu):",
+            "        for epoch in range(10):",
+            "            trainer.update_learning_rate()",
+            "            self.net.train()",
+            "            self.train_epoch()",
+            "            self.test_epoch()",
+            "            trainer.dis_update(self.loader)",
+            "        net = Net()",
+            "        if n_gpu > 1:",
+            "            net = DataParallel(net)",
+            "        if use_gpu:",
+            "            net = net.cuda()",
+            "        print(net.fc)",
+            "    def final(self):",
+            "        self.net.eval()",
+            "        return self.test_epoch()",
+            "    def train_epoch(self):",
+            "        for xb in self.loader:",
+            "            self._losses['total'] = self.net(xb).sum()",
+            "            self._losses['total'].backward()",
+            "            print(self._losses['part'].data[0])",
+            "    @torch.no_grad()",
+            "    def test_epoch(self):",
+            "        for xb in self.loader:",
+            "            images = to_var(xb, volatile=True)",
+            "            causal = xb.new(4, 4).byte().fill_(1).triu_(1)",
+            "            keep = torch.ByteTensor([1, 0])",
+            "            print(self.net.forward(images).masked_fill(causal, 0), xb[1 - keep])",
+            "            writer = SummaryWriter()",
+            "            log_metrics(writer, 1.0)",
         ],
     ]
 
@@ -705,11 +746,31 @@ def evaluate_model(model, iterator):
 """
 
 
+# A module of the project with a trainer whose methods step its schedulers or train (TD203 asks
+# about their calls) and a function that logs to the writer it is given (TD705).
+TRAINER_LIBRARY = """\
+class GanTrainer:
+    def update_learning_rate(self):
+        self.dis_scheduler.step()
+
+    def dis_update(self, loader):
+        self.dis_opt.zero_grad()
+        self.loss.backward()
+        self.dis_opt.step()
+
+
+def log_metrics(writer, value):
+    writer.add_scalar("value", value)
+"""
+
+
 def write_neighbours(scratch: Path) -> None:
     """The files the generated one is checked beside: a module shadowing one it imports
-    (`random.py`, TD703) and an evaluation helper of the project (TD205)."""
+    (`random.py`, TD703), an evaluation helper of the project (TD205), a trainer's methods and
+    a logging function (TD203, TD705)."""
     (scratch / "random.py").touch()
     (scratch / "evalutils.py").write_text(EVAL_HELPER, encoding="utf-8")
+    (scratch / "trainerlib.py").write_text(TRAINER_LIBRARY, encoding="utf-8")
 
 
 def measure(
