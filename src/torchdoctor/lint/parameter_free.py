@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import MODULE_SELF_METHODS, Context, top_level_classes
-from torchdoctor.lint.values import attribute_values, is_self_attribute
+from torchdoctor.lint.context import Context, top_level_classes
+from torchdoctor.lint.values import attribute_values, is_self_attribute, moves_itself
 
 # torch.nn classes without parameters or buffers (tests/test_parameter_free.py builds each with
 # the installed torch).
@@ -66,9 +66,9 @@ def _same_module(value: ast.AST | None, name: str, ctx: Context) -> bool:
     or moved, with no parameter of its own added."""
     if not isinstance(value, ast.Call):
         return False
+    if moves_itself(value, name):
+        return True
     func = value.func
-    if isinstance(func, ast.Attribute) and func.attr in MODULE_SELF_METHODS:
-        return isinstance(func.value, ast.Name) and func.value.id == name
     first = value.args[0] if value.args else None
     return (
         isinstance(first, ast.Name)

@@ -17,7 +17,14 @@ from typing import Callable
 
 from torchdoctor._regex import lazy_compile
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, Kind, assigned_name, per_file, top_level_functions
+from torchdoctor.lint.context import (
+    MODULE_SELF_METHODS,
+    Context,
+    Kind,
+    assigned_name,
+    per_file,
+    top_level_functions,
+)
 from torchdoctor.lint.occurrences import (
     call_name,
     children,
@@ -403,6 +410,17 @@ def dotted_name(expr: ast.AST) -> str | None:
         return None
     parts.append(expr.id)  # type: ignore[attr-defined]
     return ".".join(reversed(parts))
+
+
+def moves_itself(value: ast.AST | None, name: str) -> bool:
+    """`net.cuda()`, `self.net.to(device)`: a method of a module that returns the module itself,
+    called on `name` (a dotted name: "net", "self.net")."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+        and dotted_name(value.func.value) == name
+    )
 
 
 def is_self_attribute(expr: ast.AST) -> bool:

@@ -8,6 +8,8 @@ from typing import Callable, Iterable, Iterator
 
 from torchdoctor.catalog.sdk import (
     MODULE_SELF_METHODS,
+    dotted_name,
+    moves_itself,
     Context,
     FileIndex,
     Finding,
@@ -540,20 +542,12 @@ def _unwrapped_at(ctx: Context, shown: str) -> list[int]:
 
 def _moves_itself(target: ast.AST, statement: ast.AST | None) -> bool:
     """`model = model.cuda()`, `self.net = self.net.to(device)`: the same module rebound."""
-    if not (isinstance(statement, ast.Assign) and statement.targets == [target]):
-        return False
-    value = statement.value
-    if not (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in MODULE_SELF_METHODS
-    ):
-        return False
-    moved = value.func.value
-    if isinstance(target, ast.Name):
-        return isinstance(moved, ast.Name) and moved.id == target.id
+    name = dotted_name(target)
     return (
-        is_self_attribute(target) and is_self_attribute(moved) and moved.attr == target.attr  # type: ignore[attr-defined]
+        isinstance(statement, ast.Assign)
+        and statement.targets == [target]
+        and name is not None
+        and moves_itself(statement.value, name)
     )
 
 

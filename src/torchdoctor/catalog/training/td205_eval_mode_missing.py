@@ -10,7 +10,6 @@ from torchdoctor.catalog.training._after_train import evaluations_after_train, t
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
     MODE_WORDS,
-    MODULE_SELF_METHODS,
     Clue,
     attribute_values,
     bindings,
@@ -24,6 +23,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     is_self_attribute,
     lazy_compile,
+    moves_itself,
     per_file,
     runs_without_gradients,
     shorten,
@@ -581,17 +581,6 @@ def _mode_dependent(ctx: Context, name: str) -> bool:
     return _program(ctx).mode_dependent_here(name, scope, ctx, other_modules=others)
 
 
-def _moves_itself(value: ast.AST, name: str) -> bool:
-    """`name.cuda()`, `name.to(device)`: a method of a module that returns the module itself."""
-    return (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in MODULE_SELF_METHODS
-        and type(value.func.value) is ast.Name
-        and value.func.value.id == name
-    )
-
-
 @per_file
 def _handed_over(ctx: Context, scope: ast.AST, name: str) -> bool:
     """`name` is passed to some call of the scope (`evaluate(net, loader)`, `wrap(net)`)."""
@@ -842,7 +831,7 @@ class _Program:
             return False  # a parameter, a loop's variable...: made out of sight
         for binding in found:
             made = unwrap_self_methods(binding.value)  # `Net().to(device)` -> `Net()`
-            if _moves_itself(made, name):
+            if moves_itself(made, name):
                 continue  # `net = net.cuda()`: the same model
             if not isinstance(made, ast.Call) or self.set_their_own_mode([made]):
                 return False
@@ -984,13 +973,7 @@ class _Program:
     def _builds_mode_layers(self, value: ast.AST, attribute: str) -> bool:
         """`value` is `self.<attribute>` moved (`.cuda()`), or builds a model with a layer whose
         behaviour depends on the mode."""
-        if (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr in MODULE_SELF_METHODS
-            and is_self_attribute(value.func.value)
-            and value.func.value.attr == attribute
-        ):
+        if moves_itself(value, f"self.{attribute}"):
             return True
         made = unwrap_self_methods(value)
         if not isinstance(made, ast.Call) or self._sets_own_mode(made):
