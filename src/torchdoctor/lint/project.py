@@ -406,7 +406,7 @@ def file_facts(source: bytes) -> FileFacts:
     imports = sorted(_top_level_imports(lines)) if b"import" in source else []
     evaluators = sorted(_evaluators(lines)) if b"def" in source else []
     layers = sorted(_class_layers(lines)) if classes else []
-    steps = sorted(_method_steps(lines)) if classes and b"step" in source else []
+    steps = sorted(_method_steps(lines)) if classes and b".step(" in source else []
     return (
         classes,
         sorted(env_reads),
@@ -424,16 +424,17 @@ def file_facts(source: bytes) -> FileFacts:
 def _method_steps(source: bytes) -> set[str]:
     """ "name=S" for each method whose body steps a learning-rate scheduler and no optimizer,
     "name=O" for one that steps an optimizer or calls a backward and no scheduler, "name=M" for
-    one that does both. `source`: the text with a line break put in front."""
+    one that does both. A method's body runs to the next method or top-level line, each found
+    once per file. `source`: the text with a line break put in front."""
+    methods = [(m.end(), m.start(), m.group(2)) for m in _METHOD.finditer(source)]
+    if not methods:
+        return set()
+    tops = [m.start() for m in _TOP_LEVEL_LINE.finditer(source)]
     found = set()
-    for match in _METHOD.finditer(source):
-        indent = match.group(1)
-        start = match.end()
-        ends = [
-            source.find(b"\n" + indent + word, start) for word in (b"def ", b"@", b"async def ")
-        ]
-        top = _TOP_LEVEL_LINE.search(source, start)
-        end = min([at for at in ends if at != -1] + [top.start() if top else len(source)])
+    for number, (start, _, name) in enumerate(methods):
+        after = methods[number + 1][1] if number + 1 < len(methods) else len(source)
+        top = bisect_left(tops, start)
+        end = min(after, tops[top]) if top < len(tops) else after
         body = source[start:end]
         scheduler = b"sched" in body and _SCHEDULER_STEP.search(body) is not None
         trains = b".backward(" in body or (
@@ -441,7 +442,7 @@ def _method_steps(source: bytes) -> set[str]:
         )
         if scheduler or trains:
             kind = "M" if scheduler and trains else "S" if scheduler else "O"
-            found.add(f"{match.group(2).decode('ascii', 'replace')}={kind}")
+            found.add(f"{name.decode('ascii', 'replace')}={kind}")
     return found
 
 
