@@ -626,6 +626,14 @@ def test_methods_of_another_module_that_step_schedulers_or_train():
     both = b"class Other:\n    def update_learning_rate(self):\n        self.scheduler.step()\n"
     both += b"        self.opt.step()\n"
     assert not read_facts([TRAINER.encode(), both]).steps_schedulers_only("update_learning_rate")
+    # A scheduler's own `step`, and a step given the epoch (nnUNet's `lr_scheduler.step(epoch)`
+    # sets that epoch's rate: none skipped), are no such method.
+    own = b"class Warmup:\n    def step(self):\n        self.after_scheduler.step()\n\n"
+    own += b"    def on_epoch_start(self):\n        self.lr_scheduler.step(self.current_epoch)\n"
+    facts = read_facts([own])
+    assert not facts.steps_schedulers_only("step") and not facts.steps_schedulers_only(
+        "on_epoch_start"
+    )
 
 
 def test_a_scheduler_method_before_a_training_method_is_reported(tmp_path):

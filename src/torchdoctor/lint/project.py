@@ -124,9 +124,12 @@ _EVALUATOR = lazy_compile(
 )
 _TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
 # A method (`    def update_learning_rate(self):`), and in its body a step of a learning-rate
-# scheduler (`self.gen_scheduler.step()`, `scheduler.step()`) or of an optimizer, or a backward.
+# scheduler with no argument (`self.gen_scheduler.step()`; nnUNet's `step(self.current_epoch)`
+# sets the epoch's rate itself, no step skipped) or of an optimizer, or a backward. Methods
+# named like the calls they make (`step`: a scheduler's own) or run implicitly are left out.
+_GENERIC_METHODS = frozenset({b"step", b"forward", b"__call__"})
 _METHOD = lazy_compile(rb"\n([ \t]+)def[ \t]+(\w+)[ \t]*\([ \t]*self\b")
-_SCHEDULER_STEP = lazy_compile(rb"sched\w*[ \t]*\.step[ \t]*\(")
+_SCHEDULER_STEP = lazy_compile(rb"sched\w*[ \t]*\.step[ \t]*\([ \t]*\)")
 _OPTIMIZER_STEP = lazy_compile(rb"opt\w*[ \t]*\.step[ \t]*\(")
 # A top-level class statement (the text read with a line break put in front), and a class its
 # body calls (`ResBlock(dim)`; the byte before tells it from `nn.Linear(`: a lookbehind would
@@ -432,6 +435,8 @@ def _method_steps(source: bytes) -> set[str]:
     tops = [m.start() for m in _TOP_LEVEL_LINE.finditer(source)]
     found = set()
     for number, (start, _, name) in enumerate(methods):
+        if name in _GENERIC_METHODS:
+            continue
         after = methods[number + 1][1] if number + 1 < len(methods) else len(source)
         top = bisect_left(tops, start)
         end = min(after, tops[top]) if top < len(tops) else after
