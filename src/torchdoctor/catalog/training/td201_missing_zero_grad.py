@@ -75,7 +75,7 @@ loops that call a helper which might clear the gradients out of sight (`self.opt
 the gradients itself), `optimizer.step(...)` with an argument (an LBFGS closure usually clears
 them; `DistributedOptimizer.step(context_id)` keeps gradients per context), loops that build a
 new model or optimizer every time round, loops that `break` right after the step, loops of at
-most three rounds over a constant `range(...)` (a benchmark's warm-up, a test's few steps), and loops
+most two rounds over a constant `range(...)` (a benchmark's warm-up), and loops
 calling a model built from a class of another module of the project when some module of the
 project clears its own gradients (`self.zero_grad()` in its `forward`).
 
@@ -108,7 +108,7 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；
 DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
 `DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
-`step` 之后紧跟 `break` 的循环；在常量 `range(...)` 上最多三轮的循环（基准测试的预热、测试里的几步）；
+`step` 之后紧跟 `break` 的循环；在常量 `range(...)` 上最多两轮的循环（基准测试的预热）；
 以及调用由项目其他模块中的类构建的模型、而项目中某个模块会自己清零梯度
 （在 `forward` 里调用 `self.zero_grad()`）的循环。
 
@@ -205,9 +205,10 @@ def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
     return None
 
 
-# At most this many rounds of a loop over a constant `range(...)` are a warm-up, a benchmark's
-# or a test's few steps (torchgpipe's peak-memory runs), not a training loop.
-FEW_ROUNDS = 3
+# At most this many rounds of a loop over a constant `range(...)` are a warm-up (torchgpipe's
+# peak-memory runs), not a training loop. (Three rounds of a test comparing two models, as in
+# llm-foundry's, were read as a true finding: both models pile their gradients up.)
+FEW_ROUNDS = 2
 
 
 def _few_rounds(loop: ast.AST) -> bool:
