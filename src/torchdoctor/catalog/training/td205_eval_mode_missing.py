@@ -482,7 +482,7 @@ def check_after_train(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         or not _is_true_or_absent(call)
     ):
         return
-    if not ctx.may_name("eval") and not any(word in ctx.names_text for word in _EVAL_STEMS):
+    if not _may_call_an_evaluation(ctx):
         return  # no function named to evaluate can be called here
     program = _program(ctx)
     for found in evaluations_after_train(call, ctx, program):
@@ -498,7 +498,13 @@ def check_after_train(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 
 # What the names of evaluation functions contain.
-_EVAL_STEMS = ("val", "test", "infer", "predict")
+_EVAL_STEMS = ("eval", "val", "test", "infer", "predict")
+
+
+@per_file
+def _may_call_an_evaluation(ctx: Context) -> bool:
+    """Some name of the file says it evaluates: read once per file, not once per `.train()`."""
+    return any(ctx.may_name(word) for word in _EVAL_STEMS)
 
 
 @PITFALL.static(ast.Call, names={"load_state_dict"})
