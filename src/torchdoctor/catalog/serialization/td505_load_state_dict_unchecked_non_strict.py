@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, call_name, index_of
 
 PITFALL = Pitfall(
     code="TD505",
@@ -29,7 +29,10 @@ PITFALL = Pitfall(
         "en": """
 ## What it catches
 `model.load_state_dict(state_dict, strict=False)` called as a statement, so the returned
-`missing_keys` / `unexpected_keys` report is never looked at. Opt-in.
+`missing_keys` / `unexpected_keys` report is never looked at. Not when the code compares the
+keys itself before the load, in the same function: it reads the model's own `state_dict()`, or
+hands the dict it loads to a function named for keys (`check_keys(model, pretrained_dict)`).
+Opt-in.
 
 ## Why is this bad?
 `strict=False` is often the quick way out of `Missing key(s) in state_dict` or
@@ -52,7 +55,9 @@ rule is opt-in; even then, logging the skipped keys catches a checkpoint that ma
         "zh": """
 ## What it catches
 作为单独语句调用的 `model.load_state_dict(state_dict, strict=False)`：返回的
-`missing_keys` / `unexpected_keys` 报告从来没人看。默认关闭，需手动启用。
+`missing_keys` / `unexpected_keys` 报告从来没人看。如果在同一个函数里、加载之前代码自己比较过键
+（读取了模型自己的 `state_dict()`，或把要加载的字典交给以 key 命名的函数：`check_keys(model, pretrained_dict)`），
+则不报告。默认关闭，需手动启用。
 
 ## Why is this bad?
 遇到 `Missing key(s) in state_dict` 或 `Unexpected key(s) in state_dict` 报错时（比如 PyTorch 升级后
@@ -101,4 +106,29 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         isinstance(strict.value, ast.Constant) and strict.value.value is False
     ):
         return
+    if _keys_compared_before(call, ctx):
+        return
     yield ctx.finding(PITFALL, call)
+
+
+def _keys_compared_before(call: ast.Call, ctx: Context) -> bool:
+    """Before the load, in the same function, the code compares the keys itself: it reads the
+    model's own `state_dict()` (CenterNet's key-by-key report), or hands the dict it loads to a
+    function named for keys (`check_keys(model, pretrained_dict)`, Pytorch_Retinaface)."""
+    scope = ctx.enclosing_function() or ctx.tree
+    found = index_of(ctx, scope)
+    receiver = ctx.text(call.func.value)  # type: ignore[attr-defined]
+    loaded = call.args[0] if call.args else None
+    key_functions = [name for name in found.calls if name and "key" in name.lower()]
+    for earlier in found.calls_named(scope, ["state_dict", *key_functions], local=True):
+        if (earlier.lineno, earlier.col_offset) >= (call.lineno, call.col_offset):
+            break
+        name = call_name(earlier)
+        if name == "state_dict":
+            if type(earlier.func) is ast.Attribute and ctx.text(earlier.func.value) == receiver:
+                return True
+        elif isinstance(loaded, ast.Name) and any(
+            isinstance(arg, ast.Name) and arg.id == loaded.id for arg in earlier.args
+        ):
+            return True
+    return False
