@@ -412,6 +412,21 @@ def dotted_name(expr: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
+def constant_range(loop: ast.AST) -> int | None:
+    """`n` of a loop `for ... in range(n)` with `n` an int literal; None for any other loop."""
+    iterated = getattr(loop, "iter", None)
+    if not (
+        isinstance(iterated, ast.Call)
+        and isinstance(iterated.func, ast.Name)
+        and iterated.func.id == "range"
+        and len(iterated.args) == 1
+        and not iterated.keywords  # (range takes none: such a call fails)
+    ):
+        return None
+    count = iterated.args[0]
+    return count.value if isinstance(count, ast.Constant) and type(count.value) is int else None
+
+
 def moves_itself(value: ast.AST | None, name: str) -> bool:
     """`net.cuda()`, `self.net.to(device)`: a method of a module that returns the module itself,
     called on `name` (a dotted name: "net", "self.net")."""

@@ -8,6 +8,7 @@ from bisect import bisect_right
 
 from torchdoctor.catalog.sdk import (
     Context,
+    constant_range,
     Finding,
     Monitor,
     Pitfall,
@@ -255,21 +256,8 @@ FEW_ITERATIONS = 10
 
 
 def _few_iterations(loop: ast.stmt) -> bool:
-    source = getattr(loop, "iter", None)
-    if not (
-        isinstance(source, ast.Call)
-        and isinstance(source.func, ast.Name)
-        and source.func.id == "range"
-        and len(source.args) == 1
-    ):
-        return False
-    stop = source.args[0]
-    return (
-        isinstance(stop, ast.Constant)
-        and isinstance(stop.value, int)
-        and not isinstance(stop.value, bool)
-        and stop.value <= FEW_ITERATIONS
-    )
+    count = constant_range(loop)
+    return count is not None and count <= FEW_ITERATIONS
 
 
 def _once_in_the_loop(statement: ast.stmt, ctx: Context) -> bool:

@@ -9,6 +9,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     Context,
+    constant_range,
     FileIndex,
     Finding,
     Kind,
@@ -213,19 +214,8 @@ FEW_ROUNDS = 2
 
 def _few_rounds(loop: ast.AST) -> bool:
     """`for _ in range(2)`: a loop over a constant range of at most FEW_ROUNDS numbers."""
-    iterated = getattr(loop, "iter", None)
-    if not (
-        isinstance(iterated, ast.Call)
-        and isinstance(iterated.func, ast.Name)
-        and iterated.func.id == "range"
-        and len(iterated.args) == 1
-        and not iterated.keywords
-    ):
-        return False
-    count = iterated.args[0]
-    return (
-        isinstance(count, ast.Constant) and type(count.value) is int and count.value <= FEW_ROUNDS
-    )
+    count = constant_range(loop)
+    return count is not None and count <= FEW_ROUNDS
 
 
 @per_file
