@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, NamedTuple
 
-from torchdoctor.catalog.sdk import Context, dotted_name, index
+from torchdoctor.catalog.sdk import Context, call_name, dotted_name, index, is_self_attribute
 
 # Statements whose body always runs when they are reached (a loop's body at least once in the
 # common case): a switch in them still holds after them.
@@ -35,8 +35,8 @@ def evaluations_after_train(
     receiver = switch.func.value  # type: ignore[attr-defined]
     model = ctx.text(receiver)
     caller = ctx.enclosing_function()
-    if caller is None or not _is_model_expression(receiver):
-        return
+    if caller is None or not (type(receiver) is ast.Name or is_self_attribute(receiver)):
+        return  # `model`, `self.net`: a name or one attribute of `self`
     found = index(ctx)
     for call in _calls_after(switch, ctx, found):
         if _may_set_a_mode(call, caller, program):
@@ -47,15 +47,6 @@ def evaluations_after_train(
         if _runs(evaluator, call, receiver, model, found) and program.keeps_modes(evaluator):
             yield EvaluatedAfterTrain(call, evaluator.name, model)
         return  # a function of the file that sets no mode: the first one decides
-
-
-def _is_model_expression(receiver: ast.AST) -> bool:
-    """`model`, `self.net`: a name or one attribute of `self`."""
-    return type(receiver) is ast.Name or (
-        type(receiver) is ast.Attribute
-        and type(receiver.value) is ast.Name
-        and receiver.value.id == "self"
-    )
 
 
 def _calls_after(switch: ast.Call, ctx: Context, found) -> Iterator[ast.Call]:
@@ -80,9 +71,7 @@ def _may_set_a_mode(call: ast.Call, caller: ast.AST, program) -> bool:
     """`.eval()`, `.train(...)`, `eval_mode(...)`, or a call of a function of the file that
     sets a mode (itself or through what it calls): `self.f()` a method of the caller's class
     (any function of that name when the class has none), `obj.f()` any function of that name."""
-    func = call.func
-    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
-    if name in ("eval", "train", "eval_mode"):
+    if call_name(call) in ("eval", "train", "eval_mode"):
         return True
     return any(program.sets_mode(function) for function in _callees(call, caller, program))
 
@@ -95,7 +84,7 @@ def _callees(call: ast.Call, caller: ast.AST, program) -> list[ast.AST]:
     if type(func) is not ast.Attribute:
         return []
     named = program.functions.get(func.attr, [])
-    if type(func.value) is ast.Name and func.value.id == "self":
+    if is_self_attribute(func):
         own = [f for f in program.methods.get(program.owner.get(caller), ()) if f.name == func.attr]
         return own or named
     return named
@@ -105,9 +94,7 @@ def _evaluator(call: ast.Call, caller: ast.AST, program) -> ast.AST | None:
     """The function of the file `call` runs when it is named to evaluate (`validate(...)`,
     `self.test_epoch()`); a method only through `self`, a function only by its bare name."""
     func = call.func
-    through_self = (
-        type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self"
-    )
+    through_self = is_self_attribute(func)
     if type(func) is not ast.Name and not through_self:
         return None
     candidates = _callees(call, caller, program)

@@ -357,7 +357,7 @@ def check_project_methods(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
         if _trains_before(call, loop, found, ctx):
             return  # the updates come first in this loop
         later = _training_method_after(call, loop, found, ctx)
-        if later is not None and not _sets_last_epoch(ctx, ctx.enclosing_function() or ctx.tree):
+        if later is not None and not _compensated(ctx):
             step = f"{ctx.text(later.func)}(...)"
             yield ctx.finding(
                 PITFALL, call, "method", call=ctx.text(call), method=call.func.attr, step=step
