@@ -492,10 +492,9 @@ def _class_layers(source: bytes) -> set[str]:
                 found.add(f"{name}:!")
             continue  # a layer its `__init__` leaves out by default: not known either way
         used = set(_base_names(bases.decode("ascii", "replace")))
-        init = source.find(b"def __init__", match.end(), end) if b"Module" in bases else -1
-        if init != -1:  # a model made of parts: the project classes its `__init__` calls
-            stop = source.find(b"\n    def ", init, end)  # the next method, as most indent it
-            for called in _CALLED_CLASS.finditer(source, init, end if stop == -1 else stop):
+        init = _method_span(source, b"__init__", match.end(), end) if b"Module" in bases else None
+        if init is not None:  # a model made of parts: the project classes its `__init__` calls
+            for called in _CALLED_CLASS.finditer(source, *init):
                 before = source[called.start() - 1]
                 if before not in _WORD_BYTES and before != 46:  # not `nn.Linear(`
                     used.add(called.group(1).decode("ascii", "replace"))
@@ -505,11 +504,18 @@ def _class_layers(source: bytes) -> set[str]:
 
 def _forward_sets_mode(source: bytes, start: int, end: int) -> bool:
     """The class body in [start, end) has a `forward` that calls `self.eval()`."""
-    forward = source.find(b"def forward", start, end)
-    if forward == -1:
-        return False
-    stop = source.find(b"\n    def ", forward, end)  # the next method, as most indent it
-    return source.find(b"self.eval()", forward, end if stop == -1 else stop) != -1
+    forward = _method_span(source, b"forward", start, end)
+    return forward is not None and source.find(b"self.eval()", *forward) != -1
+
+
+def _method_span(source: bytes, name: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """Where the method `name` of the class body in [start, end) runs: from its `def` to the
+    next method, as most code indents it; None when the class has none."""
+    at = source.find(b"def " + name, start, end)
+    if at == -1:
+        return None
+    stop = source.find(b"\n    def ", at, end)
+    return at, end if stop == -1 else stop
 
 
 def _layer_words_at(source: bytes) -> list[int]:
