@@ -293,3 +293,49 @@ def test_a_call_spelled_in_full_width_letters_is_a_call_of_that_name():
     ctx = Context("t.py", source, ast.parse(source), None)
     assert may_be_called(ctx, "step")
     assert not may_be_called(ctx, "train")
+
+
+def test_a_check_leaves_no_cycle_holding_the_tree():
+    """Rules keep objects that hold the file's Context in its memos; once the check is over
+    the Context forgets them, so the tree is freed at once rather than left to the cyclic
+    collector (which would walk all of it again: milliseconds per edit in the server)."""
+    import gc
+
+    from torchdoctor.catalog import _registry
+    from torchdoctor.lint.checker import check_source
+
+    source = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(2, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+            total = total + loss
+            model.eval()
+            evaluate(model)
+        torch.save(model, "m.pth")
+        """
+    )
+    codes = frozenset(p.code for p in _registry.all_pitfalls())
+    tree = ast.parse(source)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        assert check_source(source, "t.py", codes, tree=tree).findings  # the rules did work
+        del tree
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage if isinstance(o, (ast.AST, Context))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+    assert left == []

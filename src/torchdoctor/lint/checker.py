@@ -259,12 +259,14 @@ def check_source(
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result, _every_class(codes))
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
         result.internal_errors.append(f"{path}: not fully checked: {type(error).__name__}")
+    finally:
+        lines = ctx.lines if result.findings and "noqa" in source.lower() else None
+        ctx.release()
     if read_as is not source:  # fixes made for the expanded text would land on wrong places
         result.findings[len(repaired) :] = [
             replace(finding, fix=None) for finding in result.findings[len(repaired) :]
         ]
-    if result.findings and "noqa" in source.lower():  # most files: no line to read
-        lines = ctx.lines
+    if lines is not None:  # most files: no line to read
         result.findings = [f for f in result.findings if not is_suppressed(f, lines)]
     result.findings.sort(key=Finding.sort_key)
     return result

@@ -215,6 +215,12 @@ class Context:
         # then walks it rather than the tree.
         self.file_index = None
 
+    def release(self) -> None:
+        """Forget everything learnt about the file once its check is over. Rules keep objects
+        that hold this Context in its memos (a cycle), and through them the whole tree: left
+        alone, only the cyclic garbage collector could free them, walking every node again."""
+        self.__dict__.clear()
+
     @cached_property
     def lines(self) -> list[str]:
         """Source lines with their endings, as Python counts them (see lint/lines.py); computed

@@ -248,7 +248,7 @@ class FileIndex:
     def parents(self) -> _Parents:
         """The parent of every node (operators and Load/Store markers left out), as a read-only
         mapping."""
-        return _Parents(self)
+        return _Parents(self.nodes, self.number, self.above)
 
     @cached_property
     def scopes(self) -> list[ast.AST | None]:
@@ -440,18 +440,20 @@ class FileIndex:
 
 class _Parents:
     """The parents of an index's nodes, found from their numbers when asked: a dictionary of
-    every node's parent would cost more to build than most files ever ask of it."""
+    every node's parent would cost more to build than most files ever ask of it. It holds the
+    index's tables, not the index: a cycle through the index would leave the whole tree to the
+    cyclic garbage collector, which walks it again before freeing it."""
 
-    __slots__ = ("_index",)
+    __slots__ = ("_nodes", "_number", "_above")
 
-    def __init__(self, index: FileIndex) -> None:
-        self._index = index
+    def __init__(self, nodes: list[ast.AST], number: dict[ast.AST, int], above: list[int]) -> None:
+        self._nodes, self._number, self._above = nodes, number, above
 
     def __getitem__(self, node: ast.AST) -> ast.AST:
-        up = self._index.above[self._index.number[node]]
+        up = self._above[self._number[node]]
         if up < 0:
             raise KeyError(node)  # a root
-        return self._index.nodes[up]
+        return self._nodes[up]
 
     def get(self, node: ast.AST, default: ast.AST | None = None) -> ast.AST | None:
         try:
