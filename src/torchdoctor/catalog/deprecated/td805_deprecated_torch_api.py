@@ -133,9 +133,11 @@ them), and `torch.ger`, `torch.cuda.memory_cached`, `max_memory_cached`,
 `torch.library.impl_abstract` and `torch.nn.utils.stateless.functional_call` are renamed. A
 rewrite that needs the name `torch` is offered only where `torch` names the module.
 `torch.nn.utils.weight_norm` becomes `torch.nn.utils.parametrizations.weight_norm` with an
-unsafe fix: the parametrized module stores its weight under other state-dict keys
-(`parametrizations.weight.original0` instead of `weight_g`), so checkpoints saved before the
-change no longer load. The others (`torch.range`, the `torch.linalg` successors, `torch.norm`,
+unsafe fix: the parametrized module has no `weight_g` / `weight_v` attributes (its magnitude
+and direction are `parametrizations.weight.original0` / `original1`), `remove_weight_norm`
+raises on it (use `torch.nn.utils.parametrize.remove_parametrizations(module, "weight")`), and
+the state dicts it saves carry those new keys, which older code cannot load (it loads the old
+keys itself). The others (`torch.range`, the `torch.linalg` successors, `torch.norm`,
 `assert_allclose`, `sdp_kernel`...) take other arguments or return something else and are
 reported without a fix.
 
@@ -213,8 +215,10 @@ documentation only announces a future deprecation, and it does not warn.
 `max_memory_cached`、`torch.library.impl_abstract` 和 `torch.nn.utils.stateless.functional_call` 直接改名。
 需要用到 `torch` 这个名字的改写，只在 `torch` 确实指向该模块时提供。
 `torch.nn.utils.weight_norm` 改为 `torch.nn.utils.parametrizations.weight_norm` 的修复是不安全的：
-参数化后的模块把权重存放在不同的 state-dict 键下（`parametrizations.weight.original0` 而不是 `weight_g`），
-修改之前保存的检查点将无法加载。其余函数（`torch.range`、`torch.linalg` 中的后继函数、`torch.norm`、
+参数化后的模块没有 `weight_g` / `weight_v` 属性（幅度和方向改为
+`parametrizations.weight.original0` / `original1`），对它调用 `remove_weight_norm` 会报错（改用
+`torch.nn.utils.parametrize.remove_parametrizations(module, "weight")`），它保存的 state dict
+也使用这些新键，旧代码无法加载（它自己能加载旧键）。其余函数（`torch.range`、`torch.linalg` 中的后继函数、`torch.norm`、
 `assert_allclose`、`sdp_kernel` 等）的参数或返回值不同，只报告、不修复。
 
 ## Known problems
