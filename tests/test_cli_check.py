@@ -586,6 +586,35 @@ def test_stdlib_shadowing_file_not_reported_in_a_namespace_part_of_a_package(tmp
     assert len(json.loads(again.stdout)) == 3
 
 
+def test_stdlib_shadowing_file_not_reported_in_a_directory_imported_by_its_name(tmp_path):
+    # PyTorch-StudioGAN: `src/sync_batchnorm/` has no `__init__.py`; `src/loader.py` imports
+    # `sync_batchnorm.batchnorm`, so its `unittest.py` (a test helper doing `import unittest`)
+    # is imported as `sync_batchnorm.unittest` and gets the standard module.
+    helper = "import unittest\nimport torch\n\nclass TorchTestCase(unittest.TestCase):\n    pass\n"
+    write(tmp_path, "src/sync_batchnorm/unittest.py", helper)
+    write(
+        tmp_path,
+        "src/sync_batchnorm/batchnorm.py",
+        "import torch\n\ndef convert_model(m):\n    return m\n",
+    )
+    found = check_json(".", cwd=tmp_path)
+    assert [(f["path"], f["code"]) for f in found] == [("src/sync_batchnorm/unittest.py", "TD703")]
+    write(
+        tmp_path,
+        "src/loader.py",
+        "from sync_batchnorm.batchnorm import convert_model\nimport torch\n",
+    )
+    assert check_json(".", cwd=tmp_path) == []
+    # Run from its own directory, it would import itself: still reported.
+    write(
+        tmp_path,
+        "src/sync_batchnorm/unittest.py",
+        helper + "\nif __name__ == '__main__':\n    pass\n",
+    )
+    found = check_json(".", cwd=tmp_path)
+    assert [(f["path"], f["code"]) for f in found] == [("src/sync_batchnorm/unittest.py", "TD703")]
+
+
 def test_cache_notices_a_new_neighbour(tmp_path):
     write(
         tmp_path,

@@ -209,6 +209,10 @@ class ProjectFacts:
     # call a backward (`trainer.dis_update(...)`), by name, every definition of the name so.
     scheduler_methods: frozenset[str] = frozenset()
     training_methods: frozenset[str] = frozenset()
+    # The first names of the modules the project's files import from at their top level
+    # (`sync_batchnorm` of `from sync_batchnorm.batchnorm import convert_model`): a directory
+    # of that name is imported as a package by its name.
+    imported_roots: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -256,6 +260,11 @@ class ProjectFacts:
 
     def trains_in(self, method: str) -> bool:
         return method in self.training_methods
+
+    def imports_from(self, name: str) -> bool:
+        """Whether some file of the project imports from `name` or `name.<module>` at its top
+        level (`from name.sub import x`, `from name import x`, `import name.sub as y`)."""
+        return name in self.imported_roots
 
     def has(self, marker: str) -> bool:
         """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
@@ -710,6 +719,7 @@ class FactsReader:
             for name, definitions in self._layers_of.items()
             if all(d == ["="] for d in definitions)
         }
+        roots = {entry.partition("=")[2].partition(".")[0] for entry in self._imports}
         parts = (
             classes,
             self._env_reads,
@@ -725,6 +735,7 @@ class FactsReader:
             self_moded,
             scheduler_methods,
             training_methods,
+            roots,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -750,6 +761,7 @@ class FactsReader:
             frozenset(self_moded),
             frozenset(scheduler_methods),
             frozenset(training_methods),
+            frozenset(roots),
         )
 
 

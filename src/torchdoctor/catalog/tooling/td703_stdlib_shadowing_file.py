@@ -65,7 +65,9 @@ directory (a PyTorch source checkout), `ModuleNotFoundError: No module named
 Only directories without `__init__.py` are checked: inside a package, absolute imports do not
 see sibling modules unless the package directory itself is run as a script directory. Nor is
 a directory without `__init__.py` inside a package (a namespace part of it, imported by dotted
-names) unless the file may be run from there: a notebook, or a module with a `__main__` guard.
+names), or one the project imports from by its name (`from sync_batchnorm.batchnorm import
+...` in a script beside it), unless the file may be run from there: a notebook, or a module
+with a `__main__` guard.
 Modules that the interpreter has already loaded at start-up (`os`, `sys`, `io`, `abc`...) cannot be
 shadowed and are not reported.
 """,
@@ -93,7 +95,8 @@ module 'copy'`、由当前目录下的 `torch/__init__.py`（PyTorch 源码目�
 
 ## Known problems
 只检查没有 `__init__.py` 的目录：在包内部，绝对导入看不到同目录的模块，除非把包目录本身当作脚本目录
-运行。位于某个包内部、自身没有 `__init__.py` 的目录（包的命名空间部分，按带点的名字导入）也不检查，
+运行。位于某个包内部、自身没有 `__init__.py` 的目录（包的命名空间部分，按带点的名字导入），
+以及项目按目录名从中导入的目录（旁边的脚本写 `from sync_batchnorm.batchnorm import ...`）也不检查，
 除非该文件可能从那里运行：notebook，或带 `__main__` 判断的模块。
 解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）无法被遮蔽，不会报告。
 """,
@@ -184,7 +187,8 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         top = module.partition(".")[0]
         if top not in _SHADOWABLE:
             continue
-        if _in_a_package(directory) and not _runs_as_script(ctx):
+        imported = _in_a_package(directory) or _imported_by_name(directory, ctx)
+        if imported and not _runs_as_script(ctx):
             return  # imported as `package.dir.module`: its own directory is not on sys.path
         shadow = _shadowing_file(directory, top)
         if shadow is not None:
@@ -201,6 +205,12 @@ def _in_a_package(directory: str) -> bool:
     (torchtitan's `torchtitan/tools/`), whose modules are imported by their dotted names."""
     names = directory_listing(os.path.dirname(directory))
     return names is not None and "__init__.py" in names
+
+
+def _imported_by_name(directory: str, ctx: Context) -> bool:
+    """The project imports from `directory` by its name (`from sync_batchnorm.batchnorm import
+    ...` in a script beside it): a namespace package, run from the directory above it."""
+    return ctx.project.imports_from(os.path.basename(directory))
 
 
 def _runs_as_script(ctx: Context) -> bool:
