@@ -65,3 +65,52 @@ def test_not_when_never_logged_to_in_the_file() -> None:
 def test_not_without_the_project() -> None:
     found = check_source(LOGGER, "logger.py", frozenset({"TD705"}))
     assert found.findings == []
+
+
+# yolov3.pytorch's Logger: a method makes the writer and returns it with another value; the
+# constructor keeps it on self, and the class only logs to it.
+RETURNED = """
+import os
+from torch.utils.tensorboard import SummaryWriter
+
+
+class Logger:
+    def __init__(self, log_path):
+        self.log_path = log_path
+        self.tensorboard_writer, self.weights_path = self.init_log()
+
+    def log_in_tensorboard(self, key, value, step):
+        self.tensorboard_writer.add_scalar(key, value, step)
+
+    def init_log(self):
+        log_dir = os.path.join(self.log_path, "run")
+        tensorboard_writer = SummaryWriter(log_dir=log_dir)
+        return tensorboard_writer, os.path.join(log_dir, "weights")
+"""
+
+
+def test_writer_returned_to_an_attribute_that_is_only_logged_to() -> None:
+    assert _lines(RETURNED, TRAIN) == [16]
+
+
+def test_returned_writer_not_when_its_attribute_is_closed() -> None:
+    assert _lines(RETURNED, TRAIN + "logger.tensorboard_writer.close()\n") == []
+    closing = RETURNED + "\n    def close(self):\n        self.tensorboard_writer.close()\n"
+    assert _lines(closing) == []
+
+
+def test_returned_writer_not_when_a_call_keeps_it_elsewhere() -> None:
+    # One call site hands the pair to a local: whoever holds it may close it.
+    elsewhere = (
+        RETURNED + "\n    def again(self):\n        pair = self.init_log()\n        return pair\n"
+    )
+    assert _lines(elsewhere, TRAIN) == []
+    swapped = RETURNED.replace(
+        "self.tensorboard_writer, self.weights_path = self.init_log()",
+        "self.weights_path, self.tensorboard_writer = self.init_log()",
+    )
+    assert _lines(swapped, TRAIN) == []  # the writer lands in weights_path, used otherwise
+
+
+def test_returned_writer_not_without_the_project() -> None:
+    assert check_source(RETURNED, "logger.py", frozenset({"TD705"})).findings == []

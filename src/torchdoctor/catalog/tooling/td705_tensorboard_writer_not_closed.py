@@ -51,8 +51,10 @@ the project closes or flushes anything named like a writer (`writer`, `logger`, 
 A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
 None`) is reported when the file only logs to that attribute or tests it, and no file of the
 project closes or flushes anything of that name (`self.writer.close()`, `writer.flush()`): the
-object never closes it, and nothing else can. Writers used in a `with` block, returned, or
-passed to other code are not reported: someone else may close them. A writer kept in a
+object never closes it, and nothing else can. So is a writer a method returns (alone or in a
+tuple) when every call of that method in the file keeps it in such an attribute
+(`self.writer, self.dir = self.init_log()`). Writers used in a `with` block, returned to other
+code, or passed to other code are not reported: someone else may close them. A writer kept in a
 `global` is reported only in a script (a file with an `if __name__ == "__main__":` block, or one
 that parses its command line at the top level), whose globals no other module imports, when
 every use of it in the file logs. Notebook cells are not checked, since the kernel keeps running
@@ -93,7 +95,9 @@ Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`
 保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
 或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志或对它做判断，且项目中没有任何文件
 关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
-用在 `with` 语句中、被返回或传给其他代码的 writer 不会报告：可能由别处负责关闭。
+某个方法返回的 writer（单独返回或放在元组中），如果文件中对该方法的每次调用都把它存进这样的属性
+（`self.writer, self.dir = self.init_log()`），也会报告。
+用在 `with` 语句中、返回给其他代码或传给其他代码的 writer 不会报告：可能由别处负责关闭。
 保存在 `global` 变量中的 writer 只在脚本（带有
 `if __name__ == "__main__":` 块、或在顶层解析命令行参数的文件，其全局变量不会被其他模块导入）中、
 且文件里对它的每次使用都是记录日志时才报告。
@@ -479,9 +483,51 @@ def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context
             continue
         if _tested(node, found.parents):  # `if writer is None: writer = SummaryWriter(...)`
             continue
+        if _returned_to_attributes(node, scope, found, ctx):
+            continue
         if not _logged_by_callee(node, found, flushed, ctx):
             return False
     return True
+
+
+def _returned_to_attributes(node: ast.Name, function: ast.AST, found, ctx: Context) -> bool:
+    """`return writer, weights_dir` from a method whose every call in the file is
+    `self.writer, self.weights = self.init_log()`, each attribute it lands in only logged to,
+    in a project that closes none of those names (yolov3.pytorch's Logger): the object keeping
+    it never closes it, and no one else can."""
+    returned, position, width = found.parents[node], None, 0
+    if isinstance(returned, ast.Tuple):
+        position, width = returned.elts.index(node), len(returned.elts)
+        returned = found.parents[returned]
+    if not (
+        isinstance(returned, ast.Return)
+        and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and ctx.project.known
+    ):
+        return False
+    whole = index(ctx)
+    attributes = []
+    for at in whole.calls.get(function.name, ()):
+        call = whole.nodes[at]
+        statement = whole.parents.get(call)
+        if not (
+            is_self_attribute(call.func)
+            and isinstance(statement, ast.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+        ):
+            return False
+        target = statement.targets[0]
+        if position is not None:
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == width):
+                return False
+            target = target.elts[position]
+        if not is_self_attribute(target):
+            return False
+        attributes.append(target.attr)  # type: ignore[union-attr]
+    return bool(attributes) and all(
+        not ctx.project.closes(attr) and _attribute_only_logged(ctx, attr) for attr in attributes
+    )
 
 
 def _stand_in(node: ast.Name, found) -> bool:
