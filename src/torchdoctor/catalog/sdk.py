@@ -84,6 +84,7 @@ from torchdoctor.lint.values import (
     is_parameter,
     parameter_default,
     passed_values,
+    read_as_tensor,
     tensor_type,
 )
 from torchdoctor.lint.occurrences import (
@@ -187,6 +188,7 @@ __all__ = [
     "is_parameter",
     "parameter_default",
     "passed_values",
+    "read_as_tensor",
     "parameter_free_module",
     "HOOKS",
     "MODULE_SELF_METHODS",

@@ -427,6 +427,36 @@ def constant_range(loop: ast.AST) -> int | None:
     return count.value if isinstance(count, ast.Constant) and type(count.value) is int else None
 
 
+# Methods that read a tensor's value out (`x.numpy()`, `x.item()`, `x.data.cpu()`): a module
+# has none of them, and a batch object or other container seldom.
+_VALUE_READERS = frozenset({"numpy", "item", "numel", "dim"})
+_DATA_READERS = frozenset({"numpy", "cpu", "item", "tolist"})
+
+
+@per_file
+def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """`name` is bound once in `scope`, which reads a tensor's value out of it: `name.numpy()`,
+    `name.item()`, `name.numel()`, `name.dim()`, `name.data.numpy()`, `name.data.cpu()`...
+    (seq2seq-keyphrase's `src = batch.src` shown with `src.data.numpy()`, then `src.cuda()`)."""
+    found = bindings(ctx, scope, name)
+    if found is None or len(found) != 1:
+        return False
+    within = index_of(ctx, scope)
+    for node in within.names_in(scope, name):
+        method = within.parents.get(node)
+        if not isinstance(method, ast.Attribute) or within.scopes[within.number[node]] is not scope:
+            continue
+        readers = _VALUE_READERS
+        if method.attr == "data":
+            method, readers = within.parents.get(method), _DATA_READERS
+        if not isinstance(method, ast.Attribute) or method.attr not in readers:
+            continue
+        call = within.parents.get(method)
+        if isinstance(call, ast.Call) and call.func is method:
+            return True
+    return False
+
+
 def moves_itself(value: ast.AST | None, name: str) -> bool:
     """`net.cuda()`, `self.net.to(device)`: a method of a module that returns the module itself,
     called on `name` (a dotted name: "net", "self.net")."""

@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     index,
     names_assigned,
     per_file,
+    read_as_tensor,
     scope_of,
     shorten,
     statements,
@@ -61,7 +62,8 @@ moves and most other methods only for values it knows are tensors (the inputs of
 `forward` count); for values of unknown type it reports only methods no other common class
 has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A name bound only
 to the results of such methods (`x = load(p).contiguous()`, then `x = x.view(...)`) counts as a
-tensor. A call in a
+tensor, and so does a name bound once in its function that the function reads a tensor's value
+out of (`src = batch.src` with `src.data.numpy()`, `src.item()`...). A call in a
 `try` block that catches its error is a probe of whether it raises, and is not reported.
 
 ## Why is this bad?
@@ -97,7 +99,8 @@ which creates the GPU's CUDA context, with no name to keep the result in.
 当无法确定一个名字保存的是什么时，设备、dtype 迁移和大多数方法只对确定是张量的值报告（模块 `forward`
 的输入也算）；类型未知的值只报告其他常见类没有的方法（`unsqueeze`、`permute`、`contiguous`、
 `masked_fill`、`index_add` 等）。只被这类方法的结果赋值过的名字（`x = load(p).contiguous()`，之后
-`x = x.view(...)`）算作张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
+`x = x.view(...)`）算作张量；在函数中只绑定一次、且函数从中读出张量值的名字（`src = batch.src`
+之后有 `src.data.numpy()`、`src.item()` 等）也算作张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
 
 ## Why is this bad?
 `Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
@@ -187,6 +190,13 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
         kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
+    if (
+        kind is Kind.UNKNOWN
+        and ctx.imports_torch
+        and isinstance(receiver, ast.Name)
+        and read_as_tensor(ctx, scope_of(receiver.id, ctx), receiver.id)
+    ):
+        kind = Kind.TENSOR  # `src = batch.src` read by `src.data.numpy()`
     if method in MOVES and (kind is not Kind.TENSOR or _made_here(receiver, ctx)):
         # `torch.zeros(1).cuda()`: a tensor made to be moved, for the move itself (it creates
         # the CUDA context: st-gcn's occupy_gpu); no name held it to keep the result in.
