@@ -44,6 +44,7 @@ from torchdoctor.lint.bindings import (
     scope_of,
 )
 from torchdoctor.lint.context import (
+    CNN_FACTORIES,
     MODULE_SELF_METHODS,
     VARIABLE_QUALNAMES,
     assigned_name,
@@ -174,6 +175,7 @@ class UnreadableSource(Protocol):
 ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": UnreadableSource}
 
 __all__ = [
+    "CNN_FACTORIES",
     "lazy_compile",
     "runs_without_gradients",
     "turns_recording_off",

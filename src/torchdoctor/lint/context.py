@@ -76,6 +76,20 @@ _PROGRESS_BARS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm",
 
 # torch.nn names that are not module classes.
 _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "Module", "UninitializedParameter"})
+# Functions and classes of the CNN libraries built like torchvision's models (BatchNorm in every
+# one): cnn_finetune's `make_model`, efficientnet_pytorch, segmentation_models_pytorch.
+CNN_FACTORIES = frozenset(
+    {
+        "cnn_finetune.make_model",
+        "efficientnet_pytorch.EfficientNet.from_pretrained",
+        "efficientnet_pytorch.EfficientNet.from_name",
+        *(
+            f"segmentation_models_pytorch.{name}"
+            for name in ("Unet", "UnetPlusPlus", "FPN", "PSPNet", "DeepLabV3", "DeepLabV3Plus")
+        ),
+        *(f"segmentation_models_pytorch.{name}" for name in ("Linknet", "PAN", "MAnet")),
+    }
+)
 
 _ANNOTATION_KINDS = {
     "torch.Tensor": Kind.TENSOR,
@@ -537,7 +551,7 @@ class Context:
             return Kind.MODULE
         if head.startswith("torchvision.models") and last[:1].islower() and last != "get_weight":
             return Kind.MODULE
-        if qualname in ("timm.create_model", "torch.hub.load"):
+        if qualname in ("timm.create_model", "torch.hub.load") or qualname in CNN_FACTORIES:
             return Kind.MODULE
         if qualname == "torch.compile" and call.args and self.kind_of(call.args[0]) is Kind.MODULE:
             return Kind.MODULE

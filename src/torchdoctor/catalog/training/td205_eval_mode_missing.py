@@ -9,6 +9,7 @@ from typing import Iterator
 from torchdoctor.catalog.training._after_train import evaluations_after_train, trains
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
+    CNN_FACTORIES,
     MODE_WORDS,
     Clue,
     attribute_values,
@@ -119,7 +120,10 @@ the functions those call, and the other methods of its class):
   project's facts say has Dropout or BatchNorm, in its own body or in a project class it uses,
   and not only when its `__init__` is asked for them); a model built in the file only from
   layers that compute the same in both modes (no Dropout, BatchNorm or Transformer layers) is
-  not reported for this; or
+  not reported for this. A model the evaluation function builds itself (from a class of the
+  file, a torchvision model, or a CNN library's: `cnn_finetune.make_model`,
+  `efficientnet_pytorch`, `segmentation_models_pytorch`) is asked of that function and what it
+  calls only: the other code around it never sees that model; or
 - never disables gradient recording (no `torch.no_grad()`, `torch.inference_mode()` or
   `torch.set_grad_enabled(...)`).
 
@@ -196,7 +200,9 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
   或由项目事实表明含有 Dropout 或 BatchNorm 的其他模块的类构造——层在类自身或它用到的项目类中，
   且不是只有 `__init__` 要求时才创建）；
   如果模型在本文件中完全由两种模式下计算相同的层构成
-  （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告；或者
+  （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告。评估函数自己新建的模型（由本文件的类、
+  torchvision 模型或 CNN 库构造：`cnn_finetune.make_model`、`efficientnet_pytorch`、
+  `segmentation_models_pytorch`）只看这个函数及其调用的函数：周围的其他代码接触不到这个模型；或者
 - 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`）。
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
@@ -419,6 +425,8 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     family = program.family(function)
     if family is None:
         return  # no caller in this file: whoever calls it may already have set the modes
+    if _built_by(function, call, program, ctx):
+        family = [function]  # no other code of the file has that model to switch
     models = program.assigned(family, last_name(call.func))
     if program.set_their_own_mode(models):
         return  # `forward` calls `self.eval()` itself (FAST-VQA's evaluators)
@@ -434,6 +442,22 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
     yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(call.func)))
+
+
+def _mode_dependent_factory(qualname: str) -> bool:
+    """A torchvision model, or one of a CNN library built like them (BatchNorm in each)."""
+    return qualname.startswith("torchvision.models.") or qualname in CNN_FACTORIES
+
+
+def _built_by(function: ast.AST | None, call: ast.Call, program: _Program, ctx: Context) -> bool:
+    """The model `call` runs is a name every binding of which in `function` builds a model with
+    a layer whose behaviour depends on the mode (`model = make_model(arch)`, then loaded): a
+    model of its own, which the other functions of the file never see."""
+    return (
+        function is not None
+        and isinstance(call.func, ast.Name)
+        and program.mode_dependent_here(call.func.id, function, ctx)
+    )
 
 
 @PITFALL.static(ast.Module)
@@ -850,7 +874,7 @@ class _Program:
             if qualname.startswith("torch.nn."):  # `nn.Sequential(nn.Linear(...), nn.ReLU())`
                 if self._modes.all_mode_free([made]):
                     return False
-            elif not qualname.startswith("torchvision.models.") and not other_modules:
+            elif not _mode_dependent_factory(qualname) and not other_modules:
                 return False  # a class of another module: its layers cannot be seen
         return True
 
@@ -989,7 +1013,7 @@ class _Program:
             cls = self.classes[func.id]
             return self.ctx.is_module_class(cls) and not self._modes.class_mode_free(cls)
         qualname = self.ctx.qualname(func) or ""
-        if qualname.startswith("torchvision.models."):
+        if _mode_dependent_factory(qualname):
             return True
         if qualname.startswith("torch.nn."):
             return not self._modes.all_mode_free([made])
