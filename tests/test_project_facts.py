@@ -164,6 +164,21 @@ def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
 
 
+def test_local_rank_copied_into_the_environment_is_no_read(tmp_path):
+    # mmdetection-style tools/train.py (vfe.pytorch): the launcher's `--local_rank` is copied
+    # into LOCAL_RANK when that is missing; `torch.distributed.launch` passes `--local-rank`.
+    (tmp_path / "pyproject.toml").write_text("")
+    script = (
+        "import argparse\nimport os\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', type=int, default=0)\nargs = parser.parse_args()\n"
+        "if 'LOCAL_RANK' not in os.environ:\n    os.environ['LOCAL_RANK'] = str(args.local_rank)\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    assert "train.py:6:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    (tmp_path / "train.py").write_text(script + "rank = int(os.environ['LOCAL_RANK'])\n")
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+
+
 def test_a_project_launching_its_processes_with_the_old_spelling_keeps_it(tmp_path):
     # ParallelWaveGAN ships its own launcher, which passes `--local_rank=N` to each process.
     (tmp_path / "pyproject.toml").write_text("")

@@ -55,7 +55,10 @@ An argparse option `--local_rank` declared without the `--local-rank` spelling, 
 that never reads the `LOCAL_RANK` environment variable (in this file or any other of the
 project: `os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`, `"LOCAL_RANK" in os.environ`)
 and never launches its processes itself: with `--local_rank=N` (a launcher of its own), or
-by starting them from the script and setting each one's `args.local_rank = rank`.
+by starting them from the script and setting each one's `args.local_rank = rank`. Setting the
+variable is no read: mmdetection-style scripts copy the option into it
+(`if "LOCAL_RANK" not in os.environ: os.environ["LOCAL_RANK"] = str(args.local_rank)`) and
+still need the launcher's argument.
 
 ## Why is this bad?
 The old launcher `python -m torch.distributed.launch` used to pass `--local_rank=N` to every
@@ -79,7 +82,9 @@ working. It does not add the `LOCAL_RANK` fallback that `torchrun` needs: use
 argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法，而且整个项目（本文件或项目中的
 任何其他文件）都没有读取 `LOCAL_RANK` 环境变量（`os.environ["LOCAL_RANK"]`、`os.getenv("LOCAL_RANK")`、
 `"LOCAL_RANK" in os.environ`），也没有自己启动进程：用 `--local_rank=N`（项目自带的启动器），
-或者在脚本里启动进程并为每个进程设置 `args.local_rank = rank`。
+或者在脚本里启动进程并为每个进程设置 `args.local_rank = rank`。设置这个变量不算读取：
+mmdetection 风格的脚本把选项的值拷贝进去（`if "LOCAL_RANK" not in os.environ:
+os.environ["LOCAL_RANK"] = str(args.local_rank)`），仍然需要启动器传入的参数。
 
 ## Why is this bad?
 旧的启动方式 `python -m torch.distributed.launch` 以前会给每个进程传 `--local_rank=N`。
@@ -155,10 +160,30 @@ def _option(call: ast.Call, spelling: str) -> ast.Constant | None:
 
 @per_file
 def _reads_local_rank_env(ctx: Context) -> bool:
-    """The file names `LOCAL_RANK` somewhere (`os.environ["LOCAL_RANK"]`, `os.getenv(...)`)."""
+    """The file reads `LOCAL_RANK` somewhere (`os.environ["LOCAL_RANK"]`, `os.getenv(...)`).
+    Setting it (`os.environ["LOCAL_RANK"] = str(args.local_rank)`), or testing that it is
+    missing before setting it, is no read: mmdetection-style scripts copy the launcher's
+    `--local_rank` there, and still need the argument."""
     whole = index(ctx)
-    constants = map(whole.nodes.__getitem__, whole.by_class.get(ast.Constant, ()))
-    return ENV_VARIABLE in map(_VALUE, constants)  # compared without a Python loop: C speed
+    constants = list(map(whole.nodes.__getitem__, whole.by_class.get(ast.Constant, ())))
+    if ENV_VARIABLE not in map(_VALUE, constants):  # compared without a Python loop: C speed
+        return False
+    return any(
+        constant.value == ENV_VARIABLE and not _only_set(constant, whole.parents)
+        for constant in constants
+    )
+
+
+def _only_set(constant: ast.Constant, parents) -> bool:
+    """`os.environ["LOCAL_RANK"] = ...`, or `"LOCAL_RANK" not in os.environ`."""
+    above = parents.get(constant)
+    if isinstance(above, ast.Subscript):
+        return isinstance(above.ctx, ast.Store)
+    return (
+        isinstance(above, ast.Compare)
+        and above.left is constant
+        and [type(op) for op in above.ops] == [ast.NotIn]
+    )
 
 
 _VALUE = attrgetter("value")
