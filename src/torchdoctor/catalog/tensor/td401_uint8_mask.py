@@ -82,7 +82,8 @@ A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
 or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
 same block, or after the statements around it (`if`, `for`, `with`) in the same function,
-also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), split into parts
+also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), merged with a bool
+tensor (`mask = torch.max(mask, iou > t)`, `mask = mask | (x > 0)`: still uint8), split into parts
 (`mask = mask.split(sizes)`), indexed for a part (`mask[t]`), passed through the project's
 own device helper (`cuda_(mask)`, `to_var(mask)`), or copied to another name first
 (`maskk = mask.clone()`, then `logits[maskk]`). A numpy array made uint8
@@ -137,7 +138,9 @@ a mask returned to be used elsewhere, or passed from another file, is not report
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
-包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、拆成几块（`mask = mask.split(sizes)`）
+包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、
+与 bool 张量合并（`mask = torch.max(mask, iou > t)`、`mask = mask | (x > 0)`：结果仍是 uint8）、
+拆成几块（`mask = mask.split(sizes)`）
 或取出其中一部分（`mask[t]`）、经过项目自己的设备辅助函数（`cuda_(mask)`、`to_var(mask)`），
 或者先复制到另一个名字（`maskk = mask.clone()`，再 `logits[maskk]`）。以 uint8 创建的 numpy 数组
 （`np.zeros(shape, dtype=np.uint8)`、`.astype(np.uint8)`）也会被报告：当由它不指定 dtype 得到的张量
@@ -903,7 +906,33 @@ def _moved(node: ast.Name, parents: dict, ctx: Context) -> bool:
     if not (isinstance(statement, ast.Assign) and statement.targets == [node]):
         return False
     value = _unwrapped(statement.value, ctx)
-    return value is not statement.value and type(value) is ast.Name and value.id == node.id
+    if value is not statement.value and type(value) is ast.Name and value.id == node.id:
+        return True
+    return _merged_with_mask(value, node.id, ctx)
+
+
+# Elementwise functions of two tensors whose result has their promoted dtype: a uint8 tensor
+# with a bool one stays uint8.
+_ELEMENTWISE_PAIRS = frozenset({"torch.max", "torch.min", "torch.maximum", "torch.minimum"})
+
+
+def _merged_with_mask(value: ast.AST, name: str, ctx: Context) -> bool:
+    """`suppress = torch.max(suppress, overlap[box] > max_overlap)` (the SSD tutorial's
+    suppression), `mask = mask | (x > 0)`: the name merged with a bool tensor, still uint8."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.BitOr, ast.BitAnd)):
+        pair = [value.left, value.right]
+    elif (
+        isinstance(value, ast.Call)
+        and len(value.args) == 2
+        and not value.keywords
+        and ctx.qualname(value.func) in _ELEMENTWISE_PAIRS
+    ):
+        pair = list(value.args)
+    else:
+        return False
+    mine = [arg for arg in pair if type(arg) is ast.Name and arg.id == name]
+    others = [arg for arg in pair if not (type(arg) is ast.Name and arg.id == name)]
+    return len(mine) == 1 and len(others) == 1 and _is_mask_like(others[0])
 
 
 def _shadowed(node: ast.Name, here: ast.AST, found, ctx: Context) -> bool:
