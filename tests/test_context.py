@@ -339,3 +339,24 @@ def test_a_check_leaves_no_cycle_holding_the_tree():
         if enabled:
             gc.enable()
     assert left == []
+
+
+def test_a_none_placeholder_attribute_takes_the_kind_of_what_is_built_later():
+    kinds = kinds_at_probe(
+        """
+        import torch.nn as nn
+
+        class Trainer:
+            def __init__(self):
+                self.model = None
+                self.other = nn.Linear(2, 2)
+
+            def build(self):
+                self.model = nn.Linear(2, 2)
+                self.other = make_something()
+
+            def save(self):
+                probe(self.model, self.other)
+        """
+    )
+    assert kinds == {"self.model": Kind.MODULE, "self.other": Kind.UNKNOWN}

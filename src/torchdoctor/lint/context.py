@@ -859,6 +859,8 @@ class Context:
         for target in node.targets:
             if kind is Kind.BATCH and type(target) in _SEQUENCES:
                 self._bind_batch(target)  # `images, labels = data`
+            elif type(value) is ast.Constant and value.value is None and _on_self(target):
+                continue  # `self.model = None` until the model is built: a placeholder
             else:
                 self._bind_target(target, kind)
 
@@ -1046,6 +1048,15 @@ def _is_nn_module_qualname(qualname: str) -> bool:
     if not head.startswith("torch.nn") or not last[:1].isupper():
         return False
     return last not in ("Parameter", "Buffer", "UninitializedParameter")
+
+
+def _on_self(target: ast.AST) -> bool:
+    """`self.<attribute>`."""
+    return (
+        type(target) is ast.Attribute
+        and type(target.value) is ast.Name  # type: ignore[attr-defined]
+        and target.value.id == "self"  # type: ignore[attr-defined]
+    )
 
 
 def per_file(func):
