@@ -72,7 +72,8 @@ graph; and a dict or list appended whole after backward ran on one of its items
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
 reset inside the loop) is fine and not reported, nor is a loss kept on one iteration only (under
 `if step == 0:`, a test of the loop's own variable) or rebound to a number first (`loss =
-loss.item()`, `loss = loss.data[0]`).
+loss.item()`, `loss = loss.data[0]`). A total set back to 0 only under an `if` (when it is
+printed every 20 batches) is reported: it links the graphs of the iterations in between.
 
 ## Why is this bad?
 A loss tensor carries its `grad_fn`: the graph of the step that produced it. Adding it to a
@@ -115,6 +116,7 @@ nothing grows.
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
 是正常用法，不会报告；只在某一次迭代中保留的损失（在 `if step == 0:` 这类对循环变量本身的判断之下），
 或先被重新赋值为数值（`loss = loss.item()`、`loss = loss.data[0]`）的损失，也不会报告。
+只在某个 `if` 之下才置零的总和（例如每 20 个 batch 打印一次后置零）仍会报告：它把两次置零之间各次迭代的计算图连在一起。
 
 ## Why is this bad?
 损失张量带着它的 `grad_fn`，也就是产生它的那一步的计算图。把它加到跨迭代存在的总和上，
@@ -431,9 +433,31 @@ def _outlives_iteration(
             continue
         if appended or binding.value is None:  # a list made anew, a loop variable...
             return False
+        if _reset_now_and_then(binding.node, loop, ctx):
+            continue  # set to 0 when it is logged: it spans the iterations in between
         if not binding.augmented and not _is_accumulation(binding.value, total):
             return False
     return True
+
+
+def _reset_now_and_then(statement: ast.AST, loop: ast.stmt, ctx: Context) -> bool:
+    """`total_loss = 0` under an `if` of the loop's body (`if (i + 1) % 20 == 0:` after
+    printing it), not in a loop nested in it: a reset some iterations only."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Constant)
+        and type(statement.value.value) in (int, float)
+    ):
+        return False
+    parents = index_of(ctx, loop).parents
+    above = parents.get(statement)
+    while above is not None and above is not loop:
+        if isinstance(above, (ast.For, ast.AsyncFor, ast.While)):
+            return False
+        if isinstance(above, ast.If):
+            return True
+        above = parents.get(above)
+    return False
 
 
 def _reset_each_step(
