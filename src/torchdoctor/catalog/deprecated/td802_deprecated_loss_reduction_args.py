@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     bindings,
     parameter_default,
     scope_of,
+    top_level_classes,
 )
 
 PITFALL = Pitfall(
@@ -92,10 +93,12 @@ modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, `nn.BCELoss`, `nn.KL
 `nn.SmoothL1Loss` and the other `torch.nn` losses that accept them) and the functional losses
 (`F.mse_loss`, `F.cross_entropy`, `F.nll_loss`, ...), also when the flag is passed by
 position (`nn.NLLLoss2d(weight, size_average)`, `F.kl_div(a, b, False)`), or passed on by a subclass
-of a torch loss (`super().__init__(weight, reduce=False)`). Explicit `None` for
+of a torch loss (`super().__init__(weight, reduce=False)`; also through a class of the file
+between them that defines no `__init__`). Explicit `None` for
 both (their default) is not reported. Also `reduction="elementwise_mean"`, the name `'mean'` had
 in PyTorch 0.4.0, given by keyword to the same losses or to `nn.HuberLoss`, `nn.CTCLoss` and
-`nn.GaussianNLLLoss` (and their functional forms). And the flags set as attributes of a loss
+`nn.GaussianNLLLoss` (and their functional forms), also through a name the function sets to it
+first (`reduction = "elementwise_mean"`, then `reduction=reduction`). And the flags set as attributes of a loss
 module once it is built (`criterion.size_average = False`), which changes nothing.
 
 ## Why is this bad?
@@ -153,10 +156,12 @@ PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模
 `nn.CrossEntropyLoss`、`nn.NLLLoss`、`nn.BCELoss`、`nn.KLDivLoss`、`nn.SmoothL1Loss` 以及其他接受这两个参数的
 `torch.nn` 损失）和函数式损失（`F.mse_loss`、`F.cross_entropy`、`F.nll_loss` 等），按位置传入旧参数时也报告
 （`nn.NLLLoss2d(weight, size_average)`、`F.kl_div(a, b, False)`），torch 损失的子类把它们
-转交给父类时也报告（`super().__init__(weight, reduce=False)`）。两个参数都显式写成
+转交给父类时也报告（`super().__init__(weight, reduce=False)`；中间隔着本文件中一个没有自己 `__init__`
+的类时也一样）。两个参数都显式写成
 `None`（即默认值）时不报告。同样报告对这些损失用关键字传入的 `reduction="elementwise_mean"`，
 即 `'mean'` 在 PyTorch 0.4.0 中的名字；对 `nn.HuberLoss`、`nn.CTCLoss`、`nn.GaussianNLLLoss`
-（及其函数式版本）也一样。还报告在损失模块构造之后把这两个参数当作属性设置的写法
+（及其函数式版本）也一样；先把某个名字设为这个值再传入（`reduction = "elementwise_mean"`，
+然后 `reduction=reduction`）也报告。还报告在损失模块构造之后把这两个参数当作属性设置的写法
 （`criterion.size_average = False`），它不起任何作用。
 
 ## Why is this bad?
@@ -391,11 +396,32 @@ def check_super_init(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     cls = ctx.enclosing_class()
     if cls is None:
         return
-    for base in cls.bases:
-        qualname = ctx.qualname(base)
-        if qualname in LEGACY_POSITION:
-            yield from _check_loss_call(call, qualname, ctx)
-            return
+    qualname = _torch_loss_base(cls, ctx)
+    if qualname is not None:
+        yield from _check_loss_call(call, qualname, ctx)
+
+
+def _torch_loss_base(cls: ast.ClassDef, ctx: Context) -> str | None:
+    """The torch loss class whose `__init__` a `super().__init__(...)` of `cls` runs: a base,
+    or the base of a base of the file that defines no `__init__` of its own (nnUNet's
+    `TopKLoss(RobustCrossEntropyLoss)`, itself a `CrossEntropyLoss` with its own `forward`)."""
+    classes = top_level_classes(ctx)
+    seen = {cls.name}
+    while True:
+        for base in cls.bases:
+            qualname = ctx.qualname(base)
+            if qualname in LEGACY_POSITION:
+                return qualname
+        own = [b for b in cls.bases if isinstance(b, ast.Name) and b.id in classes]
+        if len(cls.bases) != 1 or len(own) != 1 or own[0].id in seen:
+            return None
+        cls = classes[own[0].id]
+        seen.add(cls.name)
+        if any(
+            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"
+            for s in cls.body
+        ):
+            return None  # its own `__init__` takes other arguments
 
 
 def _check_loss_call(call: ast.Call, qualname: str | None, ctx: Context) -> Iterator[Finding]:
@@ -470,6 +496,11 @@ def _old_mean_name(call: ast.Call, rejected: bool, ctx: Context) -> Iterator[Fin
     """`reduction="elementwise_mean"`: torch maps it to "mean" (or raises), so the fix is safe."""
     for keyword in call.keywords:
         value = keyword.value
+        if keyword.arg == "reduction" and isinstance(value, ast.Name):
+            made = _old_mean_bound(value, ctx)
+            if made is not None:
+                yield from _old_mean_name_through(keyword, made, rejected, ctx)
+            continue
         if (
             keyword.arg == "reduction"
             and isinstance(value, ast.Constant)
@@ -482,6 +513,36 @@ def _old_mean_name(call: ast.Call, rejected: bool, ctx: Context) -> Iterator[Fin
             fix = ctx.fix(PITFALL, "safe", ctx.replace(value, f"{quote}mean{quote}"), title=title)
             variant = "elementwise-mean-error" if rejected else "elementwise-mean"
             yield ctx.finding(PITFALL, keyword, variant, fix=fix, legacy=ctx.text(keyword))
+
+
+def _old_mean_bound(name: ast.Name, ctx: Context) -> ast.Constant | None:
+    """`reduction = 'elementwise_mean'` in the function, before `reduction=reduction` (the
+    default that a configuration may replace: openseg's losses): that literal."""
+    function = ctx.enclosing_function()
+    if function is None:
+        return None
+    for binding in bindings(ctx, function, name.id) or ():
+        value = binding.value
+        if (
+            isinstance(value, ast.Constant)
+            and value.value == OLD_MEAN
+            and binding.node.lineno < name.lineno
+            and not binding.augmented
+        ):
+            return value
+    return None
+
+
+def _old_mean_name_through(
+    keyword: ast.keyword, made: ast.Constant, rejected: bool, ctx: Context
+) -> Iterator[Finding]:
+    """Reported at the call (what the loss is given), fixed where the name is given the old
+    spelling."""
+    quote = ctx.text(made)[-1]
+    title = {lang: text.format(reduction="mean") for lang, text in PITFALL.fix_title.items()}
+    fix = ctx.fix(PITFALL, "safe", ctx.replace(made, f"{quote}mean{quote}"), title=title)
+    variant = "elementwise-mean-error" if rejected else "elementwise-mean"
+    yield ctx.finding(PITFALL, keyword, variant, fix=fix, legacy=f"reduction={ctx.text(made)}")
 
 
 def _passed_on(value: ast.AST, ctx: Context) -> bool:
