@@ -59,7 +59,8 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-`.next()` called on an iterator: `iter(loader).next()`, `loader.__iter__().next()`, or
+`.next()` called on an iterator: `iter(loader).next()`, `loader.__iter__().next()`, a
+DataLoader's `loader._get_iterator().next()`, or
 `it.next()` where every assignment to `it` (or to `self.it` in the class, or its place in
 `a, b = iter(x), iter(y)`) is such an iterator, or a generator (a generator expression, or a
 call of an undecorated function of the file that yields: `gen = inf_train_gen()`); or a
@@ -98,7 +99,8 @@ make are (`seq_iter = enumerate(scores)`), with the general message.
 """,
         "zh": """
 ## What it catches
-在迭代器上调用 `.next()`：`iter(loader).next()`、`loader.__iter__().next()`，或者 `it.next()`，
+在迭代器上调用 `.next()`：`iter(loader).next()`、`loader.__iter__().next()`、DataLoader 的
+`loader._get_iterator().next()`，或者 `it.next()`，
 且对 `it`（或类中的 `self.it`，或 `a, b = iter(x), iter(y)` 中对应位置）的每一次赋值都是这样的迭代器，
 或者是生成器（生成器表达式，或调用本文件中没有装饰器、带 `yield` 的函数：`gen = inf_train_gen()`）；
 也包括这样的函数参数：本文件中对该函数的每次调用都传入这样的迭代器（`batches = iter(loader)`，
@@ -357,6 +359,13 @@ def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:
         return None if _binds(ctx, func.id) and _shadowed_at(ctx, func.id, value) else value
     if isinstance(func, ast.Attribute) and func.attr == "__iter__" and not value.args:
         return func.value
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "_get_iterator"
+        and not value.args
+        and ctx.kind_of(func.value) is Kind.LOADER
+    ):
+        return func.value  # a DataLoader's own iterator, made the private way
     return None
 
 
