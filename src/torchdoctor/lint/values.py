@@ -431,20 +431,37 @@ def constant_range(loop: ast.AST) -> int | None:
 # has none of them, and a batch object or other container seldom.
 _VALUE_READERS = frozenset({"numpy", "item", "numel", "dim"})
 _DATA_READERS = frozenset({"numpy", "cpu", "item", "tolist"})
+# torch functions that take a tensor first and refuse anything else (`torch.unsqueeze(x, 0)`).
+_TENSOR_FIRST = frozenset(
+    f"torch.{name}"
+    for name in (
+        "unsqueeze squeeze flatten reshape transpose permute numel argmax argmin softmax "
+        "log_softmax sigmoid clamp narrow"
+    ).split()
+)
 
 
 @per_file
 def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
     """`name` is bound once in `scope`, which reads a tensor's value out of it: `name.numpy()`,
     `name.item()`, `name.numel()`, `name.dim()`, `name.data.numpy()`, `name.data.cpu()`...
-    (seq2seq-keyphrase's `src = batch.src` shown with `src.data.numpy()`, then `src.cuda()`)."""
+    (seq2seq-keyphrase's `src = batch.src` shown with `src.data.numpy()`, then `src.cuda()`);
+    or hands it first to a torch function that takes only tensors (`torch.unsqueeze(data, 0)`)."""
     found = bindings(ctx, scope, name)
     if found is None or len(found) != 1:
         return False
     within = index_of(ctx, scope)
     for node in within.names_in(scope, name):
         method = within.parents.get(node)
-        if not isinstance(method, ast.Attribute) or within.scopes[within.number[node]] is not scope:
+        if within.scopes[within.number[node]] is not scope:
+            continue
+        if (
+            isinstance(method, ast.Call)
+            and method.args[:1] == [node]
+            and ctx.qualname(method.func) in _TENSOR_FIRST
+        ):
+            return True  # `torch.unsqueeze(data, 0)`
+        if not isinstance(method, ast.Attribute):
             continue
         readers = _VALUE_READERS
         if method.attr == "data":

@@ -63,7 +63,8 @@ moves and most other methods only for values it knows are tensors (the inputs of
 has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A name bound only
 to the results of such methods (`x = load(p).contiguous()`, then `x = x.view(...)`) counts as a
 tensor, and so does a name bound once in its function that the function reads a tensor's value
-out of (`src = batch.src` with `src.data.numpy()`, `src.item()`...). A call in a
+out of (`src = batch.src` with `src.data.numpy()`, `src.item()`...) or hands first to a torch
+function that takes only tensors (`torch.unsqueeze(data, 0)`). A call in a
 `try` block that catches its error is a probe of whether it raises, and is not reported.
 
 ## Why is this bad?
@@ -100,7 +101,8 @@ which creates the GPU's CUDA context, with no name to keep the result in.
 的输入也算）；类型未知的值只报告其他常见类没有的方法（`unsqueeze`、`permute`、`contiguous`、
 `masked_fill`、`index_add` 等）。只被这类方法的结果赋值过的名字（`x = load(p).contiguous()`，之后
 `x = x.view(...)`）算作张量；在函数中只绑定一次、且函数从中读出张量值的名字（`src = batch.src`
-之后有 `src.data.numpy()`、`src.item()` 等）也算作张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
+之后有 `src.data.numpy()`、`src.item()` 等，或把它作为第一个参数交给只接受张量的 torch 函数，如
+`torch.unsqueeze(data, 0)`）也算作张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
 
 ## Why is this bad?
 `Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
