@@ -574,8 +574,26 @@ def passed_values(
     binds), or a method called as `self.<name>(...)` in its own class. Calls spreading `*args`
     or `**kwargs` are left out, and so are callers in other files: what is returned is some
     of the values the parameter takes, never all of them."""
+    return _passed(ctx, function, parameter)[0]
+
+
+def passed_by_every_call(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> tuple[ast.expr, ...] | None:
+    """What each call of `function` in this file passes for `parameter`, when every such call
+    passes one (and spreads nothing); None when some call leaves it at its default."""
+    passed, calls = _passed(ctx, function, parameter)
+    if not passed or len(passed) != calls:
+        return None
+    return tuple(value for _, value in passed)
+
+
+def _passed(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> tuple[tuple[tuple[ast.Call, ast.expr], ...], int]:
+    """`passed_values`, and how many calls of `function` were found in all."""
     if not may_be_called(ctx, function.name):  # most functions: no index read
-        return ()
+        return (), 0
     args = function.args
     positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
     calls = _calls_found_in_text(ctx, function)  # most module functions: no index read
@@ -585,7 +603,7 @@ def passed_values(
         if isinstance(owner, ast.ClassDef):
             decorators = {getattr(d, "id", None) for d in function.decorator_list}
             if decorators & {"staticmethod", "classmethod"} or not positional:
-                return ()
+                return (), 0
             positional = positional[1:]  # `self`
             calls = [
                 call
@@ -595,17 +613,17 @@ def passed_values(
         elif isinstance(owner, ast.Module):
             module_bindings = bindings(ctx, owner, function.name) or ()
             if [b.node for b in module_bindings] != [function]:
-                return ()  # rebound, or imported too: which function a call reaches is unclear
+                return (), 0  # rebound, or imported too: which function a call reaches is unclear
             calls = [
                 call
                 for call in found.calls_named(owner, (function.name,))
                 if type(call.func) is ast.Name and not _shadowed(ctx, call, found)
             ]
         else:
-            return ()
+            return (), 0
     keyword_only = {arg.arg for arg in args.kwonlyargs}
     if parameter not in positional and parameter not in keyword_only:
-        return ()
+        return (), len(calls)
     position = positional.index(parameter) if parameter in positional else None
     passed = []
     for call in calls:
@@ -619,7 +637,7 @@ def passed_values(
         value = keyword_value(call, parameter)
         if value is not None:
             passed.append((call, value))
-    return tuple(passed)
+    return tuple(passed), len(calls)
 
 
 # Occurrences of a function's name, and nodes of the statements holding them, past which

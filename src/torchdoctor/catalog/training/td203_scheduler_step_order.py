@@ -14,10 +14,14 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     in_compat_fallback,
+    index,
     index_of,
+    is_parameter,
     is_self_attribute,
     call_name,
     lineage,
+    passed_by_every_call,
+    passed_values,
     per_file,
     subtree,
     top_level_classes,
@@ -127,7 +131,10 @@ Two mistakes with `torch.optim.lr_scheduler`:
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
   epoch loop). It is reported only when the numbers say epochs: the milestones, `step_size` or
   `T_max` are written in terms of the epoch count, or are no larger than the `range(...)` of
-  the epoch loop, or `ExponentialLR`'s `gamma` is below 0.99.
+  the epoch loop (a number, or a parameter every call in the file passes a number for), or
+  `ExponentialLR`'s `gamma` is below 0.99. The scheduler may be a parameter of the function
+  that the one call of it in the file passes (`train_model(model, ..., exp_lr_scheduler,
+  num_epochs=60)`), and a loop over the phases may sit between the epoch and the batch loops.
 
 A scheduler stepped under a condition on what the loop changes (`if epoch > 0:`), inside
 `warnings.catch_warnings()`, in a function that sets `scheduler.last_epoch` itself, or in a
@@ -185,8 +192,10 @@ The per-batch case needs the scheduler to be built in the same function as the l
   先更新权重，再推进学习率调度。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
   循环（位于 epoch 循环内、遍历 `DataLoader` 的循环）里 step。只有数字明确表明以 epoch 为单位时才报告：
-  里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环 `range(...)` 的上界，
-  或 `ExponentialLR` 的 `gamma` 小于 0.99。
+  里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环 `range(...)` 的上界
+  （一个数字，或本文件中每次调用都传入数字的参数），或 `ExponentialLR` 的 `gamma` 小于 0.99。
+  调度器可以是函数的参数，由文件中对该函数的唯一一次调用传入（`train_model(model, ...,
+  exp_lr_scheduler, num_epochs=60)`），epoch 循环与 batch 循环之间也可以隔着一个遍历训练/验证阶段的循环。
 
 放在依赖循环变化量的条件里（`if epoch > 0:`）、放在 `warnings.catch_warnings()` 中、所在函数自己设置了
 `scheduler.last_epoch`，或放在为 1.1 之前的 torch 保留的分支里（`if not pytorch_1_1_0_or_later:`）的
@@ -772,9 +781,15 @@ def _epoch_schedule_stepped_per_batch(
     if schedule == "ExponentialLR":
         gamma = _number(length)
         return schedule if gamma is not None and gamma < _PER_BATCH_GAMMA else None
-    if _counts_epochs(length) or _shorter_than_epoch_loop(length, loops[1]):
+    if _counts_epochs(length) or _shorter_than_epoch_loop(length, _epoch_loop(loops[1:]), ctx):
         return schedule
     return None
+
+
+def _epoch_loop(loops: list[ast.AST]) -> ast.AST:
+    """The innermost of the loops around the batch loop that counts with `range(...)` (the
+    epochs, around `for phase in ["train", "val"]`); else the one right around it."""
+    return next((loop for loop in loops if _range_call(getattr(loop, "iter", None))), loops[0])
 
 
 def _iterates_loader(loop: ast.AST, ctx: Context) -> bool:
@@ -791,8 +806,11 @@ def _iterates_loader(loop: ast.AST, ctx: Context) -> bool:
 
 
 def _construction(scheduler: ast.AST, ctx: Context) -> tuple[str, ast.AST] | None:
-    """(class name, length argument) of the one epoch schedule bound to this name in scope."""
+    """(class name, length argument) of the one epoch schedule bound to this name in scope, or
+    passed for this parameter by the one call of its function in the file."""
     call = _constructor(scheduler, ctx)
+    if call is None and isinstance(scheduler, ast.Name):
+        call = _passed_constructor(scheduler.id, ctx)
     if not isinstance(call, ast.Call):
         return None
     qualname = ctx.call_qualname(call) or ""
@@ -823,9 +841,34 @@ def _counts_epochs(expr: ast.AST) -> bool:
     return saw_epochs
 
 
-def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST) -> bool:
-    """The length is made of numbers no larger than the `range(E)` of the epoch loop."""
+def _passed_constructor(name: str, ctx: Context) -> ast.AST | None:
+    """`train_model(model, criterion, optimizer, exp_lr_scheduler, num_epochs=60)`, the one call
+    of the function in the file, after `exp_lr_scheduler = lr_scheduler.StepLR(...)`: that
+    construction (Person_reID_baseline's `train_model(..., scheduler, ...)`)."""
+    function = ctx.enclosing_function()
+    if not (
+        isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and is_parameter(function, name)
+    ):
+        return None
+    passed = passed_values(ctx, function, name)
+    if len(passed) != 1:
+        return None
+    call, value = passed[0]
+    if isinstance(value, ast.Name):
+        whole = index(ctx)
+        scope = whole.scopes[whole.number[call]] or ctx.tree
+        found = _assigned_values(ctx, scope, value.id)
+        return found[0] if len(found) == 1 else None
+    return value
+
+
+def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST, ctx: Context) -> bool:
+    """The length is made of numbers no larger than the `range(E)` of the epoch loop (`E` a
+    number, or a parameter every call of the function in the file passes a number for)."""
     epochs = _range_stop(getattr(epoch_loop, "iter", None))
+    if epochs is None:
+        epochs = _passed_epochs(getattr(epoch_loop, "iter", None), ctx)
     numbers = [n.value for n in ast.walk(expr) if isinstance(n, ast.Constant)]
     if epochs is None or not numbers or not all(type(n) is int for n in numbers):
         return False
@@ -834,13 +877,37 @@ def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST) -> bool:
     return max(numbers) <= epochs
 
 
-def _range_stop(source: ast.AST | None) -> int | None:
-    if not (
+def _range_call(source: ast.AST | None) -> bool:
+    return (
         isinstance(source, ast.Call)
         and isinstance(source.func, ast.Name)
         and source.func.id == "range"
-        and source.args
+        and bool(source.args)
+    )
+
+
+def _passed_epochs(source: ast.AST | None, ctx: Context) -> int | None:
+    """The fewest epochs of `range(num_epochs)` over a parameter: the numbers the calls of the
+    function in the file pass, when every one passes a number."""
+    if not _range_call(source):
+        return None
+    stop = source.args[1] if len(source.args) > 1 else source.args[0]  # type: ignore[attr-defined]
+    function = ctx.enclosing_function()
+    if not (
+        isinstance(stop, ast.Name)
+        and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and is_parameter(function, stop.id)
     ):
+        return None
+    passed = passed_by_every_call(ctx, function, stop.id)
+    counts = [_number(value) for value in passed or ()]
+    if not counts or not all(type(n) is int for n in counts):
+        return None
+    return min(counts)  # type: ignore[type-var]
+
+
+def _range_stop(source: ast.AST | None) -> int | None:
+    if not _range_call(source):
         return None
     stop = source.args[1] if len(source.args) > 1 else source.args[0]
     value = _number(stop)
