@@ -12,7 +12,9 @@ linear checker keeps that ratio flat as the size doubles.
 
 `--per-rule` checks each rule alone at 1x and 2x and prints the work it adds to a check with no
 rule selected, counted in calls rather than timed (exact on a busy machine): a linear rule
-doubles it, a quadratic one quadruples it. See docs/benchmarks.md.
+doubles it, a quadratic one quadruples it. `--floor` sets a check at 1x beside the least any
+pass over the tree in Python costs (visiting every node once; `ast.walk`), each over the parse.
+See docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -802,6 +804,59 @@ def measure(
     return Measurement(shape, size, program.count("\n"), parse_s, check_s, found)
 
 
+def _visit_every_node(tree: ast.AST) -> int:
+    """The least a Python pass over a tree can do: pop each node and push its children."""
+    todo, count = [tree], 0
+    pop, push, extend = todo.pop, todo.append, todo.extend
+    node_type = ast.AST
+    while todo:
+        node = pop()
+        count += 1
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                extend([item for item in value if isinstance(item, node_type)])
+            elif isinstance(value, node_type):
+                push(value)
+    return count
+
+
+def floor(shapes, codes, scratch: Path, repeat: int, limit: float, out) -> None:
+    """What a check costs against what any pass over the tree in Python costs, at 1x: the
+    parse; one minimal visit of every node; `ast.walk`; a check with no rule (reading, the
+    walk of the nodes the context tracks); a check with every rule."""
+    print(
+        "| shape | size | parse s | visit every node | ast.walk | check, no rule | check, every rule |",
+        file=out,
+    )
+    print("|---|---|---:|---:|---:|---:|---:|", file=out)
+    for shape in shapes:
+        text = shape.make(shape.base)
+        program = notebook_program(text) if shape.suffix == ".ipynb" else text
+        path = scratch / f"generated{shape.suffix}"
+        path.write_text(text, encoding="utf-8")
+        write_neighbours(scratch)
+        settings = Settings(root=scratch)
+        tree = ast.parse(program)
+
+        def check(selected: frozenset[str]) -> Callable[[], object]:
+            job = Job(codes=selected)
+            return lambda: check_files([path], settings, job, 1, use_cache=False, cwd=scratch)
+
+        parse_s = _cpu_seconds(lambda: ast.parse(program), repeat, limit)
+        ratios = [
+            _cpu_seconds(action, repeat, limit) / parse_s
+            for action in (
+                lambda: _visit_every_node(tree),
+                lambda: sum(1 for _ in ast.walk(tree)),
+                check(frozenset()),
+                check(codes),
+            )
+        ]
+        cells = " | ".join(f"{ratio:.2f}x" for ratio in ratios)
+        print(f"| {shape.name} | {shape.base:,} {shape.unit} | {parse_s:.3f} | {cells} |", file=out)
+
+
 def run_table(shapes, scales, codes, scratch, repeat, limit, out) -> list[Measurement]:
     rows = []
     for shape in shapes:
@@ -888,6 +943,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="count the work of each rule alone at 1x and 2x (slow: use --divide)",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="at 1x, a check against the least any Python pass over the tree costs",
+    )
     parser.add_argument("--rule", action="append", help="with --per-rule: only this code")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (least kept)")
     parser.add_argument(
@@ -931,6 +991,9 @@ def main(argv: list[str] | None = None) -> int:
         # the files next to the checked one).
         os.chdir(scratch)
         try:
+            if args.floor:
+                floor(shapes, codes, Path(scratch), args.repeat, args.limit, sys.stdout)
+                return 0
             if args.per_rule:
                 write_neighbours(Path(scratch))  # as in `measure`
                 superlinear = per_rule(shapes, codes, Path(scratch), sys.stdout)

@@ -447,8 +447,10 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
     `name.item()`, `name.numel()`, `name.dim()`, `name.data.numpy()`, `name.data.cpu()`...
     (seq2seq-keyphrase's `src = batch.src` shown with `src.data.numpy()`, then `src.cuda()`);
     or hands it first to a torch function that takes only tensors (`torch.unsqueeze(data, 0)`)."""
+    if name in ("self", "cls"):
+        return False  # an object of the class being defined, which may have such methods
     found = bindings(ctx, scope, name)
-    if found is None or len(found) != 1:
+    if found is None or len(found) != 1 or _builds_an_object(found[0].value, ctx):
         return False
     within = index_of(ctx, scope)
     for node in within.names_in(scope, name):
@@ -472,6 +474,20 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
         if isinstance(call, ast.Call) and call.func is method:
             return True
     return False
+
+
+def _builds_an_object(value: ast.expr | None, ctx: Context) -> bool:
+    """`Averager()`, `Meter(...)`: an object of a class not torch's, whose `item()` or `add()`
+    are its own; or a literal, a list, a dict... (anything but a name, an attribute, an item or
+    a call of a function)."""
+    if value is None or isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
+        return False
+    if not isinstance(value, ast.Call):
+        return True
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    qualname = ctx.qualname(func) or ""
+    return name[:1].isupper() and not qualname.startswith("torch.")
 
 
 def moves_itself(value: ast.AST | None, name: str) -> bool:
