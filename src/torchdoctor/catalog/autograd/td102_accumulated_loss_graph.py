@@ -234,7 +234,11 @@ def _check(
     if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx):
         return None
     backpropagated = _backward_roots(ctx, loop)
-    losses = [name for name in operands if name.id in backpropagated]
+    losses = [
+        name
+        for name in operands
+        if name.id in backpropagated and not _always_a_number(ctx, scope_of(name.id, ctx), name.id)
+    ]
     if not losses:
         if appended:  # `outputs.append(output)` after `output["loss"].backward()`
             kept = _container_kept(statement, total, operands, loop, ctx)
@@ -255,6 +259,30 @@ def _check(
 # A loop of at most this many iterations (`for _ in range(5)`, a test's mini training run) keeps
 # at most that many small graphs: nothing grows.
 FEW_ITERATIONS = 10
+
+
+@per_file
+def _always_a_number(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """Every binding of `name` makes a Python number (`num_remember = max(int(round(n * r)), 1)`,
+    a factor of the loss that `backward` runs on, not a loss: InsightFace_Pytorch's co-teaching)."""
+    found = bindings(ctx, scope, name)
+    return bool(found) and all(_makes_a_number(b.value) for b in found)
+
+
+_NUMBER_FUNCTIONS = frozenset({"int", "float", "len"})
+
+
+def _makes_a_number(value: ast.AST | None) -> bool:
+    if isinstance(value, ast.Constant):
+        return type(value.value) in (int, float)
+    if isinstance(value, ast.BinOp):
+        return _makes_a_number(value.left) and _makes_a_number(value.right)
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return False
+    if value.func.id in _NUMBER_FUNCTIONS:
+        return True
+    # `max(int(...), 1)`: a number when its arguments are (of tensors, it is a tensor).
+    return value.func.id in ("max", "min", "round") and all(_makes_a_number(a) for a in value.args)
 
 
 def _few_iterations(loop: ast.stmt) -> bool:
