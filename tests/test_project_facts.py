@@ -164,6 +164,24 @@ def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
 
 
+def test_local_rank_read_by_another_script_does_not_count(tmp_path):
+    # SpeakerVerification: the torchrun scripts read LOCAL_RANK for their own run; the older
+    # script next to them still takes only `--local_rank` from the launcher.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train_old.py").write_text(
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', type=int, default=0)\n"
+    )
+    (tmp_path / "train_new.py").write_text(
+        "import os\n\n\ndef main():\n    return int(os.environ['LOCAL_RANK'])\n\n\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    assert "train_old.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    # A module of the project reading it (no `__main__` guard) is what a script may import.
+    (tmp_path / "dist.py").write_text("import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n")
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+
+
 def test_local_rank_copied_into_the_environment_is_no_read(tmp_path):
     # mmdetection-style tools/train.py (vfe.pytorch): the launcher's `--local_rank` is copied
     # into LOCAL_RANK when that is missing; `torch.distributed.launch` passes `--local-rank`.

@@ -227,6 +227,8 @@ class ProjectFacts:
         return name in self.autograd_functions
 
     def reads_env(self, name: str) -> bool:
+        """Whether a module of the project reads the environment variable `name`; a script
+        (a file with a `__main__` guard) reading it for its own run does not count."""
         return name in self.env_reads
 
     def is_project_module(self, dotted: str) -> bool:
@@ -408,6 +410,10 @@ def file_facts(source: bytes) -> FileFacts:
             env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
     if b"getenv" in source:
         env_reads.update(name.decode() for name in _ENV_GOT.findall(source))
+    if env_reads and b"__main__" in source:
+        # Read by a script (`if __name__ == "__main__":`): what its own run does, which another
+        # script of the project does not share. Kept apart as "NAME@main".
+        env_reads = {f"{name}@main" for name in env_reads}
     safe_load_names = (
         sorted({name.decode() for name in _CLASS_NAME.findall(source)})
         if b"safe_globals" in source and _SAFE_GLOBALS.search(source)
