@@ -152,15 +152,20 @@ def test_a_class_of_another_library_with_the_same_name_is_not_the_project_s(tmp_
     assert run.returncode == 0 and "TD503" not in run.stdout
 
 
+# A script that takes only the launcher's old `--local_rank`, and a module reading LOCAL_RANK.
+OLD_OPTION_ONLY = (
+    "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--local_rank', type=int, default=0)\n"
+)
+READS_LOCAL_RANK = "import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n"
+
+
 def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(
-        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
-        "parser.add_argument('--local_rank', type=int, default=0)\n"
-    )
+    (tmp_path / "train.py").write_text(OLD_OPTION_ONLY)
     run = _check(tmp_path, ".", rule="TD603")
     assert "train.py:5:21: TD603" in run.stdout  # nothing reads LOCAL_RANK: torchrun breaks it
-    (tmp_path / "dist.py").write_text("import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n")
+    (tmp_path / "dist.py").write_text(READS_LOCAL_RANK)
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
 
 
@@ -168,17 +173,14 @@ def test_local_rank_read_by_another_script_does_not_count(tmp_path):
     # SpeakerVerification: the torchrun scripts read LOCAL_RANK for their own run; the older
     # script next to them still takes only `--local_rank` from the launcher.
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train_old.py").write_text(
-        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
-        "parser.add_argument('--local_rank', type=int, default=0)\n"
-    )
+    (tmp_path / "train_old.py").write_text(OLD_OPTION_ONLY)
     (tmp_path / "train_new.py").write_text(
         "import os\n\n\ndef main():\n    return int(os.environ['LOCAL_RANK'])\n\n\n"
         "if __name__ == '__main__':\n    main()\n"
     )
     assert "train_old.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
     # A module of the project reading it (no `__main__` guard) is what a script may import.
-    (tmp_path / "dist.py").write_text("import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n")
+    (tmp_path / "dist.py").write_text(READS_LOCAL_RANK)
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
 
 

@@ -859,7 +859,7 @@ class Context:
         for target in node.targets:
             if kind is Kind.BATCH and type(target) in _SEQUENCES:
                 self._bind_batch(target)  # `images, labels = data`
-            elif type(value) is ast.Constant and value.value is None and _on_self(target):
+            elif type(value) is ast.Constant and value.value is None and is_self_attribute(target):
                 continue  # `self.model = None` until the model is built: a placeholder
             else:
                 self._bind_target(target, kind)
@@ -1050,13 +1050,9 @@ def _is_nn_module_qualname(qualname: str) -> bool:
     return last not in ("Parameter", "Buffer", "UninitializedParameter")
 
 
-def _on_self(target: ast.AST) -> bool:
-    """`self.<attribute>`."""
-    return (
-        type(target) is ast.Attribute
-        and type(target.value) is ast.Name  # type: ignore[attr-defined]
-        and target.value.id == "self"  # type: ignore[attr-defined]
-    )
+def is_self_attribute(expr: ast.AST) -> bool:
+    """`self.<attr>`."""
+    return type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self"
 
 
 def per_file(func):

@@ -22,6 +22,7 @@ from torchdoctor.lint.context import (
     Context,
     Kind,
     assigned_name,
+    is_self_attribute,
     per_file,
     top_level_functions,
 )
@@ -499,11 +500,6 @@ def moves_itself(value: ast.AST | None, name: str) -> bool:
         and value.func.attr in MODULE_SELF_METHODS
         and dotted_name(value.func.value) == name
     )
-
-
-def is_self_attribute(expr: ast.AST) -> bool:
-    """`self.<attr>`."""
-    return type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self"
 
 
 def attribute_values(ctx: Context, cls: ast.ClassDef, attr: str) -> tuple[ast.expr, ...]:

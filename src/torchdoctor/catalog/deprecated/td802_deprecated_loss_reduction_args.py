@@ -493,26 +493,30 @@ def check_attribute(target: ast.Attribute, ctx: Context) -> Iterator[Finding]:
 
 
 def _old_mean_name(call: ast.Call, rejected: bool, ctx: Context) -> Iterator[Finding]:
-    """`reduction="elementwise_mean"`: torch maps it to "mean" (or raises), so the fix is safe."""
+    """`reduction="elementwise_mean"`: torch maps it to "mean" (or raises), so the fix is safe.
+    Also through a name set to it first: reported at the call (what the loss is given), fixed
+    where the name is given the old spelling."""
     for keyword in call.keywords:
         value = keyword.value
-        if keyword.arg == "reduction" and isinstance(value, ast.Name):
+        if keyword.arg != "reduction":
+            continue
+        if isinstance(value, ast.Name):
             made = _old_mean_bound(value, ctx)
             if made is not None:
-                yield from _old_mean_name_through(keyword, made, rejected, ctx)
-            continue
-        if (
-            keyword.arg == "reduction"
-            and isinstance(value, ast.Constant)
-            and value.value == OLD_MEAN
-        ):
-            quote = ctx.text(value)[-1]  # keep the call's quoting style
-            title = {
-                lang: text.format(reduction="mean") for lang, text in PITFALL.fix_title.items()
-            }
-            fix = ctx.fix(PITFALL, "safe", ctx.replace(value, f"{quote}mean{quote}"), title=title)
-            variant = "elementwise-mean-error" if rejected else "elementwise-mean"
-            yield ctx.finding(PITFALL, keyword, variant, fix=fix, legacy=ctx.text(keyword))
+                yield _old_mean_finding(keyword, made, f"reduction={ctx.text(made)}", rejected, ctx)
+        elif isinstance(value, ast.Constant) and value.value == OLD_MEAN:
+            yield _old_mean_finding(keyword, value, ctx.text(keyword), rejected, ctx)
+
+
+def _old_mean_finding(
+    keyword: ast.keyword, literal: ast.Constant, legacy: str, rejected: bool, ctx: Context
+) -> Finding:
+    """The finding at `keyword`, with the safe fix of `literal` to "mean" (its quotes kept)."""
+    quote = ctx.text(literal)[-1]
+    title = {lang: text.format(reduction="mean") for lang, text in PITFALL.fix_title.items()}
+    fix = ctx.fix(PITFALL, "safe", ctx.replace(literal, f"{quote}mean{quote}"), title=title)
+    variant = "elementwise-mean-error" if rejected else "elementwise-mean"
+    return ctx.finding(PITFALL, keyword, variant, fix=fix, legacy=legacy)
 
 
 def _old_mean_bound(name: ast.Name, ctx: Context) -> ast.Constant | None:
@@ -531,18 +535,6 @@ def _old_mean_bound(name: ast.Name, ctx: Context) -> ast.Constant | None:
         ):
             return value
     return None
-
-
-def _old_mean_name_through(
-    keyword: ast.keyword, made: ast.Constant, rejected: bool, ctx: Context
-) -> Iterator[Finding]:
-    """Reported at the call (what the loss is given), fixed where the name is given the old
-    spelling."""
-    quote = ctx.text(made)[-1]
-    title = {lang: text.format(reduction="mean") for lang, text in PITFALL.fix_title.items()}
-    fix = ctx.fix(PITFALL, "safe", ctx.replace(made, f"{quote}mean{quote}"), title=title)
-    variant = "elementwise-mean-error" if rejected else "elementwise-mean"
-    yield ctx.finding(PITFALL, keyword, variant, fix=fix, legacy=f"reduction={ctx.text(made)}")
 
 
 def _passed_on(value: ast.AST, ctx: Context) -> bool:

@@ -789,7 +789,7 @@ def _epoch_schedule_stepped_per_batch(
 def _epoch_loop(loops: list[ast.AST]) -> ast.AST:
     """The innermost of the loops around the batch loop that counts with `range(...)` (the
     epochs, around `for phase in ["train", "val"]`); else the one right around it."""
-    return next((loop for loop in loops if _range_call(getattr(loop, "iter", None))), loops[0])
+    return next((loop for loop in loops if _range_end(loop) is not None), loops[0])
 
 
 def _iterates_loader(loop: ast.AST, ctx: Context) -> bool:
@@ -866,9 +866,10 @@ def _passed_constructor(name: str, ctx: Context) -> ast.AST | None:
 def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST, ctx: Context) -> bool:
     """The length is made of numbers no larger than the `range(E)` of the epoch loop (`E` a
     number, or a parameter every call of the function in the file passes a number for)."""
-    epochs = _range_stop(getattr(epoch_loop, "iter", None))
-    if epochs is None:
-        epochs = _passed_epochs(getattr(epoch_loop, "iter", None), ctx)
+    stop = _range_end(epoch_loop)
+    epochs = _number(stop) if stop is not None else None
+    if type(epochs) is not int:
+        epochs = _passed_epochs(stop, ctx)
     numbers = [n.value for n in ast.walk(expr) if isinstance(n, ast.Constant)]
     if epochs is None or not numbers or not all(type(n) is int for n in numbers):
         return False
@@ -877,21 +878,22 @@ def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST, ctx: Context) -
     return max(numbers) <= epochs
 
 
-def _range_call(source: ast.AST | None) -> bool:
-    return (
+def _range_end(loop: ast.AST) -> ast.expr | None:
+    """The end of the `range(...)` the loop counts over (`E` of `range(E)` or `range(1, E)`)."""
+    source = getattr(loop, "iter", None)
+    if not (
         isinstance(source, ast.Call)
         and isinstance(source.func, ast.Name)
         and source.func.id == "range"
-        and bool(source.args)
-    )
+        and source.args
+    ):
+        return None
+    return source.args[1] if len(source.args) > 1 else source.args[0]
 
 
-def _passed_epochs(source: ast.AST | None, ctx: Context) -> int | None:
+def _passed_epochs(stop: ast.expr | None, ctx: Context) -> int | None:
     """The fewest epochs of `range(num_epochs)` over a parameter: the numbers the calls of the
     function in the file pass, when every one passes a number."""
-    if not _range_call(source):
-        return None
-    stop = source.args[1] if len(source.args) > 1 else source.args[0]  # type: ignore[attr-defined]
     function = ctx.enclosing_function()
     if not (
         isinstance(stop, ast.Name)
@@ -904,14 +906,6 @@ def _passed_epochs(source: ast.AST | None, ctx: Context) -> int | None:
     if not counts or not all(type(n) is int for n in counts):
         return None
     return min(counts)  # type: ignore[type-var]
-
-
-def _range_stop(source: ast.AST | None) -> int | None:
-    if not _range_call(source):
-        return None
-    stop = source.args[1] if len(source.args) > 1 else source.args[0]
-    value = _number(stop)
-    return value if type(value) is int else None
 
 
 def _number(expr: ast.AST) -> int | float | None:
