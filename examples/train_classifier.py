@@ -71,7 +71,7 @@ def main():
     for epoch in range(args.epochs):
         model.train()
         total_loss = 0
-        for images, labels in train_loader:
+        for images, labels in train_loader:  # check: TD201
             images, labels = Variable(images), Variable(labels)  # check: TD103
             images.to(device)  # check: TD001
             labels = labels.to(device)
@@ -79,7 +79,7 @@ def main():
             loss = criterion(outputs, labels)
             loss.backward()
             scheduler.step()  # check: TD203
-            optimizer.step()  # check: TD201
+            optimizer.step()
             total_loss += loss  # check: TD102
         print(f"epoch {epoch}: loss {total_loss.data[0] / len(train_loader):.3f}")  # check: TD101
         model.eval()

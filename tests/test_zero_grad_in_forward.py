@@ -44,4 +44,5 @@ def test_not_when_the_project_model_clears_its_own_gradients() -> None:
 
 
 def test_reported_when_no_module_of_the_project_clears_them() -> None:
-    assert _lines(MODEL.replace("        self.zero_grad()\n", "")) == [10]
+    # On the loop's header (line 7), which never clears them.
+    assert _lines(MODEL.replace("        self.zero_grad()\n", "")) == [7]

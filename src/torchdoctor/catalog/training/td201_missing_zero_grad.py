@@ -34,9 +34,9 @@ PITFALL = Pitfall(
     title={"en": "Training loop never clears gradients", "zh": "训练循环从不清零梯度"},
     messages={
         "": {
-            "en": "`{step}` runs in a loop that calls `.backward()` but never clears gradients: "
-            "every iteration adds to the gradients of all earlier ones",
-            "zh": "`{step}` 所在的循环调用了 `.backward()`，却从不清零梯度："
+            "en": "this loop calls `.backward()` and `{step}` (line {line}) but never clears "
+            "gradients: every iteration adds to the gradients of all earlier ones",
+            "zh": "这个循环调用了 `.backward()` 和 `{step}`（第 {line} 行），却从不清零梯度："
             "每次迭代的梯度都会叠加到之前所有迭代的梯度上",
         },
         "branch": {
@@ -185,9 +185,19 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return  # a model of the project that clears its own gradients, out of sight
     steps = block_steps(ctx, loop)
     if steps[0] is not node:
-        return  # one finding per loop, on its first step
+        return  # one finding per loop, for its first step
     fix = _fix(node, optimizer, ctx) if len(steps) == 1 else None
-    yield ctx.finding(PITFALL, call, fix=fix, step=shorten(ctx.text(call)))
+    # On the loop's header: what is wrong is the loop (it clears nothing), and a `noqa` for a
+    # loop that accumulates on purpose belongs there. The step is named, and the fix goes after it.
+    header_end = loop.test if isinstance(loop, ast.While) else loop.iter
+    yield ctx.finding(
+        PITFALL,
+        loop,
+        end_node=header_end,
+        fix=fix,
+        step=shorten(ctx.text(call)),
+        line=node.lineno,
+    )
 
 
 def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
