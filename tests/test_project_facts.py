@@ -184,6 +184,21 @@ def test_local_rank_read_by_another_script_does_not_count(tmp_path):
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
 
 
+def test_local_rank_read_through_a_constant_of_another_module(tmp_path):
+    # sockeye: `os.environ[C.DIST_ENV_LOCAL_RANK]`, the name bound in its constants module.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(OLD_OPTION_ONLY)
+    (tmp_path / "utils.py").write_text(
+        "import os\nimport constants as C\n\n\ndef local_rank():\n"
+        "    return int(os.environ[C.DIST_ENV_LOCAL_RANK])\n"
+    )
+    constants = tmp_path / "constants.py"
+    constants.write_text("DIST_ENV_LOCAL_RANK = 'RANK_ON_NODE'\n")  # some other variable
+    assert "train.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    constants.write_text("DIST_ENV_LOCAL_RANK = 'LOCAL_RANK'  # set by torchrun\n")
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+
+
 def test_local_rank_copied_into_the_environment_is_no_read(tmp_path):
     # mmdetection-style tools/train.py (vfe.pytorch): the launcher's `--local_rank` is copied
     # into LOCAL_RANK when that is missing; `torch.distributed.launch` passes `--local-rank`.
@@ -699,3 +714,51 @@ def test_a_writer_given_to_another_module_that_closes_no_writer_is_reported(tmp_
         "def finish(logger):\n    logger.close()\n"
     )
     assert "TD705" not in _check(tmp_path, ".", rule="TD705").stdout
+
+
+# ddpm-torch: eval.py runs a metric module of the project whose `forward` turns gradients off.
+METRIC_MODULE = """import torch
+import torch.nn as nn
+
+
+class InceptionStatistics(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def load(self):
+        class Extractor(nn.Module):
+            def forward(self, x):
+                return x
+
+        return Extractor()
+
+    def forward(self, x):
+        with torch.inference_mode():
+            return self.fc(x).mean(0)
+"""
+EVAL_SCRIPT = """import torch
+from metrics import InceptionStatistics
+
+
+def eval_fid(loader):
+    stats = InceptionStatistics()
+    stats.eval()
+    for x in loader:
+        stats(x)
+
+
+def main(loader):
+    eval_fid(loader)
+"""
+
+
+def test_a_project_module_that_turns_gradients_off_itself_needs_no_no_grad(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "eval.py").write_text(EVAL_SCRIPT)
+    metrics = tmp_path / "metrics.py"
+    metrics.write_text(METRIC_MODULE)
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    # Its nested class's `forward` comes first in the text; the class's own is the one read.
+    metrics.write_text(METRIC_MODULE.replace("        with torch.inference_mode():\n    ", "    "))
+    assert "eval.py:9:9: TD205" in _check(tmp_path, ".", rule="TD205").stdout

@@ -48,6 +48,16 @@ _ENV_GOT = lazy_compile(rb"getenv[ \t]*\(" + _ENV_NAME)
 _ENV_TESTED = lazy_compile(
     rb"""['"]([A-Za-z_][A-Za-z0-9_]{0,80})['"][ \t]+in[ \t]+(?:os\.)?environ\b"""
 )
+# A variable read through a constant (sockeye's `os.environ[C.DIST_ENV_LOCAL_RANK]`, with
+# `DIST_ENV_LOCAL_RANK = 'LOCAL_RANK'` in its constants module): the upper-case key, and the
+# top-level constants bound to a name; `_combined` joins them across files.
+_ENV_KEY_CONSTANT = lazy_compile(
+    rb"(?:environ[ \t]*(?:\[|\.get[ \t]*\(|\.setdefault[ \t]*\()|getenv[ \t]*\()"
+    rb"[ \t]*(?:[A-Za-z_]\w*\.)*([A-Z][A-Z0-9_]{0,80})[ \t]*[\],)]"
+)
+_STRING_CONSTANT = lazy_compile(
+    rb"""\n([A-Z][A-Z0-9_]{0,80})[ \t]*=[ \t]*['"]([A-Z_][A-Z0-9_]{0,80})['"][ \t]*(?=\n|#)"""
+)
 # `from torch.autograd import Function` (or `...function import Function, once_differentiable`):
 # a bare `Function` base of the file's classes is torch's.
 _AUTOGRAD_FUNCTION_IMPORT = lazy_compile(
@@ -204,6 +214,9 @@ class ProjectFacts:
     # The top-level classes of the project that set their own mode (`self.eval()` in their
     # `forward`, as FAST-VQA's evaluators do when `inference=True`): whoever runs one need not.
     self_moded_classes: frozenset[str] = frozenset()
+    # The top-level classes of the project whose `forward` runs under `torch.no_grad()` or
+    # `torch.inference_mode()` (a metric's feature extractor): whoever calls one records no graph.
+    grad_free_classes: frozenset[str] = frozenset()
     # Methods of the project's classes that step learning-rate schedulers and no optimizer
     # (NVlabs' `trainer.update_learning_rate()`), and those that train: step an optimizer or
     # call a backward (`trainer.dis_update(...)`), by name, every definition of the name so.
@@ -256,6 +269,11 @@ class ProjectFacts:
         """Whether every top-level class of this name in the project calls `self.eval()` in its
         `forward`."""
         return class_name in self.self_moded_classes
+
+    def turns_gradients_off(self, class_name: str) -> bool:
+        """Whether a top-level class of this name in the project runs its `forward` under
+        `torch.no_grad()` or `torch.inference_mode()`."""
+        return class_name in self.grad_free_classes
 
     def steps_schedulers_only(self, method: str) -> bool:
         return method in self.scheduler_methods
@@ -410,6 +428,8 @@ def file_facts(source: bytes) -> FileFacts:
             env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
     if b"getenv" in source:
         env_reads.update(name.decode() for name in _ENV_GOT.findall(source))
+    if b"environ" in source or b"getenv" in source:
+        env_reads.update("=" + key.decode() for key in _ENV_KEY_CONSTANT.findall(source))
     if env_reads and b"__main__" in source:
         # Read by a script (`if __name__ == "__main__":`): what its own run does, which another
         # script of the project does not share. Kept apart as "NAME@main".
@@ -421,6 +441,10 @@ def file_facts(source: bytes) -> FileFacts:
     )
     closed = sorted(_closed_names(source)) if b"close" in source or b"flush" in source else []
     lines = b"\n" + source  # the top-level patterns start with a line break (see _FROM_IMPORT)
+    if b"_" in source:  # constants a variable may be read through elsewhere: "NAME:=VALUE"
+        env_reads.update(
+            f"{name.decode()}:={value.decode()}" for name, value in _STRING_CONSTANT.findall(lines)
+        )
     imports = sorted(_top_level_imports(lines)) if b"import" in source else []
     evaluators = sorted(_evaluators(lines)) if b"def" in source else []
     layers = sorted(_class_layers(lines)) if classes else []
@@ -498,6 +522,9 @@ def _class_layers(source: bytes) -> set[str]:
         if not bases:
             continue  # no base, no layer: not a module
         name = match.group(1).decode("ascii", "replace")
+        forward = _method_span(source, b"forward", match.end(), end)
+        if forward is not None and _disables_gradients(source[forward[0] : forward[1]]):
+            found.add(f"{name}:~")  # runs without gradients: a fact beside the others
         if _forward_sets_mode(source, match.end(), end):
             found.add(f"{name}:=")  # sets its own mode: no claim about its layers
             continue
@@ -523,10 +550,19 @@ def _forward_sets_mode(source: bytes, start: int, end: int) -> bool:
     return forward is not None and source.find(b"self.eval()", *forward) != -1
 
 
+def _disables_gradients(body: bytes) -> bool:
+    """A method's text runs (part of) its work under `torch.no_grad()` or
+    `torch.inference_mode()`, as a metric's feature extractor does."""
+    return b"no_grad()" in body or b"inference_mode()" in body
+
+
 def _method_span(source: bytes, name: bytes, start: int, end: int) -> tuple[int, int] | None:
     """Where the method `name` of the class body in [start, end) runs: from its `def` to the
-    next method, as most code indents it; None when the class has none."""
-    at = source.find(b"def " + name, start, end)
+    next method, as most code indents it; None when the class has none. A method of the class
+    itself comes before one of a class defined in one of its methods (ddpm-torch's `Extractor`
+    inside `load_model`)."""
+    at = source.find(b"\n    def " + name + b"(", start, end)
+    at = source.find(b"def " + name, start, end) if at == -1 else at + 5
     if at == -1:
         return None
     stop = source.find(b"\n    def ", at, end)
@@ -616,6 +652,7 @@ class FactsReader:
         self._evaluators: set[str] = set()
         self._layers_of: dict[str, list[list[str]]] = {}  # class -> what each definition uses
         self._steps_of: dict[str, set[str]] = {}  # method -> what its definitions step
+        self._grad_free: set[str] = set()  # classes some definition of which runs without grads
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
         # file's content, or None once a file came without one (nothing is then looked up).
         self._inputs: list[str] | None = []
@@ -668,6 +705,9 @@ class FactsReader:
         self._evaluators.update(evaluators)
         for entry in layers:
             name, _, used = entry.partition(":")
+            if used == "~":
+                self._grad_free.add(name)
+                continue
             self._layers_of.setdefault(name, []).append(used.split(",") if used else [])
         for name, bases in classes:
             self._bases_of.setdefault(name, []).append(bases)
@@ -726,9 +766,10 @@ class FactsReader:
             if all(d == ["="] for d in definitions)
         }
         roots = {entry.partition("=")[2].partition(".")[0] for entry in self._imports}
+        env_reads = _env_reads(self._env_reads)
         parts = (
             classes,
-            self._env_reads,
+            env_reads,
             self._methods,
             self._markers,
             self._safe_load_names,
@@ -739,6 +780,7 @@ class FactsReader:
             evaluators,
             mode_classes,
             self_moded,
+            self._grad_free,
             scheduler_methods,
             training_methods,
             roots,
@@ -752,7 +794,7 @@ class FactsReader:
         ).hexdigest()[:16]
         return ProjectFacts(
             frozenset(classes),
-            frozenset(self._env_reads),
+            frozenset(env_reads),
             digest,
             modules,
             frozenset(self._methods),
@@ -765,10 +807,29 @@ class FactsReader:
             reexports,
             frozenset(mode_classes),
             frozenset(self_moded),
+            frozenset(self._grad_free),
             frozenset(scheduler_methods),
             frozenset(training_methods),
             frozenset(roots),
         )
+
+
+def _env_reads(entries: set[str]) -> set[str]:
+    """The variables read ("NAME", or "NAME@main" by a script), a read through a constant
+    ("=KEY", "=KEY@main") resolved by the constants the files bind ("KEY:=NAME")."""
+    constants: dict[str, set[str]] = {}
+    reads = set()
+    for entry in entries:
+        if ":=" in entry:
+            key, _, value = entry.partition(":=")
+            constants.setdefault(key, set()).add(value)
+        elif not entry.startswith("="):
+            reads.add(entry)
+    for entry in entries:
+        if entry.startswith("="):
+            key, at, where = entry[1:].partition("@")
+            reads.update(value + at + where for value in constants.get(key, ()))
+    return reads
 
 
 def _star_reexports(

@@ -437,7 +437,9 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         and not any(f.switches_to_eval for f in flags)
         and not program.mode_free(models)
     )
-    no_grad_missing = not any(f.disables_grad for f in flags)
+    no_grad_missing = not any(f.disables_grad for f in flags) and not program.run_without_gradients(
+        models
+    )
     if not (eval_missing or no_grad_missing):
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
@@ -520,6 +522,9 @@ def check_after_train(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                 line=call.lineno,
             )
 
+
+# What a `forward` calls to run without gradients (in a `with`, or as its decorator).
+_GRAD_FREE_CALLS = frozenset({"no_grad", "inference_mode"})
 
 # What the names of evaluation functions contain.
 _EVAL_STEMS = ("eval", "val", "test", "infer", "predict")
@@ -1039,6 +1044,29 @@ class _Program:
             )
         name = last_name(func)
         return name is not None and self.ctx.project.sets_own_mode(name)
+
+    def run_without_gradients(self, models: list[ast.AST]) -> bool:
+        """Every model is built from a class whose `forward` disables gradients itself (with
+        `torch.no_grad()` or `torch.inference_mode()`): of the file, or of the project."""
+        return bool(models) and all(self._grad_free(unwrap_self_methods(v)) for v in models)
+
+    def _grad_free(self, value: ast.AST) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in self.classes:
+            methods = self.methods.get(self.classes[func.id], ())
+            return any(
+                self.found.calls_named(forward, _GRAD_FREE_CALLS)
+                or any(
+                    isinstance(d, ast.Call) and last_name(d.func) in _GRAD_FREE_CALLS
+                    for d in forward.decorator_list
+                )
+                for forward in methods
+                if forward.name == "forward"
+            )
+        name = last_name(func)
+        return name is not None and self.ctx.project.turns_gradients_off(name)
 
     def mode_free(self, models: list[ast.AST]) -> bool:
         """True when every model built under this name has no Dropout/BatchNorm-like layer."""
