@@ -53,8 +53,9 @@ PITFALL = Pitfall(
 ## What it catches
 An argparse option `--local_rank` declared without the `--local-rank` spelling, in a project
 that never reads the `LOCAL_RANK` environment variable (in this file or any module of the
-project: `os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`, `"LOCAL_RANK" in os.environ`;
-another script, a file with an `if __name__ == "__main__":` guard, reads it for its own run only)
+project: `os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`, `"LOCAL_RANK" in os.environ`,
+or the same through a constant a module binds to it, `os.environ[C.LOCAL_RANK_VAR]`; another
+script, a file with an `if __name__ == "__main__":` guard, reads it for its own run only)
 and never launches its processes itself: with `--local_rank=N` (a launcher of its own), or
 by starting them from the script and setting each one's `args.local_rank = rank`. Setting the
 variable is no read: mmdetection-style scripts copy the option into it
@@ -82,7 +83,8 @@ working. It does not add the `LOCAL_RANK` fallback that `torchrun` needs: use
 ## What it catches
 argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法，而且整个项目（本文件或项目中的
 任何其他模块）都没有读取 `LOCAL_RANK` 环境变量（`os.environ["LOCAL_RANK"]`、`os.getenv("LOCAL_RANK")`、
-`"LOCAL_RANK" in os.environ`；另一个脚本，即带 `if __name__ == "__main__":` 的文件，
+`"LOCAL_RANK" in os.environ`，或通过某个模块中绑定为它的常量读取，如 `os.environ[C.LOCAL_RANK_VAR]`；
+另一个脚本，即带 `if __name__ == "__main__":` 的文件，
 读取它只为自己的运行），也没有自己启动进程：用 `--local_rank=N`（项目自带的启动器），
 或者在脚本里启动进程并为每个进程设置 `args.local_rank = rank`。设置这个变量不算读取：
 mmdetection 风格的脚本把选项的值拷贝进去（`if "LOCAL_RANK" not in os.environ:

@@ -68,7 +68,8 @@ A loop that calls `.backward()` and `optimizer.step()` (or `scaler.step(optimize
 is `other.zero_grad()` of other optimizers: with two optimizers (a GAN's, an encoder and a
 critic), the one never cleared still piles its gradients up. And a step in one branch of an
 `if` whose other branch is the same update with the clearing in it (a mixed-precision branch
-that forgot `zero_grad()`), when the loop clears nowhere else.
+that forgot `zero_grad()`), when the loop clears nowhere else. A loop is reported once, on its
+header, naming its first step; a branch's step on the step.
 
 Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
 loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
@@ -103,7 +104,8 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 也没有 `p.grad = None` 或 `p.grad.zero_()`。也包括循环中唯一的清零是对其他优化器调用 `other.zero_grad()`
 的情况：有两个优化器时（GAN 的两个，或编码器与判别器），从未清零的那个仍会不断累积梯度。
 还包括 `if` 某个分支里的 step，而另一个分支是带清零的同一次更新（混合精度分支忘了
-`zero_grad()`），并且循环中别处都不清零。
+`zero_grad()`），并且循环中别处都不清零。每个循环只在其头部报告一次，并指出其中第一个 step；
+分支里的 step 则报告在该 step 上。
 
 梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；

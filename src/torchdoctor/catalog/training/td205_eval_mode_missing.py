@@ -125,7 +125,8 @@ the functions those call, and the other methods of its class):
   `efficientnet_pytorch`, `segmentation_models_pytorch`) is asked of that function and what it
   calls only: the other code around it never sees that model; or
 - never disables gradient recording (no `torch.no_grad()`, `torch.inference_mode()` or
-  `torch.set_grad_enabled(...)`).
+  `torch.set_grad_enabled(...)`), unless the model's class, of the file or the project, runs
+  its `forward` under one of them itself (a metric's feature extractor).
 
 The message says which of the two is missing. To stay precise it only reports functions whose
 caller is in the same file, and loops at the top level of a script.
@@ -203,7 +204,8 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
   （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告。评估函数自己新建的模型（由本文件的类、
   torchvision 模型或 CNN 库构造：`cnn_finetune.make_model`、`efficientnet_pytorch`、
   `segmentation_models_pytorch`）只看这个函数及其调用的函数：周围的其他代码接触不到这个模型；或者
-- 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`）。
+- 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`），
+  除非模型的类（本文件或项目中的）自己在 `forward` 里用了其中之一（例如评估指标里的特征提取器）。
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
 
