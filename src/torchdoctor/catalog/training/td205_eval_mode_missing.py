@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from functools import partial
-from typing import Iterator
+from typing import Callable, Iterator
 
 from torchdoctor.catalog.training._after_train import evaluations_after_train, trains
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
@@ -1013,7 +1013,7 @@ class _Program:
         if moves_itself(value, f"self.{attribute}"):
             return True
         made = unwrap_self_methods(value)
-        if not isinstance(made, ast.Call) or self._sets_own_mode(made):
+        if not isinstance(made, ast.Call) or self.set_their_own_mode([made]):
             return False
         func = made.func
         if isinstance(func, ast.Name) and func.id in self.classes:
@@ -1030,45 +1030,48 @@ class _Program:
     def set_their_own_mode(self, models: list[ast.AST]) -> bool:
         """Every model is built from a class whose `forward` calls `self.eval()` itself: of the
         file, or of the project (its facts)."""
-        return bool(models) and all(self._sets_own_mode(unwrap_self_methods(v)) for v in models)
-
-    def _sets_own_mode(self, value: ast.AST) -> bool:
-        if not isinstance(value, ast.Call):
-            return False
-        func = value.func
-        if isinstance(func, ast.Name) and func.id in self.classes:
-            methods = self.methods.get(self.classes[func.id], ())
-            return any(
-                is_self_attribute(node.func)
-                for forward in methods
-                if forward.name == "forward"
-                for node in self.found.calls_named(forward, ["eval"])
-            )
-        name = last_name(func)
-        return name is not None and self.ctx.project.sets_own_mode(name)
+        return self._every_forward(models, self._sets_own_mode, self.ctx.project.sets_own_mode)
 
     def run_without_gradients(self, models: list[ast.AST]) -> bool:
         """Every model is built from a class whose `forward` disables gradients itself (with
         `torch.no_grad()` or `torch.inference_mode()`): of the file, or of the project."""
-        return bool(models) and all(self._grad_free(unwrap_self_methods(v)) for v in models)
+        return self._every_forward(models, self._grad_free, self.ctx.project.turns_gradients_off)
 
-    def _grad_free(self, value: ast.AST) -> bool:
-        if not isinstance(value, ast.Call):
+    def _every_forward(
+        self,
+        models: list[ast.AST],
+        here: Callable[[ast.FunctionDef], bool],
+        in_project: Callable[[str], bool],
+    ) -> bool:
+        """Every model is a call of a class whose `forward` is `here` (a class of the file), or
+        whose name is `in_project` (another module's)."""
+        if not models:
             return False
-        func = value.func
-        if isinstance(func, ast.Name) and func.id in self.classes:
-            methods = self.methods.get(self.classes[func.id], ())
-            return any(
-                self.found.calls_named(forward, _GRAD_FREE_CALLS)
-                or any(
-                    isinstance(d, ast.Call) and last_name(d.func) in _GRAD_FREE_CALLS
-                    for d in forward.decorator_list
-                )
-                for forward in methods
-                if forward.name == "forward"
-            )
-        name = last_name(func)
-        return name is not None and self.ctx.project.turns_gradients_off(name)
+        for model in models:
+            value = unwrap_self_methods(model)
+            if not isinstance(value, ast.Call):  # `self.net` moved or loaded: not known
+                return False
+            func = value.func
+            if isinstance(func, ast.Name) and func.id in self.classes:
+                methods = self.methods.get(self.classes[func.id], ())
+                if not any(here(m) for m in methods if m.name == "forward"):
+                    return False
+                continue
+            name = last_name(func)
+            if name is None or not in_project(name):
+                return False
+        return True
+
+    def _sets_own_mode(self, forward: ast.FunctionDef) -> bool:
+        return any(
+            is_self_attribute(node.func) for node in self.found.calls_named(forward, ["eval"])
+        )
+
+    def _grad_free(self, forward: ast.FunctionDef) -> bool:
+        return bool(self.found.calls_named(forward, _GRAD_FREE_CALLS)) or any(
+            isinstance(d, ast.Call) and last_name(d.func) in _GRAD_FREE_CALLS
+            for d in forward.decorator_list
+        )
 
     def mode_free(self, models: list[ast.AST]) -> bool:
         """True when every model built under this name has no Dropout/BatchNorm-like layer."""
