@@ -575,6 +575,21 @@ def test_classes_with_layers_that_depend_on_the_mode():
     assert not read_facts([blocks, models, other]).has_mode_layers("Net")
 
 
+def test_classes_built_from_a_helper_function_that_makes_such_layers():
+    # Prototypical Networks' `conv_block`, a function returning a Sequential with BatchNorm.
+    helper = (
+        b"import torch.nn as nn\n\n\ndef conv_block(cin, cout):\n"
+        b"    return nn.Sequential(nn.Conv2d(cin, cout, 3), nn.BatchNorm2d(cout))\n\n\n"
+        b"def linear_block(n):\n    return nn.Sequential(nn.Linear(n, n), nn.ReLU())\n\n\n"
+        b"class ProtoNet(nn.Module):\n    def __init__(self):\n"
+        b"        self.encoder = nn.Sequential(conv_block(1, 64), conv_block(64, 64))\n\n\n"
+        b"class Plain(nn.Module):\n    def __init__(self):\n"
+        b"        self.body = linear_block(8)\n        self.other = self.my_conv_block(8)\n"
+    )
+    facts = read_facts([helper])
+    assert facts.has_mode_layers("ProtoNet") and not facts.has_mode_layers("Plain")
+
+
 def test_classes_whose_forward_sets_their_own_mode():
     # FAST-VQA's evaluators: `forward(..., inference=True)` calls `self.eval()` itself.
     evaluators = (

@@ -74,6 +74,7 @@ from torchdoctor.lint.values import (
     from_project_class,
     in_compat_fallback,
     is_self_attribute,
+    keeps_itself,
     makes_generator,
     may_be_called,
     moves_itself,
@@ -87,6 +88,7 @@ from torchdoctor.lint.values import (
     passed_by_every_call,
     passed_values,
     read_as_tensor,
+    returned_values,
     tensor_type,
 )
 from torchdoctor.lint.occurrences import (
@@ -193,6 +195,8 @@ __all__ = [
     "passed_by_every_call",
     "passed_values",
     "read_as_tensor",
+    "keeps_itself",
+    "returned_values",
     "parameter_free_module",
     "HOOKS",
     "MODULE_SELF_METHODS",

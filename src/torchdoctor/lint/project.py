@@ -515,6 +515,7 @@ def _class_layers(source: bytes) -> set[str]:
     mode)."""
     found = set()
     layers = _layer_words_at(source)
+    helpers = _layer_helpers(source, layers)
     for match in _TOP_LEVEL_CLASS.finditer(source):
         next_line = _TOP_LEVEL_LINE.search(source, match.end())
         start, end = match.start(), next_line.start() if next_line else len(source)
@@ -535,6 +536,12 @@ def _class_layers(source: bytes) -> set[str]:
             continue  # a layer its `__init__` leaves out by default: not known either way
         used = set(_base_names(bases.decode("ascii", "replace")))
         init = _method_span(source, b"__init__", match.end(), end) if b"Module" in bases else None
+        if init is not None and any(
+            _calls_function(source, helper, *init) for helper in helpers
+        ):  # `self.encoder = nn.Sequential(conv_block(...))`, a helper building BatchNorm
+            if _OPTIONAL_LAYER.search(source, start, end) is None:
+                found.add(f"{name}:!")
+            continue
         if init is not None:  # a model made of parts: the project classes its `__init__` calls
             for called in _CALLED_CLASS.finditer(source, *init):
                 before = source[called.start() - 1]
@@ -542,6 +549,35 @@ def _class_layers(source: bytes) -> set[str]:
                     used.add(called.group(1).decode("ascii", "replace"))
         found.add(f"{name}:{','.join(sorted(used))}")
     return found
+
+
+_TOP_LEVEL_DEF = lazy_compile(rb"\ndef[ \t]+(\w{1,80})[ \t]*\(")
+
+
+def _layer_helpers(source: bytes, layers: list[int]) -> list[bytes]:
+    """The top-level functions whose body names a mode-dependent layer (ProtoNet's
+    `conv_block`, returning `nn.Sequential(..., nn.BatchNorm2d(c), ...)`)."""
+    if not layers:
+        return []
+    helpers = []
+    for match in _TOP_LEVEL_DEF.finditer(source):
+        next_line = _TOP_LEVEL_LINE.search(source, match.end())
+        end = next_line.start() if next_line else len(source)
+        first = bisect_left(layers, match.end())
+        if first < len(layers) and layers[first] < end:
+            helpers.append(match.group(1))
+    return helpers
+
+
+def _calls_function(source: bytes, name: bytes, start: int, end: int) -> bool:
+    """`name(` is called in [start, end), not as a method or a longer name's end."""
+    at = source.find(name + b"(", start, end)
+    while at != -1:
+        before = source[at - 1]
+        if before not in _WORD_BYTES and before != 46:  # not `self.conv_block(`, `my_conv_block(`
+            return True
+        at = source.find(name + b"(", at + 1, end)
+    return False
 
 
 def _forward_sets_mode(source: bytes, start: int, end: int) -> bool:

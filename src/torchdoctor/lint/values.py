@@ -477,6 +477,43 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
     return False
 
 
+@per_file
+def returned_values(ctx: Context, function: ast.AST) -> tuple[ast.expr, ...] | None:
+    """What `function` returns, each `return` of its own (not of a function nested in it) once,
+    a name it returns replaced by the values every binding of it in the function gives (`model
+    = Net().to(device); return model`). None when one cannot be followed: a bare `return`, a
+    name bound otherwise (a parameter, a loop, an unpacking), a generator."""
+    within = index_of(ctx, function)
+    returns = within.local(function, ast.Return)
+    if not returns or within.local(function, ast.Yield, ast.YieldFrom):
+        return None
+    values: list[ast.expr] = []
+    for statement in returns:
+        value = statement.value  # type: ignore[attr-defined]
+        if value is None:
+            return None
+        if type(value) is not ast.Name:
+            values.append(value)
+            continue
+        found = bindings(ctx, function, value.id)
+        if not found or any(b.value is None or b.augmented for b in found):
+            return None
+        # `model = model.cuda() if opt.cuda else model` keeps what the name held.
+        values.extend(
+            b.value
+            for b in found
+            if not keeps_itself(b.value, value.id)  # type: ignore[misc]
+        )
+    return tuple(values)
+
+
+def keeps_itself(value: ast.expr | None, name: str) -> bool:
+    """`name`, `name.cuda()`, or a choice between such: the name's own value, moved."""
+    if isinstance(value, ast.IfExp):
+        return keeps_itself(value.body, name) and keeps_itself(value.orelse, name)
+    return (type(value) is ast.Name and value.id == name) or moves_itself(value, name)
+
+
 def _builds_an_object(value: ast.expr | None, ctx: Context) -> bool:
     """`Averager()`, `Meter(...)`: an object of a class not torch's, whose `item()` or `add()`
     are its own; or a literal, a list, a dict... (anything but a name, an attribute, an item or

@@ -23,10 +23,13 @@ from torchdoctor.catalog.sdk import (
     index,
     index_of,
     is_self_attribute,
+    keeps_itself,
     lazy_compile,
     moves_itself,
     per_file,
+    returned_values,
     runs_without_gradients,
+    scope_of,
     shorten,
     top_level_functions,
 )
@@ -429,7 +432,9 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         return  # no caller in this file: whoever calls it may already have set the modes
     if _built_by(function, call, program, ctx):
         family = [function]  # no other code of the file has that model to switch
-    models = program.assigned(family, last_name(call.func))
+    name = last_name(call.func)
+    # `model = model.cuda() if cuda else model` adds nothing to what the name holds.
+    models = [m for m in program.assigned(family, name) if not keeps_itself(m, name or "")]
     if program.set_their_own_mode(models):
         return  # `forward` calls `self.eval()` itself (FAST-VQA's evaluators)
     flags = [program.flags(scope) for scope in family]
@@ -645,7 +650,30 @@ def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
     name = (last_name(expr) or "").lower()
     if "loader" in name or name == "dl" or name.endswith("_dl"):
         return name
-    return name if ctx.kind_of(expr) is Kind.LOADER else None
+    if ctx.kind_of(expr) is Kind.LOADER:
+        return name
+    iterated = _iterator_of(expr, ctx)
+    return None if iterated is None else _loader_name(iterated, ctx)
+
+
+def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
+    """`X` of a name bound once, to `iter(X)`, in its scope (`val_iter = iter(val_dataloader)`,
+    then `for batch in tqdm(val_iter)`)."""
+    if type(expr) is not ast.Name:
+        return None
+    found = bindings(ctx, scope_of(expr.id, ctx), expr.id)
+    if not found or len(found) != 1:
+        return None
+    value = found[0].value
+    if (
+        isinstance(value, ast.Call)
+        and type(value.func) is ast.Name
+        and value.func.id == "iter"
+        and len(value.args) == 1
+        and not value.keywords
+    ):
+        return value.args[0]
+    return None
 
 
 def _evaluation_intent(function: ast.AST | None, loader: str) -> bool:
@@ -942,11 +970,18 @@ class _Program:
         """True when the model is only ever made by building it (a new module trains)."""
         return bool(models) and all(self._builds_module(unwrap_self_methods(v)) for v in models)
 
-    def _builds_module(self, value: ast.AST) -> bool:
+    def _builds_module(self, value: ast.AST, through_function: bool = True) -> bool:
         if not isinstance(value, ast.Call):
             return False
         if isinstance(value.func, ast.Name) and value.func.id in self.classes:
             return self.ctx.is_module_class(self.classes[value.func.id])
+        if through_function and isinstance(value.func, ast.Name):
+            function = top_level_functions(self.ctx).get(value.func.id)
+            if function is not None:  # `model = init_protonet(opt)`, which builds one
+                returned = returned_values(self.ctx, function)
+                return bool(returned) and all(
+                    self._builds_module(unwrap_self_methods(v), False) for v in returned
+                )
         qualname = self.ctx.qualname(value.func)
         if qualname is None or self.ctx.project.is_project_module(qualname):
             # A class of another module of the project: a new model, in training mode, when the
