@@ -2014,6 +2014,23 @@ case(
 """,
 )
 
+# ------------------------------------------------------------------------ bool-mask-arithmetic
+
+case(
+    "bool-mask-arithmetic",
+    "one-minus-bool-mask",
+    "Subtraction, the `-` operator, with a bool tensor is not supported",
+    """
+    import torch
+
+    scores = torch.randn(4, 10)
+    lengths = torch.tensor([10, 7, 5, 9])
+    mask = torch.arange(10).repeat(4, 1).lt(lengths.unsqueeze(1))
+    scores.masked_fill_(1 - mask, -float("inf"))
+    print(scores.softmax(-1))
+""",
+)
+
 # ------------------------------------------------------------- deprecated-loss-reduction-args
 
 case(

@@ -99,6 +99,7 @@ MODULES = (
     "torchdoctor.catalog.tensor.td420_list_of_tensors_as_mask",
     "torchdoctor.catalog.tensor.td421_tensor_alias_not_copy",
     "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
+    "torchdoctor.catalog.tensor.td423_bool_mask_arithmetic",
     "torchdoctor.catalog.tooling.td700_syntax_error",
     "torchdoctor.catalog.tooling.td701_unreadable_file",
     "torchdoctor.catalog.tooling.td702_incomplete_seeding",
@@ -342,6 +343,7 @@ ENTRIES = (
         "conv-input-shape-mismatch",
         "torchdoctor.catalog.tensor.td422_conv_input_shape_mismatch",
     ),
+    ("TD423", "bool-mask-arithmetic", "torchdoctor.catalog.tensor.td423_bool_mask_arithmetic"),
     (
         "TD501",
         "load-without-map-location",
@@ -2115,6 +2117,14 @@ SIGNATURES = (
         (", but got input of size: [",),
     ),
     (
+        "torchdoctor.catalog.tensor.td423_bool_mask_arithmetic",
+        "bool-mask-arithmetic",
+        0,
+        ("RuntimeError",),
+        "(?:Subtraction|Negation), the `-` operator, (?:with|on) a bool tensor is not supported",
+        (" a bool tensor is not supported",),
+    ),
+    (
         "torchdoctor.catalog.serialization.td501_load_without_map_location",
         "load-without-map-location",
         0,
@@ -3120,6 +3130,7 @@ DEFAULT_CODES = (
     "TD420",
     "TD421",
     "TD422",
+    "TD423",
     "TD503",
     "TD506",
     "TD507",
