@@ -777,3 +777,43 @@ def test_a_project_module_that_turns_gradients_off_itself_needs_no_no_grad(tmp_p
     # Its nested class's `forward` comes first in the text; the class's own is the one read.
     metrics.write_text(METRIC_MODULE.replace("        with torch.inference_mode():\n    ", "    "))
     assert "eval.py:9:9: TD205" in _check(tmp_path, ".", rule="TD205").stdout
+
+
+# minimal-nmt: `train(model, optimizer, scheduler, ...)` steps a schedule of the project's own.
+TRAIN_WITH_SCHEDULER = """import torch
+
+
+def train(model, optimizer, scheduler, loader):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        scheduler.step()
+        optimizer.step()
+"""
+OWN_SCHEDULER = """class SGDRScheduler:
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def step(self):
+        for group in self.optimizer.param_groups:
+            group["lr"] *= 0.99
+"""
+
+
+def test_a_scheduler_handed_in_may_be_one_of_the_project_s_own(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    train = tmp_path / "utils.py"
+    train.write_text(TRAIN_WITH_SCHEDULER)
+    assert "utils.py:8:9: TD203" in _check(tmp_path, ".", rule="TD203").stdout
+    (tmp_path / "sgdr.py").write_text(OWN_SCHEDULER)
+    assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout
+    # A class of the project that is a torch scheduler leaves the name trusted.
+    (tmp_path / "sgdr.py").write_text(
+        "from torch.optim.lr_scheduler import _LRScheduler\n\n\n"
+        "class SGDRScheduler(_LRScheduler):\n    pass\n"
+    )
+    assert "utils.py:8:9: TD203" in _check(tmp_path, ".", rule="TD203").stdout
+    # The same in the file itself.
+    (tmp_path / "sgdr.py").unlink()
+    train.write_text(TRAIN_WITH_SCHEDULER + "\n\n" + OWN_SCHEDULER)
+    assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout

@@ -52,6 +52,15 @@ def test_not_when_the_class_closes_it() -> None:
     assert _lines(closing) == []
 
 
+def test_reading_its_directory_neither_closes_nor_hands_it_on() -> None:
+    # SimCLR: `os.path.join(self.writer.log_dir, "training.log")` for its log and checkpoints.
+    directory = LOGGER + "\n    def path(self, name):\n        return self.board.log_dir + name\n"
+    assert _lines(directory, TRAIN) == [7]
+    # Any other attribute may be its file writer, flushed elsewhere.
+    other = LOGGER + "\n    def events(self):\n        return self.board.file_writer\n"
+    assert _lines(other, TRAIN) == []
+
+
 def test_not_when_handed_on() -> None:
     handed = LOGGER + "\n    def writer(self):\n        return self.board\n"
     assert _lines(handed, TRAIN) == []

@@ -217,6 +217,9 @@ class ProjectFacts:
     # The top-level classes of the project whose `forward` runs under `torch.no_grad()` or
     # `torch.inference_mode()` (a metric's feature extractor): whoever calls one records no graph.
     grad_free_classes: frozenset[str] = frozenset()
+    # The classes named like a scheduler ("SGDRScheduler", "WarmupSched") that are no torch
+    # learning-rate scheduler: a schedule of the project's own, which sets the rate itself.
+    other_scheduler_classes: frozenset[str] = frozenset()
     # Methods of the project's classes that step learning-rate schedulers and no optimizer
     # (NVlabs' `trainer.update_learning_rate()`), and those that train: step an optimizer or
     # call a backward (`trainer.dis_update(...)`), by name, every definition of the name so.
@@ -269,6 +272,11 @@ class ProjectFacts:
         """Whether every top-level class of this name in the project calls `self.eval()` in its
         `forward`."""
         return class_name in self.self_moded_classes
+
+    def has_own_schedulers(self) -> bool:
+        """Whether the project defines a class named like a scheduler that is no torch
+        learning-rate scheduler."""
+        return bool(self.other_scheduler_classes)
 
     def turns_gradients_off(self, class_name: str) -> bool:
         """Whether a top-level class of this name in the project runs its `forward` under
@@ -803,6 +811,9 @@ class FactsReader:
         }
         roots = {entry.partition("=")[2].partition(".")[0] for entry in self._imports}
         env_reads = _env_reads(self._env_reads)
+        other_schedulers = {
+            name for name in self._bases_of if "sched" in name.lower() and name not in schedulers
+        }
         parts = (
             classes,
             env_reads,
@@ -817,6 +828,7 @@ class FactsReader:
             mode_classes,
             self_moded,
             self._grad_free,
+            other_schedulers,
             scheduler_methods,
             training_methods,
             roots,
@@ -844,6 +856,7 @@ class FactsReader:
             frozenset(mode_classes),
             frozenset(self_moded),
             frozenset(self._grad_free),
+            frozenset(other_schedulers),
             frozenset(scheduler_methods),
             frozenset(training_methods),
             frozenset(roots),

@@ -237,7 +237,9 @@ def _check(
     losses = [
         name
         for name in operands
-        if name.id in backpropagated and not _always_a_number(ctx, scope_of(name.id, ctx), name.id)
+        if name.id in backpropagated
+        and not _always_a_number(ctx, scope_of(name.id, ctx), name.id)
+        and not _just_made_a_number(ctx, statement, name.id)
     ]
     if not losses:
         if appended:  # `outputs.append(output)` after `output["loss"].backward()`
@@ -270,6 +272,48 @@ def _always_a_number(ctx: Context, scope: ast.AST, name: str) -> bool:
 
 
 _NUMBER_FUNCTIONS = frozenset({"int", "float", "len"})
+# How far back in its block a statement's rebinding of a name is looked for.
+_REBINDING_REACH = 16
+
+
+def _just_made_a_number(ctx: Context, statement: ast.stmt, name: str) -> bool:
+    """An earlier statement of the statement's block rebinds `name` to a Python number made of
+    `.item()` (an LR finder's `loss = smoothing * loss.item() + (1 - smoothing) * losses[-1]`,
+    then `losses.append(loss)`): the tensor that was backpropagated is not what is kept."""
+    owner = ctx.parent()
+    place = ctx.block_position(statement, owner) if owner is not None else None
+    if place is None:
+        return False
+    block, index = place
+    for earlier in reversed(block[max(0, index - _REBINDING_REACH) : index]):
+        if type(earlier) is ast.Assign and any(
+            type(t) is ast.Name and t.id == name for t in earlier.targets
+        ):
+            return _number_of_items(earlier.value)
+        if type(earlier) in (ast.AugAssign, ast.AnnAssign) and _is_name(earlier.target, name):
+            return False
+    return False
+
+
+def _number_of_items(value: ast.AST) -> bool:
+    """Arithmetic of `.item()` results with constants, names and items of lists: a float."""
+    found_item = False
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if type(node) is ast.BinOp:
+            todo += (node.left, node.right)
+        elif type(node) is ast.UnaryOp:
+            todo.append(node.operand)
+        elif type(node) is ast.Call:
+            func = node.func
+            if type(func) is ast.Attribute and func.attr == "item" and not node.args:
+                found_item = True
+            elif not (type(func) is ast.Name and func.id in _NUMBER_FUNCTIONS):
+                return False
+        elif type(node) not in (ast.Constant, ast.Name, ast.Subscript, ast.Attribute):
+            return False
+    return found_item
 
 
 def _makes_a_number(value: ast.AST | None) -> bool:

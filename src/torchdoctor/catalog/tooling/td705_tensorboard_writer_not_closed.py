@@ -49,7 +49,8 @@ to a function of the same file that only logs to it, tests it or hands it to its
 so does passing it to a function imported from another module of the project when no file of
 the project closes or flushes anything named like a writer (`writer`, `logger`, `summary`...).
 A writer kept on an object (`self.writer = SummaryWriter(...)`, or `... if main else
-None`) is reported when the file only logs to that attribute or tests it, and no file of the
+None`) is reported when the file only logs to that attribute, tests it or reads its directory
+(`self.writer.log_dir`), and no file of the
 project closes or flushes anything of that name (`self.writer.close()`, `writer.flush()`): the
 object never closes it, and nothing else can. So is a writer a method returns (alone or in a
 tuple) when every call of that method in the file keeps it in such an attribute
@@ -93,7 +94,8 @@ Dummy()`）、对它的判断（`if writer is None: writer = SummaryWriter(...)`
 递归的 `write_metric(results, writer)`），仍然算作只用于记录；传给从项目其他模块导入的函数，而项目中没有任何文件
 关闭或 flush 名字像 writer 的对象（`writer`、`logger`、`summary`……）时，也算。
 保存在对象上的 writer（`self.writer = SummaryWriter(...)`，
-或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志或对它做判断，且项目中没有任何文件
+或 `... if main else None`）在以下情况下报告：文件只用这个属性记录日志、对它做判断或读取它的目录
+（`self.writer.log_dir`），且项目中没有任何文件
 关闭或刷新同名的对象（`self.writer.close()`、`writer.flush()`）：这个对象从不关闭它，别处也无法关闭。
 某个方法返回的 writer（单独返回或放在元组中），如果文件中对该方法的每次调用都把它存进这样的属性
 （`self.writer, self.dir = self.init_log()`），也会报告。
@@ -402,9 +404,15 @@ def _attribute_only_logged(ctx: Context, attr: str) -> bool:
             if method.attr in _FLUSHING:  # type: ignore[union-attr]
                 return False
             logged = True
+        elif isinstance(method, ast.Attribute) and method.attr in _DIRECTORY_ATTRIBUTES:
+            continue  # `self.writer.log_dir`: where it writes (SimCLR's log file, checkpoints)
         elif not _tested(node, whole.parents):
             return False
     return logged
+
+
+# A writer's attributes naming its directory: reading them neither closes nor hands it on.
+_DIRECTORY_ATTRIBUTES = frozenset({"log_dir", "logdir"})
 
 
 def _tested(node: ast.expr, parents) -> bool:

@@ -147,7 +147,9 @@ condition, nor is the training phase of a loop over an epoch's phases (`for phas
 "val"]: if phase == "train": scheduler.step()`, the recipe of PyTorch's old transfer-learning
 tutorial): the step still comes before that epoch's optimizer steps. A scheduler is an object of
 a `torch.optim.lr_scheduler` class or of a class of the project that subclasses one, in any of
-its modules (`WarmupMultiStepLR(MultiStepLR)`).
+its modules (`WarmupMultiStepLR(MultiStepLR)`). One made out of sight (a parameter, an
+attribute) is known by its name, unless the project defines a class named like a scheduler that
+is no torch one (minimal-nmt's `SGDRScheduler`, which sets the rate itself): then it is left alone.
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -205,7 +207,9 @@ accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让�
 （`if args.optimizer == "momentum":`）不算这种条件；按 epoch 的各阶段循环时选中训练阶段的判断也不算
 （`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法）：
 这一步仍然在该 epoch 的优化器更新之前。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
-（任意模块里）继承了这样一个类的类的对象（`WarmupMultiStepLR(MultiStepLR)`）。
+（任意模块里）继承了这样一个类的类的对象（`WarmupMultiStepLR(MultiStepLR)`）。在别处构造的调度器
+（参数、属性）按名字判断；但如果项目定义了名字像调度器、却不是 torch 调度器的类（minimal-nmt 的
+`SGDRScheduler`，自己设置学习率），就不报告。
 
 ## Why is this bad?
 PyTorch 1.1 之前，调度器在每个 epoch 开始时 step；此后必须在优化器之后 step。沿用旧顺序的代码会跳过
@@ -417,7 +421,22 @@ def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
     if not (name and (_SCHEDULER_NAME.search(name) or _paired_with_optimizer(name, ctx))):
         return False
     built = _constructor(expr, ctx)
-    return built is None or _builds_lr_scheduler(built, ctx)
+    if built is None:
+        # Made out of sight (a parameter, an attribute): trust the name unless the project has
+        # a schedule of its own it may be (minimal-nmt's SGDRScheduler, handed to `train`).
+        return not (ctx.project.has_own_schedulers() or _own_schedule_classes(ctx))
+    return _builds_lr_scheduler(built, ctx)
+
+
+@per_file
+def _own_schedule_classes(ctx: Context) -> bool:
+    """The file defines a class named like a scheduler that is no torch learning-rate
+    scheduler."""
+    return any(
+        "sched" in name.lower()
+        and not ctx.class_inherits(cls, lambda q: q.startswith("torch.optim.lr_scheduler"))
+        for name, cls in top_level_classes(ctx).items()
+    )
 
 
 def _paired_with_optimizer(name: str, ctx: Context) -> bool:
