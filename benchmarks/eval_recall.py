@@ -69,7 +69,8 @@ RULES_FOR_SEED: dict[int, tuple[str, ...]] = {
     70: ("TD802",),
     71: ("TD802", "TD803"),
     90: ("TD501",),
-    97: ("TD401",),
+    # uint8 masks, and the uint8 idiom `1 - mask` on what comparisons make now (bool).
+    97: ("TD401", "TD423"),
     98: ("TD801",),
     107: ("TD404",),
     108: ("TD403",),
