@@ -817,3 +817,40 @@ def test_a_scheduler_handed_in_may_be_one_of_the_project_s_own(tmp_path):
     (tmp_path / "sgdr.py").unlink()
     train.write_text(TRAIN_WITH_SCHEDULER + "\n\n" + OWN_SCHEDULER)
     assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout
+
+
+# SRGAN-PyTorch: the trainer reads the loader its dataset module made.
+DATASET_MODULE = """from torch.utils.data import DataLoader
+
+
+class DatasetInterface:
+    def load(self, train_dataset, batch_size):
+        self.train_loader = DataLoader(train_dataset, batch_size=batch_size, shuffle=True)
+"""
+TRAINER = """import torch
+
+
+class Trainer:
+    def __init__(self, model, dataset, device):
+        self.model, self.dataset, self.device = model, dataset, device
+
+    def fit(self):
+        train_loader = self.dataset.train_loader
+        for batch in train_loader:
+            images, labels = batch
+            images.to(self.device)
+            self.model(images)
+"""
+
+
+def test_a_loader_another_module_assigns_to_an_attribute_yields_tensors(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(TRAINER)
+    dataset = tmp_path / "dataset_interface.py"
+    dataset.write_text(DATASET_MODULE.replace("DataLoader(train_dataset", "make(train_dataset"))
+    assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout  # not known: a loader
+    dataset.write_text(DATASET_MODULE)
+    assert "train.py:12:13: TD001" in _check(tmp_path, ".", rule="TD001").stdout
+    # A graph library's DataLoader yields its own batches, moved by a `to` of their own.
+    dataset.write_text(DATASET_MODULE.replace("torch.utils.data", "torch_geometric.loader"))
+    assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout

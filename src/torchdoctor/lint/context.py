@@ -447,8 +447,10 @@ class Context:
         if type(expr.value) is ast.Name and expr.value.id == "self":
             cls = self.enclosing_class()
             if cls is not None:
-                return self._attribute_kinds.get(cls, {}).get(expr.attr, Kind.UNKNOWN)
-            return Kind.UNKNOWN
+                kind = self._attribute_kinds.get(cls, {}).get(expr.attr, Kind.UNKNOWN)
+                if kind is not Kind.UNKNOWN:
+                    return kind
+            return self._project_attribute_kind(expr.attr)
         if (
             expr.attr in ("T", "mT", "H", "data", "grad")
             and self.kind_of(expr.value) is Kind.TENSOR
@@ -456,7 +458,11 @@ class Context:
             return Kind.TENSOR
         if expr.attr == "module" and self.kind_of(expr.value) is Kind.MODULE:
             return Kind.MODULE
-        return Kind.UNKNOWN
+        return self._project_attribute_kind(expr.attr)
+
+    def _project_attribute_kind(self, attribute: str) -> Kind:
+        """`self.dataset.train_loader`, assigned a DataLoader in another module of the project."""
+        return Kind.LOADER if self.project.is_loader_attribute(attribute) else Kind.UNKNOWN
 
     def _call_kind(self, call: ast.Call) -> Kind:
         func = call.func

@@ -220,6 +220,9 @@ class ProjectFacts:
     # The classes named like a scheduler ("SGDRScheduler", "WarmupSched") that are no torch
     # learning-rate scheduler: a schedule of the project's own, which sets the rate itself.
     other_scheduler_classes: frozenset[str] = frozenset()
+    # The attributes named like a loader that some file assigns a torch DataLoader
+    # (`self.train_loader = DataLoader(...)` in a dataset module): read elsewhere, one.
+    loader_attributes: frozenset[str] = frozenset()
     # Methods of the project's classes that step learning-rate schedulers and no optimizer
     # (NVlabs' `trainer.update_learning_rate()`), and those that train: step an optimizer or
     # call a backward (`trainer.dis_update(...)`), by name, every definition of the name so.
@@ -272,6 +275,11 @@ class ProjectFacts:
         """Whether every top-level class of this name in the project calls `self.eval()` in its
         `forward`."""
         return class_name in self.self_moded_classes
+
+    def is_loader_attribute(self, attribute: str) -> bool:
+        """Whether some file of the project assigns a torch DataLoader to an attribute of this
+        name (one named like a loader)."""
+        return attribute in self.loader_attributes
 
     def has_own_schedulers(self) -> bool:
         """Whether the project defines a class named like a scheduler that is no torch
@@ -397,6 +405,7 @@ FileFacts = tuple[
     list[str],
     list[str],
     list[str],
+    list[str],
 ]
 
 
@@ -457,6 +466,7 @@ def file_facts(source: bytes) -> FileFacts:
     evaluators = sorted(_evaluators(lines)) if b"def" in source else []
     layers = sorted(_class_layers(lines)) if classes else []
     steps = sorted(_method_steps(lines)) if classes and b".step(" in source else []
+    loaders = sorted(_loader_attributes(source)) if b"DataLoader" in source else []
     return (
         classes,
         sorted(env_reads),
@@ -468,6 +478,7 @@ def file_facts(source: bytes) -> FileFacts:
         evaluators,
         layers,
         steps,
+        loaders,
     )
 
 
@@ -557,6 +568,20 @@ def _class_layers(source: bytes) -> set[str]:
                     used.add(called.group(1).decode("ascii", "replace"))
         found.add(f"{name}:{','.join(sorted(used))}")
     return found
+
+
+# `self.train_loader = DataLoader(`, `data.val_loader = torch.utils.data.DataLoader(`.
+_LOADER_ASSIGNMENT = lazy_compile(
+    rb"\.(\w{0,80}[Ll]oader\w{0,40})[ \t]*=[ \t]*(?:torch\.utils\.data\.|data\.)?DataLoader[ \t]*\("
+)
+
+
+def _loader_attributes(source: bytes) -> set[str]:
+    """The attributes named like a loader that the text assigns a torch DataLoader: in a file
+    that uses torch's (not graph libraries', whose loaders share the name)."""
+    if b"torch" not in source or b"torch_geometric" in source or b"dgl" in source:
+        return set()
+    return {name.decode("ascii", "replace") for name in _LOADER_ASSIGNMENT.findall(source)}
 
 
 _TOP_LEVEL_DEF = lazy_compile(rb"\ndef[ \t]+(\w{1,80})[ \t]*\(")
@@ -656,7 +681,7 @@ def _closed_names(source: bytes) -> set[str]:
 
 def is_file_facts(value: object) -> bool:
     """Whether `value` (read back from a cache) has the shape of `file_facts`' result."""
-    if not (isinstance(value, (list, tuple)) and len(value) == 10):
+    if not (isinstance(value, (list, tuple)) and len(value) == 11):
         return False
     classes, *names = value
     return (
@@ -697,6 +722,7 @@ class FactsReader:
         self._layers_of: dict[str, list[list[str]]] = {}  # class -> what each definition uses
         self._steps_of: dict[str, set[str]] = {}  # method -> what its definitions step
         self._grad_free: set[str] = set()  # classes some definition of which runs without grads
+        self._loader_attributes: set[str] = set()
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
         # file's content, or None once a file came without one (nothing is then looked up).
         self._inputs: list[str] | None = []
@@ -741,7 +767,9 @@ class FactsReader:
             evaluators,
             layers,
             steps,
+            loaders,
         ) = found
+        self._loader_attributes.update(loaders)
         self._imports.update(imports)
         for entry in steps:
             name, _, kind = entry.partition("=")
@@ -829,6 +857,7 @@ class FactsReader:
             self_moded,
             self._grad_free,
             other_schedulers,
+            self._loader_attributes,
             scheduler_methods,
             training_methods,
             roots,
@@ -857,6 +886,7 @@ class FactsReader:
             frozenset(self_moded),
             frozenset(self._grad_free),
             frozenset(other_schedulers),
+            frozenset(self._loader_attributes),
             frozenset(scheduler_methods),
             frozenset(training_methods),
             frozenset(roots),
