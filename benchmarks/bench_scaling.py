@@ -402,6 +402,42 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             "            writer = SummaryWriter()",
             "            log_metrics(writer, 1.0)",
         ],
+        [  # This session's value flow: a bool mask from a method, moved and inverted the
+            # uint8 way: TD423; a loader another module assigns, its batch moved and dropped:
+            # TD001; a validation loop over `iter(loader)` of a model a function builds: TD205;
+            # a loss rebound to a number before it is kept: TD102; a writer's directory read:
+            # TD705; a metric turning gradients off: TD205.
+            f"class Attention_{i}(nn.Module):",
+            "    def lengths_mask(self, lengths):",
+            "        return torch.arange(0, 8).repeat(lengths.numel(), 1).lt(lengths.unsqueeze(1))",
+            "    def forward(self, align, lengths):",
+            "        mask = self.lengths_mask(lengths)",
+            "        mask = mask.unsqueeze(1)",
+            "        if align.is_cuda:",
+            "            mask = mask.cuda()",
+            "        valid = (align > 0) & mask",
+            "        return align.masked_fill(1 - mask, 0) * (1 - valid)",
+            f"def init_model_{i}(cuda):",
+            "    model = Net()",
+            "    model = model.cuda() if cuda else model",
+            "    return model",
+            f"def fit_data_{i}(data, optimizer, scheduler, device, writer):",
+            f"    model = init_model_{i}(True)",
+            "    losses = []",
+            "    for batch in data.train_loader:",
+            "        images, labels = batch",
+            "        images.to(device)",
+            "        loss = model(images).sum()",
+            "        loss.backward()",
+            "        scheduler.step()",
+            "        optimizer.step()",
+            "        loss = 0.9 * loss.item() + 0.1 * losses[-1]",
+            "        losses.append(loss)",
+            "    val_iter = iter(data.val_loader)",
+            "    stats = FidStatistics()",
+            "    for xb, yb in val_iter:",
+            "        print(model(xb), stats(xb), writer.log_dir)",
+        ],
     ]
 
 
@@ -749,8 +785,14 @@ def evaluate_model(model, iterator):
 
 
 # A module of the project with a trainer whose methods step its schedulers or train (TD203 asks
-# about their calls) and a function that logs to the writer it is given (TD705).
+# about their calls), a function that logs to the writer it is given (TD705), a metric that turns
+# gradients off in its forward (TD205) and loaders kept on attributes (the context's kinds).
 TRAINER_LIBRARY = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+
 class GanTrainer:
     def update_learning_rate(self):
         self.dis_scheduler.step()
@@ -763,6 +805,18 @@ class GanTrainer:
 
 def log_metrics(writer, value):
     writer.add_scalar("value", value)
+
+
+class FidStatistics(nn.Module):
+    def forward(self, x):
+        with torch.inference_mode():
+            return x.mean(0)
+
+
+class Data:
+    def load(self, dataset):
+        self.train_loader = DataLoader(dataset, batch_size=4)
+        self.val_loader = DataLoader(dataset, batch_size=4)
 """
 
 

@@ -247,17 +247,18 @@ def _compares_a_tensor(receiver: ast.AST, ctx: Context, here: bool) -> bool:
 
 
 def _is_tensor(expr: ast.AST, ctx: Context, here: bool) -> bool:
-    if not here and type(_root(expr)) is ast.Name:
+    if not here and type(_root(expr, ctx)) is ast.Name:
         return False  # made from a name of another function: its kind is not known here
     return ctx.kind_of(expr) is Kind.TENSOR
 
 
-def _root(expr: ast.AST) -> ast.AST:
-    """What a chain of calls, attributes and items starts from (`x` of `x.view(n).float()`)."""
+def _root(expr: ast.AST, ctx: Context) -> ast.AST:
+    """What a chain of calls, attributes and items starts from: `x` of `x.view(n).float()`,
+    the call `torch.arange(n)` of `torch.arange(n).repeat(b, 1)`."""
     while True:
         if isinstance(expr, ast.Call):
-            if not isinstance(expr.func, ast.Attribute):
-                return expr
+            if not isinstance(expr.func, ast.Attribute) or ctx.qualname(expr.func):
+                return expr  # a function, of the file or of an imported module
             expr = expr.func.value
         elif isinstance(expr, (ast.Attribute, ast.Subscript)):
             expr = expr.value
