@@ -20,6 +20,7 @@ from torchdoctor.catalog.sdk import (
     per_file,
     shorten,
     subtree,
+    top_level_functions,
 )
 from torchdoctor.catalog.training._loops import (
     block_steps,
@@ -73,7 +74,8 @@ header, naming its first step; a branch's step on the step.
 
 Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
 loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
-`train_step(...)`, anything named like `*zero_grad*`), DeepSpeed's `engine.step()` (it clears
+`train_step(...)`, anything named like `*zero_grad*`, a function of the file that calls
+`zero_grad()` itself), DeepSpeed's `engine.step()` (it clears
 the gradients itself), `optimizer.step(...)` with an argument (an LBFGS closure usually clears
 them; `DistributedOptimizer.step(context_id)` keeps gradients per context), loops that build a
 new model or optimizer every time round, loops that `break` right after the step, loops of at
@@ -108,7 +110,8 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 分支里的 step 则报告在该 step 上。
 
 梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
-清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数）；
+清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数、本文件中自己调用了
+`zero_grad()` 的函数）；
 DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
 `DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
 `step` 之后紧跟 `break` 的循环；在常量 `range(...)` 上最多两轮的循环（基准测试的预热）；
@@ -386,8 +389,25 @@ def _may_clear(node: ast.AST, ctx: Context) -> bool:
             and _builds_model(node.value, ctx)
         )
     if isinstance(node, ast.Call):
-        return _is_grad_inplace(node) or _is_unknown_step(node, ctx)
+        return (
+            _is_grad_inplace(node)
+            or _is_unknown_step(node, ctx)
+            or type(node.func) is ast.Name
+            and node.func.id in _clearing_functions(ctx)
+        )
     return False
+
+
+@per_file
+def _clearing_functions(ctx: Context) -> frozenset[str]:
+    """The top-level functions of the file that call a `zero_grad()` (pointnet's `run_model(...,
+    optimizer=optimizer)`, clearing before its forward): a call of one in a loop may clear."""
+    functions = top_level_functions(ctx)
+    return frozenset(
+        name
+        for name, function in functions.items()
+        if index_of(ctx, function).calls_named(function, ["zero_grad"])
+    )
 
 
 def _builds_model(value: ast.AST, ctx: Context) -> bool:
