@@ -805,6 +805,14 @@ def test_a_scheduler_handed_in_may_be_one_of_the_project_s_own(tmp_path):
     train = tmp_path / "utils.py"
     train.write_text(TRAIN_WITH_SCHEDULER)
     assert "utils.py:8:9: TD203" in _check(tmp_path, ".", rule="TD203").stdout
+    # Named as a schedule of something else (a teacher-forcing ratio), or an optimizer wrapper:
+    # the name is still trusted.
+    (tmp_path / "tfr.py").write_text(
+        "class TFRScheduler:\n    def __init__(self, model):\n        self.model = model\n\n"
+        "class ScheduledOptim:\n    def __init__(self, optimizer):\n"
+        "        self.optimizer = optimizer\n"
+    )
+    assert "utils.py:8:9: TD203" in _check(tmp_path, ".", rule="TD203").stdout
     (tmp_path / "sgdr.py").write_text(OWN_SCHEDULER)
     assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout
     # A class of the project that is a torch scheduler leaves the name trusted.

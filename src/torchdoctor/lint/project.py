@@ -217,8 +217,9 @@ class ProjectFacts:
     # The top-level classes of the project whose `forward` runs under `torch.no_grad()` or
     # `torch.inference_mode()` (a metric's feature extractor): whoever calls one records no graph.
     grad_free_classes: frozenset[str] = frozenset()
-    # The classes named like a scheduler ("SGDRScheduler", "WarmupSched") that are no torch
-    # learning-rate scheduler: a schedule of the project's own, which sets the rate itself.
+    # The classes named as a schedule ("SGDRScheduler", "WarmupSched") that reach an optimizer
+    # and are no torch learning-rate scheduler: a schedule of the project's own, which sets the
+    # rate itself (a teacher-forcing ratio's `TFRScheduler` is none).
     other_scheduler_classes: frozenset[str] = frozenset()
     # The attributes named like a loader that some file assigns a torch DataLoader
     # (`self.train_loader = DataLoader(...)` in a dataset module): read elsewhere, one.
@@ -531,7 +532,8 @@ def _class_layers(source: bytes) -> set[str]:
     layer (comments left out), else "Name:A,B" with its bases and, for a direct subclass of
     a `Module`, the classes its `__init__` calls by a bare name. `source`: the text with a line
     break put in front. "Name:=" for one whose `forward` calls `self.eval()` (it sets its own
-    mode)."""
+    mode). Beside these, "Name:~" for one whose `forward` turns gradients off and "Name:%" for a
+    schedule of learning rates (see `_schedules_rates`)."""
     found = set()
     layers = _layer_words_at(source)
     helpers = _layer_helpers(source, layers)
@@ -539,6 +541,8 @@ def _class_layers(source: bytes) -> set[str]:
         next_line = _TOP_LEVEL_LINE.search(source, match.end())
         start, end = match.start(), next_line.start() if next_line else len(source)
         bases = match.group(2)
+        if _schedules_rates(match.group(1), source, start, end):
+            found.add(f"{match.group(1).decode('ascii', 'replace')}:%")  # a fact beside the others
         if not bases:
             continue  # no base, no layer: not a module
         name = match.group(1).decode("ascii", "replace")
@@ -617,6 +621,17 @@ def _forward_sets_mode(source: bytes, start: int, end: int) -> bool:
     """The class body in [start, end) has a `forward` that calls `self.eval()`."""
     forward = _method_span(source, b"forward", start, end)
     return forward is not None and source.find(b"self.eval()", *forward) != -1
+
+
+def _schedules_rates(name: bytes, source: bytes, start: int, end: int) -> bool:
+    """A class named as a schedule (`SGDRScheduler`, not `ScheduledOptim`) whose body reaches
+    an optimizer (`optimizer.param_groups`): a learning-rate schedule, maybe one of its own."""
+    if not name.lower().endswith((b"scheduler", b"schedule", b"sched")):
+        return False
+    return (
+        source.find(b"param_groups", start, end) != -1
+        or source.find(b"optimizer", start, end) != -1
+    )
 
 
 def _disables_gradients(body: bytes) -> bool:
@@ -723,6 +738,7 @@ class FactsReader:
         self._steps_of: dict[str, set[str]] = {}  # method -> what its definitions step
         self._grad_free: set[str] = set()  # classes some definition of which runs without grads
         self._loader_attributes: set[str] = set()
+        self._rate_schedules: set[str] = set()  # classes named as schedules reaching an optimizer
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
         # file's content, or None once a file came without one (nothing is then looked up).
         self._inputs: list[str] | None = []
@@ -779,6 +795,9 @@ class FactsReader:
             name, _, used = entry.partition(":")
             if used == "~":
                 self._grad_free.add(name)
+                continue
+            if used == "%":
+                self._rate_schedules.add(name)
                 continue
             self._layers_of.setdefault(name, []).append(used.split(",") if used else [])
         for name, bases in classes:
@@ -839,9 +858,7 @@ class FactsReader:
         }
         roots = {entry.partition("=")[2].partition(".")[0] for entry in self._imports}
         env_reads = _env_reads(self._env_reads)
-        other_schedulers = {
-            name for name in self._bases_of if "sched" in name.lower() and name not in schedulers
-        }
+        other_schedulers = self._rate_schedules - schedulers
         parts = (
             classes,
             env_reads,

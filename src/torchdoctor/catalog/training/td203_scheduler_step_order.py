@@ -149,7 +149,8 @@ tutorial): the step still comes before that epoch's optimizer steps. A scheduler
 a `torch.optim.lr_scheduler` class or of a class of the project that subclasses one, in any of
 its modules (`WarmupMultiStepLR(MultiStepLR)`). One made out of sight (a parameter, an
 attribute) is known by its name, unless the project defines a class named like a scheduler that
-is no torch one (minimal-nmt's `SGDRScheduler`, which sets the rate itself): then it is left alone.
+is no torch one and reaches an optimizer (minimal-nmt's `SGDRScheduler`, which sets the rate
+itself; not a teacher-forcing ratio's `TFRScheduler`): then it is left alone.
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -208,8 +209,9 @@ accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让�
 （`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法）：
 这一步仍然在该 epoch 的优化器更新之前。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
 （任意模块里）继承了这样一个类的类的对象（`WarmupMultiStepLR(MultiStepLR)`）。在别处构造的调度器
-（参数、属性）按名字判断；但如果项目定义了名字像调度器、却不是 torch 调度器的类（minimal-nmt 的
-`SGDRScheduler`，自己设置学习率），就不报告。
+（参数、属性）按名字判断；但如果项目定义了名字像调度器、用到优化器、却不是 torch 调度器的类
+（minimal-nmt 的 `SGDRScheduler`，自己设置学习率；而不是 teacher forcing 比例的 `TFRScheduler`），
+就不报告。
 
 ## Why is this bad?
 PyTorch 1.1 之前，调度器在每个 epoch 开始时 step；此后必须在优化器之后 step。沿用旧顺序的代码会跳过
@@ -430,11 +432,16 @@ def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
 
 @per_file
 def _own_schedule_classes(ctx: Context) -> bool:
-    """The file defines a class named like a scheduler that is no torch learning-rate
-    scheduler."""
+    """The file defines a schedule of learning rates of its own: a class named as a schedule
+    that reaches an optimizer (`optimizer`, `param_groups`) and is no torch scheduler."""
     return any(
-        "sched" in name.lower()
+        name.lower().endswith(("scheduler", "schedule", "sched"))
         and not ctx.class_inherits(cls, lambda q: q.startswith("torch.optim.lr_scheduler"))
+        and any(
+            (type(node) is ast.Name and node.id == "optimizer")
+            or (type(node) is ast.Attribute and node.attr in ("optimizer", "param_groups"))
+            for node in index_of(ctx, cls).under(cls, ast.Name, ast.Attribute)
+        )
         for name, cls in top_level_classes(ctx).items()
     )
 
