@@ -835,7 +835,7 @@ class DatasetInterface:
     def load(self, train_dataset, batch_size):
         self.train_loader = DataLoader(train_dataset, batch_size=batch_size, shuffle=True)
 """
-TRAINER = """import torch
+LOADER_TRAINER = """import torch
 
 
 class Trainer:
@@ -853,7 +853,7 @@ class Trainer:
 
 def test_a_loader_another_module_assigns_to_an_attribute_yields_tensors(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(TRAINER)
+    (tmp_path / "train.py").write_text(LOADER_TRAINER)
     dataset = tmp_path / "dataset_interface.py"
     dataset.write_text(DATASET_MODULE.replace("DataLoader(train_dataset", "make(train_dataset"))
     assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout  # not known: a loader
