@@ -51,10 +51,12 @@ _ENV_TESTED = lazy_compile(
 # A variable read through a constant (sockeye's `os.environ[C.DIST_ENV_LOCAL_RANK]`, with
 # `DIST_ENV_LOCAL_RANK = 'LOCAL_RANK'` in its constants module): the upper-case key, and the
 # top-level constants bound to a name; `_combined` joins them across files.
+_CONSTANT_KEY = rb"[ \t]*(?:[A-Za-z_]\w*\.)*([A-Z][A-Z0-9_]{0,80})[ \t]*[\],)]"
+# Each begins with its literal word (see _ENV_READ).
 _ENV_KEY_CONSTANT = lazy_compile(
-    rb"(?:environ[ \t]*(?:\[|\.get[ \t]*\(|\.setdefault[ \t]*\()|getenv[ \t]*\()"
-    rb"[ \t]*(?:[A-Za-z_]\w*\.)*([A-Z][A-Z0-9_]{0,80})[ \t]*[\],)]"
+    rb"environ[ \t]*(?:\[|\.get[ \t]*\(|\.setdefault[ \t]*\()" + _CONSTANT_KEY
 )
+_GETENV_KEY_CONSTANT = lazy_compile(rb"getenv[ \t]*\(" + _CONSTANT_KEY)
 _STRING_CONSTANT = lazy_compile(
     rb"""\n([A-Z][A-Z0-9_]{0,80})[ \t]*=[ \t]*['"]([A-Z_][A-Z0-9_]{0,80})['"][ \t]*(?=\n|#)"""
 )
@@ -446,8 +448,10 @@ def file_facts(source: bytes) -> FileFacts:
             env_reads.update(name.decode() for name in _ENV_TESTED.findall(source))
     if b"getenv" in source:
         env_reads.update(name.decode() for name in _ENV_GOT.findall(source))
-    if b"environ" in source or b"getenv" in source:
+    if b"environ" in source:
         env_reads.update("=" + key.decode() for key in _ENV_KEY_CONSTANT.findall(source))
+    if b"getenv" in source:
+        env_reads.update("=" + key.decode() for key in _GETENV_KEY_CONSTANT.findall(source))
     if env_reads and b"__main__" in source:
         # Read by a script (`if __name__ == "__main__":`): what its own run does, which another
         # script of the project does not share. Kept apart as "NAME@main".

@@ -25,6 +25,7 @@ from torchdoctor.catalog.sdk import (
     is_self_attribute,
     keeps_itself,
     lazy_compile,
+    may_be_called,
     moves_itself,
     per_file,
     returned_values,
@@ -659,8 +660,8 @@ def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
 def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
     """`X` of a name bound once, to `iter(X)`, in its scope (`val_iter = iter(val_dataloader)`,
     then `for batch in tqdm(val_iter)`)."""
-    if type(expr) is not ast.Name:
-        return None
+    if type(expr) is not ast.Name or not may_be_called(ctx, "iter"):
+        return None  # most files: no `iter(...)` at all, and no index to build for the question
     found = bindings(ctx, scope_of(expr.id, ctx), expr.id)
     if not found or len(found) != 1:
         return None
