@@ -33,6 +33,7 @@ from torchdoctor.catalog.sdk import (
     scope_of,
     shorten,
     top_level_functions,
+    turns_recording_off,
 )
 
 # Messages quote at most 40 characters of source.
@@ -530,9 +531,6 @@ def check_after_train(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                 line=call.lineno,
             )
 
-
-# What a `forward` calls to run without gradients (in a `with`, or as its decorator).
-_GRAD_FREE_CALLS = frozenset({"no_grad", "inference_mode"})
 
 # What the names of evaluation functions contain.
 _EVAL_STEMS = ("eval", "val", "test", "infer", "predict")
@@ -1104,9 +1102,11 @@ class _Program:
         )
 
     def _grad_free(self, forward: ast.FunctionDef) -> bool:
-        return bool(self.found.calls_named(forward, _GRAD_FREE_CALLS)) or any(
-            isinstance(d, ast.Call) and last_name(d.func) in _GRAD_FREE_CALLS
-            for d in forward.decorator_list
+        """Decorated to record nothing, or holding a `with` that turns recording off (the one
+        reading of lint/gradients.py)."""
+        return turns_recording_off(forward, self.ctx) or any(
+            turns_recording_off(node, self.ctx)
+            for node in self.found.under(forward, ast.With, ast.AsyncWith)
         )
 
     def mode_free(self, models: list[ast.AST]) -> bool:
