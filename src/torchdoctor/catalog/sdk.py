@@ -59,7 +59,7 @@ from torchdoctor.lint.context import (
 )
 from torchdoctor.lint.gradients import runs_without_gradients, turns_recording_off
 from torchdoctor.lint.lines import split_lines
-from torchdoctor.lint.project import MODE_WORDS, holds_marker
+from torchdoctor.lint.project import MODE_WORDS, SCHEDULE_ENDINGS, SCHEDULE_REACHES, holds_marker
 from torchdoctor.lint.parameter_free import parameter_free_module
 from torchdoctor.lint.values import (
     assignments,
@@ -236,6 +236,8 @@ __all__ = [
     "from_project_class",
     "holds_marker",
     "MODE_WORDS",
+    "SCHEDULE_ENDINGS",
+    "SCHEDULE_REACHES",
     "index",
     "in_compat_fallback",
     "index_of",

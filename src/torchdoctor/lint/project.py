@@ -173,6 +173,13 @@ MODE_LAYER_WORDS = (  # the most frequent first: a class body is searched until 
 # (A rule asking the same of the file it checks reads the text for these words too.)
 MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode", ".backward(", ".step(")
 _MODE_WORDS = tuple(word.encode() for word in MODE_WORDS)
+# A learning-rate schedule of a project's own: a class whose name ends as a schedule's
+# (`SGDRScheduler`; not `ScheduledOptim`) and whose body reaches an optimizer. (A rule asking
+# the same of the file it checks reads its classes for these words too.)
+SCHEDULE_ENDINGS = ("scheduler", "schedule", "sched")
+SCHEDULE_REACHES = ("param_groups", "optimizer")
+_SCHEDULE_ENDINGS = tuple(word.encode() for word in SCHEDULE_ENDINGS)
+_SCHEDULE_REACHES = tuple(word.encode() for word in SCHEDULE_REACHES)
 # Methods whose call anywhere in the project a rule asks about (`sampler.set_epoch(epoch)` in
 # a training module other than the one that builds the sampler).
 WATCHED_METHODS = (b"set_epoch",)
@@ -285,8 +292,8 @@ class ProjectFacts:
         return attribute in self.loader_attributes
 
     def has_own_schedulers(self) -> bool:
-        """Whether the project defines a class named like a scheduler that is no torch
-        learning-rate scheduler."""
+        """Whether the project defines a learning-rate schedule of its own: a class named as a
+        schedule that reaches an optimizer and is no torch scheduler."""
         return bool(self.other_scheduler_classes)
 
     def turns_gradients_off(self, class_name: str) -> bool:
@@ -553,7 +560,7 @@ def _class_layers(source: bytes) -> set[str]:
         forward = _method_span(source, b"forward", match.end(), end)
         if forward is not None and _disables_gradients(source[forward[0] : forward[1]]):
             found.add(f"{name}:~")  # runs without gradients: a fact beside the others
-        if _forward_sets_mode(source, match.end(), end):
+        if forward is not None and source.find(b"self.eval()", *forward) != -1:
             found.add(f"{name}:=")  # sets its own mode: no claim about its layers
             continue
         first = bisect_left(layers, start)
@@ -621,21 +628,12 @@ def _calls_function(source: bytes, name: bytes, start: int, end: int) -> bool:
     return False
 
 
-def _forward_sets_mode(source: bytes, start: int, end: int) -> bool:
-    """The class body in [start, end) has a `forward` that calls `self.eval()`."""
-    forward = _method_span(source, b"forward", start, end)
-    return forward is not None and source.find(b"self.eval()", *forward) != -1
-
-
 def _schedules_rates(name: bytes, source: bytes, start: int, end: int) -> bool:
     """A class named as a schedule (`SGDRScheduler`, not `ScheduledOptim`) whose body reaches
     an optimizer (`optimizer.param_groups`): a learning-rate schedule, maybe one of its own."""
-    if not name.lower().endswith((b"scheduler", b"schedule", b"sched")):
+    if not name.lower().endswith(_SCHEDULE_ENDINGS):
         return False
-    return (
-        source.find(b"param_groups", start, end) != -1
-        or source.find(b"optimizer", start, end) != -1
-    )
+    return any(source.find(word, start, end) != -1 for word in _SCHEDULE_REACHES)
 
 
 def _disables_gradients(body: bytes) -> bool:

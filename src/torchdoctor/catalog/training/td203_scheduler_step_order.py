@@ -7,6 +7,8 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    SCHEDULE_ENDINGS,
+    SCHEDULE_REACHES,
     Context,
     FileIndex,
     Finding,
@@ -435,11 +437,11 @@ def _own_schedule_classes(ctx: Context) -> bool:
     """The file defines a schedule of learning rates of its own: a class named as a schedule
     that reaches an optimizer (`optimizer`, `param_groups`) and is no torch scheduler."""
     return any(
-        name.lower().endswith(("scheduler", "schedule", "sched"))
+        name.lower().endswith(SCHEDULE_ENDINGS)
         and not ctx.class_inherits(cls, lambda q: q.startswith("torch.optim.lr_scheduler"))
         and any(
-            (type(node) is ast.Name and node.id == "optimizer")
-            or (type(node) is ast.Attribute and node.attr in ("optimizer", "param_groups"))
+            (type(node) is ast.Name and node.id in SCHEDULE_REACHES)
+            or (type(node) is ast.Attribute and node.attr in SCHEDULE_REACHES)
             for node in index_of(ctx, cls).under(cls, ast.Name, ast.Attribute)
         )
         for name, cls in top_level_classes(ctx).items()
