@@ -2031,6 +2031,25 @@ case(
 """,
 )
 
+# -------------------------------------------------------------------------------- syntax-error
+
+case(
+    "syntax-error",
+    "zero-width-space-pasted",
+    "invalid non-printable character U+200B",
+    """
+    import torch
+    import torch.nn.functional as F
+
+
+    def loss_function(recon_x, x):
+        return F.binary_cross_entropy(recon_x, x, reduction="sum")\u200b
+
+
+    print(loss_function(torch.rand(4), torch.rand(4)))
+""",
+)
+
 # ------------------------------------------------------------- deprecated-loss-reduction-args
 
 case(

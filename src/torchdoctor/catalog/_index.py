@@ -2611,6 +2611,14 @@ SIGNATURES = (
         ("character", "invalid syntax"),
     ),
     (
+        "torchdoctor.catalog.tooling.td700_syntax_error",
+        "syntax-error",
+        6,
+        ("SyntaxError",),
+        None,
+        ("non-printable",),
+    ),
+    (
         "torchdoctor.catalog.tooling.td703_stdlib_shadowing_file",
         "stdlib-shadowing-file",
         0,

@@ -31,6 +31,13 @@ PITFALL = Pitfall(
             "zh": "语法错误：{error} —— 自 Python 3.7 起 `async` 是关键字；"
             "PyTorch 已把该参数改名为 `non_blocking=`",
         },
+        "invisible": {
+            "en": "SyntaxError: {error} -- an invisible {character} ({code}), pasted along with the code, "
+            "stands outside a string here; delete it (the rest of the file is checked as if it "
+            "were a space)",
+            "zh": "语法错误：{error} —— 这里的字符串之外有一个随代码一起粘贴进来的不可见字符 {code}，"
+            "请删除它（文件的其余部分按它是一个空格来检查）",
+        },
     },
     fix_title={
         "en": "Rename `async=` to `non_blocking=`",
@@ -53,7 +60,10 @@ statements as they are. Python 2's `a <> b` is read as `a != b` the same way. In
 that mixes tabs and spaces (`TabError` on Python 3) is
 reported where Python stops, and the file is read as Python 2 read it, a tab reaching the next
 multiple of eight columns; the other findings in such a file come without a fix until the
-indentation is made consistent.
+indentation is made consistent. An invisible character pasted along with the code (a
+zero-width space at a line's end, a no-break space in an indentation: "invalid non-printable
+character U+200B") is reported where it stands, with a fix that deletes it (a no-break space
+becomes a plain one), and the rest of the file is checked as if it were a space.
 
 ## Why is this bad?
 Nothing in the file can run, and no other check can look at it.
@@ -77,7 +87,8 @@ under Python < 3.6, `f(*a, *b)` under Python < 3.5, and full-width punctuation
 
 ## Fix safety
 Renaming the keyword argument `async=` to `non_blocking=` keeps the meaning: PyTorch 0.4
-renamed it and gave it the same behaviour. The fix is safe and offered only for that case.
+renamed it and gave it the same behaviour. Deleting an invisible character outside a string
+changes nothing Python reads. The fixes are safe and offered only for those cases.
 """,
         "zh": """
 ## What it catches
@@ -90,7 +101,9 @@ PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成�
 Python 2 的 `a <> b` 同样处理，按 `a != b` 读取。
 混用制表符和空格的缩进（在 Python 3 下是 `TabError`）
 在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列）；在缩进统一之前，
-这种文件里的其他问题不提供自动修复。
+这种文件里的其他问题不提供自动修复。随代码一起粘贴进来的不可见字符（行尾的零宽空格、缩进里的不换行空格：
+"invalid non-printable character U+200B"）在它所在处报告，并提供删除它的修复（不换行空格改成普通空格），
+文件其余部分按它是一个空格来检查。
 
 ## Why is this bad?
 整个文件都无法运行，其他检查也无法分析它。
@@ -113,7 +126,7 @@ Python 2 代码（`Missing parentheses in call to 'print'`）、在 Python 2 下
 
 ## Fix safety
 把关键字参数 `async=` 改名为 `non_blocking=` 不改变含义：PyTorch 0.4 做的正是这个改名，行为相同。
-该修复是安全的，且只针对这种情况提供。
+删除字符串之外的不可见字符不会改变 Python 读到的任何内容。这些修复是安全的，且只针对这些情况提供。
 """,
     },
 )
@@ -193,6 +206,40 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
     if not sites:
         return None
     return _replaced_at(source, lines, sites, _PLACEHOLDER), sites
+
+
+# Characters a copy from a web page or a chat brings along, invisible in an editor, which Python
+# refuses outside strings ("invalid non-printable character U+200B"): each mapped to what it is
+# read as, in place (one character for one, so that every position stays), and what its fix
+# writes (nothing for the zero-width ones, a plain space for the no-break space).
+INVISIBLE_CHARACTERS = {
+    "\u00a0": ("no-break space", " "),
+    "\u200b": ("zero-width space", ""),
+    "\u200c": ("zero-width non-joiner", ""),
+    "\u200d": ("zero-width joiner", ""),
+    "\u2060": ("word joiner", ""),
+    "\ufeff": ("byte order mark", ""),
+}
+
+
+@PITFALL.source_repair
+def repair_invisible_characters(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """An invisible character pasted into the code (a zero-width space at a line's end, a
+    no-break space in an indentation): the source with each one outside strings and comments
+    read as a space, in place, and where each was (line from 1, column from 0)."""
+    if not any(character in source for character in INVISIBLE_CHARACTERS):
+        return None
+    lines, tokens = _tokenized(source)
+    sites: list[tuple[int, int]] = []
+    try:
+        for token in tokens:
+            if token.type == tokenize.ERRORTOKEN and token.string in INVISIBLE_CHARACTERS:
+                sites.append(token.start)
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not sites:
+        return None
+    return _replaced_at(source, lines, sites, " "), sites
 
 
 # Tokens after which a statement starts (at bracket depth 0).
@@ -445,6 +492,9 @@ def finding_for(error: Exception, source: str, path: str) -> Finding:
         match = _ASYNC_ARGUMENT.search(code_line)
         if match and not re.search(r"\.(cuda|to|copy_)\(", code_line):
             match = None
+    invisible = INVISIBLE_CHARACTERS.get(code_line[at]) if 0 <= at < len(code_line) else None
+    if invisible is not None:
+        return _invisible_character(source, path, line, column, invisible)
     if match:
         variant = "async"
         start = _line_starts(source)[line - 1] + match.start()
@@ -470,6 +520,37 @@ def finding_for(error: Exception, source: str, path: str) -> Finding:
         end_column=max(1, column),
         fix=fix,
         template=(variant, {"error": text}),
+    )
+
+
+_DELETE_INVISIBLE = {
+    "en": "Delete the invisible character",
+    "zh": "删除不可见字符",
+}
+
+
+def _invisible_character(
+    source: str, path: str, line: int, column: int, invisible: tuple[str, str]
+) -> Finding:
+    """The finding at an invisible character outside a string, with the safe fix of writing
+    what it stands for (nothing, or a plain space for a no-break space)."""
+    name, replacement = invisible
+    character = _lines(source)[line - 1][column - 1]
+    error = f"invalid non-printable character U+{ord(character):04X}"
+    start = _line_starts(source)[line - 1] + column - 1
+    edit = Edit(start, start + 1, replacement, line, column, line, column + 1)
+    fields = {"error": error, "character": name, "code": f"U+{ord(character):04X}"}
+    return Finding(
+        code=PITFALL.code,
+        name=PITFALL.name,
+        message=PITFALL.message("invisible", "en", **fields),
+        path=path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column + 1,
+        fix=Fix("safe", _DELETE_INVISIBLE["en"], (edit,), titles=_DELETE_INVISIBLE),
+        template=("invisible", fields),
     )
 
 
@@ -640,3 +721,33 @@ def lookalike_character(block: ErrorBlock, report: ErrorReport) -> Clue | None:
     if char is None:
         return None
     return Clue(0.85, _LOOKALIKE_CAUSE, _ASCII_FIX, {"char": char, "code": f"{ord(char):04X}"})
+
+
+_NON_PRINTABLE = lazy_compile(r"invalid non-printable character U\+(?P<code>[0-9A-F]{4,5})")
+_INVISIBLE_CAUSE = {
+    "en": "The line holds an invisible character, a {name} (U+{code}), pasted along with the "
+    "code from a web page, a chat or a PDF: an editor shows nothing there, and Python reads no "
+    "such character outside a string.",
+    "zh": "这一行含有一个不可见字符 U+{code}，是从网页、聊天记录或 PDF 随代码一起粘贴进来的：编辑器里看不到它，"
+    "而 Python 在字符串之外不接受这种字符。",
+}
+_DELETE_FIX = {
+    "en": "Delete it: put the cursor at the column the caret points to and delete there (or run "
+    "`torchdoctor check --fix FILE`, which deletes every such character outside strings and "
+    "makes a no-break space a plain one).",
+    "zh": "删除它：把光标放到插入符号指向的列并删除（或运行 `torchdoctor check --fix FILE`，"
+    "它会删除字符串之外的所有这类字符，并把不换行空格改成普通空格）。",
+}
+
+
+@PITFALL.error_check(types=("SyntaxError",), words=("non-printable",))
+def invisible_character(block: ErrorBlock, report: ErrorReport) -> Clue | None:
+    """Python 3.9+'s `invalid non-printable character U+200B`, of a character pasted with the
+    code (see `INVISIBLE_CHARACTERS`)."""
+    named = _NON_PRINTABLE.search(block.message)
+    if named is None:
+        return None
+    entry = INVISIBLE_CHARACTERS.get(chr(int(named.group("code"), 16)))
+    if entry is None:
+        return None
+    return Clue(0.9, _INVISIBLE_CAUSE, _DELETE_FIX, {"name": entry[0], "code": named.group("code")})
