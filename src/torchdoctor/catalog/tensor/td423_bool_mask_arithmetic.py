@@ -50,7 +50,8 @@ PITFALL = Pitfall(
 ## What it catches
 An integer minus a tensor that is certainly bool: `1 - mask` where `mask` is a comparison of a
 tensor (`x > 0`, `target.ne(ignore_index)`, `torch.eq(a, b)`, `logical_not`, `isnan`...), that
-comparison moved or reshaped (`.cuda()`, `.unsqueeze(1)`, `.view(...)`, `Variable(...)`),
+comparison moved or reshaped (`.cuda()`, `.unsqueeze(1)`, `.view(...)` of a shape, not of a
+dtype, `Variable(...)`),
 combined with another bool mask (`&`, `|`, `*`), held by a name every binding of which in its
 function is such a mask, or returned by a function or method of the file that only returns one
 (OpenNMT's `sequence_mask(lengths)`, which ends in `.lt(lengths.unsqueeze(1))`).
@@ -81,7 +82,8 @@ an attribute, or made in another file is not, and neither is `1 - x` of a tensor
 ## What it catches
 整数减去一个确定是 bool 的张量：`1 - mask`，其中 `mask` 是对张量的比较（`x > 0`、
 `target.ne(ignore_index)`、`torch.eq(a, b)`、`logical_not`、`isnan`……），或者这样的比较经过移动或变形
-（`.cuda()`、`.unsqueeze(1)`、`.view(...)`、`Variable(...)`），或与另一个 bool 掩码组合（`&`、`|`、`*`），
+（`.cuda()`、`.unsqueeze(1)`、改变形状而非 dtype 的 `.view(...)`、`Variable(...)`），
+或与另一个 bool 掩码组合（`&`、`|`、`*`），
 或者由一个名字持有、而它在函数中的每次绑定都是这样的掩码，或者由本文件中只返回这种掩码的函数或方法返回
 （OpenNMT 的 `sequence_mask(lengths)`，最后一步是 `.lt(lengths.unsqueeze(1))`）。
 
@@ -228,6 +230,8 @@ def _call_source(
             return None  # a function of an imported module (`np.isnan(u)`: numpy's bool works)
         if method in _BOOL_METHODS and _compares_a_tensor(func.value, ctx, here):
             return call
+        if method == "view" and _reinterprets(call, ctx):
+            return None  # `mask.view(torch.uint8)`: the same bytes read as another dtype
         if method in _DTYPE_KEEPING or (method == "to" and _moves_only(call)):
             return _bool_source(func.value, ctx, assumed, depth, here)
         if type(func.value) is ast.Name and func.value.id == "self":
@@ -236,6 +240,16 @@ def _call_source(
     if type(func) is ast.Name:
         return _returned_source(top_level_functions(ctx).get(func.id), ctx, depth)
     return None
+
+
+def _reinterprets(call: ast.Call, ctx: Context) -> bool:
+    """`x.view(torch.uint8)`, `x.view(dtype=d)`: a view as another dtype, not another shape."""
+    if any(keyword.arg == "dtype" for keyword in call.keywords):
+        return True
+    if len(call.args) != 1 or not isinstance(call.args[0], (ast.Name, ast.Attribute)):
+        return False
+    qualname = ctx.qualname(call.args[0]) or ""
+    return qualname.startswith("torch.") and qualname != "torch.Size"
 
 
 def _compares_a_tensor(receiver: ast.AST, ctx: Context, here: bool) -> bool:
