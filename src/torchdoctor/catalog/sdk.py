@@ -62,6 +62,7 @@ from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.project import MODE_WORDS, SCHEDULE_ENDINGS, SCHEDULE_REACHES, holds_marker
 from torchdoctor.lint.parameter_free import parameter_free_module
 from torchdoctor.lint.values import (
+    argument_for,
     assignments,
     attribute_values,
     backward_without_gradient,
@@ -72,6 +73,7 @@ from torchdoctor.lint.values import (
     dotted_name,
     expects_an_error,
     from_project_class,
+    hands_back,
     in_compat_fallback,
     is_self_attribute,
     keeps_itself,
@@ -196,6 +198,8 @@ __all__ = [
     "passed_values",
     "read_as_tensor",
     "keeps_itself",
+    "hands_back",
+    "argument_for",
     "returned_values",
     "parameter_free_module",
     "HOOKS",

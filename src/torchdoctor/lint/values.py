@@ -507,6 +507,47 @@ def returned_values(ctx: Context, function: ast.AST) -> tuple[ast.expr, ...] | N
     return tuple(values)
 
 
+def argument_for(call: ast.Call, function: ast.AST, parameter: str) -> ast.expr | None:
+    """What `call` of `function` passes for its named `parameter`, by position or keyword;
+    None when it passes none, or spreads `*args` or `**kwargs` before the position."""
+    args = function.args  # type: ignore[attr-defined]
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
+    if parameter in positional:
+        position = positional.index(parameter)
+        if any(type(a) is ast.Starred for a in call.args[: position + 1]):
+            return None
+        if position < len(call.args):
+            return call.args[position]
+    return keyword_value(call, parameter)
+
+
+def hands_back(ctx: Context, value: ast.expr | None, name: str) -> bool:
+    """`train_model(model, ...)` given `name` "model": a call of a function at the top of the
+    file every `return` of which returns the parameter the call gives `name` to, a parameter
+    the function never rebinds but to move it (`model = model.cuda()`): the name's own value,
+    handed back."""
+    if not isinstance(value, ast.Call) or type(value.func) is not ast.Name:
+        return False
+    function = top_level_functions(ctx).get(value.func.id)
+    if function is None:
+        return False
+    within = index_of(ctx, function)
+    returns = within.local(function, ast.Return)
+    if not returns or within.local(function, ast.Yield, ast.YieldFrom):
+        return False
+    returned = {getattr(statement.value, "id", None) for statement in returns}  # type: ignore[attr-defined]
+    if len(returned) != 1:
+        return False
+    parameter = returned.pop()
+    if parameter is None or not is_parameter(function, parameter):
+        return False
+    given = argument_for(value, function, parameter)
+    if type(given) is not ast.Name or given.id != name:
+        return False
+    found = bindings(ctx, function, parameter) or ()
+    return all(b.value is None or keeps_itself(b.value, parameter) for b in found)
+
+
 def keeps_itself(value: ast.expr | None, name: str) -> bool:
     """`name`, `name.cuda()`, or a choice between such: the name's own value, moved."""
     if isinstance(value, ast.IfExp):

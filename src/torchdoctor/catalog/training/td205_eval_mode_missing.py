@@ -22,9 +22,11 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     index,
     index_of,
+    is_parameter,
     is_self_attribute,
     keeps_itself,
     lazy_compile,
+    hands_back,
     may_be_called,
     moves_itself,
     per_file,
@@ -134,7 +136,16 @@ the functions those call, and the other methods of its class):
   its `forward` under one of them itself (a metric's feature extractor).
 
 The message says which of the two is missing. To stay precise it only reports functions whose
-caller is in the same file, and loops at the top level of a script.
+caller is in the same file, and loops at the top level of a script. The model may also run
+through a function of the file it is handed to, which calls it (`pred, loss = apply(model,
+criterion, batch)`), unless that function computes gradients (an adversarial attack). A model
+handed back by the training function (`model = train_model(model, ...)`, which returns its
+parameter) is the model it was given.
+
+A loop over batches made otherwise (`for i in range(n_batches)`, `for x, y in
+utils.create_dataset(test)`), the innermost one, in a function named to evaluate that is no
+method of a model, is reported only when evaluation mode is missing (the first of the two
+above), not for gradients alone.
 
 Also an inference script that loads a model and runs it in training mode:
 `net.load_state_dict(torch.load(path))` (or a part of what `torch.load` returned) on a model the
@@ -213,6 +224,13 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
   除非模型的类（本文件或项目中的）自己在 `forward` 里用了其中之一（例如评估指标里的特征提取器）。
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
+模型也可以经由本文件中接收它并调用它的函数运行（`pred, loss = apply(model, criterion, batch)`），
+除非那个函数要计算梯度（例如对抗攻击）。训练函数交还的模型（`model = train_model(model, ...)`，
+它返回自己的参数）就是传给它的那个模型。
+
+遍历以其他方式产生的 batch 的循环（`for i in range(n_batches)`、`for x, y in utils.create_dataset(test)`），
+只看最内层的一个，且所在函数以评估命名、又不是模型自己的方法时，只在缺少评估模式（上面两项中的第一项）时报告，
+不会只因为没有关闭梯度而报告。
 
 还包括以训练模式运行加载好的模型的推理脚本：对文件中构造的模型调用
 `net.load_state_dict(torch.load(path))`（或 `torch.load` 结果中的一部分），之后在同一函数中调用 `net(...)`，
@@ -403,12 +421,35 @@ def batch_dependent_outputs(block, report) -> Clue | None:
 
 @PITFALL.static(ast.For, ast.AsyncFor)
 def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
-    loader = _loader_name(node.iter, ctx)
-    if loader is None or not ctx.imports_torch:
+    if not ctx.imports_torch:
         return
+    loader = _loader_name(node.iter, ctx)
     function = ctx.enclosing_function()
+    if loader is None:
+        # A loop over batches made otherwise (`for i in range(n_batches)`,
+        # `utils.create_dataset(test)`) in a function named to evaluate: reported only when
+        # the model is certainly in training mode, the innermost loop only.
+        if _evaluation_function(function, ctx) and not _holds_a_loop(node, ctx):
+            yield from _once_per_call(_check_loop(node, ctx, function, "", eval_only=True), ctx)
+        return
     if not _evaluation_intent(function, loader):
         return
+    yield from _once_per_call(_check_loop(node, ctx, function, loader, eval_only=False), ctx)
+
+
+def _once_per_call(findings: Iterator[Finding], ctx: Context) -> Iterator[Finding]:
+    """A loop over the loader and a loop in it over the steps of a batch find the same call."""
+    reported = _reported_runs(ctx)
+    for finding in findings:
+        where = (finding.line, finding.column)
+        if where not in reported:
+            reported.add(where)
+            yield finding
+
+
+def _check_loop(
+    node: ast.For, ctx: Context, function: ast.AST | None, loader: str, eval_only: bool
+) -> Iterator[Finding]:
     switches = _switched_to_training(node, ctx)
     if switches:
         reported = _reported_switches(ctx)  # a loop in a loop finds the same switch again
@@ -425,18 +466,24 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         _evaluation_intent(None, loader) and (runs_without_gradients(ctx) or not _trains(ctx, node))
     ):
         return
-    call = _model_call(node, ctx)
-    if call is None:
+    run = _model_run(node, ctx)
+    if run is None:
         return
+    call, model = run
     program = _program(ctx)
     family = program.family(function)
     if family is None:
         return  # no caller in this file: whoever calls it may already have set the modes
-    if _built_by(function, call, program, ctx):
+    if _built_by(function, model, program, ctx):
         family = [function]  # no other code of the file has that model to switch
-    name = last_name(call.func)
-    # `model = model.cuda() if cuda else model` adds nothing to what the name holds.
-    models = [m for m in program.assigned(family, name) if not keeps_itself(m, name or "")]
+    name = last_name(model) or ""
+    # `model = model.cuda() if cuda else model` adds nothing to what the name holds, nor does
+    # `model = train_model(model, ...)`, which hands it back.
+    models = [
+        m
+        for m in program.assigned(family, name)
+        if not keeps_itself(m, name) and not hands_back(ctx, m, name)
+    ]
     if program.set_their_own_mode(models):
         return  # `forward` calls `self.eval()` itself (FAST-VQA's evaluators)
     flags = [program.flags(scope) for scope in family]
@@ -449,10 +496,30 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     no_grad_missing = not any(f.disables_grad for f in flags) and not program.run_without_gradients(
         models
     )
-    if not (eval_missing or no_grad_missing):
+    if not (eval_missing or no_grad_missing) or (eval_only and not eval_missing):
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
-    yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(call.func)))
+    yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(model)))
+
+
+def _evaluation_function(function: ast.AST | None, ctx: Context) -> bool:
+    """A function named to evaluate (`evaluate_test_set`, `run_validation_epoch`), no pytest
+    test, and no method of a model (`Decoder.inference` runs its layers in the mode its user
+    set)."""
+    if function is None or not _words(function.name.lower()) & EVAL_WORDS:  # type: ignore[attr-defined]
+        return False
+    program = _program(ctx)
+    owner = program.owner.get(function)
+    if owner is not None and ctx.is_module_class(owner):
+        return False
+    return program.names_an_evaluation(function)
+
+
+def _holds_a_loop(loop: ast.For, ctx: Context) -> bool:
+    """A loop in the loop's body (the innermost loop runs the batches)."""
+    return bool(
+        index_of(ctx, loop).in_block(loop.body, ast.For, ast.AsyncFor, ast.While, local=True)
+    )
 
 
 def _mode_dependent_factory(qualname: str) -> bool:
@@ -460,14 +527,14 @@ def _mode_dependent_factory(qualname: str) -> bool:
     return qualname.startswith("torchvision.models.") or qualname in CNN_FACTORIES
 
 
-def _built_by(function: ast.AST | None, call: ast.Call, program: _Program, ctx: Context) -> bool:
-    """The model `call` runs is a name every binding of which in `function` builds a model with
-    a layer whose behaviour depends on the mode (`model = make_model(arch)`, then loaded): a
+def _built_by(function: ast.AST | None, model: ast.AST, program: _Program, ctx: Context) -> bool:
+    """The model run is a name every binding of which in `function` builds a model with a
+    layer whose behaviour depends on the mode (`model = make_model(arch)`, then loaded): a
     model of its own, which the other functions of the file never see."""
     return (
         function is not None
-        and isinstance(call.func, ast.Name)
-        and program.mode_dependent_here(call.func.id, function, ctx)
+        and isinstance(model, ast.Name)
+        and program.mode_dependent_here(model.id, function, ctx)
     )
 
 
@@ -722,6 +789,11 @@ def _reported_switches(ctx: Context) -> set[int]:
     return set()
 
 
+@per_file
+def _reported_runs(ctx: Context) -> set[tuple[int, int]]:
+    return set()
+
+
 def _words(name: str) -> set[str]:
     return {word for word in name.split("_") if word}
 
@@ -731,10 +803,49 @@ def _trains(ctx: Context, scope: ast.AST) -> bool:
     return any(last_name(node.func) in TRAINING_CALLS for node in _body_calls(ctx, scope))
 
 
-def _model_call(loop: ast.For, ctx: Context) -> ast.Call | None:
-    """The first call of a model in the loop body: `model(x)`, `self.net(x)`."""
-    calls = [node for node in _body_calls(ctx, loop) if _is_model(node.func, ctx)]
-    return min(calls, key=lambda c: (c.lineno, c.col_offset), default=None)
+def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
+    """The first call of a model in the loop body and the model: `model(x)`, `self.net(x)`;
+    else the first call of a function of the file given a model that it calls (`pred, loss =
+    apply(model, criterion, batch)`, where `apply` runs `model(batch)`)."""
+    calls = _body_calls(ctx, loop)
+    direct = [node for node in calls if _is_model(node.func, ctx)]
+    if direct:
+        call = min(direct, key=lambda c: (c.lineno, c.col_offset))
+        return call, call.func
+    functions = top_level_functions(ctx)
+    for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+        helper = functions.get(call.func.id) if type(call.func) is ast.Name else None
+        if helper is None or _computes_gradients(helper, ctx):
+            continue  # an attack's step (`_pgd_whitebox(model, X, y)`) needs its gradients
+        for argument in call.args:
+            if type(argument) is ast.Name and _is_model(argument, ctx):
+                if _calls_its_parameter(helper, call, argument, ctx):
+                    return call, argument
+    return None
+
+
+# Words of a function that computes gradients (an adversarial attack, a gradient penalty).
+_GRADIENT_WORDS = ("backward", "autograd.grad", "enable_grad", "requires_grad", "set_grad_enabled")
+
+
+def _computes_gradients(function: ast.AST, ctx: Context) -> bool:
+    start, end = function.lineno - 1, function.end_lineno or function.lineno  # type: ignore[attr-defined]
+    text = "\n".join(ctx.lines[start:end])
+    return any(word in text for word in _GRADIENT_WORDS) or ".step(" in text
+
+
+def _calls_its_parameter(helper: ast.AST, call: ast.Call, argument: ast.Name, ctx: Context) -> bool:
+    """`helper` calls the parameter `call` gives `argument` to (by position)."""
+    args = helper.args  # type: ignore[attr-defined]
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
+    position = next(i for i, a in enumerate(call.args) if a is argument)
+    if position >= len(positional) or any(type(a) is ast.Starred for a in call.args[:position]):
+        return False
+    parameter = positional[position]
+    return any(
+        type(node.func) is ast.Name and node.func.id == parameter
+        for node in index_of(ctx, helper).calls_named(helper, [parameter], local=True)
+    )
 
 
 def _is_model(func: ast.AST, ctx: Context) -> bool:
@@ -784,6 +895,8 @@ class _Program:
         for name in self.functions:
             for at in self._mentions(name):
                 function = self._function_at(at)
+                if function is not None and self._parameter_named(function, name, at):
+                    continue  # `def lstm_main(train, dev, test)`: not the file's `test()`
                 if function is not None and name not in self.facts[function].names:
                     self.facts[function].names.add(name)
                     self.referrers.setdefault(name, []).append(function)
@@ -791,6 +904,14 @@ class _Program:
         self._reach: dict[ast.AST, set[ast.AST]] = {}
         self._flags: dict[ast.AST, _ScopeFacts] = {}
         self._modes = ModeFreeModels(self.classes, ctx.qualname)
+
+    def _parameter_named(self, function: ast.AST, name: str, at: int) -> bool:
+        """The node numbered `at`, a mention of `name` in `function`, is its parameter's name."""
+        return (
+            isinstance(function, FUNCTIONS)
+            and type(self.found.nodes[at]) is ast.Name
+            and is_parameter(function, name)
+        )
 
     def _read_modes_and_gradients(self) -> None:
         """Which functions switch a mode (`.eval()`, `.train()`) or turn gradients off (a
