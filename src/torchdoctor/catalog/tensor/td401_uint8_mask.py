@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Context,
     Finding,
     argument,
+    in_compat_fallback,
     is_parameter,
     index_of,
     bindings,
@@ -129,8 +130,12 @@ and arithmetic on the mask (`mask.sum()`, `1 - mask`, `~mask`) behaves different
 
 ## Known problems
 A mask is followed within its function and into the parameters of the functions it is passed
-to in the same file (a module function called by name, a method called as `self.name(...)`):
-a mask returned to be used elsewhere, or passed from another file, is not reported.
+to in the same file (a module function called by name, a method called as `self.name(...)`),
+and out of the function that returns it (alone or in a tuple) to a caller in the same file that
+unpacks it and uses it as a mask before binding the name again (also through a method that
+only returns such a call). A mask returned to another file, or passed from one, is not
+reported, nor one rebound in its function by anything but a move or a reshape of itself, nor
+one made in a branch kept for torch < 1.2.
 """,
         "zh": """
 ## What it catches
@@ -179,7 +184,9 @@ now deprecated,please use a mask with dtype torch.bool instead.`；新版本中�
 
 ## Known problems
 掩码会在所在函数内追踪，并追踪到同一文件中它被传入的函数参数（按名字调用的模块级函数、以 `self.name(...)`
-调用的方法）：返回后在别处使用的掩码，或从其他文件传入的掩码，不会被报告。
+调用的方法），还会从返回它（单独返回或放在元组中）的函数追踪到同一文件中的调用者：调用者解包后、在重新绑定该名字
+之前把它当作掩码使用（也包括只返回这种调用的方法）。返回到其他文件或从其他文件传入的掩码不会被报告；
+在函数中被移动或变形以外的操作重新绑定的掩码，以及为 torch < 1.2 保留的分支中创建的掩码，也不会被报告。
 """,
     },
     example="""
@@ -489,6 +496,8 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
         return
     line = _first_mask_use(name, ctx)
     if line is None:
+        line = _returned_mask_use(name, ctx)
+    if line is None:
         return
     scope = ctx.enclosing_function() or ctx.tree
     exact = exact and _only_mask_uses(ctx, scope, name)
@@ -588,6 +597,128 @@ def _local_mask_uses(ctx: Context, function: ast.AST | None, name: str, parents)
         for node in index(ctx).names_in(function, name)
         if _is_mask_use(node, name, parents, ctx)
     ]
+
+
+def _returned_mask_use(name: str, ctx: Context) -> int | None:
+    """`name`, returned by its function (alone, or at one place of a tuple: `return coord_mask,
+    cls_mask, tcls`), and at a call of that function in this file unpacked into a name the
+    caller uses as a mask before binding it again: the line of that use. The calls followed
+    are a module function's by name and a method's as `self.name(...)`, also through a method
+    that only returns such a call (YOLO's `build_targets`, which hands over to its brambox
+    variant)."""
+    function = ctx.enclosing_function()
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if in_compat_fallback(ctx):
+        return None  # `.byte()` kept for torch < 1.2 beside `.bool()`
+    position = _returned_at(function, name, ctx)
+    if position is False:
+        return None
+    found = index(ctx)
+    if not _keeps_its_dtype(ctx, function, name, found.parents):
+        return None
+    for call, statement in _calls_of(function, found, depth=2):
+        target = _unpacked_name(statement, position)
+        caller = found.scopes[found.number[statement]]
+        if target is not None and isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            line = _mask_use_before_rebinding(ctx, caller, target, statement)
+            if line is not None:
+                return line
+    return None
+
+
+def _keeps_its_dtype(ctx: Context, function: ast.AST, name: str, parents) -> bool:
+    """Every binding of `name` in `function` but the one being checked (the mask made), and
+    those before it when it is made in the function's own body, carries its own value on with
+    the dtype kept (`mask = mask[:, None].expand(shape)`)."""
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    # Made in the function's own body (no branch, no loop): what the name held before is gone.
+    start = statement.lineno if statement in function.body else 0  # type: ignore[attr-defined]
+    for binding in bindings(ctx, function, name) or ():
+        if binding.node is statement or getattr(binding.node, "lineno", start) < start:
+            continue
+        value = binding.value
+        if value is None or binding.augmented:
+            return False
+        if not any(
+            type(node) is ast.Name
+            and node.id == name
+            and isinstance(node.ctx, ast.Load)
+            and _carried(node, parents, ctx)[0] is value
+            for node in ast.walk(value)
+        ):
+            return False
+    return True
+
+
+def _returned_at(function: ast.AST, name: str, ctx: Context) -> int | None | bool:
+    """Where every `return` of `function` puts `name`: None (returned alone), its place in a
+    tuple, or False (not so returned, or at different places)."""
+    places: set[int | None] = set()
+    for statement in index_of(ctx, function).local(function, ast.Return):
+        value = statement.value  # type: ignore[attr-defined]
+        if type(value) is ast.Name and value.id == name:
+            places.add(None)
+        elif type(value) is ast.Tuple:
+            places.update(
+                k for k, e in enumerate(value.elts) if type(e) is ast.Name and e.id == name
+            )
+        else:
+            return False
+    return places.pop() if len(places) == 1 else False
+
+
+def _calls_of(function: ast.AST, found, depth: int) -> Iterator[tuple[ast.Call, ast.stmt]]:
+    """(call, the statement holding it) for each call of `function` in the file that surely
+    reaches it, a function returning such a call followed in its turn (`depth` levels)."""
+    owner = found.parents.get(function)
+    name = function.name  # type: ignore[attr-defined]
+    if isinstance(owner, ast.ClassDef):
+        calls = [c for c in found.calls_named(owner, (name,)) if is_self_attribute(c.func)]
+    elif isinstance(owner, ast.Module):
+        calls = [c for c in found.calls_named(owner, (name,)) if type(c.func) is ast.Name]
+    else:
+        return
+    for call in calls:
+        statement = found.parents.get(call)
+        if isinstance(statement, ast.Return) and depth > 1:
+            outer = found.scopes[found.number[statement]]
+            if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from _calls_of(outer, found, depth - 1)
+        elif isinstance(statement, ast.Assign) and statement.value is call:
+            yield call, statement
+
+
+def _unpacked_name(statement: ast.stmt, position: int | None) -> str | None:
+    """The name `statement` (an assignment) binds to the returned value's place."""
+    if len(statement.targets) != 1:  # type: ignore[attr-defined]
+        return None
+    target = statement.targets[0]  # type: ignore[attr-defined]
+    if position is not None and type(target) is ast.Tuple and position < len(target.elts):
+        if any(type(e) is ast.Starred for e in target.elts):
+            return None
+        target = target.elts[position]
+    elif position is not None:
+        return None
+    return target.id if type(target) is ast.Name else None
+
+
+def _mask_use_before_rebinding(
+    ctx: Context, function: ast.AST, name: str, statement: ast.stmt
+) -> int | None:
+    """The first line after `statement` where `name` is used as a mask in `function`, when no
+    statement binds it in between (a dtype-keeping move of it aside)."""
+    found = index(ctx)
+    parents = found.parents
+    after = (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+    for node in sorted(found.names_in(function, name), key=lambda n: (n.lineno, n.col_offset)):
+        if (node.lineno, node.col_offset) <= after:
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            return None
+        if _is_mask_use(node, name, parents, ctx):
+            return node.lineno
+    return None
 
 
 def _fix(spelling: ast.AST, exact: bool, ctx: Context):
