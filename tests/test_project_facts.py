@@ -711,6 +711,49 @@ def test_a_scheduler_method_before_a_training_method_is_reported(tmp_path):
     assert out.count("TD203") == 1  # in order, or after a warm-up condition: fine
 
 
+# svoice: its Solver's own `train` steps the scheduler after the epoch's training; the model's
+# `self.model.train()` at the top of each epoch is nn.Module's, not that method.
+SOLVER = """import torch
+
+
+class Solver:
+    def __init__(self, model, optimizer, sched):
+        self.model, self.optimizer, self.sched = model, optimizer, sched
+
+    def train(self):
+        for epoch in range(10):
+            self.model.train()
+            loss = self._run_one_epoch(epoch)
+            self.sched.step()
+
+    def _run_one_epoch(self, epoch):
+        self.optimizer.zero_grad()
+        loss = self.model(epoch).sum()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+"""
+
+
+def test_a_module_switched_to_training_mode_is_no_scheduler_method(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "solver.py").write_text(SOLVER)
+    assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout
+    # A method of the project's own that steps schedulers only, named otherwise: still reported.
+    (tmp_path / "solver.py").write_text(
+        SOLVER.replace(
+            "def train(self)",
+            "def update_lr(self):\n        self.sched.step()\n\n    def fit(self)",
+        )
+        .replace("self.model.train()", "self.update_lr()")
+        .replace("            self.sched.step()\n", "")
+    )
+    assert (
+        "solver.py:13:13: TD203 `self.update_lr()` steps only"
+        in _check(tmp_path, ".", rule="TD203").stdout
+    )
+
+
 def test_a_writer_given_to_another_module_that_closes_no_writer_is_reported(tmp_path):
     # Comprehensive-Transformer-TTS: `log(train_logger, step, losses=losses)` from utils.
     (tmp_path / "pyproject.toml").write_text("")

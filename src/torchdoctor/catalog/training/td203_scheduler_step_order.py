@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    MODULE_SELF_METHODS,
     SCHEDULE_ENDINGS,
     SCHEDULE_REACHES,
     Context,
@@ -358,7 +359,12 @@ def check_project_methods(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
     project = ctx.project
     if not project.scheduler_methods or not project.training_methods:
         return
-    names = [name for name in project.scheduler_methods if ctx.may_name(name)]
+    # `self.model.train()` is nn.Module's, whatever a project's own `Solver.train` steps.
+    names = [
+        name
+        for name in project.scheduler_methods
+        if name not in MODULE_SELF_METHODS and ctx.may_name(name)
+    ]
     if not names:
         return
     found = index_of(ctx, loop)
