@@ -28,10 +28,11 @@ PITFALL = Pitfall(
     },
     messages={
         "": {
-            "en": "autograd Function `{cls}` is written in the legacy style ({methods} not "
-            "`@staticmethod`): legacy Functions raise RuntimeError since PyTorch 1.3; make them "
-            "`@staticmethod`s taking `ctx` instead of `self`, and call `{cls}.apply(...)`",
-            "zh": "autograd Function `{cls}` 是旧式写法（{methods} 不是 `@staticmethod`）：旧式 "
+            "en": "autograd Function `{cls}` is written in the legacy style, methods not "
+            "`@staticmethod`: {methods}; legacy Functions raise RuntimeError since PyTorch 1.3; "
+            "make them `@staticmethod`s taking `ctx` instead of `self`, and call "
+            "`{cls}.apply(...)`",
+            "zh": "autograd Function `{cls}` 是旧式写法，这些方法不是 `@staticmethod`：{methods}；旧式 "
             "Function 从 PyTorch 1.3 起会抛出 RuntimeError；请把它们改成以 `ctx` 代替 `self` 的 "
             "`@staticmethod`，并通过 `{cls}.apply(...)` 调用",
         },
@@ -242,7 +243,8 @@ def check(cls: ast.ClassDef, ctx: Context) -> list[Finding] | None:
         methods = [method for method in methods if method.name != "backward"]
     if not methods:
         return None
-    names = ", ".join(f"`{method.name}`" for method in methods)
+    # Each method named with its line: the `def`s the fix changes.
+    names = ", ".join(f"`{method.name}` (line {method.lineno})" for method in methods)
     return [ctx.finding(PITFALL, _class_header(cls), methods=names, cls=cls.name)]
 
 
