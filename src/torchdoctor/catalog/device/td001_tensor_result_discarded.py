@@ -203,6 +203,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         # `torch.zeros(1).cuda()`: a tensor made to be moved, for the move itself (it creates
         # the CUDA context: st-gcn's occupy_gpu); no name held it to keep the result in.
         return
+    if method in MOVES and _moved_so_already(receiver, call, ctx):
+        return  # `x = torch.from_numpy(a).to(device)`, ..., `x.to(device)`: a line doing nothing
     if method not in PURE and method not in MOVES and kind is not Kind.TENSOR:
         # The rest of torch's out-of-place methods: on known tensors (numpy's arrays have
         # other methods), or, for the few no other class has, in torch code.
@@ -228,6 +230,45 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
+
+
+def _moved_so_already(receiver: ast.AST, call: ast.Call, ctx: Context) -> bool:
+    """Every binding of the name `receiver` in its scope moves its value the same way as
+    `call` (the same method and arguments, in the chain of calls it makes: `input_data =
+    torch.from_numpy(resized).to(device)`) or calls a method of the name's own value
+    (`input_data = input_data.float()`): the discarded move leaves the tensor where it is."""
+    if type(receiver) is not ast.Name:
+        return False
+    found = bindings(ctx, scope_of(receiver.id, ctx), receiver.id)
+    if not found:
+        return False
+    wanted = _move_signature(call)
+    moved = False
+    for binding in found:
+        if binding.augmented:
+            continue  # `x /= 255.`: in place, on whichever device it is
+        value = binding.value
+        link = value
+        while isinstance(link, ast.Call) and isinstance(link.func, ast.Attribute):
+            if _move_signature(link) == wanted:
+                moved = True
+                break
+            link = link.func.value
+        else:
+            if not (type(link) is ast.Name and link.id == receiver.id and link is not value):
+                return False  # made otherwise: where it is cannot be told
+    return moved
+
+
+def _move_signature(call: ast.Call) -> str:
+    """The method and the arguments of a call, as the tree spells them."""
+    func = call.func
+    method = func.attr if isinstance(func, ast.Attribute) else ""
+    return (
+        method
+        + ast.dump(ast.Tuple(elts=call.args, ctx=ast.Load()))
+        + "".join(ast.dump(keyword) for keyword in call.keywords)
+    )
 
 
 def _names_the_import(name: str, ctx: Context) -> bool:
