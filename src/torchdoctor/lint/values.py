@@ -119,17 +119,28 @@ def backward_without_gradient(ctx: Context, scope: ast.AST, name: str) -> bool:
 
 @per_file
 def _backward_without_gradient(ctx: Context, scope: ast.AST) -> frozenset[str]:
-    """The names of `scope` called `name.backward()` with no gradient argument: its calls read
-    once, not once per name asked about (a long script asks about every loss it computes)."""
+    """The names of `scope` called `name.backward()` with no gradient argument, and the
+    attributes of `self` so called as "self.name": its calls read once, not once per name asked
+    about (a long script asks about every loss it computes)."""
     found = index_of(ctx, scope)
     return frozenset(
-        call.func.value.id
+        dotted
         for call in found.calls_named(scope, ("backward",))
         if isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
         and not call.args
         and not any(k.arg in (None, "gradient") for k in call.keywords)
+        for dotted in (_name_or_self_attribute(call.func.value),)
+        if dotted is not None
     )
+
+
+def _name_or_self_attribute(expr: ast.AST) -> str | None:
+    """ "x" of `x`, "self.x" of `self.x`; None for anything else."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if is_self_attribute(expr):
+        return f"self.{expr.attr}"  # type: ignore[attr-defined]
+    return None
 
 
 def only_identified(node: ast.AST, ctx: Context) -> bool:

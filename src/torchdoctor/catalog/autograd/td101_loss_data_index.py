@@ -61,7 +61,8 @@ the project's own function or class), the code's own words count: a callee named
 (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`),
 or `loss.backward()` called with no gradient, which autograd allows only for a scalar (and so
 for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`,
-or `total += loss` in a loop, then `total.backward()`). So do the entries, by string keys, of a
+or `total += loss` in a loop, then `total.backward()`; for `self.loss_G`, a
+`self.loss_G.backward()` in any method of the class). So do the entries, by string keys, of a
 dict named for its losses one entry of which the file back-propagates so
 (`self._losses["total_loss"].backward()`, then `self._losses["cross_entropy"].data[0]`).
 A call of a method of the same class (`self.td_step()`) or a function of the file counts when
@@ -99,7 +100,8 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
 或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
 （因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`，
-或者在循环中 `total += loss` 之后 `total.backward()`）。以损失命名的字典中以字符串为键的条目也是如此，
+或者在循环中 `total += loss` 之后 `total.backward()`；对 `self.loss_G` 而言，类中任一方法里的
+`self.loss_G.backward()` 也算）。以损失命名的字典中以字符串为键的条目也是如此，
 只要本文件对其中某个条目这样反向传播过（`self._losses["total_loss"].backward()`，
 之后 `self._losses["cross_entropy"].data[0]`）。
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
@@ -656,6 +658,8 @@ def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
 
 @per_file
 def _zero_dim_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
+    if backward_without_gradient(ctx, cls, f"self.{attr}"):
+        return True  # `self.loss_G.backward()` in another method: a scalar, whatever made it
     values = attribute_values(ctx, cls, attr)
     key = frozenset({f"self.{attr}"})
     return bool(values) and all(is_zero_dim(value, ctx, key) for value in values)
