@@ -618,13 +618,34 @@ def _returned_mask_use(name: str, ctx: Context) -> int | None:
     if not _keeps_its_dtype(ctx, function, name, found.parents):
         return None
     for call, statement in _calls_of(function, found, depth=2):
-        target = _unpacked_name(statement, position)
         caller = found.scopes[found.number[statement]]
-        if target is not None and isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        target = _unpacked_name(statement, position)
+        held = _unpacked_name(statement, None) if position is not None else None
+        if target is None and held is not None:
+            # `batch = sample_memory(...)`, then `state, ..., mask, ... = batch`
+            statement, target = _unpacked_later(found, caller, held, statement, position)
+        if target is not None:
             line = _mask_use_before_rebinding(ctx, caller, target, statement)
             if line is not None:
                 return line
     return None
+
+
+def _unpacked_later(
+    found, caller: ast.AST, held: str, statement: ast.stmt, position: int | None
+) -> tuple[ast.stmt, str | None]:
+    """The first statement after `statement` in `caller` that unpacks the name `held` (`a, b =
+    held`), and the name it binds at `position`."""
+    for later in found.local(caller, ast.Assign):
+        if (
+            later.lineno > (statement.end_lineno or statement.lineno)
+            and type(later.value) is ast.Name
+            and later.value.id == held
+        ):
+            return later, _unpacked_name(later, position)
+    return statement, None
 
 
 def _keeps_its_dtype(ctx: Context, function: ast.AST, name: str, parents) -> bool:
