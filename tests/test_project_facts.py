@@ -905,3 +905,61 @@ def test_a_loader_another_module_assigns_to_an_attribute_yields_tensors(tmp_path
     # A graph library's DataLoader yields its own batches, moved by a `to` of their own.
     dataset.write_text(DATASET_MODULE.replace("torch.utils.data", "torch_geometric.loader"))
     assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout
+
+
+# RNet-pytorch / siamese_resnet: `test(model, data)` of a script is an evaluation (pytest reads
+# only test_*.py files), and a model whose layers come from a torchvision backbone has
+# BatchNorm.
+BACKBONE_MODEL = """import torch.nn as nn
+from torchvision import models
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(*list(models.resnet18().children())[:-2])
+
+    def forward(self, x):
+        return self.features(x)
+"""
+
+SCRIPT_WITH_TEST = """import torch
+from model import Net
+
+
+def train(loader):
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    return model
+
+
+def test(model, data):
+    for i in range(len(data)):
+        print(model(data[i]))
+
+
+def main(loader, data):
+    model = train(loader)
+    test(model, data)
+"""
+
+
+def test_a_script_s_test_function_evaluates_a_backbone_model(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(BACKBONE_MODEL)
+    (tmp_path / "main.py").write_text(SCRIPT_WITH_TEST)
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "main.py:17:15: TD205" in out and "without `model.eval()`" in out
+    # The same function in a file pytest collects is a test, not an evaluation.
+    (tmp_path / "main.py").rename(tmp_path / "test_main.py")
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    # A model of plain layers (no backbone): its mode does not matter.
+    (tmp_path / "test_main.py").rename(tmp_path / "main.py")
+    (tmp_path / "model.py").write_text(
+        BACKBONE_MODEL.replace("list(models.resnet18().children())[:-2]", "[nn.Linear(4, 4)]")
+    )
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout

@@ -154,12 +154,12 @@ _OPTIONAL_LAYER = lazy_compile(
     rb"(?:False|None|0|0\.0?)[ \t]*[,)]"
 )
 _CALLED_CLASS = lazy_compile(rb"([A-Z]\w{0,80})[ \t]*\(")
-# Layers whose forward differs in training and evaluation mode, as a class body names them in
-# lower case (as the rules' own list: Dropout, BatchNorm, SyncBN, Transformer, RReLU).
 # Layers whose forward differs in training and evaluation mode, as a class body spells them:
 # the classes (`nn.BatchNorm2d`, `nn.Dropout`, `SyncBatchNorm`, `nn.TransformerEncoderLayer`,
 # `nn.RReLU`), the functional calls, and dropout by any name (`self.dropout`, `dropout=0.1` of
-# an LSTM). Not a lower-case `batch_norm`: `ConvBlock(..., batch_norm=False)` is a flag.
+# an LSTM). Not a lower-case `batch_norm`: `ConvBlock(..., batch_norm=False)` is a flag. And
+# torchvision's classification models, each with BatchNorm or Dropout (`models.resnet18(...)`
+# as a backbone).
 MODE_LAYER_WORDS = (  # the most frequent first: a class body is searched until one is found
     b"dropout",
     b"Dropout",
@@ -168,6 +168,15 @@ MODE_LAYER_WORDS = (  # the most frequent first: a class body is searched until 
     b"batch_norm(",
     b"SyncBN",
     b"RReLU",
+    b"models.resnet",
+    b"models.resnext",
+    b"models.wide_resnet",
+    b"models.vgg",
+    b"models.densenet",
+    b"models.inception",
+    b"models.mobilenet",
+    b"models.efficientnet",
+    b"models.alexnet",
 )
 # What makes such a function set or need a mode itself.
 # (A rule asking the same of the file it checks reads the text for these words too.)

@@ -115,7 +115,9 @@ PITFALL = Pitfall(
         "en": """
 ## What it catches
 A validation, test or inference loop (a function named like `validate`/`evaluate`/`test`/
-`infer`/`predict`, or a loop over a `val_loader`/`test_loader`) that calls the model on every
+`infer`/`predict`, or a loop over a `val_loader`/`test_loader`, or `dataloaders["val"]`; a
+function named `test...` is a pytest test, no evaluation, only in a file pytest collects:
+`test_*.py`, `*_test.py`, one under `tests/`) that calls the model on every
 batch and never trains (no `.backward()`, no `.step()`), or a loop over such a loader run
 without gradients inside the training function itself (training, then `with torch.no_grad():
 for x, y in val_loader:`), when the code around it (the function, its callers in the same file,
@@ -124,7 +126,8 @@ the functions those call, and the other methods of its class):
 - never switches to evaluation mode (no `.eval()`, `.train(False)` nor MONAI's `eval_mode(...)`)
   although the model is certainly in training mode (`model.train()` is called, or the model is
   built right there: from a class of the file, or of another module of the project that the
-  project's facts say has Dropout or BatchNorm, in its own body or in a project class it uses,
+  project's facts say has Dropout or BatchNorm (a torchvision backbone counts), in its own body
+or in a project class it uses,
   and not only when its `__init__` is asked for them); a model built in the file only from
   layers that compute the same in both modes (no Dropout, BatchNorm or Transformer layers) is
   not reported for this. A model the evaluation function builds itself (from a class of the
@@ -208,13 +211,16 @@ has layers that depend on the mode, cannot be seen.
         "zh": """
 ## What it catches
 验证、测试或推理循环（函数名类似 `validate`/`evaluate`/`test`/`infer`/`predict`，或者遍历
-`val_loader`/`test_loader` 的循环）对每个 batch 调用模型且不做训练（没有 `.backward()`、没有 `.step()`），
+`val_loader`/`test_loader` 或 `dataloaders["val"]` 的循环；以 `test` 开头的函数只有在 pytest 收集的文件中
+（`test_*.py`、`*_test.py`、`tests/` 下的文件）才算 pytest 测试而不是评估）
+对每个 batch 调用模型且不做训练（没有 `.backward()`、没有 `.step()`），
 或者在训练函数内部、不记录梯度地遍历这样一个 loader 的循环（先训练，再 `with torch.no_grad(): for x, y in
 val_loader:`），并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
 
 - 从未切换到评估模式（没有 `.eval()`、`.train(False)`，也没有 MONAI 的 `eval_mode(...)`），
   而模型又必然处于训练模式（调用过 `model.train()`，或者模型就是在这里新建的：由本文件的类构造，
-  或由项目事实表明含有 Dropout 或 BatchNorm 的其他模块的类构造——层在类自身或它用到的项目类中，
+  或由项目事实表明含有 Dropout 或 BatchNorm（torchvision 骨干网络也算）
+  的其他模块的类构造——层在类自身或它用到的项目类中，
   且不是只有 `__init__` 要求时才创建）；
   如果模型在本文件中完全由两种模式下计算相同的层构成
   （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告。评估函数自己新建的模型（由本文件的类、
@@ -432,7 +438,7 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         if _evaluation_function(function, ctx) and not _holds_a_loop(node, ctx):
             yield from _once_per_call(_check_loop(node, ctx, function, "", eval_only=True), ctx)
         return
-    if not _evaluation_intent(function, loader):
+    if not _evaluation_intent(function, loader, ctx):
         return
     yield from _once_per_call(_check_loop(node, ctx, function, loader, eval_only=False), ctx)
 
@@ -463,7 +469,8 @@ def _check_loop(
         # A validation loop inside the training function itself (MultiBench's unimodal
         # `train`, deepspeech.pytorch's `main`): a loader named for evaluation, run without
         # gradients or by a loop that does not train.
-        _evaluation_intent(None, loader) and (runs_without_gradients(ctx) or not _trains(ctx, node))
+        _evaluation_intent(None, loader, ctx)
+        and (runs_without_gradients(ctx) or not _trains(ctx, node))
     ):
         return
     run = _model_run(node, ctx)
@@ -713,6 +720,13 @@ def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
     """The lower-case name of the data loader a loop iterates, or None when it is no loader."""
     while isinstance(expr, ast.Call) and expr.args and last_name(expr.func) in ITERABLE_WRAPPERS:
         expr = expr.args[0]
+    if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        # `dataloaders["val"]`: the loader a dict of them holds under that key
+        key = expr.slice.value
+        holder = (last_name(expr.value) or "").lower()
+        if isinstance(key, str) and "loader" in holder:
+            return f"{key.lower()}_{holder}"
+        return None
     name = (last_name(expr) or "").lower()
     if "loader" in name or name == "dl" or name.endswith("_dl"):
         return name
@@ -742,12 +756,12 @@ def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
     return None
 
 
-def _evaluation_intent(function: ast.AST | None, loader: str) -> bool:
+def _evaluation_intent(function: ast.AST | None, loader: str, ctx: Context) -> bool:
     stem = loader.replace("dataloader", "").replace("loader", "")
     if _words(stem) & EVAL_WORDS or stem in EVAL_WORDS:
         return True
-    if function is None or function.name.startswith("test_"):  # a pytest test, not an evaluation
-        return False
+    if function is None or (function.name.startswith("test_") and _pytest_file(ctx)):
+        return False  # a pytest test, not an evaluation
     return bool(_words(function.name.lower()) & EVAL_WORDS)
 
 
@@ -792,6 +806,22 @@ def _reported_switches(ctx: Context) -> set[int]:
 @per_file
 def _reported_runs(ctx: Context) -> set[tuple[int, int]]:
     return set()
+
+
+@per_file
+def _pytest_file(ctx: Context) -> bool:
+    """A file pytest collects tests from (`test_*.py`, `*_test.py`, or one under `tests/`):
+    there a function named `test...` is a test, elsewhere (`main.py`'s `test(model, data)`)
+    an evaluation."""
+    path = ctx.path.replace("\\", "/")
+    name = path.rsplit("/", 1)[-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or "/tests/" in f"/{path}"
+        or "/test/" in f"/{path}"
+    )
 
 
 def _words(name: str) -> set[str]:
@@ -1129,7 +1159,7 @@ class _Program:
             return False
         owner = self.owner.get(function)
         if owner is None:
-            return not function.name.startswith("test")  # type: ignore[attr-defined]
+            return not (function.name.startswith("test") and _pytest_file(self.ctx))  # type: ignore[attr-defined]
         return not owner.name.startswith("Test")
 
     def keeps_modes(self, evaluator: ast.AST) -> bool:
