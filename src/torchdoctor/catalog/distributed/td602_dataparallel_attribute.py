@@ -96,7 +96,8 @@ wrapper for a method or attribute that its own class defines and `nn.Module` doe
 `self.net = nn.DataParallel(self.net)`. Any attribute the wrapper itself lacks counts, whatever
 class it wraps. Read in the statements that follow the wrapping in its block, and when the
 wrapping is a branch of an `if` (`if n_gpu > 1: model = nn.DataParallel(model)`), in those that
-follow the `if`; a use in a branch whose other branch goes through `.module` is left alone.
+follow the `if` (and those after an `if` holding that one: `if device: if n_gpu > 1: ...`);
+a use in a branch whose other branch goes through `.module` is left alone.
 A wrapper moved on its line (`nn.DataParallel(model).cuda()`) or later (`model = model.cuda()`)
 is still the wrapper. The other
 way round: when an `if` without an `else` wraps the model, the first `.module` read after it
@@ -129,7 +130,8 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 而 `nn.Module` 没有的方法或属性：`model = nn.DataParallel(Net()); model.predict(x)`，或者在
 `self.net = nn.DataParallel(self.net)` 之后的 `self.net.predict(x)`。包装对象本身没有的任何属性都算，
 不论它包装的是哪个类。检查包装语句之后、同一代码块中的语句；如果包装语句位于某个 `if` 分支中
-（`if n_gpu > 1: model = nn.DataParallel(model)`），也检查这个 `if` 之后的语句；如果某个分支的另一分支
+（`if n_gpu > 1: model = nn.DataParallel(model)`），也检查这个 `if` 之后的语句
+（以及包含这个 `if` 的外层 `if` 之后的语句：`if device: if n_gpu > 1: ...`）；如果某个分支的另一分支
 通过 `.module` 访问模型，该分支中的使用不报告。包装后在同一行移动设备的写法
 （`nn.DataParallel(model).cuda()`）或之后再移动（`model = model.cuda()`）得到的仍是包装对象。
 反过来：如果一个没有 `else` 的 `if` 包装了模型，
@@ -299,16 +301,20 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 def _places_after(ctx: Context) -> list[tuple[list[ast.stmt], int]]:
     """Where the code that runs after the wrapping statement is: the rest of its block, and
     when that block is a branch of an `if` (`if n_gpu > 1: model = DataParallel(model)`), the
-    rest of the block holding the `if`."""
+    rest of the block holding the `if`, and so on out of `if`s in `if`s (`if device: if
+    device_count() > 1: ...`)."""
     located = ctx.statement_block()
     if located is None:
         return []
     places = [located]
     ancestors = ctx.ancestors
-    if len(ancestors) >= 3 and type(ancestors[-2]) is ast.If:
-        outer = ctx.block_position(ancestors[-2], ancestors[-3])
-        if outer is not None:
-            places.append(outer)
+    level = len(ancestors) - 2
+    while level >= 1 and type(ancestors[level]) is ast.If:
+        outer = ctx.block_position(ancestors[level], ancestors[level - 1])
+        if outer is None:
+            break
+        places.append(outer)
+        level -= 1
     return places
 
 
