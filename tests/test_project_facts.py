@@ -957,6 +957,11 @@ def test_a_script_s_test_function_evaluates_a_backbone_model(tmp_path):
     # The same function in a file pytest collects is a test, not an evaluation.
     (tmp_path / "main.py").rename(tmp_path / "test_main.py")
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    # A script of unit tests (it imports unittest) named otherwise: its `test...` are tests.
+    (tmp_path / "test_main.py").rename(tmp_path / "checks.py")
+    (tmp_path / "checks.py").write_text("import unittest\n" + SCRIPT_WITH_TEST)
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    (tmp_path / "checks.py").rename(tmp_path / "test_main.py")
     # A model of plain layers (no backbone): its mode does not matter.
     (tmp_path / "test_main.py").rename(tmp_path / "main.py")
     (tmp_path / "model.py").write_text(

@@ -435,7 +435,13 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         # A loop over batches made otherwise (`for i in range(n_batches)`,
         # `utils.create_dataset(test)`) in a function named to evaluate: reported only when
         # the model is certainly in training mode, the innermost loop only.
-        if _evaluation_function(function, ctx) and not _holds_a_loop(node, ctx):
+        if (
+            _evaluation_function(function, ctx)
+            and not _holds_a_loop(node, ctx)
+            and not _program(ctx).facts[function].switches_to_train  # type: ignore[index]
+        ):
+            # (One that calls `model.train()` itself keeps dropout on on purpose: PPUU's
+            # uncertainty estimate.)
             yield from _once_per_call(_check_loop(node, ctx, function, "", eval_only=True), ctx)
         return
     if not _evaluation_intent(function, loader, ctx):
@@ -810,13 +816,16 @@ def _reported_runs(ctx: Context) -> set[tuple[int, int]]:
 
 @per_file
 def _pytest_file(ctx: Context) -> bool:
-    """A file pytest collects tests from (`test_*.py`, `*_test.py`, or one under `tests/`):
-    there a function named `test...` is a test, elsewhere (`main.py`'s `test(model, data)`)
-    an evaluation."""
+    """A file of tests: one pytest collects tests from (`test_*.py`, `*_test.py`, or one under
+    `tests/`), or one importing `unittest` or `pytest` (normalizing_flows' `test.py`): there a
+    function named `test...` is a test, elsewhere (`main.py`'s `test(model, data)`) an
+    evaluation."""
     path = ctx.path.replace("\\", "/")
     name = path.rsplit("/", 1)[-1]
     return (
-        name.startswith("test_")
+        ctx.may_name("unittest")
+        or ctx.may_name("pytest")
+        or name.startswith("test_")
         or name.endswith("_test.py")
         or name == "conftest.py"
         or "/tests/" in f"/{path}"
