@@ -968,3 +968,43 @@ def test_a_script_s_test_function_evaluates_a_backbone_model(tmp_path):
         BACKBONE_MODEL.replace("list(models.resnet18().children())[:-2]", "[nn.Linear(4, 4)]")
     )
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+# RFBNet: `Detect`, a legacy-style autograd Function with no backward, is run by its test
+# script as a plain object (`detector.forward(out, priors)`), which works on torch 2.x.
+DETECT = """from torch.autograd import Function
+
+
+class Detect(Function):
+    def __init__(self, num_classes):
+        self.num_classes = num_classes
+
+    def forward(self, predictions, prior):
+        return predictions[: self.num_classes], prior
+"""
+
+
+def test_a_function_without_backward_run_by_its_forward_is_a_plain_object(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "detection.py").write_text(DETECT)
+    (tmp_path / "test_net.py").write_text(
+        "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
+        "    detector = Detect(21)\n    return detector.forward(out, priors)\n"
+    )
+    assert "TD104" not in _check(tmp_path, ".", rule="TD104").stdout
+    # Called as an instance instead, the one thing that raises: both reported.
+    (tmp_path / "test_net.py").write_text(
+        "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
+        "    detector = Detect(21)\n    return detector(out, priors)\n"
+    )
+    out = _check(tmp_path, ".", rule="TD104").stdout
+    assert "detection.py:4:1: TD104" in out and "test_net.py:7:12: TD104" in out
+    # With a backward of its own, it is meant for autograd: the class is reported anyway.
+    (tmp_path / "detection.py").write_text(
+        DETECT + "\n    def backward(self, grad):\n        return grad\n"
+    )
+    (tmp_path / "test_net.py").write_text(
+        "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
+        "    detector = Detect(21)\n    return detector.forward(out, priors)\n"
+    )
+    assert "detection.py:4:1: TD104" in _check(tmp_path, ".", rule="TD104").stdout

@@ -59,7 +59,13 @@ from torchdoctor.lint.context import (
 )
 from torchdoctor.lint.gradients import runs_without_gradients, turns_recording_off
 from torchdoctor.lint.lines import split_lines
-from torchdoctor.lint.project import MODE_WORDS, SCHEDULE_ENDINGS, SCHEDULE_REACHES, holds_marker
+from torchdoctor.lint.project import (
+    FORWARD_CALLED,
+    MODE_WORDS,
+    SCHEDULE_ENDINGS,
+    SCHEDULE_REACHES,
+    holds_marker,
+)
 from torchdoctor.lint.parameter_free import parameter_free_module
 from torchdoctor.lint.values import (
     argument_for,
@@ -181,6 +187,7 @@ ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": Un
 
 __all__ = [
     "CNN_FACTORIES",
+    "FORWARD_CALLED",
     "lazy_compile",
     "runs_without_gradients",
     "turns_recording_off",

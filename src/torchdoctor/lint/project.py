@@ -438,9 +438,44 @@ def holds_marker(source: bytes, marker: str) -> bool:
     )
 
 
+# `detector.forward(out, priors)`: a forward called by name, and what made its receiver.
+_FORWARD_CALLED = lazy_compile(rb"([A-Za-z_]\w{0,80})\.forward[ \t]*\(")
+FORWARD_CALLED = "forward-called:"
+
+
+_INSTANCE_MADE = lazy_compile(rb"([A-Za-z_]\w{0,80})[ \t]*=[ \t]*([A-Z]\w{0,80})[ \t]*\(")
+
+
+def _forward_called_classes(source: bytes) -> list[str]:
+    """FORWARD_CALLED + "Name" for each class `Name` of which some name of the file holds an
+    instance (`detector = Detect(...)`) that the file calls `.forward(...)` on (RFBNet's test
+    script, which runs its legacy autograd `Detect` as a plain object). Two passes over the
+    text, whatever the number of names."""
+    receivers = {
+        m.group(1) for m in _FORWARD_CALLED.finditer(source) if _starts_a_name(source, m.start())
+    } - {b"self", b"super"}
+    if not receivers:
+        return []
+    return sorted(
+        {
+            FORWARD_CALLED + m.group(2).decode("ascii", "replace")
+            for m in _INSTANCE_MADE.finditer(source)
+            if m.group(1) in receivers and _starts_a_name(source, m.start())
+        }
+    )
+
+
+def _starts_a_name(source: bytes, at: int) -> bool:
+    """No word character nor `.` before `at` (checked here: a pattern starting with a
+    lookbehind is tried at every byte)."""
+    return at == 0 or source[at - 1] not in _WORD_BYTES and source[at - 1] != ord(".")
+
+
 def file_facts(source: bytes) -> FileFacts:
     """The facts of one Python file's text."""
     markers = [marker for marker in _MARKERS if holds_marker(source, marker)]
+    if b".forward(" in source:
+        markers += _forward_called_classes(source)
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source

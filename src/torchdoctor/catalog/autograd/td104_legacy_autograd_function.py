@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.catalog.sdk import (
+    FORWARD_CALLED,
     Context,
     Finding,
     Pitfall,
@@ -68,6 +69,10 @@ may be defined in the file, or in another module of the project that subclasses
 `torch.autograd.Function` directly (`from models.functions import RoIPool`, or a star import
 of the package that holds it: `from utils import *`).
 
+Not the class of a Function that defines no `backward` when the project runs an instance of it
+by calling its `forward` by name (`detector = Detect(...)`, then `detector.forward(out,
+priors)`): such an object is a plain one, and works; a call of an instance is still reported.
+
 ## Why is this bad?
 Until PyTorch 1.2 a custom Function could be written like a module: state in `__init__`,
 `forward(self, x)` and `backward(self, grad)` as instance methods, and `MyFn()(x)` to call it.
@@ -106,6 +111,9 @@ Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`
 且 `fn` / `self.fn` 的每次赋值都是 `MyFn(...)`。这个类可以定义在本文件中，也可以定义在项目的其他模块里、
 直接继承 `torch.autograd.Function`（`from models.functions import RoIPool`，或者对包含它的包的
 星号导入：`from utils import *`）。
+
+如果 Function 没有定义 `backward`，而项目按名字调用它实例的 `forward`（`detector = Detect(...)` 之后
+`detector.forward(out, priors)`），则不报告这个类：这样的对象只是普通对象，可以运行；对实例的调用仍会报告。
 
 ## Why is this bad?
 在 PyTorch 1.2 及以前，自定义 Function 可以写得像模块一样：状态放在 `__init__` 里，`forward(self, x)`
@@ -236,6 +244,15 @@ def check(cls: ast.ClassDef, ctx: Context) -> list[Finding] | None:
         and all(_is_transparent(decorator, ctx) for decorator in statement.decorator_list)
     ]
     if not methods or not ctx.class_inherits(cls, FUNCTION_CLASSES.__contains__):
+        return None
+    defines_backward = any(
+        type(statement) is ast.FunctionDef and statement.name == "backward"
+        for statement in cls.body
+    )
+    if not defines_backward and ctx.project.has(FORWARD_CALLED + cls.name):
+        # No gradient of its own, and the project calls `detector.forward(...)` by name on an
+        # instance (RFBNet's `Detect`): a plain object, which runs; a call of an instance, the
+        # one thing that raises, is reported where it is.
         return None
     if _static_forward(cls):
         # `forward` is static and the Function is used through `.apply`: autograd finds
