@@ -43,9 +43,9 @@ PITFALL = Pitfall(
         "branch": {
             "en": "`{step}` runs in the branch of this `if` that never clears gradients, while "
             "the other branch clears them in its own update (line {line}): on this path every "
-            "iteration adds to the gradients of all earlier ones",
+            "iteration of the loop (line {loop}) adds to the gradients of all earlier ones",
             "zh": "`{step}` 所在的 `if` 分支从不清零梯度，而另一个分支在自己的更新里清零了梯度（第 {line} "
-            "行）：走这条路径时，每次迭代的梯度都会叠加到之前所有迭代的梯度上",
+            "行）：走这条路径时，循环（第 {loop} 行）每次迭代的梯度都会叠加到之前所有迭代的梯度上",
         },
         "runtime": {
             "en": "gradients are never cleared: `{optimizer}.step()` applies gradients that still "
@@ -183,7 +183,12 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         other = _other_branch_clears(ctx, loop, node)
         if other is not None:
             yield ctx.finding(
-                PITFALL, call, "branch", step=shorten(ctx.text(call)), line=other.lineno
+                PITFALL,
+                call,
+                "branch",
+                step=shorten(ctx.text(call)),
+                line=other.lineno,
+                loop=loop.lineno,
             )
         return
     if ctx.project.has("self.zero_grad") and _calls_project_model(ctx, loop):
