@@ -665,6 +665,40 @@ def inference_script(lines: int) -> str:
     )
 
 
+def evaluation_script(lines: int) -> str:
+    """A script of about `lines` lines of evaluation functions that run a model through a
+    helper over batches no loader makes, after training it (TD205's helper runs and loops
+    over `range`), helpers handing back uint8 masks in tuples unpacked later (TD401's returned
+    masks), and legacy Functions run by their `forward` (TD104's fact)."""
+    return _script(
+        INFERENCE_HEADER + "\n\nfrom torch.autograd import Function\n",
+        lines,
+        lambda i: [
+            f"def apply_{i}(model, batch):",
+            "    return model(batch)",
+            f"def make_mask_{i}(x):",
+            f"    mask_{i} = torch.zeros(x.shape, dtype=torch.uint8)",
+            f"    return x, mask_{i}",
+            f"def evaluate_{i}(model, data, values):",
+            f"    pair = make_mask_{i}(values)",
+            f"    kept, mask = pair",
+            "    for j in range(len(data)):",
+            f"        out = apply_{i}(model, data[j])",
+            "        print(out, kept[mask])",
+            f"def main_{i}(data, values, optimizer):",
+            "    model = Net()",
+            "    model.train()",
+            "    optimizer.step()",
+            f"    evaluate_{i}(model, data, values)",
+            f"class Detect_{i}(Function):",
+            "    def forward(self, x):",
+            "        return x",
+            f"detector_{i} = Detect_{i}()",
+            f"print(detector_{i}.forward(1))",
+        ],
+    )
+
+
 def notebook(cells: int) -> str:
     """A Jupyter notebook of `cells` code cells (and a markdown cell every tenth)."""
     # The notebook's own pitfalls: TD704, and its function sent to DataLoader workers (TD310).
@@ -726,6 +760,7 @@ SHAPES = (
     Shape("notebook", "cells", 500, notebook, ".ipynb"),
     Shape("ddp script", "lines", 10_000, ddp_script),
     Shape("inference script", "lines", 10_000, inference_script),
+    Shape("evaluation script", "lines", 10_000, evaluation_script),
 )
 
 

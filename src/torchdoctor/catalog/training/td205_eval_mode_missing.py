@@ -804,6 +804,10 @@ def _switched_to_training(loop: ast.For, ctx: Context) -> list[ast.Call]:
 _DROPOUT_ON_PURPOSE = ("dropout", "mc ", "mc_", "monte", "uncertain")
 
 
+def _first_line(scope: ast.AST) -> tuple[int, int]:
+    return getattr(scope, "lineno", 0), getattr(scope, "col_offset", 0)
+
+
 @per_file
 def _reported_switches(ctx: Context) -> set[int]:
     return set()
@@ -854,11 +858,13 @@ def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
     functions = top_level_functions(ctx)
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
         helper = functions.get(call.func.id) if type(call.func) is ast.Name else None
-        if helper is None or _computes_gradients(helper, ctx):
+        if helper is None or _computes_gradients(ctx, helper):
             continue  # an attack's step (`_pgd_whitebox(model, X, y)`) needs its gradients
-        for argument in call.args:
+        for position, argument in enumerate(call.args):
+            if type(argument) is ast.Starred:
+                break  # where the rest of the arguments land is not known
             if type(argument) is ast.Name and _is_model(argument, ctx):
-                if _calls_its_parameter(helper, call, argument, ctx):
+                if _calls_its_parameter(ctx, helper, position):
                     return call, argument
     return None
 
@@ -867,18 +873,20 @@ def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
 _GRADIENT_WORDS = ("backward", "autograd.grad", "enable_grad", "requires_grad", "set_grad_enabled")
 
 
-def _computes_gradients(function: ast.AST, ctx: Context) -> bool:
+@per_file
+def _computes_gradients(ctx: Context, function: ast.AST) -> bool:
     start, end = function.lineno - 1, function.end_lineno or function.lineno  # type: ignore[attr-defined]
     text = "\n".join(ctx.lines[start:end])
     return any(word in text for word in _GRADIENT_WORDS) or ".step(" in text
 
 
-def _calls_its_parameter(helper: ast.AST, call: ast.Call, argument: ast.Name, ctx: Context) -> bool:
-    """`helper` calls the parameter `call` gives `argument` to (by position)."""
+@per_file
+def _calls_its_parameter(ctx: Context, helper: ast.AST, position: int) -> bool:
+    """`helper` calls its positional parameter number `position` (asked once per helper and
+    place, whatever the number of its calls)."""
     args = helper.args  # type: ignore[attr-defined]
     positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
-    position = next(i for i, a in enumerate(call.args) if a is argument)
-    if position >= len(positional) or any(type(a) is ast.Starred for a in call.args[:position]):
+    if position >= len(positional):
         return False
     parameter = positional[position]
     return any(
@@ -1118,12 +1126,10 @@ class _Program:
             by_scope = self._assigned[name] = {}
             for at, statement in self._assignments(name):
                 by_scope.setdefault(self._function_at(at), []).append(statement.value)
-        return [
-            value
-            for scope, values in by_scope.items()
-            if any(scope in self.reach(member) for member in family)
-            for value in values
-        ]
+        # The scopes the family reaches, looked up (a script of many functions assigning
+        # `model` would otherwise have each loop read every one of them), in file order.
+        reached = {scope for member in family for scope in self.reach(member) if scope in by_scope}
+        return [value for scope in sorted(reached, key=_first_line) for value in by_scope[scope]]
 
     def built_here(self, models: list[ast.AST]) -> bool:
         """True when the model is only ever made by building it (a new module trains)."""
