@@ -97,7 +97,9 @@ wrapper for a method or attribute that its own class defines and `nn.Module` doe
 class it wraps. Read in the statements that follow the wrapping in its block, and when the
 wrapping is a branch of an `if` (`if n_gpu > 1: model = nn.DataParallel(model)`), in those that
 follow the `if` (and those after an `if` holding that one: `if device: if n_gpu > 1: ...`);
-a use in a branch whose other branch goes through `.module` is left alone.
+a use in a branch whose other branch goes through `.module` is left alone, and so is one in
+a `try` that catches an AttributeError (`try: print(model.dropout_p) except: pass`). A use read
+after several wrappings (a DDP branch, a DataParallel one) is reported once.
 A wrapper moved on its line (`nn.DataParallel(model).cuda()`) or later (`model = model.cuda()`)
 is still the wrapper. The other
 way round: when an `if` without an `else` wraps the model, the first `.module` read after it
@@ -132,7 +134,9 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 不论它包装的是哪个类。检查包装语句之后、同一代码块中的语句；如果包装语句位于某个 `if` 分支中
 （`if n_gpu > 1: model = nn.DataParallel(model)`），也检查这个 `if` 之后的语句
 （以及包含这个 `if` 的外层 `if` 之后的语句：`if device: if n_gpu > 1: ...`）；如果某个分支的另一分支
-通过 `.module` 访问模型，该分支中的使用不报告。包装后在同一行移动设备的写法
+通过 `.module` 访问模型，该分支中的使用不报告；位于捕获 AttributeError 的 `try` 中的使用
+（`try: print(model.dropout_p) except: pass`）也不报告。在几处包装（一个 DDP 分支、一个 DataParallel 分支）之后
+读取的同一处使用只报告一次。包装后在同一行移动设备的写法
 （`nn.DataParallel(model).cuda()`）或之后再移动（`model = model.cuda()`）得到的仍是包装对象。
 反过来：如果一个没有 `else` 的 `if` 包装了模型，
 其后第一个不在任何分支或 `try` 中的 `.module` 访问也会被报告：`if` 没有包装时，未包装的模型没有
@@ -279,8 +283,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             if use.attr in WRAPPER_ATTRIBUTES or use.attr.startswith("_"):
                 continue
             shown = ctx.text(use.value)
-            if _other_branch_unwraps(use, shown, ctx):
+            if _other_branch_unwraps(use, shown, ctx) or _attribute_error_caught(use, ctx):
                 continue
+            reported = _reported_uses(ctx)
+            if (use.lineno, use.col_offset) in reported:
+                continue  # wrapped in several branches (DDP, DataParallel): one finding per use
+            reported.add((use.lineno, use.col_offset))
             if place:  # after the `if` that may have wrapped it: `.module` may not be there
                 yield ctx.finding(
                     PITFALL,
@@ -349,6 +357,33 @@ def _guarded(use: ast.AST, wrapping: ast.If, ctx: Context) -> bool:
                 word in name.lower() for name in tested for word in _DEVICE_WORDS
             ):
                 return True
+    return False
+
+
+@per_file
+def _reported_uses(ctx: Context) -> set[tuple[int, int]]:
+    return set()
+
+
+# What a handler catching an AttributeError names.
+_CATCHING_ATTRIBUTE_ERRORS = frozenset({"AttributeError", "Exception", "BaseException"})
+
+
+def _attribute_error_caught(use: ast.AST, ctx: Context) -> bool:
+    """`use` is in the body of a `try` that catches an AttributeError (`try:
+    print(model.dropout_p) except: pass`): the author expects the attribute may be missing."""
+    for node, child in lineage(use, index_of(ctx, use).parents):
+        if isinstance(node, FUNCTIONS):
+            return False
+        if type(node) is ast.Try and child in node.body:
+            for handler in node.handlers:
+                caught = handler.type
+                names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                if caught is None or any(
+                    getattr(name, "id", getattr(name, "attr", None)) in _CATCHING_ATTRIBUTE_ERRORS
+                    for name in names
+                ):
+                    return True
     return False
 
 
