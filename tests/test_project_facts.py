@@ -991,7 +991,9 @@ def test_a_function_without_backward_run_by_its_forward_is_a_plain_object(tmp_pa
         "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
         "    detector = Detect(21)\n    return detector.forward(out, priors)\n"
     )
-    assert "TD104" not in _check(tmp_path, ".", rule="TD104").stdout
+    out = _check(tmp_path, ".", rule="TD104").stdout
+    assert "detection.py:4:1: TD104 `Detect` subclasses autograd `Function` but defines no" in out
+    assert "RuntimeError" not in out and out.count("TD104") == 1
     # Called as an instance instead, the one thing that raises: both reported.
     (tmp_path / "test_net.py").write_text(
         "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"

@@ -37,6 +37,15 @@ PITFALL = Pitfall(
             "Function 从 PyTorch 1.3 起会抛出 RuntimeError；请把它们改成以 `ctx` 代替 `self` 的 "
             "`@staticmethod`，并通过 `{cls}.apply(...)` 调用",
         },
+        "plain": {
+            "en": "`{cls}` subclasses autograd `Function` but defines no `backward`, and the "
+            "project runs it as a plain object (`forward` called by name on an instance): that "
+            "works today, but instantiating a `Function` is deprecated and is to raise in a "
+            "future PyTorch; make `{cls}` a plain class or an `nn.Module`",
+            "zh": "`{cls}` 继承了 autograd `Function`，却没有定义 `backward`，项目把它当作普通对象使用"
+            "（在实例上按名字调用 `forward`）：目前可以运行，但实例化 `Function` 已被弃用，将来的 PyTorch "
+            "版本会抛出错误；请把 `{cls}` 改成普通类或 `nn.Module`",
+        },
         "call": {
             "en": "`{call}` calls an instance of autograd Function `{cls}`: Function instances "
             "cannot be called since PyTorch 1.3 (legacy Functions); make its `forward` and "
@@ -69,9 +78,11 @@ may be defined in the file, or in another module of the project that subclasses
 `torch.autograd.Function` directly (`from models.functions import RoIPool`, or a star import
 of the package that holds it: `from utils import *`).
 
-Not the class of a Function that defines no `backward` when the project runs an instance of it
-by calling its `forward` by name (`detector = Detect(...)`, then `detector.forward(out,
-priors)`): such an object is a plain one, and works; a call of an instance is still reported.
+A Function that defines no `backward`, whose instance the project runs by calling `forward` by
+name (`detector = Detect(...)`, then `detector.forward(out, priors)`), is a plain object that
+works today: its class is reported with a message of its own (instantiating a `Function` is
+deprecated, and is to raise in a future PyTorch: make it a plain class); a call of an instance
+is still reported as the error it is.
 
 ## Why is this bad?
 Until PyTorch 1.2 a custom Function could be written like a module: state in `__init__`,
@@ -113,7 +124,8 @@ Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`
 星号导入：`from utils import *`）。
 
 如果 Function 没有定义 `backward`，而项目按名字调用它实例的 `forward`（`detector = Detect(...)` 之后
-`detector.forward(out, priors)`），则不报告这个类：这样的对象只是普通对象，可以运行；对实例的调用仍会报告。
+`detector.forward(out, priors)`），这样的对象只是普通对象，目前可以运行：这个类会以单独的提示报告
+（实例化 `Function` 已被弃用，将来的 PyTorch 会抛出错误：请改成普通类）；对实例的调用仍按错误报告。
 
 ## Why is this bad?
 在 PyTorch 1.2 及以前，自定义 Function 可以写得像模块一样：状态放在 `__init__` 里，`forward(self, x)`
@@ -251,9 +263,9 @@ def check(cls: ast.ClassDef, ctx: Context) -> list[Finding] | None:
     )
     if not defines_backward and ctx.project.has(FORWARD_CALLED + cls.name):
         # No gradient of its own, and the project calls `detector.forward(...)` by name on an
-        # instance (RFBNet's `Detect`): a plain object, which runs; a call of an instance, the
-        # one thing that raises, is reported where it is.
-        return None
+        # instance (RFBNet's `Detect`): a plain object, which runs (a call of an instance, the
+        # one thing that raises, is reported where it is); only its being a Function is wrong.
+        return [ctx.finding(PITFALL, _class_header(cls), "plain", cls=cls.name)]
     if _static_forward(cls):
         # `forward` is static and the Function is used through `.apply`: autograd finds
         # `backward` on the class and passes `ctx` first, so a plain method works too.
