@@ -190,6 +190,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     if kind is Kind.UNKNOWN and _forward_input(receiver, ctx):
         kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
+    if kind is Kind.UNKNOWN and ctx.imports_torch and _named_a_tensor(receiver):
+        kind = Kind.TENSOR  # `img_tensor = IMAGE_TO_TENSOR(img)`, then `img_tensor.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
         kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
     if (
@@ -230,6 +232,11 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
+
+
+def _named_a_tensor(receiver: ast.AST) -> bool:
+    """A name that says it holds a tensor: `tensor`, `img_tensor`, `input_tensor_a`."""
+    return type(receiver) is ast.Name and "tensor" in receiver.id.lower().split("_")
 
 
 def _moved_so_already(receiver: ast.AST, call: ast.Call, ctx: Context) -> bool:
