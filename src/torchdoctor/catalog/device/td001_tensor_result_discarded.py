@@ -190,7 +190,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     if kind is Kind.UNKNOWN and _forward_input(receiver, ctx):
         kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
-    if kind is Kind.UNKNOWN and ctx.imports_torch and _named_a_tensor(receiver):
+    if kind is Kind.UNKNOWN and method in MOVES and ctx.imports_torch and _named_a_tensor(receiver):
         kind = Kind.TENSOR  # `img_tensor = IMAGE_TO_TENSOR(img)`, then `img_tensor.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
         kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
