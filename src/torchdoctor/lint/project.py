@@ -168,15 +168,18 @@ MODE_LAYER_WORDS = (  # the most frequent first: a class body is searched until 
     b"batch_norm(",
     b"SyncBN",
     b"RReLU",
-    b"models.resnet",
-    b"models.resnext",
-    b"models.wide_resnet",
-    b"models.vgg",
-    b"models.densenet",
-    b"models.inception",
-    b"models.mobilenet",
-    b"models.efficientnet",
-    b"models.alexnet",
+    b"models.",  # then one of TORCHVISION_MODELS (one search of the text, not one per model)
+)
+TORCHVISION_MODELS = (
+    b"resnet",
+    b"resnext",
+    b"wide_resnet",
+    b"vgg",
+    b"densenet",
+    b"inception",
+    b"mobilenet",
+    b"efficientnet",
+    b"alexnet",
 )
 # What makes such a function set or need a mode itself.
 # (A rule asking the same of the file it checks reads the text for these words too.)
@@ -438,12 +441,11 @@ def holds_marker(source: bytes, marker: str) -> bool:
     )
 
 
-# `detector.forward(out, priors)`: a forward called by name, and what made its receiver.
-_FORWARD_CALLED = lazy_compile(rb"([A-Za-z_]\w{0,80})\.forward[ \t]*\(")
+# `detector.forward(out, priors)`: a forward called by name, and what made its receiver (each
+# pattern begins with its literal: one that begins with a name is tried at every byte).
+_FORWARD_CALL = lazy_compile(rb"\.forward[ \t]*\(")
+_CLASS_MADE = lazy_compile(rb"=[ \t]*([A-Z]\w{0,80})[ \t]*\(")
 FORWARD_CALLED = "forward-called:"
-
-
-_INSTANCE_MADE = lazy_compile(rb"([A-Za-z_]\w{0,80})[ \t]*=[ \t]*([A-Z]\w{0,80})[ \t]*\(")
 
 
 def _forward_called_classes(source: bytes) -> list[str]:
@@ -451,24 +453,31 @@ def _forward_called_classes(source: bytes) -> list[str]:
     instance (`detector = Detect(...)`) that the file calls `.forward(...)` on (RFBNet's test
     script, which runs its legacy autograd `Detect` as a plain object). Two passes over the
     text, whatever the number of names."""
-    receivers = {
-        m.group(1) for m in _FORWARD_CALLED.finditer(source) if _starts_a_name(source, m.start())
-    } - {b"self", b"super"}
+    receivers = {_name_before(source, m.start()) for m in _FORWARD_CALL.finditer(source)}
+    receivers -= {None, b"self", b"super"}
     if not receivers:
         return []
-    return sorted(
-        {
-            FORWARD_CALLED + m.group(2).decode("ascii", "replace")
-            for m in _INSTANCE_MADE.finditer(source)
-            if m.group(1) in receivers and _starts_a_name(source, m.start())
-        }
-    )
+    found = set()
+    for m in _CLASS_MADE.finditer(source):
+        at = m.start()
+        if at and source[at - 1] in b"=!<>+-*/%&|^:@":
+            continue  # `==`, `+=`, `:=`...: no plain assignment
+        if _name_before(source, at) in receivers:
+            found.add(FORWARD_CALLED + m.group(1).decode("ascii", "replace"))
+    return sorted(found)
 
 
-def _starts_a_name(source: bytes, at: int) -> bool:
-    """No word character nor `.` before `at` (checked here: a pattern starting with a
-    lookbehind is tried at every byte)."""
-    return at == 0 or source[at - 1] not in _WORD_BYTES and source[at - 1] != ord(".")
+def _name_before(source: bytes, end: int) -> bytes | None:
+    """The name that ends at `end` (spaces before `end` skipped), when no `.` or word character
+    comes before it: `detector` of `detector.forward(`, not `self.detector`."""
+    while end and source[end - 1] in b" \t":
+        end -= 1
+    start = end
+    while start and source[start - 1] in _WORD_BYTES:
+        start -= 1
+    if start == end or end - start > 80 or (start and source[start - 1] == ord(".")):
+        return None
+    return source[start:end]
 
 
 def file_facts(source: bytes) -> FileFacts:
@@ -707,7 +716,9 @@ def _layer_words_at(source: bytes) -> list[int]:
         at = source.find(word)
         while at >= 0:
             # Not after a `#` on its line (one in a string hides a word: fewer claims, not more).
-            if b"#" not in source[source.rfind(b"\n", 0, at) + 1 : at]:
+            if b"#" not in source[source.rfind(b"\n", 0, at) + 1 : at] and (
+                word != b"models." or source.startswith(TORCHVISION_MODELS, at + len(word))
+            ):
                 found.append(at)
             at = source.find(word, at + len(word))
     found.sort()
