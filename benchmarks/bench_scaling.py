@@ -681,7 +681,7 @@ def evaluation_script(lines: int) -> str:
             f"    return x, mask_{i}",
             f"def evaluate_{i}(model, data, values):",
             f"    pair = make_mask_{i}(values)",
-            f"    kept, mask = pair",
+            "    kept, mask = pair",
             "    for j in range(len(data)):",
             f"        out = apply_{i}(model, data[j])",
             "        print(out, kept[mask])",
