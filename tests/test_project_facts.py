@@ -984,29 +984,26 @@ class Detect(Function):
 """
 
 
+RUN_BY_FORWARD = (
+    "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
+    "    detector = Detect(21)\n    return detector.forward(out, priors)\n"
+)
+
+
 def test_a_function_without_backward_run_by_its_forward_is_a_plain_object(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "detection.py").write_text(DETECT)
-    (tmp_path / "test_net.py").write_text(
-        "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
-        "    detector = Detect(21)\n    return detector.forward(out, priors)\n"
-    )
+    (tmp_path / "test_net.py").write_text(RUN_BY_FORWARD)
     out = _check(tmp_path, ".", rule="TD104").stdout
     assert "detection.py:4:1: TD104 `Detect` subclasses autograd `Function` but defines no" in out
     assert "RuntimeError" not in out and out.count("TD104") == 1
     # Called as an instance instead, the one thing that raises: both reported.
-    (tmp_path / "test_net.py").write_text(
-        "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
-        "    detector = Detect(21)\n    return detector(out, priors)\n"
-    )
+    (tmp_path / "test_net.py").write_text(RUN_BY_FORWARD.replace("detector.forward(", "detector("))
     out = _check(tmp_path, ".", rule="TD104").stdout
     assert "detection.py:4:1: TD104" in out and "test_net.py:7:12: TD104" in out
     # With a backward of its own, it is meant for autograd: the class is reported anyway.
     (tmp_path / "detection.py").write_text(
         DETECT + "\n    def backward(self, grad):\n        return grad\n"
     )
-    (tmp_path / "test_net.py").write_text(
-        "import torch\nfrom detection import Detect\n\n\ndef run(out, priors):\n"
-        "    detector = Detect(21)\n    return detector.forward(out, priors)\n"
-    )
+    (tmp_path / "test_net.py").write_text(RUN_BY_FORWARD)
     assert "detection.py:4:1: TD104" in _check(tmp_path, ".", rule="TD104").stdout
