@@ -65,7 +65,10 @@ DataLoader's `loader._get_iterator().next()`, or
 `a, b = iter(x), iter(y)`) is such an iterator, or a generator (a generator expression, or a
 call of an undecorated function of the file that yields: `gen = inf_train_gen()`); or a
 parameter that every call of its function in the file passes such an iterator (`batches =
-iter(loader)`, then `first_image(batches)`). A
+iter(loader)`, then `first_image(batches)`); or the variable of a loop over a `self.` list that
+holds only such iterators (`for i, it in enumerate(self.iter_list)`, the list made empty or of
+`iter(...)`s and appended only `iter(...)`s in the class), or an item of that list
+(`self.iter_list[i].next()`). A
 DataLoader's gets the DataLoader message; any other (`iter(batches).next()` over a parameter,
 a list...) fails the same way in Python 3, whose iterators have no `.next()`, and gets a
 general one.
@@ -104,7 +107,9 @@ make are (`seq_iter = enumerate(scores)`), with the general message.
 且对 `it`（或类中的 `self.it`，或 `a, b = iter(x), iter(y)` 中对应位置）的每一次赋值都是这样的迭代器，
 或者是生成器（生成器表达式，或调用本文件中没有装饰器、带 `yield` 的函数：`gen = inf_train_gen()`）；
 也包括这样的函数参数：本文件中对该函数的每次调用都传入这样的迭代器（`batches = iter(loader)`，
-然后 `first_image(batches)`）。
+然后 `first_image(batches)`）；或者遍历只装着这种迭代器的 `self.` 列表的循环变量
+（`for i, it in enumerate(self.iter_list)`，类中只把该列表设为空列表或 `iter(...)` 组成的列表，
+且只向它追加 `iter(...)`），或者该列表的元素（`self.iter_list[i].next()`）。
 DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数、列表调用 `iter(...)` 等）在 Python 3
 中同样会失败——Python 3 的迭代器都没有 `.next()`——给出通用的说明。
 
@@ -282,11 +287,19 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
             expr.value.id, ctx, lambda value: _iterators_listed(value, ctx) is not None, expr.value
         )
         return None if found is None else _iterators_listed(found[0].value, ctx)
+    elif isinstance(expr, ast.Subscript) and is_self_attribute(expr.value):
+        # `self.iter_list[i].next()`, the list holding only iterators
+        cls = ctx.enclosing_class()
+        return None if cls is None else _iterators_held(ctx, cls, expr.value.attr)  # type: ignore[attr-defined]
     else:
         return None
     iterated = [_iterated_by(value, ctx) for value in values or ()]
     if iterated and None not in iterated:
         return iterated
+    if isinstance(expr, ast.Name) and values is None:
+        listed = _loop_over_iterators(expr.id, ctx)
+        if listed is not None:
+            return listed
     if isinstance(expr, ast.Name):  # bound otherwise too: what reaches this statement
         found = reaching_assignment(
             expr.id, ctx, lambda value: _iterated_by(value, ctx) is not None, expr
@@ -294,6 +307,65 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         if found is not None:
             return [_iterated_by(found[0].value, ctx)]
     return None
+
+
+def _loop_over_iterators(name: str, ctx: Context) -> list[ast.AST] | None:
+    """What the iterators iterate when `name` is the variable of a loop around the call over a
+    `self.` attribute holding only iterators (`for i, it in enumerate(self.iter_list)`, the
+    list made empty or of `iter(...)`s and appended only `iter(...)`s in the class: EasyOCR's
+    balanced batches); None otherwise."""
+    for node in reversed(ctx.ancestors):
+        if isinstance(node, _FUNCTIONS):
+            return None
+        if type(node) is not ast.For:
+            continue
+        target, iterable = node.target, node.iter
+        if (
+            type(target) is ast.Tuple
+            and len(target.elts) == 2
+            and type(iterable) is ast.Call
+            and type(iterable.func) is ast.Name
+            and iterable.func.id == "enumerate"
+            and len(iterable.args) == 1
+        ):
+            target, iterable = target.elts[1], iterable.args[0]
+        if type(target) is not ast.Name or target.id != name:
+            continue
+        cls = ctx.enclosing_class()
+        if cls is None or not is_self_attribute(iterable):
+            return None
+        return _iterators_held(ctx, cls, iterable.attr)  # type: ignore[attr-defined]
+    return None
+
+
+@per_file
+def _iterators_held(ctx: Context, cls: ast.ClassDef, attr: str) -> list[ast.AST] | None:
+    """What the iterators `self.attr` holds iterate, when the class assigns it only empty lists
+    or lists of iterators and appends to it only iterators; None otherwise."""
+    assigned = _class_attribute_assignments(ctx, cls, attr)
+    if not assigned:
+        return None
+    iterated: list[ast.AST] = []
+    for value in assigned:
+        if isinstance(value, ast.List) and not value.elts:
+            continue
+        listed = _iterators_listed(value, ctx)
+        if listed is None:
+            return None
+        iterated.extend(listed)
+    for call in index_of(ctx, cls).calls_named(cls, ("append", "extend", "insert")):
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and is_self_attribute(func.value)):
+            continue
+        if func.value.attr != attr:  # type: ignore[attr-defined]
+            continue
+        if func.attr != "append" or len(call.args) != 1:
+            return None  # `extend`, `insert`: what they add is not followed
+        element = _iterated_by(call.args[0], ctx)
+        if element is None:
+            return None
+        iterated.append(element)
+    return iterated or None
 
 
 def _iterators_listed(value: ast.expr, ctx: Context) -> list[ast.AST] | None:
