@@ -1007,3 +1007,21 @@ def test_a_function_without_backward_run_by_its_forward_is_a_plain_object(tmp_pa
     )
     (tmp_path / "test_net.py").write_text(RUN_BY_FORWARD)
     assert "detection.py:4:1: TD104" in _check(tmp_path, ".", rule="TD104").stdout
+
+
+def test_two_projects_checked_together_keep_their_own_facts(tmp_path):
+    # Project a's `update_learning_rate` steps only a scheduler; project b has a method of that
+    # name that also trains. Checked in one command, each file is read with its own project's
+    # facts, as it is when checked alone.
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        root.mkdir()
+        (root / "pyproject.toml").write_text("")
+    (a / "trainer.py").write_text(TRAINER)
+    (a / "train.py").write_text(TRAIN_GAN)
+    (b / "other.py").write_text(
+        "class Other:\n    def update_learning_rate(self):\n        self.scheduler.step()\n"
+        "        self.opt.step()\n"
+    )
+    out = _check(tmp_path, "a", "b", rule="TD203").stdout
+    assert "train.py:8:13: TD203 `trainer.module.update_learning_rate()` steps only" in out

@@ -14,7 +14,7 @@ from torchdoctor.lint.config import Settings
 from torchdoctor.lint.files import relative_posix
 from torchdoctor.lint.job import FileOutcome, FixMode, Job, unreadable
 from torchdoctor.lint.neighbours import directory_listing
-from torchdoctor.lint.project import FactsReader, facts_for_check, file_facts
+from torchdoctor.lint.project import FactsReader, facts_for_check, file_facts, project_root
 from torchdoctor.report.localize import localize
 from torchdoctor.user_files import read_regular_file
 
@@ -97,6 +97,59 @@ def _cached_facts(known_facts: cache_module.FactsCaches, path: Path, content: st
 
 
 def check_files(
+    files: list[Path],
+    settings: Settings,
+    job: Job,
+    jobs: int,
+    use_cache: bool,
+    cwd: Path,
+    scopes: list[Path] | None = None,
+    on_done: Callable[[int], None] = lambda count: None,
+) -> list[FileOutcome]:
+    """Outcomes for every file, in the order given (see `_check_project`). Files of different
+    projects (scopes whose project roots are apart: `check projA projB`) are checked project
+    by project, each with its own project's facts: one project's `train` method or clearing
+    model says nothing of another's code."""
+    scopes = files if scopes is None else scopes
+    groups = _by_project(files, scopes)
+    if len(groups) <= 1:
+        return _check_project(files, settings, job, jobs, use_cache, cwd, scopes, on_done)
+    outcomes: list[FileOutcome | None] = [None] * len(files)
+    for indexes, group_scopes in groups:
+        checked = _check_project(
+            [files[i] for i in indexes], settings, job, jobs, use_cache, cwd, group_scopes, on_done
+        )
+        for index, outcome in zip(indexes, checked):
+            outcomes[index] = outcome
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _by_project(files: list[Path], scopes: list[Path]) -> list[tuple[list[int], list[Path]]]:
+    """The files (their indexes) and the scopes of each project among `scopes`: projects whose
+    roots lie inside another's are that one's; a file under no root goes with the first."""
+    rooted = [(project_root(Path(scope)), scope) for scope in scopes]
+    roots = sorted({root for root, _ in rooted}, key=lambda root: len(root.parts))
+    kept: list[Path] = []
+    for root in roots:
+        if not any(root == outer or outer in root.parents for outer in kept):
+            kept.append(root)
+    if len(kept) <= 1:
+        return [(list(range(len(files))), scopes)]
+    prefixes = [os.path.join(str(root), "") for root in kept]
+
+    def owner(path: Path | str) -> int:
+        real = os.path.join(os.path.realpath(path), "")
+        return next((n for n, prefix in enumerate(prefixes) if real.startswith(prefix)), 0)
+
+    groups: list[tuple[list[int], list[Path]]] = [([], []) for _ in kept]
+    for root, scope in rooted:
+        groups[owner(root)][1].append(scope)
+    for index, path in enumerate(files):
+        groups[owner(path)][0].append(index)
+    return [group for group in groups if group[0]]
+
+
+def _check_project(
     files: list[Path],
     settings: Settings,
     job: Job,
