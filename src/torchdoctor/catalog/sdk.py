@@ -68,7 +68,6 @@ from torchdoctor.lint.project import (
 )
 from torchdoctor.lint.parameter_free import parameter_free_module
 from torchdoctor.lint.values import (
-    argument_for,
     assignments,
     attribute_values,
     backward_without_gradient,
@@ -206,7 +205,6 @@ __all__ = [
     "read_as_tensor",
     "keeps_itself",
     "hands_back",
-    "argument_for",
     "returned_values",
     "parameter_free_module",
     "HOOKS",

@@ -213,7 +213,8 @@ class ProjectFacts:
     # `models/resnet.py`, `resnet` too): what tells `models.Net` from another library's `Net`.
     modules: frozenset[str] = frozenset()
     methods_called: frozenset[str] = frozenset()  # of WATCHED_METHODS
-    markers: frozenset[str] = frozenset()  # keys of _MARKERS found somewhere
+    # Keys of _MARKERS found somewhere, and FORWARD_CALLED + the classes run by `.forward(`.
+    markers: frozenset[str] = frozenset()
     # The class names mentioned by files that allow classes in `weights_only` loads.
     safe_load_names: frozenset[str] = frozenset()
     # The class names every definition of which subclasses `torch.autograd.Function` directly.
@@ -326,7 +327,7 @@ class ProjectFacts:
 
     def has(self, marker: str) -> bool:
         """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
-        `weights_only=False`)."""
+        `weights_only=False`; or FORWARD_CALLED + a class name)."""
         return marker in self.markers
 
 

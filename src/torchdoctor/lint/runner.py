@@ -156,14 +156,14 @@ def _check_project(
     jobs: int,
     use_cache: bool,
     cwd: Path,
-    scopes: list[Path] | None = None,
-    on_done: Callable[[int], None] = lambda count: None,
+    scopes: list[Path],
+    on_done: Callable[[int], None],
 ) -> list[FileOutcome]:
-    """Outcomes for every file, in the order given. `scopes`: the directories and files the user
-    named (resolved as by discovery; default: the files), which place the cache and bound
-    where fixes may be written. `on_done(n)`: n more files are done (for a progress line)."""
+    """Outcomes for the files of one project, in the order given. `scopes`: the directories and
+    files the user named in it (resolved as by discovery; the files when none were), which
+    place the cache and bound where fixes may be written. `on_done(n)`: n more files are done
+    (for a progress line)."""
     cwd = cwd.resolve()
-    scopes = files if scopes is None else scopes
     if job.mode == "fix":
         job = replace(
             job,

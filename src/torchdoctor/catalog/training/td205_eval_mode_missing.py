@@ -766,7 +766,7 @@ def _evaluation_intent(function: ast.AST | None, loader: str, ctx: Context) -> b
     stem = loader.replace("dataloader", "").replace("loader", "")
     if _words(stem) & EVAL_WORDS or stem in EVAL_WORDS:
         return True
-    if function is None or (function.name.startswith("test_") and _pytest_file(ctx)):
+    if function is None or (function.name.startswith("test_") and _file_of_tests(ctx)):
         return False  # a pytest test, not an evaluation
     return bool(_words(function.name.lower()) & EVAL_WORDS)
 
@@ -819,7 +819,7 @@ def _reported_runs(ctx: Context) -> set[tuple[int, int]]:
 
 
 @per_file
-def _pytest_file(ctx: Context) -> bool:
+def _file_of_tests(ctx: Context) -> bool:
     """A file of tests: one pytest collects tests from (`test_*.py`, `*_test.py`, or one under
     `tests/`), or one importing `unittest` or `pytest` (normalizing_flows' `test.py`): there a
     function named `test...` is a test, elsewhere (`main.py`'s `test(model, data)`) an
@@ -875,9 +875,14 @@ _GRADIENT_WORDS = ("backward", "autograd.grad", "enable_grad", "requires_grad", 
 
 @per_file
 def _computes_gradients(ctx: Context, function: ast.AST) -> bool:
-    start, end = function.lineno - 1, function.end_lineno or function.lineno  # type: ignore[attr-defined]
-    text = "\n".join(ctx.lines[start:end])
+    text = _source_of(ctx, function)
     return any(word in text for word in _GRADIENT_WORDS) or ".step(" in text
+
+
+def _source_of(ctx: Context, function: ast.AST) -> str:
+    """The lines of `function`, joined by spaces (words are searched in it)."""
+    start, end = function.lineno - 1, function.end_lineno or function.lineno  # type: ignore[attr-defined]
+    return " ".join(ctx.lines[start:end])
 
 
 @per_file
@@ -1174,7 +1179,7 @@ class _Program:
             return False
         owner = self.owner.get(function)
         if owner is None:
-            return not (function.name.startswith("test") and _pytest_file(self.ctx))  # type: ignore[attr-defined]
+            return not (function.name.startswith("test") and _file_of_tests(self.ctx))  # type: ignore[attr-defined]
         return not owner.name.startswith("Test")
 
     def keeps_modes(self, evaluator: ast.AST) -> bool:
@@ -1183,8 +1188,7 @@ class _Program:
         caller or method around switches to eval mode, and it loops over a loader)."""
         if self.sets_mode(evaluator) or trains(evaluator, self.found):
             return False
-        start, end = evaluator.lineno - 1, evaluator.end_lineno or evaluator.lineno  # type: ignore[attr-defined]
-        text = " ".join(self.ctx.lines[start:end]).lower()
+        text = _source_of(self.ctx, evaluator).lower()
         if any(word in text for word in _DROPOUT_ON_PURPOSE):
             return False
         family = self.family(evaluator) or [evaluator]
