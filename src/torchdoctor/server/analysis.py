@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 from torchdoctor._lang import default_lang
@@ -12,6 +13,7 @@ from torchdoctor.lint.config import Settings
 from torchdoctor.lint.runner import Job, check_bytes, display_path
 from torchdoctor.report.finding import Finding
 from torchdoctor.report.localize import localize
+from torchdoctor.server.blocks import BlockParser
 from torchdoctor.server.projects import ProjectFactsCache, settings_for
 from torchdoctor.user_files import limit_for
 
@@ -21,9 +23,13 @@ class Analysis:
     outranks the configured one. Each method returns the findings and the problems of the
     doctor itself (one line each, for the log)."""
 
+    # The buffers whose top-level trees are kept for their next edit (the most recent ones).
+    KEPT_BUFFERS = 8
+
     def __init__(self, lang: str | None) -> None:
         self.lang = lang
         self.projects = ProjectFactsCache()
+        self._parsers: OrderedDict[str, BlockParser] = OrderedDict()
 
     def lang_for(self, path: Path | None) -> str:
         return self.lang or settings_for(path).lang or default_lang()
@@ -34,7 +40,8 @@ class Analysis:
             return [], [f"{shown}: too large to check"]
         settings = settings_for(path)
         facts = self.projects.facts_for_file(path)
-        result = check_source(text, shown, _codes(settings, path), project=facts)
+        tree = self._parser_for(shown).parse(text)  # None: `check_source` parses it all
+        result = check_source(text, shown, _codes(settings, path), tree=tree, project=facts)
         localize(result.findings, self._lang(settings))
         return result.findings, result.internal_errors
 
@@ -69,6 +76,13 @@ class Analysis:
             else:
                 by_cell[finding.cell - 1].append(finding)
         return by_cell, problems
+
+    def _parser_for(self, shown: str) -> BlockParser:
+        parser = self._parsers.pop(shown, None) or BlockParser()
+        self._parsers[shown] = parser
+        if len(self._parsers) > self.KEPT_BUFFERS:
+            self._parsers.popitem(last=False)
+        return parser
 
     def _lang(self, settings: Settings) -> str:
         return self.lang or settings.lang or default_lang()
