@@ -4,6 +4,7 @@ by k, so the gradient is a sum of k losses and the effective learning rate k tim
 from __future__ import annotations
 
 import ast
+import re
 from itertools import islice
 from typing import Iterator
 
@@ -66,7 +67,9 @@ the way (`loss = loss / k`, `loss /= k`, `(loss / k).backward()`, `scaler.scale(
 `loss.div_(k)`, `loss * scale`), a loss function given `k`, a function that divides a loss by
 `k` anywhere, `accelerator.backward(loss)` (Accelerate, DeepSpeed and the like divide for you),
 a loss that comes from an opaque call or a parameter, loops that also update an optimizer on
-every batch or clear the gradients on every batch (no accumulation then).
+every batch or clear the gradients on every batch (no accumulation then), a function that sums
+its losses on purpose (`reduction="sum"`, `size_average=False`, or a comment saying it uses
+reduction sum: a sum over the window is then the sum over the larger batch).
 
 ## Why is this bad?
 Gradients add up over backward passes. A loss that is a mean over one batch, summed over `k`
@@ -106,7 +109,8 @@ darknet `subdivisions`); the other nine accumulation windows found there divide 
 除或乘过（`loss = loss / k`、`loss /= k`、`(loss / k).backward()`、`scaler.scale(loss / k)`、
 `loss.div_(k)`、`loss * scale`）；loss 函数接收了 `k`；函数里任何地方把 loss 除以 `k`；
 `accelerator.backward(loss)`（Accelerate、DeepSpeed 等会替你除）；loss 来自看不透的调用或参数；
-循环里还有每个 batch 都更新的优化器或每个 batch 都清零梯度（那就没有累积）。
+循环里还有每个 batch 都更新的优化器或每个 batch 都清零梯度（那就没有累积）；函数有意对 loss 求和
+（`reduction="sum"`、`size_average=False`，或注释说明用的是 sum 归约：窗口内求和就等于对大 batch 求和）。
 
 ## Why is this bad?
 多次反向传播的梯度是相加的。每个 batch 的 loss 是该 batch 上的平均，`k` 个 batch 相加后，
@@ -168,6 +172,9 @@ _SCALING_METHODS = frozenset({"div", "div_", "mul", "mul_", "true_divide", "true
 # Methods that keep a loss's scale (`criterion(out, y).mean()`).
 _SCALE_KEEPING_METHODS = frozenset({"mean", "sum", "squeeze", "float", "clone", "contiguous"})
 _MAX_DEPTH = 4
+# A loss summed over its samples, said in code or a comment (`reduction="sum"`, "we use
+# reduction==sum"): summing it over the window is summing over the larger batch, as meant.
+_SUMMED_ON_PURPOSE = re.compile(r"reduction\W{0,4}sum\b|size_average\s*=\s*False")
 _READ_NODES = 24
 # Expressions that need no parentheses as an operand of `/`.
 _ATOMS = (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)
@@ -192,6 +199,10 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     backwards, k = window
     scope = ctx.enclosing_function() or ctx.tree
+    # The function, or at module level the statement holding the loop.
+    region = ctx.ancestors[1] if scope is ctx.tree and len(ctx.ancestors) > 1 else scope
+    if region is not ctx.tree and _SUMMED_ON_PURPOSE.search(ctx.text(region)):
+        return
     losses = [_backward_loss(call) for call in backwards]
     if not all(_unscaled_backward(ctx, loss, k, scope) for loss in losses):
         return
