@@ -822,6 +822,104 @@ def test_a_project_module_that_turns_gradients_off_itself_needs_no_no_grad(tmp_p
     assert "eval.py:9:9: TD205" in _check(tmp_path, ".", rule="TD205").stdout
 
 
+# wavegrad2: a logger plots the magnitude of a module of another file whose `forward` is
+# decorated with `@torch.no_grad()`; `.numpy()` of its output works.
+STFT_MODULE = """import torch
+import torch.nn as nn
+
+
+class STFTMag(nn.Module):
+    def __init__(self, nfft=1024):
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(nfft), False)
+
+    # x: [B, T]
+    @torch.no_grad()
+    def forward(self, x):
+        return torch.stft(x, 1024, window=self.window, return_complex=True).abs()
+"""
+LOGGER = """import torch
+from stft import STFTMag
+
+
+class Logger:
+    def __init__(self):
+        self.stftmag = STFTMag()
+
+    def plot(self, y):
+        return self.stftmag(y).numpy()
+"""
+
+
+def test_a_project_module_decorated_to_record_no_graph_gives_numpy_ready_outputs(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "logger.py").write_text(LOGGER)
+    stft = tmp_path / "stft.py"
+    stft.write_text(STFT_MODULE)
+    assert "TD409" not in _check(tmp_path, ".", rule="TD409").stdout
+    stft.write_text(STFT_MODULE.replace("    @torch.no_grad()\n", ""))
+    assert "logger.py:10:16: TD409" in _check(tmp_path, ".", rule="TD409").stdout
+
+
+# meta-transfer-learning: a meta-learner adapts to each task at test time with
+# `torch.autograd.grad`; its evaluation needs gradients, `torch.no_grad()` would break it.
+META_LEARNER = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class FastAdapter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.base = nn.Linear(8, 5)
+
+    def forward(self, shot, shot_labels, query):
+        loss = F.cross_entropy(self.base(shot), shot_labels)
+        grads = torch.autograd.grad(loss, self.base.parameters())
+        return F.linear(query, self.base.weight - 0.01 * grads[0])
+"""
+META_TRAINER = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from models import FastAdapter
+
+
+class MetaTrainer:
+    def __init__(self):
+        self.model = FastAdapter()
+
+    def train(self, loader, shot_labels, optimizer):
+        self.model.train()
+        for shot, query in loader:
+            optimizer.zero_grad()
+            self.model(shot, shot_labels, query).sum().backward()
+            optimizer.step()
+        self.model.eval()
+
+    def eval(self, loader, shot_labels):
+        self.model.eval()
+        for shot, query in loader:
+            print(self.model(shot, shot_labels, query))
+"""
+
+
+def test_a_meta_learner_taking_gradients_at_test_time_is_not_told_to_use_no_grad(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "trainer.py").write_text(META_TRAINER)
+    models = tmp_path / "models.py"
+    models.write_text(META_LEARNER)
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    # The same class in the trainer's own file.
+    (tmp_path / "trainer.py").write_text(
+        META_TRAINER.replace("from models import FastAdapter\n", META_LEARNER.split("\n", 3)[3])
+    )
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    models.write_text(META_LEARNER.replace("torch.autograd.grad", "torch.ones_like"))
+    (tmp_path / "trainer.py").write_text(META_TRAINER)
+    assert "trainer.py:23:19: TD205" in _check(tmp_path, ".", rule="TD205").stdout
+
+
 # minimal-nmt: `train(model, optimizer, scheduler, ...)` steps a schedule of the project's own.
 TRAIN_WITH_SCHEDULER = """import torch
 

@@ -255,6 +255,10 @@ class ProjectFacts:
     # (`sync_batchnorm` of `from sync_batchnorm.batchnorm import convert_model`): a directory
     # of that name is imported as a package by its name.
     imported_roots: frozenset[str] = frozenset()
+    # The top-level classes of the project some method of which takes gradients itself
+    # (`torch.autograd.grad(...)`: a meta-learner adapting at test time): run under
+    # `torch.no_grad()`, it would fail.
+    grad_taking_classes: frozenset[str] = frozenset()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -313,6 +317,10 @@ class ProjectFacts:
         """Whether a top-level class of this name in the project runs its `forward` under
         `torch.no_grad()` or `torch.inference_mode()`."""
         return class_name in self.grad_free_classes
+
+    def takes_gradients(self, class_name: str) -> bool:
+        """Whether a top-level class of this name in the project calls `autograd.grad`."""
+        return class_name in self.grad_taking_classes
 
     def steps_schedulers_only(self, method: str) -> bool:
         return method in self.scheduler_methods
@@ -597,8 +605,9 @@ def _class_layers(source: bytes) -> set[str]:
     layer (comments left out), else "Name:A,B" with its bases and, for a direct subclass of
     a `Module`, the classes its `__init__` calls by a bare name. `source`: the text with a line
     break put in front. "Name:=" for one whose `forward` calls `self.eval()` (it sets its own
-    mode). Beside these, "Name:~" for one whose `forward` turns gradients off and "Name:%" for a
-    schedule of learning rates (see `_schedules_rates`)."""
+    mode). Beside these, "Name:~" for one whose `forward` turns gradients off, "Name:^" for one
+    calling `autograd.grad` and "Name:%" for a schedule of learning rates (see
+    `_schedules_rates`)."""
     found = set()
     layers = _layer_words_at(source)
     helpers = _layer_helpers(source, layers)
@@ -612,8 +621,13 @@ def _class_layers(source: bytes) -> set[str]:
             continue  # no base, no layer: not a module
         name = match.group(1).decode("ascii", "replace")
         forward = _method_span(source, b"forward", match.end(), end)
-        if forward is not None and _disables_gradients(source[forward[0] : forward[1]]):
+        if forward is not None and (
+            _disables_gradients(source[forward[0] : forward[1]])
+            or _disables_gradients(_decorators_above(source, forward[0], start))
+        ):
             found.add(f"{name}:~")  # runs without gradients: a fact beside the others
+        if source.find(b"autograd.grad(", start, end) != -1:
+            found.add(f"{name}:^")  # takes gradients itself: a fact beside the others
         if forward is not None and source.find(b"self.eval()", *forward) != -1:
             found.add(f"{name}:=")  # sets its own mode: no claim about its layers
             continue
@@ -694,6 +708,18 @@ def _disables_gradients(body: bytes) -> bool:
     """A method's text runs (part of) its work under `torch.no_grad()` or
     `torch.inference_mode()`, as a metric's feature extractor does."""
     return b"no_grad()" in body or b"inference_mode()" in body
+
+
+def _decorators_above(source: bytes, at: int, start: int) -> bytes:
+    """The decorator lines right above the `def` at `at` (`@torch.no_grad()`), as one text."""
+    end = source.rfind(b"\n", start, at)
+    top = end
+    while end > start:
+        above = source.rfind(b"\n", start, end)
+        if not source[above + 1 : end].lstrip().startswith(b"@"):
+            break
+        top = end = above
+    return source[top:at] if top >= start else b""
 
 
 def _method_span(source: bytes, name: bytes, start: int, end: int) -> tuple[int, int] | None:
@@ -795,6 +821,7 @@ class FactsReader:
         self._layers_of: dict[str, list[list[str]]] = {}  # class -> what each definition uses
         self._steps_of: dict[str, set[str]] = {}  # method -> what its definitions step
         self._grad_free: set[str] = set()  # classes some definition of which runs without grads
+        self._grad_taking: set[str] = set()  # ... calls `autograd.grad`
         self._loader_attributes: set[str] = set()
         self._rate_schedules: set[str] = set()  # classes named as schedules reaching an optimizer
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
@@ -853,6 +880,9 @@ class FactsReader:
             name, _, used = entry.partition(":")
             if used == "~":
                 self._grad_free.add(name)
+                continue
+            if used == "^":
+                self._grad_taking.add(name)
                 continue
             if used == "%":
                 self._rate_schedules.add(name)
@@ -936,6 +966,7 @@ class FactsReader:
             scheduler_methods,
             training_methods,
             roots,
+            self._grad_taking,
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -965,6 +996,7 @@ class FactsReader:
             frozenset(scheduler_methods),
             frozenset(training_methods),
             frozenset(roots),
+            frozenset(self._grad_taking),
         )
 
 

@@ -17,7 +17,10 @@ from torchdoctor.catalog.sdk import (
     shorten,
     names_a_model,
     assigned_before,
+    attribute_values,
+    built_from,
     index,
+    is_self_attribute,
     parameter_free_module,
     per_file,
     turns_recording_off,
@@ -237,9 +240,43 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
     # x does.
     if parameter_free_module(func, ctx) or from_project_class(func, ctx):
         return False  # no parameters, or none that can be seen from here
+    if _records_no_graph(func, ctx):
+        return False  # a metric's feature extractor: its `forward` runs under `no_grad`
     if isinstance(func, ast.Name) and _is_parameter(func.id, ctx) and not names_a_model(func.id):
         return False  # `conversion: nn.Module` passed in: maybe a parameter-free transform
     return True
+
+
+def _records_no_graph(module: ast.expr, ctx: Context) -> bool:
+    """`module` (a name, or `self.x`) is built only from classes whose `forward` runs under
+    `torch.no_grad()` or `inference_mode()`: of this file, or of the project (its facts)."""
+    if is_self_attribute(module):
+        owner = ctx.enclosing_class()
+        values = attribute_values(ctx, owner, module.attr) if owner is not None else ()
+        classes = [built_from(value, ctx) for value in values]
+    else:
+        classes = [built_from(module, ctx)]
+    return bool(classes) and all(
+        names and all(_forward_records_no_graph(name, ctx) for name in names) for names in classes
+    )
+
+
+def _forward_records_no_graph(class_name: str, ctx: Context) -> bool:
+    cls = ctx.local_class(class_name)
+    if cls is None:
+        return ctx.project.turns_gradients_off(class_name)
+    return any(
+        isinstance(method, ast.FunctionDef)
+        and method.name == "forward"
+        and (
+            turns_recording_off(method, ctx)
+            or any(
+                isinstance(node, ast.With) and turns_recording_off(node, ctx)
+                for node in ast.walk(method)
+            )
+        )
+        for method in cls.body
+    )
 
 
 def _is_parameter(name: str, ctx: Context) -> bool:

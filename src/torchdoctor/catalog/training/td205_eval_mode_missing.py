@@ -136,7 +136,9 @@ or in a project class it uses,
   calls only: the other code around it never sees that model; or
 - never disables gradient recording (no `torch.no_grad()`, `torch.inference_mode()` or
   `torch.set_grad_enabled(...)`), unless the model's class, of the file or the project, runs
-  its `forward` under one of them itself (a metric's feature extractor).
+  its `forward` under one of them itself (a metric's feature extractor), or calls
+  `torch.autograd.grad` itself (a meta-learner adapting to each task at test time, which
+  `torch.no_grad()` would break).
 
 The message says which of the two is missing. To stay precise it only reports functions whose
 caller is in the same file, and loops at the top level of a script. The model may also run
@@ -227,7 +229,8 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
   torchvision 模型或 CNN 库构造：`cnn_finetune.make_model`、`efficientnet_pytorch`、
   `segmentation_models_pytorch`）只看这个函数及其调用的函数：周围的其他代码接触不到这个模型；或者
 - 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`），
-  除非模型的类（本文件或项目中的）自己在 `forward` 里用了其中之一（例如评估指标里的特征提取器）。
+  除非模型的类（本文件或项目中的）自己在 `forward` 里用了其中之一（例如评估指标里的特征提取器），
+  或者自己调用了 `torch.autograd.grad`（测试时对每个任务做适应的元学习模型，`torch.no_grad()` 会让它出错）。
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
 模型也可以经由本文件中接收它并调用它的函数运行（`pred, loss = apply(model, criterion, batch)`），
@@ -506,8 +509,10 @@ def _check_loop(
         and not any(f.switches_to_eval for f in flags)
         and not program.mode_free(models)
     )
-    no_grad_missing = not any(f.disables_grad for f in flags) and not program.run_without_gradients(
-        models
+    no_grad_missing = (
+        not any(f.disables_grad for f in flags)
+        and not program.run_without_gradients(models)
+        and not program.takes_gradients(models)
     )
     if not (eval_missing or no_grad_missing) or (eval_only and not eval_missing):
         return
@@ -1240,6 +1245,24 @@ class _Program:
         """Every model is built from a class whose `forward` disables gradients itself (with
         `torch.no_grad()` or `torch.inference_mode()`): of the file, or of the project."""
         return self._every_forward(models, self._grad_free, self.ctx.project.turns_gradients_off)
+
+    def takes_gradients(self, models: list[ast.AST]) -> bool:
+        """Some model is built from a class that calls `torch.autograd.grad` itself (a
+        meta-learner adapting to each task at test time), of the file or the project: under
+        `torch.no_grad()` it would fail."""
+        for model in models:
+            value = unwrap_self_methods(model)
+            if not isinstance(value, ast.Call):
+                continue
+            func = value.func
+            if isinstance(func, ast.Name) and func.id in self.classes:
+                if "autograd.grad(" in self.ctx.text(self.classes[func.id]):
+                    return True
+                continue
+            name = last_name(func)
+            if name is not None and self.ctx.project.takes_gradients(name):
+                return True
+        return False
 
     def _every_forward(
         self,
