@@ -8,6 +8,7 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    bindings,
     MODULE_SELF_METHODS,
     Context,
     FileIndex,
@@ -377,7 +378,28 @@ def _restores_train(ctx: Context, loop: ast.AST, local: _LocalFunctions) -> bool
 @per_file
 def _restores_in(ctx: Context, function: ast.AST) -> bool:
     names = _training_names(ctx, index_of(ctx, function))
-    return any(_may_train(n) for n in _body_calls(ctx, function, names))
+    return any(
+        _may_train(n) or _restores_saved_mode(ctx, function, n)
+        for n in _body_calls(ctx, function, names)
+    )
+
+
+def _restores_saved_mode(ctx: Context, function: ast.AST, call: ast.Call) -> bool:
+    """`net.train(was_training)` where the function saved `was_training = net.training`: the
+    mode the caller had is given back (a training loop's: training)."""
+    if _method(call) != "train" or len(call.args) != 1 or call.keywords:
+        return False
+    flag = call.args[0]
+    if not isinstance(flag, ast.Name):
+        return False
+    saved = bindings(ctx, function, flag.id) or ()
+    model = ast.dump(call.func.value)
+    return bool(saved) and all(
+        isinstance(b.value, ast.Attribute)
+        and b.value.attr == "training"
+        and ast.dump(b.value.value) == model
+        for b in saved
+    )
 
 
 @per_file
