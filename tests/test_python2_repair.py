@@ -10,6 +10,7 @@ import time
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog.tooling.td700_syntax_error import (
+    repair_missing_colons,
     repair_python2_not_equal,
     repair_python2_statements,
 )
@@ -117,3 +118,22 @@ def test_not_equal_of_python2_is_read_as_python3_reads_it():
     found = findings(source)
     assert (5, 15, "TD700") in found and (4, 13, "TD301") in found and (6, 23, "TD803") in found
     assert repair_python2_not_equal("x = '<>'\n") is None
+
+
+def test_a_header_typed_without_its_colon_hides_no_other_finding():
+    # FCN-pytorch: `else` without its colon stopped Python at line 4, and the doctor with it.
+    source = (
+        "import sys\nimport torch\n\nif sys.argv[1] == 'CamVid':\n    root = 'CamVid/'\nelse\n"
+        "    root = 'CityScapes/'\n\ndef train(model, optimizer, scheduler, loader)  # one epoch\n"
+        "    for x, y in loader:\n        scheduler.step()\n        optimizer.zero_grad()\n"
+        "        model(x).sum().backward()\n        optimizer.step()\n"
+        "    torch.save(model, 'model.pt')\n"
+    )
+    text, places = repair_missing_colons(source)
+    assert places == [(6, 4), (9, 48)]
+    assert text == source.replace("else\n", "else:\n").replace("loader)  #", "loader)  :#")
+    found = findings(source)
+    assert (6, 5, "TD700") in found and (9, 49, "TD700") in found
+    assert (11, 9, "TD203") in found and (15, 5, "TD503") in found
+    assert repair_missing_colons("x = {1 2}\n") is None  # another error: not this repair's
+    assert repair_missing_colons("x = 1\n") is None

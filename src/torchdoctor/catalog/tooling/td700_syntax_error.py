@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -56,7 +57,9 @@ whose only Python 2 syntax is `print x` and `except E, e:` statements (common in
 of 2016-2018): the first is reported, and the file is read as if each were bracketed
 (`print(x)`), so that its PyTorch idioms of the time (`it.next()`, `loss.data[0]`,
 `Variable(..., volatile=True)`) are reported too. Fixes of those lines leave the Python 2
-statements as they are. Python 2's `a <> b` is read as `a != b` the same way. Indentation
+statements as they are. Python 2's `a <> b` is read as `a != b` the same way, and a
+compound statement's header typed without its colon (`else`, `def f(x)`: "expected ':'") as if
+it had it (up to five in a file). Indentation
 that mixes tabs and spaces (`TabError` on Python 3) is
 reported where Python stops, and the file is read as Python 2 read it, a tab reaching the next
 multiple of eight columns; the other findings in such a file come without a fix until the
@@ -98,7 +101,8 @@ PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成�
 为 Python 2 编写、且其 Python 2 语法只有 `print x` 和 `except E, e:` 语句的文件（2016-2018 年的研究代码中很常见）
 也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`）来读，于是那个年代的 PyTorch 写法
 （`it.next()`、`loss.data[0]`、`Variable(..., volatile=True)`）也会被报告。对这些行的修复不会改动 Python 2 语句。
-Python 2 的 `a <> b` 同样处理，按 `a != b` 读取。
+Python 2 的 `a <> b` 同样处理，按 `a != b` 读取；漏写冒号的复合语句头（`else`、`def f(x)`：
+"expected ':'"）按补上冒号来读（一个文件最多五处）。
 混用制表符和空格的缩进（在 Python 3 下是 `TabError`）
 在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列）；在缩进统一之前，
 这种文件里的其他问题不提供自动修复。随代码一起粘贴进来的不可见字符（行尾的零宽空格、缩进里的不换行空格：
@@ -332,6 +336,35 @@ def repair_python2_not_equal(source: str) -> tuple[str, list[tuple[int, int]]] |
     if not sites:
         return None
     return _replaced_at(source, lines, sites, "!="), sites[:1]
+
+
+# How many missing colons one file gets put back: more is no typo but another language.
+_MAX_COLONS = 5
+
+
+@PITFALL.source_repair
+def repair_missing_colons(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """A compound statement's header typed without its colon (`else`, `def f(x)`): Python
+    stops there, and with it nothing else of the file is checked. The source with `:` put
+    where Python expected it (a few times at most: the code before it keeps its place, only a
+    comment after it moves), and those places."""
+    text, sites = source, []
+    for _ in range(_MAX_COLONS):
+        try:
+            ast.parse(text)
+            break
+        except SyntaxError as error:
+            if error.msg != "expected ':'" or not error.lineno or not error.offset:
+                break
+            line, column = error.lineno, error.offset - 1
+            at = _line_starts(text)[line - 1] + column
+            if at > len(text) or (line, column) in sites:
+                break
+            text = text[:at] + ":" + text[at:]
+            sites.append((line, column))
+        except (ValueError, RecursionError, MemoryError):
+            return None
+    return (text, sites) if sites else None
 
 
 def _python2_statement(
