@@ -920,6 +920,31 @@ def test_a_meta_learner_taking_gradients_at_test_time_is_not_told_to_use_no_grad
     assert "trainer.py:23:19: TD205" in _check(tmp_path, ".", rule="TD205").stdout
 
 
+# Deep-Clustering-Mixture-of-Autoencoders: the script gets torch and DataLoader only through
+# `from common import *`; its `iter(test_loader).next()` is still PyTorch code to check.
+COMMON = """import torch
+import torch.nn as nn
+from torch.utils.data import Dataset, DataLoader
+"""
+STAR_SCRIPT = """from common import *
+
+
+def first_batch(test_loader):
+    dataiter = iter(test_loader)
+    return dataiter.next()[0]
+"""
+
+
+def test_a_script_that_gets_torch_through_a_star_import_of_the_project_is_checked(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(STAR_SCRIPT)
+    common = tmp_path / "common.py"
+    common.write_text(COMMON)
+    assert "train.py:6:12: TD301" in _check(tmp_path, ".", rule="TD301").stdout
+    common.write_text("import numpy as np\n")  # nothing of torch passed on: not PyTorch code
+    assert "TD301" not in _check(tmp_path, ".", rule="TD301").stdout
+
+
 # minimal-nmt: `train(model, optimizer, scheduler, ...)` steps a schedule of the project's own.
 TRAIN_WITH_SCHEDULER = """import torch
 

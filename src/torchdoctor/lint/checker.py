@@ -252,8 +252,10 @@ def check_source(
         tree, repaired = repair.tree, repair.findings
         read_as = repair.columns_moved or source
     result = CheckResult(list(repaired))
-    if "torch" not in source and _all_need_torch(codes):
-        return result  # no PyTorch pitfall can show in code that never mentions torch
+    if "torch" not in source and "import *" not in source and _all_need_torch(codes):
+        # No PyTorch pitfall can show in code that never mentions torch (a star import of the
+        # project may bring torch's names: the context tells).
+        return result
     ctx = Context(path, read_as, tree, cells, project)
     try:
         _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result, _every_class(codes))

@@ -987,6 +987,8 @@ class Context:
         bound = [("torch", "torch")]
         if node.level or self.project.is_project_module(node.module or ""):
             bound += self.project.star_reexports
+            # The project's modules import from torch what they pass on: this file uses torch.
+            self.imports_torch = self.imports_torch or bool(self.project.star_reexports)
         for name, origin in bound:
             if name not in self.imported and not any(name in s.kinds for s in self._scopes):
                 self.imported.add(name)
