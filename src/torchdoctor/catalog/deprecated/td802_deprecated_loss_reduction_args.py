@@ -98,7 +98,8 @@ between them that defines no `__init__`). Explicit `None` for
 both (their default) is not reported. Also `reduction="elementwise_mean"`, the name `'mean'` had
 in PyTorch 0.4.0, given by keyword to the same losses or to `nn.HuberLoss`, `nn.CTCLoss` and
 `nn.GaussianNLLLoss` (and their functional forms), also through a name the function sets to it
-first (`reduction = "elementwise_mean"`, then `reduction=reduction`). And the flags set as attributes of a loss
+first (`reduction = "elementwise_mean"`, then `reduction=reduction`) or a parameter defaulting to it
+(`def __init__(self, reduction='elementwise_mean')` of a loss subclass). And the flags set as attributes of a loss
 module once it is built (`criterion.size_average = False`), which changes nothing.
 
 ## Why is this bad?
@@ -161,7 +162,8 @@ PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模
 `None`（即默认值）时不报告。同样报告对这些损失用关键字传入的 `reduction="elementwise_mean"`，
 即 `'mean'` 在 PyTorch 0.4.0 中的名字；对 `nn.HuberLoss`、`nn.CTCLoss`、`nn.GaussianNLLLoss`
 （及其函数式版本）也一样；先把某个名字设为这个值再传入（`reduction = "elementwise_mean"`，
-然后 `reduction=reduction`）也报告。还报告在损失模块构造之后把这两个参数当作属性设置的写法
+然后 `reduction=reduction`），或参数默认值就是它（损失子类的
+`def __init__(self, reduction='elementwise_mean')`），也报告。还报告在损失模块构造之后把这两个参数当作属性设置的写法
 （`criterion.size_average = False`），它不起任何作用。
 
 ## Why is this bad?
@@ -445,7 +447,10 @@ def _check_loss_call(call: ast.Call, qualname: str | None, ctx: Context) -> Iter
         return
     values = {k.arg: _flag(k.value) for k in legacy}
     if all(v is None or _passed_on(k.value, ctx) for k, v in zip(legacy, values.values())):
-        return  # both at their default, or passed on: no legacy path taken here
+        # Both at their default, or passed on: no legacy path taken here; the old mean's
+        # name may still be (a loss subclass's `reduction='elementwise_mean'` default).
+        yield from _old_mean_name(call, qualname in OLD_MEAN_REJECTED, ctx)
+        return
     reduction_keyword = next((k for k in call.keywords if k.arg == "reduction"), None)
     reduction = _legacy_reduction(values.get("size_average"), values.get("reduce"))
     variant = "override" if reduction_keyword else ""
@@ -521,11 +526,20 @@ def _old_mean_finding(
 
 def _old_mean_bound(name: ast.Name, ctx: Context) -> ast.Constant | None:
     """`reduction = 'elementwise_mean'` in the function, before `reduction=reduction` (the
-    default that a configuration may replace: openseg's losses): that literal."""
+    default that a configuration may replace: openseg's losses), or the parameter's default
+    (sentiment-discovery's loss subclasses): that literal."""
     function = ctx.enclosing_function()
     if function is None:
         return None
-    for binding in bindings(ctx, function, name.id) or ():
+    found = bindings(ctx, function, name.id) or ()
+    default = parameter_default(function, name.id)
+    if (
+        isinstance(default, ast.Constant)
+        and default.value == OLD_MEAN
+        and all(isinstance(b.node, ast.arg) for b in found)
+    ):
+        return default  # `def __init__(self, reduction='elementwise_mean')`, passed on as is
+    for binding in found:
         value = binding.value
         if (
             isinstance(value, ast.Constant)
