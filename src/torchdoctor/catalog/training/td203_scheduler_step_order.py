@@ -125,7 +125,8 @@ Two mistakes with `torch.optim.lr_scheduler`:
   criterion, optimizer, epoch)`, `trainer.train(epoch, loader, optimizer)`), or in an ignite
   handler on `EPOCH_STARTED` or `ITERATION_STARTED`; also at the top of a function that trains
   one epoch, before its batch loop (`def train_epoch(self, loader): if self.lr_scheduler is not
-  None: self.lr_scheduler.step()`). Also a method of the project's classes that steps only
+  None: self.lr_scheduler.step()`), whose loop steps the optimizer or calls a function of the file
+  that does (`train_step(batch, model, optimizer)`). Also a method of the project's classes that steps only
   schedulers, called in a loop before one that trains (steps an optimizer or calls a backward),
   both known from the project's facts: NVlabs' `trainer.update_learning_rate()` at the top of the
   iteration loop, before `trainer.dis_update(...)`. Since PyTorch 1.1 the order is the other way
@@ -191,7 +192,8 @@ The per-batch case needs the scheduler to be built in the same function as the l
   模块里以训练命名、并拿到优化器的函数（`train(cfg, loader, model, criterion, optimizer, epoch)`、
   `trainer.train(epoch, loader, optimizer)`），或放在 ignite 的
   `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里；也包括在训练一个 epoch 的函数开头、batch 循环之前
-  调用（`def train_epoch(self, loader): if self.lr_scheduler is not None: self.lr_scheduler.step()`）。
+  调用（`def train_epoch(self, loader): if self.lr_scheduler is not None: self.lr_scheduler.step()`），
+  而循环里更新优化器，或调用本文件中会更新优化器的函数（`train_step(batch, model, optimizer)`）。
   还包括项目中某个类只更新调度器的方法，在循环里先于负责训练（更新优化器或调用 backward）的方法被调用，
   两者都由项目事实得知：NVlabs 在迭代循环开头调用 `trainer.update_learning_rate()`，之后才
   `trainer.dis_update(...)`。自 PyTorch 1.1 起顺序相反：
@@ -757,18 +759,34 @@ def _before_the_epoch_in_function(
     if parent is not function:
         return
     steps = block_steps(ctx, function)
-    if not steps or position(steps[0]) < position(node) or _compensated(ctx):
+    if (steps and position(steps[0]) < position(node)) or _compensated(ctx):
         return
     last_loop = _last_loop(ctx, function)
     if last_loop is None or last_loop < position(node):
         return  # the optimizer steps once, in the same function: not an epoch of batches
-    yield ctx.finding(
-        PITFALL,
-        call,
-        "function",
-        scheduler=ctx.text(scheduler),
-        step=ctx.text(steps[0].value),
-    )
+    if steps:
+        step = ctx.text(steps[0].value)
+    else:
+        # `for batch in loader: train_step(batch, model, optimizer)`: a function of the file
+        # that steps the optimizer, called in the loop (NVIDIA's video interpolation).
+        loop = _loop_at(function, last_loop)
+        training = _training_call_after(node, loop, ctx) if loop is not None else None
+        if training is None:
+            return
+        step = f"{ctx.text(training.func)}(...)"
+    yield ctx.finding(PITFALL, call, "function", scheduler=ctx.text(scheduler), step=step)
+
+
+def _loop_at(function: ast.AST, at: tuple[int, int]) -> ast.AST | None:
+    """The loop of the function's own body (or of a `with` in it) that starts at `at`."""
+    todo = list(function.body)  # type: ignore[attr-defined]
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, LOOPS) and position(statement) == at:
+            return statement
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            todo.extend(statement.body)
+    return None
 
 
 @per_file
