@@ -78,7 +78,8 @@ class, an `nn.Module` subclass of the file or of another module of the project,
 `[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. A name none of whose
 assignments makes anything else counts too when one of them builds a module (`model = Net()`
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
-called on it (`model.parameters()`: a model passed in as a parameter). Not in a project that
+called on it (`model.parameters()`: a model passed in as a parameter), and `torch.save(self,
+path)` in a method of an `nn.Module` subclass. Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a model whose class a file of the project allows in
 safe loads (`torch.serialization.safe_globals([Net, ...])`, as PyTorch's own examples do).
@@ -109,7 +110,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建）；也包括保存内容中的模块：
 `[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。一个名字的各次赋值都不产生别的东西，
 且其中一次构建了模块（一个分支里 `model = Net()`，另一个分支里 `model = torch.load(path)`），或在它上面调用了
-只有模块才有的方法（`model.parameters()`：作为参数传入的模型）时，也算在内。项目中某处用 `weights_only=False`
+只有模块才有的方法（`model.parameters()`：作为参数传入的模型）时，也算在内；`nn.Module` 子类的方法里的
+`torch.save(self, path)` 同样报告。项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。项目中某个文件用
 `torch.serialization.safe_globals([Net, ...])` 允许该模型的类参与安全加载时也不报告（例如 PyTorch 官方示例）。
 
@@ -249,6 +251,9 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
     or, for a name, by how the code uses it (see `_used_as_module`)."""
     if ctx.kind_of(expr) is Kind.MODULE:
         return True
+    if isinstance(expr, ast.Name) and expr.id == "self":  # `torch.save(self, path)` in a model
+        cls = ctx.enclosing_class()
+        return cls is not None and ctx.is_module_class(cls)
     if isinstance(expr, ast.IfExp):  # `net.module if use_cuda else net`
         return _is_module(expr.body, ctx) and _is_module(expr.orelse, ctx)
     if isinstance(expr, ast.Name) and (
