@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     nested_statements,
     per_file,
     scope_of,
+    top_level_functions,
 )
 
 PITFALL = Pitfall(
@@ -67,7 +68,9 @@ appended to a list that was created before the loop: `total_loss += loss`,
 `total_loss = total_loss + loss`, `losses.append(loss)`; also a term of that loss
 (`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`), which carries the same
 graph; and a dict or list appended whole after backward ran on one of its items
-(`outputs.append(output)` after `output["loss"].backward()`).
+(`outputs.append(output)` after `output["loss"].backward()`). A loss handed back by a function
+of the file that ran its backward (`batch_loss = train_step(...)`, whose every `return` gives
+the `loss` it called `loss.backward()` on) counts as backpropagated in the loop.
 
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
 reset inside the loop) is fine and not reported, nor is a loss kept on one iteration only (under
@@ -111,7 +114,8 @@ nothing grows.
 `total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`；也包括这个损失的
 某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`），它带着同一张计算图；
 以及对其中某一项做了反向传播之后，被整个追加到列表里的字典或列表（`output["loss"].backward()` 之后的
-`outputs.append(output)`）。
+`outputs.append(output)`）。本文件中做过反向传播、再把该损失返回的函数（`batch_loss = train_step(...)`，
+它的每个 `return` 都返回调用过 `loss.backward()` 的 `loss`）给出的损失，也算在循环里做过反向传播。
 
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
 是正常用法，不会报告；只在某一次迭代中保留的损失（在 `if step == 0:` 这类对循环变量本身的判断之下），
@@ -396,6 +400,10 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
             target = statement.targets[0]
             if type(target) is ast.Name and type(statement.value) is ast.BinOp:
                 terms.setdefault(target.id, set()).update(_root_names(statement.value))
+            elif type(target) is ast.Name and _returns_its_backpropagated_loss(
+                statement.value, ctx
+            ):
+                roots.add(target.id)  # `batch_loss = train_step(...)`, which ran its backward
     # The terms summed into a backpropagated loss carry its graph too (DDC's `total_loss +=
     # clf_loss` after `loss = clf_loss + 0.25 * mmd_loss; loss.backward()`).
     todo = list(roots)
@@ -405,6 +413,30 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
                 roots.add(term)
                 todo.append(term)
     return frozenset(roots)
+
+
+def _returns_its_backpropagated_loss(value: ast.expr, ctx: Context) -> bool:
+    """`value` calls a function of the file that runs `loss.backward()` and returns `loss`."""
+    if type(value) is not ast.Call or type(value.func) is not ast.Name:
+        return False
+    function = top_level_functions(ctx).get(value.func.id)
+    return function is not None and _backpropagates_what_it_returns(ctx, function)
+
+
+@per_file
+def _backpropagates_what_it_returns(ctx: Context, function: ast.AST) -> bool:
+    """Every `return` of the function hands back a name it ran `backward` on (UNet's
+    `train_step`: `loss.backward(); optimizer.step(); return loss`)."""
+    backpropagated: set[str] = set()
+    returned = []
+    for statement in nested_statements(function.body):  # type: ignore[attr-defined]
+        if type(statement) is ast.Expr and type(statement.value) is ast.Call:
+            backpropagated.update(_backward_target_names(statement.value, ctx))
+        elif type(statement) is ast.Return:
+            returned.append(statement.value)
+    return bool(returned) and all(
+        type(value) is ast.Name and value.id in backpropagated for value in returned
+    )
 
 
 def _container_kept(
