@@ -76,12 +76,7 @@ class BlockParser:
         if not candidates:
             return None
         block = candidates.pop()
-        shift = first_line - block.first_line
-        if shift:
-            for node in block.positioned:
-                node.lineno += shift  # type: ignore[attr-defined]
-                node.end_lineno += shift  # type: ignore[attr-defined]
-            block.first_line = first_line
+        _move(block, first_line)
         return block
 
 
@@ -152,9 +147,15 @@ def _parsed(block_text: str, first_line: int) -> _Block | SyntaxError | None:
         if getattr(node, "lineno", None) is not None and node is not module
     ]
     block = _Block(module.body, positioned, 1)
-    if first_line != 1:
-        for node in positioned:
-            node.lineno += first_line - 1  # type: ignore[attr-defined]
-            node.end_lineno += first_line - 1  # type: ignore[attr-defined]
-        block.first_line = first_line
+    _move(block, first_line)
     return block
+
+
+def _move(block: _Block, first_line: int) -> None:
+    """Give the block's nodes the lines they have when it starts at `first_line`."""
+    shift = first_line - block.first_line
+    if shift:
+        for node in block.positioned:
+            node.lineno += shift  # type: ignore[attr-defined]
+            node.end_lineno += shift  # type: ignore[attr-defined]
+        block.first_line = first_line
