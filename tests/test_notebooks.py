@@ -65,6 +65,25 @@ def test_findings_are_located_by_cell_and_line(tmp_path):
     assert "  2 | x.cuda()" in text
 
 
+def test_a_message_names_lines_as_the_cells_count_them(tmp_path):
+    # Bayesian-Neural-Networks' KFAC notebook: "used as a mask on line 268" named a line of the
+    # cells joined, which the user cannot find; the line within the cell, and the cell when it
+    # is another one.
+    book = notebook(
+        "import torch\nx = torch.zeros(3)",
+        "I = torch.eye(3).type(torch.ByteTensor)\nprint(I)\nx[I[0]] = 1",
+        "J = torch.ones(3).byte()",
+        "x[J] = 2",
+    )
+    write_notebook(tmp_path / "kfac.ipynb", book)
+    messages = {
+        (f["cell"], f["line"]): f["message"]
+        for f in check_json(tmp_path, "--select", "TD401", "kfac.ipynb")
+    }
+    assert "used as a mask on line 3:" in messages[(2, 1)]
+    assert "used as a mask on line 1 (cell 4):" in messages[(3, 1)]
+
+
 def test_directories_include_notebooks_but_not_checkpoints(tmp_path):
     write_notebook(tmp_path / "a.ipynb", TRAIN)
     (tmp_path / ".ipynb_checkpoints").mkdir()

@@ -17,6 +17,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from json.decoder import scanstring
 
+from torchdoctor.catalog import _registry
 from torchdoctor.catalog._registry import engine_finding
 from torchdoctor.lint.lines import ending, line_starts, position, split_lines
 from torchdoctor.lint.source import UnreadableFile, decode
@@ -271,6 +272,7 @@ def locate(finding: Finding, notebook: Notebook) -> Finding:
     start = _cell_line(notebook, finding.line)
     end = _cell_line(notebook, finding.end_line)
     finding.cell, finding.line = start[0], max(start[1], 1)
+    _name_lines_in_cells(finding, notebook)
     finding.end_line = end[1] if end[0] == start[0] and end[1] else finding.line
     shift = len(notebook.dedented.get(start[0], ""))
     if shift:  # columns of the cell as the user wrote it
@@ -294,6 +296,31 @@ def locate(finding: Finding, notebook: Notebook) -> Finding:
         )
         finding.fix = Fix(fix.applicability, fix.title, edits, titles=fix.titles)
     return finding
+
+
+# The fields of catalog messages that name another line of the file ("used as a mask on line
+# {line}"): in a notebook, a line of the joined cells means nothing to the user.
+_LINE_FIELDS = ("line", "read_line", "write_line")
+
+
+def _name_lines_in_cells(finding: Finding, notebook: Notebook) -> None:
+    """The lines a finding's message names, counted within their cells: the number alone in
+    the finding's own cell, with the cell's number in another one; the message made again."""
+    if finding.template is None:
+        return
+    variant, fields = finding.template
+    named = {key: fields[key] for key in _LINE_FIELDS if type(fields.get(key)) is int}
+    if not named:
+        return
+    pitfall = _registry.get(finding.code)
+    if pitfall is None:
+        return
+    moved = dict(fields)
+    for key, line in named.items():
+        cell, line_in_cell = _cell_line(notebook, line)
+        moved[key] = line_in_cell if cell == finding.cell else f"{line_in_cell} (cell {cell})"
+    finding.template = (variant, moved)
+    finding.message = pitfall.message(variant, "en", **moved)
 
 
 def _cell_line(notebook: Notebook, line: int) -> tuple[int, int]:
