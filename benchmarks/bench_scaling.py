@@ -699,6 +699,72 @@ def evaluation_script(lines: int) -> str:
     )
 
 
+def training_script(lines: int) -> str:
+    """A script of about `lines` lines of training helpers: step functions that run the backward
+    and hand the loss back (TD102), epochs that step a scheduler before such a step function
+    (TD203), models saving themselves (TD503), loss subclasses with the old mean's name as a
+    default (TD802), helpers giving back a saved mode (TD206), losses summed on purpose over an
+    accumulation window (TD213), modules recording no graph (TD409) and meta-learners taking
+    gradients at test time (TD205)."""
+    return _script(
+        INFERENCE_HEADER,
+        lines,
+        lambda i: [
+            f"def step_{i}(x, y, optimizer, criterion, net):",
+            "    optimizer.zero_grad()",
+            "    loss = criterion(net(x), y)",
+            "    loss.backward()",
+            "    optimizer.step()",
+            "    return loss",
+            f"def epoch_{i}(net, optimizer, criterion, lr_scheduler, batches):",
+            "    lr_scheduler.step()",
+            "    total = 0",
+            "    for x, y in batches:",
+            f"        batch_loss = step_{i}(x, y, optimizer, criterion, net)",
+            "        total += batch_loss",
+            "    return total",
+            f"class Saved_{i}(nn.Module):",
+            "    def save(self, path):",
+            "        torch.save(self, path)",
+            f"class Loss_{i}(nn.BCELoss):",
+            "    def __init__(self, weight=None, size_average=None, reduction='elementwise_mean'):",
+            "        super().__init__(weight=weight, size_average=size_average, reduction=reduction)",
+            f"def pseudo_label_{i}(net, x):",
+            "    was_training = net.training",
+            "    net.eval()",
+            "    out = net(x)",
+            "    net.train(was_training)",
+            "    return out",
+            f"def accumulate_{i}(net, optimizer, loader, k):",
+            "    net.train()",
+            "    for j, (x, y) in enumerate(loader):",
+            f"        target = pseudo_label_{i}(net, x)",
+            "        # reduction=sum over the samples",
+            "        F.mse_loss(net(x), target, reduction='sum').backward()",
+            "        if j % k == 0:",
+            "            optimizer.step()",
+            "            optimizer.zero_grad()",
+            f"class Magnitude_{i}(nn.Module):",
+            "    @torch.no_grad()",
+            "    def forward(self, x):",
+            "        return x.abs()",
+            f"class Adapter_{i}(nn.Module):",
+            "    def forward(self, x):",
+            "        return torch.autograd.grad(x.sum(), [x])[0]",
+            f"class Plotter_{i}:",
+            "    def __init__(self):",
+            f"        self.magnitude = Magnitude_{i}()",
+            f"        self.model = Adapter_{i}()",
+            "    def plot(self, y):",
+            "        return self.magnitude(y).numpy()",
+            "    def evaluate(self, loader):",
+            "        self.model.eval()",
+            "        for x in loader:",
+            "            print(self.model(x))",
+        ],
+    )
+
+
 def notebook(cells: int) -> str:
     """A Jupyter notebook of `cells` code cells (and a markdown cell every tenth)."""
     # The notebook's own pitfalls: TD704, and its function sent to DataLoader workers (TD310).
@@ -761,6 +827,7 @@ SHAPES = (
     Shape("ddp script", "lines", 10_000, ddp_script),
     Shape("inference script", "lines", 10_000, inference_script),
     Shape("evaluation script", "lines", 10_000, evaluation_script),
+    Shape("training script", "lines", 10_000, training_script),
 )
 
 
