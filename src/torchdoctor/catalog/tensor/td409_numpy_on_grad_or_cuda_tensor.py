@@ -257,11 +257,12 @@ def _records_no_graph(module: ast.expr, ctx: Context) -> bool:
     else:
         classes = [built_from(module, ctx)]
     return bool(classes) and all(
-        names and all(_forward_records_no_graph(name, ctx) for name in names) for names in classes
+        names and all(_forward_records_no_graph(ctx, name) for name in names) for names in classes
     )
 
 
-def _forward_records_no_graph(class_name: str, ctx: Context) -> bool:
+@per_file
+def _forward_records_no_graph(ctx: Context, class_name: str) -> bool:
     cls = ctx.local_class(class_name)
     if cls is None:
         return ctx.project.turns_gradients_off(class_name)
