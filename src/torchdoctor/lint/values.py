@@ -712,14 +712,10 @@ def _passed(
                 if is_self_attribute(call.func)
             ]
         elif isinstance(owner, ast.Module):
-            module_bindings = bindings(ctx, owner, function.name) or ()
-            if [b.node for b in module_bindings] != [function]:
-                return (), 0  # rebound, or imported too: which function a call reaches is unclear
-            calls = [
-                call
-                for call in found.calls_named(owner, (function.name,))
-                if type(call.func) is ast.Name and not _shadowed(ctx, call, found)
-            ]
+            reaching = module_function_calls(ctx, function, found)
+            if reaching is None:
+                return (), 0
+            calls = reaching
         else:
             return (), 0
     keyword_only = {arg.arg for arg in args.kwonlyargs}
@@ -828,6 +824,22 @@ def _top_level_starts(ctx: Context) -> list[int]:
     return [
         min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
         for statement in ctx.tree.body
+    ]
+
+
+def module_function_calls(ctx: Context, function: ast.AST, found) -> list[ast.Call] | None:
+    """The calls `f(...)` of the module-level function `f` in its file (`found`: the file's
+    index) that surely reach it: by its bare name, not shadowed where the call is; None when
+    the module binds the name otherwise too (rebound, or imported too: which function a call
+    reaches is unclear)."""
+    owner = found.parents.get(function)
+    name = function.name  # type: ignore[attr-defined]
+    if [b.node for b in bindings(ctx, owner, name) or ()] != [function]:
+        return None
+    return [
+        call
+        for call in found.calls_named(owner, (name,))
+        if type(call.func) is ast.Name and not _shadowed(ctx, call, found)
     ]
 
 

@@ -25,6 +25,7 @@ from torchdoctor.catalog.sdk import (
     per_file,
     tensor_type,
     may_be_called,
+    module_function_calls,
     shorten,
 )
 
@@ -617,7 +618,7 @@ def _returned_mask_use(name: str, ctx: Context) -> int | None:
     found = index(ctx)
     if not _keeps_its_dtype(ctx, function, name, found.parents):
         return None
-    for call, statement in _calls_of(function, found, depth=2):
+    for call, statement in _calls_of(ctx, function, found, depth=2):
         caller = found.scopes[found.number[statement]]
         if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -689,15 +690,19 @@ def _returned_at(function: ast.AST, name: str, ctx: Context) -> int | None | boo
     return places.pop() if len(places) == 1 else False
 
 
-def _calls_of(function: ast.AST, found, depth: int) -> Iterator[tuple[ast.Call, ast.stmt]]:
+def _calls_of(
+    ctx: Context, function: ast.AST, found, depth: int
+) -> Iterator[tuple[ast.Call, ast.stmt]]:
     """(call, the statement holding it) for each call of `function` in the file that surely
-    reaches it, a function returning such a call followed in its turn (`depth` levels)."""
+    reaches it, a function returning such a call followed in its turn (`depth` levels). A
+    method's calls are `self.name(...)` in its class (a static one's too: it hands back the
+    same value); a module function's, those by its bare name while nothing else binds it."""
     owner = found.parents.get(function)
     name = function.name  # type: ignore[attr-defined]
     if isinstance(owner, ast.ClassDef):
         calls = [c for c in found.calls_named(owner, (name,)) if is_self_attribute(c.func)]
     elif isinstance(owner, ast.Module):
-        calls = [c for c in found.calls_named(owner, (name,)) if type(c.func) is ast.Name]
+        calls = module_function_calls(ctx, function, found) or []
     else:
         return
     for call in calls:
@@ -705,7 +710,7 @@ def _calls_of(function: ast.AST, found, depth: int) -> Iterator[tuple[ast.Call, 
         if isinstance(statement, ast.Return) and depth > 1:
             outer = found.scopes[found.number[statement]]
             if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield from _calls_of(outer, found, depth - 1)
+                yield from _calls_of(ctx, outer, found, depth - 1)
         elif isinstance(statement, ast.Assign) and statement.value is call:
             yield call, statement
 
