@@ -57,7 +57,11 @@ from torchdoctor.lint.context import (
     top_level_classes,
     top_level_functions,
 )
-from torchdoctor.lint.gradients import runs_without_gradients, turns_recording_off
+from torchdoctor.lint.gradients import (
+    records_nothing,
+    runs_without_gradients,
+    turns_recording_off,
+)
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.project import (
     FORWARD_CALLED,
@@ -189,6 +193,7 @@ __all__ = [
     "CNN_FACTORIES",
     "FORWARD_CALLED",
     "lazy_compile",
+    "records_nothing",
     "runs_without_gradients",
     "turns_recording_off",
     "call_name",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.context import Context
-from torchdoctor.lint.occurrences import argument
+from torchdoctor.lint.occurrences import argument, index_of
 
 # The last part of the name of a context manager or decorator that turns recording off:
 # torch's (`torch.no_grad`, `torch.inference_mode`, `torch.autograd.grad_mode.no_grad`), and a
@@ -47,6 +47,16 @@ def turns_recording_off(node: ast.AST, ctx: Context, maybe: bool = False) -> boo
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return any(stops_recording(decorator, ctx, maybe) for decorator in node.decorator_list)
     return False
+
+
+def records_nothing(function: ast.AST, ctx: Context) -> bool:
+    """`function` (a model's `forward`) is decorated to record nothing, or holds a `with` that
+    turns recording off: whoever runs it gets outputs with no graph (a metric's feature
+    extractor)."""
+    return turns_recording_off(function, ctx) or any(
+        turns_recording_off(node, ctx)
+        for node in index_of(ctx, function).under(function, ast.With, ast.AsyncWith)
+    )
 
 
 def runs_without_gradients(ctx: Context, maybe: bool = False) -> bool:

@@ -23,6 +23,7 @@ from torchdoctor.catalog.sdk import (
     is_self_attribute,
     parameter_free_module,
     per_file,
+    records_nothing,
     turns_recording_off,
 )
 
@@ -269,13 +270,7 @@ def _forward_records_no_graph(ctx: Context, class_name: str) -> bool:
     return any(
         isinstance(method, ast.FunctionDef)
         and method.name == "forward"
-        and (
-            turns_recording_off(method, ctx)
-            or any(
-                isinstance(node, ast.With) and turns_recording_off(node, ctx)
-                for node in ast.walk(method)
-            )
-        )
+        and records_nothing(method, ctx)
         for method in cls.body
     )
 

@@ -35,7 +35,7 @@ from torchdoctor.catalog.sdk import (
     scope_of,
     shorten,
     top_level_functions,
-    turns_recording_off,
+    records_nothing,
 )
 
 # Messages quote at most 40 characters of source.
@@ -1295,12 +1295,7 @@ class _Program:
         )
 
     def _grad_free(self, forward: ast.FunctionDef) -> bool:
-        """Decorated to record nothing, or holding a `with` that turns recording off (the one
-        reading of lint/gradients.py)."""
-        return turns_recording_off(forward, self.ctx) or any(
-            turns_recording_off(node, self.ctx)
-            for node in self.found.under(forward, ast.With, ast.AsyncWith)
-        )
+        return records_nothing(forward, self.ctx)
 
     def mode_free(self, models: list[ast.AST]) -> bool:
         """True when every model built under this name has no Dropout/BatchNorm-like layer."""
