@@ -762,42 +762,29 @@ def _before_the_epoch_in_function(
     if (steps and position(steps[0]) < position(node)) or _compensated(ctx):
         return
     last_loop = _last_loop(ctx, function)
-    if last_loop is None or last_loop < position(node):
+    if last_loop is None or position(last_loop) < position(node):
         return  # the optimizer steps once, in the same function: not an epoch of batches
     if steps:
         step = ctx.text(steps[0].value)
     else:
         # `for batch in loader: train_step(batch, model, optimizer)`: a function of the file
         # that steps the optimizer, called in the loop (NVIDIA's video interpolation).
-        loop = _loop_at(function, last_loop)
-        training = _training_call_after(node, loop, ctx) if loop is not None else None
+        training = _training_call_after(node, last_loop, ctx)
         if training is None:
             return
         step = f"{ctx.text(training.func)}(...)"
     yield ctx.finding(PITFALL, call, "function", scheduler=ctx.text(scheduler), step=step)
 
 
-def _loop_at(function: ast.AST, at: tuple[int, int]) -> ast.AST | None:
-    """The loop of the function's own body (or of a `with` in it) that starts at `at`."""
-    todo = list(function.body)  # type: ignore[attr-defined]
-    while todo:
-        statement = todo.pop()
-        if isinstance(statement, LOOPS) and position(statement) == at:
-            return statement
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            todo.extend(statement.body)
-    return None
-
-
 @per_file
-def _last_loop(ctx: Context, function: ast.AST) -> tuple[int, int] | None:
-    """Where the last loop of the function's own body starts (also inside a `with` block of
-    it: meshed-memory-transformer's `with tqdm(...) as pbar: for ... in dataloader:`)."""
+def _last_loop(ctx: Context, function: ast.AST) -> ast.AST | None:
+    """The last loop of the function's own body (also inside a `with` block of it:
+    meshed-memory-transformer's `with tqdm(...) as pbar: for ... in dataloader:`)."""
     loops, todo = [], list(reversed(function.body))
     while todo:
         statement = todo.pop()
         if isinstance(statement, LOOPS):
-            loops.append(position(statement))
+            loops.append(statement)
         elif isinstance(statement, (ast.With, ast.AsyncWith)):
             todo.extend(reversed(statement.body))
     return loops[-1] if loops else None
