@@ -42,7 +42,8 @@ class BlockParser:
     def parse(self, text: str) -> ast.Module | None:
         """The tree of `text`, as `ast.parse` gives it; None when some block does not parse on
         its own (the caller parses the whole text then)."""
-        if "\r" in text.replace("\r\n", ""):  # a lone carriage return also ends a line
+        # A lone carriage return also ends a line (the copy only for a text holding one).
+        if "\r" in text and "\r" in text.replace("\r\n", ""):
             return None
         pieces = _split(text)
         body: list[ast.stmt] = []
