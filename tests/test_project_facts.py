@@ -335,6 +335,25 @@ def test_a_library_loader_factory_is_left_to_its_callers(tmp_path):
     assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
 
 
+def test_a_loader_factory_only_evaluation_functions_call_is_no_training_loader(tmp_path):
+    # diffae's metrics.py: a subset of images for FID, shuffled or not, rendered once.
+    (tmp_path / "pyproject.toml").write_text("")
+    factory = LOADERS.split("\n\n\ndef main")[0].replace("train_sampler", "sampler")
+    caller = (
+        "\n\n\ndef {name}(dataset):\n"
+        "    loader, sampler = prepare(dataset)\n"
+        "    for batch in loader:\n"
+        "        pass\n"
+    )
+    (tmp_path / "metrics.py").write_text(factory + caller.format(name="evaluate_fid"))
+    assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
+    # Called by a function that may train too: reported.
+    (tmp_path / "metrics.py").write_text(
+        factory + caller.format(name="evaluate_fid") + caller.format(name="fit")
+    )
+    assert "metrics.py:7:15: TD604" in _check(tmp_path, ".", rule="TD604").stdout
+
+
 def test_the_project_around_a_file_is_read_without_blocking_or_following_links(tmp_path):
     # A FIFO and a link to /dev/zero named like modules sit in the project of the checked file:
     # reading the project's facts must neither block on the one nor read the other forever.

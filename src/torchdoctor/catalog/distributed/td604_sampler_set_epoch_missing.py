@@ -64,7 +64,9 @@ loader made in a `prepare_dataloaders()` the script calls), the sampler itself i
 nothing in the whole project calls `set_epoch`, it feeds training (no `val`/`test`/`eval` in its
 names), and no training framework that sets the epoch itself is imported (Lightning, Accelerate,
 Transformers, Ignite, DeepSpeed, fairseq, detectron2, MMEngine...). A loader factory that its
-own file never calls is a library's, left to its callers.
+own file never calls is a library's, left to its callers; one that only the file's evaluation
+functions call (`evaluate_fid`, `validate`: a fixed subset of images for a metric) feeds no
+training.
 
 ## Why is this bad?
 `DistributedSampler` shuffles with a generator seeded by `seed + epoch`, and `epoch` is only
@@ -89,7 +91,8 @@ loop variable is assumed to count epochs.
 epoch 循环在别处时（DataLoader 由脚本调用的 `prepare_dataloaders()` 创建），如果整个项目都没有调用
 `set_epoch`、这个 sampler 用于训练（名字里没有 `val`/`test`/`eval`），并且没有导入会自己设置 epoch 的
 训练框架（Lightning、Accelerate、Transformers、Ignite、DeepSpeed、fairseq、detectron2、MMEngine 等），
-就在 sampler 处报告。所在文件自己从不调用的 DataLoader 工厂函数属于库，留给它的调用者。
+就在 sampler 处报告。所在文件自己从不调用的 DataLoader 工厂函数属于库，留给它的调用者；
+只被本文件的评估函数（`evaluate_fid`、`validate`：为计算指标取的一组固定图片）调用的工厂函数不用于训练。
 
 ## Why is this bad?
 `DistributedSampler` 用 `seed + epoch` 作为随机种子来打乱数据，而 `epoch` 只有 `set_epoch` 会修改。
@@ -179,6 +182,9 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 # Words of a sampler's or dataset's name that say it is not for training: its order does not
 # matter there.
 _NOT_TRAINING = frozenset({"val", "valid", "validation", "test", "eval", "dev", "inference"})
+# ... and words of a function's name that say it evaluates.
+_EVALUATING = _NOT_TRAINING | {"evaluate", "evaluation", "validate", "infer", "predict", "metric"}
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Packages whose training loops call `set_epoch` on a loader's DistributedSampler themselves.
 _FRAMEWORKS = frozenset(
     {
@@ -207,16 +213,25 @@ def _for_training(call: ast.Call, ctx: Context) -> bool:
 
 
 def _used_in_this_program(ctx: Context) -> bool:
-    """The sampler is made at the top of a script, or in a function this file calls: not in a
-    library's loader factory, whose callers (elsewhere) may step the epoch."""
+    """The sampler is made at the top of a script, or in a function this file calls to train:
+    not in a library's loader factory, whose callers (elsewhere) may step the epoch, nor in one
+    that only evaluation functions of the file call (a fixed subset of images for a metric:
+    its order does not matter)."""
     function = ctx.enclosing_function()
-    return function is None or _called_in_file(ctx, function.name)
+    return function is None or _called_to_train(ctx, function.name)
 
 
 @per_file
-def _called_in_file(ctx: Context, name: str) -> bool:
+def _called_to_train(ctx: Context, name: str) -> bool:
     whole = index(ctx)
-    return bool(whole.calls_named(ctx.tree, (name,)))
+    scopes, number = whole.scopes, whole.number
+    for call in whole.calls_named(ctx.tree, (name,)):
+        caller = scopes[number[call]]
+        if not isinstance(caller, _FUNCTIONS) or not _EVALUATING.intersection(
+            name_words(caller.name)
+        ):
+            return True
+    return False
 
 
 @per_file
