@@ -1167,3 +1167,78 @@ def test_two_projects_checked_together_keep_their_own_facts(tmp_path):
     )
     out = _check(tmp_path, "a", "b", rule="TD203").stdout
     assert "train.py:8:13: TD203 `trainer.module.update_learning_rate()` steps only" in out
+
+
+NO_EVAL_MODELS = """\
+import torch.nn as nn
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+
+    def forward(self, x):
+        return self.body(x)
+"""
+NO_EVAL_UTILS = """\
+import torch
+
+
+def test_seg(model, loader):
+    correct = 0
+    for points, target in loader:
+        pred = model(points)
+        for j in range(len(target)):
+            correct += int(pred[j].argmax() == target[j])
+    return correct
+"""
+NO_EVAL_TRAIN = """\
+import torch
+from model import Classifier
+from utils import test_seg
+
+
+def main(train_loader, test_loader):
+    model = Classifier()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    print(test_seg(model, test_loader))
+"""
+
+
+def test_evaluation_in_a_project_that_never_leaves_training_mode(tmp_path):
+    # GACNet: `utils.test_seg(model, loader)` is called from another file, and nothing in the
+    # project ever calls `.eval()`: every evaluation runs in training mode.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(NO_EVAL_MODELS)
+    (tmp_path / "utils.py").write_text(NO_EVAL_UTILS)
+    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
+    out = _check(tmp_path, "utils.py", rule="TD205").stdout
+    assert "utils.py:7:16: TD205" in out and "nothing in this project calls `.eval()`" in out
+    # Batches made otherwise (RNet's `for i in range(n)`), the answers read in a loop after.
+    (tmp_path / "utils.py").write_text(
+        NO_EVAL_UTILS.replace(
+            "for points, target in loader:",
+            "for i in range(len(loader)):\n        points, target = loader[i]",
+        )
+    )
+    assert "utils.py:8:16: TD205" in _check(tmp_path, "utils.py", rule="TD205").stdout
+    (tmp_path / "utils.py").write_text(NO_EVAL_UTILS)
+    # Some file of the project switches a mode: its callers may well do it first.
+    (tmp_path / "train.py").write_text(
+        NO_EVAL_TRAIN.replace("    print(", "    model.eval()\n    print(")
+    )
+    assert "TD205" not in _check(tmp_path, "utils.py", rule="TD205").stdout
+    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
+    # A GAN's generator sampled in training mode may be the method.
+    (tmp_path / "utils.py").write_text(NO_EVAL_UTILS.replace("model", "netG"))
+    assert "TD205" not in _check(tmp_path, "utils.py", rule="TD205").stdout
+    # Models of the project mostly without Dropout or BatchNorm: the one given is not known.
+    (tmp_path / "utils.py").write_text(NO_EVAL_UTILS)
+    plain = "\n\nclass Plain{n}(nn.Module):\n    def forward(self, x):\n        return x\n"
+    (tmp_path / "model.py").write_text(NO_EVAL_MODELS + plain.format(n=1) + plain.format(n=2))
+    assert "TD205" not in _check(tmp_path, "utils.py", rule="TD205").stdout

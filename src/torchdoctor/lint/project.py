@@ -100,6 +100,19 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
     # Some model of the project has layers that work differently in training and evaluation:
     # a model of another module loaded and run without `.eval()` is then likely one of them.
     "mode-dependent layers": ((b"BatchNorm", b"Dropout", b"F.dropout("), ()),
+    # Some code of the project may switch a model's mode (`.eval()`, `.train(False)`,
+    # `.train(phase == "train")`, MONAI's `eval_mode`, `.training = False`): where none does,
+    # every model of the project runs in training mode, evaluation included. (Read broadly:
+    # any `eval(` counts, so that a doubt keeps a finding away.)
+    "sets a mode": (
+        (b"eval", b".train"),
+        (
+            lazy_compile(rb"eval[ \t]*\("),
+            lazy_compile(rb"eval_mode"),
+            lazy_compile(rb"\.train[ \t]*\([ \t]*[^) \t\n]"),
+            lazy_compile(rb"\.training[ \t]*=[^=]"),
+        ),
+    ),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
     # By keyword (not `x.topk=`, `mytopk=`) or in place (fast-autoaugment's `accuracy(preds,

@@ -16,6 +16,7 @@ from torchdoctor.catalog.sdk import (
     bindings,
     Context,
     FileIndex,
+    holds_marker,
     Finding,
     Kind,
     Monitor,
@@ -29,6 +30,7 @@ from torchdoctor.catalog.sdk import (
     hands_back,
     may_be_called,
     moves_itself,
+    name_words,
     per_file,
     returned_values,
     runs_without_gradients,
@@ -89,6 +91,15 @@ PITFALL = Pitfall(
             "（其间没有调用 `.eval()`，`{function}` 里也没有），Dropout 仍然生效，BatchNorm 会用评估数据"
             "更新 running 统计量；请在调用前执行 `{model}.eval()`，之后再 `{model}.train()`",
         },
+        "project": {
+            "en": "`{model}` runs in training mode in this evaluation loop: nothing in this project "
+            "calls `.eval()` (nor `.train(False)`), so Dropout stays active and BatchNorm updates "
+            "its running statistics with evaluation data; call `{model}.eval()` before the loop "
+            "and `{model}.train()` after it",
+            "zh": "这个评估循环中 `{model}` 处于训练模式：整个项目都没有调用 `.eval()`（也没有 "
+            "`.train(False)`），Dropout 仍然生效，BatchNorm 还会用评估数据更新 running 统计量；"
+            "请在循环前调用 `{model}.eval()`，循环结束后再调用 `{model}.train()`",
+        },
         "switched": {
             "en": "`{model}.train()` inside this evaluation loop puts the model back in "
             "training mode while it evaluates: Dropout drops and BatchNorm uses and updates "
@@ -147,10 +158,19 @@ criterion, batch)`), unless that function computes gradients (an adversarial att
 handed back by the training function (`model = train_model(model, ...)`, which returns its
 parameter) is the model it was given.
 
+In a project where no code may switch a model's mode (no `.eval(`, `.train(False)`,
+`.train(<expression>)`, `eval_mode`, `.training =` in any of its files), every model runs in
+training mode: an evaluation function is then reported whoever calls it, from any file, when
+its model certainly has a mode-dependent layer (built from such a class, of the file or the
+project, or a torchvision model; a model handed in as a parameter or read from a dict, when at
+least half of the project's model classes have such a layer). Not for a GAN's generator or
+discriminator (`netG`, `G_AB`, `critic`): sampling in training mode can be the method.
+
 A loop over batches made otherwise (`for i in range(n_batches)`, `for x, y in
-utils.create_dataset(test)`), the innermost one, in a function named to evaluate that is no
-method of a model, is reported only when evaluation mode is missing (the first of the two
-above), not for gradients alone.
+utils.create_dataset(test)`), the innermost one that runs the model (a loop after the model's
+call that reads its answers does not count), in a function named to evaluate that is no method
+of a model, is reported only when evaluation mode is missing (the first of the two above), not
+for gradients alone.
 
 Also an inference script that loads a model and runs it in training mode:
 `net.load_state_dict(torch.load(path))` (or a part of what `torch.load` returned) on a model the
@@ -237,9 +257,15 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
 除非那个函数要计算梯度（例如对抗攻击）。训练函数交还的模型（`model = train_model(model, ...)`，
 它返回自己的参数）就是传给它的那个模型。
 
+如果项目中没有任何代码可能切换模型的模式（所有文件里都没有 `.eval(`、`.train(False)`、`.train(<表达式>)`、
+`eval_mode`、`.training =`），那么每个模型都一直处于训练模式：这时评估函数无论被哪个文件调用都会报告，
+前提是它的模型一定含有依赖模式的层（由含这类层的类构造，该类属于本文件或本项目，或者是 torchvision 模型；
+作为参数传入或从 dict 中取出的模型，则要求项目中至少一半的模型类含有这类层）。GAN 的生成器和判别器
+（`netG`、`G_AB`、`critic`）除外：以训练模式采样可能正是方法本身。
+
 遍历以其他方式产生的 batch 的循环（`for i in range(n_batches)`、`for x, y in utils.create_dataset(test)`），
-只看最内层的一个，且所在函数以评估命名、又不是模型自己的方法时，只在缺少评估模式（上面两项中的第一项）时报告，
-不会只因为没有关闭梯度而报告。
+只看运行模型的最内层循环（模型调用之后只读取输出的循环不算），且所在函数以评估命名、又不是模型自己的方法时，
+只在缺少评估模式（上面两项中的第一项）时报告，不会只因为没有关闭梯度而报告。
 
 还包括以训练模式运行加载好的模型的推理脚本：对文件中构造的模型调用
 `net.load_state_dict(torch.load(path))`（或 `torch.load` 结果中的一部分），之后在同一函数中调用 `net(...)`，
@@ -489,7 +515,11 @@ def _check_loop(
     program = _program(ctx)
     family = program.family(function)
     if family is None:
-        return  # no caller in this file: whoever calls it may already have set the modes
+        # No caller in this file: whoever calls it may already have set the modes, unless
+        # nothing in the project ever does (then every model runs in training mode).
+        if _never_out_of_training(model, function, ctx) and not _dropout_on_purpose(node, ctx):
+            yield ctx.finding(PITFALL, call, "project", model=_short(ctx.text(model)))
+        return
     if _built_by(function, model, program, ctx):
         family = [function]  # no other code of the file has that model to switch
     name = last_name(model) or ""
@@ -503,7 +533,11 @@ def _check_loop(
     if program.set_their_own_mode(models):
         return  # `forward` calls `self.eval()` itself (FAST-VQA's evaluators)
     flags = [program.flags(scope) for scope in family]
-    in_training_mode = any(f.switches_to_train for f in flags) or program.built_here(models)
+    in_training_mode = (
+        any(f.switches_to_train for f in flags)
+        or program.built_here(models)
+        or _never_out_of_training(model, function, ctx)
+    )
     eval_missing = (
         in_training_mode
         and not any(f.switches_to_eval for f in flags)
@@ -534,10 +568,16 @@ def _evaluation_function(function: ast.AST | None, ctx: Context) -> bool:
 
 
 def _holds_a_loop(loop: ast.For, ctx: Context) -> bool:
-    """A loop in the loop's body (the innermost loop runs the batches)."""
-    return bool(
-        index_of(ctx, loop).in_block(loop.body, ast.For, ast.AsyncFor, ast.While, local=True)
-    )
+    """A loop in the loop's body that runs the model (the innermost such loop runs the
+    batches; one that only reads a batch's answers after the model ran leaves it to the
+    loop around it)."""
+    inner = index_of(ctx, loop).in_block(loop.body, ast.For, ast.AsyncFor, ast.While, local=True)
+    return any(_runs_a_model(ctx, other) for other in inner)
+
+
+@per_file
+def _runs_a_model(ctx: Context, loop: ast.AST) -> bool:
+    return _model_run(loop, ctx) is not None  # type: ignore[arg-type]
 
 
 def _mode_dependent_factory(qualname: str) -> bool:
@@ -799,10 +839,58 @@ def _switched_to_training(loop: ast.For, ctx: Context) -> list[ast.Call]:
     found = [switch for switch in switches if ast.dump(switch.func.value) in run]  # type: ignore[attr-defined]
     if not found:
         return []
+    return [] if _dropout_on_purpose(loop, ctx) else found
+
+
+def _dropout_on_purpose(loop: ast.For, ctx: Context) -> bool:
+    """The loop or the lines just above it speak of dropout at test time."""
     around = ctx.lines[max(0, loop.lineno - 3) : loop.end_lineno or loop.lineno]
-    if any(word in " ".join(around).lower() for word in _DROPOUT_ON_PURPOSE):
-        return []
-    return found
+    return any(word in " ".join(around).lower() for word in _DROPOUT_ON_PURPOSE)
+
+
+def _never_out_of_training(model: ast.AST, function: ast.AST | None, ctx: Context) -> bool:
+    """Nothing in the project may switch a model's mode, so `model` runs in training mode,
+    and it certainly has a layer whose behaviour depends on the mode: built from a class with
+    one (of the file, of the project, a torchvision model), or, handed in as a parameter (or
+    read from a dict), in a project at least half of whose model classes have one. Not a GAN's
+    generator or discriminator: sampling in training mode can be the method (pix2pix keeps its
+    dropout as noise), and a critic's normalisation is often mode-free."""
+    if not _no_mode_ever_set(ctx) or _GAN_PARTS.intersection(name_words(last_name(model) or "")):
+        return False
+    program = _program(ctx)
+    if isinstance(model, ast.Attribute):
+        return program.model_mode_dependent(model, ctx, project_classes=True)
+    if not isinstance(model, ast.Name):
+        return False
+    scope = function or ctx.tree
+    found = bindings(ctx, scope, model.id)
+    if (
+        found
+        and all(isinstance(b.value, ast.Call) and not b.augmented for b in found)
+        and not all(moves_itself(unwrap_self_methods(b.value), model.id) for b in found)
+    ):
+        return program.mode_dependent_here(model.id, scope, ctx, project_classes=True)
+    # A parameter, a value of a dict or a list (`args["model"]`), or only moved here
+    # (`net = net.float()`, the model from a star import): made out of sight.
+    facts = ctx.project
+    return 2 * len(facts.mode_layer_classes & facts.module_classes) >= len(facts.module_classes) > 0
+
+
+# Words of a model's name that say it is a part of a GAN (`G_AB`, `netD`, `aD`, `critic`).
+_GAN_PARTS = frozenset(
+    {"g", "d", "gen", "generator", "disc", "discriminator", "critic", "netg", "netd"}
+)
+
+
+@per_file
+def _no_mode_ever_set(ctx: Context) -> bool:
+    """Nothing in the project (this file's text as it stands included) may switch a model's
+    mode: every model it evaluates runs in training mode."""
+    return (
+        ctx.project.known
+        and not ctx.project.has("sets a mode")
+        and not holds_marker(ctx.source.encode(), "sets a mode")
+    )
 
 
 # Words that say a model is put in training mode at test time on purpose.
@@ -1059,12 +1147,18 @@ class _Program:
         )
 
     def mode_dependent_here(
-        self, name: str, scope: ast.AST, ctx: Context, other_modules: bool = False
+        self,
+        name: str,
+        scope: ast.AST,
+        ctx: Context,
+        other_modules: bool = False,
+        project_classes: bool = False,
     ) -> bool:
         """`name`, read in `scope`, is a model of a class of this file with a layer whose
         behaviour depends on the mode (`self` in one of its methods, or a name every binding of
         which in the scope builds one: `Net().to(device)`, then `net = net.cuda()`), or a
-        torchvision model; with `other_modules`, also a model of a class of another module."""
+        torchvision model; with `other_modules`, also a model of a class of another module;
+        with `project_classes`, of one the project's facts say has such a layer."""
         if name == "self":
             owner = self.owner.get(scope)
             return owner is not None and not self._modes.class_mode_free(owner)
@@ -1087,7 +1181,8 @@ class _Program:
                 if self._modes.all_mode_free([made]):
                     return False
             elif not _mode_dependent_factory(qualname) and not other_modules:
-                return False  # a class of another module: its layers cannot be seen
+                if not (project_classes and ctx.project.has_mode_layers(last_name(func) or "")):
+                    return False  # a class of another module: its layers cannot be seen
         return True
 
     def family(self, function: ast.AST | None) -> list[ast.AST] | None:
@@ -1202,13 +1297,17 @@ class _Program:
         loops = self.found.under(evaluator, ast.For, ast.AsyncFor)
         return not any(_loader_name(loop.iter, self.ctx) for loop in loops)
 
-    def model_mode_dependent(self, model: ast.AST, ctx: Context) -> bool:
+    def model_mode_dependent(
+        self, model: ast.AST, ctx: Context, project_classes: bool = False
+    ) -> bool:
         """The model `model.train()` switched has a layer whose behaviour depends on the mode:
-        see `mode_dependent_here`; for `self.x`, every value the class assigns to it."""
-        others = ctx.project.has("mode-dependent layers")
+        see `mode_dependent_here`; for `self.x`, every value the class assigns to it (of a
+        class of another module: with `project_classes` only, when the project's facts say
+        so)."""
+        others = ctx.project.has("mode-dependent layers") and not project_classes
         scope = ctx.enclosing_function() or ctx.tree
         if type(model) is ast.Name:
-            return self.mode_dependent_here(model.id, scope, ctx, others)
+            return self.mode_dependent_here(model.id, scope, ctx, others, project_classes)
         owner = self.owner.get(scope)
         if owner is None:
             return False
