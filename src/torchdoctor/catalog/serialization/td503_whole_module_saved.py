@@ -78,8 +78,10 @@ class, an `nn.Module` subclass of the file or of another module of the project,
 `[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. A name none of whose
 assignments makes anything else counts too when one of them builds a module (`model = Net()`
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
-called on it (`model.parameters()`: a model passed in as a parameter), and `torch.save(self,
-path)` in a method of an `nn.Module` subclass. Not in a project that
+called on it (`model.parameters()`: a model passed in as a parameter); so does `self.model`,
+given its value from a parameter (or by a base class of another module: hedwig's trainers), when
+the class calls such a method on it or switches its mode (`self.model.train()` with no
+argument); and `torch.save(self, path)` in a method of an `nn.Module` subclass. Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a model whose class a file of the project allows in
 safe loads (`torch.serialization.safe_globals([Net, ...])`, as PyTorch's own examples do).
@@ -110,7 +112,9 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建）；也包括保存内容中的模块：
 `[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。一个名字的各次赋值都不产生别的东西，
 且其中一次构建了模块（一个分支里 `model = Net()`，另一个分支里 `model = torch.load(path)`），或在它上面调用了
-只有模块才有的方法（`model.parameters()`：作为参数传入的模型）时，也算在内；`nn.Module` 子类的方法里的
+只有模块才有的方法（`model.parameters()`：作为参数传入的模型）时，也算在内；`self.model` 的值来自参数
+（或由另一个模块中的基类赋值，例如 hedwig 的 trainer），且类在它上面调用这类方法或切换它的模式
+（不带参数的 `self.model.train()`）时同样算在内；`nn.Module` 子类的方法里的
 `torch.save(self, path)` 同样报告。项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。项目中某个文件用
 `torch.serialization.safe_globals([Net, ...])` 允许该模型的类参与安全加载时也不报告（例如 PyTorch 官方示例）。
@@ -274,7 +278,7 @@ def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> boo
     (pytorch-wavenet's trainer: `self.model = model`, `self.model.parameters()` for the
     optimizer, then `torch.save(self.model, path)`)."""
     values = attribute_values(ctx, cls, attr)
-    if not values or any(
+    if any(
         not isinstance(value, (ast.Name, ast.Call, ast.Attribute))
         or isinstance(value, ast.Call)
         and _makes_no_module(value, attr, ctx)
@@ -282,9 +286,28 @@ def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> boo
         for value in values
     ):
         return False
+    if not values and not _base_of_another_file(ctx, cls):
+        return False  # never given a value: not this model's class
     return any(
-        is_self_attribute(call.func.value) and call.func.value.attr == attr  # type: ignore[attr-defined]
-        for call in index_of(ctx, cls).calls_named(cls, _MODULE_ONLY_METHODS)
+        is_self_attribute(call.func.value)
+        and call.func.value.attr == attr  # type: ignore[attr-defined]
+        and (call.func.attr in _MODULE_ONLY_METHODS or not call.args and not call.keywords)  # type: ignore[attr-defined]
+        for call in index_of(ctx, cls).calls_named(cls, _MODULE_ONLY_METHODS | _MODE_SWITCHES)
+    )
+
+
+# `self.model.train()`, `self.model.eval()` with no argument: a module's mode switches (a
+# wrapper's `train(X, y)` takes data).
+_MODE_SWITCHES = frozenset({"train", "eval"})
+
+
+def _base_of_another_file(ctx: Context, cls: ast.ClassDef) -> bool:
+    """The class derives from a class no class of this file defines (hedwig's
+    `ClassificationTrainer(Trainer)`: the base, in another module, sets `self.model`)."""
+    defined = {node.name for node in ctx.tree.body if isinstance(node, ast.ClassDef)}
+    return any(
+        isinstance(base, ast.Name) and base.id not in defined and base.id not in _BUILTINS
+        for base in cls.bases
     )
 
 
