@@ -1242,3 +1242,50 @@ def test_evaluation_in_a_project_that_never_leaves_training_mode(tmp_path):
     plain = "\n\nclass Plain{n}(nn.Module):\n    def forward(self, x):\n        return x\n"
     (tmp_path / "model.py").write_text(NO_EVAL_MODELS + plain.format(n=1) + plain.format(n=2))
     assert "TD205" not in _check(tmp_path, "utils.py", rule="TD205").stdout
+
+
+FORWARD_CALLED = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+        self.drop = nn.Dropout(0.25)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+
+def eval_classifier(model, data_loader):
+    total = 0
+    with torch.no_grad():
+        for inp, target in data_loader:
+            pred = model.forward(inp)
+            total += (pred.argmax(-1) == target).sum().item()
+    return total
+
+
+def fit_classifier(train_loader, data_loader):
+    model = Classifier()
+    optimizer = torch.optim.Adam(model.parameters())
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    return eval_classifier(model, data_loader)
+"""
+
+
+def test_a_model_evaluated_by_calling_its_forward(tmp_path):
+    # TextGAN's `pred = model.forward(inp)` in its evaluation loop runs the model as a call does.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "classify.py").write_text(FORWARD_CALLED)
+    assert "classify.py:20:20: TD205" in _check(tmp_path, ".", rule="TD205").stdout
+    (tmp_path / "classify.py").write_text(
+        FORWARD_CALLED.replace("    total = 0\n", "    model.eval()\n    total = 0\n")
+    )
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout

@@ -102,12 +102,12 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
     "mode-dependent layers": ((b"BatchNorm", b"Dropout", b"F.dropout("), ()),
     # Some code of the project may switch a model's mode (`.eval()`, `.train(False)`,
     # `.train(phase == "train")`, MONAI's `eval_mode`, `.training = False`): where none does,
-    # every model of the project runs in training mode, evaluation included. (Read broadly:
-    # any `eval(` counts, so that a doubt keeps a finding away.)
+    # every model of the project runs in training mode, evaluation included. (Python's own
+    # `eval(text)` is no switch.)
     "sets a mode": (
         (b"eval", b".train"),
         (
-            lazy_compile(rb"eval[ \t]*\("),
+            lazy_compile(rb"\.eval[ \t]*\("),
             lazy_compile(rb"eval_mode"),
             lazy_compile(rb"\.train[ \t]*\([ \t]*[^) \t\n]"),
             lazy_compile(rb"\.training[ \t]*=[^=]"),

@@ -944,10 +944,10 @@ def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
     else the first call of a function of the file given a model that it calls (`pred, loss =
     apply(model, criterion, batch)`, where `apply` runs `model(batch)`)."""
     calls = _body_calls(ctx, loop)
-    direct = [node for node in calls if _is_model(node.func, ctx)]
-    if direct:
-        call = min(direct, key=lambda c: (c.lineno, c.col_offset))
-        return call, call.func
+    direct = [(node, _run_model(node.func, ctx)) for node in calls]
+    runs = [(node, model) for node, model in direct if model is not None]
+    if runs:
+        return min(runs, key=lambda run: (run[0].lineno, run[0].col_offset))
     functions = top_level_functions(ctx)
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
         helper = functions.get(call.func.id) if type(call.func) is ast.Name else None
@@ -991,6 +991,15 @@ def _calls_its_parameter(ctx: Context, helper: ast.AST, position: int) -> bool:
         type(node.func) is ast.Name and node.func.id == parameter
         for node in index_of(ctx, helper).calls_named(helper, [parameter], local=True)
     )
+
+
+def _run_model(func: ast.AST, ctx: Context) -> ast.AST | None:
+    """The model a call's function runs: `model` of `model(x)` and of `model.forward(x)`."""
+    if _is_model(func, ctx):
+        return func
+    if isinstance(func, ast.Attribute) and func.attr == "forward" and _is_model(func.value, ctx):
+        return func.value
+    return None
 
 
 def _is_model(func: ast.AST, ctx: Context) -> bool:
