@@ -145,14 +145,17 @@ A scheduler stepped under a condition on what the loop changes (`if epoch > 0:`)
 branch for torch before 1.1 (`if not pytorch_1_1_0_or_later:`) is left alone: those are
 deliberate. But when the optimizer step follows it in the same block (`if (step + 1) %
 accumulation == 0: scheduler.step(); optimizer.step()`), the condition runs both and the order
-is the old one: that is reported, for a scheduler known by what made it (not only by its name).
+is the old one: that is reported, unless a statement between the two calls another method of the
+scheduler (OpenASR's `lr_scheduler.set_lr(optimizer, lr)`: a schedule of the project's own
+that sets the rate of the step to come).
 A setting tested the same way every time round (`if args.optimizer == "momentum":`) is no such
 condition, nor is the training phase of a loop over an epoch's phases (`for phase in ["train",
 "val"]: if phase == "train": scheduler.step()`, the recipe of PyTorch's old transfer-learning
 tutorial): the step still comes before that epoch's optimizer steps. A scheduler is an object of
 a `torch.optim.lr_scheduler` class or of a class of the project that subclasses one, in any of
 its modules (`WarmupMultiStepLR(MultiStepLR)`). One made out of sight (a parameter, an
-attribute) is known by its name, unless the project defines a class named like a scheduler that
+attribute) is known by its name (`scheduler`, `lr_sched`, `warmup_scheduler`, `G_scheduler` beside a
+`G_optimizer`), unless the project defines a class named like a scheduler that
 is no torch one and reaches an optimizer (minimal-nmt's `SGDRScheduler`, which sets the rate
 itself; not a teacher-forcing ratio's `TFRScheduler`): then it is left alone.
 
@@ -209,12 +212,14 @@ The per-batch case needs the scheduler to be built in the same function as the l
 `scheduler.last_epoch`，或放在为 1.1 之前的 torch 保留的分支里（`if not pytorch_1_1_0_or_later:`）的
 调度器调用不会报告：这些都是有意为之。但如果优化器的更新就在同一个代码块里紧随其后（`if (step + 1) %
 accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让两者一起执行，顺序仍然是旧的：
-这种情况会报告（只针对能从构造看出是调度器的对象，而不仅仅是名字像）。每轮都相同的配置判断
+这种情况会报告，除非两者之间有语句调用了调度器的其他方法（OpenASR 的
+`lr_scheduler.set_lr(optimizer, lr)`：项目自己的学习率调度，为接下来的一步设置学习率）。每轮都相同的配置判断
 （`if args.optimizer == "momentum":`）不算这种条件；按 epoch 的各阶段循环时选中训练阶段的判断也不算
 （`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法）：
 这一步仍然在该 epoch 的优化器更新之前。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
 （任意模块里）继承了这样一个类的类的对象（`WarmupMultiStepLR(MultiStepLR)`）。在别处构造的调度器
-（参数、属性）按名字判断；但如果项目定义了名字像调度器、用到优化器、却不是 torch 调度器的类
+（参数、属性）按名字判断（`scheduler`、`lr_sched`、`warmup_scheduler`，或与 `G_optimizer` 并存的
+`G_scheduler`）；但如果项目定义了名字像调度器、用到优化器、却不是 torch 调度器的类
 （minimal-nmt 的 `SGDRScheduler`，自己设置学习率；而不是 teacher forcing 比例的 `TFRScheduler`），
 就不报告。
 
@@ -285,7 +290,9 @@ PITFALL.error(
 )
 
 # `scheduler`, `sched`, `lr_scheduler`, `scheduler_g`, `self.lr_scheduler`, `warmup_lr_scheduler`.
-_SCHEDULER_NAME = re.compile(r"^(?:lr_?)?sched(?:uler)?(?:_[a-z0-9]+)?$|lr_?sched", re.IGNORECASE)
+_SCHEDULER_NAME = re.compile(
+    r"^(?:lr_?|warm_?up_?)?sched(?:uler)?(?:_[a-z0-9]+)?$|lr_?sched", re.IGNORECASE
+)
 _PREFIXED_SCHEDULER = re.compile(r"^([A-Za-z0-9]+)_sched(?:uler)?$")
 # Epoch schedules, and the argument (name, position) that says how long the schedule is.
 _EPOCH_SCHEDULES = {
@@ -317,11 +324,9 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     later_step = _optimizer_step_after(node, loops[0], ctx)
     name = ctx.text(scheduler)
-    # Known by what made it, not by its name: a schedule of the project's own may set the rate
-    # of the step to come (OpenASR's `lr_scheduler.step(); .set_lr(optimizer)`).
     if not _unconditional(node, loops[0], scheduler, ctx):
-        if ctx.kind_of(scheduler) is not Kind.SCHEDULER:
-            return
+        if later_step is not None and _sets_the_rate_between(node, later_step, scheduler, ctx):
+            return  # OpenASR's own schedule: `lr_scheduler.step(); lr_scheduler.set_lr(...)`
         if later_step is None or not _in_one_block(node, later_step, ctx):
             # `if epoch > 0: scheduler.step()`, but not `else: scheduler.step();
             # train(..., optimizer=optimizer)` (ProtoPNet's joint phase)
@@ -532,6 +537,24 @@ def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Conte
         if not isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             return False
     return True
+
+
+def _sets_the_rate_between(
+    node: ast.Expr, later: ast.Expr, scheduler: ast.AST, ctx: Context
+) -> bool:
+    """A statement between the scheduler's step and the optimizer's, in their block, calls
+    another method of the scheduler (`lr_scheduler.set_lr(optimizer, lr)`): a schedule of the
+    project's own that sets the rate of the step to come, which no torch scheduler has."""
+    place = ctx.block_position(node, ctx.ancestors[-1])
+    if place is None or later not in place[0]:
+        return False
+    block, start = place
+    wanted = ast.dump(scheduler)
+    return any(
+        isinstance(call.func, ast.Attribute) and ast.dump(call.func.value) == wanted
+        for statement in block[start + 1 : block.index(later)]
+        for call in index_of(ctx, statement).under(statement, ast.Call)
+    )
 
 
 def _statement(node: ast.AST, ctx: Context) -> ast.AST | None:
