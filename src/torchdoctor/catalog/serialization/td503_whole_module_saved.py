@@ -78,13 +78,17 @@ class, an `nn.Module` subclass of the file or of another module of the project,
 `[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. A name none of whose
 assignments makes anything else counts too when one of them builds a module (`model = Net()`
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
-called on it (`model.parameters()`: a model passed in as a parameter); so does `self.model`,
+called on it (`model.parameters()`: a model passed in as a parameter; `model.train()` with no
+argument, on a name that says it holds a model); so does `self.model`,
 given its value from a parameter (or by a base class of another module: hedwig's trainers), when
 the class calls such a method on it or switches its mode (`self.model.train()` with no
 argument); and `torch.save(self, path)` in a method of an `nn.Module` subclass. Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a model whose class a file of the project allows in
-safe loads (`torch.serialization.safe_globals([Net, ...])`, as PyTorch's own examples do).
+safe loads (`torch.serialization.safe_globals([Net, ...])`, as PyTorch's own examples do). Nor
+a save that speaks of pruning (its arguments, the function, class or file around it:
+`torch.save(model, "yolov3-prune-full.pth")` in `tools/prune.py`): a model whose channels were
+pruned no longer matches what its class builds, and pickling it whole keeps its new shape.
 
 ## Why is this bad?
 Saving a module pickles the object itself: the file stores a reference to the class by its
@@ -112,12 +116,16 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建）；也包括保存内容中的模块：
 `[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。一个名字的各次赋值都不产生别的东西，
 且其中一次构建了模块（一个分支里 `model = Net()`，另一个分支里 `model = torch.load(path)`），或在它上面调用了
-只有模块才有的方法（`model.parameters()`：作为参数传入的模型）时，也算在内；`self.model` 的值来自参数
+只有模块才有的方法（`model.parameters()`：作为参数传入的模型；名字表明是模型时，也包括不带参数的
+`model.train()`）时，也算在内；`self.model` 的值来自参数
 （或由另一个模块中的基类赋值，例如 hedwig 的 trainer），且类在它上面调用这类方法或切换它的模式
 （不带参数的 `self.model.train()`）时同样算在内；`nn.Module` 子类的方法里的
 `torch.save(self, path)` 同样报告。项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。项目中某个文件用
 `torch.serialization.safe_globals([Net, ...])` 允许该模型的类参与安全加载时也不报告（例如 PyTorch 官方示例）。
+与剪枝有关的保存也不报告（参数、所在的函数、类或文件名中提到剪枝：
+`tools/prune.py` 里的 `torch.save(model, "yolov3-prune-full.pth")`）：通道被剪枝后的模型已经和它的类构造出的结构
+不一致，整个保存才能留住新的结构。
 
 ## Why is this bad?
 保存模块时 pickle 的是对象本身：文件里记录的是类的导入路径（如 `my_project.models.Net`）和实例的属性。
@@ -166,6 +174,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return  # loaded with its class allowed in `torch.serialization.safe_globals`
     if _weights_saved_otherwise(call, saved, ctx):
         return  # `if save_weights_only: ...state_dict() else: torch.save(model)`: a choice
+    if _pruned(call, ctx):
+        return  # a pruned model's layers no longer match its class: pickled on purpose
     if not _is_module(saved, ctx):
         inner = _module_inside(saved, ctx)
         if inner is not None:
@@ -185,6 +195,17 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             title=title,
         )
     yield ctx.finding(PITFALL, call, fix=fix, module=module)
+
+
+def _pruned(call: ast.Call, ctx: Context) -> bool:
+    """The save speaks of pruning: in its arguments (`"yolov3-prune-full.pth"`, `pruned_model`),
+    the function or class around it, or the file's name (`tools/prune.py`). Channel pruning
+    leaves layers whose shapes the class's constructor no longer builds, so the whole module
+    is the way to keep the new architecture."""
+    function, cls = ctx.enclosing_function(), ctx.enclosing_class()
+    texts = [ctx.text(call), ctx.path.rsplit("/", 1)[-1]]
+    texts += [scope.name for scope in (function, cls) if scope is not None]  # type: ignore[attr-defined]
+    return any("prun" in text.lower() for text in texts)
 
 
 def _weights_saved_otherwise(call: ast.Call, saved: ast.AST, ctx: Context) -> bool:
@@ -291,14 +312,21 @@ def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> boo
     return any(
         is_self_attribute(call.func.value)
         and call.func.value.attr == attr  # type: ignore[attr-defined]
-        and (call.func.attr in _MODULE_ONLY_METHODS or not call.args and not call.keywords)  # type: ignore[attr-defined]
+        and _only_a_module_s(call)
         for call in index_of(ctx, cls).calls_named(cls, _MODULE_ONLY_METHODS | _MODE_SWITCHES)
     )
 
 
-# `self.model.train()`, `self.model.eval()` with no argument: a module's mode switches (a
-# wrapper's `train(X, y)` takes data).
+# `self.model.train()`, `model.eval()` with no argument, on what is named for a model: a
+# module's mode switches (a wrapper's `train(X, y)` takes data).
 _MODE_SWITCHES = frozenset({"train", "eval"})
+
+
+def _only_a_module_s(call: ast.Call) -> bool:
+    """A call of a method only a module has (of _MODULE_ONLY_METHODS, or a mode switch with
+    no argument)."""
+    method = call.func.attr  # type: ignore[attr-defined]
+    return method in _MODULE_ONLY_METHODS or not call.args and not call.keywords
 
 
 def _base_of_another_file(ctx: Context, cls: ast.ClassDef) -> bool:
@@ -362,7 +390,8 @@ def _used_as_module(name: str, ctx: Context) -> bool:
     """In the scope that binds `name`, none of its assignments makes anything but a module
     (or what cannot be told), and either one builds a module (`model = Net()` in one branch,
     `model = torch.load(path)` in the other) or a method only a module has is called on it
-    (`model.parameters()`: a parameter, or a model from a function of another file)."""
+    (`model.parameters()`: a parameter, or a model from a function of another file; on a name
+    that says it holds a model, `model.train()` with no argument too)."""
     scope = scope_of(name, ctx)
     found = bindings(ctx, scope, name)
     if not found:
@@ -384,11 +413,13 @@ def _used_as_module(name: str, ctx: Context) -> bool:
         if kind in _NOT_MODULES:
             return False
         builds = builds or kind is Kind.MODULE
+    methods = _MODULE_ONLY_METHODS | _MODE_SWITCHES if names_a_model(name) else _MODULE_ONLY_METHODS
     return builds or any(
         isinstance(call.func, ast.Attribute)
         and isinstance(call.func.value, ast.Name)
         and call.func.value.id == name
-        for call in index_of(ctx, scope).calls_named(scope, _MODULE_ONLY_METHODS, local=True)
+        and _only_a_module_s(call)
+        for call in index_of(ctx, scope).calls_named(scope, methods, local=True)
     )
 
 
