@@ -11,6 +11,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     bindings,
+    block_names,
     expects_an_error,
     index,
     names_assigned,
@@ -33,7 +34,14 @@ PITFALL = Pitfall(
         "": {
             "en": "`{call}` returns a new tensor and the result is thrown away: `{target}` is unchanged",
             "zh": "`{call}` 返回一个新张量，但返回值被丢弃了：`{target}` 本身没有改变",
-        }
+        },
+        "view": {
+            "en": "`{call}` returns a new tensor and the result is thrown away: `{target}` is "
+            "unchanged, and the `.view(...)` on line {line} gets it as it was, not a contiguous "
+            "copy (it fails if the dimensions it merges are not adjacent in memory)",
+            "zh": "`{call}` 返回一个新张量，但返回值被丢弃了：`{target}` 本身没有改变，第 {line} 行的 "
+            "`.view(...)` 拿到的仍是原来的张量，而不是连续的副本（要合并的维度在内存中不相邻时会出错）",
+        },
     },
     fix_title={
         "en": "Assign the result back: `{target} = {target}.{method}(...)`",
@@ -64,7 +72,11 @@ has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A nam
 to the results of such methods (`x = load(p).contiguous()`, then `x = x.view(...)`) counts as a
 tensor, and so does a name bound once in its function that the function reads a tensor's value
 out of (`src = batch.src` with `src.data.numpy()`, `src.item()`...) or hands first to a torch
-function that takes only tensors (`torch.unsqueeze(data, 0)`). A call in a
+function that takes only tensors (`torch.unsqueeze(data, 0)`). A name last bound, in the
+statement's own block, to arithmetic, a comparison or an index adding an axis (`mask = (1 -
+obj) * keep.float()`, `image = image[None, :, :]`) holds an array, and of arrays only a tensor
+has `.to`, `.cuda` and `.cpu`: its move counts too. A `.contiguous()` thrown away before a
+`.view(...)` of the same name says which line's view still gets the tensor as it was. A call in a
 `try` block that catches its error is a probe of whether it raises, and is not reported.
 
 ## Why is this bad?
@@ -102,7 +114,10 @@ which creates the GPU's CUDA context, with no name to keep the result in.
 `masked_fill`、`index_add` 等）。只被这类方法的结果赋值过的名字（`x = load(p).contiguous()`，之后
 `x = x.view(...)`）算作张量；在函数中只绑定一次、且函数从中读出张量值的名字（`src = batch.src`
 之后有 `src.data.numpy()`、`src.item()` 等，或把它作为第一个参数交给只接受张量的 torch 函数，如
-`torch.unsqueeze(data, 0)`）也算作张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
+`torch.unsqueeze(data, 0)`）也算作张量。在语句所在的同一个块中，最后一次被绑定为算术运算、比较或增加维度的索引
+（`mask = (1 - obj) * keep.float()`、`image = image[None, :, :]`）的名字持有的是数组，而数组中只有张量有
+`.to`、`.cuda` 和 `.cpu`：对它的移动同样报告。丢弃结果的 `.contiguous()` 之后若有对同一名字的
+`.view(...)`，提示会指出是哪一行的 view 拿到了原来的张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
 
 ## Why is this bad?
 `Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
@@ -201,6 +216,13 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         and read_as_tensor(ctx, scope_of(receiver.id, ctx), receiver.id)
     ):
         kind = Kind.TENSOR  # `src = batch.src` read by `src.data.numpy()`
+    if (
+        kind is Kind.UNKNOWN
+        and method in MOVES
+        and ctx.imports_torch
+        and _array_just_before(receiver, node, ctx)
+    ):
+        kind = Kind.TENSOR  # `mask = (1 - obj) * (iou < t).float()`, then `mask.to(device)`
     if method in MOVES and (kind is not Kind.TENSOR or _made_here(receiver, ctx)):
         # `torch.zeros(1).cuda()`: a tensor made to be moved, for the move itself (it creates
         # the CUDA context: st-gcn's occupy_gpu); no name held it to keep the result in.
@@ -231,12 +253,69 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
             for lang, text in PITFALL.fix_title.items()
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
-    yield ctx.finding(PITFALL, call, fix=fix, call=shorten(ctx.text(call)), target=shorten(target))
+    shown = {"call": shorten(ctx.text(call)), "target": shorten(target)}
+    view = _viewed_after(node, receiver, ctx) if method == "contiguous" else None
+    if view is not None:
+        yield ctx.finding(PITFALL, call, "view", fix=fix, line=view.lineno, **shown)
+    else:
+        yield ctx.finding(PITFALL, call, fix=fix, **shown)
+
+
+def _viewed_after(statement: ast.stmt, receiver: ast.AST, ctx: Context) -> ast.Call | None:
+    """The first `.view(...)` of the name whose `.contiguous()` was thrown away, in the
+    statements after it in its block, before anything binds the name again."""
+    if type(receiver) is not ast.Name:
+        return None
+    owner = ctx.parent()
+    located = ctx.block_position(statement, owner) if owner is not None else None
+    if located is None:
+        return None
+    block, index = located
+    table = block_names(ctx, block)
+    parents = table.index.parents
+    for _, names in table.mentions_after(receiver.id, index):
+        for name in names:
+            above = parents.get(name)
+            call = parents.get(above) if above is not None else None
+            if (
+                isinstance(above, ast.Attribute)
+                and above.attr == "view"
+                and isinstance(call, ast.Call)
+            ):
+                return call
+        if any(not isinstance(name.ctx, ast.Load) for name in names):
+            return None  # bound again (`x = x.view(...)` is read above, before its store)
+    return None
 
 
 def _named_a_tensor(receiver: ast.AST) -> bool:
     """A name that says it holds a tensor: `tensor`, `img_tensor`, `input_tensor_a`."""
     return type(receiver) is ast.Name and "tensor" in receiver.id.lower().split("_")
+
+
+def _array_just_before(receiver: ast.AST, statement: ast.stmt, ctx: Context) -> bool:
+    """The name was last bound, in the statement's own block, by `name = value` whose value
+    only an array can be: arithmetic (`(1 - a) * b`: a module has no operators), a comparison,
+    or an index with a new axis (`image[None, :, :]`). Of arrays only a tensor has `.to`,
+    `.cuda` and `.cpu`."""
+    if type(receiver) is not ast.Name:
+        return False
+    owner = ctx.parent()
+    located = ctx.block_position(statement, owner) if owner is not None else None
+    if located is None:
+        return False
+    block, index = located
+    names = block_names(ctx, block)
+    position = names.last_bound_before(receiver.id, index)
+    if position is None or position != names.last_assigned_before(receiver.id, index):
+        return False
+    value = block[position].value  # type: ignore[attr-defined]
+    if isinstance(value, (ast.BinOp, ast.Compare)):
+        return True
+    if not isinstance(value, ast.Subscript):
+        return False
+    parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+    return any(isinstance(part, ast.Constant) and part.value in (None, ...) for part in parts)
 
 
 def _moved_so_already(receiver: ast.AST, call: ast.Call, ctx: Context) -> bool:
