@@ -74,8 +74,8 @@ header, naming its first step; a branch's step on the step.
 
 Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
 loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
-`train_step(...)`, anything named like `*zero_grad*`, a function of the file that calls
-`zero_grad()` itself), DeepSpeed's `engine.step()` (it clears
+`train_step(...)`, anything named like `*zero_grad*`, a function of the file or a method of
+the loop's class that calls `zero_grad()` itself: `self.run_iter(...)`), DeepSpeed's `engine.step()` (it clears
 the gradients itself), `optimizer.step(...)` with an argument (an LBFGS closure usually clears
 them; `DistributedOptimizer.step(context_id)` keeps gradients per context), loops that build a
 new model or optimizer every time round, loops that `break` right after the step, loops of at
@@ -111,7 +111,7 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 
 梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数、本文件中自己调用了
-`zero_grad()` 的函数）；
+`zero_grad()` 的函数，或循环所在类中自己调用了 `zero_grad()` 的方法：`self.run_iter(...)`）；
 DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
 `DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
 `step` 之后紧跟 `break` 的循环；在常量 `range(...)` 上最多两轮的循环（基准测试的预热）；
@@ -399,8 +399,29 @@ def _may_clear(node: ast.AST, ctx: Context) -> bool:
             or _is_unknown_step(node, ctx)
             or type(node.func) is ast.Name
             and node.func.id in _clearing_functions(ctx)
+            or _clearing_method(node, ctx)
         )
     return False
+
+
+def _clearing_method(call: ast.Call, ctx: Context) -> bool:
+    """`self.run_iter(...)`, a method of the class around the loop that calls `zero_grad()`
+    itself (Seq2Seq-analysis' trainer clears both optimizers at the top of `run_iter`)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return False
+    cls = ctx.enclosing_class()
+    return func.value.id == "self" and cls is not None and func.attr in _clearing_methods(ctx, cls)
+
+
+@per_file
+def _clearing_methods(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
+    return frozenset(
+        method.name
+        for method in cls.body
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and index_of(ctx, method).calls_named(method, ["zero_grad"])
+    )
 
 
 @per_file
