@@ -755,9 +755,15 @@ def _layer_words_at(source: bytes) -> list[int]:
     for word in MODE_LAYER_WORDS:
         at = source.find(word)
         while at >= 0:
-            # Not after a `#` on its line (one in a string hides a word: fewer claims, not more).
-            if b"#" not in source[source.rfind(b"\n", 0, at) + 1 : at] and (
-                word != b"models." or source.startswith(TORCHVISION_MODELS, at + len(word))
+            # Not after a `#` on its line (one in a string hides a word: fewer claims, not more),
+            # nor in a type test (`isinstance(m, nn.BatchNorm2d)`, `classname.find("BatchNorm")`
+            # of a weight init: no layer of the model's).
+            before = source[source.rfind(b"\n", 0, at) + 1 : at]
+            if (
+                b"#" not in before
+                and b"isinstance(" not in before
+                and b"find(" not in before
+                and (word != b"models." or source.startswith(TORCHVISION_MODELS, at + len(word)))
             ):
                 found.append(at)
             at = source.find(word, at + len(word))

@@ -6,6 +6,7 @@ eval-mode-missing and train-mode-not-restored."""
 from __future__ import annotations
 
 import ast
+from typing import Iterator
 
 from torchdoctor.catalog.sdk import MODULE_SELF_METHODS
 
@@ -94,7 +95,7 @@ class ModeFreeModels:
         found = self._words.get(root)
         if found is None:
             names_mode, used = False, []
-            for node in ast.walk(root):
+            for node in _outside_type_tests(root):
                 word = node.arg if isinstance(node, ast.keyword) else last_name(node)
                 if word and any(w in word.lower() for w in self._dependent):
                     names_mode = True
@@ -103,3 +104,19 @@ class ModeFreeModels:
                     used.append(node.id)
             found = self._words[root] = (names_mode, used)
         return found
+
+
+def _outside_type_tests(root: ast.AST) -> Iterator[ast.AST]:
+    """The nodes under `root`, but for the arguments of `isinstance(m, nn.BatchNorm2d)` and
+    `issubclass(...)` (a weight init's type test names a layer the model need not have)."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        yield node
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "issubclass")
+        ):
+            continue
+        todo.extend(ast.iter_child_nodes(node))

@@ -997,9 +997,24 @@ def _run_model(func: ast.AST, ctx: Context) -> ast.AST | None:
     """The model a call's function runs: `model` of `model(x)` and of `model.forward(x)`."""
     if _is_model(func, ctx):
         return func
-    if isinstance(func, ast.Attribute) and func.attr == "forward" and _is_model(func.value, ctx):
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "forward"
+        and _is_model(func.value, ctx)
+        and not _other_framework(ctx)
+    ):
         return func.value
     return None
+
+
+# Libraries whose models also run by `model.forward(x)`, imported beside torch in old ports
+# (sustain-seq2seq's DyNet trainer): there a `forward` may be theirs.
+_OTHER_FRAMEWORKS = ("dynet", "mxnet", "chainer", "paddle")
+
+
+@per_file
+def _other_framework(ctx: Context) -> bool:
+    return any(ctx.may_name(name) for name in _OTHER_FRAMEWORKS)
 
 
 def _is_model(func: ast.AST, ctx: Context) -> bool:
