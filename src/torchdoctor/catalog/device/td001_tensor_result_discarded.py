@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    BlockKey,
     Context,
     Finding,
     Kind,
@@ -271,21 +273,39 @@ def _viewed_after(statement: ast.stmt, receiver: ast.AST, ctx: Context) -> ast.C
     if located is None:
         return None
     block, index = located
-    table = block_names(ctx, block)
+    positions, ends = _views_and_bindings(ctx, BlockKey(block), receiver.id)
+    at = bisect_right(positions, index)
+    return ends[at] if at < len(ends) else None
+
+
+@per_file
+def _views_and_bindings(
+    ctx: Context, key: BlockKey, name: str
+) -> tuple[list[int], list[ast.Call | None]]:
+    """The positions of the block's statements that view `name` or bind it again, in order,
+    with the view's call (None for a binding), read once per block and name: each thrown-away
+    `.contiguous()` of it then looks up the next one."""
+    table = block_names(ctx, key.block)
     parents = table.index.parents
-    for _, names in table.mentions_after(receiver.id, index):
-        for name in names:
-            above = parents.get(name)
+    positions: list[int] = []
+    ends: list[ast.Call | None] = []
+    for position, names in table.mentions_after(name, -1):
+        for node in names:
+            above = parents.get(node)
             call = parents.get(above) if above is not None else None
             if (
                 isinstance(above, ast.Attribute)
                 and above.attr == "view"
                 and isinstance(call, ast.Call)
             ):
-                return call
-        if any(not isinstance(name.ctx, ast.Load) for name in names):
-            return None  # bound again (`x = x.view(...)` is read above, before its store)
-    return None
+                positions.append(position)
+                ends.append(call)
+                break
+        else:
+            if any(not isinstance(node.ctx, ast.Load) for node in names):
+                positions.append(position)
+                ends.append(None)  # bound again: a later view sees another tensor
+    return positions, ends
 
 
 def _named_a_tensor(receiver: ast.AST) -> bool:
