@@ -310,7 +310,8 @@ def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> boo
     if not values and not _base_of_another_file(ctx, cls):
         return False  # never given a value: not this model's class
     return any(
-        is_self_attribute(call.func.value)
+        isinstance(call.func, ast.Attribute)  # not a function's own `train(...)`
+        and is_self_attribute(call.func.value)
         and call.func.value.attr == attr  # type: ignore[attr-defined]
         and _only_a_module_s(call)
         for call in index_of(ctx, cls).calls_named(cls, _MODULE_ONLY_METHODS | _MODE_SWITCHES)
