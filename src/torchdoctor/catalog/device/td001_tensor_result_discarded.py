@@ -266,10 +266,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
 def _viewed_after(statement: ast.stmt, receiver: ast.AST, ctx: Context) -> ast.Call | None:
     """The first `.view(...)` of the name whose `.contiguous()` was thrown away, in the
     statements after it in its block, before anything binds the name again."""
-    if type(receiver) is not ast.Name:
-        return None
-    owner = ctx.parent()
-    located = ctx.block_position(statement, owner) if owner is not None else None
+    located = _own_block(statement, receiver, ctx)
     if located is None:
         return None
     block, index = located
@@ -313,15 +310,23 @@ def _named_a_tensor(receiver: ast.AST) -> bool:
     return type(receiver) is ast.Name and "tensor" in receiver.id.lower().split("_")
 
 
+def _own_block(
+    statement: ast.stmt, receiver: ast.AST, ctx: Context
+) -> tuple[list[ast.stmt], int] | None:
+    """The block holding the statement being checked and its place there, when the receiver
+    is a plain name (whose bindings in that block tell what it holds)."""
+    owner = ctx.parent()
+    if type(receiver) is not ast.Name or owner is None:
+        return None
+    return ctx.block_position(statement, owner)
+
+
 def _array_just_before(receiver: ast.AST, statement: ast.stmt, ctx: Context) -> bool:
     """The name was last bound, in the statement's own block, by `name = value` whose value
     only an array can be: arithmetic (`(1 - a) * b`: a module has no operators), a comparison,
     or an index with a new axis (`image[None, :, :]`). Of arrays only a tensor has `.to`,
     `.cuda` and `.cpu`."""
-    if type(receiver) is not ast.Name:
-        return False
-    owner = ctx.parent()
-    located = ctx.block_position(statement, owner) if owner is not None else None
+    located = _own_block(statement, receiver, ctx)
     if located is None:
         return False
     block, index = located
