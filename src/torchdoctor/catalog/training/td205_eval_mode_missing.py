@@ -536,7 +536,7 @@ def _check_loop(
     in_training_mode = (
         any(f.switches_to_train for f in flags)
         or program.built_here(models)
-        or _never_out_of_training(model, function, ctx)
+        or _never_out_of_training(model, function, ctx, models)
     )
     eval_missing = (
         in_training_mode
@@ -848,7 +848,9 @@ def _dropout_on_purpose(loop: ast.For, ctx: Context) -> bool:
     return any(word in " ".join(around).lower() for word in _DROPOUT_ON_PURPOSE)
 
 
-def _never_out_of_training(model: ast.AST, function: ast.AST | None, ctx: Context) -> bool:
+def _never_out_of_training(
+    model: ast.AST, function: ast.AST | None, ctx: Context, built: list[ast.AST] | None = None
+) -> bool:
     """Nothing in the project may switch a model's mode, so `model` runs in training mode,
     and it certainly has a layer whose behaviour depends on the mode: built from a class with
     one (of the file, of the project, a torchvision model), or, handed in as a parameter (or
@@ -858,6 +860,13 @@ def _never_out_of_training(model: ast.AST, function: ast.AST | None, ctx: Contex
     if not _no_mode_ever_set(ctx) or _GAN_PARTS.intersection(name_words(last_name(model) or "")):
         return False
     program = _program(ctx)
+    made = [unwrap_self_methods(value) for value in built or ()]
+    if made and all(_builds_a_known_class(value, program, ctx) for value in made):
+        # What the code around the loop builds it from (`model = Plain()`) decides.
+        name = last_name(model) or ""
+        return all(program.builds_mode_layers(value, name) for value in made)
+    if any(_builds_an_unknown_class(value, program, ctx) for value in made):
+        return False  # `model = Missing()`: a class of another library, its layers not known
     if isinstance(model, ast.Attribute):
         return program.model_mode_dependent(model, ctx, project_classes=True)
     if not isinstance(model, ast.Name):
@@ -874,6 +883,27 @@ def _never_out_of_training(model: ast.AST, function: ast.AST | None, ctx: Contex
     # (`net = net.float()`, the model from a star import): made out of sight.
     facts = ctx.project
     return 2 * len(facts.mode_layer_classes & facts.module_classes) >= len(facts.module_classes) > 0
+
+
+def _builds_a_known_class(value: ast.AST, program: _Program, ctx: Context) -> bool:
+    """`Net()`, `nn.Sequential(...)`, `torchvision.models.resnet18()`: a model whose layers can
+    be told (a class of the file or of the project, torch's or torchvision's), not one a function
+    hands back (`train(...)`, `torch.load(path)`)."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = last_name(value.func) or ""
+    qualname = ctx.qualname(value.func) or ""
+    return (
+        name in program.classes
+        or ctx.project.is_module_class(name)
+        or qualname.startswith(("torch.nn.", "torchvision.models."))
+    )
+
+
+def _builds_an_unknown_class(value: ast.AST, program: _Program, ctx: Context) -> bool:
+    """A call of a class (by its capital) whose layers cannot be told."""
+    name = last_name(value.func) if isinstance(value, ast.Call) else None
+    return bool(name) and name[0].isupper() and not _builds_a_known_class(value, program, ctx)  # type: ignore[index]
 
 
 # Words of a model's name that say it is a part of a GAN (`G_AB`, `netD`, `aD`, `critic`).
@@ -1337,9 +1367,9 @@ class _Program:
             return False
         attribute = model.attr  # type: ignore[attr-defined]
         values = attribute_values(ctx, owner, attribute)
-        return bool(values) and all(self._builds_mode_layers(value, attribute) for value in values)
+        return bool(values) and all(self.builds_mode_layers(value, attribute) for value in values)
 
-    def _builds_mode_layers(self, value: ast.AST, attribute: str) -> bool:
+    def builds_mode_layers(self, value: ast.AST, attribute: str) -> bool:
         """`value` is `self.<attribute>` moved (`.cuda()`), or builds a model with a layer whose
         behaviour depends on the mode."""
         if moves_itself(value, f"self.{attribute}"):
