@@ -1228,6 +1228,10 @@ def test_evaluation_in_a_project_that_never_leaves_training_mode(tmp_path):
     )
     assert "utils.py:8:16: TD205" in _check(tmp_path, "utils.py", rule="TD205").stdout
     (tmp_path / "utils.py").write_text(NO_EVAL_UTILS)
+    # A project that trains nothing (a library's evaluation helpers): called from out of sight.
+    (tmp_path / "train.py").write_text("import torch\nfrom utils import test_seg\n")
+    assert "TD205" not in _check(tmp_path, "utils.py", rule="TD205").stdout
+    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
     # Some file of the project switches a mode: its callers may well do it first.
     (tmp_path / "train.py").write_text(
         NO_EVAL_TRAIN.replace("    print(", "    model.eval()\n    print(")

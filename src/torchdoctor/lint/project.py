@@ -113,6 +113,10 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
             lazy_compile(rb"\.training[ \t]*=[^=]"),
         ),
     ),
+    # Some code of the project trains a model (a backward): with "sets a mode" absent, the
+    # project's own training and evaluation all run in training mode. (Library code that only
+    # evaluates is called from out of sight.)
+    "trains": ((b".backward(",), ()),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
     # By keyword (not `x.topk=`, `mytopk=`) or in place (fast-autoaugment's `accuracy(preds,

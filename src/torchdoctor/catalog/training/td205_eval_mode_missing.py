@@ -158,12 +158,13 @@ criterion, batch)`), unless that function computes gradients (an adversarial att
 handed back by the training function (`model = train_model(model, ...)`, which returns its
 parameter) is the model it was given.
 
-In a project where no code may switch a model's mode (no `.eval(`, `.train(False)`,
-`.train(<expression>)`, `eval_mode`, `.training =` in any of its files), every model runs in
-training mode: an evaluation function is then reported whoever calls it, from any file, when
-its model certainly has a mode-dependent layer (built from such a class, of the file or the
-project, or a torchvision model; a model handed in as a parameter or read from a dict, when at
-least half of the project's model classes have such a layer). Not for a GAN's generator or
+In a project that trains a model (a `.backward(` somewhere) and where no code may switch a
+model's mode (no `.eval(`, `.train(False)`, `.train(<expression>)`, `eval_mode`, `.training =` in
+any of its files), every model runs in training mode: an evaluation function is then reported
+whoever calls it, from any file, when its model certainly has a mode-dependent layer (built
+from such a class, of the file or the project, or a torchvision model; a model handed in as a
+parameter or read from a dict, when at least half of the project's model classes have such a
+layer). Not for a GAN's generator or
 discriminator (`netG`, `G_AB`, `critic`): sampling in training mode can be the method.
 
 A loop over batches made otherwise (`for i in range(n_batches)`, `for x, y in
@@ -257,7 +258,8 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
 除非那个函数要计算梯度（例如对抗攻击）。训练函数交还的模型（`model = train_model(model, ...)`，
 它返回自己的参数）就是传给它的那个模型。
 
-如果项目中没有任何代码可能切换模型的模式（所有文件里都没有 `.eval(`、`.train(False)`、`.train(<表达式>)`、
+如果项目训练模型（某处有 `.backward(`），且项目中没有任何代码可能切换模型的模式
+（所有文件里都没有 `.eval(`、`.train(False)`、`.train(<表达式>)`、
 `eval_mode`、`.training =`），那么每个模型都一直处于训练模式：这时评估函数无论被哪个文件调用都会报告，
 前提是它的模型一定含有依赖模式的层（由含这类层的类构造，该类属于本文件或本项目，或者是 torchvision 模型；
 作为参数传入或从 dict 中取出的模型，则要求项目中至少一半的模型类含有这类层）。GAN 的生成器和判别器
@@ -914,10 +916,11 @@ _GAN_PARTS = frozenset(
 
 @per_file
 def _no_mode_ever_set(ctx: Context) -> bool:
-    """Nothing in the project (this file's text as it stands included) may switch a model's
-    mode: every model it evaluates runs in training mode."""
+    """The project trains a model and nothing in it (this file's text as it stands included)
+    may switch a model's mode: every model it evaluates runs in training mode."""
     return (
         ctx.project.known
+        and ctx.project.has("trains")
         and not ctx.project.has("sets a mode")
         and not holds_marker(ctx.source.encode(), "sets a mode")
     )
