@@ -718,6 +718,14 @@ def test_methods_of_another_module_that_step_schedulers_or_train():
     assert not facts.steps_schedulers_only("step") and not facts.steps_schedulers_only(
         "on_epoch_start"
     )
+    # BasicSR's `update_learning_rate(current_iter)` steps only after the first iteration: the
+    # first optimizer step comes before the first scheduler step.
+    guarded = b"class Model:\n    def update_learning_rate(self, current_iter):\n"
+    guarded += b"        if current_iter > 1:\n            for scheduler in self.schedulers:\n"
+    guarded += b"                scheduler.step()\n"
+    assert not read_facts([guarded]).steps_schedulers_only("update_learning_rate")
+    unguarded = guarded.replace(b"if current_iter > 1:", b"if current_iter > 100:")
+    assert read_facts([unguarded]).steps_schedulers_only("update_learning_rate")
 
 
 def test_a_scheduler_method_before_a_training_method_is_reported(tmp_path):

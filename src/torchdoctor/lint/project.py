@@ -159,6 +159,10 @@ _TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
 _GENERIC_METHODS = frozenset({b"step", b"forward", b"__call__"})
 _METHOD = lazy_compile(rb"\n([ \t]+)def[ \t]+(\w+)[ \t]*\([ \t]*self\b")
 _SCHEDULER_STEP = lazy_compile(rb"sched\w*[ \t]*\.step[ \t]*\([ \t]*\)")
+# A test that skips the first iterations (`if current_iter > 1:`, BasicSR's
+# `update_learning_rate`): a scheduler stepped under it is not stepped before the first
+# optimizer step.
+_FIRST_SKIPPED = lazy_compile(rb"\bif[ \t]+\(?[\w.]+[ \t]*(?:>=?|!=)[ \t]*[0-2][ \t]*\)?[ \t]*:")
 _OPTIMIZER_STEP = lazy_compile(rb"opt\w*[ \t]*\.step[ \t]*\(")
 # A top-level class statement (the text read with a line break put in front), and a class its
 # body calls (`ResBlock(dim)`; the byte before tells it from `nn.Linear(`: a lookbehind would
@@ -590,7 +594,8 @@ def _method_steps(source: bytes) -> set[str]:
         top = bisect_left(tops, start)
         end = min(after, tops[top]) if top < len(tops) else after
         body = source[start:end]
-        scheduler = b"sched" in body and _SCHEDULER_STEP.search(body) is not None
+        stepped = _SCHEDULER_STEP.search(body) if b"sched" in body else None
+        scheduler = stepped is not None and _FIRST_SKIPPED.search(body, 0, stepped.start()) is None
         trains = b".backward(" in body or (
             b"opt" in body and _OPTIMIZER_STEP.search(body) is not None
         )
