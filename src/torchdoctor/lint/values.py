@@ -737,6 +737,44 @@ def _passed(
     return tuple(passed), len(calls)
 
 
+# Starters of a function in a new process or thread, and how many arguments they put before
+# the ones they are given (`mp.spawn(fn, args=(a,))` calls `fn(rank, a)`).
+_STARTERS = {"Process": 0, "Thread": 0, "spawn": 1, "start_processes": 1}
+
+
+@per_file
+def started_with(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> tuple[ast.expr, ...]:
+    """What the starts of a module-level `function` in a new process or thread in this file hand
+    its positional `parameter`: `mp.Process(target=train, args=(rank, model, ...))`,
+    `mp.spawn(train, args=(model,))` (A3C's workers). Starts whose arguments are not a tuple
+    written out are left out."""
+    if not any(may_be_called(ctx, starter) for starter in _STARTERS):
+        return ()
+    args = function.args
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
+    if parameter not in positional:
+        return ()
+    found = index_of(ctx, function)
+    if not isinstance(found.parents.get(function), ast.Module):
+        return ()
+    values = []
+    for call in found.calls_named(ctx.tree, tuple(_STARTERS)):
+        starter = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id  # type: ignore[attr-defined]
+        target = keyword_value(call, "target") if starter in ("Process", "Thread") else None
+        if target is None and starter not in ("Process", "Thread") and call.args:
+            target = call.args[0]
+        handed = keyword_value(call, "args")
+        if not (isinstance(target, ast.Name) and target.id == function.name):
+            continue
+        if isinstance(handed, ast.Tuple):
+            position = positional.index(parameter) - _STARTERS[starter]
+            if 0 <= position < len(handed.elts) and type(handed.elts[position]) is not ast.Starred:
+                values.append(handed.elts[position])
+    return tuple(values)
+
+
 # Occurrences of a function's name, and nodes of the statements holding them, past which
 # `_calls_found_in_text` leaves the question to the file's index (a bound on its work).
 _MOST_OCCURRENCES = 64

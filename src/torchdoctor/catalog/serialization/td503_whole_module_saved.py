@@ -24,10 +24,12 @@ from torchdoctor.catalog.sdk import (
     is_self_attribute,
     lineage,
     names_a_model,
+    passed_by_every_call,
     passed_values,
     per_file,
     scope_of,
     shorten,
+    started_with,
 )
 from torchdoctor.catalog.sdk import weights_only as _weights_only
 from torchdoctor.catalog.serialization._reports import user_code_shown
@@ -282,7 +284,9 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
     if isinstance(expr, ast.IfExp):  # `net.module if use_cuda else net`
         return _is_module(expr.body, ctx) and _is_module(expr.orelse, ctx)
     if isinstance(expr, ast.Name) and (
-        _used_as_module(expr.id, ctx) or _model_parameter(expr.id, ctx)
+        _used_as_module(expr.id, ctx)
+        or _model_parameter(expr.id, ctx)
+        or _handed_a_module(expr.id, ctx)
     ):
         return True
     if is_self_attribute(expr) and names_a_model(expr.attr):  # type: ignore[attr-defined]
@@ -354,6 +358,38 @@ def _model_parameter(name: str, ctx: Context) -> bool:
     if any(b.node.annotation is not None for b in found):  # type: ignore[attr-defined]
         return False  # annotated, and not as a module (`_is_module` read that first)
     return not any(_no_module_passed(value, ctx) for _, value in passed_values(ctx, function, name))
+
+
+def _handed_a_module(name: str, ctx: Context) -> bool:
+    """A parameter of the enclosing module-level function, never rebound in it, for which every
+    call in this file and every start of it in a new process (`mp.Process(target=train,
+    args=(rank, local_policy, ...))`: A3C's workers) hands a name that its own scope binds only
+    to built modules (`local_policy = Policy(...)`)."""
+    function = ctx.enclosing_function()
+    if function is None or not is_parameter(function, name):
+        return False
+    own = bindings(ctx, function, name)
+    if not own or any(not isinstance(b.node, ast.arg) or b.node.annotation is not None for b in own):  # type: ignore[attr-defined]
+        return False
+    called = passed_by_every_call(ctx, function, name)
+    started = started_with(ctx, function, name)
+    if called is None and passed_values(ctx, function, name):
+        return False  # some call leaves it at its default
+    handed = (*(called or ()), *started)
+    return bool(handed) and all(_names_built_modules(value, ctx) for value in handed)
+
+
+def _names_built_modules(value: ast.AST, ctx: Context) -> bool:
+    """A name that the scope it is read in binds only to calls building a module."""
+    if not isinstance(value, ast.Name):
+        return False
+    found = index_of(ctx, ctx.tree)
+    scope = found.scopes[found.number[value]]
+    made = bindings(ctx, scope, value.id) if scope is not None else None
+    return bool(made) and all(
+        isinstance(b.value, ast.Call) and ctx.kind_of(b.value) is Kind.MODULE and not b.augmented
+        for b in made  # type: ignore[union-attr]
+    )
 
 
 def _no_module_passed(value: ast.AST, ctx: Context) -> bool:

@@ -626,6 +626,32 @@ def _changed_in(ctx: Context, loop: ast.AST) -> frozenset[str]:
     )
 
 
+def _tests_a_setting(test: ast.AST, function: ast.AST) -> bool:
+    """`if self.args.enable_lr_schedule:`, `if cfg.lr_policy == "step":`: a switch of the run's
+    settings, the same in every epoch; not a test of the epoch or of a counter (`if epoch > 0:`
+    skips the first step on purpose)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Compare):
+        if len(test.ops) != 1 or not isinstance(test.comparators[0], ast.Constant):
+            return False
+        if not isinstance(test.comparators[0].value, str):
+            return False
+        test = test.left
+    attributes = 0
+    while isinstance(test, ast.Attribute):
+        if _COUNTER_WORD.search(test.attr):
+            return False
+        test, attributes = test.value, attributes + 1
+    return isinstance(test, ast.Name) and attributes > 0 and test.id in _SETTING_HOLDERS
+
+
+# Names of counters: a test of one orders the steps on purpose.
+_COUNTER_WORD = re.compile(r"epoch|iter|step|warm|count", re.IGNORECASE)
+# What holds a run's settings (`self.args.x`, `args.x`, `cfg.x`).
+_SETTING_HOLDERS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "hparams", "FLAGS"})
+
+
 def _tests_presence_of(test: ast.AST, scheduler: ast.AST) -> bool:
     """`if scheduler:` or `if scheduler is not None:`."""
     wanted = ast.dump(scheduler)
@@ -775,7 +801,7 @@ def _before_the_epoch_in_function(
     if (
         isinstance(parent, ast.If)
         and not parent.orelse
-        and _tests_presence_of(parent.test, scheduler)
+        and (_tests_presence_of(parent.test, scheduler) or _tests_a_setting(parent.test, function))
         and len(ctx.ancestors) > 1
     ):
         parent = ctx.ancestors[-2]
