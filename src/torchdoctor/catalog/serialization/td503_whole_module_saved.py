@@ -369,7 +369,9 @@ def _handed_a_module(name: str, ctx: Context) -> bool:
     if function is None or not is_parameter(function, name):
         return False
     own = bindings(ctx, function, name)
-    if not own or any(not isinstance(b.node, ast.arg) or b.node.annotation is not None for b in own):  # type: ignore[attr-defined]
+    if not own or any(
+        not isinstance(b.node, ast.arg) or b.node.annotation is not None for b in own
+    ):  # type: ignore[attr-defined]
         return False
     called = passed_by_every_call(ctx, function, name)
     started = started_with(ctx, function, name)
