@@ -705,7 +705,8 @@ def training_script(lines: int) -> str:
     (TD203), models saving themselves (TD503), loss subclasses with the old mean's name as a
     default (TD802), helpers giving back a saved mode (TD206), losses summed on purpose over an
     accumulation window (TD213), modules recording no graph (TD409) and meta-learners taking
-    gradients at test time (TD205)."""
+    gradients at test time (TD205), workers started in a new process that save the module they
+    are handed (TD503) and epochs stepping a schedule under a switch of the settings (TD203)."""
     return _script(
         INFERENCE_HEADER,
         lines,
@@ -761,6 +762,18 @@ def training_script(lines: int) -> str:
             "        self.model.eval()",
             "        for x in loader:",
             "            print(self.model(x))",
+            f"def worker_{i}(rank, local_policy, path):",
+            "    torch.save(local_policy, path)",
+            f"def start_{i}(path):",
+            f"    local_policy = Saved_{i}()",
+            f"    torch.multiprocessing.Process(target=worker_{i}, args=(0, local_policy, path)).start()",
+            f"class Trainer_{i}:",
+            "    def train_one_epoch(self, loader):",
+            "        if self.args.enable_lr_schedule:",
+            "            self.lr_scheduler.step()",
+            "        for x, y in loader:",
+            "            F.cross_entropy(self.model(x), y).backward()",
+            "            self.optimizer.step()",
         ],
     )
 

@@ -754,25 +754,35 @@ def started_with(
         return ()
     args = function.args
     positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
-    if parameter not in positional:
+    starts = _starts(ctx).get(function.name)
+    if not starts or parameter not in positional:
         return ()
-    found = index_of(ctx, function)
-    if not isinstance(found.parents.get(function), ast.Module):
+    if not isinstance(index_of(ctx, function).parents.get(function), ast.Module):
         return ()
     values = []
-    for call in found.calls_named(ctx.tree, tuple(_STARTERS)):
-        starter = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id  # type: ignore[attr-defined]
-        target = keyword_value(call, "target") if starter in ("Process", "Thread") else None
-        if target is None and starter not in ("Process", "Thread") and call.args:
-            target = call.args[0]
-        handed = keyword_value(call, "args")
-        if not (isinstance(target, ast.Name) and target.id == function.name):
-            continue
-        if isinstance(handed, ast.Tuple):
-            position = positional.index(parameter) - _STARTERS[starter]
-            if 0 <= position < len(handed.elts) and type(handed.elts[position]) is not ast.Starred:
-                values.append(handed.elts[position])
+    for shift, handed in starts:
+        position = positional.index(parameter) - shift
+        if 0 <= position < len(handed) and type(handed[position]) is not ast.Starred:
+            values.append(handed[position])
     return tuple(values)
+
+
+@per_file
+def _starts(ctx: Context) -> dict[str, list[tuple[int, list[ast.expr]]]]:
+    """For the name of each function the file starts in a new process or thread, the arguments
+    written out for each start and how many the starter puts before them; read once a file."""
+    found: dict[str, list[tuple[int, list[ast.expr]]]] = {}
+    for call in index_of(ctx, ctx.tree).calls_named(ctx.tree, tuple(_STARTERS)):
+        func = call.func
+        starter = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if starter in ("Process", "Thread"):
+            target = keyword_value(call, "target")
+        else:
+            target = call.args[0] if call.args else keyword_value(call, "fn")
+        handed = keyword_value(call, "args")
+        if isinstance(target, ast.Name) and isinstance(handed, ast.Tuple):
+            found.setdefault(target.id, []).append((_STARTERS[starter], handed.elts))
+    return found
 
 
 # Occurrences of a function's name, and nodes of the statements holding them, past which
