@@ -1245,6 +1245,12 @@ def test_evaluation_in_a_project_that_never_leaves_training_mode(tmp_path):
         NO_EVAL_TRAIN.replace("    print(", "    model.eval()\n    print(")
     )
     assert "TD205" not in _check(tmp_path, "utils.py", rule="TD205").stdout
+    # A method of a trainer named `eval`, given the model (aspect_extraction's
+    # `self.eval(model, criterion, dev_loader)`), switches no mode.
+    (tmp_path / "train.py").write_text(
+        NO_EVAL_TRAIN.replace("    print(", "    trainer.eval(model, test_loader)\n    print(")
+    )
+    assert "utils.py:7:16: TD205" in _check(tmp_path, "utils.py", rule="TD205").stdout
     (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
     # A GAN's generator sampled in training mode may be the method.
     (tmp_path / "utils.py").write_text(NO_EVAL_UTILS.replace("model", "netG"))

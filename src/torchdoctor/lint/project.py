@@ -103,11 +103,12 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
     # Some code of the project may switch a model's mode (`.eval()`, `.train(False)`,
     # `.train(phase == "train")`, MONAI's `eval_mode`, `.training = False`): where none does,
     # every model of the project runs in training mode, evaluation included. (Python's own
-    # `eval(text)` is no switch.)
+    # `eval(text)` is no switch, nor a trainer's own `self.eval(model, loader)`: a module's
+    # `.eval()` takes no argument.)
     "sets a mode": (
         (b"eval", b".train"),
         (
-            lazy_compile(rb"\.eval[ \t]*\("),
+            lazy_compile(rb"\.eval[ \t]*\([ \t]*\)"),
             lazy_compile(rb"eval_mode"),
             lazy_compile(rb"\.train[ \t]*\([ \t]*[^) \t\n]"),
             lazy_compile(rb"\.training[ \t]*=[^=]"),

@@ -324,8 +324,9 @@ def _own_block(
 def _array_just_before(receiver: ast.AST, statement: ast.stmt, ctx: Context) -> bool:
     """The name was last bound, in the statement's own block, by `name = value` whose value
     only an array can be: arithmetic (`(1 - a) * b`: a module has no operators), a comparison,
-    or an index with a new axis (`image[None, :, :]`). Of arrays only a tensor has `.to`,
-    `.cuda` and `.cpu`."""
+    or an index with a new axis (`image[None, :, :]`); or a method only a tensor has
+    (`text = text.masked_fill(~mask, 0.)`, muse-maskgit's T5 encoder). Of arrays only a tensor
+    has `.to`, `.cuda` and `.cpu`."""
     located = _own_block(statement, receiver, ctx)
     if located is None:
         return False
@@ -337,6 +338,8 @@ def _array_just_before(receiver: ast.AST, statement: ast.stmt, ctx: Context) -> 
     value = block[position].value  # type: ignore[attr-defined]
     if isinstance(value, (ast.BinOp, ast.Compare)):
         return True
+    if _is_tensor_only_call(value):
+        return _root_name(value.func.value) not in _imported_names(ctx)  # not `np.<function>`
     if not isinstance(value, ast.Subscript):
         return False
     parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
