@@ -27,6 +27,13 @@ class EvaluatedAfterTrain(NamedTuple):
     model: str  # the model, as the switch wrote it
 
 
+class EvaluatedWhileTraining(NamedTuple):
+    call: ast.Call  # the evaluator's call, in the training loop
+    run: ast.Call  # the evaluator's first run of the model
+    function: str  # the evaluator's name
+    model: str  # the model's name in the loop
+
+
 def evaluations_after_train(
     switch: ast.Call, ctx: Context, program
 ) -> Iterator[EvaluatedAfterTrain]:
@@ -142,3 +149,52 @@ def _parameter_given(function: ast.AST, call: ast.Call, model: str) -> str | Non
 def trains(evaluator: ast.AST, found) -> bool:
     """The function calls `.backward()` or `.step()` somewhere."""
     return bool(found.calls_named(evaluator, _TRAINING_CALLS))
+
+
+def evaluations_in_training_loop(
+    loop: ast.AST, caller: ast.AST, program, found
+) -> Iterator[EvaluatedWhileTraining]:
+    """The calls, in a loop that trains a model (a call of it, or of a function of the file that
+    trains, is given it), of an evaluation function of the file that runs that model without a
+    loop over batches and sets no mode, in a function that sets none either (DeepResearch's
+    UNet: `val_loss = get_val_loss(x_val, y_val, unet)` once every few epochs, after
+    `train_step(x, y, optimizer, criterion, unet)`): the model is evaluated in the mode it
+    trains in. Every name the loop trains that the evaluator runs is handed back: which of them
+    is a model with Dropout or BatchNorm is the caller's to judge."""
+    if program.sets_mode(caller):
+        return
+    calls = found.in_block(loop.body, ast.Call, local=True)  # type: ignore[attr-defined]
+    trained = _trained_names(calls, caller, program, found)
+    if not trained:
+        return
+    for call in calls:
+        if _may_set_a_mode(call, caller, program):
+            return
+        evaluator = _evaluator(call, caller, program)
+        if evaluator is None or not program.keeps_modes(evaluator):
+            continue
+        for model in sorted(trained):
+            parameter = _parameter_given(evaluator, call, model)
+            if parameter is None:
+                continue
+            runs = [
+                node
+                for node in found.under(evaluator, ast.Call)
+                if dotted_name(node.func) in (parameter, parameter + ".forward")
+            ]
+            if runs:
+                yield EvaluatedWhileTraining(call, runs[0], evaluator.name, model)  # type: ignore[attr-defined]
+
+
+def _trained_names(calls: list[ast.Call], caller: ast.AST, program, found) -> set[str]:
+    """The names of models a loop trains: each a bare name given to a function of the file
+    that calls `.backward()` or `.step()` (`train_step(x, y, optimizer, criterion, unet)`)."""
+    names: set[str] = set()
+    for call in calls:
+        if type(call.func) is not ast.Name:
+            continue
+        callees = _callees(call, caller, program)
+        if len(callees) != 1 or not trains(callees[0], found):
+            continue
+        names.update(argument.id for argument in call.args if type(argument) is ast.Name)
+    return names

@@ -6,7 +6,11 @@ import ast
 from functools import partial
 from typing import Callable, Iterator
 
-from torchdoctor.catalog.training._after_train import evaluations_after_train, trains
+from torchdoctor.catalog.training._after_train import (
+    evaluations_after_train,
+    evaluations_in_training_loop,
+    trains,
+)
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
     CNN_FACTORIES,
@@ -90,6 +94,16 @@ PITFALL = Pitfall(
             "zh": "`{function}()` 在训练模式下评估 `{model}`：第 {line} 行的 `{model}.train()` 在这里仍然生效"
             "（其间没有调用 `.eval()`，`{function}` 里也没有），Dropout 仍然生效，BatchNorm 会用评估数据"
             "更新 running 统计量；请在调用前执行 `{model}.eval()`，之后再 `{model}.train()`",
+        },
+        "trained-loop": {
+            "en": "`{model}` runs in training mode here: `{function}()` evaluates it on line "
+            "{line}, in the loop that trains it, and neither that loop's function nor `{function}` "
+            "calls `.eval()`, so Dropout stays active and BatchNorm updates its running statistics "
+            "with evaluation data; call `{model}.eval()` before the evaluation and `{model}.train()` "
+            "after it",
+            "zh": "`{model}` 在这里以训练模式运行：第 {line} 行在训练它的循环里调用 `{function}()` 评估它，"
+            "而这个循环所在的函数和 `{function}` 都没有调用 `.eval()`，Dropout 仍然生效，BatchNorm "
+            "会用评估数据更新 running 统计量；请在评估前调用 `{model}.eval()`，评估后调用 `{model}.train()`",
         },
         "project": {
             "en": "`{model}` runs in training mode in this evaluation loop: nothing in this project "
@@ -632,6 +646,61 @@ def check_helpers(tree: ast.Module, ctx: Context) -> Iterator[Finding]:
                 continue  # its class has no Dropout or BatchNorm, or cannot be seen
             reported.add(scope)
             yield ctx.finding(PITFALL, call, "helper", function=name, model=model.id)
+
+
+@PITFALL.static(ast.For, ast.AsyncFor, ast.While)
+def check_training_loop(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
+    """An evaluation function of the file called in the loop that trains the model, which runs
+    it once (no loop over batches) and sets no mode (see `evaluations_in_training_loop`):
+    reported at the evaluator's run of the model, once per evaluator."""
+    caller = ctx.enclosing_function()
+    if caller is None or not ctx.imports_torch or not _may_call_an_evaluation(ctx):
+        return
+    if not _trains_by_helper(ctx, loop):
+        return
+    program = _program(ctx)
+    reported = _reported_evaluators(ctx)
+    family = program.family(caller) or [caller]
+    for found in evaluations_in_training_loop(loop, caller, program, index(ctx)):
+        if found.run in reported or not _trained_model_mode_dependent(
+            found.model, caller, family, program, ctx
+        ):
+            continue
+        reported.add(found.run)
+        yield ctx.finding(
+            PITFALL,
+            found.run,
+            "trained-loop",
+            model=found.model,
+            function=found.function,
+            line=found.call.lineno,
+        )
+
+
+@per_file
+def _reported_evaluators(ctx: Context) -> set[ast.AST]:
+    return set()
+
+
+def _trains_by_helper(ctx: Context, loop: ast.AST) -> bool:
+    """Some call in the loop is of a bare name (a function of the file may train)."""
+    return any(type(call.func) is ast.Name for call in _body_calls(ctx, loop))
+
+
+def _trained_model_mode_dependent(
+    name: str, caller: ast.AST, family: list[ast.AST], program: _Program, ctx: Context
+) -> bool:
+    """`name` holds a model with a mode-dependent layer: every binding of it in the training
+    function builds one; for a parameter, every value the function's callers in the file assign
+    to that name (`unet = UNet(...)` in `main`, a class of the project with BatchNorm)."""
+    if not is_parameter(caller, name):
+        return program.mode_dependent_here(name, caller, ctx, project_classes=True)
+    values = [
+        value
+        for value in program.assigned(family, name)
+        if not keeps_itself(value, name) and not hands_back(ctx, value, name)
+    ]
+    return bool(values) and all(program.builds_mode_layers(value, name) for value in values)
 
 
 @PITFALL.static(ast.Call, names={"train"})
