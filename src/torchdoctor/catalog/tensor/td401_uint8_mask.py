@@ -82,7 +82,9 @@ PITFALL = Pitfall(
 A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 `.type(torch.uint8)` or `torch.ByteTensor(...)`, that is then used as a mask: as an index
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
-or `torch.where(mask, a, b)`. The mask may be used directly or through a name assigned in the
+or `torch.where(mask, a, b)`, or the `mask` of a conditional random field's call
+(pytorch-crf's `self.crf(emissions, tags, mask=m)`, `self.crf.decode(emissions, mask=m)`,
+which uses it as a `torch.where` condition). The mask may be used directly or through a name assigned in the
 same block, or after the statements around it (`if`, `for`, `with`) in the same function,
 also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), merged with a bool
 tensor (`mask = torch.max(mask, iou > t)`, `mask = mask | (x > 0)`: still uint8), split into parts
@@ -142,7 +144,9 @@ one made in a branch kept for torch < 1.2.
 ## What it catches
 以 uint8 类型创建的张量——通过 `.byte()`、`dtype=torch.uint8`、`.to(torch.uint8)`、`.type(torch.uint8)`
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
-`masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数。掩码可以直接使用，
+`masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数，或条件随机场调用的
+`mask`（pytorch-crf 的 `self.crf(emissions, tags, mask=m)`、`self.crf.decode(emissions, mask=m)`，它在内部把掩码
+用作 `torch.where` 的条件）。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
 包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、
 与 bool 张量合并（`mask = torch.max(mask, iou > t)`、`mask = mask | (x > 0)`：结果仍是 uint8）、
@@ -956,7 +960,19 @@ def _mask_argument(call: ast.Call, ctx: Context) -> ast.AST | None:
         return argument(call, 0, "mask")
     if method == "where" and ctx.kind_of(call.func.value) is Kind.TENSOR:
         return argument(call, 0, "condition")
+    if _is_crf(call.func):
+        # pytorch-crf's `crf(emissions, tags, mask)` and `crf.decode(emissions, mask)`: the mask
+        # is a `torch.where` condition inside (JointBERT's `mask=attention_mask.byte()`).
+        return argument(call, 1 if method == "decode" else 2, "mask")
     return None
+
+
+def _is_crf(func: ast.AST) -> bool:
+    """`self.crf`, `crf_layer`, `self.crf.decode`: a conditional random field's call."""
+    if isinstance(func, ast.Attribute) and func.attr == "decode":
+        func = func.value
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return "crf" in name.lower()
 
 
 def _assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:
