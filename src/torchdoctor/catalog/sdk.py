@@ -70,7 +70,7 @@ from torchdoctor.lint.project import (
     SCHEDULE_REACHES,
     holds_marker,
 )
-from torchdoctor.lint.parameter_free import parameter_free_module
+from torchdoctor.lint.parameter_free import parameter_free_module, weightless_module
 from torchdoctor.lint.values import (
     assignments,
     attribute_values,
@@ -216,6 +216,7 @@ __all__ = [
     "hands_back",
     "returned_values",
     "parameter_free_module",
+    "weightless_module",
     "HOOKS",
     "MODULE_SELF_METHODS",
     "VARIABLE_QUALNAMES",

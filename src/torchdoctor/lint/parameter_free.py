@@ -7,8 +7,13 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.lint.bindings import bindings, scope_of
-from torchdoctor.lint.context import Context, top_level_classes
-from torchdoctor.lint.values import attribute_values, is_self_attribute, moves_itself
+from torchdoctor.lint.context import Context, per_file, top_level_classes
+from torchdoctor.lint.values import (
+    attribute_values,
+    is_self_attribute,
+    moves_itself,
+    names_a_model,
+)
 
 # torch.nn classes without parameters or buffers (tests/test_parameter_free.py builds each with
 # the installed torch).
@@ -90,3 +95,78 @@ def _parameter_free_class(ctx: Context, name: str) -> bool:
         isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"
         for s in cls.body
     )
+
+
+def weightless_module(expr: ast.AST, ctx: Context) -> bool:
+    """A module that holds no parameter, though maybe buffers (which never require grad): one
+    of `parameter_free_module`, or a name bound only to a call of a module class of this file
+    whose code makes no parameter and no layer (DeepComplexCRN's `ConviSTFT`, a fixed inverse
+    STFT keeping its kernels with `register_buffer`)."""
+    if parameter_free_module(expr, ctx):
+        return True
+    if not isinstance(expr, ast.Name):
+        return False
+    found = bindings(ctx, scope_of(expr.id, ctx), expr.id) or ()
+    return bool(found) and all(
+        not b.augmented
+        and isinstance(b.value, ast.Call)
+        and isinstance(b.value.func, ast.Name)
+        and _weightless_class(ctx, b.value.func.id)
+        for b in found
+    )
+
+
+# Built-ins whose result is a plain value.
+_PLAIN_BUILTINS = frozenset(
+    {"int", "float", "bool", "str", "len", "min", "max", "abs", "round", "list", "tuple"}
+)
+# Calls that give a module its weights.
+_WEIGHT_MAKERS = frozenset({"Parameter", "register_parameter", "add_module", "ParameterList"})
+
+
+@per_file
+def _weightless_class(ctx: Context, name: str) -> bool:
+    """A top-level class of the file built straight on `nn.Module` whose every `self.x = value`
+    is given a literal, arithmetic, a plain name (not one of a model) or a call of a function of
+    an imported module other than `torch.nn` (`np.ceil(...)`, `torch.eye(n)`), and which makes no
+    `nn.Parameter` and adds no module: what it keeps cannot require grad."""
+    cls = top_level_classes(ctx).get(name)
+    if cls is None or len(cls.bases) != 1:
+        return False
+    if (ctx.qualname(cls.bases[0]) or "") not in _MODULE_BASES:
+        return False
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call):
+            called = (
+                node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else getattr(node.func, "id", "")
+            )
+            if called in _WEIGHT_MAKERS:
+                return False
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(is_self_attribute(target) for target in targets) and not _plain_value(
+                node.value, targets, ctx
+            ):
+                return False
+    return True
+
+
+def _plain_value(value: ast.AST | None, targets: list, ctx: Context) -> bool:
+    """A value that is no module: see `_weightless_class`."""
+    if value is None:
+        return True
+    for target in targets:
+        if is_self_attribute(target) and names_a_model(target.attr):
+            return False
+    for node in ast.walk(value):
+        if isinstance(node, ast.Name) and names_a_model(node.id):
+            return False
+        if isinstance(node, ast.Call):
+            qualname = ctx.qualname(node.func) or ""
+            if isinstance(node.func, ast.Name) and node.func.id in _PLAIN_BUILTINS:
+                continue  # `int(...)`, `len(...)`
+            if not qualname or "." not in qualname or qualname.startswith("torch.nn."):
+                return False  # a function of the file or a layer: it may make a module
+    return True

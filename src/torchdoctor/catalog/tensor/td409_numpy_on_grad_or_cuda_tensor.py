@@ -25,6 +25,7 @@ from torchdoctor.catalog.sdk import (
     per_file,
     records_nothing,
     turns_recording_off,
+    weightless_module,
 )
 
 # Messages quote at most 40 characters of source.
@@ -239,8 +240,8 @@ def _calls_module(call: ast.Call, ctx: Context) -> bool:
         return False
     # `nn.Softmax(dim=1)(x)`, `Swish()(x)`: no parameters, the output requires grad only if
     # x does.
-    if parameter_free_module(func, ctx) or from_project_class(func, ctx):
-        return False  # no parameters, or none that can be seen from here
+    if weightless_module(func, ctx) or from_project_class(func, ctx):
+        return False  # no parameters (buffers at most), or none that can be seen from here
     if _records_no_graph(func, ctx):
         return False  # a metric's feature extractor: its `forward` runs under `no_grad`
     if isinstance(func, ast.Name) and _is_parameter(func.id, ctx) and not names_a_model(func.id):
