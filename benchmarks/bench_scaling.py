@@ -706,7 +706,8 @@ def training_script(lines: int) -> str:
     default (TD802), helpers giving back a saved mode (TD206), losses summed on purpose over an
     accumulation window (TD213), modules recording no graph (TD409) and meta-learners taking
     gradients at test time (TD205), workers started in a new process that save the module they
-    are handed (TD503) and epochs stepping a schedule under a switch of the settings (TD203)."""
+    are handed (TD503), epochs stepping a schedule under a switch of the settings (TD203) and
+    evaluations run once in the loop that trains the model (TD205)."""
     return _script(
         INFERENCE_HEADER,
         lines,
@@ -774,6 +775,14 @@ def training_script(lines: int) -> str:
             "        for x, y in loader:",
             "            F.cross_entropy(self.model(x), y).backward()",
             "            self.optimizer.step()",
+            f"def val_loss_{i}(x, y, net):",
+            "    return F.cross_entropy(net(x), y).item()",
+            f"def fit_{i}(optimizer, criterion, batches, x_val, y_val):",
+            "    net = Net()",
+            "    for epoch in range(3):",
+            "        for x, y in batches:",
+            f"            step_{i}(x, y, optimizer, criterion, net)",
+            f"        print(val_loss_{i}(x_val, y_val, net))",
         ],
     )
 

@@ -256,6 +256,37 @@ def test_kinds_through_local_functions_and_tuple_assignment():
     }
 
 
+def test_kinds_of_tuples_of_tensors_and_in_place_methods():
+    kinds = kinds_at_probe("""
+        import torch
+
+        x = torch.randn(4, 3)
+        first, second = torch.chunk(x, 2)
+        values, indices = x.max(dim=1)
+        low, high = torch.max(x, 1)
+        pair = torch.split(x, 2)
+        filled = torch.zeros_like(x).scatter_(1, indices[:, None], 1)
+        larger = torch.max(x, x)
+        a, b = unknown(x)
+        c, d = torch.max(x, x)
+        probe(first, second, values, indices, low, high, pair, filled, larger, a, b, c)
+    """)
+    assert kinds == {
+        "first": Kind.TENSOR,
+        "second": Kind.TENSOR,
+        "values": Kind.TENSOR,
+        "indices": Kind.TENSOR,
+        "low": Kind.TENSOR,
+        "high": Kind.TENSOR,
+        "pair": Kind.UNKNOWN,  # the tuple itself
+        "filled": Kind.TENSOR,
+        "larger": Kind.TENSOR,
+        "a": Kind.UNKNOWN,
+        "b": Kind.UNKNOWN,
+        "c": Kind.UNKNOWN,  # elementwise max of two tensors: one tensor, unpacked by rows
+    }
+
+
 def test_bindings_are_flow_sensitive():
     kinds = kinds_at_probe("""
         import torch

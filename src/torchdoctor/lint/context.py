@@ -59,6 +59,15 @@ requires_grad_ pin_memory unfold
 """.split()
 )
 
+# Functions and methods that hand back a tuple of tensors (`a, b = torch.chunk(x, 2)`,
+# `values, indices = x.max(dim=1)`): each name unpacked from them is a tensor.
+TENSOR_TUPLE_FUNCTIONS = frozenset(
+    "chunk split unbind tensor_split hsplit vsplit dsplit sort topk kthvalue median mode "
+    "aminmax std_mean var_mean".split()
+)
+# ... those of them that hand back one tensor when given no `dim` (`x.max()`).
+_TUPLE_WITH_DIM = frozenset({"max", "min"})
+
 # PyTorch 0.3's `Variable`, a no-op wrapper of a tensor since 0.4, under both its names.
 VARIABLE_QUALNAMES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
@@ -487,8 +496,10 @@ class Context:
             return self._callee_result(func)
         if type(func) is ast.Attribute:
             receiver = self.kind_of(func.value)
-            if receiver is Kind.TENSOR and func.attr in TENSOR_METHODS:
-                return Kind.TENSOR
+            if receiver is Kind.TENSOR and (
+                func.attr in TENSOR_METHODS or _in_place_method(func.attr)
+            ):
+                return Kind.TENSOR  # an in-place method (`scatter_`, `fill_`) hands back self
             if receiver is Kind.NDARRAY and func.attr in ("reshape", "astype", "copy", "transpose"):
                 return Kind.NDARRAY
             if receiver is Kind.MODULE and func.attr in MODULE_SELF_METHODS:
@@ -861,6 +872,16 @@ class Context:
                 else:
                     self._bind_target(target, Kind.UNKNOWN)
             return
+        if type(value) is ast.Call and self._hands_back_tensors(value):
+            for target in node.targets:  # `rot_0, rot_90 = torch.chunk(rot_loss, 2, dim=0)`
+                if type(target) in _SEQUENCES:
+                    for element in target.elts:
+                        self._bind_target(
+                            element, Kind.TENSOR if type(element) is ast.Name else Kind.UNKNOWN
+                        )
+                else:
+                    self._bind_target(target, Kind.UNKNOWN)  # the tuple itself
+            return
         kind = self.kind_of(value)
         for target in node.targets:
             if kind is Kind.BATCH and type(target) in _SEQUENCES:
@@ -869,6 +890,20 @@ class Context:
                 continue  # `self.model = None` until the model is built: a placeholder
             else:
                 self._bind_target(target, kind)
+
+    def _hands_back_tensors(self, call: ast.Call) -> bool:
+        """`torch.chunk(x, 2)`, `x.split(3)`, `torch.max(x, dim=1)`, `x.topk(5)`: a call that
+        hands back a tuple of tensors (of a tensor's method: on a known tensor)."""
+        func = call.func
+        qualname = self.qualname(func)
+        if qualname:
+            head, _, last = qualname.rpartition(".")
+            return head == "torch" and _tuple_call(last, call)
+        return (
+            type(func) is ast.Attribute
+            and _tuple_call(func.attr, call, method=True)
+            and self.kind_of(func.value) is Kind.TENSOR
+        )
 
     def _leave_ann_assign(self, node: ast.AnnAssign) -> None:
         kind = self.kind_from_annotation(node.annotation)
@@ -1204,3 +1239,23 @@ LEAVE = {
     ast.ExceptHandler: Context._leave_except,
     ast.Return: Context._leave_return,
 }
+
+
+def _in_place_method(name: str) -> bool:
+    """`scatter_`, `fill_`, `add_`: a tensor's in-place method, which hands back the tensor."""
+    return name.endswith("_") and not name.startswith("_") and len(name) > 2
+
+
+def _tuple_call(name: str, call: ast.Call, method: bool = False) -> bool:
+    """`name` hands back a tuple of tensors when called so: `chunk`, `split`...; `max` and `min`
+    only given a dimension (`torch.max(x, 1)`, `x.max(dim=1)`)."""
+    if name in TENSOR_TUPLE_FUNCTIONS:
+        return True
+    if name in _TUPLE_WITH_DIM:
+        given = len(call.args) + (0 if method else -1)  # `torch.max(x, 1)`: x is no dimension
+        return any(k.arg == "dim" for k in call.keywords) or (
+            given >= 1
+            and not any(type(a) is ast.Starred for a in call.args)
+            and (len(call.args) < 2 or method or type(call.args[1]) is ast.Constant)
+        )
+    return False
