@@ -496,8 +496,9 @@ class Context:
             return self._callee_result(func)
         if type(func) is ast.Attribute:
             receiver = self.kind_of(func.value)
+            attr = func.attr
             if receiver is Kind.TENSOR and (
-                func.attr in TENSOR_METHODS or _in_place_method(func.attr)
+                attr in TENSOR_METHODS or attr[-1] == "_" and attr[0] != "_"
             ):
                 return Kind.TENSOR  # an in-place method (`scatter_`, `fill_`) hands back self
             if receiver is Kind.NDARRAY and func.attr in ("reshape", "astype", "copy", "transpose"):
@@ -872,7 +873,11 @@ class Context:
                 else:
                     self._bind_target(target, Kind.UNKNOWN)
             return
-        if type(value) is ast.Call and self._hands_back_tensors(value):
+        if (
+            type(value) is ast.Call
+            and (type(node.targets[0]) in _SEQUENCES or len(node.targets) > 1)
+            and self._hands_back_tensors(value)
+        ):
             for target in node.targets:  # `rot_0, rot_90 = torch.chunk(rot_loss, 2, dim=0)`
                 if type(target) in _SEQUENCES:
                     for element in target.elts:
@@ -1240,10 +1245,6 @@ LEAVE = {
     ast.Return: Context._leave_return,
 }
 
-
-def _in_place_method(name: str) -> bool:
-    """`scatter_`, `fill_`, `add_`: a tensor's in-place method, which hands back the tensor."""
-    return name.endswith("_") and not name.startswith("_") and len(name) > 2
 
 
 def _tuple_call(name: str, call: ast.Call, method: bool = False) -> bool:

@@ -654,7 +654,7 @@ def check_training_loop(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
     it once (no loop over batches) and sets no mode (see `evaluations_in_training_loop`):
     reported at the evaluator's run of the model, once per evaluator."""
     caller = ctx.enclosing_function()
-    if caller is None or not ctx.imports_torch or not _may_call_an_evaluation(ctx):
+    if caller is None or not ctx.imports_torch or not _evaluates_and_trains(ctx):
         return
     if not _trains_by_helper(ctx, loop):
         return
@@ -675,6 +675,20 @@ def check_training_loop(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
             function=found.function,
             line=found.call.lineno,
         )
+
+
+@per_file
+def _evaluates_and_trains(ctx: Context) -> bool:
+    """The file has a function named to evaluate and some text that trains (`.backward(`,
+    `.step(`): read once per file, so that the loops of a model's file (most of them) ask
+    nothing more."""
+    source = ctx.source
+    if ".backward(" not in source and ".step(" not in source:
+        return False
+    return any(
+        isinstance(node, FUNCTIONS) and _words(node.name.lower()) & EVAL_WORDS
+        for node in ctx.tree.body
+    )
 
 
 @per_file
