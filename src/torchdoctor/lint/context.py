@@ -1246,7 +1246,6 @@ LEAVE = {
 }
 
 
-
 def _tuple_call(name: str, call: ast.Call, method: bool = False) -> bool:
     """`name` hands back a tuple of tensors when called so: `chunk`, `split`...; `max` and `min`
     only given a dimension (`torch.max(x, 1)`, `x.max(dim=1)`)."""
