@@ -707,7 +707,8 @@ def training_script(lines: int) -> str:
     accumulation window (TD213), modules recording no graph (TD409) and meta-learners taking
     gradients at test time (TD205), workers started in a new process that save the module they
     are handed (TD503), epochs stepping a schedule under a switch of the settings (TD203) and
-    evaluations run once in the loop that trains the model (TD205)."""
+    evaluations run once in the loop that trains the model (TD205), modules keeping buffers only
+    (TD409) and a conditional random field given a uint8 mask (TD401)."""
     return _script(
         INFERENCE_HEADER,
         lines,
@@ -783,6 +784,18 @@ def training_script(lines: int) -> str:
             "        for x, y in batches:",
             f"            step_{i}(x, y, optimizer, criterion, net)",
             f"        print(val_loss_{i}(x_val, y_val, net))",
+            f"class Fixed_{i}(nn.Module):",
+            "    def __init__(self):",
+            "        super().__init__()",
+            '        self.register_buffer("w", torch.eye(8))',
+            "    def forward(self, x):",
+            "        return x @ self.w",
+            f"def plot_{i}(x):",
+            f"    fixed = Fixed_{i}()",
+            "    return fixed(x).numpy()",
+            f"class Tagger_{i}(nn.Module):",
+            "    def forward(self, emissions, tags, mask):",
+            "        return self.crf(emissions, tags, mask=mask.byte())",
         ],
     )
 
