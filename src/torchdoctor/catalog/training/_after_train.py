@@ -118,16 +118,22 @@ def _evaluator(call: ast.Call, caller: ast.AST, program) -> ast.AST | None:
 def _runs(evaluator: ast.AST, call: ast.Call, receiver: ast.AST, model: str, found) -> bool:
     """`evaluator` calls the model: `self.net(...)` or `self.net.forward(...)` in a method, or
     the parameter the model is passed as (`validate(model, loader)` -> `model(x)`)."""
-    runs = {model, model + ".forward"}
+    ran = model
     if type(receiver) is ast.Name:
         parameter = _parameter_given(evaluator, call, model)
         if parameter is None:
             return False
-        runs = {parameter, parameter + ".forward"}
-    for node in found.under(evaluator, ast.Call):
+        ran = parameter
+    return _first_run(evaluator, ran, found) is not None
+
+
+def _first_run(function: ast.AST, model: str, found) -> ast.Call | None:
+    """The first call in `function` of `model` (`model(x)`, `model.forward(x)`)."""
+    runs = (model, model + ".forward")
+    for node in found.under(function, ast.Call):
         if dotted_name(node.func) in runs:
-            return True
-    return False
+            return node
+    return None
 
 
 def _parameter_given(function: ast.AST, call: ast.Call, model: str) -> str | None:
@@ -175,15 +181,9 @@ def evaluations_in_training_loop(
             continue
         for model in sorted(trained):
             parameter = _parameter_given(evaluator, call, model)
-            if parameter is None:
-                continue
-            runs = [
-                node
-                for node in found.under(evaluator, ast.Call)
-                if dotted_name(node.func) in (parameter, parameter + ".forward")
-            ]
-            if runs:
-                yield EvaluatedWhileTraining(call, runs[0], evaluator.name, model)  # type: ignore[attr-defined]
+            run = None if parameter is None else _first_run(evaluator, parameter, found)
+            if run is not None:
+                yield EvaluatedWhileTraining(call, run, evaluator.name, model)  # type: ignore[attr-defined]
 
 
 def _trained_names(calls: list[ast.Call], caller: ast.AST, program, found) -> set[str]:

@@ -539,13 +539,7 @@ def _check_loop(
     if _built_by(function, model, program, ctx):
         family = [function]  # no other code of the file has that model to switch
     name = last_name(model) or ""
-    # `model = model.cuda() if cuda else model` adds nothing to what the name holds, nor does
-    # `model = train_model(model, ...)`, which hands it back.
-    models = [
-        m
-        for m in program.assigned(family, name)
-        if not keeps_itself(m, name) and not hands_back(ctx, m, name)
-    ]
+    models = _assigned_models(family, name, program, ctx)
     if program.set_their_own_mode(models):
         return  # `forward` calls `self.eval()` itself (FAST-VQA's evaluators)
     flags = [program.flags(scope) for scope in family]
@@ -709,12 +703,19 @@ def _trained_model_mode_dependent(
     to that name (`unet = UNet(...)` in `main`, a class of the project with BatchNorm)."""
     if not is_parameter(caller, name):
         return program.mode_dependent_here(name, caller, ctx, project_classes=True)
-    values = [
+    values = _assigned_models(family, name, program, ctx)
+    return bool(values) and all(program.builds_mode_layers(value, name) for value in values)
+
+
+def _assigned_models(family: list[ast.AST], name: str, program: _Program, ctx: Context) -> list:
+    """The models the family's code assigns to `name`: `model = model.cuda() if cuda else
+    model` adds nothing to what the name holds, nor does `model = train_model(model, ...)`,
+    which hands it back."""
+    return [
         value
         for value in program.assigned(family, name)
         if not keeps_itself(value, name) and not hands_back(ctx, value, name)
     ]
-    return bool(values) and all(program.builds_mode_layers(value, name) for value in values)
 
 
 @PITFALL.static(ast.Call, names={"train"})
