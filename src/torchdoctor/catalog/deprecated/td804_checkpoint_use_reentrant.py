@@ -16,10 +16,10 @@ PITFALL = Pitfall(
     },
     messages={
         "": {
-            "en": "`{function}` without `use_reentrant=`: PyTorch warns on every call, the "
+            "en": "`{function}` without `use_reentrant=`: PyTorch warns that it must be passed, the "
             "default is to change, and the reentrant variant it picks today gives no gradients "
             "to the checkpointed layers when no input requires grad; pass `use_reentrant=False`",
-            "zh": "调用 `{function}` 时没有传 `use_reentrant=`：PyTorch 每次调用都会警告，默认值将会改变；"
+            "zh": "调用 `{function}` 时没有传 `use_reentrant=`：PyTorch 会警告必须显式传入它，默认值将会改变；"
             "而它目前选用的可重入（reentrant）实现在没有任何输入需要梯度时，不会给被检查点包裹的层任何梯度。"
             "请传入 `use_reentrant=False`",
         }
@@ -44,17 +44,18 @@ may already pass the flag and is not reported.
 
 ## Why is this bad?
 PyTorch has two implementations of activation checkpointing. When `use_reentrant` is not given,
-it picks the old reentrant one and warns on every call that the argument must be passed
-explicitly and that leaving it out will become an error. The reentrant variant also has a
-silent failure: when none of the tensors given to the checkpointed function requires grad (the
-usual case for the first block of a network, or for a frozen embedding in front of it), its
+it picks the old reentrant one and warns that the argument must be passed explicitly and that
+leaving it out will become an error (each call issues the warning; Python's default filter shows
+it once per process). The reentrant variant also has a silent failure: when none of the tensors
+given to the checkpointed function requires grad (the usual case for the first block of a
+network, or for a frozen embedding in front of it), its
 output has no graph back into the block, so the block's parameters get no gradients at all and
 never train, with only a warning. It also does not support `torch.autograd.grad`, keyword
 arguments of the checkpointed function or some nested structures. The non-reentrant variant
 (`use_reentrant=False`) has none of these problems and is the one PyTorch recommends.
 
 ## Symptoms
-On every call (torch 2.13):
+Issued by every such call, shown once under Python's default warning filter (torch 2.13):
 `UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly.
 Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception.
 use_reentrant=False is recommended, but if you need to preserve the current default behavior,
@@ -96,14 +97,15 @@ or call through a wrapper that does.
 可能已经传了这个参数，不报告。
 
 ## Why is this bad?
-PyTorch 的激活检查点有两种实现。不传 `use_reentrant` 时，它选用旧的可重入实现，并且每次调用都警告：
-这个参数必须显式传入，不传将来会报错。可重入实现还有一个静默的问题：当传给被检查点函数的张量都不需要梯度时
+PyTorch 的激活检查点有两种实现。不传 `use_reentrant` 时，它选用旧的可重入实现，并发出警告：
+这个参数必须显式传入，不传将来会报错（每次调用都会发出这条警告，Python 默认的过滤器每个进程只显示一次）。
+可重入实现还有一个静默的问题：当传给被检查点函数的张量都不需要梯度时
 （网络的第一个块、或者前面是冻结的 embedding 时很常见），它的输出没有连回这个块的计算图，块里的参数完全得不到梯度，
 永远不会被训练，只留下一条警告。它也不支持 `torch.autograd.grad`、被检查点函数的关键字参数以及某些嵌套结构。
 非可重入实现（`use_reentrant=False`）没有这些问题，也是 PyTorch 推荐的做法。
 
 ## Symptoms
-每次调用都会出现（torch 2.13）：
+每次这样的调用都会发出，Python 默认的警告过滤器只显示一次（torch 2.13）：
 `UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly.
 Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception.
 use_reentrant=False is recommended, but if you need to preserve the current default behavior,
