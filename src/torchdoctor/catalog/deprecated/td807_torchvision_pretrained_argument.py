@@ -6,7 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.deprecated._torchvision_weights import BUILDERS, NAMES, PARAMETERS
-from torchdoctor.catalog.sdk import Context, Finding, Pitfall, in_compat_fallback
+from torchdoctor.catalog.sdk import Context, Finding, Pitfall, in_compat_fallback, shorten
 
 PITFALL = Pitfall(
     code="TD807",
@@ -22,6 +22,12 @@ PITFALL = Pitfall(
             "which may differ)",
             "zh": "`{old}=` 自 torchvision 0.13 起已弃用：这里它加载的是 `{enum}`；传入 "
             '`{new}="{member}"` 得到相同的权重（`{new}="DEFAULT"` 选用最好的权重，可能与之不同）',
+        },
+        "flag": {
+            "en": "`{old}=` is deprecated since torchvision 0.13: when `{flag}` is true it loads "
+            '`{enum}`; pass `{new}="{member}" if {flag} else None` for the same weights',
+            "zh": "`{old}=` 自 torchvision 0.13 起已弃用：当 `{flag}` 为真时它加载的是 `{enum}`；"
+            '传入 `{new}="{member}" if {flag} else None` 得到相同的权重',
         },
         "false": {
             "en": "`{old}=` is deprecated since torchvision 0.13: `{old}=False` is `{new}=None`",
@@ -203,7 +209,21 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                 condition = f"({condition})"  # the condition of `a if b else c` is an or-test
             value = f'"{name}" if {condition} else None'
         fix = ctx.fix(PITFALL, "safe", ctx.replace(keyword, f"{new}={value}")) if fixable else None
-        yield ctx.finding(PITFALL, keyword, fix=fix, old=old, new=new, enum=member, member=name)
+        if isinstance(flag, ast.Constant):
+            yield ctx.finding(PITFALL, keyword, fix=fix, old=old, new=new, enum=member, member=name)
+        else:  # `pretrained=args.pretrained`: the weights load only when the flag is true
+            shown = shorten(condition, limit=40)
+            yield ctx.finding(
+                PITFALL,
+                keyword,
+                "flag",
+                fix=fix,
+                old=old,
+                new=new,
+                enum=member,
+                member=name,
+                flag=shown,
+            )
 
 
 def _member(spec: str, quantize: ast.keyword | None) -> str:
