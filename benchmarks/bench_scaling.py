@@ -708,7 +708,8 @@ def training_script(lines: int) -> str:
     gradients at test time (TD205), workers started in a new process that save the module they
     are handed (TD503), epochs stepping a schedule under a switch of the settings (TD203) and
     evaluations run once in the loop that trains the model (TD205), modules keeping buffers only
-    (TD409) and a conditional random field given a uint8 mask (TD401)."""
+    (TD409), a conditional random field given a uint8 mask and one handed by keyword through
+    layers to a `masked_fill` (TD401)."""
     return _script(
         INFERENCE_HEADER,
         lines,
@@ -796,6 +797,15 @@ def training_script(lines: int) -> str:
             f"class Tagger_{i}(nn.Module):",
             "    def forward(self, emissions, tags, mask):",
             "        return self.crf(emissions, tags, mask=mask.byte())",
+            f"class Attn_{i}(nn.Module):",
+            "    def forward(self, w, attn_mask=None):",
+            "        return w.masked_fill(attn_mask[:, None], 0.0)",
+            f"class Layer_{i}(nn.Module):",
+            "    def forward(self, x, dec_attn_mask=None):",
+            "        return self.attn(x, attn_mask=dec_attn_mask)",
+            f"def decode_{i}(layer, x):",
+            "    mask = torch.ones(4, 4).byte()",
+            "    return layer(x, dec_attn_mask=mask)",
         ],
     )
 

@@ -82,28 +82,30 @@ PITFALL = Pitfall(
 A tensor made as uint8, by `.byte()`, `dtype=torch.uint8`, `.to(torch.uint8)`,
 `.type(torch.uint8)` or `torch.ByteTensor(...)`, that is then used as a mask: as an index
 (`x[mask]`, `x[mask] = 0`), or as the mask of `masked_fill`, `masked_select`, `masked_scatter`
-or `torch.where(mask, a, b)`, or the `mask` of a conditional random field's call
-(pytorch-crf's `self.crf(emissions, tags, mask=m)`, `self.crf.decode(emissions, mask=m)`,
-which uses it as a `torch.where` condition). The mask may be used directly or through a name assigned in the
-same block, or after the statements around it (`if`, `for`, `with`) in the same function,
-also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), merged with a bool
-tensor (`mask = torch.max(mask, iou > t)`, `mask = mask | (x > 0)`: still uint8), split into parts
-(`mask = mask.split(sizes)`), indexed for a part (`mask[t]`), passed through the project's
-own device helper (`cuda_(mask)`, `to_var(mask)`), or copied to another name first
-(`maskk = mask.clone()`, then `logits[maskk]`). A numpy array made uint8
-(`np.zeros(shape, dtype=np.uint8)`, `.astype(np.uint8)`) is reported too when a tensor made
-from it without a dtype (`torch.tensor(a)`, `torch.from_numpy(a)`) is used as a mask; indexing
-numpy with it (integer indices, another matter) is not.
-`torch.ByteTensor` may be spelled through a name
-that picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else
-torch.ByteTensor`), or through a name bound only to `torch` or `torch.cuda` (`th.ByteTensor`).
-A parameter used as a mask is reported when a call of its function in
-the same file passes it a uint8 tensor: made in the call, or held by a name or a `self.`
-attribute that every assignment makes uint8 (`self.is_initial = t.byte()`, then
-`self.sample(x, self.is_initial)`). A `self.` attribute that every assignment in its class
-makes uint8 is reported where it is made when a method of the class uses it as a mask:
-directly, through a local name bound to it (`mask = Variable(self.mask)`) or through another
-attribute holding it (`self.mask_gpu = self.mask.cuda()`).
+or `torch.where(mask, a, b)`, or the `mask` of a conditional random field's call (pytorch-crf's
+`self.crf(emissions, tags, mask=m)`, `self.crf.decode(emissions, mask=m)`, which uses it as a
+`torch.where` condition), or a keyword argument of a call whose name is that of a parameter of
+the file's functions that reaches such a mask, directly or handed on by keyword (Transformer-XL:
+`layer(x, dec_attn_mask=m)`, then `self.dec_attn(x, attn_mask=dec_attn_mask)`, then
+`attn_score.masked_fill_(attn_mask[...], ...)`). The mask may be used directly or through a name
+assigned in the same block, or after the statements around it (`if`, `for`, `with`) in the same
+function, also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), merged with
+a bool tensor (`mask = torch.max(mask, iou > t)`, `mask = mask | (x > 0)`: still uint8), split
+into parts (`mask = mask.split(sizes)`), indexed for a part (`mask[t]`), passed through the
+project's own device helper (`cuda_(mask)`, `to_var(mask)`), or copied to another name first
+(`maskk = mask.clone()`, then `logits[maskk]`). A numpy array made uint8 (`np.zeros(shape,
+dtype=np.uint8)`, `.astype(np.uint8)`) is reported too when a tensor made from it without a
+dtype (`torch.tensor(a)`, `torch.from_numpy(a)`) is used as a mask; indexing numpy with it
+(integer indices, another matter) is not. `torch.ByteTensor` may be spelled through a name that
+picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`), or
+through a name bound only to `torch` or `torch.cuda` (`th.ByteTensor`). A parameter used as a
+mask is reported when a call of its function in the same file passes it a uint8 tensor: made in
+the call, or held by a name or a `self.` attribute that every assignment makes uint8
+(`self.is_initial = t.byte()`, then `self.sample(x, self.is_initial)`). A `self.` attribute that
+every assignment in its class makes uint8 is reported where it is made when a method of the
+class uses it as a mask: directly, through a local name bound to it (`mask =
+Variable(self.mask)`) or through another attribute holding it (`self.mask_gpu =
+self.mask.cuda()`).
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -146,7 +148,9 @@ one made in a branch kept for torch < 1.2.
 或 `torch.ByteTensor(...)`——随后被当作掩码使用：作为索引（`x[mask]`、`x[mask] = 0`），或作为
 `masked_fill`、`masked_select`、`masked_scatter`、`torch.where(mask, a, b)` 的掩码参数，或条件随机场调用的
 `mask`（pytorch-crf 的 `self.crf(emissions, tags, mask=m)`、`self.crf.decode(emissions, mask=m)`，它在内部把掩码
-用作 `torch.where` 的条件）。掩码可以直接使用，
+用作 `torch.where` 的条件），或者以关键字参数传给某个调用、而该关键字与本文件函数中某个最终用作掩码的参数同名
+（直接使用，或再以关键字传下去：Transformer-XL 的 `layer(x, dec_attn_mask=m)`，接着
+`self.dec_attn(x, attn_mask=dec_attn_mask)`，最后 `attn_score.masked_fill_(attn_mask[...], ...)`）。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
 包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、
 与 bool 张量合并（`mask = torch.max(mask, iou > t)`、`mask = mask | (x > 0)`：结果仍是 uint8）、
@@ -936,8 +940,73 @@ def _in_mask_position(node: ast.AST, parents: dict, ctx: Context) -> bool:
     if isinstance(parent, ast.Subscript):
         return parent.slice is node and _indexes_a_tensor(parent.value, ctx)
     if isinstance(parent, ast.keyword):
-        parent = parents.get(parent)
+        keyword, parent = parent, parents.get(parent)
+        if keyword.arg in _mask_parameters(ctx) and isinstance(parent, ast.Call):
+            qualname = ctx.qualname(parent.func) or ""
+            if not qualname.startswith(("torch.", "numpy.")):
+                return True  # `layer(x, dec_attn_mask=mask)`: a function of the file masks with it
     return isinstance(parent, ast.Call) and _mask_argument(parent, ctx) is node
+
+
+@per_file
+def _mask_parameters(ctx: Context) -> frozenset[str]:
+    """The names of the file's function parameters that reach a mask: the mask of a
+    `masked_fill` (indexed or moved on the way: `attn_mask[None, :, :, None]`), or handed on by
+    that name as a keyword to a call (`self.dec_attn(x, attn_mask=dec_attn_mask)`, passed on
+    so through Transformer-XL's layers). Read once per file, and only in a file that makes a
+    uint8 tensor."""
+    if not _makes_uint8_somewhere(ctx):
+        return frozenset()
+    found = index(ctx)
+    names: set[str] = set()
+    for method in MASK_METHODS:
+        for at in found.calls.get(method, ()):
+            call = found.nodes[at]
+            if type(call.func) is not ast.Attribute:
+                continue
+            root = _mask_root(argument(call, 0, "mask"))
+            if root is not None and _is_parameter_of(found.scopes[at], root):
+                names.add(root)
+    keywords = [found.nodes[at] for at in found.by_class.get(ast.keyword, ())]
+    for _ in range(4):  # handed on through a few layers at most
+        more = {
+            keyword.value.id
+            for keyword in keywords
+            if keyword.arg in names
+            and type(keyword.value) is ast.Name
+            and keyword.value.id not in names
+            and _is_parameter_at(found, keyword.value)
+        }
+        if not more:
+            break
+        names |= more
+    return frozenset(names)
+
+
+def _mask_root(mask: ast.AST | None) -> str | None:
+    """The name a mask argument reads: `m`, `m[None, :, :, None]`, `m.cuda()`."""
+    while mask is not None:
+        if type(mask) is ast.Name:
+            return mask.id
+        if type(mask) is ast.Subscript:
+            mask = mask.value
+        elif (
+            type(mask) is ast.Call
+            and type(mask.func) is ast.Attribute
+            and mask.func.attr in ("cuda", "to")
+        ):
+            mask = mask.func.value
+        else:
+            return None
+    return None
+
+
+def _is_parameter_at(found, name: ast.Name) -> bool:
+    return _is_parameter_of(found.scopes[found.number[name]], name.id)
+
+
+def _is_parameter_of(scope: ast.AST | None, name: str) -> bool:
+    return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_parameter(scope, name)
 
 
 def _indexes_a_tensor(value: ast.AST, ctx: Context) -> bool:
