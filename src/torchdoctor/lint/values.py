@@ -190,17 +190,23 @@ def expects_an_error(ctx: Context) -> bool:
 
 def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
     """The node being checked is in code kept for other versions of torch: an `except
-    ImportError/AttributeError` handler, or a branch of an `if` that tests a version
+    ImportError/AttributeError` handler or the `try` body it guards, or a branch of an `if` that tests a version
     (`if TORCH_GTE_1_7:`, `if torch.__version__ < ...`, `if hasattr(torch, "fft")`). Given
     the expression `expr` itself, also a branch of a conditional expression that tests one
     (`new() if TORCH_2_4 else old()`), or the value of a default that the next statement
     replaces for newer versions (`wn = old` then `if hasattr(...): wn = new`)."""
     outer = None
-    for node in ctx.ancestors:
+    ancestors = ctx.ancestors
+    for at, node in enumerate(ancestors):
+        if (
+            isinstance(node, ast.Try)
+            and at + 1 < len(ancestors)
+            and ancestors[at + 1] in node.body
+            and any(_catches_a_compat_error(handler) for handler in node.handlers)
+        ):
+            return True  # fastMRI: `try: ifft = torch.ifft` `except AttributeError: def ifft(...)`
         if isinstance(node, ast.ExceptHandler):
-            caught = node.type
-            names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-            if any(isinstance(n, ast.Name) and n.id in _COMPAT_ERRORS for n in names):
+            if _catches_a_compat_error(node):
                 return True
             if isinstance(outer, ast.Try) and _tests_a_version(outer.body, ctx):
                 return True  # megatron: `try: if torch >= 2.4: new else: old` `except: old`
@@ -208,6 +214,12 @@ def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
             return True
         outer = node
     return expr is not None and (_in_version_gated_expression(expr, ctx) or _overridden(expr, ctx))
+
+
+def _catches_a_compat_error(handler: ast.ExceptHandler) -> bool:
+    caught = handler.type
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return any(isinstance(n, ast.Name) and n.id in _COMPAT_ERRORS for n in names)
 
 
 def _tests_version(test: ast.expr, ctx: Context) -> bool:
