@@ -8,6 +8,7 @@ import ast
 
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, per_file, top_level_classes
+from torchdoctor.lint.occurrences import call_name
 from torchdoctor.lint.values import (
     attribute_values,
     is_self_attribute,
@@ -137,12 +138,7 @@ def _weightless_class(ctx: Context, name: str) -> bool:
         return False
     for node in ast.walk(cls):
         if isinstance(node, ast.Call):
-            called = (
-                node.func.attr
-                if isinstance(node.func, ast.Attribute)
-                else getattr(node.func, "id", "")
-            )
-            if called in _WEIGHT_MAKERS:
+            if call_name(node) in _WEIGHT_MAKERS:
                 return False
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -190,8 +190,9 @@ def expects_an_error(ctx: Context) -> bool:
 
 def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
     """The node being checked is in code kept for other versions of torch: an `except
-    ImportError/AttributeError` handler or the `try` body it guards, or a branch of an `if` that tests a version
-    (`if TORCH_GTE_1_7:`, `if torch.__version__ < ...`, `if hasattr(torch, "fft")`). Given
+    ImportError/AttributeError` handler or the `try` body it guards, or a branch of an `if` that
+    tests a version (`if TORCH_GTE_1_7:`, `if torch.__version__ < ...`, `if hasattr(torch,
+    "fft")`). Given
     the expression `expr` itself, also a branch of a conditional expression that tests one
     (`new() if TORCH_2_4 else old()`), or the value of a default that the next statement
     replaces for newer versions (`wn = old` then `if hasattr(...): wn = new`)."""

@@ -201,6 +201,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         if not member:
             yield ctx.finding(PITFALL, keyword, "unknown", old=old, new=new)
             continue
+        variant, shown = "", {}
         if isinstance(flag, ast.Constant):
             value = f'"{name}"'
         else:
@@ -208,22 +209,12 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             if type(flag) in (ast.IfExp, ast.Lambda, ast.NamedExpr):
                 condition = f"({condition})"  # the condition of `a if b else c` is an or-test
             value = f'"{name}" if {condition} else None'
+            # `pretrained=args.pretrained`: the weights load only when the flag is true
+            variant, shown = "flag", {"flag": shorten(condition, limit=40)}
         fix = ctx.fix(PITFALL, "safe", ctx.replace(keyword, f"{new}={value}")) if fixable else None
-        if isinstance(flag, ast.Constant):
-            yield ctx.finding(PITFALL, keyword, fix=fix, old=old, new=new, enum=member, member=name)
-        else:  # `pretrained=args.pretrained`: the weights load only when the flag is true
-            shown = shorten(condition, limit=40)
-            yield ctx.finding(
-                PITFALL,
-                keyword,
-                "flag",
-                fix=fix,
-                old=old,
-                new=new,
-                enum=member,
-                member=name,
-                flag=shown,
-            )
+        yield ctx.finding(
+            PITFALL, keyword, variant, fix=fix, old=old, new=new, enum=member, member=name, **shown
+        )
 
 
 def _member(spec: str, quantize: ast.keyword | None) -> str:

@@ -626,7 +626,7 @@ def _changed_in(ctx: Context, loop: ast.AST) -> frozenset[str]:
     )
 
 
-def _tests_a_setting(test: ast.AST, function: ast.AST) -> bool:
+def _tests_a_setting(test: ast.AST) -> bool:
     """`if self.args.enable_lr_schedule:`, `if cfg.lr_policy == "step":`: a switch of the run's
     settings, the same in every epoch; not a test of the epoch or of a counter (`if epoch > 0:`
     skips the first step on purpose)."""
@@ -801,7 +801,7 @@ def _before_the_epoch_in_function(
     if (
         isinstance(parent, ast.If)
         and not parent.orelse
-        and (_tests_presence_of(parent.test, scheduler) or _tests_a_setting(parent.test, function))
+        and (_tests_presence_of(parent.test, scheduler) or _tests_a_setting(parent.test))
         and len(ctx.ancestors) > 1
     ):
         parent = ctx.ancestors[-2]

@@ -650,8 +650,6 @@ def check_training_loop(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
     caller = ctx.enclosing_function()
     if caller is None or not ctx.imports_torch or not _evaluates_and_trains(ctx):
         return
-    if not _trains_by_helper(ctx, loop):
-        return
     program = _program(ctx)
     reported = _reported_evaluators(ctx)
     family = program.family(caller) or [caller]
@@ -688,11 +686,6 @@ def _evaluates_and_trains(ctx: Context) -> bool:
 @per_file
 def _reported_evaluators(ctx: Context) -> set[ast.AST]:
     return set()
-
-
-def _trains_by_helper(ctx: Context, loop: ast.AST) -> bool:
-    """Some call in the loop is of a bare name (a function of the file may train)."""
-    return any(type(call.func) is ast.Name for call in _body_calls(ctx, loop))
 
 
 def _trained_model_mode_dependent(
