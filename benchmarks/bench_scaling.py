@@ -180,6 +180,12 @@ def _pitfall_snippets(i: int) -> list[list[str]]:
             f"picked_{i} = x_{i}[mask_{i}]",
             f"listed_{i} = x_{i}[[v > 0 for v in x_{i}]]",
             f"keep_{i} = (x_{i} > 0).byte()",
+            f"valid_{i} = x_{i}.ne(0)",
+            f"merged_{i} = torch.ones(8).byte() & valid_{i}",
+            f"chosen_{i} = x_{i}[merged_{i}]",
+            f"picked_labels_{i} = pick(y_{i})",
+            f"picked_labels_{i}.to('cpu')",
+            f"shaped_{i} = picked_labels_{i}.view_as(x_{i})",
             f"buf_{i} = torch.Tensor(8, 8)",
             f"spare_{i} = torch.FloatTensor(4)",
             f"acc_{i} = buf_{i}.sum()",
@@ -661,6 +667,13 @@ def inference_script(lines: int) -> str:
             "with torch.no_grad():",
             f"    out_{i} = net_{i}(torch.randn(2, 8))",
             f"    print(out_{i}.argmax(1).tolist())",
+            # An evaluation set split between ranks, nothing combining their results: TD607.
+            f"val_set_{i} = torch.utils.data.TensorDataset(torch.randn(8, 8))",
+            f"val_sampler_{i} = torch.utils.data.DistributedSampler(val_set_{i})",
+            # A model looked up by name (`getattr(nn, "Linear")`), loaded and run: TD205.
+            f'found_{i} = getattr(nn, "BatchNorm1d")(8)',
+            f"found_{i}.load_state_dict(torch.load('found_{i}.pth'))",
+            f"print(found_{i}(torch.randn(2, 8)))",
         ],
     )
 

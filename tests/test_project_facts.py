@@ -156,6 +156,7 @@ def test_a_class_of_another_library_with_the_same_name_is_not_the_project_s(tmp_
 OLD_OPTION_ONLY = (
     "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
     "parser.add_argument('--local_rank', type=int, default=0)\n"
+    "torch.cuda.set_device(parser.parse_args().local_rank)\n"
 )
 READS_LOCAL_RANK = "import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n"
 
@@ -212,6 +213,20 @@ def test_local_rank_copied_into_the_environment_is_no_read(tmp_path):
     assert "train.py:6:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
     (tmp_path / "train.py").write_text(script + "rank = int(os.environ['LOCAL_RANK'])\n")
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+
+
+def test_a_local_rank_option_nothing_reads_is_dead_weight(tmp_path):
+    # RMI: `--local_rank` kept for a distributed mode "not available now"; no code reads it.
+    (tmp_path / "pyproject.toml").write_text("")
+    script = OLD_OPTION_ONLY.replace("torch.cuda.set_device(parser.parse_args().local_rank)\n", "")
+    (tmp_path / "train.py").write_text(script + "args, unparsed = parser.parse_known_args()\n")
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
+    # KAIR: `parse_args` stops at the launcher's `--local-rank=N`, whether the rank is read or not.
+    (tmp_path / "train.py").write_text(script + "args = parser.parse_args()\n")
+    assert "train.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    (tmp_path / "train.py").write_text(script + "args, unparsed = parser.parse_known_args()\n")
+    (tmp_path / "dist.py").write_text("def setup(args):\n    return args.local_rank\n")
+    assert "train.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
 
 
 def test_a_project_launching_its_processes_with_the_old_spelling_keeps_it(tmp_path):
@@ -1307,3 +1322,55 @@ def test_a_model_evaluated_by_calling_its_forward(tmp_path):
         FORWARD_CALLED.replace("    total = 0\n", "    model.eval()\n    total = 0\n")
     )
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+def test_a_model_looked_up_by_name_in_a_project_module_is_built_from_that_class(tmp_path):
+    # RS-semantic-segmentation's inference script: `getattr(M, "DinkNet34")()` builds the model
+    # `M.DinkNet34()` would, then loads its weights and runs it without `.eval()`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "models.py").write_text(
+        "import torch.nn as nn\n\n\nclass DinkNet34(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.bn = nn.BatchNorm2d(3)\n\n"
+        "    def forward(self, x):\n        return self.bn(x)\n"
+    )
+    script = (
+        "import torch\nimport models as M\n\n"
+        'model = LOOKUP()\nmodel.load_state_dict(torch.load("best.pth"))\n'
+        "for image in images:\n    print(model(image))\n"
+    )
+    (tmp_path / "infer.py").write_text(script.replace("LOOKUP", 'getattr(M, "DinkNet34")'))
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "infer.py:7:11: TD205" in out and "`model` is loaded on line 5" in out
+    # A name only known when the script runs: what it builds cannot be told.
+    (tmp_path / "infer.py").write_text(script.replace("LOOKUP", "getattr(M, arch)"))
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+SHARDED_EVALUATION = """import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def get_loaders(train_data, val_data):
+    train_sampler = DistributedSampler(train_data)
+    val_sampler = DistributedSampler(val_data)
+    train_loader = DataLoader(train_data, batch_size=32, sampler=train_sampler)
+    val_loader = DataLoader(val_data, batch_size=32, sampler=val_sampler)
+    return train_loader, val_loader
+"""
+
+
+def test_an_evaluation_set_sharded_between_ranks_whose_results_nothing_combines(tmp_path):
+    # MobileNetV3-pytorch's ImageNet loaders: every rank scores its own shard of the
+    # validation set, and no code of the project all-reduces what they count.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "data.py").write_text(SHARDED_EVALUATION)
+    (tmp_path / "train.py").write_text("import torch\n\n\ndef test(model, loader):\n    pass\n")
+    out = _check(tmp_path, ".", rule="TD607").stdout
+    assert "data.py:8:19: TD607 `val_sampler` splits the evaluation data `val_data`" in out
+    assert out.count("TD607") == 1  # the training set is meant to be split
+    # Another module of the project reduces the ranks' counts: the shards are combined.
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\n\n\ndef test(correct):\n    dist.all_reduce(correct)\n"
+    )
+    assert "TD607" not in _check(tmp_path, "data.py", rule="TD607").stdout

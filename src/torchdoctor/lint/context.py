@@ -510,7 +510,32 @@ class Context:
             if qualname and self._project_class(func.attr, qualname, Kind.SCHEDULER):
                 return Kind.SCHEDULER  # `lr_scheduler.WarmupMultiStepLR(...)`
             return self._callee_result(func)
+        if type(func) is ast.Call:
+            return self._looked_up_call_kind(func, call)
         return Kind.UNKNOWN
+
+    def _looked_up_call_kind(self, lookup: ast.Call, call: ast.Call) -> Kind:
+        """`getattr(models, "DinkNet34")()`: a call of what a module holds under a name
+        written out, as `models.DinkNet34()` would be."""
+        if not (
+            type(lookup.func) is ast.Name
+            and lookup.func.id == "getattr"
+            and len(lookup.args) == 2
+            and not lookup.keywords
+            and type(lookup.args[1]) is ast.Constant
+            and isinstance(lookup.args[1].value, str)
+            and lookup.args[1].value.isidentifier()
+        ):
+            return Kind.UNKNOWN
+        holder = self.qualname(lookup.args[0])
+        if holder is None:
+            return Kind.UNKNOWN
+        attr = lookup.args[1].value
+        qualname = f"{holder}.{attr}"
+        kind = self._kind_from_qualname(qualname, call)
+        if kind is Kind.UNKNOWN and self._project_module_class(attr, qualname):
+            return Kind.MODULE
+        return kind
 
     def _project_module_class(self, name: str, qualname: str | None) -> bool:
         """`Net` of `from models import Net` (or `from .models import Net`, `from models import

@@ -97,6 +97,13 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
     # The project launches its own processes with `--local_rank=N` (a launcher of its own, as
     # ParallelWaveGAN ships): an option spelled `--local_rank` is the one it passes.
     "--local_rank=": ((b"--local_rank=",), (lazy_compile(rb"""['"]--local_rank="""),)),
+    # Some code of the project reads the local rank the option holds (`args.local_rank`,
+    # `cfg["local_rank"]`): where none does, a `--local_rank` option is dead weight (RMI's,
+    # kept for a distributed mode "not available now").
+    "reads local_rank": (
+        (b"local_rank",),
+        (lazy_compile(rb"""\.local_rank\b|['"]local_rank['"]"""),),
+    ),
     # Some model of the project has layers that work differently in training and evaluation:
     # a model of another module loaded and run without `.eval()` is then likely one of them.
     "mode-dependent layers": ((b"BatchNorm", b"Dropout", b"F.dropout("), ()),
@@ -114,6 +121,11 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
             lazy_compile(rb"\.training[ \t]*=[^=]"),
         ),
     ),
+    # Some code of the project combines what the ranks computed (`dist.all_reduce`,
+    # `all_gather`, a `reduce_tensor` helper, Horovod's `allreduce`, Lightning's `sync_dist`)
+    # or waits for them all (`barrier`, before rank 0 merges files the ranks wrote): the words
+    # alone, broadly, so that any such code keeps a sharded evaluation unreported.
+    "combines ranks": ((b"reduce", b"gather", b"sync_dist", b"barrier"), ()),
     # Some code of the project trains a model (a backward): with "sets a mode" absent, the
     # project's own training and evaluation all run in training mode. (Library code that only
     # evaluates is called from out of sight.)

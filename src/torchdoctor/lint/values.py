@@ -16,7 +16,7 @@ from bisect import bisect_right
 from typing import Callable
 
 from torchdoctor._regex import lazy_compile
-from torchdoctor.lint.bindings import bindings, scope_of
+from torchdoctor.lint.bindings import Binding, bindings, scope_of
 from torchdoctor.lint.context import (
     MODULE_SELF_METHODS,
     Context,
@@ -172,7 +172,9 @@ _VERSION_TEST = lazy_compile(
     r"version|_(?:GTE|GE|LT|LE)_?\d|torch_\d+_\d+|(?:greater|less)_(?:or_)?(?:equal|than)"
     r"|hasattr\(\s*(?:torch|nn|F)\b|\b(?:torch|pt)_?(?:major|minor|ver)\b"
     # Python 2 against 3 (`if PY3: next(it) else: it.next()`, `six.PY2`)
-    r"|\bPY_?[23]K?\b",
+    r"|\bPY_?[23]K?\b"
+    # whether a module is there (mmf: `if "torch.fft" not in sys.modules: torch.rfft(...)`)
+    r"|\bsys\.modules\b|\bfind_spec\(",
     re.IGNORECASE,
 )
 
@@ -452,10 +454,14 @@ def constant_range(loop: ast.AST) -> int | None:
     return count.value if isinstance(count, ast.Constant) and type(count.value) is int else None
 
 
-# Methods that read a tensor's value out (`x.numpy()`, `x.item()`, `x.data.cpu()`): a module
-# has none of them, and a batch object or other container seldom.
+# Methods that read a tensor's value out (`x.numpy()`, `x.item()`, `x.data.cpu()`), or that
+# only a tensor has (`labels.view_as(pred)`; of `x.data`, its in-place writes: `x.data.copy_(y)`):
+# a module has none of them, and a batch object or other container seldom.
 _VALUE_READERS = frozenset({"numpy", "item", "numel", "dim"})
-_DATA_READERS = frozenset({"numpy", "cpu", "item", "tolist"})
+# Out-of-place methods only a tensor has: evidence when their result is used (one thrown away is
+# what TD001 asks about, no evidence of itself).
+_SHAPE_READERS = frozenset({"view_as", "expand_as", "reshape_as", "type_as", "unsqueeze"})
+_DATA_READERS = frozenset({"numpy", "cpu", "item", "tolist", "copy_", "resize_", "fill_", "zero_"})
 # torch functions that take a tensor first and refuse anything else (`torch.unsqueeze(x, 0)`).
 _TENSOR_FIRST = frozenset(
     f"torch.{name}"
@@ -471,10 +477,11 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
     """`name` is bound once in `scope`, which reads a tensor's value out of it: `name.numpy()`,
     `name.item()`, `name.numel()`, `name.dim()`, `name.data.numpy()`, `name.data.cpu()`...
     (seq2seq-keyphrase's `src = batch.src` shown with `src.data.numpy()`, then `src.cuda()`);
-    or hands it first to a torch function that takes only tensors (`torch.unsqueeze(data, 0)`)."""
+    `name.view_as(y)`; or hands it to a torch function or loss that takes only tensors
+    (`torch.unsqueeze(data, 0)`, `criterion(outputs, labels)`)."""
     if name in ("self", "cls"):
         return False  # an object of the class being defined, which may have such methods
-    found = bindings(ctx, scope, name)
+    found = _bound_to_values(ctx, scope, name)
     if found is None or len(found) != 1 or _builds_an_object(found[0].value, ctx):
         return False
     within = index_of(ctx, scope)
@@ -482,23 +489,53 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
         method = within.parents.get(node)
         if within.scopes[within.number[node]] is not scope:
             continue
-        if (
-            isinstance(method, ast.Call)
-            and method.args[:1] == [node]
-            and ctx.qualname(method.func) in _TENSOR_FIRST
-        ):
-            return True  # `torch.unsqueeze(data, 0)`
+        if isinstance(method, ast.Call) and _takes_tensors(ctx, method, node):
+            return True  # `torch.unsqueeze(data, 0)`, `criterion(outputs, labels)`
         if not isinstance(method, ast.Attribute):
             continue
-        readers = _VALUE_READERS
+        readers = _VALUE_READERS | _SHAPE_READERS
         if method.attr == "data":
             method, readers = within.parents.get(method), _DATA_READERS
         if not isinstance(method, ast.Attribute) or method.attr not in readers:
             continue
         call = within.parents.get(method)
-        if isinstance(call, ast.Call) and call.func is method:
+        if not isinstance(call, ast.Call) or call.func is not method:
+            continue
+        if method.attr not in _SHAPE_READERS or type(within.parents.get(call)) is not ast.Expr:
             return True
     return False
+
+
+def _takes_tensors(ctx: Context, call: ast.Call, node: ast.expr) -> bool:
+    """`call` takes only a tensor where it is handed `node`: first to a torch function that
+    refuses anything else (`torch.unsqueeze(x, 0)`, `F.cross_entropy(x, y)`), or as any
+    positional argument of a loss of torch.nn (`criterion(outputs, labels)`)."""
+    if node not in call.args:
+        return False
+    qualname = ctx.qualname(call.func)
+    if call.args[0] is node and qualname is not None:
+        return qualname in _TENSOR_FIRST or qualname.startswith("torch.nn.functional.")
+    func = call.func
+    if type(func) is not ast.Name:
+        return False
+    made = _bound_to_values(ctx, scope_of(func.id, ctx), func.id)
+    return bool(made) and all(
+        isinstance(b.value, ast.Call) and _torch_loss(ctx.qualname(b.value.func)) for b in made
+    )
+
+
+def _bound_to_values(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | None:
+    """`bindings`, less the `del` statements (`del inputs, labels, loss` at the end of a step
+    unbinds the names; it gives them no other value)."""
+    found = bindings(ctx, scope, name)
+    if found is None:
+        return None
+    return tuple(b for b in found if not isinstance(getattr(b.node, "ctx", None), ast.Del))
+
+
+def _torch_loss(qualname: str | None) -> bool:
+    """`torch.nn.CrossEntropyLoss` and the other losses of torch.nn."""
+    return qualname is not None and qualname.startswith("torch.nn.") and qualname.endswith("Loss")
 
 
 @per_file

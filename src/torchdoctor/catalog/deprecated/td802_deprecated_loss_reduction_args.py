@@ -62,10 +62,10 @@ PITFALL = Pitfall(
             "及以后）；请改为在 `{loss}(...)` 中传入 `reduction=`（'mean'、'sum' 或 'none'）",
         },
         "elementwise-mean": {
-            "en": "`{legacy}` is the pre-0.4.1 name of `reduction='mean'` (deprecated, a "
-            "UserWarning on every call): use `reduction='mean'`",
-            "zh": "`{legacy}` 是 PyTorch 0.4.1 之前 `reduction='mean'` 的名字（已弃用，每次调用都会"
-            "发出 UserWarning）：请改用 `reduction='mean'`",
+            "en": "`{legacy}` is the pre-0.4.1 name of `reduction='mean'` (deprecated: PyTorch "
+            "warns when the loss is computed): use `reduction='mean'`",
+            "zh": "`{legacy}` 是 PyTorch 0.4.1 之前 `reduction='mean'` 的名字（已弃用：计算这个损失时 "
+            "PyTorch 会发出警告）：请改用 `reduction='mean'`",
         },
         "elementwise-mean-error": {
             "en": "`{legacy}` is the pre-0.4.1 name of `reduction='mean'`, and this loss does not "

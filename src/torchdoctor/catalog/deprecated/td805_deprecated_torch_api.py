@@ -257,6 +257,7 @@ class Successor:
     device: str = ""  # the device the torch.amp call takes first ("cuda", "cpu")
     device_keyword: bool = False  # ... as `device_type=` (custom_fwd / custom_bwd)
     documented: bool = False  # deprecated in the documentation only: no warning at runtime
+    shown: str = ""  # what the message names instead of `new`, when one function is not all
 
     @property
     def variant(self) -> str:
@@ -307,7 +308,10 @@ DEPRECATED: dict[str, Successor] = {
     "torch.cuda.max_memory_cached": Successor("torch.cuda.max_memory_reserved", "safe"),
     "torch.backends.cuda.sdp_kernel": Successor("torch.nn.attention.sdpa_kernel"),
     "torch.library.impl_abstract": Successor("torch.library.register_fake", "safe"),
-    "torch.set_default_tensor_type": Successor("torch.set_default_dtype"),
+    # A CUDA tensor type set the device too: its successor is two functions.
+    "torch.set_default_tensor_type": Successor(
+        "torch.set_default_dtype", shown="torch.set_default_dtype / torch.set_default_device"
+    ),
     "torch.has_cuda": Successor("torch.backends.cuda.is_built()"),
     "torch.has_cudnn": Successor("torch.backends.cudnn.is_available()"),
     "torch.has_mps": Successor("torch.backends.mps.is_built()"),
@@ -407,6 +411,8 @@ def _functorch_import_fix(node: ast.ImportFrom, found: list, ctx: Context) -> Fi
 
 
 def _shown(successor: Successor) -> str:
+    if successor.shown:
+        return successor.shown
     if successor.device_keyword:
         return f'{successor.new}(..., device_type="{successor.device}")'
     if successor.device:

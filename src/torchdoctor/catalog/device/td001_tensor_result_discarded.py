@@ -72,9 +72,13 @@ moves and most other methods only for values it knows are tensors (the inputs of
 `forward` count); for values of unknown type it reports only methods no other common class
 has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A name bound only
 to the results of such methods (`x = load(p).contiguous()`, then `x = x.view(...)`) counts as a
-tensor, and so does a name bound once in its function that the function reads a tensor's value
-out of (`src = batch.src` with `src.data.numpy()`, `src.item()`...) or hands first to a torch
-function that takes only tensors (`torch.unsqueeze(data, 0)`). A name last bound, in the
+tensor, and so does a name bound once in its function (a `del` of it aside) that the function
+reads a tensor's value out of (`src = batch.src` with `src.data.numpy()`, `src.item()`...),
+uses as only a tensor is used (`labels.view_as(pred)`, `placeholder.data.copy_(inputs)`), hands
+first to a torch function that takes only tensors (`torch.unsqueeze(data, 0)`, a function of
+`torch.nn.functional`) or hands to a loss of `torch.nn` (`criterion(outputs, labels)` with
+`criterion = nn.CrossEntropyLoss()`). A name handed only to a model is not taken for a tensor:
+a batch object of a library (PyG's `Data`) moves itself with `.to`. A name last bound, in the
 statement's own block, to arithmetic, a comparison or an index adding an axis (`mask = (1 -
 obj) * keep.float()`, `image = image[None, :, :]`) holds an array, and of arrays only a tensor
 has `.to`, `.cuda` and `.cpu`: its move counts too. A `.contiguous()` thrown away before a
@@ -115,8 +119,12 @@ which creates the GPU's CUDA context, with no name to keep the result in.
 的输入也算）；类型未知的值只报告其他常见类没有的方法（`unsqueeze`、`permute`、`contiguous`、
 `masked_fill`、`index_add` 等）。只被这类方法的结果赋值过的名字（`x = load(p).contiguous()`，之后
 `x = x.view(...)`）算作张量；在函数中只绑定一次、且函数从中读出张量值的名字（`src = batch.src`
-之后有 `src.data.numpy()`、`src.item()` 等，或把它作为第一个参数交给只接受张量的 torch 函数，如
-`torch.unsqueeze(data, 0)`）也算作张量。在语句所在的同一个块中，最后一次被绑定为算术运算、比较或增加维度的索引
+之后有 `src.data.numpy()`、`src.item()` 等；或只有张量才会这样用，如 `labels.view_as(pred)`、
+`placeholder.data.copy_(inputs)`；或把它作为第一个参数交给只接受张量的 torch 函数，如
+`torch.unsqueeze(data, 0)` 和 `torch.nn.functional` 的函数；或把它交给 `torch.nn` 的损失函数，如
+`criterion = nn.CrossEntropyLoss()` 之后的 `criterion(outputs, labels)`；对它的 `del` 不算绑定）也算作张量。
+只交给模型的名字不算张量：库里的批次对象（PyG 的 `Data`）用 `.to` 移动的是它自己。
+在语句所在的同一个块中，最后一次被绑定为算术运算、比较或增加维度的索引
 （`mask = (1 - obj) * keep.float()`、`image = image[None, :, :]`）的名字持有的是数组，而数组中只有张量有
 `.to`、`.cuda` 和 `.cpu`：对它的移动同样报告。丢弃结果的 `.contiguous()` 之后若有对同一名字的
 `.view(...)`，提示会指出是哪一行的 view 拿到了原来的张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。

@@ -60,7 +60,11 @@ and never launches its processes itself: with `--local_rank=N` (a launcher of it
 by starting them from the script and setting each one's `args.local_rank = rank`. Setting the
 variable is no read: mmdetection-style scripts copy the option into it
 (`if "LOCAL_RANK" not in os.environ: os.environ["LOCAL_RANK"] = str(args.local_rank)`) and
-still need the launcher's argument.
+still need the launcher's argument. Nor an option stored as `local_rank` that no code of the
+project reads (no `args.local_rank`, no `"local_rank"` key) in a file that parses with
+`parse_known_args` (which lets the launcher's `--local-rank=N` through): kept for a distributed
+mode the project does not have, it is dead weight. (With `parse_args` the launcher's spelling
+still stops the run, read or not: KAIR's scripts.)
 
 ## Why is this bad?
 The old launcher `python -m torch.distributed.launch` used to pass `--local_rank=N` to every
@@ -89,6 +93,10 @@ argparse 定义了 `--local_rank` 选项，却没有 `--local-rank` 这种写法
 或者在脚本里启动进程并为每个进程设置 `args.local_rank = rank`。设置这个变量不算读取：
 mmdetection 风格的脚本把选项的值拷贝进去（`if "LOCAL_RANK" not in os.environ:
 os.environ["LOCAL_RANK"] = str(args.local_rank)`），仍然需要启动器传入的参数。
+以 `local_rank` 保存、而项目中没有任何代码读取的选项（没有 `args.local_rank`，也没有 `"local_rank"`
+这个键），且文件用 `parse_known_args` 解析参数（启动器传入的 `--local-rank=N` 会被放过）时也不报告：
+它是为项目并不具备的分布式模式留下的，没有用处。（用 `parse_args` 时，无论是否读取，启动器的新写法都会让
+程序退出：KAIR 的脚本就是这样。）
 
 ## Why is this bad?
 旧的启动方式 `python -m torch.distributed.launch` 以前会给每个进程传 `--local_rank=N`。
@@ -134,6 +142,7 @@ OLD_SPELLING = "--local_rank"
 NEW_SPELLING = "--local-rank"
 ENV_VARIABLE = "LOCAL_RANK"
 _OWN_LAUNCH = "--local_rank="  # a project marker (lint/project.py)
+_READ = "reads local_rank"  # another one
 
 
 @PITFALL.static(ast.Call, names={"add_argument"})
@@ -145,14 +154,31 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return  # torchrun's way is handled somewhere in the file, or in the project
     if _sets_local_rank(ctx):
         return  # the script starts its processes itself and tells each its rank
-    if ctx.project.has(_OWN_LAUNCH) or holds_marker(
-        ctx.source.encode("utf-8", "replace"), _OWN_LAUNCH
-    ):
+    source = ctx.source.encode("utf-8", "replace")
+    if ctx.project.has(_OWN_LAUNCH) or holds_marker(source, _OWN_LAUNCH):
         return  # the project (or this buffer) launches its processes itself, with this spelling
+    if (
+        "parse_known_args" in ctx.source
+        and _holds_local_rank(call)
+        and not (ctx.project.has(_READ) or holds_marker(source, _READ))
+    ):
+        return  # the launcher's spelling is let through, and nothing reads the rank: dead weight
     quote = '"' if ctx.text(option)[:1] != "'" else "'"
     _, end = ctx.span(option)
     fix = ctx.fix(PITFALL, "safe", ctx.edit(end, end, f", {quote}{NEW_SPELLING}{quote}"))
     yield ctx.finding(PITFALL, option, fix=fix)
+
+
+def _holds_local_rank(call: ast.Call) -> bool:
+    """The option is stored as `local_rank` (argparse's dest: no `dest=`, and `--local_rank` its
+    first long option), so reading the rank reads that name."""
+    if any(k.arg == "dest" for k in call.keywords):
+        return False
+    strings = [
+        a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+    ]
+    longs = [text for text in strings if text.startswith("--")]
+    return bool(longs) and longs[0] == OLD_SPELLING
 
 
 def _option(call: ast.Call, spelling: str) -> ast.Constant | None:

@@ -68,6 +68,15 @@ PITFALL = Pitfall(
             "`{wrapper}`，第 {line} 行），而整个项目都没有使用 DistributedSampler：每个进程都在整个"
             "数据集上训练，批次完全相同；请传入 `sampler=DistributedSampler({dataset})`",
         },
+        "sharded-evaluation": {
+            "en": "`{sampler}` splits the evaluation data `{dataset}` between the ranks, and "
+            "nothing in the project gathers or reduces results across ranks: each rank scores "
+            "its own 1/world_size of the set (padded with repeats to split evenly); all-reduce "
+            "the counts (`torch.distributed.all_reduce`) or evaluate the whole set on one rank",
+            "zh": "`{sampler}` 把评估数据 `{dataset}` 切分给各个进程，而整个项目都没有在进程间"
+            "收集或归约结果：每个进程只在自己那 1/world_size 的数据上（为均分还补了重复样本）计算指标；"
+            "请对计数做 all-reduce（`torch.distributed.all_reduce`），或在一个进程上评估整个数据集",
+        },
         "runtime": {
             "en": "rank {rank}'s first batch from this DataLoader ({dataset}, no "
             "DistributedSampler) is identical to rank {others}'s: every rank trains on the same "
@@ -100,6 +109,15 @@ dataset's name) or built with `shuffle=False`; datasets built with the rank or t
 re-wrapped (`loader = accelerator.prepare(loader)`, Opacus' `make_private`); and files that
 import a framework which shards loaders itself (Accelerate, Lightning, Ray Train, Ignite,
 DeepSpeed, webdataset, torchdata...).
+
+And the other half of the mistake: a `DistributedSampler` over an evaluation set (`val`,
+`test`, `eval`... in the sampler's or the dataset's name) in a project where nothing combines
+what the ranks compute: no file says `reduce`, `gather`, `sync_dist` or `barrier` (so no
+`torch.distributed.all_reduce`, `all_gather`, `reduce_tensor` helper, Horovod `allreduce`, and
+no rank waiting for the others to merge their files). Each rank then scores its own
+1/world_size of the set, padded with repeated samples to split evenly, and the accuracy it
+prints or uses to pick the best checkpoint is that shard's. Not in files that import a
+framework above.
 
 At run time (`torchdoctor run` under `torchrun`, world size above 1), the first batch a
 training loader yields on each rank: a map-style `DataLoader` with no `DistributedSampler`
@@ -151,6 +169,13 @@ training loader. Only the first four loaders of a run are compared.
 `IterableDataset` 或 `IterDataPipe`；之后交给某个调用并被重新包装返回的 DataLoader
 （`loader = accelerator.prepare(loader)`、Opacus 的 `make_private`）；以及导入了会自己切分数据的
 框架（Accelerate、Lightning、Ray Train、Ignite、DeepSpeed、webdataset、torchdata 等）的文件。
+
+还有这个错误的另一半：在一个没有任何代码合并各进程计算结果的项目里（没有文件出现 `reduce`、
+`gather`、`sync_dist` 或 `barrier`，也就没有 `torch.distributed.all_reduce`、`all_gather`、
+`reduce_tensor` 之类的辅助函数、Horovod 的 `allreduce`，也没有进程等待其他进程再合并文件），对评估集
+（sampler 或数据集的名字里有 `val`、`test`、`eval` 等）使用 `DistributedSampler`。这时每个进程只在
+自己那 1/world_size 的数据上（为了均分还补了重复样本）计算指标，打印出来、用来挑选最佳 checkpoint
+的准确率都只是这一份数据的结果。导入了上述框架的文件不报告。
 
 运行时（在 `torchrun` 下用 `torchdoctor run`，进程数大于 1），检查每个进程上训练用 DataLoader 取出的
 第一个批次：map 风格、没有 `DistributedSampler`（它的 sampler 和它的 batch sampler 里的 sampler 都不是）、
@@ -283,6 +308,42 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         line=wrapper.lineno,
         dataset=shorten(ctx.text(dataset), 40),
     )
+
+
+@PITFALL.static(ast.Call, names={"DistributedSampler"})
+def check_sharded_evaluation(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """A DistributedSampler over an evaluation set, in a project where nothing combines the
+    ranks' results: every rank reports the metric of its own shard (the ImageNet scripts of
+    MobileNetV3-pytorch and mobilenetv2.pytorch)."""
+    if not _may_shard_an_evaluation(ctx):
+        return
+    if (ctx.qualname(call.func) or "").rpartition(".")[0] not in _SAMPLER_MODULES:
+        return
+    dataset = argument(call, 0, "dataset")
+    if dataset is None or isinstance(dataset, ast.Starred):
+        return
+    sampler, _ = _loader_name(call, ctx)
+    if not _for_evaluation([ctx.text(dataset), sampler or ""]):
+        return
+    yield ctx.finding(
+        PITFALL,
+        call,
+        "sharded-evaluation",
+        sampler=sampler or ctx.text(call.func),
+        dataset=shorten(ctx.text(dataset), 40),
+    )
+
+
+# Where torch keeps DistributedSampler.
+_SAMPLER_MODULES = frozenset({"torch.utils.data", "torch.utils.data.distributed"})
+
+
+@per_file
+def _may_shard_an_evaluation(ctx: Context) -> bool:
+    """The project is known, nothing in it combines the ranks' results or waits for them, and
+    the file leaves its loaders to no framework."""
+    project = ctx.project
+    return project.known and not project.has("combines ranks") and not _imports_a_framework(ctx)
 
 
 def _samples_by_default(call: ast.Call) -> bool:

@@ -90,7 +90,8 @@ the file's functions that reaches such a mask, directly or handed on by keyword 
 `attn_score.masked_fill_(attn_mask[...], ...)`). The mask may be used directly or through a name
 assigned in the same block, or after the statements around it (`if`, `for`, `with`) in the same
 function, also wrapped in `Variable(...)`, moved on the way (`mask = mask.cuda()`), merged with
-a bool tensor (`mask = torch.max(mask, iou > t)`, `mask = mask | (x > 0)`: still uint8), split
+a bool tensor (`mask = torch.max(mask, iou > t)`, `mask = mask | (x > 0)`, `masks.byte() &
+non_pad` with `non_pad = tokens.ne(PAD)`: still uint8), split
 into parts (`mask = mask.split(sizes)`), indexed for a part (`mask[t]`), passed through the
 project's own device helper (`cuda_(mask)`, `to_var(mask)`), or copied to another name first
 (`maskk = mask.clone()`, then `logits[maskk]`). A numpy array made uint8 (`np.zeros(shape,
@@ -153,7 +154,8 @@ one made in a branch kept for torch < 1.2.
 `self.dec_attn(x, attn_mask=dec_attn_mask)`，最后 `attn_score.masked_fill_(attn_mask[...], ...)`）。掩码可以直接使用，
 也可以先赋给同一代码块中的变量再使用，或在同一函数中包围它的语句（`if`、`for`、`with`）之后使用，
 包括再包一层 `Variable(...)`、中途移动设备（`mask = mask.cuda()`）、
-与 bool 张量合并（`mask = torch.max(mask, iou > t)`、`mask = mask | (x > 0)`：结果仍是 uint8）、
+与 bool 张量合并（`mask = torch.max(mask, iou > t)`、`mask = mask | (x > 0)`、`non_pad = tokens.ne(PAD)`
+之后的 `masks.byte() & non_pad`：结果仍是 uint8）、
 拆成几块（`mask = mask.split(sizes)`）
 或取出其中一部分（`mask[t]`）、经过项目自己的设备辅助函数（`cuda_(mask)`、`to_var(mask)`），
 或者先复制到另一个名字（`maskk = mask.clone()`，再 `logits[maskk]`）。以 uint8 创建的 numpy 数组
@@ -793,7 +795,7 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
         elif (
             isinstance(parent, ast.BinOp)
             and isinstance(parent.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
-            and _is_mask_like(parent.right if parent.left is value else parent.left)
+            and _is_mask_like(parent.right if parent.left is value else parent.left, ctx)
         ):
             value, mixed = parent, True
         elif _is_arithmetic(parent, value):  # `1 - mask`: uint8 still (sgrvinod's SSD)
@@ -848,8 +850,19 @@ def _is_device(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Call) and _spelling_name(expr.func) == "device"
 
 
-def _is_mask_like(expr: ast.AST) -> bool:
-    """A bool tensor or another `.byte()` mask: `&`/`|` with it keeps a uint8 result."""
+def _is_mask_like(expr: ast.AST, ctx: Context) -> bool:
+    """A bool tensor or another `.byte()` mask: `&`/`|` with it keeps a uint8 result. A name
+    counts when every binding of it in its scope is one (`non_pad_mask = tokens.ne(PAD)`, then
+    `masks.byte() & non_pad_mask`: VideoCaptioning's mask-predict decoding)."""
+    if type(expr) is ast.Name:
+        found = bindings(ctx, scope_of(expr.id, ctx), expr.id)
+        return bool(found) and all(
+            b.value is not None and not b.augmented and _is_mask_like_value(b.value) for b in found
+        )
+    return _is_mask_like_value(expr)
+
+
+def _is_mask_like_value(expr: ast.AST) -> bool:
     return _is_boolean(expr) or (isinstance(expr, ast.Call) and _spelling_name(expr.func) == "byte")
 
 
@@ -1174,7 +1187,7 @@ def _merged_with_mask(value: ast.AST, name: str, ctx: Context) -> bool:
         return False
     mine = [arg for arg in pair if type(arg) is ast.Name and arg.id == name]
     others = [arg for arg in pair if not (type(arg) is ast.Name and arg.id == name)]
-    return len(mine) == 1 and len(others) == 1 and _is_mask_like(others[0])
+    return len(mine) == 1 and len(others) == 1 and _is_mask_like(others[0], ctx)
 
 
 def _shadowed(node: ast.Name, here: ast.AST, found, ctx: Context) -> bool:

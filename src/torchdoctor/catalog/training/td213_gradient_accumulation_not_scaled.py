@@ -12,7 +12,10 @@ from torchdoctor.catalog.sdk import (
     Context,
     Finding,
     Pitfall,
+    attribute_values,
     bindings,
+    is_self_attribute,
+    scope_of,
     computes_a_loss,
     index_of,
     name_words,
@@ -69,7 +72,12 @@ the way (`loss = loss / k`, `loss /= k`, `(loss / k).backward()`, `scaler.scale(
 a loss that comes from an opaque call or a parameter, loops that also update an optimizer on
 every batch or clear the gradients on every batch (no accumulation then), a function that sums
 its losses on purpose (`reduction="sum"`, `size_average=False`, or a comment saying it uses
-reduction sum: a sum over the window is then the sum over the larger batch).
+reduction sum: a sum over the window is then the sum over the larger batch), and an optimizer
+that divides the gradient by a running measure of its own size when nothing else sees the
+scale: one built in the function or on `self` as Adam, AdamW, Adamax, NAdam, RAdam, Adagrad,
+Adadelta or RMSprop, with no weight decay added to the gradient (AdamW's is decoupled from
+it) and no gradient clipping in the loop (stylegan-xl's StyleMC: the summed gradient gives
+the step of the mean there, epsilon aside).
 
 ## Why is this bad?
 Gradients add up over backward passes. A loss that is a mean over one batch, summed over `k`
@@ -110,7 +118,10 @@ darknet `subdivisions`); the other nine accumulation windows found there divide 
 `loss.div_(k)`、`loss * scale`）；loss 函数接收了 `k`；函数里任何地方把 loss 除以 `k`；
 `accelerator.backward(loss)`（Accelerate、DeepSpeed 等会替你除）；loss 来自看不透的调用或参数；
 循环里还有每个 batch 都更新的优化器或每个 batch 都清零梯度（那就没有累积）；函数有意对 loss 求和
-（`reduction="sum"`、`size_average=False`，或注释说明用的是 sum 归约：窗口内求和就等于对大 batch 求和）。
+（`reduction="sum"`、`size_average=False`，或注释说明用的是 sum 归约：窗口内求和就等于对大 batch 求和）；
+优化器按梯度自身大小的滑动估计来缩放梯度、而别处也不受这个倍数影响时：在函数中或 `self` 上构建的 Adam、
+AdamW、Adamax、NAdam、RAdam、Adagrad、Adadelta 或 RMSprop，没有加到梯度上的权重衰减（AdamW 的衰减与梯度
+无关），循环里也没有梯度裁剪（stylegan-xl 的 StyleMC：这时累加梯度得到的步长与平均梯度相同，只差 epsilon）。
 
 ## Why is this bad?
 多次反向传播的梯度是相加的。每个 batch 的 loss 是该 batch 上的平均，`k` 个 batch 相加后，
@@ -192,7 +203,8 @@ _FUNCTIONAL_LOSSES = frozenset(
 
 @PITFALL.static(ast.Expr, names={"step"})
 def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
-    if stepped_optimizer(node.value, ctx) is None:
+    optimizer = stepped_optimizer(node.value, ctx)
+    if optimizer is None:
         return
     window = _guarded_window(node, ctx) or _micro_step_window(node, ctx)
     if window is None:
@@ -203,6 +215,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     region = ctx.ancestors[1] if scope is ctx.tree and len(ctx.ancestors) > 1 else scope
     if region is not ctx.tree and _SUMMED_ON_PURPOSE.search(ctx.text(region)):
         return
+    if _scale_free(optimizer, ctx) and "clip_grad" not in ctx.text(region):
+        return  # AdamW divides the summed gradient by its own size: the step is the same
     losses = [_backward_loss(call) for call in backwards]
     if not all(_unscaled_backward(ctx, loss, k, scope) for loss in losses):
         return
@@ -224,6 +238,38 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         loss=ctx.text(loss),
         k=ctx.text(k),
     )
+
+
+# Optimizers whose step divides the gradient by a running measure of its own size: a gradient k
+# times larger gives the same step (but for epsilon, and L2 decay added to the gradient).
+_SCALE_FREE = frozenset(
+    f"torch.optim.{name}"
+    for name in ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "Adagrad", "Adadelta", "RMSprop")
+)
+
+
+def _scale_free(optimizer: ast.AST, ctx: Context) -> bool:
+    """The optimizer is built only as one of _SCALE_FREE with no weight decay added to the
+    gradient (AdamW's decay is decoupled from it): `opt = torch.optim.AdamW([w], lr=0.05)`."""
+    if isinstance(optimizer, ast.Name):
+        found = bindings(ctx, scope_of(optimizer.id, ctx), optimizer.id) or ()
+        made = [b.value for b in found]
+    elif is_self_attribute(optimizer) and ctx.enclosing_class() is not None:
+        made = list(attribute_values(ctx, ctx.enclosing_class(), optimizer.attr))  # type: ignore[arg-type, attr-defined]
+    else:
+        return False
+    return bool(made) and all(
+        isinstance(value, ast.Call)
+        and ctx.qualname(value.func) in _SCALE_FREE
+        and (ctx.qualname(value.func) == "torch.optim.AdamW" or not _decays(value))
+        for value in made
+    )
+
+
+def _decays(call: ast.Call) -> bool:
+    """Given a weight decay other than a literal zero (added to the gradient by Adam)."""
+    decay = next((k.value for k in call.keywords if k.arg == "weight_decay"), None)
+    return decay is not None and not (isinstance(decay, ast.Constant) and decay.value == 0)
 
 
 def _operand(expr: ast.AST, ctx: Context) -> str:
