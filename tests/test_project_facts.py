@@ -1365,10 +1365,22 @@ def test_an_evaluation_set_sharded_between_ranks_whose_results_nothing_combines(
     # validation set, and no code of the project all-reduces what they count.
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "data.py").write_text(SHARDED_EVALUATION)
-    (tmp_path / "train.py").write_text("import torch\n\n\ndef test(model, loader):\n    pass\n")
+    # Neither a `torch.gather` nor a `barrier` (rank 0 caching the data) combines the ranks.
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport torch.distributed as dist\n\n\ndef test(model, loader, idx):\n"
+        "    dist.barrier()\n    return torch.gather(model(loader), 1, idx)\n"
+    )
     out = _check(tmp_path, ".", rule="TD607").stdout
     assert "data.py:8:19: TD607 `val_sampler` splits the evaluation data `val_data`" in out
     assert out.count("TD607") == 1  # the training set is meant to be split
+    # A sampler never handed to a loader, or kept in a dict, is not followed.
+    (tmp_path / "data.py").write_text(
+        SHARDED_EVALUATION.replace("sampler=val_sampler", "sampler=None")
+        + "\n\ndef by_split(data):\n    samplers = {}\n"
+        "    samplers['dev'] = DistributedSampler(data['dev'])\n    return samplers\n"
+    )
+    assert "TD607" not in _check(tmp_path, ".", rule="TD607").stdout
+    (tmp_path / "data.py").write_text(SHARDED_EVALUATION)
     # Another module of the project reduces the ranks' counts: the shards are combined.
     (tmp_path / "train.py").write_text(
         "import torch.distributed as dist\n\n\ndef test(correct):\n    dist.all_reduce(correct)\n"

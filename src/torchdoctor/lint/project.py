@@ -121,11 +121,23 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
             lazy_compile(rb"\.training[ \t]*=[^=]"),
         ),
     ),
-    # Some code of the project combines what the ranks computed (`dist.all_reduce`,
-    # `all_gather`, a `reduce_tensor` helper, Horovod's `allreduce`, Lightning's `sync_dist`)
-    # or waits for them all (`barrier`, before rank 0 merges files the ranks wrote): the words
-    # alone, broadly, so that any such code keeps a sharded evaluation unreported.
-    "combines ranks": ((b"reduce", b"gather", b"sync_dist", b"barrier"), ()),
+    # Some code of the project combines what the ranks computed: `dist.all_reduce`,
+    # `all_gather`, a `reduce_tensor` or `reduce_loss_dict` helper, Horovod's `allreduce`,
+    # Accelerate's `gather_for_metrics`, Lightning's `sync_dist`, `dist.reduce(...)`, or
+    # torchmetrics, whose metrics gather themselves. (Not
+    # `torch.gather` or `functools.reduce`; nor a `barrier` alone: the transformers examples'
+    # scripts wait on one while rank 0 caches the dataset.)
+    "combines ranks": (
+        (b"reduce", b"gather", b"sync_dist", b"synchronize_between", b"torchmetrics"),
+        (
+            lazy_compile(
+                rb"all_?(?:reduce|gather)|gather_(?:object|for_metrics)|torchmetrics"
+                rb"|reduce_(?:tensor|dict|loss|mean|sum|value|scalar|metric)"
+                rb"|\b(?:dist|distributed|comm|hvd|accelerator|xm|du)\.(?:reduce|gather)\b"
+                rb"|sync_dist|synchronize_between"
+            ),
+        ),
+    ),
     # Some code of the project trains a model (a backward): with "sets a mode" absent, the
     # project's own training and evaluation all run in training mode. (Library code that only
     # evaluates is called from out of sight.)

@@ -482,9 +482,11 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
     if name in ("self", "cls"):
         return False  # an object of the class being defined, which may have such methods
     found = _bound_to_values(ctx, scope, name)
-    if found is None or len(found) != 1 or _builds_an_object(found[0].value, ctx):
+    if not found or _builds_an_object(found[0].value, ctx):
         return False
     within = index_of(ctx, scope)
+    if len(found) > 1 and not all(_loop_variable(b, within) for b in found):
+        return False  # bound otherwise too: what is read may be another value
     for node in within.names_in(scope, name):
         method = within.parents.get(node)
         if within.scopes[within.number[node]] is not scope:
@@ -506,6 +508,15 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
     return False
 
 
+def _loop_variable(binding: Binding, within) -> bool:
+    """The binding is a name of the target of a `for` loop (`for i, x in enumerate(train_loader):`,
+    then the same over `val_loader`: each loop's items are of one kind)."""
+    node, parent = binding.node, within.parents.get(binding.node)
+    while isinstance(parent, (ast.Tuple, ast.List)):
+        node, parent = parent, within.parents.get(parent)
+    return isinstance(parent, ast.For) and parent.target is node
+
+
 def _takes_tensors(ctx: Context, call: ast.Call, node: ast.expr) -> bool:
     """`call` takes only a tensor where it is handed `node`: first to a torch function that
     refuses anything else (`torch.unsqueeze(x, 0)`, `F.cross_entropy(x, y)`), or as any
@@ -519,9 +530,18 @@ def _takes_tensors(ctx: Context, call: ast.Call, node: ast.expr) -> bool:
     if type(func) is not ast.Name:
         return False
     made = _bound_to_values(ctx, scope_of(func.id, ctx), func.id)
-    return bool(made) and all(
-        isinstance(b.value, ast.Call) and _torch_loss(ctx.qualname(b.value.func)) for b in made
-    )
+    return bool(made) and all(_builds_a_torch_loss(ctx, b.value) for b in made)
+
+
+def _builds_a_torch_loss(ctx: Context, value: ast.expr | None) -> bool:
+    """`nn.MSELoss()`, also moved on the way (`nn.MSELoss().to(device)`)."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+    ):
+        value = value.func.value
+    return isinstance(value, ast.Call) and _torch_loss(ctx.qualname(value.func))
 
 
 def _bound_to_values(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | None:

@@ -54,7 +54,8 @@ PITFALL = Pitfall(
 `nn.*Loss` module such as `nn.CrossEntropyLoss()`, or a functional loss such as
 `F.cross_entropy` / `F.mse_loss`), a full reduction (`x.sum()`, `x.mean()`, `x.norm()`,
 `torch.sum(x)`, ..., or the built-in `sum` of one per item: `sum([p.norm() for p in
-params])`) or `torch.tensor(3.0)`, directly or through a name or `self.` attribute
+params])`) or `torch.tensor(3.0)`, also scaled by a number, a setting or one size of a
+tensor (`loss / x.size(0)`, `total / x.size()[0]`), directly or through a name or `self.` attribute
 assigned only such values (a `loss = 0` before `loss += ...` included) or whose assignment
 that reaches the read is one. Where the loss comes from out of sight (a criterion passed in,
 the project's own function or class), the code's own words count: a callee named as a loss
@@ -94,7 +95,8 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 对已知是 0 维张量的 `X` 写 `X.data[0]`：`X` 是损失函数的结果（调用 `nn.CrossEntropyLoss()`
 这类 `nn.*Loss` 模块，或 `F.cross_entropy`、`F.mse_loss` 这类函数式损失），是对全部元素的归约
 （`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等，或对每一项各做一次这种归约再用内置 `sum` 相加：
-`sum([p.norm() for p in params])`），或是 `torch.tensor(3.0)`；也包括只被赋过这类值的变量
+`sum([p.norm() for p in params])`），或是 `torch.tensor(3.0)`，也包括它们乘除一个数、一个设置项或张量的某一维大小
+（`loss / x.size(0)`、`total / x.size()[0]`）；也包括只被赋过这类值的变量
 或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加），或到达这次读取的那次赋值给出这类值。
 当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
 名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
@@ -719,7 +721,29 @@ def _is_number(expr: ast.AST) -> bool:
         expr = expr.operand
     if type(expr) is ast.Call and type(expr.func) is ast.Name and expr.func.id == "len":
         return True  # `loss * len(batch)`
-    return type(expr) is ast.Constant and type(expr.value) in (int, float)  # not a bool
+    kind = type(expr)
+    if kind is ast.Constant:
+        return type(expr.value) in (int, float)  # type: ignore[attr-defined]
+    if kind is ast.Call:  # `x.size(0)`: one size of a tensor, an int
+        func = expr.func  # type: ignore[attr-defined]
+        return type(func) is ast.Attribute and func.attr == "size" and len(expr.args) == 1  # type: ignore[attr-defined]
+    return kind is ast.Subscript and _is_a_size(expr)
+
+
+def _is_a_size(expr: ast.Subscript) -> bool:
+    """One size of a tensor, an int: `x.size()[0]`, `x.shape[0]` (textcnn's `sum(...) /
+    log_prob.size()[0]`)."""
+    if type(expr.slice) is not ast.Constant:
+        return False
+    held = expr.value
+    if type(held) is ast.Attribute:  # `x.shape[0]`
+        return held.attr == "shape"
+    return (  # `x.size()[0]`
+        type(held) is ast.Call
+        and type(held.func) is ast.Attribute
+        and held.func.attr == "size"
+        and not held.args
+    )
 
 
 # Names of the objects that hold a program's settings: their attributes are numbers (or

@@ -220,12 +220,14 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
         kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
     if (
-        kind is Kind.UNKNOWN
+        kind in (Kind.UNKNOWN, Kind.BATCH)
         and ctx.imports_torch
         and isinstance(receiver, ast.Name)
         and read_as_tensor(ctx, scope_of(receiver.id, ctx), receiver.id)
     ):
-        kind = Kind.TENSOR  # `src = batch.src` read by `src.data.numpy()`
+        # `src = batch.src` read by `src.data.numpy()`; a whole batch handed to a loss
+        # (`for x in loader: x.to(device)`, then `criterion(model(x), x)`: LSTM-DeepFM)
+        kind = Kind.TENSOR
     if (
         kind is Kind.UNKNOWN
         and method in MOVES

@@ -622,23 +622,37 @@ def _returned_mask_use(name: str, ctx: Context) -> int | None:
         return None
     if in_compat_fallback(ctx):
         return None  # `.byte()` kept for torch < 1.2 beside `.bool()`
-    position = _returned_at(function, name, ctx)
-    if position is False:
-        return None
     found = index(ctx)
     if not _keeps_its_dtype(ctx, function, name, found.parents):
         return None
+    return _used_by_callers(ctx, function, name, found, hops=2)
+
+
+def _used_by_callers(ctx: Context, function: ast.AST, name: str, found, hops: int) -> int | None:
+    """The line where a caller of `function` uses as a mask the name it unpacks `name` into
+    (`_returned_mask_use`); with `hops` left, also where that caller returns the name in its
+    turn and one of its callers uses it (the chatbot tutorial: `outputVar` returns the mask,
+    `batch2TrainData` unpacks and returns it again, the training script unpacks and uses it).
+    A caller may be the module's own code."""
+    position = _returned_at(function, name, ctx)
+    if position is False:
+        return None
     for call, statement in _calls_of(ctx, function, found, depth=2):
-        caller = found.scopes[found.number[statement]]
-        if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        caller = found.scopes[found.number[statement]] or ctx.tree
+        if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
         target = _unpacked_name(statement, position)
         held = _unpacked_name(statement, None) if position is not None else None
         if target is None and held is not None:
             # `batch = sample_memory(...)`, then `state, ..., mask, ... = batch`
             statement, target = _unpacked_later(found, caller, held, statement, position)
-        if target is not None:
-            line = _mask_use_before_rebinding(ctx, caller, target, statement)
+        if target is None:
+            continue
+        line = _mask_use_before_rebinding(ctx, caller, target, statement)
+        if line is not None:
+            return line
+        if hops > 1 and isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            line = _used_by_callers(ctx, caller, target, found, hops - 1)
             if line is not None:
                 return line
     return None
@@ -750,6 +764,8 @@ def _mask_use_before_rebinding(
     for node in sorted(found.names_in(function, name), key=lambda n: (n.lineno, n.col_offset)):
         if (node.lineno, node.col_offset) <= after:
             continue
+        if (found.scopes[found.number[node]] or ctx.tree) is not function:
+            continue  # a name of a function defined in it (of the module's code, mostly)
         if not isinstance(node.ctx, ast.Load):
             return None
         if _is_mask_use(node, name, parents, ctx):
