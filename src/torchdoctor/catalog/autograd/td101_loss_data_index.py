@@ -70,7 +70,10 @@ A call of a method of the same class (`self.td_step()`) or a function of the fil
 every `return` of it gives such a value. Losses
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
 `out.data[0]` on a model output or any tensor whose shape the doctor cannot tell, nor code kept
-for torch before 0.4 behind a version test (`else:  # for 0.3.x`).
+for torch before 0.4 behind a version test (`else:  # for 0.3.x`). In a file that imports
+warp-ctc (`from warpctc_pytorch import CTCLoss`, whose loss has shape `(1,)`, one element that
+`.backward()` takes and `.data[0]` reads), neither a backward nor a callee's name makes a loss
+0-dim; only the losses of torch count.
 
 Also `total[0]` (no `.data`) on a total started at a number and added 0-dim values to:
 `total = 0`, then `total += loss.data * len(batch)`, code written when `loss.data` was a
@@ -109,6 +112,9 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告；在版本判断之后为 0.4 之前的 torch 保留的代码（`else:  # for 0.3.x`）也不报告。
+在导入了 warp-ctc 的文件里（`from warpctc_pytorch import CTCLoss`，它的损失形状是 `(1,)`：只有一个元素，
+`.backward()` 可以接受，`.data[0]` 也能读取），`.backward()` 和被调用者的名字都不能说明损失是 0 维的，
+只有 torch 自己的损失才算。
 
 也包括对累加量写 `total[0]`（没有 `.data`）：先 `total = 0`，再 `total += loss.data * len(batch)`，
 这是 `loss.data` 还是单元素张量时写下的代码。不是这种累加量的 `loss[0]` 不报告。
@@ -425,7 +431,31 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
         return True
     if isinstance(func, ast.Attribute) and func.attr in ELEMENTWISE:  # `loss.exp()`
         return is_zero_dim(func.value, ctx, resolving)
+    if _uses_one_element_losses(ctx):  # a callee named as a loss may be warp-ctc's
+        return is_loss_module(func, ctx) or _returns_zero_dim(call, ctx)
     return is_loss_module(func, ctx) or computes_a_loss(call) or _returns_zero_dim(call, ctx)
+
+
+# Packages whose losses hand back a tensor of one element, shape (1,), not a 0-dim one:
+# warp-ctc's `CTCLoss` (`torch.FloatTensor([costs.sum()])`), read with `.data[0]` correctly. In
+# a file using one, neither a backward nor a callee's name tells a 0-dim loss.
+ONE_ELEMENT_LOSSES = ("warpctc_pytorch.", "warpctc.")
+
+
+@per_file
+def _uses_one_element_losses(ctx: Context) -> bool:
+    """The file imports from a package of ONE_ELEMENT_LOSSES (`from warpctc_pytorch import
+    CTCLoss`)."""
+    if "warpctc" not in ctx.source:  # most files: no import to look at
+        return False
+    for node in index_of(ctx, ctx.tree).everywhere(ast.Import, ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+        else:
+            modules = [alias.name for alias in node.names]
+        if any(f"{module}.".startswith(ONE_ELEMENT_LOSSES) for module in modules):
+            return True
+    return False
 
 
 def _sums_zero_dim_values(call: ast.Call, ctx: Context, resolving: frozenset[str]) -> bool:
@@ -595,12 +625,14 @@ def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
 
 @per_file
 def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
-    # `loss.backward()` with no gradient says the name holds a scalar, whatever made it.
-    if backward_without_gradient(ctx, scope, name):
-        return True
     found = bindings(ctx, scope, name)
-    if name in _summed_into_backward(ctx, scope) and found and len(found) == 1:
-        return not found[0].augmented  # one value, the one summed into the scalar
+    # `loss.backward()` with no gradient says the name holds one element, whatever made it: a
+    # scalar, unless the file uses a loss of one element (warp-ctc's), which backward takes too.
+    if not _uses_one_element_losses(ctx):
+        if backward_without_gradient(ctx, scope, name):
+            return True
+        if name in _summed_into_backward(ctx, scope) and found and len(found) == 1:
+            return not found[0].augmented  # one value, the one summed into the scalar
     return _all_bound_to(
         found, lambda value: is_zero_dim(value, ctx, frozenset({name})), accumulator=True
     )
