@@ -1386,3 +1386,33 @@ def test_an_evaluation_set_sharded_between_ranks_whose_results_nothing_combines(
         "import torch.distributed as dist\n\n\ndef test(correct):\n    dist.all_reduce(correct)\n"
     )
     assert "TD607" not in _check(tmp_path, "data.py", rule="TD607").stdout
+
+
+def test_model_parts_named_in_lower_case_carry_their_layers(tmp_path):
+    # milesial's Pytorch-UNet: `UNet` builds `inconv`, `down`, `up`, whose `double_conv` has the
+    # BatchNorm; with no `.eval()` anywhere, the evaluation runs the model in training mode.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "parts.py").write_text(
+        "import torch.nn as nn\n\n\nclass double_conv(nn.Module):\n    def __init__(self, i, o):\n"
+        "        super(double_conv, self).__init__()\n"
+        "        self.conv = nn.Sequential(nn.Conv2d(i, o, 3), nn.BatchNorm2d(o))\n\n\n"
+        "class inconv(nn.Module):\n    def __init__(self, i, o):\n"
+        "        super(inconv, self).__init__()\n        self.conv = double_conv(i, o)\n\n\n"
+        "class outconv(nn.Module):\n    def __init__(self, i, o):\n"
+        "        super(outconv, self).__init__()\n        self.conv = nn.Conv2d(i, o, 1)\n\n\n"
+        "class UNet(nn.Module):\n    def __init__(self):\n        super(UNet, self).__init__()\n"
+        "        self.inc = inconv(3, 8)\n        self.outc = outconv(8, 1)\n"
+    )
+    (tmp_path / "eval.py").write_text(
+        "import torch\n\n\ndef eval_net(net, dataset):\n    tot = 0\n"
+        "    for i, b in enumerate(dataset):\n        tot += net(torch.from_numpy(b[0]))[0].sum().item()\n"
+        "    return tot\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "from parts import UNet\n\n\ndef train(loader, optimizer):\n    net = UNet()\n"
+        "    for x in loader:\n        net(x).sum().backward()\n        optimizer.step()\n"
+    )
+    facts = facts_for(tmp_path)
+    assert {"double_conv", "inconv", "UNet"} <= facts.mode_layer_classes
+    assert "outconv" not in facts.mode_layer_classes
+    assert "eval.py:7:16: TD205" in _check(tmp_path, ".", rule="TD205").stdout

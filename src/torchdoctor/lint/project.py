@@ -199,7 +199,15 @@ _OPTIONAL_LAYER = lazy_compile(
     rb"def __init__\([^()]{0,2000}?\b\w*(?:[Dd]rop|bn|BN|[Nn]orm)\w*[ \t]*=[ \t]*"
     rb"(?:False|None|0|0\.0?)[ \t]*[,)]"
 )
-_CALLED_CLASS = lazy_compile(rb"([A-Z]\w{0,80})[ \t]*\(")
+# Classes an `__init__` calls by a bare name; lower-case ones too (milesial's UNet parts:
+# `self.inc = inconv(n_channels, 64)`, whose `double_conv` has the BatchNorm), less Python's
+# own functions.
+_CALLED_CLASS = lazy_compile(rb"([A-Za-z_]\w{0,80})[ \t]*\(")
+_NOT_CLASSES = frozenset(
+    b"super int float len range list dict tuple set str print isinstance getattr setattr "
+    b"hasattr max min sum zip enumerate bool round abs map filter sorted reversed any all "
+    b"type iter next open format repr id divmod pow".split()
+)
 # Layers whose forward differs in training and evaluation mode, as a class body spells them:
 # the classes (`nn.BatchNorm2d`, `nn.Dropout`, `SyncBatchNorm`, `nn.TransformerEncoderLayer`,
 # `nn.RReLU`), the functional calls, and dropout by any name (`self.dropout`, `dropout=0.1` of
@@ -694,7 +702,12 @@ def _class_layers(source: bytes) -> set[str]:
         if init is not None:  # a model made of parts: the project classes its `__init__` calls
             for called in _CALLED_CLASS.finditer(source, *init):
                 before = source[called.start() - 1]
-                if before not in _WORD_BYTES and before != 46:  # not `nn.Linear(`
+                if (
+                    before not in _WORD_BYTES
+                    and before != 46  # not `nn.Linear(`
+                    and called.group(1) not in _NOT_CLASSES
+                    and not called.group(1).startswith(b"__")  # `__init__(`
+                ):
                     used.add(called.group(1).decode("ascii", "replace"))
         found.add(f"{name}:{','.join(sorted(used))}")
     return found

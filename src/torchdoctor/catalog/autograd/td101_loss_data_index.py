@@ -56,7 +56,7 @@ PITFALL = Pitfall(
 `torch.sum(x)`, ..., or the built-in `sum` of one per item: `sum([p.norm() for p in
 params])`) or `torch.tensor(3.0)`, also scaled by a number, a setting or one size of a
 tensor (`loss / x.size(0)`, `total / x.size()[0]`), directly or through a name or `self.` attribute
-assigned only such values (a `loss = 0` before `loss += ...` included) or whose assignment
+assigned only such values (a `loss = 0` before `loss += ...` or `loss = loss + ...` included) or whose assignment
 that reaches the read is one. Where the loss comes from out of sight (a criterion passed in,
 the project's own function or class), the code's own words count: a callee named as a loss
 (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`),
@@ -100,7 +100,7 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 （`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等，或对每一项各做一次这种归约再用内置 `sum` 相加：
 `sum([p.norm() for p in params])`），或是 `torch.tensor(3.0)`，也包括它们乘除一个数、一个设置项或张量的某一维大小
 （`loss / x.size(0)`、`total / x.size()[0]`）；也包括只被赋过这类值的变量
-或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 的累加），或到达这次读取的那次赋值给出这类值。
+或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 或 `loss = loss + ...` 的累加），或到达这次读取的那次赋值给出这类值。
 当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
 名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
 或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
@@ -739,9 +739,23 @@ def _all_bound_to(found, accept, accumulator: bool = False) -> bool:
             numbers += 1
         elif not b.augmented and not accept(b.value):
             return False
-    if numbers and not any(b.augmented and accept(b.value) for b in found):
+    if numbers and not any((b.augmented or _adds_to_itself(b)) and accept(b.value) for b in found):
         return False  # `total = 0; total += x.size(0)`: a count, not a loss
     return numbers < len(found)
+
+
+def _adds_to_itself(binding) -> bool:
+    """`loss = loss + loss_fn(...)`: an accumulation written out, as `+=` is."""
+    node, value = binding.node, binding.value
+    return (
+        type(node) is ast.Assign
+        and type(value) is ast.BinOp
+        and type(value.op) is ast.Add
+        and type(value.left) is ast.Name
+        and len(node.targets) == 1
+        and type(node.targets[0]) is ast.Name
+        and node.targets[0].id == value.left.id
+    )
 
 
 # ---- small predicates ----------------------------------------------------------------------

@@ -521,7 +521,7 @@ def _check_loop(
         # `train`, deepspeech.pytorch's `main`): a loader named for evaluation, run without
         # gradients or by a loop that does not train.
         _evaluation_intent(None, loader, ctx)
-        and (runs_without_gradients(ctx) or not _trains(ctx, node))
+        and (runs_without_gradients(ctx) or not _updates(ctx, node))
     ):
         return
     run = _model_run(node, ctx)
@@ -530,6 +530,8 @@ def _check_loop(
     call, model = run
     program = _program(ctx)
     family = program.family(function)
+    if family is None and _trained_before(function, node, model, program, ctx):
+        family = [function]  # it sets the model's mode itself: its callers cannot undo it
     if family is None:
         # No caller in this file: whoever calls it may already have set the modes, unless
         # nothing in the project ever does (then every model runs in training mode).
@@ -562,6 +564,25 @@ def _check_loop(
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
     yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(model)))
+
+
+def _trained_before(
+    function: ast.AST | None, loop: ast.AST, model: ast.AST, program: _Program, ctx: Context
+) -> bool:
+    """`function` switches the very model the loop runs to training mode before the loop
+    (`model_train.train()`, then the training loop, then the validation loop: bubbliiiing's
+    `fit_one_epoch`), and sets no eval mode anywhere: what its callers do cannot change that."""
+    if function is None or program.flags(function).switches_to_eval:
+        return False
+    text = ctx.text(model)
+    return any(
+        isinstance(call.func, ast.Attribute)
+        and not call.args
+        and not call.keywords
+        and ctx.text(call.func.value) == text
+        and call.lineno < loop.lineno  # type: ignore[attr-defined]
+        for call in index_of(ctx, function).calls_named(function, ("train",), local=True)
+    )
 
 
 def _evaluation_function(function: ast.AST | None, ctx: Context) -> bool:
@@ -846,6 +867,12 @@ def _handed_over(ctx: Context, scope: ast.AST, name: str) -> bool:
 _LOOKING_ONLY = frozenset({"print", "len", "str", "repr", "type", "id", "isinstance", "hasattr"})
 
 
+# Names of a data loader besides `*loader*`: `dl`, `val_dl`, and the batch generators of
+# bubbliiiing's many detection and classification repositories (`gen`, `gen_val`).
+_GENERATOR_NAMES = frozenset({"dl", "gen", "gen_val", "gen_test", "val_gen", "test_gen"})
+_GENERATOR_ENDS = ("_dl",)
+
+
 def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
     """The lower-case name of the data loader a loop iterates, or None when it is no loader."""
     while isinstance(expr, ast.Call) and expr.args and last_name(expr.func) in ITERABLE_WRAPPERS:
@@ -858,7 +885,7 @@ def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
             return f"{key.lower()}_{holder}"
         return None
     name = (last_name(expr) or "").lower()
-    if "loader" in name or name == "dl" or name.endswith("_dl"):
+    if "loader" in name or name in _GENERATOR_NAMES or name.endswith(_GENERATOR_ENDS):
         return name
     if ctx.kind_of(expr) is Kind.LOADER:
         return name
@@ -1049,6 +1076,12 @@ def _trains(ctx: Context, scope: ast.AST) -> bool:
     return any(last_name(node.func) in TRAINING_CALLS for node in _body_calls(ctx, scope))
 
 
+def _updates(ctx: Context, scope: ast.AST) -> bool:
+    """A backward or an optimizer step in `scope` (a `zero_grad()` alone updates nothing:
+    bubbliiiing's validation loops clear the gradients they never compute)."""
+    return any(last_name(node.func) in ("backward", "step") for node in _body_calls(ctx, scope))
+
+
 def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
     """The first call of a model in the loop body and the model: `model(x)`, `self.net(x)`;
     else the first call of a function of the file given a model that it calls (`pred, loss =
@@ -1133,6 +1166,8 @@ def _is_model(func: ast.AST, ctx: Context) -> bool:
         return False
     if name in MODEL_NAMES or name.endswith(("model", "_net")):
         return True
+    if name.startswith("model_") and isinstance(func, (ast.Name, ast.Attribute)):
+        return True  # `model_train(images)` (bubbliiiing's, the DDP-wrapped model), `model_ema(x)`
     return isinstance(func, (ast.Name, ast.Attribute)) and ctx.kind_of(func) is Kind.MODULE
 
 
