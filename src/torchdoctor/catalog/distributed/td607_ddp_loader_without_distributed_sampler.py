@@ -150,9 +150,9 @@ otherwise than `Distributed...Sampler` is reported. On 114 corpora (libraries, e
 research code) it reports nothing: of their 67 files that name DDP or FSDP and a DataLoader,
 those that wrap a model give its loader a sampler or hand it to a framework (Accelerate,
 Opacus...), so its precision on real findings is not measured. The sharded evaluation set, on
-689 code bases (libraries, research repositories, the recall sets' trees; 181 files naming a
-`DistributedSampler`): 15 findings, all read true (CMGAN, three detection and segmentation
-repositories of one author, MobileNet ImageNet scripts, BERT-NER's and BERT-for-RRC's
+773 code bases (libraries, research repositories, the recall sets' trees): 16 findings, all read
+true (CMGAN, four detection, segmentation and classification repositories of one author,
+MobileNet ImageNet scripts, BERT-NER's and BERT-for-RRC's
 transformers-example loops); a sampler kept in a dict (`sampler["dev"]`, whose evaluation may
 compute no metric) is not followed, nor one never handed to a loader. The run-time check only sees
 ranks whose first batches are identical: a loader that shuffles with a different seed on each
@@ -208,8 +208,8 @@ epoch 的步数都和单进程一样，而批次相同时多出来的 GPU 只是
 `Distributed...Sampler` 的形式时，会被误报。在 114 个语料库（库、示例和研究代码）中它没有报告任何
 问题：其中 67 个同时提到 DDP 或 FSDP 和 DataLoader 的文件里，包装了模型的都给 DataLoader 传入了
 sampler，或把它交给了训练框架（Accelerate、Opacus 等），因此它在真实问题上的精确率尚未测得。被切分的评估集：
-在 689 个代码库（库、研究代码、召回集的代码树；其中 181 个文件提到 `DistributedSampler`）上报告 15 处，逐一阅读，
-全部属实（CMGAN、同一作者的三个检测和分割仓库、MobileNet 的 ImageNet 脚本、BERT-NER 和 BERT-for-RRC 中照搬
+在 773 个代码库（库、研究代码、召回集的代码树）上报告 16 处，逐一阅读，
+全部属实（CMGAN、同一作者的四个检测、分割和分类仓库、MobileNet 的 ImageNet 脚本、BERT-NER 和 BERT-for-RRC 中照搬
 transformers 示例的循环）；放在字典里的 sampler（`sampler["dev"]`，其评估未必计算指标）不追踪，从未交给
 DataLoader 的 sampler 也不报告。
 运行时检查只能发现第一个批次完全相同的进程：在每个进程上用不同种子打乱的 DataLoader 同样让每个进程
