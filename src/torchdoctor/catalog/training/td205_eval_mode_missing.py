@@ -166,7 +166,11 @@ or in a project class it uses,
   `torch.no_grad()` would break).
 
 The message says which of the two is missing. To stay precise it only reports functions whose
-caller is in the same file, and loops at the top level of a script. The model may also run
+caller is in the same file, and loops at the top level of a script; or a function that itself
+switches the very model it runs to training mode before the loop and never to eval mode
+(`model_train.train()`, a training loop, then a loop over `gen_val`: bubbliiiing's
+`fit_one_epoch`), whoever calls it. A loop that only clears gradients (`zero_grad()`, no
+backward, no step) trains nothing. The model may also run
 through a function of the file it is handed to, which calls it (`pred, loss = apply(model,
 criterion, batch)`), unless that function computes gradients (an adversarial attack). A model
 handed back by the training function (`model = train_model(model, ...)`, which returns its
@@ -267,7 +271,10 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
   除非模型的类（本文件或项目中的）自己在 `forward` 里用了其中之一（例如评估指标里的特征提取器），
   或者自己调用了 `torch.autograd.grad`（测试时对每个任务做适应的元学习模型，`torch.no_grad()` 会让它出错）。
 
-提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环。
+提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环；或者函数自己在
+循环之前把它运行的那个模型切换到训练模式、而从不切换到评估模式（`model_train.train()`、一个训练循环，然后是遍历
+`gen_val` 的循环：bubbliiiing 的 `fit_one_epoch`），无论谁调用它。只清零梯度（`zero_grad()`，没有反向传播，也没有
+step）的循环不算训练。
 模型也可以经由本文件中接收它并调用它的函数运行（`pred, loss = apply(model, criterion, batch)`），
 除非那个函数要计算梯度（例如对抗攻击）。训练函数交还的模型（`model = train_model(model, ...)`，
 它返回自己的参数）就是传给它的那个模型。
