@@ -38,8 +38,9 @@ PITFALL = Pitfall(
         "en": """
 ## What it catches
 A `SummaryWriter` from `torch.utils.tensorboard` (or tensorboard-pytorch's 2017 `tensorboard`),
-assigned to a name that is only ever used to log (`writer.add_scalar(...)`, `writer.add_image(...)`...), with no
-`writer.close()` or `writer.flush()` anywhere in the file.
+assigned to a name (also at its place in a tuple written out on both sides: `sw, step =
+SummaryWriter(d), 0`) that is only ever used to log (`writer.add_scalar(...)`,
+`writer.add_image(...)`...), with no `writer.close()` or `writer.flush()` anywhere in the file.
 
 A `writer = None` placeholder before it (made on rank 0 only, say), an object of another class
 standing in for it when nothing is logged (`else: writer = Dummy()`), tests of it (`if writer
@@ -85,7 +86,8 @@ before it still loses the buffered events (use `with SummaryWriter(...) as write
         "zh": """
 ## What it catches
 来自 `torch.utils.tensorboard`（或 2017 年 tensorboard-pytorch 的 `tensorboard`）的 `SummaryWriter`
-被赋给一个名字，而这个名字只用于记录日志（`writer.add_scalar(...)`、`writer.add_image(...)` 等），
+被赋给一个名字（也包括两边都写出的元组中对应位置的名字：`sw, step = SummaryWriter(d), 0`），
+而这个名字只用于记录日志（`writer.add_scalar(...)`、`writer.add_image(...)` 等），
 整个文件中都没有 `writer.close()` 或 `writer.flush()`。
 
 先写 `writer = None` 占位（例如只在 rank 0 上创建）、不记录时用别的类的对象代替它（`else: writer =
@@ -345,7 +347,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if is_self_attribute(target) and _made_or_none(statement.value, call):
         yield from _check_attribute(call, target, ctx)
         return
-    if not (statement.value is call and isinstance(target, ast.Name)):
+    target = _target_of(statement, call)
+    if target is None:
         return
     name = target.id
     scope = ctx.enclosing_function() or ctx.tree
@@ -356,9 +359,28 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         if not _runs_as_script(ctx):
             return
         scope = ctx.tree
-    if name in _flushed_anywhere(ctx) or not _only_logged(name, scope, statement, ctx):
+    if name in _flushed_anywhere(ctx) or not _only_logged(name, scope, target, ctx):
         return
     yield ctx.finding(PITFALL, call, name=name)
+
+
+def _target_of(statement: ast.Assign, call: ast.Call) -> ast.Name | None:
+    """The name `statement` binds the writer `call` to: `writer = SummaryWriter(d)`, or its
+    place in a tuple written out on both sides (`sw, step = SummaryWriter(d), 0`: hh10's SSD
+    trainer)."""
+    target, value = statement.targets[0], statement.value
+    if isinstance(target, ast.Name):
+        return target if value is call else None
+    if not (
+        type(target) in (ast.Tuple, ast.List)
+        and type(value) in (ast.Tuple, ast.List)
+        and len(target.elts) == len(value.elts)  # type: ignore[attr-defined]
+    ):
+        return None
+    for element, part in zip(target.elts, value.elts):  # type: ignore[attr-defined]
+        if part is call and isinstance(element, ast.Name):
+            return element
+    return None
 
 
 def _made_or_none(value: ast.expr, call: ast.Call) -> bool:
@@ -481,13 +503,13 @@ def _flushed_anywhere(ctx: Context) -> frozenset[str]:
     return frozenset(found)
 
 
-def _only_logged(name: str, scope: ast.AST, assignment: ast.Assign, ctx: Context) -> bool:
+def _only_logged(name: str, scope: ast.AST, made: ast.Name, ctx: Context) -> bool:
     """Every other use of `name` in `scope` is a method call on it, a `name = None` placeholder
     or an argument of a function of this file that only logs to it: the writer never escapes."""
     found = index_of(ctx, scope)
     flushed = _flushed_anywhere(ctx)
     for node in _other_uses(ctx, scope, name):
-        if node is assignment.targets[0] or _stand_in(node, found):
+        if node is made or _stand_in(node, found):
             continue
         if _tested(node, found.parents):  # `if writer is None: writer = SummaryWriter(...)`
             continue
