@@ -1416,3 +1416,25 @@ def test_model_parts_named_in_lower_case_carry_their_layers(tmp_path):
     assert {"double_conv", "inconv", "UNet"} <= facts.mode_layer_classes
     assert "outconv" not in facts.mode_layer_classes
     assert "eval.py:7:16: TD205" in _check(tmp_path, ".", rule="TD205").stdout
+
+
+def test_a_method_the_project_s_scripts_run_without_gradients(tmp_path):
+    # world-models: `get_action_and_transition` is reached through `rollout()`, which no code of
+    # its file calls and the training and test scripts call under `torch.no_grad()`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "misc.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Controller(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+        "class RolloutGenerator:\n    def __init__(self):\n        self.controller = Controller()\n\n"
+        "    def get_action(self, obs):\n        action = self.controller(obs)\n"
+        "        return action.squeeze().cpu().numpy()\n\n"
+        "    def rollout(self, obs):\n        return self.get_action(obs)\n"
+    )
+    script = "import torch\nfrom misc import RolloutGenerator\n\ngenerator = RolloutGenerator()\n"
+    (tmp_path / "test_controller.py").write_text(
+        script + "with torch.no_grad():\n    generator.rollout(torch.randn(1, 4))\n"
+    )
+    assert "TD409" not in _check(tmp_path, ".", rule="TD409").stdout
+    (tmp_path / "test_controller.py").write_text(script + "generator.rollout(torch.randn(1, 4))\n")
+    assert "misc.py:20:16: TD409" in _check(tmp_path, ".", rule="TD409").stdout

@@ -64,6 +64,7 @@ from torchdoctor.lint.gradients import (
 )
 from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.project import (
+    CALLED_WITHOUT_GRAD,
     FORWARD_CALLED,
     MODE_WORDS,
     SCHEDULE_ENDINGS,
@@ -192,6 +193,7 @@ ROLE_CONTRACTS = {"unparsable-source": UnparsableSource, "unreadable-source": Un
 
 __all__ = [
     "CNN_FACTORIES",
+    "CALLED_WITHOUT_GRAD",
     "FORWARD_CALLED",
     "lazy_compile",
     "records_nothing",

@@ -76,7 +76,40 @@ _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
 # fast: one beginning with an alternation or a lookbehind is tried at every byte (ten times
 # slower on transformers, where these searches had cost a third of a parse).
 _K_ABOVE_ONE = rb"[(\[][ \t]*\d+[ \t]*,[ \t]*(?:[2-9]|\d\d)"
-_MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
+
+
+class _CombiningCalls:
+    """Code combining what the ranks compute (`dist.all_reduce`, `all_gather`, a `reduce_tensor`
+    or `reduce_loss_dict` helper, Horovod's `allreduce`, Accelerate's `gather_for_metrics`,
+    Lightning's `sync_dist`, `dist.reduce(...)`, torchmetrics, whose metrics gather themselves;
+    not `torch.gather` or `functools.reduce`, nor a `barrier` alone: the transformers examples
+    wait on one while rank 0 caches the dataset). Searched like a pattern, but only around each
+    `reduce` and `gather` of the text: one regex with no literal to start from would be tried at
+    every byte of every file, and a dozen literal ones cost a dozen passes."""
+
+    _PLAIN = (b"sync_dist", b"synchronize_between", b"torchmetrics")
+    _AROUND = lazy_compile(
+        rb"all_?(?:reduce|gather)|gather_(?:object|for_metrics)"
+        rb"|reduce_(?:tensor|dict|loss|mean|sum|value|scalar|metric)"
+        rb"|\b(?:dist|distributed|comm|hvd|accelerator|xm|du)\.(?:reduce|gather)\b"
+    )
+    _LOOKS = 1000  # occurrences looked at per word and file: bounded
+
+    def search(self, source: bytes) -> bool | None:
+        if any(word in source for word in self._PLAIN):
+            return True
+        for word in (b"reduce", b"gather"):
+            at = source.find(word)
+            for _ in range(self._LOOKS):
+                if at == -1:
+                    break
+                if self._AROUND.search(source, max(at - 12, 0), at + 20) is not None:
+                    return True
+                at = source.find(word, at + 1)
+        return None
+
+
+_MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _CombiningCalls, ...]]] = {
     "weights_only=False": (
         (b"weights_only",),
         # Not Keras' `save_weights_only=False` (DnCNN ships both); the lookbehind costs little
@@ -128,15 +161,8 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]] = {
     # `torch.gather` or `functools.reduce`; nor a `barrier` alone: the transformers examples'
     # scripts wait on one while rank 0 caches the dataset.)
     "combines ranks": (
-        (b"reduce", b"gather", b"sync_dist", b"synchronize_between", b"torchmetrics"),
-        (
-            lazy_compile(
-                rb"all_?(?:reduce|gather)|gather_(?:object|for_metrics)|torchmetrics"
-                rb"|reduce_(?:tensor|dict|loss|mean|sum|value|scalar|metric)"
-                rb"|\b(?:dist|distributed|comm|hvd|accelerator|xm|du)\.(?:reduce|gather)\b"
-                rb"|sync_dist|synchronize_between"
-            ),
-        ),
+        (b"reduce", b"gather", b"sync", b"torchmetrics"),
+        (_CombiningCalls(),),
     ),
     # Some code of the project trains a model (a backward): with "sets a mode" absent, the
     # project's own training and evaluation all run in training mode. (Library code that only
@@ -202,7 +228,7 @@ _OPTIONAL_LAYER = lazy_compile(
 # Classes an `__init__` calls by a bare name; lower-case ones too (milesial's UNet parts:
 # `self.inc = inconv(n_channels, 64)`, whose `double_conv` has the BatchNorm), less Python's
 # own functions.
-_CALLED_CLASS = lazy_compile(rb"([A-Za-z_]\w{0,80})[ \t]*\(")
+_CALLED_CLASS = lazy_compile(rb"(?<![\w.])([A-Za-z_]\w{0,80})[ \t]*\(")
 _NOT_CLASSES = frozenset(
     b"super int float len range list dict tuple set str print isinstance getattr setattr "
     b"hasattr max min sum zip enumerate bool round abs map filter sorted reversed any all "
@@ -530,6 +556,45 @@ def _forward_called_classes(source: bytes) -> list[str]:
     return sorted(found)
 
 
+# `with torch.no_grad():` (or `inference_mode`) alone on its line, and its indentation; the
+# methods its block calls (`r_gen.rollout(params)`) are run without gradients.
+_NO_GRAD_BLOCK = lazy_compile(
+    rb"\n([ \t]*)with[ \t]+torch\.(?:no_grad|inference_mode)\(\)[ \t]*:[ \t]*(?:#[^\n]*)?(?=\n)"
+)
+_METHOD_CALLED = lazy_compile(rb"\.(\w{1,80})[ \t]*\(")
+CALLED_WITHOUT_GRAD = "called-without-grad:"
+# Blocks read per file, and lines per block: a bounded scan, whatever the file.
+_MAX_NO_GRAD_BLOCKS = 200
+_MAX_BLOCK_LINES = 400
+
+
+def _methods_called_without_grad(source: bytes) -> list[str]:
+    """CALLED_WITHOUT_GRAD + "name" for each method the file calls as `x.name(...)` inside a
+    `with torch.no_grad():` block (world-models' scripts run `r_gen.rollout(params)` so, and
+    the rollout's own file never says it). The block is read by its indentation."""
+    found: set[str] = set()
+    text = b"\n" + source
+    for count, block in enumerate(_NO_GRAD_BLOCK.finditer(text)):
+        if count == _MAX_NO_GRAD_BLOCKS:
+            break
+        indent = len(block.group(1))
+        at = block.end() + 1
+        for _ in range(_MAX_BLOCK_LINES):
+            end = text.find(b"\n", at)
+            line = text[at : end if end != -1 else len(text)]
+            stripped = line.lstrip(b" \t")
+            if stripped and not stripped.startswith(b"#"):
+                if len(line) - len(stripped) <= indent:
+                    break
+                found.update(
+                    m.group(1).decode("ascii", "replace") for m in _METHOD_CALLED.finditer(line)
+                )
+            if end == -1:
+                break
+            at = end + 1
+    return sorted(CALLED_WITHOUT_GRAD + name for name in found)
+
+
 def _name_before(source: bytes, end: int) -> bytes | None:
     """The name that ends at `end` (spaces before `end` skipped), when no `.` or word character
     comes before it: `detector` of `detector.forward(`, not `self.detector`."""
@@ -548,6 +613,8 @@ def file_facts(source: bytes) -> FileFacts:
     markers = [marker for marker in _MARKERS if holds_marker(source, marker)]
     if b".forward(" in source:
         markers += _forward_called_classes(source)
+    if b"with torch." in source:
+        markers += _methods_called_without_grad(source)
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source
@@ -700,15 +767,10 @@ def _class_layers(source: bytes) -> set[str]:
                 found.add(f"{name}:!")
             continue
         if init is not None:  # a model made of parts: the project classes its `__init__` calls
-            for called in _CALLED_CLASS.finditer(source, *init):
-                before = source[called.start() - 1]
-                if (
-                    before not in _WORD_BYTES
-                    and before != 46  # not `nn.Linear(`
-                    and called.group(1) not in _NOT_CLASSES
-                    and not called.group(1).startswith(b"__")  # `__init__(`
-                ):
-                    used.add(called.group(1).decode("ascii", "replace"))
+            for called in _CALLED_CLASS.finditer(source, *init):  # not `nn.Linear(`
+                name_called = called.group(1)
+                if name_called not in _NOT_CLASSES and name_called[:2] != b"__":  # `__init__(`
+                    used.add(name_called.decode("ascii", "replace"))
         found.add(f"{name}:{','.join(sorted(used))}")
     return found
 

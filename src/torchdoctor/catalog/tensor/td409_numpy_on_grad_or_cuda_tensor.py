@@ -7,6 +7,7 @@ from functools import partial
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    CALLED_WITHOUT_GRAD,
     Context,
     Finding,
     Kind,
@@ -94,7 +95,10 @@ tensor, which `.numpy()` could not read anyway. Where the original call would ha
 ## Known problems
 A model whose parameters were all frozen, or code that only runs under a `torch.no_grad()`
 set up by its caller, produces outputs that do not require grad: a function every call of which
-in the same file is under `no_grad` is taken as such, a caller in another file is not seen.
+in the same file is under `no_grad` is taken as such; so is a method no code of its file calls
+that some script of the project calls in a `with torch.no_grad():` block (`r_gen.rollout(p)`:
+world-models), and a method of its class that only such methods call. Other callers in other
+files are not seen.
 Files that freeze parameters or switch grad off globally (`requires_grad_(False)`,
 `set_grad_enabled`) are skipped for the grad case. Tensors whose origin is not visible in the
 same block are not checked. A module passed in as a parameter is taken to have weights only
@@ -129,7 +133,9 @@ tensor to host memory first.`
 
 ## Known problems
 所有参数都被冻结的模型，或者只会在调用方设置的 `torch.no_grad()` 之下运行的代码，其输出并不需要梯度：
-同一文件中每次调用都处在 `no_grad` 之下的函数会被这样看待，其他文件中的调用方则看不到。
+同一文件中每次调用都处在 `no_grad` 之下的函数会被这样看待；本文件中没有代码调用、而项目中某个脚本在
+`with torch.no_grad():` 块里调用的方法（world-models 的 `r_gen.rollout(p)`），以及只被这类方法调用的同类方法，
+也会被这样看待。其他文件中的其他调用方则看不到。
 冻结参数或全局关闭梯度（`requires_grad_(False)`、`set_grad_enabled`）的文件不做梯度方面的检查。
 来源不在同一代码块中可见的张量不检查。作为参数传入的模块，只有名字表明它是模型（`model`、`net`、
 `encoder` 等）时才认为它有权重：`conversion(output)` 这样的模块很可能没有参数。
@@ -358,7 +364,25 @@ def _called_with_grad_off(ctx: Context, function: ast.AST) -> bool:
             and not any(type(a) is ast.Starred for a in call.args)
         ):
             return False  # maybe a call of this function with grad on
-    return bool(calls) and all(_under_no_grad(call, found, ctx) for call in calls)
+    if not calls:
+        # Called from other files only: run without gradients when the project's scripts call
+        # it so (world-models' `rollout`, under `with torch.no_grad():` in its scripts).
+        return method and ctx.project.has(CALLED_WITHOUT_GRAD + function.name)  # type: ignore[attr-defined]
+    return all(
+        _under_no_grad(call, found, ctx) or _in_method_run_without_grad(call, owner, found, ctx)
+        for call in calls
+    )
+
+
+def _in_method_run_without_grad(call: ast.Call, owner: ast.AST, found, ctx: Context) -> bool:
+    """`self.get_action(...)` in another method of the class that no code of this file calls
+    and that the project's scripts call under `no_grad` (world-models: `rollout` calls
+    `get_action_and_transition`)."""
+    caller = found.scopes[found.number[call]]
+    if not isinstance(owner, ast.ClassDef) or found.parents.get(caller) is not owner:
+        return False
+    name = caller.name  # type: ignore[union-attr]
+    return not found.calls_named(ctx.tree, (name,)) and ctx.project.has(CALLED_WITHOUT_GRAD + name)
 
 
 def _another_class(caller: ast.AST | None, owner: ast.ClassDef) -> bool:
