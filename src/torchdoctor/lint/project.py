@@ -568,12 +568,12 @@ _MAX_NO_GRAD_BLOCKS = 200
 _MAX_BLOCK_LINES = 400
 
 
-def _methods_called_without_grad(source: bytes) -> list[str]:
+def _methods_called_without_grad(text: bytes) -> list[str]:
     """CALLED_WITHOUT_GRAD + "name" for each method the file calls as `x.name(...)` inside a
     `with torch.no_grad():` block (world-models' scripts run `r_gen.rollout(params)` so, and
-    the rollout's own file never says it). The block is read by its indentation."""
+    the rollout's own file never says it). The block is read by its indentation. `text`: the
+    file's text with a line break put in front."""
     found: set[str] = set()
-    text = b"\n" + source
     for count, block in enumerate(_NO_GRAD_BLOCK.finditer(text)):
         if count == _MAX_NO_GRAD_BLOCKS:
             break
@@ -610,11 +610,12 @@ def _name_before(source: bytes, end: int) -> bytes | None:
 
 def file_facts(source: bytes) -> FileFacts:
     """The facts of one Python file's text."""
+    lines = b"\n" + source  # the top-level patterns start with a line break (see _FROM_IMPORT)
     markers = [marker for marker in _MARKERS if holds_marker(source, marker)]
     if b".forward(" in source:
         markers += _forward_called_classes(source)
     if b"with torch." in source:
-        markers += _methods_called_without_grad(source)
+        markers += _methods_called_without_grad(lines)
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source
@@ -652,7 +653,6 @@ def file_facts(source: bytes) -> FileFacts:
         else []
     )
     closed = sorted(_closed_names(source)) if b"close" in source or b"flush" in source else []
-    lines = b"\n" + source  # the top-level patterns start with a line break (see _FROM_IMPORT)
     if b"_" in source:  # constants a variable may be read through elsewhere: "NAME:=VALUE"
         env_reads.update(
             f"{name.decode()}:={value.decode()}" for name, value in _STRING_CONSTANT.findall(lines)

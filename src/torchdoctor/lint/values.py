@@ -330,6 +330,21 @@ def names_assigned(ctx: Context, wanted: Callable[[ast.expr], bool]) -> frozense
 
 
 @per_file
+def imported_roots(ctx: Context) -> frozenset[str]:
+    """The first part of every module the file imports or imports from, anywhere in it:
+    `ignite` of `from ignite.engine import Engine`, `warpctc_pytorch` of `import
+    warpctc_pytorch as wc`, `x` of a relative `from .x import y` (a vendored copy is read as
+    the package)."""
+    roots: set[str] = set()
+    for node in index_of(ctx, ctx.tree).everywhere(ast.Import, ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom):
+            roots.add((node.module or "").partition(".")[0])
+        else:
+            roots.update(alias.name.partition(".")[0] for alias in node.names)
+    return frozenset(roots)
+
+
+@per_file
 def names_assigned_calls_of(ctx: Context, functions: frozenset[str]) -> frozenset[str]:
     """The names some `name = f(arg, ...)` assigns anywhere in the file, where `f` may be one of
     `functions` (short names: `zeros` for `torch.zeros`): called by that name as a function or a

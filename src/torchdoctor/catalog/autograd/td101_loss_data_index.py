@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.catalog.sdk import (
+    imported_roots,
     in_compat_fallback,
     builds_a_loss_module,
     reaching_assignment,
@@ -439,23 +440,14 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
 # Packages whose losses hand back a tensor of one element, shape (1,), not a 0-dim one:
 # warp-ctc's `CTCLoss` (`torch.FloatTensor([costs.sum()])`), read with `.data[0]` correctly. In
 # a file using one, neither a backward nor a callee's name tells a 0-dim loss.
-ONE_ELEMENT_LOSSES = ("warpctc_pytorch.", "warpctc.")
+ONE_ELEMENT_LOSSES = frozenset({"warpctc_pytorch", "warpctc"})
 
 
 @per_file
 def _uses_one_element_losses(ctx: Context) -> bool:
     """The file imports from a package of ONE_ELEMENT_LOSSES (`from warpctc_pytorch import
     CTCLoss`)."""
-    if "warpctc" not in ctx.source:  # most files: no import to look at
-        return False
-    for node in index_of(ctx, ctx.tree).everywhere(ast.Import, ast.ImportFrom):
-        if isinstance(node, ast.ImportFrom):
-            modules = [node.module or ""]
-        else:
-            modules = [alias.name for alias in node.names]
-        if any(f"{module}.".startswith(ONE_ELEMENT_LOSSES) for module in modules):
-            return True
-    return False
+    return "warpctc" in ctx.source and not ONE_ELEMENT_LOSSES.isdisjoint(imported_roots(ctx))
 
 
 def _sums_zero_dim_values(call: ast.Call, ctx: Context, resolving: frozenset[str]) -> bool:

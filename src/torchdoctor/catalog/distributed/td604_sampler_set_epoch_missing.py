@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     block_names,
+    imported_roots,
     index,
     index_of,
     name_words,
@@ -236,15 +237,7 @@ def _called_to_train(ctx: Context, name: str) -> bool:
 
 @per_file
 def _framework_imported(ctx: Context) -> bool:
-    for node in index(ctx).everywhere(ast.Import, ast.ImportFrom):
-        names = (
-            [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else [alias.name for alias in node.names]
-        )
-        if any(name.partition(".")[0] in _FRAMEWORKS for name in names):
-            return True
-    return False
+    return bool(imported_roots(ctx) & _FRAMEWORKS)
 
 
 def _no_shuffle(call: ast.Call) -> bool:

@@ -18,6 +18,7 @@ from torchdoctor.catalog.sdk import (
     bindings,
     shorten,
     name_words,
+    imported_roots,
     index,
     scope_of,
     per_file,
@@ -112,14 +113,17 @@ DeepSpeed, webdataset, torchdata...).
 
 And the other half of the mistake: a `DistributedSampler` over an evaluation set (`val`,
 `test`, `eval`... in the sampler's or the dataset's name) in a project where nothing combines
-what the ranks compute: no file says `reduce`, `gather`, `sync_dist` or `barrier` (so no
-`torch.distributed.all_reduce`, `all_gather`, `reduce_tensor` helper, Horovod `allreduce`, and
-no rank waiting for the others to merge their files). Each rank then scores its own
+what the ranks compute: no file calls `all_reduce` or `all_gather` (`allreduce` too), a
+`reduce_tensor`, `reduce_dict` or `reduce_loss`-like helper, `dist.reduce` or `dist.gather`,
+`gather_object`, Accelerate's `gather_for_metrics`, Lightning's `sync_dist`, or imports
+torchmetrics (whose metrics gather themselves); `torch.gather`, `functools.reduce` and a
+`barrier` alone (rank 0 caching the dataset while the others wait) do not count. Each rank then scores its own
 1/world_size of the set, padded with repeated samples to split evenly, and the accuracy it
-prints or uses to pick the best checkpoint is that shard's. Not in a project that imports
-torchmetrics, nor in files that import a framework above whose evaluation gathers the ranks'
-results (Lightning, Ignite, Accelerate, mmengine, detectron2...; transformers does not count:
-a script building its own sampler runs its own evaluation).
+prints or uses to pick the best checkpoint is that shard's. Not in files that import a
+framework above whose evaluation gathers the ranks' results (Lightning, Ignite, Accelerate,
+mmengine, detectron2...; transformers does not count: a script building its own sampler runs
+its own evaluation), nor in a file making a process group of one (`init_process_group(...,
+world_size=1)`), nor for a sampler never handed to a loader or kept in a dict.
 
 At run time (`torchdoctor run` under `torchrun`, world size above 1), the first batch a
 training loader yields on each rank: a map-style `DataLoader` with no `DistributedSampler`
@@ -177,14 +181,16 @@ training loader. Only the first four loaders of a run are compared.
 （`loader = accelerator.prepare(loader)`、Opacus 的 `make_private`）；以及导入了会自己切分数据的
 框架（Accelerate、Lightning、Ray Train、Ignite、DeepSpeed、webdataset、torchdata 等）的文件。
 
-还有这个错误的另一半：在一个没有任何代码合并各进程计算结果的项目里（没有文件出现 `reduce`、
-`gather`、`sync_dist` 或 `barrier`，也就没有 `torch.distributed.all_reduce`、`all_gather`、
-`reduce_tensor` 之类的辅助函数、Horovod 的 `allreduce`，也没有进程等待其他进程再合并文件），对评估集
-（sampler 或数据集的名字里有 `val`、`test`、`eval` 等）使用 `DistributedSampler`。这时每个进程只在
-自己那 1/world_size 的数据上（为了均分还补了重复样本）计算指标，打印出来、用来挑选最佳 checkpoint
-的准确率都只是这一份数据的结果。项目导入了 torchmetrics 时不报告；导入了上述框架中会自己汇总各进程结果的框架
-（Lightning、Ignite、Accelerate、mmengine、detectron2 等）的文件也不报告；transformers 不算：自己构建 sampler
-的脚本运行的是它自己的评估循环。
+还有这个错误的另一半：在一个没有任何代码合并各进程计算结果的项目里，对评估集（sampler 或数据集的名字里有
+`val`、`test`、`eval` 等）使用 `DistributedSampler`。“合并”指的是：有文件调用 `all_reduce` 或 `all_gather`
+（包括 `allreduce`）、`reduce_tensor`、`reduce_dict`、`reduce_loss` 之类的辅助函数、`dist.reduce` 或
+`dist.gather`、`gather_object`、Accelerate 的 `gather_for_metrics`、Lightning 的 `sync_dist`，或者导入了
+torchmetrics（它的指标会自己汇总）；`torch.gather`、`functools.reduce` 和单独的 `barrier`（进程 0 缓存数据集时
+其他进程在等待）都不算。这时每个进程只在自己那 1/world_size 的数据上（为了均分还补了重复样本）计算指标，
+打印出来、用来挑选最佳 checkpoint 的准确率都只是这一份数据的结果。导入了上述框架中会自己汇总各进程结果的框架
+（Lightning、Ignite、Accelerate、mmengine、detectron2 等）的文件不报告；transformers 不算：自己构建 sampler
+的脚本运行的是它自己的评估循环。创建只有一个进程的进程组（`init_process_group(..., world_size=1)`）的文件、
+从未交给 DataLoader 或放在字典里的 sampler 也不报告。
 
 运行时（在 `torchrun` 下用 `torchdoctor run`，进程数大于 1），检查每个进程上训练用 DataLoader 取出的
 第一个批次：map 风格、没有 `DistributedSampler`（它的 sampler 和它的 batch sampler 里的 sampler 都不是）、
@@ -395,7 +401,7 @@ _SYNCING = _FRAMEWORKS - {
 
 @per_file
 def _imports_syncing(ctx: Context) -> bool:
-    return bool(_imported_roots(ctx) & _SYNCING)
+    return bool(imported_roots(ctx) & _SYNCING)
 
 
 def _samples_by_default(call: ast.Call) -> bool:
@@ -478,21 +484,7 @@ def _may_need_a_sampler(ctx: Context) -> bool:
 
 @per_file
 def _imports_a_framework(ctx: Context) -> bool:
-    return bool(_imported_roots(ctx) & _FRAMEWORKS)
-
-
-@per_file
-def _imported_roots(ctx: Context) -> frozenset[str]:
-    """The top-level packages the file imports from (`ignite` of `from ignite.engine import
-    Engine`; a relative import gives none)."""
-    roots = set()
-    for node in index(ctx).everywhere(ast.Import, ast.ImportFrom):
-        if isinstance(node, ast.ImportFrom):
-            if not node.level:
-                roots.add((node.module or "").partition(".")[0])
-        else:
-            roots.update(alias.name.partition(".")[0] for alias in node.names)
-    return frozenset(roots)
+    return bool(imported_roots(ctx) & _FRAMEWORKS)
 
 
 def _loader_name(call: ast.Call, ctx: Context) -> tuple[str | None, ast.expr | None]:
