@@ -76,6 +76,19 @@ MODULE_SELF_METHODS = frozenset(
     "to cuda cpu float half double bfloat16 train eval requires_grad_ share_memory type".split()
 )
 
+
+def unwrap_self_methods(value: ast.AST) -> ast.AST:
+    """`Net().to(device).float()` -> `Net()`."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_SELF_METHODS
+        and isinstance(value.func.value, ast.Call)
+    ):
+        value = value.func.value
+    return value
+
+
 NUMPY_FACTORIES = frozenset(
     "array asarray zeros ones empty full arange linspace eye load stack concatenate".split()
 )

@@ -25,6 +25,7 @@ from torchdoctor.lint.context import (
     is_self_attribute,
     per_file,
     top_level_functions,
+    unwrap_self_methods,
 )
 from torchdoctor.lint.occurrences import (
     call_name,
@@ -550,13 +551,8 @@ def _takes_tensors(ctx: Context, call: ast.Call, node: ast.expr) -> bool:
 
 def _builds_a_torch_loss(ctx: Context, value: ast.expr | None) -> bool:
     """`nn.MSELoss()`, also moved on the way (`nn.MSELoss().to(device)`)."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in MODULE_SELF_METHODS
-    ):
-        value = value.func.value
-    return isinstance(value, ast.Call) and _torch_loss(ctx.qualname(value.func))
+    made = unwrap_self_methods(value) if value is not None else None
+    return isinstance(made, ast.Call) and _torch_loss(ctx.qualname(made.func))
 
 
 def _bound_to_values(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | None:

@@ -8,25 +8,13 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import MODULE_SELF_METHODS
+from torchdoctor.catalog.sdk import unwrap_self_methods
 
 # Names of layers whose forward depends on the mode.
 MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transformer", "rrelu")
 # Recurrent layers too where the backward depends on it: cuDNN refuses an RNN backward in
 # evaluation mode ("cudnn RNN backward can only be called in training mode").
 TRAINING_DEPENDENT_WORDS = (*MODE_DEPENDENT_WORDS, "lstm", "gru", "rnn")
-
-
-def unwrap_self_methods(value: ast.AST) -> ast.AST:
-    """`Net().to(device).float()` -> `Net()`."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in MODULE_SELF_METHODS
-        and isinstance(value.func.value, ast.Call)
-    ):
-        value = value.func.value
-    return value
 
 
 def last_name(expr: ast.AST) -> str | None:
