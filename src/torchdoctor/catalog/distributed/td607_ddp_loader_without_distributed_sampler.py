@@ -155,10 +155,11 @@ research code) it reports nothing: of their 67 files that name DDP or FSDP and a
 those that wrap a model give its loader a sampler or hand it to a framework (Accelerate,
 Opacus...), so its precision on real findings is not measured. The sharded evaluation set, on
 773 code bases (libraries, research repositories, the recall sets' trees): 16 findings, all read
-true (CMGAN, four detection, segmentation and classification repositories of one author,
-MobileNet ImageNet scripts, BERT-NER's and BERT-for-RRC's
-transformers-example loops); a sampler kept in a dict (`sampler["dev"]`, whose evaluation may
-compute no metric) is not followed, nor one never handed to a loader. The run-time check only sees
+true by the session that wrote the reading (no independent reader has judged one yet): CMGAN,
+four detection, segmentation and classification repositories of one author, MobileNet ImageNet
+scripts, BERT-NER's and BERT-for-RRC's transformers-example loops; a sampler kept in a dict
+(`sampler["dev"]`, whose evaluation may compute no metric) is not followed, nor one never handed
+to a loader. The run-time check only sees
 ranks whose first batches are identical: a loader that shuffles with a different seed on each
 rank also gives every rank the whole dataset, in different orders, and is not reported at run
 time. An evaluation loop that keeps a model in train mode and gradients on is compared like a
@@ -214,7 +215,7 @@ epoch 的步数都和单进程一样，而批次相同时多出来的 GPU 只是
 `Distributed...Sampler` 的形式时，会被误报。在 114 个语料库（库、示例和研究代码）中它没有报告任何
 问题：其中 67 个同时提到 DDP 或 FSDP 和 DataLoader 的文件里，包装了模型的都给 DataLoader 传入了
 sampler，或把它交给了训练框架（Accelerate、Opacus 等），因此它在真实问题上的精确率尚未测得。被切分的评估集：
-在 773 个代码库（库、研究代码、召回集的代码树）上报告 16 处，逐一阅读，
+在 773 个代码库（库、研究代码、召回集的代码树）上报告 16 处，由编写这条规则的会话逐一阅读（尚无独立读者评判过），
 全部属实（CMGAN、同一作者的四个检测、分割和分类仓库、MobileNet 的 ImageNet 脚本、BERT-NER 和 BERT-for-RRC 中照搬
 transformers 示例的循环）；放在字典里的 sampler（`sampler["dev"]`，其评估未必计算指标）不追踪，从未交给
 DataLoader 的 sampler 也不报告。
