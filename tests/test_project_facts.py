@@ -624,6 +624,65 @@ def test_classes_built_from_a_helper_function_that_makes_such_layers():
     assert facts.has_mode_layers("ProtoNet") and not facts.has_mode_layers("Plain")
 
 
+def test_functions_that_build_and_return_models():
+    factories = (
+        b"import torch.nn as nn\nfrom torchvision import models\n\n\n"
+        b"class SSD(nn.Module):\n    pass\n\n\n"
+        b"def build_ssd(phase, size=300):\n    if size != 300:\n        print('unsupported')\n"
+        b"        return\n    return SSD(phase)\n\n\n"
+        b"def build_moved(device):\n    net = SSD('test')\n    return net.to(device)\n\n\n"
+        b"def wide_resnet(num_class):\n    model = models.wide_resnet50_2(pretrained=True)\n"
+        b"    model.fc = nn.Linear(2048, num_class)\n    return model\n\n\n"
+        b"def load_model(path):\n    model = models.resnet18()\n    model.eval()\n    return model\n\n\n"
+        b"def get_args(parser):\n    parser.add_argument('--dropout', type=float)\n"
+        b"    return parser.parse_args()\n\n\n"
+        b"def with_optimizer():\n    net = SSD('train')\n    return net, None\n"
+    )
+    facts = read_facts([factories])
+    # A function whose every return hands back a new module builds one, as a class would.
+    assert all(facts.is_module_class(f) for f in ("build_ssd", "build_moved", "wide_resnet"))
+    assert not facts.is_module_class("get_args") and not facts.is_module_class("with_optimizer")
+    # One naming a layer whose behaviour depends on the mode (a torchvision model) makes models
+    # that need `.eval()`: not one that sets the mode itself, nor one that only names a rate.
+    assert facts.has_mode_layers("wide_resnet")
+    assert not facts.has_mode_layers("load_model") and not facts.has_mode_layers("get_args")
+
+
+def test_a_model_made_by_a_function_of_another_module_is_saved_whole(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "ssd.py").write_text(
+        "import torch.nn as nn\n\n\nclass SSD(nn.Module):\n    pass\n\n\n"
+        "def build_ssd(phase):\n    return SSD(phase)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom ssd import build_ssd\n\nnet = build_ssd('train')\n"
+        "torch.save(net, 'ssd.pth')\n"
+    )
+    run = _check(tmp_path, ".")
+    assert "train.py:5:1: TD503" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_model_made_by_a_function_of_another_module_is_validated_in_training_mode(tmp_path):
+    # MixMatch: the teacher made by `WideResnet50` of utilities/utils.py, wrapped in
+    # DataParallel, validated through a softmax module; nothing in the project calls `.eval()`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(
+        "import torch.nn as nn\nimport torchvision\n\n\ndef WideResnet50(num_class):\n"
+        "    model = torchvision.models.wide_resnet50_2(pretrained=True)\n"
+        "    model.fc = nn.Linear(2048, num_class)\n    return model\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import torch\nimport torch.nn as nn\nfrom utils import WideResnet50\n\n\n"
+        "def validation(val_loader, model, device):\n    softmax = nn.Softmax(dim=1)\n"
+        "    for inputs, targets in val_loader:\n        outputs = softmax(model(inputs.to(device)))\n"
+        "        print(outputs.argmax(1))\n\n\n"
+        "def main(val_loader, device):\n    ema_model = nn.DataParallel(WideResnet50(10)).to(device)\n"
+        "    for epoch in range(10):\n        validation(val_loader, ema_model, device)\n"
+    )
+    run = _check(tmp_path, ".", rule="TD205")
+    assert "main.py:9:27: TD205" in run.stdout, run.stdout + run.stderr
+
+
 def test_classes_whose_forward_sets_their_own_mode():
     # FAST-VQA's evaluators: `forward(..., inference=True)` calls `self.eval()` itself.
     evaluators = (

@@ -265,6 +265,7 @@ TORCHVISION_MODELS = (
 # (A rule asking the same of the file it checks reads the text for these words too.)
 MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode", ".backward(", ".step(")
 _MODE_WORDS = tuple(word.encode() for word in MODE_WORDS)
+_SETS_A_MODE = (b".eval(", b"train(False", b"train(mode")
 # A learning-rate schedule of a project's own: a class whose name ends as a schedule's
 # (`SGDRScheduler`; not `ScheduledOptim`) and whose body reaches an optimizer. (A rule asking
 # the same of the file it checks reads its classes for these words too.)
@@ -659,7 +660,12 @@ def file_facts(source: bytes) -> FileFacts:
         )
     imports = sorted(_top_level_imports(lines)) if b"import" in source else []
     evaluators = sorted(_evaluators(lines)) if b"def" in source else []
-    layers = sorted(_class_layers(lines)) if classes else []
+    layer_words = _layer_words_at(lines) if classes or b"def " in source else []
+    layers = sorted(_class_layers(lines, layer_words)) if classes else []
+    if layer_words:
+        layers += _model_factories(lines, layer_words)
+    if b"return " in source:
+        layers += _returned_calls(lines)
     steps = sorted(_method_steps(lines)) if classes and b".step(" in source else []
     loaders = sorted(_loader_attributes(source)) if b"DataLoader" in source else []
     return (
@@ -722,7 +728,7 @@ def _evaluators(source: bytes) -> set[str]:
     return found
 
 
-def _class_layers(source: bytes) -> set[str]:
+def _class_layers(source: bytes, layers: list[int]) -> set[str]:
     """ "Name:!" for each top-level class whose statement or body names a mode-dependent
     layer (comments left out), else "Name:A,B" with its bases and, for a direct subclass of
     a `Module`, the classes its `__init__` calls by a bare name. `source`: the text with a line
@@ -731,7 +737,6 @@ def _class_layers(source: bytes) -> set[str]:
     calling `autograd.grad` and "Name:%" for a schedule of learning rates (see
     `_schedules_rates`)."""
     found = set()
-    layers = _layer_words_at(source)
     helpers = _layer_helpers(source, layers)
     for match in _TOP_LEVEL_CLASS.finditer(source):
         next_line = _TOP_LEVEL_LINE.search(source, match.end())
@@ -805,6 +810,106 @@ def _layer_helpers(source: bytes, layers: list[int]) -> list[bytes]:
         if first < len(layers) and layers[first] < end:
             helpers.append(match.group(1))
     return helpers
+
+
+def _model_factories(source: bytes, layers: list[int]) -> list[str]:
+    """ "name:!" for each top-level function that builds and returns a model with a
+    mode-dependent layer (MixMatch's `WideResnet50`, returning `models.wide_resnet50_2(...)`
+    with a new head), so a model it makes in another module is known to need `.eval()`. A
+    function that sets a mode itself (`model.eval(); return model`) is left out, and so is one
+    that only names `dropout` (a rate handed on, `parser.add_argument("--dropout")`)."""
+    found = []
+    for match in _TOP_LEVEL_DEF.finditer(source):
+        next_line = _TOP_LEVEL_LINE.search(source, match.end())
+        start, end = match.end(), next_line.start() if next_line else len(source)
+        first = bisect_left(layers, start)
+        if not any(
+            not source.startswith(b"dropout", at)
+            for at in layers[first : bisect_left(layers, end, first)]
+        ):
+            continue
+        body = source[start:end]
+        if b"return " in body and not any(word in body for word in _SETS_A_MODE):
+            found.append(f"{match.group(1).decode('ascii', 'replace')}:!")
+    return found
+
+
+# `    return SSD(phase, size, ...)`, `    return model` (a name, then the line's end), and an
+# assignment of a call to a name in a function's body (`    net = Net(cfg).to(device)`).
+_RETURN = lazy_compile(rb"\n[ \t]+return\b(?:[ \t]+([\w.]{1,200}))?[ \t]*(\(|#|(?=\r?\n))?")
+_CALL_ASSIGNED = lazy_compile(rb"\n[ \t]+(\w{1,80})[ \t]*=[ \t]*([\w.]{1,200})[ \t]*\(")
+# Calls that hand back the module they are given, moved or wrapped.
+_SAME_MODULE_METHODS = (".to", ".cuda", ".cpu", ".float", ".half", ".double", ".train")
+
+
+def _returned_calls(source: bytes) -> list[str]:
+    """ "name:>A,B" for each top-level function whose every `return` hands back a call of A or
+    B (`return SSD(...)`, or `return net` after `net = Net(...)`), "?" standing for a return
+    of anything else; the project's facts settle which such functions build modules. `source`:
+    the text with a line break put in front."""
+    found = []
+    defs = [(m.end(), m.group(1)) for m in _TOP_LEVEL_DEF.finditer(source)]
+    if not defs:
+        return found
+    starts = [start for start, _ in defs]
+    returned: dict[int, list[str]] = {}
+    for match in _RETURN.finditer(source):
+        number = bisect_left(starts, match.start()) - 1
+        if number < 0:
+            continue
+        start, name = defs[number]
+        next_line = _TOP_LEVEL_LINE.search(source, start)
+        end = next_line.start() if next_line else len(source)
+        if match.start() >= end:
+            continue  # a method's return, after the function
+        if match.group(1) is not None:  # a bare `return` (an error path's) hands back nothing
+            returned.setdefault(number, []).append(_returned_callee(source, match, start))
+    for number, callees in returned.items():
+        found.append(f"{defs[number][1].decode('ascii', 'replace')}:>{','.join(callees)}")
+    return found
+
+
+def _returned_callee(source: bytes, match: re.Match, start: int) -> str:
+    """What one `return` hands back a call of ("Net", "nn.Sequential"), or "?"."""
+    value, after = match.group(1), match.group(2)
+    if after is None:
+        return "?"  # `return net, optimizer`, `return x + 1`...
+    if after == b"(":
+        for method in _SAME_MODULE_METHODS:  # `return net.to(device)`: what made `net`
+            if value.endswith(method.encode()) and value.count(b".") == 1:
+                value = value[: -len(method)]
+                break
+        else:
+            if value.rpartition(b".")[2] in (b"DataParallel", b"DistributedDataParallel"):
+                return "?"  # the wrapped module is what counts: not read here
+            return value.decode("ascii", "replace")
+    if b"." in value:
+        return "?"  # `return self.net`: not followed
+    made = [
+        assigned.group(2)
+        for assigned in _CALL_ASSIGNED.finditer(source, start, match.start())
+        if assigned.group(1) == value and not assigned.group(2).startswith(value + b".")
+    ]
+    return made[-1].decode("ascii", "replace") if made else "?"
+
+
+def _model_factory_functions(returns_of: dict[str, list[list[str]]], classes: set[str]) -> set[str]:
+    """The functions every definition of which returns only new modules: of the project's
+    module classes, of torch.nn, or a torchvision classification model."""
+
+    def builds_a_module(callee: str) -> bool:
+        head, _, last = callee.rpartition(".")
+        if head in ("nn", "torch.nn"):
+            return last[:1].isupper() and last not in _NN_NON_MODULES
+        if head in ("models", "torchvision.models"):
+            return last.startswith(tuple(model.decode() for model in TORCHVISION_MODELS))
+        return not head and callee in classes
+
+    return {
+        name
+        for name, definitions in returns_of.items()
+        if name not in classes and all(all(map(builds_a_module, found)) for found in definitions)
+    }
 
 
 def _calls_function(source: bytes, name: bytes, start: int, end: int) -> bool:
@@ -952,6 +1057,7 @@ class FactsReader:
         self._grad_taking: set[str] = set()  # ... calls `autograd.grad`
         self._loader_attributes: set[str] = set()
         self._rate_schedules: set[str] = set()  # classes named as schedules reaching an optimizer
+        self._returns_of: dict[str, list[list[str]]] = {}  # function -> what each one returns
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
         # file's content, or None once a file came without one (nothing is then looked up).
         self._inputs: list[str] | None = []
@@ -1015,6 +1121,9 @@ class FactsReader:
             if used == "%":
                 self._rate_schedules.add(name)
                 continue
+            if used[:1] == ">":
+                self._returns_of.setdefault(name, []).append(used[1:].split(","))
+                continue
             self._layers_of.setdefault(name, []).append(used.split(",") if used else [])
         for name, bases in classes:
             self._bases_of.setdefault(name, []).append(bases)
@@ -1052,6 +1161,8 @@ class FactsReader:
 
     def _combined(self, modules: frozenset[str]) -> ProjectFacts:
         classes = _module_classes(self._bases_of)
+        # A function that only ever returns a new module builds one, as a class would.
+        classes |= _model_factory_functions(self._returns_of, classes)
         schedulers = _scheduler_classes(self._bases_of)
         functions = {
             name

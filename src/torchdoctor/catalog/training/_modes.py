@@ -17,6 +17,10 @@ MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transfo
 TRAINING_DEPENDENT_WORDS = (*MODE_DEPENDENT_WORDS, "lstm", "gru", "rnn")
 
 
+# Wrappers that run the model they are given (its layers are the ones that matter).
+_WRAPPERS = ("DataParallel", "DistributedDataParallel")
+
+
 def last_name(expr: ast.AST) -> str | None:
     """`model` -> "model", `self.net` -> "net"; None for anything else."""
     if isinstance(expr, ast.Name):
@@ -62,7 +66,11 @@ class ModeFreeModels:
             return False
         if isinstance(value.func, ast.Name) and value.func.id in self.classes:
             return self._subtree_mode_free(self.classes[value.func.id], seen)
-        if (self._qualname(value.func) or "").startswith("torch.nn."):
+        qualname = self._qualname(value.func) or ""
+        if qualname.rpartition(".")[2] in _WRAPPERS and value.args:
+            # `nn.DataParallel(WideResnet50(n))`: the wrapped model's layers, not the wrapper's
+            return self._builds_mode_free(value.args[0], seen)
+        if qualname.startswith("torch.nn."):
             return self._subtree_mode_free(value, seen)
         return False
 

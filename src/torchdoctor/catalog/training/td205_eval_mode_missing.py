@@ -35,6 +35,7 @@ from torchdoctor.catalog.sdk import (
     may_be_called,
     moves_itself,
     name_words,
+    parameter_free_module,
     per_file,
     returned_values,
     runs_without_gradients,
@@ -877,6 +878,8 @@ _LOOKING_ONLY = frozenset({"print", "len", "str", "repr", "type", "id", "isinsta
 # Names of a data loader besides `*loader*`: `dl`, `val_dl`, and the batch generators of
 # bubbliiiing's many detection and classification repositories (`gen`, `gen_val`).
 _GENERATOR_NAMES = frozenset({"dl", "gen", "gen_val", "gen_test", "val_gen", "test_gen"})
+# Such names written as one word (bubbliiiing's YOLO ports: `for batch in genval`).
+_JOINED_GENERATOR_NAMES = {"genval": "gen_val", "gentest": "gen_test"}
 _GENERATOR_ENDS = ("_dl",)
 
 
@@ -894,6 +897,8 @@ def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
     name = (last_name(expr) or "").lower()
     if "loader" in name or name in _GENERATOR_NAMES or name.endswith(_GENERATOR_ENDS):
         return name
+    if name in _JOINED_GENERATOR_NAMES:
+        return _JOINED_GENERATOR_NAMES[name]
     if ctx.kind_of(expr) is Kind.LOADER:
         return name
     iterated = _iterator_of(expr, ctx)
@@ -1097,7 +1102,9 @@ def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
     direct = [(node, _run_model(node.func, ctx)) for node in calls]
     runs = [(node, model) for node, model in direct if model is not None]
     if runs:
-        return min(runs, key=lambda run: (run[0].lineno, run[0].col_offset))
+        runs.sort(key=lambda run: (run[0].lineno, run[0].col_offset))
+        # `softmax(model(inputs))`: the model, not the activation around it
+        return next((run for run in runs if not parameter_free_module(run[1], ctx)), runs[0])
     functions = top_level_functions(ctx)
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
         helper = functions.get(call.func.id) if type(call.func) is ast.Name else None
