@@ -62,6 +62,8 @@ def bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | N
             if id(statement) not in statements:  # `a = a = 0` binds once
                 statements.add(id(statement))
                 result.append(Binding(statement, statement.value))
+        elif kind is ast.Tuple and type(statement.ctx) is ast.Store:
+            result.append(Binding(node, _paired_value(statement, node, found)))
         elif (
             kind in (ast.AnnAssign, ast.AugAssign)
             and statement.target is node
@@ -72,6 +74,22 @@ def bindings(ctx: Context, scope: ast.AST, name: str) -> tuple[Binding, ...] | N
             result.append(Binding(node, None))
     result.sort(key=lambda b: (b.node.lineno, b.node.col_offset))
     return tuple(result)
+
+
+def _paired_value(targets: ast.Tuple, node: ast.Name, found: FileIndex) -> ast.expr | None:
+    """The value `node` gets: `m_loss, r_loss = crit(a), crit(b)` pairs each name with its own
+    value; an unpacking of anything else cannot be followed."""
+    statement = found.parents[targets]
+    if (
+        type(statement) is ast.Assign
+        and len(statement.targets) == 1
+        and statement.targets[0] is targets
+        and type(statement.value) is ast.Tuple
+        and len(statement.value.elts) == len(targets.elts)
+        and not any(type(e) is ast.Starred for e in (*targets.elts, *statement.value.elts))
+    ):
+        return statement.value.elts[targets.elts.index(node)]
+    return None
 
 
 class _OtherBindings:

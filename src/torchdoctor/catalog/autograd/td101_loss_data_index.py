@@ -731,7 +731,10 @@ def _all_bound_to(found, accept, accumulator: bool = False) -> bool:
             numbers += 1
         elif not b.augmented and not accept(b.value):
             return False
-    if numbers and not any((b.augmented or _adds_to_itself(b)) and accept(b.value) for b in found):
+    if numbers and not any(
+        (b.augmented or _adds_to_itself(b) or not _is_number(b.value)) and accept(b.value)
+        for b in found
+    ):
         return False  # `total = 0; total += x.size(0)`: a count, not a loss
     return numbers < len(found)
 
