@@ -181,6 +181,7 @@ TENSOR_ONLY = (
 # Every Tensor method with an in-place twin (`masked_fill` / `masked_fill_`), from torch's API.
 OUT_OF_PLACE = tensor_methods.OUT_OF_PLACE - MOVES
 TENSOR_KINDS = (Kind.TENSOR, Kind.NDARRAY)
+_TENSOR_METHODS_NOT_MOVES = (PURE | TENSOR_ONLY) - MOVES
 ASSIGNABLE = (ast.Name, ast.Attribute, ast.Subscript)
 
 
@@ -219,6 +220,13 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         kind = Kind.TENSOR  # `img_tensor = IMAGE_TO_TENSOR(img)`, then `img_tensor.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
         kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
+    if (
+        kind is Kind.UNKNOWN
+        and method in MOVES
+        and ctx.imports_torch
+        and _tensor_method_result(receiver, ctx)
+    ):
+        kind = Kind.TENSOR  # `feature.reshape(-1, 512).to(device)`: no module has `reshape`
     if (
         kind in (Kind.UNKNOWN, Kind.BATCH)
         and ctx.imports_torch
@@ -265,6 +273,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
             for lang, text in PITFALL.fix_title.items()
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
+    if _tensor_method_result(receiver, ctx):
+        target = ctx.text(receiver.func.value)  # type: ignore[attr-defined]  # `feature`, not `feature.reshape(...)`
     shown = {"call": shorten(ctx.text(call)), "target": shorten(target)}
     view = _viewed_after(node, receiver, ctx) if method == "contiguous" else None
     if view is not None:
@@ -476,6 +486,18 @@ def _maybe_bound_in(ctx: Context, function: ast.AST) -> frozenset[str]:
         elif isinstance(getattr(node, "name", None), str):
             found.add(node.name)  # definitions, `except ... as`, match captures
     return frozenset(found)
+
+
+def _tensor_method_result(receiver: ast.AST, ctx: Context) -> bool:
+    """`feature.reshape(-1, 512)`, `y.long()`: a call, on a name of the program, of a method
+    only tensors and arrays have, none of which also has the move (`.to`, `.cuda`) made of
+    it; a module has neither."""
+    return (
+        isinstance(receiver, ast.Call)
+        and ctx.method_name(receiver) in _TENSOR_METHODS_NOT_MOVES
+        and isinstance(receiver.func.value, ASSIGNABLE)  # type: ignore[attr-defined]
+        and _root_name(receiver.func.value) not in _imported_names(ctx)  # type: ignore[attr-defined]
+    )
 
 
 def _made_by_tensor_only_method(receiver: ast.AST, ctx: Context) -> bool:
