@@ -82,3 +82,36 @@ def test_many_async_lines_stay_linear():
     found = check_source(source, "big.py", ALL).findings
     assert sum(f.code == "TD700" for f in found) == 20_000
     assert time.process_time() - start < 60  # quadratic would take many minutes
+
+
+MULTIPROCESSING_SCRIPT = """\
+import torch
+
+
+def discount_all(pool, rewards, model, loss_fn, optimizer):
+    results = [pool.apply_async(discount, [r]) for r in rewards]
+    rewards = [async.get() for async in results]
+    loss = loss_fn(model(torch.FloatTensor(rewards)))
+    loss.backward()
+    print(loss.data[0])
+"""
+
+
+def test_async_as_a_name_is_reported_and_the_rest_is_checked():
+    found = check_source(MULTIPROCESSING_SCRIPT, "fitter.py", ALL).findings
+    syntax = [f for f in found if f.code == "TD700"]
+    assert [(f.line, f.column) for f in syntax] == [(6, 16), (6, 32)]
+    assert all("can no longer name a variable" in f.message and f.fix is None for f in syntax)
+    assert (9, "TD101") in [(f.line, f.code) for f in found]  # the file was read past them
+    fixed = fix_source(MULTIPROCESSING_SCRIPT, "fitter.py", ALL, unsafe=False)
+    assert "async.get() for async in results" in fixed.source  # never renamed by a fix
+
+
+def test_async_assigned_leaves_the_file_unread():
+    # `async = ...` would get the `non_blocking=` message of an argument: not repaired.
+    source = MULTIPROCESSING_SCRIPT.replace(
+        "    rewards = [async", "    async = results[0]\n    rewards = [async"
+    )
+    found = check_source(source, "fitter.py", ALL).findings
+    assert [(f.line, f.code) for f in found] == [(6, "TD700")]
+    assert "non_blocking" not in found[0].message and found[0].fix is None

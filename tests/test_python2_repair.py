@@ -10,6 +10,7 @@ import time
 
 from torchdoctor.catalog import _registry
 from torchdoctor.catalog.tooling.td700_syntax_error import (
+    repair_empty_blocks,
     repair_missing_colons,
     repair_python2_not_equal,
     repair_python2_statements,
@@ -137,3 +138,27 @@ def test_a_header_typed_without_its_colon_hides_no_other_finding():
     assert (11, 9, "TD203") in found and (15, 5, "TD503") in found
     assert repair_missing_colons("x = {1 2}\n") is None  # another error: not this repair's
     assert repair_missing_colons("x = 1\n") is None
+
+
+def test_a_block_header_with_no_body_hides_no_other_finding():
+    # LSTM-DeepFM's fine-tuning script: `if not debutanizer:` left without its body stopped
+    # Python at line 5, and the doctor with it; the same while the code is being typed.
+    source = (
+        "import torch\n\n\ndef train(loader, model, debug=False):\n    if not debug:  # soon\n"
+        "    path = 'x'\n    for x in loader:\n        x.to('cuda')\n        loss = model(x).sum()\n"
+        "        loss.backward()\n        print(loss.data[0])\n"
+    )
+    text, places = repair_empty_blocks(source)
+    assert text == source.replace("if not debug:  #", "if not debug: pass  #")
+    assert places == [(6, 4)]
+    found = findings(source)
+    assert (6, 5, "TD700") in found and (11, 15, "TD101") in found
+    syntax = [f for f in check_source(source, "train.py", ALL).findings if f.code == "TD700"]
+    assert syntax[0].message.startswith("SyntaxError: expected an indented block after 'if'")
+    # A body commented out, the header spread over two lines: `pass` after its colon.
+    spread = "def f(a,\n      b):\n    # return a + b\n\nx = 1\n"
+    assert repair_empty_blocks(spread)[0] == spread.replace("b):", "b): pass")
+    # Two such blocks: the parser's message would be about the first only; left unread.
+    two = source.replace("    for x in loader:\n", "    for x in loader:\n    for y in x:\n")
+    assert [(f.line, f.code) for f in check_source(two, "train.py", ALL).findings] == [(6, "TD700")]
+    assert repair_empty_blocks("x = {1 2}\n") is None and repair_empty_blocks("x = 1\n") is None

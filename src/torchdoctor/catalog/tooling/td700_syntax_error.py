@@ -32,6 +32,11 @@ PITFALL = Pitfall(
             "zh": "语法错误：{error} —— 自 Python 3.7 起 `async` 是关键字；"
             "PyTorch 已把该参数改名为 `non_blocking=`",
         },
+        "async-name": {
+            "en": "SyntaxError: {error} -- `async` is a keyword since Python 3.7 and can no longer "
+            "name a variable; rename it",
+            "zh": "语法错误：{error} —— 自 Python 3.7 起 `async` 是关键字，不能再用作变量名；请改名",
+        },
         "invisible": {
             "en": "SyntaxError: {error} -- an invisible {character} ({code}), pasted along with the code, "
             "stands outside a string here; delete it (the rest of the file is checked as if it "
@@ -52,14 +57,20 @@ A file that Python cannot parse. The doctor reports the parser's message and che
 other files. One PyTorch-specific case is explained: `x.cuda(async=True)` from PyTorch 0.3
 code, which became a syntax error when `async` turned into a keyword in Python 3.7. Each such
 argument of `.cuda()`, `.to()` or `.copy_()` is reported on its own line, and when nothing else
-stops the file from parsing, the rest of it is still checked. So is a file written for Python 2
+stops the file from parsing, the rest of it is still checked. So is a file naming a variable
+`async` (`for async in results: async.get()`, Python 2 and 3.6 code using multiprocessing): each
+such name is reported, with no fix (every use must be renamed alike), and the file is read as if
+it were renamed; an `async =` assignment or an `async=` argument of another function leaves the
+file unread. So is a file written for Python 2
 whose only Python 2 syntax is `print x` and `except E, e:` statements (common in research code
 of 2016-2018): the first is reported, and the file is read as if each were bracketed
 (`print(x)`), so that its PyTorch idioms of the time (`it.next()`, `loss.data[0]`,
 `Variable(..., volatile=True)`) are reported too. Fixes of those lines leave the Python 2
 statements as they are. Python 2's `a <> b` is read as `a != b` the same way, and a
 compound statement's header typed without its colon (`else`, `def f(x)`: "expected ':'") as if
-it had it (up to five in a file). Indentation
+it had it (up to five in a file), and one block header with no body under it (`if not debug:`
+then a line no deeper, as while the code is being written: "expected an indented block") as if
+its body were `pass`. Indentation
 that mixes tabs and spaces (`TabError` on Python 3) is
 reported where Python stops, and the file is read as Python 2 read it, a tab reaching the next
 multiple of eight columns; the other findings in such a file come without a fix until the
@@ -98,11 +109,15 @@ changes nothing Python reads. The fixes are safe and offered only for those case
 Python 无法解析的文件。会报告解析器的错误信息，并继续检查其他文件。对 PyTorch 特有的一种情况给出解释：
 PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成关键字后就成了语法错误。
 `.cuda()`、`.to()`、`.copy_()` 的每个这样的参数都在各自所在行报告；如果文件没有别的语法错误，其余部分照常检查。
+把变量命名为 `async` 的文件（`for async in results: async.get()`，使用 multiprocessing 的 Python 2 与 3.6
+代码）也是如此：每处这样的名字都会报告，不提供修复（所有用到它的地方要一起改名），并按已改名来读取文件；
+`async = ...` 赋值或其他函数的 `async=` 参数会让文件无法继续读取。
 为 Python 2 编写、且其 Python 2 语法只有 `print x` 和 `except E, e:` 语句的文件（2016-2018 年的研究代码中很常见）
 也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`）来读，于是那个年代的 PyTorch 写法
 （`it.next()`、`loss.data[0]`、`Variable(..., volatile=True)`）也会被报告。对这些行的修复不会改动 Python 2 语句。
 Python 2 的 `a <> b` 同样处理，按 `a != b` 读取；漏写冒号的复合语句头（`else`、`def f(x)`：
-"expected ':'"）按补上冒号来读（一个文件最多五处）。
+"expected ':'"）按补上冒号来读（一个文件最多五处）；下面没有语句体的一个复合语句头（`if not debug:` 后面一行没有缩进，
+代码还在编写时常见："expected an indented block"）按语句体为 `pass` 来读。
 混用制表符和空格的缩进（在 Python 3 下是 `TabError`）
 在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列）；在缩进统一之前，
 这种文件里的其他问题不提供自动修复。随代码一起粘贴进来的不可见字符（行尾的零宽空格、缩进里的不换行空格：
@@ -205,6 +220,39 @@ def repair_async_arguments(source: str) -> tuple[str, list[tuple[int, int]]] | N
                     sites.append(last.start)
             if token.type not in (tokenize.NL, tokenize.COMMENT):
                 previous = [*previous[-1:], token]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not sites:
+        return None
+    return _replaced_at(source, lines, sites, _PLACEHOLDER), sites
+
+
+# What may follow the keyword `async` (`async def`, `async for`, `async with`).
+_ASYNC_STATEMENTS = frozenset({"def", "for", "with"})
+
+
+@PITFALL.source_repair
+def repair_async_names(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """`async` as a name (`for async in results: async.get()`, Python 2 and 3.6 code using
+    multiprocessing), which does not parse since Python 3.7: the source with each such `async`
+    replaced in place by a name of its length, and where each was. Run after the repair of
+    `async=` arguments of torch's calls, which has its own fix; one before any other `=` (an
+    argument of another function, an assignment) leaves the file unrepaired (the message of
+    an `async=` offers `non_blocking=`)."""
+    if "async" not in source:
+        return None
+    lines, tokens = _tokenized(source)
+    sites: list[tuple[int, int]] = []
+    waiting: tokenize.TokenInfo | None = None  # an `async` whose next token decides
+    try:
+        for token in tokens:
+            if token.type in (tokenize.NL, tokenize.COMMENT):
+                continue
+            if waiting is not None and token.string not in _ASYNC_STATEMENTS:
+                if token.string == "=":
+                    return None  # `f(async=True)` of another function, `async = ...`: left as is
+                sites.append(waiting.start)
+            waiting = token if token.type == tokenize.NAME and token.string == "async" else None
     except (tokenize.TokenError, SyntaxError):
         return None
     if not sites:
@@ -365,6 +413,39 @@ def repair_missing_colons(source: str) -> tuple[str, list[tuple[int, int]]] | No
         except (ValueError, RecursionError, MemoryError):
             return None
     return (text, sites) if sites else None
+
+
+# A block's header whose body is missing (`if not debug:` then a line no deeper: code being
+# written, or a body commented out), and where its colon ends the line.
+_EMPTY_BLOCK = "expected an indented block"
+_HEADER_COLON = re.compile(r":[ \t]*(?:#.*)?$")
+
+
+@PITFALL.source_repair
+def repair_empty_blocks(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """A compound statement with no body (`for token in sent:` followed by a line no deeper):
+    Python stops there. The source with `pass` put after the header's colon (the code keeps
+    its place, only a comment after the colon moves), and where the body was expected. One
+    such block only: the parser's message, reported there, is about it."""
+    try:
+        ast.parse(source)
+        return None
+    except SyntaxError as error:
+        if not error.msg.startswith(_EMPTY_BLOCK) or not error.lineno:
+            return None
+        lines = source.splitlines(keepends=True)
+        header = min(error.lineno, len(lines) + 1) - 2  # the last line of code before the body
+        while header >= 0 and lines[header].strip()[:1] in ("", "#"):
+            header -= 1
+        colon = _HEADER_COLON.search(lines[header].rstrip("\r\n")) if header >= 0 else None
+        if colon is None:
+            return None
+        at = _line_starts(source)[header] + colon.start() + 1
+        return source[:at] + " pass" + source[at:], [
+            (error.lineno, max(0, (error.offset or 1) - 1))
+        ]
+    except (ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _python2_statement(
@@ -528,6 +609,12 @@ def finding_for(error: Exception, source: str, path: str) -> Finding:
     invisible = INVISIBLE_CHARACTERS.get(code_line[at]) if 0 <= at < len(code_line) else None
     if invisible is not None:
         return _invisible_character(source, path, line, column, invisible)
+    if (
+        match is None
+        and code_line.startswith("async", at)
+        and not code_line[at + 5 : at + 6].isalnum()
+    ):
+        variant = "async-name"  # a repaired `async` used as a name: no fix (every use renamed)
     if match:
         variant = "async"
         start = _line_starts(source)[line - 1] + match.start()
