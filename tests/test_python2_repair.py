@@ -162,3 +162,18 @@ def test_a_block_header_with_no_body_hides_no_other_finding():
     two = source.replace("    for x in loader:\n", "    for x in loader:\n    for y in x:\n")
     assert [(f.line, f.code) for f in check_source(two, "train.py", ALL).findings] == [(6, "TD700")]
     assert repair_empty_blocks("x = {1 2}\n") is None and repair_empty_blocks("x = 1\n") is None
+    # A header typed without its colon and its body (ATEC2018's `with open(path)`): each place
+    # is reported with what Python said there once the one before it was repaired.
+    unfinished = (
+        "def save(d):\n    with open('out')\n\n    return d\n\nimport torch\nx.cuda(async=True)\n"
+    )
+    syntax = [f for f in check_source(unfinished, "save.py", ALL).findings if f.code == "TD700"]
+    assert [(f.line, f.message) for f in syntax] == [
+        (2, "SyntaxError: expected ':'"),
+        (4, "SyntaxError: expected an indented block after 'with' statement on line 2"),
+        (
+            7,
+            "SyntaxError: invalid syntax -- `async` is a keyword since Python 3.7; PyTorch renamed "
+            "the argument to `non_blocking=`",
+        ),
+    ]

@@ -294,6 +294,9 @@ def _repaired_tree(source: str, path: str, error: Exception) -> Repair:
     if not isinstance(error, SyntaxError):
         return Repair(None, [_registry.engine_finding("unparsable-source", error, source, path)])
     text, places, last_error = source, [], error  # the error of `text` as it stands
+    # The parser's message on each line where it stopped, the source's and each repair's:
+    # a later repair's place is reported with what Python said there.
+    messages: dict[int | None, str] = {error.lineno: error.msg}
     for _, repair in _registry.source_repairs():
         attempt = repair(text)
         if attempt is None:
@@ -302,15 +305,16 @@ def _repaired_tree(source: str, path: str, error: Exception) -> Repair:
         places += repaired
         parsed = _parsed(text, path)
         if isinstance(parsed, ast.Module):
-            return Repair(parsed, _repair_findings(source, path, places, {error.lineno: error.msg}))
+            return Repair(parsed, _repair_findings(source, path, places, messages))
         last_error = parsed
+        if isinstance(parsed, SyntaxError):
+            messages.setdefault(parsed.lineno, parsed.msg)
     expanded = expand_indentation_tabs(text)
     parsed = _parsed(expanded, path) if expanded is not None else error
     if not isinstance(parsed, ast.Module):
         return Repair(None, [_registry.engine_finding("unparsable-source", error, source, path)])
     # Python's own complaint about the indentation, where it makes it (the first error of the
     # source may have been another one, repaired above).
-    messages = {error.lineno: error.msg}
     if isinstance(last_error, SyntaxError) and last_error.lineno:
         places.append((last_error.lineno, 0))
         messages[last_error.lineno] = last_error.msg
