@@ -985,7 +985,11 @@ class Context:
             self._bind_batch(target.elts[1])
         elif self._iterates_loader(iterated):
             self._bind_batch(target)
-        elif type(target) is ast.Name and self.kind_of(iterated) is Kind.TENSOR:
+        elif (
+            type(target) is ast.Name
+            and type(iterated) is ast.Name
+            and self.kind_of(iterated) is Kind.TENSOR
+        ):
             # `for bias_label in bias_labels`, a part of a batch: its rows are tensors too
             self._bind_target(target, Kind.TENSOR)
         else:

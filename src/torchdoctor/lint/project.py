@@ -852,25 +852,44 @@ def _returned_calls(source: bytes) -> list[str]:
     if not defs:
         return found
     starts = [start for start, _ in defs]
+    ends: dict[int, int] = {}  # a function's end, searched once however many returns it has
+    assigned: dict[int, dict[bytes, list[tuple[int, bytes]]]] = {}
     returned: dict[int, list[str]] = {}
     for match in _RETURN.finditer(source):
         number = bisect_left(starts, match.start()) - 1
         if number < 0:
             continue
-        start, name = defs[number]
-        next_line = _TOP_LEVEL_LINE.search(source, start)
-        end = next_line.start() if next_line else len(source)
+        start = defs[number][0]
+        end = ends.get(number)
+        if end is None:
+            next_line = _TOP_LEVEL_LINE.search(source, start)
+            end = ends[number] = next_line.start() if next_line else len(source)
         if match.start() >= end:
             continue  # a method's return, after the function
         if match.group(1) is not None:  # a bare `return` (an error path's) hands back nothing
-            returned.setdefault(number, []).append(_returned_callee(source, match, start))
+            made = assigned.get(number)
+            if made is None:  # the calls the function assigns to names, read once
+                made = assigned[number] = _assigned_calls(source, start, end)
+            returned.setdefault(number, []).append(_returned_callee(match, made))
     for number, callees in returned.items():
         found.append(f"{defs[number][1].decode('ascii', 'replace')}:>{','.join(callees)}")
     return found
 
 
-def _returned_callee(source: bytes, match: re.Match, start: int) -> str:
-    """What one `return` hands back a call of ("Net", "nn.Sequential"), or "?"."""
+def _assigned_calls(source: bytes, start: int, end: int) -> dict[bytes, list[tuple[int, bytes]]]:
+    """Per name, where the text between `start` and `end` assigns it a call and of what
+    (`net = Net(cfg)`), in order; not a call of the name's own method (`net = net.cuda()`)."""
+    found: dict[bytes, list[tuple[int, bytes]]] = {}
+    for match in _CALL_ASSIGNED.finditer(source, start, end):
+        name, callee = match.group(1), match.group(2)
+        if not callee.startswith(name + b"."):
+            found.setdefault(name, []).append((match.start(), callee))
+    return found
+
+
+def _returned_callee(match: re.Match, assigned: dict[bytes, list[tuple[int, bytes]]]) -> str:
+    """What one `return` hands back a call of ("Net", "nn.Sequential"), or "?"; `assigned`:
+    the calls its function assigns to names (see `_assigned_calls`)."""
     value, after = match.group(1), match.group(2)
     if after is None:
         return "?"  # `return net, optimizer`, `return x + 1`...
@@ -885,12 +904,9 @@ def _returned_callee(source: bytes, match: re.Match, start: int) -> str:
             return value.decode("ascii", "replace")
     if b"." in value:
         return "?"  # `return self.net`: not followed
-    made = [
-        assigned.group(2)
-        for assigned in _CALL_ASSIGNED.finditer(source, start, match.start())
-        if assigned.group(1) == value and not assigned.group(2).startswith(value + b".")
-    ]
-    return made[-1].decode("ascii", "replace") if made else "?"
+    made = assigned.get(value, [])
+    last = bisect_left(made, match.start(), key=lambda entry: entry[0]) - 1  # the one before it
+    return made[last][1].decode("ascii", "replace") if last >= 0 else "?"
 
 
 def _model_factory_functions(returns_of: dict[str, list[list[str]]], classes: set[str]) -> set[str]:
