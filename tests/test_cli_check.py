@@ -586,6 +586,19 @@ def test_stdlib_shadowing_file_not_reported_in_a_namespace_part_of_a_package(tmp
     assert len(json.loads(again.stdout)) == 3
 
 
+def test_stdlib_shadowing_file_not_reported_under_a_directory_imported_by_its_name(tmp_path):
+    # I-JEPA: neither `src/` nor `src/utils/` has an `__init__.py`; main.py at the top imports
+    # `src.utils.tensors`, whose `from logging import getLogger` gets the standard module, not
+    # `src/utils/logging.py` beside it.
+    write(tmp_path, "src/utils/logging.py", "import torch\n\ndef gpu_timer(f):\n    return f\n")
+    tensors = "from logging import getLogger\nimport torch\n\nlogger = getLogger()\n"
+    write(tmp_path, "src/utils/tensors.py", tensors)
+    found = check_json(".", cwd=tmp_path)
+    assert [(f["path"], f["code"]) for f in found] == [("src/utils/tensors.py", "TD703")]
+    write(tmp_path, "main.py", "from src.utils.tensors import logger\nimport torch\n")
+    assert check_json(".", cwd=tmp_path) == []
+
+
 def test_stdlib_shadowing_file_not_reported_in_a_directory_imported_by_its_name(tmp_path):
     # PyTorch-StudioGAN: `src/sync_batchnorm/` has no `__init__.py`; `src/loader.py` imports
     # `sync_batchnorm.batchnorm`, so its `unittest.py` (a test helper doing `import unittest`)

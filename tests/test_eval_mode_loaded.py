@@ -280,3 +280,26 @@ def test_a_new_model_of_another_modules_class_with_batchnorm_evaluated_in_traini
         )
     )
     assert found_in(script) == []
+
+
+def test_a_function_of_an_imported_module_named_like_a_model_is_no_model_run():
+    # contriever's train.py, which never switches a mode itself: `beir_utils.evaluate_model`
+    # sets the encoders' modes and gradients on its own; it is called, not run as a model.
+    script = (
+        "import torch\nimport beir_utils\nfrom src import inbatch\n\n\n"
+        "def eval_model(opt, query_encoder, doc_encoder, tokenizer):\n"
+        "    for datasetname in opt.eval_datasets:\n"
+        "        metrics = beir_utils.evaluate_model(query_encoder, doc_encoder, tokenizer)\n"
+        "        print(metrics)\n\n\n"
+        "def eval_encoder(opt, model):\n"
+        "    for batch in opt.eval_batches:\n"
+        "        print(model(batch))\n\n\n"
+        "def train(opt, model, query_encoder, doc_encoder, tokenizer, optimizer, loader):\n"
+        "    model.train()\n"
+        "    for batch in loader:\n"
+        "        model(batch).backward()\n"
+        "        optimizer.step()\n"
+        "        eval_model(opt, query_encoder, doc_encoder, tokenizer)\n"
+        "        eval_encoder(opt, model)\n"
+    )
+    assert [line for line, _ in found(script)] == [14]  # the model run, in training mode

@@ -625,6 +625,8 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
             return True
         if name in _summed_into_backward(ctx, scope) and found and len(found) == 1:
             return not found[0].augmented  # one value, the one summed into the scalar
+        if found and _unpacked_like_a_scalar(ctx, found, name):
+            return True
     return _all_bound_to(
         found, lambda value: is_zero_dim(value, ctx, frozenset({name})), accumulator=True
     )
@@ -656,6 +658,7 @@ def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
         if not (len(targets) == 1 and type(targets[0]) is ast.Name and type(value) is ast.BinOp):
             continue
         operands = []
+        value = _unscaled(value)  # `loss = (loss_fwd + loss_bwd) / 2.0`: a sum, halved
         while type(value) is ast.BinOp and isinstance(value.op, (ast.Add, ast.Sub)):
             operands.append(value.right)
             value = value.left
@@ -680,6 +683,85 @@ def _summed_into_backward(ctx: Context, scope: ast.AST) -> frozenset[str]:
         if found and len(found) == 1 and len(bindings(ctx, scope, name) or ()) == 1:
             todo += found[0]
     return frozenset(terms)
+
+
+def _unscaled(value: ast.expr) -> ast.expr:
+    """`(a + b) / 2.0` and `0.5 * (a + b)` -> `a + b`: a scaled value has as many elements."""
+    while type(value) is ast.BinOp and type(value.op) in (ast.Div, ast.Mult):
+        if _is_number(value.right):
+            value = value.left
+        elif type(value.op) is ast.Mult and _is_number(value.left):
+            value = value.right
+        else:
+            break
+    return value
+
+
+def _unpacked_like_a_scalar(ctx: Context, found, name: str) -> bool:
+    """`name` is only ever unpacked from a method call (`loss_fwd, loss_bwd = model.forward(w,
+    c)`) that another function of the file makes and unpacks alike, word for word, where the
+    name in that place is summed into a loss backpropagated with no gradient (ELMo's
+    `eval_model` and `train_model`): the same method hands back the same 0-dim losses. (A bare
+    `criterion(...)` may be another function in each.)"""
+    places = [_unpacking(ctx, b) for b in found]
+    if not places or None in places:
+        return False
+    for statement, position in {(id(p[0]), p[1]): p for p in places}.values():  # type: ignore[index]
+        call = ctx.text(statement.value)
+        for other in _unpackings_of(ctx).get(call, ()):
+            if other is statement:
+                continue
+            target = other.targets[0].elts[position]
+            scope = _scope_of_node(ctx, other)
+            if type(target) is ast.Name and (
+                backward_without_gradient(ctx, scope, target.id)
+                or target.id in _summed_into_backward(ctx, scope)
+            ):
+                return True
+    return False
+
+
+def _unpacking(ctx: Context, binding) -> tuple[ast.Assign, int] | None:
+    """The statement `a, b = f(...)` a binding of a name is part of, and the name's place."""
+    node = binding.node
+    if binding.value is not None or type(node) is not ast.Name:
+        return None
+    parents = index(ctx).parents
+    targets = parents.get(node)
+    statement = parents.get(targets) if type(targets) is ast.Tuple else None
+    if (
+        type(statement) is not ast.Assign
+        or len(statement.targets) != 1
+        or statement.targets[0] is not targets
+        or type(statement.value) is not ast.Call
+        or any(type(e) is ast.Starred for e in targets.elts)
+    ):
+        return None
+    return statement, targets.elts.index(node)
+
+
+@per_file
+def _unpackings_of(ctx: Context) -> dict[str, list[ast.Assign]]:
+    """The file's `a, b = x.f(...)` statements by the text of their call."""
+    found: dict[str, list[ast.Assign]] = {}
+    for statement in index(ctx).everywhere(ast.Assign):
+        if (
+            len(statement.targets) == 1  # type: ignore[attr-defined]
+            and type(statement.targets[0]) is ast.Tuple  # type: ignore[attr-defined]
+            and type(statement.value) is ast.Call  # type: ignore[attr-defined]
+            and type(statement.value.func) is ast.Attribute  # type: ignore[attr-defined]
+        ):
+            found.setdefault(ctx.text(statement.value), []).append(statement)  # type: ignore[attr-defined]
+    return found
+
+
+def _scope_of_node(ctx: Context, node: ast.AST) -> ast.AST:
+    """The function (or module) a statement runs in."""
+    found = index(ctx)
+    scope = found.scopes[found.number[node]]
+    while isinstance(scope, (ast.ClassDef, ast.Lambda)):
+        scope = found.scopes[found.number[scope]]
+    return scope if scope is not None else ctx.tree
 
 
 @per_file

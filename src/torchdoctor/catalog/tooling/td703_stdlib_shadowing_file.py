@@ -65,8 +65,9 @@ directory (a PyTorch source checkout), `ModuleNotFoundError: No module named
 Only directories without `__init__.py` are checked: inside a package, absolute imports do not
 see sibling modules unless the package directory itself is run as a script directory. Nor is
 a directory without `__init__.py` inside a package (a namespace part of it, imported by dotted
-names), or one the project imports from by its name (`from sync_batchnorm.batchnorm import
-...` in a script beside it), unless the file may be run from there: a notebook, or a module
+names), or one the project imports from by its name or by the name of a directory above it
+(`from sync_batchnorm.batchnorm import ...` in a script beside it, `from src.utils.tensors
+import ...` for `src/utils/`), unless the file may be run from there: a notebook, or a module
 with a `__main__` guard.
 Modules that the interpreter has already loaded at start-up (`os`, `sys`, `io`, `abc`...) cannot be
 shadowed and are not reported.
@@ -96,7 +97,8 @@ module 'copy'`、由当前目录下的 `torch/__init__.py`（PyTorch 源码目�
 ## Known problems
 只检查没有 `__init__.py` 的目录：在包内部，绝对导入看不到同目录的模块，除非把包目录本身当作脚本目录
 运行。位于某个包内部、自身没有 `__init__.py` 的目录（包的命名空间部分，按带点的名字导入），
-以及项目按目录名从中导入的目录（旁边的脚本写 `from sync_batchnorm.batchnorm import ...`）也不检查，
+以及项目按目录名或其上层目录名从中导入的目录（旁边的脚本写 `from sync_batchnorm.batchnorm import ...`；
+`src/utils/` 被写成 `from src.utils.tensors import ...`）也不检查，
 除非该文件可能从那里运行：notebook，或带 `__main__` 判断的模块。
 解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）无法被遮蔽，不会报告。
 """,
@@ -207,10 +209,24 @@ def _in_a_package(directory: str) -> bool:
     return names is not None and "__init__.py" in names
 
 
+# How many directories up a namespace package's top may sit (`src/utils/`, imported as
+# `src.utils.tensors`).
+_NAMESPACE_DEPTH = 4
+
+
 def _imported_by_name(directory: str, ctx: Context) -> bool:
-    """The project imports from `directory` by its name (`from sync_batchnorm.batchnorm import
-    ...` in a script beside it): a namespace package, run from the directory above it."""
-    return ctx.project.imports_from(os.path.basename(directory))
+    """The project imports from `directory`, or from a directory above it, by its name (`from
+    sync_batchnorm.batchnorm import ...` in a script beside it; I-JEPA's `from src.utils.tensors
+    import ...` in main.py, two levels up): a namespace package, run from the directory above
+    its top."""
+    for _ in range(_NAMESPACE_DEPTH):
+        name = os.path.basename(directory)
+        if not name:
+            return False
+        if ctx.project.imports_from(name):
+            return True
+        directory = os.path.dirname(directory)
+    return False
 
 
 def _runs_as_script(ctx: Context) -> bool:

@@ -408,6 +408,8 @@ MAKER_PREFIXES = (
     "prepare_",
     "unwrap_",
     "wrap_",
+    "evaluate_",  # `evaluate_model(encoder, ...)`: runs a model, is none
+    "validate_",
 )
 # Any call of these names means the code trains.
 TRAINING_CALLS = frozenset({"backward", "step", "zero_grad"})
@@ -1178,6 +1180,12 @@ def _is_model(func: ast.AST, ctx: Context) -> bool:
     name = (last_name(func) or "").lower()
     if name.startswith(MAKER_PREFIXES):  # `load_model(path)` makes a model, it does not run one
         return False
+    if (
+        type(func) is ast.Attribute
+        and type(func.value) is ast.Name
+        and func.value.id in ctx.imported
+    ):
+        return False  # `beir_utils.evaluate_model(...)`: a function of an imported module
     if name in MODEL_NAMES or name.endswith(("model", "_net")):
         return True
     if name.startswith("model_") and isinstance(func, (ast.Name, ast.Attribute)):
