@@ -1497,3 +1497,33 @@ def test_a_method_the_project_s_scripts_run_without_gradients(tmp_path):
     assert "TD409" not in _check(tmp_path, ".", rule="TD409").stdout
     (tmp_path / "test_controller.py").write_text(script + "generator.rollout(torch.randn(1, 4))\n")
     assert "misc.py:20:16: TD409" in _check(tmp_path, ".", rule="TD409").stdout
+
+
+def test_a_uint8_mask_returned_to_another_file_that_masks_with_it(tmp_path):
+    # tacotron2-vae: utils.get_mask_from_lengths returns a `.byte()` mask, and model.py fills
+    # with `~` of it (which flips a uint8 mask's bits: every place masked).
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\n\ndef get_mask_from_lengths(lengths):\n"
+        "    ids = torch.arange(0, int(lengths.max()))\n"
+        "    return (ids < lengths.unsqueeze(1)).byte()\n\n\n"
+        "def get_bool_mask(lengths):\n    ids = torch.arange(0, int(lengths.max()))\n"
+        "    mask = (ids < lengths.unsqueeze(1)).byte()\n    mask = mask.bool()\n    return mask\n\n\n"
+        "def get_weights(lengths):\n    return (lengths > 0).byte()\n"
+    )
+    model = (
+        "import torch\nfrom utils import get_mask_from_lengths, get_bool_mask, get_weights\n\n\n"
+        "def parse_output(outputs, lengths):\n    mask = ~get_mask_from_lengths(lengths)\n"
+        "    mask = mask.expand(2, mask.size(0), mask.size(1))\n    outputs.masked_fill_(mask, 0.0)\n"
+        "    other = ~get_bool_mask(lengths)\n    outputs.masked_fill_(other, 0.0)\n"
+        "    return outputs * get_weights(lengths)\n"
+    )
+    (tmp_path / "model.py").write_text(model)
+    run = _check(tmp_path, ".", rule="TD401")
+    assert run.stdout.count("TD401") == 1 and "utils.py:6:12: TD401" in run.stdout, run.stdout
+    assert "`get_mask_from_lengths()` returns" in run.stdout
+    # Made bool where it is called: nothing to say of the function.
+    (tmp_path / "model.py").write_text(
+        model.replace("get_mask_from_lengths(lengths)\n", "get_mask_from_lengths(lengths).bool()\n")
+    )
+    assert "TD401" not in _check(tmp_path, ".", rule="TD401").stdout

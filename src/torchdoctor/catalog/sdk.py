@@ -67,6 +67,7 @@ from torchdoctor.lint.lines import split_lines
 from torchdoctor.lint.project import (
     CALLED_WITHOUT_GRAD,
     FORWARD_CALLED,
+    MASK_FROM,
     MODE_WORDS,
     SCHEDULE_ENDINGS,
     SCHEDULE_REACHES,
@@ -197,6 +198,7 @@ __all__ = [
     "CNN_FACTORIES",
     "CALLED_WITHOUT_GRAD",
     "FORWARD_CALLED",
+    "MASK_FROM",
     "lazy_compile",
     "records_nothing",
     "runs_without_gradients",

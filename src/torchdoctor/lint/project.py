@@ -569,6 +569,38 @@ _MAX_NO_GRAD_BLOCKS = 200
 _MAX_BLOCK_LINES = 400
 
 
+# `x.masked_fill_(mask, 0.0)`, `y.masked_select(~pad)`: the name handed over as the mask.
+_MASK_USE = lazy_compile(rb"\.masked_(?:fill|select|scatter)_?\([ \t]*~?[ \t]*(\w{1,80})[ \t]*[,)]")
+# `mask = ~get_mask_from_lengths(lengths)`, `pad = utils.padding_mask(x)`: a name bound to what
+# a function returns, on a line of its own.
+_BOUND_TO_CALL = lazy_compile(
+    rb"\n[ \t]*(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
+)
+MASK_FROM = "mask-from:"
+
+
+def _mask_makers(source: bytes) -> list[str]:
+    """MASK_FROM + the name of each function whose result the text binds to a name it hands to
+    `masked_fill`/`masked_select` as the mask (tacotron2's `mask = ~get_mask_from_lengths(...)`,
+    then `x.masked_fill_(mask, 0.0)`): a uint8 tensor that function returns is used as a mask
+    in another file. Not when the line makes it bool (`get_mask(x).bool()`), nor for a name the
+    text ever turns bool. `source`: the text with a line break put in front."""
+    used = {match.group(1) for match in _MASK_USE.finditer(source)}
+    if not used:
+        return []
+    found = set()
+    for match in _BOUND_TO_CALL.finditer(source):
+        name, receiver = match.group(1), match.group(2)
+        if (
+            name in used
+            and not receiver.startswith(name + b".")  # `mask = mask.expand(...)`: the same mask
+            and b"bool" not in match.group(4)
+            and name + b".bool(" not in source
+        ):
+            found.add(MASK_FROM + match.group(3).decode("ascii", "replace"))
+    return sorted(found)
+
+
 def _methods_called_without_grad(text: bytes) -> list[str]:
     """CALLED_WITHOUT_GRAD + "name" for each method the file calls as `x.name(...)` inside a
     `with torch.no_grad():` block (world-models' scripts run `r_gen.rollout(params)` so, and
@@ -617,6 +649,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _forward_called_classes(source)
     if b"with torch." in source:
         markers += _methods_called_without_grad(lines)
+    if b".masked_" in source:
+        markers += _mask_makers(lines)
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source

@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    MASK_FROM,
     VARIABLE_QUALNAMES,
     Kind,
     Pitfall,
@@ -49,6 +50,14 @@ PITFALL = Pitfall(
             "zh": "`{name}` 由 `{source}` 创建为 uint8 张量，并在第 {line} 行被当作掩码使用："
             "uint8 掩码用于索引已被弃用，masked_fill/masked_select 会直接报错；请改用 bool 掩码"
             "（如果这些值是下标，请用 `.long()`）",
+        },
+        "returned": {
+            "en": "`{source}` is a uint8 tensor that `{function}()` returns, and the project uses "
+            "what it returns as a mask (`masked_fill`/`masked_select`): uint8 masks are rejected "
+            "there (and `~` of a uint8 mask flips its bits, not its truth); make it a bool mask",
+            "zh": "`{source}` 是 `{function}()` 返回的 uint8 张量，而项目把它的返回值当作掩码使用"
+            "（`masked_fill`/`masked_select`）：那里会拒绝 uint8 掩码（对 uint8 掩码取 `~` 翻转的是比特位，"
+            "而不是真假）；请改用 bool 掩码",
         },
         "numpy": {
             "en": "`{name}` is made as a uint8 numpy array by `{source}`, and the tensor made "
@@ -106,7 +115,12 @@ the call, or held by a name or a `self.` attribute that every assignment makes u
 every assignment in its class makes uint8 is reported where it is made when a method of the
 class uses it as a mask: directly, through a local name bound to it (`mask =
 Variable(self.mask)`) or through another attribute holding it (`self.mask_gpu =
-self.mask.cuda()`).
+self.mask.cuda()`). A uint8 tensor a module-level function returns (alone, directly or through
+a name whose rebindings keep its dtype) is reported where it is made when another file of the
+project binds what that function returns to a name it hands to `masked_fill`, `masked_select`
+or `masked_scatter` as the mask (tacotron2's `get_mask_from_lengths`, returning `(ids <
+lengths.unsqueeze(1)).byte()`, and `mask = ~get_mask_from_lengths(lengths)` in model.py; not
+when that line makes it bool, nor for a name the file turns bool).
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -168,7 +182,12 @@ one made in a branch kept for torch < 1.2.
 张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
 如果类中对某个 `self.` 属性的每次赋值都得到 uint8 张量，而类的某个方法把它当作掩码使用——直接使用、
 通过绑定到它的局部变量（`mask = Variable(self.mask)`），或通过持有它的另一个属性
-（`self.mask_gpu = self.mask.cuda()`）——则在创建它的地方报告。
+（`self.mask_gpu = self.mask.cuda()`）——则在创建它的地方报告。模块级函数返回的 uint8 张量
+（单独返回，直接返回或经由一个重新绑定时保持 dtype 的名字），如果项目的另一个文件把该函数的返回值
+绑定到一个名字、再把这个名字作为掩码交给 `masked_fill`、`masked_select` 或 `masked_scatter`，
+也在创建处报告（tacotron2 的 `get_mask_from_lengths` 返回 `(ids < lengths.unsqueeze(1)).byte()`，
+model.py 里写 `mask = ~get_mask_from_lengths(lengths)`；如果那一行已把它转成 bool，或文件把这个名字
+转成 bool，则不报告）。
 
 作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
 只有出现在掩码位置上的 uint8 值才会被报告。
@@ -503,17 +522,51 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
     statement = ctx.ancestors[-1] if ctx.ancestors else None
     name = _assigned_name(statement, value)
     if name is None:
+        if isinstance(statement, ast.Return) and statement.value is value:
+            yield from _report_returned(made, spelling, exact, ctx)  # `return (a < b).byte()`
+            return
         yield from _report_attribute(made, spelling, statement, value, ctx)
         return
     line = _first_mask_use(name, ctx)
     if line is None:
         line = _returned_mask_use(name, ctx)
     if line is None:
+        function = ctx.enclosing_function()
+        if (
+            isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and _returned_at(function, name, ctx) is None
+            and _keeps_its_dtype(ctx, function, name, index(ctx).parents)
+        ):
+            yield from _report_returned(made, spelling, exact, ctx)  # `mask = ...; return mask`
         return
     scope = ctx.enclosing_function() or ctx.tree
     exact = exact and _only_mask_uses(ctx, scope, name)
     fix = None if _used_in_arithmetic(ctx, scope, name) else _fix(spelling, exact, ctx)
     yield ctx.finding(PITFALL, made, "name", fix=fix, source=source, name=name, line=line)
+
+
+def _report_returned(
+    made: ast.Call, spelling: ast.AST, exact: bool, ctx: Context
+) -> Iterator[Finding]:
+    """A uint8 tensor a module-level function returns alone, where another file of the project
+    binds what that function returns to a name it hands to `masked_fill` (project facts:
+    tacotron2's `get_mask_from_lengths`, returning `(ids < lengths.unsqueeze(1)).byte()`)."""
+    function = ctx.enclosing_function()
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return
+    if not isinstance(index(ctx).parents.get(function), ast.Module) or in_compat_fallback(ctx):
+        return
+    if not ctx.project.has(MASK_FROM + function.name):
+        return
+    source = shorten(ctx.text(made))
+    yield ctx.finding(
+        PITFALL,
+        made,
+        "returned",
+        fix=_fix(spelling, exact, ctx),
+        source=source,
+        function=function.name,
+    )
 
 
 def _report_attribute(
