@@ -695,11 +695,12 @@ def file_facts(source: bytes) -> FileFacts:
     imports = sorted(_top_level_imports(lines)) if b"import" in source else []
     evaluators = sorted(_evaluators(lines)) if b"def" in source else []
     layer_words = _layer_words_at(lines) if classes or b"def " in source else []
-    layers = sorted(_class_layers(lines, layer_words)) if classes else []
+    functions = _top_level_functions(lines) if b"def " in source else []
+    layers = sorted(_class_layers(lines, layer_words, functions)) if classes else []
     if layer_words:
-        layers += _model_factories(lines, layer_words)
+        layers += _model_factories(lines, layer_words, functions)
     if b"return " in source:
-        layers += _returned_calls(lines)
+        layers += _returned_calls(lines, functions)
     steps = sorted(_method_steps(lines)) if classes and b".step(" in source else []
     loaders = sorted(_loader_attributes(source)) if b"DataLoader" in source else []
     return (
@@ -762,7 +763,7 @@ def _evaluators(source: bytes) -> set[str]:
     return found
 
 
-def _class_layers(source: bytes, layers: list[int]) -> set[str]:
+def _class_layers(source: bytes, layers: list[int], functions: list[_Function]) -> set[str]:
     """ "Name:!" for each top-level class whose statement or body names a mode-dependent
     layer (comments left out), else "Name:A,B" with its bases and, for a direct subclass of
     a `Module`, the classes its `__init__` calls by a bare name. `source`: the text with a line
@@ -771,7 +772,7 @@ def _class_layers(source: bytes, layers: list[int]) -> set[str]:
     calling `autograd.grad` and "Name:%" for a schedule of learning rates (see
     `_schedules_rates`)."""
     found = set()
-    helpers = _layer_helpers(source, layers)
+    helpers = _layer_helpers(layers, functions)
     for match in _TOP_LEVEL_CLASS.finditer(source):
         next_line = _TOP_LEVEL_LINE.search(source, match.end())
         start, end = match.start(), next_line.start() if next_line else len(source)
@@ -831,31 +832,39 @@ def _loader_attributes(source: bytes) -> set[str]:
 _TOP_LEVEL_DEF = lazy_compile(rb"\ndef[ \t]+(\w{1,80})[ \t]*\(")
 
 
-def _layer_helpers(source: bytes, layers: list[int]) -> list[bytes]:
-    """The top-level functions whose body names a mode-dependent layer (ProtoNet's
-    `conv_block`, returning `nn.Sequential(..., nn.BatchNorm2d(c), ...)`)."""
-    if not layers:
-        return []
-    helpers = []
+# A top-level function of a text: its name, where its body starts and where it ends.
+_Function = tuple[bytes, int, int]
+
+
+def _top_level_functions(source: bytes) -> list[_Function]:
+    """The top-level `def`s of the text (with a line break put in front), each body running to
+    the next line that starts with neither a space nor a comment; read once per file."""
+    found = []
     for match in _TOP_LEVEL_DEF.finditer(source):
         next_line = _TOP_LEVEL_LINE.search(source, match.end())
-        end = next_line.start() if next_line else len(source)
-        first = bisect_left(layers, match.end())
+        found.append((match.group(1), match.end(), next_line.start() if next_line else len(source)))
+    return found
+
+
+def _layer_helpers(layers: list[int], functions: list[_Function]) -> list[bytes]:
+    """The top-level functions whose body names a mode-dependent layer (ProtoNet's
+    `conv_block`, returning `nn.Sequential(..., nn.BatchNorm2d(c), ...)`)."""
+    helpers = []
+    for name, start, end in functions if layers else ():
+        first = bisect_left(layers, start)
         if first < len(layers) and layers[first] < end:
-            helpers.append(match.group(1))
+            helpers.append(name)
     return helpers
 
 
-def _model_factories(source: bytes, layers: list[int]) -> list[str]:
+def _model_factories(source: bytes, layers: list[int], functions: list[_Function]) -> list[str]:
     """ "name:!" for each top-level function that builds and returns a model with a
     mode-dependent layer (MixMatch's `WideResnet50`, returning `models.wide_resnet50_2(...)`
     with a new head), so a model it makes in another module is known to need `.eval()`. A
     function that sets a mode itself (`model.eval(); return model`) is left out, and so is one
     that only names `dropout` (a rate handed on, `parser.add_argument("--dropout")`)."""
     found = []
-    for match in _TOP_LEVEL_DEF.finditer(source):
-        next_line = _TOP_LEVEL_LINE.search(source, match.end())
-        start, end = match.end(), next_line.start() if next_line else len(source)
+    for name, start, end in functions:
         first = bisect_left(layers, start)
         if not any(
             not source.startswith(b"dropout", at)
@@ -864,7 +873,7 @@ def _model_factories(source: bytes, layers: list[int]) -> list[str]:
             continue
         body = source[start:end]
         if b"return " in body and not any(word in body for word in _SETS_A_MODE):
-            found.append(f"{match.group(1).decode('ascii', 'replace')}:!")
+            found.append(f"{name.decode('ascii', 'replace')}:!")
     return found
 
 
@@ -876,28 +885,21 @@ _CALL_ASSIGNED = lazy_compile(rb"\n[ \t]+(\w{1,80})[ \t]*=[ \t]*([\w.]{1,200})[ 
 _SAME_MODULE_METHODS = (".to", ".cuda", ".cpu", ".float", ".half", ".double", ".train")
 
 
-def _returned_calls(source: bytes) -> list[str]:
+def _returned_calls(source: bytes, functions: list[_Function]) -> list[str]:
     """ "name:>A,B" for each top-level function whose every `return` hands back a call of A or
     B (`return SSD(...)`, or `return net` after `net = Net(...)`), "?" standing for a return
     of anything else; the project's facts settle which such functions build modules. `source`:
     the text with a line break put in front."""
-    found = []
-    defs = [(m.end(), m.group(1)) for m in _TOP_LEVEL_DEF.finditer(source)]
-    if not defs:
-        return found
-    starts = [start for start, _ in defs]
-    ends: dict[int, int] = {}  # a function's end, searched once however many returns it has
+    if not functions:
+        return []
+    starts = [start for _, start, _ in functions]
     assigned: dict[int, dict[bytes, list[tuple[int, bytes]]]] = {}
     returned: dict[int, list[str]] = {}
     for match in _RETURN.finditer(source):
         number = bisect_left(starts, match.start()) - 1
         if number < 0:
             continue
-        start = defs[number][0]
-        end = ends.get(number)
-        if end is None:
-            next_line = _TOP_LEVEL_LINE.search(source, start)
-            end = ends[number] = next_line.start() if next_line else len(source)
+        _, start, end = functions[number]
         if match.start() >= end:
             continue  # a method's return, after the function
         if match.group(1) is not None:  # a bare `return` (an error path's) hands back nothing
@@ -905,9 +907,10 @@ def _returned_calls(source: bytes) -> list[str]:
             if made is None:  # the calls the function assigns to names, read once
                 made = assigned[number] = _assigned_calls(source, start, end)
             returned.setdefault(number, []).append(_returned_callee(match, made))
-    for number, callees in returned.items():
-        found.append(f"{defs[number][1].decode('ascii', 'replace')}:>{','.join(callees)}")
-    return found
+    return [
+        f"{functions[number][0].decode('ascii', 'replace')}:>{','.join(callees)}"
+        for number, callees in returned.items()
+    ]
 
 
 def _assigned_calls(source: bytes, start: int, end: int) -> dict[bytes, list[tuple[int, bytes]]]:
