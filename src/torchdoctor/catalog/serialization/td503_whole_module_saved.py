@@ -313,12 +313,28 @@ def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> boo
         return False
     if not values and not _base_of_another_file(ctx, cls):
         return False  # never given a value: not this model's class
+    found = index_of(ctx, cls)
     return any(
         isinstance(call.func, ast.Attribute)  # not a function's own `train(...)`
-        and is_self_attribute(call.func.value)
-        and call.func.value.attr == attr  # type: ignore[attr-defined]
+        and (
+            is_self_attribute(call.func.value)
+            and call.func.value.attr == attr  # type: ignore[attr-defined]
+            or _alias_of_attribute(ctx, call.func.value, attr, found.scopes[found.number[call]])
+        )
         and _only_a_module_s(call)
-        for call in index_of(ctx, cls).calls_named(cls, _MODULE_ONLY_METHODS | _MODE_SWITCHES)
+        for call in found.calls_named(cls, _MODULE_ONLY_METHODS | _MODE_SWITCHES)
+    )
+
+
+def _alias_of_attribute(ctx: Context, expr: ast.AST, attr: str, scope: ast.AST | None) -> bool:
+    """`expr` is a name its function binds only to `self.<attr>` (quickNAT's solver: `model,
+    optim, scheduler = self.model, self.optim, self.scheduler`, then `model.train()`)."""
+    if type(expr) is not ast.Name or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    found = bindings(ctx, scope, expr.id)
+    return bool(found) and all(
+        is_self_attribute(b.value) and b.value.attr == attr  # type: ignore[union-attr]
+        for b in found
     )
 
 

@@ -74,8 +74,10 @@ PITFALL = Pitfall(
 `.view(...)` applied to the result of `.permute(...)`, `.transpose(...)`, `.swapaxes(...)`,
 `.movedim(...)`, `.t()`, `.T` or `.mT`, either directly (`x.transpose(1, 2).view(b, -1)`) or
 through a name assigned before it (in its block or, when nothing between changes the name, a
-block around it), also through elementwise results and casts, which keep their first operand's
-layout (`pred.t().type_as(target)`, `x.permute(0, 2, 1).float()`), and rows sliced off them
+block around it), also through elementwise results, casts and moves, which keep their first
+operand's layout (`pred.t().type_as(target)`, `x.permute(0, 2, 1).float()`,
+`target.transpose(0, 1).cuda()`: a move keeps a dense tensor's strides unless told another
+`memory_format=`), and rows sliced off them
 (`correct = pred.eq(...)` after `pred = pred.t()`, then `correct[:k].view(-1)`, the top-k
 accuracy of the old ImageNet example), when the new shape has
 fewer dimensions than the reordered tensor has contiguous pieces. Then the view must merge two
@@ -128,8 +130,9 @@ called only with its default `topk=(1,)` views one row, which works.
 ## What it catches
 对 `.permute(...)`、`.transpose(...)`、`.swapaxes(...)`、`.movedim(...)`、`.t()`、`.T`、`.mT`
 的结果调用 `.view(...)`：可以是直接链式调用（`x.transpose(1, 2).view(b, -1)`），也可以是之前赋值的
-变量（在同一代码块中，或者在外层代码块中且中间没有改动过它），也包括逐元素运算和类型转换的结果（它们沿用第一个
-操作数的内存布局：`pred.t().type_as(target)`、`x.permute(0, 2, 1).float()`）以及从中切出的若干行
+变量（在同一代码块中，或者在外层代码块中且中间没有改动过它），也包括逐元素运算、类型转换和设备迁移的结果（它们沿用
+第一个操作数的内存布局：`pred.t().type_as(target)`、`x.permute(0, 2, 1).float()`、
+`target.transpose(0, 1).cuda()`：除非指定了别的 `memory_format=`，迁移会保留稠密张量的步长）以及从中切出的若干行
 （`pred = pred.t()` 之后 `correct = pred.eq(...)`，再 `correct[:k].view(-1)`，
 即旧版 ImageNet 示例中的 top-k 准确率）。当新形状的维数少于重排后张量的
 “连续片段”数时报告：这时 view 必须把内存中已经不相邻的两个维度合并，而 view 做不到。
@@ -523,8 +526,23 @@ LAYOUT_KEEPING = frozenset(
     """
 eq ne lt le gt ge float double half bfloat16 long int short bool byte char type_as
 add sub mul div abs neg sign sigmoid tanh relu exp log sqrt clamp pow
+cuda cpu to
 """.split()
 )
+# (The moves keep the strides of a dense tensor too: `memory_format=torch.preserve_format` is
+# their default; one given another format is no such move.)
+
+
+def _keeps_layout(call: ast.Call, ctx: Context) -> bool:
+    """`x.float()`, `x.cuda()`: a method of LAYOUT_KEEPING, not a module's function
+    (`torch.eq(...)`), not told to lay its result out otherwise (`memory_format=`)."""
+    return (
+        call.func.attr in LAYOUT_KEEPING  # type: ignore[attr-defined]
+        and ctx.qualname(call.func) is None
+        and not any(k.arg == "memory_format" for k in call.keywords)
+    )
+
+
 MAX_KEEPING_HOPS = 4
 _KEEPING_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
@@ -534,7 +552,7 @@ def _layout_source(expr: ast.AST, ctx: Context) -> ast.Name | None:
     `pred == target`, `(pred == target).float()`, `pred * 2`; None for anything else."""
     for _ in range(MAX_KEEPING_HOPS):
         if type(expr) is ast.Call and type(expr.func) is ast.Attribute:
-            if expr.func.attr not in LAYOUT_KEEPING or ctx.qualname(expr.func) is not None:
+            if not _keeps_layout(expr, ctx):
                 return None  # `torch.eq(...)` and other module functions: not a method
             expr = expr.func.value
         elif type(expr) is ast.Compare and len(expr.ops) == 1:
@@ -623,9 +641,8 @@ def _uncast(expr: ast.AST, ctx: Context) -> ast.AST:
         if not (
             type(expr) is ast.Call
             and type(expr.func) is ast.Attribute
-            and expr.func.attr in LAYOUT_KEEPING
             and type(expr.func.value) is ast.Call
-            and ctx.qualname(expr.func) is None
+            and _keeps_layout(expr, ctx)
         ):
             break
         expr = expr.func.value
