@@ -1509,21 +1509,29 @@ def test_a_uint8_mask_returned_to_another_file_that_masks_with_it(tmp_path):
         "    return (ids < lengths.unsqueeze(1)).byte()\n\n\n"
         "def get_bool_mask(lengths):\n    ids = torch.arange(0, int(lengths.max()))\n"
         "    mask = (ids < lengths.unsqueeze(1)).byte()\n    mask = mask.bool()\n    return mask\n\n\n"
-        "def get_weights(lengths):\n    return (lengths > 0).byte()\n"
+        "def get_weights(lengths):\n    return (lengths > 0).byte()\n\n\n"
+        "def get_rnn_mask(memory, lengths):\n"
+        "    mask = memory.data.new(memory.size(0), memory.size(1)).byte().zero_()\n"
+        "    for idx, n in enumerate(lengths):\n        mask[idx][:n] = 1\n    return ~mask\n"
     )
     model = (
         "import torch\nfrom utils import get_mask_from_lengths, get_bool_mask, get_weights\n\n\n"
         "def parse_output(outputs, lengths):\n    mask = ~get_mask_from_lengths(lengths)\n"
         "    mask = mask.expand(2, mask.size(0), mask.size(1))\n    outputs.masked_fill_(mask, 0.0)\n"
         "    other = ~get_bool_mask(lengths)\n    outputs.masked_fill_(other, 0.0)\n"
-        "    return outputs * get_weights(lengths)\n"
+        "    return outputs * get_weights(lengths)\n\n\n"
+        "class Decoder:\n    def set_memory(self, memory, lengths):\n"
+        "        self.mask = get_rnn_mask(memory, lengths)\n\n"
+        "    def attend(self, scores):\n        return scores.masked_fill(self.mask, -1e9)\n"
     )
     (tmp_path / "model.py").write_text(model)
     run = _check(tmp_path, ".", rule="TD401")
-    assert run.stdout.count("TD401") == 1 and "utils.py:6:12: TD401" in run.stdout, run.stdout
+    assert run.stdout.count("TD401") == 2 and "utils.py:6:12: TD401" in run.stdout, run.stdout
     assert "`get_mask_from_lengths()` returns" in run.stdout
+    # Tacotron's `get_rnn_mask_from_lengths`, returning `~mask` to a `self.mask` masked with.
+    assert "utils.py:21:12: TD401" in run.stdout and "`get_rnn_mask()` returns" in run.stdout
     # Made bool where it is called: nothing to say of the function.
     (tmp_path / "model.py").write_text(
         model.replace("get_mask_from_lengths(lengths)\n", "get_mask_from_lengths(lengths).bool()\n")
     )
-    assert "TD401" not in _check(tmp_path, ".", rule="TD401").stdout
+    assert _check(tmp_path, ".", rule="TD401").stdout.count("TD401") == 1  # get_rnn_mask's only

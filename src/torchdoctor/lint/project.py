@@ -569,12 +569,15 @@ _MAX_NO_GRAD_BLOCKS = 200
 _MAX_BLOCK_LINES = 400
 
 
-# `x.masked_fill_(mask, 0.0)`, `y.masked_select(~pad)`: the name handed over as the mask.
-_MASK_USE = lazy_compile(rb"\.masked_(?:fill|select|scatter)_?\([ \t]*~?[ \t]*(\w{1,80})[ \t]*[,)]")
+# `x.masked_fill_(mask, 0.0)`, `y.masked_select(~pad)`: the name handed over as the mask (a
+# `self.` attribute's too, as its own name: Tacotron's `self.mask`).
+_MASK_USE = lazy_compile(
+    rb"\.masked_(?:fill|select|scatter)_?\([ \t]*~?[ \t]*(?:self\.)?(\w{1,80})[ \t]*[,)]"
+)
 # `mask = ~get_mask_from_lengths(lengths)`, `pad = utils.padding_mask(x)`: a name bound to what
 # a function returns, on a line of its own.
 _BOUND_TO_CALL = lazy_compile(
-    rb"\n[ \t]*(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
+    rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
 )
 MASK_FROM = "mask-from:"
 
