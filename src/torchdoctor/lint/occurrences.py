@@ -324,6 +324,14 @@ class FileIndex:
             self._statements[visited] = found
         return self.nodes[found] if found >= 0 else None
 
+    def runs_in(self, node: ast.AST) -> ast.AST | None:
+        """The function (or module) `node` runs in, as `Context.enclosing_function` sees it: the
+        nodes of a lambda or of a class body belong to the code around them."""
+        scope = self.scopes[self.number[node]]
+        while isinstance(scope, (ast.Lambda, ast.ClassDef)):
+            scope = self.scopes[self.number[scope]]
+        return scope
+
     def span(self, root: ast.AST) -> tuple[int, int]:
         """The numbers of `root` and the nodes under it: [start, end)."""
         at = self.number[root]

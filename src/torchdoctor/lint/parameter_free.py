@@ -9,6 +9,7 @@ import ast
 from torchdoctor.lint.bindings import bindings, scope_of
 from torchdoctor.lint.context import Context, per_file, top_level_classes
 from torchdoctor.lint.occurrences import call_name
+from torchdoctor.lint.project import MODEL_WRAPPERS
 from torchdoctor.lint.values import (
     attribute_values,
     is_self_attribute,
@@ -79,8 +80,7 @@ def _same_module(value: ast.AST | None, name: str, ctx: Context) -> bool:
     return (
         isinstance(first, ast.Name)
         and first.id == name
-        and (ctx.qualname(func) or "").rpartition(".")[2]
-        in ("DataParallel", "DistributedDataParallel")
+        and (ctx.qualname(func) or "").rpartition(".")[2] in MODEL_WRAPPERS
     )
 
 

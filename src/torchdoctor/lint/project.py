@@ -67,6 +67,8 @@ _AUTOGRAD_FUNCTION_IMPORT = lazy_compile(
 )
 # torch.nn names that are not module classes (as in the context's own list).
 _NN_NON_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter"})
+# torch.nn's wrappers that run the model they are given (by their last name).
+MODEL_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
 
 
 # Code whose presence anywhere in the project a rule asks about: the project loads pickled
@@ -569,41 +571,6 @@ _MAX_NO_GRAD_BLOCKS = 200
 _MAX_BLOCK_LINES = 400
 
 
-# `x.masked_fill_(mask, 0.0)`, `y.masked_select(~pad)`: the name handed over as the mask (a
-# `self.` attribute's too, as its own name: Tacotron's `self.mask`).
-_MASK_USE = lazy_compile(
-    rb"\.masked_(?:fill|select|scatter)_?\([ \t]*~?[ \t]*(?:self\.)?(\w{1,80})[ \t]*[,)]"
-)
-# `mask = ~get_mask_from_lengths(lengths)`, `pad = utils.padding_mask(x)`: a name bound to what
-# a function returns, on a line of its own.
-_BOUND_TO_CALL = lazy_compile(
-    rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
-)
-MASK_FROM = "mask-from:"
-
-
-def _mask_makers(source: bytes) -> list[str]:
-    """MASK_FROM + the name of each function whose result the text binds to a name it hands to
-    `masked_fill`/`masked_select` as the mask (tacotron2's `mask = ~get_mask_from_lengths(...)`,
-    then `x.masked_fill_(mask, 0.0)`): a uint8 tensor that function returns is used as a mask
-    in another file. Not when the line makes it bool (`get_mask(x).bool()`), nor for a name the
-    text ever turns bool. `source`: the text with a line break put in front."""
-    used = {match.group(1) for match in _MASK_USE.finditer(source)}
-    if not used:
-        return []
-    found = set()
-    for match in _BOUND_TO_CALL.finditer(source):
-        name, receiver = match.group(1), match.group(2)
-        if (
-            name in used
-            and not receiver.startswith(name + b".")  # `mask = mask.expand(...)`: the same mask
-            and b"bool" not in match.group(4)
-            and name + b".bool(" not in source
-        ):
-            found.add(MASK_FROM + match.group(3).decode("ascii", "replace"))
-    return sorted(found)
-
-
 def _methods_called_without_grad(text: bytes) -> list[str]:
     """CALLED_WITHOUT_GRAD + "name" for each method the file calls as `x.name(...)` inside a
     `with torch.no_grad():` block (world-models' scripts run `r_gen.rollout(params)` so, and
@@ -629,6 +596,42 @@ def _methods_called_without_grad(text: bytes) -> list[str]:
                 break
             at = end + 1
     return sorted(CALLED_WITHOUT_GRAD + name for name in found)
+
+
+# `x.masked_fill_(mask, 0.0)`, `y.masked_select(~pad)`: the name handed over as the mask (a
+# `self.` attribute's too, as its own name: Tacotron's `self.mask`).
+_MASK_USE = lazy_compile(
+    rb"\.masked_(?:fill|select|scatter)_?\([ \t]*~?[ \t]*(?:self\.)?(\w{1,80})[ \t]*[,)]"
+)
+# `mask = ~get_mask_from_lengths(lengths)`, `pad = utils.padding_mask(x)`: a name bound to what
+# a function returns, on a line of its own.
+_BOUND_TO_CALL = lazy_compile(
+    rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
+)
+MASK_FROM = "mask-from:"
+
+
+def _mask_makers(source: bytes) -> list[str]:
+    """MASK_FROM + the name of each function whose result the text binds to a name it hands to
+    `masked_fill`/`masked_select` as the mask (tacotron2's `mask = ~get_mask_from_lengths(...)`,
+    then `x.masked_fill_(mask, 0.0)`): a uint8 tensor that function returns is used as a mask
+    in another file. Not when the line makes it bool (`get_mask(x).bool()`), nor for a name the
+    text ever turns bool. `source`: the text with a line break put in front."""
+    used = {match.group(1) for match in _MASK_USE.finditer(source)}
+    # Searched once per name, not once per binding of it.
+    used -= {name for name in used if name + b".bool(" in source}
+    if not used:
+        return []
+    found = set()
+    for match in _BOUND_TO_CALL.finditer(source):
+        name, receiver = match.group(1), match.group(2)
+        if (
+            name in used
+            and not receiver.startswith(name + b".")  # `mask = mask.expand(...)`: the same mask
+            and b"bool" not in match.group(4)
+        ):
+            found.add(MASK_FROM + match.group(3).decode("ascii", "replace"))
+    return sorted(found)
 
 
 def _name_before(source: bytes, end: int) -> bytes | None:
@@ -939,7 +942,7 @@ def _returned_callee(match: re.Match, assigned: dict[bytes, list[tuple[int, byte
                 value = value[: -len(method)]
                 break
         else:
-            if value.rpartition(b".")[2] in (b"DataParallel", b"DistributedDataParallel"):
+            if value.rpartition(b".")[2].decode("ascii", "replace") in MODEL_WRAPPERS:
                 return "?"  # the wrapped module is what counts: not read here
             return value.decode("ascii", "replace")
     if b"." in value:

@@ -712,7 +712,7 @@ def _unpacked_like_a_scalar(ctx: Context, found, name: str) -> bool:
             if other is statement:
                 continue
             target = other.targets[0].elts[position]
-            scope = _scope_of_node(ctx, other)
+            scope = index(ctx).runs_in(other) or ctx.tree
             if type(target) is ast.Name and (
                 backward_without_gradient(ctx, scope, target.id)
                 or target.id in _summed_into_backward(ctx, scope)
@@ -753,15 +753,6 @@ def _unpackings_of(ctx: Context) -> dict[str, list[ast.Assign]]:
         ):
             found.setdefault(ctx.text(statement.value), []).append(statement)  # type: ignore[attr-defined]
     return found
-
-
-def _scope_of_node(ctx: Context, node: ast.AST) -> ast.AST:
-    """The function (or module) a statement runs in."""
-    found = index(ctx)
-    scope = found.scopes[found.number[node]]
-    while isinstance(scope, (ast.ClassDef, ast.Lambda)):
-        scope = found.scopes[found.number[scope]]
-    return scope if scope is not None else ctx.tree
 
 
 @per_file

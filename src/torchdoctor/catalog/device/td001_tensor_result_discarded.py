@@ -220,12 +220,10 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         kind = Kind.TENSOR  # `img_tensor = IMAGE_TO_TENSOR(img)`, then `img_tensor.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
         kind = Kind.TENSOR  # `spect = parse_audio(path).contiguous()`
-    if (
-        kind is Kind.UNKNOWN
-        and method in MOVES
-        and ctx.imports_torch
-        and _tensor_method_result(receiver, ctx)
-    ):
+    # `feature.reshape(-1, 512)`: moved and thrown away, it tells a tensor, and `feature` is
+    # what stays unchanged.
+    method_result = _tensor_method_result(receiver, ctx)
+    if kind is Kind.UNKNOWN and method in MOVES and ctx.imports_torch and method_result:
         kind = Kind.TENSOR  # `feature.reshape(-1, 512).to(device)`: no module has `reshape`
     if (
         kind in (Kind.UNKNOWN, Kind.BATCH)
@@ -273,7 +271,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
             for lang, text in PITFALL.fix_title.items()
         }
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
-    if _tensor_method_result(receiver, ctx):
+    if method_result:
         target = ctx.text(receiver.func.value)  # type: ignore[attr-defined]  # `feature`, not `feature.reshape(...)`
     shown = {"call": shorten(ctx.text(call)), "target": shorten(target)}
     view = _viewed_after(node, receiver, ctx) if method == "contiguous" else None

@@ -190,10 +190,8 @@ def _saves(ctx: Context) -> dict[str, list[tuple[ast.AST, tuple[int, int]]]]:
         path = next((kw.value for kw in save.keywords if kw.arg == "f"), path)
         if path is None:
             continue
-        scope = whole.scopes[at]
         # As `enclosing_function` sees it: a save in a lambda or a class body is the code's around.
-        while isinstance(scope, (ast.Lambda, ast.ClassDef)):
-            scope = whole.scopes[whole.number[scope]]
+        scope = whole.runs_in(save)
         found.setdefault(ctx.text(path), []).append((scope, (save.lineno, save.col_offset)))
     return found
 

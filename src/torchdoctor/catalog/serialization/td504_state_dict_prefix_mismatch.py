@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    MODEL_WRAPPERS,
     Clue,
     Context,
     Finding,
@@ -286,7 +287,6 @@ def _under_a_wrapper_test(node: ast.AST, ctx: Context) -> bool:
     return False
 
 
-_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
 _MOST_ASSIGNMENTS = 64
 
 
@@ -347,7 +347,7 @@ def _wrapped_before(ctx: Context, found, name: str, call: ast.Call) -> bool:
     if type(value) is not ast.Call:
         return False
     qualname = ctx.qualname(value.func) or ""
-    return qualname.rpartition(".")[2] in _WRAPPERS
+    return qualname.rpartition(".")[2] in MODEL_WRAPPERS
 
 
 def _stripped_prefix(node: ast.AST, key: str, guarded: bool) -> str | None:

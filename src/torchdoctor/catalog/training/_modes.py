@@ -8,17 +8,13 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import unwrap_self_methods
+from torchdoctor.catalog.sdk import MODEL_WRAPPERS, unwrap_self_methods
 
 # Names of layers whose forward depends on the mode.
 MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transformer", "rrelu")
 # Recurrent layers too where the backward depends on it: cuDNN refuses an RNN backward in
 # evaluation mode ("cudnn RNN backward can only be called in training mode").
 TRAINING_DEPENDENT_WORDS = (*MODE_DEPENDENT_WORDS, "lstm", "gru", "rnn")
-
-
-# Wrappers that run the model they are given (its layers are the ones that matter).
-_WRAPPERS = ("DataParallel", "DistributedDataParallel")
 
 
 def last_name(expr: ast.AST) -> str | None:
@@ -67,7 +63,7 @@ class ModeFreeModels:
         if isinstance(value.func, ast.Name) and value.func.id in self.classes:
             return self._subtree_mode_free(self.classes[value.func.id], seen)
         qualname = self._qualname(value.func) or ""
-        if qualname.rpartition(".")[2] in _WRAPPERS and value.args:
+        if qualname.rpartition(".")[2] in MODEL_WRAPPERS and value.args:
             # `nn.DataParallel(WideResnet50(n))`: the wrapped model's layers, not the wrapper's
             return self._builds_mode_free(value.args[0], seen)
         if qualname.startswith("torch.nn."):

@@ -1601,8 +1601,8 @@ def _function_of(scope: ast.AST, found: FileIndex) -> tuple[ast.AST, list[tuple[
     """The function (or module) whose facts the nodes of `scope` belong to (classes and lambdas
     belong to the code around them), and the spans of that function's parameters and return
     annotation, which are no part of what it does."""
-    while isinstance(scope, (ast.Lambda, ast.ClassDef)):
-        scope = found.scopes[found.number[scope]]
+    if isinstance(scope, (ast.Lambda, ast.ClassDef)):
+        scope = found.runs_in(scope)  # type: ignore[assignment]
     if not isinstance(scope, FUNCTIONS):
         return scope, []
     return scope, [found.span(part) for part in (scope.args, scope.returns) if part is not None]
