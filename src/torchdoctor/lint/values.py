@@ -227,7 +227,26 @@ def _catches_a_compat_error(handler: ast.ExceptHandler) -> bool:
 
 
 def _tests_version(test: ast.expr, ctx: Context) -> bool:
-    return _VERSION_TEST.search(ctx.text(test)) is not None
+    if _VERSION_TEST.search(ctx.text(test)) is not None:
+        return True
+    # `if _native_complex:`, after `_native_complex = torch_version >= "1.7.0"` at the top of
+    # the module (ci_sdr; also as the default of a parameter named alike)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, ast.Name) and test.id in _version_flags(ctx)
+
+
+@per_file
+def _version_flags(ctx: Context) -> frozenset[str]:
+    """The names the module binds, at its top level, to a test of the torch version."""
+    body = ctx.tree.body if isinstance(ctx.tree, ast.Module) else []
+    return frozenset(
+        target.id
+        for statement in body
+        if type(statement) is ast.Assign and type(statement.value) in (ast.Compare, ast.BoolOp)
+        for target in statement.targets
+        if type(target) is ast.Name and _VERSION_TEST.search(ctx.text(statement.value)) is not None
+    )
 
 
 def _tests_a_version(block: list[ast.stmt], ctx: Context) -> bool:

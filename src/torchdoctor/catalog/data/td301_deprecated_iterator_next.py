@@ -73,8 +73,10 @@ DataLoader's gets the DataLoader message; any other (`iter(batches).next()` over
 a list...) fails the same way in Python 3, whose iterators have no `.next()`, and gets a
 general one.
 
-A call in a branch kept for Python 2 (`if PY3: next(it) else: it.next()`) or for an old torch
-is not reported: Python 3 never runs it. Other objects have `.next()` methods of their own, so
+A call in a branch kept for Python 2 (`if PY3: next(it) else: it.next()`, or the `except`
+of `try: it.__next__()` / `next(it)` on the same iterator) or for an old torch is not
+reported: Python 3 never runs it (or only to fail where the Python 3 call failed already).
+Other objects have `.next()` methods of their own, so
 receivers that are not made by `iter()`
 or `__iter__()` are not reported, nor is anything in a file that defines its own iterator
 class with `__iter__` and `next` (a Python-2-compatible one).
@@ -113,7 +115,9 @@ make are (`seq_iter = enumerate(scores)`), with the general message.
 DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数、列表调用 `iter(...)` 等）在 Python 3
 中同样会失败——Python 3 的迭代器都没有 `.next()`——给出通用的说明。
 
-为 Python 2（`if PY3: next(it) else: it.next()`）或旧版 torch 保留的分支中的调用不会报告：Python 3 从不执行它。
+为 Python 2（`if PY3: next(it) else: it.next()`，或者同一个迭代器上 `try: it.__next__()` / `next(it)` 的
+`except` 分支）或旧版 torch 保留的分支中的调用不会报告：Python 3 从不执行它
+（或者只在 Python 3 的写法已经失败时才执行）。
 很多其他对象也有自己的 `.next()` 方法，所以不是由 `iter()` 或 `__iter__()` 得到的接收者不会被报告；
 文件中自己定义了带 `__iter__` 和 `next` 的迭代器类（兼容 Python 2）时也不报告。
 
@@ -260,6 +264,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if iterated is None or in_compat_fallback(ctx):
         return  # `if PY3: next(it) else: it.next()`: the branch Python 3 never runs
     text = ctx.text(iterator)
+    if _fallback_of_next(ctx, text):
+        return
     fix = None
     if not _binds(ctx, "next"):
         fix = ctx.fix(PITFALL, "safe", ctx.replace(call, f"next({text})"))
@@ -267,6 +273,40 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if variant and _defines_next_method(ctx):
         return  # the file's own iterator class may have a `next` method
     yield ctx.finding(PITFALL, call, variant, fix=fix, iterator=_short(text))
+
+
+def _fallback_of_next(ctx: Context, iterator: str) -> bool:
+    """The call is in an `except` handler of a `try` whose body advances the same iterator the
+    Python 3 way (`try: it.__next__()` / `next(it)` `except: it.next()`): a fallback for
+    Python 2 that Python 3 reaches only when the iterator is exhausted."""
+    ancestors = ctx.ancestors
+    for at in range(len(ancestors) - 1, 0, -1):
+        handler, above = ancestors[at], ancestors[at - 1]
+        if type(handler) is ast.ExceptHandler and type(above) is ast.Try:
+            return iterator in _advanced_in(ctx, above)
+    return False
+
+
+@per_file
+def _advanced_in(ctx: Context, guarded: ast.Try) -> frozenset[str]:
+    """The iterators the body of `guarded` advances the Python 3 way; read once per `try`."""
+    found = (
+        _advanced(node, ctx)
+        for statement in guarded.body
+        for node in ast.walk(statement)
+        if type(node) is ast.Call
+    )
+    return frozenset(text for text in found if text is not None)
+
+
+def _advanced(call: ast.Call, ctx: Context) -> str | None:
+    """The text of the iterator `it.__next__()` or `next(it)` advances."""
+    func = call.func
+    if type(func) is ast.Attribute and func.attr == "__next__" and not call.args:
+        return ctx.text(func.value)
+    if type(func) is ast.Name and func.id == "next" and call.args:
+        return ctx.text(call.args[0])
+    return None
 
 
 def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:

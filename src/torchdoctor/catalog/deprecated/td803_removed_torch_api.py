@@ -80,6 +80,12 @@ and `from torch.nn.init import xavier_uniform` are all found. `Variable(x, volat
 `variable-wrapper`'s (TD103) to report: the wrapper and its flag are both obsolete, and one
 finding says so.
 
+Code kept for older versions of torch is not reported: an `except ImportError` or `except
+AttributeError` branch (and the `try` it guards), or a branch of an `if` that tests the
+version (`if TORCH_GTE_1_7:`, `if hasattr(torch, "fft"):`, or a name the module binds to such
+a test at its top level: `_native_complex = torch_version >= "1.7.0"`, then `if
+_native_complex:`).
+
 ## Why is this bad?
 Old tutorials and repositories are full of these names, and each fails differently. The
 removed functions and `retain_variables=` crash the script, often only after the first
@@ -145,6 +151,10 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
 名字会通过导入语句解析，所以 `init.xavier_uniform`、`torch.nn.init.xavier_uniform` 以及
 `from torch.nn.init import xavier_uniform` 都能被发现。`Variable(x, volatile=True)` 由
 `variable-wrapper`（TD103）报告：包装器和它的参数都已过时，一条发现就说清楚了。
+
+为旧版 torch 保留的代码不会报告：`except ImportError` 或 `except AttributeError` 分支（以及它保护的 `try`），
+或者检查版本的 `if` 的分支（`if TORCH_GTE_1_7:`、`if hasattr(torch, "fft"):`，或者模块在顶层绑定为这种检查结果的名字：
+`_native_complex = torch_version >= "1.7.0"` 之后的 `if _native_complex:`）。
 
 ## Why is this bad?
 老教程和老仓库里到处都是这些名字，而它们出问题的方式各不相同。被移除的函数和 `retain_variables=`
