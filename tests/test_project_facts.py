@@ -1535,3 +1535,59 @@ def test_a_uint8_mask_returned_to_another_file_that_masks_with_it(tmp_path):
         model.replace("get_mask_from_lengths(lengths)\n", "get_mask_from_lengths(lengths).bool()\n")
     )
     assert _check(tmp_path, ".", rule="TD401").stdout.count("TD401") == 1  # get_rnn_mask's only
+
+
+def test_a_loss_rebound_by_a_function_of_the_project_that_takes_it_out_of_the_graph(tmp_path):
+    # turangojayev's BiLSTM-CRF: `loss = scalar(loss)` (utils: `return x.view(-1).data.tolist()[0]`)
+    # before `loss_sum += loss` keeps a float, not the graph.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\n\ndef scalar(x):\n    return x.view(-1).data.tolist()[0]\n\n\n"
+        "def to_np(x):\n    if x is None:\n        return None\n    return x.data.cpu().numpy()\n\n\n"
+        "def reduce_tensor(x):\n    return x.clone()\n"
+    )
+    train = (
+        "import torch\nimport utils\nfrom utils import *\n\n\n"
+        "def train(model, optim, batches):\n    loss_sum = 0\n    for x, y in batches:\n"
+        "        optim.zero_grad()\n        loss = torch.mean(model(x, y))\n        loss.backward()\n"
+        "        optim.step()\n        loss = scalar(loss)\n        loss_sum += loss\n"
+        "    return loss_sum\n"
+    )
+    (tmp_path / "train.py").write_text(train)
+    assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout
+    (tmp_path / "train.py").write_text(train.replace("scalar(loss)", "utils.scalar(loss)"))
+    assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout
+    # `to_np` returns an array or None; `reduce_tensor` keeps the graph (`clone`).
+    (tmp_path / "train.py").write_text(train.replace("scalar(loss)", "to_np(loss)"))
+    assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout
+    (tmp_path / "train.py").write_text(train.replace("scalar(loss)", "reduce_tensor(loss)"))
+    assert "train.py:14:9: TD102" in _check(tmp_path, ".", rule="TD102").stdout
+
+
+def test_a_method_of_a_model_class_that_runs_its_forward_runs_the_model(tmp_path):
+    # DnCNN's `model.loss(image, target)`: a method of the project's model class that calls
+    # `self.forward`, evaluated here in training mode.
+    (tmp_path / "pyproject.toml").write_text("")
+    model = (
+        "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n        self.drop = nn.Dropout(0.5)\n\n"
+        "    def forward(self, x):\n        return self.drop(self.fc(x))\n\n"
+        "    def loss(self, x, y):\n        return F.mse_loss(self.forward(x), y)\n"
+    )
+    (tmp_path / "model.py").write_text(model)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom model import Net\n\n\n"
+        "def evaluate(model, val_loader):\n    total = 0\n    with torch.no_grad():\n"
+        "        for x, y in val_loader:\n            total += model.loss(x, y).item()\n"
+        "    return total\n\n\n"
+        "def main(train_loader, val_loader):\n    model = Net()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for epoch in range(3):\n        model.train()\n        for x, y in train_loader:\n"
+        "            optimizer.zero_grad()\n            model.loss(x, y).backward()\n"
+        "            optimizer.step()\n        print(evaluate(model, val_loader))\n"
+    )
+    assert "train.py:9:22: TD205" in _check(tmp_path, ".", rule="TD205").stdout
+    # A method that computes on what it is given only runs no model.
+    (tmp_path / "model.py").write_text(model.replace("self.forward(x), y", "x, y"))
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout

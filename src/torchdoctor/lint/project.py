@@ -657,6 +657,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _methods_called_without_grad(lines)
     if b".masked_" in source:
         markers += _mask_makers(lines)
+    if b"self.forward(" in source or b"self(" in source:
+        markers += _self_running_methods(lines)
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source
@@ -707,6 +709,8 @@ def file_facts(source: bytes) -> FileFacts:
         layers += _model_factories(lines, layer_words, functions)
     if b"return " in source:
         layers += _returned_calls(lines, functions)
+        if any(word in source for word in _DETACHING_WORDS):
+            markers += _detaching_functions(lines, functions)
     steps = sorted(_method_steps(lines)) if classes and b".step(" in source else []
     loaders = sorted(_loader_attributes(source)) if b"DataLoader" in source else []
     return (
@@ -750,6 +754,32 @@ def _method_steps(source: bytes) -> set[str]:
             kind = "M" if scheduler and trains else "S" if scheduler else "O"
             found.add(f"{name.decode('ascii', 'replace')}={kind}")
     return found
+
+
+# `self.forward(x)`, `self(x)` (not `myself(`, `obj.self(`).
+_SELF_RUN = lazy_compile(rb"(?<![\w.])self(?:\.forward)?[ \t]*\(")
+RUNS_ITSELF = "runs-itself:"
+
+
+def _self_running_methods(source: bytes) -> list[str]:
+    """RUNS_ITSELF + the name of each method that runs its own object's forward (DnCNN's
+    `def loss(self, x, y): return self.criterion(self.forward(x), y)`, `denoise`): a call of it
+    on a model runs the model. A method's body runs to the next method or top-level line.
+    `source`: the text with a line break put in front."""
+    methods = [(m.end(), m.start(), m.group(2)) for m in _METHOD.finditer(source)]
+    if not methods:
+        return []
+    tops = [m.start() for m in _TOP_LEVEL_LINE.finditer(source)]
+    found = set()
+    for number, (start, _, name) in enumerate(methods):
+        if name in (b"forward", b"__call__"):
+            continue
+        after = methods[number + 1][1] if number + 1 < len(methods) else len(source)
+        top = bisect_left(tops, start)
+        end = min(after, tops[top]) if top < len(tops) else after
+        if _SELF_RUN.search(source, start, end) is not None:
+            found.add(RUNS_ITSELF + name.decode("ascii", "replace"))
+    return sorted(found)
 
 
 def _evaluators(source: bytes) -> set[str]:
@@ -916,6 +946,36 @@ def _returned_calls(source: bytes, functions: list[_Function]) -> list[str]:
     return [
         f"{functions[number][0].decode('ascii', 'replace')}:>{','.join(callees)}"
         for number, callees in returned.items()
+    ]
+
+
+# `return x.view(-1).data.tolist()[0]`, `return t.detach().cpu().numpy()`: a value with no graph.
+_DETACHING_WORDS = (b".item()", b".tolist()", b".numpy()")
+_RETURN_LINE = lazy_compile(rb"\n[ \t]+return\b([^\n]*)")
+DETACHED_FROM = "detached-from:"
+
+
+def _detaching_functions(source: bytes, functions: list[_Function]) -> list[str]:
+    """DETACHED_FROM + the name of each top-level function whose every `return` line hands back
+    a value taken out of the graph (turangojayev's `scalar`, returning `x.data.tolist()[0]`) or
+    None: `loss = scalar(loss)` keeps no graph. `source`: the text with a line break put in
+    front."""
+    starts = [start for _, start, _ in functions]
+    detaching: dict[int, bool] = {}
+    for match in _RETURN_LINE.finditer(source):
+        number = bisect_left(starts, match.start()) - 1
+        if number < 0 or match.start() >= functions[number][2]:
+            continue
+        returned = match.group(1).split(b"#")[0].strip()
+        if returned in (b"", b"None"):
+            continue  # no tensor either (`if x is None: return None`)
+        detaching[number] = detaching.get(number, True) and any(
+            word in returned for word in _DETACHING_WORDS
+        )
+    return [
+        DETACHED_FROM + functions[number][0].decode("ascii", "replace")
+        for number, every in detaching.items()
+        if every
     ]
 
 

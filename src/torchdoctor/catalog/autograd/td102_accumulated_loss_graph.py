@@ -7,6 +7,7 @@ import weakref
 from bisect import bisect_right
 
 from torchdoctor.catalog.sdk import (
+    DETACHED_FROM,
     Context,
     constant_range,
     Finding,
@@ -75,7 +76,9 @@ the `loss` it called `loss.backward()` on) counts as backpropagated in the loop.
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
 reset inside the loop) is fine and not reported, nor is a loss kept on one iteration only (under
 `if step == 0:`, a test of the loop's own variable) or rebound to a number first (`loss =
-loss.item()`, `loss = loss.data[0]`). A total set back to 0 only under an `if` (when it is
+loss.item()`, `loss = loss.data[0]`, or `loss = scalar(loss)` with a function of the project
+every `return` of which takes the value out of the graph: `.item()`, `.tolist()`, `.numpy()`).
+A total set back to 0 only under an `if` (when it is
 printed every 20 batches) is reported: it links the graphs of the iterations in between.
 
 ## Why is this bad?
@@ -119,7 +122,9 @@ nothing grows.
 
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
 是正常用法，不会报告；只在某一次迭代中保留的损失（在 `if step == 0:` 这类对循环变量本身的判断之下），
-或先被重新赋值为数值（`loss = loss.item()`、`loss = loss.data[0]`）的损失，也不会报告。
+或先被重新赋值为数值（`loss = loss.item()`、`loss = loss.data[0]`，或者 `loss = scalar(loss)`，
+其中 `scalar` 是项目中每个 `return` 都把值从计算图中取出的函数：`.item()`、`.tolist()`、`.numpy()`）的损失，
+也不会报告。
 只在某个 `if` 之下才置零的总和（例如每 20 个 batch 打印一次后置零）仍会报告：它把两次置零之间各次迭代的计算图连在一起。
 
 ## Why is this bad?
@@ -606,13 +611,15 @@ def _is_accumulation(value: ast.expr, total: str) -> bool:
 def _detached_in(ctx: Context, scope: ast.AST, loss: str, loop: ast.stmt) -> bool:
     """Whether the loss is rebound inside the loop to something without a graph."""
     return any(
-        _inside(b.node, loop) and _is_detaching(b.value) for b in bindings(ctx, scope, loss) or ()
+        _inside(b.node, loop) and _is_detaching(b.value, ctx)
+        for b in bindings(ctx, scope, loss) or ()
     )
 
 
-def _is_detaching(value: ast.expr | None) -> bool:
+def _is_detaching(value: ast.expr | None, ctx: Context) -> bool:
     """The value has no graph: `loss.detach()`, `loss.item()`, `loss.data`, also further down a
-    chain (`loss.detach().cpu()`)."""
+    chain (`loss.detach().cpu()`), or what a function of the project that only returns such
+    values makes (`loss = scalar(loss)`, `utils.to_np(loss)`)."""
     while value is not None:
         if not isinstance(value, ast.Call):
             if isinstance(value, ast.Attribute) and value.attr == "data":
@@ -622,11 +629,13 @@ def _is_detaching(value: ast.expr | None) -> bool:
             continue
         func = value.func
         if isinstance(func, ast.Name):
-            return func.id in DETACHING_FUNCTIONS
+            return func.id in DETACHING_FUNCTIONS or ctx.project.has(DETACHED_FROM + func.id)
         if not isinstance(func, ast.Attribute):
             return False
         if func.attr in DETACHING_METHODS:
             return True
+        if type(func.value) is ast.Name and ctx.project.has(DETACHED_FROM + func.attr):
+            return True  # `utils.scalar(loss)`
         value = func.value
     return False
 

@@ -15,6 +15,7 @@ from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwra
 from torchdoctor.catalog.sdk import (
     CNN_FACTORIES,
     MODE_WORDS,
+    RUNS_ITSELF,
     Clue,
     attribute_values,
     bindings,
@@ -70,6 +71,15 @@ PITFALL = Pitfall(
             "updates its running statistics with evaluation data",
             "zh": "这个评估循环中 `{model}` 处于训练模式：本函数和它的调用者都没有调用 `{model}.eval()`，"
             "Dropout 仍然生效，BatchNorm 还会用评估数据更新 running 统计量",
+        },
+        "trained-before": {
+            "en": "`{model}` runs in training mode in this evaluation loop: `{model}.train()` on "
+            "line {line} still holds here (nothing in between calls `.eval()`), so Dropout stays "
+            "active and BatchNorm updates its running statistics with evaluation data; call "
+            "`{model}.eval()` before the loop and `{model}.train()` after it",
+            "zh": "这个评估循环中 `{model}` 处于训练模式：第 {line} 行的 `{model}.train()` 在这里仍然生效"
+            "（其间没有调用 `.eval()`），Dropout 仍然生效，BatchNorm 还会用评估数据更新 running 统计量；"
+            "请在循环前调用 `{model}.eval()`，循环结束后再调用 `{model}.train()`",
         },
         "loaded": {
             "en": "`{model}` is loaded on line {line} and run here in training mode: nothing in "
@@ -146,7 +156,8 @@ function named `test...` is a pytest test, no evaluation, only in a file pytest 
 `test_*.py`, `*_test.py`, one under `tests/`) that calls the model on every
 batch and never trains (no `.backward()`, no `.step()`), or a loop over such a loader run
 without gradients inside the training function itself (training, then `with torch.no_grad():
-for x, y in val_loader:`), when the code around it (the function, its callers in the same file,
+for x, y in val_loader:`, or over the indices of evaluation data: `for i in
+range(len(X_validation)):`), when the code around it (the function, its callers in the same file,
 the functions those call, and the other methods of its class):
 
 - never switches to evaluation mode (no `.eval()`, `.train(False)` nor MONAI's `eval_mode(...)`)
@@ -168,12 +179,17 @@ or in a project class it uses,
 
 The message says which of the two is missing. To stay precise it only reports functions whose
 caller is in the same file, and loops at the top level of a script; or a function that itself
-switches the very model it runs to training mode before the loop and never to eval mode
-(`model_train.train()`, a training loop, then a loop over `gen_val`: bubbliiiing's
-`fit_one_epoch`), whoever calls it. A loop that only clears gradients (`zero_grad()`, no
+switches the very model it runs to training mode before the loop and not to eval mode
+between that switch and the loop (`model_train.train()`, a training loop, then a loop over
+`gen_val`: bubbliiiing's `fit_one_epoch`; a `.eval()` after the loop, once every epoch has run,
+comes too late), whoever calls it; the model may be the module itself, in a method of an
+`nn.Module` subclass that calls `self.train()` (a model's own `fit`). The message then names
+the line of that switch. A loop that only clears gradients (`zero_grad()`, no
 backward, no step) trains nothing. The model may also run
 through a function of the file it is handed to, which calls it (`pred, loss = apply(model,
-criterion, batch)`), unless that function computes gradients (an adversarial attack). A model
+criterion, batch)`), unless that function computes gradients (an adversarial attack), or
+through a method of the project's classes that calls its own `forward` (`model.loss(image,
+target)`, `model.denoise(image)`). A model
 handed back by the training function (`model = train_model(model, ...)`, which returns its
 parameter) is the model it was given.
 
@@ -257,7 +273,8 @@ has layers that depend on the mode, cannot be seen.
 （`test_*.py`、`*_test.py`、`tests/` 下的文件）才算 pytest 测试而不是评估）
 对每个 batch 调用模型且不做训练（没有 `.backward()`、没有 `.step()`），
 或者在训练函数内部、不记录梯度地遍历这样一个 loader 的循环（先训练，再 `with torch.no_grad(): for x, y in
-val_loader:`），并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
+val_loader:`，或者按下标遍历评估数据：`for i in range(len(X_validation)):`），
+并且它周围的代码（本函数、同一文件中调用它的函数、这些函数调用的其他函数，以及同一个类的其他方法）：
 
 - 从未切换到评估模式（没有 `.eval()`、`.train(False)`，也没有 MONAI 的 `eval_mode(...)`），
   而模型又必然处于训练模式（调用过 `model.train()`，或者模型就是在这里新建的：由本文件的类构造，
@@ -273,11 +290,14 @@ val_loader:`），并且它周围的代码（本函数、同一文件中调用�
   或者自己调用了 `torch.autograd.grad`（测试时对每个任务做适应的元学习模型，`torch.no_grad()` 会让它出错）。
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环；或者函数自己在
-循环之前把它运行的那个模型切换到训练模式、而从不切换到评估模式（`model_train.train()`、一个训练循环，然后是遍历
-`gen_val` 的循环：bubbliiiing 的 `fit_one_epoch`），无论谁调用它。只清零梯度（`zero_grad()`，没有反向传播，也没有
+循环之前把它运行的那个模型切换到训练模式、而在这次切换和循环之间没有切换到评估模式（`model_train.train()`、一个训练循环，
+然后是遍历 `gen_val` 的循环：bubbliiiing 的 `fit_one_epoch`；所有 epoch 跑完之后才调用的 `.eval()` 已经太晚），
+无论谁调用它；模型也可以是模块自身：`nn.Module` 子类的方法里调用了 `self.train()`（模型自己的 `fit`）。
+这时提示信息会给出那次切换所在的行。只清零梯度（`zero_grad()`，没有反向传播，也没有
 step）的循环不算训练。
 模型也可以经由本文件中接收它并调用它的函数运行（`pred, loss = apply(model, criterion, batch)`），
-除非那个函数要计算梯度（例如对抗攻击）。训练函数交还的模型（`model = train_model(model, ...)`，
+除非那个函数要计算梯度（例如对抗攻击）；也可以经由项目中的类里调用自身 `forward` 的方法运行
+（`model.loss(image, target)`、`model.denoise(image)`）。训练函数交还的模型（`model = train_model(model, ...)`，
 它返回自己的参数）就是传给它的那个模型。
 
 如果项目训练模型（某处有 `.backward(`），且项目中没有任何代码可能切换模型的模式
@@ -486,6 +506,10 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
         return
     loader = _loader_name(node.iter, ctx)
     function = ctx.enclosing_function()
+    if loader is None and not _evaluation_function(function, ctx):
+        # `for i in range(len(X_validation))` in the function that trains: the batches of
+        # evaluation data taken by index (lstm-autoencoder's `fit`)
+        loader = _evaluation_data_counted(node.iter)
     if loader is None:
         # A loop over batches made otherwise (`for i in range(n_batches)`,
         # `utils.create_dataset(test)`) in a function named to evaluate: reported only when
@@ -540,7 +564,8 @@ def _check_loop(
     call, model = run
     program = _program(ctx)
     family = program.family(function)
-    if family is None and _trained_before(function, node, model, program, ctx):
+    trained_on = _trained_before(function, node, model, program, ctx)
+    if family is None and trained_on is not None:
         family = [function]  # it sets the model's mode itself: its callers cannot undo it
     if family is None:
         # No caller in this file: whoever calls it may already have set the modes, unless
@@ -562,7 +587,8 @@ def _check_loop(
     )
     eval_missing = (
         in_training_mode
-        and not any(f.switches_to_eval for f in flags)
+        # (switched to training mode before the loop and not back: later switches come late)
+        and (trained_on is not None or not any(f.switches_to_eval for f in flags))
         and not program.mode_free(models)
     )
     no_grad_missing = (
@@ -573,26 +599,52 @@ def _check_loop(
     if not (eval_missing or no_grad_missing) or (eval_only and not eval_missing):
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
-    yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(model)))
+    if variant == "" and trained_on is not None:
+        variant = "trained-before"  # (the function may call `.eval()` later: say where it stands)
+    yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(model)), line=trained_on)
 
 
 def _trained_before(
     function: ast.AST | None, loop: ast.AST, model: ast.AST, program: _Program, ctx: Context
-) -> bool:
-    """`function` switches the very model the loop runs to training mode before the loop
+) -> int | None:
+    """The line where `function` switches the very model the loop runs to training mode before the loop
     (`model_train.train()`, then the training loop, then the validation loop: bubbliiiing's
-    `fit_one_epoch`), and sets no eval mode anywhere: what its callers do cannot change that."""
-    if function is None or program.flags(function).switches_to_eval:
-        return False
+    `fit_one_epoch`), and sets no eval mode between that switch and the loop (one after it,
+    `self.eval()` once every epoch has run, comes too late): what its callers do cannot change
+    that. None when it does not, or when a function it calls may set a mode."""
+    if function is None:
+        return None
+    if program.flags(function).switches_to_eval and not program.facts[function].switches_to_eval:
+        return None  # set by a function it calls, somewhere
     text = ctx.text(model)
-    return any(
-        isinstance(call.func, ast.Attribute)
+    calls = index_of(ctx, function).calls_named(function, ("train", "eval"), local=True)
+    switched = [
+        call.lineno
+        for call in calls
+        if isinstance(call.func, ast.Attribute)
+        and call.func.attr == "train"
         and not call.args
         and not call.keywords
         and ctx.text(call.func.value) == text
         and call.lineno < loop.lineno  # type: ignore[attr-defined]
-        for call in index_of(ctx, function).calls_named(function, ("train",), local=True)
-    )
+    ]
+    if not switched:
+        return None
+    last = max(switched)
+    if not program.facts[function].switches_to_eval:
+        return last
+    # Any switch to eval mode (of any model, `eval_mode` too) between the last switch to
+    # training mode and the loop's end.
+    evaluated = [
+        call.lineno
+        for call in calls
+        if isinstance(call.func, ast.Attribute)
+        and (call.func.attr == "eval" or not _is_true_or_absent(call))
+    ]
+    end = loop.end_lineno or loop.lineno  # type: ignore[attr-defined]
+    if "eval_mode" in _source_of(ctx, function) or any(last <= line <= end for line in evaluated):
+        return None  # (in the loop's own body too: `feature_embed.eval()` before each batch)
+    return last
 
 
 def _evaluation_function(function: ast.AST | None, ctx: Context) -> bool:
@@ -907,6 +959,32 @@ def _loader_name(expr: ast.AST, ctx: Context) -> str | None:
     return None if iterated is None else _loader_name(iterated, ctx)
 
 
+def _evaluation_data_counted(expr: ast.AST) -> str | None:
+    """The lower-case name of the evaluation data whose items `range(len(X_val))`,
+    `range(0, len(test_x), batch)` or `range(validation_iterations)` counts; None otherwise."""
+    if not (
+        type(expr) is ast.Call
+        and type(expr.func) is ast.Name
+        and expr.func.id == "range"
+        and 1 <= len(expr.args) <= 3
+    ):
+        return None
+    bound = expr.args[0] if len(expr.args) == 1 else expr.args[1]
+    counted = type(bound) is ast.Call and type(bound.func) is ast.Name and bound.func.id == "len"
+    if counted:
+        bound = bound.args[0] if len(bound.args) == 1 else bound  # type: ignore[attr-defined]
+    name = (last_name(bound) or "").lower()
+    words = _words(name)
+    if not words & EVAL_WORDS:
+        return None
+    # `range(validation_iterations)`: a count of evaluation batches, not any number named so
+    # (`range(self.n_inference_subnet)`, the sub-networks of a model's loss)
+    return name if counted or words & _COUNT_WORDS else None
+
+
+_COUNT_WORDS = frozenset({"iterations", "iters", "batches", "steps", "samples", "size", "len"})
+
+
 def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
     """`X` of a name bound once, to `iter(X)`, in its scope (`val_iter = iter(val_dataloader)`,
     then `for batch in tqdm(val_iter)`)."""
@@ -1158,12 +1236,34 @@ def _run_model(func: ast.AST, ctx: Context) -> ast.AST | None:
         return func
     if (
         isinstance(func, ast.Attribute)
-        and func.attr == "forward"
+        # `model.forward(x)`, or a method of the project's that runs its model's forward
+        # (`model.loss(image, target)`, `model.denoise(image)`)
+        and (func.attr == "forward" or ctx.project.has(RUNS_ITSELF + func.attr))
         and _is_model(func.value, ctx)
         and not _other_framework(ctx)
     ):
         return func.value
     return None
+
+
+@per_file
+def _trains_itself(ctx: Context, function: ast.AST | None) -> bool:
+    """`function` is a method of a module class of the file that switches the module itself to
+    training mode (`self.train()`, lstm-autoencoder's `fit`): there `self(x)` runs a model."""
+    if function is None or function.name == "forward":  # type: ignore[attr-defined]
+        return False
+    owner = _program(ctx).owner.get(function)
+    return (
+        owner is not None
+        and ctx.is_module_class(owner)
+        and any(
+            type(call.func) is ast.Attribute
+            and type(call.func.value) is ast.Name
+            and call.func.value.id == "self"
+            and _is_true_or_absent(call)
+            for call in index_of(ctx, function).calls_named(function, ("train",), local=True)
+        )
+    )
 
 
 # Libraries whose models also run by `model.forward(x)`, imported beside torch in old ports
@@ -1177,6 +1277,14 @@ def _other_framework(ctx: Context) -> bool:
 
 
 def _is_model(func: ast.AST, ctx: Context) -> bool:
+    if type(func) is ast.Name and func.id == "self":
+        return _trains_itself(ctx, ctx.enclosing_function())
+    if (
+        type(func) is ast.Name
+        and func.id in top_level_functions(ctx)
+        and ctx.kind_of(func) is not Kind.MODULE
+    ):
+        return False  # `model_test(model)`: a function of the file, named for what it is given
     name = (last_name(func) or "").lower()
     if name.startswith(MAKER_PREFIXES):  # `load_model(path)` makes a model, it does not run one
         return False
