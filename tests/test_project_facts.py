@@ -1591,3 +1591,33 @@ def test_a_method_of_a_model_class_that_runs_its_forward_runs_the_model(tmp_path
     # A method that computes on what it is given only runs no model.
     (tmp_path / "model.py").write_text(model.replace("self.forward(x), y", "x, y"))
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+def test_a_loader_made_by_a_function_of_another_module_yields_tensors(tmp_path):
+    # CheXNet's `dataloader_train = get_train_dataloader(...)` (dataset_generator.py, returning
+    # the DataLoader it made), then `label.cuda()` on each batch's labels: thrown away.
+    (tmp_path / "pyproject.toml").write_text("")
+    data = (
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def get_train_dataloader(dataset, batch_size):\n"
+        "    data_loader_train = DataLoader(dataset, batch_size=batch_size, shuffle=True)\n"
+        "    return data_loader_train\n"
+    )
+    (tmp_path / "dataset_generator.py").write_text(data)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom dataset_generator import *\n\n\n"
+        "def train(model, dataset, optimizer, criterion):\n"
+        "    dataloader_train = get_train_dataloader(dataset, 32)\n"
+        "    for image, label in dataloader_train:\n        label.cuda()\n"
+        "        loss = criterion(model(image.cuda()), label.cuda())\n"
+        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+    )
+    assert "train.py:8:9: TD001" in _check(tmp_path, ".", rule="TD001").stdout
+    # One that may hand back something else (its cached batches) is not known to make a loader.
+    (tmp_path / "dataset_generator.py").write_text(
+        data.replace(
+            "    data_loader_train =",
+            "    if batch_size == 0:\n        return dataset\n    data_loader_train =",
+        )
+    )
+    assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.lines import line_starts, position, split_lines
-from torchdoctor.lint.project import NO_FACTS, ProjectFacts
+from torchdoctor.lint.project import LOADER_FROM, NO_FACTS, ProjectFacts
 from torchdoctor.report.finding import Edit, Finding, Fix
 
 
@@ -503,6 +503,8 @@ class Context:
                 return Kind.MODULE
             if cls is None and self._project_class(func.id, qualname, Kind.SCHEDULER):
                 return Kind.SCHEDULER
+            if cls is None and self._project_loader_factory(func.id, qualname):
+                return Kind.LOADER  # `loader = get_train_dataloader(...)`, of another module
             returned = self.returned_by(call)
             if type(returned) is Kind and returned is not Kind.UNKNOWN:
                 return returned
@@ -522,6 +524,8 @@ class Context:
                 return Kind.MODULE  # `models.Net(...)`
             if qualname and self._project_class(func.attr, qualname, Kind.SCHEDULER):
                 return Kind.SCHEDULER  # `lr_scheduler.WarmupMultiStepLR(...)`
+            if qualname and self._project_loader_factory(func.attr, qualname):
+                return Kind.LOADER  # `data.get_loader(...)`
             return self._callee_result(func)
         if type(func) is ast.Call:
             return self._looked_up_call_kind(func, call)
@@ -562,6 +566,11 @@ class Context:
         facts = self.project
         known = facts.is_module_class if kind is Kind.MODULE else facts.is_scheduler_class
         return known(name) and self.from_project(name, qualname)
+
+    def _project_loader_factory(self, name: str, qualname: str | None) -> bool:
+        """`name` is a function of the project's own modules every definition of which returns
+        only new DataLoaders."""
+        return self.project.has(LOADER_FROM + name) and self.from_project(name, qualname)
 
     def from_project(self, name: str, qualname: str | None) -> bool:
         """`name`, as the code here refers to it (`qualname`: what it resolves to, if

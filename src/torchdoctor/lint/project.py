@@ -1012,6 +1012,23 @@ def _returned_callee(match: re.Match, assigned: dict[bytes, list[tuple[int, byte
     return made[last][1].decode("ascii", "replace") if last >= 0 else "?"
 
 
+LOADER_FROM = "loader-from:"
+
+
+def _loader_factories(returns_of: dict[str, list[list[str]]]) -> set[str]:
+    """The functions every definition of which returns only new DataLoaders (CheXNet's
+    `get_train_dataloader`, returning `data_loader_train` after `data_loader_train =
+    DataLoader(...)`): what they make is iterated as batches of tensors wherever called."""
+    return {
+        name
+        for name, definitions in returns_of.items()
+        if all(
+            callees and all(callee.rpartition(".")[2] == "DataLoader" for callee in callees)
+            for callees in definitions
+        )
+    }
+
+
 def _model_factory_functions(returns_of: dict[str, list[list[str]]], classes: set[str]) -> set[str]:
     """The functions every definition of which returns only new modules: of the project's
     module classes, of torch.nn, or a torchvision classification model."""
@@ -1282,6 +1299,9 @@ class FactsReader:
         classes = _module_classes(self._bases_of)
         # A function that only ever returns a new module builds one, as a class would.
         classes |= _model_factory_functions(self._returns_of, classes)
+        markers = self._markers | {
+            LOADER_FROM + name for name in _loader_factories(self._returns_of)
+        }
         schedulers = _scheduler_classes(self._bases_of)
         functions = {
             name
@@ -1309,7 +1329,7 @@ class FactsReader:
             classes,
             env_reads,
             self._methods,
-            self._markers,
+            markers,
             self._safe_load_names,
             functions,
             self._closed_names,
@@ -1339,7 +1359,7 @@ class FactsReader:
             digest,
             modules,
             frozenset(self._methods),
-            frozenset(self._markers),
+            frozenset(markers),
             frozenset(self._safe_load_names),
             frozenset(functions),
             frozenset(self._closed_names),
