@@ -133,9 +133,12 @@ Two mistakes with `torch.optim.lr_scheduler`:
   round: update the weights, then move the schedule on.
 - A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
-  epoch loop). It is reported only when the numbers say epochs: the milestones, `step_size` or
-  `T_max` are written in terms of the epoch count, or are no larger than the `range(...)` of
-  the epoch loop (a number, or a parameter every call in the file passes a number for), or
+  epoch loop, or in a function every call of which in the file sits in an epoch loop: `for
+  epoch in range(1, EPOCHS + 1): train(model, loader, optimizer, scheduler)`). It is reported
+  only when the numbers say epochs: the milestones, `step_size` or `T_max` are written in terms
+  of the epoch count, or are no larger than the `range(...)` of the epoch loop (a number, a
+  constant the module sets once at its top, `EPOCHS = 50`, or a parameter every call in the
+  file passes a number for), or
   `ExponentialLR`'s `gamma` is below 0.99. The scheduler may be a parameter of the function
   that the one call of it in the file passes (`train_model(model, ..., exp_lr_scheduler,
   num_epochs=60)`), and a loop over the phases may sit between the epoch and the batch loops.
@@ -202,9 +205,10 @@ The per-batch case needs the scheduler to be built in the same function as the l
   `trainer.dis_update(...)`。自 PyTorch 1.1 起顺序相反：
   先更新权重，再推进学习率调度。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
-  循环（位于 epoch 循环内、遍历 `DataLoader` 的循环）里 step。只有数字明确表明以 epoch 为单位时才报告：
-  里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环 `range(...)` 的上界
-  （一个数字，或本文件中每次调用都传入数字的参数），或 `ExponentialLR` 的 `gamma` 小于 0.99。
+  循环（位于 epoch 循环内、遍历 `DataLoader` 的循环；或者所在函数在本文件中的每次调用都位于 epoch 循环里：
+  `for epoch in range(1, EPOCHS + 1): train(model, loader, optimizer, scheduler)`）里 step。
+  只有数字明确表明以 epoch 为单位时才报告：里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环
+  `range(...)` 的上界（一个数字、模块顶层只赋值一次的常量 `EPOCHS = 50`，或本文件中每次调用都传入数字的参数），或 `ExponentialLR` 的 `gamma` 小于 0.99。
   调度器可以是函数的参数，由文件中对该函数的唯一一次调用传入（`train_model(model, ...,
   exp_lr_scheduler, num_epochs=60)`），epoch 循环与 batch 循环之间也可以隔着一个遍历训练/验证阶段的循环。
 
@@ -859,9 +863,16 @@ def _sets_last_epoch(ctx: Context, scope: ast.AST) -> bool:
 def _epoch_schedule_stepped_per_batch(
     scheduler: ast.AST, loops: list[ast.AST], ctx: Context
 ) -> str | None:
-    """The schedule's class name when an epoch schedule is stepped in a batch loop."""
-    if len(loops) < 2 or not _iterates_loader(loops[0], ctx):
+    """The schedule's class name when an epoch schedule is stepped in a batch loop; the epoch
+    loop around it, or around every call of the function that holds the batch loop (`for epoch
+    in range(1, EPOCHS + 1): train(model, loader, optimizer, scheduler)`)."""
+    if not loops or not _iterates_loader(loops[0], ctx):
         return None
+    epochs = None
+    if len(loops) < 2:
+        epochs = _epochs_of_every_call(ctx, ctx.enclosing_function())
+        if epochs is None:
+            return None
     built = _construction(scheduler, ctx)
     if built is None:
         return None
@@ -869,9 +880,74 @@ def _epoch_schedule_stepped_per_batch(
     if schedule == "ExponentialLR":
         gamma = _number(length)
         return schedule if gamma is not None and gamma < _PER_BATCH_GAMMA else None
-    if _counts_epochs(length) or _shorter_than_epoch_loop(length, _epoch_loop(loops[1:]), ctx):
+    if _counts_epochs(length):
         return schedule
-    return None
+    if epochs is not None:
+        return schedule if _made_of_numbers_up_to(length, epochs) else None
+    return schedule if _shorter_than_epoch_loop(length, _epoch_loop(loops[1:]), ctx) else None
+
+
+@per_file
+def _epochs_of_every_call(ctx: Context, function: ast.AST | None) -> int | None:
+    """The fewest epochs of the loops counting with `range(...)` around every call of the
+    top-level `function` in the file (DnCNN's `train(model, train_loader, optimizer, scheduler,
+    epoch)` in `for epoch in range(max_epoch + 1, EPOCHS + 1)`, `EPOCHS = 50`); None when some
+    call is in no such loop or its count is not a number the file writes down."""
+    if function is None or top_level_functions(ctx).get(function.name) is not function:  # type: ignore[attr-defined]
+        return None
+    found = index(ctx)
+    calls = [
+        found.nodes[at]
+        for at in found.calls.get(function.name, ())  # type: ignore[attr-defined]
+        if type(found.nodes[at].func) is ast.Name  # type: ignore[attr-defined]
+    ]
+    counts = []
+    for call in calls:
+        loop = next((node for node, _ in lineage(call, found.parents) if type(node) is ast.For), None)
+        stop = _range_end(loop) if loop is not None else None
+        count = _counted(stop, ctx) if stop is not None else None
+        if count is None:
+            return None
+        counts.append(count)
+    return min(counts) if counts else None
+
+
+def _counted(expr: ast.AST, ctx: Context) -> int | None:
+    """The whole number `expr` is: written out, a constant the module sets once at its top
+    (`EPOCHS = 50`), or a sum or difference of those (`EPOCHS + 1`)."""
+    if type(expr) is ast.BinOp and type(expr.op) in (ast.Add, ast.Sub):
+        left, right = _counted(expr.left, ctx), _counted(expr.right, ctx)
+        if left is None or right is None:
+            return None
+        return left + right if type(expr.op) is ast.Add else left - right
+    if type(expr) is ast.Name:
+        values = _module_constants(ctx).get(expr.id)
+        return values[0] if values is not None and len(values) == 1 else None
+    number = _number(expr)
+    return number if type(number) is int else None
+
+
+@per_file
+def _module_constants(ctx: Context) -> dict[str, list[int]]:
+    """The whole numbers the module's top-level statements assign to each name."""
+    found: dict[str, list[int]] = {}
+    for statement in ctx.tree.body:
+        if type(statement) is ast.Assign:
+            value = _number(statement.value)
+            for target in statement.targets:
+                if type(target) is ast.Name:
+                    found.setdefault(target.id, []).append(value if type(value) is int else -1)
+    return {name: values for name, values in found.items() if -1 not in values}
+
+
+def _made_of_numbers_up_to(expr: ast.AST, epochs: int) -> bool:
+    """`milestones=[30]`: only whole numbers written out, none above `epochs`."""
+    numbers = [n.value for n in ast.walk(expr) if isinstance(n, ast.Constant)]
+    if not numbers or not all(type(n) is int for n in numbers):
+        return False
+    if any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) for n in ast.walk(expr)):
+        return False
+    return max(numbers) <= epochs
 
 
 def _epoch_loop(loops: list[ast.AST]) -> ast.AST:
