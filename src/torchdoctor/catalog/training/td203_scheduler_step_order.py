@@ -208,7 +208,8 @@ The per-batch case needs the scheduler to be built in the same function as the l
   循环（位于 epoch 循环内、遍历 `DataLoader` 的循环；或者所在函数在本文件中的每次调用都位于 epoch 循环里：
   `for epoch in range(1, EPOCHS + 1): train(model, loader, optimizer, scheduler)`）里 step。
   只有数字明确表明以 epoch 为单位时才报告：里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环
-  `range(...)` 的上界（一个数字、模块顶层只赋值一次的常量 `EPOCHS = 50`，或本文件中每次调用都传入数字的参数），或 `ExponentialLR` 的 `gamma` 小于 0.99。
+  `range(...)` 的上界（一个数字、模块顶层只赋值一次的常量 `EPOCHS = 50`，
+  或本文件中每次调用都传入数字的参数），或 `ExponentialLR` 的 `gamma` 小于 0.99。
   调度器可以是函数的参数，由文件中对该函数的唯一一次调用传入（`train_model(model, ...,
   exp_lr_scheduler, num_epochs=60)`），epoch 循环与 batch 循环之间也可以隔着一个遍历训练/验证阶段的循环。
 
@@ -903,7 +904,9 @@ def _epochs_of_every_call(ctx: Context, function: ast.AST | None) -> int | None:
     ]
     counts = []
     for call in calls:
-        loop = next((node for node, _ in lineage(call, found.parents) if type(node) is ast.For), None)
+        loop = next(
+            (node for node, _ in lineage(call, found.parents) if type(node) is ast.For), None
+        )
         stop = _range_end(loop) if loop is not None else None
         count = _counted(stop, ctx) if stop is not None else None
         if count is None:
