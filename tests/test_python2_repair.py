@@ -162,6 +162,12 @@ def test_a_block_header_with_no_body_hides_no_other_finding():
     two = source.replace("    for x in loader:\n", "    for x in loader:\n    for y in x:\n")
     assert [(f.line, f.code) for f in check_source(two, "train.py", ALL).findings] == [(6, "TD700")]
     assert repair_empty_blocks("x = {1 2}\n") is None and repair_empty_blocks("x = 1\n") is None
+    # easyrl's script ends with `def make_env():` and nothing after: Python points at the header
+    # itself; the rest of the file is still read.
+    unfinished_end = "import torch.nn as nn\n\nnn.init.orthogonal(w)\n\ndef make_env():\n"
+    assert repair_empty_blocks(unfinished_end)[0] == unfinished_end.replace("():", "(): pass")
+    assert (3, 1, "TD803") in findings(unfinished_end)
+    assert repair_empty_blocks("x = 1\ndef f():\n\ny = 2\n")[0] == "x = 1\ndef f(): pass\n\ny = 2\n"
     # A header typed without its colon and its body (ATEC2018's `with open(path)`): each place
     # is reported with what Python said there once the one before it was repaired.
     unfinished = (

@@ -46,6 +46,7 @@ from torchdoctor.lint.bindings import (
 from torchdoctor.lint.context import (
     CNN_FACTORIES,
     MODULE_SELF_METHODS,
+    TORCH_STAR_EXPORTS,
     VARIABLE_QUALNAMES,
     unwrap_self_methods,
     assigned_name,
@@ -233,6 +234,7 @@ __all__ = [
     "HOOKS",
     "MODULE_SELF_METHODS",
     "unwrap_self_methods",
+    "TORCH_STAR_EXPORTS",
     "VARIABLE_QUALNAMES",
     "ROLES",
     "ROLE_CONTRACTS",

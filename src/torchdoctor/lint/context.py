@@ -70,6 +70,15 @@ _TUPLE_WITH_DIM = frozenset({"max", "min"})
 
 # PyTorch 0.3's `Variable`, a no-op wrapper of a tensor since 0.4, under both its names.
 VARIABLE_QUALNAMES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# What `from torch.autograd import *` (or `torch.nn.init`) binds that rules ask about: names of
+# the module's `__all__` (a test checks them against the installed torch).
+TORCH_STAR_EXPORTS = {
+    "torch.autograd": ("Variable", "Function"),
+    "torch.nn.init": (
+        *("uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal"),
+        *("kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"),
+    ),
+}
 
 # Module methods that return the module itself.
 MODULE_SELF_METHODS = frozenset(
@@ -1079,7 +1088,10 @@ class Context:
         torch.autograd import Variable` in `utils.py`). A name the file binds itself stays its
         own."""
         bound = [("torch", "torch")]
-        if node.level or self.project.is_project_module(node.module or ""):
+        module = node.module or ""
+        if not node.level and module in TORCH_STAR_EXPORTS:  # `from torch.autograd import *`
+            bound += [(name, f"{module}.{name}") for name in TORCH_STAR_EXPORTS[module]]
+        if node.level or self.project.is_project_module(module):
             bound += self.project.star_reexports
             # The project's modules import from torch what they pass on: this file uses torch.
             self.imports_torch = self.imports_torch or bool(self.project.star_reexports)

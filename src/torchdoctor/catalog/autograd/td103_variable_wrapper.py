@@ -90,7 +90,8 @@ grad, and `x.requires_grad_()` changes `x` itself (write `x.detach().requires_gr
 a separate leaf). With `volatile=` the fix drops the flag and is unsafe: the flag has no effect
 any more, but the no-gradient intent needs a `torch.no_grad()` block that the fix cannot write.
 The `Variable` import is left in place. Calls with other arguments get no fix. A `Variable`
-imported under another name (`from torch.autograd import Variable as Var`) is recognised too.
+imported under another name (`from torch.autograd import Variable as Var`) is recognised too,
+and so is one a star import brings (`from torch.autograd import *`).
 """,
         "zh": """
 ## What it catches
@@ -121,7 +122,8 @@ imported under another name (`from torch.autograd import Variable as Var`) is re
 而 `x.requires_grad_()` 会修改 `x` 本身（若想保留一个独立的叶子张量，请写 `x.detach().requires_grad_()`）。
 带 `volatile=` 时修复会删掉这个参数，也是不安全的：该参数虽然早已不起作用，但“不记录梯度”的本意
 需要一个 `torch.no_grad()` 代码块，而修复无法替你写出来。`Variable` 的导入语句保持不变。
-带其他参数的调用不提供修复。以别名导入的 `Variable`（`from torch.autograd import Variable as Var`）同样会被识别。
+带其他参数的调用不提供修复。以别名导入的 `Variable`（`from torch.autograd import Variable as Var`）同样会被识别，
+星号导入带来的（`from torch.autograd import *`）也一样。
 """,
     },
     example="""

@@ -9,6 +9,7 @@ from functools import wraps
 from typing import Callable, Iterator
 
 from torchdoctor.catalog.sdk import (
+    TORCH_STAR_EXPORTS,
     lazy_compile,
     Clue,
     Context,
@@ -76,7 +77,8 @@ PyTorch APIs from before 1.0 that were renamed, removed, or kept only as no-ops:
   `torch.irfft`, `torch.ifft` (the `torch.linalg` and `torch.fft` modules replace them).
 
 Names are resolved through imports, so `init.xavier_uniform`, `torch.nn.init.xavier_uniform`
-and `from torch.nn.init import xavier_uniform` are all found. `Variable(x, volatile=True)` is
+and `from torch.nn.init import xavier_uniform` are all found; after `from torch.nn.init import
+*`, where no import names it, a call of `orthogonal(w)` is reported where it is used. `Variable(x, volatile=True)` is
 `variable-wrapper`'s (TD103) to report: the wrapper and its flag are both obsolete, and one
 finding says so.
 
@@ -149,7 +151,8 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
   和 `torch.fft` 模块取代）。
 
 名字会通过导入语句解析，所以 `init.xavier_uniform`、`torch.nn.init.xavier_uniform` 以及
-`from torch.nn.init import xavier_uniform` 都能被发现。`Variable(x, volatile=True)` 由
+`from torch.nn.init import xavier_uniform` 都能被发现；`from torch.nn.init import *` 之后没有哪条导入语句写出这个名字，
+这时 `orthogonal(w)` 在使用处报告。`Variable(x, volatile=True)` 由
 `variable-wrapper`（TD103）报告：包装器和它的参数都已过时，一条发现就说清楚了。
 
 为旧版 torch 保留的代码不会报告：`except ImportError` 或 `except AttributeError` 分支（以及它保护的 `try`），
@@ -385,6 +388,34 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         renamed = f"{new} as {alias.asname or alias.name}"
         fix = _fix(ctx, replacement.fix, renamed, ctx.replace(alias, renamed))
         yield ctx.finding(PITFALL, alias, fix=fix, old=alias.name, new=new)
+
+
+@PITFALL.static(ast.Name, names=frozenset(TORCH_STAR_EXPORTS["torch.nn.init"]))
+@_outside_compat_fallbacks
+def check_star_imported(node: ast.Name, ctx: Context) -> Iterator[Finding]:
+    """`orthogonal(w)` after `from torch.nn.init import *` (easyrl): no import names it to be
+    reported at, so it is reported where it is used."""
+    if type(node.ctx) is not ast.Load or node.id in _imported_by_name(ctx):
+        return
+    replacement = RENAMES.get(ctx.qualname(node) or "")
+    if replacement is None or replacement.removed or only_identified(node, ctx):
+        return
+    new = replacement.last_name
+    fix = None if replacement.keywords else _fix(ctx, replacement.fix, new, ctx.replace(node, new))
+    yield ctx.finding(PITFALL, node, fix=fix, old=node.id, new=new)
+
+
+@per_file
+def _imported_by_name(ctx: Context) -> frozenset[str]:
+    """The names the module's top-level `from ... import name` statements bind (reported at
+    the import, when deprecated)."""
+    return frozenset(
+        alias.asname or alias.name
+        for statement in ctx.tree.body
+        if type(statement) is ast.ImportFrom
+        for alias in statement.names
+        if alias.name != "*"
+    )
 
 
 @PITFALL.static(ast.Call, names={"backward"}, imported=True)

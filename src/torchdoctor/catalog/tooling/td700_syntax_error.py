@@ -69,8 +69,8 @@ of 2016-2018): the first is reported, and the file is read as if each were brack
 statements as they are. Python 2's `a <> b` is read as `a != b` the same way, and a
 compound statement's header typed without its colon (`else`, `def f(x)`: "expected ':'") as if
 it had it (up to five in a file), and one block header with no body under it (`if not debug:`
-then a line no deeper, as while the code is being written: "expected an indented block") as if
-its body were `pass`. Indentation
+then a line no deeper, or the file's last line, as while the code is being written: "expected
+an indented block") as if its body were `pass`. Indentation
 that mixes tabs and spaces (`TabError` on Python 3) is
 reported where Python stops, and the file is read as Python 2 read it, a tab reaching the next
 multiple of eight columns; the other findings in such a file come without a fix until the
@@ -116,7 +116,7 @@ PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成�
 也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`）来读，于是那个年代的 PyTorch 写法
 （`it.next()`、`loss.data[0]`、`Variable(..., volatile=True)`）也会被报告。对这些行的修复不会改动 Python 2 语句。
 Python 2 的 `a <> b` 同样处理，按 `a != b` 读取；漏写冒号的复合语句头（`else`、`def f(x)`：
-"expected ':'"）按补上冒号来读（一个文件最多五处）；下面没有语句体的一个复合语句头（`if not debug:` 后面一行没有缩进，
+"expected ':'"）按补上冒号来读（一个文件最多五处）；下面没有语句体的一个复合语句头（`if not debug:` 后面一行没有缩进，或者它就是文件的最后一行，
 代码还在编写时常见："expected an indented block"）按语句体为 `pass` 来读。
 混用制表符和空格的缩进（在 Python 3 下是 `TabError`）
 在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列）；在缩进统一之前，
@@ -435,6 +435,12 @@ def repair_empty_blocks(source: str) -> tuple[str, list[tuple[int, int]]] | None
             return None
         lines = source.splitlines(keepends=True)
         header = min(error.lineno, len(lines) + 1) - 2  # the last line of code before the body
+        if (
+            error.lineno <= len(lines)
+            and _HEADER_COLON.search(lines[error.lineno - 1].rstrip("\r\n"))
+            and all(line.strip()[:1] in ("", "#") for line in lines[error.lineno :])
+        ):
+            header = error.lineno - 1  # the file ends with the header (`def make_env():`)
         while header >= 0 and lines[header].strip()[:1] in ("", "#"):
             header -= 1
         colon = _HEADER_COLON.search(lines[header].rstrip("\r\n")) if header >= 0 else None

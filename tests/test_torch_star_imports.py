@@ -1,0 +1,39 @@
+"""`from torch.autograd import *` (and `torch.nn.init`) binds the names the rules ask about: the
+table the checker reads, against the installed torch, and what a check then finds."""
+
+from __future__ import annotations
+
+import importlib
+
+from conftest import import_torch
+
+from torchdoctor.lint.checker import check_source
+from torchdoctor.lint.context import TORCH_STAR_EXPORTS
+
+import_torch()
+
+
+def test_each_name_is_in_the_modules_all():
+    for module, names in TORCH_STAR_EXPORTS.items():
+        exported = set(importlib.import_module(module).__all__)
+        assert set(names) <= exported, (module, set(names) - exported)
+
+
+def test_names_of_a_star_import_from_torch_are_torchs():
+    # MADDPG-on-PyTorch: `from torch.autograd import *`, then `Variable(...)`; easyrl's init.
+    source = (
+        "import torch\nfrom torch.autograd import *\nfrom torch.nn.init import *\n\n"
+        "states = Variable(torch.zeros(3))\northogonal(torch.empty(3, 3))\n"
+    )
+    found = {
+        (f.line, f.code)
+        for f in check_source(source, "maddpg.py", frozenset({"TD103", "TD803"})).findings
+    }
+    assert found == {(5, "TD103"), (6, "TD803")}
+    # A name the file binds itself stays its own.
+    own = source.replace("\n\nstates", "\n\n\ndef Variable(x):\n    return x\n\n\nstates")
+    found = {
+        (f.line, f.code)
+        for f in check_source(own, "maddpg.py", frozenset({"TD103", "TD803"})).findings
+    }
+    assert found == {(11, "TD803")}
