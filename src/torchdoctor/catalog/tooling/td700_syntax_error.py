@@ -116,7 +116,8 @@ PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成�
 也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`）来读，于是那个年代的 PyTorch 写法
 （`it.next()`、`loss.data[0]`、`Variable(..., volatile=True)`）也会被报告。对这些行的修复不会改动 Python 2 语句。
 Python 2 的 `a <> b` 同样处理，按 `a != b` 读取；漏写冒号的复合语句头（`else`、`def f(x)`：
-"expected ':'"）按补上冒号来读（一个文件最多五处）；下面没有语句体的一个复合语句头（`if not debug:` 后面一行没有缩进，或者它就是文件的最后一行，
+"expected ':'"）按补上冒号来读（一个文件最多五处）；下面没有语句体的一个复合语句头
+（`if not debug:` 后面一行没有缩进，或者它就是文件的最后一行，
 代码还在编写时常见："expected an indented block"）按语句体为 `pass` 来读。
 混用制表符和空格的缩进（在 Python 3 下是 `TabError`）
 在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列）；在缩进统一之前，
