@@ -1621,3 +1621,25 @@ def test_a_loader_made_by_a_function_of_another_module_yields_tensors(tmp_path):
         )
     )
     assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout
+
+
+def test_a_parameter_annotated_with_a_model_class_of_the_project_holds_a_model(tmp_path):
+    # DDPG-PyTorch's agent: `def __init__(self, critic: Critic, ...)`, `self.critic = critic`,
+    # then `torch.save(self.critic, path)`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "networks.py").write_text(
+        "import torch.nn as nn\n\n\nclass Critic(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(2, 1)\n\n\nclass Buffer:\n    pass\n"
+    )
+    (tmp_path / "src" / "ddpg.py").write_text(
+        "import torch\nfrom src import networks\nfrom src.networks import Buffer, Critic\n\n\n"
+        "class Agent:\n    def __init__(self, critic: Critic, memory: Buffer):\n"
+        "        self.critic = critic\n        self.memory = memory\n\n"
+        "    def save(self):\n        torch.save(self.critic, 'critic')\n"
+        "        torch.save(self.memory, 'memory')\n\n\n"
+        "def save_target(target: networks.Critic):\n    torch.save(target, 'target')\n"
+    )
+    run = _check(tmp_path, ".")
+    assert "ddpg.py:12:9: TD503" in run.stdout and "ddpg.py:17:5: TD503" in run.stdout, run.stdout
+    assert run.stdout.count("TD503") == 2

@@ -649,6 +649,11 @@ class Context:
             cls = self._local_class(annotation.id)
             if cls is not None and self.is_module_class(cls):
                 return Kind.MODULE
+            if cls is None and self._project_module_class(annotation.id, qualname):
+                return Kind.MODULE  # `critic: Critic`, of `from src.networks import Critic`
+        elif isinstance(annotation, ast.Attribute) and qualname:
+            if self._project_module_class(annotation.attr, qualname):
+                return Kind.MODULE  # `critic: networks.Critic`
         return Kind.UNKNOWN
 
     # ---- classes -----------------------------------------------------------------------------
