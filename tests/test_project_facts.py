@@ -1643,3 +1643,33 @@ def test_a_parameter_annotated_with_a_model_class_of_the_project_holds_a_model(t
     run = _check(tmp_path, ".")
     assert "ddpg.py:12:9: TD503" in run.stdout and "ddpg.py:17:5: TD503" in run.stdout, run.stdout
     assert run.stdout.count("TD503") == 2
+
+
+def test_a_step_method_of_the_project_that_only_computes_clears_no_gradient(tmp_path):
+    # ECG's training loop: `loss = model.training_step((data, target))`, `loss.backward()`,
+    # `optimizer.step()`, and `optimizer.zero_grad()` commented out. The model's
+    # `training_step` only computes the loss: nothing clears the gradients.
+    (tmp_path / "pyproject.toml").write_text("")
+    model = (
+        "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class Classifier(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n        return self.fc(x)\n\n"
+        "    def training_step(self, batch):\n        data, target = batch\n"
+        "        return F.cross_entropy(self(data), target)\n"
+    )
+    (tmp_path / "model.py").write_text(model)
+    (tmp_path / "training.py").write_text(
+        "import torch\n\n\ndef fit(epochs, model, loader):\n"
+        "    optimizer = torch.optim.Adam(model.parameters())\n    for epoch in range(epochs):\n"
+        "        for batch in loader:\n            loss = model.training_step(batch)\n"
+        "            loss.backward()\n            optimizer.step()\n            # optimizer.zero_grad()\n"
+    )
+    assert "training.py:7:9: TD201" in _check(tmp_path, ".", rule="TD201").stdout
+    # One that may clear them (it says `grad`) keeps the loop unreported, as any unknown step.
+    (tmp_path / "model.py").write_text(
+        model.replace(
+            "        data, target = batch\n",
+            "        self.zero_grad()\n        data, target = batch\n",
+        )
+    )
+    assert "TD201" not in _check(tmp_path, ".", rule="TD201").stdout

@@ -659,6 +659,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _mask_makers(lines)
     if b"self.forward(" in source or b"self(" in source:
         markers += _self_running_methods(lines)
+    if b"step" in source:
+        markers += _step_methods(lines)
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source
@@ -780,6 +782,33 @@ def _self_running_methods(source: bytes) -> list[str]:
         if _SELF_RUN.search(source, start, end) is not None:
             found.add(RUNS_ITSELF + name.decode("ascii", "replace"))
     return sorted(found)
+
+
+STEP_METHOD = "step-method:"
+PLAIN_STEP = "plain-step:"
+_STEP_METHOD_DEF = lazy_compile(rb"\n([ \t]+)def[ \t]+(\w{0,60}step\w{0,60})[ \t]*\([ \t]*self\b")
+
+
+def _step_methods(source: bytes) -> list[str]:
+    """STEP_METHOD + "name=N" for each method named like a step (`training_step`) whose body
+    neither says `grad` nor steps anything (`.step(`): it computes, and leaves the gradients
+    alone (ECG's `model.training_step(batch)`, returning the loss); "name=C" for one that may
+    clear them. A method's body runs to the next `def` as indented as its own, or to the next
+    top-level line. `source`: the text with a line break put in front."""
+    found = []
+    for match in _STEP_METHOD_DEF.finditer(source):
+        indent = match.group(1)
+        end = source.find(b"\n" + indent + b"def ", match.end())
+        body = source[match.end() : end if end != -1 else len(source)]
+        top = _TOP_LEVEL_LINE.search(body)
+        if top is not None:
+            body = body[: top.start()]
+        plain = b"grad" not in body and b"step(" not in body
+        name = match.group(2).decode("ascii", "replace")
+        if name == "step":
+            continue  # an environment's or an optimizer's own: not a training helper
+        found.append(f"{STEP_METHOD}{name}={'N' if plain else 'C'}")
+    return found
 
 
 def _evaluators(source: bytes) -> set[str]:
@@ -1301,6 +1330,13 @@ class FactsReader:
         classes |= _model_factory_functions(self._returns_of, classes)
         markers = self._markers | {
             LOADER_FROM + name for name in _loader_factories(self._returns_of)
+        }
+        # Methods named like a step none of whose definitions may clear gradients.
+        steps = {entry for entry in self._markers if entry.startswith(STEP_METHOD)}
+        markers |= {
+            PLAIN_STEP + entry[len(STEP_METHOD) : -2]
+            for entry in steps
+            if entry.endswith("=N") and entry[:-1] + "C" not in steps
         }
         schedulers = _scheduler_classes(self._bases_of)
         functions = {

@@ -8,6 +8,7 @@ from bisect import bisect_left
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    PLAIN_STEP,
     Context,
     constant_range,
     FileIndex,
@@ -75,7 +76,9 @@ header, naming its first step; a branch's step on the step.
 Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
 loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
 `train_step(...)`, anything named like `*zero_grad*`, a function of the file or a method of
-the loop's class that calls `zero_grad()` itself: `self.run_iter(...)`), DeepSpeed's `engine.step()` (it clears
+the loop's class that calls `zero_grad()` itself: `self.run_iter(...)`; but not a method of the
+project named like a step whose every definition neither says `grad` nor steps anything, a
+model's `training_step(batch)` that only computes the loss), DeepSpeed's `engine.step()` (it clears
 the gradients itself), `optimizer.step(...)` with an argument (an LBFGS closure usually clears
 them; `DistributedOptimizer.step(context_id)` keeps gradients per context), loops that build a
 new model or optimizer every time round, loops that `break` right after the step, loops of at
@@ -111,7 +114,8 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 
 梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数、本文件中自己调用了
-`zero_grad()` 的函数，或循环所在类中自己调用了 `zero_grad()` 的方法：`self.run_iter(...)`）；
+`zero_grad()` 的函数，或循环所在类中自己调用了 `zero_grad()` 的方法：`self.run_iter(...)`；
+但项目中名字像 step、而每个定义既不提 `grad` 也不调用任何 step 的方法不算，例如只计算损失的 `training_step(batch)`）；
 DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.step(...)`（LBFGS 的闭包里通常会清零，
 `DistributedOptimizer.step(context_id)` 的梯度按上下文分开保存）；每次迭代都新建模型或优化器的循环；
 `step` 之后紧跟 `break` 的循环；在常量 `range(...)` 上最多两轮的循环（基准测试的预热）；
@@ -477,6 +481,8 @@ def _is_unknown_step(call: ast.Call, ctx: Context) -> bool:
     )
     if "step" not in name.lower():
         return False
+    if isinstance(func, ast.Attribute) and ctx.project.has(PLAIN_STEP + name):
+        return False  # `model.training_step(batch)`, a method of the project that only computes
     if name == "step" and (
         stepped_optimizer(call, ctx) is not None or is_scheduler_step(call, ctx)
     ):
