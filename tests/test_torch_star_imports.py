@@ -1,5 +1,6 @@
-"""`from torch.autograd import *` (and `torch.nn.init`) binds the names the rules ask about: the
-table the checker reads, against the installed torch, and what a check then finds."""
+"""What a check finds through a star import from torch (`from torch.autograd import *`,
+`torch.nn.init`: the names the checker binds, against the installed torch), and the places its
+messages name."""
 
 from __future__ import annotations
 
@@ -37,3 +38,15 @@ def test_names_of_a_star_import_from_torch_are_torchs():
         for f in check_source(own, "maddpg.py", frozenset({"TD103", "TD803"})).findings
     }
     assert found == {(11, "TD803")}
+
+
+def test_dataparallel_run_before_a_move_names_the_line_of_the_wrap():
+    # conditional-musegan's generate.py: the wrap on one line, the run twenty lines later: the
+    # message says where the model was wrapped, where the move belongs.
+    source = (
+        "import torch\nimport torch.nn as nn\n\n\ndef generate(z):\n    generator = nn.Linear(4, 2)\n"
+        "    generator = torch.nn.DataParallel(generator)\n    generator.eval()\n"
+        "    return generator(z)\n"
+    )
+    (finding,) = check_source(source, "generate.py", frozenset({"TD601"})).findings
+    assert finding.line == 9 and "DataParallel on line 7 and runs it here" in finding.message

@@ -30,10 +30,10 @@ PITFALL = Pitfall(
     },
     messages={
         "": {
-            "en": "`{wrapper}` wraps `{model}` in DataParallel and runs it, but `{model}` is never moved "
-            "to the GPU before: call `.to(device)` or `.cuda()` first",
-            "zh": "`{wrapper}` 用 DataParallel 包装了 `{model}` 并运行它，但之前从未把 `{model}` 移到 GPU："
-            "请先调用 `.to(device)` 或 `.cuda()`",
+            "en": "`{wrapper}` wraps `{model}` in DataParallel on line {line} and runs it here, but "
+            "`{model}` is never moved to the GPU before: call `.to(device)` or `.cuda()` first",
+            "zh": "`{wrapper}` 在第 {line} 行用 DataParallel 包装了 `{model}` 并在这里运行它，但之前从未把 "
+            "`{model}` 移到 GPU：请先调用 `.to(device)` 或 `.cuda()`",
         }
     },
     docs={
@@ -135,7 +135,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     forward = _first_forward(ctx, statement, wrapper)
     if forward is None or _touched_before(ctx, names, forward):
         return
-    yield ctx.finding(PITFALL, forward, wrapper=wrapper, model=ctx.text(model))
+    yield ctx.finding(PITFALL, forward, wrapper=wrapper, model=ctx.text(model), line=call.lineno)
 
 
 def _has_move(expr: ast.AST, ctx: Context) -> bool:
