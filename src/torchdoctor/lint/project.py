@@ -709,10 +709,11 @@ def file_facts(source: bytes) -> FileFacts:
     layers = sorted(_class_layers(lines, layer_words, functions)) if classes else []
     if layer_words:
         layers += _model_factories(lines, layer_words, functions)
-    if b"return " in source:
-        layers += _returned_calls(lines, functions)
+    if b"return " in source and functions:
+        returns = _function_returns(lines, functions)
+        layers += _returned_calls(lines, functions, returns)
         if any(word in source for word in _DETACHING_WORDS):
-            markers += _detaching_functions(lines, functions)
+            markers += _detaching_functions(lines, functions, returns)
     steps = sorted(_method_steps(lines)) if classes and b".step(" in source else []
     loaders = sorted(_loader_attributes(source)) if b"DataLoader" in source else []
     return (
@@ -758,8 +759,9 @@ def _method_steps(source: bytes) -> set[str]:
     return found
 
 
-# `self.forward(x)`, `self(x)` (not `myself(`, `obj.self(`).
-_SELF_RUN = lazy_compile(rb"(?<![\w.])self(?:\.forward)?[ \t]*\(")
+# `self.forward(x)`, `self(x)`; the byte before is looked at (not `myself(`, `obj.self(`):
+# a pattern that begins with its literal is searched fast.
+_SELF_RUN = lazy_compile(rb"self(?:\.forward)?[ \t]*\(")
 RUNS_ITSELF = "runs-itself:"
 
 
@@ -768,9 +770,14 @@ def _self_running_methods(source: bytes) -> list[str]:
     `def loss(self, x, y): return self.criterion(self.forward(x), y)`, `denoise`): a call of it
     on a model runs the model. A method's body runs to the next method or top-level line.
     `source`: the text with a line break put in front."""
-    methods = [(m.end(), m.start(), m.group(2)) for m in _METHOD.finditer(source)]
-    if not methods:
+    runs = [
+        m.start()
+        for m in _SELF_RUN.finditer(source)
+        if m.start() and source[m.start() - 1] not in _WORD_OR_DOT
+    ]
+    if not runs:
         return []
+    methods = [(m.end(), m.start(), m.group(2)) for m in _METHOD.finditer(source)]
     tops = [m.start() for m in _TOP_LEVEL_LINE.finditer(source)]
     found = set()
     for number, (start, _, name) in enumerate(methods):
@@ -779,14 +786,18 @@ def _self_running_methods(source: bytes) -> list[str]:
         after = methods[number + 1][1] if number + 1 < len(methods) else len(source)
         top = bisect_left(tops, start)
         end = min(after, tops[top]) if top < len(tops) else after
-        if _SELF_RUN.search(source, start, end) is not None:
+        first = bisect_left(runs, start)
+        if first < len(runs) and runs[first] < end:
             found.add(RUNS_ITSELF + name.decode("ascii", "replace"))
     return sorted(found)
 
 
+_WORD_OR_DOT = _WORD_BYTES | {ord(".")}
 STEP_METHOD = "step-method:"
 PLAIN_STEP = "plain-step:"
-_STEP_METHOD_DEF = lazy_compile(rb"\n([ \t]+)def[ \t]+(\w{0,60}step\w{0,60})[ \t]*\([ \t]*self\b")
+# `def training_step(self, ...)`: begins with its literal (see _SELF_RUN); the indentation
+# before it is read from the line.
+_STEP_METHOD_DEF = lazy_compile(rb"def[ \t]+(\w{0,60}step\w{0,60})[ \t]*\([ \t]*self\b")
 
 
 def _step_methods(source: bytes) -> list[str]:
@@ -797,16 +808,17 @@ def _step_methods(source: bytes) -> list[str]:
     top-level line. `source`: the text with a line break put in front."""
     found = []
     for match in _STEP_METHOD_DEF.finditer(source):
-        indent = match.group(1)
-        end = source.find(b"\n" + indent + b"def ", match.end())
-        body = source[match.end() : end if end != -1 else len(source)]
-        top = _TOP_LEVEL_LINE.search(body)
-        if top is not None:
-            body = body[: top.start()]
-        plain = b"grad" not in body and b"step(" not in body
-        name = match.group(2).decode("ascii", "replace")
-        if name == "step":
-            continue  # an environment's or an optimizer's own: not a training helper
+        line = source.rfind(b"\n", 0, match.start())
+        indent = source[line + 1 : match.start()]
+        name = match.group(1).decode("ascii", "replace")
+        if not indent or indent.strip(b" \t") or name == "step":
+            continue  # a function, not a method; an environment's or optimizer's own `step`
+        start = match.end()
+        end = source.find(b"\n" + indent + b"def ", start)
+        end = end if end != -1 else len(source)
+        top = _TOP_LEVEL_LINE.search(source, start, end)
+        end = top.start() if top is not None else end
+        plain = source.find(b"grad", start, end) == -1 and source.find(b"step(", start, end) == -1
         found.append(f"{STEP_METHOD}{name}={'N' if plain else 'C'}")
     return found
 
@@ -950,26 +962,35 @@ _CALL_ASSIGNED = lazy_compile(rb"\n[ \t]+(\w{1,80})[ \t]*=[ \t]*([\w.]{1,200})[ 
 _SAME_MODULE_METHODS = (".to", ".cuda", ".cpu", ".float", ".half", ".double", ".train")
 
 
-def _returned_calls(source: bytes, functions: list[_Function]) -> list[str]:
-    """ "name:>A,B" for each top-level function whose every `return` hands back a call of A or
-    B (`return SSD(...)`, or `return net` after `net = Net(...)`), "?" standing for a return
-    of anything else; the project's facts settle which such functions build modules. `source`:
-    the text with a line break put in front."""
+def _function_returns(source: bytes, functions: list[_Function]) -> list[tuple[int, re.Match]]:
+    """Each `return` of the top-level functions, with the number of its function (one pass
+    over the text, for the facts that read returns). `source`: the text with a line break put
+    in front."""
     if not functions:
         return []
     starts = [start for _, start, _ in functions]
-    assigned: dict[int, dict[bytes, list[tuple[int, bytes]]]] = {}
-    returned: dict[int, list[str]] = {}
+    found = []
     for match in _RETURN.finditer(source):
         number = bisect_left(starts, match.start()) - 1
-        if number < 0:
-            continue
-        _, start, end = functions[number]
-        if match.start() >= end:
-            continue  # a method's return, after the function
+        if number >= 0 and match.start() < functions[number][2]:  # not a method's, after it
+            found.append((number, match))
+    return found
+
+
+def _returned_calls(
+    source: bytes, functions: list[_Function], returns: list[tuple[int, re.Match]]
+) -> list[str]:
+    """ "name:>A,B" for each top-level function whose every `return` hands back a call of A or
+    B (`return SSD(...)`, or `return net` after `net = Net(...)`), "?" standing for a return
+    of anything else; the project's facts settle which such functions build modules. `source`:
+    the text with a line break put in front; `returns`: its functions' (`_function_returns`)."""
+    assigned: dict[int, dict[bytes, list[tuple[int, bytes]]]] = {}
+    returned: dict[int, list[str]] = {}
+    for number, match in returns:
         if match.group(1) is not None:  # a bare `return` (an error path's) hands back nothing
             made = assigned.get(number)
             if made is None:  # the calls the function assigns to names, read once
+                _, start, end = functions[number]
                 made = assigned[number] = _assigned_calls(source, start, end)
             returned.setdefault(number, []).append(_returned_callee(match, made))
     return [
@@ -980,22 +1001,21 @@ def _returned_calls(source: bytes, functions: list[_Function]) -> list[str]:
 
 # `return x.view(-1).data.tolist()[0]`, `return t.detach().cpu().numpy()`: a value with no graph.
 _DETACHING_WORDS = (b".item()", b".tolist()", b".numpy()")
-_RETURN_LINE = lazy_compile(rb"\n[ \t]+return\b([^\n]*)")
 DETACHED_FROM = "detached-from:"
 
 
-def _detaching_functions(source: bytes, functions: list[_Function]) -> list[str]:
+def _detaching_functions(
+    source: bytes, functions: list[_Function], returns: list[tuple[int, re.Match]]
+) -> list[str]:
     """DETACHED_FROM + the name of each top-level function whose every `return` line hands back
     a value taken out of the graph (turangojayev's `scalar`, returning `x.data.tolist()[0]`) or
     None: `loss = scalar(loss)` keeps no graph. `source`: the text with a line break put in
-    front."""
-    starts = [start for _, start, _ in functions]
+    front; `returns`: its functions' (`_function_returns`)."""
     detaching: dict[int, bool] = {}
-    for match in _RETURN_LINE.finditer(source):
-        number = bisect_left(starts, match.start()) - 1
-        if number < 0 or match.start() >= functions[number][2]:
-            continue
-        returned = match.group(1).split(b"#")[0].strip()
+    for number, match in returns:
+        end = source.find(b"\n", match.end())
+        returned = source[match.start() : end if end != -1 else len(source)]
+        returned = returned.split(b"#")[0].strip()[len(b"return") :].strip()
         if returned in (b"", b"None"):
             continue  # no tensor either (`if x is None: return None`)
         detaching[number] = detaching.get(number, True) and any(
