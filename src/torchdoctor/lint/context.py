@@ -512,7 +512,11 @@ class Context:
                 return Kind.MODULE
             if cls is None and self._project_class(func.id, qualname, Kind.SCHEDULER):
                 return Kind.SCHEDULER
-            if cls is None and self._project_loader_factory(func.id, qualname):
+            if (
+                cls is None
+                and LOADER_FROM + func.id in self.project.markers  # (the hot path: inlined)
+                and self.from_project(func.id, qualname)
+            ):
                 return Kind.LOADER  # `loader = get_train_dataloader(...)`, of another module
             returned = self.returned_by(call)
             if type(returned) is Kind and returned is not Kind.UNKNOWN:
