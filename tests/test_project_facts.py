@@ -1673,3 +1673,25 @@ def test_a_step_method_of_the_project_that_only_computes_clears_no_gradient(tmp_
         )
     )
     assert "TD201" not in _check(tmp_path, ".", rule="TD201").stdout
+
+
+def test_an_evaluation_called_without_gradients_from_another_file_keeps_no_graph(tmp_path):
+    # `total += criterion(model(x), y)` in utils.validate keeps every batch's graph, unless
+    # whoever calls it turns recording off: train.py's `with torch.no_grad(): validate(...)`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\n\ndef validate(model, val_loader, criterion):\n    total = 0\n"
+        "    for x, y in val_loader:\n        out = model(x)\n        loss = criterion(out, y)\n"
+        "        total += loss\n    return total\n"
+    )
+    train = (
+        "import torch\nfrom utils import validate\n\n\ndef main(model, val_loader, criterion):\n"
+    )
+    (tmp_path / "train.py").write_text(
+        train + "    return validate(model, val_loader, criterion)\n"
+    )
+    assert "utils.py:9:9: TD102" in _check(tmp_path, ".", rule="TD102").stdout
+    (tmp_path / "train.py").write_text(
+        train + "    with torch.no_grad():\n        return validate(model, val_loader, criterion)\n"
+    )
+    assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout

@@ -565,6 +565,8 @@ _NO_GRAD_BLOCK = lazy_compile(
     rb"\n([ \t]*)with[ \t]+torch\.(?:no_grad|inference_mode)\(\)[ \t]*:[ \t]*(?:#[^\n]*)?(?=\n)"
 )
 _METHOD_CALLED = lazy_compile(rb"\.(\w{1,80})[ \t]*\(")
+# A function called by its bare name (`validate(model, loader)`), in a line of such a block.
+_FUNCTION_CALLED = lazy_compile(rb"(?:^|[^\w.])([A-Za-z_]\w{0,79})[ \t]*\(")
 CALLED_WITHOUT_GRAD = "called-without-grad:"
 # Blocks read per file, and lines per block: a bounded scan, whatever the file.
 _MAX_NO_GRAD_BLOCKS = 200
@@ -572,10 +574,10 @@ _MAX_BLOCK_LINES = 400
 
 
 def _methods_called_without_grad(text: bytes) -> list[str]:
-    """CALLED_WITHOUT_GRAD + "name" for each method the file calls as `x.name(...)` inside a
-    `with torch.no_grad():` block (world-models' scripts run `r_gen.rollout(params)` so, and
-    the rollout's own file never says it). The block is read by its indentation. `text`: the
-    file's text with a line break put in front."""
+    """CALLED_WITHOUT_GRAD + "name" for each method the file calls as `x.name(...)`, or function
+    as `name(...)`, inside a `with torch.no_grad():` block (world-models' scripts run
+    `r_gen.rollout(params)` so, and the rollout's own file never says it). The block is read by
+    its indentation. `text`: the file's text with a line break put in front."""
     found: set[str] = set()
     for count, block in enumerate(_NO_GRAD_BLOCK.finditer(text)):
         if count == _MAX_NO_GRAD_BLOCKS:
@@ -591,6 +593,9 @@ def _methods_called_without_grad(text: bytes) -> list[str]:
                     break
                 found.update(
                     m.group(1).decode("ascii", "replace") for m in _METHOD_CALLED.finditer(line)
+                )
+                found.update(
+                    m.group(1).decode("ascii", "replace") for m in _FUNCTION_CALLED.finditer(line)
                 )
             if end == -1:
                 break

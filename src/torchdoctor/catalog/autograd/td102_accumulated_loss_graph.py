@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from bisect import bisect_right
 
 from torchdoctor.catalog.sdk import (
+    CALLED_WITHOUT_GRAD,
+    Kind,
+    index,
+    lineage,
+    runs_without_gradients,
+    turns_recording_off,
     DETACHED_FROM,
     Context,
     constant_range,
@@ -34,6 +41,13 @@ PITFALL = Pitfall(
             "iteration's autograd graph: accumulate `{loss}.item()` (or `{loss}.detach()`)",
             "zh": "`{total}` 收集了每次迭代的损失张量 `{loss}`，也就留住了每次迭代的计算图："
             "请累加 `{loss}.item()`（或 `{loss}.detach()`）",
+        },
+        "evaluation": {
+            "en": "`{total}` collects the loss tensor `{loss}` of every evaluation step, and with "
+            "it each step's autograd graph (nothing here turns recording off): accumulate "
+            "`{loss}.item()`, and evaluate under `torch.no_grad()`",
+            "zh": "`{total}` 收集了每个评估步骤的损失张量 `{loss}`，也就留住了每一步的计算图"
+            "（这里没有任何地方关闭梯度记录）：请累加 `{loss}.item()`，并在 `torch.no_grad()` 下评估",
         },
         "container": {
             "en": "`{total}` keeps `{loss}` of every iteration, which holds the loss `{part}` "
@@ -78,6 +92,13 @@ reset inside the loop) is fine and not reported, nor is a loss kept on one itera
 `if step == 0:`, a test of the loop's own variable) or rebound to a number first (`loss =
 loss.item()`, `loss = loss.data[0]`, or `loss = scalar(loss)` with a function of the project
 every `return` of which takes the value out of the graph: `.item()`, `.tolist()`, `.numpy()`).
+An evaluation loop that records gradients counts too: a function that neither backpropagates
+nor steps anything, named to evaluate (`validate`, `epochVal`, `test_epoch`) or looping over
+data named so, sums or keeps the losses of a model's outputs (`losstensorMean += loss(model(x),
+y)`) with no `torch.no_grad()` around the loop, around a call of the function in the file, nor,
+by the project's facts, around a call of its name in another file (CheXNet's validation, whose
+`Variable(input, volatile=True)` has recorded gradients since PyTorch 0.4): every batch's graph
+stays alive until the loop ends.
 A total set back to 0 only under an `if` (when it is
 printed every 20 batches) is reported: it links the graphs of the iterations in between.
 
@@ -125,6 +146,11 @@ nothing grows.
 或先被重新赋值为数值（`loss = loss.item()`、`loss = loss.data[0]`，或者 `loss = scalar(loss)`，
 其中 `scalar` 是项目中每个 `return` 都把值从计算图中取出的函数：`.item()`、`.tolist()`、`.numpy()`）的损失，
 也不会报告。
+记录梯度的评估循环也算：一个既不做反向传播、也不 step 任何东西的函数，名字表明它在评估（`validate`、`epochVal`、
+`test_epoch`）或遍历名字如此的数据，把模型输出的损失累加或保存下来（`losstensorMean += loss(model(x), y)`），
+而循环外、本文件中对该函数的调用外，以及（根据项目事实）其他文件中对这个名字的调用外，都没有 `torch.no_grad()`
+（CheXNet 的验证：它的 `Variable(input, volatile=True)` 自 PyTorch 0.4 起仍会记录梯度）：
+每个 batch 的计算图都会一直存活到循环结束。
 只在某个 `if` 之下才置零的总和（例如每 20 个 batch 打印一次后置零）仍会报告：它把两次置零之间各次迭代的计算图连在一起。
 
 ## Why is this bad?
@@ -250,6 +276,10 @@ def _check(
         and not _always_a_number(ctx, scope_of(name.id, ctx), name.id)
         and not _just_made_a_number(ctx, statement, name.id)
     ]
+    variant = ""
+    if not losses and not backpropagated:
+        losses = _evaluation_losses_kept(operands, loop, ctx)
+        variant = "evaluation"
     if not losses:
         if appended:  # `outputs.append(output)` after `output["loss"].backward()`
             kept = _container_kept(statement, total, operands, loop, ctx)
@@ -264,7 +294,112 @@ def _check(
         return None
     title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
     fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
-    return [ctx.finding(PITFALL, statement, fix=fix, total=total, loss=loss.id)]
+    return [ctx.finding(PITFALL, statement, variant, fix=fix, total=total, loss=loss.id)]
+
+
+# ---- an evaluation loop that records gradients -------------------------------------------------
+
+# Words of a function, or of what a loop iterates, that evaluates.
+_EVALUATION_WORDS = frozenset(
+    "val valid validate validation eval evaluate evaluation test testing".split()
+)
+_WORD = re.compile(r"[a-z]+|[A-Z][a-z]*")
+_TRAINING_WORDS = (
+    ".backward(",
+    ".step(",
+    "enable_grad",
+    "set_grad_enabled",
+    "autograd.grad(",
+    "requires_grad",
+)
+
+
+def _evaluation_losses_kept(
+    operands: list[ast.Name], loop: ast.stmt, ctx: Context
+) -> list[ast.Name]:
+    """The operands that are losses of a model's outputs made in an evaluation loop that records
+    gradients: its function neither backpropagates nor steps anything, is named to evaluate or
+    loops over data named so, and no `no_grad` is around it, nor around a call of it in the file,
+    nor (by the project's facts) around a call of its name in another file. CheXNet's `epochVal`:
+    `losstensorMean += losstensor` with inputs wrapped in `Variable(..., volatile=True)`, which
+    has recorded gradients since PyTorch 0.4: every batch's graph is kept."""
+    function = ctx.enclosing_function()
+    if function is None or runs_without_gradients(ctx) or not _evaluates(ctx, function, loop):
+        return []
+    if _called_without_gradients(ctx, function):
+        return []
+    return [name for name in operands if _loss_of_a_model_run(ctx, function, loop, name.id)]
+
+
+@per_file
+def _evaluates(ctx: Context, function: ast.AST, loop: ast.stmt) -> bool:
+    source = "\n".join(ctx.lines[function.lineno - 1 : function.end_lineno])  # type: ignore[attr-defined]
+    if any(word in source for word in _TRAINING_WORDS):
+        return False  # trains, or sets recording itself: not this variant's to judge
+    iterated = ctx.text(loop.iter) if type(loop) in (ast.For, ast.AsyncFor) else ""  # type: ignore[attr-defined]
+    words = {w.lower() for w in _WORD.findall(function.name + " " + iterated)}  # type: ignore[attr-defined]
+    return bool(words & _EVALUATION_WORDS)
+
+
+@per_file
+def _called_without_gradients(ctx: Context, function: ast.AST) -> bool:
+    """Some call of `function`'s name in the file runs with recording off, or one in another
+    file of the project does (`with torch.no_grad(): validate(...)`)."""
+    name = function.name  # type: ignore[attr-defined]
+    if ctx.project.has(CALLED_WITHOUT_GRAD + name):
+        return True
+    found = index(ctx)
+    for at in found.calls.get(name, ()):
+        for node, _ in lineage(found.nodes[at], found.parents):
+            if turns_recording_off(node, ctx, maybe=True):
+                return True
+    return False
+
+
+def _loss_of_a_model_run(ctx: Context, function: ast.AST, loop: ast.stmt, name: str) -> bool:
+    """Every binding of `name` in the loop is a call of a loss (a name that says `loss` or
+    `crit`) given a model's output: the model called right there, or a name the loop binds to
+    such a call (`varOutput = model(varInput)`, then `losstensor = loss(varOutput, target)`)."""
+    found = [b for b in bindings(ctx, function, name) or () if _inside(b.node, loop)]
+    return bool(found) and all(_loss_call_of_outputs(ctx, function, loop, b.value) for b in found)
+
+
+def _loss_call_of_outputs(
+    ctx: Context, function: ast.AST, loop: ast.stmt, value: ast.AST | None
+) -> bool:
+    if type(value) is not ast.Call or not any(
+        w in _last_word(value.func) for w in ("loss", "crit")
+    ):
+        return False
+    for argument in value.args:
+        if type(argument) is ast.Call and _runs_a_model(argument, ctx):
+            return True
+        if type(argument) is ast.Name:
+            made = [b for b in bindings(ctx, function, argument.id) or () if _inside(b.node, loop)]
+            if made and all(
+                type(b.value) is ast.Call and _runs_a_model(b.value, ctx) for b in made
+            ):
+                return True
+    return False
+
+
+def _runs_a_model(call: ast.Call, ctx: Context) -> bool:
+    """`model(x)`, `self.net(x)`, `model.forward(x)`: a model by its name or its kind."""
+    func = call.func
+    if type(func) is ast.Attribute and func.attr == "forward":
+        func = func.value
+    word = _last_word(func)
+    return (
+        word in ("model", "net", "network")
+        or word.endswith(("model", "net"))
+        or (type(func) in (ast.Name, ast.Attribute) and ctx.kind_of(func) is Kind.MODULE)
+    )
+
+
+def _last_word(expr: ast.AST) -> str:
+    if type(expr) is ast.Attribute:
+        return expr.attr.lower()
+    return expr.id.lower() if type(expr) is ast.Name else ""
 
 
 # A loop of at most this many iterations (`for _ in range(5)`, a test's mini training run) keeps
