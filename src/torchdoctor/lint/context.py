@@ -653,7 +653,11 @@ class Context:
             cls = self._local_class(annotation.id)
             if cls is not None and self.is_module_class(cls):
                 return Kind.MODULE
-            if cls is None and self._project_module_class(annotation.id, qualname):
+            if (
+                cls is None
+                and annotation.id in self.project.module_classes  # (inlined: a hot path)
+                and self.from_project(annotation.id, qualname)
+            ):
                 return Kind.MODULE  # `critic: Critic`, of `from src.networks import Critic`
         elif isinstance(annotation, ast.Attribute) and qualname:
             if self._project_module_class(annotation.attr, qualname):

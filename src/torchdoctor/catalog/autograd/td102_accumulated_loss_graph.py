@@ -324,7 +324,7 @@ def _evaluation_losses_kept(
     `losstensorMean += losstensor` with inputs wrapped in `Variable(..., volatile=True)`, which
     has recorded gradients since PyTorch 0.4: every batch's graph is kept."""
     function = ctx.enclosing_function()
-    if function is None or runs_without_gradients(ctx) or not _evaluates(ctx, function, loop):
+    if function is None or not _evaluates(ctx, function, loop) or runs_without_gradients(ctx):
         return []
     if _called_without_gradients(ctx, function):
         return []
