@@ -662,8 +662,6 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _methods_called_without_grad(lines)
     if b".masked_" in source:
         markers += _mask_makers(lines)
-    if b"self.forward(" in source or b"self(" in source:
-        markers += _self_running_methods(lines)
     if b"step" in source:
         markers += _step_methods(lines)
     methods = (
@@ -719,7 +717,13 @@ def file_facts(source: bytes) -> FileFacts:
         layers += _returned_calls(lines, functions, returns)
         if any(word in source for word in _DETACHING_WORDS):
             markers += _detaching_functions(lines, functions, returns)
-    steps = sorted(_method_steps(lines)) if classes and b".step(" in source else []
+    runs = _self_runs(lines) if b"self.forward(" in source or b"self(" in source else []
+    steps_stepped = bool(classes) and b".step(" in source
+    # The methods' bodies, found once for the two facts that read them.
+    bodies = _method_bodies(lines) if runs or steps_stepped else []
+    if runs:
+        markers += _self_running_methods(runs, bodies)
+    steps = sorted(_method_steps(lines, bodies)) if steps_stepped else []
     loaders = sorted(_loader_attributes(source)) if b"DataLoader" in source else []
     return (
         classes,
@@ -736,22 +740,31 @@ def file_facts(source: bytes) -> FileFacts:
     )
 
 
-def _method_steps(source: bytes) -> set[str]:
-    """ "name=S" for each method whose body steps a learning-rate scheduler and no optimizer,
-    "name=O" for one that steps an optimizer or calls a backward and no scheduler, "name=M" for
-    one that does both. A method's body runs to the next method or top-level line, each found
-    once per file. `source`: the text with a line break put in front."""
+def _method_bodies(source: bytes) -> list[tuple[bytes, int, int]]:
+    """Each method (`def name(self`) of the text: its name, and where its body starts and
+    ends, at the next method or top-level line. `source`: the text with a line break put in
+    front."""
     methods = [(m.end(), m.start(), m.group(2)) for m in _METHOD.finditer(source)]
     if not methods:
-        return set()
+        return []
     tops = [m.start() for m in _TOP_LEVEL_LINE.finditer(source)]
-    found = set()
+    bodies = []
     for number, (start, _, name) in enumerate(methods):
-        if name in _GENERIC_METHODS:
-            continue
         after = methods[number + 1][1] if number + 1 < len(methods) else len(source)
         top = bisect_left(tops, start)
-        end = min(after, tops[top]) if top < len(tops) else after
+        bodies.append((name, start, min(after, tops[top]) if top < len(tops) else after))
+    return bodies
+
+
+def _method_steps(source: bytes, bodies: list[tuple[bytes, int, int]]) -> set[str]:
+    """ "name=S" for each method whose body steps a learning-rate scheduler and no optimizer,
+    "name=O" for one that steps an optimizer or calls a backward and no scheduler, "name=M" for
+    one that does both, each found once per file. `source`: the text with a line break put in
+    front; `bodies`: its methods' (`_method_bodies`)."""
+    found = set()
+    for name, start, end in bodies:
+        if name in _GENERIC_METHODS:
+            continue
         body = source[start:end]
         stepped = _SCHEDULER_STEP.search(body) if b"sched" in body else None
         scheduler = stepped is not None and _FIRST_SKIPPED.search(body, 0, stepped.start()) is None
@@ -770,27 +783,24 @@ _SELF_RUN = lazy_compile(rb"self(?:\.forward)?[ \t]*\(")
 RUNS_ITSELF = "runs-itself:"
 
 
-def _self_running_methods(source: bytes) -> list[str]:
-    """RUNS_ITSELF + the name of each method that runs its own object's forward (DnCNN's
-    `def loss(self, x, y): return self.criterion(self.forward(x), y)`, `denoise`): a call of it
-    on a model runs the model. A method's body runs to the next method or top-level line.
-    `source`: the text with a line break put in front."""
-    runs = [
+def _self_runs(source: bytes) -> list[int]:
+    """Where the text runs its own object (`self.forward(x)`, `self(x)`), in order."""
+    return [
         m.start()
         for m in _SELF_RUN.finditer(source)
         if m.start() and source[m.start() - 1] not in _WORD_OR_DOT
     ]
-    if not runs:
-        return []
-    methods = [(m.end(), m.start(), m.group(2)) for m in _METHOD.finditer(source)]
-    tops = [m.start() for m in _TOP_LEVEL_LINE.finditer(source)]
+
+
+def _self_running_methods(runs: list[int], bodies: list[tuple[bytes, int, int]]) -> list[str]:
+    """RUNS_ITSELF + the name of each method that runs its own object's forward (DnCNN's
+    `def loss(self, x, y): return self.criterion(self.forward(x), y)`, `denoise`): a call of it
+    on a model runs the model. `runs`: where the text runs its object (`_self_runs`); `bodies`:
+    its methods' (`_method_bodies`)."""
     found = set()
-    for number, (start, _, name) in enumerate(methods):
+    for name, start, end in bodies:
         if name in (b"forward", b"__call__"):
             continue
-        after = methods[number + 1][1] if number + 1 < len(methods) else len(source)
-        top = bisect_left(tops, start)
-        end = min(after, tops[top]) if top < len(tops) else after
         first = bisect_left(runs, start)
         if first < len(runs) and runs[first] < end:
             found.add(RUNS_ITSELF + name.decode("ascii", "replace"))

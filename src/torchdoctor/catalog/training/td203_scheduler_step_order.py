@@ -1037,12 +1037,7 @@ def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST, ctx: Context) -
     epochs = _number(stop) if stop is not None else None
     if type(epochs) is not int:
         epochs = _passed_epochs(stop, ctx)
-    numbers = [n.value for n in ast.walk(expr) if isinstance(n, ast.Constant)]
-    if epochs is None or not numbers or not all(type(n) is int for n in numbers):
-        return False
-    if any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) for n in ast.walk(expr)):
-        return False
-    return max(numbers) <= epochs
+    return epochs is not None and _made_of_numbers_up_to(expr, epochs)
 
 
 def _range_end(loop: ast.AST) -> ast.expr | None:
