@@ -340,18 +340,27 @@ def _zero_dim_accumulator(ctx: Context, scope: ast.AST, name: str) -> bool:
 # ---- what is 0-dim -------------------------------------------------------------------------
 
 
-def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozenset()) -> bool:
-    """True when `expr` is certainly a 0-dim tensor (a scalar loss, a full reduction...)."""
+def is_zero_dim(
+    expr: ast.AST,
+    ctx: Context,
+    resolving: frozenset[str] = frozenset(),
+    scope: ast.AST | None = None,
+) -> bool:
+    """True when `expr` is certainly a 0-dim tensor (a scalar loss, a full reduction...).
+    `scope`: the function `expr` is read in, when not the one being walked (a value another
+    function returns)."""
     kind = type(expr)
     if kind is ast.Call:
-        return _is_zero_dim_call(expr, ctx, resolving)
+        return _is_zero_dim_call(expr, ctx, resolving, scope)
     if kind is ast.Name:
         if expr.id in resolving:  # `loss = loss * 2`: as 0-dim as its other assignments
             return True
+        where = _scope_for(expr.id, ctx, scope)
         if not resolving:  # a name used many times is looked into once
-            return _zero_dim_name(ctx, scope_of(expr.id, ctx), expr.id)
-        return _all_assigned(
-            expr.id, ctx, lambda value: is_zero_dim(value, ctx, resolving | {expr.id})
+            return _zero_dim_name(ctx, where, expr.id)
+        return _all_bound_to(
+            bindings(ctx, where, expr.id),
+            lambda value: is_zero_dim(value, ctx, resolving | {expr.id}, where),
         )
     if is_self_attribute(expr):  # `self.loss_S`, assigned a loss in another method
         cls = ctx.enclosing_class()
@@ -363,17 +372,18 @@ def is_zero_dim(expr: ast.AST, ctx: Context, resolving: frozenset[str] = frozens
         values = attribute_values(ctx, cls, expr.attr)
         return bool(values) and all(is_zero_dim(v, ctx, resolving | {key}) for v in values)
     if kind is ast.Attribute and expr.attr == "data":  # `loss.data`: the same tensor, detached
-        return is_zero_dim(expr.value, ctx, resolving)
+        return is_zero_dim(expr.value, ctx, resolving, scope)
     if kind is ast.BinOp and isinstance(expr.op, SCALAR_ARITHMETIC):
         sides = (expr.left, expr.right)
-        numbers = [_is_number(side) or _is_setting(side, ctx) for side in sides]
+        numbers = [_is_number(side) or _is_setting(side, ctx, scope) for side in sides]
         if not all(
-            number or is_zero_dim(side, ctx, resolving) for side, number in zip(sides, numbers)
+            number or is_zero_dim(side, ctx, resolving, scope)
+            for side, number in zip(sides, numbers)
         ):
             return False
         return not all(numbers)
     if kind is ast.UnaryOp and isinstance(expr.op, (ast.USub, ast.UAdd)):
-        return is_zero_dim(expr.operand, ctx, resolving)
+        return is_zero_dim(expr.operand, ctx, resolving, scope)
     if kind is ast.Subscript:
         return _entry_of_a_scalar_loss_dict(expr, ctx)
     return False
@@ -410,7 +420,16 @@ def _backpropagated_loss_dicts(ctx: Context) -> frozenset[str]:
     return frozenset(dicts)
 
 
-def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -> bool:
+def _scope_for(name: str, ctx: Context, scope: ast.AST | None) -> ast.AST:
+    """Where `name` is bound: in `scope` when it binds it, else as read at the walk."""
+    if scope is not None and bindings(ctx, scope, name):
+        return scope
+    return scope_of(name, ctx)
+
+
+def _is_zero_dim_call(
+    call: ast.Call, ctx: Context, resolving: frozenset[str], scope: ast.AST | None = None
+) -> bool:
     func = call.func
     qualname = ctx.qualname(func)
     if qualname is not None:
@@ -422,19 +441,19 @@ def _is_zero_dim_call(call: ast.Call, ctx: Context, resolving: frozenset[str]) -
         return (
             last in ELEMENTWISE
             and len(call.args) == 1
-            and is_zero_dim(call.args[0], ctx, resolving)
+            and is_zero_dim(call.args[0], ctx, resolving, scope)
         )
     if isinstance(func, ast.Call):  # nn.MSELoss()(a, b), the project's FocalLoss(gamma=0)(a, b)
         return _makes_a_scalar_loss(func, ctx)
     if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTION_METHODS:
         return _is_full_reduction_method(call, ctx)
-    if _sums_zero_dim_values(call, ctx, resolving):
+    if _sums_zero_dim_values(call, ctx, resolving, scope):
         return True
     if isinstance(func, ast.Attribute) and func.attr in ELEMENTWISE:  # `loss.exp()`
-        return is_zero_dim(func.value, ctx, resolving)
+        return is_zero_dim(func.value, ctx, resolving, scope)
     if _uses_one_element_losses(ctx):  # a callee named as a loss may be warp-ctc's
-        return is_loss_module(func, ctx) or _returns_zero_dim(call, ctx)
-    return is_loss_module(func, ctx) or computes_a_loss(call) or _returns_zero_dim(call, ctx)
+        return is_loss_module(func, ctx, scope) or _returns_zero_dim(call, ctx)
+    return is_loss_module(func, ctx, scope) or computes_a_loss(call) or _returns_zero_dim(call, ctx)
 
 
 # Packages whose losses hand back a tensor of one element, shape (1,), not a 0-dim one:
@@ -450,7 +469,9 @@ def _uses_one_element_losses(ctx: Context) -> bool:
     return "warpctc" in ctx.source and not ONE_ELEMENT_LOSSES.isdisjoint(imported_roots(ctx))
 
 
-def _sums_zero_dim_values(call: ast.Call, ctx: Context, resolving: frozenset[str]) -> bool:
+def _sums_zero_dim_values(
+    call: ast.Call, ctx: Context, resolving: frozenset[str], scope: ast.AST | None
+) -> bool:
     """The built-in `sum` of 0-dim values made one per item: `sum([p.norm() ** 2 for p in
     model.parameters()])` is 0-dim too (var-attn's parameter norm)."""
     func = call.func
@@ -461,25 +482,36 @@ def _sums_zero_dim_values(call: ast.Call, ctx: Context, resolving: frozenset[str
     items = call.args[0]
     if type(items) not in (ast.ListComp, ast.GeneratorExp):
         return False
-    return is_zero_dim(items.elt, ctx, resolving)  # type: ignore[attr-defined]
+    return is_zero_dim(items.elt, ctx, resolving, scope)  # type: ignore[attr-defined]
 
 
 def _returns_zero_dim(call: ast.Call, ctx: Context) -> bool:
     """A call of a method of the enclosing class (`self.calc_td_error()`) or of a function of
     the file, every `return` of which gives a 0-dim value: a name 0-dim in that function (a
     loss it called `.backward()` on, a full reduction) or a loss or reduction of torch."""
+    function = _function_called(call, ctx, ctx.enclosing_class(), None)
+    return function is not None and _function_returns_zero_dim(ctx, function)
+
+
+def _function_called(
+    call: ast.Call, ctx: Context, cls: ast.ClassDef | None, scope: ast.AST | None
+) -> ast.FunctionDef | None:
+    """The method of `cls` (`self.calc_td_error()`) or the function of the file a call read in
+    `scope` (None: where the walk is) runs, when certain."""
     func = call.func
     if is_self_attribute(func):
-        cls = ctx.enclosing_class()
-        function = _method(ctx, cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
-    elif type(func) is ast.Name and scope_of(func.id, ctx) is ctx.tree:
-        function = top_level_functions(ctx).get(func.id)
-        found = bindings(ctx, ctx.tree, func.id) or ()
-        if [b.node for b in found] != [function]:
-            return False  # rebound, or imported too: which function is called is unclear
-    else:
-        return False
-    return function is not None and _function_returns_zero_dim(ctx, function)
+        return _method(ctx, cls, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+    if type(func) is ast.Attribute and type(func.value) is ast.Name:
+        # `ChexnetTrainer.epochVal(...)` in a method of `ChexnetTrainer`.
+        named = cls is not None and func.value.id == cls.name
+        return _method(ctx, cls, func.attr) if named else None  # type: ignore[arg-type]
+    if type(func) is not ast.Name or _scope_for(func.id, ctx, scope) is not ctx.tree:
+        return None
+    function = top_level_functions(ctx).get(func.id)
+    found = bindings(ctx, ctx.tree, func.id) or ()
+    if [b.node for b in found] != [function]:
+        return None  # rebound, or imported too: which function is called is unclear
+    return function
 
 
 def _method(ctx: Context, cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
@@ -601,10 +633,10 @@ def is_scalar_loss_constructor(call: ast.AST, ctx: Context) -> bool:
     return reduces_to_scalar(call, tensor_arguments=1)
 
 
-def is_loss_module(expr: ast.AST, ctx: Context) -> bool:
+def is_loss_module(expr: ast.AST, ctx: Context, scope: ast.AST | None = None) -> bool:
     """`criterion` or `self.criterion`, assigned only scalar loss modules."""
     if isinstance(expr, ast.Name):
-        return _loss_module_name(ctx, scope_of(expr.id, ctx), expr.id)
+        return _loss_module_name(ctx, _scope_for(expr.id, ctx, scope), expr.id)
     if is_self_attribute(expr):
         cls = ctx.enclosing_class()
         return cls is not None and _loss_module_attribute(ctx, cls, expr.attr)
@@ -627,8 +659,10 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
             return not found[0].augmented  # one value, the one summed into the scalar
         if found and _unpacked_like_a_scalar(ctx, found, name):
             return True
+    if found and _unpacked_from_zero_dim_returns(ctx, scope, found):
+        return True
     return _all_bound_to(
-        found, lambda value: is_zero_dim(value, ctx, frozenset({name})), accumulator=True
+        found, lambda value: is_zero_dim(value, ctx, frozenset({name}), scope), accumulator=True
     )
 
 
@@ -721,6 +755,52 @@ def _unpacked_like_a_scalar(ctx: Context, found, name: str) -> bool:
     return False
 
 
+def _unpacked_from_zero_dim_returns(ctx: Context, scope: ast.AST, found) -> bool:
+    """`name` is only ever unpacked from a call of a method of the class around `scope` or of a
+    function of the file (`lossVal, losstensor = self.epochVal(...)`) whose every `return`
+    hands back, at that place, a value 0-dim there (CheXNet's `return outLoss,
+    losstensorMean`, the mean of the batches' losses)."""
+    for binding in found:
+        place = _unpacking(ctx, binding)
+        if place is None:
+            return False
+        statement, position = place
+        function = _function_called(statement.value, ctx, _class_of(ctx, scope), scope)
+        size = len(statement.targets[0].elts)
+        if function is None or not _returns_zero_dim_at(ctx, function, position, size):
+            return False
+    return True
+
+
+def _class_of(ctx: Context, function: ast.AST) -> ast.ClassDef | None:
+    """The class whose body defines `function`, if any."""
+    parent = index(ctx).parents.get(function)
+    return parent if type(parent) is ast.ClassDef else None
+
+
+@per_file
+def _returns_zero_dim_at(ctx: Context, function: ast.FunctionDef, position: int, size: int) -> bool:
+    """Every `return` of `function` is a tuple of `size` values, 0-dim at `position`."""
+    in_progress = _returns_in_progress(ctx)
+    if function in in_progress:
+        return False
+    in_progress.add(function)
+    try:
+        found = index_of(ctx, function)
+        if found.local(function, ast.Yield, ast.YieldFrom):
+            return False
+        returns = found.local(function, ast.Return)
+        return bool(returns) and all(
+            type(ret.value) is ast.Tuple  # type: ignore[attr-defined]
+            and len(ret.value.elts) == size  # type: ignore[attr-defined]
+            and not any(type(e) is ast.Starred for e in ret.value.elts)  # type: ignore[attr-defined]
+            and _returned_zero_dim(ret.value.elts[position], function, ctx)  # type: ignore[attr-defined]
+            for ret in returns
+        )
+    finally:
+        in_progress.discard(function)
+
+
 def _unpacking(ctx: Context, binding) -> tuple[ast.Assign, int] | None:
     """The statement `a, b = f(...)` a binding of a name is part of, and the name's place."""
     node = binding.node
@@ -783,11 +863,6 @@ def _loss_module_name(ctx: Context, scope: ast.AST, name: str) -> bool:
 def _loss_module_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
     values = attribute_values(ctx, cls, attr)
     return bool(values) and all(_makes_a_scalar_loss(value, ctx) for value in values)
-
-
-def _all_assigned(name: str, ctx: Context, accept) -> bool:
-    """True when `name` is bound only by plain assignments and `accept` holds for every value."""
-    return _all_bound_to(bindings(ctx, scope_of(name, ctx), name), accept)
 
 
 def _all_bound_to(found, accept, accumulator: bool = False) -> bool:
@@ -867,7 +942,7 @@ SETTINGS = frozenset(
 )
 
 
-def _is_setting(expr: ast.AST, ctx: Context) -> bool:
+def _is_setting(expr: ast.AST, ctx: Context, scope: ast.AST | None = None) -> bool:
     """A value read from the program's settings: `args.lambda_k`, `self.opt.gamma`, a
     `self.<attr>` every method sets from them or to a number, or a name bound only to such
     values or numbers (`minibatch_size = len(target)`)."""
@@ -880,7 +955,10 @@ def _is_setting(expr: ast.AST, ctx: Context) -> bool:
             return bool(values) and all(_is_number(v) or _read_setting(v) for v in values)
         return False
     if type(expr) is ast.Name:
-        return _all_assigned(expr.id, ctx, lambda v: _is_number(v) or _read_setting(v))
+        where = _scope_for(expr.id, ctx, scope)
+        return _all_bound_to(
+            bindings(ctx, where, expr.id), lambda v: _is_number(v) or _read_setting(v)
+        )
     return False
 
 
