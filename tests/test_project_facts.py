@@ -1447,6 +1447,21 @@ def test_an_evaluation_set_sharded_between_ranks_whose_results_nothing_combines(
     assert "TD607" not in _check(tmp_path, "data.py", rule="TD607").stdout
 
 
+def test_an_evaluation_set_no_caller_gives_is_not_sharded(tmp_path):
+    # PVD's `get_dataloader(opt, train_dataset, test_dataset=None)`: its only caller passes
+    # None, so the test sampler is never made.
+    (tmp_path / "pyproject.toml").write_text("")
+    loaders = SHARDED_EVALUATION.replace("val_data)", "val_data=None)", 1)
+    call = "\n\ntrain_loader, _ = get_loaders(data, {})\n"
+    (tmp_path / "data.py").write_text(loaders + call.format("None"))
+    assert "TD607" not in _check(tmp_path, ".", rule="TD607").stdout
+    (tmp_path / "data.py").write_text(loaders + call.format("val_data=None") + call.format(""))
+    assert "TD607" not in _check(tmp_path, ".", rule="TD607").stdout
+    # One call gives it: the sampler splits that evaluation set.
+    (tmp_path / "data.py").write_text(loaders + call.format("None") + call.format("held_out"))
+    assert "data.py:8:19: TD607 `val_sampler`" in _check(tmp_path, ".", rule="TD607").stdout
+
+
 def test_model_parts_named_in_lower_case_carry_their_layers(tmp_path):
     # milesial's Pytorch-UNet: `UNet` builds `inconv`, `down`, `up`, whose `double_conv` has the
     # BatchNorm; with no `.eval()` anywhere, the evaluation runs the model in training mode.

@@ -245,14 +245,18 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     self_attribute = _self_attribute_assigned(statement, value)
     if wrapper is None and self_attribute is None:
         return
+    # `if not isinstance(model, nn.DataParallel): model = nn.DataParallel(model)`: wrapped
+    # past that `if` either way (ssast's `train`).
+    always = wrapper is not None and _wraps_unless_wrapped(ctx, wrapper)
     for place, (block, position) in enumerate(_places_after(ctx)):
+        conditional = place > 1 or place == 1 and not always
         if wrapper is not None:
             uses = _attribute_uses(block, position, wrapper, ctx)
         else:
             uses = _self_attribute_uses(block, position, self_attribute, ctx)  # type: ignore[arg-type]
         if uses is None:
             return  # rebound or inspected: what the code after it holds is not known
-        unwrapped = place and _only_branch(ctx)
+        unwrapped = conditional and _only_branch(ctx)
         for use in uses:
             if not isinstance(use.ctx, ast.Load):  # `model.forward_mode = "gru"` on the wrapper
                 before = _set_before(ctx, statement, use) if wrapper is not None else None
@@ -260,7 +264,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                     yield ctx.finding(
                         PITFALL,
                         use,
-                        "assigned-conditional" if place else "assigned",
+                        "assigned-conditional" if conditional else "assigned",
                         wrapper=ctx.text(use.value),
                         parallel=parallel,
                         attr=use.attr,
@@ -289,7 +293,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             if (use.lineno, use.col_offset) in reported:
                 continue  # wrapped in several branches (DDP, DataParallel): one finding per use
             reported.add((use.lineno, use.col_offset))
-            if place:  # after the `if` that may have wrapped it: `.module` may not be there
+            if conditional:  # after the `if` that may have wrapped it: `.module` may not be there
                 yield ctx.finding(
                     PITFALL,
                     use,
@@ -402,6 +406,26 @@ def _identifiers(test: ast.AST) -> set[str]:
         for node in nodes
         if type(node) is ast.Attribute or type(node) is ast.Name and id(node) not in bases
     }
+
+
+def _wraps_unless_wrapped(ctx: Context, wrapper: str) -> bool:
+    """The wrapping statement is the body of `if not isinstance(<wrapper>, <a DataParallel
+    class>):` without an `else`."""
+    owner = ctx.ancestors[-2]
+    if type(owner) is not ast.If or owner.orelse:
+        return False
+    test = owner.test
+    if not (type(test) is ast.UnaryOp and type(test.op) is ast.Not):
+        return False
+    inspected = test.operand
+    return (
+        type(inspected) is ast.Call
+        and type(inspected.func) is ast.Name
+        and inspected.func.id == "isinstance"
+        and len(inspected.args) == 2
+        and ctx.text(inspected.args[0]) == wrapper
+        and "DataParallel" in ctx.text(inspected.args[1])
+    )
 
 
 def _only_branch(ctx: Context) -> bool:
