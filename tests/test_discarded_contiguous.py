@@ -31,3 +31,14 @@ def test_a_name_bound_again_before_the_view_is_another_tensor():
     rebound = SOURCE.replace("    print(am2_view.shape)\n", "    am2_view = am2_view.clone()\n")
     [message] = messages(rebound)
     assert "line" not in message and message.endswith("`am2_view` is unchanged")
+
+
+def test_a_dropped_temporary_names_the_value_it_was_made_from():
+    # ppg-vc's decoder: the instance norm of the inputs is computed and thrown away, so the
+    # inputs go on as they were; the temporary `self.norm(...)` is nothing to assign back to.
+    source = (
+        "import torch\n\n\nclass Decoder(torch.nn.Module):\n    def forward(self, inputs):\n"
+        "        self.norm(inputs.transpose(1, 2)).transpose(1, 2)\n        return inputs\n"
+    )
+    [message] = messages(source)
+    assert message.endswith("`inputs` is unchanged"), message

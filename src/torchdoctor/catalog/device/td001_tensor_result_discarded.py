@@ -273,12 +273,33 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(call, f"{target} = {call_text}"), title=title)
     if method_result:
         target = ctx.text(receiver.func.value)  # type: ignore[attr-defined]  # `feature`, not `feature.reshape(...)`
+    elif type(receiver) is ast.Call:
+        target = ctx.text(_computed_from(receiver) or receiver)
     shown = {"call": shorten(ctx.text(call)), "target": shorten(target)}
     view = _viewed_after(node, receiver, ctx) if method == "contiguous" else None
     if view is not None:
         yield ctx.finding(PITFALL, call, "view", fix=fix, line=view.lineno, **shown)
     else:
         yield ctx.finding(PITFALL, call, fix=fix, **shown)
+
+
+def _computed_from(call: ast.Call) -> ast.AST | None:
+    """The named value a temporary was made from: `x` of `self.norm(x.transpose(1, 2))`, which
+    is what stays unchanged when the result is dropped (ppg-vc's decoder)."""
+    while type(call) is ast.Call:
+        func = call.func
+        if type(func) is ast.Attribute and type(func.value) is ast.Call:
+            call = func.value  # `f(x).transpose(1, 2)`: what `f(x)` was made from
+        elif call.args and type(call.args[0]) is not ast.Starred:
+            inner = call.args[0]
+            while type(inner) is ast.Call and type(inner.func) is ast.Attribute:
+                inner = inner.func.value  # `x.transpose(1, 2)`: `x`
+            if isinstance(inner, ASSIGNABLE):
+                return inner
+            call = inner  # type: ignore[assignment]
+        else:
+            return None
+    return None
 
 
 def _viewed_after(statement: ast.stmt, receiver: ast.AST, ctx: Context) -> ast.Call | None:
