@@ -37,7 +37,9 @@ def test_a_dropped_temporary_names_the_value_it_was_made_from():
     # ppg-vc's decoder: the instance norm of the inputs is computed and thrown away, so the
     # inputs go on as they were; the temporary `self.norm(...)` is nothing to assign back to.
     source = (
-        "import torch\n\n\nclass Decoder(torch.nn.Module):\n    def forward(self, inputs):\n"
+        "import torch\n\n\nclass Decoder(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.norm = torch.nn.InstanceNorm1d(8)\n\n"
+        "    def forward(self, inputs):\n"
         "        self.norm(inputs.transpose(1, 2)).transpose(1, 2)\n        return inputs\n"
     )
     [message] = messages(source)
