@@ -783,18 +783,40 @@ def passed_by_every_call(
 ) -> tuple[ast.expr, ...] | None:
     """What each call of `function` in this file passes for `parameter`, when every such call
     passes one (and spreads nothing); None when some call leaves it at its default."""
-    passed, calls = _passed(ctx, function, parameter)
+    passed, calls, _ = _passed(ctx, function, parameter)
     if not passed or len(passed) != calls:
         return None
     return tuple(value for _, value in passed)
 
 
+def left_none_by_every_call(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> bool:
+    """`parameter` defaults to None and every call of `function` in this file (one at least,
+    none spreading `*args`/`**kwargs`) leaves it so or passes None: code using it never runs,
+    unless another file calls the function."""
+    args = function.args
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    default = defaults.get(parameter)
+    if not (type(default) is ast.Constant and default.value is None):
+        return False
+    passed, calls, spreading = _passed(ctx, function, parameter)
+    return (
+        calls > 0
+        and not spreading
+        and all(type(value) is ast.Constant and value.value is None for _, value in passed)
+    )
+
+
 def _passed(
     ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
-) -> tuple[tuple[tuple[ast.Call, ast.expr], ...], int]:
-    """`passed_values`, and how many calls of `function` were found in all."""
+) -> tuple[tuple[tuple[ast.Call, ast.expr], ...], int, int]:
+    """`passed_values`, how many calls of `function` were found in all, and how many of them
+    spread `*args` or `**kwargs`."""
     if not may_be_called(ctx, function.name):  # most functions: no index read
-        return (), 0
+        return (), 0, 0
     args = function.args
     positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
     calls = _calls_found_in_text(ctx, function)  # most module functions: no index read
@@ -804,7 +826,7 @@ def _passed(
         if isinstance(owner, ast.ClassDef):
             decorators = {getattr(d, "id", None) for d in function.decorator_list}
             if decorators & {"staticmethod", "classmethod"} or not positional:
-                return (), 0
+                return (), 0, 0
             positional = positional[1:]  # `self`
             calls = [
                 call
@@ -814,19 +836,21 @@ def _passed(
         elif isinstance(owner, ast.Module):
             reaching = module_function_calls(ctx, function, found)
             if reaching is None:
-                return (), 0
+                return (), 0, 0
             calls = reaching
         else:
-            return (), 0
+            return (), 0, 0
     keyword_only = {arg.arg for arg in args.kwonlyargs}
     if parameter not in positional and parameter not in keyword_only:
-        return (), len(calls)
+        return (), len(calls), 0
     position = positional.index(parameter) if parameter in positional else None
     passed = []
+    spreading = 0
     for call in calls:
         if any(type(a) is ast.Starred for a in call.args) or any(
             k.arg is None for k in call.keywords
         ):
+            spreading += 1
             continue  # what `*args` or `**kwargs` holds is not followed
         if position is not None and position < len(call.args):
             passed.append((call, call.args[position]))
@@ -834,7 +858,7 @@ def _passed(
         value = keyword_value(call, parameter)
         if value is not None:
             passed.append((call, value))
-    return tuple(passed), len(calls)
+    return tuple(passed), len(calls), spreading
 
 
 # Starters of a function in a new process or thread, and how many arguments they put before

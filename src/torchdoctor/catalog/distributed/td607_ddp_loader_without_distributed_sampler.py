@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     argument,
+    left_none_by_every_call,
     bindings,
     shorten,
     name_words,
@@ -384,34 +385,13 @@ _ONE_RANK = re.compile(r"init_process_group\([^()]{0,400}?\bworld_size\s*=\s*1\b
 
 
 def _never_given(parameter: str, ctx: Context) -> bool:
-    """`parameter` is one of the enclosing function's, defaulting to None, and every call of
-    that function in the file (one at least) leaves it None: the code using it never runs."""
+    """`parameter` of the enclosing module function stays None in every call of the file."""
     function = ctx.enclosing_function()
-    if not isinstance(function, ast.FunctionDef) or function not in ctx.tree.body:
-        return False
-    args = function.args
-    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
-    defaults = dict(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    default = defaults.get(parameter)
-    if not (isinstance(default, ast.Constant) and default.value is None):
-        return False
-    place = positional.index(parameter) if parameter in positional else None
-    found = index(ctx)
-    calls = [found.nodes[at] for at in found.calls.get(function.name, ())]
-    calls = [c for c in calls if type(c.func) is ast.Name]
-    if not calls:
-        return False
-    for call in calls:
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(
-            k.arg is None for k in call.keywords
-        ):
-            return False
-        given = call.args[place] if place is not None and place < len(call.args) else None
-        given = next((k.value for k in call.keywords if k.arg == parameter), given)
-        if given is not None and not (isinstance(given, ast.Constant) and given.value is None):
-            return False
-    return True
+    return (
+        isinstance(function, ast.FunctionDef)
+        and function in ctx.tree.body
+        and left_none_by_every_call(ctx, function, parameter)
+    )
 
 
 def _read(ctx: Context, name: str) -> bool:
