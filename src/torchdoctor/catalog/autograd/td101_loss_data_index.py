@@ -19,6 +19,8 @@ from torchdoctor.catalog.sdk import (
     bindings,
     computes_a_loss,
     index_of,
+    moves_itself,
+    passed_by_every_call,
     is_self_attribute,
     dotted_name,
     index,
@@ -557,7 +559,8 @@ def _function_returns_zero_dim(ctx: Context, function: ast.FunctionDef) -> bool:
 
 @per_file
 def _returns_in_progress(ctx: Context) -> set:
-    """The functions whose returns are being looked into (one call of them returns another's)."""
+    """The functions whose returns (or parameters) are being looked into (one call of them
+    returns another's)."""
     return set()
 
 
@@ -856,7 +859,35 @@ def _makes_a_scalar_loss(call: ast.AST, ctx: Context) -> bool:
 
 @per_file
 def _loss_module_name(ctx: Context, scope: ast.AST, name: str) -> bool:
-    return _all_bound_to(bindings(ctx, scope, name), lambda value: _makes_a_scalar_loss(value, ctx))
+    # `criterion = criterion.cuda()`: the same module, moved.
+    found = [b for b in bindings(ctx, scope, name) or () if not moves_itself(b.value, name)]
+    if len(found) == 1 and type(found[0].node) is ast.arg:
+        return _given_loss_modules(ctx, scope, name)  # type: ignore[arg-type]
+    return _all_bound_to(found, lambda value: _makes_a_scalar_loss(value, ctx))
+
+
+def _given_loss_modules(ctx: Context, function: ast.FunctionDef, name: str) -> bool:
+    """Every call of `function` in the file hands its parameter `name` a scalar loss module
+    (LSTNet's `evaluate(..., evaluateL2, ...)` with `evaluateL2 = nn.MSELoss(size_average=False)`
+    at the top of the script)."""
+    in_progress = _returns_in_progress(ctx)
+    if (function, name) in in_progress:  # a function handing its own parameter on
+        return False
+    in_progress.add((function, name))
+    try:
+        passed = passed_by_every_call(ctx, function, name)
+        return bool(passed) and all(_passed_loss_module(value, ctx) for value in passed)  # type: ignore[union-attr]
+    finally:
+        in_progress.discard((function, name))
+
+
+def _passed_loss_module(value: ast.expr, ctx: Context) -> bool:
+    if type(value) is not ast.Name:
+        return _makes_a_scalar_loss(value, ctx)
+    scope = index(ctx).runs_in(value) or ctx.tree
+    if not bindings(ctx, scope, value.id):
+        scope = ctx.tree  # read from the module in a function
+    return _loss_module_name(ctx, scope, value.id)
 
 
 @per_file
