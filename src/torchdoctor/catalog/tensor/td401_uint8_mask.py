@@ -514,6 +514,8 @@ def _spelling_name(node: ast.AST) -> str:
 
 
 def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> Iterator[Finding]:
+    if in_compat_fallback(ctx):
+        return  # `torch.ByteTensor(...)` kept for torch < 1.2 beside `torch.BoolTensor(...)`
     value, mixed = _carried(made, parents, ctx)
     exact = not mixed and _holds_zero_one(made)
     source = shorten(ctx.text(made))
@@ -675,8 +677,6 @@ def _returned_mask_use(name: str, ctx: Context) -> int | None:
     function = ctx.enclosing_function()
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    if in_compat_fallback(ctx):
-        return None  # `.byte()` kept for torch < 1.2 beside `.bool()`
     found = index(ctx)
     if not _keeps_its_dtype(ctx, function, name, found.parents):
         return None
