@@ -15,6 +15,8 @@ from torchdoctor.catalog.sdk import (
     attribute_values,
     block_names,
     index_of,
+    is_self_attribute,
+    keyword_value,
     is_parameter,
     parameter_default,
     passed_values,
@@ -289,7 +291,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if parts is None:
         return
     pieces = _contiguous_pieces(parts)
-    if pieces is None or rank >= pieces:
+    if pieces is None or rank >= pieces or _moves_a_size_one_axis(parts, ctx):
         return
     if not _is_contiguous(parts[1], block, index, ctx):
         return
@@ -714,6 +716,36 @@ def _int_value(expr: ast.AST) -> int | None:
         value = _int_value(expr.operand)
         return None if value is None else -value
     return None
+
+
+def _moves_a_size_one_axis(parts: tuple[str, ast.AST, list[ast.AST]], ctx: Context) -> bool:
+    """`self.fc(x).permute(0, 3, 1, 2)` with `self.fc = nn.Linear(512, 1)`: only the last
+    axis moves, and it has size 1, so the layout stays contiguous (StarGAN-VC2's
+    discriminator)."""
+    operation, receiver, args = parts
+    dims = _int_literals(args) if operation == "permute" else None
+    if not dims:
+        return False
+    dims = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], tuple) else dims
+    rank = len(dims)
+    if not all(isinstance(d, int) for d in dims):
+        return False
+    order = [d % rank for d in dims]
+    if [d for d in order if d != rank - 1] != list(range(rank - 1)):
+        return False
+    if not (type(receiver) is ast.Call and is_self_attribute(receiver.func)):
+        return False
+    cls = ctx.enclosing_class()
+    values = attribute_values(ctx, cls, receiver.func.attr) if cls is not None else ()  # type: ignore[attr-defined]
+    return bool(values) and all(_one_output_feature(value, ctx) for value in values)
+
+
+def _one_output_feature(value: ast.AST, ctx: Context) -> bool:
+    """`nn.Linear(512, 1)`: a layer whose last axis out has size 1."""
+    if type(value) is not ast.Call or ctx.qualname(value.func) != "torch.nn.Linear":
+        return False
+    out = value.args[1] if len(value.args) > 1 else keyword_value(value, "out_features")
+    return type(out) is ast.Constant and out.value == 1
 
 
 def _permutation_pieces(dims) -> int | None:
