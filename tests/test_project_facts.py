@@ -1710,3 +1710,43 @@ def test_an_evaluation_called_without_gradients_from_another_file_keeps_no_graph
         train + "    with torch.no_grad():\n        return validate(model, val_loader, criterion)\n"
     )
     assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout
+
+
+TRAIN_BATCH = """import torch
+from trainer import Trainer
+
+
+class MyTrainer(Trainer):
+    def train_batch(self, batch):
+        loss = self.loss_function(self.model(batch.inputs), batch.targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        return loss.item()
+"""
+
+
+def test_a_step_in_a_function_of_a_project_that_never_clears_gradients(tmp_path):
+    # Seq2seqModel: the base class's loop (another module) calls `train_batch` once per batch,
+    # and no code of the project clears gradients: each step applies the sum of all batches.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "trainer.py").write_text(
+        "class Trainer:\n    def train(self, batches):\n"
+        "        for batch in batches:\n            self.train_batch(batch)\n"
+    )
+    (tmp_path / "train.py").write_text(TRAIN_BATCH)
+    out = _check(tmp_path, ".", rule="TD201").stdout
+    assert "train.py:10:9: TD201 `self.optimizer.step()` applies what `.backward()` added" in out
+    assert "every earlier call of `train_batch`" in out and out.count("TD201") == 1
+    # A module of the project clears them (a helper named for it counts): out of sight, maybe
+    # before each call.
+    for clearing in ("self.optimizer.zero_grad()", "reset_grad(self.model)", "p.grad = None"):
+        (tmp_path / "trainer.py").write_text(
+            "class Trainer:\n    def train(self, batches):\n        for batch in batches:\n"
+            f"            {clearing}\n            self.train_batch(batch)\n"
+        )
+        assert "TD201" not in _check(tmp_path, ".", rule="TD201").stdout, clearing
+    # A framework's loop around the step may clear them.
+    (tmp_path / "trainer.py").write_text("class Trainer:\n    pass\n")
+    (tmp_path / "train.py").write_text("import pytorch_lightning\n" + TRAIN_BATCH)
+    assert "TD201" not in _check(tmp_path, ".", rule="TD201").stdout

@@ -129,6 +129,19 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
     # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
     # a training loop calling a model of the project may have them cleared out of sight.
     "self.zero_grad": ((b"zero_grad",), (lazy_compile(rb"self\.zero_grad[ \t]*\("),)),
+    # Some code of the project clears gradients, or might: `zero_grad`, a helper named to clear
+    # them (`reset_grad`), a `.grad` set or zeroed by hand. Where none does, a function that
+    # calls `.backward()` and steps an optimizer adds every call's gradients to the last's.
+    "clears gradients": (
+        (b"grad",),
+        (
+            lazy_compile(rb"(?:zero|clear|reset|free|none)_?grad"),
+            lazy_compile(
+                rb"\.grad(?:\.data)?(?:[ \t]*=(?!=)|\.(?:zero_|fill_|detach_|mul_|copy_))"
+            ),
+            lazy_compile(rb"set_to_none"),
+        ),
+    ),
     # The project launches its own processes with `--local_rank=N` (a launcher of its own, as
     # ParallelWaveGAN ships): an option spelled `--local_rank` is the one it passes.
     "--local_rank=": ((b"--local_rank=",), (lazy_compile(rb"""['"]--local_rank="""),)),

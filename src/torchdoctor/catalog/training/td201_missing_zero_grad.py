@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     from_project_class,
+    imported_roots,
     index_of,
     per_file,
     shorten,
@@ -48,6 +49,13 @@ PITFALL = Pitfall(
             "zh": "`{step}` 所在的 `if` 分支从不清零梯度，而另一个分支在自己的更新里清零了梯度（第 {line} "
             "行）：走这条路径时，循环（第 {loop} 行）每次迭代的梯度都会叠加到之前所有迭代的梯度上",
         },
+        "function": {
+            "en": "`{step}` applies what `.backward()` added to the gradients of every earlier "
+            "call of `{function}`: nothing in the project clears gradients (no `zero_grad()`), so "
+            "each update uses the sum of all the batches so far",
+            "zh": "`{step}` 用的梯度里叠加了此前每次调用 `{function}` 时 `.backward()` 留下的梯度："
+            "整个项目里没有任何代码清零梯度（没有 `zero_grad()`），所以每次更新用的是到目前为止所有批次梯度之和",
+        },
         "runtime": {
             "en": "gradients are never cleared: `{optimizer}.step()` applies gradients that still "
             "hold the ones it already applied at step {previous} (e.g. `{param}`); call "
@@ -72,6 +80,12 @@ critic), the one never cleared still piles its gradients up. And a step in one b
 `if` whose other branch is the same update with the clearing in it (a mixed-precision branch
 that forgot `zero_grad()`), when the loop clears nowhere else. A loop is reported once, on its
 header, naming its first step; a branch's step on the step.
+
+A function with no loop around its step (a trainer's `train_batch`, run per batch by a loop in
+another module) that calls `.backward()` and then steps is reported on its first step when no
+code of the project clears gradients, or might: no `zero_grad`, no helper named to clear them
+(`reset_grad`), no `.grad` set or zeroed by hand, and the file imports no training framework
+(Lightning, DeepSpeed, fairseq, ...) whose loop may clear them.
 
 Gradient accumulation is fine: clearing every N steps under an `if` counts. Also left alone:
 loops that call a helper which might clear the gradients out of sight (`self.optimizer_step()`,
@@ -111,6 +125,11 @@ under an unusual name, or clearing done by a hook, is not seen; such loops are r
 还包括 `if` 某个分支里的 step，而另一个分支是带清零的同一次更新（混合精度分支忘了
 `zero_grad()`），并且循环中别处都不清零。每个循环只在其头部报告一次，并指出其中第一个 step；
 分支里的 step 则报告在该 step 上。
+
+没有被循环包住的函数（例如训练器的 `train_batch`，由另一个模块里的循环每批调用一次）先调用
+`.backward()` 再 step 时，如果项目里没有任何代码会（或可能会）清零梯度：没有 `zero_grad`，没有
+名字表明会清零梯度的辅助函数（`reset_grad`），没有手动设置或清零 `.grad`，并且该文件没有导入
+训练框架（Lightning、DeepSpeed、fairseq 等，它们的循环可能会清零），就在其第一个 step 上报告。
 
 梯度累积没有问题：放在 `if` 里每 N 步清零一次也算清零。以下情况也不报告：循环中调用了可能在别处
 清零梯度的函数（`self.optimizer_step()`、`train_step(...)`、名字像 `*zero_grad*` 的函数、本文件中自己调用了
@@ -178,11 +197,12 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     if optimizer is call.func.value and (call.args or call.keywords):
         return  # step(closure): the closure usually clears the gradients
-    if _exits_after(node, ctx):
-        return  # `opt.step(); break`: the loop does not go round after a step
     loop = _training_loop(ctx, optimizer)
     if loop is None:
+        yield from _check_function(node, optimizer, ctx)
         return
+    if _exits_after(node, ctx):
+        return  # `opt.step(); break`: the loop does not go round after a step
     if not _never_clears(ctx, loop) and not _clears_only_others(ctx, loop, optimizer):
         other = _other_branch_clears(ctx, loop, node)
         if other is not None:
@@ -212,6 +232,66 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         step=shorten(ctx.text(call)),
         line=node.lineno,
     )
+
+
+def _check_function(node: ast.Expr, optimizer: ast.AST, ctx: Context) -> Iterator[Finding]:
+    """A step in a function, with no loop around it, that calls `.backward()` before it, in a
+    project where no code clears gradients: the loop calling it is out of sight, but whatever it
+    is, every call adds to the gradients of the last (Seq2seqModel's `train_batch`, run by
+    its `Trainer` base class in another module)."""
+    function = ctx.enclosing_function()
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return
+    project = ctx.project
+    if not project.known or project.has("clears gradients"):
+        return
+    if not _FRAMEWORKS.isdisjoint(imported_roots(ctx)):
+        return  # a framework's trainer may clear them (Lightning, DeepSpeed's engine, fairseq)
+    before = (node.lineno, node.col_offset)
+    found = index_of(ctx, function)
+    if not any(
+        _is_backward(call, ctx) and (call.lineno, call.col_offset) < before
+        for call in found.in_block(function.body, ast.Call)
+    ):
+        return
+    if not _never_clears(ctx, function) or block_steps(ctx, function)[0] is not node:
+        return  # a helper it calls may clear them; one finding per function, for its first step
+    yield ctx.finding(
+        PITFALL,
+        node.value,
+        "function",
+        fix=_fix(node, optimizer, ctx),
+        step=shorten(ctx.text(node.value)),
+        function=function.name,
+    )
+
+
+# Packages whose training loops clear gradients themselves, around a step the user writes
+# (manual optimization in Lightning still calls `zero_grad`, but out of the file's sight).
+_FRAMEWORKS = frozenset(
+    {
+        "lightning",
+        "pytorch_lightning",
+        "lightning_fabric",
+        "deepspeed",
+        "fairseq",
+        "parlai",
+        "ignite",
+        "mmcv",
+        "mmengine",
+        "detectron2",
+        "catalyst",
+        "composer",
+        "allennlp",
+        "transformers",
+        "accelerate",
+        "fastai",
+        "skorch",
+        "poutyne",
+        "torchbearer",
+        "ray",
+    }
+)
 
 
 def _training_loop(ctx: Context, optimizer: ast.AST) -> ast.AST | None:
