@@ -121,8 +121,9 @@ Two mistakes with `torch.optim.lr_scheduler`:
   function of the same file that steps the optimizer (`scheduler.step(); train(loader, model,
   optimizer)` at the top of the epoch loop) or of a method of the same class that does
   (`self.lr_schedule.step(); self._train()` in a trainer), or before a call in the loop of a function of
-  another module named to train that is handed the optimizer (`train(cfg, loader, model,
-  criterion, optimizer, epoch)`, `trainer.train(epoch, loader, optimizer)`), or in an ignite
+  another module named to train, or told to (`model_epoch(mode="train", ...)`), that is handed
+  the optimizer (`train(cfg, loader, model, criterion, optimizer, epoch)`, `trainer.train(epoch,
+  loader, optimizer)`), or in an ignite
   handler on `EPOCH_STARTED` or `ITERATION_STARTED`; also at the top of a function that trains
   one epoch, before its batch loop (`def train_epoch(self, loader): if self.lr_scheduler is not
   None: self.lr_scheduler.step()`), whose loop steps the optimizer or calls a function of the file
@@ -195,7 +196,7 @@ The per-batch case needs the scheduler to be built in the same function as the l
 - 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用，或先于调用本文件中会更新优化器的
   函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`）或同一个类中会更新优化器的
   方法（训练器里的 `self.lr_schedule.step(); self._train()`），或先于循环中调用另一个
-  模块里以训练命名、并拿到优化器的函数（`train(cfg, loader, model, criterion, optimizer, epoch)`、
+  模块里以训练命名（或被要求训练：`model_epoch(mode="train", ...)`）、并拿到优化器的函数（`train(cfg, loader, model, criterion, optimizer, epoch)`、
   `trainer.train(epoch, loader, optimizer)`），或放在 ignite 的
   `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里；也包括在训练一个 epoch 的函数开头、batch 循环之前
   调用（`def train_epoch(self, loader): if self.lr_scheduler is not None: self.lr_scheduler.step()`），
@@ -722,8 +723,10 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
     own = top_level_functions(ctx)
     whole = index_of(ctx, loop)
     # The calls of names starting with `train`, as the index keys them (`train(...)`,
-    # `trainer.train(...)`).
-    for found in whole.calls_in_block(loop.body, _training_names(ctx), local=True):
+    # `trainer.train(...)`), and those told to train (`model_epoch(mode="train", ...)`).
+    calls = list(whole.calls_in_block(loop.body, _training_names(ctx), local=True))
+    calls += [c for c in whole.in_block(loop.body, ast.Call) if _told_to_train(c)]
+    for found in sorted(set(calls), key=position):
         if type(found.func) is ast.Name and found.func.id in own:
             continue  # this file's function: `_training_call_after` reads it
         if any(
@@ -734,6 +737,15 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
                 continue  # a warm-up phase's training, in the other branch (ProtoPNet)
             return found if position(found) > position(node) else None
     return None
+
+
+def _told_to_train(call: ast.Call) -> bool:
+    """`model_epoch(mode="train", ...)`: a string argument says the call trains (zeroshot's
+    epoch function, run with `mode="test"` for its evaluation)."""
+    return any(
+        type(value) is ast.Constant and value.value in ("train", "training")
+        for value in (*call.args, *(k.value for k in call.keywords))
+    )
 
 
 def _other_branches(first: ast.AST, second: ast.AST, found: FileIndex) -> bool:
