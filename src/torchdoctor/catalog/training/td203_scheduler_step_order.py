@@ -582,7 +582,7 @@ def _training_phase(statement: ast.AST) -> str | None:
         isinstance(statement, ast.For)
         and isinstance(statement.target, ast.Name)
         and isinstance(statement.iter, (ast.List, ast.Tuple))
-        and len(statement.iter.elts) >= 2
+        and statement.iter.elts  # `for phase in ["train"]:` too (validation left out)
     ):
         return None
     phases = [e.value for e in statement.iter.elts if isinstance(e, ast.Constant)]
