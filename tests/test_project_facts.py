@@ -1750,3 +1750,24 @@ def test_a_step_in_a_function_of_a_project_that_never_clears_gradients(tmp_path)
     (tmp_path / "trainer.py").write_text("class Trainer:\n    pass\n")
     (tmp_path / "train.py").write_text("import pytorch_lightning\n" + TRAIN_BATCH)
     assert "TD201" not in _check(tmp_path, ".", rule="TD201").stdout
+
+
+def test_a_loss_tensor_handed_to_a_meter_of_another_module_that_sums_it(tmp_path):
+    # Crack_Segmentation's `losses.update(loss)`, with the AverageMeter of `utils.py`.
+    (tmp_path / "pyproject.toml").write_text("")
+    meter = (
+        "class AverageMeter(object):\n    def __init__(self):\n        self.sum = 0\n\n"
+        "    def update(self, val, n=1):\n        self.val = val\n        self.sum += val * n\n"
+    )
+    (tmp_path / "utils.py").write_text(meter)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom utils import AverageMeter\n\n\ndef train(model, loader, crit, opt):\n"
+        "    losses = AverageMeter()\n    for x, y in loader:\n        opt.zero_grad()\n"
+        "        loss = crit(model(x), y)\n        losses.update(loss)\n        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    out = _check(tmp_path, ".", rule="TD102").stdout
+    assert "train.py:10:9: TD102 `losses.update(...)` adds the loss tensor `loss`" in out
+    # A meter that keeps the last value only holds one graph at a time.
+    (tmp_path / "utils.py").write_text(meter.replace("self.sum += val * n", "self.sum = n"))
+    assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout

@@ -129,6 +129,16 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
     # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
     # a training loop calling a model of the project may have them cleared out of sight.
     "self.zero_grad": ((b"zero_grad",), (lazy_compile(rb"self\.zero_grad[ \t]*\("),)),
+    # A meter of the project adds what `update` is given to a running sum (`def update(self,
+    # val, n=1): ... self.sum += val * n`): a loss tensor given to it keeps its graph.
+    "accumulating update": (
+        (b"def update",),
+        (
+            lazy_compile(
+                rb"def update\(self,[ \t]*(\w+)[^\n]*\n(?:[^\n]*\n){0,8}?[ \t]+self\.\w+[ \t]*\+=[ \t]*\1\b"
+            ),
+        ),
+    ),
     # Some code of the project clears gradients, or might: `zero_grad`, a helper named to clear
     # them (`reset_grad`), a `.grad` set or zeroed by hand. Where none does, a function that
     # calls `.backward()` and steps an optimizer adds every call's gradients to the last's.

@@ -21,10 +21,13 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     bindings,
+    dotted_name,
+    holds_marker,
     index_of,
     nested_statements,
     per_file,
     scope_of,
+    top_level_classes,
     top_level_functions,
 )
 
@@ -56,6 +59,13 @@ PITFALL = Pitfall(
             "zh": "`{total}` 保存了每次迭代的 `{loss}`，其中的 `{part}` 正是做过反向传播的损失，"
             "也就留住了每次迭代的计算图：请改为保存 `{part}.item()`（或 detach 之后的副本）",
         },
+        "meter": {
+            "en": "`{total}.update(...)` adds the loss tensor `{loss}` of every iteration to the "
+            "meter's running sum, and with it each iteration's autograd graph: pass "
+            "`{loss}.item()`",
+            "zh": "`{total}.update(...)` 把每次迭代的损失张量 `{loss}` 加进了计量器的累计和，"
+            "也就留住了每次迭代的计算图：请传入 `{loss}.item()`",
+        },
         "runtime": {
             "en": "the autograd graphs of the losses of {count} earlier steps (steps {first} to "
             "{last}) are still alive after their optimizer steps: something keeps those loss "
@@ -83,7 +93,11 @@ appended to a list that was created before the loop: `total_loss += loss`,
 `total_loss = total_loss + loss`, `losses.append(loss)`; also a term of that loss
 (`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`), which carries the same
 graph; and a dict or list appended whole after backward ran on one of its items
-(`outputs.append(output)` after `output["loss"].backward()`). A loss handed back by a function
+(`outputs.append(output)` after `output["loss"].backward()`). The same through a method that
+keeps the graph (`loss_f += loss.float()`), or handed to a meter's `update` (`losses =
+AverageMeter()`, then `losses.update(loss)`) whose `update` adds its value to a running sum
+(`self.sum += val * n`), in a class of the file or, for a class of another module, when a
+module of the project has such an `update`. A loss handed back by a function
 of the file that ran its backward (`batch_loss = train_step(...)`, whose every `return` gives
 the `loss` it called `loss.backward()` on) counts as backpropagated in the loop.
 
@@ -138,7 +152,10 @@ nothing grows.
 `total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`；也包括这个损失的
 某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`），它带着同一张计算图；
 以及对其中某一项做了反向传播之后，被整个追加到列表里的字典或列表（`output["loss"].backward()` 之后的
-`outputs.append(output)`）。本文件中做过反向传播、再把该损失返回的函数（`batch_loss = train_step(...)`，
+`outputs.append(output)`）。经过保留计算图的方法（`loss_f += loss.float()`）也一样；交给计量器的
+`update` 也一样（`losses = AverageMeter()` 之后 `losses.update(loss)`），只要它的 `update` 把值加进
+累计和（`self.sum += val * n`）：计量器类在本文件中，或在另一个模块中且项目里有这样的 `update`。
+本文件中做过反向传播、再把该损失返回的函数（`batch_loss = train_step(...)`，
 它的每个 `return` 都返回调用过 `loss.backward()` 的 `loss`）给出的损失，也算在循环里做过反向传播。
 
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
@@ -258,8 +275,51 @@ def check_append(node: ast.Expr, ctx: Context) -> list[Finding] | None:
     return _check(node, call.func.value.id, call.args[0], ctx, appended=True)
 
 
+@PITFALL.static(ast.Expr, names={"update"})
+def check_meter(node: ast.Expr, ctx: Context) -> list[Finding] | None:
+    """`losses.update(loss)` with `losses = AverageMeter()`, whose `update` adds its value to a
+    running sum (`self.sum += val * n`): the sum holds every iteration's graph."""
+    call = node.value
+    func = call.func
+    if type(func) is not ast.Attribute or type(func.value) is not ast.Name or not call.args:
+        return None
+    meter = func.value.id
+    if not _accumulating_meter(ctx, scope_of(meter, ctx), meter):
+        return None
+    return _check(node, meter, call.args[0], ctx, appended=True, variant="meter")
+
+
+@per_file
+def _accumulating_meter(ctx: Context, scope: ast.AST, name: str) -> bool:
+    """`name` is only bound to a new object of a class named as a meter (`AverageMeter()`)
+    whose `update` adds its value to an attribute: the class of this file, or one of another
+    module when some module of the project has such an `update`."""
+    found = bindings(ctx, scope, name)
+    classes = {
+        (dotted_name(b.value.func) or "") if type(b.value) is ast.Call else "" for b in found or ()
+    }
+    if len(classes) != 1:
+        return False
+    cls = classes.pop().rpartition(".")[2]
+    if "meter" not in cls.lower():
+        return False
+    own = top_level_classes(ctx).get(cls)
+    if own is None:
+        return ctx.project.has("accumulating update")
+    return any(
+        holds_marker(ctx.text(method).encode(), "accumulating update")
+        for method in own.body
+        if isinstance(method, ast.FunctionDef) and method.name == "update"
+    )
+
+
 def _check(
-    statement: ast.stmt, total: str, added: ast.expr, ctx: Context, appended: bool = False
+    statement: ast.stmt,
+    total: str,
+    added: ast.expr,
+    ctx: Context,
+    appended: bool = False,
+    variant: str = "",
 ) -> list[Finding] | None:
     operands = [name for name in _bare_operands(added) if name.id != total]
     if not operands:
@@ -276,12 +336,12 @@ def _check(
         and not _always_a_number(ctx, scope_of(name.id, ctx), name.id)
         and not _just_made_a_number(ctx, statement, name.id)
     ]
-    variant = ""
-    if not losses and not backpropagated:
+    meter = variant == "meter"
+    if not losses and not backpropagated and not meter:
         losses = _evaluation_losses_kept(operands, loop, ctx)
         variant = "evaluation"
     if not losses:
-        if appended:  # `outputs.append(output)` after `output["loss"].backward()`
+        if appended and not meter:  # `outputs.append(output)` after `output["loss"].backward()`
             kept = _container_kept(statement, total, operands, loop, ctx)
             return [kept] if kept is not None else None
         return None
@@ -292,8 +352,10 @@ def _check(
     loss = losses[0]
     if _detached_in(ctx, scope_of(loss.id, ctx), loss.id, loop):
         return None
-    title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
-    fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
+    fix = None
+    if any(name is loss for name in _bare_operands(added, through_methods=False)):
+        title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
+        fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
     return [ctx.finding(PITFALL, statement, variant, fix=fix, total=total, loss=loss.id)]
 
 
@@ -504,15 +566,31 @@ def _once_in_the_loop(statement: ast.stmt, ctx: Context) -> bool:
     return False
 
 
-def _bare_operands(expr: ast.expr) -> list[ast.Name]:
-    """Names used as they are in a sum or product: `loss` in `loss * n`, not in `loss.item()`."""
+def _bare_operands(expr: ast.expr, through_methods: bool = True) -> list[ast.Name]:
+    """Names used as they are in a sum or product: `loss` in `loss * n`, not in `loss.item()`;
+    also, with `through_methods`, in `loss.float()` (a tensor method that keeps the graph)."""
     if type(expr) is ast.Name:
         return [expr]
     if type(expr) is ast.BinOp and isinstance(expr.op, _ARITHMETIC):
-        return _bare_operands(expr.left) + _bare_operands(expr.right)
+        return _bare_operands(expr.left, through_methods) + _bare_operands(
+            expr.right, through_methods
+        )
     if type(expr) is ast.UnaryOp and isinstance(expr.op, ast.USub):
-        return _bare_operands(expr.operand)
+        return _bare_operands(expr.operand, through_methods)
+    if (
+        through_methods
+        and type(expr) is ast.Call
+        and type(expr.func) is ast.Attribute
+        and expr.func.attr in _GRAPH_KEEPING
+    ):
+        return _bare_operands(expr.func.value)  # `loss_f += loss.float()` (pytorch-segnet)
     return []
+
+
+# Tensor methods whose result stays in the autograd graph of their receiver.
+_GRAPH_KEEPING = frozenset(
+    "float double half cpu cuda to sum mean squeeze view reshape clone contiguous".split()
+)
 
 
 def _loops_around(ctx: Context) -> list[ast.stmt]:
