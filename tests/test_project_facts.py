@@ -1771,3 +1771,35 @@ def test_a_loss_tensor_handed_to_a_meter_of_another_module_that_sums_it(tmp_path
     # A meter that keeps the last value only holds one graph at a time.
     (tmp_path / "utils.py").write_text(meter.replace("self.sum += val * n", "self.sum = n"))
     assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout
+
+
+def test_an_evaluation_of_a_model_its_caller_has_just_trained(tmp_path):
+    # pytorch-ner's `lstm_train_eval`: it trains the tagger it is given, then calls
+    # `eval_of_bilstm(model, ...)`; no code in between switches the model out of training mode.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "models.py").write_text(
+        "import torch.nn as nn\n\n\nclass Tagger(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.drop = nn.Dropout(0.5)\n"
+    )
+    script = (
+        "import torch\n\n\ndef eval_of_bilstm(model, dataiter):\n    preds = []\n"
+        "    for batch in dataiter:\n        preds.append(model(batch.sent).argmax(1))\n"
+        "    return preds\n\n\ndef lstm_train_eval(iters, model, loss_function, optimizer):\n"
+        "    for batch in iters['train']:\n        loss = loss_function(model(batch.sent), batch.label)\n"
+        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+        "    SWITCH\n    with torch.no_grad():\n        return eval_of_bilstm(model, iters['dev'])\n"
+    )
+    # Another script of the project sets eval mode: not every model runs in training mode.
+    (tmp_path / "bert_eval.py").write_text("def evaluate(model):\n    model.eval()\n")
+    (tmp_path / "evaluate.py").write_text(script.replace("SWITCH", "pass"))
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "evaluate.py:7:22: TD205 `model` runs in training mode in this evaluation loop" in out
+    (tmp_path / "evaluate.py").write_text(script.replace("SWITCH", "model.eval()"))
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    # A project whose models mostly compute the same in both modes: not known to matter.
+    (tmp_path / "evaluate.py").write_text(script.replace("SWITCH", "pass"))
+    (tmp_path / "models.py").write_text(
+        "import torch.nn as nn\n\n\nclass Tagger(nn.Module):\n    pass\n\n\n"
+        "class Other(nn.Module):\n    pass\n"
+    )
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout

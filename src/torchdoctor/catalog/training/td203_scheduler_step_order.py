@@ -196,7 +196,8 @@ The per-batch case needs the scheduler to be built in the same function as the l
 - 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用，或先于调用本文件中会更新优化器的
   函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`）或同一个类中会更新优化器的
   方法（训练器里的 `self.lr_schedule.step(); self._train()`），或先于循环中调用另一个
-  模块里以训练命名（或被要求训练：`model_epoch(mode="train", ...)`）、并拿到优化器的函数（`train(cfg, loader, model, criterion, optimizer, epoch)`、
+  模块里以训练命名（或被要求训练：`model_epoch(mode="train", ...)`）、并拿到优化器的函数
+  （`train(cfg, loader, model, criterion, optimizer, epoch)`、
   `trainer.train(epoch, loader, optimizer)`），或放在 ignite 的
   `EPOCH_STARTED`、`ITERATION_STARTED` 事件处理函数里；也包括在训练一个 epoch 的函数开头、batch 循环之前
   调用（`def train_epoch(self, loader): if self.lr_scheduler is not None: self.lr_scheduler.step()`），

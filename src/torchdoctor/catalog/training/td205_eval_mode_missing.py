@@ -37,6 +37,7 @@ from torchdoctor.catalog.sdk import (
     moves_itself,
     name_words,
     parameter_free_module,
+    passed_values,
     per_file,
     returned_values,
     runs_without_gradients,
@@ -191,7 +192,11 @@ criterion, batch)`), unless that function computes gradients (an adversarial att
 through a method of the project's classes that calls its own `forward` (`model.loss(image,
 target)`, `model.denoise(image)`). A model
 handed back by the training function (`model = train_model(model, ...)`, which returns its
-parameter) is the model it was given.
+parameter) is the model it was given. A model handed in as a parameter is in training mode
+when every call of the function in the file passes a model that its caller has just trained
+in a loop (run, `.backward()`, `.step()`) with no switch of mode in between (`lstm_train_eval`
+training its tagger, then calling `eval_of_bilstm(model, ...)`), in a project at least half of
+whose model classes have a mode-dependent layer.
 
 In a project that trains a model (a `.backward(` somewhere) and where no code may switch a
 model's mode (no `.eval(`, `.train(False)`, `.train(<expression>)`, `eval_mode`, `.training =` in
@@ -298,7 +303,10 @@ step）的循环不算训练。
 模型也可以经由本文件中接收它并调用它的函数运行（`pred, loss = apply(model, criterion, batch)`），
 除非那个函数要计算梯度（例如对抗攻击）；也可以经由项目中的类里调用自身 `forward` 的方法运行
 （`model.loss(image, target)`、`model.denoise(image)`）。训练函数交还的模型（`model = train_model(model, ...)`，
-它返回自己的参数）就是传给它的那个模型。
+它返回自己的参数）就是传给它的那个模型。作为参数传入的模型，如果本文件中对该函数的每次调用传入的
+都是调用者刚在循环里训练过（运行、`.backward()`、`.step()`）且其间没有切换模式的模型（`lstm_train_eval`
+先训练标注器，再调用 `eval_of_bilstm(model, ...)`），并且项目中至少一半的模型类带有行为随模式变化的层，
+那么它就处于训练模式。
 
 如果项目训练模型（某处有 `.backward(`），且项目中没有任何代码可能切换模型的模式
 （所有文件里都没有 `.eval(`、`.train(False)`、`.train(<表达式>)`、
@@ -584,6 +592,7 @@ def _check_loop(
         any(f.switches_to_train for f in flags)
         or program.built_here(models)
         or _never_out_of_training(model, function, ctx, models)
+        or _trained_by_every_caller(function, model, ctx)
     )
     eval_missing = (
         in_training_mode
@@ -1079,6 +1088,47 @@ def _never_out_of_training(
         return program.mode_dependent_here(model.id, scope, ctx, project_classes=True)
     # A parameter, a value of a dict or a list (`args["model"]`), or only moved here
     # (`net = net.float()`, the model from a star import): made out of sight.
+    return _models_mostly_mode_dependent(ctx)
+
+
+def _trained_by_every_caller(function: ast.AST | None, model: ast.AST, ctx: Context) -> bool:
+    """`model` is a parameter of `function` that every call of it in the file hands a model the
+    caller has trained in a loop before the call (`output = model(x)`, `loss.backward()`,
+    `optimizer.step()`): a module trains in training mode, and stays in it (pytorch-ner's
+    `lstm_train_eval`, which trains, then calls `eval_of_bilstm(model, ...)`). Only in a
+    project at least half of whose model classes have a mode-dependent layer."""
+    if not (isinstance(function, ast.FunctionDef) and isinstance(model, ast.Name)):
+        return False
+    if not is_parameter(function, model.id) or not _models_mostly_mode_dependent(ctx):
+        return False
+    passed = passed_values(ctx, function, model.id)
+    if not passed:
+        return False
+    found = index(ctx)
+    for call, value in passed:
+        caller = found.runs_in(call)
+        if type(value) is not ast.Name or caller is None or caller is ctx.tree:
+            return False
+        if not any(
+            loop.lineno < call.lineno and _trains_model_in(ctx, loop, value.id)
+            for loop in found.local(caller, ast.For)
+        ):
+            return False
+    return True
+
+
+def _trains_model_in(ctx: Context, loop: ast.For, name: str) -> bool:
+    """The loop's body runs the model `name` and calls a backward and an optimizer step."""
+    calls = _body_calls(ctx, loop)
+    words = {last_name(call.func) for call in calls}
+    return {"backward", "step"} <= words and any(
+        type(call.func) is ast.Name and call.func.id == name for call in calls
+    )
+
+
+def _models_mostly_mode_dependent(ctx: Context) -> bool:
+    """At least half of the project's model classes have a layer whose behaviour depends on
+    the mode (Dropout, BatchNorm)."""
     facts = ctx.project
     return 2 * len(facts.mode_layer_classes & facts.module_classes) >= len(facts.module_classes) > 0
 
