@@ -166,7 +166,9 @@ the functions those call, and the other methods of its class):
   built right there: from a class of the file, or of another module of the project that the
   project's facts say has Dropout or BatchNorm (a torchvision backbone counts), in its own body
 or in a project class it uses,
-  and not only when its `__init__` is asked for them); a model built in the file only from
+  and not only when its `__init__` is asked for them; or one of the classes of a module of models
+  picked at run time, `models.__dict__[args.arch]()` or `getattr(models, arch)()`: torchvision's,
+  or a module of the project at least half of whose model classes have such a layer); a model built in the file only from
   layers that compute the same in both modes (no Dropout, BatchNorm or Transformer layers) is
   not reported for this. A model the evaluation function builds itself (from a class of the
   file, a torchvision model, or a CNN library's: `cnn_finetune.make_model`,
@@ -285,7 +287,9 @@ val_loader:`，或者按下标遍历评估数据：`for i in range(len(X_validat
   而模型又必然处于训练模式（调用过 `model.train()`，或者模型就是在这里新建的：由本文件的类构造，
   或由项目事实表明含有 Dropout 或 BatchNorm（torchvision 骨干网络也算）
   的其他模块的类构造——层在类自身或它用到的项目类中，
-  且不是只有 `__init__` 要求时才创建）；
+  且不是只有 `__init__` 要求时才创建；或者是运行时从一个模型模块里挑出的类：
+  `models.__dict__[args.arch]()` 或 `getattr(models, arch)()`，来自 torchvision，或来自项目中至少一半
+  模型类带有这类层的模块）；
   如果模型在本文件中完全由两种模式下计算相同的层构成
   （没有 Dropout、BatchNorm 或 Transformer 层），这一项不报告。评估函数自己新建的模型（由本文件的类、
   torchvision 模型或 CNN 库构造：`cnn_finetune.make_model`、`efficientnet_pytorch`、
@@ -1126,6 +1130,18 @@ def _trains_model_in(ctx: Context, loop: ast.For, name: str) -> bool:
     )
 
 
+def _module_looked_up(func: ast.AST) -> ast.AST | None:
+    """`models` of `models.__dict__[arch]` or of `getattr(models, arch)`."""
+    if type(func) is ast.Subscript:
+        held = func.value
+        if type(held) is ast.Attribute and held.attr == "__dict__":
+            return held.value
+    elif type(func) is ast.Call and type(func.func) is ast.Name and func.func.id == "getattr":
+        if len(func.args) == 2 and not func.keywords:
+            return func.args[0]
+    return None
+
+
 def _models_mostly_mode_dependent(ctx: Context) -> bool:
     """At least half of the project's model classes have a layer whose behaviour depends on
     the mode (Dropout, BatchNorm)."""
@@ -1592,6 +1608,16 @@ class _Program:
     def _builds_module(self, value: ast.AST, through_function: bool = True) -> bool:
         if not isinstance(value, ast.Call):
             return False
+        looked_up = _module_looked_up(value.func)
+        if looked_up is not None:
+            # `models.__dict__[args.arch](...)`, `getattr(models, name)(...)`: one of the
+            # classes of a module of models, picked at run time.
+            qualname = self.ctx.qualname(looked_up) or ""
+            if qualname == "torchvision.models":  # every one has Dropout or BatchNorm
+                return True
+            return self.ctx.project.is_project_module(qualname) and _models_mostly_mode_dependent(
+                self.ctx
+            )
         if isinstance(value.func, ast.Name) and value.func.id in self.classes:
             return self.ctx.is_module_class(self.classes[value.func.id])
         if through_function and isinstance(value.func, ast.Name):
