@@ -169,8 +169,8 @@ or in a project class it uses,
   and not only when its `__init__` is asked for them; or one of the classes of a module of models
   picked at run time, `models.__dict__[args.arch]()` or `getattr(models, arch)()`: torchvision's,
   or a module of the project at least half of whose model classes have such a layer); a model
-  built in the file only from layers that compute the same in both modes (no Dropout, BatchNorm or Transformer layers) is
-  not reported for this. A model the evaluation function builds itself (from a class of the
+  built in the file only from layers that compute the same in both modes (no Dropout,
+  BatchNorm or Transformer layers) is not reported for this. A model the evaluation function builds itself (from a class of the
   file, a torchvision model, or a CNN library's: `cnn_finetune.make_model`,
   `efficientnet_pytorch`, `segmentation_models_pytorch`) is asked of that function and what it
   calls only: the other code around it never sees that model; or
