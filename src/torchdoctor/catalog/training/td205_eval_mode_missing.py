@@ -170,8 +170,9 @@ or in a project class it uses,
   picked at run time, `models.__dict__[args.arch]()` or `getattr(models, arch)()`: torchvision's,
   or a module of the project at least half of whose model classes have such a layer); a model
   built in the file only from layers that compute the same in both modes (no Dropout,
-  BatchNorm or Transformer layers) is not reported for this. A model the evaluation function builds itself (from a class of the
-  file, a torchvision model, or a CNN library's: `cnn_finetune.make_model`,
+  BatchNorm or Transformer layers) is not reported for this. A model the evaluation function
+  builds itself (from a class of the file, a torchvision model, or a CNN library's:
+  `cnn_finetune.make_model`,
   `efficientnet_pytorch`, `segmentation_models_pytorch`) is asked of that function and what it
   calls only: the other code around it never sees that model; or
 - never disables gradient recording (no `torch.no_grad()`, `torch.inference_mode()` or
