@@ -563,7 +563,10 @@ def _check_loop(
                 model = _short(ctx.text(switch.func.value))  # type: ignore[attr-defined]
                 yield ctx.finding(PITFALL, switch, "switched", model=model)
         return
-    if _trains(ctx, function or node) and not (
+    # A function named to evaluate that clears gradients but computes none trains nothing
+    # (pacrr's `test_one`, which calls `optimizer.zero_grad()` first).
+    trains = _updates if eval_only else _trains
+    if trains(ctx, function or node) and not (
         # A validation loop inside the training function itself (MultiBench's unimodal
         # `train`, deepspeech.pytorch's `main`): a loader named for evaluation, run without
         # gradients or by a loop that does not train.
