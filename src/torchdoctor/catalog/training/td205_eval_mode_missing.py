@@ -39,6 +39,8 @@ from torchdoctor.catalog.sdk import (
     parameter_free_module,
     passed_values,
     per_file,
+    top_level_classes,
+    passed_by_every_call,
     returned_values,
     runs_without_gradients,
     scope_of,
@@ -1368,7 +1370,59 @@ def _is_model(func: ast.AST, ctx: Context) -> bool:
         return True
     if name.startswith("model_") and isinstance(func, (ast.Name, ast.Attribute)):
         return True  # `model_train(images)` (bubbliiiing's, the DDP-wrapped model), `model_ema(x)`
-    return isinstance(func, (ast.Name, ast.Attribute)) and ctx.kind_of(func) is Kind.MODULE
+    if not isinstance(func, (ast.Name, ast.Attribute)):
+        return False
+    if ctx.kind_of(func) is Kind.MODULE:
+        return True
+    function = ctx.enclosing_function()
+    return (
+        type(func) is ast.Name
+        and isinstance(function, ast.FunctionDef)
+        and is_parameter(function, func.id)
+        and _given_models(ctx, function, func.id)
+    )
+
+
+@per_file
+def _given_models(ctx: Context, function: ast.FunctionDef, parameter: str, hops: int = 2) -> bool:
+    """Every call of `function` in the file passes `parameter` a name its caller binds only to
+    new modules (`encoder = EncoderRNN(...)`, maybe moved: `encoder = encoder.cuda()`), or a
+    parameter of the caller given such models in its turn (`hops` levels): the seq2seq
+    tutorial's `evaluate(encoder, decoder, sentence)`, called by `evaluateRandomly(encoder,
+    decoder)`."""
+    passed = passed_by_every_call(ctx, function, parameter)
+    if not passed:
+        return False
+    found = index(ctx)
+    for value in passed:
+        if type(value) is not ast.Name:
+            return False
+        scope = found.runs_in(value) or ctx.tree
+        if isinstance(scope, ast.FunctionDef) and is_parameter(scope, value.id):
+            if hops > 1 and scope is not function and _given_models(ctx, scope, value.id, hops - 1):
+                continue
+            return False
+        made = [
+            b.value
+            for b in bindings(ctx, scope, value.id) or ()
+            if not moves_itself(b.value, value.id)
+        ]
+        if not made or not all(_makes_a_module(v, ctx) for v in made):
+            return False
+    return True
+
+
+def _makes_a_module(value: ast.AST | None, ctx: Context) -> bool:
+    """`EncoderRNN(...)` of a module class of the file or the project, or `nn.LSTM(...)`."""
+    if type(value) is not ast.Call:
+        return False
+    name = last_name(value.func) or ""
+    own = top_level_classes(ctx).get(name)
+    if own is not None:
+        return ctx.is_module_class(own)
+    return ctx.project.is_module_class(name) or (ctx.qualname(value.func) or "").startswith(
+        "torch.nn."
+    )
 
 
 class _ScopeFacts:
