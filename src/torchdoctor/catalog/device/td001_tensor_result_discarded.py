@@ -216,6 +216,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     if kind is Kind.UNKNOWN and _forward_input(receiver, ctx):
         kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
+    if kind is Kind.UNKNOWN and method in MOVES and _item_of_a_batch(receiver, ctx):
+        kind = Kind.TENSOR  # `img = batch["image"]`, then `img.to(device)`
     if kind is Kind.UNKNOWN and method in MOVES and ctx.imports_torch and _named_a_tensor(receiver):
         kind = Kind.TENSOR  # `img_tensor = IMAGE_TO_TENSOR(img)`, then `img_tensor.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
@@ -462,6 +464,18 @@ def _builds_other_object(value: ast.AST, ctx: Context) -> bool:
 def _in_test_function(ctx: Context) -> bool:
     function = ctx.enclosing_function()
     return function is not None and function.name.startswith("test")
+
+
+def _item_of_a_batch(receiver: ast.AST, ctx: Context) -> bool:
+    """An item of a batch a DataLoader gave (`batch["image"]`, `batch[0]`), or a name bound once
+    to one: a tensor, collated (VPGNet's `img, gt = batch["image"], batch[task]`, then
+    `img.to(device)`). (Were it a list of strings, `.to()` would raise instead.)"""
+    if type(receiver) is not ast.Name:
+        return type(receiver) is ast.Subscript and ctx.kind_of(receiver.value) is Kind.BATCH
+    found = bindings(ctx, scope_of(receiver.id, ctx), receiver.id) or ()
+    return bool(found) and all(
+        type(b.value) is ast.Subscript and ctx.kind_of(b.value.value) is Kind.BATCH for b in found
+    )
 
 
 def _forward_input(receiver: ast.AST, ctx: Context) -> bool:
