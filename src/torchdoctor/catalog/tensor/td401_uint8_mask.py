@@ -846,6 +846,9 @@ def _carried(value: ast.AST, parents: dict, ctx: Context) -> tuple[ast.AST, bool
     while True:
         parent = parents.get(value)
         if isinstance(parent, ast.Attribute) and parent.value is value:
+            if parent.attr == "data" and isinstance(parent.ctx, ast.Load):
+                value = parent  # `mask.data`: the same tensor (TPRU's `(seqs == 0).byte().data`)
+                continue
             call = parents.get(parent)
             if not (isinstance(call, ast.Call) and call.func is parent and _keeps_dtype(call, ctx)):
                 return value, mixed
