@@ -63,6 +63,17 @@ PITFALL = Pitfall(
             "包装对象的属性而不是模型的，模型保留它自己的 `{attr}`（第 {before} 行设置）："
             "请用另一个名字保留未包装的模型，并在它上面设置",
         },
+        "load-conditional": {
+            "en": "`{wrapper}.load_state_dict(...)` loads into `{wrapper}` as line {line} left it: "
+            "wrapped in `{parallel}` only where that `if` holds (several GPUs), so the keys it "
+            "expects start with `module.` on some machines and not on others, and a checkpoint "
+            "saved on a machine of the other kind fails with Missing/Unexpected keys: load into "
+            "the bare model before wrapping it",
+            "zh": "`{wrapper}.load_state_dict(...)` 加载到第 {line} 行处理后的 `{wrapper}` 中：只有那个 "
+            "`if` 成立时（多块 GPU）它才被包装成 `{parallel}`，所以它期望的键在有的机器上带 `module.` "
+            "前缀、在有的机器上不带，在另一种机器上保存的 checkpoint 会因 Missing/Unexpected keys "
+            "而加载失败：请在包装之前把权重加载到未包装的模型里",
+        },
         "unwrapped": {
             "en": "`{wrapper}.module` exists only when line {line} has wrapped `{wrapper}` in "
             "`{parallel}`, which it does under a condition: where it does not (one GPU, the "
@@ -108,6 +119,11 @@ has no `.module` (`model.module.load_state_dict(...)` after `if use_gpu: model =
 nn.DataParallel(model)`). An attribute the code set on the bare model before wrapping it
 (`model.forward_mode = "cnn"`) is reported where it is read on the wrapper before any setting
 there, and where it is set on the wrapper: the wrapped model keeps, and reads, its own.
+A checkpoint loaded right after an `if` on the GPU count that wraps the model
+(`if torch.cuda.device_count() > 1: model = nn.DataParallel(model)`, then
+`model.load_state_dict(torch.load(path))`) is reported too: the keys it needs start with
+`module.` on a machine with several GPUs only, so a checkpoint saved on the other kind of
+machine does not load.
 `explain` reads that error too: `'Net' object has no attribute 'module'`, code written for a
 wrapped model (`model.module.predict(x)`) run where the model is not wrapped.
 
@@ -143,6 +159,9 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 `.module`（`if use_gpu: model = nn.DataParallel(model)` 之后的 `model.module.load_state_dict(...)`）。
 包装之前在原模型上设置过的属性（`model.forward_mode = "cnn"`），如果在包装对象上先于任何设置被读取，
 或者在包装对象上被设置，也会报告：被包装的模型保留并读取的是它自己的那个属性。
+在按 GPU 数量决定是否包装的 `if` 之后立即加载 checkpoint（`if torch.cuda.device_count() > 1:
+model = nn.DataParallel(model)` 之后 `model.load_state_dict(torch.load(path))`）也会报告：只有在多卡机器上
+它需要的键才带 `module.` 前缀，所以在另一种机器上保存的 checkpoint 加载不了。
 `explain` 也识别这个错误：`'Net' object has no attribute 'module'`，即为包装后的模型编写的代码
 （`model.module.predict(x)`）在模型没有被包装时运行。
 
@@ -283,6 +302,26 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                     parallel=parallel,
                     line=statement.lineno,
                 )
+                continue
+            if (
+                use.attr == "load_state_dict"
+                and place == 1
+                and conditional
+                and _only_branch(ctx)
+                and _tests_gpus(ctx.ancestors[-2].test)  # type: ignore[attr-defined]
+                and _loads_a_file(use, ctx)
+            ):
+                reported = _reported_uses(ctx)
+                if (use.lineno, use.col_offset) not in reported:
+                    reported.add((use.lineno, use.col_offset))
+                    yield ctx.finding(
+                        PITFALL,
+                        use,
+                        "load-conditional",
+                        wrapper=ctx.text(use.value),
+                        parallel=parallel,
+                        line=statement.lineno,
+                    )
                 continue
             if use.attr in WRAPPER_ATTRIBUTES or use.attr.startswith("_"):
                 continue
@@ -426,6 +465,24 @@ def _wraps_unless_wrapped(ctx: Context, wrapper: str) -> bool:
         and ctx.text(inspected.args[0]) == wrapper
         and "DataParallel" in ctx.text(inspected.args[1])
     )
+
+
+def _tests_gpus(test: ast.AST) -> bool:
+    """`if torch.cuda.device_count() > 1:`, `if self.__C.N_GPU > 1:`, `if args.multi_gpu:`."""
+    return any(
+        "gpu" in word.lower() or word in ("device_count", "DataParallel")
+        for word in _identifiers(test)
+    )
+
+
+def _loads_a_file(use: ast.Attribute, ctx: Context) -> bool:
+    """`model.load_state_dict(torch.load(path))`, or of a name or entry holding what a file
+    gave: not another model's `state_dict()` of the same run."""
+    call = index(ctx).parents.get(use)
+    if not (isinstance(call, ast.Call) and call.func is use and call.args):
+        return False
+    state = call.args[0]
+    return not (isinstance(state, ast.Call) and ctx.method_name(state) == "state_dict")
 
 
 def _only_branch(ctx: Context) -> bool:
