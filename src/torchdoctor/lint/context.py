@@ -465,7 +465,10 @@ class Context:
         )
 
     def _subscript_kind(self, expr: ast.Subscript) -> Kind:
-        return self._tensor_like(self.kind_of(expr.value))
+        kind = self.kind_of(expr.value)
+        if kind is Kind.MODULE:  # `features[:23]`, `layers[0]`: a Sequential's part is a module
+            return kind
+        return self._tensor_like(kind)
 
     def _await_kind(self, expr: ast.Await) -> Kind:
         return self.kind_of(expr.value)
