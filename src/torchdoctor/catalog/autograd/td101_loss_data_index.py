@@ -436,7 +436,7 @@ def _is_zero_dim_call(
     qualname = ctx.qualname(func)
     if qualname is not None:
         if qualname.partition(".")[0] != "torch":  # the project's own `compute_loss(...)`
-            return computes_a_loss(call)
+            return computes_a_loss(call) or _mean_of_a_metric_library(qualname, call)
         if _is_zero_dim_torch_call(qualname, call):
             return True
         last = qualname.rpartition(".")[2]
@@ -572,6 +572,21 @@ def _returned_zero_dim(value: ast.expr | None, function: ast.FunctionDef, ctx: C
         return False
     qualname = ctx.qualname(value.func)
     return qualname is not None and _is_zero_dim_torch_call(qualname, value)
+
+
+# Functions of image-quality packages that hand back the mean over the batch (a 0-dim tensor)
+# unless told `size_average=False`: `pytorch_ssim.ssim(img1, img2)`.
+_MEAN_METRICS = frozenset({"pytorch_ssim.ssim", "pytorch_msssim.ssim", "pytorch_msssim.ms_ssim"})
+
+
+def _mean_of_a_metric_library(qualname: str, call: ast.Call) -> bool:
+    if qualname not in _MEAN_METRICS:
+        return False
+    size_average = next((k.value for k in call.keywords if k.arg == "size_average"), None)
+    positional = len(call.args) > 3 or any(k.arg is None for k in call.keywords)
+    return not positional and (
+        size_average is None or type(size_average) is ast.Constant and size_average.value is True
+    )
 
 
 def _is_zero_dim_torch_call(qualname: str, call: ast.Call) -> bool:
