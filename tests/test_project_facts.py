@@ -1768,7 +1768,17 @@ def test_a_loss_tensor_handed_to_a_meter_of_another_module_that_sums_it(tmp_path
     )
     out = _check(tmp_path, ".", rule="TD102").stdout
     assert "train.py:10:9: TD102 `losses.update(...)` adds the loss tensor `loss`" in out
+    # Another meter of the module, which takes the value out of the graph (anycost-gan's
+    # DistributedMeter beside its AverageMeter).
+    (tmp_path / "utils.py").write_text(
+        meter + "\n\nclass DetachingMeter(object):\n    def update(self, val):\n"
+        "        self.sum += val.detach().cpu()\n"
+    )
+    train = (tmp_path / "train.py").read_text()
+    (tmp_path / "train.py").write_text(train.replace("AverageMeter", "DetachingMeter"))
+    assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout
     # A meter that keeps the last value only holds one graph at a time.
+    (tmp_path / "train.py").write_text(train)
     (tmp_path / "utils.py").write_text(meter.replace("self.sum += val * n", "self.sum = n"))
     assert "TD102" not in _check(tmp_path, ".", rule="TD102").stdout
 

@@ -129,16 +129,6 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
     # A module of the project clears its own gradients (`self.zero_grad()` in its `forward`):
     # a training loop calling a model of the project may have them cleared out of sight.
     "self.zero_grad": ((b"zero_grad",), (lazy_compile(rb"self\.zero_grad[ \t]*\("),)),
-    # A meter of the project adds what `update` is given to a running sum (`def update(self,
-    # val, n=1): ... self.sum += val * n`): a loss tensor given to it keeps its graph.
-    "accumulating update": (
-        (b"def update",),
-        (
-            lazy_compile(
-                rb"def update\(self,[ \t]*(\w+)[^\n]*\n(?:[^\n]*\n){0,8}?[ \t]+self\.\w+[ \t]*\+=[ \t]*\1\b"
-            ),
-        ),
-    ),
     # Some code of the project clears gradients, or might: `zero_grad`, a helper named to clear
     # them (`reset_grad`), a `.grad` set or zeroed by hand. Where none does, a function that
     # calls `.backward()` and steps an optimizer adds every call's gradients to the last's.
@@ -637,6 +627,12 @@ _BOUND_TO_CALL = lazy_compile(
     rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
 )
 MASK_FROM = "mask-from:"
+# A meter's `update` that adds what it is given to a running sum (`def update(self, val, n=1):
+# ... self.sum += val * n`): a loss tensor given to it keeps its graph.
+ACCUMULATING_UPDATE = lazy_compile(
+    rb"def update\(self,[ \t]*(\w+)[^\n]*\n(?:[^\n]*\n){0,8}?[ \t]+self\.\w+[ \t]*\+=[ \t]*\1\b(?!\.)"
+)
+ACCUMULATES = "accumulates:"
 
 
 def _mask_makers(source: bytes) -> list[str]:
@@ -660,6 +656,21 @@ def _mask_makers(source: bytes) -> list[str]:
         ):
             found.add(MASK_FROM + match.group(3).decode("ascii", "replace"))
     return sorted(found)
+
+
+def _accumulating_meters(source: bytes) -> list[str]:
+    """ACCUMULATES + the name of each class whose `update` adds its value to an attribute (the
+    class whose `class` line comes last before that `def update`). `source`: the text with a
+    line break put in front."""
+    found = []
+    for match in ACCUMULATING_UPDATE.finditer(source):
+        start = source.rfind(b"\nclass ", 0, match.start())
+        if start < 0:
+            continue
+        name = _CLASS.match(source, start + 1)
+        if name is not None:
+            found.append(ACCUMULATES + name.group(1).decode("ascii", "replace"))
+    return found
 
 
 def _name_before(source: bytes, end: int) -> bytes | None:
@@ -687,6 +698,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _mask_makers(lines)
     if b"step" in source:
         markers += _step_methods(lines)
+    if b"def update" in source:
+        markers += _accumulating_meters(lines)
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source

@@ -8,6 +8,8 @@ import weakref
 from bisect import bisect_right
 
 from torchdoctor.catalog.sdk import (
+    ACCUMULATES,
+    ACCUMULATING_UPDATE,
     CALLED_WITHOUT_GRAD,
     Kind,
     index,
@@ -22,7 +24,6 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     bindings,
     dotted_name,
-    holds_marker,
     index_of,
     nested_statements,
     per_file,
@@ -305,9 +306,9 @@ def _accumulating_meter(ctx: Context, scope: ast.AST, name: str) -> bool:
         return False
     own = top_level_classes(ctx).get(cls)
     if own is None:
-        return ctx.project.has("accumulating update")
+        return ctx.project.has(ACCUMULATES + cls)
     return any(
-        holds_marker(ctx.text(method).encode(), "accumulating update")
+        ACCUMULATING_UPDATE.search(ctx.text(method).encode()) is not None
         for method in own.body
         if isinstance(method, ast.FunctionDef) and method.name == "update"
     )
