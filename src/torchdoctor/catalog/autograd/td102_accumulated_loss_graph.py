@@ -284,10 +284,17 @@ def check_meter(node: ast.Expr, ctx: Context) -> list[Finding] | None:
     func = call.func
     if type(func) is not ast.Attribute or type(func.value) is not ast.Name or not call.args:
         return None
+    if not _makes_meters(ctx):  # most files (and `dict.update`): no meter made at all
+        return None
     meter = func.value.id
     if not _accumulating_meter(ctx, scope_of(meter, ctx), meter):
         return None
     return _check(node, meter, call.args[0], ctx, appended=True, variant="meter")
+
+
+@per_file
+def _makes_meters(ctx: Context) -> bool:
+    return "Meter(" in ctx.source  # `AverageMeter()`, `AvgMeter()` (read once per file)
 
 
 @per_file
