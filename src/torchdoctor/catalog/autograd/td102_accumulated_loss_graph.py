@@ -642,11 +642,31 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
 
 
 def _returns_its_backpropagated_loss(value: ast.expr, ctx: Context) -> bool:
-    """`value` calls a function of the file that runs `loss.backward()` and returns `loss`."""
-    if type(value) is not ast.Call or type(value.func) is not ast.Name:
+    """`value` calls a function of the file, or a method of the class around (`self.update(...)`,
+    TR-DBS's encoder), that runs `loss.backward()` and returns `loss`."""
+    if type(value) is not ast.Call:
         return False
-    function = top_level_functions(ctx).get(value.func.id)
+    func = value.func
+    if type(func) is ast.Name:
+        function = top_level_functions(ctx).get(func.id)
+    elif type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+        function = _own_methods(ctx, ctx.enclosing_class()).get(func.attr)
+    else:
+        return False
     return function is not None and _backpropagates_what_it_returns(ctx, function)
+
+
+@per_file
+def _own_methods(ctx: Context, cls: ast.ClassDef | None) -> dict[str, ast.FunctionDef]:
+    """The methods `cls` defines once, undecorated, by name."""
+    if cls is None:
+        return {}
+    found: dict[str, ast.FunctionDef | None] = {}
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            plain = isinstance(node, ast.FunctionDef) and not node.decorator_list
+            found[node.name] = node if plain and node.name not in found else None  # type: ignore[assignment]
+    return {name: node for name, node in found.items() if node is not None}
 
 
 @per_file
