@@ -28,6 +28,7 @@ from torchdoctor.catalog.sdk import (
     nested_statements,
     per_file,
     scope_of,
+    shorten,
     top_level_classes,
     top_level_functions,
 )
@@ -98,9 +99,12 @@ graph; and a dict or list appended whole after backward ran on one of its items
 keeps the graph (`loss_f += loss.float()`), or handed to a meter's `update` (`losses =
 AverageMeter()`, then `losses.update(loss)`) whose `update` adds its value to a running sum
 (`self.sum += val * n`), in a class of the file or, for a class of another module, when a
-module of the project has such an `update`. A loss handed back by a function
+module of the project has such an `update`. Also the very call the backpropagated loss was
+made by, made again to be logged (`loss_val += criterion(output, y)` after `loss_train =
+criterion(output, y)`): a new loss on the same graph. A loss handed back by a function
 of the file that ran its backward (`batch_loss = train_step(...)`, whose every `return` gives
-the `loss` it called `loss.backward()` on) counts as backpropagated in the loop.
+the `loss` it called `loss.backward()` on), or by a method of the class around
+(`loss = self.update(batch)`), counts as backpropagated in the loop.
 
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
 reset inside the loop) is fine and not reported, nor is a loss kept on one iteration only (under
@@ -156,6 +160,8 @@ nothing grows.
 `outputs.append(output)`）。经过保留计算图的方法（`loss_f += loss.float()`）也一样；交给计量器的
 `update` 也一样（`losses = AverageMeter()` 之后 `losses.update(loss)`），只要它的 `update` 把值加进
 累计和（`self.sum += val * n`）：计量器类在本文件中，或在另一个模块中且项目里有这样的 `update`。
+为了记录而把做过反向传播的损失的那次调用再做一遍（`loss_train = criterion(output, y)` 之后
+`loss_val += criterion(output, y)`）也一样：它是同一张计算图上的新损失。
 本文件中做过反向传播、再把该损失返回的函数（`batch_loss = train_step(...)`，
 它的每个 `return` 都返回调用过 `loss.backward()` 的 `loss`）给出的损失，也算在循环里做过反向传播。
 
@@ -331,6 +337,8 @@ def _check(
 ) -> list[Finding] | None:
     operands = [name for name in _bare_operands(added) if name.id != total]
     if not operands:
+        if type(added) is ast.Call and not variant:
+            return _recomputed_loss(statement, total, added, ctx, appended)
         return None
     loops = _loops_around(ctx)
     loop = loops[0] if loops else None
@@ -365,6 +373,37 @@ def _check(
         title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
         fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
     return [ctx.finding(PITFALL, statement, variant, fix=fix, total=total, loss=loss.id)]
+
+
+def _recomputed_loss(
+    statement: ast.stmt, total: str, added: ast.Call, ctx: Context, appended: bool
+) -> list[Finding] | None:
+    """`loss_val += criterion(output, y)`: the very call the loop's backpropagated loss is bound
+    to (`loss_train = criterion(output, y)`, then `loss_train.backward()`), made again to be
+    logged: a new loss on the same graph (Toy-GCN)."""
+    loops = _loops_around(ctx)
+    loop = loops[0] if loops else None
+    if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx):
+        return None
+    backpropagated = _backward_roots(ctx, loop)
+    if not backpropagated:
+        return None
+    text = ctx.text(added)
+    if not any(
+        len(s.targets) == 1
+        and type(s.targets[0]) is ast.Name
+        and s.targets[0].id in backpropagated
+        and type(s.value) is ast.Call
+        and ctx.text(s.value) == text
+        for s in index_of(ctx, loop).in_block(loop.body, ast.Assign)  # type: ignore[attr-defined]
+    ):
+        return None
+    if not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, appended):
+        return None
+    shown = shorten(text)
+    title = {lang: t.format(loss=shown) for lang, t in PITFALL.fix_title.items()}
+    fix = ctx.fix(PITFALL, "unsafe", ctx.replace(added, f"{text}.item()"), title=title)
+    return [ctx.finding(PITFALL, statement, fix=fix, total=total, loss=shown)]
 
 
 # ---- an evaluation loop that records gradients -------------------------------------------------
