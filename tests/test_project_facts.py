@@ -556,6 +556,22 @@ def test_star_reexports_keep_only_names_of_one_origin():
     )
 
 
+def test_star_reexports_through_a_module_of_the_project():
+    # mt_norm_parse: `env/importing.py` imports torch's names, other modules take them from it by
+    # name (`from env.importing import nn`) or all at once (`from env.importing import *`).
+    sources = [
+        b"import torch.nn as nn\nfrom torch.nn import CrossEntropyLoss\n",
+        b"from env.importing import nn, CrossEntropyLoss\n",
+    ]
+    facts = read_facts(sources, ["env", "model"])
+    assert facts.star_reexports == (
+        ("CrossEntropyLoss", "torch.nn.CrossEntropyLoss"),
+        ("nn", "torch.nn"),
+    )
+    # Another package of that name is not the project's: a second origin.
+    assert read_facts(sources, ["model"]).star_reexports == ()
+
+
 def test_evaluators_that_keep_the_mode_of_their_model():
     keeps = b"def evaluate_model(model, it):\n    for x in it:\n        model(x)\n"
     sets = b"def validate(net, loader):\n    net.eval()\n    for x in loader:\n        net(x)\n"

@@ -1415,7 +1415,7 @@ class FactsReader:
             for name, definitions in self._bases_of.items()
             if all(AUTOGRAD_FUNCTION in bases for bases in definitions)
         }
-        reexports = _star_reexports(self._imports, self._bases_of)
+        reexports = _star_reexports(self._imports, self._bases_of, modules)
         evaluators = {entry[:-2] for entry in self._evaluators if entry.endswith("=1")} - {
             entry[:-2] for entry in self._evaluators if entry.endswith("=0")
         }
@@ -1504,13 +1504,18 @@ def _env_reads(entries: set[str]) -> set[str]:
 
 
 def _star_reexports(
-    imports: set[str], bases_of: dict[str, list[list[str]]]
+    imports: set[str], bases_of: dict[str, list[list[str]]], modules: frozenset[str] = frozenset()
 ) -> tuple[tuple[str, str], ...]:
     """(name, origin) of each name the project's modules import with one origin only, from
-    torch, and that no class of the project is named."""
+    torch, and that no class of the project is named. A name taken from a module of the project
+    by the same name (`from env.importing import nn`, which has `import torch.nn as nn`) is that
+    module's, no other origin."""
     origins: dict[str, set[str]] = {}
     for entry in imports:
         name, _, origin = entry.partition("=")
+        head, _, last = origin.rpartition(".")
+        if last == name and head.partition(".")[0] in modules:
+            continue
         origins.setdefault(name, set()).add(origin)
     return tuple(
         sorted(
