@@ -466,7 +466,9 @@ class Context:
 
     def _subscript_kind(self, expr: ast.Subscript) -> Kind:
         kind = self.kind_of(expr.value)
-        if kind is Kind.MODULE:  # `features[:23]`, `layers[0]`: a Sequential's part is a module
+        if kind is Kind.MODULE and type(expr.slice) is ast.Slice:
+            # `features[:23]`: a Sequential's (or ModuleList's) slice is one too. (Not an item:
+            # a ParameterList's is a Parameter.)
             return kind
         return self._tensor_like(kind)
 
