@@ -266,7 +266,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     # `if not isinstance(model, nn.DataParallel): model = nn.DataParallel(model)`: wrapped
     # past that `if` either way (ssast's `train`).
-    always = wrapper is not None and _wraps_unless_wrapped(ctx, wrapper)
+    always = _wraps_unless_wrapped(ctx, wrapper or f"self.{self_attribute}")
     for place, (block, position) in enumerate(_places_after(ctx)):
         conditional = place > 1 or place == 1 and not always
         if wrapper is not None:
@@ -470,7 +470,7 @@ def _wraps_unless_wrapped(ctx: Context, wrapper: str) -> bool:
 def _tests_gpus(test: ast.AST) -> bool:
     """`if torch.cuda.device_count() > 1:`, `if self.__C.N_GPU > 1:`, `if args.multi_gpu:`."""
     return any(
-        "gpu" in word.lower() or word in ("device_count", "DataParallel")
+        "gpu" in word.lower() or word == "device_count"
         for word in _identifiers(test)
     )
 
