@@ -492,7 +492,7 @@ def _returns_zero_dim(call: ast.Call, ctx: Context) -> bool:
     the file, every `return` of which gives a 0-dim value: a name 0-dim in that function (a
     loss it called `.backward()` on, a full reduction) or a loss or reduction of torch."""
     function = _function_called(call, ctx, ctx.enclosing_class(), None)
-    return function is not None and _function_returns_zero_dim(ctx, function)
+    return function is not None and _returns_zero_dim_at(ctx, function)
 
 
 def _function_called(
@@ -536,25 +536,6 @@ def _methods(ctx: Context, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | Non
         else:
             found[node.name] = None
     return found
-
-
-@per_file
-def _function_returns_zero_dim(ctx: Context, function: ast.FunctionDef) -> bool:
-    in_progress = _returns_in_progress(ctx)
-    if function in in_progress:  # a function calling itself: not known from itself
-        return False
-    in_progress.add(function)
-    try:
-        found = index_of(ctx, function)
-        if found.local(function, ast.Yield, ast.YieldFrom):
-            return False
-        returns = found.local(function, ast.Return)
-        return bool(returns) and all(
-            _returned_zero_dim(ret.value, function, ctx)  # type: ignore[attr-defined]
-            for ret in returns
-        )
-    finally:
-        in_progress.discard(function)
 
 
 @per_file
@@ -797,10 +778,13 @@ def _class_of(ctx: Context, function: ast.AST) -> ast.ClassDef | None:
 
 
 @per_file
-def _returns_zero_dim_at(ctx: Context, function: ast.FunctionDef, position: int, size: int) -> bool:
-    """Every `return` of `function` is a tuple of `size` values, 0-dim at `position`."""
+def _returns_zero_dim_at(
+    ctx: Context, function: ast.FunctionDef, position: int | None = None, size: int = 0
+) -> bool:
+    """Every `return` of `function` gives a 0-dim value; with `position`, a tuple of `size`
+    values, 0-dim at `position`."""
     in_progress = _returns_in_progress(ctx)
-    if function in in_progress:
+    if function in in_progress:  # a function calling itself: not known from itself
         return False
     in_progress.add(function)
     try:
@@ -809,14 +793,23 @@ def _returns_zero_dim_at(ctx: Context, function: ast.FunctionDef, position: int,
             return False
         returns = found.local(function, ast.Return)
         return bool(returns) and all(
-            type(ret.value) is ast.Tuple  # type: ignore[attr-defined]
-            and len(ret.value.elts) == size  # type: ignore[attr-defined]
-            and not any(type(e) is ast.Starred for e in ret.value.elts)  # type: ignore[attr-defined]
-            and _returned_zero_dim(ret.value.elts[position], function, ctx)  # type: ignore[attr-defined]
+            _returned_zero_dim(_returned_at(ret.value, position, size), function, ctx)  # type: ignore[attr-defined]
             for ret in returns
         )
     finally:
         in_progress.discard(function)
+
+
+def _returned_at(value: ast.expr | None, position: int | None, size: int) -> ast.expr | None:
+    """The value at `position` of a returned tuple of `size` values (None when not such a
+    tuple); the value itself without `position`."""
+    if position is None:
+        return value
+    if type(value) is not ast.Tuple or len(value.elts) != size:
+        return None
+    if any(type(e) is ast.Starred for e in value.elts):
+        return None
+    return value.elts[position]
 
 
 def _unpacking(ctx: Context, binding) -> tuple[ast.Assign, int] | None:
