@@ -683,16 +683,35 @@ def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
 def _returns_its_backpropagated_loss(value: ast.expr, ctx: Context) -> bool:
     """`value` calls a function of the file, or a method of the class around (`self.update(...)`,
     TR-DBS's encoder), that runs `loss.backward()` and returns `loss`."""
+    function = _function_called(value, ctx)
+    return function is not None and _backpropagates_what_it_returns(ctx, function)
+
+
+def _runs_a_backward(value: ast.expr, ctx: Context) -> bool:
+    """`value` calls a function of the file, or a method of the class around, that runs a
+    backward (StackGAN's `self.train_Gnet(count)`)."""
+    function = _function_called(value, ctx)
+    return function is not None and _backpropagates(ctx, function)
+
+
+@per_file
+def _backpropagates(ctx: Context, function: ast.FunctionDef) -> bool:
+    return any(
+        type(s) is ast.Expr and type(s.value) is ast.Call and _backward_target_names(s.value, ctx)
+        for s in nested_statements(function.body)
+    )
+
+
+def _function_called(value: ast.expr, ctx: Context) -> ast.FunctionDef | None:
+    """The function of the file, or method of the class around (`self.f(...)`), `value` calls."""
     if type(value) is not ast.Call:
-        return False
+        return None
     func = value.func
     if type(func) is ast.Name:
-        function = top_level_functions(ctx).get(func.id)
-    elif type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
-        function = _own_methods(ctx, ctx.enclosing_class()).get(func.attr)
-    else:
-        return False
-    return function is not None and _backpropagates_what_it_returns(ctx, function)
+        return top_level_functions(ctx).get(func.id)  # type: ignore[return-value]
+    if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+        return _own_methods(ctx, ctx.enclosing_class()).get(func.attr)
+    return None
 
 
 @per_file
@@ -714,14 +733,20 @@ def _backpropagates_what_it_returns(ctx: Context, function: ast.AST) -> bool:
     `train_step`: `loss.backward(); optimizer.step(); return loss`)."""
     backpropagated: set[str] = set()
     returned = []
-    for statement in nested_statements(function.body):  # type: ignore[attr-defined]
+    statements = sorted(
+        nested_statements(function.body),  # type: ignore[attr-defined]
+        key=lambda s: (s.lineno, s.col_offset),
+    )
+    for statement in statements:  # in source order: a rebinding after the backward counts
         if type(statement) is ast.Expr and type(statement.value) is ast.Call:
             backpropagated.update(_backward_target_names(statement.value, ctx))
+        elif type(statement) is ast.Assign:
+            # `loss = loss.item()` after the backward: what is returned is a number now (NCF).
+            backpropagated.difference_update(t.id for t in statement.targets if type(t) is ast.Name)
         elif type(statement) is ast.Return:
-            returned.append(statement.value)
-    return bool(returned) and all(
-        type(value) is ast.Name and value.id in backpropagated for value in returned
-    )
+            value = statement.value
+            returned.append(type(value) is ast.Name and value.id in backpropagated)
+    return bool(returned) and all(returned)
 
 
 def _container_kept(
@@ -866,7 +891,14 @@ def _reset_each_step(
     if not made or any(b.value is None or b.augmented for b in made):
         return False
     after = _step_lines(ctx, outer)
-    return bisect_right(after, loop.end_lineno) < len(after)
+    if bisect_right(after, loop.end_lineno) < len(after):
+        return True
+    # ... or calls, after it, a function or method that backpropagates and steps (StackGAN's
+    # `errD_total += self.train_Dnet(i)` over the discriminators, then `self.train_Gnet()`).
+    return any(
+        s.lineno > loop.end_lineno and _runs_a_backward(s.value, ctx)  # type: ignore[attr-defined]
+        for s in index_of(ctx, outer).in_block(outer.body, ast.Assign, ast.Expr)  # type: ignore[attr-defined]
+    )
 
 
 @per_file
