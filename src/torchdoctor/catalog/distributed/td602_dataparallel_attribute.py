@@ -469,10 +469,7 @@ def _wraps_unless_wrapped(ctx: Context, wrapper: str) -> bool:
 
 def _tests_gpus(test: ast.AST) -> bool:
     """`if torch.cuda.device_count() > 1:`, `if self.__C.N_GPU > 1:`, `if args.multi_gpu:`."""
-    return any(
-        "gpu" in word.lower() or word == "device_count"
-        for word in _identifiers(test)
-    )
+    return any("gpu" in word.lower() or word == "device_count" for word in _identifiers(test))
 
 
 def _loads_a_file(use: ast.Attribute, ctx: Context) -> bool:
