@@ -1829,3 +1829,28 @@ def test_an_evaluation_of_a_model_its_caller_has_just_trained(tmp_path):
         "class Other(nn.Module):\n    pass\n"
     )
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+def test_a_uint8_mask_returned_in_a_tuple_that_another_module_indexes_with(tmp_path):
+    # PyTorch-YOLOv3's forks: `build_targets` in utils.py makes its masks as ByteTensors and
+    # returns them; models.py unpacks them and indexes the predictions with them.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\n\ndef build_targets(pred, cuda):\n"
+        "    ByteTensor = torch.cuda.ByteTensor if cuda else torch.ByteTensor\n"
+        "    obj_mask = ByteTensor(4, 3).fill_(0)\n    scores = torch.zeros(4, 3)\n"
+        "    obj_mask[0, 1] = 1\n    return scores, obj_mask\n"
+    )
+    models = (
+        "from utils import build_targets\n\n\ndef loss(x, pred, cuda):\n"
+        "    scores, obj_mask = build_targets(pred, cuda)\n    return x[obj_mask].sum()\n"
+    )
+    (tmp_path / "models.py").write_text(models)
+    out = _check(tmp_path, ".", rule="TD401").stdout
+    assert "utils.py:6:16: TD401 `ByteTensor(4, 3)` is a uint8 tensor that `build_targets()`" in out
+    assert "(value 2 of the tuple)" in out and out.count("TD401") == 1
+    # The user turns it bool first (FractureDetection's fork): nothing to report.
+    (tmp_path / "models.py").write_text(
+        models.replace("    return", "    obj_mask = obj_mask.bool()\n    return")
+    )
+    assert "TD401" not in _check(tmp_path, ".", rule="TD401").stdout

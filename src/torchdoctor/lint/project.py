@@ -627,12 +627,34 @@ _BOUND_TO_CALL = lazy_compile(
     rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
 )
 MASK_FROM = "mask-from:"
+# `iou, class_mask, obj_mask, ... = build_targets(...)` on one line: the names a call's result is
+# unpacked into, and the function's name.
+_UNPACKED_FROM_CALL = lazy_compile(
+    rb"\n[ \t]*(\w{1,80}(?:[ \t]*,[ \t]*\w{1,80}){1,30})[ \t]*,?[ \t]*=[ \t]*"
+    rb"(?:\w{1,80}\.){0,3}(\w{1,80})[ \t]*\("
+)
+INDEX_MASK_FROM = "index-mask-from:"
 # A meter's `update` that adds what it is given to a running sum (`def update(self, val, n=1):
 # ... self.sum += val * n`): a loss tensor given to it keeps its graph.
 ACCUMULATING_UPDATE = lazy_compile(
     rb"def update\(self,[ \t]*(\w+)[^\n]*\n(?:[^\n]*\n){0,8}?[ \t]+self\.\w+[ \t]*\+=[ \t]*\1\b(?!\.)"
 )
 ACCUMULATES = "accumulates:"
+
+
+def _index_masks(source: bytes) -> list[str]:
+    """INDEX_MASK_FROM + "function@place" for each function whose result the text unpacks,
+    taking the value at `place` into a name said to be a mask that it then indexes with
+    (YOLOv3's `..., obj_mask, ... = build_targets(...)`, then `x[obj_mask]`): a uint8 tensor the
+    function returns there is used for indexing in another file. `source`: the text with a line
+    break put in front."""
+    found = set()
+    for match in _UNPACKED_FROM_CALL.finditer(source):
+        names = [name.strip() for name in match.group(1).split(b",")]
+        for place, name in enumerate(names):
+            if b"mask" in name and b"[" + name + b"]" in source and name + b".bool(" not in source:
+                found.add(f"{INDEX_MASK_FROM}{match.group(2).decode('ascii', 'replace')}@{place}")
+    return sorted(found)
 
 
 def _mask_makers(source: bytes) -> list[str]:
@@ -696,6 +718,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _methods_called_without_grad(lines)
     if b".masked_" in source:
         markers += _mask_makers(lines)
+    if b"mask" in source:
+        markers += _index_masks(lines)
     if b"step" in source:
         markers += _step_methods(lines)
     if b"def update" in source:

@@ -7,6 +7,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     MASK_FROM,
+    INDEX_MASK_FROM,
     VARIABLE_QUALNAMES,
     Kind,
     Pitfall,
@@ -58,6 +59,13 @@ PITFALL = Pitfall(
             "zh": "`{source}` 是 `{function}()` 返回的 uint8 张量，而项目把它的返回值当作掩码使用"
             "（`masked_fill`/`masked_select`）：那里会拒绝 uint8 掩码（对 uint8 掩码取 `~` 翻转的是比特位，"
             "而不是真假）；请改用 bool 掩码",
+        },
+        "returned-index": {
+            "en": "`{source}` is a uint8 tensor that `{function}()` returns (value {place} of the "
+            "tuple), and another module of the project indexes with it as a mask (`x[mask]`): "
+            "indexing with a uint8 mask is deprecated; make it a bool mask",
+            "zh": "`{source}` 是 `{function}()` 返回的 uint8 张量（元组的第 {place} 个值），而项目的另一个"
+            "模块把它当作掩码做索引（`x[mask]`）：用 uint8 掩码索引已被弃用；请改用 bool 掩码",
         },
         "numpy": {
             "en": "`{name}` is made as a uint8 numpy array by `{source}`, and the tensor made "
@@ -121,7 +129,10 @@ made when another file of the project binds what that function returns to a name
 attribute) it hands to `masked_fill`, `masked_select` or `masked_scatter` as the mask
 (tacotron2's `get_mask_from_lengths`, returning `(ids < lengths.unsqueeze(1)).byte()`, and
 `mask = ~get_mask_from_lengths(lengths)` in model.py; not when that line makes it bool, nor
-for a name the file turns bool).
+for a name the file turns bool). Likewise one returned as a value of a tuple that another file
+unpacks, on one line, into a name said to be a mask and indexes with (`..., obj_mask, ... =
+build_targets(...)`, then `x[obj_mask]`: PyTorch-YOLOv3's forks), unless that file turns the
+name bool.
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -189,7 +200,9 @@ one made in a branch kept for torch < 1.2.
 或 `masked_scatter`，
 也在创建处报告（tacotron2 的 `get_mask_from_lengths` 返回 `(ids < lengths.unsqueeze(1)).byte()`，
 model.py 里写 `mask = ~get_mask_from_lengths(lengths)`；如果那一行已把它转成 bool，或文件把这个名字
-转成 bool，则不报告）。
+转成 bool，则不报告）。作为元组中的一个值返回、另一个文件在一行里把它解包到名字表明是掩码的变量
+并用它做索引时（`..., obj_mask, ... = build_targets(...)` 之后 `x[obj_mask]`：PyTorch-YOLOv3 的各个分支），
+同样报告，除非那个文件把这个名字转成 bool。
 
 作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
 只有出现在掩码位置上的 uint8 值才会被报告。
@@ -536,12 +549,24 @@ def _report(made: ast.Call, spelling: ast.AST, parents: dict, ctx: Context) -> I
         line = _returned_mask_use(name, ctx)
     if line is None:
         function = ctx.enclosing_function()
-        if (
-            isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and _returned_at(function, name, ctx) is None
-            and _keeps_its_dtype(ctx, function, name, index(ctx).parents)
-        ):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        place = _returned_at(function, name, ctx)
+        if place is False or not _keeps_its_dtype(ctx, function, name, index(ctx).parents):
+            return
+        if place is None:
             yield from _report_returned(made, spelling, exact, ctx)  # `mask = ...; return mask`
+        elif ctx.project.has(f"{INDEX_MASK_FROM}{function.name}@{place}"):
+            # YOLOv3's `build_targets`, whose `obj_mask` another module indexes with
+            yield ctx.finding(
+                PITFALL,
+                made,
+                "returned-index",
+                fix=_fix(spelling, exact, ctx),
+                source=source,
+                function=function.name,
+                place=place + 1,
+            )
         return
     scope = ctx.enclosing_function() or ctx.tree
     exact = exact and _only_mask_uses(ctx, scope, name)
