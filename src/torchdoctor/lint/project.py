@@ -134,12 +134,17 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
     # calls `.backward()` and steps an optimizer adds every call's gradients to the last's.
     "clears gradients": (
         (b"grad",),
+        # Each begins with its literal word (an alternation in front is tried at every byte),
+        # the commonest first.
         (
-            lazy_compile(rb"(?:zero|clear|reset|free|none)_?grad"),
+            lazy_compile(rb"zero_?grad"),
             lazy_compile(
                 rb"\.grad(?:\.data)?(?:[ \t]*=(?!=)|\.(?:zero_|fill_|detach_|mul_|copy_))"
             ),
             lazy_compile(rb"set_to_none"),
+            lazy_compile(rb"clear_?grad"),
+            lazy_compile(rb"reset_?grad"),
+            lazy_compile(rb"free_?grad"),
         ),
     ),
     # The project launches its own processes with `--local_rank=N` (a launcher of its own, as
@@ -634,6 +639,7 @@ _UNPACKED_FROM_CALL = lazy_compile(
     rb"(?:\w{1,80}\.){0,3}(\w{1,80})[ \t]*\("
 )
 INDEX_MASK_FROM = "index-mask-from:"
+_INDEXED_BY = lazy_compile(rb"\[(\w{1,80})\]")  # `x[obj_mask]`
 # A meter's `update` that adds what it is given to a running sum (`def update(self, val, n=1):
 # ... self.sum += val * n`): a loss tensor given to it keeps its graph.
 ACCUMULATING_UPDATE = lazy_compile(
@@ -644,15 +650,25 @@ ACCUMULATES = "accumulates:"
 
 def _index_masks(source: bytes) -> list[str]:
     """INDEX_MASK_FROM + "function@place" for each function whose result the text unpacks,
-    taking the value at `place` into a name said to be a mask that it then indexes with
+    taking the value at `place` into a name said to be a mask (`..._mask`) that it then indexes with
     (YOLOv3's `..., obj_mask, ... = build_targets(...)`, then `x[obj_mask]`): a uint8 tensor the
     function returns there is used for indexing in another file. `source`: the text with a line
     break put in front."""
+    # Each read once: the names the text indexes with, and those it turns bool (found from the
+    # literal `.bool(`, not by a pattern tried at every byte).
+    made_bool = set()
+    at = source.find(b".bool(")
+    while at >= 0:
+        made_bool.add(_name_before(source, at))
+        at = source.find(b".bool(", at + 1)
+    indexing = {name for name in _INDEXED_BY.findall(source) if name.endswith(b"mask")} - made_bool
+    if not indexing:
+        return []  # most files: no mask indexed with, no unpacking read
     found = set()
     for match in _UNPACKED_FROM_CALL.finditer(source):
         names = [name.strip() for name in match.group(1).split(b",")]
         for place, name in enumerate(names):
-            if b"mask" in name and b"[" + name + b"]" in source and name + b".bool(" not in source:
+            if name in indexing:
                 found.add(f"{INDEX_MASK_FROM}{match.group(2).decode('ascii', 'replace')}@{place}")
     return sorted(found)
 
@@ -718,7 +734,7 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _methods_called_without_grad(lines)
     if b".masked_" in source:
         markers += _mask_makers(lines)
-    if b"mask" in source:
+    if b"mask]" in source:
         markers += _index_masks(lines)
     if b"step" in source:
         markers += _step_methods(lines)
