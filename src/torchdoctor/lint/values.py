@@ -751,6 +751,24 @@ def is_parameter(function: ast.AST, name: str) -> bool:
     return any(arg.arg == name for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
 
+@per_file
+def methods_defined_once(
+    ctx: Context, cls: ast.ClassDef, decorators: frozenset[str] = frozenset()
+) -> dict[str, ast.FunctionDef]:
+    """The methods `cls` defines once in its body, by name, plain `def`s with no decorator but
+    those named in `decorators` (a property or a cached method returns something else); read
+    once per class, not once per method asked about."""
+    found: dict[str, ast.FunctionDef | None] = {}
+    for node in cls.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        plain = isinstance(node, ast.FunctionDef) and all(
+            isinstance(d, ast.Name) and d.id in decorators for d in node.decorator_list
+        )
+        found[node.name] = node if plain and node.name not in found else None  # type: ignore[assignment]
+    return {name: node for name, node in found.items() if node is not None}
+
+
 def parameter_default(function: ast.AST, name: str) -> ast.expr | None:
     """The default value of the parameter `name` of `function`, positional or keyword-only;
     None when it has none."""
@@ -795,11 +813,7 @@ def left_none_by_every_call(
     """`parameter` defaults to None and every call of `function` in this file (one at least,
     none spreading `*args`/`**kwargs`) leaves it so or passes None: code using it never runs,
     unless another file calls the function."""
-    args = function.args
-    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
-    defaults = dict(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    default = defaults.get(parameter)
+    default = parameter_default(function, parameter)
     if not (type(default) is ast.Constant and default.value is None):
         return False
     passed, calls, spreading = _passed(ctx, function, parameter)

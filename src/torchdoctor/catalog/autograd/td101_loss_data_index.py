@@ -19,6 +19,7 @@ from torchdoctor.catalog.sdk import (
     bindings,
     computes_a_loss,
     index_of,
+    methods_defined_once,
     moves_itself,
     passed_by_every_call,
     is_self_attribute,
@@ -518,24 +519,11 @@ def _function_called(
 
 def _method(ctx: Context, cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
     """The method `name` defined once in the body of `cls`, without decorators but
-    `staticmethod` (a property or a cached method returns something else)."""
-    return _methods(ctx, cls).get(name)
+    `staticmethod`."""
+    return methods_defined_once(ctx, cls, _STATIC).get(name)
 
 
-@per_file
-def _methods(ctx: Context, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | None]:
-    """The methods of `cls` by name (None for a name defined twice or decorated), read once
-    per class, not once per method asked about."""
-    found: dict[str, ast.FunctionDef | None] = {}
-    for node in cls.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        plain = all(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-        if isinstance(node, ast.FunctionDef) and plain and node.name not in found:
-            found[node.name] = node
-        else:
-            found[node.name] = None
-    return found
+_STATIC = frozenset({"staticmethod"})
 
 
 @per_file

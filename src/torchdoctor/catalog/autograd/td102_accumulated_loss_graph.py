@@ -25,6 +25,7 @@ from torchdoctor.catalog.sdk import (
     bindings,
     dotted_name,
     index_of,
+    methods_defined_once,
     nested_statements,
     per_file,
     scope_of,
@@ -340,10 +341,10 @@ def _check(
         if type(added) is ast.Call and not variant:
             return _recomputed_loss(statement, total, added, ctx, appended)
         return None
-    loops = _loops_around(ctx)
-    loop = loops[0] if loops else None
-    if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx):
+    loops = _loops_repeating(statement, ctx)
+    if loops is None:
         return None
+    loop = loops[0]
     backpropagated = _backward_roots(ctx, loop)
     losses = [
         name
@@ -370,9 +371,23 @@ def _check(
         return None
     fix = None
     if any(name is loss for name in _bare_operands(added, through_methods=False)):
-        title = {lang: text.format(loss=loss.id) for lang, text in PITFALL.fix_title.items()}
-        fix = ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{loss.id}.item()"), title=title)
+        fix = _item_fix(loss, loss.id, loss.id, ctx)
     return [ctx.finding(PITFALL, statement, variant, fix=fix, total=total, loss=loss.id)]
+
+
+def _loops_repeating(statement: ast.stmt, ctx: Context) -> list[ast.stmt] | None:
+    """The loops around `statement`, innermost first, when the innermost runs it round after
+    round (not a loop of a few rounds, nor only once in it)."""
+    loops = _loops_around(ctx)
+    if not loops or _few_iterations(loops[0]) or _once_in_the_loop(statement, ctx):
+        return None
+    return loops
+
+
+def _item_fix(loss: ast.AST, text: str, shown: str, ctx: Context):
+    """Replace the loss `text` at `loss` by its `.item()`, the title showing it as `shown`."""
+    title = {lang: t.format(loss=shown) for lang, t in PITFALL.fix_title.items()}
+    return ctx.fix(PITFALL, "unsafe", ctx.replace(loss, f"{text}.item()"), title=title)
 
 
 def _recomputed_loss(
@@ -381,10 +396,10 @@ def _recomputed_loss(
     """`loss_val += criterion(output, y)`: the very call the loop's backpropagated loss is bound
     to (`loss_train = criterion(output, y)`, then `loss_train.backward()`), made again to be
     logged: a new loss on the same graph (Toy-GCN)."""
-    loops = _loops_around(ctx)
-    loop = loops[0] if loops else None
-    if loop is None or _few_iterations(loop) or _once_in_the_loop(statement, ctx):
+    loops = _loops_repeating(statement, ctx)
+    if loops is None:
         return None
+    loop = loops[0]
     backpropagated = _backward_roots(ctx, loop)
     if not backpropagated:
         return None
@@ -401,8 +416,7 @@ def _recomputed_loss(
     if not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, appended):
         return None
     shown = shorten(text)
-    title = {lang: t.format(loss=shown) for lang, t in PITFALL.fix_title.items()}
-    fix = ctx.fix(PITFALL, "unsafe", ctx.replace(added, f"{text}.item()"), title=title)
+    fix = _item_fix(added, text, shown, ctx)
     return [ctx.finding(PITFALL, statement, fix=fix, total=total, loss=shown)]
 
 
@@ -710,21 +724,9 @@ def _function_called(value: ast.expr, ctx: Context) -> ast.FunctionDef | None:
     if type(func) is ast.Name:
         return top_level_functions(ctx).get(func.id)  # type: ignore[return-value]
     if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
-        return _own_methods(ctx, ctx.enclosing_class()).get(func.attr)
+        cls = ctx.enclosing_class()
+        return methods_defined_once(ctx, cls).get(func.attr) if cls is not None else None
     return None
-
-
-@per_file
-def _own_methods(ctx: Context, cls: ast.ClassDef | None) -> dict[str, ast.FunctionDef]:
-    """The methods `cls` defines once, undecorated, by name."""
-    if cls is None:
-        return {}
-    found: dict[str, ast.FunctionDef | None] = {}
-    for node in cls.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            plain = isinstance(node, ast.FunctionDef) and not node.decorator_list
-            found[node.name] = node if plain and node.name not in found else None  # type: ignore[assignment]
-    return {name: node for name, node in found.items() if node is not None}
 
 
 @per_file
