@@ -303,3 +303,19 @@ def test_a_function_of_an_imported_module_named_like_a_model_is_no_model_run():
         "        eval_encoder(opt, model)\n"
     )
     assert [line for line, _ in found(script)] == [14]  # the model run, in training mode
+
+
+def test_a_volatile_input_turns_nothing_off_and_the_message_says_so():
+    # torchfcn's trainer: `Variable(data, volatile=True)` was PyTorch 0.3's no-grad; since 0.4
+    # the loop records a graph per batch like any other.
+    source = (
+        "import torch\nfrom torch.autograd import Variable\n\n\n"
+        "def validate(model, val_loader):\n    model.eval()\n    for data, target in val_loader:\n"
+        "        data = Variable(data, volatile=True)\n        score = model(data)\n\n\n"
+        "validate(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout()), [])\n"
+    )
+    ((line, message),) = found(source)
+    assert line == 9 and "`volatile=True` has turned nothing off since PyTorch 0.4" in message
+    plain = source.replace(", volatile=True", "")
+    ((line, message),) = found(plain)
+    assert line == 9 and "volatile" not in message

@@ -1308,6 +1308,32 @@ def main(train_loader, test_loader):
 """
 
 
+def test_one_inference_in_a_project_that_never_leaves_training_mode(tmp_path):
+    # TranslatorBot's `evaluate`: one input run under `no_grad`, no loop, and nothing in the
+    # project ever calls `.eval()`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(NO_EVAL_MODELS)
+    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
+    predict = (
+        "import torch\n\n\ndef evaluate_one(model, x):\n    with torch.no_grad():\n"
+        "        scores = model(x)\n    return scores.argmax()\n"
+    )
+    (tmp_path / "utils.py").write_text(
+        NO_EVAL_UTILS + "\n\n" + predict.replace("import torch\n\n\n", "")
+    )
+    out = _check(tmp_path, "utils.py", rule="TD205").stdout
+    assert (
+        "utils.py:15:18: TD205 `model` runs in training mode here: nothing in this project" in out
+    )
+    # The loop of `test_seg` is reported once, as a loop.
+    assert out.count("TD205") == 2
+    # Some file of the project switches a mode: its callers may well do it first.
+    (tmp_path / "train.py").write_text(
+        NO_EVAL_TRAIN.replace("    print(", "    model.eval()\n    print(")
+    )
+    assert "TD205" not in _check(tmp_path, "utils.py", rule="TD205").stdout
+
+
 def test_evaluation_in_a_project_that_never_leaves_training_mode(tmp_path):
     # GACNet: `utils.test_seg(model, loader)` is called from another file, and nothing in the
     # project ever calls `.eval()`: every evaluation runs in training mode.
@@ -1854,3 +1880,20 @@ def test_a_uint8_mask_returned_in_a_tuple_that_another_module_indexes_with(tmp_p
         models.replace("    return", "    obj_mask = obj_mask.bool()\n    return")
     )
     assert "TD401" not in _check(tmp_path, ".", rule="TD401").stdout
+
+
+def test_a_helper_without_torch_in_a_project_that_trains_with_it(tmp_path):
+    # facegen-dcgan's display.py imports no torch, and previews a batch of the DataLoader the
+    # training script hands it with the Python 2 `.next()`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "display.py").write_text(
+        "def preview(dataloader):\n    dataiter = iter(dataloader)\n"
+        "    images, _ = dataiter.next()\n    return images\n"
+    )
+    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
+    (tmp_path / "model.py").write_text(NO_EVAL_MODELS)
+    out = _check(tmp_path, "display.py", rule="TD301").stdout
+    assert "display.py:3:17: TD301" in out
+    # Without a file training with torch, nothing says what the iterator is.
+    (tmp_path / "train.py").write_text("import numpy\n")
+    assert "TD301" not in _check(tmp_path, "display.py", rule="TD301").stdout

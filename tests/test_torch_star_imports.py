@@ -50,3 +50,20 @@ def test_dataparallel_run_before_a_move_names_the_line_of_the_wrap():
     )
     (finding,) = check_source(source, "generate.py", frozenset({"TD601"})).findings
     assert finding.line == 9 and "DataParallel on line 7 and runs it here" in finding.message
+
+
+def test_a_star_import_that_gives_the_file_torch_makes_it_torch_code():
+    # nnlm's dataset.py: `torch` only through `from utils.utils import *` (a module not at hand),
+    # then `torch.device(...)` and a discarded move of torchtext's vectors.
+    source = (
+        "import torchtext\nfrom utils.utils import *\n\n\ndef load(opt):\n"
+        "    device = torch.device(opt.device)\n    vectors = torchtext.vocab.Vectors(name='a')\n"
+        "    vectors.vectors.to(device)\n"
+    )
+    found = [
+        (f.line, f.code) for f in check_source(source, "dataset.py", frozenset({"TD001"})).findings
+    ]
+    assert found == [(8, "TD001")]
+    # A file naming `torch` only as another object's attribute is no such file.
+    quiet = source.replace("torch.device(opt.device)", "opt.torch.device")
+    assert check_source(quiet, "dataset.py", frozenset({"TD001"})).findings == []

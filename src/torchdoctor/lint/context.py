@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
@@ -17,6 +18,9 @@ from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.lines import line_starts, position, split_lines
 from torchdoctor.lint.project import LOADER_FROM, NO_FACTS, ProjectFacts
 from torchdoctor.report.finding import Edit, Finding, Fix
+
+# `torch.` read as a name's attribute somewhere in the text (not `x.torch.`, not `mytorch.`).
+_READS_TORCH = re.compile(r"(?<![\w.])torch\s*\.").search
 
 
 class Kind(enum.Enum):
@@ -1113,6 +1117,14 @@ class Context:
             bound += self.project.star_reexports
             # The project's modules import from torch what they pass on: this file uses torch.
             self.imports_torch = self.imports_torch or bool(self.project.star_reexports)
+        if (
+            not self.imports_torch
+            and "torch" not in self.imported
+            and _READS_TORCH(self.names_text)
+        ):
+            # `from utils.utils import *`, then `torch.device(...)`: the one `torch` it can
+            # bind is PyTorch, and this file uses it (nnlm's dataset.py, its utils not at hand).
+            self.imports_torch = True
         for name, origin in bound:
             if name not in self.imported and not any(name in s.kinds for s in self._scopes):
                 self.imported.add(name)

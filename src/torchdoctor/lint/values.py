@@ -38,6 +38,7 @@ from torchdoctor.lint.occurrences import (
 # Words of a callee's name that say it computes a loss: `criterion`, `loss_fn`, `compute_loss`,
 # `self.set_forward_loss`, `mixup_criterion`, `nll_loss`, `CrossEntropyLoss2d`.
 _LOSS_WORDS = frozenset({"loss", "criterion", "crit", "nll"})
+_CROSS_ENTROPY = frozenset({"cross", "entropy"})
 # Words that make it something else: a list or a dict of losses, a loss *module* factory's
 # options, or one loss per sample.
 _NOT_ONE_LOSS = frozenset({"losses", "dict", "list", "weights", "weight", "per", "items"})
@@ -61,12 +62,15 @@ _MODEL_WORDS = frozenset(
 
 
 # Last words of a name that say it holds something about a model, not the model
-# (`model_args`, `model_name`, `net_cfg`, `head_dim`, `model_state`).
+# (`model_args`, `model_name`, `net_cfg`, `head_dim`, `model_state`), or a value it computed
+# (`model_loss`, `encoder_outputs`, `net_out`).
 _ABOUT_A_MODEL = frozenset(
     "args kwargs argv cfg cfgs config configs conf opt opts option options params hparams "
     "name names path paths dir dirs file files filename fname type types id ids url version "
     "arch spec specs info str dim dims size sizes num count idx dict state weights ckpt "
-    "checkpoint fn cls builder factory key keys prefix tag".split()
+    "checkpoint fn cls builder factory key keys prefix tag "
+    "loss losses out outs output outputs pred preds score scores acc accuracy metric metrics "
+    "logits result results".split()
 )
 
 
@@ -100,7 +104,9 @@ def builds_a_loss_module(call: ast.AST) -> bool:
 
 def _one_loss_asked(call: ast.Call, name: str) -> bool:
     words = name_words(name)
-    if not _LOSS_WORDS.intersection(words) or _NOT_ONE_LOSS.intersection(words):
+    if not (_LOSS_WORDS.intersection(words) or _CROSS_ENTROPY.issubset(words)):
+        return False  # `masked_cross_entropy(...)` is one, as `F.cross_entropy` is
+    if _NOT_ONE_LOSS.intersection(words):
         return False
     for keyword in call.keywords:
         if keyword.arg is None:
@@ -822,6 +828,19 @@ def left_none_by_every_call(
         and not spreading
         and all(type(value) is ast.Constant and value.value is None for _, value in passed)
     )
+
+
+def constant_default_kept(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> ast.Constant | None:
+    """The constant default of `parameter` when every call of `function` in this file (one at
+    least, none spreading `*args`/`**kwargs`) leaves it so (`def save(model, full=True)`,
+    called `save(cnn, name="cnn")`); None otherwise."""
+    default = parameter_default(function, parameter)
+    if type(default) is not ast.Constant:
+        return None
+    passed, calls, spreading = _passed(ctx, function, parameter)
+    return default if calls > 0 and not spreading and not passed else None
 
 
 def _passed(

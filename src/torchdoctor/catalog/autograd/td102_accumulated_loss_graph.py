@@ -11,6 +11,8 @@ from torchdoctor.catalog.sdk import (
     ACCUMULATES,
     ACCUMULATING_UPDATE,
     CALLED_WITHOUT_GRAD,
+    attribute_values,
+    is_self_attribute,
     Kind,
     index,
     lineage,
@@ -61,6 +63,13 @@ PITFALL = Pitfall(
             "`{part}.item()` (or a detached copy) instead",
             "zh": "`{total}` 保存了每次迭代的 `{loss}`，其中的 `{part}` 正是做过反向传播的损失，"
             "也就留住了每次迭代的计算图：请改为保存 `{part}.item()`（或 detach 之后的副本）",
+        },
+        "attribute": {
+            "en": "`{total}` keeps the loss tensor `{loss}` of every call of `{function}()`, and "
+            "with it each call's autograd graph, for as long as the object lives: append "
+            "`{loss}.item()` (or `{loss}.detach()`)",
+            "zh": "`{total}` 保存了每次调用 `{function}()` 得到的损失张量 `{loss}`，也就在对象存活期间"
+            "一直留住了每次调用的计算图：请改为追加 `{loss}.item()`（或 `{loss}.detach()`）",
         },
         "meter": {
             "en": "`{total}.update(...)` adds the loss tensor `{loss}` of every iteration to the "
@@ -276,11 +285,39 @@ def check_sum(node: ast.Assign, ctx: Context) -> list[Finding] | None:
 @PITFALL.static(ast.Expr, names={"append"})
 def check_append(node: ast.Expr, ctx: Context) -> list[Finding] | None:
     call = node.value
-    if not isinstance(call.func, ast.Attribute) or type(call.func.value) is not ast.Name:
+    if not isinstance(call.func, ast.Attribute) or len(call.args) != 1 or call.keywords:
         return None
-    if len(call.args) != 1 or call.keywords:
+    owner = call.func.value
+    if type(owner) is ast.Name:
+        return _check(node, owner.id, call.args[0], ctx, appended=True)
+    if is_self_attribute(owner) and type(call.args[0]) is ast.Name:
+        return _kept_on_self(node, owner.attr, call.args[0], ctx)  # type: ignore[attr-defined]
+    return None
+
+
+def _kept_on_self(
+    statement: ast.stmt, attribute: str, loss: ast.Name, ctx: Context
+) -> list[Finding] | None:
+    """`self.cost_his.append(loss)` in a method that ran `loss.backward()`, the list made empty
+    elsewhere in the class and never here: it keeps every call's graph as long as the object
+    lives (a DQN's `learn()`, called each step)."""
+    function, cls = ctx.enclosing_function(), ctx.enclosing_class()
+    if function is None or cls is None or loss.id not in _backward_roots(ctx, function):
         return None
-    return _check(node, call.func.value.id, call.args[0], ctx, appended=True)
+    made = attribute_values(ctx, cls, attribute)
+    if not made or any(
+        type(value) is not ast.List or value.elts or _inside(value, function) for value in made
+    ):
+        return None
+    if (
+        _always_a_number(ctx, function, loss.id)
+        or _just_made_a_number(ctx, statement, loss.id)
+        or _detached_in(ctx, function, loss.id, function)
+    ):
+        return None
+    fix = _item_fix(loss, loss.id, loss.id, ctx)
+    shown = {"total": f"self.{attribute}", "loss": loss.id, "function": function.name}
+    return [ctx.finding(PITFALL, statement, "attribute", fix=fix, **shown)]
 
 
 @PITFALL.static(ast.Expr, names={"update"})
@@ -494,6 +531,8 @@ def _loss_call_of_outputs(
         w in _last_word(value.func) for w in ("loss", "crit")
     ):
         return False
+    if type(value.func) is ast.Attribute and _is_a_model(value.func.value, ctx):
+        return True  # `model.batchNLLLoss(src, tgt)`: the model runs itself to give its loss
     for argument in value.args:
         if type(argument) is ast.Call and _runs_a_model(argument, ctx):
             return True
@@ -511,6 +550,11 @@ def _runs_a_model(call: ast.Call, ctx: Context) -> bool:
     func = call.func
     if type(func) is ast.Attribute and func.attr == "forward":
         func = func.value
+    return _is_a_model(func, ctx)
+
+
+def _is_a_model(func: ast.AST, ctx: Context) -> bool:
+    """`model`, `self.net`, `encoder_model`: a model by its name or its kind."""
     word = _last_word(func)
     return (
         word in ("model", "net", "network")
@@ -667,11 +711,12 @@ def _loops_around(ctx: Context) -> list[ast.stmt]:
 
 @per_file
 def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
-    """Names whose value `backward` is run on in the loop. Backward returns nothing, so only
-    expression statements are looked at: far cheaper than every expression of the body."""
+    """Names whose value `backward` is run on in the loop (or function). Backward returns
+    nothing, so only expression statements are looked at: far cheaper than every expression of
+    the body."""
     roots: set[str] = set()
     terms: dict[str, set[str]] = {}  # `loss = clf_loss + 0.25 * mmd_loss`: loss -> its terms
-    for statement in nested_statements([*loop.body, *loop.orelse]):
+    for statement in nested_statements([*loop.body, *getattr(loop, "orelse", ())]):
         kind = type(statement)
         if kind is ast.Expr and type(statement.value) is ast.Call:
             roots.update(_backward_target_names(statement.value, ctx))
@@ -847,22 +892,26 @@ def _outlives_iteration(
     for binding in found:
         if not _inside(binding.node, loop):
             continue
+        if _reset_now_and_then(binding.node, loop, ctx):
+            continue  # set to 0 or [] when it is logged: it spans the iterations in between
         if appended or binding.value is None:  # a list made anew, a loop variable...
             return False
-        if _reset_now_and_then(binding.node, loop, ctx):
-            continue  # set to 0 when it is logged: it spans the iterations in between
         if not binding.augmented and not _is_accumulation(binding.value, total):
             return False
     return True
 
 
 def _reset_now_and_then(statement: ast.AST, loop: ast.stmt, ctx: Context) -> bool:
-    """`total_loss = 0` under an `if` of the loop's body (`if (i + 1) % 20 == 0:` after
-    printing it), not in a loop nested in it: a reset some iterations only."""
+    """`total_loss = 0` (or `losses = []`) under an `if` of the loop's body (`if (i + 1) % 20
+    == 0:` after printing it), not in a loop nested in it: a reset some iterations only."""
+    if not isinstance(statement, ast.Assign):
+        return False
+    value = statement.value
     if not (
-        isinstance(statement, ast.Assign)
-        and isinstance(statement.value, ast.Constant)
-        and type(statement.value.value) in (int, float)
+        isinstance(value, ast.Constant)
+        and type(value.value) in (int, float)
+        or type(value) is ast.List
+        and not value.elts
     ):
         return False
     parents = index_of(ctx, loop).parents

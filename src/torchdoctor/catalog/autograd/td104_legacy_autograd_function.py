@@ -30,11 +30,12 @@ PITFALL = Pitfall(
     messages={
         "": {
             "en": "autograd Function `{cls}` is written in the legacy style, methods not "
-            "`@staticmethod`: {methods}; legacy Functions raise RuntimeError since PyTorch 1.3; "
-            "make them `@staticmethod`s taking `ctx` instead of `self`, and call "
+            "`@staticmethod`: {methods}; legacy Functions raise RuntimeError since PyTorch 1.5 "
+            "(earlier versions warned); make them `@staticmethod`s taking `ctx` instead of `self`, and call "
             "`{cls}.apply(...)`",
             "zh": "autograd Function `{cls}` 是旧式写法，这些方法不是 `@staticmethod`：{methods}；旧式 "
-            "Function 从 PyTorch 1.3 起会抛出 RuntimeError；请把它们改成以 `ctx` 代替 `self` 的 "
+            "Function 从 PyTorch 1.5 起会抛出 RuntimeError（更早的版本只给出警告）；"
+            "请把它们改成以 `ctx` 代替 `self` 的 "
             "`@staticmethod`，并通过 `{cls}.apply(...)` 调用",
         },
         "plain": {
@@ -48,9 +49,9 @@ PITFALL = Pitfall(
         },
         "call": {
             "en": "`{call}` calls an instance of autograd Function `{cls}`: Function instances "
-            "cannot be called since PyTorch 1.3 (legacy Functions); make its `forward` and "
+            "cannot be called since PyTorch 1.5 (legacy Functions); make its `forward` and "
             "`backward` `@staticmethod`s and call `{cls}.apply(...)`",
-            "zh": "`{call}` 调用了 autograd Function `{cls}` 的实例：从 PyTorch 1.3 起 Function "
+            "zh": "`{call}` 调用了 autograd Function `{cls}` 的实例：从 PyTorch 1.5 起 Function "
             "的实例不能再被调用（旧式 Function）；请把它的 `forward` 和 `backward` 改成 "
             "`@staticmethod`，并通过 `{cls}.apply(...)` 调用",
         },
@@ -85,14 +86,14 @@ deprecated, and is to raise in a future PyTorch: make it a plain class); a call 
 is still reported as the error it is.
 
 ## Why is this bad?
-Until PyTorch 1.2 a custom Function could be written like a module: state in `__init__`,
+Before PyTorch 1.5 a custom Function could be written like a module: state in `__init__`,
 `forward(self, x)` and `backward(self, grad)` as instance methods, and `MyFn()(x)` to call it.
-That "legacy" style was removed in 1.3. In the new style the methods are static and receive a
-`ctx` object as their first argument instead of `self`: `forward(ctx, *inputs)` stores what
-backward needs with `ctx.save_for_backward(...)` (or plain attributes such as
-`ctx.scale = scale` for non-tensors), and `backward(ctx, *grad_outputs)` reads it back from
-`ctx.saved_tensors` and returns one gradient per input of `forward` (`None` for inputs that
-need none). The Function is never instantiated: `MyFn.apply(x, scale)` runs it and records it
+That "legacy" style warned as deprecated from 1.2 on and was removed in 1.5. In the new style
+the methods are static and receive a `ctx` object as their first argument instead of `self`:
+`forward(ctx, *inputs)` stores what backward needs with `ctx.save_for_backward(...)` (or plain
+attributes such as `ctx.scale = scale` for non-tensors), and `backward(ctx, *grad_outputs)`
+reads it back from `ctx.saved_tensors` and returns one gradient per input of `forward` (`None`
+for inputs that need none). The Function is never instantiated: `MyFn.apply(x, scale)` runs it and records it
 in the graph; options that used to go to `__init__` become extra arguments of `apply`.
 
 ## Symptoms
@@ -128,8 +129,8 @@ Function 子类的），其 `forward`、`backward`（或 `setup_context`、`jvp`
 （实例化 `Function` 已被弃用，将来的 PyTorch 会抛出错误：请改成普通类）；对实例的调用仍按错误报告。
 
 ## Why is this bad?
-在 PyTorch 1.2 及以前，自定义 Function 可以写得像模块一样：状态放在 `__init__` 里，`forward(self, x)`
-和 `backward(self, grad)` 是实例方法，用 `MyFn()(x)` 调用。这种“旧式”写法在 1.3 中被移除了。
+在 PyTorch 1.5 以前，自定义 Function 可以写得像模块一样：状态放在 `__init__` 里，`forward(self, x)`
+和 `backward(self, grad)` 是实例方法，用 `MyFn()(x)` 调用。这种“旧式”写法从 1.2 起给出弃用警告，在 1.5 中被移除。
 新式写法里这些方法都是静态方法，第一个参数是 `ctx` 对象而不是 `self`：`forward(ctx, *inputs)` 用
 `ctx.save_for_backward(...)` 保存反向传播要用的张量（非张量可直接存成属性，如 `ctx.scale = scale`），
 `backward(ctx, *grad_outputs)` 从 `ctx.saved_tensors` 取回它们，并为 `forward` 的每个输入返回一个梯度
@@ -198,9 +199,9 @@ PITFALL.error(
     cause={
         "en": "A custom `torch.autograd.Function` is written in the legacy style (instance "
         "`forward`/`backward`, called as `MyFn()(x)`), which PyTorch no longer runs "
-        "since 1.3.",
+        "since 1.5.",
         "zh": "某个自定义 `torch.autograd.Function` 用的是旧式写法（实例方法 `forward`/`backward`，"
-        "以 `MyFn()(x)` 调用），PyTorch 从 1.3 起已不再支持。",
+        "以 `MyFn()(x)` 调用），PyTorch 从 1.5 起已不再支持。",
     },
 )
 PITFALL.error(

@@ -156,6 +156,9 @@ loader = DataLoader(list(range(10)), batch_size=2)
 it = iter(loader)
 batch = next(it)
 """,
+    # A helper module of a project that trains with torch may preview a batch without
+    # importing torch itself (facegen-dcgan's `display.py`).
+    needs_torch=False,
 )
 
 _ITERATOR_CAUSE = {
@@ -256,8 +259,12 @@ _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
 @PITFALL.static(ast.Call, names={"next"})
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     func = call.func
-    # A DataLoader is only known through an import of torch: nothing to trace otherwise.
-    if not isinstance(func, ast.Attribute) or call.args or call.keywords or not ctx.imports_torch:
+    # A DataLoader is only known through an import of torch, in this file or in the project
+    # that trains with it (a helper module previewing `iter(dataloader).next()`): nothing to
+    # trace otherwise.
+    if not isinstance(func, ast.Attribute) or call.args or call.keywords:
+        return
+    if not (ctx.imports_torch or ctx.project.has("trains")):
         return
     iterator = func.value
     iterated = _iterated(iterator, ctx)

@@ -16,7 +16,9 @@ from torchdoctor.catalog.sdk import (
     block_names,
     expects_an_error,
     index,
+    is_parameter,
     names_assigned,
+    passed_by_every_call,
     per_file,
     read_as_tensor,
     scope_of,
@@ -218,6 +220,13 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         kind = Kind.TENSOR  # `def forward(self, x): x.cuda()`
     if kind is Kind.UNKNOWN and method in MOVES and _item_of_a_batch(receiver, ctx):
         kind = Kind.TENSOR  # `img = batch["image"]`, then `img.to(device)`
+    if (
+        kind is Kind.UNKNOWN
+        and method in MOVES
+        and ctx.imports_torch
+        and _moved_tensor(receiver, ctx)
+    ):
+        kind = Kind.TENSOR  # `q, k, v = inputs` in `forward`; `vocab.vectors`; a tensor passed in
     if kind is Kind.UNKNOWN and method in MOVES and ctx.imports_torch and _named_a_tensor(receiver):
         kind = Kind.TENSOR  # `img_tensor = IMAGE_TO_TENSOR(img)`, then `img_tensor.cuda()`
     if kind is Kind.UNKNOWN and ctx.imports_torch and _made_by_tensor_only_method(receiver, ctx):
@@ -475,6 +484,82 @@ def _item_of_a_batch(receiver: ast.AST, ctx: Context) -> bool:
     found = bindings(ctx, scope_of(receiver.id, ctx), receiver.id) or ()
     return bool(found) and all(
         type(b.value) is ast.Subscript and ctx.kind_of(b.value.value) is Kind.BATCH for b in found
+    )
+
+
+def _moved_tensor(receiver: ast.AST, ctx: Context) -> bool:
+    """What is moved is a tensor, though its kind is not known where it is read: an item unpacked
+    from what a module's `forward` is called with (`q, k, v, mask = inputs`: DeepFM-RL's
+    attention layer), a layer's `weight` or `bias` or torchtext's `vectors`, or a parameter
+    every call in this file hands a tensor (`x = torch.Tensor(images)`, then
+    `evaluate(net, x)`, whose `x.to(device)` keeps `x` on the CPU)."""
+    if type(receiver) is ast.Attribute:
+        return receiver.attr in _TENSOR_ATTRIBUTES
+    if type(receiver) is not ast.Name:
+        return False
+    function = ctx.enclosing_function()
+    if function is None:
+        return False
+    found = bindings(ctx, function, receiver.id)
+    if not found:
+        return False
+    before = [b for b in found if b.node.lineno < receiver.lineno]
+    if before and all(_unpacks_forward_input(b.node, ctx) for b in before) and not _in_a_loop(ctx):
+        return True  # what reaches the line is the unpacked input (later rebindings do not)
+    if (
+        len(found) != 1
+        or not isinstance(found[0].node, ast.arg)
+        or not is_parameter(function, receiver.id)
+    ):
+        return False
+    if found[0].node.annotation is not None:  # type: ignore[attr-defined]
+        return False
+    passed = passed_by_every_call(ctx, function, receiver.id)  # type: ignore[arg-type]
+    return bool(passed) and all(_holds_a_made_tensor(value, ctx) for value in passed or ())
+
+
+def _in_a_loop(ctx: Context) -> bool:
+    """The node being visited is inside a loop of its function."""
+    for node in reversed(ctx.ancestors):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+    return False
+
+
+# Attributes that hold a tensor whatever holds them: a layer's parameters, torchtext's vectors.
+_TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "vectors"})
+
+
+def _unpacks_forward_input(binding: ast.AST, ctx: Context) -> bool:
+    """`binding` is a plain name of `a, b = x`, with `x` a forward input."""
+    if type(binding) is not ast.Name:
+        return False
+    parents = index(ctx).parents
+    target = parents.get(binding)
+    statement = parents.get(target) if type(target) in (ast.Tuple, ast.List) else None
+    return (
+        type(statement) is ast.Assign
+        and len(statement.targets) == 1
+        and all(type(item) is ast.Name for item in target.elts)  # type: ignore[union-attr]
+        and type(statement.value) is ast.Name
+        and _forward_input(statement.value, ctx)
+    )
+
+
+def _holds_a_made_tensor(value: ast.AST, ctx: Context) -> bool:
+    """A call making a tensor (`torch.Tensor(a)`), or a name its scope binds only to such calls."""
+    if type(value) is ast.Call:
+        return ctx.kind_of(value) is Kind.TENSOR
+    if type(value) is not ast.Name:
+        return False
+    found = index(ctx)
+    scope = found.scopes[found.number[value]]
+    made = bindings(ctx, scope, value.id) if scope is not None else None
+    return bool(made) and all(
+        type(b.value) is ast.Call and not b.augmented and ctx.kind_of(b.value) is Kind.TENSOR
+        for b in made  # type: ignore[union-attr]
     )
 
 

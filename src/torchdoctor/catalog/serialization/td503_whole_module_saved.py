@@ -18,6 +18,7 @@ from torchdoctor.catalog.sdk import (
     argument,
     attribute_values,
     bindings,
+    constant_default_kept,
     built_from,
     index_of,
     is_parameter,
@@ -223,9 +224,29 @@ def _weights_saved_otherwise(call: ast.Call, saved: ast.AST, ctx: Context) -> bo
             return False
         if type(node) is ast.If and child is not node.test:
             other = "orelse" if child in node.body else "body"
-            if text in _weights_saved_in(ctx, node, other):
+            if text in _weights_saved_in(ctx, node, other) and not _always_taken(
+                node, other == "orelse", ctx
+            ):
                 return True
     return False
+
+
+def _always_taken(owner: ast.If, in_body: bool, ctx: Context) -> bool:
+    """The branch is the one every call takes: the test is a parameter (or `not` one) whose
+    constant default selects it and that no call in the file sets (`def save(model,
+    full=True): if not full: ...state_dict() else: torch.save(model, ...)`, called
+    `save(cnn)`: a Kaggle notebook's only save pickles the whole model)."""
+    test, negated = owner.test, False
+    if type(test) is ast.UnaryOp and type(test.op) is ast.Not:
+        test, negated = test.operand, True
+    function = ctx.enclosing_function()
+    if type(test) is not ast.Name or function is None or not is_parameter(function, test.id):
+        return False
+    default = constant_default_kept(ctx, function, test.id)  # type: ignore[arg-type]
+    if default is None:
+        return False
+    runs_body = bool(default.value) != negated
+    return runs_body == in_body
 
 
 @per_file
@@ -250,8 +271,10 @@ def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
     `{"model": model, "epoch": epoch}`, also through a name bound only to such a literal."""
     if isinstance(saved, ast.Name):
         found = bindings(ctx, scope_of(saved.id, ctx), saved.id)
-        if not found or len(found) != 1 or found[0].augmented:
+        if not found or any(b.augmented for b in found):
             return None
+        if len(found) != 1:
+            return _module_wrapped_in_list(saved.id, found, ctx)
         saved = found[0].value
     if isinstance(saved, (ast.List, ast.Tuple)):
         items = saved.elts
@@ -260,6 +283,41 @@ def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
     else:
         return None
     return next((item for item in items if _is_module(item, ctx)), None)
+
+
+def _module_wrapped_in_list(name: str, found, ctx: Context) -> ast.AST | None:
+    """`save_model = actor_critic`, `save_model = copy.deepcopy(actor_critic).cpu()` under an
+    `if`, then `save_model = [save_model, ob_rms]` just before the save, in its block: the list
+    holds the module (pytorch-a2c-ppo-acktr's `main.py`, and its many forks). Returns the module
+    as first bound."""
+    position = ctx.statement_block()
+    if position is None:
+        return None
+    block, at = position
+    before = [b for b in found if b.node.lineno < block[at].lineno]
+    if len(before) < 2:
+        return None
+    last = before[-1]
+    if type(last.value) not in (ast.List, ast.Tuple) or last.node not in block[:at]:
+        return None
+    if not any(type(item) is ast.Name and item.id == name for item in last.value.elts):  # type: ignore[attr-defined]
+        return None
+    earlier = [b.value for b in before[:-1]]
+    if any(value is None or not _moved_copy_of_module(value, ctx) for value in earlier):
+        return None
+    return earlier[0]
+
+
+def _moved_copy_of_module(value: ast.AST, ctx: Context) -> bool:
+    """A module, or a deep copy of one moved (`copy.deepcopy(actor_critic).cpu()`)."""
+    while type(value) is ast.Call:
+        if ctx.method_name(value) in ("cpu", "cuda", "to", "eval", "float", "half"):
+            value = value.func.value  # type: ignore[attr-defined]
+        elif (ctx.qualname(value.func) or "") == "copy.deepcopy" and len(value.args) == 1:
+            value = value.args[0]
+        else:
+            break
+    return _is_module(value, ctx)
 
 
 # Methods only an nn.Module has: a name they are called on holds one (optimizers also have

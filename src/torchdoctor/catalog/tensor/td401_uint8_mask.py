@@ -27,6 +27,8 @@ from torchdoctor.catalog.sdk import (
     per_file,
     tensor_type,
     may_be_called,
+    methods_defined_once,
+    top_level_functions,
     module_function_calls,
     shorten,
 )
@@ -1059,28 +1061,48 @@ def _in_mask_position(node: ast.AST, parents: dict, ctx: Context) -> bool:
             qualname = ctx.qualname(parent.func) or ""
             if not qualname.startswith(("torch.", "numpy.")):
                 return True  # `layer(x, dec_attn_mask=mask)`: a function of the file masks with it
-    return isinstance(parent, ast.Call) and _mask_argument(parent, ctx) is node
+    if not isinstance(parent, ast.Call):
+        return False
+    return _mask_argument(parent, ctx) is node or _own_mask_parameter(parent, node, ctx)
+
+
+def _own_mask_parameter(call: ast.Call, node: ast.AST, ctx: Context) -> bool:
+    """`node` is passed by position to a function of this file, or a method of the class around
+    the call as `self.name(...)`, whose parameter there reaches a mask (pytorch-crf's
+    `self._viterbi_decode(emissions, mask)`)."""
+    if node not in call.args or not _makes_uint8_somewhere(ctx):
+        return False
+    func = call.func
+    if type(func) is ast.Name:
+        callee, skip = top_level_functions(ctx).get(func.id), 0
+    elif type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+        cls = ctx.enclosing_class()
+        callee = methods_defined_once(ctx, cls).get(func.attr) if cls is not None else None
+        skip = 1
+    else:
+        return False
+    if callee is None or any(type(a) is ast.Starred for a in call.args):
+        return False
+    positional = [*callee.args.posonlyargs, *callee.args.args][skip:]
+    at = call.args.index(node)
+    name = positional[at].arg if at < len(positional) else None
+    if not any(f is callee and p == name for f, p, _ in _masking_parameters(ctx)):
+        return False
+    # A parameter some call passes a uint8 tensor made so is reported where it is used.
+    return _uint8_passed(ctx, callee, name) is None  # type: ignore[arg-type]
 
 
 @per_file
 def _mask_parameters(ctx: Context) -> frozenset[str]:
     """The names of the file's function parameters that reach a mask: the mask of a
     `masked_fill` (indexed or moved on the way: `attn_mask[None, :, :, None]`), or handed on by
-    that name as a keyword to a call (`self.dec_attn(x, attn_mask=dec_attn_mask)`, passed on
-    so through Transformer-XL's layers). Read once per file, and only in a file that makes a
-    uint8 tensor."""
+    that name as a keyword to a call (`self.dec_attn(x, attn_mask=dec_attn_mask)`, passed on so
+    through Transformer-XL's layers). Read once per file, and only in a file that makes a uint8
+    tensor. (Names only: a keyword's callee is often out of sight, a layer's `forward`.)"""
     if not _makes_uint8_somewhere(ctx):
         return frozenset()
     found = index(ctx)
-    names: set[str] = set()
-    for method in MASK_METHODS:
-        for at in found.calls.get(method, ()):
-            call = found.nodes[at]
-            if type(call.func) is not ast.Attribute:
-                continue
-            root = _mask_root(argument(call, 0, "mask"))
-            if root is not None and _is_parameter_of(found.scopes[at], root):
-                names.add(root)
+    names = {name for _, name, method in _masking_parameters(ctx) if method != "where"}
     keywords = [found.nodes[at] for at in found.by_class.get(ast.keyword, ())]
     for _ in range(4):  # handed on through a few layers at most
         more = {
@@ -1097,8 +1119,32 @@ def _mask_parameters(ctx: Context) -> frozenset[str]:
     return frozenset(names)
 
 
+@per_file
+def _masking_parameters(ctx: Context) -> frozenset[tuple[ast.AST, str, str]]:
+    """(function, parameter, method) for each parameter that is the mask of a `masked_fill`
+    (...) or the condition of a `torch.where` ("where") in its own function."""
+    found = index(ctx)
+    pairs: set[tuple[ast.AST, str, str]] = set()
+    for method in (*MASK_METHODS, "where"):
+        for at in found.calls.get(method, ()):
+            call = found.nodes[at]
+            if method == "where":
+                if len(call.args) != 3 or ctx.qualname(call.func) != "torch.where":
+                    continue
+                mask = call.args[0]  # pytorch-crf's `_viterbi_decode(emissions, mask)`
+            elif type(call.func) is ast.Attribute:
+                mask = argument(call, 0, "mask")
+            else:
+                continue
+            root, scope = _mask_root(mask), found.scopes[at]
+            if root is not None and _is_parameter_of(scope, root):
+                pairs.add((scope, root, method))  # type: ignore[arg-type]
+    return frozenset(pairs)
+
+
 def _mask_root(mask: ast.AST | None) -> str | None:
-    """The name a mask argument reads: `m`, `m[None, :, :, None]`, `m.cuda()`."""
+    """The name a mask argument reads: `m`, `m[None, :, :, None]`, `m.cuda()`,
+    `m[i].unsqueeze(1)`."""
     while mask is not None:
         if type(mask) is ast.Name:
             return mask.id
@@ -1107,9 +1153,9 @@ def _mask_root(mask: ast.AST | None) -> str | None:
         elif (
             type(mask) is ast.Call
             and type(mask.func) is ast.Attribute
-            and mask.func.attr in ("cuda", "to")
+            and (mask.func.attr in ("cuda", "to") or mask.func.attr in DTYPE_KEEPING)
         ):
-            mask = mask.func.value
+            mask = mask.func.value  # `mask[i].unsqueeze(1)`: pytorch-crf's `torch.where`
         else:
             return None
     return None

@@ -23,6 +23,7 @@ from torchdoctor.catalog.sdk import (
     is_self_attribute,
     call_name,
     lineage,
+    name_words,
     passed_by_every_call,
     passed_values,
     per_file,
@@ -764,9 +765,12 @@ def _other_branches(first: ast.AST, second: ast.AST, found: FileIndex) -> bool:
 
 @per_file
 def _training_names(ctx: Context) -> tuple[str, ...]:
-    """The names called in the file that start with `train` (read once per file)."""
+    """The names called in the file that start with `train` or have it as a word
+    (`MWP_train_tree`, `do_train`), read once per file."""
     return tuple(
-        name for name in index_of(ctx, ctx.tree).calls if name and name.startswith("train")
+        name
+        for name in index_of(ctx, ctx.tree).calls
+        if name and (name.startswith("train") or "train" in name_words(name))
     )
 
 
@@ -811,15 +815,19 @@ def _before_the_epoch_in_function(
     """`def train(epoch): scheduler.step(); for batch in loader: ... optimizer.step()`: a
     function that trains one epoch steps its scheduler first, in its own body, not in a branch
     (but for one that only asks whether there is a scheduler: `if self.lr_scheduler is not
-    None:`)."""
+    None:`, or one of a run's settings: `if args.lrs == 'plateau': ... else:
+    lr_scheduler.step()`, chicm's ship training)."""
     function = ctx.enclosing_function()
     if function is None:
         return
     parent = ctx.parent()
     if (
         isinstance(parent, ast.If)
-        and not parent.orelse
-        and (_tests_presence_of(parent.test, scheduler) or _tests_a_setting(parent.test))
+        and (
+            _tests_a_setting(parent.test)
+            or not parent.orelse
+            and _tests_presence_of(parent.test, scheduler)
+        )
         and len(ctx.ancestors) > 1
     ):
         parent = ctx.ancestors[-2]

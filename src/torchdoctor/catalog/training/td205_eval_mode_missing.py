@@ -43,6 +43,7 @@ from torchdoctor.catalog.sdk import (
     passed_by_every_call,
     returned_values,
     runs_without_gradients,
+    turns_recording_off,
     scope_of,
     shorten,
     top_level_functions,
@@ -119,6 +120,14 @@ PITFALL = Pitfall(
             "而这个循环所在的函数和 `{function}` 都没有调用 `.eval()`，Dropout 仍然生效，BatchNorm "
             "会用评估数据更新 running 统计量；请在评估前调用 `{model}.eval()`，评估后调用 `{model}.train()`",
         },
+        "project-once": {
+            "en": "`{model}` runs in training mode here: nothing in this project calls `.eval()` "
+            "(nor `.train(False)`), so Dropout stays active and BatchNorm normalizes with this "
+            "batch's statistics (and updates its running ones); call `{model}.eval()` first",
+            "zh": "这里的 `{model}` 处于训练模式：整个项目都没有调用 `.eval()`（也没有 "
+            "`.train(False)`），Dropout 仍然生效，BatchNorm 用这一批的统计量做归一化（还会更新 running "
+            "统计量）；请先调用 `{model}.eval()`",
+        },
         "project": {
             "en": "`{model}` runs in training mode in this evaluation loop: nothing in this project "
             "calls `.eval()` (nor `.train(False)`), so Dropout stays active and BatchNorm updates "
@@ -141,6 +150,14 @@ PITFALL = Pitfall(
             "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
             "batch: run the loop under `torch.no_grad()` or `torch.inference_mode()`",
             "zh": "这个评估循环中的 `{model}(...)` 每个 batch 都在记录计算图：应在 `torch.no_grad()` 或 "
+            "`torch.inference_mode()` 下运行",
+        },
+        "volatile": {
+            "en": "`{model}(...)` in this evaluation loop records an autograd graph for every "
+            "batch: `volatile=True` has turned nothing off since PyTorch 0.4 (it is ignored with a "
+            "warning); run the loop under `torch.no_grad()` or `torch.inference_mode()`",
+            "zh": "这个评估循环中的 `{model}(...)` 每个 batch 都在记录计算图：`volatile=True` 自 "
+            "PyTorch 0.4 起已不再关闭任何东西（只会被忽略并给出警告）；应在 `torch.no_grad()` 或 "
             "`torch.inference_mode()` 下运行",
         },
         "both": {
@@ -543,6 +560,30 @@ def check(node: ast.For, ctx: Context) -> Iterator[Finding]:
     yield from _once_per_call(_check_loop(node, ctx, function, loader, eval_only=False), ctx)
 
 
+@PITFALL.static(ast.With)
+def check_inference(node: ast.With, ctx: Context) -> Iterator[Finding]:
+    """`with torch.no_grad(): out = model(x)` in a function named to evaluate, with no loop in
+    it or around it (one sentence translated, one image segmented), in a project where nothing
+    ever sets a model's mode: the model runs in training mode (TranslatorBot's `evaluate`)."""
+    if not ctx.imports_torch or not _no_mode_ever_set(ctx) or not turns_recording_off(node, ctx):
+        return
+    function = ctx.enclosing_function()
+    if not _evaluation_function(function, ctx) or any(
+        isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in ctx.ancestors
+    ):
+        return
+    if _holds_a_loop(node, ctx):  # type: ignore[arg-type]
+        return  # the loop in it that runs the model is checked as a loop
+    if _trains(ctx, function) or _dropout_on_purpose(node, ctx):  # type: ignore[arg-type]
+        return
+    run = _model_run(node, ctx)  # type: ignore[arg-type]
+    if run is None:
+        return
+    call, model = run
+    if _never_out_of_training(model, function, ctx):
+        yield ctx.finding(PITFALL, call, "project-once", model=_short(ctx.text(model)))
+
+
 def _once_per_call(findings: Iterator[Finding], ctx: Context) -> Iterator[Finding]:
     """A loop over the loader and a loop in it over the steps of a batch find the same call."""
     reported = _reported_runs(ctx)
@@ -618,9 +659,21 @@ def _check_loop(
     if not (eval_missing or no_grad_missing) or (eval_only and not eval_missing):
         return
     variant = "both" if eval_missing and no_grad_missing else "" if eval_missing else "no-grad"
+    if variant == "no-grad" and _asks_volatile(node, ctx):
+        variant = "volatile"  # what the author meant to turn recording off: say why it does not
     if variant == "" and trained_on is not None:
         variant = "trained-before"  # (the function may call `.eval()` later: say where it stands)
     yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(model)), line=trained_on)
+
+
+def _asks_volatile(loop: ast.For, ctx: Context) -> bool:
+    """A call in the loop passes `volatile=True` (`Variable(x, volatile=True)`, a `to_var(x,
+    volatile=True)` helper): PyTorch 0.3's way to record no graph, ignored since 0.4."""
+    return any(
+        k.arg == "volatile" and type(k.value) is ast.Constant and k.value.value is True
+        for call in _body_calls(ctx, loop)
+        for k in call.keywords
+    )
 
 
 def _trained_before(
