@@ -60,10 +60,10 @@ PITFALL = Pitfall(
             "否则学习率调度的第一个值会被跳过",
         },
         "function": {
-            "en": "`{scheduler}.step()` runs before `{step}` in this function, which trains "
-            "one epoch: since PyTorch 1.1 the optimizer steps first, otherwise the first learning "
-            "rate of the schedule is skipped; step the scheduler at the end of the epoch",
-            "zh": "`{scheduler}.step()` 在这个训练一个 epoch 的函数里先于 `{step}` 执行：自 PyTorch 1.1 "
+            "en": "`{scheduler}.step()` runs before `{step}`, which the loop below it in this "
+            "function runs: since PyTorch 1.1 the optimizer steps first, otherwise the first "
+            "learning rate of the schedule is skipped; step the scheduler at the end of the epoch",
+            "zh": "`{scheduler}.step()` 在本函数中其后的循环所执行的 `{step}` 之前运行：自 PyTorch 1.1 "
             "起应先更新优化器，否则学习率调度的第一个值会被跳过；请在 epoch 结束时再调用调度器",
         },
         "call": {
