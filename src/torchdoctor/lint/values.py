@@ -830,6 +830,20 @@ def left_none_by_every_call(
     )
 
 
+def bound_only_to(ctx: Context, value: ast.AST, kind: Kind) -> bool:
+    """`value` is a name that the scope it is read in binds only to calls making a `kind`
+    (`model = Net()`, `x = torch.Tensor(images)`), none augmented."""
+    if type(value) is not ast.Name:
+        return False
+    found = index_of(ctx, ctx.tree)
+    scope = found.scopes[found.number[value]]
+    made = bindings(ctx, scope, value.id) if scope is not None else None
+    return bool(made) and all(
+        type(b.value) is ast.Call and not b.augmented and ctx.kind_of(b.value) is kind
+        for b in made  # type: ignore[union-attr]
+    )
+
+
 def constant_default_kept(
     ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
 ) -> ast.Constant | None:

@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     bindings,
     block_names,
+    bound_only_to,
     expects_an_error,
     index,
     is_parameter,
@@ -552,15 +553,7 @@ def _holds_a_made_tensor(value: ast.AST, ctx: Context) -> bool:
     """A call making a tensor (`torch.Tensor(a)`), or a name its scope binds only to such calls."""
     if type(value) is ast.Call:
         return ctx.kind_of(value) is Kind.TENSOR
-    if type(value) is not ast.Name:
-        return False
-    found = index(ctx)
-    scope = found.scopes[found.number[value]]
-    made = bindings(ctx, scope, value.id) if scope is not None else None
-    return bool(made) and all(
-        type(b.value) is ast.Call and not b.augmented and ctx.kind_of(b.value) is Kind.TENSOR
-        for b in made  # type: ignore[union-attr]
-    )
+    return bound_only_to(ctx, value, Kind.TENSOR)
 
 
 def _forward_input(receiver: ast.AST, ctx: Context) -> bool:

@@ -18,6 +18,7 @@ from torchdoctor.catalog.sdk import (
     argument,
     attribute_values,
     bindings,
+    bound_only_to,
     constant_default_kept,
     built_from,
     index_of,
@@ -454,20 +455,7 @@ def _handed_a_module(name: str, ctx: Context) -> bool:
     if called is None and passed_values(ctx, function, name):
         return False  # some call leaves it at its default
     handed = (*(called or ()), *started)
-    return bool(handed) and all(_names_built_modules(value, ctx) for value in handed)
-
-
-def _names_built_modules(value: ast.AST, ctx: Context) -> bool:
-    """A name that the scope it is read in binds only to calls building a module."""
-    if not isinstance(value, ast.Name):
-        return False
-    found = index_of(ctx, ctx.tree)
-    scope = found.scopes[found.number[value]]
-    made = bindings(ctx, scope, value.id) if scope is not None else None
-    return bool(made) and all(
-        isinstance(b.value, ast.Call) and ctx.kind_of(b.value) is Kind.MODULE and not b.augmented
-        for b in made  # type: ignore[union-attr]
-    )
+    return bool(handed) and all(bound_only_to(ctx, value, Kind.MODULE) for value in handed)
 
 
 def _no_module_passed(value: ast.AST, ctx: Context) -> bool:
