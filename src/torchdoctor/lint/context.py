@@ -141,6 +141,9 @@ _ANNOTATION_KINDS = {
 # Node classes the hottest questions test by `type` (the parser makes no subclasses).
 _SEQUENCES = (ast.Tuple, ast.List)
 _FUNCTION_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Where the loops around a node stop counting: what runs in another scope.
+_LOOP_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 @dataclass
@@ -719,6 +722,17 @@ class Context:
             if type(node) is ast.ClassDef:
                 return node
         return None
+
+    def enclosing_loops(self) -> list[ast.AST]:
+        """The loops around the node being visited, innermost first, within its function (or
+        class, or lambda)."""
+        loops = []
+        for node in reversed(self.ancestors):
+            if type(node) in _LOOP_SCOPES:
+                break
+            if type(node) in _LOOPS:
+                loops.append(node)
+        return loops
 
     def parent(self) -> ast.AST | None:
         return self.ancestors[-1] if self.ancestors else None

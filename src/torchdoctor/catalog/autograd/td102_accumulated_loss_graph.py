@@ -710,13 +710,13 @@ def _loops_around(ctx: Context) -> list[ast.stmt]:
 
 
 @per_file
-def _backward_roots(ctx: Context, loop: ast.stmt) -> frozenset[str]:
-    """Names whose value `backward` is run on in the loop (or function). Backward returns
-    nothing, so only expression statements are looked at: far cheaper than every expression of
-    the body."""
+def _backward_roots(ctx: Context, owner: ast.stmt) -> frozenset[str]:
+    """Names whose value `backward` is run on in the body of `owner`, a loop (its `else` too) or a
+    function. Backward returns nothing, so only expression statements are looked at: far
+    cheaper than every expression of the body."""
     roots: set[str] = set()
     terms: dict[str, set[str]] = {}  # `loss = clf_loss + 0.25 * mmd_loss`: loss -> its terms
-    for statement in nested_statements([*loop.body, *getattr(loop, "orelse", ())]):
+    for statement in nested_statements([*owner.body, *getattr(owner, "orelse", ())]):
         kind = type(statement)
         if kind is ast.Expr and type(statement.value) is ast.Call:
             roots.update(_backward_target_names(statement.value, ctx))

@@ -505,7 +505,11 @@ def _moved_tensor(receiver: ast.AST, ctx: Context) -> bool:
     if not found:
         return False
     before = [b for b in found if b.node.lineno < receiver.lineno]
-    if before and all(_unpacks_forward_input(b.node, ctx) for b in before) and not _in_a_loop(ctx):
+    if (
+        before
+        and all(_unpacks_forward_input(b.node, ctx) for b in before)
+        and not ctx.enclosing_loops()
+    ):
         return True  # what reaches the line is the unpacked input (later rebindings do not)
     if (
         len(found) != 1
@@ -517,16 +521,6 @@ def _moved_tensor(receiver: ast.AST, ctx: Context) -> bool:
         return False
     passed = passed_by_every_call(ctx, function, receiver.id)  # type: ignore[arg-type]
     return bool(passed) and all(_holds_a_made_tensor(value, ctx) for value in passed or ())
-
-
-def _in_a_loop(ctx: Context) -> bool:
-    """The node being visited is inside a loop of its function."""
-    for node in reversed(ctx.ancestors):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return False
-    return False
 
 
 # Attributes that hold a tensor whatever holds them: a layer's parameters, torchtext's vectors.

@@ -66,13 +66,7 @@ def is_scheduler_step(call: ast.Call, ctx: Context) -> bool:
 
 def enclosing_loops(ctx: Context) -> list[ast.AST]:
     """The loops around the current node, innermost first, within the current function."""
-    loops = []
-    for node in reversed(ctx.ancestors):
-        if isinstance(node, SCOPES):
-            break
-        if isinstance(node, LOOPS):
-            loops.append(node)
-    return loops
+    return ctx.enclosing_loops()
 
 
 def position(node: ast.AST) -> tuple[int, int]:
