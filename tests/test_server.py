@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -138,6 +139,54 @@ async def test_open_fix_and_edit_away(client: LanguageClient, project):
     found = await diagnostics(client, uri, lambda found: codes(found) == ["TD001"])
     assert found[0].range.start.line == 4
     assert path.read_text() == SOURCE
+
+
+@pytest.mark.asyncio
+async def test_typing_sends_the_last_versions_diagnostics_once_it_pauses(project):
+    """Keys typed in quick succession: the diagnostics of the last version only, and not
+    before the typing has paused for the debounce (the checks of the others, begun while the
+    server waits, are thrown away)."""
+    from pygls.lsp.client import LanguageClient as PlainClient
+
+    from torchdoctor.server.app import DEBOUNCE_SECONDS
+
+    client = PlainClient("test", "1")
+    sent: list[tuple[int | None, list[str], float]] = []
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+        sent.append((params.version, codes(params.diagnostics), time.monotonic()))
+
+    async def sent_for(version: int) -> list[str]:
+        while not any(v == version for v, _, _ in sent):
+            await asyncio.sleep(0.02)
+        return next(found for v, found, _ in sent if v == version)
+
+    env = {**os.environ, "TORCHDOCTOR_LANG": "en"}
+    await client.start_io(sys.executable, "-m", "torchdoctor", "server", env=env)
+    try:
+        params = types.InitializeParams(capabilities=types.ClientCapabilities())
+        await asyncio.wait_for(client.initialize_async(params), TIMEOUT)
+        client.initialized(types.InitializedParams())
+        uri = (project / "train.py").as_uri()
+        open_file(client, uri, SOURCE)
+        assert await asyncio.wait_for(sent_for(1), TIMEOUT) == ["TD001", "TD103"]
+        for version, text in ((2, FIXED), (3, SOURCE), (4, FIXED)):
+            typed = time.monotonic()
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                    [types.TextDocumentContentChangeWholeDocument(text)],
+                )
+            )
+        assert await asyncio.wait_for(sent_for(4), TIMEOUT) == ["TD001"]
+        await asyncio.sleep(DEBOUNCE_SECONDS + 0.2)  # time for a stale version's to arrive
+        assert [v for v, _, _ in sent] == [1, 4]
+        assert sent[-1][2] - typed >= DEBOUNCE_SECONDS - 0.01
+    finally:
+        await asyncio.wait_for(client.shutdown_async(None), TIMEOUT)
+        client.exit(None)
+        await client.stop()
 
 
 # A form feed (old code pages a file with them) and U+2028 in a string: line breaks for

@@ -1,9 +1,11 @@
 """The language server: documents in, diagnostics, code actions and hovers out, over stdio.
 
 Checks run in one worker thread, one at a time, so the server keeps answering while a large
-project's facts are read. An edit is checked once the typing pauses (DEBOUNCE_SECONDS); an open
-or a save at once. A failure of the doctor is logged and answered with no diagnostics: the
-server itself keeps running.
+project's facts are read. An edit's diagnostics are sent once the typing has paused
+(DEBOUNCE_SECONDS), and its check starts well before that, once the typing has paused
+SETTLE_SECONDS: the check is done while the server waits anyway, and a key typed meanwhile
+only throws a check away. An open or a save is checked and sent at once. A failure of the
+doctor is logged and answered with no diagnostics: the server itself keeps running.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from torchdoctor.server.hover import hover
 from torchdoctor.server.positions import Lines
 
 DEBOUNCE_SECONDS = 0.3
+# A pause shorter than most between two keys typed in a word, longer than none: the check of a
+# version the next key replaces is work thrown away on a machine where it competes for a core.
+SETTLE_SECONDS = 0.1
 PYTHON_SUFFIXES = (".py", ".pyi")
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -75,21 +80,28 @@ class DoctorServer(LanguageServer):
     # ---- when to check ------------------------------------------------------------------
 
     def schedule(self, uri: str, delay: float = 0.0) -> None:
-        """Check a file or notebook after `delay` seconds, replacing a check not yet begun."""
+        """Send a file's or notebook's diagnostics in `delay` seconds, checking it meanwhile;
+        replaces a check whose diagnostics were not sent yet."""
         pending = self._pending.pop(uri, None)
         if pending is not None:
             pending.cancel()
-        self._pending[uri] = asyncio.get_running_loop().create_task(self._check_later(uri, delay))
+        loop = asyncio.get_running_loop()
+        send_at = loop.time() + delay
+        self._pending[uri] = loop.create_task(
+            self._check_later(uri, min(delay, SETTLE_SECONDS), send_at)
+        )
 
-    async def _check_later(self, uri: str, delay: float) -> None:
-        await asyncio.sleep(delay)
-        await self.check_now(uri)
+    async def _check_later(self, uri: str, start_after: float, send_at: float) -> None:
+        await asyncio.sleep(start_after)
+        await self.check_now(uri, send_at)
 
-    async def check_now(self, uri: str) -> None:
+    async def check_now(self, uri: str, send_at: float = 0.0) -> None:
+        """Check a file or notebook now, and send its diagnostics at loop time `send_at` or at
+        once if that has passed. Cancelled before then, it sends nothing."""
         if self.workspace.get_notebook_document(notebook_uri=uri) is not None:
-            await self._check_notebook(uri)
+            await self._check_notebook(uri, send_at)
         elif uri in self.workspace.text_documents:
-            await self._check_file(uri)
+            await self._check_file(uri, send_at)
 
     async def current(self, uri: str) -> Shown | None:
         """What is known of a document's present text: checked again now if it changed since."""
@@ -115,7 +127,7 @@ class DoctorServer(LanguageServer):
 
     # ---- checking -----------------------------------------------------------------------
 
-    async def _check_file(self, uri: str) -> None:
+    async def _check_file(self, uri: str, send_at: float) -> None:
         document = self.workspace.get_text_document(uri)
         text, version, path = document.source, document.version, _path(uri)
         # One trip to the worker thread for the findings and the language of their hovers: each
@@ -124,11 +136,12 @@ class DoctorServer(LanguageServer):
             lambda: (self.analysis.check_python(text, path), self.analysis.lang_for(path))
         )
         (findings, problems), lang = checked or (([], []), "en")
+        await _until(send_at)
         self._log_problems(problems)
         self.shown[uri] = Shown(text, findings, path, False, lang)
         self._publish(uri, findings, text, version)
 
-    async def _check_notebook(self, uri: str) -> None:
+    async def _check_notebook(self, uri: str, send_at: float) -> None:
         notebook = self.workspace.get_notebook_document(notebook_uri=uri)
         if notebook is None:
             return
@@ -144,6 +157,7 @@ class DoctorServer(LanguageServer):
             lambda: (self.analysis.check_notebook(texts, path), self.analysis.lang_for(path))
         )
         (by_cell, problems), lang = checked or (([[] for _ in texts], []), "en")
+        await _until(send_at)
         self._log_problems(problems)
         for document, text, findings in zip(documents, texts, by_cell):
             self.shown[document.uri] = Shown(text, findings, path, True, lang)
@@ -185,6 +199,13 @@ class DoctorServer(LanguageServer):
     def _log(self, text: str) -> None:
         logger.error(text)
         self.window_log_message(types.LogMessageParams(types.MessageType.Error, text))
+
+
+async def _until(moment: float) -> None:
+    """Wait until the event loop's clock reads `moment` (no wait once it has)."""
+    remaining = moment - asyncio.get_running_loop().time()
+    if remaining > 0:
+        await asyncio.sleep(remaining)
 
 
 def _path(uri: str) -> Path | None:
