@@ -658,6 +658,9 @@ def test_functions_that_build_and_return_models():
     # A function whose every return hands back a new module builds one, as a class would.
     assert all(facts.is_module_class(f) for f in ("build_ssd", "build_moved", "wide_resnet"))
     assert not facts.is_module_class("get_args") and not facts.is_module_class("with_optimizer")
+    # One returning a tuple: which of its items is a new module.
+    assert facts.has("module-items:with_optimizer") and facts.has("module-items:with_optimizer/2#0")
+    assert not facts.has("module-items:with_optimizer/2#1")
     # One naming a layer whose behaviour depends on the mode (a torchvision model) makes models
     # that need `.eval()`: not one that sets the mode itself, nor one that only names a rate.
     assert facts.has_mode_layers("wide_resnet")
@@ -676,6 +679,54 @@ def test_a_model_made_by_a_function_of_another_module_is_saved_whole(tmp_path):
     )
     run = _check(tmp_path, ".")
     assert "train.py:5:1: TD503" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_model_returned_with_its_optimizer_by_another_module_is_saved_whole(tmp_path):
+    # PyraNet's main.py: `model, optimizer = getModel(opt)`, then `torch.save(model, path)`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "nets.py").write_text(
+        "import torch.nn as nn\n\n\nclass PyraNet(nn.Module):\n    pass\n"
+    )
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom nets import PyraNet\n\n\ndef getModel(opt):\n"
+        "    if 'hg' in opt.arch:\n        model = PyraNet()\n"
+        "        optimizer = torch.optim.RMSprop(model.parameters(), lr=opt.LR)\n"
+        "    return model, optimizer  # both\n\n\n"
+        "def get_pair(opt):\n    first = PyraNet()\n    return first, opt\n\n\n"
+        "def either(opt):\n    net = PyraNet()\n    if opt.swap:\n        return opt, net\n"
+        "    return net, opt\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import torch\nfrom model import getModel, get_pair, either\n\n\n"
+        "def main(opt):\n    model, optimizer = getModel(opt)\n    model = model.cuda()\n"
+        "    torch.save(model, 'model.pth')\n    torch.save(optimizer, 'optimizer.pth')\n"
+        "    net, settings = get_pair(opt)\n    torch.save(settings, 'a.pth')\n"
+        "    torch.save(net, 'b.pth')\n    first, second = either(opt)\n"
+        "    torch.save(first, 'c.pth')\n"
+    )
+    run = _check(tmp_path, ".")
+    found = [line.split(": ")[0] for line in run.stdout.splitlines() if "TD503" in line]
+    # The modules only: not the optimizer, not the other item of a pair, and not an item
+    # that holds the module at some returns only.
+    assert found == ["main.py:8:5", "main.py:12:5"], run.stdout + run.stderr
+
+
+def test_a_parameter_named_like_the_projects_weights_is_not_taken_for_a_model(tmp_path):
+    # ML-BCI: the trainer keeps `best_model = model.state_dict().copy()` and hands it on;
+    # `save_results(..., best_model, ...)` in another module saves weights, not a module.
+    (tmp_path / "pyproject.toml").write_text("")
+    saving = (
+        "import torch\n\n\ndef save_results(best_model, path):\n    torch.save(best_model, path)\n"
+    )
+    (tmp_path / "results.py").write_text(saving)
+    (tmp_path / "trainer.py").write_text(
+        "def fit(model, epochs):\n    for epoch in range(epochs):\n"
+        "        best_model = model.state_dict().copy()\n    return best_model\n"
+    )
+    assert "TD503" not in _check(tmp_path, ".").stdout
+    # Without it, the name is all there is: a model, as in darts's `save(model, path)`.
+    (tmp_path / "trainer.py").write_text("def fit(model, epochs):\n    return model\n")
+    assert "results.py:5:5: TD503" in _check(tmp_path, ".").stdout
 
 
 def test_a_model_made_by_a_function_of_another_module_is_validated_in_training_mode(tmp_path):

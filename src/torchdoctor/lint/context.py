@@ -16,7 +16,7 @@ from typing import Sequence
 
 from torchdoctor.catalog._model import Pitfall
 from torchdoctor.lint.lines import line_starts, position, split_lines
-from torchdoctor.lint.project import LOADER_FROM, NO_FACTS, ProjectFacts
+from torchdoctor.lint.project import LOADER_FROM, MODULE_ITEMS, NO_FACTS, ProjectFacts
 from torchdoctor.report.finding import Edit, Finding, Fix
 
 # `torch.` read as a name's attribute somewhere in the text (not `x.torch.`, not `mytorch.`).
@@ -949,6 +949,12 @@ class Context:
     def _leave_assign(self, node: ast.Assign) -> None:
         value = node.value
         returned = self.returned_by(value)
+        if (
+            returned is Kind.UNKNOWN
+            and type(value) is ast.Call
+            and type(node.targets[0]) in _SEQUENCES
+        ):
+            returned = self._project_items(value, len(node.targets[0].elts))  # type: ignore[attr-defined]
         # Classes compared by `type` here (the parser makes no subclasses): every assignment.
         if type(value) in _SEQUENCES or type(returned) is tuple:
             # `images, labels = images.cuda(), labels.cuda()` or `a, b = make_pair()`:
@@ -987,6 +993,28 @@ class Context:
                 continue  # `self.model = None` until the model is built: a placeholder
             else:
                 self._bind_target(target, kind)
+
+    def _project_items(self, call: ast.Call, size: int) -> object:
+        """What the items of the tuple a function of another module of the project returns are
+        (`model, optimizer = getModel(opt)`, PyraNet's, whose model is of a module class): a tuple
+        of `size` Kinds, or UNKNOWN."""
+        func = call.func
+        name = (
+            func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else ""
+        )
+        markers = self.project.markers
+        if MODULE_ITEMS + name not in markers:
+            return Kind.UNKNOWN
+        qualname = self.qualname(func)
+        if type(func) is ast.Attribute and qualname is None:
+            return Kind.UNKNOWN  # `self.get_model()`: a method, not the module's function
+        kinds = tuple(
+            Kind.MODULE if f"{MODULE_ITEMS}{name}/{size}#{i}" in markers else Kind.UNKNOWN
+            for i in range(size)
+        )
+        if Kind.MODULE not in kinds or not self.from_project(name, qualname):
+            return Kind.UNKNOWN
+        return kinds
 
     def _hands_back_tensors(self, call: ast.Call) -> bool:
         """`torch.chunk(x, 2)`, `x.split(3)`, `torch.max(x, dim=1)`, `x.topk(5)`: a call that

@@ -648,6 +648,15 @@ ACCUMULATING_UPDATE = lazy_compile(
 ACCUMULATES = "accumulates:"
 
 
+# WEIGHTS_NAME + "best_model": some file of the project gives that name a module's weights
+# (`best_model = model.state_dict().copy()`, ML-BCI's trainer): a parameter of that name
+# elsewhere is not known to hold a model by its name alone.
+WEIGHTS_NAME = "weights-name:"
+_WEIGHTS_ASSIGNED = lazy_compile(
+    rb"\n[ \t]*(\w{1,80})[ \t]*=[ \t]*(?:copy\.deepcopy\([ \t]*)?[\w.]{1,200}\.state_dict\(\)"
+)
+
+
 def _index_masks(source: bytes) -> list[str]:
     """INDEX_MASK_FROM + "function@place" for each function whose result the text unpacks,
     taking the value at `place` into a name said to be a mask (`..._mask`) that it then indexes with
@@ -740,6 +749,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _step_methods(lines)
     if b"def update" in source:
         markers += _accumulating_meters(lines)
+    if b".state_dict()" in source:
+        markers += [WEIGHTS_NAME + name.decode() for name in set(_WEIGHTS_ASSIGNED.findall(lines))]
     methods = (
         sorted({name.decode() for name in _METHOD_CALL.findall(source)})
         if b"set_epoch" in source
@@ -1083,7 +1094,7 @@ def _returned_calls(
             if made is None:  # the calls the function assigns to names, read once
                 _, start, end = functions[number]
                 made = assigned[number] = _assigned_calls(source, start, end)
-            returned.setdefault(number, []).append(_returned_callee(match, made))
+            returned.setdefault(number, []).append(_returned_callee(source, match, made))
     return [
         f"{functions[number][0].decode('ascii', 'replace')}:>{','.join(callees)}"
         for number, callees in returned.items()
@@ -1130,12 +1141,19 @@ def _assigned_calls(source: bytes, start: int, end: int) -> dict[bytes, list[tup
     return found
 
 
-def _returned_callee(match: re.Match, assigned: dict[bytes, list[tuple[int, bytes]]]) -> str:
-    """What one `return` hands back a call of ("Net", "nn.Sequential"), or "?"; `assigned`:
-    the calls its function assigns to names (see `_assigned_calls`)."""
+def _returned_callee(
+    source: bytes, match: re.Match, assigned: dict[bytes, list[tuple[int, bytes]]]
+) -> str:
+    """What one `return` hands back a call of ("Net", "nn.Sequential"), or "?"; for a tuple
+    of names (`return model, optimizer`), what each is a call of, as "(PyraNet;torch.optim.SGD)".
+    `source`: the text the match is in; `assigned`: the calls its function assigns to names
+    (see `_assigned_calls`)."""
     value, after = match.group(1), match.group(2)
     if after is None:
-        return "?"  # `return net, optimizer`, `return x + 1`...
+        names = _returned_names(source, match)
+        if names is None:
+            return "?"  # `return x + 1`...
+        return "(" + ";".join(_last_call_of(name, match.start(), assigned) for name in names) + ")"
     if after == b"(":
         for method in _SAME_MODULE_METHODS:  # `return net.to(device)`: what made `net`
             if value.endswith(method.encode()) and value.count(b".") == 1:
@@ -1147,9 +1165,30 @@ def _returned_callee(match: re.Match, assigned: dict[bytes, list[tuple[int, byte
             return value.decode("ascii", "replace")
     if b"." in value:
         return "?"  # `return self.net`: not followed
-    made = assigned.get(value, [])
-    last = bisect_left(made, match.start(), key=lambda entry: entry[0]) - 1  # the one before it
+    return _last_call_of(value, match.start(), assigned)
+
+
+def _last_call_of(name: bytes, before: int, assigned: dict[bytes, list[tuple[int, bytes]]]) -> str:
+    """The callee of the last call assigned to `name` before offset `before`, or "?"."""
+    made = assigned.get(name, [])
+    last = bisect_left(made, before, key=lambda entry: entry[0]) - 1
     return made[last][1].decode("ascii", "replace") if last >= 0 else "?"
+
+
+_NAMES_ONLY = lazy_compile(
+    rb"[ \t]*\w{1,80}(?:[ \t]*,[ \t]*\w{1,80})+[ \t]*,?[ \t]*(?:#[^\n]*)?\r?"
+)
+
+
+def _returned_names(source: bytes, match: re.Match) -> list[bytes] | None:
+    """The names of a `return a, b` whose line holds nothing else (a comment aside)."""
+    start = match.start(1)
+    end = source.find(b"\n", start)
+    line = source[start : end if end != -1 else len(source)]
+    if _NAMES_ONLY.fullmatch(line) is None:
+        return None
+    names = [part.strip() for part in line.split(b"#")[0].split(b",")]
+    return [name for name in names if name]
 
 
 LOADER_FROM = "loader-from:"
@@ -1169,23 +1208,52 @@ def _loader_factories(returns_of: dict[str, list[list[str]]]) -> set[str]:
     }
 
 
+def _builds_a_module(callee: str, classes: set[str]) -> bool:
+    """A call of `callee` makes a new module: of the project's module classes, of torch.nn, or
+    a torchvision classification model."""
+    head, _, last = callee.rpartition(".")
+    if head in ("nn", "torch.nn"):
+        return last[:1].isupper() and last not in _NN_NON_MODULES
+    if head in ("models", "torchvision.models"):
+        return last.startswith(tuple(model.decode() for model in TORCHVISION_MODELS))
+    return not head and callee in classes
+
+
 def _model_factory_functions(returns_of: dict[str, list[list[str]]], classes: set[str]) -> set[str]:
-    """The functions every definition of which returns only new modules: of the project's
-    module classes, of torch.nn, or a torchvision classification model."""
-
-    def builds_a_module(callee: str) -> bool:
-        head, _, last = callee.rpartition(".")
-        if head in ("nn", "torch.nn"):
-            return last[:1].isupper() and last not in _NN_NON_MODULES
-        if head in ("models", "torchvision.models"):
-            return last.startswith(tuple(model.decode() for model in TORCHVISION_MODELS))
-        return not head and callee in classes
-
+    """The functions every definition of which returns only new modules."""
     return {
         name
         for name, definitions in returns_of.items()
-        if name not in classes and all(all(map(builds_a_module, found)) for found in definitions)
+        if name not in classes
+        and all(all(_builds_a_module(callee, classes) for callee in found) for found in definitions)
     }
+
+
+# MODULE_ITEMS + "get_model": a function returning a tuple with a new module in it; with
+# "/2#0": the first of two items is the module.
+MODULE_ITEMS = "module-items:"
+
+
+def _module_items(returns_of: dict[str, list[list[str]]], classes: set[str]) -> set[str]:
+    """MODULE_ITEMS markers of the functions every `return` of every definition of which hands
+    back a tuple of as many names, the same one of which holds a new module (PyraNet's
+    `getModel`: `return model, optimizer` after `model = PyramidHourglassNet(...)`)."""
+    found = set()
+    for name, definitions in returns_of.items():
+        returned = [callee for callees in definitions for callee in callees]
+        if name in classes or not all(callee[:1] == "(" for callee in returned):
+            continue
+        items = [callee[1:-1].split(";") for callee in returned]
+        size = len(items[0])
+        if any(len(each) != size for each in items):
+            continue
+        modules = [
+            i for i in range(size) if all(_builds_a_module(each[i], classes) for each in items)
+        ]
+        if modules:
+            found.add(MODULE_ITEMS + name)
+            found.update(f"{MODULE_ITEMS}{name}/{size}#{i}" for i in modules)
+    return found
 
 
 def _calls_function(source: bytes, name: bytes, start: int, end: int) -> bool:
@@ -1442,6 +1510,7 @@ class FactsReader:
         markers = self._markers | {
             LOADER_FROM + name for name in _loader_factories(self._returns_of)
         }
+        markers |= _module_items(self._returns_of, classes)
         # Methods named like a step none of whose definitions may clear gradients.
         steps = {entry for entry in self._markers if entry.startswith(STEP_METHOD)}
         markers |= {

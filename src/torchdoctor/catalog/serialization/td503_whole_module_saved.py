@@ -8,6 +8,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    WEIGHTS_NAME,
     lazy_compile,
     Clue,
     Context,
@@ -429,6 +430,8 @@ def _model_parameter(name: str, ctx: Context) -> bool:
     function = ctx.enclosing_function()
     if function is None or not names_a_model(name) or not is_parameter(function, name):
         return False
+    if ctx.project.has(WEIGHTS_NAME + name):
+        return False  # the project calls weights so (`best_model = model.state_dict()`)
     found = bindings(ctx, function, name)
     if not found or any(not isinstance(b.node, ast.arg) for b in found):
         return False  # rebound in the function (`model = model.state_dict()`)

@@ -56,6 +56,13 @@ PITFALL = Pitfall(
             "zh": "`{step}` 用的梯度里叠加了此前每次调用 `{function}` 时 `.backward()` 留下的梯度："
             "整个项目里没有任何代码清零梯度（没有 `zero_grad()`），所以每次更新用的是到目前为止所有批次梯度之和",
         },
+        "uncalled": {
+            "en": "`{method}` names the method without calling it (no parentheses): this "
+            "statement does nothing, so the gradients are never cleared and every `.backward()` "
+            "adds to the sum of all earlier ones; write `{method}()`",
+            "zh": "`{method}` 只是引用了这个方法而没有调用它（缺少括号）：这条语句什么也不做，梯度从未清零，"
+            "每次 `.backward()` 都会叠加到之前所有的梯度上；应写成 `{method}()`",
+        },
         "runtime": {
             "en": "gradients are never cleared: `{optimizer}.step()` applies gradients that still "
             "hold the ones it already applied at step {previous} (e.g. `{param}`); call "
@@ -100,6 +107,10 @@ most two rounds over a constant `range(...)` (a benchmark's warm-up), and loops
 calling a model built from a class of another module of the project when some module of the
 project clears its own gradients (`self.zero_grad()` in its `forward`).
 
+Also `optimizer.zero_grad` written as a statement without its parentheses, anywhere: it names the
+method and does nothing, so the gradients are never cleared (reported on that line; the fix adds
+the `()`). Not on the last line of a notebook cell, which shows the method.
+
 ## Why is this bad?
 `backward()` adds the new gradients to whatever is already stored in `.grad`; it never
 overwrites. Without clearing, the gradient used by the step at iteration `k` is the sum of the
@@ -107,7 +118,7 @@ gradients of all `k` iterations so far, so the effective learning rate grows wit
 Training first looks fine, then the loss stops improving, oscillates or turns into `nan`.
 
 ## Fix safety
-The fix adds `optimizer.zero_grad()` right after the step. It is unsafe because it changes what
+The fix adds `optimizer.zero_grad()` right after the step (or the missing `()`). It is unsafe because it changes what
 the loop computes, which is the point, but also because code after the step that still reads
 `.grad` (gradient logging, a second optimizer over shared parameters) now sees `None`. It is
 offered only when the loop has a single optimizer step.
@@ -141,13 +152,17 @@ DeepSpeed 的 `engine.step()`（它自己会清零）；带参数的 `optimizer.
 以及调用由项目其他模块中的类构建的模型、而项目中某个模块会自己清零梯度
 （在 `forward` 里调用 `self.zero_grad()`）的循环。
 
+还包括任何地方写成单独一条语句、却漏了括号的 `optimizer.zero_grad`：它只是引用了这个方法，什么也不做，
+梯度因此从未清零（在该行报告；修复会补上 `()`）。notebook 单元格的最后一行除外，那里会显示这个方法。
+
 ## Why is this bad?
 `backward()` 会把新算出的梯度加到 `.grad` 里已有的值上，而不是覆盖。如果从不清零，第 `k` 次迭代
 更新时用的是前 `k` 次迭代梯度之和，相当于学习率随步数不断变大。训练一开始看起来正常，随后 loss
 停止下降、来回震荡，甚至变成 `nan`。
 
 ## Fix safety
-修复会在 `step` 之后紧接着加上 `optimizer.zero_grad()`。它是不安全的：它本来就会改变循环的计算结果；
+修复会在 `step` 之后紧接着加上 `optimizer.zero_grad()`（或补上漏掉的 `()`）。
+它是不安全的：它本来就会改变循环的计算结果；
 此外，`step` 之后仍然读取 `.grad` 的代码（记录梯度范数、共享参数的第二个优化器）将看到 `None`。
 只有循环中只有一个优化器 `step` 时才提供这个修复。
 
@@ -232,6 +247,21 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         step=shorten(ctx.text(call)),
         line=node.lineno,
     )
+
+
+@PITFALL.static(ast.Attribute, names={"zero_grad"})
+def check_uncalled(method: ast.Attribute, ctx: Context) -> Iterator[Finding]:
+    """`optimizer.zero_grad` as a statement of its own: the method named, never called."""
+    node = ctx.parent()
+    if type(node) is not ast.Expr or node.value is not method:
+        return
+    if ctx.is_displayed(node):
+        return  # the last line of a cell shows the method: asked for, not forgotten
+    text = ctx.text(method)
+    end = ctx.offset(method.end_lineno, method.end_col_offset)  # type: ignore[arg-type]
+    title = {"en": f"Call it: `{text}()`", "zh": f"调用它：`{text}()`"}
+    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, "()"), title=title)
+    yield ctx.finding(PITFALL, method, "uncalled", fix=fix, method=shorten(text))
 
 
 def _check_function(node: ast.Expr, optimizer: ast.AST, ctx: Context) -> Iterator[Finding]:

@@ -36,6 +36,7 @@ from torchdoctor.catalog.sdk import (
     may_be_called,
     moves_itself,
     name_words,
+    names_a_model,
     parameter_free_module,
     passed_values,
     per_file,
@@ -160,6 +161,13 @@ PITFALL = Pitfall(
             "PyTorch 0.4 起已不再关闭任何东西（只会被忽略并给出警告）；应在 `torch.no_grad()` 或 "
             "`torch.inference_mode()` 下运行",
         },
+        "uncalled": {
+            "en": "`{method}` names the method without calling it (no parentheses): this "
+            "statement does nothing, so the model stays in training mode (Dropout drops, "
+            "BatchNorm uses and updates batch statistics); write `{method}()`",
+            "zh": "`{method}` 只是引用了这个方法而没有调用它（缺少括号）：这条语句什么也不做，模型仍处于训练模式"
+            "（Dropout 仍在丢弃，BatchNorm 仍使用并更新 batch 统计量）；应写成 `{method}()`",
+        },
         "both": {
             "en": "evaluation loop without `{model}.eval()` and without `torch.no_grad()`: Dropout "
             "and BatchNorm behave as in training, and every batch records an autograd graph",
@@ -167,6 +175,8 @@ PITFALL = Pitfall(
             "每个 batch 还在记录计算图",
         },
     },
+    fix_title={"en": "Call it: `{method}()`", "zh": "调用它：`{method}()`"},
+    fix_applicability="unsafe",
     docs={
         "en": """
 ## What it catches
@@ -268,6 +278,11 @@ And `model.train()` inside an evaluation loop that runs without gradients (under
 training mode from that batch on. Not when the loop or the lines just above it speak of dropout,
 Monte Carlo sampling or uncertainty: keeping dropout on at test time can be the point.
 
+And `model.eval` written as a statement without its parentheses (of a module, or of a name
+that says it holds a model): it names the method and does nothing, so the model stays in
+training mode. The fix adds the `()`; it is unsafe only because it changes what the code
+computes, which is the point. Not on the last line of a notebook cell, which shows the method.
+
 ## Why is this bad?
 `model.train()` and `model.eval()` switch how some layers compute. In training mode Dropout
 zeroes random activations, so predictions change from run to run and accuracy is too low, and
@@ -282,6 +297,12 @@ get at validation time) and runs slower.
 Validation accuracy that changes between two runs on the same weights and is lower than
 expected; a model that gets worse after each validation pass; `torch.OutOfMemoryError: CUDA out
 of memory` during validation although training fits.
+
+## Fix safety
+Only `model.eval` written without its parentheses has a fix: it adds the `()`. It is unsafe
+because it changes what the code computes (the model evaluates in evaluation mode from then on),
+which is the point. The other findings have no fix: where to call `model.eval()`, and where to
+switch back, depends on the loop.
 
 ## Known problems
 For a loop, only the file that holds it is read, so a function is reported only when its
@@ -368,6 +389,10 @@ BatchNorm 的类（或 torchvision 模型）构造的模型，或是项目中其
 调用 `model.train()`：从这个 batch 起模型就在训练模式下评估。如果循环或它上面几行提到 dropout、
 蒙特卡洛采样或不确定性，则不报告：测试时保留 dropout 可能正是用意。
 
+还包括写成单独一条语句、却漏了括号的 `model.eval`（对象是模块，或名字表明它是模型）：它只是引用了这个方法，
+什么也不做，模型仍处于训练模式。修复会补上 `()`；它被标为不安全，只是因为它改变了代码的计算结果，而这正是目的。
+notebook 单元格的最后一行除外，那里会显示这个方法。
+
 ## Why is this bad?
 `model.train()` 和 `model.eval()` 会改变部分层的计算方式。训练模式下 Dropout 会随机置零激活值，
 预测结果每次都不一样、准确率偏低；BatchNorm 用当前 batch 的统计量做归一化，还会用评估数据更新
@@ -379,6 +404,10 @@ running mean 和 running var，污染之后继续训练和保存的模型。
 ## Symptoms
 同一份权重两次验证的准确率不一样，而且低于预期；每验证一次模型就变差一点；训练能跑，验证时却报
 `torch.OutOfMemoryError: CUDA out of memory`。
+
+## Fix safety
+只有漏了括号的 `model.eval` 有修复：补上 `()`。它被标为不安全，因为它改变了代码的计算结果（模型从此在评估模式下运行），
+而这正是目的。其他发现没有修复：在哪里调用 `model.eval()`、又在哪里切换回来，取决于具体的循环。
 
 ## Known problems
 对于循环，只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告；其他模块中的评估函数来自项目
@@ -864,6 +893,24 @@ def _assigned_models(family: list[ast.AST], name: str, program: _Program, ctx: C
         for value in program.assigned(family, name)
         if not keeps_itself(value, name) and not hands_back(ctx, value, name)
     ]
+
+
+@PITFALL.static(ast.Attribute, names={"eval"})
+def check_uncalled(method: ast.Attribute, ctx: Context) -> Iterator[Finding]:
+    """`model.eval` as a statement of its own: the method named, never called."""
+    node = ctx.parent()
+    if type(node) is not ast.Expr or node.value is not method or ctx.is_displayed(node):
+        return  # (the last line of a notebook cell shows the method: asked for)
+    receiver = method.value
+    if ctx.kind_of(receiver) is not Kind.MODULE and not names_a_model(last_name(receiver) or ""):
+        return  # `expr.eval` of another library: a no-op too, but not a model's mode
+    if not ctx.imports_torch:
+        return
+    text = ctx.text(method)
+    end = ctx.offset(method.end_lineno, method.end_col_offset)  # type: ignore[arg-type]
+    title = {"en": f"Call it: `{text}()`", "zh": f"调用它：`{text}()`"}
+    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, "()"), title=title)
+    yield ctx.finding(PITFALL, method, "uncalled", fix=fix, method=shorten(text))
 
 
 @PITFALL.static(ast.Call, names={"train"})
