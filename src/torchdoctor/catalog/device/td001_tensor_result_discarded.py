@@ -12,12 +12,17 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    attribute_values,
     bindings,
     block_names,
     bound_only_to,
+    computes_a_loss,
     expects_an_error,
+    imported_roots,
     index,
+    index_of,
     is_parameter,
+    is_self_attribute,
     names_assigned,
     passed_by_every_call,
     per_file,
@@ -495,7 +500,7 @@ def _moved_tensor(receiver: ast.AST, ctx: Context) -> bool:
     every call in this file hands a tensor (`x = torch.Tensor(images)`, then
     `evaluate(net, x)`, whose `x.to(device)` keeps `x` on the CPU)."""
     if type(receiver) is ast.Attribute:
-        return receiver.attr in _TENSOR_ATTRIBUTES
+        return receiver.attr in _TENSOR_ATTRIBUTES or _handed_to_a_module(receiver, ctx)
     if type(receiver) is not ast.Name:
         return False
     function = ctx.enclosing_function()
@@ -521,6 +526,75 @@ def _moved_tensor(receiver: ast.AST, ctx: Context) -> bool:
         return False
     passed = passed_by_every_call(ctx, function, receiver.id)  # type: ignore[arg-type]
     return bool(passed) and all(_holds_a_made_tensor(value, ctx) for value in passed or ())
+
+
+def _handed_to_a_module(receiver: ast.Attribute, ctx: Context) -> bool:
+    """`self.img`, which its class sets only from a method's parameter (`set_input(self,
+    img_batch)`), handed to a module by the function that moves it (`self.net.forward(self.img)`:
+    SatelliteImagery's frame): a model's input. Not where the project uses a library whose
+    batches move in place (torch_geometric's `Data`, transformers' `BatchEncoding`)."""
+    function, cls = ctx.enclosing_function(), ctx.enclosing_class()
+    if function is None or cls is None or not is_self_attribute(receiver):
+        return False
+    if receiver.attr not in _module_inputs(ctx, function):
+        return False
+    if not _IN_PLACE_BATCHES.isdisjoint(imported_roots(ctx)):
+        return False
+    values = attribute_values(ctx, cls, receiver.attr)
+    found = index_of(ctx, cls)
+    return bool(values) and all(
+        type(value) is ast.Name
+        and _a_parameter(ctx, found.scopes[found.number[value]], value.id)
+        or type(value) is ast.Constant
+        and value.value is None
+        for value in values
+    )
+
+
+def _a_parameter(ctx: Context, scope: ast.AST | None, name: str) -> bool:
+    """`name` is a parameter of function `scope` that it never rebinds."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not is_parameter(
+        scope, name
+    ):
+        return False
+    return all(isinstance(b.node, ast.arg) for b in bindings(ctx, scope, name) or ())
+
+
+_IN_PLACE_BATCHES = frozenset({"torch_geometric", "transformers"})
+
+
+@per_file
+def _module_inputs(ctx: Context, function: ast.AST) -> frozenset[str]:
+    """The attributes of `self` the function hands a module as its first input (`self.net(
+    self.img)`, `self.net.forward(self.img)`), or a loss (`self.loss(self.mask, pred)`)."""
+    found = set()
+    for call in index_of(ctx, function).local(function, ast.Call):
+        if computes_a_loss(call):
+            found.update(a.attr for a in call.args if is_self_attribute(a))  # type: ignore[attr-defined]
+            continue
+        if not call.args or not is_self_attribute(call.args[0]):  # type: ignore[attr-defined]
+            continue
+        func = call.func  # type: ignore[attr-defined]
+        if type(func) is ast.Attribute and func.attr == "forward":
+            func = func.value
+        if _a_module(ctx, func):
+            found.add(call.args[0].attr)  # type: ignore[attr-defined]
+    return frozenset(found)
+
+
+def _a_module(ctx: Context, expr: ast.AST) -> bool:
+    """`expr` holds a module: by its kind, or for `self.net`, by a value its class gives it
+    (`self.net = nn.DataParallel(self.net)` after `self.net = net().to(device)`)."""
+    if ctx.kind_of(expr) is Kind.MODULE:
+        return True
+    cls = ctx.enclosing_class()
+    return (
+        cls is not None
+        and is_self_attribute(expr)
+        and any(
+            ctx.kind_of(value) is Kind.MODULE for value in attribute_values(ctx, cls, expr.attr)
+        )  # type: ignore[attr-defined]
+    )
 
 
 # Attributes that hold a tensor whatever holds them: a layer's parameters, torchtext's vectors.

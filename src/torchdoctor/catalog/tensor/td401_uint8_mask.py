@@ -360,8 +360,8 @@ def check_parameter_index(node: ast.Subscript, ctx: Context) -> Iterator[Finding
 def check_parameter_argument(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not _makes_uint8_somewhere(ctx):
         return
-    mask = _mask_argument(call, ctx)
-    if type(mask) is ast.Name:
+    mask = _mask_root_node(_mask_argument(call, ctx))
+    if mask is not None:  # `mask`, `mask.transpose(1, 0)`, `mask[i].unsqueeze(-1)`
         yield from _report_parameter(mask, ctx)
 
 
@@ -425,12 +425,31 @@ def _surely_uint8(value: ast.expr, call: ast.Call, ctx: Context) -> bool:
         values = attribute_values(ctx, cls, value.attr)
     elif type(value) is ast.Name and isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
         found = bindings(ctx, caller, value.id) or ()
+        reaching = _only_reaching(found, call, caller)
+        if reaching is not None:
+            found = (reaching,)  # `mask = mask.byte()` over the parameter, then the call
         if any(b.value is None or b.augmented for b in found):
             return False
         values = tuple(b.value for b in found)
     else:
         return False
     return bool(values) and all(_makes_uint8(_unwrapped(v, ctx), ctx) for v in values)
+
+
+def _only_reaching(found, call: ast.Call, caller: ast.AST):
+    """The one binding of a name that reaches `call`: a parameter rebound once by a statement
+    of the function's own body (no branch around it) before the call, and never after it
+    (ChineseNER's CRF: `mask = mask.byte()`, then `self._score_sentence(scores, mask, tags)`).
+    None when it is not so."""
+    parameter = [b for b in found if isinstance(b.node, ast.arg)]
+    others = [b for b in found if not isinstance(b.node, ast.arg)]
+    if len(parameter) != 1 or len(others) != 1:
+        return None
+    rebinding = others[0]
+    statement = rebinding.node
+    if statement not in caller.body or statement.end_lineno >= call.lineno:  # type: ignore[attr-defined, operator]
+        return None
+    return rebinding
 
 
 def _unwrapped(value: ast.expr, ctx: Context) -> ast.expr:
@@ -1145,9 +1164,15 @@ def _masking_parameters(ctx: Context) -> frozenset[tuple[ast.AST, str, str]]:
 def _mask_root(mask: ast.AST | None) -> str | None:
     """The name a mask argument reads: `m`, `m[None, :, :, None]`, `m.cuda()`,
     `m[i].unsqueeze(1)`."""
+    root = _mask_root_node(mask)
+    return root.id if root is not None else None
+
+
+def _mask_root_node(mask: ast.AST | None) -> ast.Name | None:
+    """The name node a mask argument reads (see `_mask_root`)."""
     while mask is not None:
         if type(mask) is ast.Name:
-            return mask.id
+            return mask
         if type(mask) is ast.Subscript:
             mask = mask.value
         elif (

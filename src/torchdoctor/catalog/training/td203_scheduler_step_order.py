@@ -904,6 +904,8 @@ def _epoch_schedule_stepped_per_batch(
         return schedule if gamma is not None and gamma < _PER_BATCH_GAMMA else None
     if _counts_epochs(length):
         return schedule
+    if len(loops) > 1 and _the_epoch_count(length, _epoch_loop(loops[1:])):
+        return schedule  # `T_max=int(args.local_ep)` and `for iter in range(self.args.local_ep)`
     if epochs is not None:
         return schedule if _made_of_numbers_up_to(length, epochs) else None
     return schedule if _shorter_than_epoch_loop(length, _epoch_loop(loops[1:]), ctx) else None
@@ -1059,6 +1061,28 @@ def _shorter_than_epoch_loop(expr: ast.AST, epoch_loop: ast.AST, ctx: Context) -
     if type(epochs) is not int:
         epochs = _passed_epochs(stop, ctx)
     return epochs is not None and _made_of_numbers_up_to(expr, epochs)
+
+
+def _the_epoch_count(length: ast.AST, epoch_loop: ast.AST) -> bool:
+    """The schedule's length is what the epoch loop counts to, as the code names it (FedMVP's
+    `CosineAnnealingLR(optimizer, T_max=int(args.local_ep))` stepped in the batch loop of
+    `for iter in range(self.args.local_ep)`): the same name, or the same last attribute."""
+    stop = _range_end(epoch_loop)
+    if stop is None:
+        return False
+    named = [_counted_name(expr) for expr in (length, stop)]
+    return named[0] is not None and named[0] == named[1]
+
+
+def _counted_name(expr: ast.AST) -> str | None:
+    """`n` of `n`, `args.n`, `self.args.n` and `int(...)` of those; None for anything else."""
+    while type(expr) is ast.Call and last_identifier(expr.func) == "int" and len(expr.args) == 1:  # type: ignore[attr-defined]
+        expr = expr.args[0]  # type: ignore[attr-defined]
+    if type(expr) is ast.Name:
+        return expr.id
+    if type(expr) is ast.Attribute and isinstance(expr.value, (ast.Name, ast.Attribute)):
+        return expr.attr
+    return None
 
 
 def _range_end(loop: ast.AST) -> ast.expr | None:
