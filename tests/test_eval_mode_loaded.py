@@ -319,3 +319,16 @@ def test_a_volatile_input_turns_nothing_off_and_the_message_says_so():
     plain = source.replace(", volatile=True", "")
     ((line, message),) = found(plain)
     assert line == 9 and "volatile" not in message
+
+
+def test_a_loaded_model_run_by_a_function_of_the_script_that_reads_the_global():
+    # Pytorch-NMT's eval.py: the encoder built and loaded at the top of the script, run by
+    # `def evaluate(sentence)`; a function with a model of its own name is another model.
+    script = (
+        'net = Net()\nnet.load_state_dict(torch.load("net.pth"))\n\n\n'
+        "def evaluate(sentence):\n    return net(sentence)\n\n\n"
+        "def other(net, sentence):\n    return net(sentence)\n"
+    )
+    result = found(NET.format(layer="drop = nn.Dropout(0.5)") + script)
+    assert [line for line, _ in result] == [17]
+    assert "`net` is loaded on line 13" in result[0][1]

@@ -247,7 +247,9 @@ for gradients alone.
 
 Also an inference script that loads a model and runs it in training mode:
 `net.load_state_dict(torch.load(path))` (or a part of what `torch.load` returned) on a model the
-file builds, then `net(...)` in the same function, in a file where no text switches a model to
+file builds, then `net(...)` in the same function (for a model loaded at the top of the script,
+in a function of the file that reads it: `def evaluate(sentence): ... net(x)`), in a file where
+no text switches a model to
 eval mode (`.eval(`,
 `.train(False)`, `eval_mode`) or trains one (`.backward(`, `.step(`). It is reported at that
 call when the model has a layer whose behaviour depends on the mode: a class of the file with
@@ -365,7 +367,8 @@ step）的循环不算训练。
 只在缺少评估模式（上面两项中的第一项）时报告，不会只因为没有关闭梯度而报告。
 
 还包括以训练模式运行加载好的模型的推理脚本：对文件中构造的模型调用
-`net.load_state_dict(torch.load(path))`（或 `torch.load` 结果中的一部分），之后在同一函数中调用 `net(...)`，
+`net.load_state_dict(torch.load(path))`（或 `torch.load` 结果中的一部分），之后在同一函数中调用 `net(...)`
+（模型在脚本顶层加载时，也包括文件中读取它的函数：`def evaluate(sentence): ... net(x)`），
 而文件中没有任何
 切换到评估模式的文字（`.eval(`、`.train(False)`、`eval_mode`），也没有训练（`.backward(`、`.step(`）。
 当模型含有行为随模式变化的层时，在这次调用处报告：本文件中带 Dropout 或 BatchNorm 的类、torchvision
@@ -967,8 +970,25 @@ def check_loaded(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         for node in found.calls_named(scope, [model], local=True)
         if type(node.func) is ast.Name and node.func.id == model and node.lineno > call.lineno
     ]
+    if not runs and scope is ctx.tree:
+        runs = _global_runs(ctx, model)  # Pytorch-NMT's eval.py: `def evaluate(sentence)`
     if runs:
         yield ctx.finding(PITFALL, runs[0], "loaded", model=model, line=call.lineno)
+
+
+def _global_runs(ctx: Context, model: str) -> list[ast.Call]:
+    """The calls of the module-level `model` in the file's top-level functions that do not bind
+    that name themselves, in the order of the file."""
+    runs = []
+    for function in top_level_functions(ctx).values():
+        if bindings(ctx, function, model):
+            continue  # a local `model` (or a parameter) of its own
+        runs += [
+            node
+            for node in index_of(ctx, function).calls_named(function, [model], local=True)
+            if type(node.func) is ast.Name and node.func.id == model
+        ]
+    return sorted(runs, key=lambda node: (node.lineno, node.col_offset))
 
 
 @per_file
