@@ -87,8 +87,10 @@ def computes_a_loss(call: ast.AST) -> bool:
     if not isinstance(call, ast.Call):
         return False
     name = call_name(call)
-    if name is None or name[:1].isupper():  # `nn.MSELoss(...)` builds a loss module
+    if name is None:
         return False
+    if name[:1].isupper() and not (is_self_attribute(call.func) and "_" in name):
+        return False  # `nn.MSELoss(...)` builds a loss module; `self.L1_loss(...)` computes one
     return _one_loss_asked(call, name)
 
 

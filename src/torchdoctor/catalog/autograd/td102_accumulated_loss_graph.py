@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     ACCUMULATING_UPDATE,
     CALLED_WITHOUT_GRAD,
     attribute_values,
+    computes_a_loss,
     is_self_attribute,
     Kind,
     index,
@@ -70,6 +71,13 @@ PITFALL = Pitfall(
             "`{loss}.item()` (or `{loss}.detach()`)",
             "zh": "`{total}` 保存了每次调用 `{function}()` 得到的损失张量 `{loss}`，也就在对象存活期间"
             "一直留住了每次调用的计算图：请改为追加 `{loss}.item()`（或 `{loss}.detach()`）",
+        },
+        "table": {
+            "en": "`{total}` keeps the loss tensor `{loss}` of every iteration, and with it each "
+            "iteration's autograd graph, for as long as the object lives: append its `.item()` "
+            "(or its `.detach()`)",
+            "zh": "`{total}` 保存了每次迭代的损失张量 `{loss}`，也就在对象存活期间一直留住了每次迭代的计算图："
+            "请改为追加它的 `.item()`（或 `.detach()`）",
         },
         "meter": {
             "en": "`{total}.update(...)` adds the loss tensor `{loss}` of every iteration to the "
@@ -130,6 +138,9 @@ by the project's facts, around a call of its name in another file (CheXNet's val
 stays alive until the loop ends.
 A total set back to 0 only under an `if` (when it is
 printed every 20 batches) is reported: it links the graphs of the iterations in between.
+A loss computed in a training loop and appended to a list of a table the object holds
+(`self.loss['l1'].append(self.L1_loss(out, y))`, the table made as `{'l1': [], ...}` and not
+made again within the loops around) keeps every iteration's graph as long as the object lives.
 
 ## Why is this bad?
 A loss tensor carries its `grad_fn`: the graph of the step that produced it. Adding it to a
@@ -186,6 +197,8 @@ nothing grows.
 （CheXNet 的验证：它的 `Variable(input, volatile=True)` 自 PyTorch 0.4 起仍会记录梯度）：
 每个 batch 的计算图都会一直存活到循环结束。
 只在某个 `if` 之下才置零的总和（例如每 20 个 batch 打印一次后置零）仍会报告：它把两次置零之间各次迭代的计算图连在一起。
+在训练循环中算出的损失被追加到对象所持有的表中的某个列表里（`self.loss['l1'].append(self.L1_loss(out, y))`，
+表由 `{'l1': [], ...}` 构造，且在外层循环中没有重新构造）时，也会报告：对象存活多久，每次迭代的计算图就保留多久。
 
 ## Why is this bad?
 损失张量带着它的 `grad_fn`，也就是产生它的那一步的计算图。把它加到跨迭代存在的总和上，
@@ -292,7 +305,59 @@ def check_append(node: ast.Expr, ctx: Context) -> list[Finding] | None:
         return _check(node, owner.id, call.args[0], ctx, appended=True)
     if is_self_attribute(owner) and type(call.args[0]) is ast.Name:
         return _kept_on_self(node, owner.attr, call.args[0], ctx)  # type: ignore[attr-defined]
+    if type(owner) is ast.Subscript and is_self_attribute(owner.value):
+        return _kept_in_self_table(node, owner, call.args[0], ctx)
     return None
+
+
+def _kept_in_self_table(
+    statement: ast.stmt, owner: ast.Subscript, added: ast.expr, ctx: Context
+) -> list[Finding] | None:
+    """`self.loss['translation_loss_L1'].append(self.L1_loss(out, y))` in a training loop: a
+    loss computed there, on the loop's graph, kept in a list of a table of lists the object
+    holds, which the loop never empties (in2364-adl4cv's solver)."""
+    table = owner.value.attr  # type: ignore[attr-defined]
+    key = owner.slice
+    if type(key) is not ast.Constant or type(key.value) is not str or not computes_a_loss(added):
+        return None
+    function, cls = ctx.enclosing_function(), ctx.enclosing_class()
+    loops = _loops_repeating(statement, ctx)
+    if function is None or cls is None or loops is None or runs_without_gradients(ctx):
+        return None
+    loop = loops[0]
+    if not index_of(ctx, loop).calls_named(loop, ["backward"]):
+        return None  # no graph is built for training here
+    made = attribute_values(ctx, cls, table)
+    if not made or not all(_table_of_empty_lists(value) for value in made):
+        return None
+    outer = loops[-1]  # emptied now and then (each epoch): left alone, as for names
+    if any(_inside(value, outer) for value in made) or _resets_in(ctx, cls, table, outer):
+        return None
+    shown = {"total": shorten(ctx.text(owner)), "loss": shorten(ctx.text(added))}
+    return [ctx.finding(PITFALL, statement, "table", **shown)]
+
+
+def _table_of_empty_lists(value: ast.expr) -> bool:
+    """`{'l1': [], 'l2': []}`: a dict display whose every value is an empty list."""
+    return (
+        type(value) is ast.Dict
+        and bool(value.values)
+        and all(type(v) is ast.List and not v.elts for v in value.values)
+    )
+
+
+def _resets_in(ctx: Context, cls: ast.ClassDef, attribute: str, loop: ast.stmt) -> bool:
+    """The loop calls a method of the class that assigns `self.<attribute>` (`self._reset()`)."""
+    methods = methods_defined_once(ctx, cls)
+    names = [
+        name
+        for name, method in methods.items()
+        if any(_inside(value, method) for value in attribute_values(ctx, cls, attribute))
+    ]
+    return bool(names) and any(
+        type(call.func) is ast.Attribute and is_self_attribute(call.func)
+        for call in index_of(ctx, loop).calls_named(loop, names)
+    )
 
 
 def _kept_on_self(
