@@ -332,3 +332,26 @@ def test_a_loaded_model_run_by_a_function_of_the_script_that_reads_the_global():
     result = found(NET.format(layer="drop = nn.Dropout(0.5)") + script)
     assert [line for line, _ in result] == [17]
     assert "`net` is loaded on line 13" in result[0][1]
+
+
+def test_a_global_model_of_a_class_without_such_layers_is_left_alone(tmp_path: Path):
+    # wavenet-speech's notebook: WaveNet has no Dropout nor BatchNorm, though another module of
+    # the project has; run by a function of the file, it is not reported.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "nets.py").write_text(
+        NET.format(layer="act = nn.ReLU()").replace("class Net", "class WaveNet")
+        + "\n\nclass Other(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.drop = nn.Dropout(0.1)\n"
+    )
+    script = (
+        "import torch\nfrom nets import WaveNet\n\nwavenet = WaveNet()\n"
+        'wavenet.load_state_dict(torch.load("w.pth"))\n\n\n'
+        "def run_model(signal):\n    return wavenet(signal)\n"
+    )
+    (tmp_path / "check.py").write_text(script)
+    assert found_in(tmp_path / "check.py") == []
+    # The same with the dropout in WaveNet itself: reported where the function runs it.
+    (tmp_path / "nets.py").write_text(
+        NET.format(layer="drop = nn.Dropout(0.5)").replace("class Net", "class WaveNet")
+    )
+    assert found_in(tmp_path / "check.py") == [9]
