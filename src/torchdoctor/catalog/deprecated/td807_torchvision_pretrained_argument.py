@@ -33,6 +33,18 @@ PITFALL = Pitfall(
             "en": "`{old}=` is deprecated since torchvision 0.13: `{old}=False` is `{new}=None`",
             "zh": "`{old}=` 自 torchvision 0.13 起已弃用：`{old}=False` 就是 `{new}=None`",
         },
+        "positional": {
+            "en": "`{value}` here is `pretrained={value}`, passed by position: deprecated since "
+            'torchvision 0.13; it loads `{enum}`: pass `weights="{member}"` for the same weights',
+            "zh": "这里的 `{value}` 就是按位置传入的 `pretrained={value}`：自 torchvision 0.13 起已弃用；"
+            '它加载的是 `{enum}`：传入 `weights="{member}"` 得到相同的权重',
+        },
+        "positional-false": {
+            "en": "`False` here is `pretrained=False`, passed by position: deprecated since "
+            "torchvision 0.13; pass `weights=None`",
+            "zh": "这里的 `False` 就是按位置传入的 `pretrained=False`：自 torchvision 0.13 起已弃用；"
+            "请传入 `weights=None`",
+        },
         "unknown": {
             "en": "`{old}=` is deprecated since torchvision 0.13: pass `{new}=` a member of the "
             "builder's weights enum (or a name of one, or `None`)",
@@ -90,8 +102,9 @@ the call also passes `weights=` or `**kwargs`. Prefer `weights="DEFAULT"` by han
 today's best weights, and take the preprocessing from `weights.transforms()`.
 
 ## Known problems
-Only keyword arguments are reported: the positional form (`resnet50(True)`, deprecated too) is
-not. A project function or a wrapper that forwards `pretrained=` to a torchvision builder is
+The positional form (`resnet50(True)`, `alexnet(False)`: the builders' first parameter was
+`pretrained`) is reported too when the flag is written as `True` or `False`, and fixed in place
+when it is the call's only positional argument. A project function or a wrapper that forwards `pretrained=` to a torchvision builder is
 not reported; `torch.hub.load("pytorch/vision", "resnet50", pretrained=True)` neither, nor a
 builder looked up at run time (`torchvision.models.__dict__[name](pretrained=True)`). The
 table of builders is torchvision 0.29's. On 20 real projects (libraries, tutorials and
@@ -140,7 +153,8 @@ behavior is equivalent to passing `weights=ResNet50_Weights.IMAGENET1K_V1`. You 
 不提供修复。想要现在最好的权重时，请手动改用 `weights="DEFAULT"`，并从 `weights.transforms()` 取得预处理。
 
 ## Known problems
-只报告关键字参数：按位置传入的形式（`resnet50(True)`，同样已弃用）不报告。转发 `pretrained=` 给
+按位置传入的形式（`resnet50(True)`、`alexnet(False)`：构建函数的第一个参数原本就是 `pretrained`）在标志写成
+`True` 或 `False` 时也会报告；当它是调用中唯一的位置参数时会就地修复。转发 `pretrained=` 给
 torchvision 构建函数的项目函数或包装不报告；`torch.hub.load("pytorch/vision", "resnet50",
 pretrained=True)` 也不报告，运行时查找的构建函数（`torchvision.models.__dict__[name](pretrained=True)`）
 也不报告。构建函数的列表取自 torchvision 0.29。在 20 个真实项目（库、教程和研究代码）上它报告了 6 处调用，
@@ -167,7 +181,7 @@ model = models.resnet50(weights="IMAGENET1K_V1")
 
 @PITFALL.static(ast.Call, names=NAMES, imported=True)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
-    if not call.keywords:
+    if not call.keywords and not call.args:
         return
     func = call.func
     # Cheap gates before resolving: an attribute keeps the builder's own name (`models.vgg16`);
@@ -181,6 +195,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     given = {k.arg: k for k in call.keywords}
     if "pretrained" not in given and "pretrained_backbone" not in given:
+        yield from _positional(call, given, ctx)
         return
     members = BUILDERS.get(ctx.qualname(func) or "")
     if members is None or in_compat_fallback(ctx, call):
@@ -215,6 +230,34 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             PITFALL, keyword, variant, fix=fix, old=old, new=new, enum=member, member=name, **shown
         )
+
+
+def _positional(call: ast.Call, given: dict, ctx: Context) -> Iterator[Finding]:
+    """`models.alexnet(True)`: the builders' first parameter was `pretrained` before 0.13, and a
+    bool passed there still is (lpips-pytorch's `tv.alexnet(True)`)."""
+    flag = call.args[0] if call.args else None
+    if not isinstance(flag, ast.Constant) or type(flag.value) is not bool:
+        return
+    members = BUILDERS.get(ctx.qualname(call.func) or "")
+    if members is None or "weights" in given or in_compat_fallback(ctx, call):
+        return
+    (old, new), spec = PARAMETERS[0], members[0]
+    if old != "pretrained":
+        return
+    # Only a lone positional argument becomes a keyword in place (`resnet50(True, True)` would
+    # put a positional after it).
+    fixable = len(call.args) == 1 and None not in given
+    if not flag.value:
+        fix = ctx.fix(PITFALL, "safe", ctx.replace(flag, f"{new}=None")) if fixable else None
+        yield ctx.finding(PITFALL, flag, "positional-false", fix=fix)
+        return
+    member = _member(spec, given.get("quantize"))
+    if not member:
+        yield ctx.finding(PITFALL, flag, "unknown", old=old, new=new)
+        return
+    enum, _, name = member.partition(".")
+    fix = ctx.fix(PITFALL, "safe", ctx.replace(flag, f'{new}="{name}"')) if fixable else None
+    yield ctx.finding(PITFALL, flag, "positional", fix=fix, value="True", enum=member, member=name)
 
 
 def _member(spec: str, quantize: ast.keyword | None) -> str:

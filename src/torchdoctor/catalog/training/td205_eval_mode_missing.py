@@ -970,8 +970,10 @@ def check_loaded(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         for node in found.calls_named(scope, [model], local=True)
         if type(node.func) is ast.Name and node.func.id == model and node.lineno > call.lineno
     ]
-    if not runs and scope is ctx.tree and _program(ctx).mode_dependent_here(
-        model, scope, ctx, project_classes=True
+    if (
+        not runs
+        and scope is ctx.tree
+        and _program(ctx).mode_dependent_here(model, scope, ctx, project_classes=True)
     ):
         # Pytorch-NMT's eval.py: `def evaluate(sentence)`. Only for a model whose own class has
         # such a layer, by the project's facts: not for any class of a project that has some.
