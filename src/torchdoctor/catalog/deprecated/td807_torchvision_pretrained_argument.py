@@ -106,8 +106,8 @@ The positional form (`resnet50(True)`, `alexnet(False)`: the builders' first par
 `pretrained`) is reported too when the flag is written as `True` or `False`, and fixed in place
 when it is the call's only positional argument. A project function or a wrapper that forwards
 `pretrained=` to a torchvision builder is not reported; `torch.hub.load("pytorch/vision",
-"resnet50", pretrained=True)` neither, nor a builder looked up at run time (`torchvision.models.__dict__[name](pretrained=True)`). The
-table of builders is torchvision 0.29's. On 20 real projects (libraries, tutorials and
+"resnet50", pretrained=True)` neither, nor a builder looked up at run time
+(`torchvision.models.__dict__[name](pretrained=True)`). The table of builders is torchvision 0.29's. On 20 real projects (libraries, tutorials and
 research code) it reports 6 calls, all true (PyTorch-GAN, pytorch-tutorial).
 
 ## References
