@@ -107,8 +107,9 @@ The positional form (`resnet50(True)`, `alexnet(False)`: the builders' first par
 when it is the call's only positional argument. A project function or a wrapper that forwards
 `pretrained=` to a torchvision builder is not reported; `torch.hub.load("pytorch/vision",
 "resnet50", pretrained=True)` neither, nor a builder looked up at run time
-(`torchvision.models.__dict__[name](pretrained=True)`). The table of builders is torchvision 0.29's. On 20 real projects (libraries, tutorials and
-research code) it reports 6 calls, all true (PyTorch-GAN, pytorch-tutorial).
+(`torchvision.models.__dict__[name](pretrained=True)`). The table of builders is torchvision
+0.29's. On 20 real projects (libraries, tutorials and research code) it reports 6 calls, all
+true (PyTorch-GAN, pytorch-tutorial).
 
 ## References
 - torchvision, `torchvision/models/_utils.py` `handle_legacy_interface`, and the "Models and
