@@ -24,6 +24,7 @@ from torchdoctor.catalog.sdk import (
     subtree,
     top_level_functions,
 )
+from torchdoctor.catalog.training._uncalled import call_it, uncalled_statement
 from torchdoctor.catalog.training._loops import (
     block_steps,
     enclosing_loops,
@@ -252,16 +253,9 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
 @PITFALL.static(ast.Attribute, names={"zero_grad"})
 def check_uncalled(method: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     """`optimizer.zero_grad` as a statement of its own: the method named, never called."""
-    node = ctx.parent()
-    if type(node) is not ast.Expr or node.value is not method:
-        return
-    if ctx.is_displayed(node):
-        return  # the last line of a cell shows the method: asked for, not forgotten
-    text = ctx.text(method)
-    end = ctx.offset(method.end_lineno, method.end_col_offset)  # type: ignore[arg-type]
-    title = {"en": f"Call it: `{text}()`", "zh": f"调用它：`{text}()`"}
-    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, "()"), title=title)
-    yield ctx.finding(PITFALL, method, "uncalled", fix=fix, method=shorten(text))
+    if uncalled_statement(method, ctx):
+        fix, shown = call_it(PITFALL, method, ctx)
+        yield ctx.finding(PITFALL, method, "uncalled", fix=fix, method=shown)
 
 
 def _check_function(node: ast.Expr, optimizer: ast.AST, ctx: Context) -> Iterator[Finding]:

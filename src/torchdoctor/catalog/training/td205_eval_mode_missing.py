@@ -11,6 +11,7 @@ from torchdoctor.catalog.training._after_train import (
     evaluations_in_training_loop,
     trains,
 )
+from torchdoctor.catalog.training._uncalled import call_it, uncalled_statement
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
     CNN_FACTORIES,
@@ -901,19 +902,13 @@ def _assigned_models(family: list[ast.AST], name: str, program: _Program, ctx: C
 @PITFALL.static(ast.Attribute, names={"eval"})
 def check_uncalled(method: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     """`model.eval` as a statement of its own: the method named, never called."""
-    node = ctx.parent()
-    if type(node) is not ast.Expr or node.value is not method or ctx.is_displayed(node):
-        return  # (the last line of a notebook cell shows the method: asked for)
+    if not ctx.imports_torch or not uncalled_statement(method, ctx):
+        return
     receiver = method.value
     if ctx.kind_of(receiver) is not Kind.MODULE and not names_a_model(last_name(receiver) or ""):
         return  # `expr.eval` of another library: a no-op too, but not a model's mode
-    if not ctx.imports_torch:
-        return
-    text = ctx.text(method)
-    end = ctx.offset(method.end_lineno, method.end_col_offset)  # type: ignore[arg-type]
-    title = {"en": f"Call it: `{text}()`", "zh": f"调用它：`{text}()`"}
-    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, "()"), title=title)
-    yield ctx.finding(PITFALL, method, "uncalled", fix=fix, method=shorten(text))
+    fix, shown = call_it(PITFALL, method, ctx)
+    yield ctx.finding(PITFALL, method, "uncalled", fix=fix, method=shown)
 
 
 @PITFALL.static(ast.Call, names={"train"})
