@@ -379,3 +379,52 @@ def test_columns_are_counted_in_the_clients_code_units(encoding, character):
     assert lines.position(2, 8) == types.Position(1, character)
     assert lines.position(1, 3) == types.Position(0, 2)  # an ASCII prefix: one unit each
     assert lines.lines == ["a = 1", "s = '\U0001f600\u6ce8'; t", ""]
+
+
+def test_a_check_stops_at_its_next_statement_once_its_flag_is_set():
+    """The server's way to drop a stale check: the flag stops the walk, outside it nothing
+    changes."""
+    import threading
+
+    from torchdoctor.lint.checker import check_source
+    from torchdoctor.lint.stopping import CheckStopped, stoppable
+
+    codes = frozenset({"TD103"})
+    source = SOURCE * 50
+    flag = threading.Event()
+    with stoppable(flag):
+        assert len(check_source(source, "a.py", codes).findings) == 50
+        flag.set()
+        with pytest.raises(CheckStopped):
+            check_source(source, "a.py", codes)
+    assert len(check_source(source, "a.py", codes).findings) == 50
+
+
+@pytest.mark.asyncio
+async def test_the_check_of_a_replaced_version_frees_the_worker_at_once():
+    """A key typed while a check runs: the check is stopped, so the next version's check need
+    not wait for it to end."""
+    import threading
+
+    from torchdoctor.lint.stopping import CheckStopped, stop_flag
+    from torchdoctor.server.app import DoctorServer
+
+    server = DoctorServer("en")
+    began = threading.Event()
+
+    def endless_check() -> None:  # a check that ends only when stopped
+        began.set()
+        flag = stop_flag()
+        assert flag is not None
+        while not flag.wait(0.01):
+            pass
+        raise CheckStopped
+
+    stale = asyncio.ensure_future(server._contained(endless_check))
+    assert await asyncio.to_thread(began.wait, TIMEOUT)
+    stale.cancel()
+    assert await asyncio.wait_for(server._contained(lambda: "next version"), TIMEOUT) == (
+        "next version"
+    )
+    with pytest.raises(asyncio.CancelledError):
+        await stale

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import threading
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.indentation import expand_indentation_tabs
 from torchdoctor.lint.noqa import is_suppressed
 from torchdoctor.lint.occurrences import FileIndex, indexed_fields, node_classes
+from torchdoctor.lint.stopping import CheckStopped, stop_flag
 from torchdoctor.report.finding import Finding
 
 Detectors = list[tuple[Pitfall, Callable]]
@@ -258,7 +260,8 @@ def check_source(
         return result
     ctx = Context(path, read_as, tree, cells, project)
     try:
-        _walk(tree, ctx, dispatch_for(codes), _skippable(codes), result, _every_class(codes))
+        walk_args = (dispatch_for(codes), _skippable(codes), result, _every_class(codes))
+        _walk(tree, ctx, *walk_args, stop_flag())
     except (RecursionError, MemoryError) as error:  # pathological nesting: skip this file only
         result.internal_errors.append(f"{path}: not fully checked: {type(error).__name__}")
     finally:
@@ -356,11 +359,13 @@ def _walk(
     skippable: tuple[frozenset[type], frozenset[str]],
     result: CheckResult,
     every: dict[type, tuple | None] | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Pre-order, in source order. Statements and scopes are entered and left on the context
     (so `ctx.ancestors` holds the enclosing statements); expressions are only dispatched. Once
     a rule has built the whole file's index, the rest of the walk reads it (`_walk_index`).
-    `every`: `dispatch` with every node class in it (`with_every_class`), when made already."""
+    `every`: `dispatch` with every node class in it (`with_every_class`), when made already;
+    `stop`: set, the walk raises CheckStopped at the next statement (lint/stopping.py)."""
     ancestors = ctx.ancestors
     stack: list = [tree]
     pop, push, extend = stack.pop, stack.append, stack.extend
@@ -384,9 +389,11 @@ def _walk(
         if detectors is not None:
             _dispatch(node, kind, detectors, ctx, result)
             if ctx.file_index is not None:
-                _walk_index(ctx.file_index, node, ctx, dispatch, every, skippable, result)
+                _walk_index(ctx.file_index, node, ctx, dispatch, every, skippable, result, stop)
                 return
         if kind in tracked:
+            if stop is not None and stop.is_set():
+                raise CheckStopped
             handler = on_enter[kind]
             if handler is not None:
                 handler(ctx, node)
@@ -491,6 +498,7 @@ def _walk_index(
     every: dict[type, tuple | None],
     skippable: tuple[frozenset[type], frozenset[str]],
     result: CheckResult,
+    stop: threading.Event | None,
 ) -> None:
     """The rest of `_walk` after the detectors of `current` have run, read from the whole
     file's index: its nodes are numbered in the order the walk meets them, and the nodes under
@@ -504,6 +512,8 @@ def _walk_index(
     node, kind = current, type(current)
     while True:
         if kind in tracked:
+            if stop is not None and stop.is_set():
+                raise CheckStopped
             handler = on_enter[kind]
             if handler is not None:
                 handler(ctx, node)

@@ -4,8 +4,9 @@ Checks run in one worker thread, one at a time, so the server keeps answering wh
 project's facts are read. An edit's diagnostics are sent once the typing has paused
 (DEBOUNCE_SECONDS), and its check starts well before that, once the typing has paused
 SETTLE_SECONDS: the check is done while the server waits anyway, and a key typed meanwhile
-only throws a check away. An open or a save is checked and sent at once. A failure of the
-doctor is logged and answered with no diagnostics: the server itself keeps running.
+stops it (at its next statement) and starts the wait again. An open or a save is checked and
+sent at once. A failure of the doctor is logged and answered with no diagnostics: the server
+itself keeps running.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import functools
 import logging
 import sys
+import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from pygls.uris import to_fs_path
 
 from torchdoctor import __version__
 from torchdoctor.errors import UsageError
+from torchdoctor.lint.stopping import stoppable
 from torchdoctor.report.finding import Finding
 from torchdoctor.server.actions import FIX_ALL, code_actions
 from torchdoctor.server.analysis import Analysis
@@ -169,10 +172,19 @@ class DoctorServer(LanguageServer):
         self._cells[uri] = present
 
     async def _contained(self, work: Callable[[], T]) -> T | None:
-        """`work()` in the worker thread; None, logged, when it failed."""
+        """`work()` in the worker thread; None, logged, when it failed. Cancelled (the document
+        changed meanwhile), the check stops at its next statement, so that the worker is free for
+        the check of the new text."""
+        stop = threading.Event()
+
+        def stoppable_work() -> T:
+            with stoppable(stop):
+                return work()
+
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._worker, work)
+            return await asyncio.get_running_loop().run_in_executor(self._worker, stoppable_work)
         except asyncio.CancelledError:
+            stop.set()
             raise
         except UsageError as error:  # a broken pyproject.toml: the user can mend it
             self.window_show_message(
