@@ -759,6 +759,20 @@ def is_parameter(function: ast.AST, name: str) -> bool:
     return any(arg.arg == name for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
 
+def unrebound_parameter(ctx: Context, function: ast.AST | None, name: str) -> ast.arg | None:
+    """The named parameter `name` of `function` when the function never rebinds it (the
+    parameter is the name's only binding there): whatever the function does with `name`, it
+    does with what its caller passed."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if not is_parameter(function, name):
+        return None
+    found = bindings(ctx, function, name)
+    if not found or len(found) != 1 or type(found[0].node) is not ast.arg:
+        return None
+    return found[0].node
+
+
 @per_file
 def methods_defined_once(
     ctx: Context, cls: ast.ClassDef, decorators: frozenset[str] = frozenset()

@@ -7,6 +7,7 @@ from bisect import bisect_right
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    unrebound_parameter,
     BlockKey,
     Context,
     Finding,
@@ -544,20 +545,11 @@ def _handed_to_a_module(receiver: ast.Attribute, ctx: Context) -> bool:
     found = index_of(ctx, cls)
     return bool(values) and all(
         type(value) is ast.Name
-        and _a_parameter(ctx, found.scopes[found.number[value]], value.id)
+        and unrebound_parameter(ctx, found.scopes[found.number[value]], value.id) is not None
         or type(value) is ast.Constant
         and value.value is None
         for value in values
     )
-
-
-def _a_parameter(ctx: Context, scope: ast.AST | None, name: str) -> bool:
-    """`name` is a parameter of function `scope` that it never rebinds."""
-    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not is_parameter(
-        scope, name
-    ):
-        return False
-    return all(isinstance(b.node, ast.arg) for b in bindings(ctx, scope, name) or ())
 
 
 _IN_PLACE_BATCHES = frozenset({"torch_geometric", "transformers"})
@@ -640,8 +632,7 @@ def _forward_input(receiver: ast.AST, ctx: Context) -> bool:
         return False
     if receiver.id not in _maybe_bound_in(ctx, function):
         return True  # nothing in the function can rebind it: no bindings (nor file index) read
-    found = bindings(ctx, function, receiver.id) or ()
-    return all(isinstance(b.node, ast.arg) for b in found)  # bound nowhere but as the parameter
+    return unrebound_parameter(ctx, function, receiver.id) is not None
 
 
 @per_file

@@ -8,6 +8,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    unrebound_parameter,
     WEIGHTS_NAME,
     lazy_compile,
     Clue,
@@ -432,10 +433,8 @@ def _model_parameter(name: str, ctx: Context) -> bool:
         return False
     if ctx.project.has(WEIGHTS_NAME + name):
         return False  # the project calls weights so (`best_model = model.state_dict()`)
-    found = bindings(ctx, function, name)
-    if not found or any(not isinstance(b.node, ast.arg) for b in found):
-        return False  # rebound in the function (`model = model.state_dict()`)
-    if any(b.node.annotation is not None for b in found):  # type: ignore[attr-defined]
+    parameter = unrebound_parameter(ctx, function, name)  # not `model = model.state_dict()`
+    if parameter is None or parameter.annotation is not None:
         return False  # annotated, and not as a module (`_is_module` read that first)
     return not any(_no_module_passed(value, ctx) for _, value in passed_values(ctx, function, name))
 
@@ -446,12 +445,8 @@ def _handed_a_module(name: str, ctx: Context) -> bool:
     args=(rank, local_policy, ...))`: A3C's workers) hands a name that its own scope binds only
     to built modules (`local_policy = Policy(...)`)."""
     function = ctx.enclosing_function()
-    if function is None or not is_parameter(function, name):
-        return False
-    own = bindings(ctx, function, name)
-    if not own or any(
-        not isinstance(b.node, ast.arg) or b.node.annotation is not None for b in own
-    ):  # type: ignore[attr-defined]
+    parameter = unrebound_parameter(ctx, function, name)
+    if function is None or parameter is None or parameter.annotation is not None:
         return False
     called = passed_by_every_call(ctx, function, name)
     started = started_with(ctx, function, name)

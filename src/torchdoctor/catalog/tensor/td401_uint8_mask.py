@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    unrebound_parameter,
     MASK_FROM,
     INDEX_MASK_FROM,
     VARIABLE_QUALNAMES,
@@ -379,8 +380,7 @@ def _report_parameter(mask: ast.Name, ctx: Context) -> Iterator[Finding]:
         return
     if not may_be_called(ctx, function.name) or scope_of(mask.id, ctx) is not function:
         return
-    found = bindings(ctx, function, mask.id)
-    if not found or len(found) != 1 or not isinstance(found[0].node, ast.arg):
+    if unrebound_parameter(ctx, function, mask.id) is None:
         return
     reported = _reported_parameters(ctx)
     if (function, mask.id) in reported:
