@@ -244,3 +244,16 @@ def test_magics_and_aliases_called_without_percent_are_magics(tmp_path):
     broken = notebook("import torch\nls -la (\nx = torch.randn(3)\nx.cuda()\nprint(x)")
     write_notebook(tmp_path / "broken.ipynb", broken)  # a name of an alias, then no Python
     assert [f["code"] for f in check_json(tmp_path, "broken.ipynb")] == ["TD700"]
+
+
+def test_a_line_inside_brackets_or_a_string_is_python_whatever_it_begins_with(tmp_path):
+    # IPython reads a magic only where a logical line begins: `%(step, loss))` ending a call
+    # begun the line before is Python's `%` (PL-BERT's training notebook); so is a line of a
+    # string spanning lines. After them, `!ls` begins a line again and is a magic.
+    data = notebook(
+        "import torch\nstep, loss = 1, 2.0\nprint('step %d, loss %.3f'\n"
+        "      %(step, loss))\ndoc = '''\n!not a command\n'''\n!ls\nx = torch.randn(3)\nx.cuda()\nprint(x)",
+    )
+    write_notebook(tmp_path / "nb.ipynb", data)
+    findings = check_json(tmp_path, "nb.ipynb")
+    assert [(f["cell"], f["line"], f["code"]) for f in findings] == [(1, 10, "TD001")]

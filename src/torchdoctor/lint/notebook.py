@@ -51,6 +51,10 @@ _AUTOMAGIC = re.compile(r"([A-Za-z_]\w*)[ \t]+[^\s=(\[.,:;)]")
 # Cell magics whose body is Python; the body of any other (%%bash, %%writefile...) is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _MARKER = re.compile(r"torchdoctor(-*)")
+# What changes where a line of Python leaves the next one: brackets, string delimiters (the
+# triple ones first) and the comment sign; within a string, an escape or its end.
+_SIGNIFICANT = re.compile("'''|\"\"\"|['\"#()\\[\\]{}]")
+_IN_STRING = {quote: re.compile(r"\\.|" + quote) for quote in ("'", '"', "'''", '"""')}
 # Where nbformat ends the lines of a list-valued "source": wherever str.splitlines does.
 _LIST_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
@@ -138,12 +142,18 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
     whole_cell_magic = name is not None and name not in PYTHON_CELL_MAGICS
     lines = []
     continued_at = None  # the indentation of a magic whose last line ended with a backslash
+    python = _LogicalLines()  # where the Python lines read so far leave the next one
     for line in split_lines(source, keepends=True):
         # `ending(line)`, in one call: a line of split_lines holds no break but its last one.
         content = line.rstrip("\r\n")
         end = line[len(content) :]
         code = content.lstrip(_INDENT)
-        if whole_cell_magic or continued_at is not None or _MAGIC.match(code) or _automagic(code):
+        if (
+            whole_cell_magic
+            or continued_at is not None
+            or not python.inside
+            and (_MAGIC.match(code) or _automagic(code))
+        ):
             # IPython joins a `!cmd \` line with the next before running it: those lines are
             # the command's too, whatever their indentation.
             indent = (
@@ -156,8 +166,55 @@ def _python_lines(source: str, notebook: Notebook) -> list[str]:
             line = indent + notebook.placeholder(len(notebook.magics)) + end
             notebook.magics.append(content)
             continued_at = indent if not whole_cell_magic and content.endswith("\\") else None
+        else:
+            python.read(content)
         lines.append(line)
     return lines
+
+
+class _LogicalLines:
+    """Whether the next line of a cell begins a logical line of Python: IPython reads a magic
+    only there, not inside brackets (the line `%(step, loss))` that ends a call begun on the
+    line before), a string spanning lines or after a backslash. Reads each line once, from one
+    bracket, quote or comment sign to the next."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # brackets open
+        self.quote: str | None = None  # the delimiter of a triple-quoted string left open
+        self.joined = False  # the last line ended with a backslash
+
+    @property
+    def inside(self) -> bool:
+        return self.depth > 0 or self.quote is not None or self.joined
+
+    def read(self, line: str) -> None:
+        at, quote, depth, commented = 0, self.quote, self.depth, False
+        while True:
+            if quote is not None:  # find the string's end, past escaped characters
+                match = _IN_STRING[quote].search(line, at)
+                while match is not None and match.group() != quote:
+                    match = _IN_STRING[quote].search(line, match.end())
+                if match is None:
+                    if len(quote) == 1:  # a one-line string left open: Python's error, not ours
+                        quote = None
+                    break
+                at, quote = match.end(), None
+                continue
+            match = _SIGNIFICANT.search(line, at)
+            if match is None:
+                break
+            sign, at = match.group(), match.end()
+            if sign == "#":
+                commented = True
+                break
+            if sign in "([{":
+                depth += 1
+            elif sign in ")]}":
+                depth = max(depth - 1, 0)
+            else:
+                quote = sign
+        self.quote, self.depth = quote, depth
+        self.joined = not commented and line.endswith("\\")
 
 
 def _automagic(code: str) -> bool:
