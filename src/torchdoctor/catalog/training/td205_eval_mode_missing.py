@@ -209,7 +209,9 @@ or in a project class it uses,
   `torch.set_grad_enabled(...)`), unless the model's class, of the file or the project, runs
   its `forward` under one of them itself (a metric's feature extractor), or calls
   `torch.autograd.grad` itself (a meta-learner adapting to each task at test time, which
-  `torch.no_grad()` would break).
+  `torch.no_grad()` would break); code of the file that calls the function, however many
+  calls up (a script's `__main__` running `with torch.no_grad(): evaluate_all()`, which calls
+  the loop's function through another), counts.
 
 The message says which of the two is missing. To stay precise it only reports functions whose
 caller is in the same file, and loops at the top level of a script; or a function that itself
@@ -340,7 +342,9 @@ val_loader:`，或者按下标遍历评估数据：`for i in range(len(X_validat
   `segmentation_models_pytorch`）只看这个函数及其调用的函数：周围的其他代码接触不到这个模型；或者
 - 从未关闭梯度记录（没有 `torch.no_grad()`、`torch.inference_mode()` 或 `torch.set_grad_enabled(...)`），
   除非模型的类（本文件或项目中的）自己在 `forward` 里用了其中之一（例如评估指标里的特征提取器），
-  或者自己调用了 `torch.autograd.grad`（测试时对每个任务做适应的元学习模型，`torch.no_grad()` 会让它出错）。
+  或者自己调用了 `torch.autograd.grad`（测试时对每个任务做适应的元学习模型，`torch.no_grad()` 会让它出错）；
+  本文件中调用这个函数的代码，无论隔了几层调用（脚本的 `__main__` 里 `with torch.no_grad(): evaluate_all()`，
+  再经另一个函数调用到循环所在的函数），都算在内。
 
 提示信息会说明缺的是哪一个。为了保证准确，只报告调用者也在同一文件中的函数，以及脚本顶层的循环；或者函数自己在
 循环之前把它运行的那个模型切换到训练模式、而在这次切换和循环之间没有切换到评估模式（`model_train.train()`、一个训练循环，
@@ -686,6 +690,7 @@ def _check_loop(
     )
     no_grad_missing = (
         not any(f.disables_grad for f in flags)
+        and not program.called_without_gradients(function)
         and not program.run_without_gradients(models)
         and not program.takes_gradients(models)
     )
@@ -1592,6 +1597,7 @@ class _Program:
         self._assigned: dict[str, dict[ast.AST, list[ast.AST]]] = {}
         self._reach: dict[ast.AST, set[ast.AST]] = {}
         self._flags: dict[ast.AST, _ScopeFacts] = {}
+        self._without_gradients: dict[ast.AST, bool] = {}
         self._modes = ModeFreeModels(self.classes, ctx.qualname)
 
     def _parameter_named(self, function: ast.AST, name: str, at: int) -> bool:
@@ -1741,6 +1747,43 @@ class _Program:
         if not callers:
             return None
         return [function, *callers, *self.methods.get(self.owner.get(function), ())]
+
+    def called_without_gradients(self, function: ast.AST | None) -> bool:
+        """Some code of the file that calls `function`, directly or through other functions
+        of the file, turns gradients off in its own body: PointRCNN's `__main__` runs
+        `eval_single_ckpt` under `with torch.no_grad():`, which calls `eval_one_epoch`, which
+        calls the function of the loop. Each function is read once per file."""
+        if function is None:
+            return False
+        known = self._without_gradients
+        stack = [(function, iter(self._callers(function)))]
+        known[function] = False  # while it is read: a call cycle adds nothing
+        while stack:
+            scope, callers = stack[-1]
+            caller = next(callers, None)
+            if caller is None:
+                stack.pop()
+                if stack and known[scope]:
+                    known[stack[-1][0]] = True
+                continue
+            if known.get(caller) is None:
+                if self.facts[caller].disables_grad:
+                    known[caller] = True
+                else:
+                    known[caller] = False
+                    stack.append((caller, iter(self._callers(caller))))
+                    continue
+            if known[caller]:
+                known[scope] = True
+        return known[function]
+
+    def _callers(self, function: ast.AST) -> list[ast.AST]:
+        name = getattr(function, "name", None)
+        return (
+            [scope for scope in self.referrers.get(name, ()) if scope is not function]
+            if name
+            else []
+        )
 
     def reach(self, scope: ast.AST) -> set[ast.AST]:
         """`scope` and the functions it calls by name, found once per scope."""
