@@ -344,6 +344,34 @@ def test_a_sampler_whose_epoch_nothing_in_the_project_sets(tmp_path):
     assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
 
 
+ONE_PASS = (
+    "\n\n\ndef train(loader, model, optimizer, epochs):\n"
+    "    per_epoch = len(loader.dataset) // epochs\n"
+    "    for idx, (x, y) in enumerate(loader):\n"
+    "        epoch = idx // per_epoch\n"
+    "        loss = model(x, y)\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "\n\n\ndef run(dataset, model, optimizer):\n"
+    "    loader, sampler = prepare(dataset)\n"
+    "{call}"
+)
+
+
+def test_one_pass_over_a_loader_as_long_as_every_epoch_needs_no_set_epoch(tmp_path):
+    # pysot's tools/train.py: the dataset holds every epoch's samples, the loop runs once over
+    # it and counts the epoch from the batch index; the sampler's order is drawn once.
+    (tmp_path / "pyproject.toml").write_text("")
+    factory = LOADERS.split("\n\n\ndef main")[0]
+    once = "    train(loader, model, optimizer, 20)\n"
+    (tmp_path / "train.py").write_text(factory + ONE_PASS.format(call=once))
+    assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
+    # The same loop run once per epoch: the order repeats.
+    repeated = "    for epoch in range(20):\n        train(loader, model, optimizer, 1)\n"
+    (tmp_path / "train.py").write_text(factory + ONE_PASS.format(call=repeated))
+    assert "train.py:7:21: TD604" in _check(tmp_path, ".", rule="TD604").stdout
+
+
 def test_a_library_loader_factory_is_left_to_its_callers(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "loader.py").write_text(LOADERS.split("\n\n\ndef main")[0] + "\n")

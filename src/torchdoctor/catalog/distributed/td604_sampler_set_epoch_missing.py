@@ -67,7 +67,9 @@ names), and no training framework that sets the epoch itself is imported (Lightn
 Transformers, Ignite, DeepSpeed, fairseq, detectron2, MMEngine...). A loader factory that its
 own file never calls is a library's, left to its callers; one that only the file's evaluation
 functions call (`evaluate_fid`, `validate`: a fixed subset of images for a metric) feeds no
-training.
+training. A file that trains in one pass over its loader (no loop over a loader inside another
+loop, the training loop's function called outside any loop: a dataset as long as every epoch
+together, the epoch counted from the batch index) draws the order once: nothing to set.
 
 ## Why is this bad?
 `DistributedSampler` shuffles with a generator seeded by `seed + epoch`, and `epoch` is only
@@ -94,6 +96,8 @@ epoch 循环在别处时（DataLoader 由脚本调用的 `prepare_dataloaders()`
 训练框架（Lightning、Accelerate、Transformers、Ignite、DeepSpeed、fairseq、detectron2、MMEngine 等），
 就在 sampler 处报告。所在文件自己从不调用的 DataLoader 工厂函数属于库，留给它的调用者；
 只被本文件的评估函数（`evaluate_fid`、`validate`：为计算指标取的一组固定图片）调用的工厂函数不用于训练。
+如果文件只对 DataLoader 遍历一遍来训练（没有哪个遍历 DataLoader 的循环嵌在另一个循环里，训练循环所在的函数
+也不在循环中被调用：数据集的长度覆盖了所有 epoch，epoch 由 batch 序号算出），顺序只抽取一次，无需设置。
 
 ## Why is this bad?
 `DistributedSampler` 用 `seed + epoch` 作为随机种子来打乱数据，而 `epoch` 只有 `set_epoch` 会修改。
@@ -176,6 +180,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         and _for_training(call, ctx)
         and _used_in_this_program(ctx)
         and not _framework_imported(ctx)
+        and not _trains_in_one_pass(ctx)
     ):
         yield ctx.finding(PITFALL, call, "nowhere")
 
@@ -232,6 +237,60 @@ def _called_to_train(ctx: Context, name: str) -> bool:
             name_words(caller.name)
         ):
             return True
+    return False
+
+
+@per_file
+def _trains_in_one_pass(ctx: Context) -> bool:
+    """The file trains in one pass over its loader: no loop of the file runs a loop over a name
+    inside another loop, and a loop over a name that steps or calls `backward` runs where the
+    file calls it outside any loop (pysot's `train`: one pass over a dataset as long as all the
+    epochs, the epoch counted from the batch index). The sampler's order is drawn once there,
+    and `set_epoch` would change nothing."""
+    whole = index(ctx)
+    parents = whole.parents
+    trains = False
+    read: set[ast.AST] = set()  # the functions whose calls were read
+    for loop in whole.everywhere(*LOOPS):
+        if not _over_a_name(loop.iter):
+            continue
+        if _inside_a_loop(loop, parents):
+            return False  # an epoch loop, here or in a function this file repeats
+        if not whole.calls_named(loop, ("backward", "step")):
+            continue
+        function = whole.runs_in(loop)
+        if isinstance(function, _FUNCTIONS) and function not in read:
+            read.add(function)
+            calls = [
+                call
+                for call in whole.calls_named(ctx.tree, (function.name,))
+                if isinstance(call.func, ast.Name)
+            ]
+            if not calls or any(_inside_a_loop(call, parents) for call in calls):
+                return False  # called from elsewhere, or once per epoch
+        trains = True
+    return trains
+
+
+def _over_a_name(iterable: ast.AST) -> bool:
+    """`name`, or `name` wrapped as loaders are iterated: `enumerate(name)`, `tqdm(name)`."""
+    while (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id in ITERATION_WRAPPERS
+        and iterable.args
+    ):
+        iterable = iterable.args[0]
+    return isinstance(iterable, ast.Name)
+
+
+def _inside_a_loop(node: ast.AST, parents) -> bool:
+    """`node` runs inside a loop of its function (or of the module's top level)."""
+    parent = parents.get(node)
+    while parent is not None and not isinstance(parent, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
+        if isinstance(parent, (*LOOPS, ast.While)):
+            return True
+        parent = parents.get(parent)
     return False
 
 
