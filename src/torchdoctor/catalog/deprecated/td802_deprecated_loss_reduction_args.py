@@ -7,6 +7,10 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    attribute_values,
+    is_self_attribute,
+    moves_itself,
+    unwrap_self_methods,
     Context,
     Edit,
     Finding,
@@ -100,7 +104,8 @@ in PyTorch 0.4.0, given by keyword to the same losses or to `nn.HuberLoss`, `nn.
 `nn.GaussianNLLLoss` (and their functional forms), also through a name the function sets to it
 first (`reduction = "elementwise_mean"`, then `reduction=reduction`) or a parameter defaulting to it
 (`def __init__(self, reduction='elementwise_mean')` of a loss subclass). And the flags set as attributes of a loss
-module once it is built (`criterion.size_average = False`), which changes nothing.
+module once it is built (`criterion.size_average = False`, or `self.loss_fn.size_average = False`
+on the one loss its class builds), which changes nothing.
 
 ## Why is this bad?
 PyTorch 0.4.1 replaced the two booleans with one `reduction=` argument, and every loss built
@@ -164,7 +169,7 @@ PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模
 （及其函数式版本）也一样；先把某个名字设为这个值再传入（`reduction = "elementwise_mean"`，
 然后 `reduction=reduction`），或参数默认值就是它（损失子类的
 `def __init__(self, reduction='elementwise_mean')`），也报告。还报告在损失模块构造之后把这两个参数当作属性设置的写法
-（`criterion.size_average = False`），它不起任何作用。
+（`criterion.size_average = False`，或类中只构造了一个损失时的 `self.loss_fn.size_average = False`），它不起任何作用。
 
 ## Why is this bad?
 PyTorch 0.4.1 用一个 `reduction=` 参数取代了这两个布尔开关，用旧参数构造的损失都会打印弃用警告。
@@ -477,15 +482,12 @@ def check_attribute(target: ast.Attribute, ctx: Context) -> Iterator[Finding]:
         isinstance(target.ctx, ast.Store)
         and isinstance(statement, ast.Assign)
         and any(t is target for t in statement.targets)
-        and isinstance(target.value, ast.Name)
     ):
         return
-    name = target.value.id
-    found = bindings(ctx, scope_of(name, ctx), name) or ()
-    built = [b.value for b in found if b.value is not None]
-    if len(found) != 1 or len(built) != 1 or not isinstance(built[0], ast.Call):
+    built = _built_loss(target.value, ctx)
+    if built is None:
         return
-    loss = ctx.qualname(built[0].func)
+    loss = ctx.qualname(built.func)
     if loss is None or loss.startswith("torch.nn.functional.") or loss not in LEGACY_POSITION:
         return
     yield ctx.finding(
@@ -493,8 +495,31 @@ def check_attribute(target: ast.Attribute, ctx: Context) -> Iterator[Finding]:
         statement,
         "attribute",
         legacy=" ".join(ctx.text(statement).split()),
-        loss=ctx.text(built[0].func),
+        loss=ctx.text(built.func),
     )
+
+
+def _built_loss(owner: ast.AST, ctx: Context) -> ast.Call | None:
+    """The one call that builds what `owner` names: a name bound once (`criterion =
+    nn.MSELoss()`), or an attribute of `self` its class sets to one built object and perhaps
+    moves (`self.loss_fn = nn.MSELoss()`, then `self.loss_fn = self.loss_fn.cuda()`: SentEval's
+    `relatedness.py`)."""
+    if isinstance(owner, ast.Name):
+        found = bindings(ctx, scope_of(owner.id, ctx), owner.id) or ()
+        built = [b.value for b in found if b.value is not None]
+        if len(found) != 1 or len(built) != 1:
+            return None
+        return built[0] if isinstance(built[0], ast.Call) else None
+    cls = ctx.enclosing_class()
+    if not is_self_attribute(owner) or cls is None:
+        return None
+    name = f"self.{owner.attr}"  # type: ignore[attr-defined]
+    made = [
+        unwrap_self_methods(value)
+        for value in attribute_values(ctx, cls, owner.attr)  # type: ignore[attr-defined]
+        if not moves_itself(value, name)
+    ]
+    return made[0] if len(made) == 1 and isinstance(made[0], ast.Call) else None
 
 
 def _old_mean_name(call: ast.Call, rejected: bool, ctx: Context) -> Iterator[Finding]:
