@@ -78,7 +78,8 @@ PITFALL = Pitfall(
 - In `forward`, an unconditional `self.<attr> = nn.Parameter(...)`.
 - Anywhere, `model.fc.weight = nn.Parameter(...)` after an optimizer was built over
   `model.parameters()` in the same function (or at the top level of the same script), unless
-  an optimizer is built again afterwards.
+  an optimizer is built again afterwards where it can run after the assignment (one built in
+  another branch of the same `if`, as a script building its optimizer per mode does, cannot).
 
 ## Why is this bad?
 An optimizer holds references to the parameter tensors it was given when it was built.
@@ -117,7 +118,8 @@ converts the weights on every call.
   `self.weight = self.weight.to(x.dtype)`。
 - 在 `forward` 里无条件地执行 `self.<attr> = nn.Parameter(...)`。
 - 在同一个函数（或同一个脚本的顶层）中，优化器基于 `model.parameters()` 创建之后，又执行
-  `model.fc.weight = nn.Parameter(...)`，且之后没有重新创建优化器。
+  `model.fc.weight = nn.Parameter(...)`，且之后没有在可能于这次赋值之后运行的地方
+  重新创建优化器（同一个 `if` 的另一个分支里创建的不算，例如按运行模式分别创建优化器的脚本）。
 
 ## Why is this bad?
 优化器在创建时保存了它拿到的那些参数张量的引用。用新的 `nn.Parameter` 替换参数后，新张量注册到了
@@ -321,12 +323,18 @@ def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str |
     earlier over models around `path`, the one read last)."""
     if path is None:
         return None
-    built = _optimizers_by_model(ctx, ctx.enclosing_function() or ctx.tree)
+    scope = ctx.enclosing_function() or ctx.tree
+    built = _optimizers_by_model(ctx, scope)
     parts = path.split(".")
     latest, before = -1, None
     for model in ("", *(".".join(parts[:end]) for end in range(1, len(parts)))):
-        lines, last_read = built.get(model, ((), ()))
-        if lines and lines[-1] > node.lineno:  # rebuilt or extended afterwards
+        lines, last_read, made = built.get(model, ((), (), ()))
+        later = made[bisect_left(lines, node.lineno + 1) :]
+        # Rebuilt or extended afterwards, on a path that can follow `node` (past a few later
+        # optimizers, assumed so: the branches are not read for each of many).
+        if len(later) > _BRANCHES_READ or any(
+            not _exclusive(node, other, scope, ctx) for other in later
+        ):
             return None
         earlier = bisect_left(lines, node.lineno)
         if model and earlier and last_read[earlier - 1] > latest:
@@ -335,27 +343,54 @@ def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str |
 
 
 @per_file
-def _optimizers_by_model(ctx: Context, scope: ast.AST) -> dict[str, tuple[list[int], list[int]]]:
+def _optimizers_by_model(
+    ctx: Context, scope: ast.AST
+) -> dict[str, tuple[list[int], list[int], list[ast.stmt]]]:
     """Per model ("" for `add_param_group`): the lines of the optimizers built over it, sorted,
     and for each line the highest position in `_optimizers_in`'s order among the optimizers
     built on it or on an earlier line."""
-    entries: dict[str, list[tuple[int, int]]] = {}
-    for order, (line, model) in enumerate(_optimizers_in(ctx, scope)):
-        entries.setdefault(model, []).append((line, order))
+    entries: dict[str, list[tuple[int, int, ast.stmt]]] = {}
+    for order, (line, model, statement) in enumerate(_optimizers_in(ctx, scope)):
+        entries.setdefault(model, []).append((line, order, statement))
     table = {}
     for model, found in entries.items():
-        found.sort()
+        found.sort(key=lambda entry: entry[:2])
         last_read, latest = [], -1
-        for _, order in found:
+        for _, order, _ in found:
             latest = max(latest, order)
             last_read.append(latest)
-        table[model] = ([line for line, _ in found], last_read)
+        table[model] = ([line for line, _, _ in found], last_read, [s for _, _, s in found])
     return table
 
 
+_BRANCHES_READ = 8
+
+
+def _exclusive(node: ast.AST, other: ast.AST, scope: ast.AST, ctx: Context) -> bool:
+    """`node` and `other` lie in different branches of one `if` (pytorch_xvectors'
+    `if mode == 'initMeta': ... elif mode == 'resumeMeta': optimizer = ...`): one never runs
+    after the other."""
+    parents = index_of(ctx, scope).parents
+    branches = {}  # each `if` above `other`: the block of it that holds `other`
+    child, parent = other, parents.get(other)
+    while parent is not None and parent is not scope:
+        if isinstance(parent, ast.If):
+            located = ctx.block_position(child, parent)
+            if located is not None:
+                branches[id(parent)] = located[0]
+        child, parent = parent, parents.get(parent)
+    child, parent = node, parents.get(node)
+    while parent is not None and parent is not scope:
+        if id(parent) in branches:
+            located = ctx.block_position(child, parent)
+            return located is not None and located[0] is not branches[id(parent)]
+        child, parent = parent, parents.get(parent)
+    return False
+
+
 @per_file
-def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
-    """(line, model) for each optimizer assigned from `Optimizer(model.parameters(), ...)` in
+def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str, ast.stmt], ...]:
+    """(line, model, statement) for each optimizer assigned from `Optimizer(model.parameters(), ...)` in
     the scope, and for each `add_param_group` call (model "": it may add anything). Only
     statements are looked at: an optimizer is assigned, `add_param_group` is a statement."""
     if not _may_build_optimizers(ctx):
@@ -374,9 +409,11 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str], ...]:
         if type(value) is not ast.Call:
             continue
         if type(statement) is ast.Expr and _called_name(value) == "add_param_group":
-            found.append((statement.lineno, ""))
+            found.append((statement.lineno, "", statement))
         elif type(statement) in (ast.Assign, ast.AnnAssign):
-            found.extend((statement.lineno, model) for model in _optimized_models(value, ctx))
+            found.extend(
+                (statement.lineno, model, statement) for model in _optimized_models(value, ctx)
+            )
     return tuple(found)
 
 
