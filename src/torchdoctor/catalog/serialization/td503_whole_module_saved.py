@@ -8,6 +8,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    dotted_name,
     unrebound_parameter,
     WEIGHTS_NAME,
     lazy_compile,
@@ -81,7 +82,8 @@ PITFALL = Pitfall(
 `torch.save(model, path)` where `model` is known to be an `nn.Module` (built from a `torch.nn`
 class, an `nn.Module` subclass of the file or of another module of the project,
 `timm.create_model`, a torchvision model..., or a parameter annotated with such a class:
-`critic: Critic`, also once kept on `self`), also inside what is saved: an element of
+`critic: Critic`, also once kept on `self`; a `copy.deepcopy` of one; `model.module`, what
+DataParallel or DDP wraps, of a value named as a model), also inside what is saved: an element of
 `[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. A name none of whose
 assignments makes anything else counts too when one of them builds a module (`model = Net()`
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
@@ -121,7 +123,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 ## What it catches
 `torch.save(model, path)`，且 `model` 已知是一个 `nn.Module`（由 `torch.nn` 中的类、本文件或项目中其他模块的
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建，或者参数的类型注解就是这样的类：
-`critic: Critic`，保存到 `self` 上之后也一样）；也包括保存内容中的模块：
+`critic: Critic`，保存到 `self` 上之后也一样；它的 `copy.deepcopy`；名字表明是模型的值的 `model.module`，
+即 DataParallel 或 DDP 包装的模块）；也包括保存内容中的模块：
 `[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。一个名字的各次赋值都不产生别的东西，
 且其中一次构建了模块（一个分支里 `model = Net()`，另一个分支里 `model = torch.load(path)`），或在它上面调用了
 只有模块才有的方法（`model.parameters()`：作为参数传入的模型；名字表明是模型时，也包括不带参数的
@@ -346,6 +349,13 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
         return cls is not None and ctx.is_module_class(cls)
     if isinstance(expr, ast.IfExp):  # `net.module if use_cuda else net`
         return _is_module(expr.body, ctx) and _is_module(expr.orelse, ctx)
+    if type(expr) is ast.Call and len(expr.args) == 1 and not expr.keywords:
+        # A deep copy of a module is one (dsb2018_topcoders' `deepcopy(model.module)`).
+        return (ctx.qualname(expr.func) or "") == "copy.deepcopy" and _is_module(expr.args[0], ctx)
+    if type(expr) is ast.Attribute and expr.attr == "module":
+        # What DataParallel or DDP wraps, of a value named as a model (`model.module`,
+        # `self.estimator.model.module`).
+        return names_a_model((dotted_name(expr.value) or "").rpartition(".")[2])
     if isinstance(expr, ast.Name) and (
         _used_as_module(expr.id, ctx)
         or _model_parameter(expr.id, ctx)
