@@ -11,6 +11,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     block_names,
+    name_words,
     per_file,
     shorten,
     subtree_parents,
@@ -46,7 +47,9 @@ passed to a `torch` function, reduced, given to a method that computes from its 
 through a name assigned just before.
 
 Called with data (`torch.Tensor([1, 2])`, `torch.FloatTensor(array)`) they copy the data and
-are not reported. Filling the tensor is fine: `torch.Tensor(3, 4).uniform_()`, `.zero_()`,
+are not reported; one argument computed from a name (`torch.FloatTensor(num_classes - 1)`) is a
+size only when the name says it counts something: `1 - done`, a batch of flags from a replay
+buffer, is data. Filling the tensor is fine: `torch.Tensor(3, 4).uniform_()`, `.zero_()`,
 `.fill_(v)`, `.normal_()`, `nn.init.*_(t)`, `t[i] = ...` or `t.copy_(...)`. A constructor
 stored on `self` (`self.weight = nn.Parameter(torch.Tensor(out, in))`) is not reported either:
 `reset_parameters()` or the model's weight initialization usually fills it elsewhere.
@@ -85,7 +88,9 @@ gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.s
 参与算术运算、传给 `torch` 函数、做归约、传给根据其数值计算的方法（`buf.sum()`、`buf.cumsum(0)`、
 `buf.clamp(0, 1)`、`buf.median()`）或被返回。可以是直接使用，也可以是先赋给变量、紧接着使用。
 
-以数据调用（`torch.Tensor([1, 2])`、`torch.FloatTensor(array)`）时会复制数据，不会被报告。填充张量的写法
+以数据调用（`torch.Tensor([1, 2])`、`torch.FloatTensor(array)`）时会复制数据，不会被报告；
+由某个名字算出的单个参数（`torch.FloatTensor(num_classes - 1)`）只有在名字表明它是计数时才算尺寸：
+`1 - done`（回放缓冲区取出的一批结束标志）是数据。填充张量的写法
 没有问题：`torch.Tensor(3, 4).uniform_()`、`.zero_()`、`.fill_(v)`、`.normal_()`、`nn.init.*_(t)`、
 `t[i] = ...` 或 `t.copy_(...)`。保存在 `self` 上的构造结果（`self.weight = nn.Parameter(torch.Tensor(out, in))`）
 也不报告：通常由 `reset_parameters()` 或模型的权重初始化在别处填充。
@@ -182,8 +187,14 @@ METADATA_FUNCTIONS = frozenset(
 INTEGER_CALLS = frozenset({"len", "int"})
 INTEGER_METHODS = frozenset({"size", "numel", "dim"})
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
-# With a name on one side, `+`/`*` may repeat or join lists (data); these only work on numbers.
+# With a name on one side, `+`/`*` may repeat or join lists (data); these work on numbers and
+# on arrays (`1 - done`, a batch of flags from a replay buffer: BEAR's `FloatTensor(1 - done)`),
+# so the name must also say it counts something.
 NUMBER_ONLY = (ast.Sub, ast.FloorDiv, ast.Pow)
+COUNT_WORDS = frozenset(
+    "n num number nb count size sizes len length dim dims ndim batch hidden width height channels "
+    "classes features steps k max min total".split()
+)
 NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -247,9 +258,8 @@ def _is_integer(expr: ast.AST) -> bool:
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
         if _is_integer(expr.left) and _is_integer(expr.right):
             return True
-        named = (ast.Name, ast.Attribute)
         return isinstance(expr.op, NUMBER_ONLY) and all(
-            _is_integer(side) or isinstance(side, named) for side in (expr.left, expr.right)
+            _is_integer(side) or _names_a_count(side) for side in (expr.left, expr.right)
         )
     if isinstance(expr, ast.Call):
         func = expr.func
@@ -259,6 +269,17 @@ def _is_integer(expr: ast.AST) -> bool:
     if isinstance(expr, ast.Subscript):  # x.shape[0]
         return _is_shape(expr.value) and _is_integer(expr.slice)
     return False
+
+
+def _names_a_count(expr: ast.AST) -> bool:
+    """`num_classes`, `self.hidden_size`, `n`: a name that says it holds a count."""
+    if isinstance(expr, ast.Attribute):
+        name = expr.attr
+    elif isinstance(expr, ast.Name):
+        name = expr.id
+    else:
+        return False
+    return not COUNT_WORDS.isdisjoint(name_words(name))
 
 
 def _is_shape(expr: ast.AST) -> bool:
