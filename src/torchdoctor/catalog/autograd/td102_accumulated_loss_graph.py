@@ -136,7 +136,9 @@ y)`) with no `torch.no_grad()` around the loop, around a call of the function in
 by the project's facts, around a call of its name in another file (CheXNet's validation, whose
 `Variable(input, volatile=True)` has recorded gradients since PyTorch 0.4): every batch's graph
 stays alive until the loop ends.
-A total set back to 0 only under an `if` (when it is
+Nor is a total made anew for each batch of a loop over the data and added to in rounds of
+`for _ in range(n_critic)` inside it (a discriminator's rounds, melgan): it keeps one batch's
+graphs. A total set back to 0 only under an `if` (when it is
 printed every 20 batches) is reported: it links the graphs of the iterations in between.
 A loss computed in a training loop and appended to a list of a table the object holds
 (`self.loss['l1'].append(self.L1_loss(out, y))`, the table made as `{'l1': [], ...}` and not
@@ -196,6 +198,8 @@ nothing grows.
 而循环外、本文件中对该函数的调用外，以及（根据项目事实）其他文件中对这个名字的调用外，都没有 `torch.no_grad()`
 （CheXNet 的验证：它的 `Variable(input, volatile=True)` 自 PyTorch 0.4 起仍会记录梯度）：
 每个 batch 的计算图都会一直存活到循环结束。
+在遍历数据的循环里每个 batch 都重新创建、再在其中的 `for _ in range(n_critic)` 多轮里累加的总和
+（判别器的多轮更新，melgan）也不报告：它只保留一个 batch 的计算图。
 只在某个 `if` 之下才置零的总和（例如每 20 个 batch 打印一次后置零）仍会报告：它把两次置零之间各次迭代的计算图连在一起。
 在训练循环中算出的损失被追加到对象所持有的表中的某个列表里（`self.loss['l1'].append(self.L1_loss(out, y))`，
 表由 `{'l1': [], ...}` 构造，且在外层循环中没有重新构造）时，也会报告：对象存活多久，每次迭代的计算图就保留多久。
@@ -997,7 +1001,8 @@ def _reset_each_step(
     optimizer after it while `loop` steps none: `loop` goes over the micro-batches of one step,
     and the total keeps the graphs of that step only (hysts' `losses = []` per batch, appended
     per chunk of it), as gradient accumulation does."""
-    if _step_lines(ctx, loop):
+    repeats_a_batch = _repeats(loop) and _over_data(outer)
+    if _step_lines(ctx, loop) and not repeats_a_batch:
         return False
     made = [
         b
@@ -1006,6 +1011,10 @@ def _reset_each_step(
     ]
     if not made or any(b.value is None or b.augmented for b in made):
         return False
+    if repeats_a_batch:
+        # `for _ in range(n_critic)` inside the loop over the data, the total made anew for
+        # each batch: it keeps the graphs of one batch's rounds (melgan's `loss_d_sum`).
+        return True
     after = _step_lines(ctx, outer)
     if bisect_right(after, loop.end_lineno) < len(after):
         return True
@@ -1014,6 +1023,30 @@ def _reset_each_step(
     return any(
         s.lineno > loop.end_lineno and _runs_a_backward(s.value, ctx)  # type: ignore[attr-defined]
         for s in index_of(ctx, outer).in_block(outer.body, ast.Assign, ast.Expr)  # type: ignore[attr-defined]
+    )
+
+
+def _repeats(loop: ast.stmt) -> bool:
+    """`for _ in range(...)`: rounds of the same work, its counter unused (not a loop over the
+    data, nor one indexing it)."""
+    iterated = getattr(loop, "iter", None)
+    return (
+        type(loop) is ast.For
+        and type(loop.target) is ast.Name
+        and loop.target.id == "_"
+        and type(iterated) is ast.Call
+        and type(iterated.func) is ast.Name
+        and iterated.func.id == "range"
+    )
+
+
+def _over_data(loop: ast.stmt) -> bool:
+    """A `for` over something other than a `range(...)`: a loader, batches, samples."""
+    iterated = getattr(loop, "iter", None)
+    return type(loop) in _LOOPS and not (
+        type(iterated) is ast.Call
+        and type(iterated.func) is ast.Name
+        and iterated.func.id == "range"
     )
 
 
