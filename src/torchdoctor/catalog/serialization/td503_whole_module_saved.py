@@ -93,7 +93,8 @@ given its value from a parameter (or by a base class of another module: hedwig's
 the class calls such a method on it or switches its mode (`self.model.train()` with no
 argument); and `torch.save(self, path)` in a method of an `nn.Module` subclass. Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
-checkpoint format, chosen on purpose. Nor a model whose class a file of the project allows in
+checkpoint format, chosen on purpose. Nor a parameter its function's docstring types as data
+(`model (dict): ...`: asteroid's publisher). Nor a model whose class a file of the project allows in
 safe loads (`torch.serialization.safe_globals([Net, ...])`, as PyTorch's own examples do). Nor
 a save that speaks of pruning (its arguments, the function, class or file around it:
 `torch.save(model, "yolov3-prune-full.pth")` in `tools/prune.py`): a model whose channels were
@@ -132,7 +133,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 （或由另一个模块中的基类赋值，例如 hedwig 的 trainer），且类在它上面调用这类方法或切换它的模式
 （不带参数的 `self.model.train()`）时同样算在内；`nn.Module` 子类的方法里的
 `torch.save(self, path)` 同样报告。项目中某处用 `weights_only=False`
-加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。项目中某个文件用
+加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。函数的文档字符串把该参数
+写成数据类型（`model (dict): ...`，asteroid 的 publisher）时不报告。项目中某个文件用
 `torch.serialization.safe_globals([Net, ...])` 允许该模型的类参与安全加载时也不报告（例如 PyTorch 官方示例）。
 与剪枝有关的保存也不报告（参数、所在的函数、类或文件名中提到剪枝：
 `tools/prune.py` 里的 `torch.save(model, "yolov3-prune-full.pth")`）：通道被剪枝后的模型已经和它的类构造出的结构
@@ -446,7 +448,31 @@ def _model_parameter(name: str, ctx: Context) -> bool:
     parameter = unrebound_parameter(ctx, function, name)  # not `model = model.state_dict()`
     if parameter is None or parameter.annotation is not None:
         return False  # annotated, and not as a module (`_is_module` read that first)
+    if _documented_as_data(function, name):
+        return False
     return not any(_no_module_passed(value, ctx) for _, value in passed_values(ctx, function, name))
+
+
+# A parameter's type in its function's docstring: `model (dict): ...` (Google style) or
+# `model : dict` (NumPy style).
+_DOCUMENTED_TYPE = r"^[ \t]*\**{name}[ \t]*(?:\(([^)\n]*)\)[ \t]*:|:[ \t]*([^\n]*))"
+# Types that are no module.
+_DATA_TYPES = frozenset("dict ordereddict mapping str string path list tuple".split())
+
+
+def _documented_as_data(function: ast.AST, name: str) -> bool:
+    """The function's docstring gives the parameter a type that is no module: asteroid's
+    `zenodo_upload(model, ...)`, whose `model (dict):` is the package it publishes."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    docstring = ast.get_docstring(function, clean=False)
+    if not docstring or name not in docstring:
+        return False
+    match = re.search(_DOCUMENTED_TYPE.format(name=re.escape(name)), docstring, re.MULTILINE)
+    if match is None:
+        return False
+    words = re.findall(r"[a-z]+", (match.group(1) or match.group(2) or "").lower())
+    return bool(words) and words[0] in _DATA_TYPES
 
 
 def _handed_a_module(name: str, ctx: Context) -> bool:
