@@ -372,6 +372,14 @@ def test_one_pass_over_a_loader_as_long_as_every_epoch_needs_no_set_epoch(tmp_pa
     assert "train.py:7:21: TD604" in _check(tmp_path, ".", rule="TD604").stdout
 
 
+def test_a_sampler_of_a_file_of_tests_whose_epoch_loop_is_elsewhere(tmp_path):
+    # tianshou's test_env_finite.py: a finite environment reads a loader once per test.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_env.py").write_text(LOADERS)
+    assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
+
+
 def test_a_library_loader_factory_is_left_to_its_callers(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "loader.py").write_text(LOADERS.split("\n\n\ndef main")[0] + "\n")

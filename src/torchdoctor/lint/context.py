@@ -1397,3 +1397,22 @@ def _tuple_call(name: str, call: ast.Call, method: bool = False) -> bool:
             and (len(call.args) < 2 or method or type(call.args[1]) is ast.Constant)
         )
     return False
+
+
+@per_file
+def file_of_tests(ctx: Context) -> bool:
+    """A file of tests: one pytest collects tests from (`test_*.py`, `*_test.py`, or one under
+    `tests/`), or one importing `unittest` or `pytest` (normalizing_flows' `test.py`): there a
+    function named `test...` is a test, elsewhere (`main.py`'s `test(model, data)`) an
+    evaluation."""
+    path = ctx.path.replace("\\", "/")
+    name = path.rsplit("/", 1)[-1]
+    return (
+        ctx.may_name("unittest")
+        or ctx.may_name("pytest")
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or "/tests/" in f"/{path}"
+        or "/test/" in f"/{path}"
+    )

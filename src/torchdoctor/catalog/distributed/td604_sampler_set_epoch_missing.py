@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     block_names,
+    file_of_tests,
     imported_roots,
     index,
     index_of,
@@ -69,7 +70,8 @@ own file never calls is a library's, left to its callers; one that only the file
 functions call (`evaluate_fid`, `validate`: a fixed subset of images for a metric) feeds no
 training. A file that trains in one pass over its loader (no loop over a loader inside another
 loop, the training loop's function called outside any loop: a dataset as long as every epoch
-together, the epoch counted from the batch index) draws the order once: nothing to set.
+together, the epoch counted from the batch index) draws the order once: nothing to set. Nor is
+a sampler of a file of tests (`test_*.py`, one under `tests/`) whose epoch loop is elsewhere.
 
 ## Why is this bad?
 `DistributedSampler` shuffles with a generator seeded by `seed + epoch`, and `epoch` is only
@@ -98,6 +100,7 @@ epoch 循环在别处时（DataLoader 由脚本调用的 `prepare_dataloaders()`
 只被本文件的评估函数（`evaluate_fid`、`validate`：为计算指标取的一组固定图片）调用的工厂函数不用于训练。
 如果文件只对 DataLoader 遍历一遍来训练（没有哪个遍历 DataLoader 的循环嵌在另一个循环里，训练循环所在的函数
 也不在循环中被调用：数据集的长度覆盖了所有 epoch，epoch 由 batch 序号算出），顺序只抽取一次，无需设置。
+epoch 循环在别处时，测试文件（`test_*.py`、`tests/` 下的文件）中的 sampler 也不报告。
 
 ## Why is this bad?
 `DistributedSampler` 用 `seed + epoch` 作为随机种子来打乱数据，而 `epoch` 只有 `set_epoch` 会修改。
@@ -181,6 +184,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         and _used_in_this_program(ctx)
         and not _framework_imported(ctx)
         and not _trains_in_one_pass(ctx)
+        and not file_of_tests(ctx)  # a test's loader (tianshou's finite environments)
     ):
         yield ctx.finding(PITFALL, call, "nowhere")
 

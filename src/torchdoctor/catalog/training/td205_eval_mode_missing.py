@@ -14,6 +14,7 @@ from torchdoctor.catalog.training._after_train import (
 from torchdoctor.catalog.training._uncalled import call_it, uncalled_statement
 from torchdoctor.catalog.training._modes import ModeFreeModels, last_name, unwrap_self_methods
 from torchdoctor.catalog.sdk import (
+    file_of_tests,
     CNN_FACTORIES,
     MODE_WORDS,
     RUNS_ITSELF,
@@ -1154,7 +1155,7 @@ def _evaluation_intent(function: ast.AST | None, loader: str, ctx: Context) -> b
     stem = loader.replace("dataloader", "").replace("loader", "")
     if _words(stem) & EVAL_WORDS or stem in EVAL_WORDS:
         return True
-    if function is None or (function.name.startswith("test_") and _file_of_tests(ctx)):
+    if function is None or (function.name.startswith("test_") and file_of_tests(ctx)):
         return False  # a pytest test, not an evaluation
     return bool(_words(function.name.lower()) & EVAL_WORDS)
 
@@ -1336,25 +1337,6 @@ def _reported_switches(ctx: Context) -> set[int]:
 @per_file
 def _reported_runs(ctx: Context) -> set[tuple[int, int]]:
     return set()
-
-
-@per_file
-def _file_of_tests(ctx: Context) -> bool:
-    """A file of tests: one pytest collects tests from (`test_*.py`, `*_test.py`, or one under
-    `tests/`), or one importing `unittest` or `pytest` (normalizing_flows' `test.py`): there a
-    function named `test...` is a test, elsewhere (`main.py`'s `test(model, data)`) an
-    evaluation."""
-    path = ctx.path.replace("\\", "/")
-    name = path.rsplit("/", 1)[-1]
-    return (
-        ctx.may_name("unittest")
-        or ctx.may_name("pytest")
-        or name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-        or "/tests/" in f"/{path}"
-        or "/test/" in f"/{path}"
-    )
 
 
 def _words(name: str) -> set[str]:
@@ -1876,7 +1858,7 @@ class _Program:
             return False
         owner = self.owner.get(function)
         if owner is None:
-            return not (function.name.startswith("test") and _file_of_tests(self.ctx))  # type: ignore[attr-defined]
+            return not (function.name.startswith("test") and file_of_tests(self.ctx))  # type: ignore[attr-defined]
         return not owner.name.startswith("Test")
 
     def keeps_modes(self, evaluator: ast.AST) -> bool:
