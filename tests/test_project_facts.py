@@ -222,8 +222,15 @@ def test_a_local_rank_option_nothing_reads_is_dead_weight(tmp_path):
     (tmp_path / "train.py").write_text(script + "args, unparsed = parser.parse_known_args()\n")
     assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
     # KAIR: `parse_args` stops at the launcher's `--local-rank=N`, whether the rank is read or not.
-    (tmp_path / "train.py").write_text(script + "args = parser.parse_args()\n")
+    kair = "args = parser.parse_args()\nif args.dist:\n    init_dist('pytorch')\n"
+    (tmp_path / "train.py").write_text(script + kair)
     assert "train.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
+    # deq's seg_test.py: the option copied from the training script, in one that neither reads
+    # the rank nor runs one process per GPU (`nn.DataParallel`): no launcher starts it.
+    (tmp_path / "train.py").write_text(
+        script + "args = parser.parse_args()\nnet = torch.nn.DataParallel(net)\n"
+    )
+    assert "TD603" not in _check(tmp_path, ".", rule="TD603").stdout
     (tmp_path / "train.py").write_text(script + "args, unparsed = parser.parse_known_args()\n")
     (tmp_path / "dist.py").write_text("def setup(args):\n    return args.local_rank\n")
     assert "train.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout

@@ -64,7 +64,9 @@ still need the launcher's argument. Nor an option stored as `local_rank` that no
 project reads (no `args.local_rank`, no `"local_rank"` key) in a file that parses with
 `parse_known_args` (which lets the launcher's `--local-rank=N` through): kept for a distributed
 mode the project does not have, it is dead weight. (With `parse_args` the launcher's spelling
-still stops the run, read or not: KAIR's scripts.)
+still stops the run, read or not: KAIR's scripts.) Nor the option in a script that never reads
+it and runs its GPUs from one process (`nn.DataParallel`, nothing distributed named): copied
+from a training script (deq's `seg_test.py`), it is not one a launcher starts.
 
 ## Why is this bad?
 The old launcher `python -m torch.distributed.launch` used to pass `--local_rank=N` to every
@@ -96,7 +98,8 @@ os.environ["LOCAL_RANK"] = str(args.local_rank)`），仍然需要启动器传�
 以 `local_rank` 保存、而项目中没有任何代码读取的选项（没有 `args.local_rank`，也没有 `"local_rank"`
 这个键），且文件用 `parse_known_args` 解析参数（启动器传入的 `--local-rank=N` 会被放过）时也不报告：
 它是为项目并不具备的分布式模式留下的，没有用处。（用 `parse_args` 时，无论是否读取，启动器的新写法都会让
-程序退出：KAIR 的脚本就是这样。）
+程序退出：KAIR 的脚本就是这样。）脚本自己不读取这个选项、并在单个进程里使用多块 GPU（`nn.DataParallel`，
+没有提到任何分布式的东西）时也不报告：它是从训练脚本拷贝过来的（deq 的 `seg_test.py`），不会由启动器启动。
 
 ## Why is this bad?
 旧的启动方式 `python -m torch.distributed.launch` 以前会给每个进程传 `--local_rank=N`。
@@ -163,10 +166,34 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         and not (ctx.project.has(_READ) or holds_marker(source, _READ))
     ):
         return  # the launcher's spelling is let through, and nothing reads the rank: dead weight
+    if _holds_local_rank(call) and not holds_marker(source, _READ) and _one_process(ctx):
+        return  # copied from a training script: this one neither reads the rank nor runs apart
     quote = '"' if ctx.text(option)[:1] != "'" else "'"
     _, end = ctx.span(option)
     fix = ctx.fix(PITFALL, "safe", ctx.edit(end, end, f", {quote}{NEW_SPELLING}{quote}"))
     yield ctx.finding(PITFALL, option, fix=fix)
+
+
+# What a script running one process per GPU names (KAIR's say it as `--launcher`,
+# `init_dist('pytorch')`, `get_dist_info()`).
+_DISTRIBUTED_WORDS = (
+    "distributed",
+    "Distributed",
+    "init_process_group",
+    "launcher",
+    "init_dist",
+    "get_dist",
+    "dist.",
+)
+
+
+@per_file
+def _one_process(ctx: Context) -> bool:
+    """The file runs its GPUs from one process (`nn.DataParallel`) and names nothing of a run
+    of one process per GPU: deq's seg_test.py, with `--local_rank` copied from seg_train.py,
+    which no launcher starts."""
+    source = ctx.source
+    return "DataParallel" in source and not any(word in source for word in _DISTRIBUTED_WORDS)
 
 
 def _holds_local_rank(call: ast.Call) -> bool:
