@@ -1991,3 +1991,36 @@ def test_a_helper_without_torch_in_a_project_that_trains_with_it(tmp_path):
     # Without a file training with torch, nothing says what the iterator is.
     (tmp_path / "train.py").write_text("import numpy\n")
     assert "TD301" not in _check(tmp_path, "display.py", rule="TD301").stdout
+
+
+ATTENTION = (
+    "import torch\nimport torch.nn as nn\n\n\nclass Attention(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.mask = None\n\n"
+    '    def set_mask(self, mask):\n        """\n        Sets indices to be masked\n        """\n'
+    "        self.mask = mask\n\n"
+    "    def forward(self, attn):\n        if self.mask is not None:\n"
+    "            attn.data.masked_fill_(self.mask, -float('inf'))\n        return attn\n"
+)
+SETTER_CALLER = (
+    "import torch\nimport torch.nn as nn\nfrom attention import Attention\n\n\n"
+    "class AttnRNN(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.attn = Attention()\n\n"
+    "    def forward(self, x):\n"
+    "        word_mask = (torch.ones_like(x) - torch.sign(x)).type(torch.ByteTensor)\n"
+    "        self.attn.set_mask(word_mask)\n        return self.attn(x)\n"
+)
+
+
+def test_a_uint8_mask_given_to_a_setter_another_file_masks_with(tmp_path):
+    # SummaRuNNer: pytorch-seq2seq's Attention keeps `set_mask(mask)` as `self.mask` and fills
+    # with it in `forward`; AttnRNN gives it a ByteTensor.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "attention.py").write_text(ATTENTION)
+    (tmp_path / "model.py").write_text(SETTER_CALLER)
+    run = _check(tmp_path, ".", rule="TD401")
+    assert "model.py:12:21: TD401" in run.stdout and "used as a mask on line 13" in run.stdout
+    # A setter that keeps the value for something else than masking: nothing said.
+    (tmp_path / "attention.py").write_text(
+        ATTENTION.replace("masked_fill_(self.mask,", "add_(self.mask,")
+    )
+    assert "TD401" not in _check(tmp_path, ".", rule="TD401").stdout

@@ -639,6 +639,14 @@ _UNPACKED_FROM_CALL = lazy_compile(
     rb"(?:\w{1,80}\.){0,3}(\w{1,80})[ \t]*\("
 )
 INDEX_MASK_FROM = "index-mask-from:"
+# `def set_mask(self, mask): [docstring] self.mask = mask` (pytorch-seq2seq's Attention, copied
+# into many projects): a method that keeps its one argument on `self`, the name it is kept as.
+_KEEPING_SETTER = lazy_compile(
+    rb"\n[ \t]+def[ \t]+(\w{1,80})[ \t]*\([ \t]*self[ \t]*,[ \t]*(\w{1,80})[ \t]*\)[ \t]*:[ \t]*\n"
+    rb"(?:[ \t]+(?:\"\"\"(?:[^\"\\]|\\.|\"(?!\"\"))*+\"\"\"|#[^\n]*+)[ \t]*\n)?"
+    rb"[ \t]+self\.(\w{1,80})[ \t]*=[ \t]*(\w{1,80})[ \t]*\n"
+)
+MASK_SETTER = "mask-setter:"
 _INDEXED_BY = lazy_compile(rb"\[(\w{1,80})\]")  # `x[obj_mask]`
 # A meter's `update` that adds what it is given to a running sum (`def update(self, val, n=1):
 # ... self.sum += val * n`): a loss tensor given to it keeps its graph.
@@ -680,6 +688,20 @@ def _index_masks(source: bytes) -> list[str]:
             if name in indexing:
                 found.add(f"{INDEX_MASK_FROM}{match.group(2).decode('ascii', 'replace')}@{place}")
     return sorted(found)
+
+
+def _mask_setters(source: bytes) -> list[str]:
+    """MASK_SETTER + the name of each method that keeps its one argument on `self` under a name
+    the text hands to `masked_fill`/`masked_select` as the mask (pytorch-seq2seq's
+    `set_mask(self, mask)`, then `attn.data.masked_fill_(self.mask, -inf)` in `forward`): a
+    uint8 tensor given to it is used as a mask. `source`: the text with a line break put in
+    front."""
+    used = {match.group(1) for match in _MASK_USE.finditer(source)}
+    return sorted(
+        MASK_SETTER + match.group(1).decode("ascii", "replace")
+        for match in _KEEPING_SETTER.finditer(source)
+        if match.group(2) == match.group(4) and match.group(3) in used
+    )
 
 
 def _mask_makers(source: bytes) -> list[str]:
@@ -743,6 +765,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _methods_called_without_grad(lines)
     if b".masked_" in source:
         markers += _mask_makers(lines)
+        if b"def " in source:
+            markers += _mask_setters(lines)
     if b"mask]" in source:
         markers += _index_masks(lines)
     if b"step" in source:

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchdoctor.catalog.sdk import (
     unrebound_parameter,
     MASK_FROM,
+    MASK_SETTER,
     INDEX_MASK_FROM,
     VARIABLE_QUALNAMES,
     Kind,
@@ -135,7 +136,9 @@ attribute) it hands to `masked_fill`, `masked_select` or `masked_scatter` as the
 for a name the file turns bool). Likewise one returned as a value of a tuple that another file
 unpacks, on one line, into a name said to be a mask and indexes with (`..., obj_mask, ... =
 build_targets(...)`, then `x[obj_mask]`: PyTorch-YOLOv3's forks), unless that file turns the
-name bool.
+name bool. And one given as the one argument of a method that some file of the project keeps on
+`self` and masks with (pytorch-seq2seq's `def set_mask(self, mask): self.mask = mask`, then
+`attn.masked_fill_(self.mask, ...)`, copied by SummaRuNNer and many others).
 
 uint8 tensors that are data (images, packed bytes) are not reported, and neither is indexing
 *into* a uint8 tensor (`image[0]`): only a uint8 value in a mask position is.
@@ -205,7 +208,9 @@ one made in a branch kept for torch < 1.2.
 model.py 里写 `mask = ~get_mask_from_lengths(lengths)`；如果那一行已把它转成 bool，或文件把这个名字
 转成 bool，则不报告）。作为元组中的一个值返回、另一个文件在一行里把它解包到名字表明是掩码的变量
 并用它做索引时（`..., obj_mask, ... = build_targets(...)` 之后 `x[obj_mask]`：PyTorch-YOLOv3 的各个分支），
-同样报告，除非那个文件把这个名字转成 bool。
+同样报告，除非那个文件把这个名字转成 bool。作为唯一参数传给某个方法、而项目中某个文件把这个参数保存到
+`self` 上并用作掩码时（pytorch-seq2seq 的 `def set_mask(self, mask): self.mask = mask`，之后
+`attn.masked_fill_(self.mask, ...)`，SummaRuNNer 等许多项目都拷贝了它），也报告。
 
 作为数据的 uint8 张量（图像、打包的字节）不会被报告，对 uint8 张量本身做索引（`image[0]`）也不会：
 只有出现在掩码位置上的 uint8 值才会被报告。
@@ -1082,7 +1087,24 @@ def _in_mask_position(node: ast.AST, parents: dict, ctx: Context) -> bool:
                 return True  # `layer(x, dec_attn_mask=mask)`: a function of the file masks with it
     if not isinstance(parent, ast.Call):
         return False
-    return _mask_argument(parent, ctx) is node or _own_mask_parameter(parent, node, ctx)
+    return (
+        _mask_argument(parent, ctx) is node
+        or _own_mask_parameter(parent, node, ctx)
+        or _given_to_mask_setter(parent, node, ctx)
+    )
+
+
+def _given_to_mask_setter(call: ast.Call, node: ast.AST, ctx: Context) -> bool:
+    """`self.attn.set_mask(word_mask)`: the one argument of a method that some file of the
+    project keeps on `self` and masks with (project facts: pytorch-seq2seq's Attention, which
+    SummaRuNNer copies)."""
+    return (
+        type(call.func) is ast.Attribute
+        and len(call.args) == 1
+        and call.args[0] is node
+        and not call.keywords
+        and ctx.project.has(MASK_SETTER + call.func.attr)
+    )
 
 
 def _own_mask_parameter(call: ast.Call, node: ast.AST, ctx: Context) -> bool:
