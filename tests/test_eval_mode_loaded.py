@@ -86,6 +86,31 @@ def test_a_model_of_another_module_in_a_project_with_mode_dependent_layers(tmp_p
     assert found_in(path) == []  # no layer of the project depends on the mode
 
 
+def test_a_class_named_transformer_is_read_from_its_definition(tmp_path: Path):
+    # A practice repository's `llm/`: its own `Transformer` has no dropout, and says so in its
+    # definition, not by its name.
+    (tmp_path / "pyproject.toml").write_text("")
+    # Another of its projects has dropout (its `gpt2/`): the project has mode-dependent layers.
+    gpt2 = NET.format(layer="drop = nn.Dropout(0.1)").replace("class Net", "class GPT2")
+    (tmp_path / "gpt2.py").write_text(gpt2)
+    transformer = (
+        "class Transformer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(8, 8)\n"
+    )
+    (tmp_path / "model.py").write_text(NET.format(layer="body = Transformer()") + transformer)
+    script = (  # its infer.py: the model loaded at the top, run by a function of the file
+        "import torch\nfrom model import Net\n\n"
+        "net = Net()\nnet.load_state_dict(torch.load('net.pth'))\n\n\n"
+        "def generate(x):\n    with torch.no_grad():\n        return net(x)\n"
+    )
+    path = tmp_path / "infer.py"
+    path.write_text(script)
+    assert found_in(path) == []
+    with_dropout = transformer + "        self.drop = nn.Dropout(0.1)\n"
+    (tmp_path / "model.py").write_text(NET.format(layer="body = Transformer()") + with_dropout)
+    assert found_in(path) == [10]
+
+
 def test_weights_copied_from_another_model_and_whole_pickled_models_are_left_alone():
     # apex's SyncBatchNorm test compares two layers in training mode on purpose.
     copied = (

@@ -259,12 +259,16 @@ _NOT_CLASSES = frozenset(
 # `nn.RReLU`), the functional calls, and dropout by any name (`self.dropout`, `dropout=0.1` of
 # an LSTM). Not a lower-case `batch_norm`: `ConvBlock(..., batch_norm=False)` is a flag. And
 # torchvision's classification models, each with BatchNorm or Dropout (`models.resnet18(...)`
-# as a backbone).
+# as a backbone). torch's transformer layers by their torch names only: a project's own
+# `Transformer` or `TransformerBlock` says nothing (its own definition is read), as in a
+# practice repository whose `llm/` Transformer has no dropout.
 MODE_LAYER_WORDS = (  # the most frequent first: a class body is searched until one is found
     b"dropout",
     b"Dropout",
     b"BatchNorm",
-    b"Transformer",
+    b"nn.Transformer",
+    b"TransformerEncoderLayer",
+    b"TransformerDecoderLayer",
     b"batch_norm(",
     b"SyncBN",
     b"RReLU",
