@@ -77,7 +77,10 @@ built with `reduction="none"` and reductions over a `dim` are not reported, nor 
 for torch before 0.4 behind a version test (`else:  # for 0.3.x`). In a file that imports
 warp-ctc (`from warpctc_pytorch import CTCLoss`, whose loss has shape `(1,)`, one element that
 `.backward()` takes and `.data[0]` reads), neither a backward nor a callee's name makes a loss
-0-dim; only the losses of torch count.
+0-dim; only the losses of torch count. Nor is a loss the file makes with one element
+(`loss = torch.zeros(1)`, perhaps in a `Variable`, then updated in place) or takes from a
+function of the file every `return` of which gives one (Hybrid-Code-Networks'
+`categorical_cross_entropy`): shape `(1,)`, whatever its name or backward says.
 
 Also `total[0]` (no `.data`) on a total started at a number and added 0-dim values to:
 `total = 0`, then `total += loss.data * len(batch)`, code written when `loss.data` was a
@@ -118,7 +121,9 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 以及无法确定形状的张量同样不报告；在版本判断之后为 0.4 之前的 torch 保留的代码（`else:  # for 0.3.x`）也不报告。
 在导入了 warp-ctc 的文件里（`from warpctc_pytorch import CTCLoss`，它的损失形状是 `(1,)`：只有一个元素，
 `.backward()` 可以接受，`.data[0]` 也能读取），`.backward()` 和被调用者的名字都不能说明损失是 0 维的，
-只有 torch 自己的损失才算。
+只有 torch 自己的损失才算。文件自己用一个元素创建的损失（`loss = torch.zeros(1)`，可能包在 `Variable` 里，
+之后原地更新），或者从本文件中每个 `return` 都返回这种值的函数得到的损失（Hybrid-Code-Networks 的
+`categorical_cross_entropy`），形状是 `(1,)`，不论它的名字或 backward 怎么说，都不报告。
 
 也包括对累加量写 `total[0]`（没有 `.data`）：先 `total = 0`，再 `total += loss.data * len(batch)`，
 这是 `loss.data` 还是单元素张量时写下的代码。不是这种累加量的 `loss[0]` 不报告。
@@ -433,6 +438,9 @@ def _scope_for(name: str, ctx: Context, scope: ast.AST | None) -> ast.AST:
 def _is_zero_dim_call(
     call: ast.Call, ctx: Context, resolving: frozenset[str], scope: ast.AST | None = None
 ) -> bool:
+    function = _function_called(call, ctx, ctx.enclosing_class(), scope)
+    if function is not None and _returns_one_element(ctx, function):
+        return False  # named as a loss, but its body builds a (1,)-shaped one
     func = call.func
     qualname = ctx.qualname(func)
     if qualname is not None:
@@ -515,6 +523,67 @@ def _function_called(
     if [b.node for b in found] != [function]:
         return None  # rebound, or imported too: which function is called is unclear
     return function
+
+
+# `torch.zeros(1)`, `Variable(torch.zeros(1))`, `torch.FloatTensor([0])`: a tensor of one
+# element, shape (1,), whose `.data[0]` is a valid index.
+_ONE_ELEMENT_MAKERS = frozenset(
+    {"zeros", "ones", "Tensor", "FloatTensor", "DoubleTensor", "tensor"}
+)
+
+
+@per_file
+def _returns_one_element(ctx: Context, function: ast.AST) -> bool:
+    """Every `return` of `function` gives a name the function makes as a one-element tensor
+    and only updates in place after (Hybrid-Code-Networks' `categorical_cross_entropy`: `loss =
+    Variable(torch.zeros(1))`, then `loss -= torch.log(...)` per item, `return loss`)."""
+    returns = [node for node in index_of(ctx, function).local(function, ast.Return)]
+    if not returns:
+        return False
+    for node in returns:
+        value = node.value
+        if type(value) is not ast.Name:
+            return False
+        found = bindings(ctx, function, value.id) or ()
+        made = [b for b in found if not b.augmented]
+        if len(made) != 1 or not _one_element(made[0].value):
+            return False
+    return True
+
+
+def _one_element_value(value: ast.AST | None, ctx: Context, scope: ast.AST) -> bool:
+    """`torch.zeros(1)` (perhaps in a `Variable`), or a call of a function of the file every
+    `return` of which gives one."""
+    if type(value) is not ast.Call:
+        return False
+    if _one_element(value):
+        return True
+    function = _function_called(value, ctx, ctx.enclosing_class(), scope)
+    return function is not None and _returns_one_element(ctx, function)
+
+
+def _one_element(value: ast.AST | None) -> bool:
+    while (
+        type(value) is ast.Call
+        and type(value.func) is ast.Name
+        and value.func.id == "Variable"
+        and value.args
+    ):
+        value = value.args[0]
+    if not (type(value) is ast.Call and len(value.args) == 1 and not value.keywords):
+        return False
+    func = value.func
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+    arg = value.args[0]
+    if name in ("zeros", "ones", "Tensor", "FloatTensor", "DoubleTensor"):
+        if type(arg) is ast.Constant and arg.value == 1:
+            return True  # `torch.zeros(1)`
+    return (
+        name in _ONE_ELEMENT_MAKERS
+        and type(arg) is ast.List
+        and len(arg.elts) == 1
+        and type(arg.elts[0]) is ast.Constant  # `torch.tensor([0.0])`
+    )
 
 
 def _method(ctx: Context, cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
@@ -637,6 +706,9 @@ def is_loss_module(expr: ast.AST, ctx: Context, scope: ast.AST | None = None) ->
 @per_file
 def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
     found = bindings(ctx, scope, name)
+    made = [b for b in found or () if not b.augmented]
+    if made and all(_one_element_value(b.value, ctx, scope) for b in made):
+        return False  # made with one element, shape (1,), whatever backward it takes
     # `loss.backward()` with no gradient says the name holds one element, whatever made it: a
     # scalar, unless the file uses a loss of one element (warp-ctc's), which backward takes too.
     if not _uses_one_element_losses(ctx):
