@@ -111,7 +111,8 @@ Inside a loop that calls `loss.backward()` (or `scaler.scale(loss).backward()`,
 `accelerator.backward(loss)`, ...), the same `loss` tensor added to a running total or
 appended to a list that was created before the loop: `total_loss += loss`,
 `total_loss = total_loss + loss`, `losses.append(loss)`; also a term of that loss
-(`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`), which carries the same
+(`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`; not the divisor of `loss /
+steps`, a number), which carries the same
 graph; and a dict or list appended whole after backward ran on one of its items
 (`outputs.append(output)` after `output["loss"].backward()`). The same through a method that
 keeps the graph (`loss_f += loss.float()`), or handed to a meter's `update` (`losses =
@@ -178,7 +179,8 @@ nothing grows.
 在调用了 `loss.backward()`（或 `scaler.scale(loss).backward()`、`accelerator.backward(loss)` 等）
 的循环里，把同一个 `loss` 张量累加到循环之前就创建好的总和上，或追加到循环之前创建的列表里：
 `total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`；也包括这个损失的
-某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`），它带着同一张计算图；
+某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`；`loss / steps` 的除数不算，
+它是个数），它带着同一张计算图；
 以及对其中某一项做了反向传播之后，被整个追加到列表里的字典或列表（`output["loss"].backward()` 之后的
 `outputs.append(output)`）。经过保留计算图的方法（`loss_f += loss.float()`）也一样；交给计量器的
 `update` 也一样（`losses = AverageMeter()` 之后 `losses.update(loss)`），只要它的 `update` 把值加进
@@ -921,6 +923,8 @@ def _root_names(expr: ast.expr) -> set[str]:
     if kind is ast.Name:
         return {expr.id}
     if kind is ast.BinOp:
+        if type(expr.op) in (ast.Div, ast.FloorDiv):
+            return _root_names(expr.left)  # `loss / accumulation_steps`: a scale, no term
         return _root_names(expr.left) | _root_names(expr.right)
     if kind is ast.UnaryOp:
         return _root_names(expr.operand)
