@@ -25,6 +25,7 @@ from torchdoctor.catalog.sdk import (
     index,
     is_self_attribute,
     attribute_values,
+    top_level_classes,
     scope_of,
     per_file,
     tensor_type,
@@ -123,7 +124,9 @@ picks it per device (`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.
 through a name bound only to `torch` or `torch.cuda` (`th.ByteTensor`). A parameter used as a
 mask is reported when a call of its function in the same file passes it a uint8 tensor: made in
 the call, or held by a name or a `self.` attribute that every assignment makes uint8
-(`self.is_initial = t.byte()`, then `self.sample(x, self.is_initial)`). A `self.` attribute that
+(`self.is_initial = t.byte()`, then `self.sample(x, self.is_initial)`); a submodule of a class
+of the file counts as its `forward` (`self.attn(x, c, m)` after `self.attn = Attention()`), and
+the name may be one item of a tuple assignment (`c, m = x, pad.byte()`). A `self.` attribute that
 every assignment in its class makes uint8 is reported where it is made when a method of the
 class uses it as a mask: directly, through a local name bound to it (`mask =
 Variable(self.mask)`) or through another attribute holding it (`self.mask_gpu =
@@ -197,7 +200,9 @@ one made in a branch kept for torch < 1.2.
 变量来写（`ByteTensor = torch.cuda.ByteTensor if use_cuda else torch.ByteTensor`），
 或者通过只绑定到 `torch` 或 `torch.cuda` 的名字来写（`th.ByteTensor`）。被当作掩码使用的函数参数，
 如果同一文件中对该函数的某次调用传入了 uint8 张量，也会报告：该张量在调用处创建，或由一个每次赋值都创建 uint8
-张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）。
+张量的变量或 `self.` 属性持有（`self.is_initial = t.byte()`，然后 `self.sample(x, self.is_initial)`）；
+本文件中某个类的子模块按它的 `forward` 计（`self.attn = Attention()` 之后的 `self.attn(x, c, m)`），
+这个名字也可以是元组赋值中的一项（`c, m = x, pad.byte()`）。
 如果类中对某个 `self.` 属性的每次赋值都得到 uint8 张量，而类的某个方法把它当作掩码使用——直接使用、
 通过绑定到它的局部变量（`mask = Variable(self.mask)`），或通过持有它的另一个属性
 （`self.mask_gpu = self.mask.cuda()`）——则在创建它的地方报告。模块级函数返回的 uint8 张量
@@ -1119,6 +1124,8 @@ def _own_mask_parameter(call: ast.Call, node: ast.AST, ctx: Context) -> bool:
     elif type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
         cls = ctx.enclosing_class()
         callee = methods_defined_once(ctx, cls).get(func.attr) if cls is not None else None
+        if callee is None and cls is not None:
+            callee = _submodule_forward(ctx, cls, func.attr)  # `self.attn(x, c, c, m)`
         skip = 1
     else:
         return False
@@ -1131,6 +1138,17 @@ def _own_mask_parameter(call: ast.Call, node: ast.AST, ctx: Context) -> bool:
         return False
     # A parameter some call passes a uint8 tensor made so is reported where it is used.
     return _uint8_passed(ctx, callee, name) is None  # type: ignore[arg-type]
+
+
+def _submodule_forward(ctx: Context, cls: ast.ClassDef, attr: str) -> ast.FunctionDef | None:
+    """The `forward` of the class of this file that `self.<attr>` is built from, in every
+    assignment of it (`self.attn = MultiheadAttention(...)`): what calling it runs
+    (transformer_chatbot's `self.attn(x, c, c, m)`)."""
+    values = attribute_values(ctx, cls, attr)
+    if len(values) != 1 or type(values[0]) is not ast.Call or type(values[0].func) is not ast.Name:
+        return None
+    module = top_level_classes(ctx).get(values[0].func.id)
+    return methods_defined_once(ctx, module).get("forward") if module is not None else None
 
 
 @per_file
@@ -1258,6 +1276,16 @@ def _assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:
         and len(statement.targets) == 1
     ):
         target = statement.targets[0]
+    elif (  # `c, m = inputs[i], inputs[i + 1].byte()`: the name at its place
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and type(statement.value) is ast.Tuple
+        and type(statement.targets[0]) is ast.Tuple
+        and len(statement.targets[0].elts) == len(statement.value.elts)
+        and any(item is value for item in statement.value.elts)
+    ):
+        place = [item is value for item in statement.value.elts].index(True)
+        target = statement.targets[0].elts[place]
     elif isinstance(statement, ast.AnnAssign) and statement.value is value:
         target = statement.target
     else:
