@@ -136,6 +136,7 @@ from torchdoctor.lint.occurrences import (
     index_of,
     keyword_value,
     lineage,
+    in_other_branches,
     statements,
     subtree,
 )
@@ -318,6 +319,7 @@ __all__ = [
     "tensor_methods",
     "tensor_type",
     "lineage",
+    "in_other_branches",
     "argument",
     "keyword_value",
     "split_lines",

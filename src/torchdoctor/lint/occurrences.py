@@ -123,6 +123,27 @@ def lineage(node: ast.AST, parents) -> Iterator[tuple[ast.AST, ast.AST]]:
         child, above = above, parents.get(above)
 
 
+def in_other_branches(first: ast.AST, second: ast.AST, parents) -> bool:
+    """`first` and `second` lie in the two branches of the lowest `if` above both: one never
+    runs after the other in the same pass (a warm-up phase's training beside the main one, an
+    optimizer built per mode)."""
+    above = {node: child for node, child in lineage(first, parents) if type(node) is ast.If}
+    for node, theirs in lineage(second, parents):
+        if node in above:
+            sides = {_if_branch(node, above[node]), _if_branch(node, theirs)}  # type: ignore[arg-type]
+            return sides == {"body", "orelse"}
+    return False
+
+
+def _if_branch(owner: ast.If, child: ast.AST) -> str | None:
+    """Which block of `owner` holds its child `child` (None for its test), told by position:
+    the `else` block starts on a line after every statement of the body."""
+    if child is owner.test:
+        return None
+    orelse = owner.orelse
+    return "orelse" if orelse and child.lineno >= orelse[0].lineno else "body"  # type: ignore[attr-defined]
+
+
 def subtree(node: ast.AST) -> list[ast.AST]:
     """`node` and the nodes under it, as `ast.walk` but depth first, without operator and
     Load/Store nodes, and much faster (no generator per node and per field): for questions

@@ -438,9 +438,16 @@ def _scope_for(name: str, ctx: Context, scope: ast.AST | None) -> ast.AST:
 def _is_zero_dim_call(
     call: ast.Call, ctx: Context, resolving: frozenset[str], scope: ast.AST | None = None
 ) -> bool:
-    function = _function_called(call, ctx, ctx.enclosing_class(), scope)
-    if function is not None and _returns_one_element(ctx, function):
-        return False  # named as a loss, but its body builds a (1,)-shaped one
+    # Named as a loss, perhaps, but a function of the file whose body builds a (1,)-shaped
+    # one: asked only of a call that would otherwise be taken for 0-dim.
+    return _zero_dim_by_call(call, ctx, resolving, scope) and not _one_element_value(
+        call, ctx, scope
+    )
+
+
+def _zero_dim_by_call(
+    call: ast.Call, ctx: Context, resolving: frozenset[str], scope: ast.AST | None
+) -> bool:
     func = call.func
     qualname = ctx.qualname(func)
     if qualname is not None:
@@ -526,10 +533,12 @@ def _function_called(
 
 
 # `torch.zeros(1)`, `Variable(torch.zeros(1))`, `torch.FloatTensor([0])`: a tensor of one
-# element, shape (1,), whose `.data[0]` is a valid index.
+# element, shape (1,), whose `.data[0]` is a valid index: made from a size of 1, or from a list
+# of one item.
 _ONE_ELEMENT_MAKERS = frozenset(
     {"zeros", "ones", "Tensor", "FloatTensor", "DoubleTensor", "tensor"}
 )
+_FROM_SIZES = _ONE_ELEMENT_MAKERS - {"tensor"}
 
 
 @per_file
@@ -537,7 +546,7 @@ def _returns_one_element(ctx: Context, function: ast.AST) -> bool:
     """Every `return` of `function` gives a name the function makes as a one-element tensor
     and only updates in place after (Hybrid-Code-Networks' `categorical_cross_entropy`: `loss =
     Variable(torch.zeros(1))`, then `loss -= torch.log(...)` per item, `return loss`)."""
-    returns = [node for node in index_of(ctx, function).local(function, ast.Return)]
+    returns = index_of(ctx, function).local(function, ast.Return)
     if not returns:
         return False
     for node in returns:
@@ -551,7 +560,7 @@ def _returns_one_element(ctx: Context, function: ast.AST) -> bool:
     return True
 
 
-def _one_element_value(value: ast.AST | None, ctx: Context, scope: ast.AST) -> bool:
+def _one_element_value(value: ast.AST | None, ctx: Context, scope: ast.AST | None) -> bool:
     """`torch.zeros(1)` (perhaps in a `Variable`), or a call of a function of the file every
     `return` of which gives one."""
     if type(value) is not ast.Call:
@@ -575,9 +584,8 @@ def _one_element(value: ast.AST | None) -> bool:
     func = value.func
     name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
     arg = value.args[0]
-    if name in ("zeros", "ones", "Tensor", "FloatTensor", "DoubleTensor"):
-        if type(arg) is ast.Constant and arg.value == 1:
-            return True  # `torch.zeros(1)`
+    if name in _FROM_SIZES and type(arg) is ast.Constant and arg.value == 1:
+        return True  # `torch.zeros(1)`
     return (
         name in _ONE_ELEMENT_MAKERS
         and type(arg) is ast.List

@@ -1033,21 +1033,23 @@ def _reset_each_step(
 def _repeats(loop: ast.stmt) -> bool:
     """`for _ in range(...)`: rounds of the same work, its counter unused (not a loop over the
     data, nor one indexing it)."""
-    iterated = getattr(loop, "iter", None)
     return (
         type(loop) is ast.For
         and type(loop.target) is ast.Name
         and loop.target.id == "_"
-        and type(iterated) is ast.Call
-        and type(iterated.func) is ast.Name
-        and iterated.func.id == "range"
+        and _over_a_range(loop)
     )
 
 
 def _over_data(loop: ast.stmt) -> bool:
-    """A `for` over something other than a `range(...)`: a loader, batches, samples."""
+    """A loop over something other than a `range(...)` (a loader, batches, samples), or a
+    `while` drawing them."""
+    return type(loop) in _LOOPS and not _over_a_range(loop)
+
+
+def _over_a_range(loop: ast.stmt) -> bool:
     iterated = getattr(loop, "iter", None)
-    return type(loop) in _LOOPS and not (
+    return (
         type(iterated) is ast.Call
         and type(iterated.func) is ast.Name
         and iterated.func.id == "range"

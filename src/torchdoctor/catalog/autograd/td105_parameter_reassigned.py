@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Monitor,
     Pitfall,
+    in_other_branches,
     index_of,
     nested_statements,
     per_file,
@@ -325,6 +326,7 @@ def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str |
         return None
     scope = ctx.enclosing_function() or ctx.tree
     built = _optimizers_by_model(ctx, scope)
+    parents = index_of(ctx, scope).parents
     parts = path.split(".")
     latest, before = -1, None
     for model in ("", *(".".join(parts[:end]) for end in range(1, len(parts)))):
@@ -333,7 +335,7 @@ def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str |
         # Rebuilt or extended afterwards, on a path that can follow `node` (past a few later
         # optimizers, assumed so: the branches are not read for each of many).
         if len(later) > _BRANCHES_READ or any(
-            not _exclusive(node, other, scope, ctx) for other in later
+            not in_other_branches(node, other, parents) for other in later
         ):
             return None
         earlier = bisect_left(lines, node.lineno)
@@ -346,12 +348,12 @@ def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str |
 def _optimizers_by_model(
     ctx: Context, scope: ast.AST
 ) -> dict[str, tuple[list[int], list[int], list[ast.stmt]]]:
-    """Per model ("" for `add_param_group`): the lines of the optimizers built over it, sorted,
-    and for each line the highest position in `_optimizers_in`'s order among the optimizers
-    built on it or on an earlier line."""
+    """Per model ("" for `add_param_group`): the lines of the optimizers built over it, sorted;
+    for each line the highest position in `_optimizers_in`'s order among the optimizers built
+    on it or on an earlier line; and their statements, in the same order."""
     entries: dict[str, list[tuple[int, int, ast.stmt]]] = {}
-    for order, (line, model, statement) in enumerate(_optimizers_in(ctx, scope)):
-        entries.setdefault(model, []).append((line, order, statement))
+    for order, (model, statement) in enumerate(_optimizers_in(ctx, scope)):
+        entries.setdefault(model, []).append((statement.lineno, order, statement))
     table = {}
     for model, found in entries.items():
         found.sort(key=lambda entry: entry[:2])
@@ -366,31 +368,9 @@ def _optimizers_by_model(
 _BRANCHES_READ = 8
 
 
-def _exclusive(node: ast.AST, other: ast.AST, scope: ast.AST, ctx: Context) -> bool:
-    """`node` and `other` lie in different branches of one `if` (pytorch_xvectors'
-    `if mode == 'initMeta': ... elif mode == 'resumeMeta': optimizer = ...`): one never runs
-    after the other."""
-    parents = index_of(ctx, scope).parents
-    branches = {}  # each `if` above `other`: the block of it that holds `other`
-    child, parent = other, parents.get(other)
-    while parent is not None and parent is not scope:
-        if isinstance(parent, ast.If):
-            located = ctx.block_position(child, parent)
-            if located is not None:
-                branches[id(parent)] = located[0]
-        child, parent = parent, parents.get(parent)
-    child, parent = node, parents.get(node)
-    while parent is not None and parent is not scope:
-        if id(parent) in branches:
-            located = ctx.block_position(child, parent)
-            return located is not None and located[0] is not branches[id(parent)]
-        child, parent = parent, parents.get(parent)
-    return False
-
-
 @per_file
-def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str, ast.stmt], ...]:
-    """(line, model, statement) for each optimizer assigned from `Optimizer(model.parameters(), ...)` in
+def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[str, ast.stmt], ...]:
+    """(model, statement) for each optimizer assigned from `Optimizer(model.parameters(), ...)` in
     the scope, and for each `add_param_group` call (model "": it may add anything). Only
     statements are looked at: an optimizer is assigned, `add_param_group` is a statement."""
     if not _may_build_optimizers(ctx):
@@ -409,11 +389,9 @@ def _optimizers_in(ctx: Context, scope: ast.AST) -> tuple[tuple[int, str, ast.st
         if type(value) is not ast.Call:
             continue
         if type(statement) is ast.Expr and _called_name(value) == "add_param_group":
-            found.append((statement.lineno, "", statement))
+            found.append(("", statement))
         elif type(statement) in (ast.Assign, ast.AnnAssign):
-            found.extend(
-                (statement.lineno, model, statement) for model in _optimized_models(value, ctx)
-            )
+            found.extend((model, statement) for model in _optimized_models(value, ctx))
     return tuple(found)
 
 

@@ -23,6 +23,7 @@ from torchdoctor.catalog.sdk import (
     is_self_attribute,
     call_name,
     lineage,
+    in_other_branches,
     name_words,
     passed_by_every_call,
     passed_values,
@@ -735,7 +736,7 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
             _names_an_optimizer(value)
             for value in (*found.args, *(k.value for k in found.keywords))
         ):
-            if _other_branches(found, node, whole):
+            if in_other_branches(found, node, whole.parents):
                 continue  # a warm-up phase's training, in the other branch (ProtoPNet)
             return found if position(found) > position(node) else None
     return None
@@ -748,19 +749,6 @@ def _told_to_train(call: ast.Call) -> bool:
         type(value) is ast.Constant and value.value in ("train", "training")
         for value in (*call.args, *(k.value for k in call.keywords))
     )
-
-
-def _other_branches(first: ast.AST, second: ast.AST, found: FileIndex) -> bool:
-    """`first` and `second` are in the two branches of one `if`: never run in one turn."""
-    # each `if` above `first` -> the child `first` is under
-    above = {node: child for node, child in lineage(first, found.parents) if type(node) is ast.If}
-    for node, theirs in lineage(second, found.parents):
-        if node in above:
-            mine = above[node]
-            return (mine in node.body and theirs in node.orelse) or (  # type: ignore[attr-defined]
-                mine in node.orelse and theirs in node.body  # type: ignore[attr-defined]
-            )
-    return False
 
 
 @per_file

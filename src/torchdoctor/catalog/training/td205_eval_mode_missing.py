@@ -1723,9 +1723,7 @@ class _Program:
         caller is in the file."""
         if function is None:
             return [self.ctx.tree]
-        callers = [
-            scope for scope in self.referrers.get(function.name, ()) if scope is not function
-        ]
+        callers = self._callers(function)
         if not callers:
             return None
         return [function, *callers, *self.methods.get(self.owner.get(function), ())]
