@@ -380,3 +380,24 @@ def test_a_global_model_of_a_class_without_such_layers_is_left_alone(tmp_path: P
         NET.format(layer="drop = nn.Dropout(0.5)").replace("class Net", "class WaveNet")
     )
     assert found_in(tmp_path / "check.py") == [9]
+
+
+def test_a_pytest_test_of_the_save_and_load_round_trip_is_left_alone():
+    # e3nn's `test_save_load`: a module saved, loaded into a twin and both run in the same mode.
+    round_trip = (
+        NET.format(layer="drop = nn.Dropout(0.1)")
+        + "def test_save_load(tmp_path):\n"
+        + "    net = Net()\n"
+        + "    torch.save(net.state_dict(), tmp_path / 'net.pth')\n"
+        + "    twin = Net()\n"
+        + "    twin.load_state_dict(torch.load(tmp_path / 'net.pth'))\n"
+        + "    x = torch.randn(2, 8)\n"
+        + "    assert torch.allclose(net(x), twin(x))\n"
+    )
+
+    def lines(filename: str) -> list[int]:
+        return [f.line for f in check(source=round_trip, filename=filename, select="TD205")]
+
+    assert lines("tests/test_io.py") == []
+    # The same function in a script is an inference run that forgot eval(): reported.
+    assert lines("generate.py") == [18]

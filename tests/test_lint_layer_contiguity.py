@@ -43,3 +43,21 @@ def test_not_in_a_project_that_uses_channels_last(tmp_path):
         "net = RegionProposal().to(memory_format=torch.channels_last)\n"
     )
     assert [f.code for f in check(tmp_path / "model.py", select="TD403")] == []
+
+
+def test_the_topk_accuracy_message_says_since_which_version_it_fails():
+    # The old ImageNet example's accuracy ran up to PyTorch 1.6 (pytorch/examples#836): a
+    # message that said it always fails would be wrong for code pinned to an older torch.
+    source = (
+        "import torch\n\n\n"
+        "def accuracy(output, target, topk=(1, 5)):\n"
+        "    _, pred = output.topk(max(topk), 1)\n"
+        "    pred = pred.t()\n"
+        "    correct = pred.eq(target.view(1, -1).expand_as(pred))\n"
+        "    return [correct[:k].view(-1).float().sum(0) for k in topk]\n"
+    )
+    (finding,) = check(source=source, filename="metrics.py", select="TD403")
+    assert finding.line == 8
+    assert "since PyTorch 1.7 an elementwise result keeps" in finding.message
+    (chinese,) = check(source=source, filename="metrics.py", select="TD403", lang="zh")
+    assert "从 PyTorch 1.7 起" in chinese.message

@@ -152,6 +152,38 @@ def test_a_class_of_another_library_with_the_same_name_is_not_the_project_s(tmp_
     assert run.returncode == 0 and "TD503" not in run.stdout
 
 
+# awd-lstm-lm's `main.py`: the project module `model` is imported, then the name is rebound at the
+# top level to the model it makes; the save function, run later, pickles that model.
+AWD_MAIN = (
+    "import torch\nimport model\n\n\n"
+    "def model_save(fn):\n"
+    "    with open(fn, 'wb') as f:\n"
+    "        torch.save([model, optimizer], f)\n\n\n"
+    "def model_load(fn):\n"
+    "    global model, optimizer\n"
+    "    with open(fn, 'rb') as f:\n"
+    "        model, optimizer = torch.load(f)\n\n\n"
+    "model = model.{made}\n"
+    "optimizer = torch.optim.SGD(model.parameters(), lr=1.0)\n"
+    "model_save('m.pt')\n"
+)
+
+
+def test_an_imported_module_rebound_to_a_model_it_makes_is_that_model(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(MODELS.replace("Net", "RNNModel"))
+    (tmp_path / "main.py").write_text(AWD_MAIN.format(made="RNNModel()"))
+    run = _check(tmp_path, ".")
+    assert "main.py:7:9: TD503 `torch.save` pickles the whole module `model`" in run.stdout, (
+        run.stdout
+    )
+    # Rebound to what the module's function returns, which the project does not tell: silent.
+    (tmp_path / "model.py").write_text(MODELS + "\n\ndef vocabulary():\n    return {}\n")
+    (tmp_path / "main.py").write_text(AWD_MAIN.format(made="vocabulary()"))
+    run = _check(tmp_path, ".")
+    assert run.returncode == 0 and "TD503" not in run.stdout, run.stdout
+
+
 # A script that takes only the launcher's old `--local_rank`, and a module reading LOCAL_RANK.
 OLD_OPTION_ONLY = (
     "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"

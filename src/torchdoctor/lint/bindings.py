@@ -124,6 +124,38 @@ _OTHER_BINDERS = (
 
 
 @per_file
+def import_replaced(ctx: Context, binding: Binding, name: str) -> bool:
+    """`binding` is a top-level `import name` that a later top-level statement rebinds to what
+    it makes from the module (awd-lstm-lm's `import model`, then `model =
+    model.RNNModel(...)`): a function of the file, run after, reads the new value, not the
+    module. Only asked of a name read inside a function."""
+    node = binding.node
+    if type(node) is not ast.Import or not any(
+        alias.asname is None and alias.name == name for alias in node.names
+    ):
+        return False
+    body = ctx.tree.body  # type: ignore[attr-defined]
+    if node not in body:
+        return False
+    for statement in body[body.index(node) + 1 :]:
+        if type(statement) is not ast.Assign or len(statement.targets) != 1:
+            continue
+        target = statement.targets[0]
+        if type(target) is ast.Name and target.id == name:
+            return _made_from(statement.value, name)
+    return False
+
+
+def _made_from(value: ast.expr, name: str) -> bool:
+    """`name.Class(...)`, `name.sub.build(...)`: a call of something the module `name` holds."""
+    if type(value) is not ast.Call:
+        return False
+    func = value.func
+    while type(func) is ast.Attribute:
+        func = func.value
+    return type(func) is ast.Name and func.id == name and type(value.func) is ast.Attribute
+
+
 def _other_bindings(ctx: Context, scope: ast.AST) -> _OtherBindings:
     return _OtherBindings(scope, index_of(ctx, scope))
 

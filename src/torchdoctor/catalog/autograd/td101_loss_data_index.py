@@ -71,7 +71,9 @@ or `total += loss` in a loop, then `total.backward()`; for `self.loss_G`, a
 dict named for its losses one entry of which the file back-propagates so
 (`self._losses["total_loss"].backward()`, then `self._losses["cross_entropy"].data[0]`).
 A call of a method of the same class (`self.td_step()`) or a function of the file counts when
-every `return` of it gives such a value. Losses
+every `return` of it gives such a value. So does an item of a collection named for its losses
+(`for loss in losses:`, `[l.data[0] for l in losses]`) that the function adds up into one loss
+in a loop (`total = total + loss`, or `loss += l` over `losses[1:]`). Losses
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
 `out.data[0]` on a model output or any tensor whose shape the doctor cannot tell, nor code kept
 for torch before 0.4 behind a version test (`else:  # for 0.3.x`). In a file that imports
@@ -117,6 +119,8 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 只要本文件对其中某个条目这样反向传播过（`self._losses["total_loss"].backward()`，
 之后 `self._losses["cross_entropy"].data[0]`）。
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
+以损失命名的集合（`for loss in losses:`、`[l.data[0] for l in losses]`）中的元素，如果函数在循环里把它们逐项加成
+一个损失（`total = total + loss`，或对 `losses[1:]` 做 `loss += l`），也算在内。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告；在版本判断之后为 0.4 之前的 torch 保留的代码（`else:  # for 0.3.x`）也不报告。
 在导入了 warp-ctc 的文件里（`from warpctc_pytorch import CTCLoss`，它的损失形状是 `(1,)`：只有一个元素，
@@ -728,9 +732,83 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
             return True
     if found and _unpacked_from_zero_dim_returns(ctx, scope, found):
         return True
+    if found and _element_of_summed_losses(ctx, scope, name, found):
+        return True
     return _all_bound_to(
         found, lambda value: is_zero_dim(value, ctx, frozenset({name}), scope), accumulator=True
     )
+
+
+def _element_of_summed_losses(ctx: Context, scope: ast.AST, name: str, found) -> bool:
+    """`loss` bound only by loops over a collection named for its losses (`for loss in losses:`)
+    that `scope` adds up, item by item, into one loss (`total = total + loss`; `loss += l` over
+    `losses[1:]`): the items of a list of losses summed into one are scalar losses (D-X-Y's
+    `compute_stage_loss`, kaggle-dstl's `train_step`)."""
+    summed = _summed_loss_collections(ctx, scope)
+    if not summed:
+        return False
+    loops = [_loop_over(b.node, ctx) for b in found]
+    return all(loop is not None and loop in summed for loop in loops)
+
+
+def _loop_over(node: ast.AST, ctx: Context) -> str | None:
+    """The collection named for its losses that a loop target `node` (a `Name` bound by a
+    `for` or a comprehension's `for`) runs over, by its dotted name."""
+    if type(node) is not ast.Name:
+        return None
+    loop = index(ctx).parents.get(node)
+    if type(loop) not in (ast.For, ast.comprehension) or loop.target is not node:  # type: ignore[union-attr]
+        return None
+    return _losses_collection(loop.iter)
+
+
+def _losses_collection(iterable: ast.AST) -> str | None:
+    """`losses`, `self.stage_losses`, `losses[1:]`: a collection named for its losses."""
+    if type(iterable) is ast.Subscript and type(iterable.slice) is ast.Slice:
+        iterable = iterable.value
+    named = dotted_name(iterable)
+    if named is None or not named.rpartition(".")[2].lower().endswith("losses"):
+        return None
+    return named
+
+
+@per_file
+def _summed_loss_collections(ctx: Context, scope: ast.AST) -> frozenset[str]:
+    """The collections named for their losses whose items a loop of `scope` adds into a total
+    (`for l in losses[1:]: loss += l`; `total = total + loss`), by dotted name."""
+    summed = set()
+    for loop in index_of(ctx, scope).local(scope, ast.For):
+        target = loop.target  # type: ignore[attr-defined]
+        collection = _losses_collection(loop.iter) if type(target) is ast.Name else None  # type: ignore[attr-defined]
+        if collection is not None and any(_adds(statement, target.id) for statement in loop.body):  # type: ignore[attr-defined]
+            summed.add(collection)
+    return frozenset(summed)
+
+
+def _adds(statement: ast.AST, term: str) -> bool:
+    """`total += term`, `total = total + term` or `total = term + total`, at any depth of
+    `if`/`else` of the loop's body."""
+    if type(statement) is ast.If:
+        return any(_adds(inner, term) for inner in (*statement.body, *statement.orelse))
+    if type(statement) is ast.AugAssign:
+        return type(statement.op) is ast.Add and _is_name(statement.value, term)
+    if type(statement) is not ast.Assign or len(statement.targets) != 1:
+        return False
+    target, value = statement.targets[0], statement.value
+    if (
+        type(target) is not ast.Name
+        or type(value) is not ast.BinOp
+        or type(value.op) is not ast.Add
+    ):
+        return False
+    sides = (value.left, value.right)
+    return any(_is_name(side, term) for side in sides) and any(
+        _is_name(side, target.id) for side in sides
+    )
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return type(node) is ast.Name and node.id == name
 
 
 @per_file

@@ -24,6 +24,7 @@ from torchdoctor.catalog.sdk import (
     bound_only_to,
     constant_default_kept,
     built_from,
+    import_replaced,
     index_of,
     is_parameter,
     is_self_attribute,
@@ -91,7 +92,10 @@ called on it (`model.parameters()`: a model passed in as a parameter; `model.tra
 argument, on a name that says it holds a model); so does `self.model`,
 given its value from a parameter (or by a base class of another module: hedwig's trainers), when
 the class calls such a method on it or switches its mode (`self.model.train()` with no
-argument); and `torch.save(self, path)` in a method of an `nn.Module` subclass. Not in a project that
+argument); and `torch.save(self, path)` in a method of an `nn.Module` subclass. A project module
+imported under the name and then rebound at the top level to the model it makes (awd-lstm-lm's
+`import model`, then `model = model.RNNModel(...)`) is that model in the file's functions, which
+run later. Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a parameter its function's docstring types as data
 (`model (dict): ...`: asteroid's publisher). Nor a model whose class a file of the project allows in
@@ -132,7 +136,9 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `model.train()`）时，也算在内；`self.model` 的值来自参数
 （或由另一个模块中的基类赋值，例如 hedwig 的 trainer），且类在它上面调用这类方法或切换它的模式
 （不带参数的 `self.model.train()`）时同样算在内；`nn.Module` 子类的方法里的
-`torch.save(self, path)` 同样报告。项目中某处用 `weights_only=False`
+`torch.save(self, path)` 同样报告。以某个名字导入的项目模块，若随后在顶层被重新赋值为它创建的模型（awd-lstm-lm 的
+`import model` 之后 `model = model.RNNModel(...)`），在之后才运行的本文件函数里就是那个模型。
+项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。函数的文档字符串把该参数
 写成数据类型（`model (dict): ...`，asteroid 的 publisher）时不报告。项目中某个文件用
 `torch.serialization.safe_globals([Net, ...])` 允许该模型的类参与安全加载时也不报告（例如 PyTorch 官方示例）。
@@ -537,9 +543,16 @@ def _used_as_module(name: str, ctx: Context) -> bool:
     for binding in found:
         value = binding.value
         if value is None:
-            if not isinstance(binding.node, (ast.arg, ast.Name)):
-                return False  # an import, a def, a class
-            continue
+            if isinstance(binding.node, (ast.arg, ast.Name)):
+                continue
+            if (
+                scope is ctx.tree
+                and ctx.enclosing_function() is not None
+                and import_replaced(ctx, binding, name)
+            ):
+                continue  # `import model`, then `model = model.RNNModel(...)`: read later
+            return False  # an import, a def, a class
+
         if binding.augmented or not isinstance(
             value, (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.IfExp)
         ):
@@ -569,9 +582,10 @@ def _makes_no_module(call: ast.Call, name: str, ctx: Context) -> bool:
     if isinstance(call.func, ast.Name):
         return call.func.id in _BUILTINS and ctx.qualname(call.func) is None
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-    return (
-        isinstance(receiver, ast.Name) and receiver.id == name and method not in MODULE_SELF_METHODS
-    )
+    if not (isinstance(receiver, ast.Name) and receiver.id == name):
+        return False
+    # `model = model.RNNModel(...)` of an imported module `model` makes one.
+    return method not in MODULE_SELF_METHODS and ctx.kind_of(call) is not Kind.MODULE
 
 
 def _wrapped(expr: ast.AST, text: str) -> str:

@@ -51,11 +51,11 @@ PITFALL = Pitfall(
         },
         "kept": {
             "en": "`{name}` is computed elementwise from `{source}`, which comes from `{permute}` "
-            "(line {line}): an elementwise result keeps its first operand's layout, so `{name}` "
-            "is not contiguous either and `.view()` raises at run time when it merges the "
-            "reordered dimensions; use `.reshape(...)` or `.contiguous().view(...)`",
+            "(line {line}): since PyTorch 1.7 an elementwise result keeps its first operand's "
+            "layout, so `{name}` is not contiguous either and `.view()` raises at run time when "
+            "it merges the reordered dimensions; use `.reshape(...)` or `.contiguous().view(...)`",
             "zh": "`{name}` 由 `{source}` 逐元素计算得到，而 `{source}` 来自第 {line} 行的 `{permute}`："
-            "逐元素运算的结果沿用第一个操作数的内存布局，所以 `{name}` 同样不连续，`.view()` "
+            "从 PyTorch 1.7 起，逐元素运算的结果沿用第一个操作数的内存布局，所以 `{name}` 同样不连续，`.view()` "
             "合并被打乱的维度时会在运行时报错；请改用 `.reshape(...)` 或 `.contiguous().view(...)`",
         },
     },
@@ -81,7 +81,8 @@ operand's layout (`pred.t().type_as(target)`, `x.permute(0, 2, 1).float()`,
 `target.transpose(0, 1).cuda()`: a move keeps a dense tensor's strides unless told another
 `memory_format=`), and rows sliced off them
 (`correct = pred.eq(...)` after `pred = pred.t()`, then `correct[:k].view(-1)`, the top-k
-accuracy of the old ImageNet example), when the new shape has
+accuracy of the old ImageNet example, which worked up to PyTorch 1.6 and raises since 1.7, when
+elementwise results began to keep the layout), when the new shape has
 fewer dimensions than the reordered tensor has contiguous pieces. Then the view must merge two
 dimensions that are no longer next to each other in memory, which a view cannot do.
 
@@ -136,7 +137,8 @@ called only with its default `topk=(1,)` views one row, which works.
 第一个操作数的内存布局：`pred.t().type_as(target)`、`x.permute(0, 2, 1).float()`、
 `target.transpose(0, 1).cuda()`：除非指定了别的 `memory_format=`，迁移会保留稠密张量的步长）以及从中切出的若干行
 （`pred = pred.t()` 之后 `correct = pred.eq(...)`，再 `correct[:k].view(-1)`，
-即旧版 ImageNet 示例中的 top-k 准确率）。当新形状的维数少于重排后张量的
+即旧版 ImageNet 示例中的 top-k 准确率：它在 PyTorch 1.6 及以前能运行，
+从 1.7 起逐元素运算的结果开始沿用输入的布局，于是报错）。当新形状的维数少于重排后张量的
 “连续片段”数时报告：这时 view 必须把内存中已经不相邻的两个维度合并，而 view 做不到。
 
 只有在被重排的张量确定是连续的时候才报告：它由工厂函数（`torch.randn`、`torch.zeros` 等）、

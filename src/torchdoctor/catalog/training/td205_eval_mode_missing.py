@@ -259,7 +259,8 @@ eval mode (`.eval(`,
 call when the model has a layer whose behaviour depends on the mode: a class of the file with
 Dropout or BatchNorm, a torchvision model, or a class of another module in a project that has
 such layers. A model handed to any other function first (`evaluate(net, loader)`) is left
-alone: that function may switch it.
+alone: that function may switch it; so is a model loaded in a pytest test of a file of tests
+(`def test_save_load():`, e3nn's): it checks the round trip, run as the original was.
 
 And a call of an evaluation function of another module of the project that keeps the mode of
 the model it is given (named to evaluate, validate, test or predict, its loop calls its first
@@ -379,7 +380,8 @@ step）的循环不算训练。
 切换到评估模式的文字（`.eval(`、`.train(False)`、`eval_mode`），也没有训练（`.backward(`、`.step(`）。
 当模型含有行为随模式变化的层时，在这次调用处报告：本文件中带 Dropout 或 BatchNorm 的类、torchvision
 模型，或项目中其他模块的类（且项目里有这类层）。如果模型先被交给了其他函数（`evaluate(net, loader)`），
-则不报告：那个函数可能会切换模式。
+则不报告：那个函数可能会切换模式；测试文件里 pytest 测试函数（`def test_save_load():`，e3nn 的写法）中加载的
+模型也不报告：它检查的是保存再加载的往返，与原模型以同样的模式运行。
 
 还包括调用项目中另一个模块里沿用传入模型当前模式的评估函数（以 evaluate、validate、test 或 predict 命名，
 循环中调用它的第一个参数，而函数里没有任何设置模式或训练的代码：`utils.evaluate_model(model, iterator)`），
@@ -959,10 +961,13 @@ def check_loaded(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     model to eval mode and never trains: an inference script that forgot `.eval()`."""
     if not ctx.imports_torch or not _never_switches_modes(ctx):
         return
+    function = ctx.enclosing_function()
+    if function is not None and function.name.startswith("test") and file_of_tests(ctx):
+        return  # a pytest test of the save-and-load round trip, run as the original was
     model = _loaded_model(call, ctx)
     if model is None:
         return
-    scope = ctx.enclosing_function() or ctx.tree
+    scope = function or ctx.tree
     found = index_of(ctx, scope)
     if _handed_over(ctx, scope, model):
         return  # a helper it is passed to may switch it to eval mode
