@@ -1720,6 +1720,31 @@ def test_a_uint8_mask_returned_to_another_file_that_masks_with_it(tmp_path):
     assert _check(tmp_path, ".", rule="TD401").stdout.count("TD401") == 1  # get_rnn_mask's only
 
 
+def test_a_uint8_mask_returned_to_another_file_that_inverts_it_into_a_keyword(tmp_path):
+    # nonparaSeq2seqVC: the decoder hands `mask=~get_mask_from_lengths(lengths)` to a method that
+    # keeps it, and another module masks with it; `~` of the uint8 mask flips every bit.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\n\ndef get_mask_from_lengths(lengths):\n"
+        "    ids = torch.arange(0, int(lengths.max()))\n"
+        "    mask = (ids < lengths.unsqueeze(1)).byte()\n    return mask\n"
+    )
+    decoder = (
+        "import torch\nfrom utils import get_mask_from_lengths\n\n\n"
+        "class Decoder(torch.nn.Module):\n"
+        "    def forward(self, memory, lengths):\n"
+        "        self.initialize_decoder_states(memory, mask=~get_mask_from_lengths(lengths))\n"
+    )
+    (tmp_path / "decoder.py").write_text(decoder)
+    run = _check(tmp_path, ".", rule="TD401")
+    assert "utils.py:6:12: TD401" in run.stdout, run.stdout
+    assert "inverts what it returns into a mask (`mask=~get_mask_from_lengths(...)`)" in run.stdout
+    # Made bool before it is inverted: nothing to say.
+    (tmp_path / "decoder.py").write_text(decoder.replace("(lengths))", "(lengths).bool())"))
+    run = _check(tmp_path, ".", rule="TD401")
+    assert run.returncode == 0 and "TD401" not in run.stdout, run.stdout
+
+
 def test_a_loss_rebound_by_a_function_of_the_project_that_takes_it_out_of_the_graph(tmp_path):
     # turangojayev's BiLSTM-CRF: `loss = scalar(loss)` (utils: `return x.view(-1).data.tolist()[0]`)
     # before `loss_sum += loss` keeps a float, not the graph.

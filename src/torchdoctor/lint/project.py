@@ -636,6 +636,13 @@ _BOUND_TO_CALL = lazy_compile(
     rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
 )
 MASK_FROM = "mask-from:"
+# `mask=~get_mask_from_lengths(lengths)` as a keyword argument (nonparaSeq2seqVC's decoder) or an
+# assignment, of any name ending in `mask`: what the function returns is inverted as a mask
+# (and `~` of a uint8 tensor flips every bit: 1 becomes 254). Begins with its literal.
+_INVERTED_MASK_FROM_CALL = lazy_compile(
+    rb"mask[ \t]*=[ \t]*~[ \t]*(?:\w{1,80}\.){0,3}(\w{1,80})[ \t]*\(([^\n]*)"
+)
+INVERTED_MASK_FROM = "inverted-mask-from:"
 # `iou, class_mask, obj_mask, ... = build_targets(...)` on one line: the names a call's result is
 # unpacked into, and the function's name.
 _UNPACKED_FROM_CALL = lazy_compile(
@@ -713,13 +720,19 @@ def _mask_makers(source: bytes) -> list[str]:
     `masked_fill`/`masked_select` as the mask (tacotron2's `mask = ~get_mask_from_lengths(...)`,
     then `x.masked_fill_(mask, 0.0)`): a uint8 tensor that function returns is used as a mask
     in another file. Not when the line makes it bool (`get_mask(x).bool()`), nor for a name the
-    text ever turns bool. `source`: the text with a line break put in front."""
+    text ever turns bool. And INVERTED_MASK_FROM + the name of each function whose result the
+    text inverts into a name ending in `mask`, whatever uses it (`mask=~get_mask_from_lengths(
+    lengths)` handed on as a keyword). `source`: the text with a line break put in front."""
+    found = {
+        INVERTED_MASK_FROM + match.group(1).decode("ascii", "replace")
+        for match in _INVERTED_MASK_FROM_CALL.finditer(source)
+        if b"bool" not in match.group(2)  # `mask=~get_mask(x).bool()`: made bool first
+    }
     used = {match.group(1) for match in _MASK_USE.finditer(source)}
     # Searched once per name, not once per binding of it.
     used -= {name for name in used if name + b".bool(" in source}
     if not used:
-        return []
-    found = set()
+        return sorted(found)
     for match in _BOUND_TO_CALL.finditer(source):
         name, receiver = match.group(1), match.group(2)
         if (
@@ -767,10 +780,10 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _forward_called_classes(source)
     if b"with torch." in source:
         markers += _methods_called_without_grad(lines)
-    if b".masked_" in source:
+    if b".masked_" in source or b"=~" in source or b"= ~" in source:
         markers += _mask_makers(lines)
-        if b"def " in source:
-            markers += _mask_setters(lines)
+    if b".masked_" in source and b"def " in source:
+        markers += _mask_setters(lines)
     if b"mask]" in source:
         markers += _index_masks(lines)
     if b"step" in source:

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchdoctor.catalog.sdk import (
     unrebound_parameter,
     MASK_FROM,
+    INVERTED_MASK_FROM,
     MASK_SETTER,
     INDEX_MASK_FROM,
     VARIABLE_QUALNAMES,
@@ -64,6 +65,15 @@ PITFALL = Pitfall(
             "zh": "`{source}` 是 `{function}()` 返回的 uint8 张量，而项目把它的返回值当作掩码使用"
             "（`masked_fill`/`masked_select`）：那里会拒绝 uint8 掩码（对 uint8 掩码取 `~` 翻转的是比特位，"
             "而不是真假）；请改用 bool 掩码",
+        },
+        "returned-inverted": {
+            "en": "`{source}` is a uint8 tensor that `{function}()` returns, and the project "
+            "inverts what it returns into a mask (`mask=~{function}(...)`): `~` of a uint8 tensor "
+            "flips every bit (1 becomes 254, and no element is false), and masking functions "
+            "reject uint8 masks; make it a bool mask",
+            "zh": "`{source}` 是 `{function}()` 返回的 uint8 张量，而项目把它的返回值取反后当作掩码"
+            "（`mask=~{function}(...)`）：对 uint8 张量取 `~` 会翻转每一个比特位（1 变成 254，"
+            "没有一个元素为假），而掩码函数也拒绝 uint8 掩码；请改用 bool 掩码",
         },
         "returned-index": {
             "en": "`{source}` is a uint8 tensor that `{function}()` returns (value {place} of the "
@@ -136,7 +146,10 @@ made when another file of the project binds what that function returns to a name
 attribute) it hands to `masked_fill`, `masked_select` or `masked_scatter` as the mask
 (tacotron2's `get_mask_from_lengths`, returning `(ids < lengths.unsqueeze(1)).byte()`, and
 `mask = ~get_mask_from_lengths(lengths)` in model.py; not when that line makes it bool, nor
-for a name the file turns bool). Likewise one returned as a value of a tuple that another file
+for a name the file turns bool), or inverts what it returns into a name ending in `mask`, whatever
+uses it (`mask=~get_mask_from_lengths(lengths)` handed to another method as a keyword:
+nonparaSeq2seqVC's decoder; `~` of a uint8 tensor flips every bit).
+Likewise one returned as a value of a tuple that another file
 unpacks, on one line, into a name said to be a mask and indexes with (`..., obj_mask, ... =
 build_targets(...)`, then `x[obj_mask]`: PyTorch-YOLOv3's forks), unless that file turns the
 name bool. And one given as the one argument of a method that some file of the project keeps on
@@ -211,7 +224,10 @@ one made in a branch kept for torch < 1.2.
 或 `masked_scatter`，
 也在创建处报告（tacotron2 的 `get_mask_from_lengths` 返回 `(ids < lengths.unsqueeze(1)).byte()`，
 model.py 里写 `mask = ~get_mask_from_lengths(lengths)`；如果那一行已把它转成 bool，或文件把这个名字
-转成 bool，则不报告）。作为元组中的一个值返回、另一个文件在一行里把它解包到名字表明是掩码的变量
+转成 bool，则不报告），或者把它的返回值取反后赋给名字以 `mask` 结尾的变量或参数时（不论之后怎么用：
+nonparaSeq2seqVC 的 decoder 把 `mask=~get_mask_from_lengths(lengths)` 作为关键字参数传给另一个方法；
+对 uint8 张量取 `~` 会翻转每一个比特位），也报告。
+作为元组中的一个值返回、另一个文件在一行里把它解包到名字表明是掩码的变量
 并用它做索引时（`..., obj_mask, ... = build_targets(...)` 之后 `x[obj_mask]`：PyTorch-YOLOv3 的各个分支），
 同样报告，除非那个文件把这个名字转成 bool。作为唯一参数传给某个方法、而项目中某个文件把这个参数保存到
 `self` 上并用作掩码时（pytorch-seq2seq 的 `def set_mask(self, mask): self.mask = mask`，之后
@@ -616,13 +632,17 @@ def _report_returned(
         return
     if not isinstance(index(ctx).parents.get(function), ast.Module):
         return  # (code kept for older torch: left alone by `_report`)
-    if not ctx.project.has(MASK_FROM + function.name):
+    if ctx.project.has(MASK_FROM + function.name):
+        variant = "returned"
+    elif ctx.project.has(INVERTED_MASK_FROM + function.name):
+        variant = "returned-inverted"  # `mask=~get_mask_from_lengths(...)` handed on
+    else:
         return
     source = shorten(ctx.text(made))
     yield ctx.finding(
         PITFALL,
         made,
-        "returned",
+        variant,
         fix=_fix(spelling, exact, ctx),
         source=source,
         function=function.name,
