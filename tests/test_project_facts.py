@@ -2081,3 +2081,91 @@ def test_a_uint8_mask_given_to_a_setter_another_file_masks_with(tmp_path):
         ATTENTION.replace("masked_fill_(self.mask,", "add_(self.mask,")
     )
     assert "TD401" not in _check(tmp_path, ".", rule="TD401").stdout
+
+
+COGAN_MODEL = """import torch.nn as nn
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(8)
+
+    def classify_b(self, x):
+        return self.bn(x)
+"""
+
+COGAN_SCRIPT = """import torch
+from model import Classifier
+
+
+def compute_test_score(classifier, test_loader):
+    score = 0
+    for images, labels in test_loader:
+        outputs = classifier(images)
+        score += (outputs.argmax(1) == labels).sum()
+    return score
+
+
+def main(trainer, loader, test_loader):
+    for x, y in loader:
+        trainer.update(x, y).backward()
+    return compute_test_score(trainer.{part}.classify_b, test_loader)
+"""
+
+
+def test_a_gan_part_handed_to_an_evaluation_by_its_dotted_name(tmp_path):
+    # CoGAN's `compute_test_score(trainer.dis.classify_b, test_loader)`: a discriminator's
+    # head, like a GAN's parts, is not said to need eval(); the missing no_grad still is.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(COGAN_MODEL)
+    (tmp_path / "main.py").write_text(COGAN_SCRIPT.format(part="dis"))
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "main.py:8:19: TD205" in out, out
+    assert "records an autograd graph" in out and "eval()" not in out
+    (tmp_path / "main.py").write_text(COGAN_SCRIPT.format(part="net"))
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "main.py:8:19: TD205" in out and "without `classifier.eval()`" in out, out
+
+
+HAN_MODEL = """import torch
+import torch.nn as nn
+
+
+class SentAttNet(nn.Module):
+    def __init__(self, hidden=50):
+        super().__init__()
+        self.sent_weight = nn.Parameter(torch.Tensor(2 * hidden, 2 * hidden))
+        self.sent_bias = nn.Parameter(torch.Tensor(1, 2 * hidden))
+        self.context_weight = nn.Parameter(torch.Tensor(2 * hidden, 1))
+        self.scale = nn.Parameter(torch.Tensor(1))
+        nn.init.ones_(self.scale)
+        self._create_weights()
+
+    def _create_weights(self, std=0.05):
+        self.sent_weight.data.normal_(0.0, std)
+        self.context_weight.data.normal_(0.0, std)
+
+    def forward(self, x):
+        return torch.tanh(x @ self.sent_weight + self.sent_bias) @ self.context_weight * self.scale
+"""
+
+
+def test_a_parameter_made_of_uninitialized_memory_that_nothing_fills(tmp_path):
+    # Hierarchical-attention-networks: `_create_weights` fills the weights, not `sent_bias`.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(HAN_MODEL)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom model import SentAttNet\n\nmodel = SentAttNet()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    )
+    out = _check(tmp_path, ".", rule="TD402").stdout
+    assert out.count("TD402") == 1, out
+    assert "model.py:9:39: TD402" in out and "nothing fills the parameter `self.sent_bias`" in out
+    # Another module of the project initializes every parameter: nothing to say.
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom model import SentAttNet\n\n\ndef init(m):\n    pass\n\n\n"
+        "model = SentAttNet()\nmodel.apply(init)\n"
+    )
+    run = _check(tmp_path, ".", rule="TD402")
+    assert run.returncode == 0 and "TD402" not in run.stdout, run.stdout

@@ -188,6 +188,25 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
     # project's own training and evaluation all run in training mode. (Library code that only
     # evaluates is called from out of sight.)
     "trains": ((b".backward(",), ()),
+    # Some code of the project may fill parameters wholesale: `model.apply(weights_init)`, a
+    # loop over `model.parameters()` or `named_parameters()`, a `reset_parameters` or an
+    # `init_weights`-like helper. Where none does, a parameter made from uninitialized memory
+    # and never filled by name stays as it was allocated.
+    "initializes parameters generically": (
+        (
+            b".apply(",
+            b"parameters()",
+            b"reset_parameters",
+            b"init_weight",
+            b"weights_init",
+            b"init_param",
+        ),
+        (
+            lazy_compile(rb"\.apply\("),
+            lazy_compile(rb"in[ \t]+[\w.]{0,200}parameters\(\)"),
+            lazy_compile(rb"reset_parameters|init_weight|weights_init|init_param"),
+        ),
+    ),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
     # the training script, while the helper lives in `utils.py`): its `correct[:k]` keeps rows.
     # By keyword (not `x.topk=`, `mytopk=`) or in place (fast-autoaugment's `accuracy(preds,

@@ -73,7 +73,9 @@ dict named for its losses one entry of which the file back-propagates so
 A call of a method of the same class (`self.td_step()`) or a function of the file counts when
 every `return` of it gives such a value. So does an item of a collection named for its losses
 (`for loss in losses:`, `[l.data[0] for l in losses]`) that the function adds up into one loss
-in a loop (`total = total + loss`, or `loss += l` over `losses[1:]`). Losses
+in a loop (`total = total + loss`, or `loss += l` over `losses[1:]`), and a parameter every
+call of its function in the file hands such a value (`report_loss(epoch, d_loss, g_loss)`,
+given what a training step returned). Losses
 built with `reduction="none"` and reductions over a `dim` are not reported, nor is
 `out.data[0]` on a model output or any tensor whose shape the doctor cannot tell, nor code kept
 for torch before 0.4 behind a version test (`else:  # for 0.3.x`). In a file that imports
@@ -120,7 +122,8 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 之后 `self._losses["cross_entropy"].data[0]`）。
 调用同一个类的方法（`self.td_step()`）或本文件的函数时，如果它的每个 `return` 都给出这样的值，也算在内。
 以损失命名的集合（`for loss in losses:`、`[l.data[0] for l in losses]`）中的元素，如果函数在循环里把它们逐项加成
-一个损失（`total = total + loss`，或对 `losses[1:]` 做 `loss += l`），也算在内。
+一个损失（`total = total + loss`，或对 `losses[1:]` 做 `loss += l`），也算在内；本文件中每次调用都传入这类值的
+函数参数也算（`report_loss(epoch, d_loss, g_loss)`，传入的是训练步骤返回的损失）。
 使用 `reduction="none"` 的损失、指定了 `dim` 的归约都不会报告；模型输出 `out.data[0]`
 以及无法确定形状的张量同样不报告；在版本判断之后为 0.4 之前的 torch 保留的代码（`else:  # for 0.3.x`）也不报告。
 在导入了 warp-ctc 的文件里（`from warpctc_pytorch import CTCLoss`，它的损失形状是 `(1,)`：只有一个元素，
@@ -734,6 +737,8 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
         return True
     if found and _element_of_summed_losses(ctx, scope, name, found):
         return True
+    if found and len(found) == 1 and type(found[0].node) is ast.arg:
+        return _given_zero_dim(ctx, scope, name)  # type: ignore[arg-type]
     return _all_bound_to(
         found, lambda value: is_zero_dim(value, ctx, frozenset({name}), scope), accumulator=True
     )
@@ -1031,6 +1036,24 @@ def _given_loss_modules(ctx: Context, function: ast.FunctionDef, name: str) -> b
     try:
         passed = passed_by_every_call(ctx, function, name)
         return bool(passed) and all(_passed_loss_module(value, ctx) for value in passed)  # type: ignore[union-attr]
+    finally:
+        in_progress.discard((function, name))
+
+
+def _given_zero_dim(ctx: Context, function: ast.FunctionDef, name: str) -> bool:
+    """Every call of `function` in the file hands its parameter `name` a 0-dim value, read
+    where the call is (AAE_pytorch's `report_loss(epoch, D_loss_gauss, ...)`, given what
+    `train(...)` returns: a mean and a loss)."""
+    in_progress = _returns_in_progress(ctx)
+    if (function, name) in in_progress:  # a function handing its own parameter on
+        return False
+    in_progress.add((function, name))
+    try:
+        passed = passed_by_every_call(ctx, function, name)
+        if not passed:
+            return False
+        runs_in = index(ctx).runs_in
+        return all(is_zero_dim(value, ctx, scope=runs_in(value) or ctx.tree) for value in passed)
     finally:
         in_progress.discard((function, name))
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     Context,
     Finding,
     Kind,
+    holds_marker,
+    lazy_compile,
     Pitfall,
     block_names,
     name_words,
@@ -26,13 +29,22 @@ PITFALL = Pitfall(
         "zh": "读取了旧式构造函数创建的未初始化张量",
     },
     messages={
+        "parameter": {
+            "en": "`{call}` allocates a tensor of that size without initializing it, and nothing "
+            "fills the parameter `{attribute}` (no `nn.init`, no in-place fill, no initialization "
+            "of the parameters in the project): the model starts from whatever that memory "
+            "held; use `torch.zeros(...)` or initialize it in `__init__`",
+            "zh": "`{call}` 按这个尺寸分配张量但不初始化，而没有任何代码填充参数 `{attribute}`（没有 `nn.init`、"
+            "没有原地填充，项目中也没有统一初始化参数的代码）：模型从这块内存里原有的任意值开始训练；"
+            "请改用 `torch.zeros(...)`，或在 `__init__` 中初始化它",
+        },
         "": {
             "en": "`{call}` allocates a tensor of that size without initializing it, and `{use}` "
             "reads those arbitrary values before anything fills them; use `torch.zeros(...)` "
             "(or `torch.tensor(...)` if you meant the values)",
             "zh": "`{call}` 按这个尺寸分配张量但不初始化，而 `{use}` 在填充之前就读取了这些任意值；"
             "请使用 `torch.zeros(...)`（如果想要的是这些数值本身，请用 `torch.tensor(...)`）",
-        }
+        },
     },
     fix_title={"en": "Allocate with `torch.zeros(...)`", "zh": "改用 `torch.zeros(...)` 分配"},
     fix_applicability="unsafe",
@@ -52,7 +64,13 @@ size only when the name says it counts something: `1 - done`, a batch of flags f
 buffer, is data. Filling the tensor is fine: `torch.Tensor(3, 4).uniform_()`, `.zero_()`,
 `.fill_(v)`, `.normal_()`, `nn.init.*_(t)`, `t[i] = ...` or `t.copy_(...)`. A constructor
 stored on `self` (`self.weight = nn.Parameter(torch.Tensor(out, in))`) is not reported either:
-`reset_parameters()` or the model's weight initialization usually fills it elsewhere.
+`reset_parameters()` or the model's weight initialization usually fills it elsewhere; unless
+nothing can. A parameter so made in `__init__` is reported when no text of its file fills the
+attribute by name (no in-place method on it, `self.bias.data.normal_()`; no call given it first,
+`nn.init.zeros_(self.bias)`; no other assignment; no string naming it) and no code of the project
+fills parameters wholesale (`model.apply(init)`, a loop over `parameters()` or
+`named_parameters()`, a `reset_parameters` or an `init_weights`-like helper): the
+Hierarchical-attention-networks models fill their weights in `_create_weights`, not `sent_bias`.
 
 ## Why is this bad?
 With integer arguments these constructors allocate memory of that shape and leave whatever
@@ -93,7 +111,12 @@ gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.s
 `1 - done`（回放缓冲区取出的一批结束标志）是数据。填充张量的写法
 没有问题：`torch.Tensor(3, 4).uniform_()`、`.zero_()`、`.fill_(v)`、`.normal_()`、`nn.init.*_(t)`、
 `t[i] = ...` 或 `t.copy_(...)`。保存在 `self` 上的构造结果（`self.weight = nn.Parameter(torch.Tensor(out, in))`）
-也不报告：通常由 `reset_parameters()` 或模型的权重初始化在别处填充。
+也不报告：通常由 `reset_parameters()` 或模型的权重初始化在别处填充；除非没有任何代码会填充它。
+在 `__init__` 中这样创建的参数，如果所在文件里没有任何文字按名字填充这个属性（没有对它调用原地方法，
+如 `self.bias.data.normal_()`；没有把它作为第一个参数交给某个调用，如 `nn.init.zeros_(self.bias)`；
+没有别的赋值；没有字符串提到它），并且项目中没有统一填充参数的代码（`model.apply(init)`、遍历
+`parameters()` 或 `named_parameters()` 的循环、`reset_parameters` 或类似 `init_weights` 的辅助函数），
+就会报告：Hierarchical-attention-networks 的模型在 `_create_weights` 里填充了权重，却没有填充 `sent_bias`。
 
 ## Why is this bad?
 传入整数时，这些构造函数按该形状分配内存，但保留内存中原有的字节：它们的行为像 `torch.empty`，
@@ -217,6 +240,16 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if reader is None:
         reader = _first_reader(_assigned_name(ctx, value), ctx, returns_read)
     if reader is None:
+        attribute = _parameter_never_filled(call, value, parents, ctx)
+        if attribute is not None:
+            yield ctx.finding(
+                PITFALL,
+                call,
+                "parameter",
+                fix=_zeros_fix(call, module, constructor, ctx),
+                call=shorten(ctx.text(call)),
+                attribute=attribute,
+            )
         return
     fix = _zeros_fix(call, module, constructor, ctx)
     yield ctx.finding(
@@ -311,6 +344,66 @@ def _passed_on(value: ast.AST, parents: dict, ctx: Context) -> ast.AST:
             value = parent
         else:
             return value
+
+
+def _parameter_never_filled(
+    call: ast.Call, value: ast.AST, parents: dict, ctx: Context
+) -> str | None:
+    """`self.bias = nn.Parameter(torch.Tensor(1, n))` in a class's `__init__`, when nothing
+    fills it: no text of the file names the attribute but as a value read (no in-place method
+    on it, no call given it first, no other assignment, no string naming it), and no code of the
+    project fills parameters wholesale (`model.apply(init)`, a loop over `parameters()`, a
+    `reset_parameters`): Hierarchical-attention-networks' `sent_bias`, trained from whatever
+    memory held. Returns `self.<attribute>`."""
+    if not _through_parameter(call, value, parents, ctx):
+        return None
+    statement = parents.get(value)
+    if not (
+        type(statement) is ast.Assign and statement.value is value and len(statement.targets) == 1
+    ):
+        return None
+    target = statement.targets[0]
+    if not (
+        type(target) is ast.Attribute
+        and type(target.value) is ast.Name
+        and target.value.id == "self"
+    ):
+        return None
+    function = ctx.enclosing_function()
+    if function is None or function.name != "__init__" or ctx.enclosing_class() is None:
+        return None
+    marker = "initializes parameters generically"
+    if ctx.project.has(marker) or holds_marker(ctx.source.encode(), marker):
+        return None
+    filled, assigned = _attributes_filled(ctx)
+    attribute = target.attr
+    return f"self.{attribute}" if attribute not in filled and assigned[attribute] == 1 else None
+
+
+# `self.bias = ...`, `self.bias.data[0] = ...`; `self.bias.normal_(...)`, `self.bias.data.zero_()`;
+# `nn.init.zeros_(self.bias)`; any identifier in quotes (`getattr(self, "bias")`).
+_ASSIGNED_ON_SELF = lazy_compile(rb"self\.(\w+)(?:\.data)?(?:\[[^\]\n]*\])?[ \t]*=(?!=)")
+_IN_PLACE_ON_SELF = lazy_compile(
+    rb"self\.(\w+)(?:\.data)?(?:\[[^\]\n]*\])?[ \t]*\.[ \t]*\w+_[ \t]*\("
+)
+_HANDED_FIRST = lazy_compile(rb"\([ \t]*self\.(\w+)\b")
+_QUOTED_WORD = lazy_compile(rb"""['"](\w+)['"]""")
+
+
+@per_file
+def _attributes_filled(ctx: Context) -> tuple[frozenset[str], Counter]:
+    """The `self.` attributes the file's text may fill (an in-place method on one, one handed
+    first to a call, one named in a string), and how often it assigns each: read once a file."""
+    source = ctx.source.encode()
+    filled = set()
+    for pattern in (_IN_PLACE_ON_SELF, _HANDED_FIRST, _QUOTED_WORD):
+        filled.update(
+            match.group(1).decode("ascii", "replace") for match in pattern.finditer(source)
+        )
+    assigned = Counter(
+        match.group(1).decode("ascii", "replace") for match in _ASSIGNED_ON_SELF.finditer(source)
+    )
+    return frozenset(filled), assigned
 
 
 def _through_parameter(call: ast.Call, value: ast.AST, parents: dict, ctx: Context) -> bool:

@@ -37,6 +37,7 @@ from torchdoctor.catalog.sdk import (
     hands_back,
     may_be_called,
     moves_itself,
+    dotted_name,
     name_words,
     names_a_model,
     parameter_free_module,
@@ -241,7 +242,9 @@ whoever calls it, from any file, when its model certainly has a mode-dependent l
 from such a class, of the file or the project, or a torchvision model; a model handed in as a
 parameter or read from a dict, when at least half of the project's model classes have such a
 layer). Not for a GAN's generator or
-discriminator (`netG`, `G_AB`, `critic`): sampling in training mode can be the method.
+discriminator (`netG`, `G_AB`, `critic`), nor for a parameter that every call of its function
+in the file hands such a part (CoGAN's `compute_test_score(trainer.dis.classify_b, loader)`):
+sampling in training mode can be the method.
 
 A loop over batches made otherwise (`for i in range(n_batches)`, `for x, y in
 utils.create_dataset(test)`), the innermost one that runs the model (a loop after the model's
@@ -367,7 +370,8 @@ step）的循环不算训练。
 `eval_mode`、`.training =`），那么每个模型都一直处于训练模式：这时评估函数无论被哪个文件调用都会报告，
 前提是它的模型一定含有依赖模式的层（由含这类层的类构造，该类属于本文件或本项目，或者是 torchvision 模型；
 作为参数传入或从 dict 中取出的模型，则要求项目中至少一半的模型类含有这类层）。GAN 的生成器和判别器
-（`netG`、`G_AB`、`critic`）除外：以训练模式采样可能正是方法本身。
+（`netG`、`G_AB`、`critic`）除外，本文件中每次调用都传入这类部件的参数也除外
+（CoGAN 的 `compute_test_score(trainer.dis.classify_b, loader)`）：以训练模式采样可能正是方法本身。
 
 遍历以其他方式产生的 batch 的循环（`for i in range(n_batches)`、`for x, y in utils.create_dataset(test)`），
 只看运行模型的最内层循环（模型调用之后只读取输出的循环不算），且所在函数以评估命名、又不是模型自己的方法时，
@@ -1208,6 +1212,8 @@ def _never_out_of_training(
     dropout as noise), and a critic's normalisation is often mode-free."""
     if not _no_mode_ever_set(ctx) or _GAN_PARTS.intersection(name_words(last_name(model) or "")):
         return False
+    if _handed_a_gan_part(model, function, ctx):
+        return False
     program = _program(ctx)
     made = [unwrap_self_methods(value) for value in built or ()]
     if made and all(_builds_a_known_class(value, program, ctx) for value in made):
@@ -1231,6 +1237,26 @@ def _never_out_of_training(
     # A parameter, a value of a dict or a list (`args["model"]`), or only moved here
     # (`net = net.float()`, the model from a star import): made out of sight.
     return _models_mostly_mode_dependent(ctx)
+
+
+def _handed_a_gan_part(model: ast.AST, function: ast.AST | None, ctx: Context) -> bool:
+    """`model` is a parameter of `function` that every call of it in the file hands a part of
+    a GAN, by some word of its dotted name (CoGAN's `compute_test_score(trainer.dis.classify_b,
+    loader)`): what holds for a GAN's parts holds for them."""
+    if type(model) is not ast.Name or not isinstance(
+        function, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return False
+    passed = passed_by_every_call(ctx, function, model.id)
+    if not passed:
+        return False
+    for value in passed:
+        named = dotted_name(value)
+        if named is None or not any(
+            _GAN_PARTS.intersection(name_words(part)) for part in named.split(".")
+        ):
+            return False
+    return True
 
 
 def _trained_by_every_caller(function: ast.AST | None, model: ast.AST, ctx: Context) -> bool:
@@ -1310,7 +1336,7 @@ def _builds_an_unknown_class(value: ast.AST, program: _Program, ctx: Context) ->
 
 # Words of a model's name that say it is a part of a GAN (`G_AB`, `netD`, `aD`, `critic`).
 _GAN_PARTS = frozenset(
-    {"g", "d", "gen", "generator", "disc", "discriminator", "critic", "netg", "netd"}
+    {"g", "d", "gen", "generator", "dis", "disc", "discriminator", "critic", "netg", "netd"}
 )
 
 
