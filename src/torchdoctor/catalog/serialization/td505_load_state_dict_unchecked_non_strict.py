@@ -28,7 +28,8 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-`model.load_state_dict(state_dict, strict=False)` called as a statement, so the returned
+`model.load_state_dict(state_dict, strict=False)` (or `strict` given second by position:
+`model.load_state_dict(state_dict, False)`) called as a statement, so the returned
 `missing_keys` / `unexpected_keys` report is never looked at. Not when the code compares the
 keys itself before the load, in the same function: it reads the model's own `state_dict()`, or
 hands the dict it loads to a function named for keys (`check_keys(model, pretrained_dict)`).
@@ -54,7 +55,8 @@ rule is opt-in; even then, logging the skipped keys catches a checkpoint that ma
 """,
         "zh": """
 ## What it catches
-作为单独语句调用的 `model.load_state_dict(state_dict, strict=False)`：返回的
+作为单独语句调用的 `model.load_state_dict(state_dict, strict=False)`（或按位置把 `strict` 作为第二个参数传入：
+`model.load_state_dict(state_dict, False)`）：返回的
 `missing_keys` / `unexpected_keys` 报告从来没人看。如果在同一个函数里、加载之前代码自己比较过键
 （读取了模型自己的 `state_dict()`，或把要加载的字典交给以 key 命名的函数：`check_keys(model, pretrained_dict)`），
 则不报告。默认关闭，需手动启用。
@@ -101,10 +103,10 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     call = node.value
     if ctx.method_name(call) != "load_state_dict":
         return
-    strict = next((kw for kw in call.keywords if kw.arg == "strict"), None)
-    if strict is None or not (
-        isinstance(strict.value, ast.Constant) and strict.value.value is False
-    ):
+    keyword = next((kw for kw in call.keywords if kw.arg == "strict"), None)
+    # By keyword, or second by position (`model.load_state_dict(state_dict, False)`).
+    strict = keyword.value if keyword is not None else call.args[1] if len(call.args) == 2 else None
+    if not (isinstance(strict, ast.Constant) and strict.value is False):
         return
     if _keys_compared_before(call, ctx):
         return
