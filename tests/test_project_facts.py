@@ -2169,3 +2169,49 @@ def test_a_parameter_made_of_uninitialized_memory_that_nothing_fills(tmp_path):
     )
     run = _check(tmp_path, ".", rule="TD402")
     assert run.returncode == 0 and "TD402" not in run.stdout, run.stdout
+
+
+WAE_SCRIPT = """import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+
+    def forward(self, x):
+        return self.main(x)
+
+
+encoder = Encoder()
+optimizer = torch.optim.Adam(encoder.parameters())
+train_loader = DataLoader(list(range(8)))
+test_loader = DataLoader(list(range(8)))
+for epoch in range(3):
+    encoder.train()
+    for x in train_loader:
+        optimizer.zero_grad()
+        encoder(x).sum().backward()
+        optimizer.step()
+    test_iter = iter({loader})
+    test_data = next(test_iter)
+    print(test_data.shape)
+    z_real = encoder(test_data)
+"""
+
+
+def test_one_evaluation_batch_run_in_a_project_that_never_evaluates(tmp_path):
+    # Wasserstein-AutoEncoders: a test batch reconstructed after each epoch, no eval() anywhere.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "wae.py").write_text(WAE_SCRIPT.format(loader="test_loader"))
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "wae.py:28:14: TD205 `encoder` runs in training mode here" in out, out
+    # A batch of the training data: a training step's batch, nothing to say.
+    (tmp_path / "wae.py").write_text(WAE_SCRIPT.format(loader="train_loader"))
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    # Some code of the project switches modes: whoever runs the batch may have.
+    (tmp_path / "wae.py").write_text(WAE_SCRIPT.format(loader="test_loader"))
+    (tmp_path / "evaluate.py").write_text("def evaluate(model):\n    model.eval()\n")
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout

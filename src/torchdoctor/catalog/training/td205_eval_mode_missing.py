@@ -244,7 +244,10 @@ parameter or read from a dict, when at least half of the project's model classes
 layer). Not for a GAN's generator or
 discriminator (`netG`, `G_AB`, `critic`), nor for a parameter that every call of its function
 in the file hands such a part (CoGAN's `compute_test_score(trainer.dis.classify_b, loader)`):
-sampling in training mode can be the method.
+sampling in training mode can be the method. In such a project one batch drawn from an
+evaluation loader (`test_data = next(iter(test_loader))`) and run through a model within the
+next statements of its block (`encoder(test_data[0])`: the test images reconstructed after each
+epoch of Wasserstein-AutoEncoders) is reported too.
 
 A loop over batches made otherwise (`for i in range(n_batches)`, `for x, y in
 utils.create_dataset(test)`), the innermost one that runs the model (a loop after the model's
@@ -372,6 +375,8 @@ step）的循环不算训练。
 作为参数传入或从 dict 中取出的模型，则要求项目中至少一半的模型类含有这类层）。GAN 的生成器和判别器
 （`netG`、`G_AB`、`critic`）除外，本文件中每次调用都传入这类部件的参数也除外
 （CoGAN 的 `compute_test_score(trainer.dis.classify_b, loader)`）：以训练模式采样可能正是方法本身。
+在这样的项目里，从评估用的 loader 取出一个 batch（`test_data = next(iter(test_loader))`），并在同一代码块紧接着的
+几条语句里交给模型运行（`encoder(test_data[0])`：Wasserstein-AutoEncoders 每个 epoch 之后重建测试图像），也会报告。
 
 遍历以其他方式产生的 batch 的循环（`for i in range(n_batches)`、`for x, y in utils.create_dataset(test)`），
 只看运行模型的最内层循环（模型调用之后只读取输出的循环不算），且所在函数以评估命名、又不是模型自己的方法时，
@@ -626,6 +631,76 @@ def check_inference(node: ast.With, ctx: Context) -> Iterator[Finding]:
     call, model = run
     if _never_out_of_training(model, function, ctx):
         yield ctx.finding(PITFALL, call, "project-once", model=_short(ctx.text(model)))
+
+
+@PITFALL.static(ast.Call, names={"next"})
+def check_one_batch(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """`test_data = next(iter(test_loader))`, then `z = encoder(test_data[0])` in the same block
+    (the test images reconstructed after each epoch of Wasserstein-AutoEncoders), in a project
+    where nothing ever sets a model's mode: one evaluation batch run in training mode."""
+    if not ctx.imports_torch or not _no_mode_ever_set(ctx):
+        return
+    if not (type(call.func) is ast.Name and call.func.id == "next" and len(call.args) == 1):
+        return
+    loader = _loader_name(call.args[0], ctx)
+    if loader is None or not _evaluation_intent(None, loader, ctx):
+        return
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    if not (
+        type(statement) is ast.Assign and statement.value is call and len(statement.targets) == 1
+    ):
+        return
+    target = statement.targets[0]
+    if type(target) is not ast.Name:
+        return
+    position = ctx.statement_block()
+    if position is None:
+        return
+    block, at = position
+    function = ctx.enclosing_function()
+    for later in block[at + 1 : at + 1 + _BATCH_RUN_WITHIN]:
+        if _binds_name(later, target.id):
+            return
+        run = _run_of(later, target.id, ctx)
+        if run is None:
+            continue
+        call_run, model = run
+        if _never_out_of_training(model, function, ctx) and not _dropout_on_purpose(later, ctx):  # type: ignore[arg-type]
+            yield ctx.finding(PITFALL, call_run, "project-once", model=_short(ctx.text(model)))
+        return
+
+
+# How many statements after the batch is drawn its run is looked for (a bound, so that a
+# file of many draws is not read once per draw).
+_BATCH_RUN_WITHIN = 12
+
+
+def _binds_name(statement: ast.stmt, name: str) -> bool:
+    """`statement` binds `name` again (a new batch drawn): the one followed is gone."""
+    return any(
+        type(node) is ast.Name and node.id == name and type(node.ctx) is ast.Store
+        for node in ast.walk(statement)
+    )
+
+
+def _run_of(statement: ast.stmt, name: str, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
+    """The first call in `statement` that runs a model on `name` (or a part of it: `batch[0]`,
+    `Variable(batch[0]).cuda()`), and the model."""
+    calls = sorted(
+        (node for node in ast.walk(statement) if type(node) is ast.Call),
+        key=lambda node: (node.lineno, node.col_offset),
+    )
+    for call in calls:
+        model = _run_model(call.func, ctx)
+        if model is None:
+            continue
+        if any(
+            type(node) is ast.Name and node.id == name
+            for arg in call.args
+            for node in ast.walk(arg)
+        ):
+            return call, model
+    return None
 
 
 def _once_per_call(findings: Iterator[Finding], ctx: Context) -> Iterator[Finding]:
