@@ -34,7 +34,13 @@ PITFALL = Pitfall(
             "step except the multiples of `{n}`; the update was meant for `{test} == 0`",
             "zh": "`if {test}:` 在 `{test}` 不为零时成立，于是优化器恰恰在 `{n}` 的倍数之外的每一步都更新；"
             "本意应是 `{test} == 0`",
-        }
+        },
+        "save": {
+            "en": "`if {test}:` is true when `{test}` is NOT zero, so the checkpoint is saved on "
+            "every step except the multiples of `{n}`; saving every `{n}` steps is `{test} == 0`",
+            "zh": "`if {test}:` 在 `{test}` 不为零时成立，于是除了 `{n}` 的倍数之外的每一步都保存一次 checkpoint；"
+            "每 `{n}` 步保存一次应写成 `{test} == 0`",
+        },
     },
     fix_title={"en": "Test for a multiple: `{test} == 0`", "zh": "改为判断整除：`{test} == 0`"},
     fix_applicability="unsafe",
@@ -50,6 +56,12 @@ then `if self.total_steps % delay:` for a delayed update).
 in the `else:` branch. Updates that take turns are not reported either: an `if` whose `else:`
 steps another optimizer, a remainder that another `if` of the loop tests against 0 (GAN
 training), or a remainder of the epoch number.
+
+Also a checkpoint's save under such a test, in its own body: `torch.save(...)` or a helper
+named `save_checkpoint`/`save_model`/`save_ckpt` (lets-do-irl's `if iter % 100:
+save_checkpoint(...)`, which saves on 99 of every 100 iterations); not when the `if` has an
+`else:`, another `if` tests the remainder against 0, or its body ends the iteration
+(`continue`, `break`, `return`).
 
 ## Why is this bad?
 A remainder is true when it is *not* zero. Gradient accumulation means "update once every `n`
@@ -70,6 +82,11 @@ which is its purpose; review it if the bare test was really meant to skip every 
 `if step % n == 0:` 和 `if not step % n:` 是正确写法，不会报告；更新写在 `else:` 分支里也不会报告。
 轮流更新的写法同样不报告：`else:` 分支更新另一个优化器、同一循环中另有 `if` 把同一个余数与 0 比较
 （如 GAN 训练），或者对 epoch 编号取余。
+
+同样报告的还有在这种条件自己的代码块里保存 checkpoint：`torch.save(...)`，或名为
+`save_checkpoint`/`save_model`/`save_ckpt` 的辅助函数（lets-do-irl 的 `if iter % 100: save_checkpoint(...)`，
+每 100 次迭代里有 99 次都在保存）；`if` 带有 `else:`、另有 `if` 把同一个余数与 0 比较，或其代码块会结束本次迭代
+（`continue`、`break`、`return`）时不报告。
 
 ## Why is this bad?
 余数不为零时才为真。梯度累积的意思是“每 `n` 步更新一次”，也就是 `step % n == 0` 时更新；
@@ -127,10 +144,59 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     yield ctx.finding(PITFALL, remainder, fix=fix, test=test, n=ctx.text(remainder.right))
 
 
+# A checkpoint saved under a bare remainder: `torch.save(...)`, or a helper named to save one.
+_SAVES = frozenset({"save", "save_checkpoint", "save_model", "save_ckpt"})
+
+
+@PITFALL.static(ast.Expr, names=_SAVES)
+def check_save(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
+    """`if iter % 100:` around a checkpoint's save (lets-do-irl's PPO and GAIL): saved on 99 of
+    every 100 iterations, where once every 100 was meant."""
+    call = node.value
+    if not _saves_a_checkpoint(call, ctx):  # type: ignore[arg-type]
+        return
+    guard = _guard_of(node, ctx)
+    if guard is None:
+        return
+    branch, remainder = guard
+    if not _counts_in_loop(remainder.left, ctx) or _at_one_step(branch.test):
+        return
+    if branch.orelse or _tested_elsewhere(remainder, branch, ctx) or _leaves_early(branch):
+        return  # takes turns, or skips the rest of the loop on purpose
+    saves = [s for s in branch.body if type(s) is ast.Expr and _saves_a_checkpoint(s.value, ctx)]  # type: ignore[arg-type]
+    if not saves or saves[0] is not node:
+        return  # one finding per `if`, for its first save in its own body
+    test = ctx.text(remainder)
+    title = {lang: text.format(test=test) for lang, text in PITFALL.fix_title.items()}
+    end = ctx.span(remainder)[1]
+    fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, " == 0"), title=title)
+    yield ctx.finding(PITFALL, remainder, "save", fix=fix, test=test, n=ctx.text(remainder.right))
+
+
+def _saves_a_checkpoint(call: ast.AST, ctx: Context) -> bool:
+    if type(call) is not ast.Call:
+        return False
+    func = call.func
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+    if name == "save":
+        return ctx.qualname(func) == "torch.save"
+    return name in _SAVES
+
+
+def _leaves_early(branch: ast.If) -> bool:
+    """The branch's own body ends the iteration (`continue`, `break`, `return`)."""
+    return any(type(s) in (ast.Continue, ast.Break, ast.Return) for s in branch.body)
+
+
 def _inverted_guard(node: ast.Expr, ctx: Context) -> tuple[ast.If, ast.BinOp] | None:
     """The `if x % n:` whose body holds this optimizer update, within the innermost loop."""
     if stepped_optimizer(node.value, ctx) is None:
         return None
+    return _guard_of(node, ctx)
+
+
+def _guard_of(node: ast.Expr, ctx: Context) -> tuple[ast.If, ast.BinOp] | None:
+    """The `if x % n:` whose body holds `node`, within the innermost loop."""
     child: ast.AST = node
     for ancestor in reversed(ctx.ancestors):
         if isinstance(ancestor, LOOPS + SCOPES):
