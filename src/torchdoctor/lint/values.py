@@ -138,9 +138,28 @@ def _backward_without_gradient(ctx: Context, scope: ast.AST) -> frozenset[str]:
         if isinstance(call.func, ast.Attribute)
         and not call.args
         and not any(k.arg in (None, "gradient") for k in call.keywords)
-        for dotted in (_name_or_self_attribute(call.func.value),)
+        for dotted in (_name_or_self_attribute(_scaled(call.func.value)),)
         if dotted is not None
     )
+
+
+def _scaled(expr: ast.AST) -> ast.AST:
+    """`loss` of `loss.div(n)`, `loss / n`, `loss * w`, `-loss`: an elementwise result has one
+    element only when each operand has one (undreamt's `loss.div(self.batch_size).backward()`)."""
+    while True:
+        kind = type(expr)
+        if kind is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr in _SCALINGS:  # type: ignore[attr-defined]
+            expr = expr.func.value  # type: ignore[attr-defined]
+        elif kind is ast.BinOp and type(expr.op) in (ast.Div, ast.Mult):  # type: ignore[attr-defined]
+            left, right = expr.left, expr.right  # type: ignore[attr-defined]
+            expr = right if type(left) is ast.Constant else left
+        elif kind is ast.UnaryOp and type(expr.op) is ast.USub:  # type: ignore[attr-defined]
+            expr = expr.operand  # type: ignore[attr-defined]
+        else:
+            return expr
+
+
+_SCALINGS = frozenset({"div", "mul", "float", "double", "half"})
 
 
 def _name_or_self_attribute(expr: ast.AST) -> str | None:

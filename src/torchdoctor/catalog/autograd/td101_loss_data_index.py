@@ -64,7 +64,8 @@ assigned only such values (a `loss = 0` before `loss += ...` or `loss = loss + .
 that reaches the read is one. Where the loss comes from out of sight (a criterion passed in,
 the project's own function or class), the code's own words count: a callee named as a loss
 (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`),
-or `loss.backward()` called with no gradient, which autograd allows only for a scalar (and so
+or `loss.backward()` called with no gradient (also of the loss scaled: `loss.div(n).backward()`,
+`(loss / n).backward()`), which autograd allows only for a scalar (and so
 for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`,
 or `total += loss` in a loop, then `total.backward()`; for `self.loss_G`, a
 `self.loss_G.backward()` in any method of the class). So do the entries, by string keys, of a
@@ -114,7 +115,8 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 或 `loss = loss + ...` 的累加），或到达这次读取的那次赋值给出这类值。
 当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
 名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
-或对它不带梯度参数调用了 `loss.backward()`——autograd 只允许对标量这样做
+或对它不带梯度参数调用了 `loss.backward()`（也包括缩放后的损失：`loss.div(n).backward()`、
+`(loss / n).backward()`）——autograd 只允许对标量这样做
 （因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`，
 或者在循环中 `total += loss` 之后 `total.backward()`；对 `self.loss_G` 而言，类中任一方法里的
 `self.loss_G.backward()` 也算）。以损失命名的字典中以字符串为键的条目也是如此，
