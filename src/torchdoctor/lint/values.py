@@ -540,7 +540,8 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
     `name.item()`, `name.numel()`, `name.dim()`, `name.data.numpy()`, `name.data.cpu()`...
     (seq2seq-keyphrase's `src = batch.src` shown with `src.data.numpy()`, then `src.cuda()`);
     `name.view_as(y)`; or hands it to a torch function or loss that takes only tensors
-    (`torch.unsqueeze(data, 0)`, `criterion(outputs, labels)`)."""
+    (`torch.unsqueeze(data, 0)`, `criterion(outputs, labels)`); or sets a tensor's `.data` to
+    it (`layer.weight.data = name`)."""
     if name in ("self", "cls"):
         return False  # an object of the class being defined, which may have such methods
     found = _bound_to_values(ctx, scope, name)
@@ -555,6 +556,8 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
             continue
         if isinstance(method, ast.Call) and _takes_tensors(ctx, method, node):
             return True  # `torch.unsqueeze(data, 0)`, `criterion(outputs, labels)`
+        if type(method) is ast.Assign and _set_as_data(method, node):
+            return True  # `model.embed.weight.data = embd`: only a tensor is taken there
         if not isinstance(method, ast.Attribute):
             continue
         readers = _VALUE_READERS | _SHAPE_READERS
@@ -568,6 +571,17 @@ def read_as_tensor(ctx: Context, scope: ast.AST, name: str) -> bool:
         if method.attr not in _SHAPE_READERS or type(within.parents.get(call)) is not ast.Expr:
             return True
     return False
+
+
+def _set_as_data(statement: ast.Assign, node: ast.expr) -> bool:
+    """`statement` is `x.data = node` (ResEncoder's `model.Embd.weight.data = embd`): setting
+    a tensor's `.data` takes a tensor, and raises on anything else."""
+    return (
+        statement.value is node
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is ast.Attribute
+        and statement.targets[0].attr == "data"
+    )
 
 
 def _loop_variable(binding: Binding, within) -> bool:

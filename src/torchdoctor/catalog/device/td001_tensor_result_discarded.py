@@ -83,7 +83,8 @@ has (`unsqueeze`, `permute`, `contiguous`, `masked_fill`, `index_add`...). A nam
 to the results of such methods (`x = load(p).contiguous()`, then `x = x.view(...)`) counts as a
 tensor, and so does a name bound once in its function (a `del` of it aside) that the function
 reads a tensor's value out of (`src = batch.src` with `src.data.numpy()`, `src.item()`...),
-uses as only a tensor is used (`labels.view_as(pred)`, `placeholder.data.copy_(inputs)`), hands
+uses as only a tensor is used (`labels.view_as(pred)`, `placeholder.data.copy_(inputs)`, a
+layer's `.data` set to it: `model.Embd.weight.data = embd`), hands
 first to a torch function that takes only tensors (`torch.unsqueeze(data, 0)`, a function of
 `torch.nn.functional`) or hands to a loss of `torch.nn` (`criterion(outputs, labels)` with
 `criterion = nn.CrossEntropyLoss()`). A name handed only to a model is not taken for a tensor:
@@ -129,7 +130,8 @@ which creates the GPU's CUDA context, with no name to keep the result in.
 `masked_fill`、`index_add` 等）。只被这类方法的结果赋值过的名字（`x = load(p).contiguous()`，之后
 `x = x.view(...)`）算作张量；在函数中只绑定一次、且函数从中读出张量值的名字（`src = batch.src`
 之后有 `src.data.numpy()`、`src.item()` 等；或只有张量才会这样用，如 `labels.view_as(pred)`、
-`placeholder.data.copy_(inputs)`；或把它作为第一个参数交给只接受张量的 torch 函数，如
+`placeholder.data.copy_(inputs)`、把某一层的 `.data` 设为它：
+`model.Embd.weight.data = embd`；或把它作为第一个参数交给只接受张量的 torch 函数，如
 `torch.unsqueeze(data, 0)` 和 `torch.nn.functional` 的函数；或把它交给 `torch.nn` 的损失函数，如
 `criterion = nn.CrossEntropyLoss()` 之后的 `criterion(outputs, labels)`；对它的 `del` 不算绑定）也算作张量。
 只交给模型的名字不算张量：库里的批次对象（PyG 的 `Data`）用 `.to` 移动的是它自己。
