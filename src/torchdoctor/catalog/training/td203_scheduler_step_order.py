@@ -136,7 +136,8 @@ Two mistakes with `torch.optim.lr_scheduler`:
   round: update the weights, then move the schedule on.
 - A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
-  epoch loop, or in a function every call of which in the file sits in an epoch loop: `for
+  epoch loop, or any loop inside a loop over the epochs that steps an optimizer itself, or in
+  a function every call of which in the file sits in an epoch loop: `for
   epoch in range(1, EPOCHS + 1): train(model, loader, optimizer, scheduler)`). It is reported
   only when the numbers say epochs: the milestones, `step_size` or `T_max` are written in terms
   of the epoch count, or are no larger than the `range(...)` of the epoch loop (a number, a
@@ -209,7 +210,8 @@ The per-batch case needs the scheduler to be built in the same function as the l
   `trainer.dis_update(...)`。自 PyTorch 1.1 起顺序相反：
   先更新权重，再推进学习率调度。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
-  循环（位于 epoch 循环内、遍历 `DataLoader` 的循环；或者所在函数在本文件中的每次调用都位于 epoch 循环里：
+  循环（位于 epoch 循环内、遍历 `DataLoader` 的循环；或者位于遍历 epoch 的循环内、
+  自己也会更新优化器的任何循环；或者所在函数在本文件中的每次调用都位于 epoch 循环里：
   `for epoch in range(1, EPOCHS + 1): train(model, loader, optimizer, scheduler)`）里 step。
   只有数字明确表明以 epoch 为单位时才报告：里程碑、`step_size` 或 `T_max` 用 epoch 数表示，或不超过 epoch 循环
   `range(...)` 的上界（一个数字、模块顶层只赋值一次的常量 `EPOCHS = 50`，
@@ -877,7 +879,7 @@ def _epoch_schedule_stepped_per_batch(
     """The schedule's class name when an epoch schedule is stepped in a batch loop; the epoch
     loop around it, or around every call of the function that holds the batch loop (`for epoch
     in range(1, EPOCHS + 1): train(model, loader, optimizer, scheduler)`)."""
-    if not loops or not _iterates_loader(loops[0], ctx):
+    if not loops or not (_iterates_loader(loops[0], ctx) or _steps_each_batch(loops, ctx)):
         return None
     epochs = None
     if len(loops) < 2:
@@ -969,6 +971,27 @@ def _epoch_loop(loops: list[ast.AST]) -> ast.AST:
     """The innermost of the loops around the batch loop that counts with `range(...)` (the
     epochs, around `for phase in ["train", "val"]`); else the one right around it."""
     return next((loop for loop in loops if _range_end(loop) is not None), loops[0])
+
+
+def _steps_each_batch(loops: list[ast.AST], ctx: Context) -> bool:
+    """The loop around the scheduler's step steps an optimizer too, and runs inside a loop over
+    the epochs: a loop over batches, whatever it iterates (Adversarial-Autoencoder's `for i,
+    (data, targets) in enumerate(train_gen)`, a generator another function made)."""
+    if len(loops) < 2 or not block_steps(ctx, loops[0]):
+        return False
+    return not _names_epochs(loops[0]) and _names_epochs(loops[1])
+
+
+def _names_epochs(loop: ast.AST) -> bool:
+    """A loop over the epochs, by its words: `for epoch in range(args.epochs)`."""
+    parts = [getattr(loop, "target", None), getattr(loop, "iter", None)]
+    return any(
+        "epoch" in (node.id if type(node) is ast.Name else node.attr).lower()  # type: ignore[union-attr]
+        for part in parts
+        if part is not None
+        for node in ast.walk(part)
+        if type(node) in (ast.Name, ast.Attribute)
+    )
 
 
 def _iterates_loader(loop: ast.AST, ctx: Context) -> bool:
