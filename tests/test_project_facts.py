@@ -2215,3 +2215,30 @@ def test_one_evaluation_batch_run_in_a_project_that_never_evaluates(tmp_path):
     (tmp_path / "wae.py").write_text(WAE_SCRIPT.format(loader="test_loader"))
     (tmp_path / "evaluate.py").write_text("def evaluate(model):\n    model.eval()\n")
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+def test_legacy_flags_handed_to_a_torch_loss_through_a_project_subclass(tmp_path):
+    # basic_unet_example: `TopKLoss(CrossentropyND)` in one file, `CrossentropyND(
+    # torch.nn.CrossEntropyLoss)` (no `__init__` of its own) in another.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "nd_loss.py").write_text(
+        "import torch\n\n\nclass CrossentropyND(torch.nn.CrossEntropyLoss):\n"
+        "    def forward(self, inp, target):\n        return super().forward(inp, target.long())\n"
+    )
+    topk = (
+        "import torch\nfrom nd_loss import CrossentropyND\n\n\nclass TopKLoss(CrossentropyND):\n"
+        "    def __init__(self, weight=None, ignore_index=-100, k=10):\n"
+        "        self.k = k\n"
+        "        super(TopKLoss, self).__init__(weight, False, ignore_index, reduce=False)\n"
+    )
+    (tmp_path / "topk.py").write_text(topk)
+    out = _check(tmp_path, ".", rule="TD802").stdout
+    assert "topk.py:8:69: TD802 legacy loss flags `reduce=False`" in out, out
+    # A base of the project's with its own `__init__`: its arguments are its own.
+    (tmp_path / "nd_loss.py").write_text(
+        "import torch\n\n\nclass CrossentropyND(torch.nn.CrossEntropyLoss):\n"
+        "    def __init__(self, weight, flag, ignore_index, reduce=None):\n"
+        "        super().__init__(weight, ignore_index=ignore_index)\n"
+    )
+    run = _check(tmp_path, ".", rule="TD802")
+    assert run.returncode == 0 and "TD802" not in run.stdout, run.stdout

@@ -662,6 +662,14 @@ _INVERTED_MASK_FROM_CALL = lazy_compile(
     rb"mask[ \t]*=[ \t]*~[ \t]*(?:\w{1,80}\.){0,3}(\w{1,80})[ \t]*\(([^\n]*)"
 )
 INVERTED_MASK_FROM = "inverted-mask-from:"
+# `class CrossentropyND(torch.nn.CrossEntropyLoss):` with no `__init__` of its own (nnUNet's
+# helpers): a subclass in another file that calls `super().__init__(weight, False, ...)` hands
+# its arguments to the torch loss. LOSS_BASE + "CrossentropyND=nn.CrossEntropyLoss".
+_LOSS_SUBCLASS = lazy_compile(
+    rb"\nclass[ \t]+(\w{1,80})[ \t]*\([ \t]*(?:torch\.)?nn\.(\w{1,80}Loss)[ \t]*\)[ \t]*:"
+)
+_TOP_LEVEL_LINE = lazy_compile(rb"\n(?=[^ \t\n#])")
+LOSS_BASE = "loss-base:"
 # `iou, class_mask, obj_mask, ... = build_targets(...)` on one line: the names a call's result is
 # unpacked into, and the function's name.
 _UNPACKED_FROM_CALL = lazy_compile(
@@ -763,6 +771,22 @@ def _mask_makers(source: bytes) -> list[str]:
     return sorted(found)
 
 
+def _loss_bases(source: bytes) -> list[str]:
+    """LOSS_BASE + "Class=nn.Base" for each top-level class of the text that subclasses a
+    torch.nn loss alone and defines no `__init__` (its body: up to the next top-level line).
+    `source`: the text with a line break put in front."""
+    found = []
+    for match in _LOSS_SUBCLASS.finditer(source):
+        end = _TOP_LEVEL_LINE.search(source, match.end())
+        if b"def __init__" not in source[match.end() : end.start() if end else len(source)]:
+            name, base = (
+                match.group(1).decode("ascii", "replace"),
+                match.group(2).decode("ascii", "replace"),
+            )
+            found.append(f"{LOSS_BASE}{name}=nn.{base}")
+    return found
+
+
 def _accumulating_meters(source: bytes) -> list[str]:
     """ACCUMULATES + the name of each class whose `update` adds its value to an attribute (the
     class whose `class` line comes last before that `def update`). `source`: the text with a
@@ -809,6 +833,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _step_methods(lines)
     if b"def update" in source:
         markers += _accumulating_meters(lines)
+    if b"Loss)" in source:
+        markers += _loss_bases(lines)
     if b".state_dict()" in source:
         markers += [WEIGHTS_NAME + name.decode() for name in set(_WEIGHTS_ASSIGNED.findall(lines))]
     methods = (

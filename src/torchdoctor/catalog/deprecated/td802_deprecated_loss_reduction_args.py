@@ -7,6 +7,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    LOSS_BASE,
     attribute_values,
     is_self_attribute,
     moves_itself,
@@ -97,8 +98,9 @@ modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, `nn.BCELoss`, `nn.KL
 `nn.SmoothL1Loss` and the other `torch.nn` losses that accept them) and the functional losses
 (`F.mse_loss`, `F.cross_entropy`, `F.nll_loss`, ...), also when the flag is passed by
 position (`nn.NLLLoss2d(weight, size_average)`, `F.kl_div(a, b, False)`), or passed on by a subclass
-of a torch loss (`super().__init__(weight, reduce=False)`; also through a class of the file
-between them that defines no `__init__`). Explicit `None` for
+of a torch loss (`super().__init__(weight, reduce=False)`; also through a class of the file,
+or of another module of the project, between them that defines no `__init__`: basic_unet_example's
+`CrossentropyND(torch.nn.CrossEntropyLoss)`). Explicit `None` for
 both (their default) is not reported. Also `reduction="elementwise_mean"`, the name `'mean'` had
 in PyTorch 0.4.0, given by keyword to the same losses or to `nn.HuberLoss`, `nn.CTCLoss` and
 `nn.GaussianNLLLoss` (and their functional forms), also through a name the function sets to it
@@ -162,8 +164,8 @@ PyTorch 损失函数的旧参数 `size_average=` 和 `reduce=`：包括损失模
 `nn.CrossEntropyLoss`、`nn.NLLLoss`、`nn.BCELoss`、`nn.KLDivLoss`、`nn.SmoothL1Loss` 以及其他接受这两个参数的
 `torch.nn` 损失）和函数式损失（`F.mse_loss`、`F.cross_entropy`、`F.nll_loss` 等），按位置传入旧参数时也报告
 （`nn.NLLLoss2d(weight, size_average)`、`F.kl_div(a, b, False)`），torch 损失的子类把它们
-转交给父类时也报告（`super().__init__(weight, reduce=False)`；中间隔着本文件中一个没有自己 `__init__`
-的类时也一样）。两个参数都显式写成
+转交给父类时也报告（`super().__init__(weight, reduce=False)`；中间隔着本文件或项目其他模块中一个没有自己
+`__init__` 的类时也一样：basic_unet_example 的 `CrossentropyND(torch.nn.CrossEntropyLoss)`）。两个参数都显式写成
 `None`（即默认值）时不报告。同样报告对这些损失用关键字传入的 `reduction="elementwise_mean"`，
 即 `'mean'` 在 PyTorch 0.4.0 中的名字；对 `nn.HuberLoss`、`nn.CTCLoss`、`nn.GaussianNLLLoss`
 （及其函数式版本）也一样；先把某个名字设为这个值再传入（`reduction = "elementwise_mean"`，
@@ -419,6 +421,12 @@ def _torch_loss_base(cls: ast.ClassDef, ctx: Context) -> str | None:
             qualname = ctx.qualname(base)
             if qualname in LEGACY_POSITION:
                 return qualname
+        if (
+            len(cls.bases) == 1
+            and isinstance(cls.bases[0], ast.Name)
+            and cls.bases[0].id not in classes
+        ):
+            return _project_loss_base(cls.bases[0].id, ctx)
         own = [b for b in cls.bases if isinstance(b, ast.Name) and b.id in classes]
         if len(cls.bases) != 1 or len(own) != 1 or own[0].id in seen:
             return None
@@ -429,6 +437,16 @@ def _torch_loss_base(cls: ast.ClassDef, ctx: Context) -> str | None:
             for s in cls.body
         ):
             return None  # its own `__init__` takes other arguments
+
+
+def _project_loss_base(name: str, ctx: Context) -> str | None:
+    """The torch loss a class of another module of the project subclasses, when that class
+    defines no `__init__` (basic_unet_example's `CrossentropyND(torch.nn.CrossEntropyLoss)`,
+    base of `TopKLoss` in another file); by the project's facts."""
+    for loss in LOSS_CLASSES:
+        if ctx.project.has(f"{LOSS_BASE}{name}=nn.{loss}"):
+            return f"torch.nn.{loss}"
+    return None
 
 
 def _check_loss_call(call: ast.Call, qualname: str | None, ctx: Context) -> Iterator[Finding]:
