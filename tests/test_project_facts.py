@@ -2169,6 +2169,13 @@ def test_a_parameter_made_of_uninitialized_memory_that_nothing_fills(tmp_path):
     )
     run = _check(tmp_path, ".", rule="TD402")
     assert run.returncode == 0 and "TD402" not in run.stdout, run.stdout
+    # ... or its modules one by one (diffpool: `for m in self.modules(): m.weight.data = ...`).
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom model import SentAttNet\n\nmodel = SentAttNet()\n"
+        "for m in model.modules():\n    print(m)\n"
+    )
+    run = _check(tmp_path, ".", rule="TD402")
+    assert run.returncode == 0 and "TD402" not in run.stdout, run.stdout
 
 
 WAE_SCRIPT = """import torch

@@ -189,13 +189,15 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
     # evaluates is called from out of sight.)
     "trains": ((b".backward(",), ()),
     # Some code of the project may fill parameters wholesale: `model.apply(weights_init)`, a
-    # loop over `model.parameters()` or `named_parameters()`, a `reset_parameters` or an
-    # `init_weights`-like helper. Where none does, a parameter made from uninitialized memory
+    # loop over `model.parameters()`, `named_parameters()` or `modules()`, a `reset_parameters`
+    # or an `init_weights`-like helper. Where none does, a parameter made from uninitialized memory
     # and never filled by name stays as it was allocated.
     "initializes parameters generically": (
         (
             b".apply(",
             b"parameters()",
+            b"modules()",
+            b"children()",
             b"reset_parameters",
             b"init_weight",
             b"weights_init",
@@ -203,7 +205,8 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
         ),
         (
             lazy_compile(rb"\.apply\("),
-            lazy_compile(rb"in[ \t]+[\w.]{0,200}parameters\(\)"),
+            # `for m in self.modules(): ... m.weight.data = init.xavier_uniform(...)` (diffpool)
+            lazy_compile(rb"in[ \t]+[\w.]{0,200}(?:parameters|modules|children)\(\)"),
             lazy_compile(rb"reset_parameters|init_weight|weights_init|init_param"),
         ),
     ),

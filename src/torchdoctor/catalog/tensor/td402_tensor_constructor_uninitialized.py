@@ -68,8 +68,8 @@ stored on `self` (`self.weight = nn.Parameter(torch.Tensor(out, in))`) is not re
 nothing can. A parameter so made in `__init__` is reported when no text of its file fills the
 attribute by name (no in-place method on it, `self.bias.data.normal_()`; no call given it first,
 `nn.init.zeros_(self.bias)`; no other assignment; no string naming it) and no code of the project
-fills parameters wholesale (`model.apply(init)`, a loop over `parameters()` or
-`named_parameters()`, a `reset_parameters` or an `init_weights`-like helper): the
+fills parameters wholesale (`model.apply(init)`, a loop over `parameters()`,
+`named_parameters()` or `modules()`, a `reset_parameters` or an `init_weights`-like helper): the
 Hierarchical-attention-networks models fill their weights in `_create_weights`, not `sent_bias`.
 
 ## Why is this bad?
@@ -115,7 +115,7 @@ gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.s
 在 `__init__` 中这样创建的参数，如果所在文件里没有任何文字按名字填充这个属性（没有对它调用原地方法，
 如 `self.bias.data.normal_()`；没有把它作为第一个参数交给某个调用，如 `nn.init.zeros_(self.bias)`；
 没有别的赋值；没有字符串提到它），并且项目中没有统一填充参数的代码（`model.apply(init)`、遍历
-`parameters()` 或 `named_parameters()` 的循环、`reset_parameters` 或类似 `init_weights` 的辅助函数），
+`parameters()`、`named_parameters()` 或 `modules()` 的循环、`reset_parameters` 或类似 `init_weights` 的辅助函数），
 就会报告：Hierarchical-attention-networks 的模型在 `_create_weights` 里填充了权重，却没有填充 `sent_bias`。
 
 ## Why is this bad?
