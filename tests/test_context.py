@@ -391,3 +391,25 @@ def test_a_none_placeholder_attribute_takes_the_kind_of_what_is_built_later():
         """
     )
     assert kinds == {"self.model": Kind.MODULE, "self.other": Kind.UNKNOWN}
+
+
+def test_a_scope_s_other_bindings_are_read_once_for_all_its_names(monkeypatch):
+    # Imports, definitions and `global`s of a scope are gathered once and shared by every name
+    # asked about: gathered once per name, a long module costs the square of its length (a
+    # decorator once slipped off this helper; bench_scaling's flat module caught it).
+    from torchdoctor.lint import bindings as lint_bindings
+
+    built = []
+    original = lint_bindings._OtherBindings.__init__
+
+    def counting(self, scope, found):
+        built.append(scope)
+        original(self, scope, found)
+
+    monkeypatch.setattr(lint_bindings._OtherBindings, "__init__", counting)
+    source = "import torch\n" + "".join(f"x{i} = torch.zeros({i})\n" for i in range(50))
+    tree = ast.parse(source)
+    ctx = Context("flat.py", source, tree)
+    for i in range(50):
+        assert lint_bindings.bindings(ctx, tree, f"x{i}")[0].value is not None
+    assert len(built) == 1

@@ -123,7 +123,6 @@ _OTHER_BINDERS = (
 )
 
 
-@per_file
 def import_replaced(ctx: Context, binding: Binding, name: str) -> bool:
     """`binding` is a top-level `import name` that a later top-level statement rebinds to what
     it makes from the module (awd-lstm-lm's `import model`, then `model =
@@ -156,6 +155,7 @@ def _made_from(value: ast.expr, name: str) -> bool:
     return type(func) is ast.Name and func.id == name and type(value.func) is ast.Attribute
 
 
+@per_file
 def _other_bindings(ctx: Context, scope: ast.AST) -> _OtherBindings:
     return _OtherBindings(scope, index_of(ctx, scope))
 
