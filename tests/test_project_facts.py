@@ -2218,6 +2218,15 @@ def test_one_evaluation_batch_run_in_a_project_that_never_evaluates(tmp_path):
     # A batch of the training data: a training step's batch, nothing to say.
     (tmp_path / "wae.py").write_text(WAE_SCRIPT.format(loader="train_loader"))
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    # The encoding read only for its shape (WAE-GAN's `torch.randn_like(z_real)`): nothing to say.
+    (tmp_path / "wae.py").write_text(
+        WAE_SCRIPT.format(loader="test_loader") + "    noise = torch.randn_like(z_real)\n"
+    )
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+    (tmp_path / "wae.py").write_text(
+        WAE_SCRIPT.format(loader="test_loader") + "    print(z_real.mean())\n"
+    )
+    assert "wae.py:28:14: TD205" in _check(tmp_path, ".", rule="TD205").stdout
     # Some code of the project switches modes: whoever runs the batch may have.
     (tmp_path / "wae.py").write_text(WAE_SCRIPT.format(loader="test_loader"))
     (tmp_path / "evaluate.py").write_text("def evaluate(model):\n    model.eval()\n")

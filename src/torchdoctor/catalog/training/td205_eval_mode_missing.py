@@ -247,7 +247,8 @@ in the file hands such a part (CoGAN's `compute_test_score(trainer.dis.classify_
 sampling in training mode can be the method. In such a project one batch drawn from an
 evaluation loader (`test_data = next(iter(test_loader))`) and run through a model within the
 next statements of its block (`encoder(test_data[0])`: the test images reconstructed after each
-epoch of Wasserstein-AutoEncoders) is reported too.
+epoch of Wasserstein-AutoEncoders) is reported too, unless the next statements read its result
+only for its shape (`torch.randn_like(z)`, `z.size(0)`).
 
 A loop over batches made otherwise (`for i in range(n_batches)`, `for x, y in
 utils.create_dataset(test)`), the innermost one that runs the model (a loop after the model's
@@ -376,7 +377,8 @@ step）的循环不算训练。
 （`netG`、`G_AB`、`critic`）除外，本文件中每次调用都传入这类部件的参数也除外
 （CoGAN 的 `compute_test_score(trainer.dis.classify_b, loader)`）：以训练模式采样可能正是方法本身。
 在这样的项目里，从评估用的 loader 取出一个 batch（`test_data = next(iter(test_loader))`），并在同一代码块紧接着的
-几条语句里交给模型运行（`encoder(test_data[0])`：Wasserstein-AutoEncoders 每个 epoch 之后重建测试图像），也会报告。
+几条语句里交给模型运行（`encoder(test_data[0])`：Wasserstein-AutoEncoders 每个 epoch 之后重建测试图像），也会报告；
+除非随后的语句只读取结果的形状（`torch.randn_like(z)`、`z.size(0)`）。
 
 遍历以其他方式产生的 batch 的循环（`for i in range(n_batches)`、`for x, y in utils.create_dataset(test)`），
 只看运行模型的最内层循环（模型调用之后只读取输出的循环不算），且所在函数以评估命名、又不是模型自己的方法时，
@@ -658,16 +660,57 @@ def check_one_batch(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     block, at = position
     function = ctx.enclosing_function()
-    for later in block[at + 1 : at + 1 + _BATCH_RUN_WITHIN]:
+    near = block[at + 1 : at + 1 + _BATCH_RUN_WITHIN]
+    for index_near, later in enumerate(near):
         if _binds_name(later, target.id):
             return
         run = _run_of(later, target.id, ctx)
         if run is None:
             continue
         call_run, model = run
+        if _only_its_shape_read(later, call_run, near[index_near + 1 :]):
+            return  # `z = encoder(x)`, then `torch.randn_like(z)`: the mode changes nothing
         if _never_out_of_training(model, function, ctx) and not _dropout_on_purpose(later, ctx):  # type: ignore[arg-type]
             yield ctx.finding(PITFALL, call_run, "project-once", model=_short(ctx.text(model)))
         return
+
+
+def _only_its_shape_read(statement: ast.stmt, run: ast.Call, after: list[ast.stmt]) -> bool:
+    """`z_real = encoder(x)` whose result the next statements read only for its shape
+    (`torch.randn_like(z_real)`, `z_real.size(0)`, `z_real.shape`): in a project that never
+    sets a mode, no running statistic is ever read either (Wasserstein-AutoEncoders' WAE-GAN)."""
+    if not (
+        type(statement) is ast.Assign and statement.value is run and len(statement.targets) == 1
+    ):
+        return False
+    target = statement.targets[0]
+    if type(target) is not ast.Name:
+        return False
+    reads = 0
+    for later in after:
+        parents = {child: node for node in ast.walk(later) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(later):
+            if type(node) is not ast.Name or node.id != target.id:
+                continue
+            if type(node.ctx) is not ast.Load:
+                return reads > 0  # bound again: what came before is all that read it
+            reads += 1
+            parent = parents.get(node)
+            if type(parent) is ast.Attribute and parent.attr in _SHAPE_ATTRIBUTES:
+                continue
+            if type(parent) is ast.Call and node in parent.args and _names_a_like(parent.func):
+                continue
+            return False
+    return reads > 0
+
+
+_SHAPE_ATTRIBUTES = frozenset({"shape", "size", "dim", "ndim", "dtype", "device"})
+
+
+def _names_a_like(func: ast.AST) -> bool:
+    """`torch.randn_like`, `zeros_like`...: a function that reads only the shape of its input."""
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+    return name.endswith("_like")
 
 
 # How many statements after the batch is drawn its run is looked for (a bound, so that a
