@@ -1,4 +1,4 @@
-"""TD101 loss-data-index: `loss.data[0]` indexes a 0-dim tensor (an IndexError since 0.4)."""
+"""TD101 loss-data-index: `loss.data[0]` indexes a 0-dim tensor (warned in 0.4, an IndexError since 1.0)."""
 
 from __future__ import annotations
 
@@ -38,9 +38,9 @@ PITFALL = Pitfall(
     title={"en": "Indexing a 0-dim tensor with `.data[0]`", "zh": "用 `.data[0]` 索引 0 维张量"},
     messages={
         "": {
-            "en": "`{expr}` indexes a 0-dim tensor, which raises IndexError since PyTorch 0.4: "
-            "use `.item()`",
-            "zh": "`{expr}` 在索引一个 0 维张量，从 PyTorch 0.4 起会抛出 IndexError：请改用 `.item()`",
+            "en": "`{expr}` indexes a 0-dim tensor, which raises IndexError since PyTorch 1.0 "
+            "(0.4 warned): use `.item()`",
+            "zh": "`{expr}` 在索引一个 0 维张量，从 PyTorch 1.0 起会抛出 IndexError（0.4 只是警告）：请改用 `.item()`",
         }
     },
     fix_title={"en": "Replace `.data[0]` with `.item()`", "zh": "把 `.data[0]` 换成 `.item()`"},
@@ -94,7 +94,8 @@ Also `total[0]` (no `.data`) on a total started at a number and added 0-dim valu
 ## Why is this bad?
 Before PyTorch 0.4 a loss was a `Variable` holding a 1-element tensor, and `loss.data[0]` was
 the way to read it as a Python number. Since 0.4 losses and full reductions are 0-dim tensors
-(scalars): they have no dimension to index, so the old idiom found in many tutorials crashes.
+(scalars): they have no dimension to index; 0.4 warned ("This will be an error in PyTorch 0.5"),
+and since 1.0 the old idiom found in many tutorials crashes.
 `.item()` returns the Python number and works on every version since 0.4.
 
 ## Symptoms
@@ -139,8 +140,9 @@ a function named otherwise (`out = step(batch)`) and never passed to `.backward(
 
 ## Why is this bad?
 PyTorch 0.4 之前，损失是一个包着单元素张量的 `Variable`，`loss.data[0]` 是把它读成 Python
-数字的标准写法。从 0.4 开始，损失和全局归约的结果都是 0 维张量（标量），没有可以索引的维度，
-于是很多老教程里的这个写法会直接报错。`.item()` 返回对应的 Python 数字，0.4 之后的所有版本都可用。
+数字的标准写法。从 0.4 开始，损失和全局归约的结果都是 0 维张量（标量），没有可以索引的维度：
+0.4 只给出警告（“This will be an error in PyTorch 0.5”），从 1.0 起很多老教程里的这个写法会直接报错。
+`.item()` 返回对应的 Python 数字，0.4 之后的所有版本都可用。
 
 ## Symptoms
 `IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python or
