@@ -205,9 +205,16 @@ _MARKERS: dict[str, tuple[tuple[bytes, ...], tuple[re.Pattern[bytes] | _Combinin
         ),
         (
             lazy_compile(rb"\.apply\("),
-            # `for m in self.modules(): ... m.weight.data = init.xavier_uniform(...)` (diffpool)
-            lazy_compile(rb"in[ \t]+[\w.]{0,200}(?:parameters|modules|children)\(\)"),
-            lazy_compile(rb"reset_parameters|init_weight|weights_init|init_param"),
+            # A loop, or a comprehension, over them: `for m in self.modules():` (diffpool's
+            # `m.weight.data = init.xavier_uniform(...)`), `[... for p in model.parameters()]`.
+            # Each pattern begins with its literal (see _ENV_READ).
+            lazy_compile(rb"parameters\(\)[ \t]*(?:[:\]]|if\b)"),
+            lazy_compile(rb"modules\(\)[ \t]*(?:[:\]]|if\b)"),
+            lazy_compile(rb"children\(\)[ \t]*(?:[:\]]|if\b)"),
+            lazy_compile(rb"reset_parameters"),
+            lazy_compile(rb"init_weight"),
+            lazy_compile(rb"weights_init"),
+            lazy_compile(rb"init_param"),
         ),
     ),
     # Some call asks a top-k helper for more than one k (`accuracy(out, y, topk=(1, 5))`, in
