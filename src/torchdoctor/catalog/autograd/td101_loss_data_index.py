@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from torchdoctor.catalog.sdk import (
     imported_roots,
@@ -1033,31 +1034,30 @@ def _given_loss_modules(ctx: Context, function: ast.FunctionDef, name: str) -> b
     """Every call of `function` in the file hands its parameter `name` a scalar loss module
     (LSTNet's `evaluate(..., evaluateL2, ...)` with `evaluateL2 = nn.MSELoss(size_average=False)`
     at the top of the script)."""
-    in_progress = _returns_in_progress(ctx)
-    if (function, name) in in_progress:  # a function handing its own parameter on
-        return False
-    in_progress.add((function, name))
-    try:
-        passed = passed_by_every_call(ctx, function, name)
-        return bool(passed) and all(_passed_loss_module(value, ctx) for value in passed)  # type: ignore[union-attr]
-    finally:
-        in_progress.discard((function, name))
+    return _every_call_hands(ctx, function, name, lambda value: _passed_loss_module(value, ctx))
 
 
 def _given_zero_dim(ctx: Context, function: ast.FunctionDef, name: str) -> bool:
     """Every call of `function` in the file hands its parameter `name` a 0-dim value, read
     where the call is (AAE_pytorch's `report_loss(epoch, D_loss_gauss, ...)`, given what
     `train(...)` returns: a mean and a loss)."""
+    runs_in = index(ctx).runs_in
+    return _every_call_hands(
+        ctx, function, name, lambda value: is_zero_dim(value, ctx, scope=runs_in(value) or ctx.tree)
+    )
+
+
+def _every_call_hands(
+    ctx: Context, function: ast.FunctionDef, name: str, accept: Callable[[ast.expr], bool]
+) -> bool:
+    """Every call of `function` in the file (one at least) passes `name` a value `accept`s."""
     in_progress = _returns_in_progress(ctx)
     if (function, name) in in_progress:  # a function handing its own parameter on
         return False
     in_progress.add((function, name))
     try:
         passed = passed_by_every_call(ctx, function, name)
-        if not passed:
-            return False
-        runs_in = index(ctx).runs_in
-        return all(is_zero_dim(value, ctx, scope=runs_in(value) or ctx.tree) for value in passed)
+        return bool(passed) and all(accept(value) for value in passed)  # type: ignore[union-attr]
     finally:
         in_progress.discard((function, name))
 
