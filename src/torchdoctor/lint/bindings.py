@@ -123,11 +123,13 @@ _OTHER_BINDERS = (
 )
 
 
+@per_file
 def import_replaced(ctx: Context, binding: Binding, name: str) -> bool:
     """`binding` is a top-level `import name` that a later top-level statement rebinds to what
     it makes from the module (awd-lstm-lm's `import model`, then `model =
     model.RNNModel(...)`): a function of the file, run after, reads the new value, not the
-    module. Only asked of a name read inside a function."""
+    module. Only asked of a name read inside a function; read once per import (it scans the
+    module's body)."""
     node = binding.node
     if type(node) is not ast.Import or not any(
         alias.asname is None and alias.name == name for alias in node.names
