@@ -159,18 +159,27 @@ def check_save(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if guard is None:
         return
     branch, remainder = guard
+    if _first_save(ctx, branch) is not node:
+        return  # one finding per `if`, for its first save in its own body (asked first: cheap)
     if not _counts_in_loop(remainder.left, ctx) or _at_one_step(branch.test):
         return
     if branch.orelse or _tested_elsewhere(remainder, branch, ctx) or _leaves_early(branch):
         return  # takes turns, or skips the rest of the loop on purpose
-    saves = [s for s in branch.body if type(s) is ast.Expr and _saves_a_checkpoint(s.value, ctx)]  # type: ignore[arg-type]
-    if not saves or saves[0] is not node:
-        return  # one finding per `if`, for its first save in its own body
     test = ctx.text(remainder)
     title = {lang: text.format(test=test) for lang, text in PITFALL.fix_title.items()}
     end = ctx.span(remainder)[1]
     fix = ctx.fix(PITFALL, "unsafe", ctx.edit(end, end, " == 0"), title=title)
     yield ctx.finding(PITFALL, remainder, "save", fix=fix, test=test, n=ctx.text(remainder.right))
+
+
+@per_file
+def _first_save(ctx: Context, branch: ast.If) -> ast.stmt | None:
+    """The first statement of the branch's own body that saves a checkpoint: found once per
+    `if`, however many saves it holds."""
+    return next(
+        (s for s in branch.body if type(s) is ast.Expr and _saves_a_checkpoint(s.value, ctx)),
+        None,
+    )
 
 
 def _saves_a_checkpoint(call: ast.AST, ctx: Context) -> bool:
