@@ -7,6 +7,7 @@ from bisect import bisect_left
 from typing import Callable, Iterable, Iterator
 
 from torchdoctor.catalog.sdk import (
+    shorten,
     MODULE_SELF_METHODS,
     dotted_name,
     moves_itself,
@@ -76,12 +77,12 @@ PITFALL = Pitfall(
         },
         "unwrapped": {
             "en": "`{wrapper}.module` exists only when line {line} has wrapped `{wrapper}` in "
-            "`{parallel}`, which it does under a condition: where it does not (one GPU, the "
-            "CPU), the bare model has no attribute `module`; read "
+            "`{parallel}`, which it does under a condition: where it does not ({where}), the "
+            "bare model has no attribute `module`; read "
             "`getattr({wrapper}, 'module', {wrapper})`, or keep the unwrapped model in a name "
             "of its own",
             "zh": "只有第 {line} 行把 `{wrapper}` 包装成 `{parallel}` 之后才有 `{wrapper}.module`，"
-            "而那次包装是有条件的：条件不成立时（单 GPU、CPU），未包装的模型没有属性 `module`；"
+            "而那次包装是有条件的：条件不成立时（{where_zh}），未包装的模型没有属性 `module`；"
             "请读取 `getattr({wrapper}, 'module', {wrapper})`，或者用另一个名字保留未包装的模型",
         },
     },
@@ -301,6 +302,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                     wrapper=ctx.text(use.value),
                     parallel=parallel,
                     line=statement.lineno,
+                    **_where_not_wrapped(ctx.ancestors[-2].test, ctx),  # type: ignore[attr-defined]
                 )
                 continue
             if (
@@ -480,6 +482,15 @@ def _loads_a_file(use: ast.Attribute, ctx: Context) -> bool:
         return False
     state = call.args[0]
     return not (isinstance(state, ast.Call) and ctx.method_name(state) == "state_dict")
+
+
+def _where_not_wrapped(test: ast.expr, ctx: Context) -> dict[str, str]:
+    """When the wrapping `if` does not run: one GPU or the CPU, for a test of the GPUs;
+    otherwise where its test is false (RMI's `if args.cuda:`, which wraps on one GPU too)."""
+    if _tests_gpus(test):
+        return {"where": "one GPU, the CPU", "where_zh": "单 GPU、CPU"}
+    shown = shorten(" ".join(ctx.text(test).split()))
+    return {"where": f"`{shown}` false", "where_zh": f"`{shown}` 不成立"}
 
 
 def _only_branch(ctx: Context) -> bool:
