@@ -738,13 +738,18 @@ def _index_masks(source: bytes) -> list[str]:
     return sorted(found)
 
 
-def _mask_setters(source: bytes) -> list[str]:
+def _masks_used(source: bytes) -> set[bytes]:
+    """The names the text hands to `masked_fill`/`masked_select`/`masked_scatter` as the mask:
+    read once for the two facts that ask."""
+    return {match.group(1) for match in _MASK_USE.finditer(source)}
+
+
+def _mask_setters(source: bytes, used: set[bytes]) -> list[str]:
     """MASK_SETTER + the name of each method that keeps its one argument on `self` under a name
     the text hands to `masked_fill`/`masked_select` as the mask (pytorch-seq2seq's
     `set_mask(self, mask)`, then `attn.data.masked_fill_(self.mask, -inf)` in `forward`): a
     uint8 tensor given to it is used as a mask. `source`: the text with a line break put in
-    front."""
-    used = {match.group(1) for match in _MASK_USE.finditer(source)}
+    front; `used`: its `_masks_used`."""
     return sorted(
         MASK_SETTER + match.group(1).decode("ascii", "replace")
         for match in _KEEPING_SETTER.finditer(source)
@@ -752,22 +757,22 @@ def _mask_setters(source: bytes) -> list[str]:
     )
 
 
-def _mask_makers(source: bytes) -> list[str]:
+def _mask_makers(source: bytes, used: set[bytes]) -> list[str]:
     """MASK_FROM + the name of each function whose result the text binds to a name it hands to
     `masked_fill`/`masked_select` as the mask (tacotron2's `mask = ~get_mask_from_lengths(...)`,
     then `x.masked_fill_(mask, 0.0)`): a uint8 tensor that function returns is used as a mask
     in another file. Not when the line makes it bool (`get_mask(x).bool()`), nor for a name the
     text ever turns bool. And INVERTED_MASK_FROM + the name of each function whose result the
     text inverts into a name ending in `mask`, whatever uses it (`mask=~get_mask_from_lengths(
-    lengths)` handed on as a keyword). `source`: the text with a line break put in front."""
+    lengths)` handed on as a keyword). `source`: the text with a line break put in front;
+    `used`: its `_masks_used`."""
     found = {
         INVERTED_MASK_FROM + match.group(1).decode("ascii", "replace")
         for match in _INVERTED_MASK_FROM_CALL.finditer(source)
         if b"bool" not in match.group(2)  # `mask=~get_mask(x).bool()`: made bool first
     }
-    used = {match.group(1) for match in _MASK_USE.finditer(source)}
     # Searched once per name, not once per binding of it.
-    used -= {name for name in used if name + b".bool(" in source}
+    used = {name for name in used if name + b".bool(" not in source}
     if not used:
         return sorted(found)
     for match in _BOUND_TO_CALL.finditer(source):
@@ -833,10 +838,11 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _forward_called_classes(source)
     if b"with torch." in source:
         markers += _methods_called_without_grad(lines)
+    used = _masks_used(lines) if b".masked_" in source else set()
     if b".masked_" in source or b"=~" in source or b"= ~" in source:
-        markers += _mask_makers(lines)
-    if b".masked_" in source and b"def " in source:
-        markers += _mask_setters(lines)
+        markers += _mask_makers(lines, used)
+    if used and b"def " in source:
+        markers += _mask_setters(lines, used)
     if b"mask]" in source:
         markers += _index_masks(lines)
     if b"step" in source:
