@@ -1236,6 +1236,11 @@ def _is_nn_module_qualname(qualname: str) -> bool:
     return last not in ("Parameter", "Buffer", "UninitializedParameter")
 
 
+def is_name(expr: ast.AST, name: str) -> bool:
+    """The bare name `name`."""
+    return type(expr) is ast.Name and expr.id == name
+
+
 def is_self_attribute(expr: ast.AST) -> bool:
     """`self.<attr>`."""
     return type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self"

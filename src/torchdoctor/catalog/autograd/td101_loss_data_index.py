@@ -6,6 +6,7 @@ import ast
 from typing import Callable
 
 from torchdoctor.catalog.sdk import (
+    is_name,
     imported_roots,
     in_compat_fallback,
     builds_a_loss_module,
@@ -801,7 +802,7 @@ def _adds(statement: ast.AST, term: str) -> bool:
     if type(statement) is ast.If:
         return any(_adds(inner, term) for inner in (*statement.body, *statement.orelse))
     if type(statement) is ast.AugAssign:
-        return type(statement.op) is ast.Add and _is_name(statement.value, term)
+        return type(statement.op) is ast.Add and is_name(statement.value, term)
     if type(statement) is not ast.Assign or len(statement.targets) != 1:
         return False
     target, value = statement.targets[0], statement.value
@@ -812,13 +813,9 @@ def _adds(statement: ast.AST, term: str) -> bool:
     ):
         return False
     sides = (value.left, value.right)
-    return any(_is_name(side, term) for side in sides) and any(
-        _is_name(side, target.id) for side in sides
+    return any(is_name(side, term) for side in sides) and any(
+        is_name(side, target.id) for side in sides
     )
-
-
-def _is_name(node: ast.AST, name: str) -> bool:
-    return type(node) is ast.Name and node.id == name
 
 
 @per_file

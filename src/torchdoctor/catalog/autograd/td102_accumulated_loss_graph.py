@@ -8,6 +8,7 @@ import weakref
 from bisect import bisect_right
 
 from torchdoctor.catalog.sdk import (
+    is_name,
     ACCUMULATES,
     ACCUMULATING_UPDATE,
     CALLED_WITHOUT_GRAD,
@@ -294,9 +295,9 @@ def check_sum(node: ast.Assign, ctx: Context) -> list[Finding] | None:
     target = node.targets[0]
     if type(target) is not ast.Name:
         return None
-    if _is_name(value.left, target.id):
+    if is_name(value.left, target.id):
         return _check(node, target.id, value.right, ctx)
-    if _is_name(value.right, target.id):
+    if is_name(value.right, target.id):
         return _check(node, target.id, value.left, ctx)
     return None
 
@@ -672,7 +673,7 @@ def _just_made_a_number(ctx: Context, statement: ast.stmt, name: str) -> bool:
             type(t) is ast.Name and t.id == name for t in earlier.targets
         ):
             return _number_of_items(earlier.value)
-        if type(earlier) in (ast.AugAssign, ast.AnnAssign) and _is_name(earlier.target, name):
+        if type(earlier) in (ast.AugAssign, ast.AnnAssign) and is_name(earlier.target, name):
             return False
     return False
 
@@ -1070,7 +1071,7 @@ def _is_accumulation(value: ast.expr, total: str) -> bool:
     return (
         type(value) is ast.BinOp
         and type(value.op) is ast.Add
-        and (_is_name(value.left, total) or _is_name(value.right, total))
+        and (is_name(value.left, total) or is_name(value.right, total))
     )
 
 
@@ -1109,10 +1110,6 @@ def _is_detaching(value: ast.expr | None, ctx: Context) -> bool:
 
 def _inside(node: ast.AST, loop: ast.stmt) -> bool:
     return loop.lineno <= node.lineno <= loop.end_lineno
-
-
-def _is_name(expr: ast.expr, name: str) -> bool:
-    return type(expr) is ast.Name and expr.id == name
 
 
 # ---- at run time -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    is_self_attribute,
     Context,
     Finding,
     Kind,
@@ -363,11 +364,7 @@ def _parameter_never_filled(
     ):
         return None
     target = statement.targets[0]
-    if not (
-        type(target) is ast.Attribute
-        and type(target.value) is ast.Name
-        and target.value.id == "self"
-    ):
+    if not is_self_attribute(target):
         return None
     function = ctx.enclosing_function()
     if function is None or function.name != "__init__" or ctx.enclosing_class() is None:

@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    is_name,
     BlockKey,
     Context,
     Finding,
@@ -246,13 +247,13 @@ def _written_names(statement: ast.stmt) -> list[str]:
 def _writes_in_place(statement: ast.stmt, alias: str, kind: Kind) -> bool:
     """`b += ...`, `b[...] = ...`, `b[...] += ...`, `b.add_(...)` as a statement of its own."""
     if isinstance(statement, ast.AugAssign):
-        return _is_name(statement.target, alias) or _subscript_of(statement.target, alias)
+        return is_name(statement.target, alias) or _subscript_of(statement.target, alias)
     if isinstance(statement, ast.Assign):
         return any(_subscript_of(target, alias) for target in statement.targets)
     if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
         return False
     func = statement.value.func
-    if not (isinstance(func, ast.Attribute) and _is_name(func.value, alias)):
+    if not (isinstance(func, ast.Attribute) and is_name(func.value, alias)):
         return False
     method = func.attr
     if kind is Kind.NDARRAY:
@@ -265,11 +266,7 @@ def _subscript_of(target: ast.AST, alias: str) -> bool:
         return False
     while isinstance(target, ast.Subscript):
         target = target.value
-    return _is_name(target, alias)
-
-
-def _is_name(expr: ast.AST, name: str) -> bool:
-    return isinstance(expr, ast.Name) and expr.id == name
+    return is_name(target, alias)
 
 
 def _next_read(names, block, write, source, parents) -> ast.stmt | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchdoctor.catalog.sdk import Context, Kind, children, index_of, per_file
+from torchdoctor.catalog.sdk import Context, Kind, children, index_of, per_file, subtree
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -25,6 +25,16 @@ def last_identifier(expr: ast.AST) -> str | None:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return None
+
+
+def mentions_epochs(expr: ast.AST) -> bool:
+    """Some name or attribute in `expr` speaks of epochs (`epoch % 2`, `range(args.epochs)`):
+    whole epochs taken in turn, or a loop over them, not over batches."""
+    return any(
+        "epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
+        for n in subtree(expr)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
 
 
 def is_optimizer(expr: ast.AST, ctx: Context) -> bool:

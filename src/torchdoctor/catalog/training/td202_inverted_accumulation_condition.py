@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     subtree,
 )
 from torchdoctor.catalog.training._loops import (
+    mentions_epochs,
     LOOPS,
     SCOPES,
     block_steps,
@@ -229,7 +230,7 @@ def _bare_remainder(test: ast.AST) -> ast.BinOp | None:
             isinstance(operand, ast.BinOp)
             and isinstance(operand.op, ast.Mod)
             and not isinstance(operand.left, (ast.Constant, ast.JoinedStr))  # not "%s" % x
-            and not _mentions_epochs(operand.left)
+            and not mentions_epochs(operand.left)
         ):
             return operand
     return None
@@ -281,15 +282,6 @@ def _counters(ctx: Context, function: ast.AST) -> frozenset[str]:
         node.target.attr  # type: ignore[attr-defined]
         for node in index_of(ctx, function).in_block(function.body, ast.AugAssign)  # type: ignore[attr-defined]
         if isinstance(node.op, ast.Add) and is_self_attribute(node.target)
-    )
-
-
-def _mentions_epochs(expr: ast.AST) -> bool:
-    """`epoch % 2` picks whole epochs (taking turns), it does not accumulate batches."""
-    return any(
-        "epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
-        for n in subtree(expr)
-        if isinstance(n, (ast.Name, ast.Attribute))
     )
 
 

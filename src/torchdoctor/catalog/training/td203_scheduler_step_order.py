@@ -33,6 +33,7 @@ from torchdoctor.catalog.sdk import (
     top_level_functions,
 )
 from torchdoctor.catalog.training._loops import (
+    mentions_epochs,
     LOOPS,
     block_steps,
     enclosing_loops,
@@ -984,14 +985,8 @@ def _steps_each_batch(loops: list[ast.AST], ctx: Context) -> bool:
 
 def _names_epochs(loop: ast.AST) -> bool:
     """A loop over the epochs, by its words: `for epoch in range(args.epochs)`."""
-    parts = [getattr(loop, "target", None), getattr(loop, "iter", None)]
-    return any(
-        "epoch" in (node.id if type(node) is ast.Name else node.attr).lower()  # type: ignore[union-attr]
-        for part in parts
-        if part is not None
-        for node in ast.walk(part)
-        if type(node) in (ast.Name, ast.Attribute)
-    )
+    parts = (getattr(loop, "target", None), getattr(loop, "iter", None))
+    return any(part is not None and mentions_epochs(part) for part in parts)
 
 
 def _iterates_loader(loop: ast.AST, ctx: Context) -> bool:

@@ -23,6 +23,7 @@ from torchdoctor.catalog.sdk import (
     subtree,
 )
 from torchdoctor.catalog.training._loops import (
+    mentions_epochs,
     LOOPS,
     SCOPES,
     block_steps,
@@ -331,19 +332,10 @@ def _multiple_test(test: ast.AST) -> ast.BinOp | None:
             isinstance(candidate, ast.BinOp)
             and isinstance(candidate.op, ast.Mod)
             and not isinstance(candidate.left, (ast.Constant, ast.JoinedStr))
-            and not _mentions_epochs(candidate.left)
+            and not mentions_epochs(candidate.left)
         ):
             return candidate
     return None
-
-
-def _mentions_epochs(expr: ast.AST) -> bool:
-    """`epoch % 2 == 0` picks whole epochs (taking turns), it does not accumulate batches."""
-    return any(
-        "epoch" in (n.id if isinstance(n, ast.Name) else n.attr).lower()
-        for n in subtree(expr)
-        if isinstance(n, (ast.Name, ast.Attribute))
-    )
 
 
 def _counts(k: ast.AST) -> bool:
