@@ -109,6 +109,21 @@ def test_exotic_coding_cookie_is_a_finding_and_the_rest_is_checked(tmp_path, coo
     assert found["a.py"][0]["code"] == "TD001"
 
 
+@pytest.mark.parametrize("cookie", ["future_fstrings", "future-fstrings", "future_annotations"])
+def test_a_syntax_backport_codec_is_read_as_utf8_and_checked(tmp_path, cookie):
+    # FCGF's files: the codec is registered by a .pth of the `future-fstrings` package, which
+    # the doctor's interpreter need not have; the text underneath is UTF-8.
+    source = f"# -*- coding: {cookie} -*-\n# café\n{DISCARDED}print(f'{{1}}')\n"
+    path = write(tmp_path / "a.py", source.encode("utf-8"))
+    result = check("--no-cache", "--format", "json", ".", cwd=tmp_path)
+    assert_clean_stderr(result)
+    assert [(f["code"], f["location"]["line"]) for f in findings_of(result)["a.py"]] == [
+        ("TD001", 5)
+    ]
+    check("--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert path.read_bytes() == source.replace("x.cuda()", "x = x.cuda()").encode("utf-8")
+
+
 def test_missing_path_is_one_error_line_and_the_rest_is_checked(tmp_path):
     write(tmp_path / "a.py", DISCARDED)
     result = check("--no-cache", "--format", "json", "nope.py", "a.py", cwd=tmp_path)

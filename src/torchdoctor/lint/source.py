@@ -20,6 +20,12 @@ _WRITE_FLAGS = (
 )
 
 
+# Codecs that exist only to backport newer syntax to older interpreters (installed with the
+# project, registered at start-up by a .pth file): their input is UTF-8 text, and on the Python
+# that runs the doctor the syntax they rewrite is native, so the file is read as UTF-8.
+_SYNTAX_BACKPORT_CODECS = frozenset({"future_fstrings", "future_annotations"})
+
+
 class UnreadableFile(Exception):
     """A file that is not Python source text; the message says why, in one line."""
 
@@ -40,9 +46,12 @@ def decode(data: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        if "invalid or missing" not in error.msg:
+        if _names_a_backport_codec(error.msg):
+            encoding = "utf-8"  # `# -*- coding: future_fstrings -*-` (FCGF): UTF-8 underneath
+        elif "invalid or missing" in error.msg:
+            encoding = "utf-8"  # no declaration and not UTF-8: say so below, with the byte
+        else:
             raise UnreadableFile(f"bad encoding declaration: {error.msg}") from None
-        encoding = "utf-8"  # no declaration and not UTF-8: say so below, with the byte
     try:
         # bytes.decode keeps '\r\n', so fixes write the file back with its own newlines.
         return SourceFile(data.decode(encoding), encoding)
@@ -57,6 +66,12 @@ def decode(data: bytes) -> SourceFile:
         raise UnreadableFile(
             f"cannot decode as {encoding!r}: {type(error).__name__}: {error}"
         ) from None
+
+
+def _names_a_backport_codec(message: str) -> bool:
+    """`message` is tokenize's "unknown encoding: future_fstrings" (or its twin)."""
+    _, found, name = message.partition("unknown encoding: ")
+    return bool(found) and name.strip().lower().replace("-", "_") in _SYNTAX_BACKPORT_CODECS
 
 
 def decode_native(data: bytes) -> SourceFile:

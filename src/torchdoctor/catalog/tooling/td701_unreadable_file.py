@@ -21,9 +21,11 @@ PITFALL = Pitfall(
 A file that was given to the checker (or found with a `.py` name) but is not Python source
 text: binary data such as a checkpoint saved as `model.py`, or bytes that are not valid in the
 file's encoding (UTF-8 unless a `# -*- coding: ... -*-` line says otherwise, and a declared
-codec that is unknown or cannot decode text, such as `punycode` or `rot13`). Also what is not
-a regular file at all (a FIFO, a device, a link to `/dev/zero`: never opened for reading, so
-the check cannot hang on it), a file too large to be source, or one that cannot be opened.
+codec that is unknown or cannot decode text, such as `punycode` or `rot13`; but not
+`future_fstrings` or `future_annotations`, codecs that only backport newer syntax to old Pythons
+and read UTF-8: such a file is read as UTF-8 and checked). Also what is not a regular file at
+all (a FIFO, a device, a link to `/dev/zero`: never opened for reading, so the check cannot
+hang on it), a file too large to be source, or one that cannot be opened.
 
 ## Why is this bad?
 Python cannot import it either. The doctor skips it and checks the other files.
@@ -42,7 +44,9 @@ Python cannot import it either. The doctor skips it and checks the other files.
 ## What it catches
 传给检查器（或以 `.py` 结尾被发现）的文件并不是 Python 源码文本：例如被存成 `model.py` 的检查点等二进制数据，
 或者在文件编码下不合法的字节（默认 UTF-8，除非有 `# -*- coding: ... -*-` 声明；声明的编码未知或无法解码文本，
-例如 `punycode`、`rot13`，也算在内）。还包括根本不是普通文件的路径（FIFO、设备、指向 `/dev/zero` 的链接：
+例如 `punycode`、`rot13`，也算在内；但 `future_fstrings`、`future_annotations` 不算：它们只是把新语法移植到旧版
+Python 的编解码器，底层读的是 UTF-8，这样的文件按 UTF-8 读取并照常检查）。
+还包括根本不是普通文件的路径（FIFO、设备、指向 `/dev/zero` 的链接：
 从不打开读取，所以检查不会卡住）、大到不可能是源码的文件，以及无法打开的文件。
 
 ## Why is this bad?
