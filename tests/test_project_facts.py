@@ -2258,3 +2258,30 @@ def test_legacy_flags_handed_to_a_torch_loss_through_a_project_subclass(tmp_path
     )
     run = _check(tmp_path, ".", rule="TD802")
     assert run.returncode == 0 and "TD802" not in run.stdout, run.stdout
+
+
+def test_a_loop_variable_handed_back_by_a_helper_of_another_module(tmp_path):
+    # neuralprophet: `ax = set_y_as_percent(ax)` in a loop, the helper in plot_utils changes
+    # the axis in place and returns it: nothing is lost.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "plot_utils.py").write_text(
+        "def set_y_as_percent(ax):\n"
+        '    """Relabel."""\n'
+        "    ax.set_yticklabels([f'{y:.4g}%' for y in ax.get_yticks()])\n"
+        "    return ax\n\n\n"
+        "def scaled(values, factor=2):\n    return [v * factor for v in values]\n"
+    )
+    plot = (
+        "from plot_utils import set_y_as_percent, scaled\n\n\n"
+        "def plot(axes, series):\n"
+        "    for ax in axes:\n        ax = set_y_as_percent(ax)\n"
+        "    for values in series:\n        values = scaled(values)\n"
+    )
+    (tmp_path / "plot.py").write_text(plot)
+    out = _check(tmp_path, ".", rule="TD411").stdout
+    assert "plot.py:6:" not in out, out
+    # A helper that makes a new value: the loop's items keep their old one.
+    assert "plot.py:8:9: TD411 Assigning to the loop variable `values`" in out, out
+    # Nor is a function of the same name but not of the project's modules handed back.
+    (tmp_path / "plot.py").write_text(plot.replace("from plot_utils", "from matplotlib_utils"))
+    assert "plot.py:6:9: TD411" in _check(tmp_path, ".", rule="TD411").stdout

@@ -704,6 +704,15 @@ ACCUMULATING_UPDATE = lazy_compile(
 ACCUMULATES = "accumulates:"
 
 
+# `def set_y_as_percent(ax): ... return ax` (neuralprophet's plot_utils): a top-level function
+# that hands back its first parameter changed that object in place (it made no other to hand
+# back), so `ax = set_y_as_percent(ax)` in a loop of another file loses nothing.
+_DEF_OF_FIRST_PARAMETER = lazy_compile(
+    rb"\ndef[ \t]+(\w{1,80})[ \t]*\([ \t]*(\w{1,80})[ \t]*[,)=:]"
+)
+HANDS_BACK_FIRST = "hands-back-first:"
+
+
 # WEIGHTS_NAME + "best_model": some file of the project gives that name a module's weights
 # (`best_model = model.state_dict().copy()`, ML-BCI's trainer): a parameter of that name
 # elsewhere is not known to hold a model by its name alone.
@@ -802,6 +811,28 @@ def _loss_bases(source: bytes) -> list[str]:
     return found
 
 
+def _functions_handing_back_first(source: bytes) -> list[str]:
+    """HANDS_BACK_FIRST + the name of each top-level function of the text with a `return` of its
+    first parameter, alone on its line (its body: up to the next top-level line). `source`: the
+    text with a line break put in front."""
+    found = []
+    for match in _DEF_OF_FIRST_PARAMETER.finditer(source):
+        parameter = match.group(2)
+        if parameter in (b"self", b"cls"):
+            continue
+        end = _TOP_LEVEL_LINE.search(source, match.end())
+        body = source[match.end() : end.start() if end else len(source)]
+        needle = b"return " + parameter
+        at = body.find(needle)
+        while at >= 0:
+            rest = body[at + len(needle) : body.find(b"\n", at) if b"\n" in body[at:] else None]
+            if body[at - 1 : at] in (b" ", b"\t") and rest.strip()[:1] in (b"", b"#"):
+                found.append(HANDS_BACK_FIRST + match.group(1).decode("ascii", "replace"))
+                break
+            at = body.find(needle, at + len(needle))
+    return found
+
+
 def _accumulating_meters(source: bytes) -> list[str]:
     """ACCUMULATES + the name of each class whose `update` adds its value to an attribute (the
     class whose `class` line comes last before that `def update`). `source`: the text with a
@@ -851,6 +882,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _accumulating_meters(lines)
     if b"Loss)" in source:
         markers += _loss_bases(lines)
+    if b"\ndef " in lines and b"return " in source:
+        markers += _functions_handing_back_first(lines)
     if b".state_dict()" in source:
         markers += [WEIGHTS_NAME + name.decode() for name in set(_WEIGHTS_ASSIGNED.findall(lines))]
     methods = (

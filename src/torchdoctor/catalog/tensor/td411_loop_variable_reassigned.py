@@ -7,6 +7,7 @@ from bisect import bisect_left, bisect_right
 from typing import Callable, Iterator
 
 from torchdoctor.catalog.sdk import (
+    HANDS_BACK_FIRST,
     MODULE_SELF_METHODS,
     Context,
     FileIndex,
@@ -60,7 +61,9 @@ as they were.
 ## Known problems
 A new value read only through `locals()` or `eval` is not seen; such files are skipped. Not
 reported: `x = helper(x, ...)` where the file's own `helper` returns the very parameter that
-receives `x` (it changed the object in place, so the loop's items did change); nor `x =
+receives `x`, or a `helper` of another module of the project returns its first parameter
+(neuralprophet's `ax = set_y_as_percent(ax)`): it changed the object in place, so the loop's
+items did change; nor `x =
 x.cuda()`, `.to(...)`, `.half()`... when `x` is named like a model or the loop runs over modules
 (a list of module instances, such lists added or repeated, a `ModuleList`): those methods change
 a module itself.
@@ -80,8 +83,9 @@ a module itself.
 
 ## Known problems
 只通过 `locals()` 或 `eval` 读取新值的情况无法识别，这样的文件会被跳过。不报告
-`x = helper(x, ...)`：本文件中的 `helper` 原样返回接收 `x` 的那个参数（它是原地修改对象的，
-循环里的元素确实被改变了）。当 `x` 的名字表明它是模型，或循环遍历的是模块（模块实例组成的列表、
+`x = helper(x, ...)`：本文件中的 `helper` 原样返回接收 `x` 的那个参数，或者项目中其他模块的 `helper`
+原样返回它的第一个参数（neuralprophet 的 `ax = set_y_as_percent(ax)`）：它是原地修改对象的，
+循环里的元素确实被改变了。当 `x` 的名字表明它是模型，或循环遍历的是模块（模块实例组成的列表、
 这样的列表相加或重复、`ModuleList`）时，也不报告 `x = x.cuda()`、`.to(...)`、`.half()` 等：
 这些方法会直接修改模块本身。
 """,
@@ -192,7 +196,8 @@ def _holds_modules(iterable: ast.expr, ctx: Context, depth: int) -> bool:
 
 def _hands_back_its_argument(assignment: ast.Assign, name: str, ctx: Context) -> bool:
     """`pg = set_item_pg(pg, k, v)` where the file's `set_item_pg` returns the parameter that
-    receives `pg`: it changed the object itself (it could not have made another one to hand
+    receives `pg` (or, of another module of the project, returns its first parameter, which
+    receives `pg`): it changed the object itself (it could not have made another one to hand
     back), so the loop's items did change; the assignment is only redundant."""
     value = assignment.value
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
@@ -202,9 +207,18 @@ def _hands_back_its_argument(assignment: ast.Assign, name: str, ctx: Context) ->
         for position, arg in enumerate(value.args)
         if isinstance(arg, ast.Name) and arg.id == name
     ]
-    if not given or value.func.id not in _defined_functions(ctx):
-        return False  # not handed to a function of the file: no returns to read
-    returned = _returned_parameters(ctx).get(value.func.id, ())
+    if not given:
+        return False
+    function = value.func.id
+    if function not in _defined_functions(ctx):
+        # A function of another module of the project that hands back its first parameter
+        # (neuralprophet's `ax = set_y_as_percent(ax)`, from its plot_utils).
+        return (
+            0 in given
+            and ctx.project.has(HANDS_BACK_FIRST + function)
+            and ctx.from_project(function, ctx.qualname(value.func))
+        )
+    returned = _returned_parameters(ctx).get(function, ())
     return any(position in returned for position in given)
 
 
