@@ -184,6 +184,32 @@ def test_an_imported_module_rebound_to_a_model_it_makes_is_that_model(tmp_path):
     assert run.returncode == 0 and "TD503" not in run.stdout, run.stdout
 
 
+# RE-Net's baselines: `import model as model`, then at the top level, in a branch, the name is
+# rebound to the model the module makes (the other branch loads a pickled one); the saves of
+# the training loop below read that model.
+RENET_MAIN = (
+    "import torch\nimport model as model\n\n"
+    "if __name__ == '__main__':\n"
+    "    if RESUME:\n        model = torch.load('m.ckpt')\n"
+    "    else:\n        model = model.{made}\n"
+    "    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)\n"
+    "    for epoch in range(10):\n"
+    "        torch.save(model, 'm.ckpt')\n"
+)
+
+
+def test_an_imported_module_rebound_at_the_top_level_is_that_model_below(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(MODELS.replace("Net", "TATransEModel"))
+    (tmp_path / "main.py").write_text(RENET_MAIN.format(made="TATransEModel(3)"))
+    run = _check(tmp_path, ".")
+    assert "main.py:11:9: TD503 `torch.save(model, ...)` pickles" in run.stdout, run.stdout
+    # Rebound to what the module's function returns, which the project does not tell: silent.
+    (tmp_path / "main.py").write_text(RENET_MAIN.format(made="vocabulary()"))
+    run = _check(tmp_path, ".")
+    assert run.returncode == 0 and "TD503" not in run.stdout, run.stdout
+
+
 # A script that takes only the launcher's old `--local_rank`, and a module reading LOCAL_RANK.
 OLD_OPTION_ONLY = (
     "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"

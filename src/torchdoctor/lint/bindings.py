@@ -131,9 +131,7 @@ def import_replaced(ctx: Context, binding: Binding, name: str) -> bool:
     module. Only asked of a name read inside a function; read once per import (it scans the
     module's body)."""
     node = binding.node
-    if type(node) is not ast.Import or not any(
-        alias.asname is None and alias.name == name for alias in node.names
-    ):
+    if not _imports_as_itself(node, name):
         return False
     body = ctx.tree.body  # type: ignore[attr-defined]
     if node not in body:
@@ -145,6 +143,29 @@ def import_replaced(ctx: Context, binding: Binding, name: str) -> bool:
         if type(target) is ast.Name and target.id == name:
             return _made_from(statement.value, name)
     return False
+
+
+def import_rebound_before(ctx: Context, binding: Binding, name: str, line: int) -> bool:
+    """`binding` is a top-level `import name` (`import model as model` too) that a top-level
+    statement before `line`, in any block of the module, rebinds to what it makes from the
+    module (RE-Net's `else: model = model.TATransEModel(config)` under `if __name__ ==
+    "__main__":`): a read on `line`, at the top level too, comes after it."""
+    if not _imports_as_itself(binding.node, name):
+        return False
+    return any(
+        other.value is not None
+        and binding.node.lineno < other.node.lineno < line
+        and _made_from(other.value, name)
+        for other in bindings(ctx, ctx.tree, name) or ()
+    )
+
+
+def _imports_as_itself(node: ast.AST, name: str) -> bool:
+    """`import name` or `import name as name`."""
+    return type(node) is ast.Import and any(
+        alias.name == name and alias.asname in (None, name)
+        for alias in node.names  # type: ignore[attr-defined]
+    )
 
 
 def _made_from(value: ast.expr, name: str) -> bool:

@@ -24,6 +24,7 @@ from torchdoctor.catalog.sdk import (
     bound_only_to,
     constant_default_kept,
     built_from,
+    import_rebound_before,
     import_replaced,
     index_of,
     is_parameter,
@@ -36,6 +37,7 @@ from torchdoctor.catalog.sdk import (
     scope_of,
     shorten,
     started_with,
+    top_level_functions,
 )
 from torchdoctor.catalog.sdk import weights_only as _weights_only
 from torchdoctor.catalog.serialization._reports import user_code_shown
@@ -95,7 +97,10 @@ the class calls such a method on it or switches its mode (`self.model.train()` w
 argument); and `torch.save(self, path)` in a method of an `nn.Module` subclass. A project module
 imported under the name and then rebound at the top level to the model it makes (awd-lstm-lm's
 `import model`, then `model = model.RNNModel(...)`) is that model in the file's functions, which
-run later. Not in a project that
+run later, and below the rebinding at the top level (RE-Net's, in a branch under `if __name__ ==
+"__main__":`). So is a name unpacked from a call of a function of the file that returns, in that
+place of its tuple, a name it uses as a module (`net, optimizer = setup(args)`: boundary-loss).
+Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a parameter its function's docstring types as data
 (`model (dict): ...`: asteroid's publisher). Nor a model whose class a file of the project allows in
@@ -137,7 +142,9 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 （或由另一个模块中的基类赋值，例如 hedwig 的 trainer），且类在它上面调用这类方法或切换它的模式
 （不带参数的 `self.model.train()`）时同样算在内；`nn.Module` 子类的方法里的
 `torch.save(self, path)` 同样报告。以某个名字导入的项目模块，若随后在顶层被重新赋值为它创建的模型（awd-lstm-lm 的
-`import model` 之后 `model = model.RNNModel(...)`），在之后才运行的本文件函数里就是那个模型。
+`import model` 之后 `model = model.RNNModel(...)`），在之后才运行的本文件函数里就是那个模型，在顶层重新赋值之后的代码里
+也是（RE-Net 在 `if __name__ == "__main__":` 下某个分支里重新赋值）。从本文件函数调用的结果中解包出来的名字，
+若该函数返回的元组在这个位置上是一个它当作模块使用的名字（`net, optimizer = setup(args)`：boundary-loss），同样算在内。
 项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。函数的文档字符串把该参数
 写成数据类型（`model (dict): ...`，asteroid 的 publisher）时不报告。项目中某个文件用
@@ -532,10 +539,16 @@ def _weights_saved_too(expr: ast.AST, ctx: Context) -> bool:
 def _used_as_module(name: str, ctx: Context) -> bool:
     """In the scope that binds `name`, none of its assignments makes anything but a module
     (or what cannot be told), and either one builds a module (`model = Net()` in one branch,
-    `model = torch.load(path)` in the other) or a method only a module has is called on it
+    `model = torch.load(path)` in the other; `net, optimizer = setup(args)` where the file's
+    `setup` returns a module in that place) or a method only a module has is called on it
     (`model.parameters()`: a parameter, or a model from a function of another file; on a name
     that says it holds a model, `model.train()` with no argument too)."""
-    scope = scope_of(name, ctx)
+    return _used_as_module_in(ctx, scope_of(name, ctx), name, follow=True)
+
+
+def _used_as_module_in(ctx: Context, scope: ast.AST, name: str, follow: bool) -> bool:
+    """`_used_as_module` in `scope`; `follow`: the name is read here (not in a function the
+    file calls), and an unpacked call of the file's functions is followed into them."""
     found = bindings(ctx, scope, name)
     if not found:
         return False
@@ -543,12 +556,18 @@ def _used_as_module(name: str, ctx: Context) -> bool:
     for binding in found:
         value = binding.value
         if value is None:
+            if follow and _unpacked_module(ctx, binding.node, scope):
+                builds = True
             if isinstance(binding.node, (ast.arg, ast.Name)):
                 continue
             if (
-                scope is ctx.tree
-                and ctx.enclosing_function() is not None
-                and import_replaced(ctx, binding, name)
+                follow
+                and scope is ctx.tree
+                and (
+                    import_replaced(ctx, binding, name)
+                    if ctx.enclosing_function() is not None
+                    else import_rebound_before(ctx, binding, name, ctx.ancestors[-1].lineno)
+                )
             ):
                 continue  # `import model`, then `model = model.RNNModel(...)`: read later
             return False  # an import, a def, a class
@@ -573,6 +592,36 @@ def _used_as_module(name: str, ctx: Context) -> bool:
     )
 
 
+def _unpacked_module(ctx: Context, target: ast.AST, scope: ast.AST) -> bool:
+    """`target` is a name unpacked from a call of a top-level function of the file (`net,
+    optimizer, device = setup(args)`: boundary-loss) each of whose `return`s hands back a tuple
+    with, in that place, a name that function uses as a module."""
+    if type(target) is not ast.Name:
+        return False
+    found = index_of(ctx, scope)
+    unpacked = found.parents.get(target)
+    statement = found.parents.get(unpacked) if type(unpacked) is ast.Tuple else None
+    if not (
+        type(statement) is ast.Assign
+        and statement.targets == [unpacked]
+        and type(statement.value) is ast.Call
+        and type(statement.value.func) is ast.Name
+    ):
+        return False
+    function = top_level_functions(ctx).get(statement.value.func.id)
+    if function is None or function is scope:
+        return False
+    place, size = unpacked.elts.index(target), len(unpacked.elts)  # type: ignore[union-attr]
+    returns = index_of(ctx, function).local(function, ast.Return)
+    return bool(returns) and all(
+        type(tuple_ := statement_returned.value) is ast.Tuple  # type: ignore[attr-defined]
+        and len(tuple_.elts) == size
+        and type(returned := tuple_.elts[place]) is ast.Name
+        and _used_as_module_in(ctx, function, returned.id, follow=False)
+        for statement_returned in returns
+    )
+
+
 def _makes_no_module(call: ast.Call, name: str, ctx: Context) -> bool:
     """`model.state_dict()`, `list(model.parameters())`, `model = model.half_of_it()`: calls
     whose result is not the module they were given."""
@@ -584,8 +633,13 @@ def _makes_no_module(call: ast.Call, name: str, ctx: Context) -> bool:
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     if not (isinstance(receiver, ast.Name) and receiver.id == name):
         return False
-    # `model = model.RNNModel(...)` of an imported module `model` makes one.
-    return method not in MODULE_SELF_METHODS and ctx.kind_of(call) is not Kind.MODULE
+    # `model = model.RNNModel(...)` of an imported module `model` makes one (an nn.Module
+    # class of the project's, when the name's kind has since changed: RE-Net's top level).
+    return (
+        method not in MODULE_SELF_METHODS
+        and ctx.kind_of(call) is not Kind.MODULE
+        and not (method is not None and ctx.project.is_module_class(method))
+    )
 
 
 def _wrapped(expr: ast.AST, text: str) -> str:
