@@ -141,7 +141,8 @@ every assignment in its class makes uint8 is reported where it is made when a me
 class uses it as a mask: directly, through a local name bound to it (`mask =
 Variable(self.mask)`) or through another attribute holding it (`self.mask_gpu =
 self.mask.cuda()`). A uint8 tensor a module-level function returns (alone, directly or through
-a name whose rebindings keep its dtype, also as `~mask`, still uint8) is reported where it is
+a name whose rebindings keep its dtype, also as `~mask`, still uint8, or moved by `.to(device)`)
+is reported where it is
 made when another file of the project binds what that function returns to a name (or a `self.`
 attribute) it hands to `masked_fill`, `masked_select` or `masked_scatter` as the mask
 (tacotron2's `get_mask_from_lengths`, returning `(ids < lengths.unsqueeze(1)).byte()`, and
@@ -219,7 +220,8 @@ one made in a branch kept for torch < 1.2.
 如果类中对某个 `self.` 属性的每次赋值都得到 uint8 张量，而类的某个方法把它当作掩码使用——直接使用、
 通过绑定到它的局部变量（`mask = Variable(self.mask)`），或通过持有它的另一个属性
 （`self.mask_gpu = self.mask.cuda()`）——则在创建它的地方报告。模块级函数返回的 uint8 张量
-（单独返回，直接返回或经由一个重新绑定时保持 dtype 的名字，也包括返回 `~mask`：仍是 uint8），如果项目的
+（单独返回，直接返回或经由一个重新绑定时保持 dtype 的名字，也包括返回 `~mask`：仍是 uint8，或用
+`.to(device)` 搬到设备上返回），如果项目的
 另一个文件把该函数的返回值绑定到一个名字（或 `self.` 属性）、再把它作为掩码交给 `masked_fill`、`masked_select`
 或 `masked_scatter`，
 也在创建处报告（tacotron2 的 `get_mask_from_lengths` 返回 `(ids < lengths.unsqueeze(1)).byte()`，
@@ -836,6 +838,12 @@ def _returned_at(function: ast.AST, name: str, ctx: Context) -> int | None | boo
         value = statement.value  # type: ignore[attr-defined]
         if type(value) is ast.UnaryOp and type(value.op) is ast.Invert:
             value = value.operand  # `return ~mask`: a uint8 mask's bits flipped, still uint8
+        while (
+            type(value) is ast.Call
+            and type(value.func) is ast.Attribute
+            and _keeps_dtype(value, ctx)
+        ):
+            value = value.func.value  # `return mask.to(self.device)`: still uint8
         if type(value) is ast.Name and value.id == name:
             places.add(None)
         elif type(value) is ast.Tuple:
