@@ -70,3 +70,31 @@ def test_consistent_tabs_are_not_touched():
     result = check_source(source, "t.py", ALL)
     assert [(f.line, f.column, f.code) for f in result.findings] == [(5, 9, "TD101")]
     assert result.findings[0].fix is not None
+
+
+# ADDA-PyTorch's Phase2MNISTtoUSPS.py: one line of four tabs among lines of sixteen spaces. Read
+# with tabs of eight columns it is indented too deep (no Python ran it); the author's editor
+# showed tabs of four, and so the rest of the file is read.
+FOUR_COLUMN_TABS = (
+    "import torch\n"
+    "\n"
+    "def train(loader, model, criterion):\n"
+    "    for i, (x, y) in enumerate(loader):\n"
+    "        loss = criterion(model(x), y)\n"
+    "        if i % 100 == 0:\n"
+    "            print(i, loss.data[0])\n"
+    "            if i % 300 == 0:\n"
+    "                correct = 0\n"
+    "\t\t\t\ttotal = 0\n"
+    "                for images, labels in loader:\n"
+    "                    total += labels.size(0)\n"
+)
+
+
+def test_tabs_read_as_four_columns_when_eight_do_not_parse():
+    result = check_source(FOUR_COLUMN_TABS, "old.py", ALL)
+    assert [(f.line, f.code) for f in result.findings if f.code == "TD700"] == [(10, "TD700")]
+    assert (7, "TD101") in {(f.line, f.code) for f in result.findings}
+    # Tabs that fit neither width: one syntax error, as before.
+    broken = FOUR_COLUMN_TABS.replace("\t\t\t\ttotal", "\t\t\ttotal")
+    assert [f.code for f in check_source(broken, "old.py", ALL).findings] == ["TD700"]

@@ -314,6 +314,12 @@ def _repaired_tree(source: str, path: str, error: Exception) -> Repair:
             messages.setdefault(parsed.lineno, parsed.msg)
     expanded = expand_indentation_tabs(text)
     parsed = _parsed(expanded, path) if expanded is not None else error
+    if expanded is not None and not isinstance(parsed, ast.Module):
+        # Tabs of four columns, as the author's editor showed them (no Python ran the file).
+        narrow = expand_indentation_tabs(text, 4)
+        parsed_narrow = _parsed(narrow, path) if narrow is not None else parsed
+        if isinstance(parsed_narrow, ast.Module):
+            expanded, parsed = narrow, parsed_narrow
     if not isinstance(parsed, ast.Module):
         return Repair(None, [_registry.engine_finding("unparsable-source", error, source, path)])
     # Python's own complaint about the indentation, where it makes it (the first error of the

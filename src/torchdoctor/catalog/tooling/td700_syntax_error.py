@@ -69,15 +69,16 @@ of 2016-2018): the first is reported, and the file is read as if each were brack
 statements as they are. Python 2's `a <> b` is read as `a != b` the same way, and a
 compound statement's header typed without its colon (`else`, `def f(x)`: "expected ':'") as if
 it had it (up to five in a file), and one block header with no body under it (`if not debug:`
-then a line no deeper, or the file's last line, as while the code is being written: "expected
-an indented block") as if its body were `pass`. Indentation
-that mixes tabs and spaces (`TabError` on Python 3) is
-reported where Python stops, and the file is read as Python 2 read it, a tab reaching the next
-multiple of eight columns; the other findings in such a file come without a fix until the
-indentation is made consistent. An invisible character pasted along with the code (a
-zero-width space at a line's end, a no-break space in an indentation: "invalid non-printable
-character U+200B") is reported where it stands, with a fix that deletes it (a no-break space
-becomes a plain one), and the rest of the file is checked as if it were a space.
+then a line no deeper, or the file's last line, as while the code is being written: "expected an
+indented block") as if its body were `pass`. Indentation that mixes tabs and spaces (`TabError`
+on Python 3) is reported where Python stops, and the file is read as Python 2 read it, a tab
+reaching the next multiple of eight columns (or, when that does not parse either, as an editor
+set to tabs of four columns showed it: ADDA-PyTorch's line of four tabs among lines of sixteen
+spaces); the other findings in such a file come without a fix until the indentation is made
+consistent. An invisible character pasted along with the code (a zero-width space at a line's
+end, a no-break space in an indentation: "invalid non-printable character U+200B") is reported
+where it stands, with a fix that deletes it (a no-break space becomes a plain one), and the rest
+of the file is checked as if it were a space.
 
 ## Why is this bad?
 Nothing in the file can run, and no other check can look at it.
@@ -120,8 +121,9 @@ Python 2 的 `a <> b` 同样处理，按 `a != b` 读取；漏写冒号的复合
 （`if not debug:` 后面一行没有缩进，或者它就是文件的最后一行，
 代码还在编写时常见："expected an indented block"）按语句体为 `pass` 来读。
 混用制表符和空格的缩进（在 Python 3 下是 `TabError`）
-在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列）；在缩进统一之前，
-这种文件里的其他问题不提供自动修复。随代码一起粘贴进来的不可见字符（行尾的零宽空格、缩进里的不换行空格：
+在 Python 停下的那一行报告，并按 Python 2 的方式读取文件（制表符前进到下一个 8 的倍数列；这样仍无法解析时，
+按制表符宽度为 4 的编辑器所显示的样子读取：ADDA-PyTorch 在一串 16 个空格缩进的行中夹了一行 4 个制表符）；
+在缩进统一之前，这种文件里的其他问题不提供自动修复。随代码一起粘贴进来的不可见字符（行尾的零宽空格、缩进里的不换行空格：
 "invalid non-printable character U+200B"）在它所在处报告，并提供删除它的修复（不换行空格改成普通空格），
 文件其余部分按它是一个空格来检查。
 
