@@ -2311,3 +2311,43 @@ def test_a_loop_variable_handed_back_by_a_helper_of_another_module(tmp_path):
     # Nor is a function of the same name but not of the project's modules handed back.
     (tmp_path / "plot.py").write_text(plot.replace("from plot_utils", "from matplotlib_utils"))
     assert "plot.py:6:9: TD411" in _check(tmp_path, ".", rule="TD411").stdout
+
+
+# audio-face-generation's generate.py: a generator of models.py loaded and run with no `.eval()`;
+# its layers are all Conv2d, ELU and upsampling (built by a helper), so the mode changes nothing
+# (the discriminator beside it, not run here, has a BatchNorm).
+GENERATE = (
+    "import torch\nfrom models import Generator\n\n"
+    "netG = Generator(3, 64)\n"
+    "netG.load_state_dict(torch.load('netG.pth'))\n"
+    "netG.cuda()\n"
+    "for i in range(100):\n"
+    "    fake = netG(torch.randn(16, 64))\n"
+)
+MODE_FREE_GENERATOR = (
+    "import torch.nn as nn\n\n\n"
+    "def deconv_block(i, o):\n"
+    "    return nn.Sequential(nn.Conv2d(i, o, 3), nn.ELU(True), nn.UpsamplingNearest2d(scale_factor=2))\n\n\n"
+    "class Generator(nn.Module):\n"
+    "    def __init__(self, nc, ngf):\n"
+    "        super().__init__()\n"
+    "        self.block = deconv_block(ngf, nc)\n\n"
+    "    def forward(self, x):\n"
+    "        return self.block(x)\n\n\n"
+    "class Discriminator(nn.Module):\n"
+    "    def __init__(self, nc):\n"
+    "        super().__init__()\n"
+    "        self.net = nn.Sequential(nn.Conv2d(nc, 8, 3), nn.BatchNorm2d(8))\n"
+)
+
+
+def test_a_loaded_model_whose_class_has_no_mode_dependent_layer(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "generate.py").write_text(GENERATE)
+    (tmp_path / "models.py").write_text(MODE_FREE_GENERATOR)
+    run = _check(tmp_path, ".", rule="TD205")
+    assert run.returncode == 0 and "TD205" not in run.stdout, run.stdout
+    # With a BatchNorm in its block, the loaded generator runs in training mode.
+    (tmp_path / "models.py").write_text(MODE_FREE_GENERATOR.replace("nn.ELU(True)", "nn.Dropout()"))
+    run = _check(tmp_path, ".", rule="TD205")
+    assert "generate.py:8:12: TD205 `netG` is loaded on line 5" in run.stdout, run.stdout
