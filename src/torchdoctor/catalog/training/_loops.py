@@ -42,7 +42,8 @@ def is_optimizer(expr: ast.AST, ctx: Context) -> bool:
     if kind is not Kind.UNKNOWN:
         return kind is Kind.OPTIMIZER
     name = last_identifier(expr)
-    return bool(name and _OPTIMIZER_NAME.match(name))
+    # `model_optimizer_scheduler` (classifier-balancing) names the optimizer's schedule.
+    return bool(name and _OPTIMIZER_NAME.match(name)) and _SCHEDULER_WORD not in name.lower()
 
 
 def stepped_optimizer(call: ast.AST, ctx: Context) -> ast.AST | None:

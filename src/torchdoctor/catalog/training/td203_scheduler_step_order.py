@@ -165,7 +165,10 @@ its modules (`WarmupMultiStepLR(MultiStepLR)`). One made out of sight (a paramet
 attribute) is known by its name (`scheduler`, `lr_sched`, `warmup_scheduler`, `G_scheduler` beside a
 `G_optimizer`), unless the project defines a class named like a scheduler that
 is no torch one and reaches an optimizer (minimal-nmt's `SGDRScheduler`, which sets the rate
-itself; not a teacher-forcing ratio's `TFRScheduler`): then it is left alone.
+itself; not a teacher-forcing ratio's `TFRScheduler`): then it is left alone. An attribute
+unpacked from what a method of the class returns, where that method builds a torch scheduler,
+is one whatever its name (classifier-balancing's `self.model_optimizer,
+self.model_optimizer_scheduler = self.init_optimizers(params)`).
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -233,7 +236,8 @@ accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让�
 （参数、属性）按名字判断（`scheduler`、`lr_sched`、`warmup_scheduler`，或与 `G_optimizer` 并存的
 `G_scheduler`）；但如果项目定义了名字像调度器、用到优化器、却不是 torch 调度器的类
 （minimal-nmt 的 `SGDRScheduler`，自己设置学习率；而不是 teacher forcing 比例的 `TFRScheduler`），
-就不报告。
+就不报告。从类的某个方法的返回值中解包出来的属性，如果那个方法构造的是 torch 调度器，不论叫什么名字都算调度器
+（classifier-balancing 的 `self.model_optimizer, self.model_optimizer_scheduler = self.init_optimizers(params)`）。
 
 ## Why is this bad?
 PyTorch 1.1 之前，调度器在每个 epoch 开始时 step；此后必须在优化器之后 step。沿用旧顺序的代码会跳过
@@ -449,13 +453,72 @@ def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
         return kind is Kind.SCHEDULER
     name = last_identifier(expr)
     if not (name and (_SCHEDULER_NAME.search(name) or _paired_with_optimizer(name, ctx))):
-        return False
+        return is_self_attribute(expr) and _attribute_made_a_scheduler(ctx, expr.attr)  # type: ignore[attr-defined]
     built = _constructor(expr, ctx)
     if built is None:
         # Made out of sight (a parameter, an attribute): trust the name unless the project has
         # a schedule of its own it may be (minimal-nmt's SGDRScheduler, handed to `train`).
         return not (ctx.project.has_own_schedulers() or _own_schedule_classes(ctx))
     return _builds_lr_scheduler(built, ctx)
+
+
+def _attribute_made_a_scheduler(ctx: Context, attribute: str) -> bool:
+    """`self.<attribute>` is unpacked, in a method of the class, from what a method of the
+    class returns, and every return of that method puts there a name it binds only to a torch
+    scheduler (classifier-balancing's `self.model_optimizer, self.model_optimizer_scheduler =
+    self.init_optimizers(params)`)."""
+    cls = ctx.enclosing_class()
+    if cls is None:
+        return False
+    methods = _methods(ctx, cls)
+    found = index_of(ctx, cls)
+    made = False
+    for assignment in found.under(cls, ast.Assign):
+        for target in assignment.targets:  # type: ignore[attr-defined]
+            if type(target) is not ast.Tuple:
+                continue
+            places = [
+                k
+                for k, element in enumerate(target.elts)
+                if is_self_attribute(element) and element.attr == attribute  # type: ignore[attr-defined]
+            ]
+            if not places:
+                continue
+            value = assignment.value  # type: ignore[attr-defined]
+            if not (type(value) is ast.Call and is_self_attribute(value.func)):
+                return False
+            method = methods.get(value.func.attr)  # type: ignore[attr-defined]
+            if method is None or not _returns_schedulers_at(
+                ctx, method, places[0], len(target.elts)
+            ):
+                return False
+            made = True
+    return made
+
+
+def _returns_schedulers_at(ctx: Context, method: ast.AST, place: int, size: int) -> bool:
+    """Every `return` of `method` is a tuple of `size` whose item at `place` is a name the
+    method binds only to a torch learning-rate scheduler."""
+    returns = index_of(ctx, method).local(method, ast.Return)
+    if not returns:
+        return False
+    for statement in returns:
+        value = statement.value  # type: ignore[attr-defined]
+        if not (type(value) is ast.Tuple and len(value.elts) == size):
+            return False
+        item = value.elts[place]
+        if type(item) is not ast.Name:
+            return False
+        made = _assigned_values(ctx, method, item.id)
+        if not made or not all(_torch_scheduler(value, ctx) for value in made):
+            return False
+    return True
+
+
+def _torch_scheduler(value: ast.AST, ctx: Context) -> bool:
+    return type(value) is ast.Call and (ctx.call_qualname(value) or "").startswith(
+        "torch.optim.lr_scheduler."
+    )
 
 
 @per_file
