@@ -825,7 +825,8 @@ def _functions_handing_back_first(source: bytes) -> list[str]:
         needle = b"return " + parameter
         at = body.find(needle)
         while at >= 0:
-            rest = body[at + len(needle) : body.find(b"\n", at) if b"\n" in body[at:] else None]
+            line_end = body.find(b"\n", at)
+            rest = body[at + len(needle) : line_end if line_end >= 0 else None]
             if body[at - 1 : at] in (b" ", b"\t") and rest.strip()[:1] in (b"", b"#"):
                 found.append(HANDS_BACK_FIRST + match.group(1).decode("ascii", "replace"))
                 break

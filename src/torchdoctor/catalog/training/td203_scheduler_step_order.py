@@ -470,30 +470,36 @@ def _attribute_made_a_scheduler(ctx: Context, attribute: str) -> bool:
     cls = ctx.enclosing_class()
     if cls is None:
         return False
+    unpackings = _unpacked_attributes(ctx, cls).get(attribute)
+    if not unpackings:
+        return False
     methods = _methods(ctx, cls)
-    found = index_of(ctx, cls)
-    made = False
-    for assignment in found.under(cls, ast.Assign):
+    for value, place, size in unpackings:
+        if not (type(value) is ast.Call and is_self_attribute(value.func)):
+            return False
+        method = methods.get(value.func.attr)  # type: ignore[attr-defined]
+        if method is None or not _returns_schedulers_at(ctx, method, place, size):
+            return False
+    return True
+
+
+@per_file
+def _unpacked_attributes(
+    ctx: Context, cls: ast.ClassDef
+) -> dict[str, list[tuple[ast.AST, int, int]]]:
+    """For each `self.<attribute>` a tuple assignment of the class unpacks into: (the value
+    unpacked, the attribute's place, the tuple's size), read once per class."""
+    found: dict[str, list[tuple[ast.AST, int, int]]] = {}
+    for assignment in index_of(ctx, cls).under(cls, ast.Assign):
         for target in assignment.targets:  # type: ignore[attr-defined]
             if type(target) is not ast.Tuple:
                 continue
-            places = [
-                k
-                for k, element in enumerate(target.elts)
-                if is_self_attribute(element) and element.attr == attribute  # type: ignore[attr-defined]
-            ]
-            if not places:
-                continue
-            value = assignment.value  # type: ignore[attr-defined]
-            if not (type(value) is ast.Call and is_self_attribute(value.func)):
-                return False
-            method = methods.get(value.func.attr)  # type: ignore[attr-defined]
-            if method is None or not _returns_schedulers_at(
-                ctx, method, places[0], len(target.elts)
-            ):
-                return False
-            made = True
-    return made
+            for place, element in enumerate(target.elts):
+                if is_self_attribute(element):
+                    found.setdefault(element.attr, []).append(  # type: ignore[attr-defined]
+                        (assignment.value, place, len(target.elts))  # type: ignore[attr-defined]
+                    )
+    return found
 
 
 def _returns_schedulers_at(ctx: Context, method: ast.AST, place: int, size: int) -> bool:
