@@ -6,7 +6,8 @@ spaces before its end retries the run at every step. Tracebacks, logs, state_dic
 source files are user text, so every pattern is fuzzed here.
 
 The patterns are collected, not listed: every module-level compiled pattern of the package
-(alone or in a list, tuple or dict), every catalog error signature, and every `re.<function>`
+(alone or in a list, tuple or dict; those over bytes, which read whole source files for the
+project's facts, as the same pattern over ASCII text), every catalog error signature, and every `re.<function>`
 called on a string literal. A new pattern is fuzzed without anyone adding it here.
 
 Inputs are built from the pattern itself: a sample text it matches, with a long run of one
@@ -167,6 +168,10 @@ def collect() -> list[Regex]:
     found: dict[tuple, Regex] = {}
 
     def add(pattern, flags: int, anchored: bool, where: str) -> None:
+        if isinstance(pattern, bytes):
+            # The project facts' patterns read files' bytes: fuzzed as the same pattern over
+            # text, ASCII classes as in bytes (they hold no byte above 0x7f).
+            pattern, flags = pattern.decode("ascii"), (flags & ~re.UNICODE) | re.ASCII
         if isinstance(pattern, str):
             key = (pattern, flags & ~re.UNICODE, anchored)
             found.setdefault(key, Regex(pattern, flags, anchored, where))
@@ -414,3 +419,32 @@ def test_regex_is_linear(regex):
         f"{regex.where}: {regex.pattern!r} takes time growing with the square of its input, "
         f"e.g. {text[:40]!r}...{text[-40:]!r} ({len(text)} characters)"
     )
+
+
+# Python 3.10, the oldest the package supports, has neither possessive quantifiers (`\w++`) nor
+# atomic groups: there `re.compile` raises "multiple repeat" (a project whose `.python-version`
+# says 3.10 ran the doctor on 3.10: cooper's, in reading ar).
+_NEWER_OPCODES = {
+    getattr(sre, name) for name in ("POSSESSIVE_REPEAT", "ATOMIC_GROUP") if hasattr(sre, name)
+}
+
+
+def _opcodes(parsed):
+    for op, argument in parsed:
+        yield op
+        todo = [argument]
+        while todo:
+            item = todo.pop()
+            if isinstance(item, sre_parse.SubPattern):
+                yield from _opcodes(item)
+            elif isinstance(item, (tuple, list)):
+                todo.extend(item)
+
+
+def test_no_regex_needs_a_newer_python_than_the_package_supports():
+    newer = [
+        regex.where
+        for regex in REGEXES
+        if _NEWER_OPCODES.intersection(_opcodes(sre_parse.parse(regex.pattern, regex.flags)))
+    ]
+    assert not newer, f"possessive quantifiers or atomic groups (Python 3.11+ only): {newer}"

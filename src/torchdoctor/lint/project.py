@@ -249,7 +249,8 @@ _IMPORT_AS = lazy_compile(rb"\nimport[ \t]+(\w+(?:\.\w+)*)[ \t]+as[ \t]+(\w+)")
 # A top-level function named to evaluate (`def evaluate_model(model, iterator):`), its first
 # parameter; its body runs to the next line that starts with neither a space nor a comment.
 _EVALUATOR = lazy_compile(
-    rb"\ndef[ \t]+(\w*(?:eval|valid|test|infer|predict)\w*)[ \t]*\([ \t]*(\w+)", re.IGNORECASE
+    rb"\ndef[ \t]+(\w{0,80}?(?:eval|valid|test|infer|predict)\w{0,80})[ \t]*\([ \t]*(\w+)",
+    re.IGNORECASE,
 )
 _TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
 # A method (`    def update_learning_rate(self):`), and in its body a step of a learning-rate
@@ -258,12 +259,12 @@ _TOP_LEVEL_LINE = lazy_compile(rb"\n[^ \t\n#]")
 # named like the calls they make (`step`: a scheduler's own) or run implicitly are left out.
 _GENERIC_METHODS = frozenset({b"step", b"forward", b"__call__"})
 _METHOD = lazy_compile(rb"\n([ \t]+)def[ \t]+(\w+)[ \t]*\([ \t]*self\b")
-_SCHEDULER_STEP = lazy_compile(rb"sched\w*[ \t]*\.step[ \t]*\([ \t]*\)")
+_SCHEDULER_STEP = lazy_compile(rb"sched\w{0,80}[ \t]*\.step[ \t]*\([ \t]*\)")
 # A test that skips the first iterations (`if current_iter > 1:`, BasicSR's
 # `update_learning_rate`): a scheduler stepped under it is not stepped before the first
 # optimizer step.
 _FIRST_SKIPPED = lazy_compile(rb"\bif[ \t]+\(?[\w.]+[ \t]*(?:>=?|!=)[ \t]*[0-2][ \t]*\)?[ \t]*:")
-_OPTIMIZER_STEP = lazy_compile(rb"opt\w*[ \t]*\.step[ \t]*\(")
+_OPTIMIZER_STEP = lazy_compile(rb"opt\w{0,80}[ \t]*\.step[ \t]*\(")
 # A top-level class statement (the text read with a line break put in front), and a class its
 # body calls (`ResBlock(dim)`; the byte before tells it from `nn.Linear(`: a lookbehind would
 # cost the engine its fast start).
@@ -271,7 +272,7 @@ _TOP_LEVEL_CLASS = lazy_compile(rb"\nclass[ \t]+(\w+)[ \t]*(?:\(([^()\n]{0,400})
 # `def __init__(self, ..., dropout=False)`, `use_bn=None`, `drop_rate=0.`: the layer is made or
 # used only when asked for (MultiBench's `MLP`), so a model of the class may have none.
 _OPTIONAL_LAYER = lazy_compile(
-    rb"def __init__\([^()]{0,2000}?\b\w*(?:[Dd]rop|bn|BN|[Nn]orm)\w*[ \t]*=[ \t]*"
+    rb"def __init__\([^()]{0,2000}?\b\w{0,80}?(?:[Dd]rop|bn|BN|[Nn]orm)\w{0,80}[ \t]*=[ \t]*"
     rb"(?:False|None|0|0\.0?)[ \t]*[,)]"
 )
 # Classes an `__init__` calls by a bare name; lower-case ones too (milesial's UNet parts:
@@ -657,12 +658,12 @@ def _methods_called_without_grad(text: bytes) -> list[str]:
 # `x.masked_fill_(mask, 0.0)`, `y.masked_select(~pad)`: the name handed over as the mask (a
 # `self.` attribute's too, as its own name: Tacotron's `self.mask`).
 _MASK_USE = lazy_compile(
-    rb"\.masked_(?:fill|select|scatter)_?\([ \t]*~?[ \t]*(?:self\.)?(\w{1,80})[ \t]*[,)]"
+    rb"\.masked_(?:fill|select|scatter)_?\([ \t]*(?:~[ \t]*)?(?:self\.)?(\w{1,80})[ \t]*[,)]"
 )
 # `mask = ~get_mask_from_lengths(lengths)`, `pad = utils.padding_mask(x)`: a name bound to what
 # a function returns, on a line of its own.
 _BOUND_TO_CALL = lazy_compile(
-    rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*~?[ \t]*((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
+    rb"\n[ \t]*(?:self\.)?(\w{1,80})[ \t]*=[ \t]*(?:~[ \t]*)?((?:\w{1,80}\.){0,3})(\w{1,80})[ \t]*\(([^\n]*)"
 )
 MASK_FROM = "mask-from:"
 # `mask=~get_mask_from_lengths(lengths)` as a keyword argument (nonparaSeq2seqVC's decoder) or an
@@ -691,7 +692,7 @@ INDEX_MASK_FROM = "index-mask-from:"
 # into many projects): a method that keeps its one argument on `self`, the name it is kept as.
 _KEEPING_SETTER = lazy_compile(
     rb"\n[ \t]+def[ \t]+(\w{1,80})[ \t]*\([ \t]*self[ \t]*,[ \t]*(\w{1,80})[ \t]*\)[ \t]*:[ \t]*\n"
-    rb"(?:[ \t]+(?:\"\"\"(?:[^\"\\]|\\.|\"(?!\"\"))*+\"\"\"|#[^\n]*+)[ \t]*\n)?"
+    rb"(?:[ \t]+(?:\"\"\"(?:[^\"\\]|\\.|\"(?!\"\"))*\"\"\"|#[^\n]*)[ \t]*\n)?"
     rb"[ \t]+self\.(\w{1,80})[ \t]*=[ \t]*(\w{1,80})[ \t]*\n"
 )
 MASK_SETTER = "mask-setter:"

@@ -773,7 +773,7 @@ def may_be_called(ctx: Context, name: str) -> bool:
 
 # Whether `def ` precedes a name written just before `(`, and the name. Matched only where a
 # word starts, and the word never given back (`\w++`): each word is read once.
-_NAME_AND_PARENTHESIS = lazy_compile(r"\b(def )?(\w++)\(")
+_NAME_AND_PARENTHESIS = lazy_compile(r"\b(def )?(\w+)\(")
 
 
 @per_file
