@@ -265,9 +265,7 @@ eval mode (`.eval(`,
 `.train(False)`, `eval_mode`) or trains one (`.backward(`, `.step(`). It is reported at that
 call when the model has a layer whose behaviour depends on the mode: a class of the file with
 Dropout or BatchNorm, a torchvision model, or a class of another module in a project that has
-such layers, unless the project's facts say that class has none (audio-face-generation's
-`Generator`, all convolutions and ELUs, beside a discriminator with BatchNorm).
-A model handed to any other function first (`evaluate(net, loader)`) is left
+such layers. A model handed to any other function first (`evaluate(net, loader)`) is left
 alone: that function may switch it; so is a model loaded in a pytest test of a file of tests
 (`def test_save_load():`, e3nn's): it checks the round trip, run as the original was.
 
@@ -392,9 +390,7 @@ step）的循环不算训练。
 而文件中没有任何
 切换到评估模式的文字（`.eval(`、`.train(False)`、`eval_mode`），也没有训练（`.backward(`、`.step(`）。
 当模型含有行为随模式变化的层时，在这次调用处报告：本文件中带 Dropout 或 BatchNorm 的类、torchvision
-模型，或项目中其他模块的类（且项目里有这类层；但项目的事实表明这个类本身没有这类层时不报告：
-audio-face-generation 的 `Generator` 只有卷积和 ELU，旁边的判别器才有 BatchNorm）。
-如果模型先被交给了其他函数（`evaluate(net, loader)`），
+模型，或项目中其他模块的类（且项目里有这类层）。如果模型先被交给了其他函数（`evaluate(net, loader)`），
 则不报告：那个函数可能会切换模式；测试文件里 pytest 测试函数（`def test_save_load():`，e3nn 的写法）中加载的
 模型也不报告：它检查的是保存再加载的往返，与原模型以同样的模式运行。
 
@@ -1094,8 +1090,6 @@ def check_loaded(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if model is None:
         return
     scope = function or ctx.tree
-    if _program(ctx).built_mode_free(model, scope, ctx):
-        return  # no Dropout, no BatchNorm: its mode changes nothing
     found = index_of(ctx, scope)
     if _handed_over(ctx, scope, model):
         return  # a helper it is passed to may switch it to eval mode
@@ -1870,36 +1864,6 @@ class _Program:
             elif not _mode_dependent_factory(qualname) and not other_modules:
                 if not (project_classes and ctx.project.has_mode_layers(last_name(func) or "")):
                     return False  # a class of another module: its layers cannot be seen
-        return True
-
-    def built_mode_free(self, name: str, scope: ast.AST, ctx: Context) -> bool:
-        """Every binding of `name` in `scope` builds a model of a class known to have no layer
-        whose behaviour depends on the mode: a class of this file, or a module class of another
-        module of the project by its facts (audio-face-generation's `Generator`, all Conv2d and
-        ELU), the model moved in between (`net = net.cuda()`)."""
-        found = bindings(ctx, scope, name)
-        if not found:
-            return False
-        for binding in found:
-            if binding.value is None or binding.augmented:
-                return False
-            made = unwrap_self_methods(binding.value)  # `Net().to(device)` -> `Net()`
-            if moves_itself(made, name):
-                continue
-            if not isinstance(made, ast.Call):
-                return False
-            func = made.func
-            if isinstance(func, ast.Name) and func.id in self.classes:
-                if not self._modes.class_mode_free(self.classes[func.id]):
-                    return False
-                continue
-            class_name = last_name(func) or ""
-            if not (
-                ctx.project.is_module_class(class_name)
-                and not ctx.project.has_mode_layers(class_name)
-                and ctx.from_project(class_name, ctx.qualname(func))
-            ):
-                return False
         return True
 
     def family(self, function: ast.AST | None) -> list[ast.AST] | None:
