@@ -38,14 +38,23 @@ PITFALL = Pitfall(
             "en": "Assigning to the loop variable `{name}` does not change `{iterable}`, "
             "and the new value is never read",
             "zh": "给循环变量 `{name}` 赋值不会改变 `{iterable}`，而且新值之后再也没有被读取",
-        }
+        },
+        "attributes": {
+            "en": "Assigning to the loop variable `{name}` does not change `{iterable}`: "
+            "`{name}` now holds a new tensor, whose attributes are set and which is then "
+            "dropped, so the items of `{iterable}` keep theirs",
+            "zh": "给循环变量 `{name}` 赋值不会改变 `{iterable}`：`{name}` 现在是一个新张量，"
+            "给它设置属性之后就被丢弃了，`{iterable}` 中的元素保持原样",
+        },
     },
     docs={
         "en": """
 ## What it catches
 An assignment to the variable of a `for` loop inside its body, `for x in xs: x = ...`, when
 the new value is never read afterwards: not later in the body, not after the loop, not in a
-nested function.
+nested function. Also one that makes a new tensor (`x.detach()`, `x.clone()`) only given
+attributes in the loop's body and read nowhere else (MLNT's `for grad in grads: grad =
+grad.detach(); grad.requires_grad = False`): the items of the list keep theirs.
 
 The common pattern `for x in xs: x = transform(x); use(x)` reads the new value and is fine.
 Augmented assignments (`x += 1`, `p *= 0.5`) are not reported: on tensors and arrays they
@@ -71,7 +80,9 @@ a module itself.
         "zh": """
 ## What it catches
 在 `for` 循环体内给循环变量赋值（`for x in xs: x = ...`），而新值之后再也没有被读取：
-循环体后面没有、循环结束后没有、嵌套函数里也没有。
+循环体后面没有、循环结束后没有、嵌套函数里也没有。新值是新张量（`x.detach()`、`x.clone()`），
+在循环体里只被设置属性、别处都不读取时也报告（MLNT 的 `for grad in grads: grad = grad.detach();
+grad.requires_grad = False`）：列表中的元素保持原样。
 
 常见写法 `for x in xs: x = transform(x); use(x)` 读取了新值，没有问题。
 增强赋值（`x += 1`、`p *= 0.5`）不报告：对张量和数组来说它们会原地修改元素。
@@ -128,8 +139,81 @@ def check(loop: ast.For | ast.AsyncFor, ctx: Context) -> Iterator[Finding]:
             or _read_later_in(loop, name, assignment, ctx)
             or _read_elsewhere(name, loop, assignment, ctx)
         ):
+            if _only_attributes_set(loop, name, assignment, ctx):
+                yield ctx.finding(
+                    PITFALL, assignment, "attributes", name=name, iterable=ctx.text(loop.iter)
+                )
             continue
         yield ctx.finding(PITFALL, assignment, name=name, iterable=ctx.text(loop.iter))
+
+
+# Methods that always hand back a new tensor (`.to()` and `.cuda()` hand back the tensor itself
+# when it is there already).
+_NEW_TENSOR_METHODS = frozenset({"detach", "clone"})
+
+
+def _only_attributes_set(loop: ast.AST, name: str, assignment: ast.Assign, ctx: Context) -> bool:
+    """`for grad in grads: grad = grad.detach(); grad.requires_grad = False` (MLNT): the new
+    value, a new tensor, is only given attributes in the loop's own body, and the scope reads
+    the name nowhere outside the loop (a comprehension's own `grad` is another name)."""
+    value = assignment.value
+    if not (
+        type(value) is ast.Call
+        and type(value.func) is ast.Attribute
+        and value.func.attr in _NEW_TENSOR_METHODS
+        and type(value.func.value) is ast.Name
+        and value.func.value.id == name
+        and assignment in loop.body  # type: ignore[attr-defined]
+    ):
+        return False
+    scope = _scope(ctx)
+    shared, dynamic = _scope_facts(ctx, scope)
+    if name in shared or dynamic:
+        return False
+    everywhere = _reads(ctx, scope, name).everywhere  # comprehensions' own names left out
+    if bisect_left(everywhere, _start(loop)) > 0 or bisect_right(everywhere, _end(loop)) < len(
+        everywhere
+    ):
+        return False  # read outside the loop: it may see the last new value
+    found = index_of(ctx, scope)
+    after, set_attributes = _end(assignment), 0
+    for node in found.names_in(loop, name):
+        if isinstance(node.ctx, ast.Store) or _start(node) <= after:
+            continue
+        if _bound_by_comprehension(node, name, loop, found):
+            continue
+        parent = found.parents.get(node)
+        statement = found.parents.get(parent)
+        if not (
+            type(parent) is ast.Attribute
+            and type(parent.ctx) is ast.Store
+            and type(statement) is ast.Assign
+            and statement in loop.body  # type: ignore[attr-defined]
+            and found.scopes[found.number[node]] is scope
+        ):
+            return False
+        set_attributes += 1
+    return set_attributes > 0
+
+
+def _bound_by_comprehension(node: ast.AST, name: str, loop: ast.AST, found: FileIndex) -> bool:
+    """`node` lies in a comprehension (under `loop`) that binds `name` itself, outside its first
+    iterable: it reads the comprehension's own variable."""
+    parent = found.parents.get(node)
+    while parent is not None and parent is not loop:
+        if (
+            isinstance(parent, _COMPREHENSIONS)
+            and any(name in _target_names(g.target) for g in parent.generators)
+            and not _is_within(found, node, parent.generators[0].iter)
+        ):
+            return True
+        parent = found.parents.get(parent)
+    return False
+
+
+def _is_within(found: FileIndex, node: ast.AST, root: ast.AST) -> bool:
+    start, end = found.span(root)
+    return start <= found.number[node] < end
 
 
 def _target_names(target: ast.AST) -> set[str]:
