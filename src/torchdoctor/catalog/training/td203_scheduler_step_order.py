@@ -796,23 +796,33 @@ def _optimizer_handed_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.
     imported from another module, or `trainer.train(epoch, loader, optimizer)`: the first call
     in the loop of a function named to train (`train`, `train_epoch`...) that is not this
     file's own and is given an optimizer, when it comes after the scheduler step."""
+    parents = index_of(ctx, loop).parents
+    for found in _trainings_handed_an_optimizer(ctx, loop):
+        if in_other_branches(found, node, parents):
+            continue  # a warm-up phase's training, in the other branch (ProtoPNet)
+        return found if position(found) > position(node) else None
+    return None
+
+
+@per_file
+def _trainings_handed_an_optimizer(ctx: Context, loop: ast.AST) -> list[ast.Call]:
+    """The calls in the loop of a function named to train, not this file's own, given an
+    optimizer, in source order: read once per loop however many steps it holds."""
     own = top_level_functions(ctx)
     whole = index_of(ctx, loop)
     # The calls of names starting with `train`, as the index keys them (`train(...)`,
     # `trainer.train(...)`), and those told to train (`model_epoch(mode="train", ...)`).
     calls = list(whole.calls_in_block(loop.body, _training_names(ctx), local=True))
     calls += [c for c in whole.in_block(loop.body, ast.Call) if _told_to_train(c)]
-    for found in sorted(set(calls), key=position):
-        if type(found.func) is ast.Name and found.func.id in own:
-            continue  # this file's function: `_training_call_after` reads it
-        if any(
+    return [
+        found
+        for found in sorted(set(calls), key=position)
+        if not (type(found.func) is ast.Name and found.func.id in own)  # `_training_call_after`
+        and any(
             _names_an_optimizer(value)
             for value in (*found.args, *(k.value for k in found.keywords))
-        ):
-            if in_other_branches(found, node, whole.parents):
-                continue  # a warm-up phase's training, in the other branch (ProtoPNet)
-            return found if position(found) > position(node) else None
-    return None
+        )
+    ]
 
 
 def _told_to_train(call: ast.Call) -> bool:
