@@ -57,8 +57,7 @@ typed constructors called with sizes (`torch.Tensor(3, 4)`, `torch.FloatTensor(n
 `torch.Tensor(x.size())`), whose result is read before anything fills it: used in arithmetic,
 passed to a `torch` function, reduced, given to a method that computes from its values
 (`buf.sum()`, `buf.cumsum(0)`, `buf.clamp(0, 1)`, `buf.median()`), or returned, directly or
-through a name assigned just before, or handed to a model, whose forward computes from it
-(`label = torch.Tensor(1)`, then `arcface(features, label)`: face_recognize's test).
+through a name assigned just before.
 
 Called with data (`torch.Tensor([1, 2])`, `torch.FloatTensor(array)`) they copy the data and
 are not reported; one argument computed from a name (`torch.FloatTensor(num_classes - 1)`) is a
@@ -106,9 +105,7 @@ gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.s
 用尺寸参数调用 `torch.Tensor(...)`、`torch.FloatTensor(...)`、`torch.LongTensor(...)` 等旧式带类型的构造函数
 （`torch.Tensor(3, 4)`、`torch.FloatTensor(n, m)`、`torch.Tensor(x.size())`），并且在任何填充之前就读取了结果：
 参与算术运算、传给 `torch` 函数、做归约、传给根据其数值计算的方法（`buf.sum()`、`buf.cumsum(0)`、
-`buf.clamp(0, 1)`、`buf.median()`）、被返回，或交给模型（它的 forward 用这些值计算：
-face_recognize 的测试里先 `label = torch.Tensor(1)`，再 `arcface(features, label)`）。
-可以是直接使用，也可以是先赋给变量、紧接着使用。
+`buf.clamp(0, 1)`、`buf.median()`）或被返回。可以是直接使用，也可以是先赋给变量、紧接着使用。
 
 以数据调用（`torch.Tensor([1, 2])`、`torch.FloatTensor(array)`）时会复制数据，不会被报告；
 由某个名字算出的单个参数（`torch.FloatTensor(num_classes - 1)`）只有在名字表明它是计数时才算尺寸：
@@ -438,12 +435,8 @@ def _reader(
 
 
 def _reads_arguments(call: ast.Call, ctx: Context) -> bool:
-    """`torch.matmul(a, b)`, `F.linear(x, w)`, `x.mm(w)` on a known tensor `x`, and a model's
-    forward (`arcface(features, label)`: face_recognize's ArcFace, given an uninitialized
-    label)."""
+    """`torch.matmul(a, b)`, `F.linear(x, w)`, `x.mm(w)` on a known tensor `x`."""
     func = call.func
-    if ctx.kind_of(func) is Kind.MODULE:
-        return True
     if (
         isinstance(func, ast.Attribute)
         and func.attr in READING_METHODS
