@@ -168,7 +168,9 @@ is no torch one and reaches an optimizer (minimal-nmt's `SGDRScheduler`, which s
 itself; not a teacher-forcing ratio's `TFRScheduler`): then it is left alone. An attribute
 unpacked from what a method of the class returns, where that method builds a torch scheduler,
 is one whatever its name (classifier-balancing's `self.model_optimizer,
-self.model_optimizer_scheduler = self.init_optimizers(params)`).
+self.model_optimizer_scheduler = self.init_optimizers(params)`). A loop over the schedulers
+themselves (`for key, scheduler in self.model_scheduler_dict.items(): scheduler.step()`:
+Long-Tailed-Recognition) steps each once a time round the loop around it.
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -238,6 +240,8 @@ accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让�
 （minimal-nmt 的 `SGDRScheduler`，自己设置学习率；而不是 teacher forcing 比例的 `TFRScheduler`），
 就不报告。从类的某个方法的返回值中解包出来的属性，如果那个方法构造的是 torch 调度器，不论叫什么名字都算调度器
 （classifier-balancing 的 `self.model_optimizer, self.model_optimizer_scheduler = self.init_optimizers(params)`）。
+遍历调度器本身的循环（`for key, scheduler in self.model_scheduler_dict.items(): scheduler.step()`：
+Long-Tailed-Recognition）在外层循环每一轮里把每个调度器各 step 一次。
 
 ## Why is this bad?
 PyTorch 1.1 之前，调度器在每个 epoch 开始时 step；此后必须在优化器之后 step。沿用旧顺序的代码会跳过
@@ -335,13 +339,18 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if not _is_lr_scheduler(scheduler, ctx) or in_compat_fallback(ctx):
         return  # `if not pytorch_1_1_0_or_later: scheduler.step()`: the order of old torch
     loops = enclosing_loops(ctx)
+    over = loops[0] if loops and _over_schedulers(loops[0], scheduler, ctx) else None
+    if over is not None:
+        loops = loops[1:]  # `for key, scheduler in self.schedulers.items(): scheduler.step()`
+        if not loops:
+            return
     if not loops:
         yield from _before_the_epoch_in_function(node, call, scheduler, ctx)
         yield from _on_a_started_event(node, call, scheduler, ctx)
         return
     later_step = _optimizer_step_after(node, loops[0], ctx)
     name = ctx.text(scheduler)
-    if not _unconditional(node, loops[0], scheduler, ctx):
+    if not _unconditional(node, loops[0], scheduler, ctx, over):
         if later_step is not None and _sets_the_rate_between(node, later_step, scheduler, ctx):
             return  # OpenASR's own schedule: `lr_scheduler.step(); lr_scheduler.set_lr(...)`
         if later_step is None or not _in_one_block(node, later_step, ctx):
@@ -460,6 +469,18 @@ def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
         # a schedule of its own it may be (minimal-nmt's SGDRScheduler, handed to `train`).
         return not (ctx.project.has_own_schedulers() or _own_schedule_classes(ctx))
     return _builds_lr_scheduler(built, ctx)
+
+
+def _over_schedulers(loop: ast.AST, scheduler: ast.AST, ctx: Context) -> bool:
+    """`loop` runs over the schedulers, binding the stepped name (`for key, scheduler in
+    self.model_scheduler_dict.items():`: Long-Tailed-Recognition), and steps no optimizer."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or type(scheduler) is not ast.Name:
+        return False
+    target = loop.target
+    bound = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+    return any(
+        type(name) is ast.Name and name.id == scheduler.id for name in bound
+    ) and not block_steps(ctx, loop)
 
 
 def _attribute_made_a_scheduler(ctx: Context, attribute: str) -> bool:
@@ -595,14 +616,17 @@ def _module_class(name: str, ctx: Context) -> ast.ClassDef | None:
     return top_level_classes(ctx).get(name)
 
 
-def _unconditional(node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Context) -> bool:
+def _unconditional(
+    node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Context, over: ast.AST | None = None
+) -> bool:
     """The step runs every time round the loop: no `if` between them (but `if scheduler:`), and
-    not inside `warnings.catch_warnings()`, which says the order is deliberate."""
+    not inside `warnings.catch_warnings()`, which says the order is deliberate. `over`: a loop
+    over the schedulers themselves, which steps each once."""
     inner = ctx.ancestors[ctx.ancestors.index(loop) + 1 :]
     phase_loops = [s for s in (loop, *inner) if _training_phase(s) is not None]
     # Each statement with the one below it on the way to the step (the step itself last).
     for statement, child in zip(inner, [*inner[1:], node]):
-        if statement in phase_loops:
+        if statement in phase_loops or statement is over:
             continue  # `for phase in ["train", "val"]:` goes through every phase each epoch
         if (
             isinstance(statement, ast.If)
