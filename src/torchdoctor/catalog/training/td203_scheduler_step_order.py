@@ -170,7 +170,7 @@ unpacked from what a method of the class returns, where that method builds a tor
 is one whatever its name (classifier-balancing's `self.model_optimizer,
 self.model_optimizer_scheduler = self.init_optimizers(params)`). A loop over the schedulers
 themselves (`for key, scheduler in self.model_scheduler_dict.items(): scheduler.step()`:
-Long-Tailed-Recognition) steps each once a time round the loop around it.
+Long-Tailed-Recognition) steps each of them once each time round the loop around it.
 
 ## Why is this bad?
 Before PyTorch 1.1 the scheduler was stepped at the start of each epoch; since then it must be
@@ -537,7 +537,7 @@ def _returns_schedulers_at(ctx: Context, method: ast.AST, place: int, size: int)
         if type(item) is not ast.Name:
             return False
         made = _assigned_values(ctx, method, item.id)
-        if not made or not all(_torch_scheduler(value, ctx) for value in made):
+        if not made or not all(_torch_scheduler(each, ctx) for each in made):
             return False
     return True
 
