@@ -679,7 +679,6 @@ INVERTED_MASK_FROM = "inverted-mask-from:"
 _LOSS_SUBCLASS = lazy_compile(
     rb"\nclass[ \t]+(\w{1,80})[ \t]*\([ \t]*(?:torch\.)?nn\.(\w{1,80}Loss)[ \t]*\)[ \t]*:"
 )
-_TOP_LEVEL_LINE = lazy_compile(rb"\n(?=[^ \t\n#])")
 LOSS_BASE = "loss-base:"
 # `iou, class_mask, obj_mask, ... = build_targets(...)` on one line: the names a call's result is
 # unpacked into, and the function's name.
@@ -707,10 +706,9 @@ ACCUMULATES = "accumulates:"
 
 # `def set_y_as_percent(ax): ... return ax` (neuralprophet's plot_utils): a top-level function
 # that hands back its first parameter changed that object in place (it made no other to hand
-# back), so `ax = set_y_as_percent(ax)` in a loop of another file loses nothing.
-_DEF_OF_FIRST_PARAMETER = lazy_compile(
-    rb"\ndef[ \t]+(\w{1,80})[ \t]*\([ \t]*(\w{1,80})[ \t]*[,)=:]"
-)
+# back), so `ax = set_y_as_percent(ax)` in a loop of another file loses nothing. The first
+# parameter, read where a top-level function's parameter list begins.
+_FIRST_PARAMETER = lazy_compile(rb"[ \t]*(\w{1,80})[ \t]*[,)=:]")
 HANDS_BACK_FIRST = "hands-back-first:"
 
 
@@ -812,26 +810,24 @@ def _loss_bases(source: bytes) -> list[str]:
     return found
 
 
-def _functions_handing_back_first(source: bytes) -> list[str]:
+def _functions_handing_back_first(source: bytes, functions: list[_Function]) -> list[str]:
     """HANDS_BACK_FIRST + the name of each top-level function of the text with a `return` of its
-    first parameter, alone on its line (its body: up to the next top-level line). `source`: the
-    text with a line break put in front."""
+    first parameter, alone on its line. `source`: the text with a line break put in front;
+    `functions`: its `_top_level_functions`."""
     found = []
-    for match in _DEF_OF_FIRST_PARAMETER.finditer(source):
-        parameter = match.group(2)
-        if parameter in (b"self", b"cls"):
+    for name, start, end in functions:
+        first = _FIRST_PARAMETER.match(source, start)
+        if first is None or first.group(1) in (b"self", b"cls"):
             continue
-        end = _TOP_LEVEL_LINE.search(source, match.end())
-        body = source[match.end() : end.start() if end else len(source)]
-        needle = b"return " + parameter
-        at = body.find(needle)
+        needle = b"return " + first.group(1)
+        at = source.find(needle, first.end(), end)
         while at >= 0:
-            line_end = body.find(b"\n", at)
-            rest = body[at + len(needle) : line_end if line_end >= 0 else None]
-            if body[at - 1 : at] in (b" ", b"\t") and rest.strip()[:1] in (b"", b"#"):
-                found.append(HANDS_BACK_FIRST + match.group(1).decode("ascii", "replace"))
+            line_end = source.find(b"\n", at, end)
+            rest = source[at + len(needle) : line_end if line_end >= 0 else end]
+            if source[at - 1 : at] in (b" ", b"\t") and rest.strip()[:1] in (b"", b"#"):
+                found.append(HANDS_BACK_FIRST + name.decode("ascii", "replace"))
                 break
-            at = body.find(needle, at + len(needle))
+            at = source.find(needle, at + len(needle), end)
     return found
 
 
@@ -884,8 +880,6 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _accumulating_meters(lines)
     if b"Loss)" in source:
         markers += _loss_bases(lines)
-    if b"\ndef " in lines and b"return " in source:
-        markers += _functions_handing_back_first(lines)
     if b".state_dict()" in source:
         markers += [WEIGHTS_NAME + name.decode() for name in set(_WEIGHTS_ASSIGNED.findall(lines))]
     methods = (
@@ -937,6 +931,7 @@ def file_facts(source: bytes) -> FileFacts:
     if layer_words:
         layers += _model_factories(lines, layer_words, functions)
     if b"return " in source and functions:
+        markers += _functions_handing_back_first(lines, functions)
         returns = _function_returns(lines, functions)
         layers += _returned_calls(lines, functions, returns)
         if any(word in source for word in _DETACHING_WORDS):
