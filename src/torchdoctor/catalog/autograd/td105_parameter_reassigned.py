@@ -326,6 +326,8 @@ def _optimized_prefix(node: ast.Assign, path: str | None, ctx: Context) -> str |
         return None
     scope = ctx.enclosing_function() or ctx.tree
     built = _optimizers_by_model(ctx, scope)
+    if not built:  # most files: no optimizer, and no index of the file to build for one
+        return None
     parents = index_of(ctx, scope).parents
     parts = path.split(".")
     latest, before = -1, None
