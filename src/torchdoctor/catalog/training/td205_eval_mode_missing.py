@@ -50,6 +50,7 @@ from torchdoctor.catalog.sdk import (
     turns_recording_off,
     scope_of,
     shorten,
+    statements,
     top_level_functions,
     records_nothing,
 )
@@ -1263,6 +1264,8 @@ def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
     then `for batch in tqdm(val_iter)`)."""
     if type(expr) is not ast.Name or not may_be_called(ctx, "iter"):
         return None  # most files: no `iter(...)` at all, and no index to build for the question
+    if expr.id not in _names_bound_to_iter(ctx):
+        return None  # read from the statements alone: again no index built
     found = bindings(ctx, scope_of(expr.id, ctx), expr.id)
     if not found or len(found) != 1:
         return None
@@ -1276,6 +1279,20 @@ def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
     ):
         return value.args[0]
     return None
+
+
+@per_file
+def _names_bound_to_iter(ctx: Context) -> frozenset[str]:
+    """The names some statement of the file binds to `iter(X)` (`val_iter = iter(loader)`)."""
+    return frozenset(
+        target.id
+        for statement in statements(ctx, ast.Assign, ast.AnnAssign)
+        if type(statement.value) is ast.Call
+        and type(statement.value.func) is ast.Name
+        and statement.value.func.id == "iter"
+        for target in (statement.targets if type(statement) is ast.Assign else [statement.target])
+        if type(target) is ast.Name
+    )
 
 
 def _evaluation_intent(function: ast.AST | None, loader: str, ctx: Context) -> bool:
