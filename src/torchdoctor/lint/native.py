@@ -14,6 +14,7 @@ from torchdoctor.catalog import _registry
 from torchdoctor.lint.edits import fix_until_stable
 from torchdoctor.lint.lines import line_starts, position, split_lines
 from torchdoctor.lint.noqa import is_suppressed
+from torchdoctor.lint.project import NO_FACTS, ProjectFacts
 from torchdoctor.report.finding import Edit, Finding, Fix
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class NativeSource:
     path: str
     text: str
     code: str  # comments and literals blanked
+    project: ProjectFacts = NO_FACTS  # what the project around the file says (lint/project.py)
 
     def __post_init__(self) -> None:
         self._line_starts = line_starts(split_lines(self.text, keepends=True))
@@ -104,7 +106,9 @@ class NativeSource:
         )
 
 
-def check_native(text: str, path: str, codes: frozenset[str]) -> CheckResult:
+def check_native(
+    text: str, path: str, codes: frozenset[str], project: ProjectFacts = NO_FACTS
+) -> CheckResult:
     from torchdoctor.lint.checker import CheckResult
 
     result = CheckResult([])
@@ -113,7 +117,7 @@ def check_native(text: str, path: str, codes: frozenset[str]) -> CheckResult:
     ]
     if not scanners:
         return result
-    source = NativeSource(path, text, blank_noise(text))
+    source = NativeSource(path, text, blank_noise(text), project)
     for pitfall, scan in scanners:
         try:
             result.findings.extend(scan(source))
@@ -125,12 +129,14 @@ def check_native(text: str, path: str, codes: frozenset[str]) -> CheckResult:
     return result
 
 
-def fix_native(text: str, path: str, codes: frozenset[str], unsafe: bool) -> FixResult:
+def fix_native(
+    text: str, path: str, codes: frozenset[str], unsafe: bool, project: ProjectFacts = NO_FACTS
+) -> FixResult:
     """Apply fixes until none is left. C++ is not re-parsed: the fixes are token renames."""
     from torchdoctor.lint.checker import MAX_FIX_PASSES, FixResult
 
     return FixResult(
         *fix_until_stable(
-            text, lambda source: check_native(source, path, codes), unsafe, MAX_FIX_PASSES
+            text, lambda source: check_native(source, path, codes, project), unsafe, MAX_FIX_PASSES
         )
     )

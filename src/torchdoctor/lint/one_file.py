@@ -120,7 +120,9 @@ def _process_source(
 
 def _process_native(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:
     """A C++/CUDA extension source: scanned as text, fixed without a re-parse."""
-    return _process_source(source, shown, job, check_native, fix_native)
+    check = partial(check_native, project=job.project)
+    fix = partial(fix_native, project=job.project)
+    return _process_source(source, shown, job, check, fix)
 
 
 def _process_notebook(source: SourceFile, shown: str, job: Job) -> tuple[FileOutcome, str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
 from torchdoctor._regex import lazy_compile
+from torchdoctor.lint.declared_versions import declared_minimums, version_tuple
 from torchdoctor.lint.files import SKIPPED_DIRS
 from torchdoctor.user_files import read_regular_file
 
@@ -35,7 +36,7 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # whose parenthesis never closes costs a bounded scan, not one to the end of the file.
 # (No `\b` in front: it would cost the engine its fast search for the literal `class`; the
 # byte before a match is looked at instead.)
-_CLASS = lazy_compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^()]{0,400})\))?[ \t]*:")
+_CLASS = lazy_compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^()]{0,400})\)[ \t]*)?:")
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 # `os.environ["X"]`, `os.environ.get("X")`, `environ.setdefault("X", ...)`, `os.getenv("X")`,
 # and `"X" in os.environ`.
@@ -263,7 +264,9 @@ _SCHEDULER_STEP = lazy_compile(rb"sched\w{0,80}[ \t]*\.step[ \t]*\([ \t]*\)")
 # A test that skips the first iterations (`if current_iter > 1:`, BasicSR's
 # `update_learning_rate`): a scheduler stepped under it is not stepped before the first
 # optimizer step.
-_FIRST_SKIPPED = lazy_compile(rb"\bif[ \t]+\(?[\w.]+[ \t]*(?:>=?|!=)[ \t]*[0-2][ \t]*\)?[ \t]*:")
+_FIRST_SKIPPED = lazy_compile(
+    rb"\bif[ \t]+\(?[\w.]+[ \t]*(?:>=?|!=)[ \t]*[0-2](?:[ \t]*\))?[ \t]*:"
+)
 _OPTIMIZER_STEP = lazy_compile(rb"opt\w{0,80}[ \t]*\.step[ \t]*\(")
 # A top-level class statement (the text read with a line break put in front), and a class its
 # body calls (`ResBlock(dim)`; the byte before tells it from `nn.Linear(`: a lookbehind would
@@ -394,6 +397,10 @@ class ProjectFacts:
     # (`torch.autograd.grad(...)`: a meta-learner adapting at test time): run under
     # `torch.no_grad()`, it would fail.
     grad_taking_classes: frozenset[str] = frozenset()
+    # (package, "major.minor.patch"): the oldest torch and torchvision releases the project
+    # says it supports, by a lower bound in its requirement files or README
+    # (lint/declared_versions.py).
+    declared_minimums: tuple[tuple[str, str], ...] = ()
     # False for NO_FACTS: the project was not read (a source checked on its own, by flake8 or
     # explain), so that nothing is known to be absent from it.
     known: bool = True
@@ -468,6 +475,15 @@ class ProjectFacts:
         level (`from name.sub import x`, `from name import x`, `import name.sub as y`)."""
         return name in self.imported_roots
 
+    def supports_before(self, package: str, release: str) -> bool:
+        """Whether the project says it supports a release of `package` older than `release`
+        (`torch>=1.7` in its requirements, asked about "1.9"): an API that arrived in
+        `release` would break that promise."""
+        for name, oldest in self.declared_minimums:
+            if name == package:
+                return version_tuple(oldest) < version_tuple(release)
+        return False
+
     def has(self, marker: str) -> bool:
         """Whether some file of the project holds the code `marker` names (a key of _MARKERS:
         `weights_only=False`; or FORWARD_CALLED + a class name)."""
@@ -497,7 +513,7 @@ def facts_from_json(value: object) -> ProjectFacts | None:
             if not (type(item) is list and set(map(type, item)) <= {str}):
                 return None
             parts[name] = frozenset(item)
-        elif kind is tuple:  # star_reexports: pairs of names
+        elif kind is tuple:  # star_reexports, declared_minimums: pairs of names
             if not (type(item) is list and all(_is_pair_of_str(pair) for pair in item)):
                 return None
             parts[name] = tuple((first, second) for first, second in item)
@@ -683,7 +699,7 @@ LOSS_BASE = "loss-base:"
 # `iou, class_mask, obj_mask, ... = build_targets(...)` on one line: the names a call's result is
 # unpacked into, and the function's name.
 _UNPACKED_FROM_CALL = lazy_compile(
-    rb"\n[ \t]*(\w{1,80}(?:[ \t]*,[ \t]*\w{1,80}){1,30})[ \t]*,?[ \t]*=[ \t]*"
+    rb"\n[ \t]*(\w{1,80}(?:[ \t]*,[ \t]*\w{1,80}){1,30})[ \t]*(?:,[ \t]*)?=[ \t]*"
     rb"(?:\w{1,80}\.){0,3}(\w{1,80})[ \t]*\("
 )
 INDEX_MASK_FROM = "index-mask-from:"
@@ -691,7 +707,7 @@ INDEX_MASK_FROM = "index-mask-from:"
 # into many projects): a method that keeps its one argument on `self`, the name it is kept as.
 _KEEPING_SETTER = lazy_compile(
     rb"\n[ \t]+def[ \t]+(\w{1,80})[ \t]*\([ \t]*self[ \t]*,[ \t]*(\w{1,80})[ \t]*\)[ \t]*:[ \t]*\n"
-    rb"(?:[ \t]+(?:\"\"\"(?:[^\"\\]|\\.|\"(?!\"\"))*\"\"\"|#[^\n]*)[ \t]*\n)?"
+    rb"(?:[ \t]+(?:\"\"\"(?:[^\"\\]|\\.|\"(?!\"\"))*\"\"\"[ \t]*|#[^\n]*)\n)?"
     rb"[ \t]+self\.(\w{1,80})[ \t]*=[ \t]*(\w{1,80})[ \t]*\n"
 )
 MASK_SETTER = "mask-setter:"
@@ -699,7 +715,7 @@ _INDEXED_BY = lazy_compile(rb"\[(\w{1,80})\]")  # `x[obj_mask]`
 # A meter's `update` that adds what it is given to a running sum (`def update(self, val, n=1):
 # ... self.sum += val * n`): a loss tensor given to it keeps its graph.
 ACCUMULATING_UPDATE = lazy_compile(
-    rb"def update\(self,[ \t]*(\w+)[^\n]*\n(?:[^\n]*\n){0,8}?[ \t]+self\.\w+[ \t]*\+=[ \t]*\1\b(?!\.)"
+    rb"def update\(self,[ \t]*(\w+)(?!\w)[^\n]*\n(?:[^\n]*\n){0,8}?[ \t]+self\.\w+[ \t]*\+=[ \t]*\1\b(?!\.)"
 )
 ACCUMULATES = "accumulates:"
 
@@ -1534,6 +1550,7 @@ class FactsReader:
         self._loader_attributes: set[str] = set()
         self._rate_schedules: set[str] = set()  # classes named as schedules reaching an optimizer
         self._returns_of: dict[str, list[list[str]]] = {}  # function -> what each one returns
+        self._declared: dict[str, str] = {}  # package -> the oldest release a root supports
         # What went in, for a store of whole projects' facts (`facts`): the digest of each
         # file's content, or None once a file came without one (nothing is then looked up).
         self._inputs: list[str] | None = []
@@ -1560,6 +1577,16 @@ class FactsReader:
                 self._inputs = None
             else:
                 self._inputs.append(digest)
+
+    def declare(self, minimums: Iterable[tuple[str, str]]) -> None:
+        """The oldest releases one project root says it supports (`declared_minimums`); of
+        several roots, the oldest of each package counts."""
+        for package, release in minimums:
+            known = self._declared.get(package)
+            if known is None or version_tuple(release) < version_tuple(known):
+                self._declared[package] = release
+            if self._inputs is not None:
+                self._inputs.append(f"declared:{package}>={release}")
 
     def add_facts(self, found: FileFacts, digest: str | None = None) -> None:
         """One file's facts (of a content with `digest`, if known), as `add` returns them."""
@@ -1693,6 +1720,7 @@ class FactsReader:
             training_methods,
             roots,
             self._grad_taking,
+            {f"{package}>={release}" for package, release in self._declared.items()},
         )
         # The module names are left out: adding or removing a file must not make every cached
         # result stale; a file whose imports change is checked again for its own text.
@@ -1723,6 +1751,7 @@ class FactsReader:
             frozenset(training_methods),
             frozenset(roots),
             frozenset(self._grad_taking),
+            tuple(sorted(self._declared.items())),
         )
 
 
@@ -1804,6 +1833,7 @@ def facts_for_check(
     listed = {os.path.normpath(directory) for directory in searched}
     extra = 0
     for root in roots:
+        reader.declare(declared_minimums(root))
         if os.path.normpath(root) in listed:
             continue
         for path in python_files(root, MAX_FILES - extra):

@@ -258,6 +258,9 @@ class Successor:
     device_keyword: bool = False  # ... as `device_type=` (custom_fwd / custom_bwd)
     documented: bool = False  # deprecated in the documentation only: no warning at runtime
     shown: str = ""  # what the message names instead of `new`, when one function is not all
+    # The first torch release that has `new`: a project that says it supports an older one
+    # (`torch>=1.7` in its requirements) is not advised to move to it.
+    since: str = "1.0"
 
     @property
     def variant(self) -> str:
@@ -268,53 +271,60 @@ class Successor:
 
 
 def _func(name: str, new: str = "") -> tuple[str, Successor]:
-    return f"functorch.{name}", Successor(new or f"torch.func.{name}", "safe" if not new else None)
+    fix = "safe" if not new else None
+    return f"functorch.{name}", Successor(new or f"torch.func.{name}", fix, since="2.0")
 
 
 # Checked against PyTorch 2.13 by tests/test_deprecated_torch_api.py: each one warns when used,
 # or, where `documented`, its docstring says it is deprecated.
 DEPRECATED: dict[str, Successor] = {
-    "torch.cuda.amp.autocast": Successor("torch.amp.autocast", device="cuda"),
-    "torch.cuda.amp.GradScaler": Successor("torch.amp.GradScaler", device="cuda"),
+    "torch.cuda.amp.autocast": Successor("torch.amp.autocast", device="cuda", since="1.10"),
+    "torch.cuda.amp.GradScaler": Successor("torch.amp.GradScaler", device="cuda", since="2.3"),
     "torch.cuda.amp.custom_fwd": Successor(
-        "torch.amp.custom_fwd", device="cuda", device_keyword=True
+        "torch.amp.custom_fwd", device="cuda", device_keyword=True, since="2.4"
     ),
     "torch.cuda.amp.custom_bwd": Successor(
-        "torch.amp.custom_bwd", device="cuda", device_keyword=True
+        "torch.amp.custom_bwd", device="cuda", device_keyword=True, since="2.4"
     ),
-    "torch.cpu.amp.autocast": Successor("torch.amp.autocast", device="cpu"),
-    "torch.cpu.amp.GradScaler": Successor("torch.amp.GradScaler", device="cpu"),
+    "torch.cpu.amp.autocast": Successor("torch.amp.autocast", device="cpu", since="1.10"),
+    "torch.cpu.amp.GradScaler": Successor("torch.amp.GradScaler", device="cpu", since="2.3"),
     "torch.range": Successor("torch.arange"),
-    "torch.qr": Successor("torch.linalg.qr"),
-    "torch.cholesky": Successor("torch.linalg.cholesky"),
-    "torch.lu": Successor("torch.linalg.lu_factor"),
-    "torch.lu_solve": Successor("torch.linalg.lu_solve"),
-    "torch.triangular_solve": Successor("torch.linalg.solve_triangular"),
-    "torch.chain_matmul": Successor("torch.linalg.multi_dot"),
-    "torch.norm": Successor("torch.linalg.vector_norm", documented=True),
-    "torch.svd": Successor("torch.linalg.svd", documented=True),
-    "torch.ger": Successor("torch.outer", "safe", documented=True),
+    "torch.qr": Successor("torch.linalg.qr", since="1.8"),
+    "torch.cholesky": Successor("torch.linalg.cholesky", since="1.8"),
+    "torch.lu": Successor("torch.linalg.lu_factor", since="1.13"),
+    "torch.lu_solve": Successor("torch.linalg.lu_solve", since="1.13"),
+    "torch.triangular_solve": Successor("torch.linalg.solve_triangular", since="1.11"),
+    "torch.chain_matmul": Successor("torch.linalg.multi_dot", since="1.9"),
+    "torch.norm": Successor("torch.linalg.vector_norm", documented=True, since="1.9"),
+    "torch.svd": Successor("torch.linalg.svd", documented=True, since="1.8"),
+    "torch.ger": Successor("torch.outer", "safe", documented=True, since="1.7"),
     "torch.nn.utils.weight_norm": Successor(
-        "torch.nn.utils.parametrizations.weight_norm", "unsafe"
+        "torch.nn.utils.parametrizations.weight_norm", "unsafe", since="2.1"
     ),
     "torch.nn.utils.weight_norm.weight_norm": Successor(
-        "torch.nn.utils.parametrizations.weight_norm"
+        "torch.nn.utils.parametrizations.weight_norm", since="2.1"
     ),
     "torch.nn.UpsamplingNearest2d": Successor("torch.nn.Upsample", documented=True),
     "torch.nn.UpsamplingBilinear2d": Successor("torch.nn.Upsample", documented=True),
-    "torch.testing.assert_allclose": Successor("torch.testing.assert_close"),
-    "torch.nn.utils.stateless.functional_call": Successor("torch.func.functional_call", "safe"),
-    "torch.cuda.memory_cached": Successor("torch.cuda.memory_reserved", "safe"),
-    "torch.cuda.max_memory_cached": Successor("torch.cuda.max_memory_reserved", "safe"),
-    "torch.backends.cuda.sdp_kernel": Successor("torch.nn.attention.sdpa_kernel"),
-    "torch.library.impl_abstract": Successor("torch.library.register_fake", "safe"),
+    "torch.testing.assert_allclose": Successor("torch.testing.assert_close", since="1.9"),
+    "torch.nn.utils.stateless.functional_call": Successor(
+        "torch.func.functional_call", "safe", since="2.0"
+    ),
+    "torch.cuda.memory_cached": Successor("torch.cuda.memory_reserved", "safe", since="1.4"),
+    "torch.cuda.max_memory_cached": Successor(
+        "torch.cuda.max_memory_reserved", "safe", since="1.4"
+    ),
+    "torch.backends.cuda.sdp_kernel": Successor("torch.nn.attention.sdpa_kernel", since="2.3"),
+    "torch.library.impl_abstract": Successor("torch.library.register_fake", "safe", since="2.4"),
     # A CUDA tensor type set the device too: its successor is two functions.
     "torch.set_default_tensor_type": Successor(
-        "torch.set_default_dtype", shown="torch.set_default_dtype / torch.set_default_device"
+        "torch.set_default_dtype",
+        shown="torch.set_default_dtype / torch.set_default_device",
+        since="2.0",
     ),
-    "torch.has_cuda": Successor("torch.backends.cuda.is_built()"),
+    "torch.has_cuda": Successor("torch.backends.cuda.is_built()", since="1.10"),
     "torch.has_cudnn": Successor("torch.backends.cudnn.is_available()"),
-    "torch.has_mps": Successor("torch.backends.mps.is_built()"),
+    "torch.has_mps": Successor("torch.backends.mps.is_built()", since="1.12"),
     "torch.has_mkldnn": Successor("torch.backends.mkldnn.is_available()"),
     **dict(
         _func(name)
@@ -358,6 +368,8 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     successor = DEPRECATED.get(old or "")
     if successor is None or only_identified(node, ctx):
         return
+    if ctx.project.supports_before("torch", successor.since):
+        return  # the project promises to run on a torch without the successor
     written = " ".join(ctx.text(node).split())
     fix = _attribute_fix(node, old or "", successor, ctx)
     yield ctx.finding(PITFALL, node, successor.variant, fix=fix, old=written, new=_shown(successor))
@@ -374,6 +386,7 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         (a, DEPRECATED[f"{module}.{a.name}"])
         for a in node.names
         if f"{module}.{a.name}" in DEPRECATED
+        and not ctx.project.supports_before("torch", DEPRECATED[f"{module}.{a.name}"].since)
     ]
     if not found:
         return

@@ -180,6 +180,10 @@ model = models.resnet50(weights="IMAGENET1K_V1")
 )
 
 
+# The torchvision release that brought `weights=`.
+WEIGHTS_SINCE = "0.13"
+
+
 @PITFALL.static(ast.Call, names=NAMES, imported=True)
 def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not call.keywords and not call.args:
@@ -194,6 +198,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
             return
     elif type(func) is not ast.Name or func.id not in ctx.imported:
         return
+    if ctx.project.supports_before("torchvision", WEIGHTS_SINCE):
+        return  # `weights=` would break the older torchvision the project promises to run on
     given = {k.arg: k for k in call.keywords}
     if "pretrained" not in given and "pretrained_backbone" not in given:
         yield from _positional(call, given, ctx)

@@ -374,7 +374,13 @@ def _get_stream(source: NativeSource) -> Iterator[Finding]:
         )
 
 
+# The torch release whose `data_ptr<T>()` took a type (pytorch#24847).
+DATA_PTR_SINCE = "1.3"
+
+
 def _data_template(source: NativeSource) -> Iterator[Finding]:
+    if source.project.supports_before("torch", DATA_PTR_SINCE):
+        return  # `data_ptr<T>()` would not compile on the older torch the project supports
     for match in _DATA.finditer(source.code):
         start, end = match.span("name")
         fix = source.fix(PITFALL, "safe", source.edit(start, end, "data_ptr"))

@@ -1,0 +1,104 @@
+"""The torch and torchvision releases a project says it supports, and the deprecation rules
+that then do not advise an API those releases lack (TD805, TD807, TD707)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from torchdoctor.lint.declared_versions import declared_minimums
+from torchdoctor.lint.project import facts_for
+
+
+def _write(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _check(root, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "check", *args, "."],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_lower_bounds_of_requirements_setup_conda_and_readme(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "requirements.txt": "numpy\ntorch>=1.7,<2\npytorch-lightning>=0.9\n",
+            "setup.py": 'setup(extras_require={"vision": ["torchvision >= 0.8.1"]})\n',
+            "environment.yml": "dependencies:\n  - pytorch>=1.9\n",
+            "README.md": "## Requirements\n- PyTorch>=1.4.0 (tested on 1.7)\n",
+        },
+    )
+    # The oldest of each the metadata gives (the README's, which goes stale, is not read when
+    # the metadata has one); lightning's bound is not torch's.
+    assert declared_minimums(tmp_path) == (("torch", "1.7.0"), ("torchvision", "0.8.1"))
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / "setup.py").unlink()
+    (tmp_path / "environment.yml").unlink()
+    assert declared_minimums(tmp_path) == (("torch", "1.4.0"),)
+
+
+def test_an_exact_pin_or_a_bare_name_is_no_promise(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "requirements.txt": "torch==1.7.0\ntorchvision\ntorch_geometric>=1.6\n",
+            "README.md": "Built with libtorch>=1.3 and torchaudio>=0.5.\n",
+        },
+    )
+    assert declared_minimums(tmp_path) == ()
+
+
+def test_the_facts_tell_which_releases_lack_a_successor(tmp_path):
+    _write(tmp_path, {"requirements/base.txt": "torch ~= 1.8\n", "train.py": "import torch\n"})
+    facts = facts_for(tmp_path)
+    assert facts.supports_before("torch", "1.9")
+    assert not facts.supports_before("torch", "1.8")
+    assert not facts.supports_before("torchvision", "0.13")
+
+
+TRAIN = (
+    "import torch\nimport torchvision\n\n"
+    "def distance(a, b):\n    return torch.norm(a - b)\n\n"
+    "model = torchvision.models.resnet18(pretrained=True)\n"
+)
+
+
+def test_deprecations_whose_successor_the_supported_release_lacks_are_not_reported(tmp_path):
+    _write(tmp_path, {"train.py": TRAIN, "requirements.txt": "torch==1.7.0\ntorchvision==0.8.1\n"})
+    pinned = _check(tmp_path, "--no-cache", "--select", "TD805,TD807").stdout
+    # Pinned: whoever installs it today runs a torch with the successors.
+    assert "train.py:5:12: TD805" in pinned and "train.py:7:37: TD807" in pinned, pinned
+    _write(tmp_path, {"requirements.txt": "torch>=1.7\ntorchvision>=0.8.1\n"})
+    promised = _check(tmp_path, "--no-cache", "--select", "TD805,TD807")
+    assert "TD805" not in promised.stdout and "TD807" not in promised.stdout, promised.stdout
+    # A promise the successors keep (torch.linalg.vector_norm arrived in 1.9).
+    _write(tmp_path, {"requirements.txt": "torch>=1.9\ntorchvision>=0.13\n"})
+    kept = _check(tmp_path, "--no-cache", "--select", "TD805,TD807").stdout
+    assert "TD805" in kept and "TD807" in kept, kept
+
+
+def test_a_cached_result_is_not_reused_once_the_requirements_change(tmp_path):
+    _write(tmp_path, {"train.py": TRAIN, "requirements.txt": "torch>=1.7\n"})
+    assert "TD805" not in _check(tmp_path, "--select", "TD805").stdout
+    _write(tmp_path, {"requirements.txt": "torch>=2.0\n"})
+    assert "train.py:5:12: TD805" in _check(tmp_path, "--select", "TD805").stdout
+
+
+def test_a_cpp_extension_of_a_project_supporting_torch_before_1_3_keeps_data(tmp_path):
+    kernel = (
+        "#include <torch/extension.h>\n"
+        "void run(at::Tensor x) {\n  float* p = x.data<float>();\n}\n"
+    )
+    _write(tmp_path, {"lib/op.cpp": kernel, "README.md": "Software: PyTorch>=1.1.0, Python3\n"})
+    assert "TD707" not in _check(tmp_path, "--no-cache", "--select", "TD707").stdout
+    _write(tmp_path, {"README.md": "Software: PyTorch>=1.3.0, Python3\n"})
+    assert "lib/op.cpp:3:16: TD707" in _check(tmp_path, "--no-cache", "--select", "TD707").stdout
