@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     bindings,
+    dotted_name,
     per_file,
     returned_values,
     scope_of,
@@ -156,7 +157,7 @@ def check(node: ast.BinOp, ctx: Context) -> Iterator[Finding]:
     ):
         return
     source = _bool_source(node.right, ctx, frozenset(), 0, True)
-    if source is None:
+    if source is None or _dtype_tested(node.right, ctx):
         return
     mask = ctx.text(node.right)
     inverted = mask if _binds_tightly(node.right) else f"({mask})"
@@ -172,6 +173,25 @@ def check(node: ast.BinOp, ctx: Context) -> Iterator[Finding]:
         source=shorten(ctx.text(source), limit=60),
         expression=shorten(ctx.text(node), limit=50),
     )
+
+
+def _dtype_tested(mask: ast.AST, ctx: Context) -> bool:
+    """An `if` around the subtraction tests the mask's dtype (`if u.dtype == torch.bool: ~u`,
+    `else: 1 - u`): code kept for the torch before 1.2, whose comparisons gave uint8."""
+    written = dotted_name(mask)
+    if written is None:
+        return False
+    for statement in ctx.ancestors:
+        if type(statement) is not ast.If:
+            continue
+        for part in ast.walk(statement.test):
+            if (
+                type(part) is ast.Attribute
+                and part.attr == "dtype"
+                and dotted_name(part.value) == written
+            ):
+                return True
+    return False
 
 
 def _binds_tightly(expr: ast.AST) -> bool:

@@ -819,6 +819,7 @@ def _check_loop(
         and not program.called_without_gradients(function)
         and not program.run_without_gradients(models)
         and not program.takes_gradients(models)
+        and not _attacks_in(node, ctx)
     )
     if not (eval_missing or no_grad_missing) or (eval_only and not eval_missing):
         return
@@ -828,6 +829,21 @@ def _check_loop(
     if variant == "" and trained_on is not None:
         variant = "trained-before"  # (the function may call `.eval()` later: say where it stands)
     yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(model)), line=trained_on)
+
+
+# Words of what an adversarial or attribution step is called (`adversary.perturb(xs, ys)`,
+# `pgd_attack(model, x, y)`, `saliency.attribute(x)`): it needs the gradients of the model.
+_ATTACK_WORDS = ("attack", "adversar", "perturb", "pgd", "fgsm", "saliency", "gradcam")
+
+
+def _attacks_in(loop: ast.For, ctx: Context) -> bool:
+    """A call in the loop is named as an attack or an attribution: under `torch.no_grad()` it
+    would fail, so recording a graph is no waste there (advertorch's robustness evaluation)."""
+    for call in _body_calls(ctx, loop):
+        name = (dotted_name(call.func) or "").lower()
+        if any(word in name for word in _ATTACK_WORDS):
+            return True
+    return False
 
 
 def _asks_volatile(loop: ast.For, ctx: Context) -> bool:
