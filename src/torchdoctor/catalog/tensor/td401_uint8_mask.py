@@ -336,7 +336,7 @@ DTYPE_KEEPING = frozenset(
     """
 cuda cpu clone detach contiguous reshape squeeze unsqueeze expand expand_as flatten unflatten
 repeat t transpose permute narrow fill_ zero_ pin_memory split chunk unbind tensor_split triu
-tril triu_ tril_ flip roll view_as
+tril triu_ tril_ flip roll view_as squeeze_ unsqueeze_ t_ transpose_ resize_ resize_as_
 """.split()
 )
 DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
