@@ -350,9 +350,9 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return
     later_step = _optimizer_step_after(node, loops[0], ctx)
     name = ctx.text(scheduler)
-    if not _unconditional(node, loops[0], scheduler, ctx, over):
-        if later_step is not None and _sets_the_rate_between(node, later_step, scheduler, ctx):
-            return  # OpenASR's own schedule: `lr_scheduler.step(); lr_scheduler.set_lr(...)`
+    if later_step is not None and _sets_the_rate_between(node, later_step, scheduler, ctx):
+        return  # OpenASR's own schedule: `lr_scheduler.step(); lr_scheduler.set_lr(...)`
+    if not _unconditional(node, loops[0], scheduler, ctx, over, later_step):
         if later_step is None or not _in_one_block(node, later_step, ctx):
             # `if epoch > 0: scheduler.step()`, but not `else: scheduler.step();
             # train(..., optimizer=optimizer)` (ProtoPNet's joint phase)
@@ -617,11 +617,18 @@ def _module_class(name: str, ctx: Context) -> ast.ClassDef | None:
 
 
 def _unconditional(
-    node: ast.Expr, loop: ast.AST, scheduler: ast.AST, ctx: Context, over: ast.AST | None = None
+    node: ast.Expr,
+    loop: ast.AST,
+    scheduler: ast.AST,
+    ctx: Context,
+    over: ast.AST | None = None,
+    later: ast.AST | None = None,
 ) -> bool:
     """The step runs every time round the loop: no `if` between them (but `if scheduler:`), and
     not inside `warnings.catch_warnings()`, which says the order is deliberate. `over`: a loop
-    over the schedulers themselves, which steps each once."""
+    over the schedulers themselves, which steps each once. `later`: the optimizer's step after
+    it, which an `if` holding it too does not order (targer's `if epoch > 0:` around both the
+    scheduler's step and the epoch's training)."""
     inner = ctx.ancestors[ctx.ancestors.index(loop) + 1 :]
     phase_loops = [s for s in (loop, *inner) if _training_phase(s) is not None]
     # Each statement with the one below it on the way to the step (the step itself last).
@@ -630,6 +637,7 @@ def _unconditional(
             continue  # `for phase in ["train", "val"]:` goes through every phase each epoch
         if (
             isinstance(statement, ast.If)
+            and not _in_same_branch(statement, child, later)
             and not _tests_presence_of(statement.test, scheduler)
             and not _tests_configuration(statement.test, loop, ctx)
             and not _selects_training_phase(statement, child, phase_loops)
@@ -643,6 +651,15 @@ def _unconditional(
         if not isinstance(statement, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             return False
     return True
+
+
+def _in_same_branch(branching: ast.If, child: ast.AST, later: ast.AST | None) -> bool:
+    """`later` lies in the branch of `branching` that holds `child`: the test runs both or
+    neither."""
+    if later is None:
+        return False
+    branch = branching.body if child in branching.body else branching.orelse
+    return bool(branch) and branch[0].lineno <= later.lineno <= (branch[-1].end_lineno or 0)
 
 
 def _sets_the_rate_between(
