@@ -295,10 +295,15 @@ FULL_REDUCTION_FUNCTIONS = {
 REDUCTION_OPTIONS = frozenset({"dtype", "p", "unbiased", "correction"})
 SCALAR_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 # Element-wise functions and methods: of a 0-dim tensor they give a 0-dim tensor
-# (`torch.abs(diff)`, `loss.exp()`, `loss.detach()`).
-ELEMENTWISE = frozenset(
+# (`torch.abs(diff)`, `loss.exp()`, `loss.detach()`), and so do the in-place methods, which
+# return their receiver (`.sum().mul_(.5)`: visualize_atari's saliency score).
+_ELEMENTWISE_NAMES = (
     "abs exp log log2 log10 log1p sqrt rsqrt neg sigmoid tanh relu square sin cos floor ceil "
-    "round clamp clip detach clone float double half cpu cuda to mul add sub div pow".split()
+    "round clamp clip mul add sub div pow".split()
+)
+ELEMENTWISE = frozenset(
+    [*_ELEMENTWISE_NAMES, *(f"{name}_" for name in _ELEMENTWISE_NAMES)]
+    + "detach detach_ clone float double half cpu cuda to".split()
 )
 
 
