@@ -95,8 +95,7 @@ def test_a_cached_result_is_not_reused_once_the_requirements_change(tmp_path):
 
 def test_a_cpp_extension_of_a_project_supporting_torch_before_1_3_keeps_data(tmp_path):
     kernel = (
-        "#include <torch/extension.h>\n"
-        "void run(at::Tensor x) {\n  float* p = x.data<float>();\n}\n"
+        "#include <torch/extension.h>\nvoid run(at::Tensor x) {\n  float* p = x.data<float>();\n}\n"
     )
     _write(tmp_path, {"lib/op.cpp": kernel, "README.md": "Software: PyTorch>=1.1.0, Python3\n"})
     assert "TD707" not in _check(tmp_path, "--no-cache", "--select", "TD707").stdout

@@ -15,8 +15,6 @@ from pathlib import Path
 
 from torchdoctor._regex import lazy_compile
 
-PACKAGES = ("torch", "torchvision")
-
 # The files read at a project's root: packaging metadata, requirement lists and conda
 # environments; the README (where research code states what it needs) only when none of them
 # gives a bound, since a README's requirements go stale while the metadata is enforced.
@@ -37,8 +35,9 @@ _LOWER_BOUND = lazy_compile(
 
 
 def declared_minimums(root: Path) -> tuple[tuple[str, str], ...]:
-    """(package, "major.minor.patch") for each of PACKAGES some file at `root` gives a lower
-    bound for: the lowest such bound (the oldest release some part of the project supports)."""
+    """(package, "major.minor.patch") for torch and torchvision, each that some file at `root`
+    gives a lower bound for: the lowest bound (the oldest release some part of the project
+    supports)."""
     lowest = _lowest_bounds(_files(root, _METADATA_NAMES, _METADATA_PATTERNS))
     if not lowest:
         lowest = _lowest_bounds(_files(root, _README_NAMES, ()))

@@ -142,6 +142,11 @@ keys itself). The others (`torch.range`, the `torch.linalg` successors, `torch.n
 reported without a fix.
 
 ## Known problems
+Nothing is reported where the project promises to run on a torch older than the successor
+(a lower bound such as `torch>=1.7` in its requirements, `setup.py`, `setup.cfg`,
+`pyproject.toml` or conda environment, or else its README): `torch.linalg.vector_norm` came in
+1.9, and advising it would break that promise. An exact pin (`torch==1.7.0`) is no promise.
+
 Tensor methods (`x.norm()`, `x.qr()`) are not reported, nor are deprecated arguments of current
 functions (`torch.cross` without `dim=`). `torch.nn.utils.spectral_norm` is not reported: its
 documentation only announces a future deprecation, and it does not warn.
@@ -222,6 +227,10 @@ documentation only announces a future deprecation, and it does not warn.
 `assert_allclose`、`sdp_kernel` 等）的参数或返回值不同，只报告、不修复。
 
 ## Known problems
+项目声明支持比替代函数更早的 torch 时（其 requirements、`setup.py`、`setup.cfg`、`pyproject.toml` 或 conda
+环境中的下界，如 `torch>=1.7`；都没有时看 README）不报告：`torch.linalg.vector_norm` 在 1.9 才出现，
+建议改用它会破坏这一承诺。精确固定的版本（`torch==1.7.0`）不算承诺。
+
 张量方法（`x.norm()`、`x.qr()`）不会被报告，现有函数中已弃用的参数用法（不传 `dim=` 的 `torch.cross`）
 也不会被报告。`torch.nn.utils.spectral_norm` 不报告：它的文档只是预告将来会弃用，调用时也不警告。
 

@@ -102,6 +102,10 @@ the call also passes `weights=` or `**kwargs`. Prefer `weights="DEFAULT"` by han
 today's best weights, and take the preprocessing from `weights.transforms()`.
 
 ## Known problems
+Nothing is reported where the project promises to run on a torchvision older than 0.13 (a lower
+bound such as `torchvision>=0.8.1` in its requirements or packaging metadata, or else its
+README): `weights=` does not exist there. An exact pin is no promise.
+
 The positional form (`resnet50(True)`, `alexnet(False)`: the builders' first parameter was
 `pretrained`) is reported too when the flag is written as `True` or `False`, and fixed in place
 when it is the call's only positional argument. A project function or a wrapper that forwards
@@ -154,6 +158,9 @@ behavior is equivalent to passing `weights=ResNet50_Weights.IMAGENET1K_V1`. You 
 不提供修复。想要现在最好的权重时，请手动改用 `weights="DEFAULT"`，并从 `weights.transforms()` 取得预处理。
 
 ## Known problems
+项目声明支持早于 0.13 的 torchvision 时（其 requirements 或打包元数据中的下界，如
+`torchvision>=0.8.1`；都没有时看 README）不报告：那些版本没有 `weights=`。精确固定的版本不算承诺。
+
 按位置传入的形式（`resnet50(True)`、`alexnet(False)`：构建函数的第一个参数原本就是 `pretrained`）在标志写成
 `True` 或 `False` 时也会报告；当它是调用中唯一的位置参数时会就地修复。转发 `pretrained=` 给
 torchvision 构建函数的项目函数或包装不报告；`torch.hub.load("pytorch/vision", "resnet50",

@@ -88,6 +88,11 @@ what was meant. `THCState` declarations and other THC calls are reported without
 them by hand.
 
 ## Known problems
+`data<T>()` is not reported where the project promises to run on a torch older than 1.3 (a lower
+bound such as `torch>=1.1` in its requirements or packaging metadata, or else its README's
+`PyTorch>=1.1.0`): the typed `data_ptr<T>()` does not compile there. The removed APIs are
+reported whatever the promise: the extension no longer builds on current torch.
+
 The scan reads tokens, not C++. A renamed name the file `#define`s itself for compatibility
 (`#ifndef AT_CHECK` / `#define AT_CHECK TORCH_CHECK`) is not reported anywhere in that file, nor
 is the reverse shim for torch before the rename, `#define TORCH_CHECK AT_CHECK`; a definition
@@ -128,6 +133,10 @@ directory`、`error: 'THCState' does not name a type`、`error: identifier
 THC 调用只报告、不自动修复：请手动删除。
 
 ## Known problems
+项目声明支持早于 1.3 的 torch 时（其 requirements 或打包元数据中的下界，如 `torch>=1.1`；都没有时看
+README 中的 `PyTorch>=1.1.0`），不报告 `data<T>()`：那些版本上带类型的 `data_ptr<T>()` 无法编译。
+已移除的 API 不论声明如何都会报告：扩展在当前 torch 上已经无法编译。
+
 扫描看的是记号而不是 C++ 语法。文件为了兼容自己 `#define` 的旧名字（`#ifndef AT_CHECK` /
 `#define AT_CHECK TORCH_CHECK`）在该文件中任何位置都不报告，为改名之前的 torch 反向定义的
 `#define TORCH_CHECK AT_CHECK` 也不报告；定义在项目某个头文件里的则看不到（请在使用处加 `// noqa: TD707`）。`THC/THCAtomics.cuh` 与 `THC/THCDeviceUtils.cuh` 不会被报告：
