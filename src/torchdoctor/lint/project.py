@@ -726,6 +726,11 @@ ACCUMULATES = "accumulates:"
 # parameter, read where a top-level function's parameter list begins.
 _FIRST_PARAMETER = lazy_compile(rb"[ \t]*(\w{1,80})[ \t]*[,)=:]")
 HANDS_BACK_FIRST = "hands-back-first:"
+# `def to_tensor(ndarray, volatile=False, ...): return Variable(..., volatile=volatile)` (the
+# PyTorch 0.3 helpers of pytorch-ddpg and its many copies): a top-level function with a
+# `volatile` parameter whose body calls `Variable(`, called elsewhere with `volatile=True`.
+VOLATILE_HELPER = "volatile-helper:"
+_VOLATILE_PARAMETER = lazy_compile(rb"\bvolatile\b")
 
 
 # WEIGHTS_NAME + "best_model": some file of the project gives that name a module's weights
@@ -847,6 +852,23 @@ def _functions_handing_back_first(source: bytes, functions: list[_Function]) -> 
     return found
 
 
+def _volatile_helpers(source: bytes, functions: list[_Function]) -> list[str]:
+    """VOLATILE_HELPER + the name of each top-level function of the text with a `volatile`
+    parameter that calls `Variable(`. `source`: the text with a line break put in front;
+    `functions`: its `_top_level_functions`."""
+    found = []
+    for name, start, end in functions:
+        close = source.find(b")", start, end)  # the parameters' end (a default with a call
+        if close < 0:  # cuts them short: such a helper is left out)
+            continue
+        if (
+            _VOLATILE_PARAMETER.search(source, start, close)
+            and source.find(b"Variable(", close, end) >= 0
+        ):
+            found.append(VOLATILE_HELPER + name.decode("ascii", "replace"))
+    return found
+
+
 def _accumulating_meters(source: bytes) -> list[str]:
     """ACCUMULATES + the name of each class whose `update` adds its value to an attribute (the
     class whose `class` line comes last before that `def update`). `source`: the text with a
@@ -946,6 +968,8 @@ def file_facts(source: bytes) -> FileFacts:
     layers = sorted(_class_layers(lines, layer_words, functions)) if classes else []
     if layer_words:
         layers += _model_factories(lines, layer_words, functions)
+    if functions and b"volatile" in source and b"Variable(" in source:
+        markers += _volatile_helpers(lines, functions)
     if b"return " in source and functions:
         markers += _functions_handing_back_first(lines, functions)
         returns = _function_returns(lines, functions)

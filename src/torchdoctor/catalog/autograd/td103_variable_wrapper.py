@@ -7,6 +7,7 @@ from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
     VARIABLE_QUALNAMES,
+    VOLATILE_HELPER,
     Context,
     Finding,
     Pitfall,
@@ -250,10 +251,11 @@ _VARIABLE_MODULES = frozenset({"torch.autograd", "torch.autograd.variable"})
 
 def _hands_on_volatile(name: str, variables: set[str], ctx: Context, found) -> bool:
     """`name` is a function of the file with a `volatile` parameter that calls `Variable`, or,
-    when the file defines no function of that name, one whose name says it makes a variable."""
+    when the file defines no function of that name, one whose name says it makes a variable or
+    one another module of the project defines so (rdpg's `to_tensor` in util.py)."""
     function = top_level_functions(ctx).get(name)
     if function is None:
-        return "var" in name.lower()
+        return "var" in name.lower() or ctx.project.has(VOLATILE_HELPER + name)
     return is_parameter(function, "volatile") and bool(found.calls_named(function, variables))
 
 
