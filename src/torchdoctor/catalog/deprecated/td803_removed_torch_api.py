@@ -18,6 +18,7 @@ from torchdoctor.catalog.sdk import (
     Fix,
     Kind,
     Pitfall,
+    dotted_name,
     in_compat_fallback,
     index,
     index_of,
@@ -307,6 +308,8 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     if replacement.removed:
         yield ctx.finding(PITFALL, node, "removed", old=written, new=replacement.new)
         return
+    if _patched_in_place(node, ctx):
+        return  # `F.upsample = wrap(F.upsample)`: ptflops counts the calls of the alias itself
     if only_identified(node, ctx) or _listed_beside(node, replacement.new, ctx):
         return  # a deprecated alias that still exists, only told apart (a patch table): fine
     new_tail = replacement.last_name
@@ -314,6 +317,37 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     end = ctx.span(node)[1]
     fix = _fix(ctx, replacement.fix, new, ctx.edit(end - len(node.attr), end, new_tail))
     yield ctx.finding(PITFALL, node, fix=fix, old=written, new=new)
+
+
+def _patched_in_place(node: ast.Attribute, ctx: Context) -> bool:
+    """The statement reading `node` assigns the same attribute (`F.upsample =
+    wrapper(F.upsample, ...)`, `F.upsample = F.upsample.op`): a patch of the alias, which a
+    tool that wraps torch's functions keeps for code still calling it."""
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    if type(statement) is not ast.Assign:
+        return False
+    written = dotted_name(node)
+    return written is not None and any(dotted_name(t) == written for t in statement.targets)
+
+
+def _guarded_import(node: ast.ImportFrom, ctx: Context) -> bool:
+    """The import is in the body of a `try` that catches its failure (`except ImportError:`, or
+    any exception): the code expects the name may be gone, and has its way without it
+    (asteroid-filterbanks' `from torch import rfft, irfft`, then `torch.fft` in the handler)."""
+    statement = ctx.ancestors[-1] if ctx.ancestors else None
+    if type(statement) is not ast.Try or node not in statement.body:
+        return False
+    for handler in statement.handlers:
+        caught = handler.type
+        names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+        if caught is None or any(
+            (dotted_name(n) or "").rpartition(".")[2] in _IMPORT_FAILURES for n in names
+        ):
+            return True
+    return False
+
+
+_IMPORT_FAILURES = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
 def _listed_beside(node: ast.Attribute, new: str, ctx: Context) -> bool:
@@ -370,6 +404,8 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     """`from torch.nn.init import xavier_uniform`: fixed as `xavier_uniform_ as xavier_uniform`."""
     module = node.module
     if node.level or not module or module.partition(".")[0] != "torch":
+        return
+    if _guarded_import(node, ctx):
         return
     for alias in node.names:
         old = f"{module}.{alias.name}"
