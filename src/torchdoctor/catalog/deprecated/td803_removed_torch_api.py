@@ -128,6 +128,10 @@ something else (`torch.solve`, `torch.symeig`, ...) are reported without a fix: 
 person.
 
 ## Known problems
+Not reported: an import from torch in a `try` whose handler catches its failure (`except
+ImportError:` with a fallback), and a deprecated alias read in a statement that assigns the
+same attribute (`F.upsample = wrap(F.upsample)`: a tool wrapping torch's functions in place).
+
 Calling these as tensor methods (`x.symeig()`) is not reported, nor is `F.upsample_bilinear`
 passed as a value. `x.cuda(async=True)` from the same era is a syntax error since Python 3.7
 and is reported by `syntax-error` (TD700), which offers the rename to `non_blocking=True`.
@@ -195,6 +199,9 @@ and is reported by `syntax-error` (TD700), which offers the rename to `non_block
 它们需要人来改。
 
 ## Known problems
+不报告：位于 `try` 中、其处理分支会捕获导入失败的 torch 导入（带后备方案的 `except ImportError:`），
+以及在给同一属性赋值的语句中读取的已弃用别名（`F.upsample = wrap(F.upsample)`：就地包装 torch 函数的工具）。
+
 以张量方法形式调用（`x.symeig()`）不会被报告；把 `F.upsample_bilinear` 当作值传递也不会被报告。
 同一时代的 `x.cuda(async=True)` 自 Python 3.7 起是语法错误，由 `syntax-error`（TD700）报告，
 并提供改为 `non_blocking=True` 的修复。
