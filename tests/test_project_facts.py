@@ -116,6 +116,15 @@ def _project(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
 
 
+def _write_project(root, files):
+    """A project under `root` (a pyproject.toml marks it) holding `files`: relative path -> text."""
+    (root / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 def _check(tmp_path, *args, stdin=None, rule="TD503"):
     return subprocess.run(
         [sys.executable, "-m", "torchdoctor", "check", "--no-cache", "--select", rule, *args],
@@ -170,9 +179,13 @@ AWD_MAIN = (
 
 
 def test_an_imported_module_rebound_to_a_model_it_makes_is_that_model(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text(MODELS.replace("Net", "RNNModel"))
-    (tmp_path / "main.py").write_text(AWD_MAIN.format(made="RNNModel()"))
+    _write_project(
+        tmp_path,
+        {
+            "model.py": MODELS.replace("Net", "RNNModel"),
+            "main.py": AWD_MAIN.format(made="RNNModel()"),
+        },
+    )
     run = _check(tmp_path, ".")
     assert "main.py:7:9: TD503 `torch.save` pickles the whole module `model`" in run.stdout, (
         run.stdout
@@ -199,9 +212,13 @@ RENET_MAIN = (
 
 
 def test_an_imported_module_rebound_at_the_top_level_is_that_model_below(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text(MODELS.replace("Net", "TATransEModel"))
-    (tmp_path / "main.py").write_text(RENET_MAIN.format(made="TATransEModel(3)"))
+    _write_project(
+        tmp_path,
+        {
+            "model.py": MODELS.replace("Net", "TATransEModel"),
+            "main.py": RENET_MAIN.format(made="TATransEModel(3)"),
+        },
+    )
     run = _check(tmp_path, ".")
     assert "main.py:11:9: TD503 `torch.save(model, ...)` pickles" in run.stdout, run.stdout
     # Rebound to what the module's function returns, which the project does not tell: silent.
@@ -220,8 +237,7 @@ READS_LOCAL_RANK = "import os\n\nLOCAL = int(os.environ['LOCAL_RANK'])\n"
 
 
 def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(OLD_OPTION_ONLY)
+    _write_project(tmp_path, {"train.py": OLD_OPTION_ONLY})
     run = _check(tmp_path, ".", rule="TD603")
     assert "train.py:5:21: TD603" in run.stdout  # nothing reads LOCAL_RANK: torchrun breaks it
     (tmp_path / "dist.py").write_text(READS_LOCAL_RANK)
@@ -231,11 +247,13 @@ def test_local_rank_read_in_another_module_makes_the_old_option_fine(tmp_path):
 def test_local_rank_read_by_another_script_does_not_count(tmp_path):
     # SpeakerVerification: the torchrun scripts read LOCAL_RANK for their own run; the older
     # script next to them still takes only `--local_rank` from the launcher.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train_old.py").write_text(OLD_OPTION_ONLY)
-    (tmp_path / "train_new.py").write_text(
-        "import os\n\n\ndef main():\n    return int(os.environ['LOCAL_RANK'])\n\n\n"
-        "if __name__ == '__main__':\n    main()\n"
+    _write_project(
+        tmp_path,
+        {
+            "train_old.py": OLD_OPTION_ONLY,
+            "train_new.py": "import os\n\n\ndef main():\n    return int(os.environ['LOCAL_RANK'])\n\n\n"
+            "if __name__ == '__main__':\n    main()\n",
+        },
     )
     assert "train_old.py:5:21: TD603" in _check(tmp_path, ".", rule="TD603").stdout
     # A module of the project reading it (no `__main__` guard) is what a script may import.
@@ -245,11 +263,13 @@ def test_local_rank_read_by_another_script_does_not_count(tmp_path):
 
 def test_local_rank_read_through_a_constant_of_another_module(tmp_path):
     # sockeye: `os.environ[C.DIST_ENV_LOCAL_RANK]`, the name bound in its constants module.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(OLD_OPTION_ONLY)
-    (tmp_path / "utils.py").write_text(
-        "import os\nimport constants as C\n\n\ndef local_rank():\n"
-        "    return int(os.environ[C.DIST_ENV_LOCAL_RANK])\n"
+    _write_project(
+        tmp_path,
+        {
+            "train.py": OLD_OPTION_ONLY,
+            "utils.py": "import os\nimport constants as C\n\n\ndef local_rank():\n"
+            "    return int(os.environ[C.DIST_ENV_LOCAL_RANK])\n",
+        },
     )
     constants = tmp_path / "constants.py"
     constants.write_text("DIST_ENV_LOCAL_RANK = 'RANK_ON_NODE'\n")  # some other variable
@@ -296,14 +316,14 @@ def test_a_local_rank_option_nothing_reads_is_dead_weight(tmp_path):
 
 def test_a_project_launching_its_processes_with_the_old_spelling_keeps_it(tmp_path):
     # ParallelWaveGAN ships its own launcher, which passes `--local_rank=N` to each process.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(
-        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
-        "parser.add_argument('--rank', '--local_rank', type=int, default=0)\n"
-    )
-    (tmp_path / "launch.py").write_text(
-        "import subprocess\n\ncmd = ['python', 'train.py']\n"
-        "cmd.append('--local_rank')  # not the launcher's `=` form: still reported\n"
+    _write_project(
+        tmp_path,
+        {
+            "train.py": "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--rank', '--local_rank', type=int, default=0)\n",
+            "launch.py": "import subprocess\n\ncmd = ['python', 'train.py']\n"
+            "cmd.append('--local_rank')  # not the launcher's `=` form: still reported\n",
+        },
     )
     assert "train.py:5:31: TD603" in _check(tmp_path, ".", rule="TD603").stdout
     # Help text that mentions the spelling launches nothing: the buffer is read as the project is.
@@ -400,8 +420,7 @@ LOADERS = (
 
 
 def test_a_sampler_whose_epoch_nothing_in_the_project_sets(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(LOADERS)
+    _write_project(tmp_path, {"train.py": LOADERS})
     run = _check(tmp_path, ".", rule="TD604")
     assert "train.py:7:21: TD604" in run.stdout and "nothing in the project" in run.stdout
     # Another module steps the epoch: fine.
@@ -439,15 +458,12 @@ def test_one_pass_over_a_loader_as_long_as_every_epoch_needs_no_set_epoch(tmp_pa
 
 def test_a_sampler_of_a_file_of_tests_whose_epoch_loop_is_elsewhere(tmp_path):
     # tianshou's test_env_finite.py: a finite environment reads a loader once per test.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_env.py").write_text(LOADERS)
+    _write_project(tmp_path, {"tests/test_env.py": LOADERS})
     assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
 
 
 def test_a_library_loader_factory_is_left_to_its_callers(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "loader.py").write_text(LOADERS.split("\n\n\ndef main")[0] + "\n")
+    _write_project(tmp_path, {"loader.py": LOADERS.split("\n\n\ndef main")[0] + "\n"})
     assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
 
 
@@ -501,18 +517,17 @@ def test_an_autograd_function_instance_called_in_another_module(tmp_path, monkey
     # hszhao/semseg lib/psa: `functions.PSAMask(...)(input)`, PSAMask a legacy Function of the
     # package `functions`; ruotianluo/pytorch-faster-rcnn: `RoIPoolFunction(...)(x, rois)`.
     # (A file that never mentions torch is not checked for PyTorch pitfalls at all.)
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "functions").mkdir()
-    (tmp_path / "functions" / "__init__.py").write_text("from .psamask import *\n")
-    (tmp_path / "functions" / "psamask.py").write_text(
-        "from torch.autograd import Function\n\n\nclass PSAMask(Function):\n"
-        "    def forward(self, x):\n        return x\n"
-    )
-    (tmp_path / "functional.py").write_text(
-        "import torch\nfrom . import functions\nfrom functions.psamask import PSAMask\n"
-        "from keras.layers import Dense\n\n\n"
-        "def psa_mask(x):\n    return functions.PSAMask()(x)\n\n\n"
-        "def again(x):\n    return PSAMask()(x) + Dense(3)(x)\n"
+    _write_project(
+        tmp_path,
+        {
+            "functions/__init__.py": "from .psamask import *\n",
+            "functions/psamask.py": "from torch.autograd import Function\n\n\nclass PSAMask(Function):\n"
+            "    def forward(self, x):\n        return x\n",
+            "functional.py": "import torch\nfrom . import functions\nfrom functions.psamask import PSAMask\n"
+            "from keras.layers import Dense\n\n\n"
+            "def psa_mask(x):\n    return functions.PSAMask()(x)\n\n\n"
+            "def again(x):\n    return PSAMask()(x) + Dense(3)(x)\n",
+        },
     )
     monkeypatch.chdir(tmp_path)  # in this process: the code under test, wherever pytest runs
     found = check("functional.py", select="TD104")
@@ -522,17 +537,16 @@ def test_an_autograd_function_instance_called_in_another_module(tmp_path, monkey
 def test_an_autograd_function_reached_through_a_star_import(tmp_path, monkeypatch):
     # gallenszl/CFNet: `from utils import *` in main.py, the package re-exporting
     # utils/visualization.py, whose `disp_error_image_func` is a legacy Function.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils").mkdir()
-    (tmp_path / "utils" / "__init__.py").write_text("from utils.visualization import *\n")
-    (tmp_path / "utils" / "visualization.py").write_text(
-        "from torch.autograd import Variable, Function\n\n\nclass disp_error(Function):\n"
-        "    def forward(self, est, gt):\n        return est - gt\n"
-    )
-    (tmp_path / "main.py").write_text(
-        "import torch\nfrom utils import *\n\n\n"
-        "def summary(est, gt):\n    return disp_error()(est, gt)\n\n\n"
-        "def shadowed(est, gt, disp_error):\n    return disp_error()(est, gt)\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils/__init__.py": "from utils.visualization import *\n",
+            "utils/visualization.py": "from torch.autograd import Variable, Function\n\n\nclass disp_error(Function):\n"
+            "    def forward(self, est, gt):\n        return est - gt\n",
+            "main.py": "import torch\nfrom utils import *\n\n\n"
+            "def summary(est, gt):\n    return disp_error()(est, gt)\n\n\n"
+            "def shadowed(est, gt, disp_error):\n    return disp_error()(est, gt)\n",
+        },
     )
     monkeypatch.chdir(tmp_path)
     found = check("main.py", select="TD104")
@@ -555,10 +569,12 @@ ACCURACY = (
 def test_a_top_k_helper_another_file_calls_for_five_rows_is_reported(tmp_path):
     # The ImageNet example's accuracy helper, in utils.py: `correct[:k]` of the transposed
     # predictions views as one row for k=1, and fails once train.py asks for the top 5.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils.py").write_text("import torch\n\n\n" + ACCURACY)
-    (tmp_path / "train.py").write_text(
-        "from utils import accuracy\n\n\ndef step(out, y):\n    return accuracy(out, y)\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils.py": "import torch\n\n\n" + ACCURACY,
+            "train.py": "from utils import accuracy\n\n\ndef step(out, y):\n    return accuracy(out, y)\n",
+        },
     )
     assert "TD403" not in _check(tmp_path, ".", rule="TD403").stdout  # only top-1 asked for
     (tmp_path / "rank.py").write_text("def evaluate(cmc_topk=(1, 5, 10)):\n    pass\n")
@@ -601,23 +617,22 @@ def test_scheduler_classes_follow_bases_across_files():
 
 def test_a_scheduler_of_a_project_class_stepped_before_the_optimizer(tmp_path):
     # DABNet: `WarmupPolyLR` of utils/lr_scheduler.py, stepped before the optimizer.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils").mkdir()
-    (tmp_path / "utils" / "__init__.py").write_text("")
-    (tmp_path / "utils" / "lr_scheduler.py").write_text(
-        "from torch.optim.lr_scheduler import _LRScheduler\n\n\n"
-        "class WarmupPolyLR(_LRScheduler):\n    pass\n"
-    )
-    (tmp_path / "train.py").write_text(
-        "import torch\nfrom utils.lr_scheduler import WarmupPolyLR\n\n\n"
-        "def train(model, loader, optimizer, criterion, max_iter):\n"
-        "    for step, (x, y) in enumerate(loader):\n"
-        "        scheduler = WarmupPolyLR(optimizer, T_max=max_iter, cur_iter=step)\n"
-        "        loss = criterion(model(x), y)\n"
-        "        scheduler.step()\n"
-        "        optimizer.zero_grad()\n"
-        "        loss.backward()\n"
-        "        optimizer.step()\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils/__init__.py": "",
+            "utils/lr_scheduler.py": "from torch.optim.lr_scheduler import _LRScheduler\n\n\n"
+            "class WarmupPolyLR(_LRScheduler):\n    pass\n",
+            "train.py": "import torch\nfrom utils.lr_scheduler import WarmupPolyLR\n\n\n"
+            "def train(model, loader, optimizer, criterion, max_iter):\n"
+            "    for step, (x, y) in enumerate(loader):\n"
+            "        scheduler = WarmupPolyLR(optimizer, T_max=max_iter, cur_iter=step)\n"
+            "        loss = criterion(model(x), y)\n"
+            "        scheduler.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+        },
     )
     run = _check(tmp_path, ".", rule="TD203")
     assert "train.py:9:9: TD203" in run.stdout, run.stdout + run.stderr
@@ -628,10 +643,8 @@ def test_a_scheduler_of_a_project_class_stepped_before_the_optimizer(tmp_path):
 
 def test_a_star_import_of_a_project_module_brings_its_torch_names(tmp_path):
     # Yolo-v2-pytorch: `from src.utils import *`, where utils.py imports Variable.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "utils.py").write_text(
-        "import torch\nfrom torch.autograd import Variable\n"
+    _write_project(
+        tmp_path, {"src/utils.py": "import torch\nfrom torch.autograd import Variable\n"}
     )
     script = "import numpy as np\nfrom src.utils import *\n\ndata = Variable(torch.zeros(2))\n"
     (tmp_path / "test_images.py").write_text(script)
@@ -769,14 +782,14 @@ def test_functions_that_build_and_return_models():
 
 
 def test_a_model_made_by_a_function_of_another_module_is_saved_whole(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "ssd.py").write_text(
-        "import torch.nn as nn\n\n\nclass SSD(nn.Module):\n    pass\n\n\n"
-        "def build_ssd(phase):\n    return SSD(phase)\n"
-    )
-    (tmp_path / "train.py").write_text(
-        "import torch\nfrom ssd import build_ssd\n\nnet = build_ssd('train')\n"
-        "torch.save(net, 'ssd.pth')\n"
+    _write_project(
+        tmp_path,
+        {
+            "ssd.py": "import torch.nn as nn\n\n\nclass SSD(nn.Module):\n    pass\n\n\n"
+            "def build_ssd(phase):\n    return SSD(phase)\n",
+            "train.py": "import torch\nfrom ssd import build_ssd\n\nnet = build_ssd('train')\n"
+            "torch.save(net, 'ssd.pth')\n",
+        },
     )
     run = _check(tmp_path, ".")
     assert "train.py:5:1: TD503" in run.stdout, run.stdout + run.stderr
@@ -784,26 +797,24 @@ def test_a_model_made_by_a_function_of_another_module_is_saved_whole(tmp_path):
 
 def test_a_model_returned_with_its_optimizer_by_another_module_is_saved_whole(tmp_path):
     # PyraNet's main.py: `model, optimizer = getModel(opt)`, then `torch.save(model, path)`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "nets.py").write_text(
-        "import torch.nn as nn\n\n\nclass PyraNet(nn.Module):\n    pass\n"
-    )
-    (tmp_path / "model.py").write_text(
-        "import torch\nfrom nets import PyraNet\n\n\ndef getModel(opt):\n"
-        "    if 'hg' in opt.arch:\n        model = PyraNet()\n"
-        "        optimizer = torch.optim.RMSprop(model.parameters(), lr=opt.LR)\n"
-        "    return model, optimizer  # both\n\n\n"
-        "def get_pair(opt):\n    first = PyraNet()\n    return first, opt\n\n\n"
-        "def either(opt):\n    net = PyraNet()\n    if opt.swap:\n        return opt, net\n"
-        "    return net, opt\n"
-    )
-    (tmp_path / "main.py").write_text(
-        "import torch\nfrom model import getModel, get_pair, either\n\n\n"
-        "def main(opt):\n    model, optimizer = getModel(opt)\n    model = model.cuda()\n"
-        "    torch.save(model, 'model.pth')\n    torch.save(optimizer, 'optimizer.pth')\n"
-        "    net, settings = get_pair(opt)\n    torch.save(settings, 'a.pth')\n"
-        "    torch.save(net, 'b.pth')\n    first, second = either(opt)\n"
-        "    torch.save(first, 'c.pth')\n"
+    _write_project(
+        tmp_path,
+        {
+            "nets.py": "import torch.nn as nn\n\n\nclass PyraNet(nn.Module):\n    pass\n",
+            "model.py": "import torch\nfrom nets import PyraNet\n\n\ndef getModel(opt):\n"
+            "    if 'hg' in opt.arch:\n        model = PyraNet()\n"
+            "        optimizer = torch.optim.RMSprop(model.parameters(), lr=opt.LR)\n"
+            "    return model, optimizer  # both\n\n\n"
+            "def get_pair(opt):\n    first = PyraNet()\n    return first, opt\n\n\n"
+            "def either(opt):\n    net = PyraNet()\n    if opt.swap:\n        return opt, net\n"
+            "    return net, opt\n",
+            "main.py": "import torch\nfrom model import getModel, get_pair, either\n\n\n"
+            "def main(opt):\n    model, optimizer = getModel(opt)\n    model = model.cuda()\n"
+            "    torch.save(model, 'model.pth')\n    torch.save(optimizer, 'optimizer.pth')\n"
+            "    net, settings = get_pair(opt)\n    torch.save(settings, 'a.pth')\n"
+            "    torch.save(net, 'b.pth')\n    first, second = either(opt)\n"
+            "    torch.save(first, 'c.pth')\n",
+        },
     )
     run = _check(tmp_path, ".")
     found = [line.split(": ")[0] for line in run.stdout.splitlines() if "TD503" in line]
@@ -833,19 +844,19 @@ def test_a_parameter_named_like_the_projects_weights_is_not_taken_for_a_model(tm
 def test_a_model_made_by_a_function_of_another_module_is_validated_in_training_mode(tmp_path):
     # MixMatch: the teacher made by `WideResnet50` of utilities/utils.py, wrapped in
     # DataParallel, validated through a softmax module; nothing in the project calls `.eval()`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils.py").write_text(
-        "import torch.nn as nn\nimport torchvision\n\n\ndef WideResnet50(num_class):\n"
-        "    model = torchvision.models.wide_resnet50_2(pretrained=True)\n"
-        "    model.fc = nn.Linear(2048, num_class)\n    return model\n"
-    )
-    (tmp_path / "main.py").write_text(
-        "import torch\nimport torch.nn as nn\nfrom utils import WideResnet50\n\n\n"
-        "def validation(val_loader, model, device):\n    softmax = nn.Softmax(dim=1)\n"
-        "    for inputs, targets in val_loader:\n        outputs = softmax(model(inputs.to(device)))\n"
-        "        print(outputs.argmax(1))\n\n\n"
-        "def main(val_loader, device):\n    ema_model = nn.DataParallel(WideResnet50(10)).to(device)\n"
-        "    for epoch in range(10):\n        validation(val_loader, ema_model, device)\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils.py": "import torch.nn as nn\nimport torchvision\n\n\ndef WideResnet50(num_class):\n"
+            "    model = torchvision.models.wide_resnet50_2(pretrained=True)\n"
+            "    model.fc = nn.Linear(2048, num_class)\n    return model\n",
+            "main.py": "import torch\nimport torch.nn as nn\nfrom utils import WideResnet50\n\n\n"
+            "def validation(val_loader, model, device):\n    softmax = nn.Softmax(dim=1)\n"
+            "    for inputs, targets in val_loader:\n        outputs = softmax(model(inputs.to(device)))\n"
+            "        print(outputs.argmax(1))\n\n\n"
+            "def main(val_loader, device):\n    ema_model = nn.DataParallel(WideResnet50(10)).to(device)\n"
+            "    for epoch in range(10):\n        validation(val_loader, ema_model, device)\n",
+        },
     )
     run = _check(tmp_path, ".", rule="TD205")
     assert "main.py:9:27: TD205" in run.stdout, run.stdout + run.stderr
@@ -868,12 +879,14 @@ def test_classes_whose_forward_sets_their_own_mode():
 
 
 def test_a_model_of_another_module_that_sets_its_own_mode_is_not_reported(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "models.py").write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Evaluator(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n        self.drop = nn.Dropout(0.5)\n\n"
-        "    def forward(self, x, inference=True):\n        if inference:\n            self.eval()\n"
-        "            with torch.no_grad():\n                return self.drop(x)\n        return self.drop(x)\n"
+    _write_project(
+        tmp_path,
+        {
+            "models.py": "import torch\nimport torch.nn as nn\n\n\nclass Evaluator(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.drop = nn.Dropout(0.5)\n\n"
+            "    def forward(self, x, inference=True):\n        if inference:\n            self.eval()\n"
+            "            with torch.no_grad():\n                return self.drop(x)\n        return self.drop(x)\n"
+        },
     )
     train = (
         "import torch\nfrom models import Evaluator\n\n\n"
@@ -972,9 +985,7 @@ def test_methods_of_another_module_that_step_schedulers_or_train():
 
 def test_a_scheduler_method_before_a_training_method_is_reported(tmp_path):
     # NVlabs' UNIT, MUNIT and DG-Net: `trainer.update_learning_rate()` first in every iteration.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "trainer.py").write_text(TRAINER)
-    (tmp_path / "train.py").write_text(TRAIN_GAN)
+    _write_project(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN_GAN})
     out = _check(tmp_path, ".", rule="TD203").stdout
     assert "train.py:8:13: TD203 `trainer.module.update_learning_rate()` steps only" in out
     assert out.count("TD203") == 1  # in order, or after a warm-up condition: fine
@@ -1005,8 +1016,7 @@ class Solver:
 
 
 def test_a_module_switched_to_training_mode_is_no_scheduler_method(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "solver.py").write_text(SOLVER)
+    _write_project(tmp_path, {"solver.py": SOLVER})
     assert "TD203" not in _check(tmp_path, ".", rule="TD203").stdout
     # A method of the project's own that steps schedulers only, named otherwise: still reported.
     (tmp_path / "solver.py").write_text(
@@ -1025,14 +1035,14 @@ def test_a_module_switched_to_training_mode_is_no_scheduler_method(tmp_path):
 
 def test_a_writer_given_to_another_module_that_closes_no_writer_is_reported(tmp_path):
     # Comprehensive-Transformer-TTS: `log(train_logger, step, losses=losses)` from utils.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "tools.py").write_text(
-        "def log(logger, step, loss):\n    logger.add_scalar('loss', loss, step)\n"
-    )
-    (tmp_path / "train.py").write_text(
-        "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nfrom tools import log\n\n\n"
-        "def main(losses):\n    train_logger = SummaryWriter('runs')\n"
-        "    for step, loss in enumerate(losses):\n        log(train_logger, step, loss)\n"
+    _write_project(
+        tmp_path,
+        {
+            "tools.py": "def log(logger, step, loss):\n    logger.add_scalar('loss', loss, step)\n",
+            "train.py": "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nfrom tools import log\n\n\n"
+            "def main(losses):\n    train_logger = SummaryWriter('runs')\n"
+            "    for step, loss in enumerate(losses):\n        log(train_logger, step, loss)\n",
+        },
     )
     assert "train.py:7:20: TD705" in _check(tmp_path, ".", rule="TD705").stdout
     # A module of the project that closes a writer: it may be the one handed this one.
@@ -1081,8 +1091,7 @@ def main(loader):
 
 
 def test_a_project_module_that_turns_gradients_off_itself_needs_no_no_grad(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "eval.py").write_text(EVAL_SCRIPT)
+    _write_project(tmp_path, {"eval.py": EVAL_SCRIPT})
     metrics = tmp_path / "metrics.py"
     metrics.write_text(METRIC_MODULE)
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
@@ -1121,8 +1130,7 @@ class Logger:
 
 
 def test_a_project_module_decorated_to_record_no_graph_gives_numpy_ready_outputs(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "logger.py").write_text(LOGGER)
+    _write_project(tmp_path, {"logger.py": LOGGER})
     stft = tmp_path / "stft.py"
     stft.write_text(STFT_MODULE)
     assert "TD409" not in _check(tmp_path, ".", rule="TD409").stdout
@@ -1174,8 +1182,7 @@ class MetaTrainer:
 
 
 def test_a_meta_learner_taking_gradients_at_test_time_is_not_told_to_use_no_grad(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "trainer.py").write_text(META_TRAINER)
+    _write_project(tmp_path, {"trainer.py": META_TRAINER})
     models = tmp_path / "models.py"
     models.write_text(META_LEARNER)
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
@@ -1205,8 +1212,7 @@ def first_batch(test_loader):
 
 
 def test_a_script_that_gets_torch_through_a_star_import_of_the_project_is_checked(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(STAR_SCRIPT)
+    _write_project(tmp_path, {"train.py": STAR_SCRIPT})
     common = tmp_path / "common.py"
     common.write_text(COMMON)
     assert "train.py:6:12: TD301" in _check(tmp_path, ".", rule="TD301").stdout
@@ -1287,8 +1293,7 @@ class Trainer:
 
 
 def test_a_loader_another_module_assigns_to_an_attribute_yields_tensors(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(LOADER_TRAINER)
+    _write_project(tmp_path, {"train.py": LOADER_TRAINER})
     dataset = tmp_path / "dataset_interface.py"
     dataset.write_text(DATASET_MODULE.replace("DataLoader(train_dataset", "make(train_dataset"))
     assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout  # not known: a loader
@@ -1341,9 +1346,7 @@ def main(loader, data):
 
 
 def test_a_script_s_test_function_evaluates_a_backbone_model(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text(BACKBONE_MODEL)
-    (tmp_path / "main.py").write_text(SCRIPT_WITH_TEST)
+    _write_project(tmp_path, {"model.py": BACKBONE_MODEL, "main.py": SCRIPT_WITH_TEST})
     out = _check(tmp_path, ".", rule="TD205").stdout
     assert "main.py:17:15: TD205" in out and "without `model.eval()`" in out
     # The same function in a file pytest collects is a test, not an evaluation.
@@ -1383,9 +1386,7 @@ RUN_BY_FORWARD = (
 
 
 def test_a_function_without_backward_run_by_its_forward_is_a_plain_object(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "detection.py").write_text(DETECT)
-    (tmp_path / "test_net.py").write_text(RUN_BY_FORWARD)
+    _write_project(tmp_path, {"detection.py": DETECT, "test_net.py": RUN_BY_FORWARD})
     out = _check(tmp_path, ".", rule="TD104").stdout
     assert "detection.py:4:1: TD104 `Detect` subclasses autograd `Function` but defines no" in out
     assert "RuntimeError" not in out and out.count("TD104") == 1
@@ -1463,9 +1464,7 @@ def main(train_loader, test_loader):
 def test_one_inference_in_a_project_that_never_leaves_training_mode(tmp_path):
     # TranslatorBot's `evaluate`: one input run under `no_grad`, no loop, and nothing in the
     # project ever calls `.eval()`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text(NO_EVAL_MODELS)
-    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
+    _write_project(tmp_path, {"model.py": NO_EVAL_MODELS, "train.py": NO_EVAL_TRAIN})
     predict = (
         "import torch\n\n\ndef evaluate_one(model, x):\n    with torch.no_grad():\n"
         "        scores = model(x)\n    return scores.argmax()\n"
@@ -1489,10 +1488,9 @@ def test_one_inference_in_a_project_that_never_leaves_training_mode(tmp_path):
 def test_evaluation_in_a_project_that_never_leaves_training_mode(tmp_path):
     # GACNet: `utils.test_seg(model, loader)` is called from another file, and nothing in the
     # project ever calls `.eval()`: every evaluation runs in training mode.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text(NO_EVAL_MODELS)
-    (tmp_path / "utils.py").write_text(NO_EVAL_UTILS)
-    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
+    _write_project(
+        tmp_path, {"model.py": NO_EVAL_MODELS, "utils.py": NO_EVAL_UTILS, "train.py": NO_EVAL_TRAIN}
+    )
     out = _check(tmp_path, "utils.py", rule="TD205").stdout
     assert "utils.py:7:16: TD205" in out and "nothing in this project calls `.eval()`" in out
     # Batches made otherwise (RNet's `for i in range(n)`), the answers read in a loop after.
@@ -1568,8 +1566,7 @@ def fit_classifier(train_loader, data_loader):
 
 def test_a_model_evaluated_by_calling_its_forward(tmp_path):
     # TextGAN's `pred = model.forward(inp)` in its evaluation loop runs the model as a call does.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "classify.py").write_text(FORWARD_CALLED)
+    _write_project(tmp_path, {"classify.py": FORWARD_CALLED})
     assert "classify.py:20:20: TD205" in _check(tmp_path, ".", rule="TD205").stdout
     (tmp_path / "classify.py").write_text(
         FORWARD_CALLED.replace("    total = 0\n", "    model.eval()\n    total = 0\n")
@@ -1580,11 +1577,13 @@ def test_a_model_evaluated_by_calling_its_forward(tmp_path):
 def test_a_model_looked_up_by_name_in_a_project_module_is_built_from_that_class(tmp_path):
     # RS-semantic-segmentation's inference script: `getattr(M, "DinkNet34")()` builds the model
     # `M.DinkNet34()` would, then loads its weights and runs it without `.eval()`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "models.py").write_text(
-        "import torch.nn as nn\n\n\nclass DinkNet34(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n        self.bn = nn.BatchNorm2d(3)\n\n"
-        "    def forward(self, x):\n        return self.bn(x)\n"
+    _write_project(
+        tmp_path,
+        {
+            "models.py": "import torch.nn as nn\n\n\nclass DinkNet34(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.bn = nn.BatchNorm2d(3)\n\n"
+            "    def forward(self, x):\n        return self.bn(x)\n"
+        },
     )
     script = (
         "import torch\nimport models as M\n\n"
@@ -1616,12 +1615,13 @@ def get_loaders(train_data, val_data):
 def test_an_evaluation_set_sharded_between_ranks_whose_results_nothing_combines(tmp_path):
     # MobileNetV3-pytorch's ImageNet loaders: every rank scores its own shard of the
     # validation set, and no code of the project all-reduces what they count.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "data.py").write_text(SHARDED_EVALUATION)
-    # Neither a `torch.gather` nor a `barrier` (rank 0 caching the data) combines the ranks.
-    (tmp_path / "train.py").write_text(
-        "import torch\nimport torch.distributed as dist\n\n\ndef test(model, loader, idx):\n"
-        "    dist.barrier()\n    return torch.gather(model(loader), 1, idx)\n"
+    _write_project(
+        tmp_path,
+        {
+            "data.py": SHARDED_EVALUATION,
+            "train.py": "import torch\nimport torch.distributed as dist\n\n\ndef test(model, loader, idx):\n"
+            "    dist.barrier()\n    return torch.gather(model(loader), 1, idx)\n",
+        },
     )
     out = _check(tmp_path, ".", rule="TD607").stdout
     assert "data.py:8:19: TD607 `val_sampler` splits the evaluation data `val_data`" in out
@@ -1659,26 +1659,24 @@ def test_an_evaluation_set_no_caller_gives_is_not_sharded(tmp_path):
 def test_model_parts_named_in_lower_case_carry_their_layers(tmp_path):
     # milesial's Pytorch-UNet: `UNet` builds `inconv`, `down`, `up`, whose `double_conv` has the
     # BatchNorm; with no `.eval()` anywhere, the evaluation runs the model in training mode.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "parts.py").write_text(
-        "import torch.nn as nn\n\n\nclass double_conv(nn.Module):\n    def __init__(self, i, o):\n"
-        "        super(double_conv, self).__init__()\n"
-        "        self.conv = nn.Sequential(nn.Conv2d(i, o, 3), nn.BatchNorm2d(o))\n\n\n"
-        "class inconv(nn.Module):\n    def __init__(self, i, o):\n"
-        "        super(inconv, self).__init__()\n        self.conv = double_conv(i, o)\n\n\n"
-        "class outconv(nn.Module):\n    def __init__(self, i, o):\n"
-        "        super(outconv, self).__init__()\n        self.conv = nn.Conv2d(i, o, 1)\n\n\n"
-        "class UNet(nn.Module):\n    def __init__(self):\n        super(UNet, self).__init__()\n"
-        "        self.inc = inconv(3, 8)\n        self.outc = outconv(8, 1)\n"
-    )
-    (tmp_path / "eval.py").write_text(
-        "import torch\n\n\ndef eval_net(net, dataset):\n    tot = 0\n"
-        "    for i, b in enumerate(dataset):\n        tot += net(torch.from_numpy(b[0]))[0].sum().item()\n"
-        "    return tot\n"
-    )
-    (tmp_path / "train.py").write_text(
-        "from parts import UNet\n\n\ndef train(loader, optimizer):\n    net = UNet()\n"
-        "    for x in loader:\n        net(x).sum().backward()\n        optimizer.step()\n"
+    _write_project(
+        tmp_path,
+        {
+            "parts.py": "import torch.nn as nn\n\n\nclass double_conv(nn.Module):\n    def __init__(self, i, o):\n"
+            "        super(double_conv, self).__init__()\n"
+            "        self.conv = nn.Sequential(nn.Conv2d(i, o, 3), nn.BatchNorm2d(o))\n\n\n"
+            "class inconv(nn.Module):\n    def __init__(self, i, o):\n"
+            "        super(inconv, self).__init__()\n        self.conv = double_conv(i, o)\n\n\n"
+            "class outconv(nn.Module):\n    def __init__(self, i, o):\n"
+            "        super(outconv, self).__init__()\n        self.conv = nn.Conv2d(i, o, 1)\n\n\n"
+            "class UNet(nn.Module):\n    def __init__(self):\n        super(UNet, self).__init__()\n"
+            "        self.inc = inconv(3, 8)\n        self.outc = outconv(8, 1)\n",
+            "eval.py": "import torch\n\n\ndef eval_net(net, dataset):\n    tot = 0\n"
+            "    for i, b in enumerate(dataset):\n        tot += net(torch.from_numpy(b[0]))[0].sum().item()\n"
+            "    return tot\n",
+            "train.py": "from parts import UNet\n\n\ndef train(loader, optimizer):\n    net = UNet()\n"
+            "    for x in loader:\n        net(x).sum().backward()\n        optimizer.step()\n",
+        },
     )
     facts = facts_for(tmp_path)
     assert {"double_conv", "inconv", "UNet"} <= facts.mode_layer_classes
@@ -1689,15 +1687,17 @@ def test_model_parts_named_in_lower_case_carry_their_layers(tmp_path):
 def test_a_method_the_project_s_scripts_run_without_gradients(tmp_path):
     # world-models: `get_action_and_transition` is reached through `rollout()`, which no code of
     # its file calls and the training and test scripts call under `torch.no_grad()`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "misc.py").write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Controller(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
-        "    def forward(self, x):\n        return self.fc(x)\n\n\n"
-        "class RolloutGenerator:\n    def __init__(self):\n        self.controller = Controller()\n\n"
-        "    def get_action(self, obs):\n        action = self.controller(obs)\n"
-        "        return action.squeeze().cpu().numpy()\n\n"
-        "    def rollout(self, obs):\n        return self.get_action(obs)\n"
+    _write_project(
+        tmp_path,
+        {
+            "misc.py": "import torch\nimport torch.nn as nn\n\n\nclass Controller(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+            "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+            "class RolloutGenerator:\n    def __init__(self):\n        self.controller = Controller()\n\n"
+            "    def get_action(self, obs):\n        action = self.controller(obs)\n"
+            "        return action.squeeze().cpu().numpy()\n\n"
+            "    def rollout(self, obs):\n        return self.get_action(obs)\n"
+        },
     )
     script = "import torch\nfrom misc import RolloutGenerator\n\ngenerator = RolloutGenerator()\n"
     (tmp_path / "test_controller.py").write_text(
@@ -1711,17 +1711,19 @@ def test_a_method_the_project_s_scripts_run_without_gradients(tmp_path):
 def test_a_uint8_mask_returned_to_another_file_that_masks_with_it(tmp_path):
     # tacotron2-vae: utils.get_mask_from_lengths returns a `.byte()` mask, and model.py fills
     # with `~` of it (which flips a uint8 mask's bits: every place masked).
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils.py").write_text(
-        "import torch\n\n\ndef get_mask_from_lengths(lengths):\n"
-        "    ids = torch.arange(0, int(lengths.max()))\n"
-        "    return (ids < lengths.unsqueeze(1)).byte()\n\n\n"
-        "def get_bool_mask(lengths):\n    ids = torch.arange(0, int(lengths.max()))\n"
-        "    mask = (ids < lengths.unsqueeze(1)).byte()\n    mask = mask.bool()\n    return mask\n\n\n"
-        "def get_weights(lengths):\n    return (lengths > 0).byte()\n\n\n"
-        "def get_rnn_mask(memory, lengths):\n"
-        "    mask = memory.data.new(memory.size(0), memory.size(1)).byte().zero_()\n"
-        "    for idx, n in enumerate(lengths):\n        mask[idx][:n] = 1\n    return ~mask\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils.py": "import torch\n\n\ndef get_mask_from_lengths(lengths):\n"
+            "    ids = torch.arange(0, int(lengths.max()))\n"
+            "    return (ids < lengths.unsqueeze(1)).byte()\n\n\n"
+            "def get_bool_mask(lengths):\n    ids = torch.arange(0, int(lengths.max()))\n"
+            "    mask = (ids < lengths.unsqueeze(1)).byte()\n    mask = mask.bool()\n    return mask\n\n\n"
+            "def get_weights(lengths):\n    return (lengths > 0).byte()\n\n\n"
+            "def get_rnn_mask(memory, lengths):\n"
+            "    mask = memory.data.new(memory.size(0), memory.size(1)).byte().zero_()\n"
+            "    for idx, n in enumerate(lengths):\n        mask[idx][:n] = 1\n    return ~mask\n"
+        },
     )
     model = (
         "import torch\nfrom utils import get_mask_from_lengths, get_bool_mask, get_weights\n\n\n"
@@ -1749,11 +1751,13 @@ def test_a_uint8_mask_returned_to_another_file_that_masks_with_it(tmp_path):
 def test_a_uint8_mask_returned_to_another_file_that_inverts_it_into_a_keyword(tmp_path):
     # nonparaSeq2seqVC: the decoder hands `mask=~get_mask_from_lengths(lengths)` to a method that
     # keeps it, and another module masks with it; `~` of the uint8 mask flips every bit.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils.py").write_text(
-        "import torch\n\n\ndef get_mask_from_lengths(lengths):\n"
-        "    ids = torch.arange(0, int(lengths.max()))\n"
-        "    mask = (ids < lengths.unsqueeze(1)).byte()\n    return mask\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils.py": "import torch\n\n\ndef get_mask_from_lengths(lengths):\n"
+            "    ids = torch.arange(0, int(lengths.max()))\n"
+            "    mask = (ids < lengths.unsqueeze(1)).byte()\n    return mask\n"
+        },
     )
     decoder = (
         "import torch\nfrom utils import get_mask_from_lengths\n\n\n"
@@ -1774,11 +1778,13 @@ def test_a_uint8_mask_returned_to_another_file_that_inverts_it_into_a_keyword(tm
 def test_a_loss_rebound_by_a_function_of_the_project_that_takes_it_out_of_the_graph(tmp_path):
     # turangojayev's BiLSTM-CRF: `loss = scalar(loss)` (utils: `return x.view(-1).data.tolist()[0]`)
     # before `loss_sum += loss` keeps a float, not the graph.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils.py").write_text(
-        "import torch\n\n\ndef scalar(x):\n    return x.view(-1).data.tolist()[0]\n\n\n"
-        "def to_np(x):\n    if x is None:\n        return None\n    return x.data.cpu().numpy()\n\n\n"
-        "def reduce_tensor(x):\n    return x.clone()\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils.py": "import torch\n\n\ndef scalar(x):\n    return x.view(-1).data.tolist()[0]\n\n\n"
+            "def to_np(x):\n    if x is None:\n        return None\n    return x.data.cpu().numpy()\n\n\n"
+            "def reduce_tensor(x):\n    return x.clone()\n"
+        },
     )
     train = (
         "import torch\nimport utils\nfrom utils import *\n\n\n"
@@ -1860,19 +1866,18 @@ def test_a_loader_made_by_a_function_of_another_module_yields_tensors(tmp_path):
 def test_a_parameter_annotated_with_a_model_class_of_the_project_holds_a_model(tmp_path):
     # DDPG-PyTorch's agent: `def __init__(self, critic: Critic, ...)`, `self.critic = critic`,
     # then `torch.save(self.critic, path)`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "networks.py").write_text(
-        "import torch.nn as nn\n\n\nclass Critic(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.fc = nn.Linear(2, 1)\n\n\nclass Buffer:\n    pass\n"
-    )
-    (tmp_path / "src" / "ddpg.py").write_text(
-        "import torch\nfrom src import networks\nfrom src.networks import Buffer, Critic\n\n\n"
-        "class Agent:\n    def __init__(self, critic: Critic, memory: Buffer):\n"
-        "        self.critic = critic\n        self.memory = memory\n\n"
-        "    def save(self):\n        torch.save(self.critic, 'critic')\n"
-        "        torch.save(self.memory, 'memory')\n\n\n"
-        "def save_target(target: networks.Critic):\n    torch.save(target, 'target')\n"
+    _write_project(
+        tmp_path,
+        {
+            "src/networks.py": "import torch.nn as nn\n\n\nclass Critic(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.fc = nn.Linear(2, 1)\n\n\nclass Buffer:\n    pass\n",
+            "src/ddpg.py": "import torch\nfrom src import networks\nfrom src.networks import Buffer, Critic\n\n\n"
+            "class Agent:\n    def __init__(self, critic: Critic, memory: Buffer):\n"
+            "        self.critic = critic\n        self.memory = memory\n\n"
+            "    def save(self):\n        torch.save(self.critic, 'critic')\n"
+            "        torch.save(self.memory, 'memory')\n\n\n"
+            "def save_target(target: networks.Critic):\n    torch.save(target, 'target')\n",
+        },
     )
     run = _check(tmp_path, ".")
     assert "ddpg.py:12:9: TD503" in run.stdout and "ddpg.py:17:5: TD503" in run.stdout, run.stdout
@@ -1912,11 +1917,13 @@ def test_a_step_method_of_the_project_that_only_computes_clears_no_gradient(tmp_
 def test_an_evaluation_called_without_gradients_from_another_file_keeps_no_graph(tmp_path):
     # `total += criterion(model(x), y)` in utils.validate keeps every batch's graph, unless
     # whoever calls it turns recording off: train.py's `with torch.no_grad(): validate(...)`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils.py").write_text(
-        "import torch\n\n\ndef validate(model, val_loader, criterion):\n    total = 0\n"
-        "    for x, y in val_loader:\n        out = model(x)\n        loss = criterion(out, y)\n"
-        "        total += loss\n    return total\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils.py": "import torch\n\n\ndef validate(model, val_loader, criterion):\n    total = 0\n"
+            "    for x, y in val_loader:\n        out = model(x)\n        loss = criterion(out, y)\n"
+            "        total += loss\n    return total\n"
+        },
     )
     train = (
         "import torch\nfrom utils import validate\n\n\ndef main(model, val_loader, criterion):\n"
@@ -1948,12 +1955,14 @@ class MyTrainer(Trainer):
 def test_a_step_in_a_function_of_a_project_that_never_clears_gradients(tmp_path):
     # Seq2seqModel: the base class's loop (another module) calls `train_batch` once per batch,
     # and no code of the project clears gradients: each step applies the sum of all batches.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "trainer.py").write_text(
-        "class Trainer:\n    def train(self, batches):\n"
-        "        for batch in batches:\n            self.train_batch(batch)\n"
+    _write_project(
+        tmp_path,
+        {
+            "trainer.py": "class Trainer:\n    def train(self, batches):\n"
+            "        for batch in batches:\n            self.train_batch(batch)\n",
+            "train.py": TRAIN_BATCH,
+        },
     )
-    (tmp_path / "train.py").write_text(TRAIN_BATCH)
     out = _check(tmp_path, ".", rule="TD201").stdout
     assert "train.py:10:9: TD201 `self.optimizer.step()` applies what `.backward()` added" in out
     assert "every earlier call of `train_batch`" in out and out.count("TD201") == 1
@@ -2005,10 +2014,12 @@ def test_a_loss_tensor_handed_to_a_meter_of_another_module_that_sums_it(tmp_path
 def test_an_evaluation_of_a_model_its_caller_has_just_trained(tmp_path):
     # pytorch-ner's `lstm_train_eval`: it trains the tagger it is given, then calls
     # `eval_of_bilstm(model, ...)`; no code in between switches the model out of training mode.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "models.py").write_text(
-        "import torch.nn as nn\n\n\nclass Tagger(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.drop = nn.Dropout(0.5)\n"
+    _write_project(
+        tmp_path,
+        {
+            "models.py": "import torch.nn as nn\n\n\nclass Tagger(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.drop = nn.Dropout(0.5)\n"
+        },
     )
     script = (
         "import torch\n\n\ndef eval_of_bilstm(model, dataiter):\n    preds = []\n"
@@ -2037,12 +2048,14 @@ def test_an_evaluation_of_a_model_its_caller_has_just_trained(tmp_path):
 def test_a_uint8_mask_returned_in_a_tuple_that_another_module_indexes_with(tmp_path):
     # PyTorch-YOLOv3's forks: `build_targets` in utils.py makes its masks as ByteTensors and
     # returns them; models.py unpacks them and indexes the predictions with them.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "utils.py").write_text(
-        "import torch\n\n\ndef build_targets(pred, cuda):\n"
-        "    ByteTensor = torch.cuda.ByteTensor if cuda else torch.ByteTensor\n"
-        "    obj_mask = ByteTensor(4, 3).fill_(0)\n    scores = torch.zeros(4, 3)\n"
-        "    obj_mask[0, 1] = 1\n    return scores, obj_mask\n"
+    _write_project(
+        tmp_path,
+        {
+            "utils.py": "import torch\n\n\ndef build_targets(pred, cuda):\n"
+            "    ByteTensor = torch.cuda.ByteTensor if cuda else torch.ByteTensor\n"
+            "    obj_mask = ByteTensor(4, 3).fill_(0)\n    scores = torch.zeros(4, 3)\n"
+            "    obj_mask[0, 1] = 1\n    return scores, obj_mask\n"
+        },
     )
     models = (
         "from utils import build_targets\n\n\ndef loss(x, pred, cuda):\n"
@@ -2062,13 +2075,15 @@ def test_a_uint8_mask_returned_in_a_tuple_that_another_module_indexes_with(tmp_p
 def test_a_helper_without_torch_in_a_project_that_trains_with_it(tmp_path):
     # facegen-dcgan's display.py imports no torch, and previews a batch of the DataLoader the
     # training script hands it with the Python 2 `.next()`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "display.py").write_text(
-        "def preview(dataloader):\n    dataiter = iter(dataloader)\n"
-        "    images, _ = dataiter.next()\n    return images\n"
+    _write_project(
+        tmp_path,
+        {
+            "display.py": "def preview(dataloader):\n    dataiter = iter(dataloader)\n"
+            "    images, _ = dataiter.next()\n    return images\n",
+            "train.py": NO_EVAL_TRAIN,
+            "model.py": NO_EVAL_MODELS,
+        },
     )
-    (tmp_path / "train.py").write_text(NO_EVAL_TRAIN)
-    (tmp_path / "model.py").write_text(NO_EVAL_MODELS)
     out = _check(tmp_path, "display.py", rule="TD301").stdout
     assert "display.py:3:17: TD301" in out
     # Without a file training with torch, nothing says what the iterator is.
@@ -2097,9 +2112,7 @@ SETTER_CALLER = (
 def test_a_uint8_mask_given_to_a_setter_another_file_masks_with(tmp_path):
     # SummaRuNNer: pytorch-seq2seq's Attention keeps `set_mask(mask)` as `self.mask` and fills
     # with it in `forward`; AttnRNN gives it a ByteTensor.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "attention.py").write_text(ATTENTION)
-    (tmp_path / "model.py").write_text(SETTER_CALLER)
+    _write_project(tmp_path, {"attention.py": ATTENTION, "model.py": SETTER_CALLER})
     run = _check(tmp_path, ".", rule="TD401")
     assert "model.py:12:21: TD401" in run.stdout and "used as a mask on line 13" in run.stdout
     # A setter that keeps the value for something else than masking: nothing said.
@@ -2143,9 +2156,7 @@ def main(trainer, loader, test_loader):
 def test_a_gan_part_handed_to_an_evaluation_by_its_dotted_name(tmp_path):
     # CoGAN's `compute_test_score(trainer.dis.classify_b, test_loader)`: a discriminator's
     # head, like a GAN's parts, is not said to need eval(); the missing no_grad still is.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text(COGAN_MODEL)
-    (tmp_path / "main.py").write_text(COGAN_SCRIPT.format(part="dis"))
+    _write_project(tmp_path, {"model.py": COGAN_MODEL, "main.py": COGAN_SCRIPT.format(part="dis")})
     out = _check(tmp_path, ".", rule="TD205").stdout
     assert "main.py:8:19: TD205" in out, out
     assert "records an autograd graph" in out and "eval()" not in out
@@ -2179,11 +2190,13 @@ class SentAttNet(nn.Module):
 
 def test_a_parameter_made_of_uninitialized_memory_that_nothing_fills(tmp_path):
     # Hierarchical-attention-networks: `_create_weights` fills the weights, not `sent_bias`.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "model.py").write_text(HAN_MODEL)
-    (tmp_path / "train.py").write_text(
-        "import torch\nfrom model import SentAttNet\n\nmodel = SentAttNet()\n"
-        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    _write_project(
+        tmp_path,
+        {
+            "model.py": HAN_MODEL,
+            "train.py": "import torch\nfrom model import SentAttNet\n\nmodel = SentAttNet()\n"
+            "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+        },
     )
     out = _check(tmp_path, ".", rule="TD402").stdout
     assert out.count("TD402") == 1, out
@@ -2237,8 +2250,7 @@ for epoch in range(3):
 
 def test_one_evaluation_batch_run_in_a_project_that_never_evaluates(tmp_path):
     # Wasserstein-AutoEncoders: a test batch reconstructed after each epoch, no eval() anywhere.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "wae.py").write_text(WAE_SCRIPT.format(loader="test_loader"))
+    _write_project(tmp_path, {"wae.py": WAE_SCRIPT.format(loader="test_loader")})
     out = _check(tmp_path, ".", rule="TD205").stdout
     assert "wae.py:28:14: TD205 `encoder` runs in training mode here" in out, out
     # A batch of the training data: a training step's batch, nothing to say.
@@ -2262,10 +2274,12 @@ def test_one_evaluation_batch_run_in_a_project_that_never_evaluates(tmp_path):
 def test_legacy_flags_handed_to_a_torch_loss_through_a_project_subclass(tmp_path):
     # basic_unet_example: `TopKLoss(CrossentropyND)` in one file, `CrossentropyND(
     # torch.nn.CrossEntropyLoss)` (no `__init__` of its own) in another.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "nd_loss.py").write_text(
-        "import torch\n\n\nclass CrossentropyND(torch.nn.CrossEntropyLoss):\n"
-        "    def forward(self, inp, target):\n        return super().forward(inp, target.long())\n"
+    _write_project(
+        tmp_path,
+        {
+            "nd_loss.py": "import torch\n\n\nclass CrossentropyND(torch.nn.CrossEntropyLoss):\n"
+            "    def forward(self, inp, target):\n        return super().forward(inp, target.long())\n"
+        },
     )
     topk = (
         "import torch\nfrom nd_loss import CrossentropyND\n\n\nclass TopKLoss(CrossentropyND):\n"
@@ -2289,13 +2303,15 @@ def test_legacy_flags_handed_to_a_torch_loss_through_a_project_subclass(tmp_path
 def test_a_loop_variable_handed_back_by_a_helper_of_another_module(tmp_path):
     # neuralprophet: `ax = set_y_as_percent(ax)` in a loop, the helper in plot_utils changes
     # the axis in place and returns it: nothing is lost.
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "plot_utils.py").write_text(
-        "def set_y_as_percent(ax):\n"
-        '    """Relabel."""\n'
-        "    ax.set_yticklabels([f'{y:.4g}%' for y in ax.get_yticks()])\n"
-        "    return ax\n\n\n"
-        "def scaled(values, factor=2):\n    return [v * factor for v in values]\n"
+    _write_project(
+        tmp_path,
+        {
+            "plot_utils.py": "def set_y_as_percent(ax):\n"
+            '    """Relabel."""\n'
+            "    ax.set_yticklabels([f'{y:.4g}%' for y in ax.get_yticks()])\n"
+            "    return ax\n\n\n"
+            "def scaled(values, factor=2):\n    return [v * factor for v in values]\n"
+        },
     )
     plot = (
         "from plot_utils import set_y_as_percent, scaled\n\n\n"
