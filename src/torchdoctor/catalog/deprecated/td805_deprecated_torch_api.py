@@ -392,10 +392,10 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     if node.level or module is None or module.partition(".")[0] not in {"torch", "functorch"}:
         return
     found = [
-        (a, DEPRECATED[f"{module}.{a.name}"])
+        (a, successor)
         for a in node.names
-        if f"{module}.{a.name}" in DEPRECATED
-        and not ctx.project.supports_before("torch", DEPRECATED[f"{module}.{a.name}"].since)
+        if (successor := DEPRECATED.get(f"{module}.{a.name}")) is not None
+        and not ctx.project.supports_before("torch", successor.since)
     ]
     if not found:
         return

@@ -36,6 +36,7 @@ from torchdoctor.catalog.sdk import (
     lazy_compile,
     hands_back,
     may_be_called,
+    names_assigned,
     moves_itself,
     dotted_name,
     name_words,
@@ -50,7 +51,6 @@ from torchdoctor.catalog.sdk import (
     turns_recording_off,
     scope_of,
     shorten,
-    statements,
     top_level_functions,
     records_nothing,
 )
@@ -1280,7 +1280,7 @@ def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
     then `for batch in tqdm(val_iter)`)."""
     if type(expr) is not ast.Name or not may_be_called(ctx, "iter"):
         return None  # most files: no `iter(...)` at all, and no index to build for the question
-    if expr.id not in _names_bound_to_iter(ctx):
+    if expr.id not in names_assigned(ctx, _calls_iter):
         return None  # read from the statements alone: again no index built
     found = bindings(ctx, scope_of(expr.id, ctx), expr.id)
     if not found or len(found) != 1:
@@ -1297,18 +1297,9 @@ def _iterator_of(expr: ast.AST, ctx: Context) -> ast.AST | None:
     return None
 
 
-@per_file
-def _names_bound_to_iter(ctx: Context) -> frozenset[str]:
-    """The names some statement of the file binds to `iter(X)` (`val_iter = iter(loader)`)."""
-    return frozenset(
-        target.id
-        for statement in statements(ctx, ast.Assign, ast.AnnAssign)
-        if type(statement.value) is ast.Call
-        and type(statement.value.func) is ast.Name
-        and statement.value.func.id == "iter"
-        for target in (statement.targets if type(statement) is ast.Assign else [statement.target])
-        if type(target) is ast.Name
-    )
+def _calls_iter(value: ast.expr) -> bool:
+    """`iter(X)`: what `val_iter = iter(loader)` binds (the key of `names_assigned`'s memo)."""
+    return type(value) is ast.Call and type(value.func) is ast.Name and value.func.id == "iter"
 
 
 def _evaluation_intent(function: ast.AST | None, loader: str, ctx: Context) -> bool:
