@@ -193,6 +193,7 @@ _EXPECTS_ERROR = frozenset(
 )
 # Errors a compatibility fallback catches (`except ImportError:` then the old API).
 _COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
+_IMPORT_GUARDS = _COMPAT_ERRORS | {"Exception", "BaseException"}
 # A test of the torch version: `TORCH_GTE_1_7`, `torch.__version__ < ...`, `TORCH_1_13`,
 # `_TORCH_GREATER_EQUAL_2_4`, `is_torch_greater_or_equal("2.4")`, `hasattr(torch, "fft")`,
 # `hasattr(nn.utils.parametrizations, "weight_norm")`, `TORCH_MAJOR == 0 and TORCH_MINOR <= 4`.
@@ -229,11 +230,12 @@ def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
     outer = None
     ancestors = ctx.ancestors
     for at, node in enumerate(ancestors):
+        # (a statement being checked is not among its own ancestors: `expr` follows the last)
+        following = ancestors[at + 1] if at + 1 < len(ancestors) else expr
         if (
             isinstance(node, ast.Try)
-            and at + 1 < len(ancestors)
-            and ancestors[at + 1] in node.body
-            and any(_catches_a_compat_error(handler) for handler in node.handlers)
+            and following in node.body
+            and any(_catches_a_compat_error(handler, following) for handler in node.handlers)
         ):
             return True  # fastMRI: `try: ifft = torch.ifft` `except AttributeError: def ifft(...)`
         if isinstance(node, ast.ExceptHandler):
@@ -247,10 +249,17 @@ def in_compat_fallback(ctx: Context, expr: ast.AST | None = None) -> bool:
     return expr is not None and (_in_version_gated_expression(expr, ctx) or _overridden(expr, ctx))
 
 
-def _catches_a_compat_error(handler: ast.ExceptHandler) -> bool:
+def _catches_a_compat_error(handler: ast.ExceptHandler, guarded: ast.AST | None = None) -> bool:
+    """`handler` catches what a missing API raises; for an import straight in the `try` body,
+    a broad `except Exception:` or bare `except:` counts too (asteroid-filterbanks' `from torch
+    import rfft, irfft`, then `torch.fft` in the handler)."""
     caught = handler.type
+    is_import = isinstance(guarded, (ast.Import, ast.ImportFrom))
+    if caught is None:
+        return is_import
     names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-    return any(isinstance(n, ast.Name) and n.id in _COMPAT_ERRORS for n in names)
+    errors = _IMPORT_GUARDS if is_import else _COMPAT_ERRORS
+    return any((dotted_name(n) or "").rpartition(".")[2] in errors for n in names)
 
 
 def _tests_version(test: ast.expr, ctx: Context) -> bool:

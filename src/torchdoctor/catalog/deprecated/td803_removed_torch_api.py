@@ -296,7 +296,9 @@ def _outside_compat_fallbacks(detector: Callable) -> Callable:
     @wraps(detector)
     def checked(node: ast.AST, ctx: Context) -> list[Finding]:
         found = list(detector(node, ctx))
-        return [] if found and in_compat_fallback(ctx) else found
+        # an import is asked about itself (it may stand straight in a guarded `try` body)
+        guarded = node if isinstance(node, ast.stmt) else None
+        return [] if found and in_compat_fallback(ctx, guarded) else found
 
     return checked
 
@@ -335,26 +337,6 @@ def _patched_in_place(node: ast.Attribute, ctx: Context) -> bool:
         return False
     written = dotted_name(node)
     return written is not None and any(dotted_name(t) == written for t in statement.targets)
-
-
-def _guarded_import(node: ast.ImportFrom, ctx: Context) -> bool:
-    """The import is in the body of a `try` that catches its failure (`except ImportError:`, or
-    any exception): the code expects the name may be gone, and has its way without it
-    (asteroid-filterbanks' `from torch import rfft, irfft`, then `torch.fft` in the handler)."""
-    statement = ctx.ancestors[-1] if ctx.ancestors else None
-    if type(statement) is not ast.Try or node not in statement.body:
-        return False
-    for handler in statement.handlers:
-        caught = handler.type
-        names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-        if caught is None or any(
-            (dotted_name(n) or "").rpartition(".")[2] in _IMPORT_FAILURES for n in names
-        ):
-            return True
-    return False
-
-
-_IMPORT_FAILURES = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
 def _listed_beside(node: ast.Attribute, new: str, ctx: Context) -> bool:
@@ -411,8 +393,6 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     """`from torch.nn.init import xavier_uniform`: fixed as `xavier_uniform_ as xavier_uniform`."""
     module = node.module
     if node.level or not module or module.partition(".")[0] != "torch":
-        return
-    if _guarded_import(node, ctx):
         return
     for alias in node.names:
         old = f"{module}.{alias.name}"
