@@ -57,6 +57,28 @@ def test_an_exact_pin_or_a_bare_name_is_no_promise(tmp_path):
     assert declared_minimums(tmp_path) == ()
 
 
+def test_readme_bounds_as_people_write_them(tmp_path):
+    # pytorch-pfn-extras: "* PyTorch 2.2+"; a local label (`+cu110`) is no bound
+    _write(tmp_path, {"README.md": "## Requirements\n* Python 3.9+\n* PyTorch 2.2+\n"})
+    assert declared_minimums(tmp_path) == (("torch", "2.2.0"),)
+    _write(tmp_path, {"README.md": "Tested with torch 1.7.0+cu110 and torchvision 0.8 or later.\n"})
+    assert declared_minimums(tmp_path) == (("torchvision", "0.8.0"),)
+    _write(tmp_path, {"README.md": "Needs PyTorch 1.4 and above; torch 1.10 is what we used.\n"})
+    assert declared_minimums(tmp_path) == (("torch", "1.4.0"),)
+
+
+def test_a_package_one_folder_below_the_checked_one(tmp_path):
+    # an unpacked sdist checked from the folder above it (hummingbird-ml-0.4.12/hummingbird-ml-0.4.12)
+    _write(
+        tmp_path,
+        {"pkg-1.0/setup.py": 'install_requires=["torch>1.7.0"]\n', "notes/a.txt": "torch>=0.4\n"},
+    )
+    assert declared_minimums(tmp_path) == (("torch", "1.7.0"),)
+    # a root with packaging metadata of its own is not looked below
+    _write(tmp_path, {"pyproject.toml": '[project]\ndependencies = ["torch>=2.0"]\n'})
+    assert declared_minimums(tmp_path) == (("torch", "2.0.0"),)
+
+
 def test_the_facts_tell_which_releases_lack_a_successor(tmp_path):
     _write(tmp_path, {"requirements/base.txt": "torch ~= 1.8\n", "train.py": "import torch\n"})
     facts = facts_for(tmp_path)

@@ -23,13 +23,18 @@ _METADATA_PATTERNS = ("requirements*.txt", "requirements/*.txt", "*env*.yml", "*
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README")
 _MAX_BYTES = 1 << 20  # a README or requirements file larger than this is not one
 _MAX_FILES = 32  # requirement files looked at, at most (a directory of hundreds is data)
+_MAX_ENTRIES = 256  # entries of a root looked through for a package below it
+_PACKAGE_MARKERS = ("setup.py", "setup.cfg", "pyproject.toml")
 
-# `torch>=1.7`, `torchvision >= 0.8.1`, `PyTorch>=1.1.0`, `pytorch ≥ 1.4`, `torch~=2.1`: the
-# package's name not inside another name (`pytorch-lightning`, `libtorch`, `torch_geometric`),
-# then a lower bound. Case does not matter (pip and conda fold it).
+# `torch>=1.7`, `torchvision >= 0.8.1`, `PyTorch>=1.1.0`, `pytorch ≥ 1.4`, `torch~=2.1`, and
+# as READMEs write it, `PyTorch 2.2+` or `PyTorch 1.4 or later`: the package's name not inside
+# another name (`pytorch-lightning`, `libtorch`, `torch_geometric`), then a lower bound (a `+`
+# before a local label, `1.7.0+cu110`, is not one). Case does not matter (pip and conda fold it).
 _LOWER_BOUND = lazy_compile(
-    rb"(?<![\w.\-/])(?:py)?torch(vision)?(?![\w.\-])[ \t]*(?:>=|>|~=|\xe2\x89\xa5)[ \t]*v?"
-    rb"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?",
+    rb"(?<![\w.\-/])(?:py)?torch(vision)?(?![\w.\-])"
+    rb"(?:[ \t]*(?:>=|>|~=|\xe2\x89\xa5)[ \t]*v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?"
+    rb"|[ \t]+v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?"
+    rb"(?:\+(?![\w.])|[ \t]+(?:or|and)[ \t]+(?:later|newer|higher|above)))",
     re.IGNORECASE,
 )
 
@@ -38,9 +43,12 @@ def declared_minimums(root: Path) -> tuple[tuple[str, str], ...]:
     """(package, "major.minor.patch") for torch and torchvision, each that some file at `root`
     gives a lower bound for: the lowest bound (the oldest release some part of the project
     supports)."""
-    lowest = _lowest_bounds(_files(root, _METADATA_NAMES, _METADATA_PATTERNS))
+    roots = [root, *_packages_below(root)]
+    lowest = _lowest_bounds(
+        [f for r in roots for f in _files(r, _METADATA_NAMES, _METADATA_PATTERNS)]
+    )
     if not lowest:
-        lowest = _lowest_bounds(_files(root, _README_NAMES, ()))
+        lowest = _lowest_bounds([f for r in roots for f in _files(r, _README_NAMES, ())])
     return tuple((package, ".".join(map(str, lowest[package]))) for package in sorted(lowest))
 
 
@@ -54,10 +62,28 @@ def _lowest_bounds(paths: list[str]) -> dict[str, tuple[int, int, int]]:
             continue
         for match in _LOWER_BOUND.finditer(text):
             package = "torchvision" if match.group(1) else "torch"
-            version = (int(match.group(2)), int(match.group(3)), int(match.group(4) or 0))
+            major, minor, patch = match.group(2, 3, 4) if match.group(2) else match.group(5, 6, 7)
+            version = (int(major), int(minor), int(patch or 0))
             if package not in lowest or version < lowest[package]:
                 lowest[package] = version
     return lowest
+
+
+def _packages_below(root: Path) -> list[Path]:
+    """The directories straight below `root` that hold packaging metadata, when `root` holds
+    none: a project checked from the folder above it (an unpacked sdist, `python/setup.py`)."""
+    if any(os.path.isfile(os.path.join(root, name)) for name in _PACKAGE_MARKERS):
+        return []
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)[:_MAX_ENTRIES]
+    except OSError:
+        return []
+    return [
+        Path(entry.path)
+        for entry in entries
+        if entry.is_dir(follow_symlinks=False)
+        and any(os.path.isfile(os.path.join(entry.path, name)) for name in _PACKAGE_MARKERS)
+    ][:_MAX_FILES]
 
 
 def _files(root: Path, names: tuple[str, ...], patterns: tuple[str, ...]) -> list[str]:
