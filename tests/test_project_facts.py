@@ -2348,3 +2348,26 @@ def test_volatile_handed_to_a_variable_helper_of_another_module(tmp_path):
     # A helper that hands the flag to something else than `Variable` is none of these.
     (tmp_path / "util.py").write_text(helper.replace("return Variable(", "return Wrapper("))
     assert "agent.py" not in _check(tmp_path, ".", rule="TD103").stdout
+
+
+def test_a_method_the_project_defines_makes_an_unknown_receiver_unsure(tmp_path):
+    # brevitas: `src.permute(new_indexes)` on its own wrapper objects, whose `permute()` reorders
+    # a module's weights in place.
+    script = (
+        "import torch\n\n"
+        "def permute_region(region, new_indexes):\n"
+        "    for src in region.srcs.values():\n"
+        "        src.permute(new_indexes)\n"
+    )
+    _write_project(tmp_path, {"permute.py": script})
+    assert "permute.py:5:9: TD001" in _check(tmp_path, ".", rule="TD001").stdout
+    wrapper = "class SourceWrapper:\n    def permute(self, indexes):\n        self.weight = self.weight[indexes]\n"
+    _write_project(tmp_path, {"wrappers.py": wrapper})
+    assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout
+
+
+def test_a_dropped_array_result_is_called_an_array(tmp_path):
+    script = "import numpy as np\nimport torch\n\nvalues = np.array([[0.0], [1.0]])\nvalues.reshape(1, 2)\n"
+    _write_project(tmp_path, {"tree.py": script})
+    found = _check(tmp_path, ".", rule="TD001").stdout
+    assert "tree.py:5:1: TD001 `values.reshape(1, 2)` returns a new array" in found, found

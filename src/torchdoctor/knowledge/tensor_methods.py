@@ -32,3 +32,13 @@ scatter_reduce clamp_min clamp_max addcmul addcdiv addmm addbmm baddbmm addmv ad
 nan_to_num float_power true_divide floor_divide
 """.split()
 )
+
+# Those a dropped call of is reported on a receiver of unknown type (in torch code): the
+# distinctive ones and a few shape methods other popular classes lack. (`clip`, `reshape`,
+# `view`... are in-place methods elsewhere: ultralytics' `Instances.clip()`, OpenVINO's
+# `Model.reshape()`.) A project that defines a method of one of these names on a class of its
+# own (brevitas' `EqualizationSourceWrapper.permute`) makes an unknown receiver unsure again.
+UNMISTAKABLE = (
+    frozenset("unsqueeze permute contiguous view_as reshape_as expand_as type_as".split())
+    | DISTINCTIVE
+)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
 from torchdoctor._regex import lazy_compile
+from torchdoctor.knowledge import tensor_methods
 from torchdoctor.lint.declared_versions import declared_minimums, version_tuple
 from torchdoctor.lint.files import SKIPPED_DIRS
 from torchdoctor.user_files import read_regular_file
@@ -730,6 +731,10 @@ HANDS_BACK_FIRST = "hands-back-first:"
 # PyTorch 0.3 helpers of pytorch-ddpg and its many copies): a top-level function with a
 # `volatile` parameter whose body calls `Variable(`, called elsewhere with `volatile=True`.
 VOLATILE_HELPER = "volatile-helper:"
+# OWN_METHOD + a name of tensor_methods.UNMISTAKABLE that some class of the project defines as
+# a method (`def permute(self, ...)`): a receiver of unknown type calling it may be one of them.
+OWN_METHOD = "own-method:"
+_SELF_METHOD = lazy_compile(rb"\bdef[ \t]+(\w+)[ \t]*\([ \t]*self\b")
 _VOLATILE_PARAMETER = lazy_compile(rb"\bvolatile\b")
 
 
@@ -914,6 +919,8 @@ def file_facts(source: bytes) -> FileFacts:
         markers += _index_masks(lines)
     if b"step" in source:
         markers += _step_methods(lines)
+    if b"(self" in source:
+        markers += _own_tensor_methods(source)
     if b"def update" in source:
         markers += _accumulating_meters(lines)
     if b"Loss)" in source:
@@ -1513,6 +1520,13 @@ def _top_level_imports(source: bytes) -> set[str]:
     for match in _IMPORT_AS.finditer(source):
         found.add(f"{match.group(2).decode()}={match.group(1).decode()}")
     return found
+
+
+def _own_tensor_methods(source: bytes) -> list[str]:
+    """OWN_METHOD + each method the text defines that is named as an unmistakable tensor
+    method."""
+    names = {name.decode("ascii", "replace") for name in _SELF_METHOD.findall(source)}
+    return [OWN_METHOD + name for name in sorted(names & tensor_methods.UNMISTAKABLE)]
 
 
 def _closed_names(source: bytes) -> set[str]:

@@ -12,6 +12,7 @@ from torchdoctor.catalog.sdk import (
     Context,
     Finding,
     Kind,
+    OWN_METHOD,
     Pitfall,
     attribute_values,
     bindings,
@@ -45,6 +46,10 @@ PITFALL = Pitfall(
         "": {
             "en": "`{call}` returns a new tensor and the result is thrown away: `{target}` is unchanged",
             "zh": "`{call}` 返回一个新张量，但返回值被丢弃了：`{target}` 本身没有改变",
+        },
+        "array": {
+            "en": "`{call}` returns a new array and the result is thrown away: `{target}` is unchanged",
+            "zh": "`{call}` 返回一个新数组，但返回值被丢弃了：`{target}` 本身没有改变",
         },
         "view": {
             "en": "`{call}` returns a new tensor and the result is thrown away: `{target}` is "
@@ -115,7 +120,11 @@ Only methods are looked at. A function of the same name called through a module,
 `torch.unsqueeze(x, 0)` or `np.reshape(a, shape)` as a statement, loses its result too but is
 not reported: what it is called on is a module, not the value to assign back to. Nor is a
 tensor made in the statement and moved (`torch.zeros(1).cuda()`): done for the move itself,
-which creates the GPU's CUDA context, with no name to keep the result in.
+which creates the GPU's CUDA context, with no name to keep the result in. A value of unknown
+type calling a method some class of the project defines too (`def permute(self, ...)` on a
+wrapper of its own) is not reported: it may be one of those. Nor is a move to the dtype and
+device the tensor was made with (`torch.zeros(n, dtype=q.dtype, device=q.device)`, then
+`.to(dtype=q.dtype, device=q.device)`): the line does nothing, but loses nothing either.
 """,
         "zh": """
 ## What it catches
@@ -157,6 +166,9 @@ devices, cuda:0 and cpu!`
 只检查方法调用。通过模块调用的同名函数，例如单独一行的 `torch.unsqueeze(x, 0)` 或 `np.reshape(a, shape)`，
 返回值同样被丢弃，但不会报告：它调用在模块上，而模块不是应当赋值回去的那个值。在同一语句中新建并移动的张量
 （`torch.zeros(1).cuda()`）也不报告：这样做是为了移动本身（它会创建该 GPU 的 CUDA context），也没有名字可以保存结果。
+类型未知的值调用的方法如果项目中某个类也定义了同名方法（例如项目自己的包装类上的 `def permute(self, ...)`），
+不报告：它可能就是那个类的对象。移动到张量创建时已有的 dtype 和 device（`torch.zeros(n, dtype=q.dtype,
+device=q.device)` 之后 `.to(dtype=q.dtype, device=q.device)`）也不报告：这一行什么也没做，但也没有丢失什么。
 """,
     },
     example="""
@@ -183,12 +195,8 @@ detach clamp clip squeeze unsqueeze flatten expand expand_as repeat clone type_a
 """.split()
 )
 # The few of those no other popular class defines: reported even when the receiver's type is
-# unknown. (`clip`, `reshape`, `view`... are in-place methods elsewhere: ultralytics'
-# `Instances.clip()`, OpenVINO's `Model.reshape()`.)
-TENSOR_ONLY = (
-    frozenset("unsqueeze permute contiguous view_as reshape_as expand_as type_as".split())
-    | tensor_methods.DISTINCTIVE
-)
+# unknown (see tensor_methods.UNMISTAKABLE).
+TENSOR_ONLY = tensor_methods.UNMISTAKABLE
 # Every Tensor method with an in-place twin (`masked_fill` / `masked_fill_`), from torch's API.
 OUT_OF_PLACE = tensor_methods.OUT_OF_PLACE - MOVES
 TENSOR_KINDS = (Kind.TENSOR, Kind.NDARRAY)
@@ -280,6 +288,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         and isinstance(receiver, ASSIGNABLE)
         and not _in_test_function(ctx)
         and not _instance_of_other_class(receiver, ctx)
+        and not ctx.project.has(OWN_METHOD + method)
     ):
         return
     target = ctx.text(receiver)
@@ -300,7 +309,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if view is not None:
         yield ctx.finding(PITFALL, call, "view", fix=fix, line=view.lineno, **shown)
     else:
-        yield ctx.finding(PITFALL, call, fix=fix, **shown)
+        variant = "array" if kind is Kind.NDARRAY else ""
+        yield ctx.finding(PITFALL, call, variant, fix=fix, **shown)
 
 
 def _computed_from(call: ast.Call) -> ast.AST | None:
@@ -423,7 +433,7 @@ def _moved_so_already(receiver: ast.AST, call: ast.Call, ctx: Context) -> bool:
         value = binding.value
         link = value
         while isinstance(link, ast.Call) and isinstance(link.func, ast.Attribute):
-            if _move_signature(link) == wanted:
+            if _move_signature(link) == wanted or _made_so(link, call):
                 moved = True
                 break
             link = link.func.value
@@ -431,6 +441,24 @@ def _moved_so_already(receiver: ast.AST, call: ast.Call, ctx: Context) -> bool:
             if not (type(link) is ast.Name and link.id == receiver.id and link is not value):
                 return False  # made otherwise: where it is cannot be told
     return moved
+
+
+def _made_so(made: ast.Call, move: ast.Call) -> bool:
+    """`move` is `.to(dtype=..., device=...)` by keywords alone, and `made` (`torch.zeros(L, S,
+    dtype=query.dtype, device=query.device)`) gives each of them the same value: the tensor is
+    made where the move would take it (brevitas' attention bias)."""
+    func = move.func
+    if (
+        move.args
+        or not move.keywords
+        or not (isinstance(func, ast.Attribute) and func.attr == "to")
+    ):
+        return False
+    given = {k.arg: ast.dump(k.value) for k in made.keywords if k.arg in ("dtype", "device")}
+    return all(
+        k.arg in ("dtype", "device") and given.get(k.arg) == ast.dump(k.value)
+        for k in move.keywords
+    )
 
 
 def _move_signature(call: ast.Call) -> str:
