@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
@@ -126,7 +127,7 @@ checked, because their memory layout is unknown. Rows sliced off a reordered ten
 are reported only when the code shows that `k` can exceed 1 (a number above 1, a loop over a
 tuple holding one, or a parameter whose default or some call in the same file gives one, or a
 `topk` parameter when some file of the project passes `topk=(1, 5)` or calls `accuracy(...,
-(1, 5))`): a top-k accuracy helper
+(1, 5))`, unless the helper is a script's own, which no file imports): a top-k accuracy helper
 called only with its default `topk=(1,)` views one row, which works.
 """,
         "zh": """
@@ -174,7 +175,8 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 就会报错。`.t()` 和 `.T` 被假定作用于矩阵（对一维张量它们什么也不做）。函数参数的内存布局未知，
 因此不检查对它们的 view。从重排后的张量切出的行 `x[:k]`，只有在代码表明 `k` 可能大于 1 时才报告
 （大于 1 的数字、遍历含有这种数字的元组，参数的默认值、同一文件中的某次调用给出这种数字，或者项目中
-某个文件以 `topk=(1, 5)` 或 `accuracy(..., (1, 5))` 这样调用时的 `topk` 参数）：
+某个文件以 `topk=(1, 5)` 或 `accuracy(..., (1, 5))` 这样调用时的 `topk` 参数，除非该函数属于一个
+没有任何文件导入的脚本）：
 只以默认 `topk=(1,)` 调用的 top-k 准确率函数只取一行，view 可以成功。
 """,
     },
@@ -609,8 +611,16 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
     passed = passed_values(ctx, function, name)
     if passed:  # the file's own calls tell (skipnet's cifar scripts pass only `topk=(1,)`)
         return any(_holds_more_than_one(value) for _, value in passed)
+    if "__main__" in ctx.source and not ctx.project.imports_from(_module_name(ctx.path)):
+        # A script's own helper that no file imports: its calls, here, all leave the default
+        # (bayesian-torch's cifar examples, beside imagenet ones passing `topk=(1, 5)`).
+        return False
     # The helper in `utils.py`, called with `topk=(1, 5)` by the training script.
     return name == "topk" and ctx.project.has("top-k for k > 1")
+
+
+def _module_name(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def _comprehension_over(node: ast.AST, name: str, ctx: Context) -> ast.comprehension | None:
