@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     Pitfall,
     expects_an_error,
     in_compat_fallback,
+    index,
     only_identified,
 )
 
@@ -146,6 +147,9 @@ Nothing is reported where the project promises to run on a torch older than the 
 (a lower bound such as `torch>=1.7` in its requirements, `setup.py`, `setup.cfg`,
 `pyproject.toml` or conda environment, or else its README): `torch.linalg.vector_norm` came in
 1.9, and advising it would break that promise. An exact pin (`torch==1.7.0`) is no promise.
+Nor is a deprecated class a class of the file subclasses (`class QuantUpsample(
+nn.UpsamplingBilinear2d)`, a drop-in for models that hold it), or its import when only such
+classes use it; nor an import in a `try` whose handler catches its failure.
 
 Tensor methods (`x.norm()`, `x.qr()`) are not reported, nor are deprecated arguments of current
 functions (`torch.cross` without `dim=`). `torch.nn.utils.spectral_norm` is not reported: its
@@ -229,7 +233,9 @@ documentation only announces a future deprecation, and it does not warn.
 ## Known problems
 项目声明支持比替代函数更早的 torch 时（其 requirements、`setup.py`、`setup.cfg`、`pyproject.toml` 或 conda
 环境中的下界，如 `torch>=1.7`；都没有时看 README）不报告：`torch.linalg.vector_norm` 在 1.9 才出现，
-建议改用它会破坏这一承诺。精确固定的版本（`torch==1.7.0`）不算承诺。
+建议改用它会破坏这一承诺。精确固定的版本（`torch==1.7.0`）不算承诺。文件中某个类继承的已弃用类
+（`class QuantUpsample(nn.UpsamplingBilinear2d)`，为含有该类的模型提供的替身）不报告；只被这样的类使用时，
+它的导入也不报告；在 `try` 中、失败会被其 handler 捕获的导入同样不报告。
 
 张量方法（`x.norm()`、`x.qr()`）不会被报告，现有函数中已弃用的参数用法（不传 `dim=` 的 `torch.cross`）
 也不会被报告。`torch.nn.utils.spectral_norm` 不报告：它的文档只是预告将来会弃用，调用时也不警告。
@@ -375,7 +381,7 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
         return
     old = ctx.qualname(node)
     successor = DEPRECATED.get(old or "")
-    if successor is None or only_identified(node, ctx):
+    if successor is None or only_identified(node, ctx) or _a_base_class(node, ctx):
         return
     if ctx.project.supports_before("torch", successor.since):
         return  # the project promises to run on a torch without the successor
@@ -396,6 +402,7 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         for a in node.names
         if (successor := DEPRECATED.get(f"{module}.{a.name}")) is not None
         and not ctx.project.supports_before("torch", successor.since)
+        and not _only_subclassed(a.asname or a.name, ctx)
     ]
     if not found:
         return
@@ -415,6 +422,32 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
             old=f"{module}.{alias.name}",
             new=_shown(successor),
         )
+
+
+def _a_base_class(node: ast.AST, ctx: Context) -> bool:
+    """`class QuantUpsample(nn.UpsamplingBilinear2d)`: a drop-in for models holding the
+    deprecated class (brevitas' quantized layers), which must keep subclassing it."""
+    owner = ctx.parent()
+    return isinstance(owner, ast.ClassDef) and any(base is node for base in owner.bases)
+
+
+def _only_subclassed(name: str, ctx: Context) -> bool:
+    """The imported `name` is used in the file only by the classes that subclass it (see
+    `_a_base_class`): as their base, or in their bodies (`UpsamplingBilinear2d.__init__(self)`)."""
+    found = index(ctx)
+    subclasses = [
+        c
+        for c in found.everywhere(ast.ClassDef)
+        if any(type(base) is ast.Name and base.id == name for base in c.bases)  # type: ignore[attr-defined]
+    ]
+    if not subclasses:
+        return False
+    spans = [(c.lineno, c.end_lineno or c.lineno) for c in subclasses]
+    return all(
+        any(first <= use.lineno <= last for first, last in spans)
+        for use in found.names_in(ctx.tree, name)
+        if isinstance(use.ctx, ast.Load)
+    )
 
 
 def _functorch_import_fix(node: ast.ImportFrom, found: list, ctx: Context) -> Fix | None:
