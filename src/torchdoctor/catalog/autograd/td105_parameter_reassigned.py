@@ -108,7 +108,8 @@ The optimizer is matched only within one function or script body; a parameter cr
 Converting a submodule in `forward` keeps training in plain eager PyTorch on CPU/CUDA, where
 `Module.to()` swaps each parameter's `.data` and keeps the Parameter objects; it is still
 reported, because it silently stops training wherever conversion makes new parameters, and it
-converts the weights on every call.
+converts the weights on every call; but not when `forward` converts it back before it returns
+(`self.layer = self.layer.to(x.device)`, then `.to(home)`): an offload for one call.
 
 ## References
 - https://github.com/microsoft/DeepSpeed/pull/5156 (a router converting its gate in `forward`)
@@ -142,7 +143,9 @@ converts the weights on every call.
 ## Known problems
 只在同一个函数或同一个脚本体内匹配优化器；在 `forward` 中带条件创建的参数（优化器创建之前的延迟初始化）
 不会报告。在普通 eager 模式的 CPU/CUDA 上，在 `forward` 中转换子模块仍能正常训练：`Module.to()` 只替换
-每个参数的 `.data`，参数对象不变；但仍会报告，因为只要转换会生成新参数，训练就会悄悄停止，而且每次调用都要转换一遍权重。
+每个参数的 `.data`，参数对象不变；但仍会报告，因为只要转换会生成新参数，训练就会悄悄停止，而且每次调用都要转换一遍权重；
+`forward` 返回前又把它转换回去时（`self.layer = self.layer.to(x.device)`，之后 `.to(home)`）
+不报告：这是只为一次调用做的卸载。
 
 ## References
 - https://github.com/microsoft/DeepSpeed/pull/5156（一个在 `forward` 中转换门控层的路由模块）
@@ -242,6 +245,8 @@ def _converted_in_forward(node: ast.Assign, ctx: Context) -> list[Finding] | Non
     # Converting a copy of a parameter under another name leaves the parameter alone.
     if what is None or (what is Kind.TENSOR and source.attr != target.attr):
         return None
+    if what is Kind.MODULE and _converted_back(target, ctx):
+        return None
     en, zh = _WHAT[what]
     return [
         ctx.finding(
@@ -254,6 +259,30 @@ def _converted_in_forward(node: ast.Assign, ctx: Context) -> list[Finding] | Non
             what_zh=zh,
         )
     ]
+
+
+def _converted_back(target: ast.Attribute, ctx: Context) -> bool:
+    """`forward` converts the submodule twice, there and back (`self.layer =
+    self.layer.to(x.device)`, run, `self.layer = self.layer.to(layer_device)`): an offload for
+    one call, which leaves the module where it was (brevitas' error-corrected layers)."""
+    function = ctx.enclosing_function()
+    if function is None:
+        return False
+    converted = 0
+    for statement in index_of(ctx, function).under(function, ast.Assign):
+        targets = statement.targets  # type: ignore[attr-defined]
+        value = statement.value  # type: ignore[attr-defined]
+        if (
+            len(targets) == 1
+            and type(targets[0]) is ast.Attribute
+            and targets[0].attr == target.attr
+            and is_self_attribute(targets[0])
+            and type(value) is ast.Call
+            and (source := _converted_attribute(value)) is not None
+            and source.attr == target.attr
+        ):
+            converted += 1
+    return converted > 1
 
 
 def _converted_attribute(value: ast.Call) -> ast.Attribute | None:
