@@ -486,6 +486,35 @@ def test_a_loader_factory_only_evaluation_functions_call_is_no_training_loader(t
     assert "metrics.py:7:15: TD604" in _check(tmp_path, ".", rule="TD604").stdout
 
 
+DATA_LAYER = (
+    "import torch\n"
+    "from torch.utils.data import DataLoader\n"
+    "from torch.utils.data.distributed import DistributedSampler\n"
+    "\n"
+    "\n"
+    "class Base:\n"
+    "    def __init__(self):\n"
+    "        self.ready = True\n"
+    "\n"
+    "\n"
+    "class DataLayer(Base):\n"
+    "    def __init__(self, dataset):\n"
+    "        super().__init__()\n"
+    "        sampler = DistributedSampler(dataset)\n"
+    "        self.loader = DataLoader(dataset, sampler=sampler)\n"
+)
+
+
+def test_a_sampler_made_in_a_constructor_runs_where_its_class_is_called(tmp_path):
+    # brevitas' speech data layer: built by a validation script elsewhere; `super().__init__()`
+    # is no call of this constructor.
+    _write_project(tmp_path, {"data_layer.py": DATA_LAYER})
+    assert "TD604" not in _check(tmp_path, ".", rule="TD604").stdout
+    run = "\n\ndef main(dataset):\n    layer = DataLayer(dataset)\n    for epoch in range(3):\n        fit(layer)\n"
+    _write_project(tmp_path, {"data_layer.py": DATA_LAYER + run})
+    assert "data_layer.py:14:19: TD604" in _check(tmp_path, ".", rule="TD604").stdout
+
+
 def test_the_project_around_a_file_is_read_without_blocking_or_following_links(tmp_path):
     # A FIFO and a link to /dev/zero named like modules sit in the project of the checked file:
     # reading the project's facts must neither block on the one nor read the other forever.

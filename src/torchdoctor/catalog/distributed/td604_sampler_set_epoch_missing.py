@@ -228,7 +228,14 @@ def _used_in_this_program(ctx: Context) -> bool:
     that only evaluation functions of the file call (a fixed subset of images for a metric:
     its order does not matter)."""
     function = ctx.enclosing_function()
-    return function is None or _called_to_train(ctx, function.name)
+    if function is None:
+        return True
+    if function.name == "__init__":
+        # A class's constructor runs where the class is called (brevitas' speech data layer,
+        # built by a validation script): `super().__init__()` calls are other classes'.
+        owner = ctx.enclosing_class()
+        return owner is not None and _called_to_train(ctx, owner.name)
+    return _called_to_train(ctx, function.name)
 
 
 @per_file
