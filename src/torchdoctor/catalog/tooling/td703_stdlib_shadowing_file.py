@@ -70,7 +70,9 @@ names), or one the project imports from by its name or by the name of a director
 import ...` for `src/utils/`), unless the file may be run from there: a notebook, or a module
 with a `__main__` guard.
 Modules that the interpreter has already loaded at start-up (`os`, `sys`, `io`, `abc`...) cannot be
-shadowed and are not reported.
+shadowed and are not reported. Nor is `from tensorboard import TensorBoard` when the project's
+own `tensorboard.py` defines every name imported: the file is meant, and the package it hides
+is not one torch or torchvision loads.
 """,
         "zh": """
 ## What it catches
@@ -100,7 +102,9 @@ module 'copy'`、由当前目录下的 `torch/__init__.py`（PyTorch 源码目�
 以及项目按目录名或其上层目录名从中导入的目录（旁边的脚本写 `from sync_batchnorm.batchnorm import ...`；
 `src/utils/` 被写成 `from src.utils.tensors import ...`）也不检查，
 除非该文件可能从那里运行：notebook，或带 `__main__` 判断的模块。
-解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）无法被遮蔽，不会报告。
+解释器启动时已经加载的模块（`os`、`sys`、`io`、`abc` 等）无法被遮蔽，不会报告。项目自己的
+`tensorboard.py` 定义了所导入的每个名字时（`from tensorboard import TensorBoard`）也不报告：要导入的
+就是这个文件，而它遮蔽的包不是 torch 或 torchvision 会加载的。
 """,
     },
     example="""
@@ -193,6 +197,8 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
         if imported and not _runs_as_script(ctx):
             return  # imported as `package.dir.module`: its own directory is not on sys.path
         shadow = _shadowing_file(directory, top)
+        if shadow is not None and _own_names_imported(node, directory, shadow):
+            continue  # ENAS' `from tensorboard import TensorBoard`, the class of its tensorboard.py
         if shadow is not None:
             origin = (
                 {"en": "installed", "zh": "已安装的"}
@@ -200,6 +206,33 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
                 else {"en": "standard-library", "zh": "标准库"}
             )
             yield ctx.finding(PITFALL, where, module=top, file=shadow, origin=origin)
+
+
+# Imported by torch or torchvision themselves: a file of that name breaks them, whatever the
+# script imports from it.
+_LOADED_BY_TORCH = frozenset({"torch", "torchvision", "torchaudio", "numpy", "scipy", "PIL"})
+_SHADOW_BYTES = 1 << 20
+_TOP_LEVEL_NAME = lazy_compile(
+    rb"^(?:class|def)[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.MULTILINE
+)
+
+
+def _own_names_imported(node: ast.AST, directory: str, shadow: str) -> bool:
+    """`from tensorboard import TensorBoard` where the project's `tensorboard.py` defines
+    `TensorBoard` at its top level, as it does every name imported: the script means its own
+    file, named after an installed package that neither torch nor torchvision loads."""
+    if not isinstance(node, ast.ImportFrom) or not shadow.endswith(".py"):
+        return False
+    top = shadow[: -len(".py")]
+    if top not in _WELL_KNOWN or top in _LOADED_BY_TORCH or node.module != top:
+        return False
+    try:
+        with open(os.path.join(directory, shadow), "rb") as file:
+            text = file.read(_SHADOW_BYTES)
+    except OSError:
+        return False
+    defined = {(a or b).decode("ascii", "replace") for a, b in _TOP_LEVEL_NAME.findall(text)}
+    return all(alias.name in defined for alias in node.names)
 
 
 def _in_a_package(directory: str) -> bool:
