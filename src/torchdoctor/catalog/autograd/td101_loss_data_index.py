@@ -106,7 +106,10 @@ and since 1.0 the old idiom found in many tutorials crashes.
 
 ## Known problems
 A value whose origin is out of sight is reported only on the evidence above: a loss returned by
-a function named otherwise (`out = step(batch)`) and never passed to `.backward()` is not.
+a function named otherwise (`out = step(batch)`) and never passed to `.backward()` is not. Nor
+is the result of a function of the file whose every `return` is unreduced arithmetic (`return
+(pred - y) * (pred - y)`), even if named as a loss and back-propagated: it has the shape of its
+inputs, and one-element inputs (`torch.Tensor([0.0])`) make a valid `.data[0]`.
 """,
         "zh": """
 ## What it catches
@@ -152,7 +155,9 @@ PyTorch 0.4 之前，损失是一个包着单元素张量的 `Variable`，`loss.
 
 ## Known problems
 来源看不到的值只凭上述证据报告：由名字看不出是损失的函数返回（`out = step(batch)`）、又从未调用
-`.backward()` 的值不会被报告。
+`.backward()` 的值不会被报告。文件中某个函数的每个 `return` 都是未归约的算术（`return (pred - y) * (pred - y)`）时，
+它的结果也不报告，即使函数名像损失、结果也做了反向传播：结果的形状取决于输入，单元素输入
+（`torch.Tensor([0.0])`）下 `.data[0]` 是合法的。
 """,
     },
     example="""
@@ -458,9 +463,31 @@ def _is_zero_dim_call(
 ) -> bool:
     # Named as a loss, perhaps, but a function of the file whose body builds a (1,)-shaped
     # one: asked only of a call that would otherwise be taken for 0-dim.
-    return _zero_dim_by_call(call, ctx, resolving, scope) and not _one_element_value(
-        call, ctx, scope
+    return (
+        _zero_dim_by_call(call, ctx, resolving, scope)
+        and not _one_element_value(call, ctx, scope)
+        and not _returns_elementwise_arithmetic(call, ctx, scope)
     )
+
+
+def _returns_elementwise_arithmetic(call: ast.Call, ctx: Context, scope: ast.AST | None) -> bool:
+    """A function of the file (named as a loss, perhaps) every `return` of which is arithmetic
+    of values not known to be 0-dim (percent4's `return (y_pred - y) * (y_pred - y)` of
+    one-element tensors): it has as many dimensions as its inputs, which a name cannot tell."""
+    function = _function_called(call, ctx, ctx.enclosing_class(), scope)
+    if function is None:
+        return False
+    returns = index_of(ctx, function).local(function, ast.Return)
+    if not returns or any(type(r.value) is not ast.BinOp for r in returns):  # type: ignore[attr-defined]
+        return False
+    busy = _returns_in_progress(ctx)
+    if function in busy:
+        return False
+    busy.add(function)
+    try:
+        return not any(is_zero_dim(r.value, ctx, frozenset(), function) for r in returns)  # type: ignore[attr-defined]
+    finally:
+        busy.discard(function)
 
 
 def _zero_dim_by_call(
@@ -735,6 +762,11 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
     made = [b for b in found or () if not b.augmented]
     if made and all(_one_element_value(b.value, ctx, scope) for b in made):
         return False  # made with one element, shape (1,), whatever backward it takes
+    if made and all(
+        type(b.value) is ast.Call and _returns_elementwise_arithmetic(b.value, ctx, scope)
+        for b in made
+    ):
+        return False  # as many dimensions as the inputs, one element or not
     # `loss.backward()` with no gradient says the name holds one element, whatever made it: a
     # scalar, unless the file uses a loss of one element (warp-ctc's), which backward takes too.
     if not _uses_one_element_losses(ctx):
