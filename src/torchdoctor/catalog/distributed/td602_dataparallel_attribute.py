@@ -24,6 +24,7 @@ from torchdoctor.catalog.sdk import (
     is_self_attribute,
     lineage,
     per_file,
+    scope_of,
     subtree,
 )
 
@@ -124,7 +125,9 @@ A checkpoint loaded right after an `if` on the GPU count that wraps the model
 (`if torch.cuda.device_count() > 1: model = nn.DataParallel(model)`, then
 `model.load_state_dict(torch.load(path))`) is reported too: the keys it needs start with
 `module.` on a machine with several GPUs only, so a checkpoint saved on the other kind of
-machine does not load.
+machine does not load; not one the file itself saves under the same name (the best checkpoint
+of the run, reloaded by the model that wrote it). An `if` on a flag every assignment of which
+sets it to `True` (`USE_CUDA = True`) wraps always: nothing after it is conditional.
 `explain` reads that error too: `'Net' object has no attribute 'module'`, code written for a
 wrapped model (`model.module.predict(x)`) run where the model is not wrapped.
 
@@ -162,7 +165,9 @@ the wrapper does not apply to it. That is usually what a helper such as `predict
 或者在包装对象上被设置，也会报告：被包装的模型保留并读取的是它自己的那个属性。
 在按 GPU 数量决定是否包装的 `if` 之后立即加载 checkpoint（`if torch.cuda.device_count() > 1:
 model = nn.DataParallel(model)` 之后 `model.load_state_dict(torch.load(path))`）也会报告：只有在多卡机器上
-它需要的键才带 `module.` 前缀，所以在另一种机器上保存的 checkpoint 加载不了。
+它需要的键才带 `module.` 前缀，所以在另一种机器上保存的 checkpoint 加载不了；但文件自己以同一个名字
+保存的 checkpoint（本次运行中最好的那个，由写出它的模型重新加载）不报告。对一个每次赋值都设为 `True`
+的开关做判断的 `if`（`USE_CUDA = True`）总会包装：它之后的代码不算有条件。
 `explain` 也识别这个错误：`'Net' object has no attribute 'module'`，即为包装后的模型编写的代码
 （`model.module.predict(x)`）在模型没有被包装时运行。
 
@@ -267,7 +272,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     # `if not isinstance(model, nn.DataParallel): model = nn.DataParallel(model)`: wrapped
     # past that `if` either way (ssast's `train`).
-    always = _wraps_unless_wrapped(ctx, wrapper or f"self.{self_attribute}")
+    always = _wraps_unless_wrapped(ctx, wrapper or f"self.{self_attribute}") or _set_true(ctx)
     for place, (block, position) in enumerate(_places_after(ctx)):
         conditional = place > 1 or place == 1 and not always
         if wrapper is not None:
@@ -312,6 +317,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                 and _only_branch(ctx)
                 and _tests_gpus(ctx.ancestors[-2].test)  # type: ignore[attr-defined]
                 and _loads_a_file(use, ctx)
+                and not _saved_by_this_run(use, ctx)
             ):
                 reported = _reported_uses(ctx)
                 if (use.lineno, use.col_offset) not in reported:
@@ -469,6 +475,20 @@ def _wraps_unless_wrapped(ctx: Context, wrapper: str) -> bool:
     )
 
 
+def _set_true(ctx: Context) -> bool:
+    """The wrapping statement is the body of `if FLAG:` where every assignment of `FLAG` in its
+    scope is `FLAG = True` (3D-point-capsule-networks' `USE_CUDA = True` a few lines above): a
+    switch left on, not a condition."""
+    owner = ctx.ancestors[-2]
+    if type(owner) is not ast.If or type(owner.test) is not ast.Name:
+        return False
+    name = owner.test.id
+    found = bindings(ctx, scope_of(name, ctx), name)
+    return bool(found) and all(
+        not b.augmented and type(b.value) is ast.Constant and b.value.value is True for b in found
+    )
+
+
 def _tests_gpus(test: ast.AST) -> bool:
     """`if torch.cuda.device_count() > 1:`, `if self.__C.N_GPU > 1:`, `if args.multi_gpu:`."""
     return any("gpu" in word.lower() or word == "device_count" for word in _identifiers(test))
@@ -482,6 +502,27 @@ def _loads_a_file(use: ast.Attribute, ctx: Context) -> bool:
         return False
     state = call.args[0]
     return not (isinstance(state, ast.Call) and ctx.method_name(state) == "state_dict")
+
+
+def _saved_by_this_run(use: ast.Attribute, ctx: Context) -> bool:
+    """The file loaded is one the same file writes with `torch.save(..., path)` under the same
+    name (tabular-dl's best checkpoint, saved and reloaded in one run): its keys come from
+    this model, wrapped or not alike."""
+    call = index(ctx).parents.get(use)
+    loads = [
+        node
+        for node in subtree(call.args[0])  # type: ignore[union-attr]
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.load" and node.args
+    ]
+    if len(loads) != 1 or not isinstance(loads[0].args[0], ast.Name):
+        return False
+    path = loads[0].args[0].id
+    return any(
+        ctx.qualname(node.func) == "torch.save"
+        and isinstance(target := argument(node, 1, "f"), ast.Name)
+        and target.id == path
+        for node in index(ctx).everywhere(ast.Call)
+    )
 
 
 def _where_not_wrapped(test: ast.expr, ctx: Context) -> dict[str, str]:
