@@ -902,6 +902,59 @@ def bound_only_to(ctx: Context, value: ast.AST, kind: Kind) -> bool:
     )
 
 
+def constructed_with(ctx: Context, cls: ast.ClassDef, attr: str, kind: Kind) -> bool:
+    """`self.<attr>` is set only from a parameter of the class's `__init__` (`self.net = net`),
+    never rebound there, and every construction of the class in this file (one at least, by its
+    name, spreading nothing) passes for it a name bound only to calls making a `kind` (a
+    training script's `Session(spec, net=net)` after `net = nn.DataParallel(Net())`)."""
+    # `self.net = self.net.cuda()` elsewhere moves what it holds: the same object
+    values = [v for v in attribute_values(ctx, cls, attr) if not _moves_attribute(v, attr)]
+    init = methods_defined_once(ctx, cls, frozenset()).get("__init__")
+    if not values or init is None or any(type(v) is not ast.Name for v in values):
+        return False
+    args = init.args
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)][1:]  # after `self`
+    names = {v.id for v in values}  # type: ignore[attr-defined]
+    if len(names) != 1:
+        return False
+    parameter = names.pop()
+    if parameter not in positional and parameter not in {a.arg for a in args.kwonlyargs}:
+        return False
+    if any(
+        b.node is not None and type(b.node) is not ast.arg
+        for b in bindings(ctx, init, parameter) or ()
+    ):
+        return False  # rebound in `__init__`: which value is kept is unclear
+    calls = index_of(ctx, ctx.tree).calls_named(ctx.tree, (cls.name,))
+    calls = [c for c in calls if type(c.func) is ast.Name and c.func.id == cls.name]
+    if not calls:
+        return False
+    at = positional.index(parameter) if parameter in positional else None
+    for call in calls:
+        if any(type(a) is ast.Starred for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            return False
+        given = next((k.value for k in call.keywords if k.arg == parameter), None)
+        if given is None and at is not None and at < len(call.args):
+            given = call.args[at]
+        if given is None or not bound_only_to(ctx, given, kind):
+            return False
+    return True
+
+
+_MOVES = frozenset({"cpu", "cuda", "to", "float", "half", "double", "train", "eval"})
+
+
+def _moves_attribute(value: ast.AST, attr: str) -> bool:
+    """`self.<attr>.cuda()`, `self.<attr>.to(device).eval()`."""
+    while (
+        type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _MOVES
+    ):
+        value = value.func.value
+    return is_self_attribute(value) and value.attr == attr  # type: ignore[attr-defined]
+
+
 def constant_default_kept(
     ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
 ) -> ast.Constant | None:

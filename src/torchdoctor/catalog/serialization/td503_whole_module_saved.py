@@ -8,6 +8,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    constructed_with,
     dotted_name,
     unrebound_parameter,
     WEIGHTS_NAME,
@@ -100,6 +101,9 @@ imported under the name and then rebound at the top level to the model it makes 
 run later, and below the rebinding at the top level (RE-Net's, in a branch under `if __name__ ==
 "__main__":`). So is a name unpacked from a call of a function of the file that returns, in that
 place of its tuple, a name it uses as a module (`net, optimizer = setup(args)`: boundary-loss).
+So is `self.net` set only from a parameter of `__init__` for which every construction of the
+class in the file passes a name bound only to modules (`Session(spec, net=net)` after `net =
+nn.DataParallel(Net())`), also moved on its way into a dict (`{"network": self.net.cpu()}`).
 Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a parameter its function's docstring types as data
@@ -145,6 +149,9 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `import model` 之后 `model = model.RNNModel(...)`），在之后才运行的本文件函数里就是那个模型，在顶层重新赋值之后的代码里
 也是（RE-Net 在 `if __name__ == "__main__":` 下某个分支里重新赋值）。从本文件函数调用的结果中解包出来的名字，
 若该函数返回的元组在这个位置上是一个它当作模块使用的名字（`net, optimizer = setup(args)`：boundary-loss），同样算在内。
+只由 `__init__` 的某个参数赋值的 `self.net`，如果文件中该类的每次构造都给这个参数传入只绑定到模块的名字
+（`net = nn.DataParallel(Net())` 之后 `Session(spec, net=net)`），也算模块，移动后放进字典
+（`{"network": self.net.cpu()}`）同样算在内。
 项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。函数的文档字符串把该参数
 写成数据类型（`model (dict): ...`，asteroid 的 publisher）时不报告。项目中某个文件用
@@ -205,6 +212,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     if not _is_module(saved, ctx):
         inner = _module_inside(saved, ctx)
         if inner is not None:
+            inner = _unmoved(inner, ctx)  # `self.net.cpu()`: save `self.net.state_dict()`
             module = _wrapped(inner, ctx.text(inner))
             yield ctx.finding(
                 PITFALL, call, "inside", module=module, saved=shorten(ctx.text(saved))
@@ -303,7 +311,8 @@ def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
         items = saved.values
     else:
         return None
-    return next((item for item in items if _is_module(item, ctx)), None)
+    # (a module moved on the way in, `"network": self.net.cpu()`, is still the module)
+    return next((item for item in items if _moved_copy_of_module(item, ctx)), None)
 
 
 def _module_wrapped_in_list(name: str, found, ctx: Context) -> ast.AST | None:
@@ -329,10 +338,20 @@ def _module_wrapped_in_list(name: str, found, ctx: Context) -> ast.AST | None:
     return earlier[0]
 
 
+def _unmoved(value: ast.AST, ctx: Context) -> ast.AST:
+    """The module a chain of moves starts from (`self.net` of `self.net.cpu()`)."""
+    while type(value) is ast.Call and ctx.method_name(value) in _MOVE_METHODS:
+        value = value.func.value  # type: ignore[attr-defined]
+    return value
+
+
+_MOVE_METHODS = ("cpu", "cuda", "to", "eval", "float", "half")
+
+
 def _moved_copy_of_module(value: ast.AST, ctx: Context) -> bool:
     """A module, or a deep copy of one moved (`copy.deepcopy(actor_critic).cpu()`)."""
     while type(value) is ast.Call:
-        if ctx.method_name(value) in ("cpu", "cuda", "to", "eval", "float", "half"):
+        if ctx.method_name(value) in _MOVE_METHODS:
             value = value.func.value  # type: ignore[attr-defined]
         elif (ctx.qualname(value.func) or "") == "copy.deepcopy" and len(value.args) == 1:
             value = value.args[0]
@@ -377,6 +396,10 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
         or _handed_a_module(expr.id, ctx)
     ):
         return True
+    if is_self_attribute(expr):
+        cls = ctx.enclosing_class()
+        if cls is not None and constructed_with(ctx, cls, expr.attr, Kind.MODULE):  # type: ignore[attr-defined]
+            return True  # `Session(spec, net=net)`, after `net = nn.DataParallel(Net())`
     if is_self_attribute(expr) and names_a_model(expr.attr):  # type: ignore[attr-defined]
         cls = ctx.enclosing_class()
         if cls is not None and _attribute_used_as_module(ctx, cls, expr.attr):  # type: ignore[attr-defined]
