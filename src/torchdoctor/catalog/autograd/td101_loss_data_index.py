@@ -6,6 +6,7 @@ import ast
 from typing import Callable
 
 from torchdoctor.catalog.sdk import (
+    is_parameter,
     is_name,
     imported_roots,
     in_compat_fallback,
@@ -109,7 +110,8 @@ A value whose origin is out of sight is reported only on the evidence above: a l
 a function named otherwise (`out = step(batch)`) and never passed to `.backward()` is not. Nor
 is the result of a function of the file whose every `return` is unreduced arithmetic (`return
 (pred - y) * (pred - y)`), even if named as a loss and back-propagated: it has the shape of its
-inputs, and one-element inputs (`torch.Tensor([0.0])`) make a valid `.data[0]`.
+inputs, and one-element inputs (`torch.Tensor([0.0])`) make a valid `.data[0]`. What a closure
+returns is a loss only in an optimizer's `step(self, closure)`.
 """,
         "zh": """
 ## What it catches
@@ -157,7 +159,7 @@ PyTorch 0.4 之前，损失是一个包着单元素张量的 `Variable`，`loss.
 来源看不到的值只凭上述证据报告：由名字看不出是损失的函数返回（`out = step(batch)`）、又从未调用
 `.backward()` 的值不会被报告。文件中某个函数的每个 `return` 都是未归约的算术（`return (pred - y) * (pred - y)`）时，
 它的结果也不报告，即使函数名像损失、结果也做了反向传播：结果的形状取决于输入，单元素输入
-（`torch.Tensor([0.0])`）下 `.data[0]` 是合法的。
+（`torch.Tensor([0.0])`）下 `.data[0]` 是合法的。闭包的返回值只在优化器的 `step(self, closure)` 中才当作损失。
 """,
     },
     example="""
@@ -494,6 +496,8 @@ def _zero_dim_by_call(
     call: ast.Call, ctx: Context, resolving: frozenset[str], scope: ast.AST | None
 ) -> bool:
     func = call.func
+    if type(func) is ast.Name and func.id == "closure" and _step_given_a_closure(ctx, scope):
+        return True  # an optimizer's `step(self, closure)`: `loss = closure()` (Eve)
     qualname = ctx.qualname(func)
     if qualname is not None:
         if qualname.partition(".")[0] != "torch":  # the project's own `compute_loss(...)`
@@ -517,6 +521,17 @@ def _zero_dim_by_call(
     if _uses_one_element_losses(ctx):  # a callee named as a loss may be warp-ctc's
         return is_loss_module(func, ctx, scope) or _returns_zero_dim(call, ctx)
     return is_loss_module(func, ctx, scope) or computes_a_loss(call) or _returns_zero_dim(call, ctx)
+
+
+def _step_given_a_closure(ctx: Context, scope: ast.AST | None) -> bool:
+    """The function read is an optimizer's `step(self, closure)`: what the closure returns is
+    the loss it evaluated, as `Optimizer.step` documents."""
+    function = scope if scope is not None else ctx.enclosing_function()
+    return (
+        isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and function.name == "step"
+        and is_parameter(function, "closure")
+    )
 
 
 # Packages whose losses hand back a tensor of one element, shape (1,), not a 0-dim one:
