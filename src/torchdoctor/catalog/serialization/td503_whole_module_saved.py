@@ -88,7 +88,8 @@ class, an `nn.Module` subclass of the file or of another module of the project,
 `timm.create_model`, a torchvision model..., or a parameter annotated with such a class:
 `critic: Critic`, also once kept on `self`; a `copy.deepcopy` of one; `model.module`, what
 DataParallel or DDP wraps, of a value named as a model), also inside what is saved: an element of
-`[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`. A name none of whose
+`[model, optimizer]` or a value of `{"model": model, "epoch": epoch}` (also set entry by entry
+before the save: `checkpoint = {}`, `checkpoint["model"] = model`). A name none of whose
 assignments makes anything else counts too when one of them builds a module (`model = Net()`
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
 called on it (`model.parameters()`: a model passed in as a parameter; `model.train()` with no
@@ -139,7 +140,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建，或者参数的类型注解就是这样的类：
 `critic: Critic`，保存到 `self` 上之后也一样；它的 `copy.deepcopy`；名字表明是模型的值的 `model.module`，
 即 DataParallel 或 DDP 包装的模块）；也包括保存内容中的模块：
-`[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值。一个名字的各次赋值都不产生别的东西，
+`[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值（也包括保存前逐项填入的：
+`checkpoint = {}`、`checkpoint["model"] = model`）。一个名字的各次赋值都不产生别的东西，
 且其中一次构建了模块（一个分支里 `model = Net()`，另一个分支里 `model = torch.load(path)`），或在它上面调用了
 只有模块才有的方法（`model.parameters()`：作为参数传入的模型；名字表明是模型时，也包括不带参数的
 `model.train()`）时，也算在内；`self.model` 的值来自参数
@@ -304,6 +306,9 @@ def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
             return None
         if len(found) != 1:
             return _module_wrapped_in_list(saved.id, found, ctx)
+        entry = _module_entry(saved.id, found[0], ctx)
+        if entry is not None:
+            return entry
         saved = found[0].value
     if isinstance(saved, (ast.List, ast.Tuple)):
         items = saved.elts
@@ -313,6 +318,28 @@ def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
         return None
     # (a module moved on the way in, `"network": self.net.cpu()`, is still the module)
     return next((item for item in items if _moved_copy_of_module(item, ctx)), None)
+
+
+def _module_entry(name: str, binding, ctx: Context) -> ast.AST | None:
+    """`checkpoint = {}`, then `checkpoint["model"] = model` in the block of the save, before
+    it (MAttNet's `tools/train.py`): the module an entry is set to."""
+    if type(binding.value) is not ast.Dict or binding.value.keys:
+        return None
+    position = ctx.statement_block()
+    if position is None:
+        return None
+    block, at = position
+    for statement in block[:at]:
+        if (
+            type(statement) is ast.Assign
+            and len(statement.targets) == 1
+            and type(target := statement.targets[0]) is ast.Subscript
+            and type(target.value) is ast.Name
+            and target.value.id == name
+            and _moved_copy_of_module(statement.value, ctx)
+        ):
+            return statement.value
+    return None
 
 
 def _module_wrapped_in_list(name: str, found, ctx: Context) -> ast.AST | None:
