@@ -509,11 +509,33 @@ def _model_parameter(name: str, ctx: Context) -> bool:
     if ctx.project.has(WEIGHTS_NAME + name):
         return False  # the project calls weights so (`best_model = model.state_dict()`)
     parameter = unrebound_parameter(ctx, function, name)  # not `model = model.state_dict()`
+    if parameter is None and _only_unwrapped(ctx, function, name):
+        # topaz's `save_model`: `if type(model) is nn.DataParallel: model = model.module`
+        parameter = next(
+            a
+            for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+            if a.arg == name
+        )  # type: ignore[attr-defined]
     if parameter is None or parameter.annotation is not None:
         return False  # annotated, and not as a module (`_is_module` read that first)
     if _documented_as_data(function, name):
         return False
     return not any(_no_module_passed(value, ctx) for _, value in passed_values(ctx, function, name))
+
+
+def _only_unwrapped(ctx: Context, function: ast.AST, name: str) -> bool:
+    """The parameter `name` is rebound only to what a DataParallel wrapper holds (`model =
+    model.module`): the same model, unwrapped."""
+    found = bindings(ctx, function, name) or ()
+    rebound = [b for b in found if type(b.node) is not ast.arg]
+    return bool(rebound) and all(
+        not b.augmented
+        and type(b.value) is ast.Attribute
+        and b.value.attr == "module"
+        and type(b.value.value) is ast.Name
+        and b.value.value.id == name
+        for b in rebound
+    )
 
 
 # A parameter's type in its function's docstring: `model (dict): ...` (Google style) or
