@@ -333,7 +333,9 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         found = reaching_assignment(
             expr.value.id, ctx, lambda value: _iterators_listed(value, ctx) is not None, expr.value
         )
-        return None if found is None else _iterators_listed(found[0].value, ctx)
+        if found is None:
+            return _entries_set_to_iterators(expr.value.id, ctx)
+        return _iterators_listed(found[0].value, ctx)
     elif isinstance(expr, ast.Subscript) and is_self_attribute(expr.value):
         # `self.iter_list[i].next()`, the list holding only iterators
         cls = ctx.enclosing_class()
@@ -354,6 +356,28 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         if found is not None:
             return [_iterated_by(found[0].value, ctx)]
     return None
+
+
+def _entries_set_to_iterators(name: str, ctx: Context) -> list[ast.AST] | None:
+    """What the entries of `name` iterate when the enclosing function sets some of them, and
+    only ever to iterators (vilbert's `task_iter_train[task_id] = iter(loaders[task_id])`,
+    then `task_iter_train[task_id].next()`); None otherwise."""
+    function = ctx.enclosing_function()
+    if function is None:
+        return None
+    iterated = []
+    for node in index(ctx).under(function, ast.Assign):
+        for target in node.targets:  # type: ignore[attr-defined]
+            if (
+                type(target) is ast.Subscript
+                and type(target.value) is ast.Name
+                and target.value.id == name
+            ):
+                made = _iterated_by(node.value, ctx)  # type: ignore[attr-defined]
+                if made is None:
+                    return None
+                iterated.append(made)
+    return iterated or None
 
 
 def _loop_over_iterators(name: str, ctx: Context) -> list[ast.AST] | None:
