@@ -2390,6 +2390,12 @@ def test_a_method_the_project_defines_makes_an_unknown_receiver_unsure(tmp_path)
     )
     _write_project(tmp_path, {"permute.py": script})
     assert "permute.py:5:9: TD001" in _check(tmp_path, ".", rule="TD001").stdout
+    # openfold's `Rigid.unsqueeze` returns a new object: dropped, it is as lost as a tensor's
+    returning = (
+        "class Rigid:\n    def permute(self, indexes):\n        return Rigid(self.rots[indexes])\n"
+    )
+    _write_project(tmp_path, {"rigid.py": returning})
+    assert "permute.py:5:9: TD001" in _check(tmp_path, ".", rule="TD001").stdout
     wrapper = "class SourceWrapper:\n    def permute(self, indexes):\n        self.weight = self.weight[indexes]\n"
     _write_project(tmp_path, {"wrappers.py": wrapper})
     assert "TD001" not in _check(tmp_path, ".", rule="TD001").stdout

@@ -1523,10 +1523,36 @@ def _top_level_imports(source: bytes) -> set[str]:
 
 
 def _own_tensor_methods(source: bytes) -> list[str]:
-    """OWN_METHOD + each method the text defines that is named as an unmistakable tensor
-    method."""
-    names = {name.decode("ascii", "replace") for name in _SELF_METHOD.findall(source)}
-    return [OWN_METHOD + name for name in sorted(names & tensor_methods.UNMISTAKABLE)]
+    """OWN_METHOD + each method the text defines that is named as an unmistakable tensor method
+    and returns nothing: it works in place (brevitas' `permute`), where a dropped result loses
+    nothing. (One returning a new object, openfold's `Rigid.unsqueeze`, is as lost as a
+    tensor's when dropped.)"""
+    found = set()
+    for match in _SELF_METHOD.finditer(source):
+        name = match.group(1).decode("ascii", "replace")
+        if name in tensor_methods.UNMISTAKABLE and not _returns_a_value(source, match.start()):
+            found.add(OWN_METHOD + name)
+    return sorted(found)
+
+
+_RETURN_VALUE = lazy_compile(rb"\breturn[ \t]+[^\s#]")
+
+
+def _returns_a_value(source: bytes, start: int) -> bool:
+    """The method whose `def` starts at `start` has a `return <value>` in its body: the lines
+    after it indented deeper than the `def`."""
+    line_start = source.rfind(b"\n", 0, start) + 1
+    indent = start - line_start
+    end = source.find(b"\n", start)
+    while end != -1:
+        following = source.find(b"\n", end + 1)
+        line = source[end + 1 : following if following != -1 else len(source)]
+        stripped = line.lstrip(b" \t")
+        if stripped and not stripped.startswith(b"#") and len(line) - len(stripped) <= indent:
+            break
+        end = following
+    body = source[start : end if end != -1 else len(source)]
+    return _RETURN_VALUE.search(body) is not None
 
 
 def _closed_names(source: bytes) -> set[str]:

@@ -121,8 +121,9 @@ Only methods are looked at. A function of the same name called through a module,
 not reported: what it is called on is a module, not the value to assign back to. Nor is a
 tensor made in the statement and moved (`torch.zeros(1).cuda()`): done for the move itself,
 which creates the GPU's CUDA context, with no name to keep the result in. A value of unknown
-type calling a method some class of the project defines too (`def permute(self, ...)` on a
-wrapper of its own) is not reported: it may be one of those. Nor is a move to the dtype and
+type calling a method some class of the project defines too and returns nothing from (`def
+permute(self, ...)` on a wrapper of its own that works in place) is not reported: it may be one
+of those. Nor is a move to the dtype and
 device the tensor was made with (`torch.zeros(n, dtype=q.dtype, device=q.device)`, then
 `.to(dtype=q.dtype, device=q.device)`): the line does nothing, but loses nothing either.
 """,
@@ -166,9 +167,10 @@ devices, cuda:0 and cpu!`
 只检查方法调用。通过模块调用的同名函数，例如单独一行的 `torch.unsqueeze(x, 0)` 或 `np.reshape(a, shape)`，
 返回值同样被丢弃，但不会报告：它调用在模块上，而模块不是应当赋值回去的那个值。在同一语句中新建并移动的张量
 （`torch.zeros(1).cuda()`）也不报告：这样做是为了移动本身（它会创建该 GPU 的 CUDA context），也没有名字可以保存结果。
-类型未知的值调用的方法如果项目中某个类也定义了同名方法（例如项目自己的包装类上的 `def permute(self, ...)`），
-不报告：它可能就是那个类的对象。移动到张量创建时已有的 dtype 和 device（`torch.zeros(n, dtype=q.dtype,
-device=q.device)` 之后 `.to(dtype=q.dtype, device=q.device)`）也不报告：这一行什么也没做，但也没有丢失什么。
+类型未知的值调用的方法如果项目中某个类也定义了同名、且不返回值的方法（例如项目自己的包装类上
+原地修改的 `def permute(self, ...)`），不报告：它可能就是那个类的对象。移动到张量创建时已有的
+dtype 和 device（`torch.zeros(n, dtype=q.dtype, device=q.device)` 之后
+`.to(dtype=q.dtype, device=q.device)`）也不报告：这一行什么也没做，但也没有丢失什么。
 """,
     },
     example="""
