@@ -74,6 +74,15 @@ def test_a_package_one_folder_below_the_checked_one(tmp_path):
         {"pkg-1.0/setup.py": 'install_requires=["torch>1.7.0"]\n', "notes/a.txt": "torch>=0.4\n"},
     )
     assert declared_minimums(tmp_path) == (("torch", "1.7.0"),)
+    # a folder with code of its own keeps a package below it as a vendored library
+    _write(
+        tmp_path,
+        {
+            "src/train.py": "import torch\n",
+            "src/apex/setup.py": 'install_requires=["torch>=0.4"]\n',
+        },
+    )
+    assert declared_minimums(tmp_path / "src") == ()
     # a root with packaging metadata of its own is not looked below
     _write(tmp_path, {"pyproject.toml": '[project]\ndependencies = ["torch>=2.0"]\n'})
     assert declared_minimums(tmp_path) == (("torch", "2.0.0"),)

@@ -70,20 +70,24 @@ def _lowest_bounds(paths: list[str]) -> dict[str, tuple[int, int, int]]:
 
 
 def _packages_below(root: Path) -> list[Path]:
-    """The directories straight below `root` that hold packaging metadata, when `root` holds
-    none: a project checked from the folder above it (an unpacked sdist, `python/setup.py`)."""
-    if any(os.path.isfile(os.path.join(root, name)) for name in _PACKAGE_MARKERS):
-        return []
+    """The one directory straight below `root` that holds packaging metadata, when `root` holds
+    neither metadata nor code of its own: a project checked from the folder above it (an
+    unpacked sdist). A folder with code beside its packages keeps them as vendored libraries
+    (`src/apex/setup.py` beside `src/train.py`), whose bounds are not the project's."""
     try:
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)[:_MAX_ENTRIES]
     except OSError:
         return []
-    return [
-        Path(entry.path)
-        for entry in entries
-        if entry.is_dir(follow_symlinks=False)
-        and any(os.path.isfile(os.path.join(entry.path, name)) for name in _PACKAGE_MARKERS)
-    ][:_MAX_FILES]
+    packages = []
+    for entry in entries:
+        name = entry.name
+        if name in _PACKAGE_MARKERS or name.endswith(".py"):
+            return []
+        if entry.is_dir(follow_symlinks=False) and any(
+            os.path.isfile(os.path.join(entry.path, marker)) for marker in _PACKAGE_MARKERS
+        ):
+            packages.append(Path(entry.path))
+    return packages if len(packages) == 1 else []
 
 
 def _files(root: Path, names: tuple[str, ...], patterns: tuple[str, ...]) -> list[str]:

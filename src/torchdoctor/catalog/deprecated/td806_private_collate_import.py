@@ -140,7 +140,7 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     if node.level or node.module != PRIVATE:
         return
     found = [alias for alias in node.names if alias.name in NAMES]
-    if not found or in_compat_fallback(ctx, node):
+    if not found or in_compat_fallback(ctx):
         return
     fix = None
     written = _FROM_PRIVATE.match(ctx.text(node))
