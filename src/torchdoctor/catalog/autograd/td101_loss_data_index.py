@@ -474,8 +474,8 @@ def _is_zero_dim_call(
 
 def _returns_elementwise_arithmetic(call: ast.Call, ctx: Context, scope: ast.AST | None) -> bool:
     """A function of the file (named as a loss, perhaps) every `return` of which is arithmetic
-    of values not known to be 0-dim (percent4's `return (y_pred - y) * (y_pred - y)` of
-    one-element tensors): it has as many dimensions as its inputs, which a name cannot tell."""
+    none of whose operands is known to be 0-dim (percent4's `return (y_pred - y) * (y_pred - y)`
+    of one-element tensors): it has as many dimensions as its inputs, which a name cannot tell."""
     function = _function_called(call, ctx, ctx.enclosing_class(), scope)
     if function is None:
         return False
@@ -487,9 +487,24 @@ def _returns_elementwise_arithmetic(call: ast.Call, ctx: Context, scope: ast.AST
         return False
     busy.add(function)
     try:
-        return not any(is_zero_dim(r.value, ctx, frozenset(), function) for r in returns)  # type: ignore[attr-defined]
+        # Not one operand known to be 0-dim (a loss, a reduction): `(loss_x + loss_y) * w_coord`
+        # is a loss scaled by a setting, whatever the name of the setting says.
+        return not any(
+            is_zero_dim(leaf, ctx, frozenset(), function)
+            for r in returns
+            for leaf in _operands(r.value)  # type: ignore[attr-defined]
+        )
     finally:
         busy.discard(function)
+
+
+def _operands(expr: ast.AST) -> list[ast.AST]:
+    """The operands of an arithmetic expression, through its nested operations."""
+    if type(expr) is ast.BinOp:
+        return [*_operands(expr.left), *_operands(expr.right)]
+    if type(expr) is ast.UnaryOp:
+        return _operands(expr.operand)
+    return [expr]
 
 
 def _zero_dim_by_call(
