@@ -69,7 +69,9 @@ Before the run, `check` finds the commonest way to it: two `.backward()` calls i
 the first of them, which has no `retain_graph=True`. The classic case is a GAN whose
 discriminator step uses `netD(fake)` instead of `netD(fake.detach())`, and whose generator
 step then backpropagates through `fake` again. The losses are followed through the block's
-own assignments; a use under `.detach()`, `.data` or `.item()` does not count.
+own assignments; a use under `.detach()`, `.data` or `.item()` does not count, nor an output
+made a leaf before the first backward (`x.requires_grad = True`, allowed on leaves only: the
+graph starts there).
 
 ## Why is this bad?
 To save memory, a backward pass frees the tensors each operation saved for its gradient as
@@ -115,7 +117,8 @@ autograd 抛出的错误：`Trying to backward through the graph a second time`�
 它们的损失都来自同一个模型输出，而这个输出在第一次调用之前只算了一次，第一次调用又没有
 `retain_graph=True`。典型的例子是 GAN：判别器那一步用了 `netD(fake)` 而不是
 `netD(fake.detach())`，随后生成器那一步又经过 `fake` 反向传播。规则沿着代码块内的赋值追踪损失；
-在 `.detach()`、`.data` 或 `.item()` 之下的使用不算在内。
+在 `.detach()`、`.data` 或 `.item()` 之下的使用不算在内；在第一次反向传播之前被设为叶子的输出
+（`x.requires_grad = True`，只允许对叶子这样做：计算图从那里开始）也不算。
 
 ## Why is this bad?
 为了节省内存，反向传播在用完每个运算为求梯度而保存的张量后会立即释放它们。再对同一批运算做
@@ -300,10 +303,45 @@ def _graph_sources(ctx: Context, block: list[ast.stmt], position: int, expr: ast
         statement = block[at]
         if type(statement) is not ast.Assign:
             continue  # bound some other way (a loop, a `with`): not followed
+        if _made_a_leaf(block, at, before, name, ctx):
+            continue  # `x.requires_grad = True` after it: a leaf, the graph starts there
         used, calls_a_model = _linked_by(ctx, statement)
         if calls_a_model:
             found.add(at)
         todo += [(name, at) for name in used]
+    return found
+
+
+def _made_a_leaf(block: list[ast.stmt], start: int, end: int, name: str, ctx: Context) -> bool:
+    """A statement between `start` and `end` sets `name.requires_grad = True` or calls
+    `name.requires_grad_()`: allowed on a leaf only, it makes the tensor where a graph begins
+    (torch-harmonics' `inp_full.requires_grad = True` before each transform it differentiates)."""
+    positions = _leaf_settings(ctx, BlockKey(block)).get(name)
+    if not positions:
+        return False
+    at = bisect_left(positions, start + 1)
+    return at < len(positions) and positions[at] < end
+
+
+@per_file
+def _leaf_settings(ctx: Context, key: BlockKey) -> dict[str, list[int]]:
+    """For each name, the positions of the block's statements that set its `requires_grad`;
+    read once per block."""
+    found: dict[str, list[int]] = {}
+    for position, statement in enumerate(key.block):
+        if type(statement) is ast.Assign:
+            targets = statement.targets
+        elif type(statement) is ast.Expr and type(statement.value) is ast.Call:
+            targets = [statement.value.func]
+        else:
+            continue
+        for target in targets:
+            if (
+                type(target) is ast.Attribute
+                and target.attr in ("requires_grad", "requires_grad_")
+                and type(target.value) is ast.Name
+            ):
+                found.setdefault(target.value.id, []).append(position)
     return found
 
 
