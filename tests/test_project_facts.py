@@ -2422,3 +2422,20 @@ def test_a_script_calling_its_own_accuracy_helper_with_the_default_topk(tmp_path
     # a helper some file imports may be called with more rows from there
     _write_project(tmp_path, {"evaluate.py": "from cifar import accuracy\n"})
     assert "cifar.py:10:" in _check(tmp_path, ".", rule="TD403").stdout
+
+
+def test_an_uninitialized_input_of_a_test_that_checks_no_values(tmp_path):
+    # pytorch_memlab: memory-report tests feed `torch.Tensor(512, 1024)` through a layer and
+    # never look at the values; a test comparing values would be flaky on it.
+    memory = (
+        "import torch\n\n\n"
+        "def test_reporter():\n"
+        "    linear = torch.nn.Linear(1024, 1024)\n"
+        "    inp = torch.Tensor(512, 1024)\n"
+        "    out = linear(inp).mean()\n"
+        "    out.backward()\n"
+    )
+    values = memory.replace("def test_reporter", "def test_values") + "    assert out.item() < 1\n"
+    _write_project(tmp_path, {"tests/test_memory.py": memory, "tests/test_values.py": values})
+    found = _check(tmp_path, ".", rule="TD402").stdout
+    assert "test_values.py:6:11: TD402" in found and "test_memory.py" not in found, found

@@ -7,6 +7,8 @@ from collections import Counter
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    file_of_tests,
+    index_of,
     is_self_attribute,
     Context,
     Finding,
@@ -93,7 +95,8 @@ or the numbers passed as sizes).
 
 ## Known problems
 A tensor filled by a function it is passed to (`fill(buf)`) or in another method is trusted to
-be initialized. A single name as the only argument (`torch.LongTensor(ids)`) may be a size or
+be initialized, and so is one in a test function that asserts nothing about values (a test of
+memory use, speed, or that the code runs). A single name as the only argument (`torch.LongTensor(ids)`) may be a size or
 data, so it is not reported. A function that returns `torch.Tensor(n)` for its caller to fill
 is reported: write `torch.empty(n)` there, which says that the values are not set yet. A
 returned `nn.Parameter(torch.Tensor(...))` is not reported: the module initializes it. A lone
@@ -135,7 +138,8 @@ gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.s
 或者本想把这些参数当作数值）。
 
 ## Known problems
-传给某个函数（`fill(buf)`）或在另一个方法里填充的张量，会被当作已经初始化。唯一的参数是单个变量名时
+传给某个函数（`fill(buf)`）或在另一个方法里填充的张量，会被当作已经初始化；不对数值做任何断言的测试函数
+（测内存、速度，或只测代码能运行）里的张量也一样。唯一的参数是单个变量名时
 （`torch.LongTensor(ids)`），它既可能是尺寸也可能是数据，因此不报告。返回 `torch.Tensor(n)`、
 由调用者负责填充的函数会被报告：这种情况请写成 `torch.empty(n)`，明确表示数值尚未设置。
 返回 `nn.Parameter(torch.Tensor(...))` 的函数不会被报告：通常由模块自己完成初始化。
@@ -233,6 +237,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         return
     if not _has_sizes(call, ctx):
         return
+    if _test_checking_no_values(ctx):
+        return  # pytorch_memlab's memory-report tests: the values are never looked at
     parents = ctx.statement_parents()
     value = _passed_on(call, parents, ctx)
     # A returned nn.Parameter is a helper's product: the module initializes it later.
@@ -256,6 +262,29 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     yield ctx.finding(
         PITFALL, call, fix=fix, call=shorten(ctx.text(call)), use=shorten(ctx.text(reader))
     )
+
+
+def _test_checking_no_values(ctx: Context) -> bool:
+    """In a test function (`def test_...` of a file of tests) that asserts nothing about values:
+    no `assert` statement, no `assert*`/`allclose`/`equal` call. An input of uninitialized memory
+    there measures memory or time, or checks that the code runs: what it holds does not matter."""
+    function = ctx.enclosing_function()
+    if function is None or not function.name.startswith("test") or not file_of_tests(ctx):
+        return False
+    found = index_of(ctx, function)
+    if found.under(function, ast.Assert):
+        return False
+    for call in found.under(function, ast.Call):
+        func = call.func  # type: ignore[attr-defined]
+        name = (
+            func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+        )
+        if name.startswith("assert") or name in _VALUE_CHECKS:
+            return False
+    return True
+
+
+_VALUE_CHECKS = frozenset({"allclose", "isclose", "equal", "eq", "all", "any"})
 
 
 def _has_sizes(call: ast.Call, ctx: Context) -> bool:
