@@ -2432,7 +2432,7 @@ def test_an_uninitialized_input_of_a_test_that_checks_no_values(tmp_path):
         "def test_reporter():\n"
         "    linear = torch.nn.Linear(1024, 1024)\n"
         "    inp = torch.Tensor(512, 1024)\n"
-        "    out = linear(inp).mean()\n"
+        "    out = linear(inp * (inp + 3)).mean()\n"
         "    out.backward()\n"
     )
     values = memory.replace("def test_reporter", "def test_values") + "    assert out.item() < 1\n"
