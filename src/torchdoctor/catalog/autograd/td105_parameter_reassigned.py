@@ -266,23 +266,28 @@ def _converted_back(target: ast.Attribute, ctx: Context) -> bool:
     self.layer.to(x.device)`, run, `self.layer = self.layer.to(layer_device)`): an offload for
     one call, which leaves the module where it was (brevitas' error-corrected layers)."""
     function = ctx.enclosing_function()
-    if function is None:
-        return False
-    converted = 0
+    return function is not None and _self_conversions(ctx, function).get(target.attr, 0) > 1
+
+
+@per_file
+def _self_conversions(ctx: Context, function: ast.AST) -> dict[str, int]:
+    """How many statements of `function` convert each `self.<attr>` into itself; counted once
+    per function, however many conversions ask."""
+    counts: dict[str, int] = {}
     for statement in index_of(ctx, function).under(function, ast.Assign):
         targets = statement.targets  # type: ignore[attr-defined]
         value = statement.value  # type: ignore[attr-defined]
         if (
-            len(targets) == 1
-            and type(targets[0]) is ast.Attribute
-            and targets[0].attr == target.attr
-            and is_self_attribute(targets[0])
-            and type(value) is ast.Call
-            and (source := _converted_attribute(value)) is not None
-            and source.attr == target.attr
+            len(targets) != 1
+            or type(targets[0]) is not ast.Attribute
+            or type(value) is not ast.Call
         ):
-            converted += 1
-    return converted > 1
+            continue
+        attr = targets[0].attr
+        source = _converted_attribute(value)
+        if source is not None and source.attr == attr and is_self_attribute(targets[0]):
+            counts[attr] = counts.get(attr, 0) + 1
+    return counts
 
 
 def _converted_attribute(value: ast.Call) -> ast.Attribute | None:
