@@ -943,13 +943,16 @@ def constructed_with(ctx: Context, cls: ast.ClassDef, attr: str, kind: Kind) -> 
     return True
 
 
-_MOVES = frozenset({"cpu", "cuda", "to", "float", "half", "double", "train", "eval"})
+# Module methods that move or convert a module in place and hand back the module itself.
+MODULE_MOVES = frozenset({"cpu", "cuda", "to", "float", "half", "double", "train", "eval"})
 
 
 def _moves_attribute(value: ast.AST, attr: str) -> bool:
     """`self.<attr>.cuda()`, `self.<attr>.to(device).eval()`."""
     while (
-        type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _MOVES
+        type(value) is ast.Call
+        and type(value.func) is ast.Attribute
+        and value.func.attr in MODULE_MOVES
     ):
         value = value.func.value
     return is_self_attribute(value) and value.attr == attr  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    MODULE_MOVES,
     constructed_with,
     dotted_name,
     unrebound_parameter,
@@ -367,18 +368,15 @@ def _module_wrapped_in_list(name: str, found, ctx: Context) -> ast.AST | None:
 
 def _unmoved(value: ast.AST, ctx: Context) -> ast.AST:
     """The module a chain of moves starts from (`self.net` of `self.net.cpu()`)."""
-    while type(value) is ast.Call and ctx.method_name(value) in _MOVE_METHODS:
+    while type(value) is ast.Call and ctx.method_name(value) in MODULE_MOVES:
         value = value.func.value  # type: ignore[attr-defined]
     return value
-
-
-_MOVE_METHODS = ("cpu", "cuda", "to", "eval", "float", "half")
 
 
 def _moved_copy_of_module(value: ast.AST, ctx: Context) -> bool:
     """A module, or a deep copy of one moved (`copy.deepcopy(actor_critic).cpu()`)."""
     while type(value) is ast.Call:
-        if ctx.method_name(value) in _MOVE_METHODS:
+        if ctx.method_name(value) in MODULE_MOVES:
             value = value.func.value  # type: ignore[attr-defined]
         elif (ctx.qualname(value.func) or "") == "copy.deepcopy" and len(value.args) == 1:
             value = value.args[0]
