@@ -84,6 +84,17 @@ def test_fifo_in_the_tree_or_named_is_a_finding_and_the_rest_is_checked(tmp_path
         assert "FIFO" in found["p.py"][0]["message"]
 
 
+@needs_fifo
+def test_a_fifo_named_like_a_shadowed_package_is_not_opened(tmp_path):
+    # TD703 reads a neighbour named after an installed package (`tensorboard.py`) for the names
+    # it defines: a FIFO of that name must not block the check, and still shadows the package.
+    write(tmp_path / "train.py", "import torch\nfrom tensorboard import TensorBoard\n")
+    os.mkfifo(tmp_path / "tensorboard.py")
+    result = check("--no-cache", "--format", "json", "--select", "TD703", "train.py", cwd=tmp_path)
+    assert_clean_stderr(result)
+    assert [f["code"] for f in findings_of(result)["train.py"]] == ["TD703"]
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_link_to_an_endless_device_is_a_finding(tmp_path):
     write(tmp_path / "a.py", DISCARDED)

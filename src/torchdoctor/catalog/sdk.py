@@ -159,7 +159,7 @@ if TYPE_CHECKING:  # pragma: no cover; re-exported on first use (below), named h
     from torchdoctor.ckpt.inspect import Listing  # noqa: F401
     from torchdoctor.explain.model import ErrorBlock, ErrorReport, Frame  # noqa: F401
     from torchdoctor.lint.native import NativeSource
-    from torchdoctor.lint.neighbours import directory_listing  # noqa: F401
+    from torchdoctor.lint.neighbours import directory_listing, top_level_names  # noqa: F401
 
 # Name -> module, imported when an entry first asks for the name.
 _ON_FIRST_USE = {
@@ -167,6 +167,7 @@ _ON_FIRST_USE = {
     # `explain` imports entries to run their signatures, and needs neither.
     "NativeSource": "torchdoctor.lint.native",
     "directory_listing": "torchdoctor.lint.neighbours",
+    "top_level_names": "torchdoctor.lint.neighbours",
     "is_user_path": "torchdoctor.explain.parse",
     "ErrorBlock": "torchdoctor.explain.model",
     "ErrorReport": "torchdoctor.explain.model",

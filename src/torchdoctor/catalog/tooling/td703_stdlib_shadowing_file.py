@@ -8,7 +8,15 @@ import re
 import sys
 from typing import Iterator
 
-from torchdoctor.catalog.sdk import lazy_compile, Clue, Context, Finding, Pitfall, directory_listing
+from torchdoctor.catalog.sdk import (
+    Clue,
+    Context,
+    Finding,
+    Pitfall,
+    directory_listing,
+    lazy_compile,
+    top_level_names,
+)
 
 PITFALL = Pitfall(
     code="TD703",
@@ -211,10 +219,6 @@ def check(node: ast.Import | ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
 # Imported by torch or torchvision themselves: a file of that name breaks them, whatever the
 # script imports from it.
 _LOADED_BY_TORCH = frozenset({"torch", "torchvision", "torchaudio", "numpy", "scipy", "PIL"})
-_SHADOW_BYTES = 1 << 20
-_TOP_LEVEL_NAME = lazy_compile(
-    rb"^(?:class|def)[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.MULTILINE
-)
 
 
 def _own_names_imported(node: ast.AST, directory: str, shadow: str) -> bool:
@@ -226,13 +230,8 @@ def _own_names_imported(node: ast.AST, directory: str, shadow: str) -> bool:
     top = shadow[: -len(".py")]
     if top not in _WELL_KNOWN or top in _LOADED_BY_TORCH or node.module != top:
         return False
-    try:
-        with open(os.path.join(directory, shadow), "rb") as file:
-            text = file.read(_SHADOW_BYTES)
-    except OSError:
-        return False
-    defined = {(a or b).decode("ascii", "replace") for a, b in _TOP_LEVEL_NAME.findall(text)}
-    return all(alias.name in defined for alias in node.names)
+    defined = top_level_names(os.path.join(directory, shadow))
+    return defined is not None and all(alias.name in defined for alias in node.names)
 
 
 def _in_a_package(directory: str) -> bool:
