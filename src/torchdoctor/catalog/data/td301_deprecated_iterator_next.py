@@ -365,19 +365,26 @@ def _entries_set_to_iterators(name: str, ctx: Context) -> list[ast.AST] | None:
     function = ctx.enclosing_function()
     if function is None:
         return None
-    iterated = []
+    return _entry_iterators(ctx, function).get(name)
+
+
+@per_file
+def _entry_iterators(ctx: Context, function: ast.AST) -> dict[str, list[ast.AST] | None]:
+    """For each name whose entries `function` sets (`name[key] = ...`), what those entries
+    iterate when each is set to an iterator, else None; read once per function."""
+    found: dict[str, list[ast.AST] | None] = {}
     for node in index(ctx).under(function, ast.Assign):
         for target in node.targets:  # type: ignore[attr-defined]
-            if (
-                type(target) is ast.Subscript
-                and type(target.value) is ast.Name
-                and target.value.id == name
-            ):
-                made = _iterated_by(node.value, ctx)  # type: ignore[attr-defined]
-                if made is None:
-                    return None
+            if type(target) is not ast.Subscript or type(target.value) is not ast.Name:
+                continue
+            name = target.value.id
+            made = _iterated_by(node.value, ctx)  # type: ignore[attr-defined]
+            iterated = found.setdefault(name, [])
+            if made is None or iterated is None:
+                found[name] = None
+            else:
                 iterated.append(made)
-    return iterated or None
+    return found
 
 
 def _loop_over_iterators(name: str, ctx: Context) -> list[ast.AST] | None:

@@ -271,17 +271,24 @@ def _test_checking_no_values(ctx: Context) -> bool:
     function = ctx.enclosing_function()
     if function is None or not function.name.startswith("test") or not file_of_tests(ctx):
         return False
+    return not _checks_values(ctx, function)
+
+
+@per_file
+def _checks_values(ctx: Context, function: ast.AST) -> bool:
+    """`function` asserts or compares values; read once per function, however many
+    constructors it holds."""
     found = index_of(ctx, function)
     if found.under(function, ast.Assert):
-        return False
+        return True
     for call in found.under(function, ast.Call):
         func = call.func  # type: ignore[attr-defined]
         name = (
             func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
         )
         if name.startswith("assert") or name in _VALUE_CHECKS:
-            return False
-    return True
+            return True
+    return False
 
 
 _VALUE_CHECKS = frozenset({"allclose", "isclose", "equal", "eq", "all", "any"})
