@@ -2361,17 +2361,16 @@ def test_a_loop_variable_handed_back_by_a_helper_of_another_module(tmp_path):
 def test_volatile_handed_to_a_variable_helper_of_another_module(tmp_path):
     # pytorch-rdpg's `to_tensor(state1, volatile=True)`, with `to_tensor` in util.py wrapping
     # `Variable(..., volatile=volatile)`: the flag does nothing since 0.4.
-    (tmp_path / "pyproject.toml").write_text("")
     helper = (
         "import torch\nfrom torch.autograd import Variable\n\n\n"
         "def to_tensor(ndarray, volatile=False, requires_grad=False):\n"
         "    return Variable(torch.from_numpy(ndarray), volatile=volatile, requires_grad=requires_grad)\n"
     )
-    (tmp_path / "util.py").write_text(helper)
-    (tmp_path / "agent.py").write_text(
+    agent = (
         "import torch\nfrom util import *\n\n\n"
         "def target_value(critic, state):\n    return critic(to_tensor(state, volatile=True))\n"
     )
+    _write_project(tmp_path, {"util.py": helper, "agent.py": agent})
     run = _check(tmp_path, ".", rule="TD103")
     assert "agent.py:6:19: TD103" in run.stdout, run.stdout
     # A helper that hands the flag to something else than `Variable` is none of these.

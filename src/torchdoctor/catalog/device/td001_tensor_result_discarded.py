@@ -123,9 +123,9 @@ tensor made in the statement and moved (`torch.zeros(1).cuda()`): done for the m
 which creates the GPU's CUDA context, with no name to keep the result in. A value of unknown
 type calling a method some class of the project defines too and returns nothing from (`def
 permute(self, ...)` on a wrapper of its own that works in place) is not reported: it may be one
-of those. Nor is a move to the dtype and
-device the tensor was made with (`torch.zeros(n, dtype=q.dtype, device=q.device)`, then
-`.to(dtype=q.dtype, device=q.device)`): the line does nothing, but loses nothing either.
+of those. Nor is a move to the dtype and device the tensor was made with (`torch.zeros(n,
+dtype=q.dtype, device=q.device)`, then `.to(dtype=q.dtype, device=q.device)`): the line does
+nothing, but loses nothing either.
 """,
         "zh": """
 ## What it catches

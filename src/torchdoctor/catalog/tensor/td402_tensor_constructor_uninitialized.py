@@ -96,12 +96,13 @@ or the numbers passed as sizes).
 ## Known problems
 A tensor filled by a function it is passed to (`fill(buf)`) or in another method is trusted to
 be initialized, and so is one in a test function that asserts nothing about values (a test of
-memory use, speed, or that the code runs). A single name as the only argument (`torch.LongTensor(ids)`) may be a size or
-data, so it is not reported. A function that returns `torch.Tensor(n)` for its caller to fill
-is reported: write `torch.empty(n)` there, which says that the values are not set yet. A
-returned `nn.Parameter(torch.Tensor(...))` is not reported: the module initializes it. A lone
-`x.shape` is a size only when `x` is known to be a tensor: the `.shape` of a numpy array or a
-gym space is a tuple, which the constructor takes as data (`torch.Tensor(space.shape)`).
+memory use, speed, or that the code runs). A single name as the only argument
+(`torch.LongTensor(ids)`) may be a size or data, so it is not reported. A function that returns
+`torch.Tensor(n)` for its caller to fill is reported: write `torch.empty(n)` there, which says
+that the values are not set yet. A returned `nn.Parameter(torch.Tensor(...))` is not reported:
+the module initializes it. A lone `x.shape` is a size only when `x` is known to be a tensor: the
+`.shape` of a numpy array or a gym space is a tuple, which the constructor takes as data
+(`torch.Tensor(space.shape)`).
 """,
         "zh": """
 ## What it catches
