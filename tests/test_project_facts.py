@@ -2438,3 +2438,106 @@ def test_an_uninitialized_input_of_a_test_that_checks_no_values(tmp_path):
     _write_project(tmp_path, {"tests/test_memory.py": memory, "tests/test_values.py": values})
     found = _check(tmp_path, ".", rule="TD402").stdout
     assert "test_values.py:6:11: TD402" in found and "test_memory.py" not in found, found
+
+
+def test_classes_built_only_of_layers_that_compute_the_same_in_either_mode():
+    blocks = (
+        b"import torch\nimport torch.nn as nn\nfrom torch.nn import Conv2d\n\n"
+        b"class Plain(nn.Module):\n    def __init__(self):\n        super(Plain, self).__init__()\n"
+        b"        self.conv = Conv2d(3, 3, 1)\n        self.fc = nn.Linear(8, 8)\n"
+        b"        self.apply(init_weights)\n\n    def forward(self, x):\n"
+        b"        return self.helper(torch.cat([x, x], 1))\n\n"
+        b"class Stack(nn.Module):\n    def __init__(self):\n"
+        b"        self.body = nn.Sequential(*[Plain() for _ in range(3)])\n\n"
+        b"class Normed(nn.Module):\n    def __init__(self):\n        self.norm = nn.BatchNorm2d(8)\n\n"
+        b"class OnNormed(nn.Module):\n    def __init__(self):\n        self.body = Normed()\n\n"
+        b"class Recurrent(nn.Module):\n    def __init__(self):\n        self.rnn = nn.LSTM(8, 8)\n\n"
+        b"class Backbone(nn.Module):\n    def __init__(self):\n"
+        b"        self.body = timm.create_model('resnet18')\n\n"
+        b"class Built(nn.Module):\n    def __init__(self):\n        self.body = self.make_body()\n\n"
+        b"class Helped(nn.Module):\n    def __init__(self):\n        self.body = conv_bn(3, 8)\n\n"
+        b"class Library(BaseModel):\n    pass\n\n"
+        b"class Subclass(Plain):\n    pass\n\n"
+        b"class Extended(Plain):\n    def __init__(self):\n        self.extra = make_extra()\n"
+    )
+    facts = read_facts([blocks])
+    assert facts.plain_layer_classes == {"Plain", "Stack", "Subclass"}
+    assert facts.builds_only_plain_layers("Stack") and not facts.builds_only_plain_layers(
+        "OnNormed"
+    )
+    # Two classes of one name, one with BatchNorm: not known to be plain.
+    other = (
+        b"class Plain(nn.Module):\n    def __init__(self):\n        self.bn = nn.BatchNorm1d(8)\n"
+    )
+    assert read_facts([blocks, other]).plain_layer_classes == frozenset()
+    # A tab-indented class: its `__init__` ends at the next method, not at the class's end.
+    tabbed = (
+        b"class Dehaze(nn.Module):\n\n\tdef __init__(self):\n\t\tself.relu = nn.ReLU(inplace=True)\n"
+        b"\t\tself.conv = nn.Conv2d(3, 3, 1)\n\n\tdef forward(self, x):\n"
+        b"\t\treturn self.relu(self.conv(x)) * x\n"
+    )
+    assert read_facts([tabbed]).plain_layer_classes == {"Dehaze"}
+
+
+# PyTorch-Image-Dehazing: AOD-Net, in net.py, has only convolutions and ReLUs; a weight
+# initializer of train.py names BatchNorm for the models it might be given.
+DEHAZE_NET = """import torch
+import torch.nn as nn
+
+
+class dehaze_net(nn.Module):
+    def __init__(self):
+        super(dehaze_net, self).__init__()
+        self.relu = nn.ReLU(inplace=True)
+        self.e_conv1 = nn.Conv2d(3, 3, 1, 1, 0, bias=True)
+
+    def forward(self, x):
+        return self.relu(self.e_conv1(x))
+"""
+DEHAZE_TRAIN = """import torch
+import net
+
+
+def weights_init(m):
+    if m.__class__.__name__.find('BatchNorm') != -1:
+        m.weight.data.normal_(1.0, 0.02)
+
+
+def train(train_loader, val_loader, optimizer, criterion):
+    dehaze_net = net.dehaze_net().cuda()
+    dehaze_net.apply(weights_init)
+    dehaze_net.train()
+    for epoch in range(10):
+        for img_orig, img_haze in train_loader:
+            loss = criterion(dehaze_net(img_haze), img_orig)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        for img_orig, img_haze in val_loader:
+            clean_image = dehaze_net(img_haze)
+"""
+DEHAZE_RUN = """import torch
+import net
+
+
+def dehaze_image(image):
+    dehaze_net = net.dehaze_net().cuda()
+    dehaze_net.load_state_dict(torch.load('snapshots/dehazer.pth'))
+    return dehaze_net(image)
+"""
+
+
+def test_a_model_of_another_module_built_of_plain_layers_needs_no_eval(tmp_path):
+    _write_project(
+        tmp_path, {"net.py": DEHAZE_NET, "train.py": DEHAZE_TRAIN, "dehaze.py": DEHAZE_RUN}
+    )
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    # The evaluation loop still records a graph per batch: only that is said.
+    assert "train.py:21:27: TD205" in out and "records an autograd graph" in out, out
+    assert "without `dehaze_net.eval()`" not in out and "dehaze.py" not in out, out
+    # With a BatchNorm in the model, both are reported again.
+    (tmp_path / "net.py").write_text(
+        DEHAZE_NET.replace("nn.ReLU(inplace=True)", "nn.BatchNorm2d(3)")
+    )
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "without `dehaze_net.eval()`" in out and "dehaze.py:8:12: TD205" in out, out

@@ -288,6 +288,53 @@ _NOT_CLASSES = frozenset(
     b"hasattr max min sum zip enumerate bool round abs map filter sorted reversed any all "
     b"type iter next open format repr id divmod pow".split()
 )
+# What a class's `__init__` may call and still be known to build only layers that compute the same
+# in either mode: torch's own (the mode-dependent ones are found by MODE_LAYER_WORDS first), the
+# math of numpy and `math`, and the initializers of its own. Anything else (`timm.create_model(`,
+# `torch.hub.load(`, `getattr(` of a name, a method of its own that may build a backbone) may
+# bring BatchNorm by a name the text does not spell.
+_ANY_CALL = lazy_compile(rb"(?<![\w.])([A-Za-z_][\w.]{0,200})[ \t]*\(")
+_PLAIN_CALL_ROOTS = frozenset(b"nn F torch math np numpy".split())
+_UNPLAIN_TORCH = (b"torch.hub", b"torch.load", b"torch.jit", b"torch.package")
+_PLAIN_SELF_CALLS = frozenset(b"apply register_buffer register_parameter add_module".split())
+_UNPLAIN_BUILTINS = frozenset(b"getattr globals locals eval exec __import__".split())
+# Recurrent layers whose backward depends on the mode (cuDNN's), by how a class names them.
+_RECURRENT_WORDS = (b"LSTM", b"GRU", b"RNN", b"lstm", b"gru", b"rnn")
+# The pseudo-name a class's layer entry lists beside its bases and called classes when its own
+# text builds nothing else (`_builds_only_plain_layers`); no class can take it (a digit).
+PLAIN_LAYERS = "0"
+
+
+def _builds_only_plain_layers(
+    source: bytes, start: int, end: int, init: tuple[int, int] | None
+) -> bool:
+    """The class in [start, end), which names no mode-dependent layer, names no recurrent one
+    either, and its `__init__` calls only torch's layers and functions, Python's own, numpy's,
+    initializers of its own (`self.apply(weights_init)`) and names of the project (settled with
+    the project's facts: its classes, whose layers are read the same way)."""
+    if any(source.find(word, start, end) != -1 for word in _RECURRENT_WORDS):
+        return False
+    if init is None:
+        return True
+    for call in _ANY_CALL.finditer(source, *init):
+        dotted = call.group(1)
+        if source[call.start() - 4 : call.start()] == b"def ":
+            continue  # a function defined in `__init__`: its calls are read all the same
+        root, dot, rest = dotted.partition(b".")
+        if not dot:
+            if dotted in _UNPLAIN_BUILTINS:
+                return False
+            continue  # a project name, settled later, or one of Python's own
+        if root == b"self":
+            method = rest.rpartition(b".")[2]
+            if method not in _PLAIN_SELF_CALLS and b"init" not in method and b"reset" not in method:
+                return False
+        elif root not in _PLAIN_CALL_ROOTS or dotted.startswith(_UNPLAIN_TORCH):
+            if rest.rpartition(b".")[2] not in (b"append", b"extend", b"insert", b"__init__"):
+                return False
+    return True
+
+
 # Layers whose forward differs in training and evaluation mode, as a class body spells them:
 # the classes (`nn.BatchNorm2d`, `nn.Dropout`, `SyncBatchNorm`, `nn.TransformerEncoderLayer`,
 # `nn.RReLU`), the functional calls, and dropout by any name (`self.dropout`, `dropout=0.1` of
@@ -372,6 +419,11 @@ class ProjectFacts:
     # The top-level classes of the project that have a layer whose forward depends on the mode
     # (Dropout, BatchNorm...): named in their body, or in a class they call or subclass.
     mode_layer_classes: frozenset[str] = frozenset()
+    # The top-level classes of the project every definition of which builds only layers that
+    # compute the same in either mode (convolutions, linear layers, activations; no Dropout,
+    # BatchNorm, recurrent layer nor anything built by a call the text cannot see into), with
+    # the project classes they use so too: whoever runs one need not set its mode.
+    plain_layer_classes: frozenset[str] = frozenset()
     # The top-level classes of the project that set their own mode (`self.eval()` in their
     # `forward`, as FAST-VQA's evaluators do when `inference=True`): whoever runs one need not.
     self_moded_classes: frozenset[str] = frozenset()
@@ -440,6 +492,11 @@ class ProjectFacts:
         """Whether every top-level class of this name in the project has a layer whose forward
         depends on the training or evaluation mode (its own, or a project class's it uses)."""
         return class_name in self.mode_layer_classes
+
+    def builds_only_plain_layers(self, class_name: str) -> bool:
+        """Whether every top-level class of this name in the project is built only from layers
+        whose forward and backward are the same in training and evaluation mode."""
+        return class_name in self.plain_layer_classes
 
     def sets_own_mode(self, class_name: str) -> bool:
         """Whether every top-level class of this name in the project calls `self.eval()` in its
@@ -1158,6 +1215,15 @@ def _class_layers(source: bytes, layers: list[int], functions: list[_Function]) 
             continue  # a layer its `__init__` leaves out by default: not known either way
         used = set(_base_names(bases.decode("ascii", "replace")))
         init = _method_span(source, b"__init__", match.end(), end) if b"Module" in bases else None
+        # (a subclass of a project class that builds parts of its own: its called classes are
+        # not listed, so nothing is known of them)
+        own_init = (
+            init is not None or _method_span(source, b"__init__", match.end(), end) is not None
+        )
+        if (init is not None or not own_init) and _builds_only_plain_layers(
+            source, start, end, init
+        ):
+            used.add(PLAIN_LAYERS)
         if init is not None and any(
             _calls_function(source, helper, *init) for helper in helpers
         ):  # `self.encoder = nn.Sequential(conv_block(...))`, a helper building BatchNorm
@@ -1476,12 +1542,20 @@ def _method_span(source: bytes, name: bytes, start: int, end: int) -> tuple[int,
     """Where the method `name` of the class body in [start, end) runs: from its `def` to the
     next method, as most code indents it; None when the class has none. A method of the class
     itself comes before one of a class defined in one of its methods (ddpm-torch's `Extractor`
-    inside `load_model`)."""
+    inside `load_model`). The next method is the next `def` at the same indentation (a tab, two
+    spaces) as this one's."""
     at = source.find(b"\n    def " + name + b"(", start, end)
-    at = source.find(b"def " + name, start, end) if at == -1 else at + 5
+    indent = b"    "
     if at == -1:
-        return None
-    stop = source.find(b"\n    def ", at, end)
+        at = source.find(b"def " + name, start, end)
+        if at == -1:
+            return None
+        line = source.rfind(b"\n", start, at) + 1
+        if line and not source[line:at].strip():
+            indent = source[line:at]
+    else:
+        at += 5
+    stop = source.find(b"\n" + indent + b"def ", at, end)
     return at, end if stop == -1 else stop
 
 
@@ -1754,6 +1828,7 @@ class FactsReader:
         # A class settles as mode-dependent when every definition names such a layer, or uses
         # (calls, or subclasses) a class that settled so.
         mode_classes = _classes_on(self._layers_of, lambda used: used == "!")
+        plain_classes = _plain_layer_classes(self._layers_of)
         scheduler_methods = {name for name, kinds in self._steps_of.items() if kinds == {"S"}}
         training_methods = {name for name, kinds in self._steps_of.items() if kinds == {"O"}}
         self_moded = {
@@ -1776,6 +1851,7 @@ class FactsReader:
             {f"{name}={origin}" for name, origin in reexports},
             evaluators,
             mode_classes,
+            plain_classes,
             self_moded,
             self._grad_free,
             other_schedulers,
@@ -1807,6 +1883,7 @@ class FactsReader:
             frozenset(evaluators),
             reexports,
             frozenset(mode_classes),
+            frozenset(plain_classes),
             frozenset(self_moded),
             frozenset(self._grad_free),
             frozenset(other_schedulers),
@@ -1995,6 +2072,45 @@ def _scheduler_classes(bases_of: dict[str, list[list[str]]]) -> set[str]:
     directly (a base of that name the project does not define itself) or through other such
     project classes."""
     return _classes_on(bases_of, lambda base: base in _TORCH_SCHEDULERS and base not in bases_of)
+
+
+# torch.nn's classes whose forward and backward do not depend on the mode, as a class imported
+# from torch.nn by its bare name is called (`Conv2d(3, 64, 3)`) or named as a base (`nn.Module`).
+_PLAIN_TORCH_CLASSES = frozenset(
+    (
+        "Module Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d "
+        "ConvTranspose3d ReLU ReLU6 LeakyReLU PReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh "
+        "Softmax LogSoftmax Softplus Hardtanh Hardswish Hardsigmoid Sequential ModuleList "
+        "ModuleDict Parameter ParameterList ParameterDict Embedding MaxPool1d MaxPool2d MaxPool3d "
+        "AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d "
+        "AdaptiveMaxPool1d AdaptiveMaxPool2d Upsample PixelShuffle Flatten Identity LayerNorm "
+        "GroupNorm ZeroPad2d ReflectionPad2d ReplicationPad2d ConstantPad2d"
+    ).split()
+)
+
+
+def _plain_layer_classes(layers_of: dict[str, list[list[str]]]) -> set[str]:
+    """The classes every definition of which lists PLAIN_LAYERS and uses only torch's plain
+    classes and project classes settled so too. Linear in the number of names used: a class
+    found not plain makes each class using it not plain, once."""
+    not_plain: set[str] = set()
+    users: dict[str, list[str]] = {}
+    for name, definitions in layers_of.items():
+        for used in definitions:
+            if PLAIN_LAYERS not in used:
+                not_plain.add(name)
+            for part in used:
+                if part in layers_of:
+                    users.setdefault(part, []).append(name)
+                elif part != PLAIN_LAYERS and part.removeprefix("nn.") not in _PLAIN_TORCH_CLASSES:
+                    not_plain.add(name)  # a class of a library or a helper function: unseen
+    todo = list(not_plain)
+    while todo:
+        for user in users.pop(todo.pop(), ()):
+            if user not in not_plain:
+                not_plain.add(user)
+                todo.append(user)
+    return set(layers_of) - not_plain
 
 
 def _classes_on(bases_of: dict[str, list[list[str]]], direct) -> set[str]:

@@ -9,6 +9,7 @@ import ast
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import MODEL_WRAPPERS, unwrap_self_methods
+from torchdoctor.lint.project import ProjectFacts
 
 # Names of layers whose forward depends on the mode.
 MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transformer", "rrelu")
@@ -31,10 +32,17 @@ class ModeFreeModels:
     whose `words` say nothing about a mode. `classes`: the file's classes by name; `qualname`:
     the context's resolution of a called name."""
 
-    def __init__(self, classes: dict[str, ast.ClassDef], qualname, words=MODE_DEPENDENT_WORDS):
+    def __init__(
+        self,
+        classes: dict[str, ast.ClassDef],
+        qualname,
+        words=MODE_DEPENDENT_WORDS,
+        project: ProjectFacts | None = None,
+    ):
         self.classes = classes
         self._qualname = qualname
         self._dependent = words
+        self._project = project
         self._mode_free: dict[ast.AST, bool] = {}
         self._words: dict[ast.AST, tuple[bool, list[str]]] = {}
 
@@ -68,7 +76,20 @@ class ModeFreeModels:
             return self._builds_mode_free(value.args[0], seen)
         if qualname.startswith("torch.nn."):
             return self._subtree_mode_free(value, seen)
-        return False
+        return self._plain_project_class(value.func, qualname)
+
+    def _plain_project_class(self, func: ast.AST, qualname: str) -> bool:
+        """`net.dehaze_net()` of `import net`: a class of another module of the project whose
+        facts say it builds only layers that compute the same in either mode (its text names
+        no recurrent layer either, so this holds for the training words too)."""
+        name = last_name(func)
+        project = self._project
+        return (
+            project is not None
+            and name is not None
+            and project.builds_only_plain_layers(name)
+            and (not qualname or project.is_project_module(qualname))
+        )
 
     def _subtree_mode_free(self, root: ast.AST, seen: set[str]) -> bool:
         """No mode-dependent layer named in `root`, nor in the local classes it uses."""

@@ -1753,7 +1753,7 @@ class _Program:
         self._reach: dict[ast.AST, set[ast.AST]] = {}
         self._flags: dict[ast.AST, _ScopeFacts] = {}
         self._without_gradients: dict[ast.AST, bool] = {}
-        self._modes = ModeFreeModels(self.classes, ctx.qualname)
+        self._modes = ModeFreeModels(self.classes, ctx.qualname, project=ctx.project)
 
     def _parameter_named(self, function: ast.AST, name: str, at: int) -> bool:
         """The node numbered `at`, a mention of `name` in `function`, is its parameter's name."""
@@ -1885,6 +1885,8 @@ class _Program:
             if qualname.startswith("torch.nn."):  # `nn.Sequential(nn.Linear(...), nn.ReLU())`
                 if self._modes.all_mode_free([made]):
                     return False
+            elif self._modes.all_mode_free([made]):
+                return False  # a class of another module of the project built of plain layers
             elif not _mode_dependent_factory(qualname) and not other_modules:
                 if not (project_classes and ctx.project.has_mode_layers(last_name(func) or "")):
                     return False  # a class of another module: its layers cannot be seen

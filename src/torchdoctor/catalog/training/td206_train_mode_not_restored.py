@@ -255,7 +255,7 @@ def _models(ctx: Context) -> ModeFreeModels:
     found = index(ctx)
     # Of two classes of one name, the one a walk popping the last node first meets last.
     classes = {c.name: c for c in sorted(found.everywhere(ast.ClassDef), key=found.walk_order)}
-    return ModeFreeModels(classes, ctx.qualname, TRAINING_DEPENDENT_WORDS)
+    return ModeFreeModels(classes, ctx.qualname, TRAINING_DEPENDENT_WORDS, ctx.project)
 
 
 class _Switch:
