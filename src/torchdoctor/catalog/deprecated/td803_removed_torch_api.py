@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from functools import wraps
-from typing import Callable, Iterator
+from typing import Iterator
 
+from torchdoctor.catalog.deprecated._fallbacks import outside_compat_fallbacks
 from torchdoctor.catalog.sdk import (
     TORCH_STAR_EXPORTS,
     lazy_compile,
@@ -19,12 +19,13 @@ from torchdoctor.catalog.sdk import (
     Kind,
     Pitfall,
     dotted_name,
-    in_compat_fallback,
     index,
     index_of,
     only_identified,
     per_file,
 )
+
+_OUTSIDE_COMPAT_FALLBACKS = outside_compat_fallbacks(guarded_imports=True, defaults_replaced=False)
 
 PITFALL = Pitfall(
     code="TD803",
@@ -288,23 +289,8 @@ _LAST_NAMES = {qualname.rpartition(".")[2] for qualname in RENAMES}
 _CALL_REWRITES = {q.rpartition(".")[2] for q, r in RENAMES.items() if r.keywords}
 
 
-def _outside_compat_fallbacks(detector: Callable) -> Callable:
-    """Drop what `detector` finds in code kept for older torch versions (an `except
-    ImportError` branch, a version-gated one), which never runs on this one; asked only once
-    there is something to drop, not for every node the detector sees."""
-
-    @wraps(detector)
-    def checked(node: ast.AST, ctx: Context) -> list[Finding]:
-        found = list(detector(node, ctx))
-        # an import is asked about itself (it may stand straight in a guarded `try` body)
-        guarded = node if isinstance(node, ast.stmt) else None
-        return [] if found and in_compat_fallback(ctx, guarded) else found
-
-    return checked
-
-
 @PITFALL.static(ast.Attribute, names=_LAST_NAMES - _CALL_REWRITES)
-@_outside_compat_fallbacks
+@_OUTSIDE_COMPAT_FALLBACKS
 def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     """`nn.init.xavier_uniform`, `torch.symeig`: called or used as a value."""
     if not isinstance(node.ctx, ast.Load):
@@ -358,7 +344,7 @@ def _listed_beside(node: ast.Attribute, new: str, ctx: Context) -> bool:
 
 
 @PITFALL.static(ast.Call, names=_CALL_REWRITES)
-@_outside_compat_fallbacks
+@_OUTSIDE_COMPAT_FALLBACKS
 def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     """`F.upsample_bilinear(x)` -> `F.interpolate(x, mode="bilinear", align_corners=True)`."""
     func = call.func
@@ -388,7 +374,7 @@ def check_call_rewrite(call: ast.Call, ctx: Context) -> Iterator[Finding]:
 
 
 @PITFALL.static(ast.ImportFrom)
-@_outside_compat_fallbacks
+@_OUTSIDE_COMPAT_FALLBACKS
 def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     """`from torch.nn.init import xavier_uniform`: fixed as `xavier_uniform_ as xavier_uniform`."""
     module = node.module
@@ -414,7 +400,7 @@ def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
 
 
 @PITFALL.static(ast.Name, names=frozenset(TORCH_STAR_EXPORTS["torch.nn.init"]))
-@_outside_compat_fallbacks
+@_OUTSIDE_COMPAT_FALLBACKS
 def check_star_imported(node: ast.Name, ctx: Context) -> Iterator[Finding]:
     """`orthogonal(w)` after `from torch.nn.init import *` (easyrl): no import names it to be
     reported at, so it is reported where it is used."""
@@ -442,7 +428,7 @@ def _imported_by_name(ctx: Context) -> frozenset[str]:
 
 
 @PITFALL.static(ast.Call, names={"backward"}, imported=True)
-@_outside_compat_fallbacks
+@_OUTSIDE_COMPAT_FALLBACKS
 def check_keywords(call: ast.Call, ctx: Context) -> Iterator[Finding]:
     """`retain_variables=` / `grad_variables=` on a backward call. (`volatile=` on a Variable
     is variable-wrapper's to report, with the wrapper it belongs to.)"""

@@ -5,20 +5,22 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from functools import wraps
-from typing import Callable, Iterator
+from typing import Iterator
 
 from torchdoctor.catalog.deprecated._torch_name import torch_name
+from torchdoctor.catalog.deprecated._fallbacks import outside_compat_fallbacks
 from torchdoctor.catalog.sdk import (
     Context,
     Edit,
     Finding,
     Fix,
     Pitfall,
-    expects_an_error,
-    in_compat_fallback,
     index,
     only_identified,
+)
+
+_OUTSIDE_COMPAT_FALLBACKS = outside_compat_fallbacks(
+    guarded_imports=False, defaults_replaced=True, in_warning_tests=True
 )
 
 PITFALL = Pitfall(
@@ -360,26 +362,8 @@ _LAST_NAMES = {qualname.rpartition(".")[2] for qualname in DEPRECATED}
 _FROM_FUNCTORCH = re.compile(r"from\s+functorch\b")
 
 
-def _outside_compat_fallbacks(detector: Callable) -> Callable:
-    """Drop what `detector` finds in code kept for older torch versions (an `except
-    ImportError` branch, a version-gated one) or in a test that expects the warning; asked
-    only once there is something to drop."""
-
-    @wraps(detector)
-    def checked(node: ast.AST, ctx: Context) -> list[Finding]:
-        found = list(detector(node, ctx))
-        # An import is not asked about itself: one straight in a guarded `try` body runs on
-        # today's torch, where the deprecated name still imports (unlike a removed one, TD803).
-        expr = None if isinstance(node, ast.stmt) else node
-        if found and (in_compat_fallback(ctx, expr) or expects_an_error(ctx)):
-            return []
-        return found
-
-    return checked
-
-
 @PITFALL.static(ast.Attribute, names=_LAST_NAMES)
-@_outside_compat_fallbacks
+@_OUTSIDE_COMPAT_FALLBACKS
 def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
     """`torch.cuda.amp.autocast(...)`, `functorch.vmap`: called or used as a value."""
     if not isinstance(node.ctx, ast.Load):
@@ -396,7 +380,7 @@ def check_attribute(node: ast.Attribute, ctx: Context) -> Iterator[Finding]:
 
 
 @PITFALL.static(ast.ImportFrom)
-@_outside_compat_fallbacks
+@_OUTSIDE_COMPAT_FALLBACKS
 def check_import(node: ast.ImportFrom, ctx: Context) -> Iterator[Finding]:
     """`from torch.cuda.amp import autocast`, `from functorch import vmap`."""
     module = node.module
