@@ -142,6 +142,13 @@ def unpack(mirrors: Path, work: Path, repo: str, commit: str) -> Path | None:
 _NAMED_LINE = re.compile(r"\bline (\d+)\b")
 
 Found = dict[str, list[tuple[int, int, str, tuple[int, ...]]]]
+# What a finding of eval-mode-missing speaks of: the model's mode (`.eval()`, training mode) or
+# only the gradients its loop records (`torch.no_grad()`, `volatile=True`). Seed 38 is the
+# mode; a loop that is right about `eval()` and records a graph per batch is labelled clean for
+# it by a collector who judged only the mode, so advice on the gradients alone is marked
+# (TD205~grad): it neither catches nor alarms for seed 38, unless asked (`grad_advice`).
+_SPEAKS_OF_THE_MODE = re.compile(r"eval\(\)|training mode")
+GRADIENTS_ONLY = "~grad"
 
 
 def findings_in(tree: Path) -> Found:
@@ -176,9 +183,10 @@ def findings_in(tree: Path) -> Found:
     for finding in json.loads(run.stdout or "[]"):
         cell = finding.get("location", {}).get("cell") or 0
         named = tuple(int(n) for n in _NAMED_LINE.findall(finding.get("message", "")))
-        found[finding["path"].removeprefix("./")].append(
-            (finding["line"], cell, finding["code"], named)
-        )
+        code = finding["code"]
+        if code == "TD205" and not _SPEAKS_OF_THE_MODE.search(finding.get("message", "")):
+            code += GRADIENTS_ONLY
+        found[finding["path"].removeprefix("./")].append((finding["line"], cell, code, named))
     return found
 
 
@@ -210,12 +218,15 @@ def judge(
     tree: Path,
     block: bool = False,
     named: bool = False,
+    grad_advice: bool = False,
 ) -> bool:
     """A bug case: caught within LINE_SLACK lines (with `block`, or anywhere in the block its
     line opens: a collector may label a function, class or loop and the rule report the
     statement inside it; with `named`, or by a finding of the file whose message names a line
     within LINE_SLACK: a uint8 mask reported where it is made, "used as a mask on line 23",
-    labelled at its use); a clean case: alarmed on its own line."""
+    labelled at its use); a clean case: alarmed on its own line. With `grad_advice`, a TD205
+    finding on the gradients alone counts as one on the mode (how rounds before the thirty-fourth
+    session counted)."""
     wanted = set(RULES_FOR_SEED.get(case["seed"], ())) & codes
     slack = LINE_SLACK if case["label"] == "bug" else 0
     cell, line = 0, case["line"]
@@ -228,7 +239,7 @@ def judge(
     if block and case["label"] == "bug" and not cell:
         last = max(last, block_end(tree / case["path"], line))
     return any(
-        code in wanted
+        (code.removesuffix(GRADIENTS_ONLY) if grad_advice else code) in wanted
         and found_cell == cell
         and (
             first <= found_line <= last
@@ -284,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         by_tree[(case["repo"], case["commit"])].append(case)
 
-    results = []  # (case, hit: default rules, every rule, default in the block, also naming the line)
+    # (case, hit: default rules, every rule, default in the block, also naming the line, default
+    # counting advice on gradients alone for seed 38)
+    results = []
     for (repo, commit), group in sorted(by_tree.items()):
         tree = unpack(args.mirrors, args.work, repo, commit)
         if tree is None:
@@ -302,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                     judge(case, found, every, tree),
                     judge(case, found, default, tree, block=True),
                     judge(case, found, default, tree, block=True, named=True),
+                    judge(case, found, default, tree, grad_advice=True),
                 )
             )
 
@@ -341,6 +355,15 @@ def main(argv: list[str] | None = None) -> int:
     for rules, column in (("default rules", 1), ("every rule", 2)):
         alarms = sum(1 for r in clean if r[column])
         print(f"false alarms on clean look-alikes, {rules}: {alarms}/{len(clean)}")
+    for name, rows, column in (
+        ("recall, seeded categories with a default rule", on_by_default, 5),
+        ("false alarms on clean look-alikes", clean, 5),
+    ):
+        hit = sum(1 for r in rows if r[column])
+        print(
+            f"{name}, default rules, TD205's advice on gradients alone counting for seed 38 "
+            f"(as before the thirty-fourth session): {hit}/{len(rows)}"
+        )
 
     per_seed: dict[int, Counter] = defaultdict(Counter)
     for case, hit_default, hit_every, *_ in bugs:
