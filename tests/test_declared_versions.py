@@ -1,5 +1,5 @@
 """The torch and torchvision releases a project says it supports, and the deprecation rules
-that then do not advise an API those releases lack (TD805, TD807, TD707)."""
+that then do not advise an API those releases lack (TD707, TD804, TD805, TD807)."""
 
 from __future__ import annotations
 
@@ -132,3 +132,26 @@ def test_a_cpp_extension_of_a_project_supporting_torch_before_1_3_keeps_data(tmp
     assert "TD707" not in _check(tmp_path, "--no-cache", "--select", "TD707").stdout
     _write(tmp_path, {"README.md": "Software: PyTorch>=1.3.0, Python3\n"})
     assert "lib/op.cpp:3:16: TD707" in _check(tmp_path, "--no-cache", "--select", "TD707").stdout
+
+
+CHECKPOINTED = (
+    "import torch.utils.checkpoint as cp\n\n\n"
+    "def forward(self, x):\n    return cp.checkpoint(self.block, x)\n"
+)
+
+
+def test_use_reentrant_is_not_advised_to_a_project_supporting_torch_before_1_11(tmp_path):
+    # OpenMMLab's packages: `torch>=1.3` in the sdist's own metadata, no requirements file.
+    _write(
+        tmp_path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='mmx')\n",
+            "mmx.egg-info/requires.txt": "numpy\ntorch>=1.3\n\n[tests]\npytest\n",
+            "mmx/blocks.py": CHECKPOINTED,
+        },
+    )
+    assert declared_minimums(tmp_path) == (("torch", "1.3.0"),)
+    assert "TD804" not in _check(tmp_path, "--no-cache", "--select", "TD804").stdout
+    _write(tmp_path, {"mmx.egg-info/requires.txt": "torch>=1.11\n"})
+    found = _check(tmp_path, "--no-cache", "--select", "TD804").stdout
+    assert "mmx/blocks.py:5:12: TD804" in found, found

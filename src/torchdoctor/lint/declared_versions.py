@@ -19,7 +19,14 @@ from torchdoctor._regex import lazy_compile
 # environments; the README (where research code states what it needs) only when none of them
 # gives a bound, since a README's requirements go stale while the metadata is enforced.
 _METADATA_NAMES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml")
-_METADATA_PATTERNS = ("requirements*.txt", "requirements/*.txt", "*env*.yml", "*env*.yaml")
+# (an sdist carries its `install_requires` as `NAME.egg-info/requires.txt`)
+_METADATA_PATTERNS = (
+    "requirements*.txt",
+    "requirements/*.txt",
+    "*env*.yml",
+    "*env*.yaml",
+    "*.egg-info/requires.txt",
+)
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README")
 _MAX_BYTES = 1 << 20  # a README or requirements file larger than this is not one
 _MAX_FILES = 32  # requirement files looked at, at most (a directory of hundreds is data)

@@ -40,7 +40,8 @@ without a `use_reentrant=` argument, however the function is reached
 (`torch.utils.checkpoint.checkpoint`, `from torch.utils.checkpoint import checkpoint`,
 `import torch.utils.checkpoint as cp; cp.checkpoint`, an alias of the imported name). A call
 that passes `**kwargs`, or that gives `checkpoint_sequential` its fourth argument by position,
-may already pass the flag and is not reported.
+may already pass the flag and is not reported, nor is any call in a project that says it supports
+a torch older than 1.11 (`torch>=1.8` in its requirements), which has no `use_reentrant=`.
 
 ## Why is this bad?
 PyTorch has two implementations of activation checkpointing. When `use_reentrant` is not given,
@@ -94,7 +95,8 @@ or call through a wrapper that does.
 `use_reentrant=` 参数，无论函数是怎样引用的（`torch.utils.checkpoint.checkpoint`、
 `from torch.utils.checkpoint import checkpoint`、`import torch.utils.checkpoint as cp; cp.checkpoint`、
 导入时起的别名）。传了 `**kwargs` 的调用，或按位置给 `checkpoint_sequential` 传了第四个参数的调用，
-可能已经传了这个参数，不报告。
+可能已经传了这个参数，不报告；项目声明支持早于 1.11 的 torch（依赖文件中写着 `torch>=1.8`）时也不报告：
+那些版本没有 `use_reentrant=`。
 
 ## Why is this bad?
 PyTorch 的激活检查点有两种实现。不传 `use_reentrant` 时，它选用旧的可重入实现，并发出警告：
@@ -203,6 +205,8 @@ FUNCTIONS = {
 # checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs): its fourth
 # positional argument is the flag; checkpoint's flag is keyword-only.
 POSITIONAL_FLAG = {"checkpoint_sequential": 3}
+# The release that added `use_reentrant=`: passing it to an older torch is a TypeError.
+USE_REENTRANT_SINCE = "1.11"
 
 
 @PITFALL.static(ast.Call, names=POSITIONAL_FLAG.keys() | {"checkpoint"}, imported=True)
@@ -227,6 +231,8 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         len(call.args) > position or any(type(a) is ast.Starred for a in call.args)
     ):
         return  # the flag passed by position, or maybe inside *args
+    if ctx.project.supports_before("torch", USE_REENTRANT_SINCE):
+        return  # the project promises a torch that has no such argument
     fix = ctx.fix(PITFALL, "unsafe", _add_flag(call, ctx))
     yield ctx.finding(PITFALL, call, fix=fix, function=ctx.text(func))
 
