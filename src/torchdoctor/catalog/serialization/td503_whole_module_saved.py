@@ -248,12 +248,18 @@ def _pruned(call: ast.Call, ctx: Context) -> bool:
 def _weights_saved_otherwise(call: ast.Call, saved: ast.AST, ctx: Context) -> bool:
     """The save is in one branch of an `if` whose other branch saves the same object's
     `state_dict()`: saving it whole is an option the code offers on purpose (DeepCTR's
-    Keras-like `ModelCheckpoint(save_weights_only=False)`)."""
+    Keras-like `ModelCheckpoint(save_weights_only=False)`); or in one `case` of a `match` another
+    case of which does (tianshou's persistence modes)."""
     found = index_of(ctx, call)
     text = ctx.text(saved)
     for node, child in lineage(call, found.parents):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
+        if type(node) is ast.Match and any(  # tianshou's `case Mode.POLICY_STATE_DICT:`
+            case is not child and text in _weights_saved_in(ctx, case, "body")
+            for case in node.cases
+        ):
+            return True
         if type(node) is ast.If and child is not node.test:
             other = "orelse" if child in node.body else "body"
             if text in _weights_saved_in(ctx, node, other) and not _always_taken(
@@ -282,7 +288,7 @@ def _always_taken(owner: ast.If, in_body: bool, ctx: Context) -> bool:
 
 
 @per_file
-def _weights_saved_in(ctx: Context, owner: ast.If, side: str) -> frozenset[str]:
+def _weights_saved_in(ctx: Context, owner: ast.If | ast.match_case, side: str) -> frozenset[str]:
     """The objects (as written) whose `state_dict()` one branch of `owner` saves; read once."""
     found = index_of(ctx, owner)
     saved = set()
