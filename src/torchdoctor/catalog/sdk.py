@@ -132,6 +132,7 @@ from torchdoctor.lint.values import (
     passed_values,
     read_as_tensor,
     returned_values,
+    tensor_rank,
     tensor_type,
 )
 from torchdoctor.lint.occurrences import (
@@ -338,6 +339,7 @@ __all__ = [
     "shorten",
     "assigned_name",
     "tensor_methods",
+    "tensor_rank",
     "tensor_type",
     "lineage",
     "in_other_branches",

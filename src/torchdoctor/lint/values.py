@@ -1240,3 +1240,117 @@ def passed_loader(ctx: Context, function: ast.AST, name: str) -> bool:
         ):
             return False
     return True
+
+
+# Methods that give a tensor of their receiver's shape: conversions and moves.
+_SHAPE_KEEPING = frozenset(
+    "float double half bfloat16 long int short byte bool char cpu cuda to type detach clone "
+    "contiguous".split()
+)
+# Reductions along the one dimension they are given (`x.sum(0)`): a dimension fewer. (Not
+# `max`/`min`/`median`, which give values and indices then; not `norm`, whose first is `p`.)
+_ALONG_ONE_DIMENSION = frozenset("sum mean prod std var all any nansum nanmean amax amin".split())
+
+
+def tensor_rank(expr: ast.AST, ctx: Context, scope: ast.AST | None = None) -> int | None:
+    """How many dimensions the tensor `expr` has, where the code itself says so: `x.view(-1)`,
+    `x.reshape(-1)` and `x.flatten()` have one, `x.view(a, b)` two; a reduction along one
+    dimension (`x.sum(0)`) one fewer than its receiver; integer indices (`x[0, n]`, `n` the
+    variable of a loop over a `range`) as many fewer; conversions and moves (`.float()`,
+    `.cuda()`, `.data`) as many as their receiver; a name every binding of which in its scope
+    has the same. None where the code does not say. `scope`: the function `expr` is read in,
+    when not the one being walked."""
+    return _rank(expr, ctx, scope, frozenset())
+
+
+def _rank(
+    expr: ast.AST, ctx: Context, scope: ast.AST | None, resolving: frozenset[str]
+) -> int | None:
+    kind = type(expr)
+    if kind is ast.Attribute:
+        return _rank(expr.value, ctx, scope, resolving) if expr.attr == "data" else None  # type: ignore[attr-defined]
+    if kind is ast.Subscript:
+        return _indexed_rank(expr, ctx, scope, resolving)  # type: ignore[arg-type]
+    if kind is ast.Name:
+        name = expr.id  # type: ignore[attr-defined]
+        if name in resolving:
+            return None
+        found = bindings(ctx, scope if scope is not None else scope_of(name, ctx), name)
+        if not found or any(b.value is None or b.augmented for b in found):
+            return None
+        ranks = {_rank(b.value, ctx, scope, resolving | {name}) for b in found}  # type: ignore[arg-type]
+        return ranks.pop() if len(ranks) == 1 else None
+    if kind is not ast.Call:
+        return None
+    func = expr.func  # type: ignore[attr-defined]
+    args, keywords = expr.args, expr.keywords  # type: ignore[attr-defined]
+    if any(type(a) is ast.Starred for a in args) or any(k.arg is None for k in keywords):
+        return None
+    if type(func) is not ast.Attribute:
+        flattened = ctx.qualname(func) == "torch.flatten" and len(args) == 1 and not keywords
+        return 1 if flattened else None
+    method, receiver = func.attr, func.value
+    if ctx.kind_of(receiver) is Kind.NDARRAY:
+        return None  # numpy's `view` reinterprets the dtype
+    if method in _SHAPE_KEEPING:
+        return _rank(receiver, ctx, scope, resolving)
+    if method in ("view", "reshape") and not keywords:
+        if len(args) > 1:
+            return len(args)
+        if len(args) == 1 and _is_int_constant(args[0]):
+            return 1
+        if len(args) == 1 and type(args[0]) in (ast.Tuple, ast.List):
+            return len(args[0].elts)  # type: ignore[attr-defined]
+        return None
+    if method == "flatten":
+        return 1 if not args and not keywords else None
+    if method in _ALONG_ONE_DIMENSION:
+        dims = [*args, *(k.value for k in keywords if k.arg == "dim")]
+        if len(dims) != 1 or not _is_int_constant(dims[0]) or len(keywords) > (not args):
+            return None  # also `keepdim=`, `dtype=`: not told apart
+        known = _rank(receiver, ctx, scope, resolving)
+        return known - 1 if known else None
+    return None
+
+
+def _indexed_rank(
+    expr: ast.Subscript, ctx: Context, scope: ast.AST | None, resolving: frozenset[str]
+) -> int | None:
+    index = expr.slice
+    indices = index.elts if type(index) is ast.Tuple else [index]
+    if not all(_is_int_index(i, ctx, scope) for i in indices):
+        return None  # a slice, a mask, a tensor of indices, `None`, `...`
+    known = _rank(expr.value, ctx, scope, resolving)
+    return known - len(indices) if known is not None and known >= len(indices) else None
+
+
+def _is_int_constant(expr: ast.AST) -> bool:
+    if type(expr) is ast.UnaryOp and type(expr.op) is ast.USub:
+        expr = expr.operand
+    return type(expr) is ast.Constant and type(expr.value) is int
+
+
+def _is_int_index(expr: ast.AST, ctx: Context, scope: ast.AST | None) -> bool:
+    """An int constant, or the variable of a loop over a `range` (`for n in range(N)`), every
+    binding of the name in its scope such a loop's."""
+    if _is_int_constant(expr):
+        return True
+    if type(expr) is not ast.Name:
+        return False
+    where = scope if scope is not None else scope_of(expr.id, ctx)
+    found = bindings(ctx, where, expr.id)
+    if not found:
+        return False
+    parents = index_of(ctx, where).parents
+    for binding in found:
+        loop = parents.get(binding.node)
+        if not (
+            isinstance(loop, ast.For)
+            and loop.target is binding.node
+            and isinstance(loop.iter, ast.Call)
+            and type(loop.iter.func) is ast.Name
+            and loop.iter.func.id == "range"
+            and loop.iter.func.id not in ctx.imported
+        ):
+            return False
+    return True

@@ -12,6 +12,8 @@ from torchdoctor.catalog.sdk import (
     in_compat_fallback,
     builds_a_loss_module,
     reaching_assignment,
+    assigned_before,
+    tensor_rank,
     Clue,
     Context,
     Finding,
@@ -61,7 +63,10 @@ PITFALL = Pitfall(
 `nn.*Loss` module such as `nn.CrossEntropyLoss()`, or a functional loss such as
 `F.cross_entropy` / `F.mse_loss`), a full reduction (`x.sum()`, `x.mean()`, `x.norm()`,
 `torch.sum(x)`, ..., or the built-in `sum` of one per item: `sum([p.norm() for p in
-params])`) or `torch.tensor(3.0)`, also scaled by a number, a setting or one size of a
+params])`; a reduction along the one dimension of a tensor the code makes 1-D:
+`correct.view(-1).float().sum(0)`), an element picked by as many integer indices as the
+tensor has dimensions (`flat[0, i]` of `flat = x.view(n, -1)`, `i` a `range` loop's variable)
+or `torch.tensor(3.0)`, also scaled by a number, a setting or one size of a
 tensor (`loss / x.size(0)`, `total / x.size()[0]`), directly or through a name or `self.` attribute
 assigned only such values (a `loss = 0` before `loss += ...` or `loss = loss + ...` included) or whose assignment
 that reaches the read is one. Where the loss comes from out of sight (a criterion passed in,
@@ -118,7 +123,9 @@ returns is a loss only in an optimizer's `step(self, closure)`.
 对已知是 0 维张量的 `X` 写 `X.data[0]`：`X` 是损失函数的结果（调用 `nn.CrossEntropyLoss()`
 这类 `nn.*Loss` 模块，或 `F.cross_entropy`、`F.mse_loss` 这类函数式损失），是对全部元素的归约
 （`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等，或对每一项各做一次这种归约再用内置 `sum` 相加：
-`sum([p.norm() for p in params])`），或是 `torch.tensor(3.0)`，也包括它们乘除一个数、一个设置项或张量的某一维大小
+`sum([p.norm() for p in params])`；代码已变成一维的张量沿它唯一的维度归约：`correct.view(-1).float().sum(0)`），
+或用与张量维数一样多的整数下标取出的单个元素（`flat = x.view(n, -1)` 之后的 `flat[0, i]`，`i` 是 `range` 循环的变量），
+或是 `torch.tensor(3.0)`，也包括它们乘除一个数、一个设置项或张量的某一维大小
 （`loss / x.size(0)`、`total / x.size()[0]`）；也包括只被赋过这类值的变量
 或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 或 `loss = loss + ...` 的累加），或到达这次读取的那次赋值给出这类值。
 当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
@@ -336,11 +343,55 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
 def _zero_dim_where_read(value: ast.AST, ctx: Context) -> bool:
     """A name some statement of the file binds to something else, whose assignment that reaches
     this read is 0-dim (`output = model(x)` in one loop, `output = nn.CrossEntropyLoss()(x, y)`
-    then `output.data[0]` in another)."""
+    then `output.data[0]` in another); or a reduction along the one dimension of a name that the
+    statements before it, in its block, last made 1-D (`correct = correct.view(-1)`, then `score
+    = correct.float().sum(0).mul(100.0 / n)`, where `correct` was 2-D before)."""
     if type(value) is not ast.Name:
         return False
-    found = reaching_assignment(value.id, ctx, lambda assigned: is_zero_dim(assigned, ctx), value)
-    return found is not None
+    found = reaching_assignment(
+        value.id,
+        ctx,
+        lambda assigned: is_zero_dim(assigned, ctx) or _reduced_name(assigned) is not None,
+        value,
+    )
+    if found is None:
+        return False
+    statement, position, block = found
+    assigned = statement.value  # type: ignore[attr-defined]
+    if is_zero_dim(assigned, ctx):
+        return True
+    reduced = _reduced_name(assigned)
+    one_dimensional, _ = assigned_before(
+        reduced.id,  # type: ignore[union-attr]
+        block,
+        position,
+        ctx,
+        in_place=True,
+        wanted=lambda made: tensor_rank(made, ctx) == 1,
+    )
+    return one_dimensional is not None
+
+
+def _reduced_name(value: ast.expr) -> ast.Name | None:
+    """`correct` of `correct.float().sum(0).mul(100.0 / n)`: the name a reduction along one
+    given dimension reads, through conversions before it and element-wise methods after."""
+    while type(value) is ast.Call and type(value.func) is ast.Attribute:
+        method = value.func.attr
+        if method in ELEMENTWISE:
+            value = value.func.value
+            continue
+        if method not in FULL_REDUCTION_METHODS or len(value.args) + len(value.keywords) != 1:
+            return None
+        receiver = value.func.value
+        while (
+            type(receiver) is ast.Call
+            and type(receiver.func) is ast.Attribute
+            and receiver.func.attr in ELEMENTWISE
+            and not receiver.args
+        ):
+            receiver = receiver.func.value  # `.float()`, `.cuda()`
+        return receiver if type(receiver) is ast.Name else None
+    return None
 
 
 @PITFALL.static(ast.Subscript)
@@ -417,8 +468,8 @@ def is_zero_dim(
         return not all(numbers)
     if kind is ast.UnaryOp and isinstance(expr.op, (ast.USub, ast.UAdd)):
         return is_zero_dim(expr.operand, ctx, resolving, scope)
-    if kind is ast.Subscript:
-        return _entry_of_a_scalar_loss_dict(expr, ctx)
+    if kind is ast.Subscript:  # an element picked by integer indices: `out[0, n]` of a 2-D `out`
+        return _entry_of_a_scalar_loss_dict(expr, ctx) or tensor_rank(expr, ctx, scope) == 0
     return False
 
 
@@ -528,7 +579,7 @@ def _zero_dim_by_call(
     if isinstance(func, ast.Call):  # nn.MSELoss()(a, b), the project's FocalLoss(gamma=0)(a, b)
         return _makes_a_scalar_loss(func, ctx)
     if isinstance(func, ast.Attribute) and func.attr in FULL_REDUCTION_METHODS:
-        return _is_full_reduction_method(call, ctx)
+        return _is_full_reduction_method(call, ctx, scope)
     if _sums_zero_dim_values(call, ctx, resolving, scope):
         return True
     if isinstance(func, ast.Attribute) and func.attr in ELEMENTWISE:  # `loss.exp()`
@@ -721,12 +772,15 @@ def _is_zero_dim_torch_call(qualname: str, call: ast.Call) -> bool:
     return False
 
 
-def _is_full_reduction_method(call: ast.Call, ctx: Context) -> bool:
+def _is_full_reduction_method(call: ast.Call, ctx: Context, scope: ast.AST | None = None) -> bool:
     if not ctx.imports_torch:
         return False
     if ctx.kind_of(call.func.value) is Kind.NDARRAY:  # numpy's reductions give numpy scalars
         return False
-    return _full_reduction_arguments(call, FULL_REDUCTION_METHODS[call.func.attr], minimum=0)
+    if _full_reduction_arguments(call, FULL_REDUCTION_METHODS[call.func.attr], minimum=0):
+        return True
+    # Along the one dimension of a 1-D tensor: `correct[:k].view(-1).float().sum(0)`.
+    return bool(call.args or call.keywords) and tensor_rank(call, ctx, scope) == 0
 
 
 def _full_reduction_arguments(call: ast.Call, most: int, minimum: int) -> bool:
