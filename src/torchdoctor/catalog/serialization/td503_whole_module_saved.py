@@ -95,11 +95,12 @@ assignments makes anything else counts too when one of them builds a module (`mo
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
 called on it (`model.parameters()`: a model passed in as a parameter; `model.train()` with no
 argument, on a name that says it holds a model); so does `self.model`,
-given its value from a parameter (or by a base class of another module: hedwig's trainers), when
-the class calls such a method on it or switches its mode (`self.model.train()` with no
-argument); and `torch.save(self, path)` in a method of an `nn.Module` subclass. A project module
-imported under the name and then rebound at the top level to the model it makes (awd-lstm-lm's
-`import model`, then `model = model.RNNModel(...)`) is that model in the file's functions, which
+given its value from a parameter (or by a base class of another module: hedwig's trainers; or
+never in a root class, whose subclasses set it: a `BaseNet(object)` calling
+`self.model.parameters()`), when the class calls such a method on it or switches its mode
+(`self.model.train()` with no argument); and `torch.save(self, path)` in a method of an
+`nn.Module` subclass. A project module imported under the name and then rebound at the top
+level to the model it makes (awd-lstm-lm's `import model`, then `model = model.RNNModel(...)`) is that model in the file's functions, which
 run later, and below the rebinding at the top level (RE-Net's, in a branch under `if __name__ ==
 "__main__":`). So is a name unpacked from a call of a function of the file that returns, in that
 place of its tuple, a name it uses as a module (`net, optimizer = setup(args)`: boundary-loss).
@@ -146,7 +147,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 且其中一次构建了模块（一个分支里 `model = Net()`，另一个分支里 `model = torch.load(path)`），或在它上面调用了
 只有模块才有的方法（`model.parameters()`：作为参数传入的模型；名字表明是模型时，也包括不带参数的
 `model.train()`）时，也算在内；`self.model` 的值来自参数
-（或由另一个模块中的基类赋值，例如 hedwig 的 trainer），且类在它上面调用这类方法或切换它的模式
+（或由另一个模块中的基类赋值，例如 hedwig 的 trainer；或者在一个只读取它、从不给它赋值的根类里，
+由子类赋值，例如 `BaseNet(object)`），且类在它上面调用这类方法或切换它的模式
 （不带参数的 `self.model.train()`）时同样算在内；`nn.Module` 子类的方法里的
 `torch.save(self, path)` 同样报告。以某个名字导入的项目模块，若随后在顶层被重新赋值为它创建的模型（awd-lstm-lm 的
 `import model` 之后 `model = model.RNNModel(...)`），在之后才运行的本文件函数里就是那个模型，在顶层重新赋值之后的代码里
@@ -453,8 +455,14 @@ def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> boo
         for value in values
     ):
         return False
+    # Never given a value: not this model's class, unless a base of another module gives it one
+    # or, in a root class, subclasses do, the class asking its parameters (a mode switch alone
+    # is no proof there: many objects have an `eval()`).
+    methods = _MODULE_ONLY_METHODS | _MODE_SWITCHES
     if not values and not _base_of_another_file(ctx, cls):
-        return False  # never given a value: not this model's class
+        if not _a_root_class(cls):
+            return False
+        methods = _MODULE_ONLY_METHODS
     found = index_of(ctx, cls)
     return any(
         isinstance(call.func, ast.Attribute)  # not a function's own `train(...)`
@@ -464,7 +472,7 @@ def _attribute_used_as_module(ctx: Context, cls: ast.ClassDef, attr: str) -> boo
             or _alias_of_attribute(ctx, call.func.value, attr, found.scopes[found.number[call]])
         )
         and _only_a_module_s(call)
-        for call in found.calls_named(cls, _MODULE_ONLY_METHODS | _MODE_SWITCHES)
+        for call in found.calls_named(cls, methods)
     )
 
 
@@ -500,6 +508,13 @@ def _base_of_another_file(ctx: Context, cls: ast.ClassDef) -> bool:
         isinstance(base, ast.Name) and base.id not in defined and base.id not in _BUILTINS
         for base in cls.bases
     )
+
+
+def _a_root_class(cls: ast.ClassDef) -> bool:
+    """A class with no base but `object`, whose own code never sets the attribute it reads: its
+    subclasses do (Bayesian-Neural-Networks' `BaseNet`, whose `save` pickles `self.model` that
+    each model's subclass builds)."""
+    return all(isinstance(base, ast.Name) and base.id == "object" for base in cls.bases)
 
 
 def _model_parameter(name: str, ctx: Context) -> bool:
