@@ -94,18 +94,18 @@ before the save: `checkpoint = {}`, `checkpoint["model"] = model`). A name none 
 assignments makes anything else counts too when one of them builds a module (`model = Net()`
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
 called on it (`model.parameters()`: a model passed in as a parameter; `model.train()` with no
-argument, on a name that says it holds a model); so does `self.model`,
-given its value from a parameter (or by a base class of another module: hedwig's trainers; or
-never in a root class, whose subclasses set it: a `BaseNet(object)` calling
-`self.model.parameters()`), when the class calls such a method on it or switches its mode
-(`self.model.train()` with no argument); and `torch.save(self, path)` in a method of an
-`nn.Module` subclass. A project module imported under the name and then rebound at the top
-level to the model it makes (awd-lstm-lm's `import model`, then `model = model.RNNModel(...)`) is that model in the file's functions, which
-run later, and below the rebinding at the top level (RE-Net's, in a branch under `if __name__ ==
-"__main__":`). So is a name unpacked from a call of a function of the file that returns, in that
-place of its tuple, a name it uses as a module (`net, optimizer = setup(args)`: boundary-loss).
-So is `self.net` set only from a parameter of `__init__` for which every construction of the
-class in the file passes a name bound only to modules (`Session(spec, net=net)` after `net =
+argument, on a name that says it holds a model); so does `self.model`, given its value from a
+parameter (or by a base class of another module: hedwig's trainers; or never in a root class,
+whose subclasses set it: a `BaseNet(object)` calling `self.model.parameters()`), when the class
+calls such a method on it or switches its mode (`self.model.train()` with no argument); and
+`torch.save(self, path)` in a method of an `nn.Module` subclass. A project module imported under
+the name and then rebound at the top level to the model it makes (awd-lstm-lm's `import model`,
+then `model = model.RNNModel(...)`) is that model in the file's functions, which run later, and
+below the rebinding at the top level (RE-Net's, in a branch under `if __name__ == "__main__":`).
+So is a name unpacked from a call of a function of the file that returns, in that place of its
+tuple, a name it uses as a module (`net, optimizer = setup(args)`: boundary-loss). So is
+`self.net` set only from a parameter of `__init__` for which every construction of the class in
+the file passes a name bound only to modules (`Session(spec, net=net)` after `net =
 nn.DataParallel(Net())`), also moved on its way into a dict (`{"network": self.net.cpu()}`).
 Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
