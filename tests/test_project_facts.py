@@ -2541,3 +2541,34 @@ def test_a_model_of_another_module_built_of_plain_layers_needs_no_eval(tmp_path)
     )
     out = _check(tmp_path, ".", rule="TD205").stdout
     assert "without `dehaze_net.eval()`" in out and "dehaze.py:8:12: TD205" in out, out
+
+
+# CDP's DALI pipeline: its own CIFAR iterator class aliases `next = __next__` for Python 2.
+OWN_ITERATOR = """import torch
+
+
+class CifarInputIter(object):
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return torch.zeros(2), torch.zeros(2)
+
+    next = __next__
+
+
+class Pipe(object):
+    def __init__(self):
+        self.iterator = iter(CifarInputIter())
+
+    def iter_setup(self):
+        images, labels = self.iterator.next()
+        return images
+"""
+
+
+def test_a_file_whose_own_iterator_class_aliases_next_is_not_told_to_drop_it(tmp_path):
+    _write_project(tmp_path, {"data_iter.py": OWN_ITERATOR})
+    assert "TD301" not in _check(tmp_path, ".", rule="TD301").stdout
+    (tmp_path / "data_iter.py").write_text(OWN_ITERATOR.replace("    next = __next__\n", ""))
+    assert "data_iter.py:18:26: TD301" in _check(tmp_path, ".", rule="TD301").stdout

@@ -79,7 +79,7 @@ reported: Python 3 never runs it (or only to fail where the Python 3 call failed
 Other objects have `.next()` methods of their own, so
 receivers that are not made by `iter()`
 or `__iter__()` are not reported, nor is anything in a file that defines its own iterator
-class with `__iter__` and `next` (a Python-2-compatible one).
+class with `__iter__` and `next` (a Python-2-compatible one; also `next = __next__`).
 
 ## Why is this bad?
 `.next()` is the Python 2 iterator protocol. DataLoader iterators kept a `next` alias for
@@ -119,7 +119,7 @@ DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数
 `except` 分支）或旧版 torch 保留的分支中的调用不会报告：Python 3 从不执行它
 （或者只在 Python 3 的写法已经失败时才执行）。
 很多其他对象也有自己的 `.next()` 方法，所以不是由 `iter()` 或 `__iter__()` 得到的接收者不会被报告；
-文件中自己定义了带 `__iter__` 和 `next` 的迭代器类（兼容 Python 2）时也不报告。
+文件中自己定义了带 `__iter__` 和 `next` 的迭代器类（兼容 Python 2；也包括 `next = __next__`）时也不报告。
 
 ## Why is this bad?
 `.next()` 是 Python 2 的迭代器协议。DataLoader 迭代器为了兼容 Python 2 保留了 `next` 这个别名，
@@ -522,9 +522,17 @@ def _iterated_by(value: ast.AST, ctx: Context) -> ast.AST | None:
 @per_file
 def _defines_next_method(ctx: Context) -> bool:
     """A class of the file has `__iter__` and `next` methods: a Python-2-compatible iterator
-    of its own, which `iter(...)` may return."""
+    of its own, which `iter(...)` may return; `next = __next__` in the class body counts (CDP's
+    `CIFAR_INPUT_ITER`)."""
     for cls in index(ctx).under(ctx.tree, ast.ClassDef):
         methods = {node.name for node in cls.body if isinstance(node, _FUNCTIONS)}
+        methods.update(
+            target.id
+            for node in cls.body
+            if type(node) is ast.Assign
+            for target in node.targets
+            if type(target) is ast.Name
+        )
         if {"__iter__", "next"} <= methods:
             return True
     return False
