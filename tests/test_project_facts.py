@@ -2421,6 +2421,15 @@ def test_a_script_calling_its_own_accuracy_helper_with_the_default_topk(tmp_path
     # a helper some file imports may be called with more rows from there
     _write_project(tmp_path, {"evaluate.py": "from cifar import accuracy\n"})
     assert "cifar.py:10:" in _check(tmp_path, ".", rule="TD403").stdout
+    # early-bird-tickets' main.py: a script that parses its command line at the top level.
+    parsing = (
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        "args = parser.parse_args()\n\n"
+        + ACCURACY
+        + "\n\ndef test(out, y):\n    return accuracy(out, y)\n"
+    )
+    _write_project(tmp_path, {"main.py": parsing})
+    assert "main.py" not in _check(tmp_path, ".", rule="TD403").stdout
 
 
 def test_an_uninitialized_input_of_a_test_that_checks_no_values(tmp_path):

@@ -132,6 +132,7 @@ from torchdoctor.lint.values import (
     passed_values,
     read_as_tensor,
     returned_values,
+    runs_as_script,
     tensor_rank,
     tensor_type,
 )
@@ -339,6 +340,7 @@ __all__ = [
     "shorten",
     "assigned_name",
     "tensor_methods",
+    "runs_as_script",
     "tensor_rank",
     "tensor_type",
     "lineage",

@@ -1354,3 +1354,29 @@ def _is_int_index(expr: ast.AST, ctx: Context, scope: ast.AST | None) -> bool:
         ):
             return False
     return True
+
+
+@per_file
+def runs_as_script(ctx: Context) -> bool:
+    """The file has an `if __name__ == "__main__":` block at its top level, or parses the
+    command line there (`args = parser.parse_args()` outside any function: pytorch-flows' main.py,
+    whose training loop runs at the top level): no module imports such a file."""
+    for node in ctx.tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        ):
+            return True
+        if (
+            isinstance(node, (ast.Assign, ast.Expr))
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr in ("parse_args", "parse_known_args")
+        ):
+            return True
+    return False

@@ -7,6 +7,7 @@ import os
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    runs_as_script,
     BlockKey,
     Context,
     Finding,
@@ -127,8 +128,9 @@ checked, because their memory layout is unknown. Rows sliced off a reordered ten
 are reported only when the code shows that `k` can exceed 1 (a number above 1, a loop over a
 tuple holding one, or a parameter whose default or some call in the same file gives one, or a
 `topk` parameter when some file of the project passes `topk=(1, 5)` or calls `accuracy(...,
-(1, 5))`, unless the helper is a script's own, which no file imports): a top-k accuracy helper
-called only with its default `topk=(1,)` views one row, which works.
+(1, 5))`, unless the helper is a script's own, which no file imports: a file with an `if
+__name__ == "__main__":` block or one parsing its command line at the top level): a top-k
+accuracy helper called only with its default `topk=(1,)` views one row, which works.
 """,
         "zh": """
 ## What it catches
@@ -176,7 +178,7 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 因此不检查对它们的 view。从重排后的张量切出的行 `x[:k]`，只有在代码表明 `k` 可能大于 1 时才报告
 （大于 1 的数字、遍历含有这种数字的元组，参数的默认值、同一文件中的某次调用给出这种数字，或者项目中
 某个文件以 `topk=(1, 5)` 或 `accuracy(..., (1, 5))` 这样调用时的 `topk` 参数，除非该函数属于一个
-没有任何文件导入的脚本）：
+没有任何文件导入的脚本：带有 `if __name__ == "__main__":` 块，或在顶层解析命令行的文件）：
 只以默认 `topk=(1,)` 调用的 top-k 准确率函数只取一行，view 可以成功。
 """,
     },
@@ -611,9 +613,10 @@ def _more_than_one_row(rows: ast.Slice, ctx: Context) -> bool:
     passed = passed_values(ctx, function, name)
     if passed:  # the file's own calls tell (skipnet's cifar scripts pass only `topk=(1,)`)
         return any(_holds_more_than_one(value) for _, value in passed)
-    if "__main__" in ctx.source and not ctx.project.imports_from(_module_name(ctx.path)):
+    if runs_as_script(ctx) and not ctx.project.imports_from(_module_name(ctx.path)):
         # A script's own helper that no file imports: its calls, here, all leave the default
-        # (bayesian-torch's cifar examples, beside imagenet ones passing `topk=(1, 5)`).
+        # (bayesian-torch's cifar examples, beside imagenet ones passing `topk=(1, 5)`; a script
+        # parsing its command line at the top level: early-bird-tickets' main.py).
         return False
     # The helper in `utils.py`, called with `topk=(1, 5)` by the training script.
     return name == "topk" and ctx.project.has("top-k for k > 1")

@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    runs_as_script,
     Clue,
     Context,
     ErrorBlock,
@@ -356,7 +357,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
         # A global of a script (semseg's `global writer` in main_worker): no other module
         # imports it, so its uses are those of this file. Of a library module, it may be closed
         # by whoever imports it.
-        if not _runs_as_script(ctx):
+        if not runs_as_script(ctx):
             return
         scope = ctx.tree
     if name in _flushed_anywhere(ctx) or not _only_logged(name, scope, target, ctx):
@@ -462,32 +463,6 @@ def _is_none(expr: ast.expr) -> bool:
 def _globals(ctx: Context) -> frozenset[str]:
     """The names some function of the file declares `global`."""
     return frozenset(name for node in index(ctx).everywhere(ast.Global) for name in node.names)
-
-
-@per_file
-def _runs_as_script(ctx: Context) -> bool:
-    """The file has an `if __name__ == "__main__":` block at its top level, or parses the
-    command line there (`args = parser.parse_args()` outside any function: pytorch-flows' main.py,
-    whose training loop runs at the top level): no module imports such a file."""
-    for node in ctx.tree.body:
-        test = node.test if isinstance(node, ast.If) else None
-        if (
-            isinstance(test, ast.Compare)
-            and isinstance(test.left, ast.Name)
-            and test.left.id == "__name__"
-            and len(test.comparators) == 1
-            and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value == "__main__"
-        ):
-            return True
-        if (
-            isinstance(node, (ast.Assign, ast.Expr))
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Attribute)
-            and node.value.func.attr in ("parse_args", "parse_known_args")
-        ):
-            return True
-    return False
 
 
 @per_file
