@@ -2581,3 +2581,49 @@ def test_a_file_whose_own_iterator_class_aliases_next_is_not_told_to_drop_it(tmp
     assert "TD301" not in _check(tmp_path, ".", rule="TD301").stdout
     (tmp_path / "data_iter.py").write_text(OWN_ITERATOR.replace("    next = __next__\n", ""))
     assert "data_iter.py:18:26: TD301" in _check(tmp_path, ".", rule="TD301").stdout
+
+
+# EEGNet-pytorch: the tutorials' accuracy check on the test tensors every few steps, with a
+# model of another file that has BatchNorm and Dropout.
+EEG_MODEL = """import torch.nn as nn
+
+
+class EEGNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.drop = nn.Dropout(0.25)
+
+    def forward(self, x):
+        return self.drop(self.bn(self.conv(x)))
+"""
+EEG_TRAIN = """import torch
+from model import EEGNet
+
+eeg_net = EEGNet()
+optimizer = torch.optim.Adam(eeg_net.parameters())
+for epoch in range(10):
+    for step, (b_x, b_y) in enumerate(dataloader):
+        loss = loss_func(eeg_net(b_x), b_y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 5 == 0:
+            test_out = eeg_net(test_x.to(DEVICE))
+            print(accuracy(test_out, test_y))
+"""
+
+
+def test_a_model_run_on_test_data_in_the_loop_that_trains_it(tmp_path):
+    _write_project(tmp_path, {"model.py": EEG_MODEL, "train.py": EEG_TRAIN})
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "train.py:13:24: TD205 `eeg_net` runs in training mode on `test_x` here" in out, out
+    # Switched to eval mode somewhere in the file: its author minds the modes.
+    switched = EEG_TRAIN.replace("            test_out", "            eeg_net.eval()\n            test_out")
+    _write_project(tmp_path, {"train.py": switched})
+    assert "TD205 `eeg_net` runs in training mode on" not in _check(tmp_path, ".", rule="TD205").stdout
+    # A model without mode-dependent layers computes the same either way.
+    plain = EEG_MODEL.replace("nn.BatchNorm2d(8)", "nn.ReLU()").replace("nn.Dropout(0.25)", "nn.ReLU()")
+    _write_project(tmp_path, {"model.py": plain, "train.py": EEG_TRAIN})
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout

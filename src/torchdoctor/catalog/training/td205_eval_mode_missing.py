@@ -29,6 +29,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     index,
+    lineage,
     index_of,
     is_parameter,
     is_self_attribute,
@@ -114,6 +115,15 @@ PITFALL = Pitfall(
             "zh": "`{function}()` 在训练模式下评估 `{model}`：第 {line} 行的 `{model}.train()` 在这里仍然生效"
             "（其间没有调用 `.eval()`，`{function}` 里也没有），Dropout 仍然生效，BatchNorm 会用评估数据"
             "更新 running 统计量；请在调用前执行 `{model}.eval()`，之后再 `{model}.train()`",
+        },
+        "evaluation-data": {
+            "en": "`{model}` runs in training mode on `{data}` here, in the loop that trains it: "
+            "nothing in this file calls `.eval()`, so Dropout stays active and BatchNorm updates "
+            "its running statistics with that evaluation data; call `{model}.eval()` before it "
+            "and `{model}.train()` after",
+            "zh": "`{model}` 在这里以训练模式处理 `{data}`，而这是在训练它的循环里：本文件中没有任何地方调用 "
+            "`.eval()`，Dropout 仍然生效，BatchNorm 会用这些评估数据更新 running 统计量；请在这之前调用 "
+            "`{model}.eval()`，之后调用 `{model}.train()`",
         },
         "trained-loop": {
             "en": "`{model}` runs in training mode here: `{function}()` evaluates it on line "
@@ -293,6 +303,12 @@ And `model.train()` inside an evaluation loop that runs without gradients (under
 training mode from that batch on. Not when the loop or the lines just above it speak of dropout,
 Monte Carlo sampling or uncertainty: keeping dropout on at test time can be the point.
 
+And a model run on data named for evaluation (`test_x`, `x_val`, `valid_images`, through
+`.to(device)` or `Variable(...)`) in the loop that trains it, which also runs it on other data,
+in a file that never switches a model to eval mode: the tutorials' `if step % 50 == 0:
+test_out = net(test_x)` accuracy check, for a model whose layers depend on the mode (a class of
+the file or of the project with Dropout or BatchNorm, a torchvision model).
+
 And `model.eval` written as a statement without its parentheses (of a module, or of a name
 that says it holds a model): it names the method and does nothing, so the model stays in
 training mode. The fix adds the `()`; it is unsafe only because it changes what the code
@@ -411,6 +427,11 @@ BatchNorm 的类（或 torchvision 模型）构造的模型，或是项目中其
 还包括在不记录梯度（`torch.no_grad()` 或 `torch.inference_mode()` 之下）的评估循环里对该循环所运行的模型
 调用 `model.train()`：从这个 batch 起模型就在训练模式下评估。如果循环或它上面几行提到 dropout、
 蒙特卡洛采样或不确定性，则不报告：测试时保留 dropout 可能正是用意。
+
+还包括在训练模型的循环里用名字表明是评估数据的输入（`test_x`、`x_val`、`valid_images`，也包括经过
+`.to(device)` 或 `Variable(...)` 的）运行这个模型，而循环也用别的数据运行它、文件中从不把模型切换到评估模式：
+教程里常见的 `if step % 50 == 0: test_out = net(test_x)` 准确率检查，且模型含有行为依赖模式的层
+（本文件或项目中带 Dropout 或 BatchNorm 的类、torchvision 模型）。
 
 还包括写成单独一条语句、却漏了括号的 `model.eval`（对象是模块，或名字表明它是模型）：它只是引用了这个方法，
 什么也不做，模型仍处于训练模式。修复会补上 `()`；它被标为不安全，只是因为它改变了代码的计算结果，而这正是目的。
@@ -1002,6 +1023,80 @@ def check_training_loop(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
             function=found.function,
             line=found.call.lineno,
         )
+
+
+# Words of a name that say it holds evaluation data (`test_x`, `x_val`, `valid_images`).
+EVALUATION_DATA_WORDS = frozenset({"test", "val", "valid", "validation", "eval"})
+
+
+@PITFALL.static(ast.For, ast.AsyncFor, ast.While)
+def check_evaluation_data(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
+    """A model run on data named for evaluation (`test_out = net(test_x)`) in the loop that
+    trains it, in a file that never switches a mode: the tutorials' `if step % 50 == 0:`
+    accuracy check, with Dropout on and BatchNorm fed the test data. Only a model whose layers
+    depend on the mode, and only when the loop also runs it on other data (the training
+    forward)."""
+    runs = _evaluation_data_runs(ctx).get(loop)
+    if not runs or not _updates(ctx, loop):
+        return
+    scope = ctx.enclosing_function() or ctx.tree
+    program = _program(ctx)
+    calls = _body_calls(ctx, loop)
+    for run, data in runs:
+        model = run.func.id  # type: ignore[attr-defined]
+        trained_here = any(
+            type(call.func) is ast.Name
+            and call.func.id == model
+            and call is not run
+            and _evaluation_data(call) is None
+            for call in calls
+        )
+        if trained_here and program.mode_dependent_here(model, scope, ctx, project_classes=True):
+            yield ctx.finding(PITFALL, run, "evaluation-data", model=model, data=data)
+
+
+@per_file
+def _evaluation_data_runs(ctx: Context) -> dict[ast.AST, list[tuple[ast.Call, str]]]:
+    """The calls of a bare name on data named for evaluation, by their innermost loop; none in a
+    file that switches a mode anywhere (read once per file)."""
+    source = ctx.source
+    if not ctx.imports_torch or any(word in source for word in _SETS_A_MODE_WORDS):
+        return {}
+    found = index(ctx)
+    runs: dict[ast.AST, list[tuple[ast.Call, str]]] = {}
+    for call in found.everywhere(ast.Call):
+        data = _evaluation_data(call) if type(call.func) is ast.Name else None  # type: ignore[attr-defined]
+        if data is None:
+            continue
+        for node, _ in lineage(call, found.parents):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                runs.setdefault(node, []).append((call, data))  # type: ignore[arg-type]
+                break
+    return runs
+
+
+_SETS_A_MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode")
+
+
+def _evaluation_data(call: ast.Call) -> str | None:
+    """The name of the data named for evaluation that `call` gets first, through moves and
+    wrappers (`net(test_x.to(device))`, `net(Variable(x_val))`)."""
+    if not call.args:
+        return None
+    value = call.args[0]
+    while type(value) is ast.Call:
+        func = value.func
+        if type(func) is ast.Attribute and func.attr in ("to", "cuda", "float", "double", "cpu"):
+            value = func.value
+        elif type(func) is ast.Name and func.id == "Variable" and value.args:
+            value = value.args[0]
+        else:
+            return None
+    if type(value) is not ast.Name:
+        return None
+    return value.id if _words(value.id.lower()) & EVALUATION_DATA_WORDS else None
 
 
 @per_file
