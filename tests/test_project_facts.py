@@ -2620,10 +2620,16 @@ def test_a_model_run_on_test_data_in_the_loop_that_trains_it(tmp_path):
     out = _check(tmp_path, ".", rule="TD205").stdout
     assert "train.py:13:24: TD205 `eeg_net` runs in training mode on `test_x` here" in out, out
     # Switched to eval mode somewhere in the file: its author minds the modes.
-    switched = EEG_TRAIN.replace("            test_out", "            eeg_net.eval()\n            test_out")
+    switched = EEG_TRAIN.replace(
+        "            test_out", "            eeg_net.eval()\n            test_out"
+    )
     _write_project(tmp_path, {"train.py": switched})
-    assert "TD205 `eeg_net` runs in training mode on" not in _check(tmp_path, ".", rule="TD205").stdout
+    assert (
+        "TD205 `eeg_net` runs in training mode on" not in _check(tmp_path, ".", rule="TD205").stdout
+    )
     # A model without mode-dependent layers computes the same either way.
-    plain = EEG_MODEL.replace("nn.BatchNorm2d(8)", "nn.ReLU()").replace("nn.Dropout(0.25)", "nn.ReLU()")
+    plain = EEG_MODEL.replace("nn.BatchNorm2d(8)", "nn.ReLU()").replace(
+        "nn.Dropout(0.25)", "nn.ReLU()"
+    )
     _write_project(tmp_path, {"model.py": plain, "train.py": EEG_TRAIN})
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
