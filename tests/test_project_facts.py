@@ -2603,6 +2603,7 @@ from model import EEGNet
 
 eeg_net = EEGNet()
 optimizer = torch.optim.Adam(eeg_net.parameters())
+test_x, test_y = torch.load("test.pt")
 for epoch in range(10):
     for step, (b_x, b_y) in enumerate(dataloader):
         loss = loss_func(eeg_net(b_x), b_y)
@@ -2618,7 +2619,7 @@ for epoch in range(10):
 def test_a_model_run_on_test_data_in_the_loop_that_trains_it(tmp_path):
     _write_project(tmp_path, {"model.py": EEG_MODEL, "train.py": EEG_TRAIN})
     out = _check(tmp_path, ".", rule="TD205").stdout
-    assert "train.py:13:24: TD205 `eeg_net` runs in training mode on `test_x` here" in out, out
+    assert "train.py:14:24: TD205 `eeg_net` runs in training mode on `test_x` here" in out, out
     # Switched to eval mode somewhere in the file: its author minds the modes.
     switched = EEG_TRAIN.replace(
         "            test_out", "            eeg_net.eval()\n            test_out"

@@ -183,3 +183,27 @@ def test_a_block_header_with_no_body_hides_no_other_finding():
             "the argument to `non_blocking=`",
         ),
     ]
+
+
+def test_a_python2_raise_with_a_message_is_bracketed_and_the_rest_checked():
+    # pytorch-kaggle-amazon-space's boilerplate: `raise TypeError, '...'` hid its `.data[0]`s.
+    source = (
+        "import torch\n\n\n"
+        "def make(opt_type):\n"
+        "    raise TypeError, 'Unknown optimizer type=%s' % (opt_type, )  # why\n\n\n"
+        "def train(model, x, y):\n"
+        "    loss = torch.nn.CrossEntropyLoss()(model(x), y)\n"
+        "    raise ValueError('fine'), None if x else y\n"
+        "    return loss.data[0]\n"
+    )
+    text, places = repair_python2_statements(source)
+    assert places == [(5, 4)]  # the first, where Python stops
+    assert (
+        text.splitlines()[4]
+        == "    raise TypeError( 'Unknown optimizer type=%s' % (opt_type, )  )# why"
+    )
+    assert text.splitlines()[9] == "    raise ValueError('fine')( None if x else y)"
+    ast.parse(text)
+    assert [(line, code) for line, _, code in findings(source)] == [(5, "TD700"), (11, "TD101")]
+    # Python 3's own raise statements are left as they are.
+    assert repair_python2_statements("raise ValueError('x') from error\nraise (a, b)\n") is None

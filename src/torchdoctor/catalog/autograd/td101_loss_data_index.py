@@ -1287,9 +1287,24 @@ def _is_setting(expr: ast.AST, ctx: Context, scope: ast.AST | None = None) -> bo
     if type(expr) is ast.Name:
         where = _scope_for(expr.id, ctx, scope)
         return _all_bound_to(
-            bindings(ctx, where, expr.id), lambda v: _is_number(v) or _read_setting(v)
+            bindings(ctx, where, expr.id),
+            lambda v: _is_number(v) or _read_setting(v) or _number_arithmetic(v, ctx, where),
         )
     return False
+
+
+def _number_arithmetic(expr: ast.AST, ctx: Context, scope: ast.AST) -> bool:
+    """Arithmetic of numbers and of names bound only to numbers (`len(mnist_train) //
+    batch_size`, with `batch_size = 100`): a number."""
+    if type(expr) is not ast.BinOp or not isinstance(expr.op, (*SCALAR_ARITHMETIC, ast.FloorDiv)):
+        return False
+    return all(
+        _is_number(side)
+        or type(side) is ast.Name
+        and _all_bound_to(bindings(ctx, _scope_for(side.id, ctx, scope), side.id), _is_number)
+        or _number_arithmetic(side, ctx, scope)
+        for side in (expr.left, expr.right)  # type: ignore[attr-defined]
+    )
 
 
 def _read_setting(expr: ast.AST) -> bool:

@@ -62,9 +62,9 @@ stops the file from parsing, the rest of it is still checked. So is a file namin
 such name is reported, with no fix (every use must be renamed alike), and the file is read as if
 it were renamed; an `async =` assignment or an `async=` argument of another function leaves the
 file unread. So is a file written for Python 2
-whose only Python 2 syntax is `print x` and `except E, e:` statements (common in research code
-of 2016-2018): the first is reported, and the file is read as if each were bracketed
-(`print(x)`), so that its PyTorch idioms of the time (`it.next()`, `loss.data[0]`,
+whose only Python 2 syntax is `print x`, `except E, e:` and `raise E, "message"` statements
+(common in research code of 2016-2018): the first is reported, and the file is read as if each
+were bracketed (`print(x)`, `raise E("message")`), so that its PyTorch idioms of the time (`it.next()`, `loss.data[0]`,
 `Variable(..., volatile=True)`) are reported too. Fixes of those lines leave the Python 2
 statements as they are. Python 2's `a <> b` is read as `a != b` the same way, and a
 compound statement's header typed without its colon (`else`, `def f(x)`: "expected ':'") as if
@@ -113,8 +113,9 @@ PyTorch 0.3 时代的 `x.cuda(async=True)`，自 Python 3.7 把 `async` 变成�
 把变量命名为 `async` 的文件（`for async in results: async.get()`，使用 multiprocessing 的 Python 2 与 3.6
 代码）也是如此：每处这样的名字都会报告，不提供修复（所有用到它的地方要一起改名），并按已改名来读取文件；
 `async = ...` 赋值或其他函数的 `async=` 参数会让文件无法继续读取。
-为 Python 2 编写、且其 Python 2 语法只有 `print x` 和 `except E, e:` 语句的文件（2016-2018 年的研究代码中很常见）
-也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`）来读，于是那个年代的 PyTorch 写法
+为 Python 2 编写、且其 Python 2 语法只有 `print x`、`except E, e:` 和 `raise E, "message"` 语句的文件
+（2016-2018 年的研究代码中很常见）也是如此：报告第一处，然后把每条这样的语句当作加了括号（`print(x)`、
+`raise E("message")`）来读，于是那个年代的 PyTorch 写法
 （`it.next()`、`loss.data[0]`、`Variable(..., volatile=True)`）也会被报告。对这些行的修复不会改动 Python 2 语句。
 Python 2 的 `a <> b` 同样处理，按 `a != b` 读取；漏写冒号的复合语句头（`else`、`def f(x)`：
 "expected ':'"）按补上冒号来读（一个文件最多五处）；下面没有语句体的一个复合语句头
@@ -305,17 +306,19 @@ _PRINT_AS_NAME = frozenset({"(", "=", ".", ",", ")", "[", ":", "+=", "-="})
 
 @PITFALL.source_repair
 def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] | None:
-    """Research code of 2016-2018 written for Python 2: `print x` and `except E, e:` do not
-    parse on Python 3, and with them nothing else of the file is checked. The source with each
-    such statement bracketed in place (`print(x)`, `except(E, e):`: the space after the keyword
-    becomes `(`, `>>` of `print >>f, x` two spaces, and `)` closes the statement before its end
-    or its `;`), so that every other position stays; and the place of the first."""
-    if "print" not in source and "except" not in source:
+    """Research code of 2016-2018 written for Python 2: `print x`, `except E, e:` and `raise E,
+    "message"` do not parse on Python 3, and with them nothing else of the file is checked. The
+    source with each such statement bracketed in place (`print(x)`, `except(E, e):`: the space
+    after the keyword becomes `(`, `>>` of `print >>f, x` two spaces; `raise E( "message")`: the
+    comma becomes `(`; and `)` closes the statement before its end or its `;`), so that every
+    other position stays; and the place of the first."""
+    if "print" not in source and "except" not in source and "raise" not in source:
         return None
     lines, tokens = _tokenized(source)
     edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []  # (start, end, text)
     sites: list[tuple[int, int]] = []  # where each bracketed statement starts, in order
     open_statement: tuple[str, int] | None = None  # (keyword, depth) of a statement to close
+    raising: tuple[tokenize.TokenInfo, int] | None = None  # a `raise` whose comma is awaited
     depth, previous = 0, None  # the last significant token
     try:
         for token in tokens:
@@ -335,11 +338,20 @@ def repair_python2_statements(source: str) -> tuple[str, list[tuple[int, int]]] 
             ):
                 edits.append((token.start, token.start, ")"))
                 open_statement = None
+            if raising is not None and depth == raising[1]:
+                if kind == tokenize.OP and string == ",":  # `raise E, "message"`
+                    edits.append((token.start, token.end, "("))
+                    sites.append(raising[0].start)
+                    open_statement, raising = ("raise", depth), None
+                elif kind in (tokenize.NEWLINE, tokenize.ENDMARKER) or string == ";":
+                    raising = None
             if kind == tokenize.OP and string in "([{":
                 depth += 1
             elif kind == tokenize.OP and string in ")]}":
                 depth = max(depth - 1, 0)
-            if at_start and kind == tokenize.NAME and string in ("print", "except"):
+            if at_start and kind == tokenize.NAME and string == "raise":
+                raising = (token, depth)
+            elif at_start and kind == tokenize.NAME and string in ("print", "except"):
                 open_statement = _python2_statement(token, lines, edits)
                 if open_statement is not None:
                     sites.append(token.start)

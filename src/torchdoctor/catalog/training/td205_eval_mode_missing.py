@@ -304,10 +304,10 @@ training mode from that batch on. Not when the loop or the lines just above it s
 Monte Carlo sampling or uncertainty: keeping dropout on at test time can be the point.
 
 And a model run on data named for evaluation (`test_x`, `x_val`, `valid_images`, through
-`.to(device)` or `Variable(...)`) in the loop that trains it, which also runs it on other data,
-in a file that never switches a model to eval mode: the tutorials' `if step % 50 == 0:
-test_out = net(test_x)` accuracy check, for a model whose layers depend on the mode (a class of
-the file or of the project with Dropout or BatchNorm, a torchvision model).
+`.to(device)` or `Variable(...)`) and made before the loop that trains it, in that loop, which
+also runs it on other data, in a file that never switches a model to eval mode: the tutorials'
+`if step % 50 == 0: test_out = net(test_x)` accuracy check, for a model whose layers depend on
+the mode (a class of the file or of the project with Dropout or BatchNorm, a torchvision model).
 
 And `model.eval` written as a statement without its parentheses (of a module, or of a name
 that says it holds a model): it names the method and does nothing, so the model stays in
@@ -428,8 +428,8 @@ BatchNorm 的类（或 torchvision 模型）构造的模型，或是项目中其
 调用 `model.train()`：从这个 batch 起模型就在训练模式下评估。如果循环或它上面几行提到 dropout、
 蒙特卡洛采样或不确定性，则不报告：测试时保留 dropout 可能正是用意。
 
-还包括在训练模型的循环里用名字表明是评估数据的输入（`test_x`、`x_val`、`valid_images`，也包括经过
-`.to(device)` 或 `Variable(...)` 的）运行这个模型，而循环也用别的数据运行它、文件中从不把模型切换到评估模式：
+还包括在训练模型的循环里用名字表明是评估数据、且在循环之前就已得到的输入（`test_x`、`x_val`、`valid_images`，
+也包括经过 `.to(device)` 或 `Variable(...)` 的）运行这个模型，而循环也用别的数据运行它、文件中从不把模型切换到评估模式：
 教程里常见的 `if step % 50 == 0: test_out = net(test_x)` 准确率检查，且模型含有行为依赖模式的层
 （本文件或项目中带 Dropout 或 BatchNorm 的类、torchvision 模型）。
 
@@ -1035,7 +1035,7 @@ def check_evaluation_data(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
     trains it, in a file that never switches a mode: the tutorials' `if step % 50 == 0:`
     accuracy check, with Dropout on and BatchNorm fed the test data. Only a model whose layers
     depend on the mode, and only when the loop also runs it on other data (the training
-    forward)."""
+    forward), on data made before the loop (the test tensors loaded at the top)."""
     runs = _evaluation_data_runs(ctx).get(loop)
     if not runs or not _updates(ctx, loop):
         return
@@ -1044,6 +1044,8 @@ def check_evaluation_data(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
     calls = _body_calls(ctx, loop)
     for run, data in runs:
         model = run.func.id  # type: ignore[attr-defined]
+        if _bound_in(ctx, scope, data, loop):
+            continue  # a batch drawn in the loop (`test_data = next(test_iter)`): see check_one_batch
         trained_here = any(
             type(call.func) is ast.Name
             and call.func.id == model
@@ -1053,6 +1055,16 @@ def check_evaluation_data(loop: ast.AST, ctx: Context) -> Iterator[Finding]:
         )
         if trained_here and program.mode_dependent_here(model, scope, ctx, project_classes=True):
             yield ctx.finding(PITFALL, run, "evaluation-data", model=model, data=data)
+
+
+def _bound_in(ctx: Context, scope: ast.AST, name: str, loop: ast.AST) -> bool:
+    """`name` has a binding in `scope` inside `loop`, or none the scope can follow (a
+    parameter, a global)."""
+    found = bindings(ctx, scope, name)
+    if not found:
+        return True
+    first, last = loop.lineno, loop.end_lineno or loop.lineno  # type: ignore[attr-defined]
+    return any(first <= getattr(b.node, "lineno", first) <= last for b in found)
 
 
 @per_file
