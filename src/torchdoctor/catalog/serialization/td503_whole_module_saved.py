@@ -87,10 +87,11 @@ PITFALL = Pitfall(
 `torch.save(model, path)` where `model` is known to be an `nn.Module` (built from a `torch.nn`
 class, an `nn.Module` subclass of the file or of another module of the project,
 `timm.create_model`, a torchvision model..., or a parameter annotated with such a class:
-`critic: Critic`, also once kept on `self`; a `copy.deepcopy` of one; `model.module`, what
-DataParallel or DDP wraps, of a value named as a model), also inside what is saved: an element of
-`[model, optimizer]` or a value of `{"model": model, "epoch": epoch}` (also set entry by entry
-before the save: `checkpoint = {}`, `checkpoint["model"] = model`). A name none of whose
+`critic: Critic`, also once kept on `self`; a `copy.deepcopy` of one; one moved (`model.cpu()`);
+`model.module`, what DataParallel or DDP wraps, of a value named as a model), also inside what
+is saved: an element of `[model, optimizer]` or a value of `{"model": model, "epoch": epoch}`
+(also set entry by entry before the save: `checkpoint = {}`, `checkpoint["model"] = model`). A
+name none of whose
 assignments makes anything else counts too when one of them builds a module (`model = Net()`
 in one branch, `model = torch.load(path)` in the other) or when a method only modules have is
 called on it (`model.parameters()`: a model passed in as a parameter; `model.train()` with no
@@ -140,7 +141,7 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 ## What it catches
 `torch.save(model, path)`，且 `model` 已知是一个 `nn.Module`（由 `torch.nn` 中的类、本文件或项目中其他模块的
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建，或者参数的类型注解就是这样的类：
-`critic: Critic`，保存到 `self` 上之后也一样；它的 `copy.deepcopy`；名字表明是模型的值的 `model.module`，
+`critic: Critic`，保存到 `self` 上之后也一样；它的 `copy.deepcopy`；移动后的它（`model.cpu()`）；名字表明是模型的值的 `model.module`，
 即 DataParallel 或 DDP 包装的模块）；也包括保存内容中的模块：
 `[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值（也包括保存前逐项填入的：
 `checkpoint = {}`、`checkpoint["model"] = model`）。一个名字的各次赋值都不产生别的东西，
@@ -411,6 +412,11 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
     or, for a name, by how the code uses it (see `_used_as_module`)."""
     if ctx.kind_of(expr) is Kind.MODULE:
         return True
+    moved = _unmoved(expr, ctx)
+    if moved is not expr and isinstance(moved, ast.Name):
+        # A module's move returns the module (pytorch-kaggle-starter's `torch.save(model.cpu(),
+        # fpath)` in `save_model(model, fpath)`); a tensor's returns a tensor: asked of the name.
+        return _is_module(moved, ctx)
     if isinstance(expr, ast.Name) and expr.id == "self":  # `torch.save(self, path)` in a model
         cls = ctx.enclosing_class()
         return cls is not None and ctx.is_module_class(cls)
