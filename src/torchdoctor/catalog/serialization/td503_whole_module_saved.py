@@ -141,7 +141,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 ## What it catches
 `torch.save(model, path)`，且 `model` 已知是一个 `nn.Module`（由 `torch.nn` 中的类、本文件或项目中其他模块的
 `nn.Module` 子类、`timm.create_model`、torchvision 模型等创建，或者参数的类型注解就是这样的类：
-`critic: Critic`，保存到 `self` 上之后也一样；它的 `copy.deepcopy`；移动后的它（`model.cpu()`）；名字表明是模型的值的 `model.module`，
+`critic: Critic`，保存到 `self` 上之后也一样；它的 `copy.deepcopy`；移动后的它（`model.cpu()`）；
+名字表明是模型的值的 `model.module`，
 即 DataParallel 或 DDP 包装的模块）；也包括保存内容中的模块：
 `[model, optimizer]` 的元素或 `{"model": model, "epoch": epoch}` 的值（也包括保存前逐项填入的：
 `checkpoint = {}`、`checkpoint["model"] = model`）。一个名字的各次赋值都不产生别的东西，
