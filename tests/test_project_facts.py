@@ -2634,3 +2634,42 @@ def test_a_model_run_on_test_data_in_the_loop_that_trains_it(tmp_path):
     )
     _write_project(tmp_path, {"model.py": plain, "train.py": EEG_TRAIN})
     assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+# CVND_Exercises: a notebook's accuracy check before training, `net.eval()` only cells later.
+BEFORE_TRAINING = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.drop = nn.Dropout(p=0.4)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+net = Net()
+correct = 0
+for images, labels in test_loader:
+    outputs = net(images)
+    correct += (outputs.argmax(1) == labels).sum()
+{later}
+net.eval()
+for images, labels in test_loader:
+    outputs = net(images)
+"""
+
+
+def test_a_top_level_evaluation_before_the_switch_to_eval_mode(tmp_path):
+    _write_project(tmp_path, {"notebook.py": BEFORE_TRAINING.format(later="")})
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert "notebook.py:18:15: TD205 evaluation loop without `net.eval()`" in out, out
+    assert "notebook.py:23:15: TD205 `net(...)` in this evaluation loop records" in out, out
+    # A function called before the loop that switches the mode: the loop runs after it.
+    switching = "def evaluate_mode():\n    net.eval()\n\n\nevaluate_mode()\n"
+    source = BEFORE_TRAINING.format(later="").replace("net = Net()\n", "net = Net()\n" + switching)
+    _write_project(tmp_path, {"notebook.py": source})
+    assert "without `net.eval()`" not in _check(tmp_path, ".", rule="TD205").stdout

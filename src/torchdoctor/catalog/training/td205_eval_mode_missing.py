@@ -341,7 +341,9 @@ caller is in the same file; an evaluation function of another module is known fr
 facts, read from its text, and so are the layers of another module's classes (a class whose
 layers come only from a base class of another library is not known to have them). Any
 `.eval()` or `no_grad` in that surrounding code counts as handled, whichever model it applies
-to, so some real mistakes are missed. A whole pickled model run without
+to, so some real mistakes are missed (but for a loop at the top level of a script or notebook,
+over a model built in the file: there only the top-level code up to the loop's end, and the
+functions it calls, count). A whole pickled model run without
 `.eval()` (`net = torch.load(path)`, then `net(x)`) is not reported: its class, and whether it
 has layers that depend on the mode, cannot be seen.
 """,
@@ -456,7 +458,8 @@ running mean 和 running var，污染之后继续训练和保存的模型。
 ## Known problems
 对于循环，只读取循环所在的文件，所以只有调用者也在同一文件中时才会报告；其他模块中的评估函数来自项目
 事实（从其文本读出），其他模块中的类有哪些层也是如此（层只来自其他库的基类时，不知道它有这类层）。
-周围代码里出现任何 `.eval()` 或 `no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误。
+周围代码里出现任何 `.eval()` 或 `no_grad`，不论作用在哪个模型上，都算已经处理，因此会漏掉一些真实的错误
+（脚本或 notebook 顶层的循环例外：对在本文件中构建的模型，只算循环结束之前的顶层代码及其调用的函数）。
 整个被 pickle 的模型（`net = torch.load(path)` 之后 `net(x)`）在没有 `.eval()` 时运行不会报告：
 看不到它的类，也就无法知道它是否含有行为随模式变化的层。
 """,
@@ -832,7 +835,14 @@ def _check_loop(
     eval_missing = (
         in_training_mode
         # (switched to training mode before the loop and not back: later switches come late)
-        and (trained_on is not None or not any(f.switches_to_eval for f in flags))
+        and (
+            trained_on is not None
+            or not any(f.switches_to_eval for f in flags)
+            # a script's or notebook's own loop: what its later code does comes later
+            or function is None
+            and program.built_here(models)
+            and _no_eval_switch_before(node, ctx, program)
+        )
         and not program.mode_free(models)
     )
     no_grad_missing = (
@@ -850,6 +860,40 @@ def _check_loop(
     if variant == "" and trained_on is not None:
         variant = "trained-before"  # (the function may call `.eval()` later: say where it stands)
     yield ctx.finding(PITFALL, call, variant, model=_short(ctx.text(model)), line=trained_on)
+
+
+def _no_eval_switch_before(loop: ast.AST, ctx: Context, program: _Program) -> bool:
+    """No code of the module's top level before the loop's end switches a model to eval mode
+    (`net.eval()`, `net.train(False)`), nor calls a function of the file that does: a
+    notebook's accuracy check before training (`for images, labels in test_loader:` in one
+    cell, `net.eval()` cells later, after training)."""
+    found = index(ctx)
+    end = loop.end_lineno or loop.lineno  # type: ignore[attr-defined]
+    for call in found.calls_named(ctx.tree, ["eval", "train"], local=True):
+        if call.lineno > end:
+            break
+        if isinstance(call.func, ast.Attribute) and (
+            call.func.attr == "eval"
+            and not call.args
+            or call.func.attr == "train"
+            and not _keeps_training(call)
+        ):
+            return False
+    for call in found.calls_named(ctx.tree, program.functions.keys(), local=True):
+        if call.lineno > end:
+            break
+        name = call.func.id if type(call.func) is ast.Name else None
+        if name is not None and any(
+            program.flags(function).switches_to_eval for function in program.functions[name]
+        ):
+            return False
+    return True
+
+
+def _keeps_training(call: ast.Call) -> bool:
+    """`model.train()` or `model.train(True)`: no switch to eval mode."""
+    flags = [*call.args, *(k.value for k in call.keywords if k.arg == "mode")]
+    return not flags or all(type(f) is ast.Constant and f.value is True for f in flags)
 
 
 # Words of what an adversarial or attribution step is called (`adversary.perturb(xs, ys)`,
