@@ -118,7 +118,8 @@ PITFALL = Pitfall(
     docs={
         "en": """
 ## What it catches
-Two mistakes with `torch.optim.lr_scheduler`:
+Two mistakes with `torch.optim.lr_scheduler` (and the schedulers built on it: transformers'
+`get_linear_schedule_with_warmup(...)`, pytorch-transformers' `WarmupLinearSchedule`):
 
 - `scheduler.step()` called before `optimizer.step()` in the same loop, or before a call of a
   function of the same file that steps the optimizer (`scheduler.step(); train(loader, model,
@@ -200,7 +201,8 @@ The per-batch case needs the scheduler to be built in the same function as the l
 """,
         "zh": """
 ## What it catches
-`torch.optim.lr_scheduler` 的两种错误用法：
+`torch.optim.lr_scheduler`（以及基于它的调度器：transformers 的 `get_linear_schedule_with_warmup(...)`、
+pytorch-transformers 的 `WarmupLinearSchedule`）的两种错误用法：
 
 - 在同一个循环里，`scheduler.step()` 先于 `optimizer.step()` 调用，或先于调用本文件中会更新优化器的
   函数（epoch 循环开头 `scheduler.step(); train(loader, model, optimizer)`）或同一个类中会更新优化器的
@@ -604,6 +606,11 @@ def _builds_lr_scheduler(value: ast.AST, ctx: Context) -> bool:
             # maskrcnn-benchmark's `make_lr_scheduler(cfg, optimizer)`, `build_lr_scheduler`
             or last.startswith(("make_", "build_", "create_"))
             and "lr_scheduler" in last
+            # pytorch-transformers' `WarmupLinearSchedule(optimizer, ...)`, a LambdaLR (not
+            # pytorch-pretrained-bert's schedule of the same name, which BertAdam asks)
+            or head.partition(".")[0] in ("pytorch_transformers", "transformers")
+            and last.startswith("Warmup")
+            and last.endswith("Schedule")
         )
     if isinstance(value.func, ast.Name):
         local = _module_class(value.func.id, ctx)
