@@ -126,7 +126,8 @@ breaks as soon as that dimension grows (a batch of two). `.t()` and `.T` are ass
 applied to matrices (on a 1-D tensor they do nothing). Views of function arguments are not
 checked, because their memory layout is unknown. Rows sliced off a reordered tensor, `x[:k]`,
 are reported only when the code shows that `k` can exceed 1 (a number above 1, a loop over a
-tuple holding one, or a parameter whose default or some call in the same file gives one, or a
+tuple holding one or a 1 beside a setting: `topk=(1, args.kmax)`,
+or a parameter whose default or some call in the same file gives one, or a
 `topk` parameter when some file of the project passes `topk=(1, 5)` or calls `accuracy(...,
 (1, 5))`, unless the helper is a script's own, which no file imports: a file with an `if
 __name__ == "__main__":` block or one parsing its command line at the top level): a top-k
@@ -176,7 +177,8 @@ dimension spans across two contiguous subspaces). Use .reshape(...) instead.`
 当 `v` 只有一行时，`v.transpose(0, 1).view(-1)` 没有问题，但只要这个维度变大（例如 batch 变成 2）
 就会报错。`.t()` 和 `.T` 被假定作用于矩阵（对一维张量它们什么也不做）。函数参数的内存布局未知，
 因此不检查对它们的 view。从重排后的张量切出的行 `x[:k]`，只有在代码表明 `k` 可能大于 1 时才报告
-（大于 1 的数字、遍历含有这种数字的元组，参数的默认值、同一文件中的某次调用给出这种数字，或者项目中
+（大于 1 的数字、遍历含有这种数字的元组或 1 与某个设置项并列的元组：`topk=(1, args.kmax)`，
+参数的默认值、同一文件中的某次调用给出这种数字，或者项目中
 某个文件以 `topk=(1, 5)` 或 `accuracy(..., (1, 5))` 这样调用时的 `topk` 参数，除非该函数属于一个
 没有任何文件导入的脚本：带有 `if __name__ == "__main__":` 块，或在顶层解析命令行的文件）：
 只以默认 `topk=(1,)` 调用的 top-k 准确率函数只取一行，view 可以成功。
@@ -640,9 +642,19 @@ def _comprehension_over(node: ast.AST, name: str, ctx: Context) -> ast.comprehen
 
 
 def _holds_more_than_one(expr: ast.AST) -> bool:
-    """`(1, 5)`, `[1, 3, 5]`: numbers written in a tuple or list, one of them above 1."""
-    return type(expr) in (ast.Tuple, ast.List) and any(
-        type(e) is ast.Constant and type(e.value) is int and e.value > 1 for e in expr.elts
+    """`(1, 5)`, `[1, 3, 5]`: numbers written in a tuple or list, one of them above 1; or a 1
+    beside a setting (`(1, args.kmax)`: early_stopping_double_descent's second k, there to be
+    more than one)."""
+    if type(expr) not in (ast.Tuple, ast.List):
+        return False
+    elements = expr.elts  # type: ignore[attr-defined]
+    if any(type(e) is ast.Constant and type(e.value) is int and e.value > 1 for e in elements):
+        return True
+    return (
+        len(elements) == 2
+        and type(elements[0]) is ast.Constant
+        and elements[0].value == 1
+        and type(elements[1]) in (ast.Attribute, ast.Name)
     )
 
 
