@@ -700,3 +700,20 @@ def test_a_method_named_but_not_called_is_no_internal_error(tmp_path):
     result = run_cli("check", "--no-cache", "--select", "ALL", "odd.py", cwd=tmp_path)
     assert "internal error" not in result.stderr + result.stdout
     assert result.returncode in (0, 1)
+
+
+def test_a_type_first_factory_of_a_cpp_extension_is_told_it_no_longer_compiles(tmp_path):
+    # HRNet's inplace_abn (PyTorch 0.4): `at::empty(z.type(), {0})` is no deprecation warning
+    # today but a compile error, and the arguments change places: no fix is offered.
+    (tmp_path / "abn.cpp").write_text(
+        "#include <torch/extension.h>\n"
+        "at::Tensor grad(at::Tensor z) {\n"
+        "  auto dweight = at::empty(z.type(), {0});\n"
+        "  return at::zeros(z.sizes(), z.type());\n"
+        "}\n"
+    )
+    run = run_cli("check", "--no-cache", "--select", "TD707", "abn.cpp", cwd=tmp_path)
+    assert (
+        "abn.cpp:3:29: TD707 `z.type()` passes a type as the factory's first argument" in run.stdout
+    ), run.stdout
+    assert "abn.cpp:4:32: TD707 `.type()` is deprecated" in run.stdout, run.stdout

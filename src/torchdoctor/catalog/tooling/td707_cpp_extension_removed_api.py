@@ -29,6 +29,12 @@ PITFALL = Pitfall(
             "zh": "`{old}`：`AT_DISPATCH_*` 宏不再接受 `Tensor::type()`（torch >= 2.6 "
             "编译失败）；请改用 `{new}`",
         },
+        "type-first": {
+            "en": "`{old}` passes a type as the factory's first argument: that overload is gone "
+            "(a compile error today); pass the sizes first and `{new}` after them",
+            "zh": "`{old}` 把类型作为工厂函数的第一个参数：这个重载已经不存在（现在会编译失败）；"
+            "请先传尺寸，再在其后传 `{new}`",
+        },
         "deprecated": {
             "en": "`{old}` is deprecated (a compiler warning today, an error once it is "
             "removed); use `{new}`",
@@ -436,9 +442,22 @@ def _type_uses(source: NativeSource) -> Iterator[Finding]:
         end = _closing_paren(code, match.end() - 1)
         if end is None:
             continue
+        first = _first_argument(code, match.end())
         for call in _TYPE_CALL.finditer(code, match.end(), end):
             if _TYPE_PROPERTY.match(code, call.start()):
                 continue  # `.type().scalarType()`: reported above
+            if first is not None and call.end() == first[1]:
+                # `at::empty(z.type(), {0})`, the Type-first overload of PyTorch 0.4: no fix,
+                # the arguments change places too (HRNet's inplace_abn).
+                receiver = code[first[0] : call.start()]
+                yield source.finding(
+                    PITFALL,
+                    *call.span(),
+                    "type-first",
+                    old=code[first[0] : first[1]],
+                    new=f"{receiver}.options()",
+                )
+                continue
             fix = source.fix(PITFALL, "unsafe", source.edit(*call.span(), ".options()"))
             yield source.finding(
                 PITFALL, *call.span(), "deprecated", fix=fix, old=".type()", new=".options()"
