@@ -173,7 +173,8 @@ Only losses on which `backward` is called in the same loop are recognised: a los
 a backward in the loop (for example in an evaluation loop run without `torch.no_grad()`) is not
 reported, because a total that is itself backpropagated after the loop looks the same. Nor is
 a loop of at most 10 fixed iterations (`for _ in range(5)`): it keeps a few small graphs, and
-nothing grows.
+nothing grows. Nor a sum made under `torch.no_grad()` (`with torch.no_grad(): total += loss`):
+the new total records no graph (a list appended to there still keeps each loss's).
 """,
         "zh": """
 ## What it catches
@@ -230,6 +231,8 @@ nothing grows.
 只识别在同一个循环里调用了 `backward` 的损失：循环里没有反向传播的累加（例如没有包在
 `torch.no_grad()` 里的验证循环）不会报告，因为“循环结束后对总和做反向传播”的写法看起来完全一样。
 固定至多 10 次迭代的循环（`for _ in range(5)`）也不报告：它只留住几个小计算图，内存不会持续增长。
+在 `torch.no_grad()` 下做的累加（`with torch.no_grad(): total += loss`）也不报告：新的总和不记录计算图
+（在那里追加到列表的损失仍然带着各自的计算图）。
 """,
     },
     example="""
@@ -283,6 +286,8 @@ LOSS_WRAPPERS = frozenset({"scale"})
 def check_augmented(node: ast.AugAssign, ctx: Context) -> list[Finding] | None:
     if type(node.op) is not ast.Add or type(node.target) is not ast.Name:
         return None
+    if runs_without_gradients(ctx):
+        return None  # the sum is made with recording off: no graph (TrajectoryPredict)
     return _check(node, node.target.id, node.value, ctx)
 
 
@@ -293,7 +298,7 @@ def check_sum(node: ast.Assign, ctx: Context) -> list[Finding] | None:
     if type(value) is not ast.BinOp or type(value.op) is not ast.Add or len(node.targets) != 1:
         return None
     target = node.targets[0]
-    if type(target) is not ast.Name:
+    if type(target) is not ast.Name or runs_without_gradients(ctx):
         return None
     if is_name(value.left, target.id):
         return _check(node, target.id, value.right, ctx)
