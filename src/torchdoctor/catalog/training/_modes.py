@@ -6,10 +6,12 @@ eval-mode-missing and train-mode-not-restored."""
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from torchdoctor.catalog.sdk import MODEL_WRAPPERS, unwrap_self_methods
-from torchdoctor.lint.project import ProjectFacts
+
+if TYPE_CHECKING:
+    from torchdoctor.lint.project import ProjectFacts
 
 # Names of layers whose forward depends on the mode.
 MODE_DEPENDENT_WORDS = ("dropout", "batchnorm", "batch_norm", "syncbn", "transformer", "rrelu")
