@@ -2673,3 +2673,51 @@ def test_a_top_level_evaluation_before_the_switch_to_eval_mode(tmp_path):
     source = BEFORE_TRAINING.format(later="").replace("net = Net()\n", "net = Net()\n" + switching)
     _write_project(tmp_path, {"notebook.py": source})
     assert "without `net.eval()`" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+# pytorch_deephash: a class made of the parts of a module-level torchvision AlexNet, loaded and
+# run by an evaluation script that never calls `.eval()`.
+DEEPHASH_NET = """import torch.nn as nn
+from torchvision import models
+
+alexnet_model = models.alexnet(pretrained=True)
+
+
+class AlexNetPlusLatent(nn.Module):
+    def __init__(self, bits):
+        super().__init__()
+        self.remain = nn.Sequential(*list(alexnet_model.classifier.children())[:-1])
+        self.latent = nn.Linear(4096, bits)
+
+    def forward(self, x):
+        return self.latent(self.remain(x))
+
+
+class Head(nn.Module):
+    def __init__(self, bits):
+        super().__init__()
+        self.fc = nn.Linear(bits, 10)
+"""
+DEEPHASH_EVALUATE = """import torch
+from net import AlexNetPlusLatent
+
+
+def binary_output(dataloader):
+    net = AlexNetPlusLatent(48)
+    net.load_state_dict(torch.load('./model/best.pth'))
+    with torch.no_grad():
+        for inputs, targets in dataloader:
+            outputs = net(inputs)
+    return outputs
+"""
+
+
+def test_a_class_made_of_a_module_level_model_s_parts_has_its_layers(tmp_path):
+    facts = read_facts([DEEPHASH_NET.encode()])
+    assert facts.has_mode_layers("AlexNetPlusLatent") and not facts.has_mode_layers("Head")
+    assert facts.builds_only_plain_layers("Head")
+    _write_project(tmp_path, {"net.py": DEEPHASH_NET, "evaluate.py": DEEPHASH_EVALUATE})
+    out = _check(tmp_path, ".", rule="TD205").stdout
+    assert (
+        "evaluate.py:10:23: TD205 `net` is loaded on line 7 and run here in training mode" in out
+    ), out

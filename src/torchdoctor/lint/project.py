@@ -1188,6 +1188,7 @@ def _class_layers(source: bytes, layers: list[int], functions: list[_Function]) 
     `_schedules_rates`)."""
     found = set()
     helpers = _layer_helpers(layers, functions)
+    layer_globals = _top_level_layer_names(source, layers)
     for match in _TOP_LEVEL_CLASS.finditer(source):
         next_line = _TOP_LEVEL_LINE.search(source, match.end())
         start, end = match.start(), next_line.start() if next_line else len(source)
@@ -1209,7 +1210,11 @@ def _class_layers(source: bytes, layers: list[int], functions: list[_Function]) 
             found.add(f"{name}:=")  # sets its own mode: no claim about its layers
             continue
         first = bisect_left(layers, start)
-        if first < len(layers) and layers[first] < end:
+        if (
+            first < len(layers)
+            and layers[first] < end
+            or (layer_globals is not None and layer_globals.search(source, start, end))
+        ):  # (or a module-level model it takes parts of: `alexnet_model.classifier.children()`)
             if _OPTIONAL_LAYER.search(source, start, end) is None:
                 found.add(f"{name}:!")
             continue  # a layer its `__init__` leaves out by default: not known either way
@@ -1268,6 +1273,25 @@ def _top_level_functions(source: bytes) -> list[_Function]:
         next_line = _TOP_LEVEL_LINE.search(source, match.end())
         found.append((match.group(1), match.end(), next_line.start() if next_line else len(source)))
     return found
+
+
+# A module-level assignment's name, at the start of its line (`alexnet_model = models.alexnet(`).
+_ASSIGNED_AT_LINE_START = lazy_compile(rb"([A-Za-z_]\w{0,80})[ \t]*=[^=]")
+
+
+def _top_level_layer_names(source: bytes, layers: list[int]) -> re.Pattern[bytes] | None:
+    """A pattern of the names the module's top level binds to a mode-dependent layer or model on
+    the line that names it (deephash's `alexnet_model = models.alexnet(pretrained=True)`, whose
+    parts a class then takes), as whole words; None when there is none."""
+    names = set()
+    for at in layers:
+        line = source.rfind(b"\n", 0, at) + 1
+        assigned = _ASSIGNED_AT_LINE_START.match(source, line, at)
+        if assigned is not None:
+            names.add(re.escape(assigned.group(1)))
+    if not names:
+        return None
+    return re.compile(rb"(?<![\w.])(?:" + b"|".join(sorted(names)) + rb")\b")
 
 
 def _layer_helpers(layers: list[int], functions: list[_Function]) -> list[bytes]:

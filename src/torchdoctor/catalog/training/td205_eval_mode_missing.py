@@ -276,7 +276,9 @@ eval mode (`.eval(`,
 `.train(False)`, `eval_mode`) or trains one (`.backward(`, `.step(`). It is reported at that
 call when the model has a layer whose behaviour depends on the mode: a class of the file with
 Dropout or BatchNorm, a torchvision model, or a class of another module in a project that has
-such layers. A model handed to any other function first (`evaluate(net, loader)`) is left
+such layers or that the project's facts say has one (also a class made of the parts of a
+module-level torchvision model: `alexnet_model.classifier.children()`). A model handed to any
+other function first (`evaluate(net, loader)`) is left
 alone: that function may switch it; so is a model loaded in a pytest test of a file of tests
 (`def test_save_load():`, e3nn's): it checks the round trip, run as the original was.
 
@@ -409,7 +411,8 @@ step）的循环不算训练。
 而文件中没有任何
 切换到评估模式的文字（`.eval(`、`.train(False)`、`eval_mode`），也没有训练（`.backward(`、`.step(`）。
 当模型含有行为随模式变化的层时，在这次调用处报告：本文件中带 Dropout 或 BatchNorm 的类、torchvision
-模型，或项目中其他模块的类（且项目里有这类层）。如果模型先被交给了其他函数（`evaluate(net, loader)`），
+模型，或项目中其他模块的类（且项目里有这类层，或项目事实表明这个类有这类层：也包括用模块级 torchvision
+模型的部件构成的类，`alexnet_model.classifier.children()`）。如果模型先被交给了其他函数（`evaluate(net, loader)`），
 则不报告：那个函数可能会切换模式；测试文件里 pytest 测试函数（`def test_save_load():`，e3nn 的写法）中加载的
 模型也不报告：它检查的是保存再加载的往返，与原模型以同样的模式运行。
 
@@ -1343,11 +1346,14 @@ def _from_a_checkpoint(value: ast.AST, ctx: Context) -> bool:
 
 def _mode_dependent(ctx: Context, name: str) -> bool:
     """Every model `name` is made as has a layer whose behaviour depends on the mode: a class of
-    the file with such a layer, a torchvision model, or a class of another module of a project
-    that has such layers somewhere."""
+    the file with such a layer, a torchvision model, a class of another module of a project
+    that has such layers somewhere, or one the project's facts say has one (deephash's
+    `AlexNetPlusLatent`, made of a module-level AlexNet's parts)."""
     scope = ctx.enclosing_function() or ctx.tree
     others = ctx.project.has("mode-dependent layers")
-    return _program(ctx).mode_dependent_here(name, scope, ctx, other_modules=others)
+    return _program(ctx).mode_dependent_here(
+        name, scope, ctx, other_modules=others, project_classes=True
+    )
 
 
 @per_file
