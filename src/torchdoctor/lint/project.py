@@ -366,9 +366,10 @@ TORCHVISION_MODELS = (
     b"efficientnet",
     b"alexnet",
 )
-# What makes such a function set or need a mode itself.
+# What makes such a function set or need a mode itself: a switch to eval mode, or training.
 # (A rule asking the same of the file it checks reads the text for these words too.)
-MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode", ".backward(", ".step(")
+SETS_A_MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode")
+MODE_WORDS = (*SETS_A_MODE_WORDS, ".backward(", ".step(")
 _MODE_WORDS = tuple(word.encode() for word in MODE_WORDS)
 _SETS_A_MODE = (b".eval(", b"train(False", b"train(mode")
 # A learning-rate schedule of a project's own: a class whose name ends as a schedule's

@@ -17,6 +17,7 @@ from torchdoctor.catalog.sdk import (
     file_of_tests,
     CNN_FACTORIES,
     MODE_WORDS,
+    SETS_A_MODE_WORDS,
     RUNS_ITSELF,
     Clue,
     attribute_values,
@@ -879,7 +880,7 @@ def _no_eval_switch_before(loop: ast.AST, ctx: Context, program: _Program) -> bo
             call.func.attr == "eval"
             and not call.args
             or call.func.attr == "train"
-            and not _keeps_training(call)
+            and not _is_true_or_absent(call)
         ):
             return False
     for call in found.calls_named(ctx.tree, program.functions.keys(), local=True):
@@ -891,12 +892,6 @@ def _no_eval_switch_before(loop: ast.AST, ctx: Context, program: _Program) -> bo
         ):
             return False
     return True
-
-
-def _keeps_training(call: ast.Call) -> bool:
-    """`model.train()` or `model.train(True)`: no switch to eval mode."""
-    flags = [*call.args, *(k.value for k in call.keywords if k.arg == "mode")]
-    return not flags or all(type(f) is ast.Constant and f.value is True for f in flags)
 
 
 # Words of what an adversarial or attribution step is called (`adversary.perturb(xs, ys)`,
@@ -1119,7 +1114,7 @@ def _evaluation_data_runs(ctx: Context) -> dict[ast.AST, list[tuple[ast.Call, st
     """The calls of a bare name on data named for evaluation, by their innermost loop; none in a
     file that switches a mode anywhere (read once per file)."""
     source = ctx.source
-    if not ctx.imports_torch or any(word in source for word in _SETS_A_MODE_WORDS):
+    if not ctx.imports_torch or any(word in source for word in SETS_A_MODE_WORDS):
         return {}
     found = index(ctx)
     runs: dict[ast.AST, list[tuple[ast.Call, str]]] = {}
@@ -1134,9 +1129,6 @@ def _evaluation_data_runs(ctx: Context) -> dict[ast.AST, list[tuple[ast.Call, st
                 runs.setdefault(node, []).append((call, data))  # type: ignore[arg-type]
                 break
     return runs
-
-
-_SETS_A_MODE_WORDS = (".eval(", "train(False", "train(mode", "eval_mode")
 
 
 def _evaluation_data(call: ast.Call) -> str | None:
