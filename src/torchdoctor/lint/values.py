@@ -976,31 +976,11 @@ def _passed(
 ) -> tuple[tuple[tuple[ast.Call, ast.expr], ...], int, int]:
     """`passed_values`, how many calls of `function` were found in all, and how many of them
     spread `*args` or `**kwargs`."""
-    if not may_be_called(ctx, function.name):  # most functions: no index read
+    found = _calls_and_positionals(ctx, function)
+    if found is None:
         return (), 0, 0
+    calls, positional = found
     args = function.args
-    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
-    calls = _calls_found_in_text(ctx, function)  # most module functions: no index read
-    if calls is None:
-        found = index_of(ctx, function)
-        owner = found.parents.get(function)
-        if isinstance(owner, ast.ClassDef):
-            decorators = {getattr(d, "id", None) for d in function.decorator_list}
-            if decorators & {"staticmethod", "classmethod"} or not positional:
-                return (), 0, 0
-            positional = positional[1:]  # `self`
-            calls = [
-                call
-                for call in found.calls_named(owner, (function.name,))
-                if is_self_attribute(call.func)
-            ]
-        elif isinstance(owner, ast.Module):
-            reaching = module_function_calls(ctx, function, found)
-            if reaching is None:
-                return (), 0, 0
-            calls = reaching
-        else:
-            return (), 0, 0
     keyword_only = {arg.arg for arg in args.kwonlyargs}
     if parameter not in positional and parameter not in keyword_only:
         return (), len(calls), 0
@@ -1008,9 +988,7 @@ def _passed(
     passed = []
     spreading = 0
     for call in calls:
-        if any(type(a) is ast.Starred for a in call.args) or any(
-            k.arg is None for k in call.keywords
-        ):
+        if _spreads(call):
             spreading += 1
             continue  # what `*args` or `**kwargs` holds is not followed
         if position is not None and position < len(call.args):
@@ -1020,6 +998,64 @@ def _passed(
         if value is not None:
             passed.append((call, value))
     return tuple(passed), len(calls), spreading
+
+
+def extra_keywords_of_every_call(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> tuple[ast.expr, ...] | None:
+    """What the calls of `function` in this file (one at least, none spreading) pass into its
+    `**kwargs`: the values of the keywords naming none of its parameters (`update_recorder(
+    recorder, density_loss=loss)` for `def update_recorder(self, recorder, pred=None,
+    **kwargs)`); None when nothing is passed so, or some call spreads."""
+    if function.args.kwarg is None:
+        return None
+    found = _calls_and_positionals(ctx, function)
+    if found is None or not found[0]:
+        return None
+    calls, positional = found
+    named = {*positional, *(arg.arg for arg in function.args.kwonlyargs)}
+    extra = []
+    for call in calls:
+        if _spreads(call):
+            return None
+        extra.extend(k.value for k in call.keywords if k.arg not in named)
+    return tuple(extra) or None
+
+
+def _spreads(call: ast.Call) -> bool:
+    return any(type(a) is ast.Starred for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    )
+
+
+def _calls_and_positionals(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> tuple[list[ast.Call], list[str]] | None:
+    """The calls of `function` in this file (of a method, by `self.`), and the names its
+    calls fill by position (`self` left out); None when they cannot be followed."""
+    if not may_be_called(ctx, function.name):  # most functions: no index read
+        return None
+    args = function.args
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)]
+    calls = _calls_found_in_text(ctx, function)  # most module functions: no index read
+    if calls is not None:
+        return list(calls), positional
+    found = index_of(ctx, function)
+    owner = found.parents.get(function)
+    if isinstance(owner, ast.ClassDef):
+        decorators = {getattr(d, "id", None) for d in function.decorator_list}
+        if decorators & {"staticmethod", "classmethod"} or not positional:
+            return None
+        methods = [
+            call
+            for call in found.calls_named(owner, (function.name,))
+            if is_self_attribute(call.func)
+        ]
+        return methods, positional[1:]  # `self`
+    if isinstance(owner, ast.Module):
+        reaching = module_function_calls(ctx, function, found)
+        return None if reaching is None else (list(reaching), positional)
+    return None
 
 
 # Starters of a function in a new process or thread, and how many arguments they put before

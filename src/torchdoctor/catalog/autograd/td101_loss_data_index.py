@@ -27,6 +27,7 @@ from torchdoctor.catalog.sdk import (
     methods_defined_once,
     moves_itself,
     passed_by_every_call,
+    extra_keywords_of_every_call,
     is_self_attribute,
     dotted_name,
     index,
@@ -330,6 +331,8 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     if type(node.ctx) is not ast.Load:  # `x.data[0] = v` is a different story
         return None
     value = data.value
+    if _under_a_shape_test(value, ctx):
+        return None  # da_rnn's `if len(loss.data.shape) > 0: return loss.data[0]`
     if not (is_zero_dim(value, ctx) or _zero_dim_where_read(value, ctx)):
         return None
     if in_compat_fallback(ctx):
@@ -338,6 +341,33 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     data_end = ctx.span(data)[1]
     fix = ctx.fix(PITFALL, "safe", ctx.edit(data_end - len("data"), ctx.span(node)[1], "item()"))
     return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
+
+
+# What a test of a tensor's dimensions reads: `x.dim()`, `x.ndim`, `len(x.shape)`, `x.numel()`.
+_SHAPE_ATTRIBUTES = frozenset({"dim", "ndim", "ndimension", "shape", "size", "numel"})
+
+
+def _under_a_shape_test(value: ast.AST, ctx: Context) -> bool:
+    """An `if` around the read tests the dimensions of the value indexed: the author handles
+    the 0-dim case apart."""
+    root = _root_name(value)
+    if root is None:
+        return False
+    for ancestor in ctx.ancestors:
+        if type(ancestor) is ast.If and any(
+            type(node) is ast.Attribute
+            and node.attr in _SHAPE_ATTRIBUTES
+            and _root_name(node.value) == root
+            for node in ast.walk(ancestor.test)
+        ):
+            return True
+    return False
+
+
+def _root_name(value: ast.AST) -> str | None:
+    while type(value) is ast.Attribute:
+        value = value.value
+    return value.id if type(value) is ast.Name else None
 
 
 def _zero_dim_where_read(value: ast.AST, ctx: Context) -> bool:
@@ -392,6 +422,31 @@ def _reduced_name(value: ast.expr) -> ast.Name | None:
             receiver = receiver.func.value  # `.float()`, `.cuda()`
         return receiver if type(receiver) is ast.Name else None
     return None
+
+
+@PITFALL.static(ast.Subscript)
+def check_moved(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
+    """`loss.data.cpu()[0]` (open_type's `total_loss += loss.data.cpu()[0]`): the same index
+    of the same 0-dim tensor, moved first."""
+    index = node.slice
+    if type(index) is not ast.Constant or index.value != 0 or type(index.value) is not int:
+        return None
+    moved = node.value
+    if not (
+        type(moved) is ast.Call
+        and not moved.args
+        and not moved.keywords
+        and type(moved.func) is ast.Attribute
+        and moved.func.attr in ("cpu", "cuda")
+        and type(data := moved.func.value) is ast.Attribute
+        and data.attr == "data"
+        and type(node.ctx) is ast.Load
+    ):
+        return None
+    if not is_zero_dim(data.value, ctx) or in_compat_fallback(ctx):
+        return None
+    fix = ctx.fix(PITFALL, "safe", ctx.edit(ctx.span(data.value)[1], ctx.span(node)[1], ".item()"))
+    return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
 
 
 @PITFALL.static(ast.Subscript)
@@ -468,6 +523,10 @@ def is_zero_dim(
         return not all(numbers)
     if kind is ast.UnaryOp and isinstance(expr.op, (ast.USub, ast.UAdd)):
         return is_zero_dim(expr.operand, ctx, resolving, scope)
+    if kind is ast.IfExp:  # `loss.cuda() if USE_CUDA else loss`: 0-dim whichever way
+        return is_zero_dim(expr.body, ctx, resolving, scope) and is_zero_dim(
+            expr.orelse, ctx, resolving, scope
+        )
     if kind is ast.Subscript:  # an element picked by integer indices: `out[0, n]` of a 2-D `out`
         return _entry_of_a_scalar_loss_dict(expr, ctx) or tensor_rank(expr, ctx, scope) == 0
     return False
@@ -773,7 +832,7 @@ def _is_zero_dim_torch_call(qualname: str, call: ast.Call) -> bool:
 
 
 def _is_full_reduction_method(call: ast.Call, ctx: Context, scope: ast.AST | None = None) -> bool:
-    if not ctx.imports_torch:
+    if not ctx.imports_torch and not _made_by_tensor_methods(call.func.value):  # type: ignore[attr-defined]
         return False
     if ctx.kind_of(call.func.value) is Kind.NDARRAY:  # numpy's reductions give numpy scalars
         return False
@@ -781,6 +840,20 @@ def _is_full_reduction_method(call: ast.Call, ctx: Context, scope: ast.AST | Non
         return True
     # Along the one dimension of a 1-D tensor: `correct[:k].view(-1).float().sum(0)`.
     return bool(call.args or call.keywords) and tensor_rank(call, ctx, scope) == 0
+
+
+# Conversions only a tensor has (numpy has none of them): `correct.float().sum()` reduces a
+# tensor even in a file that never imports torch (3D-ResNets' `utils.calculate_accuracy`).
+_TENSOR_ONLY_CONVERSIONS = frozenset({"float", "double", "long", "half", "byte", "cuda", "cpu"})
+
+
+def _made_by_tensor_methods(value: ast.AST) -> bool:
+    return (
+        type(value) is ast.Call
+        and not value.args
+        and type(value.func) is ast.Attribute
+        and value.func.attr in _TENSOR_ONLY_CONVERSIONS
+    )
 
 
 def _full_reduction_arguments(call: ast.Call, most: int, minimum: int) -> bool:
@@ -866,6 +939,8 @@ def _zero_dim_name(ctx: Context, scope: ast.AST, name: str) -> bool:
         return True
     if found and len(found) == 1 and type(found[0].node) is ast.arg:
         return _given_zero_dim(ctx, scope, name)  # type: ignore[arg-type]
+    if found and len(found) == 1 and _loops_over_extra_keywords(ctx, scope, found[0].node):
+        return _given_zero_dim_keywords(ctx, scope)  # type: ignore[arg-type]
     return _all_bound_to(
         found, lambda value: is_zero_dim(value, ctx, frozenset({name}), scope), accumulator=True
     )
@@ -1163,6 +1238,49 @@ def _given_zero_dim(ctx: Context, function: ast.FunctionDef, name: str) -> bool:
     return _every_call_hands(
         ctx, function, name, lambda value: is_zero_dim(value, ctx, scope=runs_in(value) or ctx.tree)
     )
+
+
+def _loops_over_extra_keywords(ctx: Context, scope: ast.AST, target: ast.AST) -> bool:
+    """`target` is the value a loop takes from the function's own `**kwargs`: `value` of `for
+    name, value in kwargs.items():` or `for value in kwargs.values():`."""
+    kwarg = getattr(getattr(scope, "args", None), "kwarg", None)
+    if kwarg is None or type(target) is not ast.Name:
+        return False
+    parents = index_of(ctx, scope).parents
+    pair = parents.get(target)
+    loop = parents.get(pair) if type(pair) is ast.Tuple else pair
+    if type(loop) is not ast.For or loop.target is not pair:
+        return False
+    method = "items" if type(pair) is ast.Tuple else "values"
+    if method == "items" and (len(pair.elts) != 2 or pair.elts[1] is not target):  # type: ignore[union-attr]
+        return False
+    call = loop.iter
+    return (
+        type(call) is ast.Call
+        and not call.args
+        and type(call.func) is ast.Attribute
+        and call.func.attr == method
+        and is_name(call.func.value, kwarg.arg)
+    )
+
+
+def _given_zero_dim_keywords(ctx: Context, function: ast.FunctionDef) -> bool:
+    """Every keyword the calls of `function` in the file pass into its `**kwargs` is 0-dim, read
+    where the call is (crowd_count's `update_recorder(recorder, density_loss=loss)`, whose
+    `for name, value in kwargs.items(): ... value.data[0]`)."""
+    in_progress = _returns_in_progress(ctx)
+    if (function, "**") in in_progress:
+        return False
+    in_progress.add((function, "**"))
+    try:
+        passed = extra_keywords_of_every_call(ctx, function)
+        runs_in = index(ctx).runs_in
+        return bool(passed) and all(
+            is_zero_dim(value, ctx, scope=runs_in(value) or ctx.tree)
+            for value in passed  # type: ignore[union-attr]
+        )
+    finally:
+        in_progress.discard((function, "**"))
 
 
 def _every_call_hands(
