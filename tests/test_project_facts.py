@@ -891,6 +891,81 @@ def test_a_model_made_by_a_function_of_another_module_is_validated_in_training_m
     assert "main.py:9:27: TD205" in run.stdout, run.stdout + run.stderr
 
 
+HASHING_MODEL = (
+    "import torch.nn as nn\n\n\nclass LiuDSH(nn.Module):\n    def __init__(self, code_size):\n"
+    "        super().__init__()\n        self.conv = nn.Conv2d(3, code_size, 3)\n"
+    "        self.bn = nn.BatchNorm2d(code_size)\n\n    def forward(self, x):\n"
+    "        return self.bn(self.conv(x))\n"
+)
+HASHING_TRAINER = """import torch
+from model import LiuDSH
+
+model = LiuDSH(code_size=8)
+optimizer = torch.optim.Adam(model.parameters())
+
+
+class Trainer:
+    def run_step(self, model, x, y, train: bool):
+        out = model(x)
+        loss = (out - y).pow(2).mean()
+        if train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return out
+
+    def train(self, train_loader, test_loader):
+        for epoch in range(10):
+            for x, y in train_loader:
+                self.run_step(model, x, y, train=True)
+            for test_x, test_y in test_loader:
+                with torch.no_grad():
+                    out = self.run_step(model, test_x, test_y, train=False)
+"""
+
+
+def test_a_model_run_by_a_helper_method_whose_training_a_flag_turns_off(tmp_path):
+    # deep-supervised-hashing: `self.run_step(model, ..., train=False)` in the test loop, the
+    # step's backward and optimizer step under `if train:`; nothing calls `.eval()`.
+    _write_project(tmp_path, {"model.py": HASHING_MODEL, "train.py": HASHING_TRAINER})
+    run = _check(tmp_path, ".", rule="TD205")
+    assert "train.py:24:27: TD205" in run.stdout, run.stdout + run.stderr
+    assert "training mode" in run.stdout
+    # A helper that trains whatever it is given (no flag turns its step off) is not an evaluation.
+    (tmp_path / "train.py").write_text(
+        HASHING_TRAINER.replace("        if train:\n", "        if True:\n")
+    )
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
+def test_a_model_made_by_a_factory_method_of_the_class(tmp_path):
+    # Medical-Report-Generation's tester: `self.extractor = self.__init_visual_extractor()`, the
+    # method defined below, making, loading and moving the model it hands back.
+    tester = (
+        "import torch\nfrom model import LiuDSH\n\n\nclass Sampler:\n    def __init__(self, args):\n"
+        "        self.args = args\n        self.extractor = self.__init_extractor()\n\n"
+        "    def test(self, loader):\n        for images in loader:\n"
+        "            print(self.extractor.forward(images))\n\n"
+        "    def __init_extractor(self):\n        model = LiuDSH(code_size=8)\n"
+        "        model.load_state_dict(torch.load(self.args.path))\n        if self.args.cuda:\n"
+        "            model = model.cuda()\n        return model\n"
+    )
+    trainer = (
+        "from model import LiuDSH\n\n\ndef train(loader, optimizer):\n    model = LiuDSH(code_size=8)\n"
+        "    for x in loader:\n        model(x).sum().backward()\n        optimizer.step()\n"
+    )
+    _write_project(
+        tmp_path, {"model.py": HASHING_MODEL, "tester.py": tester, "trainer.py": trainer}
+    )
+    run = _check(tmp_path, ".", rule="TD205")
+    assert "tester.py:12:19: TD205" in run.stdout, run.stdout + run.stderr
+    # A method handing back something else too is no factory.
+    (tmp_path / "tester.py").write_text(
+        tester.replace("        return model\n", "        return model, 1\n")
+    )
+    assert "TD205" not in _check(tmp_path, ".", rule="TD205").stdout
+
+
 def test_classes_whose_forward_sets_their_own_mode():
     # FAST-VQA's evaluators: `forward(..., inference=True)` calls `self.eval()` itself.
     evaluators = (

@@ -102,6 +102,18 @@ def unwrap_self_methods(value: ast.AST) -> ast.AST:
     return value
 
 
+def _moved_module(value: ast.AST) -> ast.AST:
+    """`model.cuda().float()` -> `model`, `Net().to(device)` -> `Net()`: what the calls of
+    `MODULE_SELF_METHODS` are made on."""
+    while (
+        type(value) is ast.Call
+        and type(value.func) is ast.Attribute
+        and value.func.attr in MODULE_SELF_METHODS
+    ):
+        value = value.func.value
+    return value
+
+
 NUMPY_FACTORIES = frozenset(
     "array asarray zeros ones empty full arange linspace eye load stack concatenate".split()
 )
@@ -250,6 +262,8 @@ class Context:
         self._module_classes: dict[str, bool] = {}
         # `self.<attr>` kinds per class, learnt from assignments in its methods.
         self._attribute_kinds: dict[ast.ClassDef, dict[str, Kind]] = {}
+        # What the factory methods of a class make, by class and method (see `factory_made`).
+        self._factory_made: dict[tuple[ast.ClassDef, str], tuple[ast.Call, ...]] = {}
         # Enclosing statements and scopes of the node being visited, outermost first; no
         # expressions. For an expression, ancestors[-1] is the statement that contains it.
         self.ancestors: list[ast.AST] = []
@@ -510,7 +524,8 @@ class Context:
     def _call_kind(self, call: ast.Call) -> Kind:
         func = call.func
         if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
-            return self._callee_result(func)  # `self.fc(x)`: never an imported name
+            kind = self._callee_result(func)  # `self.fc(x)`: never an imported name
+            return kind if kind is not Kind.UNKNOWN else self._method_result(func.attr)
         qualname = self.qualname(func)
         if qualname:
             kind = self._kind_from_qualname(qualname, call)
@@ -555,6 +570,76 @@ class Context:
         if type(func) is ast.Call:
             return self._looked_up_call_kind(func, call)
         return Kind.UNKNOWN
+
+    def _method_result(self, name: str) -> Kind:
+        """MODULE for `self.build_model()` when `build_model` is a factory method of the class
+        around (see `factory_made`)."""
+        cls = self.enclosing_class()
+        return Kind.MODULE if cls is not None and self.factory_made(cls, name) else Kind.UNKNOWN
+
+    def factory_made(self, cls: ast.ClassDef, name: str) -> tuple[ast.Call, ...]:
+        """The calls making the modules that the plain method `name` of `cls` hands back, when
+        it hands back only modules it makes (`model = VisualFeatureExtractor(...)`, maybe moved
+        or loaded, then `return model`): a factory method, read before the walk reaches it;
+        () for any other method."""
+        key = (cls, name)
+        known = self._factory_made.get(key)
+        if known is None:
+            self._factory_made[key] = ()  # (a method calling itself)
+            known = self._factory_made[key] = self._read_factory(cls, name)
+        return known
+
+    def _read_factory(self, cls: ast.ClassDef, name: str) -> tuple[ast.Call, ...]:
+        method = next(
+            (node for node in cls.body if type(node) is ast.FunctionDef and node.name == name),
+            None,
+        )
+        if method is None or method.decorator_list:
+            return ()
+        made: dict[
+            str, list[ast.Call] | None
+        ] = {}  # name -> the calls making it, None: not only modules
+        handed: list[ast.Call] = []
+        statements = sorted(nested_statements(method.body), key=lambda n: (n.lineno, n.col_offset))
+        for node in statements:
+            if type(node) is ast.Return:
+                value = _moved_module(node.value) if node.value is not None else None
+                if type(value) is ast.Name and made.get(value.id):
+                    handed.extend(made[value.id])  # type: ignore[arg-type]
+                elif type(value) is ast.Call and self._makes_module_outside(value):
+                    handed.append(value)
+                else:
+                    return ()
+            elif (
+                type(node) is ast.Assign
+                and len(node.targets) == 1
+                and type(node.targets[0]) is ast.Name
+            ):
+                target = node.targets[0].id
+                value = _moved_module(node.value)
+                if is_name(value, target):
+                    continue  # moved: what it holds stays
+                calls = made.get(target, [])
+                made[target] = (
+                    calls + [value]
+                    if calls is not None and self._makes_module_outside(value)
+                    else None
+                )  # type: ignore[list-item]
+            elif type(node) is ast.Expr and isinstance(node.value, (ast.Yield, ast.YieldFrom)):
+                return ()
+        return tuple(handed)
+
+    def _makes_module_outside(self, value: ast.AST | None) -> bool:
+        """`value` is a call making a module, told without the method's own names: a class or
+        factory of the file, the project or torch named by an imported or module-level name."""
+        if type(value) is not ast.Call:
+            return False
+        root = value.func
+        while type(root) is ast.Attribute:
+            root = root.value
+        if type(root) is not ast.Name or root.id == "self":
+            return False
+        return self._call_kind(value) is Kind.MODULE
 
     def _looked_up_call_kind(self, lookup: ast.Call, call: ast.Call) -> Kind:
         """`getattr(models, "DinkNet34")()`: a call of what a module holds under a name

@@ -1687,18 +1687,82 @@ def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
         runs.sort(key=lambda run: (run[0].lineno, run[0].col_offset))
         # `softmax(model(inputs))`: the model, not the activation around it
         return next((run for run in runs if not parameter_free_module(run[1], ctx)), runs[0])
-    functions = top_level_functions(ctx)
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-        helper = functions.get(call.func.id) if type(call.func) is ast.Name else None
-        if helper is None or _computes_gradients(ctx, helper):
+        helper, skipped = _helper_called(call, ctx)
+        if helper is None or (
+            _computes_gradients(ctx, helper) and not _gradients_switched_off(call, helper, skipped)
+        ):
             continue  # an attack's step (`_pgd_whitebox(model, X, y)`) needs its gradients
         for position, argument in enumerate(call.args):
             if type(argument) is ast.Starred:
                 break  # where the rest of the arguments land is not known
             if type(argument) is ast.Name and _is_model(argument, ctx):
-                if _calls_its_parameter(ctx, helper, position):
+                if _calls_its_parameter(ctx, helper, position + skipped):
                     return call, argument
     return None
+
+
+def _helper_called(call: ast.Call, ctx: Context) -> tuple[ast.AST | None, int]:
+    """The function of the file a call runs, and how many of its first parameters the call
+    does not fill: a top-level function by its name, or a plain method of the class around
+    the call by `self.name(...)` (deep-supervised-hashing's `self.run_step(model, ...)`), whose
+    `self` comes first."""
+    if type(call.func) is ast.Name:
+        return top_level_functions(ctx).get(call.func.id), 0
+    function = ctx.enclosing_function()
+    cls = _program(ctx).owner.get(function) if function is not None else None
+    if cls is None or not (type(call.func) is ast.Attribute and is_self_attribute(call.func)):
+        return None, 0
+    for node in cls.body:
+        if type(node) is ast.FunctionDef and node.name == call.func.attr:
+            plain = not node.decorator_list and bool(node.args.args)
+            return (node, 1) if plain else (None, 0)
+    return None, 0
+
+
+def _gradients_switched_off(call: ast.Call, helper: ast.AST, skipped: int) -> bool:
+    """Every gradient word of `helper` is under `if flag:` (or in `set_grad_enabled(flag)`)
+    for a parameter `flag` that the call passes as False: `run_step(model, x, train=False)`
+    with `if train: loss.backward(); optimizer.step()`."""
+    args = helper.args  # type: ignore[attr-defined]
+    positional = [arg.arg for arg in (*args.posonlyargs, *args.args)][skipped:]
+    off = {
+        positional[i]
+        for i, value in enumerate(call.args[: len(positional)])
+        if type(value) is ast.Constant and value.value is False
+    } | {k.arg for k in call.keywords if type(k.value) is ast.Constant and k.value.value is False}
+    if not off:
+        return False
+    gated: list[ast.AST] = []
+    for node in ast.walk(helper):
+        if type(node) is ast.If and type(node.test) is ast.Name and node.test.id in off:
+            gated.extend(node.body)
+        elif type(node) is ast.Call and getattr(node.func, "attr", None) == "set_grad_enabled":
+            if len(node.args) == 1 and type(node.args[0]) is ast.Name and node.args[0].id in off:
+                gated.append(node)
+    inside = {id(n) for statement in gated for n in ast.walk(statement)}
+    return not any(id(node) not in inside and _gradient_node(node) for node in ast.walk(helper))
+
+
+def _gradient_node(node: ast.AST) -> bool:
+    """A node the gradient words of `_computes_gradients` come from: `x.backward()`,
+    `optimizer.step()`, `autograd.grad`, `enable_grad`, `requires_grad`, `set_grad_enabled`."""
+    if type(node) is ast.Attribute:
+        return node.attr in _GRADIENT_ATTRIBUTES
+    return type(node) is ast.Name and node.id in ("enable_grad", "set_grad_enabled")
+
+
+_GRADIENT_ATTRIBUTES = frozenset(
+    {
+        "backward",
+        "step",
+        "grad",
+        "enable_grad",
+        "requires_grad",
+        "requires_grad_",
+        "set_grad_enabled",
+    }
+)
 
 
 # Words of a function that computes gradients (an adversarial attack, a gradient penalty).
@@ -2225,6 +2289,13 @@ class _Program:
         if not isinstance(made, ast.Call) or self.set_their_own_mode([made]):
             return False
         func = made.func
+        if isinstance(func, ast.Attribute) and is_self_attribute(func):
+            # `self.extractor = self.__init_visual_extractor()`: what the factory method makes
+            owner = self.owner.get(self.ctx.enclosing_function())  # type: ignore[arg-type]
+            factory = self.ctx.factory_made(owner, func.attr) if owner is not None else ()
+            return bool(factory) and all(
+                self.builds_mode_layers(call, attribute) for call in factory
+            )
         if isinstance(func, ast.Name) and func.id in self.classes:
             cls = self.classes[func.id]
             return self.ctx.is_module_class(cls) and not self._modes.class_mode_free(cls)
