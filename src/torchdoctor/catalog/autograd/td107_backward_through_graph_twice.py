@@ -15,6 +15,7 @@ from torchdoctor.catalog.sdk import (
     lazy_compile,
     name_words,
     names_a_model,
+    nested_statements,
     per_file,
     top_level_functions,
 )
@@ -206,6 +207,10 @@ _DETACHING = frozenset({"detach", "data", "item", "tolist", "numpy"})
 # earlier backward calls of the block a backward call is compared with: bounded, so that a
 # block of thousands of statements and backward calls is read in linear time.
 _MAX_STEPS = 64
+# Builtins whose result is a Python value that carries no graph.
+_NUMBER_BUILTINS = frozenset(
+    {"len", "int", "float", "bool", "str", "isinstance", "hasattr", "type", "id", "repr"}
+)
 _MAX_EARLIER = 8
 # First words of a function's name that say it makes models rather than being one.
 _FACTORY_VERBS = frozenset(
@@ -305,7 +310,7 @@ def _graph_sources(ctx: Context, block: list[ast.stmt], position: int, expr: ast
             continue  # bound some other way (a loop, a `with`): not followed
         if _made_a_leaf(block, at, before, name, ctx):
             continue  # `x.requires_grad = True` after it: a leaf, the graph starts there
-        used, calls_a_model = _linked_by(ctx, statement)
+        used, calls_a_model = _unpacked_linked(ctx, statement, name) or _linked_by(ctx, statement)
         if calls_a_model:
             found.add(at)
         todo += [(name, at) for name in used]
@@ -354,6 +359,100 @@ def _linked_by(ctx: Context, statement: ast.Assign) -> tuple[list[str], bool]:
     return list(dict.fromkeys(used))[:_MAX_STEPS], calls_a_model
 
 
+def _unpacked_linked(
+    ctx: Context, statement: ast.Assign, name: str
+) -> tuple[list[str], bool] | None:
+    """`_linked` for one name of `a, b = helper(x, y)`, `helper` a function of the file whose
+    every return is a tuple of as many items: the names of the arguments whose graph reaches
+    that item (cleanlab's `loss_1, loss_2 = loss_coteaching(logits1, logits2, ...)`, each loss
+    made from one model's logits, the other's only through `.data`), and whether the item's
+    own computation calls a model. None when that cannot be told."""
+    targets = statement.targets
+    call = statement.value
+    if not (
+        len(targets) == 1
+        and type(targets[0]) is ast.Tuple
+        and type(call) is ast.Call
+        and type(call.func) is ast.Name
+        and not any(type(a) is ast.Starred for a in call.args)
+        and all(k.arg is not None for k in call.keywords)
+    ):
+        return None
+    items = targets[0].elts
+    position = next(
+        (i for i, item in enumerate(items) if type(item) is ast.Name and item.id == name), None
+    )
+    function = top_level_functions(ctx).get(call.func.id)
+    if position is None or type(function) is not ast.FunctionDef:
+        return None
+    reaching = _parameters_reaching(ctx, function, position, len(items))
+    if reaching is None:
+        return None
+    parameters, calls_a_model = reaching
+    positional = [arg.arg for arg in (*function.args.posonlyargs, *function.args.args)]
+    passed = {**dict(zip(positional, call.args)), **{k.arg: k.value for k in call.keywords}}
+    used: list[str] = []
+    for parameter in parameters:
+        if parameter in passed:
+            names, model = _linked(passed[parameter], ctx)
+            used += names
+            calls_a_model = calls_a_model or model
+    return list(dict.fromkeys(used))[:_MAX_STEPS], calls_a_model
+
+
+@per_file
+def _parameters_reaching(
+    ctx: Context, function: ast.FunctionDef, position: int, size: int
+) -> tuple[frozenset[str], bool] | None:
+    """The parameters of `function` whose graph reaches item `position` of what it returns,
+    every return a tuple of `size` items, through its assignments (flow-insensitive), and
+    whether a model is called on the way; None when a return is not such a tuple, or a name
+    on the way is bound otherwise than by assignment (a loop, a `with`)."""
+    args = function.args
+    parameters = {arg.arg for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    if args.vararg or args.kwarg:
+        return None
+    assigned: dict[str, list[ast.expr]] = {}
+    todo: list[ast.expr] = []
+    for statement in nested_statements(function.body):
+        kind = type(statement)
+        if kind is ast.Return:
+            value = statement.value
+            if type(value) is not ast.Tuple or len(value.elts) != size:
+                return None
+            todo.append(value.elts[position])
+        elif kind is ast.Assign or kind is ast.AugAssign or kind is ast.AnnAssign:
+            targets = statement.targets if kind is ast.Assign else [statement.target]
+            for target in targets:
+                for node in ast.walk(target):
+                    if type(node) is ast.Name and statement.value is not None:
+                        assigned.setdefault(node.id, []).append(statement.value)
+        elif kind in _OTHER_BINDINGS:
+            for node in ast.walk(statement.target if kind is not ast.With else statement):
+                if type(node) is ast.Name and type(node.ctx) is ast.Store:
+                    assigned[node.id] = []  # bound by a loop or a `with`: not followed
+    found: set[str] = set()
+    seen: set[str] = set()
+    calls_a_model = False
+    while todo:
+        names, model = _linked(todo.pop(), ctx)
+        calls_a_model = calls_a_model or model
+        for used in names:
+            if used in seen or len(seen) > _MAX_STEPS:
+                continue
+            seen.add(used)
+            if used in parameters:
+                found.add(used)
+            elif used in assigned:
+                if not assigned[used]:
+                    return None
+                todo += assigned[used]
+    return frozenset(found), calls_a_model
+
+
+_OTHER_BINDINGS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+
+
 def _linked(expr: ast.AST, ctx: Context) -> tuple[list[str], bool]:
     """The names whose graph `expr`'s value carries (read in it, but not as what is called,
     nor under `.detach()`, `.data`, `.item()`...), and whether it calls a model on the way
@@ -372,6 +471,8 @@ def _linked(expr: ast.AST, ctx: Context) -> tuple[list[str], bool]:
                 todo.append(node.value)
         elif kind is ast.Call:
             func = node.func
+            if type(func) is ast.Name and func.id in _NUMBER_BUILTINS:
+                continue  # `len(x)`, `int(x)`: a Python number, no graph
             calls_a_model = calls_a_model or _is_model_call(node, ctx)
             if type(func) is ast.Attribute:
                 if func.attr in _DETACHING:
