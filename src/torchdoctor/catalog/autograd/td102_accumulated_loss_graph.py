@@ -467,6 +467,7 @@ def _check(
         and not _always_a_number(ctx, scope_of(name.id, ctx), name.id)
         and not _just_made_a_number(ctx, statement, name.id)
     ]
+    losses = [name for name in losses if not _item_of_the_loop(name.id, loop)]
     meter = variant == "meter"
     if not losses and not backpropagated and not meter:
         losses = _evaluation_losses_kept(operands, loop, ctx)
@@ -487,6 +488,24 @@ def _check(
     if any(name is loss for name in _bare_operands(added, through_methods=False)):
         fix = _item_fix(loss, loss.id, loss.id, ctx)
     return [ctx.finding(PITFALL, statement, variant, fix=fix, total=total, loss=loss.id)]
+
+
+def _item_of_the_loop(name: str, loop: ast.stmt) -> bool:
+    """`name` is what the loop takes from a collection it is given (`for aux_loss in
+    aux_list:`, compressai's `compute_aux_loss`): the graphs were all made before the loop, and
+    summing them keeps none the collection does not already hold."""
+    if type(loop) is not ast.For or not is_name(loop.target, name):
+        return False
+    collection = loop.iter
+    if (
+        type(collection) is ast.Call
+        and type(collection.func) is ast.Attribute
+        and not collection.args
+    ):
+        if collection.func.attr != "values":
+            return False
+        collection = collection.func.value  # `for loss in losses.values():`
+    return type(collection) in (ast.Name, ast.Attribute)
 
 
 def _loops_repeating(statement: ast.stmt, ctx: Context) -> list[ast.stmt] | None:
