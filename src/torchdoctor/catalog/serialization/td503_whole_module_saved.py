@@ -327,8 +327,23 @@ def _module_inside(saved: ast.AST, ctx: Context) -> ast.AST | None:
         items = saved.values
     else:
         return None
-    # (a module moved on the way in, `"network": self.net.cpu()`, is still the module)
-    return next((item for item in items if _moved_copy_of_module(item, ctx)), None)
+    # (a module moved on the way in, `"network": self.net.cpu()`, is still the module; so is
+    # one branch of a condition on the device, `"net": net.state_dict() if use_cuda else net`
+    # of Facial-Expression-Recognition: saved whole on every CPU run. A condition on an
+    # option, `if args.whole else`, is the user's choice.)
+    chosen = [
+        *items,
+        *(part for item in items if _on_the_device(item, ctx) for part in (item.body, item.orelse)),
+    ]  # type: ignore[attr-defined]
+    return next((item for item in chosen if _moved_copy_of_module(item, ctx)), None)
+
+
+def _on_the_device(item: ast.expr, ctx: Context) -> bool:
+    """`a if use_cuda else b`, `a if torch.cuda.is_available() else b`, `a if args.gpu else b`."""
+    if type(item) is not ast.IfExp:
+        return False
+    words = ctx.text(item.test).lower()
+    return any(word in words for word in ("cuda", "gpu", "device"))
 
 
 def _module_entry(name: str, binding, ctx: Context) -> ast.AST | None:
