@@ -21,6 +21,7 @@ from torchdoctor.catalog.sdk import (
     block_names,
     index,
     index_of,
+    is_name,
     is_self_attribute,
     lineage,
     per_file,
@@ -318,6 +319,7 @@ def check(call: ast.Call, ctx: Context) -> Iterator[Finding]:
                 and _tests_gpus(ctx.ancestors[-2].test)  # type: ignore[attr-defined]
                 and _loads_a_file(use, ctx)
                 and not _saved_by_this_run(use, ctx)
+                and not _trained_before(use, ctx)
             ):
                 reported = _reported_uses(ctx)
                 if (use.lineno, use.col_offset) not in reported:
@@ -523,6 +525,26 @@ def _saved_by_this_run(use: ast.Attribute, ctx: Context) -> bool:
         and target.id == path
         for node in index(ctx).everywhere(ast.Call)
     )
+
+
+def _trained_before(use: ast.Attribute, ctx: Context) -> bool:
+    """Earlier in the same function a call is handed the model and an optimizer (rcnn-text-
+    classification's `train(model, optimizer, ...)` then `model.load_state_dict(torch.load(
+    ".../best.pt"))`): the file loaded is the best checkpoint this run saved, from this model
+    wrapped or not alike."""
+    model = use.value
+    function = ctx.enclosing_function()
+    if type(model) is not ast.Name or function is None:
+        return False
+    for call in index_of(ctx, function).in_block(function.body, ast.Call, local=True):
+        if call.lineno >= use.lineno:
+            continue
+        given = [*call.args, *(k.value for k in call.keywords)]
+        if any(is_name(value, model.id) for value in given) and any(
+            "optim" in (dotted_name(value) or "").lower() for value in given
+        ):
+            return True
+    return False
 
 
 def _where_not_wrapped(test: ast.expr, ctx: Context) -> dict[str, str]:
