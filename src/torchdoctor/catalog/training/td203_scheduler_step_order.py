@@ -802,11 +802,13 @@ def _training_call_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Cal
     """`for epoch in ...: scheduler.step(); train(loader, model, optimizer)`: the first call in
     the loop of a function of this file that steps an optimizer, when it comes after the
     scheduler step."""
-    functions = top_level_functions(ctx)
+    own = ctx.enclosing_function()
+    # (and the functions defined in the one around the loop: superpoint_graph's `main`, whose
+    # own `def train():` runs the epoch's optimizer steps)
+    functions = {**top_level_functions(ctx), **_nested_functions(own)}
     methods = _sibling_methods(ctx)
     if not functions and not methods:
         return None
-    own = ctx.enclosing_function()
     names = [*functions, *methods]
     for found in index_of(ctx, loop).calls_in_block(loop.body, names, local=True):
         func = found.func
@@ -820,6 +822,18 @@ def _training_call_after(node: ast.Expr, loop: ast.AST, ctx: Context) -> ast.Cal
             continue
         return found if position(found) > position(node) else None
     return None
+
+
+def _nested_functions(
+    function: ast.AST | None,
+) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions defined in the body of `function`, by name."""
+    body = getattr(function, "body", ())
+    return {
+        node.name: node
+        for node in body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def _sibling_methods(ctx: Context) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -991,11 +1005,23 @@ def _compensated(ctx: Context) -> bool:
 
 @per_file
 def _sets_last_epoch(ctx: Context, scope: ast.AST) -> bool:
+    """Whatever way the run starts: an assignment under an `if` (pytorch-vcii's `if
+    args.load_model_name: ... scheduler.last_epoch = train_iter - 1`, on resuming only) leaves
+    a fresh run's first rate skipped."""
     found = index_of(ctx, scope)
     return any(
-        found.is_local(scope, node)
+        found.is_local(scope, node) and not _under_a_condition(node, scope, found.parents)
         for node in found.assignments(scope, "last_epoch", attribute=True)
     )
+
+
+def _under_a_condition(node: ast.AST, scope: ast.AST, parents: dict) -> bool:
+    above = parents.get(node)
+    while above is not None and above is not scope:
+        if type(above) is ast.If:
+            return True
+        above = parents.get(above)
+    return False
 
 
 # ---- the per-batch variant ----------------------------------------------------------------
