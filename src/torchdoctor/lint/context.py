@@ -102,6 +102,20 @@ def unwrap_self_methods(value: ast.AST) -> ast.AST:
     return value
 
 
+def _bound_targets(statement: ast.AST) -> list[str]:
+    """The names an assignment, a loop or a `with` statement binds (nested blocks left out)."""
+    kind = type(statement)
+    if kind is ast.Assign:
+        targets: list[ast.AST] = list(statement.targets)  # type: ignore[attr-defined]
+    elif kind in (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor):
+        targets = [statement.target]  # type: ignore[attr-defined]
+    elif kind in (ast.With, ast.AsyncWith):
+        targets = [item.optional_vars for item in statement.items if item.optional_vars]  # type: ignore[attr-defined]
+    else:
+        return []
+    return [node.id for target in targets for node in ast.walk(target) if type(node) is ast.Name]
+
+
 def _moved_module(value: ast.AST) -> ast.AST:
     """`model.cuda().float()` -> `model`, `Net().to(device)` -> `Net()`: what the calls of
     `MODULE_SELF_METHODS` are made on."""
@@ -264,6 +278,7 @@ class Context:
         self._attribute_kinds: dict[ast.ClassDef, dict[str, Kind]] = {}
         # What the factory methods of a class make, by class and method (see `factory_made`).
         self._factory_made: dict[tuple[ast.ClassDef, str], tuple[ast.Call, ...]] = {}
+        self._class_methods: dict[ast.ClassDef, dict[str, ast.FunctionDef]] = {}
         # Enclosing statements and scopes of the node being visited, outermost first; no
         # expressions. For an expression, ancestors[-1] is the statement that contains it.
         self.ancestors: list[ast.AST] = []
@@ -590,15 +605,16 @@ class Context:
         return known
 
     def _read_factory(self, cls: ast.ClassDef, name: str) -> tuple[ast.Call, ...]:
-        method = next(
-            (node for node in cls.body if type(node) is ast.FunctionDef and node.name == name),
-            None,
-        )
+        methods = self._class_methods.get(cls)
+        if methods is None:  # (read once per class, however many of its methods are asked)
+            methods = self._class_methods[cls] = {
+                node.name: node for node in cls.body if type(node) is ast.FunctionDef
+            }
+        method = methods.get(name)
         if method is None or method.decorator_list:
             return ()
-        made: dict[
-            str, list[ast.Call] | None
-        ] = {}  # name -> the calls making it, None: not only modules
+        # name -> the calls making it; None: bound to something else too
+        made: dict[str, list[ast.Call] | None] = {}
         handed: list[ast.Call] = []
         statements = sorted(nested_statements(method.body), key=lambda n: (n.lineno, n.col_offset))
         for node in statements:
@@ -627,6 +643,9 @@ class Context:
                 )  # type: ignore[list-item]
             elif type(node) is ast.Expr and isinstance(node.value, (ast.Yield, ast.YieldFrom)):
                 return ()
+            else:  # bound some other way (unpacked, augmented, a loop's): not only modules
+                for target in _bound_targets(node):
+                    made[target] = None
         return tuple(handed)
 
     def _makes_module_outside(self, value: ast.AST | None) -> bool:

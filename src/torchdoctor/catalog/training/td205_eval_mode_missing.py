@@ -1690,7 +1690,8 @@ def _model_run(loop: ast.For, ctx: Context) -> tuple[ast.Call, ast.AST] | None:
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
         helper, skipped = _helper_called(call, ctx)
         if helper is None or (
-            _computes_gradients(ctx, helper) and not _gradients_switched_off(call, helper, skipped)
+            _computes_gradients(ctx, helper)
+            and not _gradients_switched_off(call, helper, skipped, ctx)
         ):
             continue  # an attack's step (`_pgd_whitebox(model, X, y)`) needs its gradients
         for position, argument in enumerate(call.args):
@@ -1713,14 +1714,25 @@ def _helper_called(call: ast.Call, ctx: Context) -> tuple[ast.AST | None, int]:
     cls = _program(ctx).owner.get(function) if function is not None else None
     if cls is None or not (type(call.func) is ast.Attribute and is_self_attribute(call.func)):
         return None, 0
+    method = _plain_methods(ctx, cls).get(call.func.attr)
+    return (method, 1) if method is not None else (None, 0)
+
+
+@per_file
+def _plain_methods(ctx: Context, cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
+    """The methods of `cls` without decorators that take `self`, by name (the last definition
+    of a name wins, as in the class)."""
+    found: dict[str, ast.FunctionDef] = {}
     for node in cls.body:
-        if type(node) is ast.FunctionDef and node.name == call.func.attr:
-            plain = not node.decorator_list and bool(node.args.args)
-            return (node, 1) if plain else (None, 0)
-    return None, 0
+        if type(node) is ast.FunctionDef:
+            if node.decorator_list or not node.args.args:
+                found.pop(node.name, None)
+            else:
+                found[node.name] = node
+    return found
 
 
-def _gradients_switched_off(call: ast.Call, helper: ast.AST, skipped: int) -> bool:
+def _gradients_switched_off(call: ast.Call, helper: ast.AST, skipped: int, ctx: Context) -> bool:
     """Every gradient word of `helper` is under `if flag:` (or in `set_grad_enabled(flag)`)
     for a parameter `flag` that the call passes as False: `run_step(model, x, train=False)`
     with `if train: loss.backward(); optimizer.step()`."""
@@ -1731,8 +1743,13 @@ def _gradients_switched_off(call: ast.Call, helper: ast.AST, skipped: int) -> bo
         for i, value in enumerate(call.args[: len(positional)])
         if type(value) is ast.Constant and value.value is False
     } | {k.arg for k in call.keywords if type(k.value) is ast.Constant and k.value.value is False}
-    if not off:
-        return False
+    return bool(off) and _gradient_free_without(ctx, helper, frozenset(off))  # type: ignore[arg-type]
+
+
+@per_file
+def _gradient_free_without(ctx: Context, helper: ast.AST, off: frozenset[str]) -> bool:
+    """`helper` computes no gradient once the flags `off` are False (read once per helper and
+    set of flags, however many calls pass them)."""
     gated: list[ast.AST] = []
     for node in ast.walk(helper):
         if type(node) is ast.If and type(node.test) is ast.Name and node.test.id in off:
