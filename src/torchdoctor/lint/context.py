@@ -355,6 +355,20 @@ class Context:
             return base
         return ".".join([base, *reversed(attributes)])
 
+    def module_qualname(self, expr: ast.AST) -> str | None:
+        """The dotted name `expr` refers to through the module's own top-level imports, wherever
+        the walk stands (a fact about the whole module, such as what its top level builds, read
+        before the walk has reached its imports: a notebook whose imports come cell by cell)."""
+        attributes = []
+        while type(expr) is ast.Attribute:
+            attributes.append(expr.attr)
+            expr = expr.value
+        top = self._top_level
+        if type(expr) is not ast.Name or expr.id not in top.imports or expr.id in top.assigned:
+            return None
+        base = top.imports[expr.id]
+        return ".".join([base, *reversed(attributes)]) if base and attributes else base or None
+
     def _imported_later(self, name: str) -> str | None:
         """In a function, a name the module imports further down (capsule-networks' `from
         torch.autograd import Variable` under `if __name__ == "__main__":`): the function runs

@@ -30,6 +30,7 @@ from torchdoctor.catalog.sdk import (
     Monitor,
     Pitfall,
     index,
+    is_name,
     lineage,
     index_of,
     is_parameter,
@@ -143,6 +144,16 @@ PITFALL = Pitfall(
             "zh": "这里的 `{model}` 处于训练模式：整个项目都没有调用 `.eval()`（也没有 "
             "`.train(False)`），Dropout 仍然生效，BatchNorm 用这一批的统计量做归一化（还会更新 running "
             "统计量）；请先调用 `{model}.eval()`",
+        },
+        "global-once": {
+            "en": "`{model}` runs in training mode here: it is built at the top of this file as "
+            "`{built}` and nothing switches it to eval mode (nor hands it to code that could), so "
+            "its Dropout and BatchNorm layers behave as in training (random drops, this input's "
+            "statistics); call `{model}.eval()` once after building it",
+            "zh": "这里的 `{model}` 处于训练模式：它在本文件顶层由 `{built}` 构建，之后没有任何代码把它切换到 "
+            "eval 模式（也没有把它交给可能这样做的代码），其中的 Dropout 和 BatchNorm 层"
+            "仍按训练方式工作（随机丢弃、使用这次输入的统计量）；"
+            "请在构建后调用一次 `{model}.eval()`",
         },
         "project": {
             "en": "`{model}` runs in training mode in this evaluation loop: nothing in this project "
@@ -662,6 +673,87 @@ def check_inference(node: ast.With, ctx: Context) -> Iterator[Finding]:
     call, model = run
     if _never_out_of_training(model, function, ctx):
         yield ctx.finding(PITFALL, call, "project-once", model=_short(ctx.text(model)))
+
+
+@PITFALL.static(ast.Call)
+def check_global_model(call: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """`outputs = VGG16(image)` in a function named to predict (`VGG16_predict`), where the
+    file's top level builds `VGG16 = models.vgg16(pretrained=True)` and uses that name for
+    nothing but runs and moves (the Udacity dog-breed notebook and its many copies): no code can
+    have switched it to eval mode."""
+    func = call.func
+    if type(func) is not ast.Name or func.id not in _unswitched_global_models(ctx):
+        return
+    function = ctx.enclosing_function()
+    if not _evaluation_function(function, ctx) or _trains(ctx, function):  # type: ignore[arg-type]
+        return
+    if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in ctx.ancestors):
+        return  # a loop is checked as a loop
+    if _dropout_on_purpose(function, ctx):  # type: ignore[arg-type]
+        return
+    built = _unswitched_global_models(ctx)[func.id]
+    yield ctx.finding(PITFALL, call, "global-once", model=func.id, built=_short(ctx.text(built)))
+
+
+# Uses of a model's name that leave its mode alone: a run (`m(x)`) and a move (`m.cuda()`).
+_MODE_KEEPING_METHODS = frozenset({"cuda", "cpu", "to", "float", "half", "double"})
+
+
+@per_file
+def _unswitched_global_models(ctx: Context) -> dict[str, ast.expr]:
+    """The names the module's top level binds only to a torchvision model (maybe moved) and
+    that the whole file uses only to run or move it, with the call that builds each."""
+    built: dict[str, ast.expr] = {}
+    for statement in ctx.tree.body:
+        if not (
+            type(statement) is ast.Assign
+            and len(statement.targets) == 1
+            and type(target := statement.targets[0]) is ast.Name
+        ):
+            continue
+        made = unwrap_self_methods(statement.value)
+        if type(made) is ast.Call and _mode_dependent_factory(ctx.module_qualname(made.func) or ""):
+            built.setdefault(target.id, made)
+    if not built:
+        return {}
+    found = index(ctx)
+    parents = found.parents
+    for node in ast.walk(ctx.tree):
+        if type(node) is not ast.Name or node.id not in built:
+            continue
+        parent = parents.get(node)
+        if type(node.ctx) is ast.Store:
+            # (at the module's level, also under an `if use_cuda:`: `VGG16 = VGG16.cuda()`)
+            value = (
+                parent.value if type(parent) is ast.Assign and len(parent.targets) == 1 else None
+            )
+            at_top = found.scopes[found.number[node]] in (None, ctx.tree)  # no def, no class
+            if not (at_top and value is not None and _runs_or_moves_only(value, node.id, built)):
+                built.pop(node.id)
+        elif type(parent) is ast.Call and parent.func is node:
+            continue
+        elif not (
+            type(parent) is ast.Attribute
+            and parent.attr in _MODE_KEEPING_METHODS
+            and type(parents.get(parent)) is ast.Call
+        ):
+            built.pop(node.id)  # `.eval()`, `.train()`, handed on, stored: not followed
+        if not built:
+            return {}
+    return built
+
+
+def _runs_or_moves_only(value: ast.expr, name: str, built: dict[str, ast.expr]) -> bool:
+    """The value of an assignment to `name`: the model it is bound to, or that model moved."""
+    made = unwrap_self_methods(value)
+    if made is built[name]:
+        return True
+    return (
+        type(value) is ast.Call
+        and type(value.func) is ast.Attribute
+        and value.func.attr in _MODE_KEEPING_METHODS
+        and is_name(value.func.value, name)
+    )
 
 
 @PITFALL.static(ast.Call, names={"next"})
