@@ -207,6 +207,12 @@ _DETACHING = frozenset({"detach", "data", "item", "tolist", "numpy"})
 # earlier backward calls of the block a backward call is compared with: bounded, so that a
 # block of thousands of statements and backward calls is read in linear time.
 _MAX_STEPS = 64
+# Factories of torch that make a new tensor, whatever they are given: no graph comes with it.
+_NEW_TENSORS = frozenset(
+    f"torch.{name}"
+    for name in "ones_like zeros_like empty_like full_like rand_like randn_like randint_like "
+    "ones zeros empty full rand randn randint arange linspace eye tensor".split()
+)
 # Builtins whose result is a Python value that carries no graph.
 _NUMBER_BUILTINS = frozenset(
     {"len", "int", "float", "bool", "str", "isinstance", "hasattr", "type", "id", "repr"}
@@ -473,6 +479,8 @@ def _linked(expr: ast.AST, ctx: Context) -> tuple[list[str], bool]:
             func = node.func
             if type(func) is ast.Name and func.id in _NUMBER_BUILTINS:
                 continue  # `len(x)`, `int(x)`: a Python number, no graph
+            if (ctx.qualname(func) or "") in _NEW_TENSORS:
+                continue  # `torch.ones_like(out)`: a new tensor, no graph (torchao's labels)
             calls_a_model = calls_a_model or _is_model_call(node, ctx)
             if type(func) is ast.Attribute:
                 if func.attr in _DETACHING:
