@@ -7,6 +7,7 @@ from bisect import bisect_right
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    nested_statements,
     unrebound_parameter,
     BlockKey,
     Context,
@@ -293,6 +294,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         and not ctx.project.has(OWN_METHOD + method)
     ):
         return
+    if _in_test_function(ctx) and _never_read_after(node, receiver, ctx):
+        return  # torchao's `lp_tensor.to(device2)`, rebound next: a test that the move works
     target = ctx.text(receiver)
     fix = None
     if isinstance(receiver, ASSIGNABLE) and "\n" not in target and "\r" not in target:
@@ -507,6 +510,42 @@ def _builds_other_object(value: ast.AST, ctx: Context) -> bool:
     )
     qualname = ctx.qualname(value.func) or ""
     return name[:1].isupper() and not qualname.startswith(("torch.", "numpy."))
+
+
+def _never_read_after(statement: ast.stmt, receiver: ast.AST, ctx: Context) -> bool:
+    """`receiver` is a local name that no statement after `statement` reads before binding it
+    anew (the function ends, or the next mention is `name = ...` not reading it), and no loop
+    around `statement` in the function comes back to it."""
+    function = ctx.enclosing_function()
+    if type(receiver) is not ast.Name or function is None:
+        return False
+    if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in ctx.ancestors):
+        return False
+    mentions = _statements_mentioning(ctx, function).get(receiver.id, [])
+    at = bisect_right(mentions, (statement.end_lineno or statement.lineno, float("inf")))
+    return at == len(mentions) or mentions[at][1] == 1
+
+
+@per_file
+def _statements_mentioning(ctx: Context, function: ast.AST) -> dict[str, list[tuple[int, int]]]:
+    """For each name, the simple statements of `function` that mention it, in source order, as
+    (line, 1 when the statement binds it anew without reading it, else 0): read once per function
+    however many of its calls are asked about."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    simple = [
+        s
+        for s in nested_statements(function.body)
+        if not hasattr(s, "body")  # type: ignore[attr-defined]
+    ]
+    for statement in sorted(simple, key=lambda s: (s.lineno, s.col_offset)):
+        names = {n.id for n in ast.walk(statement) if type(n) is ast.Name}
+        rebound: set[str] = set()
+        if type(statement) is ast.Assign:
+            read = {n.id for n in ast.walk(statement.value) if type(n) is ast.Name}
+            rebound = {t.id for t in statement.targets if type(t) is ast.Name} - read
+        for name in names:
+            found.setdefault(name, []).append((statement.lineno, 1 if name in rebound else 0))
+    return found
 
 
 def _in_test_function(ctx: Context) -> bool:
