@@ -759,8 +759,8 @@ def _one_element_value(value: ast.AST | None, ctx: Context, scope: ast.AST | Non
 def _one_element(value: ast.AST | None) -> bool:
     while (
         type(value) is ast.Call
-        and type(value.func) is ast.Name
-        and value.func.id == "Variable"
+        and (last_name := dotted_name(value.func)) is not None
+        and last_name.rpartition(".")[2] == "Variable"  # also `torch.autograd.Variable(...)`
         and value.args
     ):
         value = value.args[0]
@@ -772,7 +772,7 @@ def _one_element(value: ast.AST | None) -> bool:
     if name in _FROM_SIZES and type(arg) is ast.Constant and arg.value == 1:
         return True  # `torch.zeros(1)`
     return (
-        name in _ONE_ELEMENT_MAKERS
+        (name in _ONE_ELEMENT_MAKERS or name.endswith("Tensor"))  # `self._Tensor([0])`
         and type(arg) is ast.List
         and len(arg.elts) == 1
         and type(arg.elts[0]) is ast.Constant  # `torch.tensor([0.0])`
@@ -1201,7 +1201,24 @@ def _zero_dim_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
         return True  # `self.loss_G.backward()` in another method: a scalar, whatever made it
     values = attribute_values(ctx, cls, attr)
     key = frozenset({f"self.{attr}"})
-    return bool(values) and all(is_zero_dim(value, ctx, key) for value in values)
+    zero_dim = [value for value in values if is_zero_dim(value, ctx, key)]
+    # (`self._loss_d_real = Variable(self._Tensor([0]))` in `__init__`, GANimation's placeholder
+    # until the first step assigns the loss: the losses are what `.data[0]` reads once training)
+    placeholders = [
+        value
+        for value in values
+        if value not in zero_dim and _one_element(value) and _set_in_init(ctx, cls, value)
+    ]
+    return bool(zero_dim) and len(zero_dim) + len(placeholders) == len(values)
+
+
+def _set_in_init(ctx: Context, cls: ast.ClassDef, value: ast.AST) -> bool:
+    parents = index_of(ctx, cls).parents
+    above = parents.get(value)
+    while above is not None and not isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        above = parents.get(above)
+    # (`__init__`, or a helper it calls to set things up: GANimation's `_init_losses`)
+    return above is not None and "init" in above.name  # type: ignore[attr-defined]
 
 
 def _makes_a_scalar_loss(call: ast.AST, ctx: Context) -> bool:
@@ -1430,8 +1447,9 @@ def _read_setting(expr: ast.AST) -> bool:
     if type(expr) is not ast.Attribute:
         return False
     owner = expr.value  # type: ignore[attr-defined]
-    return (type(owner) is ast.Name and owner.id in SETTINGS) or (
-        is_self_attribute(owner) and owner.attr in SETTINGS  # type: ignore[attr-defined]
+    # (also kept private: GANimation's `self._opt.lambda_D_gp`)
+    return (type(owner) is ast.Name and owner.id.lstrip("_") in SETTINGS) or (
+        is_self_attribute(owner) and owner.attr.lstrip("_") in SETTINGS  # type: ignore[attr-defined]
     )
 
 
