@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from bisect import bisect_left, bisect_right
 
-from torchdoctor.catalog.sdk import Clue, Pitfall, lazy_compile
+from torchdoctor.catalog.autograd.td107_backward_through_graph_twice import (
+    backward_receiver,
+    graph_sources,
+    is_model_call,
+)
+from torchdoctor.catalog.sdk import (
+    BlockKey,
+    Clue,
+    Context,
+    Finding,
+    Kind,
+    Pitfall,
+    attribute_values,
+    bindings,
+    is_self_attribute,
+    lazy_compile,
+    per_file,
+    scope_of,
+)
 
 PITFALL = Pitfall(
     code="TD106",
@@ -19,7 +39,18 @@ PITFALL = Pitfall(
             "operation before `backward()` ran, so its gradient cannot be computed",
             "zh": "autograd 为反向传播保存的某个张量在 `backward()` 之前被原地操作修改了，"
             "因此无法计算梯度",
-        }
+        },
+        "stepped": {
+            "en": "`{loss}.backward()` goes back through `{model}(...)` on line {made}, whose input "
+            "carries another model's graph, but `{optimizer}.step()` on line {stepped} has updated "
+            "`{model}`'s weights in place since: since PyTorch 1.5 backward raises RuntimeError (a "
+            "variable needed for gradient computation has been modified by an inplace operation); "
+            "run this backward before that step, or compute `{model}(...)` again after it",
+            "zh": "`{loss}.backward()` 要反向经过第 {made} 行的 `{model}(...)`（它的输入带着另一个模型的计算图），"
+            "但第 {stepped} 行的 `{optimizer}.step()` 已经原地更新了 `{model}` 的权重：从 PyTorch 1.5 起 "
+            "backward 会抛出 RuntimeError（梯度计算需要的变量被原地操作修改了）；请把这次 backward 放到那次 "
+            "step 之前，或在 step 之后重新计算 `{model}(...)`",
+        },
     },
     fix_hint={
         "en": "Run once under `torch.autograd.set_detect_anomaly(True)` to see the forward line "
@@ -39,6 +70,15 @@ The autograd error raised by `backward()` when a tensor that an operation saved 
 gradient was modified in place afterwards: `one of the variables needed for gradient
 computation has been modified by an inplace operation`. The explainer reads the tensor's type
 and shape, the operation that produced it and the version numbers out of the message.
+
+In the code (`check`), the case of actor-critic and GAN training loops: in one block, a model's
+forward whose input carries another model's graph (`q_pi = critic(obs, actor(obs))`,
+`netD(netG(z))`), then `optimizer.step()` of an optimizer every construction of which the file
+gives that model's `parameters()`, then a `backward()` whose loss goes back through that
+forward. The forward saved the model's weights for the gradient of its input, and the step
+changed them in place: the backward raises since PyTorch 1.5 (DDPG, SAC and MADDPG
+reimplementations written for 1.4 and earlier). A forward made again after the step, or a
+backward before it, is right.
 
 ## Why is this bad?
 Many operations keep their input or output to compute the gradient later: `relu` and
@@ -82,6 +122,13 @@ without the tensor.
 即 `one of the variables needed for gradient computation has been modified by an inplace
 operation`。解释器会从报错信息中读出该张量的类型和形状、产生它的运算以及版本号。
 
+在代码中（`check`），检查 actor-critic 和 GAN 训练循环里的这种情况：同一个代码块中，先有一次输入带着另一个模型
+计算图的前向计算（`q_pi = critic(obs, actor(obs))`、`netD(netG(z))`），然后是某个优化器的
+`optimizer.step()`（文件中该优化器的每一次构造都传入了这个模型的 `parameters()`），再之后的 `backward()`
+所用的 loss 要反向经过那次前向计算。那次前向为计算输入的梯度保存了模型权重，而 step 原地修改了它们：从
+PyTorch 1.5 起这次 backward 会报错（为 1.4 及更早版本编写的 DDPG、SAC、MADDPG 复现代码常见）。在 step
+之后重新做前向计算，或把 backward 放到 step 之前，都是正确的。
+
 ## Why is this bad?
 很多运算会保留输入或输出，留待之后计算梯度：`relu`、`sigmoid` 保留输出，`mul`、`matmul`
 保留输入。每个张量都有一个版本计数器，每次原地操作都会让它加一；反向传播时 autograd
@@ -117,21 +164,47 @@ the error: ...`。PyTorch 0.4 和 1.0 只打印第一句，不包含张量信息
     },
     example="""
 import torch
+import torch.nn as nn
 
-x = torch.randn(64, 128, requires_grad=True)
-hidden = torch.relu(x)
-out = hidden * 2
-hidden += 1
-out.sum().backward()
+actor = nn.Linear(4, 2)
+critic = nn.Linear(6, 1)
+actor_optimizer = torch.optim.Adam(actor.parameters())
+critic_optimizer = torch.optim.Adam(critic.parameters())
+
+obs, acts, target = torch.randn(8, 4), torch.randn(8, 2), torch.randn(8, 1)
+pi = actor(obs)
+q_pi = critic(torch.cat([obs, pi], 1))
+q = critic(torch.cat([obs, acts], 1))
+critic_loss = ((q - target) ** 2).mean()
+critic_optimizer.zero_grad()
+critic_loss.backward()
+critic_optimizer.step()
+actor_loss = -q_pi.mean()
+actor_optimizer.zero_grad()
+actor_loss.backward()
+actor_optimizer.step()
 """,
     use_instead="""
 import torch
+import torch.nn as nn
 
-x = torch.randn(64, 128, requires_grad=True)
-hidden = torch.relu(x)
-out = hidden * 2
-hidden = hidden + 1
-out.sum().backward()
+actor = nn.Linear(4, 2)
+critic = nn.Linear(6, 1)
+actor_optimizer = torch.optim.Adam(actor.parameters())
+critic_optimizer = torch.optim.Adam(critic.parameters())
+
+obs, acts, target = torch.randn(8, 4), torch.randn(8, 2), torch.randn(8, 1)
+q = critic(torch.cat([obs, acts], 1))
+critic_loss = ((q - target) ** 2).mean()
+critic_optimizer.zero_grad()
+critic_loss.backward()
+critic_optimizer.step()
+pi = actor(obs)
+q_pi = critic(torch.cat([obs, pi], 1))  # after the critic's step: its new weights
+actor_loss = -q_pi.mean()
+actor_optimizer.zero_grad()
+actor_loss.backward()
+actor_optimizer.step()
 """,
 )
 
@@ -224,3 +297,115 @@ def retold(block, report):
 
 def _retold(report):
     return _RETOLD.search(report.text or "")
+
+
+# ---- in the code: an optimizer step between a model's forward and a backward through it ----
+
+
+@PITFALL.static(ast.Expr, names={"backward"})
+def check_stepped_weights(statement: ast.Expr, ctx: Context) -> list[Finding] | None:
+    """`q_pi = critic(obs, actor(obs))`, then `critic_optimizer.step()`, then
+    `(-q_pi.mean()).backward()` (DDPG, SAC and MADDPG reimplementations, a GAN's generator step
+    after the discriminator's): the critic's forward saved its weights for the gradient of its
+    input, and the step changed them in place."""
+    loss = backward_receiver(statement)
+    if loss is None or not ctx.ancestors:
+        return None
+    located = ctx.block_position(statement, ctx.ancestors[-1])
+    if located is None:
+        return None
+    block, index = located
+    steps = _optimizer_steps(ctx, BlockKey(block))
+    if not steps or steps[0][0] >= index:
+        return None
+    positions = [position for position, _ in steps]
+    for made in sorted(graph_sources(ctx, block, index, loss), reverse=True):
+        first, last = bisect_right(positions, made), bisect_left(positions, index)
+        if first >= last:
+            continue
+        for model in _models_fed_a_graph(ctx, block, made):
+            for position, optimizer in steps[first:last]:
+                if _optimizes(ctx, optimizer, model):
+                    return [
+                        ctx.finding(
+                            PITFALL,
+                            statement,
+                            "stepped",
+                            loss=ctx.text(loss),
+                            model=ctx.text(model),
+                            made=block[made].lineno,
+                            optimizer=ctx.text(optimizer),
+                            stepped=block[position].lineno,
+                        )
+                    ]
+    return None
+
+
+@per_file
+def _optimizer_steps(ctx: Context, key: BlockKey) -> list[tuple[int, ast.expr]]:
+    """The positions of the block's `optimizer.step()` statements and their optimizers, read
+    once per block however many backward calls it holds."""
+    found = []
+    for position, statement in enumerate(key.block):
+        call = statement.value if type(statement) is ast.Expr else None
+        if (
+            type(call) is ast.Call
+            and not call.args
+            and not call.keywords
+            and type(call.func) is ast.Attribute
+            and call.func.attr == "step"
+            and isinstance(call.func.value, (ast.Name, ast.Attribute))
+        ):
+            found.append((position, call.func.value))
+    return found
+
+
+def _models_fed_a_graph(ctx: Context, block: list[ast.stmt], made: int) -> list[ast.expr]:
+    """The models the statement at `made` runs on an input that carries another model's graph
+    (`self.critic(obs1, pi)` after `pi = self.actor(obs1)`; `netD(netG(z))`)."""
+    statement = block[made]
+    found = []
+    for node in ast.walk(statement):
+        if type(node) is not ast.Call or not is_model_call(node, ctx):
+            continue
+        if not isinstance(node.func, (ast.Name, ast.Attribute)):
+            continue
+        inputs = [*node.args, *(k.value for k in node.keywords)]
+        if any(
+            is_model_call(inner, ctx)
+            for value in inputs
+            for inner in ast.walk(value)
+            if type(inner) is ast.Call
+        ) or any(graph_sources(ctx, block, made, value) for value in inputs):
+            found.append(node.func)
+    return found
+
+
+def _optimizes(ctx: Context, optimizer: ast.expr, model: ast.expr) -> bool:
+    """Every construction of `optimizer` the file holds is given `model.parameters()` (alone,
+    in a list, or in a chain of them)."""
+    made = _constructions(ctx, optimizer)
+    wanted = f"{ctx.text(model)}.parameters()"
+    return bool(made) and all(
+        type(value) is ast.Call
+        and (value.args or value.keywords)
+        and any(
+            ctx.text(node) == wanted
+            for node in ast.walk(value.args[0] if value.args else value.keywords[0].value)
+            if type(node) is ast.Call
+        )
+        and ctx.kind_of(value) is Kind.OPTIMIZER
+        for value in made
+    )
+
+
+def _constructions(ctx: Context, optimizer: ast.expr) -> tuple[ast.expr, ...]:
+    if is_self_attribute(optimizer):
+        cls = ctx.enclosing_class()
+        return attribute_values(ctx, cls, optimizer.attr) if cls is not None else ()  # type: ignore[attr-defined]
+    if type(optimizer) is ast.Name:
+        found = bindings(ctx, scope_of(optimizer.id, ctx), optimizer.id) or ()
+        if any(b.value is None or b.augmented for b in found):
+            return ()
+        return tuple(b.value for b in found)  # type: ignore[misc]
+    return ()

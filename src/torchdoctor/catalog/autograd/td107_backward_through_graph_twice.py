@@ -228,7 +228,7 @@ _FREEZES = lazy_compile(r"requires_grad_?\s*(?:=|\()\s*False")
 
 @PITFALL.static(ast.Expr, names={"backward"})
 def check(statement: ast.Expr, ctx: Context) -> list[Finding] | None:
-    second = _backward_receiver(statement)
+    second = backward_receiver(statement)
     located = ctx.block_position(statement, ctx.ancestors[-1]) if ctx.ancestors else None
     if second is None or located is None or _freezes_parameters(ctx):
         return None
@@ -239,12 +239,12 @@ def check(statement: ast.Expr, ctx: Context) -> list[Finding] | None:
     ]
     if not earlier:
         return None
-    sources = _graph_sources(ctx, block, index, second)
+    sources = graph_sources(ctx, block, index, second)
     if not sources:
         return None
     for position in reversed(earlier):
-        first = _backward_receiver(block[position], first=True)
-        shared = sorted(sources & _graph_sources(ctx, block, position, first))
+        first = backward_receiver(block[position], first=True)
+        shared = sorted(sources & graph_sources(ctx, block, position, first))
         shared = [at for at in shared if at < position]  # made before the first backward
         if shared:
             made = block[shared[-1]]
@@ -270,11 +270,11 @@ def _first_backwards(ctx: Context, key: BlockKey) -> list[int]:
     return [
         position
         for position, statement in enumerate(key.block)
-        if _backward_receiver(statement, first=True) is not None
+        if backward_receiver(statement, first=True) is not None
     ]
 
 
-def _backward_receiver(statement: ast.stmt, first: bool = False) -> ast.expr | None:
+def backward_receiver(statement: ast.stmt, first: bool = False) -> ast.expr | None:
     """The tensor of `x.backward()` as a statement; for a `first` backward, None when it keeps
     the graph (`retain_graph=`, `create_graph=`, a second positional argument)."""
     if type(statement) is not ast.Expr:
@@ -297,7 +297,7 @@ def _backward_receiver(statement: ast.stmt, first: bool = False) -> ast.expr | N
     return call.func.value
 
 
-def _graph_sources(ctx: Context, block: list[ast.stmt], position: int, expr: ast.AST) -> set[int]:
+def graph_sources(ctx: Context, block: list[ast.stmt], position: int, expr: ast.AST) -> set[int]:
     """The positions in `block` of the statements before `position` that assign a model's
     output the value of `expr` depends on (through the block's plain assignments, a use under
     `.detach()` and the like left out)."""
@@ -481,7 +481,7 @@ def _linked(expr: ast.AST, ctx: Context) -> tuple[list[str], bool]:
                 continue  # `len(x)`, `int(x)`: a Python number, no graph
             if (ctx.qualname(func) or "") in _NEW_TENSORS:
                 continue  # `torch.ones_like(out)`: a new tensor, no graph (torchao's labels)
-            calls_a_model = calls_a_model or _is_model_call(node, ctx)
+            calls_a_model = calls_a_model or is_model_call(node, ctx)
             if type(func) is ast.Attribute:
                 if func.attr in _DETACHING:
                     continue
@@ -498,7 +498,7 @@ def _linked(expr: ast.AST, ctx: Context) -> tuple[list[str], bool]:
     return found, calls_a_model
 
 
-def _is_model_call(value: ast.AST, ctx: Context) -> bool:
+def is_model_call(value: ast.AST, ctx: Context) -> bool:
     """`netG(z)`, `self.generator(z)`, `model(x)`: a call of a module (or of a name that says
     it holds one), whose output carries the module's graph; not a function of the file that
     builds or loads models (`_load_models(path)`)."""
