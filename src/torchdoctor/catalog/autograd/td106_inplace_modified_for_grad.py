@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 
 from torchdoctor.catalog.autograd.td107_backward_through_graph_twice import (
     backward_receiver,
@@ -316,15 +316,14 @@ def check_stepped_weights(statement: ast.Expr, ctx: Context) -> list[Finding] | 
         return None
     block, index = located
     steps = _optimizer_steps(ctx, BlockKey(block))
-    if not steps or steps[0][0] >= index:
+    if not steps or min(positions[0] for positions, _ in steps.values()) >= index:
         return None
-    positions = [position for position, _ in steps]
     for made in sorted(graph_sources(ctx, block, index, loss), reverse=True):
-        first, last = bisect_right(positions, made), bisect_left(positions, index)
-        if first >= last:
-            continue
         for model in _models_fed_a_graph(ctx, block, made):
-            for position, optimizer in steps[first:last]:
+            for positions, optimizer in steps.values():
+                at = bisect_right(positions, made)  # the optimizer's first step after the forward
+                if at == len(positions) or positions[at] >= index:
+                    continue
                 if _optimizes(ctx, optimizer, model):
                     return [
                         ctx.finding(
@@ -335,17 +334,17 @@ def check_stepped_weights(statement: ast.Expr, ctx: Context) -> list[Finding] | 
                             model=ctx.text(model),
                             made=block[made].lineno,
                             optimizer=ctx.text(optimizer),
-                            stepped=block[position].lineno,
+                            stepped=block[positions[at]].lineno,
                         )
                     ]
     return None
 
 
 @per_file
-def _optimizer_steps(ctx: Context, key: BlockKey) -> list[tuple[int, ast.expr]]:
-    """The positions of the block's `optimizer.step()` statements and their optimizers, read
-    once per block however many backward calls it holds."""
-    found = []
+def _optimizer_steps(ctx: Context, key: BlockKey) -> dict[str, tuple[list[int], ast.expr]]:
+    """The block's `optimizer.step()` statements by optimizer (its text): their positions, in
+    order, and the optimizer; read once per block however many backward calls it holds."""
+    found: dict[str, tuple[list[int], ast.expr]] = {}
     for position, statement in enumerate(key.block):
         call = statement.value if type(statement) is ast.Expr else None
         if (
@@ -356,7 +355,8 @@ def _optimizer_steps(ctx: Context, key: BlockKey) -> list[tuple[int, ast.expr]]:
             and call.func.attr == "step"
             and isinstance(call.func.value, (ast.Name, ast.Attribute))
         ):
-            found.append((position, call.func.value))
+            optimizer = call.func.value
+            found.setdefault(ctx.text(optimizer), ([], optimizer))[0].append(position)
     return found
 
 
