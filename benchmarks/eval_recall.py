@@ -68,6 +68,9 @@ RULES_FOR_SEED: dict[int, tuple[str, ...]] = {
     67: ("TD101",),
     70: ("TD802",),
     71: ("TD802", "TD803"),
+    # An optimizer's step between a forward and the backward through it (since the thirty-fifth
+    # session, when TD106 got a detector in the code; explained only before).
+    85: ("TD106",),
     90: ("TD501",),
     # uint8 masks, and the uint8 idiom `1 - mask` on what comparisons make now (bool).
     97: ("TD401", "TD423"),
