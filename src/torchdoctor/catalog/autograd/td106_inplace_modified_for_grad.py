@@ -6,7 +6,7 @@ import ast
 import re
 from bisect import bisect_right
 
-from torchdoctor.catalog.autograd.td107_backward_through_graph_twice import (
+from torchdoctor.catalog.autograd._graphs import (
     backward_receiver,
     graph_sources,
     is_model_call,
