@@ -722,11 +722,19 @@ def training_script(lines: int) -> str:
     are handed (TD503), epochs stepping a schedule under a switch of the settings (TD203) and
     evaluations run once in the loop that trains the model (TD205), modules keeping buffers only
     (TD409), a conditional random field given a uint8 mask and one handed by keyword through
-    layers to a `masked_fill` (TD401)."""
+    layers to a `masked_fill` (TD401), a critic's step before the actor's backward through it
+    (TD106)."""
     return _script(
         INFERENCE_HEADER,
         lines,
         lambda i: [
+            f"actor_{i} = nn.Linear(4, 2)",
+            f"critic_{i} = nn.Linear(6, 1)",
+            f"critic_opt_{i} = torch.optim.Adam(critic_{i}.parameters())",
+            f"obs_{i} = torch.randn(8, 4)",
+            f"q_pi_{i} = critic_{i}(torch.cat([obs_{i}, actor_{i}(obs_{i})], 1))",
+            f"critic_opt_{i}.step()",
+            f"(-q_pi_{i}.mean()).backward()",
             f"def step_{i}(x, y, optimizer, criterion, net):",
             "    optimizer.zero_grad()",
             "    loss = criterion(net(x), y)",
