@@ -333,7 +333,11 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     value = data.value
     if _under_a_shape_test(value, ctx):
         return None  # da_rnn's `if len(loss.data.shape) > 0: return loss.data[0]`
-    if not (is_zero_dim(value, ctx) or _zero_dim_where_read(value, ctx)):
+    if not (
+        is_zero_dim(value, ctx)
+        or _zero_dim_where_read(value, ctx)
+        or _loss_of_a_loss_dict(value, node, ctx)
+    ):
         return None
     if in_compat_fallback(ctx):
         return None  # `else:  # for the old version like 0.3.0`: never runs on today's torch
@@ -341,6 +345,89 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     data_end = ctx.span(data)[1]
     fix = ctx.fix(PITFALL, "safe", ctx.edit(data_end - len("data"), ctx.span(node)[1], "item()"))
     return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
+
+
+def _loss_of_a_loss_dict(value: ast.AST, read: ast.Subscript, ctx: Context) -> bool:
+    """pix2pixHD's print of its losses, copied by vid2vid, EverybodyDanceNow and others:
+    `losses = [torch.mean(x) if not isinstance(x, int) else x for x in losses]`, `loss_dict =
+    dict(zip(model.loss_names, losses))`, then `{k: v.data[0] if not isinstance(v, int) else v
+    for k, v in loss_dict.items()}`: `v`, taken from the dict by the comprehension around the
+    read, is one of those means wherever the read's own test lets it be read."""
+    if type(value) is not ast.Name:
+        return False
+    parents = index(ctx).parents
+    above = parents.get(read)
+    guarded = False
+    while above is not None and not isinstance(above, _COMPREHENSIONS):
+        guarded = guarded or type(above) is ast.IfExp and _tests_a_number(above.test, value.id)
+        above = parents.get(above)
+    if above is None or not guarded:
+        return False
+    for generator in above.generators:  # type: ignore[attr-defined]
+        target, source = generator.target, generator.iter
+        if not (
+            type(target) is ast.Tuple
+            and len(target.elts) == 2
+            and is_name(target.elts[1], value.id)
+            and type(source) is ast.Call
+            and not source.args
+            and type(source.func) is ast.Attribute
+            and source.func.attr == "items"
+            and type(source.func.value) is ast.Name
+        ):
+            continue
+        return _dict_of_means(source.func.value, ctx)
+    return False
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _tests_a_number(test: ast.AST, name: str) -> bool:
+    """`not isinstance(v, int)`: a test of whether `name` holds a Python number."""
+    return any(
+        type(node) is ast.Call
+        and is_name(node.func, "isinstance")
+        and node.args
+        and is_name(node.args[0], name)
+        for node in ast.walk(test)
+    )
+
+
+def _dict_of_means(name: ast.Name, ctx: Context) -> bool:
+    """`name` reaches the read as `dict(zip(keys, values))`, where `values` was just made by a
+    comprehension each item of which is 0-dim or, by a test of it, a Python number."""
+    made = reaching_assignment(name.id, ctx, _zips_a_dict, name)
+    if made is None:
+        return False
+    statement, position, block = made
+    values = statement.value.args[0].args[1]  # type: ignore[attr-defined]
+    if type(values) is not ast.Name:
+        return False
+    listed, _ = assigned_before(values.id, block, position, ctx)
+    if type(listed) is not ast.ListComp:
+        return False
+    item = listed.elt
+    if type(item) is ast.IfExp and _tests_a_number(item.test, _comprehension_name(listed)):
+        return is_zero_dim(item.body, ctx) or is_zero_dim(item.orelse, ctx)
+    return is_zero_dim(item, ctx)
+
+
+def _zips_a_dict(value: ast.expr) -> bool:
+    """`dict(zip(keys, values))`."""
+    return (
+        type(value) is ast.Call
+        and is_name(value.func, "dict")
+        and len(value.args) == 1
+        and type(inner := value.args[0]) is ast.Call
+        and is_name(inner.func, "zip")
+        and len(inner.args) == 2
+    )
+
+
+def _comprehension_name(listed: ast.ListComp) -> str:
+    target = listed.generators[0].target
+    return target.id if type(target) is ast.Name else ""
 
 
 # What a test of a tensor's dimensions reads: `x.dim()`, `x.ndim`, `len(x.shape)`, `x.numel()`.
