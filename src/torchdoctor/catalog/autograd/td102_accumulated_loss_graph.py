@@ -481,6 +481,8 @@ def _check(
         return None
     if len(loops) > 1 and _reset_each_step(ctx, scope_of(total, ctx), total, loop, loops[1]):
         return None
+    if len(loops) == 1 and _one_step_accumulated(ctx, scope_of(total, ctx), total, loop):
+        return None
     loss = losses[0]
     if _detached_in(ctx, scope_of(loss.id, ctx), loss.id, loop):
         return None
@@ -1053,6 +1055,21 @@ def _reset_each_step(
         s.lineno > loop.end_lineno and _runs_a_backward(s.value, ctx)  # type: ignore[attr-defined]
         for s in index_of(ctx, outer).in_block(outer.body, ast.Assign, ast.Expr)  # type: ignore[attr-defined]
     )
+
+
+def _one_step_accumulated(ctx: Context, scope: ast.AST, total: str, loop: ast.stmt) -> bool:
+    """`total_loss = 0`, then `for _ in range(accumulate_every): ... total_loss += loss;
+    loss.backward()`, then the optimizer's step after the loop, in one function (big-sleep's and
+    deep-daze's `train_step`): the total holds the micro-batches of one step and is made anew at
+    each call."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _repeats(loop):
+        return False
+    if _step_lines(ctx, loop):
+        return False  # a step inside: the rounds are steps of their own
+    made = [b for b in bindings(ctx, scope, total) or () if not _inside(b.node, loop)]
+    if not made or any(b.value is None or b.augmented or b.node.lineno > loop.lineno for b in made):
+        return False
+    return any(line > (loop.end_lineno or loop.lineno) for line in _step_lines(ctx, scope))
 
 
 def _repeats(loop: ast.stmt) -> bool:
