@@ -792,7 +792,9 @@ VOLATILE_HELPER = "volatile-helper:"
 # OWN_METHOD + a name of tensor_methods.UNMISTAKABLE that some class of the project defines as
 # a method (`def permute(self, ...)`): a receiver of unknown type calling it may be one of them.
 OWN_METHOD = "own-method:"
-_SELF_METHOD = lazy_compile(rb"\bdef[ \t]+(\w+)[ \t]*\([ \t]*self\b")
+# (begins with its literal, so that the search skips to each `def`; the word boundary before it is
+# checked by hand: a leading `\b` would have the pattern tried at every byte, 9x slower)
+_SELF_METHOD = lazy_compile(rb"def[ \t]+(\w+)[ \t]*\([ \t]*self\b")
 _VOLATILE_PARAMETER = lazy_compile(rb"\bvolatile\b")
 
 
@@ -1628,6 +1630,8 @@ def _own_tensor_methods(source: bytes) -> list[str]:
     tensor's when dropped.)"""
     found = set()
     for match in _SELF_METHOD.finditer(source):
+        if match.start() and source[match.start() - 1] in _WORD_BYTES:
+            continue  # `undef ...(self`: not a `def`
         name = match.group(1).decode("ascii", "replace")
         if name in tensor_methods.UNMISTAKABLE and not _returns_a_value(source, match.start()):
             found.add(OWN_METHOD + name)
