@@ -102,18 +102,15 @@ def unwrap_self_methods(value: ast.AST) -> ast.AST:
     return value
 
 
-def _bound_targets(statement: ast.AST) -> list[str]:
-    """The names an assignment, a loop or a `with` statement binds (nested blocks left out)."""
+def _bound_names(statement: ast.AST) -> list[str]:
+    """The names a statement binds, read from its targets (nested blocks left out): those of
+    `_top_level_names`, and a loop's or a `with` statement's."""
     kind = type(statement)
-    if kind is ast.Assign:
-        targets: list[ast.AST] = list(statement.targets)  # type: ignore[attr-defined]
-    elif kind in (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor):
-        targets = [statement.target]  # type: ignore[attr-defined]
-    elif kind in (ast.With, ast.AsyncWith):
-        targets = [item.optional_vars for item in statement.items if item.optional_vars]  # type: ignore[attr-defined]
-    else:
-        return []
-    return [node.id for target in targets for node in ast.walk(target) if type(node) is ast.Name]
+    if kind in (ast.For, ast.AsyncFor):
+        return _target_names([statement.target])  # type: ignore[attr-defined]
+    if kind in (ast.With, ast.AsyncWith):
+        return _target_names([i.optional_vars for i in statement.items if i.optional_vars])  # type: ignore[attr-defined]
+    return _top_level_names(statement)
 
 
 def _moved_module(value: ast.AST) -> ast.AST:
@@ -278,7 +275,6 @@ class Context:
         self._attribute_kinds: dict[ast.ClassDef, dict[str, Kind]] = {}
         # What the factory methods of a class make, by class and method (see `factory_made`).
         self._factory_made: dict[tuple[ast.ClassDef, str], tuple[ast.Call, ...]] = {}
-        self._class_methods: dict[ast.ClassDef, dict[str, ast.FunctionDef]] = {}
         # Enclosing statements and scopes of the node being visited, outermost first; no
         # expressions. For an expression, ancestors[-1] is the statement that contains it.
         self.ancestors: list[ast.AST] = []
@@ -619,13 +615,8 @@ class Context:
         return known
 
     def _read_factory(self, cls: ast.ClassDef, name: str) -> tuple[ast.Call, ...]:
-        methods = self._class_methods.get(cls)
-        if methods is None:  # (read once per class, however many of its methods are asked)
-            methods = self._class_methods[cls] = {
-                node.name: node for node in cls.body if type(node) is ast.FunctionDef
-            }
-        method = methods.get(name)
-        if method is None or method.decorator_list:
+        method = methods_defined_once(self, cls).get(name)
+        if method is None:
             return ()
         # name -> the calls making it; None: bound to something else too
         made: dict[str, list[ast.Call] | None] = {}
@@ -658,7 +649,7 @@ class Context:
             elif type(node) is ast.Expr and isinstance(node.value, (ast.Yield, ast.YieldFrom)):
                 return ()
             else:  # bound some other way (unpacked, augmented, a loop's): not only modules
-                for target in _bound_targets(node):
+                for target in _bound_names(node):
                     made[target] = None
         return tuple(handed)
 
@@ -1381,6 +1372,24 @@ def per_file(func):
             return found
 
     return memoized
+
+
+@per_file
+def methods_defined_once(
+    ctx: Context, cls: ast.ClassDef, decorators: frozenset[str] = frozenset()
+) -> dict[str, ast.FunctionDef]:
+    """The methods `cls` defines once in its body, by name, plain `def`s with no decorator but
+    those named in `decorators` (a property or a cached method returns something else); read
+    once per class, not once per method asked about."""
+    found: dict[str, ast.FunctionDef | None] = {}
+    for node in cls.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        plain = isinstance(node, ast.FunctionDef) and all(
+            isinstance(d, ast.Name) and d.id in decorators for d in node.decorator_list
+        )
+        found[node.name] = node if plain and node.name not in found else None  # type: ignore[assignment]
+    return {name: node for name, node in found.items() if node is not None}
 
 
 def assigned_name(statement: ast.AST | None, value: ast.AST) -> str | None:

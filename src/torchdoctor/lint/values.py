@@ -23,6 +23,7 @@ from torchdoctor.lint.context import (
     Kind,
     assigned_name,
     is_self_attribute,
+    methods_defined_once,
     per_file,
     top_level_functions,
     unwrap_self_methods,
@@ -497,6 +498,14 @@ def _tensor_type_of_name(ctx: Context, scope: ast.AST, name: str) -> str | None:
 # ---- values across functions: `self.x` in every method, parameters at every call --------------
 
 
+def root_name(expr: ast.AST) -> str | None:
+    """`torch` for `torch.nn.functional`, `loss` for `loss.data`; None when the chain of
+    attributes does not start at a name."""
+    while type(expr) is ast.Attribute:
+        expr = expr.value  # type: ignore[attr-defined]
+    return expr.id if type(expr) is ast.Name else None  # type: ignore[attr-defined]
+
+
 def dotted_name(expr: ast.AST) -> str | None:
     """`self.net.forward` -> "self.net.forward": a chain of attributes on a name, written out;
     None for anything else."""
@@ -813,24 +822,6 @@ def unrebound_parameter(ctx: Context, function: ast.AST | None, name: str) -> as
     if not found or len(found) != 1 or type(found[0].node) is not ast.arg:
         return None
     return found[0].node
-
-
-@per_file
-def methods_defined_once(
-    ctx: Context, cls: ast.ClassDef, decorators: frozenset[str] = frozenset()
-) -> dict[str, ast.FunctionDef]:
-    """The methods `cls` defines once in its body, by name, plain `def`s with no decorator but
-    those named in `decorators` (a property or a cached method returns something else); read
-    once per class, not once per method asked about."""
-    found: dict[str, ast.FunctionDef | None] = {}
-    for node in cls.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        plain = isinstance(node, ast.FunctionDef) and all(
-            isinstance(d, ast.Name) and d.id in decorators for d in node.decorator_list
-        )
-        found[node.name] = node if plain and node.name not in found else None  # type: ignore[assignment]
-    return {name: node for name, node in found.items() if node is not None}
 
 
 def parameter_default(function: ast.AST, name: str) -> ast.expr | None:

@@ -30,7 +30,9 @@ from torchdoctor.catalog.sdk import (
     extra_keywords_of_every_call,
     is_self_attribute,
     dotted_name,
+    root_name,
     index,
+    lineage,
     per_file,
     scope_of,
     names_assigned,
@@ -355,13 +357,14 @@ def _loss_of_a_loss_dict(value: ast.AST, read: ast.Subscript, ctx: Context) -> b
     read, is one of those means wherever the read's own test lets it be read."""
     if type(value) is not ast.Name:
         return False
-    parents = index(ctx).parents
-    above = parents.get(read)
     guarded = False
-    while above is not None and not isinstance(above, _COMPREHENSIONS):
+    for above, _ in lineage(read, index(ctx).parents):
+        if isinstance(above, _COMPREHENSIONS):
+            break
         guarded = guarded or type(above) is ast.IfExp and _tests_a_number(above.test, value.id)
-        above = parents.get(above)
-    if above is None or not guarded:
+    else:
+        return False
+    if not guarded:
         return False
     for generator in above.generators:  # type: ignore[attr-defined]
         target, source = generator.target, generator.iter
@@ -437,24 +440,18 @@ _SHAPE_ATTRIBUTES = frozenset({"dim", "ndim", "ndimension", "shape", "size", "nu
 def _under_a_shape_test(value: ast.AST, ctx: Context) -> bool:
     """An `if` around the read tests the dimensions of the value indexed: the author handles
     the 0-dim case apart."""
-    root = _root_name(value)
+    root = root_name(value)
     if root is None:
         return False
     for ancestor in ctx.ancestors:
         if type(ancestor) is ast.If and any(
             type(node) is ast.Attribute
             and node.attr in _SHAPE_ATTRIBUTES
-            and _root_name(node.value) == root
+            and root_name(node.value) == root
             for node in ast.walk(ancestor.test)
         ):
             return True
     return False
-
-
-def _root_name(value: ast.AST) -> str | None:
-    while type(value) is ast.Attribute:
-        value = value.value
-    return value.id if type(value) is ast.Name else None
 
 
 def _zero_dim_where_read(value: ast.AST, ctx: Context) -> bool:
@@ -1300,12 +1297,10 @@ def _zero_dim_attribute(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
 
 
 def _set_in_init(ctx: Context, cls: ast.ClassDef, value: ast.AST) -> bool:
-    parents = index_of(ctx, cls).parents
-    above = parents.get(value)
-    while above is not None and not isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        above = parents.get(above)
-    # (`__init__`, or a helper it calls to set things up: GANimation's `_init_losses`)
-    return above is not None and "init" in above.name  # type: ignore[attr-defined]
+    """`value` is assigned in `__init__`, or in a helper it calls to set things up
+    (GANimation's `_init_losses`)."""
+    method = index_of(ctx, cls).runs_in(value)
+    return isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and "init" in method.name
 
 
 def _makes_a_scalar_loss(call: ast.AST, ctx: Context) -> bool:

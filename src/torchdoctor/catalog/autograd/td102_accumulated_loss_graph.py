@@ -350,15 +350,13 @@ def _kept_in_self_table(
     return [ctx.finding(PITFALL, statement, "table", **shown)]
 
 
-def _an_empty_list(value: ast.expr, cls: ast.ClassDef) -> bool:
+def _an_empty_list(value: ast.expr, cls: ast.ClassDef, ctx: Context) -> bool:
     """`[]`, `list()`, or a parameter of the class's `__init__` given one as its default
     (deep_rl's `def __init__(self, ..., q_losses=list()): self.q_losses = q_losses`)."""
     if type(value) is ast.Name:
-        init = next(
-            (n for n in cls.body if type(n) is ast.FunctionDef and n.name == "__init__"), None
-        )
+        init = methods_defined_once(ctx, cls).get("__init__")
         default = parameter_default(init, value.id) if init is not None else None
-        return default is not None and _an_empty_list(default, cls)
+        return default is not None and _an_empty_list(default, cls, ctx)
     if type(value) is ast.Call:
         return is_name(value.func, "list") and not value.args and not value.keywords
     return type(value) is ast.List and not value.elts
@@ -398,7 +396,7 @@ def _kept_on_self(
         return None
     made = attribute_values(ctx, cls, attribute)
     if not made or any(
-        not _an_empty_list(value, cls) or _inside(value, function) for value in made
+        not _an_empty_list(value, cls, ctx) or _inside(value, function) for value in made
     ):
         return None
     if (

@@ -7,6 +7,7 @@ from bisect import bisect_left
 from functools import partial
 
 from torchdoctor.catalog.sdk import (
+    root_name,
     dotted_name,
     is_self_attribute,
     Context,
@@ -330,7 +331,7 @@ def _parameters_of(ctx: Context, cls: ast.ClassDef) -> frozenset[str]:
 
 def _new_parameter(node: ast.Assign, ctx: Context) -> list[Finding] | None:
     target = node.targets[0]
-    root = _root_name(target)
+    root = root_name(target)
     if root is None:
         return None
     if root == "self" and _module_forward(ctx) is not None:
@@ -480,11 +481,6 @@ def _called_name(call: ast.Call) -> str | None:
     """`f` in `f(...)` and in `obj.f(...)`."""
     func = call.func
     return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
-
-
-def _root_name(expr: ast.expr) -> str | None:
-    dotted = dotted_name(expr)
-    return dotted.partition(".")[0] if dotted else None
 
 
 # ---- at run time -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from bisect import bisect_right
 from typing import Iterator
 
 from torchdoctor.catalog.sdk import (
+    root_name,
     nested_statements,
     unrebound_parameter,
     BlockKey,
@@ -225,7 +226,7 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     if expects_an_error(ctx):
         return  # `with pytest.raises(...): x.unsqueeze(5)`: a test that it raises
     receiver = call.func.value
-    root = _root_name(receiver)
+    root = root_name(receiver)
     if root == "_":  # the throwaway name (or the REPL's last result)
         return
     if root in _imported_names(ctx) and _names_the_import(root, ctx):
@@ -413,7 +414,7 @@ def _array_just_before(receiver: ast.AST, statement: ast.stmt, ctx: Context) -> 
     if isinstance(value, (ast.BinOp, ast.Compare)):
         return True
     if _is_tensor_only_call(value):
-        return _root_name(value.func.value) not in _imported_names(ctx)  # not `np.<function>`
+        return root_name(value.func.value) not in _imported_names(ctx)  # not `np.<function>`
     if not isinstance(value, ast.Subscript):
         return False
     parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
@@ -737,7 +738,7 @@ def _tensor_method_result(receiver: ast.AST, ctx: Context) -> bool:
         isinstance(receiver, ast.Call)
         and ctx.method_name(receiver) in _TENSOR_METHODS_NOT_MOVES
         and isinstance(receiver.func.value, ASSIGNABLE)  # type: ignore[attr-defined]
-        and _root_name(receiver.func.value) not in _imported_names(ctx)  # type: ignore[attr-defined]
+        and root_name(receiver.func.value) not in _imported_names(ctx)  # type: ignore[attr-defined]
     )
 
 
@@ -764,7 +765,7 @@ def _tensor_only_name(ctx: Context, scope: ast.AST, name: str) -> bool:
         if binding.augmented or not isinstance(value, ast.Call):
             return False
         method = ctx.method_name(value)
-        if method in TENSOR_ONLY and _root_name(value.func.value) not in _imported_names(ctx):
+        if method in TENSOR_ONLY and root_name(value.func.value) not in _imported_names(ctx):
             made = True  # not a module's function of that name
         elif not (
             made
@@ -790,20 +791,12 @@ def _made_here(receiver: ast.AST, ctx: Context) -> bool:
     statement itself, from no name of the program."""
     while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
         inner = receiver.func.value
-        if _root_name(inner) in _imported_names(ctx) and not isinstance(inner, ast.Call):
+        if root_name(inner) in _imported_names(ctx) and not isinstance(inner, ast.Call):
             return True  # `torch.zeros(...)`: a function of the module, called
         receiver = inner
     return False
 
 
-def _root_name(expr: ast.AST) -> str | None:
-    """`torch` for `torch.nn.functional`; None when the chain does not start at a name."""
-    while isinstance(expr, ast.Attribute):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
-
-
-@per_file
 def _imported_names(ctx: Context) -> frozenset[str]:
     """Every name an import binds anywhere in the file, relative imports included."""
     return frozenset(

@@ -1016,11 +1016,12 @@ def _sets_last_epoch(ctx: Context, scope: ast.AST) -> bool:
 
 
 def _under_a_condition(node: ast.AST, scope: ast.AST, parents: dict) -> bool:
-    above = parents.get(node)
-    while above is not None and above is not scope:
+    """An `if` of `scope` holds `node`."""
+    for above, _ in lineage(node, parents):
+        if above is scope:
+            return False
         if type(above) is ast.If:
             return True
-        above = parents.get(above)
     return False
 
 

@@ -35,6 +35,7 @@ from torchdoctor.catalog.sdk import (
     index_of,
     is_parameter,
     is_self_attribute,
+    methods_defined_once,
     keeps_itself,
     lazy_compile,
     hands_back,
@@ -1806,22 +1807,8 @@ def _helper_called(call: ast.Call, ctx: Context) -> tuple[ast.AST | None, int]:
     cls = _program(ctx).owner.get(function) if function is not None else None
     if cls is None or not (type(call.func) is ast.Attribute and is_self_attribute(call.func)):
         return None, 0
-    method = _plain_methods(ctx, cls).get(call.func.attr)
-    return (method, 1) if method is not None else (None, 0)
-
-
-@per_file
-def _plain_methods(ctx: Context, cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
-    """The methods of `cls` without decorators that take `self`, by name (the last definition
-    of a name wins, as in the class)."""
-    found: dict[str, ast.FunctionDef] = {}
-    for node in cls.body:
-        if type(node) is ast.FunctionDef:
-            if node.decorator_list or not node.args.args:
-                found.pop(node.name, None)
-            else:
-                found[node.name] = node
-    return found
+    method = methods_defined_once(ctx, cls).get(call.func.attr)
+    return (method, 1) if method is not None and method.args.args else (None, 0)
 
 
 def _gradients_switched_off(call: ast.Call, helper: ast.AST, skipped: int, ctx: Context) -> bool:
