@@ -44,6 +44,13 @@ PITFALL = Pitfall(
             "zh": "语法错误：{error} —— 这里的字符串之外有一个随代码一起粘贴进来的不可见字符 {code}，"
             "请删除它（文件的其余部分按它是一个空格来检查）",
         },
+        "continuation": {
+            "en": "SyntaxError: {error} -- blanks after the backslash that continues this line: a "
+            "backslash continues a line only as its last character; delete them (the rest of "
+            "the file is checked as if they were gone)",
+            "zh": "语法错误：{error} —— 续行的反斜杠后面有空白：反斜杠只有作为一行的最后一个字符时才续行；"
+            "请删除这些空白（文件的其余部分按已删除来检查）",
+        },
     },
     fix_title={
         "en": "Rename `async=` to `non_blocking=`",
@@ -79,6 +86,9 @@ consistent. An invisible character pasted along with the code (a zero-width spac
 end, a no-break space in an indentation: "invalid non-printable character U+200B") is reported
 where it stands, with a fix that deletes it (a no-break space becomes a plain one), and the rest
 of the file is checked as if it were a space.
+So are blanks after a backslash meant to continue a line ("unexpected character after line
+continuation character", invisible in an editor): reported at the backslash with a fix that
+deletes them, the rest of the file read as if they were gone.
 
 ## Why is this bad?
 Nothing in the file can run, and no other check can look at it.
@@ -103,7 +113,8 @@ under Python < 3.6, `f(*a, *b)` under Python < 3.5, and full-width punctuation
 ## Fix safety
 Renaming the keyword argument `async=` to `non_blocking=` keeps the meaning: PyTorch 0.4
 renamed it and gave it the same behaviour. Deleting an invisible character outside a string
-changes nothing Python reads. The fixes are safe and offered only for those cases.
+changes nothing Python reads, nor does deleting blanks after a continuation backslash. The fixes
+are safe and offered only for those cases.
 """,
         "zh": """
 ## What it catches
@@ -127,6 +138,8 @@ Python 2 的 `a <> b` 同样处理，按 `a != b` 读取；漏写冒号的复合
 在缩进统一之前，这种文件里的其他问题不提供自动修复。随代码一起粘贴进来的不可见字符（行尾的零宽空格、缩进里的不换行空格：
 "invalid non-printable character U+200B"）在它所在处报告，并提供删除它的修复（不换行空格改成普通空格），
 文件其余部分按它是一个空格来检查。
+用来续行的反斜杠后面多了空格或制表符（"unexpected character after line continuation character"，
+编辑器里看不见）也是如此：在反斜杠处报告，并提供删除这些空白的修复，文件其余部分按已删除来检查。
 
 ## Why is this bad?
 整个文件都无法运行，其他检查也无法分析它。
@@ -149,7 +162,8 @@ Python 2 代码（`Missing parentheses in call to 'print'`）、在 Python 2 下
 
 ## Fix safety
 把关键字参数 `async=` 改名为 `non_blocking=` 不改变含义：PyTorch 0.4 做的正是这个改名，行为相同。
-删除字符串之外的不可见字符不会改变 Python 读到的任何内容。这些修复是安全的，且只针对这些情况提供。
+删除字符串之外的不可见字符、删除续行反斜杠后面的空白，都不会改变 Python 读到的任何内容。
+这些修复是安全的，且只针对这些情况提供。
 """,
     },
 )
@@ -296,6 +310,44 @@ def repair_invisible_characters(source: str) -> tuple[str, list[tuple[int, int]]
     if not sites:
         return None
     return _replaced_at(source, lines, sites, " "), sites
+
+
+@PITFALL.source_repair
+def repair_blanks_after_continuation(source: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """A backslash meant to continue a line, with spaces or tabs after it (invisible in an
+    editor: "unexpected character after line continuation character"): the source with each
+    such backslash moved after its blanks, so that every other position stays, and where each
+    backslash was. One inside a string is the string's (the tokenizer reads it there)."""
+    if "\\ " not in source and "\\\t" not in source:
+        return None
+    lines, tokens = _tokenized(source)
+    sites: list[tuple[int, int]] = []
+    try:
+        for token in tokens:
+            if token.type != tokenize.ERRORTOKEN or token.string != "\\":
+                continue
+            row, column = token.start
+            blanks = _blanks_after(lines[row - 1], column)
+            if blanks:
+                sites.append((row, column))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not sites:
+        return None
+    starts = _line_offsets(lines)
+    text = list(source)
+    for row, column in sites:
+        at = starts[row - 1] + column
+        blanks = _blanks_after(lines[row - 1], column)
+        text[at : at + 1 + len(blanks)] = blanks + "\\"
+    return "".join(text), sites
+
+
+def _blanks_after(line: str, column: int) -> str:
+    """The spaces and tabs ending `line` after a backslash at `column` ("" when anything else
+    follows it)."""
+    rest = line[column + 1 :].rstrip("\r\n")
+    return rest if rest and not rest.strip(" \t") else ""
 
 
 # Tokens after which a statement starts (at bracket depth 0).
@@ -630,6 +682,8 @@ def finding_for(error: Exception, source: str, path: str) -> Finding:
     invisible = INVISIBLE_CHARACTERS.get(code_line[at]) if 0 <= at < len(code_line) else None
     if invisible is not None:
         return _invisible_character(source, path, line, column, invisible)
+    if code_line[at : at + 1] == "\\" and _blanks_after(code_line, at):
+        return _blanks_after_backslash(source, path, line, column, text)
     if (
         match is None
         and code_line.startswith("async", at)
@@ -692,6 +746,33 @@ def _invisible_character(
         end_column=column + 1,
         fix=Fix("safe", _DELETE_INVISIBLE["en"], (edit,), titles=_DELETE_INVISIBLE),
         template=("invisible", fields),
+    )
+
+
+_DELETE_BLANKS = {
+    "en": "Delete the blanks after the backslash",
+    "zh": "删除反斜杠后面的空白",
+}
+
+
+def _blanks_after_backslash(source: str, path: str, line: int, column: int, error: str) -> Finding:
+    """The finding at a continuation backslash followed by blanks, with the safe fix of deleting
+    them."""
+    blanks = _blanks_after(_lines(source)[line - 1], column - 1)
+    start = _line_starts(source)[line - 1] + column
+    end_column = column + 1 + len(blanks)
+    edit = Edit(start, start + len(blanks), "", line, column + 1, line, end_column)
+    return Finding(
+        code=PITFALL.code,
+        name=PITFALL.name,
+        message=PITFALL.message("continuation", "en", error=error),
+        path=path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=end_column,
+        fix=Fix("safe", _DELETE_BLANKS["en"], (edit,), titles=_DELETE_BLANKS),
+        template=("continuation", {"error": error}),
     )
 
 
