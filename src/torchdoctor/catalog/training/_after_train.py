@@ -170,7 +170,7 @@ def evaluations_in_training_loop(
     if program.sets_mode(caller):
         return
     calls = found.in_block(loop.body, ast.Call, local=True)  # type: ignore[attr-defined]
-    trained = _trained_names(calls, caller, program, found)
+    trained = _trained_names(calls, caller, program, found) | _trained_inline(calls)
     if not trained:
         return
     for call in calls:
@@ -180,8 +180,11 @@ def evaluations_in_training_loop(
         if evaluator is None or not program.keeps_modes(evaluator):
             continue
         for model in sorted(trained):
-            parameter = _parameter_given(evaluator, call, model)
-            run = None if parameter is None else _first_run(evaluator, parameter, found)
+            if model.startswith("self."):  # run by a method of the class: `self.test()`
+                ran = model if is_self_attribute(call.func) else None
+            else:
+                ran = _parameter_given(evaluator, call, model)
+            run = None if ran is None else _first_run(evaluator, ran, found)
             if run is not None:
                 yield EvaluatedWhileTraining(call, run, evaluator.name, model)  # type: ignore[attr-defined]
 
@@ -198,3 +201,16 @@ def _trained_names(calls: list[ast.Call], caller: ast.AST, program, found) -> se
             continue
         names.update(argument.id for argument in call.args if type(argument) is ast.Name)
     return names
+
+
+def _trained_inline(calls: list[ast.Call]) -> set[str]:
+    """The models a loop trains itself, when it calls `.backward()` and `.step()`: each bare name
+    or attribute of `self` it runs (`outputs = self.model(inputs)`), the loss functions among
+    them too (whether one holds a model with Dropout or BatchNorm is the caller's to judge)."""
+    if not {"backward", "step"} <= {call_name(call) for call in calls}:
+        return set()
+    return {
+        dotted_name(call.func) or ""
+        for call in calls
+        if type(call.func) is ast.Name or is_self_attribute(call.func)
+    } - {""}

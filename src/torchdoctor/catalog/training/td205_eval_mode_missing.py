@@ -324,6 +324,15 @@ also runs it on other data, in a file that never switches a model to eval mode: 
 `if step % 50 == 0: test_out = net(test_x)` accuracy check, for a model whose layers depend on
 the mode (a class of the file or of the project with Dropout or BatchNorm, a torchvision model).
 
+And an evaluation function of the file (no loop over batches, no mode set, no training) called
+in the loop that trains the model it runs, where neither sets a mode: the model handed to a
+function of the file that trains it (`train_step(x, y, optimizer, criterion, unet)`, then
+`get_val_loss(x_val, y_val, unet)`), or trained by the loop itself (run, `.backward()` and
+`.step()` there) and handed to the evaluator, or `self.model` trained so and run by a method of
+the class the loop calls (sscdnet's `self.test()` every few iterations); reported at the
+evaluator's run of the model, when every value the code gives the model has a layer whose
+behaviour depends on the mode.
+
 And `model.eval` written as a statement without its parentheses (of a module, or of a name
 that says it holds a model): it names the method and does nothing, so the model stays in
 training mode. The fix adds the `()`; it is unsafe only because it changes what the code
@@ -450,6 +459,12 @@ BatchNorm 的类（或 torchvision 模型）构造的模型，或是项目中其
 也包括经过 `.to(device)` 或 `Variable(...)` 的）运行这个模型，而循环也用别的数据运行它、文件中从不把模型切换到评估模式：
 教程里常见的 `if step % 50 == 0: test_out = net(test_x)` 准确率检查，且模型含有行为依赖模式的层
 （本文件或项目中带 Dropout 或 BatchNorm 的类、torchvision 模型）。
+
+还包括在训练模型的循环里调用本文件的评估函数（不遍历 batch、不设置模式、不训练）去运行这个模型，而两者都不设置模式：
+模型交给本文件中训练它的函数（`train_step(x, y, optimizer, criterion, unet)`，随后
+`get_val_loss(x_val, y_val, unet)`），或由循环自己训练（在循环里运行、`.backward()`、`.step()`）再交给评估函数，
+或 `self.model` 这样训练后由循环调用的本类方法运行（sscdnet 每隔几次迭代调用一次 `self.test()`）；
+当代码赋给模型的每个值都含有行为依赖模式的层时，在评估函数运行模型处报告。
 
 还包括写成单独一条语句、却漏了括号的 `model.eval`（对象是模块，或名字表明它是模型）：它只是引用了这个方法，
 什么也不做，模型仍处于训练模式。修复会补上 `()`；它被标为不安全，只是因为它改变了代码的计算结果，而这正是目的。
@@ -1253,7 +1268,8 @@ def _evaluates_and_trains(ctx: Context) -> bool:
         return False
     return any(
         isinstance(node, FUNCTIONS) and _words(node.name.lower()) & EVAL_WORDS
-        for node in ctx.tree.body
+        for top in ctx.tree.body
+        for node in (top.body if type(top) is ast.ClassDef else (top,))
     )
 
 
@@ -1267,7 +1283,11 @@ def _trained_model_mode_dependent(
 ) -> bool:
     """`name` holds a model with a mode-dependent layer: every binding of it in the training
     function builds one; for a parameter, every value the function's callers in the file assign
-    to that name (`unet = UNet(...)` in `main`, a class of the project with BatchNorm)."""
+    to that name (`unet = UNet(...)` in `main`, a class of the project with BatchNorm); for
+    `self.x`, every value the class assigns to it."""
+    if name.startswith("self."):
+        owner = program.owner.get(caller)
+        return owner is not None and program.attribute_mode_dependent(owner, name[5:])
     if not is_parameter(caller, name):
         return program.mode_dependent_here(name, caller, ctx, project_classes=True)
     values = _assigned_models(family, name, program, ctx)
@@ -2372,8 +2392,12 @@ class _Program:
         owner = self.owner.get(scope)
         if owner is None:
             return False
-        attribute = model.attr  # type: ignore[attr-defined]
-        values = attribute_values(ctx, owner, attribute)
+        return self.attribute_mode_dependent(owner, model.attr)  # type: ignore[attr-defined]
+
+    def attribute_mode_dependent(self, owner: ast.ClassDef, attribute: str) -> bool:
+        """Every value the class assigns to `self.<attribute>` builds a model with a layer
+        whose behaviour depends on the mode (see `builds_mode_layers`)."""
+        values = attribute_values(self.ctx, owner, attribute)
         return bool(values) and all(self.builds_mode_layers(value, attribute) for value in values)
 
     def builds_mode_layers(self, value: ast.AST, attribute: str) -> bool:
