@@ -98,7 +98,8 @@ called on it (`model.parameters()`: a model passed in as a parameter; `model.tra
 argument, on a name that says it holds a model); so does `self.model`, given its value from a
 parameter (or by a base class of another module: hedwig's trainers; or never in a root class,
 whose subclasses set it: a `BaseNet(object)` calling `self.model.parameters()`), when the class
-calls such a method on it or switches its mode (`self.model.train()` with no argument); and
+calls such a method on it or switches its mode (`self.model.train()` with no argument or a
+boolean: biomagdsb's `self.model.train(True)`); and
 `torch.save(self, path)` in a method of an `nn.Module` subclass. A project module imported under
 the name and then rebound at the top level to the model it makes (awd-lstm-lm's `import model`,
 then `model = model.RNNModel(...)`) is that model in the file's functions, which run later, and
@@ -108,6 +109,11 @@ tuple, a name it uses as a module (`net, optimizer = setup(args)`: boundary-loss
 `self.net` set only from a parameter of `__init__` for which every construction of the class in
 the file passes a name bound only to modules (`Session(spec, net=net)` after `net =
 nn.DataParallel(Net())`), also moved on its way into a dict (`{"network": self.net.cpu()}`).
+So is `agent.model`, where `agent` is bound only to instances of a plain class of the file whose
+methods give `self.model` a module each time or reload it with `torch.load` (rlcode/per's
+`torch.save(agent.model, path)`), and an entry named for a model (`state["model"]`) that the same
+function moves with a bare `.cpu()` or `.cuda()` statement or calls a module's method on
+(r2d2's torchnet hook: `state["model"].cpu()`, then the save).
 Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a parameter its function's docstring types as data
@@ -151,7 +157,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `model.train()`）时，也算在内；`self.model` 的值来自参数
 （或由另一个模块中的基类赋值，例如 hedwig 的 trainer；或者在一个只读取它、从不给它赋值的根类里，
 由子类赋值，例如 `BaseNet(object)`），且类在它上面调用这类方法或切换它的模式
-（不带参数的 `self.model.train()`）时同样算在内；`nn.Module` 子类的方法里的
+（不带参数或带布尔参数的 `self.model.train()`，如 biomagdsb 的 `self.model.train(True)`）时同样算在内；
+`nn.Module` 子类的方法里的
 `torch.save(self, path)` 同样报告。以某个名字导入的项目模块，若随后在顶层被重新赋值为它创建的模型（awd-lstm-lm 的
 `import model` 之后 `model = model.RNNModel(...)`），在之后才运行的本文件函数里就是那个模型，在顶层重新赋值之后的代码里
 也是（RE-Net 在 `if __name__ == "__main__":` 下某个分支里重新赋值）。从本文件函数调用的结果中解包出来的名字，
@@ -159,6 +166,10 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 只由 `__init__` 的某个参数赋值的 `self.net`，如果文件中该类的每次构造都给这个参数传入只绑定到模块的名字
 （`net = nn.DataParallel(Net())` 之后 `Session(spec, net=net)`），也算模块，移动后放进字典
 （`{"network": self.net.cpu()}`）同样算在内。
+`agent` 只绑定到本文件某个普通类的实例、且该类的方法每次都给 `self.model` 赋一个模块（或用 `torch.load`
+重新加载）时，`agent.model` 也算模块（rlcode/per 的 `torch.save(agent.model, path)`）；名字表明是模型的条目
+（`state["model"]`），若同一函数用单独一条 `.cpu()` 或 `.cuda()` 语句移动它，或在它上面调用模块的方法，
+也算模块（r2d2 的 torchnet 钩子：先 `state["model"].cpu()`，再保存）。
 项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。函数的文档字符串把该参数
 写成数据类型（`model (dict): ...`，asteroid 的 publisher）时不报告。项目中某个文件用
@@ -459,7 +470,59 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
         cls = ctx.enclosing_class()
         if cls is not None and _attribute_used_as_module(ctx, cls, expr.attr):  # type: ignore[attr-defined]
             return True
+    if type(expr) is ast.Attribute and _instance_attribute_module(expr, ctx):
+        return True
+    if type(expr) is ast.Subscript and _model_entry_moved(expr, ctx):
+        return True
     return _weights_saved_too(expr, ctx)
+
+
+def _model_entry_moved(entry: ast.Subscript, ctx: Context) -> bool:
+    """`state['model']`, an entry named for a model, that the same function moves with a bare
+    `.cpu()` or `.cuda()` as a statement of its own, or calls a method only a module has on
+    (r2d2's torchnet hook: `state['model'].cpu()`, `torch.save(state['model'], path)`, then
+    `state['model'].cuda()`): a module, moved in place."""
+    key = entry.slice
+    if not (type(key) is ast.Constant and type(key.value) is str and names_a_model(key.value)):
+        return False
+    scope = ctx.enclosing_function() or ctx.tree
+    text = ctx.text(entry)
+    found = index_of(ctx, scope)
+    for call in found.calls_named(scope, ("cpu", "cuda", *_MODULE_ONLY_METHODS, *_MODE_SWITCHES)):
+        func = call.func
+        if type(func) is not ast.Attribute or ctx.text(func.value) != text:
+            continue
+        if func.attr in ("cpu", "cuda"):
+            if not call.args and not call.keywords and type(found.parents.get(call)) is ast.Expr:
+                return True
+        elif _only_a_module_s(call):
+            return True
+    return False
+
+
+def _instance_attribute_module(expr: ast.Attribute, ctx: Context) -> bool:
+    """`agent.model`, where `agent` is bound in its scope only to instances of one class of the
+    file whose methods give `self.model` a module each time, or reload it (rlcode/per's
+    `torch.save(agent.model, path)` after `agent = DQNAgent(...)`, whose `__init__` builds
+    `self.model = DQN(...)` or loads it with `torch.load`)."""
+    if type(expr.value) is not ast.Name:
+        return False
+    found = bindings(ctx, scope_of(expr.value.id, ctx), expr.value.id)
+    if not found or any(
+        type(b.value) is not ast.Call or type(b.value.func) is not ast.Name for b in found
+    ):
+        return False
+    names = {b.value.func.id for b in found}  # type: ignore[union-attr]
+    cls = ctx.local_class(names.pop()) if len(names) == 1 else None
+    if cls is None or ctx.is_module_class(cls):
+        return False  # a module's own attribute: a layer, not the model to save
+    values = attribute_values(ctx, cls, expr.attr)
+    modules = [value for value in values if ctx.kind_of(value) is Kind.MODULE]
+    return bool(modules) and all(
+        value in modules
+        or (ctx.qualname(value.func) if type(value) is ast.Call else "") == "torch.load"
+        for value in values
+    )
 
 
 @per_file
@@ -517,9 +580,17 @@ _MODE_SWITCHES = frozenset({"train", "eval"})
 
 def _only_a_module_s(call: ast.Call) -> bool:
     """A call of a method only a module has (of _MODULE_ONLY_METHODS, or a mode switch with
-    no argument)."""
+    no argument or a boolean: biomagdsb's `self.model.train(True)`)."""
     method = call.func.attr  # type: ignore[attr-defined]
-    return method in _MODULE_ONLY_METHODS or not call.args and not call.keywords
+    if method in _MODULE_ONLY_METHODS or not call.args and not call.keywords:
+        return True
+    return (
+        method == "train"
+        and not call.keywords
+        and len(call.args) == 1
+        and type(call.args[0]) is ast.Constant
+        and type(call.args[0].value) is bool
+    )
 
 
 def _base_of_another_file(ctx: Context, cls: ast.ClassDef) -> bool:
