@@ -100,7 +100,10 @@ statement's own block, to arithmetic, a comparison or an index adding an axis (`
 obj) * keep.float()`, `image = image[None, :, :]`) holds an array, and of arrays only a tensor
 has `.to`, `.cuda` and `.cpu`: its move counts too. A `.contiguous()` thrown away before a
 `.view(...)` of the same name says which line's view still gets the tensor as it was. A call in a
-`try` block that catches its error is a probe of whether it raises, and is not reported.
+`try` block that catches its error is a probe of whether it raises, and is not reported; nor is
+a call that is all a loop repeats, with nothing of the loop's variable, in a file that times
+kernels or captures CUDA graphs (`for _ in range(3): value.sin()` before `torch.cuda.graph(...)`:
+a warm-up).
 
 ## Why is this bad?
 `Tensor.cuda()` and `Tensor.to()` return a copy on the new device and leave the original where
@@ -150,7 +153,9 @@ nothing, but loses nothing either.
 在语句所在的同一个块中，最后一次被绑定为算术运算、比较或增加维度的索引
 （`mask = (1 - obj) * keep.float()`、`image = image[None, :, :]`）的名字持有的是数组，而数组中只有张量有
 `.to`、`.cuda` 和 `.cpu`：对它的移动同样报告。丢弃结果的 `.contiguous()` 之后若有对同一名字的
-`.view(...)`，提示会指出是哪一行的 view 拿到了原来的张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告。
+`.view(...)`，提示会指出是哪一行的 view 拿到了原来的张量。在捕获其异常的 `try` 块中的调用是在试探它是否会出错，不报告；
+在计时内核或捕获 CUDA graph 的文件里，构成整个循环体、且不涉及循环变量的调用也不报告
+（`torch.cuda.graph(...)` 之前的 `for _ in range(3): value.sin()`：预热）。
 
 ## Why is this bad?
 `Tensor.cuda()`、`Tensor.to()` 返回新设备上的一份拷贝，原张量留在原处；而 `Module.cuda()` 会原地迁移模块参数。
@@ -225,6 +230,8 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         return  # called to see whether it raises (`try: x.half().cos() except RuntimeError`)
     if expects_an_error(ctx):
         return  # `with pytest.raises(...): x.unsqueeze(5)`: a test that it raises
+    if _repeated_alone(node, parent) and any(word in ctx.source for word in _TIMING_WORDS):
+        return  # `for _ in range(3): value.sin()`: a warm-up (before a CUDA graph) or a timing
     receiver = call.func.value
     root = root_name(receiver)
     if root == "_":  # the throwaway name (or the REPL's last result)
@@ -317,6 +324,24 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     else:
         variant = "array" if kind is Kind.NDARRAY else ""
         yield ctx.finding(PITFALL, call, variant, fix=fix, **shown)
+
+
+# What code that warms kernels up or times them calls (a CUDA graph captured after a warm-up,
+# CUDA events, a synchronized clock).
+_TIMING_WORDS = ("CUDAGraph", "cuda.graph(", "synchronize(", "perf_counter", "Event(", "timeit")
+
+
+def _repeated_alone(node: ast.Expr, parent: ast.AST | None) -> bool:
+    """`node` is all a loop repeats, with nothing of the loop's own variable: in code that
+    times kernels or captures CUDA graphs, the same work run for its time or to warm up
+    (spikingjelly's profiling examples), whose result no iteration could keep. Elsewhere it
+    may be an accumulation missing its `_` (`for _ in range(k): h.add(delta)`)."""
+    if not isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) or parent.body != [node]:
+        return False
+    if isinstance(parent, ast.While):
+        return True
+    targets = {n.id for n in ast.walk(parent.target) if type(n) is ast.Name}
+    return not any(type(n) is ast.Name and n.id in targets for n in ast.walk(node))
 
 
 def _computed_from(call: ast.Call) -> ast.AST | None:
