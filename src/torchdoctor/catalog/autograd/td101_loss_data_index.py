@@ -70,9 +70,13 @@ params])`; a reduction along the one dimension of a tensor the code makes 1-D:
 `correct.view(-1).float().sum(0)`), an element picked by as many integer indices as the
 tensor has dimensions (`flat[0, i]` of `flat = x.view(n, -1)`, `i` a `range` loop's variable)
 or `torch.tensor(3.0)`, also scaled by a number, a setting or one size of a
-tensor (`loss / x.size(0)`, `total / x.size()[0]`), directly or through a name or `self.` attribute
-assigned only such values (a `loss = 0` before `loss += ...` or `loss = loss + ...` included) or whose assignment
-that reaches the read is one. Where the loss comes from out of sight (a criterion passed in,
+tensor or its count of elements (`loss / x.size(0)`, `total / x.size()[0]`, `hits / t.nelement()`),
+directly or through a name or `self.` attribute
+assigned only such values (a `loss = 0` before `loss += ...` or `loss = loss + ...` included;
+not counting the statement of the read itself: `test_loss = test_loss.data[0] / n`) or whose
+assignment that reaches the read is one. `x.sum().data[0]` and `x.mean().data[0]` are reported
+whatever `x` is, even in a file that never imports torch: numpy's scalars cannot be indexed
+either. Where the loss comes from out of sight (a criterion passed in,
 the project's own function or class), the code's own words count: a callee named as a loss
 (`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`),
 or `loss.backward()` called with no gradient (also of the loss scaled: `loss.div(n).backward()`,
@@ -128,9 +132,11 @@ returns is a loss only in an optimizer's `step(self, closure)`.
 （`x.sum()`、`x.mean()`、`x.norm()`、`torch.sum(x)` 等，或对每一项各做一次这种归约再用内置 `sum` 相加：
 `sum([p.norm() for p in params])`；代码已变成一维的张量沿它唯一的维度归约：`correct.view(-1).float().sum(0)`），
 或用与张量维数一样多的整数下标取出的单个元素（`flat = x.view(n, -1)` 之后的 `flat[0, i]`，`i` 是 `range` 循环的变量），
-或是 `torch.tensor(3.0)`，也包括它们乘除一个数、一个设置项或张量的某一维大小
-（`loss / x.size(0)`、`total / x.size()[0]`）；也包括只被赋过这类值的变量
-或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 或 `loss = loss + ...` 的累加），或到达这次读取的那次赋值给出这类值。
+或是 `torch.tensor(3.0)`，也包括它们乘除一个数、一个设置项、张量的某一维大小或元素个数
+（`loss / x.size(0)`、`total / x.size()[0]`、`hits / t.nelement()`）；也包括只被赋过这类值的变量
+或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 或 `loss = loss + ...` 的累加；读取所在的语句本身
+不算：`test_loss = test_loss.data[0] / n`），或到达这次读取的那次赋值给出这类值。
+`x.sum().data[0]` 和 `x.mean().data[0]` 不论 `x` 是什么都会报告，即使文件从不导入 torch：numpy 的标量同样不能下标访问。
 当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
 名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
 或对它不带梯度参数调用了 `loss.backward()`（也包括缩放后的损失：`loss.div(n).backward()`、
@@ -339,6 +345,8 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
         is_zero_dim(value, ctx)
         or _zero_dim_where_read(value, ctx)
         or _loss_of_a_loss_dict(value, node, ctx)
+        or _whole_sum(value)
+        or _total_rebound_by_its_read(value, ctx)
     ):
         return None
     if in_compat_fallback(ctx):
@@ -347,6 +355,38 @@ def check(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
     data_end = ctx.span(data)[1]
     fix = ctx.fix(PITFALL, "safe", ctx.edit(data_end - len("data"), ctx.span(node)[1], "item()"))
     return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
+
+
+def _total_rebound_by_its_read(value: ast.AST, ctx: Context) -> bool:
+    """`test_loss = test_loss.data[0] / n` after `test_loss = 0` and `test_loss +=
+    loss_criterion(out, y)` in the loop (meta-learning-adjusting-priors' `run_test`): the
+    statement of the read rebinds the name, so its own value cannot reach the read; every other
+    binding says 0-dim."""
+    if type(value) is not ast.Name:
+        return False
+    statement = next((node for node in reversed(ctx.ancestors) if isinstance(node, ast.stmt)), None)
+    if type(statement) is not ast.Assign or not any(
+        is_name(target, value.id) for target in statement.targets
+    ):
+        return False
+    scope = scope_of(value.id, ctx)
+    found = [b for b in bindings(ctx, scope, value.id) or () if b.node is not statement]
+    return _all_bound_to(
+        found, lambda made: is_zero_dim(made, ctx, frozenset({value.id}), scope), accumulator=True
+    )
+
+
+def _whole_sum(value: ast.AST) -> bool:
+    """`loss.sum()` or `.mean()` with no argument, whatever `loss` is: a 0-dim tensor, or
+    numpy's scalar, whose `.data` cannot be indexed either (qqiang00/Reinforce's agents, which
+    never import torch: `loss.sum().data[0]` of the loss a project's `fit` returns)."""
+    return (
+        type(value) is ast.Call
+        and type(value.func) is ast.Attribute
+        and value.func.attr in ("sum", "mean")
+        and not value.args
+        and not value.keywords
+    )
 
 
 def _loss_of_a_loss_dict(value: ast.AST, read: ast.Subscript, ctx: Context) -> bool:
@@ -1451,6 +1491,10 @@ def _adds_to_itself(binding) -> bool:
 # ---- small predicates ----------------------------------------------------------------------
 
 
+# A tensor's number of elements, an int (`torch.sum(hits) / targets.nelement()`: FastJTNN).
+_ELEMENT_COUNTS = frozenset({"nelement", "numel"})
+
+
 def _is_number(expr: ast.AST) -> bool:
     # Classes compared by `type` (the parser makes no subclasses): asked of every assignment.
     if type(expr) is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):
@@ -1460,9 +1504,18 @@ def _is_number(expr: ast.AST) -> bool:
     kind = type(expr)
     if kind is ast.Constant:
         return type(expr.value) in (int, float)  # type: ignore[attr-defined]
-    if kind is ast.Call:  # `x.size(0)`: one size of a tensor, an int
+    if kind is ast.Call:  # `x.size(0)`: one size of a tensor, an int; so are its counts
         func = expr.func  # type: ignore[attr-defined]
-        return type(func) is ast.Attribute and func.attr == "size" and len(expr.args) == 1  # type: ignore[attr-defined]
+        if type(func) is not ast.Attribute:
+            return False
+        arguments = len(expr.args) + len(expr.keywords)  # type: ignore[attr-defined]
+        return (
+            func.attr == "size"
+            and arguments == 1
+            and not expr.keywords  # type: ignore[attr-defined]
+            or func.attr in _ELEMENT_COUNTS
+            and not arguments
+        )
     return kind is ast.Subscript and _is_a_size(expr)
 
 
