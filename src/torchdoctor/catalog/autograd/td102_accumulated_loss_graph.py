@@ -112,10 +112,14 @@ PITFALL = Pitfall(
 Inside a loop that calls `loss.backward()` (or `scaler.scale(loss).backward()`,
 `accelerator.backward(loss)`, ...), the same `loss` tensor added to a running total or
 appended to a list that was created before the loop: `total_loss += loss`,
-`total_loss = total_loss + loss`, `losses.append(loss)`; also a term of that loss
+`total_loss = total_loss + loss`, `losses.append(loss)`, a running mean (`mloss = (mloss * i +
+loss) / (i + 1)`); also a term of that loss
 (`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`; not the divisor of `loss /
 steps`, a number), which carries the same
-graph; and a dict or list appended whole after backward ran on one of its items
+graph, and a sum that loss is added to (`final_loss += reg_loss` after `reg_loss.backward()`,
+then `losses.update(final_loss)`); not a value the loss is computed from (REINFORCE's discounted
+return, `R = r + gamma * R`, then `loss = -torch.log(prob) * R`); and a dict or list appended
+whole after backward ran on one of its items
 (`outputs.append(output)` after `output["loss"].backward()`). The same through a method that
 keeps the graph (`loss_f += loss.float()`), or handed to a meter's `update` (`losses =
 AverageMeter()`, then `losses.update(loss)`) whose `update` adds its value to a running sum
@@ -181,9 +185,12 @@ the new total records no graph (a list appended to there still keeps each loss's
 ## What it catches
 在调用了 `loss.backward()`（或 `scaler.scale(loss).backward()`、`accelerator.backward(loss)` 等）
 的循环里，把同一个 `loss` 张量累加到循环之前就创建好的总和上，或追加到循环之前创建的列表里：
-`total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`；也包括这个损失的
+`total_loss += loss`、`total_loss = total_loss + loss`、`losses.append(loss)`、滑动平均
+（`mloss = (mloss * i + loss) / (i + 1)`）；也包括这个损失的
 某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`；`loss / steps` 的除数不算，
-它是个数），它带着同一张计算图；
+它是个数），它带着同一张计算图；以及这个损失被加进去的和（`reg_loss.backward()` 之后 `final_loss += reg_loss`，
+再 `losses.update(final_loss)`）；但计算损失所用的值不算（REINFORCE 的折扣回报 `R = r + gamma * R`，
+随后 `loss = -torch.log(prob) * R`）；
 以及对其中某一项做了反向传播之后，被整个追加到列表里的字典或列表（`output["loss"].backward()` 之后的
 `outputs.append(output)`）。经过保留计算图的方法（`loss_f += loss.float()`）也一样；交给计量器的
 `update` 也一样（`losses = AverageMeter()` 之后 `losses.update(loss)`），只要它的 `update` 把值加进
@@ -294,18 +301,45 @@ def check_augmented(node: ast.AugAssign, ctx: Context) -> list[Finding] | None:
 
 @PITFALL.static(ast.Assign)
 def check_sum(node: ast.Assign, ctx: Context) -> list[Finding] | None:
-    """`total = total + loss`."""
+    """`total = total + loss`; a running mean or average (`mloss = (mloss * i + loss) / (i +
+    1)`: yingbiaoluo's OCR trainer, after YOLOv5's, which detaches its loss items first)."""
     value = node.value
-    if type(value) is not ast.BinOp or type(value.op) is not ast.Add or len(node.targets) != 1:
+    if type(value) is not ast.BinOp or len(node.targets) != 1:
         return None
     target = node.targets[0]
     if type(target) is not ast.Name or runs_without_gradients(ctx):
         return None
-    if is_name(value.left, target.id):
-        return _check(node, target.id, value.right, ctx)
-    if is_name(value.right, target.id):
-        return _check(node, target.id, value.left, ctx)
+    if type(value.op) is ast.Add:
+        if is_name(value.left, target.id):
+            return _check(node, target.id, value.right, ctx)
+        if is_name(value.right, target.id):
+            return _check(node, target.id, value.left, ctx)
+    if _adds_to_itself(value, target.id) and not _discounts_a_term(node, target.id, ctx):
+        return _check(node, target.id, value, ctx)
     return None
+
+
+def _discounts_a_term(statement: ast.stmt, name: str, ctx: Context) -> bool:
+    """`R = r + gamma * R` where the loop back-propagates a loss computed from `R` (REINFORCE's
+    discounted return, `loss = -torch.log(prob) * R`): a value the loss is made of, not a sum of
+    losses."""
+    loops = _loops_repeating(statement, ctx)
+    return loops is not None and name in _backward_reading(ctx, loops[0])[0]
+
+
+def _adds_to_itself(value: ast.BinOp, name: str) -> bool:
+    """`(name * i + x) / (i + 1)`, `name * 0.9 + x * 0.1`: a sum with `name` itself as a bare
+    operand (scaled or not) on one side of an addition."""
+    if type(value.op) in (ast.Div, ast.Mult):
+        return any(
+            type(side) is ast.BinOp and _adds_to_itself(side, name)
+            for side in (value.left, value.right)
+        )
+    return type(value.op) is ast.Add and any(
+        is_name(operand, name)
+        for side in (value.left, value.right)
+        for operand in _bare_operands(side, through_methods=False)
+    )
 
 
 @PITFALL.static(ast.Expr, names={"append"})
@@ -820,13 +854,21 @@ def _loops_around(ctx: Context) -> list[ast.stmt]:
     return loops
 
 
-@per_file
 def _backward_roots(ctx: Context, owner: ast.stmt) -> frozenset[str]:
     """Names whose value `backward` is run on in the body of `owner`, a loop (its `else` too) or a
-    function. Backward returns nothing, so only expression statements are looked at: far
-    cheaper than every expression of the body."""
+    function, the terms it is computed from and the sums it is added to."""
+    return _backward_reading(ctx, owner)[1]
+
+
+@per_file
+def _backward_reading(ctx: Context, owner: ast.stmt) -> tuple[frozenset[str], frozenset[str]]:
+    """The names whose value `backward` is run on in the body of `owner` with the terms they are
+    computed from; and those with the sums they are added to as well. Backward returns nothing,
+    so only expression statements are looked at: far cheaper than every expression of the
+    body."""
     roots: set[str] = set()
     terms: dict[str, set[str]] = {}  # `loss = clf_loss + 0.25 * mmd_loss`: loss -> its terms
+    sums: dict[str, set[str]] = {}  # `final_loss += reg_loss`: reg_loss -> {final_loss}
     for statement in nested_statements([*owner.body, *getattr(owner, "orelse", ())]):
         kind = type(statement)
         if kind is ast.Expr and type(statement.value) is ast.Call:
@@ -839,6 +881,13 @@ def _backward_roots(ctx: Context, owner: ast.stmt) -> frozenset[str]:
                 statement.value, ctx
             ):
                 roots.add(target.id)  # `batch_loss = train_step(...)`, which ran its backward
+        elif (
+            kind is ast.AugAssign
+            and type(statement.op) is ast.Add
+            and type(statement.target) is ast.Name
+        ):
+            for term in _bare_operands(statement.value):
+                sums.setdefault(term.id, set()).add(statement.target.id)
     # The terms summed into a backpropagated loss carry its graph too (DDC's `total_loss +=
     # clf_loss` after `loss = clf_loss + 0.25 * mmd_loss; loss.backward()`).
     todo = list(roots)
@@ -847,7 +896,16 @@ def _backward_roots(ctx: Context, owner: ast.stmt) -> frozenset[str]:
             if term not in roots:
                 roots.add(term)
                 todo.append(term)
-    return frozenset(roots)
+    terms_too = frozenset(roots)
+    # So does a sum a backpropagated loss is added to as it is (dynamic_gesture_recognition's
+    # `final_loss += reg_loss` after `reg_loss.backward()`, then `losses.update(final_loss)`).
+    todo = list(roots)
+    while todo:
+        for total in sums.pop(todo.pop(), ()):
+            if total not in roots:
+                roots.add(total)
+                todo.append(total)
+    return terms_too, frozenset(roots)
 
 
 def _returns_its_backpropagated_loss(value: ast.expr, ctx: Context) -> bool:
@@ -1122,10 +1180,11 @@ def _step_lines(ctx: Context, loop: ast.stmt) -> list[int]:
 
 
 def _is_accumulation(value: ast.expr, total: str) -> bool:
-    return (
-        type(value) is ast.BinOp
-        and type(value.op) is ast.Add
+    """`total + x`, or a running mean of `total` (see `_adds_to_itself`)."""
+    return type(value) is ast.BinOp and (
+        type(value.op) is ast.Add
         and (is_name(value.left, total) or is_name(value.right, total))
+        or _adds_to_itself(value, total)
     )
 
 
