@@ -99,6 +99,24 @@ PITFALL = Pitfall(
             "1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；请改在 `EPOCH_COMPLETED` 或 "
             "`ITERATION_COMPLETED` 时调用",
         },
+        "hook": {
+            "en": "`{scheduler}.step()` runs in torchnet's `on_start_epoch` hook, before the "
+            "optimizer steps of that epoch: since PyTorch 1.1 the optimizer steps first, "
+            "otherwise the first learning rate of the schedule is skipped; step it in "
+            "`on_end_epoch`",
+            "zh": "`{scheduler}.step()` 在 torchnet 的 `on_start_epoch` 钩子中执行，先于该 epoch 中"
+            "优化器的更新：自 PyTorch 1.1 起应先更新优化器，否则学习率调度的第一个值会被跳过；"
+            "请改在 `on_end_epoch` 中调用",
+        },
+        "epoch": {
+            "en": "`{scheduler}.step({epoch})` runs before `{step}` in this loop: the loop's count "
+            "given to it keeps the learning rate right, but since PyTorch 1.1 the order warns on "
+            "the first call and the argument is deprecated; call `{scheduler}.step()`, with no "
+            "argument, after the optimizer's steps",
+            "zh": "`{scheduler}.step({epoch})` 在本循环中先于 `{step}` 执行：传入循环计数能让学习率保持正确，"
+            "但自 PyTorch 1.1 起这个顺序在第一次调用时会发出警告，且该参数已被弃用；请在优化器更新之后"
+            "调用不带参数的 `{scheduler}.step()`",
+        },
         "per_batch": {
             "en": "`{scheduler}.step()` runs once per batch, but its `{schedule}` schedule counts "
             "epochs: the learning rate moves through it as many times too fast as an epoch "
@@ -135,7 +153,14 @@ Two mistakes with `torch.optim.lr_scheduler` (and the schedulers built on it: tr
   schedulers, called in a loop before one that trains (steps an optimizer or calls a backward),
   both known from the project's facts: NVlabs' `trainer.update_learning_rate()` at the top of the
   iteration loop, before `trainer.dis_update(...)`. Since PyTorch 1.1 the order is the other way
-  round: update the weights, then move the schedule on.
+  round: update the weights, then move the schedule on. A handler's step may stand under a test
+  that the scheduler exists (`if lr_scheduler is not None:`) or of a setting (`if
+  opts["train.scheduler_type"] == "step":`); torchnet's `on_start_epoch` hook (`engine.hooks[
+  "on_start_epoch"] = on_start_epoch`) is such a handler too, and a scheduler kept in the
+  engine's state (`state["scheduler"]`) is known by its key. `scheduler.step(epoch)`, given the
+  variable of the epoch loop, before the epoch's training is reported with its own message:
+  the epoch given makes the rate right, but the order warns on the first call and the
+  argument is deprecated.
 - A scheduler whose schedule is counted in epochs (`StepLR`, `MultiStepLR`, `ExponentialLR`,
   `CosineAnnealingLR`) stepped inside the batch loop (a loop over a `DataLoader` inside the
   epoch loop, or any loop inside a loop over the epochs that steps an optimizer itself, or in
@@ -216,7 +241,12 @@ pytorch-transformers 的 `WarmupLinearSchedule`）的两种错误用法：
   还包括项目中某个类只更新调度器的方法，在循环里先于负责训练（更新优化器或调用 backward）的方法被调用，
   两者都由项目事实得知：NVlabs 在迭代循环开头调用 `trainer.update_learning_rate()`，之后才
   `trainer.dis_update(...)`。自 PyTorch 1.1 起顺序相反：
-  先更新权重，再推进学习率调度。
+  先更新权重，再推进学习率调度。事件处理函数中的调用可以位于检查调度器是否存在的条件下
+  （`if lr_scheduler is not None:`），或检查某个设置项的条件下（`if opts["train.scheduler_type"] == "step":`）；
+  torchnet 的 `on_start_epoch` 钩子（`engine.hooks["on_start_epoch"] = on_start_epoch`）也算这样的处理函数，
+  保存在引擎状态里的调度器（`state["scheduler"]`）按其键名识别。
+  在 epoch 的训练之前传入 epoch 循环变量的 `scheduler.step(epoch)`
+  会以单独的信息报告：传入的 epoch 使学习率正确，但第一次调用时顺序会引发警告，且该参数已被弃用。
 - 按 epoch 计数的调度器（`StepLR`、`MultiStepLR`、`ExponentialLR`、`CosineAnnealingLR`）在 batch
   循环（位于 epoch 循环内、遍历 `DataLoader` 的循环；或者位于遍历 epoch 的循环内、
   自己也会更新优化器的任何循环；或者所在函数在本文件中的每次调用都位于 epoch 循环里：
@@ -335,7 +365,10 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "track"})
 @PITFALL.static(ast.Expr, names={"step"})
 def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     call = node.value
-    if ctx.method_name(call) != "step" or call.args or call.keywords:
+    if ctx.method_name(call) != "step":
+        return
+    epoch = _epoch_argument(call, ctx)
+    if (call.args or call.keywords) and epoch is None:
         return  # ReduceLROnPlateau.step(metric) and non-torch schedulers take arguments
     scheduler = call.func.value
     if not _is_lr_scheduler(scheduler, ctx) or in_compat_fallback(ctx):
@@ -346,6 +379,9 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
         loops = loops[1:]  # `for key, scheduler in self.schedulers.items(): scheduler.step()`
         if not loops:
             return
+    if epoch is not None:  # `scheduler.step(epoch)`: the rate is right, the order warns
+        yield from _epoch_given_before_training(node, call, epoch, loops, ctx)
+        return
     if not loops:
         yield from _before_the_epoch_in_function(node, call, scheduler, ctx)
         yield from _on_a_started_event(node, call, scheduler, ctx)
@@ -384,6 +420,44 @@ def check(node: ast.Expr, ctx: Context) -> Iterator[Finding]:
     schedule = _epoch_schedule_stepped_per_batch(scheduler, loops, ctx)
     if schedule:
         yield ctx.finding(PITFALL, call, "per_batch", scheduler=name, schedule=schedule)
+
+
+def _epoch_argument(call: ast.Call, ctx: Context) -> str | None:
+    """`epoch` of `scheduler.step(epoch)`, the variable of a loop around the call."""
+    if len(call.args) != 1 or call.keywords or type(call.args[0]) is not ast.Name:
+        return None
+    name = call.args[0].id
+    for loop in enclosing_loops(ctx):
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
+            type(target) is ast.Name and target.id == name for target in ast.walk(loop.target)
+        ):
+            return name
+    return None
+
+
+def _epoch_given_before_training(
+    node: ast.Expr, call: ast.Call, epoch: str, loops: list[ast.AST], ctx: Context
+) -> Iterator[Finding]:
+    """`scheduler.step(epoch)` at the top of the epoch loop, unconditional, before the loop's own
+    optimizer step or a call that trains (wangguanan's PCB baseline, SE_Sphereface): the closed
+    form gives the epoch's rate, so only the order warning and the deprecated argument remain."""
+    if not loops or _compensated(ctx):
+        return
+    loop = loops[0]
+    scheduler = call.func.value  # type: ignore[attr-defined]
+    if not _unconditional(node, loop, scheduler, ctx, None, None):
+        return
+    later = _optimizer_step_after(node, loop, ctx)
+    found = later.value if later is not None else _training_call_after(node, loop, ctx)
+    if found is None:
+        found = _optimizer_handed_after(node, loop, ctx)
+        step = None if found is None else f"{ctx.text(found.func)}(...)"
+    else:
+        step = ctx.text(found) if later is not None else f"{ctx.text(found.func)}(...)"
+    if step is not None:
+        yield ctx.finding(
+            PITFALL, call, "epoch", scheduler=ctx.text(scheduler), epoch=epoch, step=step
+        )
 
 
 @PITFALL.static(*LOOPS)
@@ -462,7 +536,8 @@ def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
     kind = ctx.kind_of(expr)
     if kind is not Kind.UNKNOWN:
         return kind is Kind.SCHEDULER
-    name = last_identifier(expr)
+    # torchnet's `state['scheduler']`: an entry named by its key
+    name = expr.slice.value if _keyed_by_string(expr) else last_identifier(expr)  # type: ignore[attr-defined]
     if not (name and (_SCHEDULER_NAME.search(name) or _paired_with_optimizer(name, ctx))):
         return is_self_attribute(expr) and _attribute_made_a_scheduler(ctx, expr.attr)  # type: ignore[attr-defined]
     built = _constructor(expr, ctx)
@@ -769,11 +844,21 @@ def _tests_a_setting(test: ast.AST) -> bool:
             return False
         test = test.left
     attributes = 0
-    while isinstance(test, ast.Attribute):
-        if _COUNTER_WORD.search(test.attr):
+    while isinstance(test, ast.Attribute) or _keyed_by_string(test):
+        key = test.attr if isinstance(test, ast.Attribute) else test.slice.value  # type: ignore[attr-defined]
+        if _COUNTER_WORD.search(key):
             return False
-        test, attributes = test.value, attributes + 1
+        test, attributes = test.value, attributes + 1  # type: ignore[attr-defined]
     return isinstance(test, ast.Name) and attributes > 0 and test.id in _SETTING_HOLDERS
+
+
+def _keyed_by_string(node: ast.AST) -> bool:
+    """`opts['train.scheduler_type']`: a setting read by its key (r2d2's options dict)."""
+    return (
+        type(node) is ast.Subscript
+        and type(node.slice) is ast.Constant
+        and type(node.slice.value) is str
+    )
 
 
 # Names of counters: a test of one orders the steps on purpose.
@@ -917,6 +1002,9 @@ def _names_an_optimizer(expr: ast.AST) -> bool:
 
 # ignite events that fire before the optimizer steps of the epoch or iteration they open.
 _STARTED_EVENTS = frozenset({"EPOCH_STARTED", "ITERATION_STARTED"})
+# torchnet's engine runs the function its hooks hold under this name before an epoch's batches.
+_TORCHNET_EPOCH_START = "on_start_epoch"
+_TORCHNET_HOOKS = ("hooks['on_start_epoch']", 'hooks["on_start_epoch"]')
 
 
 def _on_a_started_event(
@@ -925,7 +1013,18 @@ def _on_a_started_event(
     """`@trainer.on(Events.EPOCH_STARTED) def adjust(engine): scheduler.step()`: ignite runs the
     handler before the iterations of the epoch, so before the first optimizer step."""
     function = ctx.enclosing_function()
-    if function is None or ctx.parent() is not function or _compensated(ctx):
+    if function is None or _compensated(ctx):
+        return
+    between = ctx.ancestors[ctx.ancestors.index(function) + 1 :]
+    if not all(
+        type(statement) is ast.If
+        and (_tests_presence_of(statement.test, scheduler) or _tests_a_setting(statement.test))
+        for statement in between
+    ):
+        return  # only `if lr_scheduler is not None:` or a setting may stand between
+    if function.name == _TORCHNET_EPOCH_START and any(h in ctx.source for h in _TORCHNET_HOOKS):
+        # torchnet's `engine.hooks['on_start_epoch'] = on_start_epoch` (r2d2's training script)
+        yield ctx.finding(PITFALL, call, "hook", scheduler=ctx.text(scheduler))
         return
     for decorator in function.decorator_list:
         if not (
