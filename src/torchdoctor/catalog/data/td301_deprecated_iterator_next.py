@@ -14,6 +14,7 @@ from torchdoctor.catalog.sdk import (
     Finding,
     Kind,
     Pitfall,
+    bindings,
     index,
     in_compat_fallback,
     index_of,
@@ -65,7 +66,9 @@ DataLoader's `loader._get_iterator().next()`, or
 `a, b = iter(x), iter(y)`) is such an iterator, or a generator (a generator expression, or a
 call of an undecorated function of the file that yields: `gen = inf_train_gen()`); or a
 parameter that every call of its function in the file passes such an iterator (`batches =
-iter(loader)`, then `first_image(batches)`); or the variable of a loop over a `self.` list that
+iter(loader)`, then `first_image(batches)`), or that its function itself rebinds only to such
+iterators (`try: batch = data_iterator.next()`, `except StopIteration: data_iterator =
+iter(data_generator)`); or the variable of a loop over a `self.` list that
 holds only such iterators (`for i, it in enumerate(self.iter_list)`, the list made empty or of
 `iter(...)`s and appended only `iter(...)`s in the class), or an item of that list
 (`self.iter_list[i].next()`). A
@@ -109,7 +112,8 @@ make are (`seq_iter = enumerate(scores)`), with the general message.
 且对 `it`（或类中的 `self.it`，或 `a, b = iter(x), iter(y)` 中对应位置）的每一次赋值都是这样的迭代器，
 或者是生成器（生成器表达式，或调用本文件中没有装饰器、带 `yield` 的函数：`gen = inf_train_gen()`）；
 也包括这样的函数参数：本文件中对该函数的每次调用都传入这样的迭代器（`batches = iter(loader)`，
-然后 `first_image(batches)`）；或者遍历只装着这种迭代器的 `self.` 列表的循环变量
+然后 `first_image(batches)`），或函数自己只把它重新绑定为这样的迭代器（`try: batch = data_iterator.next()`，
+`except StopIteration: data_iterator = iter(data_generator)`）；或者遍历只装着这种迭代器的 `self.` 列表的循环变量
 （`for i, it in enumerate(self.iter_list)`，类中只把该列表设为空列表或 `iter(...)` 组成的列表，
 且只向它追加 `iter(...)`），或者该列表的元素（`self.iter_list[i].next()`）。
 DataLoader 的迭代器给出 DataLoader 的说明；其他迭代器（对参数、列表调用 `iter(...)` 等）在 Python 3
@@ -325,7 +329,9 @@ def _iterated(expr: ast.AST, ctx: Context) -> list[ast.AST] | None:
         values = _name_assignments(expr.id, ctx)
         function = ctx.enclosing_function()
         if values is None and function is not None and is_parameter(function, expr.id):
-            values = _passed_iterators(ctx, function, expr.id)
+            values = _passed_iterators(ctx, function, expr.id) or _own_iterators(
+                ctx, function, expr.id
+            )
     elif is_self_attribute(expr):
         values = _self_attribute_assignments(expr.attr, ctx)
     elif isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
@@ -460,6 +466,20 @@ def _iterators_listed(value: ast.expr, ctx: Context) -> list[ast.AST] | None:
 
 
 @per_file
+def _own_iterators(
+    ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
+) -> list[ast.expr] | None:
+    """What the function itself rebinds its parameter to, when that is only iterators: it
+    treats what it is given as one (meta-learning-adjusting-priors' `get_next_batch_cyclic`:
+    `data_iterator.next()`, then `data_iterator = iter(data_generator)` once it is exhausted)."""
+    values = [
+        b.value for b in bindings(ctx, function, parameter) or () if type(b.node) is not ast.arg
+    ]
+    if not values or any(value is None or _iterated_by(value, ctx) is None for value in values):
+        return None
+    return values  # type: ignore[return-value]
+
+
 def _passed_iterators(
     ctx: Context, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str
 ) -> list[ast.expr] | None:
