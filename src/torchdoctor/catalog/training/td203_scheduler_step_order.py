@@ -536,8 +536,9 @@ def _is_lr_scheduler(expr: ast.AST, ctx: Context) -> bool:
     kind = ctx.kind_of(expr)
     if kind is not Kind.UNKNOWN:
         return kind is Kind.SCHEDULER
-    # torchnet's `state['scheduler']`: an entry named by its key
-    name = expr.slice.value if _keyed_by_string(expr) else last_identifier(expr)  # type: ignore[attr-defined]
+    name = last_identifier(expr)  # `schedulers["rgb"]`: named by its container
+    if _keyed_by_string(expr) and not (name and _SCHEDULER_NAME.search(name)):
+        name = expr.slice.value  # type: ignore[attr-defined]  # torchnet's `state['scheduler']`
     if not (name and (_SCHEDULER_NAME.search(name) or _paired_with_optimizer(name, ctx))):
         return is_self_attribute(expr) and _attribute_made_a_scheduler(ctx, expr.attr)  # type: ignore[attr-defined]
     built = _constructor(expr, ctx)
