@@ -129,7 +129,9 @@ made by, made again to be logged (`loss_val += criterion(output, y)` after `loss
 criterion(output, y)`): a new loss on the same graph. A loss handed back by a function
 of the file that ran its backward (`batch_loss = train_step(...)`, whose every `return` gives
 the `loss` it called `loss.backward()` on), or by a method of the class around
-(`loss = self.update(batch)`), counts as backpropagated in the loop.
+(`loss = self.update(batch)`), counts as backpropagated in the loop; so does one unpacked from
+the place of a tuple every `return` fills with such a loss (`task_loss, accuracy =
+self.train_task(task)`, cnaps).
 
 Summing several loss terms before one backward (`loss = loss + aux_loss`, or a total that is
 reset inside the loop) is fine and not reported, nor is a loss kept on one iteration only (under
@@ -198,7 +200,9 @@ the new total records no graph (a list appended to there still keeps each loss's
 为了记录而把做过反向传播的损失的那次调用再做一遍（`loss_train = criterion(output, y)` 之后
 `loss_val += criterion(output, y)`）也一样：它是同一张计算图上的新损失。
 本文件中做过反向传播、再把该损失返回的函数（`batch_loss = train_step(...)`，
-它的每个 `return` 都返回调用过 `loss.backward()` 的 `loss`）给出的损失，也算在循环里做过反向传播。
+它的每个 `return` 都返回调用过 `loss.backward()` 的 `loss`）给出的损失，也算在循环里做过反向传播；
+从元组中解包出来、且每个 `return` 在该位置都放着这种损失的名字也一样（cnaps 的
+`task_loss, accuracy = self.train_task(task)`）。
 
 在一次反向传播之前把几项损失加在一起（`loss = loss + aux_loss`，或者在循环内部重新置零的总和）
 是正常用法，不会报告；只在某一次迭代中保留的损失（在 `if step == 0:` 这类对循环变量本身的判断之下），
@@ -881,6 +885,9 @@ def _backward_reading(ctx: Context, owner: ast.stmt) -> tuple[frozenset[str], fr
                 statement.value, ctx
             ):
                 roots.add(target.id)  # `batch_loss = train_step(...)`, which ran its backward
+            elif type(target) is ast.Tuple:
+                # `task_loss, accuracy = self.train_task(task)`, which ran `task_loss.backward()`
+                roots.update(_backpropagated_items(target, statement.value, ctx))
         elif (
             kind is ast.AugAssign
             and type(statement.op) is ast.Add
@@ -912,7 +919,22 @@ def _returns_its_backpropagated_loss(value: ast.expr, ctx: Context) -> bool:
     """`value` calls a function of the file, or a method of the class around (`self.update(...)`,
     TR-DBS's encoder), that runs `loss.backward()` and returns `loss`."""
     function = _function_called(value, ctx)
-    return function is not None and _backpropagates_what_it_returns(ctx, function)
+    return function is not None and _BARE in _backpropagated_returns(ctx, function)
+
+
+def _backpropagated_items(target: ast.Tuple, value: ast.expr, ctx: Context) -> list[str]:
+    """The names of `target` unpacked from the places of the tuple every `return` of the called
+    function fills with a name it ran `backward` on (cnaps' `train_task`: `task_loss.backward()`,
+    then `return task_loss, task_accuracy`)."""
+    function = _function_called(value, ctx)
+    if function is None:
+        return []
+    places = _backpropagated_returns(ctx, function)
+    return [
+        item.id
+        for place, item in enumerate(target.elts)
+        if place in places and type(item) is ast.Name
+    ]
 
 
 def _runs_a_backward(value: ast.expr, ctx: Context) -> bool:
@@ -943,12 +965,17 @@ def _function_called(value: ast.expr, ctx: Context) -> ast.FunctionDef | None:
     return None
 
 
+# In what `_backpropagated_returns` gives: the value returned is itself the name.
+_BARE = -1
+
+
 @per_file
-def _backpropagates_what_it_returns(ctx: Context, function: ast.AST) -> bool:
-    """Every `return` of the function hands back a name it ran `backward` on (UNet's
-    `train_step`: `loss.backward(); optimizer.step(); return loss`)."""
+def _backpropagated_returns(ctx: Context, function: ast.AST) -> frozenset[int]:
+    """Where every `return` of the function hands back a name it ran `backward` on: `_BARE` for
+    the whole value (UNet's `train_step`: `loss.backward(); optimizer.step(); return loss`), or
+    the places of a tuple (`return loss, accuracy`: 0)."""
     backpropagated: set[str] = set()
-    returned = []
+    returned: list[frozenset[int]] = []
     statements = sorted(
         nested_statements(function.body),  # type: ignore[attr-defined]
         key=lambda s: (s.lineno, s.col_offset),
@@ -961,8 +988,19 @@ def _backpropagates_what_it_returns(ctx: Context, function: ast.AST) -> bool:
             backpropagated.difference_update(t.id for t in statement.targets if type(t) is ast.Name)
         elif type(statement) is ast.Return:
             value = statement.value
-            returned.append(type(value) is ast.Name and value.id in backpropagated)
-    return bool(returned) and all(returned)
+            if type(value) is ast.Name:
+                returned.append(frozenset({_BARE}) if value.id in backpropagated else frozenset())
+            elif type(value) is ast.Tuple:
+                returned.append(
+                    frozenset(
+                        place
+                        for place, item in enumerate(value.elts)
+                        if type(item) is ast.Name and item.id in backpropagated
+                    )
+                )
+            else:
+                return frozenset()
+    return frozenset.intersection(*returned) if returned else frozenset()
 
 
 def _container_kept(
