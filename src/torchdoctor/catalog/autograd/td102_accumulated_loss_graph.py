@@ -537,6 +537,11 @@ def _check(
     loss = losses[0]
     if _detached_in(ctx, scope_of(loss.id, ctx), loss.id, loop):
         return None
+    terms = _backward_reading(ctx, loop)[0]
+    if all(
+        name.id not in terms and _summed_by_a_training_loop(name.id, loop, ctx) for name in losses
+    ):
+        return None  # `loss_arr.append(epoch_loss)`: reported where `epoch_loss += loss` sums them
     fix = None
     if any(name is loss for name in _bare_operands(added, through_methods=False)):
         fix = _item_fix(loss, loss.id, loss.id, ctx)
@@ -1205,6 +1210,21 @@ def _over_a_range(loop: ast.stmt) -> bool:
         and type(iterated.func) is ast.Name
         and iterated.func.id == "range"
     )
+
+
+def _summed_by_a_training_loop(name: str, loop: ast.stmt, ctx: Context) -> bool:
+    """`name` is added to (`epoch_loss += loss`) in a loop inside `loop` that steps an optimizer:
+    that sum is reported itself (KD_Lib's `epoch_loss`, then `loss_arr.append(epoch_loss)`)."""
+    found = index_of(ctx, loop)
+    for node in found.under(loop, ast.AugAssign):
+        if not is_name(node.target, name):  # type: ignore[attr-defined]
+            continue
+        for inner, _ in lineage(node, found.parents):
+            if inner is loop:
+                break
+            if isinstance(inner, (ast.For, ast.AsyncFor, ast.While)) and _step_lines(ctx, inner):
+                return True
+    return False
 
 
 @per_file
