@@ -878,12 +878,15 @@ def _backward_reading(ctx: Context, owner: ast.stmt) -> tuple[frozenset[str], fr
     roots: set[str] = set()
     terms: dict[str, set[str]] = {}  # `loss = clf_loss + 0.25 * mmd_loss`: loss -> its terms
     sums: dict[str, set[str]] = {}  # `final_loss += reg_loss`: reg_loss -> {final_loss}
+    detached: set[str] = set()  # `loss = loss.item()` somewhere in the body
     for statement in nested_statements([*owner.body, *getattr(owner, "orelse", ())]):
         kind = type(statement)
         if kind is ast.Expr and type(statement.value) is ast.Call:
             roots.update(_backward_target_names(statement.value, ctx))
         elif kind is ast.Assign and len(statement.targets) == 1:
             target = statement.targets[0]
+            if type(target) is ast.Name and _is_detaching(statement.value, ctx):
+                detached.add(target.id)
             if type(target) is ast.Name and type(statement.value) is ast.BinOp:
                 terms.setdefault(target.id, set()).update(_root_names(statement.value))
             elif type(target) is ast.Name and _returns_its_backpropagated_loss(
@@ -911,7 +914,7 @@ def _backward_reading(ctx: Context, owner: ast.stmt) -> tuple[frozenset[str], fr
     terms_too = frozenset(roots)
     # So does a sum a backpropagated loss is added to as it is (dynamic_gesture_recognition's
     # `final_loss += reg_loss` after `reg_loss.backward()`, then `losses.update(final_loss)`).
-    todo = list(roots)
+    todo = list(roots - detached)  # a loss made a number first adds no graph to a sum
     while todo:
         for total in sums.pop(todo.pop(), ()):
             if total not in roots:
