@@ -1234,6 +1234,8 @@ def _steps_each_batch(loops: list[ast.AST], ctx: Context) -> bool:
     (data, targets) in enumerate(train_gen)`, a generator another function made)."""
     if len(loops) < 2 or not block_steps(ctx, loops[0]):
         return False
+    if _training_phase(loops[0]) is not None:
+        return False  # `for phase in ["train", "val"]:`, the batch loop inside (State-Farm's)
     return not _names_epochs(loops[0]) and _names_epochs(loops[1])
 
 
