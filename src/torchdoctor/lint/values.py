@@ -88,6 +88,11 @@ def computes_a_loss(call: ast.AST) -> bool:
     if not isinstance(call, ast.Call):
         return False
     name = call_name(call)
+    if name == "forward" and type(call.func) is ast.Attribute:
+        # `self.loss_function.forward(x, x_hat, ...)`: the loss module's call, spelt out
+        receiver = call.func.value
+        kind = type(receiver)
+        name = receiver.attr if kind is ast.Attribute else receiver.id if kind is ast.Name else None  # type: ignore[attr-defined]
     if name is None:
         return False
     if name[:1].isupper() and not (is_self_attribute(call.func) and "_" in name):

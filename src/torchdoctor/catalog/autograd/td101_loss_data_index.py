@@ -76,9 +76,12 @@ assigned only such values (a `loss = 0` before `loss += ...` or `loss = loss + .
 not counting the statement of the read itself: `test_loss = test_loss.data[0] / n`) or whose
 assignment that reaches the read is one. `x.sum().data[0]` and `x.mean().data[0]` are reported
 whatever `x` is, even in a file that never imports torch: numpy's scalars cannot be indexed
-either. Where the loss comes from out of sight (a criterion passed in,
+either. So is the same index read after moves or through numpy (`loss.data.cpu()[0]`,
+`loss.cpu().data.numpy()[0]`: a 0-dim array has no element 0 either). Where the loss comes
+from out of sight (a criterion passed in,
 the project's own function or class), the code's own words count: a callee named as a loss
-(`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`),
+(`criterion(...)`, `loss_fn(...)`, `self.compute_loss(...)`, `FocalLoss(gamma=2)(x, y)`,
+`self.loss_function.forward(...)`),
 or `loss.backward()` called with no gradient (also of the loss scaled: `loss.div(n).backward()`,
 `(loss / n).backward()`), which autograd allows only for a scalar (and so
 for each term of a sum back-propagated so: `loss = loss_l + loss_c`, then `loss.backward()`,
@@ -137,8 +140,11 @@ returns is a loss only in an optimizer's `step(self, closure)`.
 或 `self.` 属性（含先 `loss = 0` 再 `loss += ...` 或 `loss = loss + ...` 的累加；读取所在的语句本身
 不算：`test_loss = test_loss.data[0] / n`），或到达这次读取的那次赋值给出这类值。
 `x.sum().data[0]` 和 `x.mean().data[0]` 不论 `x` 是什么都会报告，即使文件从不导入 torch：numpy 的标量同样不能下标访问。
+移动之后或经过 numpy 再取同一个下标也一样（`loss.data.cpu()[0]`、`loss.cpu().data.numpy()[0]`：
+0 维数组同样没有第 0 个元素）。
 当损失的来源看不到时（作为参数传入的 criterion、项目自己的函数或类），以代码自身的用法为证：被调用者的
-名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`），
+名字表明它是损失（`criterion(...)`、`loss_fn(...)`、`self.compute_loss(...)`、`FocalLoss(gamma=2)(x, y)`、
+`self.loss_function.forward(...)`），
 或对它不带梯度参数调用了 `loss.backward()`（也包括缩放后的损失：`loss.div(n).backward()`、
 `(loss / n).backward()`）——autograd 只允许对标量这样做
 （因此这样反向传播的和的每一项也是标量：`loss = loss_l + loss_c` 之后 `loss.backward()`，
@@ -550,27 +556,45 @@ def _reduced_name(value: ast.expr) -> ast.Name | None:
 
 @PITFALL.static(ast.Subscript)
 def check_moved(node: ast.Subscript, ctx: Context) -> list[Finding] | None:
-    """`loss.data.cpu()[0]` (open_type's `total_loss += loss.data.cpu()[0]`): the same index
-    of the same 0-dim tensor, moved first."""
+    """`loss.data.cpu()[0]` (open_type's `total_loss += loss.data.cpu()[0]`), and through numpy
+    (`loss.data.cpu().numpy()[0]`: molecule_grammar_rnn; `loss.cpu().data.numpy()[0]`): the same
+    index of the same 0-dim value, moved or converted first."""
     index = node.slice
     if type(index) is not ast.Constant or index.value != 0 or type(index.value) is not int:
         return None
-    moved = node.value
-    if not (
-        type(moved) is ast.Call
-        and not moved.args
-        and not moved.keywords
-        and type(moved.func) is ast.Attribute
-        and moved.func.attr in ("cpu", "cuda")
-        and type(data := moved.func.value) is ast.Attribute
-        and data.attr == "data"
-        and type(node.ctx) is ast.Load
-    ):
+    if type(node.ctx) is not ast.Load:
         return None
-    if not is_zero_dim(data.value, ctx) or in_compat_fallback(ctx):
+    base, steps = _unconverted(node.value)
+    if base is node.value or not ("data" in steps and steps[-1] != "data" or "numpy" in steps):
+        return None  # `loss.data[0]` is `check`'s; a move alone (`loss.cpu()[0]`) is no idiom
+    if not is_zero_dim(base, ctx) or in_compat_fallback(ctx):
         return None
-    fix = ctx.fix(PITFALL, "safe", ctx.edit(ctx.span(data.value)[1], ctx.span(node)[1], ".item()"))
+    fix = ctx.fix(PITFALL, "safe", ctx.edit(ctx.span(base)[1], ctx.span(node)[1], ".item()"))
     return [ctx.finding(PITFALL, node, fix=fix, expr=shorten(ctx.text(node)))]
+
+
+# What may stand between a 0-dim value and its `[0]`: moves, `.data`, numpy's conversion.
+_CONVERSIONS = frozenset({"cpu", "cuda", "numpy", "detach"})
+
+
+def _unconverted(value: ast.AST) -> tuple[ast.AST, list[str]]:
+    """`loss` of `loss.data.cpu().numpy()`, and the steps taken from it, in order."""
+    steps: list[str] = []
+    while True:
+        if type(value) is ast.Attribute and value.attr == "data":
+            steps.append("data")
+            value = value.value
+        elif (
+            type(value) is ast.Call
+            and not value.args
+            and not value.keywords
+            and type(value.func) is ast.Attribute
+            and value.func.attr in _CONVERSIONS
+        ):
+            steps.append(value.func.attr)
+            value = value.func.value
+        else:
+            return value, steps[::-1]
 
 
 @PITFALL.static(ast.Subscript)
