@@ -117,7 +117,8 @@ loss) / (i + 1)`); also a term of that loss
 (`total_loss += clf_loss` after `loss = clf_loss + 0.25 * mmd_loss`; not the divisor of `loss /
 steps`, a number), which carries the same
 graph, and a sum that loss is added to (`final_loss += reg_loss` after `reg_loss.backward()`,
-then `losses.update(final_loss)`); not a value the loss is computed from (REINFORCE's discounted
+then `losses.update(final_loss)`); the item of a dict that is back-propagated, summed or appended
+as it is (`vae_loss_sum += losses["total"]` after `losses["total"].backward()`); not a value the loss is computed from (REINFORCE's discounted
 return, `R = r + gamma * R`, then `loss = -torch.log(prob) * R`); and a dict or list appended
 whole after backward ran on one of its items
 (`outputs.append(output)` after `output["loss"].backward()`). The same through a method that
@@ -191,7 +192,8 @@ the new total records no graph (a list appended to there still keeps each loss's
 （`mloss = (mloss * i + loss) / (i + 1)`）；也包括这个损失的
 某一项（`loss = clf_loss + 0.25 * mmd_loss` 之后的 `total_loss += clf_loss`；`loss / steps` 的除数不算，
 它是个数），它带着同一张计算图；以及这个损失被加进去的和（`reg_loss.backward()` 之后 `final_loss += reg_loss`，
-再 `losses.update(final_loss)`）；但计算损失所用的值不算（REINFORCE 的折扣回报 `R = r + gamma * R`，
+再 `losses.update(final_loss)`）；被反向传播的字典条目原样累加或追加（`losses["total"].backward()` 之后
+`vae_loss_sum += losses["total"]`）也一样；但计算损失所用的值不算（REINFORCE 的折扣回报 `R = r + gamma * R`，
 随后 `loss = -torch.log(prob) * R`）；
 以及对其中某一项做了反向传播之后，被整个追加到列表里的字典或列表（`output["loss"].backward()` 之后的
 `outputs.append(output)`）。经过保留计算图的方法（`loss_f += loss.float()`）也一样；交给计量器的
@@ -300,7 +302,36 @@ def check_augmented(node: ast.AugAssign, ctx: Context) -> list[Finding] | None:
         return None
     if runs_without_gradients(ctx):
         return None  # the sum is made with recording off: no graph (TrajectoryPredict)
+    if type(node.value) is ast.Subscript:
+        return _check_part(node, node.target.id, node.value, ctx)
     return _check(node, node.target.id, node.value, ctx)
+
+
+def _check_part(
+    statement: ast.stmt, total: str, part: ast.Subscript, ctx: Context, appended: bool = False
+) -> list[Finding] | None:
+    """`vae_loss_sum += losses["total"]` after `losses["total"].backward()` in the same loop
+    (disentanglement-pytorch's VAE trainer), or `train_loss.append(losses["nll"])` before it
+    (gradient-boosted-normalizing-flows): the item back-propagated, kept as it is."""
+    if type(part.value) is not ast.Name:
+        return None
+    loops = _loops_repeating(statement, ctx)
+    if loops is None:
+        return None
+    loop = loops[0]
+    backpropagated = _backpropagated_parts(ctx, loop).get(part.value.id)
+    if backpropagated is None or ast.dump(backpropagated) != ast.dump(part):
+        return None
+    scope = scope_of(total, ctx)
+    if not _outlives_iteration(ctx, scope, total, loop, appended):
+        return None
+    if len(loops) > 1 and _reset_each_step(ctx, scope, total, loop, loops[1]):
+        return None
+    if len(loops) == 1 and _one_step_accumulated(ctx, scope, total, loop):
+        return None
+    text = ctx.text(part)
+    fix = _item_fix(part, text, text, ctx)
+    return [ctx.finding(PITFALL, statement, fix=fix, total=total, loss=text)]
 
 
 @PITFALL.static(ast.Assign)
@@ -352,6 +383,8 @@ def check_append(node: ast.Expr, ctx: Context) -> list[Finding] | None:
     if not isinstance(call.func, ast.Attribute) or len(call.args) != 1 or call.keywords:
         return None
     owner = call.func.value
+    if type(owner) is ast.Name and type(call.args[0]) is ast.Subscript:
+        return _check_part(node, owner.id, call.args[0], ctx, appended=True)
     if type(owner) is ast.Name:
         return _check(node, owner.id, call.args[0], ctx, appended=True)
     if is_self_attribute(owner) and type(call.args[0]) is ast.Name:
