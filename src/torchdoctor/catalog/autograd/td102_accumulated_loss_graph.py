@@ -118,8 +118,9 @@ loss) / (i + 1)`); also a term of that loss
 steps`, a number), which carries the same
 graph, and a sum that loss is added to (`final_loss += reg_loss` after `reg_loss.backward()`,
 then `losses.update(final_loss)`); the item of a dict that is back-propagated, summed or appended
-as it is (`vae_loss_sum += losses["total"]` after `losses["total"].backward()`); not a value the loss is computed from (REINFORCE's discounted
-return, `R = r + gamma * R`, then `loss = -torch.log(prob) * R`); and a dict or list appended
+as it is (`vae_loss_sum += losses["total"]` after `losses["total"].backward()`); not a value the
+loss is computed from (REINFORCE's discounted return, `R = r + gamma * R`,
+then `loss = -torch.log(prob) * R`); and a dict or list appended
 whole after backward ran on one of its items
 (`outputs.append(output)` after `output["loss"].backward()`). The same through a method that
 keeps the graph (`loss_f += loss.float()`), or handed to a meter's `update` (`losses =
