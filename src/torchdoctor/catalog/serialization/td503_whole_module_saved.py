@@ -10,6 +10,7 @@ from typing import Iterator
 from torchdoctor.catalog.sdk import (
     MODULE_MOVES,
     constructed_with,
+    hands_back,
     dotted_name,
     unrebound_parameter,
     WEIGHTS_NAME,
@@ -113,7 +114,9 @@ So is `agent.model`, where `agent` is bound only to instances of a plain class o
 methods give `self.model` a module each time or reload it with `torch.load` (rlcode/per's
 `torch.save(agent.model, path)`), and an entry named for a model (`state["model"]`) that the same
 function moves with a bare `.cpu()` or `.cuda()` statement or calls a module's method on
-(r2d2's torchnet hook: `state["model"].cpu()`, then the save).
+(r2d2's torchnet hook: `state["model"].cpu()`, then the save). So is a name bound to what a
+function of the file hands back of a module it is given (`trained_rnn = train_rnn(rnn, ...)`,
+whose every `return` gives back `rnn`).
 Not in a project that
 loads with `weights_only=False` somewhere (as Ultralytics does): whole modules are then its
 checkpoint format, chosen on purpose. Nor a parameter its function's docstring types as data
@@ -169,7 +172,8 @@ must change too (build the model, then `model.load_state_dict(torch.load(path))`
 `agent` 只绑定到本文件某个普通类的实例、且该类的方法每次都给 `self.model` 赋一个模块（或用 `torch.load`
 重新加载）时，`agent.model` 也算模块（rlcode/per 的 `torch.save(agent.model, path)`）；名字表明是模型的条目
 （`state["model"]`），若同一函数用单独一条 `.cpu()` 或 `.cuda()` 语句移动它，或在它上面调用模块的方法，
-也算模块（r2d2 的 torchnet 钩子：先 `state["model"].cpu()`，再保存）。
+也算模块（r2d2 的 torchnet 钩子：先 `state["model"].cpu()`，再保存）。本文件函数把传给它的模块原样交回时，
+接收返回值的名字也算模块（`trained_rnn = train_rnn(rnn, ...)`，它的每个 `return` 都返回 `rnn`）。
 项目中某处用 `weights_only=False`
 加载时不报告：那时整个模块就是它有意选择的 checkpoint 格式（例如 Ultralytics）。函数的文档字符串把该参数
 写成数据类型（`model (dict): ...`，asteroid 的 publisher）时不报告。项目中某个文件用
@@ -460,6 +464,7 @@ def _is_module(expr: ast.AST, ctx: Context) -> bool:
         _used_as_module(expr.id, ctx)
         or _model_parameter(expr.id, ctx)
         or _handed_a_module(expr.id, ctx)
+        or _handed_back_module(expr.id, ctx)
     ):
         return True
     if is_self_attribute(expr):
@@ -498,6 +503,31 @@ def _model_entry_moved(entry: ast.Subscript, ctx: Context) -> bool:
         elif _only_a_module_s(call):
             return True
     return False
+
+
+def _handed_back_module(name: str, ctx: Context) -> bool:
+    """`trained_rnn = train_rnn(rnn, ...)`, where the function of the file hands back the `rnn`
+    it is given and `rnn` is a module (the Udacity TV-script project's training script)."""
+    found = bindings(ctx, scope_of(name, ctx), name)
+    if not found:
+        return False
+    for binding in found:
+        value = binding.value
+        if type(value) is not ast.Call or binding.augmented:
+            return False
+        given = next(
+            (
+                argument
+                for argument in value.args
+                if type(argument) is ast.Name
+                and argument.id != name
+                and hands_back(ctx, value, argument.id)
+            ),
+            None,
+        )
+        if given is None or not _is_module(given, ctx):
+            return False
+    return True
 
 
 def _instance_attribute_module(expr: ast.Attribute, ctx: Context) -> bool:
