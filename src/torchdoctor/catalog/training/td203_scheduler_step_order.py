@@ -185,7 +185,9 @@ that sets the rate of the step to come).
 A setting tested the same way every time round (`if args.optimizer == "momentum":`) is no such
 condition, nor is the training phase of a loop over an epoch's phases (`for phase in ["train",
 "val"]: if phase == "train": scheduler.step()`, the recipe of PyTorch's old transfer-learning
-tutorial): the step still comes before that epoch's optimizer steps. A scheduler is an object of
+tutorial; the phases may be named elsewhere, `for phase in dataset_names:` whose body tests
+`if phase == "train":`): the step still comes before that epoch's optimizer steps, whatever the
+order of the phases, and such a loop is no batch loop. A scheduler is an object of
 a `torch.optim.lr_scheduler` class or of a class of the project that subclasses one, in any of
 its modules (`WarmupMultiStepLR(MultiStepLR)`). One made out of sight (a parameter, an
 attribute) is known by its name (`scheduler`, `lr_sched`, `warmup_scheduler`, `G_scheduler` beside a
@@ -264,8 +266,9 @@ accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让�
 这种情况会报告，除非两者之间有语句调用了调度器的其他方法（OpenASR 的
 `lr_scheduler.set_lr(optimizer, lr)`：项目自己的学习率调度，为接下来的一步设置学习率）。每轮都相同的配置判断
 （`if args.optimizer == "momentum":`）不算这种条件；按 epoch 的各阶段循环时选中训练阶段的判断也不算
-（`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法）：
-这一步仍然在该 epoch 的优化器更新之前。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
+（`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法；
+各阶段也可以在别处命名：`for phase in dataset_names:`，循环体里判断 `if phase == "train":`）：
+不论各阶段的顺序如何，这一步仍然在该 epoch 的优化器更新之前，而且这样的循环不是 batch 循环。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
 （任意模块里）继承了这样一个类的类的对象（`WarmupMultiStepLR(MultiStepLR)`）。在别处构造的调度器
 （参数、属性）按名字判断（`scheduler`、`lr_sched`、`warmup_scheduler`，或与 `G_optimizer` 并存的
 `G_scheduler`）；但如果项目定义了名字像调度器、用到优化器、却不是 torch 调度器的类
@@ -778,10 +781,14 @@ def _in_one_block(node: ast.stmt, later: ast.AST | None, ctx: Context) -> bool:
 def _training_phase(statement: ast.AST) -> str | None:
     """`for phase in ["train", "val"]:` (the loop of PyTorch's old transfer-learning tutorial):
     the name of the training phase of a loop over the phases of one epoch, else None."""
+    if not (isinstance(statement, ast.For) and isinstance(statement.target, ast.Name)):
+        return None
+    if isinstance(statement.iter, ast.Name):
+        # `for phase in dataset_names:` whose body asks `if phase == 'train':` (a Kaggle
+        # dog-breed notebook): the phases are named elsewhere, the training one there.
+        return _phase_tested(statement.body, statement.target.id)
     if not (
-        isinstance(statement, ast.For)
-        and isinstance(statement.target, ast.Name)
-        and isinstance(statement.iter, (ast.List, ast.Tuple))
+        isinstance(statement.iter, (ast.List, ast.Tuple))
         and statement.iter.elts  # `for phase in ["train"]:` too (validation left out)
     ):
         return None
@@ -790,6 +797,24 @@ def _training_phase(statement: ast.AST) -> str | None:
         return None
     training = [p for p in phases if p.lower().startswith("train")]
     return training[0] if len(training) == 1 else None
+
+
+def _phase_tested(body: list[ast.stmt], name: str) -> str | None:
+    """ "train" of `if phase == "train":` among the statements of `body`, `phase` being `name`."""
+    for statement in body:
+        test = statement.test if isinstance(statement, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == name
+            and isinstance(test.comparators[0], ast.Constant)
+            and isinstance(test.comparators[0].value, str)
+            and test.comparators[0].value.lower().startswith("train")
+        ):
+            return test.comparators[0].value
+    return None
 
 
 def _selects_training_phase(branch: ast.If, child: ast.AST, phase_loops: list) -> bool:
