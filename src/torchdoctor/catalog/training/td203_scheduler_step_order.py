@@ -268,7 +268,8 @@ accumulation == 0: scheduler.step(); optimizer.step()`），这个条件会让�
 （`if args.optimizer == "momentum":`）不算这种条件；按 epoch 的各阶段循环时选中训练阶段的判断也不算
 （`for phase in ["train", "val"]: if phase == "train": scheduler.step()`，PyTorch 旧版迁移学习教程的写法；
 各阶段也可以在别处命名：`for phase in dataset_names:`，循环体里判断 `if phase == "train":`）：
-不论各阶段的顺序如何，这一步仍然在该 epoch 的优化器更新之前，而且这样的循环不是 batch 循环。调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
+不论各阶段的顺序如何，这一步仍然在该 epoch 的优化器更新之前，而且这样的循环不是 batch 循环。
+调度器指 `torch.optim.lr_scheduler` 中某个类的对象，或项目中
 （任意模块里）继承了这样一个类的类的对象（`WarmupMultiStepLR(MultiStepLR)`）。在别处构造的调度器
 （参数、属性）按名字判断（`scheduler`、`lr_sched`、`warmup_scheduler`，或与 `G_optimizer` 并存的
 `G_scheduler`）；但如果项目定义了名字像调度器、用到优化器、却不是 torch 调度器的类
