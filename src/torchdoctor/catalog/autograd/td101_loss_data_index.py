@@ -1530,15 +1530,11 @@ def _is_number(expr: ast.AST) -> bool:
         return type(expr.value) in (int, float)  # type: ignore[attr-defined]
     if kind is ast.Call:  # `x.size(0)`: one size of a tensor, an int; so are its counts
         func = expr.func  # type: ignore[attr-defined]
-        if type(func) is not ast.Attribute:
+        if type(func) is not ast.Attribute or expr.keywords:  # type: ignore[attr-defined]
             return False
-        arguments = len(expr.args) + len(expr.keywords)  # type: ignore[attr-defined]
+        arguments = len(expr.args)  # type: ignore[attr-defined]
         return (
-            func.attr == "size"
-            and arguments == 1
-            and not expr.keywords  # type: ignore[attr-defined]
-            or func.attr in _ELEMENT_COUNTS
-            and not arguments
+            func.attr == "size" and arguments == 1 or func.attr in _ELEMENT_COUNTS and not arguments
         )
     return kind is ast.Subscript and _is_a_size(expr)
 

@@ -323,12 +323,7 @@ def _check_part(
     backpropagated = _backpropagated_parts(ctx, loop).get(part.value.id)
     if backpropagated is None or ast.dump(backpropagated) != ast.dump(part):
         return None
-    scope = scope_of(total, ctx)
-    if not _outlives_iteration(ctx, scope, total, loop, appended):
-        return None
-    if len(loops) > 1 and _reset_each_step(ctx, scope, total, loop, loops[1]):
-        return None
-    if len(loops) == 1 and _one_step_accumulated(ctx, scope, total, loop):
+    if not _kept_across_steps(ctx, total, loops, appended):
         return None
     text = ctx.text(part)
     fix = _item_fix(part, text, text, ctx)
@@ -562,11 +557,7 @@ def _check(
             kept = _container_kept(statement, total, operands, loop, ctx)
             return [kept] if kept is not None else None
         return None
-    if not _outlives_iteration(ctx, scope_of(total, ctx), total, loop, appended):
-        return None
-    if len(loops) > 1 and _reset_each_step(ctx, scope_of(total, ctx), total, loop, loops[1]):
-        return None
-    if len(loops) == 1 and _one_step_accumulated(ctx, scope_of(total, ctx), total, loop):
+    if not _kept_across_steps(ctx, total, loops, appended):
         return None
     loss = losses[0]
     if _detached_in(ctx, scope_of(loss.id, ctx), loss.id, loop):
@@ -580,6 +571,19 @@ def _check(
     if any(name is loss for name in _bare_operands(added, through_methods=False)):
         fix = _item_fix(loss, loss.id, loss.id, ctx)
     return [ctx.finding(PITFALL, statement, variant, fix=fix, total=total, loss=loss.id)]
+
+
+def _kept_across_steps(ctx: Context, total: str, loops: list[ast.stmt], appended: bool) -> bool:
+    """`total`, added to in `loops[0]`, holds values of more than one optimizer step: it
+    outlives an iteration, and is not made anew for each step of the loop around (nor is the
+    loop one step's gradient accumulation)."""
+    scope = scope_of(total, ctx)
+    loop = loops[0]
+    if not _outlives_iteration(ctx, scope, total, loop, appended):
+        return False
+    if len(loops) > 1:
+        return not _reset_each_step(ctx, scope, total, loop, loops[1])
+    return not _one_step_accumulated(ctx, scope, total, loop)
 
 
 def _item_of_the_loop(name: str, loop: ast.stmt) -> bool:
@@ -1259,7 +1263,7 @@ def _summed_by_a_training_loop(name: str, loop: ast.stmt, ctx: Context) -> bool:
         for inner, _ in lineage(node, found.parents):
             if inner is loop:
                 break
-            if isinstance(inner, (ast.For, ast.AsyncFor, ast.While)) and _step_lines(ctx, inner):
+            if isinstance(inner, _LOOPS) and _step_lines(ctx, inner):
                 return True
     return False
 
@@ -1276,11 +1280,7 @@ def _step_lines(ctx: Context, loop: ast.stmt) -> list[int]:
 
 def _is_accumulation(value: ast.expr, total: str) -> bool:
     """`total + x`, or a running mean of `total` (see `_adds_to_itself`)."""
-    return type(value) is ast.BinOp and (
-        type(value.op) is ast.Add
-        and (is_name(value.left, total) or is_name(value.right, total))
-        or _adds_to_itself(value, total)
-    )
+    return type(value) is ast.BinOp and _adds_to_itself(value, total)
 
 
 @per_file

@@ -321,7 +321,7 @@ def repair_blanks_after_continuation(source: str) -> tuple[str, list[tuple[int, 
     if "\\ " not in source and "\\\t" not in source:
         return None
     lines, tokens = _tokenized(source)
-    sites: list[tuple[int, int]] = []
+    found: list[tuple[int, int, str]] = []  # each backslash's line, column and blanks after it
     try:
         for token in tokens:
             if token.type != tokenize.ERRORTOKEN or token.string != "\\":
@@ -329,18 +329,17 @@ def repair_blanks_after_continuation(source: str) -> tuple[str, list[tuple[int, 
             row, column = token.start
             blanks = _blanks_after(lines[row - 1], column)
             if blanks:
-                sites.append((row, column))
+                found.append((row, column, blanks))
     except (tokenize.TokenError, SyntaxError):
         return None
-    if not sites:
+    if not found:
         return None
     starts = _line_offsets(lines)
     text = list(source)
-    for row, column in sites:
+    for row, column, blanks in found:
         at = starts[row - 1] + column
-        blanks = _blanks_after(lines[row - 1], column)
         text[at : at + 1 + len(blanks)] = blanks + "\\"
-    return "".join(text), sites
+    return "".join(text), [(row, column) for row, column, _ in found]
 
 
 def _blanks_after(line: str, column: int) -> str:

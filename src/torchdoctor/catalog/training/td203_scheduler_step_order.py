@@ -452,12 +452,11 @@ def _epoch_given_before_training(
     if not _unconditional(node, loop, scheduler, ctx, None, None):
         return
     later = _optimizer_step_after(node, loop, ctx)
-    found = later.value if later is not None else _training_call_after(node, loop, ctx)
-    if found is None:
-        found = _optimizer_handed_after(node, loop, ctx)
-        step = None if found is None else f"{ctx.text(found.func)}(...)"
-    else:
-        step = ctx.text(found) if later is not None else f"{ctx.text(found.func)}(...)"
+    if later is not None:
+        step: str | None = ctx.text(later.value)
+    else:  # a call that trains, or that is handed the optimizer
+        trains = _training_call_after(node, loop, ctx) or _optimizer_handed_after(node, loop, ctx)
+        step = None if trains is None else f"{ctx.text(trains.func)}(...)"
     if step is not None:
         yield ctx.finding(
             PITFALL, call, "epoch", scheduler=ctx.text(scheduler), epoch=epoch, step=step
